@@ -1,0 +1,237 @@
+// Package config is the typed description of every MercadoFresco deployment
+// environment (dev, staging, prod).
+//
+// Everything that differs between environments lives here and nowhere else:
+// stacks and constructs read an Environment and never branch on its name.
+// The defaults synthesise on a machine with no AWS credentials: accounts are
+// placeholders that `cdk synth` never contacts, and can be overridden per
+// environment without editing code (see Lookup).
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+)
+
+// ErrUnknownEnvironment is returned by Lookup for a name that is not one of
+// the configured environments.
+var ErrUnknownEnvironment = errors.New("config: unknown environment")
+
+// ErrInvalid is wrapped by every validation error of an Environment.
+var ErrInvalid = errors.New("config: invalid environment")
+
+// Environment is one deployment target. The zero value is not usable; obtain
+// environments from Lookup or All.
+type Environment struct {
+	// Name is the short environment name: "dev", "staging" or "prod".
+	Name string
+	// Account is the 12-digit AWS account id the stacks deploy to.
+	Account string
+	// Region is the AWS region the stacks deploy to.
+	Region string
+	// AvailabilityZones pins the zones used by VPC-bound resources so that
+	// synth needs no context lookup (and so no credentials).
+	AvailabilityZones []string
+	// NameSuffix is appended to every SPEC name to form physical names, so
+	// several environments can share one account. Prod has none and keeps the
+	// SPEC's names verbatim.
+	NameSuffix string
+	// AlarmEmail receives every alarm of the project through the SNS topic
+	// alertas-mercadofresco. Empty means no e-mail subscription.
+	AlarmEmail string
+	// LogRetention is the retention of every log group the project creates.
+	LogRetention awslogs.RetentionDays
+	// RemovalPolicy applies to stateful resources (tables, keys, queues with
+	// data, databases). Prod retains; throwaway environments destroy.
+	RemovalPolicy awscdk.RemovalPolicy
+	// DeletionProtection turns on the deletion protection of tables and
+	// databases.
+	DeletionProtection bool
+	// MaxConsumerConcurrency is the ceiling applied to SQS event source
+	// mappings (MaximumConcurrency), the backpressure limit that keeps Aurora's
+	// ~200 connections and the payment gateway safe. Must be in [2, 1000].
+	MaxConsumerConcurrency float64
+	// PublisherConcurrency is the reserved concurrency of the outbox
+	// publisher Lambda.
+	PublisherConcurrency float64
+	// ArchiveRetentionDays is how long the bus archive keeps events for
+	// replay (0 = forever).
+	ArchiveRetentionDays float64
+	// Tags are applied to every resource of the environment.
+	Tags map[string]string
+}
+
+// accountPattern is what AWS accepts as an account id.
+var accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
+
+// environments are the built-in defaults. Accounts are documentation
+// placeholders (synth never contacts them); real ones come from the
+// MF_<ENV>_ACCOUNT environment variable or `-c account=...`.
+var environments = map[string]Environment{
+	"dev": {
+		Name:                   "dev",
+		Account:                "111111111111",
+		Region:                 "eu-west-1",
+		AvailabilityZones:      []string{"eu-west-1a", "eu-west-1b"},
+		NameSuffix:             "-dev",
+		AlarmEmail:             "alertas-dev@mercadofresco.example",
+		LogRetention:           awslogs.RetentionDays_ONE_WEEK,
+		RemovalPolicy:          awscdk.RemovalPolicy_DESTROY,
+		DeletionProtection:     false,
+		MaxConsumerConcurrency: 2,
+		PublisherConcurrency:   1,
+		ArchiveRetentionDays:   7,
+	},
+	"staging": {
+		Name:                   "staging",
+		Account:                "222222222222",
+		Region:                 "eu-west-1",
+		AvailabilityZones:      []string{"eu-west-1a", "eu-west-1b"},
+		NameSuffix:             "-staging",
+		AlarmEmail:             "alertas-staging@mercadofresco.example",
+		LogRetention:           awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy:          awscdk.RemovalPolicy_SNAPSHOT,
+		DeletionProtection:     false,
+		MaxConsumerConcurrency: 5,
+		PublisherConcurrency:   2,
+		ArchiveRetentionDays:   30,
+	},
+	"prod": {
+		Name:              "prod",
+		Account:           "333333333333",
+		Region:            "eu-west-1",
+		AvailabilityZones: []string{"eu-west-1a", "eu-west-1b", "eu-west-1c"},
+		NameSuffix:        "",
+		AlarmEmail:        "alertas@mercadofresco.example",
+		LogRetention:      awslogs.RetentionDays_SIX_MONTHS,
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		// Deletion protection on everything stateful: a prod table or
+		// database is never removed by a stack update.
+		DeletionProtection: true,
+		// 20 concurrent consumers at peak is the lesson's sizing (600
+		// orders/h processed, 900/h bursts absorbed by the queue); the
+		// storm scenario with 60 pollers is what this ceiling prevents.
+		MaxConsumerConcurrency: 20,
+		PublisherConcurrency:   2,
+		ArchiveRetentionDays:   90,
+	},
+}
+
+// Names returns the environment names in a stable order.
+func Names() []string {
+	names := make([]string, 0, len(environments))
+	for n := range environments {
+		names = append(names, n)
+	}
+	order := map[string]int{"dev": 0, "staging": 1, "prod": 2}
+	sort.Slice(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
+	return names
+}
+
+// Lookup returns the named environment with overrides applied: the
+// environment variable MF_<NAME>_ACCOUNT (e.g. MF_PROD_ACCOUNT) replaces the
+// placeholder account and MF_<NAME>_ALARM_EMAIL the alarm address.
+func Lookup(name string) (Environment, error) {
+	env, ok := environments[name]
+	if !ok {
+		return Environment{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownEnvironment, name, strings.Join(Names(), ", "))
+	}
+	prefix := "MF_" + strings.ToUpper(name) + "_"
+	if v := os.Getenv(prefix + "ACCOUNT"); v != "" {
+		env.Account = v
+	}
+	if v, ok := os.LookupEnv(prefix + "ALARM_EMAIL"); ok {
+		env.AlarmEmail = v
+	}
+	env.AvailabilityZones = append([]string(nil), env.AvailabilityZones...)
+	env.Tags = map[string]string{
+		"proyecto":    "mercadofresco-integracion",
+		"entorno":     env.Name,
+		"gestionado":  "cdk",
+		"responsable": "equipo-integracion",
+	}
+	if err := env.Validate(); err != nil {
+		return Environment{}, err
+	}
+	return env, nil
+}
+
+// All returns every environment in the order dev, staging, prod.
+func All() ([]Environment, error) {
+	var out []Environment
+	for _, n := range Names() {
+		env, err := Lookup(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, env)
+	}
+	return out, nil
+}
+
+// Validate reports every problem of the environment at once.
+func (e Environment) Validate() error {
+	var problems []string
+	if e.Name == "" {
+		problems = append(problems, "name is empty")
+	}
+	if !accountPattern.MatchString(e.Account) {
+		problems = append(problems, fmt.Sprintf("account %q is not a 12-digit AWS account id", e.Account))
+	}
+	if e.Region == "" {
+		problems = append(problems, "region is empty")
+	}
+	if len(e.AvailabilityZones) < 2 {
+		problems = append(problems, "at least two availability zones are needed")
+	}
+	for _, az := range e.AvailabilityZones {
+		if !strings.HasPrefix(az, e.Region) {
+			problems = append(problems, fmt.Sprintf("availability zone %q is not in region %q", az, e.Region))
+		}
+	}
+	if e.MaxConsumerConcurrency < 2 || e.MaxConsumerConcurrency > 1000 {
+		problems = append(problems, fmt.Sprintf("MaxConsumerConcurrency %v is outside SQS's [2, 1000]", e.MaxConsumerConcurrency))
+	}
+	if e.PublisherConcurrency < 1 {
+		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 1", e.PublisherConcurrency))
+	}
+	if e.AlarmEmail != "" && !strings.Contains(e.AlarmEmail, "@") {
+		problems = append(problems, fmt.Sprintf("alarm e-mail %q is not an address", e.AlarmEmail))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w %q: %s", ErrInvalid, e.Name, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// PhysicalName turns a SPEC name ("cola-mercadofresco-pedidos") into this
+// environment's physical name ("cola-mercadofresco-pedidos-dev"). FIFO queue
+// names keep their mandatory ".fifo" ending.
+func (e Environment) PhysicalName(base string) string {
+	if stem, ok := strings.CutSuffix(base, ".fifo"); ok {
+		return stem + e.NameSuffix + ".fifo"
+	}
+	return base + e.NameSuffix
+}
+
+// StackName is the CloudFormation stack name of one part of the app in this
+// environment, e.g. "MercadoFresco-Platform-dev".
+func (e Environment) StackName(part string) string {
+	return "MercadoFresco-" + part + "-" + e.Name
+}
+
+// IsProd reports whether this is the production environment. Use it only for
+// documentation or tags; behaviour must come from explicit fields.
+func (e Environment) IsProd() bool { return e.Name == "prod" }
+
+// CDKEnvironment is the awscdk.Environment of this deployment target.
+func (e Environment) CDKEnvironment() *awscdk.Environment {
+	return &awscdk.Environment{Account: &e.Account, Region: &e.Region}
+}

@@ -1,0 +1,334 @@
+// Package golambda is the project's Go Lambda construct: the CDK's GoFunction
+// (aws-lambda-go-alpha) has no Go module, so this one compiles the function
+// itself through awscdk.ILocalBundling.
+//
+// Every function it makes runs `bootstrap` on provided.al2023/arm64, built
+// with CGO_ENABLED=0 and BuildFlags. The asset hash is the hash of the built
+// binary (AssetHashType OUTPUT), and the binary is reproducible, so `cdk diff`
+// shows a function as changed only when its binary changed. A compilation
+// error stops the synthesis with the compiler's message.
+//
+// Defaults, all overridable through Props: 256 MB, 30 s timeout, JSON logs
+// into a dedicated log group with a retention, X-Ray active tracing, a role
+// of its own that can write only to that log group (no managed policies).
+package golambda
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/platform"
+)
+
+// Defaults applied when the matching Props field is zero.
+const (
+	DefaultMemoryMB       = 256
+	DefaultTimeoutSeconds = 30
+)
+
+// Props configures a Function. Only Entry is required.
+type Props struct {
+	// Entry is the directory of the function's main package, relative to the
+	// module root (e.g. "lambdas/preparar-pedido").
+	Entry string
+	// Builder compiles the binary. Share one Builder across the stacks of a
+	// synthesis so a function used in several environments compiles once.
+	// Nil means a Builder of this function's own.
+	Builder *Builder
+	// FunctionName is the physical name. Nil lets CloudFormation name it.
+	FunctionName *string
+	// Description of the function.
+	Description *string
+	// MemorySize in MB. Zero means DefaultMemoryMB.
+	MemorySize float64
+	// Timeout of one invocation. Nil means DefaultTimeoutSeconds. Consumers
+	// derive queue visibility timeouts from it, so set it to the real worst
+	// case (dependency timeouts included), not to a round number.
+	Timeout awscdk.Duration
+	// Environment variables.
+	Environment map[string]*string
+	// EncryptionKey encrypts the environment variables and the log group.
+	// Nil means AWS-owned keys.
+	EncryptionKey awskms.IKey
+	// LogRetention of the function's log group. Empty means one month.
+	LogRetention awslogs.RetentionDays
+	// LogRemovalPolicy of the log group. Empty means RETAIN.
+	LogRemovalPolicy awscdk.RemovalPolicy
+	// ApplicationLogLevel is the minimum level of the function's own JSON
+	// logs. Empty means INFO.
+	ApplicationLogLevel awslambda.ApplicationLogLevel
+	// DisableTracing turns off X-Ray active tracing (on by default).
+	DisableTracing bool
+	// ReservedConcurrentExecutions caps the function's concurrency. Nil
+	// means unreserved.
+	ReservedConcurrentExecutions *float64
+	// Vpc places the function in a VPC; VpcSubnets and SecurityGroups refine
+	// the placement.
+	Vpc            awsec2.IVpc
+	VpcSubnets     *awsec2.SubnetSelection
+	SecurityGroups *[]awsec2.ISecurityGroup
+	// AlarmTopic, when set, receives an Errors > 0 and a Throttles > 0 alarm
+	// of this function (alarm and OK actions).
+	AlarmTopic awssns.ITopic
+}
+
+// Function is a Go Lambda function with its log group and role.
+type Function struct {
+	constructs.Construct
+	// Function is the underlying L2 function.
+	Function awslambda.Function
+	// LogGroup receives the function's JSON logs.
+	LogGroup awslogs.LogGroup
+	// Role is the execution role (no managed policies attached).
+	Role awsiam.Role
+	// Timeout is the resolved invocation timeout.
+	Timeout awscdk.Duration
+	// Entry is the main package directory the function was built from.
+	Entry string
+}
+
+// NewFunction defines a Go Lambda function. Invalid props or a failed build
+// are reported as synthesis errors on the construct (the synth stops with the
+// message) rather than as a panic.
+func NewFunction(scope constructs.Construct, id string, props *Props) *Function {
+	if props == nil {
+		props = &Props{}
+	}
+	this := constructs.NewConstruct(scope, jsii.String(id))
+	f := &Function{Construct: this, Entry: props.Entry}
+
+	memory := props.MemorySize
+	if memory == 0 {
+		memory = DefaultMemoryMB
+	}
+	f.Timeout = props.Timeout
+	if f.Timeout == nil {
+		f.Timeout = awscdk.Duration_Seconds(jsii.Number(DefaultTimeoutSeconds))
+	}
+	retention := props.LogRetention
+	if retention == "" {
+		retention = awslogs.RetentionDays_ONE_MONTH
+	}
+	logRemoval := props.LogRemovalPolicy
+	if logRemoval == "" {
+		logRemoval = awscdk.RemovalPolicy_RETAIN
+	}
+	appLevel := props.ApplicationLogLevel
+	if appLevel == "" {
+		appLevel = awslambda.ApplicationLogLevel_INFO
+	}
+	tracing := awslambda.Tracing_ACTIVE
+	if props.DisableTracing {
+		tracing = awslambda.Tracing_DISABLED
+	}
+	builder := props.Builder
+	if builder == nil {
+		builder = &Builder{}
+	}
+
+	f.LogGroup = awslogs.NewLogGroup(this, jsii.String("Logs"), &awslogs.LogGroupProps{
+		Retention:     retention,
+		EncryptionKey: props.EncryptionKey,
+		RemovalPolicy: logRemoval,
+	})
+
+	// A role of our own: the CDK's default attaches AWSLambdaBasicExecutionRole
+	// (logs on every group in the account) and, in a VPC,
+	// AWSLambdaVPCAccessExecutionRole. Least privilege is this log group only.
+	f.Role = awsiam.NewRole(this, jsii.String("Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String(fmt.Sprintf("Execution role of %s", props.Entry)),
+	})
+	f.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+		Resources: jsii.Strings(*f.LogGroup.LogGroupArn() + ":*"),
+	}))
+	if props.Vpc != nil {
+		f.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
+				"ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"),
+			Resources: jsii.Strings("*"),
+		}))
+	}
+
+	bundler := &localBundler{builder: builder, entry: props.Entry}
+	code := awslambda.Code_FromAsset(jsii.String(entryDir(builder, props.Entry)), &awss3assets.AssetOptions{
+		AssetHashType: awscdk.AssetHashType_OUTPUT,
+		Bundling: &awscdk.BundlingOptions{
+			// Never used: the local bundler always answers. Docker is not a
+			// dependency of this project.
+			Image: awscdk.DockerImage_FromRegistry(jsii.String("mercadofresco/golambda-local-only")),
+			Local: bundler,
+		},
+	})
+
+	f.Function = awslambda.NewFunction(this, jsii.String("Function"), &awslambda.FunctionProps{
+		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:                 awslambda.Architecture_ARM_64(),
+		Handler:                      jsii.String("bootstrap"),
+		Code:                         code,
+		FunctionName:                 props.FunctionName,
+		Description:                  props.Description,
+		MemorySize:                   jsii.Number(memory),
+		Timeout:                      f.Timeout,
+		Environment:                  environment(props.Environment),
+		EnvironmentEncryption:        props.EncryptionKey,
+		LogGroup:                     f.LogGroup,
+		LoggingFormat:                awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2:        appLevel,
+		SystemLogLevelV2:             awslambda.SystemLogLevel_WARN,
+		Tracing:                      tracing,
+		Role:                         f.Role,
+		ReservedConcurrentExecutions: props.ReservedConcurrentExecutions,
+		Vpc:                          props.Vpc,
+		VpcSubnets:                   props.VpcSubnets,
+		SecurityGroups:               props.SecurityGroups,
+	})
+	if bundler.err != nil {
+		awscdk.Annotations_Of(this).AddError(jsii.String(bundler.err.Error()))
+	}
+
+	// X-Ray's PutTraceSegments/PutTelemetryRecords support no resource-level
+	// permissions; the CDK adds them with Resource "*" when tracing is on.
+	suppressions := []*cdknag.NagPackSuppression{}
+	if !props.DisableTracing {
+		suppressions = append(suppressions, &cdknag.NagPackSuppression{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("X-Ray PutTraceSegments/PutTelemetryRecords have no resource-level permissions, so AWS requires Resource '*'."),
+			AppliesTo: &[]interface{}{jsii.String("Resource::*")},
+		})
+	}
+	if props.Vpc != nil {
+		suppressions = append(suppressions, &cdknag.NagPackSuppression{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("Lambda's VPC ENI management (ec2:*NetworkInterface*, DescribeSubnets) requires Resource '*' (the same actions as AWSLambdaVPCAccessExecutionRole, without the managed policy)."),
+			AppliesTo: &[]interface{}{jsii.String("Resource::*")},
+		})
+	}
+	// The log-stream wildcard is the log group's own ARN plus ":*", which is
+	// how CloudWatch Logs names the streams of one group.
+	suppressions = append(suppressions, &cdknag.NagPackSuppression{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String("logs:CreateLogStream/PutLogEvents are scoped to this function's own log group; ':*' addresses its streams, whose names Lambda generates."),
+		AppliesTo: &[]interface{}{jsii.String("Resource::<" + logicalID(f.LogGroup) + ".Arn>:*")},
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(f.Role, &suppressions, jsii.Bool(true))
+
+	if props.AlarmTopic != nil {
+		f.addAlarms(props.AlarmTopic)
+	}
+	return f
+}
+
+// logicalID is the logical id CloudFormation will see for an L2's default
+// child, as cdk-nag reports it in its findings.
+func logicalID(c constructs.IConstruct) string {
+	child := c.Node().DefaultChild()
+	if child == nil {
+		return ""
+	}
+	return *awscdk.Stack_Of(c).GetLogicalId(child.(awscdk.CfnElement))
+}
+
+// entryDir is the asset source directory. Its content is not what is
+// deployed (the bundler's output is); it only has to exist.
+func entryDir(b *Builder, entry string) string {
+	root, err := b.root()
+	if err != nil || entry == "" {
+		return "."
+	}
+	return filepath.Join(root, entry)
+}
+
+func (f *Function) addAlarms(topic awssns.ITopic) {
+	period := awscdk.Duration_Minutes(jsii.Number(5))
+	errorsAlarm := f.Function.MetricErrors(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}).
+		CreateAlarm(f, jsii.String("ErrorsAlarm"), &awscloudwatch.CreateAlarmOptions{
+			AlarmDescription:   jsii.String(fmt.Sprintf("%s: invocations ended in an error (unhandled error or timeout).", f.Entry)),
+			Threshold:          jsii.Number(0),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+	platform.Alarm(errorsAlarm, topic)
+	throttles := f.Function.MetricThrottles(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}).
+		CreateAlarm(f, jsii.String("ThrottlesAlarm"), &awscloudwatch.CreateAlarmOptions{
+			AlarmDescription:   jsii.String(fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry)),
+			Threshold:          jsii.Number(0),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+	platform.Alarm(throttles, topic)
+}
+
+// TimeoutSeconds is the invocation timeout in seconds.
+func (f *Function) TimeoutSeconds() float64 { return *f.Timeout.ToSeconds(nil) }
+
+// GrantInvoke lets grantee invoke the function.
+func (f *Function) GrantInvoke(grantee awsiam.IGrantable) awsiam.Grant {
+	return f.Function.GrantInvoke(grantee)
+}
+
+// MetricErrors is the function's Errors metric.
+func (f *Function) MetricErrors(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return f.Function.MetricErrors(opts)
+}
+
+// MetricThrottles is the function's Throttles metric.
+func (f *Function) MetricThrottles(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return f.Function.MetricThrottles(opts)
+}
+
+// MetricDuration is the function's Duration metric.
+func (f *Function) MetricDuration(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return f.Function.MetricDuration(opts)
+}
+
+// localBundler compiles the function on this machine. It is called by the
+// CDK only for stacks that need bundling (see the aws:cdk:bundling-stacks
+// context), during the construction of the function's asset.
+type localBundler struct {
+	builder *Builder
+	entry   string
+	err     error
+}
+
+// TryBundle implements awscdk.ILocalBundling. It always answers true: a build
+// failure is recorded and reported as a synthesis error by NewFunction, so the
+// CDK never falls back to Docker (whose message would hide the compiler's).
+func (l *localBundler) TryBundle(outputDir *string, _ *awscdk.BundlingOptions) *bool {
+	dir, err := l.builder.Build(context.Background(), l.entry)
+	if err == nil {
+		err = copyFile(filepath.Join(dir, "bootstrap"), filepath.Join(*outputDir, "bootstrap"), 0o755)
+	}
+	if err != nil {
+		l.err = err
+		// Leave a marker so the (failed) asset is never mistaken for a build.
+		_ = writeFile(filepath.Join(*outputDir, "BUILD-FAILED"), err.Error())
+	}
+	return jsii.Bool(true)
+}
+
+// environment passes nil rather than a pointer to an empty map, so a function
+// without variables has no Environment block in its template.
+func environment(vars map[string]*string) *map[string]*string {
+	if len(vars) == 0 {
+		return nil
+	}
+	return &vars
+}

@@ -1,0 +1,197 @@
+// Package platform holds the pieces every other part of MercadoFresco uses
+// from day one: the customer-managed data key `alias/mercadofresco-datos`,
+// the alarm topic `alertas-mercadofresco`, and the event bus
+// `bus-mercadofresco` with its archive.
+package platform
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// SPEC names of the platform resources (environments add their suffix).
+const (
+	DataKeyAlias    = "alias/mercadofresco-datos"
+	AlertsTopic     = "alertas-mercadofresco"
+	EventBusName    = "bus-mercadofresco"
+	MetricNamespace = "MercadoFresco/Tienda"
+)
+
+// DataKeyProps configures NewDataKey.
+type DataKeyProps struct {
+	// Alias of the key, e.g. "alias/mercadofresco-datos-dev". Empty means
+	// DataKeyAlias.
+	Alias string
+	// RemovalPolicy of the key. Empty means RETAIN (a destroyed key makes
+	// every byte it encrypted unreadable).
+	RemovalPolicy awscdk.RemovalPolicy
+}
+
+// NewDataKey creates the customer-managed key that encrypts MercadoFresco's
+// data at rest (queues, topics, tables, logs, databases). Rotation is on,
+// and the key policy lets the AWS services that act on the project's behalf
+// without an IAM role of ours (CloudWatch alarms publishing to encrypted
+// topics, SNS and EventBridge delivering to encrypted queues, CloudWatch Logs
+// encrypting log groups) use it. Everything else is granted through IAM: the
+// CDK's default key policy delegates to the account.
+func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awskms.Key {
+	if props == nil {
+		props = &DataKeyProps{}
+	}
+	alias := props.Alias
+	if alias == "" {
+		alias = DataKeyAlias
+	}
+	removal := props.RemovalPolicy
+	if removal == "" {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{
+		Alias:             jsii.String(alias),
+		Description:       jsii.String("MercadoFresco data at rest: queues, topics, tables, logs and databases."),
+		EnableKeyRotation: jsii.Bool(true),
+		RemovalPolicy:     removal,
+		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
+	})
+	stack := awscdk.Stack_Of(scope)
+
+	// Service principals that encrypt/decrypt with the key on our behalf.
+	// Each is limited to this account's resources with aws:SourceAccount
+	// where the service sends it.
+	for _, svc := range []struct{ sid, principal string }{
+		{"AllowCloudWatchAlarmsToEncryptedTopics", "cloudwatch.amazonaws.com"},
+		{"AllowSnsDeliveryToEncryptedQueues", "sns.amazonaws.com"},
+		{"AllowEventBridgeDeliveryToEncryptedTargets", "events.amazonaws.com"},
+	} {
+		key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String(svc.sid),
+			Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String(svc.principal), nil)},
+			Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
+			Resources:  jsii.Strings("*"),
+			Conditions: &map[string]interface{}{
+				"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+			},
+		}), jsii.Bool(false))
+	}
+	// CloudWatch Logs encrypts log groups with the key; it identifies the
+	// log group in the encryption context, which scopes the grant to this
+	// account's log groups in this region.
+	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("AllowCloudWatchLogsEncryption"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String(fmt.Sprintf("logs.%s.amazonaws.com", *stack.Region())), nil)},
+		Actions:    jsii.Strings("kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]interface{}{
+			"ArnLike": map[string]interface{}{
+				"kms:EncryptionContext:aws:logs:arn": fmt.Sprintf("arn:%s:logs:%s:%s:log-group:*", *stack.Partition(), *stack.Region(), *stack.Account()),
+			},
+		},
+	}), jsii.Bool(false))
+	return key
+}
+
+// AlertsTopicProps configures NewAlertsTopic.
+type AlertsTopicProps struct {
+	// TopicName is the physical name. Empty means AlertsTopic.
+	TopicName string
+	// Key encrypts the topic. Required: an alarm topic with an AWS-managed
+	// key cannot receive CloudWatch alarms.
+	Key awskms.IKey
+	// Email, when not empty, is subscribed to the topic.
+	Email string
+}
+
+// NewAlertsTopic creates `alertas-mercadofresco`, the topic every alarm of
+// the project targets: encrypted with the data key, TLS enforced, publishable
+// by this account's CloudWatch alarms.
+func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicProps) awssns.Topic {
+	if props == nil {
+		props = &AlertsTopicProps{}
+	}
+	name := props.TopicName
+	if name == "" {
+		name = AlertsTopic
+	}
+	topic := awssns.NewTopic(scope, jsii.String(id), &awssns.TopicProps{
+		TopicName:        jsii.String(name),
+		DisplayName:      jsii.String("MercadoFresco alertas"),
+		MasterKey:        props.Key,
+		EnforceSSL:       jsii.Bool(true),
+		SignatureVersion: jsii.String("2"),
+	})
+	if props.Key == nil {
+		awscdk.Annotations_Of(topic).AddError(jsii.String("platform: the alerts topic needs the data key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key)"))
+	}
+	stack := awscdk.Stack_Of(scope)
+	// The topic policy the CDK writes for enforceSSL replaces SNS's default
+	// one, so CloudWatch's permission to publish must be stated.
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("AllowCloudWatchAlarms"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  jsii.Strings(*topic.TopicArn()),
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+		},
+	}))
+	if props.Email != "" {
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(props.Email), nil))
+	}
+	return topic
+}
+
+// EventBusProps configures NewEventBus.
+type EventBusProps struct {
+	// EventBusName is the physical name. Empty means EventBusName.
+	EventBusName string
+	// ArchiveRetentionDays is how long the archive keeps events for replay.
+	// Zero keeps them forever.
+	ArchiveRetentionDays float64
+}
+
+// NewEventBus creates `bus-mercadofresco` with an archive of every event
+// published to it, so a broken consumer's events can be replayed after the
+// fix (replays are unordered; consumers are idempotent).
+func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (awsevents.EventBus, awsevents.Archive) {
+	if props == nil {
+		props = &EventBusProps{}
+	}
+	name := props.EventBusName
+	if name == "" {
+		name = EventBusName
+	}
+	bus := awsevents.NewEventBus(scope, jsii.String(id), &awsevents.EventBusProps{
+		EventBusName: jsii.String(name),
+		Description:  jsii.String("MercadoFresco domain events (orders, stock, carts)."),
+	})
+	archiveProps := &awsevents.BaseArchiveProps{
+		ArchiveName: jsii.String(name + "-archivo"),
+		Description: jsii.String("Every event of " + name + ", for replay after a consumer fix."),
+		EventPattern: &awsevents.EventPattern{
+			Account: jsii.Strings(*awscdk.Stack_Of(scope).Account()),
+		},
+	}
+	if props.ArchiveRetentionDays > 0 {
+		archiveProps.Retention = awscdk.Duration_Days(jsii.Number(props.ArchiveRetentionDays))
+	}
+	archive := bus.Archive(jsii.String("Archive"), archiveProps)
+	return bus, archive
+}
+
+// Alarm sends both the ALARM and the OK transitions of alarm to topic, so the
+// on-call engineer also learns when a problem has cleared.
+func Alarm(alarm awscloudwatch.Alarm, topic awssns.ITopic) {
+	action := awscloudwatchactions.NewSnsAction(topic)
+	alarm.AddAlarmAction(action)
+	alarm.AddOkAction(action)
+}

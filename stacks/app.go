@@ -1,0 +1,45 @@
+package stacks
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/golambda"
+)
+
+// EnvironmentStacks are the stacks of one environment.
+type EnvironmentStacks struct {
+	Env       config.Environment
+	Platform  *PlatformStack
+	Data      *DataStack
+	Messaging *MessagingStack
+	Outbox    *OutboxStack
+}
+
+// Build defines every stack of env under scope (normally the app). builder
+// compiles the Go Lambdas; share one across environments.
+func Build(scope constructs.Construct, env config.Environment, builder *golambda.Builder) *EnvironmentStacks {
+	platformStack := NewPlatformStack(scope, env)
+	shared := platformStack.Shared(env, builder)
+	data := NewDataStack(scope, shared)
+	messaging := NewMessagingStack(scope, shared, data)
+	outbox := NewOutboxStack(scope, shared)
+	return &EnvironmentStacks{Env: env, Platform: platformStack, Data: data, Messaging: messaging, Outbox: outbox}
+}
+
+// Stacks lists the environment's stacks.
+func (e *EnvironmentStacks) Stacks() []awscdk.Stack {
+	return []awscdk.Stack{e.Platform.Stack, e.Data.Stack, e.Messaging.Stack, e.Outbox.Stack}
+}
+
+// ApplyNag runs the cdk-nag AwsSolutions pack on everything under scope.
+// Findings become synthesis errors; every acknowledgement is a
+// NagSuppressions call next to the resource it concerns, with its reason.
+func ApplyNag(scope constructs.IConstruct) {
+	awscdk.Aspects_Of(scope).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{
+		Verbose: jsii.Bool(true),
+	}), nil)
+}

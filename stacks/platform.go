@@ -1,0 +1,51 @@
+package stacks
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/platform"
+)
+
+// PlatformStack holds the data key, the alerts topic and the event bus.
+type PlatformStack struct {
+	awscdk.Stack
+	DataKey awskms.Key
+	Alerts  awssns.Topic
+	Bus     awsevents.EventBus
+	Archive awsevents.Archive
+}
+
+// NewPlatformStack creates the platform stack of env.
+func NewPlatformStack(scope constructs.Construct, env config.Environment) *PlatformStack {
+	stack := newStack(scope, env, "Platform", "data key, alerts topic and event bus")
+	s := &PlatformStack{Stack: stack}
+	s.DataKey = platform.NewDataKey(stack, "DataKey", &platform.DataKeyProps{
+		Alias:         env.PhysicalName(platform.DataKeyAlias),
+		RemovalPolicy: env.RemovalPolicy,
+	})
+	s.Alerts = platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{
+		TopicName: env.PhysicalName(platform.AlertsTopic),
+		Key:       s.DataKey,
+		Email:     env.AlarmEmail,
+	})
+	s.Bus, s.Archive = platform.NewEventBus(stack, "Bus", &platform.EventBusProps{
+		EventBusName:         env.PhysicalName(platform.EventBusName),
+		ArchiveRetentionDays: env.ArchiveRetentionDays,
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("DataKeyArn"), &awscdk.CfnOutputProps{Value: s.DataKey.KeyArn()})
+	awscdk.NewCfnOutput(stack, jsii.String("AlertsTopicArn"), &awscdk.CfnOutputProps{Value: s.Alerts.TopicArn()})
+	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: s.Bus.EventBusName()})
+	return s
+}
+
+// Shared returns what the other stacks of the environment receive.
+func (s *PlatformStack) Shared(env config.Environment, builder *golambda.Builder) *Shared {
+	return &Shared{Env: env, DataKey: s.DataKey, Alerts: s.Alerts, Bus: s.Bus, Builder: builder}
+}

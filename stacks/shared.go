@@ -1,0 +1,64 @@
+// Package stacks assembles MercadoFresco's CloudFormation stacks for one
+// environment. Each stack is one part of the system with its own lifecycle:
+//
+//   - Platform: the data key, the alerts topic and the event bus (everything
+//     else depends on them; they change rarely).
+//   - Data: stateful stores owned by the consumers (the idempotency table).
+//   - Messaging: queues, fan-out topic, consumers.
+//   - Outbox: the VPC, Aurora PostgreSQL, the RDS Proxy and the outbox
+//     publisher.
+//
+// Stacks receive what they share through Shared; cross-stack references
+// become CloudFormation exports, and grants on shared resources go to the
+// consumer's role policy (the data key's policy delegates to IAM), so no
+// stack ever needs to edit another one's resources.
+package stacks
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/golambda"
+)
+
+// Shared is what every stack of an environment receives.
+type Shared struct {
+	// Env is the environment being synthesised.
+	Env config.Environment
+	// DataKey is alias/mercadofresco-datos: encrypt every store with it.
+	DataKey awskms.IKey
+	// Alerts is alertas-mercadofresco: every alarm targets it (use
+	// platform.Alarm to wire alarm and OK actions).
+	Alerts awssns.ITopic
+	// Bus is bus-mercadofresco.
+	Bus awsevents.IEventBus
+	// Builder compiles Go Lambdas; pass it to golambda.Props.Builder so a
+	// function shared by several environments compiles once per synth.
+	Builder *golambda.Builder
+}
+
+// newStack creates a stack of part for env with the project's conventions:
+// explicit account and region, a name that says part and environment,
+// environment tags, termination protection in prod, and the availability
+// zones from config (so VPCs synthesise without a context lookup).
+func newStack(scope constructs.Construct, env config.Environment, part, description string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(env.StackName(part)), &awscdk.StackProps{
+		Env:                   env.CDKEnvironment(),
+		StackName:             jsii.String(env.StackName(part)),
+		Description:           jsii.String(fmt.Sprintf("MercadoFresco integration (%s): %s", env.Name, description)),
+		TerminationProtection: jsii.Bool(env.DeletionProtection),
+	})
+	azKey := fmt.Sprintf("availability-zones:account=%s:region=%s", env.Account, env.Region)
+	stack.Node().SetContext(jsii.String(azKey), env.AvailabilityZones)
+	for k, v := range env.Tags {
+		awscdk.Tags_Of(stack).Add(jsii.String(k), jsii.String(v), nil)
+	}
+	return stack
+}

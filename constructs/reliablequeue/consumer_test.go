@@ -1,0 +1,124 @@
+package reliablequeue_test
+
+import (
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/reliablequeue"
+)
+
+func TestAddConsumerWiresMappingAndDerivesVisibility(t *testing.T) {
+	f := newFixture(t)
+	q := reliablequeue.New(f.stack, "Pedidos", f.props())
+	fn := f.function("PrepararPedido", 60)
+	esm := q.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 20})
+	if esm == nil {
+		t.Fatal("AddConsumer returned nil")
+	}
+	f.requireNoErrors(t)
+	if got := q.VisibilityTimeoutSeconds(); got != 360 {
+		t.Fatalf("VisibilityTimeoutSeconds = %v, want 360 (6 x 60 s)", got)
+	}
+	tpl := f.template(t)
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+		"EventSourceArn":        map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("PedidosQueue")), "Arn"}},
+		"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+		"BatchSize":             10,
+		"ScalingConfig":         map[string]any{"MaximumConcurrency": 20},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+		"VisibilityTimeout": 360,
+		"RedrivePolicy":     assertions.Match_AnyValue(),
+	})
+	// Consume on the queue with kms:Decrypt, send on the DLQ, DLQ URL in the environment.
+	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{
+			assertions.Match_ObjectLike(&map[string]any{"Action": assertions.Match_ArrayWith(&[]any{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"})}),
+			assertions.Match_ObjectLike(&map[string]any{"Action": "kms:Decrypt"}),
+			assertions.Match_ObjectLike(&map[string]any{"Action": assertions.Match_ArrayWith(&[]any{"sqs:SendMessage"})}),
+		})},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"Environment": map[string]any{"Variables": map[string]any{"DLQ_URL": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("PedidosDeadLetterQueue"))}}},
+	})
+}
+
+func TestBatchingWindowAddsToDerivedVisibility(t *testing.T) {
+	f := newFixture(t)
+	q := reliablequeue.New(f.stack, "Correo", f.props())
+	q.AddConsumer(f.function("EnviarCorreo", 20), reliablequeue.ConsumerOptions{
+		MaximumConcurrency: 5, BatchSize: 50, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(10)),
+	})
+	f.requireNoErrors(t)
+	if got := q.VisibilityTimeoutSeconds(); got != 130 {
+		t.Fatalf("VisibilityTimeoutSeconds = %v, want 130 (6 x 20 s + 10 s window)", got)
+	}
+	f.template(t).HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+		"BatchSize": 50, "MaximumBatchingWindowInSeconds": 10,
+	})
+}
+
+// The lesson's double charge: visibility 120 s with a consumer that can take
+// 180 s (the gateway read timeout). It must not synthesise.
+func TestDoubleChargeConfigurationDoesNotSynthesise(t *testing.T) {
+	f := newFixture(t)
+	p := f.props()
+	p.QueueName = jsii.String("cola-mercadofresco-pedidos")
+	p.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(120))
+	q := reliablequeue.New(f.stack, "Pedidos", p)
+	q.AddConsumer(f.function("Cobro", 180), reliablequeue.ConsumerOptions{MaximumConcurrency: 20})
+	f.requireError(t, "VisibilityTimeout 120 s", "(180 s)", "1080 s")
+}
+
+// The lesson's fix: 400 s visibility with a consumer whose worst case is
+// bounded to 66 s (30 s read timeout, SDK max_attempts 2, margin): 6 x 66 = 396 <= 400.
+func TestFixedConfigurationSynthesises(t *testing.T) {
+	f := newFixture(t)
+	p := f.props()
+	p.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(400))
+	q := reliablequeue.New(f.stack, "Pedidos", p)
+	q.AddConsumer(f.function("Cobro", 66), reliablequeue.ConsumerOptions{MaximumConcurrency: 20})
+	f.requireNoErrors(t)
+	f.template(t).HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"VisibilityTimeout": 400})
+}
+
+func TestConsumerOptionErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		fifo bool
+		opts reliablequeue.ConsumerOptions
+		want []string
+	}{
+		{"maximum concurrency required", false, reliablequeue.ConsumerOptions{}, []string{"MaximumConcurrency is required"}},
+		{"maximum concurrency below 2", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 1}, []string{"between 2 and 1000, got 1"}},
+		{"maximum concurrency above 1000", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 1001}, []string{"got 1001"}},
+		{"batch above 10 without window", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, BatchSize: 11}, []string{"BatchSize 11 exceeds 10"}},
+		{"fifo batching window", true, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(5))}, []string{"not supported for FIFO"}},
+		{"window above 5 minutes", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(301))}, []string{"between 0 and 300 s"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			p := f.props()
+			p.Fifo = tc.fifo
+			q := reliablequeue.New(f.stack, "Q", p)
+			if esm := q.AddConsumer(f.function("Fn", 10), tc.opts); esm != nil {
+				t.Error("AddConsumer returned a mapping for invalid options")
+			}
+			f.requireError(t, tc.want...)
+			f.template(t).ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(0))
+		})
+	}
+}
+
+func TestTwoConsumersTakeTheLargestVisibility(t *testing.T) {
+	f := newFixture(t)
+	q := reliablequeue.New(f.stack, "Q", f.props())
+	q.AddConsumer(f.function("Slow", 50), reliablequeue.ConsumerOptions{MaximumConcurrency: 2})
+	q.AddConsumer(f.function("Fast", 5), reliablequeue.ConsumerOptions{MaximumConcurrency: 2})
+	f.requireNoErrors(t)
+	f.template(t).HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"VisibilityTimeout": 300})
+}

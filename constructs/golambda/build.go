@@ -18,10 +18,12 @@ import (
 var ErrBuild = errors.New("golambda: go build failed")
 
 // BuildFlags are the flags every function binary is built with. They make the
-// binary reproducible (no paths, no VCS stamp, no symbol tables), so its hash
-// changes only when its code or dependencies change, and drop the legacy RPC
-// mode that provided.al2023 does not use.
-var BuildFlags = []string{"-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w"}
+// binary reproducible (no paths, no VCS stamp, no symbol tables) and drop the
+// legacy RPC mode that provided.al2023 does not use. The empty -buildid
+// matters: Go's build id hashes the source files, comments included, so
+// without it a comment-only edit would change the binary and make `cdk diff`
+// report a function whose machine code did not change.
+var BuildFlags = []string{"-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w -buildid="}
 
 // Builder compiles Lambda main packages into `bootstrap` binaries for
 // provided.al2023 on arm64.

@@ -16,7 +16,9 @@ package golambda
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -245,19 +247,24 @@ func logicalID(c constructs.IConstruct) string {
 }
 
 // entryDir is the asset source directory. Its content is not what is
-// deployed (the bundler's output is); it only has to exist.
+// deployed (the bundler's output is); it only has to exist, so an invalid
+// entry falls back to the module root and the bundler reports the problem.
 func entryDir(b *Builder, entry string) string {
 	root, err := b.root()
-	if err != nil || entry == "" {
+	if err != nil {
 		return "."
 	}
-	return filepath.Join(root, entry)
+	dir := filepath.Join(root, entry)
+	if st, err := os.Stat(dir); entry == "" || err != nil || !st.IsDir() || !strings.HasPrefix(dir, root+string(filepath.Separator)) {
+		return root
+	}
+	return dir
 }
 
 func (f *Function) addAlarms(topic awssns.ITopic) {
 	period := awscdk.Duration_Minutes(jsii.Number(5))
 	errorsAlarm := f.Function.MetricErrors(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}).
-		CreateAlarm(f, jsii.String("ErrorsAlarm"), &awscloudwatch.CreateAlarmOptions{
+		CreateAlarm(f.Construct, jsii.String("ErrorsAlarm"), &awscloudwatch.CreateAlarmOptions{
 			AlarmDescription:   jsii.String(fmt.Sprintf("%s: invocations ended in an error (unhandled error or timeout).", f.Entry)),
 			Threshold:          jsii.Number(0),
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
@@ -266,7 +273,7 @@ func (f *Function) addAlarms(topic awssns.ITopic) {
 		})
 	platform.Alarm(errorsAlarm, topic)
 	throttles := f.Function.MetricThrottles(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}).
-		CreateAlarm(f, jsii.String("ThrottlesAlarm"), &awscloudwatch.CreateAlarmOptions{
+		CreateAlarm(f.Construct, jsii.String("ThrottlesAlarm"), &awscloudwatch.CreateAlarmOptions{
 			AlarmDescription:   jsii.String(fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry)),
 			Threshold:          jsii.Number(0),
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,

@@ -1,0 +1,223 @@
+package golambda_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/golambda"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+// fixture copies testdata/fixture (a module with two tiny functions) into a
+// temporary directory the test may edit.
+func fixture(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk("testdata/fixture", func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("testdata/fixture", path)
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func newStack(id string) awscdk.Stack {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: nil})
+	return awscdk.NewStack(app, jsii.String(id), &awscdk.StackProps{
+		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
+	})
+}
+
+// assetKeys synthesises a stack with the fixture's two functions and returns
+// each function's S3 key (the asset hash).
+func assetKeys(t *testing.T, root string) map[string]string {
+	t.Helper()
+	stack := newStack("Hashes")
+	builder := &golambda.Builder{ModuleRoot: root}
+	t.Cleanup(func() { builder.Close() })
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: builder})
+	golambda.NewFunction(stack, "Beta", &golambda.Props{Entry: "fn/beta", Builder: builder})
+	tpl := assertions.Template_FromStack(stack, nil)
+	keys := map[string]string{}
+	for logicalID, res := range *tpl.FindResources(jsii.String("AWS::Lambda::Function"), nil) {
+		code := (*res)["Properties"].(map[string]interface{})["Code"].(map[string]interface{})
+		name := "beta"
+		if strings.HasPrefix(logicalID, "Alpha") {
+			name = "alpha"
+		}
+		keys[name] = code["S3Key"].(string)
+	}
+	if len(keys) != 2 {
+		t.Fatalf("want 2 functions, got %v", keys)
+	}
+	return keys
+}
+
+func TestAssetHashIsTheHashOfTheBinary(t *testing.T) {
+	root := fixture(t)
+	first := assetKeys(t, root)
+	second := assetKeys(t, root)
+	if first["alpha"] != second["alpha"] || first["beta"] != second["beta"] {
+		t.Fatalf("two synths of unchanged code gave different hashes: %v vs %v", first, second)
+	}
+
+	// A comment changes the source but not the binary: the hash must not move.
+	alpha := filepath.Join(root, "fn/alpha/main.go")
+	src, _ := os.ReadFile(alpha)
+	os.WriteFile(alpha, append(src, []byte("\n// a comment does not change the binary\n")...), 0o644)
+	commented := assetKeys(t, root)
+	if commented["alpha"] != first["alpha"] {
+		t.Errorf("a comment-only change moved alpha's hash: %s -> %s", first["alpha"], commented["alpha"])
+	}
+
+	// A code change moves only that function's hash.
+	os.WriteFile(alpha, []byte(strings.Replace(string(src), "alpha v1", "alpha v2", 1)), 0o644)
+	changed := assetKeys(t, root)
+	if changed["alpha"] == first["alpha"] {
+		t.Errorf("alpha's code changed but its hash did not: %s", first["alpha"])
+	}
+	if changed["beta"] != first["beta"] {
+		t.Errorf("beta did not change but its hash did: %s -> %s", first["beta"], changed["beta"])
+	}
+}
+
+func TestBuildFailureStopsSynthWithCompilerMessage(t *testing.T) {
+	root := fixture(t)
+	os.WriteFile(filepath.Join(root, "fn/alpha/main.go"), []byte("package main\n\nfunc main() { undefinedThing() }\n"), 0o644)
+	stack := newStack("Broken")
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: &golambda.Builder{ModuleRoot: root}})
+	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("undefined: undefinedThing")))
+	if len(*errs) != 1 {
+		t.Fatalf("want one synthesis error carrying the compiler's message, got %d", len(*errs))
+	}
+	msg := (*errs)[0].Entry.Data.(string)
+	if !strings.Contains(msg, "go build failed for fn/alpha") || !regexp.MustCompile(`main\.go:3:\d+`).MatchString(msg) {
+		t.Errorf("error should name the entry and the file position, got: %s", msg)
+	}
+}
+
+func TestInvalidEntryIsASynthesisErrorNotAPanic(t *testing.T) {
+	for _, entry := range []string{"", "../outside", "fn/does-not-exist"} {
+		t.Run(entry, func(t *testing.T) {
+			stack := newStack("Invalid")
+			golambda.NewFunction(stack, "Fn", &golambda.Props{Entry: entry, Builder: &golambda.Builder{ModuleRoot: fixture(t)}})
+			errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("golambda: go build failed")))
+			if len(*errs) != 1 {
+				t.Fatalf("entry %q: want one synthesis error, got %d", entry, len(*errs))
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	stack := newStack("Defaults")
+	key := awskms.NewKey(stack, jsii.String("Key"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{
+		Entry:         "fn/alpha",
+		Builder:       &golambda.Builder{ModuleRoot: fixture(t)},
+		EncryptionKey: key,
+	})
+	tpl := assertions.Template_FromStack(stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
+		"Runtime":       "provided.al2023",
+		"Architectures": []interface{}{"arm64"},
+		"Handler":       "bootstrap",
+		"MemorySize":    golambda.DefaultMemoryMB,
+		"Timeout":       golambda.DefaultTimeoutSeconds,
+		"TracingConfig": map[string]interface{}{"Mode": "Active"},
+		"LoggingConfig": map[string]interface{}{
+			"LogFormat":           "JSON",
+			"ApplicationLogLevel": "INFO",
+			"SystemLogLevel":      "WARN",
+			"LogGroup":            map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^AlphaLogs"))},
+		},
+		"KmsKeyArn": map[string]interface{}{"Fn::GetAtt": []interface{}{assertions.Match_StringLikeRegexp(jsii.String("^Key")), "Arn"}},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]interface{}{
+		"RetentionInDays": 30,
+		"KmsKeyId":        map[string]interface{}{"Fn::GetAtt": []interface{}{assertions.Match_StringLikeRegexp(jsii.String("^Key")), "Arn"}},
+	})
+	// Least privilege: no managed policy, logs only on its own group.
+	tpl.HasResourceProperties(jsii.String("AWS::IAM::Role"), map[string]interface{}{
+		"ManagedPolicyArns": assertions.Match_Absent(),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]interface{}{
+		"PolicyDocument": map[string]interface{}{"Statement": assertions.Match_ArrayWith(&[]interface{}{
+			map[string]interface{}{
+				"Action":   []interface{}{"logs:CreateLogStream", "logs:PutLogEvents"},
+				"Effect":   "Allow",
+				"Resource": map[string]interface{}{"Fn::Join": []interface{}{"", []interface{}{map[string]interface{}{"Fn::GetAtt": []interface{}{assertions.Match_StringLikeRegexp(jsii.String("^AlphaLogs")), "Arn"}}, ":*"}}},
+			},
+		})},
+	})
+	tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(0))
+}
+
+func TestAlarmTopicAddsErrorAndThrottleAlarms(t *testing.T) {
+	stack := newStack("Alarms")
+	topic := awssns.NewTopic(stack, jsii.String("Topic"), nil)
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: &golambda.Builder{ModuleRoot: fixture(t)}, AlarmTopic: topic})
+	tpl := assertions.Template_FromStack(stack, nil)
+	tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(2))
+	for _, metric := range []string{"Errors", "Throttles"} {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
+			"MetricName":       metric,
+			"Threshold":        0,
+			"TreatMissingData": "notBreaching",
+			"AlarmActions":     []interface{}{map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^Topic"))}},
+			"OKActions":        []interface{}{map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^Topic"))}},
+		})
+	}
+}
+
+// The construct's own acknowledgements must leave cdk-nag with nothing to
+// report, in and out of a VPC.
+func TestCdkNagClean(t *testing.T) {
+	stack := newStack("Nag")
+	root := fixture(t)
+	builder := &golambda.Builder{ModuleRoot: root}
+	golambda.NewFunction(stack, "Plain", &golambda.Props{Entry: "fn/alpha", Builder: builder})
+	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
+		MaxAzs:              jsii.Number(2),
+		NatGateways:         jsii.Number(0),
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{Name: jsii.String("isolated"), SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}},
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(vpc, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-VPC7"), Reason: jsii.String("Test VPC only hosts the function under test; flow logs are not the subject."),
+	}}, jsii.Bool(true))
+	golambda.NewFunction(stack, "InVpc", &golambda.Props{Entry: "fn/beta", Builder: builder, Vpc: vpc})
+	awscdk.Aspects_Of(stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
+	for _, e := range *errs {
+		t.Errorf("%s: %v", *e.Id, e.Entry.Data)
+	}
+}

@@ -1,0 +1,394 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Option configures one [Do] call.
+type Option func(*callOptions)
+
+type callOptions struct {
+	payload    any
+	hasPayload bool
+	hash       string
+}
+
+// WithPayload turns on payload validation for the call: the canonical hash
+// of v (see [CanonicalHash]) is stored with the record, and a later call
+// with the same key and a different payload fails with ErrPayloadMismatch
+// instead of silently replaying another request's result.
+func WithPayload(v any) Option {
+	return func(o *callOptions) { o.payload, o.hasPayload = v, true }
+}
+
+// WithPayloadHash is WithPayload for callers that already hold a hash.
+func WithPayloadHash(hash string) Option {
+	return func(o *callOptions) { o.hash = hash }
+}
+
+// maxClaimRounds bounds the claim loop when the item changes between a
+// failed condition and the consistent read (dynalite-style fallback only).
+const maxClaimRounds = 5
+
+// Backoff for InProgressWait: full jitter, uniform(0, min(cap, base·2^n)).
+const (
+	waitBase = 50 * time.Millisecond
+	waitCap  = time.Second
+)
+
+// Do runs fn at most once in effect per key and returns its result; every
+// later call with the same key (until the record expires) returns the same
+// result without running fn.
+//
+//   - fn succeeds: the result is stored as COMPLETADO and returned. Every
+//     repeat decodes the stored JSON into a T.
+//   - fn returns an error matching [*PermanentError]: the error is stored as
+//     FALLIDO and returned; every repeat gets an equivalent *PermanentError
+//     (errors.Is matches by code).
+//   - fn returns any other error (or panics): the key is released so the
+//     redelivery can try again, and the error is returned unchanged.
+//   - another owner holds a live lock: [*InProgressError] (after waiting up
+//     to Config.InProgressWait).
+//
+// fn receives a context carrying the key (see [KeyFromContext]). Recording
+// the outcome uses a context detached from ctx's cancellation, bounded by
+// Config.FinalizeTimeout, because the side effect has already happened.
+func Do[T any](ctx context.Context, s *Store, key string, fn func(context.Context) (T, error), opts ...Option) (T, error) {
+	var zero T
+	if err := validateKey(key); err != nil {
+		return zero, err
+	}
+	var o callOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.hasPayload && o.hash == "" {
+		h, err := CanonicalHash(o.payload)
+		if err != nil {
+			return zero, err
+		}
+		o.hash = h
+	}
+
+	if s.cache != nil {
+		if rec, ok := s.cache.get(key, s.cfg.Now()); ok {
+			if err := checkHash(key, rec, o.hash); err != nil {
+				return zero, err
+			}
+			return decodeResult[T](key, rec)
+		}
+	}
+
+	claim, rec, err := s.acquire(ctx, key, o.hash)
+	if err != nil {
+		return zero, err
+	}
+	if claim == nil {
+		return replay[T](key, rec, s)
+	}
+	return execute(ctx, s, claim, fn)
+}
+
+// replay turns a terminal record into Do's answer.
+func replay[T any](key string, rec record, s *Store) (T, error) {
+	var zero T
+	switch rec.status {
+	case StatusCompleted:
+		v, err := decodeResult[T](key, rec)
+		if err == nil && s.cache != nil {
+			s.cache.put(key, rec)
+		}
+		return v, err
+	case StatusFailed:
+		return zero, &PermanentError{Code: rec.errCode, Message: rec.errMsg, Replayed: true}
+	default:
+		// acquire never hands back a live EN_CURSO record.
+		return zero, &RecordError{Key: key, Reason: fmt.Sprintf("unexpected %s %q", attrEstado, rec.status)}
+	}
+}
+
+func decodeResult[T any](key string, rec record) (T, error) {
+	var v T
+	if err := json.Unmarshal(rec.result, &v); err != nil {
+		var zero T
+		return zero, &RecordError{Key: key, Reason: fmt.Sprintf("%s does not decode into %T", attrResultado, v), Err: err}
+	}
+	return v, nil
+}
+
+func checkHash(key string, rec record, hash string) error {
+	// Validation needs both sides: a record written without a hash (or a
+	// call without a payload) cannot be compared and is accepted.
+	if hash != "" && rec.payloadHash != "" && hash != rec.payloadHash {
+		return fmt.Errorf("%w: key %q", ErrPayloadMismatch, key)
+	}
+	return nil
+}
+
+// claim is a won EN_CURSO lock.
+type claim struct {
+	key   string
+	owner string
+	hash  string
+}
+
+// execute runs fn under a won claim and records its outcome.
+func execute[T any](ctx context.Context, s *Store, c *claim, fn func(context.Context) (T, error)) (res T, err error) {
+	finished := false
+	defer func() {
+		if !finished {
+			// fn panicked: the panic continues, but the key is released
+			// first so that the redelivery is not blocked for the whole lock
+			// window.
+			_ = s.release(ctx, c)
+		}
+	}()
+	res, err = fn(context.WithValue(ctx, keyCtx{}, c.key))
+	finished = true
+
+	var zero T
+	if err != nil {
+		var pe *PermanentError
+		if errors.As(err, &pe) {
+			if ferr := s.fail(ctx, c, pe); ferr != nil {
+				return zero, errors.Join(err, ferr)
+			}
+			return zero, err
+		}
+		if rerr := s.release(ctx, c); rerr != nil {
+			return zero, errors.Join(err, rerr)
+		}
+		return zero, err
+	}
+
+	data, merr := json.Marshal(res)
+	if merr != nil {
+		// A result that cannot be stored cannot be replayed; release so the
+		// fix can be deployed and the message retried.
+		merr = fmt.Errorf("idempotency: encode result of key %q: %w", c.key, merr)
+		if rerr := s.release(ctx, c); rerr != nil {
+			return zero, errors.Join(merr, rerr)
+		}
+		return zero, merr
+	}
+	rec, cerr := s.complete(ctx, c, data)
+	if cerr != nil {
+		return zero, cerr
+	}
+	if s.cache != nil {
+		s.cache.put(c.key, rec)
+	}
+	return res, nil
+}
+
+// acquire claims the key (claim != nil) or returns the terminal record that
+// holds it. A live lock of another owner yields *InProgressError, after
+// waiting up to Config.InProgressWait.
+func (s *Store) acquire(ctx context.Context, key, hash string) (*claim, record, error) {
+	var waitUntil time.Time
+	if s.cfg.InProgressWait > 0 {
+		waitUntil = time.Now().Add(s.cfg.InProgressWait)
+	}
+	for attempt := 0; ; attempt++ {
+		c, rec, err := s.tryClaim(ctx, key, hash)
+		var ip *InProgressError
+		if err == nil || !errors.As(err, &ip) || waitUntil.IsZero() {
+			return c, rec, err
+		}
+		left := time.Until(waitUntil)
+		if left <= 0 {
+			return nil, record{}, err
+		}
+		d := rand.N(min(waitCap, waitBase<<min(attempt, 10)) + 1)
+		t := time.NewTimer(min(d, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, record{}, errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// tryClaim makes one claim: a conditional PutItem, and on a failed
+// condition the existing item (from ALL_OLD, else a consistent GetItem).
+func (s *Store) tryClaim(ctx context.Context, key, hash string) (*claim, record, error) {
+	for range maxClaimRounds {
+		now := s.cfg.Now()
+		owner := newOwnerToken(ctx)
+		item := map[string]types.AttributeValue{
+			s.cfg.KeyAttribute: attrS(key),
+			attrEstado:         attrS(string(StatusInProgress)),
+			attrCaducaBloqueo:  attrN(s.lockExpiry(ctx, now).UnixMilli()),
+			attrExpiraEn:       attrN(now.Add(s.cfg.Expiry).Unix()),
+			attrPropietario:    attrS(owner),
+		}
+		if hash != "" {
+			item[attrHashCarga] = attrS(hash)
+		}
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.cfg.TableName),
+			Item:      item,
+			// Absent, expired (TTL not run yet), or a lock whose owner died.
+			ConditionExpression: aws.String("attribute_not_exists(#k) OR #exp < :ahora_s OR (#est = :en_curso AND #cb < :ahora_ms)"),
+			ExpressionAttributeNames: map[string]string{
+				"#k": s.cfg.KeyAttribute, "#exp": attrExpiraEn, "#est": attrEstado, "#cb": attrCaducaBloqueo,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":ahora_s":  attrN(now.Unix()),
+				":ahora_ms": attrN(now.UnixMilli()),
+				":en_curso": attrS(string(StatusInProgress)),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			return &claim{key: key, owner: owner, hash: hash}, record{}, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return nil, record{}, fmt.Errorf("%w: claim key %q: %w", ErrStore, key, err)
+		}
+		// The failed condition is the answer: somebody holds the key.
+		old := ccf.Item
+		if len(old) == 0 {
+			out, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName:      aws.String(s.cfg.TableName),
+				Key:            map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(key)},
+				ConsistentRead: aws.Bool(true),
+			})
+			if gerr != nil {
+				return nil, record{}, fmt.Errorf("%w: read key %q: %w", ErrStore, key, gerr)
+			}
+			if len(out.Item) == 0 {
+				continue // released between our two calls: claim again
+			}
+			old = out.Item
+		}
+		rec, derr := decodeRecord(key, old)
+		if derr != nil {
+			return nil, record{}, derr
+		}
+		if err := checkHash(key, rec, hash); err != nil {
+			return nil, record{}, err
+		}
+		if rec.expired(now) {
+			// Only possible when the item was read after the condition was
+			// evaluated (GetItem fallback): it changed in between. Claim
+			// again rather than report a state that no longer holds.
+			continue
+		}
+		if rec.status == StatusInProgress {
+			return nil, record{}, &InProgressError{Key: key, LockExpiresAt: rec.lockExpiresAt}
+		}
+		return nil, rec, nil
+	}
+	return nil, record{}, &InProgressError{Key: key, LockExpiresAt: s.cfg.Now()}
+}
+
+// ownerCondition fences completion and release: only the claim that wrote
+// the EN_CURSO record may change it.
+const ownerCondition = "#prop = :prop AND #est = :en_curso"
+
+func (s *Store) complete(ctx context.Context, c *claim, result []byte) (record, error) {
+	ctx, cancel := s.finalizeContext(ctx)
+	defer cancel()
+	exp := s.cfg.Now().Add(s.cfg.Expiry)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.cfg.TableName),
+		Key:                 map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},
+		UpdateExpression:    aws.String("SET #est = :completado, #res = :res, #exp = :exp REMOVE #cb"),
+		ConditionExpression: aws.String(ownerCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#est": attrEstado, "#res": attrResultado, "#exp": attrExpiraEn, "#cb": attrCaducaBloqueo, "#prop": attrPropietario,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":completado": attrS(string(StatusCompleted)),
+			":res":        attrS(string(result)),
+			":exp":        attrN(exp.Unix()),
+			":prop":       attrS(c.owner),
+			":en_curso":   attrS(string(StatusInProgress)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		return record{}, s.finalizeError("record result of", c, err)
+	}
+	return record{status: StatusCompleted, result: result, expiresAt: time.Unix(exp.Unix(), 0), owner: c.owner, payloadHash: c.hash}, nil
+}
+
+func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
+	ctx, cancel := s.finalizeContext(ctx)
+	defer cancel()
+	code := pe.Code
+	if code == "" {
+		code = "permanente"
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.cfg.TableName),
+		Key:                 map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},
+		UpdateExpression:    aws.String("SET #est = :fallido, #ec = :ec, #em = :em, #exp = :exp REMOVE #cb"),
+		ConditionExpression: aws.String(ownerCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#est": attrEstado, "#ec": attrErrorCodigo, "#em": attrErrorMensaje, "#exp": attrExpiraEn, "#cb": attrCaducaBloqueo, "#prop": attrPropietario,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":fallido":  attrS(string(StatusFailed)),
+			":ec":       attrS(code),
+			":em":       attrS(pe.Message),
+			":exp":      attrN(s.cfg.Now().Add(s.cfg.Expiry).Unix()),
+			":prop":     attrS(c.owner),
+			":en_curso": attrS(string(StatusInProgress)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		return s.finalizeError("record permanent failure of", c, err)
+	}
+	return nil
+}
+
+func (s *Store) release(ctx context.Context, c *claim) error {
+	ctx, cancel := s.finalizeContext(ctx)
+	defer cancel()
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:           aws.String(s.cfg.TableName),
+		Key:                 map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},
+		ConditionExpression: aws.String(ownerCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#est": attrEstado, "#prop": attrPropietario,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":prop":     attrS(c.owner),
+			":en_curso": attrS(string(StatusInProgress)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		return s.finalizeError("release", c, err)
+	}
+	return nil
+}
+
+// finalizeError classifies a failed completion, failure record or release.
+func (s *Store) finalizeError(what string, c *claim, err error) error {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		detail := "the record is gone"
+		if len(ccf.Item) > 0 {
+			if rec, derr := decodeRecord(c.key, ccf.Item); derr == nil {
+				detail = fmt.Sprintf("the record is now %s owned by %q", rec.status, rec.owner)
+			}
+		}
+		return fmt.Errorf("%w: %s key %q: lock of %q expired and was taken over (%s)", ErrLockLost, what, c.key, c.owner, detail)
+	}
+	return fmt.Errorf("%w: %s key %q: %w", ErrStore, what, c.key, err)
+}

@@ -1,0 +1,181 @@
+package idempotency
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Status is the estado attribute of a record.
+type Status string
+
+// The three states. Two would not do: with only "done / not done", two
+// concurrent consumers would both see "not done" and both charge.
+const (
+	StatusInProgress Status = "EN_CURSO"
+	StatusCompleted  Status = "COMPLETADO"
+	StatusFailed     Status = "FALLIDO"
+)
+
+// Attribute names of a record (see the package documentation).
+const (
+	attrEstado        = "estado"
+	attrResultado     = "resultado"
+	attrCaducaBloqueo = "caduca_bloqueo"
+	attrExpiraEn      = "expira_en"
+	attrPropietario   = "propietario"
+	attrHashCarga     = "hash_carga"
+	attrErrorCodigo   = "error_codigo"
+	attrErrorMensaje  = "error_mensaje"
+)
+
+// record is the decoded form of an item.
+type record struct {
+	status        Status
+	result        []byte // JSON, COMPLETADO only
+	lockExpiresAt time.Time
+	expiresAt     time.Time
+	owner         string
+	payloadHash   string
+	errCode       string
+	errMsg        string
+}
+
+// expired reports whether the record counts as absent at now: past its
+// expira_en (TTL can lag by days) or an EN_CURSO whose lock has ended.
+// It mirrors the claim's condition expression exactly, with the same
+// resolutions (seconds and milliseconds).
+func (r record) expired(now time.Time) bool {
+	if r.expiresAt.Unix() < now.Unix() {
+		return true
+	}
+	return r.status == StatusInProgress && r.lockExpiresAt.UnixMilli() < now.UnixMilli()
+}
+
+// decodeRecord reads an item written by this package, with an error that
+// names the key and the offending attribute for anything else.
+func decodeRecord(key string, item map[string]types.AttributeValue) (record, error) {
+	bad := func(format string, a ...any) (record, error) {
+		return record{}, &RecordError{Key: key, Reason: fmt.Sprintf(format, a...)}
+	}
+	var r record
+	st, ok, err := stringAttr(item, attrEstado)
+	switch {
+	case err != nil:
+		return bad("%v", err)
+	case !ok:
+		return bad("no %s attribute", attrEstado)
+	}
+	r.status = Status(st)
+	exp, ok, err := numberAttr(item, attrExpiraEn)
+	switch {
+	case err != nil:
+		return bad("%v", err)
+	case !ok:
+		return bad("no %s attribute", attrExpiraEn)
+	}
+	r.expiresAt = time.Unix(exp, 0)
+	if r.owner, _, err = stringAttr(item, attrPropietario); err != nil {
+		return bad("%v", err)
+	}
+	if r.payloadHash, _, err = stringAttr(item, attrHashCarga); err != nil {
+		return bad("%v", err)
+	}
+
+	switch r.status {
+	case StatusInProgress:
+		ms, ok, err := numberAttr(item, attrCaducaBloqueo)
+		switch {
+		case err != nil:
+			return bad("%v", err)
+		case !ok:
+			return bad("%s record without %s", r.status, attrCaducaBloqueo)
+		}
+		r.lockExpiresAt = time.UnixMilli(ms)
+	case StatusCompleted:
+		res, ok, err := stringAttr(item, attrResultado)
+		switch {
+		case err != nil:
+			return bad("%v", err)
+		case !ok:
+			return bad("%s record without %s", r.status, attrResultado)
+		}
+		r.result = []byte(res)
+	case StatusFailed:
+		var ok bool
+		if r.errCode, ok, err = stringAttr(item, attrErrorCodigo); err != nil {
+			return bad("%v", err)
+		} else if !ok {
+			return bad("%s record without %s", r.status, attrErrorCodigo)
+		}
+		if r.errMsg, _, err = stringAttr(item, attrErrorMensaje); err != nil {
+			return bad("%v", err)
+		}
+	default:
+		return bad("unknown %s %q (want %s, %s or %s)", attrEstado, st, StatusInProgress, StatusCompleted, StatusFailed)
+	}
+	return r, nil
+}
+
+func stringAttr(item map[string]types.AttributeValue, name string) (string, bool, error) {
+	av, ok := item[name]
+	if !ok {
+		return "", false, nil
+	}
+	s, ok := av.(*types.AttributeValueMemberS)
+	if !ok {
+		return "", false, fmt.Errorf("%s is %s, want a string (S)", name, avType(av))
+	}
+	return s.Value, true, nil
+}
+
+func numberAttr(item map[string]types.AttributeValue, name string) (int64, bool, error) {
+	av, ok := item[name]
+	if !ok {
+		return 0, false, nil
+	}
+	n, ok := av.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, false, fmt.Errorf("%s is %s, want a number (N)", name, avType(av))
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("%s = %q is not an integer", name, n.Value)
+	}
+	return v, true, nil
+}
+
+func avType(av types.AttributeValue) string {
+	switch av.(type) {
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return "N"
+	case *types.AttributeValueMemberB:
+		return "B"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberM:
+		return "M"
+	case *types.AttributeValueMemberL:
+		return "L"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	default:
+		return fmt.Sprintf("%T", av)
+	}
+}
+
+func attrS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func attrN(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}

@@ -1,0 +1,564 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/smithy-go"
+	"github.com/google/uuid"
+)
+
+// PutEventsAPI is the one EventBridge operation the publisher needs.
+// *eventbridge.Client implements it; tests pass a fake sink.
+type PutEventsAPI interface {
+	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+}
+
+// ErrInvalidConfig is returned (wrapped) by NewPublisher for a Config that
+// cannot work.
+var ErrInvalidConfig = errors.New("outbox: invalid publisher config")
+
+// Config configures a Publisher. Zero fields take the documented defaults.
+type Config struct {
+	// BusName is the target event bus name or ARN (required).
+	BusName string
+	// Source is the EventBridge source of every event (required), e.g.
+	// "mercadofresco.tienda".
+	Source string
+	// BatchSize is how many rows one claim takes. Default 100.
+	BatchSize int
+	// Lease is how long a claimed row stays invisible to other publishers.
+	// It must comfortably exceed PublishTimeout; when a publisher dies, its
+	// rows are re-claimed this long after the claim. Default 30 s.
+	Lease time.Duration
+	// PublishTimeout bounds the PutEvents phase of one batch, so that a
+	// healthy publisher always marks its rows before the lease runs out.
+	// Default Lease/2; must be below Lease.
+	PublishTimeout time.Duration
+	// MaxAttempts is how many claims an event gets before it is parked
+	// when EventBridge keeps rejecting it. Default 10.
+	MaxAttempts int
+	// EntryRetries is how many times failed entries of a call are re-sent
+	// within the same round before the row is released. Default 2.
+	EntryRetries int
+	// RetryBaseDelay is the base of the full-jitter backoff between in-round
+	// retries and between attempts of a failing row. Default 100 ms.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps the backoff of a failing row (in-round retries are
+	// capped at 1 s). Default 2 min.
+	RetryMaxDelay time.Duration
+	// MaxConcurrentCalls is how many PutEvents calls of one batch may be in
+	// flight at once. Default 4.
+	MaxConcurrentCalls int
+	// PollInterval is the wait between rounds that found less than a full
+	// batch. Default 1 s.
+	PollInterval time.Duration
+	// Metrics, if set, receives the gauges (pending, oldest age, parked) and
+	// the counters every MetricsInterval while Run runs.
+	Metrics *EMFWriter
+	// MetricsInterval defaults to 30 s (two data points per alarm minute).
+	MetricsInterval time.Duration
+	// Logger defaults to a logger that discards.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.BatchSize == 0 {
+		c.BatchSize = 100
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = c.Lease / 2
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 10
+	}
+	if c.EntryRetries == 0 {
+		c.EntryRetries = 2
+	}
+	if c.RetryBaseDelay == 0 {
+		c.RetryBaseDelay = 100 * time.Millisecond
+	}
+	if c.RetryMaxDelay == 0 {
+		c.RetryMaxDelay = 2 * time.Minute
+	}
+	if c.MaxConcurrentCalls == 0 {
+		c.MaxConcurrentCalls = 4
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.MetricsInterval == 0 {
+		c.MetricsInterval = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.BusName == "":
+		return fmt.Errorf("%w: BusName is required", ErrInvalidConfig)
+	case c.Source == "":
+		return fmt.Errorf("%w: Source is required", ErrInvalidConfig)
+	case c.BatchSize < 1 || c.BatchSize > 10000:
+		return fmt.Errorf("%w: BatchSize %d not in 1..10000", ErrInvalidConfig, c.BatchSize)
+	case c.PublishTimeout >= c.Lease:
+		return fmt.Errorf("%w: PublishTimeout %s must be below Lease %s", ErrInvalidConfig, c.PublishTimeout, c.Lease)
+	case c.MaxAttempts < 1, c.EntryRetries < 0, c.MaxConcurrentCalls < 1:
+		return fmt.Errorf("%w: MaxAttempts and MaxConcurrentCalls must be >= 1, EntryRetries >= 0", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Result counts what one round (PublishOnce) did.
+type Result struct {
+	Claimed   int // rows claimed
+	Published int // rows marked published
+	Failed    int // rows released for a later attempt
+	Parked    int // rows parked as poison
+}
+
+func (r *Result) add(o Result) {
+	r.Claimed += o.Claimed
+	r.Published += o.Published
+	r.Failed += o.Failed
+	r.Parked += o.Parked
+}
+
+// Publisher moves outbox rows to EventBridge. Several publishers (in one
+// process or many) may run against the same table at once.
+type Publisher struct {
+	db  DB
+	api PutEventsAPI
+	cfg Config
+
+	mu     sync.Mutex
+	totals Result // since NewPublisher
+	window Result // since the last metrics emission
+}
+
+// NewPublisher returns a publisher reading from db and publishing with api.
+func NewPublisher(db DB, api PutEventsAPI, cfg Config) (*Publisher, error) {
+	if db == nil || api == nil {
+		return nil, fmt.Errorf("%w: nil db or api", ErrInvalidConfig)
+	}
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Publisher{db: db, api: api, cfg: cfg}, nil
+}
+
+// Totals returns the sum of the Results of every round so far.
+func (p *Publisher) Totals() Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.totals
+}
+
+type claimedRow struct {
+	id          string
+	aggregateID string
+	typ         string
+	payload     string
+	createdAt   time.Time
+	attempts    int
+}
+
+// outcome of one row in a round.
+type outcome struct {
+	done      bool // a verdict was reached
+	published bool
+	err       string
+	permanent bool // park now: retrying cannot help
+	refund    bool // the bus was unreachable: the attempt does not count
+}
+
+const claimSQL = `
+WITH c AS (
+    SELECT id FROM outbox
+    WHERE publicado_en IS NULL AND aparcado_en IS NULL
+      AND (bloqueado_hasta IS NULL OR bloqueado_hasta <= now())
+    ORDER BY creado_en
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox o
+SET bloqueado_hasta = now() + $2 * interval '1 millisecond',
+    bloqueado_por   = $3::uuid,
+    intentos        = o.intentos + 1
+FROM c
+WHERE o.id = c.id
+RETURNING o.id::text, o.agregado_id, o.tipo, o.payload::text, o.creado_en, o.intentos`
+
+const markPublishedSQL = `
+UPDATE outbox
+SET publicado_en = now(), bloqueado_hasta = NULL, bloqueado_por = NULL
+WHERE id = ANY($1::text[]::uuid[]) AND publicado_en IS NULL`
+
+// markFailedSQL releases (with a backoff) or parks failed rows. It only
+// touches rows still held by this claim: if our lease ran out and another
+// publisher re-claimed a row, its lease is left alone.
+const markFailedSQL = `
+UPDATE outbox o
+SET ultimo_error    = f.err,
+    intentos        = o.intentos - f.refund,
+    aparcado_en     = CASE WHEN f.park THEN now() END,
+    bloqueado_hasta = CASE WHEN f.park THEN NULL ELSE now() + f.backoff_ms * interval '1 millisecond' END,
+    bloqueado_por   = NULL
+FROM unnest($1::text[], $2::text[], $3::bool[], $4::int[], $5::bigint[]) AS f(id, err, park, refund, backoff_ms)
+WHERE o.id = f.id::uuid AND o.bloqueado_por = $6::uuid AND o.publicado_en IS NULL`
+
+// PublishOnce runs one round: claim up to BatchSize rows with a lease
+// (one short autocommit statement, so no row lock or transaction is held
+// while EventBridge is called), publish them, then record the verdicts.
+//
+// ctx only bounds the claim; once rows are claimed the round finishes with
+// its own PublishTimeout so that cancelling a publisher (Lambda nearing its
+// deadline, SIGTERM) does not strand a claimed batch until its lease expires.
+func (p *Publisher) PublishOnce(ctx context.Context) (Result, error) {
+	token := uuid.New()
+	rows, err := p.db.Query(ctx, claimSQL, p.cfg.BatchSize, p.cfg.Lease.Milliseconds(), token.String())
+	if err != nil {
+		return Result{}, fmt.Errorf("outbox: claim: %w", err)
+	}
+	var claimed []claimedRow
+	for rows.Next() {
+		var r claimedRow
+		if err := rows.Scan(&r.id, &r.aggregateID, &r.typ, &r.payload, &r.createdAt, &r.attempts); err != nil {
+			rows.Close()
+			return Result{}, fmt.Errorf("outbox: claim: scan: %w", err)
+		}
+		claimed = append(claimed, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Result{}, fmt.Errorf("outbox: claim: %w", err)
+	}
+	if len(claimed) == 0 {
+		return Result{}, nil
+	}
+	// UPDATE ... RETURNING does not keep the CTE's order.
+	sort.Slice(claimed, func(i, j int) bool { return claimed[i].createdAt.Before(claimed[j].createdAt) })
+
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.PublishTimeout)
+	defer cancel()
+	outcomes := p.publish(pctx, claimed)
+
+	// Record verdicts even if the publish phase timed out: a fresh timeout
+	// for the two small UPDATEs.
+	mctx, mcancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Lease/2)
+	defer mcancel()
+	res, err := p.record(mctx, token, claimed, outcomes)
+	p.mu.Lock()
+	p.totals.add(res)
+	p.window.add(res)
+	p.mu.Unlock()
+	return res, err
+}
+
+// publish builds the entries, packs them into calls and sends the calls,
+// at most MaxConcurrentCalls at a time.
+func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome {
+	outcomes := make([]outcome, len(claimed))
+	entries := make([]types.PutEventsRequestEntry, len(claimed))
+	sizes := make([]int, len(claimed))
+	for i, r := range claimed {
+		detail, err := json.Marshal(Detail{EventID: r.id, AggregateID: r.aggregateID, CreatedAt: r.createdAt.UTC(), Data: json.RawMessage(r.payload)})
+		if err != nil {
+			// Only possible if the stored payload is not JSON, which the
+			// table's CHECK forbids; park rather than loop.
+			outcomes[i] = outcome{done: true, permanent: true, err: "detail encoding: " + err.Error()}
+			sizes[i] = MaxEntryBytes + 1
+			continue
+		}
+		entries[i] = types.PutEventsRequestEntry{
+			EventBusName: aws.String(p.cfg.BusName),
+			Source:       aws.String(p.cfg.Source),
+			DetailType:   aws.String(r.typ),
+			Detail:       aws.String(string(detail)),
+			Time:         aws.Time(r.createdAt),
+		}
+		sizes[i] = EntrySize(entries[i])
+	}
+	calls, tooLarge := pack(sizes, MaxEntriesPerCall, MaxEntryBytes)
+	for _, i := range tooLarge {
+		if !outcomes[i].done {
+			outcomes[i] = outcome{done: true, permanent: true,
+				err: fmt.Sprintf("%v: entry of %d bytes (limit %d)", ErrEventTooLarge, sizes[i], MaxEntryBytes)}
+		}
+	}
+	sem := make(chan struct{}, p.cfg.MaxConcurrentCalls)
+	var wg sync.WaitGroup
+	for _, call := range calls {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(call []int) {
+			defer func() { <-sem; wg.Done() }()
+			p.send(ctx, entries, call, outcomes)
+		}(call)
+	}
+	wg.Wait()
+	return outcomes
+}
+
+// send publishes the entries idx in one PutEvents call and re-sends only
+// the entries that failed, up to EntryRetries times. Each goroutine writes
+// only the outcomes of its own indexes.
+func (p *Publisher) send(ctx context.Context, entries []types.PutEventsRequestEntry, idx []int, outcomes []outcome) {
+	pending := idx
+	for attempt := 0; ; attempt++ {
+		batch := make([]types.PutEventsRequestEntry, len(pending))
+		for k, i := range pending {
+			batch[k] = entries[i]
+		}
+		out, err := p.api.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: batch})
+		if err == nil && len(out.Entries) != len(batch) {
+			err = fmt.Errorf("PutEvents answered %d entries for %d sent", len(out.Entries), len(batch))
+		}
+		if err != nil {
+			if isRequestRejected(err) {
+				if len(pending) > 1 {
+					// One bad entry makes the whole request invalid: bisect to
+					// isolate it (about log2(10) extra calls) instead of
+					// failing its nine neighbours.
+					half := len(pending) / 2
+					p.send(ctx, entries, pending[:half], outcomes)
+					p.send(ctx, entries, pending[half:], outcomes)
+					return
+				}
+				outcomes[pending[0]] = outcome{done: true, permanent: true, err: "PutEvents rejected the entry: " + err.Error()}
+				return
+			}
+			// The bus was unreachable, throttled us beyond the SDK's retries,
+			// or we ran out of time: nothing is wrong with the events, so
+			// the attempt is refunded (an outage must not park events).
+			for _, i := range pending {
+				outcomes[i] = outcome{done: true, refund: true, err: "PutEvents call failed: " + err.Error()}
+			}
+			return
+		}
+		var failed []int
+		for k, r := range out.Entries {
+			i := pending[k]
+			if r.ErrorCode == nil {
+				outcomes[i] = outcome{done: true, published: true}
+				continue
+			}
+			code := aws.ToString(r.ErrorCode)
+			msg := code + ": " + aws.ToString(r.ErrorMessage)
+			if permanentEntryError(code) {
+				outcomes[i] = outcome{done: true, permanent: true, err: msg}
+				continue
+			}
+			outcomes[i] = outcome{done: true, err: msg}
+			failed = append(failed, i)
+		}
+		if len(failed) == 0 || attempt >= p.cfg.EntryRetries {
+			return
+		}
+		if !sleepCtx(ctx, fullJitter(p.cfg.RetryBaseDelay, time.Second, attempt)) {
+			return
+		}
+		pending = failed
+	}
+}
+
+// permanentEntryError reports entry error codes that no retry can fix:
+// the entry itself is malformed. Anything else (InternalFailure,
+// ThrottlingException, unknown codes) is retried a bounded number of times.
+func permanentEntryError(code string) bool {
+	switch code {
+	case "MalformedDetail", "InvalidArgument", "ValidationException", "InvalidEventPatternException":
+		return true
+	}
+	return false
+}
+
+// isRequestRejected reports a client-side error that the request content
+// caused (as opposed to credentials, permissions, throttling or the
+// network), so splitting the request can isolate the bad entry.
+func isRequestRejected(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "ValidationException", "InvalidArgument", "MalformedDetail", "RequestEntityTooLargeException", "SerializationException":
+		return true
+	}
+	return false
+}
+
+// record applies the outcomes: one UPDATE for the published rows and one
+// for the failed ones.
+func (p *Publisher) record(ctx context.Context, token uuid.UUID, claimed []claimedRow, outcomes []outcome) (Result, error) {
+	res := Result{Claimed: len(claimed)}
+	var pubIDs, ids, errs []string
+	var parks []bool
+	var refunds []int32
+	var backoffs []int64
+	for i, o := range outcomes {
+		r := claimed[i]
+		if !o.done {
+			// Never sent (publish phase timed out first).
+			o = outcome{refund: true, err: "not sent before the publish timeout"}
+		}
+		if o.published {
+			pubIDs = append(pubIDs, r.id)
+			continue
+		}
+		refund := int32(0)
+		if o.refund {
+			refund = 1
+		}
+		park := o.permanent || (!o.refund && r.attempts >= p.cfg.MaxAttempts)
+		if park {
+			res.Parked++
+			p.cfg.Logger.Error("outbox: event parked", "id_evento", r.id, "tipo", r.typ, "intentos", r.attempts, "error", o.err)
+		} else {
+			res.Failed++
+			p.cfg.Logger.Warn("outbox: publish failed, will retry", "id_evento", r.id, "tipo", r.typ, "intentos", r.attempts, "error", o.err)
+		}
+		ids = append(ids, r.id)
+		errs = append(errs, truncate(o.err, 2000))
+		parks = append(parks, park)
+		refunds = append(refunds, refund)
+		backoffs = append(backoffs, fullJitter(p.cfg.RetryBaseDelay, p.cfg.RetryMaxDelay, r.attempts).Milliseconds())
+	}
+	var errOut error
+	if len(pubIDs) > 0 {
+		tag, err := p.db.Exec(ctx, markPublishedSQL, pubIDs)
+		if err != nil {
+			// The events are on the bus but not marked: the lease expires and
+			// they are published again with the same id (at-least-once).
+			errOut = fmt.Errorf("outbox: mark %d published: %w", len(pubIDs), err)
+		} else {
+			res.Published = int(tag.RowsAffected())
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := p.db.Exec(ctx, markFailedSQL, ids, errs, parks, refunds, backoffs, token.String()); err != nil {
+			errOut = errors.Join(errOut, fmt.Errorf("outbox: record %d failures: %w", len(ids), err))
+		}
+	}
+	return res, errOut
+}
+
+// Run publishes until ctx is done: a round, then another at once if the
+// batch was full (backlog), else after PollInterval or as soon as wake
+// fires (see Listen; wake may be nil). Errors of a round are logged and the
+// loop goes on after PollInterval; Run returns nil when ctx ends, after
+// finishing the round in flight and flushing metrics.
+func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
+	lastMetrics := time.Time{}
+	flush := func(mctx context.Context) {
+		if p.cfg.Metrics == nil {
+			return
+		}
+		if err := p.emitMetrics(mctx); err != nil {
+			p.cfg.Logger.Warn("outbox: metrics", "error", err)
+		}
+		lastMetrics = time.Now()
+	}
+	defer func() {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		flush(mctx)
+	}()
+	consecutiveErrors := 0
+	for ctx.Err() == nil {
+		if time.Since(lastMetrics) >= p.cfg.MetricsInterval {
+			flush(ctx)
+		}
+		res, err := p.PublishOnce(ctx)
+		wait := p.cfg.PollInterval
+		switch {
+		case err != nil && ctx.Err() == nil:
+			consecutiveErrors++
+			p.cfg.Logger.Error("outbox: publish round failed", "error", err)
+			wait = fullJitter(p.cfg.PollInterval, 30*time.Second, consecutiveErrors)
+		case err == nil && res.Claimed == p.cfg.BatchSize:
+			consecutiveErrors = 0
+			continue
+		default:
+			consecutiveErrors = 0
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case _, ok := <-wake:
+			if !ok {
+				wake = nil // listener gone: plain polling from now on
+			}
+		}
+		t.Stop()
+	}
+	return nil
+}
+
+// emitMetrics writes the gauges and the counters since the last emission.
+func (p *Publisher) emitMetrics(ctx context.Context) error {
+	g, err := ReadGauges(ctx, p.db)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	t := p.window
+	p.window = Result{}
+	p.mu.Unlock()
+	return p.cfg.Metrics.Write(append(g.Metrics(),
+		Metric{Name: MetricPublished, Unit: UnitCount, Value: float64(t.Published)},
+		Metric{Name: MetricFailedAttempts, Unit: UnitCount, Value: float64(t.Failed)},
+		Metric{Name: MetricNewlyParked, Unit: UnitCount, Value: float64(t.Parked)},
+	)...)
+}
+
+// fullJitter is uniform(0, min(cap, base*2^n)) (Brooker's "full jitter").
+func fullJitter(base, cap time.Duration, n int) time.Duration {
+	if n > 30 {
+		n = 30
+	}
+	d := base << uint(n)
+	if d <= 0 || d > cap {
+		d = cap
+	}
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(d) + 1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

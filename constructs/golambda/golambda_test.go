@@ -16,13 +16,10 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	jsii.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { cdktest.Main(m) }
 
 // fixture copies testdata/fixture (a module with two tiny functions) into a
 // temporary directory the test may edit.

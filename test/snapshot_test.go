@@ -1,0 +1,133 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// UPDATE_SNAPSHOTS=1 rewrites the golden files instead of comparing
+// (`make snapshots`). Review the diff before committing it.
+const updateEnv = "UPDATE_SNAPSHOTS"
+
+var snapshotDir = filepath.Join("testdata", "snapshots")
+
+// Values that change without the infrastructure changing: asset hashes
+// (content-addressed names of Lambda binaries and CDK helper code). They are
+// masked so a fresh clone, another Go patch release or a dependency bump of a
+// function does not churn every golden file; the bundling test proves the
+// binaries themselves.
+var volatile = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`\b[0-9a-f]{64}\b`), "<asset-hash>"},
+}
+
+// normalise renders a template as stable, masked, indented JSON.
+func normalise(tpl map[string]any) ([]byte, error) {
+	raw, err := json.MarshalIndent(tpl, "", "  ") // map keys are sorted
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range volatile {
+		raw = v.re.ReplaceAll(raw, []byte(v.with))
+	}
+	return append(raw, '\n'), nil
+}
+
+func TestSnapshots(t *testing.T) {
+	s := synthApp(t)
+	update := os.Getenv(updateEnv) != ""
+	names := make([]string, 0, len(s.templates))
+	for n := range s.templates {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	seen := map[string]bool{}
+	for _, name := range names {
+		file := filepath.Join(snapshotDir, name+".template.json")
+		seen[filepath.Base(file)] = true
+		t.Run(name, func(t *testing.T) {
+			got, err := normalise(s.templates[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if update {
+				if err := os.MkdirAll(snapshotDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("no golden file for %s (run `make snapshots`): %v", name, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from %s (run `make snapshots` if the change is intended):\n%s", name, file, lineDiff(string(want), string(got)))
+			}
+		})
+	}
+	// A golden file without a stack is a stack that disappeared.
+	entries, _ := os.ReadDir(snapshotDir)
+	for _, e := range entries {
+		if !seen[e.Name()] {
+			if update {
+				os.Remove(filepath.Join(snapshotDir, e.Name()))
+				continue
+			}
+			t.Errorf("golden file %s has no stack any more (run `make snapshots`)", e.Name())
+		}
+	}
+}
+
+// lineDiff shows the changed lines of two texts with a little context,
+// enough to see what moved without a diff tool. It is a plain LCS diff,
+// fine for templates of a few thousand lines.
+func lineDiff(want, got string) string {
+	a, b := strings.Split(want, "\n"), strings.Split(got, "\n")
+	n, m := len(a), len(b)
+	lcs := make([][]int32, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	shown := 0
+	for i, j := 0, 0; (i < n || j < m) && shown < 80; {
+		switch {
+		case i < n && j < m && a[i] == b[j]:
+			i++
+			j++
+		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+			fmt.Fprintf(&out, "+%5d %s\n", j+1, b[j])
+			j++
+			shown++
+		default:
+			fmt.Fprintf(&out, "-%5d %s\n", i+1, a[i])
+			i++
+			shown++
+		}
+	}
+	if shown == 80 {
+		out.WriteString("... (more differences)\n")
+	}
+	return out.String()
+}

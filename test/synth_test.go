@@ -1,0 +1,214 @@
+package test
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/stacks"
+)
+
+// synthesis is the whole app, every environment, synthesised once per test
+// binary exactly as app.go does it: Lambda bundling ON (the binaries are
+// really built; snapshots mask their hashes), the CDK's template validation
+// ON, cdk-nag ON. Nothing is skipped, so a test here sees what `cdk deploy`
+// would deploy.
+type synthesis struct {
+	outdir    string
+	envs      []*stacks.EnvironmentStacks
+	assembly  cxapi.CloudAssembly
+	templates map[string]map[string]any // stack name -> parsed template
+}
+
+var (
+	synthOnce sync.Once
+	synthRes  *synthesis
+	synthErr  error
+)
+
+// synthApp returns the app's synthesis, building it on first use.
+func synthApp(t *testing.T) *synthesis {
+	t.Helper()
+	synthOnce.Do(func() { synthRes, synthErr = doSynth() })
+	if synthErr != nil {
+		t.Fatalf("synthesis: %v", synthErr)
+	}
+	return synthRes
+}
+
+func doSynth() (*synthesis, error) {
+	outdir, err := os.MkdirTemp("", "mf-cdk-out-")
+	if err != nil {
+		return nil, err
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{
+		Outdir: jsii.String(outdir),
+		// Version reporting adds a resource whose content changes with
+		// every CDK release; it carries nothing worth a snapshot.
+		Context: &map[string]interface{}{
+			"aws:cdk:version-reporting": false,
+			// What the CLI sets: resources name their asset directory.
+			"aws:cdk:enable-asset-metadata": true,
+		},
+	})
+	envs, err := config.All()
+	if err != nil {
+		return nil, err
+	}
+	builder := &golambda.Builder{}
+	s := &synthesis{outdir: outdir, templates: map[string]map[string]any{}}
+	for _, env := range envs {
+		s.envs = append(s.envs, stacks.Build(app, env, builder))
+	}
+	stacks.ApplyNag(app)
+	s.assembly = app.Synth(nil)
+	builder.Close()
+	for _, st := range *s.assembly.Stacks() {
+		raw, err := os.ReadFile(filepath.Join(outdir, *st.TemplateFile()))
+		if err != nil {
+			return nil, err
+		}
+		var tpl map[string]any
+		if err := json.Unmarshal(raw, &tpl); err != nil {
+			return nil, err
+		}
+		s.templates[*st.StackName()] = tpl
+	}
+	return s, nil
+}
+
+// resources returns the resources of type typ in stack's template.
+func (s *synthesis) resources(t *testing.T, stack, typ string) map[string]map[string]any {
+	t.Helper()
+	tpl, ok := s.templates[stack]
+	if !ok {
+		t.Fatalf("no stack %s in the assembly", stack)
+	}
+	out := map[string]map[string]any{}
+	all, _ := tpl["Resources"].(map[string]any)
+	for id, r := range all {
+		res := r.(map[string]any)
+		if res["Type"] == typ {
+			out[id] = res
+		}
+	}
+	return out
+}
+
+func TestEveryEnvironmentSynthesisesItsStacks(t *testing.T) {
+	s := synthApp(t)
+	want := []string{}
+	for _, e := range s.envs {
+		for _, st := range e.Stacks() {
+			want = append(want, *st.StackName())
+		}
+	}
+	if len(want) != 12 {
+		t.Fatalf("want 4 stacks x 3 environments, got %d: %v", len(want), want)
+	}
+	for _, name := range want {
+		if _, ok := s.templates[name]; !ok {
+			t.Errorf("stack %s missing from the cloud assembly", name)
+		}
+	}
+}
+
+func TestSynthesisReportsNoErrors(t *testing.T) {
+	s := synthApp(t)
+	for _, st := range *s.assembly.Stacks() {
+		for _, msg := range *st.Messages() {
+			switch msg.Level {
+			case cxapi.SynthesisMessageLevel_ERROR:
+				t.Errorf("%s: error at %s: %v", *st.StackName(), *msg.Id, msg.Entry.Data)
+			case cxapi.SynthesisMessageLevel_WARNING:
+				t.Logf("%s: warning at %s: %v", *st.StackName(), *msg.Id, msg.Entry.Data)
+			}
+		}
+	}
+}
+
+// The CDK's built-in validator (CloudFormation schema and property checks)
+// writes its findings to validation-report.json; any finding fails the
+// build, since CloudFormation would refuse or mis-handle the template.
+func TestCloudFormationValidationIsClean(t *testing.T) {
+	s := synthApp(t)
+	raw, err := os.ReadFile(filepath.Join(s.outdir, "validation-report.json"))
+	if os.IsNotExist(err) {
+		return // no plugin ran, nothing reported
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		PluginReports []struct {
+			PluginName string `json:"pluginName"`
+			Violations []struct {
+				RuleName    string `json:"ruleName"`
+				Description string `json:"description"`
+				Violating   []struct {
+					ConstructPath string `json:"constructPath"`
+				} `json:"violatingConstructs"`
+			} `json:"violations"`
+		} `json:"pluginReports"`
+	}
+	if err := json.Unmarshal(raw, &report); err != nil {
+		t.Fatalf("validation-report.json: %v", err)
+	}
+	for _, p := range report.PluginReports {
+		for _, v := range p.Violations {
+			t.Errorf("%s: %s: %s %+v", p.PluginName, v.RuleName, v.Description, v.Violating)
+		}
+	}
+}
+
+// Every Lambda asset holds an arm64 Linux executable named bootstrap, which
+// is what provided.al2023 on arm64 runs.
+func TestLambdaAssetsAreArm64Bootstraps(t *testing.T) {
+	s := synthApp(t)
+	found := 0
+	for _, st := range *s.assembly.Stacks() {
+		for id, fn := range s.resources(t, *st.StackName(), "AWS::Lambda::Function") {
+			props := fn["Properties"].(map[string]any)
+			meta, _ := fn["Metadata"].(map[string]any)
+			assetPath, _ := meta["aws:asset:path"].(string)
+			if props["Runtime"] != "provided.al2023" || assetPath == "" {
+				continue // a CDK-provided function (custom resources)
+			}
+			found++
+			bin := filepath.Join(s.outdir, assetPath, "bootstrap")
+			f, err := elf.Open(bin)
+			if err != nil {
+				t.Errorf("%s/%s: %v", *st.StackName(), id, err)
+				continue
+			}
+			if f.Machine != elf.EM_AARCH64 || f.Type != elf.ET_EXEC {
+				t.Errorf("%s/%s: bootstrap is %v %v, want an AArch64 executable", *st.StackName(), id, f.Machine, f.Type)
+			}
+			f.Close()
+		}
+	}
+	if found == 0 {
+		t.Fatal("no Go Lambda function in the app")
+	}
+}
+
+// env returns the stacks of the named environment.
+func (s *synthesis) env(t *testing.T, name string) *stacks.EnvironmentStacks {
+	t.Helper()
+	for _, e := range s.envs {
+		if e.Env.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no environment %s", name)
+	return nil
+}

@@ -1,0 +1,135 @@
+package sqsbatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mercadofresco/integration/lambdas/queue"
+)
+
+// Message attributes added to dead-lettered messages. The DLQ runbook's
+// classification step reads them (same reason? same consumer version? one
+// receive or maxReceiveCount?).
+const (
+	AttrFailureReason     = "mf-failure-reason"      // String: the error text
+	AttrFailureClass      = "mf-failure-class"       // String: poison | permanent
+	AttrConsumerVersion   = "mf-consumer-version"    // String: Config.ConsumerVersion
+	AttrOriginalMessageID = "mf-original-message-id" // String: the source message id
+	AttrReceiveCount      = "mf-receive-count"       // Number: ApproximateReceiveCount at failure
+	// AttrOriginalAttributes holds, as JSON, the original message attributes
+	// that did not fit: SQS allows 10 attributes per message and the five
+	// above come first.
+	AttrOriginalAttributes = "mf-original-attributes"
+
+	maxReasonBytes = 1024
+)
+
+var ourAttributes = []string{AttrFailureReason, AttrFailureClass, AttrConsumerVersion, AttrOriginalMessageID, AttrReceiveCount, AttrOriginalAttributes}
+
+// deadLetter sends rec to the DLQ with the failure described in attributes.
+// Sending happens before the record is acknowledged (it is acknowledged by
+// not listing it in batchItemFailures), so a failed send loses nothing.
+func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, cause error) error {
+	if p.cfg.DLQ == nil || p.cfg.DLQURL == "" {
+		return errors.New("no DLQ configured (the queue's redrive policy will move it after maxReceiveCount)")
+	}
+	in := &queue.SendMessageInput{
+		QueueURL:          p.cfg.DLQURL,
+		Body:              rec.Message.Body,
+		MessageAttributes: dlqAttributes(rec, class, cause, p.cfg.ConsumerVersion),
+	}
+	if p.dlqFIFO {
+		in.MessageGroupID = rec.GroupID
+		if in.MessageGroupID == "" {
+			in.MessageGroupID = rec.Message.MessageId
+		}
+		// Unique per receive, stable across the SDK's own retries of this send:
+		// a retried send is deduplicated, a later failure of the same message
+		// (after a redrive) is not mistaken for a duplicate and dropped.
+		sum := sha256.Sum256([]byte(rec.Message.MessageId + "\x00" + rec.Message.ReceiptHandle))
+		in.MessageDeduplicationID = hex.EncodeToString(sum[:])
+	}
+	_, err := p.cfg.DLQ.SendMessage(ctx, in)
+	return err
+}
+
+// dlqAttributes keeps the original attributes and adds the failure ones. When
+// the total would exceed SQS's 10, the originals that do not fit (in name
+// order) are packed into one JSON attribute so nothing is lost.
+func dlqAttributes(rec *Record, class Class, cause error, version string) map[string]queue.Attribute {
+	ours := map[string]queue.Attribute{
+		AttrFailureReason:     queue.StringAttribute(truncate(cause.Error(), maxReasonBytes)),
+		AttrFailureClass:      queue.StringAttribute(class.String()),
+		AttrConsumerVersion:   queue.StringAttribute(version),
+		AttrOriginalMessageID: queue.StringAttribute(nonEmpty(rec.Message.MessageId)),
+		AttrReceiveCount:      queue.NumberAttribute(int64(rec.ReceiveCount)),
+	}
+	var names []string
+	for n := range rec.Message.MessageAttributes {
+		if !slices.Contains(ourAttributes, n) { // a redriven message's old failure is replaced
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	out := make(map[string]queue.Attribute, 10)
+	for k, v := range ours {
+		out[k] = v
+	}
+	room := 10 - len(ours)
+	if len(names) > room {
+		room-- // one slot for the overflow attribute
+	}
+	overflow := map[string]overflowAttr{}
+	for i, n := range names {
+		a := queue.AttributeFromEvent(rec.Message.MessageAttributes[n])
+		if i < room {
+			out[n] = a
+			continue
+		}
+		overflow[n] = overflowAttr{DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+	}
+	if len(overflow) > 0 {
+		b, _ := json.Marshal(overflow) // marshalling strings and []byte cannot fail
+		out[AttrOriginalAttributes] = queue.StringAttribute(string(b))
+	}
+	return out
+}
+
+type overflowAttr struct {
+	DataType    string `json:"DataType"`
+	StringValue string `json:"StringValue,omitempty"`
+	BinaryValue []byte `json:"BinaryValue,omitempty"`
+}
+
+// truncate makes s a valid SQS attribute value of at most n bytes (plus an
+// ellipsis): invalid UTF-8 and characters SQS refuses become U+FFFD.
+func truncate(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == 0x9 || r == 0xA || r == 0xD || (r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || r >= 0x10000 {
+			return r
+		}
+		return utf8.RuneError
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+	if len(s) <= n {
+		return nonEmpty(s)
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func nonEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

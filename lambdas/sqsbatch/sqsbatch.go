@@ -1,0 +1,564 @@
+// Package sqsbatch is the batch-consumer library every MercadoFresco SQS
+// consumer Lambda uses. It turns an events.SQSEvent into an
+// events.SQSEventResponse (partial batch failures; the event source mapping
+// must have ReportBatchItemFailures) and applies the project's rules so each
+// consumer only writes its per-record handler:
+//
+//   - Classification by error. nil acknowledges the record. A transient error
+//     (the default) lists it in batchItemFailures, so SQS redelivers it after
+//     the visibility timeout and the queue's maxReceiveCount stays a safety
+//     net. Poison (bad content) and Permanent (business) errors are not worth
+//     a retry: the record is sent to the DLQ at once, with the failure reason,
+//     class, consumer version, original message id and receive count as
+//     message attributes, and only then acknowledged. If that send fails the
+//     record is reported as a batch item failure instead: nothing is lost.
+//   - Envelope check before the handler runs: malformed JSON, a body that is
+//     not an object, a missing "version" or required key, or an unknown major
+//     version (the lesson's 340 "version": 2 messages) is poison with a clear
+//     reason. Unknown fields are ignored (evolution is additive).
+//   - FIFO queues (an event source ARN ending in ".fifo"): records of one
+//     message group run one after the other in batch order; when one fails, it
+//     and every later record of that group in the batch are reported as
+//     failures (order kept), while other groups carry on. A record dead-lettered
+//     successfully counts as handled: its group continues, exactly as SQS's
+//     own redrive would let it.
+//   - Bounded parallelism: up to Config.Concurrency records (standard queues)
+//     or message groups (FIFO) at a time.
+//   - A handler panic is recovered, logged with its stack, and treated as
+//     transient (a bug may be triggered by a dependency's answer as well as by
+//     the content; maxReceiveCount bounds the retries and the DLQ keeps it).
+//   - Deadline: no record starts when less than Config.DeadlineMargin is left
+//     before the Lambda deadline; handlers get a context that ends at half the
+//     margin before it; records still running at a quarter of the margin
+//     before it are reported as failures and the response is returned anyway,
+//     so a slow dependency costs the unfinished records a retry, never the
+//     whole batch a timeout.
+//   - Duplicates: a message id appearing twice in one batch is processed once;
+//     the copy gets the same outcome (and one batchItemFailures entry at most).
+//     With Config.IdempotencyKey, records that share a domain key (two sends of
+//     the same order) are processed one after the other, never concurrently,
+//     so the second sees the first's completed idempotency record instead of
+//     racing it.
+//   - Structured JSON logs (log/slog): one line per record with message id,
+//     idempotency key, receive count, group, outcome and reason, and one
+//     summary line per batch.
+package sqsbatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mercadofresco/integration/lambdas/queue"
+)
+
+// Defaults applied by New.
+const (
+	DefaultConcurrency    = 8
+	DefaultDeadlineMargin = 2 * time.Second
+	DefaultVersionKey     = "version"
+)
+
+// Handler processes one record. Returning nil acknowledges it; see the
+// package documentation for how errors are classified.
+type Handler interface {
+	HandleRecord(ctx context.Context, rec *Record) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, rec *Record) error
+
+// HandleRecord implements Handler.
+func (f HandlerFunc) HandleRecord(ctx context.Context, rec *Record) error { return f(ctx, rec) }
+
+// Config configures a Processor. Handler is required; the zero value of every
+// other field is a safe default.
+type Config struct {
+	// Handler processes each record.
+	Handler Handler
+	// ConsumerVersion identifies the deployed consumer (e.g. a git sha); it is
+	// written to dead-lettered messages so the runbook can tell which build
+	// rejected them. Default "unknown".
+	ConsumerVersion string
+	// DLQ and DLQURL are where poison and permanent failures are sent. When
+	// either is unset those records are reported as batch item failures
+	// instead, leaving them to the queue's redrive policy (slower, still safe).
+	// A DLQ URL ending in ".fifo" gets MessageGroupId and a deduplication id.
+	DLQ    queue.Sender
+	DLQURL string
+	// Visibility, when set, is used to honour RetryAfter
+	// (ChangeMessageVisibility on the source queue).
+	Visibility queue.VisibilityChanger
+	// Concurrency bounds the records (standard) or groups (FIFO) handled at
+	// once. Default 8. Keep it consistent with the downstream limits (Aurora's
+	// ~200 connections ÷ MaximumConcurrency of the event source mapping).
+	Concurrency int
+	// SupportedVersions lists the major envelope versions this consumer
+	// understands. Default {1}.
+	SupportedVersions []int
+	// VersionKey is the dotted path of the version in the body. Default "version".
+	VersionKey string
+	// DisableVersionCheck skips the version check (bodies not versioned by us).
+	DisableVersionCheck bool
+	// DisableEnvelopeCheck skips all body checks (non-JSON bodies); the
+	// handler then sees every record.
+	DisableEnvelopeCheck bool
+	// RequiredKeys are dotted paths that must be present, non-null and not ""
+	// (e.g. "pedido_id"); otherwise the record is poison.
+	RequiredKeys []string
+	// IdempotencyKey, when set, derives the domain idempotency key
+	// ("cobro:<pedido_id>") before the handler runs: it is logged, available as
+	// Record.IdempotencyKey, and records sharing it are serialised. An error
+	// makes the record poison.
+	IdempotencyKey func(rec *Record) (string, error)
+	// DeadlineMargin is the time kept free before the Lambda deadline. Default 2 s.
+	DeadlineMargin time.Duration
+	// Logger receives the structured logs. Default: JSON to stdout.
+	Logger *slog.Logger
+}
+
+// Processor processes SQS batches. It is safe for concurrent use; create it
+// once per Lambda sandbox (in main) and pass Process to lambda.Start.
+type Processor struct {
+	cfg     Config
+	log     *slog.Logger
+	dlqFIFO bool
+}
+
+// New validates cfg, applies defaults and returns a Processor.
+func New(cfg Config) (*Processor, error) {
+	if cfg.Handler == nil {
+		return nil, errors.New("sqsbatch: Config.Handler is required")
+	}
+	if cfg.Concurrency < 0 {
+		return nil, fmt.Errorf("sqsbatch: Config.Concurrency %d is negative", cfg.Concurrency)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.DeadlineMargin < 0 {
+		return nil, fmt.Errorf("sqsbatch: Config.DeadlineMargin %s is negative", cfg.DeadlineMargin)
+	}
+	if cfg.DeadlineMargin == 0 {
+		cfg.DeadlineMargin = DefaultDeadlineMargin
+	}
+	if len(cfg.SupportedVersions) == 0 {
+		cfg.SupportedVersions = []int{1}
+	}
+	if cfg.VersionKey == "" {
+		cfg.VersionKey = DefaultVersionKey
+	}
+	if strings.TrimSpace(cfg.ConsumerVersion) == "" {
+		cfg.ConsumerVersion = "unknown"
+	}
+	for _, k := range append([]string{cfg.VersionKey}, cfg.RequiredKeys...) {
+		if k == "" || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") || strings.Contains(k, "..") {
+			return nil, fmt.Errorf("sqsbatch: invalid key path %q", k)
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	}
+	return &Processor{cfg: cfg, log: log, dlqFIFO: strings.HasSuffix(cfg.DLQURL, ".fifo")}, nil
+}
+
+// Record is one SQS record as the handler sees it.
+type Record struct {
+	// Message is the record exactly as Lambda delivered it.
+	Message events.SQSMessage
+	// ReceiveCount is ApproximateReceiveCount (0 if absent).
+	ReceiveCount int
+	// GroupID is the FIFO MessageGroupId ("" on standard queues).
+	GroupID string
+	// FIFO reports whether the record comes from a FIFO queue.
+	FIFO bool
+	// Version is the major envelope version (0 when the check is disabled).
+	Version int
+	// Logger carries the record's identifiers; use it for handler logs.
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	idemKey string
+}
+
+// Body returns the message body.
+func (r *Record) Body() string { return r.Message.Body }
+
+// Decode unmarshals the JSON body into v, ignoring unknown fields. A failure
+// is returned as a poison error (the body will never decode).
+func (r *Record) Decode(v any) error {
+	if err := jsonUnmarshal([]byte(r.Message.Body), v); err != nil {
+		return Poisonf("body does not match the expected schema: %w", err)
+	}
+	return nil
+}
+
+// SetIdempotencyKey records the domain idempotency key the handler used, so
+// that it appears in the record's log line.
+func (r *Record) SetIdempotencyKey(key string) {
+	r.mu.Lock()
+	r.idemKey = key
+	r.mu.Unlock()
+}
+
+// IdempotencyKey returns the key set by Config.IdempotencyKey or the handler.
+func (r *Record) IdempotencyKey() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.idemKey
+}
+
+// Outcome is what happened to a record (the "outcome" log field).
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeProcessed        Outcome = "processed"
+	OutcomeRetry            Outcome = "retry"              // transient: batch item failure
+	OutcomeDeadLettered     Outcome = "dead_lettered"      // sent to the DLQ, acknowledged
+	OutcomeDeadLetterFailed Outcome = "dead_letter_failed" // DLQ send failed: batch item failure
+	OutcomeGroupBlocked     Outcome = "group_blocked"      // FIFO: earlier record of the group failed
+	OutcomeDeadline         Outcome = "deadline"           // not started or abandoned at the deadline
+	OutcomeDuplicate        Outcome = "duplicate_in_batch" // same message id earlier in the batch
+)
+
+// failed reports whether the outcome leaves the record in batchItemFailures.
+func (o Outcome) failed() bool {
+	return o != OutcomeProcessed && o != OutcomeDeadLettered
+}
+
+// item is a record's slot in one batch.
+type item struct {
+	idx     int
+	rec     *Record
+	preErr  error // envelope / key failure found before the handler
+	dupOf   *item
+	outcome Outcome // guarded by batch.mu
+	done    bool    // guarded by batch.mu
+	err     error
+	class   Class
+	started time.Time
+}
+
+type batch struct {
+	mu     sync.Mutex
+	sealed bool
+}
+
+// finish stores the outcome of it unless the batch was already answered.
+func (b *batch) finish(it *item, o Outcome, err error, class Class) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sealed || it.done {
+		return false
+	}
+	it.done, it.outcome, it.err, it.class = true, o, err, class
+	return true
+}
+
+func (b *batch) isSealed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sealed
+}
+
+// Process handles one batch. Its signature is the one lambda.Start expects.
+// The response lists every record that must come back; the error is non-nil
+// only when every record of a non-empty batch failed (ErrBatchFailed).
+func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	start := time.Now()
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	if len(ev.Records) == 0 {
+		p.log.LogAttrs(ctx, slog.LevelDebug, "empty batch")
+		return resp, nil
+	}
+
+	items := make([]*item, len(ev.Records))
+	first := make(map[string]*item, len(ev.Records))
+	unique := 0
+	var lanes [][]*item
+	laneOf := map[string]int{}
+	for i, msg := range ev.Records {
+		it := &item{idx: i, rec: p.newRecord(msg)}
+		items[i] = it
+		if prev, ok := first[msg.MessageId]; ok && msg.MessageId != "" {
+			it.dupOf = prev
+			continue
+		}
+		first[msg.MessageId] = it
+		unique++
+		p.prepare(it)
+		key := "m:" + strconv.Itoa(i)
+		switch {
+		case it.rec.FIFO:
+			key = "g:" + it.rec.GroupID
+		case it.rec.IdempotencyKey() != "":
+			key = "k:" + it.rec.IdempotencyKey()
+		}
+		if n, ok := laneOf[key]; ok {
+			lanes[n] = append(lanes[n], it)
+		} else {
+			laneOf[key] = len(lanes)
+			lanes = append(lanes, []*item{it})
+		}
+	}
+
+	deadline, hasDeadline := ctx.Deadline()
+	b := &batch{}
+	work := make(chan []*item)
+	var wg sync.WaitGroup
+	for range min(p.cfg.Concurrency, len(lanes)) {
+		wg.Go(func() {
+			for lane := range work {
+				p.runLane(ctx, b, lane, deadline, hasDeadline)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, l := range lanes {
+			work <- l
+		}
+		close(work)
+		wg.Wait()
+		close(done)
+	}()
+	var hardStop <-chan time.Time
+	if hasDeadline {
+		t := time.NewTimer(time.Until(deadline.Add(-p.cfg.DeadlineMargin / 4)))
+		defer t.Stop()
+		hardStop = t.C
+	}
+	select {
+	case <-done:
+	case <-hardStop:
+		p.log.LogAttrs(ctx, slog.LevelWarn, "deadline reached with records still running; answering without them",
+			slog.Duration("margin", p.cfg.DeadlineMargin))
+	}
+	b.mu.Lock()
+	b.sealed = true
+	for _, it := range items {
+		if it.dupOf == nil && !it.done {
+			it.done, it.outcome, it.err = true, OutcomeDeadline, ErrDeadline
+			if !it.started.IsZero() {
+				it.err = fmt.Errorf("%w: still running after %s", ErrDeadline, time.Since(it.started).Round(time.Millisecond))
+			}
+			p.logRecord(ctx, it)
+		}
+	}
+	b.mu.Unlock()
+
+	counts := map[Outcome]int{}
+	failedIDs := map[string]bool{}
+	failedUnique := 0
+	for _, it := range items {
+		outcome := it.outcome
+		if it.dupOf != nil {
+			outcome = it.dupOf.outcome
+			it.outcome, it.err = OutcomeDuplicate, it.dupOf.err
+			p.logDuplicate(ctx, it, outcome)
+		} else if outcome.failed() {
+			failedUnique++
+		}
+		counts[it.outcome]++
+		if outcome.failed() {
+			id := it.rec.Message.MessageId
+			if !failedIDs[id] {
+				failedIDs[id] = true
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+			}
+		}
+	}
+	attrs := []slog.Attr{
+		slog.Int("records", len(items)),
+		slog.Int("batch_item_failures", len(resp.BatchItemFailures)),
+		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
+	}
+	for o, n := range counts {
+		attrs = append(attrs, slog.Int(string(o), n))
+	}
+	p.log.LogAttrs(ctx, slog.LevelInfo, "batch done", attrs...)
+	if failedUnique == unique {
+		return resp, fmt.Errorf("%w (%d records)", ErrBatchFailed, len(items))
+	}
+	return resp, nil
+}
+
+func (p *Processor) newRecord(msg events.SQSMessage) *Record {
+	rc, _ := strconv.Atoi(msg.Attributes[queue.AttrApproximateReceiveCount])
+	fifo := strings.HasSuffix(msg.EventSourceARN, ".fifo")
+	rec := &Record{Message: msg, ReceiveCount: rc, FIFO: fifo}
+	if fifo {
+		rec.GroupID = msg.Attributes[queue.AttrMessageGroupID]
+	}
+	attrs := []any{slog.String("message_id", msg.MessageId), slog.Int("receive_count", rc)}
+	if fifo {
+		attrs = append(attrs, slog.String("group_id", rec.GroupID))
+	}
+	rec.Logger = p.log.With(attrs...)
+	return rec
+}
+
+// prepare runs the checks that need no handler: envelope and key derivation.
+func (p *Processor) prepare(it *item) {
+	v, err := p.checkEnvelope(it.rec.Message.Body)
+	it.rec.Version = v
+	if err != nil {
+		it.preErr = err
+		return
+	}
+	if p.cfg.IdempotencyKey != nil {
+		key, err := p.cfg.IdempotencyKey(it.rec)
+		switch {
+		case err != nil:
+			it.preErr = Poisonf("cannot derive the idempotency key: %w", err)
+		case key == "":
+			it.preErr = Poisonf("cannot derive the idempotency key: empty key")
+		default:
+			it.rec.SetIdempotencyKey(key)
+		}
+	}
+}
+
+// runLane processes a lane's records in order. FIFO lanes stop at the first
+// failure and report the rest of the group as failed.
+func (p *Processor) runLane(ctx context.Context, b *batch, lane []*item, deadline time.Time, hasDeadline bool) {
+	blocked := false
+	for _, it := range lane {
+		switch {
+		case b.isSealed():
+			return // answered already: the remaining items are reported as deadline failures
+		case blocked:
+			p.record(ctx, b, it, OutcomeGroupBlocked, ErrGroupBlocked, ClassTransient)
+			continue
+		case hasDeadline && time.Until(deadline) < p.cfg.DeadlineMargin:
+			p.record(ctx, b, it, OutcomeDeadline, ErrDeadline, ClassTransient)
+		default:
+			p.processOne(ctx, b, it, deadline, hasDeadline)
+		}
+		b.mu.Lock()
+		failed := it.done && it.outcome.failed()
+		b.mu.Unlock()
+		if it.rec.FIFO && failed {
+			blocked = true
+		}
+	}
+}
+
+func (p *Processor) record(ctx context.Context, b *batch, it *item, o Outcome, err error, class Class) {
+	if b.finish(it, o, err, class) {
+		p.logRecord(ctx, it)
+	} else {
+		it.rec.Logger.LogAttrs(ctx, slog.LevelWarn, "result after the batch was answered; the record was reported as failed and will come back",
+			slog.String("late_outcome", string(o)), errAttr(err))
+	}
+}
+
+func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline time.Time, hasDeadline bool) {
+	b.mu.Lock()
+	it.started = time.Now()
+	b.mu.Unlock()
+	err := it.preErr
+	if err == nil {
+		hctx := ctx
+		if hasDeadline {
+			var cancel context.CancelFunc
+			hctx, cancel = context.WithDeadline(ctx, deadline.Add(-p.cfg.DeadlineMargin/2))
+			defer cancel()
+		}
+		err = p.call(hctx, it.rec)
+	}
+	if err == nil {
+		p.record(ctx, b, it, OutcomeProcessed, nil, ClassTransient)
+		return
+	}
+	class := Classify(err)
+	if class == ClassTransient {
+		var ce *Error
+		if errors.As(err, &ce) && ce.After > 0 && p.cfg.Visibility != nil {
+			if verr := p.delay(ctx, it.rec, ce.After); verr != nil {
+				err = fmt.Errorf("%w (and ChangeMessageVisibility(%s) failed: %v)", err, ce.After, verr)
+			}
+		}
+		p.record(ctx, b, it, OutcomeRetry, err, class)
+		return
+	}
+	if b.isSealed() {
+		return // too late to send: the record was reported as failed and will come back
+	}
+	if derr := p.deadLetter(ctx, it.rec, class, err); derr != nil {
+		p.record(ctx, b, it, OutcomeDeadLetterFailed, fmt.Errorf("%w; dead-letter send failed: %w", err, derr), class)
+		return
+	}
+	p.record(ctx, b, it, OutcomeDeadLettered, err, class)
+}
+
+// call runs the handler, turning a panic into an ErrPanic error.
+func (p *Processor) call(ctx context.Context, rec *Record) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrPanic, r)
+			rec.Logger.LogAttrs(ctx, slog.LevelError, "handler panic recovered",
+				slog.String("panic", fmt.Sprint(r)), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	return p.cfg.Handler.HandleRecord(ctx, rec)
+}
+
+func (p *Processor) delay(ctx context.Context, rec *Record, d time.Duration) error {
+	arn, err := queue.ParseARN(rec.Message.EventSourceARN)
+	if err != nil {
+		return err
+	}
+	return p.cfg.Visibility.ChangeMessageVisibility(ctx, arn.URL(), rec.Message.ReceiptHandle, d)
+}
+
+func (p *Processor) logRecord(ctx context.Context, it *item) {
+	level := slog.LevelInfo
+	switch it.outcome {
+	case OutcomeProcessed:
+	case OutcomeDeadLettered, OutcomeRetry, OutcomeGroupBlocked, OutcomeDeadline:
+		level = slog.LevelWarn
+	default:
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{
+		slog.String("outcome", string(it.outcome)),
+		slog.String("idempotency_key", it.rec.IdempotencyKey()),
+	}
+	if it.rec.Version != 0 {
+		attrs = append(attrs, slog.Int("version", it.rec.Version))
+	}
+	if it.err != nil {
+		attrs = append(attrs, slog.String("class", it.class.String()), errAttr(it.err))
+	}
+	if !it.started.IsZero() {
+		attrs = append(attrs, slog.Int64("duration_ms", time.Since(it.started).Milliseconds()))
+	}
+	it.rec.Logger.LogAttrs(ctx, level, "record", attrs...)
+}
+
+func (p *Processor) logDuplicate(ctx context.Context, it *item, primary Outcome) {
+	it.rec.Logger.LogAttrs(ctx, slog.LevelWarn, "record",
+		slog.String("outcome", string(OutcomeDuplicate)),
+		slog.String("same_as_outcome", string(primary)),
+		slog.Int("first_index", it.dupOf.idx), slog.Int("index", it.idx),
+		slog.String("idempotency_key", it.dupOf.rec.IdempotencyKey()))
+}
+
+func errAttr(err error) slog.Attr {
+	if err == nil {
+		return slog.String("reason", "")
+	}
+	return slog.String("reason", err.Error())
+}

@@ -1,0 +1,712 @@
+package sqsbatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+)
+
+// pedido leaves "version" to the library (it may be 1, 1.0 or "1.3").
+type pedido struct {
+	PedidoID string  `json:"pedido_id"`
+	Importe  float64 `json:"importe"`
+}
+
+func (p *pedido) Validate() error {
+	if p.Importe < 0 {
+		return fmt.Errorf("importe %.2f is negative", p.Importe)
+	}
+	return nil
+}
+
+var errGateway = errors.New("pasarela: 503")
+
+// TestClassification runs one record through the processor per case and checks
+// where it ends up: acknowledged, reported for retry, or in the DLQ with a reason.
+func TestClassification(t *testing.T) {
+	type want struct {
+		failed      bool   // listed in batchItemFailures
+		dlqClass    string // "" if it must not be in the DLQ
+		reason      string // substring of the DLQ reason / log reason
+		handlerRuns int
+	}
+	tests := []struct {
+		name    string
+		body    string
+		handler func(ctx context.Context, rec *sqsbatch.Record, p *pedido) error
+		want    want
+	}{
+		{name: "ok", body: order("P1"), want: want{handlerRuns: 1}},
+		{name: "unknown fields ignored", body: `{"version":1,"pedido_id":"P1","importe":1,"canal":"app","nuevo":{"x":1}}`, want: want{handlerRuns: 1}},
+		{name: "minor version accepted", body: `{"version":"1.3","pedido_id":"P1","importe":1}`, want: want{handlerRuns: 1}},
+		{name: "float version 1.0 accepted", body: `{"version":1.0,"pedido_id":"P1","importe":1}`, want: want{handlerRuns: 1}},
+		{name: "malformed JSON", body: `{"version":1,"pedido_id":"P1",`, want: want{dlqClass: "poison", reason: "malformed JSON"}},
+		{name: "not JSON at all", body: `pedido P1 confirmado`, want: want{dlqClass: "poison", reason: "malformed JSON at byte 1"}},
+		{name: "empty body", body: "   ", want: want{dlqClass: "poison", reason: "empty body"}},
+		{name: "JSON array", body: `[{"version":1}]`, want: want{dlqClass: "poison", reason: "body is a JSON array, want an object"}},
+		{name: "JSON null", body: `null`, want: want{dlqClass: "poison", reason: "JSON null"}},
+		{name: "missing version", body: `{"pedido_id":"P1","importe":1}`, want: want{dlqClass: "poison", reason: `missing required key "version"`}},
+		{name: "null version", body: `{"version":null,"pedido_id":"P1","importe":1}`, want: want{dlqClass: "poison", reason: `missing required key "version"`}},
+		{name: "version not a number", body: `{"version":"dos","pedido_id":"P1","importe":1}`, want: want{dlqClass: "poison", reason: `version "dos" is not a version number`}},
+		{name: "unknown major version (the 340 messages)", body: `{"version":2,"pedido_id":"P1","importe":1}`, want: want{dlqClass: "poison", reason: "unknown major version 2 (this consumer supports 1)"}},
+		{name: "missing one key", body: `{"version":1,"importe":1}`, want: want{dlqClass: "poison", reason: `missing required key "pedido_id"`}},
+		{name: "missing two keys", body: `{"version":1}`, want: want{dlqClass: "poison", reason: `missing required keys "pedido_id", "importe"`}},
+		{name: "empty string key", body: `{"version":1,"pedido_id":"","importe":1}`, want: want{dlqClass: "poison", reason: `missing required key "pedido_id"`}},
+		{name: "SNS envelope (raw delivery off)", body: `{"Type":"Notification","TopicArn":"arn:aws:sns:eu-west-1:1:t","Message":"{}"}`, want: want{dlqClass: "poison", reason: "enable raw message delivery"}},
+		{name: "wrong type for a field", body: `{"version":1,"pedido_id":42,"importe":1}`, want: want{dlqClass: "poison", reason: "does not match the expected schema"}},
+		{name: "Validate fails", body: `{"version":1,"pedido_id":"P1","importe":-3}`, want: want{dlqClass: "poison", reason: "importe -3.00 is negative"}},
+		{
+			name: "transient error", body: order("P1"),
+			handler: func(context.Context, *sqsbatch.Record, *pedido) error { return fmt.Errorf("cobrar: %w", errGateway) },
+			want:    want{failed: true, reason: "pasarela: 503", handlerRuns: 1},
+		},
+		{
+			name: "context deadline is transient", body: order("P1"),
+			handler: func(context.Context, *sqsbatch.Record, *pedido) error { return context.DeadlineExceeded },
+			want:    want{failed: true, reason: "deadline exceeded", handlerRuns: 1},
+		},
+		{
+			name: "permanent error (card declined)", body: order("P1"),
+			handler: func(context.Context, *sqsbatch.Record, *pedido) error {
+				return sqsbatch.Permanent(errors.New("tarjeta rechazada"))
+			},
+			want: want{dlqClass: "permanent", reason: "tarjeta rechazada", handlerRuns: 1},
+		},
+		{
+			name: "handler poison", body: order("P1"),
+			handler: func(context.Context, *sqsbatch.Record, *pedido) error {
+				return sqsbatch.Poisonf("pedido %s: sku %q does not exist", "P1", "SKU-0")
+			},
+			want: want{dlqClass: "poison", reason: `sku "SKU-0" does not exist`, handlerRuns: 1},
+		},
+		{
+			name: "panic is transient", body: order("P1"),
+			handler: func(context.Context, *sqsbatch.Record, *pedido) error {
+				var m map[string]int
+				m["x"]++ // nil map write
+				return nil
+			},
+			want: want{failed: true, reason: "handler panicked", handlerRuns: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, false)
+			log, logs := newLogger()
+			var runs atomic.Int32
+			p := mustNew(t, sqsbatch.Config{
+				Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, ped *pedido) error {
+					rec.SetIdempotencyKey("preparacion:" + ped.PedidoID)
+					if rec.Message.MessageId != "m1" {
+						return nil
+					}
+					runs.Add(1)
+					if tt.handler != nil {
+						return tt.handler(ctx, rec, ped)
+					}
+					return nil
+				}),
+				RequiredKeys:    []string{"pedido_id", "importe"},
+				DLQ:             e.fake,
+				DLQURL:          e.dlqURL,
+				ConsumerVersion: "preparar-pedido@abc123",
+				Logger:          log,
+			})
+			ev := events.SQSEvent{Records: []events.SQSMessage{msg("m1", tt.body), msg("ok", order("P2"))}}
+			resp, err := p.Process(context.Background(), ev)
+			if err != nil {
+				t.Fatalf("Process: %v", err)
+			}
+			if got := slices.Contains(failedIDs(resp), "m1"); got != tt.want.failed {
+				t.Errorf("m1 in batchItemFailures = %v, want %v (%v)", got, tt.want.failed, resp)
+			}
+			if slices.Contains(failedIDs(resp), "ok") {
+				t.Error("the good record of the batch must not fail")
+			}
+			if int(runs.Load()) != tt.want.handlerRuns {
+				t.Errorf("handler ran %d times for m1, want %d", runs.Load(), tt.want.handlerRuns)
+			}
+			dlq := e.dlq(t)
+			line := logs.recordLog(t, "m1")
+			if tt.want.dlqClass == "" {
+				if len(dlq) != 0 {
+					t.Fatalf("DLQ = %+v, want empty", dlq)
+				}
+			} else {
+				if len(dlq) != 1 {
+					t.Fatalf("DLQ has %d messages, want 1", len(dlq))
+				}
+				got := dlq[0]
+				if got.Body != tt.body {
+					t.Errorf("DLQ body = %q, want the original %q", got.Body, tt.body)
+				}
+				if attr(got, sqsbatch.AttrFailureClass) != tt.want.dlqClass || !strings.Contains(attr(got, sqsbatch.AttrFailureReason), tt.want.reason) {
+					t.Errorf("DLQ class/reason = %q / %q, want %q / ~%q", attr(got, sqsbatch.AttrFailureClass), attr(got, sqsbatch.AttrFailureReason), tt.want.dlqClass, tt.want.reason)
+				}
+				if line["outcome"] != "dead_lettered" {
+					t.Errorf("log outcome = %v", line["outcome"])
+				}
+			}
+			if tt.want.reason != "" && !strings.Contains(fmt.Sprint(line["reason"]), tt.want.reason) {
+				t.Errorf("log reason = %q, want ~%q", line["reason"], tt.want.reason)
+			}
+			if line["receive_count"] != float64(1) {
+				t.Errorf("log receive_count = %v", line["receive_count"])
+			}
+			if tt.want.handlerRuns == 1 && line["idempotency_key"] != "preparacion:P1" {
+				t.Errorf("log idempotency_key = %v", line["idempotency_key"])
+			}
+		})
+	}
+}
+
+func TestPanicLogsStack(t *testing.T) {
+	log, logs := newLogger()
+	p := mustNew(t, sqsbatch.Config{Logger: log, Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+		panic("boom")
+	})})
+	resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("m1", order("P1"))}})
+	if !errors.Is(err, sqsbatch.ErrBatchFailed) || !slices.Equal(failedIDs(resp), []string{"m1"}) {
+		t.Fatalf("resp = %v, err = %v", resp, err)
+	}
+	for _, l := range logs.lines(t) {
+		if l["msg"] == "handler panic recovered" {
+			if !strings.Contains(fmt.Sprint(l["stack"]), "sqsbatch_test.TestPanicLogsStack") {
+				t.Errorf("stack does not show the handler: %v", l["stack"])
+			}
+			return
+		}
+	}
+	t.Fatal("no panic log line")
+}
+
+func TestDLQMessage(t *testing.T) {
+	tests := []struct {
+		name      string
+		original  int // number of original message attributes
+		wantKept  int
+		overflows bool
+	}{
+		{"no attributes", 0, 0, false},
+		{"five fit", 5, 5, false},
+		{"eight: four kept, four packed", 8, 4, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, false)
+			p := mustNew(t, sqsbatch.Config{
+				Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
+				DLQ:     e.fake, DLQURL: e.dlqURL, ConsumerVersion: "v7", Logger: discard(),
+			})
+			m := msg("m-340", `{"version":2,"pedido_id":"P1"}`)
+			m.Attributes["ApproximateReceiveCount"] = "3"
+			m.MessageAttributes = map[string]events.SQSMessageAttribute{}
+			for i := range tt.original {
+				v := "valor-" + itoa(i)
+				m.MessageAttributes["attr"+itoa(i)] = events.SQSMessageAttribute{DataType: "String", StringValue: &v}
+			}
+			// A message redriven earlier keeps no stale reason: ours replace it.
+			old := "old reason"
+			m.MessageAttributes[sqsbatch.AttrFailureReason] = events.SQSMessageAttribute{DataType: "String", StringValue: &old}
+			resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}})
+			if len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("failures = %v", resp.BatchItemFailures)
+			}
+			dlq := e.dlq(t)
+			if len(dlq) != 1 {
+				t.Fatalf("DLQ = %+v", dlq)
+			}
+			a := dlq[0].MessageAttributes
+			if len(a) > queuefake.MaxMessageAttributes {
+				t.Fatalf("%d attributes", len(a))
+			}
+			want := map[string]string{
+				sqsbatch.AttrFailureClass:      "poison",
+				sqsbatch.AttrConsumerVersion:   "v7",
+				sqsbatch.AttrOriginalMessageID: "m-340",
+				sqsbatch.AttrReceiveCount:      "3",
+			}
+			for k, v := range want {
+				if a[k].StringValue != v {
+					t.Errorf("%s = %q, want %q", k, a[k].StringValue, v)
+				}
+			}
+			if a[sqsbatch.AttrReceiveCount].DataType != "Number" {
+				t.Errorf("receive count type = %s", a[sqsbatch.AttrReceiveCount].DataType)
+			}
+			if !strings.Contains(a[sqsbatch.AttrFailureReason].StringValue, "unknown major version 2") {
+				t.Errorf("reason = %q", a[sqsbatch.AttrFailureReason].StringValue)
+			}
+			kept := 0
+			for k := range a {
+				if strings.HasPrefix(k, "attr") {
+					kept++
+				}
+			}
+			if kept != tt.wantKept {
+				t.Errorf("kept %d original attributes, want %d", kept, tt.wantKept)
+			}
+			packed := a[sqsbatch.AttrOriginalAttributes].StringValue
+			if tt.overflows != (packed != "") {
+				t.Errorf("overflow attribute = %q", packed)
+			}
+			for i := range tt.original { // every original value survives somewhere
+				v := "valor-" + itoa(i)
+				if a["attr"+itoa(i)].StringValue != v && !strings.Contains(packed, `"`+v+`"`) {
+					t.Errorf("original attribute attr%d lost", i)
+				}
+			}
+		})
+	}
+}
+
+func TestFIFODLQGetsGroupAndDeduplicationID(t *testing.T) {
+	e := newEnv(t, true)
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil })})
+	m := fifoMsg("m1", "SKU-1", `{"version":9}`)
+	if resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp)
+	}
+	// The same receive processed again (e.g. the invocation was retried after
+	// the response was lost) is deduplicated by the DLQ...
+	_, _ = p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}})
+	// ...a later receive (new receipt handle) is not.
+	m.ReceiptHandle = "rh-second"
+	_, _ = p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}})
+	dlq := e.dlq(t)
+	if len(dlq) != 2 || dlq[0].GroupID != "SKU-1" || dlq[0].DeduplicationID == "" || dlq[0].DeduplicationID == dlq[1].DeduplicationID {
+		t.Fatalf("DLQ = %+v", dlq)
+	}
+}
+
+func TestDLQSendFailureLosesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(e *env, cfg *sqsbatch.Config)
+	}{
+		{"send fails", func(e *env, cfg *sqsbatch.Config) {
+			e.fake.SetFault(func(op, _ string) error {
+				if op == "SendMessage" {
+					return errors.New("KMS.ThrottlingException")
+				}
+				return nil
+			})
+		}},
+		{"no DLQ configured", func(e *env, cfg *sqsbatch.Config) { cfg.DLQ, cfg.DLQURL = nil, "" }},
+		{"DLQ rejects the message (too big with attributes)", func(e *env, cfg *sqsbatch.Config) {
+			url, _ := e.fake.CreateQueue("tiny-dlq", queuefake.QueueConfig{MaxMessageSize: 40})
+			cfg.DLQURL = url
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, false)
+			log, logs := newLogger()
+			cfg := sqsbatch.Config{Logger: log, DLQ: e.fake, DLQURL: e.dlqURL,
+				Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil })}
+			tc.setup(e, &cfg)
+			p := mustNew(t, cfg)
+			resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+				msg("poison", `{"version":2}`), msg("good", order("P1")),
+			}})
+			if !slices.Equal(failedIDs(resp), []string{"poison"}) {
+				t.Fatalf("failures = %v, want [poison]", failedIDs(resp))
+			}
+			if l := logs.recordLog(t, "poison"); l["outcome"] != "dead_letter_failed" || !strings.Contains(fmt.Sprint(l["reason"]), "unknown major version 2") {
+				t.Errorf("log = %v", l)
+			}
+		})
+	}
+}
+
+func TestEmptyAndAllFailedBatches(t *testing.T) {
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+		return errGateway
+	})})
+	resp, err := p.Process(context.Background(), events.SQSEvent{})
+	if err != nil || resp.BatchItemFailures == nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("empty batch: %v %v", resp, err)
+	}
+	resp, err = p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("a", order("1")), msg("b", order("2"))}})
+	if !errors.Is(err, sqsbatch.ErrBatchFailed) || !slices.Equal(failedIDs(resp), []string{"a", "b"}) {
+		t.Fatalf("all failed: %v %v", failedIDs(resp), err)
+	}
+}
+
+func TestDuplicateMessageInBatch(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("handler fails=%v", fail), func(t *testing.T) {
+			var runs atomic.Int32
+			log, logs := newLogger()
+			p := mustNew(t, sqsbatch.Config{Logger: log, Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+				runs.Add(1)
+				if fail {
+					return errGateway
+				}
+				return nil
+			})})
+			dup := msg("m1", order("P1"))
+			dup.ReceiptHandle = "rh-other"
+			resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("m1", order("P1")), msg("m2", order("P2")), dup}})
+			if runs.Load() != 2 {
+				t.Errorf("handler ran %d times, want 2 (the copy is not processed)", runs.Load())
+			}
+			want := []string(nil)
+			if fail {
+				want = []string{"m1", "m2"} // m1 once, although it appears twice
+			}
+			if !slices.Equal(failedIDs(resp), want) {
+				t.Errorf("failures = %v, want %v", failedIDs(resp), want)
+			}
+			n := 0
+			for _, l := range logs.lines(t) {
+				if l["outcome"] == "duplicate_in_batch" {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d duplicate log lines, want 1", n)
+			}
+		})
+	}
+}
+
+// Two different messages for the same order (the outbox published twice)
+// share the idempotency key: they must not run concurrently.
+func TestSameIdempotencyKeyIsSerialised(t *testing.T) {
+	var mu sync.Mutex
+	running := map[string]int{}
+	overlap := false
+	p := mustNew(t, sqsbatch.Config{
+		Logger:      discard(),
+		Concurrency: 8,
+		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
+			var ped pedido
+			if err := rec.Decode(&ped); err != nil {
+				return "", err
+			}
+			return "preparacion:" + ped.PedidoID, nil
+		},
+		Handler: sqsbatch.HandlerFunc(func(_ context.Context, rec *sqsbatch.Record) error {
+			k := rec.IdempotencyKey()
+			mu.Lock()
+			running[k]++
+			if running[k] > 1 {
+				overlap = true
+			}
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			mu.Lock()
+			running[k]--
+			mu.Unlock()
+			return nil
+		}),
+	})
+	var recs []events.SQSMessage
+	for i := range 10 {
+		recs = append(recs, msg("m"+itoa(i), order("P"+itoa(i%3))))
+	}
+	resp, err := p.Process(context.Background(), events.SQSEvent{Records: recs})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp, err)
+	}
+	if overlap {
+		t.Fatal("two records with the same idempotency key ran at the same time")
+	}
+}
+
+func TestFIFOGroupFailsMidway(t *testing.T) {
+	e := newEnv(t, true)
+	var mu sync.Mutex
+	var calls []string
+	log, logs := newLogger()
+	p := mustNew(t, sqsbatch.Config{
+		Logger: log, DLQ: e.fake, DLQURL: e.dlqURL,
+		Handler: sqsbatch.HandlerFunc(func(_ context.Context, rec *sqsbatch.Record) error {
+			mu.Lock()
+			calls = append(calls, rec.Message.MessageId)
+			mu.Unlock()
+			switch rec.Message.MessageId {
+			case "a2":
+				return errGateway
+			case "c1":
+				return sqsbatch.Permanent(errors.New("sku retirado"))
+			}
+			return nil
+		}),
+	})
+	body := `{"version":1,"sku":"X","delta":-1}`
+	resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		fifoMsg("a1", "SKU-A", body), fifoMsg("b1", "SKU-B", body), fifoMsg("a2", "SKU-A", body),
+		fifoMsg("c1", "SKU-C", body), fifoMsg("a3", "SKU-A", body), fifoMsg("b2", "SKU-B", body),
+		fifoMsg("c2", "SKU-C", body), fifoMsg("a4", "SKU-A", `not json`),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := failedIDs(resp), []string{"a2", "a3", "a4"}; !slices.Equal(got, want) {
+		t.Fatalf("failures = %v, want %v (the rest of group A, nothing else)", got, want)
+	}
+	order := func(ids ...string) []string {
+		var out []string
+		for _, c := range calls {
+			if slices.Contains(ids, c) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if got := order("a1", "a2", "a3", "a4"); !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Errorf("group A calls = %v, want a1,a2 (a3 and even the poison a4 wait for the group)", got)
+	}
+	if got := order("b1", "b2"); !slices.Equal(got, []string{"b1", "b2"}) {
+		t.Errorf("group B calls = %v", got)
+	}
+	if got := order("c1", "c2"); !slices.Equal(got, []string{"c1", "c2"}) {
+		t.Errorf("group C calls = %v: a dead-lettered record lets its group continue", got)
+	}
+	if dlq := e.dlq(t); len(dlq) != 1 || dlq[0].GroupID != "SKU-C" {
+		t.Errorf("DLQ = %+v", dlq)
+	}
+	if l := logs.recordLog(t, "a3"); l["outcome"] != "group_blocked" || l["group_id"] != "SKU-A" {
+		t.Errorf("a3 log = %v", l)
+	}
+}
+
+func TestFIFOGroupsSequentialAndParallel(t *testing.T) {
+	var mu sync.Mutex
+	perGroup := map[string]int{}
+	var groupsNow, maxGroups int
+	seen := map[string][]string{}
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), Concurrency: 3, DisableEnvelopeCheck: true,
+		Handler: sqsbatch.HandlerFunc(func(_ context.Context, rec *sqsbatch.Record) error {
+			g := rec.GroupID
+			mu.Lock()
+			perGroup[g]++
+			if perGroup[g] > 1 {
+				t.Errorf("group %s: two records in flight", g)
+			}
+			groupsNow++
+			maxGroups = max(maxGroups, groupsNow)
+			seen[g] = append(seen[g], rec.Body())
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			mu.Lock()
+			perGroup[g]--
+			groupsNow--
+			mu.Unlock()
+			return nil
+		})})
+	var recs []events.SQSMessage
+	for i := range 10 {
+		g := "G" + itoa(i%5)
+		recs = append(recs, fifoMsg("m"+itoa(i), g, itoa(i)))
+	}
+	if resp, err := p.Process(context.Background(), events.SQSEvent{Records: recs}); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp, err)
+	}
+	for g, bodies := range seen {
+		n0 := int(g[1] - '0')
+		if !slices.Equal(bodies, []string{itoa(n0), itoa(n0 + 5)}) {
+			t.Errorf("group %s order = %v", g, bodies)
+		}
+	}
+	if maxGroups != 3 {
+		t.Errorf("max groups in parallel = %d, want the bound 3", maxGroups)
+	}
+}
+
+func TestParallelismBound(t *testing.T) {
+	for _, tc := range []struct{ concurrency, want int }{{0, sqsbatch.DefaultConcurrency}, {1, 1}, {4, 4}} {
+		t.Run(fmt.Sprintf("concurrency=%d", tc.concurrency), func(t *testing.T) {
+			var now, peak atomic.Int32
+			p := mustNew(t, sqsbatch.Config{Logger: discard(), Concurrency: tc.concurrency,
+				Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+					n := now.Add(1)
+					for {
+						m := peak.Load()
+						if n <= m || peak.CompareAndSwap(m, n) {
+							break
+						}
+					}
+					time.Sleep(3 * time.Millisecond)
+					now.Add(-1)
+					return nil
+				})})
+			var recs []events.SQSMessage
+			for i := range 40 {
+				recs = append(recs, msg("m"+itoa(i), order("P"+itoa(i))))
+			}
+			if resp, err := p.Process(context.Background(), events.SQSEvent{Records: recs}); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatal(resp, err)
+			}
+			if int(peak.Load()) != tc.want {
+				t.Errorf("peak concurrent handlers = %d, want %d", peak.Load(), tc.want)
+			}
+		})
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	t.Run("stops starting records when time is short", func(t *testing.T) {
+		var runs atomic.Int32
+		var handlerDeadline time.Time
+		p := mustNew(t, sqsbatch.Config{Logger: discard(), Concurrency: 1, DeadlineMargin: 300 * time.Millisecond,
+			Handler: sqsbatch.HandlerFunc(func(ctx context.Context, _ *sqsbatch.Record) error {
+				if runs.Add(1) == 1 {
+					handlerDeadline, _ = ctx.Deadline()
+				}
+				time.Sleep(200 * time.Millisecond)
+				return nil
+			})})
+		deadline := time.Now().Add(600 * time.Millisecond)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		recs := []events.SQSMessage{msg("a", order("1")), msg("b", order("2")), msg("c", order("3")), msg("d", order("4"))}
+		resp, err := p.Process(ctx, events.SQSEvent{Records: recs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a runs (600 ms left), b runs (~400 ms left), c would start with ~200 ms < 300 ms: not started.
+		if runs.Load() != 2 || !slices.Equal(failedIDs(resp), []string{"c", "d"}) {
+			t.Fatalf("runs = %d, failures = %v", runs.Load(), failedIDs(resp))
+		}
+		if want := deadline.Add(-150 * time.Millisecond); !handlerDeadline.Equal(want) {
+			t.Errorf("handler deadline = %v, want Lambda deadline - margin/2 = %v", handlerDeadline, want)
+		}
+	})
+	t.Run("already too late", func(t *testing.T) {
+		p := mustNew(t, sqsbatch.Config{Logger: discard(), Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+			t.Error("handler must not start")
+			return nil
+		})})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second) // < 2 s default margin
+		defer cancel()
+		resp, err := p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{msg("a", order("1")), msg("b", order("2"))}})
+		if !errors.Is(err, sqsbatch.ErrBatchFailed) || len(resp.BatchItemFailures) != 2 {
+			t.Fatal(resp, err)
+		}
+	})
+	t.Run("abandons a handler that ignores its context", func(t *testing.T) {
+		release := make(chan struct{})
+		defer close(release)
+		log, logs := newLogger()
+		p := mustNew(t, sqsbatch.Config{Logger: log, DeadlineMargin: 200 * time.Millisecond,
+			Handler: sqsbatch.HandlerFunc(func(_ context.Context, rec *sqsbatch.Record) error {
+				if rec.Message.MessageId == "slow" {
+					<-release // a dependency call without a timeout
+				}
+				return nil
+			})})
+		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		resp, err := p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{msg("fast", order("1")), msg("slow", order("2"))}})
+		if took := time.Since(start); took > 390*time.Millisecond {
+			t.Errorf("Process returned after %s, past deadline - margin/4", took)
+		}
+		if err != nil || !slices.Equal(failedIDs(resp), []string{"slow"}) {
+			t.Fatalf("failures = %v, err = %v", failedIDs(resp), err)
+		}
+		if l := logs.recordLog(t, "slow"); l["outcome"] != "deadline" || !strings.Contains(fmt.Sprint(l["reason"]), "still running") {
+			t.Errorf("slow log = %v", l)
+		}
+	})
+}
+
+func TestRetryAfterChangesVisibility(t *testing.T) {
+	clk := queuefake.NewManualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	f := queuefake.New(queuefake.WithClock(clk))
+	url, _ := f.CreateQueue("cola-mercadofresco-erp", queuefake.QueueConfig{VisibilityTimeout: 60 * time.Second})
+	_, _ = f.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: url, Body: order("P1")})
+	msgs, _ := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 1})
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), Visibility: f,
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+			return sqsbatch.RetryAfter(errors.New("circuit open: ERP"), 300*time.Second)
+		})})
+	resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msgs[0].EventRecord(f.ARN(url), f.Region())}})
+	if len(resp.BatchItemFailures) != 1 {
+		t.Fatal(resp)
+	}
+	clk.Advance(61 * time.Second)
+	if got, _ := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url}); len(got) != 0 {
+		t.Fatal("the message came back after the queue's 60 s instead of the requested 300 s")
+	}
+	clk.Advance(240 * time.Second)
+	if got, _ := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url}); len(got) != 1 {
+		t.Fatal("the message did not come back after 300 s")
+	}
+}
+
+func TestErrorClassification(t *testing.T) {
+	tests := []struct {
+		err  error
+		want sqsbatch.Class
+	}{
+		{errGateway, sqsbatch.ClassTransient},
+		{fmt.Errorf("wrapped: %w", sqsbatch.Permanent(errGateway)), sqsbatch.ClassPermanent},
+		{sqsbatch.Poison(errGateway), sqsbatch.ClassPoison},
+		{sqsbatch.RetryAfter(errGateway, time.Minute), sqsbatch.ClassTransient},
+		{sqsbatch.ErrPoison, sqsbatch.ClassPoison},
+		{fmt.Errorf("x: %w", sqsbatch.ErrPermanent), sqsbatch.ClassPermanent},
+	}
+	for _, tt := range tests {
+		if got := sqsbatch.Classify(tt.err); got != tt.want {
+			t.Errorf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+	perm := sqsbatch.Permanent(errGateway)
+	if !errors.Is(perm, errGateway) || !errors.Is(perm, sqsbatch.ErrPermanent) || errors.Is(perm, sqsbatch.ErrPoison) {
+		t.Error("Permanent must keep the cause and match only ErrPermanent")
+	}
+	var ce *sqsbatch.Error
+	if !errors.As(sqsbatch.RetryAfter(errGateway, time.Minute), &ce) || ce.After != time.Minute {
+		t.Error("errors.As must find the classified error")
+	}
+	if sqsbatch.Permanent(nil) != nil || sqsbatch.Poison(nil) != nil || sqsbatch.RetryAfter(nil, time.Second) != nil {
+		t.Error("wrapping nil must give nil")
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	h := sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil })
+	for _, cfg := range []sqsbatch.Config{
+		{},
+		{Handler: h, Concurrency: -1},
+		{Handler: h, DeadlineMargin: -time.Second},
+		{Handler: h, RequiredKeys: []string{"detail..pedido_id"}},
+	} {
+		if _, err := sqsbatch.New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted an invalid config", cfg)
+		}
+	}
+}
+
+func TestNestedKeys(t *testing.T) {
+	e := newEnv(t, false)
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
+		VersionKey: "detail.version", RequiredKeys: []string{"detail.pedido_id"},
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil })})
+	resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		msg("ok", `{"version":"0","detail-type":"PedidoConfirmado","detail":{"version":1,"pedido_id":"P1"}}`),
+		msg("bad", `{"version":"0","detail":"texto"}`),
+	}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp)
+	}
+	if dlq := e.dlq(t); len(dlq) != 1 || !strings.Contains(attr(dlq[0], sqsbatch.AttrFailureReason), `key "detail" is not an object`) {
+		t.Fatalf("DLQ = %+v", dlq)
+	}
+}

@@ -1,0 +1,63 @@
+# MercadoFresco Integration: the two commands of the README live here.
+#   make        install everything and synthesise every environment into cdk.out
+#   make test   install everything, start the local services, run every test
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+# The pinned Node 22 (jsii, the CDK CLI) and the npm tools come first.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+GO ?= go
+ENV ?= dev
+
+.PHONY: all install synth test unit vet fmt-check snapshots diff deploy services bench measure clean
+
+all: synth
+
+node_modules/.install-stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## install: npm packages (Node 22, CDK CLI, dynalite, aws-local-stepfunctions, asl-validator) and Go modules
+install: node_modules/.install-stamp
+	$(GO) mod download
+
+## synth: every environment (dev, staging, prod) into cdk.out; no AWS credentials needed
+synth: install
+	cdk synth --quiet
+	@ls cdk.out/*.template.json
+
+## test: everything CI runs
+test: install services fmt-check vet
+	$(GO) test -timeout 20m ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## services: PostgreSQL and Redis on 127.0.0.1 (started if down)
+services:
+	bash scripts/services.sh
+
+## snapshots: rewrite the golden templates in test/testdata/snapshots (review the diff!)
+snapshots: install
+	UPDATE_SNAPSHOTS=1 $(GO) test ./test -run 'TestSnapshots' -count=1
+
+## diff / deploy one environment: make diff ENV=prod
+diff: install
+	cdk diff -c env=$(ENV)
+
+deploy: install
+	cdk deploy -c env=$(ENV) --all --require-approval broadening
+
+## bench: the Go benchmarks and bench tools
+bench: install services
+	$(GO) test -run '^$$' -bench . -benchmem ./lambdas/...
+
+## measure: wall times of the two commands, cold and warm (docs/measurements.md)
+measure: install services
+	bash scripts/measure.sh
+
+clean:
+	rm -rf cdk.out

@@ -1,0 +1,102 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+)
+
+func TestAllEnvironmentsAreValid(t *testing.T) {
+	envs, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range envs {
+		names = append(names, e.Name)
+	}
+	if got := strings.Join(names, ","); got != "dev,staging,prod" {
+		t.Fatalf("environments = %s, want dev,staging,prod in that order", got)
+	}
+}
+
+func TestPhysicalName(t *testing.T) {
+	dev, _ := Lookup("dev")
+	prod, _ := Lookup("prod")
+	cases := []struct {
+		env  Environment
+		base string
+		want string
+	}{
+		{dev, "cola-mercadofresco-pedidos", "cola-mercadofresco-pedidos-dev"},
+		{prod, "cola-mercadofresco-pedidos", "cola-mercadofresco-pedidos"},
+		{dev, "mercadofresco-movimientos-stock.fifo", "mercadofresco-movimientos-stock-dev.fifo"},
+		{prod, "mercadofresco-movimientos-stock.fifo", "mercadofresco-movimientos-stock.fifo"},
+		{dev, "alias/mercadofresco-datos", "alias/mercadofresco-datos-dev"},
+	}
+	for _, tc := range cases {
+		if got := tc.env.PhysicalName(tc.base); got != tc.want {
+			t.Errorf("%s.PhysicalName(%q) = %q, want %q", tc.env.Name, tc.base, got, tc.want)
+		}
+	}
+}
+
+// Environments may share an account: no two of them may produce the same
+// physical name or stack name.
+func TestEnvironmentsNeverCollide(t *testing.T) {
+	envs, _ := All()
+	seen := map[string]string{}
+	for _, e := range envs {
+		for _, n := range []string{e.PhysicalName("mercadofresco-idempotencia"), e.StackName("Platform")} {
+			if other, dup := seen[n]; dup {
+				t.Errorf("%s and %s both produce %q", other, e.Name, n)
+			}
+			seen[n] = e.Name
+		}
+	}
+}
+
+func TestProdIsProtected(t *testing.T) {
+	prod, _ := Lookup("prod")
+	if !prod.DeletionProtection || prod.RemovalPolicy != awscdk.RemovalPolicy_RETAIN {
+		t.Errorf("prod must retain and protect its data: %+v", prod)
+	}
+}
+
+func TestLookupOverridesFromEnvironment(t *testing.T) {
+	t.Setenv("MF_STAGING_ACCOUNT", "444455556666")
+	t.Setenv("MF_STAGING_ALARM_EMAIL", "")
+	env, err := Lookup("staging")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Account != "444455556666" || env.AlarmEmail != "" {
+		t.Errorf("overrides not applied: account=%s email=%q", env.Account, env.AlarmEmail)
+	}
+}
+
+func TestLookupRejectsBadInput(t *testing.T) {
+	if _, err := Lookup("qa"); !errors.Is(err, ErrUnknownEnvironment) || !strings.Contains(err.Error(), "dev, staging, prod") {
+		t.Errorf("unknown environment: got %v", err)
+	}
+	t.Setenv("MF_DEV_ACCOUNT", "12345")
+	_, err := Lookup("dev")
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `account "12345"`) {
+		t.Errorf("bad account: got %v", err)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	bad := Environment{Name: "x", Account: "1", Region: "eu-west-1", AvailabilityZones: []string{"us-east-1a"}, MaxConsumerConcurrency: 1, AlarmEmail: "nobody"}
+	err := bad.Validate()
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("want ErrInvalid, got %v", err)
+	}
+	for _, want := range []string{"12-digit", "two availability zones", "not in region", "MaxConsumerConcurrency", "PublisherConcurrency", "not an address"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error misses %q: %v", want, err)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/jackc/pgx/v5"
+)
+
+func TestPoolConfigFromSecret(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		secret  string
+		cfg     ConnectConfig
+		host    string
+		port    uint16
+		db      string
+		wantErr bool
+	}{
+		{"rds secret via proxy", `{"username":"mf","password":"p@ss/:word","host":"cluster.example","port":5432,"dbname":"tienda"}`,
+			ConnectConfig{Host: "proxy.example"}, "proxy.example", 5432, "tienda", false},
+		{"string port, db override", `{"username":"mf","password":"x","host":"h","port":"6432","dbname":"a"}`,
+			ConnectConfig{Database: "b"}, "h", 6432, "b", false},
+		{"no port", `{"username":"mf","password":"x","host":"h","dbname":"a"}`, ConnectConfig{}, "h", 5432, "a", false},
+		{"not json", `nope`, ConnectConfig{}, "", 0, "", true},
+		{"no user", `{"host":"h","dbname":"a"}`, ConnectConfig{}, "", 0, "", true},
+		{"bad port", `{"username":"mf","host":"h","port":"x","dbname":"a"}`, ConnectConfig{}, "", 0, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pc, err := PoolConfigFromSecret(tc.secret, tc.cfg)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			cc := pc.ConnConfig
+			if cc.Host != tc.host || cc.Port != tc.port || cc.Database != tc.db || cc.User != "mf" {
+				t.Fatalf("config = %s:%d/%s user %s", cc.Host, cc.Port, cc.Database, cc.User)
+			}
+			if cc.TLSConfig == nil || cc.TLSConfig.InsecureSkipVerify || cc.TLSConfig.ServerName != tc.host {
+				t.Fatal("TLS must be required and verified against the host name")
+			}
+			if cc.DefaultQueryExecMode != pgx.QueryExecModeExec || pc.MaxConns != 2 {
+				t.Fatalf("exec mode %v, max conns %d", cc.DefaultQueryExecMode, pc.MaxConns)
+			}
+			if tc.name == "rds secret via proxy" && cc.Password != "p@ss/:word" {
+				t.Fatalf("password not preserved: %q", cc.Password)
+			}
+		})
+	}
+}
+
+type fakeSecrets struct{ value string }
+
+func (f fakeSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	if aws.ToString(in.SecretId) != "arn:secreto" {
+		return nil, errors.New("no such secret")
+	}
+	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(f.value)}, nil
+}
+
+func TestConnectFromSecretReachesTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := ConnectFromSecret(ctx, fakeSecrets{`{"username":"postgres","password":"","host":"127.0.0.1","port":5432,"dbname":"` + testDB + `"}`},
+		ConnectConfig{SecretARN: "arn:secreto", SSLMode: "disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var one int
+	if err := pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("query through the pool: %v", err)
+	}
+	if _, err := ConnectFromSecret(ctx, fakeSecrets{}, ConnectConfig{SecretARN: "other"}); err == nil {
+		t.Fatal("missing secret accepted")
+	}
+}

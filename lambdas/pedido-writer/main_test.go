@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercadofresco/integration/lambdas/outbox"
+)
+
+const server = "postgres://postgres@127.0.0.1:5432/"
+
+func testPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, server+"postgres?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var pgErr *pgconn.PgError
+	if _, err := admin.Exec(ctx, "CREATE DATABASE mf_outbox_test"); err != nil && !(errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505")) {
+		t.Fatal(err)
+	}
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	schema := "pw_" + hex.EncodeToString(b)
+	pool, err := pgxpool.New(ctx, server+"mf_outbox_test?sslmode=disable&search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		pool.Close()
+	})
+	if _, err := outbox.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+func TestCrearPedidoWritesOrderAndEventTogether(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	s := Solicitud{PedidoID: "ped-1", ClienteID: "cli-9", Lineas: []Linea{{SKU: "manzana", Cantidad: 3, PrecioCentimos: 120}, {SKU: "pan", Cantidad: 1, PrecioCentimos: 4460}}}
+	r, err := crearPedido(ctx, pool, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TotalCentimos != 4820 || r.Duplicado || r.EventoID == "" {
+		t.Fatalf("respuesta = %+v", r)
+	}
+	var payload []byte
+	var tipo string
+	if err := pool.QueryRow(ctx, `SELECT tipo, payload FROM outbox WHERE id = $1::uuid AND agregado_id = 'ped-1'`, r.EventoID).Scan(&tipo, &payload); err != nil {
+		t.Fatal(err)
+	}
+	var ev pedidoCreado
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if tipo != TipoPedidoCreado || ev.Version != 1 || ev.TotalCentimos != 4820 || ev.Moneda != "EUR" || len(ev.Lineas) != 2 {
+		t.Fatalf("event %s %+v", tipo, ev)
+	}
+
+	// A retry of the same order: same event id, no second event.
+	r2, err := crearPedido(ctx, pool, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r2.Duplicado || r2.EventoID != r.EventoID {
+		t.Fatalf("retry = %+v, want duplicate with event %s", r2, r.EventoID)
+	}
+	var events int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&events)
+	if events != 1 {
+		t.Fatalf("%d events after a retry, want 1", events)
+	}
+}
+
+func TestCrearPedidoRollsBackOrderWhenEventFails(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	// Break the outbox so the event INSERT fails inside the transaction.
+	if _, err := pool.Exec(ctx, `ALTER TABLE outbox ADD CONSTRAINT roto CHECK (tipo <> 'PedidoCreado')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := crearPedido(ctx, pool, Solicitud{PedidoID: "ped-2", ClienteID: "c", Lineas: []Linea{{SKU: "x", Cantidad: 1, PrecioCentimos: 1}}})
+	if err == nil {
+		t.Fatal("want the event insert to fail")
+	}
+	var orders int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM pedidos`).Scan(&orders)
+	if orders != 0 {
+		t.Fatal("the order was committed without its event: dual write")
+	}
+}
+
+func TestCrearPedidoValidates(t *testing.T) {
+	pool := testPool(t)
+	line := []Linea{{SKU: "x", Cantidad: 1, PrecioCentimos: 1}}
+	tests := []struct {
+		name string
+		s    Solicitud
+	}{
+		{"no id", Solicitud{ClienteID: "c", Lineas: line}},
+		{"no client", Solicitud{PedidoID: "p", Lineas: line}},
+		{"no lines", Solicitud{PedidoID: "p", ClienteID: "c"}},
+		{"zero quantity", Solicitud{PedidoID: "p", ClienteID: "c", Lineas: []Linea{{SKU: "x", Cantidad: 0}}}},
+		{"negative price", Solicitud{PedidoID: "p", ClienteID: "c", Lineas: []Linea{{SKU: "x", Cantidad: 1, PrecioCentimos: -1}}}},
+		{"bad currency", Solicitud{PedidoID: "p", ClienteID: "c", Moneda: "EURO", Lineas: line}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := crearPedido(context.Background(), pool, tc.s); !errors.Is(err, ErrSolicitudInvalida) {
+				t.Fatalf("err = %v, want ErrSolicitudInvalida", err)
+			}
+		})
+	}
+}

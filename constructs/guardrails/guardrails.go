@@ -66,7 +66,10 @@ const (
 	defaultLambdaTimeout     = 3
 )
 
-const ackMetadataType = "mercadofresco:guardrails:acknowledged"
+const (
+	ackMetadataType     = "mercadofresco:guardrails:acknowledged"
+	checkedMetadataType = "mercadofresco:guardrails:checked"
+)
 
 const (
 	typeQueue        = "AWS::SQS::Queue"
@@ -108,6 +111,13 @@ func (m *MessagingChecks) Visit(node constructs.IConstruct) {
 		return
 	}
 	stack := awscdk.Stack_Of(node)
+	// The aspect may be added both to the app and to a stack; check once.
+	for _, e := range *stack.Node().Metadata() {
+		if *e.Type == checkedMetadataType {
+			return
+		}
+	}
+	stack.Node().AddMetadata(jsii.String(checkedMetadataType), true, nil)
 	ix := newIndex(stack)
 	ix.checkQueues()
 	ix.checkEventSourceMappings()

@@ -2,7 +2,6 @@ package guardrails_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -20,13 +19,10 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	jsii.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { cdktest.Main(m) }
 
 type fixture struct {
 	app    awscdk.App
@@ -311,4 +307,13 @@ func TestAcknowledge(t *testing.T) {
 	f2 := newFixture()
 	guardrails.Acknowledge(awssqs.NewQueue(f2.stack, jsii.String("Scratch"), nil), guardrails.RuleQueueWithoutDLQ, " ")
 	requireContains(t, f2.messages("error"), "needs a reason")
+}
+
+func TestAppliedTwiceReportsOnce(t *testing.T) {
+	f := newFixture() // applied to the app
+	guardrails.Apply(f.stack)
+	awssqs.NewQueue(f.stack, jsii.String("Lonely"), nil)
+	if e := f.errorsFor(guardrails.RuleQueueWithoutDLQ); len(e) != 1 {
+		t.Fatalf("want one finding, got %d: %v", len(e), e)
+	}
 }

@@ -24,13 +24,14 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/platform"
 )
 
 // Defaults applied when the corresponding Props field is left at its zero value.
@@ -348,9 +349,7 @@ func addActions(alarm awscloudwatch.Alarm, topic awssns.ITopic) {
 	if topic == nil {
 		return // reported by the caller's validation
 	}
-	action := awscloudwatchactions.NewSnsAction(topic)
-	alarm.AddAlarmAction(action)
-	alarm.AddOkAction(action)
+	platform.Alarm(alarm, topic)
 }
 
 // GrantConsumeMessages grants receive, delete, change-visibility and

@@ -3,7 +3,6 @@ package reliablequeue_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -15,13 +14,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	jsii.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { cdktest.Main(m) }
 
 // fixture is a stack with stand-ins for the platform's data key and alerts topic.
 type fixture struct {

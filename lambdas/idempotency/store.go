@@ -27,6 +27,16 @@ const (
 	DefaultFinalizeTimeout = 5 * time.Second
 )
 
+// Names shared with the infrastructure (constructs/idempotencytable), so the
+// table and the library cannot disagree.
+const (
+	// TTLAttribute is the table's TimeToLiveSpecification attribute.
+	TTLAttribute = attrExpiraEn
+	// EnvTableName is the environment variable through which the CDK
+	// construct hands the table name to a consumer Lambda.
+	EnvTableName = "IDEMPOTENCY_TABLE_NAME"
+)
+
 // DynamoDBAPI is the part of *dynamodb.Client the store uses. Tests wrap it
 // to count or fake calls.
 type DynamoDBAPI interface {

@@ -164,6 +164,10 @@ type Queue struct {
 	MaxReceiveCount float64
 	// Fifo reports whether the queue (and its DLQ) are FIFO.
 	Fifo bool
+	// QueueName and DeadLetterQueueName are the physical names (literal
+	// strings, usable where a token is not, e.g. to derive other names).
+	QueueName           string
+	DeadLetterQueueName string
 
 	explicitVisibility float64 // seconds; 0 when derived from consumers
 	derivedVisibility  float64 // seconds; max over consumers
@@ -243,6 +247,7 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 	if props.DeadLetterQueueName != nil {
 		dlqName = queueName(c, props.DeadLetterQueueName, props.Fifo, "")
 	}
+	q.QueueName, q.DeadLetterQueueName = sourceName, dlqName
 	for _, n := range []string{sourceName, dlqName} {
 		if len(n) > maxQueueNameLength {
 			fail("queue name %q is longer than %d characters", n, maxQueueNameLength)

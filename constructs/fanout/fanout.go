@@ -1,0 +1,207 @@
+// Package fanout provides the durable SNS fan-out of MercadoFresco: an
+// encrypted, TLS-only topic that delivers to SQS queues only (never straight
+// to a Lambda function: SNS gives a Lambda a couple of retries and then drops
+// the message, while a queue keeps it for days, with its own DLQ, until the
+// consumer can process it).
+//
+// Every subscription uses raw message delivery (the consumer receives the
+// event JSON exactly as published, without the SNS envelope), has its own
+// dead-letter queue with an alarm (for deliveries SNS could not make, e.g.
+// a queue policy or key policy broken by a change), and an optional filter
+// policy. The queue policy that lets the topic send is added to the queue;
+// the key policy already admits sns.amazonaws.com (the platform data key),
+// so nothing here edits the platform stack.
+package fanout
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/reliablequeue"
+)
+
+// Props configures a Topic. EncryptionKey and AlarmTopic are required.
+type Props struct {
+	// TopicName is the physical name (e.g. env.PhysicalName("mercadofresco-pedido-confirmado")).
+	TopicName *string
+	// DisplayName of the topic.
+	DisplayName *string
+	// EncryptionKey is the data key alias/mercadofresco-datos. Required: the
+	// topic carries confirmed orders. Publishers need kms:GenerateDataKey*
+	// and kms:Decrypt on it (GrantPublish adds both).
+	EncryptionKey awskms.IKey
+	// AlarmTopic receives the subscription-DLQ alarms and the topic's
+	// failed-redrive alarm. Required.
+	AlarmTopic awssns.ITopic
+	// RemovalPolicy of the subscription DLQs.
+	RemovalPolicy awscdk.RemovalPolicy
+}
+
+// Topic is the fan-out topic.
+type Topic struct {
+	constructs.Construct
+	// Topic is the SNS topic.
+	Topic awssns.Topic
+	// FailedRedriveAlarm fires when SNS could not even move an undeliverable
+	// message to the subscription's DLQ: the message is then lost.
+	FailedRedriveAlarm awscloudwatch.Alarm
+
+	props Props
+	name  string
+}
+
+// SubscriptionOptions configures AddQueue.
+type SubscriptionOptions struct {
+	// FilterPolicy on message attributes. Nil delivers every message. Use it
+	// to route, never to validate: a message no subscription accepts is
+	// dropped silently, so an unknown event version must still be delivered
+	// (and dead-lettered by the consumer with its reason).
+	FilterPolicy map[string]awssns.SubscriptionFilter
+	// FilterPolicyWithMessageBody filters on the JSON body instead of the
+	// attributes. Mutually exclusive with FilterPolicy.
+	FilterPolicyWithMessageBody map[string]awssns.FilterOrPolicy
+	// DeadLetterQueueName is the physical name of the subscription's DLQ.
+	// Nil means "<queue name>-entrega-dlq" (a generated name if that is
+	// longer than the 80 characters SQS allows).
+	DeadLetterQueueName *string
+}
+
+// Subscription is a queue subscribed to the topic, with its DLQ.
+type Subscription struct {
+	// Subscription is the SNS subscription (protocol sqs, raw delivery).
+	Subscription awssns.Subscription
+	// DeadLetterQueue receives what SNS could not deliver to the queue.
+	DeadLetterQueue *reliablequeue.DeadLetterQueue
+}
+
+// New creates the topic.
+func New(scope constructs.Construct, id string, props *Props) *Topic {
+	if props == nil {
+		props = &Props{}
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	t := &Topic{Construct: c, props: *props}
+	if props.EncryptionKey == nil {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("fanout %s: EncryptionKey is required: the topic carries order data (alias/mercadofresco-datos)", *c.Node().Path())))
+	}
+	if props.AlarmTopic == nil {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("fanout %s: AlarmTopic is required (alertas-mercadofresco)", *c.Node().Path())))
+	}
+	t.Topic = awssns.NewTopic(c, jsii.String("Topic"), &awssns.TopicProps{
+		TopicName:   props.TopicName,
+		DisplayName: props.DisplayName,
+		MasterKey:   props.EncryptionKey,
+		// Topic policy denying any request not made over TLS (cdk-nag SNS3).
+		EnforceSSL: jsii.Bool(true),
+	})
+	if props.TopicName != nil {
+		t.name = *props.TopicName
+	}
+	t.FailedRedriveAlarm = awscloudwatch.NewAlarm(c, jsii.String("FailedRedriveAlarm"), &awscloudwatch.AlarmProps{
+		Metric: t.Topic.Metric(jsii.String("NumberOfNotificationsFailedToRedriveToDlq"), &awscloudwatch.MetricOptions{
+			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
+			Statistic: jsii.String("Sum"),
+		}),
+		Threshold:          jsii.Number(0),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(1),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		AlarmDescription:   jsii.String(fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.label())),
+	})
+	if props.AlarmTopic != nil {
+		platform.Alarm(t.FailedRedriveAlarm, props.AlarmTopic)
+	}
+	return t
+}
+
+func (t *Topic) label() string {
+	if t.name != "" {
+		return t.name
+	}
+	return *t.Node().Path()
+}
+
+// AddQueue subscribes q's source queue with raw message delivery, a DLQ of
+// its own (encrypted like the queue, with an alarm) and the filter policy in
+// opts, and adds to q's queue policy the statement that lets this topic
+// (and only this topic, by aws:SourceArn) send to it.
+func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOptions) *Subscription {
+	scope := constructs.NewConstruct(t.Construct, jsii.String(id))
+	if q == nil {
+		awscdk.Annotations_Of(scope).AddError(jsii.String(fmt.Sprintf("fanout %s: AddQueue: queue is nil", *scope.Node().Path())))
+		return nil
+	}
+	if q.Fifo {
+		awscdk.Annotations_Of(scope).AddError(jsii.String(fmt.Sprintf("fanout %s: AddQueue: %s is FIFO; a standard topic cannot deliver to a FIFO queue", *scope.Node().Path(), *q.Node().Path())))
+		return nil
+	}
+	if opts.FilterPolicy != nil && opts.FilterPolicyWithMessageBody != nil {
+		awscdk.Annotations_Of(scope).AddError(jsii.String(fmt.Sprintf("fanout %s: AddQueue: FilterPolicy and FilterPolicyWithMessageBody are mutually exclusive", *scope.Node().Path())))
+		return nil
+	}
+
+	dlqName := opts.DeadLetterQueueName
+	if dlqName == nil && len(q.QueueName)+len("-entrega-dlq") <= 80 {
+		dlqName = jsii.String(q.QueueName + "-entrega-dlq")
+	}
+	encryption, key := reliablequeue.EncryptionSQSManaged, awskms.IKey(nil)
+	if q.Queue.EncryptionMasterKey() != nil {
+		encryption, key = reliablequeue.EncryptionDataKey, q.Queue.EncryptionMasterKey()
+	}
+	dlq := reliablequeue.NewDeadLetterQueue(scope, "DeadLetterQueue", &reliablequeue.DeadLetterQueueProps{
+		QueueName:     dlqName,
+		Encryption:    encryption,
+		EncryptionKey: key,
+		AlarmTopic:    t.props.AlarmTopic,
+		RemovalPolicy: t.props.RemovalPolicy,
+		Source:        fmt.Sprintf("SNS subscription of %s to %s", *q.Node().Path(), t.label()),
+	})
+
+	var filter *map[string]awssns.SubscriptionFilter
+	if opts.FilterPolicy != nil {
+		filter = &opts.FilterPolicy
+	}
+	var bodyFilter *map[string]awssns.FilterOrPolicy
+	if opts.FilterPolicyWithMessageBody != nil {
+		bodyFilter = &opts.FilterPolicyWithMessageBody
+	}
+	// awssns.Subscription, not awssnssubscriptions.SqsSubscription: the
+	// latter also edits the queue key's policy, which here is the platform
+	// stack's data key (a cross-stack edit, and a dependency cycle once the
+	// statement is conditioned on this topic's ARN). The platform key policy
+	// already admits sns.amazonaws.com.
+	sub := awssns.NewSubscription(scope, jsii.String("Subscription"), &awssns.SubscriptionProps{
+		Topic:                       t.Topic,
+		Endpoint:                    q.Queue.QueueArn(),
+		Protocol:                    awssns.SubscriptionProtocol_SQS,
+		RawMessageDelivery:          jsii.Bool(true),
+		DeadLetterQueue:             dlq.Queue,
+		FilterPolicy:                filter,
+		FilterPolicyWithMessageBody: bodyFilter,
+	})
+	q.Queue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("AllowSnsTopic" + *awscdk.Names_UniqueId(scope)),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("sns.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sqs:SendMessage"),
+		Resources:  &[]*string{q.Queue.QueueArn()},
+		Conditions: &map[string]any{"ArnEquals": map[string]any{"aws:SourceArn": t.Topic.TopicArn()}},
+	}))
+	// SNS must not deliver before the queue policy exists, or the first
+	// messages go to the DLQ.
+	sub.Node().AddDependency(q.Queue)
+	return &Subscription{Subscription: sub, DeadLetterQueue: dlq}
+}
+
+// GrantPublish lets grantee publish to the topic (sns:Publish and, for the
+// encrypted topic, kms:GenerateDataKey* and kms:Decrypt on the data key).
+func (t *Topic) GrantPublish(grantee awsiam.IGrantable) awsiam.Grant {
+	return t.Topic.GrantPublish(grantee)
+}

@@ -120,6 +120,13 @@ type Config struct {
 	// Record.IdempotencyKey, and records sharing it are serialised. An error
 	// makes the record poison.
 	IdempotencyKey func(rec *Record) (string, error)
+	// FailInvocationWhenAllFail makes Process return ErrBatchFailed when every
+	// record of a non-empty batch failed, so Lambda records an invocation
+	// error. Off by default: the outcome for SQS is the same (every record
+	// comes back), and the project's Lambda alarms fire on Errors > 0, which
+	// would page for a routine transient failure of a one-record batch. The
+	// DLQ and age-of-oldest-message alarms are the signals that matter.
+	FailInvocationWhenAllFail bool
 	// DeadlineMargin is the time kept free before the Lambda deadline. Default 2 s.
 	DeadlineMargin time.Duration
 	// Logger receives the structured logs. Default: JSON to stdout.
@@ -273,8 +280,10 @@ func (b *batch) isSealed() bool {
 }
 
 // Process handles one batch. Its signature is the one lambda.Start expects.
-// The response lists every record that must come back; the error is non-nil
-// only when every record of a non-empty batch failed (ErrBatchFailed).
+// The response lists every record that must come back (an empty list, never
+// null, when all succeeded). The error is always nil unless
+// Config.FailInvocationWhenAllFail is set and every record failed
+// (ErrBatchFailed).
 func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	start := time.Now()
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
@@ -388,7 +397,7 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 		attrs = append(attrs, slog.Int(string(o), n))
 	}
 	p.log.LogAttrs(ctx, slog.LevelInfo, "batch done", attrs...)
-	if failedUnique == unique {
+	if p.cfg.FailInvocationWhenAllFail && failedUnique == unique {
 		return resp, fmt.Errorf("%w (%d records)", ErrBatchFailed, len(items))
 	}
 	return resp, nil
@@ -418,8 +427,10 @@ func (p *Processor) prepare(it *item) {
 		return
 	}
 	if p.cfg.IdempotencyKey != nil {
-		key, err := p.cfg.IdempotencyKey(it.rec)
+		key, err := p.deriveKey(it.rec)
 		switch {
+		case errors.Is(err, ErrPanic):
+			it.preErr = err // transient, like a handler panic
 		case err != nil:
 			it.preErr = Poisonf("cannot derive the idempotency key: %w", err)
 		case key == "":
@@ -428,6 +439,17 @@ func (p *Processor) prepare(it *item) {
 			it.rec.SetIdempotencyKey(key)
 		}
 	}
+}
+
+// deriveKey runs Config.IdempotencyKey, recovering a panic.
+func (p *Processor) deriveKey(rec *Record) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: IdempotencyKey: %v", ErrPanic, r)
+			rec.Logger.Error("IdempotencyKey panic recovered", slog.String("panic", fmt.Sprint(r)), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	return p.cfg.IdempotencyKey(rec)
 }
 
 // runLane processes a lane's records in order. FIFO lanes stop at the first

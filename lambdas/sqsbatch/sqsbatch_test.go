@@ -2,6 +2,7 @@ package sqsbatch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -178,7 +179,7 @@ func TestPanicLogsStack(t *testing.T) {
 		panic("boom")
 	})})
 	resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("m1", order("P1"))}})
-	if !errors.Is(err, sqsbatch.ErrBatchFailed) || !slices.Equal(failedIDs(resp), []string{"m1"}) {
+	if err != nil || !slices.Equal(failedIDs(resp), []string{"m1"}) {
 		t.Fatalf("resp = %v, err = %v", resp, err)
 	}
 	for _, l := range logs.lines(t) {
@@ -332,16 +333,61 @@ func TestDLQSendFailureLosesNothing(t *testing.T) {
 }
 
 func TestEmptyAndAllFailedBatches(t *testing.T) {
-	p := mustNew(t, sqsbatch.Config{Logger: discard(), Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+	failing := sqsbatch.HandlerFunc(func(_ context.Context, rec *sqsbatch.Record) error {
+		if rec.Message.MessageId == "ok" {
+			return nil
+		}
 		return errGateway
-	})})
+	})
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), Handler: failing})
 	resp, err := p.Process(context.Background(), events.SQSEvent{})
 	if err != nil || resp.BatchItemFailures == nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("empty batch: %v %v", resp, err)
 	}
-	resp, err = p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("a", order("1")), msg("b", order("2"))}})
+	if b, _ := json.Marshal(resp); string(b) != `{"batchItemFailures":[]}` {
+		t.Errorf("empty batch response JSON = %s", b)
+	}
+	batch := events.SQSEvent{Records: []events.SQSMessage{msg("a", order("1")), msg("b", order("2")), msg("a", order("1"))}}
+	resp, err = p.Process(context.Background(), batch)
+	if err != nil || !slices.Equal(failedIDs(resp), []string{"a", "b"}) {
+		t.Fatalf("all failed (default): %v %v", failedIDs(resp), err)
+	}
+	strict := mustNew(t, sqsbatch.Config{Logger: discard(), Handler: failing, FailInvocationWhenAllFail: true})
+	resp, err = strict.Process(context.Background(), batch)
 	if !errors.Is(err, sqsbatch.ErrBatchFailed) || !slices.Equal(failedIDs(resp), []string{"a", "b"}) {
-		t.Fatalf("all failed: %v %v", failedIDs(resp), err)
+		t.Fatalf("all failed (FailInvocationWhenAllFail): %v %v", failedIDs(resp), err)
+	}
+	// One success is enough for a normal answer.
+	resp, err = strict.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("a", order("1")), msg("ok", order("2"))}})
+	if err != nil || !slices.Equal(failedIDs(resp), []string{"a"}) {
+		t.Fatalf("one success: %v %v", resp, err)
+	}
+}
+
+func TestIdempotencyKeyFailures(t *testing.T) {
+	e := newEnv(t, false)
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
+		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
+			switch rec.Message.MessageId {
+			case "panic":
+				panic("nil pointer in key func")
+			case "empty":
+				return "", nil
+			}
+			return "", errors.New("no pedido_id")
+		},
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+			t.Error("handler must not run without a key")
+			return nil
+		})})
+	resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		msg("panic", order("1")), msg("empty", order("2")), msg("err", order("3")),
+	}})
+	if err != nil || !slices.Equal(failedIDs(resp), []string{"panic"}) {
+		t.Fatalf("failures = %v (%v), want only the panic (transient)", failedIDs(resp), err)
+	}
+	if dlq := e.dlq(t); len(dlq) != 2 || !strings.Contains(attr(dlq[0], sqsbatch.AttrFailureReason), "cannot derive the idempotency key") {
+		t.Fatalf("DLQ = %+v", dlq)
 	}
 }
 
@@ -595,7 +641,7 @@ func TestDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second) // < 2 s default margin
 		defer cancel()
 		resp, err := p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{msg("a", order("1")), msg("b", order("2"))}})
-		if !errors.Is(err, sqsbatch.ErrBatchFailed) || len(resp.BatchItemFailures) != 2 {
+		if err != nil || len(resp.BatchItemFailures) != 2 {
 			t.Fatal(resp, err)
 		}
 	})

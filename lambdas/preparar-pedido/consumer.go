@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -66,25 +67,23 @@ func loadSettings(getenv func(string) string) (settings, error) {
 			return s, fmt.Errorf("LOG_LEVEL=%q: want DEBUG, INFO, WARN or ERROR", v)
 		}
 	}
-	if s.DLQURL != "" {
-		if _, err := queue.ParseARN(arnFromURL(s.DLQURL)); err != nil {
-			return s, fmt.Errorf("DLQ_URL=%q is not an SQS queue URL", s.DLQURL)
-		}
+	if s.DLQURL != "" && !isQueueURL(s.DLQURL) {
+		return s, fmt.Errorf("DLQ_URL=%q is not an SQS queue URL (https://<host>/<account>/<queue>)", s.DLQURL)
 	}
 	return s, nil
 }
 
-// arnFromURL turns https://sqs.<region>.<domain>/<account>/<name> into an ARN
-// so that ParseARN can validate it.
-func arnFromURL(u string) string {
-	rest, ok := strings.CutPrefix(u, "https://sqs.")
-	if !ok {
-		return ""
+// isQueueURL accepts any https URL whose path is /<account>/<queue>: the
+// current sqs.<region>.amazonaws.com form, the legacy
+// <region>.queue.amazonaws.com one and VPC endpoint host names. It catches
+// the usual mistake of passing the queue ARN or name.
+func isQueueURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return false
 	}
-	host, path, _ := strings.Cut(rest, "/")
-	region, _, _ := strings.Cut(host, ".")
-	account, name, _ := strings.Cut(path, "/")
-	return "arn:aws:sqs:" + region + ":" + account + ":" + name
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	return len(parts) == 2 && parts[0] != "" && parts[1] != ""
 }
 
 // PedidoConfirmado is the event this consumer handles (version 1). Unknown

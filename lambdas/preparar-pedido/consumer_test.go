@@ -34,7 +34,10 @@ func TestLoadSettings(t *testing.T) {
 		{name: "bad versions", env: map[string]string{"SUPPORTED_VERSIONS": "uno"}, wantErr: "SUPPORTED_VERSIONS"},
 		{name: "bad margin", env: map[string]string{"DEADLINE_MARGIN": "2"}, wantErr: "DEADLINE_MARGIN"},
 		{name: "bad level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "LOG_LEVEL"},
+		{name: "legacy queue URL", env: map[string]string{"DLQ_URL": "https://eu-west-1.queue.amazonaws.com/123456789012/q"},
+			want: settings{DLQURL: "https://eu-west-1.queue.amazonaws.com/123456789012/q", ConsumerVersion: "unknown", Concurrency: 8, SupportedVersions: []int{1}, DeadlineMargin: 2 * time.Second, LogLevel: slog.LevelInfo}},
 		{name: "ARN instead of URL", env: map[string]string{"DLQ_URL": "arn:aws:sqs:eu-west-1:1:q"}, wantErr: "DLQ_URL"},
+		{name: "queue name instead of URL", env: map[string]string{"DLQ_URL": "mercadofresco-pedidos-fallidos"}, wantErr: "DLQ_URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,9 +35,11 @@ var ourAttributes = []string{AttrFailureReason, AttrFailureClass, AttrConsumerVe
 // deadLetter sends rec to the DLQ with the failure described in attributes.
 // Sending happens before the record is acknowledged (it is acknowledged by
 // not listing it in batchItemFailures), so a failed send loses nothing.
-func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, cause error) error {
+// It returns the DLQ's message id (a new one: the original travels in
+// AttrOriginalMessageID).
+func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, cause error) (string, error) {
 	if p.cfg.DLQ == nil || p.cfg.DLQURL == "" {
-		return errors.New("no DLQ configured (the queue's redrive policy will move it after maxReceiveCount)")
+		return "", errors.New("no DLQ configured (the queue's redrive policy will move it after maxReceiveCount)")
 	}
 	in := &queue.SendMessageInput{
 		QueueURL:          p.cfg.DLQURL,
@@ -55,8 +57,11 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 		sum := sha256.Sum256([]byte(rec.Message.MessageId + "\x00" + rec.Message.ReceiptHandle))
 		in.MessageDeduplicationID = hex.EncodeToString(sum[:])
 	}
-	_, err := p.cfg.DLQ.SendMessage(ctx, in)
-	return err
+	out, err := p.cfg.DLQ.SendMessage(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return out.MessageID, nil
 }
 
 // dlqAttributes keeps the original attributes and adds the failure ones. When

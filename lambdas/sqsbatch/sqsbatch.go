@@ -49,8 +49,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -255,6 +257,8 @@ type item struct {
 	err     error
 	class   Class
 	started time.Time
+	// dlqMessageID is the id the DLQ gave the copy (logged for the runbook).
+	dlqMessageID string
 }
 
 type batch struct {
@@ -393,8 +397,8 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 		slog.Int("batch_item_failures", len(resp.BatchItemFailures)),
 		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
 	}
-	for o, n := range counts {
-		attrs = append(attrs, slog.Int(string(o), n))
+	for _, o := range slices.Sorted(maps.Keys(counts)) {
+		attrs = append(attrs, slog.Int(string(o), counts[o]))
 	}
 	p.log.LogAttrs(ctx, slog.LevelInfo, "batch done", attrs...)
 	if p.cfg.FailInvocationWhenAllFail && failedUnique == unique {
@@ -518,10 +522,12 @@ func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline
 	if b.isSealed() {
 		return // too late to send: the record was reported as failed and will come back
 	}
-	if derr := p.deadLetter(ctx, it.rec, class, err); derr != nil {
+	dlqID, derr := p.deadLetter(ctx, it.rec, class, err)
+	if derr != nil {
 		p.record(ctx, b, it, OutcomeDeadLetterFailed, fmt.Errorf("%w; dead-letter send failed: %w", err, derr), class)
 		return
 	}
+	it.dlqMessageID = dlqID
 	p.record(ctx, b, it, OutcomeDeadLettered, err, class)
 }
 
@@ -563,6 +569,9 @@ func (p *Processor) logRecord(ctx context.Context, it *item) {
 	}
 	if it.err != nil {
 		attrs = append(attrs, slog.String("class", it.class.String()), errAttr(it.err))
+	}
+	if it.dlqMessageID != "" {
+		attrs = append(attrs, slog.String("dlq_message_id", it.dlqMessageID))
 	}
 	if !it.started.IsZero() {
 		attrs = append(attrs, slog.Int64("duration_ms", time.Since(it.started).Milliseconds()))

@@ -156,8 +156,8 @@ func TestClassification(t *testing.T) {
 				if attr(got, sqsbatch.AttrFailureClass) != tt.want.dlqClass || !strings.Contains(attr(got, sqsbatch.AttrFailureReason), tt.want.reason) {
 					t.Errorf("DLQ class/reason = %q / %q, want %q / ~%q", attr(got, sqsbatch.AttrFailureClass), attr(got, sqsbatch.AttrFailureReason), tt.want.dlqClass, tt.want.reason)
 				}
-				if line["outcome"] != "dead_lettered" {
-					t.Errorf("log outcome = %v", line["outcome"])
+				if line["outcome"] != "dead_lettered" || line["dlq_message_id"] != got.MessageID {
+					t.Errorf("log outcome = %v, dlq_message_id = %v (DLQ id %s)", line["outcome"], line["dlq_message_id"], got.MessageID)
 				}
 			}
 			if tt.want.reason != "" && !strings.Contains(fmt.Sprint(line["reason"]), tt.want.reason) {

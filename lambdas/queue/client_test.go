@@ -138,3 +138,41 @@ func TestARN(t *testing.T) {
 		}
 	}
 }
+
+func TestEventRecordRoundTrip(t *testing.T) {
+	m := queue.Message{
+		MessageID: "m-1", ReceiptHandle: "rh", Body: `{"version":1}`, MD5OfBody: "x",
+		Attributes: map[string]string{"ApproximateReceiveCount": "2", "MessageGroupId": "SKU-1"},
+		MessageAttributes: map[string]queue.Attribute{
+			"tipo": queue.StringAttribute("PedidoConfirmado"),
+			"n":    queue.NumberAttribute(-3),
+			"bin":  {DataType: "Binary.gzip", BinaryValue: []byte{1, 2}},
+		},
+	}
+	arn := "arn:aws:sqs:eu-west-1:123456789012:movimientos-stock.fifo"
+	rec := m.EventRecord(arn, "eu-west-1")
+	if rec.MessageId != "m-1" || rec.ReceiptHandle != "rh" || rec.Body != m.Body || rec.EventSourceARN != arn ||
+		rec.EventSource != "aws:sqs" || rec.AWSRegion != "eu-west-1" || rec.Attributes["MessageGroupId"] != "SKU-1" {
+		t.Fatalf("record = %+v", rec)
+	}
+	m.Attributes["ApproximateReceiveCount"] = "9"
+	if rec.Attributes["ApproximateReceiveCount"] != "2" {
+		t.Error("the record must not share the message's attribute map")
+	}
+	for name, want := range m.MessageAttributes {
+		got := queue.AttributeFromEvent(rec.MessageAttributes[name])
+		if got.DataType != want.DataType || got.StringValue != want.StringValue || string(got.BinaryValue) != string(want.BinaryValue) {
+			t.Errorf("%s: %+v -> %+v", name, want, got)
+		}
+	}
+	if rec.MessageAttributes["bin"].StringValue != nil {
+		t.Error("a binary attribute must not carry a string value")
+	}
+	a, _ := queue.ParseARN(arn)
+	if a.String() != arn {
+		t.Errorf("ARN round trip = %s", a)
+	}
+	if cn, _ := queue.ParseARN("arn:aws-cn:sqs:cn-north-1:1:q"); cn.URL() != "https://sqs.cn-north-1.amazonaws.com.cn/1/q" {
+		t.Errorf("China URL = %s", cn.URL())
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -754,5 +755,36 @@ func TestNestedKeys(t *testing.T) {
 	}
 	if dlq := e.dlq(t); len(dlq) != 1 || !strings.Contains(attr(dlq[0], sqsbatch.AttrFailureReason), `key "detail" is not an object`) {
 		t.Fatalf("DLQ = %+v", dlq)
+	}
+}
+
+// A reason longer than the limit or with characters SQS refuses in an
+// attribute value must still produce a valid DLQ message (else the poison
+// record could never be dead-lettered).
+func TestDLQReasonIsSanitised(t *testing.T) {
+	e := newEnv(t, false)
+	long := strings.Repeat("é", 2000) + "\x00\x01\xff"
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+			return sqsbatch.Permanent(errors.New(long))
+		})})
+	resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("m1", order("P1"))}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatal("the DLQ send must succeed", resp)
+	}
+	r := attr(e.dlq(t)[0], sqsbatch.AttrFailureReason)
+	if len(r) > 1024+len("…") || !strings.HasPrefix(r, "permanent: ééé") || !strings.HasSuffix(r, "…") || !utf8.ValidString(r) {
+		t.Errorf("reason (%d bytes) = %.40q...", len(r), r)
+	}
+	e2 := newEnv(t, false)
+	p2 := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e2.fake, DLQURL: e2.dlqURL,
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
+			return sqsbatch.Poisonf("bad byte \x00 here")
+		})})
+	if resp, _ := p2.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("m1", order("P1"))}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp)
+	}
+	if r := attr(e2.dlq(t)[0], sqsbatch.AttrFailureReason); r != "poison: bad byte \uFFFD here" {
+		t.Errorf("reason = %q", r)
 	}
 }

@@ -502,3 +502,26 @@ func TestConcurrentConsumersExactlyOnceWhileInFlight(t *testing.T) {
 		}
 	}
 }
+
+func TestRegionAndAccount(t *testing.T) {
+	f := queuefake.New(queuefake.WithRegion("eu-south-2"), queuefake.WithAccount("123456789012"))
+	url, err := f.CreateQueue("cola-mercadofresco-pedidos", queuefake.QueueConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := f.ARN(url)
+	a, err := queue.ParseARN(arn)
+	if err != nil || a.URL() != url || f.Region() != "eu-south-2" {
+		t.Fatalf("url %s arn %s (%v)", url, arn, err)
+	}
+	if got := f.QueueURLs(); len(got) != 1 || got[0] != url {
+		t.Errorf("QueueURLs = %v", got)
+	}
+	// The wall clock is the default: a real receive works without a ManualClock.
+	if _, err := f.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: url, Body: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := receive(t, f, url, 1); len(got) != 1 {
+		t.Fatal("no message")
+	}
+}

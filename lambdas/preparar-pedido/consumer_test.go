@@ -105,6 +105,7 @@ func TestConsumer(t *testing.T) {
 		rec("v2", `{"version":2,"pedido_id":"P2",`+line+`}`),
 		rec("sin-lineas", `{"version":1,"pedido_id":"P3","lineas":[]}`),
 		rec("sin-pedido", `{"version":1,`+line+`}`),
+		rec("pedido-numerico", `{"version":1,"pedido_id":42,`+line+`}`),
 		rec("cancelado", `{"version":1,"pedido_id":"P-CANCELADO",`+line+`}`),
 		rec("lento", `{"version":1,"pedido_id":"P-LENTO",`+line+`}`),
 	}})
@@ -124,10 +125,11 @@ func TestConsumer(t *testing.T) {
 		reasons[m.MessageAttributes[sqsbatch.AttrOriginalMessageID].StringValue] = m.MessageAttributes[sqsbatch.AttrFailureReason].StringValue
 	}
 	want := map[string]string{
-		"v2":         "unknown major version 2",
-		"sin-lineas": "order has no lines",
-		"sin-pedido": `missing required key "pedido_id"`,
-		"cancelado":  "order cannot be prepared",
+		"v2":              "unknown major version 2",
+		"sin-lineas":      "order has no lines",
+		"sin-pedido":      `missing required key "pedido_id"`,
+		"pedido-numerico": "poison: cannot derive the idempotency key: body does not match the expected schema: json: cannot unmarshal number",
+		"cancelado":       "order cannot be prepared",
 	}
 	if len(reasons) != len(want) {
 		t.Fatalf("DLQ reasons = %v", reasons)

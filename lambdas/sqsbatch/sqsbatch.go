@@ -436,6 +436,10 @@ func (p *Processor) prepare(it *item) {
 		case errors.Is(err, ErrPanic):
 			it.preErr = err // transient, like a handler panic
 		case err != nil:
+			var ce *Error
+			if errors.As(err, &ce) && ce.Class == ClassPoison && ce.Err != nil {
+				err = ce.Err // avoid "poison: ...: poison: ..."
+			}
 			it.preErr = Poisonf("cannot derive the idempotency key: %w", err)
 		case key == "":
 			it.preErr = Poisonf("cannot derive the idempotency key: empty key")

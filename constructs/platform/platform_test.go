@@ -1,0 +1,60 @@
+package platform_test
+
+import (
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/internal/cdktest"
+)
+
+func TestMain(m *testing.M) { cdktest.Main(m) }
+
+func newStack() awscdk.Stack {
+	return awscdk.NewStack(awscdk.NewApp(nil), jsii.String("S"), &awscdk.StackProps{
+		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
+	})
+}
+
+// The zero-value props are the safe defaults: the SPEC alias, rotation on,
+// the key retained when the stack goes.
+func TestDataKeyDefaults(t *testing.T) {
+	stack := newStack()
+	platform.NewDataKey(stack, "Key", nil)
+	tpl := assertions.Template_FromStack(stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::KMS::Alias"), map[string]any{"AliasName": platform.DataKeyAlias})
+	tpl.HasResource(jsii.String("AWS::KMS::Key"), map[string]any{
+		"Properties":     map[string]any{"EnableKeyRotation": true, "PendingWindowInDays": 30},
+		"DeletionPolicy": "Retain",
+	})
+}
+
+func TestAlertsTopicWithoutKeyIsAnError(t *testing.T) {
+	stack := newStack()
+	platform.NewAlertsTopic(stack, "Alerts", nil)
+	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("needs the data key")))
+	if len(*errs) != 1 {
+		t.Fatalf("want one error about the missing key, got %d", len(*errs))
+	}
+}
+
+func TestAlarmSendsAlarmAndOK(t *testing.T) {
+	stack := newStack()
+	key := platform.NewDataKey(stack, "Key", nil)
+	topic := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Key: key})
+	alarm := awscloudwatch.NewAlarm(stack, jsii.String("Alarm"), &awscloudwatch.AlarmProps{
+		Metric:            awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(platform.MetricNamespace), MetricName: jsii.String("X")}),
+		Threshold:         jsii.Number(0),
+		EvaluationPeriods: jsii.Number(1),
+	})
+	platform.Alarm(alarm, topic)
+	ref := map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^Alerts"))}
+	assertions.Template_FromStack(stack, nil).HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"AlarmActions": []any{ref},
+		"OKActions":    []any{ref},
+	})
+}

@@ -3,16 +3,36 @@ package stacks
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/idempotencytable"
 )
 
 // DataStack holds the stateful stores of the consumers (the idempotency
 // table mercadofresco-idempotencia).
 type DataStack struct {
 	awscdk.Stack
+	// Table is the idempotency table. A consumer Lambda gets access with
+	// data.Table.BindTo(fn.Function) (grant + IDEMPOTENCY_TABLE_NAME), or
+	// data.Table.GrantConsumer(grantee) for the grant alone.
+	Table *idempotencytable.Table
 }
 
 // NewDataStack creates the data stack of shared.Env.
 func NewDataStack(scope constructs.Construct, shared *Shared) *DataStack {
 	stack := newStack(scope, shared.Env, "Data", "idempotency table")
-	return &DataStack{Stack: stack}
+	table := idempotencytable.New(stack, "Idempotencia", &idempotencytable.Props{
+		TableName:     jsii.String(shared.Env.PhysicalName(idempotencytable.SpecTableName)),
+		EncryptionKey: shared.DataKey,
+		AlarmTopic:    shared.Alerts,
+		// The environment decides: prod protects and retains its records
+		// (a lost record is a possible double charge), dev throws away.
+		DeletionProtection: jsii.Bool(shared.Env.DeletionProtection),
+		RemovalPolicy:      shared.Env.RemovalPolicy,
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("IdempotencyTableName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Idempotency table (lambdas/idempotency reads it from IDEMPOTENCY_TABLE_NAME)"),
+		Value:       table.TableName(),
+	})
+	return &DataStack{Stack: stack, Table: table}
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -138,3 +140,56 @@ func nonEmpty(s string) string {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// DeadLetter is what the library recorded on a message it dead-lettered.
+// Operator tools (the DLQ runbook's classify step) read it back with
+// ParseDeadLetter; messages moved by the queue's redrive policy instead carry
+// none of it (their DeadLetterQueueSourceArn system attribute says so).
+type DeadLetter struct {
+	Reason            string
+	Class             string // "poison" or "permanent"
+	ConsumerVersion   string
+	OriginalMessageID string
+	ReceiveCount      int
+}
+
+// ParseDeadLetter extracts the failure attributes from a DLQ message's
+// attributes. ok is false when the message was not dead-lettered by this
+// library.
+func ParseDeadLetter(attrs map[string]queue.Attribute) (d DeadLetter, ok bool) {
+	reason, ok := attrs[AttrFailureReason]
+	if !ok {
+		return DeadLetter{}, false
+	}
+	n, _ := strconv.Atoi(attrs[AttrReceiveCount].StringValue)
+	return DeadLetter{
+		Reason:            reason.StringValue,
+		Class:             attrs[AttrFailureClass].StringValue,
+		ConsumerVersion:   attrs[AttrConsumerVersion].StringValue,
+		OriginalMessageID: attrs[AttrOriginalMessageID].StringValue,
+		ReceiveCount:      n,
+	}, true
+}
+
+// OriginalAttributes returns the message attributes the message had before
+// it was dead-lettered: the library's failure attributes are removed and the
+// ones packed into AttrOriginalAttributes are restored. A redrive tool sends
+// the body back with these.
+func OriginalAttributes(attrs map[string]queue.Attribute) (map[string]queue.Attribute, error) {
+	out := make(map[string]queue.Attribute, len(attrs))
+	for k, v := range attrs {
+		if !slices.Contains(ourAttributes, k) {
+			out[k] = v
+		}
+	}
+	if packed, ok := attrs[AttrOriginalAttributes]; ok {
+		var overflow map[string]overflowAttr
+		if err := json.Unmarshal([]byte(packed.StringValue), &overflow); err != nil {
+			return nil, fmt.Errorf("sqsbatch: attribute %s: %w", AttrOriginalAttributes, err)
+		}
+		for k, v := range overflow {
+			out[k] = queue.Attribute{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+		}
+	}
+	return out, nil
+}

@@ -159,7 +159,7 @@ func (q *Queue) AddConsumer(fn awslambda.Function, opts ConsumerOptions) awslamb
 		Enabled:                 opts.Enabled,
 	})
 	q.Queue.GrantConsumeMessages(fn)
-	q.DeadLetterQueue.GrantSendMessages(fn)
+	q.GrantSendToDeadLetterQueue(fn)
 	env := opts.DeadLetterQueueURLEnv
 	if env == "" {
 		env = DefaultDeadLetterQueueURLEnv

@@ -1,6 +1,8 @@
 package reliablequeue_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -41,6 +43,13 @@ func TestAddConsumerWiresMappingAndDerivesVisibility(t *testing.T) {
 			assertions.Match_ObjectLike(&map[string]any{"Action": assertions.Match_ArrayWith(&[]any{"sqs:SendMessage"})}),
 		})},
 	})
+	// Least privilege for the DLQ send: no KMS wildcard actions (cdk-nag IAM5).
+	for id, p := range resources(tpl, "AWS::IAM::Policy") {
+		b, _ := json.Marshal(p)
+		if strings.Contains(string(b), "kms:ReEncrypt*") || strings.Contains(string(b), "kms:GenerateDataKey*") {
+			t.Errorf("%s grants KMS wildcard actions: %s", id, b)
+		}
+	}
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"Environment": map[string]any{"Variables": map[string]any{"DLQ_URL": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("PedidosDeadLetterQueue"))}}},
 	})

@@ -363,17 +363,27 @@ func (q *Queue) GrantConsumeMessages(grantee awsiam.IGrantable) awsiam.Grant {
 	return q.Queue.GrantConsumeMessages(grantee)
 }
 
-// GrantSendMessages grants sqs:SendMessage on the source queue and
-// kms:GenerateDataKey/kms:Decrypt on the data key.
+// GrantSendMessages grants sqs:SendMessage on the source queue and, for a
+// KMS-encrypted queue, exactly kms:GenerateDataKey and kms:Decrypt on the
+// key (what an SSE-KMS producer needs; the CDK's own grant adds
+// kms:ReEncrypt* and kms:GenerateDataKey* wildcards).
 func (q *Queue) GrantSendMessages(grantee awsiam.IGrantable) awsiam.Grant {
-	return q.Queue.GrantSendMessages(grantee)
+	return grantSend(q.Queue, grantee)
 }
 
-// GrantSendToDeadLetterQueue grants sqs:SendMessage on the DLQ. A consumer
-// that classifies a message as poison sends it to the DLQ itself (with the
-// failure reason as message attributes) before deleting it.
+// GrantSendToDeadLetterQueue grants send on the DLQ (as GrantSendMessages).
+// A consumer that classifies a message as poison sends it to the DLQ itself
+// (with the failure reason as message attributes) before deleting it.
 func (q *Queue) GrantSendToDeadLetterQueue(grantee awsiam.IGrantable) awsiam.Grant {
-	return q.DeadLetterQueue.GrantSendMessages(grantee)
+	return grantSend(q.DeadLetterQueue, grantee)
+}
+
+func grantSend(queue awssqs.Queue, grantee awsiam.IGrantable) awsiam.Grant {
+	g := queue.Grant(grantee, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"), jsii.String("sqs:GetQueueUrl"))
+	if key := queue.EncryptionMasterKey(); key != nil {
+		key.Grant(grantee, jsii.String("kms:GenerateDataKey"), jsii.String("kms:Decrypt"))
+	}
+	return g
 }
 
 // MetricApproximateAgeOfOldestMessage is the age of the source's oldest

@@ -1,0 +1,109 @@
+package stacks
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/internal/cdktest"
+)
+
+// TestMain is the only one of package stacks; other stack tests share it.
+func TestMain(m *testing.M) { cdktest.Main(m) }
+
+// messagingFor builds the platform, data and messaging stacks of one
+// environment (not the others, whose owners test them) with cdk-nag on.
+func messagingFor(t *testing.T, name string) (*MessagingStack, awscdk.App) {
+	t.Helper()
+	env, err := config.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := awscdk.NewApp(nil)
+	builder := &golambda.Builder{}
+	t.Cleanup(func() { _ = builder.Close() })
+	platform := NewPlatformStack(app, env)
+	shared := platform.Shared(env, builder)
+	m := NewMessagingStack(app, shared, NewDataStack(app, shared))
+	ApplyNag(app)
+	return m, app
+}
+
+func synthErrors(stack awscdk.Stack) []string {
+	var out []string
+	for _, m := range *assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_AnyValue()) {
+		out = append(out, fmt.Sprint(m.Entry.Data))
+	}
+	return out
+}
+
+func TestMessagingStackSynthesisesCleanInEveryEnvironment(t *testing.T) {
+	for _, name := range config.Names() {
+		t.Run(name, func(t *testing.T) {
+			m, _ := messagingFor(t, name)
+			if errs := synthErrors(m.Stack); len(errs) > 0 {
+				t.Fatalf("messaging stack (%s) has synthesis errors (cdk-nag, guardrails or constructs):\n%s", name, strings.Join(errs, "\n"))
+			}
+		})
+	}
+}
+
+func TestMessagingStackResources(t *testing.T) {
+	m, _ := messagingFor(t, "prod")
+	tpl := assertions.Template_FromStack(m.Stack, nil)
+
+	// Prod keeps the SPEC names.
+	for _, n := range []string{PedidosQueueName, PedidosDLQName, CorreoQueueName, CorreoDLQName, AvisoERPQueueName, AvisoERPDLQName, StockMovementsQueueName, StockMovementsDLQName} {
+		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": n})
+	}
+	tpl.HasResourceProperties(jsii.String("AWS::SNS::Topic"), map[string]any{"TopicName": PedidoConfirmadoTopicName, "KmsMasterKeyId": assertions.Match_AnyValue()})
+	// 4 queues + 4 DLQs + 3 subscription DLQs, all encrypted with the data key.
+	tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(11))
+	tpl.AllResourcesProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"KmsMasterKeyId": assertions.Match_AnyValue()})
+	tpl.ResourceCountIs(jsii.String("AWS::SNS::Subscription"), jsii.Number(3))
+	tpl.AllResourcesProperties(jsii.String("AWS::SNS::Subscription"), map[string]any{"Protocol": "sqs", "RawMessageDelivery": true})
+
+	// cola-mercadofresco-pedidos: the lesson's fixed configuration.
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+		"QueueName":              PedidosQueueName,
+		"VisibilityTimeout":      400,
+		"MessageRetentionPeriod": 345600,
+		"RedrivePolicy":          assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 4}),
+	})
+	// Throttled consumers get 5 receives.
+	for _, n := range []string{CorreoQueueName, AvisoERPQueueName} {
+		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+			"QueueName": n, "RedrivePolicy": assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 5}),
+		})
+	}
+	// Stock movements: FIFO, FIFO DLQ, high throughput per message group.
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+		"QueueName": StockMovementsQueueName, "FifoQueue": true, "FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "messageGroup",
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": StockMovementsDLQName, "FifoQueue": true})
+
+	// The consumer: 60 s timeout, one mapping with the ceiling and partial batch responses.
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"FunctionName": "mf-preparar-pedido", "Timeout": 60,
+		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"DLQ_URL": assertions.Match_AnyValue()})},
+	})
+	tpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(1))
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+		"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+		"ScalingConfig":         map[string]any{"MaximumConcurrency": 20},
+		"BatchSize":             10,
+	})
+	// One DLQ alarm per DLQ (4 queue DLQs + 3 subscription DLQs).
+	alarms := tpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"Properties": map[string]any{"MetricName": "ApproximateNumberOfMessagesVisible"},
+	})
+	if n := len(*alarms); n != 7 {
+		t.Fatalf("want 7 DLQ alarms, got %d", n)
+	}
+}

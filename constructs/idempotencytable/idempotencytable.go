@@ -37,29 +37,30 @@ import (
 // physical name with config.Environment.PhysicalName(SpecTableName).
 const SpecTableName = "mercadofresco-idempotencia"
 
-// ConsumerTableActions are the only table actions a consumer gets: the
+// ConsumerTableActions returns the only table actions a consumer gets: the
 // calls lambdas/idempotency makes (claim, read-back fallback, completion,
 // release).
-var ConsumerTableActions = []string{
-	"dynamodb:GetItem",
-	"dynamodb:PutItem",
-	"dynamodb:UpdateItem",
-	"dynamodb:DeleteItem",
+func ConsumerTableActions() []string {
+	return []string{
+		"dynamodb:GetItem",
+		"dynamodb:PutItem",
+		"dynamodb:UpdateItem",
+		"dynamodb:DeleteItem",
+	}
 }
 
-// ConsumerKeyActions are the only key actions a consumer gets, and only
+// ConsumerKeyActions returns the only key actions a consumer gets, and only
 // through DynamoDB (kms:ViaService): DynamoDB decrypts the table key with
 // the caller's credentials when its cache of it is cold (reads and writes
 // alike) and describes the key to check its state. The same pair the CDK's
 // own Table.grantReadData uses; items are encrypted by DynamoDB under the
 // table key, so no per-call GenerateDataKey/Encrypt is made on the caller's
 // behalf.
-var ConsumerKeyActions = []string{
-	"kms:Decrypt",
-	"kms:DescribeKey",
+func ConsumerKeyActions() []string {
+	return []string{"kms:Decrypt", "kms:DescribeKey"}
 }
 
-// consumerOperations are the operations of ConsumerTableActions, for the
+// consumerOperations are the operations of ConsumerTableActions(), for the
 // per-operation metrics.
 var consumerOperations = []awsdynamodb.Operation{
 	awsdynamodb.Operation_GET_ITEM,
@@ -204,15 +205,15 @@ func (t *Table) TableName() *string { return t.Table.TableName() }
 // TableArn is the table's ARN.
 func (t *Table) TableArn() *string { return t.Table.TableArn() }
 
-// GrantConsumer gives grantee exactly ConsumerTableActions on this table and
-// ConsumerKeyActions on its key, the latter only when used through DynamoDB
+// GrantConsumer gives grantee exactly ConsumerTableActions() on this table
+// and ConsumerKeyActions() on its key, the latter only when used through DynamoDB
 // in this stack's region. The statements go to the grantee's own policy, so
 // a consumer in another stack never edits this stack or the key's policy
 // (the data key's policy delegates to IAM).
 func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
 	grant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,
-		Actions:      jsii.Strings(ConsumerTableActions...),
+		Actions:      jsii.Strings(ConsumerTableActions()...),
 		ResourceArns: jsii.Strings(*t.Table.TableArn()),
 	})
 	if t.EncryptionKey == nil {
@@ -221,7 +222,7 @@ func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
 	stack := awscdk.Stack_Of(t.Construct)
 	keyGrant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,
-		Actions:      jsii.Strings(ConsumerKeyActions...),
+		Actions:      jsii.Strings(ConsumerKeyActions()...),
 		ResourceArns: jsii.Strings(*t.EncryptionKey.KeyArn()),
 		Conditions: &map[string]*map[string]interface{}{
 			"StringEquals": {"kms:ViaService": fmt.Sprintf("dynamodb.%s.amazonaws.com", *stack.Region())},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -35,6 +36,33 @@ func WithPayloadHash(hash string) Option {
 	return func(o *callOptions) { o.hash = hash }
 }
 
+// MaxResultBytes bounds the JSON of a stored result, leaving room under
+// DynamoDB's 400 KB item limit for the key and the other attributes.
+const MaxResultBytes = 350 << 10
+
+// CodeUnstorableResult is the error_codigo recorded when the handler
+// succeeded but its result cannot be encoded as JSON or exceeds
+// MaxResultBytes.
+const CodeUnstorableResult = "resultado_no_almacenable"
+
+// Stored error texts are capped: they are for people, and an unbounded
+// message must not push the item past DynamoDB's size limit.
+const (
+	maxErrorCodeBytes    = 256
+	maxErrorMessageBytes = 4 << 10
+)
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // maxClaimRounds bounds the claim loop when the item changes between a
 // failed condition and the consistent read (dynalite-style fallback only).
 const maxClaimRounds = 5
@@ -45,7 +73,7 @@ const (
 	waitCap  = time.Second
 )
 
-// Do runs fn at most once in effect per key and returns its result; every
+// Do runs fn once in effect per key and returns its result; every
 // later call with the same key (until the record expires) returns the same
 // result without running fn.
 //
@@ -56,10 +84,16 @@ const (
 //     (errors.Is matches by code).
 //   - fn returns any other error (or panics): the key is released so the
 //     redelivery can try again, and the error is returned unchanged.
+//   - fn succeeds with a result that cannot be stored (not encodable as
+//     JSON, or over MaxResultBytes): recorded as FALLIDO with code
+//     CodeUnstorableResult, because releasing would repeat the side effect.
 //   - another owner holds a live lock: [*InProgressError] (after waiting up
 //     to Config.InProgressWait).
 //
-// fn receives a context carrying the key (see [KeyFromContext]). Recording
+// A transient error releases the key even when the side effect may already
+// have happened (a timeout after the gateway charged): that gap is closed
+// only by the downstream's own idempotency, so fn should forward the key it
+// receives in its context (see [KeyFromContext]). Recording
 // the outcome uses a context detached from ctx's cancellation, bounded by
 // Config.FinalizeTimeout, because the side effect has already happened.
 func Do[T any](ctx context.Context, s *Store, key string, fn func(context.Context) (T, error), opts ...Option) (T, error) {
@@ -171,14 +205,19 @@ func execute[T any](ctx context.Context, s *Store, c *claim, fn func(context.Con
 	}
 
 	data, merr := json.Marshal(res)
+	if merr == nil && len(data) > MaxResultBytes {
+		merr = fmt.Errorf("encoded result is %d bytes, the limit is %d", len(data), MaxResultBytes)
+	}
 	if merr != nil {
-		// A result that cannot be stored cannot be replayed; release so the
-		// fix can be deployed and the message retried.
-		merr = fmt.Errorf("idempotency: encode result of key %q: %w", c.key, merr)
-		if rerr := s.release(ctx, c); rerr != nil {
-			return zero, errors.Join(merr, rerr)
+		// The side effect has happened but its result cannot be stored, so
+		// it could not be replayed. Releasing the key would let the next
+		// delivery repeat the side effect (a second charge); recording a
+		// permanent failure stops the repeats and tells the operator.
+		pe := &PermanentError{Code: CodeUnstorableResult, Message: fmt.Sprintf("result of key %q cannot be stored: %v", c.key, merr), err: merr}
+		if ferr := s.fail(ctx, c, pe); ferr != nil {
+			return zero, errors.Join(pe, ferr)
 		}
-		return zero, merr
+		return zero, pe
 	}
 	rec, cerr := s.complete(ctx, c, data)
 	if cerr != nil {
@@ -328,7 +367,7 @@ func (s *Store) complete(ctx context.Context, c *claim, result []byte) (record, 
 func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 	ctx, cancel := s.finalizeContext(ctx)
 	defer cancel()
-	code := pe.Code
+	code := truncate(pe.Code, maxErrorCodeBytes)
 	if code == "" {
 		code = "permanente"
 	}
@@ -343,7 +382,7 @@ func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":fallido":  attrS(string(StatusFailed)),
 			":ec":       attrS(code),
-			":em":       attrS(pe.Message),
+			":em":       attrS(truncate(pe.Message, maxErrorMessageBytes)),
 			":exp":      attrN(s.cfg.Now().Add(s.cfg.Expiry).Unix()),
 			":prop":     attrS(c.owner),
 			":en_curso": attrS(string(StatusInProgress)),

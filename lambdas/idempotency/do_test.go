@@ -397,15 +397,49 @@ func TestPanicReleasesKey(t *testing.T) {
 	}
 }
 
-func TestUnencodableResultReleasesKey(t *testing.T) {
-	e := newEnv(t, nil)
-	key, _ := KeyCobro("PED-CHAN")
-	_, err := Do(context.Background(), e.store, key, func(context.Context) (chan int, error) { return make(chan int), nil })
-	if err == nil || !strings.Contains(err.Error(), "encode result") {
-		t.Fatalf("want an encode error, got %v", err)
+// TestUnstorableResultIsRecordedAsFailure: a side effect whose result
+// cannot be stored must not run again on the next delivery.
+func TestUnstorableResultIsRecordedAsFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   func(context.Context) (any, error)
+	}{
+		{"not JSON", func(context.Context) (any, error) { return make(chan int), nil }},
+		{"too large", func(context.Context) (any, error) { return strings.Repeat("x", MaxResultBytes), nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			key, _ := KeyCobro("PED-UNSTORABLE")
+			runs := 0
+			fn := func(ctx context.Context) (any, error) { runs++; return tc.fn(ctx) }
+			_, err := Do(context.Background(), e.store, key, fn)
+			unstorable := NewPermanentError(CodeUnstorableResult, "")
+			if !errors.Is(err, unstorable) {
+				t.Fatalf("first run: want %s, got %v", CodeUnstorableResult, err)
+			}
+			if st := sAttr(t, e.rawItem(t, key), attrEstado); st != string(StatusFailed) {
+				t.Fatalf("estado %s, want FALLIDO", st)
+			}
+			if _, err := Do(context.Background(), e.store, key, fn); !errors.Is(err, unstorable) || runs != 1 {
+				t.Fatalf("repeat: runs=%d err=%v", runs, err)
+			}
+		})
 	}
-	if item := e.rawItem(t, key); len(item) != 0 {
-		t.Fatalf("key still held: %v", item)
+}
+
+func TestLongErrorTextIsTruncated(t *testing.T) {
+	e := newEnv(t, nil)
+	key, _ := KeyCobro("PED-LONG")
+	long := strings.Repeat("ñ", 100_000)
+	_, err := Do(context.Background(), e.store, key, func(context.Context) (int, error) {
+		return 0, Permanent("datos_invalidos", errors.New(long))
+	})
+	if !errors.Is(err, ErrPermanent) {
+		t.Fatal(err)
+	}
+	msg := sAttr(t, e.rawItem(t, key), attrErrorMensaje)
+	if len(msg) > maxErrorMessageBytes || !strings.HasPrefix(long, msg) || len(msg) < maxErrorMessageBytes-2 {
+		t.Fatalf("stored message of %d bytes", len(msg))
 	}
 }
 

@@ -104,7 +104,7 @@ func NewStore(db DynamoDBAPI, cfg Config) (*Store, error) {
 		return nil, errors.New("idempotency: nil DynamoDB client")
 	}
 	if cfg.TableName == "" {
-		return nil, errors.New("idempotency: Config.TableName is required")
+		return nil, errors.New("idempotency: Config.TableName is required (a consumer Lambda finds it in $" + EnvTableName + ")")
 	}
 	if cfg.KeyAttribute == "" {
 		cfg.KeyAttribute = DefaultKeyAttribute

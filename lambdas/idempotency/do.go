@@ -93,9 +93,11 @@ const (
 // A transient error releases the key even when the side effect may already
 // have happened (a timeout after the gateway charged): that gap is closed
 // only by the downstream's own idempotency, so fn should forward the key it
-// receives in its context (see [KeyFromContext]). Recording
-// the outcome uses a context detached from ctx's cancellation, bounded by
-// Config.FinalizeTimeout, because the side effect has already happened.
+// receives in its context (see [KeyFromContext]).
+//
+// Recording the outcome uses a context detached from ctx's cancellation,
+// bounded by Config.FinalizeTimeout, because the side effect has already
+// happened.
 func Do[T any](ctx context.Context, s *Store, key string, fn func(context.Context) (T, error), opts ...Option) (T, error) {
 	var zero T
 	if err := validateKey(key); err != nil {

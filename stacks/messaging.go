@@ -115,7 +115,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	// of which costs a receive. 5 receives cover ~25 min of an open circuit;
 	// a longer ERP outage is contained per the runbook (disable the mapping
 	// so messages wait in the queue for up to 4 days). The age alarm keeps
-	// the 2 h default: the ERP notice may wait, the order is already paid.
+	// the 3 h default: the ERP notice may wait, the order is already paid.
 	s.AvisoERP = newQueue("AvisoERP", AvisoERPQueueName, AvisoERPDLQName, reliablequeue.Props{
 		MaxReceiveCount: 5,
 	})

@@ -172,11 +172,11 @@ func TestDefaults(t *testing.T) {
 		"AlarmActions":       []any{alertsRef},
 		"OKActions":          []any{alertsRef},
 	})
-	// Source age alarm: default 2 h threshold.
+	// Source age alarm: default 3 h threshold.
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 		"MetricName":         "ApproximateAgeOfOldestMessage",
 		"Dimensions":         []any{map[string]any{"Name": "QueueName", "Value": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("PedidosQueue")), "QueueName"}}}},
-		"Threshold":          7200,
+		"Threshold":          10800,
 		"ComparisonOperator": "GreaterThanThreshold",
 		"Period":             300,
 		"Statistic":          "Maximum",
@@ -298,4 +298,38 @@ func TestMaxReceiveCountOverride(t *testing.T) {
 	f.template(t).HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
 		"RedrivePolicy": assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 5}),
 	})
+}
+
+func TestStandaloneDeadLetterQueue(t *testing.T) {
+	f := newFixture(t)
+	d := reliablequeue.NewDeadLetterQueue(f.stack, "RuleDlq", &reliablequeue.DeadLetterQueueProps{
+		QueueName: jsii.String("mercadofresco-regla-dlq"), EncryptionKey: f.key, AlarmTopic: f.alerts,
+		Source: "EventBridge rule PedidoCreado -> procesar-pedido",
+	})
+	if d.Alarm == nil || d.Queue == nil {
+		t.Fatal("missing queue or alarm")
+	}
+	f.requireNoErrors(t)
+	tpl := f.template(t)
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+		"QueueName":              "mercadofresco-regla-dlq",
+		"MessageRetentionPeriod": 14 * 24 * 3600,
+		"KmsMasterKeyId":         assertions.Match_AnyValue(),
+		"RedriveAllowPolicy":     map[string]any{"redrivePermission": "denyAll"},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"MetricName": "ApproximateNumberOfMessagesVisible", "Threshold": 0,
+		"AlarmDescription": assertions.Match_StringLikeRegexp(jsii.String("EventBridge rule PedidoCreado")),
+	})
+	// The cdk-nag SQS3 acknowledgement carries the reason.
+	tpl.HasResource(jsii.String("AWS::SQS::Queue"), map[string]any{
+		"Metadata": map[string]any{"cdk_nag": map[string]any{"rules_to_suppress": assertions.Match_ArrayWith(&[]any{
+			assertions.Match_ObjectLike(&map[string]any{"id": "AwsSolutions-SQS3", "reason": assertions.Match_StringLikeRegexp(jsii.String("IS a dead-letter queue"))}),
+		})}},
+	})
+
+	f2 := newFixture(t)
+	reliablequeue.NewDeadLetterQueue(f2.stack, "Bad", &reliablequeue.DeadLetterQueueProps{AlarmTopic: f2.alerts})
+	f2.requireError(t, "Source is required")
+	f2.requireError(t, "EncryptionKey is required")
 }

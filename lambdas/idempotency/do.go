@@ -321,6 +321,11 @@ func (s *Store) tryClaim(ctx context.Context, key, hash string) (*claim, record,
 		if err := checkHash(key, rec, hash); err != nil {
 			return nil, record{}, err
 		}
+		if rec.owner == owner && rec.status == StatusInProgress {
+			// Our own claim: the SDK retried a PutItem whose response was
+			// lost and the retry met the item the first attempt wrote.
+			return &claim{key: key, owner: owner, hash: hash}, record{}, nil
+		}
 		if rec.expired(now) {
 			// Only possible when the item was read after the condition was
 			// evaluated (GetItem fallback): it changed in between. Claim
@@ -360,7 +365,7 @@ func (s *Store) complete(ctx context.Context, c *claim, result []byte) (record, 
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err != nil {
+	if err != nil && !s.alreadyDone(ctx, c, err, StatusCompleted) {
 		return record{}, s.finalizeError("record result of", c, err)
 	}
 	return record{status: StatusCompleted, result: result, expiresAt: time.Unix(exp.Unix(), 0), owner: c.owner, payloadHash: c.hash}, nil
@@ -391,7 +396,7 @@ func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err != nil {
+	if err != nil && !s.alreadyDone(ctx, c, err, StatusFailed) {
 		return s.finalizeError("record permanent failure of", c, err)
 	}
 	return nil
@@ -413,10 +418,44 @@ func (s *Store) release(ctx context.Context, c *claim) error {
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err != nil {
+	if err != nil && !s.alreadyDone(ctx, c, err, "") {
 		return s.finalizeError("release", c, err)
 	}
 	return nil
+}
+
+// alreadyDone reports whether a write that failed its owner condition had
+// in fact already been applied by this owner: the SDK retries a request
+// whose response was lost, and the retry then fails the condition against
+// the effect of the first attempt. want is the state the write produces
+// ("" for a release, which leaves no item). It costs a consistent GetItem
+// only when the service did not return the item (no ALL_OLD) and only on
+// this rare path.
+func (s *Store) alreadyDone(ctx context.Context, c *claim, err error, want Status) bool {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return false
+	}
+	item := ccf.Item
+	if len(item) == 0 {
+		out, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.cfg.TableName),
+			Key:            map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},
+			ConsistentRead: aws.Bool(true),
+		})
+		if gerr != nil {
+			return false
+		}
+		item = out.Item
+		ccf.Item = item // for finalizeError's message
+	}
+	if len(item) == 0 {
+		// Nothing under the key: a release has reached its goal (whoever
+		// deleted it), a completion has not.
+		return want == ""
+	}
+	rec, derr := decodeRecord(c.key, item)
+	return derr == nil && want != "" && rec.owner == c.owner && rec.status == want
 }
 
 // finalizeError classifies a failed completion, failure record or release.

@@ -100,6 +100,9 @@ const (
 // happened.
 func Do[T any](ctx context.Context, s *Store, key string, fn func(context.Context) (T, error), opts ...Option) (T, error) {
 	var zero T
+	if s == nil || fn == nil {
+		return zero, errors.New("idempotency: Do needs a Store (NewStore) and a handler")
+	}
 	if err := validateKey(key); err != nil {
 		return zero, err
 	}

@@ -693,6 +693,16 @@ func TestStoreErrors(t *testing.T) {
 	}
 }
 
+func TestDoRejectsMissingStoreOrHandler(t *testing.T) {
+	if _, err := Do[string](context.Background(), nil, "cobro:PED-1", func(context.Context) (string, error) { return "", nil }); err == nil {
+		t.Error("nil store accepted")
+	}
+	e := newEnv(t, nil)
+	if _, err := Do[string](context.Background(), e.store, "cobro:PED-1", nil); err == nil {
+		t.Error("nil handler accepted")
+	}
+}
+
 func TestNewStoreValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -24,6 +24,9 @@
 //     than the source (messages keep their enqueue time in the DLQ).
 //   - MF-ESM-MAXCONCURRENCY / MF-ESM-PARTIAL-BATCH: an SQS event source mapping
 //     without ScalingConfig.MaximumConcurrency or without ReportBatchItemFailures.
+//   - MF-ESM-RESERVED: SQS mappings whose MaximumConcurrency add up to more
+//     than the function's reserved concurrency (the excess is throttled, and
+//     a throttled batch spends a receive).
 //
 // A finding can be acknowledged on a construct (or any ancestor) with
 // Acknowledge and a written reason; the check then reports nothing there.
@@ -54,6 +57,7 @@ const (
 	RuleDLQRetention               = "MF-SQS-DLQ-RETENTION"
 	RuleESMMaximumConcurrency      = "MF-ESM-MAXCONCURRENCY"
 	RuleESMReportBatchItemFailures = "MF-ESM-PARTIAL-BATCH"
+	RuleESMReservedConcurrency     = "MF-ESM-RESERVED"
 )
 
 // VisibilityMultiplier is the AWS rule: queue visibility >= 6 x function timeout.
@@ -458,6 +462,20 @@ func (ix *index) checkDLQAlarm(q *resource, name string) {
 }
 
 func (ix *index) checkEventSourceMappings() {
+	ceilings := map[string]float64{}     // function id -> sum of MaximumConcurrency
+	mappings := map[string][]*resource{} // function id -> its SQS mappings
+	defer func() {
+		for id, total := range ceilings {
+			fn := ix.byID[id]
+			reserved, ok := get(fn.props, "ReservedConcurrentExecutions").(float64)
+			if !ok || total <= reserved {
+				continue
+			}
+			for _, e := range mappings[id] {
+				ix.fail(e, RuleESMReservedConcurrency, "the SQS mappings of %s allow %.0f concurrent invocations (sum of MaximumConcurrency) but its ReservedConcurrentExecutions is %.0f; Lambda throttles the excess and every throttled batch goes back to the queue and spends a receive towards the DLQ. Keep the sum of MaximumConcurrency <= reserved concurrency", fn.path(), total, reserved)
+			}
+		}
+	}()
 	for _, e := range ix.ordered {
 		if e.typ != typeESM {
 			continue
@@ -487,6 +505,12 @@ func (ix *index) checkEventSourceMappings() {
 		sc := get(e.props, "ScalingConfig")
 		if get(sc, "MaximumConcurrency") == nil {
 			ix.fail(e, RuleESMMaximumConcurrency, "SQS event source mapping on %s has no ScalingConfig.MaximumConcurrency (2..1000); without a ceiling Lambda adds pollers as the backlog grows and multiplies pressure on a dependency that is already failing", srcLabel)
+		}
+		if fn, _ := ix.function(get(e.props, "FunctionName")); fn != nil {
+			if mc, ok := get(sc, "MaximumConcurrency").(float64); ok {
+				ceilings[fn.id] += mc
+				mappings[fn.id] = append(mappings[fn.id], e)
+			}
 		}
 		if src == nil || src.typ != typeQueue {
 			continue

@@ -317,3 +317,33 @@ func TestAppliedTwiceReportsOnce(t *testing.T) {
 		t.Fatalf("want one finding, got %d: %v", len(e), e)
 	}
 }
+
+func TestMaximumConcurrencyAboveReservedConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		reserved float64
+		fires    bool
+	}{{reserved: 5, fires: true}, {reserved: 10, fires: false}} {
+		t.Run(fmt.Sprint(tc.reserved), func(t *testing.T) {
+			f := newFixture()
+			fn := awslambda.NewFunction(f.stack, jsii.String("Fn"), &awslambda.FunctionProps{
+				Runtime: awslambda.Runtime_NODEJS_22_X(), Handler: jsii.String("index.handler"),
+				Code:                         awslambda.Code_FromInline(jsii.String("exports.handler = async () => ({})")),
+				Timeout:                      awscdk.Duration_Seconds(jsii.Number(5)),
+				ReservedConcurrentExecutions: jsii.Number(tc.reserved),
+			})
+			for _, id := range []string{"A", "B"} {
+				fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(f.queueWithDLQ(id, 60), &awslambdaeventsources.SqsEventSourceProps{
+					ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(5),
+				}))
+			}
+			errs := f.errorsFor(guardrails.RuleESMReservedConcurrency)
+			if !tc.fires {
+				if len(errs) > 0 {
+					t.Fatalf("unexpected: %v", errs)
+				}
+				return
+			}
+			requireContains(t, errs, "allow 10 concurrent invocations", "ReservedConcurrentExecutions is 5")
+		})
+	}
+}

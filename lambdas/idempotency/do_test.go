@@ -601,6 +601,28 @@ func TestWaitForInProgress(t *testing.T) {
 		t.Fatal("waiter did not return")
 	}
 
+	// If the owner fails transiently, the waiter claims the released key
+	// and runs its own handler.
+	key2, _ := KeyCobro("PED-WAIT-2")
+	owner2 := startBlocking(ctx, e.store, key2)
+	owner2.waitStarted(t)
+	go func() {
+		v, err := Do(ctx, e.store, key2, func(context.Context) (string, error) { return "waiter ran", nil })
+		waiter <- runResult{v, err}
+	}()
+	time.Sleep(150 * time.Millisecond)
+	if r := owner2.end(t, "", errTransient); !errors.Is(r.err, errTransient) {
+		t.Fatal(r.err)
+	}
+	select {
+	case r := <-waiter:
+		if r.err != nil || r.v != "waiter ran" {
+			t.Fatalf("waiter got %q, %v, want its own run", r.v, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiter did not return")
+	}
+
 	// A wait that runs out still reports ErrInProgress.
 	short := newEnv(t, func(c *Config) { c.InProgressWait = 200 * time.Millisecond })
 	held := startBlocking(ctx, short.store, key)

@@ -4,7 +4,8 @@
 // deleted. It stops a few seconds before its timeout; what is left goes
 // the next day. It writes DeletedEvents and the outbox gauges as EMF.
 //
-// Environment: DB_SECRET_ARN, DB_HOST (proxy endpoint), DB_NAME, ENTORNO,
+// Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
+// authentication; see outbox.ConnectFromEnv), ENTORNO,
 // RETENTION_DAYS (default 7), BATCH_SIZE (default 1000).
 package main
 
@@ -82,9 +83,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	pool, err := outbox.ConnectFromSecret(ctx, secretsmanager.NewFromConfig(awsCfg), outbox.ConnectConfig{
-		SecretARN: os.Getenv("DB_SECRET_ARN"), Host: os.Getenv("DB_HOST"), Database: os.Getenv("DB_NAME"), MaxConns: 1,
-	})
+	pool, err := outbox.ConnectFromEnv(ctx, awsCfg, secretsmanager.NewFromConfig(awsCfg), 1, os.Getenv)
 	if err != nil {
 		fail(err)
 	}

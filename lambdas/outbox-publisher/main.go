@@ -1,13 +1,14 @@
 // Command outbox-publisher is the Lambda function that moves outbox rows to
 // bus-mercadofresco. An EventBridge Scheduler schedule invokes it every
-// minute; each invocation polls about every second (Publisher.Run) until
-// shortly before its timeout, so at most two invocations overlap by a few
-// seconds and the lease/SKIP LOCKED design keeps them from publishing the
-// same row. It connects through RDS Proxy with the credentials secret and
+// minute; each invocation polls about every second (Publisher.Run) and
+// stops claiming 20 s before its 60 s timeout, so consecutive invocations
+// do not overlap (reserved concurrency 1 suffices; with more, the lease and
+// SKIP LOCKED keep concurrent invocations from publishing the same row). It connects through RDS Proxy with IAM authentication and
 // applies the embedded migrations at cold start (advisory-locked,
 // idempotent), so the schema always ships with the code that needs it.
 //
-// Environment: DB_SECRET_ARN, DB_HOST (proxy endpoint), DB_NAME, BUS_NAME,
+// Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
+// authentication; see outbox.ConnectFromEnv), BUS_NAME,
 // EVENT_SOURCE, ENTORNO (metric dimension), MIGRATE_ON_START (default true).
 package main
 
@@ -73,7 +74,7 @@ func newHandler(ctx context.Context, log *slog.Logger) (*handler, error) {
 		}
 		return v, nil
 	}
-	secretARN, err1 := need("DB_SECRET_ARN")
+	_, err1 := need("DB_HOST")
 	bus, err2 := need("BUS_NAME")
 	source, err3 := need("EVENT_SOURCE")
 	if err := errors.Join(err1, err2, err3); err != nil {
@@ -83,9 +84,7 @@ func newHandler(ctx context.Context, log *slog.Logger) (*handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := outbox.ConnectFromSecret(ctx, secretsmanager.NewFromConfig(awsCfg), outbox.ConnectConfig{
-		SecretARN: secretARN, Host: os.Getenv("DB_HOST"), Database: os.Getenv("DB_NAME"),
-	})
+	pool, err := outbox.ConnectFromEnv(ctx, awsCfg, secretsmanager.NewFromConfig(awsCfg), 2, os.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -101,14 +100,18 @@ func newHandler(ctx context.Context, log *slog.Logger) (*handler, error) {
 	cfg := outbox.Config{
 		BusName: bus,
 		Source:  source,
-		Metrics: outbox.NewEMFWriter(os.Stdout, outbox.MetricNamespace, map[string]string{outbox.DimensionEnvironment: os.Getenv("ENTORNO")}),
-		Logger:  log,
+		// 20 s lease, 10 s publish timeout: with the 20 s margin below, an
+		// invocation of the 60 s function stops claiming at 40 s and is done
+		// by ~52 s, before the next minute's invocation starts.
+		Lease:          20 * time.Second,
+		PublishTimeout: 10 * time.Second,
+		Metrics:        outbox.NewEMFWriter(os.Stdout, outbox.MetricNamespace, map[string]string{outbox.DimensionEnvironment: os.Getenv("ENTORNO")}),
+		Logger:         log,
 	}
 	pub, err := outbox.NewPublisher(pool, eventbridge.NewFromConfig(awsCfg), cfg)
 	if err != nil {
 		return nil, err
 	}
-	// Defaults: Lease 30 s, PublishTimeout 15 s; leave 20 s.
 	return &handler{pool: pool, pub: pub, margin: 20 * time.Second}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,11 +20,15 @@ type SecretGetter interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
-// ConnectConfig says where the Lambda functions connect.
+// ConnectConfig says where and how to connect.
 type ConnectConfig struct {
 	// SecretARN is the Aurora credentials secret (the JSON RDS generates:
-	// username, password, host, port, dbname).
+	// username, password, host, port, dbname), for ConnectFromSecret.
 	SecretARN string
+	// User, Port and Region are for ConnectIAM (Port defaults to 5432).
+	User   string
+	Port   int
+	Region string
 	// Host overrides the secret's host: the RDS Proxy endpoint, so that
 	// Lambda concurrency never opens more than the proxy's share of
 	// Aurora's connections.
@@ -120,4 +125,91 @@ func ConnectFromSecret(ctx context.Context, sm SecretGetter, cfg ConnectConfig) 
 		return nil, fmt.Errorf("outbox: open pool: %w", err)
 	}
 	return pool, nil
+}
+
+// IAMPoolConfig builds a pool configuration that authenticates with an IAM
+// database authentication token, generated (signed locally, no network
+// call) before every new connection: the Lambda functions hold no password,
+// so rotating the database secret that RDS Proxy uses never breaks them,
+// and access is granted with rds-db:connect on the proxy for one user.
+// TLS and exec mode are as in PoolConfigFromSecret.
+func IAMPoolConfig(cfg ConnectConfig, creds aws.CredentialsProvider) (*pgxpool.Config, error) {
+	if cfg.Host == "" || cfg.User == "" || cfg.Database == "" || cfg.Region == "" || creds == nil {
+		return nil, fmt.Errorf("%w: IAM connection needs Host, User, Database, Region and credentials", ErrInvalidConfig)
+	}
+	port := cfg.Port
+	if port == 0 {
+		port = 5432
+	}
+	sslmode := cfg.SSLMode
+	if sslmode == "" {
+		sslmode = "verify-full"
+	}
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.User(cfg.User),
+		Host:     cfg.Host + ":" + strconv.Itoa(port),
+		Path:     "/" + cfg.Database,
+		RawQuery: url.Values{"sslmode": {sslmode}, "application_name": {"mercadofresco-outbox"}}.Encode(),
+	}
+	pc, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("outbox: database config: %w", err)
+	}
+	endpoint := cfg.Host + ":" + strconv.Itoa(port)
+	pc.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
+		token, err := auth.BuildAuthToken(ctx, endpoint, cfg.Region, cfg.User, creds)
+		if err != nil {
+			return fmt.Errorf("outbox: IAM auth token: %w", err)
+		}
+		cc.Password = token
+		return nil
+	}
+	pc.MaxConns = cfg.MaxConns
+	if pc.MaxConns == 0 {
+		pc.MaxConns = 2
+	}
+	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	return pc, nil
+}
+
+// ConnectIAM opens a pool with IAMPoolConfig (connections are opened
+// lazily, on first use).
+func ConnectIAM(ctx context.Context, cfg ConnectConfig, creds aws.CredentialsProvider) (*pgxpool.Pool, error) {
+	pc, err := IAMPoolConfig(cfg, creds)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: open pool: %w", err)
+	}
+	return pool, nil
+}
+
+// ConnectFromEnv opens the pool of a Lambda function from its environment:
+// DB_HOST (the RDS Proxy endpoint), DB_PORT (default 5432), DB_NAME,
+// DB_USER, and AWS_REGION (set by Lambda), with IAM authentication. If
+// DB_USER is empty and DB_SECRET_ARN is set it falls back to the secret's
+// password (for tools outside Lambda).
+func ConnectFromEnv(ctx context.Context, awsCfg aws.Config, sm SecretGetter, maxConns int32, getenv func(string) string) (*pgxpool.Pool, error) {
+	cfg := ConnectConfig{
+		Host:     getenv("DB_HOST"),
+		Database: getenv("DB_NAME"),
+		User:     getenv("DB_USER"),
+		Region:   awsCfg.Region,
+		MaxConns: maxConns,
+	}
+	if p := getenv("DB_PORT"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: DB_PORT=%q", ErrInvalidConfig, p)
+		}
+		cfg.Port = n
+	}
+	if cfg.User == "" && getenv("DB_SECRET_ARN") != "" {
+		cfg.SecretARN = getenv("DB_SECRET_ARN")
+		return ConnectFromSecret(ctx, sm, cfg)
+	}
+	return ConnectIAM(ctx, cfg, awsCfg.Credentials)
 }

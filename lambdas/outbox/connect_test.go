@@ -3,9 +3,11 @@ package outbox
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5"
 )
@@ -80,5 +82,32 @@ func TestConnectFromSecretReachesTheDatabase(t *testing.T) {
 	}
 	if _, err := ConnectFromSecret(ctx, fakeSecrets{}, ConnectConfig{SecretARN: "other"}); err == nil {
 		t.Fatal("missing secret accepted")
+	}
+}
+
+func TestIAMPoolConfigSignsATokenPerConnection(t *testing.T) {
+	t.Parallel()
+	creds := credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")
+	cfg := ConnectConfig{Host: "proxy.example", User: "mf_admin", Database: "tienda", Region: "eu-west-1"}
+	pc, err := IAMPoolConfig(cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := pc.ConnConfig.Copy()
+	if err := pc.BeforeConnect(context.Background(), cc); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"proxy.example:5432?Action=connect", "DBUser=mf_admin", "X-Amz-Signature=", "eu-west-1"} {
+		if !strings.Contains(cc.Password, want) {
+			t.Fatalf("token %q lacks %q", cc.Password, want)
+		}
+	}
+	if cc.TLSConfig == nil || cc.TLSConfig.InsecureSkipVerify || pc.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeExec {
+		t.Fatal("IAM connections must use verified TLS and unnamed statements")
+	}
+	for _, bad := range []ConnectConfig{{}, {Host: "h", User: "u", Database: "d"}} {
+		if _, err := IAMPoolConfig(bad, creds); !errors.Is(err, ErrInvalidConfig) {
+			t.Fatalf("IAMPoolConfig(%+v) = %v, want ErrInvalidConfig", bad, err)
+		}
 	}
 }

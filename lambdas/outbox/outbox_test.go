@@ -748,3 +748,21 @@ func TestListenWakesThePublisher(t *testing.T) {
 	cancel()
 	<-done
 }
+
+func TestEncodeDetailMatchesJSON(t *testing.T) {
+	t.Parallel()
+	r := claimedRow{id: uuid.NewString(), aggregateID: "ped-\"1\"<ñ>", payload: `{"version": 1, "a": [1, 2]}`,
+		createdAt: time.Date(2026, 11, 30, 15, 4, 5, 123456000, time.FixedZone("x", 3600))}
+	var got, want Detail
+	if err := json.Unmarshal([]byte(encodeDetail(r)), &got); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, encodeDetail(r))
+	}
+	b, _ := json.Marshal(Detail{EventID: r.id, AggregateID: r.aggregateID, CreatedAt: r.createdAt.UTC(), Data: json.RawMessage(r.payload)})
+	_ = json.Unmarshal(b, &want)
+	var gd, wd any
+	_ = json.Unmarshal(got.Data, &gd)
+	_ = json.Unmarshal(want.Data, &wd)
+	if got.EventID != want.EventID || got.AggregateID != want.AggregateID || !got.CreatedAt.Equal(want.CreatedAt) || fmt.Sprint(gd) != fmt.Sprint(wd) {
+		t.Fatalf("encodeDetail = %+v, json.Marshal = %+v", got, want)
+	}
+}

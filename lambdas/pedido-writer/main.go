@@ -7,7 +7,8 @@
 // attempt): a retried request returns the first attempt's event id and
 // writes no second event.
 //
-// Environment: DB_SECRET_ARN, DB_HOST (RDS Proxy endpoint), DB_NAME.
+// Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
+// authentication; see outbox.ConnectFromEnv).
 package main
 
 import (
@@ -144,9 +145,7 @@ func main() {
 		log.Error("pedido-writer init", "error", err)
 		os.Exit(1)
 	}
-	pool, err := outbox.ConnectFromSecret(ctx, secretsmanager.NewFromConfig(awsCfg), outbox.ConnectConfig{
-		SecretARN: os.Getenv("DB_SECRET_ARN"), Host: os.Getenv("DB_HOST"), Database: os.Getenv("DB_NAME"), MaxConns: 1,
-	})
+	pool, err := outbox.ConnectFromEnv(ctx, awsCfg, secretsmanager.NewFromConfig(awsCfg), 1, os.Getenv)
 	if err != nil {
 		log.Error("pedido-writer init", "error", err)
 		os.Exit(1)

@@ -1,0 +1,554 @@
+// Command outbox-bench measures the outbox publisher against Watermill's
+// SQL forwarder on the same PostgreSQL, in the same run, with the same
+// workload, and prints a Markdown table.
+//
+// For each system and publisher count (1 and 4) it:
+//  1. writes -n orders, each with its event, in transactions of 100 orders
+//     (outbox.Add for ours; Watermill's forwarder publisher on the
+//     transaction for Watermill), with no publisher running;
+//  2. starts the publishers into a local in-process sink (no network) and
+//     times how long they take to deliver all -n events: events/s;
+//  3. writes -rate orders/s, one transaction each, for -lag-seconds while the
+//     publishers run, and reports the lag from each writer's COMMIT
+//     returning to the sink receiving the event: p50 / p99.
+//
+// Both systems run with their defaults: batches of 100, 1 s poll; ours also
+// with LISTEN/NOTIFY wake-up in an extra row. Usage:
+//
+//	go run ./cmd/outbox-bench -dsn postgres://postgres@127.0.0.1:5432 -n 20000
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/components/forwarder"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercadofresco/integration/lambdas/outbox"
+)
+
+const benchDB = "mf_outbox_bench"
+
+type options struct {
+	server     string
+	n          int
+	nLatency   int
+	latency    time.Duration
+	rate       int
+	lagSeconds int
+	timeout    time.Duration
+}
+
+type row struct {
+	latency    time.Duration
+	system     string
+	publishers int
+	events     int
+	drain      time.Duration
+	lagN       int
+	p50, p99   time.Duration
+}
+
+func (r row) rate() float64 {
+	if r.drain <= 0 {
+		return 0
+	}
+	return float64(r.events) / r.drain.Seconds()
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.server, "dsn", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server (no database); the tool creates "+benchDB)
+	flag.IntVar(&o.n, "n", 20000, "events per throughput run")
+	flag.IntVar(&o.nLatency, "n-latency", 5000, "events per throughput run with -sink-latency")
+	flag.DurationVar(&o.latency, "sink-latency", 5*time.Millisecond, "second pass: each sink call takes this long, like a PutEvents round trip (0 to skip)")
+	flag.IntVar(&o.rate, "rate", 100, "orders per second written during the lag run")
+	flag.IntVar(&o.lagSeconds, "lag-seconds", 10, "length of the lag run")
+	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up a run after this long")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "outbox-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	ctx := context.Background()
+	if err := ensureDB(ctx, o.server); err != nil {
+		return err
+	}
+	var rows []row
+	passes := []options{o}
+	if o.latency > 0 {
+		lo := o
+		lo.n = o.nLatency
+		passes = append(passes, lo)
+	}
+	passes[0].latency = 0
+	for _, po := range passes {
+		for _, p := range []int{1, 4} {
+			r, err := benchOutbox(ctx, po, p, false)
+			if err != nil {
+				return fmt.Errorf("outbox with %d publishers: %w", p, err)
+			}
+			rows = append(rows, r)
+		}
+		r, err := benchOutbox(ctx, po, 1, true)
+		if err != nil {
+			return fmt.Errorf("outbox with LISTEN: %w", err)
+		}
+		rows = append(rows, r)
+		for _, p := range []int{1, 4} {
+			r, err := benchWatermill(ctx, po, p)
+			if err != nil {
+				return fmt.Errorf("watermill with %d forwarders: %w", p, err)
+			}
+			rows = append(rows, r)
+		}
+	}
+	printTable(o, rows)
+	return nil
+}
+
+func ensureDB(ctx context.Context, server string) error {
+	conn, err := pgx.Connect(ctx, server+"/postgres?sslmode=disable")
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+benchDB)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P04" {
+		return nil
+	}
+	return err
+}
+
+// freshSchema creates a new schema and returns a pool bound to it.
+func freshSchema(ctx context.Context, server, name string, maxConns int32) (*pgxpool.Pool, func(), error) {
+	admin, err := pgx.Connect(ctx, server+"/"+benchDB+"?sslmode=disable")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+name+" CASCADE; CREATE SCHEMA "+name); err != nil {
+		return nil, nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(server + "/" + benchDB + "?sslmode=disable&search_path=" + name)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {
+		pool.Close()
+		if c, err := pgx.Connect(context.Background(), server+"/"+benchDB+"?sslmode=disable"); err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE")
+			c.Close(context.Background())
+		}
+	}
+	return pool, cleanup, nil
+}
+
+// recorder is the local sink of both systems: first arrival time per id.
+type recorder struct {
+	mu       sync.Mutex
+	arrived  map[string]time.Time
+	distinct atomic.Int64
+	all      atomic.Int64
+}
+
+func newRecorder() *recorder { return &recorder{arrived: map[string]time.Time{}} }
+
+func (r *recorder) record(id string) {
+	now := time.Now()
+	r.all.Add(1)
+	r.mu.Lock()
+	if _, ok := r.arrived[id]; !ok {
+		r.arrived[id] = now
+		r.distinct.Add(1)
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) waitFor(n int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for r.distinct.Load() < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d events arrived within %s", r.distinct.Load(), n, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// lags returns p50 and p99 of arrival - commit for the given commits.
+func (r *recorder) lags(commits map[string]time.Time) (p50, p99 time.Duration, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ds []time.Duration
+	for id, c := range commits {
+		if a, ok := r.arrived[id]; ok {
+			ds = append(ds, a.Sub(c))
+		}
+	}
+	if len(ds) == 0 {
+		return 0, 0, 0
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	return q(0.50), q(0.99), len(ds)
+}
+
+// ebSink is the outbox's EventBridge stand-in: one PutEvents call of up
+// to 10 entries costs latency.
+type ebSink struct {
+	rec     *recorder
+	latency time.Duration
+}
+
+func (s ebSink) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	if s.latency > 0 {
+		time.Sleep(s.latency)
+	}
+	for _, e := range in.Entries {
+		var d struct {
+			ID string `json:"id_evento"`
+		}
+		if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &d); err != nil {
+			return nil, err
+		}
+		s.rec.record(d.ID)
+	}
+	return &eventbridge.PutEventsOutput{Entries: make([]types.PutEventsResultEntry, len(in.Entries))}, nil
+}
+
+// wmSink is Watermill's output publisher stand-in. The forwarder calls
+// Publish once per message, so each message costs latency.
+type wmSink struct {
+	rec     *recorder
+	latency time.Duration
+}
+
+func (s wmSink) Publish(_ string, msgs ...*message.Message) error {
+	if s.latency > 0 {
+		time.Sleep(s.latency)
+	}
+	for _, m := range msgs {
+		s.rec.record(m.UUID)
+	}
+	return nil
+}
+
+func (s wmSink) Close() error { return nil }
+
+func payload(i int) []byte {
+	return fmt.Appendf(nil, `{"version":1,"pedido_id":"ped-%07d","cliente_id":"cli-%d","total_centimos":4820,"moneda":"EUR","lineas":[{"sku":"manzana","cantidad":3,"precio_centimos":120}]}`, i, i%977)
+}
+
+// writeFunc writes orders [from, to) in one transaction and returns the
+// event ids.
+type writeFunc func(ctx context.Context, from, to int) ([]string, error)
+
+func insertOrder(ctx context.Context, tx pgx.Tx, i int) error {
+	_, err := tx.Exec(ctx, `INSERT INTO pedidos (pedido_id, cliente_id, lineas, total_centimos) VALUES ($1, 'cli', '[]', 4820)`, fmt.Sprintf("ped-%07d", i))
+	return err
+}
+
+func outboxWriter(pool *pgxpool.Pool) writeFunc {
+	return func(ctx context.Context, from, to int) ([]string, error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback(ctx)
+		var ids []string
+		for i := from; i < to; i++ {
+			if err := insertOrder(ctx, tx, i); err != nil {
+				return nil, err
+			}
+			id, err := outbox.Add(ctx, tx, outbox.Event{AggregateID: fmt.Sprintf("ped-%07d", i), Type: "PedidoCreado", Payload: payload(i)})
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, id.String())
+		}
+		return ids, tx.Commit(ctx)
+	}
+}
+
+func watermillWriter(pool *pgxpool.Pool) writeFunc {
+	return func(ctx context.Context, from, to int) ([]string, error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback(ctx)
+		pub, err := wsql.NewPublisher(wsql.TxFromPgx(tx), wsql.PublisherConfig{SchemaAdapter: wsql.DefaultPostgreSQLSchema{}}, watermill.NopLogger{})
+		if err != nil {
+			return nil, err
+		}
+		fwd := forwarder.NewPublisher(pub, forwarder.PublisherConfig{ForwarderTopic: "outbox"})
+		var ids []string
+		for i := from; i < to; i++ {
+			if err := insertOrder(ctx, tx, i); err != nil {
+				return nil, err
+			}
+			m := message.NewMessage(watermill.NewUUID(), payload(i))
+			if err := fwd.Publish("pedidos", m); err != nil {
+				return nil, err
+			}
+			ids = append(ids, m.UUID)
+		}
+		return ids, tx.Commit(ctx)
+	}
+}
+
+// prefill writes n orders in transactions of 100 with 4 writers.
+func prefill(ctx context.Context, w writeFunc, n int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	next := atomic.Int64{}
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				from := int(next.Add(100)) - 100
+				if from >= n {
+					return
+				}
+				if _, err := w(ctx, from, min(from+100, n)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// steady writes rate orders/s, one per transaction, for d, starting at
+// order number base, and returns each event's commit time.
+func steady(ctx context.Context, w writeFunc, base, rate int, d time.Duration) (map[string]time.Time, error) {
+	commits := map[string]time.Time{}
+	var mu sync.Mutex
+	total := int(float64(rate) * d.Seconds())
+	interval := time.Second / time.Duration(rate)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var firstErr error
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				ids, err := w(ctx, i, i+1)
+				now := time.Now()
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				for _, id := range ids {
+					commits[id] = now
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	start := time.Now()
+	for k := range total {
+		time.Sleep(time.Until(start.Add(time.Duration(k) * interval)))
+		jobs <- base + k
+	}
+	close(jobs)
+	wg.Wait()
+	return commits, firstErr
+}
+
+func benchOutbox(ctx context.Context, o options, publishers int, listen bool) (row, error) {
+	name := fmt.Sprintf("outbox (lease, SKIP LOCKED, poll 1 s)")
+	if listen {
+		name = "outbox + LISTEN/NOTIFY wake-up"
+	}
+	schema := fmt.Sprintf("bench_outbox_%d_%v", publishers, listen)
+	pool, cleanup, err := freshSchema(ctx, o.server, schema, int32(8+2*publishers))
+	if err != nil {
+		return row{}, err
+	}
+	defer cleanup()
+	if _, err := outbox.Migrate(ctx, pool); err != nil {
+		return row{}, err
+	}
+	w := outboxWriter(pool)
+	if err := prefill(ctx, w, o.n); err != nil {
+		return row{}, err
+	}
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE outbox"); err != nil {
+		return row{}, err
+	}
+	rec := newRecorder()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range publishers {
+		var wake <-chan struct{}
+		if listen {
+			conn, err := pgx.Connect(ctx, o.server+"/"+benchDB+"?sslmode=disable&search_path="+schema)
+			if err != nil {
+				return row{}, err
+			}
+			defer conn.Close(ctx)
+			if wake, err = outbox.Listen(rctx, conn); err != nil {
+				return row{}, err
+			}
+		}
+		p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, outbox.Config{BusName: "bus-mercadofresco", Source: "mercadofresco.tienda"})
+		if err != nil {
+			return row{}, err
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = p.Run(rctx, wake) }()
+	}
+	if err := rec.waitFor(int64(o.n), o.timeout); err != nil {
+		return row{}, err
+	}
+	drain := time.Since(start)
+	commits, err := steady(ctx, w, o.n, o.rate, time.Duration(o.lagSeconds)*time.Second)
+	if err != nil {
+		return row{}, err
+	}
+	if err := rec.waitFor(int64(o.n+len(commits)), o.timeout); err != nil {
+		return row{}, err
+	}
+	cancel()
+	wg.Wait()
+	p50, p99, lagN := rec.lags(commits)
+	return row{latency: o.latency, system: name, publishers: publishers, events: o.n, drain: drain, lagN: lagN, p50: p50, p99: p99}, nil
+}
+
+func benchWatermill(ctx context.Context, o options, forwarders int) (row, error) {
+	schema := fmt.Sprintf("bench_watermill_%d", forwarders)
+	pool, cleanup, err := freshSchema(ctx, o.server, schema, int32(8+2*forwarders))
+	if err != nil {
+		return row{}, err
+	}
+	defer cleanup()
+	if _, err := outbox.Migrate(ctx, pool); err != nil { // the same pedidos table
+		return row{}, err
+	}
+	newSub := func() (*wsql.Subscriber, error) {
+		return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
+			ConsumerGroup:    "mercadofresco",
+			SchemaAdapter:    wsql.DefaultPostgreSQLSchema{},
+			OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
+			InitializeSchema: true,
+		}, watermill.NopLogger{})
+	}
+	init, err := newSub()
+	if err != nil {
+		return row{}, err
+	}
+	if err := init.SubscribeInitialize("outbox"); err != nil {
+		return row{}, err
+	}
+	w := watermillWriter(pool)
+	if err := prefill(ctx, w, o.n); err != nil {
+		return row{}, err
+	}
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		return row{}, err
+	}
+	rec := newRecorder()
+	var fwds []*forwarder.Forwarder
+	start := time.Now()
+	for range forwarders {
+		sub, err := newSub()
+		if err != nil {
+			return row{}, err
+		}
+		f, err := forwarder.NewForwarder(sub, wmSink{rec, o.latency}, watermill.NopLogger{}, forwarder.Config{ForwarderTopic: "outbox", CloseTimeout: 5 * time.Second})
+		if err != nil {
+			return row{}, err
+		}
+		fwds = append(fwds, f)
+		go func() { _ = f.Run(ctx) }()
+	}
+	defer func() {
+		for _, f := range fwds {
+			_ = f.Close()
+		}
+	}()
+	if err := rec.waitFor(int64(o.n), o.timeout); err != nil {
+		return row{}, err
+	}
+	drain := time.Since(start)
+	commits, err := steady(ctx, w, o.n, o.rate, time.Duration(o.lagSeconds)*time.Second)
+	if err != nil {
+		return row{}, err
+	}
+	if err := rec.waitFor(int64(o.n+len(commits)), o.timeout); err != nil {
+		return row{}, err
+	}
+	p50, p99, lagN := rec.lags(commits)
+	return row{latency: o.latency, system: "Watermill SQL forwarder (watermill-sql v4.1.2)", publishers: forwarders, events: o.n, drain: drain, lagN: lagN, p50: p50, p99: p99}, nil
+}
+
+func printTable(o options, rows []row) {
+	type key struct {
+		l time.Duration
+		p int
+	}
+	wm := map[key]float64{}
+	for _, r := range rows {
+		if strings.HasPrefix(r.system, "Watermill") {
+			wm[key{r.latency, r.publishers}] = r.rate()
+		}
+	}
+	var version string
+	if c, err := pgx.Connect(context.Background(), o.server+"/postgres?sslmode=disable"); err == nil {
+		_ = c.QueryRow(context.Background(), "SHOW server_version").Scan(&version)
+		c.Close(context.Background())
+	}
+	fmt.Printf("Run %s, PostgreSQL %s on 127.0.0.1, %s/%s, %d CPUs; lag run: %d orders/s (one transaction each) for %d s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), version, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), o.rate, o.lagSeconds)
+	fmt.Println("| sink latency per call | system | publishers | events | drain time | events/s | vs Watermill (same publishers) | lag p50 | lag p99 | lag samples |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		ratio := "1.0x"
+		if !strings.HasPrefix(r.system, "Watermill") {
+			if base := wm[key{r.latency, r.publishers}]; base > 0 {
+				ratio = fmt.Sprintf("%.1fx", r.rate()/base)
+			} else {
+				ratio = "-"
+			}
+		}
+		fmt.Printf("| %s | %s | %d | %d | %.2f s | %.0f | %s | %s | %s | %d |\n", r.latency, r.system, r.publishers, r.events,
+			r.drain.Seconds(), r.rate(), ratio, r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond), r.lagN)
+	}
+}

@@ -1,0 +1,313 @@
+package outbox
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsrds"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/platform"
+)
+
+// Defaults of DatabaseProps.
+const (
+	DefaultDatabaseName          = "tienda"
+	DefaultMasterUser            = "mf_admin"
+	DefaultMinCapacity           = 0.5
+	DefaultMaxCapacity           = 8
+	DefaultMaxConnectionsPercent = 50
+	DefaultBackupDays            = 7
+)
+
+// DatabaseProps configures NewDatabase. Vpc, ClusterIdentifier and
+// EncryptionKey are required; the rest defaults safely.
+type DatabaseProps struct {
+	// Vpc and Subnets place the cluster and the proxy (normally
+	// Network.Vpc and Network.DataSubnets()).
+	Vpc     awsec2.IVpc
+	Subnets *awsec2.SubnetSelection
+	// RotationSubnets place the secret rotation function; it needs the
+	// Secrets Manager endpoint (RotationEndpoint). Defaults to Subnets.
+	RotationSubnets  *awsec2.SubnetSelection
+	RotationEndpoint awsec2.IInterfaceVpcEndpoint
+	// ClusterIdentifier is the physical name, e.g.
+	// env.PhysicalName("aurora-mf-escritor").
+	ClusterIdentifier string
+	// ProxyName defaults to ClusterIdentifier + "-proxy".
+	ProxyName string
+	// DatabaseName defaults to DefaultDatabaseName.
+	DatabaseName string
+	// EncryptionKey encrypts the storage, the credentials secret, the
+	// exported PostgreSQL logs and the Performance Insights data.
+	EncryptionKey awskms.IKey
+	// MinCapacity and MaxCapacity in ACUs (Serverless v2). Zero means the
+	// defaults (0.5 and 8: ~1,000 max_connections, far above what the
+	// proxy's share needs).
+	MinCapacity, MaxCapacity float64
+	// Readers is the number of Serverless v2 readers (failover targets in
+	// other AZs). Zero means writer only: Aurora storage is still
+	// replicated 6 ways over 3 AZs, but a writer failure means minutes of
+	// downtime instead of ~30 s.
+	Readers int
+	// MaxConnectionsPercent is the share of Aurora's max_connections the
+	// proxy may open, whatever the Lambda concurrency. Default 50 (the rest
+	// stays for migrations, operators and the rotation).
+	MaxConnectionsPercent float64
+	// BackupRetention defaults to 7 days.
+	BackupRetention awscdk.Duration
+	// LogRetention of the exported PostgreSQL log. Empty means one month.
+	LogRetention awslogs.RetentionDays
+	// RemovalPolicy of the cluster: empty means RETAIN. SNAPSHOT is allowed.
+	RemovalPolicy awscdk.RemovalPolicy
+	// DeletionProtection of the cluster.
+	DeletionProtection bool
+	// AlarmTopic, when set, receives alarms on the proxy's connection use
+	// and the cluster's CPU.
+	AlarmTopic awssns.ITopic
+}
+
+// Database is an Aurora PostgreSQL Serverless v2 cluster, created per
+// environment (this construct does not import an existing one), with
+// storage encrypted by the data key, a generated master secret rotated
+// every 30 days, TLS forced (rds.force_ssl), IAM authentication, and an RDS
+// Proxy in front that requires TLS and IAM authentication from clients and
+// caps the connections it opens to MaxConnectionsPercent of Aurora's.
+type Database struct {
+	constructs.Construct
+	// Cluster is the Aurora cluster.
+	Cluster awsrds.DatabaseCluster
+	// Proxy is the RDS Proxy every function connects to.
+	Proxy awsrds.DatabaseProxy
+	// Secret holds the master credentials (used by the proxy and the
+	// rotation, never by the functions).
+	Secret awssecretsmanager.ISecret
+	// DatabaseName is the database the outbox lives in.
+	DatabaseName string
+	// User is the database user the functions connect as.
+	User string
+}
+
+// NewDatabase creates the cluster and its proxy.
+func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *Database {
+	if props == nil {
+		props = &DatabaseProps{}
+	}
+	this := constructs.NewConstruct(scope, jsii.String(id))
+	d := &Database{Construct: this, DatabaseName: props.DatabaseName, User: DefaultMasterUser}
+	if d.DatabaseName == "" {
+		d.DatabaseName = DefaultDatabaseName
+	}
+	invalid := func(msg string) { awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Database: " + msg)) }
+	if props.Vpc == nil || props.ClusterIdentifier == "" || props.EncryptionKey == nil {
+		invalid("Vpc, ClusterIdentifier and EncryptionKey are required")
+		return d
+	}
+	minACU, maxACU := props.MinCapacity, props.MaxCapacity
+	if minACU == 0 {
+		minACU = DefaultMinCapacity
+	}
+	if maxACU == 0 {
+		maxACU = DefaultMaxCapacity
+	}
+	if minACU < 0 || maxACU < minACU || maxACU > 256 {
+		invalid(fmt.Sprintf("capacity %v..%v ACU is not a valid Serverless v2 range", minACU, maxACU))
+	}
+	maxPct := props.MaxConnectionsPercent
+	if maxPct == 0 {
+		maxPct = DefaultMaxConnectionsPercent
+	}
+	if maxPct < 1 || maxPct > 100 {
+		invalid(fmt.Sprintf("MaxConnectionsPercent %v not in 1..100", maxPct))
+	}
+	backup := props.BackupRetention
+	if backup == nil {
+		backup = awscdk.Duration_Days(jsii.Number(DefaultBackupDays))
+	}
+	logRetention := props.LogRetention
+	if logRetention == "" {
+		logRetention = awslogs.RetentionDays_ONE_MONTH
+	}
+	removal := props.RemovalPolicy
+	if removal == "" {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	proxyName := props.ProxyName
+	if proxyName == "" {
+		proxyName = props.ClusterIdentifier + "-proxy"
+	}
+	subnets := props.Subnets
+	engine := awsrds.DatabaseClusterEngine_AuroraPostgres(&awsrds.AuroraPostgresClusterEngineProps{
+		Version: awsrds.AuroraPostgresEngineVersion_VER_16_6(),
+	})
+	params := awsrds.NewParameterGroup(this, jsii.String("Parametros"), &awsrds.ParameterGroupProps{
+		Engine:      engine,
+		Description: jsii.String("MercadoFresco outbox: TLS only, slow statements logged"),
+		Parameters: &map[string]*string{
+			"rds.force_ssl":              jsii.String("1"),
+			"log_min_duration_statement": jsii.String("1000"),
+			// Kill sessions idle inside a transaction: a crashed client must
+			// not hold row locks (or hold back VACUUM on the outbox) for long.
+			"idle_in_transaction_session_timeout": jsii.String("60000"),
+		},
+	})
+	instance := func(name string) awsrds.IClusterInstance {
+		return awsrds.ClusterInstance_ServerlessV2(jsii.String(name), &awsrds.ServerlessV2ClusterInstanceProps{
+			PubliclyAccessible:              jsii.Bool(false),
+			AutoMinorVersionUpgrade:         jsii.Bool(true),
+			EnablePerformanceInsights:       jsii.Bool(true),
+			PerformanceInsightEncryptionKey: props.EncryptionKey,
+			ScaleWithWriter:                 jsii.Bool(true),
+		})
+	}
+	var readers []awsrds.IClusterInstance
+	for i := range props.Readers {
+		readers = append(readers, instance(fmt.Sprintf("Lector%d", i+1)))
+	}
+	// The exported PostgreSQL log group, created here (encrypted, with a
+	// retention) instead of through CloudwatchLogsRetention, which deploys
+	// a custom-resource Lambda with a managed policy for the same result.
+	pgLogs := awslogs.NewLogGroup(this, jsii.String("PostgresqlLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String("/aws/rds/cluster/" + props.ClusterIdentifier + "/postgresql"),
+		Retention:     logRetention,
+		EncryptionKey: props.EncryptionKey,
+		RemovalPolicy: logRemovalPolicy(removal),
+	})
+	d.Cluster = awsrds.NewDatabaseCluster(this, jsii.String("Cluster"), &awsrds.DatabaseClusterProps{
+		Engine:                  engine,
+		ClusterIdentifier:       jsii.String(props.ClusterIdentifier),
+		Writer:                  instance("Escritor"),
+		Readers:                 &readers,
+		ServerlessV2MinCapacity: jsii.Number(minACU),
+		ServerlessV2MaxCapacity: jsii.Number(maxACU),
+		Vpc:                     props.Vpc,
+		VpcSubnets:              subnets,
+		Credentials: awsrds.Credentials_FromGeneratedSecret(jsii.String(DefaultMasterUser), &awsrds.CredentialsBaseOptions{
+			EncryptionKey: props.EncryptionKey,
+			SecretName:    jsii.String(props.ClusterIdentifier + "-credenciales"),
+		}),
+		DefaultDatabaseName:        jsii.String(d.DatabaseName),
+		StorageEncrypted:           jsii.Bool(true),
+		StorageEncryptionKey:       props.EncryptionKey,
+		IamAuthentication:          jsii.Bool(true),
+		ParameterGroup:             params,
+		Backup:                     &awsrds.BackupProps{Retention: backup, PreferredWindow: jsii.String("02:00-03:00")},
+		PreferredMaintenanceWindow: jsii.String("sun:03:30-sun:04:30"),
+		CloudwatchLogsExports:      jsii.Strings("postgresql"),
+		CopyTagsToSnapshot:         jsii.Bool(true),
+		DeletionProtection:         jsii.Bool(props.DeletionProtection),
+		RemovalPolicy:              removal,
+	})
+	d.Cluster.Node().AddDependency(pgLogs)
+	d.Secret = d.Cluster.Secret()
+	rotationSubnets := props.RotationSubnets
+	if rotationSubnets == nil {
+		rotationSubnets = subnets
+	}
+	d.Cluster.AddRotationSingleUser(&awsrds.RotationSingleUserOptions{
+		AutomaticallyAfter: awscdk.Duration_Days(jsii.Number(30)),
+		VpcSubnets:         rotationSubnets,
+		Endpoint:           props.RotationEndpoint,
+	})
+	// The proxy reads the secret with a role of ours. Handing it the secret
+	// construct itself would let the CDK grant kms:Decrypt through the data
+	// key's *key policy*; the key lives in the platform stack, so that
+	// would make the platform stack depend on this one (a cycle). The data
+	// key's policy delegates to IAM, so an IAM statement on the role,
+	// limited to use through Secrets Manager, is the whole grant.
+	stack := awscdk.Stack_Of(this)
+	proxyRole := awsiam.NewRole(this, jsii.String("ProxyRole"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("rds.amazonaws.com"), nil),
+		Description: jsii.String("RDS Proxy of " + props.ClusterIdentifier + ": reads the database secret"),
+	})
+	proxyRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("kms:Decrypt"),
+		Resources: jsii.Strings(*props.EncryptionKey.KeyArn()),
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"kms:ViaService": fmt.Sprintf("secretsmanager.%s.amazonaws.com", *stack.Region())},
+		},
+	}))
+	secretForProxy := awssecretsmanager.Secret_FromSecretAttributes(this, jsii.String("SecretForProxy"), &awssecretsmanager.SecretAttributes{
+		SecretCompleteArn: d.Secret.SecretArn(),
+	})
+	d.Proxy = d.Cluster.AddProxy(jsii.String("Proxy"), &awsrds.DatabaseProxyOptions{
+		Vpc:                       props.Vpc,
+		VpcSubnets:                subnets,
+		DbProxyName:               jsii.String(proxyName),
+		Role:                      proxyRole,
+		Secrets:                   &[]awssecretsmanager.ISecret{secretForProxy},
+		IamAuth:                   jsii.Bool(true),
+		RequireTLS:                jsii.Bool(true),
+		MaxConnectionsPercent:     jsii.Number(maxPct),
+		MaxIdleConnectionsPercent: jsii.Number(maxPct / 2),
+		BorrowTimeout:             awscdk.Duration_Seconds(jsii.Number(30)),
+		IdleClientTimeout:         awscdk.Duration_Minutes(jsii.Number(15)),
+	})
+
+	cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{
+		{
+			Id:     jsii.String("AwsSolutions-RDS11"),
+			Reason: jsii.String("The default port 5432 is kept: only the proxy's and the rotation function's security groups may reach it, and a non-standard port adds no protection against anyone who can already reach the isolated subnets."),
+		},
+	}, jsii.Bool(true))
+	if !props.DeletionProtection {
+		cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{{
+			Id:     jsii.String("AwsSolutions-RDS10"),
+			Reason: jsii.String("Deletion protection comes from config.Environment.DeletionProtection: on in prod, off in dev/staging, which are rebuilt from scratch."),
+		}}, jsii.Bool(true))
+	}
+	if props.AlarmTopic != nil {
+		d.addAlarms(props.AlarmTopic)
+	}
+	return d
+}
+
+func (d *Database) addAlarms(topic awssns.ITopic) {
+	// The proxy's connections to Aurora close to its cap means clients are
+	// queueing (BorrowTimeout) and the next step is connection errors.
+	conns := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String("AWS/RDS"),
+		MetricName:    jsii.String("DatabaseConnectionsCurrentlyBorrowed"),
+		DimensionsMap: &map[string]*string{"ProxyName": d.Proxy.DbProxyName()},
+		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
+		Statistic:     jsii.String("Maximum"),
+	})
+	a := conns.CreateAlarm(d.Construct, jsii.String("ConexionesProxyAlarm"), &awscloudwatch.CreateAlarmOptions{
+		AlarmDescription:   jsii.String("RDS Proxy: more than 100 connections to Aurora borrowed for 5 minutes; the outbox functions need a handful, so clients are piling up and will soon wait on BorrowTimeout."),
+		Threshold:          jsii.Number(100),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(5),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	platform.Alarm(a, topic)
+}
+
+// GrantConnect lets grantee open connections through the proxy as User
+// with an IAM token (rds-db:connect on this proxy and user only).
+func (d *Database) GrantConnect(grantee awsiam.IGrantable) awsiam.Grant {
+	return d.Proxy.GrantConnect(grantee, jsii.String(d.User))
+}
+
+// AllowFrom opens the proxy's port to peer (and peer's egress to it).
+func (d *Database) AllowFrom(peer awsec2.IConnectable, description string) {
+	d.Proxy.Connections().AllowFrom(peer, awsec2.Port_Tcp(jsii.Number(5432)), jsii.String(description))
+}
+
+// Environment returns the variables lambdas/outbox.ConnectFromEnv reads.
+func (d *Database) Environment() map[string]*string {
+	return map[string]*string{
+		"DB_HOST": d.Proxy.Endpoint(),
+		"DB_PORT": jsii.String("5432"),
+		"DB_NAME": jsii.String(d.DatabaseName),
+		"DB_USER": jsii.String(d.User),
+	}
+}

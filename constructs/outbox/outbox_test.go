@@ -1,0 +1,326 @@
+package outbox_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/outbox"
+	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/internal/cdktest"
+	outboxlib "github.com/mercadofresco/integration/lambdas/outbox"
+)
+
+func TestMain(m *testing.M) { cdktest.Main(m) }
+
+// builder is shared so the two functions compile once for all tests.
+var builder = &golambda.Builder{}
+
+type fixture struct {
+	app       awscdk.App
+	stack     awscdk.Stack
+	network   *outbox.Network
+	database  *outbox.Database
+	publisher *outbox.Publisher
+}
+
+// newFixture builds the outbox as stacks/outbox.go does, with the
+// platform's key, topic and bus in a stack of their own (cross-stack
+// references, as in the app), and cdk-nag AwsSolutions on the app.
+func newFixture(t *testing.T, deletionProtection bool) *fixture {
+	return newFixtureWith(t, deletionProtection, awscdk.RemovalPolicy_DESTROY)
+}
+
+func newFixtureWith(t *testing.T, deletionProtection bool, removal awscdk.RemovalPolicy) *fixture {
+	t.Helper()
+	app := awscdk.NewApp(nil)
+	env := &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")}
+	plat := awscdk.NewStack(app, jsii.String("Plataforma"), &awscdk.StackProps{Env: env})
+	key := awskms.NewKey(plat, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
+	alerts := awssns.NewTopic(plat, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key, EnforceSSL: jsii.Bool(true)})
+	bus := awsevents.NewEventBus(plat, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco-dev")})
+
+	stack := awscdk.NewStack(app, jsii.String("Outbox"), &awscdk.StackProps{Env: env})
+	stack.Node().SetContext(jsii.String("availability-zones:account=111111111111:region=eu-west-1"), jsii.Strings("eu-west-1a", "eu-west-1b"))
+	f := &fixture{app: app, stack: stack}
+	f.network = outbox.NewNetwork(stack, "Red", &outbox.NetworkProps{MaxAzs: 2, FlowLogKey: key, RemovalPolicy: removal})
+	f.database = outbox.NewDatabase(stack, "Aurora", &outbox.DatabaseProps{
+		Vpc: f.network.Vpc, Subnets: f.network.DataSubnets(),
+		RotationSubnets: f.network.AppSubnets(), RotationEndpoint: f.network.SecretsEndpoint,
+		ClusterIdentifier: "aurora-mf-escritor-dev", EncryptionKey: key,
+		DeletionProtection: deletionProtection, RemovalPolicy: removal,
+		AlarmTopic: alerts,
+	})
+	f.publisher = outbox.NewPublisher(stack, "Publicador", &outbox.PublisherProps{
+		Database: f.database, Vpc: f.network.Vpc, Subnets: f.network.AppSubnets(),
+		EventsEndpoint: f.network.EventsEndpoint, Bus: bus, Environment: "dev",
+		Builder: builder, EncryptionKey: key, AlarmTopic: alerts, ReservedConcurrency: 2,
+		FunctionNamePrefix: "mf-outbox-dev", LogRemovalPolicy: removal,
+	})
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	return f
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *fixture
+	sharedTpl  assertions.Template
+)
+
+// fx is the default fixture, synthesised once (synthesis compiles and
+// checks the whole construct tree, so it is the slow part).
+func fx(t *testing.T) (*fixture, assertions.Template) {
+	t.Helper()
+	sharedOnce.Do(func() {
+		shared = newFixture(t, false)
+		sharedTpl = assertions.Template_FromStack(shared.stack, nil)
+	})
+	return shared, sharedTpl
+}
+
+func messages(stack awscdk.Stack, level string) []string {
+	a := assertions.Annotations_FromStack(stack)
+	var list []string
+	raw := a.FindError(jsii.String("*"), assertions.Match_AnyValue())
+	if level == "warning" {
+		raw = a.FindWarning(jsii.String("*"), assertions.Match_AnyValue())
+	}
+	for _, m := range *raw {
+		msg := fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data)
+		// App-level notices (feature flags, reference strength) are the
+		// app's business; this test is about the constructs' resources.
+		if level == "warning" && !strings.Contains(msg, "AwsSolutions-") {
+			continue
+		}
+		list = append(list, msg)
+	}
+	return list
+}
+
+func TestCdkNagAwsSolutionsIsClean(t *testing.T) {
+	f, _ := fx(t)
+	for _, level := range []string{"error", "warning"} {
+		for _, m := range messages(f.stack, level) {
+			t.Errorf("%s %s", level, m)
+		}
+	}
+}
+
+func TestNetworkHasNoInternetPathAndOnlyTheNeededEndpoints(t *testing.T) {
+	_, tpl := fx(t)
+	tpl.ResourceCountIs(jsii.String("AWS::EC2::NatGateway"), jsii.Number(0))
+	tpl.ResourceCountIs(jsii.String("AWS::EC2::InternetGateway"), jsii.Number(0))
+	tpl.ResourceCountIs(jsii.String("AWS::EC2::VPCEndpoint"), jsii.Number(2))
+	for _, svc := range []string{"events", "secretsmanager"} {
+		tpl.HasResourceProperties(jsii.String("AWS::EC2::VPCEndpoint"), map[string]any{
+			"ServiceName":       assertions.Match_StringLikeRegexp(jsii.String(`\.` + svc + `$`)),
+			"VpcEndpointType":   "Interface",
+			"PrivateDnsEnabled": true,
+		})
+	}
+	tpl.HasResourceProperties(jsii.String("AWS::EC2::FlowLog"), map[string]any{"TrafficType": "REJECT"})
+	tpl.HasResourceProperties(jsii.String("AWS::EC2::Subnet"), map[string]any{"MapPublicIpOnLaunch": false})
+}
+
+func TestAuroraServerlessV2EncryptedTLSOnlyWithRotatedSecret(t *testing.T) {
+	_, tpl := fx(t)
+	tpl.HasResourceProperties(jsii.String("AWS::RDS::DBCluster"), map[string]any{
+		"DBClusterIdentifier":              "aurora-mf-escritor-dev",
+		"Engine":                           "aurora-postgresql",
+		"StorageEncrypted":                 true,
+		"KmsKeyId":                         assertions.Match_AnyValue(),
+		"EnableIAMDatabaseAuthentication":  true,
+		"ServerlessV2ScalingConfiguration": map[string]any{"MinCapacity": 0.5, "MaxCapacity": 8},
+		"EnableCloudwatchLogsExports":      []any{"postgresql"},
+		"BackupRetentionPeriod":            7,
+		"DeletionProtection":               false,
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::RDS::DBInstance"), map[string]any{
+		"DBInstanceClass": "db.serverless", "PubliclyAccessible": false,
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::RDS::DBClusterParameterGroup"), map[string]any{
+		"Parameters": assertions.Match_ObjectLike(&map[string]any{"rds.force_ssl": "1"}),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::SecretsManager::Secret"), map[string]any{
+		"Name": "aurora-mf-escritor-dev-credenciales", "KmsKeyId": assertions.Match_AnyValue(),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::SecretsManager::RotationSchedule"), map[string]any{
+		"RotationRules": map[string]any{"ScheduleExpression": "rate(30 days)"},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{
+		"LogGroupName": "/aws/rds/cluster/aurora-mf-escritor-dev/postgresql", "KmsKeyId": assertions.Match_AnyValue(),
+	})
+}
+
+func TestProxyRequiresTLSAndIAMAndCapsConnections(t *testing.T) {
+	_, tpl := fx(t)
+	tpl.HasResourceProperties(jsii.String("AWS::RDS::DBProxy"), map[string]any{
+		"RequireTLS":   true,
+		"EngineFamily": "POSTGRESQL",
+		"Auth":         assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{"IAMAuth": "REQUIRED"})}),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::RDS::DBProxyTargetGroup"), map[string]any{
+		"ConnectionPoolConfigurationInfo": assertions.Match_ObjectLike(&map[string]any{"MaxConnectionsPercent": 50}),
+	})
+}
+
+func TestPublisherRunsInTheVpcEveryMinuteWithBoundedConcurrency(t *testing.T) {
+	_, tpl := fx(t)
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"FunctionName":                 "mf-outbox-dev-publicador",
+		"Timeout":                      outbox.PublisherTimeoutSeconds,
+		"ReservedConcurrentExecutions": 2,
+		"VpcConfig":                    assertions.Match_ObjectLike(&map[string]any{"SubnetIds": assertions.Match_AnyValue()}),
+		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+			"DB_HOST": assertions.Match_AnyValue(), "DB_USER": "mf_admin", "DB_NAME": "tienda",
+			"BUS_NAME": assertions.Match_AnyValue(), "EVENT_SOURCE": "mercadofresco.tienda", "ENTORNO": "dev",
+		})},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"FunctionName":                 "mf-outbox-dev-limpieza",
+		"ReservedConcurrentExecutions": 1,
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Scheduler::Schedule"), map[string]any{
+		"ScheduleExpression": "rate(1 minute)",
+		"Target":             assertions.Match_ObjectLike(&map[string]any{"RetryPolicy": map[string]any{"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60}}),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Scheduler::Schedule"), map[string]any{
+		"ScheduleExpression":         "cron(15 4 * * ? *)",
+		"ScheduleExpressionTimezone": "Europe/Madrid",
+	})
+}
+
+// policies returns every statement of every IAM policy of the template.
+func statements(tpl assertions.Template) []map[string]any {
+	var out []map[string]any
+	for _, r := range *tpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
+		props := (*r)["Properties"].(map[string]any)
+		for _, s := range props["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			out = append(out, s.(map[string]any))
+		}
+	}
+	return out
+}
+
+func actions(s map[string]any) []string {
+	switch a := s["Action"].(type) {
+	case string:
+		return []string{a}
+	case []any:
+		var out []string
+		for _, x := range a {
+			out = append(out, x.(string))
+		}
+		return out
+	}
+	return nil
+}
+
+func TestLeastPrivilegePutEventsOnTheBusOnlyAndConnectThroughTheProxy(t *testing.T) {
+	_, tpl := fx(t)
+	putEvents, connect := 0, 0
+	for _, s := range statements(tpl) {
+		for _, a := range actions(s) {
+			if strings.HasPrefix(a, "events:") {
+				putEvents++
+				if a != "events:PutEvents" {
+					t.Errorf("unexpected EventBridge action %s", a)
+				}
+				res := fmt.Sprint(s["Resource"])
+				if res == "*" || !strings.Contains(res, "Bus") {
+					t.Errorf("events:PutEvents on %s, want the bus ARN only", res)
+				}
+			}
+			if a == "rds-db:connect" {
+				connect++
+				if res := fmt.Sprint(s["Resource"]); !strings.Contains(res, "dbuser:") || !strings.Contains(res, "mf_admin") {
+					t.Errorf("rds-db:connect on %s, want the proxy's mf_admin user", res)
+				}
+			}
+			if a == "secretsmanager:GetSecretValue" && strings.Contains(fmt.Sprint(s), "Publicador") {
+				t.Errorf("the functions must not read the database secret (IAM auth): %v", s)
+			}
+		}
+	}
+	if putEvents != 1 || connect != 2 {
+		t.Fatalf("%d PutEvents statements, %d rds-db:connect; want 1 (publisher) and 2 (publisher, cleanup)", putEvents, connect)
+	}
+	// The functions' security group opens no egress but to the proxy and
+	// the EventBridge endpoint.
+	for _, r := range *tpl.FindResources(jsii.String("AWS::EC2::SecurityGroupEgress"), nil) {
+		p := (*r)["Properties"].(map[string]any)
+		if p["CidrIp"] == "0.0.0.0/0" {
+			t.Errorf("open egress rule %v", p)
+		}
+	}
+}
+
+func TestAlarmsOnPendingOldestAndParked(t *testing.T) {
+	_, tpl := fx(t)
+	if outboxlib.MetricNamespace != platform.MetricNamespace {
+		t.Fatalf("the publisher writes %q but the project's namespace is %q", outboxlib.MetricNamespace, platform.MetricNamespace)
+	}
+	tests := []struct {
+		metric    string
+		threshold float64
+		missing   string
+	}{
+		{outboxlib.MetricPending, 500, "notBreaching"},
+		{outboxlib.MetricOldestAge, 60, "breaching"},
+		{outboxlib.MetricParked, 0, "notBreaching"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.metric, func(t *testing.T) {
+			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+				"Namespace":          platform.MetricNamespace,
+				"MetricName":         tc.metric,
+				"Dimensions":         []any{map[string]any{"Name": outboxlib.DimensionEnvironment, "Value": "dev"}},
+				"Statistic":          "Maximum",
+				"Period":             60,
+				"Threshold":          tc.threshold,
+				"ComparisonOperator": "GreaterThanThreshold",
+				"TreatMissingData":   tc.missing,
+				"AlarmActions":       []any{assertions.Match_AnyValue()},
+				"OKActions":          []any{assertions.Match_AnyValue()},
+			})
+		})
+	}
+}
+
+// Prod-like props: deletion protection on; staging's SNAPSHOT removal
+// policy snapshots the cluster and retains the log groups (which cannot be
+// snapshotted).
+func TestDeletionProtectionAndSnapshotRemoval(t *testing.T) {
+	f := newFixtureWith(t, true, awscdk.RemovalPolicy_SNAPSHOT)
+	tpl := assertions.Template_FromStack(f.stack, nil)
+	tpl.HasResource(jsii.String("AWS::RDS::DBCluster"), map[string]any{
+		"Properties":     map[string]any{"DeletionProtection": true},
+		"DeletionPolicy": "Snapshot",
+	})
+	for id, r := range *tpl.FindResources(jsii.String("AWS::Logs::LogGroup"), nil) {
+		if p := (*r)["DeletionPolicy"]; p != "Retain" {
+			t.Errorf("log group %s has DeletionPolicy %v, want Retain", id, p)
+		}
+	}
+}
+
+func TestInvalidPropsAreSynthesisErrors(t *testing.T) {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Roto"), nil)
+	outbox.NewPublisher(stack, "SinNada", nil)
+	outbox.NewDatabase(stack, "SinClave", &outbox.DatabaseProps{ClusterIdentifier: "x"})
+	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("outbox\\.(Publisher|Database)")))
+	if len(*errs) != 2 {
+		t.Fatalf("got %d synthesis errors, want one per invalid construct", len(*errs))
+	}
+}

@@ -1,0 +1,319 @@
+package outbox
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/platform"
+	outboxlib "github.com/mercadofresco/integration/lambdas/outbox"
+)
+
+// Defaults of PublisherProps (the lesson's numbers).
+const (
+	DefaultSource             = "mercadofresco.tienda"
+	DefaultPendingThreshold   = 500
+	DefaultOldestAgeThreshold = 60 // seconds
+	// PublisherTimeoutSeconds is the publisher function's timeout: it polls
+	// for 40 s of it (lambdas/outbox-publisher stops claiming 20 s before
+	// the deadline), so invocations started every minute never overlap.
+	PublisherTimeoutSeconds = 60
+	// CleanupTimeoutSeconds is the cleanup function's timeout.
+	CleanupTimeoutSeconds = 300
+)
+
+// PublisherProps configures NewPublisher. Database, Vpc, Subnets, Bus,
+// EventsEndpoint and AlarmTopic are required.
+type PublisherProps struct {
+	Database *Database
+	// Vpc and Subnets place the functions (Network.AppSubnets()).
+	Vpc     awsec2.IVpc
+	Subnets *awsec2.SubnetSelection
+	// EventsEndpoint is the EventBridge interface endpoint the publisher
+	// reaches the bus through (the VPC has no NAT).
+	EventsEndpoint awsec2.IInterfaceVpcEndpoint
+	// Bus receives the events; the publisher may PutEvents to it only.
+	Bus awsevents.IEventBus
+	// Source of every event. Default DefaultSource.
+	Source string
+	// Environment is the value of the metric dimension Entorno (the
+	// environment name); the alarms watch that dimension.
+	Environment string
+	// Builder compiles the functions (share the app's).
+	Builder *golambda.Builder
+	// EncryptionKey encrypts the functions' environment and logs.
+	EncryptionKey awskms.IKey
+	// LogRetention and LogRemovalPolicy of the functions' log groups
+	// (SNAPSHOT is taken as RETAIN).
+	LogRetention     awslogs.RetentionDays
+	LogRemovalPolicy awscdk.RemovalPolicy
+	// AlarmTopic receives every alarm (alarm and OK actions).
+	AlarmTopic awssns.ITopic
+	// ReservedConcurrency of the publisher. Zero means 1: one invocation a
+	// minute, which never overlaps the previous one (see
+	// PublisherTimeoutSeconds); more only adds headroom for a retried
+	// invocation, never throughput that is needed (one publisher moves
+	// thousands of events per second).
+	ReservedConcurrency float64
+	// FunctionNamePrefix names the functions <prefix>-publicador and
+	// <prefix>-limpieza. Empty lets CloudFormation name them.
+	FunctionNamePrefix string
+	// PendingThreshold and OldestAgeThresholdSeconds default to 500 and 60.
+	PendingThreshold          float64
+	OldestAgeThresholdSeconds float64
+}
+
+// Publisher is the outbox publisher function, run every minute by an
+// EventBridge Scheduler schedule, the daily cleanup function, and the
+// alarms on the outbox's metrics.
+type Publisher struct {
+	constructs.Construct
+	// Function is the publisher.
+	Function *golambda.Function
+	// Cleanup deletes rows published more than 7 days ago.
+	Cleanup *golambda.Function
+	// SecurityGroup is shared by both functions.
+	SecurityGroup awsec2.SecurityGroup
+	// PublishSchedule and CleanupSchedule invoke them.
+	PublishSchedule awsscheduler.Schedule
+	CleanupSchedule awsscheduler.Schedule
+	// PendingAlarm, OldestAlarm and ParkedAlarm watch the EMF gauges.
+	PendingAlarm, OldestAlarm, ParkedAlarm awscloudwatch.Alarm
+
+	environment string
+}
+
+// NewPublisher creates the functions, schedules and alarms.
+func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) *Publisher {
+	if props == nil {
+		props = &PublisherProps{}
+	}
+	this := constructs.NewConstruct(scope, jsii.String(id))
+	p := &Publisher{Construct: this, environment: props.Environment}
+	if props.Database == nil || props.Vpc == nil || props.Bus == nil || props.AlarmTopic == nil || props.EventsEndpoint == nil || props.Environment == "" {
+		awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Publisher: Database, Vpc, Bus, EventsEndpoint, AlarmTopic and Environment are required"))
+		return p
+	}
+	source := props.Source
+	if source == "" {
+		source = DefaultSource
+	}
+	reserved := props.ReservedConcurrency
+	if reserved == 0 {
+		reserved = 1
+	}
+	if reserved < 1 || reserved > 10 {
+		awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("outbox.Publisher: ReservedConcurrency %v not in 1..10 (each invocation holds up to 2 proxy connections)", reserved)))
+	}
+	logRemoval := props.LogRemovalPolicy
+	if logRemoval != "" {
+		logRemoval = logRemovalPolicy(logRemoval)
+	}
+	name := func(suffix string) *string {
+		if props.FunctionNamePrefix == "" {
+			return nil
+		}
+		return jsii.String(props.FunctionNamePrefix + "-" + suffix)
+	}
+
+	p.SecurityGroup = awsec2.NewSecurityGroup(this, jsii.String("SecurityGroup"), &awsec2.SecurityGroupProps{
+		Vpc:              props.Vpc,
+		Description:      jsii.String("Outbox functions: to the RDS Proxy and the EventBridge endpoint only"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	sgs := &[]awsec2.ISecurityGroup{p.SecurityGroup}
+	env := props.Database.Environment()
+	env["ENTORNO"] = jsii.String(props.Environment)
+	pubEnv := map[string]*string{"BUS_NAME": props.Bus.EventBusName(), "EVENT_SOURCE": jsii.String(source)}
+	for k, v := range env {
+		pubEnv[k] = v
+	}
+
+	p.Function = golambda.NewFunction(this, "Publicador", &golambda.Props{
+		Entry:                        "lambdas/outbox-publisher",
+		Builder:                      props.Builder,
+		FunctionName:                 name("publicador"),
+		Description:                  jsii.String("Transactional outbox: publishes pending rows of Aurora's outbox table to " + *props.Bus.EventBusName()),
+		Timeout:                      awscdk.Duration_Seconds(jsii.Number(PublisherTimeoutSeconds)),
+		MemorySize:                   256,
+		Environment:                  pubEnv,
+		EncryptionKey:                props.EncryptionKey,
+		LogRetention:                 props.LogRetention,
+		LogRemovalPolicy:             logRemoval,
+		AlarmTopic:                   props.AlarmTopic,
+		ReservedConcurrentExecutions: jsii.Number(reserved),
+		Vpc:                          props.Vpc,
+		VpcSubnets:                   props.Subnets,
+		SecurityGroups:               sgs,
+	})
+	p.Cleanup = golambda.NewFunction(this, "Limpieza", &golambda.Props{
+		Entry:                        "lambdas/outbox-cleanup",
+		Builder:                      props.Builder,
+		FunctionName:                 name("limpieza"),
+		Description:                  jsii.String("Transactional outbox: deletes rows published more than 7 days ago, in batches"),
+		Timeout:                      awscdk.Duration_Seconds(jsii.Number(CleanupTimeoutSeconds)),
+		MemorySize:                   256,
+		Environment:                  env,
+		EncryptionKey:                props.EncryptionKey,
+		LogRetention:                 props.LogRetention,
+		LogRemovalPolicy:             logRemoval,
+		AlarmTopic:                   props.AlarmTopic,
+		ReservedConcurrentExecutions: jsii.Number(1),
+		Vpc:                          props.Vpc,
+		VpcSubnets:                   props.Subnets,
+		SecurityGroups:               sgs,
+	})
+
+	// Least privilege: PutEvents on this bus only; connect through the
+	// proxy as one user; network to the proxy port and the endpoint only.
+	props.Bus.GrantPutEventsTo(p.Function.Role, nil)
+	props.Database.GrantConnect(p.Function.Role)
+	props.Database.GrantConnect(p.Cleanup.Role)
+	props.Database.AllowFrom(p.SecurityGroup, "outbox functions")
+	props.EventsEndpoint.Connections().AllowDefaultPortFrom(p.SecurityGroup, jsii.String("outbox publisher PutEvents"))
+
+	// The schedules' roles are ours so the acknowledgement of the ":*"
+	// the CDK adds to lambda:InvokeFunction sits next to them.
+	var acknowledge []func()
+	schedulerRole := func(id string, fn *golambda.Function) awsiam.Role {
+		role := awsiam.NewRole(this, jsii.String(id), &awsiam.RoleProps{
+			AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
+				Conditions: &map[string]interface{}{
+					"StringEquals": map[string]interface{}{"aws:SourceAccount": awscdk.Stack_Of(this).Account()},
+				},
+			}),
+			Description: jsii.String("EventBridge Scheduler: invokes " + fn.Entry),
+		})
+		// Acknowledged once the schedule has granted (the policy is created
+		// by the grant, and suppressions only reach existing children).
+		acknowledge = append(acknowledge, func() {
+			fnID := *awscdk.Stack_Of(this).GetLogicalId(fn.Function.Node().DefaultChild().(awscdk.CfnElement))
+			cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+				Id:        jsii.String("AwsSolutions-IAM5"),
+				Reason:    jsii.String("lambda:InvokeFunction on this one function; the ':*' the CDK adds covers its versions and aliases, no other function."),
+				AppliesTo: &[]interface{}{jsii.String("Resource::<" + fnID + ".Arn>:*")},
+			}}, jsii.Bool(true))
+		})
+		return role
+	}
+
+	// Every minute; no retry (the next minute's invocation is the retry) and
+	// a short event age so a backlog of invocations never piles up.
+	p.PublishSchedule = awsscheduler.NewSchedule(this, jsii.String("CadaMinuto"), &awsscheduler.ScheduleProps{
+		Schedule:    awsscheduler.ScheduleExpression_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Description: jsii.String("Runs the outbox publisher's 1 s polling loop every minute"),
+		Target: awsschedulertargets.NewLambdaInvoke(p.Function.Function, &awsschedulertargets.ScheduleTargetBaseProps{
+			Role:          schedulerRole("CadaMinutoRole", p.Function),
+			RetryAttempts: jsii.Number(0),
+			MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
+		}),
+	})
+	p.CleanupSchedule = awsscheduler.NewSchedule(this, jsii.String("Diaria"), &awsscheduler.ScheduleProps{
+		Schedule: awsscheduler.ScheduleExpression_Cron(&awsscheduler.CronOptionsWithTimezone{
+			Hour: jsii.String("4"), Minute: jsii.String("15"),
+			TimeZone: awscdk.TimeZone_EUROPE_MADRID(),
+		}),
+		Description: jsii.String("Deletes outbox rows published more than 7 days ago (quiet hours)"),
+		Target: awsschedulertargets.NewLambdaInvoke(p.Cleanup.Function, &awsschedulertargets.ScheduleTargetBaseProps{
+			Role:          schedulerRole("DiariaRole", p.Cleanup),
+			RetryAttempts: jsii.Number(2),
+			MaxEventAge:   awscdk.Duration_Hours(jsii.Number(1)),
+		}),
+	})
+
+	for _, ack := range acknowledge {
+		ack()
+	}
+
+	pending := props.PendingThreshold
+	if pending == 0 {
+		pending = DefaultPendingThreshold
+	}
+	oldest := props.OldestAgeThresholdSeconds
+	if oldest == 0 {
+		oldest = DefaultOldestAgeThreshold
+	}
+	p.PendingAlarm = p.MetricPending(nil).CreateAlarm(this, jsii.String("PendientesAlarm"), &awscloudwatch.CreateAlarmOptions{
+		AlarmDescription:   jsii.String(fmt.Sprintf("Outbox (%s): more than %.0f events waiting to be published for 2 minutes. Publisher too slow or failing; see its logs and Errors alarm.", props.Environment, pending)),
+		Threshold:          jsii.Number(pending),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(2),
+		DatapointsToAlarm:  jsii.Number(2),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	// Missing data is breaching here: the gauges come from the publisher
+	// itself, so silence means the publisher is not running, the failure the
+	// lesson warns becomes "silent and global" with an outbox.
+	p.OldestAlarm = p.MetricOldestPendingAge(nil).CreateAlarm(this, jsii.String("AntiguedadAlarm"), &awscloudwatch.CreateAlarmOptions{
+		AlarmDescription:   jsii.String(fmt.Sprintf("Outbox (%s): the oldest unpublished event is older than %.0f s, or the publisher stopped reporting. Orders are not reaching bus-mercadofresco.", props.Environment, oldest)),
+		Threshold:          jsii.Number(oldest),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(2),
+		DatapointsToAlarm:  jsii.Number(2),
+		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
+	})
+	p.ParkedAlarm = p.MetricParked(nil).CreateAlarm(this, jsii.String("AparcadosAlarm"), &awscloudwatch.CreateAlarmOptions{
+		AlarmDescription:   jsii.String(fmt.Sprintf("Outbox (%s): events parked as poison (rejected by EventBridge or too large). They will not be published until an operator fixes and unparks them: SELECT id, tipo, ultimo_error FROM outbox WHERE aparcado_en IS NOT NULL.", props.Environment)),
+		Threshold:          jsii.Number(0),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(1),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	for _, a := range []awscloudwatch.Alarm{p.PendingAlarm, p.OldestAlarm, p.ParkedAlarm} {
+		platform.Alarm(a, props.AlarmTopic)
+	}
+	return p
+}
+
+func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	props := &awscloudwatch.MetricProps{
+		Namespace:     jsii.String(outboxlib.MetricNamespace),
+		MetricName:    jsii.String(name),
+		DimensionsMap: &map[string]*string{outboxlib.DimensionEnvironment: jsii.String(p.environment)},
+		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
+		Statistic:     jsii.String("Maximum"),
+	}
+	if opts != nil {
+		if opts.Period != nil {
+			props.Period = opts.Period
+		}
+		if opts.Statistic != nil {
+			props.Statistic = opts.Statistic
+		}
+		props.Label = opts.Label
+	}
+	return awscloudwatch.NewMetric(props)
+}
+
+// MetricPending is the number of unpublished, unparked outbox rows.
+func (p *Publisher) MetricPending(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return p.metric(outboxlib.MetricPending, opts)
+}
+
+// MetricOldestPendingAge is the age in seconds of the oldest pending row.
+func (p *Publisher) MetricOldestPendingAge(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return p.metric(outboxlib.MetricOldestAge, opts)
+}
+
+// MetricParked is the number of parked (poison) rows.
+func (p *Publisher) MetricParked(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return p.metric(outboxlib.MetricParked, opts)
+}
+
+// GrantInvoke lets grantee run the publisher on demand (e.g. a runbook).
+func (p *Publisher) GrantInvoke(grantee awsiam.IGrantable) awsiam.Grant {
+	return p.Function.GrantInvoke(grantee)
+}

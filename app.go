@@ -1,8 +1,9 @@
 // Command mercadofresco-integration is the CDK app: it synthesises the
 // stacks of every MercadoFresco environment (or only those selected with
-// `-c env=dev|staging|prod`), runs cdk-nag on them, and exits non-zero with
-// the messages when any construct reported an error (a failed Lambda build,
-// an invalid configuration, an unacknowledged cdk-nag finding).
+// `-c env=dev|staging|prod`), runs the messaging guardrails and cdk-nag on
+// them, and exits non-zero with the messages when any construct reported an
+// error (a failed Lambda build, an invalid configuration, a guardrail or an
+// unacknowledged cdk-nag finding).
 package main
 
 import (
@@ -36,7 +37,7 @@ func run() int {
 	for _, env := range envs {
 		stacks.Build(app, env, builder)
 	}
-	stacks.ApplyNag(app)
+	stacks.ApplyChecks(app)
 
 	assembly := app.Synth(nil)
 	var errs []string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/guardrails"
 )
 
 // EnvironmentStacks are the stacks of one environment.
@@ -33,6 +34,15 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 // Stacks lists the environment's stacks.
 func (e *EnvironmentStacks) Stacks() []awscdk.Stack {
 	return []awscdk.Stack{e.Platform.Stack, e.Data.Stack, e.Messaging.Stack, e.Outbox.Stack}
+}
+
+// ApplyChecks adds every synth-time check of the project to scope: the
+// MercadoFresco messaging guardrails (DLQs, alarms, visibility timeouts,
+// consumer ceilings; see constructs/guardrails) and cdk-nag's AwsSolutions
+// pack. Both report findings as synthesis errors.
+func ApplyChecks(scope constructs.IConstruct) {
+	guardrails.Apply(scope)
+	ApplyNag(scope)
 }
 
 // ApplyNag runs the cdk-nag AwsSolutions pack on everything under scope.

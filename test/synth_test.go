@@ -69,7 +69,7 @@ func doSynth() (*synthesis, error) {
 	for _, env := range envs {
 		s.envs = append(s.envs, stacks.Build(app, env, builder))
 	}
-	stacks.ApplyNag(app)
+	stacks.ApplyChecks(app)
 	s.assembly = app.Synth(nil)
 	builder.Close()
 	for _, st := range *s.assembly.Stacks() {

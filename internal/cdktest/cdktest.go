@@ -1,21 +1,31 @@
 // Package cdktest holds what every CDK test package of the project needs:
-// Node 22 from the project's node_modules on PATH before jsii starts, and
-// jsii.Close once at the end.
+// the project's pinned Node first on PATH for the tools tests start (the CDK
+// CLI, dynalite), a check that jsii itself runs on it, and jsii.Close once at
+// the end.
 package cdktest
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Main runs the package's tests with the project's pinned Node first on
-// PATH (jsii starts `node` from PATH on first use), then closes the jsii
-// kernel. Use it as `func TestMain(m *testing.M) { cdktest.Main(m) }`.
+// Main runs the package's tests, then closes the jsii kernel. Use it as
+// `func TestMain(m *testing.M) { cdktest.Main(m) }`.
+//
+// jsii starts its `node` while the test binary initialises its packages,
+// before TestMain runs, so PATH must already name the pinned Node 22 when
+// `go test` starts: `make test` does that. Run directly with another Node
+// first on PATH, Main says so on stderr (the tests still run).
 func Main(m *testing.M) {
 	if bin, ok := nodeBin(); ok {
+		if found, err := exec.LookPath("node"); err == nil && filepath.Dir(found) != bin {
+			fmt.Fprintf(os.Stderr, "cdktest: jsii runs on %s, not the project's pinned Node in %s; run tests with `make test` or PATH=%s:$PATH\n", found, bin, bin)
+		}
 		os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	code := m.Run()

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestPoolConfigFromSecret(t *testing.T) {
@@ -109,5 +111,40 @@ func TestIAMPoolConfigSignsATokenPerConnection(t *testing.T) {
 		if _, err := IAMPoolConfig(bad, creds); !errors.Is(err, ErrInvalidConfig) {
 			t.Fatalf("IAMPoolConfig(%+v) = %v, want ErrInvalidConfig", bad, err)
 		}
+	}
+}
+
+// The functions run with QueryExecModeExec (no named prepared statements,
+// for RDS Proxy): migrations, Add, a publish round and the gauges must all
+// work in that mode.
+func TestEverythingWorksInTheProxyFriendlyExecMode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := newSchema(t, testDB)
+	pc, err := PoolConfigFromSecret(`{"username":"postgres","password":"","host":"127.0.0.1","port":5432,"dbname":"`+testDB+`"}`, ConnectConfig{SSLMode: "disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	writeOrders(t, pool, 0, 15)
+	sink := newFakeSink()
+	p, err := NewPublisher(pool, sink, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, p, 10*time.Second)
+	if a, _ := sink.snapshot(); len(a) != 15 {
+		t.Fatalf("%d published in exec mode, want 15", len(a))
+	}
+	if n, err := Cleanup(ctx, pool, CleanupConfig{}); err != nil || n != 0 {
+		t.Fatalf("Cleanup in exec mode = %d, %v", n, err)
 	}
 }

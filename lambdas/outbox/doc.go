@@ -53,7 +53,8 @@
 // # EventBridge details
 //
 // Rows become PutEvents entries (Source from Config, DetailType = tipo,
-// Time = creado_en, Detail = the Detail envelope with id_evento), packed
+// Time = creado_en, Detail = the payload's JSON object with id_evento,
+// agregado_id and creado_en added at its top level: see Detail), packed
 // into calls of at most 10 entries and 256 KB, sizes computed as EventBridge
 // does (EntrySize). Calls of a batch run concurrently. When FailedEntryCount
 // > 0 only the failed entries are re-sent (full-jitter backoff, EntryRetries

@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"encoding/json"
 	"time"
 	"unicode/utf8"
 
@@ -18,10 +17,14 @@ const (
 	MaxEntryBytes = 256 * 1024
 )
 
-// Detail is the JSON document sent as the EventBridge event detail. The
-// outbox row id travels in it because PutEvents has no field for a
-// caller-chosen event id (EventBridge assigns its own "id"), and consumers
-// need a stable id to de-duplicate crash replays.
+// Detail is the metadata the publisher adds to every event detail. The
+// detail EventBridge carries is the payload given to Add (a JSON object,
+// flat, so rules and consumers read detail.pedido_id, detail.version...)
+// with these three keys added at its top level. The outbox row id travels
+// in it because PutEvents has no field for a caller-chosen event id
+// (EventBridge assigns its own "id"), and consumers need a stable id to
+// de-duplicate crash replays. Payloads may not use these keys (Add
+// refuses them: ErrInvalidEvent).
 type Detail struct {
 	// EventID is the outbox row id: the same value on every replay.
 	EventID string `json:"id_evento"`
@@ -29,9 +32,10 @@ type Detail struct {
 	AggregateID string `json:"agregado_id"`
 	// CreatedAt is when the event was written (the order transaction).
 	CreatedAt time.Time `json:"creado_en"`
-	// Data is the payload given to Add, verbatim.
-	Data json.RawMessage `json:"datos"`
 }
+
+// ReservedDetailKeys are the top-level detail keys the publisher sets.
+var ReservedDetailKeys = []string{"id_evento", "agregado_id", "creado_en"}
 
 // EntrySize returns the size EventBridge charges an entry against the
 // 256 KB limit, computed the way the EventBridge user guide specifies

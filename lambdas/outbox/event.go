@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,8 +38,9 @@ type Event struct {
 	AggregateID string
 	// Type becomes the EventBridge detail-type, e.g. "PedidoCreado".
 	Type string
-	// Payload is the event body, a JSON object. By project convention it
-	// carries a "version" field and evolves additively.
+	// Payload is the event body, a JSON object. It becomes the EventBridge
+	// detail, with the Detail keys (ReservedDetailKeys) added. By project
+	// convention it carries a "version" field and evolves additively.
 	Payload json.RawMessage
 }
 
@@ -55,8 +55,14 @@ func (e Event) validate() error {
 	case !json.Valid(e.Payload):
 		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalidEvent)
 	}
-	if p := bytes.TrimLeft(e.Payload, " \t\r\n"); len(p) == 0 || p[0] != '{' {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(e.Payload, &top); err != nil {
 		return fmt.Errorf("%w: payload is not a JSON object", ErrInvalidEvent)
+	}
+	for _, k := range ReservedDetailKeys {
+		if _, clash := top[k]; clash {
+			return fmt.Errorf("%w: payload uses the reserved key %q", ErrInvalidEvent, k)
+		}
 	}
 	return nil
 }

@@ -181,8 +181,14 @@ type fakeSink struct {
 	details  map[string]string
 	maxBatch int
 	maxBytes int
-	reject   func(d Detail, attempt int) (code string)
-	callErr  func(call int, ds []Detail) error
+	reject   func(d sinkDetail, attempt int) (code string)
+	callErr  func(call int, ds []sinkDetail) error
+}
+
+// sinkDetail is a received detail: its metadata and its raw JSON.
+type sinkDetail struct {
+	Detail
+	raw string
 }
 
 func newFakeSink() *fakeSink {
@@ -193,10 +199,11 @@ func (s *fakeSink) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ds := make([]Detail, len(in.Entries))
+	ds := make([]sinkDetail, len(in.Entries))
 	total := 0
 	for i, e := range in.Entries {
-		if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &ds[i]); err != nil {
+		ds[i].raw = aws.ToString(e.Detail)
+		if err := json.Unmarshal([]byte(ds[i].raw), &ds[i].Detail); err != nil {
 			return nil, fmt.Errorf("fake sink: bad detail: %w", err)
 		}
 		total += EntrySize(e)

@@ -80,6 +80,7 @@ func TestAddValidates(t *testing.T) {
 		{"empty aggregate", Event{Type: "PedidoCreado", Payload: json.RawMessage(`{}`)}, ErrInvalidEvent},
 		{"not json", Event{AggregateID: "ped-1", Type: "PedidoCreado", Payload: json.RawMessage(`{"a":`)}, ErrInvalidEvent},
 		{"array", Event{AggregateID: "ped-1", Type: "PedidoCreado", Payload: json.RawMessage(`[1]`)}, ErrInvalidEvent},
+		{"reserved key", Event{AggregateID: "ped-1", Type: "PedidoCreado", Payload: json.RawMessage(`{"id_evento":"mine"}`)}, ErrInvalidEvent},
 		{"too large", Event{AggregateID: "ped-1", Type: "PedidoCreado", Payload: json.RawMessage(big)}, ErrEventTooLarge},
 	}
 	for _, tc := range tests {
@@ -241,8 +242,13 @@ func TestPublisherPublishesOnceAndMarks(t *testing.T) {
 		if err := json.Unmarshal([]byte(sink.details[id]), &d); err != nil {
 			t.Fatal(err)
 		}
-		if d.EventID != id || ids[id] != d.AggregateID || !bytes.Contains(d.Data, []byte(d.AggregateID)) {
-			t.Fatalf("detail %+v does not carry its outbox row", d)
+		var payload struct {
+			Version  int    `json:"version"`
+			PedidoID string `json:"pedido_id"`
+		}
+		_ = json.Unmarshal([]byte(sink.details[id]), &payload)
+		if d.EventID != id || ids[id] != d.AggregateID || payload.PedidoID != d.AggregateID || payload.Version != 1 {
+			t.Fatalf("detail %s does not carry its outbox row", sink.details[id])
 		}
 	}
 	if sink.maxBatch != MaxEntriesPerCall {
@@ -292,7 +298,7 @@ func TestPartialFailureRetriesOnlyFailedEntries(t *testing.T) {
 	sink := newFakeSink()
 	// Every third event fails its first two deliveries (InternalFailure /
 	// ThrottlingException), as PutEvents reports with FailedEntryCount.
-	sink.reject = func(d Detail, attempt int) string {
+	sink.reject = func(d sinkDetail, attempt int) string {
 		if d.EventID[len(d.EventID)-1]%3 == 0 && attempt <= 2 {
 			if attempt == 1 {
 				return "InternalFailure"
@@ -352,20 +358,20 @@ func TestPoisonRowsAreParkedAndDoNotStallOthers(t *testing.T) {
 	}
 	writeOrders(t, pool, 0, 95)
 	sink := newFakeSink()
-	sink.reject = func(d Detail, _ int) string {
+	sink.reject = func(d sinkDetail, _ int) string {
 		switch {
-		case bytes.Contains(d.Data, []byte("permanente")):
+		case strings.Contains(d.raw, "permanente"):
 			return "MalformedDetail"
-		case bytes.Contains(d.Data, []byte("siempre-falla")):
+		case strings.Contains(d.raw, "siempre-falla"):
 			return "InternalFailure"
 		}
 		return ""
 	}
 	// An entry that makes EventBridge refuse the whole request: the
 	// publisher must bisect to it and publish its call-mates.
-	sink.callErr = func(_ int, ds []Detail) error {
+	sink.callErr = func(_ int, ds []sinkDetail) error {
 		for _, d := range ds {
-			if bytes.Contains(d.Data, []byte(`"peticion"`)) {
+			if strings.Contains(d.raw, `"peticion"`) {
 				return &smithy.GenericAPIError{Code: "ValidationException", Message: "fake: invalid entry", Fault: smithy.FaultClient}
 			}
 		}
@@ -447,7 +453,7 @@ func TestOutageDoesNotConsumeAttempts(t *testing.T) {
 	sink := newFakeSink()
 	down := true
 	var mu sync.Mutex
-	sink.callErr = func(int, []Detail) error {
+	sink.callErr = func(int, []sinkDetail) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if down {
@@ -749,20 +755,37 @@ func TestListenWakesThePublisher(t *testing.T) {
 	<-done
 }
 
-func TestEncodeDetailMatchesJSON(t *testing.T) {
+func TestEncodeDetail(t *testing.T) {
 	t.Parallel()
-	r := claimedRow{id: uuid.NewString(), aggregateID: "ped-\"1\"<ñ>", payload: `{"version": 1, "a": [1, 2]}`,
-		createdAt: time.Date(2026, 11, 30, 15, 4, 5, 123456000, time.FixedZone("x", 3600))}
-	var got, want Detail
-	if err := json.Unmarshal([]byte(encodeDetail(r)), &got); err != nil {
-		t.Fatalf("not JSON: %v: %s", err, encodeDetail(r))
+	created := time.Date(2026, 11, 30, 15, 4, 5, 123456000, time.FixedZone("x", 3600))
+	tests := []struct {
+		name    string
+		payload string
+		want    map[string]any
+	}{
+		{"jsonb text", `{"a": [1, 2], "version": 1}`, map[string]any{"a": []any{1.0, 2.0}, "version": 1.0}},
+		{"empty object", `{}`, map[string]any{}},
+		{"spaces", "  { \"x\" : {\"y\": null} }  ", map[string]any{"x": map[string]any{"y": nil}}},
 	}
-	b, _ := json.Marshal(Detail{EventID: r.id, AggregateID: r.aggregateID, CreatedAt: r.createdAt.UTC(), Data: json.RawMessage(r.payload)})
-	_ = json.Unmarshal(b, &want)
-	var gd, wd any
-	_ = json.Unmarshal(got.Data, &gd)
-	_ = json.Unmarshal(want.Data, &wd)
-	if got.EventID != want.EventID || got.AggregateID != want.AggregateID || !got.CreatedAt.Equal(want.CreatedAt) || fmt.Sprint(gd) != fmt.Sprint(wd) {
-		t.Fatalf("encodeDetail = %+v, json.Marshal = %+v", got, want)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := claimedRow{id: uuid.NewString(), aggregateID: "ped-\"1\"<ñ>", payload: tc.payload, createdAt: created}
+			raw := encodeDetail(r)
+			var got map[string]any
+			if err := json.Unmarshal([]byte(raw), &got); err != nil {
+				t.Fatalf("not JSON: %v: %s", err, raw)
+			}
+			var meta Detail
+			_ = json.Unmarshal([]byte(raw), &meta)
+			if meta.EventID != r.id || meta.AggregateID != r.aggregateID || !meta.CreatedAt.Equal(created) {
+				t.Fatalf("metadata %+v from %s", meta, raw)
+			}
+			for _, k := range ReservedDetailKeys {
+				delete(got, k)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("payload members %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

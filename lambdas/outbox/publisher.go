@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -310,11 +311,11 @@ func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome
 	return outcomes
 }
 
-// encodeDetail builds the Detail JSON by hand: the payload comes from a
-// jsonb column, so it is valid JSON already and json.Marshal's validation
-// and compaction of a RawMessage would only burn CPU (it was the
-// publisher's main CPU cost). TestEncodeDetailMatchesJSON keeps it
-// equivalent to json.Marshal(Detail{...}).
+// encodeDetail builds the event detail by hand: the Detail keys, then the
+// payload's own members. The payload comes from a jsonb column, so it is
+// a valid JSON object already; decoding and re-encoding it would only burn
+// CPU (it was the publisher's main CPU cost). TestEncodeDetail checks the
+// result against a decode of the parts.
 func encodeDetail(r claimedRow) string {
 	b := make([]byte, 0, len(r.payload)+len(r.aggregateID)+128)
 	b = append(b, `{"id_evento":"`...)
@@ -323,9 +324,13 @@ func encodeDetail(r claimedRow) string {
 	b = appendJSONString(b, r.aggregateID)
 	b = append(b, `,"creado_en":"`...)
 	b = r.createdAt.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","datos":`...)
-	b = append(b, r.payload...)
-	b = append(b, '}')
+	b = append(b, '"')
+	members := strings.TrimSpace(r.payload)
+	members = strings.TrimSpace(members[1:]) // drop the object's '{'
+	if members != "}" {
+		b = append(b, ',')
+	}
+	b = append(b, members...)
 	return string(b)
 }
 

@@ -128,6 +128,14 @@ func TestNetworkHasNoInternetPathAndOnlyTheNeededEndpoints(t *testing.T) {
 			"PrivateDnsEnabled": true,
 		})
 	}
+	tpl.HasResourceProperties(jsii.String("AWS::EC2::VPCEndpoint"), map[string]any{
+		"ServiceName": assertions.Match_StringLikeRegexp(jsii.String(`\.events$`)),
+		"PolicyDocument": map[string]any{"Statement": []any{assertions.Match_ObjectLike(&map[string]any{
+			"Action": "events:PutEvents", "Effect": "Allow",
+			"Resource":  assertions.Match_AnyValue(),
+			"Condition": map[string]any{"StringEquals": map[string]any{"aws:PrincipalAccount": "111111111111"}},
+		})}, "Version": "2012-10-17"},
+	})
 	tpl.HasResourceProperties(jsii.String("AWS::EC2::FlowLog"), map[string]any{"TrafficType": "REJECT"})
 	tpl.HasResourceProperties(jsii.String("AWS::EC2::Subnet"), map[string]any{"MapPublicIpOnLaunch": false})
 }

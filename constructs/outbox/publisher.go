@@ -43,8 +43,9 @@ type PublisherProps struct {
 	Vpc     awsec2.IVpc
 	Subnets *awsec2.SubnetSelection
 	// EventsEndpoint is the EventBridge interface endpoint the publisher
-	// reaches the bus through (the VPC has no NAT).
-	EventsEndpoint awsec2.IInterfaceVpcEndpoint
+	// reaches the bus through (the VPC has no NAT). Its policy is narrowed
+	// to PutEvents on Bus.
+	EventsEndpoint awsec2.InterfaceVpcEndpoint
 	// Bus receives the events; the publisher may PutEvents to it only.
 	Bus awsevents.IEventBus
 	// Source of every event. Default DefaultSource.
@@ -184,6 +185,17 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	props.Database.GrantConnect(p.Cleanup.Role)
 	props.Database.AllowFrom(p.SecurityGroup, "outbox functions")
 	props.EventsEndpoint.Connections().AllowDefaultPortFrom(p.SecurityGroup, jsii.String("outbox publisher PutEvents"))
+	// The endpoint itself carries nothing but PutEvents to this bus by this
+	// account's principals: code in the VPC cannot use it to reach another
+	// bus or account (data exfiltration path closed at the network too).
+	props.EventsEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("events:PutEvents"),
+		Resources:  jsii.Strings(*props.Bus.EventBusArn()),
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:PrincipalAccount": awscdk.Stack_Of(this).Account()},
+		},
+	}))
 
 	// The schedules' roles are ours so the acknowledgement of the ":*"
 	// the CDK adds to lambda:InvokeFunction sits next to them.

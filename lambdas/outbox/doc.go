@@ -45,7 +45,10 @@
 // them. If it died after PutEvents succeeded but before marking, those
 // events are published again, with the same detail.id_evento, so consumers
 // de-duplicate. Nothing is ever lost: a row leaves the pending set only
-// when a mark statement says PutEvents accepted it. A healthy publisher
+// when a mark statement says PutEvents accepted it, or when it is parked
+// (kept, counted and alarmed). Claims abandoned by a crash count in
+// intentos but never park a row by themselves; only EventBridge rejecting
+// the entry does (so repeated crashes shorten a row's retry budget). A healthy publisher
 // always marks well before its lease ends (PublishTimeout < Lease), so two
 // live publishers never publish the same row; duplicates come only from
 // crash replay (or a publisher stalled longer than its lease).

@@ -514,7 +514,9 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 		case err != nil && ctx.Err() == nil:
 			consecutiveErrors++
 			p.cfg.Logger.Error("outbox: publish round failed", "error", err)
-			wait = fullJitter(p.cfg.PollInterval, 30*time.Second, consecutiveErrors)
+			// At least PollInterval, plus a growing jittered backoff, so a
+			// database outage is never hammered in a tight loop.
+			wait = p.cfg.PollInterval + fullJitter(p.cfg.PollInterval, 30*time.Second, consecutiveErrors)
 		case err == nil && res.Claimed == p.cfg.BatchSize:
 			consecutiveErrors = 0
 			continue

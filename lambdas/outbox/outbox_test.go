@@ -672,13 +672,25 @@ func TestGaugesAndRunEmitMetrics(t *testing.T) {
 	var buf safeBuffer
 	cfg := testConfig()
 	cfg.Metrics = NewEMFWriter(&buf, MetricNamespace, map[string]string{DimensionEnvironment: "test"})
-	p, err := NewPublisher(pool, newFakeSink(), cfg)
+	sink := newFakeSink()
+	p, err := NewPublisher(pool, sink, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := p.Run(rctx, nil); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- p.Run(rctx, nil) }()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if a, _ := sink.snapshot(); len(a) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run did not publish the 2 rows")
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")

@@ -497,9 +497,9 @@ func TestExpiredLeaseIsReclaimed(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := migratedPool(t)
 	writeOrders(t, pool, 0, 20)
-	// The "dead" publisher: claims everything with a 300 ms lease and never
+	// The "dead" publisher: claims everything with a 1 s lease and never
 	// comes back.
-	if _, err := pool.Exec(ctx, claimSQL, 100, 300, uuid.NewString()); err != nil {
+	if _, err := pool.Exec(ctx, claimSQL, 100, 1000, uuid.NewString()); err != nil {
 		t.Fatal(err)
 	}
 	sink := newFakeSink()
@@ -511,7 +511,7 @@ func TestExpiredLeaseIsReclaimed(t *testing.T) {
 	if err != nil || res.Claimed != 0 {
 		t.Fatalf("claimed %d rows under a live lease (err %v), want 0", res.Claimed, err)
 	}
-	time.Sleep(350 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond)
 	drain(t, p, 10*time.Second)
 	var attempts int
 	if err := pool.QueryRow(ctx, `SELECT min(intentos) FROM outbox`).Scan(&attempts); err != nil {

@@ -166,7 +166,16 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		LogRetention:     env.LogRetention,
 		LogRemovalPolicy: removal,
 		AlarmTopic:       shared.Alerts,
+		Environment: map[string]*string{
+			// One goroutine per record of a full batch (BatchSize 10): a
+			// second round inside one invocation would risk the deadline.
+			"BATCH_CONCURRENCY": jsii.String("10"),
+		},
 	})
+	// Exactly-once in effect: the consumer records preparacion:<pedido_id>
+	// in mercadofresco-idempotencia (GetItem/PutItem/UpdateItem/DeleteItem
+	// on that table only) and refuses to start without it.
+	data.Table.BindTo(s.PrepararPedido.Function)
 	// MaximumConcurrency is the environment's consumer ceiling: the
 	// backpressure valve (the queue grows, the pressure on the warehouse and
 	// on Aurora's ~200 connections does not). Batch of 10, no batching
@@ -178,6 +187,5 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	})
 
 	guardrails.Apply(stack)
-	_ = data // the preparation consumer keeps no state of its own yet
 	return s
 }

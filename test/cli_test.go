@@ -1,6 +1,8 @@
 package test
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,9 +49,24 @@ func TestCdkCliSynthesisesWithoutCredentials(t *testing.T) {
 			t.Errorf("output carries a Node version banner (%q):\n%s", banned, combined)
 		}
 	}
+	// The CLI's templates are the ones the snapshot and assertion tests
+	// check: same app code, same cdk.json context.
+	s := synthApp(t)
 	for _, part := range []string{"Platform", "Data", "Messaging", "Outbox"} {
-		if _, err := os.Stat(filepath.Join(out, "MercadoFresco-"+part+"-dev.template.json")); err != nil {
+		name := "MercadoFresco-" + part + "-dev"
+		raw, err := os.ReadFile(filepath.Join(out, name+".template.json"))
+		if err != nil {
 			t.Errorf("no template for %s: %v", part, err)
+			continue
+		}
+		var cli map[string]any
+		if err := json.Unmarshal(raw, &cli); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := normalise(cli)
+		want, _ := normalise(s.templates[name])
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s from `cdk synth` differs from the tests' synthesis:\n%s", name, lineDiff(string(want), string(got)))
 		}
 	}
 	if _, err := os.Stat(filepath.Join(out, "MercadoFresco-Platform-prod.template.json")); err == nil {

@@ -3,6 +3,7 @@ package test
 import (
 	"debug/elf"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -50,15 +51,23 @@ func doSynth() (*synthesis, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The same context as `cdk synth`: cdk.json's feature flags (without
+	// them the tests would check other templates than the ones deployed),
+	// plus what the CLI itself sets.
+	context, err := cdkJSONContext(filepath.Join("..", "cdk.json"))
+	if err != nil {
+		return nil, err
+	}
+	// Version reporting adds a resource whose content changes with every
+	// CDK release; it carries nothing worth a snapshot.
+	context["aws:cdk:version-reporting"] = false
+	// What the CLI sets: resources name their construct path and asset
+	// directory.
+	context["aws:cdk:enable-path-metadata"] = true
+	context["aws:cdk:enable-asset-metadata"] = true
 	app := awscdk.NewApp(&awscdk.AppProps{
-		Outdir: jsii.String(outdir),
-		// Version reporting adds a resource whose content changes with
-		// every CDK release; it carries nothing worth a snapshot.
-		Context: &map[string]interface{}{
-			"aws:cdk:version-reporting": false,
-			// What the CLI sets: resources name their asset directory.
-			"aws:cdk:enable-asset-metadata": true,
-		},
+		Outdir:  jsii.String(outdir),
+		Context: &context,
 	})
 	envs, err := config.All()
 	if err != nil {
@@ -84,6 +93,24 @@ func doSynth() (*synthesis, error) {
 		s.templates[*st.StackName()] = tpl
 	}
 	return s, nil
+}
+
+// cdkJSONContext reads the "context" object of cdk.json.
+func cdkJSONContext(path string) (map[string]interface{}, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cfg struct {
+		Context map[string]interface{} `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(cfg.Context) == 0 {
+		return nil, fmt.Errorf("%s has no context (feature flags)", path)
+	}
+	return cfg.Context, nil
 }
 
 // resources returns the resources of type typ in stack's template.

@@ -24,6 +24,7 @@ const (
 	OpCobro              = "cobro"
 	OpCorreoConfirmacion = "correo-confirmacion"
 	OpReserva            = "reserva"
+	OpPreparacion        = "preparacion"
 )
 
 // KeyCobro returns the key of the card charge of an order:
@@ -43,6 +44,12 @@ func KeyCorreoConfirmacion(pedidoID string) (string, error) {
 // "reserva:<pedido_id>:<sku>".
 func KeyReserva(pedidoID, sku string) (string, error) {
 	return joinKey(OpReserva, pedidoID, sku)
+}
+
+// KeyPreparacion returns the key of the warehouse preparation of an order:
+// "preparacion:<pedido_id>".
+func KeyPreparacion(pedidoID string) (string, error) {
+	return joinKey(OpPreparacion, pedidoID)
 }
 
 // KeyContenido returns "<operation>:<sha256 of the canonical JSON of v>",

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
 // settings is the consumer's configuration, read from the environment.
 type settings struct {
+	IdempotencyTable  string
 	DLQURL            string
 	ConsumerVersion   string
 	Concurrency       int
@@ -28,6 +30,7 @@ type settings struct {
 // (a typo must fail the deployment's first invocation, not silently default).
 func loadSettings(getenv func(string) string) (settings, error) {
 	s := settings{
+		IdempotencyTable:  strings.TrimSpace(getenv(idempotency.EnvTableName)),
 		DLQURL:            strings.TrimSpace(getenv("DLQ_URL")),
 		ConsumerVersion:   strings.TrimSpace(getenv("CONSUMER_VERSION")),
 		Concurrency:       sqsbatch.DefaultConcurrency,
@@ -66,6 +69,10 @@ func loadSettings(getenv func(string) string) (settings, error) {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return s, fmt.Errorf("LOG_LEVEL=%q: want DEBUG, INFO, WARN or ERROR", v)
 		}
+	}
+	if s.IdempotencyTable == "" {
+		// Never run the side effect without its idempotency record.
+		return s, fmt.Errorf("%s is not set: the consumer refuses to run without its idempotency table", idempotency.EnvTableName)
 	}
 	if s.DLQURL != "" && !isQueueURL(s.DLQURL) {
 		return s, fmt.Errorf("DLQ_URL=%q is not an SQS queue URL (https://<host>/<account>/<queue>)", s.DLQURL)
@@ -125,7 +132,7 @@ type Preparer interface {
 }
 
 // idempotencyKey is derived from the domain, never from the SQS message id.
-func idempotencyKey(pedidoID string) string { return "preparacion:" + pedidoID }
+func idempotencyKey(pedidoID string) (string, error) { return idempotency.KeyPreparacion(pedidoID) }
 
 // newProcessor wires the handler into the batch library.
 func newProcessor(s settings, dlq queue.Sender, vis queue.VisibilityChanger, prep Preparer, logger *slog.Logger) (*sqsbatch.Processor, error) {
@@ -145,7 +152,7 @@ func newProcessor(s settings, dlq queue.Sender, vis queue.VisibilityChanger, pre
 			if err := rec.Decode(&head); err != nil {
 				return "", err
 			}
-			return idempotencyKey(head.PedidoID), nil
+			return idempotencyKey(head.PedidoID)
 		},
 		DeadlineMargin: s.DeadlineMargin,
 		Logger:         logger,

@@ -25,6 +25,7 @@ func TestLoadSettings(t *testing.T) {
 		want    settings
 		wantErr string
 	}{
+		{name: "no idempotency table", env: map[string]string{}, wantErr: "IDEMPOTENCY_TABLE_NAME"},
 		{name: "defaults", env: map[string]string{},
 			want: settings{ConsumerVersion: "unknown", Concurrency: 8, SupportedVersions: []int{1}, DeadlineMargin: 2 * time.Second, LogLevel: slog.LevelInfo}},
 		{name: "all set", env: map[string]string{"DLQ_URL": dlq, "CONSUMER_VERSION": "abc123", "BATCH_CONCURRENCY": "4",
@@ -41,7 +42,12 @@ func TestLoadSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := loadSettings(func(k string) string { return tt.env[k] })
+			got, err := loadSettings(func(k string) string {
+				if k == "IDEMPOTENCY_TABLE_NAME" && tt.name != "no idempotency table" {
+					return "mercadofresco-idempotencia-test"
+				}
+				return tt.env[k]
+			})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to name %s", err, tt.wantErr)
@@ -88,7 +94,7 @@ func TestConsumer(t *testing.T) {
 		"P-LENTO":     errors.New("almacen: timeout"),
 	}}
 	s, _ := loadSettings(func(k string) string {
-		return map[string]string{"DLQ_URL": dlq, "CONSUMER_VERSION": "test"}[k]
+		return map[string]string{"DLQ_URL": dlq, "CONSUMER_VERSION": "test", "IDEMPOTENCY_TABLE_NAME": "t"}[k]
 	})
 	p, err := newProcessor(s, f, f, prep, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {

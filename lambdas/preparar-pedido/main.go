@@ -10,6 +10,7 @@
 //
 // Environment:
 //
+//	IDEMPOTENCY_TABLE_NAME  mercadofresco-idempotencia of the environment (required)
 //	DLQ_URL            URL of mercadofresco-pedidos-fallidos (empty: rely on the queue's redrive only)
 //	CONSUMER_VERSION   build identifier written to dead-lettered messages (default "unknown")
 //	BATCH_CONCURRENCY  records handled at once per invocation (default 8, max 100)
@@ -26,8 +27,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
@@ -56,7 +59,17 @@ func run() error {
 	if s.DLQURL == "" {
 		logger.Warn("DLQ_URL is not set: poison messages will wait for the queue's redrive (maxReceiveCount receives)")
 	}
-	p, err := newProcessor(s, sqsClient, sqsClient, stubPreparer{log: logger}, logger)
+	db := dynamodb.NewFromConfig(awsCfg)
+	store, err := idempotency.NewStore(db, idempotency.Config{
+		TableName: s.IdempotencyTable,
+		// Duplicates within one warm instance cost no DynamoDB call.
+		CacheSize: 1000,
+	})
+	if err != nil {
+		return err
+	}
+	prep := idempotentPreparer{store: store, next: stubPreparer{log: logger}}
+	p, err := newProcessor(s, sqsClient, sqsClient, prep, logger)
 	if err != nil {
 		return err
 	}

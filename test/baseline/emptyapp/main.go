@@ -16,6 +16,6 @@ func main() {
 	stack := awscdk.NewStack(app, jsii.String("Empty"), &awscdk.StackProps{
 		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
 	})
-	awscdk.NewCfnWaitConditionHandle(stack, jsii.String("Nothing"))
+	awscdk.NewCfnWaitConditionHandle(stack, jsii.String("Nothing"), nil)
 	app.Synth(nil)
 }

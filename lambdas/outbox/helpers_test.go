@@ -2,13 +2,9 @@ package outbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,8 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercadofresco/integration/lambdas/internal/pgtest"
 )
 
 const (
@@ -26,21 +23,8 @@ const (
 	testSinkDB = "mf_outbox_test_sink"
 )
 
-// serverDSN is the PostgreSQL server the tests use (trust auth on CI).
-func serverDSN() string {
-	if v := os.Getenv("OUTBOX_TEST_DSN"); v != "" {
-		return strings.TrimRight(v, "/")
-	}
-	return "postgres://postgres@127.0.0.1:5432"
-}
-
-func dsn(db, schema string) string {
-	s := serverDSN() + "/" + db + "?sslmode=disable"
-	if schema != "" {
-		s += "&search_path=" + schema
-	}
-	return s
-}
+// dsn is the connection string of db with schema as search_path.
+func dsn(db, schema string) string { return pgtest.DSN(db, schema) }
 
 func TestMain(m *testing.M) {
 	if role := os.Getenv(childRoleEnv); role != "" {
@@ -48,7 +32,7 @@ func TestMain(m *testing.M) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	for _, db := range []string{testDB, testSinkDB} {
-		if err := ensureDatabase(ctx, db); err != nil {
+		if err := pgtest.EnsureDatabase(ctx, db); err != nil {
 			fmt.Fprintln(os.Stderr, "outbox tests need PostgreSQL:", err)
 			os.Exit(1)
 		}
@@ -57,64 +41,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func ensureDatabase(ctx context.Context, name string) error {
-	conn, err := pgx.Connect(ctx, dsn("postgres", ""))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505") {
-		return nil // exists (or a parallel test binary just created it)
-	}
-	return err
-}
+// newSchema creates a private schema in db, dropped when the test ends.
+// Tests run in parallel, each in its own schema.
+func newSchema(t testing.TB, db string) string { return pgtest.NewSchema(t, db, "t_") }
 
-func randSuffix() string {
-	b := make([]byte, 5)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// newSchema creates a private schema in db and returns its name; dropped
-// when the test ends. Tests run in parallel, each in its own schema.
-func newSchema(t testing.TB, db string) string {
-	t.Helper()
-	ctx := context.Background()
-	name := "t_" + randSuffix()
-	conn, err := pgx.Connect(ctx, dsn(db, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), dsn(db, ""))
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE")
-	})
-	return name
-}
-
+// newPool opens a pool on db/schema, closed when the test ends.
 func newPool(t testing.TB, db, schema string, maxConns int32) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn(db, schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return pgtest.NewPool(t, db, schema, maxConns)
 }
 
 // migratedPool returns a pool on a fresh, migrated schema.

@@ -2,48 +2,21 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mercadofresco/integration/lambdas/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 )
 
-const server = "postgres://postgres@127.0.0.1:5432/"
-
+// testPool returns a pool on a fresh, migrated schema of mf_outbox_test.
 func testPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, server+"postgres?sslmode=disable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	var pgErr *pgconn.PgError
-	if _, err := admin.Exec(ctx, "CREATE DATABASE mf_outbox_test"); err != nil && !(errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505")) {
-		t.Fatal(err)
-	}
-	b := make([]byte, 5)
-	_, _ = rand.Read(b)
-	schema := "pw_" + hex.EncodeToString(b)
-	pool, err := pgxpool.New(ctx, server+"mf_outbox_test?sslmode=disable&search_path="+schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		pool.Close()
-	})
-	if _, err := outbox.Migrate(ctx, pool); err != nil {
+	pool := pgtest.Pool(t, "mf_outbox_test", "pw_", 4)
+	if _, err := outbox.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
 	return pool

@@ -1,0 +1,109 @@
+// Package pgtest gives tests their own corner of the machine's PostgreSQL:
+// a database that is created on first use and a private schema per test,
+// dropped when the test ends, so test binaries and parallel tests never see
+// each other's rows.
+//
+// The server is postgres://postgres@127.0.0.1:5432 (trust auth, as on CI),
+// or $OUTBOX_TEST_DSN (without a database name) when set.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ServerDSN is the PostgreSQL server the tests use, without a database.
+func ServerDSN() string {
+	if v := os.Getenv("OUTBOX_TEST_DSN"); v != "" {
+		return strings.TrimRight(v, "/")
+	}
+	return "postgres://postgres@127.0.0.1:5432"
+}
+
+// DSN is the connection string of db, with search_path set to schema when
+// schema is not empty.
+func DSN(db, schema string) string {
+	s := ServerDSN() + "/" + db + "?sslmode=disable"
+	if schema != "" {
+		s += "&search_path=" + schema
+	}
+	return s
+}
+
+// EnsureDatabase creates the database name unless it exists.
+func EnsureDatabase(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, DSN("postgres", ""))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505") {
+		return nil // exists (or a parallel test binary just created it)
+	}
+	return err
+}
+
+// NewSchema creates a private schema named prefix + a random suffix in db and
+// drops it (with everything in it) when the test ends.
+func NewSchema(tb testing.TB, db, prefix string) string {
+	tb.Helper()
+	ctx := context.Background()
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	name := prefix + hex.EncodeToString(b)
+	conn, err := pgx.Connect(ctx, DSN(db, ""))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), DSN(db, ""))
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+	})
+	return name
+}
+
+// NewPool opens a pool of at most maxConns connections on db with schema as
+// search_path, closed when the test ends.
+func NewPool(tb testing.TB, db, schema string, maxConns int32) *pgxpool.Pool {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(DSN(db, schema))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool
+}
+
+// Pool is the usual combination: db created if needed, a fresh private
+// schema named with prefix, and a pool on it.
+func Pool(tb testing.TB, db, prefix string, maxConns int32) *pgxpool.Pool {
+	tb.Helper()
+	if err := EnsureDatabase(context.Background(), db); err != nil {
+		tb.Fatalf("tests need PostgreSQL at %s: %v", ServerDSN(), err)
+	}
+	return NewPool(tb, db, NewSchema(tb, db, prefix), maxConns)
+}

@@ -29,12 +29,8 @@ type fixture struct {
 // newFixture builds a stack with nag-clean stand-ins for the platform key
 // and alerts topic, with cdk-nag and the guardrails applied.
 func newFixture() *fixture {
-	app := awscdk.NewApp(nil)
-	stack := awscdk.NewStack(app, jsii.String("Fanout"), &awscdk.StackProps{
-		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
-	})
-	key := awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
-	alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key, EnforceSSL: jsii.Bool(true)})
+	p := cdktest.NewPlatform("Fanout")
+	app, stack, key, alerts := p.App, p.Stack, p.Key, p.Alerts
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	guardrails.Apply(app)
 	return &fixture{stack: stack, key: key, alerts: alerts}

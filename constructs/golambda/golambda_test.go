@@ -47,18 +47,11 @@ func fixture(t *testing.T) string {
 	return dst
 }
 
-func newStack(id string) awscdk.Stack {
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: nil})
-	return awscdk.NewStack(app, jsii.String(id), &awscdk.StackProps{
-		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
-	})
-}
-
 // assetKeys synthesises a stack with the fixture's two functions and returns
 // each function's S3 key (the asset hash).
 func assetKeys(t *testing.T, root string) map[string]string {
 	t.Helper()
-	stack := newStack("Hashes")
+	stack := cdktest.NewStack("Hashes")
 	builder := &golambda.Builder{ModuleRoot: root}
 	t.Cleanup(func() { builder.Close() })
 	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: builder})
@@ -110,7 +103,7 @@ func TestAssetHashIsTheHashOfTheBinary(t *testing.T) {
 func TestBuildFailureStopsSynthWithCompilerMessage(t *testing.T) {
 	root := fixture(t)
 	os.WriteFile(filepath.Join(root, "fn/alpha/main.go"), []byte("package main\n\nfunc main() { undefinedThing() }\n"), 0o644)
-	stack := newStack("Broken")
+	stack := cdktest.NewStack("Broken")
 	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: &golambda.Builder{ModuleRoot: root}})
 	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("undefined: undefinedThing")))
 	if len(*errs) != 1 {
@@ -125,7 +118,7 @@ func TestBuildFailureStopsSynthWithCompilerMessage(t *testing.T) {
 func TestInvalidEntryIsASynthesisErrorNotAPanic(t *testing.T) {
 	for _, entry := range []string{"", "../outside", "fn/does-not-exist"} {
 		t.Run(entry, func(t *testing.T) {
-			stack := newStack("Invalid")
+			stack := cdktest.NewStack("Invalid")
 			golambda.NewFunction(stack, "Fn", &golambda.Props{Entry: entry, Builder: &golambda.Builder{ModuleRoot: fixture(t)}})
 			errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("golambda: go build failed")))
 			if len(*errs) != 1 {
@@ -136,7 +129,7 @@ func TestInvalidEntryIsASynthesisErrorNotAPanic(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	stack := newStack("Defaults")
+	stack := cdktest.NewStack("Defaults")
 	key := awskms.NewKey(stack, jsii.String("Key"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 	golambda.NewFunction(stack, "Alpha", &golambda.Props{
 		Entry:         "fn/alpha",
@@ -180,7 +173,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestAlarmTopicAddsErrorAndThrottleAlarms(t *testing.T) {
-	stack := newStack("Alarms")
+	stack := cdktest.NewStack("Alarms")
 	topic := awssns.NewTopic(stack, jsii.String("Topic"), nil)
 	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: &golambda.Builder{ModuleRoot: fixture(t)}, AlarmTopic: topic})
 	tpl := assertions.Template_FromStack(stack, nil)
@@ -199,7 +192,7 @@ func TestAlarmTopicAddsErrorAndThrottleAlarms(t *testing.T) {
 // The construct's own acknowledgements must leave cdk-nag with nothing to
 // report, in and out of a VPC.
 func TestCdkNagClean(t *testing.T) {
-	stack := newStack("Nag")
+	stack := cdktest.NewStack("Nag")
 	root := fixture(t)
 	builder := &golambda.Builder{ModuleRoot: root}
 	golambda.NewFunction(stack, "Plain", &golambda.Props{Entry: "fn/alpha", Builder: builder})

@@ -32,16 +32,9 @@ type fixture struct {
 }
 
 func newFixture() *fixture {
-	app := awscdk.NewApp(nil)
-	stack := awscdk.NewStack(app, jsii.String("Checks"), &awscdk.StackProps{
-		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
-	})
-	guardrails.Apply(app)
-	return &fixture{
-		app: app, stack: stack,
-		alerts: awssns.NewTopic(stack, jsii.String("Alerts"), nil),
-		key:    awskms.NewKey(stack, jsii.String("Key"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)}),
-	}
+	p := cdktest.NewPlatform("Checks")
+	guardrails.Apply(p.App)
+	return &fixture{app: p.App, stack: p.Stack, alerts: p.Alerts, key: p.Key}
 }
 
 func (f *fixture) fn(id string, timeout float64) awslambda.Function {

@@ -3,7 +3,6 @@ package platform_test
 import (
 	"testing"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/jsii-runtime-go"
@@ -14,16 +13,10 @@ import (
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
 
-func newStack() awscdk.Stack {
-	return awscdk.NewStack(awscdk.NewApp(nil), jsii.String("S"), &awscdk.StackProps{
-		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
-	})
-}
-
 // The zero-value props are the safe defaults: the SPEC alias, rotation on,
 // the key retained when the stack goes.
 func TestDataKeyDefaults(t *testing.T) {
-	stack := newStack()
+	stack := cdktest.NewStack("S")
 	platform.NewDataKey(stack, "Key", nil)
 	tpl := assertions.Template_FromStack(stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::KMS::Alias"), map[string]any{"AliasName": platform.DataKeyAlias})
@@ -34,7 +27,7 @@ func TestDataKeyDefaults(t *testing.T) {
 }
 
 func TestAlertsTopicWithoutKeyIsAnError(t *testing.T) {
-	stack := newStack()
+	stack := cdktest.NewStack("S")
 	platform.NewAlertsTopic(stack, "Alerts", nil)
 	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("needs the data key")))
 	if len(*errs) != 1 {
@@ -43,7 +36,7 @@ func TestAlertsTopicWithoutKeyIsAnError(t *testing.T) {
 }
 
 func TestAlarmSendsAlarmAndOK(t *testing.T) {
-	stack := newStack()
+	stack := cdktest.NewStack("S")
 	key := platform.NewDataKey(stack, "Key", nil)
 	topic := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Key: key})
 	alarm := awscloudwatch.NewAlarm(stack, jsii.String("Alarm"), &awscloudwatch.AlarmProps{

@@ -29,16 +29,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	app := awscdk.NewApp(nil)
-	stack := awscdk.NewStack(app, jsii.String("Test"), &awscdk.StackProps{
-		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
-	})
-	return &fixture{
-		app:    app,
-		stack:  stack,
-		key:    awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)}),
-		alerts: awssns.NewTopic(stack, jsii.String("Alerts"), nil),
-	}
+	p := cdktest.NewPlatform("Test")
+	return &fixture{app: p.App, stack: p.Stack, key: p.Key, alerts: p.Alerts}
 }
 
 func (f *fixture) props() *reliablequeue.Props {

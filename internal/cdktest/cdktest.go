@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -51,4 +54,40 @@ func nodeBin() (string, bool) {
 		}
 		dir = parent
 	}
+}
+
+// Account and Region of the test stacks: placeholders, never contacted.
+const (
+	Account = "111111111111"
+	Region  = "eu-west-1"
+)
+
+// NewStack creates a stack named id in a new app, in Account/Region.
+func NewStack(id string) awscdk.Stack {
+	return newStack(awscdk.NewApp(nil), id)
+}
+
+func newStack(app awscdk.App, id string) awscdk.Stack {
+	return awscdk.NewStack(app, jsii.String(id), &awscdk.StackProps{
+		Env: &awscdk.Environment{Account: jsii.String(Account), Region: jsii.String(Region)},
+	})
+}
+
+// Platform is a test stack with cdk-nag-clean stand-ins for what the
+// platform stack gives every construct: the data key (rotation on) and the
+// alerts topic (encrypted with it, TLS only).
+type Platform struct {
+	App    awscdk.App
+	Stack  awscdk.Stack
+	Key    awskms.Key
+	Alerts awssns.Topic
+}
+
+// NewPlatform creates a Platform whose stack is named id.
+func NewPlatform(id string) *Platform {
+	app := awscdk.NewApp(nil)
+	stack := newStack(app, id)
+	key := awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
+	alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key, EnforceSSL: jsii.Bool(true)})
+	return &Platform{App: app, Stack: stack, Key: key, Alerts: alerts}
 }

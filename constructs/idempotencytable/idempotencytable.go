@@ -50,14 +50,19 @@ func ConsumerTableActions() []string {
 }
 
 // ConsumerKeyActions returns the only key actions a consumer gets, and only
-// through DynamoDB (kms:ViaService): DynamoDB decrypts the table key with
-// the caller's credentials when its cache of it is cold (reads and writes
-// alike) and describes the key to check its state. The same pair the CDK's
-// own Table.grantReadData uses; items are encrypted by DynamoDB under the
-// table key, so no per-call GenerateDataKey/Encrypt is made on the caller's
-// behalf.
+// through DynamoDB (kms:ViaService, so the role cannot use the key
+// directly): the CDK's own Table.grantReadWriteData key set (read:
+// Decrypt, DescribeKey; write: Encrypt, ReEncrypt*, GenerateDataKey*),
+// spelled out instead of wildcarded. DynamoDB normally only needs Decrypt
+// (the table key) and DescribeKey, but AWS documents the full set for
+// principals that write through DynamoDB, and a missing one shows up only
+// as AccessDenied in a deployed environment; under kms:ViaService the extra
+// actions give the role nothing it could use outside this table's service.
 func ConsumerKeyActions() []string {
-	return []string{"kms:Decrypt", "kms:DescribeKey"}
+	return []string{
+		"kms:Decrypt", "kms:DescribeKey",
+		"kms:Encrypt", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:GenerateDataKey", "kms:GenerateDataKeyWithoutPlaintext",
+	}
 }
 
 // consumerOperations are the operations of ConsumerTableActions(), for the

@@ -193,7 +193,7 @@ func TestGrantConsumerIsExactlyFourItemActionsAndKeyUseThroughDynamoDB(t *testin
 			}
 		case res == keyArn:
 			sawKey = true
-			if got, want := actionsOf(s), []string{"kms:Decrypt", "kms:DescribeKey"}; !reflect.DeepEqual(got, want) {
+			if got, want := actionsOf(s), []string{"kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey", "kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncryptFrom", "kms:ReEncryptTo"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("key actions %v, want exactly %v", got, want)
 			}
 			want := map[string]any{"StringEquals": map[string]any{"kms:ViaService": "dynamodb.eu-west-1.amazonaws.com"}}
@@ -209,7 +209,7 @@ func TestGrantConsumerIsExactlyFourItemActionsAndKeyUseThroughDynamoDB(t *testin
 	}
 	// The exported lists are the ones asserted above.
 	if strings.Join(idempotencytable.ConsumerTableActions(), ",") != "dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem" ||
-		strings.Join(idempotencytable.ConsumerKeyActions(), ",") != "kms:Decrypt,kms:DescribeKey" {
+		strings.Join(idempotencytable.ConsumerKeyActions(), ",") != "kms:Decrypt,kms:DescribeKey,kms:Encrypt,kms:ReEncryptFrom,kms:ReEncryptTo,kms:GenerateDataKey,kms:GenerateDataKeyWithoutPlaintext" {
 		t.Error("exported action lists changed")
 	}
 }

@@ -12,7 +12,8 @@
 //
 //	IDEMPOTENCY_TABLE_NAME  mercadofresco-idempotencia of the environment (required)
 //	DLQ_URL            URL of mercadofresco-pedidos-fallidos (empty: rely on the queue's redrive only)
-//	CONSUMER_VERSION   build identifier written to dead-lettered messages (default "unknown")
+//	CONSUMER_VERSION   build identifier written to dead-lettered messages (default: the
+//	                   SHA-256 of this binary, "sha256:<12 hex>", which names the exact build)
 //	BATCH_CONCURRENCY  records handled at once per invocation (default 8, max 100)
 //	SUPPORTED_VERSIONS comma-separated major event versions understood (default "1")
 //	DEADLINE_MARGIN    time kept free before the Lambda deadline (Go duration, default 2s)
@@ -31,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/internal/buildid"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
@@ -46,6 +48,11 @@ func run() error {
 	s, err := loadSettings(os.Getenv)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("CONSUMER_VERSION") == "" {
+		if id, err := buildid.Executable(); err == nil {
+			s.ConsumerVersion = id
+		}
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: s.LogLevel})).
 		With(slog.String("consumer", "preparar-pedido"), slog.String("consumer_version", s.ConsumerVersion))

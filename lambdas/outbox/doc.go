@@ -22,16 +22,17 @@
 //
 // # Claim with a lease, not a lock held across PutEvents
 //
-// The publisher claims a batch with one short autocommit statement:
+// The publisher claims a batch (BatchSize, default 500) with one short
+// transaction around one statement:
 //
 //	SELECT ... WHERE unpublished AND unparked AND lease free
 //	ORDER BY creado_en LIMIT n FOR UPDATE SKIP LOCKED
 //
-// wrapped in an UPDATE that sets bloqueado_hasta = now() + Lease and a
-// per-batch token, and commits. SKIP LOCKED lets concurrent publishers
+// as the id list of an UPDATE that sets bloqueado_hasta = now() + Lease and
+// a per-batch token, and commits. SKIP LOCKED lets concurrent publishers
 // claim disjoint batches without waiting on each other; the lease keeps the
 // rows away from the others after the row locks are gone. EventBridge is
-// then called with no transaction open, and a second short statement marks
+// then called with no transaction open, and a second short transaction marks
 // the rows published (or records the failure). Holding FOR UPDATE across
 // PutEvents instead would keep a transaction, its row locks and a database
 // connection (through RDS Proxy: a pinned backend) open for as long as the
@@ -52,6 +53,43 @@
 // always marks well before its lease ends (PublishTimeout < Lease), so two
 // live publishers never publish the same row; duplicates come only from
 // crash replay (or a publisher stalled longer than its lease).
+//
+// # Asynchronous commit of the publisher's own transactions
+//
+// The claim and the verdicts (published marks, failure records, parking)
+// run in transactions that start with SET LOCAL synchronous_commit = off:
+// their COMMIT returns without waiting for the WAL flush (PostgreSQL
+// flushes it within ~3 x wal_writer_delay, 600 ms by default). This is
+// safe because what such a commit can lose is only ever publisher
+// bookkeeping, and losing it only makes the publisher redo work:
+//
+//   - The events themselves are inserted by the shop's own transaction
+//     (Add), which keeps the server's synchronous_commit: SET LOCAL ends
+//     with the publisher's transaction, so a pooled connection the shop
+//     reuses is unaffected (TestAsyncCommitOnlyForThePublishersStatements).
+//   - A PostgreSQL crash loses at most the last asynchronous commits, never
+//     a synchronous one nor anything before it (WAL is flushed in order,
+//     and every synchronous commit flushes all earlier records). A lost
+//     claim leaves the row claimable: it is claimed again. A lost mark
+//     leaves a row that is on the bus unpublished in the table: it is
+//     published again with the same id_evento, the crash replay consumers
+//     already de-duplicate. A lost failure record or parking is redone on
+//     the next attempt (intentos may be one lower than it should).
+//   - Nothing else reads the lost state before the crash in a way that
+//     matters: the cleanup deletes only rows marked published 7 days ago.
+//
+// So at-least-once and event id = outbox id hold across a database crash;
+// the price is more replays after one, in exchange for not waiting on a
+// WAL flush twice per batch.
+//
+// # Overlapping rounds
+//
+// While Run finds full batches (a backlog), it records the verdicts of a
+// batch on one pooled connection while it claims and sends the next on
+// another. Each mark still starts right after its own PutEvents phase, so
+// it is as early relative to its lease as in PublishOnce; the two batches
+// are disjoint (a batch waiting for its mark is still leased). Run returns
+// only after the last mark has finished.
 //
 // # EventBridge details
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // PutEventsAPI is the one EventBridge operation the publisher needs.
@@ -37,7 +38,13 @@ type Config struct {
 	// Source is the EventBridge source of every event (required), e.g.
 	// "mercadofresco.tienda".
 	Source string
-	// BatchSize is how many rows one claim takes. Default 100.
+	// BatchSize is how many rows one claim takes. Default 500: the claim
+	// and the marking UPDATE cost a round trip, a commit and a plan each
+	// however many rows they carry, so big batches are what makes a
+	// publisher fast; the batch is still sent as PutEvents calls of at most
+	// 10 entries, MaxConcurrentCalls at a time. Memory: the rows of a batch
+	// are held once (as details); Add caps a payload at 256 KB, so keep
+	// BatchSize x the largest payload within the function's memory.
 	BatchSize int
 	// Lease is how long a claimed row stays invisible to other publishers.
 	// It must comfortably exceed PublishTimeout; when a publisher dies, its
@@ -76,7 +83,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.BatchSize == 0 {
-		c.BatchSize = 100
+		c.BatchSize = 500
 	}
 	if c.Lease == 0 {
 		c.Lease = 30 * time.Second
@@ -190,21 +197,24 @@ type outcome struct {
 	refund    bool // the bus was unreachable: the attempt does not count
 }
 
+// claimSQL leases up to $1 rows. The rows to take are chosen (and locked,
+// skipping rows other publishers are locking) by an uncorrelated sub-SELECT
+// turned into an array, so PostgreSQL runs it once and then fetches the
+// chosen rows through the primary key. Joining a CTE instead let the
+// planner hash the whole table (every published row of the last 7 days)
+// for batches of a few hundred rows.
 const claimSQL = `
-WITH c AS (
+UPDATE outbox o
+SET bloqueado_hasta = now() + $2 * interval '1 millisecond',
+    bloqueado_por   = $3::uuid,
+    intentos        = o.intentos + 1
+WHERE o.id = ANY (ARRAY(
     SELECT id FROM outbox
     WHERE publicado_en IS NULL AND aparcado_en IS NULL
       AND (bloqueado_hasta IS NULL OR bloqueado_hasta <= now())
     ORDER BY creado_en
     LIMIT $1
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE outbox o
-SET bloqueado_hasta = now() + $2 * interval '1 millisecond',
-    bloqueado_por   = $3::uuid,
-    intentos        = o.intentos + 1
-FROM c
-WHERE o.id = c.id
+    FOR UPDATE SKIP LOCKED))
 RETURNING o.id::text, o.agregado_id, o.tipo, o.payload::text, o.creado_en, o.intentos`
 
 const markPublishedSQL = `
@@ -233,39 +243,61 @@ WHERE o.id = f.id::uuid AND o.bloqueado_por = $6::uuid AND o.publicado_en IS NUL
 // its own PublishTimeout so that cancelling a publisher (Lambda nearing its
 // deadline, SIGTERM) does not strand a claimed batch until its lease expires.
 func (p *Publisher) PublishOnce(ctx context.Context) (Result, error) {
+	b, err := p.claimAndPublish(ctx)
+	if err != nil || len(b.claimed) == 0 {
+		return Result{}, err
+	}
+	return p.finish(ctx, b)
+}
+
+// batch is a claimed and sent batch waiting for its verdicts to be
+// recorded.
+type batch struct {
+	token    uuid.UUID
+	claimed  []claimedRow
+	outcomes []outcome
+}
+
+// claimAndPublish is the first half of a round: claim, then PutEvents.
+func (p *Publisher) claimAndPublish(ctx context.Context) (batch, error) {
 	token := uuid.New()
-	rows, err := p.db.Query(ctx, claimSQL, p.cfg.BatchSize, p.cfg.Lease.Milliseconds(), token.String())
-	if err != nil {
-		return Result{}, fmt.Errorf("outbox: claim: %w", err)
-	}
 	var claimed []claimedRow
-	for rows.Next() {
-		var r claimedRow
-		if err := rows.Scan(&r.id, &r.aggregateID, &r.typ, &r.payload, &r.createdAt, &r.attempts); err != nil {
-			rows.Close()
-			return Result{}, fmt.Errorf("outbox: claim: scan: %w", err)
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, claimSQL, p.cfg.BatchSize, p.cfg.Lease.Milliseconds(), token.String())
+		if err != nil {
+			return err
 		}
-		claimed = append(claimed, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return Result{}, fmt.Errorf("outbox: claim: %w", err)
+		defer rows.Close()
+		for rows.Next() {
+			var r claimedRow
+			if err := rows.Scan(&r.id, &r.aggregateID, &r.typ, &r.payload, &r.createdAt, &r.attempts); err != nil {
+				return fmt.Errorf("scan: %w", err)
+			}
+			claimed = append(claimed, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return batch{}, fmt.Errorf("outbox: claim: %w", err)
 	}
 	if len(claimed) == 0 {
-		return Result{}, nil
+		return batch{}, nil
 	}
-	// UPDATE ... RETURNING does not keep the CTE's order.
+	// UPDATE ... RETURNING does not keep the sub-SELECT's order.
 	sort.Slice(claimed, func(i, j int) bool { return claimed[i].createdAt.Before(claimed[j].createdAt) })
 
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.PublishTimeout)
 	defer cancel()
-	outcomes := p.publish(pctx, claimed)
+	return batch{token: token, claimed: claimed, outcomes: p.publish(pctx, claimed)}, nil
+}
 
-	// Record verdicts even if the publish phase timed out: a fresh timeout
-	// for the two small UPDATEs.
+// finish is the second half of a round: record the verdicts, even if the
+// publish phase timed out or ctx is done (a fresh timeout for the small
+// UPDATEs), and add them to the counters.
+func (p *Publisher) finish(ctx context.Context, b batch) (Result, error) {
 	mctx, mcancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Lease/2)
 	defer mcancel()
-	res, err := p.record(mctx, token, claimed, outcomes)
+	res, err := p.record(mctx, b.token, b.claimed, b.outcomes)
 	p.mu.Lock()
 	p.totals.add(res)
 	p.window.add(res)
@@ -289,6 +321,7 @@ func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome
 			Time:         aws.Time(r.createdAt),
 		}
 		sizes[i] = EntrySize(entries[i])
+		claimed[i].payload = "" // held in the detail now; halves a batch's memory
 	}
 	calls, tooLarge := pack(sizes, MaxEntriesPerCall, MaxEntryBytes)
 	for _, i := range tooLarge {
@@ -463,23 +496,55 @@ func (p *Publisher) record(ctx context.Context, token uuid.UUID, claimed []claim
 		refunds = append(refunds, refund)
 		backoffs = append(backoffs, fullJitter(p.cfg.RetryBaseDelay, p.cfg.RetryMaxDelay, r.attempts).Milliseconds())
 	}
-	var errOut error
-	if len(pubIDs) > 0 {
-		tag, err := p.db.Exec(ctx, markPublishedSQL, pubIDs)
-		if err != nil {
-			// The events are on the bus but not marked: the lease expires and
-			// they are published again with the same id (at-least-once).
-			errOut = fmt.Errorf("outbox: mark %d published: %w", len(pubIDs), err)
-		} else {
+	// Both UPDATEs in one transaction: one commit (asynchronous, see
+	// inTx) for the whole verdict of the batch.
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		if len(pubIDs) > 0 {
+			tag, err := tx.Exec(ctx, markPublishedSQL, pubIDs)
+			if err != nil {
+				return fmt.Errorf("mark %d published: %w", len(pubIDs), err)
+			}
 			res.Published = int(tag.RowsAffected())
 		}
-	}
-	if len(ids) > 0 {
-		if _, err := p.db.Exec(ctx, markFailedSQL, ids, errs, parks, refunds, backoffs, token.String()); err != nil {
-			errOut = errors.Join(errOut, fmt.Errorf("outbox: record %d failures: %w", len(ids), err))
+		if len(ids) > 0 {
+			if _, err := tx.Exec(ctx, markFailedSQL, ids, errs, parks, refunds, backoffs, token.String()); err != nil {
+				return fmt.Errorf("record %d failures: %w", len(ids), err)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		// The events are on the bus but not marked: the lease expires and
+		// they are published again with the same id (at-least-once); the
+		// failures are retried when the lease expires.
+		res.Published = 0
+		return res, fmt.Errorf("outbox: record verdicts: %w", err)
 	}
-	return res, errOut
+	return res, nil
+}
+
+// asyncCommitSQL makes the COMMIT of the publisher's own transaction (the
+// claim, the verdicts) return without waiting for the WAL flush. SET LOCAL:
+// the setting ends with the transaction, so a pooled connection that the
+// shop later uses for an order commits synchronously as configured. Why
+// losing such a commit is safe: see "Asynchronous commit" in the package
+// doc.
+const asyncCommitSQL = "SET LOCAL synchronous_commit = off"
+
+// inTx runs fn in a short transaction with asynchronous commit.
+func (p *Publisher) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := p.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, asyncCommitSQL); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // Run publishes until ctx is done: a round, then another at once if the
@@ -503,12 +568,50 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 		defer cancel()
 		flush(mctx)
 	}()
+	// While the backlog keeps batches full, the verdicts of a batch are
+	// recorded in the background while the next batch is claimed and sent
+	// (on another pooled connection), so the database works on both at
+	// once. The mark of a batch still starts right after its PutEvents
+	// phase, as in PublishOnce, so it is never later relative to its lease;
+	// at most two marks are in flight, and a batch is never claimed before
+	// the mark of the batch two rounds back has finished. The batches are
+	// disjoint (a batch waiting for its mark is still leased), so the
+	// overlap changes no outcome.
+	type marked struct {
+		res Result
+		err error
+	}
+	var inFlight chan marked // the previous batch's mark, if any
+	collect := func() error {
+		if inFlight == nil {
+			return nil
+		}
+		m := <-inFlight
+		inFlight = nil
+		return m.err
+	}
+	defer func() { _ = collect() }()
 	consecutiveErrors := 0
 	for ctx.Err() == nil {
 		if time.Since(lastMetrics) >= p.cfg.MetricsInterval {
 			flush(ctx)
 		}
-		res, err := p.PublishOnce(ctx)
+		b, err := p.claimAndPublish(ctx)
+		var cur chan marked
+		if len(b.claimed) > 0 {
+			cur = make(chan marked, 1)
+			go func(b batch) {
+				res, err := p.finish(ctx, b)
+				cur <- marked{res, err}
+			}(b)
+		}
+		err = errors.Join(err, collect())
+		inFlight = cur
+		full := err == nil && len(b.claimed) == p.cfg.BatchSize
+		if !full {
+			// Idle or failing: settle this batch before waiting.
+			err = errors.Join(err, collect())
+		}
 		wait := p.cfg.PollInterval
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -517,7 +620,7 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 			// At least PollInterval, plus a growing jittered backoff, so a
 			// database outage is never hammered in a tight loop.
 			wait = p.cfg.PollInterval + fullJitter(p.cfg.PollInterval, 30*time.Second, consecutiveErrors)
-		case err == nil && res.Claimed == p.cfg.BatchSize:
+		case full:
 			consecutiveErrors = 0
 			continue
 		default:

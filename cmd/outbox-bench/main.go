@@ -12,8 +12,11 @@
 //     publishers run, and reports the lag from each writer's COMMIT
 //     returning to the sink receiving the event: p50 / p99.
 //
-// Both systems run with their defaults: batches of 100, 1 s poll; ours also
-// with LISTEN/NOTIFY wake-up in an extra row. Usage:
+// Both systems run with their defaults (ours: outbox.Config's, batches of
+// 500 and 4 PutEvents calls at once; Watermill's: 1 s poll), both polling
+// every second; ours also with LISTEN/NOTIFY wake-up in an extra row. -batch
+// and -calls override our publisher's BatchSize and MaxConcurrentCalls.
+// Usage:
 //
 //	go run ./cmd/outbox-bench -dsn postgres://postgres@127.0.0.1:5432 -n 20000
 package main
@@ -57,6 +60,8 @@ type options struct {
 	rate       int
 	lagSeconds int
 	timeout    time.Duration
+	batch      int // outbox.Config.BatchSize; 0 = the package default
+	calls      int // outbox.Config.MaxConcurrentCalls; 0 = the package default
 }
 
 type row struct {
@@ -85,6 +90,8 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 100, "orders per second written during the lag run")
 	flag.IntVar(&o.lagSeconds, "lag-seconds", 10, "length of the lag run")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up a run after this long")
+	flag.IntVar(&o.batch, "batch", 0, "outbox publisher BatchSize (0 = the package default)")
+	flag.IntVar(&o.calls, "calls", 0, "outbox publisher MaxConcurrentCalls (0 = the package default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -448,7 +455,7 @@ func benchOutbox(ctx context.Context, o options, publishers int, listen bool) (r
 				return row{}, err
 			}
 		}
-		p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, outbox.Config{BusName: "bus-mercadofresco", Source: "mercadofresco.tienda"})
+		p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, outbox.Config{BusName: "bus-mercadofresco", Source: "mercadofresco.tienda", BatchSize: o.batch, MaxConcurrentCalls: o.calls})
 		if err != nil {
 			return row{}, err
 		}

@@ -15,7 +15,8 @@
 // Both systems run with their defaults (ours: outbox.Config's, batches of
 // 500 and 4 PutEvents calls at once; Watermill's: 1 s poll), both polling
 // every second; ours also with LISTEN/NOTIFY wake-up in an extra row. -batch
-// and -calls override our publisher's BatchSize and MaxConcurrentCalls.
+// and -calls override our publisher's BatchSize and MaxConcurrentCalls,
+// -wm-batch Watermill's SubscribeBatchSize.
 // Usage:
 //
 //	go run ./cmd/outbox-bench -dsn postgres://postgres@127.0.0.1:5432 -n 20000
@@ -62,6 +63,7 @@ type options struct {
 	timeout    time.Duration
 	batch      int // outbox.Config.BatchSize; 0 = the package default
 	calls      int // outbox.Config.MaxConcurrentCalls; 0 = the package default
+	wmBatch    int // Watermill's SubscribeBatchSize; 0 = its default (100)
 }
 
 type row struct {
@@ -92,6 +94,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up a run after this long")
 	flag.IntVar(&o.batch, "batch", 0, "outbox publisher BatchSize (0 = the package default)")
 	flag.IntVar(&o.calls, "calls", 0, "outbox publisher MaxConcurrentCalls (0 = the package default)")
+	flag.IntVar(&o.wmBatch, "wm-batch", 0, "Watermill SubscribeBatchSize (0 = its default, 100)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -492,7 +495,7 @@ func benchWatermill(ctx context.Context, o options, forwarders int) (row, error)
 	newSub := func() (*wsql.Subscriber, error) {
 		return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
 			ConsumerGroup:    "mercadofresco",
-			SchemaAdapter:    wsql.DefaultPostgreSQLSchema{},
+			SchemaAdapter:    wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: o.wmBatch},
 			OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
 			InitializeSchema: true,
 		}, watermill.NopLogger{})

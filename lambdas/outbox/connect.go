@@ -35,8 +35,10 @@ type ConnectConfig struct {
 	Host string
 	// Database overrides the secret's dbname.
 	Database string
-	// MaxConns per Lambda instance. Default 2 (one round at a time plus
-	// the metrics query).
+	// MaxConns per Lambda instance. Default 2: while a backlog drains,
+	// Publisher.Run claims a batch on one connection while the previous
+	// batch's verdicts are recorded on the other; the metrics query waits
+	// for a free one.
 	MaxConns int32
 	// SSLMode defaults to verify-full: RDS Proxy requires TLS and presents
 	// an ACM certificate that the system roots of provided.al2023 trust.

@@ -1,7 +1,6 @@
 package fanout_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -46,13 +45,7 @@ func (f *fixture) topic() *fanout.Topic {
 	})
 }
 
-func (f *fixture) errors() []string {
-	var out []string
-	for _, m := range *assertions.Annotations_FromStack(f.stack).FindError(jsii.String("*"), assertions.Match_AnyValue()) {
-		out = append(out, fmt.Sprint(m.Entry.Data))
-	}
-	return out
-}
+func (f *fixture) errors() []string { return cdktest.Errors(f.stack) }
 
 func TestFanOutDefaults(t *testing.T) {
 	f := newFixture()

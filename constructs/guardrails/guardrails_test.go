@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -14,7 +13,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
-	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/guardrails"
@@ -57,18 +55,10 @@ func (f *fixture) queueWithDLQ(id string, visibility float64) awssqs.Queue {
 }
 
 func (f *fixture) messages(level string) []string {
-	a := assertions.Annotations_FromStack(f.stack)
-	var found *[]*cxapi.SynthesisMessage
 	if level == "error" {
-		found = a.FindError(jsii.String("*"), assertions.Match_AnyValue())
-	} else {
-		found = a.FindWarning(jsii.String("*"), assertions.Match_AnyValue())
+		return cdktest.Errors(f.stack)
 	}
-	var out []string
-	for _, m := range *found {
-		out = append(out, fmt.Sprint(m.Entry.Data))
-	}
-	return out
+	return cdktest.Warnings(f.stack)
 }
 
 func (f *fixture) errorsFor(rule string) []string {
@@ -83,16 +73,7 @@ func (f *fixture) errorsFor(rule string) []string {
 
 func requireContains(t *testing.T, msgs []string, parts ...string) {
 	t.Helper()
-	for _, m := range msgs {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(m, p)
-		}
-		if ok {
-			return
-		}
-	}
-	t.Fatalf("no message contains %q; got:\n%s", parts, strings.Join(msgs, "\n"))
+	cdktest.RequireContains(t, msgs, parts...)
 }
 
 func TestCompliantSetupPasses(t *testing.T) {

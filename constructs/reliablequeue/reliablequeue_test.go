@@ -2,7 +2,6 @@ package reliablequeue_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -48,14 +47,7 @@ func (f *fixture) function(id string, timeoutSeconds float64) awslambda.Function
 }
 
 // errors returns the synth error messages of the fixture's stack.
-func (f *fixture) errors() []string {
-	msgs := assertions.Annotations_FromStack(f.stack).FindError(jsii.String("*"), assertions.Match_AnyValue())
-	var out []string
-	for _, m := range *msgs {
-		out = append(out, fmt.Sprint(m.Entry.Data))
-	}
-	return out
-}
+func (f *fixture) errors() []string { return cdktest.Errors(f.stack) }
 
 func (f *fixture) requireNoErrors(t *testing.T) {
 	t.Helper()
@@ -66,17 +58,7 @@ func (f *fixture) requireNoErrors(t *testing.T) {
 
 func (f *fixture) requireError(t *testing.T, parts ...string) {
 	t.Helper()
-	errs := f.errors()
-	for _, e := range errs {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(e, p)
-		}
-		if ok {
-			return
-		}
-	}
-	t.Fatalf("no synth error containing %q; errors:\n%s", parts, strings.Join(errs, "\n"))
+	cdktest.RequireContains(t, f.errors(), parts...)
 }
 
 func (f *fixture) template(t *testing.T) assertions.Template {

@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -90,4 +93,37 @@ func NewPlatform(id string) *Platform {
 	key := awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 	alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key, EnforceSSL: jsii.Bool(true)})
 	return &Platform{App: app, Stack: stack, Key: key, Alerts: alerts}
+}
+
+// Errors returns the text of every synthesis error under stack.
+func Errors(stack awscdk.Stack) []string {
+	return messages(assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_AnyValue()))
+}
+
+// Warnings returns the text of every synthesis warning under stack.
+func Warnings(stack awscdk.Stack) []string {
+	return messages(assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()))
+}
+
+func messages(found *[]*cxapi.SynthesisMessage) []string {
+	var out []string
+	for _, m := range *found {
+		out = append(out, fmt.Sprint(m.Entry.Data))
+	}
+	return out
+}
+
+// RequireContains fails the test unless one of msgs contains every part.
+func RequireContains(t testing.TB, msgs []string, parts ...string) {
+	t.Helper()
+	for _, m := range msgs {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(m, p)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("no message contains %q; got:\n%s", parts, strings.Join(msgs, "\n"))
 }

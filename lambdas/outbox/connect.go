@@ -122,11 +122,7 @@ func ConnectFromSecret(ctx context.Context, sm SecretGetter, cfg ConnectConfig) 
 	if err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: open pool: %w", err)
-	}
-	return pool, nil
+	return openPool(ctx, pc)
 }
 
 // IAMPoolConfig builds a pool configuration that authenticates with an IAM
@@ -182,6 +178,11 @@ func ConnectIAM(ctx context.Context, cfg ConnectConfig, creds aws.CredentialsPro
 	if err != nil {
 		return nil, err
 	}
+	return openPool(ctx, pc)
+}
+
+// openPool opens a pool from pc (connections are opened lazily).
+func openPool(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: open pool: %w", err)

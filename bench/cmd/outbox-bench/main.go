@@ -19,7 +19,7 @@
 // -wm-batch Watermill's SubscribeBatchSize.
 // Usage:
 //
-//	go run ./cmd/outbox-bench -dsn postgres://postgres@127.0.0.1:5432 -n 20000
+//	cd bench && go run ./cmd/outbox-bench -dsn postgres://postgres@127.0.0.1:5432 -n 20000
 package main
 
 import (

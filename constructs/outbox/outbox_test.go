@@ -18,7 +18,8 @@ import (
 	"github.com/mercadofresco/integration/constructs/outbox"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	outboxlib "github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -275,24 +276,21 @@ func TestLeastPrivilegePutEventsOnTheBusOnlyAndConnectThroughTheProxy(t *testing
 
 func TestAlarmsOnPendingOldestAndParked(t *testing.T) {
 	_, tpl := fx(t)
-	if outboxlib.MetricNamespace != platform.MetricNamespace {
-		t.Fatalf("the publisher writes %q but the project's namespace is %q", outboxlib.MetricNamespace, platform.MetricNamespace)
-	}
 	tests := []struct {
 		metric    string
 		threshold float64
 		missing   string
 	}{
-		{outboxlib.MetricPending, 500, "notBreaching"},
-		{outboxlib.MetricOldestAge, 60, "breaching"},
-		{outboxlib.MetricParked, 0, "notBreaching"},
+		{outboxmetrics.Pending, 500, "notBreaching"},
+		{outboxmetrics.OldestAge, 60, "breaching"},
+		{outboxmetrics.Parked, 0, "notBreaching"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.metric, func(t *testing.T) {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 				"Namespace":          platform.MetricNamespace,
 				"MetricName":         tc.metric,
-				"Dimensions":         []any{map[string]any{"Name": outboxlib.DimensionEnvironment, "Value": "dev"}},
+				"Dimensions":         []any{map[string]any{"Name": metrics.DimensionEnvironment, "Value": "dev"}},
 				"Statistic":          "Maximum",
 				"Period":             60,
 				"Threshold":          tc.threshold,

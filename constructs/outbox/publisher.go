@@ -19,7 +19,8 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/platform"
-	outboxlib "github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
 )
 
 // Defaults of PublisherProps (the lesson's numbers).
@@ -292,9 +293,9 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 
 func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
 	props := &awscloudwatch.MetricProps{
-		Namespace:     jsii.String(outboxlib.MetricNamespace),
+		Namespace:     jsii.String(metrics.Namespace),
 		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{outboxlib.DimensionEnvironment: jsii.String(p.environment)},
+		DimensionsMap: &map[string]*string{metrics.DimensionEnvironment: jsii.String(p.environment)},
 		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic:     jsii.String("Maximum"),
 	}
@@ -312,17 +313,17 @@ func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscl
 
 // MetricPending is the number of unpublished, unparked outbox rows.
 func (p *Publisher) MetricPending(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxlib.MetricPending, opts)
+	return p.metric(outboxmetrics.Pending, opts)
 }
 
 // MetricOldestPendingAge is the age in seconds of the oldest pending row.
 func (p *Publisher) MetricOldestPendingAge(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxlib.MetricOldestAge, opts)
+	return p.metric(outboxmetrics.OldestAge, opts)
 }
 
 // MetricParked is the number of parked (poison) rows.
 func (p *Publisher) MetricParked(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxlib.MetricParked, opts)
+	return p.metric(outboxmetrics.Parked, opts)
 }
 
 // GrantInvoke lets grantee run the publisher on demand (e.g. a runbook).

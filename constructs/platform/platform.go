@@ -17,14 +17,18 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/lambdas/metrics"
 )
 
 // SPEC names of the platform resources (environments add their suffix).
 const (
-	DataKeyAlias    = "alias/mercadofresco-datos"
-	AlertsTopic     = "alertas-mercadofresco"
-	EventBusName    = "bus-mercadofresco"
-	MetricNamespace = "MercadoFresco/Tienda"
+	DataKeyAlias = "alias/mercadofresco-datos"
+	AlertsTopic  = "alertas-mercadofresco"
+	EventBusName = "bus-mercadofresco"
+	// MetricNamespace is the project's custom CloudWatch namespace: the one
+	// the Lambdas write to (lambdas/metrics).
+	MetricNamespace = metrics.Namespace
 )
 
 // DataKeyProps configures NewDataKey.

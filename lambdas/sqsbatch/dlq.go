@@ -42,15 +42,22 @@ var ourAttributes = []string{AttrFailureReason, AttrFailureClass, AttrConsumerVe
 // It returns the DLQ's message id (a new one: the original travels in
 // AttrOriginalMessageID).
 func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, cause error) (string, error) {
-	if p.cfg.DLQ == nil || p.cfg.DLQURL == "" {
+	dlqURL := p.cfg.DLQURL
+	if len(p.cfg.DLQRoutes) > 0 {
+		var ok bool
+		if dlqURL, ok = p.cfg.DLQRoutes.For(rec.Message.EventSourceARN); !ok {
+			return "", fmt.Errorf("no DLQ route for source %s (the queue's redrive policy will move it after maxReceiveCount)", rec.Message.EventSourceARN)
+		}
+	}
+	if p.cfg.DLQ == nil || dlqURL == "" {
 		return "", errors.New("no DLQ configured (the queue's redrive policy will move it after maxReceiveCount)")
 	}
 	in := &queue.SendMessageInput{
-		QueueURL:          p.cfg.DLQURL,
+		QueueURL:          dlqURL,
 		Body:              rec.Message.Body,
 		MessageAttributes: dlqAttributes(rec, class, cause, p.cfg.ConsumerVersion),
 	}
-	if p.dlqFIFO {
+	if strings.HasSuffix(dlqURL, ".fifo") {
 		in.MessageGroupID = rec.GroupID
 		if in.MessageGroupID == "" {
 			in.MessageGroupID = rec.Message.MessageId

@@ -61,6 +61,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
 
 // Defaults applied by New.
@@ -97,6 +98,12 @@ type Config struct {
 	// A DLQ URL ending in ".fifo" gets MessageGroupId and a deduplication id.
 	DLQ    queue.Sender
 	DLQURL string
+	// DLQRoutes, when not empty, takes precedence over DLQURL: each record
+	// goes to the DLQ of the queue it came from (by its event source ARN),
+	// as the CDK wires it for functions that consume several queues
+	// (dlqroute.Env). A record from a queue without a route is reported as a
+	// batch item failure (the queue's redrive policy then moves it).
+	DLQRoutes dlqroute.Routes
 	// Visibility, when set, is used to honour RetryAfter
 	// (ChangeMessageVisibility on the source queue).
 	Visibility queue.VisibilityChanger
@@ -142,9 +149,8 @@ type Config struct {
 // Processor processes SQS batches. It is safe for concurrent use; create it
 // once per Lambda sandbox (in main) and pass Process to lambda.Start.
 type Processor struct {
-	cfg     Config
-	log     *slog.Logger
-	dlqFIFO bool
+	cfg Config
+	log *slog.Logger
 }
 
 // New validates cfg, applies defaults and returns a Processor.
@@ -185,7 +191,7 @@ func New(cfg Config) (*Processor, error) {
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	}
-	return &Processor{cfg: cfg, log: log, dlqFIFO: strings.HasSuffix(cfg.DLQURL, ".fifo")}, nil
+	return &Processor{cfg: cfg, log: log}, nil
 }
 
 // Record is one SQS record as the handler sees it.

@@ -18,6 +18,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
 
 // pedido leaves "version" to the library (it may be 1, 1.0 or "1.3").
@@ -894,4 +895,40 @@ func (s *slowSender) SendMessage(ctx context.Context, in *queue.SendMessageInput
 	defer close(s.finished)
 	<-ctx.Done()
 	return s.next.SendMessage(context.WithoutCancel(ctx), in)
+}
+
+// With DLQ routes (a function consuming several queues), each poison record
+// goes to the DLQ of the queue it came from; a record from a queue without a
+// route is reported for retry (the queue's redrive then moves it).
+func TestDLQRoutesSendEachRecordToItsOwnQueuesDLQ(t *testing.T) {
+	e := newEnv(t, false)
+	otherDLQ, err := e.fake.CreateQueue("mercadofresco-aviso-erp-fallidos", queuefake.QueueConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustNew(t, sqsbatch.Config{
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
+		DLQ:     e.fake, Logger: discard(),
+		DLQURL: "https://sqs.eu-west-1.amazonaws.com/000000000000/never-used",
+		DLQRoutes: dlqroute.Routes{
+			"cola-mercadofresco-pedidos":   e.dlqURL,
+			"cola-mercadofresco-aviso-erp": otherDLQ,
+		},
+	})
+	from := func(id, queue string) events.SQSMessage {
+		m := msg(id, `{"version":2,"pedido_id":"P1"}`)
+		m.EventSourceARN = "arn:aws:sqs:eu-west-1:000000000000:" + queue
+		return m
+	}
+	resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		from("a", "cola-mercadofresco-pedidos"), from("b", "cola-mercadofresco-aviso-erp"), from("c", "cola-sin-ruta"),
+	}})
+	if !slices.Equal(failedIDs(resp), []string{"c"}) {
+		t.Fatalf("failures = %v, want only the record without a route", failedIDs(resp))
+	}
+	pedidos, _ := e.fake.Inspect(e.dlqURL)
+	erp, _ := e.fake.Inspect(otherDLQ)
+	if len(pedidos) != 1 || attr(pedidos[0], sqsbatch.AttrOriginalMessageID) != "a" || len(erp) != 1 || attr(erp[0], sqsbatch.AttrOriginalMessageID) != "b" {
+		t.Fatalf("pedidos DLQ %d, ERP DLQ %d: each record must reach its own queue's DLQ", len(pedidos), len(erp))
+	}
 }

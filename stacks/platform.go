@@ -27,16 +27,16 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 	stack := newStack(scope, env, "Platform", "data key, alerts topic and event bus")
 	s := &PlatformStack{Stack: stack}
 	s.DataKey = platform.NewDataKey(stack, "DataKey", &platform.DataKeyProps{
-		Alias:         env.PhysicalName(platform.DataKeyAlias),
+		Alias:         jsii.String(env.PhysicalName(platform.DataKeyAlias)),
 		RemovalPolicy: env.RemovalPolicy,
 	})
 	s.Alerts = platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{
-		TopicName: env.PhysicalName(platform.AlertsTopic),
+		TopicName: jsii.String(env.PhysicalName(platform.AlertsTopic)),
 		Key:       s.DataKey,
 		Email:     env.AlarmEmail,
 	})
 	s.Bus, s.Archive = platform.NewEventBus(stack, "Bus", &platform.EventBusProps{
-		EventBusName:         env.PhysicalName(platform.EventBusName),
+		EventBusName:         jsii.String(env.PhysicalName(platform.EventBusName)),
 		ArchiveRetentionDays: env.ArchiveRetentionDays,
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("DataKeyArn"), &awscdk.CfnOutputProps{Value: s.DataKey.KeyArn()})

@@ -41,12 +41,12 @@ type DatabaseProps struct {
 	RotationSubnets  *awsec2.SubnetSelection
 	RotationEndpoint awsec2.IInterfaceVpcEndpoint
 	// ClusterIdentifier is the physical name, e.g.
-	// env.PhysicalName("aurora-mf-escritor").
-	ClusterIdentifier string
+	// env.PhysicalName("aurora-mf-escritor"). Required.
+	ClusterIdentifier *string
 	// ProxyName defaults to ClusterIdentifier + "-proxy".
-	ProxyName string
+	ProxyName *string
 	// DatabaseName defaults to DefaultDatabaseName.
-	DatabaseName string
+	DatabaseName *string
 	// EncryptionKey encrypts the storage, the credentials secret, the
 	// exported PostgreSQL logs and the Performance Insights data.
 	EncryptionKey awskms.IKey
@@ -69,8 +69,9 @@ type DatabaseProps struct {
 	LogRetention awslogs.RetentionDays
 	// RemovalPolicy of the cluster: empty means RETAIN. SNAPSHOT is allowed.
 	RemovalPolicy awscdk.RemovalPolicy
-	// DeletionProtection of the cluster.
-	DeletionProtection bool
+	// DeletionProtection of the cluster. Nil means on (the project's one
+	// default for stores); stacks pass config.Environment.DeletionProtection.
+	DeletionProtection *bool
 	// AlarmTopic, when set, receives alarms on the proxy's connection use
 	// and the cluster's CPU (ConexionesProxyAlarm, CPUAlarm).
 	AlarmTopic awssns.ITopic
@@ -110,9 +111,9 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		props = &DatabaseProps{}
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
-	d := &Database{Construct: this, DatabaseName: props.DatabaseName, User: DefaultMasterUser}
-	if d.DatabaseName == "" {
-		d.DatabaseName = DefaultDatabaseName
+	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, User: DefaultMasterUser}
+	if props.DatabaseName != nil {
+		d.DatabaseName = *props.DatabaseName
 	}
 	invalid := func(msg string) { awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Database: " + msg)) }
 	p := *props // stand-ins go into a copy, never into the caller's props
@@ -123,10 +124,13 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		props.Subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
 		props.RotationSubnets = props.Subnets
 	}
-	if props.ClusterIdentifier == "" {
+	clusterID := "missing-cluster-identifier"
+	if props.ClusterIdentifier == nil || *props.ClusterIdentifier == "" {
 		invalid("ClusterIdentifier is required")
-		props.ClusterIdentifier = "missing-cluster-identifier"
+	} else {
+		clusterID = *props.ClusterIdentifier
 	}
+	deletionProtection := props.DeletionProtection == nil || *props.DeletionProtection
 	if props.EncryptionKey == nil {
 		invalid("EncryptionKey is required (the data key alias/mercadofresco-datos)")
 		props.EncryptionKey = awskms.Key_FromKeyArn(this, jsii.String("MissingKey"), jsii.String("arn:aws:kms:eu-west-1:000000000000:key/missing"))
@@ -157,9 +161,9 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		logRetention = awslogs.RetentionDays_ONE_MONTH
 	}
 	clusterRemoval := removal.For(props.RemovalPolicy, removal.Snapshottable)
-	proxyName := props.ProxyName
-	if proxyName == "" {
-		proxyName = props.ClusterIdentifier + "-proxy"
+	proxyName := clusterID + "-proxy"
+	if props.ProxyName != nil {
+		proxyName = *props.ProxyName
 	}
 	subnets := props.Subnets
 	engine := awsrds.DatabaseClusterEngine_AuroraPostgres(&awsrds.AuroraPostgresClusterEngineProps{
@@ -193,14 +197,14 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	// retention) instead of through CloudwatchLogsRetention, which deploys
 	// a custom-resource Lambda with a managed policy for the same result.
 	pgLogs := awslogs.NewLogGroup(this, jsii.String("PostgresqlLogs"), &awslogs.LogGroupProps{
-		LogGroupName:  jsii.String("/aws/rds/cluster/" + props.ClusterIdentifier + "/postgresql"),
+		LogGroupName:  jsii.String("/aws/rds/cluster/" + clusterID + "/postgresql"),
 		Retention:     logRetention,
 		EncryptionKey: props.EncryptionKey,
 		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
 	})
 	d.Cluster = awsrds.NewDatabaseCluster(this, jsii.String("Cluster"), &awsrds.DatabaseClusterProps{
 		Engine:                  engine,
-		ClusterIdentifier:       jsii.String(props.ClusterIdentifier),
+		ClusterIdentifier:       jsii.String(clusterID),
 		Writer:                  instance("Escritor"),
 		Readers:                 &readers,
 		ServerlessV2MinCapacity: jsii.Number(minACU),
@@ -209,7 +213,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		VpcSubnets:              subnets,
 		Credentials: awsrds.Credentials_FromGeneratedSecret(jsii.String(DefaultMasterUser), &awsrds.CredentialsBaseOptions{
 			EncryptionKey: props.EncryptionKey,
-			SecretName:    jsii.String(props.ClusterIdentifier + "-credenciales"),
+			SecretName:    jsii.String(clusterID + "-credenciales"),
 		}),
 		DefaultDatabaseName:        jsii.String(d.DatabaseName),
 		StorageEncrypted:           jsii.Bool(true),
@@ -220,7 +224,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		PreferredMaintenanceWindow: jsii.String("sun:03:30-sun:04:30"),
 		CloudwatchLogsExports:      jsii.Strings("postgresql"),
 		CopyTagsToSnapshot:         jsii.Bool(true),
-		DeletionProtection:         jsii.Bool(props.DeletionProtection),
+		DeletionProtection:         jsii.Bool(deletionProtection),
 		RemovalPolicy:              clusterRemoval,
 	})
 	d.Cluster.Node().AddDependency(pgLogs)
@@ -243,7 +247,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	stack := awscdk.Stack_Of(this)
 	proxyRole := awsiam.NewRole(this, jsii.String("ProxyRole"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("rds.amazonaws.com"), nil),
-		Description: jsii.String("RDS Proxy of " + props.ClusterIdentifier + ": reads the database secret"),
+		Description: jsii.String("RDS Proxy of " + clusterID + ": reads the database secret"),
 	})
 	proxyRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("kms:Decrypt"),
@@ -275,7 +279,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 			Reason: jsii.String("The default port 5432 is kept: only the proxy's and the rotation function's security groups may reach it, and a non-standard port adds no protection against anyone who can already reach the isolated subnets."),
 		},
 	}, jsii.Bool(true))
-	if !props.DeletionProtection {
+	if !deletionProtection {
 		cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{{
 			Id:     jsii.String("AwsSolutions-RDS10"),
 			Reason: jsii.String("Deletion protection comes from config.Environment.DeletionProtection: on in prod, off in dev/staging, which are rebuilt from scratch."),

@@ -58,15 +58,15 @@ func newFixtureWith(t *testing.T, deletionProtection bool, removal awscdk.Remova
 	f.database = outbox.NewDatabase(stack, "Aurora", &outbox.DatabaseProps{
 		Vpc: f.network.Vpc, Subnets: f.network.DataSubnets(),
 		RotationSubnets: f.network.AppSubnets(), RotationEndpoint: f.network.SecretsEndpoint,
-		ClusterIdentifier: "aurora-mf-escritor-dev", EncryptionKey: key,
-		DeletionProtection: deletionProtection, RemovalPolicy: removal,
+		ClusterIdentifier: jsii.String("aurora-mf-escritor-dev"), EncryptionKey: key,
+		DeletionProtection: jsii.Bool(deletionProtection), RemovalPolicy: removal,
 		AlarmTopic: alerts,
 	})
 	f.publisher = outbox.NewPublisher(stack, "Publicador", &outbox.PublisherProps{
 		Database: f.database, Vpc: f.network.Vpc, Subnets: f.network.AppSubnets(),
 		EventsEndpoint: f.network.EventsEndpoint, Bus: bus, Environment: "dev",
 		Builder: builder, EncryptionKey: key, AlarmTopic: alerts, ReservedConcurrency: 2,
-		FunctionNamePrefix: "mf-outbox-dev", LogRemovalPolicy: removal,
+		FunctionNamePrefix: jsii.String("mf-outbox-dev"), LogRemovalPolicy: removal,
 	})
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	return f

@@ -71,8 +71,8 @@ type PublisherProps struct {
 	// thousands of events per second).
 	ReservedConcurrency float64
 	// FunctionNamePrefix names the functions <prefix>-publicador and
-	// <prefix>-limpieza. Empty lets CloudFormation name them.
-	FunctionNamePrefix string
+	// <prefix>-limpieza. Nil lets CloudFormation name them.
+	FunctionNamePrefix *string
 	// PendingThreshold and OldestAgeThresholdSeconds default to 500 and 60.
 	PendingThreshold          float64
 	OldestAgeThresholdSeconds float64
@@ -142,10 +142,10 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	}
 	logRemoval := props.LogRemovalPolicy // golambda maps it (removal.For)
 	name := func(suffix string) *string {
-		if props.FunctionNamePrefix == "" {
+		if props.FunctionNamePrefix == nil {
 			return nil
 		}
-		return jsii.String(props.FunctionNamePrefix + "-" + suffix)
+		return jsii.String(*props.FunctionNamePrefix + "-" + suffix)
 	}
 
 	p.SecurityGroup = awsec2.NewSecurityGroup(this, jsii.String("SecurityGroup"), &awsec2.SecurityGroupProps{

@@ -32,9 +32,9 @@ const (
 
 // DataKeyProps configures NewDataKey.
 type DataKeyProps struct {
-	// Alias of the key, e.g. "alias/mercadofresco-datos-dev". Empty means
+	// Alias of the key, e.g. "alias/mercadofresco-datos-dev". Nil means
 	// DataKeyAlias.
-	Alias string
+	Alias *string
 	// RemovalPolicy of the key, mapped by removal.For: empty and SNAPSHOT
 	// mean RETAIN (keeping the key is what keeps an environment's snapshots
 	// readable; a destroyed key makes
@@ -53,9 +53,9 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	if props == nil {
 		props = &DataKeyProps{}
 	}
-	alias := props.Alias
-	if alias == "" {
-		alias = DataKeyAlias
+	alias := DataKeyAlias
+	if props.Alias != nil {
+		alias = *props.Alias
 	}
 	keyRemoval := removal.For(props.RemovalPolicy, removal.Data)
 	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{
@@ -104,8 +104,8 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 
 // AlertsTopicProps configures NewAlertsTopic.
 type AlertsTopicProps struct {
-	// TopicName is the physical name. Empty means AlertsTopic.
-	TopicName string
+	// TopicName is the physical name. Nil means AlertsTopic.
+	TopicName *string
 	// Key encrypts the topic. Required: an alarm topic with an AWS-managed
 	// key cannot receive CloudWatch alarms.
 	Key awskms.IKey
@@ -120,9 +120,9 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 	if props == nil {
 		props = &AlertsTopicProps{}
 	}
-	name := props.TopicName
-	if name == "" {
-		name = AlertsTopic
+	name := AlertsTopic
+	if props.TopicName != nil {
+		name = *props.TopicName
 	}
 	topic := awssns.NewTopic(scope, jsii.String(id), &awssns.TopicProps{
 		TopicName:        jsii.String(name),
@@ -154,8 +154,8 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 
 // EventBusProps configures NewEventBus.
 type EventBusProps struct {
-	// EventBusName is the physical name. Empty means EventBusName.
-	EventBusName string
+	// EventBusName is the physical name. Nil means EventBusName.
+	EventBusName *string
 	// ArchiveRetentionDays is how long the archive keeps events for replay.
 	// Zero keeps them forever.
 	ArchiveRetentionDays float64
@@ -168,9 +168,9 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	if props == nil {
 		props = &EventBusProps{}
 	}
-	name := props.EventBusName
-	if name == "" {
-		name = EventBusName
+	name := EventBusName
+	if props.EventBusName != nil {
+		name = *props.EventBusName
 	}
 	bus := awsevents.NewEventBus(scope, jsii.String(id), &awsevents.EventBusProps{
 		EventBusName: jsii.String(name),

@@ -52,15 +52,8 @@ const (
 	// maximum and leaves two weekends for the runbook.
 	DefaultDeadLetterRetentionDays = 14
 	// DefaultOldestMessageAgeMinutes is the default ApproximateAgeOfOldestMessage
-	// threshold of the source queue: 3 h. The lesson's Friday burst (900
-	// orders/h in, 600/h out from ~16:00 to 20:00, backlog ~1,200 drained by
-	// 22:00) is normal buffering and must not page anyone; with roughly
-	// first-in first-out draining the oldest message is ~80 min old at the
-	// 20:00 peak and approaches backlog / drain rate = 1,200 / 600 per h = 2 h
-	// at the end of the drain. 3 h keeps a margin above that; older means the
-	// consumer is stopped, failing or throttled far below plan. It is ~3% of
-	// the 4-day retention, so the on-call has days, not minutes, before SQS
-	// deletes expired messages (silently: they never reach the DLQ).
+	// threshold of the source queue: 3 h, above the lesson's Friday backlog
+	// (docs/design.md#age-alarm).
 	DefaultOldestMessageAgeMinutes = 180
 	// VisibilityMultiplier is the AWS rule for Lambda consumers: visibility
 	// timeout >= 6 x function timeout, so a batch whose invocation was

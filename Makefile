@@ -12,13 +12,17 @@ ENV ?= dev
 
 all: synth
 
-node_modules/.install-stamp: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
-	@touch $@
-
 ## install: npm packages (Node 22, CDK CLI, dynalite, aws-local-stepfunctions, asl-validator) and Go modules
-install: node_modules/.install-stamp
+# The stamp holds the hash of package.json and package-lock.json, not a time:
+# a fresh checkout (or a git worktree) has new file times but the same
+# content, and must not reinstall.
+install:
+	@want=$$(cat package.json package-lock.json | sha256sum | cut -d' ' -f1); \
+	if [ "$$(cat node_modules/.install-stamp 2>/dev/null)" != "$$want" ]; then \
+	  npm ci --no-audit --no-fund --loglevel=error && echo "$$want" > node_modules/.install-stamp; \
+	fi
 	$(GO) mod download
+	cd bench && $(GO) mod download
 
 ## synth: every environment (dev, staging, prod) into cdk.out; no AWS credentials needed
 synth: install

@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 GO ?= go
 ENV ?= dev
 
-.PHONY: all install synth test unit vet fmt-check snapshots diff deploy services bench measure clean
+.PHONY: all install synth test test-cdk test-race chaos review vet fmt-check snapshots diff deploy services bench measure clean
 
 all: synth
 
@@ -25,9 +25,27 @@ synth: install
 	cdk synth --quiet
 	@ls cdk.out/*.template.json
 
+# The Go libraries and tools run under the race detector; the CDK packages
+# (jsii drives a Node process, nothing of ours is concurrent there, and the
+# race runtime slows jsii several-fold) run without it.
+RACE_PKGS = ./lambdas/... ./cmd/... ./internal/...
+
 ## test: everything CI runs (-count=1: tests against PostgreSQL, dynalite and the CLI are never answered from the cache)
-test: install services fmt-check vet
-	$(GO) test -count=1 -timeout 20m ./...
+test: install services fmt-check vet test-race test-cdk
+
+test-race:
+	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
+
+test-cdk:
+	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/lambdas/' -e '/cmd/' -e '/internal/')
+
+## chaos: the long chaos runs at full size (seed printed; MF_SEED=<seed> replays one)
+chaos: install services
+	MF_CHAOS=1 $(GO) test -race -count=1 -timeout 60m -run 'Chaos|Lesson' -v ./lambdas/outbox/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|seed|orders|kills'
+
+## review: cdk diff of every stack of ENV against the committed snapshots, no AWS credentials (make review ENV=prod)
+review: install
+	$(GO) run ./cmd/mf-review -e $(ENV)
 
 vet:
 	$(GO) vet ./...

@@ -7,7 +7,6 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
@@ -69,11 +68,8 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	s := &MessagingStack{Stack: stack}
 	env := shared.Env
 	// Queues hold messages in flight: keep them where the environment keeps
-	// state. SQS has no snapshots, so SNAPSHOT means RETAIN here.
+	// state (the constructs map the policy per resource kind).
 	removal := env.RemovalPolicy
-	if removal == awscdk.RemovalPolicy_SNAPSHOT {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
 
 	// Every queue here carries order data (order id with customer, address,
 	// lines or amounts), so all use the data key (reliablequeue's default,
@@ -186,6 +182,5 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		BatchSize:          10,
 	})
 
-	guardrails.Apply(stack)
 	return s
 }

@@ -26,15 +26,9 @@ type PlatformStack struct {
 func NewPlatformStack(scope constructs.Construct, env config.Environment) *PlatformStack {
 	stack := newStack(scope, env, "Platform", "data key, alerts topic and event bus")
 	s := &PlatformStack{Stack: stack}
-	keyRemoval := env.RemovalPolicy
-	if keyRemoval == awscdk.RemovalPolicy_SNAPSHOT {
-		// KMS keys have no snapshots; keeping the key is the only way to
-		// keep the environment's snapshots (tables, databases) readable.
-		keyRemoval = awscdk.RemovalPolicy_RETAIN
-	}
 	s.DataKey = platform.NewDataKey(stack, "DataKey", &platform.DataKeyProps{
 		Alias:         env.PhysicalName(platform.DataKeyAlias),
-		RemovalPolicy: keyRemoval,
+		RemovalPolicy: env.RemovalPolicy,
 	})
 	s.Alerts = platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{
 		TopicName: env.PhysicalName(platform.AlertsTopic),

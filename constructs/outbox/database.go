@@ -15,8 +15,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
-
-	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/removal"
 )
 
 // Defaults of DatabaseProps.
@@ -72,7 +72,7 @@ type DatabaseProps struct {
 	// DeletionProtection of the cluster.
 	DeletionProtection bool
 	// AlarmTopic, when set, receives alarms on the proxy's connection use
-	// and the cluster's CPU.
+	// and the cluster's CPU (ConexionesProxyAlarm, CPUAlarm).
 	AlarmTopic awssns.ITopic
 }
 
@@ -95,9 +95,16 @@ type Database struct {
 	DatabaseName string
 	// User is the database user the functions connect as.
 	User string
+	// ConnectionsAlarm and CPUAlarm exist when DatabaseProps.AlarmTopic was
+	// set.
+	ConnectionsAlarm, CPUAlarm awscloudwatch.Alarm
 }
 
-// NewDatabase creates the cluster and its proxy.
+// NewDatabase creates the cluster and its proxy. Every invalid or missing
+// prop is reported as a synthesis error, and the construct is still built
+// whole (with stand-ins for what is missing, which never deploy because the
+// synthesis fails), so code that uses it shows the errors instead of
+// crashing on a nil field.
 func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *Database {
 	if props == nil {
 		props = &DatabaseProps{}
@@ -108,9 +115,21 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		d.DatabaseName = DefaultDatabaseName
 	}
 	invalid := func(msg string) { awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Database: " + msg)) }
-	if props.Vpc == nil || props.ClusterIdentifier == "" || props.EncryptionKey == nil {
-		invalid("Vpc, ClusterIdentifier and EncryptionKey are required")
-		return d
+	p := *props // stand-ins go into a copy, never into the caller's props
+	props = &p
+	if props.Vpc == nil {
+		invalid("Vpc is required")
+		props.Vpc = awsec2.NewVpc(this, jsii.String("MissingVpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0)})
+		props.Subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
+		props.RotationSubnets = props.Subnets
+	}
+	if props.ClusterIdentifier == "" {
+		invalid("ClusterIdentifier is required")
+		props.ClusterIdentifier = "missing-cluster-identifier"
+	}
+	if props.EncryptionKey == nil {
+		invalid("EncryptionKey is required (the data key alias/mercadofresco-datos)")
+		props.EncryptionKey = awskms.Key_FromKeyArn(this, jsii.String("MissingKey"), jsii.String("arn:aws:kms:eu-west-1:000000000000:key/missing"))
 	}
 	minACU, maxACU := props.MinCapacity, props.MaxCapacity
 	if minACU == 0 {
@@ -137,10 +156,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	if logRetention == "" {
 		logRetention = awslogs.RetentionDays_ONE_MONTH
 	}
-	removal := props.RemovalPolicy
-	if removal == "" {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
+	clusterRemoval := removal.For(props.RemovalPolicy, removal.Snapshottable)
 	proxyName := props.ProxyName
 	if proxyName == "" {
 		proxyName = props.ClusterIdentifier + "-proxy"
@@ -180,7 +196,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		LogGroupName:  jsii.String("/aws/rds/cluster/" + props.ClusterIdentifier + "/postgresql"),
 		Retention:     logRetention,
 		EncryptionKey: props.EncryptionKey,
-		RemovalPolicy: logRemovalPolicy(removal),
+		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
 	})
 	d.Cluster = awsrds.NewDatabaseCluster(this, jsii.String("Cluster"), &awsrds.DatabaseClusterProps{
 		Engine:                  engine,
@@ -205,7 +221,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		CloudwatchLogsExports:      jsii.Strings("postgresql"),
 		CopyTagsToSnapshot:         jsii.Bool(true),
 		DeletionProtection:         jsii.Bool(props.DeletionProtection),
-		RemovalPolicy:              removal,
+		RemovalPolicy:              clusterRemoval,
 	})
 	d.Cluster.Node().AddDependency(pgLogs)
 	d.Secret = d.Cluster.Secret()
@@ -281,14 +297,30 @@ func (d *Database) addAlarms(topic awssns.ITopic) {
 		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic:     jsii.String("Maximum"),
 	})
-	a := conns.CreateAlarm(d.Construct, jsii.String("ConexionesProxyAlarm"), &awscloudwatch.CreateAlarmOptions{
-		AlarmDescription:   jsii.String("RDS Proxy: more than 100 connections to Aurora borrowed for 5 minutes; the outbox functions need a handful, so clients are piling up and will soon wait on BorrowTimeout."),
-		Threshold:          jsii.Number(100),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(5),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	d.ConnectionsAlarm = alarm.New(d.Construct, "ConexionesProxyAlarm", &alarm.Props{
+		Metric:            conns,
+		Topic:             topic,
+		Description:       "RDS Proxy: more than 100 connections to Aurora borrowed for 5 minutes; the outbox functions need a handful, so clients are piling up and will soon wait on BorrowTimeout.",
+		Threshold:         100,
+		EvaluationPeriods: 5,
+		MissingData:       awscloudwatch.TreatMissingData_NOT_BREACHING, // an idle proxy reports nothing
 	})
-	platform.Alarm(a, topic)
+	// Serverless v2 scales up to MaxCapacity; CPU above 80% for 10 minutes
+	// means it is at its ceiling (or a query went wrong) and the shop's
+	// order inserts are about to slow down.
+	d.CPUAlarm = alarm.New(d.Construct, "CPUAlarm", &alarm.Props{
+		Metric: d.Cluster.MetricCPUUtilization(&awscloudwatch.MetricOptions{
+			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
+			Statistic: jsii.String("Average"),
+		}),
+		Topic:             topic,
+		Description:       "Aurora (outbox and orders): CPU above 80% for 10 minutes. Check Performance Insights for the top statements and the ServerlessDatabaseCapacity against MaxCapacity.",
+		Threshold:         80,
+		EvaluationPeriods: 2,
+		// Periods without data (a paused metric stream) are not a CPU problem;
+		// the outbox age alarm catches a database that stopped working.
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
 }
 
 // GrantConnect lets grantee open connections through the proxy as User

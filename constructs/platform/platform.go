@@ -8,8 +8,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
@@ -17,14 +15,19 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/lambdas/metrics"
 )
 
 // SPEC names of the platform resources (environments add their suffix).
 const (
-	DataKeyAlias    = "alias/mercadofresco-datos"
-	AlertsTopic     = "alertas-mercadofresco"
-	EventBusName    = "bus-mercadofresco"
-	MetricNamespace = "MercadoFresco/Tienda"
+	DataKeyAlias = "alias/mercadofresco-datos"
+	AlertsTopic  = "alertas-mercadofresco"
+	EventBusName = "bus-mercadofresco"
+	// MetricNamespace is the project's custom CloudWatch namespace: the one
+	// the Lambdas write to (lambdas/metrics).
+	MetricNamespace = metrics.Namespace
 )
 
 // DataKeyProps configures NewDataKey.
@@ -32,7 +35,9 @@ type DataKeyProps struct {
 	// Alias of the key, e.g. "alias/mercadofresco-datos-dev". Empty means
 	// DataKeyAlias.
 	Alias string
-	// RemovalPolicy of the key. Empty means RETAIN (a destroyed key makes
+	// RemovalPolicy of the key, mapped by removal.For: empty and SNAPSHOT
+	// mean RETAIN (keeping the key is what keeps an environment's snapshots
+	// readable; a destroyed key makes
 	// every byte it encrypted unreadable).
 	RemovalPolicy awscdk.RemovalPolicy
 }
@@ -52,15 +57,12 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	if alias == "" {
 		alias = DataKeyAlias
 	}
-	removal := props.RemovalPolicy
-	if removal == "" {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
+	keyRemoval := removal.For(props.RemovalPolicy, removal.Data)
 	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{
 		Alias:             jsii.String(alias),
 		Description:       jsii.String("MercadoFresco data at rest: queues, topics, tables, logs and databases."),
 		EnableKeyRotation: jsii.Bool(true),
-		RemovalPolicy:     removal,
+		RemovalPolicy:     keyRemoval,
 		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
 	})
 	stack := awscdk.Stack_Of(scope)
@@ -186,12 +188,4 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	}
 	archive := bus.Archive(jsii.String("Archive"), archiveProps)
 	return bus, archive
-}
-
-// Alarm sends both the ALARM and the OK transitions of alarm to topic, so the
-// on-call engineer also learns when a problem has cleared.
-func Alarm(alarm awscloudwatch.Alarm, topic awssns.ITopic) {
-	action := awscloudwatchactions.NewSnsAction(topic)
-	alarm.AddAlarmAction(action)
-	alarm.AddOkAction(action)
 }

@@ -30,8 +30,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-
-	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/removal"
 )
 
 // Defaults applied when the corresponding Props field is left at its zero value.
@@ -145,8 +145,9 @@ type Props struct {
 	// AlarmTopic receives alarm AND ok actions (alertas-mercadofresco).
 	// Required: an alarm nobody receives is not an alarm.
 	AlarmTopic awssns.ITopic
-	// RemovalPolicy of both queues. Default: the CDK default for queues
-	// (DESTROY); pass config.Environment.RemovalPolicy to retain in prod.
+	// RemovalPolicy of both queues: pass config.Environment.RemovalPolicy.
+	// Mapped by removal.For: empty and SNAPSHOT mean RETAIN (queues hold
+	// messages in flight and have no snapshots).
 	RemovalPolicy awscdk.RemovalPolicy
 }
 
@@ -265,7 +266,7 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 			RetentionPeriod: ret,
 			EnforceSSL:      jsii.Bool(true),
 			Encryption:      encryption,
-			RemovalPolicy:   props.RemovalPolicy,
+			RemovalPolicy:   removal.For(props.RemovalPolicy, removal.Data),
 		}
 		if key != nil {
 			p.EncryptionMasterKey = key
@@ -312,21 +313,18 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 	q.DeadLetterAlarm = NewDeadLetterAlarm(c, "DeadLetterAlarm", q.DeadLetterQueue, props.AlarmTopic,
 		fmt.Sprintf("DLQ %s of %s has messages: paid work that was not done. Follow docs/runbooks/dlq.md (contain, classify without deleting, diagnose, fix, then rate-limited redrive).", dlqName, sourceName))
 
-	q.OldestMessageAlarm = awscloudwatch.NewAlarm(c, jsii.String("OldestMessageAlarm"), &awscloudwatch.AlarmProps{
+	q.OldestMessageAlarm = alarm.New(c, "OldestMessageAlarm", &alarm.Props{
 		Metric: q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),
 		}),
-		Threshold:          jsii.Number(ageS),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		DatapointsToAlarm:  jsii.Number(1),
+		Topic:     props.AlarmTopic,
+		Threshold: ageS,
 		// No data means no messages (SQS publishes the metric for active
 		// queues only); that is healthy.
-		TreatMissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-		AlarmDescription: jsii.String(fmt.Sprintf("Oldest message in %s is older than %.0f s: the consumer is stopped, failing or throttled. Messages expire after %.0f s.", sourceName, ageS, retentionS)),
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+		Description: fmt.Sprintf("Oldest message in %s is older than %.0f s: the consumer is stopped, failing or throttled. Messages expire after %.0f s.", sourceName, ageS, retentionS),
 	})
-	addActions(q.OldestMessageAlarm, props.AlarmTopic)
 	return q
 }
 
@@ -336,27 +334,16 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 // It is exported so DLQs made elsewhere (SNS subscriptions, EventBridge
 // targets, pipes) get the same alarm.
 func NewDeadLetterAlarm(scope constructs.Construct, id string, dlq awssqs.IQueue, topic awssns.ITopic, description string) awscloudwatch.Alarm {
-	alarm := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
+	return alarm.New(scope, id, &alarm.Props{
 		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),
 		}),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		DatapointsToAlarm:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		AlarmDescription:   jsii.String(description),
+		Topic:       topic,
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // an empty DLQ reports nothing
+		Description: description,
 	})
-	addActions(alarm, topic)
-	return alarm
-}
-
-func addActions(alarm awscloudwatch.Alarm, topic awssns.ITopic) {
-	if topic == nil {
-		return // reported by the caller's validation
-	}
-	platform.Alarm(alarm, topic)
 }
 
 // GrantConsumeMessages grants receive, delete, change-visibility and

@@ -14,8 +14,7 @@
 //	client := srv.Client
 //
 // The binary is looked up, in order, from $DYNALITE, from $PATH, from the
-// node_modules/.bin folder of the working directory or any parent, and
-// finally /work/main/node_modules/.bin. Its folder is prepended to the
+// node_modules/.bin folder of the working directory or any parent. Its folder is prepended to the
 // child's PATH so that the `#!/usr/bin/env node` line finds the node that
 // ships beside it.
 //
@@ -47,9 +46,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
-
-// fallbackBinDir is where the project installs its npm tools.
-const fallbackBinDir = "/work/main/node_modules/.bin"
 
 // startAttempts bounds the retries when another process grabs the free port
 // between our probe and dynalite's bind.
@@ -270,10 +266,6 @@ func findBinary() (string, error) {
 				break
 			}
 		}
-	}
-	p := filepath.Join(fallbackBinDir, "dynalite")
-	if _, err := os.Stat(p); err == nil {
-		return p, nil
 	}
 	return "", errors.New("dynalite not found: set $DYNALITE, put it on $PATH or run `npm ci` in the repository root")
 }

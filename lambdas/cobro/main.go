@@ -13,22 +13,6 @@
 // BREAKER_OPEN_PERIOD (default 30s), AWS_MAX_ATTEMPTS, LOG_LEVEL.
 package main
 
-import (
-	"context"
-	"log/slog"
-	"os"
+import "github.com/mercadofresco/integration/lambdas/payment"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/payment"
-)
-
-func main() {
-	tasks, err := payment.TasksFromEnv(context.Background(), lambdaenv.New(os.Getenv), "cobro")
-	if err != nil {
-		slog.Error("cobro: cannot start", slog.String("error", err.Error()))
-		os.Exit(1)
-	}
-	lambda.Start(tasks.CobroHandler())
-}
+func main() { payment.Main("cobro") }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -338,7 +339,7 @@ func (c *Client) interpret(op string, status int, body []byte, header http.Heade
 	}
 	var apiErr APIError
 	_ = json.Unmarshal(body, &apiErr)
-	se := &retry.StatusError{StatusCode: status, Body: truncate(string(body), 256)}
+	se := &retry.StatusError{StatusCode: status, Body: text.Truncate(string(body), 256)}
 	if ra, ok := retry.ParseRetryAfter(header.Get("Retry-After"), time.Now()); ok {
 		se.RetryAfter = ra
 	}
@@ -369,11 +370,4 @@ func (c *Client) reportBudget(err error) {
 		ms = append(ms, metrics.Metric{Name: paymentapi.MetricRetryBudgetDenied, Unit: metrics.UnitCount, Value: 1})
 	}
 	_ = c.cfg.Metrics.Write(ms...)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/redis/go-redis/v9"
@@ -60,6 +61,27 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 		}
 	}
 	return s, err
+}
+
+// Main is the whole main of the cobro and reembolso functions (function is
+// "cobro" or "reembolso"): it builds the tasks from the environment with
+// real clients and starts the Lambda runtime with the function's handler.
+// A configuration problem ends the process (Lambda reports the init error).
+func Main(function string) {
+	tasks, err := TasksFromEnv(context.Background(), lambdaenv.New(os.Getenv), function)
+	if err != nil {
+		slog.Error(function+": cannot start", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	switch function {
+	case "cobro":
+		lambda.Start(tasks.CobroHandler())
+	case "reembolso":
+		lambda.Start(tasks.ReembolsoHandler())
+	default:
+		slog.Error("payment.Main: unknown function", slog.String("function", function))
+		os.Exit(1)
+	}
 }
 
 // TasksFromEnv builds the tasks with real clients, as the cobro and

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
@@ -81,8 +82,7 @@ type rigOpts struct {
 
 func newRig(t *testing.T, o rigOpts) *rig {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.New(t).Seed
 	gw := fakegateway.New(apiKey, fakehttp.WithSeed(seed))
 	t.Cleanup(gw.Close)
 	// Waits run on a virtual clock anchored on the wall clock (retry.Next

@@ -8,22 +8,6 @@
 // Environment: the same as cobro (see lambdas/cobro).
 package main
 
-import (
-	"context"
-	"log/slog"
-	"os"
+import "github.com/mercadofresco/integration/lambdas/payment"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/payment"
-)
-
-func main() {
-	tasks, err := payment.TasksFromEnv(context.Background(), lambdaenv.New(os.Getenv), "reembolso")
-	if err != nil {
-		slog.Error("reembolso: cannot start", slog.String("error", err.Error()))
-		os.Exit(1)
-	}
-	lambda.Start(tasks.ReembolsoHandler())
-}
+func main() { payment.Main("reembolso") }

@@ -14,16 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 var t0 = time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
 
+// seeded returns a random source whose seed is logged (MF_SEED replays it).
 func seeded(t *testing.T) (retry.Rand, uint64) {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.New(t).Seed
 	return retry.NewSeeded(seed), seed
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
 )
 
@@ -169,8 +170,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestProbabilisticFaultsAreReproducible(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.New(t).Seed
 	run := func() []int {
 		s := fakehttp.New(func(fakehttp.Request) fakehttp.Response { return fakehttp.JSON(200, `{}`) }, fakehttp.WithSeed(seed))
 		defer s.Close()

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/mercadofresco/integration/lambdas/internal/text"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // Option configures one [Do] call.
@@ -241,7 +241,7 @@ func (s *Store) acquire(ctx context.Context, key, hash string) (*claim, record, 
 		if left <= 0 {
 			return nil, record{}, err
 		}
-		d := rand.N(min(waitCap, waitBase<<min(attempt, 10)) + 1)
+		d := retry.FullJitter(waitBase, waitCap, attempt, nil)
 		t := time.NewTimer(min(d, left))
 		select {
 		case <-ctx.Done():

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // maxErrorBytes bounds the error text stored in ultimo_error.
@@ -434,7 +434,7 @@ func (p *Publisher) send(ctx context.Context, entries []types.PutEventsRequestEn
 		if len(failed) == 0 || attempt >= p.cfg.EntryRetries {
 			return
 		}
-		if !sleepCtx(ctx, fullJitter(p.cfg.RetryBaseDelay, time.Second, attempt)) {
+		if !sleepCtx(ctx, retry.FullJitter(p.cfg.RetryBaseDelay, time.Second, attempt, nil)) {
 			return
 		}
 		pending = failed
@@ -501,7 +501,7 @@ func (p *Publisher) record(ctx context.Context, token uuid.UUID, claimed []claim
 		errs = append(errs, text.Truncate(o.err, maxErrorBytes))
 		parks = append(parks, park)
 		refunds = append(refunds, refund)
-		backoffs = append(backoffs, fullJitter(p.cfg.RetryBaseDelay, p.cfg.RetryMaxDelay, r.attempts).Milliseconds())
+		backoffs = append(backoffs, retry.FullJitter(p.cfg.RetryBaseDelay, p.cfg.RetryMaxDelay, r.attempts, nil).Milliseconds())
 	}
 	// Both UPDATEs in one transaction: one commit (asynchronous, see
 	// inTx) for the whole verdict of the batch.
@@ -632,7 +632,7 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 			p.cfg.Logger.Error("outbox: publish round failed", "error", err)
 			// At least PollInterval, plus a growing jittered backoff, so a
 			// database outage is never hammered in a tight loop.
-			wait = p.cfg.PollInterval + fullJitter(p.cfg.PollInterval, 30*time.Second, consecutiveErrors)
+			wait = p.cfg.PollInterval + retry.FullJitter(p.cfg.PollInterval, 30*time.Second, consecutiveErrors, nil)
 		case full:
 			consecutiveErrors = 0
 			continue
@@ -675,21 +675,6 @@ func (p *Publisher) emitMetrics(ctx context.Context) error {
 		metrics.Metric{Name: outboxmetrics.FailedAttempts, Unit: metrics.UnitCount, Value: float64(t.Failed)},
 		metrics.Metric{Name: outboxmetrics.NewlyParked, Unit: metrics.UnitCount, Value: float64(t.Parked)},
 	)...)
-}
-
-// fullJitter is uniform(0, min(cap, base*2^n)) (Brooker's "full jitter").
-func fullJitter(base, cap time.Duration, n int) time.Duration {
-	if n > 30 {
-		n = 30
-	}
-	d := base << uint(n)
-	if d <= 0 || d > cap {
-		d = cap
-	}
-	if d <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

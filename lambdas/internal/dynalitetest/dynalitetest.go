@@ -30,7 +30,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +44,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/mercadofresco/integration/lambdas/internal/freeport"
 )
 
 // startAttempts bounds the retries when another process grabs the free port
@@ -153,7 +153,7 @@ func (s *Server) Close() error {
 }
 
 func launchOnce(ctx context.Context, bin string) (*Server, error) {
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -238,15 +238,6 @@ func (s *Server) waitReady(ctx context.Context, deadline <-chan time.Time) error
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func findBinary() (string, error) {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/internal/freeport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -62,7 +63,7 @@ func Start(t testing.TB) *Server {
 	var err error
 	for range 5 {
 		var port int
-		if port, err = freePort(); err != nil {
+		if port, err = freeport.Port(); err != nil {
 			continue
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -165,13 +166,4 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 // that share a server.
 func KeyPrefix(t testing.TB) string {
 	return fmt.Sprintf("test:%d:%s:%d:", os.Getpid(), t.Name(), time.Now().UnixNano())
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

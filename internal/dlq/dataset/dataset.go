@@ -114,8 +114,15 @@ func (g *gen) dataDrip(start time.Time, n int) {
 }
 
 func (g *gen) deployV2(from, to time.Time, n int) {
-	for range n {
+	for i := range n {
+		// The first and last at the lesson's 22:04 and 23:51.
 		sent := from.Add(time.Duration(g.r.Int64N(int64(to.Sub(from)))))
+		switch i {
+		case 0:
+			sent = from
+		case n - 1:
+			sent = to
+		}
 		g.redriven(sent, g.order(2, ""))
 	}
 }

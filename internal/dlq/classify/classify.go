@@ -299,13 +299,39 @@ func group(v Verdict, ms []Message, total int, opts Options) Group {
 	g.Evidence = append(g.Evidence, "reached the DLQ by: "+counts(g.Origins, 3))
 	switch v {
 	case Poison:
-		g.Next = "do not redrive into the same consumer: deploy a consumer that accepts this content (or fix the producer), then redrive; malformed messages cannot be fixed by a deploy: keep them for the record and let them expire"
+		g.Next = poisonNext(ms)
 	case Data:
 		g.Next = "fix the data (or the consumer's handling of it) first, then redrive these messages"
 	case Transient:
 		g.Next = "confirm the dependency is healthy again (logs by message id, dependency metrics), then redrive at a rate it can take"
 	}
 	return g
+}
+
+// poisonNext says what fixes the poison messages of a group.
+func poisonNext(ms []Message) string {
+	var schema, malformed, other int
+	for _, m := range ms {
+		switch {
+		case strings.HasPrefix(m.Why, "schema:"):
+			schema++
+		case strings.HasPrefix(m.Why, "malformed:"):
+			malformed++
+		default:
+			other++
+		}
+	}
+	var parts []string
+	if schema > 0 {
+		parts = append(parts, fmt.Sprintf("%d need a consumer that accepts their schema: deploy it first (consumers before producers), then redrive them", schema))
+	}
+	if malformed > 0 {
+		parts = append(parts, fmt.Sprintf("%d are malformed and no deploy makes them valid: do not redrive them; record them and fix the producer (they expire with the DLQ's retention)", malformed))
+	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("%d were refused by the consumer's own validation: fix the producer or the validation, then redrive", other))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // window computes the SentTimestamp distribution.

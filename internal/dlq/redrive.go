@@ -543,7 +543,7 @@ func perSecond(n int, d time.Duration) float64 {
 }
 
 func eta(n int, perSec float64) string {
-	return (time.Duration(float64(n)/perSec*float64(time.Second))).Round(time.Second).String()
+	return (time.Duration(float64(n) / perSec * float64(time.Second))).Round(time.Second).String()
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -21,6 +21,7 @@ import (
 	"github.com/mercadofresco/integration/internal/dlq/classify"
 	"github.com/mercadofresco/integration/internal/dlq/dataset"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/queuenames"
 )
 
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error)
@@ -234,7 +235,7 @@ func fileOptions(spec, env, accept, required string) (classify.Options, error) {
 	var o classify.Options
 	if spec != "" {
 		tg := &dlq.Target{}
-		if q, _, ok := findCatalog(spec); ok {
+		if q, _, ok := queuenames.Find(spec); ok {
 			tg.Catalog = &q
 		} else {
 			return o, fmt.Errorf("%w: %q is not a queue of the Messaging stack", dlq.ErrUsage, spec)
@@ -244,7 +245,7 @@ func fileOptions(spec, env, accept, required string) (classify.Options, error) {
 		// Default to the order queue's consumer: the DLQs this tool is for
 		// carry PedidoConfirmado events.
 		tg := &dlq.Target{}
-		q, _, _ := findCatalog("Pedidos")
+		q, _, _ := queuenames.Find("Pedidos")
 		tg.Catalog = &q
 		o = dlq.ConsumerOptions(tg)
 	}

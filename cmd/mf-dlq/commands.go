@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"redrive":  cmdRedrive,
 	"verify":   cmdVerify,
 	"gen":      cmdGen,
+	"sandbox":  cmdSandbox,
 }
 
 // common are the flags every AWS command takes.

@@ -33,25 +33,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// offsetClock is the wall clock plus an offset the test can move forward
-// (to let visibility timeouts pass without sleeping).
-type offsetClock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *offsetClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *offsetClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.off += d
-}
-
 type sqsEnv struct {
 	fake     *queuefake.Fake
 	clock    *offsetClock

@@ -403,6 +403,14 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 		}
 	}
 	prog.show(res.Moved)
+	// Messages someone else holds (another receiver, or a receive whose
+	// answer was lost on the way) are still in the DLQ: say so.
+	if attrs, err := t.SQS.GetQueueAttributes(ctx, target.DLQ.URL, queue.QueueAttrApproximateNumberOfMessagesNotVisible); err == nil {
+		if n := atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) - len(unplaced); n > 0 {
+			fmt.Fprintf(t.log(), "%d messages are in flight in %s (received by someone else, or a receive whose answer was lost): they become visible again within %s; run redrive again then\n",
+				n, target.DLQ.Name, visibility.Round(time.Second))
+		}
+	}
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,8 +93,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// writeJSON writes v with a Content-Length (a chunked body has made the
+// SDK's client retry a ReceiveMessage whose response it had already
+// half-read, leaving the first delivery's messages in flight).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"__type":"InternalError"}`)
+	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-	_ = json.NewEncoder(w).Encode(out) // the client went away: nothing to do
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b) // the client went away: nothing to do
 }
 
 func (h *handler) do(ctx context.Context, op string, req *request) (any, error) {
@@ -228,7 +242,6 @@ func writeAPIError(w http.ResponseWriter, err error) {
 }
 
 func writeError(w http.ResponseWriter, status int, typ, queryCode, msg string) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 	w.Header().Set("X-Amzn-ErrorType", typ)
 	if queryCode != "" {
 		fault := "Sender"
@@ -237,8 +250,7 @@ func writeError(w http.ResponseWriter, status int, typ, queryCode, msg string) {
 		}
 		w.Header().Set("X-Amzn-Query-Error", queryCode+";"+fault)
 	}
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": typ, "message": msg})
+	writeJSON(w, status, map[string]string{"__type": typ, "message": msg})
 }
 
 func md5Hex(s string) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // LambdaAPI is the part of *lambda.Client that LambdaMappings uses.
@@ -137,4 +138,18 @@ func awsError(action string, err error) error {
 		}
 	}
 	return fmt.Errorf("%s: %w", action, err)
+}
+
+// brief shortens an AWS error for a one-line status: the API error code and
+// message, or the HTTP status, or the error itself.
+func brief(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() != "" && api.ErrorCode() != "InvalidAction" {
+		return api.ErrorCode() + ": " + api.ErrorMessage()
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("HTTP %d from the endpoint (is the service served there?)", re.HTTPStatusCode())
+	}
+	return err.Error()
 }

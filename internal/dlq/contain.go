@@ -98,7 +98,7 @@ func (t *Tool) describeSource(ctx context.Context, s QueueRef) {
 	age, at, ok, err := t.Metrics.OldestMessageAge(ctx, s.Name, 15*time.Minute)
 	switch {
 	case err != nil:
-		fmt.Fprintf(w, "  age of oldest message: CloudWatch unavailable: %v\n", err)
+		fmt.Fprintf(w, "  age of oldest message: CloudWatch unavailable: %s\n", brief(err))
 	case !ok:
 		fmt.Fprintf(w, "  age of oldest message: no datapoint in the last 15 min (an idle queue publishes none)\n")
 	default:
@@ -120,7 +120,7 @@ func (t *Tool) mappings(ctx context.Context, s QueueRef, opts ContainOptions) er
 		if opts.Disable || opts.Enable {
 			return fmt.Errorf("list the event source mappings of %s: %w", s.Name, err)
 		}
-		fmt.Fprintf(w, "  consumers: Lambda API unavailable: %v\n", err)
+		fmt.Fprintf(w, "  consumers: Lambda API unavailable: %s\n", brief(err))
 		return nil
 	}
 	if len(ms) == 0 {

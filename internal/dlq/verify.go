@@ -58,7 +58,7 @@ func (t *Tool) Verify(ctx context.Context, target *Target, opts VerifyOptions) e
 			for _, s := range target.Sources {
 				n, err := t.Metrics.SumDeleted(ctx, s.Name, opts.Since, now)
 				if err != nil {
-					fmt.Fprintf(w, "NumberOfMessagesDeleted of %s: CloudWatch unavailable: %v\n", s.Name, err)
+					fmt.Fprintf(w, "NumberOfMessagesDeleted of %s: CloudWatch unavailable: %s\n", s.Name, brief(err))
 					continue
 				}
 				fmt.Fprintf(w, "source %s: NumberOfMessagesDeleted %.0f since %s UTC\n", s.Name, n, opts.Since.UTC().Format("15:04"))

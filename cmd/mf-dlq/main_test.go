@@ -200,6 +200,7 @@ func killedRedrive(t *testing.T, killOp string, killN int) {
 	if code := run(ctx, []string{"redrive", "Pedidos", "-e", "dev", "--confirm-fixed", "--rate", "500", "--endpoint-url", e.srv.URL}, &out, &errb); code != exitOK {
 		t.Fatalf("second run: exit %d\n%s%s", code, out.String(), errb.String())
 	}
+	t.Logf("second run:\n%s", errb.String())
 	if n := len(e.bodies(t, e.dlq)); n != 0 {
 		t.Fatalf("DLQ still holds %d", n)
 	}

@@ -34,30 +34,60 @@ func (t *Tool) peek(ctx context.Context, q QueueRef, max int) ([]queue.Message, 
 	}
 	var out []queue.Message
 	handles := map[string]string{} // message id -> latest receipt handle
-	defer t.release(ctx, q.URL, handles)
+	defer func() { t.release(ctx, q.URL, handles) }()
+	waited := false
+	for {
+		if err := t.receiveAll(ctx, q, max, &out, handles); err != nil {
+			return out, err
+		}
+		if len(out) >= max || waited {
+			return out, nil
+		}
+		// A receive whose answer was lost (the SDK retries it) leaves its
+		// messages in flight for PeekVisibility. Release ours, and if the
+		// queue still reports messages in flight, wait once for them.
+		t.release(ctx, q.URL, handles)
+		attrs, err := t.SQS.GetQueueAttributes(ctx, q.URL, queue.QueueAttrApproximateNumberOfMessagesNotVisible)
+		if err != nil || atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) == 0 {
+			return out, nil
+		}
+		fmt.Fprintf(t.log(), "%s messages of %s are in flight (another receiver, or a receive whose answer was lost); waiting %s for them\n",
+			attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible], q.Name, PeekVisibility+time.Second)
+		if err := t.Clock.Sleep(ctx, PeekVisibility+time.Second); err != nil {
+			return out, err
+		}
+		waited = true
+	}
+}
+
+// receiveAll receives until max distinct messages are held, two receives
+// in a row come back empty (everything is held), or a budget of receives
+// (twice what max needs, plus what re-receiving the held ones costs) is
+// spent, which bounds the loop when the queue keeps handing back messages.
+func (t *Tool) receiveAll(ctx context.Context, q QueueRef, max int, out *[]queue.Message, handles map[string]string) error {
 	idle := 0
-	for len(out) < max && idle < 2 {
+	budget := 2*(max+len(*out))/10 + 10
+	for len(*out) < max && idle < 2 && budget > 0 {
+		budget--
 		msgs, err := t.SQS.ReceiveMessage(ctx, &queue.ReceiveMessageInput{
-			QueueURL: q.URL, MaxMessages: min(10, max-len(out)), VisibilityTimeout: PeekVisibility, WaitTime: time.Second,
+			QueueURL: q.URL, MaxMessages: min(10, max-len(*out)), VisibilityTimeout: PeekVisibility, WaitTime: time.Second,
 		})
 		if err != nil {
-			return out, fmt.Errorf("receive from %s: %w", q.Name, err)
+			return fmt.Errorf("receive from %s: %w", q.Name, err)
 		}
-		fresh := 0
 		for _, m := range msgs {
 			if _, seen := handles[m.MessageID]; !seen {
-				out = append(out, m)
-				fresh++
+				*out = append(*out, m)
 			}
 			handles[m.MessageID] = m.ReceiptHandle
 		}
-		if fresh == 0 {
+		if len(msgs) == 0 {
 			idle++
 		} else {
 			idle = 0
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // release makes the messages visible again at once. A handle whose

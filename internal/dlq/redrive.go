@@ -335,7 +335,7 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 	lim := rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	// Long enough for a full batch at the rate, so held messages do not
 	// come back to the DLQ while they wait for their token.
-	visibility := 30*time.Second + time.Duration(float64(2*10*time.Second)/opts.Rate)
+	visibility := 10*time.Second + time.Duration(float64(2*10*time.Second)/opts.Rate)
 	prog := newProgress(t, res.Planned, res.Started)
 	unplaced := map[string]string{} // message id -> receipt handle, released at the end
 	done := map[string]bool{}
@@ -343,7 +343,7 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 		res.Unplaced = len(unplaced)
 		t.release(ctx, target.DLQ.URL, unplaced)
 	}()
-	idle := 0
+	idle, waited := 0, false
 	for opts.Max == 0 || res.Moved < opts.Max {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w after %d messages", ErrInterrupted, res.Moved)
@@ -393,24 +393,35 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 			res.Destinations[dest.Name]++
 			prog.show(res.Moved)
 		}
-		if fresh == 0 {
-			idle++
-			if idle >= 2 {
-				break
-			}
-		} else {
+		if fresh > 0 {
 			idle = 0
+			continue
 		}
+		if idle++; idle < 2 {
+			continue
+		}
+		// Nothing new twice: done, unless messages are in flight in the DLQ
+		// (another receiver, or a receive whose answer was lost on the way
+		// and retried by the SDK). Wait for them once.
+		attrs, err := t.SQS.GetQueueAttributes(ctx, target.DLQ.URL, queue.QueueAttrApproximateNumberOfMessagesNotVisible)
+		n := 0
+		if err == nil {
+			n = atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) - len(unplaced)
+		}
+		if n <= 0 {
+			break
+		}
+		if waited {
+			fmt.Fprintf(t.log(), "%d messages are still in flight in %s (held by another receiver?): run redrive again later\n", n, target.DLQ.Name)
+			break
+		}
+		fmt.Fprintf(t.log(), "%d messages are in flight in %s (another receiver, or a receive whose answer was lost); waiting %s for them\n", n, target.DLQ.Name, (visibility + time.Second).Round(time.Second))
+		if err := t.Clock.Sleep(ctx, visibility+time.Second); err != nil {
+			return fmt.Errorf("%w after %d messages", ErrInterrupted, res.Moved)
+		}
+		waited, idle = true, 0
 	}
 	prog.show(res.Moved)
-	// Messages someone else holds (another receiver, or a receive whose
-	// answer was lost on the way) are still in the DLQ: say so.
-	if attrs, err := t.SQS.GetQueueAttributes(ctx, target.DLQ.URL, queue.QueueAttrApproximateNumberOfMessagesNotVisible); err == nil {
-		if n := atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) - len(unplaced); n > 0 {
-			fmt.Fprintf(t.log(), "%d messages are in flight in %s (received by someone else, or a receive whose answer was lost): they become visible again within %s; run redrive again then\n",
-				n, target.DLQ.Name, visibility.Round(time.Second))
-		}
-	}
 	return nil
 }
 

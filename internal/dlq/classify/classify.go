@@ -256,13 +256,8 @@ func group(v Verdict, ms []Message, total int, opts Options) Group {
 		}
 		return []string{m.Version}
 	})
-	g.Reasons = tally(ms, func(m Message) []string {
-		if m.Reason != "" {
-			return []string{normaliseReason(m.Reason)}
-		}
-		return nil
-	})
-	g.Findings = tally(ms, func(m Message) []string { return []string{normaliseReason(m.Why)} })
+	g.Reasons = tallyText(ms, func(m Message) string { return m.Reason })
+	g.Findings = tallyText(ms, func(m Message) string { return m.Why })
 	g.Entities = tally(ms, func(m Message) []string {
 		var out []string
 		for k, vals := range m.Entities {
@@ -313,8 +308,10 @@ func poisonNext(ms []Message) string {
 	var schema, malformed, other int
 	for _, m := range ms {
 		switch {
-		case strings.HasPrefix(m.Why, "schema:"):
+		case strings.HasPrefix(m.Why, "schema: version"):
 			schema++
+		case strings.HasPrefix(m.Why, "schema:"):
+			malformed++
 		case strings.HasPrefix(m.Why, "malformed:"):
 			malformed++
 		default:
@@ -326,7 +323,7 @@ func poisonNext(ms []Message) string {
 		parts = append(parts, fmt.Sprintf("%d need a consumer that accepts their schema: deploy it first (consumers before producers), then redrive them", schema))
 	}
 	if malformed > 0 {
-		parts = append(parts, fmt.Sprintf("%d are malformed and no deploy makes them valid: do not redrive them; record them and fix the producer (they expire with the DLQ's retention)", malformed))
+		parts = append(parts, fmt.Sprintf("%d are malformed or incomplete and no deploy makes them valid: do not redrive them; record them and fix the producer (they expire with the DLQ's retention)", malformed))
 	}
 	if other > 0 {
 		parts = append(parts, fmt.Sprintf("%d were refused by the consumer's own validation: fix the producer or the validation, then redrive", other))
@@ -511,14 +508,41 @@ func counts(c []Count, max int) string {
 	return strings.Join(parts, ", ")
 }
 
+// tallyText counts texts that differ only in ids (runs of 3+ digits) as
+// one, shown verbatim when all its messages agree and with "#" for the ids
+// otherwise.
+func tallyText(ms []Message, get func(Message) string) []Count {
+	originals := map[string]map[string]bool{}
+	c := tally(ms, func(m Message) []string {
+		text := get(m)
+		if text == "" {
+			return nil
+		}
+		key := normaliseReason(text)
+		if originals[key] == nil {
+			originals[key] = map[string]bool{}
+		}
+		originals[key][short(text)] = true
+		return []string{key}
+	})
+	for i := range c {
+		if o := originals[c[i].Value]; len(o) == 1 {
+			for text := range o {
+				c[i].Value = text
+			}
+		}
+	}
+	return c
+}
+
 var digits = regexp.MustCompile(`[0-9]{3,}`)
 
 // normaliseReason makes reasons that differ only in ids comparable.
 func normaliseReason(s string) string { return short(digits.ReplaceAllString(s, "#")) }
 
 func short(s string) string {
-	if r := []rune(s); len(r) > 120 {
-		return string(r[:117]) + "..."
+	if r := []rune(s); len(r) > 200 {
+		return string(r[:197]) + "..."
 	}
 	return s
 }

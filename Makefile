@@ -8,26 +8,48 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 GO ?= go
 ENV ?= dev
 
-.PHONY: all install synth test unit vet fmt-check snapshots diff deploy services bench measure clean
+.PHONY: all install synth test test-cdk test-race chaos review vet fmt-check snapshots diff deploy services bench measure clean
 
 all: synth
 
-node_modules/.install-stamp: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
-	@touch $@
-
 ## install: npm packages (Node 22, CDK CLI, dynalite, aws-local-stepfunctions, asl-validator) and Go modules
-install: node_modules/.install-stamp
+# The stamp holds the hash of package.json and package-lock.json, not a time:
+# a fresh checkout (or a git worktree) has new file times but the same
+# content, and must not reinstall.
+install:
+	@want=$$(cat package.json package-lock.json | sha256sum | cut -d' ' -f1); \
+	if [ "$$(cat node_modules/.install-stamp 2>/dev/null)" != "$$want" ]; then \
+	  npm ci --no-audit --no-fund --loglevel=error && echo "$$want" > node_modules/.install-stamp; \
+	fi
 	$(GO) mod download
+	cd bench && $(GO) mod download
 
 ## synth: every environment (dev, staging, prod) into cdk.out; no AWS credentials needed
 synth: install
 	cdk synth --quiet
 	@ls cdk.out/*.template.json
 
+# The Go libraries and tools run under the race detector; the CDK packages
+# (jsii drives a Node process, nothing of ours is concurrent there, and the
+# race runtime slows jsii several-fold) run without it.
+RACE_PKGS = ./lambdas/... ./cmd/... ./internal/...
+
 ## test: everything CI runs (-count=1: tests against PostgreSQL, dynalite and the CLI are never answered from the cache)
-test: install services fmt-check vet
-	$(GO) test -count=1 -timeout 20m ./...
+test: install services fmt-check vet test-race test-cdk
+
+test-race:
+	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
+
+test-cdk:
+	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/lambdas/' -e '/cmd/' -e '/internal/')
+
+## chaos: the long chaos runs at full size (seed printed; MF_SEED=<seed> replays one)
+chaos: install services
+	MF_CHAOS=1 $(GO) test -race -count=1 -timeout 60m -run 'Chaos|Lesson' -v ./lambdas/outbox/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|seed|orders|kills'
+
+## review: cdk diff of every stack of ENV against the committed snapshots, no AWS credentials (make review ENV=prod)
+review: install
+	$(GO) run ./cmd/mf-review -e $(ENV)
 
 vet:
 	$(GO) vet ./...

@@ -227,10 +227,6 @@ func (e Environment) StackName(part string) string {
 	return "MercadoFresco-" + part + "-" + e.Name
 }
 
-// IsProd reports whether this is the production environment. Use it only for
-// documentation or tags; behaviour must come from explicit fields.
-func (e Environment) IsProd() bool { return e.Name == "prod" }
-
 // CDKEnvironment is the awscdk.Environment of this deployment target.
 func (e Environment) CDKEnvironment() *awscdk.Environment {
 	return &awscdk.Environment{Account: &e.Account, Region: &e.Region}

@@ -49,11 +49,13 @@ c=$(secs cdk synth --quiet)
 w=$(secs cdk synth --quiet)
 row "synth command (\`make synth\`: dev, staging, prod, Lambdas built)" "$c" "$w"
 
-# The test command's go test part (services already up, npm installed).
+# The test command's go test part (services already up, npm installed):
+# the race-detector run of the Go libraries and the CDK packages' run, as
+# `make test` does them.
 cold_cache test
-c=$(secs go test -count=1 -timeout 30m ./...)
-w=$(secs go test -count=1 -timeout 30m ./...)
-row "test command (\`go test -count=1 ./...\`)" "$c" "$w"
+c=$(secs make --no-print-directory test-race test-cdk)
+w=$(secs make --no-print-directory test-race test-cdk)
+row "test command (\`make test\` without install/vet: \`test-race\` + \`test-cdk\`)" "$c" "$w"
 
 {
   echo "# Measurements"

@@ -7,7 +7,6 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
@@ -50,9 +49,9 @@ type MessagingStack struct {
 // Timeouts of the consumers. They are the real worst case of one invocation,
 // because the queues' visibility timeouts are derived from them.
 const (
-	// prepararPedidoTimeoutSeconds: one warehouse call with a 30 s read
-	// timeout and SDK max_attempts 2 (the lesson's fix) is 60 s; the batch
-	// library stops taking records 2 s before the deadline.
+	// prepararPedidoTimeoutSeconds bounds one invocation of the order
+	// preparation consumer; the batch library stops taking records 2 s
+	// before the deadline.
 	prepararPedidoTimeoutSeconds = 60
 	// pedidosVisibilitySeconds is the lesson's fixed value (400 s; the
 	// double charge came from 120 s against a 180 s read timeout). It is
@@ -69,11 +68,8 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	s := &MessagingStack{Stack: stack}
 	env := shared.Env
 	// Queues hold messages in flight: keep them where the environment keeps
-	// state. SQS has no snapshots, so SNAPSHOT means RETAIN here.
+	// state (the constructs map the policy per resource kind).
 	removal := env.RemovalPolicy
-	if removal == awscdk.RemovalPolicy_SNAPSHOT {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
 
 	// Every queue here carries order data (order id with customer, address,
 	// lines or amounts), so all use the data key (reliablequeue's default,
@@ -108,14 +104,10 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		OldestMessageAgeThreshold: awscdk.Duration_Minutes(jsii.Number(30)),
 	})
 
-	// ERP notice. maxReceiveCount 5 (AWS advice where throttling can occur):
-	// the ERP is throttled on purpose from our side (API destination
-	// invocationRateLimitPerSecond), and while its circuit breaker is open
-	// the consumer returns messages with ChangeMessageVisibility(300), each
-	// of which costs a receive. 5 receives cover ~25 min of an open circuit;
-	// a longer ERP outage is contained per the runbook (disable the mapping
-	// so messages wait in the queue for up to 4 days). The age alarm keeps
-	// the 3 h default: the ERP notice may wait, the order is already paid.
+	// ERP notice. maxReceiveCount 5 (AWS advice where throttling can occur,
+	// docs/design.md#queue-receives): the ERP rate-limits its callers. The
+	// age alarm keeps the 3 h default: the ERP notice may wait, the order is
+	// already paid.
 	s.AvisoERP = newQueue("AvisoERP", AvisoERPQueueName, AvisoERPDLQName, reliablequeue.Props{
 		MaxReceiveCount: 5,
 	})
@@ -186,6 +178,5 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		BatchSize:          10,
 	})
 
-	guardrails.Apply(stack)
 	return s
 }

@@ -31,7 +31,7 @@ func messagingFor(t *testing.T, name string) (*MessagingStack, awscdk.App) {
 	platform := NewPlatformStack(app, env)
 	shared := platform.Shared(env, builder)
 	m := NewMessagingStack(app, shared, NewDataStack(app, shared))
-	ApplyNag(app)
+	ApplyChecks(app)
 	return m, app
 }
 
@@ -91,7 +91,7 @@ func TestMessagingStackResources(t *testing.T) {
 	// The consumer: 60 s timeout, one mapping with the ceiling and partial batch responses.
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"FunctionName": "mf-preparar-pedido", "Timeout": 60,
-		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"DLQ_URL": assertions.Match_AnyValue()})},
+		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"DLQ_URLS": assertions.Match_AnyValue()})},
 	})
 	tpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(1))
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{

@@ -3,6 +3,7 @@ package stacks
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/outbox"
 )
@@ -41,12 +42,12 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared) *OutboxStack {
 		Subnets:            net.DataSubnets(),
 		RotationSubnets:    net.AppSubnets(),
 		RotationEndpoint:   net.SecretsEndpoint,
-		ClusterIdentifier:  env.PhysicalName("aurora-mf-escritor"),
-		ProxyName:          env.PhysicalName("proxy-mf-escritor"),
+		ClusterIdentifier:  jsii.String(env.PhysicalName("aurora-mf-escritor")),
+		ProxyName:          jsii.String(env.PhysicalName("proxy-mf-escritor")),
 		EncryptionKey:      shared.DataKey,
 		LogRetention:       env.LogRetention,
 		RemovalPolicy:      env.RemovalPolicy,
-		DeletionProtection: env.DeletionProtection,
+		DeletionProtection: jsii.Bool(env.DeletionProtection),
 		AlarmTopic:         shared.Alerts,
 	})
 	pub := outbox.NewPublisher(stack, "Publicador", &outbox.PublisherProps{
@@ -62,7 +63,7 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared) *OutboxStack {
 		LogRemovalPolicy:    env.RemovalPolicy,
 		AlarmTopic:          shared.Alerts,
 		ReservedConcurrency: env.PublisherConcurrency,
-		FunctionNamePrefix:  env.PhysicalName("mf-outbox"),
+		FunctionNamePrefix:  jsii.String(env.PhysicalName("mf-outbox")),
 	})
 	return &OutboxStack{Stack: stack, Network: net, Database: db, Publisher: pub}
 }

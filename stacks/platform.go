@@ -26,23 +26,17 @@ type PlatformStack struct {
 func NewPlatformStack(scope constructs.Construct, env config.Environment) *PlatformStack {
 	stack := newStack(scope, env, "Platform", "data key, alerts topic and event bus")
 	s := &PlatformStack{Stack: stack}
-	keyRemoval := env.RemovalPolicy
-	if keyRemoval == awscdk.RemovalPolicy_SNAPSHOT {
-		// KMS keys have no snapshots; keeping the key is the only way to
-		// keep the environment's snapshots (tables, databases) readable.
-		keyRemoval = awscdk.RemovalPolicy_RETAIN
-	}
 	s.DataKey = platform.NewDataKey(stack, "DataKey", &platform.DataKeyProps{
-		Alias:         env.PhysicalName(platform.DataKeyAlias),
-		RemovalPolicy: keyRemoval,
+		Alias:         jsii.String(env.PhysicalName(platform.DataKeyAlias)),
+		RemovalPolicy: env.RemovalPolicy,
 	})
 	s.Alerts = platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{
-		TopicName: env.PhysicalName(platform.AlertsTopic),
+		TopicName: jsii.String(env.PhysicalName(platform.AlertsTopic)),
 		Key:       s.DataKey,
 		Email:     env.AlarmEmail,
 	})
 	s.Bus, s.Archive = platform.NewEventBus(stack, "Bus", &platform.EventBusProps{
-		EventBusName:         env.PhysicalName(platform.EventBusName),
+		EventBusName:         jsii.String(env.PhysicalName(platform.EventBusName)),
 		ArchiveRetentionDays: env.ArchiveRetentionDays,
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("DataKeyArn"), &awscdk.CfnOutputProps{Value: s.DataKey.KeyArn()})

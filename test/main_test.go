@@ -4,9 +4,18 @@
 package test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
-func TestMain(m *testing.M) { cdktest.Main(m) }
+// TestMain removes the synthesised assembly (a temporary directory per run,
+// so two runs at once never share one) when the tests end.
+func TestMain(m *testing.M) {
+	cdktest.Main(m, func() {
+		if synthRes != nil {
+			_ = os.RemoveAll(synthRes.outdir)
+		}
+	})
+}

@@ -27,7 +27,7 @@ func TestPrepararPedidoIsWiredForExactlyOnceEffect(t *testing.T) {
 			if fnID == "" {
 				t.Fatalf("no preparar-pedido function in %s", stack)
 			}
-			for _, v := range []string{"IDEMPOTENCY_TABLE_NAME", "DLQ_URL", "BATCH_CONCURRENCY"} {
+			for _, v := range []string{"IDEMPOTENCY_TABLE_NAME", "DLQ_URLS", "BATCH_CONCURRENCY"} {
 				if env[v] == nil {
 					t.Errorf("preparar-pedido lacks %s (has %v)", v, env)
 				}

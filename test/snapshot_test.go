@@ -2,14 +2,14 @@ package test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/mercadofresco/integration/internal/snapshot"
 )
 
 // UPDATE_SNAPSHOTS=1 rewrites the golden files instead of comparing
@@ -18,29 +18,12 @@ const updateEnv = "UPDATE_SNAPSHOTS"
 
 var snapshotDir = filepath.Join("testdata", "snapshots")
 
-// Values that change without the infrastructure changing: asset hashes
-// (content-addressed names of Lambda binaries and CDK helper code). They are
-// masked so a fresh clone, another Go patch release or a dependency bump of a
-// function does not churn every golden file; the bundling test proves the
-// binaries themselves.
-var volatile = []struct {
-	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`\b[0-9a-f]{64}\b`), "<asset-hash>"},
-}
-
-// normalise renders a template as stable, masked, indented JSON.
-func normalise(tpl map[string]any) ([]byte, error) {
-	raw, err := json.MarshalIndent(tpl, "", "  ") // map keys are sorted
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range volatile {
-		raw = v.re.ReplaceAll(raw, []byte(v.with))
-	}
-	return append(raw, '\n'), nil
-}
+// normalise renders a template as stable, masked, indented JSON: asset
+// hashes change without the infrastructure changing (a CDK helper's code, a
+// Go release), so they are masked, and each Go function's asset is labelled
+// with its entry; which function's code changed is in the binaries manifest
+// (see internal/snapshot).
+func normalise(tpl map[string]any) ([]byte, error) { return snapshot.Normalise(tpl) }
 
 func TestSnapshots(t *testing.T) {
 	s := synthApp(t)
@@ -77,6 +60,29 @@ func TestSnapshots(t *testing.T) {
 			}
 		})
 	}
+	// The binaries manifest: one line per function, its code's SHA-256.
+	t.Run(snapshot.ManifestFile, func(t *testing.T) {
+		bins, err := snapshot.Binaries(s.outdir, s.templates)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := snapshot.Manifest(bins)
+		file := filepath.Join(snapshotDir, snapshot.ManifestFile)
+		if update {
+			if err := os.WriteFile(file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("no binaries manifest (run `make snapshots`): %v", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("the functions' code differs from %s (run `make snapshots` if intended; each line names a function):\n%s", file, lineDiff(string(want), string(got)))
+		}
+	})
+	seen[snapshot.ManifestFile] = true
 	// A golden file without a stack is a stack that disappeared.
 	entries, _ := os.ReadDir(snapshotDir)
 	for _, e := range entries {

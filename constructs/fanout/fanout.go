@@ -24,7 +24,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
@@ -41,7 +41,8 @@ type Props struct {
 	// AlarmTopic receives the subscription-DLQ alarms and the topic's
 	// failed-redrive alarm. Required.
 	AlarmTopic awssns.ITopic
-	// RemovalPolicy of the subscription DLQs.
+	// RemovalPolicy of the subscription DLQs: the environment's policy,
+	// mapped by removal.For (empty and SNAPSHOT mean RETAIN).
 	RemovalPolicy awscdk.RemovalPolicy
 }
 
@@ -105,20 +106,16 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 	if props.TopicName != nil {
 		t.name = *props.TopicName
 	}
-	t.FailedRedriveAlarm = awscloudwatch.NewAlarm(c, jsii.String("FailedRedriveAlarm"), &awscloudwatch.AlarmProps{
+	t.FailedRedriveAlarm = alarm.New(c, "FailedRedriveAlarm", &alarm.Props{
 		Metric: t.Topic.Metric(jsii.String("NumberOfNotificationsFailedToRedriveToDlq"), &awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Sum"),
 		}),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		AlarmDescription:   jsii.String(fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.label())),
+		Topic:       props.AlarmTopic,
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no failed redrive reports nothing
+		Description: fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.label()),
 	})
-	if props.AlarmTopic != nil {
-		platform.Alarm(t.FailedRedriveAlarm, props.AlarmTopic)
-	}
 	return t
 }
 

@@ -17,13 +17,15 @@ import (
 // ErrBuild is wrapped by every failure to compile a function.
 var ErrBuild = errors.New("golambda: go build failed")
 
-// BuildFlags are the flags every function binary is built with. They make the
-// binary reproducible (no paths, no VCS stamp, no symbol tables) and drop the
-// legacy RPC mode that provided.al2023 does not use. The empty -buildid
+// BuildFlags returns the flags every function binary is built with. They make
+// the binary reproducible (no paths, no VCS stamp, no symbol tables) and drop
+// the legacy RPC mode that provided.al2023 does not use. The empty -buildid
 // matters: Go's build id hashes the source files, comments included, so
 // without it a comment-only edit would change the binary and make `cdk diff`
 // report a function whose machine code did not change.
-var BuildFlags = []string{"-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w -buildid="}
+func BuildFlags() []string {
+	return []string{"-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w -buildid="}
+}
 
 // Builder compiles Lambda main packages into `bootstrap` binaries for
 // provided.al2023 on arm64.
@@ -83,7 +85,7 @@ func (b *Builder) Build(ctx context.Context, entry string) (string, error) {
 	if goBin == "" {
 		goBin = "go"
 	}
-	args := append([]string{"build", "-o", filepath.Join(dir, "bootstrap")}, BuildFlags...)
+	args := append([]string{"build", "-o", filepath.Join(dir, "bootstrap")}, BuildFlags()...)
 	args = append(args, "./"+clean)
 	cmd := exec.CommandContext(ctx, goBin, args...)
 	cmd.Dir = root

@@ -32,9 +32,13 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
-
-	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/removal"
 )
+
+// EntryMetadata is the template metadata key that carries a function's
+// entry ("lambdas/preparar-pedido"); internal/snapshot reads it.
+const EntryMetadata = "mercadofresco:entry"
 
 // Defaults applied when the matching Props field is zero.
 const (
@@ -68,7 +72,8 @@ type Props struct {
 	EncryptionKey awskms.IKey
 	// LogRetention of the function's log group. Empty means one month.
 	LogRetention awslogs.RetentionDays
-	// LogRemovalPolicy of the log group. Empty means RETAIN.
+	// LogRemovalPolicy of the log group: the environment's policy, mapped
+	// by removal.For (empty and SNAPSHOT mean RETAIN).
 	LogRemovalPolicy awscdk.RemovalPolicy
 	// ApplicationLogLevel is the minimum level of the function's own JSON
 	// logs. Empty means INFO.
@@ -101,6 +106,8 @@ type Function struct {
 	Timeout awscdk.Duration
 	// Entry is the main package directory the function was built from.
 	Entry string
+	// ErrorsAlarm and ThrottlesAlarm exist when Props.AlarmTopic was set.
+	ErrorsAlarm, ThrottlesAlarm awscloudwatch.Alarm
 }
 
 // NewFunction defines a Go Lambda function. Invalid props or a failed build
@@ -125,10 +132,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	if retention == "" {
 		retention = awslogs.RetentionDays_ONE_MONTH
 	}
-	logRemoval := props.LogRemovalPolicy
-	if logRemoval == "" {
-		logRemoval = awscdk.RemovalPolicy_RETAIN
-	}
+	logRemoval := removal.For(props.LogRemovalPolicy, removal.Data)
 	appLevel := props.ApplicationLogLevel
 	if appLevel == "" {
 		appLevel = awslambda.ApplicationLogLevel_INFO
@@ -203,6 +207,9 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	if bundler.err != nil {
 		awscdk.Annotations_Of(this).AddError(jsii.String(bundler.err.Error()))
 	}
+	// Names the function's code in the template, so reviews and snapshots
+	// (internal/snapshot) can say which function's binary changed.
+	f.Function.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(EntryMetadata), props.Entry)
 
 	// X-Ray's PutTraceSegments/PutTelemetryRecords support no resource-level
 	// permissions; the CDK adds them with Resource "*" when tracing is on.
@@ -263,28 +270,32 @@ func entryDir(b *Builder, entry string) string {
 
 func (f *Function) addAlarms(topic awssns.ITopic) {
 	period := awscdk.Duration_Minutes(jsii.Number(5))
-	errorsAlarm := f.Function.MetricErrors(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}).
-		CreateAlarm(f.Construct, jsii.String("ErrorsAlarm"), &awscloudwatch.CreateAlarmOptions{
-			AlarmDescription:   jsii.String(fmt.Sprintf("%s: invocations ended in an error (unhandled error or timeout).", f.Entry)),
-			Threshold:          jsii.Number(0),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-			EvaluationPeriods:  jsii.Number(1),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-	platform.Alarm(errorsAlarm, topic)
-	throttles := f.Function.MetricThrottles(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}).
-		CreateAlarm(f.Construct, jsii.String("ThrottlesAlarm"), &awscloudwatch.CreateAlarmOptions{
-			AlarmDescription:   jsii.String(fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry)),
-			Threshold:          jsii.Number(0),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-			EvaluationPeriods:  jsii.Number(1),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-	platform.Alarm(throttles, topic)
+	f.ErrorsAlarm = alarm.New(f.Construct, "ErrorsAlarm", &alarm.Props{
+		Metric:      f.Function.MetricErrors(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}),
+		Topic:       topic,
+		Description: fmt.Sprintf("%s: invocations ended in an error (unhandled error or timeout).", f.Entry),
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no invocations, no errors
+	})
+	f.ThrottlesAlarm = alarm.New(f.Construct, "ThrottlesAlarm", &alarm.Props{
+		Metric:      f.Function.MetricThrottles(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}),
+		Topic:       topic,
+		Description: fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry),
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no invocations, no throttles
+	})
 }
 
 // TimeoutSeconds is the invocation timeout in seconds.
 func (f *Function) TimeoutSeconds() float64 { return *f.Timeout.ToSeconds(nil) }
+
+// GrantPrincipal makes the function an awsiam.IGrantable: resources grant
+// it access with their Grant* methods (queue.GrantSendMessages(fn)).
+func (f *Function) GrantPrincipal() awsiam.IPrincipal { return f.Function.GrantPrincipal() }
+
+// IFunction is the function as the CDK's interface, for constructs that
+// accept any function (reliablequeue.Queue.AddConsumer, event targets).
+func (f *Function) IFunction() awslambda.IFunction { return f.Function }
 
 // GrantInvoke lets grantee invoke the function.
 func (f *Function) GrantInvoke(grantee awsiam.IGrantable) awsiam.Grant {

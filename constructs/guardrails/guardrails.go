@@ -31,20 +31,23 @@
 // A finding can be acknowledged on a construct (or any ancestor) with
 // Acknowledge and a written reason; the check then reports nothing there.
 //
-// Limits: properties set with raw overrides (AddPropertyOverride) are not
-// seen, and references that cross stacks (Fn::ImportValue) cannot be followed;
-// a mapping whose function cannot be resolved gets a warning, not an error.
+// References are followed by constructs/cfnindex (see its limits: raw
+// property overrides and cross-stack references are not seen); a mapping
+// whose function cannot be resolved gets a warning, not an error.
 package guardrails
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/mercadofresco/integration/constructs/cfnindex"
 )
 
 // Rule identifiers, used as message prefixes and with Acknowledge.
@@ -67,7 +70,6 @@ const VisibilityMultiplier = 6
 const (
 	defaultVisibilitySeconds = 30
 	defaultRetentionSeconds  = 345600 // 4 days
-	defaultLambdaTimeout     = 3
 )
 
 const (
@@ -76,14 +78,12 @@ const (
 )
 
 const (
-	typeQueue        = "AWS::SQS::Queue"
-	typeESM          = "AWS::Lambda::EventSourceMapping"
-	typeFunction     = "AWS::Lambda::Function"
-	typeAlias        = "AWS::Lambda::Alias"
-	typeVersion      = "AWS::Lambda::Version"
-	typeSubscription = "AWS::SNS::Subscription"
-	typeTopic        = "AWS::SNS::Topic"
-	typeAlarm        = "AWS::CloudWatch::Alarm"
+	typeQueue        = cfnindex.TypeQueue
+	typeESM          = cfnindex.TypeESM
+	typeFunction     = cfnindex.TypeFunction
+	typeSubscription = cfnindex.TypeSubscription
+	typeTopic        = cfnindex.TypeTopic
+	typeAlarm        = cfnindex.TypeAlarm
 )
 
 // MessagingChecks is the aspect. Add it with Apply (or awscdk.Aspects_Of(app).Add
@@ -128,180 +128,30 @@ func (m *MessagingChecks) Visit(node constructs.IConstruct) {
 	ix.checkSubscriptions()
 }
 
-// resource is one L1 resource of the stack with its resolved properties.
-type resource struct {
-	id    string
-	typ   string
-	cfn   awscdk.CfnResource
-	props map[string]any
-}
-
-func (r *resource) path() string { return *r.cfn.Node().Path() }
-
-func (r *resource) str(key string) string {
-	s, _ := get(r.props, key).(string)
-	return s
-}
-
+// index is the stack's resources (cfnindex) with what the rules need
+// beyond references: who uses each queue as a DLQ, and the alarms on each
+// queue's depth.
 type index struct {
-	stack     awscdk.Stack
-	byID      map[string]*resource
-	ordered   []*resource
-	queueName map[string]*resource // literal physical names
-	fnName    map[string]*resource
-	dlqOf     map[string][]string // DLQ id -> who uses it as DLQ (paths)
-	alarms    map[string][]*resource
+	*cfnindex.Index
+	dlqOf  map[string][]string // DLQ id -> who uses it as DLQ (paths)
+	alarms map[string][]*resource
+	// findings are the messages reported, in the order they were reported
+	// (deterministic: every rule walks resources in tree order or in
+	// sorted order, never in map order).
+	findings []string
 }
+
+type resource = cfnindex.Resource
 
 func newIndex(stack awscdk.Stack) *index {
-	ix := &index{
-		stack:     stack,
-		byID:      map[string]*resource{},
-		queueName: map[string]*resource{},
-		fnName:    map[string]*resource{},
-		dlqOf:     map[string][]string{},
-		alarms:    map[string][]*resource{},
-	}
-	stackPath := *stack.Node().Path()
-	for _, c := range *stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
-		if !*awscdk.CfnResource_IsCfnResource(c) {
-			continue
-		}
-		if *awscdk.Stack_Of(c).Node().Path() != stackPath {
-			continue // a nested stack checks its own resources
-		}
-		cfn, ok := c.(awscdk.CfnResource)
-		if !ok {
-			continue
-		}
-		r := &resource{cfn: cfn, typ: *cfn.CfnResourceType()}
-		r.id, _ = stack.Resolve(cfn.LogicalId()).(string)
-		r.props = ix.resolveProps(cfn)
-		ix.byID[r.id] = r
-		ix.ordered = append(ix.ordered, r)
-		switch r.typ {
-		case typeQueue:
-			if n := r.str("QueueName"); n != "" {
-				ix.queueName[n] = r
-			}
-		case typeFunction:
-			if n := r.str("FunctionName"); n != "" {
-				ix.fnName[n] = r
-			}
-		}
-	}
-	for _, r := range ix.ordered {
-		ix.collectDLQRefs(r, r.props, false)
-		if r.typ == typeAlarm {
+	ix := &index{Index: cfnindex.New(stack), dlqOf: map[string][]string{}, alarms: map[string][]*resource{}}
+	for _, r := range ix.Ordered {
+		ix.collectDLQRefs(r, r.Props, false)
+		if r.Type == typeAlarm {
 			ix.collectAlarm(r)
 		}
 	}
 	return ix
-}
-
-// resolveProps renders the L1's properties in CloudFormation shape and
-// resolves tokens (references become Ref / Fn::GetAtt maps).
-func (ix *index) resolveProps(cfn awscdk.CfnResource) (props map[string]any) {
-	defer func() {
-		if recover() != nil {
-			props = map[string]any{}
-		}
-	}()
-	// CfnProperties is the L1's current property bag in CDK (camelCase) form;
-	// round-tripping it through RenderProperties from Go breaks on lazy values,
-	// so keys are matched case-insensitively instead (see get).
-	props, _ = ix.stack.Resolve(cfn.CfnProperties()).(map[string]any)
-	if props == nil {
-		props = map[string]any{}
-	}
-	return props
-}
-
-// target returns the in-stack resource a resolved value refers to, if any.
-func (ix *index) target(v any) *resource {
-	switch x := v.(type) {
-	case map[string]any:
-		if ga, ok := x["Fn::GetAtt"].([]any); ok && len(ga) > 0 {
-			id, _ := ga[0].(string)
-			return ix.byID[id]
-		}
-		if ga, ok := x["Fn::GetAtt"].(string); ok {
-			return ix.byID[strings.SplitN(ga, ".", 2)[0]]
-		}
-		if id, ok := x["Ref"].(string); ok {
-			return ix.byID[id]
-		}
-		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
-			parts, _ := j[1].([]any)
-			if len(parts) > 0 {
-				if last, ok := parts[len(parts)-1].(string); ok {
-					if r := ix.byName(last); r != nil {
-						return r
-					}
-				}
-			}
-		}
-		if s, ok := x["Fn::Sub"].(string); ok {
-			if r := ix.byName(s); r != nil {
-				return r
-			}
-		}
-		// Derived values (an alias name is Fn::Join of Fn::Select over the
-		// alias ARN, for example): the first reference inside identifies it.
-		for k, v := range x {
-			if strings.HasPrefix(k, "Fn::") {
-				if r := ix.firstRef(v); r != nil {
-					return r
-				}
-			}
-		}
-	case string:
-		return ix.byName(x)
-	}
-	return nil
-}
-
-// firstRef returns the first in-stack resource referenced anywhere in v.
-func (ix *index) firstRef(v any) *resource {
-	switch x := v.(type) {
-	case map[string]any:
-		if _, ok := x["Ref"]; ok {
-			return ix.target(x)
-		}
-		if _, ok := x["Fn::GetAtt"]; ok {
-			return ix.target(x)
-		}
-		for _, e := range x {
-			if r := ix.firstRef(e); r != nil {
-				return r
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if r := ix.firstRef(e); r != nil {
-				return r
-			}
-		}
-	}
-	return nil
-}
-
-// byName maps an ARN, URL or name (or its literal tail) to a queue or function.
-func (ix *index) byName(s string) *resource {
-	if strings.Contains(s, ":lambda:") {
-		parts := strings.Split(s, ":")
-		for i, p := range parts {
-			if p == "function" && i+1 < len(parts) {
-				return ix.fnName[parts[i+1]]
-			}
-		}
-		return nil
-	}
-	tail := s[strings.LastIndexAny(s, ":/")+1:]
-	if q := ix.queueName[tail]; q != nil {
-		return q
-	}
-	return ix.fnName[tail]
 }
 
 // collectDLQRefs marks every queue referenced under a dead-letter property
@@ -312,8 +162,8 @@ func (ix *index) collectDLQRefs(owner *resource, v any, inDLQ bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		if inDLQ {
-			if t := ix.target(x); t != nil && t.typ == typeQueue {
-				ix.dlqOf[t.id] = append(ix.dlqOf[t.id], owner.path())
+			if t := ix.Target(x); t != nil && t.Type == typeQueue {
+				ix.dlqOf[t.ID] = append(ix.dlqOf[t.ID], owner.Path())
 				return
 			}
 		}
@@ -339,8 +189,8 @@ func (ix *index) collectDLQRefs(owner *resource, v any, inDLQ bool) {
 		}
 	case string:
 		if inDLQ {
-			if t := ix.byName(x); t != nil && t.typ == typeQueue {
-				ix.dlqOf[t.id] = append(ix.dlqOf[t.id], owner.path())
+			if t := ix.ByName(x); t != nil && t.Type == typeQueue {
+				ix.dlqOf[t.ID] = append(ix.dlqOf[t.ID], owner.Path())
 			}
 		}
 	}
@@ -348,46 +198,47 @@ func (ix *index) collectDLQRefs(owner *resource, v any, inDLQ bool) {
 
 // collectAlarm records alarms on ApproximateNumberOfMessagesVisible by queue.
 func (ix *index) collectAlarm(a *resource) {
-	metrics := []map[string]any{a.props}
-	if ms, ok := get(a.props, "Metrics").([]any); ok {
+	metrics := []map[string]any{a.Props}
+	if ms, ok := cfnindex.Get(a.Props, "Metrics").([]any); ok {
 		for _, m := range ms {
 			mm, _ := m.(map[string]any)
-			if metric, ok := get(mm, "MetricStat", "Metric").(map[string]any); ok {
+			if metric, ok := cfnindex.Get(mm, "MetricStat", "Metric").(map[string]any); ok {
 				metrics = append(metrics, metric)
 			}
 		}
 	}
 	for _, m := range metrics {
-		if get(m, "MetricName") != "ApproximateNumberOfMessagesVisible" || get(m, "Namespace") != "AWS/SQS" {
+		if cfnindex.Get(m, "MetricName") != "ApproximateNumberOfMessagesVisible" || cfnindex.Get(m, "Namespace") != "AWS/SQS" {
 			continue
 		}
-		dims, _ := get(m, "Dimensions").([]any)
+		dims, _ := cfnindex.Get(m, "Dimensions").([]any)
 		for _, d := range dims {
 			dm, _ := d.(map[string]any)
-			if get(dm, "Name") != "QueueName" {
+			if cfnindex.Get(dm, "Name") != "QueueName" {
 				continue
 			}
-			if q := ix.target(get(dm, "Value")); q != nil && q.typ == typeQueue {
-				ix.alarms[q.id] = append(ix.alarms[q.id], a)
+			if q := ix.Target(cfnindex.Get(dm, "Value")); q != nil && q.Type == typeQueue {
+				ix.alarms[q.ID] = append(ix.alarms[q.ID], a)
 			}
 		}
 	}
 }
 
 func (ix *index) fail(r *resource, rule, format string, a ...any) {
-	if acknowledged(r.cfn, rule) {
+	if acknowledged(r.Cfn, rule) {
 		return
 	}
-	msg := fmt.Sprintf("[%s] %s: %s", rule, r.path(), fmt.Sprintf(format, a...))
-	awscdk.Annotations_Of(r.cfn).AddError(jsii.String(msg))
+	msg := fmt.Sprintf("[%s] %s: %s", rule, r.Path(), fmt.Sprintf(format, a...))
+	ix.findings = append(ix.findings, msg)
+	awscdk.Annotations_Of(r.Cfn).AddError(jsii.String(msg))
 }
 
 func (ix *index) warn(r *resource, rule, format string, a ...any) {
-	if acknowledged(r.cfn, rule) {
+	if acknowledged(r.Cfn, rule) {
 		return
 	}
-	msg := fmt.Sprintf("[%s] %s: %s", rule, r.path(), fmt.Sprintf(format, a...))
-	awscdk.Annotations_Of(r.cfn).AddWarningV2(jsii.String("mercadofresco:guardrails:"+rule), jsii.String(msg), nil)
+	msg := fmt.Sprintf("[%s] %s: %s", rule, r.Path(), fmt.Sprintf(format, a...))
+	awscdk.Annotations_Of(r.Cfn).AddWarningV2(jsii.String("mercadofresco:guardrails:"+rule), jsii.String(msg), nil)
 }
 
 func acknowledged(c constructs.IConstruct, rule string) bool {
@@ -405,25 +256,25 @@ func acknowledged(c constructs.IConstruct, rule string) bool {
 }
 
 func (ix *index) checkQueues() {
-	for _, q := range ix.ordered {
-		if q.typ != typeQueue {
+	for _, q := range ix.Ordered {
+		if q.Type != typeQueue {
 			continue
 		}
 		name := queueLabel(q)
-		rp := redrivePolicy(get(q.props, "RedrivePolicy"))
+		rp := redrivePolicy(cfnindex.Get(q.Props, "RedrivePolicy"))
 		target, hasTarget := rp["deadLetterTargetArn"]
-		usedAsDLQ := len(ix.dlqOf[q.id]) > 0 || declaresDLQ(get(q.props, "RedriveAllowPolicy"))
+		usedAsDLQ := len(ix.dlqOf[q.ID]) > 0 || declaresDLQ(cfnindex.Get(q.Props, "RedriveAllowPolicy"))
 		if !hasTarget && !usedAsDLQ {
 			ix.fail(q, RuleQueueWithoutDLQ, "queue %s has no dead-letter queue (RedrivePolicy) and is not the DLQ of anything; a failing message would be retried until it expires and then be deleted silently. Give it a DLQ of the same type with an alarm (reliablequeue.New does)", name)
 		}
 		if hasTarget {
-			if dlq := ix.target(target); dlq != nil && dlq.typ == typeQueue {
+			if dlq := ix.Target(target); dlq != nil && dlq.Type == typeQueue {
 				srcFifo, dlqFifo := isFifo(q), isFifo(dlq)
 				if srcFifo != dlqFifo {
 					ix.fail(q, RuleFifoDLQType, "queue %s is %s but its DLQ %s is %s; SQS requires the DLQ of a FIFO queue to be FIFO (and of a standard queue to be standard)", name, kind(srcFifo), queueLabel(dlq), kind(dlqFifo))
 				}
 				if !srcFifo {
-					sr, dr := num(get(q.props, "MessageRetentionPeriod"), defaultRetentionSeconds), num(get(dlq.props, "MessageRetentionPeriod"), defaultRetentionSeconds)
+					sr, dr := cfnindex.Num(cfnindex.Get(q.Props, "MessageRetentionPeriod"), defaultRetentionSeconds), cfnindex.Num(cfnindex.Get(dlq.Props, "MessageRetentionPeriod"), defaultRetentionSeconds)
 					if dr <= sr {
 						ix.fail(q, RuleDLQRetention, "DLQ %s retains messages %.0f s, not longer than its source %s (%.0f s); a standard queue's message keeps its original enqueue time in the DLQ, so it would expire there almost at once", queueLabel(dlq), dr, name, sr)
 					}
@@ -437,23 +288,23 @@ func (ix *index) checkQueues() {
 }
 
 func (ix *index) checkDLQAlarm(q *resource, name string) {
-	alarms := ix.alarms[q.id]
+	alarms := ix.alarms[q.ID]
 	if len(alarms) == 0 {
-		ix.fail(q, RuleDLQWithoutAlarm, "DLQ %s (dead-letter queue of %s) has no CloudWatch alarm on ApproximateNumberOfMessagesVisible; messages there are paid work that was not done and nobody would know. Add an alarm > 0 (5 min, Maximum) with actions to alertas-mercadofresco (reliablequeue.NewDeadLetterAlarm)", name, strings.Join(uniq(ix.dlqOf[q.id]), ", "))
+		ix.fail(q, RuleDLQWithoutAlarm, "DLQ %s (dead-letter queue of %s) has no CloudWatch alarm on ApproximateNumberOfMessagesVisible; messages there are paid work that was not done and nobody would know. Add an alarm > 0 (5 min, Maximum) with actions to alertas-mercadofresco (reliablequeue.NewDeadLetterAlarm)", name, strings.Join(uniq(ix.dlqOf[q.ID]), ", "))
 		return
 	}
 	var reasons []string
 	for _, a := range alarms {
-		op := a.str("ComparisonOperator")
-		th := num(get(a.props, "Threshold"), -1)
+		op := a.Str("ComparisonOperator")
+		th := cfnindex.Num(cfnindex.Get(a.Props, "Threshold"), -1)
 		firesOnFirst := (op == "GreaterThanThreshold" && th >= 0 && th < 1) || (op == "GreaterThanOrEqualToThreshold" && th > 0 && th <= 1)
-		actions, _ := get(a.props, "AlarmActions").([]any)
-		enabled, isBool := get(a.props, "ActionsEnabled").(bool)
+		actions, _ := cfnindex.Get(a.Props, "AlarmActions").([]any)
+		enabled, isBool := cfnindex.Get(a.Props, "ActionsEnabled").(bool)
 		switch {
 		case !firesOnFirst:
-			reasons = append(reasons, fmt.Sprintf("%s does not fire on the first message (%s %v)", a.path(), op, get(a.props, "Threshold")))
+			reasons = append(reasons, fmt.Sprintf("%s does not fire on the first message (%s %v)", a.Path(), op, cfnindex.Get(a.Props, "Threshold")))
 		case len(actions) == 0 || (isBool && !enabled):
-			reasons = append(reasons, fmt.Sprintf("%s has no enabled AlarmActions", a.path()))
+			reasons = append(reasons, fmt.Sprintf("%s has no enabled AlarmActions", a.Path()))
 		default:
 			return
 		}
@@ -465,31 +316,32 @@ func (ix *index) checkEventSourceMappings() {
 	ceilings := map[string]float64{}     // function id -> sum of MaximumConcurrency
 	mappings := map[string][]*resource{} // function id -> its SQS mappings
 	defer func() {
-		for id, total := range ceilings {
-			fn := ix.byID[id]
-			reserved, ok := get(fn.props, "ReservedConcurrentExecutions").(float64)
+		for _, id := range slices.Sorted(maps.Keys(ceilings)) {
+			total := ceilings[id]
+			fn := ix.ByID[id]
+			reserved, ok := cfnindex.Get(fn.Props, "ReservedConcurrentExecutions").(float64)
 			if !ok || total <= reserved {
 				continue
 			}
 			for _, e := range mappings[id] {
-				ix.fail(e, RuleESMReservedConcurrency, "the SQS mappings of %s allow %.0f concurrent invocations (sum of MaximumConcurrency) but its ReservedConcurrentExecutions is %.0f; Lambda throttles the excess and every throttled batch goes back to the queue and spends a receive towards the DLQ. Keep the sum of MaximumConcurrency <= reserved concurrency", fn.path(), total, reserved)
+				ix.fail(e, RuleESMReservedConcurrency, "the SQS mappings of %s allow %.0f concurrent invocations (sum of MaximumConcurrency) but its ReservedConcurrentExecutions is %.0f; Lambda throttles the excess and every throttled batch goes back to the queue and spends a receive towards the DLQ. Keep the sum of MaximumConcurrency <= reserved concurrency", fn.Path(), total, reserved)
 			}
 		}
 	}()
-	for _, e := range ix.ordered {
-		if e.typ != typeESM {
+	for _, e := range ix.Ordered {
+		if e.Type != typeESM {
 			continue
 		}
-		src := ix.target(get(e.props, "EventSourceArn"))
-		arn, _ := get(e.props, "EventSourceArn").(string)
-		isSQS := (src != nil && src.typ == typeQueue) || strings.Contains(arn, ":sqs:")
+		src := ix.Target(cfnindex.Get(e.Props, "EventSourceArn"))
+		arn, _ := cfnindex.Get(e.Props, "EventSourceArn").(string)
+		isSQS := (src != nil && src.Type == typeQueue) || strings.Contains(arn, ":sqs:")
 		if src == nil && arn == "" {
 			// Unresolvable (imported) source: SQS is the only source without a
 			// starting position, Kafka topics or MQ queues.
-			sp := get(e.props, "StartingPosition") != nil
-			topics := get(e.props, "Topics") != nil
-			mq := get(e.props, "Queues") != nil
-			self := get(e.props, "SelfManagedEventSource") != nil
+			sp := cfnindex.Get(e.Props, "StartingPosition") != nil
+			topics := cfnindex.Get(e.Props, "Topics") != nil
+			mq := cfnindex.Get(e.Props, "Queues") != nil
+			self := cfnindex.Get(e.Props, "SelfManagedEventSource") != nil
 			isSQS = !sp && !topics && !mq && !self
 		}
 		if !isSQS {
@@ -499,73 +351,53 @@ func (ix *index) checkEventSourceMappings() {
 		if src != nil {
 			srcLabel = queueLabel(src)
 		}
-		if !containsString(get(e.props, "FunctionResponseTypes"), "ReportBatchItemFailures") {
+		if !cfnindex.ContainsString(cfnindex.Get(e.Props, "FunctionResponseTypes"), "ReportBatchItemFailures") {
 			ix.fail(e, RuleESMReportBatchItemFailures, "SQS event source mapping on %s has no FunctionResponseTypes [ReportBatchItemFailures]; one bad message makes the whole batch return to the queue and be processed again (duplicates, and receives burnt towards the DLQ)", srcLabel)
 		}
-		sc := get(e.props, "ScalingConfig")
-		if get(sc, "MaximumConcurrency") == nil {
+		sc := cfnindex.Get(e.Props, "ScalingConfig")
+		if cfnindex.Get(sc, "MaximumConcurrency") == nil {
 			ix.fail(e, RuleESMMaximumConcurrency, "SQS event source mapping on %s has no ScalingConfig.MaximumConcurrency (2..1000); without a ceiling Lambda adds pollers as the backlog grows and multiplies pressure on a dependency that is already failing", srcLabel)
 		}
-		if fn, _ := ix.function(get(e.props, "FunctionName")); fn != nil {
-			if mc, ok := get(sc, "MaximumConcurrency").(float64); ok {
-				ceilings[fn.id] += mc
-				mappings[fn.id] = append(mappings[fn.id], e)
+		if fn, _ := ix.Function(cfnindex.Get(e.Props, "FunctionName")); fn != nil {
+			if mc, ok := cfnindex.Get(sc, "MaximumConcurrency").(float64); ok {
+				ceilings[fn.ID] += mc
+				mappings[fn.ID] = append(mappings[fn.ID], e)
 			}
 		}
-		if src == nil || src.typ != typeQueue {
+		if src == nil || src.Type != typeQueue {
 			continue
 		}
-		fn, timeout := ix.function(get(e.props, "FunctionName"))
+		fn, timeout := ix.Function(cfnindex.Get(e.Props, "FunctionName"))
 		if fn == nil {
 			ix.warn(e, RuleVisibilityTimeout, "cannot resolve the function of the mapping on %s to check VisibilityTimeout >= %d x its timeout", srcLabel, VisibilityMultiplier)
 			continue
 		}
-		vis := num(get(src.props, "VisibilityTimeout"), defaultVisibilitySeconds)
-		window := num(get(e.props, "MaximumBatchingWindowInSeconds"), 0)
+		vis := cfnindex.Num(cfnindex.Get(src.Props, "VisibilityTimeout"), defaultVisibilitySeconds)
+		window := cfnindex.Num(cfnindex.Get(e.Props, "MaximumBatchingWindowInSeconds"), 0)
 		required := VisibilityMultiplier*timeout + window
 		if vis < required {
 			extra := ""
 			if window > 0 {
 				extra = fmt.Sprintf(" + batching window %.0f s", window)
 			}
-			ix.fail(e, RuleVisibilityTimeout, "queue %s has VisibilityTimeout %.0f s < %d x timeout of consumer %s (%.0f s)%s = %.0f s; a message becomes visible again while its first delivery is still running and is processed twice (the lesson's double charge: 120 s visibility vs a 180 s gateway timeout)", srcLabel, vis, VisibilityMultiplier, fn.path(), timeout, extra, required)
+			ix.fail(e, RuleVisibilityTimeout, "queue %s has VisibilityTimeout %.0f s < %d x timeout of consumer %s (%.0f s)%s = %.0f s; a message becomes visible again while its first delivery is still running and is processed twice (the lesson's double charge: 120 s visibility vs a 180 s gateway timeout)", srcLabel, vis, VisibilityMultiplier, fn.Path(), timeout, extra, required)
 		}
 	}
-}
-
-// function follows FunctionName through aliases and versions to the
-// CfnFunction and returns it with its timeout.
-func (ix *index) function(v any) (*resource, float64) {
-	for range 4 {
-		r := ix.target(v)
-		if r == nil {
-			return nil, 0
-		}
-		switch r.typ {
-		case typeFunction:
-			return r, num(get(r.props, "Timeout"), defaultLambdaTimeout)
-		case typeAlias, typeVersion:
-			v = get(r.props, "FunctionName")
-		default:
-			return nil, 0
-		}
-	}
-	return nil, 0
 }
 
 func (ix *index) checkSubscriptions() {
 	const msg = "SNS topic %s delivers to a Lambda function (protocol lambda); SNS retries a failing Lambda only a few times and then drops the message. Subscribe an SQS queue (with its DLQ) and consume it with an event source mapping"
-	for _, r := range ix.ordered {
-		switch r.typ {
+	for _, r := range ix.Ordered {
+		switch r.Type {
 		case typeSubscription:
-			if strings.EqualFold(r.str("Protocol"), "lambda") {
-				ix.fail(r, RuleSNSToLambda, msg, topicLabel(ix, get(r.props, "TopicArn")))
+			if strings.EqualFold(r.Str("Protocol"), "lambda") {
+				ix.fail(r, RuleSNSToLambda, msg, topicLabel(ix, cfnindex.Get(r.Props, "TopicArn")))
 			}
 		case typeTopic:
-			subs, _ := get(r.props, "Subscription").([]any)
+			subs, _ := cfnindex.Get(r.Props, "Subscription").([]any)
 			for _, s := range subs {
-				if sm, _ := s.(map[string]any); sm != nil && strings.EqualFold(fmt.Sprint(get(sm, "Protocol")), "lambda") {
-					ix.fail(r, RuleSNSToLambda, msg, r.path())
+				if sm, _ := s.(map[string]any); sm != nil && strings.EqualFold(fmt.Sprint(cfnindex.Get(sm, "Protocol")), "lambda") {
+					ix.fail(r, RuleSNSToLambda, msg, r.Path())
 				}
 			}
 		}
@@ -573,21 +405,21 @@ func (ix *index) checkSubscriptions() {
 }
 
 func topicLabel(ix *index, v any) string {
-	if t := ix.target(v); t != nil {
-		if n := t.str("TopicName"); n != "" {
+	if t := ix.Target(v); t != nil {
+		if n := t.Str("TopicName"); n != "" {
 			return n
 		}
-		return t.path()
+		return t.Path()
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
 }
 
 func queueLabel(q *resource) string {
-	if n := q.str("QueueName"); n != "" {
-		return fmt.Sprintf("%q (%s)", n, q.path())
+	if n := q.Str("QueueName"); n != "" {
+		return fmt.Sprintf("%q (%s)", n, q.Path())
 	}
-	return q.path()
+	return q.Path()
 }
 
 func redrivePolicy(v any) map[string]any {
@@ -622,13 +454,13 @@ func declaresDLQ(v any) bool {
 }
 
 func isFifo(q *resource) bool {
-	switch x := get(q.props, "FifoQueue").(type) {
+	switch x := cfnindex.Get(q.Props, "FifoQueue").(type) {
 	case bool:
 		return x
 	case string:
 		return x == "true"
 	}
-	return strings.HasSuffix(q.str("QueueName"), ".fifo")
+	return strings.HasSuffix(q.Str("QueueName"), ".fifo")
 }
 
 func kind(fifo bool) string {
@@ -636,31 +468,6 @@ func kind(fifo bool) string {
 		return "FIFO"
 	}
 	return "standard"
-}
-
-func num(v any, def float64) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case int:
-		return float64(x)
-	case string:
-		var f float64
-		if _, err := fmt.Sscan(x, &f); err == nil {
-			return f
-		}
-	}
-	return def
-}
-
-func containsString(v any, want string) bool {
-	xs, _ := v.([]any)
-	for _, x := range xs {
-		if x == want {
-			return true
-		}
-	}
-	return false
 }
 
 func uniq(xs []string) []string {
@@ -674,29 +481,4 @@ func uniq(xs []string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// get navigates maps by keys compared case-insensitively: L1 properties are
-// read in their CDK (camelCase) form, CloudFormation names differ only in case.
-func get(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		val, found := m[k]
-		if !found {
-			for mk, mv := range m {
-				if strings.EqualFold(mk, k) {
-					val, found = mv, true
-					break
-				}
-			}
-		}
-		if !found {
-			return nil
-		}
-		v = val
-	}
-	return v
 }

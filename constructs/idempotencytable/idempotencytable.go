@@ -29,7 +29,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 )
 
@@ -147,12 +148,9 @@ func New(scope constructs.Construct, id string, props *Props) *Table {
 	if deletionProtection == nil {
 		deletionProtection = jsii.Bool(true)
 	}
-	removal := props.RemovalPolicy
-	if removal == "" || removal == awscdk.RemovalPolicy_SNAPSHOT {
-		// CloudFormation cannot snapshot a DynamoDB table on deletion;
-		// retaining it (with its point-in-time recovery) is the closest.
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
+	// CloudFormation cannot snapshot a DynamoDB table on deletion;
+	// retaining it (with its point-in-time recovery) is the closest.
+	tableRemoval := removal.For(props.RemovalPolicy, removal.Data)
 
 	encryption := awsdynamodb.TableEncryption_CUSTOMER_MANAGED
 	if props.EncryptionKey == nil {
@@ -174,33 +172,29 @@ func New(scope constructs.Construct, id string, props *Props) *Table {
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		DeletionProtection: deletionProtection,
-		RemovalPolicy:      removal,
+		RemovalPolicy:      tableRemoval,
 	})
 	t := &Table{Construct: c, Table: table, EncryptionKey: props.EncryptionKey}
 
 	five := awscdk.Duration_Minutes(jsii.Number(5))
-	t.ThrottleAlarm = awscloudwatch.NewAlarm(c, jsii.String("ThrottleAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("The idempotency table throttled consumer requests: claims and completions are delayed and messages go back to their queues. " +
-			"Check ThrottledRequests per operation and the account's on-demand table limits."),
-		Metric:             t.MetricThrottledRequests(&awscloudwatch.MetricOptions{Period: five}),
-		Threshold:          jsii.Number(threshold),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	t.ThrottleAlarm = alarm.New(c, "ThrottleAlarm", &alarm.Props{
+		Description: "The idempotency table throttled consumer requests: claims and completions are delayed and messages go back to their queues. " +
+			"Check ThrottledRequests per operation and the account's on-demand table limits.",
+		Metric:      t.MetricThrottledRequests(&awscloudwatch.MetricOptions{Period: five}),
+		Topic:       props.AlarmTopic,
+		Threshold:   threshold,
+		Comparison:  awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no throttling reports nothing
 	})
-	t.SystemErrorsAlarm = awscloudwatch.NewAlarm(c, jsii.String("SystemErrorsAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("DynamoDB answered the idempotency table's consumers with server errors (5xx): consumers fail and retry. " +
-			"Check the AWS Health Dashboard for DynamoDB in the region."),
-		Metric:             t.MetricSystemErrors(&awscloudwatch.MetricOptions{Period: five}),
-		Threshold:          jsii.Number(1),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	t.SystemErrorsAlarm = alarm.New(c, "SystemErrorsAlarm", &alarm.Props{
+		Description: "DynamoDB answered the idempotency table's consumers with server errors (5xx): consumers fail and retry. " +
+			"Check the AWS Health Dashboard for DynamoDB in the region.",
+		Metric:      t.MetricSystemErrors(&awscloudwatch.MetricOptions{Period: five}),
+		Topic:       props.AlarmTopic,
+		Threshold:   1,
+		Comparison:  awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no errors reports nothing
 	})
-	if props.AlarmTopic != nil {
-		platform.Alarm(t.ThrottleAlarm, props.AlarmTopic)
-		platform.Alarm(t.SystemErrorsAlarm, props.AlarmTopic)
-	}
 	return t
 }
 

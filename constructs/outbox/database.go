@@ -15,8 +15,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
-
-	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/removal"
 )
 
 // Defaults of DatabaseProps.
@@ -41,12 +41,12 @@ type DatabaseProps struct {
 	RotationSubnets  *awsec2.SubnetSelection
 	RotationEndpoint awsec2.IInterfaceVpcEndpoint
 	// ClusterIdentifier is the physical name, e.g.
-	// env.PhysicalName("aurora-mf-escritor").
-	ClusterIdentifier string
+	// env.PhysicalName("aurora-mf-escritor"). Required.
+	ClusterIdentifier *string
 	// ProxyName defaults to ClusterIdentifier + "-proxy".
-	ProxyName string
+	ProxyName *string
 	// DatabaseName defaults to DefaultDatabaseName.
-	DatabaseName string
+	DatabaseName *string
 	// EncryptionKey encrypts the storage, the credentials secret, the
 	// exported PostgreSQL logs and the Performance Insights data.
 	EncryptionKey awskms.IKey
@@ -69,10 +69,11 @@ type DatabaseProps struct {
 	LogRetention awslogs.RetentionDays
 	// RemovalPolicy of the cluster: empty means RETAIN. SNAPSHOT is allowed.
 	RemovalPolicy awscdk.RemovalPolicy
-	// DeletionProtection of the cluster.
-	DeletionProtection bool
+	// DeletionProtection of the cluster. Nil means on (the project's one
+	// default for stores); stacks pass config.Environment.DeletionProtection.
+	DeletionProtection *bool
 	// AlarmTopic, when set, receives alarms on the proxy's connection use
-	// and the cluster's CPU.
+	// and the cluster's CPU (ConexionesProxyAlarm, CPUAlarm).
 	AlarmTopic awssns.ITopic
 }
 
@@ -95,22 +96,44 @@ type Database struct {
 	DatabaseName string
 	// User is the database user the functions connect as.
 	User string
+	// ConnectionsAlarm and CPUAlarm exist when DatabaseProps.AlarmTopic was
+	// set.
+	ConnectionsAlarm, CPUAlarm awscloudwatch.Alarm
 }
 
-// NewDatabase creates the cluster and its proxy.
+// NewDatabase creates the cluster and its proxy. Every invalid or missing
+// prop is reported as a synthesis error, and the construct is still built
+// whole (with stand-ins for what is missing, which never deploy because the
+// synthesis fails), so code that uses it shows the errors instead of
+// crashing on a nil field.
 func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *Database {
 	if props == nil {
 		props = &DatabaseProps{}
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
-	d := &Database{Construct: this, DatabaseName: props.DatabaseName, User: DefaultMasterUser}
-	if d.DatabaseName == "" {
-		d.DatabaseName = DefaultDatabaseName
+	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, User: DefaultMasterUser}
+	if props.DatabaseName != nil {
+		d.DatabaseName = *props.DatabaseName
 	}
 	invalid := func(msg string) { awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Database: " + msg)) }
-	if props.Vpc == nil || props.ClusterIdentifier == "" || props.EncryptionKey == nil {
-		invalid("Vpc, ClusterIdentifier and EncryptionKey are required")
-		return d
+	p := *props // stand-ins go into a copy, never into the caller's props
+	props = &p
+	if props.Vpc == nil {
+		invalid("Vpc is required")
+		props.Vpc = awsec2.NewVpc(this, jsii.String("MissingVpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0)})
+		props.Subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
+		props.RotationSubnets = props.Subnets
+	}
+	clusterID := "missing-cluster-identifier"
+	if props.ClusterIdentifier == nil || *props.ClusterIdentifier == "" {
+		invalid("ClusterIdentifier is required")
+	} else {
+		clusterID = *props.ClusterIdentifier
+	}
+	deletionProtection := props.DeletionProtection == nil || *props.DeletionProtection
+	if props.EncryptionKey == nil {
+		invalid("EncryptionKey is required (the data key alias/mercadofresco-datos)")
+		props.EncryptionKey = awskms.Key_FromKeyArn(this, jsii.String("MissingKey"), jsii.String("arn:aws:kms:eu-west-1:000000000000:key/missing"))
 	}
 	minACU, maxACU := props.MinCapacity, props.MaxCapacity
 	if minACU == 0 {
@@ -137,13 +160,10 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	if logRetention == "" {
 		logRetention = awslogs.RetentionDays_ONE_MONTH
 	}
-	removal := props.RemovalPolicy
-	if removal == "" {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
-	proxyName := props.ProxyName
-	if proxyName == "" {
-		proxyName = props.ClusterIdentifier + "-proxy"
+	clusterRemoval := removal.For(props.RemovalPolicy, removal.Snapshottable)
+	proxyName := clusterID + "-proxy"
+	if props.ProxyName != nil {
+		proxyName = *props.ProxyName
 	}
 	subnets := props.Subnets
 	engine := awsrds.DatabaseClusterEngine_AuroraPostgres(&awsrds.AuroraPostgresClusterEngineProps{
@@ -177,14 +197,14 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	// retention) instead of through CloudwatchLogsRetention, which deploys
 	// a custom-resource Lambda with a managed policy for the same result.
 	pgLogs := awslogs.NewLogGroup(this, jsii.String("PostgresqlLogs"), &awslogs.LogGroupProps{
-		LogGroupName:  jsii.String("/aws/rds/cluster/" + props.ClusterIdentifier + "/postgresql"),
+		LogGroupName:  jsii.String("/aws/rds/cluster/" + clusterID + "/postgresql"),
 		Retention:     logRetention,
 		EncryptionKey: props.EncryptionKey,
-		RemovalPolicy: logRemovalPolicy(removal),
+		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
 	})
 	d.Cluster = awsrds.NewDatabaseCluster(this, jsii.String("Cluster"), &awsrds.DatabaseClusterProps{
 		Engine:                  engine,
-		ClusterIdentifier:       jsii.String(props.ClusterIdentifier),
+		ClusterIdentifier:       jsii.String(clusterID),
 		Writer:                  instance("Escritor"),
 		Readers:                 &readers,
 		ServerlessV2MinCapacity: jsii.Number(minACU),
@@ -193,7 +213,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		VpcSubnets:              subnets,
 		Credentials: awsrds.Credentials_FromGeneratedSecret(jsii.String(DefaultMasterUser), &awsrds.CredentialsBaseOptions{
 			EncryptionKey: props.EncryptionKey,
-			SecretName:    jsii.String(props.ClusterIdentifier + "-credenciales"),
+			SecretName:    jsii.String(clusterID + "-credenciales"),
 		}),
 		DefaultDatabaseName:        jsii.String(d.DatabaseName),
 		StorageEncrypted:           jsii.Bool(true),
@@ -204,8 +224,8 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		PreferredMaintenanceWindow: jsii.String("sun:03:30-sun:04:30"),
 		CloudwatchLogsExports:      jsii.Strings("postgresql"),
 		CopyTagsToSnapshot:         jsii.Bool(true),
-		DeletionProtection:         jsii.Bool(props.DeletionProtection),
-		RemovalPolicy:              removal,
+		DeletionProtection:         jsii.Bool(deletionProtection),
+		RemovalPolicy:              clusterRemoval,
 	})
 	d.Cluster.Node().AddDependency(pgLogs)
 	d.Secret = d.Cluster.Secret()
@@ -227,7 +247,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	stack := awscdk.Stack_Of(this)
 	proxyRole := awsiam.NewRole(this, jsii.String("ProxyRole"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("rds.amazonaws.com"), nil),
-		Description: jsii.String("RDS Proxy of " + props.ClusterIdentifier + ": reads the database secret"),
+		Description: jsii.String("RDS Proxy of " + clusterID + ": reads the database secret"),
 	})
 	proxyRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("kms:Decrypt"),
@@ -259,7 +279,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 			Reason: jsii.String("The default port 5432 is kept: only the proxy's and the rotation function's security groups may reach it, and a non-standard port adds no protection against anyone who can already reach the isolated subnets."),
 		},
 	}, jsii.Bool(true))
-	if !props.DeletionProtection {
+	if !deletionProtection {
 		cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{{
 			Id:     jsii.String("AwsSolutions-RDS10"),
 			Reason: jsii.String("Deletion protection comes from config.Environment.DeletionProtection: on in prod, off in dev/staging, which are rebuilt from scratch."),
@@ -281,14 +301,30 @@ func (d *Database) addAlarms(topic awssns.ITopic) {
 		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic:     jsii.String("Maximum"),
 	})
-	a := conns.CreateAlarm(d.Construct, jsii.String("ConexionesProxyAlarm"), &awscloudwatch.CreateAlarmOptions{
-		AlarmDescription:   jsii.String("RDS Proxy: more than 100 connections to Aurora borrowed for 5 minutes; the outbox functions need a handful, so clients are piling up and will soon wait on BorrowTimeout."),
-		Threshold:          jsii.Number(100),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(5),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	d.ConnectionsAlarm = alarm.New(d.Construct, "ConexionesProxyAlarm", &alarm.Props{
+		Metric:            conns,
+		Topic:             topic,
+		Description:       "RDS Proxy: more than 100 connections to Aurora borrowed for 5 minutes; the outbox functions need a handful, so clients are piling up and will soon wait on BorrowTimeout.",
+		Threshold:         100,
+		EvaluationPeriods: 5,
+		MissingData:       awscloudwatch.TreatMissingData_NOT_BREACHING, // an idle proxy reports nothing
 	})
-	platform.Alarm(a, topic)
+	// Serverless v2 scales up to MaxCapacity; CPU above 80% for 10 minutes
+	// means it is at its ceiling (or a query went wrong) and the shop's
+	// order inserts are about to slow down.
+	d.CPUAlarm = alarm.New(d.Construct, "CPUAlarm", &alarm.Props{
+		Metric: d.Cluster.MetricCPUUtilization(&awscloudwatch.MetricOptions{
+			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
+			Statistic: jsii.String("Average"),
+		}),
+		Topic:             topic,
+		Description:       "Aurora (outbox and orders): CPU above 80% for 10 minutes. Check Performance Insights for the top statements and the ServerlessDatabaseCapacity against MaxCapacity.",
+		Threshold:         80,
+		EvaluationPeriods: 2,
+		// Periods without data (a paused metric stream) are not a CPU problem;
+		// the outbox age alarm catches a database that stopped working.
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
 }
 
 // GrantConnect lets grantee open connections through the proxy as User

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/mercadofresco/integration/constructs/removal"
 )
 
 // Subnet group names of the Network.
@@ -67,7 +68,7 @@ func NewNetwork(scope constructs.Construct, id string, props *NetworkProps) *Net
 	if retention == "" {
 		retention = awslogs.RetentionDays_ONE_MONTH
 	}
-	removal := logRemovalPolicy(props.RemovalPolicy)
+	logRemoval := removal.For(props.RemovalPolicy, removal.Data)
 	var maxAzs *float64
 	if props.MaxAzs > 0 {
 		maxAzs = jsii.Number(props.MaxAzs)
@@ -75,7 +76,7 @@ func NewNetwork(scope constructs.Construct, id string, props *NetworkProps) *Net
 	flowLogs := awslogs.NewLogGroup(this, jsii.String("FlowLogs"), &awslogs.LogGroupProps{
 		Retention:     retention,
 		EncryptionKey: props.FlowLogKey,
-		RemovalPolicy: removal,
+		RemovalPolicy: logRemoval,
 	})
 	n.Vpc = awsec2.NewVpc(this, jsii.String("Vpc"), &awsec2.VpcProps{
 		IpAddresses: awsec2.IpAddresses_Cidr(jsii.String("10.40.0.0/16")),
@@ -118,13 +119,4 @@ func (n *Network) AppSubnets() *awsec2.SubnetSelection {
 // DataSubnets selects the subnets for the database and its proxy.
 func (n *Network) DataSubnets() *awsec2.SubnetSelection {
 	return &awsec2.SubnetSelection{SubnetGroupName: jsii.String(SubnetsData)}
-}
-
-// logRemovalPolicy maps a stateful resource's removal policy to one a log
-// group accepts: SNAPSHOT (databases) becomes RETAIN, empty becomes RETAIN.
-func logRemovalPolicy(p awscdk.RemovalPolicy) awscdk.RemovalPolicy {
-	if p == "" || p == awscdk.RemovalPolicy_SNAPSHOT {
-		return awscdk.RemovalPolicy_RETAIN
-	}
-	return p
 }

@@ -18,7 +18,8 @@ import (
 	"github.com/mercadofresco/integration/constructs/outbox"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	outboxlib "github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -57,15 +58,15 @@ func newFixtureWith(t *testing.T, deletionProtection bool, removal awscdk.Remova
 	f.database = outbox.NewDatabase(stack, "Aurora", &outbox.DatabaseProps{
 		Vpc: f.network.Vpc, Subnets: f.network.DataSubnets(),
 		RotationSubnets: f.network.AppSubnets(), RotationEndpoint: f.network.SecretsEndpoint,
-		ClusterIdentifier: "aurora-mf-escritor-dev", EncryptionKey: key,
-		DeletionProtection: deletionProtection, RemovalPolicy: removal,
+		ClusterIdentifier: jsii.String("aurora-mf-escritor-dev"), EncryptionKey: key,
+		DeletionProtection: jsii.Bool(deletionProtection), RemovalPolicy: removal,
 		AlarmTopic: alerts,
 	})
 	f.publisher = outbox.NewPublisher(stack, "Publicador", &outbox.PublisherProps{
 		Database: f.database, Vpc: f.network.Vpc, Subnets: f.network.AppSubnets(),
 		EventsEndpoint: f.network.EventsEndpoint, Bus: bus, Environment: "dev",
 		Builder: builder, EncryptionKey: key, AlarmTopic: alerts, ReservedConcurrency: 2,
-		FunctionNamePrefix: "mf-outbox-dev", LogRemovalPolicy: removal,
+		FunctionNamePrefix: jsii.String("mf-outbox-dev"), LogRemovalPolicy: removal,
 	})
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	return f
@@ -275,24 +276,21 @@ func TestLeastPrivilegePutEventsOnTheBusOnlyAndConnectThroughTheProxy(t *testing
 
 func TestAlarmsOnPendingOldestAndParked(t *testing.T) {
 	_, tpl := fx(t)
-	if outboxlib.MetricNamespace != platform.MetricNamespace {
-		t.Fatalf("the publisher writes %q but the project's namespace is %q", outboxlib.MetricNamespace, platform.MetricNamespace)
-	}
 	tests := []struct {
 		metric    string
 		threshold float64
 		missing   string
 	}{
-		{outboxlib.MetricPending, 500, "notBreaching"},
-		{outboxlib.MetricOldestAge, 60, "breaching"},
-		{outboxlib.MetricParked, 0, "notBreaching"},
+		{outboxmetrics.Pending, 500, "notBreaching"},
+		{outboxmetrics.OldestAge, 60, "breaching"},
+		{outboxmetrics.Parked, 0, "notBreaching"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.metric, func(t *testing.T) {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 				"Namespace":          platform.MetricNamespace,
 				"MetricName":         tc.metric,
-				"Dimensions":         []any{map[string]any{"Name": outboxlib.DimensionEnvironment, "Value": "dev"}},
+				"Dimensions":         []any{map[string]any{"Name": metrics.DimensionEnvironment, "Value": "dev"}},
 				"Statistic":          "Maximum",
 				"Period":             60,
 				"Threshold":          tc.threshold,
@@ -322,13 +320,40 @@ func TestDeletionProtectionAndSnapshotRemoval(t *testing.T) {
 	}
 }
 
-func TestInvalidPropsAreSynthesisErrors(t *testing.T) {
+// Regression: invalid props returned half-built constructs (nil Cluster,
+// Proxy, Function), so the stack crashed with a nil pointer before the
+// errors could be shown. Now every problem is listed and the constructs
+// are whole.
+func TestInvalidPropsAreSynthesisErrorsNotCrashes(t *testing.T) {
 	app := awscdk.NewApp(nil)
 	stack := awscdk.NewStack(app, jsii.String("Roto"), nil)
-	outbox.NewPublisher(stack, "SinNada", nil)
-	outbox.NewDatabase(stack, "SinClave", &outbox.DatabaseProps{ClusterIdentifier: "x"})
-	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("outbox\\.(Publisher|Database)")))
-	if len(*errs) != 2 {
-		t.Fatalf("got %d synthesis errors, want one per invalid construct", len(*errs))
+	db := outbox.NewDatabase(stack, "SinClave", &outbox.DatabaseProps{})
+	pub := outbox.NewPublisher(stack, "SinNada", &outbox.PublisherProps{Database: db})
+	if db.Cluster == nil || db.Proxy == nil || db.Secret == nil || pub.Function == nil || pub.Cleanup == nil || pub.PendingAlarm == nil {
+		t.Fatal("a construct with invalid props is half-built")
+	}
+	_ = db.Environment() // what a dependent does first
+	errs := cdktest.Errors(stack)
+	for _, want := range []string{
+		"outbox.Database: Vpc is required", "outbox.Database: ClusterIdentifier is required", "outbox.Database: EncryptionKey is required",
+		"outbox.Publisher: Vpc is required", "outbox.Publisher: Bus is required", "outbox.Publisher: EventsEndpoint is required",
+		"outbox.Publisher: AlarmTopic is required", "outbox.Publisher: Environment is required",
+	} {
+		if !strings.Contains(strings.Join(errs, "\n"), want) {
+			t.Errorf("no error %q in:\n%s", want, strings.Join(errs, "\n"))
+		}
+	}
+}
+
+// Regression: the database documented a CPU alarm it never created.
+func TestDatabaseAlarmsOnProxyConnectionsAndCPU(t *testing.T) {
+	_, tpl := fx(t)
+	for _, metric := range []string{"DatabaseConnectionsCurrentlyBorrowed", "CPUUtilization"} {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+			"Namespace":    "AWS/RDS",
+			"MetricName":   metric,
+			"AlarmActions": []any{assertions.Match_AnyValue()},
+			"OKActions":    []any{assertions.Match_AnyValue()},
+		})
 	}
 }

@@ -17,9 +17,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/platform"
-	outboxlib "github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
 )
 
 // Defaults of PublisherProps (the lesson's numbers).
@@ -70,8 +71,8 @@ type PublisherProps struct {
 	// thousands of events per second).
 	ReservedConcurrency float64
 	// FunctionNamePrefix names the functions <prefix>-publicador and
-	// <prefix>-limpieza. Empty lets CloudFormation name them.
-	FunctionNamePrefix string
+	// <prefix>-limpieza. Nil lets CloudFormation name them.
+	FunctionNamePrefix *string
 	// PendingThreshold and OldestAgeThresholdSeconds default to 500 and 60.
 	PendingThreshold          float64
 	OldestAgeThresholdSeconds float64
@@ -97,16 +98,36 @@ type Publisher struct {
 	environment string
 }
 
-// NewPublisher creates the functions, schedules and alarms.
+// NewPublisher creates the functions, schedules and alarms. Every missing
+// prop is reported as a synthesis error, and the construct is still built
+// whole (the wiring to what is missing is left out), so code that uses it
+// shows the errors instead of crashing on a nil field.
 func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) *Publisher {
 	if props == nil {
 		props = &PublisherProps{}
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	p := &Publisher{Construct: this, environment: props.Environment}
-	if props.Database == nil || props.Vpc == nil || props.Bus == nil || props.AlarmTopic == nil || props.EventsEndpoint == nil || props.Environment == "" {
-		awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Publisher: Database, Vpc, Bus, EventsEndpoint, AlarmTopic and Environment are required"))
-		return p
+	if p.environment == "" {
+		p.environment = "missing" // a metric dimension cannot be empty; synthesis fails anyway
+	}
+	for _, req := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Database", props.Database == nil}, {"Vpc", props.Vpc == nil}, {"Bus", props.Bus == nil},
+		{"EventsEndpoint", props.EventsEndpoint == nil}, {"AlarmTopic", props.AlarmTopic == nil},
+		{"Environment", props.Environment == ""},
+	} {
+		if req.missing {
+			awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Publisher: " + req.name + " is required"))
+		}
+	}
+	if props.Vpc == nil {
+		pp := *props
+		pp.Vpc = awsec2.NewVpc(this, jsii.String("MissingVpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0)})
+		pp.Subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
+		props = &pp
 	}
 	source := props.Source
 	if source == "" {
@@ -119,15 +140,12 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	if reserved < 1 || reserved > 10 {
 		awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("outbox.Publisher: ReservedConcurrency %v not in 1..10 (each invocation holds up to 2 proxy connections)", reserved)))
 	}
-	logRemoval := props.LogRemovalPolicy
-	if logRemoval != "" {
-		logRemoval = logRemovalPolicy(logRemoval)
-	}
+	logRemoval := props.LogRemovalPolicy // golambda maps it (removal.For)
 	name := func(suffix string) *string {
-		if props.FunctionNamePrefix == "" {
+		if props.FunctionNamePrefix == nil {
 			return nil
 		}
-		return jsii.String(props.FunctionNamePrefix + "-" + suffix)
+		return jsii.String(*props.FunctionNamePrefix + "-" + suffix)
 	}
 
 	p.SecurityGroup = awsec2.NewSecurityGroup(this, jsii.String("SecurityGroup"), &awsec2.SecurityGroupProps{
@@ -136,9 +154,16 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		AllowAllOutbound: jsii.Bool(false),
 	})
 	sgs := &[]awsec2.ISecurityGroup{p.SecurityGroup}
-	env := props.Database.Environment()
+	env := map[string]*string{}
+	if props.Database != nil {
+		env = props.Database.Environment()
+	}
 	env["ENTORNO"] = jsii.String(props.Environment)
-	pubEnv := map[string]*string{"BUS_NAME": props.Bus.EventBusName(), "EVENT_SOURCE": jsii.String(source)}
+	busName := jsii.String("")
+	if props.Bus != nil {
+		busName = props.Bus.EventBusName()
+	}
+	pubEnv := map[string]*string{"BUS_NAME": busName, "EVENT_SOURCE": jsii.String(source)}
 	for k, v := range env {
 		pubEnv[k] = v
 	}
@@ -147,7 +172,7 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		Entry:                        "lambdas/outbox-publisher",
 		Builder:                      props.Builder,
 		FunctionName:                 name("publicador"),
-		Description:                  jsii.String("Transactional outbox: publishes pending rows of Aurora's outbox table to " + *props.Bus.EventBusName()),
+		Description:                  jsii.String("Transactional outbox: publishes pending rows of Aurora's outbox table to " + *busName),
 		Timeout:                      awscdk.Duration_Seconds(jsii.Number(PublisherTimeoutSeconds)),
 		MemorySize:                   256,
 		Environment:                  pubEnv,
@@ -180,22 +205,29 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 
 	// Least privilege: PutEvents on this bus only; connect through the
 	// proxy as one user; network to the proxy port and the endpoint only.
-	props.Bus.GrantPutEventsTo(p.Function.Role, nil)
-	props.Database.GrantConnect(p.Function.Role)
-	props.Database.GrantConnect(p.Cleanup.Role)
-	props.Database.AllowFrom(p.SecurityGroup, "outbox functions")
-	props.EventsEndpoint.Connections().AllowDefaultPortFrom(p.SecurityGroup, jsii.String("outbox publisher PutEvents"))
-	// The endpoint itself carries nothing but PutEvents to this bus by this
-	// account's principals: code in the VPC cannot use it to reach another
-	// bus or account (data exfiltration path closed at the network too).
-	props.EventsEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings("events:PutEvents"),
-		Resources:  jsii.Strings(*props.Bus.EventBusArn()),
-		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"aws:PrincipalAccount": awscdk.Stack_Of(this).Account()},
-		},
-	}))
+	if props.Bus != nil {
+		props.Bus.GrantPutEventsTo(p.Function.Role, nil)
+	}
+	if props.Database != nil {
+		props.Database.GrantConnect(p.Function.Role)
+		props.Database.GrantConnect(p.Cleanup.Role)
+		props.Database.AllowFrom(p.SecurityGroup, "outbox functions")
+	}
+	if props.EventsEndpoint != nil && props.Bus != nil {
+		props.EventsEndpoint.Connections().AllowDefaultPortFrom(p.SecurityGroup, jsii.String("outbox publisher PutEvents"))
+		// The endpoint itself carries nothing but PutEvents to this bus by
+		// this account's principals: code in the VPC cannot use it to reach
+		// another bus or account (data exfiltration path closed at the
+		// network too).
+		props.EventsEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings("events:PutEvents"),
+			Resources:  jsii.Strings(*props.Bus.EventBusArn()),
+			Conditions: &map[string]interface{}{
+				"StringEquals": map[string]interface{}{"aws:PrincipalAccount": awscdk.Stack_Of(this).Account()},
+			},
+		}))
+	}
 
 	// The schedules' roles are ours so the acknowledgement of the ":*"
 	// the CDK adds to lambda:InvokeFunction sits next to them.
@@ -258,43 +290,41 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	if oldest == 0 {
 		oldest = DefaultOldestAgeThreshold
 	}
-	p.PendingAlarm = p.MetricPending(nil).CreateAlarm(this, jsii.String("PendientesAlarm"), &awscloudwatch.CreateAlarmOptions{
-		AlarmDescription:   jsii.String(fmt.Sprintf("Outbox (%s): more than %.0f events waiting to be published for 2 minutes. Publisher too slow or failing; see its logs and Errors alarm.", props.Environment, pending)),
-		Threshold:          jsii.Number(pending),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(2),
-		DatapointsToAlarm:  jsii.Number(2),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	p.PendingAlarm = alarm.New(this, "PendientesAlarm", &alarm.Props{
+		Metric:            p.MetricPending(nil),
+		Topic:             props.AlarmTopic,
+		Description:       fmt.Sprintf("Outbox (%s): more than %.0f events waiting to be published for 2 minutes. Publisher too slow or failing; see its logs and Errors alarm.", props.Environment, pending),
+		Threshold:         pending,
+		EvaluationPeriods: 2,
+		// The age alarm below catches a silent publisher.
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 	})
-	// Missing data is breaching here: the gauges come from the publisher
-	// itself, so silence means the publisher is not running, the failure the
-	// lesson warns becomes "silent and global" with an outbox.
-	p.OldestAlarm = p.MetricOldestPendingAge(nil).CreateAlarm(this, jsii.String("AntiguedadAlarm"), &awscloudwatch.CreateAlarmOptions{
-		AlarmDescription:   jsii.String(fmt.Sprintf("Outbox (%s): the oldest unpublished event is older than %.0f s, or the publisher stopped reporting. Orders are not reaching bus-mercadofresco.", props.Environment, oldest)),
-		Threshold:          jsii.Number(oldest),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(2),
-		DatapointsToAlarm:  jsii.Number(2),
-		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
+	p.OldestAlarm = alarm.New(this, "AntiguedadAlarm", &alarm.Props{
+		Metric:            p.MetricOldestPendingAge(nil),
+		Topic:             props.AlarmTopic,
+		Description:       fmt.Sprintf("Outbox (%s): the oldest unpublished event is older than %.0f s, or the publisher stopped reporting. Orders are not reaching bus-mercadofresco.", props.Environment, oldest),
+		Threshold:         oldest,
+		EvaluationPeriods: 2,
+		// Breaching: the gauges come from the publisher itself, so silence
+		// means the publisher is not running (an outbox makes that failure
+		// silent and global otherwise).
+		MissingData: awscloudwatch.TreatMissingData_BREACHING,
 	})
-	p.ParkedAlarm = p.MetricParked(nil).CreateAlarm(this, jsii.String("AparcadosAlarm"), &awscloudwatch.CreateAlarmOptions{
-		AlarmDescription:   jsii.String(fmt.Sprintf("Outbox (%s): events parked as poison (rejected by EventBridge or too large). They will not be published until an operator fixes and unparks them: SELECT id, tipo, ultimo_error FROM outbox WHERE aparcado_en IS NOT NULL.", props.Environment)),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	p.ParkedAlarm = alarm.New(this, "AparcadosAlarm", &alarm.Props{
+		Metric:      p.MetricParked(nil),
+		Topic:       props.AlarmTopic,
+		Description: fmt.Sprintf("Outbox (%s): events parked as poison (rejected by EventBridge or too large). They will not be published until an operator fixes and unparks them: SELECT id, tipo, ultimo_error FROM outbox WHERE aparcado_en IS NOT NULL.", props.Environment),
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // the age alarm catches a silent publisher
 	})
-	for _, a := range []awscloudwatch.Alarm{p.PendingAlarm, p.OldestAlarm, p.ParkedAlarm} {
-		platform.Alarm(a, props.AlarmTopic)
-	}
 	return p
 }
 
 func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
 	props := &awscloudwatch.MetricProps{
-		Namespace:     jsii.String(outboxlib.MetricNamespace),
+		Namespace:     jsii.String(metrics.Namespace),
 		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{outboxlib.DimensionEnvironment: jsii.String(p.environment)},
+		DimensionsMap: &map[string]*string{metrics.DimensionEnvironment: jsii.String(p.environment)},
 		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic:     jsii.String("Maximum"),
 	}
@@ -312,17 +342,17 @@ func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscl
 
 // MetricPending is the number of unpublished, unparked outbox rows.
 func (p *Publisher) MetricPending(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxlib.MetricPending, opts)
+	return p.metric(outboxmetrics.Pending, opts)
 }
 
 // MetricOldestPendingAge is the age in seconds of the oldest pending row.
 func (p *Publisher) MetricOldestPendingAge(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxlib.MetricOldestAge, opts)
+	return p.metric(outboxmetrics.OldestAge, opts)
 }
 
 // MetricParked is the number of parked (poison) rows.
 func (p *Publisher) MetricParked(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxlib.MetricParked, opts)
+	return p.metric(outboxmetrics.Parked, opts)
 }
 
 // GrantInvoke lets grantee run the publisher on demand (e.g. a runbook).

@@ -8,8 +8,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
@@ -17,22 +15,29 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/lambdas/metrics"
 )
 
 // SPEC names of the platform resources (environments add their suffix).
 const (
-	DataKeyAlias    = "alias/mercadofresco-datos"
-	AlertsTopic     = "alertas-mercadofresco"
-	EventBusName    = "bus-mercadofresco"
-	MetricNamespace = "MercadoFresco/Tienda"
+	DataKeyAlias = "alias/mercadofresco-datos"
+	AlertsTopic  = "alertas-mercadofresco"
+	EventBusName = "bus-mercadofresco"
+	// MetricNamespace is the project's custom CloudWatch namespace: the one
+	// the Lambdas write to (lambdas/metrics).
+	MetricNamespace = metrics.Namespace
 )
 
 // DataKeyProps configures NewDataKey.
 type DataKeyProps struct {
-	// Alias of the key, e.g. "alias/mercadofresco-datos-dev". Empty means
+	// Alias of the key, e.g. "alias/mercadofresco-datos-dev". Nil means
 	// DataKeyAlias.
-	Alias string
-	// RemovalPolicy of the key. Empty means RETAIN (a destroyed key makes
+	Alias *string
+	// RemovalPolicy of the key, mapped by removal.For: empty and SNAPSHOT
+	// mean RETAIN (keeping the key is what keeps an environment's snapshots
+	// readable; a destroyed key makes
 	// every byte it encrypted unreadable).
 	RemovalPolicy awscdk.RemovalPolicy
 }
@@ -48,19 +53,16 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	if props == nil {
 		props = &DataKeyProps{}
 	}
-	alias := props.Alias
-	if alias == "" {
-		alias = DataKeyAlias
+	alias := DataKeyAlias
+	if props.Alias != nil {
+		alias = *props.Alias
 	}
-	removal := props.RemovalPolicy
-	if removal == "" {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
+	keyRemoval := removal.For(props.RemovalPolicy, removal.Data)
 	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{
 		Alias:             jsii.String(alias),
 		Description:       jsii.String("MercadoFresco data at rest: queues, topics, tables, logs and databases."),
 		EnableKeyRotation: jsii.Bool(true),
-		RemovalPolicy:     removal,
+		RemovalPolicy:     keyRemoval,
 		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
 	})
 	stack := awscdk.Stack_Of(scope)
@@ -102,8 +104,8 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 
 // AlertsTopicProps configures NewAlertsTopic.
 type AlertsTopicProps struct {
-	// TopicName is the physical name. Empty means AlertsTopic.
-	TopicName string
+	// TopicName is the physical name. Nil means AlertsTopic.
+	TopicName *string
 	// Key encrypts the topic. Required: an alarm topic with an AWS-managed
 	// key cannot receive CloudWatch alarms.
 	Key awskms.IKey
@@ -118,9 +120,9 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 	if props == nil {
 		props = &AlertsTopicProps{}
 	}
-	name := props.TopicName
-	if name == "" {
-		name = AlertsTopic
+	name := AlertsTopic
+	if props.TopicName != nil {
+		name = *props.TopicName
 	}
 	topic := awssns.NewTopic(scope, jsii.String(id), &awssns.TopicProps{
 		TopicName:        jsii.String(name),
@@ -152,8 +154,8 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 
 // EventBusProps configures NewEventBus.
 type EventBusProps struct {
-	// EventBusName is the physical name. Empty means EventBusName.
-	EventBusName string
+	// EventBusName is the physical name. Nil means EventBusName.
+	EventBusName *string
 	// ArchiveRetentionDays is how long the archive keeps events for replay.
 	// Zero keeps them forever.
 	ArchiveRetentionDays float64
@@ -166,9 +168,9 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	if props == nil {
 		props = &EventBusProps{}
 	}
-	name := props.EventBusName
-	if name == "" {
-		name = EventBusName
+	name := EventBusName
+	if props.EventBusName != nil {
+		name = *props.EventBusName
 	}
 	bus := awsevents.NewEventBus(scope, jsii.String(id), &awsevents.EventBusProps{
 		EventBusName: jsii.String(name),
@@ -186,12 +188,4 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	}
 	archive := bus.Archive(jsii.String("Archive"), archiveProps)
 	return bus, archive
-}
-
-// Alarm sends both the ALARM and the OK transitions of alarm to topic, so the
-// on-call engineer also learns when a problem has cleared.
-func Alarm(alarm awscloudwatch.Alarm, topic awssns.ITopic) {
-	action := awscloudwatchactions.NewSnsAction(topic)
-	alarm.AddAlarmAction(action)
-	alarm.AddOkAction(action)
 }

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/platform"
@@ -33,21 +32,4 @@ func TestAlertsTopicWithoutKeyIsAnError(t *testing.T) {
 	if len(*errs) != 1 {
 		t.Fatalf("want one error about the missing key, got %d", len(*errs))
 	}
-}
-
-func TestAlarmSendsAlarmAndOK(t *testing.T) {
-	stack := cdktest.NewStack("S")
-	key := platform.NewDataKey(stack, "Key", nil)
-	topic := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Key: key})
-	alarm := awscloudwatch.NewAlarm(stack, jsii.String("Alarm"), &awscloudwatch.AlarmProps{
-		Metric:            awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(platform.MetricNamespace), MetricName: jsii.String("X")}),
-		Threshold:         jsii.Number(0),
-		EvaluationPeriods: jsii.Number(1),
-	})
-	platform.Alarm(alarm, topic)
-	ref := map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^Alerts"))}
-	assertions.Template_FromStack(stack, nil).HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"AlarmActions": []any{ref},
-		"OKActions":    []any{ref},
-	})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
 
 // Limits of the Lambda SQS event source mapping.
@@ -23,10 +24,12 @@ const (
 	maxBatchingWindowSec = 300
 	// lambdaDefaultTimeout is Lambda's timeout when a function sets none.
 	lambdaDefaultTimeout = 3
-	// DefaultDeadLetterQueueURLEnv is the environment variable through which
-	// the consumer learns its DLQ URL (the batch library sends poison
-	// messages there itself, with the failure reason, before deleting them).
-	DefaultDeadLetterQueueURLEnv = "DLQ_URL"
+	// DeadLetterRoutesEnv is the environment variable through which a
+	// consumer learns the DLQ of each queue it consumes (a JSON object of
+	// source queue name to DLQ URL; lambdas/sqsbatch/dlqroute reads it and
+	// the batch library sends poison messages there itself, with the failure
+	// reason, before acknowledging them).
+	DeadLetterRoutesEnv = dlqroute.Env
 )
 
 // ConsumerOptions configures Queue.AddConsumer.
@@ -53,10 +56,10 @@ type ConsumerOptions struct {
 	// messages that are truly irrelevant, never for validation (an invalid
 	// message must reach the DLQ to be visible).
 	Filters []map[string]any
-	// DeadLetterQueueURLEnv is the environment variable set to the DLQ URL on
-	// the function. Empty means DefaultDeadLetterQueueURLEnv. The function is
-	// granted sqs:SendMessage on the DLQ.
-	DeadLetterQueueURLEnv string
+	// FunctionTimeout is the consumer's timeout, needed when fn is an
+	// imported function (an IFunction whose timeout the CDK cannot see).
+	// Ignored for functions defined in this app.
+	FunctionTimeout awscdk.Duration
 	// Enabled, when non-nil and false, creates the mapping disabled (runbook
 	// step 1 "contain" can then be applied in code).
 	Enabled *bool
@@ -65,18 +68,23 @@ type ConsumerOptions struct {
 // AddConsumer connects fn to the queue with one event source mapping:
 // ReportBatchItemFailures on, the given batch size and batching window, and
 // MaximumConcurrency (required). It grants fn consume on the queue (with
-// kms:Decrypt on the data key) and send on the DLQ, and derives the queue's
-// visibility timeout from fn's timeout:
+// kms:Decrypt on the data key) and send on the DLQ, adds this queue's DLQ to
+// the function's DeadLetterRoutesEnv variable (one route per source queue, so
+// a function consuming several queues dead-letters each message to the DLQ
+// of its own queue; consuming the same queue twice fails synth), and derives
+// the queue's visibility timeout from fn's timeout:
 //
 //	visibility >= VisibilityMultiplier x timeout + batching window
 //
 // (messages are in flight while Lambda gathers a batch). If Props.VisibilityTimeout
 // was set explicitly and is below that, synth fails with a message that names
-// both numbers. For a *golambda.Function pass its Function field.
+// both numbers. For a *golambda.Function pass its Function field. An
+// imported function needs ConsumerOptions.FunctionTimeout, and its code
+// must learn its DLQ some other way (its environment cannot be set here).
 //
 // It returns the mapping, or nil when the options are invalid (the error is
 // then an annotation on the queue and synth fails).
-func (q *Queue) AddConsumer(fn awslambda.Function, opts ConsumerOptions) awslambda.EventSourceMapping {
+func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslambda.EventSourceMapping {
 	fail := func(format string, a ...any) awslambda.EventSourceMapping {
 		awscdk.Annotations_Of(q.Construct).AddError(jsii.String(fmt.Sprintf("reliablequeue %s: AddConsumer: %s", *q.Node().Path(), fmt.Sprintf(format, a...))))
 		return nil
@@ -120,12 +128,22 @@ func (q *Queue) AddConsumer(fn awslambda.Function, opts ConsumerOptions) awslamb
 	}
 
 	timeout := float64(lambdaDefaultTimeout)
-	if fn.Timeout() != nil {
-		t, err := Seconds(fn.Timeout())
+	fnTimeout := opts.FunctionTimeout
+	if own, ok := fn.(interface{ Timeout() awscdk.Duration }); ok {
+		fnTimeout = own.Timeout()
+	} else if fnTimeout == nil {
+		return fail("consumer %s is an imported function: set ConsumerOptions.FunctionTimeout to its timeout (the queue's visibility timeout is derived from it)", fnName)
+	}
+	if fnTimeout != nil {
+		t, err := Seconds(fnTimeout)
 		if err != nil {
 			return fail("timeout of %s: %v", fnName, err)
 		}
 		timeout = t
+	}
+	routes := routesOf(fn)
+	if _, dup := routes.dlq[q.QueueName]; dup {
+		return fail("consumer %s already consumes %s: a second event source mapping on the same queue would process its messages twice", fnName, q.QueueName)
 	}
 	required := VisibilityMultiplier*timeout + window
 	if q.explicitVisibility > 0 {
@@ -160,12 +178,56 @@ func (q *Queue) AddConsumer(fn awslambda.Function, opts ConsumerOptions) awslamb
 	})
 	q.Queue.GrantConsumeMessages(fn)
 	q.GrantSendToDeadLetterQueue(fn)
-	env := opts.DeadLetterQueueURLEnv
-	if env == "" {
-		env = DefaultDeadLetterQueueURLEnv
+	routes.add(fn, q.QueueName, q.DeadLetterQueue.QueueUrl())
+	if own, ok := fn.(interface {
+		AddEnvironment(key, value *string, opts *awslambda.EnvironmentOptions) awslambda.Function
+	}); ok {
+		own.AddEnvironment(jsii.String(DeadLetterRoutesEnv), routes.json(fn), nil)
 	}
-	fn.AddEnvironment(jsii.String(env), q.DeadLetterQueue.QueueUrl(), nil)
 	return esm
+}
+
+// routeMetadata is the construct metadata type under which each
+// AddConsumer records its route on the function's node, so the routes of
+// one function are found on that function (whatever Go value stands for it,
+// and however many apps a process synthesises).
+const routeMetadata = "mercadofresco:dlq-route"
+
+// deadLetterRoutes are the DLQ routes of one function (source queue name ->
+// DLQ URL token), read back from its node's metadata.
+type deadLetterRoutes struct {
+	dlq map[string]*string
+}
+
+func routesOf(fn awslambda.IFunction) *deadLetterRoutes {
+	r := &deadLetterRoutes{dlq: map[string]*string{}}
+	for _, e := range *fn.Node().Metadata() {
+		if e.Type == nil || *e.Type != routeMetadata {
+			continue
+		}
+		if d, ok := e.Data.(map[string]any); ok {
+			q, _ := d["queue"].(string)
+			u, _ := d["dlqUrl"].(string)
+			r.dlq[q] = jsii.String(u)
+		}
+	}
+	return r
+}
+
+// add records a route on the function's node.
+func (r *deadLetterRoutes) add(fn awslambda.IFunction, queueName string, dlqURL *string) {
+	r.dlq[queueName] = dlqURL
+	fn.Node().AddMetadata(jsii.String(routeMetadata), map[string]any{"queue": queueName, "dlqUrl": *dlqURL}, nil)
+}
+
+// json renders the routes as the JSON object dlqroute.Parse reads, with the
+// DLQ URLs left as tokens for CloudFormation to resolve.
+func (r *deadLetterRoutes) json(fn awslambda.IFunction) *string {
+	m := make(map[string]any, len(r.dlq))
+	for name, url := range r.dlq {
+		m[name] = url
+	}
+	return awscdk.Stack_Of(fn).ToJsonString(m, nil)
 }
 
 func windowText(window float64) string {

@@ -2,11 +2,14 @@ package reliablequeue_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
@@ -50,9 +53,88 @@ func TestAddConsumerWiresMappingAndDerivesVisibility(t *testing.T) {
 			t.Errorf("%s grants KMS wildcard actions: %s", id, b)
 		}
 	}
-	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
-		"Environment": map[string]any{"Variables": map[string]any{"DLQ_URL": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("PedidosDeadLetterQueue"))}}},
+	routes := dlqRoutes(t, tpl)
+	if len(routes) != 1 || !strings.Contains(routes[q.QueueName], "PedidosDeadLetterQueue") {
+		t.Fatalf("DLQ_URLS routes = %v, want %s -> its DLQ", routes, q.QueueName)
+	}
+}
+
+// dlqRoutes returns the one function's DLQ_URLS with the DLQ references
+// rendered as text (the value is an Fn::Join of literal JSON and Refs).
+func dlqRoutes(t *testing.T, tpl assertions.Template) map[string]string {
+	t.Helper()
+	for _, fn := range resources(tpl, "AWS::Lambda::Function") {
+		vars, _ := fn["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		v, ok := vars[reliablequeue.DeadLetterRoutesEnv]
+		if !ok {
+			continue
+		}
+		var text strings.Builder
+		parts := v.(map[string]any)["Fn::Join"].([]any)[1].([]any)
+		for _, p := range parts {
+			switch x := p.(type) {
+			case string:
+				text.WriteString(x)
+			case map[string]any:
+				text.WriteString(fmt.Sprint(x["Ref"]))
+			}
+		}
+		var routes map[string]string
+		if err := json.Unmarshal([]byte(text.String()), &routes); err != nil {
+			t.Fatalf("DLQ_URLS is not a JSON object: %s: %v", text.String(), err)
+		}
+		return routes
+	}
+	t.Fatal("no function has DLQ_URLS")
+	return nil
+}
+
+// Regression: a function consuming two queues had one DLQ_URL, so poison
+// from one queue went to the other's DLQ.
+func TestOneFunctionTwoQueuesRoutesEachToItsOwnDLQ(t *testing.T) {
+	f := newFixture(t)
+	a := reliablequeue.New(f.stack, "Correo", f.props())
+	b := reliablequeue.New(f.stack, "AvisoERP", f.props())
+	fn := f.function("Notificador", 30)
+	a.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 5})
+	b.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 5})
+	f.requireNoErrors(t)
+	routes := dlqRoutes(t, f.template(t))
+	if len(routes) != 2 || !strings.Contains(routes[a.QueueName], "CorreoDeadLetterQueue") || !strings.Contains(routes[b.QueueName], "AvisoERPDeadLetterQueue") {
+		t.Fatalf("routes = %v, want each queue to its own DLQ", routes)
+	}
+}
+
+func TestConsumingTheSameQueueTwiceFailsSynth(t *testing.T) {
+	f := newFixture(t)
+	q := reliablequeue.New(f.stack, "Pedidos", f.props())
+	fn := f.function("PrepararPedido", 60)
+	q.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 5})
+	if esm := q.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 5}); esm != nil {
+		t.Fatal("second mapping on the same queue was created")
+	}
+	f.requireError(t, "already consumes", q.QueueName)
+}
+
+func TestImportedConsumerNeedsItsTimeout(t *testing.T) {
+	f := newFixture(t)
+	q := reliablequeue.New(f.stack, "Pedidos", f.props())
+	imported := awslambda.Function_FromFunctionAttributes(f.stack, jsii.String("Importada"), &awslambda.FunctionAttributes{
+		FunctionArn:     jsii.String("arn:aws:lambda:eu-west-1:111111111111:function:externa"),
+		Role:            awsiam.Role_FromRoleArn(f.stack, jsii.String("RolImportado"), jsii.String("arn:aws:iam::111111111111:role/externa"), nil),
+		SameEnvironment: jsii.Bool(true),
 	})
+	if esm := q.AddConsumer(imported, reliablequeue.ConsumerOptions{MaximumConcurrency: 5}); esm != nil {
+		t.Fatal("mapping created without knowing the imported function's timeout")
+	}
+	f.requireError(t, "imported function", "FunctionTimeout")
+	q2 := reliablequeue.New(f.stack, "Correo", f.props())
+	if esm := q2.AddConsumer(imported, reliablequeue.ConsumerOptions{MaximumConcurrency: 5, FunctionTimeout: awscdk.Duration_Seconds(jsii.Number(40))}); esm == nil {
+		t.Fatal("mapping not created with an explicit timeout")
+	}
+	if got := q2.VisibilityTimeoutSeconds(); got != 240 {
+		t.Fatalf("visibility %v, want 6 x 40 s", got)
+	}
 }
 
 func TestBatchingWindowAddsToDerivedVisibility(t *testing.T) {

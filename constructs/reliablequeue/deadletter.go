@@ -12,6 +12,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+	"github.com/mercadofresco/integration/constructs/removal"
 )
 
 // DeadLetterQueueProps configures a standalone DLQ: the dead-letter target of
@@ -33,7 +34,8 @@ type DeadLetterQueueProps struct {
 	RetentionPeriod awscdk.Duration
 	// AlarmTopic receives the DLQ alarm's alarm and ok actions. Required.
 	AlarmTopic awssns.ITopic
-	// RemovalPolicy of the queue.
+	// RemovalPolicy of the queue: the environment's policy, mapped by
+	// removal.For (empty and SNAPSHOT mean RETAIN).
 	RemovalPolicy awscdk.RemovalPolicy
 	// Source says what dead-letters into this queue ("SNS subscription of
 	// cola-mercadofresco-pedidos to mercadofresco-pedido-confirmado"). It is
@@ -73,7 +75,7 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 		QueueName:       props.QueueName,
 		RetentionPeriod: durationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
 		EnforceSSL:      jsii.Bool(true),
-		RemovalPolicy:   props.RemovalPolicy,
+		RemovalPolicy:   removal.For(props.RemovalPolicy, removal.Data),
 		// denyAll: see the function comment.
 		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
 	}

@@ -34,8 +34,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-
-	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/removal"
 )
 
 // Defaults applied when the corresponding Props field is left at its zero value.
@@ -56,15 +56,8 @@ const (
 	// maximum and leaves two weekends for the runbook.
 	DefaultDeadLetterRetentionDays = 14
 	// DefaultOldestMessageAgeMinutes is the default ApproximateAgeOfOldestMessage
-	// threshold of the source queue: 3 h. The lesson's Friday burst (900
-	// orders/h in, 600/h out from ~16:00 to 20:00, backlog ~1,200 drained by
-	// 22:00) is normal buffering and must not page anyone; with roughly
-	// first-in first-out draining the oldest message is ~80 min old at the
-	// 20:00 peak and approaches backlog / drain rate = 1,200 / 600 per h = 2 h
-	// at the end of the drain. 3 h keeps a margin above that; older means the
-	// consumer is stopped, failing or throttled far below plan. It is ~3% of
-	// the 4-day retention, so the on-call has days, not minutes, before SQS
-	// deletes expired messages (silently: they never reach the DLQ).
+	// threshold of the source queue: 3 h, above the lesson's Friday backlog
+	// (docs/design.md#age-alarm).
 	DefaultOldestMessageAgeMinutes = 180
 	// VisibilityMultiplier is the AWS rule for Lambda consumers: visibility
 	// timeout >= 6 x function timeout, so a batch whose invocation was
@@ -149,8 +142,9 @@ type Props struct {
 	// AlarmTopic receives alarm AND ok actions (alertas-mercadofresco).
 	// Required: an alarm nobody receives is not an alarm.
 	AlarmTopic awssns.ITopic
-	// RemovalPolicy of both queues. Default: the CDK default for queues
-	// (DESTROY); pass config.Environment.RemovalPolicy to retain in prod.
+	// RemovalPolicy of both queues: pass config.Environment.RemovalPolicy.
+	// Mapped by removal.For: empty and SNAPSHOT mean RETAIN (queues hold
+	// messages in flight and have no snapshots).
 	RemovalPolicy awscdk.RemovalPolicy
 }
 
@@ -269,7 +263,7 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 			RetentionPeriod: ret,
 			EnforceSSL:      jsii.Bool(true),
 			Encryption:      encryption,
-			RemovalPolicy:   props.RemovalPolicy,
+			RemovalPolicy:   removal.For(props.RemovalPolicy, removal.Data),
 		}
 		if key != nil {
 			p.EncryptionMasterKey = key
@@ -316,21 +310,18 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 	q.DeadLetterAlarm = NewDeadLetterAlarm(c, "DeadLetterAlarm", q.DeadLetterQueue, props.AlarmTopic,
 		fmt.Sprintf("DLQ %s of %s has messages: paid work that was not done. Runbook: docs/runbooks/dlq.md. Start with: mf-dlq contain %s, then mf-dlq classify %s (never delete to look; no redrive before the fix).", dlqName, sourceName, dlqName, dlqName))
 
-	q.OldestMessageAlarm = awscloudwatch.NewAlarm(c, jsii.String("OldestMessageAlarm"), &awscloudwatch.AlarmProps{
+	q.OldestMessageAlarm = alarm.New(c, "OldestMessageAlarm", &alarm.Props{
 		Metric: q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),
 		}),
-		Threshold:          jsii.Number(ageS),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		DatapointsToAlarm:  jsii.Number(1),
+		Topic:     props.AlarmTopic,
+		Threshold: ageS,
 		// No data means no messages (SQS publishes the metric for active
 		// queues only); that is healthy.
-		TreatMissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-		AlarmDescription: jsii.String(fmt.Sprintf("Oldest message in %s is older than %.0f s: the consumer is stopped, failing or throttled. Messages expire after %.0f s.", sourceName, ageS, retentionS)),
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+		Description: fmt.Sprintf("Oldest message in %s is older than %.0f s: the consumer is stopped, failing or throttled. Messages expire after %.0f s.", sourceName, ageS, retentionS),
 	})
-	addActions(q.OldestMessageAlarm, props.AlarmTopic)
 	return q
 }
 
@@ -340,27 +331,16 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 // It is exported so DLQs made elsewhere (SNS subscriptions, EventBridge
 // targets, pipes) get the same alarm.
 func NewDeadLetterAlarm(scope constructs.Construct, id string, dlq awssqs.IQueue, topic awssns.ITopic, description string) awscloudwatch.Alarm {
-	alarm := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
+	return alarm.New(scope, id, &alarm.Props{
 		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),
 		}),
-		Threshold:          jsii.Number(0),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(1),
-		DatapointsToAlarm:  jsii.Number(1),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		AlarmDescription:   jsii.String(description),
+		Topic:       topic,
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // an empty DLQ reports nothing
+		Description: description,
 	})
-	addActions(alarm, topic)
-	return alarm
-}
-
-func addActions(alarm awscloudwatch.Alarm, topic awssns.ITopic) {
-	if topic == nil {
-		return // reported by the caller's validation
-	}
-	platform.Alarm(alarm, topic)
 }
 
 // GrantConsumeMessages grants receive, delete, change-visibility and

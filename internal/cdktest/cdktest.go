@@ -20,14 +20,14 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Main runs the package's tests, then closes the jsii kernel. Use it as
-// `func TestMain(m *testing.M) { cdktest.Main(m) }`.
+// Main runs the package's tests, then the cleanup functions, then closes
+// the jsii kernel. Use it as `func TestMain(m *testing.M) { cdktest.Main(m) }`.
 //
 // jsii starts its `node` while the test binary initialises its packages,
 // before TestMain runs, so PATH must already name the pinned Node 22 when
 // `go test` starts: `make test` does that. Run directly with another Node
 // first on PATH, Main says so on stderr (the tests still run).
-func Main(m *testing.M) {
+func Main(m *testing.M, cleanup ...func()) {
 	if bin, ok := nodeBin(); ok {
 		if found, err := exec.LookPath("node"); err == nil && filepath.Dir(found) != bin {
 			fmt.Fprintf(os.Stderr, "cdktest: jsii runs on %s, not the project's pinned Node in %s; run tests with `make test` or PATH=%s:$PATH\n", found, bin, bin)
@@ -35,6 +35,9 @@ func Main(m *testing.M) {
 		os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	code := m.Run()
+	for _, c := range cleanup {
+		c()
+	}
 	jsii.Close()
 	os.Exit(code)
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/mercadofresco/integration/lambdas/internal/text"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // Option configures one [Do] call.
@@ -51,17 +51,6 @@ const (
 	maxErrorCodeBytes    = 256
 	maxErrorMessageBytes = 4 << 10
 )
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // maxClaimRounds bounds the claim loop when the item changes between a
 // failed condition and the consistent read (dynalite-style fallback only).
@@ -252,7 +241,7 @@ func (s *Store) acquire(ctx context.Context, key, hash string) (*claim, record, 
 		if left <= 0 {
 			return nil, record{}, err
 		}
-		d := rand.N(min(waitCap, waitBase<<min(attempt, 10)) + 1)
+		d := retry.FullJitter(waitBase, waitCap, attempt, nil)
 		t := time.NewTimer(min(d, left))
 		select {
 		case <-ctx.Done():
@@ -377,7 +366,7 @@ func (s *Store) complete(ctx context.Context, c *claim, result []byte) (record, 
 func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 	ctx, cancel := s.finalizeContext(ctx)
 	defer cancel()
-	code := truncate(pe.Code, maxErrorCodeBytes)
+	code := text.Truncate(pe.Code, maxErrorCodeBytes)
 	if code == "" {
 		code = "permanente"
 	}
@@ -392,7 +381,7 @@ func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":fallido":  attrS(string(StatusFailed)),
 			":ec":       attrS(code),
-			":em":       attrS(truncate(pe.Message, maxErrorMessageBytes)),
+			":em":       attrS(text.Truncate(pe.Message, maxErrorMessageBytes)),
 			":exp":      attrN(s.cfg.Now().Add(s.cfg.Expiry).Unix()),
 			":prop":     attrS(c.owner),
 			":en_curso": attrS(string(StatusInProgress)),

@@ -61,6 +61,9 @@ func (c *fakeClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 type countingDB struct {
 	inner                    DynamoDBAPI
 	get, put, update, delete atomic.Int64
+	// putsAnswered counts PutItem calls that have returned (the store has
+	// its answer), as opposed to put, counted when the call starts.
+	putsAnswered atomic.Int64
 }
 
 func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -70,7 +73,21 @@ func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o .
 
 func (c *countingDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c.put.Add(1)
+	defer c.putsAnswered.Add(1)
 	return c.inner.PutItem(ctx, in, o...)
+}
+
+// waitPutsAnswered waits until n PutItem calls have returned, failing the
+// test after 20 s.
+func (c *countingDB) waitPutsAnswered(t testing.TB, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for c.putsAnswered.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d PutItem calls answered after 20 s", c.putsAnswered.Load(), n)
+		}
+		time.Sleep(time.Millisecond) // polls a counter, bounded above
+	}
 }
 
 func (c *countingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {

@@ -5,23 +5,24 @@
 // the next day. It writes DeletedEvents and the outbox gauges as EMF.
 //
 // Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
-// authentication; see outbox.ConnectFromEnv), ENTORNO,
-// RETENTION_DAYS (default 7), BATCH_SIZE (default 1000).
+// authentication; see postgres.FromEnv), ENTORNO, RETENTION_DAYS (default 7),
+// BATCH_SIZE (default 1000), AWS_MAX_ATTEMPTS, LOG_LEVEL.
 package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
+	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
 // Resultado is what one invocation did.
@@ -29,10 +30,16 @@ type Resultado struct {
 	Borrados int64 `json:"borrados"`
 }
 
+// stopMargin is kept free before the Lambda deadline: the batch in flight
+// finishes and the metrics are written.
+const stopMargin = 5 * time.Second
+
 type handler struct {
+	// margin is kept free before the Lambda deadline (stopMargin).
+	margin  time.Duration
 	db      outbox.DB
 	cfg     outbox.CleanupConfig
-	metrics *outbox.EMFWriter
+	metrics metrics.Emitter
 	log     *slog.Logger
 }
 
@@ -40,11 +47,16 @@ func (h *handler) handle(ctx context.Context) (Resultado, error) {
 	runCtx := ctx
 	if d, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
+		runCtx, cancel = context.WithDeadline(ctx, d.Add(-h.margin))
 		defer cancel()
 	}
 	n, err := outbox.Cleanup(runCtx, h.db, h.cfg)
-	ms := []outbox.Metric{{Name: outbox.MetricDeleted, Unit: outbox.UnitCount, Value: float64(n)}}
+	if err != nil && runCtx.Err() != nil && ctx.Err() == nil {
+		// Stopped at the margin, as planned: the rest goes tomorrow.
+		h.log.Info("outbox cleanup stopped before the deadline", "borrados", n)
+		err = nil
+	}
+	ms := []metrics.Metric{{Name: outboxmetrics.Deleted, Unit: metrics.UnitCount, Value: float64(n)}}
 	if g, gerr := outbox.ReadGauges(ctx, h.db); gerr == nil {
 		ms = append(ms, g.Metrics()...)
 	}
@@ -55,42 +67,34 @@ func (h *handler) handle(ctx context.Context) (Resultado, error) {
 	return Resultado{Borrados: n}, err
 }
 
-func envInt(k string, def int) (int, error) {
-	v := os.Getenv(k)
-	if v == "" {
-		return def, nil
+// settings reads the cleanup's own variables.
+func settings(env *lambdaenv.Env) outbox.CleanupConfig {
+	return outbox.CleanupConfig{
+		Retention: time.Duration(env.Int("RETENTION_DAYS", 7, 1, 3650)) * 24 * time.Hour,
+		BatchSize: env.Int("BATCH_SIZE", 1000, 1, 100000),
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive integer", k, v)
-	}
-	return n, nil
 }
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	env := lambdaenv.New(os.Getenv)
+	log := env.Logger("outbox-cleanup")
 	ctx := context.Background()
-	fail := func(err error) { log.Error("outbox-cleanup init", "error", err); os.Exit(1) }
-	days, err := envInt("RETENTION_DAYS", 7)
+	fail := func(err error) { log.Error("outbox-cleanup: cannot start", "error", err); os.Exit(1) }
+	cfg := settings(env)
+	awsCfg, err := env.LoadAWSConfig(ctx)
 	if err != nil {
 		fail(err)
 	}
-	batch, err := envInt("BATCH_SIZE", 1000)
-	if err != nil {
-		fail(err)
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(2))
-	if err != nil {
-		fail(err)
-	}
-	pool, err := outbox.ConnectFromEnv(ctx, awsCfg, secretsmanager.NewFromConfig(awsCfg), 1, os.Getenv)
+	pool, err := postgres.FromEnv(ctx, env, awsCfg, secretsmanager.NewFromConfig(awsCfg),
+		postgres.ConnectConfig{MaxConns: 1, ApplicationName: "mf-outbox-cleanup"})
 	if err != nil {
 		fail(err)
 	}
 	h := &handler{
+		margin:  stopMargin,
 		db:      pool,
-		cfg:     outbox.CleanupConfig{Retention: time.Duration(days) * 24 * time.Hour, BatchSize: batch},
-		metrics: outbox.NewEMFWriter(os.Stdout, outbox.MetricNamespace, map[string]string{outbox.DimensionEnvironment: os.Getenv("ENTORNO")}),
+		cfg:     cfg,
+		metrics: metrics.ForEnvironment(os.Stdout, env.String("ENTORNO", "")),
 		log:     log,
 	}
 	lambda.Start(h.handle)

@@ -11,7 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/internal/pgtest"
+	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 )
 
@@ -37,9 +39,10 @@ FROM generate_series(1, 10) g`); err != nil {
 	}
 	var out bytes.Buffer
 	h := &handler{
+		margin:  stopMargin,
 		db:      pool,
 		cfg:     outbox.CleanupConfig{BatchSize: 2},
-		metrics: outbox.NewEMFWriter(&out, outbox.MetricNamespace, map[string]string{outbox.DimensionEnvironment: "test"}),
+		metrics: metrics.ForEnvironment(&out, "test"),
 		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -53,17 +56,39 @@ FROM generate_series(1, 10) g`); err != nil {
 	}
 }
 
-func TestEnvInt(t *testing.T) {
+func TestSettings(t *testing.T) {
 	tests := []struct {
-		val     string
-		want    int
+		env     map[string]string
+		want    outbox.CleanupConfig
 		wantErr bool
-	}{{"", 7, false}, {"3", 3, false}, {"0", 0, true}, {"x", 0, true}, {"-1", 0, true}}
+	}{
+		{map[string]string{}, outbox.CleanupConfig{Retention: 7 * 24 * time.Hour, BatchSize: 1000}, false},
+		{map[string]string{"RETENTION_DAYS": "3", "BATCH_SIZE": "10"}, outbox.CleanupConfig{Retention: 3 * 24 * time.Hour, BatchSize: 10}, false},
+		{map[string]string{"RETENTION_DAYS": "0"}, outbox.CleanupConfig{}, true},
+		{map[string]string{"BATCH_SIZE": "x"}, outbox.CleanupConfig{}, true},
+	}
 	for _, tc := range tests {
-		t.Setenv("RETENTION_DAYS", tc.val)
-		got, err := envInt("RETENTION_DAYS", 7)
-		if (err != nil) != tc.wantErr || (!tc.wantErr && got != tc.want) {
-			t.Errorf("envInt(%q) = %d, %v", tc.val, got, err)
+		env := lambdaenv.FromMap(tc.env)
+		got := settings(env)
+		if err := env.Err(); (err != nil) != tc.wantErr || (!tc.wantErr && got != tc.want) {
+			t.Errorf("settings(%v) = %+v, %v", tc.env, got, err)
 		}
+	}
+}
+
+// A cleanup stopped by its margin before the Lambda deadline is a success
+// (the rest goes the next day); the Lambda's own context ending is not.
+func TestHandleStopsAtTheMarginWithoutFailing(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	var out bytes.Buffer
+	// A deadline already inside the margin: Cleanup sees a done context
+	// while the invocation still has half an hour.
+	h := &handler{margin: time.Hour, db: pool, cfg: outbox.CleanupConfig{}, metrics: metrics.ForEnvironment(&out, "test"),
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	if _, err := h.handle(lctx); err != nil {
+		t.Fatalf("stopping at the margin failed the invocation: %v", err)
 	}
 }

@@ -8,25 +8,25 @@
 // idempotent), so the schema always ships with the code that needs it.
 //
 // Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
-// authentication; see outbox.ConnectFromEnv), BUS_NAME,
+// authentication; see postgres.FromEnv), BUS_NAME,
 // EVENT_SOURCE, ENTORNO (metric dimension), MIGRATE_ON_START (default true).
 package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
 // Resultado is what one invocation did (visible in the Lambda response and
@@ -46,12 +46,18 @@ type handler struct {
 	margin time.Duration
 }
 
-func (h *handler) handle(ctx context.Context) (Resultado, error) {
+// runContext is the context of one invocation's publishing: it ends margin
+// before the Lambda deadline (or a minute from now without one).
+func (h *handler) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(time.Minute)
 	}
-	runCtx, cancel := context.WithDeadline(ctx, deadline.Add(-h.margin))
+	return context.WithDeadline(ctx, deadline.Add(-h.margin))
+}
+
+func (h *handler) handle(ctx context.Context) (Resultado, error) {
+	runCtx, cancel := h.runContext(ctx)
 	defer cancel()
 	before := h.pub.Totals()
 	if err := h.pub.Run(runCtx, nil); err != nil {
@@ -66,29 +72,21 @@ func (h *handler) handle(ctx context.Context) (Resultado, error) {
 	}, nil
 }
 
-func newHandler(ctx context.Context, log *slog.Logger) (*handler, error) {
-	need := func(k string) (string, error) {
-		v := os.Getenv(k)
-		if v == "" {
-			return "", fmt.Errorf("environment variable %s is required", k)
-		}
-		return v, nil
-	}
-	_, err1 := need("DB_HOST")
-	bus, err2 := need("BUS_NAME")
-	source, err3 := need("EVENT_SOURCE")
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return nil, err
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(2))
+func newHandler(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*handler, error) {
+	bus := env.Required("BUS_NAME")
+	source := env.Required("EVENT_SOURCE")
+	migrate := env.Bool("MIGRATE_ON_START", true)
+	entorno := env.String("ENTORNO", "")
+	awsCfg, err := env.LoadAWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := outbox.ConnectFromEnv(ctx, awsCfg, secretsmanager.NewFromConfig(awsCfg), 2, os.Getenv)
+	pool, err := postgres.FromEnv(ctx, env, awsCfg, secretsmanager.NewFromConfig(awsCfg),
+		postgres.ConnectConfig{MaxConns: 2, ApplicationName: "mf-outbox-publisher"})
 	if err != nil {
 		return nil, err
 	}
-	if os.Getenv("MIGRATE_ON_START") != "false" {
+	if migrate {
 		applied, err := outbox.Migrate(ctx, pool)
 		if err != nil {
 			return nil, err
@@ -105,7 +103,7 @@ func newHandler(ctx context.Context, log *slog.Logger) (*handler, error) {
 		// by ~52 s, before the next minute's invocation starts.
 		Lease:          20 * time.Second,
 		PublishTimeout: 10 * time.Second,
-		Metrics:        outbox.NewEMFWriter(os.Stdout, outbox.MetricNamespace, map[string]string{outbox.DimensionEnvironment: os.Getenv("ENTORNO")}),
+		Metrics:        metrics.ForEnvironment(os.Stdout, entorno),
 		Logger:         log,
 	}
 	pub, err := outbox.NewPublisher(pool, eventbridge.NewFromConfig(awsCfg), cfg)
@@ -116,8 +114,9 @@ func newHandler(ctx context.Context, log *slog.Logger) (*handler, error) {
 }
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	h, err := newHandler(context.Background(), log)
+	env := lambdaenv.New(os.Getenv)
+	log := env.Logger("outbox-publisher")
+	h, err := newHandler(context.Background(), env, log)
 	if err != nil {
 		log.Error("outbox-publisher init", "error", err)
 		os.Exit(1)

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,16 +29,43 @@ func testPool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-type countingSink struct{ n int }
+// countingSink accepts every entry and counts them; PutEvents runs on
+// concurrent goroutines (MaxConcurrentCalls), hence the atomic. reached is
+// closed once want entries were accepted.
+type countingSink struct {
+	n       atomic.Int64
+	want    int64
+	reached chan struct{}
+	once    sync.Once
+}
+
+func newCountingSink(want int64) *countingSink {
+	return &countingSink{want: want, reached: make(chan struct{})}
+}
 
 func (s *countingSink) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
-	s.n += len(in.Entries)
+	if s.n.Add(int64(len(in.Entries))) >= s.want {
+		s.once.Do(func() { close(s.reached) })
+	}
 	return &eventbridge.PutEventsOutput{Entries: make([]types.PutEventsResultEntry, len(in.Entries))}, nil
 }
 
-// One invocation publishes what is pending, keeps polling, and returns
-// margin before the Lambda deadline with the counts.
-func TestHandlePublishesAndStopsBeforeTheDeadline(t *testing.T) {
+// The publisher's run context ends margin before the Lambda deadline.
+func TestRunContextEndsMarginBeforeTheDeadline(t *testing.T) {
+	deadline := time.Date(2026, 12, 4, 19, 0, 0, 0, time.UTC)
+	lctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	h := &handler{margin: 20 * time.Second}
+	rctx, rcancel := h.runContext(lctx)
+	defer rcancel()
+	if d, ok := rctx.Deadline(); !ok || !d.Equal(deadline.Add(-20*time.Second)) {
+		t.Fatalf("run deadline = %v (set %v), want %v", d, ok, deadline.Add(-20*time.Second))
+	}
+}
+
+// One invocation publishes what is pending and returns the counts when its
+// run context ends (here: cancelled as soon as the bus has every event).
+func TestHandlePublishesWhatIsPending(t *testing.T) {
 	ctx := context.Background()
 	pool := testPool(t)
 	for i := range 25 {
@@ -49,23 +80,66 @@ func TestHandlePublishesAndStopsBeforeTheDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sink := &countingSink{}
+	sink := newCountingSink(25)
 	pub, err := outbox.NewPublisher(pool, sink, outbox.Config{BusName: "bus", Source: "src", PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &handler{pool: pool, pub: pub, margin: 500 * time.Millisecond}
-	deadline := time.Now().Add(1200 * time.Millisecond)
-	lctx, cancel := context.WithDeadline(ctx, deadline)
+	h := &handler{pool: pool, pub: pub, margin: time.Second}
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	go func() {
+		select {
+		case <-sink.reached:
+		case <-lctx.Done():
+		}
+		cancel()
+	}()
 	res, err := h.handle(lctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left := time.Until(deadline); left < 300*time.Millisecond {
-		t.Fatalf("handler returned %s before the deadline, want about the 500 ms margin", left)
+	if res.Publicados != 25 || res.Reclamados != 25 || sink.n.Load() != 25 {
+		t.Fatalf("resultado %+v, sink %d; want 25 published", res, sink.n.Load())
 	}
-	if res.Publicados != 25 || res.Reclamados != 25 || sink.n != 25 {
-		t.Fatalf("resultado %+v, sink %d; want 25 published", res, sink.n)
+}
+
+// A publisher that cannot reach its database fails the invocation, so the
+// function's Errors alarm fires (before, Run logged and returned nil).
+func TestHandleFailsWhenEveryRoundFails(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	// The invocation ends as soon as the publisher has logged a failed round.
+	log := slog.New(onMessage{"outbox: publish round failed", cancel})
+	pub, err := outbox.NewPublisher(pool, newCountingSink(1), outbox.Config{BusName: "bus", Source: "src", Logger: log})
+	if err != nil {
+		t.Fatal(err)
 	}
+	pool.Close() // every claim now fails
+	h := &handler{pool: pool, pub: pub, margin: 0}
+	if _, err := h.handle(lctx); err == nil {
+		t.Fatal("handle succeeded although no round could reach the database")
+	}
+	if errors.Is(lctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("the publisher never logged a failed round")
+	}
+}
+
+// onMessage is a slog handler that calls fn when a record with message msg
+// is logged.
+type onMessage struct {
+	msg string
+	fn  func()
+}
+
+func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h onMessage) WithGroup(string) slog.Handler            { return h }
+func (h onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.fn()
+	}
+	return nil
 }

@@ -24,7 +24,9 @@ type CleanupConfig struct {
 // Cleanup deletes rows published more than Retention ago, in batches of
 // BatchSize, oldest first, and returns how many it deleted. Unpublished
 // rows, parked ones included, are never deleted: only rows with a
-// publication date qualify. It stops between batches when ctx is done.
+// publication date qualify. It stops between batches when ctx is done and
+// then returns the rows deleted so far with an error wrapping ctx's error,
+// so a caller can tell "nothing left" from "stopped early".
 func Cleanup(ctx context.Context, db DB, cfg CleanupConfig) (int64, error) {
 	if cfg.Retention == 0 {
 		cfg.Retention = 7 * 24 * time.Hour
@@ -38,7 +40,7 @@ func Cleanup(ctx context.Context, db DB, cfg CleanupConfig) (int64, error) {
 	var total int64
 	for n := 0; cfg.MaxBatches == 0 || n < cfg.MaxBatches; n++ {
 		if err := ctx.Err(); err != nil {
-			return total, nil
+			return total, fmt.Errorf("outbox: cleanup stopped after %d rows: %w", total, err)
 		}
 		tag, err := db.Exec(ctx, `
 DELETE FROM outbox
@@ -57,7 +59,7 @@ WHERE id IN (
 			return total, nil
 		}
 		if cfg.Pause > 0 && !sleepCtx(ctx, cfg.Pause) {
-			return total, nil
+			return total, fmt.Errorf("outbox: cleanup stopped after %d rows: %w", total, ctx.Err())
 		}
 	}
 	return total, nil

@@ -1,12 +1,12 @@
 package outbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/mercadofresco/integration/internal/testseed"
 )
 
 // The crash tests run real processes and kill them with SIGKILL: the test
@@ -36,6 +37,7 @@ const (
 	childFromEnv    = "OUTBOX_TEST_FROM"
 	childToEnv      = "OUTBOX_TEST_TO"
 	childDieAtEnv   = "OUTBOX_TEST_DIE_AT"
+	childSeedEnv    = "OUTBOX_TEST_SEED"
 	roleNaiveWriter = "naive-writer"
 	roleTxWriter    = "outbox-writer"
 	rolePublisher   = "publisher"
@@ -48,6 +50,10 @@ const (
 type dbSink struct {
 	pool  *pgxpool.Pool
 	delay time.Duration
+	// sent, if set, is told after each call's entries reached the sink
+	// (the child reports it to the parent, which kills only after progress).
+	sent func(n int)
+	rnd  *testseed.Rand
 }
 
 func (s dbSink) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
@@ -64,8 +70,11 @@ func (s dbSink) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, _
 		SELECT i::uuid, d, $3 FROM unnest($1::text[], $2::text[]) AS t(i, d)`, ids, details, os.Getpid()); err != nil {
 		return nil, err
 	}
-	if s.delay > 0 {
-		time.Sleep(rand.N(s.delay))
+	if s.sent != nil {
+		s.sent(len(ids))
+	}
+	if s.delay > 0 && s.rnd != nil {
+		time.Sleep(s.rnd.Duration(s.delay)) // fault injection: the response's way back, not synchronisation
 	}
 	return &eventbridge.PutEventsOutput{Entries: make([]types.PutEventsResultEntry, len(in.Entries))}, nil
 }
@@ -91,9 +100,22 @@ func newSinkSchema(t testing.TB) (*pgxpool.Pool, string) {
 	return pool, schema
 }
 
+// progressFD is the pipe on which a child reports progress to its parent:
+// one line per committed order (writers) or per PutEvents call that reached
+// the sink (publishers).
+const progressFD = 3
+
 func runChild(role string) int {
 	ctx := context.Background()
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "child", role, err); return 2 }
+	progress := os.NewFile(progressFD, "progress")
+	var progressMu sync.Mutex
+	report := func(n int) {
+		progressMu.Lock()
+		defer progressMu.Unlock()
+		_, _ = fmt.Fprintln(progress, n)
+	}
+	seed, _ := strconv.ParseUint(os.Getenv(childSeedEnv), 10, 64)
 	pool, err := pgxpool.New(ctx, dsn(testDB, os.Getenv(childSchemaEnv)))
 	if err != nil {
 		return fail(err)
@@ -116,7 +138,7 @@ func runChild(role string) int {
 	}
 	switch role {
 	case rolePublisher:
-		p, err := NewPublisher(pool, dbSink{pool: sink, delay: 4 * time.Millisecond}, Config{
+		p, err := NewPublisher(pool, dbSink{pool: sink, delay: 4 * time.Millisecond, sent: report, rnd: testseed.FromSeed(seed)}, Config{
 			BusName: "bus-mercadofresco", Source: "mercadofresco.tienda",
 			Lease: time.Second, PublishTimeout: 500 * time.Millisecond,
 			PollInterval: 10 * time.Millisecond, MaxAttempts: 1000,
@@ -141,6 +163,7 @@ func runChild(role string) int {
 			if err := naivePublish(ctx, sink, orderID(i)); err != nil {
 				return fail(err)
 			}
+			report(i)
 		}
 		return 0
 	case roleTxWriter:
@@ -152,6 +175,7 @@ func runChild(role string) int {
 				return fail(err)
 			}
 			dieIfAsked(i)
+			report(i)
 		}
 		return 0
 	}
@@ -159,24 +183,68 @@ func runChild(role string) int {
 }
 
 type childProc struct {
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	done   chan error
+	cmd      *exec.Cmd
+	stderr   bytes.Buffer
+	done     chan error
+	progress chan struct{} // one value per progress line, closed at exit
 }
 
-func startChild(t testing.TB, role, schema, sinkSchema string, extra ...string) *childProc {
+func startChild(t testing.TB, role, schema, sinkSchema string, seed uint64, extra ...string) *childProc {
 	t.Helper()
-	c := &childProc{done: make(chan error, 1)}
+	c := &childProc{done: make(chan error, 1), progress: make(chan struct{}, 1<<16)}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = append(os.Environ(), childRoleEnv+"="+role, childSchemaEnv+"="+schema, childSinkEnv+"="+sinkSchema)
+	c.cmd.Env = append(os.Environ(), childRoleEnv+"="+role, childSchemaEnv+"="+schema, childSinkEnv+"="+sinkSchema,
+		fmt.Sprintf("%s=%d", childSeedEnv, seed))
 	c.cmd.Env = append(c.cmd.Env, extra...)
 	c.cmd.Stderr = &c.stderr
+	c.cmd.ExtraFiles = []*os.File{w} // fd 3 = progressFD
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	_ = w.Close() // the child holds the only write end now
+	go func() {
+		defer close(c.progress)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			c.progress <- struct{}{}
+		}
+	}()
 	go func() { c.done <- c.cmd.Wait() }()
 	return c
 }
+
+// awaitProgress waits for n progress reports from the child. It returns
+// false when the child exited first, and fails the test (never hangs) when
+// no report arrives within childProgressTimeout or stop closes.
+func (c *childProc) awaitProgress(t testing.TB, n int, stop <-chan struct{}) bool {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		timer := time.NewTimer(childProgressTimeout)
+		select {
+		case _, ok := <-c.progress:
+			timer.Stop()
+			if !ok {
+				return false
+			}
+		case <-stop:
+			timer.Stop()
+			return false
+		case <-timer.C:
+			t.Errorf("child made no progress in %s (%d of %d reports): %s", childProgressTimeout, i, n, c.stderr.String())
+			return false
+		}
+	}
+	return true
+}
+
+// childProgressTimeout bounds the wait for a child's next report: far above
+// what a loaded 2-core machine needs to start a child and commit one order.
+const childProgressTimeout = 60 * time.Second
 
 // kill SIGKILLs the child (if still running) and reports whether it was
 // killed by us or by itself, failing the test on any other exit.
@@ -190,9 +258,12 @@ func (c *childProc) kill(t testing.TB) {
 	}
 }
 
-// publisherChaos keeps `slots` publisher processes running, each SIGKILLed
-// after a random 30-300 ms, until stop is closed; it returns the kills.
-func publisherChaos(t *testing.T, slots int, schema, sinkSchema string, stop <-chan struct{}) (kills *atomic.Int64, wait func()) {
+// publisherChaos keeps `slots` publisher processes running until stop is
+// closed. Each is SIGKILLed after it has sent 1..3 PutEvents calls to the
+// sink (so every kill interrupts real work: after the send and before or
+// during the marking, or in the middle of the next claim). It returns the
+// number of kills and a wait function.
+func publisherChaos(t *testing.T, rnd *testseed.Rand, slots int, schema, sinkSchema string, stop <-chan struct{}) (kills *atomic.Int64, wait func()) {
 	kills = &atomic.Int64{}
 	var wg sync.WaitGroup
 	for range slots {
@@ -205,19 +276,34 @@ func publisherChaos(t *testing.T, slots int, schema, sinkSchema string, stop <-c
 					return
 				default:
 				}
-				c := startChild(t, rolePublisher, schema, sinkSchema)
+				c := startChild(t, rolePublisher, schema, sinkSchema, rnd.Uint64())
+				progressed := c.awaitProgress(t, 1+rnd.IntN(3), stop)
 				select {
-				case <-time.After(30*time.Millisecond + rand.N(270*time.Millisecond)):
 				case err := <-c.done:
 					t.Errorf("publisher child exited by itself: %v: %s", err, c.stderr.String())
 					return
+				default:
 				}
 				c.kill(t)
-				kills.Add(1)
+				if progressed {
+					kills.Add(1)
+				}
+				if t.Failed() {
+					return
+				}
 			}
 		}()
 	}
 	return kills, wg.Wait
+}
+
+// chaosSize picks the short size (make test) or the full one (make chaos,
+// MF_CHAOS=1).
+func chaosSize(short, full int) int {
+	if os.Getenv("MF_CHAOS") != "" {
+		return full
+	}
+	return short
 }
 
 func sinkEvents(t testing.TB, sink *pgxpool.Pool) (byID map[string]int, details map[string]map[string]bool, total int) {
@@ -245,46 +331,74 @@ func sinkEvents(t testing.TB, sink *pgxpool.Pool) (byID map[string]int, details 
 	return byID, details, total
 }
 
-// TestCrashChaos10000Orders: 10,000 orders are written (each order and its
-// event in one transaction) while publisher processes are SIGKILLed at
-// random points, dozens of times. Every event must reach the sink at least
-// once, every duplicate must carry the same event id and content, and no
-// order may end up with two different event ids or none.
-func TestCrashChaos10000Orders(t *testing.T) {
+// TestCrashChaos: orders are written (each order and its event in one
+// transaction) while publisher processes are SIGKILLed in the middle of
+// their work, many times. Every event must reach the sink at least once,
+// every duplicate must carry the same event id and content, and no order
+// may end up with two different event ids or none. 1,000 orders and at
+// least 5 kills in make test; 10,000 orders and 30 kills in make chaos.
+func TestCrashChaos(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	rnd := testseed.New(t)
 	pool, schema := migratedPool(t)
 	sink, sinkSchema := newSinkSchema(t)
-	const orders = 10000
+	orders := chaosSize(1000, 10000)
+	minKills := int64(chaosSize(5, 30))
 	const writers = 4
 
 	stop := make(chan struct{})
-	kills, waitChaos := publisherChaos(t, 2, schema, sinkSchema, stop)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < orders; i += writers {
-				if err := writeOrder(ctx, pool, i); err != nil {
-					t.Error(err)
-					return
+	kills, waitChaos := publisherChaos(t, rnd, 2, schema, sinkSchema, stop)
+	// Writers in batches, so the publishers always have work while the
+	// kills accumulate: a batch of orders is written only once the previous
+	// one has cost a kill (bounded: at most `orders` batches).
+	written := 0
+	for written < orders && !t.Failed() {
+		batch := min(orders-written, max(orders/20, 1))
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := written + w; i < written+batch; i += writers {
+					if err := writeOrder(ctx, pool, i); err != nil {
+						t.Error(err)
+						return
+					}
 				}
+			}()
+		}
+		wg.Wait()
+		written += batch
+		if kills.Load() >= minKills {
+			continue
+		}
+		// Give the publishers time to be killed mid-work before the next
+		// batch: wait for one more kill (bounded by the child timeout).
+		want := kills.Load() + 1
+		deadline := time.Now().Add(childProgressTimeout)
+		for kills.Load() < want && time.Now().Before(deadline) && !t.Failed() {
+			g, err := ReadGauges(ctx, pool)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}()
-	}
-	wg.Wait()
-	for kills.Load() < 30 && !t.Failed() {
-		time.Sleep(20 * time.Millisecond)
+			if g.Pending == 0 {
+				break // everything published: no work left to interrupt
+			}
+			time.Sleep(10 * time.Millisecond) // polls a condition, bounded above
+		}
 	}
 	close(stop)
 	waitChaos()
 	if t.Failed() {
 		return
 	}
+	if kills.Load() < minKills {
+		t.Fatalf("only %d publisher processes were killed mid-work (want >= %d): the run proves too little", kills.Load(), minKills)
+	}
 	// A last publisher that nobody kills finishes the job (including the
 	// rows whose leases the killed ones left behind).
-	final := startChild(t, rolePublisher, schema, sinkSchema)
+	final := startChild(t, rolePublisher, schema, sinkSchema, rnd.Uint64())
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		g, err := ReadGauges(ctx, pool)
@@ -298,7 +412,7 @@ func TestCrashChaos10000Orders(t *testing.T) {
 			final.kill(t)
 			t.Fatalf("not drained: %+v", g)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polls a condition, bounded above
 	}
 	final.kill(t)
 
@@ -337,25 +451,30 @@ func TestCrashChaos10000Orders(t *testing.T) {
 		orders, kills.Load(), total, dups)
 }
 
-// writeUnderKills runs a writer child from order 0 to n, SIGKILLing it at
-// random points and restarting it after the last committed order, the way
-// a redeploy or scale-in interrupts the shop. dieAt adds one deterministic
-// crash right after that order's COMMIT.
-func writeUnderKills(t *testing.T, role string, pool *pgxpool.Pool, schema, sinkSchema string, n, dieAt int) (kills int) {
+// writeUnderKills runs a writer child from order 0 to n, SIGKILLing it
+// after it has committed 1..maxPerChild orders and restarting it after the
+// last committed order, the way a redeploy or scale-in interrupts the shop.
+// dieAt adds one deterministic crash right after that order's COMMIT. Every
+// child commits at least one order before it is killed, so the loop ends
+// after at most n children.
+func writeUnderKills(t *testing.T, rnd *testseed.Rand, role string, pool *pgxpool.Pool, schema, sinkSchema string, n, dieAt int) (kills int) {
 	ctx := context.Background()
+	const maxPerChild = 40
 	next := 0
-	for next < n {
+	for children := 0; next < n; children++ {
+		if children > n {
+			t.Fatalf("%d writer children for %d orders: no progress", children, n)
+		}
 		extra := []string{fmt.Sprintf("%s=%d", childFromEnv, next), fmt.Sprintf("%s=%d", childToEnv, n)}
 		if dieAt >= next {
 			extra = append(extra, fmt.Sprintf("%s=%d", childDieAtEnv, dieAt))
 		}
-		c := startChild(t, role, schema, sinkSchema, extra...)
-		select {
-		case <-time.After(40*time.Millisecond + rand.N(80*time.Millisecond)):
-		case err := <-c.done:
-			c.done <- err // exited by itself: finished or hit dieAt
-		}
+		c := startChild(t, role, schema, sinkSchema, rnd.Uint64(), extra...)
+		c.awaitProgress(t, 1+rnd.IntN(maxPerChild), nil) // false: finished or hit dieAt
 		c.kill(t)
+		if t.Failed() {
+			return kills
+		}
 		kills++
 		var last *int
 		if err := pool.QueryRow(ctx, `SELECT max(substr(pedido_id, 5)::int) FROM pedidos`).Scan(&last); err != nil {
@@ -373,15 +492,16 @@ func writeUnderKills(t *testing.T, role string, pool *pgxpool.Pool, schema, sink
 // same way (and its publisher too), loses none.
 func TestLesson1In900(t *testing.T) {
 	t.Parallel()
-	const n = 600
+	n := chaosSize(600, 2700)
 	const dieAt = 123
 
 	t.Run("naive INSERT then PutEvents loses events", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
+		rnd := testseed.New(t)
 		pool, schema := migratedPool(t)
 		sink, sinkSchema := newSinkSchema(t)
-		kills := writeUnderKills(t, roleNaiveWriter, pool, schema, sinkSchema, n, dieAt)
+		kills := writeUnderKills(t, rnd, roleNaiveWriter, pool, schema, sinkSchema, n, dieAt)
 		var orders, lost int
 		var lostDieAt bool
 		rows, err := pool.Query(ctx, `SELECT pedido_id FROM pedidos`)
@@ -411,11 +531,12 @@ func TestLesson1In900(t *testing.T) {
 	t.Run("outbox loses none", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
+		rnd := testseed.New(t)
 		pool, schema := migratedPool(t)
 		sink, sinkSchema := newSinkSchema(t)
 		stop := make(chan struct{})
-		pubKills, waitChaos := publisherChaos(t, 1, schema, sinkSchema, stop)
-		kills := writeUnderKills(t, roleTxWriter, pool, schema, sinkSchema, n, dieAt)
+		pubKills, waitChaos := publisherChaos(t, rnd, 1, schema, sinkSchema, stop)
+		kills := writeUnderKills(t, rnd, roleTxWriter, pool, schema, sinkSchema, n, dieAt)
 		close(stop)
 		waitChaos()
 		// Drain what the killed publishers left.
@@ -423,8 +544,7 @@ func TestLesson1In900(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond) // leases of the killed publishers
-		drain(t, p, 30*time.Second)
+		drain(t, p, 30*time.Second) // waits out the leases of the killed publishers
 
 		var orders int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pedidos`).Scan(&orders); err != nil {

@@ -127,5 +127,6 @@
 //
 // Every MetricsInterval the publisher writes one EMF line with
 // PendingEvents, OldestPendingAgeSeconds, ParkedEvents (read with the
-// database clock) and its counters. EMFWriter is hand-written: see its doc.
+// database clock) and its counters, through lambdas/metrics; the metric
+// names are in outboxmetrics, which the CDK alarms import.
 package outbox

@@ -9,6 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
 // One claim of the default size takes a backlog of 250 rows at once and
@@ -179,5 +182,40 @@ func TestRunOverlapsMarksWithTheNextClaim(t *testing.T) {
 	}
 	if tot := p.Totals(); unpublished != 0 || leased != 0 || tot.Published != n || tot.Claimed != n {
 		t.Fatalf("after Run: %d unpublished, %d leased, totals %+v; want everything published and counted", unpublished, leased, tot)
+	}
+}
+
+// The functions run with QueryExecModeExec (no named prepared statements,
+// for RDS Proxy): migrations, Add, a publish round and the gauges must all
+// work in that mode.
+func TestEverythingWorksInTheProxyFriendlyExecMode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := newSchema(t, testDB)
+	pc, err := postgres.PoolConfigFromSecret(`{"username":"postgres","password":"","host":"127.0.0.1","port":5432,"dbname":"`+testDB+`"}`, postgres.ConnectConfig{SSLMode: "disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	writeOrders(t, pool, 0, 15)
+	sink := newFakeSink()
+	p, err := NewPublisher(pool, sink, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, p, 10*time.Second)
+	if a, _ := sink.snapshot(); len(a) != 15 {
+		t.Fatalf("%d published in exec mode, want 15", len(a))
+	}
+	if n, err := Cleanup(ctx, pool, CleanupConfig{}); err != nil || n != 0 {
+		t.Fatalf("Cleanup in exec mode = %d, %v", n, err)
 	}
 }

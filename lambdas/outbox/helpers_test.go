@@ -229,3 +229,13 @@ func outboxIDs(t testing.TB, db DB) map[string]string {
 	}
 	return m
 }
+
+// expireLeases ends every lease and backoff now, as the passing of time
+// would (the lease clock is the database's now(), which tests cannot
+// advance).
+func expireLeases(t testing.TB, db DB) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), `UPDATE outbox SET bloqueado_hasta = now() - interval '1 millisecond' WHERE bloqueado_hasta IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -10,12 +10,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
 )
 
 func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
@@ -471,7 +474,7 @@ func TestOutageDoesNotConsumeAttempts(t *testing.T) {
 		if _, err := p.PublishOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond) // past the backoff cap
+		expireLeases(t, pool) // the backoff has passed
 	}
 	var parked, maxAttempts int
 	var lastErr string
@@ -511,7 +514,7 @@ func TestExpiredLeaseIsReclaimed(t *testing.T) {
 	if err != nil || res.Claimed != 0 {
 		t.Fatalf("claimed %d rows under a live lease (err %v), want 0", res.Claimed, err)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	expireLeases(t, pool) // the dead publisher's lease runs out
 	drain(t, p, 10*time.Second)
 	var attempts int
 	if err := pool.QueryRow(ctx, `SELECT min(intentos) FROM outbox`).Scan(&attempts); err != nil {
@@ -610,49 +613,6 @@ func TestCleanupKeepsUnpublishedRows(t *testing.T) {
 	}
 }
 
-func TestEMFWriter(t *testing.T) {
-	t.Parallel()
-	var buf bytes.Buffer
-	w := NewEMFWriter(&buf, MetricNamespace, map[string]string{DimensionEnvironment: "dev"})
-	w.now = func() time.Time { return time.UnixMilli(1700000000123) }
-	g := Gauges{Pending: 7, OldestPendingAge: 1500 * time.Millisecond, Parked: 1}
-	if err := w.Write(g.Metrics()...); err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		AWS struct {
-			Timestamp         int64
-			CloudWatchMetrics []struct {
-				Namespace  string
-				Dimensions [][]string
-				Metrics    []struct{ Name, Unit string }
-			}
-		} `json:"_aws"`
-		Entorno string
-		Pending float64 `json:"PendingEvents"`
-		Oldest  float64 `json:"OldestPendingAgeSeconds"`
-		Parked  float64 `json:"ParkedEvents"`
-	}
-	line := buf.String()
-	if strings.Count(line, "\n") != 1 || !strings.HasSuffix(line, "\n") {
-		t.Fatalf("want exactly one JSON line, got %q", line)
-	}
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	cw := doc.AWS.CloudWatchMetrics
-	if doc.AWS.Timestamp != 1700000000123 || len(cw) != 1 || cw[0].Namespace != MetricNamespace ||
-		fmt.Sprint(cw[0].Dimensions) != "[[Entorno]]" || len(cw[0].Metrics) != 3 || cw[0].Metrics[1].Unit != UnitSeconds {
-		t.Fatalf("bad EMF metadata: %s", line)
-	}
-	if doc.Entorno != "dev" || doc.Pending != 7 || doc.Oldest != 1.5 || doc.Parked != 1 {
-		t.Fatalf("bad EMF values: %s", line)
-	}
-	if err := w.Write(Metric{Name: DimensionEnvironment, Value: 1}); err == nil {
-		t.Fatal("a metric named like a dimension was accepted")
-	}
-}
-
 func TestGaugesAndRunEmitMetrics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -671,7 +631,7 @@ func TestGaugesAndRunEmitMetrics(t *testing.T) {
 	}
 	var buf safeBuffer
 	cfg := testConfig()
-	cfg.Metrics = NewEMFWriter(&buf, MetricNamespace, map[string]string{DimensionEnvironment: "test"})
+	cfg.Metrics = metrics.ForEnvironment(&buf, "test")
 	sink := newFakeSink()
 	p, err := NewPublisher(pool, sink, cfg)
 	if err != nil {
@@ -700,10 +660,10 @@ func TestGaugesAndRunEmitMetrics(t *testing.T) {
 	var first, last map[string]any
 	_ = json.Unmarshal([]byte(lines[0]), &first)
 	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &last)
-	if first[MetricPending] != 2.0 || first[MetricOldestAge].(float64) < 89 {
+	if first[outboxmetrics.Pending] != 2.0 || first[outboxmetrics.OldestAge].(float64) < 89 {
 		t.Fatalf("first metrics line = %s", lines[0])
 	}
-	if last[MetricPending] != 0.0 || last[MetricPublished] != 2.0 {
+	if last[outboxmetrics.Pending] != 0.0 || last[outboxmetrics.Published] != 2.0 {
 		t.Fatalf("last metrics line = %s, want 0 pending and 2 published", lines[len(lines)-1])
 	}
 }
@@ -731,17 +691,22 @@ func TestListenWakesThePublisher(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, schema := migratedPool(t)
+	// Order 0 is written before LISTEN, so its NOTIFY is not seen: the
+	// publisher's first round publishes it, then (PollInterval one hour,
+	// batch not full) only a notification can start another round.
+	writeOrders(t, pool, 0, 1)
 	conn, err := pgx.Connect(ctx, dsn(testDB, schema))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	wake, err := Listen(rctx, conn)
+	wake, stop, err := Listen(rctx, conn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer stop() // before conn.Close: the listener owns conn until then
 	sink := newFakeSink()
 	cfg := testConfig()
 	cfg.PollInterval = time.Hour
@@ -749,22 +714,65 @@ func TestListenWakesThePublisher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = p.Run(rctx, wake); close(done) }()
-	time.Sleep(100 * time.Millisecond) // the first (empty) round has run
-	writeOrders(t, pool, 0, 1)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if a, _ := sink.snapshot(); len(a) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("publisher was not woken by NOTIFY")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(rctx, wake) }()
+	waitPublished(t, rctx, sink, 1, "the first round did not publish order 0")
+	// The first round has claimed and sent order 0, so it cannot take
+	// order 1: only the NOTIFY of order 1's commit can publish it now.
+	writeOrders(t, pool, 1, 1)
+	waitPublished(t, rctx, sink, 2, "publisher was not woken by NOTIFY")
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// Stopping the listener ends its goroutine and closes the wake channel
+// before returning, so the caller owns the connection again.
+func TestListenStopReleasesTheConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, schema := migratedPool(t)
+	conn, err := pgx.Connect(ctx, dsn(testDB, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	wake, stop, err := Listen(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	select {
+	case _, ok := <-wake:
+		if ok {
+			t.Fatal("wake delivered a value after stop")
+		}
+	default:
+		t.Fatal("wake still open after stop returned")
+	}
+	var one int
+	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("connection unusable after stop: %v", err)
+	}
+}
+
+// waitPublished waits until sink holds n events, failing with msg when ctx
+// ends first. It polls the in-memory sink, not the system under test.
+func waitPublished(t *testing.T, ctx context.Context, sink *fakeSink, n int, msg string) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if a, _ := sink.snapshot(); len(a) >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(msg)
+		case <-tick.C:
+		}
+	}
 }
 
 func TestEncodeDetail(t *testing.T) {
@@ -799,5 +807,51 @@ func TestEncodeDetail(t *testing.T) {
 				t.Fatalf("payload members %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// Regression: the failure text stored in ultimo_error was cut at 2,000
+// bytes inside a multi-byte character; PostgreSQL refused the invalid UTF-8,
+// the verdict was never recorded, and the batch was republished forever.
+func TestLongMultibyteErrorIsRecorded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := migratedPool(t)
+	writeOrders(t, pool, 0, 1)
+	sink := newFakeSink()
+	// "PutEvents call failed: " is 23 bytes; 1,976 more put a 3-byte "€"
+	// across the 2,000-byte limit.
+	msg := strings.Repeat("a", 1976) + strings.Repeat("€", 20) + "\x00"
+	sink.callErr = func(int, []sinkDetail) error { return errors.New(msg) }
+	p, err := NewPublisher(pool, sink, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.PublishOnce(ctx)
+	if err != nil {
+		t.Fatalf("verdict not recorded: %v", err)
+	}
+	if res.Failed != 1 {
+		t.Fatalf("result %+v, want 1 failed", res)
+	}
+	var stored string
+	if err := pool.QueryRow(ctx, `SELECT ultimo_error FROM outbox`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) > maxErrorBytes || !utf8.ValidString(stored) || !strings.HasPrefix(stored, "PutEvents call failed: aaa") {
+		t.Fatalf("stored error of %d bytes, valid UTF-8 %v: %.40q...", len(stored), utf8.ValidString(stored), stored)
+	}
+}
+
+// Regression: Cleanup returned nil when its context ended, so a caller could
+// not tell "nothing left to delete" from "stopped early".
+func TestCleanupReportsItsContextError(t *testing.T) {
+	t.Parallel()
+	pool, _ := migratedPool(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n, err := Cleanup(ctx, pool, CleanupConfig{})
+	if !errors.Is(err, context.Canceled) || n != 0 {
+		t.Fatalf("Cleanup(cancelled) = %d, %v; want 0 and context.Canceled", n, err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -19,7 +18,15 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mercadofresco/integration/lambdas/internal/text"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
+
+// maxErrorBytes bounds the error text stored in ultimo_error.
+const maxErrorBytes = 2000
 
 // PutEventsAPI is the one EventBridge operation the publisher needs.
 // *eventbridge.Client implements it; tests pass a fake sink.
@@ -74,7 +81,7 @@ type Config struct {
 	PollInterval time.Duration
 	// Metrics, if set, receives the gauges (pending, oldest age, parked) and
 	// the counters every MetricsInterval while Run runs.
-	Metrics *EMFWriter
+	Metrics metrics.Emitter
 	// MetricsInterval defaults to 30 s (two data points per alarm minute).
 	MetricsInterval time.Duration
 	// Logger defaults to a logger that discards.
@@ -427,7 +434,7 @@ func (p *Publisher) send(ctx context.Context, entries []types.PutEventsRequestEn
 		if len(failed) == 0 || attempt >= p.cfg.EntryRetries {
 			return
 		}
-		if !sleepCtx(ctx, fullJitter(p.cfg.RetryBaseDelay, time.Second, attempt)) {
+		if !sleepCtx(ctx, retry.FullJitter(p.cfg.RetryBaseDelay, time.Second, attempt, nil)) {
 			return
 		}
 		pending = failed
@@ -491,10 +498,10 @@ func (p *Publisher) record(ctx context.Context, token uuid.UUID, claimed []claim
 			p.cfg.Logger.Warn("outbox: publish failed, will retry", "id_evento", r.id, "tipo", r.typ, "intentos", r.attempts, "error", o.err)
 		}
 		ids = append(ids, r.id)
-		errs = append(errs, truncate(o.err, 2000))
+		errs = append(errs, text.Truncate(o.err, maxErrorBytes))
 		parks = append(parks, park)
 		refunds = append(refunds, refund)
-		backoffs = append(backoffs, fullJitter(p.cfg.RetryBaseDelay, p.cfg.RetryMaxDelay, r.attempts).Milliseconds())
+		backoffs = append(backoffs, retry.FullJitter(p.cfg.RetryBaseDelay, p.cfg.RetryMaxDelay, r.attempts, nil).Milliseconds())
 	}
 	// Both UPDATEs in one transaction: one commit (asynchronous, see
 	// inTx) for the whole verdict of the batch.
@@ -550,8 +557,12 @@ func (p *Publisher) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // Run publishes until ctx is done: a round, then another at once if the
 // batch was full (backlog), else after PollInterval or as soon as wake
 // fires (see Listen; wake may be nil). Errors of a round are logged and the
-// loop goes on after PollInterval; Run returns nil when ctx ends, after
-// finishing the round in flight and flushing metrics.
+// loop goes on after a growing, jittered wait. When ctx ends Run finishes the
+// round in flight, flushes the metrics and returns nil if the last round
+// succeeded, or an error wrapping the last round's error (with the number of
+// consecutive failed rounds) if the publisher was failing when it stopped,
+// so a publisher that cannot reach its database or bus fails its Lambda
+// invocation and the function's Errors alarm fires.
 func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 	lastMetrics := time.Time{}
 	flush := func(mctx context.Context) {
@@ -592,6 +603,7 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 	}
 	defer func() { _ = collect() }()
 	consecutiveErrors := 0
+	var lastErr error
 	for ctx.Err() == nil {
 		if time.Since(lastMetrics) >= p.cfg.MetricsInterval {
 			flush(ctx)
@@ -616,10 +628,11 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			consecutiveErrors++
+			lastErr = err
 			p.cfg.Logger.Error("outbox: publish round failed", "error", err)
 			// At least PollInterval, plus a growing jittered backoff, so a
 			// database outage is never hammered in a tight loop.
-			wait = p.cfg.PollInterval + fullJitter(p.cfg.PollInterval, 30*time.Second, consecutiveErrors)
+			wait = p.cfg.PollInterval + retry.FullJitter(p.cfg.PollInterval, 30*time.Second, consecutiveErrors, nil)
 		case full:
 			consecutiveErrors = 0
 			continue
@@ -637,6 +650,13 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 		}
 		t.Stop()
 	}
+	if err := collect(); err != nil {
+		consecutiveErrors++
+		lastErr = err
+	}
+	if consecutiveErrors > 0 {
+		return fmt.Errorf("outbox: publisher stopped while failing (%d consecutive failed rounds): %w", consecutiveErrors, lastErr)
+	}
 	return nil
 }
 
@@ -651,25 +671,10 @@ func (p *Publisher) emitMetrics(ctx context.Context) error {
 	p.window = Result{}
 	p.mu.Unlock()
 	return p.cfg.Metrics.Write(append(g.Metrics(),
-		Metric{Name: MetricPublished, Unit: UnitCount, Value: float64(t.Published)},
-		Metric{Name: MetricFailedAttempts, Unit: UnitCount, Value: float64(t.Failed)},
-		Metric{Name: MetricNewlyParked, Unit: UnitCount, Value: float64(t.Parked)},
+		metrics.Metric{Name: outboxmetrics.Published, Unit: metrics.UnitCount, Value: float64(t.Published)},
+		metrics.Metric{Name: outboxmetrics.FailedAttempts, Unit: metrics.UnitCount, Value: float64(t.Failed)},
+		metrics.Metric{Name: outboxmetrics.NewlyParked, Unit: metrics.UnitCount, Value: float64(t.Parked)},
 	)...)
-}
-
-// fullJitter is uniform(0, min(cap, base*2^n)) (Brooker's "full jitter").
-func fullJitter(base, cap time.Duration, n int) time.Duration {
-	if n > 30 {
-		n = 30
-	}
-	d := base << uint(n)
-	if d <= 0 || d > cap {
-		d = cap
-	}
-	if d <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -681,11 +686,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

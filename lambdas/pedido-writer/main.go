@@ -8,7 +8,7 @@
 // writes no second event.
 //
 // Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
-// authentication; see outbox.ConnectFromEnv).
+// authentication; see postgres.FromEnv), AWS_MAX_ATTEMPTS, LOG_LEVEL.
 package main
 
 import (
@@ -16,14 +16,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
 // TipoPedidoCreado is the detail-type of the event this function writes.
@@ -138,14 +138,16 @@ func crearPedido(ctx context.Context, db outbox.DB, s Solicitud) (Respuesta, err
 }
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	env := lambdaenv.New(os.Getenv)
+	log := env.Logger("pedido-writer")
 	ctx := context.Background()
-	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(2))
+	awsCfg, err := env.LoadAWSConfig(ctx)
 	if err != nil {
 		log.Error("pedido-writer init", "error", err)
 		os.Exit(1)
 	}
-	pool, err := outbox.ConnectFromEnv(ctx, awsCfg, secretsmanager.NewFromConfig(awsCfg), 1, os.Getenv)
+	pool, err := postgres.FromEnv(ctx, env, awsCfg, secretsmanager.NewFromConfig(awsCfg),
+		postgres.ConnectConfig{MaxConns: 1, ApplicationName: "mf-pedido-writer"})
 	if err != nil {
 		log.Error("pedido-writer init", "error", err)
 		os.Exit(1)

@@ -5,20 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
 
 // settings is the consumer's configuration, read from the environment.
 type settings struct {
 	IdempotencyTable  string
-	DLQURL            string
+	DLQRoutes         dlqroute.Routes
 	ConsumerVersion   string
 	Concurrency       int
 	SupportedVersions []int
@@ -27,70 +26,25 @@ type settings struct {
 }
 
 // loadSettings reads the environment through getenv and rejects bad values
-// (a typo must fail the deployment's first invocation, not silently default).
+// (a typo must fail the deployment's first invocation, not silently default),
+// reporting every problem at once.
 func loadSettings(getenv func(string) string) (settings, error) {
+	env := lambdaenv.New(getenv)
 	s := settings{
-		IdempotencyTable:  strings.TrimSpace(getenv(idempotency.EnvTableName)),
-		DLQURL:            strings.TrimSpace(getenv("DLQ_URL")),
-		ConsumerVersion:   strings.TrimSpace(getenv("CONSUMER_VERSION")),
-		Concurrency:       sqsbatch.DefaultConcurrency,
-		SupportedVersions: []int{1},
-		DeadlineMargin:    sqsbatch.DefaultDeadlineMargin,
-		LogLevel:          slog.LevelInfo,
+		IdempotencyTable:  env.Required(idempotency.EnvTableName),
+		ConsumerVersion:   env.String("CONSUMER_VERSION", "unknown"),
+		Concurrency:       env.Int("BATCH_CONCURRENCY", sqsbatch.DefaultConcurrency, 1, 100),
+		SupportedVersions: env.Ints("SUPPORTED_VERSIONS", 1),
+		DeadlineMargin:    env.Duration("DEADLINE_MARGIN", sqsbatch.DefaultDeadlineMargin, time.Millisecond, time.Minute),
+		LogLevel:          env.LogLevel(),
 	}
-	if s.ConsumerVersion == "" {
-		s.ConsumerVersion = "unknown"
-	}
-	if v := getenv("BATCH_CONCURRENCY"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return s, fmt.Errorf("BATCH_CONCURRENCY=%q: want an integer in 1..100", v)
-		}
-		s.Concurrency = n
-	}
-	if v := getenv("SUPPORTED_VERSIONS"); v != "" {
-		s.SupportedVersions = nil
-		for _, part := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(part))
-			if err != nil || n < 0 {
-				return s, fmt.Errorf("SUPPORTED_VERSIONS=%q: want comma-separated major versions", v)
-			}
-			s.SupportedVersions = append(s.SupportedVersions, n)
-		}
-	}
-	if v := getenv("DEADLINE_MARGIN"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return s, fmt.Errorf("DEADLINE_MARGIN=%q: want a positive Go duration such as 2s", v)
-		}
-		s.DeadlineMargin = d
-	}
-	if v := getenv("LOG_LEVEL"); v != "" {
-		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			return s, fmt.Errorf("LOG_LEVEL=%q: want DEBUG, INFO, WARN or ERROR", v)
-		}
-	}
-	if s.IdempotencyTable == "" {
+	routes, rerr := dlqroute.Parse(getenv(dlqroute.Env))
+	s.DLQRoutes = routes
+	if err := errors.Join(env.Err(), rerr); err != nil {
 		// Never run the side effect without its idempotency record.
-		return s, fmt.Errorf("%s is not set: the consumer refuses to run without its idempotency table", idempotency.EnvTableName)
-	}
-	if s.DLQURL != "" && !isQueueURL(s.DLQURL) {
-		return s, fmt.Errorf("DLQ_URL=%q is not an SQS queue URL (https://<host>/<account>/<queue>)", s.DLQURL)
+		return s, err
 	}
 	return s, nil
-}
-
-// isQueueURL accepts any https URL whose path is /<account>/<queue>: the
-// current sqs.<region>.amazonaws.com form, the legacy
-// <region>.queue.amazonaws.com one and VPC endpoint host names. It catches
-// the usual mistake of passing the queue ARN or name.
-func isQueueURL(s string) bool {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return false
-	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	return len(parts) == 2 && parts[0] != "" && parts[1] != ""
 }
 
 // PedidoConfirmado is the event this consumer handles (version 1). Unknown
@@ -140,7 +94,7 @@ func newProcessor(s settings, dlq queue.Sender, vis queue.VisibilityChanger, pre
 		Handler:           sqsbatch.JSON(handler(prep)),
 		ConsumerVersion:   s.ConsumerVersion,
 		DLQ:               dlq,
-		DLQURL:            s.DLQURL,
+		DLQRoutes:         s.DLQRoutes,
 		Visibility:        vis,
 		Concurrency:       s.Concurrency,
 		SupportedVersions: s.SupportedVersions,

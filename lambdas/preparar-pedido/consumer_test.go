@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -15,10 +16,12 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
 
 func TestLoadSettings(t *testing.T) {
 	dlq := "https://sqs.eu-west-1.amazonaws.com/123456789012/mercadofresco-pedidos-fallidos"
+	routes := `{"cola-mercadofresco-pedidos":"` + dlq + `"}`
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -28,17 +31,15 @@ func TestLoadSettings(t *testing.T) {
 		{name: "no idempotency table", env: map[string]string{}, wantErr: "IDEMPOTENCY_TABLE_NAME"},
 		{name: "defaults", env: map[string]string{},
 			want: settings{ConsumerVersion: "unknown", Concurrency: 8, SupportedVersions: []int{1}, DeadlineMargin: 2 * time.Second, LogLevel: slog.LevelInfo}},
-		{name: "all set", env: map[string]string{"DLQ_URL": dlq, "CONSUMER_VERSION": "abc123", "BATCH_CONCURRENCY": "4",
+		{name: "all set", env: map[string]string{"DLQ_URLS": routes, "CONSUMER_VERSION": "abc123", "BATCH_CONCURRENCY": "4",
 			"SUPPORTED_VERSIONS": "1, 2", "DEADLINE_MARGIN": "3s", "LOG_LEVEL": "debug"},
-			want: settings{DLQURL: dlq, ConsumerVersion: "abc123", Concurrency: 4, SupportedVersions: []int{1, 2}, DeadlineMargin: 3 * time.Second, LogLevel: slog.LevelDebug}},
+			want: settings{DLQRoutes: dlqroute.Routes{"cola-mercadofresco-pedidos": dlq}, ConsumerVersion: "abc123", Concurrency: 4, SupportedVersions: []int{1, 2}, DeadlineMargin: 3 * time.Second, LogLevel: slog.LevelDebug}},
 		{name: "bad concurrency", env: map[string]string{"BATCH_CONCURRENCY": "0"}, wantErr: "BATCH_CONCURRENCY"},
 		{name: "bad versions", env: map[string]string{"SUPPORTED_VERSIONS": "uno"}, wantErr: "SUPPORTED_VERSIONS"},
 		{name: "bad margin", env: map[string]string{"DEADLINE_MARGIN": "2"}, wantErr: "DEADLINE_MARGIN"},
 		{name: "bad level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "LOG_LEVEL"},
-		{name: "legacy queue URL", env: map[string]string{"DLQ_URL": "https://eu-west-1.queue.amazonaws.com/123456789012/q"},
-			want: settings{DLQURL: "https://eu-west-1.queue.amazonaws.com/123456789012/q", ConsumerVersion: "unknown", Concurrency: 8, SupportedVersions: []int{1}, DeadlineMargin: 2 * time.Second, LogLevel: slog.LevelInfo}},
-		{name: "ARN instead of URL", env: map[string]string{"DLQ_URL": "arn:aws:sqs:eu-west-1:1:q"}, wantErr: "DLQ_URL"},
-		{name: "queue name instead of URL", env: map[string]string{"DLQ_URL": "mercadofresco-pedidos-fallidos"}, wantErr: "DLQ_URL"},
+		{name: "ARN instead of URL", env: map[string]string{"DLQ_URLS": `{"q":"arn:aws:sqs:eu-west-1:1:q"}`}, wantErr: "DLQ_URLS"},
+		{name: "not JSON", env: map[string]string{"DLQ_URLS": dlq}, wantErr: "DLQ_URLS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +58,7 @@ func TestLoadSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.DLQURL != tt.want.DLQURL || got.ConsumerVersion != tt.want.ConsumerVersion || got.Concurrency != tt.want.Concurrency ||
+			if !maps.Equal(got.DLQRoutes, tt.want.DLQRoutes) || got.ConsumerVersion != tt.want.ConsumerVersion || got.Concurrency != tt.want.Concurrency ||
 				!slices.Equal(got.SupportedVersions, tt.want.SupportedVersions) || got.DeadlineMargin != tt.want.DeadlineMargin || got.LogLevel != tt.want.LogLevel {
 				t.Errorf("settings = %+v, want %+v", got, tt.want)
 			}
@@ -94,7 +95,7 @@ func TestConsumer(t *testing.T) {
 		"P-LENTO":     errors.New("almacen: timeout"),
 	}}
 	s, _ := loadSettings(func(k string) string {
-		return map[string]string{"DLQ_URL": dlq, "CONSUMER_VERSION": "test", "IDEMPOTENCY_TABLE_NAME": "t"}[k]
+		return map[string]string{"DLQ_URLS": `{"cola-mercadofresco-pedidos":"` + dlq + `"}`, "CONSUMER_VERSION": "test", "IDEMPOTENCY_TABLE_NAME": "t"}[k]
 	})
 	p, err := newProcessor(s, f, f, prep, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {

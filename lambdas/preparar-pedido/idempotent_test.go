@@ -33,7 +33,7 @@ func TestOrderIsPreparedOnceWhateverTheDeliveries(t *testing.T) {
 	}
 	warehouse := &fakePreparer{fails: map[string]error{"P-CANCELADO": ErrNoPreparable}}
 	s, err := loadSettings(func(k string) string {
-		return map[string]string{"DLQ_URL": dlq, "IDEMPOTENCY_TABLE_NAME": "mercadofresco-idempotencia-test"}[k]
+		return map[string]string{"DLQ_URLS": `{"cola-mercadofresco-pedidos":"` + dlq + `"}`, "IDEMPOTENCY_TABLE_NAME": "mercadofresco-idempotencia-test"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@
 // Environment:
 //
 //	IDEMPOTENCY_TABLE_NAME  mercadofresco-idempotencia of the environment (required)
-//	DLQ_URL            URL of mercadofresco-pedidos-fallidos (empty: rely on the queue's redrive only)
+//	DLQ_URLS           JSON {source queue name: DLQ URL} (lambdas/sqsbatch/dlqroute; empty: rely on the queue's redrive only)
 //	CONSUMER_VERSION   build identifier written to dead-lettered messages (default: the
 //	                   SHA-256 of this binary, "sha256:<12 hex>", which names the exact build)
 //	BATCH_CONCURRENCY  records handled at once per invocation (default 8, max 100)
@@ -63,8 +63,8 @@ func run() error {
 		return fmt.Errorf("load AWS config: %w", err)
 	}
 	sqsClient := queue.New(sqs.NewFromConfig(awsCfg))
-	if s.DLQURL == "" {
-		logger.Warn("DLQ_URL is not set: poison messages will wait for the queue's redrive (maxReceiveCount receives)")
+	if len(s.DLQRoutes) == 0 {
+		logger.Warn("DLQ_URLS is not set: poison messages will wait for the queue's redrive (maxReceiveCount receives)")
 	}
 	db := dynamodb.NewFromConfig(awsCfg)
 	store, err := idempotency.NewStore(db, idempotency.Config{

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
@@ -40,15 +42,22 @@ var ourAttributes = []string{AttrFailureReason, AttrFailureClass, AttrConsumerVe
 // It returns the DLQ's message id (a new one: the original travels in
 // AttrOriginalMessageID).
 func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, cause error) (string, error) {
-	if p.cfg.DLQ == nil || p.cfg.DLQURL == "" {
+	dlqURL := p.cfg.DLQURL
+	if len(p.cfg.DLQRoutes) > 0 {
+		var ok bool
+		if dlqURL, ok = p.cfg.DLQRoutes.For(rec.Message.EventSourceARN); !ok {
+			return "", fmt.Errorf("no DLQ route for source %s (the queue's redrive policy will move it after maxReceiveCount)", rec.Message.EventSourceARN)
+		}
+	}
+	if p.cfg.DLQ == nil || dlqURL == "" {
 		return "", errors.New("no DLQ configured (the queue's redrive policy will move it after maxReceiveCount)")
 	}
 	in := &queue.SendMessageInput{
-		QueueURL:          p.cfg.DLQURL,
+		QueueURL:          dlqURL,
 		Body:              rec.Message.Body,
 		MessageAttributes: dlqAttributes(rec, class, cause, p.cfg.ConsumerVersion),
 	}
-	if p.dlqFIFO {
+	if strings.HasSuffix(dlqURL, ".fifo") {
 		in.MessageGroupID = rec.GroupID
 		if in.MessageGroupID == "" {
 			in.MessageGroupID = rec.Message.MessageId
@@ -68,7 +77,10 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 
 // dlqAttributes keeps the original attributes and adds the failure ones. When
 // the total would exceed SQS's 10, the originals that do not fit (in name
-// order) are packed into one JSON attribute so nothing is lost.
+// order) are packed into one JSON attribute so nothing is lost. A message
+// dead-lettered before (and redriven as it was, by SQS's own move task) gets
+// its previous failure attributes replaced and its packed originals unpacked
+// and packed again, so they survive any number of round trips.
 func dlqAttributes(rec *Record, class Class, cause error, version string) map[string]queue.Attribute {
 	ours := map[string]queue.Attribute{
 		AttrFailureReason:     queue.StringAttribute(truncate(cause.Error(), maxReasonBytes)),
@@ -77,13 +89,18 @@ func dlqAttributes(rec *Record, class Class, cause error, version string) map[st
 		AttrOriginalMessageID: queue.StringAttribute(nonEmpty(rec.Message.MessageId)),
 		AttrReceiveCount:      queue.NumberAttribute(int64(rec.ReceiveCount)),
 	}
-	var names []string
-	for n := range rec.Message.MessageAttributes {
-		if !slices.Contains(ourAttributes, n) { // a redriven message's old failure is replaced
-			names = append(names, n)
-		}
+	incoming := make(map[string]queue.Attribute, len(rec.Message.MessageAttributes))
+	for n, a := range rec.Message.MessageAttributes {
+		incoming[n] = queue.AttributeFromEvent(a)
 	}
-	slices.Sort(names)
+	originals, err := OriginalAttributes(incoming)
+	if err != nil {
+		// A packed value that is not ours to read: keep it verbatim under
+		// its own name rather than drop it.
+		originals, _ = OriginalAttributes(withoutAttr(incoming, AttrOriginalAttributes))
+		originals["mf-unreadable-original-attributes"] = incoming[AttrOriginalAttributes]
+	}
+	names := slices.Sorted(maps.Keys(originals))
 	out := make(map[string]queue.Attribute, 10)
 	for k, v := range ours {
 		out[k] = v
@@ -94,7 +111,7 @@ func dlqAttributes(rec *Record, class Class, cause error, version string) map[st
 	}
 	overflow := map[string]overflowAttr{}
 	for i, n := range names {
-		a := queue.AttributeFromEvent(rec.Message.MessageAttributes[n])
+		a := originals[n]
 		if i < room {
 			out[n] = a
 			continue
@@ -108,14 +125,21 @@ func dlqAttributes(rec *Record, class Class, cause error, version string) map[st
 	return out
 }
 
+func withoutAttr(attrs map[string]queue.Attribute, name string) map[string]queue.Attribute {
+	out := maps.Clone(attrs)
+	delete(out, name)
+	return out
+}
+
 type overflowAttr struct {
 	DataType    string `json:"DataType"`
 	StringValue string `json:"StringValue,omitempty"`
 	BinaryValue []byte `json:"BinaryValue,omitempty"`
 }
 
-// truncate makes s a valid SQS attribute value of at most n bytes (plus an
-// ellipsis): invalid UTF-8 and characters SQS refuses become U+FFFD.
+// truncate makes s a valid, non-empty SQS attribute value of at most n
+// bytes: characters SQS refuses become U+FFFD (see text.Truncate for the
+// rest).
 func truncate(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
 		if r == 0x9 || r == 0xA || r == 0xD || (r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || r >= 0x10000 {
@@ -123,13 +147,7 @@ func truncate(s string, n int) string {
 		}
 		return utf8.RuneError
 	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
-	if len(s) <= n {
-		return nonEmpty(s)
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return nonEmpty(text.Truncate(s, n))
 }
 
 func nonEmpty(s string) string {

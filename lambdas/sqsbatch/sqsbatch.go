@@ -61,6 +61,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
 
 // Defaults applied by New.
@@ -97,6 +98,12 @@ type Config struct {
 	// A DLQ URL ending in ".fifo" gets MessageGroupId and a deduplication id.
 	DLQ    queue.Sender
 	DLQURL string
+	// DLQRoutes, when not empty, takes precedence over DLQURL: each record
+	// goes to the DLQ of the queue it came from (by its event source ARN),
+	// as the CDK wires it for functions that consume several queues
+	// (dlqroute.Env). A record from a queue without a route is reported as a
+	// batch item failure (the queue's redrive policy then moves it).
+	DLQRoutes dlqroute.Routes
 	// Visibility, when set, is used to honour RetryAfter
 	// (ChangeMessageVisibility on the source queue).
 	Visibility queue.VisibilityChanger
@@ -133,14 +140,17 @@ type Config struct {
 	DeadlineMargin time.Duration
 	// Logger receives the structured logs. Default: JSON to stdout.
 	Logger *slog.Logger
+	// Now is the clock used to decide whether a record may still start
+	// before the deadline and to time records. Default time.Now. The hard
+	// stop (DeadlineMargin/4 before the deadline) is a wall-clock timer.
+	Now func() time.Time
 }
 
 // Processor processes SQS batches. It is safe for concurrent use; create it
 // once per Lambda sandbox (in main) and pass Process to lambda.Start.
 type Processor struct {
-	cfg     Config
-	log     *slog.Logger
-	dlqFIFO bool
+	cfg Config
+	log *slog.Logger
 }
 
 // New validates cfg, applies defaults and returns a Processor.
@@ -174,11 +184,14 @@ func New(cfg Config) (*Processor, error) {
 			return nil, fmt.Errorf("sqsbatch: invalid key path %q", k)
 		}
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	}
-	return &Processor{cfg: cfg, log: log, dlqFIFO: strings.HasSuffix(cfg.DLQURL, ".fifo")}, nil
+	return &Processor{cfg: cfg, log: log}, nil
 }
 
 // Record is one SQS record as the handler sees it.
@@ -258,22 +271,46 @@ type item struct {
 	class   Class
 	started time.Time
 	// dlqMessageID is the id the DLQ gave the copy (logged for the runbook).
+	// Guarded by batch.mu.
 	dlqMessageID string
+	// deadLettering is set while a send to the DLQ that began before the
+	// batch was sealed is in flight. Guarded by batch.mu.
+	deadLettering bool
 }
 
 type batch struct {
 	mu     sync.Mutex
 	sealed bool
+	// sends counts the DLQ sends that began before the seal; the seal waits
+	// for them (their context ends at the hard stop), so a record is never
+	// both dead-lettered and reported for retry.
+	sends sync.WaitGroup
 }
 
-// finish stores the outcome of it unless the batch was already answered.
-func (b *batch) finish(it *item, o Outcome, err error, class Class) bool {
+// beginDeadLetter reserves it for a DLQ send, unless the batch was already
+// answered. The caller must call b.sends.Done after recording the outcome.
+func (b *batch) beginDeadLetter(it *item) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.sealed || it.done {
 		return false
 	}
-	it.done, it.outcome, it.err, it.class = true, o, err, class
+	it.deadLettering = true
+	b.sends.Add(1)
+	return true
+}
+
+// finish stores the outcome of it unless the batch was already answered
+// (a DLQ send that began before the seal is still answered: the seal waits
+// for it).
+func (b *batch) finish(it *item, o Outcome, err error, class Class, dlqID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if it.done || (b.sealed && !it.deadLettering) {
+		return false
+	}
+	it.done, it.outcome, it.err, it.class, it.dlqMessageID = true, o, err, class, dlqID
+	it.deadLettering = false
 	return true
 }
 
@@ -289,7 +326,7 @@ func (b *batch) isSealed() bool {
 // Config.FailInvocationWhenAllFail is set and every record failed
 // (ErrBatchFailed).
 func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	start := time.Now()
+	start := p.cfg.Now()
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	if len(ev.Records) == 0 {
 		p.log.LogAttrs(ctx, slog.LevelDebug, "empty batch")
@@ -348,7 +385,7 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 	}()
 	var hardStop <-chan time.Time
 	if hasDeadline {
-		t := time.NewTimer(time.Until(deadline.Add(-p.cfg.DeadlineMargin / 4)))
+		t := time.NewTimer(time.Until(p.hardStop(deadline)))
 		defer t.Stop()
 		hardStop = t.C
 	}
@@ -360,11 +397,16 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 	}
 	b.mu.Lock()
 	b.sealed = true
+	b.mu.Unlock()
+	// DLQ sends already in flight end by the hard stop (their context's
+	// deadline): wait for their verdict rather than guess it.
+	b.sends.Wait()
+	b.mu.Lock()
 	for _, it := range items {
 		if it.dupOf == nil && !it.done {
 			it.done, it.outcome, it.err = true, OutcomeDeadline, ErrDeadline
 			if !it.started.IsZero() {
-				it.err = fmt.Errorf("%w: still running after %s", ErrDeadline, time.Since(it.started).Round(time.Millisecond))
+				it.err = fmt.Errorf("%w: still running after %s", ErrDeadline, p.cfg.Now().Sub(it.started).Round(time.Millisecond))
 			}
 			p.logRecord(ctx, it)
 		}
@@ -395,7 +437,7 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 	attrs := []slog.Attr{
 		slog.Int("records", len(items)),
 		slog.Int("batch_item_failures", len(resp.BatchItemFailures)),
-		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
+		slog.Int64("duration_ms", p.cfg.Now().Sub(start).Milliseconds()),
 	}
 	for _, o := range slices.Sorted(maps.Keys(counts)) {
 		attrs = append(attrs, slog.Int(string(o), counts[o]))
@@ -471,7 +513,7 @@ func (p *Processor) runLane(ctx context.Context, b *batch, lane []*item, deadlin
 		case blocked:
 			p.record(ctx, b, it, OutcomeGroupBlocked, ErrGroupBlocked, ClassTransient)
 			continue
-		case hasDeadline && time.Until(deadline) < p.cfg.DeadlineMargin:
+		case hasDeadline && deadline.Sub(p.cfg.Now()) < p.cfg.DeadlineMargin:
 			p.record(ctx, b, it, OutcomeDeadline, ErrDeadline, ClassTransient)
 		default:
 			p.processOne(ctx, b, it, deadline, hasDeadline)
@@ -486,7 +528,11 @@ func (p *Processor) runLane(ctx context.Context, b *batch, lane []*item, deadlin
 }
 
 func (p *Processor) record(ctx context.Context, b *batch, it *item, o Outcome, err error, class Class) {
-	if b.finish(it, o, err, class) {
+	p.recordDLQ(ctx, b, it, o, err, class, "")
+}
+
+func (p *Processor) recordDLQ(ctx context.Context, b *batch, it *item, o Outcome, err error, class Class, dlqID string) {
+	if b.finish(it, o, err, class, dlqID) {
 		p.logRecord(ctx, it)
 	} else {
 		it.rec.Logger.LogAttrs(ctx, slog.LevelWarn, "result after the batch was answered; the record was reported as failed and will come back",
@@ -496,7 +542,7 @@ func (p *Processor) record(ctx context.Context, b *batch, it *item, o Outcome, e
 
 func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline time.Time, hasDeadline bool) {
 	b.mu.Lock()
-	it.started = time.Now()
+	it.started = p.cfg.Now()
 	b.mu.Unlock()
 	err := it.preErr
 	if err == nil {
@@ -523,16 +569,28 @@ func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline
 		p.record(ctx, b, it, OutcomeRetry, err, class)
 		return
 	}
-	if b.isSealed() {
+	if !b.beginDeadLetter(it) {
 		return // too late to send: the record was reported as failed and will come back
 	}
-	dlqID, derr := p.deadLetter(ctx, it.rec, class, err)
+	sctx := ctx
+	if hasDeadline {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, p.hardStop(deadline))
+		defer cancel()
+	}
+	dlqID, derr := p.deadLetter(sctx, it.rec, class, err)
 	if derr != nil {
 		p.record(ctx, b, it, OutcomeDeadLetterFailed, fmt.Errorf("%w; dead-letter send failed: %w", err, derr), class)
-		return
+	} else {
+		p.recordDLQ(ctx, b, it, OutcomeDeadLettered, err, class, dlqID)
 	}
-	it.dlqMessageID = dlqID
-	p.record(ctx, b, it, OutcomeDeadLettered, err, class)
+	b.sends.Done()
+}
+
+// hardStop is when the batch is answered whatever is still running: a
+// quarter of the margin before the Lambda deadline.
+func (p *Processor) hardStop(deadline time.Time) time.Time {
+	return deadline.Add(-p.cfg.DeadlineMargin / 4)
 }
 
 // call runs the handler, turning a panic into an ErrPanic error.
@@ -578,7 +636,7 @@ func (p *Processor) logRecord(ctx context.Context, it *item) {
 		attrs = append(attrs, slog.String("dlq_message_id", it.dlqMessageID))
 	}
 	if !it.started.IsZero() {
-		attrs = append(attrs, slog.Int64("duration_ms", time.Since(it.started).Milliseconds()))
+		attrs = append(attrs, slog.Int64("duration_ms", p.cfg.Now().Sub(it.started).Milliseconds()))
 	}
 	it.rec.Logger.LogAttrs(ctx, level, "record", attrs...)
 }

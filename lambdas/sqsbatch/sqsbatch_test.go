@@ -18,6 +18,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
 
 // pedido leaves "version" to the library (it may be 1, 1.0 or "1.3").
@@ -622,17 +623,21 @@ func TestParallelismBound(t *testing.T) {
 
 func TestDeadline(t *testing.T) {
 	t.Run("stops starting records when time is short", func(t *testing.T) {
+		// A manual clock an hour ahead of the wall clock: the Lambda
+		// deadline (on that clock) is then still in the future for the real
+		// contexts and timers, and only the handlers move time.
+		clk := queuefake.NewManualClock(time.Now().Add(time.Hour))
 		var runs atomic.Int32
 		var handlerDeadline time.Time
-		p := mustNew(t, sqsbatch.Config{Logger: discard(), Concurrency: 1, DeadlineMargin: 600 * time.Millisecond,
+		p := mustNew(t, sqsbatch.Config{Logger: discard(), Concurrency: 1, DeadlineMargin: 600 * time.Millisecond, Now: clk.Now,
 			Handler: sqsbatch.HandlerFunc(func(ctx context.Context, _ *sqsbatch.Record) error {
 				if runs.Add(1) == 1 {
 					handlerDeadline, _ = ctx.Deadline()
 				}
-				time.Sleep(400 * time.Millisecond)
+				clk.Advance(400 * time.Millisecond) // the record takes 400 ms
 				return nil
 			})})
-		deadline := time.Now().Add(1200 * time.Millisecond)
+		deadline := clk.Now().Add(1200 * time.Millisecond)
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		recs := []events.SQSMessage{msg("a", order("1")), msg("b", order("2")), msg("c", order("3")), msg("d", order("4"))}
@@ -640,8 +645,7 @@ func TestDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// a runs (1200 ms left), b runs (~800 ms left), c would start with ~400 ms < 600 ms: not started.
-		// (200 ms of slack either way: CI machines are slow and busy.)
+		// a starts with 1200 ms left, b with 800 ms, c would start with 400 ms < 600 ms: not started.
 		if runs.Load() != 2 || !slices.Equal(failedIDs(resp), []string{"c", "d"}) {
 			t.Fatalf("runs = %d, failures = %v", runs.Load(), failedIDs(resp))
 		}
@@ -801,5 +805,130 @@ func TestDLQReasonIsSanitised(t *testing.T) {
 	}
 	if r := attr(e2.dlq(t)[0], sqsbatch.AttrFailureReason); r != "poison: bad byte \uFFFD here" {
 		t.Errorf("reason = %q", r)
+	}
+}
+
+// Regression: a message with more attributes than fit was dead-lettered
+// (originals packed into mf-original-attributes), redriven as it was by
+// SQS's own move task, and dead-lettered again: the packed originals were
+// dropped the second time.
+func TestRedeadLetteredMessageKeepsPackedOriginals(t *testing.T) {
+	e := newEnv(t, false)
+	p := mustNew(t, sqsbatch.Config{
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
+		DLQ:     e.fake, DLQURL: e.dlqURL, ConsumerVersion: "v7", Logger: discard(),
+	})
+	m := msg("m-1", `{"version":2,"pedido_id":"P1"}`)
+	m.MessageAttributes = map[string]events.SQSMessageAttribute{}
+	for i := range 8 {
+		v := "valor-" + itoa(i)
+		m.MessageAttributes["attr"+itoa(i)] = events.SQSMessageAttribute{DataType: "String", StringValue: &v}
+	}
+	for round := 1; round <= 3; round++ {
+		if resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}}); len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("round %d: failures = %v", round, resp.BatchItemFailures)
+		}
+		dlq := e.dlq(t)
+		got := dlq[len(dlq)-1].MessageAttributes
+		orig, err := sqsbatch.OriginalAttributes(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(orig) != 8 {
+			t.Fatalf("round %d: %d original attributes survive, want 8: %v", round, len(orig), orig)
+		}
+		// The move task redrives the DLQ message with every attribute as is.
+		m = msg("m-1-redriven-"+itoa(round), m.Body)
+		m.MessageAttributes = map[string]events.SQSMessageAttribute{}
+		for k, a := range got {
+			m.MessageAttributes[k] = events.SQSMessageAttribute{DataType: a.DataType, StringValue: &a.StringValue}
+		}
+	}
+}
+
+// Regression: a DLQ send still in flight when the batch hit its hard stop
+// was reported for retry AND delivered to the DLQ (the message came back and
+// was dead-lettered twice). Now the send's context ends at the hard stop and
+// the answer waits for its verdict: one or the other, never both.
+func TestDeadLetterAtTheHardStopIsNeverBoth(t *testing.T) {
+	e := newEnv(t, false)
+	sender := &slowSender{next: e.fake, started: make(chan struct{}, 1), finished: make(chan struct{})}
+	p := mustNew(t, sqsbatch.Config{
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
+		DLQ:     sender, DLQURL: e.dlqURL, Logger: discard(),
+		DeadlineMargin: 400 * time.Millisecond,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	// version 2: poison at once, so the only slow part is the DLQ send.
+	resp, err := p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{msg("p", `{"version":2,"pedido_id":"P1"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sender.started:
+	default:
+		t.Fatal("the DLQ send never started")
+	}
+	select { // the send may outlive Process: judge its final effect
+	case <-sender.finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the DLQ send never finished")
+	}
+	inDLQ := len(e.dlq(t)) == 1
+	retried := slices.Contains(failedIDs(resp), "p")
+	if inDLQ == retried {
+		t.Fatalf("dead-lettered %v and reported for retry %v: want exactly one", inDLQ, retried)
+	}
+}
+
+// slowSender is a DLQ whose SendMessage is accepted only when its context
+// ends (an SQS call that succeeds at the last moment).
+type slowSender struct {
+	next     queue.Sender
+	started  chan struct{}
+	finished chan struct{}
+}
+
+func (s *slowSender) SendMessage(ctx context.Context, in *queue.SendMessageInput) (*queue.SendMessageOutput, error) {
+	s.started <- struct{}{}
+	defer close(s.finished)
+	<-ctx.Done()
+	return s.next.SendMessage(context.WithoutCancel(ctx), in)
+}
+
+// With DLQ routes (a function consuming several queues), each poison record
+// goes to the DLQ of the queue it came from; a record from a queue without a
+// route is reported for retry (the queue's redrive then moves it).
+func TestDLQRoutesSendEachRecordToItsOwnQueuesDLQ(t *testing.T) {
+	e := newEnv(t, false)
+	otherDLQ, err := e.fake.CreateQueue("mercadofresco-aviso-erp-fallidos", queuefake.QueueConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustNew(t, sqsbatch.Config{
+		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
+		DLQ:     e.fake, Logger: discard(),
+		DLQURL: "https://sqs.eu-west-1.amazonaws.com/000000000000/never-used",
+		DLQRoutes: dlqroute.Routes{
+			"cola-mercadofresco-pedidos":   e.dlqURL,
+			"cola-mercadofresco-aviso-erp": otherDLQ,
+		},
+	})
+	from := func(id, queue string) events.SQSMessage {
+		m := msg(id, `{"version":2,"pedido_id":"P1"}`)
+		m.EventSourceARN = "arn:aws:sqs:eu-west-1:000000000000:" + queue
+		return m
+	}
+	resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		from("a", "cola-mercadofresco-pedidos"), from("b", "cola-mercadofresco-aviso-erp"), from("c", "cola-sin-ruta"),
+	}})
+	if !slices.Equal(failedIDs(resp), []string{"c"}) {
+		t.Fatalf("failures = %v, want only the record without a route", failedIDs(resp))
+	}
+	pedidos, _ := e.fake.Inspect(e.dlqURL)
+	erp, _ := e.fake.Inspect(otherDLQ)
+	if len(pedidos) != 1 || attr(pedidos[0], sqsbatch.AttrOriginalMessageID) != "a" || len(erp) != 1 || attr(erp[0], sqsbatch.AttrOriginalMessageID) != "b" {
+		t.Fatalf("pedidos DLQ %d, ERP DLQ %d: each record must reach its own queue's DLQ", len(pedidos), len(erp))
 	}
 }

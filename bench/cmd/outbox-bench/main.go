@@ -454,9 +454,11 @@ func benchOutbox(ctx context.Context, o options, publishers int, listen bool) (r
 				return row{}, err
 			}
 			defer conn.Close(ctx)
-			if wake, err = outbox.Listen(rctx, conn); err != nil {
+			var stop func()
+			if wake, stop, err = outbox.Listen(rctx, conn); err != nil {
 				return row{}, err
 			}
+			defer stop() // runs before conn.Close (deferred later)
 		}
 		p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, outbox.Config{BusName: "bus-mercadofresco", Source: "mercadofresco.tienda", BatchSize: o.batch, MaxConcurrentCalls: o.calls})
 		if err != nil {

@@ -14,8 +14,7 @@
 //	client := srv.Client
 //
 // The binary is looked up, in order, from $DYNALITE, from $PATH, from the
-// node_modules/.bin folder of the working directory or any parent, and
-// finally /work/main/node_modules/.bin. Its folder is prepended to the
+// node_modules/.bin folder of the working directory or any parent. Its folder is prepended to the
 // child's PATH so that the `#!/usr/bin/env node` line finds the node that
 // ships beside it.
 //
@@ -31,7 +30,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,10 +44,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/mercadofresco/integration/lambdas/internal/freeport"
 )
-
-// fallbackBinDir is where the project installs its npm tools.
-const fallbackBinDir = "/work/main/node_modules/.bin"
 
 // startAttempts bounds the retries when another process grabs the free port
 // between our probe and dynalite's bind.
@@ -157,7 +153,7 @@ func (s *Server) Close() error {
 }
 
 func launchOnce(ctx context.Context, bin string) (*Server, error) {
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -244,15 +240,6 @@ func (s *Server) waitReady(ctx context.Context, deadline <-chan time.Time) error
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func findBinary() (string, error) {
 	if p := os.Getenv("DYNALITE"); p != "" {
 		return p, nil
@@ -270,10 +257,6 @@ func findBinary() (string, error) {
 				break
 			}
 		}
-	}
-	p := filepath.Join(fallbackBinDir, "dynalite")
-	if _, err := os.Stat(p); err == nil {
-		return p, nil
 	}
 	return "", errors.New("dynalite not found: set $DYNALITE, put it on $PATH or run `npm ci` in the repository root")
 }

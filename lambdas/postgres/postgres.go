@@ -1,8 +1,16 @@
-package outbox
+// Package postgres opens the pgx connection pools of the project's Lambda
+// functions and tools on Aurora PostgreSQL through RDS Proxy: TLS
+// (verify-full) always, IAM database authentication (a token signed locally
+// before every new connection, so no function holds a password) or the
+// credentials of a Secrets Manager secret (tools outside Lambda), and the
+// proxy-friendly exec mode (unnamed prepared statements, which do not pin a
+// proxy connection to one backend).
+package postgres
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -12,7 +20,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 )
+
+// ErrInvalidConfig is wrapped by every error caused by a configuration that
+// cannot work (missing host, user or database; a secret without them).
+var ErrInvalidConfig = errors.New("postgres: invalid connection config")
+
+// DefaultApplicationName is the application_name sessions report to
+// PostgreSQL (pg_stat_activity) when ConnectConfig.ApplicationName is empty.
+const DefaultApplicationName = "mercadofresco"
 
 // SecretGetter is the Secrets Manager call ConnectFromSecret needs;
 // *secretsmanager.Client implements it.
@@ -43,6 +61,33 @@ type ConnectConfig struct {
 	// SSLMode defaults to verify-full: RDS Proxy requires TLS and presents
 	// an ACM certificate that the system roots of provided.al2023 trust.
 	SSLMode string
+	// ApplicationName is reported to PostgreSQL (pg_stat_activity, logs).
+	// Empty means DefaultApplicationName.
+	ApplicationName string
+}
+
+func (c ConnectConfig) sslMode() string {
+	if c.SSLMode == "" {
+		return "verify-full"
+	}
+	return c.SSLMode
+}
+
+func (c ConnectConfig) applicationName() string {
+	if c.ApplicationName == "" {
+		return DefaultApplicationName
+	}
+	return c.ApplicationName
+}
+
+// finish applies the settings every pool of the project shares.
+func (c ConnectConfig) finish(pc *pgxpool.Config) {
+	pc.MaxConns = c.MaxConns
+	if pc.MaxConns == 0 {
+		pc.MaxConns = 2
+	}
+	pc.MinConns = 0
+	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 }
 
 type dbSecret struct {
@@ -60,7 +105,7 @@ type dbSecret struct {
 func PoolConfigFromSecret(secretJSON string, cfg ConnectConfig) (*pgxpool.Config, error) {
 	var s dbSecret
 	if err := json.Unmarshal([]byte(secretJSON), &s); err != nil {
-		return nil, fmt.Errorf("outbox: database secret is not JSON: %w", err)
+		return nil, fmt.Errorf("postgres: database secret is not JSON: %w", err)
 	}
 	host, db := s.Host, s.DBName
 	if cfg.Host != "" {
@@ -73,34 +118,25 @@ func PoolConfigFromSecret(secretJSON string, cfg ConnectConfig) (*pgxpool.Config
 	if p := string(s.Port); p != "" && p != "null" {
 		n, err := strconv.Atoi(trimQuotes(p))
 		if err != nil {
-			return nil, fmt.Errorf("outbox: database secret port %s: %w", p, err)
+			return nil, fmt.Errorf("postgres: database secret port %s: %w", p, err)
 		}
 		port = n
 	}
 	if s.Username == "" || host == "" || db == "" {
 		return nil, fmt.Errorf("%w: database secret lacks username, host or dbname", ErrInvalidConfig)
 	}
-	sslmode := cfg.SSLMode
-	if sslmode == "" {
-		sslmode = "verify-full"
-	}
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.UserPassword(s.Username, s.Password),
 		Host:     host + ":" + strconv.Itoa(port),
 		Path:     "/" + db,
-		RawQuery: url.Values{"sslmode": {sslmode}, "application_name": {"mercadofresco-outbox"}}.Encode(),
+		RawQuery: url.Values{"sslmode": {cfg.sslMode()}, "application_name": {cfg.applicationName()}}.Encode(),
 	}
 	pc, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("outbox: database config: %w", err)
+		return nil, fmt.Errorf("postgres: database config: %w", err)
 	}
-	pc.MaxConns = cfg.MaxConns
-	if pc.MaxConns == 0 {
-		pc.MaxConns = 2
-	}
-	pc.MinConns = 0
-	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	cfg.finish(pc)
 	return pc, nil
 }
 
@@ -116,7 +152,7 @@ func trimQuotes(s string) string {
 func ConnectFromSecret(ctx context.Context, sm SecretGetter, cfg ConnectConfig) (*pgxpool.Pool, error) {
 	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(cfg.SecretARN)})
 	if err != nil {
-		return nil, fmt.Errorf("outbox: read database secret: %w", err)
+		return nil, fmt.Errorf("postgres: read database secret: %w", err)
 	}
 	pc, err := PoolConfigFromSecret(aws.ToString(out.SecretString), cfg)
 	if err != nil {
@@ -139,35 +175,27 @@ func IAMPoolConfig(cfg ConnectConfig, creds aws.CredentialsProvider) (*pgxpool.C
 	if port == 0 {
 		port = 5432
 	}
-	sslmode := cfg.SSLMode
-	if sslmode == "" {
-		sslmode = "verify-full"
-	}
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.User(cfg.User),
 		Host:     cfg.Host + ":" + strconv.Itoa(port),
 		Path:     "/" + cfg.Database,
-		RawQuery: url.Values{"sslmode": {sslmode}, "application_name": {"mercadofresco-outbox"}}.Encode(),
+		RawQuery: url.Values{"sslmode": {cfg.sslMode()}, "application_name": {cfg.applicationName()}}.Encode(),
 	}
 	pc, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("outbox: database config: %w", err)
+		return nil, fmt.Errorf("postgres: database config: %w", err)
 	}
 	endpoint := cfg.Host + ":" + strconv.Itoa(port)
 	pc.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
 		token, err := auth.BuildAuthToken(ctx, endpoint, cfg.Region, cfg.User, creds)
 		if err != nil {
-			return fmt.Errorf("outbox: IAM auth token: %w", err)
+			return fmt.Errorf("postgres: IAM auth token: %w", err)
 		}
 		cc.Password = token
 		return nil
 	}
-	pc.MaxConns = cfg.MaxConns
-	if pc.MaxConns == 0 {
-		pc.MaxConns = 2
-	}
-	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	cfg.finish(pc)
 	return pc, nil
 }
 
@@ -185,33 +213,39 @@ func ConnectIAM(ctx context.Context, cfg ConnectConfig, creds aws.CredentialsPro
 func openPool(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: open pool: %w", err)
+		return nil, fmt.Errorf("postgres: open pool: %w", err)
 	}
 	return pool, nil
 }
 
-// ConnectFromEnv opens the pool of a Lambda function from its environment:
-// DB_HOST (the RDS Proxy endpoint), DB_PORT (default 5432), DB_NAME,
-// DB_USER, and AWS_REGION (set by Lambda), with IAM authentication. If
-// DB_USER is empty and DB_SECRET_ARN is set it falls back to the secret's
-// password (for tools outside Lambda).
-func ConnectFromEnv(ctx context.Context, awsCfg aws.Config, sm SecretGetter, maxConns int32, getenv func(string) string) (*pgxpool.Pool, error) {
-	cfg := ConnectConfig{
-		Host:     getenv("DB_HOST"),
-		Database: getenv("DB_NAME"),
-		User:     getenv("DB_USER"),
-		Region:   awsCfg.Region,
-		MaxConns: maxConns,
+// Environment variables read by FromEnv.
+const (
+	EnvHost      = "DB_HOST"
+	EnvPort      = "DB_PORT"
+	EnvName      = "DB_NAME"
+	EnvUser      = "DB_USER"
+	EnvSecretARN = "DB_SECRET_ARN"
+)
+
+// FromEnv opens the pool of a Lambda function from its environment: DB_HOST
+// (the RDS Proxy endpoint), DB_PORT (default 5432), DB_NAME, DB_USER, with IAM
+// authentication in awsCfg's region. Without DB_USER, DB_SECRET_ARN's
+// credentials are used instead (tools outside Lambda). Every missing or
+// malformed variable is reported at once.
+func FromEnv(ctx context.Context, env *lambdaenv.Env, awsCfg aws.Config, sm SecretGetter, cfg ConnectConfig) (*pgxpool.Pool, error) {
+	cfg.Host = env.Required(EnvHost)
+	cfg.Database = env.Required(EnvName)
+	cfg.Port = env.Int(EnvPort, 5432, 1, 65535)
+	cfg.User = env.String(EnvUser, "")
+	cfg.SecretARN = env.String(EnvSecretARN, "")
+	cfg.Region = awsCfg.Region
+	if cfg.User == "" && cfg.SecretARN == "" {
+		env.Required(EnvUser)
 	}
-	if p := getenv("DB_PORT"); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil {
-			return nil, fmt.Errorf("%w: DB_PORT=%q", ErrInvalidConfig, p)
-		}
-		cfg.Port = n
+	if err := env.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if cfg.User == "" && getenv("DB_SECRET_ARN") != "" {
-		cfg.SecretARN = getenv("DB_SECRET_ARN")
+	if cfg.User == "" {
 		return ConnectFromSecret(ctx, sm, cfg)
 	}
 	return ConnectIAM(ctx, cfg, awsCfg.Credentials)

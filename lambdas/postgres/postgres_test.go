@@ -1,8 +1,10 @@
-package outbox
+package postgres
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +13,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/internal/pgtest"
 )
+
+const testDB = "mf_postgres_test"
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := pgtest.EnsureDatabase(ctx, testDB); err != nil {
+		cancel()
+		fmt.Fprintln(os.Stderr, "postgres tests need PostgreSQL:", err)
+		os.Exit(1)
+	}
+	cancel()
+	os.Exit(m.Run())
+}
 
 func TestPoolConfigFromSecret(t *testing.T) {
 	t.Parallel()
@@ -114,37 +131,36 @@ func TestIAMPoolConfigSignsATokenPerConnection(t *testing.T) {
 	}
 }
 
-// The functions run with QueryExecModeExec (no named prepared statements,
-// for RDS Proxy): migrations, Add, a publish round and the gauges must all
-// work in that mode.
-func TestEverythingWorksInTheProxyFriendlyExecMode(t *testing.T) {
+func TestFromEnvReportsEveryMissingVariable(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	schema := newSchema(t, testDB)
-	pc, err := PoolConfigFromSecret(`{"username":"postgres","password":"","host":"127.0.0.1","port":5432,"dbname":"`+testDB+`"}`, ConnectConfig{SSLMode: "disable"})
-	if err != nil {
-		t.Fatal(err)
+	_, err := FromEnv(context.Background(), lambdaenv.FromMap(map[string]string{"DB_PORT": "x"}), aws.Config{Region: "eu-west-1"}, nil, ConnectConfig{})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
-	pc.ConnConfig.RuntimeParams["search_path"] = schema
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	for _, v := range []string{EnvHost, EnvName, EnvPort, EnvUser} {
+		if !strings.Contains(err.Error(), v) {
+			t.Errorf("error does not name %s: %v", v, err)
+		}
+	}
+}
+
+func TestFromEnvUsesTheSecretWithoutAUser(t *testing.T) {
+	t.Parallel()
+	env := lambdaenv.FromMap(map[string]string{
+		EnvHost: "127.0.0.1", EnvName: testDB, EnvSecretARN: "arn:secreto",
+	})
+	pool, err := FromEnv(context.Background(), env, aws.Config{Region: "eu-west-1"},
+		fakeSecrets{`{"username":"postgres","password":"","host":"ignored","port":5432,"dbname":"ignored"}`},
+		ConnectConfig{SSLMode: "disable", ApplicationName: "mf-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := Migrate(ctx, pool); err != nil {
+	var app, db string
+	if err := pool.QueryRow(context.Background(), "SELECT current_setting('application_name'), current_database()").Scan(&app, &db); err != nil {
 		t.Fatal(err)
 	}
-	writeOrders(t, pool, 0, 15)
-	sink := newFakeSink()
-	p, err := NewPublisher(pool, sink, testConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	drain(t, p, 10*time.Second)
-	if a, _ := sink.snapshot(); len(a) != 15 {
-		t.Fatalf("%d published in exec mode, want 15", len(a))
-	}
-	if n, err := Cleanup(ctx, pool, CleanupConfig{}); err != nil || n != 0 {
-		t.Fatalf("Cleanup in exec mode = %d, %v", n, err)
+	if app != "mf-test" || db != testDB {
+		t.Fatalf("application_name=%q database=%q", app, db)
 	}
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDefencesCutTheRecoveryPeak is the issue's assertion: with all four
+// defences the peak of gateway calls per second during the recovery is at
+// most a tenth of the naive one, and no order makes more than 15 gateway
+// calls. Fixed seeds keep it deterministic; `go run ./cmd/retry-storm
+// -sweep 60` prints the spread over more seeds (docs/retry-storm.md).
+func TestDefencesCutTheRecoveryPeak(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3, 4, 5} {
+		t.Logf("seed %d", seed)
+		rs := RunAll(seed)
+		naive, jitter, def := rs[0], rs[1], rs[2]
+		t.Logf("%v\n%v\n%v", naive, jitter, def)
+		if naive.PeakRecovery == 0 || def.PeakRecovery*10 > naive.PeakRecovery {
+			t.Errorf("seed %d: recovery peak %d/s with the defences vs %d/s naive: more than 1/10", seed, def.PeakRecovery, naive.PeakRecovery)
+		}
+		if def.WorstPerOrder > 15 || def.StructuralAttempt > 15 {
+			t.Errorf("seed %d: an order made %d gateway calls (layers allow %d), want at most 15", seed, def.WorstPerOrder, def.StructuralAttempt)
+		}
+		if naive.WorstPerOrder <= 15 {
+			t.Errorf("seed %d: naive worst %d calls per order: the scenario does not exercise the layers", seed, naive.WorstPerOrder)
+		}
+		if def.BreakerOpenings == 0 || def.BudgetDenials == 0 {
+			t.Errorf("seed %d: breaker openings %d, budget denials %d: the real defences did not act", seed, def.BreakerOpenings, def.BudgetDenials)
+		}
+		if def.Charged+def.DeadLettered != Lesson.Orders || naive.Charged+naive.DeadLettered != Lesson.Orders {
+			t.Errorf("seed %d: orders unaccounted for", seed)
+		}
+	}
+}
+
+func TestSameSeedSameRun(t *testing.T) {
+	a, b := Run(Lesson, AllFour, 42), Run(Lesson, AllFour, 42)
+	if a.String() != b.String() || len(a.CallsPerSecond) != len(b.CallsPerSecond) {
+		t.Fatalf("same seed, different runs:\n%v\n%v", a, b)
+	}
+	for i := range a.CallsPerSecond {
+		if a.CallsPerSecond[i] != b.CallsPerSecond[i] {
+			t.Fatalf("second %d differs", i)
+		}
+	}
+}
+
+func TestTableAndChart(t *testing.T) {
+	rs := RunAll(7)
+	var buf bytes.Buffer
+	PrintTable(&buf, Lesson, rs)
+	for _, want := range []string{"naive", "jitter only", "all four defences", "peak calls/s during recovery"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+	path := filepath.Join(t.TempDir(), "chart.svg")
+	if err := Chart(path, Lesson, rs, 7); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Fatalf("chart: %v", err)
+	}
+}

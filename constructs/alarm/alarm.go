@@ -1,0 +1,109 @@
+// Package alarm is the project's one way to create a CloudWatch alarm: every
+// alarm notifies the alerts topic (alertas-mercadofresco) of both its ALARM
+// and its OK transitions, says what it means and what to do in its
+// description, and states how missing data is treated (there is no default:
+// "no data" means "all is well" for an error count and "the publisher is
+// dead" for a heartbeat, so each alarm says which).
+package alarm
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Props configures an alarm. Metric, Topic, Description and MissingData are
+// required; the zero value of the rest is the common case (greater than the
+// threshold, one period).
+type Props struct {
+	// Metric is what the alarm watches, with its period and statistic.
+	Metric awscloudwatch.IMetric
+	// Topic receives the ALARM and OK notifications (alertas-mercadofresco).
+	Topic awssns.ITopic
+	// Description says what the alarm means and what the on-call engineer
+	// does (link the runbook).
+	Description string
+	// Threshold the metric is compared with.
+	Threshold float64
+	// Comparison defaults to GREATER_THAN_THRESHOLD.
+	Comparison awscloudwatch.ComparisonOperator
+	// EvaluationPeriods defaults to 1.
+	EvaluationPeriods float64
+	// DatapointsToAlarm defaults to EvaluationPeriods (all of them).
+	DatapointsToAlarm float64
+	// MissingData states how periods without data count. Required.
+	MissingData awscloudwatch.TreatMissingData
+	// AlarmName is the physical name. Nil lets CloudFormation name it.
+	AlarmName *string
+}
+
+// New creates the alarm and wires its actions. Missing required props are
+// reported as synthesis errors on the alarm (the alarm is still created, so
+// nothing that refers to it breaks before the error is shown).
+func New(scope constructs.Construct, id string, props *Props) awscloudwatch.Alarm {
+	if props == nil {
+		props = &Props{}
+	}
+	var problems []string
+	if props.Metric == nil {
+		problems = append(problems, "Metric is required")
+	}
+	if props.Topic == nil {
+		problems = append(problems, "Topic is required: an alarm nobody receives is not an alarm")
+	}
+	if props.Description == "" {
+		problems = append(problems, "Description is required: say what the alarm means and what to do")
+	}
+	if props.MissingData == "" {
+		problems = append(problems, "MissingData is required: state whether no data means healthy (NOT_BREACHING) or broken (BREACHING)")
+	}
+	comparison := props.Comparison
+	if comparison == "" {
+		comparison = awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD
+	}
+	periods := props.EvaluationPeriods
+	if periods == 0 {
+		periods = 1
+	}
+	datapoints := props.DatapointsToAlarm
+	if datapoints == 0 {
+		datapoints = periods
+	}
+	if datapoints > periods || periods < 1 {
+		problems = append(problems, fmt.Sprintf("DatapointsToAlarm %v must be between 1 and EvaluationPeriods %v", datapoints, periods))
+		datapoints = periods
+	}
+	metric := props.Metric
+	if metric == nil {
+		// A stand-in so the alarm exists; synthesis fails on the error.
+		metric = awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("Invalid"), MetricName: jsii.String("MissingMetric")})
+	}
+	missing := props.MissingData
+	if missing == "" {
+		missing = awscloudwatch.TreatMissingData_MISSING
+	}
+	a := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
+		Metric:             metric,
+		AlarmName:          props.AlarmName,
+		AlarmDescription:   jsii.String(props.Description),
+		Threshold:          jsii.Number(props.Threshold),
+		ComparisonOperator: comparison,
+		EvaluationPeriods:  jsii.Number(periods),
+		DatapointsToAlarm:  jsii.Number(datapoints),
+		TreatMissingData:   missing,
+	})
+	for _, p := range problems {
+		awscdk.Annotations_Of(a).AddError(jsii.String(fmt.Sprintf("alarm %s: %s", *a.Node().Path(), p)))
+	}
+	if props.Topic != nil {
+		action := awscloudwatchactions.NewSnsAction(props.Topic)
+		a.AddAlarmAction(action)
+		a.AddOkAction(action)
+	}
+	return a
+}

@@ -1,0 +1,282 @@
+// Package cfnindex indexes the L1 resources of a synthesised-in-memory stack
+// with their resolved properties and follows CloudFormation references
+// between them (Ref, Fn::GetAtt, Fn::Join / Fn::Sub over literal names,
+// literal ARNs, URLs and names), so synth-time checks (constructs/guardrails)
+// can ask "which queue does this redrive policy, alarm or event source
+// mapping point at?" without knowing which construct made the resource.
+//
+// Limits: properties set with raw overrides (AddPropertyOverride) are not
+// seen, and references that cross stacks (Fn::ImportValue) cannot be followed.
+package cfnindex
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+)
+
+// CloudFormation types the index knows by name.
+const (
+	TypeQueue        = "AWS::SQS::Queue"
+	TypeESM          = "AWS::Lambda::EventSourceMapping"
+	TypeFunction     = "AWS::Lambda::Function"
+	TypeAlias        = "AWS::Lambda::Alias"
+	TypeVersion      = "AWS::Lambda::Version"
+	TypeSubscription = "AWS::SNS::Subscription"
+	TypeTopic        = "AWS::SNS::Topic"
+	TypeAlarm        = "AWS::CloudWatch::Alarm"
+)
+
+// DefaultLambdaTimeout is Lambda's timeout (seconds) when a function sets none.
+const DefaultLambdaTimeout = 3
+
+// Resource is one L1 resource of the stack with its resolved properties.
+type Resource struct {
+	// ID is the logical id.
+	ID string
+	// Type is the CloudFormation type, e.g. "AWS::SQS::Queue".
+	Type string
+	// Cfn is the L1 construct.
+	Cfn awscdk.CfnResource
+	// Props are the resolved properties (CDK camelCase keys; read them with
+	// Get, which ignores case).
+	Props map[string]any
+}
+
+// Path is the construct path of the resource.
+func (r *Resource) Path() string { return *r.Cfn.Node().Path() }
+
+// Str returns a top-level string property ("" when absent or not a string).
+func (r *Resource) Str(key string) string {
+	s, _ := Get(r.Props, key).(string)
+	return s
+}
+
+// Index is the stack's L1 resources, in construct-tree order.
+type Index struct {
+	Stack awscdk.Stack
+	// ByID maps logical ids to resources.
+	ByID map[string]*Resource
+	// Ordered lists the resources in construct-tree (pre-)order.
+	Ordered   []*Resource
+	queueName map[string]*Resource // literal physical names
+	fnName    map[string]*Resource
+}
+
+// New indexes the resources of stack (not those of its nested stacks).
+func New(stack awscdk.Stack) *Index {
+	ix := &Index{
+		Stack:     stack,
+		ByID:      map[string]*Resource{},
+		queueName: map[string]*Resource{},
+		fnName:    map[string]*Resource{},
+	}
+	stackPath := *stack.Node().Path()
+	for _, c := range *stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		if !*awscdk.CfnResource_IsCfnResource(c) {
+			continue
+		}
+		if *awscdk.Stack_Of(c).Node().Path() != stackPath {
+			continue // a nested stack has its own index
+		}
+		cfn, ok := c.(awscdk.CfnResource)
+		if !ok {
+			continue
+		}
+		r := &Resource{Cfn: cfn, Type: *cfn.CfnResourceType()}
+		r.ID, _ = stack.Resolve(cfn.LogicalId()).(string)
+		r.Props = ix.resolveProps(cfn)
+		ix.ByID[r.ID] = r
+		ix.Ordered = append(ix.Ordered, r)
+		switch r.Type {
+		case TypeQueue:
+			if n := r.Str("QueueName"); n != "" {
+				ix.queueName[n] = r
+			}
+		case TypeFunction:
+			if n := r.Str("FunctionName"); n != "" {
+				ix.fnName[n] = r
+			}
+		}
+	}
+	return ix
+}
+
+// resolveProps renders the L1's properties in CloudFormation shape and
+// resolves tokens (references become Ref / Fn::GetAtt maps).
+func (ix *Index) resolveProps(cfn awscdk.CfnResource) (props map[string]any) {
+	defer func() {
+		if recover() != nil {
+			props = map[string]any{}
+		}
+	}()
+	// CfnProperties is the L1's current property bag in CDK (camelCase) form;
+	// round-tripping it through RenderProperties from Go breaks on lazy values,
+	// so keys are matched case-insensitively instead (see get).
+	props, _ = ix.Stack.Resolve(cfn.CfnProperties()).(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	return props
+}
+
+// Target returns the in-stack resource a resolved value refers to, if any.
+func (ix *Index) Target(v any) *Resource {
+	switch x := v.(type) {
+	case map[string]any:
+		if ga, ok := x["Fn::GetAtt"].([]any); ok && len(ga) > 0 {
+			id, _ := ga[0].(string)
+			return ix.ByID[id]
+		}
+		if ga, ok := x["Fn::GetAtt"].(string); ok {
+			return ix.ByID[strings.SplitN(ga, ".", 2)[0]]
+		}
+		if id, ok := x["Ref"].(string); ok {
+			return ix.ByID[id]
+		}
+		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
+			parts, _ := j[1].([]any)
+			if len(parts) > 0 {
+				if last, ok := parts[len(parts)-1].(string); ok {
+					if r := ix.ByName(last); r != nil {
+						return r
+					}
+				}
+			}
+		}
+		if s, ok := x["Fn::Sub"].(string); ok {
+			if r := ix.ByName(s); r != nil {
+				return r
+			}
+		}
+		// Derived values (an alias name is Fn::Join of Fn::Select over the
+		// alias ARN, for example): the first reference inside identifies it.
+		for k, v := range x {
+			if strings.HasPrefix(k, "Fn::") {
+				if r := ix.FirstRef(v); r != nil {
+					return r
+				}
+			}
+		}
+	case string:
+		return ix.ByName(x)
+	}
+	return nil
+}
+
+// FirstRef returns the first in-stack resource referenced anywhere in v.
+func (ix *Index) FirstRef(v any) *Resource {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["Ref"]; ok {
+			return ix.Target(x)
+		}
+		if _, ok := x["Fn::GetAtt"]; ok {
+			return ix.Target(x)
+		}
+		for _, e := range x {
+			if r := ix.FirstRef(e); r != nil {
+				return r
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if r := ix.FirstRef(e); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// ByName maps an ARN, URL or name (or its literal tail) to a queue or function.
+func (ix *Index) ByName(s string) *Resource {
+	if strings.Contains(s, ":lambda:") {
+		parts := strings.Split(s, ":")
+		for i, p := range parts {
+			if p == "function" && i+1 < len(parts) {
+				return ix.fnName[parts[i+1]]
+			}
+		}
+		return nil
+	}
+	tail := s[strings.LastIndexAny(s, ":/")+1:]
+	if q := ix.queueName[tail]; q != nil {
+		return q
+	}
+	return ix.fnName[tail]
+}
+
+// Function follows FunctionName through aliases and versions to the
+// CfnFunction and returns it with its timeout.
+func (ix *Index) Function(v any) (*Resource, float64) {
+	for range 4 {
+		r := ix.Target(v)
+		if r == nil {
+			return nil, 0
+		}
+		switch r.Type {
+		case TypeFunction:
+			return r, Num(Get(r.Props, "Timeout"), DefaultLambdaTimeout)
+		case TypeAlias, TypeVersion:
+			v = Get(r.Props, "FunctionName")
+		default:
+			return nil, 0
+		}
+	}
+	return nil, 0
+}
+
+// Num reads a number (CloudFormation allows numbers as strings), or def.
+func Num(v any, def float64) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case int:
+		return float64(x)
+	case string:
+		var f float64
+		if _, err := fmt.Sscan(x, &f); err == nil {
+			return f
+		}
+	}
+	return def
+}
+
+// ContainsString reports whether v is a list holding want.
+func ContainsString(v any, want string) bool {
+	xs, _ := v.([]any)
+	for _, x := range xs {
+		if x == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Get navigates maps by keys compared case-insensitively: L1 properties are
+// read in their CDK (camelCase) form, CloudFormation names differ only in case.
+func Get(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		val, found := m[k]
+		if !found {
+			for mk, mv := range m {
+				if strings.EqualFold(mk, k) {
+					val, found = mv, true
+					break
+				}
+			}
+		}
+		if !found {
+			return nil
+		}
+		v = val
+	}
+	return v
+}

@@ -1,0 +1,469 @@
+// Package breaker is a circuit breaker whose state is shared by every Lambda
+// instance through Valkey/Redis (ElastiCache mercadofresco-catalogo), so that
+// 20 consecutive failures seen by 20 different instances open it for all of
+// them.
+//
+// # Behaviour
+//
+//   - Closed: calls run. Each call's outcome is recorded in the shared state
+//     by one Lua script that also returns that state; FailureThreshold
+//     (default 20) consecutive failures, counted across all instances, open
+//     the circuit, and the instance whose failure opened it emits the
+//     CircuitoAbierto metric (lambdas/breaker/breakerapi) once.
+//   - Open: calls fail fast with an *OpenError (errors.Is(err, ErrOpen))
+//     for OpenPeriod (default 30 s), without calling the dependency.
+//   - Half-open: after the open period exactly one caller, across all
+//     instances, is granted the probe (atomically, in the script that reads
+//     the state); everyone else keeps failing fast. The probe's success
+//     closes the circuit, its failure reopens it for another OpenPeriod
+//     (and emits CircuitoAbierto again). A probe whose caller died is
+//     replaced when its lease (ProbeLease) ends.
+//
+// No lock is held while the protected call runs: the state is read before
+// and written after, and the only exclusive thing is the probe grant.
+//
+// # Round trips
+//
+// Each instance caches the last state a script returned. A call that finds
+// its cached state fresh (younger than MaxStaleness, default 1 s) and closed
+// makes no round trip before the call and exactly one after it (the record,
+// which refreshes the cache), so under steady traffic every call costs one
+// round trip (TestRoundTripsPerCall counts them with a go-redis hook). A
+// call that finds no fresh state (the first call of a sandbox, or after an
+// idle second) reads it first; it then records only a failure or a reset
+// of a non-zero failure count, so a successful call never costs more than
+// one round trip, and the only two-round-trip call is a failure right after
+// an idle period. While open, calls cost nothing until the open period ends
+// or the cache goes stale (then one read per MaxStaleness per instance).
+//
+// The price of the cache is bounded staleness: an instance whose cached
+// state says closed may make one more call in the MaxStaleness after
+// another instance opened the circuit. OpenPeriod must exceed MaxStaleness,
+// so no instance can carry a cached "closed" across an open period into
+// the half-open window: the probe stays the only call then.
+//
+// # Failing open
+//
+// If Valkey cannot be reached (or answers an error) the breaker behaves as
+// closed: the call runs, the failure to reach the store is logged and
+// counted (CircuitoErroresAlmacen, Stats.StoreErrors), and the store is left
+// alone for StoreRetryInterval (default 1 s) so that a dead store costs one
+// timeout per second, not one per call. A breaker must never be the reason a
+// healthy dependency is not called.
+//
+// # Why not sony/gobreaker/v2
+//
+// Its DistributedCircuitBreaker (v2.4.0) takes a lock in the shared store
+// and holds it while the protected call runs (all instances' calls are
+// serialised behind one lock), costs about four round trips per call (get,
+// lock, set, unlock), has no context.Context, and returns the store's error
+// instead of calling the dependency when the store is down (fails closed).
+// docs/breaker-benchmark.md measures both on the same Redis.
+package breaker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+)
+
+// Defaults applied by New.
+const (
+	DefaultFailureThreshold   = 20
+	DefaultOpenPeriod         = 30 * time.Second
+	DefaultProbeLease         = 45 * time.Second
+	DefaultMaxStaleness       = time.Second
+	DefaultStoreTimeout       = 250 * time.Millisecond
+	DefaultStoreRetryInterval = time.Second
+	DefaultKeyPrefix          = "mf:breaker:"
+)
+
+// ErrOpen matches (errors.Is) the error of a call refused because the
+// circuit is open or another caller holds the probe.
+var ErrOpen = errors.New("breaker: circuit open")
+
+// OpenError is returned by Allow and Do when the call was refused.
+type OpenError struct {
+	Dependency string
+	State      State
+	// RetryAfter is when a probe may next be tried, from the caller's clock
+	// (0 when unknown, e.g. a probe is in flight).
+	RetryAfter time.Duration
+}
+
+func (e *OpenError) Error() string {
+	msg := fmt.Sprintf("breaker: circuit for %s is %s", e.Dependency, e.State)
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(", next probe in %s", e.RetryAfter.Round(time.Millisecond))
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrOpen) true.
+func (e *OpenError) Is(target error) bool { return target == ErrOpen }
+
+// Clock is the breaker's time source; *retry.VirtualClock satisfies it.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Config configures a Breaker. Name is required; every other zero value is
+// the default.
+type Config struct {
+	// Name identifies the dependency ("pasarela"); it is part of the key and
+	// the Dependencia metric dimension.
+	Name string
+	// KeyPrefix namespaces the keys (default "mf:breaker:"; tests use a
+	// unique one). The key is KeyPrefix + "{" + Name + "}".
+	KeyPrefix string
+	// FailureThreshold consecutive failures open the circuit (default 20).
+	FailureThreshold int
+	// OpenPeriod is how long it stays open before a probe (default 30 s).
+	// Must exceed MaxStaleness.
+	OpenPeriod time.Duration
+	// ProbeLease is how long a probe may run before another caller may
+	// replace it (default 45 s): longer than the protected call's timeout.
+	ProbeLease time.Duration
+	// MaxStaleness bounds how old a cached state may be and still decide a
+	// call without a round trip (default 1 s).
+	MaxStaleness time.Duration
+	// StoreTimeout bounds each store operation (default 250 ms).
+	StoreTimeout time.Duration
+	// StoreRetryInterval is how long the store is left alone after it
+	// failed (default 1 s); the breaker behaves as closed meanwhile.
+	StoreRetryInterval time.Duration
+	// IsFailure says which outcomes of the protected call count as the
+	// dependency failing. Default: every non-nil error except
+	// context.Canceled. Callers pass one that ignores business answers (a
+	// declined card is the gateway working).
+	IsFailure func(error) bool
+	// Clock defaults to the wall clock.
+	Clock Clock
+	// Metrics receives CircuitoAbierto, CircuitoCerrado and
+	// CircuitoErroresAlmacen (default: discarded). Build it with
+	// MetricsWriter so it carries the Dependencia dimension.
+	Metrics metrics.Emitter
+	// Logger defaults to JSON on stdout.
+	Logger *slog.Logger
+}
+
+// Stats are an instance's counters since New.
+type Stats struct {
+	Allowed, Rejected, Probes int64
+	// FailOpen counts calls allowed because the store was unreachable.
+	FailOpen int64
+	// StoreErrors counts failed store operations.
+	StoreErrors int64
+	// Opened counts transitions to open caused by this instance.
+	Opened int64
+}
+
+// Breaker is one instance's handle on a shared circuit. Safe for concurrent
+// use; create one per dependency per process.
+type Breaker struct {
+	cfg    Config
+	store  Store
+	key    string
+	params Params
+	log    *slog.Logger
+	idBase string
+	seq    atomic.Int64
+
+	mu             sync.Mutex
+	cache          Snapshot
+	cachedAt       time.Time
+	haveCache      bool
+	storeDownUntil time.Time
+
+	allowed, rejected, probes, failOpen, storeErrors, opened atomic.Int64
+}
+
+// New validates cfg and returns a breaker over store.
+func New(store Store, cfg Config) (*Breaker, error) {
+	if store == nil {
+		return nil, errors.New("breaker: nil Store")
+	}
+	if cfg.Name == "" {
+		return nil, errors.New("breaker: Config.Name is required")
+	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = DefaultKeyPrefix
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if cfg.FailureThreshold == 0 {
+		cfg.FailureThreshold = DefaultFailureThreshold
+	}
+	def(&cfg.OpenPeriod, DefaultOpenPeriod)
+	def(&cfg.ProbeLease, DefaultProbeLease)
+	def(&cfg.MaxStaleness, DefaultMaxStaleness)
+	def(&cfg.StoreTimeout, DefaultStoreTimeout)
+	def(&cfg.StoreRetryInterval, DefaultStoreRetryInterval)
+	var problems []error
+	if cfg.FailureThreshold < 1 {
+		problems = append(problems, fmt.Errorf("FailureThreshold %d < 1", cfg.FailureThreshold))
+	}
+	for name, d := range map[string]time.Duration{"OpenPeriod": cfg.OpenPeriod, "ProbeLease": cfg.ProbeLease, "MaxStaleness": cfg.MaxStaleness, "StoreTimeout": cfg.StoreTimeout, "StoreRetryInterval": cfg.StoreRetryInterval} {
+		if d < 0 {
+			problems = append(problems, fmt.Errorf("%s %s is negative", name, d))
+		}
+	}
+	if cfg.OpenPeriod <= cfg.MaxStaleness {
+		problems = append(problems, fmt.Errorf("OpenPeriod %s must exceed MaxStaleness %s", cfg.OpenPeriod, cfg.MaxStaleness))
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("breaker: invalid Config: %w", errors.Join(problems...))
+	}
+	if cfg.IsFailure == nil {
+		cfg.IsFailure = func(err error) bool { return err != nil && !errors.Is(err, context.Canceled) }
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Discard
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	return &Breaker{
+		cfg: cfg, store: store,
+		key:    cfg.KeyPrefix + "{" + cfg.Name + "}",
+		params: Params{Threshold: cfg.FailureThreshold, OpenPeriod: cfg.OpenPeriod, ProbeLease: cfg.ProbeLease},
+		log:    cfg.Logger.With(slog.String("breaker", cfg.Name)),
+		idBase: hex.EncodeToString(id[:]),
+	}, nil
+}
+
+// MetricsWriter returns the EMF writer for a breaker's metrics: namespace
+// MercadoFresco/Tienda, dimensions Entorno=env and Dependencia=dependency.
+func MetricsWriter(w io.Writer, env, dependency string) *metrics.Writer {
+	return metrics.NewWriter(w, metrics.Namespace, map[string]string{
+		metrics.DimensionEnvironment:   env,
+		breakerapi.DimensionDependency: dependency,
+	})
+}
+
+// Key returns the store key of the circuit.
+func (b *Breaker) Key() string { return b.key }
+
+// Stats returns the instance's counters.
+func (b *Breaker) Stats() Stats {
+	return Stats{
+		Allowed: b.allowed.Load(), Rejected: b.rejected.Load(), Probes: b.probes.Load(),
+		FailOpen: b.failOpen.Load(), StoreErrors: b.storeErrors.Load(), Opened: b.opened.Load(),
+	}
+}
+
+// Cached returns the last state this instance saw and when (zero time if
+// none), without a round trip.
+func (b *Breaker) Cached() (Snapshot, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cache, b.cachedAt
+}
+
+type callMode int
+
+const (
+	modeNormal callMode = iota
+	modeProbe
+	modeFailOpen
+)
+
+// Call is a permission to call the dependency once; report its outcome with
+// Done.
+type Call struct {
+	b     *Breaker
+	mode  callMode
+	token string
+	// loaded: Allow read the state in this call, so a success that changes
+	// nothing need not be recorded.
+	loaded        bool
+	failuresAtPre int
+	done          atomic.Bool
+}
+
+// Probe reports whether this call is the half-open probe.
+func (c *Call) Probe() bool { return c.mode == modeProbe }
+
+// Allow decides whether a call may go to the dependency: a *Call, or an
+// *OpenError when the circuit is open (or another caller holds the probe).
+// When the store cannot be reached it allows the call (fail open).
+func (b *Breaker) Allow(ctx context.Context) (*Call, error) {
+	now := b.cfg.Clock.Now()
+	b.mu.Lock()
+	snap, fresh := b.cache, b.haveCache && now.Sub(b.cachedAt) <= b.cfg.MaxStaleness
+	storeDown := now.Before(b.storeDownUntil)
+	b.mu.Unlock()
+
+	if storeDown {
+		b.failOpen.Add(1)
+		b.allowed.Add(1)
+		return &Call{b: b, mode: modeFailOpen}, nil
+	}
+	if fresh {
+		switch {
+		case snap.State == Closed:
+			b.allowed.Add(1)
+			return &Call{b: b, mode: modeNormal}, nil
+		case snap.State == Open && now.Before(snap.OpenUntil),
+			snap.State == HalfOpen && now.Before(snap.ProbeUntil):
+			return nil, b.reject(snap, now)
+		}
+	}
+	token := fmt.Sprintf("%s-%d", b.idBase, b.seq.Add(1))
+	snap, err := b.withStore(ctx, func(ctx context.Context) (Snapshot, error) {
+		return b.store.Acquire(ctx, b.key, token, now, b.params)
+	})
+	if err != nil {
+		b.failOpen.Add(1)
+		b.allowed.Add(1)
+		return &Call{b: b, mode: modeFailOpen}, nil
+	}
+	switch {
+	case snap.Probe:
+		b.probes.Add(1)
+		b.allowed.Add(1)
+		b.log.LogAttrs(ctx, slog.LevelInfo, "circuit half-open: this call is the probe")
+		return &Call{b: b, mode: modeProbe, token: token}, nil
+	case snap.State == Closed:
+		b.allowed.Add(1)
+		return &Call{b: b, mode: modeNormal, loaded: true, failuresAtPre: snap.Failures}, nil
+	default:
+		return nil, b.reject(snap, now)
+	}
+}
+
+func (b *Breaker) reject(snap Snapshot, now time.Time) error {
+	b.rejected.Add(1)
+	e := &OpenError{Dependency: b.cfg.Name, State: snap.State}
+	if snap.State == Open && snap.OpenUntil.After(now) {
+		e.RetryAfter = snap.OpenUntil.Sub(now)
+	}
+	return e
+}
+
+// Done records the outcome of the call (err is what the dependency call
+// returned). Calling it more than once does nothing.
+func (c *Call) Done(ctx context.Context, err error) {
+	if c == nil || !c.done.CompareAndSwap(false, true) {
+		return
+	}
+	b := c.b
+	now := b.cfg.Clock.Now()
+	failed := b.cfg.IsFailure(err)
+	switch c.mode {
+	case modeFailOpen:
+		return
+	case modeProbe:
+		o := Success
+		switch {
+		case failed:
+			o = Failure
+		case err != nil && !failed && ctx.Err() != nil:
+			o = Abandoned
+		}
+		snap, serr := b.withStore(ctx, func(ctx context.Context) (Snapshot, error) {
+			return b.store.Settle(ctx, b.key, c.token, o, now, b.params)
+		})
+		if serr == nil {
+			b.transitions(ctx, snap, err)
+		}
+	default:
+		if err != nil && !failed {
+			if errors.Is(err, context.Canceled) {
+				return // the caller gave up: no verdict on the dependency
+			}
+		}
+		if c.loaded && !failed && c.failuresAtPre == 0 {
+			return // nothing to reset, and the cache is fresh from Allow
+		}
+		snap, serr := b.withStore(ctx, func(ctx context.Context) (Snapshot, error) {
+			return b.store.Record(ctx, b.key, failed, now, b.params)
+		})
+		if serr == nil {
+			b.transitions(ctx, snap, err)
+		}
+	}
+}
+
+// Do runs fn if the circuit allows it and records its outcome.
+func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
+	c, err := b.Allow(ctx)
+	if err != nil {
+		return err
+	}
+	err = fn(ctx)
+	c.Done(ctx, err)
+	return err
+}
+
+// withStore runs one store operation with StoreTimeout, detached from ctx's
+// cancellation (recording an outcome must not be lost because the caller's
+// context ended), caches its answer, and turns a failure into fail-open.
+func (b *Breaker) withStore(ctx context.Context, op func(context.Context) (Snapshot, error)) (Snapshot, error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.StoreTimeout)
+	defer cancel()
+	snap, err := op(sctx)
+	now := b.cfg.Clock.Now()
+	if err != nil {
+		b.storeErrors.Add(1)
+		b.mu.Lock()
+		b.storeDownUntil = now.Add(b.cfg.StoreRetryInterval)
+		b.haveCache = false
+		b.mu.Unlock()
+		b.log.LogAttrs(ctx, slog.LevelWarn, "circuit store unreachable: failing open (calls go through) for a while",
+			slog.Duration("retry_in", b.cfg.StoreRetryInterval), slog.String("error", err.Error()))
+		b.emit(ctx, breakerapi.MetricStoreErrors)
+		return Snapshot{}, err
+	}
+	b.mu.Lock()
+	b.cache, b.cachedAt, b.haveCache = snap, now, true
+	b.cache.Probe, b.cache.Opened, b.cache.Closed = false, false, false
+	b.mu.Unlock()
+	return snap, nil
+}
+
+func (b *Breaker) transitions(ctx context.Context, snap Snapshot, cause error) {
+	if snap.Opened {
+		b.opened.Add(1)
+		attrs := []slog.Attr{
+			slog.Int64("generation", snap.Generation),
+			slog.Time("open_until", snap.OpenUntil),
+			slog.Int("failures", snap.Failures),
+		}
+		if cause != nil {
+			attrs = append(attrs, slog.String("last_error", cause.Error()))
+		}
+		b.log.LogAttrs(ctx, slog.LevelError, "circuit opened", attrs...)
+		b.emit(ctx, breakerapi.MetricOpened)
+	}
+	if snap.Closed {
+		b.log.LogAttrs(ctx, slog.LevelInfo, "circuit closed: probe succeeded", slog.Int64("generation", snap.Generation))
+		b.emit(ctx, breakerapi.MetricClosed)
+	}
+}
+
+func (b *Breaker) emit(ctx context.Context, name string) {
+	if err := b.cfg.Metrics.Write(metrics.Metric{Name: name, Unit: metrics.UnitCount, Value: 1}); err != nil {
+		b.log.LogAttrs(ctx, slog.LevelWarn, "cannot write metric", slog.String("metric", name), slog.String("error", err.Error()))
+	}
+}

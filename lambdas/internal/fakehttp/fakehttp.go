@@ -1,0 +1,402 @@
+// Package fakehttp is a fake HTTP dependency for tests: an httptest server
+// that applies a caller-supplied effect, with scripted faults, the
+// Idempotency-Key semantics of a real payment API, and a ledger of every
+// request received and every effect applied. The payment gateway fake
+// (fakegateway) is built on it; the warehouse, ERP and e-mail fakes can be
+// too.
+//
+// Idempotency-Key (as Stripe-style APIs do it): the first request with a key
+// runs the Handler (the effect) and the answer is stored; a later request
+// with the same key and the same body gets the stored answer again, with
+// header Idempotent-Replayed: true, and no effect; the same key with a
+// different body gets 422; a request arriving while the first with its key
+// is still running gets 409. Answers produced by faults or by the
+// Precheck (authentication) are not stored, as a real API stores nothing
+// for a request it never executed. Requests without the header run the
+// Handler every time.
+//
+// Faults (Rule) are applied in order of injection, the first matching rule
+// with uses left wins: latency, an HTTP status instead of the effect
+// (503, 429 with Retry-After), a connection reset before the effect, and a
+// timeout or a reset AFTER the effect (the answer is stored under the key,
+// but the client never receives it: the lesson's double-charge setup).
+// Probabilistic rules draw from a seeded source, so a run is reproducible.
+//
+// Safe for concurrent use.
+package fakehttp
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// HeaderIdempotencyKey is the request header carrying the idempotency key.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// HeaderReplayed is set to "true" on answers replayed from the key store.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// Request is what the Handler sees.
+type Request struct {
+	Method, Path   string
+	Header         http.Header
+	Body           []byte
+	IdempotencyKey string
+}
+
+// Response is the Handler's answer.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON returns a response with a JSON body.
+func JSON(status int, body string) Response {
+	return Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}
+}
+
+// Handler applies a request's effect and returns the answer. It runs at most
+// once per idempotency key.
+type Handler func(Request) Response
+
+// Fault is what a matching Rule does to a request.
+type Fault struct {
+	// Latency is waited before anything else (cut short if the client
+	// goes away).
+	Latency time.Duration
+	// Status, when non-zero, is answered instead of running the effect.
+	Status int
+	// RetryAfter is sent as the Retry-After header with Status.
+	RetryAfter string
+	// Reset closes the connection with a TCP reset before the effect.
+	Reset bool
+	// HangAfterEffect runs the effect (storing the answer under the key),
+	// then never answers: the client times out.
+	HangAfterEffect bool
+	// ResetAfterEffect runs the effect, then resets the connection.
+	ResetAfterEffect bool
+}
+
+// Name describes the fault in the ledger.
+func (f Fault) Name() string {
+	switch {
+	case f.HangAfterEffect:
+		return "hang-after-effect"
+	case f.ResetAfterEffect:
+		return "reset-after-effect"
+	case f.Reset:
+		return "reset"
+	case f.Status != 0:
+		return "status-" + strconv.Itoa(f.Status)
+	case f.Latency > 0:
+		return "latency"
+	}
+	return ""
+}
+
+// Rule applies Fault to matching requests.
+type Rule struct {
+	// Match selects requests (nil: all).
+	Match func(Request) bool
+	// Times is how many requests the rule applies to (0: unlimited).
+	Times int
+	// Probability, when in (0, 1), applies the rule to that share of the
+	// matching requests, drawn from the seeded source.
+	Probability float64
+	Fault       Fault
+}
+
+// Record is one request in the ledger.
+type Record struct {
+	Seq            int
+	At             time.Time
+	Method, Path   string
+	IdempotencyKey string
+	Fault          string // Fault.Name() of the applied rule, "" if none
+	Status         int    // 0 when the client got no answer (reset, hang)
+	Replayed       bool   // answered from the key store
+	Effect         bool   // the Handler ran
+}
+
+// Effect is one run of the Handler.
+type Effect struct {
+	Seq            int // the Record's Seq
+	At             time.Time
+	Method, Path   string
+	IdempotencyKey string
+	Body           []byte
+	Response       Response
+}
+
+type keyEntry struct {
+	bodyHash [32]byte
+	done     bool
+	resp     Response
+}
+
+type rule struct {
+	Rule
+	used int
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithSeed seeds the source of probabilistic rules (default 1).
+func WithSeed(seed uint64) Option {
+	return func(s *Server) { s.rnd = rand.New(rand.NewPCG(seed, seed)) }
+}
+
+// WithClock stamps the ledger with now (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithPrecheck runs check before faults and the key store; a non-nil answer
+// is returned as is and not stored (authentication, routing).
+func WithPrecheck(check func(Request) *Response) Option {
+	return func(s *Server) { s.precheck = check }
+}
+
+// Server is the fake dependency.
+type Server struct {
+	srv      *httptest.Server
+	handler  Handler
+	precheck func(Request) *Response
+	now      func() time.Time
+	closed   chan struct{}
+	once     sync.Once
+
+	mu       sync.Mutex
+	rnd      *rand.Rand
+	rules    []*rule
+	keys     map[string]*keyEntry
+	requests []Record
+	effects  []Effect
+}
+
+// New starts a server running h. Close it when done (t.Cleanup(s.Close)).
+func New(h Handler, opts ...Option) *Server {
+	s := &Server{handler: h, now: time.Now, closed: make(chan struct{}), keys: map[string]*keyEntry{}}
+	WithSeed(1)(s)
+	for _, o := range opts {
+		o(s)
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the server's base URL.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Client returns an http.Client for the server (no timeout of its own).
+func (s *Server) Client() *http.Client { return s.srv.Client() }
+
+// Close stops the server; hanging requests are released.
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.closed) })
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// Inject adds fault rules after the existing ones.
+func (s *Server) Inject(rules ...Rule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rules {
+		s.rules = append(s.rules, &rule{Rule: r})
+	}
+}
+
+// ClearFaults removes every rule.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules = nil
+}
+
+// Requests returns the ledger of requests, in arrival order.
+func (s *Server) Requests() []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Record(nil), s.requests...)
+}
+
+// Effects returns the ledger of effects, in order.
+func (s *Server) Effects() []Effect {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Effect(nil), s.effects...)
+}
+
+// pick returns the fault for req, consuming a use of its rule.
+func (s *Server) pick(req Request) Fault {
+	for _, r := range s.rules {
+		if r.Times > 0 && r.used >= r.Times {
+			continue
+		}
+		if r.Match != nil && !r.Match(req) {
+			continue
+		}
+		if r.Probability > 0 && r.Probability < 1 && s.rnd.Float64() >= r.Probability {
+			continue
+		}
+		r.used++
+		return r.Fault
+	}
+	return Fault{}
+}
+
+func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
+	body, _ := io.ReadAll(hr.Body)
+	req := Request{Method: hr.Method, Path: hr.URL.Path, Header: hr.Header.Clone(), Body: body,
+		IdempotencyKey: hr.Header.Get(HeaderIdempotencyKey)}
+
+	s.mu.Lock()
+	rec := Record{Seq: len(s.requests) + 1, At: s.now(), Method: req.Method, Path: req.Path, IdempotencyKey: req.IdempotencyKey}
+	s.requests = append(s.requests, rec)
+	s.mu.Unlock()
+	update := func(f func(*Record)) {
+		s.mu.Lock()
+		f(&s.requests[rec.Seq-1])
+		s.mu.Unlock()
+	}
+
+	if s.precheck != nil {
+		if resp := s.precheck(req); resp != nil {
+			update(func(r *Record) { r.Status = resp.Status })
+			write(w, *resp)
+			return
+		}
+	}
+	s.mu.Lock()
+	fault := s.pick(req)
+	s.mu.Unlock()
+	update(func(r *Record) { r.Fault = fault.Name() })
+
+	if fault.Latency > 0 && !s.wait(hr, fault.Latency) {
+		return
+	}
+	switch {
+	case fault.Reset:
+		reset(w)
+		return
+	case fault.Status != 0:
+		resp := JSON(fault.Status, `{"codigo":"fallo_inyectado"}`)
+		if fault.RetryAfter != "" {
+			resp.Header.Set("Retry-After", fault.RetryAfter)
+		}
+		update(func(r *Record) { r.Status = fault.Status })
+		write(w, resp)
+		return
+	}
+
+	resp, replayed, effect := s.apply(req, rec.Seq)
+	update(func(r *Record) { r.Replayed, r.Effect = replayed, effect })
+	switch {
+	case fault.HangAfterEffect:
+		select {
+		case <-hr.Context().Done():
+		case <-s.closed:
+		}
+		return
+	case fault.ResetAfterEffect:
+		reset(w)
+		return
+	}
+	update(func(r *Record) { r.Status = resp.Status })
+	write(w, resp)
+}
+
+// apply runs the effect under the idempotency rules.
+func (s *Server) apply(req Request, seq int) (resp Response, replayed, effect bool) {
+	run := func() Response {
+		resp := s.handler(req)
+		s.mu.Lock()
+		s.effects = append(s.effects, Effect{Seq: seq, At: s.now(), Method: req.Method, Path: req.Path,
+			IdempotencyKey: req.IdempotencyKey, Body: req.Body, Response: resp})
+		s.mu.Unlock()
+		return resp
+	}
+	if req.IdempotencyKey == "" {
+		return run(), false, true
+	}
+	hash := sha256.Sum256(append([]byte(req.Method+" "+req.Path+"\n"), req.Body...))
+	s.mu.Lock()
+	e, ok := s.keys[req.IdempotencyKey]
+	switch {
+	case ok && e.bodyHash != hash:
+		s.mu.Unlock()
+		return JSON(http.StatusUnprocessableEntity, `{"codigo":"clave_reutilizada","mensaje":"Idempotency-Key used with a different request"}`), false, false
+	case ok && !e.done:
+		s.mu.Unlock()
+		return JSON(http.StatusConflict, `{"codigo":"clave_en_uso","mensaje":"a request with this Idempotency-Key is in progress"}`), false, false
+	case ok:
+		r := e.resp
+		s.mu.Unlock()
+		r.Header = r.Header.Clone()
+		if r.Header == nil {
+			r.Header = http.Header{}
+		}
+		r.Header.Set(HeaderReplayed, "true")
+		return r, true, false
+	}
+	e = &keyEntry{bodyHash: hash}
+	s.keys[req.IdempotencyKey] = e
+	s.mu.Unlock()
+
+	resp = run()
+	s.mu.Lock()
+	e.done, e.resp = true, resp
+	s.mu.Unlock()
+	return resp, false, true
+}
+
+func (s *Server) wait(hr *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-hr.Context().Done():
+		return false
+	case <-s.closed:
+		return false
+	}
+}
+
+func write(w http.ResponseWriter, r Response) {
+	for k, v := range r.Header {
+		w.Header()[k] = v
+	}
+	status := r.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = io.Copy(w, bytes.NewReader(r.Body))
+}
+
+// reset closes the connection with RST (SO_LINGER 0): the client reads
+// "connection reset by peer".
+func reset(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok { // HTTP/2: no connection to reset; the closest is an aborted stream
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}

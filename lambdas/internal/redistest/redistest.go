@@ -1,0 +1,169 @@
+// Package redistest runs a private redis-server for one test: on a free
+// port, in the test's temporary directory, without persistence, stopped and
+// removed when the test ends. Tests that stop, restart or flush Redis must
+// use it, never the machine's shared 127.0.0.1:6379.
+//
+//	srv := redistest.Start(t)
+//	rdb := srv.Client(t)
+//	srv.Stop()  // Redis unreachable (fail-open tests)
+//	srv.Start() // back on the same port, empty
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/internal/freeport"
+	"github.com/redis/go-redis/v9"
+)
+
+// Binary is the server started; REDIS_SERVER overrides it.
+var Binary = "redis-server"
+
+// readyTimeout bounds the wait for a started server to answer PING.
+const readyTimeout = 10 * time.Second
+
+// Server is one private redis-server process.
+type Server struct {
+	// Addr is host:port, the same across Stop and Start.
+	Addr string
+
+	t   testing.TB
+	dir string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan error // receives the process's Wait result
+}
+
+// Start launches a server and registers its shutdown with t.Cleanup. It
+// fails the test (t.Fatal) when redis-server is missing or does not become
+// ready in 10 seconds.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary
+	if v := os.Getenv("REDIS_SERVER"); v != "" {
+		bin = v
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		t.Fatalf("redistest: %s not found on PATH (apt-get install redis-server): %v", bin, err)
+	}
+	s := &Server{t: t, dir: t.TempDir()}
+	t.Cleanup(s.Stop)
+	// A free port can be taken between the probe and the server's bind by
+	// another process; a few tries make that harmless.
+	var err error
+	for range 5 {
+		var port int
+		if port, err = freeport.Port(); err != nil {
+			continue
+		}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err = s.start(bin); err == nil {
+			return s
+		}
+	}
+	t.Fatalf("redistest: cannot start %s: %v", bin, err)
+	return nil
+}
+
+// Start starts the server again on the same address after Stop (with an
+// empty data set). It fails the test if it cannot.
+func (s *Server) Start() {
+	s.t.Helper()
+	bin := Binary
+	if v := os.Getenv("REDIS_SERVER"); v != "" {
+		bin = v
+	}
+	if err := s.start(bin); err != nil {
+		s.t.Fatalf("redistest: restart on %s: %v", s.Addr, err)
+	}
+}
+
+func (s *Server) start(bin string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return fmt.Errorf("already running")
+	}
+	_, port, _ := net.SplitHostPort(s.Addr)
+	cmd := exec.Command(bin,
+		"--port", port, "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no",
+		"--logfile", filepath.Join(s.dir, "redis.log"), "--protected-mode", "no")
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	probe := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer probe.Close()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if probe.Ping(ctx).Err() == nil {
+			s.cmd, s.exited = cmd, exited
+			return nil
+		}
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			return fmt.Errorf("exited before answering PING (%v): %s", err, log)
+		case <-ctx.Done():
+			cmd.Process.Kill() //nolint:errcheck
+			<-exited
+			return fmt.Errorf("no answer to PING within %s", readyTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop kills the server (SIGKILL: like a crashed or unreachable node) and
+// waits for it to exit. Clients get connection errors until Start. Stopping
+// a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill() //nolint:errcheck // already gone is fine
+	select {
+	case <-s.exited:
+	case <-time.After(readyTimeout):
+		s.t.Errorf("redistest: redis-server pid %d did not exit after SIGKILL", s.cmd.Process.Pid)
+	}
+	s.cmd, s.exited = nil, nil
+}
+
+// Client returns a go-redis client for the server with short timeouts and
+// no command retries (so a test sees an outage at once), closed when the
+// test ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{
+		Addr:         s.Addr,
+		DialTimeout:  200 * time.Millisecond,
+		ReadTimeout:  time.Second,
+		WriteTimeout: time.Second,
+		MaxRetries:   -1,
+	})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// KeyPrefix returns a key prefix unique to this test and process, for tests
+// that share a server.
+func KeyPrefix(t testing.TB) string {
+	return fmt.Sprintf("test:%d:%s:%d:", os.Getpid(), t.Name(), time.Now().UnixNano())
+}

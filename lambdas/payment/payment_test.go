@@ -1,0 +1,446 @@
+package payment_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
+	"github.com/mercadofresco/integration/lambdas/internal/dynalitetest"
+	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
+	"github.com/mercadofresco/integration/lambdas/internal/fakehttp/fakegateway"
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/internal/redistest"
+	"github.com/mercadofresco/integration/lambdas/payment"
+	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/retry"
+)
+
+// One dynalite for the package; each test gets its own table.
+var ddb *dynalitetest.Server
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		runLambdaHelper() // the errorType test's child process
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	srv, err := dynalitetest.Launch(ctx)
+	cancel()
+	if err != nil {
+		log.Fatalf("dynalite: %v", err)
+	}
+	ddb = srv
+	code := m.Run()
+	srv.Close()
+	os.Exit(code)
+}
+
+var tableSeq atomic.Int64
+
+func store(t *testing.T) *idempotency.Store {
+	t.Helper()
+	name := fmt.Sprintf("idem-%d-%d", os.Getpid(), tableSeq.Add(1))
+	ddb.CreateTable(t, name, idempotency.DefaultKeyAttribute)
+	s, err := idempotency.NewStore(ddb.Client, idempotency.Config{TableName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const apiKey = "sk_test_1"
+
+type rig struct {
+	gw    *fakegateway.Gateway
+	tasks *payment.Tasks
+	clk   *retry.VirtualClock
+}
+
+type rigOpts struct {
+	attempts    int
+	readTimeout time.Duration
+	budget      *retry.Budget
+	breaker     *breaker.Breaker
+	keys        payment.KeySource
+}
+
+func newRig(t *testing.T, o rigOpts) *rig {
+	t.Helper()
+	seed := testseed.New(t).Seed
+	gw := fakegateway.New(apiKey, fakehttp.WithSeed(seed))
+	t.Cleanup(gw.Close)
+	// Waits run on a virtual clock anchored on the wall clock (retry.Next
+	// compares it with ctx deadlines): tests take no backoff time.
+	clk := retry.NewVirtualClock(time.Now())
+	opts := []retry.Option{retry.WithClock(clk), retry.WithRand(retry.NewSeeded(seed))}
+	if o.budget != nil {
+		opts = append(opts, retry.WithBudget(o.budget))
+	}
+	if o.attempts == 0 {
+		o.attempts = 3
+	}
+	r, err := retry.New(retry.Policy{MaxAttempts: o.attempts}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.readTimeout == 0 {
+		o.readTimeout = 2 * time.Second
+	}
+	if o.keys == nil {
+		o.keys = payment.StaticKey(apiKey)
+	}
+	c, err := payment.NewClient(payment.Config{BaseURL: gw.URL(), Keys: o.keys, Retrier: r, Breaker: o.breaker, ReadTimeout: o.readTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := payment.NewTasks(store(t), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{gw: gw, tasks: tasks, clk: clk}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func cobro(pedido string) paymentapi.CobroInput {
+	return paymentapi.CobroInput{PedidoID: pedido, ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"}
+}
+
+func errName(t *testing.T, err error) string {
+	t.Helper()
+	var te *payment.TaskError
+	if !errors.As(err, &te) {
+		t.Fatalf("error %v is not a *payment.TaskError", err)
+	}
+	return te.Name
+}
+
+// TestNoDoubleChargeAcrossTimeoutAfterCharge is the lesson's exercise 1:
+// the gateway charges and its answer never arrives.
+func TestNoDoubleChargeAcrossTimeoutAfterCharge(t *testing.T) {
+	t.Run("the client's own retry gets the first charge back", func(t *testing.T) {
+		r := newRig(t, rigOpts{readTimeout: 200 * time.Millisecond})
+		r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
+		out, err := r.tasks.Cobro(ctxT(t), cobro("PED-48-20"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := r.gw.ChargesFor("PED-48-20"); n != 1 {
+			t.Fatalf("charged %d times", n)
+		}
+		reqs := r.gw.Requests()
+		if len(reqs) != 2 || !reqs[1].Replayed || reqs[0].IdempotencyKey != "cobro:PED-48-20" || reqs[1].IdempotencyKey != reqs[0].IdempotencyKey {
+			t.Fatalf("requests %+v: want the timed-out one and a replay with the same key", reqs)
+		}
+		if out.ReferenciaCobro != r.gw.Charges()[0].ID || out.ImporteCentimos != 4820 || out.Moneda != "EUR" {
+			t.Errorf("output %+v", out)
+		}
+	})
+	t.Run("the workflow's retry after the Lambda gave up", func(t *testing.T) {
+		r := newRig(t, rigOpts{attempts: 1, readTimeout: 200 * time.Millisecond})
+		r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
+		ctx := ctxT(t)
+		_, err := r.tasks.Cobro(ctx, cobro("PED-1"))
+		if name := errName(t, err); name != paymentapi.ErrPasarelaNoDisponible {
+			t.Fatalf("first invocation: %s, want %s (retried by the workflow)", name, paymentapi.ErrPasarelaNoDisponible)
+		}
+		out, err := r.tasks.Cobro(ctx, cobro("PED-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := r.tasks.Cobro(ctx, cobro("PED-1"))
+		if err != nil || again != out {
+			t.Fatalf("third invocation %+v %v, want %+v", again, err, out)
+		}
+		if n := r.gw.ChargesFor("PED-1"); n != 1 {
+			t.Fatalf("charged %d times", n)
+		}
+		if n := len(r.gw.Requests()); n != 2 {
+			t.Errorf("%d gateway requests, want 2 (the third invocation is answered by the idempotency table)", n)
+		}
+	})
+	t.Run("reset after the charge", func(t *testing.T) {
+		r := newRig(t, rigOpts{})
+		r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{ResetAfterEffect: true}})
+		if _, err := r.tasks.Cobro(ctxT(t), cobro("PED-2")); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.gw.ChargesFor("PED-2"); n != 1 {
+			t.Fatalf("charged %d times", n)
+		}
+	})
+}
+
+func TestTransientFailuresAreRetried(t *testing.T) {
+	for _, f := range []fakehttp.Fault{{Status: 500}, {Status: 502}, {Status: 503}, {Reset: true}, {Status: 429, RetryAfter: "1"}} {
+		t.Run(f.Name(), func(t *testing.T) {
+			r := newRig(t, rigOpts{})
+			r.gw.Inject(fakehttp.Rule{Times: 2, Fault: f})
+			if _, err := r.tasks.Cobro(ctxT(t), cobro("PED-3")); err != nil {
+				t.Fatal(err)
+			}
+			if n, reqs := r.gw.ChargesFor("PED-3"), len(r.gw.Requests()); n != 1 || reqs != 3 {
+				t.Fatalf("charges %d requests %d, want 1 and 3", n, reqs)
+			}
+			sleeps := r.clk.Sleeps()
+			if len(sleeps) != 2 {
+				t.Fatalf("waits %v", sleeps)
+			}
+			if f.Status == 429 {
+				for _, d := range sleeps {
+					if d < time.Second {
+						t.Errorf("waited %s after Retry-After: 1", d)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestNoRetryOn400Or402(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	ctx := ctxT(t)
+	declined := cobro("PED-4")
+	declined.TokenTarjeta = fakegateway.DeclinedToken
+	for i := range 2 {
+		_, err := r.tasks.Cobro(ctx, declined)
+		if name := errName(t, err); name != paymentapi.ErrTarjetaRechazada {
+			t.Fatalf("attempt %d: %s", i, name)
+		}
+	}
+	if n := len(r.gw.Requests()); n != 1 {
+		t.Fatalf("%d gateway requests for a declined card called twice, want 1 (no retry; the repeat is answered from the table)", n)
+	}
+	r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Status: 400}})
+	_, err := r.tasks.Cobro(ctx, cobro("PED-5"))
+	if name := errName(t, err); name != paymentapi.ErrSolicitudInvalida {
+		t.Fatalf("400: %s", name)
+	}
+	if n := len(r.gw.Requests()); n != 2 {
+		t.Fatalf("400 was retried: %d requests", n)
+	}
+	if len(r.clk.Sleeps()) != 0 {
+		t.Errorf("waited %v", r.clk.Sleeps())
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	ctx := ctxT(t)
+	for _, in := range []paymentapi.CobroInput{
+		{ImporteCentimos: 1, Moneda: "EUR", TokenTarjeta: "t"},
+		{PedidoID: "P", ImporteCentimos: 0, Moneda: "EUR", TokenTarjeta: "t"},
+		{PedidoID: "P", ImporteCentimos: 1, Moneda: "eur", TokenTarjeta: "t"},
+		{PedidoID: "P", ImporteCentimos: 1, Moneda: "EUR"},
+		{PedidoID: "P:1", ImporteCentimos: 1, Moneda: "EUR", TokenTarjeta: "t"},
+	} {
+		if _, err := r.tasks.Cobro(ctx, in); errName(t, err) != paymentapi.ErrSolicitudInvalida {
+			t.Errorf("%+v: %v", in, err)
+		}
+	}
+	h := r.tasks.CobroHandler()
+	_, err := h(ctx, json.RawMessage(`{"pedido_id":"P","importe_centimos":48.20,"moneda":"EUR","token_tarjeta":"t"}`))
+	var ie messages.InvokeResponse_Error
+	if !errors.As(err, &ie) || ie.Type != paymentapi.ErrSolicitudInvalida {
+		t.Errorf("fractional cents: %#v", err)
+	}
+	if len(r.gw.Requests()) != 0 {
+		t.Errorf("invalid input reached the gateway")
+	}
+}
+
+func TestRefundOnce(t *testing.T) {
+	r := newRig(t, rigOpts{readTimeout: 200 * time.Millisecond})
+	ctx := ctxT(t)
+	ch, err := r.tasks.Cobro(ctx, cobro("PED-6"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := paymentapi.ReembolsoInput{PedidoID: "PED-6", ReferenciaCobro: ch.ReferenciaCobro, ImporteCentimos: 4820, Moneda: "EUR"}
+	r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
+	a, err := r.tasks.Reembolso(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.tasks.Reembolso(ctx, in)
+	if err != nil || a != b || a.ReferenciaReembolso == "" {
+		t.Fatalf("repeat %+v %v, want %+v", b, err, a)
+	}
+	if n := len(r.gw.Refunds()); n != 1 {
+		t.Fatalf("%d refunds", n)
+	}
+	for _, req := range r.gw.Requests()[1:] {
+		if req.IdempotencyKey != "reembolso:PED-6" {
+			t.Errorf("refund key %q", req.IdempotencyKey)
+		}
+	}
+	// Refund of an unknown charge: a business refusal, recorded, not retried.
+	_, err = r.tasks.Reembolso(ctx, paymentapi.ReembolsoInput{PedidoID: "PED-7", ReferenciaCobro: "cob_999", ImporteCentimos: 1, Moneda: "EUR"})
+	if name := errName(t, err); name != paymentapi.ErrSolicitudInvalida {
+		t.Errorf("unknown charge: %s", name)
+	}
+}
+
+// secrets is a Secrets Manager stand-in whose value can change.
+type secrets struct {
+	mu    sync.Mutex
+	value string
+	reads int
+}
+
+func (s *secrets) GetSecretValue(context.Context, *secretsmanager.GetSecretValueInput, ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(s.value)}, nil
+}
+
+func TestAPIKeyRefreshedOn401(t *testing.T) {
+	sm := &secrets{value: `{"api_key":"` + apiKey + `"}`}
+	clk := retry.NewVirtualClock(time.Now())
+	keys := payment.NewSecretKey(sm, "arn:aws:secretsmanager:eu-west-1:111111111111:secret:pasarela", 0).WithClock(clk.Now)
+	r := newRig(t, rigOpts{keys: keys})
+	ctx := ctxT(t)
+	if _, err := r.tasks.Cobro(ctx, cobro("PED-8")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.tasks.Cobro(ctx, cobro("PED-9")); err != nil {
+		t.Fatal(err)
+	}
+	if sm.reads != 1 {
+		t.Fatalf("secret read %d times for two charges, want 1 (cached)", sm.reads)
+	}
+	clk.Advance(2 * time.Second) // SecretKey refuses refreshes within 1 s of a read
+	r.gw.SetAPIKey("sk_test_2")
+	sm.mu.Lock()
+	sm.value = "sk_test_2"
+	sm.mu.Unlock()
+	if _, err := r.tasks.Cobro(ctx, cobro("PED-10")); err != nil {
+		t.Fatalf("after rotation: %v", err)
+	}
+	if sm.reads != 2 || r.gw.ChargesFor("PED-10") != 1 {
+		t.Fatalf("reads %d charges %d", sm.reads, r.gw.ChargesFor("PED-10"))
+	}
+}
+
+// TestBreakerOpensAndFailsFast: against a private Redis, a gateway that
+// keeps failing opens the shared circuit; the task then fails fast with
+// CircuitoAbierto, without a request.
+func TestBreakerOpensAndFailsFast(t *testing.T) {
+	srv := redistest.Start(t)
+	br, err := breaker.New(breaker.NewRedisStore(srv.Client(t)), breaker.Config{
+		Name: paymentapi.GatewayDependency, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: 6,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{breaker: br})
+	r.gw.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
+	ctx := ctxT(t)
+	_, err = r.tasks.Cobro(ctx, cobro("PED-11"))
+	if name := errName(t, err); name != paymentapi.ErrPasarelaNoDisponible {
+		t.Fatalf("first: %s", name)
+	}
+	_, err = r.tasks.Cobro(ctx, cobro("PED-12"))
+	if name := errName(t, err); name != paymentapi.ErrPasarelaNoDisponible {
+		t.Fatalf("second: %s", name)
+	}
+	before := len(r.gw.Requests())
+	if before != 6 {
+		t.Fatalf("%d requests, want 6 (2 operations x 3 attempts)", before)
+	}
+	_, err = r.tasks.Cobro(ctx, cobro("PED-13"))
+	if name := errName(t, err); name != paymentapi.ErrCircuitoAbierto {
+		t.Fatalf("after 6 failures: %s (%v)", name, err)
+	}
+	if after := len(r.gw.Requests()); after != before {
+		t.Fatalf("the open circuit let %d requests through", after-before)
+	}
+}
+
+// TestBudgetStopsRetriesUnderTotalFailure: with the gateway down, the
+// retries of many operations sharing the budget stay near 10 %.
+func TestBudgetStopsRetriesUnderTotalFailure(t *testing.T) {
+	b, _ := retry.NewBudget(retry.BudgetConfig{})
+	r := newRig(t, rigOpts{attempts: 5, budget: b})
+	r.gw.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
+	ctx := ctxT(t)
+	const ops = 60
+	for i := range ops {
+		_, err := r.tasks.Cobro(ctx, cobro(fmt.Sprintf("PED-B%d", i)))
+		if name := errName(t, err); name != paymentapi.ErrPasarelaNoDisponible {
+			t.Fatalf("%d: %s", i, name)
+		}
+	}
+	reqs := len(r.gw.Requests())
+	t.Logf("%d requests for %d operations of up to 5 attempts; budget %+v", reqs, ops, b.State())
+	if limit := ops + ops/9 + retry.DefaultMinRetries + 1; reqs > limit {
+		t.Fatalf("%d requests > %d: the budget did not stop the retries", reqs, limit)
+	}
+	if b.State().Denied == 0 {
+		t.Fatal("no retry was denied")
+	}
+}
+
+func TestPaymentAPIIsStdlibOnly(t *testing.T) {
+	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/payment/paymentapi")
+}
+
+func TestEveryErrorNameIsListed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range paymentapi.Errors {
+		if seen[e.Name] || e.Name == "" || strings.ContainsAny(e.Name, " .:") {
+			t.Errorf("bad or duplicate name %q", e.Name)
+		}
+		seen[e.Name] = true
+	}
+	if len(seen) != 7 {
+		t.Errorf("%d names", len(seen))
+	}
+}
+
+func TestLoadSettings(t *testing.T) {
+	env := lambdaenv.FromMap(map[string]string{
+		"GATEWAY_URL": "https://pasarela.example", "GATEWAY_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:x",
+		"GATEWAY_MAX_ATTEMPTS": "2", "IDEMPOTENCY_TABLE_NAME": "t", "ENTORNO": "dev", "BREAKER_REDIS_ADDR": "cache.example:6379",
+	})
+	s, err := payment.LoadSettings(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Policy.MaxAttempts != 2 || s.ReadTimeout != payment.DefaultReadTimeout || !s.RedisTLS || s.FailureThreshold != 20 {
+		t.Errorf("settings %+v", s)
+	}
+	_, err = payment.LoadSettings(lambdaenv.FromMap(map[string]string{"GATEWAY_MAX_ATTEMPTS": "99", "GATEWAY_URL": "ftp://x"}))
+	for _, want := range []string{"GATEWAY_URL", "GATEWAY_SECRET_ARN", "GATEWAY_MAX_ATTEMPTS", "IDEMPOTENCY_TABLE_NAME", "ENTORNO", "BREAKER_REDIS_ADDR"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+	_, err = payment.LoadSettings(lambdaenv.FromMap(map[string]string{
+		"GATEWAY_URL": "https://p.example", "GATEWAY_SECRET_ARN": "a", "IDEMPOTENCY_TABLE_NAME": "t", "ENTORNO": "dev", "BREAKER_REDIS_ADDR": "no-port",
+	}))
+	if err == nil || !strings.Contains(err.Error(), "BREAKER_REDIS_ADDR") {
+		t.Errorf("bad address: %v", err)
+	}
+}

@@ -1,0 +1,256 @@
+package payment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
+
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+)
+
+// OpReembolso is the operation prefix of refund keys.
+const OpReembolso = "reembolso"
+
+// KeyCobro returns the idempotency key of an order's charge,
+// "cobro:<pedido_id>" (idempotency.KeyCobro): the task's record in
+// mercadofresco-idempotencia and the gateway's Idempotency-Key.
+func KeyCobro(pedidoID string) (string, error) { return idempotency.KeyCobro(pedidoID) }
+
+// KeyReembolso returns the idempotency key of an order's refund,
+// "reembolso:<pedido_id>", with the same validation as KeyCobro.
+func KeyReembolso(pedidoID string) (string, error) {
+	if _, err := idempotency.KeyCobro(pedidoID); err != nil {
+		return "", err
+	}
+	return OpReembolso + ":" + pedidoID, nil
+}
+
+// Gateway is what the tasks need from the gateway client (*Client).
+type Gateway interface {
+	Charge(ctx context.Context, key string, req ChargeRequest) (Charge, error)
+	Refund(ctx context.Context, key string, req RefundRequest) (Refund, error)
+}
+
+// Codes recorded as FALLIDO in the idempotency table (error_codigo).
+const (
+	codeDeclined = CodeTarjetaRechazada
+	codeRejected = "solicitud_rechazada"
+)
+
+// TaskError is a task failure with its Step Functions error name.
+type TaskError struct {
+	// Name is one of the paymentapi.Err* names.
+	Name    string
+	Message string
+	Err     error
+}
+
+func (e *TaskError) Error() string { return e.Name + ": " + e.Message }
+
+// Unwrap returns the cause.
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// Tasks runs the cobro and reembolso tasks. Safe for concurrent use.
+type Tasks struct {
+	store *idempotency.Store
+	gw    Gateway
+	log   *slog.Logger
+}
+
+// NewTasks returns the tasks over an idempotency store and a gateway.
+func NewTasks(store *idempotency.Store, gw Gateway, log *slog.Logger) (*Tasks, error) {
+	if store == nil || gw == nil {
+		return nil, errors.New("payment: NewTasks needs an idempotency store and a gateway")
+	}
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	return &Tasks{store: store, gw: gw, log: log}, nil
+}
+
+var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+
+func validate(pedidoID string, cents int64, moneda string, extra ...[2]string) error {
+	var problems []string
+	if pedidoID == "" {
+		problems = append(problems, "pedido_id is required")
+	}
+	if cents <= 0 {
+		problems = append(problems, fmt.Sprintf("importe_centimos %d must be a positive number of cents", cents))
+	}
+	if !currencyRE.MatchString(moneda) {
+		problems = append(problems, fmt.Sprintf("moneda %q is not an ISO 4217 code", moneda))
+	}
+	for _, f := range extra {
+		if f[1] == "" {
+			problems = append(problems, f[0]+" is required")
+		}
+	}
+	if len(problems) > 0 {
+		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: fmt.Sprint(problems)}
+	}
+	return nil
+}
+
+// Cobro charges the order once: idempotent through the idempotency table
+// with key cobro:<pedido_id>, which also travels to the gateway as
+// Idempotency-Key. A repeat (a workflow retry after a lost answer) returns
+// the same referencia_cobro, or the same TarjetaRechazada, without a second
+// charge. Errors are *TaskError.
+func (t *Tasks) Cobro(ctx context.Context, in paymentapi.CobroInput) (paymentapi.CobroOutput, error) {
+	if err := validate(in.PedidoID, in.ImporteCentimos, in.Moneda, [2]string{"token_tarjeta", in.TokenTarjeta}); err != nil {
+		return paymentapi.CobroOutput{}, err
+	}
+	key, err := KeyCobro(in.PedidoID)
+	if err != nil {
+		return paymentapi.CobroOutput{}, &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
+	}
+	out, err := idempotency.Do(ctx, t.store, key, func(ctx context.Context) (paymentapi.CobroOutput, error) {
+		ch, err := t.gw.Charge(ctx, key, ChargeRequest{
+			PedidoID: in.PedidoID, ImporteCentimos: in.ImporteCentimos, Moneda: in.Moneda, TokenTarjeta: in.TokenTarjeta,
+		})
+		if err != nil {
+			return paymentapi.CobroOutput{}, permanentIfBusiness(err)
+		}
+		if ch.ID == "" || ch.ImporteCentimos != in.ImporteCentimos || ch.Moneda != in.Moneda {
+			// The gateway answered for another amount: never record it as ours.
+			return paymentapi.CobroOutput{}, fmt.Errorf("gateway answer %+v does not match the request", ch)
+		}
+		return paymentapi.CobroOutput{PedidoID: in.PedidoID, ReferenciaCobro: ch.ID, ImporteCentimos: ch.ImporteCentimos, Moneda: ch.Moneda}, nil
+	}, idempotency.WithPayload(in))
+	return out, t.result(ctx, "cobro", key, err)
+}
+
+// Reembolso refunds the order's charge once (key reembolso:<pedido_id>),
+// like Cobro.
+func (t *Tasks) Reembolso(ctx context.Context, in paymentapi.ReembolsoInput) (paymentapi.ReembolsoOutput, error) {
+	if err := validate(in.PedidoID, in.ImporteCentimos, in.Moneda, [2]string{"referencia_cobro", in.ReferenciaCobro}); err != nil {
+		return paymentapi.ReembolsoOutput{}, err
+	}
+	key, err := KeyReembolso(in.PedidoID)
+	if err != nil {
+		return paymentapi.ReembolsoOutput{}, &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
+	}
+	out, err := idempotency.Do(ctx, t.store, key, func(ctx context.Context) (paymentapi.ReembolsoOutput, error) {
+		r, err := t.gw.Refund(ctx, key, RefundRequest{
+			PedidoID: in.PedidoID, ReferenciaCobro: in.ReferenciaCobro, ImporteCentimos: in.ImporteCentimos, Moneda: in.Moneda,
+		})
+		if err != nil {
+			return paymentapi.ReembolsoOutput{}, permanentIfBusiness(err)
+		}
+		if r.ID == "" || r.ImporteCentimos != in.ImporteCentimos || r.Moneda != in.Moneda {
+			return paymentapi.ReembolsoOutput{}, fmt.Errorf("gateway answer %+v does not match the request", r)
+		}
+		return paymentapi.ReembolsoOutput{PedidoID: in.PedidoID, ReferenciaReembolso: r.ID, ReferenciaCobro: in.ReferenciaCobro,
+			ImporteCentimos: r.ImporteCentimos, Moneda: r.Moneda}, nil
+	}, idempotency.WithPayload(in))
+	return out, t.result(ctx, "reembolso", key, err)
+}
+
+// permanentIfBusiness records business refusals as FALLIDO (so a repeat gets
+// the same answer without calling the gateway) and leaves every other
+// failure transient (the key is released for the retry).
+func permanentIfBusiness(err error) error {
+	switch {
+	case errors.Is(err, ErrCardDeclined):
+		return idempotency.Permanent(codeDeclined, err)
+	case errors.Is(err, ErrRejected):
+		return idempotency.Permanent(codeRejected, err)
+	}
+	return err
+}
+
+// result maps a task's error to its *TaskError and logs the outcome.
+func (t *Tasks) result(ctx context.Context, task, key string, err error) error {
+	if err == nil {
+		t.log.LogAttrs(ctx, slog.LevelInfo, "task done", slog.String("task", task), slog.String("idempotency_key", key))
+		return nil
+	}
+	te := classify(err)
+	t.log.LogAttrs(ctx, slog.LevelWarn, "task failed", slog.String("task", task), slog.String("idempotency_key", key),
+		slog.String("error_name", te.Name), slog.String("error", err.Error()))
+	return te
+}
+
+func classify(err error) *TaskError {
+	var te *TaskError
+	if errors.As(err, &te) {
+		return te
+	}
+	name := paymentapi.ErrPasarelaNoDisponible
+	var pe *idempotency.PermanentError
+	switch {
+	case errors.As(err, &pe) && pe.Code == codeDeclined:
+		name = paymentapi.ErrTarjetaRechazada
+	case errors.As(err, &pe) && pe.Code == codeRejected:
+		name = paymentapi.ErrSolicitudInvalida
+	case errors.As(err, &pe):
+		name = paymentapi.ErrRegistroInconsistente
+	case errors.Is(err, breaker.ErrOpen):
+		name = paymentapi.ErrCircuitoAbierto
+	case errors.Is(err, idempotency.ErrInProgress), errors.Is(err, idempotency.ErrLockLost):
+		name = paymentapi.ErrOperacionEnCurso
+	case errors.Is(err, idempotency.ErrPayloadMismatch), errors.Is(err, idempotency.ErrCorruptRecord):
+		name = paymentapi.ErrRegistroInconsistente
+	case errors.Is(err, idempotency.ErrStore):
+		name = paymentapi.ErrIdempotenciaNoDisponible
+	case errors.Is(err, idempotency.ErrInvalidKey):
+		name = paymentapi.ErrSolicitudInvalida
+	}
+	return &TaskError{Name: name, Message: err.Error(), Err: err}
+}
+
+// CobroHandler is the Lambda handler of the cobro function. The input is
+// decoded here (an amount with a fraction is SolicitudInvalida, not a
+// runtime error), and failures are returned as
+// messages.InvokeResponse_Error values: aws-lambda-go passes such a value
+// through unchanged (any other error's errorType is its Go type name), so
+// the errorType Step Functions matches is exactly the paymentapi name.
+func (t *Tasks) CobroHandler() func(context.Context, json.RawMessage) (paymentapi.CobroOutput, error) {
+	return func(ctx context.Context, raw json.RawMessage) (paymentapi.CobroOutput, error) {
+		var in paymentapi.CobroInput
+		if err := decode(raw, &in); err != nil {
+			return paymentapi.CobroOutput{}, invokeError(err)
+		}
+		out, err := t.Cobro(ctx, in)
+		return out, invokeError(err)
+	}
+}
+
+// ReembolsoHandler is the Lambda handler of the reembolso function (see
+// CobroHandler).
+func (t *Tasks) ReembolsoHandler() func(context.Context, json.RawMessage) (paymentapi.ReembolsoOutput, error) {
+	return func(ctx context.Context, raw json.RawMessage) (paymentapi.ReembolsoOutput, error) {
+		var in paymentapi.ReembolsoInput
+		if err := decode(raw, &in); err != nil {
+			return paymentapi.ReembolsoOutput{}, invokeError(err)
+		}
+		out, err := t.Reembolso(ctx, in)
+		return out, invokeError(err)
+	}
+}
+
+func decode(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: "input: " + err.Error(), Err: err}
+	}
+	return nil
+}
+
+// invokeError turns a task error into the value aws-lambda-go reports
+// verbatim (errorType = the paymentapi name). nil stays nil.
+func invokeError(err error) error {
+	if err == nil {
+		return nil
+	}
+	te := classify(err)
+	return messages.InvokeResponse_Error{Type: te.Name, Message: te.Message}
+}

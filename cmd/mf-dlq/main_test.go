@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake/sqsserver"
@@ -265,8 +266,7 @@ func TestCommands(t *testing.T) {
 
 // TestClassifyExitCodes: each generated data set gets its verdict's exit code.
 func TestClassifyExitCodes(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.New(t).Seed
 	dir := t.TempDir()
 	for scenario, want := range map[string]int{
 		dataset.TransientBurst: exitTransient, dataset.DataDrip: exitData, dataset.DeployV2: exitPoison,

@@ -8,6 +8,7 @@ import (
 	"github.com/mercadofresco/integration/internal/dlq"
 	"github.com/mercadofresco/integration/internal/dlq/classify"
 	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 )
@@ -16,8 +17,7 @@ import (
 // the first receive from the DLQ, like the generated messages, and
 // classifies the same.
 func TestSandboxReplay(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.New(t).Seed
 	for scenario, want := range map[string]classify.Verdict{dataset.DeployV2: classify.Poison, dataset.Mixture: classify.Mixed} {
 		clock := &offsetClock{}
 		fake := queuefake.New(queuefake.WithClock(clock))

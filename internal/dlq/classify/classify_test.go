@@ -1,7 +1,6 @@
 package classify_test
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,25 +8,17 @@ import (
 
 	"github.com/mercadofresco/integration/internal/dlq/classify"
 	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
 var end = time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC) // Monday morning
 
-// baseSeed is random per run (printed) unless DLQ_SEED pins it.
+// baseSeed is random per run (printed) unless MF_SEED pins it.
 func baseSeed(t *testing.T) uint64 {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("DLQ_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("DLQ_SEED=%q: %v", s, err)
-		}
-		seed = n
-	}
-	t.Logf("seed %d (rerun with DLQ_SEED=%d)", seed, seed)
-	return seed
+	return testseed.New(t).Seed
 }
 
 var pedidos = classify.Options{AcceptedVersions: []int{1}, RequiredKeys: []string{"pedido_id", "lineas"}}

@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
 func TestGenerateIsReproducible(t *testing.T) {
 	end := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.New(t).Seed
 	for _, s := range dataset.Scenarios {
 		a, err := dataset.Generate(s, seed, end, dataset.DefaultTopology)
 		if err != nil {

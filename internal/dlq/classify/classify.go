@@ -21,7 +21,8 @@
 //     (a burst or a drip over the SentTimestamp window) and uniform receive
 //     counts are reported as evidence, never as proof.
 //
-// The overall verdict is the one class present, or mixed.
+// The overall verdict is the one class present, or mixed. The thresholds
+// are explained in docs/design.md#dlq-tool.
 package classify
 
 import (

@@ -7,9 +7,10 @@
 // opened, the gateway's p99 latency, and the tasks' errors and throttles.
 //
 // The functions run in the VPC's private subnets with egress to the
-// internet (the gateway is an internet service) and reach the circuit
-// breaker's Valkey cache (mercadofresco-catalogo) inside the VPC; Vpc,
-// Subnets and RedisAddr say where.
+// internet through NAT (the gateway is an internet service; Vpc, Subnets)
+// and reach the circuit breaker's Valkey cache (mercadofresco-catalogo)
+// inside the VPC: BreakerStore.Bind admits them and sets
+// BREAKER_REDIS_ADDR (constructs/cache).
 //
 // Timeouts: one invocation makes at most GATEWAY_MAX_ATTEMPTS attempts of
 // at most GATEWAY_READ_TIMEOUT each, separated by waits of at most the
@@ -28,6 +29,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
@@ -71,8 +73,15 @@ func FunctionTimeout(attempts int, readTimeout time.Duration) time.Duration {
 	return time.Duration(attempts)*readTimeout + waits + marginSeconds*time.Second
 }
 
+// BreakerStore is where the gateway's circuit breaker keeps its state:
+// *cache.Cache (mercadofresco-catalogo). Bind admits fn's security groups
+// and sets breakerapi.EnvRedisAddr and EnvRedisTLS on fn.
+type BreakerStore interface {
+	Bind(fn awslambda.Function)
+}
+
 // Props configures the payment construct. IdempotencyTable, GatewayURL,
-// Environment, Vpc, RedisAddr, EncryptionKey and AlarmTopic are required.
+// Environment, Vpc, BreakerStore, EncryptionKey and AlarmTopic are required.
 type Props struct {
 	// Builder compiles the functions (share the app's).
 	Builder *golambda.Builder
@@ -101,12 +110,12 @@ type Props struct {
 	// Zero means unreserved.
 	ReservedConcurrency float64
 	// Vpc and Subnets place the functions: private subnets with a route to
-	// the internet (the gateway) and to the cache.
+	// the internet (the gateway) and to the cache
+	// (network.Network.EgressSubnets()).
 	Vpc     awsec2.IVpc
 	Subnets *awsec2.SubnetSelection
-	// RedisAddr is the breaker's Valkey endpoint "host:port"
-	// (BREAKER_REDIS_ADDR); a token is accepted.
-	RedisAddr *string
+	// BreakerStore is the Valkey cache of the circuit breaker.
+	BreakerStore BreakerStore
 	// EncryptionKey (the data key) encrypts the secret, the environment and
 	// the logs.
 	EncryptionKey awskms.IKey
@@ -164,8 +173,8 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 	if len(props.GatewayURL) < 9 || props.GatewayURL[:8] != "https://" {
 		fail("GatewayURL %q must be an https URL", props.GatewayURL)
 	}
-	if props.RedisAddr == nil {
-		fail("RedisAddr (the breaker's Valkey endpoint host:port) is required")
+	if props.BreakerStore == nil {
+		fail("BreakerStore (the Valkey cache mercadofresco-catalogo) is required: the gateway's circuit breaker is shared there")
 	}
 	if props.EncryptionKey == nil {
 		fail("EncryptionKey (the data key) is required")
@@ -220,18 +229,12 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 	})
 	p.SecurityGroup.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("HTTPS: payment gateway, DynamoDB, Secrets Manager"), nil)
 
-	redisAddr := jsii.String("")
-	if props.RedisAddr != nil {
-		redisAddr = props.RedisAddr
-	}
 	env := map[string]*string{
 		paymentapi.EnvGatewayURL:         jsii.String(props.GatewayURL),
 		paymentapi.EnvGatewaySecretARN:   p.Secret.SecretArn(),
 		paymentapi.EnvGatewayMaxAttempts: jsii.String(fmt.Sprint(p.MaxAttempts)),
 		paymentapi.EnvGatewayReadTimeout: jsii.String(fmt.Sprintf("%ds", int(readSeconds))),
 		paymentapi.EnvEnvironment:        jsii.String(p.environment),
-		breakerapi.EnvRedisAddr:          redisAddr,
-		breakerapi.EnvRedisTLS:           jsii.String("true"),
 	}
 	var reserved *float64
 	if props.ReservedConcurrency > 0 {
@@ -273,9 +276,12 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 	p.Cobro = newFn("Cobro", "lambdas/cobro", "Charges an order's card once (Idempotency-Key cobro:<pedido_id>) for "+StateMachineLabel, nil)
 	p.Reembolso = newFn("Reembolso", "lambdas/reembolso", "Refunds an order's charge once (Idempotency-Key reembolso:<pedido_id>) for "+StateMachineLabel, props.AlarmTopic)
 	for _, fn := range []*golambda.Function{p.Cobro, p.Reembolso} {
-		p.Secret.GrantRead(fn.Function, nil)
+		p.grantSecretRead(fn, props.EncryptionKey)
 		if props.IdempotencyTable != nil {
 			props.IdempotencyTable.BindTo(fn.Function)
+		}
+		if props.BreakerStore != nil {
+			props.BreakerStore.Bind(fn.Function)
 		}
 	}
 
@@ -319,6 +325,28 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 		Description:       fmt.Sprintf("Payment gateway p99 latency above %.0f ms in 3 of 5 minutes (%s): the start of the lesson's retry storm (240 ms -> 4 s). The breaker opens if it turns into failures.", latency, p.environment),
 	})
 	return p
+}
+
+// grantSecretRead lets fn read the API key: the statements go to fn's role
+// only (Secret.GrantRead would also write the key's policy when the key
+// lives in another stack, making that stack depend on this one).
+func (p *Payment) grantSecretRead(fn *golambda.Function, key awskms.IKey) {
+	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      fn.Function,
+		Actions:      jsii.Strings("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"),
+		ResourceArns: jsii.Strings(*p.Secret.SecretArn()),
+	})
+	if key == nil {
+		return
+	}
+	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      fn.Function,
+		Actions:      jsii.Strings("kms:Decrypt"),
+		ResourceArns: jsii.Strings(*key.KeyArn()),
+		Conditions: &map[string]*map[string]interface{}{
+			"StringEquals": {"kms:ViaService": jsii.String(fmt.Sprintf("secretsmanager.%s.amazonaws.com", *awscdk.Stack_Of(p.Construct).Region()))},
+		},
+	})
 }
 
 // StateMachineLabel names the workflow the tasks serve, in descriptions.

@@ -43,8 +43,8 @@ func TestOrderFlowStackComposition(t *testing.T) {
 	tpl := assertions.Template_FromStack(es.OrderFlow.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), map[string]any{
 		"StateMachineName": "mercadofresco-procesar-pedido-staging", "StateMachineType": "STANDARD",
-		"TracingConfiguration": map[string]any{"Enabled": true},
-		"LoggingConfiguration": assertions.Match_ObjectLike(&map[string]any{"Level": "ALL"}),
+		"TracingConfiguration":    map[string]any{"Enabled": true},
+		"LoggingConfiguration":    assertions.Match_ObjectLike(&map[string]any{"Level": "ALL"}),
 		"EncryptionConfiguration": assertions.Match_ObjectLike(&map[string]any{"Type": "CUSTOMER_MANAGED_KMS_KEY"}),
 	})
 	for _, fn := range []string{"mf-staging-cobro", "mf-staging-reembolso"} {

@@ -53,7 +53,7 @@ func TestPaymentFunctions(t *testing.T) {
 		Builder: builder, IdempotencyTable: table, GatewayURL: "https://pasarela.example", Environment: "dev",
 		FunctionNamePrefix: jsii.String("mf-dev"), ReservedConcurrency: 5,
 		Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS},
-		BreakerStore: cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, EncryptionKey: p.Key, AlarmTopic: p.Alerts}),
+		BreakerStore:  cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, EncryptionKey: p.Key, AlarmTopic: p.Alerts}),
 		EncryptionKey: p.Key, AlarmTopic: p.Alerts,
 	})
 	// The VPC's flow logs are not this construct's concern.

@@ -59,7 +59,8 @@ type Environment struct {
 	// ~200 connections and the payment gateway safe. Must be in [2, 1000].
 	MaxConsumerConcurrency float64
 	// PublisherConcurrency is the reserved concurrency of the outbox
-	// publisher Lambda.
+	// publisher Lambda: at least 2, because consecutive invocations overlap
+	// (lambdas/outbox/outboxschedule).
 	PublisherConcurrency float64
 	// ArchiveRetentionDays is how long the bus archive keeps events for
 	// replay (0 = forever).
@@ -130,7 +131,7 @@ var environments = map[string]Environment{
 		RemovalPolicy:             awscdk.RemovalPolicy_DESTROY,
 		DeletionProtection:        false,
 		MaxConsumerConcurrency:    2,
-		PublisherConcurrency:      1,
+		PublisherConcurrency:      2,
 		ArchiveRetentionDays:      7,
 		NatGateways:               1,
 		GatewayURL:                "https://sandbox.pasarela.mercadofresco.example",
@@ -274,8 +275,8 @@ func (e Environment) Validate() error {
 	if e.MaxConsumerConcurrency < 2 || e.MaxConsumerConcurrency > 1000 {
 		problems = append(problems, fmt.Sprintf("MaxConsumerConcurrency %v is outside SQS's [2, 1000]", e.MaxConsumerConcurrency))
 	}
-	if e.PublisherConcurrency < 1 {
-		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 1", e.PublisherConcurrency))
+	if e.PublisherConcurrency < 2 {
+		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/outbox/outboxschedule)", e.PublisherConcurrency))
 	}
 	if e.NatGateways < 0 || e.NatGateways > float64(len(e.AvailabilityZones)) || e.NatGateways != float64(int(e.NatGateways)) {
 		problems = append(problems, fmt.Sprintf("NatGateways %v must be a whole number between 0 and the %d availability zones", e.NatGateways, len(e.AvailabilityZones)))

@@ -73,6 +73,10 @@ type Dependency struct {
 	// AttemptsEnv are the variables (set in Environment) whose product is
 	// the attempts per invocation.
 	AttemptsEnv []string `json:"attemptsEnv"`
+	// PerWorkItem says the product bounds the attempts per unit of work
+	// across invocations (a counter kept with the work item, like the outbox
+	// row's intentos), so retried invocations do not multiply it.
+	PerWorkItem bool `json:"perWorkItem,omitempty"`
 }
 
 // Props configures a Function. Only Entry is required.
@@ -274,7 +278,11 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 			for _, e := range d.AttemptsEnv {
 				envs = append(envs, e)
 			}
-			deps = append(deps, map[string]any{"name": d.Name, "attemptsEnv": envs})
+			m := map[string]any{"name": d.Name, "attemptsEnv": envs}
+			if d.PerWorkItem {
+				m["perWorkItem"] = true
+			}
+			deps = append(deps, m)
 		}
 		f.Function.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(DependenciesMetadata), deps)
 	}

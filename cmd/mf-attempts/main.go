@@ -61,34 +61,50 @@ func run(args []string, stdout, stderr io.Writer) int {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
 	builder := &golambda.Builder{}
 	defer builder.Close()
-	above := 0
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "ENV\tSTACK\tDEPENDENCY\tATTEMPTS\tLIMIT\tPATH (factors)\n")
+	var rows []row
 	for _, env := range envs {
 		es := stacks.Build(app, env, builder)
 		for _, st := range es.Stacks() {
 			for _, p := range guardrails.Attempts(st) {
-				mark := "ok"
-				switch {
-				case p.Exempt != "":
-					mark = "exempt: " + p.Exempt
-				case p.Total > guardrails.MaxAttemptsPerDependency:
-					mark = "OVER"
-					above++
-				}
-				if *over && mark != "OVER" {
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", env.Name, strings.TrimPrefix(*st.StackName(), "MercadoFresco-"), p.Dependency, total(p.Total), mark, p.Path())
+				rows = append(rows, row{env: env.Name, stack: strings.TrimPrefix(*st.StackName(), "MercadoFresco-"), path: p})
 			}
 		}
 	}
-	tw.Flush()
-	if above > 0 {
+	if above := writeTable(stdout, rows, *over); above > 0 {
 		fmt.Fprintf(stderr, "%d path(s) above %d attempts\n", above, guardrails.MaxAttemptsPerDependency)
 		return 1
 	}
 	return 0
+}
+
+type row struct {
+	env, stack string
+	path       guardrails.AttemptPath
+}
+
+// writeTable prints rows (only those above the limit when over) and
+// returns how many are above the limit and not acknowledged.
+func writeTable(w io.Writer, rows []row, over bool) int {
+	above := 0
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ENV\tSTACK\tDEPENDENCY\tATTEMPTS\tLIMIT\tPATH (factors)\n")
+	for _, r := range rows {
+		p := r.path
+		mark := "ok"
+		switch {
+		case p.Exempt != "":
+			mark = "exempt: " + p.Exempt
+		case p.Total > guardrails.MaxAttemptsPerDependency:
+			mark = "OVER"
+			above++
+		}
+		if over && mark != "OVER" {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.env, r.stack, p.Dependency, total(p.Total), mark, p.Path())
+	}
+	tw.Flush()
+	return above
 }
 
 func total(n float64) string {

@@ -223,6 +223,12 @@ const (
 // (secuencia > current) makes the arrival order irrelevant: a Liberacion
 // that arrives first (after a DLQ redrive, say) is recorded and the late
 // Reserva is then skipped instead of taking stock that nobody will release.
+//
+// The workflow's compensation releases EVERY line of a failed order,
+// reserved or not (a Map that failed half-way cannot say which sends
+// happened). So a Liberacion gives stock back only where its Reserva was
+// applied; one with no applied Reserva changes no stock (it is still
+// recorded, so that Reserva is skipped if it comes later).
 const (
 	SecuenciaReserva    = 1
 	SecuenciaLiberacion = 2

@@ -39,7 +39,11 @@ func inlineFn(p *cdktest.Platform, id, name string) awslambda.Function {
 
 func newFixture(t *testing.T, props orderworkflow.Props) *fixture {
 	t.Helper()
-	p := cdktest.NewPlatform("Flujo")
+	return newFixtureOn(t, cdktest.NewPlatform("Flujo"), props)
+}
+
+func newFixtureOn(t *testing.T, p *cdktest.Platform, props orderworkflow.Props) *fixture {
+	t.Helper()
 	if props.Charge == nil {
 		props.Charge = inlineFn(p, "Cobro", "mf-cobro")
 	}

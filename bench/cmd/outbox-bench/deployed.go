@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -102,18 +101,10 @@ func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration
 }
 
 func (r *recorder) maxLag(commits map[string]time.Time) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var ds []time.Duration
-	for id, c := range commits {
-		if a, ok := r.arrived[id]; ok {
-			ds = append(ds, a.Sub(c))
-		}
-	}
+	ds := r.durations(commits)
 	if len(ds) == 0 {
 		return 0
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[len(ds)-1]
 }
 

@@ -255,8 +255,9 @@ func (r *recorder) waitFor(n int64, timeout time.Duration) error {
 	return nil
 }
 
-// lags returns p50 and p99 of arrival - commit for the given commits.
-func (r *recorder) lags(commits map[string]time.Time) (p50, p99 time.Duration, n int) {
+// durations returns arrival - commit of the given commits that arrived,
+// sorted.
+func (r *recorder) durations(commits map[string]time.Time) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ds []time.Duration
@@ -265,10 +266,16 @@ func (r *recorder) lags(commits map[string]time.Time) (p50, p99 time.Duration, n
 			ds = append(ds, a.Sub(c))
 		}
 	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds
+}
+
+// lags returns p50 and p99 of arrival - commit for the given commits.
+func (r *recorder) lags(commits map[string]time.Time) (p50, p99 time.Duration, n int) {
+	ds := r.durations(commits)
 	if len(ds) == 0 {
 		return 0, 0, 0
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
 	return q(0.50), q(0.99), len(ds)
 }

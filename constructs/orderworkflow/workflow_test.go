@@ -323,7 +323,7 @@ func mustJSON(t *testing.T, raw json.RawMessage, v any) {
 // test happens to use), and the backoff parameters reach the definition.
 func TestRetryFollowsConfiguration(t *testing.T) {
 	f := newFixture(t, orderworkflow.Props{Retry: orderworkflow.RetryPolicy{
-		Interval: awscdk.Duration_Seconds(jsii.Number(1)), BackoffRate: 3, MaxAttempts: 1, MaxDelay: awscdk.Duration_Seconds(jsii.Number(7)),
+		Interval: awscdk.Duration_Seconds(jsii.Number(1)), BackoffRate: 3, MaxAttempts: 2, MaxDelay: awscdk.Duration_Seconds(jsii.Number(1)),
 	}})
 	def := f.definition(t)
 	var asl struct {
@@ -343,16 +343,31 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 			t.Fatalf("Cobrar retries %v", e)
 		}
 	}
-	rep, err := asltest.Run(context.Background(), def, []asltest.Scenario{{
-		Name: "down", Input: order(), Context: execContext,
-		Tasks: map[string][]asltest.Step{orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrOperacionEnCurso, "locked")}},
-	}})
+	down := map[string][]asltest.Step{orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrOperacionEnCurso, "locked")}}
+	rep, err := asltest.Run(context.Background(), def, []asltest.Scenario{
+		{Name: "down", Input: order(), Context: execContext, Tasks: down},
+		// The real parameters, once: the engine waits as configured. With
+		// a 1 s cap, the second wait (1 s x 3 uncapped) stays within 1 s.
+		{Name: "real waits", Input: order(), Context: execContext, Tasks: down, RealWaits: true},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := rep.Scenarios[0]; r.CallCount(orderworkflow.StateCobrar) != 2 || len(r.Retries) != 1 {
-		t.Fatalf("MaxAttempts 1: %d charges, retries %v", r.CallCount(orderworkflow.StateCobrar), r.Retries)
+	if r := rep.Scenarios[0]; r.CallCount(orderworkflow.StateCobrar) != 3 || len(r.Retries) != 2 {
+		t.Fatalf("MaxAttempts 2: %d charges, retries %v", r.CallCount(orderworkflow.StateCobrar), r.Retries)
 	}
+	r := rep.Scenarios[1]
+	times := r.CallTimes[orderworkflow.StateCobrar]
+	if len(times) != 3 {
+		t.Fatalf("real waits: %d charges", len(times))
+	}
+	const slackMs = 400 // the engine's own scheduling on a loaded machine
+	for i := 1; i < len(times); i++ {
+		if gap := times[i] - times[i-1]; gap < 0 || gap > 1000+slackMs {
+			t.Fatalf("wait before retry %d was %.0f ms; MaxDelaySeconds 1 caps it at 1000 ms (calls at %v)", i, gap, times)
+		}
+	}
+	t.Logf("real waits (FULL jitter under a 1 s cap): charges at %v ms", times)
 }
 
 func TestInvalidPropsAreReported(t *testing.T) {
@@ -364,5 +379,31 @@ func TestInvalidPropsAreReported(t *testing.T) {
 	errs := cdktest.Errors(p.Stack)
 	for _, want := range []string{"Charge", "Refund", "must be a FIFO queue", "Confirmed", "EncryptionKey", "AlarmTopic", "BackoffRate", "MaxAttempts"} {
 		cdktest.RequireContains(t, errs, want)
+	}
+}
+
+// The state machine as synthesised: standard, logs ALL to an encrypted
+// log group, X-Ray, the data key, and the three execution alarms.
+func TestStateMachineResource(t *testing.T) {
+	f := newFixture(t, orderworkflow.Props{})
+	tpl := assertions.Template_FromStack(f.p.Stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), map[string]any{
+		"StateMachineName":     orderworkflow.StateMachineName,
+		"StateMachineType":     "STANDARD",
+		"TracingConfiguration": map[string]any{"Enabled": true},
+		"LoggingConfiguration": map[string]any{
+			"Level": "ALL", "IncludeExecutionData": false,
+			"Destinations": []any{map[string]any{"CloudWatchLogsLogGroup": map[string]any{"LogGroupArn": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^ProcesarLogs")), "Arn"}}}}},
+		},
+		"EncryptionConfiguration": assertions.Match_ObjectLike(&map[string]any{"Type": "CUSTOMER_MANAGED_KMS_KEY"}),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{
+		"LogGroupName": "/aws/vendedlogs/states/" + orderworkflow.StateMachineName, "KmsKeyId": assertions.Match_AnyValue(),
+	})
+	for metric, threshold := range map[string]float64{"ExecutionsFailed": orderworkflow.DefaultFailedThreshold, "ExecutionsTimedOut": 0, "ExecutionThrottled": 0} {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+			"MetricName": metric, "Namespace": "AWS/States", "Threshold": threshold, "Statistic": "Sum",
+			"AlarmActions": assertions.Match_AnyValue(), "OKActions": assertions.Match_AnyValue(),
+		})
 	}
 }

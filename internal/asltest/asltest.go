@@ -46,6 +46,9 @@ type Scenario struct {
 	Input   any               `json:"input"`
 	Tasks   map[string][]Step `json:"tasks"`
 	Context map[string]any    `json:"context,omitempty"`
+	// RealWaits lets the engine wait as the definition says (Retry
+	// intervals, backoff, MaxDelaySeconds, jitter) instead of 0.
+	RealWaits bool `json:"realWaits,omitempty"`
 }
 
 // Retry is one retry the engine made: the state, the retrier (as written
@@ -72,8 +75,11 @@ type Result struct {
 	Error string `json:"error"`
 	Cause string `json:"cause"`
 	// Calls are the inputs each Task state received, in order.
-	Calls   map[string][]json.RawMessage `json:"calls"`
-	Retries []Retry                      `json:"retries"`
+	Calls map[string][]json.RawMessage `json:"calls"`
+	// CallTimes are the milliseconds from the start of the execution to
+	// each call of a Task state.
+	CallTimes map[string][]float64 `json:"callTimes"`
+	Retries   []Retry              `json:"retries"`
 	Caught  []Catch                      `json:"caught"`
 	// States are the states entered, in order.
 	States []string `json:"states"`

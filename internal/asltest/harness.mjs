@@ -7,11 +7,14 @@
 // A step is {"result": <json>} or {"error": "<name>", "cause": "<text>"};
 // the n-th call of a state uses the n-th step (the last one repeats).
 // Every Task state needs a step list: nothing here calls AWS.
-// Retry waits are overridden to 0 ms for every state; Wait states too.
+// Retry waits are overridden to 0 ms for every state, and Wait states too,
+// unless the scenario sets "realWaits": then the engine waits as the
+// definition says (its Retry intervals, backoff, cap and jitter).
 //
 // Report: {"valid", "validationErrors", "scenarios": [{"name", "status"
 //   ("SUCCEEDED" | "FAILED"), "output", "error", "cause", "calls":
-//   {"<state>": [<input>...]}, "retries": [{"state", "retrier", "attempt"}],
+//   {"<state>": [<input>...]}, "callTimes": {"<state>": [<ms since start>...]},
+//   "retries": [{"state", "retrier", "attempt"}],
 //   "caught": [{"state", "catcher"}], "states": ["<entered state>"...]}]}
 import { createRequire } from 'node:module';
 import { StateMachine } from 'aws-local-stepfunctions';
@@ -42,16 +45,19 @@ function collectStates(states, out) {
 async function runScenario(definition, sc) {
   const all = collectStates(definition.States, []);
   const calls = {};
+  const callTimes = {};
+  const t0 = Date.now();
   const handlers = {};
   const retryOverrides = {};
   const waitOverrides = {};
   for (const [name, s] of all) {
-    if (s.Retry) retryOverrides[name] = 0;
-    if (s.Type === 'Wait') waitOverrides[name] = 0;
+    if (s.Retry && !sc.realWaits) retryOverrides[name] = 0;
+    if (s.Type === 'Wait' && !sc.realWaits) waitOverrides[name] = 0;
     if (s.Type !== 'Task') continue;
     const steps = sc.tasks?.[name];
     handlers[name] = async (input) => {
       (calls[name] ??= []).push(input);
+      (callTimes[name] ??= []).push(Date.now() - t0);
       if (!steps || steps.length === 0) {
         const e = new Error(`harness: no step for task state ${name}`);
         e.name = 'Harness.NoStep';
@@ -78,7 +84,7 @@ async function runScenario(definition, sc) {
   const retries = [];
   const caught = [];
   const states = [];
-  const report = { name: sc.name, calls, retries, caught, states };
+  const report = { name: sc.name, calls, callTimes, retries, caught, states };
   const logs = (async () => {
     for await (const ev of run.eventLogs) {
       switch (ev.type) {

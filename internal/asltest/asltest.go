@@ -80,7 +80,7 @@ type Result struct {
 	// each call of a Task state.
 	CallTimes map[string][]float64 `json:"callTimes"`
 	Retries   []Retry              `json:"retries"`
-	Caught  []Catch                      `json:"caught"`
+	Caught    []Catch              `json:"caught"`
 	// States are the states entered, in order.
 	States []string `json:"states"`
 }

@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,10 +13,9 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-)
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
+	"github.com/mercadofresco/integration/lambdas/outbox/schema"
+)
 
 // migrationLockKey is the pg_advisory_xact_lock key that serialises
 // concurrent migrators (two deploys, or a deploy and a test run), so a
@@ -40,7 +38,7 @@ type Migration struct {
 // Migrations returns the embedded migrations in version order. File names
 // are NNNN_name.sql; versions must be unique.
 func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	entries, err := fs.ReadDir(schema.Files, schema.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: read embedded migrations: %w", err)
 	}
@@ -62,7 +60,7 @@ func Migrations() ([]Migration, error) {
 			return nil, fmt.Errorf("outbox: migrations %q and %q share version %d", other, e.Name(), v)
 		}
 		seen[v] = e.Name()
-		body, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
+		body, err := schema.Files.ReadFile(path.Join(schema.Dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("outbox: read migration %q: %w", e.Name(), err)
 		}

@@ -17,10 +17,11 @@ import (
 	"github.com/mercadofresco/integration/lambdas/outbox/schema"
 )
 
-// migrationLockKey is the pg_advisory_xact_lock key that serialises
-// concurrent migrators (two deploys, or a deploy and a test run), so a
-// migration is never applied twice.
-const migrationLockKey int64 = 0x6d665f6f7574626f // "mf_outbo"
+// MigrationLockKey is the pg_advisory_xact_lock key that serialises
+// concurrent migrators, role creators and granters (two deploys, or a
+// deploy and a test run), so a migration is never applied twice and two
+// GRANTs never race on one catalog row.
+const MigrationLockKey int64 = 0x6d665f6f7574626f // "mf_outbo"
 
 // ErrMigrationChanged reports that a migration already applied to the
 // database differs from the file embedded in this binary. Applied migrations
@@ -115,7 +116,7 @@ func applyMigration(ctx context.Context, db DB, m Migration) (applied bool, err 
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if _, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
+	if _, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, MigrationLockKey); err != nil {
 		return false, fmt.Errorf("outbox: migration %s: lock: %w", m.Name, err)
 	}
 	var checksum string

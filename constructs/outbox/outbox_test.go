@@ -224,7 +224,7 @@ func TestPublisherRunsInTheVpcEveryMinuteWithBoundedConcurrency(t *testing.T) {
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"FunctionName":                 "mf-outbox-dev-limpieza",
 		"ReservedConcurrentExecutions": 1,
-		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"DB_USER": "mf_limpieza"})},
+		"Environment":                  map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"DB_USER": "mf_limpieza"})},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::Scheduler::Schedule"), map[string]any{
 		"ScheduleExpression": "rate(1 minute)",

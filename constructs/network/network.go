@@ -156,7 +156,7 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 		awscdk.Annotations_Of(this).AddError(jsii.String("network: cannot find the default security group's custom resource handler to give it a log group"))
 	} else {
 		handler.AddPropertyOverride(jsii.String("LoggingConfig.LogGroup"), n.RestrictDefaultSGLogs.LogGroupName())
-		handler.AddDependency(n.RestrictDefaultSGLogs.Node().DefaultChild().(awscdk.CfnResource))
+		handler.Node().AddDependency(n.RestrictDefaultSGLogs)
 	}
 	app := &awsec2.SubnetSelection{SubnetGroupName: jsii.String(SubnetsApp)}
 	n.EventsEndpoint = n.Vpc.AddInterfaceEndpoint(jsii.String("EventBridge"), &awsec2.InterfaceVpcEndpointOptions{

@@ -198,6 +198,9 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 
 	// Acknowledged once the grants exist (suppressions reach existing
 	// children only), on the framework role's policy alone.
+	logicalID := func(c constructs.IConstruct) string {
+		return *awscdk.Stack_Of(c).GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
+	}
 	fnID := logicalID(m.Function.Function)
 	if pol, ok := frameworkRole.Node().TryFindChild(jsii.String("DefaultPolicy")).(awsiam.Policy); ok {
 		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
@@ -216,14 +219,4 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		}}, jsii.Bool(true))
 	}
 	return m
-}
-
-// logicalID is the logical id CloudFormation will see for an L2's default
-// child, as cdk-nag reports it in its findings.
-func logicalID(c constructs.IConstruct) string {
-	child := c.Node().DefaultChild()
-	if child == nil {
-		return ""
-	}
-	return *awscdk.Stack_Of(c).GetLogicalId(child.(awscdk.CfnElement))
 }

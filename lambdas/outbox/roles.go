@@ -52,21 +52,13 @@ func CreateRoles(ctx context.Context, db DB, roles schema.Roles, opts RoleOption
 	if opts.Schema == "" {
 		opts.Schema = "public"
 	}
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("outbox: create roles: begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if _, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, MigrationLockKey); err != nil {
-		return fmt.Errorf("outbox: create roles: lock: %w", err)
-	}
+	return lockedTx(ctx, db, "create roles", func(tx pgx.Tx) error { return createRoles(ctx, tx, roles, opts) })
+}
+
+func createRoles(ctx context.Context, tx pgx.Tx, roles schema.Roles, opts RoleOptions) (err error) {
 	var database string
 	if err = tx.QueryRow(ctx, `SELECT current_database()`).Scan(&database); err != nil {
-		return fmt.Errorf("outbox: create roles: %w", err)
+		return err
 	}
 	id := func(s string) string { return pgx.Identifier{s}.Sanitize() }
 	var stmts []string
@@ -80,7 +72,7 @@ func CreateRoles(ctx context.Context, db DB, roles schema.Roles, opts RoleOption
 			// NOREPLICATION NOBYPASSRLS, no password.
 			stmts = append(stmts, "CREATE ROLE "+id(name)+" LOGIN")
 		case err != nil:
-			return fmt.Errorf("outbox: create roles: read role %s: %w", name, err)
+			return fmt.Errorf("read role %s: %w", name, err)
 		case unsafe:
 			return fmt.Errorf("%w: %s", ErrUnsafeRole, name)
 		default:
@@ -96,14 +88,23 @@ func CreateRoles(ctx context.Context, db DB, roles schema.Roles, opts RoleOption
 		"GRANT USAGE ON SCHEMA "+id(opts.Schema)+" TO "+strings.Join(quoteAll(roles.Applications()), ", "))
 	for _, s := range stmts {
 		if _, err = tx.Exec(ctx, s); err != nil {
-			return fmt.Errorf("outbox: create roles: %s: %w", s, err)
+			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
-	if err = adopt(ctx, tx, roles.Owner, opts.Schema); err != nil {
-		return err
-	}
-	if err = tx.Commit(ctx); err != nil {
-		return fmt.Errorf("outbox: create roles: commit: %w", err)
+	return adopt(ctx, tx, roles.Owner, opts.Schema)
+}
+
+// lockedTx runs fn in a transaction holding MigrationLockKey, and commits
+// it if fn succeeds.
+func lockedTx(ctx context.Context, db DB, what string, fn func(pgx.Tx) error) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, MigrationLockKey); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		return fn(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: %s: %w", what, err)
 	}
 	return nil
 }
@@ -123,7 +124,7 @@ func adopt(ctx context.Context, tx pgx.Tx, owner, schemaName string) error {
 				ELSE (SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE oid = to_regprocedure($2)) END`,
 			o.kind, qualified).Scan(&current)
 		if err != nil {
-			return fmt.Errorf("outbox: create roles: owner of %s: %w", qualified, err)
+			return fmt.Errorf("owner of %s: %w", qualified, err)
 		}
 		if current == nil || *current == owner {
 			continue
@@ -132,12 +133,12 @@ func adopt(ctx context.Context, tx pgx.Tx, owner, schemaName string) error {
 			// ALTER ... OWNER TO needs membership of the new owner; the
 			// creator of a role may grant it (PostgreSQL 16: ADMIN OPTION).
 			if _, err := tx.Exec(ctx, "GRANT "+id(owner)+" TO CURRENT_USER"); err != nil {
-				return fmt.Errorf("outbox: create roles: join %s to adopt %s: %w", owner, qualified, err)
+				return fmt.Errorf("join %s to adopt %s: %w", owner, qualified, err)
 			}
 			granted = true
 		}
 		if _, err := tx.Exec(ctx, "ALTER "+o.kind+" "+qualified+" OWNER TO "+id(owner)); err != nil {
-			return fmt.Errorf("outbox: create roles: adopt %s: %w", qualified, err)
+			return fmt.Errorf("adopt %s: %w", qualified, err)
 		}
 	}
 	return nil
@@ -179,32 +180,18 @@ func grants(r schema.Roles) []string {
 // to exactly those they use, in one transaction: everything is revoked
 // from PUBLIC and from the three roles, then granted again. Run it as the
 // owner role, after Migrate, on every deploy (it is idempotent).
-func Grant(ctx context.Context, db DB, roles schema.Roles) (err error) {
+func Grant(ctx context.Context, db DB, roles schema.Roles) error {
 	if err := roles.Validate(); err != nil {
 		return err
 	}
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("outbox: grant: begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if _, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, MigrationLockKey); err != nil {
-		return fmt.Errorf("outbox: grant: lock: %w", err)
-	}
 	grantees := "PUBLIC, " + strings.Join(quoteAll(roles.Applications()), ", ")
-	stmts := []string{"REVOKE ALL ON outbox, pedidos, outbox_migraciones FROM " + grantees}
-	stmts = append(stmts, grants(roles)...)
-	for _, s := range stmts {
-		if _, err = tx.Exec(ctx, s); err != nil {
-			return fmt.Errorf("outbox: grant: %s: %w", s, err)
+	stmts := append([]string{"REVOKE ALL ON outbox, pedidos, outbox_migraciones FROM " + grantees}, grants(roles)...)
+	return lockedTx(ctx, db, "grant", func(tx pgx.Tx) error {
+		for _, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
 		}
-	}
-	if err = tx.Commit(ctx); err != nil {
-		return fmt.Errorf("outbox: grant: commit: %w", err)
-	}
-	return nil
+		return nil
+	})
 }

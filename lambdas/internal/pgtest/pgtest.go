@@ -86,9 +86,19 @@ func NewSchema(tb testing.TB, db, prefix string) string {
 // search_path, closed when the test ends.
 func NewPool(tb testing.TB, db, schema string, maxConns int32) *pgxpool.Pool {
 	tb.Helper()
-	cfg, err := pgxpool.ParseConfig(DSN(db, schema))
+	return openPool(tb, DSN(db, schema), "", maxConns)
+}
+
+// openPool opens a pool on dsn (as user, unless empty), closed when the
+// test ends.
+func openPool(tb testing.TB, dsn, user string, maxConns int32) *pgxpool.Pool {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if user != "" {
+		cfg.ConnConfig.User = user
 	}
 	cfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
@@ -118,27 +128,11 @@ func UniqueName(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
-// DSNAs is DSN for the login role user.
-func DSNAs(db, schema, user string) string {
-	return strings.Replace(DSN(db, schema), "://postgres@", "://"+user+"@", 1)
-}
-
 // PoolAs is NewPool logged in as user (the server trusts local
 // connections, as on CI).
 func PoolAs(tb testing.TB, db, schema, user string, maxConns int32) *pgxpool.Pool {
 	tb.Helper()
-	cfg, err := pgxpool.ParseConfig(DSNAs(db, schema, user))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.ConnConfig.User = user
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(pool.Close)
-	return pool
+	return openPool(tb, DSN(db, schema), user, maxConns)
 }
 
 // DropRolesAtEnd drops roles when the test ends, after what they own in db

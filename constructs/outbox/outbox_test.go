@@ -357,15 +357,23 @@ func TestInvalidPropsAreSynthesisErrorsNotCrashes(t *testing.T) {
 	stack := awscdk.NewStack(app, jsii.String("Roto"), nil)
 	db := outbox.NewDatabase(stack, "SinClave", &outbox.DatabaseProps{})
 	pub := outbox.NewPublisher(stack, "SinNada", &outbox.PublisherProps{Database: db})
+	mig := outbox.NewMigration(stack, "SinMigrar", &outbox.MigrationProps{Builder: builder})
+	if mig.Function == nil || mig.Resource == nil || mig.Provider == nil {
+		t.Fatal("a migration with invalid props is half-built")
+	}
 	if db.Cluster == nil || db.Proxy == nil || db.Secret == nil || pub.Function == nil || pub.Cleanup == nil || pub.PendingAlarm == nil {
 		t.Fatal("a construct with invalid props is half-built")
 	}
 	_ = db.Environment("mf_publicador") // what a dependent does first
+	db.GrantConnect(pub.Function.Role, outbox.DefaultMasterUser)
 	errs := cdktest.Errors(stack)
 	for _, want := range []string{
 		"outbox.Database: Vpc is required", "outbox.Database: ClusterIdentifier is required", "outbox.Database: EncryptionKey is required",
 		"outbox.Publisher: Vpc is required", "outbox.Publisher: Bus is required", "outbox.Publisher: EventsEndpoint is required",
 		"outbox.Publisher: AlarmTopic is required", "outbox.Publisher: Environment is required",
+		"outbox.Migration: Database is required", "outbox.Migration: Vpc is required",
+		"outbox.Migration: SecretsEndpoint is required", "outbox.Migration: EncryptionKey is required",
+		`outbox.Database: GrantConnect as "mf_admin": only the roles`,
 	} {
 		if !strings.Contains(strings.Join(errs, "\n"), want) {
 			t.Errorf("no error %q in:\n%s", want, strings.Join(errs, "\n"))

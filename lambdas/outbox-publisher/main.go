@@ -5,9 +5,10 @@
 // before its 100 s timeout, so consecutive invocations overlap by 20 s and a
 // publisher is always polling (commit-to-bus lag ~1 s around the clock; the
 // lease and SKIP LOCKED keep the two from publishing the same row). It
-// connects through RDS Proxy with IAM authentication and applies the
-// embedded migrations at cold start (advisory-locked, idempotent), so the
-// schema always ships with the code that needs it.
+// connects through RDS Proxy with IAM authentication as its own database
+// role (DB_USER, mf_publicador), which may read the outbox and update its
+// bookkeeping columns only: it applies no migration (the deploy does,
+// lambdas/outbox-migrate) and could not.
 //
 // Attempts per event on EventBridge: AWS_MAX_ATTEMPTS (SDK, 2) x
 // OUTBOX_ENTRY_ATTEMPTS (sends of a failed entry in one claim, 2) x
@@ -21,9 +22,8 @@
 //
 // Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
 // authentication; see postgres.FromEnv), BUS_NAME, EVENT_SOURCE, ENTORNO
-// (metric dimension), MIGRATE_ON_START (default true), AWS_MAX_ATTEMPTS,
-// OUTBOX_ENTRY_ATTEMPTS (default 2, 2..5), OUTBOX_MAX_CLAIMS (default 3,
-// 1..10).
+// (metric dimension), AWS_MAX_ATTEMPTS, OUTBOX_ENTRY_ATTEMPTS (default 2,
+// 2..5), OUTBOX_MAX_CLAIMS (default 3, 1..10).
 package main
 
 import (
@@ -90,7 +90,6 @@ func (h *handler) handle(ctx context.Context) (Resultado, error) {
 func newHandler(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*handler, error) {
 	bus := env.Required("BUS_NAME")
 	source := env.Required("EVENT_SOURCE")
-	migrate := env.Bool("MIGRATE_ON_START", true)
 	entorno := env.String("ENTORNO", "")
 	entryAttempts := env.Int(outboxschedule.EnvEntryAttempts, outboxschedule.DefaultEntryAttempts, 2, 5)
 	maxClaims := env.Int(outboxschedule.EnvMaxClaims, outboxschedule.DefaultMaxClaims, 1, 10)
@@ -102,15 +101,6 @@ func newHandler(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*han
 		postgres.ConnectConfig{MaxConns: 2, ApplicationName: "mf-outbox-publisher"})
 	if err != nil {
 		return nil, err
-	}
-	if migrate {
-		applied, err := outbox.Migrate(ctx, pool)
-		if err != nil {
-			return nil, err
-		}
-		if len(applied) > 0 {
-			log.Info("outbox migrations applied", "migraciones", applied)
-		}
 	}
 	cfg := outbox.Config{
 		BusName: bus,

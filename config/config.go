@@ -59,7 +59,8 @@ type Environment struct {
 	// ~200 connections and the payment gateway safe. Must be in [2, 1000].
 	MaxConsumerConcurrency float64
 	// PublisherConcurrency is the reserved concurrency of the outbox
-	// publisher Lambda.
+	// publisher Lambda: at least 2, because consecutive invocations overlap
+	// (lambdas/outbox/outboxschedule).
 	PublisherConcurrency float64
 	// ArchiveRetentionDays is how long the bus archive keeps events for
 	// replay (0 = forever).
@@ -72,6 +73,25 @@ type Environment struct {
 	// Cache, when set, is the environment's existing Valkey cache
 	// mercadofresco-catalogo, imported instead of created.
 	Cache *CacheImport
+	// GatewayURL is the payment gateway's https base URL (the cobro and
+	// reembolso tasks' GATEWAY_URL): the gateway's sandbox outside prod.
+	GatewayURL string
+	// GatewayReadTimeoutSeconds is the read timeout of one gateway attempt
+	// (GATEWAY_READ_TIMEOUT; the lesson's fix is 30 s, not 180 s).
+	GatewayReadTimeoutSeconds float64
+	// PaymentConcurrency is the reserved concurrency of each payment task
+	// (cobro, reembolso): the concurrency ceiling in front of the gateway.
+	PaymentConcurrency float64
+	// ERPWebhookURL is the ERP's https webhook that the API destination
+	// calls with the order events.
+	ERPWebhookURL string
+	// ERPRateLimitPerSecond is the API destination's
+	// invocationRateLimitPerSecond: what the ERP of this environment accepts.
+	ERPRateLimitPerSecond float64
+	// Carritos, when set, is the environment's existing carts table
+	// mercadofresco-carritos, imported instead of created (its stream must be
+	// NEW_AND_OLD_IMAGES and its TTL on expira_en).
+	Carritos *CarritosImport
 	// Tags are applied to every resource of the environment.
 	Tags map[string]string
 }
@@ -85,6 +105,14 @@ type CacheImport struct {
 	SecurityGroupID string
 }
 
+// CarritosImport names an existing carts table and its stream.
+type CarritosImport struct {
+	TableName string
+	StreamArn string
+	// KeyArn is the table's KMS key ("" for an AWS-owned key).
+	KeyArn string
+}
+
 // accountPattern is what AWS accepts as an account id.
 var accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
 
@@ -93,34 +121,44 @@ var accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
 // MF_<ENV>_ACCOUNT environment variable or `-c account=...`.
 var environments = map[string]Environment{
 	"dev": {
-		Name:                   "dev",
-		Account:                "111111111111",
-		Region:                 "eu-west-1",
-		AvailabilityZones:      []string{"eu-west-1a", "eu-west-1b"},
-		NameSuffix:             "-dev",
-		AlarmEmail:             "alertas-dev@mercadofresco.example",
-		LogRetention:           awslogs.RetentionDays_ONE_WEEK,
-		RemovalPolicy:          awscdk.RemovalPolicy_DESTROY,
-		DeletionProtection:     false,
-		MaxConsumerConcurrency: 2,
-		PublisherConcurrency:   1,
-		ArchiveRetentionDays:   7,
-		NatGateways:            1,
+		Name:                      "dev",
+		Account:                   "111111111111",
+		Region:                    "eu-west-1",
+		AvailabilityZones:         []string{"eu-west-1a", "eu-west-1b"},
+		NameSuffix:                "-dev",
+		AlarmEmail:                "alertas-dev@mercadofresco.example",
+		LogRetention:              awslogs.RetentionDays_ONE_WEEK,
+		RemovalPolicy:             awscdk.RemovalPolicy_DESTROY,
+		DeletionProtection:        false,
+		MaxConsumerConcurrency:    2,
+		PublisherConcurrency:      2,
+		ArchiveRetentionDays:      7,
+		NatGateways:               1,
+		GatewayURL:                "https://sandbox.pasarela.mercadofresco.example",
+		GatewayReadTimeoutSeconds: 30,
+		PaymentConcurrency:        5,
+		ERPWebhookURL:             "https://erp-dev.mercadofresco.example/webhooks/pedidos",
+		ERPRateLimitPerSecond:     1,
 	},
 	"staging": {
-		Name:                   "staging",
-		Account:                "222222222222",
-		Region:                 "eu-west-1",
-		AvailabilityZones:      []string{"eu-west-1a", "eu-west-1b"},
-		NameSuffix:             "-staging",
-		AlarmEmail:             "alertas-staging@mercadofresco.example",
-		LogRetention:           awslogs.RetentionDays_ONE_MONTH,
-		RemovalPolicy:          awscdk.RemovalPolicy_SNAPSHOT,
-		DeletionProtection:     false,
-		MaxConsumerConcurrency: 5,
-		PublisherConcurrency:   2,
-		ArchiveRetentionDays:   30,
-		NatGateways:            1,
+		Name:                      "staging",
+		Account:                   "222222222222",
+		Region:                    "eu-west-1",
+		AvailabilityZones:         []string{"eu-west-1a", "eu-west-1b"},
+		NameSuffix:                "-staging",
+		AlarmEmail:                "alertas-staging@mercadofresco.example",
+		LogRetention:              awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy:             awscdk.RemovalPolicy_SNAPSHOT,
+		DeletionProtection:        false,
+		MaxConsumerConcurrency:    5,
+		PublisherConcurrency:      2,
+		ArchiveRetentionDays:      30,
+		NatGateways:               1,
+		GatewayURL:                "https://sandbox.pasarela.mercadofresco.example",
+		GatewayReadTimeoutSeconds: 30,
+		PaymentConcurrency:        10,
+		ERPWebhookURL:             "https://erp-staging.mercadofresco.example/webhooks/pedidos",
+		ERPRateLimitPerSecond:     2,
 	},
 	"prod": {
 		Name:              "prod",
@@ -142,7 +180,15 @@ var environments = map[string]Environment{
 		ArchiveRetentionDays:   90,
 		// One NAT gateway per zone: a zone's failure must not cut the
 		// payment path of the functions in the other zones.
-		NatGateways: 3,
+		NatGateways:               3,
+		GatewayURL:                "https://api.pasarela.mercadofresco.example",
+		GatewayReadTimeoutSeconds: 30,
+		// 450 executions in flight at peak (SPEC) share 50 charges at a
+		// time: a gateway slowdown queues them instead of multiplying calls.
+		PaymentConcurrency: 50,
+		ERPWebhookURL:      "https://erp.mercadofresco.example/webhooks/pedidos",
+		// The ERP takes ~10 requests/s; 240,000 orders/month average 0.1/s.
+		ERPRateLimitPerSecond: 10,
 	},
 }
 
@@ -176,6 +222,10 @@ func Lookup(name string) (Environment, error) {
 	if env.Cache != nil {
 		c := *env.Cache
 		env.Cache = &c
+	}
+	if env.Carritos != nil {
+		c := *env.Carritos
+		env.Carritos = &c
 	}
 	env.Tags = map[string]string{
 		"proyecto":    "mercadofresco-integracion",
@@ -225,11 +275,28 @@ func (e Environment) Validate() error {
 	if e.MaxConsumerConcurrency < 2 || e.MaxConsumerConcurrency > 1000 {
 		problems = append(problems, fmt.Sprintf("MaxConsumerConcurrency %v is outside SQS's [2, 1000]", e.MaxConsumerConcurrency))
 	}
-	if e.PublisherConcurrency < 1 {
-		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 1", e.PublisherConcurrency))
+	if e.PublisherConcurrency < 2 {
+		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/outbox/outboxschedule)", e.PublisherConcurrency))
 	}
 	if e.NatGateways < 0 || e.NatGateways > float64(len(e.AvailabilityZones)) || e.NatGateways != float64(int(e.NatGateways)) {
 		problems = append(problems, fmt.Sprintf("NatGateways %v must be a whole number between 0 and the %d availability zones", e.NatGateways, len(e.AvailabilityZones)))
+	}
+	for name, u := range map[string]string{"GatewayURL": e.GatewayURL, "ERPWebhookURL": e.ERPWebhookURL} {
+		if !strings.HasPrefix(u, "https://") || len(u) <= len("https://") {
+			problems = append(problems, fmt.Sprintf("%s %q is not an https URL", name, u))
+		}
+	}
+	if e.GatewayReadTimeoutSeconds < 1 || e.GatewayReadTimeoutSeconds > 120 {
+		problems = append(problems, fmt.Sprintf("GatewayReadTimeoutSeconds %v is outside [1, 120]", e.GatewayReadTimeoutSeconds))
+	}
+	if e.PaymentConcurrency < 1 {
+		problems = append(problems, fmt.Sprintf("PaymentConcurrency %v must be at least 1", e.PaymentConcurrency))
+	}
+	if e.ERPRateLimitPerSecond < 1 || e.ERPRateLimitPerSecond > 300 {
+		problems = append(problems, fmt.Sprintf("ERPRateLimitPerSecond %v is outside EventBridge's [1, 300]", e.ERPRateLimitPerSecond))
+	}
+	if c := e.Carritos; c != nil && (c.TableName == "" || !strings.HasPrefix(c.StreamArn, "arn:")) {
+		problems = append(problems, "Carritos import needs TableName and the stream's ARN")
 	}
 	if c := e.Cache; c != nil && (c.Endpoint == "" || !strings.HasPrefix(c.SecurityGroupID, "sg-")) {
 		problems = append(problems, "Cache import needs an Endpoint and a SecurityGroupID (sg-...)")

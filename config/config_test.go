@@ -94,7 +94,8 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("want ErrInvalid, got %v", err)
 	}
-	for _, want := range []string{"12-digit", "two availability zones", "not in region", "MaxConsumerConcurrency", "PublisherConcurrency", "not an address"} {
+	for _, want := range []string{"12-digit", "two availability zones", "not in region", "MaxConsumerConcurrency", "PublisherConcurrency", "not an address",
+		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeoutSeconds", "PaymentConcurrency", "ERPRateLimitPerSecond"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error misses %q: %v", want, err)
 		}

@@ -19,6 +19,7 @@ type EnvironmentStacks struct {
 	Data      *DataStack
 	Messaging *MessagingStack
 	Outbox    *OutboxStack
+	OrderFlow *OrderFlowStack
 }
 
 // Build defines every stack of env under scope (normally the app). builder
@@ -30,12 +31,13 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	data := NewDataStack(scope, shared)
 	messaging := NewMessagingStack(scope, shared, data)
 	outbox := NewOutboxStack(scope, shared, network)
-	return &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox}
+	orderflow := NewOrderFlowStack(scope, shared, network, data, messaging)
+	return &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox, OrderFlow: orderflow}
 }
 
 // Stacks lists the environment's stacks.
 func (e *EnvironmentStacks) Stacks() []awscdk.Stack {
-	return []awscdk.Stack{e.Platform.Stack, e.Network.Stack, e.Data.Stack, e.Messaging.Stack, e.Outbox.Stack}
+	return []awscdk.Stack{e.Platform.Stack, e.Network.Stack, e.Data.Stack, e.Messaging.Stack, e.Outbox.Stack, e.OrderFlow.Stack}
 }
 
 // ApplyChecks adds every synth-time check of the project to scope: the

@@ -38,6 +38,7 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 	s.Bus, s.Archive = platform.NewEventBus(stack, "Bus", &platform.EventBusProps{
 		EventBusName:         jsii.String(env.PhysicalName(platform.EventBusName)),
 		ArchiveRetentionDays: env.ArchiveRetentionDays,
+		Key:                  s.DataKey,
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("DataKeyArn"), &awscdk.CfnOutputProps{Value: s.DataKey.KeyArn()})
 	awscdk.NewCfnOutput(stack, jsii.String("AlertsTopicArn"), &awscdk.CfnOutputProps{Value: s.Alerts.TopicArn()})

@@ -280,3 +280,149 @@ func Get(v any, keys ...string) any {
 	}
 	return v
 }
+
+// Reference is a CloudFormation reference met while rendering: a Ref
+// (Attribute ""), an Fn::GetAtt, or an Fn::ImportValue (Import set).
+type Reference struct {
+	// LogicalID is the referenced resource or parameter ("AWS::Region" for
+	// pseudo parameters).
+	LogicalID string
+	// Attribute is the Fn::GetAtt attribute ("" for a Ref).
+	Attribute string
+	// Import is the export name of an Fn::ImportValue (LogicalID is then "").
+	Import string
+}
+
+// Pseudo parameters of CloudFormation that Render substitutes itself when
+// the resolver returns "" for them.
+var pseudoDefaults = map[string]string{
+	"AWS::Partition": "aws",
+	"AWS::URLSuffix": "amazonaws.com",
+	"AWS::NoValue":   "",
+}
+
+// Render renders a resolved CloudFormation value that denotes a string
+// (a literal, Ref, Fn::GetAtt, Fn::Join, Fn::Sub without a variable map,
+// Fn::ImportValue, Fn::Select over a literal list) into that string,
+// asking resolve for the value of every reference. It is how a state
+// machine's DefinitionString becomes the JSON that Step Functions will run
+// (with the ARNs substituted), for checks and tests.
+func Render(v any, resolve func(Reference) (string, error)) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case float64, int, bool:
+		return fmt.Sprint(x), nil
+	case map[string]any:
+		if len(x) != 1 {
+			return "", fmt.Errorf("cfnindex.Render: an object with %d keys is not an intrinsic function", len(x))
+		}
+		for fn, arg := range x {
+			switch fn {
+			case "Ref":
+				id, _ := arg.(string)
+				return resolveRef(Reference{LogicalID: id}, resolve)
+			case "Fn::GetAtt":
+				var id, attr string
+				switch a := arg.(type) {
+				case []any:
+					if len(a) == 2 {
+						id, _ = a[0].(string)
+						attr, _ = a[1].(string)
+					}
+				case string:
+					id, attr, _ = strings.Cut(a, ".")
+				}
+				if id == "" {
+					return "", fmt.Errorf("cfnindex.Render: malformed Fn::GetAtt %v", arg)
+				}
+				return resolveRef(Reference{LogicalID: id, Attribute: attr}, resolve)
+			case "Fn::ImportValue":
+				name, err := Render(arg, resolve)
+				if err != nil {
+					return "", err
+				}
+				return resolve(Reference{Import: name})
+			case "Fn::Join":
+				a, _ := arg.([]any)
+				if len(a) != 2 {
+					return "", fmt.Errorf("cfnindex.Render: malformed Fn::Join")
+				}
+				sep, _ := a[0].(string)
+				parts, _ := a[1].([]any)
+				out := make([]string, 0, len(parts))
+				for _, p := range parts {
+					s, err := Render(p, resolve)
+					if err != nil {
+						return "", err
+					}
+					out = append(out, s)
+				}
+				return strings.Join(out, sep), nil
+			case "Fn::Select":
+				a, _ := arg.([]any)
+				if len(a) != 2 {
+					return "", fmt.Errorf("cfnindex.Render: malformed Fn::Select")
+				}
+				i := int(Num(a[0], -1))
+				list, ok := a[1].([]any)
+				if !ok || i < 0 || i >= len(list) {
+					return "", fmt.Errorf("cfnindex.Render: Fn::Select over something that is not a literal list")
+				}
+				return Render(list[i], resolve)
+			case "Fn::Sub":
+				tpl, ok := arg.(string)
+				if !ok {
+					return "", fmt.Errorf("cfnindex.Render: Fn::Sub with a variable map is not supported")
+				}
+				return renderSub(tpl, resolve)
+			}
+			return "", fmt.Errorf("cfnindex.Render: unsupported intrinsic %s", fn)
+		}
+	}
+	return "", fmt.Errorf("cfnindex.Render: cannot render %T", v)
+}
+
+func resolveRef(r Reference, resolve func(Reference) (string, error)) (string, error) {
+	s, err := resolve(r)
+	if err != nil {
+		return "", err
+	}
+	if s == "" && r.Attribute == "" {
+		if d, ok := pseudoDefaults[r.LogicalID]; ok {
+			return d, nil
+		}
+	}
+	return s, nil
+}
+
+// renderSub substitutes ${Id} and ${Id.Attr} (and leaves ${!Literal} as
+// ${Literal}, as CloudFormation does).
+func renderSub(tpl string, resolve func(Reference) (string, error)) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(tpl, "${")
+		if i < 0 {
+			b.WriteString(tpl)
+			return b.String(), nil
+		}
+		j := strings.Index(tpl[i:], "}")
+		if j < 0 {
+			b.WriteString(tpl)
+			return b.String(), nil
+		}
+		b.WriteString(tpl[:i])
+		name := tpl[i+2 : i+j]
+		if strings.HasPrefix(name, "!") {
+			b.WriteString("${" + name[1:] + "}")
+		} else {
+			id, attr, _ := strings.Cut(name, ".")
+			s, err := resolveRef(Reference{LogicalID: id, Attribute: attr}, resolve)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(s)
+		}
+		tpl = tpl[i+j+1:]
+	}
+}

@@ -44,7 +44,40 @@ const EntryMetadata = "mercadofresco:entry"
 const (
 	DefaultMemoryMB       = 256
 	DefaultTimeoutSeconds = 30
+	// DefaultSDKMaxAttempts is the AWS SDK's attempts per call on every
+	// function (SPEC, retry layers: the SDK absorbs instant network blips
+	// only; the workflow's Retry or the queue commands the retries).
+	DefaultSDKMaxAttempts = 2
 )
+
+// EnvSDKMaxAttempts is the AWS SDK's own variable for its attempts per call
+// (lambdas/internal/lambdaenv reads it). Every function gets it, so the
+// attempts guardrail (constructs/guardrails, MF-ATTEMPTS) reads the number
+// the code runs with from the template.
+const EnvSDKMaxAttempts = "AWS_MAX_ATTEMPTS"
+
+// DependenciesMetadata is the template metadata key of a function's
+// declared dependencies (Props.Dependencies), read by the attempts
+// guardrail.
+const DependenciesMetadata = "mercadofresco:dependencies"
+
+// Dependency declares a service a function calls and the environment
+// variables whose values multiply into the attempts of ONE invocation on
+// it: for an HTTP dependency through lambdas/retry, "<DEP>_MAX_ATTEMPTS";
+// for an AWS service, EnvSDKMaxAttempts (times any loop of the function's
+// own, named by its variable). See docs/CONVENTIONS.md (retry layers).
+type Dependency struct {
+	// Name of the dependency as the attempts report shows it: "pasarela",
+	// "dynamodb:mercadofresco-idempotencia", "states:StartExecution".
+	Name string `json:"name"`
+	// AttemptsEnv are the variables (set in Environment) whose product is
+	// the attempts per invocation.
+	AttemptsEnv []string `json:"attemptsEnv"`
+	// PerWorkItem says the product bounds the attempts per unit of work
+	// across invocations (a counter kept with the work item, like the outbox
+	// row's intentos), so retried invocations do not multiply it.
+	PerWorkItem bool `json:"perWorkItem,omitempty"`
+}
 
 // Props configures a Function. Only Entry is required.
 type Props struct {
@@ -91,6 +124,15 @@ type Props struct {
 	// AlarmTopic, when set, receives an Errors > 0 and a Throttles > 0 alarm
 	// of this function (alarm and OK actions).
 	AlarmTopic awssns.ITopic
+	// SDKMaxAttempts is the AWS SDK's attempts per call (EnvSDKMaxAttempts).
+	// Zero means DefaultSDKMaxAttempts. An AWS_MAX_ATTEMPTS in Environment
+	// takes precedence.
+	SDKMaxAttempts float64
+	// Dependencies the function calls, for the attempts guardrail. A
+	// variable "<DEP>_MAX_ATTEMPTS" in Environment that no declaration
+	// names is a dependency of its own ("<dep>"), and AWS_MAX_ATTEMPTS
+	// alone stands for "aws" when no declaration uses it.
+	Dependencies []Dependency
 }
 
 // Function is a Go Lambda function with its log group and role.
@@ -179,6 +221,25 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		}))
 	}
 
+	envVars := map[string]*string{}
+	for k, v := range props.Environment {
+		envVars[k] = v
+	}
+	if _, set := envVars[EnvSDKMaxAttempts]; !set {
+		attempts := props.SDKMaxAttempts
+		if attempts == 0 {
+			attempts = DefaultSDKMaxAttempts
+		}
+		envVars[EnvSDKMaxAttempts] = jsii.String(fmt.Sprint(attempts))
+	}
+	for _, d := range props.Dependencies {
+		for _, e := range d.AttemptsEnv {
+			if _, ok := envVars[e]; !ok {
+				awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("golambda %s: dependency %q counts its attempts with %s, which is not in Environment (the attempts guardrail needs the number)", props.Entry, d.Name, e)))
+			}
+		}
+	}
+
 	bundler := &localBundler{builder: builder, entry: props.Entry}
 	code := awslambda.Code_FromAsset(jsii.String(entryDir(builder, props.Entry)), &awss3assets.AssetOptions{
 		AssetHashType: awscdk.AssetHashType_OUTPUT,
@@ -199,7 +260,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		Description:                  props.Description,
 		MemorySize:                   jsii.Number(memory),
 		Timeout:                      f.Timeout,
-		Environment:                  environment(props.Environment),
+		Environment:                  environment(envVars),
 		EnvironmentEncryption:        props.EncryptionKey,
 		LogGroup:                     f.LogGroup,
 		LoggingFormat:                awslambda.LoggingFormat_JSON,
@@ -218,6 +279,21 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	// (internal/snapshot) can say which function's binary changed.
 	cfnFn := f.Function.Node().DefaultChild().(awslambda.CfnFunction)
 	cfnFn.AddMetadata(jsii.String(EntryMetadata), props.Entry)
+	if len(props.Dependencies) > 0 {
+		deps := make([]any, 0, len(props.Dependencies))
+		for _, d := range props.Dependencies {
+			envs := make([]any, 0, len(d.AttemptsEnv))
+			for _, e := range d.AttemptsEnv {
+				envs = append(envs, e)
+			}
+			m := map[string]any{"name": d.Name, "attemptsEnv": envs}
+			if d.PerWorkItem {
+				m["perWorkItem"] = true
+			}
+			deps = append(deps, m)
+		}
+		cfnFn.AddMetadata(jsii.String(DependenciesMetadata), deps)
+	}
 	if !props.DisableTracing {
 		cfnFn.SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
 	}

@@ -152,6 +152,8 @@ func TestDefaults(t *testing.T) {
 			"LogGroup":            map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^AlphaLogs"))},
 		},
 		"KmsKeyArn": map[string]interface{}{"Fn::GetAtt": []interface{}{assertions.Match_StringLikeRegexp(jsii.String("^Key")), "Arn"}},
+		// The SDK's attempts are stated on every function (retry layers).
+		"Environment": map[string]interface{}{"Variables": map[string]interface{}{golambda.EnvSDKMaxAttempts: "2"}},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]interface{}{
 		"RetentionInDays": 30,
@@ -171,6 +173,33 @@ func TestDefaults(t *testing.T) {
 		})},
 	})
 	tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(0))
+}
+
+func TestDependenciesAreDeclaredInTheTemplate(t *testing.T) {
+	stack := cdktest.NewStack("Deps")
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{
+		Entry: "fn/alpha", Builder: &golambda.Builder{ModuleRoot: fixture(t)},
+		SDKMaxAttempts: 3,
+		Environment:    map[string]*string{"GATEWAY_MAX_ATTEMPTS": jsii.String("3")},
+		Dependencies: []golambda.Dependency{
+			{Name: "pasarela", AttemptsEnv: []string{"GATEWAY_MAX_ATTEMPTS"}},
+			{Name: "dynamodb", AttemptsEnv: []string{golambda.EnvSDKMaxAttempts}},
+			{Name: "erp", AttemptsEnv: []string{"ERP_MAX_ATTEMPTS"}},
+		},
+	})
+	tpl := assertions.Template_FromStack(stack, nil)
+	tpl.HasResource(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
+		"Properties": map[string]interface{}{"Environment": map[string]interface{}{"Variables": map[string]interface{}{
+			golambda.EnvSDKMaxAttempts: "3", "GATEWAY_MAX_ATTEMPTS": "3",
+		}}},
+		"Metadata": assertions.Match_ObjectLike(&map[string]interface{}{golambda.DependenciesMetadata: []interface{}{
+			map[string]interface{}{"name": "pasarela", "attemptsEnv": []interface{}{"GATEWAY_MAX_ATTEMPTS"}},
+			map[string]interface{}{"name": "dynamodb", "attemptsEnv": []interface{}{golambda.EnvSDKMaxAttempts}},
+			map[string]interface{}{"name": "erp", "attemptsEnv": []interface{}{"ERP_MAX_ATTEMPTS"}},
+		}}),
+	})
+	// A declared variable that is not set cannot be counted.
+	cdktest.RequireContains(t, cdktest.Errors(stack), `dependency "erp"`, "ERP_MAX_ATTEMPTS", "not in Environment")
 }
 
 func TestAlarmTopicAddsErrorAndThrottleAlarms(t *testing.T) {

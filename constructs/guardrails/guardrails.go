@@ -27,6 +27,10 @@
 //   - MF-ESM-RESERVED: SQS mappings whose MaximumConcurrency add up to more
 //     than the function's reserved concurrency (the excess is throttled, and
 //     a throttled batch spends a receive).
+//   - MF-ATTEMPTS: a dependency that can receive more than 15 attempts for
+//     one unit of work along some path (SDK or client attempts × queue
+//     receives × workflow Retry × rule/pipe retries; see Attempts, and
+//     cmd/mf-attempts for the table).
 //
 // A finding can be acknowledged on a construct (or any ancestor) with
 // Acknowledge and a written reason; the check then reports nothing there.
@@ -126,6 +130,7 @@ func (m *MessagingChecks) Visit(node constructs.IConstruct) {
 	ix.checkQueues()
 	ix.checkEventSourceMappings()
 	ix.checkSubscriptions()
+	ix.checkAttempts()
 }
 
 // index is the stack's resources (cfnindex) with what the rules need
@@ -242,18 +247,27 @@ func (ix *index) warn(r *resource, rule, format string, a ...any) {
 }
 
 func acknowledged(c constructs.IConstruct, rule string) bool {
+	return acknowledgedReason(c, rule) != ""
+}
+
+// acknowledgedReason is the reason of the acknowledgement of rule on c or
+// an ancestor ("" when there is none).
+func acknowledgedReason(c constructs.IConstruct, rule string) string {
 	for _, s := range *c.Node().Scopes() {
 		for _, e := range *s.Node().Metadata() {
 			if *e.Type != ackMetadataType {
 				continue
 			}
 			if m, ok := e.Data.(map[string]any); ok && m["rule"] == rule {
-				return true
+				reason, _ := m["reason"].(string)
+				return reason
 			}
 		}
 	}
-	return false
+	return ""
 }
+
+func jsiiString(s string) *string { return jsii.String(s) }
 
 func (ix *index) checkQueues() {
 	for _, q := range ix.Ordered {

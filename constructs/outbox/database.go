@@ -384,7 +384,12 @@ func (d *Database) watchRotation(props *DatabaseProps) {
 			},
 		},
 	})
-	rule.AddTarget(awseventstargets.NewSqsQueue(d.RotationFailures.Queue, nil))
+	// A retry policy like every rule target's (MF-ATTEMPTS: EventBridge's
+	// default of 185 retries is no policy); a day of retries for a queue.
+	rule.AddTarget(awseventstargets.NewSqsQueue(d.RotationFailures.Queue, &awseventstargets.SqsQueueProps{
+		RetryAttempts: jsii.Number(10),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(24)),
+	}))
 	guardrails.Acknowledge(d.RotationFailures.Queue, guardrails.RuleQueueWithoutDLQ,
 		"This queue only keeps RotationFailed events for the on-call to read; nothing consumes it, so nothing can fail and need a DLQ, and its alarm fires on the first message.")
 }

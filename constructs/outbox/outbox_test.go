@@ -219,7 +219,17 @@ func TestPublisherRunsInTheVpcEveryMinuteWithBoundedConcurrency(t *testing.T) {
 		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
 			"DB_HOST": assertions.Match_AnyValue(), "DB_USER": "mf_publicador", "DB_NAME": "tienda",
 			"BUS_NAME": assertions.Match_AnyValue(), "EVENT_SOURCE": "mercadofresco.tienda", "ENTORNO": "dev",
+			// 2 SDK x 2 entry sends x 3 claims = 12 attempts per event.
+			"AWS_MAX_ATTEMPTS": "2", "OUTBOX_ENTRY_ATTEMPTS": "2", "OUTBOX_MAX_CLAIMS": "3",
 		})},
+	})
+	// Invocations overlap (80 s of polling every 60 s), a failed one is not
+	// retried asynchronously (the next minute's is the retry).
+	if outbox.PublisherTimeoutSeconds != 100 {
+		t.Fatalf("publisher timeout %d s, want 100 (80 s polling + 20 s margin)", outbox.PublisherTimeoutSeconds)
+	}
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventInvokeConfig"), map[string]any{
+		"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60,
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"FunctionName":                 "mf-outbox-dev-limpieza",

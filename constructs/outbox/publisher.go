@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
@@ -21,6 +23,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxschedule"
 )
 
 // Defaults of PublisherProps (the lesson's numbers).
@@ -29,9 +32,10 @@ const (
 	DefaultPendingThreshold   = 500
 	DefaultOldestAgeThreshold = 60 // seconds
 	// PublisherTimeoutSeconds is the publisher function's timeout: it polls
-	// for 40 s of it (lambdas/outbox-publisher stops claiming 20 s before
-	// the deadline), so invocations started every minute never overlap.
-	PublisherTimeoutSeconds = 60
+	// for 80 s of it (lambdas/outbox-publisher stops claiming 20 s before
+	// the deadline), so invocations started every minute overlap by 20 s
+	// and a publisher is always polling (lambdas/outbox/outboxschedule).
+	PublisherTimeoutSeconds = int(outboxschedule.Timeout / time.Second)
 	// CleanupTimeoutSeconds is the cleanup function's timeout.
 	CleanupTimeoutSeconds = 300
 )
@@ -64,11 +68,11 @@ type PublisherProps struct {
 	LogRemovalPolicy awscdk.RemovalPolicy
 	// AlarmTopic receives every alarm (alarm and OK actions).
 	AlarmTopic awssns.ITopic
-	// ReservedConcurrency of the publisher. Zero means 1: one invocation a
-	// minute, which never overlaps the previous one (see
-	// PublisherTimeoutSeconds); more only adds headroom for a retried
-	// invocation, never throughput that is needed (one publisher moves
-	// thousands of events per second).
+	// ReservedConcurrency of the publisher. Zero means
+	// outboxschedule.Concurrency (2): an invocation a minute that polls for
+	// 80 s overlaps the next one; less would throttle the overlap and open
+	// a gap in the polling. More is never needed for throughput (one
+	// publisher moves thousands of events per second).
 	ReservedConcurrency float64
 	// FunctionNamePrefix names the functions <prefix>-publicador and
 	// <prefix>-limpieza. Nil lets CloudFormation name them.
@@ -135,10 +139,10 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	}
 	reserved := props.ReservedConcurrency
 	if reserved == 0 {
-		reserved = 1
+		reserved = outboxschedule.Concurrency
 	}
-	if reserved < 1 || reserved > 10 {
-		awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("outbox.Publisher: ReservedConcurrency %v not in 1..10 (each invocation holds up to 2 proxy connections)", reserved)))
+	if reserved < outboxschedule.Concurrency || reserved > 10 {
+		awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("outbox.Publisher: ReservedConcurrency %v not in %d..10 (invocations overlap, %d at once; each holds up to 2 proxy connections)", reserved, outboxschedule.Concurrency, outboxschedule.Concurrency)))
 	}
 	logRemoval := props.LogRemovalPolicy // golambda maps it (removal.For)
 	name := func(suffix string) *string {
@@ -166,7 +170,11 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	if props.Bus != nil {
 		busName = props.Bus.EventBusName()
 	}
-	pubEnv := map[string]*string{"BUS_NAME": busName, "EVENT_SOURCE": jsii.String(source)}
+	pubEnv := map[string]*string{
+		"BUS_NAME": busName, "EVENT_SOURCE": jsii.String(source),
+		outboxschedule.EnvEntryAttempts: jsii.String(fmt.Sprint(outboxschedule.DefaultEntryAttempts)),
+		outboxschedule.EnvMaxClaims:     jsii.String(fmt.Sprint(outboxschedule.DefaultMaxClaims)),
+	}
 	for k, v := range env {
 		pubEnv[k] = v
 	}
@@ -190,6 +198,19 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		Vpc:                          props.Vpc,
 		VpcSubnets:                   props.Subnets,
 		SecurityGroups:               sgs,
+		// Attempts per event on the bus, counted per outbox row across
+		// invocations (MF-ATTEMPTS): SDK x entry sends x claims = 12.
+		Dependencies: []golambda.Dependency{{
+			Name:        "events:PutEvents (outbox -> bus)",
+			AttemptsEnv: []string{golambda.EnvSDKMaxAttempts, outboxschedule.EnvEntryAttempts, outboxschedule.EnvMaxClaims},
+			PerWorkItem: true,
+		}},
+	})
+	// No asynchronous retry of a failed invocation: the next minute's
+	// invocation is the retry, and the overlap already covers the gap.
+	p.Function.Function.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		RetryAttempts: jsii.Number(0),
+		MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(60)),
 	})
 	p.Cleanup = golambda.NewFunction(this, "Limpieza", &golambda.Props{
 		Entry:                        "lambdas/outbox-cleanup",
@@ -252,8 +273,9 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		return role
 	}
 
-	// Every minute; no retry (the next minute's invocation is the retry) and
-	// a short event age so a backlog of invocations never piles up.
+	// Every minute (overlapping invocations, see outboxschedule); no retry
+	// (the next minute's invocation is the retry) and a short event age so
+	// a backlog of invocations never piles up.
 	p.PublishSchedule = awsscheduler.NewSchedule(this, jsii.String("CadaMinuto"), &awsscheduler.ScheduleProps{
 		Schedule:    awsscheduler.ScheduleExpression_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
 		Description: jsii.String("Runs the outbox publisher's 1 s polling loop every minute"),

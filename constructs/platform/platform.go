@@ -159,11 +159,17 @@ type EventBusProps struct {
 	// ArchiveRetentionDays is how long the archive keeps events for replay.
 	// Zero keeps them forever.
 	ArchiveRetentionDays float64
+	// Key encrypts the bus's events at rest, and the archive's (the data
+	// key). Required: the events carry customer and order data.
+	Key awskms.IKey
 }
 
 // NewEventBus creates `bus-mercadofresco` with an archive of every event
 // published to it, so a broken consumer's events can be replayed after the
-// fix (replays are unordered; consumers are idempotent).
+// fix (replays are unordered; consumers are idempotent). The bus and the
+// archive are encrypted with the data key, and the bus's resource policy
+// admits PutEvents only from principals of this account (and denies
+// everyone else explicitly, so a later Allow cannot open it by mistake).
 func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (awsevents.EventBus, awsevents.Archive) {
 	if props == nil {
 		props = &EventBusProps{}
@@ -172,20 +178,54 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	if props.EventBusName != nil {
 		name = *props.EventBusName
 	}
+	stack := awscdk.Stack_Of(scope)
 	bus := awsevents.NewEventBus(scope, jsii.String(id), &awsevents.EventBusProps{
 		EventBusName: jsii.String(name),
 		Description:  jsii.String("MercadoFresco domain events (orders, stock, carts)."),
+		KmsKey:       props.Key,
 	})
-	archiveProps := &awsevents.BaseArchiveProps{
-		ArchiveName: jsii.String(name + "-archivo"),
-		Description: jsii.String("Every event of " + name + ", for replay after a consumer fix."),
-		EventPattern: &awsevents.EventPattern{
-			Account: jsii.Strings(*awscdk.Stack_Of(scope).Account()),
+	if props.Key == nil {
+		awscdk.Annotations_Of(bus).AddError(jsii.String("platform: the event bus needs the data key (its events carry customer and order data)"))
+	}
+	bus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("ProductoresDeEstaCuenta"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
+		Actions:    jsii.Strings("events:PutEvents"),
+		Resources:  jsii.Strings(*bus.EventBusArn()),
+	}))
+	bus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("NadieDeFuera"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("events:PutEvents"),
+		Resources:  jsii.Strings(*bus.EventBusArn()),
+		Conditions: &map[string]interface{}{
+			"StringNotEquals": map[string]interface{}{"aws:PrincipalAccount": stack.Account()},
 		},
+	}))
+	// awsevents.NewArchive, not bus.Archive: in aws-cdk-lib 2.276.0
+	// EventBus.archive() does not pass KmsKey on (the archive would be
+	// encrypted with an AWS-owned key: KmsKeyIdentifier ""). Archive adds
+	// the key policy statements EventBridge needs for it, naming the bus's
+	// ARN: given as a literal (built from the name) rather than the bus's
+	// Fn::GetAtt, which would make the key depend on the bus that depends
+	// on the key (a cycle CloudFormation refuses).
+	busRef := awsevents.EventBus_FromEventBusArn(scope, jsii.String(id+"Ref"), stack.FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("events"), Resource: jsii.String("event-bus"), ResourceName: jsii.String(name),
+	}))
+	archiveProps := &awsevents.ArchiveProps{
+		SourceEventBus: busRef,
+		ArchiveName:    jsii.String(name + "-archivo"),
+		Description:    jsii.String("Every event of " + name + ", for replay after a consumer fix."),
+		EventPattern: &awsevents.EventPattern{
+			Account: jsii.Strings(*stack.Account()),
+		},
+		KmsKey: props.Key,
 	}
 	if props.ArchiveRetentionDays > 0 {
 		archiveProps.Retention = awscdk.Duration_Days(jsii.Number(props.ArchiveRetentionDays))
 	}
-	archive := bus.Archive(jsii.String("Archive"), archiveProps)
+	archive := awsevents.NewArchive(bus, jsii.String("Archive"), archiveProps)
+	archive.Node().AddDependency(bus)
 	return bus, archive
 }

@@ -1,16 +1,29 @@
 // Command outbox-publisher is the Lambda function that moves outbox rows to
 // bus-mercadofresco. An EventBridge Scheduler schedule invokes it every
-// minute; each invocation polls about every second (Publisher.Run) and
-// stops claiming 20 s before its 60 s timeout, so consecutive invocations
-// do not overlap (reserved concurrency 1 suffices; with more, the lease and
-// SKIP LOCKED keep concurrent invocations from publishing the same row). It connects through RDS Proxy with IAM authentication as
-// its own database role (DB_USER, mf_publicador), which may read the outbox
-// and update its bookkeeping columns only: it applies no migration (the
-// deploy does, lambdas/outbox-migrate) and could not.
+// minute; each invocation polls about every second (Publisher.Run) for
+// outboxschedule.PollWindow (80 s) and stops claiming StopMargin (20 s)
+// before its 100 s timeout, so consecutive invocations overlap by 20 s and a
+// publisher is always polling (commit-to-bus lag ~1 s around the clock; the
+// lease and SKIP LOCKED keep the two from publishing the same row). It
+// connects through RDS Proxy with IAM authentication as its own database
+// role (DB_USER, mf_publicador), which may read the outbox and update its
+// bookkeeping columns only: it applies no migration (the deploy does,
+// lambdas/outbox-migrate) and could not.
+//
+// Attempts per event on EventBridge: AWS_MAX_ATTEMPTS (SDK, 2) x
+// OUTBOX_ENTRY_ATTEMPTS (sends of a failed entry in one claim, 2) x
+// OUTBOX_MAX_CLAIMS (claims before a rejected event is parked, 3) = 12,
+// counted per event across invocations (the claims are in the row). A
+// claim whose PutEvents call failed as a whole (the bus unreachable,
+// throttling past the SDK's attempts) is refunded so that an outage delays
+// events but never parks them; such claims are paced by the row's growing
+// jittered lease (RetryBaseDelay 1 s, cap 2 min), which bounds the load on
+// EventBridge by time, not by a count (docs/design.md#outbox-lag).
 //
 // Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
-// authentication; see postgres.FromEnv), BUS_NAME,
-// EVENT_SOURCE, ENTORNO (metric dimension).
+// authentication; see postgres.FromEnv), BUS_NAME, EVENT_SOURCE, ENTORNO
+// (metric dimension), AWS_MAX_ATTEMPTS, OUTBOX_ENTRY_ATTEMPTS (default 2,
+// 2..5), OUTBOX_MAX_CLAIMS (default 3, 1..10).
 package main
 
 import (
@@ -27,6 +40,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxschedule"
 	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
@@ -77,6 +91,8 @@ func newHandler(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*han
 	bus := env.Required("BUS_NAME")
 	source := env.Required("EVENT_SOURCE")
 	entorno := env.String("ENTORNO", "")
+	entryAttempts := env.Int(outboxschedule.EnvEntryAttempts, outboxschedule.DefaultEntryAttempts, 2, 5)
+	maxClaims := env.Int(outboxschedule.EnvMaxClaims, outboxschedule.DefaultMaxClaims, 1, 10)
 	awsCfg, err := env.LoadAWSConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -90,10 +106,13 @@ func newHandler(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*han
 		BusName: bus,
 		Source:  source,
 		// 20 s lease, 10 s publish timeout: with the 20 s margin below, an
-		// invocation of the 60 s function stops claiming at 40 s and is done
-		// by ~52 s, before the next minute's invocation starts.
-		Lease:          20 * time.Second,
-		PublishTimeout: 10 * time.Second,
+		// invocation of the 100 s function stops claiming at 80 s and is
+		// done by ~92 s; the next minute's invocation started at 60 s.
+		Lease:          outboxschedule.Lease,
+		PublishTimeout: outboxschedule.PublishTimeout,
+		EntryRetries:   entryAttempts - 1,
+		MaxAttempts:    maxClaims,
+		RetryBaseDelay: outboxschedule.RetryBaseDelay,
 		Metrics:        metrics.ForEnvironment(os.Stdout, entorno),
 		Logger:         log,
 	}
@@ -101,7 +120,7 @@ func newHandler(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*han
 	if err != nil {
 		return nil, err
 	}
-	return &handler{pool: pool, pub: pub, margin: 20 * time.Second}, nil
+	return &handler{pool: pool, pub: pub, margin: outboxschedule.StopMargin}, nil
 }
 
 func main() {

@@ -7,6 +7,10 @@
 // attempt): a retried request returns the first attempt's event id and
 // writes no second event.
 //
+// The event is orderevents.PedidoCreado version 1: the order with the
+// customer (id, e-mail, name) and the gateway card token the workflow
+// charges; a request without them is refused.
+//
 // Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
 // authentication; see postgres.FromEnv), AWS_MAX_ATTEMPTS, LOG_LEVEL.
 package main
@@ -22,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/postgres"
 )
@@ -33,18 +38,18 @@ const TipoPedidoCreado = "PedidoCreado"
 var ErrSolicitudInvalida = errors.New("pedido-writer: invalid request")
 
 // Linea is one order line.
-type Linea struct {
-	SKU            string `json:"sku"`
-	Cantidad       int64  `json:"cantidad"`
-	PrecioCentimos int64  `json:"precio_centimos"`
-}
+type Linea = orderevents.Linea
 
 // Solicitud is the function's input.
 type Solicitud struct {
-	PedidoID  string  `json:"pedido_id"`
-	ClienteID string  `json:"cliente_id"`
-	Moneda    string  `json:"moneda,omitempty"`
-	Lineas    []Linea `json:"lineas"`
+	PedidoID      string  `json:"pedido_id"`
+	ClienteID     string  `json:"cliente_id"`
+	ClienteEmail  string  `json:"cliente_email"`
+	ClienteNombre string  `json:"cliente_nombre,omitempty"`
+	Moneda        string  `json:"moneda,omitempty"`
+	Lineas        []Linea `json:"lineas"`
+	// TokenTarjeta is the payment gateway's card token for this order.
+	TokenTarjeta string `json:"token_tarjeta"`
 }
 
 // Respuesta is the function's output.
@@ -56,15 +61,9 @@ type Respuesta struct {
 	Duplicado bool `json:"duplicado"`
 }
 
-// pedidoCreado is the event payload (version 1; evolve additively).
-type pedidoCreado struct {
-	Version       int     `json:"version"`
-	PedidoID      string  `json:"pedido_id"`
-	ClienteID     string  `json:"cliente_id"`
-	TotalCentimos int64   `json:"total_centimos"`
-	Moneda        string  `json:"moneda"`
-	Lineas        []Linea `json:"lineas"`
-}
+// pedidoCreado is the event payload: orderevents.PedidoCreado version 1
+// (the outbox publisher adds id_evento, agregado_id and creado_en).
+type pedidoCreado = orderevents.PedidoCreado
 
 func (s *Solicitud) validar() (total int64, err error) {
 	if s.PedidoID == "" || s.ClienteID == "" {
@@ -98,8 +97,15 @@ func crearPedido(ctx context.Context, db outbox.DB, s Solicitud) (Respuesta, err
 	if err != nil {
 		return Respuesta{}, fmt.Errorf("pedido-writer: encode lines: %w", err)
 	}
-	payload, err := json.Marshal(pedidoCreado{Version: 1, PedidoID: s.PedidoID, ClienteID: s.ClienteID,
-		TotalCentimos: total, Moneda: s.Moneda, Lineas: s.Lineas})
+	ev := pedidoCreado{Version: orderevents.Version1, PedidoID: s.PedidoID, ClienteID: s.ClienteID,
+		Cliente:       orderevents.Cliente{ID: s.ClienteID, Email: s.ClienteEmail, Nombre: s.ClienteNombre},
+		TotalCentimos: total, Moneda: s.Moneda, Lineas: s.Lineas, TokenTarjeta: s.TokenTarjeta}
+	// The event must be one the order workflow accepts: a request it would
+	// reject is refused here, before anything is written.
+	if err := ev.Validate(); err != nil {
+		return Respuesta{}, fmt.Errorf("%w: %v", ErrSolicitudInvalida, err)
+	}
+	payload, err := json.Marshal(ev)
 	if err != nil {
 		return Respuesta{}, fmt.Errorf("pedido-writer: encode event: %w", err)
 	}

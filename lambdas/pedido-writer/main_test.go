@@ -26,7 +26,7 @@ func testPool(t *testing.T) *pgxpool.Pool {
 func TestCrearPedidoWritesOrderAndEventTogether(t *testing.T) {
 	ctx := context.Background()
 	pool := testPool(t)
-	s := Solicitud{PedidoID: "ped-1", ClienteID: "cli-9", Lineas: []Linea{{SKU: "manzana", Cantidad: 3, PrecioCentimos: 120}, {SKU: "pan", Cantidad: 1, PrecioCentimos: 4460}}}
+	s := Solicitud{PedidoID: "ped-1", ClienteID: "cli-9", ClienteEmail: "ana@example.com", TokenTarjeta: "tok_1", Lineas: []Linea{{SKU: "manzana", Cantidad: 3, PrecioCentimos: 120}, {SKU: "pan", Cantidad: 1, PrecioCentimos: 4460}}}
 	r, err := crearPedido(ctx, pool, s)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,8 @@ func TestCrearPedidoWritesOrderAndEventTogether(t *testing.T) {
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		t.Fatal(err)
 	}
-	if tipo != TipoPedidoCreado || ev.Version != 1 || ev.TotalCentimos != 4820 || ev.Moneda != "EUR" || len(ev.Lineas) != 2 {
+	if tipo != TipoPedidoCreado || ev.Version != 1 || ev.TotalCentimos != 4820 || ev.Moneda != "EUR" || len(ev.Lineas) != 2 ||
+		ev.Cliente.Email != "ana@example.com" || ev.TokenTarjeta != "tok_1" {
 		t.Fatalf("event %s %+v", tipo, ev)
 	}
 
@@ -69,7 +70,7 @@ func TestCrearPedidoRollsBackOrderWhenEventFails(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ALTER TABLE outbox ADD CONSTRAINT roto CHECK (tipo <> 'PedidoCreado')`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := crearPedido(ctx, pool, Solicitud{PedidoID: "ped-2", ClienteID: "c", Lineas: []Linea{{SKU: "x", Cantidad: 1, PrecioCentimos: 1}}})
+	_, err := crearPedido(ctx, pool, Solicitud{PedidoID: "ped-2", ClienteID: "c", ClienteEmail: "c@example.com", TokenTarjeta: "tok", Lineas: []Linea{{SKU: "x", Cantidad: 1, PrecioCentimos: 1}}})
 	if err == nil {
 		t.Fatal("want the event insert to fail")
 	}
@@ -93,6 +94,8 @@ func TestCrearPedidoValidates(t *testing.T) {
 		{"zero quantity", Solicitud{PedidoID: "p", ClienteID: "c", Lineas: []Linea{{SKU: "x", Cantidad: 0}}}},
 		{"negative price", Solicitud{PedidoID: "p", ClienteID: "c", Lineas: []Linea{{SKU: "x", Cantidad: 1, PrecioCentimos: -1}}}},
 		{"bad currency", Solicitud{PedidoID: "p", ClienteID: "c", Moneda: "EURO", Lineas: line}},
+		{"no e-mail", Solicitud{PedidoID: "p", ClienteID: "c", TokenTarjeta: "t", Lineas: line}},
+		{"no card token", Solicitud{PedidoID: "p", ClienteID: "c", ClienteEmail: "c@example.com", Lineas: line}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,7 +111,7 @@ func TestCrearPedidoValidates(t *testing.T) {
 func TestCrearPedidoWithTheWritersRole(t *testing.T) {
 	ctx := context.Background()
 	db := outboxtest.New(t, "mf_outbox_test")
-	s := Solicitud{PedidoID: "ped-7", ClienteID: "cli-1", Lineas: []Linea{{SKU: "pan", Cantidad: 2, PrecioCentimos: 250}}}
+	s := Solicitud{PedidoID: "ped-7", ClienteID: "cli-1", ClienteEmail: "cli-1@example.com", TokenTarjeta: "tok_7", Lineas: []Linea{{SKU: "pan", Cantidad: 2, PrecioCentimos: 250}}}
 	r, err := crearPedido(ctx, db.Writer, s)
 	if err != nil {
 		t.Fatalf("as the writer's role: %v", err)

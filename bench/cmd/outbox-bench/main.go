@@ -12,6 +12,12 @@
 //     publishers run, and reports the lag from each writer's COMMIT
 //     returning to the sink receiving the event: p50 / p99.
 //
+// Those publishers never stop. The Lambda publisher does: -deployed runs
+// (default 150 s each; -only-deployed for those alone) start a new
+// publisher every minute for its polling window, as the schedule does
+// (lambdas/outbox/outboxschedule), and report the lag under that model and
+// under the previous one (40 s of polling a minute), gaps included.
+//
 // Both systems run with their defaults (ours: outbox.Config's, batches of
 // 500 and 4 PutEvents calls at once; Watermill's: 1 s poll), both polling
 // every second; ours also with LISTEN/NOTIFY wake-up in an extra row. -batch
@@ -64,6 +70,8 @@ type options struct {
 	batch      int // outbox.Config.BatchSize; 0 = the package default
 	calls      int // outbox.Config.MaxConcurrentCalls; 0 = the package default
 	wmBatch    int // Watermill's SubscribeBatchSize; 0 = its default (100)
+	deployed   time.Duration
+	onlyDep    bool
 }
 
 type row struct {
@@ -95,6 +103,8 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 0, "outbox publisher BatchSize (0 = the package default)")
 	flag.IntVar(&o.calls, "calls", 0, "outbox publisher MaxConcurrentCalls (0 = the package default)")
 	flag.IntVar(&o.wmBatch, "wm-batch", 0, "Watermill SubscribeBatchSize (0 = its default, 100)")
+	flag.DurationVar(&o.deployed, "deployed", 150*time.Second, "length of each commit-to-bus lag run under the deployed invocation model (and the previous one); 0 skips them")
+	flag.BoolVar(&o.onlyDep, "only-deployed", false, "run only the deployed-model lag runs")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -119,6 +129,9 @@ func run(o options) error {
 		return err
 	}
 	var rows []row
+	if o.onlyDep {
+		return runDeployed(ctx, o)
+	}
 	passes := []options{o}
 	if o.latency > 0 {
 		lo := o
@@ -148,6 +161,22 @@ func run(o options) error {
 		}
 	}
 	printTable(o, rows)
+	return runDeployed(ctx, o)
+}
+
+func runDeployed(ctx context.Context, o options) error {
+	if o.deployed <= 0 {
+		return nil
+	}
+	var rows []deployedRow
+	for _, m := range deployments() {
+		r, err := benchDeployed(ctx, o, m, o.deployed)
+		if err != nil {
+			return fmt.Errorf("deployed model %q: %w", m.name, err)
+		}
+		rows = append(rows, r)
+	}
+	printDeployed(o, o.deployed, rows)
 	return nil
 }
 
@@ -226,8 +255,9 @@ func (r *recorder) waitFor(n int64, timeout time.Duration) error {
 	return nil
 }
 
-// lags returns p50 and p99 of arrival - commit for the given commits.
-func (r *recorder) lags(commits map[string]time.Time) (p50, p99 time.Duration, n int) {
+// durations returns arrival - commit of the given commits that arrived,
+// sorted.
+func (r *recorder) durations(commits map[string]time.Time) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ds []time.Duration
@@ -236,10 +266,16 @@ func (r *recorder) lags(commits map[string]time.Time) (p50, p99 time.Duration, n
 			ds = append(ds, a.Sub(c))
 		}
 	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds
+}
+
+// lags returns p50 and p99 of arrival - commit for the given commits.
+func (r *recorder) lags(commits map[string]time.Time) (p50, p99 time.Duration, n int) {
+	ds := r.durations(commits)
 	if len(ds) == 0 {
 		return 0, 0, 0
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
 	return q(0.50), q(0.99), len(ds)
 }

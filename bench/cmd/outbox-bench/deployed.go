@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxschedule"
+)
+
+// deployment is how the publisher runs in Lambda: an invocation every
+// period, each polling for window (then it stops claiming).
+type deployment struct {
+	name           string
+	period, window time.Duration
+}
+
+// deployments are the model deployed today (lambdas/outbox/outboxschedule)
+// and the one before it (40 s of polling every minute), for comparison.
+func deployments() []deployment {
+	return []deployment{
+		{fmt.Sprintf("deployed: every %s, polls %s (overlap %s)", outboxschedule.Period, outboxschedule.PollWindow, outboxschedule.PollWindow-outboxschedule.Period), outboxschedule.Period, outboxschedule.PollWindow},
+		{"before: every 1m0s, polls 40s (20 s without a publisher)", time.Minute, 40 * time.Second},
+	}
+}
+
+type deployedRow struct {
+	model          string
+	n              int
+	p50, p99, maxL time.Duration
+	invocations    int
+}
+
+// benchDeployed writes o.rate orders/s, one per transaction, for d while
+// publisher "invocations" start every period on a fresh Publisher each (as
+// Lambda does: a new invocation, the deployed Config), each running for the
+// model's window; it reports the commit-to-sink lag over the whole time,
+// gaps between invocations included.
+func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration) (deployedRow, error) {
+	schema := fmt.Sprintf("bench_deployed_%d", int(m.window.Seconds()))
+	pool, cleanup, err := freshSchema(ctx, o.server, schema, 16)
+	if err != nil {
+		return deployedRow{}, err
+	}
+	defer cleanup()
+	if _, err := outbox.Migrate(ctx, pool); err != nil {
+		return deployedRow{}, err
+	}
+	w := outboxWriter(pool)
+	rec := newRecorder()
+	cfg := outbox.Config{
+		BusName: "bus-mercadofresco", Source: "mercadofresco.tienda",
+		Lease: outboxschedule.Lease, PublishTimeout: outboxschedule.PublishTimeout,
+		EntryRetries: outboxschedule.DefaultEntryAttempts - 1, MaxAttempts: outboxschedule.DefaultMaxClaims,
+		RetryBaseDelay: outboxschedule.RetryBaseDelay,
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	invocations := 0
+	// The scheduler: one invocation now and one every period until the
+	// writers are done, each with its own publisher (a new Lambda
+	// invocation), cancelled when its window ends.
+	stopSchedule := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(m.period)
+		defer tick.Stop()
+		for {
+			p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, cfg)
+			if err != nil {
+				return
+			}
+			invocations++
+			ictx, icancel := context.WithTimeout(runCtx, m.window)
+			wg.Add(1)
+			go func() { defer wg.Done(); defer icancel(); _ = p.Run(ictx, nil) }()
+			select {
+			case <-tick.C:
+			case <-stopSchedule:
+				return
+			}
+		}
+	}()
+	commits, err := steady(ctx, w, 0, o.rate, d)
+	if err == nil {
+		// Events committed in a gap wait for the next invocation.
+		err = rec.waitFor(int64(len(commits)), m.period+o.timeout)
+	}
+	close(stopSchedule)
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return deployedRow{}, err
+	}
+	p50, p99, n := rec.lags(commits)
+	return deployedRow{model: m.name, n: n, p50: p50, p99: p99, maxL: rec.maxLag(commits), invocations: invocations}, nil
+}
+
+func (r *recorder) maxLag(commits map[string]time.Time) time.Duration {
+	ds := r.durations(commits)
+	if len(ds) == 0 {
+		return 0
+	}
+	return ds[len(ds)-1]
+}
+
+func printDeployed(o options, d time.Duration, rows []deployedRow) {
+	fmt.Printf("\nCommit-to-bus lag as deployed: %d orders/s (one transaction each) for %s, sink latency %s per call; invocations started on a real-time schedule, each a new publisher with the deployed Config (lambdas/outbox/outboxschedule).\n\n", o.rate, d, o.latency)
+	fmt.Println("| publisher model | invocations | lag p50 | lag p99 | lag max | samples |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		fmt.Printf("| %s | %d | %s | %s | %s | %d |\n", r.model, r.invocations, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.maxL.Round(time.Millisecond), r.n)
+	}
+}

@@ -1,0 +1,192 @@
+// Package busrule is a rule on bus-mercadofresco with one target that
+// cannot lose an event silently: the target has a retry policy (maximum
+// event age, retry attempts) and a dead-letter queue of its own
+// (reliablequeue.NewDeadLetterQueue: encrypted with the data key, alarmed
+// on its depth), and the rule has alarms on FailedInvocations and
+// InvocationsSentToDlq (AWS/Events, dimensions EventBusName and RuleName).
+//
+// An event that reaches the DLQ keeps its content there; the fix is the
+// DLQ runbook, and the bus's archive can replay the window once the target
+// works again (consumers are idempotent).
+package busrule
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/reliablequeue"
+)
+
+// Defaults of Props (docs/design.md#bus-rules).
+const (
+	// DefaultRetryAttempts: 10 retries, 11 deliveries at most (the attempts
+	// guardrail counts them against the target's dependency, ≤ 15).
+	DefaultRetryAttempts = 10
+	// DefaultMaxEventAgeMinutes: an event not delivered in 2 h goes to the
+	// DLQ (the archive can replay the window after the fix).
+	DefaultMaxEventAgeMinutes = 120
+	// MaxRetryAttempts is EventBridge's limit.
+	MaxRetryAttempts = 185
+)
+
+// TargetOptions is what the target must be built with.
+type TargetOptions struct {
+	DeadLetterQueue awssqs.IQueue
+	MaxEventAge     awscdk.Duration
+	RetryAttempts   float64
+}
+
+// Props configures a Rule. Bus, Pattern, Target, EncryptionKey and
+// AlarmTopic are required.
+type Props struct {
+	// Bus is bus-mercadofresco.
+	Bus awsevents.IEventBus
+	// RuleName is the physical name (it names the alarms' dimension too).
+	// Nil lets CloudFormation name it.
+	RuleName *string
+	// Description of the rule.
+	Description string
+	// Pattern selects the events.
+	Pattern *awsevents.EventPattern
+	// Target builds the rule's one target with the options (DLQ and retry
+	// policy), e.g. awseventstargets.NewSqsQueue(q, &SqsQueueProps{
+	// DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge,
+	// RetryAttempts: jsii.Number(o.RetryAttempts)}).
+	Target func(o TargetOptions) awsevents.IRuleTarget
+	// TargetLabel names the target in alarm descriptions ("the starter
+	// buffer queue cola-mercadofresco-inicio-pedido").
+	TargetLabel string
+	// RetryAttempts (0..185) and MaxEventAge (1 min..24 h) of the target.
+	// Zero/nil mean the defaults.
+	RetryAttempts float64
+	MaxEventAge   awscdk.Duration
+	// DeadLetterQueueName of the target's DLQ. Nil lets CloudFormation name it.
+	DeadLetterQueueName *string
+	// EncryptionKey (the data key) encrypts the DLQ.
+	EncryptionKey awskms.IKey
+	// AlarmTopic receives the alarms.
+	AlarmTopic awssns.ITopic
+	// RemovalPolicy of the DLQ (removal.For).
+	RemovalPolicy awscdk.RemovalPolicy
+}
+
+// Rule is the rule with its target's DLQ and alarms.
+type Rule struct {
+	constructs.Construct
+	Rule            awsevents.Rule
+	DeadLetterQueue *reliablequeue.DeadLetterQueue
+	// RetryAttempts and MaxEventAge are the effective retry policy.
+	RetryAttempts float64
+	MaxEventAge   awscdk.Duration
+	// FailedInvocationsAlarm and SentToDlqAlarm watch the rule.
+	FailedInvocationsAlarm, SentToDlqAlarm awscloudwatch.Alarm
+	bus                                    awsevents.IEventBus
+}
+
+// New creates the rule. Every problem is reported at synth and the rule is
+// still built whole.
+func New(scope constructs.Construct, id string, props *Props) *Rule {
+	if props == nil {
+		props = &Props{}
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	r := &Rule{Construct: c, bus: props.Bus}
+	fail := func(format string, a ...any) {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("busrule %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
+	}
+	if props.Bus == nil {
+		fail("Bus is required")
+	}
+	if props.Pattern == nil {
+		fail("Pattern is required: a rule without one matches nothing on a custom bus")
+		props.Pattern = &awsevents.EventPattern{Source: jsii.Strings("missing")}
+	}
+	if props.Target == nil {
+		fail("Target is required")
+	}
+	r.RetryAttempts = props.RetryAttempts
+	if r.RetryAttempts == 0 {
+		r.RetryAttempts = DefaultRetryAttempts
+	}
+	if r.RetryAttempts < 0 || r.RetryAttempts > MaxRetryAttempts || r.RetryAttempts != math.Trunc(r.RetryAttempts) {
+		fail("RetryAttempts must be an integer in 0..%d, got %v", MaxRetryAttempts, props.RetryAttempts)
+		r.RetryAttempts = DefaultRetryAttempts
+	}
+	r.MaxEventAge = props.MaxEventAge
+	if r.MaxEventAge == nil {
+		r.MaxEventAge = awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes))
+	}
+	if s, err := reliablequeue.Seconds(r.MaxEventAge); err != nil || s < 60 || s > 86400 {
+		fail("MaxEventAge must be between 1 min and 24 h")
+		r.MaxEventAge = awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes))
+	}
+	label := props.TargetLabel
+	if label == "" {
+		label = "its target"
+	}
+	source := fmt.Sprintf("rule %s on the event bus (target: %s)", ruleLabel(c, props.RuleName), label)
+	r.DeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "DeadLetterQueue", &reliablequeue.DeadLetterQueueProps{
+		QueueName:     props.DeadLetterQueueName,
+		EncryptionKey: props.EncryptionKey,
+		AlarmTopic:    props.AlarmTopic,
+		RemovalPolicy: props.RemovalPolicy,
+		Source:        source,
+	})
+	r.Rule = awsevents.NewRule(c, jsii.String("Rule"), &awsevents.RuleProps{
+		EventBus:     props.Bus,
+		RuleName:     props.RuleName,
+		Description:  jsii.String(props.Description),
+		EventPattern: props.Pattern,
+	})
+	if props.Target != nil {
+		r.Rule.AddTarget(props.Target(TargetOptions{DeadLetterQueue: r.DeadLetterQueue.Queue, MaxEventAge: r.MaxEventAge, RetryAttempts: r.RetryAttempts}))
+	}
+
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+	r.FailedInvocationsAlarm = alarm.New(c, "FailedInvocationsAlarm", &alarm.Props{
+		Metric:      r.Metric("FailedInvocations", &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
+		Topic:       props.AlarmTopic,
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no failures reports nothing
+		Description: fmt.Sprintf("EventBridge could not deliver events of %s (they are retried, then dead-lettered). Check the target's permissions, key policy and health.", source),
+	})
+	r.SentToDlqAlarm = alarm.New(c, "SentToDlqAlarm", &alarm.Props{
+		Metric:      r.Metric("InvocationsSentToDlq", &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
+		Topic:       props.AlarmTopic,
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+		Description: fmt.Sprintf("Events of %s gave up and went to its DLQ: they did not reach the target. Follow docs/runbooks/dlq.md; after the fix, replay the window from the bus archive.", source),
+	})
+	return r
+}
+
+func ruleLabel(c constructs.Construct, name *string) string {
+	if name != nil {
+		return *name
+	}
+	return *c.Node().Path()
+}
+
+// Metric is an AWS/Events metric of this rule (FailedInvocations,
+// InvocationsSentToDlq, Invocations, TriggeredRules, ...).
+func (r *Rule) Metric(name string, opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	dims := map[string]*string{"RuleName": r.Rule.RuleName()}
+	if r.bus != nil {
+		dims["EventBusName"] = r.bus.EventBusName()
+	}
+	props := &awscloudwatch.MetricProps{Namespace: jsii.String("AWS/Events"), MetricName: jsii.String(name), DimensionsMap: &dims}
+	if opts != nil {
+		props.Period, props.Statistic, props.Label = opts.Period, opts.Statistic, opts.Label
+	}
+	return awscloudwatch.NewMetric(props)
+}

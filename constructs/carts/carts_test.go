@@ -1,0 +1,142 @@
+package carts_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/carts"
+	"github.com/mercadofresco/integration/constructs/guardrails"
+	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+)
+
+func TestMain(m *testing.M) { cdktest.Main(m) }
+
+func checked(id string) *cdktest.Platform {
+	p := cdktest.NewPlatform(id)
+	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	guardrails.Apply(p.App)
+	return p
+}
+
+func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
+	p := checked("Carritos")
+	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco")})
+	carts.New(p.Stack, "Carritos", &carts.Props{Bus: bus, EncryptionKey: p.Key, AlarmTopic: p.Alerts, QueueName: jsii.String(carts.QueueName)})
+	tpl := assertions.Template_FromStack(p.Stack, nil)
+	tpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+		"DeletionPolicy": "Retain",
+		"Properties": map[string]any{
+			"TableName":                        carts.TableName,
+			"KeySchema":                        []any{map[string]any{"AttributeName": orderevents.CarritosKeyAttribute, "KeyType": "HASH"}},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": orderevents.CarritosTTLAttribute, "Enabled": true},
+			"StreamSpecification":              map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
+			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+			"SSESpecification":                 assertions.Match_ObjectLike(&map[string]any{"SSEEnabled": true, "SSEType": "KMS"}),
+			"DeletionProtectionEnabled":        true,
+		},
+	})
+	pipes := tpl.FindResources(jsii.String("AWS::Pipes::Pipe"), nil)
+	if len(*pipes) != 1 {
+		t.Fatalf("%d pipes", len(*pipes))
+	}
+	for _, raw := range *pipes {
+		b, _ := json.Marshal(raw)
+		var pipe struct {
+			Properties struct {
+				Name             string
+				SourceParameters struct {
+					DynamoDBStreamParameters struct {
+						StartingPosition          string
+						MaximumRetryAttempts      float64
+						MaximumRecordAgeInSeconds float64
+						OnPartialBatchItemFailure string
+						DeadLetterConfig          struct{ Arn any }
+					}
+					FilterCriteria struct{ Filters []struct{ Pattern string } }
+				}
+				TargetParameters struct {
+					InputTemplate                 string
+					EventBridgeEventBusParameters struct{ Source, DetailType string }
+				}
+				LogConfiguration struct {
+					Level                        string
+					CloudwatchLogsLogDestination struct{ LogGroupArn any }
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &pipe); err != nil {
+			t.Fatal(err)
+		}
+		pp := pipe.Properties
+		ddb := pp.SourceParameters.DynamoDBStreamParameters
+		if pp.Name != carts.PipeName || ddb.MaximumRetryAttempts != carts.DefaultRetryAttempts || ddb.MaximumRecordAgeInSeconds != carts.DefaultMaxRecordAgeSeconds ||
+			ddb.DeadLetterConfig.Arn == nil || ddb.OnPartialBatchItemFailure != "AUTOMATIC_BISECT" || pp.LogConfiguration.Level != "ERROR" ||
+			pp.LogConfiguration.CloudwatchLogsLogDestination.LogGroupArn == nil {
+			t.Fatalf("pipe %+v", pp)
+		}
+		if len(pp.SourceParameters.FilterCriteria.Filters) != 1 || pp.SourceParameters.FilterCriteria.Filters[0].Pattern != carts.TTLRemovalFilter() {
+			t.Fatalf("filter %+v", pp.SourceParameters.FilterCriteria)
+		}
+		var filter map[string]any
+		_ = json.Unmarshal([]byte(carts.TTLRemovalFilter()), &filter)
+		if !strings.Contains(carts.TTLRemovalFilter(), `"REMOVE"`) || !strings.Contains(carts.TTLRemovalFilter(), `"dynamodb.amazonaws.com"`) {
+			t.Fatalf("filter %s", carts.TTLRemovalFilter())
+		}
+		if pp.TargetParameters.EventBridgeEventBusParameters.Source != orderevents.SourceCarritos || pp.TargetParameters.EventBridgeEventBusParameters.DetailType != orderevents.TypeCarritoAbandonado {
+			t.Fatalf("target %+v", pp.TargetParameters)
+		}
+	}
+	// The input template renders a stream record into a valid CarritoAbandonado.
+	rendered := carts.InputTemplate()
+	for path, value := range map[string]string{
+		"<$.eventID>": "ev-1", "<$.dynamodb.Keys.carrito_id.S>": "K-1",
+		"<$.dynamodb.OldImage.cliente_id.S>": "C-1", "<$.dynamodb.OldImage.actualizado_en.S>": "2026-12-01T10:00:00Z",
+	} {
+		rendered = strings.ReplaceAll(rendered, path, value)
+	}
+	var ev orderevents.CarritoAbandonado
+	if err := json.Unmarshal([]byte(rendered), &ev); err != nil || ev.Validate() != nil || ev.CarritoID != "K-1" || ev.IDEvento != "ev-1" {
+		t.Fatalf("template renders %s: %v %v", rendered, err, ev.Validate())
+	}
+	// The rule to the abandoned-carts queue, with retry policy and DLQ.
+	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+		"EventPattern": map[string]any{"source": []any{orderevents.SourceCarritos}, "detail-type": []any{orderevents.TypeCarritoAbandonado}},
+		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
+			"RetryPolicy":      map[string]any{"MaximumRetryAttempts": 10, "MaximumEventAgeInSeconds": 7200},
+			"DeadLetterConfig": map[string]any{"Arn": assertions.Match_AnyValue()},
+		})},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": carts.QueueName, "MessageRetentionPeriod": carts.RetentionDays * 86400})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"MetricName": "ExecutionFailed", "Namespace": "AWS/EventBridge/Pipes"})
+	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
+		t.Fatalf("synthesis errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+func TestImportedTable(t *testing.T) {
+	p := cdktest.NewPlatform("CarritosImport")
+	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), nil)
+	carts.New(p.Stack, "Carritos", &carts.Props{
+		Bus: bus, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+		Import: &carts.ImportedTable{TableName: "mercadofresco-carritos", StreamArn: "arn:aws:dynamodb:eu-west-1:111111111111:table/mercadofresco-carritos/stream/2026-01-01T00:00:00.000"},
+	})
+	tpl := assertions.Template_FromStack(p.Stack, nil)
+	tpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(0))
+	tpl.HasResourceProperties(jsii.String("AWS::Pipes::Pipe"), map[string]any{
+		"Source": "arn:aws:dynamodb:eu-west-1:111111111111:table/mercadofresco-carritos/stream/2026-01-01T00:00:00.000",
+	})
+	p2 := cdktest.NewPlatform("CarritosMal")
+	carts.New(p2.Stack, "Carritos", &carts.Props{Import: &carts.ImportedTable{TableName: "x"}, RetryAttempts: 500})
+	errs := cdktest.Errors(p2.Stack)
+	for _, want := range []string{"Bus is required", "EncryptionKey", "AlarmTopic", "StreamArn", "RetryAttempts"} {
+		cdktest.RequireContains(t, errs, want)
+	}
+}

@@ -1,0 +1,185 @@
+// Package erp sends the shop's order events to the ERP's webhook through an
+// EventBridge API destination: a connection whose API key lives in Secrets
+// Manager, an API destination with invocationRateLimitPerSecond (EventBridge
+// throttles from our side, so a burst of orders never exceeds what the ERP
+// accepts), and a rule (constructs/busrule) whose target has a retry policy
+// and its own DLQ.
+//
+// What the ERP receives is a projection of the event (input transformer):
+// the order, its customer id, lines and amounts, the event id (also sent as
+// the Idempotency-Key header, so the ERP can de-duplicate the at-least-once
+// deliveries); never the card token nor the customer's e-mail.
+package erp
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+)
+
+// Defaults (docs/design.md#erp-destination).
+const (
+	// DefaultRetryAttempts: 8 retries, 9 deliveries at most per event
+	// (EventBridge's default is 185 over 24 h: a storm against an ERP that
+	// is already down).
+	DefaultRetryAttempts = 8
+	// DefaultMaxEventAgeMinutes: an order event not delivered within 1 h
+	// goes to the DLQ (runbook; the archive can replay the window).
+	DefaultMaxEventAgeMinutes = 60
+	// APIKeyHeader carries the ERP API key.
+	APIKeyHeader = "x-api-key"
+	// SecretField is the JSON field of the secret with the key.
+	SecretField = "api_key"
+)
+
+// Props configures the ERP destination. Bus, Endpoint, RateLimitPerSecond,
+// EncryptionKey and AlarmTopic are required.
+type Props struct {
+	Bus awsevents.IEventBus
+	// Endpoint is the ERP webhook (https), per environment.
+	Endpoint string
+	// RateLimitPerSecond is the API destination's
+	// invocationRateLimitPerSecond (1..300), per environment.
+	RateLimitPerSecond float64
+	// Pattern selects the events sent. Nil means every order event of the
+	// shop: source mercadofresco.tienda, detail-type starting with "Pedido".
+	Pattern *awsevents.EventPattern
+	// RetryAttempts and MaxEventAge of the target. Zero/nil: the defaults.
+	RetryAttempts float64
+	MaxEventAge   awscdk.Duration
+	// Physical names; nil lets CloudFormation choose.
+	ConnectionName, DestinationName, RuleName, DeadLetterQueueName, SecretName *string
+	EncryptionKey                                                              awskms.IKey
+	AlarmTopic                                                                 awssns.ITopic
+	RemovalPolicy                                                              awscdk.RemovalPolicy
+}
+
+// Destination is the connection, API destination and rule.
+type Destination struct {
+	constructs.Construct
+	// Secret holds the ERP API key as {"api_key": "..."}; created with a
+	// random placeholder that an operator replaces before enabling traffic.
+	Secret         awssecretsmanager.Secret
+	Connection     awsevents.Connection
+	ApiDestination awsevents.ApiDestination
+	Rule           *busrule.Rule
+}
+
+// OrderEventsPattern matches the shop's order events.
+func OrderEventsPattern() *awsevents.EventPattern {
+	return &awsevents.EventPattern{
+		Source:     jsii.Strings(orderevents.SourceTienda),
+		DetailType: awsevents.Match_Prefix(jsii.String("Pedido")),
+	}
+}
+
+// New creates the destination.
+func New(scope constructs.Construct, id string, props *Props) *Destination {
+	if props == nil {
+		props = &Props{}
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	d := &Destination{Construct: c}
+	fail := func(format string, a ...any) {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("erp %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
+	}
+	if !strings.HasPrefix(props.Endpoint, "https://") {
+		fail("Endpoint %q must be an https URL", props.Endpoint)
+	}
+	rate := props.RateLimitPerSecond
+	if rate < 1 || rate > 300 {
+		fail("RateLimitPerSecond must be in 1..300 (the ERP's capacity), got %v", props.RateLimitPerSecond)
+		rate = 1
+	}
+	retries := props.RetryAttempts
+	if retries == 0 {
+		retries = DefaultRetryAttempts
+	}
+	maxAge := props.MaxEventAge
+	if maxAge == nil {
+		maxAge = awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes))
+	}
+	pattern := props.Pattern
+	if pattern == nil {
+		pattern = OrderEventsPattern()
+	}
+	endpoint := props.Endpoint
+	if endpoint == "" {
+		endpoint = "https://missing.invalid"
+	}
+
+	d.Secret = awssecretsmanager.NewSecret(c, jsii.String("Credenciales"), &awssecretsmanager.SecretProps{
+		SecretName:    props.SecretName,
+		Description:   jsii.String("ERP webhook API key used by the EventBridge connection ({\"api_key\": ...}). Created with a random placeholder: put the real key, then redeploy so the connection reads it."),
+		EncryptionKey: props.EncryptionKey,
+		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			SecretStringTemplate: jsii.String("{}"),
+			GenerateStringKey:    jsii.String(SecretField),
+			PasswordLength:       jsii.Number(40),
+			ExcludePunctuation:   jsii.Bool(true),
+		},
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(d.Secret, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-SMG4"),
+		Reason: jsii.String("The ERP issues this API key; it is rotated in the ERP and stored here, then the stack is redeployed so the EventBridge connection reads it. A rotation Lambda cannot mint ERP keys."),
+	}}, jsii.Bool(true))
+	d.Connection = awsevents.NewConnection(c, jsii.String("Conexion"), &awsevents.ConnectionProps{
+		ConnectionName: props.ConnectionName,
+		Description:    jsii.String("ERP webhook (API key from Secrets Manager)"),
+		Authorization:  awsevents.Authorization_ApiKey(jsii.String(APIKeyHeader), d.Secret.SecretValueFromJson(jsii.String(SecretField))),
+	})
+	d.ApiDestination = awsevents.NewApiDestination(c, jsii.String("Destino"), &awsevents.ApiDestinationProps{
+		ApiDestinationName: props.DestinationName,
+		Description:        jsii.String(fmt.Sprintf("ERP webhook, at most %.0f invocations/s", rate)),
+		Connection:         d.Connection,
+		Endpoint:           jsii.String(endpoint),
+		HttpMethod:         awsevents.HttpMethod_POST,
+		RateLimitPerSecond: jsii.Number(rate),
+	})
+	field := func(path string) *string { return awsevents.EventField_FromPath(jsii.String(path)) }
+	d.Rule = busrule.New(c, "Pedidos", &busrule.Props{
+		Bus:                 props.Bus,
+		RuleName:            props.RuleName,
+		Description:         "Order events of the shop -> ERP webhook (API destination, rate limited)",
+		Pattern:             pattern,
+		TargetLabel:         "the ERP webhook API destination",
+		RetryAttempts:       retries,
+		MaxEventAge:         maxAge,
+		DeadLetterQueueName: props.DeadLetterQueueName,
+		EncryptionKey:       props.EncryptionKey,
+		AlarmTopic:          props.AlarmTopic,
+		RemovalPolicy:       props.RemovalPolicy,
+		Target: func(o busrule.TargetOptions) awsevents.IRuleTarget {
+			return awseventstargets.NewApiDestination(d.ApiDestination, &awseventstargets.ApiDestinationProps{
+				DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),
+				HeaderParameters: &map[string]*string{"Idempotency-Key": jsii.String("$.detail.id_evento")},
+				Event: awsevents.RuleTargetInput_FromObject(map[string]any{
+					"tipo":           field("$.detail-type"),
+					"version":        field("$.detail.version"),
+					"id_evento":      field("$.detail.id_evento"),
+					"pedido_id":      field("$.detail.pedido_id"),
+					"cliente_id":     field("$.detail.cliente_id"),
+					"total_centimos": field("$.detail.total_centimos"),
+					"moneda":         field("$.detail.moneda"),
+					"lineas":         field("$.detail.lineas"),
+					"creado_en":      field("$.detail.creado_en"),
+				}),
+			})
+		},
+	})
+	return d
+}

@@ -1,0 +1,97 @@
+package orderworkflow_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/guardrails"
+	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+)
+
+// The starter: rule (retry policy, DLQ, alarms) → SQS buffer (DLQ) →
+// iniciar-pedido with MaximumConcurrency, allowed to start this state
+// machine only. With the workflow, cdk-nag and the guardrails pass.
+func TestStarterWiring(t *testing.T) {
+	// Lambda bundling off: the binary is not what this test checks.
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
+	stack := awscdk.NewStack(app, jsii.String("Flujo"), &awscdk.StackProps{Env: &awscdk.Environment{Account: jsii.String(cdktest.Account), Region: jsii.String(cdktest.Region)}})
+	key := awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
+	alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key, EnforceSSL: jsii.Bool(true)})
+	f := newFixtureOn(t, &cdktest.Platform{App: app, Stack: stack, Key: key, Alerts: alerts}, orderworkflow.Props{})
+	awscdk.Aspects_Of(f.p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	guardrails.Apply(f.p.App)
+	bus := awsevents.NewEventBus(f.p.Stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco")})
+	builder := &golambda.Builder{}
+	t.Cleanup(func() { _ = builder.Close() })
+	orderworkflow.NewStarter(f.p.Stack, "Inicio", &orderworkflow.StarterProps{
+		Bus: bus, Workflow: f.wf, Builder: builder, MaximumConcurrency: 5,
+		QueueName: jsii.String("cola-mercadofresco-inicio-pedido"), RuleName: jsii.String("mf-pedido-creado-a-inicio"),
+		FunctionName:  jsii.String("mf-iniciar-pedido"),
+		EncryptionKey: f.p.Key, AlarmTopic: f.p.Alerts,
+	})
+	tpl := assertions.Template_FromStack(f.p.Stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+		"Name":         "mf-pedido-creado-a-inicio",
+		"EventPattern": map[string]any{"source": []any{orderevents.SourceTienda}, "detail-type": []any{orderevents.TypePedidoCreado}},
+		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
+			"RetryPolicy":      map[string]any{"MaximumRetryAttempts": 10, "MaximumEventAgeInSeconds": 7200},
+			"DeadLetterConfig": map[string]any{"Arn": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^InicioPedidoCreadoDeadLetterQueue")), "Arn"}}},
+		})},
+	})
+	// Both rule alarms, on this bus and rule.
+	for _, metric := range []string{"FailedInvocations", "InvocationsSentToDlq"} {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+			"MetricName": metric, "Namespace": "AWS/Events", "Threshold": 0,
+			"Dimensions": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{"Name": "EventBusName"})}),
+		})
+	}
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+		"QueueName":     "cola-mercadofresco-inicio-pedido",
+		"RedrivePolicy": assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 4}),
+		// 6 x the starter's 20 s timeout.
+		"VisibilityTimeout": 120,
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+		"ScalingConfig": map[string]any{"MaximumConcurrency": 5}, "FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"FunctionName": "mf-iniciar-pedido",
+		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+			"STATE_MACHINE_ARN": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^ProcesarStateMachine"))},
+			"DLQ_URLS":          assertions.Match_AnyValue(),
+		})},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+			"Action": "states:StartExecution", "Resource": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^ProcesarStateMachine"))},
+		})})},
+	})
+	// The rule's DLQ is encrypted and alarmed like every DLQ.
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+		"KmsMasterKeyId":     assertions.Match_AnyValue(),
+		"RedriveAllowPolicy": map[string]any{"redrivePermission": "denyAll"},
+	})
+	// The fixture's stand-ins (inline functions, a plain FIFO queue) are
+	// not under test: only the workflow's and the starter's findings count.
+	var errs []string
+	for _, m := range *assertions.Annotations_FromStack(f.p.Stack).FindError(jsii.String("*"), assertions.Match_AnyValue()) {
+		if strings.HasPrefix(*m.Id, "/Flujo/Inicio") || strings.HasPrefix(*m.Id, "/Flujo/Procesar") {
+			errs = append(errs, *m.Id+": "+fmt.Sprint(m.Entry.Data))
+		}
+	}
+	if len(errs) > 0 {
+		t.Fatalf("synthesis errors (cdk-nag, guardrails):\n%s", strings.Join(errs, "\n"))
+	}
+}

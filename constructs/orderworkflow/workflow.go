@@ -1,0 +1,511 @@
+// Package orderworkflow is the order workflow of MercadoFresco: the Step
+// Functions standard state machine mercadofresco-procesar-pedido (charge →
+// reserve stock → confirm, with compensation in Catch) and its starter (the
+// order-created events from bus-mercadofresco → an SQS buffer → a Lambda
+// that starts one execution per order, named after it).
+//
+// # The state machine
+//
+//	Cobrar (Lambda cobro)
+//	  → ReservarStock (Map over lineas, MaxConcurrency; each line sends a
+//	    MovimientoStock "reserva" to the stock-movements FIFO queue with
+//	    MessageGroupId = sku, MessageDeduplicationId = reserva:<pedido_id>:<sku>)
+//	  → PrepararConfirmacion (builds the PedidoConfirmado message)
+//	  → Confirmar (SNS publish to mercadofresco-pedido-confirmado)
+//	  → PedidoConfirmado (Succeed)
+//
+// Compensation: a failure of Cobrar (after its retries) ends in the Fail
+// state PedidoFallido with the task's error (TarjetaRechazada,
+// CircuitoAbierto, PasarelaNoDisponible, ...) and cause: nothing was
+// charged or reserved by this execution. A failure after the charge
+// (ReservarStock, Confirmar) goes to LiberarStock (a "liberacion" movement
+// for every line: the consumer applies a liberacion only where its reserva
+// was applied, see orderevents.MovimientoStock) → Reembolsar (Lambda
+// reembolso) → PedidoFallido with the original error. A failing
+// compensation ends in CompensacionFallida (a person must act: the
+// reembolso function's Errors alarm and ExecutionsFailed fire).
+//
+// Retry is the layer that commands the order's retries (SPEC, retry
+// layers): exponential backoff (Interval, BackoffRate), MaxAttempts, a
+// MaxDelay cap and JitterStrategy FULL, only on transient errors: the
+// paymentapi errors marked Retry (PasarelaNoDisponible, OperacionEnCurso,
+// IdempotenciaNoDisponible) and Lambda's service errors for the Lambda
+// tasks; any task failure for the SQS and SNS integrations (their sends are
+// idempotent: FIFO deduplication, consumers de-duplicate the topic's
+// messages). Business errors (TarjetaRechazada) and the open circuit
+// (CircuitoAbierto: fail fast, the customer is told to retry in minutes)
+// are never retried. The attempts guardrail (constructs/guardrails,
+// MF-ATTEMPTS) multiplies these MaxAttempts with the functions' own
+// attempts per dependency.
+package orderworkflow
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	sfn "github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
+	tasks "github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctionstasks"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+)
+
+// SPEC name of the state machine.
+const StateMachineName = "mercadofresco-procesar-pedido"
+
+// State names (stable: the tests, the runbook and the logs use them).
+const (
+	StateCobrar               = "Cobrar"
+	StateReservarStock        = "ReservarStock"
+	StateEnviarReserva        = "EnviarReserva"
+	StatePrepararConfirmacion = "PrepararConfirmacion"
+	StateConfirmar            = "Confirmar"
+	StatePedidoConfirmado     = "PedidoConfirmado"
+	StateLiberarStock         = "LiberarStock"
+	StateEnviarLiberacion     = "EnviarLiberacion"
+	StateReembolsar           = "Reembolsar"
+	StatePedidoFallido        = "PedidoFallido"
+	StateCompensacionFallida  = "CompensacionFallida"
+	// ErrCompensacionFallida is the error of the CompensacionFallida state.
+	ErrCompensacionFallida = "CompensacionFallida"
+)
+
+// Defaults of Props (reasoning in docs/design.md#workflow-retry).
+const (
+	DefaultRetryIntervalSeconds = 2
+	DefaultRetryBackoffRate     = 2.0
+	DefaultRetryMaxAttempts     = 3
+	DefaultRetryMaxDelaySeconds = 30
+	DefaultMapMaxConcurrency    = 10
+	DefaultTaskTimeoutSeconds   = 120
+	DefaultExecutionTimeoutMin  = 60
+	// DefaultFailedThreshold is the ExecutionsFailed alarm threshold per
+	// 5 minutes: declined cards end as FAILED executions too (the order
+	// failed), so the alarm sits above their usual rate; a failed refund
+	// pages through the reembolso function's own Errors alarm.
+	DefaultFailedThreshold = 10
+)
+
+// LambdaServiceErrors are Lambda's own transient failures of an Invoke
+// (the function may not have run); retried like the transient task errors.
+var LambdaServiceErrors = []string{
+	"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
+	"Lambda.TooManyRequestsException",
+}
+
+// RetryPolicy is the workflow's Retry for transient errors. Zero fields
+// take the defaults; JitterStrategy is always FULL.
+type RetryPolicy struct {
+	// Interval before the first retry. Default 2 s.
+	Interval awscdk.Duration
+	// BackoffRate multiplies the interval at each retry. Default 2.
+	BackoffRate float64
+	// MaxAttempts is the number of retries (Step Functions' MaxAttempts;
+	// the task runs at most 1 + MaxAttempts times). Default 3.
+	MaxAttempts float64
+	// MaxDelay caps every wait. Default 30 s.
+	MaxDelay awscdk.Duration
+}
+
+// Props configures the workflow. Charge, Refund, StockMovements,
+// Confirmed, EncryptionKey and AlarmTopic are required.
+type Props struct {
+	// StateMachineName is the physical name. Nil means StateMachineName.
+	StateMachineName *string
+	// Charge is the cobro function (paymentapi.CobroInput → CobroOutput).
+	Charge awslambda.IFunction
+	// Refund is the reembolso function (paymentapi.ReembolsoInput → ...).
+	Refund awslambda.IFunction
+	// PaymentTaskTimeout bounds one invocation of Charge or Refund as the
+	// workflow sees it: set it a little above the functions' timeout, so the
+	// Lambda timeout (not the state's) ends a stuck attempt. Default 120 s.
+	PaymentTaskTimeout awscdk.Duration
+	// StockMovements is the FIFO queue mercadofresco-movimientos-stock.fifo.
+	StockMovements awssqs.IQueue
+	// Confirmed is the fan-out topic mercadofresco-pedido-confirmado.
+	Confirmed awssns.ITopic
+	// Retry is the policy for transient errors.
+	Retry RetryPolicy
+	// MapMaxConcurrency bounds the lines reserved (or released) at once.
+	// Default 10.
+	MapMaxConcurrency float64
+	// ExecutionTimeout bounds a whole execution. Default 1 h.
+	ExecutionTimeout awscdk.Duration
+	// EncryptionKey (the data key) encrypts the execution data and the log
+	// group.
+	EncryptionKey awskms.IKey
+	// LogRetention of the execution log group. Empty means one month.
+	LogRetention awslogs.RetentionDays
+	// RemovalPolicy of the log group, mapped by removal.For.
+	RemovalPolicy awscdk.RemovalPolicy
+	// AlarmTopic receives the alarms.
+	AlarmTopic awssns.ITopic
+	// FailedThreshold is the ExecutionsFailed alarm threshold per 5 min.
+	// Zero means DefaultFailedThreshold.
+	FailedThreshold float64
+}
+
+// Workflow is the state machine with its log group and alarms.
+type Workflow struct {
+	constructs.Construct
+	StateMachine sfn.StateMachine
+	LogGroup     awslogs.LogGroup
+	// Retry is the effective policy (defaults applied).
+	Retry RetryPolicy
+	// FailedAlarm, TimedOutAlarm and ThrottledAlarm watch the executions.
+	FailedAlarm, TimedOutAlarm, ThrottledAlarm awscloudwatch.Alarm
+}
+
+// New creates the workflow. Every problem of props is reported as a
+// synthesis error and the workflow is still built whole (with stand-ins for
+// what is missing), so dependents show the errors instead of crashing.
+func New(scope constructs.Construct, id string, props *Props) *Workflow {
+	if props == nil {
+		props = &Props{}
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	w := &Workflow{Construct: c}
+	fail := func(format string, a ...any) {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("orderworkflow %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
+	}
+	p := *props
+	w.Retry = p.Retry.withDefaults(fail)
+	maxConc := p.MapMaxConcurrency
+	if maxConc == 0 {
+		maxConc = DefaultMapMaxConcurrency
+	}
+	if maxConc < 1 || maxConc != math.Trunc(maxConc) {
+		fail("MapMaxConcurrency must be a positive integer, got %v", p.MapMaxConcurrency)
+		maxConc = DefaultMapMaxConcurrency
+	}
+	taskTimeout := p.PaymentTaskTimeout
+	if taskTimeout == nil {
+		taskTimeout = awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds))
+	}
+	execTimeout := p.ExecutionTimeout
+	if execTimeout == nil {
+		execTimeout = awscdk.Duration_Minutes(jsii.Number(DefaultExecutionTimeoutMin))
+	}
+	failedThreshold := p.FailedThreshold
+	if failedThreshold == 0 {
+		failedThreshold = DefaultFailedThreshold
+	}
+	// Stand-ins keep the construct whole when a required prop is missing.
+	stub := constructs.NewConstruct(c, jsii.String("Missing"))
+	if p.Charge == nil {
+		fail("Charge (the cobro function) is required")
+		p.Charge = awslambda.Function_FromFunctionName(stub, jsii.String("Charge"), jsii.String("missing-cobro"))
+	}
+	if p.Refund == nil {
+		fail("Refund (the reembolso function) is required")
+		p.Refund = awslambda.Function_FromFunctionName(stub, jsii.String("Refund"), jsii.String("missing-reembolso"))
+	}
+	if p.StockMovements == nil {
+		fail("StockMovements (the FIFO queue mercadofresco-movimientos-stock.fifo) is required")
+		p.StockMovements = awssqs.Queue_FromQueueArn(stub, jsii.String("Stock"), jsii.String("arn:aws:sqs:eu-west-1:111111111111:missing.fifo"))
+	} else if f := p.StockMovements.Fifo(); f != nil && !*f {
+		fail("StockMovements must be a FIFO queue (MessageGroupId = sku keeps each SKU's movements in order)")
+	}
+	if p.Confirmed == nil {
+		fail("Confirmed (the topic mercadofresco-pedido-confirmado) is required")
+		p.Confirmed = awssns.Topic_FromTopicArn(stub, jsii.String("Confirmed"), jsii.String("arn:aws:sns:eu-west-1:111111111111:missing"))
+	}
+	if p.EncryptionKey == nil {
+		fail("EncryptionKey (the data key) is required: executions carry customer data")
+	}
+	if p.AlarmTopic == nil {
+		fail("AlarmTopic is required (alertas-mercadofresco)")
+	}
+	name := jsii.String(StateMachineName)
+	if p.StateMachineName != nil {
+		name = p.StateMachineName
+	}
+
+	def := w.definition(c, &p, taskTimeout, maxConc)
+
+	retention := p.LogRetention
+	if retention == "" {
+		retention = awslogs.RetentionDays_ONE_MONTH
+	}
+	w.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{
+		// The /aws/vendedlogs/ prefix keeps the log group's resource policy
+		// (which Step Functions needs to deliver) within CloudWatch Logs'
+		// size limit however many state machines an account has.
+		LogGroupName:  jsii.String("/aws/vendedlogs/states/" + *name),
+		Retention:     retention,
+		EncryptionKey: p.EncryptionKey,
+		RemovalPolicy: removal.For(p.RemovalPolicy, removal.Data),
+	})
+	var encryption sfn.EncryptionConfiguration
+	if p.EncryptionKey != nil {
+		encryption = sfn.NewCustomerManagedEncryptionConfiguration(p.EncryptionKey, awscdk.Duration_Minutes(jsii.Number(5)))
+	}
+	w.StateMachine = sfn.NewStateMachine(c, jsii.String("StateMachine"), &sfn.StateMachineProps{
+		StateMachineName:        name,
+		StateMachineType:        sfn.StateMachineType_STANDARD,
+		DefinitionBody:          sfn.DefinitionBody_FromChainable(def),
+		Timeout:                 execTimeout,
+		TracingEnabled:          jsii.Bool(true),
+		EncryptionConfiguration: encryption,
+		Logs: &sfn.LogOptions{
+			Destination: w.LogGroup,
+			Level:       sfn.LogLevel_ALL,
+			// Every state transition is logged, without the execution data:
+			// inputs carry customer e-mails and card tokens, which the
+			// execution history keeps (encrypted with the data key, IAM
+			// protected, 90 days) for debugging; the logs do not copy them.
+			IncludeExecutionData: jsii.Bool(false),
+		},
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(w.StateMachine, &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String("Generated by the CDK for this state machine's own needs: X-Ray segments and CloudWatch Logs delivery (no resource-level permissions exist for them); lambda:InvokeFunction on the cobro/reembolso ARNs with ':*' (their versions and aliases); kms:GenerateDataKey* on the data key only, which SNS publish to the encrypted topic requires (the CDK's topic grant)."),
+		AppliesTo: &[]interface{}{jsii.String("Resource::*"), jsii.String("Action::kms:GenerateDataKey*"), jsii.String("Resource::<" + logicalID(p.Charge) + ".Arn>:*"), jsii.String("Resource::<" + logicalID(p.Refund) + ".Arn>:*")},
+	}}, jsii.Bool(true))
+
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+	sum := jsii.String("Sum")
+	w.FailedAlarm = alarm.New(c, "FailedAlarm", &alarm.Props{
+		Metric:      w.StateMachine.MetricFailed(&awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
+		Topic:       p.AlarmTopic,
+		Threshold:   failedThreshold,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no executions, no failures
+		Description: fmt.Sprintf("%s: more than %.0f orders failed in 5 minutes (declined cards fail too; this is above their usual rate). Look at the failed executions' error (PedidoFallido: TarjetaRechazada, CircuitoAbierto, PasarelaNoDisponible; CompensacionFallida needs a person).", *name, failedThreshold),
+	})
+	w.TimedOutAlarm = alarm.New(c, "TimedOutAlarm", &alarm.Props{
+		Metric:      w.StateMachine.MetricTimedOut(&awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
+		Topic:       p.AlarmTopic,
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+		Description: fmt.Sprintf("%s: an execution ran past its timeout. The order may be charged without confirmation: check the execution history and the idempotency record cobro:<pedido_id>.", *name),
+	})
+	w.ThrottledAlarm = alarm.New(c, "ThrottledAlarm", &alarm.Props{
+		Metric:      w.StateMachine.Metric(jsii.String("ExecutionThrottled"), &awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
+		Topic:       p.AlarmTopic,
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+		Description: fmt.Sprintf("%s: Step Functions throttled state transitions. Executions slow down; check the account's state-transition quota and the starter's MaximumConcurrency.", *name),
+	})
+	return w
+}
+
+func logicalID(fn awslambda.IFunction) string {
+	child := fn.Node().DefaultChild()
+	if child == nil {
+		return "missing"
+	}
+	el, ok := child.(awscdk.CfnElement)
+	if !ok {
+		return "missing"
+	}
+	return *awscdk.Stack_Of(fn).GetLogicalId(el)
+}
+
+func (r RetryPolicy) withDefaults(fail func(string, ...any)) RetryPolicy {
+	if r.Interval == nil {
+		r.Interval = awscdk.Duration_Seconds(jsii.Number(DefaultRetryIntervalSeconds))
+	}
+	if r.BackoffRate == 0 {
+		r.BackoffRate = DefaultRetryBackoffRate
+	}
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = DefaultRetryMaxAttempts
+	}
+	if r.MaxDelay == nil {
+		r.MaxDelay = awscdk.Duration_Seconds(jsii.Number(DefaultRetryMaxDelaySeconds))
+	}
+	if r.BackoffRate < 1 {
+		fail("Retry.BackoffRate must be >= 1, got %v", r.BackoffRate)
+		r.BackoffRate = DefaultRetryBackoffRate
+	}
+	if r.MaxAttempts < 0 || r.MaxAttempts > 10 || r.MaxAttempts != math.Trunc(r.MaxAttempts) {
+		fail("Retry.MaxAttempts must be an integer in 1..10, got %v", r.MaxAttempts)
+		r.MaxAttempts = DefaultRetryMaxAttempts
+	}
+	return r
+}
+
+func (r RetryPolicy) props(errors []string) *sfn.RetryProps {
+	return &sfn.RetryProps{
+		Errors:         jsii.Strings(errors...),
+		Interval:       r.Interval,
+		BackoffRate:    jsii.Number(r.BackoffRate),
+		MaxAttempts:    jsii.Number(r.MaxAttempts),
+		MaxDelay:       r.MaxDelay,
+		JitterStrategy: sfn.JitterType_FULL,
+	}
+}
+
+// TransientPaymentErrors are the errors the workflow retries on the
+// payment tasks: paymentapi's errors marked Retry, and Lambda's own service
+// errors.
+func TransientPaymentErrors() []string {
+	var out []string
+	for _, e := range paymentapi.Errors {
+		if e.Retry {
+			out = append(out, e.Name)
+		}
+	}
+	return append(out, LambdaServiceErrors...)
+}
+
+// Paths of the execution state.
+const (
+	pathFallo             = "$.fallo"
+	pathFalloCompensacion = "$.fallo_compensacion"
+)
+
+func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awscdk.Duration, maxConc float64) sfn.IChainable {
+	str := func(path string) *string { return sfn.JsonPath_StringAt(jsii.String(path)) }
+	num := func(path string) *float64 { return sfn.JsonPath_NumberAt(jsii.String(path)) }
+	transient := w.Retry.props(TransientPaymentErrors())
+	// SDK integrations: any failure of the send is retried (a repeated send
+	// is deduplicated by the FIFO queue, and the topic's consumers are
+	// idempotent).
+	sdkRetry := w.Retry.props([]string{"States.TaskFailed"})
+	timeout := sfn.Timeout_Duration(taskTimeout)
+
+	pedidoFallido := sfn.NewFail(c, jsii.String(StatePedidoFallido), &sfn.FailProps{
+		Comment:   jsii.String("The order failed; Error and Cause are those of the step that failed."),
+		ErrorPath: jsii.String(pathFallo + ".Error"),
+		CausePath: jsii.String(pathFallo + ".Cause"),
+	})
+	compensacionFallida := sfn.NewFail(c, jsii.String(StateCompensacionFallida), &sfn.FailProps{
+		Comment:   jsii.String("Releasing the stock or refunding failed after its retries: a person must finish the compensation."),
+		Error:     jsii.String(ErrCompensacionFallida),
+		CausePath: jsii.String(pathFalloCompensacion + ".Cause"),
+	})
+
+	cobrar := tasks.NewLambdaInvoke(c, jsii.String(StateCobrar), &tasks.LambdaInvokeProps{
+		LambdaFunction: p.Charge,
+		Payload: sfn.TaskInput_FromObject(&map[string]interface{}{
+			"pedido_id":        str("$.pedido_id"),
+			"importe_centimos": num("$.total_centimos"),
+			"moneda":           str("$.moneda"),
+			"token_tarjeta":    str("$.token_tarjeta"),
+		}),
+		PayloadResponseOnly:      jsii.Bool(true),
+		RetryOnServiceExceptions: jsii.Bool(false), // our own retrier covers them
+		ResultSelector:           &map[string]interface{}{"referencia_cobro": str("$.referencia_cobro")},
+		ResultPath:               jsii.String("$.cobro"),
+		TaskTimeout:              timeout,
+	})
+	cobrar.AddRetry(transient)
+	cobrar.AddCatch(pedidoFallido, &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFallo)})
+
+	movement := func(stateName, tipo string, secuencia int) (sfn.Map, sfn.IChainable) {
+		m := sfn.NewMap(c, jsii.String(stateName), &sfn.MapProps{
+			ItemsPath:      jsii.String("$.lineas"),
+			MaxConcurrency: jsii.Number(maxConc),
+			ItemSelector: &map[string]interface{}{
+				"movimiento": map[string]interface{}{
+					"version":    orderevents.Version1,
+					"tipo":       tipo,
+					"pedido_id":  str("$.pedido_id"),
+					"sku":        str("$$.Map.Item.Value.sku"),
+					"cantidad":   num("$$.Map.Item.Value.cantidad"),
+					"secuencia":  secuencia,
+					"emitido_en": str("$$.State.EnteredTime"),
+				},
+				"deduplicacion": sfn.JsonPath_Format(jsii.String(tipo+":{}:{}"), str("$.pedido_id"), str("$$.Map.Item.Value.sku")),
+			},
+			ResultPath: sfn.JsonPath_DISCARD(),
+		})
+		send := tasks.NewSqsSendMessage(c, jsii.String(map[string]string{"reserva": StateEnviarReserva, "liberacion": StateEnviarLiberacion}[tipo]), &tasks.SqsSendMessageProps{
+			Queue:                  p.StockMovements,
+			MessageBody:            sfn.TaskInput_FromText(sfn.JsonPath_JsonToString(sfn.JsonPath_ObjectAt(jsii.String("$.movimiento")))),
+			MessageGroupId:         str("$.movimiento.sku"),
+			MessageDeduplicationId: str("$.deduplicacion"),
+		})
+		send.AddRetry(sdkRetry)
+		m.ItemProcessor(send, nil)
+		return m, m
+	}
+
+	reservar, _ := movement(StateReservarStock, string(orderevents.Reserva), orderevents.SecuenciaReserva)
+	liberar, _ := movement(StateLiberarStock, string(orderevents.Liberacion), orderevents.SecuenciaLiberacion)
+
+	preparar := sfn.NewPass(c, jsii.String(StatePrepararConfirmacion), &sfn.PassProps{
+		Parameters: &map[string]interface{}{
+			"version":          orderevents.Version1,
+			"pedido_id":        str("$.pedido_id"),
+			"cliente":          sfn.JsonPath_ObjectAt(jsii.String("$.cliente")),
+			"lineas":           sfn.JsonPath_ObjectAt(jsii.String("$.lineas")),
+			"total_centimos":   num("$.total_centimos"),
+			"moneda":           str("$.moneda"),
+			"referencia_cobro": str("$.cobro.referencia_cobro"),
+			"confirmado_en":    str("$$.State.EnteredTime"),
+			"ejecucion":        str("$$.Execution.Id"),
+		},
+		ResultPath: jsii.String("$.confirmacion"),
+	})
+	confirmar := tasks.NewSnsPublish(c, jsii.String(StateConfirmar), &tasks.SnsPublishProps{
+		Topic:   p.Confirmed,
+		Message: sfn.TaskInput_FromText(sfn.JsonPath_JsonToString(sfn.JsonPath_ObjectAt(jsii.String("$.confirmacion")))),
+		MessageAttributes: &map[string]*tasks.MessageAttribute{
+			orderevents.AttrTipo:    {Value: jsii.String(orderevents.TypePedidoConfirmado), DataType: tasks.MessageAttributeDataType_STRING},
+			orderevents.AttrVersion: {Value: jsii.String(fmt.Sprint(orderevents.Version1)), DataType: tasks.MessageAttributeDataType_STRING},
+		},
+		ResultPath: sfn.JsonPath_DISCARD(),
+	})
+	confirmar.AddRetry(sdkRetry)
+	confirmado := sfn.NewSucceed(c, jsii.String(StatePedidoConfirmado), &sfn.SucceedProps{
+		Comment: jsii.String("Charged, stock reserved, confirmation published."),
+	})
+
+	reembolsar := tasks.NewLambdaInvoke(c, jsii.String(StateReembolsar), &tasks.LambdaInvokeProps{
+		LambdaFunction: p.Refund,
+		Payload: sfn.TaskInput_FromObject(&map[string]interface{}{
+			"pedido_id":        str("$.pedido_id"),
+			"referencia_cobro": str("$.cobro.referencia_cobro"),
+			"importe_centimos": num("$.total_centimos"),
+			"moneda":           str("$.moneda"),
+		}),
+		PayloadResponseOnly:      jsii.Bool(true),
+		RetryOnServiceExceptions: jsii.Bool(false),
+		ResultSelector:           &map[string]interface{}{"referencia_reembolso": str("$.referencia_reembolso")},
+		ResultPath:               jsii.String("$.reembolso"),
+		TaskTimeout:              timeout,
+	})
+	reembolsar.AddRetry(transient)
+
+	compensationCatch := &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFalloCompensacion)}
+	liberar.AddCatch(compensacionFallida, compensationCatch)
+	reembolsar.AddCatch(compensacionFallida, compensationCatch)
+	compensation := liberar.Next(reembolsar).Next(pedidoFallido)
+
+	afterCharge := &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFallo)}
+	reservar.AddCatch(liberar, afterCharge)
+	confirmar.AddCatch(liberar, afterCharge)
+	_ = compensation
+
+	return cobrar.Next(reservar).Next(preparar).Next(confirmar).Next(confirmado)
+}
+
+// GrantStartExecution lets grantee start executions (the starter).
+func (w *Workflow) GrantStartExecution(grantee awsiam.IGrantable) awsiam.Grant {
+	return w.StateMachine.GrantStartExecution(grantee)
+}
+
+// MetricFailed is ExecutionsFailed.
+func (w *Workflow) MetricFailed(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return w.StateMachine.MetricFailed(opts)
+}
+
+// MetricSucceeded is ExecutionsSucceeded.
+func (w *Workflow) MetricSucceeded(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return w.StateMachine.MetricSucceeded(opts)
+}

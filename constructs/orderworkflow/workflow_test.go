@@ -1,0 +1,409 @@
+package orderworkflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/internal/asltest"
+	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+)
+
+func TestMain(m *testing.M) { cdktest.Main(m) }
+
+type fixture struct {
+	p  *cdktest.Platform
+	wf *orderworkflow.Workflow
+}
+
+func inlineFn(p *cdktest.Platform, id, name string) awslambda.Function {
+	return awslambda.NewFunction(p.Stack, jsii.String(id), &awslambda.FunctionProps{
+		FunctionName: jsii.String(name),
+		Runtime:      awslambda.Runtime_NODEJS_22_X(),
+		Handler:      jsii.String("index.handler"),
+		Code:         awslambda.Code_FromInline(jsii.String("exports.handler = async () => ({})")),
+	})
+}
+
+func newFixture(t *testing.T, props orderworkflow.Props) *fixture {
+	t.Helper()
+	return newFixtureOn(t, cdktest.NewPlatform("Flujo"), props)
+}
+
+func newFixtureOn(t *testing.T, p *cdktest.Platform, props orderworkflow.Props) *fixture {
+	t.Helper()
+	if props.Charge == nil {
+		props.Charge = inlineFn(p, "Cobro", "mf-cobro")
+	}
+	if props.Refund == nil {
+		props.Refund = inlineFn(p, "Reembolso", "mf-reembolso")
+	}
+	if props.StockMovements == nil {
+		props.StockMovements = awssqs.NewQueue(p.Stack, jsii.String("Stock"), &awssqs.QueueProps{
+			QueueName: jsii.String("mercadofresco-movimientos-stock.fifo"), Fifo: jsii.Bool(true),
+			EncryptionMasterKey: p.Key,
+		})
+	}
+	if props.Confirmed == nil {
+		props.Confirmed = awssns.NewTopic(p.Stack, jsii.String("Confirmado"), &awssns.TopicProps{
+			TopicName: jsii.String("mercadofresco-pedido-confirmado"), MasterKey: p.Key,
+		})
+	}
+	props.EncryptionKey = p.Key
+	props.AlarmTopic = p.Alerts
+	return &fixture{p: p, wf: orderworkflow.New(p.Stack, "Procesar", &props)}
+}
+
+func (f *fixture) template() map[string]any {
+	return *assertions.Template_FromStack(f.p.Stack, nil).ToJSON()
+}
+
+func (f *fixture) definition(t *testing.T) []byte {
+	t.Helper()
+	tpl := f.template()
+	id := *f.p.Stack.GetLogicalId(f.wf.StateMachine.Node().DefaultChild().(awscdk.CfnElement))
+	def, err := asltest.Definition(tpl, id, cdktest.Region, cdktest.Account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
+}
+
+func order() orderevents.PedidoCreado {
+	return orderevents.PedidoCreado{
+		IDEvento: "0190-evt", Version: 1, PedidoID: "P-4820", ClienteID: "C-7",
+		Cliente:       orderevents.Cliente{ID: "C-7", Email: "ana@example.com", Nombre: "Ana"},
+		TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc",
+		Lineas: []orderevents.Linea{{SKU: "SKU-MANZANA", Cantidad: 3, PrecioCentimos: 120}, {SKU: "SKU-PAN", Cantidad: 1, PrecioCentimos: 4460}},
+	}
+}
+
+var execContext = map[string]any{
+	"Execution": map[string]any{"Id": "arn:aws:states:eu-west-1:111111111111:execution:mercadofresco-procesar-pedido:pedido-P-4820", "StartTime": "2026-12-01T10:00:00Z"},
+	"State":     map[string]any{"EnteredTime": "2026-12-01T10:00:01.5Z", "Name": "x"},
+}
+
+var (
+	charged  = asltest.Ok(paymentapi.CobroOutput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"})
+	refunded = asltest.Ok(paymentapi.ReembolsoOutput{PedidoID: "P-4820", ReferenciaReembolso: "re_9", ReferenciaCobro: "ch_123"})
+	sent     = asltest.Ok(map[string]any{"MessageId": "m-1", "SequenceNumber": "1"})
+)
+
+// TestDefinitionExecutes validates the definition AS SYNTHESISED (ARNs and
+// pseudo parameters substituted) with asl-validator and runs the order
+// scenarios in aws-local-stepfunctions, in one Node process.
+func TestDefinitionExecutes(t *testing.T) {
+	f := newFixture(t, orderworkflow.Props{})
+	def := f.definition(t)
+	scenarios := []asltest.Scenario{
+		{Name: "happy", Tasks: map[string][]asltest.Step{
+			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {sent}, orderworkflow.StateConfirmar: {sent},
+		}},
+		{Name: "transient then success", Tasks: map[string][]asltest.Step{
+			orderworkflow.StateCobrar: {
+				asltest.Fail(paymentapi.ErrPasarelaNoDisponible, "503 from the gateway"),
+				asltest.Fail("Lambda.TooManyRequestsException", "Rate exceeded"),
+				charged,
+			},
+			orderworkflow.StateEnviarReserva: {sent}, orderworkflow.StateConfirmar: {sent},
+		}},
+		{Name: "transient forever", Tasks: map[string][]asltest.Step{
+			orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrPasarelaNoDisponible, "503 from the gateway")},
+		}},
+		{Name: "card declined", Tasks: map[string][]asltest.Step{
+			orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrTarjetaRechazada, "402: insufficient funds")},
+		}},
+		{Name: "circuit open", Tasks: map[string][]asltest.Step{
+			orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrCircuitoAbierto, "gateway circuit open")},
+		}},
+		{Name: "reservation fails after the charge", Tasks: map[string][]asltest.Step{
+			orderworkflow.StateCobrar:           {charged},
+			orderworkflow.StateEnviarReserva:    {sent, asltest.Fail("SQS.KmsAccessDeniedException", "key disabled")},
+			orderworkflow.StateEnviarLiberacion: {sent},
+			orderworkflow.StateReembolsar:       {refunded},
+		}},
+		{Name: "confirmation fails after the charge", Tasks: map[string][]asltest.Step{
+			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {sent},
+			orderworkflow.StateConfirmar:        {asltest.Fail("SNS.AuthorizationErrorException", "not authorised")},
+			orderworkflow.StateEnviarLiberacion: {sent},
+			orderworkflow.StateReembolsar:       {asltest.Fail(paymentapi.ErrPasarelaNoDisponible, "503"), refunded},
+		}},
+		{Name: "refund fails", Tasks: map[string][]asltest.Step{
+			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {asltest.Fail("SQS.X", "down")},
+			orderworkflow.StateEnviarLiberacion: {sent},
+			orderworkflow.StateReembolsar:       {asltest.Fail(paymentapi.ErrRegistroInconsistente, "different amount")},
+		}},
+	}
+	for i := range scenarios {
+		scenarios[i].Input = order()
+		scenarios[i].Context = execContext
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	rep, err := asltest.Run(ctx, def, scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("harness: %d scenarios in %s", len(scenarios), time.Since(start).Round(time.Millisecond))
+	if !rep.Valid {
+		t.Fatalf("asl-validator rejects the synthesised definition: %s\n%s", rep.ValidationErrors, def)
+	}
+	get := func(name string) *asltest.Result {
+		r, err := rep.Scenario(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	t.Run("happy path", func(t *testing.T) {
+		r := get("happy")
+		if r.Status != "SUCCEEDED" || !r.Entered(orderworkflow.StatePedidoConfirmado) {
+			t.Fatalf("status %s %s: %s (states %v)", r.Status, r.Error, r.Cause, r.States)
+		}
+		// The charge got the order's amount, currency and token.
+		var in paymentapi.CobroInput
+		mustJSON(t, r.Calls[orderworkflow.StateCobrar][0], &in)
+		if in != (paymentapi.CobroInput{PedidoID: "P-4820", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc"}) {
+			t.Fatalf("cobro input %+v", in)
+		}
+		// One reservation per line: FIFO group = sku, dedup = reserva:<pedido>:<sku>,
+		// a body that is a valid MovimientoStock.
+		if n := r.CallCount(orderworkflow.StateEnviarReserva); n != 2 {
+			t.Fatalf("%d reservations, want 2", n)
+		}
+		for _, raw := range r.Calls[orderworkflow.StateEnviarReserva] {
+			var send struct {
+				QueueURL               string `json:"QueueUrl"`
+				MessageBody            string
+				MessageGroupID         string `json:"MessageGroupId"`
+				MessageDeduplicationID string `json:"MessageDeduplicationId"`
+			}
+			mustJSON(t, raw, &send)
+			m, err := orderevents.ParseMovimientoStock([]byte(send.MessageBody))
+			if err != nil {
+				t.Fatalf("reservation body: %v (%s)", err, send.MessageBody)
+			}
+			if m.Tipo != orderevents.Reserva || m.Secuencia != orderevents.SecuenciaReserva || send.MessageGroupID != m.SKU ||
+				send.MessageDeduplicationID != m.DeduplicationID() || !strings.HasSuffix(send.QueueURL, "/mercadofresco-movimientos-stock.fifo") || m.EmitidoEn == "" {
+				t.Fatalf("reservation %+v / %+v", send, m)
+			}
+		}
+		if r.CallCount(orderworkflow.StateReembolsar) != 0 || r.CallCount(orderworkflow.StateEnviarLiberacion) != 0 {
+			t.Fatal("compensation ran on the happy path")
+		}
+		// The confirmation is a valid PedidoConfirmado with the charge reference.
+		var pub struct {
+			TopicArn          string
+			Message           string
+			MessageAttributes map[string]struct{ DataType, StringValue string }
+		}
+		mustJSON(t, r.Calls[orderworkflow.StateConfirmar][0], &pub)
+		c, err := orderevents.ParsePedidoConfirmado([]byte(pub.Message))
+		if err != nil {
+			t.Fatalf("confirmation: %v (%s)", err, pub.Message)
+		}
+		if c.ReferenciaCobro != "ch_123" || c.Cliente.Email != "ana@example.com" || c.TotalCentimos != 4820 || len(c.Lineas) != 2 || c.Ejecucion == "" || c.ConfirmadoEn == "" {
+			t.Fatalf("confirmation %+v", c)
+		}
+		if !strings.HasSuffix(pub.TopicArn, ":mercadofresco-pedido-confirmado") ||
+			pub.MessageAttributes[orderevents.AttrTipo].StringValue != orderevents.TypePedidoConfirmado ||
+			pub.MessageAttributes[orderevents.AttrVersion].StringValue != "1" {
+			t.Fatalf("publish %+v", pub)
+		}
+	})
+
+	t.Run("transient failure retried then success", func(t *testing.T) {
+		r := get("transient then success")
+		if r.Status != "SUCCEEDED" || r.CallCount(orderworkflow.StateCobrar) != 3 || len(r.Retries) != 2 {
+			t.Fatalf("status %s, %d charges, retries %+v", r.Status, r.CallCount(orderworkflow.StateCobrar), r.Retries)
+		}
+		for _, rt := range r.Retries {
+			checkRetrier(t, rt.Retrier, f.wf.Retry)
+		}
+	})
+
+	t.Run("retries stop at MaxAttempts", func(t *testing.T) {
+		r := get("transient forever")
+		want := 1 + int(f.wf.Retry.MaxAttempts)
+		if r.Status != "FAILED" || r.Error != paymentapi.ErrPasarelaNoDisponible || r.CallCount(orderworkflow.StateCobrar) != want {
+			t.Fatalf("status %s error %s, %d charges (want %d)", r.Status, r.Error, r.CallCount(orderworkflow.StateCobrar), want)
+		}
+		if r.CallCount(orderworkflow.StateReembolsar) != 0 || !r.Entered(orderworkflow.StatePedidoFallido) {
+			t.Fatalf("states %v", r.States)
+		}
+	})
+
+	for _, tc := range []struct{ scenario, err string }{{"card declined", paymentapi.ErrTarjetaRechazada}, {"circuit open", paymentapi.ErrCircuitoAbierto}} {
+		t.Run(tc.scenario+": no retry, no refund, order failed", func(t *testing.T) {
+			r := get(tc.scenario)
+			if r.Status != "FAILED" || r.Error != tc.err || r.CallCount(orderworkflow.StateCobrar) != 1 || len(r.Retries) != 0 {
+				t.Fatalf("status %s error %s cause %q, %d charges, retries %v", r.Status, r.Error, r.Cause, r.CallCount(orderworkflow.StateCobrar), r.Retries)
+			}
+			if r.CallCount(orderworkflow.StateReembolsar) != 0 || r.CallCount(orderworkflow.StateEnviarReserva) != 0 || !r.Entered(orderworkflow.StatePedidoFallido) {
+				t.Fatalf("states %v", r.States)
+			}
+		})
+	}
+
+	t.Run("failure after the charge: refund and release", func(t *testing.T) {
+		for _, name := range []string{"reservation fails after the charge", "confirmation fails after the charge"} {
+			r := get(name)
+			if r.Status != "FAILED" || !r.Entered(orderworkflow.StatePedidoFallido) || r.CallCount(orderworkflow.StateReembolsar) == 0 {
+				t.Fatalf("%s: status %s error %s, states %v", name, r.Status, r.Error, r.States)
+			}
+			var in paymentapi.ReembolsoInput
+			mustJSON(t, r.Calls[orderworkflow.StateReembolsar][0], &in)
+			if in != (paymentapi.ReembolsoInput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"}) {
+				t.Fatalf("%s: refund input %+v", name, in)
+			}
+			// Every line released, with its own dedup id.
+			if n := r.CallCount(orderworkflow.StateEnviarLiberacion); n != 2 {
+				t.Fatalf("%s: %d releases, want 2", name, n)
+			}
+			for _, raw := range r.Calls[orderworkflow.StateEnviarLiberacion] {
+				var send struct{ MessageBody, MessageDeduplicationId string }
+				mustJSON(t, raw, &send)
+				m, err := orderevents.ParseMovimientoStock([]byte(send.MessageBody))
+				if err != nil || m.Tipo != orderevents.Liberacion || m.Secuencia != orderevents.SecuenciaLiberacion || send.MessageDeduplicationId != "liberacion:P-4820:"+m.SKU {
+					t.Fatalf("%s: release %+v %v", name, send, err)
+				}
+			}
+		}
+		// The SDK integrations' failures are retried before compensating.
+		r := get("reservation fails after the charge")
+		if r.Error != "SQS.KmsAccessDeniedException" || r.Cause != "key disabled" {
+			t.Fatalf("the failed order must carry the original error: %s %q", r.Error, r.Cause)
+		}
+		if c := get("confirmation fails after the charge"); c.CallCount(orderworkflow.StateConfirmar) != 1+int(f.wf.Retry.MaxAttempts) || c.CallCount(orderworkflow.StateReembolsar) != 2 {
+			t.Fatalf("confirm calls %d, refund calls %d", c.CallCount(orderworkflow.StateConfirmar), c.CallCount(orderworkflow.StateReembolsar))
+		}
+	})
+
+	t.Run("failed compensation is named", func(t *testing.T) {
+		r := get("refund fails")
+		if r.Status != "FAILED" || r.Error != orderworkflow.ErrCompensacionFallida || !strings.Contains(r.Cause, "different amount") {
+			t.Fatalf("status %s error %s cause %q", r.Status, r.Error, r.Cause)
+		}
+		if r.CallCount(orderworkflow.StateReembolsar) != 1 {
+			t.Fatalf("RegistroInconsistente must not be retried: %d refunds", r.CallCount(orderworkflow.StateReembolsar))
+		}
+	})
+}
+
+func checkRetrier(t *testing.T, got map[string]any, want orderworkflow.RetryPolicy) {
+	t.Helper()
+	if got["IntervalSeconds"] != *want.Interval.ToSeconds(nil) || got["BackoffRate"] != want.BackoffRate ||
+		got["MaxAttempts"] != want.MaxAttempts || got["MaxDelaySeconds"] != *want.MaxDelay.ToSeconds(nil) || got["JitterStrategy"] != "FULL" {
+		t.Fatalf("retrier %v, want %+v with FULL jitter", got, want)
+	}
+}
+
+func mustJSON(t *testing.T, raw json.RawMessage, v any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+}
+
+// The retry counts follow the configuration (not the defaults the first
+// test happens to use), and the backoff parameters reach the definition.
+func TestRetryFollowsConfiguration(t *testing.T) {
+	f := newFixture(t, orderworkflow.Props{Retry: orderworkflow.RetryPolicy{
+		Interval: awscdk.Duration_Seconds(jsii.Number(1)), BackoffRate: 3, MaxAttempts: 2, MaxDelay: awscdk.Duration_Seconds(jsii.Number(1)),
+	}})
+	def := f.definition(t)
+	var asl struct {
+		States map[string]struct {
+			Retry []map[string]any
+		}
+	}
+	mustJSON(t, def, &asl)
+	retry := asl.States[orderworkflow.StateCobrar].Retry
+	if len(retry) != 1 {
+		t.Fatalf("Cobrar has %d retriers, want 1: %v", len(retry), retry)
+	}
+	checkRetrier(t, retry[0], f.wf.Retry)
+	errs := retry[0]["ErrorEquals"].([]any)
+	for _, e := range errs {
+		if e == paymentapi.ErrTarjetaRechazada || e == paymentapi.ErrCircuitoAbierto || e == "States.ALL" {
+			t.Fatalf("Cobrar retries %v", e)
+		}
+	}
+	down := map[string][]asltest.Step{orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrOperacionEnCurso, "locked")}}
+	rep, err := asltest.Run(context.Background(), def, []asltest.Scenario{
+		{Name: "down", Input: order(), Context: execContext, Tasks: down},
+		// The real parameters, once: the engine waits as configured. With
+		// a 1 s cap, the second wait (1 s x 3 uncapped) stays within 1 s.
+		{Name: "real waits", Input: order(), Context: execContext, Tasks: down, RealWaits: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Scenarios[0]; r.CallCount(orderworkflow.StateCobrar) != 3 || len(r.Retries) != 2 {
+		t.Fatalf("MaxAttempts 2: %d charges, retries %v", r.CallCount(orderworkflow.StateCobrar), r.Retries)
+	}
+	r := rep.Scenarios[1]
+	times := r.CallTimes[orderworkflow.StateCobrar]
+	if len(times) != 3 {
+		t.Fatalf("real waits: %d charges", len(times))
+	}
+	const slackMs = 400 // the engine's own scheduling on a loaded machine
+	for i := 1; i < len(times); i++ {
+		if gap := times[i] - times[i-1]; gap < 0 || gap > 1000+slackMs {
+			t.Fatalf("wait before retry %d was %.0f ms; MaxDelaySeconds 1 caps it at 1000 ms (calls at %v)", i, gap, times)
+		}
+	}
+	t.Logf("real waits (FULL jitter under a 1 s cap): charges at %v ms", times)
+}
+
+func TestInvalidPropsAreReported(t *testing.T) {
+	p := cdktest.NewPlatform("Mal")
+	orderworkflow.New(p.Stack, "Procesar", &orderworkflow.Props{
+		StockMovements: awssqs.NewQueue(p.Stack, jsii.String("Std"), nil),
+		Retry:          orderworkflow.RetryPolicy{BackoffRate: 0.5, MaxAttempts: 11},
+	})
+	errs := cdktest.Errors(p.Stack)
+	for _, want := range []string{"Charge", "Refund", "must be a FIFO queue", "Confirmed", "EncryptionKey", "AlarmTopic", "BackoffRate", "MaxAttempts"} {
+		cdktest.RequireContains(t, errs, want)
+	}
+}
+
+// The state machine as synthesised: standard, logs ALL to an encrypted
+// log group, X-Ray, the data key, and the three execution alarms.
+func TestStateMachineResource(t *testing.T) {
+	f := newFixture(t, orderworkflow.Props{})
+	tpl := assertions.Template_FromStack(f.p.Stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), map[string]any{
+		"StateMachineName":     orderworkflow.StateMachineName,
+		"StateMachineType":     "STANDARD",
+		"TracingConfiguration": map[string]any{"Enabled": true},
+		"LoggingConfiguration": map[string]any{
+			"Level": "ALL", "IncludeExecutionData": false,
+			"Destinations": []any{map[string]any{"CloudWatchLogsLogGroup": map[string]any{"LogGroupArn": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^ProcesarLogs")), "Arn"}}}}},
+		},
+		"EncryptionConfiguration": assertions.Match_ObjectLike(&map[string]any{"Type": "CUSTOMER_MANAGED_KMS_KEY"}),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{
+		"LogGroupName": "/aws/vendedlogs/states/" + orderworkflow.StateMachineName, "KmsKeyId": assertions.Match_AnyValue(),
+	})
+	for metric, threshold := range map[string]float64{"ExecutionsFailed": orderworkflow.DefaultFailedThreshold, "ExecutionsTimedOut": 0, "ExecutionThrottled": 0} {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+			"MetricName": metric, "Namespace": "AWS/States", "Threshold": threshold, "Statistic": "Sum",
+			"AlarmActions": assertions.Match_AnyValue(), "OKActions": assertions.Match_AnyValue(),
+		})
+	}
+}

@@ -1,0 +1,121 @@
+package payment_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/cache"
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/guardrails"
+	"github.com/mercadofresco/integration/constructs/idempotencytable"
+	"github.com/mercadofresco/integration/constructs/payment"
+	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+)
+
+func TestMain(m *testing.M) { cdktest.Main(m) }
+
+func TestFunctionTimeoutCoversTheWorstCase(t *testing.T) {
+	tests := []struct {
+		attempts int
+		read     time.Duration
+		want     time.Duration
+	}{
+		// 3 x 30 s + 2 x (20 s Retry-After + 5 s jitter cap) + 15 s.
+		{3, 30 * time.Second, 155 * time.Second},
+		{1, 30 * time.Second, 45 * time.Second},
+		{2, 10 * time.Second, 60 * time.Second},
+	}
+	for _, tc := range tests {
+		if got := payment.FunctionTimeout(tc.attempts, tc.read); got != tc.want {
+			t.Errorf("FunctionTimeout(%d, %s) = %s, want %s", tc.attempts, tc.read, got, tc.want)
+		}
+	}
+}
+
+func TestPaymentFunctions(t *testing.T) {
+	p := cdktest.NewPlatform("Pago")
+	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	guardrails.Apply(p.App)
+	vpc := awsec2.NewVpc(p.Stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
+	table := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
+	builder := &golambda.Builder{}
+	t.Cleanup(func() { _ = builder.Close() })
+	pay := payment.New(p.Stack, "Pago", &payment.Props{
+		Builder: builder, IdempotencyTable: table, GatewayURL: "https://pasarela.example", Environment: "dev",
+		FunctionNamePrefix: jsii.String("mf-dev"), ReservedConcurrency: 5,
+		Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS},
+		BreakerStore:  cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, EncryptionKey: p.Key, AlarmTopic: p.Alerts}),
+		EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+	})
+	// The VPC's flow logs are not this construct's concern.
+	cdknag.NagSuppressions_AddResourceSuppressions(vpc, &[]*cdknag.NagPackSuppression{{Id: jsii.String("AwsSolutions-VPC7"), Reason: jsii.String("A stand-in VPC of this test; the Network stack owns the real one and its flow logs.")}}, jsii.Bool(true))
+	tpl := assertions.Template_FromStack(p.Stack, nil)
+	for _, name := range []string{"mf-dev-cobro", "mf-dev-reembolso"} {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"FunctionName":                 name,
+			"Timeout":                      155,
+			"ReservedConcurrentExecutions": 5,
+			"VpcConfig":                    assertions.Match_ObjectLike(&map[string]any{"SubnetIds": assertions.Match_AnyValue()}),
+			"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+				paymentapi.EnvGatewayURL:         "https://pasarela.example",
+				paymentapi.EnvGatewayMaxAttempts: "3",
+				paymentapi.EnvGatewayReadTimeout: "30s",
+				paymentapi.EnvGatewaySecretARN:   map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^PagoGatewayKey"))},
+				paymentapi.EnvEnvironment:        "dev",
+				paymentapi.EnvIdempotencyTable:   assertions.Match_AnyValue(),
+				breakerapi.EnvRedisAddr:          assertions.Match_AnyValue(),
+				breakerapi.EnvRedisTLS:           "true",
+				golambda.EnvSDKMaxAttempts:       "2",
+			})},
+		})
+	}
+	tpl.HasResourceProperties(jsii.String("AWS::SecretsManager::Secret"), map[string]any{"KmsKeyId": assertions.Match_AnyValue()})
+	// Alarms: circuit opened (Sum > 0 over 1 min), p99 latency, cobro errors over the declined rate.
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"MetricName": breakerapi.MetricOpened, "Namespace": "MercadoFresco/Tienda", "Statistic": "Sum", "Period": 60, "Threshold": 0,
+		"Dimensions": assertions.Match_ArrayWith(&[]any{map[string]any{"Name": "Dependencia", "Value": "pasarela"}}),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"MetricName": paymentapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": payment.DefaultLatencyThresholdMs,
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"MetricName": "Errors", "Threshold": payment.DefaultDeclinedThreshold,
+		"Dimensions": []any{map[string]any{"Name": "FunctionName", "Value": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^PagoCobro"))}}},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"MetricName": "Errors", "Threshold": 0,
+		"Dimensions": []any{map[string]any{"Name": "FunctionName", "Value": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^PagoReembolso"))}}},
+	})
+	// Egress: HTTPS, and the cache's port to the cache's group only.
+	tpl.HasResourceProperties(jsii.String("AWS::EC2::SecurityGroup"), map[string]any{
+		"GroupDescription":    assertions.Match_StringLikeRegexp(jsii.String("^Payment tasks")),
+		"SecurityGroupEgress": []any{assertions.Match_ObjectLike(&map[string]any{"FromPort": 443, "ToPort": 443, "CidrIp": "0.0.0.0/0"})},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::EC2::SecurityGroupEgress"), map[string]any{
+		"FromPort": cache.Port, "GroupId": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^PagoSecurityGroup")), "GroupId"}},
+	})
+	if pay.MaxAttempts != 3 {
+		t.Fatalf("MaxAttempts = %v", pay.MaxAttempts)
+	}
+	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
+		t.Fatalf("synthesis errors (cdk-nag, guardrails):\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+func TestMissingPropsAreReported(t *testing.T) {
+	p := cdktest.NewPlatform("PagoMal")
+	payment.New(p.Stack, "Pago", &payment.Props{GatewayURL: "http://x", MaxAttempts: 11})
+	errs := cdktest.Errors(p.Stack)
+	for _, want := range []string{"Environment is required", "IdempotencyTable", "must be an https URL", "BreakerStore", "EncryptionKey", "AlarmTopic", "Vpc is required", "MaxAttempts must be"} {
+		cdktest.RequireContains(t, errs, want)
+	}
+}

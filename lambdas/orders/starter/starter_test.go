@@ -1,0 +1,210 @@
+package starter_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/orders/starter"
+	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+)
+
+// fakeSFN behaves like Step Functions for StartExecution on a standard
+// state machine: a name is used once (ExecutionAlreadyExists afterwards;
+// the real service answers a repeat with the same input on a running
+// execution with its ARN instead, which the starter treats the same way).
+type fakeSFN struct {
+	mu         sync.Mutex
+	executions map[string]string // name -> input
+	calls      int
+	fail       error
+}
+
+func newFake() *fakeSFN { return &fakeSFN{executions: map[string]string{}} }
+
+func (f *fakeSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput, _ ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	name := aws.ToString(in.Name)
+	if _, dup := f.executions[name]; dup {
+		return nil, &types.ExecutionAlreadyExists{Message: aws.String("Execution Already Exists: '" + name + "'")}
+	}
+	f.executions[name] = aws.ToString(in.Input)
+	return &sfn.StartExecutionOutput{ExecutionArn: aws.String(aws.ToString(in.StateMachineArn) + ":" + name)}, nil
+}
+
+const (
+	smARN    = "arn:aws:states:eu-west-1:111111111111:stateMachine:mercadofresco-procesar-pedido"
+	queueARN = "arn:aws:sqs:eu-west-1:111111111111:cola-mercadofresco-inicio-pedido"
+)
+
+func event(t *testing.T, eventID, pedidoID string, version int) string {
+	t.Helper()
+	detail := orderevents.PedidoCreado{
+		IDEvento: "out-" + pedidoID, Version: version, PedidoID: pedidoID, ClienteID: "C-1",
+		Cliente:       orderevents.Cliente{ID: "C-1", Email: "c@example.com"},
+		TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok",
+		Lineas: []orderevents.Linea{{SKU: "S", Cantidad: 1, PrecioCentimos: 4820}},
+	}
+	d, _ := json.Marshal(detail)
+	b, _ := json.Marshal(map[string]any{
+		"version": "0", "id": eventID, "detail-type": "PedidoCreado", "source": "mercadofresco.tienda",
+		"account": "111111111111", "time": "2026-12-01T10:00:00Z", "region": "eu-west-1", "resources": []string{},
+		"detail": json.RawMessage(d),
+	})
+	return string(b)
+}
+
+func processor(t *testing.T, api starter.StartExecutionAPI) (*sqsbatch.Processor, *queuefake.Fake, string) {
+	t.Helper()
+	s, err := starter.New(api, smARN, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqs := queuefake.New()
+	dlq, _ := sqs.CreateQueue("cola-mercadofresco-inicio-pedido-dlq", queuefake.QueueConfig{})
+	cfg := starter.BatchConfig(s)
+	cfg.DLQ, cfg.DLQURL = sqs, dlq
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	p, err := sqsbatch.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, sqs, dlq
+}
+
+func rec(id, body string) events.SQSMessage {
+	return events.SQSMessage{MessageId: id, EventSourceARN: queueARN, Body: body,
+		Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+}
+
+// The outbox publishes at least once: the same order's event twice (two
+// event ids: a crash replay re-publishes with the same detail) in one
+// batch, and once more in a later batch, start ONE execution.
+func TestDuplicateEventStartsOneExecution(t *testing.T) {
+	fake := newFake()
+	p, _, _ := processor(t, fake)
+	ctx := context.Background()
+	resp, err := p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		rec("m1", event(t, "ev-1", "P-4820", 1)),
+		rec("m2", event(t, "ev-2", "P-4820", 1)),
+		rec("m3", event(t, "ev-3", "P-9", 1)),
+	}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("batch: %v %+v", err, resp.BatchItemFailures)
+	}
+	resp, err = p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{rec("m4", event(t, "ev-1", "P-4820", 1))}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("second batch: %v %+v", err, resp.BatchItemFailures)
+	}
+	if len(fake.executions) != 2 || fake.calls != 4 {
+		t.Fatalf("executions %v after %d StartExecution calls; want 2 executions (P-4820 once, P-9)", fake.executions, fake.calls)
+	}
+	in := fake.executions["pedido-P-4820"]
+	got, err := orderevents.ParsePedidoCreado([]byte(in))
+	if err != nil || got.PedidoID != "P-4820" || got.TokenTarjeta != "tok" {
+		t.Fatalf("execution input %s: %v", in, err)
+	}
+}
+
+func TestInvalidEventsArePoison(t *testing.T) {
+	fake := newFake()
+	p, sqs, dlq := processor(t, fake)
+	other := strings.Replace(event(t, "ev-x", "P-1", 1), `"PedidoCreado"`, `"PedidoPagado"`, 1)
+	noToken := strings.Replace(event(t, "ev-y", "P-2", 1), `"token_tarjeta":"tok"`, `"token_tarjeta":""`, 1)
+	resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		rec("v2", event(t, "ev-v2", "P-3", 2)), rec("other", other), rec("notoken", noToken), rec("junk", "{"),
+	}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("poison must be dead-lettered, not retried: %v %+v", err, resp.BatchItemFailures)
+	}
+	dead, _ := sqs.Inspect(dlq)
+	if len(dead) != 4 || fake.calls != 0 {
+		t.Fatalf("%d dead-lettered, %d StartExecution calls", len(dead), fake.calls)
+	}
+	var reasons []string
+	for _, d := range dead {
+		reasons = append(reasons, d.MessageAttributes[sqsbatch.AttrFailureReason].StringValue)
+	}
+	all := strings.Join(reasons, "\n")
+	for _, want := range []string{"unknown major version 2", "PedidoPagado", "token_tarjeta"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no reason mentions %q:\n%s", want, all)
+		}
+	}
+}
+
+func TestStartFailureIsRetried(t *testing.T) {
+	fake := newFake()
+	fake.fail = &types.ExecutionLimitExceeded{Message: aws.String("limit")}
+	p, sqs, dlq := processor(t, fake)
+	resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec("m1", event(t, "e", "P-1", 1))}})
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m1" {
+		t.Fatalf("a throttled start must come back: %v %+v", err, resp.BatchItemFailures)
+	}
+	if dead, _ := sqs.Inspect(dlq); len(dead) != 0 {
+		t.Fatalf("dead-lettered a transient failure: %v", dead)
+	}
+}
+
+func TestExecutionName(t *testing.T) {
+	long := strings.Repeat("x", 74)
+	tests := []struct {
+		id, want string
+	}{
+		{"P-4820", "pedido-P-4820"},
+		{"2026_12_01-ab", "pedido-2026_12_01-ab"},
+		{strings.Repeat("a", 73), "pedido-" + strings.Repeat("a", 73)},
+	}
+	for _, tc := range tests {
+		if got := starter.ExecutionName(tc.id); got != tc.want {
+			t.Errorf("ExecutionName(%q) = %q, want %q", tc.id, got, tc.want)
+		}
+	}
+	seen := map[string]string{}
+	for _, id := range []string{"a/b", "a:b", "a b", "a_b", long, long + "y", "pedido ñ", "<x>", "P-4820", "ped\x00ido", strings.Repeat("é", 100)} {
+		n := starter.ExecutionName(id)
+		if len(n) == 0 || len(n) > starter.MaxExecutionName {
+			t.Errorf("ExecutionName(%q) = %q: length %d", id, n, len(n))
+		}
+		for _, r := range n {
+			if !(r == '-' || r == '_' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')) {
+				t.Errorf("ExecutionName(%q) = %q has %q", id, n, r)
+			}
+		}
+		if n != starter.ExecutionName(id) {
+			t.Errorf("ExecutionName(%q) is not deterministic", id)
+		}
+		if prev, dup := seen[n]; dup {
+			t.Errorf("ids %q and %q share the execution name %q", prev, id, n)
+		}
+		seen[n] = id
+	}
+	// A clean id can never produce a hashed name.
+	if n := starter.ExecutionName("a/b"); !strings.HasPrefix(n, starter.HashedPrefix) {
+		t.Errorf("%q", n)
+	}
+}
+
+func TestNewRequiresClientAndARN(t *testing.T) {
+	if _, err := starter.New(nil, smARN, nil); err == nil {
+		t.Fatal("nil client accepted")
+	}
+	if _, err := starter.New(newFake(), "", nil); err == nil {
+		t.Fatal("empty ARN accepted")
+	}
+}

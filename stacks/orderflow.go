@@ -1,0 +1,141 @@
+package stacks
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/carts"
+	"github.com/mercadofresco/integration/constructs/erp"
+	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/constructs/payment"
+)
+
+// SPEC and project names of the order flow's resources (environments add
+// their suffix).
+const (
+	StarterQueueName    = "cola-mercadofresco-inicio-pedido"
+	StarterDLQName      = "mercadofresco-inicio-pedido-fallidos"
+	PedidoCreadoRule    = "mf-pedido-creado-a-inicio"
+	PedidoCreadoRuleDLQ = "mercadofresco-regla-pedido-creado-fallidos"
+	CarritoRule         = "mf-carrito-abandonado"
+	CarritoRuleDLQ      = "mercadofresco-regla-carrito-abandonado-fallidos"
+	CarritosDLQName     = "cola-mercadofresco-carritos-abandonados-fallidos"
+	CarritosPipeDLQName = "mercadofresco-pipe-carritos-fallidos"
+	ERPRule             = "mf-pedidos-a-erp"
+	ERPRuleDLQ          = "mercadofresco-erp-webhook-fallidos"
+)
+
+// OrderFlowStack holds the order flow: the payment tasks, the workflow
+// mercadofresco-procesar-pedido and its starter, the carts pipe and the ERP
+// API destination, all wired to bus-mercadofresco.
+type OrderFlowStack struct {
+	awscdk.Stack
+	Payment  *payment.Payment
+	Workflow *orderworkflow.Workflow
+	Starter  *orderworkflow.Starter
+	Carts    *carts.Carts
+	ERP      *erp.Destination
+}
+
+// NewOrderFlowStack creates the order flow stack of shared.Env.
+func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *NetworkStack, data *DataStack, messaging *MessagingStack) *OrderFlowStack {
+	env := shared.Env
+	stack := newStack(scope, env, "OrderFlow", "order workflow, payment tasks, carts pipe and ERP destination")
+	s := &OrderFlowStack{Stack: stack}
+	name := func(base string) *string { return jsii.String(env.PhysicalName(base)) }
+	removal := env.RemovalPolicy
+
+	if !network.Network.HasEgress() {
+		awscdk.Annotations_Of(stack).AddError(jsii.String("OrderFlow: the payment tasks call the gateway on the internet, but the environment's VPC has no NAT gateway (config NatGateways)"))
+	}
+	s.Payment = payment.New(stack, "Pago", &payment.Props{
+		Builder:             shared.Builder,
+		IdempotencyTable:    data.Table,
+		GatewayURL:          env.GatewayURL,
+		ReadTimeout:         awscdk.Duration_Seconds(jsii.Number(env.GatewayReadTimeoutSeconds)),
+		Environment:         env.Name,
+		FunctionNamePrefix:  name("mf"),
+		SecretName:          name("mercadofresco/pasarela/api-key"),
+		ReservedConcurrency: env.PaymentConcurrency,
+		Vpc:                 network.Network.Vpc,
+		Subnets:             network.Network.EgressSubnets(),
+		BreakerStore:        network.Cache,
+		EncryptionKey:       shared.DataKey,
+		LogRetention:        env.LogRetention,
+		RemovalPolicy:       removal,
+		AlarmTopic:          shared.Alerts,
+	})
+	s.Workflow = orderworkflow.New(stack, "ProcesarPedido", &orderworkflow.Props{
+		StateMachineName: name(orderworkflow.StateMachineName),
+		Charge:           s.Payment.Cobro.IFunction(),
+		Refund:           s.Payment.Reembolso.IFunction(),
+		// A little above the functions' own timeout: the Lambda timeout
+		// ends a stuck attempt, not the state's.
+		PaymentTaskTimeout: awscdk.Duration_Seconds(jsii.Number(*s.Payment.Timeout.ToSeconds(nil) + 10)),
+		StockMovements:     messaging.StockMovements.Queue,
+		Confirmed:          messaging.PedidoConfirmado.Topic,
+		EncryptionKey:      shared.DataKey,
+		LogRetention:       env.LogRetention,
+		RemovalPolicy:      removal,
+		AlarmTopic:         shared.Alerts,
+	})
+	s.Starter = orderworkflow.NewStarter(stack, "Inicio", &orderworkflow.StarterProps{
+		Bus:                     shared.Bus,
+		Workflow:                s.Workflow,
+		Builder:                 shared.Builder,
+		MaximumConcurrency:      env.MaxConsumerConcurrency,
+		QueueName:               name(StarterQueueName),
+		DeadLetterQueueName:     name(StarterDLQName),
+		RuleName:                name(PedidoCreadoRule),
+		RuleDeadLetterQueueName: name(PedidoCreadoRuleDLQ),
+		FunctionName:            name("mf-iniciar-pedido"),
+		EncryptionKey:           shared.DataKey,
+		LogRetention:            env.LogRetention,
+		RemovalPolicy:           removal,
+		AlarmTopic:              shared.Alerts,
+	})
+	var imp *carts.ImportedTable
+	if c := env.Carritos; c != nil {
+		imp = &carts.ImportedTable{TableName: c.TableName, StreamArn: c.StreamArn, KeyArn: c.KeyArn}
+	}
+	s.Carts = carts.New(stack, "Carritos", &carts.Props{
+		Bus:                     shared.Bus,
+		Import:                  imp,
+		TableName:               name(carts.TableName),
+		PipeName:                name(carts.PipeName),
+		QueueName:               name(carts.QueueName),
+		DeadLetterQueueName:     name(CarritosDLQName),
+		PipeDeadLetterQueueName: name(CarritosPipeDLQName),
+		RuleName:                name(CarritoRule),
+		RuleDeadLetterQueueName: name(CarritoRuleDLQ),
+		EncryptionKey:           shared.DataKey,
+		AlarmTopic:              shared.Alerts,
+		LogRetention:            env.LogRetention,
+		RemovalPolicy:           removal,
+		DeletionProtection:      jsii.Bool(env.DeletionProtection),
+	})
+	s.ERP = erp.New(stack, "ERP", &erp.Props{
+		Bus:                 shared.Bus,
+		Endpoint:            env.ERPWebhookURL,
+		RateLimitPerSecond:  env.ERPRateLimitPerSecond,
+		ConnectionName:      name("mf-erp"),
+		DestinationName:     name("mf-erp-webhook"),
+		RuleName:            name(ERPRule),
+		DeadLetterQueueName: name(ERPRuleDLQ),
+		SecretName:          name("mercadofresco/erp/api-key"),
+		EncryptionKey:       shared.DataKey,
+		AlarmTopic:          shared.Alerts,
+		RemovalPolicy:       removal,
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("StateMachineArn"), &awscdk.CfnOutputProps{Value: s.Workflow.StateMachine.StateMachineArn()})
+	awscdk.NewCfnOutput(stack, jsii.String("GatewaySecretArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Put the payment gateway API key here before the first order"),
+		Value:       s.Payment.Secret.SecretArn(),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("ERPSecretArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Put the ERP API key here ({\"api_key\": ...}) and redeploy"),
+		Value:       s.ERP.Secret.SecretArn(),
+	})
+	return s
+}

@@ -106,6 +106,11 @@ type PedidoCreado struct {
 	// TokenTarjeta is the card token the shop obtained from the payment
 	// gateway (never card data); the charge task sends it.
 	TokenTarjeta string `json:"token_tarjeta"`
+	// Intento is the payment attempt: absent (or 1) for the order itself,
+	// 2 and more when the customer retried the payment after the workflow
+	// failed for an unavailable gateway (lambdas/orders/shop). The starter
+	// gives each attempt its own execution name.
+	Intento int `json:"intento,omitempty"`
 }
 
 // Validate reports every missing or invalid field of a version-1 order:

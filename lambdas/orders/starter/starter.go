@@ -77,6 +77,32 @@ func ExecutionName(pedidoID string) string {
 	return HashedPrefix + b.String() + "_" + h
 }
 
+// ExecutionNameFor is the execution name of payment attempt intento of an
+// order: ExecutionName(pedidoID) for the first attempt (intento 0 or 1),
+// and for a retry "pedido_<sanitised prefix>_i<n>_<16 hex of SHA-256>" of
+// the id and the attempt, which no first attempt's name can equal.
+func ExecutionNameFor(pedidoID string, intento int) string {
+	if intento <= 1 {
+		return ExecutionName(pedidoID)
+	}
+	tag := fmt.Sprintf("_i%d_", intento)
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00intento=%d", pedidoID, intento)))
+	h := hex.EncodeToString(sum[:])[:hashHex]
+	room := MaxExecutionName - len(HashedPrefix) - len(tag) - hashHex
+	var b strings.Builder
+	for _, r := range pedidoID {
+		if b.Len() >= room {
+			break
+		}
+		if allowed(r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return HashedPrefix + b.String() + tag + h
+}
+
 func allowed(r rune) bool {
 	return r == '-' || r == '_' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
 }
@@ -144,7 +170,7 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	if err != nil {
 		return Result{}, sqsbatch.Poison(err)
 	}
-	name := ExecutionName(pedido.PedidoID)
+	name := ExecutionNameFor(pedido.PedidoID, pedido.Intento)
 	out, err := s.api.StartExecution(ctx, &sfn.StartExecutionInput{
 		StateMachineArn: aws.String(s.stateMachine),
 		Name:            aws.String(name),
@@ -184,12 +210,13 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 			var env struct {
 				Detail struct {
 					PedidoID string `json:"pedido_id"`
+					Intento  int    `json:"intento"`
 				} `json:"detail"`
 			}
 			if err := rec.Decode(&env); err != nil {
 				return "", err
 			}
-			return "ejecucion:" + ExecutionName(env.Detail.PedidoID), nil
+			return "ejecucion:" + ExecutionNameFor(env.Detail.PedidoID, env.Detail.Intento), nil
 		},
 	}
 }

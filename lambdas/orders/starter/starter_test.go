@@ -3,6 +3,7 @@ package starter_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -207,4 +208,38 @@ func TestNewRequiresClientAndARN(t *testing.T) {
 	if _, err := starter.New(newFake(), "", nil); err == nil {
 		t.Fatal("empty ARN accepted")
 	}
+}
+
+// A payment retry (intento >= 2) gets its own execution, once; the first
+// attempt's name is unchanged, and no retry name equals a first-attempt name.
+func TestPaymentRetryGetsItsOwnExecutionName(t *testing.T) {
+	if got := starter.ExecutionNameFor("PED-1", 0); got != starter.ExecutionName("PED-1") || starter.ExecutionNameFor("PED-1", 1) != got {
+		t.Fatalf("first attempt named %q, want %q", got, starter.ExecutionName("PED-1"))
+	}
+	seen := map[string]string{}
+	for _, id := range []string{"PED-1", "PED-1_i2", "PED-2", strings.Repeat("x", 200), "ped/ñ"} {
+		for intento := 1; intento <= 4; intento++ {
+			n := starter.ExecutionNameFor(id, intento)
+			if len(n) > starter.MaxExecutionName || !validName(n) {
+				t.Fatalf("name %q for %q attempt %d is not a valid execution name", n, id, intento)
+			}
+			key := fmt.Sprintf("%s#%d", id, intento)
+			if prev, dup := seen[n]; dup {
+				t.Fatalf("%s and %s share the name %q", prev, key, n)
+			}
+			seen[n] = key
+			if starter.ExecutionNameFor(id, intento) != n {
+				t.Fatalf("name of %s is not stable", key)
+			}
+		}
+	}
+}
+
+func validName(n string) bool {
+	for _, r := range n {
+		if !(r == '-' || r == '_' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')) {
+			return false
+		}
+	}
+	return n != ""
 }

@@ -1,4 +1,4 @@
-package main
+package shop
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func TestCrearPedidoWritesOrderAndEventTogether(t *testing.T) {
 	ctx := context.Background()
 	pool := testPool(t)
 	s := Solicitud{PedidoID: "ped-1", ClienteID: "cli-9", ClienteEmail: "ana@example.com", TokenTarjeta: "tok_1", Lineas: []Linea{{SKU: "manzana", Cantidad: 3, PrecioCentimos: 120}, {SKU: "pan", Cantidad: 1, PrecioCentimos: 4460}}}
-	r, err := crearPedido(ctx, pool, s)
+	r, err := CrearPedido(ctx, pool, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestCrearPedidoWritesOrderAndEventTogether(t *testing.T) {
 	}
 
 	// A retry of the same order: same event id, no second event.
-	r2, err := crearPedido(ctx, pool, s)
+	r2, err := CrearPedido(ctx, pool, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestCrearPedidoRollsBackOrderWhenEventFails(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ALTER TABLE outbox ADD CONSTRAINT roto CHECK (tipo <> 'PedidoCreado')`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := crearPedido(ctx, pool, Solicitud{PedidoID: "ped-2", ClienteID: "c", ClienteEmail: "c@example.com", TokenTarjeta: "tok", Lineas: []Linea{{SKU: "x", Cantidad: 1, PrecioCentimos: 1}}})
+	_, err := CrearPedido(ctx, pool, Solicitud{PedidoID: "ped-2", ClienteID: "c", ClienteEmail: "c@example.com", TokenTarjeta: "tok", Lineas: []Linea{{SKU: "x", Cantidad: 1, PrecioCentimos: 1}}})
 	if err == nil {
 		t.Fatal("want the event insert to fail")
 	}
@@ -99,7 +99,7 @@ func TestCrearPedidoValidates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := crearPedido(context.Background(), pool, tc.s); !errors.Is(err, ErrSolicitudInvalida) {
+			if _, err := CrearPedido(context.Background(), pool, tc.s); !errors.Is(err, ErrSolicitudInvalida) {
 				t.Fatalf("err = %v, want ErrSolicitudInvalida", err)
 			}
 		})
@@ -112,12 +112,67 @@ func TestCrearPedidoWithTheWritersRole(t *testing.T) {
 	ctx := context.Background()
 	db := outboxtest.New(t, "mf_outbox_test")
 	s := Solicitud{PedidoID: "ped-7", ClienteID: "cli-1", ClienteEmail: "cli-1@example.com", TokenTarjeta: "tok_7", Lineas: []Linea{{SKU: "pan", Cantidad: 2, PrecioCentimos: 250}}}
-	r, err := crearPedido(ctx, db.Writer, s)
+	r, err := CrearPedido(ctx, db.Writer, s)
 	if err != nil {
 		t.Fatalf("as the writer's role: %v", err)
 	}
-	r2, err := crearPedido(ctx, db.Writer, s)
+	r2, err := CrearPedido(ctx, db.Writer, s)
 	if err != nil || !r2.Duplicado || r2.EventoID != r.EventoID || r2.TotalCentimos != 500 {
 		t.Fatalf("retry as the writer's role = %+v, %v; want the first attempt's answer %+v", r2, err, r)
+	}
+	// A payment retry, twice, needs nothing more than the writer's grants.
+	s.Intento = 2
+	for range 2 {
+		if _, err := CrearPedido(ctx, db.Writer, s); err != nil {
+			t.Fatalf("payment retry as the writer's role: %v", err)
+		}
+	}
+}
+
+// A payment retry writes one more PedidoCreado for the same order, carrying
+// its attempt, once per attempt; it needs the order and the same total.
+func TestPaymentRetryWritesOneEventPerAttempt(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	s := Solicitud{PedidoID: "ped-7", ClienteID: "cli-9", ClienteEmail: "ana@example.com", TokenTarjeta: "tok_1", Lineas: []Linea{{SKU: "pan", Cantidad: 2, PrecioCentimos: 2410}}}
+	first, err := CrearPedido(ctx, pool, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Intento = 2
+	r, err := CrearPedido(ctx, pool, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Duplicado || r.EventoID != RetryEventID("ped-7", 2).String() || r.EventoID == first.EventoID {
+		t.Fatalf("retry = %+v", r)
+	}
+	again, err := CrearPedido(ctx, pool, s)
+	if err != nil || !again.Duplicado || again.EventoID != r.EventoID {
+		t.Fatalf("same retry twice = %+v, %v", again, err)
+	}
+	var payload []byte
+	if err := pool.QueryRow(ctx, `SELECT payload FROM outbox WHERE id = $1::uuid`, r.EventoID).Scan(&payload); err != nil {
+		t.Fatal(err)
+	}
+	var ev pedidoCreado
+	if err := json.Unmarshal(payload, &ev); err != nil || ev.Intento != 2 || ev.PedidoID != "ped-7" {
+		t.Fatalf("retry event %s (%v)", payload, err)
+	}
+	var events int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE agregado_id = 'ped-7'`).Scan(&events)
+	if events != 2 {
+		t.Fatalf("%d events for the order, want 2 (the order and one retry)", events)
+	}
+
+	unknown := s
+	unknown.PedidoID = "ped-nope"
+	if _, err := CrearPedido(ctx, pool, unknown); !errors.Is(err, ErrSolicitudInvalida) {
+		t.Fatalf("retry of an unknown order = %v", err)
+	}
+	other := s
+	other.Lineas = []Linea{{SKU: "pan", Cantidad: 3, PrecioCentimos: 2410}}
+	if _, err := CrearPedido(ctx, pool, other); !errors.Is(err, ErrSolicitudInvalida) {
+		t.Fatalf("retry with another total = %v", err)
 	}
 }

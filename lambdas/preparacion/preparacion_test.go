@@ -1,0 +1,265 @@
+package preparacion_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/degrade"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/internal/consumertest"
+	"github.com/mercadofresco/integration/lambdas/internal/dynalitetest"
+	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
+	"github.com/mercadofresco/integration/lambdas/internal/redistest"
+	"github.com/mercadofresco/integration/lambdas/preparacion"
+	"github.com/mercadofresco/integration/lambdas/retry"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+)
+
+var ddb *dynalitetest.Server
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	srv, err := dynalitetest.Launch(ctx)
+	cancel()
+	if err != nil {
+		log.Fatalf("dynalite: %v", err)
+	}
+	ddb = srv
+	code := m.Run()
+	srv.Close()
+	os.Exit(code)
+}
+
+var tableSeq atomic.Int64
+
+func store(t *testing.T) *idempotency.Store {
+	t.Helper()
+	name := fmt.Sprintf("idem-%d-%d", os.Getpid(), tableSeq.Add(1))
+	ddb.CreateTable(t, name, idempotency.DefaultKeyAttribute)
+	s, err := idempotency.NewStore(ddb.Client, idempotency.Config{TableName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// warehouse is the fake warehouse: it prepares every order except those in
+// refused (422 pedido_cancelado).
+func warehouse(t *testing.T, seed uint64, refused ...string) *fakehttp.Server {
+	return consumertest.FakeDependency(t, seed, func(r fakehttp.Request) fakehttp.Response {
+		var s preparacion.Solicitud
+		if err := json.Unmarshal(r.Body, &s); err != nil || r.Path != preparacion.PathPreparaciones {
+			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida"}`)
+		}
+		if slices.Contains(refused, s.PedidoID) {
+			return fakehttp.JSON(422, `{"codigo":"pedido_cancelado","mensaje":"el pedido fue cancelado"}`)
+		}
+		return fakehttp.JSON(201, fmt.Sprintf(`{"id":"prep-%s","pedido_id":%q,"estado":"en_preparacion"}`, s.PedidoID, s.PedidoID))
+	})
+}
+
+type rig struct {
+	q    *consumertest.Queues
+	wh   *fakehttp.Server
+	proc *sqsbatch.Processor
+}
+
+func newRig(t *testing.T, br *breaker.Breaker, refused ...string) *rig {
+	t.Helper()
+	seed := testseed.New(t).Seed
+	q := consumertest.New(t, "cola-mercadofresco-pedidos", consumertest.Options{})
+	wh := warehouse(t, seed, refused...)
+	client := consumertest.Client(t, consumerapi.NameAlmacen, wh, consumertest.DepOptions{Breaker: br, Seed: seed, ReadTimeout: 300 * time.Millisecond})
+	plan, err := degrade.New(degrade.Config{MaxReceiveCount: q.MaxReceiveCount, Sender: q.Fake})
+	consumertest.Must(t, err)
+	proc, err := preparacion.NewProcessor(q.Settings(), preparacion.Deps{
+		Store: store(t), Almacen: preparacion.HTTPAlmacen{Client: client}, DLQ: q.Fake, Visibility: q.Fake, Plan: plan, Logger: consumertest.Logger(t),
+	})
+	consumertest.Must(t, err)
+	return &rig{q: q, wh: wh, proc: proc}
+}
+
+func order(id string) string {
+	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C1","email":"ana@example.com"},"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":250}],"total_centimos":500,"moneda":"EUR","referencia_cobro":"ch_1","campo_nuevo":true}`, id)
+}
+
+// requests counts the requests that reached the warehouse per key.
+func requests(s *fakehttp.Server) map[string]int {
+	out := map[string]int{}
+	for _, r := range s.Requests() {
+		out[r.IdempotencyKey]++
+	}
+	return out
+}
+
+// effects counts the warehouse's preparations per key.
+func effects(s *fakehttp.Server) map[string]int {
+	out := map[string]int{}
+	for _, e := range s.Effects() {
+		if e.Response.Status < 300 {
+			out[e.IdempotencyKey]++
+		}
+	}
+	return out
+}
+
+// One batch with everything a real queue delivers: duplicates (same message
+// id, and the same order under another id), poison, a refused order and a
+// transient failure. Each order is prepared once, failures are reported per
+// record, poison and the refusal reach the DLQ with their reasons.
+func TestBatchOutcomesPerRecord(t *testing.T) {
+	r := newRig(t, nil, "P-CANCELADO")
+	r.wh.Inject(fakehttp.Rule{Match: func(req fakehttp.Request) bool { return req.IdempotencyKey == "preparacion:P-LENTO" }, Fault: fakehttp.Fault{Status: 503}})
+	ctx := consumertest.Ctx(t, 30*time.Second)
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		r.q.Record("m1", order("P1")),
+		r.q.Record("m1", order("P1")), // the same message twice in one batch
+		r.q.Record("m2", order("P1")), // the same order, another delivery
+		r.q.Record("v2", `{"version":2,"pedido_id":"P2","lineas":[{"sku":"A","cantidad":1}]}`),
+		r.q.Record("sin-lineas", `{"version":1,"pedido_id":"P3","lineas":[]}`),
+		r.q.Record("roto", `{"version":1,"pedido_id":`),
+		r.q.Record("cancelado", order("P-CANCELADO")),
+		r.q.Record("lento", order("P-LENTO")),
+		r.q.Record("m3", order("P4")),
+	}}
+	resp, err := r.proc.Process(ctx, ev)
+	consumertest.Must(t, err)
+	if got := consumertest.Failures(resp); !slices.Equal(got, []string{"lento"}) {
+		t.Fatalf("batchItemFailures = %v, want only the transient one", got)
+	}
+	if got := effects(r.wh); got["preparacion:P1"] != 1 || got["preparacion:P4"] != 1 || len(got) != 2 {
+		t.Fatalf("warehouse preparations %v, want P1 and P4 once each", got)
+	}
+	r.q.RequireDeadLetters(t, map[string]string{
+		"v2":         "unknown major version 2",
+		"sin-lineas": "order has no lines",
+		"roto":       "malformed JSON",
+		"cancelado":  "pedido_cancelado",
+	})
+	// The same batch again (a redelivery after a lost response): no new
+	// preparation, the refusal is replayed from its FALLIDO record.
+	r.wh.ClearFaults()
+	resp, err = r.proc.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		r.q.Record("m4", order("P1")), r.q.Record("cancelado-2", order("P-CANCELADO")), r.q.Record("lento-2", order("P-LENTO")),
+	}})
+	consumertest.Must(t, err)
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("second batch failures %v", resp.BatchItemFailures)
+	}
+	if got := effects(r.wh); got["preparacion:P1"] != 1 || got["preparacion:P-LENTO"] != 1 || len(got) != 3 {
+		t.Fatalf("after the repeat: %v", got)
+	}
+	if n := requests(r.wh)["preparacion:P-CANCELADO"]; n != 1 {
+		t.Fatalf("the refused order was sent %d times, want once (the repeat is answered by its FALLIDO record)", n)
+	}
+	if d := r.q.DeadLetters(t)["cancelado-2"]; d.Class != "permanent" {
+		t.Fatalf("the repeated refusal was not dead-lettered as permanent: %+v", d)
+	}
+}
+
+// The warehouse prepares the order and its answer is lost (the Lambda waits
+// past its read timeout): the retry sends the same Idempotency-Key and gets
+// the first preparation back. One preparation.
+func TestAnswerLostAfterPreparation(t *testing.T) {
+	r := newRig(t, nil)
+	r.wh.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
+	ctx := consumertest.Ctx(t, 30*time.Second)
+	r.q.Send(t, order("P-TIMEOUT"), "")
+	r.q.Drain(ctx, t, r.proc, 10, 5)
+	if got := effects(r.wh); got["preparacion:P-TIMEOUT"] != 1 {
+		t.Fatalf("preparations %v, want one", got)
+	}
+	if n := len(r.wh.Requests()); n != 2 {
+		t.Fatalf("%d requests, want 2 (the lost answer and its replay)", n)
+	}
+	r.q.RequireDeadLetters(t, nil)
+}
+
+// Against a private Redis: a warehouse that keeps failing opens its shared
+// circuit; from then on orders wait (ChangeMessageVisibility(300), then a
+// delayed copy on the last receive) without a request to the warehouse, and
+// none reaches the DLQ however long the outage. When the warehouse is back
+// every order is prepared once.
+func TestWarehouseOutageOrdersWaitNotDeadLettered(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := retry.NewVirtualClock(time.Now())
+	br := consumertest.Breaker(t, srv.Client(t), consumerapi.NameAlmacen, 4, clk)
+	r := newRig(t, br)
+	r.wh.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
+	ctx := consumertest.Ctx(t, 60*time.Second)
+	for i := range 3 {
+		r.q.Send(t, order(fmt.Sprintf("P-%d", i)), "")
+	}
+	// First receive: 3 orders x 2 attempts, handled concurrently; the
+	// circuit opens at the 4th failure (attempts already allowed finish).
+	_, resp := r.q.Pump(ctx, t, r.proc, 10)
+	if len(resp.BatchItemFailures) != 3 {
+		t.Fatalf("first receive: failures %v", resp.BatchItemFailures)
+	}
+	opened := len(r.wh.Requests())
+	if opened < 4 || opened > 6 {
+		t.Fatalf("%d requests in the first receive, want 4..6", opened)
+	}
+	if _, err := br.Allow(ctx); err == nil {
+		t.Fatal("the circuit is not open after the first receive")
+	}
+	// Two hours of outage, 5 minutes per receive.
+	for range 24 {
+		r.q.Clock.Advance(301 * time.Second)
+		ev, resp := r.q.Pump(ctx, t, r.proc, 10)
+		if len(ev.Records) > 0 && len(resp.BatchItemFailures) == len(ev.Records) {
+			for _, m := range ev.Records {
+				if st := visibleAt(t, r.q, m.MessageId); st.Sub(r.q.Clock.Now()) < 299*time.Second {
+					t.Fatalf("order %s comes back in %s, want 300 s", m.MessageId, st.Sub(r.q.Clock.Now()))
+				}
+			}
+		}
+	}
+	if n := len(r.wh.Requests()); n != opened {
+		t.Fatalf("the open circuit let %d requests through", n-opened)
+	}
+	r.q.RequireDeadLetters(t, nil)
+	// The warehouse recovers; after the open period one probe goes through,
+	// its success closes the circuit and the waiting orders are prepared.
+	r.wh.ClearFaults()
+	clk.Advance(breaker.DefaultOpenPeriod + time.Second)
+	r.q.Drain(ctx, t, r.proc, 10, 20)
+	got := effects(r.wh)
+	for i := range 3 {
+		if k := fmt.Sprintf("preparacion:P-%d", i); got[k] != 1 {
+			t.Errorf("%s prepared %d times", k, got[k])
+		}
+	}
+	r.q.RequireDeadLetters(t, nil)
+}
+
+func visibleAt(t *testing.T, q *consumertest.Queues, id string) time.Time {
+	t.Helper()
+	st, err := q.Fake.Inspect(q.Source)
+	consumertest.Must(t, err)
+	for _, m := range st {
+		if m.MessageID == id {
+			return m.VisibleAt
+		}
+	}
+	// Deferred as a copy on its last receive: the copy is delayed.
+	for _, m := range st {
+		if m.Delayed {
+			return m.VisibleAt
+		}
+	}
+	t.Fatalf("message %s is gone", id)
+	return time.Time{}
+}

@@ -1,0 +1,223 @@
+// Package sqsconsumer is what the project's SQS consumer Lambdas share
+// around lambdas/sqsbatch: their common settings from the environment
+// (DLQ routes, build id, batch concurrency, supported event versions,
+// deadline margin, maxReceiveCount), and a Runtime that builds the real
+// clients a main needs (SQS, the breaker cache, an HTTP dependency with its
+// API key, breaker, retry budget and metrics, the degrade plan).
+//
+// Each consumer's logic lives in its own package with injected
+// dependencies (lambdas/preparacion, lambdas/correo, lambdas/avisoerp,
+// lambdas/stock); its main is one line:
+//
+//	func main() { sqsconsumer.Main("preparar-pedido", preparacion.FromRuntime) }
+package sqsconsumer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mercadofresco/integration/lambdas/apikey"
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/degrade"
+	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/internal/buildid"
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
+)
+
+// Settings are the variables every consumer reads (consumerapi names).
+type Settings struct {
+	Environment       string
+	DLQRoutes         dlqroute.Routes
+	ConsumerVersion   string
+	Concurrency       int
+	SupportedVersions []int
+	DeadlineMargin    time.Duration
+	// MaxReceiveCount is the source queue's maxReceiveCount (0 when the
+	// consumer does not defer messages and the variable is unset).
+	MaxReceiveCount int
+}
+
+// LoadSettings reads the common variables; problems are recorded in env
+// (and a malformed DLQ_URLS is returned). ConsumerVersion defaults to the
+// running binary's build id, so a dead-lettered message names the build
+// that refused it.
+func LoadSettings(env *lambdaenv.Env) (Settings, error) {
+	s := Settings{
+		Environment:       env.Required(consumerapi.EnvEnvironment),
+		ConsumerVersion:   env.String(consumerapi.EnvConsumerVersion, ""),
+		Concurrency:       env.Int(consumerapi.EnvBatchConcurrency, sqsbatch.DefaultConcurrency, 1, 100),
+		SupportedVersions: env.Ints(consumerapi.EnvSupportedVersions, 1),
+		DeadlineMargin:    env.Duration(consumerapi.EnvDeadlineMargin, sqsbatch.DefaultDeadlineMargin, time.Millisecond, time.Minute),
+		MaxReceiveCount:   env.Int(consumerapi.EnvMaxReceiveCount, 0, 0, 1000),
+	}
+	if s.ConsumerVersion == "" {
+		if id, err := buildid.Executable(); err == nil {
+			s.ConsumerVersion = id
+		}
+	}
+	routes, err := dlqroute.Parse(env.String(dlqroute.Env, ""))
+	s.DLQRoutes = routes
+	return s, err
+}
+
+// Batch returns a Processor with cfg, completed by these settings where cfg
+// leaves a field zero (ConsumerVersion, DLQRoutes, Concurrency,
+// SupportedVersions, DeadlineMargin).
+func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
+	if cfg.ConsumerVersion == "" {
+		cfg.ConsumerVersion = s.ConsumerVersion
+	}
+	if len(cfg.DLQRoutes) == 0 {
+		cfg.DLQRoutes = s.DLQRoutes
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = s.Concurrency
+	}
+	if len(cfg.SupportedVersions) == 0 {
+		cfg.SupportedVersions = s.SupportedVersions
+	}
+	if cfg.DeadlineMargin == 0 {
+		cfg.DeadlineMargin = s.DeadlineMargin
+	}
+	return sqsbatch.New(cfg)
+}
+
+// Runtime is what a consumer's main builds its dependencies from: the
+// parsed environment, the AWS SDK configuration (AWS_MAX_ATTEMPTS, see
+// lambdaenv), the SQS client and the logger. Its methods build the rest
+// on demand.
+type Runtime struct {
+	Function string
+	Env      *lambdaenv.Env
+	Settings Settings
+	AWS      aws.Config
+	// SQS sends to DLQs and queues and changes visibility.
+	SQS queue.API
+	Log *slog.Logger
+
+	redisOnce sync.Once
+	redis     *redis.Client
+	redisSet  breaker.Settings
+	redisErr  error
+}
+
+// NewRuntime reads the common settings through env and loads the SDK
+// configuration. Consumer-specific variables are read by the caller from
+// rt.Env, and every problem is reported by Check.
+func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runtime, error) {
+	s, err := LoadSettings(env)
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := env.LoadAWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log := env.Logger(function).With(slog.String("consumer_version", s.ConsumerVersion))
+	if len(s.DLQRoutes) == 0 {
+		log.Warn("DLQ_URLS is not set: poison messages will wait for the queue's redrive (maxReceiveCount receives)")
+	}
+	return &Runtime{Function: function, Env: env, Settings: s, AWS: awsCfg, SQS: queue.New(sqs.NewFromConfig(awsCfg)), Log: log}, nil
+}
+
+// Check reports every problem recorded in the environment so far.
+func (r *Runtime) Check() error { return r.Env.Err() }
+
+// Breaker returns the shared circuit breaker of dependency name on the
+// breaker cache (breakerapi variables; one Redis client per process).
+// probeLease should exceed the protected call's worst case.
+func (r *Runtime) Breaker(name string, probeLease time.Duration) (*breaker.Breaker, error) {
+	r.redisOnce.Do(func() {
+		r.redisSet, r.redisErr = breaker.LoadSettings(r.Env)
+		if r.redisErr == nil {
+			r.redisErr = r.Env.Err()
+		}
+		if r.redisErr == nil {
+			r.redis = breaker.NewRedisClient(r.redisSet.RedisAddr, r.redisSet.RedisTLS)
+		}
+	})
+	if r.redisErr != nil {
+		return nil, r.redisErr
+	}
+	return breaker.New(breaker.NewRedisStore(r.redis), breaker.Config{
+		Name:             name,
+		FailureThreshold: r.redisSet.FailureThreshold,
+		OpenPeriod:       r.redisSet.OpenPeriod,
+		ProbeLease:       probeLease,
+		Metrics:          r.DependencyMetrics(name),
+		Logger:           r.Log,
+	})
+}
+
+// DependencyMetrics is the EMF writer of dependency name (dimensions
+// Entorno and Dependencia) on standard output.
+func (r *Runtime) DependencyMetrics(name string) *metrics.Writer {
+	return breaker.MetricsWriter(os.Stdout, r.Settings.Environment, name)
+}
+
+// Dependency builds the client of the HTTP dependency name whose
+// variables start with prefix (lambdas/httpdep): its API key from Secrets
+// Manager, its breaker, its retry budget and its metrics.
+func (r *Runtime) Dependency(prefix, name string) (*httpdep.Client, error) {
+	s := httpdep.LoadSettings(r.Env, prefix)
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	br, err := r.Breaker(name, s.ReadTimeout+15*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	keys := apikey.NewSecret(secretsmanager.NewFromConfig(r.AWS), s.SecretARN, 0)
+	return httpdep.FromSettings(s, name, keys, br, r.DependencyMetrics(name), r.Log)
+}
+
+// Plan returns the degrade plan of this consumer's queue (MAX_RECEIVE_COUNT
+// required): ChangeMessageVisibility(300) while a circuit is open, and a
+// delayed copy on the last receive.
+func (r *Runtime) Plan() (*degrade.Plan, error) {
+	if r.Settings.MaxReceiveCount == 0 {
+		return nil, fmt.Errorf("%w: %s is required by a consumer that defers messages", lambdaenv.ErrInvalid, consumerapi.EnvMaxReceiveCount)
+	}
+	return degrade.New(degrade.Config{MaxReceiveCount: r.Settings.MaxReceiveCount, Sender: r.SQS, Logger: r.Log})
+}
+
+// Main is the whole main of a consumer: it builds the runtime from the
+// process environment, lets build make the consumer's processor, and
+// starts the Lambda runtime with it. A configuration problem ends the
+// process (Lambda reports the init error and retries the batch later).
+func Main(function string, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) {
+	ctx := context.Background()
+	p, err := start(ctx, function, lambdaenv.New(os.Getenv), build)
+	if err != nil {
+		slog.Error(function+": cannot start", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(p.Process)
+}
+
+func start(ctx context.Context, function string, env *lambdaenv.Env, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) (*sqsbatch.Processor, error) {
+	rt, err := NewRuntime(ctx, function, env)
+	if err != nil {
+		return nil, err
+	}
+	p, err := build(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
+	return p, rt.Check()
+}

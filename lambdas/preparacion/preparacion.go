@@ -44,8 +44,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
@@ -113,10 +111,6 @@ func (a HTTPAlmacen) Preparar(ctx context.Context, key string, s Solicitud) (Pre
 	return out, err
 }
 
-// ErrNoPreparable is returned when the warehouse refuses the order (a
-// permanent failure): errors.Is also matches the replayed FALLIDO record.
-var ErrNoPreparable = idempotency.NewPermanentError("no_preparable", "the warehouse refused the order")
-
 // Deps are the consumer's dependencies. Store, Almacen, DLQ and Plan are
 // required.
 type Deps struct {
@@ -143,51 +137,28 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	}
 	h := handler{d: d}
 	return s.Batch(sqsbatch.Config{
-		Handler:      sqsbatch.JSON(h.handle),
-		DLQ:          d.DLQ,
-		Visibility:   d.Visibility,
-		RequiredKeys: []string{"pedido_id", "lineas"},
-		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
-			var head struct {
-				PedidoID string `json:"pedido_id"`
-			}
-			if err := rec.Decode(&head); err != nil {
-				return "", err
-			}
-			return idempotency.KeyPreparacion(head.PedidoID)
-		},
-		Logger: log,
+		Handler:        sqsbatch.JSON(h.handle),
+		DLQ:            d.DLQ,
+		Visibility:     d.Visibility,
+		RequiredKeys:   []string{"pedido_id", "lineas"},
+		IdempotencyKey: sqsconsumer.KeyByPedido(idempotency.KeyPreparacion),
+		Logger:         log,
 	})
 }
 
 type handler struct{ d Deps }
 
 func (h handler) handle(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
-	key := rec.IdempotencyKey()
 	req := Solicitud{PedidoID: p.PedidoID, Lineas: p.Lineas}
-	res, err := idempotency.Do(ctx, h.d.Store, key, func(ctx context.Context) (Preparacion, error) {
-		out, err := h.d.Almacen.Preparar(ctx, key, req)
-		if errors.Is(err, httpdep.ErrRejected) {
-			// Recorded FALLIDO: a repeat gets the same answer without
-			// asking the warehouse again.
-			return out, idempotency.Permanent(ErrNoPreparable.Code, err)
-		}
-		return out, err
-	}, idempotency.WithPayload(req))
-	switch {
-	case err == nil:
-		rec.Logger.Info("order sent to preparation", slog.String("pedido_id", p.PedidoID),
-			slog.String("referencia_preparacion", res.ID), slog.Int("lineas", len(p.Lineas)))
-		return nil
-	case errors.Is(err, idempotency.ErrPermanent):
-		return sqsbatch.Permanent(fmt.Errorf("pedido %s: %w", p.PedidoID, err))
-	case errors.Is(err, idempotency.ErrPayloadMismatch), errors.Is(err, idempotency.ErrCorruptRecord), errors.Is(err, idempotency.ErrInvalidKey):
-		// The same order id with other lines (a producer bug or a forged
-		// message), or a record we cannot read: a person must look.
-		return sqsbatch.Permanent(fmt.Errorf("pedido %s: %w", p.PedidoID, err))
-	default:
-		return h.d.Plan.OnOpen(ctx, rec, fmt.Errorf("pedido %s: prepare: %w", p.PedidoID, err))
+	res, err := sqsconsumer.Once(ctx, h.d.Store, h.d.Plan, rec, req, func(ctx context.Context, key string) (Preparacion, error) {
+		return h.d.Almacen.Preparar(ctx, key, req)
+	})
+	if err != nil {
+		return err
 	}
+	rec.Logger.Info("order sent to preparation", slog.String("pedido_id", p.PedidoID),
+		slog.String("referencia_preparacion", res.ID), slog.Int("lineas", len(p.Lineas)))
+	return nil
 }
 
 // FromRuntime builds the consumer with real clients (the preparar-pedido
@@ -195,15 +166,7 @@ func (h handler) handle(ctx context.Context, rec *sqsbatch.Record, p *PedidoConf
 // (ALMACEN_* variables, breaker on the cache), the SQS client and the
 // degrade plan (MAX_RECEIVE_COUNT).
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
-	table := rt.Env.Required(idempotency.EnvTableName)
-	if err := rt.Check(); err != nil {
-		return nil, err
-	}
-	store, err := idempotency.NewStore(dynamodb.NewFromConfig(rt.AWS), idempotency.Config{
-		TableName: table,
-		// Duplicates within one warm instance cost no DynamoDB call.
-		CacheSize: 1000,
-	})
+	store, err := rt.IdempotencyStore()
 	if err != nil {
 		return nil, err
 	}

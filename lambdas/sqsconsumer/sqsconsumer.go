@@ -22,6 +22,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/internal/buildid"
 	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
@@ -220,4 +222,30 @@ func start(ctx context.Context, function string, env *lambdaenv.Env, build func(
 		return nil, err
 	}
 	return p, rt.Check()
+}
+
+// IdempotencyStore returns the store on mercadofresco-idempotencia
+// (IDEMPOTENCY_TABLE_NAME), with a cache of completed records so that a
+// duplicate within one warm instance costs no DynamoDB call.
+func (r *Runtime) IdempotencyStore() (*idempotency.Store, error) {
+	table := r.Env.Required(idempotency.EnvTableName)
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	return idempotency.NewStore(dynamodb.NewFromConfig(r.AWS), idempotency.Config{TableName: table, CacheSize: 1000})
+}
+
+// KeyByPedido returns a sqsbatch.Config.IdempotencyKey that derives the
+// record's key from its "pedido_id" with key (e.g. idempotency.KeyAvisoERP).
+// A body whose pedido_id is not a string is poison.
+func KeyByPedido(key func(pedidoID string) (string, error)) func(*sqsbatch.Record) (string, error) {
+	return func(rec *sqsbatch.Record) (string, error) {
+		var head struct {
+			PedidoID string `json:"pedido_id"`
+		}
+		if err := rec.Decode(&head); err != nil {
+			return "", err
+		}
+		return key(head.PedidoID)
+	}
 }

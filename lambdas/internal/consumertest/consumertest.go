@@ -336,3 +336,40 @@ func Breaker(t testing.TB, rdb redis.Scripter, name string, threshold int, clk b
 	}
 	return b
 }
+
+// Requests counts the requests that reached srv per Idempotency-Key.
+func Requests(srv *fakehttp.Server) map[string]int {
+	out := map[string]int{}
+	for _, r := range srv.Requests() {
+		out[r.IdempotencyKey]++
+	}
+	return out
+}
+
+// Effects counts srv's successful effects (2xx answers of its handler) per
+// Idempotency-Key: what the dependency actually did.
+func Effects(srv *fakehttp.Server) map[string]int {
+	out := map[string]int{}
+	for _, e := range srv.Effects() {
+		if e.Response.Status < 300 {
+			out[e.IdempotencyKey]++
+		}
+	}
+	return out
+}
+
+// VisibleIn is how long until message id of the source queue is visible
+// again (0 when it is visible now); ok is false when the message is gone.
+func (q *Queues) VisibleIn(t testing.TB, id string) (d time.Duration, ok bool) {
+	t.Helper()
+	st, err := q.Fake.Inspect(q.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range st {
+		if m.MessageID == id {
+			return max(m.VisibleAt.Sub(q.Clock.Now()), 0), true
+		}
+	}
+	return 0, false
+}

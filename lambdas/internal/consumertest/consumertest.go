@@ -188,6 +188,13 @@ func (q *Queues) Record(id, body string) events.SQSMessage {
 	}
 }
 
+// GroupRecord is Record on a FIFO queue, in message group group.
+func (q *Queues) GroupRecord(id, body, group string) events.SQSMessage {
+	r := q.Record(id, body)
+	r.Attributes[queue.AttrMessageGroupID] = group
+	return r
+}
+
 // DeadLetter is one message in the DLQ, with the failure sqsbatch recorded.
 type DeadLetter struct {
 	Body string

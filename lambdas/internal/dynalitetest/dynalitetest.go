@@ -117,13 +117,26 @@ func NewClient(endpoint string) *dynamodb.Client {
 // on-demand billing, and waits until it is ACTIVE.
 func (s *Server) CreateTable(tb testing.TB, table, partitionKey string) {
 	tb.Helper()
+	s.CreateTableWithSortKey(tb, table, partitionKey, "")
+}
+
+// CreateTableWithSortKey is CreateTable with a string sort key as well
+// (none when sortKey is empty).
+func (s *Server) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sortKey string) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
+	defs := []types.AttributeDefinition{{AttributeName: aws.String(partitionKey), AttributeType: types.ScalarAttributeTypeS}}
+	keys := []types.KeySchemaElement{{AttributeName: aws.String(partitionKey), KeyType: types.KeyTypeHash}}
+	if sortKey != "" {
+		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(sortKey), AttributeType: types.ScalarAttributeTypeS})
+		keys = append(keys, types.KeySchemaElement{AttributeName: aws.String(sortKey), KeyType: types.KeyTypeRange})
+	}
 	_, err := s.Client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(partitionKey), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(partitionKey), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: defs,
+		KeySchema:            keys,
 	})
 	if err != nil {
 		tb.Fatalf("dynalitetest: create table %s: %v", table, err)

@@ -170,11 +170,18 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 // breaker on the cache), the SQS client and the degrade plan
 // (MAX_RECEIVE_COUNT).
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
-	store, err := rt.IdempotencyStore()
+	table := rt.ReadIdempotencyTable()
+	erp := rt.ReadDependency(consumerapi.PrefixERP)
+	rt.ReadBreaker()
+	rt.ReadPlan()
+	if err := rt.Check(); err != nil {
+		return nil, err
+	}
+	store, err := rt.IdempotencyStore(table)
 	if err != nil {
 		return nil, err
 	}
-	client, err := rt.Dependency(consumerapi.PrefixERP, consumerapi.NameERP)
+	client, err := rt.Dependency(erp, consumerapi.NameERP)
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,11 @@ type Error struct {
 	Code, Message string
 	// RetryAfter is the last answer's Retry-After (0 if none).
 	RetryAfter time.Duration
-	Err        error
+	// Sent reports whether any attempt reached the dependency (a request
+	// left this process and was not refused at the dial): only then may
+	// the dependency have applied it.
+	Sent bool
+	Err  error
 }
 
 func (e *Error) Error() string {
@@ -210,11 +214,13 @@ func (c *Client) Post(ctx context.Context, path, key string, in, out any) error 
 		return c.fail(ErrRejected, path, err)
 	}
 	var last *Error
+	sent := false
 	err = c.cfg.Retrier.Do(ctx, retry.Idempotent, func(ctx context.Context, attempt int) error {
 		last = c.attempt(ctx, path, key, body, out)
 		if last == nil {
 			return nil
 		}
+		sent = sent || last.Sent
 		c.log.LogAttrs(ctx, slog.LevelWarn, "attempt failed", slog.String("path", path),
 			slog.String("idempotency_key", key), slog.Int("attempt", attempt), slog.String("error", last.Error()))
 		return last
@@ -225,12 +231,17 @@ func (c *Client) Post(ctx context.Context, path, key string, in, out any) error 
 	case last == nil:
 		return c.fail(ErrUnavailable, path, err)
 	case last.Kind == ErrUnavailable:
-		// Keep why the retries stopped (exhausted, budget, deadline) around
-		// the last failure.
+		// Say why the retries stopped (exhausted, budget, deadline) around
+		// the last failure's cause.
 		e := *last
-		e.Err = err
+		e.Err, e.Sent = err, sent
+		var g *retry.GiveUpError
+		if errors.As(err, &g) {
+			e.Err = &retry.GiveUpError{Attempts: g.Attempts, Reason: g.Reason, Class: g.Class, Err: last.Err}
+		}
 		return &e
 	default:
+		last.Sent = sent
 		return last
 	}
 }
@@ -265,6 +276,9 @@ func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out
 	}
 	failed := err != nil || ans.status >= 500 || ans.status == http.StatusTooManyRequests
 	result := c.judge(path, ans, err, out)
+	if result != nil {
+		result.Sent = err == nil || !IsDialError(err)
+	}
 	if call != nil {
 		var outcome error
 		if failed {
@@ -273,6 +287,17 @@ func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out
 		call.Done(ctx, outcome)
 	}
 	return result
+}
+
+// IsDialError reports a failure to open the connection (refused, DNS): the
+// request never left this process, so nothing can have been applied.
+func IsDialError(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
 }
 
 type answer struct {

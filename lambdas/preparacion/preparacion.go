@@ -166,11 +166,18 @@ func (h handler) handle(ctx context.Context, rec *sqsbatch.Record, p *PedidoConf
 // (ALMACEN_* variables, breaker on the cache), the SQS client and the
 // degrade plan (MAX_RECEIVE_COUNT).
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
-	store, err := rt.IdempotencyStore()
+	table := rt.ReadIdempotencyTable()
+	almacen := rt.ReadDependency(consumerapi.PrefixAlmacen)
+	rt.ReadBreaker()
+	rt.ReadPlan()
+	if err := rt.Check(); err != nil {
+		return nil, err
+	}
+	store, err := rt.IdempotencyStore(table)
 	if err != nil {
 		return nil, err
 	}
-	client, err := rt.Dependency(consumerapi.PrefixAlmacen, consumerapi.NameAlmacen)
+	client, err := rt.Dependency(almacen, consumerapi.NameAlmacen)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ package sqsconsumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -101,8 +102,12 @@ func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
 
 // Runtime is what a consumer's main builds its dependencies from: the
 // parsed environment, the AWS SDK configuration (AWS_MAX_ATTEMPTS, see
-// lambdaenv), the SQS client and the logger. Its methods build the rest
-// on demand.
+// lambdaenv), the SQS client and the logger.
+//
+// A consumer first reads every variable it needs (the Read* methods and
+// rt.Env; each problem is recorded), then calls Check once, so a
+// misconfigured function lists all its mistakes, and only then builds its
+// clients (the other methods).
 type Runtime struct {
 	Function string
 	Env      *lambdaenv.Env
@@ -112,15 +117,15 @@ type Runtime struct {
 	SQS queue.API
 	Log *slog.Logger
 
-	redisOnce sync.Once
-	redis     *redis.Client
-	redisSet  breaker.Settings
-	redisErr  error
+	breakerRead bool
+	breakerSet  breaker.Settings
+	breakerErr  error
+	redisOnce   sync.Once
+	redis       *redis.Client
 }
 
 // NewRuntime reads the common settings through env and loads the SDK
-// configuration. Consumer-specific variables are read by the caller from
-// rt.Env, and every problem is reported by Check.
+// configuration.
 func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runtime, error) {
 	s, err := LoadSettings(env)
 	if err != nil {
@@ -137,29 +142,53 @@ func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runt
 	return &Runtime{Function: function, Env: env, Settings: s, AWS: awsCfg, SQS: queue.New(sqs.NewFromConfig(awsCfg)), Log: log}, nil
 }
 
-// Check reports every problem recorded in the environment so far.
-func (r *Runtime) Check() error { return r.Env.Err() }
+// Check reports every problem recorded so far.
+func (r *Runtime) Check() error { return errors.Join(r.Env.Err(), r.breakerErr) }
+
+// ReadIdempotencyTable reads IDEMPOTENCY_TABLE_NAME (required).
+func (r *Runtime) ReadIdempotencyTable() string { return r.Env.Required(idempotency.EnvTableName) }
+
+// ReadDependency reads the lambdas/httpdep variables of a dependency.
+func (r *Runtime) ReadDependency(prefix string) httpdep.Settings {
+	return httpdep.LoadSettings(r.Env, prefix)
+}
+
+// ReadBreaker reads the breaker cache's variables (breakerapi).
+func (r *Runtime) ReadBreaker() {
+	if !r.breakerRead {
+		r.breakerRead = true
+		r.breakerSet, r.breakerErr = breaker.LoadSettings(r.Env)
+	}
+}
+
+// ReadPlan records a problem unless MAX_RECEIVE_COUNT is set (a consumer
+// that defers messages needs it).
+func (r *Runtime) ReadPlan() {
+	if r.Settings.MaxReceiveCount == 0 {
+		r.Env.Required(consumerapi.EnvMaxReceiveCount)
+	}
+}
+
+// IdempotencyStore returns the store on table, with a cache of completed
+// records so that a duplicate within one warm instance costs no DynamoDB
+// call.
+func (r *Runtime) IdempotencyStore(table string) (*idempotency.Store, error) {
+	return idempotency.NewStore(dynamodb.NewFromConfig(r.AWS), idempotency.Config{TableName: table, CacheSize: 1000})
+}
 
 // Breaker returns the shared circuit breaker of dependency name on the
-// breaker cache (breakerapi variables; one Redis client per process).
+// breaker cache (one Redis client per process; ReadBreaker first).
 // probeLease should exceed the protected call's worst case.
 func (r *Runtime) Breaker(name string, probeLease time.Duration) (*breaker.Breaker, error) {
-	r.redisOnce.Do(func() {
-		r.redisSet, r.redisErr = breaker.LoadSettings(r.Env)
-		if r.redisErr == nil {
-			r.redisErr = r.Env.Err()
-		}
-		if r.redisErr == nil {
-			r.redis = breaker.NewRedisClient(r.redisSet.RedisAddr, r.redisSet.RedisTLS)
-		}
-	})
-	if r.redisErr != nil {
-		return nil, r.redisErr
+	r.ReadBreaker()
+	if err := r.Check(); err != nil {
+		return nil, err
 	}
+	r.redisOnce.Do(func() { r.redis = breaker.NewRedisClient(r.breakerSet.RedisAddr, r.breakerSet.RedisTLS) })
 	return breaker.New(breaker.NewRedisStore(r.redis), breaker.Config{
 		Name:             name,
-		FailureThreshold: r.redisSet.FailureThreshold,
-		OpenPeriod:       r.redisSet.OpenPeriod,
+		FailureThreshold: r.breakerSet.FailureThreshold,
+		OpenPeriod:       r.breakerSet.OpenPeriod,
 		ProbeLease:       probeLease,
 		Metrics:          r.DependencyMetrics(name),
 		Logger:           r.Log,
@@ -172,14 +201,10 @@ func (r *Runtime) DependencyMetrics(name string) *metrics.Writer {
 	return breaker.MetricsWriter(os.Stdout, r.Settings.Environment, name)
 }
 
-// Dependency builds the client of the HTTP dependency name whose
-// variables start with prefix (lambdas/httpdep): its API key from Secrets
-// Manager, its breaker, its retry budget and its metrics.
-func (r *Runtime) Dependency(prefix, name string) (*httpdep.Client, error) {
-	s := httpdep.LoadSettings(r.Env, prefix)
-	if err := r.Check(); err != nil {
-		return nil, err
-	}
+// Dependency builds the client of the HTTP dependency name with settings s
+// (ReadDependency): its API key from Secrets Manager, its breaker, its
+// retry budget and its metrics.
+func (r *Runtime) Dependency(s httpdep.Settings, name string) (*httpdep.Client, error) {
 	br, err := r.Breaker(name, s.ReadTimeout+15*time.Second)
 	if err != nil {
 		return nil, err
@@ -188,9 +213,9 @@ func (r *Runtime) Dependency(prefix, name string) (*httpdep.Client, error) {
 	return httpdep.FromSettings(s, name, keys, br, r.DependencyMetrics(name), r.Log)
 }
 
-// Plan returns the degrade plan of this consumer's queue (MAX_RECEIVE_COUNT
-// required): ChangeMessageVisibility(300) while a circuit is open, and a
-// delayed copy on the last receive.
+// Plan returns the degrade plan of this consumer's queue (ReadPlan first):
+// ChangeMessageVisibility(300) while a circuit is open, and a delayed copy
+// on the last receive.
 func (r *Runtime) Plan() (*degrade.Plan, error) {
 	if r.Settings.MaxReceiveCount == 0 {
 		return nil, fmt.Errorf("%w: %s is required by a consumer that defers messages", lambdaenv.ErrInvalid, consumerapi.EnvMaxReceiveCount)
@@ -204,7 +229,7 @@ func (r *Runtime) Plan() (*degrade.Plan, error) {
 // process (Lambda reports the init error and retries the batch later).
 func Main(function string, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) {
 	ctx := context.Background()
-	p, err := start(ctx, function, lambdaenv.New(os.Getenv), build)
+	p, err := Start(ctx, function, lambdaenv.New(os.Getenv), build)
 	if err != nil {
 		slog.Error(function+": cannot start", slog.String("error", err.Error()))
 		os.Exit(1)
@@ -212,7 +237,9 @@ func Main(function string, build func(context.Context, *Runtime) (*sqsbatch.Proc
 	lambda.Start(p.Process)
 }
 
-func start(ctx context.Context, function string, env *lambdaenv.Env, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) (*sqsbatch.Processor, error) {
+// Start builds the consumer's processor as Main does, from env (tests use
+// it to check a main's wiring without the Lambda runtime).
+func Start(ctx context.Context, function string, env *lambdaenv.Env, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) (*sqsbatch.Processor, error) {
 	rt, err := NewRuntime(ctx, function, env)
 	if err != nil {
 		return nil, err
@@ -222,17 +249,6 @@ func start(ctx context.Context, function string, env *lambdaenv.Env, build func(
 		return nil, err
 	}
 	return p, rt.Check()
-}
-
-// IdempotencyStore returns the store on mercadofresco-idempotencia
-// (IDEMPOTENCY_TABLE_NAME), with a cache of completed records so that a
-// duplicate within one warm instance costs no DynamoDB call.
-func (r *Runtime) IdempotencyStore() (*idempotency.Store, error) {
-	table := r.Env.Required(idempotency.EnvTableName)
-	if err := r.Check(); err != nil {
-		return nil, err
-	}
-	return idempotency.NewStore(dynamodb.NewFromConfig(r.AWS), idempotency.Config{TableName: table, CacheSize: 1000})
 }
 
 // KeyByPedido returns a sqsbatch.Config.IdempotencyKey that derives the

@@ -64,8 +64,25 @@ type Environment struct {
 	// ArchiveRetentionDays is how long the bus archive keeps events for
 	// replay (0 = forever).
 	ArchiveRetentionDays float64
+	// NatGateways is the number of NAT gateways of the VPC: the way out to
+	// the internet for the functions that call the payment gateway, the
+	// warehouse, the ERP and the e-mail provider (docs/design.md#network).
+	// At most the number of availability zones.
+	NatGateways float64
+	// Cache, when set, is the environment's existing Valkey cache
+	// mercadofresco-catalogo, imported instead of created.
+	Cache *CacheImport
 	// Tags are applied to every resource of the environment.
 	Tags map[string]string
+}
+
+// CacheImport names an existing ElastiCache Serverless Valkey cache.
+type CacheImport struct {
+	// Endpoint is the cache's host name; Port defaults to 6379.
+	Endpoint string
+	Port     float64
+	// SecurityGroupID is the security group in front of it.
+	SecurityGroupID string
 }
 
 // accountPattern is what AWS accepts as an account id.
@@ -88,6 +105,7 @@ var environments = map[string]Environment{
 		MaxConsumerConcurrency: 2,
 		PublisherConcurrency:   1,
 		ArchiveRetentionDays:   7,
+		NatGateways:            1,
 	},
 	"staging": {
 		Name:                   "staging",
@@ -102,6 +120,7 @@ var environments = map[string]Environment{
 		MaxConsumerConcurrency: 5,
 		PublisherConcurrency:   2,
 		ArchiveRetentionDays:   30,
+		NatGateways:            1,
 	},
 	"prod": {
 		Name:              "prod",
@@ -121,6 +140,9 @@ var environments = map[string]Environment{
 		MaxConsumerConcurrency: 20,
 		PublisherConcurrency:   2,
 		ArchiveRetentionDays:   90,
+		// One NAT gateway per zone: a zone's failure must not cut the
+		// payment path of the functions in the other zones.
+		NatGateways: 3,
 	},
 }
 
@@ -151,6 +173,10 @@ func Lookup(name string) (Environment, error) {
 		env.AlarmEmail = v
 	}
 	env.AvailabilityZones = append([]string(nil), env.AvailabilityZones...)
+	if env.Cache != nil {
+		c := *env.Cache
+		env.Cache = &c
+	}
 	env.Tags = map[string]string{
 		"proyecto":    "mercadofresco-integracion",
 		"entorno":     env.Name,
@@ -201,6 +227,12 @@ func (e Environment) Validate() error {
 	}
 	if e.PublisherConcurrency < 1 {
 		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 1", e.PublisherConcurrency))
+	}
+	if e.NatGateways < 0 || e.NatGateways > float64(len(e.AvailabilityZones)) || e.NatGateways != float64(int(e.NatGateways)) {
+		problems = append(problems, fmt.Sprintf("NatGateways %v must be a whole number between 0 and the %d availability zones", e.NatGateways, len(e.AvailabilityZones)))
+	}
+	if c := e.Cache; c != nil && (c.Endpoint == "" || !strings.HasPrefix(c.SecurityGroupID, "sg-")) {
+		problems = append(problems, "Cache import needs an Endpoint and a SecurityGroupID (sg-...)")
 	}
 	if e.AlarmEmail != "" && !strings.Contains(e.AlarmEmail, "@") {
 		problems = append(problems, fmt.Sprintf("alarm e-mail %q is not an address", e.AlarmEmail))

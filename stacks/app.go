@@ -15,6 +15,7 @@ import (
 type EnvironmentStacks struct {
 	Env       config.Environment
 	Platform  *PlatformStack
+	Network   *NetworkStack
 	Data      *DataStack
 	Messaging *MessagingStack
 	Outbox    *OutboxStack
@@ -25,15 +26,16 @@ type EnvironmentStacks struct {
 func Build(scope constructs.Construct, env config.Environment, builder *golambda.Builder) *EnvironmentStacks {
 	platformStack := NewPlatformStack(scope, env)
 	shared := platformStack.Shared(env, builder)
+	network := NewNetworkStack(scope, shared)
 	data := NewDataStack(scope, shared)
 	messaging := NewMessagingStack(scope, shared, data)
-	outbox := NewOutboxStack(scope, shared)
-	return &EnvironmentStacks{Env: env, Platform: platformStack, Data: data, Messaging: messaging, Outbox: outbox}
+	outbox := NewOutboxStack(scope, shared, network)
+	return &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox}
 }
 
 // Stacks lists the environment's stacks.
 func (e *EnvironmentStacks) Stacks() []awscdk.Stack {
-	return []awscdk.Stack{e.Platform.Stack, e.Data.Stack, e.Messaging.Stack, e.Outbox.Stack}
+	return []awscdk.Stack{e.Platform.Stack, e.Network.Stack, e.Data.Stack, e.Messaging.Stack, e.Outbox.Stack}
 }
 
 // ApplyChecks adds every synth-time check of the project to scope: the

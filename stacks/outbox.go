@@ -8,18 +8,15 @@ import (
 	"github.com/mercadofresco/integration/constructs/outbox"
 )
 
-// OutboxStack holds the VPC, Aurora PostgreSQL, the RDS Proxy and the outbox
-// publisher.
+// OutboxStack holds Aurora PostgreSQL, the RDS Proxy and the outbox
+// publisher, in the VPC of the Network stack.
 //
 // Aurora is created per environment (not imported): the outbox table must
 // live in the same database as the orders it describes, and this stack owns
-// that database (aurora-mf-escritor), its proxy and its network. Deletion
-// protection and the removal policy come from config.
+// that database (aurora-mf-escritor) and its proxy. Deletion protection and
+// the removal policy come from config.
 type OutboxStack struct {
 	awscdk.Stack
-	// Network is the isolated VPC with the EventBridge and Secrets Manager
-	// endpoints.
-	Network *outbox.Network
 	// Database is aurora-mf-escritor and its RDS Proxy.
 	Database *outbox.Database
 	// Publisher is the publisher and cleanup functions, schedules and
@@ -27,16 +24,12 @@ type OutboxStack struct {
 	Publisher *outbox.Publisher
 }
 
-// NewOutboxStack creates the outbox stack of shared.Env.
-func NewOutboxStack(scope constructs.Construct, shared *Shared) *OutboxStack {
+// NewOutboxStack creates the outbox stack of shared.Env in the network's
+// VPC.
+func NewOutboxStack(scope constructs.Construct, shared *Shared, netStack *NetworkStack) *OutboxStack {
 	stack := newStack(scope, shared.Env, "Outbox", "transactional outbox on Aurora PostgreSQL")
 	env := shared.Env
-	net := outbox.NewNetwork(stack, "Red", &outbox.NetworkProps{
-		MaxAzs:           float64(len(env.AvailabilityZones)),
-		FlowLogKey:       shared.DataKey,
-		FlowLogRetention: env.LogRetention,
-		RemovalPolicy:    env.RemovalPolicy,
-	})
+	net := netStack.Network
 	db := outbox.NewDatabase(stack, "Aurora", &outbox.DatabaseProps{
 		Vpc:                net.Vpc,
 		Subnets:            net.DataSubnets(),
@@ -65,5 +58,5 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared) *OutboxStack {
 		ReservedConcurrency: env.PublisherConcurrency,
 		FunctionNamePrefix:  jsii.String(env.PhysicalName("mf-outbox")),
 	})
-	return &OutboxStack{Stack: stack, Network: net, Database: db, Publisher: pub}
+	return &OutboxStack{Stack: stack, Database: db, Publisher: pub}
 }

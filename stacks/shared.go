@@ -5,13 +5,16 @@
 //     else depends on them; they change rarely).
 //   - Data: stateful stores owned by the consumers (the idempotency table).
 //   - Messaging: queues, fan-out topic, consumers.
-//   - Outbox: the VPC, Aurora PostgreSQL, the RDS Proxy and the outbox
+//   - Network: the VPC (subnets, NAT gateways, endpoints) and the Valkey
+//     cache of the circuit breakers.
+//   - Outbox: Aurora PostgreSQL, the RDS Proxy and the outbox
 //     publisher.
 //
 // Stacks receive what they share through Shared; cross-stack references
 // become CloudFormation exports, and grants on shared resources go to the
-// consumer's role policy (the data key's policy delegates to IAM), so no
-// stack ever needs to edit another one's resources.
+// consumer's role policy (the data key's policy delegates to IAM), and
+// cross-stack security-group rules are separate ingress resources, so no
+// stack ever edits another one's resources.
 package stacks
 
 import (

@@ -6,6 +6,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -16,6 +18,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/guardrails"
+	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
 )
 
@@ -99,6 +103,12 @@ type Database struct {
 	// ConnectionsAlarm and CPUAlarm exist when DatabaseProps.AlarmTopic was
 	// set.
 	ConnectionsAlarm, CPUAlarm awscloudwatch.Alarm
+	// RotationSecurityGroup is the secret rotation function's security
+	// group (admitted to the Secrets Manager endpoint).
+	RotationSecurityGroup awsec2.ISecurityGroup
+	// RotationFailures receives Secrets Manager's RotationFailed events for
+	// the database secret; its alarm fires on the first one.
+	RotationFailures *reliablequeue.DeadLetterQueue
 }
 
 // NewDatabase creates the cluster and its proxy. Every invalid or missing
@@ -233,11 +243,28 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	if rotationSubnets == nil {
 		rotationSubnets = subnets
 	}
-	d.Cluster.AddRotationSingleUser(&awsrds.RotationSingleUserOptions{
+	rotation := d.Cluster.AddRotationSingleUser(&awsrds.RotationSingleUserOptions{
 		AutomaticallyAfter: awscdk.Duration_Days(jsii.Number(30)),
 		VpcSubnets:         rotationSubnets,
 		Endpoint:           props.RotationEndpoint,
 	})
+	// The rotation function runs in isolated subnets: it reaches Secrets
+	// Manager only through the endpoint, whose security group must admit
+	// it (the CDK opens the database to it, not the endpoint).
+	if props.RotationEndpoint != nil {
+		if sg, ok := rotation.Node().TryFindChild(jsii.String("SecurityGroup")).(awsec2.ISecurityGroup); ok {
+			// Opened from the rotation's side, so that an endpoint in
+			// another stack gets its rule from this one (no cycle).
+			sg.Connections().AllowTo(props.RotationEndpoint, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("secret rotation of "+clusterID))
+			awscdk.Annotations_Of(sg).AcknowledgeWarning(jsii.String("@aws-cdk/aws-ec2:ipv4IgnoreEgressRule"),
+				jsii.String("The CDK's rotation security group allows all outbound traffic; the egress half of the endpoint rule adds nothing, the ingress half on the endpoint is what matters."))
+			d.RotationSecurityGroup = sg
+		} else {
+			invalid("cannot find the rotation function's security group to admit it to the Secrets Manager endpoint")
+		}
+	} else {
+		invalid("RotationEndpoint is required: the rotation function has no other way to Secrets Manager from the isolated subnets")
+	}
 	// The proxy reads the secret with a role of ours. Handing it the secret
 	// construct itself would let the CDK grant kms:Decrypt through the data
 	// key's *key policy*; the key lives in the platform stack, so that
@@ -287,8 +314,36 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	}
 	if props.AlarmTopic != nil {
 		d.addAlarms(props.AlarmTopic)
+		d.watchRotation(props)
 	}
 	return d
+}
+
+// watchRotation keeps every failed rotation of the database secret in a
+// queue whose alarm fires on the first one: Secrets Manager reports a
+// failure only as an event (through CloudTrail), and a secret whose rotation
+// keeps failing is a credential nobody can renew.
+func (d *Database) watchRotation(props *DatabaseProps) {
+	d.RotationFailures = reliablequeue.NewDeadLetterQueue(d.Construct, "RotacionFallida", &reliablequeue.DeadLetterQueueProps{
+		EncryptionKey: props.EncryptionKey,
+		AlarmTopic:    props.AlarmTopic,
+		RemovalPolicy: props.RemovalPolicy,
+		Source:        "Secrets Manager RotationFailed events of the database secret",
+	})
+	rule := awsevents.NewRule(d.Construct, jsii.String("RotacionFallidaRegla"), &awsevents.RuleProps{
+		Description: jsii.String("Failed rotations of the Aurora secret"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings("aws.secretsmanager"),
+			DetailType: jsii.Strings("AWS Service Event via CloudTrail"),
+			Detail: &map[string]interface{}{
+				"eventName":           []any{"RotationFailed"},
+				"additionalEventData": map[string]any{"SecretId": []any{d.Secret.SecretArn()}},
+			},
+		},
+	})
+	rule.AddTarget(awseventstargets.NewSqsQueue(d.RotationFailures.Queue, nil))
+	guardrails.Acknowledge(d.RotationFailures.Queue, guardrails.RuleQueueWithoutDLQ,
+		"This queue only keeps RotationFailed events for the on-call to read; nothing consumes it, so nothing can fail and need a DLQ, and its alarm fires on the first message.")
 }
 
 func (d *Database) addAlarms(topic awssns.ITopic) {

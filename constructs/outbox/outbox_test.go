@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/constructs/outbox"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
@@ -30,7 +32,7 @@ var builder = &golambda.Builder{}
 type fixture struct {
 	app       awscdk.App
 	stack     awscdk.Stack
-	network   *outbox.Network
+	network   *network.Network
 	database  *outbox.Database
 	publisher *outbox.Publisher
 }
@@ -51,10 +53,12 @@ func newFixtureWith(t *testing.T, deletionProtection bool, removal awscdk.Remova
 	alerts := awssns.NewTopic(plat, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key, EnforceSSL: jsii.Bool(true)})
 	bus := awsevents.NewEventBus(plat, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco-dev")})
 
+	// The VPC lives in a network stack of its own, as in the app.
+	red := awscdk.NewStack(app, jsii.String("Red"), &awscdk.StackProps{Env: env})
+	red.Node().SetContext(jsii.String("availability-zones:account=111111111111:region=eu-west-1"), jsii.Strings("eu-west-1a", "eu-west-1b"))
 	stack := awscdk.NewStack(app, jsii.String("Outbox"), &awscdk.StackProps{Env: env})
-	stack.Node().SetContext(jsii.String("availability-zones:account=111111111111:region=eu-west-1"), jsii.Strings("eu-west-1a", "eu-west-1b"))
 	f := &fixture{app: app, stack: stack}
-	f.network = outbox.NewNetwork(stack, "Red", &outbox.NetworkProps{MaxAzs: 2, FlowLogKey: key, RemovalPolicy: removal})
+	f.network = network.New(red, "Red", &network.Props{MaxAzs: 2, FlowLogKey: key, RemovalPolicy: removal, EventBus: bus})
 	f.database = outbox.NewDatabase(stack, "Aurora", &outbox.DatabaseProps{
 		Vpc: f.network.Vpc, Subnets: f.network.DataSubnets(),
 		RotationSubnets: f.network.AppSubnets(), RotationEndpoint: f.network.SecretsEndpoint,
@@ -117,28 +121,40 @@ func TestCdkNagAwsSolutionsIsClean(t *testing.T) {
 	}
 }
 
-func TestNetworkHasNoInternetPathAndOnlyTheNeededEndpoints(t *testing.T) {
-	_, tpl := fx(t)
-	tpl.ResourceCountIs(jsii.String("AWS::EC2::NatGateway"), jsii.Number(0))
-	tpl.ResourceCountIs(jsii.String("AWS::EC2::InternetGateway"), jsii.Number(0))
-	tpl.ResourceCountIs(jsii.String("AWS::EC2::VPCEndpoint"), jsii.Number(2))
-	for _, svc := range []string{"events", "secretsmanager"} {
-		tpl.HasResourceProperties(jsii.String("AWS::EC2::VPCEndpoint"), map[string]any{
-			"ServiceName":       assertions.Match_StringLikeRegexp(jsii.String(`\.` + svc + `$`)),
-			"VpcEndpointType":   "Interface",
-			"PrivateDnsEnabled": true,
-		})
+// Regression: the rotation function runs in isolated subnets and could not
+// reach Secrets Manager (the endpoint's security group admitted nothing).
+func TestRotationFunctionReachesTheSecretsManagerEndpoint(t *testing.T) {
+	f, tpl := fx(t)
+	rotationSG := *f.stack.GetLogicalId(f.database.RotationSecurityGroup.Node().DefaultChild().(awscdk.CfnElement))
+	found := false
+	for _, r := range *tpl.FindResources(jsii.String("AWS::EC2::SecurityGroupIngress"), nil) {
+		p, _ := (*r)["Properties"].(map[string]any)
+		src, _ := json.Marshal(p["SourceSecurityGroupId"])
+		dst, _ := json.Marshal(p["GroupId"])
+		if strings.Contains(string(src), rotationSG) && strings.Contains(string(dst), "SecretsManagerSecurityGroup") && p["FromPort"] == float64(443) {
+			found = true
+		}
 	}
-	tpl.HasResourceProperties(jsii.String("AWS::EC2::VPCEndpoint"), map[string]any{
-		"ServiceName": assertions.Match_StringLikeRegexp(jsii.String(`\.events$`)),
-		"PolicyDocument": map[string]any{"Statement": []any{assertions.Match_ObjectLike(&map[string]any{
-			"Action": "events:PutEvents", "Effect": "Allow",
-			"Resource":  assertions.Match_AnyValue(),
-			"Condition": map[string]any{"StringEquals": map[string]any{"aws:PrincipalAccount": "111111111111"}},
-		})}, "Version": "2012-10-17"},
+	if !found {
+		t.Fatal("no ingress rule admits the rotation function's security group to the Secrets Manager endpoint on 443")
+	}
+}
+
+// A failed rotation is an event only: it lands in a queue whose alarm
+// fires on the first message.
+func TestRotationFailuresAreAlarmed(t *testing.T) {
+	_, tpl := fx(t)
+	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+		"EventPattern": assertions.Match_ObjectLike(&map[string]any{
+			"source": []any{"aws.secretsmanager"},
+			"detail": assertions.Match_ObjectLike(&map[string]any{"eventName": []any{"RotationFailed"}}),
+		}),
+		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{"Arn": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("RotacionFallida")), "Arn"}}})},
 	})
-	tpl.HasResourceProperties(jsii.String("AWS::EC2::FlowLog"), map[string]any{"TrafficType": "REJECT"})
-	tpl.HasResourceProperties(jsii.String("AWS::EC2::Subnet"), map[string]any{"MapPublicIpOnLaunch": false})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"MetricName": "ApproximateNumberOfMessagesVisible",
+		"Dimensions": []any{map[string]any{"Name": "QueueName", "Value": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("RotacionFallida")), "QueueName"}}}},
+	})
 }
 
 func TestAuroraServerlessV2EncryptedTLSOnlyWithRotatedSecret(t *testing.T) {

@@ -46,7 +46,7 @@ type PublisherProps struct {
 	// EventsEndpoint is the EventBridge interface endpoint the publisher
 	// reaches the bus through (the VPC has no NAT). Its policy is narrowed
 	// to PutEvents on Bus.
-	EventsEndpoint awsec2.InterfaceVpcEndpoint
+	EventsEndpoint awsec2.IInterfaceVpcEndpoint
 	// Bus receives the events; the publisher may PutEvents to it only.
 	Bus awsevents.IEventBus
 	// Source of every event. Default DefaultSource.
@@ -213,20 +213,12 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		props.Database.GrantConnect(p.Cleanup.Role)
 		props.Database.AllowFrom(p.SecurityGroup, "outbox functions")
 	}
-	if props.EventsEndpoint != nil && props.Bus != nil {
-		props.EventsEndpoint.Connections().AllowDefaultPortFrom(p.SecurityGroup, jsii.String("outbox publisher PutEvents"))
-		// The endpoint itself carries nothing but PutEvents to this bus by
-		// this account's principals: code in the VPC cannot use it to reach
-		// another bus or account (data exfiltration path closed at the
-		// network too).
-		props.EventsEndpoint.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-			Actions:    jsii.Strings("events:PutEvents"),
-			Resources:  jsii.Strings(*props.Bus.EventBusArn()),
-			Conditions: &map[string]interface{}{
-				"StringEquals": map[string]interface{}{"aws:PrincipalAccount": awscdk.Stack_Of(this).Account()},
-			},
-		}))
+	if props.EventsEndpoint != nil {
+		// The endpoint's own policy (constructs/network) limits it to
+		// PutEvents on the bus by this account's principals.
+		// Opened from this side: with the endpoint in another stack, the
+		// CDK then places both rules in this stack (no dependency cycle).
+		p.SecurityGroup.Connections().AllowTo(props.EventsEndpoint, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("outbox publisher PutEvents"))
 	}
 
 	// The schedules' roles are ours so the acknowledgement of the ":*"

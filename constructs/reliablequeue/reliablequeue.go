@@ -11,6 +11,10 @@
 // is required, and leaving it out fails synth with a message instead of
 // silently producing a weaker queue.
 //
+// When a DLQ alarm fires, the on-call follows docs/runbooks/dlq.md with the
+// tool cmd/mf-dlq (contain, inspect, classify, redrive, verify); every DLQ
+// alarm description names both.
+//
 // A Lambda consumer is connected with Queue.AddConsumer, which also derives
 // the queue's visibility timeout from the function timeout (at least 6x, as
 // AWS advises) so the lesson's double charge (visibility 120 s, consumer that
@@ -304,7 +308,7 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 	q.Queue = awssqs.NewQueue(c, jsii.String("Queue"), srcProps)
 
 	q.DeadLetterAlarm = NewDeadLetterAlarm(c, "DeadLetterAlarm", q.DeadLetterQueue, props.AlarmTopic,
-		fmt.Sprintf("DLQ %s of %s has messages: paid work that was not done. Follow docs/runbooks/dlq.md (contain, classify without deleting, diagnose, fix, then rate-limited redrive).", dlqName, sourceName))
+		fmt.Sprintf("DLQ %s of %s has messages: paid work that was not done. Runbook: docs/runbooks/dlq.md. Start with: mf-dlq contain %s, then mf-dlq classify %s (never delete to look; no redrive before the fix).", dlqName, sourceName, dlqName, dlqName))
 
 	q.OldestMessageAlarm = alarm.New(c, "OldestMessageAlarm", &alarm.Props{
 		Metric: q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{

@@ -3,7 +3,8 @@
 // construct applies the same rule: the project's one place for it.
 //
 // CloudFormation accepts SNAPSHOT only on resources that can be snapshotted
-// (RDS clusters and instances, ElastiCache, EBS volumes, Neptune, Redshift).
+// (RDS clusters and instances, node-based ElastiCache, EBS volumes, Neptune,
+// Redshift).
 // The staging environment retains its data as snapshots, so for every other
 // kind (queues, topics, tables, keys, secrets, log groups) SNAPSHOT means
 // RETAIN: the data is kept, as the environment asked. An empty policy is the
@@ -20,7 +21,8 @@ const (
 	// DynamoDB tables, KMS keys, secrets, log groups.
 	Data Kind = iota
 	// Snapshottable is a resource CloudFormation can snapshot on deletion:
-	// Aurora clusters, ElastiCache caches.
+	// Aurora clusters, node-based ElastiCache clusters (not serverless
+	// caches).
 	Snapshottable
 )
 

@@ -73,10 +73,19 @@ func NewStack(id string) awscdk.Stack {
 	return newStack(awscdk.NewApp(nil), id)
 }
 
+// NewStackIn creates a stack named id in app, in Account/Region, with the
+// region's first three availability zones known (a VPC then synthesises
+// without a lookup).
+func NewStackIn(app awscdk.App, id string) awscdk.Stack {
+	return newStack(app, id)
+}
+
 func newStack(app awscdk.App, id string) awscdk.Stack {
-	return awscdk.NewStack(app, jsii.String(id), &awscdk.StackProps{
+	stack := awscdk.NewStack(app, jsii.String(id), &awscdk.StackProps{
 		Env: &awscdk.Environment{Account: jsii.String(Account), Region: jsii.String(Region)},
 	})
+	stack.Node().SetContext(jsii.String("availability-zones:account="+Account+":region="+Region), jsii.Strings(Region+"a", Region+"b", Region+"c"))
+	return stack
 }
 
 // Platform is a test stack with cdk-nag-clean stand-ins for what the

@@ -189,6 +189,9 @@ func mapError(op string, err error) error {
 		sentinel = ErrInvalidParameter
 	case errors.As(err, &api):
 		switch api.ErrorCode() {
+		case "AccessDenied", "AccessDeniedException", "AWS.SimpleQueueService.AccessDenied":
+			// The action is named so an operator knows what to ask for.
+			return fmt.Errorf("queue: %s: %w: the caller lacks sqs:%s: %w", op, ErrAccessDenied, op, err)
 		case "InvalidParameterValue", "MissingParameter", "InvalidParameterCombination",
 			"AWS.SimpleQueueService.InvalidParameterValue":
 			sentinel = ErrInvalidParameter

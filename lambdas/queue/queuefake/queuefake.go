@@ -19,7 +19,22 @@
 //     non-empty values) and the message size limit;
 //   - stale receipt handles: on a standard queue, deleting with a handle from an
 //     earlier receive succeeds but deletes nothing (SQS's documented
-//     behaviour, counted in Stats.StaleDeletes); FIFO queues reject it.
+//     behaviour, counted in Stats.StaleDeletes); FIFO queues reject it;
+//   - message move tasks (StartMessageMoveTask, ListMessageMoveTasks,
+//     CancelMessageMoveTask): the source must be some queue's DLQ, one active
+//     task per source, MaxNumberOfMessagesPerSecond 1..500 honoured exactly
+//     against the clock (after t seconds a task has moved floor(t x rate)
+//     messages), ApproximateNumberOfMessagesToMove counted at the start, the
+//     handle listed only while RUNNING; GetQueueUrl and
+//     ListDeadLetterSourceQueues.
+//
+// Move tasks progress when the fake is next called (any operation), not in
+// the background. Where SQS does not document the behaviour the fake makes a
+// choice and says so: a moved message gets a new message id, receive count 0
+// and a fresh SentTimestamp; a task without a destination that meets a
+// message with no DeadLetterQueueSourceArn (one a consumer sent to the DLQ
+// itself) FAILS and leaves that message in the DLQ; an unset rate moves
+// everything at once; a cancelled task is CANCELLING until the next call.
 //
 // Time comes from an injectable Clock (ManualClock in tests). Not modelled:
 // long polling waits (WaitTime returns at once), the 12-hour in-flight cap,
@@ -123,6 +138,7 @@ type Stats struct {
 	Deleted      int
 	StaleDeletes int // deletes with an outdated receipt handle that deleted nothing
 	MovedToDLQ   int // moved out of this queue by its redrive policy
+	MovedByTask  int // moved out of this queue by a message move task
 	Expired      int // dropped at the end of the retention period
 }
 
@@ -157,8 +173,11 @@ func WithAccount(a string) Option { return func(f *Fake) { f.account = a } }
 
 // Fault decides whether an operation fails: return a non-nil error to make
 // operation op ("SendMessage", "ReceiveMessage", "DeleteMessage",
-// "ChangeMessageVisibility", "GetQueueAttributes") on queueURL fail with it
-// before it has any effect.
+// "ChangeMessageVisibility", "GetQueueAttributes", "ListDeadLetterSourceQueues")
+// on queueURL fail with it before it has any effect. The operations not
+// addressed by URL pass their own target: "GetQueueUrl" the queue name,
+// "StartMessageMoveTask" and "ListMessageMoveTasks" the source ARN,
+// "CancelMessageMoveTask" the task handle.
 type Fault func(op, queueURL string) error
 
 // Fake is an in-memory SQS. The zero value is not usable; call New. It is
@@ -173,6 +192,8 @@ type Fake struct {
 	handles map[string]*handle
 	nHandle uint64
 	fault   Fault
+	tasks   []*moveTask // every message move task, oldest first
+	nTask   uint64
 }
 
 var _ queue.API = (*Fake)(nil)
@@ -323,6 +344,7 @@ func (f *Fake) Stats(url string) Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if q, ok := f.byURL[url]; ok {
+		f.advanceTasks(f.clock.Now())
 		return q.stats
 	}
 	return Stats{}
@@ -338,6 +360,7 @@ func (f *Fake) Inspect(url string) ([]MessageState, error) {
 		return nil, fmt.Errorf("%w: %s", queue.ErrQueueNotFound, url)
 	}
 	now := f.clock.Now()
+	f.advanceTasks(now)
 	f.expire(q, now)
 	out := make([]MessageState, 0, len(q.msgs))
 	for _, m := range q.msgs {
@@ -380,6 +403,7 @@ func (f *Fake) lookup(ctx context.Context, op, url string) (*fakeQueue, error) {
 	if !ok {
 		return nil, fmt.Errorf("queuefake: %s: %w: %s", op, queue.ErrQueueNotFound, url)
 	}
+	f.advanceTasks(f.clock.Now())
 	return q, nil
 }
 

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/mercadofresco/integration/internal/dlq"
+	"github.com/mercadofresco/integration/internal/dlq/classify"
+	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/queuenames"
+)
+
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error)
+
+var commands = map[string]command{
+	"contain":  cmdContain,
+	"inspect":  cmdInspect,
+	"classify": cmdClassify,
+	"redrive":  cmdRedrive,
+	"verify":   cmdVerify,
+	"gen":      cmdGen,
+	"sandbox":  cmdSandbox,
+}
+
+// common are the flags every AWS command takes.
+type common struct {
+	profile, region, endpoint, env string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.profile, "profile", "", "AWS shared-config profile")
+	fs.StringVar(&c.region, "region", "", "AWS region (default: the profile's or AWS_REGION)")
+	fs.StringVar(&c.endpoint, "endpoint-url", "", "endpoint for SQS, Lambda and CloudWatch (a local emulator)")
+	fs.StringVar(&c.env, "e", "", "environment (dev, staging, prod) of a logical or SPEC queue name")
+	fs.StringVar(&c.env, "env", "", "same as -e")
+}
+
+// parse parses args allowing flags before and after the one positional
+// argument (the queue). It returns the positional, or "".
+func parse(fs *flag.FlagSet, args []string) (string, error) {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return "", fmt.Errorf("%w: %w", dlq.ErrUsage, err)
+	}
+	pos := ""
+	rest := fs.Args()
+	if len(rest) > 0 {
+		pos = rest[0]
+		if err := fs.Parse(rest[1:]); err != nil {
+			return "", fmt.Errorf("%w: %w", dlq.ErrUsage, err)
+		}
+		if fs.NArg() > 0 {
+			return "", fmt.Errorf("%w: unexpected arguments %q", dlq.ErrUsage, fs.Args())
+		}
+	}
+	return pos, nil
+}
+
+// tool builds the AWS clients.
+func (c *common) tool(ctx context.Context, stdout, stderr io.Writer) (*dlq.Tool, error) {
+	var opts []func(*config.LoadOptions) error
+	if c.profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(c.profile))
+	}
+	if c.region != "" {
+		opts = append(opts, config.WithRegion(c.region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, fmt.Errorf("%w: no AWS region: pass --region or set AWS_REGION (the stacks deploy to eu-west-1)", dlq.ErrUsage)
+	}
+	var endpoint *string
+	if c.endpoint != "" {
+		endpoint = aws.String(c.endpoint)
+	}
+	clock := dlq.WallClock{}
+	return &dlq.Tool{
+		SQS:     queue.NewAdmin(sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint })),
+		Lambda:  dlq.LambdaMappings{API: lambda.NewFromConfig(cfg, func(o *lambda.Options) { o.BaseEndpoint = endpoint })},
+		Metrics: dlq.CloudWatchMetrics{API: cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) { o.BaseEndpoint = endpoint }), Clock: clock},
+		Clock:   clock,
+		Out:     stdout,
+		Log:     stderr,
+	}, nil
+}
+
+// target parses the common flags, builds the tool and resolves the queue.
+func target(ctx context.Context, fs *flag.FlagSet, c *common, args []string, stdout, stderr io.Writer) (*dlq.Tool, *dlq.Target, error) {
+	spec, err := parse(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := c.tool(ctx, stdout, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	tg, err := t.Resolve(ctx, spec, c.env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, tg, nil
+}
+
+func cmdContain(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("contain", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	var o dlq.ContainOptions
+	fs.DurationVar(&o.Window, "window", 30*time.Second, "how long to sample the DLQ depth")
+	fs.IntVar(&o.Samples, "samples", 4, "how many samples over the window")
+	fs.BoolVar(&o.Disable, "disable-consumer", false, "disable the source queue's Lambda event source mapping(s)")
+	fs.BoolVar(&o.Enable, "enable-consumer", false, "enable them again")
+	t, tg, err := target(ctx, fs, &c, args, stdout, stderr)
+	if err != nil {
+		return 0, err
+	}
+	_, err = t.Contain(ctx, tg, o)
+	return exitOK, err
+}
+
+func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	var o dlq.InspectOptions
+	save := fs.String("save", "", "also write the raw messages to FILE as JSON lines (aws sqs receive-message shape)")
+	fs.IntVar(&o.Max, "n", dlq.DefaultInspectCount, "number of messages to look at")
+	t, tg, err := target(ctx, fs, &c, args, stdout, stderr)
+	if err != nil {
+		return 0, err
+	}
+	var f *os.File
+	if *save != "" {
+		if f, err = os.OpenFile(*save, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+			return 0, fmt.Errorf("--save: %w (the file must not exist: DLQ messages carry customer data)", err)
+		}
+		defer f.Close()
+		o.Save = f
+	}
+	msgs, err := t.Inspect(ctx, tg, o)
+	if err == nil && f != nil {
+		if err = f.Close(); err == nil {
+			fmt.Fprintf(stderr, "saved %d messages to %s (mode 0600: it holds customer data)\n", len(msgs), *save)
+		}
+	}
+	return exitOK, err
+}
+
+func cmdClassify(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("classify", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	fromFile := fs.String("from-file", "", "classify saved messages (JSON lines from inspect --save, or aws sqs receive-message output) instead of the live DLQ")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	accept := fs.String("accept-versions", "", "major versions the consumer accepts (default: the queue's consumer's, else 1)")
+	required := fs.String("required-keys", "", "keys the consumer requires (default: the queue's consumer's)")
+	max := fs.Int("max", 1000, "most messages received from a live DLQ")
+	spec, err := parse(fs, args)
+	if err != nil {
+		return 0, err
+	}
+	var report classify.Report
+	name := spec
+	var tg *dlq.Target
+	switch {
+	case *fromFile != "" && spec != "" && c.env == "":
+		return 0, fmt.Errorf("%w: with --from-file, a QUEUE only selects the consumer's expectations and needs -e", dlq.ErrUsage)
+	case *fromFile != "":
+		opts, err := fileOptions(spec, c.env, *accept, *required)
+		if err != nil {
+			return 0, err
+		}
+		f, err := os.Open(*fromFile)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		msgs, err := dlq.ReadMessages(f)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", *fromFile, err)
+		}
+		if len(msgs) == 0 {
+			return 0, fmt.Errorf("%w: %s holds no message", dlq.ErrEmpty, *fromFile)
+		}
+		name = *fromFile
+		report = classify.Classify(msgs, opts)
+	default:
+		t, err := c.tool(ctx, stdout, stderr)
+		if err != nil {
+			return 0, err
+		}
+		if tg, err = t.Resolve(ctx, spec, c.env); err != nil {
+			return 0, err
+		}
+		o := dlq.ClassifyOptions{Options: dlq.ConsumerOptions(tg), Max: *max}
+		if err := override(&o.Options, *accept, *required); err != nil {
+			return 0, err
+		}
+		if report, err = t.Classify(ctx, tg, o); err != nil {
+			return 0, err
+		}
+		name = tg.DLQ.Name
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return 0, err
+		}
+	} else {
+		dlq.PrintReport(stdout, name, report)
+		fmt.Fprintf(stdout, "\nexit code %d (%s)\n", verdictExit[report.Verdict], report.Verdict)
+	}
+	return verdictExit[report.Verdict], nil
+}
+
+// fileOptions picks the consumer's expectations for offline classification.
+func fileOptions(spec, env, accept, required string) (classify.Options, error) {
+	var o classify.Options
+	if spec != "" {
+		tg := &dlq.Target{}
+		if q, _, ok := queuenames.Find(spec); ok {
+			tg.Catalog = &q
+		} else {
+			return o, fmt.Errorf("%w: %q is not a queue of the Messaging stack", dlq.ErrUsage, spec)
+		}
+		o = dlq.ConsumerOptions(tg)
+	} else {
+		// Default to the order queue's consumer: the DLQs this tool is for
+		// carry PedidoConfirmado events.
+		tg := &dlq.Target{}
+		q, _, _ := queuenames.Find("Pedidos")
+		tg.Catalog = &q
+		o = dlq.ConsumerOptions(tg)
+	}
+	return o, override(&o, accept, required)
+}
+
+func override(o *classify.Options, accept, required string) error {
+	if accept != "" {
+		o.AcceptedVersions = nil
+		for _, p := range strings.Split(accept, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || n < 0 {
+				return fmt.Errorf("%w: --accept-versions %q: want comma-separated major versions", dlq.ErrUsage, accept)
+			}
+			o.AcceptedVersions = append(o.AcceptedVersions, n)
+		}
+	}
+	if required != "" {
+		o.RequiredKeys = strings.Split(required, ",")
+		if required == "-" {
+			o.RequiredKeys = nil
+		}
+	}
+	return nil
+}
+
+func cmdRedrive(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("redrive", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	var o dlq.RedriveOptions
+	fs.BoolVar(&o.ConfirmFixed, "confirm-fixed", false, "state that the cause is fixed (runbook step 4); required")
+	fs.Float64Var(&o.Rate, "rate", dlq.DefaultRate, "messages per second (at most 500)")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "print the plan, move nothing")
+	fs.IntVar(&o.Max, "max", 0, "move at most this many messages (forces the receive/send/delete loop)")
+	fs.StringVar(&o.To, "to", "", "send every message to this queue (name or URL) instead of its source")
+	fs.StringVar(&o.Mode, "mode", dlq.ModeAuto, "auto, task (SQS move task) or loop (receive/send/delete)")
+	t, tg, err := target(ctx, fs, &c, args, stdout, stderr)
+	if err != nil {
+		return 0, err
+	}
+	_, err = t.Redrive(ctx, tg, o)
+	return exitOK, err
+}
+
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	var o dlq.VerifyOptions
+	fs.IntVar(&o.Expect, "expect", 0, "messages redriven (the sources' NumberOfMessagesDeleted must reach it)")
+	since := fs.String("since", "", "start of the redrive: RFC 3339 time or a duration ago (45m); default 1h ago")
+	t, tg, err := target(ctx, fs, &c, args, stdout, stderr)
+	if err != nil {
+		return 0, err
+	}
+	if *since != "" {
+		if ts, err := time.Parse(time.RFC3339, *since); err == nil {
+			o.Since = ts
+		} else if d, err := time.ParseDuration(*since); err == nil && d > 0 {
+			o.Since = t.Clock.Now().Add(-d)
+		} else {
+			return 0, fmt.Errorf("%w: --since %q: want an RFC 3339 time or a duration", dlq.ErrUsage, *since)
+		}
+	}
+	return exitOK, t.Verify(ctx, tg, o)
+}
+
+func cmdGen(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	scenario := fs.String("scenario", "", "one of "+strings.Join(dataset.Scenarios, ", "))
+	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed; pass it again to reproduce)")
+	end := fs.String("end", "2026-11-30T07:00:00Z", "the data set ends before this time (RFC 3339)")
+	if _, err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	at, err := time.Parse(time.RFC3339, *end)
+	if err != nil {
+		return 0, fmt.Errorf("%w: --end: %w", dlq.ErrUsage, err)
+	}
+	msgs, err := dataset.Generate(*scenario, *seed, at, dataset.DefaultTopology)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", dlq.ErrUsage, err)
+	}
+	fmt.Fprintf(stderr, "scenario %s, seed %d: %d messages\n", *scenario, *seed, len(msgs))
+	return exitOK, dlq.WriteMessages(stdout, msgs)
+}

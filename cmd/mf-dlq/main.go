@@ -1,0 +1,123 @@
+// Command mf-dlq is the DLQ runbook (docs/runbooks/dlq.md) as one tool:
+//
+//	mf-dlq contain  QUEUE [--window 30s] [--disable-consumer | --enable-consumer]
+//	mf-dlq inspect  QUEUE [-n 10] [--save FILE]
+//	mf-dlq classify QUEUE | --from-file FILE [--json]
+//	mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE]
+//	mf-dlq verify   QUEUE [--expect N --since TIME]
+//	mf-dlq gen      --scenario NAME [--seed N]      (test data sets)
+//
+// QUEUE is a queue URL, a queue name, or, with -e dev|staging|prod, the
+// Messaging stack's logical name (Pedidos, Correo, AvisoERP, StockMovements)
+// or a SPEC name; a source queue stands for its dead-letter queue. AWS
+// access: --profile, --region, --endpoint-url (applied to SQS, Lambda and
+// CloudWatch), else the SDK's usual environment and shared configuration.
+//
+// Exit codes: 0 done; 1 error; 2 usage; 3 empty DLQ; 4 not verified;
+// 5 refused (no --confirm-fixed, a move task running, not a DLQ, a queue
+// whose receives count); 6 missing permission; 7 interrupted (Ctrl-C);
+// classify: 10 poison, 11 transient, 12 data, 13 mixed.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mercadofresco/integration/internal/dlq"
+	"github.com/mercadofresco/integration/internal/dlq/classify"
+	"github.com/mercadofresco/integration/lambdas/queue"
+)
+
+// Exit codes (documented in the package comment and the runbook).
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitEmpty       = 3
+	exitNotVerified = 4
+	exitRefused     = 5
+	exitPermission  = 6
+	exitInterrupted = 7
+	exitPoison      = 10
+	exitTransient   = 11
+	exitData        = 12
+	exitMixed       = 13
+)
+
+// verdictExit maps a classification to its exit code.
+var verdictExit = map[classify.Verdict]int{
+	classify.Poison: exitPoison, classify.Transient: exitTransient, classify.Data: exitData, classify.Mixed: exitMixed, classify.Empty: exitEmpty,
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills at once (still safe: send comes before delete)
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "mf-dlq: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	code, err := cmd(ctx, args[1:], stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mf-dlq %s: %v\n", args[0], err)
+		return exitCode(err)
+	}
+	return code
+}
+
+func exitCode(err error) int {
+	switch {
+	case errors.Is(err, dlq.ErrUsage):
+		return exitUsage
+	case errors.Is(err, dlq.ErrEmpty):
+		return exitEmpty
+	case errors.Is(err, dlq.ErrNotVerified):
+		return exitNotVerified
+	case errors.Is(err, dlq.ErrInterrupted), errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.Is(err, queue.ErrAccessDenied), errors.Is(err, dlq.ErrPermission):
+		return exitPermission
+	case errors.Is(err, dlq.ErrNotConfirmed), errors.Is(err, queue.ErrMoveTaskRunning), errors.Is(err, dlq.ErrNotDLQ),
+		errors.Is(err, queue.ErrNotDeadLetterQueue), errors.Is(err, dlq.ErrWouldSpendReceives):
+		return exitRefused
+	}
+	return exitError
+}
+
+const usage = `mf-dlq: the DLQ runbook as a command (docs/runbooks/dlq.md)
+
+  mf-dlq contain  QUEUE [--window 30s] [--disable-consumer | --enable-consumer]
+  mf-dlq inspect  QUEUE [-n 10] [--save FILE]
+  mf-dlq classify QUEUE | --from-file FILE  [--json] [--accept-versions 1] [--required-keys k1,k2]
+  mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE] [--mode auto|task|loop]
+  mf-dlq verify   QUEUE [--expect N] [--since 2026-11-30T08:00:00Z | --since 45m]
+  mf-dlq gen      --scenario transient-burst|data-drip|deploy-v2|malformed|mixture [--seed N]
+
+QUEUE: a queue URL or name, or with -e dev|staging|prod a logical name (Pedidos,
+Correo, AvisoERP, StockMovements); a source queue stands for its DLQ.
+AWS: --profile, --region, --endpoint-url. Flags may follow QUEUE.
+
+Exit codes: 0 done, 1 error, 2 usage, 3 empty DLQ, 4 not verified, 5 refused,
+6 missing permission, 7 interrupted; classify: 10 poison, 11 transient,
+12 data, 13 mixed.
+`

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
+	"github.com/mercadofresco/integration/lambdas/queue/queuefake/sqsserver"
+	"github.com/mercadofresco/integration/lambdas/queuenames"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+)
+
+// TestMain lets the test binary act as mf-dlq in a child process
+// (MF_DLQ_AS_MAIN=1), so the SIGKILL test needs no separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("MF_DLQ_AS_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type sqsEnv struct {
+	fake     *queuefake.Fake
+	clock    *offsetClock
+	src, dlq string
+	srv      *httptest.Server
+	mu       sync.Mutex
+	calls    map[string]int         // operations served
+	onCall   func(op string, n int) // after each served operation
+}
+
+// newSQS serves a fake with dev's Pedidos queue and DLQ over HTTP.
+func newSQS(t *testing.T) *sqsEnv {
+	t.Helper()
+	e := &sqsEnv{clock: &offsetClock{}, calls: map[string]int{}}
+	e.fake = queuefake.New(queuefake.WithClock(e.clock))
+	var err error
+	if e.dlq, err = e.fake.CreateQueue(queuenames.PhysicalName(queuenames.PedidosDLQName, "-dev"), queuefake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if e.src, err = e.fake.CreateQueue(queuenames.PhysicalName(queuenames.PedidosQueueName, "-dev"), queuefake.QueueConfig{
+		VisibilityTimeout: 400 * time.Second, Redrive: &queuefake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(e.dlq), MaxReceiveCount: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	h := sqsserver.Handler(e.fake)
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
+		h.ServeHTTP(w, r)
+		e.mu.Lock()
+		e.calls[op]++
+		n, f := e.calls[op], e.onCall
+		e.mu.Unlock()
+		if f != nil {
+			f(op, n) // the response is written: the client may act on it now
+		}
+	}))
+	t.Cleanup(e.srv.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	return e
+}
+
+// deadLetter sends n consumer-dead-lettered orders (distinct bodies) to the DLQ.
+func (e *sqsEnv) deadLetter(t *testing.T, n int) map[string]bool {
+	t.Helper()
+	bodies := map[string]bool{}
+	for i := range n {
+		body := fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}]}`, i)
+		bodies[body] = true
+		_, err := e.fake.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: e.dlq, Body: body, MessageAttributes: map[string]queue.Attribute{
+			sqsbatch.AttrFailureClass: queue.StringAttribute("permanent"), sqsbatch.AttrFailureReason: queue.StringAttribute("warehouse: sku 7501031311309 has no location"),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bodies
+}
+
+func (e *sqsEnv) bodies(t *testing.T, url string) []string {
+	t.Helper()
+	st, err := e.fake.Inspect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range st {
+		out = append(out, s.Body)
+	}
+	return out
+}
+
+// checkNothingLost: every original body is in the source or the DLQ; any
+// extra copy is a duplicate of an original.
+func (e *sqsEnv) checkNothingLost(t *testing.T, want map[string]bool) (dups int) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, b := range append(e.bodies(t, e.src), e.bodies(t, e.dlq)...) {
+		if !want[b] {
+			t.Fatalf("unexpected message %q", b)
+		}
+		seen[b]++
+	}
+	for b := range want {
+		if seen[b] == 0 {
+			t.Fatalf("message lost: %s", b)
+		}
+		dups += seen[b] - 1
+	}
+	return dups
+}
+
+// TestRedriveKilledLosesNothing runs mf-dlq redrive as a child process
+// against the served fake and SIGKILLs it midway, at the two moments that
+// matter: right after a send was answered (before its delete) and right
+// after a delete was answered (before the next send). Source + DLQ must
+// still hold every message (duplicates only); a second run then finishes.
+func TestRedriveKilledLosesNothing(t *testing.T) {
+	for _, kill := range []struct {
+		op string
+		n  int
+	}{{"SendMessage", 60}, {"DeleteMessage", 40}} {
+		t.Run(kill.op, func(t *testing.T) { killedRedrive(t, kill.op, kill.n) })
+	}
+}
+
+func killedRedrive(t *testing.T, killOp string, killN int) {
+	e := newSQS(t)
+	want := e.deadLetter(t, 300)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	killAt := make(chan struct{})
+	var once sync.Once
+	e.mu.Lock()
+	e.onCall = func(op string, n int) {
+		if op == killOp && n == killN {
+			once.Do(func() { close(killAt) })
+		}
+	}
+	e.mu.Unlock()
+	cmd := exec.CommandContext(ctx, os.Args[0], "redrive", "Pedidos", "-e", "dev", "--confirm-fixed", "--rate", "500", "--endpoint-url", e.srv.URL)
+	cmd.Env = append(os.Environ(), "MF_DLQ_AS_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-killAt:
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	case err := <-exited:
+		t.Fatalf("mf-dlq finished before the kill: %v\n%s", err, stderr.String())
+	case <-ctx.Done():
+		t.Fatalf("no %s #%d within the deadline\n%s", killOp, killN, stderr.String())
+	}
+	select {
+	case err := <-exited:
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("child was not killed: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("killed child did not exit")
+	}
+	e.mu.Lock()
+	e.onCall = nil
+	e.mu.Unlock()
+	moved := len(e.bodies(t, e.src))
+	dups := e.checkNothingLost(t, want)
+	t.Logf("after SIGKILL: %d in the source, %d in the DLQ, %d duplicates", moved, len(e.bodies(t, e.dlq)), dups)
+	if moved < killN || moved == 300 {
+		t.Fatalf("the kill did not land midway: %d moved", moved)
+	}
+
+	// The dead run's held messages come back after their visibility timeout;
+	// a second run moves the rest.
+	e.clock.Advance(10 * time.Minute)
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"redrive", "Pedidos", "-e", "dev", "--confirm-fixed", "--rate", "500", "--endpoint-url", e.srv.URL}, &out, &errb); code != exitOK {
+		t.Fatalf("second run: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	t.Logf("second run:\n%s", errb.String())
+	if n := len(e.bodies(t, e.dlq)); n != 0 {
+		t.Fatalf("DLQ still holds %d", n)
+	}
+	if dups := e.checkNothingLost(t, want); dups > 1 {
+		t.Errorf("%d duplicates; one kill can make at most one", dups)
+	}
+}
+
+// TestCommands runs the commands in-process against the served fake and
+// checks outputs and exit codes.
+func TestCommands(t *testing.T) {
+	e := newSQS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sh := func(args ...string) (int, string) {
+		var out bytes.Buffer
+		code := run(ctx, append(args, "--endpoint-url", e.srv.URL), &out, &out)
+		return code, out.String()
+	}
+	code, out := sh("inspect", "Pedidos", "-e", "dev")
+	if code != exitEmpty || !strings.Contains(out, "returned no message") {
+		t.Errorf("inspect empty: %d %s", code, out)
+	}
+	e.deadLetter(t, 12)
+	saved := filepath.Join(t.TempDir(), "dlq.jsonl")
+	code, out = sh("inspect", "mercadofresco-pedidos-fallidos-dev", "-n", "5", "--save", saved)
+	if code != exitOK || !strings.Contains(out, "5 messages of mercadofresco-pedidos-fallidos-dev") || !strings.Contains(out, "saved 5 messages") {
+		t.Errorf("inspect: %d %s", code, out)
+	}
+	if fi, err := os.Stat(saved); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("saved file: %v %v", fi, err)
+	}
+	if code, out = sh("classify", "--from-file", saved); code != exitData {
+		t.Errorf("classify --from-file: %d %s", code, out)
+	}
+	if code, out = sh("classify", "Pedidos", "-e", "dev", "--json"); code != exitData || !strings.Contains(out, `"verdict": "data"`) {
+		t.Errorf("classify --json: %d %s", code, out)
+	}
+	if code, out = sh("redrive", "Pedidos", "-e", "dev"); code != exitRefused || !strings.Contains(out, "--confirm-fixed") {
+		t.Errorf("redrive unconfirmed: %d %s", code, out)
+	}
+	if code, out = sh("contain", "Pedidos", "-e", "nope"); code != exitUsage {
+		t.Errorf("bad env: %d %s", code, out)
+	}
+	if code, out = sh("verify", "Pedidos", "-e", "dev"); code != exitNotVerified || !strings.Contains(out, "12 messages in") {
+		t.Errorf("verify with messages: %d %s", code, out)
+	}
+	e.fake.SetFault(func(op, _ string) error {
+		if op == "ReceiveMessage" {
+			return sqsserver.ErrAccessDenied
+		}
+		return nil
+	})
+	if code, out = sh("inspect", "Pedidos", "-e", "dev"); code != exitPermission || !strings.Contains(out, "sqs:ReceiveMessage") {
+		t.Errorf("denied: %d %s", code, out)
+	}
+	e.fake.SetFault(nil)
+	if code, out = sh("frobnicate"); code != exitUsage {
+		t.Errorf("unknown command: %d %s", code, out)
+	}
+}
+
+// TestClassifyExitCodes: each generated data set gets its verdict's exit code.
+func TestClassifyExitCodes(t *testing.T) {
+	seed := testseed.New(t).Seed
+	dir := t.TempDir()
+	for scenario, want := range map[string]int{
+		dataset.TransientBurst: exitTransient, dataset.DataDrip: exitData, dataset.DeployV2: exitPoison,
+		dataset.Malformed: exitPoison, dataset.Mixture: exitMixed,
+	} {
+		file := filepath.Join(dir, scenario+".jsonl")
+		var gen, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"gen", "--scenario", scenario, "--seed", fmt.Sprint(seed)}, &gen, &stderr); code != exitOK {
+			t.Fatalf("gen %s: %d %s", scenario, code, stderr.String())
+		}
+		if err := os.WriteFile(file, gen.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if code := run(context.Background(), []string{"classify", "--from-file", file}, &out, &out); code != want {
+			t.Errorf("%s (seed %d): exit %d, want %d\n%s", scenario, seed, code, want, out.String())
+		}
+	}
+	var errb bytes.Buffer
+	if code := run(context.Background(), []string{"classify", "--from-file", filepath.Join(dir, "none")}, &errb, &errb); code != exitError {
+		t.Errorf("missing file: %d", code)
+	}
+}

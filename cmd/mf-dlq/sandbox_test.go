@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mercadofresco/integration/internal/dlq"
+	"github.com/mercadofresco/integration/internal/dlq/classify"
+	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
+)
+
+// TestSandboxReplay: a data set played in through SQS's mechanics looks, on
+// the first receive from the DLQ, like the generated messages, and
+// classifies the same.
+func TestSandboxReplay(t *testing.T) {
+	seed := testseed.New(t).Seed
+	for scenario, want := range map[string]classify.Verdict{dataset.DeployV2: classify.Poison, dataset.Mixture: classify.Mixed} {
+		clock := &offsetClock{}
+		fake := queuefake.New(queuefake.WithClock(clock))
+		d, _ := fake.CreateQueue("mercadofresco-pedidos-fallidos-dev", queuefake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+		s, _ := fake.CreateQueue("cola-mercadofresco-pedidos-dev", queuefake.QueueConfig{Redrive: &queuefake.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
+		msgs, err := dataset.Generate(scenario, seed, time.Now().Add(-time.Minute), dataset.DefaultTopology)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := replay(ctx, fake, clock, s, d, msgs); err != nil {
+			t.Fatal(err)
+		}
+		clock.set(time.Now())
+		tool := &dlq.Tool{SQS: fake, Clock: dlq.WallClock{}}
+		tg, err := tool.Resolve(ctx, "Pedidos", "dev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := tool.Classify(ctx, tg, dlq.ClassifyOptions{Options: dlq.ConsumerOptions(tg)})
+		if err != nil || r.Verdict != want || r.Total != len(msgs) {
+			t.Fatalf("%s: %s of %d messages (want %s of %d): %v", scenario, r.Verdict, r.Total, want, len(msgs), err)
+		}
+		redriven := 0
+		for _, m := range r.Messages {
+			if m.Origin == classify.OriginRedrive {
+				redriven++
+				if m.ReceiveCount != 5 {
+					t.Fatalf("%s: a redriven message shows receive count %d on its first DLQ receive, want 5", scenario, m.ReceiveCount)
+				}
+			}
+		}
+		generated := 0
+		for _, m := range msgs {
+			if m.Attributes[queue.AttrDeadLetterQueueSourceArn] != "" {
+				generated++
+			}
+		}
+		if redriven != generated {
+			t.Errorf("%s: %d redriven, generated %d", scenario, redriven, generated)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package classify
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// content is what a body says about itself.
+type content struct {
+	problem  string // "" when the body passes every check
+	version  string // the version found ("" when absent or not checked)
+	entities map[string]string
+}
+
+// entityKeys are the body keys whose concentration explains a drip: one
+// SKU or one customer behind most failures points at data, not at a
+// dependency. Lines ("lineas": [{"sku": ...}]) are searched too.
+var entityKeys = []string{"sku", "cliente_id"}
+
+// inspectBody applies the consumer's envelope rules (JSON object, a known
+// major version, required keys present) and extracts the entities. The
+// rules are those lambdas/sqsbatch enforces, restated here because the
+// library keeps them unexported.
+func inspectBody(body string, opts *Options) content {
+	c := content{entities: map[string]string{}}
+	trimmed := strings.TrimSpace(body)
+	if trimmed == "" {
+		c.problem = "malformed: empty body"
+		return c
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(trimmed), &obj); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			c.problem = fmt.Sprintf("malformed: not JSON (syntax error at byte %d)", syn.Offset)
+		case errors.As(err, &typ):
+			c.problem = "malformed: body is a JSON " + typ.Value + ", not an object"
+		default:
+			c.problem = "malformed: " + err.Error()
+		}
+		return c
+	}
+	if obj == nil {
+		c.problem = "malformed: body is JSON null"
+		return c
+	}
+	if isSNSEnvelope(obj) {
+		c.problem = "malformed: an SNS notification envelope (raw message delivery is off)"
+		return c
+	}
+	findEntities(obj, c.entities, 0)
+	if opts.VersionKey != "-" {
+		raw, ok := dig(obj, opts.VersionKey)
+		if !ok {
+			c.problem = fmt.Sprintf("schema: no %q key", opts.VersionKey)
+			return c
+		}
+		major, text, err := majorOf(raw)
+		c.version = text
+		if err != nil {
+			c.problem = fmt.Sprintf("schema: %q is %s", opts.VersionKey, err)
+			return c
+		}
+		if !slices.Contains(opts.AcceptedVersions, major) {
+			c.problem = fmt.Sprintf("schema: version %s, the consumer accepts %s", text, joinInts(opts.AcceptedVersions))
+			return c
+		}
+	}
+	var missing []string
+	for _, k := range opts.RequiredKeys {
+		if _, ok := dig(obj, k); !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		c.problem = "schema: missing " + strings.Join(missing, ", ")
+	}
+	return c
+}
+
+func isSNSEnvelope(obj map[string]json.RawMessage) bool {
+	_, topic := obj["TopicArn"]
+	_, msg := obj["Message"]
+	return topic && msg && string(bytes.TrimSpace(obj["Type"])) == `"Notification"`
+}
+
+// dig follows a dotted path; absent, null and "" count as missing.
+func dig(obj map[string]json.RawMessage, path string) (json.RawMessage, bool) {
+	cur := obj
+	parts := strings.Split(path, ".")
+	for i, p := range parts {
+		raw, ok := cur[p]
+		t := bytes.TrimSpace(raw)
+		if !ok || len(t) == 0 || string(t) == "null" || string(t) == `""` {
+			return nil, false
+		}
+		if i == len(parts)-1 {
+			return t, true
+		}
+		cur = nil
+		if json.Unmarshal(t, &cur) != nil || cur == nil {
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// majorOf reads 1, 1.0, "1", "1.2" or "v1" and returns the major version and
+// the text to show.
+func majorOf(raw json.RawMessage) (int, string, error) {
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		if f < 0 || f > math.MaxInt32 {
+			return 0, string(raw), fmt.Errorf("out of range")
+		}
+		return int(f), string(raw), nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return 0, string(raw), fmt.Errorf("neither a number nor a string")
+	}
+	head, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(s), "v"), ".")
+	n, err := strconv.Atoi(head)
+	if err != nil || n < 0 {
+		return 0, s, fmt.Errorf("not a version number")
+	}
+	return n, s, nil
+}
+
+// findEntities collects entity keys at the top level, in "detail" and in
+// arrays of objects ("lineas"), up to a small depth. Several values of one
+// key are joined in sorted order ("A,B").
+func findEntities(obj map[string]json.RawMessage, out map[string]string, depth int) {
+	if depth > 3 {
+		return
+	}
+	for _, k := range entityKeys {
+		if raw, ok := obj[k]; ok {
+			add(out, k, scalar(raw))
+		}
+	}
+	for k, raw := range obj {
+		if slices.Contains(entityKeys, k) {
+			continue
+		}
+		t := bytes.TrimSpace(raw)
+		switch {
+		case len(t) > 0 && t[0] == '{':
+			var sub map[string]json.RawMessage
+			if json.Unmarshal(t, &sub) == nil {
+				findEntities(sub, out, depth+1)
+			}
+		case len(t) > 0 && t[0] == '[':
+			var arr []json.RawMessage
+			if json.Unmarshal(t, &arr) == nil {
+				for _, el := range arr {
+					var sub map[string]json.RawMessage
+					if json.Unmarshal(el, &sub) == nil && sub != nil {
+						findEntities(sub, out, depth+1)
+					}
+				}
+			}
+		}
+	}
+}
+
+func add(out map[string]string, k, v string) {
+	if v == "" {
+		return
+	}
+	vals := strings.Split(out[k], ",")
+	if out[k] == "" {
+		vals = nil
+	}
+	if !slices.Contains(vals, v) {
+		vals = append(vals, v)
+		sort.Strings(vals)
+		out[k] = strings.Join(vals, ",")
+	}
+}
+
+func scalar(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	t := strings.TrimSpace(string(raw))
+	if t == "null" || strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		return ""
+	}
+	return t
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,246 @@
+// Package dataset generates dead-letter queue contents for the DLQ tool's
+// tests, its `gen` command and the runbook's worked examples: each scenario
+// reproduces one way messages end up in mercadofresco-pedidos-fallidos, with
+// the system attributes SQS would show on the first receive from the DLQ and
+// the mf-* attributes lambdas/sqsbatch writes. Everything is derived from a
+// seed, so a data set is reproducible from its name and seed.
+package dataset
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+)
+
+// Scenario names.
+const (
+	// TransientBurst: 30 minutes of payment-gateway timeouts; 120 orders
+	// exhausted their 4 receives and SQS moved them (receive count 5).
+	TransientBurst = "transient-burst"
+	// DataDrip: over 3 days, 40 orders containing one SKU with no warehouse
+	// location; the consumer refused some as permanent, others crashed on
+	// every receive.
+	DataDrip = "data-drip"
+	// DeployV2: the lesson's exercise 2: 340 "version": 2 orders sent
+	// between 22:04 and 23:51 after a producer deploy, all moved by SQS
+	// after 4 receives (receive count 5).
+	DeployV2 = "deploy-v2"
+	// Malformed: 25 payloads that are not valid order events (truncated
+	// JSON, SNS envelopes, arrays, text), dead-lettered by the consumer.
+	Malformed = "malformed"
+	// Mixture: a transient burst, a data drip and some malformed payloads
+	// in one DLQ.
+	Mixture = "mixture"
+)
+
+// Scenarios lists the scenario names.
+var Scenarios = []string{TransientBurst, DataDrip, DeployV2, Malformed, Mixture}
+
+// Topology names the queues the generated messages claim to come from.
+type Topology struct {
+	SourceARN       string // DeadLetterQueueSourceArn of redriven messages
+	ConsumerVersion string // mf-consumer-version of consumer-sent messages
+	MaxReceiveCount int
+}
+
+// DefaultTopology is prod's cola-mercadofresco-pedidos in eu-west-1.
+var DefaultTopology = Topology{
+	SourceARN:       "arn:aws:sqs:eu-west-1:333333333333:cola-mercadofresco-pedidos",
+	ConsumerVersion: "sha256:4f1c2ab09e7d",
+	MaxReceiveCount: 4,
+}
+
+// BadSKU is the SKU behind the data drip.
+const BadSKU = "7501031311309"
+
+// Generate returns the messages of a scenario whose last message was sent
+// before end. The same name, seed, end and topology give the same messages.
+func Generate(name string, seed uint64, end time.Time, topo Topology) ([]queue.Message, error) {
+	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), topo: topo}
+	switch name {
+	case TransientBurst:
+		g.transientBurst(end.Add(-6*time.Hour), 120)
+	case DataDrip:
+		g.dataDrip(end.Add(-72*time.Hour), 40)
+	case DeployV2:
+		day := end.Add(-24 * time.Hour).Truncate(24 * time.Hour)
+		g.deployV2(day.Add(22*time.Hour+4*time.Minute), day.Add(23*time.Hour+51*time.Minute), 340)
+	case Malformed:
+		g.malformed(end.Add(-48*time.Hour), 48*time.Hour, 25)
+	case Mixture:
+		g.transientBurst(end.Add(-6*time.Hour), 80)
+		g.dataDrip(end.Add(-72*time.Hour), 30)
+		g.malformed(end.Add(-48*time.Hour), 48*time.Hour, 10)
+	default:
+		return nil, fmt.Errorf("dataset: unknown scenario %q (known: %v)", name, Scenarios)
+	}
+	slices.SortStableFunc(g.out, func(a, b queue.Message) int {
+		return compareMillis(a.Attributes[queue.AttrSentTimestamp], b.Attributes[queue.AttrSentTimestamp])
+	})
+	return g.out, nil
+}
+
+type gen struct {
+	r    *rand.Rand
+	topo Topology
+	out  []queue.Message
+	n    int
+}
+
+func (g *gen) transientBurst(start time.Time, n int) {
+	for range n {
+		sent := start.Add(time.Duration(g.r.Int64N(int64(30 * time.Minute))))
+		g.redriven(sent, g.order(1, ""))
+	}
+}
+
+func (g *gen) dataDrip(start time.Time, n int) {
+	for i := range n {
+		sent := start.Add(time.Duration(g.r.Int64N(int64(72 * time.Hour))))
+		body := g.order(1, BadSKU)
+		if i%2 == 0 {
+			g.consumerSent(sent, body, sqsbatch.ClassPermanent,
+				fmt.Sprintf("permanent failure: warehouse: sku %s has no location in almacén MAD-1 (HTTP 422)", BadSKU))
+		} else {
+			g.redriven(sent, body)
+		}
+	}
+}
+
+func (g *gen) deployV2(from, to time.Time, n int) {
+	for i := range n {
+		// The first and last at the lesson's 22:04 and 23:51.
+		sent := from.Add(time.Duration(g.r.Int64N(int64(to.Sub(from)))))
+		switch i {
+		case 0:
+			sent = from
+		case n - 1:
+			sent = to
+		}
+		g.redriven(sent, g.order(2, ""))
+	}
+}
+
+func (g *gen) malformed(start time.Time, span time.Duration, n int) {
+	for i := range n {
+		sent := start.Add(time.Duration(g.r.Int64N(int64(span))))
+		var body, reason string
+		switch i % 5 {
+		case 0:
+			full := g.order(1, "")
+			body = full[:len(full)/2]
+			reason = "poison message: malformed JSON at byte " + strconv.Itoa(len(body)) + ": unexpected end of JSON input"
+		case 1:
+			inner := g.order(1, "")
+			b, _ := json.Marshal(map[string]string{"Type": "Notification", "TopicArn": "arn:aws:sns:eu-west-1:333333333333:mercadofresco-pedido-confirmado", "Message": inner})
+			body = string(b)
+			reason = "poison message: body is an SNS notification envelope, not the event: enable raw message delivery on the subscription"
+		case 2:
+			body = `[` + g.order(1, "") + `]`
+			reason = "poison message: malformed message: body is a JSON array, want an object"
+		case 3:
+			body = "PedidoConfirmado " + g.pedidoID()
+			reason = "poison message: malformed JSON at byte 1: invalid character 'P' looking for beginning of value"
+		default:
+			body = fmt.Sprintf(`{"version":1,"tipo":"PedidoConfirmado","pedido_id":%q}`, g.pedidoID())
+			reason = `poison message: missing required key "lineas"`
+		}
+		g.consumerSent(sent, body, sqsbatch.ClassPoison, reason)
+	}
+}
+
+// redriven appends a message SQS moved after maxReceiveCount receives: the
+// original SentTimestamp, the first receive shortly after, receive count
+// maxReceiveCount+1 on this first receive from the DLQ.
+func (g *gen) redriven(sent time.Time, body string) {
+	first := sent.Add(time.Duration(50+g.r.IntN(900)) * time.Millisecond)
+	m := g.message(body, sent, first, g.topo.MaxReceiveCount+1)
+	m.Attributes[queue.AttrDeadLetterQueueSourceArn] = g.topo.SourceARN
+	g.out = append(g.out, m)
+}
+
+// consumerSent appends a message lambdas/sqsbatch sent to the DLQ itself:
+// a new message (sent at the failure), received once from the DLQ.
+func (g *gen) consumerSent(sent time.Time, body string, class sqsbatch.Class, reason string) {
+	m := g.message(body, sent, sent.Add(time.Duration(1+g.r.IntN(20))*time.Minute), 1)
+	m.MessageAttributes = map[string]queue.Attribute{
+		sqsbatch.AttrFailureReason:     queue.StringAttribute(reason),
+		sqsbatch.AttrFailureClass:      queue.StringAttribute(class.String()),
+		sqsbatch.AttrConsumerVersion:   queue.StringAttribute(g.topo.ConsumerVersion),
+		sqsbatch.AttrOriginalMessageID: queue.StringAttribute(g.uuid()),
+		sqsbatch.AttrReceiveCount:      queue.NumberAttribute(1),
+	}
+	g.out = append(g.out, m)
+}
+
+func (g *gen) message(body string, sent, first time.Time, receives int) queue.Message {
+	return queue.Message{
+		MessageID:     g.uuid(),
+		ReceiptHandle: "generated-" + strconv.Itoa(g.n),
+		Body:          body,
+		MD5OfBody:     md5Hex(body),
+		Attributes: map[string]string{
+			queue.AttrSentTimestamp:                    strconv.FormatInt(sent.UnixMilli(), 10),
+			queue.AttrApproximateFirstReceiveTimestamp: strconv.FormatInt(first.UnixMilli(), 10),
+			queue.AttrApproximateReceiveCount:          strconv.Itoa(receives),
+			queue.AttrSenderID:                         "AROAEXAMPLEPRODUCER:mf-orquestador",
+		},
+	}
+}
+
+// order returns a PedidoConfirmado body of the given version; with sku set,
+// one of its lines is that SKU.
+func (g *gen) order(version int, sku string) string {
+	type linea struct {
+		SKU      string `json:"sku"`
+		Cantidad int    `json:"cantidad"`
+	}
+	lines := make([]linea, 1+g.r.IntN(4))
+	for i := range lines {
+		lines[i] = linea{SKU: strconv.Itoa(7500000000000 + g.r.IntN(3400)*7919), Cantidad: 1 + g.r.IntN(3)}
+	}
+	if sku != "" {
+		lines[g.r.IntN(len(lines))].SKU = sku
+	}
+	total := float64(500+g.r.IntN(15000)) / 100
+	ev := map[string]any{
+		"version": version, "tipo": "PedidoConfirmado", "pedido_id": g.pedidoID(),
+		"cliente_id": fmt.Sprintf("CLI-%06d", g.r.IntN(900000)), "importe": total, "moneda": "EUR", "lineas": lines,
+	}
+	if version == 2 {
+		ev["entrega"] = map[string]string{"franja": "20:00-22:00"} // the field the v2 producer added
+	}
+	b, _ := json.Marshal(ev)
+	return string(b)
+}
+
+func (g *gen) pedidoID() string { return fmt.Sprintf("PED-2026-%06d", g.r.IntN(1000000)) }
+
+func (g *gen) uuid() string {
+	g.n++
+	b := make([]byte, 16)
+	for i := range b {
+		b[i] = byte(g.r.UintN(256))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func compareMillis(a, b string) int {
+	x, _ := strconv.ParseInt(a, 10, 64)
+	y, _ := strconv.ParseInt(b, 10, 64)
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,92 @@
+package dlq
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/mercadofresco/integration/lambdas/queue"
+)
+
+// fileMessage is one message in the shape of
+// `aws sqs receive-message --attribute-names All --message-attribute-names All`.
+type fileMessage struct {
+	MessageID         string                   `json:"MessageId"`
+	ReceiptHandle     string                   `json:"ReceiptHandle,omitempty"`
+	MD5OfBody         string                   `json:"MD5OfBody,omitempty"`
+	Body              string                   `json:"Body"`
+	Attributes        map[string]string        `json:"Attributes,omitempty"`
+	MessageAttributes map[string]fileAttribute `json:"MessageAttributes,omitempty"`
+}
+
+type fileAttribute struct {
+	StringValue string `json:"StringValue,omitempty"`
+	BinaryValue []byte `json:"BinaryValue,omitempty"` // base64, as the AWS CLI prints it
+	DataType    string `json:"DataType"`
+}
+
+// WriteMessages writes msgs as JSON lines, one receive-message "Messages"
+// element per line.
+func WriteMessages(w io.Writer, msgs []queue.Message) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, m := range msgs {
+		fm := fileMessage{MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, MD5OfBody: m.MD5OfBody, Body: m.Body, Attributes: m.Attributes}
+		if len(m.MessageAttributes) > 0 {
+			fm.MessageAttributes = map[string]fileAttribute{}
+			for k, a := range m.MessageAttributes {
+				fm.MessageAttributes[k] = fileAttribute{StringValue: a.StringValue, BinaryValue: a.BinaryValue, DataType: a.DataType}
+			}
+		}
+		if err := enc.Encode(fm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadMessages reads messages saved by WriteMessages (JSON lines) or by the
+// AWS CLI (one or more {"Messages": [...]} documents, e.g. several
+// receive-message outputs concatenated).
+func ReadMessages(r io.Reader) ([]queue.Message, error) {
+	dec := json.NewDecoder(bufio.NewReader(r))
+	var out []queue.Message
+	for n := 1; ; n++ {
+		var raw map[string]json.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("JSON value %d: %w (want JSON lines of messages or receive-message output)", n, err)
+		}
+		var batch []fileMessage
+		if msgs, ok := raw["Messages"]; ok {
+			if err := json.Unmarshal(msgs, &batch); err != nil {
+				return nil, fmt.Errorf("JSON value %d: Messages: %w", n, err)
+			}
+		} else {
+			if _, ok := raw["Body"]; !ok {
+				return nil, fmt.Errorf("JSON value %d is neither a message (no Body) nor a receive-message document (no Messages)", n)
+			}
+			var fm fileMessage
+			b, _ := json.Marshal(raw) // re-encoding a decoded map cannot fail
+			if err := json.Unmarshal(b, &fm); err != nil {
+				return nil, fmt.Errorf("JSON value %d: %w", n, err)
+			}
+			batch = []fileMessage{fm}
+		}
+		for _, fm := range batch {
+			m := queue.Message{MessageID: fm.MessageID, ReceiptHandle: fm.ReceiptHandle, MD5OfBody: fm.MD5OfBody, Body: fm.Body, Attributes: fm.Attributes}
+			if m.Attributes == nil {
+				m.Attributes = map[string]string{}
+			}
+			for k, a := range fm.MessageAttributes {
+				if m.MessageAttributes == nil {
+					m.MessageAttributes = map[string]queue.Attribute{}
+				}
+				m.MessageAttributes[k] = queue.Attribute{DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+			}
+			out = append(out, m)
+		}
+	}
+}

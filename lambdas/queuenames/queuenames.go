@@ -1,0 +1,137 @@
+// Package queuenames is the catalogue of the project's SQS queues: their SPEC
+// names, their dead-letter queues, the environment suffix rule that turns a
+// SPEC name into a physical name, and the consumers that read each queue.
+//
+// It depends on the standard library only, so that the CDK stacks and the
+// operator tools (cmd/mf-dlq) can share one source of names without the tool
+// linking the CDK. The suffix rule is the one of config.Environment.PhysicalName
+// (a test keeps the two equal).
+package queuenames
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SPEC names of the queues (prod's physical names; other environments add
+// their suffix, see PhysicalName).
+const (
+	PedidosQueueName        = "cola-mercadofresco-pedidos"
+	PedidosDLQName          = "mercadofresco-pedidos-fallidos"
+	CorreoQueueName         = "cola-mercadofresco-correo-confirmacion"
+	CorreoDLQName           = "mercadofresco-correo-confirmacion-fallidos"
+	AvisoERPQueueName       = "cola-mercadofresco-aviso-erp"
+	AvisoERPDLQName         = "mercadofresco-aviso-erp-fallidos"
+	StockMovementsQueueName = "mercadofresco-movimientos-stock.fifo"
+	StockMovementsDLQName   = "mercadofresco-movimientos-stock-fallidos.fifo"
+)
+
+// Environments are the deployment environments, in promotion order.
+var Environments = []string{"dev", "staging", "prod"}
+
+// Suffix returns the physical-name suffix of an environment: "-dev",
+// "-staging", and "" for prod (which keeps the SPEC names verbatim).
+func Suffix(env string) (string, error) {
+	switch env {
+	case "prod":
+		return "", nil
+	case "dev", "staging":
+		return "-" + env, nil
+	}
+	return "", fmt.Errorf("queuenames: unknown environment %q (known: %s)", env, strings.Join(Environments, ", "))
+}
+
+// PhysicalName appends suffix to a SPEC name; FIFO names keep ".fifo" last
+// ("mercadofresco-movimientos-stock-dev.fifo").
+func PhysicalName(base, suffix string) string {
+	if stem, ok := strings.CutSuffix(base, ".fifo"); ok {
+		return stem + suffix + ".fifo"
+	}
+	return base + suffix
+}
+
+// Consumer is a deployed function that reads a queue.
+type Consumer struct {
+	// Function is the SPEC name of the function (environments add their suffix).
+	Function string
+	// IdempotencyKey is the shape of the key its effect is recorded under in
+	// mercadofresco-idempotencia ("preparacion:<pedido_id>"). A redriven
+	// duplicate is recognised only while that record lives (24 h).
+	IdempotencyKey string
+	// SupportedVersions are the major event versions it accepts by default
+	// (its SUPPORTED_VERSIONS variable can widen them).
+	SupportedVersions []int
+	// RequiredKeys are the body keys without which it dead-letters a message.
+	RequiredKeys []string
+}
+
+// Queue is one source queue with its dead-letter queue.
+type Queue struct {
+	// Logical is the queue's name in the Messaging stack (its construct id
+	// and MessagingStack field), e.g. "Pedidos".
+	Logical string
+	// Name and DLQName are SPEC names (see PhysicalName).
+	Name, DLQName string
+	// FIFO reports a FIFO queue (its DLQ is FIFO too).
+	FIFO bool
+	// Consumers are the deployed readers of the queue; empty while the
+	// queue has none.
+	Consumers []Consumer
+}
+
+// Queues is every source queue of the Messaging stack.
+var Queues = []Queue{
+	{
+		Logical: "Pedidos", Name: PedidosQueueName, DLQName: PedidosDLQName,
+		Consumers: []Consumer{{
+			Function:          "mf-preparar-pedido",
+			IdempotencyKey:    "preparacion:<pedido_id>",
+			SupportedVersions: []int{1},
+			RequiredKeys:      []string{"pedido_id", "lineas"},
+		}},
+	},
+	{Logical: "Correo", Name: CorreoQueueName, DLQName: CorreoDLQName},
+	{Logical: "AvisoERP", Name: AvisoERPQueueName, DLQName: AvisoERPDLQName},
+	{Logical: "StockMovements", Name: StockMovementsQueueName, DLQName: StockMovementsDLQName, FIFO: true},
+}
+
+// Find returns the queue whose logical name, SPEC name or SPEC DLQ name
+// (case-insensitive for the logical name) is name, and whether name named
+// the DLQ.
+func Find(name string) (q Queue, isDLQ bool, ok bool) {
+	for _, q := range Queues {
+		switch {
+		case strings.EqualFold(q.Logical, name), q.Name == name:
+			return q, false, true
+		case q.DLQName == name:
+			return q, true, true
+		}
+	}
+	return Queue{}, false, false
+}
+
+// FindPhysical returns the queue one of whose physical names in some
+// environment is name (the queue's or its DLQ's), with that environment.
+func FindPhysical(name string) (q Queue, env string, isDLQ bool, ok bool) {
+	for _, env := range Environments {
+		suffix, _ := Suffix(env)
+		for _, q := range Queues {
+			if PhysicalName(q.Name, suffix) == name {
+				return q, env, false, true
+			}
+			if PhysicalName(q.DLQName, suffix) == name {
+				return q, env, true, true
+			}
+		}
+	}
+	return Queue{}, "", false, false
+}
+
+// Logicals returns the logical names, for error messages.
+func Logicals() []string {
+	out := make([]string, 0, len(Queues))
+	for _, q := range Queues {
+		out = append(out, q.Logical)
+	}
+	return out
+}

@@ -143,7 +143,7 @@ func TestConsumersSynthesiseCleanWithTheirDependencies(t *testing.T) {
 func TestMissingDependenciesAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("Incompleto")
 	consumers.NewPreparacion(p.Stack, "Preparacion", &consumers.PreparacionProps{
-		Platform: consumers.Platform{EnvironmentName: "dev", MaxConsumerConcurrency: 2, Builder: &golambda.Builder{ModuleRoot: "testdata/fixture"}},
+		Platform:   consumers.Platform{EnvironmentName: "dev", MaxConsumerConcurrency: 2, Builder: &golambda.Builder{ModuleRoot: "testdata/fixture"}},
 		AlmacenURL: "http://almacen.example", AlmacenMaxInFlight: 4,
 	})
 	errs := cdktest.Errors(p.Stack)

@@ -25,8 +25,8 @@ func TestStockTable(t *testing.T) {
 	}
 	tpl := assertions.Template_FromStack(p.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
-		"TableName": "mercadofresco-stock",
-		"KeySchema": []any{map[string]any{"AttributeName": "sku", "KeyType": "HASH"}, map[string]any{"AttributeName": "elemento", "KeyType": "RANGE"}},
+		"TableName":                        "mercadofresco-stock",
+		"KeySchema":                        []any{map[string]any{"AttributeName": "sku", "KeyType": "HASH"}, map[string]any{"AttributeName": "elemento", "KeyType": "RANGE"}},
 		"BillingMode":                      "PAY_PER_REQUEST",
 		"SSESpecification":                 map[string]any{"SSEEnabled": true, "SSEType": "KMS", "KMSMasterKeyId": assertions.Match_AnyValue()},
 		"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},

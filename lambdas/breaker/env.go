@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -9,8 +10,20 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 )
+
+// Env is what LoadSettings reads; *lambdaenv.Env implements it (an
+// interface, so the breaker does not link the SDK configuration).
+type Env interface {
+	Required(key string) string
+	Bool(key string, def bool) bool
+	Int(key string, def, min, max int) int
+	Duration(key string, def, min, max time.Duration) time.Duration
+}
+
+// ErrInvalidAddr is returned by LoadSettings for an address that is not
+// host:port.
+var ErrInvalidAddr = errors.New("breaker: invalid cache address")
 
 // Settings are a Lambda's breaker settings, read from the variables named
 // in breakerapi.
@@ -23,7 +36,7 @@ type Settings struct {
 
 // LoadSettings reads the breaker's variables through env (problems are
 // recorded in env, and a malformed address is returned as an error).
-func LoadSettings(env *lambdaenv.Env) (Settings, error) {
+func LoadSettings(env Env) (Settings, error) {
 	s := Settings{
 		RedisAddr:        env.Required(breakerapi.EnvRedisAddr),
 		RedisTLS:         env.Bool(breakerapi.EnvRedisTLS, true),
@@ -32,7 +45,7 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 	}
 	if s.RedisAddr != "" {
 		if _, _, err := net.SplitHostPort(s.RedisAddr); err != nil {
-			return s, fmt.Errorf("%w: %s: %q is not host:port", lambdaenv.ErrInvalid, breakerapi.EnvRedisAddr, s.RedisAddr)
+			return s, fmt.Errorf("%w: %s: %q is not host:port", ErrInvalidAddr, breakerapi.EnvRedisAddr, s.RedisAddr)
 		}
 	}
 	return s, nil

@@ -164,39 +164,70 @@ const (
 	PreparacionVisibilitySeconds = 400
 )
 
+// httpSpec is what distinguishes the consumers of one HTTP dependency.
+type httpSpec struct {
+	what, entry, description string
+	timeoutSeconds           float64
+	visibility               awscdk.Duration // nil: derived from the timeout
+	maxReceiveCount          float64
+	table                    *idempotencytable.Table
+	key                      string // the idempotency key, for the error
+	dependency               queueconsumer.HTTPDependency
+	maxInFlight              float64
+	openEffect               string
+}
+
+// newHTTPConsumer builds a consumer of one HTTP dependency behind its
+// breaker, in the egress subnets, recording its key in the idempotency
+// table and deferring messages while the circuit is open.
+func newHTTPConsumer(scope constructs.Construct, id string, p Platform, e Egress, n Names, spec httpSpec) *HTTPConsumer {
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	p.check(c, spec.what)
+	e.check(c, spec.what)
+	qp := p.queueProps(n, spec.entry, spec.description)
+	qp.Timeout = awscdk.Duration_Seconds(jsii.Number(spec.timeoutSeconds))
+	qp.VisibilityTimeout = spec.visibility
+	qp.MaxReceiveCount = spec.maxReceiveCount
+	qp.MaximumConcurrency, qp.BatchConcurrency = queueconsumer.Ceiling(spec.maxInFlight, httpPerInvocation, p.MaxConsumerConcurrency)
+	qp.DefersMessages = true
+	qp.Vpc, qp.VpcSubnets = e.Vpc, e.Subnets
+	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
+	if spec.table == nil {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: IdempotencyTable is required (%s)", *c.Node().Path(), spec.key)))
+	} else {
+		spec.table.BindTo(h.Function.Function)
+	}
+	spec.dependency.MaxAttempts = httpAttempts
+	if spec.dependency.ReadTimeout == nil {
+		spec.dependency.ReadTimeout = awscdk.Duration_Seconds(jsii.Number(httpReadTimeoutSeconds))
+	}
+	h.Secret = h.AddHTTPDependency("Dependencia", spec.dependency)
+	h.CircuitOpenedAlarm = h.AddBreaker(e.Breakers, spec.dependency.Name, spec.openEffect)
+	return h
+}
+
 // NewPreparacion creates the order-preparation consumer of
 // cola-mercadofresco-pedidos.
 func NewPreparacion(scope constructs.Construct, id string, props *PreparacionProps) *HTTPConsumer {
 	if props == nil {
 		props = &PreparacionProps{}
 	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
-	props.Platform.check(c, "Preparacion")
-	props.Egress.check(c, "Preparacion")
-	mc, conc := queueconsumer.Ceiling(props.AlmacenMaxInFlight, httpPerInvocation, props.MaxConsumerConcurrency)
-	qp := props.queueProps(props.Names, "lambdas/preparar-pedido", "Sends confirmed orders to the warehouse once (preparacion:<pedido_id>)")
-	qp.Timeout = awscdk.Duration_Seconds(jsii.Number(PreparacionTimeoutSeconds))
-	qp.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(PreparacionVisibilitySeconds))
-	// maxReceiveCount 4 (the lesson's): the ceiling equals the reserved
-	// concurrency, so Lambda does not throttle a batch and a receive is
-	// only spent on a real failure.
-	qp.MaxReceiveCount = 4
-	qp.MaximumConcurrency, qp.BatchConcurrency = mc, conc
-	qp.DefersMessages = true
-	qp.Vpc, qp.VpcSubnets = props.Vpc, props.Subnets
-	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
-	if props.IdempotencyTable == nil {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: IdempotencyTable is required (preparacion:<pedido_id>)", *c.Node().Path())))
-	} else {
-		props.IdempotencyTable.BindTo(h.Function.Function)
-	}
-	h.Secret = h.AddHTTPDependency("Almacen", queueconsumer.HTTPDependency{
-		Name: consumerapi.NameAlmacen, Prefix: consumerapi.PrefixAlmacen, URL: props.AlmacenURL, SecretName: props.SecretName,
-		MaxAttempts: httpAttempts, ReadTimeout: awscdk.Duration_Seconds(jsii.Number(httpReadTimeoutSeconds)), Issuer: "the warehouse",
+	return newHTTPConsumer(scope, id, props.Platform, props.Egress, props.Names, httpSpec{
+		what: "Preparacion", entry: "lambdas/preparar-pedido",
+		description:    "Sends confirmed orders to the warehouse once (preparacion:<pedido_id>)",
+		timeoutSeconds: PreparacionTimeoutSeconds,
+		visibility:     awscdk.Duration_Seconds(jsii.Number(PreparacionVisibilitySeconds)),
+		// maxReceiveCount 4 (the lesson's): the ceiling equals the reserved
+		// concurrency, so Lambda does not throttle a batch and a receive is
+		// only spent on a real failure.
+		maxReceiveCount: 4,
+		table:           props.IdempotencyTable, key: "preparacion:<pedido_id>",
+		dependency: queueconsumer.HTTPDependency{
+			Name: consumerapi.NameAlmacen, Prefix: consumerapi.PrefixAlmacen, URL: props.AlmacenURL, SecretName: props.SecretName, Issuer: "the warehouse",
+		},
+		maxInFlight: props.AlmacenMaxInFlight,
+		openEffect:  "confirmed orders wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive) and are prepared when the warehouse is back; nothing is dead-lettered for the outage.",
 	})
-	h.CircuitOpenedAlarm = h.AddBreaker(props.Breakers, consumerapi.NameAlmacen,
-		"confirmed orders wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive) and are prepared when the warehouse is back; nothing is dead-lettered for the outage.")
-	return h
 }
 
 // AvisoERPProps configures NewAvisoERP.
@@ -224,32 +255,21 @@ func NewAvisoERP(scope constructs.Construct, id string, props *AvisoERPProps) *H
 	if props == nil {
 		props = &AvisoERPProps{}
 	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
-	props.Platform.check(c, "AvisoERP")
-	props.Egress.check(c, "AvisoERP")
-	mc, conc := queueconsumer.Ceiling(props.ERPMaxInFlight, httpPerInvocation, props.MaxConsumerConcurrency)
-	qp := props.queueProps(props.Names, "lambdas/aviso-erp", "Notifies the ERP of confirmed orders once (aviso-erp:<pedido_id>); waits while the ERP's circuit is open")
-	qp.Timeout = awscdk.Duration_Seconds(jsii.Number(AvisoERPTimeoutSeconds))
-	// 5 receives (AWS advice where throttling can occur; the ERP
-	// rate-limits, docs/design.md#queue-receives). The notice may wait:
-	// the age alarm keeps the 3 h default.
-	qp.MaxReceiveCount = 5
-	qp.MaximumConcurrency, qp.BatchConcurrency = mc, conc
-	qp.DefersMessages = true
-	qp.Vpc, qp.VpcSubnets = props.Vpc, props.Subnets
-	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
-	if props.IdempotencyTable == nil {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: IdempotencyTable is required (aviso-erp:<pedido_id>)", *c.Node().Path())))
-	} else {
-		props.IdempotencyTable.BindTo(h.Function.Function)
-	}
-	h.Secret = h.AddHTTPDependency("ERP", queueconsumer.HTTPDependency{
-		Name: consumerapi.NameERP, Prefix: consumerapi.PrefixERP, URL: props.ERPURL, SecretName: props.SecretName,
-		MaxAttempts: httpAttempts, ReadTimeout: awscdk.Duration_Seconds(jsii.Number(httpReadTimeoutSeconds)), Issuer: "the ERP",
+	return newHTTPConsumer(scope, id, props.Platform, props.Egress, props.Names, httpSpec{
+		what: "AvisoERP", entry: "lambdas/aviso-erp",
+		description:    "Notifies the ERP of confirmed orders once (aviso-erp:<pedido_id>); waits while the ERP's circuit is open",
+		timeoutSeconds: AvisoERPTimeoutSeconds,
+		// 5 receives (AWS advice where throttling can occur; the ERP
+		// rate-limits, docs/design.md#queue-receives). The notice may wait:
+		// the age alarm keeps the 3 h default.
+		maxReceiveCount: 5,
+		table:           props.IdempotencyTable, key: "aviso-erp:<pedido_id>",
+		dependency: queueconsumer.HTTPDependency{
+			Name: consumerapi.NameERP, Prefix: consumerapi.PrefixERP, URL: props.ERPURL, SecretName: props.SecretName, Issuer: "the ERP",
+		},
+		maxInFlight: props.ERPMaxInFlight,
+		openEffect:  "ERP notices wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive, up to a day) and are sent when the ERP is back.",
 	})
-	h.CircuitOpenedAlarm = h.AddBreaker(props.Breakers, consumerapi.NameERP,
-		"ERP notices wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive, up to a day) and are sent when the ERP is back.")
-	return h
 }
 
 // MovimientosStockProps configures NewMovimientosStock.

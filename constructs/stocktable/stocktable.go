@@ -107,26 +107,22 @@ func New(scope constructs.Construct, id string, props *Props) *Table {
 	})
 	ops := append([]awsdynamodb.Operation(nil), consumerOperations...)
 	five := awscdk.Duration_Minutes(jsii.Number(5))
-	t.ThrottleAlarm = alarm.New(c, "ThrottleAlarm", &alarm.Props{
-		Metric: t.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{
-			Operations: &ops, Period: five, Statistic: jsii.String("Sum"),
-		}),
-		Topic:       props.AlarmTopic,
-		Threshold:   1,
-		Comparison:  awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no throttling reports nothing
-		Description: "The stock table throttled the stock-movements consumer: its SKU groups wait in the FIFO queue. Check ThrottledRequests per operation and the account's on-demand limits.",
-	})
-	t.SystemErrorsAlarm = alarm.New(c, "SystemErrorsAlarm", &alarm.Props{
-		Metric: t.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{
-			Operations: &ops, Period: five, Statistic: jsii.String("Sum"),
-		}),
-		Topic:       props.AlarmTopic,
-		Threshold:   1,
-		Comparison:  awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no errors reports nothing
-		Description: "DynamoDB answered the stock-movements consumer with server errors (5xx): movements are retried and their SKU groups wait. Check the AWS Health Dashboard for DynamoDB.",
-	})
+	alarmOn := func(id string, metric awscloudwatch.IMetric, description string) awscloudwatch.Alarm {
+		return alarm.New(c, id, &alarm.Props{
+			Metric:      metric,
+			Topic:       props.AlarmTopic,
+			Threshold:   1,
+			Comparison:  awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // none reports nothing
+			Description: description,
+		})
+	}
+	t.ThrottleAlarm = alarmOn("ThrottleAlarm",
+		t.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Operations: &ops, Period: five, Statistic: jsii.String("Sum")}),
+		"The stock table throttled the stock-movements consumer: its SKU groups wait in the FIFO queue. Check ThrottledRequests per operation and the account's on-demand limits.")
+	t.SystemErrorsAlarm = alarmOn("SystemErrorsAlarm",
+		t.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{Operations: &ops, Period: five, Statistic: jsii.String("Sum")}),
+		"DynamoDB answered the stock-movements consumer with server errors (5xx): movements are retried and their SKU groups wait. Check the AWS Health Dashboard for DynamoDB.")
 	return t
 }
 

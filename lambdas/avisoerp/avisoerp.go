@@ -43,10 +43,8 @@ import (
 	"regexp"
 
 	"github.com/mercadofresco/integration/lambdas/consumerapi"
-	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
@@ -127,67 +125,31 @@ func (e HTTPERP) Avisar(ctx context.Context, key string, a Aviso) (Registro, err
 	return out, err
 }
 
-// Deps are the consumer's dependencies; Store, ERP and Plan are required.
-type Deps struct {
-	Store      *idempotency.Store
-	ERP        ERP
-	DLQ        queue.Sender
-	Visibility queue.VisibilityChanger
-	Plan       *degrade.Plan
-	Logger     *slog.Logger
-}
-
-// NewProcessor returns the batch processor of the consumer.
-func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
-	if d.Store == nil || d.ERP == nil || d.Plan == nil {
-		return nil, errors.New("avisoerp: Store, ERP and Plan are required")
+// NewProcessor returns the batch processor of the consumer (d: see
+// sqsconsumer.OnceDeps).
+func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, erp ERP) (*sqsbatch.Processor, error) {
+	if erp == nil {
+		return nil, errors.New("avisoerp: the ERP client is required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
-	return s.Batch(sqsbatch.Config{
-		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
+	return sqsconsumer.OnceProcessor(s, d, idempotency.KeyAvisoERP,
+		func(p *PedidoConfirmado) sqsconsumer.Call[Registro] {
 			a := Aviso{PedidoID: p.PedidoID, ClienteID: p.Cliente.ID, TotalCentimos: p.TotalCentimos, Moneda: p.Moneda,
 				ReferenciaCobro: p.ReferenciaCobro, ConfirmadoEn: p.ConfirmadoEn, Lineas: p.Lineas}
-			res, err := sqsconsumer.Once(ctx, d.Store, d.Plan, rec, a, func(ctx context.Context, key string) (Registro, error) {
-				return d.ERP.Avisar(ctx, key, a)
-			})
-			if err == nil {
-				rec.Logger.Info("ERP notified", slog.String("pedido_id", p.PedidoID), slog.String("registro_erp", res.ID))
-			}
-			return err
-		}),
-		DLQ:            d.DLQ,
-		Visibility:     d.Visibility,
-		RequiredKeys:   []string{"pedido_id"},
-		IdempotencyKey: sqsconsumer.KeyByPedido(idempotency.KeyAvisoERP),
-		Logger:         d.Logger,
-	})
+			return sqsconsumer.Call[Registro]{Payload: a, Do: func(ctx context.Context, key string) (Registro, error) {
+				return erp.Avisar(ctx, key, a)
+			}}
+		},
+		func(rec *sqsbatch.Record, p *PedidoConfirmado, res Registro) {
+			rec.Logger.Info("ERP notified", slog.String("pedido_id", p.PedidoID), slog.String("registro_erp", res.ID))
+		})
 }
 
 // FromRuntime builds the consumer with real clients (the aviso-erp main):
-// the idempotency table (IDEMPOTENCY_TABLE_NAME), the ERP (ERP_* variables,
-// breaker on the cache), the SQS client and the degrade plan
-// (MAX_RECEIVE_COUNT).
+// see sqsconsumer.Runtime.HTTPDeps, with the ERP's ERP_* variables.
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
-	table := rt.ReadIdempotencyTable()
-	erp := rt.ReadDependency(consumerapi.PrefixERP)
-	rt.ReadBreaker()
-	rt.ReadPlan()
-	if err := rt.Check(); err != nil {
-		return nil, err
-	}
-	store, err := rt.IdempotencyStore(table)
+	d, client, err := rt.HTTPDeps(consumerapi.PrefixERP, consumerapi.NameERP)
 	if err != nil {
 		return nil, err
 	}
-	client, err := rt.Dependency(erp, consumerapi.NameERP)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := rt.Plan()
-	if err != nil {
-		return nil, err
-	}
-	return NewProcessor(rt.Settings, Deps{Store: store, ERP: HTTPERP{Client: client}, DLQ: rt.SQS, Visibility: rt.SQS, Plan: plan, Logger: rt.Log})
+	return NewProcessor(rt.Settings, d, HTTPERP{Client: client})
 }

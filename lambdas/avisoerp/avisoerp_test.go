@@ -1,11 +1,8 @@
 package avisoerp_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -17,7 +14,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/degrade"
-	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/internal/consumertest"
 	"github.com/mercadofresco/integration/lambdas/internal/dynalitetest"
 	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
@@ -28,18 +24,7 @@ import (
 
 var ddb *dynalitetest.Server
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	srv, err := dynalitetest.Launch(ctx)
-	cancel()
-	if err != nil {
-		log.Fatalf("dynalite: %v", err)
-	}
-	ddb = srv
-	code := m.Run()
-	srv.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
 
 // erp is the fake ERP: it books every notice; an order whose referencia_cobro
 // is "desconocida" is refused (422).
@@ -72,15 +57,9 @@ func newWorld(t *testing.T, withBreaker bool) *world {
 		w.clk = retry.NewVirtualClock(time.Now())
 		w.br = consumertest.Breaker(t, redistest.Start(t).Client(t), consumerapi.NameERP, 5, w.clk)
 	}
-	table := fmt.Sprintf("idem-erp-%d-%s", os.Getpid(), t.Name())
-	ddb.CreateTable(t, table, idempotency.DefaultKeyAttribute)
-	store, err := idempotency.NewStore(ddb.Client, idempotency.Config{TableName: table})
-	consumertest.Must(t, err)
-	plan, err := degrade.New(degrade.Config{MaxReceiveCount: w.q.MaxReceiveCount, Sender: w.q.Fake})
-	consumertest.Must(t, err)
 	client := consumertest.Client(t, consumerapi.NameERP, w.erp, consumertest.DepOptions{Breaker: w.br, Seed: seed})
-	w.proc, err = avisoerp.NewProcessor(w.q.Settings(), avisoerp.Deps{Store: store, ERP: avisoerp.HTTPERP{Client: client},
-		DLQ: w.q.Fake, Visibility: w.q.Fake, Plan: plan, Logger: consumertest.Logger(t)})
+	var err error
+	w.proc, err = avisoerp.NewProcessor(w.q.Settings(), w.q.OnceDeps(t, ddb), avisoerp.HTTPERP{Client: client})
 	consumertest.Must(t, err)
 	return w
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -34,18 +32,7 @@ import (
 
 var ddb *dynalitetest.Server
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	srv, err := dynalitetest.Launch(ctx)
-	cancel()
-	if err != nil {
-		log.Fatalf("dynalite: %v", err)
-	}
-	ddb = srv
-	code := m.Run()
-	srv.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
 
 // sesMode is how the fake SES answers SendEmail.
 type sesMode int32
@@ -128,8 +115,6 @@ type opts struct {
 	secAttempts int
 }
 
-var tableSeq atomic.Int64
-
 func newWorld(t *testing.T, o opts) *world {
 	t.Helper()
 	seed := testseed.New(t).Seed
@@ -147,11 +132,8 @@ func newWorld(t *testing.T, o opts) *world {
 		w.sesBreaker = consumertest.Breaker(t, rdb, consumerapi.NameSES, 3, clk)
 		w.secBreaker = consumertest.Breaker(t, rdb, consumerapi.NameCorreoSecundario, 2, clk)
 	}
-	table := fmt.Sprintf("idem-correo-%d-%d", os.Getpid(), tableSeq.Add(1))
-	ddb.CreateTable(t, table, idempotency.DefaultKeyAttribute)
-	var err error
-	w.store, err = idempotency.NewStore(ddb.Client, idempotency.Config{TableName: table})
-	consumertest.Must(t, err)
+	store, table := consumertest.IdempotencyStore(t, ddb)
+	w.store = store
 	w.envios = &correo.Envios{DB: ddb.Client, Table: table}
 	sesClient := sesv2.New(sesv2.Options{
 		Region: "eu-west-1", BaseEndpoint: aws.String(w.ses.URL()), HTTPClient: w.ses.Client(),

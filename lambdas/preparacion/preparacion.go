@@ -45,10 +45,8 @@ import (
 	"log/slog"
 
 	"github.com/mercadofresco/integration/lambdas/consumerapi"
-	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
@@ -111,79 +109,32 @@ func (a HTTPAlmacen) Preparar(ctx context.Context, key string, s Solicitud) (Pre
 	return out, err
 }
 
-// Deps are the consumer's dependencies. Store, Almacen, DLQ and Plan are
-// required.
-type Deps struct {
-	Store   *idempotency.Store
-	Almacen Almacen
-	// DLQ sends poison and permanent failures to the DLQ of their queue;
-	// Visibility honours the plan's ChangeMessageVisibility (the SQS client
-	// is both).
-	DLQ        queue.Sender
-	Visibility queue.VisibilityChanger
-	// Plan defers orders while the warehouse's circuit is open.
-	Plan   *degrade.Plan
-	Logger *slog.Logger
-}
-
-// NewProcessor returns the batch processor of the consumer.
-func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
-	if d.Store == nil || d.Almacen == nil || d.Plan == nil {
-		return nil, errors.New("preparacion: Store, Almacen and Plan are required")
+// NewProcessor returns the batch processor of the consumer (d: see
+// sqsconsumer.OnceDeps).
+func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, almacen Almacen) (*sqsbatch.Processor, error) {
+	if almacen == nil {
+		return nil, errors.New("preparacion: the warehouse client is required")
 	}
-	log := d.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	h := handler{d: d}
-	return s.Batch(sqsbatch.Config{
-		Handler:        sqsbatch.JSON(h.handle),
-		DLQ:            d.DLQ,
-		Visibility:     d.Visibility,
-		RequiredKeys:   []string{"pedido_id", "lineas"},
-		IdempotencyKey: sqsconsumer.KeyByPedido(idempotency.KeyPreparacion),
-		Logger:         log,
-	})
-}
-
-type handler struct{ d Deps }
-
-func (h handler) handle(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
-	req := Solicitud{PedidoID: p.PedidoID, Lineas: p.Lineas}
-	res, err := sqsconsumer.Once(ctx, h.d.Store, h.d.Plan, rec, req, func(ctx context.Context, key string) (Preparacion, error) {
-		return h.d.Almacen.Preparar(ctx, key, req)
-	})
-	if err != nil {
-		return err
-	}
-	rec.Logger.Info("order sent to preparation", slog.String("pedido_id", p.PedidoID),
-		slog.String("referencia_preparacion", res.ID), slog.Int("lineas", len(p.Lineas)))
-	return nil
+	return sqsconsumer.OnceProcessor(s, d, idempotency.KeyPreparacion,
+		func(p *PedidoConfirmado) sqsconsumer.Call[Preparacion] {
+			req := Solicitud{PedidoID: p.PedidoID, Lineas: p.Lineas}
+			return sqsconsumer.Call[Preparacion]{Payload: req, Do: func(ctx context.Context, key string) (Preparacion, error) {
+				return almacen.Preparar(ctx, key, req)
+			}}
+		},
+		func(rec *sqsbatch.Record, p *PedidoConfirmado, res Preparacion) {
+			rec.Logger.Info("order sent to preparation", slog.String("pedido_id", p.PedidoID),
+				slog.String("referencia_preparacion", res.ID), slog.Int("lineas", len(p.Lineas)))
+		})
 }
 
 // FromRuntime builds the consumer with real clients (the preparar-pedido
-// main): the idempotency table (IDEMPOTENCY_TABLE_NAME), the warehouse
-// (ALMACEN_* variables, breaker on the cache), the SQS client and the
-// degrade plan (MAX_RECEIVE_COUNT).
+// main): see sqsconsumer.Runtime.HTTPDeps, with the warehouse's ALMACEN_*
+// variables.
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
-	table := rt.ReadIdempotencyTable()
-	almacen := rt.ReadDependency(consumerapi.PrefixAlmacen)
-	rt.ReadBreaker()
-	rt.ReadPlan()
-	if err := rt.Check(); err != nil {
-		return nil, err
-	}
-	store, err := rt.IdempotencyStore(table)
+	d, client, err := rt.HTTPDeps(consumerapi.PrefixAlmacen, consumerapi.NameAlmacen)
 	if err != nil {
 		return nil, err
 	}
-	client, err := rt.Dependency(almacen, consumerapi.NameAlmacen)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := rt.Plan()
-	if err != nil {
-		return nil, err
-	}
-	return NewProcessor(rt.Settings, Deps{Store: store, Almacen: HTTPAlmacen{Client: client}, DLQ: rt.SQS, Visibility: rt.SQS, Plan: plan, Logger: rt.Log})
+	return NewProcessor(rt.Settings, d, HTTPAlmacen{Client: client})
 }

@@ -1,13 +1,9 @@
 package preparacion_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log"
-	"os"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,8 +12,6 @@ import (
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/consumerapi"
-	"github.com/mercadofresco/integration/lambdas/degrade"
-	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/internal/consumertest"
 	"github.com/mercadofresco/integration/lambdas/internal/dynalitetest"
 	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
@@ -29,31 +23,7 @@ import (
 
 var ddb *dynalitetest.Server
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	srv, err := dynalitetest.Launch(ctx)
-	cancel()
-	if err != nil {
-		log.Fatalf("dynalite: %v", err)
-	}
-	ddb = srv
-	code := m.Run()
-	srv.Close()
-	os.Exit(code)
-}
-
-var tableSeq atomic.Int64
-
-func store(t *testing.T) *idempotency.Store {
-	t.Helper()
-	name := fmt.Sprintf("idem-%d-%d", os.Getpid(), tableSeq.Add(1))
-	ddb.CreateTable(t, name, idempotency.DefaultKeyAttribute)
-	s, err := idempotency.NewStore(ddb.Client, idempotency.Config{TableName: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
 
 // warehouse is the fake warehouse: it prepares every order except those in
 // refused (422 pedido_cancelado).
@@ -82,11 +52,7 @@ func newRig(t *testing.T, br *breaker.Breaker, refused ...string) *rig {
 	q := consumertest.New(t, "cola-mercadofresco-pedidos", consumertest.Options{})
 	wh := warehouse(t, seed, refused...)
 	client := consumertest.Client(t, consumerapi.NameAlmacen, wh, consumertest.DepOptions{Breaker: br, Seed: seed, ReadTimeout: 300 * time.Millisecond})
-	plan, err := degrade.New(degrade.Config{MaxReceiveCount: q.MaxReceiveCount, Sender: q.Fake})
-	consumertest.Must(t, err)
-	proc, err := preparacion.NewProcessor(q.Settings(), preparacion.Deps{
-		Store: store(t), Almacen: preparacion.HTTPAlmacen{Client: client}, DLQ: q.Fake, Visibility: q.Fake, Plan: plan, Logger: consumertest.Logger(t),
-	})
+	proc, err := preparacion.NewProcessor(q.Settings(), q.OnceDeps(t, ddb), preparacion.HTTPAlmacen{Client: client})
 	consumertest.Must(t, err)
 	return &rig{q: q, wh: wh, proc: proc}
 }

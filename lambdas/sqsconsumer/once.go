@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -68,4 +70,56 @@ func Once[T any](ctx context.Context, store *idempotency.Store, plan *degrade.Pl
 	default:
 		return res, err
 	}
+}
+
+// Call is one idempotent call a consumer makes for a message: Payload is
+// what the idempotency record validates (the same key with another payload
+// is refused), Do makes the call with the key (which it forwards as the
+// dependency's Idempotency-Key).
+type Call[R any] struct {
+	Payload any
+	Do      func(ctx context.Context, key string) (R, error)
+}
+
+// OnceDeps are the dependencies of a consumer built with OnceProcessor.
+// Store and Plan are required.
+type OnceDeps struct {
+	Store *idempotency.Store
+	// DLQ sends poison and permanent failures to their queue's DLQ;
+	// Visibility honours the plan's ChangeMessageVisibility (the SQS client
+	// is both).
+	DLQ        queue.Sender
+	Visibility queue.VisibilityChanger
+	// Plan defers messages while the dependency's circuit is open.
+	Plan   *degrade.Plan
+	Logger *slog.Logger
+}
+
+// OnceProcessor returns the processor of a consumer that makes one call per
+// event E, once per domain key: key derives the key from the event's
+// pedido_id (e.g. idempotency.KeyPreparacion), call says what to send, and
+// done logs the result. The event must carry "pedido_id"; E's Validate, if
+// it has one, makes a bad event poison. Failures are classified by Once.
+func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID string) (string, error), call func(e *E) Call[R], done func(rec *sqsbatch.Record, e *E, r R)) (*sqsbatch.Processor, error) {
+	if d.Store == nil || d.Plan == nil {
+		return nil, errors.New("sqsconsumer: OnceDeps.Store and OnceDeps.Plan are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return s.Batch(sqsbatch.Config{
+		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, e *E) error {
+			c := call(e)
+			res, err := Once(ctx, d.Store, d.Plan, rec, c.Payload, c.Do)
+			if err == nil {
+				done(rec, e, res)
+			}
+			return err
+		}),
+		DLQ:            d.DLQ,
+		Visibility:     d.Visibility,
+		RequiredKeys:   []string{"pedido_id"},
+		IdempotencyKey: KeyByPedido(key),
+		Logger:         d.Logger,
+	})
 }

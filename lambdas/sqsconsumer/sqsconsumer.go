@@ -223,6 +223,35 @@ func (r *Runtime) Plan() (*degrade.Plan, error) {
 	return degrade.New(degrade.Config{MaxReceiveCount: r.Settings.MaxReceiveCount, Sender: r.SQS, Logger: r.Log})
 }
 
+// HTTPDeps builds what a consumer of one HTTP dependency needs (the
+// preparar-pedido and aviso-erp mains): the idempotency store
+// (IDEMPOTENCY_TABLE_NAME), the dependency's client (<prefix>_* variables,
+// its breaker on the cache) and the degrade plan (MAX_RECEIVE_COUNT), with
+// the SQS client as DLQ sender and visibility changer. Every variable is
+// read before any client is built.
+func (r *Runtime) HTTPDeps(prefix, name string) (OnceDeps, *httpdep.Client, error) {
+	table := r.ReadIdempotencyTable()
+	dep := r.ReadDependency(prefix)
+	r.ReadBreaker()
+	r.ReadPlan()
+	if err := r.Check(); err != nil {
+		return OnceDeps{}, nil, err
+	}
+	store, err := r.IdempotencyStore(table)
+	if err != nil {
+		return OnceDeps{}, nil, err
+	}
+	client, err := r.Dependency(dep, name)
+	if err != nil {
+		return OnceDeps{}, nil, err
+	}
+	plan, err := r.Plan()
+	if err != nil {
+		return OnceDeps{}, nil, err
+	}
+	return OnceDeps{Store: store, DLQ: r.SQS, Visibility: r.SQS, Plan: plan, Logger: r.Log}, client, nil
+}
+
 // Main is the whole main of a consumer: it builds the runtime from the
 // process environment, lets build make the consumer's processor, and
 // starts the Lambda runtime with it. A configuration problem ends the

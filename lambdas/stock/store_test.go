@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
-	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,26 +18,11 @@ import (
 
 var ddb *dynalitetest.Server
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	srv, err := dynalitetest.Launch(ctx)
-	cancel()
-	if err != nil {
-		log.Fatalf("dynalite: %v", err)
-	}
-	ddb = srv
-	code := m.Run()
-	srv.Close()
-	os.Exit(code)
-}
-
-var tableSeq atomic.Int64
+func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
 
 func table(t *testing.T) string {
 	t.Helper()
-	name := fmt.Sprintf("stock-%d-%d", os.Getpid(), tableSeq.Add(1))
-	ddb.CreateTableWithSortKey(t, name, consumerapi.StockPartitionKey, consumerapi.StockSortKey)
-	return name
+	return ddb.NewTable(t, "stock", consumerapi.StockPartitionKey, consumerapi.StockSortKey)
 }
 
 func newStore(t *testing.T, db stock.DynamoDBAPI) *stock.Store {

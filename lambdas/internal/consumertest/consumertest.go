@@ -24,7 +24,10 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/internal/dynalitetest"
 	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
 	"github.com/mercadofresco/integration/lambdas/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/queue"
@@ -379,4 +382,29 @@ func (q *Queues) VisibleIn(t testing.TB, id string) (d time.Duration, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// IdempotencyStore returns a store on a fresh idempotency table of srv
+// (and the table's name).
+func IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idempotency.Store, string) {
+	t.Helper()
+	table := srv.NewTable(t, "idem", idempotency.DefaultKeyAttribute, "")
+	s, err := idempotency.NewStore(srv.Client, idempotency.Config{TableName: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, table
+}
+
+// OnceDeps are the dependencies of a sqsconsumer.OnceProcessor consumer on
+// these queues: a fresh idempotency table of srv, the queuefake as DLQ
+// sender and visibility changer, and the degrade plan of the source queue.
+func (q *Queues) OnceDeps(t testing.TB, srv *dynalitetest.Server) sqsconsumer.OnceDeps {
+	t.Helper()
+	store, _ := IdempotencyStore(t, srv)
+	plan, err := degrade.New(degrade.Config{MaxReceiveCount: q.MaxReceiveCount, Sender: q.Fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sqsconsumer.OnceDeps{Store: store, DLQ: q.Fake, Visibility: q.Fake, Plan: plan, Logger: Logger(t)}
 }

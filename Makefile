@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 GO ?= go
 ENV ?= dev
 
-.PHONY: all install synth test test-cdk test-race chaos review vet fmt-check snapshots diff deploy services bench measure clean
+.PHONY: all install synth test test-cdk test-race chaos review vet fmt-check tree-check snapshots diff deploy services bench measure clean
 
 all: synth
 
@@ -35,7 +35,7 @@ synth: install
 RACE_PKGS = ./lambdas/... ./cmd/... ./internal/...
 
 ## test: everything CI runs (-count=1: tests against PostgreSQL, dynalite and the CLI are never answered from the cache)
-test: install services fmt-check vet test-race test-cdk
+test: install services fmt-check tree-check vet test-race test-cdk
 
 test-race:
 	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
@@ -50,6 +50,12 @@ chaos: install services
 ## review: cdk diff of every stack of ENV against the committed snapshots, no AWS credentials (make review ENV=prod)
 review: install
 	$(GO) run ./cmd/mf-review -e $(ENV)
+
+## tree-check: nothing built or installed is tracked (no node_modules, no file over 2 MB)
+tree-check:
+	@bad=$$(git ls-files -s | awk '$$4 == "node_modules" || $$4 ~ /^node_modules\// {print $$4}'); \
+	big=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 2000000 {print $$2}'); \
+	if [ -n "$$bad$$big" ]; then echo "tracked but must not be: $$bad $$big"; exit 1; fi
 
 vet:
 	$(GO) vet ./...

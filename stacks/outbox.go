@@ -19,6 +19,9 @@ type OutboxStack struct {
 	awscdk.Stack
 	// Database is aurora-mf-escritor and its RDS Proxy.
 	Database *outbox.Database
+	// Migration creates the database roles and applies the schema once per
+	// deploy (a custom resource); the functions deploy after it.
+	Migration *outbox.Migration
 	// Publisher is the publisher and cleanup functions, schedules and
 	// alarms.
 	Publisher *outbox.Publisher
@@ -43,6 +46,18 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared, netStack *Networ
 		DeletionProtection: jsii.Bool(env.DeletionProtection),
 		AlarmTopic:         shared.Alerts,
 	})
+	mig := outbox.NewMigration(stack, "Migraciones", &outbox.MigrationProps{
+		Database:         db,
+		Vpc:              net.Vpc,
+		Subnets:          net.AppSubnets(),
+		SecretsEndpoint:  net.SecretsEndpoint,
+		Builder:          shared.Builder,
+		EncryptionKey:    shared.DataKey,
+		LogRetention:     env.LogRetention,
+		LogRemovalPolicy: env.RemovalPolicy,
+		AlarmTopic:       shared.Alerts,
+		FunctionName:     jsii.String(env.PhysicalName("mf-outbox-migraciones")),
+	})
 	pub := outbox.NewPublisher(stack, "Publicador", &outbox.PublisherProps{
 		Database:            db,
 		Vpc:                 net.Vpc,
@@ -58,5 +73,8 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared, netStack *Networ
 		ReservedConcurrency: env.PublisherConcurrency,
 		FunctionNamePrefix:  jsii.String(env.PhysicalName("mf-outbox")),
 	})
-	return &OutboxStack{Stack: stack, Database: db, Publisher: pub}
+	// New code runs against the schema it was built with.
+	pub.Function.Function.Node().AddDependency(mig.Resource)
+	pub.Cleanup.Function.Node().AddDependency(mig.Resource)
+	return &OutboxStack{Stack: stack, Database: db, Migration: mig, Publisher: pub}
 }

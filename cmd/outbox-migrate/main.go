@@ -1,9 +1,9 @@
 // Command outbox-migrate applies the outbox's embedded SQL migrations
-// (lambdas/outbox/migrations) to a PostgreSQL database and lists what it
-// applied. It is idempotent and safe to run concurrently (advisory lock).
-// The publisher Lambda applies the same migrations at cold start; this tool
-// is for local databases, CI and operators with network access to the
-// cluster.
+// (lambdas/outbox/schema/migrations) to a PostgreSQL database and lists what
+// it applied. It is idempotent and safe to run concurrently (advisory lock).
+// Deployed environments are migrated by the deploy itself (the custom
+// resource backed by lambdas/outbox-migrate, which also creates the roles and
+// grants); this tool is for local databases and CI.
 //
 //	outbox-migrate -dsn 'postgres://postgres@127.0.0.1:5432/mf_outbox?sslmode=disable'
 //	outbox-migrate -list

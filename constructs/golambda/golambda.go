@@ -137,10 +137,6 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	if appLevel == "" {
 		appLevel = awslambda.ApplicationLogLevel_INFO
 	}
-	tracing := awslambda.Tracing_ACTIVE
-	if props.DisableTracing {
-		tracing = awslambda.Tracing_DISABLED
-	}
 	builder := props.Builder
 	if builder == nil {
 		builder = &Builder{}
@@ -163,11 +159,23 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
 		Resources: jsii.Strings(*f.LogGroup.LogGroupArn() + ":*"),
 	}))
+	// The statements that need Resource "*" live in policies of their own,
+	// so each acknowledgement covers exactly them (never a later grant in
+	// the default policy).
+	var wildcard []awsiam.Policy
 	if props.Vpc != nil {
-		f.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions: jsii.Strings("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
-				"ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"),
-			Resources: jsii.Strings("*"),
+		wildcard = append(wildcard, eniPolicy(this, f.Role))
+	}
+	if !props.DisableTracing {
+		// X-Ray's PutTraceSegments/PutTelemetryRecords support no
+		// resource-level permissions. Added here rather than by the L2's
+		// Tracing prop, which puts them in the default policy.
+		wildcard = append(wildcard, awsiam.NewPolicy(this, jsii.String("Trazas"), &awsiam.PolicyProps{
+			Roles: &[]awsiam.IRole{f.Role},
+			Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings("xray:PutTraceSegments", "xray:PutTelemetryRecords"),
+				Resources: jsii.Strings("*"),
+			})},
 		}))
 	}
 
@@ -197,7 +205,6 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		LoggingFormat:                awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2:        appLevel,
 		SystemLogLevelV2:             awslambda.SystemLogLevel_WARN,
-		Tracing:                      tracing,
 		Role:                         f.Role,
 		ReservedConcurrentExecutions: props.ReservedConcurrentExecutions,
 		Vpc:                          props.Vpc,
@@ -209,38 +216,73 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	}
 	// Names the function's code in the template, so reviews and snapshots
 	// (internal/snapshot) can say which function's binary changed.
-	f.Function.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(EntryMetadata), props.Entry)
-
-	// X-Ray's PutTraceSegments/PutTelemetryRecords support no resource-level
-	// permissions; the CDK adds them with Resource "*" when tracing is on.
-	suppressions := []*cdknag.NagPackSuppression{}
+	cfnFn := f.Function.Node().DefaultChild().(awslambda.CfnFunction)
+	cfnFn.AddMetadata(jsii.String(EntryMetadata), props.Entry)
 	if !props.DisableTracing {
-		suppressions = append(suppressions, &cdknag.NagPackSuppression{
-			Id:        jsii.String("AwsSolutions-IAM5"),
-			Reason:    jsii.String("X-Ray PutTraceSegments/PutTelemetryRecords have no resource-level permissions, so AWS requires Resource '*'."),
-			AppliesTo: &[]interface{}{jsii.String("Resource::*")},
-		})
+		cfnFn.SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
 	}
-	if props.Vpc != nil {
-		suppressions = append(suppressions, &cdknag.NagPackSuppression{
+	for _, pol := range wildcard {
+		// Lambda checks the ENI permissions when it creates the function.
+		f.Function.Node().AddDependency(pol)
+		reason := "X-Ray PutTraceSegments/PutTelemetryRecords have no resource-level permissions, so AWS requires Resource '*'; this policy holds nothing else."
+		if *pol.Node().Id() == "Red" {
+			reason = "Lambda's VPC ENI management (ec2:*NetworkInterface*, DescribeSubnets, the actions of AWSLambdaVPCAccessExecutionRole) needs Resource '*' (Lambda checks them unscoped when it creates the function); the same policy denies them to the function's own code (lambda:SourceFunctionArn present), and holds nothing else."
+		}
+		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
 			Id:        jsii.String("AwsSolutions-IAM5"),
-			Reason:    jsii.String("Lambda's VPC ENI management (ec2:*NetworkInterface*, DescribeSubnets) requires Resource '*' (the same actions as AWSLambdaVPCAccessExecutionRole, without the managed policy)."),
+			Reason:    jsii.String(reason),
 			AppliesTo: &[]interface{}{jsii.String("Resource::*")},
-		})
+		}}, jsii.Bool(false))
 	}
 	// The log-stream wildcard is the log group's own ARN plus ":*", which is
-	// how CloudWatch Logs names the streams of one group.
-	suppressions = append(suppressions, &cdknag.NagPackSuppression{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("logs:CreateLogStream/PutLogEvents are scoped to this function's own log group; ':*' addresses its streams, whose names Lambda generates."),
-		AppliesTo: &[]interface{}{jsii.String("Resource::<" + logicalID(f.LogGroup) + ".Arn>:*")},
-	})
-	cdknag.NagSuppressions_AddResourceSuppressions(f.Role, &suppressions, jsii.Bool(true))
+	// how CloudWatch Logs names the streams of one group. On the default
+	// policy only, and only for that ARN.
+	if pol, ok := f.Role.Node().TryFindChild(jsii.String("DefaultPolicy")).(awsiam.Policy); ok {
+		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("logs:CreateLogStream/PutLogEvents are scoped to this function's own log group; ':*' addresses its streams, whose names Lambda generates."),
+			AppliesTo: &[]interface{}{jsii.String("Resource::<" + logicalID(f.LogGroup) + ".Arn>:*")},
+		}}, jsii.Bool(false))
+	}
 
 	if props.AlarmTopic != nil {
 		f.addAlarms(props.AlarmTopic)
 	}
 	return f
+}
+
+// ENIActions are the EC2 actions Lambda uses to manage a VPC function's
+// network interfaces.
+var ENIActions = []string{"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
+	"ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"}
+
+// eniPolicy lets Lambda manage the function's network interfaces, and
+// denies the same actions to the function's code. Lambda's own ENI calls
+// carry no lambda:SourceFunctionArn; every AWS call made from inside the
+// execution environment does (AWS Lambda developer guide, "Using source
+// function ARN to control function access behavior"), so a compromised
+// function cannot create, move or delete network interfaces with its role.
+// EC2's Describe actions support no resource-level permissions, and Lambda
+// validates the others unscoped when it creates the function: Resource "*".
+func eniPolicy(scope constructs.Construct, role awsiam.IRole) awsiam.Policy {
+	return awsiam.NewPolicy(scope, jsii.String("Red"), &awsiam.PolicyProps{
+		Roles: &[]awsiam.IRole{role},
+		Statements: &[]awsiam.PolicyStatement{
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings(ENIActions...),
+				Resources: jsii.Strings("*"),
+			}),
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("NoENIFromFunctionCode"),
+				Effect:    awsiam.Effect_DENY,
+				Actions:   jsii.Strings(ENIActions...),
+				Resources: jsii.Strings("*"),
+				Conditions: &map[string]interface{}{
+					"Null": map[string]interface{}{"lambda:SourceFunctionArn": "false"},
+				},
+			}),
+		},
+	})
 }
 
 // logicalID is the logical id CloudFormation will see for an L2's default

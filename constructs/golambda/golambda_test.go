@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
@@ -209,5 +210,58 @@ func TestCdkNagClean(t *testing.T) {
 	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
 	for _, e := range *errs {
 		t.Errorf("%s: %v", *e.Id, e.Entry.Data)
+	}
+}
+
+// A VPC function's ENI actions are allowed on "*" (Lambda needs them) and
+// denied to the function's own code (lambda:SourceFunctionArn is present
+// only on calls from inside the execution environment); X-Ray and ENI
+// statements sit in policies of their own, and each "*" acknowledgement is
+// on that policy alone, so a later "*" grant in the default policy would
+// still be a finding.
+func TestWildcardStatementsAreIsolatedAndENIDeniedToTheCode(t *testing.T) {
+	stack := cdktest.NewStack("Eni")
+	builder := &golambda.Builder{ModuleRoot: fixture(t)}
+	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
+		MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0),
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{Name: jsii.String("isolated"), SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}},
+	})
+	fn := golambda.NewFunction(stack, "InVpc", &golambda.Props{Entry: "fn/beta", Builder: builder, Vpc: vpc})
+	// A careless wildcard grant added later to the default policy.
+	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("sqs:SendMessage"), Resources: jsii.Strings("*"),
+	}))
+	tpl := assertions.Template_FromStack(stack, nil)
+	eni := make([]any, len(golambda.ENIActions))
+	for i, a := range golambda.ENIActions {
+		eni[i] = a
+	}
+	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+		"PolicyDocument": map[string]any{"Version": "2012-10-17", "Statement": []any{
+			map[string]any{"Effect": "Allow", "Action": eni, "Resource": "*"},
+			map[string]any{"Sid": "NoENIFromFunctionCode", "Effect": "Deny", "Action": eni, "Resource": "*",
+				"Condition": map[string]any{"Null": map[string]any{"lambda:SourceFunctionArn": "false"}}},
+		}},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+		"PolicyDocument": map[string]any{"Version": "2012-10-17", "Statement": []any{
+			map[string]any{"Effect": "Allow", "Action": []any{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, "Resource": "*"},
+		}},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"TracingConfig": map[string]any{"Mode": "Active"},
+	})
+	awscdk.Aspects_Of(stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-IAM5.*")))
+	found := false
+	for _, e := range *errs {
+		if strings.Contains(*e.Id, "DefaultPolicy") {
+			found = true
+		} else {
+			t.Errorf("unexpected finding %s: %v", *e.Id, e.Entry.Data)
+		}
+	}
+	if !found {
+		t.Fatal("a '*' grant in the default policy was not reported: an acknowledgement covers more than its statements")
 	}
 }

@@ -52,11 +52,13 @@ type Props struct {
 	// MaxAzs is the number of availability zones. Zero means every zone the
 	// stack knows (config pins them: 2 in dev/staging, 3 in prod).
 	MaxAzs float64
-	// FlowLogKey encrypts the VPC flow log group. Nil means AWS-owned keys.
+	// FlowLogKey encrypts the VPC flow log group and the log group of the
+	// custom resource that strips the default security group. Nil means
+	// AWS-owned keys.
 	FlowLogKey awskms.IKey
-	// FlowLogRetention of the flow log group. Empty means one month.
+	// FlowLogRetention of both log groups. Empty means one month.
 	FlowLogRetention awslogs.RetentionDays
-	// RemovalPolicy of the flow log group, mapped by removal.For.
+	// RemovalPolicy of both log groups, mapped by removal.For.
 	RemovalPolicy awscdk.RemovalPolicy
 	// NatGateways is the number of NAT gateways (0..MaxAzs). Zero creates
 	// neither the NAT gateways nor the salida subnets: functions then have
@@ -79,6 +81,10 @@ type Network struct {
 	SecretsEndpoint awsec2.InterfaceVpcEndpoint
 	// DynamoDBEndpoint is the DynamoDB gateway endpoint.
 	DynamoDBEndpoint awsec2.GatewayVpcEndpoint
+	// RestrictDefaultSGLogs is the log group of the CDK's custom resource
+	// that strips the default security group's rules (otherwise Lambda
+	// would create one without retention or key on its first run).
+	RestrictDefaultSGLogs awslogs.LogGroup
 
 	natGateways float64
 }
@@ -134,6 +140,24 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 			},
 		},
 	})
+	n.RestrictDefaultSGLogs = awslogs.NewLogGroup(this, jsii.String("RestrictDefaultSGLogs"), &awslogs.LogGroupProps{
+		Retention:     retention,
+		EncryptionKey: props.FlowLogKey,
+		RemovalPolicy: logRemoval,
+	})
+	// The handler is the CDK's stack-wide singleton: send its logs to that
+	// group (the role it has writes to any group).
+	provider := awscdk.Stack_Of(this).Node().TryFindChild(jsii.String("Custom::VpcRestrictDefaultSGCustomResourceProvider"))
+	var handler awscdk.CfnResource
+	if provider != nil {
+		handler, _ = provider.Node().TryFindChild(jsii.String("Handler")).(awscdk.CfnResource)
+	}
+	if handler == nil {
+		awscdk.Annotations_Of(this).AddError(jsii.String("network: cannot find the default security group's custom resource handler to give it a log group"))
+	} else {
+		handler.AddPropertyOverride(jsii.String("LoggingConfig.LogGroup"), n.RestrictDefaultSGLogs.LogGroupName())
+		handler.Node().AddDependency(n.RestrictDefaultSGLogs)
+	}
 	app := &awsec2.SubnetSelection{SubnetGroupName: jsii.String(SubnetsApp)}
 	n.EventsEndpoint = n.Vpc.AddInterfaceEndpoint(jsii.String("EventBridge"), &awsec2.InterfaceVpcEndpointOptions{
 		Service: awsec2.InterfaceVpcEndpointAwsService_EVENTBRIDGE(),

@@ -6,6 +6,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/network"
@@ -77,4 +79,28 @@ func TestNATGatewaysAndEgressSubnets(t *testing.T) {
 func TestInvalidNATCount(t *testing.T) {
 	stack, _, _ := newStack(t, &network.Props{MaxAzs: 2, NatGateways: 3})
 	cdktest.RequireContains(t, cdktest.Errors(stack), "NatGateways 3")
+}
+
+// The CDK's custom resource that strips the default security group logs to
+// a group of ours, with a retention and the data key.
+func TestCustomResourceLogsHaveRetentionAndKey(t *testing.T) {
+	stack := cdktest.NewStack("Red")
+	stack.Node().SetContext(jsii.String("availability-zones:account=111111111111:region=eu-west-1"), jsii.Strings("eu-west-1a", "eu-west-1b"))
+	key := awskms.NewKey(stack, jsii.String("Clave"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
+	n := network.New(stack, "Red", &network.Props{MaxAzs: 2, FlowLogKey: key, FlowLogRetention: awslogs.RetentionDays_ONE_WEEK})
+	if errs := cdktest.Errors(stack); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	tpl := assertions.Template_FromStack(stack, nil)
+	logsID := *stack.GetLogicalId(n.RestrictDefaultSGLogs.Node().DefaultChild().(awscdk.CfnElement))
+	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{
+		"RetentionInDays": 7, "KmsKeyId": assertions.Match_AnyValue(),
+	})
+	tpl.HasResource(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"Properties": assertions.Match_ObjectLike(&map[string]any{
+			"Description":   assertions.Match_StringLikeRegexp(jsii.String("default security group")),
+			"LoggingConfig": map[string]any{"LogGroup": map[string]any{"Ref": logsID}},
+		}),
+		"DependsOn": assertions.Match_ArrayWith(&[]any{logsID}),
+	})
 }

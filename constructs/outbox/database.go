@@ -21,6 +21,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/lambdas/outbox/schema"
 )
 
 // Defaults of DatabaseProps.
@@ -79,27 +80,38 @@ type DatabaseProps struct {
 	// AlarmTopic, when set, receives alarms on the proxy's connection use
 	// and the cluster's CPU (ConexionesProxyAlarm, CPUAlarm).
 	AlarmTopic awssns.ITopic
+	// Roles names the database roles the functions connect as. Nil means
+	// schema.DefaultRoles().
+	Roles *schema.Roles
 }
 
 // Database is an Aurora PostgreSQL Serverless v2 cluster, created per
 // environment (this construct does not import an existing one), with
 // storage encrypted by the data key, a generated master secret rotated
-// every 30 days, TLS forced (rds.force_ssl), IAM authentication, and an RDS
-// Proxy in front that requires TLS and IAM authentication from clients and
-// caps the connections it opens to MaxConnectionsPercent of Aurora's.
+// every 30 days and kept as long as the cluster, TLS forced (rds.force_ssl),
+// IAM authentication, no bind parameters in the logs, and an RDS Proxy in
+// front that requires TLS and uses IAM authentication end to end (clients
+// to the proxy and the proxy to the database), for the database roles of
+// Roles only: the proxy holds no secret and cannot log in as the master
+// user. It caps the connections it opens to MaxConnectionsPercent of
+// Aurora's.
 type Database struct {
 	constructs.Construct
 	// Cluster is the Aurora cluster.
 	Cluster awsrds.DatabaseCluster
 	// Proxy is the RDS Proxy every function connects to.
 	Proxy awsrds.DatabaseProxy
-	// Secret holds the master credentials (used by the proxy and the
-	// rotation, never by the functions).
+	// Secret holds the master credentials: read by the rotation and by the
+	// schema migration (Migration) to create the roles, never by the
+	// proxy or a function on the hot path.
 	Secret awssecretsmanager.ISecret
 	// DatabaseName is the database the outbox lives in.
 	DatabaseName string
-	// User is the database user the functions connect as.
-	User string
+	// MasterUser is the cluster's master user name; no function connects
+	// as it.
+	MasterUser string
+	// Roles are the database roles of the functions (docs/design.md#database-roles).
+	Roles schema.Roles
 	// ConnectionsAlarm and CPUAlarm exist when DatabaseProps.AlarmTopic was
 	// set.
 	ConnectionsAlarm, CPUAlarm awscloudwatch.Alarm
@@ -109,6 +121,9 @@ type Database struct {
 	// RotationFailures receives Secrets Manager's RotationFailed events for
 	// the database secret; its alarm fires on the first one.
 	RotationFailures *reliablequeue.DeadLetterQueue
+
+	vpc     awsec2.IVpc
+	subnets *awsec2.SubnetSelection
 }
 
 // NewDatabase creates the cluster and its proxy. Every invalid or missing
@@ -121,11 +136,23 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		props = &DatabaseProps{}
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
-	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, User: DefaultMasterUser}
+	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, MasterUser: DefaultMasterUser, Roles: schema.DefaultRoles()}
 	if props.DatabaseName != nil {
 		d.DatabaseName = *props.DatabaseName
 	}
 	invalid := func(msg string) { awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Database: " + msg)) }
+	if props.Roles != nil {
+		if err := props.Roles.Validate(); err != nil {
+			invalid(err.Error())
+		} else {
+			d.Roles = *props.Roles
+		}
+	}
+	for _, r := range d.Roles.All() {
+		if r == d.MasterUser {
+			invalid(fmt.Sprintf("role %q is the master user; every function needs a role of its own", r))
+		}
+	}
 	p := *props // stand-ins go into a copy, never into the caller's props
 	props = &p
 	if props.Vpc == nil {
@@ -176,15 +203,21 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		proxyName = *props.ProxyName
 	}
 	subnets := props.Subnets
+	d.vpc, d.subnets = props.Vpc, subnets
 	engine := awsrds.DatabaseClusterEngine_AuroraPostgres(&awsrds.AuroraPostgresClusterEngineProps{
 		Version: awsrds.AuroraPostgresEngineVersion_VER_16_6(),
 	})
 	params := awsrds.NewParameterGroup(this, jsii.String("Parametros"), &awsrds.ParameterGroupProps{
 		Engine:      engine,
-		Description: jsii.String("MercadoFresco outbox: TLS only, slow statements logged"),
+		Description: jsii.String("MercadoFresco outbox: TLS only, slow statements logged without their bind parameters"),
 		Parameters: &map[string]*string{
 			"rds.force_ssl":              jsii.String("1"),
 			"log_min_duration_statement": jsii.String("1000"),
+			// A slow statement's log line would carry its bind parameters
+			// (customer names, addresses, order lines): log none of them,
+			// neither for slow statements nor for failed ones.
+			"log_parameter_max_length":          jsii.String("0"),
+			"log_parameter_max_length_on_error": jsii.String("0"),
 			// Kill sessions idle inside a transaction: a crashed client must
 			// not hold row locks (or hold back VACUUM on the outbox) for long.
 			"idle_in_transaction_session_timeout": jsii.String("60000"),
@@ -239,6 +272,14 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	})
 	d.Cluster.Node().AddDependency(pgLogs)
 	d.Secret = d.Cluster.Secret()
+	// The secret is the only way in as the master user: it lives as long as
+	// the cluster (the CDK's default deletes it with the stack, even when
+	// the cluster is retained or snapshotted).
+	if secret, ok := d.Cluster.Node().TryFindChild(jsii.String("Secret")).(awscdk.IResource); ok {
+		secret.ApplyRemovalPolicy(removal.For(props.RemovalPolicy, removal.Data))
+	} else {
+		invalid("cannot find the cluster's generated secret to retain it with the cluster")
+	}
 	rotationSubnets := props.RotationSubnets
 	if rotationSubnets == nil {
 		rotationSubnets = subnets
@@ -265,33 +306,35 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	} else {
 		invalid("RotationEndpoint is required: the rotation function has no other way to Secrets Manager from the isolated subnets")
 	}
-	// The proxy reads the secret with a role of ours. Handing it the secret
-	// construct itself would let the CDK grant kms:Decrypt through the data
-	// key's *key policy*; the key lives in the platform stack, so that
-	// would make the platform stack depend on this one (a cycle). The data
-	// key's policy delegates to IAM, so an IAM statement on the role,
-	// limited to use through Secrets Manager, is the whole grant.
+	// End-to-end IAM authentication: clients present IAM tokens to the
+	// proxy, and the proxy logs in to the database with IAM tokens of its
+	// own role, as the same user. So the proxy needs no secret, and
+	// rds-db:connect on the cluster for the function roles only (never the
+	// master user) is all it can do. The roles have rds_iam (CreateRoles).
 	stack := awscdk.Stack_Of(this)
 	proxyRole := awsiam.NewRole(this, jsii.String("ProxyRole"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("rds.amazonaws.com"), nil),
-		Description: jsii.String("RDS Proxy of " + clusterID + ": reads the database secret"),
+		Description: jsii.String("RDS Proxy of " + clusterID + ": connects to the database with IAM as the function roles"),
 	})
+	var clusterUsers []*string
+	for _, r := range d.Roles.All() {
+		clusterUsers = append(clusterUsers, stack.FormatArn(&awscdk.ArnComponents{
+			Service:      jsii.String("rds-db"),
+			Resource:     jsii.String("dbuser"),
+			ResourceName: jsii.String(*d.Cluster.ClusterResourceIdentifier() + "/" + r),
+			ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+		}))
+	}
 	proxyRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("kms:Decrypt"),
-		Resources: jsii.Strings(*props.EncryptionKey.KeyArn()),
-		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"kms:ViaService": fmt.Sprintf("secretsmanager.%s.amazonaws.com", *stack.Region())},
-		},
+		Actions:   jsii.Strings("rds-db:connect"),
+		Resources: &clusterUsers,
 	}))
-	secretForProxy := awssecretsmanager.Secret_FromSecretAttributes(this, jsii.String("SecretForProxy"), &awssecretsmanager.SecretAttributes{
-		SecretCompleteArn: d.Secret.SecretArn(),
-	})
 	d.Proxy = d.Cluster.AddProxy(jsii.String("Proxy"), &awsrds.DatabaseProxyOptions{
 		Vpc:                       props.Vpc,
 		VpcSubnets:                subnets,
 		DbProxyName:               jsii.String(proxyName),
 		Role:                      proxyRole,
-		Secrets:                   &[]awssecretsmanager.ISecret{secretForProxy},
+		DefaultAuthScheme:         awsrds.DefaultAuthScheme_IAM_AUTH,
 		IamAuth:                   jsii.Bool(true),
 		RequireTLS:                jsii.Bool(true),
 		MaxConnectionsPercent:     jsii.Number(maxPct),
@@ -382,10 +425,20 @@ func (d *Database) addAlarms(topic awssns.ITopic) {
 	})
 }
 
-// GrantConnect lets grantee open connections through the proxy as User
-// with an IAM token (rds-db:connect on this proxy and user only).
-func (d *Database) GrantConnect(grantee awsiam.IGrantable) awsiam.Grant {
-	return d.Proxy.GrantConnect(grantee, jsii.String(d.User))
+// GrantConnect lets grantee open connections through the proxy as the
+// database role user (one of Roles) with an IAM token: rds-db:connect on
+// this proxy and that user only. Any other user (the master user above
+// all) is a synthesis error.
+func (d *Database) GrantConnect(grantee awsiam.IGrantable, user string) awsiam.Grant {
+	known := false
+	for _, r := range d.Roles.All() {
+		known = known || r == user
+	}
+	if !known {
+		awscdk.Annotations_Of(d.Construct).AddError(jsii.String(fmt.Sprintf(
+			"outbox.Database: GrantConnect as %q: only the roles %v may connect through the proxy", user, d.Roles.All())))
+	}
+	return d.Proxy.GrantConnect(grantee, jsii.String(user))
 }
 
 // AllowFrom opens the proxy's port to peer (and peer's egress to it).
@@ -393,12 +446,13 @@ func (d *Database) AllowFrom(peer awsec2.IConnectable, description string) {
 	d.Proxy.Connections().AllowFrom(peer, awsec2.Port_Tcp(jsii.Number(5432)), jsii.String(description))
 }
 
-// Environment returns the variables lambdas/outbox.ConnectFromEnv reads.
-func (d *Database) Environment() map[string]*string {
+// Environment returns the variables postgres.FromEnv reads, for a
+// function connecting as the database role user.
+func (d *Database) Environment(user string) map[string]*string {
 	return map[string]*string{
 		"DB_HOST": d.Proxy.Endpoint(),
 		"DB_PORT": jsii.String("5432"),
 		"DB_NAME": jsii.String(d.DatabaseName),
-		"DB_USER": jsii.String(d.User),
+		"DB_USER": jsii.String(user),
 	}
 }

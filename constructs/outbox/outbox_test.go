@@ -22,6 +22,7 @@ import (
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/schema"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -34,6 +35,7 @@ type fixture struct {
 	stack     awscdk.Stack
 	network   *network.Network
 	database  *outbox.Database
+	migration *outbox.Migration
 	publisher *outbox.Publisher
 }
 
@@ -65,6 +67,11 @@ func newFixtureWith(t *testing.T, deletionProtection bool, removal awscdk.Remova
 		ClusterIdentifier: jsii.String("aurora-mf-escritor-dev"), EncryptionKey: key,
 		DeletionProtection: jsii.Bool(deletionProtection), RemovalPolicy: removal,
 		AlarmTopic: alerts,
+	})
+	f.migration = outbox.NewMigration(stack, "Migraciones", &outbox.MigrationProps{
+		Database: f.database, Vpc: f.network.Vpc, Subnets: f.network.AppSubnets(),
+		SecretsEndpoint: f.network.SecretsEndpoint, Builder: builder, EncryptionKey: key,
+		AlarmTopic: alerts, LogRemovalPolicy: removal, FunctionName: jsii.String("mf-outbox-migraciones-dev"),
 	})
 	f.publisher = outbox.NewPublisher(stack, "Publicador", &outbox.PublisherProps{
 		Database: f.database, Vpc: f.network.Vpc, Subnets: f.network.AppSubnets(),
@@ -189,10 +196,13 @@ func TestAuroraServerlessV2EncryptedTLSOnlyWithRotatedSecret(t *testing.T) {
 
 func TestProxyRequiresTLSAndIAMAndCapsConnections(t *testing.T) {
 	_, tpl := fx(t)
+	// End-to-end IAM: no secret on the proxy, so it cannot log in as the
+	// master user (or anyone without rds_iam).
 	tpl.HasResourceProperties(jsii.String("AWS::RDS::DBProxy"), map[string]any{
-		"RequireTLS":   true,
-		"EngineFamily": "POSTGRESQL",
-		"Auth":         assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{"IAMAuth": "REQUIRED"})}),
+		"RequireTLS":        true,
+		"EngineFamily":      "POSTGRESQL",
+		"DefaultAuthScheme": "IAM_AUTH",
+		"Auth":              assertions.Match_Absent(),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::RDS::DBProxyTargetGroup"), map[string]any{
 		"ConnectionPoolConfigurationInfo": assertions.Match_ObjectLike(&map[string]any{"MaxConnectionsPercent": 50}),
@@ -207,13 +217,14 @@ func TestPublisherRunsInTheVpcEveryMinuteWithBoundedConcurrency(t *testing.T) {
 		"ReservedConcurrentExecutions": 2,
 		"VpcConfig":                    assertions.Match_ObjectLike(&map[string]any{"SubnetIds": assertions.Match_AnyValue()}),
 		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
-			"DB_HOST": assertions.Match_AnyValue(), "DB_USER": "mf_admin", "DB_NAME": "tienda",
+			"DB_HOST": assertions.Match_AnyValue(), "DB_USER": "mf_publicador", "DB_NAME": "tienda",
 			"BUS_NAME": assertions.Match_AnyValue(), "EVENT_SOURCE": "mercadofresco.tienda", "ENTORNO": "dev",
 		})},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"FunctionName":                 "mf-outbox-dev-limpieza",
 		"ReservedConcurrentExecutions": 1,
+		"Environment":                  map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"DB_USER": "mf_limpieza"})},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::Scheduler::Schedule"), map[string]any{
 		"ScheduleExpression": "rate(1 minute)",
@@ -268,8 +279,9 @@ func TestLeastPrivilegePutEventsOnTheBusOnlyAndConnectThroughTheProxy(t *testing
 			}
 			if a == "rds-db:connect" {
 				connect++
-				if res := fmt.Sprint(s["Resource"]); !strings.Contains(res, "dbuser:") || !strings.Contains(res, "mf_admin") {
-					t.Errorf("rds-db:connect on %s, want the proxy's mf_admin user", res)
+				res := fmt.Sprint(s["Resource"])
+				if !strings.Contains(res, "dbuser:") || strings.Contains(res, "mf_admin") {
+					t.Errorf("rds-db:connect on %s, want database users of the function roles only", res)
 				}
 			}
 			if a == "secretsmanager:GetSecretValue" && strings.Contains(fmt.Sprint(s), "Publicador") {
@@ -277,8 +289,8 @@ func TestLeastPrivilegePutEventsOnTheBusOnlyAndConnectThroughTheProxy(t *testing
 			}
 		}
 	}
-	if putEvents != 1 || connect != 2 {
-		t.Fatalf("%d PutEvents statements, %d rds-db:connect; want 1 (publisher) and 2 (publisher, cleanup)", putEvents, connect)
+	if putEvents != 1 || connect != 4 {
+		t.Fatalf("%d PutEvents statements, %d rds-db:connect; want 1 (publisher) and 4 (publisher, cleanup, migration, proxy)", putEvents, connect)
 	}
 	// The functions' security group opens no egress but to the proxy and
 	// the EventBridge endpoint.
@@ -345,15 +357,23 @@ func TestInvalidPropsAreSynthesisErrorsNotCrashes(t *testing.T) {
 	stack := awscdk.NewStack(app, jsii.String("Roto"), nil)
 	db := outbox.NewDatabase(stack, "SinClave", &outbox.DatabaseProps{})
 	pub := outbox.NewPublisher(stack, "SinNada", &outbox.PublisherProps{Database: db})
+	mig := outbox.NewMigration(stack, "SinMigrar", &outbox.MigrationProps{Builder: builder})
+	if mig.Function == nil || mig.Resource == nil || mig.Provider == nil {
+		t.Fatal("a migration with invalid props is half-built")
+	}
 	if db.Cluster == nil || db.Proxy == nil || db.Secret == nil || pub.Function == nil || pub.Cleanup == nil || pub.PendingAlarm == nil {
 		t.Fatal("a construct with invalid props is half-built")
 	}
-	_ = db.Environment() // what a dependent does first
+	_ = db.Environment("mf_publicador") // what a dependent does first
+	db.GrantConnect(pub.Function.Role, outbox.DefaultMasterUser)
 	errs := cdktest.Errors(stack)
 	for _, want := range []string{
 		"outbox.Database: Vpc is required", "outbox.Database: ClusterIdentifier is required", "outbox.Database: EncryptionKey is required",
 		"outbox.Publisher: Vpc is required", "outbox.Publisher: Bus is required", "outbox.Publisher: EventsEndpoint is required",
 		"outbox.Publisher: AlarmTopic is required", "outbox.Publisher: Environment is required",
+		"outbox.Migration: Database is required", "outbox.Migration: Vpc is required",
+		"outbox.Migration: SecretsEndpoint is required", "outbox.Migration: EncryptionKey is required",
+		`outbox.Database: GrantConnect as "mf_admin": only the roles`,
 	} {
 		if !strings.Contains(strings.Join(errs, "\n"), want) {
 			t.Errorf("no error %q in:\n%s", want, strings.Join(errs, "\n"))
@@ -372,4 +392,135 @@ func TestDatabaseAlarmsOnProxyConnectionsAndCPU(t *testing.T) {
 			"OKActions":    []any{assertions.Match_AnyValue()},
 		})
 	}
+}
+
+// functionsByRole maps each Lambda function's role logical id to the
+// function's logical id.
+func functionRoles(tpl assertions.Template) map[string]string {
+	out := map[string]string{}
+	for id, r := range *tpl.FindResources(jsii.String("AWS::Lambda::Function"), nil) {
+		p := (*r)["Properties"].(map[string]any)
+		if arn, ok := p["Role"].(map[string]any); ok {
+			if ga, ok := arn["Fn::GetAtt"].([]any); ok {
+				out[ga[0].(string)] = id
+			}
+		}
+	}
+	return out
+}
+
+// No function connects as the master user: none has it in its
+// environment, no rds-db:connect names it, and the only role allowed to
+// read the master secret is the schema migration function's (the rotation
+// is a nested application, outside this template).
+func TestNoFunctionConnectsAsTheMasterUser(t *testing.T) {
+	f, tpl := fx(t)
+	for id, r := range *tpl.FindResources(jsii.String("AWS::Lambda::Function"), nil) {
+		env, _ := json.Marshal((*r)["Properties"].(map[string]any)["Environment"])
+		if strings.Contains(string(env), outbox.DefaultMasterUser) {
+			t.Errorf("function %s has the master user in its environment: %s", id, env)
+		}
+	}
+	roles := functionRoles(tpl)
+	migrationRole := *f.stack.GetLogicalId(f.migration.Function.Role.Node().DefaultChild().(awscdk.CfnElement))
+	// The secret as the cluster hands it out (through its target attachment).
+	secretID := *f.stack.GetLogicalId(f.database.Cluster.Node().FindChild(jsii.String("Secret")).Node().FindChild(jsii.String("Attachment")).Node().DefaultChild().(awscdk.CfnElement))
+	readers := 0
+	for id, r := range *tpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
+		p := (*r)["Properties"].(map[string]any)
+		doc, _ := json.Marshal(p["PolicyDocument"])
+		if !strings.Contains(string(doc), "secretsmanager:GetSecretValue") {
+			continue
+		}
+		attached, _ := json.Marshal(p["Roles"])
+		if !strings.Contains(string(doc), secretID) {
+			t.Errorf("policy %s reads a secret other than the master secret: %s", id, doc)
+		}
+		for role := range roles {
+			if strings.Contains(string(attached), role) && role != migrationRole {
+				t.Errorf("function role %s (of %s) may read the master secret", role, roles[role])
+			}
+		}
+		readers++
+	}
+	if readers != 1 {
+		t.Fatalf("%d policies read the master secret, want 1 (the migration function's)", readers)
+	}
+}
+
+// The schema is migrated by a custom resource whose properties change when
+// the migrations or the role names do; its handler has its own role and
+// connects as the owner role (test/ checks that the stack deploys the
+// functions after it).
+func TestMigrationCustomResourceOncePerDeploy(t *testing.T) {
+	f, tpl := fx(t)
+	tpl.HasResourceProperties(jsii.String(outbox.MigrationResourceType), map[string]any{
+		"MigracionesHash": schema.Hash(),
+		"Roles": map[string]any{"owner": "mf_migrador", "publisher": "mf_publicador",
+			"cleanup": "mf_limpieza", "writer": "mf_tienda"},
+	})
+	// Its own execution role, connecting as the owner role through the proxy.
+	migrationRole := *f.stack.GetLogicalId(f.migration.Function.Role.Node().DefaultChild().(awscdk.CfnElement))
+	found := false
+	for _, r := range *tpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
+		p := (*r)["Properties"].(map[string]any)
+		doc, _ := json.Marshal(p["PolicyDocument"])
+		attached, _ := json.Marshal(p["Roles"])
+		if strings.Contains(string(attached), migrationRole) && strings.Contains(string(doc), "rds-db:connect") {
+			found = strings.Contains(string(doc), "/mf_migrador")
+		}
+	}
+	if !found {
+		t.Fatal("the migration function's role cannot connect as mf_migrador")
+	}
+	// The publisher's function no longer migrates.
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"FunctionName": "mf-outbox-dev-publicador",
+		"Environment":  map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"MIGRATE_ON_START": assertions.Match_Absent()})},
+	})
+	// The provider framework logs to a group with a retention and the data key.
+	providerFn := *f.stack.GetLogicalId(f.migration.ProviderLogs.Node().DefaultChild().(awscdk.CfnElement))
+	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{
+		"RetentionInDays": assertions.Match_AnyValue(), "KmsKeyId": assertions.Match_AnyValue(),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"LoggingConfig": map[string]any{"LogGroup": map[string]any{"Ref": providerFn}},
+	})
+}
+
+// The proxy logs in to the database as the function roles only.
+func TestProxyRoleConnectsAsTheFunctionRolesOnly(t *testing.T) {
+	_, tpl := fx(t)
+	for _, r := range *tpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
+		p := (*r)["Properties"].(map[string]any)
+		doc, _ := json.Marshal(p["PolicyDocument"])
+		if !strings.Contains(string(doc), "DBClusterResourceId") {
+			continue
+		}
+		for _, role := range schema.DefaultRoles().All() {
+			if !strings.Contains(string(doc), "/"+role) {
+				t.Errorf("the proxy cannot connect as %s: %s", role, doc)
+			}
+		}
+		if strings.Contains(string(doc), "mf_admin") || strings.Contains(string(doc), "secretsmanager") {
+			t.Errorf("the proxy's role reaches the master user or a secret: %s", doc)
+		}
+		return
+	}
+	t.Fatal("no policy lets the proxy connect to the cluster")
+}
+
+// The master secret lives as long as the cluster; slow statements are
+// logged without their bind parameters.
+func TestSecretRetainedAndNoBindParametersLogged(t *testing.T) {
+	f := newFixtureWith(t, true, awscdk.RemovalPolicy_RETAIN)
+	tpl := assertions.Template_FromStack(f.stack, nil)
+	tpl.HasResource(jsii.String("AWS::SecretsManager::Secret"), map[string]any{
+		"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::RDS::DBClusterParameterGroup"), map[string]any{
+		"Parameters": assertions.Match_ObjectLike(&map[string]any{
+			"log_min_duration_statement": "1000", "log_parameter_max_length": "0", "log_parameter_max_length_on_error": "0",
+		}),
+	})
 }

@@ -154,9 +154,12 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		AllowAllOutbound: jsii.Bool(false),
 	})
 	sgs := &[]awsec2.ISecurityGroup{p.SecurityGroup}
-	env := map[string]*string{}
+	// Each function connects as its own database role (never the master
+	// user): DB_USER differs, the rest is shared.
+	env, pubDB := map[string]*string{}, map[string]*string{}
 	if props.Database != nil {
-		env = props.Database.Environment()
+		env = props.Database.Environment(props.Database.Roles.Cleanup)
+		pubDB = props.Database.Environment(props.Database.Roles.Publisher)
 	}
 	env["ENTORNO"] = jsii.String(props.Environment)
 	busName := jsii.String("")
@@ -165,6 +168,9 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	}
 	pubEnv := map[string]*string{"BUS_NAME": busName, "EVENT_SOURCE": jsii.String(source)}
 	for k, v := range env {
+		pubEnv[k] = v
+	}
+	for k, v := range pubDB {
 		pubEnv[k] = v
 	}
 
@@ -209,8 +215,8 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		props.Bus.GrantPutEventsTo(p.Function.Role, nil)
 	}
 	if props.Database != nil {
-		props.Database.GrantConnect(p.Function.Role)
-		props.Database.GrantConnect(p.Cleanup.Role)
+		props.Database.GrantConnect(p.Function.Role, props.Database.Roles.Publisher)
+		props.Database.GrantConnect(p.Cleanup.Role, props.Database.Roles.Cleanup)
 		props.Database.AllowFrom(p.SecurityGroup, "outbox functions")
 	}
 	if props.EventsEndpoint != nil {

@@ -3,13 +3,14 @@
 // minute; each invocation polls about every second (Publisher.Run) and
 // stops claiming 20 s before its 60 s timeout, so consecutive invocations
 // do not overlap (reserved concurrency 1 suffices; with more, the lease and
-// SKIP LOCKED keep concurrent invocations from publishing the same row). It connects through RDS Proxy with IAM authentication and
-// applies the embedded migrations at cold start (advisory-locked,
-// idempotent), so the schema always ships with the code that needs it.
+// SKIP LOCKED keep concurrent invocations from publishing the same row). It connects through RDS Proxy with IAM authentication as
+// its own database role (DB_USER, mf_publicador), which may read the outbox
+// and update its bookkeeping columns only: it applies no migration (the
+// deploy does, lambdas/outbox-migrate) and could not.
 //
 // Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
 // authentication; see postgres.FromEnv), BUS_NAME,
-// EVENT_SOURCE, ENTORNO (metric dimension), MIGRATE_ON_START (default true).
+// EVENT_SOURCE, ENTORNO (metric dimension).
 package main
 
 import (
@@ -75,7 +76,6 @@ func (h *handler) handle(ctx context.Context) (Resultado, error) {
 func newHandler(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*handler, error) {
 	bus := env.Required("BUS_NAME")
 	source := env.Required("EVENT_SOURCE")
-	migrate := env.Bool("MIGRATE_ON_START", true)
 	entorno := env.String("ENTORNO", "")
 	awsCfg, err := env.LoadAWSConfig(ctx)
 	if err != nil {
@@ -85,15 +85,6 @@ func newHandler(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*han
 		postgres.ConnectConfig{MaxConns: 2, ApplicationName: "mf-outbox-publisher"})
 	if err != nil {
 		return nil, err
-	}
-	if migrate {
-		applied, err := outbox.Migrate(ctx, pool)
-		if err != nil {
-			return nil, err
-		}
-		if len(applied) > 0 {
-			log.Info("outbox migrations applied", "migraciones", applied)
-		}
 	}
 	cfg := outbox.Config{
 		BusName: bus,

@@ -13,8 +13,12 @@
 //
 // # Schema
 //
-// The versioned SQL files in migrations/ are embedded and applied by
-// Migrate (cmd/outbox-migrate runs it): table outbox (id = event id,
+// The versioned SQL files of package schema are embedded and applied by
+// Migrate, once per deploy, by the custom resource of constructs/outbox
+// (lambdas/outbox-migrate, as the owner role; cmd/outbox-migrate for local
+// databases). CreateRoles and Grant give every function its own database
+// role with only the privileges it uses (docs/design.md#database-roles).
+// Table outbox (id = event id,
 // agregado_id, tipo, payload jsonb, creado_en, publicado_en, intentos,
 // ultimo_error, lease columns bloqueado_hasta/bloqueado_por, parked flag
 // aparcado_en), a partial index on unpublished unparked rows, and the

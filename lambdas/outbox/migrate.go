@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,15 +13,15 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mercadofresco/integration/lambdas/outbox/schema"
 )
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// migrationLockKey is the pg_advisory_xact_lock key that serialises
-// concurrent migrators (two deploys, or a deploy and a test run), so a
-// migration is never applied twice.
-const migrationLockKey int64 = 0x6d665f6f7574626f // "mf_outbo"
+// MigrationLockKey is the pg_advisory_xact_lock key that serialises
+// concurrent migrators, role creators and granters (two deploys, or a
+// deploy and a test run), so a migration is never applied twice and two
+// GRANTs never race on one catalog row.
+const MigrationLockKey int64 = 0x6d665f6f7574626f // "mf_outbo"
 
 // ErrMigrationChanged reports that a migration already applied to the
 // database differs from the file embedded in this binary. Applied migrations
@@ -40,7 +39,7 @@ type Migration struct {
 // Migrations returns the embedded migrations in version order. File names
 // are NNNN_name.sql; versions must be unique.
 func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	entries, err := fs.ReadDir(schema.Files, schema.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: read embedded migrations: %w", err)
 	}
@@ -62,7 +61,7 @@ func Migrations() ([]Migration, error) {
 			return nil, fmt.Errorf("outbox: migrations %q and %q share version %d", other, e.Name(), v)
 		}
 		seen[v] = e.Name()
-		body, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
+		body, err := schema.Files.ReadFile(path.Join(schema.Dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("outbox: read migration %q: %w", e.Name(), err)
 		}
@@ -117,7 +116,7 @@ func applyMigration(ctx context.Context, db DB, m Migration) (applied bool, err 
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if _, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
+	if _, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, MigrationLockKey); err != nil {
 		return false, fmt.Errorf("outbox: migration %s: lock: %w", m.Name, err)
 	}
 	var checksum string

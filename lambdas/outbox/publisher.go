@@ -356,6 +356,14 @@ func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome
 // a valid JSON object already; decoding and re-encoding it would only burn
 // CPU (it was the publisher's main CPU cost). TestEncodeDetail checks the
 // result against a decode of the parts.
+//
+// The Detail keys always carry the row's values: a payload member with one
+// of their names (refused by Add and by the outbox_payload_sin_metadatos
+// constraint, so only a row written before them can have one) is dropped,
+// never emitted beside the publisher's (decoders keep the last duplicate).
+// jsonb prints keys with the escaping JSON requires and nothing more, so a
+// payload that does not contain the quoted key names cannot have such a
+// member; only one that does pays for a decode.
 func encodeDetail(r claimedRow) string {
 	b := make([]byte, 0, len(r.payload)+len(r.aggregateID)+128)
 	b = append(b, `{"id_evento":"`...)
@@ -365,6 +373,9 @@ func encodeDetail(r claimedRow) string {
 	b = append(b, `,"creado_en":"`...)
 	b = r.createdAt.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
+	if mentionsReservedKey(r.payload) {
+		return string(appendMembersWithout(b, r.payload))
+	}
 	members := strings.TrimSpace(r.payload)
 	members = strings.TrimSpace(members[1:]) // drop the object's '{'
 	if members != "}" {
@@ -372,6 +383,48 @@ func encodeDetail(r claimedRow) string {
 	}
 	b = append(b, members...)
 	return string(b)
+}
+
+// reservedQuoted are ReservedDetailKeys as they appear in JSON text.
+var reservedQuoted = func() []string {
+	q := make([]string, len(ReservedDetailKeys))
+	for i, k := range ReservedDetailKeys {
+		q[i] = `"` + k + `"`
+	}
+	return q
+}()
+
+func mentionsReservedKey(payload string) bool {
+	for _, q := range reservedQuoted {
+		if strings.Contains(payload, q) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendMembersWithout appends the payload's top-level members except the
+// reserved keys (values copied as they are, keys in sorted order) and
+// closes the object. A payload that does not decode as an object (not
+// possible from a jsonb object column) contributes no members.
+func appendMembersWithout(b []byte, payload string) []byte {
+	var members map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(payload), &members)
+	for _, k := range ReservedDetailKeys {
+		delete(members, k)
+	}
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b = append(b, ',')
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = append(b, members[k]...)
+	}
+	return append(b, '}')
 }
 
 func appendJSONString(b []byte, s string) []byte {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxtest"
 )
 
 // testPool returns a pool on a fresh, migrated schema of mf_outbox_test.
@@ -99,5 +100,21 @@ func TestCrearPedidoValidates(t *testing.T) {
 				t.Fatalf("err = %v, want ErrSolicitudInvalida", err)
 			}
 		})
+	}
+}
+
+// The shop's database role (INSERT and the re-read's columns only) is
+// enough for an order, its event and a retried request.
+func TestCrearPedidoWithTheWritersRole(t *testing.T) {
+	ctx := context.Background()
+	db := outboxtest.New(t, "mf_outbox_test")
+	s := Solicitud{PedidoID: "ped-7", ClienteID: "cli-1", Lineas: []Linea{{SKU: "pan", Cantidad: 2, PrecioCentimos: 250}}}
+	r, err := crearPedido(ctx, db.Writer, s)
+	if err != nil {
+		t.Fatalf("as the writer's role: %v", err)
+	}
+	r2, err := crearPedido(ctx, db.Writer, s)
+	if err != nil || !r2.Duplicado || r2.EventoID != r.EventoID || r2.TotalCentimos != 500 {
+		t.Fatalf("retry as the writer's role = %+v, %v; want the first attempt's answer %+v", r2, err, r)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -85,9 +86,19 @@ func NewSchema(tb testing.TB, db, prefix string) string {
 // search_path, closed when the test ends.
 func NewPool(tb testing.TB, db, schema string, maxConns int32) *pgxpool.Pool {
 	tb.Helper()
-	cfg, err := pgxpool.ParseConfig(DSN(db, schema))
+	return openPool(tb, DSN(db, schema), "", maxConns)
+}
+
+// openPool opens a pool on dsn (as user, unless empty), closed when the
+// test ends.
+func openPool(tb testing.TB, dsn, user string, maxConns int32) *pgxpool.Pool {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if user != "" {
+		cfg.ConnConfig.User = user
 	}
 	cfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
@@ -106,4 +117,66 @@ func Pool(tb testing.TB, db, prefix string, maxConns int32) *pgxpool.Pool {
 		tb.Fatalf("tests need PostgreSQL at %s: %v", ServerDSN(), err)
 	}
 	return NewPool(tb, db, NewSchema(tb, db, prefix), maxConns)
+}
+
+// UniqueName returns prefix + 10 random hex digits: roles are global to the
+// PostgreSQL server (not to a database or schema), so tests that create
+// roles name them per run.
+func UniqueName(prefix string) string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// PoolAs is NewPool logged in as user (the server trusts local
+// connections, as on CI).
+func PoolAs(tb testing.TB, db, schema, user string, maxConns int32) *pgxpool.Pool {
+	tb.Helper()
+	return openPool(tb, DSN(db, schema), user, maxConns)
+}
+
+// DropRolesAtEnd drops roles when the test ends, after what they own in db
+// and their privileges there (DROP OWNED), so the server keeps no role of a
+// finished test. It holds the advisory lock lockKey meanwhile: pass the key
+// the code that GRANTs takes, so that a revoke and a grant on the same
+// catalog row (the database's CONNECT) never run at once. Register it
+// before opening pools as those roles: cleanups run last-registered first,
+// so the pools close before the roles go.
+func DropRolesAtEnd(tb testing.TB, db string, lockKey int64, roles ...string) {
+	tb.Helper()
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, DSN(db, ""))
+		if err != nil {
+			tb.Logf("drop roles %v: %v", roles, err)
+			return
+		}
+		defer c.Close(ctx)
+		err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey); err != nil {
+				return err
+			}
+			var existing []string // a test may end before creating them
+			if err := tx.QueryRow(ctx, "SELECT coalesce(array_agg(rolname::text), '{}') FROM pg_roles WHERE rolname = ANY($1)", roles).Scan(&existing); err != nil {
+				return err
+			}
+			if len(existing) == 0 {
+				return nil
+			}
+			var ids []string
+			for _, r := range existing {
+				ids = append(ids, pgx.Identifier{r}.Sanitize())
+			}
+			list := strings.Join(ids, ", ")
+			for _, s := range []string{"DROP OWNED BY " + list + " CASCADE", "DROP ROLE " + list} {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return fmt.Errorf("%s: %w", s, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			tb.Errorf("drop roles %v: %v", roles, err)
+		}
+	})
 }

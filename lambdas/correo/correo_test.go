@@ -140,10 +140,10 @@ func newWorld(t *testing.T, o opts) *world {
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 	}, correo.NewSESClientOptions)
 	secClient := consumertest.Client(t, consumerapi.NameCorreoSecundario, w.sec, consumertest.DepOptions{
-		Attempts: o.secAttempts, Breaker: w.secBreaker, Seed: seed, ReadTimeout: 300 * time.Millisecond,
+		Attempts: o.secAttempts, Breaker: w.secBreaker, Seed: seed, ReadTimeout: time.Second,
 	})
 	mailer := &correo.Mailer{
-		Primary:   &correo.SES{Client: sesClient, From: "pedidos@mercadofresco.example", ConfigurationSet: "mf-correo-test", Breaker: w.sesBreaker, Timeout: 300 * time.Millisecond},
+		Primary:   &correo.SES{Client: sesClient, From: "pedidos@mercadofresco.example", ConfigurationSet: "mf-correo-test", Breaker: w.sesBreaker, Timeout: time.Second},
 		Secondary: &correo.HTTPProvider{Client: secClient, From: "pedidos@mercadofresco.example"},
 		Envios:    w.envios,
 		Logger:    consumertest.Logger(t),

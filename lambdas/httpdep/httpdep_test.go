@@ -38,7 +38,7 @@ func client(t *testing.T, srv *fakehttp.Server, keys apikey.Source, br *breaker.
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := httpdep.New(httpdep.Config{Name: "almacen", BaseURL: srv.URL(), Keys: keys, Retrier: r, Breaker: br, ReadTimeout: 300 * time.Millisecond, HTTPClient: srv.Client()})
+	c, err := httpdep.New(httpdep.Config{Name: "almacen", BaseURL: srv.URL(), Keys: keys, Retrier: r, Breaker: br, ReadTimeout: time.Second, HTTPClient: srv.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -336,10 +336,14 @@ func Client(t testing.TB, name string, srv *fakehttp.Server, o DepOptions) *http
 // Breaker returns a breaker of dependency name on rdb (a private Redis of
 // the test, lambdas/internal/redistest) with a key prefix of this test, on
 // clk (a *retry.VirtualClock lets the test end the open period at once).
+// Its store timeout is long: on a loaded machine a slow Redis answer must
+// not turn into the breaker failing open, which the tests would read as
+// the circuit never opening.
 func Breaker(t testing.TB, rdb redis.Scripter, name string, threshold int, clk breaker.Clock) *breaker.Breaker {
 	t.Helper()
 	b, err := breaker.New(breaker.NewRedisStore(rdb), breaker.Config{
 		Name: name, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: threshold, Clock: clk, Logger: Logger(t),
+		StoreTimeout: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

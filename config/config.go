@@ -54,6 +54,9 @@ type Environment struct {
 	// DeletionProtection turns on the deletion protection of tables and
 	// databases.
 	DeletionProtection bool
+	// Consumers configures the queue consumers' dependencies (warehouse,
+	// ERP, e-mail providers); see Consumers.
+	Consumers Consumers
 	// MaxConsumerConcurrency is the ceiling applied to SQS event source
 	// mappings (MaximumConcurrency), the backpressure limit that keeps Aurora's
 	// ~200 connections and the payment gateway safe. Must be in [2, 1000].
@@ -211,6 +214,7 @@ func Lookup(name string) (Environment, error) {
 	if !ok {
 		return Environment{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownEnvironment, name, strings.Join(Names(), ", "))
 	}
+	env.Consumers = consumers[name]
 	prefix := "MF_" + strings.ToUpper(name) + "_"
 	if v := os.Getenv(prefix + "ACCOUNT"); v != "" {
 		env.Account = v
@@ -254,7 +258,7 @@ func All() ([]Environment, error) {
 
 // Validate reports every problem of the environment at once.
 func (e Environment) Validate() error {
-	var problems []string
+	problems := e.Consumers.problems()
 	if e.Name == "" {
 		problems = append(problems, "name is empty")
 	}

@@ -29,7 +29,7 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	shared := platformStack.Shared(env, builder)
 	network := NewNetworkStack(scope, shared)
 	data := NewDataStack(scope, shared)
-	messaging := NewMessagingStack(scope, shared, data)
+	messaging := NewMessagingStack(scope, shared, data, network)
 	outbox := NewOutboxStack(scope, shared, network)
 	orderflow := NewOrderFlowStack(scope, shared, network, data, messaging)
 	return &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox, OrderFlow: orderflow}

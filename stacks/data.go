@@ -6,12 +6,16 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
+	"github.com/mercadofresco/integration/constructs/stocktable"
 )
 
 // DataStack holds the stateful stores of the consumers (the idempotency
-// table mercadofresco-idempotencia).
+// table mercadofresco-idempotencia and the stock table mercadofresco-stock).
 type DataStack struct {
 	awscdk.Stack
+	// Stock is mercadofresco-stock, kept by the stock-movements consumer
+	// (Stock.BindTo(fn): grant + STOCK_TABLE_NAME).
+	Stock *stocktable.Table
 	// Table is the idempotency table. A consumer Lambda gets access with
 	// data.Table.BindTo(fn.Function) (grant + IDEMPOTENCY_TABLE_NAME), or
 	// data.Table.GrantConsumer(grantee) for the grant alone.
@@ -20,7 +24,7 @@ type DataStack struct {
 
 // NewDataStack creates the data stack of shared.Env.
 func NewDataStack(scope constructs.Construct, shared *Shared) *DataStack {
-	stack := newStack(scope, shared.Env, "Data", "idempotency table")
+	stack := newStack(scope, shared.Env, "Data", "idempotency and stock tables")
 	table := idempotencytable.New(stack, "Idempotencia", &idempotencytable.Props{
 		TableName:     jsii.String(shared.Env.PhysicalName(idempotencytable.SpecTableName)),
 		EncryptionKey: shared.DataKey,
@@ -34,5 +38,18 @@ func NewDataStack(scope constructs.Construct, shared *Shared) *DataStack {
 		Description: jsii.String("Idempotency table (lambdas/idempotency reads it from IDEMPOTENCY_TABLE_NAME)"),
 		Value:       table.TableName(),
 	})
-	return &DataStack{Stack: stack, Table: table}
+	stock := stocktable.New(stack, "Stock", &stocktable.Props{
+		TableName:     jsii.String(shared.Env.PhysicalName(stocktable.SpecTableName)),
+		EncryptionKey: shared.DataKey,
+		AlarmTopic:    shared.Alerts,
+		// The stock is the shop's truth of what it can sell: protected and
+		// retained where the environment keeps state.
+		DeletionProtection: jsii.Bool(shared.Env.DeletionProtection),
+		RemovalPolicy:      shared.Env.RemovalPolicy,
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("StockTableName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Stock table (lambdas/stock reads it from STOCK_TABLE_NAME)"),
+		Value:       stock.TableName(),
+	})
+	return &DataStack{Stack: stack, Table: table, Stock: stock}
 }

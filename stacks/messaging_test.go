@@ -30,7 +30,7 @@ func messagingFor(t *testing.T, name string) (*MessagingStack, awscdk.App) {
 	t.Cleanup(func() { _ = builder.Close() })
 	platform := NewPlatformStack(app, env)
 	shared := platform.Shared(env, builder)
-	m := NewMessagingStack(app, shared, NewDataStack(app, shared))
+	m := NewMessagingStack(app, shared, NewDataStack(app, shared), NewNetworkStack(app, shared))
 	ApplyChecks(app)
 	return m, app
 }
@@ -63,8 +63,9 @@ func TestMessagingStackResources(t *testing.T) {
 		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": n})
 	}
 	tpl.HasResourceProperties(jsii.String("AWS::SNS::Topic"), map[string]any{"TopicName": PedidoConfirmadoTopicName, "KmsMasterKeyId": assertions.Match_AnyValue()})
-	// 4 queues + 4 DLQs + 3 subscription DLQs, all encrypted with the data key.
-	tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(11))
+	// 4 queues + 4 DLQs + 3 subscription DLQs + the SES events rule's DLQ,
+	// all encrypted with the data key.
+	tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(12))
 	tpl.AllResourcesProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"KmsMasterKeyId": assertions.Match_AnyValue()})
 	tpl.ResourceCountIs(jsii.String("AWS::SNS::Subscription"), jsii.Number(3))
 	tpl.AllResourcesProperties(jsii.String("AWS::SNS::Subscription"), map[string]any{"Protocol": "sqs", "RawMessageDelivery": true})
@@ -76,34 +77,67 @@ func TestMessagingStackResources(t *testing.T) {
 		"MessageRetentionPeriod": 345600,
 		"RedrivePolicy":          assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 4}),
 	})
-	// Throttled consumers get 5 receives.
 	for _, n := range []string{CorreoQueueName, AvisoERPQueueName} {
 		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
 			"QueueName": n, "RedrivePolicy": assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 5}),
 		})
 	}
-	// Stock movements: FIFO, FIFO DLQ, high throughput per message group.
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
 		"QueueName": StockMovementsQueueName, "FifoQueue": true, "FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "messageGroup",
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": StockMovementsDLQName, "FifoQueue": true})
 
-	// The consumer: 60 s timeout, one mapping with the ceiling and partial batch responses.
+	// Each consumer: its ceiling (prod, docs/design.md#consumer-ceilings) is
+	// its mapping's MaximumConcurrency and its reserved concurrency; the
+	// three HTTP consumers are in the VPC, the stock one is not.
+	for _, c := range []struct {
+		name           string
+		ceiling, batch float64
+		vpc            bool
+	}{
+		{"mf-preparar-pedido", 4, 5, true},
+		{"mf-correo-confirmacion", 2, 5, true},
+		{"mf-aviso-erp", 2, 2, true},
+		{"mf-movimientos-stock", 20, 10, false},
+	} {
+		props := map[string]any{
+			"FunctionName":                 c.name,
+			"ReservedConcurrentExecutions": c.ceiling,
+			"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+				"DLQ_URLS": assertions.Match_AnyValue(), "BATCH_CONCURRENCY": fmt.Sprint(c.batch), "ENTORNO": "prod", "AWS_MAX_ATTEMPTS": "2",
+			})},
+		}
+		if c.vpc {
+			props["VpcConfig"] = assertions.Match_ObjectLike(&map[string]any{"SubnetIds": assertions.Match_AnyValue()})
+		} else {
+			props["VpcConfig"] = assertions.Match_Absent()
+		}
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), props)
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+			"FunctionName":          assertions.Match_AnyValue(),
+			"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+			"ScalingConfig":         map[string]any{"MaximumConcurrency": c.ceiling},
+		})
+	}
+	tpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(4))
+	// The HTTP dependencies' settings and keys.
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
-		"FunctionName": "mf-preparar-pedido", "Timeout": 60,
-		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"DLQ_URLS": assertions.Match_AnyValue()})},
+		"FunctionName": "mf-preparar-pedido",
+		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+			"ALMACEN_URL": "https://almacen.mercadofresco.example", "ALMACEN_READ_TIMEOUT": "30s", "ALMACEN_MAX_ATTEMPTS": "2",
+			"ALMACEN_SECRET_ARN": assertions.Match_AnyValue(), "BREAKER_REDIS_ADDR": assertions.Match_AnyValue(), "MAX_RECEIVE_COUNT": "4",
+		})},
 	})
-	tpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(1))
-	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
-		"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
-		"ScalingConfig":         map[string]any{"MaximumConcurrency": 20},
-		"BatchSize":             10,
-	})
-	// One DLQ alarm per DLQ (4 queue DLQs + 3 subscription DLQs).
-	alarms := tpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"Properties": map[string]any{"MetricName": "ApproximateNumberOfMessagesVisible"},
-	})
-	if n := len(*alarms); n != 7 {
-		t.Fatalf("want 7 DLQ alarms, got %d", n)
+	tpl.ResourceCountIs(jsii.String("AWS::SecretsManager::Secret"), jsii.Number(3))
+	tpl.HasResourceProperties(jsii.String("AWS::SES::ConfigurationSet"), map[string]any{"Name": "mercadofresco-correo-confirmacion"})
+
+	// One DLQ alarm per DLQ, one circuit alarm per breaker.
+	for metric, want := range map[string]int{"ApproximateNumberOfMessagesVisible": 8, "CircuitoAbierto": 4} {
+		alarms := tpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+			"Properties": map[string]any{"MetricName": metric},
+		})
+		if n := len(*alarms); n != want {
+			t.Errorf("want %d %s alarms, got %d", want, metric, n)
+		}
 	}
 }

@@ -42,7 +42,8 @@ func TestDataStackPerEnvironment(t *testing.T) {
 				t.Fatal("DataStack.Table not set")
 			}
 			tpl := assertions.Template_FromStack(data.Stack, nil)
-			tpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1))
+			// The idempotency table and the stock table (constructs/stocktable).
+			tpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(2))
 			tpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 				"DeletionPolicy":      w.policy,
 				"UpdateReplacePolicy": w.policy,
@@ -60,8 +61,8 @@ func TestDataStackPerEnvironment(t *testing.T) {
 				},
 			})
 			alarms := *tpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), nil)
-			if len(alarms) != 2 {
-				t.Fatalf("%d alarms, want 2", len(alarms))
+			if len(alarms) != 4 {
+				t.Fatalf("%d alarms, want 4 (throttles and system errors of each table)", len(alarms))
 			}
 			for id, a := range alarms {
 				actions := toJSON(t, (*a)["Properties"].(map[string]any)["AlarmActions"])

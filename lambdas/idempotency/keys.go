@@ -24,7 +24,10 @@ const (
 	OpCobro              = "cobro"
 	OpCorreoConfirmacion = "correo-confirmacion"
 	OpReserva            = "reserva"
+	OpLiberacion         = "liberacion"
+	OpAjuste             = "ajuste"
 	OpPreparacion        = "preparacion"
+	OpAvisoERP           = "aviso-erp"
 )
 
 // KeyCobro returns the key of the card charge of an order:
@@ -44,6 +47,25 @@ func KeyCorreoConfirmacion(pedidoID string) (string, error) {
 // "reserva:<pedido_id>:<sku>".
 func KeyReserva(pedidoID, sku string) (string, error) {
 	return joinKey(OpReserva, pedidoID, sku)
+}
+
+// KeyLiberacion returns the key of the release of one order line's
+// reservation: "liberacion:<pedido_id>:<sku>".
+func KeyLiberacion(pedidoID, sku string) (string, error) {
+	return joinKey(OpLiberacion, pedidoID, sku)
+}
+
+// KeyAjuste returns the key of a stock adjustment of one SKU, named by the
+// adjustment's document: "ajuste:<referencia>:<sku>".
+func KeyAjuste(referencia, sku string) (string, error) {
+	return joinKey(OpAjuste, referencia, sku)
+}
+
+// KeyAvisoERP returns the key of the ERP notice of a confirmed order:
+// "aviso-erp:<pedido_id>". The same key travels to the ERP as its
+// Idempotency-Key header.
+func KeyAvisoERP(pedidoID string) (string, error) {
+	return joinKey(OpAvisoERP, pedidoID)
 }
 
 // KeyPreparacion returns the key of the warehouse preparation of an order:

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/metrics"
@@ -112,13 +113,8 @@ func (e *GatewayError) Unwrap() error { return e.Err }
 // Is matches Kind.
 func (e *GatewayError) Is(target error) bool { return target == e.Kind }
 
-// KeySource provides the gateway API key.
-type KeySource interface {
-	// APIKey returns the current key (cached).
-	APIKey(ctx context.Context) (string, error)
-	// Refresh discards the cached key and returns a fresh one (after a 401).
-	Refresh(ctx context.Context) (string, error)
-}
+// KeySource provides the gateway API key (lambdas/apikey).
+type KeySource = apikey.Source
 
 // DefaultReadTimeout is the per-attempt read timeout (SPEC: 30 s, well under
 // the 400 s visibility timeout of the lesson's fix).

@@ -2,21 +2,16 @@ package payment
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
@@ -46,21 +41,13 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 		ReadTimeout:      env.Duration(paymentapi.EnvGatewayReadTimeout, DefaultReadTimeout, time.Second, 2*time.Minute),
 		IdempotencyTable: env.Required(paymentapi.EnvIdempotencyTable),
 		Environment:      env.Required(paymentapi.EnvEnvironment),
-		RedisAddr:        env.Required(breakerapi.EnvRedisAddr),
-		RedisTLS:         env.Bool(breakerapi.EnvRedisTLS, true),
-		FailureThreshold: env.Int(breakerapi.EnvFailureThreshold, breaker.DefaultFailureThreshold, 1, 1000),
-		OpenPeriod:       env.Duration(breakerapi.EnvOpenPeriod, breaker.DefaultOpenPeriod, 5*time.Second, 10*time.Minute),
 	}
 	if u := env.URL(paymentapi.EnvGatewayURL, true); u != nil {
 		s.GatewayURL = u.String()
 	}
-	err := env.Err()
-	if s.RedisAddr != "" {
-		if _, _, perr := net.SplitHostPort(s.RedisAddr); perr != nil {
-			err = errors.Join(err, fmt.Errorf("%w: %s: %q is not host:port", lambdaenv.ErrInvalid, breakerapi.EnvRedisAddr, s.RedisAddr))
-		}
-	}
-	return s, err
+	bs, berr := breaker.LoadSettings(env)
+	s.RedisAddr, s.RedisTLS, s.FailureThreshold, s.OpenPeriod = bs.RedisAddr, bs.RedisTLS, bs.FailureThreshold, bs.OpenPeriod
+	return s, errors.Join(env.Err(), berr)
 }
 
 // Main is the whole main of the cobro and reembolso functions (function is
@@ -104,20 +91,8 @@ func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, function string) (*Ta
 	if err != nil {
 		return nil, err
 	}
-	opts := &redis.Options{
-		Addr:         s.RedisAddr,
-		DialTimeout:  200 * time.Millisecond,
-		ReadTimeout:  200 * time.Millisecond,
-		WriteTimeout: 200 * time.Millisecond,
-		MaxRetries:   -1,
-		PoolSize:     4,
-	}
-	if s.RedisTLS {
-		host, _, _ := net.SplitHostPort(s.RedisAddr)
-		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
-	}
 	emf := breaker.MetricsWriter(os.Stdout, s.Environment, paymentapi.GatewayDependency)
-	br, err := breaker.New(breaker.NewRedisStore(redis.NewClient(opts)), breaker.Config{
+	br, err := breaker.New(breaker.NewRedisStore(breaker.NewRedisClient(s.RedisAddr, s.RedisTLS)), breaker.Config{
 		Name:             paymentapi.GatewayDependency,
 		FailureThreshold: s.FailureThreshold,
 		OpenPeriod:       s.OpenPeriod,

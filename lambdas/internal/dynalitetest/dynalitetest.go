@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -117,13 +118,26 @@ func NewClient(endpoint string) *dynamodb.Client {
 // on-demand billing, and waits until it is ACTIVE.
 func (s *Server) CreateTable(tb testing.TB, table, partitionKey string) {
 	tb.Helper()
+	s.CreateTableWithSortKey(tb, table, partitionKey, "")
+}
+
+// CreateTableWithSortKey is CreateTable with a string sort key as well
+// (none when sortKey is empty).
+func (s *Server) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sortKey string) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
+	defs := []types.AttributeDefinition{{AttributeName: aws.String(partitionKey), AttributeType: types.ScalarAttributeTypeS}}
+	keys := []types.KeySchemaElement{{AttributeName: aws.String(partitionKey), KeyType: types.KeyTypeHash}}
+	if sortKey != "" {
+		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(sortKey), AttributeType: types.ScalarAttributeTypeS})
+		keys = append(keys, types.KeySchemaElement{AttributeName: aws.String(sortKey), KeyType: types.KeyTypeRange})
+	}
 	_, err := s.Client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(partitionKey), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(partitionKey), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: defs,
+		KeySchema:            keys,
 	})
 	if err != nil {
 		tb.Fatalf("dynalitetest: create table %s: %v", table, err)
@@ -281,4 +295,35 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// RunMain is a test package's TestMain with one dynalite for all its
+// tests: it launches the server (into *srv), runs the tests, stops it and
+// exits with the tests' code.
+//
+//	var ddb *dynalitetest.Server
+//	func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
+func RunMain(m *testing.M, srv **Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	s, err := Launch(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dynalitetest: %v\n", err)
+		os.Exit(1)
+	}
+	*srv = s
+	code := m.Run()
+	_ = s.Close()
+	os.Exit(code)
+}
+
+var tableSeq atomic.Int64
+
+// NewTable creates a table whose name (returned) is unique to this process
+// and test run, with the given keys (sortKey may be empty).
+func (s *Server) NewTable(tb testing.TB, prefix, partitionKey, sortKey string) string {
+	tb.Helper()
+	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), tableSeq.Add(1))
+	s.CreateTableWithSortKey(tb, name, partitionKey, sortKey)
+	return name
 }

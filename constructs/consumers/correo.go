@@ -1,0 +1,223 @@
+package consumers
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsses"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/idempotencytable"
+	"github.com/mercadofresco/integration/constructs/queueconsumer"
+	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
+)
+
+// CorreoProps configures NewCorreo.
+type CorreoProps struct {
+	Platform
+	Egress
+	Names
+	// IdempotencyTable records correo-confirmacion:<pedido_id> and the
+	// send records. Required.
+	IdempotencyTable *idempotencytable.Table
+	// Remitente is the From address; its domain is the environment's SES
+	// identity (verified outside this app). Required.
+	Remitente string
+	// SecundarioURL is the secondary provider's https base URL and
+	// MaxInFlight how many e-mails are sent at once (>= 2).
+	SecundarioURL string
+	MaxInFlight   float64
+	// ConfigurationSetName of SES. Nil lets CloudFormation name it.
+	ConfigurationSetName *string
+	// SecretName of the secondary provider's API key. Nil lets
+	// CloudFormation name it.
+	SecretName *string
+	// EventLogGroupName receives the configuration set's sending events.
+	// EventBridge logs only to groups named /aws/events/...; nil means
+	// /aws/events/<a name derived from the construct path>.
+	EventLogGroupName *string
+}
+
+// Correo is the confirmation e-mail consumer.
+type Correo struct {
+	*queueconsumer.Consumer
+	// ConfigurationSet every e-mail is sent with.
+	ConfigurationSet awsses.ConfigurationSet
+	// Events holds the configuration set's sending events (send, delivery,
+	// bounce, reject...) with the e-mail's tags: where the runbook checks
+	// whether an uncertain SES send left (tag pedido_id).
+	Events awslogs.LogGroup
+	// EventsDeadLetterQueue receives events that could not be logged.
+	EventsDeadLetterQueue *reliablequeue.DeadLetterQueue
+	// Secret holds the secondary provider's API key.
+	Secret awssecretsmanager.Secret
+	// SESCircuitOpenedAlarm and SecundarioCircuitOpenedAlarm watch the
+	// providers' breakers.
+	SESCircuitOpenedAlarm, SecundarioCircuitOpenedAlarm awscloudwatch.Alarm
+}
+
+// Confirmation e-mail numbers.
+const (
+	// CorreoTimeoutSeconds bounds one invocation: SES (10 s at most, no SDK
+	// retry), then the secondary's two 10 s attempts and the wait between
+	// them (at most the 20 s Retry-After honoured).
+	CorreoTimeoutSeconds = 60
+	// correoSecondaryReadTimeoutSeconds: an e-mail API answers in
+	// milliseconds; 10 s per attempt keeps the invocation short.
+	correoSecondaryReadTimeoutSeconds = 10
+	// correoAgeAlarmMinutes: a confirmation later than this is a
+	// customer-visible failure, though nothing is lost
+	// (docs/design.md#age-alarm).
+	correoAgeAlarmMinutes = 30
+)
+
+// NewCorreo creates the confirmation e-mail consumer with its SES
+// configuration set.
+func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Correo {
+	if props == nil {
+		props = &CorreoProps{}
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	props.Platform.check(c, "Correo")
+	props.Egress.check(c, "Correo")
+	at := strings.LastIndex(props.Remitente, "@")
+	if at < 1 || at == len(props.Remitente)-1 {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: Remitente %q is not an e-mail address of the SES identity", *c.Node().Path(), props.Remitente)))
+	}
+	domain := props.Remitente[at+1:]
+	r := &Correo{}
+
+	r.ConfigurationSet = awsses.NewConfigurationSet(c, jsii.String("ConjuntoConfiguracion"), &awsses.ConfigurationSetProps{
+		ConfigurationSetName: props.ConfigurationSetName,
+		SendingEnabled:       jsii.Bool(true),
+		ReputationMetrics:    jsii.Bool(true),
+		TlsPolicy:            awsses.ConfigurationSetTlsPolicy_REQUIRE,
+		SuppressionReasons:   awsses.SuppressionReasons_BOUNCES_AND_COMPLAINTS,
+	})
+	r.addEventTrail(c, props)
+
+	mc, conc := queueconsumer.Ceiling(props.MaxInFlight, httpPerInvocation, props.MaxConsumerConcurrency)
+	qp := props.queueProps(props.Names, "lambdas/correo-confirmacion", "Sends each confirmed order's e-mail once, through SES or the secondary provider")
+	qp.Timeout = awscdk.Duration_Seconds(jsii.Number(CorreoTimeoutSeconds))
+	// 5 receives: the providers throttle, and a throttled batch spends a
+	// receive (docs/design.md#queue-receives).
+	qp.MaxReceiveCount = 5
+	qp.OldestMessageAgeThreshold = awscdk.Duration_Minutes(jsii.Number(correoAgeAlarmMinutes))
+	qp.MaximumConcurrency, qp.BatchConcurrency = mc, conc
+	qp.DefersMessages = true
+	qp.Vpc, qp.VpcSubnets = props.Vpc, props.Subnets
+	qp.Environment = map[string]*string{
+		consumerapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
+		consumerapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),
+	}
+	r.Consumer = queueconsumer.New(c, "Consumidor", &qp)
+	if props.IdempotencyTable == nil {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: IdempotencyTable is required (correo-confirmacion:<pedido_id>)", *c.Node().Path())))
+	} else {
+		props.IdempotencyTable.BindTo(r.Function.Function)
+	}
+	// SendEmail from this sender, through this configuration set only.
+	stack := awscdk.Stack_Of(c)
+	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee: r.Function.Function,
+		Actions: jsii.Strings("ses:SendEmail"),
+		ResourceArns: jsii.Strings(
+			*stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String("identity"), ResourceName: jsii.String(domain)}),
+			*stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String("configuration-set"), ResourceName: r.ConfigurationSet.ConfigurationSetName()}),
+		),
+		Conditions: &map[string]*map[string]any{
+			"StringEquals": {"ses:FromAddress": props.Remitente},
+		},
+	})
+	r.Secret = r.AddHTTPDependency("Secundario", queueconsumer.HTTPDependency{
+		Name: consumerapi.NameCorreoSecundario, Prefix: consumerapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
+		MaxAttempts: httpAttempts, ReadTimeout: awscdk.Duration_Seconds(jsii.Number(correoSecondaryReadTimeoutSeconds)), Issuer: "the secondary e-mail provider",
+	})
+	r.SESCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameSES,
+		"confirmation e-mails go through the secondary provider (or wait 300 s if it cannot take them either); check SES's sending quota and the account's sending status.")
+	r.SecundarioCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameCorreoSecundario,
+		"the secondary e-mail provider is down: e-mails SES cannot take wait in their queue.")
+	return r
+}
+
+// addEventTrail sends the configuration set's sending events to the
+// account's default bus (the only bus SES delivers to) and a rule there
+// writes them to an encrypted log group; events the rule cannot deliver go
+// to a DLQ with an alarm.
+func (r *Correo) addEventTrail(c constructs.Construct, props *CorreoProps) {
+	defaultBus := awsevents.EventBus_FromEventBusName(c, jsii.String("BusPredeterminado"), jsii.String("default"))
+	awsses.NewConfigurationSetEventDestination(c, jsii.String("EventosEnvio"), &awsses.ConfigurationSetEventDestinationProps{
+		ConfigurationSet: r.ConfigurationSet,
+		Destination:      awsses.EventDestination_EventBus(defaultBus),
+		Events: &[]awsses.EmailSendingEvent{
+			awsses.EmailSendingEvent_SEND, awsses.EmailSendingEvent_REJECT, awsses.EmailSendingEvent_BOUNCE,
+			awsses.EmailSendingEvent_COMPLAINT, awsses.EmailSendingEvent_DELIVERY, awsses.EmailSendingEvent_RENDERING_FAILURE,
+			awsses.EmailSendingEvent_DELIVERY_DELAY,
+		},
+	})
+	logName := props.EventLogGroupName
+	if logName == nil {
+		logName = jsii.String("/aws/events/" + *awscdk.Names_UniqueResourceName(c, &awscdk.UniqueResourceNameOptions{MaxLength: jsii.Number(200)}))
+	} else if !strings.HasPrefix(*logName, "/aws/events/") {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: EventLogGroupName %q must start with /aws/events/ (EventBridge logs nowhere else)", *c.Node().Path(), *logName)))
+	}
+	r.Events = awslogs.NewLogGroup(c, jsii.String("RegistroEventos"), &awslogs.LogGroupProps{
+		LogGroupName:  logName,
+		EncryptionKey: props.EncryptionKey,
+		Retention:     props.LogRetention,
+		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
+	})
+	r.EventsDeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "EventosDLQ", &reliablequeue.DeadLetterQueueProps{
+		EncryptionKey: props.EncryptionKey,
+		AlarmTopic:    props.AlarmTopic,
+		RemovalPolicy: props.RemovalPolicy,
+		Source:        "rule that logs the confirmation e-mails' SES events",
+	})
+	rule := awsevents.NewCfnRule(c, jsii.String("ReglaEventos"), &awsevents.CfnRuleProps{
+		Description:  jsii.String("SES sending events of the confirmation e-mails' configuration set, to their log group"),
+		EventBusName: jsii.String("default"),
+		EventPattern: map[string]any{
+			"source": []string{"aws.ses"},
+			"detail": map[string]any{"mail": map[string]any{"tags": map[string]any{"ses:configuration-set": []any{r.ConfigurationSet.ConfigurationSetName()}}}},
+		},
+		Targets: []any{&awsevents.CfnRule_TargetProperty{
+			Id: jsii.String("Registro"),
+			Arn: awscdk.Stack_Of(c).FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("logs"), Resource: jsii.String("log-group"), ResourceName: logName, ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+			}),
+			RetryPolicy: &awsevents.CfnRule_RetryPolicyProperty{
+				// Within MF-ATTEMPTS (at most 15 per unit of work); what is still
+				// undelivered then waits in the DLQ.
+				MaximumRetryAttempts: jsii.Number(8), MaximumEventAgeInSeconds: jsii.Number(86400),
+			},
+			DeadLetterConfig: &awsevents.CfnRule_DeadLetterConfigProperty{Arn: r.EventsDeadLetterQueue.Queue.QueueArn()},
+		}},
+	})
+	rule.Node().AddDependency(r.Events)
+	r.EventsDeadLetterQueue.Queue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sqs:SendMessage"),
+		Resources:  jsii.Strings(*r.EventsDeadLetterQueue.Queue.QueueArn()),
+		Conditions: &map[string]any{"ArnEquals": map[string]any{"aws:SourceArn": rule.AttrArn()}},
+	}))
+	awslogs.NewResourcePolicy(c, jsii.String("PoliticaRegistro"), &awslogs.ResourcePolicyProps{
+		PolicyStatements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Principals: &[]awsiam.IPrincipal{
+				awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil),
+				awsiam.NewServicePrincipal(jsii.String("delivery.logs.amazonaws.com"), nil),
+			},
+			Actions:    jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+			Resources:  jsii.Strings(*r.Events.LogGroupArn()),
+			Conditions: &map[string]any{"ArnEquals": map[string]any{"aws:SourceArn": rule.AttrArn()}},
+		})},
+	})
+}

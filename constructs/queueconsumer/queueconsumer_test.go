@@ -1,0 +1,93 @@
+package queueconsumer_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/queueconsumer"
+	"github.com/mercadofresco/integration/internal/cdktest"
+)
+
+func TestMain(m *testing.M) { cdktest.Main(m) }
+
+func TestCeiling(t *testing.T) {
+	for _, tc := range []struct {
+		inFlight, perInvocation, env float64
+		wantMax, wantBatch           float64
+	}{
+		{20, 5, 20, 4, 5},    // prod warehouse: 4 invocations x 5 records = 20 requests
+		{4, 5, 20, 2, 2},     // a small dependency: 2 x 2
+		{2, 5, 2, 2, 1},      // the minimum: 2 invocations of one record
+		{1000, 5, 20, 20, 5}, // the environment's ceiling wins
+		{10, 3, 20, 3, 3},
+	} {
+		mc, bc := queueconsumer.Ceiling(tc.inFlight, tc.perInvocation, tc.env)
+		if mc != tc.wantMax || bc != tc.wantBatch {
+			t.Errorf("Ceiling(%v, %v, %v) = %v, %v; want %v, %v", tc.inFlight, tc.perInvocation, tc.env, mc, bc, tc.wantMax, tc.wantBatch)
+		}
+		if tc.inFlight >= 4 && mc*bc > tc.inFlight {
+			t.Errorf("Ceiling(%v, ...) allows %v requests at once", tc.inFlight, mc*bc)
+		}
+	}
+}
+
+type recordingStore struct{ bound []awslambda.Function }
+
+func (r *recordingStore) Bind(fn awslambda.Function) { r.bound = append(r.bound, fn) }
+
+func TestConsumerBundlesQueueFunctionAndDependencies(t *testing.T) {
+	p := cdktest.NewPlatform("Cola")
+	root, _ := filepath.Abs("testdata/fixture")
+	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
+		Entry: "fn/consumidor", Builder: &golambda.Builder{ModuleRoot: root}, EnvironmentName: "dev",
+		Timeout: awscdk.Duration_Seconds(jsii.Number(40)), MaximumConcurrency: 3, BatchConcurrency: 4, DefersMessages: true,
+		MaxReceiveCount: 5, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+	})
+	c.AddHTTPDependency("Almacen", queueconsumer.HTTPDependency{Name: "almacen", Prefix: "ALMACEN", URL: "https://almacen.example", Issuer: "the warehouse"})
+	store := &recordingStore{}
+	c.AddBreaker(store, "almacen", "orders wait.")
+	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if len(store.bound) != 1 {
+		t.Fatalf("the breaker store bound %d functions, want 1", len(store.bound))
+	}
+	tpl := assertions.Template_FromStack(p.Stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"ReservedConcurrentExecutions": 3, "Timeout": 40,
+		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+			"ENTORNO": "dev", "BATCH_CONCURRENCY": "4", "MAX_RECEIVE_COUNT": "5", "AWS_MAX_ATTEMPTS": "2",
+			"ALMACEN_URL": "https://almacen.example", "ALMACEN_MAX_ATTEMPTS": "2", "ALMACEN_READ_TIMEOUT": "30s",
+			"ALMACEN_SECRET_ARN": assertions.Match_AnyValue(), "DLQ_URLS": assertions.Match_AnyValue(),
+		})},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+		"ScalingConfig": map[string]any{"MaximumConcurrency": 3}, "FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+	})
+	// Visibility derived from the timeout: 6 x 40 s.
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"VisibilityTimeout": 240, "RedrivePolicy": assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 5})})
+	tpl.HasResourceProperties(jsii.String("AWS::SecretsManager::Secret"), map[string]any{"KmsKeyId": assertions.Match_AnyValue()})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"MetricName": "CircuitoAbierto", "Namespace": "MercadoFresco/Tienda", "Threshold": 0,
+		"Dimensions": assertions.Match_ArrayWith(&[]any{map[string]any{"Name": "Dependencia", "Value": "almacen"}}),
+	})
+}
+
+func TestEveryProblemIsReported(t *testing.T) {
+	p := cdktest.NewPlatform("Mal")
+	root, _ := filepath.Abs("testdata/fixture")
+	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{Builder: &golambda.Builder{ModuleRoot: root}, MaximumConcurrency: 1, BatchConcurrency: 500})
+	c.AddHTTPDependency("Dep", queueconsumer.HTTPDependency{Name: "dep", Prefix: "dep", URL: "http://x", MaxAttempts: 50})
+	c.AddBreaker(nil, "dep", "x")
+	errs := cdktest.Errors(p.Stack)
+	for _, want := range []string{"Entry is required", "EnvironmentName is required", "MaximumConcurrency must be an integer", "BatchConcurrency must be", "EncryptionKey is required",
+		"must be an https URL", "upper-case Prefix", "MaxAttempts must be", "the breaker store"} {
+		cdktest.RequireContains(t, errs, want)
+	}
+}

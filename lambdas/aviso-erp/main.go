@@ -1,0 +1,16 @@
+// Command aviso-erp is the consumer of cola-mercadofresco-aviso-erp: it
+// notifies the ERP of every confirmed order once, and lets notices wait
+// while the ERP's circuit is open (lambdas/avisoerp).
+//
+// Environment: IDEMPOTENCY_TABLE_NAME, ERP_URL, ERP_SECRET_ARN,
+// ERP_READ_TIMEOUT, ERP_MAX_ATTEMPTS, BREAKER_REDIS_ADDR, BREAKER_REDIS_TLS,
+// MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO and the common consumer variables of
+// lambdas/consumerapi.
+package main
+
+import (
+	"github.com/mercadofresco/integration/lambdas/avisoerp"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
+)
+
+func main() { sqsconsumer.Main("aviso-erp", avisoerp.FromRuntime) }

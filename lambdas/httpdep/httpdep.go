@@ -1,0 +1,386 @@
+// Package httpdep is the client of the project's HTTP dependencies other
+// than the payment gateway (the warehouse, the ERP, the secondary e-mail
+// provider): JSON over HTTPS with an API key and an Idempotency-Key, every
+// call through the retry library (lambdas/retry) and every attempt through
+// the dependency's shared circuit breaker (lambdas/breaker).
+//
+// # Contract with a dependency
+//
+// Requests are POSTs with Content-Type application/json, Authorization:
+// Bearer <API key> and Idempotency-Key: <domain key> (preparacion:<pedido_id>,
+// aviso-erp:<pedido_id>, correo-confirmacion:<pedido_id>). The dependency
+// must apply a key once and answer a repeat with the first answer, as the
+// payment gateway does; that is what makes a timeout safe to retry. Error
+// bodies may be {"codigo": "...", "mensaje": "..."}.
+//
+// # Classification
+//
+//   - 2xx: success; the body is decoded into the caller's value.
+//   - 401: the API key is read again from Secrets Manager (lambdas/apikey)
+//     and the request is sent once more; a second 401 is ErrRejected.
+//   - 409 (the same key still running at the dependency): retried.
+//   - 429 and 5xx: retried with the retry library's waits (Retry-After
+//     honoured), then ErrUnavailable.
+//   - No answer (timeout, reset, refused): retried, because every request
+//     carries its Idempotency-Key (the operation is idempotent at the
+//     dependency), then ErrUnavailable.
+//   - Any other 4xx: ErrRejected, never retried (a business or data answer).
+//   - Circuit open: the call stops at once; the error matches both
+//     ErrUnavailable and breaker.ErrOpen (degrade.Plan.OnOpen looks for the
+//     latter).
+//
+// The breaker counts no answer, 5xx and 429 as the dependency failing; a
+// rejection is the dependency working.
+//
+// # Why not payment.Client
+//
+// The payment gateway's client has the gateway's operations and error
+// names (card declined) built in; this one is the same policy without a
+// domain, for dependencies whose answers are only "done", "refused" or
+// "not now".
+package httpdep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/apikey"
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
+	"github.com/mercadofresco/integration/lambdas/internal/text"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/retry"
+)
+
+// DefaultReadTimeout bounds each attempt (SPEC: 30 s read timeout, far
+// below every consumer queue's visibility timeout).
+const DefaultReadTimeout = 30 * time.Second
+
+// maxAnswer bounds the answer body read from a dependency.
+const maxAnswer = 1 << 20
+
+// Kinds of failure (match with errors.Is).
+var (
+	// ErrRejected: the dependency refused the request (a 4xx other than 409
+	// and 429, or 401 after the key was read again). The same request
+	// cannot succeed: a business or data problem, or a misconfiguration.
+	ErrRejected = errors.New("httpdep: request rejected")
+	// ErrUnavailable: no success after the attempts allowed (no answer,
+	// 5xx, 429, the retry budget spent, the circuit open).
+	ErrUnavailable = errors.New("httpdep: dependency unavailable")
+)
+
+// Error is a failed call. errors.Is(err, Kind) is true; the cause (a
+// *retry.StatusError, a transport error, a *retry.GiveUpError, a
+// *breaker.OpenError) stays reachable with errors.Is/As.
+type Error struct {
+	Kind       error
+	Dependency string
+	Path       string
+	// Status is the HTTP status of the last answer (0 if none).
+	Status int
+	// Code and Message are the dependency's "codigo" and "mensaje", if any.
+	Code, Message string
+	// RetryAfter is the last answer's Retry-After (0 if none).
+	RetryAfter time.Duration
+	// Sent reports whether any attempt reached the dependency (a request
+	// left this process and was not refused at the dial): only then may
+	// the dependency have applied it.
+	Sent bool
+	Err  error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: %v", e.Dependency, e.Path, e.Kind)
+	if e.Code != "" {
+		fmt.Fprintf(&b, " (%s)", e.Code)
+	}
+	if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches Kind.
+func (e *Error) Is(target error) bool { return target == e.Kind }
+
+// Config configures a Client. Name, BaseURL, Keys and Retrier are required.
+type Config struct {
+	// Name of the dependency ("almacen"): the breaker's name and the
+	// Dependencia dimension of the metrics.
+	Name string
+	// BaseURL ("https://almacen.example"); request paths are appended.
+	BaseURL string
+	// Keys supplies the API key (apikey.Secret in production).
+	Keys apikey.Source
+	// Retrier runs the attempts of each call; its budget is the
+	// dependency's, shared by every caller in the process.
+	Retrier *retry.Retrier
+	// Breaker, when set, guards every attempt.
+	Breaker *breaker.Breaker
+	// ReadTimeout bounds each attempt (default DefaultReadTimeout).
+	ReadTimeout time.Duration
+	// HTTPClient defaults to one with dial and TLS-handshake timeouts and
+	// no overall timeout (ReadTimeout applies per attempt).
+	HTTPClient *http.Client
+	// Metrics receives DependenciaLatencia and DependenciaErrores per
+	// attempt (default: discarded). Build it with breaker.MetricsWriter so
+	// it carries the Dependencia dimension.
+	Metrics metrics.Emitter
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Client calls one dependency. Safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base string
+	log  *slog.Logger
+}
+
+// New validates cfg, reporting every problem at once.
+func New(cfg Config) (*Client, error) {
+	var problems []string
+	if cfg.Name == "" {
+		problems = append(problems, "Name is required")
+	}
+	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		problems = append(problems, fmt.Sprintf("BaseURL %q is not an absolute http(s) URL", cfg.BaseURL))
+	}
+	if cfg.Keys == nil {
+		problems = append(problems, "Keys is required")
+	}
+	if cfg.Retrier == nil {
+		problems = append(problems, "Retrier is required")
+	}
+	if cfg.ReadTimeout < 0 {
+		problems = append(problems, "ReadTimeout is negative")
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("httpdep: invalid Config: %s", strings.Join(problems, "; "))
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = defaultHTTPClient()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Discard
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	return &Client{cfg: cfg, base: u.String(), log: cfg.Logger.With(slog.String("dependency", cfg.Name))}, nil
+}
+
+func defaultHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
+	}}
+}
+
+// Name returns the dependency's name.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// Post sends in as JSON to path with the Idempotency-Key key and decodes a
+// 2xx answer into out (nil: ignore the body).
+func (c *Client) Post(ctx context.Context, path, key string, in, out any) error {
+	if key == "" {
+		return c.fail(ErrRejected, path, errors.New("empty idempotency key"))
+	}
+	body, err := json.Marshal(in)
+	if err != nil {
+		return c.fail(ErrRejected, path, err)
+	}
+	var last *Error
+	sent := false
+	err = c.cfg.Retrier.Do(ctx, retry.Idempotent, func(ctx context.Context, attempt int) error {
+		last = c.attempt(ctx, path, key, body, out)
+		if last == nil {
+			return nil
+		}
+		sent = sent || last.Sent
+		c.log.LogAttrs(ctx, slog.LevelWarn, "attempt failed", slog.String("path", path),
+			slog.String("idempotency_key", key), slog.Int("attempt", attempt), slog.String("error", last.Error()))
+		return last
+	})
+	switch {
+	case err == nil:
+		return nil
+	case last == nil:
+		return c.fail(ErrUnavailable, path, err)
+	case last.Kind == ErrUnavailable:
+		// Say why the retries stopped (exhausted, budget, deadline) around
+		// the last failure's cause.
+		e := *last
+		e.Err, e.Sent = err, sent
+		var g *retry.GiveUpError
+		if errors.As(err, &g) {
+			e.Err = &retry.GiveUpError{Attempts: g.Attempts, Reason: g.Reason, Class: g.Class, Err: last.Err}
+		}
+		return &e
+	default:
+		last.Sent = sent
+		return last
+	}
+}
+
+func (c *Client) fail(kind error, path string, err error) *Error {
+	return &Error{Kind: kind, Dependency: c.cfg.Name, Path: path, Err: err}
+}
+
+// attempt makes one request through the breaker. The error's cause carries
+// the retry class: the open circuit and rejections are permanent, 409 is
+// retryable, the rest keep the class retry.Classify gives them.
+func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out any) *Error {
+	apiKey, err := c.cfg.Keys.APIKey(ctx)
+	if err != nil {
+		// Before the breaker: a Secrets Manager failure says nothing about
+		// the dependency.
+		return c.fail(ErrUnavailable, path, fmt.Errorf("API key: %w", err))
+	}
+	var call *breaker.Call
+	if c.cfg.Breaker != nil {
+		if call, err = c.cfg.Breaker.Allow(ctx); err != nil {
+			return c.fail(ErrUnavailable, path, retry.Permanent(err))
+		}
+	}
+	ans, err := c.send(ctx, path, key, apiKey, body)
+	if err == nil && ans.status == http.StatusUnauthorized {
+		if fresh, kerr := c.cfg.Keys.Refresh(ctx); kerr == nil {
+			ans, err = c.send(ctx, path, key, fresh, body)
+		} else {
+			c.log.LogAttrs(ctx, slog.LevelError, "API key refused and cannot be read again", slog.String("error", kerr.Error()))
+		}
+	}
+	failed := err != nil || ans.status >= 500 || ans.status == http.StatusTooManyRequests
+	result := c.judge(path, ans, err, out)
+	if result != nil {
+		result.Sent = err == nil || !IsDialError(err)
+	}
+	if call != nil {
+		var outcome error
+		if failed {
+			outcome = result
+		}
+		call.Done(ctx, outcome)
+	}
+	return result
+}
+
+// IsDialError reports a failure to open the connection (refused, DNS): the
+// request never left this process, so nothing can have been applied.
+func IsDialError(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (c *Client) send(ctx context.Context, path, key, apiKey string, body []byte) (answer, error) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.ReadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return answer{}, retry.Permanent(err)
+	}
+	// Without GetBody net/http never replays the request on its own, so
+	// every attempt is one the retry policy (and the attempts guardrail)
+	// counts.
+	req.GetBody = nil
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json")
+	h.Set("Authorization", "Bearer "+apiKey)
+	h.Set("Idempotency-Key", key)
+	start := time.Now()
+	resp, err := c.cfg.HTTPClient.Do(req)
+	var a answer
+	if err == nil {
+		a.status, a.header = resp.StatusCode, resp.Header
+		a.body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		resp.Body.Close()
+	}
+	ms := []metrics.Metric{{Name: httpdepapi.MetricLatency, Unit: metrics.UnitMilliseconds, Value: float64(time.Since(start).Microseconds()) / 1000}}
+	if err != nil || a.status >= 500 || a.status == http.StatusTooManyRequests {
+		ms = append(ms, metrics.Metric{Name: httpdepapi.MetricErrors, Unit: metrics.UnitCount, Value: 1})
+	}
+	_ = c.cfg.Metrics.Write(ms...)
+	if err != nil {
+		if ctx.Err() == nil && actx.Err() != nil {
+			err = fmt.Errorf("no answer within the read timeout %s: %w", c.cfg.ReadTimeout, err)
+		}
+		return answer{}, err
+	}
+	return a, nil
+}
+
+// judge turns an answer (or its absence) into nil or an *Error.
+func (c *Client) judge(path string, a answer, err error, out any) *Error {
+	if err != nil {
+		return c.fail(ErrUnavailable, path, err)
+	}
+	if a.status >= 200 && a.status < 300 {
+		if out == nil {
+			return nil
+		}
+		if derr := json.Unmarshal(a.body, out); derr != nil {
+			// Applied, but unreadable: a retry with the same key gets the
+			// stored answer again.
+			return &Error{Kind: ErrUnavailable, Dependency: c.cfg.Name, Path: path, Status: a.status,
+				Err: retry.Ambiguous(fmt.Errorf("undecodable answer: %w", derr))}
+		}
+		return nil
+	}
+	var body struct {
+		Codigo  string `json:"codigo"`
+		Mensaje string `json:"mensaje"`
+	}
+	_ = json.Unmarshal(a.body, &body)
+	se := &retry.StatusError{StatusCode: a.status, Body: text.Truncate(string(a.body), 256)}
+	if ra, ok := retry.ParseRetryAfter(a.header.Get("Retry-After"), time.Now()); ok {
+		se.RetryAfter = ra
+	}
+	e := &Error{Dependency: c.cfg.Name, Path: path, Status: a.status, Code: body.Codigo,
+		Message: text.Truncate(body.Mensaje, 256), RetryAfter: se.RetryAfter, Err: se}
+	switch {
+	case a.status == http.StatusConflict:
+		e.Kind, e.Err = ErrUnavailable, retry.Retryable(se)
+	case a.status == http.StatusTooManyRequests || a.status >= 500:
+		e.Kind = ErrUnavailable
+	case a.status == http.StatusUnauthorized:
+		e.Kind, e.Err = ErrRejected, retry.Permanent(fmt.Errorf("API key refused after reading it again: %w", se))
+	default:
+		e.Kind, e.Err = ErrRejected, retry.Permanent(se)
+	}
+	return e
+}

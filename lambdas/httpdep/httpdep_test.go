@@ -1,0 +1,161 @@
+package httpdep_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/apikey"
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
+	"github.com/mercadofresco/integration/lambdas/retry"
+)
+
+// rotatingKeys serves "old" until Refresh, then "new".
+type rotatingKeys struct{ refreshed atomic.Int32 }
+
+func (k *rotatingKeys) APIKey(context.Context) (string, error) {
+	if k.refreshed.Load() > 0 {
+		return "new", nil
+	}
+	return "old", nil
+}
+
+func (k *rotatingKeys) Refresh(context.Context) (string, error) {
+	k.refreshed.Add(1)
+	return "new", nil
+}
+
+func client(t *testing.T, srv *fakehttp.Server, keys apikey.Source, br *breaker.Breaker) *httpdep.Client {
+	t.Helper()
+	r, err := retry.New(retry.Policy{MaxAttempts: 3}, retry.WithClock(retry.NewVirtualClock(time.Now())), retry.WithRand(retry.NewSeeded(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := httpdep.New(httpdep.Config{Name: "almacen", BaseURL: srv.URL(), Keys: keys, Retrier: r, Breaker: br, ReadTimeout: time.Second, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClassification(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		faults   []fakehttp.Rule
+		answer   fakehttp.Response
+		kind     error // nil: success
+		requests int
+		sent     bool
+		code     string
+	}{
+		{name: "created", answer: fakehttp.JSON(201, `{"id":"x"}`), requests: 1},
+		{name: "refused", answer: fakehttp.JSON(422, `{"codigo":"pedido_cancelado","mensaje":"cancelado"}`), kind: httpdep.ErrRejected, requests: 1, sent: true, code: "pedido_cancelado"},
+		{name: "5xx retried then unavailable", faults: []fakehttp.Rule{{Fault: fakehttp.Fault{Status: 503}}}, kind: httpdep.ErrUnavailable, requests: 3, sent: true, code: "fallo_inyectado"},
+		{name: "409 retried", faults: []fakehttp.Rule{{Times: 1, Fault: fakehttp.Fault{Status: 409}}}, answer: fakehttp.JSON(201, `{"id":"x"}`), requests: 2},
+		{name: "timeout after the effect retried with the key", faults: []fakehttp.Rule{{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}}}, answer: fakehttp.JSON(201, `{"id":"x"}`), requests: 2},
+		{name: "reset retried", faults: []fakehttp.Rule{{Times: 2, Fault: fakehttp.Fault{Reset: true}}}, answer: fakehttp.JSON(201, `{"id":"x"}`), requests: 3},
+		{name: "undecodable 2xx", answer: fakehttp.JSON(201, `not json`), kind: httpdep.ErrUnavailable, requests: 3, sent: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakehttp.New(func(fakehttp.Request) fakehttp.Response { return tc.answer })
+			t.Cleanup(srv.Close)
+			srv.Inject(tc.faults...)
+			var out struct{ ID string }
+			err := client(t, srv, apikey.Static("k"), nil).Post(context.Background(), "/v1/x", "preparacion:P1", map[string]string{"a": "b"}, &out)
+			if n := len(srv.Requests()); n != tc.requests {
+				t.Errorf("%d requests, want %d", n, tc.requests)
+			}
+			if tc.kind == nil {
+				if err != nil || out.ID != "x" {
+					t.Fatalf("err %v, out %+v", err, out)
+				}
+				if e := srv.Effects(); len(e) != 1 {
+					t.Fatalf("%d effects, want 1 (the key makes retries safe)", len(e))
+				}
+				return
+			}
+			var he *httpdep.Error
+			if !errors.Is(err, tc.kind) || !errors.As(err, &he) || he.Sent != tc.sent || he.Code != tc.code {
+				t.Fatalf("err %v (%+v), want kind %v sent %v code %q", err, he, tc.kind, tc.sent, tc.code)
+			}
+			if strings.Count(err.Error(), "almacen /v1/x") != 1 {
+				t.Errorf("the message repeats itself: %v", err)
+			}
+		})
+	}
+}
+
+func TestUnauthorizedRefreshesTheKeyOnce(t *testing.T) {
+	srv := fakehttp.New(func(r fakehttp.Request) fakehttp.Response { return fakehttp.JSON(201, `{}`) },
+		fakehttp.WithPrecheck(func(r fakehttp.Request) *fakehttp.Response {
+			if r.Header.Get("Authorization") != "Bearer new" {
+				resp := fakehttp.JSON(401, `{}`)
+				return &resp
+			}
+			return nil
+		}))
+	t.Cleanup(srv.Close)
+	keys := &rotatingKeys{}
+	if err := client(t, srv, keys, nil).Post(context.Background(), "/v1/x", "k1", struct{}{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if keys.refreshed.Load() != 1 || len(srv.Requests()) != 2 {
+		t.Fatalf("refreshes %d, requests %d", keys.refreshed.Load(), len(srv.Requests()))
+	}
+}
+
+func TestNothingSentWhenTheConnectionIsRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	r, _ := retry.New(retry.Policy{MaxAttempts: 2}, retry.WithClock(retry.NewVirtualClock(time.Now())))
+	c, err := httpdep.New(httpdep.Config{Name: "erp", BaseURL: "http://" + addr, Keys: apikey.Static("k"), Retrier: r, HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Post(context.Background(), "/v1/x", "k", struct{}{}, nil)
+	var he *httpdep.Error
+	if !errors.As(err, &he) || he.Sent || !errors.Is(err, httpdep.ErrUnavailable) {
+		t.Fatalf("err %v (%+v), want unavailable and not sent", err, he)
+	}
+}
+
+func TestOpenCircuitStopsAtOnceAndIsRecognisable(t *testing.T) {
+	srv := fakehttp.New(func(fakehttp.Request) fakehttp.Response { return fakehttp.JSON(201, `{}`) })
+	t.Cleanup(srv.Close)
+	srv.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 500}})
+	br, err := breaker.New(breaker.NewMemoryStore(), breaker.Config{Name: "almacen", FailureThreshold: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client(t, srv, apikey.Static("k"), br)
+	_ = c.Post(context.Background(), "/v1/x", "k1", struct{}{}, nil)
+	n := len(srv.Requests())
+	err = c.Post(context.Background(), "/v1/x", "k2", struct{}{}, nil)
+	var he *httpdep.Error
+	if !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, httpdep.ErrUnavailable) || !errors.As(err, &he) || he.Sent {
+		t.Fatalf("err %v, want the open circuit, unavailable, not sent", err)
+	}
+	if len(srv.Requests()) != n {
+		t.Fatal("a request went through the open circuit")
+	}
+}
+
+func TestConfigReportsEveryProblem(t *testing.T) {
+	_, err := httpdep.New(httpdep.Config{BaseURL: "almacen.example", ReadTimeout: -1})
+	for _, want := range []string{"Name", "BaseURL", "Keys", "Retrier", "ReadTimeout"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+}

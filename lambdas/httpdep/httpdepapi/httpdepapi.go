@@ -1,0 +1,31 @@
+// Package httpdepapi names what lambdas/httpdep reads and emits: the
+// environment variables of one HTTP dependency and the metrics of its calls.
+// It depends on the standard library only, so the CDK constructs set the
+// variables and build the alarms without linking the Lambda code.
+package httpdepapi
+
+// Environment variable suffixes of one dependency. A function talking to
+// the warehouse with prefix "ALMACEN" reads ALMACEN_URL, ALMACEN_SECRET_ARN,
+// ALMACEN_READ_TIMEOUT and, through lambdas/retry, ALMACEN_MAX_ATTEMPTS,
+// ALMACEN_BACKOFF_BASE and ALMACEN_BACKOFF_CAP.
+const (
+	// EnvSuffixURL is the dependency's base URL (https, required).
+	EnvSuffixURL = "_URL"
+	// EnvSuffixSecretARN is the Secrets Manager secret holding its API key
+	// (required).
+	EnvSuffixSecretARN = "_SECRET_ARN"
+	// EnvSuffixReadTimeout bounds each attempt (Go duration, default 30s).
+	EnvSuffixReadTimeout = "_READ_TIMEOUT"
+	// EnvSuffixMaxAttempts is lambdas/retry's attempts per call (default 3;
+	// the CDK sets it explicitly so the attempts guardrail reads it).
+	EnvSuffixMaxAttempts = "_MAX_ATTEMPTS"
+)
+
+// Metrics of every attempt, in namespace MercadoFresco/Tienda with the
+// dimensions Entorno and Dependencia (the breaker's dimension).
+const (
+	// MetricLatency is the duration of one attempt (Milliseconds).
+	MetricLatency = "DependenciaLatencia"
+	// MetricErrors counts attempts that got no answer, a 5xx or a 429.
+	MetricErrors = "DependenciaErrores"
+)

@@ -1,0 +1,125 @@
+package sqsconsumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/degrade"
+	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+)
+
+// CodeRejected is the error_codigo recorded when a dependency refused a
+// request (httpdep.ErrRejected).
+const CodeRejected = "rechazado"
+
+// Throttle waits: how long a message whose dependency answered 429 after
+// the attempts stays hidden (the dependency's Retry-After, within these
+// bounds).
+const (
+	minThrottleWait = 30 * time.Second
+	maxThrottleWait = 15 * time.Minute
+)
+
+// Once calls a dependency once in effect per record: call runs under
+// idempotency.Do with the record's idempotency key (set by the Processor's
+// IdempotencyKey) and payload validation, and its outcome is classified
+// for lambdas/sqsbatch:
+//
+//   - success, or a repeat of a COMPLETADO record: the stored result.
+//   - httpdep.ErrRejected (the dependency refused: a data or business
+//     answer): recorded FALLIDO, so every repeat gets it without a call,
+//     and returned as sqsbatch.Permanent (to the DLQ with the reason).
+//   - a payload that differs from the first call's under the same key, or
+//     a record that cannot be read: sqsbatch.Permanent (a person must look).
+//   - the dependency's circuit is open: plan.OnOpen (the message waits;
+//     lambdas/degrade).
+//   - 429 after the attempts: sqsbatch.RetryAfter the dependency's
+//     Retry-After (30 s to 15 min).
+//   - anything else: transient (the key was released; the message comes
+//     back after its visibility timeout).
+func Once[T any](ctx context.Context, store *idempotency.Store, plan *degrade.Plan, rec *sqsbatch.Record, payload any, call func(ctx context.Context, key string) (T, error)) (T, error) {
+	key := rec.IdempotencyKey()
+	res, err := idempotency.Do(ctx, store, key, func(ctx context.Context) (T, error) {
+		out, err := call(ctx, key)
+		if errors.Is(err, httpdep.ErrRejected) {
+			return out, idempotency.Permanent(CodeRejected, err)
+		}
+		return out, err
+	}, idempotency.WithPayload(payload))
+	if err == nil {
+		return res, nil
+	}
+	err = fmt.Errorf("%s: %w", key, err)
+	var he *httpdep.Error
+	switch {
+	case errors.Is(err, idempotency.ErrPermanent), errors.Is(err, idempotency.ErrPayloadMismatch),
+		errors.Is(err, idempotency.ErrCorruptRecord), errors.Is(err, idempotency.ErrInvalidKey):
+		return res, sqsbatch.Permanent(err)
+	case errors.Is(err, breaker.ErrOpen) && plan != nil:
+		return res, plan.Later(ctx, rec, err)
+	case errors.As(err, &he) && he.Status == http.StatusTooManyRequests:
+		return res, sqsbatch.RetryAfter(err, min(max(he.RetryAfter, minThrottleWait), maxThrottleWait))
+	default:
+		return res, err
+	}
+}
+
+// Call is one idempotent call a consumer makes for a message: Payload is
+// what the idempotency record validates (the same key with another payload
+// is refused), Do makes the call with the key (which it forwards as the
+// dependency's Idempotency-Key).
+type Call[R any] struct {
+	Payload any
+	Do      func(ctx context.Context, key string) (R, error)
+}
+
+// OnceDeps are the dependencies of a consumer built with OnceProcessor.
+// Store and Plan are required.
+type OnceDeps struct {
+	Store *idempotency.Store
+	// DLQ sends poison and permanent failures to their queue's DLQ;
+	// Visibility honours the plan's ChangeMessageVisibility (the SQS client
+	// is both).
+	DLQ        queue.Sender
+	Visibility queue.VisibilityChanger
+	// Plan defers messages while the dependency's circuit is open.
+	Plan   *degrade.Plan
+	Logger *slog.Logger
+}
+
+// OnceProcessor returns the processor of a consumer that makes one call per
+// event E, once per domain key: key derives the key from the event's
+// pedido_id (e.g. idempotency.KeyPreparacion), call says what to send, and
+// done logs the result. The event must carry "pedido_id"; E's Validate, if
+// it has one, makes a bad event poison. Failures are classified by Once.
+func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID string) (string, error), call func(e *E) Call[R], done func(rec *sqsbatch.Record, e *E, r R)) (*sqsbatch.Processor, error) {
+	if d.Store == nil || d.Plan == nil {
+		return nil, errors.New("sqsconsumer: OnceDeps.Store and OnceDeps.Plan are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return s.Batch(sqsbatch.Config{
+		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, e *E) error {
+			c := call(e)
+			res, err := Once(ctx, d.Store, d.Plan, rec, c.Payload, c.Do)
+			if err == nil {
+				done(rec, e, res)
+			}
+			return err
+		}),
+		DLQ:            d.DLQ,
+		Visibility:     d.Visibility,
+		RequiredKeys:   []string{"pedido_id"},
+		IdempotencyKey: KeyByPedido(key),
+		Logger:         d.Logger,
+	})
+}

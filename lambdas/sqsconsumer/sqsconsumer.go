@@ -1,0 +1,296 @@
+// Package sqsconsumer is what the project's SQS consumer Lambdas share
+// around lambdas/sqsbatch: their common settings from the environment
+// (DLQ routes, build id, batch concurrency, supported event versions,
+// deadline margin, maxReceiveCount), and a Runtime that builds the real
+// clients a main needs (SQS, the breaker cache, an HTTP dependency with its
+// API key, breaker, retry budget and metrics, the degrade plan).
+//
+// Each consumer's logic lives in its own package with injected
+// dependencies (lambdas/preparacion, lambdas/correo, lambdas/avisoerp,
+// lambdas/stock); its main is one line:
+//
+//	func main() { sqsconsumer.Main("preparar-pedido", preparacion.FromRuntime) }
+package sqsconsumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mercadofresco/integration/lambdas/apikey"
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/degrade"
+	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/internal/buildid"
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
+)
+
+// Settings are the variables every consumer reads (consumerapi names).
+type Settings struct {
+	Environment       string
+	DLQRoutes         dlqroute.Routes
+	ConsumerVersion   string
+	Concurrency       int
+	SupportedVersions []int
+	DeadlineMargin    time.Duration
+	// MaxReceiveCount is the source queue's maxReceiveCount (0 when the
+	// consumer does not defer messages and the variable is unset).
+	MaxReceiveCount int
+}
+
+// LoadSettings reads the common variables; problems are recorded in env
+// (and a malformed DLQ_URLS is returned). ConsumerVersion defaults to the
+// running binary's build id, so a dead-lettered message names the build
+// that refused it.
+func LoadSettings(env *lambdaenv.Env) (Settings, error) {
+	s := Settings{
+		Environment:       env.Required(consumerapi.EnvEnvironment),
+		ConsumerVersion:   env.String(consumerapi.EnvConsumerVersion, ""),
+		Concurrency:       env.Int(consumerapi.EnvBatchConcurrency, sqsbatch.DefaultConcurrency, 1, 100),
+		SupportedVersions: env.Ints(consumerapi.EnvSupportedVersions, 1),
+		DeadlineMargin:    env.Duration(consumerapi.EnvDeadlineMargin, sqsbatch.DefaultDeadlineMargin, time.Millisecond, time.Minute),
+		MaxReceiveCount:   env.Int(consumerapi.EnvMaxReceiveCount, 0, 0, 1000),
+	}
+	if s.ConsumerVersion == "" {
+		if id, err := buildid.Executable(); err == nil {
+			s.ConsumerVersion = id
+		}
+	}
+	routes, err := dlqroute.Parse(env.String(dlqroute.Env, ""))
+	s.DLQRoutes = routes
+	return s, err
+}
+
+// Batch returns a Processor with cfg, completed by these settings where cfg
+// leaves a field zero (ConsumerVersion, DLQRoutes, Concurrency,
+// SupportedVersions, DeadlineMargin).
+func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
+	if cfg.ConsumerVersion == "" {
+		cfg.ConsumerVersion = s.ConsumerVersion
+	}
+	if len(cfg.DLQRoutes) == 0 {
+		cfg.DLQRoutes = s.DLQRoutes
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = s.Concurrency
+	}
+	if len(cfg.SupportedVersions) == 0 {
+		cfg.SupportedVersions = s.SupportedVersions
+	}
+	if cfg.DeadlineMargin == 0 {
+		cfg.DeadlineMargin = s.DeadlineMargin
+	}
+	return sqsbatch.New(cfg)
+}
+
+// Runtime is what a consumer's main builds its dependencies from: the
+// parsed environment, the AWS SDK configuration (AWS_MAX_ATTEMPTS, see
+// lambdaenv), the SQS client and the logger.
+//
+// A consumer first reads every variable it needs (the Read* methods and
+// rt.Env; each problem is recorded), then calls Check once, so a
+// misconfigured function lists all its mistakes, and only then builds its
+// clients (the other methods).
+type Runtime struct {
+	Function string
+	Env      *lambdaenv.Env
+	Settings Settings
+	AWS      aws.Config
+	// SQS sends to DLQs and queues and changes visibility.
+	SQS queue.API
+	Log *slog.Logger
+
+	breakerRead bool
+	breakerSet  breaker.Settings
+	breakerErr  error
+	redisOnce   sync.Once
+	redis       *redis.Client
+}
+
+// NewRuntime reads the common settings through env and loads the SDK
+// configuration.
+func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runtime, error) {
+	s, err := LoadSettings(env)
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := env.LoadAWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log := env.Logger(function).With(slog.String("consumer_version", s.ConsumerVersion))
+	if len(s.DLQRoutes) == 0 {
+		log.Warn("DLQ_URLS is not set: poison messages will wait for the queue's redrive (maxReceiveCount receives)")
+	}
+	return &Runtime{Function: function, Env: env, Settings: s, AWS: awsCfg, SQS: queue.New(sqs.NewFromConfig(awsCfg)), Log: log}, nil
+}
+
+// Check reports every problem recorded so far.
+func (r *Runtime) Check() error { return errors.Join(r.Env.Err(), r.breakerErr) }
+
+// ReadIdempotencyTable reads IDEMPOTENCY_TABLE_NAME (required).
+func (r *Runtime) ReadIdempotencyTable() string { return r.Env.Required(idempotency.EnvTableName) }
+
+// ReadDependency reads the lambdas/httpdep variables of a dependency.
+func (r *Runtime) ReadDependency(prefix string) httpdep.Settings {
+	return httpdep.LoadSettings(r.Env, prefix)
+}
+
+// ReadBreaker reads the breaker cache's variables (breakerapi).
+func (r *Runtime) ReadBreaker() {
+	if !r.breakerRead {
+		r.breakerRead = true
+		r.breakerSet, r.breakerErr = breaker.LoadSettings(r.Env)
+	}
+}
+
+// ReadPlan records a problem unless MAX_RECEIVE_COUNT is set (a consumer
+// that defers messages needs it).
+func (r *Runtime) ReadPlan() {
+	if r.Settings.MaxReceiveCount == 0 {
+		r.Env.Required(consumerapi.EnvMaxReceiveCount)
+	}
+}
+
+// IdempotencyStore returns the store on table, with a cache of completed
+// records so that a duplicate within one warm instance costs no DynamoDB
+// call.
+func (r *Runtime) IdempotencyStore(table string) (*idempotency.Store, error) {
+	return idempotency.NewStore(dynamodb.NewFromConfig(r.AWS), idempotency.Config{TableName: table, CacheSize: 1000})
+}
+
+// Breaker returns the shared circuit breaker of dependency name on the
+// breaker cache (one Redis client per process; ReadBreaker first).
+// probeLease should exceed the protected call's worst case.
+func (r *Runtime) Breaker(name string, probeLease time.Duration) (*breaker.Breaker, error) {
+	r.ReadBreaker()
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	r.redisOnce.Do(func() { r.redis = breaker.NewRedisClient(r.breakerSet.RedisAddr, r.breakerSet.RedisTLS) })
+	return breaker.New(breaker.NewRedisStore(r.redis), breaker.Config{
+		Name:             name,
+		FailureThreshold: r.breakerSet.FailureThreshold,
+		OpenPeriod:       r.breakerSet.OpenPeriod,
+		ProbeLease:       probeLease,
+		Metrics:          r.DependencyMetrics(name),
+		Logger:           r.Log,
+	})
+}
+
+// DependencyMetrics is the EMF writer of dependency name (dimensions
+// Entorno and Dependencia) on standard output.
+func (r *Runtime) DependencyMetrics(name string) *metrics.Writer {
+	return breaker.MetricsWriter(os.Stdout, r.Settings.Environment, name)
+}
+
+// Dependency builds the client of the HTTP dependency name with settings s
+// (ReadDependency): its API key from Secrets Manager, its breaker, its
+// retry budget and its metrics.
+func (r *Runtime) Dependency(s httpdep.Settings, name string) (*httpdep.Client, error) {
+	br, err := r.Breaker(name, s.ReadTimeout+15*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	keys := apikey.NewSecret(secretsmanager.NewFromConfig(r.AWS), s.SecretARN, 0)
+	return httpdep.FromSettings(s, name, keys, br, r.DependencyMetrics(name), r.Log)
+}
+
+// Plan returns the degrade plan of this consumer's queue (ReadPlan first):
+// ChangeMessageVisibility(300) while a circuit is open, and a delayed copy
+// on the last receive.
+func (r *Runtime) Plan() (*degrade.Plan, error) {
+	if r.Settings.MaxReceiveCount == 0 {
+		return nil, fmt.Errorf("%w: %s is required by a consumer that defers messages", lambdaenv.ErrInvalid, consumerapi.EnvMaxReceiveCount)
+	}
+	return degrade.New(degrade.Config{MaxReceiveCount: r.Settings.MaxReceiveCount, Sender: r.SQS, Logger: r.Log})
+}
+
+// HTTPDeps builds what a consumer of one HTTP dependency needs (the
+// preparar-pedido and aviso-erp mains): the idempotency store
+// (IDEMPOTENCY_TABLE_NAME), the dependency's client (<prefix>_* variables,
+// its breaker on the cache) and the degrade plan (MAX_RECEIVE_COUNT), with
+// the SQS client as DLQ sender and visibility changer. Every variable is
+// read before any client is built.
+func (r *Runtime) HTTPDeps(prefix, name string) (OnceDeps, *httpdep.Client, error) {
+	table := r.ReadIdempotencyTable()
+	dep := r.ReadDependency(prefix)
+	r.ReadBreaker()
+	r.ReadPlan()
+	if err := r.Check(); err != nil {
+		return OnceDeps{}, nil, err
+	}
+	store, err := r.IdempotencyStore(table)
+	if err != nil {
+		return OnceDeps{}, nil, err
+	}
+	client, err := r.Dependency(dep, name)
+	if err != nil {
+		return OnceDeps{}, nil, err
+	}
+	plan, err := r.Plan()
+	if err != nil {
+		return OnceDeps{}, nil, err
+	}
+	return OnceDeps{Store: store, DLQ: r.SQS, Visibility: r.SQS, Plan: plan, Logger: r.Log}, client, nil
+}
+
+// Main is the whole main of a consumer: it builds the runtime from the
+// process environment, lets build make the consumer's processor, and
+// starts the Lambda runtime with it. A configuration problem ends the
+// process (Lambda reports the init error and retries the batch later).
+func Main(function string, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) {
+	ctx := context.Background()
+	p, err := Start(ctx, function, lambdaenv.New(os.Getenv), build)
+	if err != nil {
+		slog.Error(function+": cannot start", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(p.Process)
+}
+
+// Start builds the consumer's processor as Main does, from env (tests use
+// it to check a main's wiring without the Lambda runtime).
+func Start(ctx context.Context, function string, env *lambdaenv.Env, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) (*sqsbatch.Processor, error) {
+	rt, err := NewRuntime(ctx, function, env)
+	if err != nil {
+		return nil, err
+	}
+	p, err := build(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
+	return p, rt.Check()
+}
+
+// KeyByPedido returns a sqsbatch.Config.IdempotencyKey that derives the
+// record's key from its "pedido_id" with key (e.g. idempotency.KeyAvisoERP).
+// A body whose pedido_id is not a string is poison.
+func KeyByPedido(key func(pedidoID string) (string, error)) func(*sqsbatch.Record) (string, error) {
+	return func(rec *sqsbatch.Record) (string, error) {
+		var head struct {
+			PedidoID string `json:"pedido_id"`
+		}
+		if err := rec.Decode(&head); err != nil {
+			return "", err
+		}
+		return key(head.PedidoID)
+	}
+}

@@ -35,7 +35,11 @@ synth: install
 RACE_PKGS = ./lambdas/... ./cmd/... ./internal/...
 
 ## test: everything CI runs (-count=1: tests against PostgreSQL, dynalite and the CLI are never answered from the cache)
-test: install services fmt-check tree-check vet test-race test-cdk
+# The two halves run side by side (each buffered, then printed whole): the
+# CDK half waits on Node much of the time, the race half on PostgreSQL,
+# dynalite and child processes.
+test: install services fmt-check tree-check vet
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-race test-cdk
 
 test-race:
 	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)

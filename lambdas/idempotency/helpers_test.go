@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/mercadofresco/integration/lambdas/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/dynalitetest"
 )
 
 // One dynalite for the whole package: starting node costs ~0.5 s, and every

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mercadofresco/integration/lambdas/internal/pgtest"
+	"github.com/mercadofresco/integration/internal/pgtest"
 )
 
 const (

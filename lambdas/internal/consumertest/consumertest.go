@@ -27,9 +27,9 @@ import (
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/internal/dynalitetest"
-	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
-	"github.com/mercadofresco/integration/lambdas/internal/redistest"
+	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -282,7 +282,7 @@ func Must(t testing.TB, err error) {
 // APIKey is the key the fake dependencies accept.
 const APIKey = "k-test"
 
-// FakeDependency starts a fake HTTP dependency (lambdas/internal/fakehttp:
+// FakeDependency starts a fake HTTP dependency (internal/fakehttp:
 // Idempotency-Key replay, fault injection, ledgers) running h, refusing
 // any request without "Authorization: Bearer " + APIKey.
 func FakeDependency(t testing.TB, seed uint64, h fakehttp.Handler) *fakehttp.Server {
@@ -334,7 +334,7 @@ func Client(t testing.TB, name string, srv *fakehttp.Server, o DepOptions) *http
 }
 
 // Breaker returns a breaker of dependency name on rdb (a private Redis of
-// the test, lambdas/internal/redistest) with a key prefix of this test, on
+// the test, internal/redistest) with a key prefix of this test, on
 // clk (a *retry.VirtualClock lets the test end the open period at once).
 // Its store timeout is long: on a loaded machine a slow Redis answer must
 // not turn into the breaker failing open, which the tests would read as

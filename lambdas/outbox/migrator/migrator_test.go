@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 
-	"github.com/mercadofresco/integration/lambdas/internal/pgtest"
+	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/schema"
 )

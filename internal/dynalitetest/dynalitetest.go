@@ -45,7 +45,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/mercadofresco/integration/lambdas/internal/freeport"
+	"github.com/mercadofresco/integration/internal/freeport"
 )
 
 // startAttempts bounds the retries when another process grabs the free port

@@ -1,5 +1,5 @@
 // Package fakegateway is a fake payment gateway for tests, on
-// lambdas/internal/fakehttp: it speaks the API lambdas/payment's client
+// internal/fakehttp: it speaks the API lambdas/payment's client
 // uses (POST /v1/cobros, POST /v1/reembolsos), requires the API key,
 // declines the card token DeclinedToken with 402, honours Idempotency-Key,
 // and keeps a ledger of charges and refunds so a test can assert that an
@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/lambdas/payment"
 )
 

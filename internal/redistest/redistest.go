@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/internal/freeport"
+	"github.com/mercadofresco/integration/internal/freeport"
 	"github.com/redis/go-redis/v9"
 )
 

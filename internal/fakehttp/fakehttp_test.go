@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/testseed"
-	"github.com/mercadofresco/integration/lambdas/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/fakehttp"
 )
 
 type counterHandler struct {

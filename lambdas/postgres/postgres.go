@@ -225,6 +225,10 @@ const (
 	EnvName      = "DB_NAME"
 	EnvUser      = "DB_USER"
 	EnvSecretARN = "DB_SECRET_ARN"
+	// EnvSSLMode overrides the TLS mode (default verify-full). The CDK never
+	// sets it: it exists for local runs against a PostgreSQL without TLS
+	// (the end-to-end run sets "disable").
+	EnvSSLMode = "DB_SSLMODE"
 )
 
 // FromEnv opens the pool of a Lambda function from its environment: DB_HOST
@@ -238,6 +242,7 @@ func FromEnv(ctx context.Context, env *lambdaenv.Env, awsCfg aws.Config, sm Secr
 	cfg.Port = env.Int(EnvPort, 5432, 1, 65535)
 	cfg.User = env.String(EnvUser, "")
 	cfg.SecretARN = env.String(EnvSecretARN, "")
+	cfg.SSLMode = env.OneOf(EnvSSLMode, cfg.sslMode(), "verify-full", "verify-ca", "require", "disable")
 	cfg.Region = awsCfg.Region
 	if cfg.User == "" && cfg.SecretARN == "" {
 		env.Required(EnvUser)

@@ -27,9 +27,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/mercadofresco/integration/lambdas/internal/buildid"
+	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
 
 // StartExecutionAPI is the one Step Functions operation the starter needs;
@@ -219,4 +224,37 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 			return "ejecucion:" + ExecutionNameFor(env.Detail.PedidoID, env.Detail.Intento), nil
 		},
 	}
+}
+
+// ProcessorFromEnv builds the starter's batch processor from the function's
+// environment with real clients, as lambdas/iniciar-pedido's main does:
+// STATE_MACHINE_ARN, DLQ_URLS, CONSUMER_VERSION (default: the binary's
+// hash), AWS_MAX_ATTEMPTS.
+func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*sqsbatch.Processor, error) {
+	arn := env.Required("STATE_MACHINE_ARN")
+	version := env.String("CONSUMER_VERSION", "")
+	routes, rerr := dlqroute.Parse(env.String(dlqroute.Env, ""))
+	if err := errors.Join(env.Err(), rerr); err != nil {
+		return nil, err
+	}
+	if version == "" {
+		version = "unknown"
+		if id, err := buildid.Executable(); err == nil {
+			version = id
+		}
+	}
+	awsCfg, err := env.LoadAWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(sfn.NewFromConfig(awsCfg), arn, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg := BatchConfig(s)
+	cfg.ConsumerVersion = version
+	cfg.DLQ = queue.New(sqs.NewFromConfig(awsCfg))
+	cfg.DLQRoutes = routes
+	cfg.Logger = log
+	return sqsbatch.New(cfg)
 }

@@ -1,4 +1,4 @@
-package main
+package publisherfn
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func TestRunContextEndsMarginBeforeTheDeadline(t *testing.T) {
 	deadline := time.Date(2026, 12, 4, 19, 0, 0, 0, time.UTC)
 	lctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	h := &handler{margin: 20 * time.Second}
+	h := &Handler{margin: 20 * time.Second}
 	rctx, rcancel := h.runContext(lctx)
 	defer rcancel()
 	if d, ok := rctx.Deadline(); !ok || !d.Equal(deadline.Add(-20*time.Second)) {
@@ -85,7 +85,7 @@ func TestHandlePublishesWhatIsPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &handler{pool: pool, pub: pub, margin: time.Second}
+	h := &Handler{pool: pool, pub: pub, margin: time.Second}
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	go func() {
@@ -95,7 +95,7 @@ func TestHandlePublishesWhatIsPending(t *testing.T) {
 		}
 		cancel()
 	}()
-	res, err := h.handle(lctx)
+	res, err := h.Handle(lctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +118,8 @@ func TestHandleFailsWhenEveryRoundFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool.Close() // every claim now fails
-	h := &handler{pool: pool, pub: pub, margin: 0}
-	if _, err := h.handle(lctx); err == nil {
+	h := &Handler{pool: pool, pub: pub, margin: 0}
+	if _, err := h.Handle(lctx); err == nil {
 		t.Fatal("handle succeeded although no round could reach the database")
 	}
 	if errors.Is(lctx.Err(), context.DeadlineExceeded) {

@@ -51,7 +51,7 @@ const (
 )
 
 // EnvSDKMaxAttempts is the AWS SDK's own variable for its attempts per call
-// (lambdas/internal/lambdaenv reads it). Every function gets it, so the
+// (lambdas/lambdaenv reads it). Every function gets it, so the
 // attempts guardrail (constructs/guardrails, MF-ATTEMPTS) reads the number
 // the code runs with from the template.
 const EnvSDKMaxAttempts = "AWS_MAX_ATTEMPTS"

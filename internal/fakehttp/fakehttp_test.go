@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/testseed"
 )
 
 type counterHandler struct {

@@ -14,10 +14,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )

@@ -16,6 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
+	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/consumerapi"
@@ -23,9 +26,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/internal/consumertest"
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )

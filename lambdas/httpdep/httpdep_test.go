@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
-	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"

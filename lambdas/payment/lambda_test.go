@@ -17,9 +17,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry"

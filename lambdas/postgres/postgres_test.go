@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
 	"github.com/mercadofresco/integration/internal/pgtest"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 )
 
 const testDB = "mf_postgres_test"

@@ -9,13 +9,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/internal/consumertest"
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/preparacion"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"

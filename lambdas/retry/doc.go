@@ -88,7 +88,7 @@
 //
 // None meets the bars, so the policy is written here (about 400 lines).
 // AWS SDK clients keep the SDK's own retryer with AWS_MAX_ATTEMPTS (see
-// lambdas/internal/lambdaenv); this package is for the project's HTTP
+// lambdas/lambdaenv); this package is for the project's HTTP
 // dependencies (payment gateway, warehouse, ERP, e-mail).
 //
 // The numbers (10 %, 10 s, the defaults of [Policy]) are discussed in

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/testseed"
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 

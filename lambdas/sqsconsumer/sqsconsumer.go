@@ -35,7 +35,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/internal/buildid"
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"

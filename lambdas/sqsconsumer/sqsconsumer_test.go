@@ -10,7 +10,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/avisoerp"
 	"github.com/mercadofresco/integration/lambdas/correo"
 	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/preparacion"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"

@@ -10,9 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/consumerapi"
-	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
 

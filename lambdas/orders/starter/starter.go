@@ -30,7 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mercadofresco/integration/lambdas/internal/buildid"
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"

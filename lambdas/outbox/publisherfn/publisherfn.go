@@ -37,7 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxschedule"

@@ -85,6 +85,15 @@ var (
 	ErrUnavailable = errors.New("payment: gateway unavailable")
 )
 
+// CallCounter caps an operation's calls (CallBudget in production).
+type CallCounter interface {
+	// Take spends one call of the operation key, or fails (ErrCallsExhausted
+	// when none is left): then the call is not made.
+	Take(ctx context.Context, key string) error
+	// Refund gives back a call that was not made.
+	Refund(ctx context.Context, key string)
+}
+
 // GatewayError is a failed gateway operation. Kind is one of the sentinels
 // above; errors.Is(err, Kind) is true, and the cause (a *retry.StatusError,
 // a transport error, a *retry.GiveUpError) stays reachable with errors.As.
@@ -134,6 +143,10 @@ type Config struct {
 	// Breaker, when set, guards every attempt; an open circuit stops the
 	// operation at once.
 	Breaker *breaker.Breaker
+	// Calls, when set, caps the calls of each operation (by its
+	// Idempotency-Key) across invocations (CallBudget): a unit is taken
+	// before each call and given back when the breaker refuses it.
+	Calls CallCounter
 	// ReadTimeout bounds each attempt (default 30 s).
 	ReadTimeout time.Duration
 	// HTTPClient defaults to one with dial and TLS handshake timeouts and no
@@ -254,10 +267,22 @@ func (c *Client) attempt(ctx context.Context, op, path, key string, body []byte,
 		// Before the breaker: Secrets Manager failing says nothing about the gateway.
 		return &GatewayError{Kind: ErrUnavailable, Op: op, Err: fmt.Errorf("API key: %w", err)}
 	}
+	if c.cfg.Calls != nil {
+		if err := c.cfg.Calls.Take(ctx, key); err != nil {
+			kind := ErrUnavailable
+			if errors.Is(err, ErrCallsExhausted) {
+				kind = ErrCallsExhausted
+			}
+			return &GatewayError{Kind: kind, Op: op, Err: retry.Permanent(err)}
+		}
+	}
 	var call *breaker.Call
 	if c.cfg.Breaker != nil {
 		call, err = c.cfg.Breaker.Allow(ctx)
 		if err != nil {
+			if c.cfg.Calls != nil {
+				c.cfg.Calls.Refund(context.WithoutCancel(ctx), key) // nothing was sent
+			}
 			return &GatewayError{Kind: ErrUnavailable, Op: op, Err: retry.Permanent(err)}
 		}
 	}

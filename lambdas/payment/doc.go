@@ -42,6 +42,16 @@
 // failure releases the key for the workflow's retry. Amounts are integer
 // cents with an explicit ISO 4217 currency.
 //
+// # At most 15 gateway calls per operation
+//
+// The attempt settings bound one execution (GATEWAY_MAX_ATTEMPTS per task
+// run, times the workflow's retries), not an order: a customer who pays
+// again after an outage starts another execution. [CallBudget] keeps the
+// SPEC's bound for the whole order: a counter per operation key in the
+// idempotency table, taken before each call and given back when the breaker
+// refuses it; once paymentapi.MaxGatewayCallsPerOperation calls are made the
+// task fails with IntentosAgotados, which the workflow does not retry.
+//
 // Failures carry a Step Functions error name (paymentapi.Err*): the Lambda
 // handlers ([Tasks.CobroHandler]) return messages.InvokeResponse_Error
 // values, which aws-lambda-go reports verbatim, so the errorType of the

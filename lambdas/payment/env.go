@@ -13,7 +13,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
@@ -87,7 +87,12 @@ func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, function string) (*Ta
 	if err != nil {
 		return nil, err
 	}
-	store, err := idempotency.NewStore(dynamodb.NewFromConfig(awsCfg), idempotency.Config{TableName: s.IdempotencyTable})
+	ddb := dynamodb.NewFromConfig(awsCfg)
+	store, err := idempotency.NewStore(ddb, idempotency.Config{TableName: s.IdempotencyTable})
+	if err != nil {
+		return nil, err
+	}
+	calls, err := NewCallBudget(ddb, s.IdempotencyTable)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +124,7 @@ func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, function string) (*Ta
 		Keys:        NewSecretKey(secretsmanager.NewFromConfig(awsCfg), s.GatewaySecretARN, 0),
 		Retrier:     r,
 		Breaker:     br,
+		Calls:       calls,
 		ReadTimeout: s.ReadTimeout,
 		Metrics:     emf,
 		Logger:      log,

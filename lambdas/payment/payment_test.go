@@ -15,17 +15,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
+	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
-	"github.com/mercadofresco/integration/lambdas/internal/lambdaenv"
-	"github.com/mercadofresco/integration/internal/redistest"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -54,6 +56,11 @@ func TestMain(m *testing.M) {
 var tableSeq atomic.Int64
 
 func store(t *testing.T) *idempotency.Store {
+	s, _ := storeAndTable(t)
+	return s
+}
+
+func storeAndTable(t *testing.T) (*idempotency.Store, string) {
 	t.Helper()
 	name := fmt.Sprintf("idem-%d-%d", os.Getpid(), tableSeq.Add(1))
 	ddb.CreateTable(t, name, idempotency.DefaultKeyAttribute)
@@ -61,7 +68,7 @@ func store(t *testing.T) *idempotency.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, name
 }
 
 const apiKey = "sk_test_1"
@@ -70,6 +77,7 @@ type rig struct {
 	gw    *fakegateway.Gateway
 	tasks *payment.Tasks
 	clk   *retry.VirtualClock
+	table string
 }
 
 type rigOpts struct {
@@ -78,6 +86,7 @@ type rigOpts struct {
 	budget      *retry.Budget
 	breaker     *breaker.Breaker
 	keys        payment.KeySource
+	callBudget  bool // cap each operation's calls (payment.CallBudget)
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -105,15 +114,24 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	if o.keys == nil {
 		o.keys = payment.StaticKey(apiKey)
 	}
-	c, err := payment.NewClient(payment.Config{BaseURL: gw.URL(), Keys: o.keys, Retrier: r, Breaker: o.breaker, ReadTimeout: o.readTimeout})
+	st, table := storeAndTable(t)
+	cfg := payment.Config{BaseURL: gw.URL(), Keys: o.keys, Retrier: r, Breaker: o.breaker, ReadTimeout: o.readTimeout}
+	if o.callBudget {
+		b, err := payment.NewCallBudget(ddb.Client, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Calls = b
+	}
+	c, err := payment.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := payment.NewTasks(store(t), c, nil)
+	tasks, err := payment.NewTasks(st, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{gw: gw, tasks: tasks, clk: clk}
+	return &rig{gw: gw, tasks: tasks, clk: clk, table: table}
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -402,6 +420,70 @@ func TestBudgetStopsRetriesUnderTotalFailure(t *testing.T) {
 	}
 }
 
+// TestCallBudgetBoundsAnOperationAcrossExecutions: each execution of the
+// workflow (and each payment retry of the customer) may make up to
+// GATEWAY_MAX_ATTEMPTS calls per task run; the budget stops the order's
+// charge at MaxGatewayCallsPerOperation calls in all, with an error the
+// workflow does not retry, and other orders keep theirs.
+func TestCallBudgetBoundsAnOperationAcrossExecutions(t *testing.T) {
+	r := newRig(t, rigOpts{attempts: 4, callBudget: true})
+	r.gw.Inject(fakehttp.Rule{Match: func(q fakehttp.Request) bool { return q.IdempotencyKey == "cobro:PED-LIM" }, Fault: fakehttp.Fault{Status: 503}})
+	ctx := ctxT(t)
+	calls := func() int {
+		n := 0
+		for _, q := range r.gw.Requests() {
+			if q.IdempotencyKey == "cobro:PED-LIM" {
+				n++
+			}
+		}
+		return n
+	}
+	var names []string
+	for range 6 { // 6 task runs x up to 4 attempts = 24 calls without the budget
+		_, err := r.tasks.Cobro(ctx, cobro("PED-LIM"))
+		names = append(names, errName(t, err))
+	}
+	if got := calls(); got != paymentapi.MaxGatewayCallsPerOperation {
+		t.Fatalf("%d gateway calls for one order, want %d (errors %v)", got, paymentapi.MaxGatewayCallsPerOperation, names)
+	}
+	if last := names[len(names)-1]; last != paymentapi.ErrIntentosAgotados {
+		t.Fatalf("errors %v: the last is not %s", names, paymentapi.ErrIntentosAgotados)
+	}
+	if _, err := r.tasks.Cobro(ctx, cobro("PED-OTRO")); err != nil {
+		t.Fatalf("another order: %v", err)
+	}
+}
+
+// TestCallBudgetNotSpentByAnOpenCircuit: calls the breaker refuses are given
+// back, so a long outage (the customer paying again every few minutes
+// while the circuit is open) does not spend an order's budget.
+func TestCallBudgetNotSpentByAnOpenCircuit(t *testing.T) {
+	srv := redistest.Start(t)
+	br, err := breaker.New(breaker.NewRedisStore(srv.Client(t)), breaker.Config{
+		Name: paymentapi.GatewayDependency, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{breaker: br, callBudget: true})
+	r.gw.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
+	ctx := ctxT(t)
+	_, _ = r.tasks.Cobro(ctx, cobro("PED-ABRE")) // 3 failures open the circuit
+	for i := range 20 {
+		if _, err := r.tasks.Cobro(ctx, cobro("PED-ESPERA")); errName(t, err) != paymentapi.ErrCircuitoAbierto {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	out, err := ddb.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{idempotency.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: "cobro:PED-ESPERA#llamadas"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := out.Item["llamadas"].(*types.AttributeValueMemberN); !ok || n.Value != "0" {
+		t.Fatalf("budget item %v: refused calls were counted", out.Item)
+	}
+}
+
 func TestPaymentAPIIsStdlibOnly(t *testing.T) {
 	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/payment/paymentapi")
 }
@@ -414,7 +496,7 @@ func TestEveryErrorNameIsListed(t *testing.T) {
 		}
 		seen[e.Name] = true
 	}
-	if len(seen) != 7 {
+	if len(seen) != 8 {
 		t.Errorf("%d names", len(seen))
 	}
 }

@@ -194,6 +194,8 @@ func classify(err error) *TaskError {
 		name = paymentapi.ErrSolicitudInvalida
 	case errors.As(err, &pe):
 		name = paymentapi.ErrRegistroInconsistente
+	case errors.Is(err, ErrCallsExhausted):
+		name = paymentapi.ErrIntentosAgotados
 	case errors.Is(err, breaker.ErrOpen):
 		name = paymentapi.ErrCircuitoAbierto
 	case errors.Is(err, idempotency.ErrInProgress), errors.Is(err, idempotency.ErrLockLost):

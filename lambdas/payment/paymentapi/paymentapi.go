@@ -43,7 +43,19 @@ const (
 	// ErrIdempotenciaNoDisponible: the idempotency table could not be read
 	// or written (throttling, network). Transient: retry.
 	ErrIdempotenciaNoDisponible = "IdempotenciaNoDisponible"
+	// ErrIntentosAgotados: the order's charge (or refund) has made
+	// MaxGatewayCallsPerOperation calls to the gateway over all its
+	// executions and payment retries; no more are made. Never retry: the
+	// order is not confirmed and a person reconciles it with the gateway
+	// (a call whose answer was lost may have charged).
+	ErrIntentosAgotados = "IntentosAgotados"
 )
+
+// MaxGatewayCallsPerOperation is the most calls one operation (an order's
+// charge, its refund) makes to the gateway, over every attempt, workflow
+// retry and payment retry of the customer (SPEC: at most 15 attempts on a
+// dependency per order).
+const MaxGatewayCallsPerOperation = 15
 
 // ErrorSpec describes one error name for the workflow's Retry and Catch.
 type ErrorSpec struct {
@@ -64,6 +76,7 @@ var Errors = []ErrorSpec{
 	{Name: ErrSolicitudInvalida},
 	{Name: ErrRegistroInconsistente},
 	{Name: ErrIdempotenciaNoDisponible, Retry: true},
+	{Name: ErrIntentosAgotados, Business: true},
 }
 
 // CobroInput is the input of the cobro task. Unknown fields are ignored.

@@ -1,0 +1,97 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+)
+
+// ErrCallsExhausted: the operation (one order's charge, or its refund) has
+// already made paymentapi.MaxGatewayCallsPerOperation calls to the gateway,
+// over every attempt of every workflow execution of the order; no more are
+// made.
+var ErrCallsExhausted = errors.New("payment: the operation's gateway calls are spent")
+
+// CallBudget caps the gateway calls of one operation across invocations,
+// workflow retries and the customer's payment retries (each a new
+// execution), which the attempt settings alone cannot: each execution may
+// make up to GATEWAY_MAX_ATTEMPTS x (1 + the workflow's retries) calls,
+// and the customer may pay again. The SPEC's bound (at most 15 calls on a
+// dependency per order) is kept by a counter in the idempotency table,
+// item "<key>#llamadas", taken before each call (one conditional UpdateItem)
+// and given back when the breaker refuses the call, so an outage's refused
+// calls do not spend it. The item expires with the idempotency records
+// (TTL expira_en, 24 h).
+//
+// The counter is written before the call: a call whose write failed is not
+// made, and a Lambda that dies after the write and before the call leaves a
+// unit spent (the bound errs on the side of fewer calls).
+type CallBudget struct {
+	db     idempotency.DynamoDBAPI
+	table  string
+	max    int
+	expiry time.Duration
+	now    func() time.Time
+}
+
+// NewCallBudget returns the budget on table (mercadofresco-idempotencia)
+// with the SPEC's bound.
+func NewCallBudget(db idempotency.DynamoDBAPI, table string) (*CallBudget, error) {
+	if db == nil || table == "" {
+		return nil, fmt.Errorf("payment: call budget needs a DynamoDB client and a table")
+	}
+	return &CallBudget{db: db, table: table, max: paymentapi.MaxGatewayCallsPerOperation, expiry: 24 * time.Hour, now: time.Now}, nil
+}
+
+func (b *CallBudget) itemKey(key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{idempotency.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: key + "#llamadas"}}
+}
+
+// Take spends one call of the operation key. It returns ErrCallsExhausted
+// when the budget is spent, or the DynamoDB error wrapped with
+// idempotency.ErrStore (the call must not be made then either).
+func (b *CallBudget) Take(ctx context.Context, key string) error {
+	_, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(b.table),
+		Key:                 b.itemKey(key),
+		UpdateExpression:    aws.String("ADD llamadas :uno SET #exp = if_not_exists(#exp, :exp)"),
+		ConditionExpression: aws.String("attribute_not_exists(llamadas) OR llamadas < :max"),
+		ExpressionAttributeNames: map[string]string{
+			"#exp": idempotency.TTLAttribute,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":uno": &types.AttributeValueMemberN{Value: "1"},
+			":max": &types.AttributeValueMemberN{Value: strconv.Itoa(b.max)},
+			":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(b.now().Add(b.expiry).Unix(), 10)},
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return fmt.Errorf("%w (%d calls for %s)", ErrCallsExhausted, b.max, key)
+	case err != nil:
+		return fmt.Errorf("%w: payment: call budget of %s: %w", idempotency.ErrStore, key, err)
+	}
+	return nil
+}
+
+// Refund gives back a call that was not made (the breaker refused it).
+// Best effort: a failed refund leaves the unit spent.
+func (b *CallBudget) Refund(ctx context.Context, key string) {
+	_, _ = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(b.table),
+		Key:                       b.itemKey(key),
+		UpdateExpression:          aws.String("ADD llamadas :menos"),
+		ConditionExpression:       aws.String("llamadas > :cero"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":menos": &types.AttributeValueMemberN{Value: "-1"}, ":cero": &types.AttributeValueMemberN{Value: "0"}},
+	})
+}

@@ -123,7 +123,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		DestinationName:     name("mf-erp-webhook"),
 		RuleName:            name(ERPRule),
 		DeadLetterQueueName: name(ERPRuleDLQ),
-		SecretName:          name("mercadofresco/erp/api-key"),
+		SecretName:          name("mercadofresco/erp/webhook-api-key"),
 		EncryptionKey:       shared.DataKey,
 		AlarmTopic:          shared.Alerts,
 		RemovalPolicy:       removal,

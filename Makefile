@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 GO ?= go
 ENV ?= dev
 
-.PHONY: all install synth test test-cdk test-race chaos review vet fmt-check tree-check snapshots diff deploy services bench measure clean
+.PHONY: all install synth test test-cdk test-race chaos e2e review vet fmt-check tree-check snapshots diff deploy services bench measure clean
 
 all: synth
 
@@ -31,8 +31,10 @@ synth: install
 
 # The Go libraries and tools run under the race detector; the CDK packages
 # (jsii drives a Node process, nothing of ours is concurrent there, and the
-# race runtime slows jsii several-fold) run without it.
-RACE_PKGS = ./lambdas/... ./cmd/... ./internal/...
+# race runtime slows jsii several-fold) run without it, and so does the
+# end-to-end run (internal/e2e): its parts are race-tested in their own
+# packages, and it mostly waits on scaled timeouts, with the CDK half.
+RACE_PKGS = ./lambdas/... ./cmd/... $$($(GO) list ./internal/... | grep -v '/internal/e2e$$')
 
 ## test: everything CI runs (-count=1: tests against PostgreSQL, dynalite and the CLI are never answered from the cache)
 # The two halves run side by side (each buffered, then printed whole): the
@@ -45,7 +47,12 @@ test-race:
 	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 test-cdk:
-	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/lambdas/' -e '/cmd/' -e '/internal/')
+	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/lambdas/' -e '/cmd/' -e '/internal/') ./internal/e2e
+
+## e2e: the whole order flow under chaos with 1,000 orders (`make test` runs it with 100); report in docs/e2e-report.md, MF_SEED=<seed> replays a run
+e2e: install services
+	$(GO) test -count=1 -timeout 20m -run 'TestOrderFlow$$' -v ./internal/e2e -args -e2e.full -e2e.report=$(CURDIR)/docs/e2e-report.md \
+	  | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|seed|e2e_test|promises'
 
 ## chaos: the long chaos runs at full size (seed printed; MF_SEED=<seed> replays one)
 chaos: install services

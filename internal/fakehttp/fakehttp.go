@@ -125,6 +125,7 @@ type Record struct {
 	Status         int    // 0 when the client got no answer (reset, hang)
 	Replayed       bool   // answered from the key store
 	Effect         bool   // the Handler ran
+	Body           []byte // the request's body
 }
 
 // Effect is one run of the Handler.
@@ -260,7 +261,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		IdempotencyKey: hr.Header.Get(HeaderIdempotencyKey)}
 
 	s.mu.Lock()
-	rec := Record{Seq: len(s.requests) + 1, At: s.now(), Method: req.Method, Path: req.Path, IdempotencyKey: req.IdempotencyKey}
+	rec := Record{Seq: len(s.requests) + 1, At: s.now(), Method: req.Method, Path: req.Path, IdempotencyKey: req.IdempotencyKey, Body: body}
 	s.requests = append(s.requests, rec)
 	s.mu.Unlock()
 	update := func(f func(*Record)) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
@@ -34,58 +34,10 @@ var ddb *dynalitetest.Server
 
 func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
 
-// sesMode is how the fake SES answers SendEmail.
-type sesMode int32
-
-const (
-	sesOK sesMode = iota
-	sesThrottled
-	sesRejects
-	sesFails
-)
-
-// fakeSES speaks SES v2's SendEmail (REST-JSON) well enough for the real
-// SDK client: 200 {"MessageId"} or an error with X-Amzn-Errortype.
-type fakeSES struct {
-	*fakehttp.Server
-	mode atomic.Int32
-}
-
-func newFakeSES(t *testing.T, seed uint64) *fakeSES {
-	f := &fakeSES{}
-	var n atomic.Int64
-	f.Server = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
-		var in struct {
-			FromEmailAddress     string
-			ConfigurationSetName string
-			Destination          struct{ ToAddresses []string }
-			Content              struct {
-				Simple struct{ Subject struct{ Data string } }
-			}
-			EmailTags []struct{ Name, Value string }
-		}
-		if r.Path != "/v2/email/outbound-emails" || json.Unmarshal(r.Body, &in) != nil || in.ConfigurationSetName != "mf-correo-test" ||
-			len(in.Destination.ToAddresses) != 1 || in.Content.Simple.Subject.Data == "" || len(in.EmailTags) == 0 {
-			return sesError(400, "BadRequestException", "bad request: "+string(r.Body))
-		}
-		switch sesMode(f.mode.Load()) {
-		case sesThrottled:
-			return sesError(429, "TooManyRequestsException", "Maximum sending rate exceeded.")
-		case sesRejects:
-			return sesError(400, "MessageRejected", "Email address is not verified.")
-		case sesFails:
-			return sesError(500, "InternalServiceErrorException", "internal failure")
-		}
-		return fakehttp.JSON(200, fmt.Sprintf(`{"MessageId":"ses-%d"}`, n.Add(1)))
-	}, fakehttp.WithSeed(seed))
+func newFakeSES(t *testing.T, seed uint64) *fakeses.SES {
+	f := fakeses.New("mf-correo-test", fakehttp.WithSeed(seed))
 	t.Cleanup(f.Close)
 	return f
-}
-
-func sesError(status int, code, msg string) fakehttp.Response {
-	r := fakehttp.JSON(status, fmt.Sprintf(`{"message":%q}`, msg))
-	r.Header.Set("X-Amzn-Errortype", code)
-	return r
 }
 
 // sent counts the e-mails a fake provider really sent (2xx effects).
@@ -101,7 +53,7 @@ func sent(s *fakehttp.Server) int {
 
 type world struct {
 	q          *consumertest.Queues
-	ses        *fakeSES
+	ses        *fakeses.SES
 	sec        *fakehttp.Server
 	envios     *correo.Envios
 	store      *idempotency.Store
@@ -196,11 +148,11 @@ func TestOneEmailPerOrderWithinAndAcrossBatches(t *testing.T) {
 // back.
 func TestSESThrottlingFailsOverToTheSecondary(t *testing.T) {
 	w := newWorld(t, opts{})
-	w.ses.mode.Store(int32(sesThrottled))
+	w.ses.SetMode(fakeses.Throttled)
 	if resp := w.process(t, w.q.Record("a", pedido("P-1", "ana@example.com"))); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
-	w.ses.mode.Store(int32(sesOK))
+	w.ses.SetMode(fakeses.OK)
 	w.process(t, w.q.Record("b", pedido("P-1", "ana@example.com")))
 	if s, p := sent(w.ses.Server), sent(w.sec); s != 0 || p != 1 {
 		t.Fatalf("SES sent %d, secondary %d; want only the secondary, once", s, p)
@@ -214,7 +166,7 @@ func TestSESThrottlingFailsOverToTheSecondary(t *testing.T) {
 // e-mails go to the secondary without a request to SES.
 func TestSESCircuitOpenSendsThroughTheSecondary(t *testing.T) {
 	w := newWorld(t, opts{breakers: true})
-	w.ses.mode.Store(int32(sesFails))
+	w.ses.SetMode(fakeses.Fails)
 	for i := range 5 {
 		w.process(t, w.q.Record(fmt.Sprint(i), pedido(fmt.Sprintf("P-%d", i), "ana@example.com")))
 	}
@@ -237,7 +189,7 @@ func TestBothUnavailableDelaysTheEmail(t *testing.T) {
 		consumertest.Must(t, err)
 		call.Done(ctx, errors.New("503"))
 	}
-	w.ses.mode.Store(int32(sesThrottled))
+	w.ses.SetMode(fakeses.Throttled)
 	id := w.q.Send(t, pedido("P-1", "ana@example.com"), "")
 	_, resp := w.q.Pump(ctx, t, w.proc, 10)
 	if got := consumertest.Failures(resp); !slices.Equal(got, []string{id}) {
@@ -249,7 +201,7 @@ func TestBothUnavailableDelaysTheEmail(t *testing.T) {
 	if len(w.sec.Requests()) != 0 || sent(w.ses.Server) != 0 {
 		t.Fatal("something was sent")
 	}
-	w.ses.mode.Store(int32(sesOK))
+	w.ses.SetMode(fakeses.OK)
 	w.q.Drain(ctx, t, w.proc, 10, 5)
 	if s, p := sent(w.ses.Server), len(w.sec.Requests()); s != 1 || p != 0 {
 		t.Fatalf("SES sent %d, secondary got %d requests; want 1 and 0", s, p)
@@ -262,7 +214,7 @@ func TestBothUnavailableDelaysTheEmail(t *testing.T) {
 // never asked, though it is back.
 func TestSecondaryAnswerLostIsAskedAgainNeverSES(t *testing.T) {
 	w := newWorld(t, opts{secAttempts: 1})
-	w.ses.mode.Store(int32(sesThrottled))
+	w.ses.SetMode(fakeses.Throttled)
 	w.sec.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
 	ctx := consumertest.Ctx(t, 30*time.Second)
 	w.q.Send(t, pedido("P-1", "ana@example.com"), "")
@@ -270,7 +222,7 @@ func TestSecondaryAnswerLostIsAskedAgainNeverSES(t *testing.T) {
 	if len(resp.BatchItemFailures) != 1 {
 		t.Fatalf("failures %v, want the e-mail back for a retry; DLQ %+v; secondary %+v", resp.BatchItemFailures, w.q.DeadLetters(t), w.sec.Requests())
 	}
-	w.ses.mode.Store(int32(sesOK))
+	w.ses.SetMode(fakeses.OK)
 	sesBefore := len(w.ses.Requests())
 	w.q.Drain(ctx, t, w.proc, 10, 5)
 	if p := sent(w.sec); p != 1 || len(w.sec.Requests()) != 2 {
@@ -313,7 +265,7 @@ func TestCrashAfterAskingSESIsNeverSentAgain(t *testing.T) {
 // the secondary is not tried.
 func TestRejectedEmailIsADataError(t *testing.T) {
 	w := newWorld(t, opts{})
-	w.ses.mode.Store(int32(sesRejects))
+	w.ses.SetMode(fakeses.Rejects)
 	w.process(t, w.q.Record("a", pedido("P-1", "ana@example.com")))
 	if len(w.sec.Requests()) != 0 {
 		t.Fatal("the secondary was tried for a rejected e-mail")

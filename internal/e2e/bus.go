@@ -1,0 +1,701 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mercadofresco/integration/internal/awsfake"
+	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/internal/eventpattern"
+	"github.com/mercadofresco/integration/lambdas/queue"
+)
+
+// Bus plays EventBridge (the rules of every bus in the templates, their
+// targets with retry policy and dead-letter queue), SNS (the topics'
+// subscriptions) and EventBridge Pipes (the carts pipe's filter and input
+// template), from the templates. Copies is how many times each delivery
+// is made: at-least-once delivery made visible.
+type Bus struct {
+	w      *World
+	Copies int
+
+	rules  []*Rule
+	topics map[string]*Topic // by ARN
+	pipes  []*Pipe
+	apis   map[string]*apiDestination // by ARN
+	dlqs   []string
+
+	routed    atomic.Int64 // events put on a bus
+	inflight  sync.WaitGroup
+	pending   atomic.Int64
+	delivered sync.Map // target id -> *atomic.Int64
+	failures  atomic.Int64
+	webhook   *http.Client
+}
+
+// Rule is one AWS::Events::Rule.
+type Rule struct {
+	Name, Bus string
+	Pattern   *eventpattern.Pattern
+	Targets   []*Target
+}
+
+// Target is one target of a rule.
+type Target struct {
+	ID, ARN     string
+	Rule        *Rule
+	Queue       *Queue // SQS target
+	API         *apiDestination
+	Log         bool // CloudWatch Logs target: accepted, not kept
+	DLQ         *Queue
+	MaxRetries  int
+	MaxAge      time.Duration
+	InputPath   string
+	Transformer *transformer
+	GroupID     string
+	Headers     map[string]string
+}
+
+type apiDestination struct {
+	Endpoint, Method string
+	limiter          *limiter
+	connectionKey    string
+	connectionHeader string
+}
+
+// Topic is one SNS topic with its subscriptions.
+type Topic struct {
+	ARN  string
+	Subs []*Subscription
+}
+
+// Subscription is an SQS subscription of a topic.
+type Subscription struct {
+	Queue *Queue
+	Raw   bool
+	DLQ   *Queue
+}
+
+// Pipe is an EventBridge pipe from a DynamoDB stream to a bus.
+type Pipe struct {
+	Name       string
+	Filters    []*eventpattern.Pattern
+	Template   string
+	Bus        string
+	Source     string
+	DetailType string
+	Matched    atomic.Int64
+	Dropped    atomic.Int64
+}
+
+func (w *World) busName(v string) string {
+	if i := strings.LastIndex(v, ":event-bus/"); i >= 0 {
+		return v[i+len(":event-bus/"):]
+	}
+	if v == "" {
+		return "default"
+	}
+	return v
+}
+
+// loadBus reads the rules, topics, subscriptions, API destinations and
+// pipes of the templates.
+func (w *World) loadBus() *Bus {
+	b := &Bus{w: w, Copies: 2, topics: map[string]*Topic{}, apis: map[string]*apiDestination{},
+		webhook: &http.Client{Timeout: 5 * time.Second}}
+	for _, r := range w.app.Resources("AWS::Events::ApiDestination") {
+		arn, _ := w.Locals().GetAtt(r, "Arn")
+		p, err := w.resolve(r, r.Properties)
+		if err != nil {
+			w.fatalf("%s: %v", r.Path(), err)
+		}
+		m := p.(map[string]any)
+		d := &apiDestination{Method: str(m["HttpMethod"]), Endpoint: str(m["InvocationEndpoint"])}
+		if rate, ok := m["InvocationRateLimitPerSecond"].(float64); ok {
+			d.limiter = newLimiter(rate * w.opts.WaitScale)
+		}
+		conn := str(m["ConnectionArn"])
+		for _, c := range w.app.Resources("AWS::Events::Connection") {
+			if ca, _ := w.Locals().GetAtt(c, "Arn"); ca == conn {
+				p, _ := w.resolve(c, c.Prop("AuthParameters"))
+				raw, _ := json.Marshal(p)
+				var auth struct {
+					ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
+				}
+				_ = json.Unmarshal(raw, &auth)
+				d.connectionHeader = auth.ApiKeyAuthParameters.ApiKeyName
+				if d.connectionKey, err = w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue); err != nil {
+					w.fatalf("%s: %v", c.Path(), err)
+				}
+			}
+		}
+		if d.connectionHeader == "" {
+			w.fatalf("%s: connection %s with API key auth not found", r.Path(), conn)
+		}
+		b.apis[arn] = d
+	}
+	for _, r := range w.app.Resources("AWS::Events::Rule") {
+		b.rules = append(b.rules, b.loadRule(r))
+	}
+	for _, r := range w.app.Resources("AWS::SNS::Topic") {
+		arn, _ := w.Locals().Ref(r)
+		b.topics[arn] = &Topic{ARN: arn}
+	}
+	for _, r := range w.app.Resources("AWS::SNS::Subscription") {
+		p, err := w.resolve(r, r.Properties)
+		if err != nil {
+			w.fatalf("%s: %v", r.Path(), err)
+		}
+		m := p.(map[string]any)
+		t := b.topics[str(m["TopicArn"])]
+		if t == nil {
+			w.fatalf("%s: unknown topic %v", r.Path(), m["TopicArn"])
+		}
+		switch m["Protocol"] {
+		case "sqs":
+		case "email":
+			continue // the alerts topic's operators
+		default:
+			w.fatalf("%s: protocol %v is not played", r.Path(), m["Protocol"])
+		}
+		if _, ok := m["FilterPolicy"]; ok {
+			w.fatalf("%s: subscription filter policies are not played", r.Path())
+		}
+		s := &Subscription{Queue: w.queueByARN[str(m["Endpoint"])]}
+		if s.Queue == nil {
+			w.fatalf("%s: endpoint %v is not a queue of the templates", r.Path(), m["Endpoint"])
+		}
+		s.Raw, _ = m["RawMessageDelivery"].(bool)
+		if rp, ok := m["RedrivePolicy"].(map[string]any); ok {
+			s.DLQ = w.queueByARN[str(rp["deadLetterTargetArn"])]
+			b.dlqs = append(b.dlqs, str(rp["deadLetterTargetArn"]))
+		}
+		t.Subs = append(t.Subs, s)
+	}
+	for _, r := range w.app.Resources("AWS::Pipes::Pipe") {
+		b.pipes = append(b.pipes, b.loadPipe(r))
+	}
+	return b
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+func (b *Bus) loadRule(r *cfnlocal.Resource) *Rule {
+	w := b.w
+	p, err := w.resolve(r, r.Properties)
+	if err != nil {
+		w.fatalf("%s: %v", r.Path(), err)
+	}
+	m := p.(map[string]any)
+	rule := &Rule{Name: str(m["Name"]), Bus: w.busName(str(m["EventBusName"]))}
+	if rule.Name == "" {
+		rule.Name = r.LogicalID
+	}
+	pat, _ := m["EventPattern"].(map[string]any)
+	if pat == nil {
+		w.fatalf("%s: scheduled rules are not played", r.Path())
+	}
+	if rule.Pattern, err = eventpattern.CompileValue(pat); err != nil {
+		w.fatalf("%s: %v", r.Path(), err)
+	}
+	if s := str(m["State"]); s != "" && s != "ENABLED" {
+		return rule
+	}
+	targets, _ := m["Targets"].([]any)
+	for _, ti := range targets {
+		tm := ti.(map[string]any)
+		t := &Target{ID: str(tm["Id"]), ARN: str(tm["Arn"]), Rule: rule, MaxRetries: 185, MaxAge: 24 * time.Hour}
+		switch {
+		case strings.HasPrefix(t.ARN, "arn:aws:sqs:"):
+			if t.Queue = w.queueByARN[t.ARN]; t.Queue == nil {
+				w.fatalf("%s: target %s is not a queue of the templates", r.Path(), t.ARN)
+			}
+		case strings.Contains(t.ARN, ":api-destination/"):
+			if t.API = b.apis[t.ARN]; t.API == nil {
+				w.fatalf("%s: unknown API destination %s", r.Path(), t.ARN)
+			}
+		case strings.HasPrefix(t.ARN, "arn:aws:logs:"):
+			t.Log = true
+		default:
+			w.fatalf("%s: target %s is of a kind the run does not play", r.Path(), t.ARN)
+		}
+		if dl, ok := tm["DeadLetterConfig"].(map[string]any); ok {
+			t.DLQ = w.queueByARN[str(dl["Arn"])]
+			b.dlqs = append(b.dlqs, str(dl["Arn"]))
+		}
+		if rp, ok := tm["RetryPolicy"].(map[string]any); ok {
+			if n, ok := rp["MaximumRetryAttempts"].(float64); ok {
+				t.MaxRetries = int(n)
+			}
+			t.MaxAge = seconds(rp["MaximumEventAgeInSeconds"], t.MaxAge)
+		}
+		t.InputPath = str(tm["InputPath"])
+		if _, ok := tm["Input"]; ok {
+			w.fatalf("%s: constant target input is not played", r.Path())
+		}
+		if it, ok := tm["InputTransformer"].(map[string]any); ok {
+			t.Transformer = &transformer{Paths: map[string]string{}, Template: str(it["InputTemplate"])}
+			ipm, _ := it["InputPathsMap"].(map[string]any)
+			for k, v := range ipm {
+				t.Transformer.Paths[k] = str(v)
+			}
+		}
+		if sp, ok := tm["SqsParameters"].(map[string]any); ok {
+			t.GroupID = str(sp["MessageGroupId"])
+		}
+		if hp, ok := tm["HttpParameters"].(map[string]any); ok {
+			t.Headers = map[string]string{}
+			hh, _ := hp["HeaderParameters"].(map[string]any)
+			for k, v := range hh {
+				t.Headers[k] = str(v)
+			}
+			if _, ok := hp["QueryStringParameters"]; ok {
+				w.fatalf("%s: query string parameters are not played", r.Path())
+			}
+		}
+		rule.Targets = append(rule.Targets, t)
+	}
+	return rule
+}
+
+func (b *Bus) loadPipe(r *cfnlocal.Resource) *Pipe {
+	w := b.w
+	p, err := w.resolve(r, r.Properties)
+	if err != nil {
+		w.fatalf("%s: %v", r.Path(), err)
+	}
+	raw, _ := json.Marshal(p)
+	var spec struct {
+		Name             string
+		Target           string
+		SourceParameters struct {
+			FilterCriteria struct{ Filters []struct{ Pattern string } }
+		}
+		TargetParameters struct {
+			InputTemplate                   string
+			EventBridgeEventBusParameters   struct{ DetailType, Source string }
+			SqsQueueParameters, Lambda, ECS any
+		}
+		Enrichment string
+	}
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		w.fatalf("%s: %v", r.Path(), err)
+	}
+	if spec.Enrichment != "" || !strings.Contains(spec.Target, ":event-bus/") {
+		w.fatalf("%s: only pipes to a bus without enrichment are played", r.Path())
+	}
+	pipe := &Pipe{Name: spec.Name, Template: spec.TargetParameters.InputTemplate, Bus: w.busName(spec.Target),
+		Source: spec.TargetParameters.EventBridgeEventBusParameters.Source, DetailType: spec.TargetParameters.EventBridgeEventBusParameters.DetailType}
+	for _, f := range spec.SourceParameters.FilterCriteria.Filters {
+		pat, err := eventpattern.Compile([]byte(f.Pattern))
+		if err != nil {
+			w.fatalf("%s: filter: %v", r.Path(), err)
+		}
+		pipe.Filters = append(pipe.Filters, pat)
+	}
+	return pipe
+}
+
+func (b *Bus) dlqARNs() []string { return b.dlqs }
+
+// Route implements awsfake.Router: the event goes to every matching rule's
+// targets of its bus, Copies times each, asynchronously (as EventBridge
+// delivers after PutEvents has answered).
+func (b *Bus) Route(_ context.Context, e awsfake.Event) error {
+	b.routed.Add(1)
+	bus := b.w.busName(e.EventBusName)
+	env := e.Envelope(b.w.opts.Account, b.w.opts.Region)
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	var generic map[string]any
+	_ = json.Unmarshal(raw, &generic)
+	for _, r := range b.rules {
+		if r.Bus != bus || !r.Pattern.MatchValue(generic) {
+			continue
+		}
+		for _, t := range r.Targets {
+			for range b.Copies {
+				b.inflight.Add(1)
+				b.pending.Add(1)
+				go func() {
+					defer b.inflight.Done()
+					defer b.pending.Add(-1)
+					b.deliver(t, generic, raw, e.Time)
+				}()
+			}
+		}
+	}
+	return nil
+}
+
+// Routed is the number of events put on a bus so far.
+func (b *Bus) Routed() int64 { return b.routed.Load() }
+
+// Pending is the number of deliveries not finished.
+func (b *Bus) Pending() int64 { return b.pending.Load() }
+
+// Wait waits for every delivery begun.
+func (b *Bus) Wait() { b.inflight.Wait() }
+
+func (b *Bus) count(id string) {
+	v, _ := b.delivered.LoadOrStore(id, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+// errNoRetry marks a delivery failure EventBridge does not retry (a 4xx
+// other than 429 from an API destination).
+var errNoRetry = errors.New("not retryable")
+
+func (b *Bus) deliver(t *Target, event map[string]any, raw []byte, at time.Time) {
+	ctx := context.Background()
+	input, err := t.input(event, raw)
+	if err != nil {
+		b.deadLetter(t, raw, "INPUT_TRANSFORMATION_FAILED", err, 0)
+		return
+	}
+	backoff := time.Second
+	for attempt := 0; ; attempt++ {
+		err = b.send(ctx, t, event, input)
+		if err == nil {
+			b.count(t.Rule.Name + "/" + t.ID)
+			return
+		}
+		b.failures.Add(1)
+		if errors.Is(err, errNoRetry) || attempt >= t.MaxRetries || b.w.clock.Now().Sub(at) > t.MaxAge {
+			b.deadLetter(t, raw, "RETRIES_EXHAUSTED", err, attempt)
+			return
+		}
+		_ = b.w.clock.Sleep(ctx, b.w.jitter(backoff))
+		backoff = min(backoff*2, 3*time.Minute)
+	}
+}
+
+func (b *Bus) send(ctx context.Context, t *Target, event map[string]any, input []byte) error {
+	switch {
+	case t.Queue != nil:
+		in := &queue.SendMessageInput{QueueURL: t.Queue.URL, Body: string(input)}
+		if t.Queue.FIFO {
+			in.MessageGroupID = t.GroupID
+			in.MessageDeduplicationID, _ = event["id"].(string)
+		}
+		_, err := b.w.sqs.SendMessage(ctx, in)
+		return err
+	case t.API != nil:
+		return b.callAPI(ctx, t, event, input)
+	case t.Log:
+		return nil
+	}
+	return fmt.Errorf("target %s has no kind", t.ID)
+}
+
+// callAPI invokes an API destination: the endpoint's path on the local
+// ERP webhook fake, the connection's API key header, the rule's header
+// parameters, at the destination's rate.
+func (b *Bus) callAPI(ctx context.Context, t *Target, event map[string]any, input []byte) error {
+	t.API.limiter.wait(ctx)
+	u, err := url.Parse(t.API.Endpoint)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNoRetry, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, t.API.Method, b.w.deps.ERPWebhook.URL()+u.Path, bytes.NewReader(input))
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNoRetry, err)
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set(t.API.connectionHeader, t.API.connectionKey)
+	for k, v := range t.Headers {
+		if strings.HasPrefix(v, "$.") {
+			val, ok := jsonPath(event, v)
+			if !ok {
+				continue
+			}
+			if s, ok := val.(string); ok {
+				v = s
+			} else {
+				bs, _ := json.Marshal(val)
+				v = string(bs)
+			}
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := b.webhook.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode < 300:
+		return nil
+	case resp.StatusCode == 429 || resp.StatusCode >= 500:
+		return fmt.Errorf("API destination answered %d", resp.StatusCode)
+	}
+	return fmt.Errorf("%w: API destination answered %d", errNoRetry, resp.StatusCode)
+}
+
+// deadLetter sends the event to the target's DLQ with EventBridge's error
+// attributes; without a DLQ the event is dropped and counted.
+func (b *Bus) deadLetter(t *Target, raw []byte, code string, cause error, attempts int) {
+	if t.DLQ == nil {
+		b.w.t.Errorf("e2e: rule %s target %s dropped an event (%s: %v): no DLQ", t.Rule.Name, t.ID, code, cause)
+		return
+	}
+	msg := cause.Error()
+	attrs := map[string]queue.Attribute{
+		"RULE_ARN":                  queue.StringAttribute(fmt.Sprintf("arn:aws:events:%s:%s:rule/%s/%s", b.w.opts.Region, b.w.opts.Account, t.Rule.Bus, t.Rule.Name)),
+		"TARGET_ARN":                queue.StringAttribute(t.ARN),
+		"ERROR_CODE":                queue.StringAttribute(code),
+		"ERROR_MESSAGE":             queue.StringAttribute(msg),
+		"EXHAUSTED_RETRY_CONDITION": queue.StringAttribute("MaximumRetryAttempts"),
+		"RETRY_ATTEMPTS":            queue.NumberAttribute(int64(attempts)),
+	}
+	if _, err := b.w.sqs.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: t.DLQ.URL, Body: string(raw), MessageAttributes: attrs}); err != nil {
+		b.w.t.Errorf("e2e: DLQ %s refused an event: %v", t.DLQ.Name, err)
+	}
+}
+
+func (t *Target) input(event map[string]any, raw []byte) ([]byte, error) {
+	switch {
+	case t.Transformer != nil:
+		return t.Transformer.apply(event)
+	case t.InputPath != "":
+		v, ok := jsonPath(event, t.InputPath)
+		if !ok {
+			return nil, fmt.Errorf("input path %s not in the event", t.InputPath)
+		}
+		return json.Marshal(v)
+	}
+	return raw, nil
+}
+
+// Publish plays sns:Publish: the message goes to every subscription, Copies
+// times each (raw delivery: the message as the body, its attributes as
+// message attributes).
+func (t *Topic) publish(b *Bus, message string, attrs map[string]queue.Attribute) (string, error) {
+	id := b.w.newID()
+	for _, s := range t.Subs {
+		body := message
+		var mattrs map[string]queue.Attribute
+		if s.Raw {
+			mattrs = attrs
+		} else {
+			env := map[string]any{"Type": "Notification", "MessageId": id, "TopicArn": t.ARN, "Message": message,
+				"Timestamp": b.w.clock.Now().UTC().Format(time.RFC3339Nano)}
+			ma := map[string]any{}
+			for k, a := range attrs {
+				ma[k] = map[string]string{"Type": a.DataType, "Value": a.StringValue}
+			}
+			env["MessageAttributes"] = ma
+			bs, _ := json.Marshal(env)
+			body = string(bs)
+		}
+		for range b.Copies {
+			if _, err := b.w.sqs.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: s.Queue.URL, Body: body, MessageAttributes: mattrs}); err != nil {
+				if s.DLQ == nil {
+					return "", err
+				}
+				_, _ = b.w.sqs.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: s.DLQ.URL, Body: body, MessageAttributes: mattrs})
+			}
+		}
+	}
+	return id, nil
+}
+
+// Topic returns the topic with that ARN.
+func (b *Bus) Topic(arn string) *Topic { return b.topics[arn] }
+
+// Stream feeds DynamoDB stream records (as the pipe's source delivers them)
+// through every pipe: the filter from the template, then the input
+// template, then the target bus.
+func (b *Bus) Stream(ctx context.Context, records []map[string]any) error {
+	for _, p := range b.pipes {
+		for _, rec := range records {
+			matched := false
+			for _, f := range p.Filters {
+				matched = matched || f.MatchValue(rec)
+			}
+			if !matched {
+				p.Dropped.Add(1)
+				continue
+			}
+			p.Matched.Add(1)
+			detail, err := pipeTemplate(p.Template, rec)
+			if err != nil {
+				return fmt.Errorf("pipe %s: %w", p.Name, err)
+			}
+			if err := b.Route(ctx, awsfake.Event{ID: b.w.newID(), EventBusName: p.Bus, Source: p.Source, DetailType: p.DetailType,
+				Detail: string(detail), Time: b.w.clock.Now()}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// transformer is an EventBridge input transformer.
+type transformer struct {
+	Paths    map[string]string
+	Template string
+}
+
+func (tr *transformer) apply(event map[string]any) ([]byte, error) {
+	vals := map[string]any{}
+	for k, p := range tr.Paths {
+		if v, ok := jsonPath(event, p); ok {
+			vals[k] = v
+		}
+	}
+	out := fillTemplate(tr.Template, func(name string) (any, bool) { v, ok := vals[name]; return v, ok })
+	if !json.Valid(out) {
+		return nil, fmt.Errorf("input template produced invalid JSON: %s", out)
+	}
+	return out, nil
+}
+
+func pipeTemplate(tpl string, rec map[string]any) ([]byte, error) {
+	out := fillTemplate(tpl, func(name string) (any, bool) {
+		if !strings.HasPrefix(name, "$.") {
+			return nil, false
+		}
+		return jsonPath(rec, name)
+	})
+	if !json.Valid(out) {
+		return nil, fmt.Errorf("input template produced invalid JSON: %s", out)
+	}
+	return out, nil
+}
+
+// fillTemplate replaces <name> placeholders as EventBridge does: inside a
+// JSON string a string value goes in as is; elsewhere the value's JSON.
+// A placeholder without a value becomes null (or nothing inside a string).
+func fillTemplate(tpl string, value func(string) (any, bool)) []byte {
+	var out bytes.Buffer
+	inString := false
+	for i := 0; i < len(tpl); i++ {
+		c := tpl[i]
+		switch {
+		case c == '\\' && inString && i+1 < len(tpl):
+			out.WriteByte(c)
+			out.WriteByte(tpl[i+1])
+			i++
+			continue
+		case c == '"':
+			inString = !inString
+		case c == '<':
+			if j := strings.IndexByte(tpl[i:], '>'); j > 0 {
+				name := tpl[i+1 : i+j]
+				if v, ok := value(name); ok || isPlaceholder(name) {
+					switch {
+					case !ok && inString:
+					case !ok:
+						out.WriteString("null")
+					case inString:
+						if s, isStr := v.(string); isStr {
+							b, _ := json.Marshal(s)
+							out.Write(b[1 : len(b)-1])
+						} else {
+							b, _ := json.Marshal(v)
+							out.Write(b)
+						}
+					default:
+						b, _ := json.Marshal(v)
+						out.Write(b)
+					}
+					i += j
+					continue
+				}
+			}
+		}
+		out.WriteByte(c)
+	}
+	return out.Bytes()
+}
+
+func isPlaceholder(name string) bool {
+	return name != "" && !strings.ContainsAny(name, " <\"")
+}
+
+// jsonPath evaluates the simple JSON paths EventBridge uses ($.a.b, $.a[0]).
+func jsonPath(v any, path string) (any, bool) {
+	if path == "$" {
+		return v, true
+	}
+	if !strings.HasPrefix(path, "$.") {
+		return nil, false
+	}
+	cur := v
+	for _, seg := range strings.Split(path[2:], ".") {
+		idx := -1
+		if i := strings.IndexByte(seg, '['); i >= 0 && strings.HasSuffix(seg, "]") {
+			n, err := strconv.Atoi(seg[i+1 : len(seg)-1])
+			if err != nil {
+				return nil, false
+			}
+			seg, idx = seg[:i], n
+		}
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[seg]; !ok {
+			return nil, false
+		}
+		if idx >= 0 {
+			a, ok := cur.([]any)
+			if !ok || idx >= len(a) {
+				return nil, false
+			}
+			cur = a[idx]
+		}
+	}
+	return cur, true
+}
+
+// limiter is a token bucket (rate per wall-clock second, burst 1 s).
+type limiter struct {
+	mu     sync.Mutex
+	rate   float64
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(rate float64) *limiter { return &limiter{rate: rate, tokens: rate, last: time.Now()} }
+
+func (l *limiter) wait(ctx context.Context) {
+	if l == nil {
+		return
+	}
+	for {
+		l.mu.Lock()
+		now := time.Now()
+		l.tokens = min(l.rate, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+		l.last = now
+		if l.tokens >= 1 {
+			l.tokens--
+			l.mu.Unlock()
+			return
+		}
+		need := time.Duration((1 - l.tokens) / l.rate * float64(time.Second))
+		l.mu.Unlock()
+		t := time.NewTimer(need)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}

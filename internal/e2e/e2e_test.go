@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mercadofresco/integration/internal/testseed"
+)
+
+type redisLog struct{ w io.Writer }
+
+func (l redisLog) Printf(_ context.Context, format string, v ...any) {
+	fmt.Fprintf(l.w, "go-redis: "+format+"\n", v...)
+}
+
+var (
+	flagFull   = flag.Bool("e2e.full", false, "run the full scenario (1,000 orders, 30 s outage) instead of the short one")
+	flagReport = flag.String("e2e.report", "", "write the report (Markdown) to this file")
+)
+
+func TestMain(m *testing.M) {
+	RunChild() // a child process of a run does its part and exits
+	os.Exit(m.Run())
+}
+
+// Short is the scenario of `make test`; Full is `make e2e`'s.
+var (
+	Short = Scenario{Orders: 100, Burst: 2 * time.Minute, Outage: 4 * time.Second, OutageAt: 0.3, PublisherKills: 3,
+		Poison: 20, RedisDown: time.Second, RedisAt: 0.6, Carts: 12, Limit: 80 * time.Second}
+	Full = Scenario{Orders: 1000, Burst: 15 * time.Minute, Outage: 30 * time.Second, OutageAt: 0.35, PublisherKills: 5,
+		Poison: 20, RedisDown: 3 * time.Second, RedisAt: 0.6, Carts: 30, Limit: 8 * time.Minute}
+)
+
+// TestOrderFlow runs the order flow end to end on this machine from the
+// synthesized prod templates, under the scenario's faults, and checks every
+// promise of the report (Report.Check).
+func TestOrderFlow(t *testing.T) {
+	sc := Short
+	if *flagFull {
+		sc = Full
+	}
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "functions.log")
+	if *flagReport != "" {
+		logPath = filepath.Join(os.TempDir(), "mf-e2e-functions.log")
+	}
+	logs, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	// The functions log to stdout, as in Lambda: to the log file here.
+	stdout := os.Stdout
+	os.Stdout = logs
+	t.Cleanup(func() { os.Stdout = stdout })
+	redis.SetLogger(redisLog{logs}) // go-redis's own reports of the Redis restart
+
+	seed := testseed.New(t).Seed
+	w := NewWorld(t, Options{Env: "prod", TemplatesDir: filepath.Join(root, "test", "testdata", "snapshots"),
+		Account: "333333333333", Region: "eu-west-1", ExecScale: 5, WaitScale: 25, Seed: seed, Logs: logs})
+	run := NewRun(w, sc)
+	rep := run.Execute(context.Background())
+	md := rep.Markdown()
+	t.Logf("functions' logs: %s\n%s", logPath, md)
+	if *flagReport != "" {
+		if err := os.WriteFile(*flagReport, []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range rep.Check() {
+		t.Error(b)
+	}
+}

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
+	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
+	"github.com/mercadofresco/integration/lambdas/payment"
+)
+
+// Dependencies are the fake external services, each a fakehttp server
+// (Idempotency-Key semantics, fault injection, a ledger of requests and
+// effects) speaking the API the project's clients call.
+type Dependencies struct {
+	Gateway    *fakegateway.Gateway
+	Almacen    *fakehttp.Server // warehouse: POST /v1/preparaciones
+	ERP        *fakehttp.Server // ERP: POST /v1/avisos-pedido (aviso-erp consumer)
+	ERPWebhook *Webhook         // ERP webhook of the API destination
+	Correo2    *fakehttp.Server // secondary e-mail provider: POST /v1/correos
+	SES        *fakeses.SES     // SES v2 SendEmail
+
+	// afterPreparation, when set, runs after the warehouse prepared an
+	// order (the effect is stored under its key) and before it answers.
+	afterPreparation atomic.Pointer[func(pedidoID string)]
+
+	mu         sync.Mutex
+	webhookKey string
+}
+
+func bearer(key string) fakehttp.Option {
+	return fakehttp.WithPrecheck(func(r fakehttp.Request) *fakehttp.Response {
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			resp := fakehttp.JSON(401, `{"codigo":"no_autorizado","mensaje":"bad API key"}`)
+			return &resp
+		}
+		return nil
+	})
+}
+
+// newDependencies starts the fakes with their API keys (the values of the
+// secrets the functions read).
+func newDependencies(seed uint64, keys map[string]string, sesConfigSet string) *Dependencies {
+	d := &Dependencies{}
+	d.Gateway = fakegateway.New(keys["GATEWAY"], fakehttp.WithSeed(seed))
+
+	var prep atomic.Int64
+	d.Almacen = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
+		var in struct {
+			PedidoID string            `json:"pedido_id"`
+			Lineas   []json.RawMessage `json:"lineas"`
+		}
+		if r.Method != "POST" || r.Path != "/v1/preparaciones" || json.Unmarshal(r.Body, &in) != nil || in.PedidoID == "" || len(in.Lineas) == 0 {
+			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
+		}
+		resp := fakehttp.JSON(201, fmt.Sprintf(`{"id":"prep-%d","pedido_id":%q,"estado":"EN_PREPARACION"}`, prep.Add(1), in.PedidoID))
+		if f := d.afterPreparation.Load(); f != nil {
+			(*f)(in.PedidoID)
+		}
+		return resp
+	}, fakehttp.WithSeed(seed+1), bearer(keys["ALMACEN"]))
+
+	var avisos atomic.Int64
+	d.ERP = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
+		var in struct {
+			PedidoID        string `json:"pedido_id"`
+			ReferenciaCobro string `json:"referencia_cobro"`
+		}
+		if r.Method != "POST" || r.Path != "/v1/avisos-pedido" || json.Unmarshal(r.Body, &in) != nil || in.PedidoID == "" || in.ReferenciaCobro == "" {
+			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
+		}
+		return fakehttp.JSON(201, fmt.Sprintf(`{"id":"aviso-%d"}`, avisos.Add(1)))
+	}, fakehttp.WithSeed(seed+2), bearer(keys["ERP"]))
+
+	d.ERPWebhook = newWebhook(func() string {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.webhookKey
+	})
+
+	var correos atomic.Int64
+	d.Correo2 = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
+		var in struct {
+			Para, Asunto, PedidoID string
+		}
+		if r.Method != "POST" || r.Path != "/v1/correos" || json.Unmarshal(r.Body, &in) != nil || in.Para == "" || in.Asunto == "" {
+			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
+		}
+		return fakehttp.JSON(202, fmt.Sprintf(`{"id":"correo-%d"}`, correos.Add(1)))
+	}, fakehttp.WithSeed(seed+4), bearer(keys["CORREO_SECUNDARIO"]))
+
+	d.SES = fakeses.New(sesConfigSet, fakehttp.WithSeed(seed+5))
+	return d
+}
+
+// Close stops every fake.
+func (d *Dependencies) Close() {
+	d.Gateway.Close()
+	d.ERPWebhook.Close()
+	d.SES.Close()
+	for _, s := range []*fakehttp.Server{d.Almacen, d.ERP, d.Correo2} {
+		s.Close()
+	}
+}
+
+// succeeded counts the effects a fake answered with a 2xx, by a key the
+// caller derives from the effect (e.g. the order id).
+func succeeded(s *fakehttp.Server, key func(fakehttp.Effect) string) map[string]int {
+	out := map[string]int{}
+	for _, e := range s.Effects() {
+		if e.Response.Status >= 200 && e.Response.Status < 300 {
+			out[key(e)]++
+		}
+	}
+	return out
+}
+
+// calls counts the charge requests the gateway received per order (by the
+// body's pedido_id: what the gateway was asked, whatever key was sent).
+func (d *Dependencies) gatewayCalls() map[string]int {
+	out := map[string]int{}
+	for _, q := range d.Gateway.Requests() {
+		if q.Path == payment.PathCobros {
+			out[pedidoOf(q.Body)]++
+		}
+	}
+	return out
+}
+
+// pedidoOf reads pedido_id from a JSON body.
+func pedidoOf(body []byte) string {
+	var v struct {
+		PedidoID string `json:"pedido_id"`
+	}
+	_ = json.Unmarshal(body, &v)
+	return v.PedidoID
+}
+
+// Webhook is the ERP's webhook for the order events of the API destination:
+// it authenticates the connection's API key, de-duplicates by the
+// Idempotency-Key header (the event id) and acknowledges a duplicate with
+// 200 without applying it again, as a webhook receiver does (the Stripe-like
+// 409 of fakehttp for a key in flight would send an at-least-once
+// duplicate to the rule's DLQ). FailFirst answers 503 to that many requests
+// first (EventBridge retries them).
+type Webhook struct {
+	srv       *httptest.Server
+	key       func() string
+	FailFirst atomic.Int64
+
+	mu         sync.Mutex
+	deliveries int
+	events     map[string]string // Idempotency-Key -> pedido_id
+}
+
+func newWebhook(key func() string) *Webhook {
+	h := &Webhook{key: key, events: map[string]string{}}
+	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
+	return h
+}
+
+func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if r.Header.Get("x-api-key") != h.key() {
+		http.Error(w, `{"error":"bad API key"}`, 401)
+		return
+	}
+	if h.FailFirst.Add(-1) >= 0 {
+		http.Error(w, `{"error":"unavailable"}`, 503)
+		return
+	}
+	var in struct {
+		PedidoID string `json:"pedido_id"`
+		IDEvento string `json:"id_evento"`
+		Tipo     string `json:"tipo"`
+	}
+	key := r.Header.Get(fakehttp.HeaderIdempotencyKey)
+	if r.Method != "POST" || json.Unmarshal(body, &in) != nil || in.PedidoID == "" || in.IDEvento == "" || key != in.IDEvento || !strings.HasPrefix(in.Tipo, "Pedido") {
+		http.Error(w, `{"error":"bad request"}`, 400)
+		return
+	}
+	h.mu.Lock()
+	h.deliveries++
+	if _, dup := h.events[key]; !dup {
+		h.events[key] = in.PedidoID
+	}
+	h.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"recibido":true}`))
+}
+
+// URL is the webhook's base URL.
+func (h *Webhook) URL() string { return h.srv.URL }
+
+// Close stops the server.
+func (h *Webhook) Close() { h.srv.Close() }
+
+// Events returns the distinct events received (event id -> order) and the
+// number of deliveries.
+func (h *Webhook) Events() (map[string]string, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]string, len(h.events))
+	for k, v := range h.events {
+		out[k] = v
+	}
+	return out, h.deliveries
+}

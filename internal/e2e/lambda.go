@@ -1,0 +1,458 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/lambdas/avisoerp"
+	"github.com/mercadofresco/integration/lambdas/correo"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/orders/starter"
+	"github.com/mercadofresco/integration/lambdas/payment"
+	"github.com/mercadofresco/integration/lambdas/preparacion"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
+	"github.com/mercadofresco/integration/lambdas/stock"
+)
+
+// The functions the run plays, by their mercadofresco:entry. A function of
+// the templates that an event source mapping, a rule or the state machine
+// invokes and that is not here fails the run at start.
+var sqsBuilders = map[string]func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error){
+	"lambdas/iniciar-pedido": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
+		return starter.ProcessorFromEnv(ctx, env, env.Logger("iniciar-pedido"))
+	},
+	"lambdas/preparar-pedido": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
+		return sqsconsumer.Start(ctx, "preparar-pedido", env, preparacion.FromRuntime)
+	},
+	"lambdas/correo-confirmacion": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
+		return sqsconsumer.Start(ctx, "correo-confirmacion", env, correo.FromRuntime)
+	},
+	"lambdas/aviso-erp": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
+		return sqsconsumer.Start(ctx, "aviso-erp", env, avisoerp.FromRuntime)
+	},
+	"lambdas/movimientos-stock": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
+		return sqsconsumer.Start(ctx, "movimientos-stock", env, stock.FromRuntime)
+	},
+}
+
+// taskHandler is a Step Functions task function's handler on raw JSON.
+type taskHandler func(ctx context.Context, in json.RawMessage) (any, error)
+
+var taskBuilders = map[string]func(ctx context.Context, env *lambdaenv.Env) (taskHandler, error){
+	"lambdas/cobro": func(ctx context.Context, env *lambdaenv.Env) (taskHandler, error) {
+		t, err := payment.TasksFromEnv(ctx, env, "cobro")
+		if err != nil {
+			return nil, err
+		}
+		h := t.CobroHandler()
+		return func(ctx context.Context, in json.RawMessage) (any, error) { return h(ctx, in) }, nil
+	},
+	"lambdas/reembolso": func(ctx context.Context, env *lambdaenv.Env) (taskHandler, error) {
+		t, err := payment.TasksFromEnv(ctx, env, "reembolso")
+		if err != nil {
+			return nil, err
+		}
+		h := t.ReembolsoHandler()
+		return func(ctx context.Context, in json.RawMessage) (any, error) { return h(ctx, in) }, nil
+	},
+}
+
+// Function is one Lambda function of the templates with its environment as
+// the run gives it.
+type Function struct {
+	w                *World
+	Res              *cfnlocal.Resource
+	Name, ARN, Entry string
+	// Timeout is the template's; Deadline the wall-clock time an invocation
+	// gets (Timeout / ExecScale).
+	Timeout, Deadline time.Duration
+	Env               map[string]string
+
+	mu      sync.Mutex
+	idle    []taskHandler // task sandboxes waiting for an invocation
+	invoked atomic.Int64
+	timeout atomic.Int64
+}
+
+// loadFunctions reads every function of the templates with its resolved
+// environment and the run's overrides.
+func (w *World) loadFunctions() {
+	for _, r := range w.app.Resources("AWS::Lambda::Function") {
+		entry, _ := r.Metadata["mercadofresco:entry"].(string)
+		if entry == "" {
+			continue // the CDK's own providers
+		}
+		name, _ := w.Locals().Ref(r)
+		arn, _ := w.Locals().GetAtt(r, "Arn")
+		f := &Function{w: w, Res: r, Name: name, ARN: arn, Entry: entry, Env: map[string]string{},
+			Timeout: seconds(r.Prop("Timeout"), 3*time.Second)}
+		f.Deadline = time.Duration(float64(f.Timeout) / w.opts.ExecScale)
+		if entry == "lambdas/outbox-publisher" {
+			// Its invocation's timing is its code's (outboxschedule: the
+			// 20 s stop margin and lease of a 100 s invocation), not
+			// configuration: it runs at full length.
+			f.Deadline = f.Timeout
+		}
+		w.functions[arn] = f
+		if sqsBuilders[entry] == nil && taskBuilders[entry] == nil && entry != "lambdas/outbox-publisher" {
+			continue // not played (migrations, cleanup); resolved only if invoked
+		}
+		vars, _ := r.Prop("Environment").(map[string]any)
+		for k, v := range vars["Variables"].(map[string]any) {
+			s, err := w.resolveString(r, v)
+			if err != nil {
+				w.fatalf("function %s, %s: %v", entry, k, err)
+			}
+			f.Env[k] = s
+		}
+		w.override(f)
+	}
+}
+
+func (w *World) note(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	for _, o := range w.overrides {
+		if o == s {
+			return
+		}
+	}
+	w.overrides = append(w.overrides, s)
+}
+
+// override applies the run's changes to a function's environment, the only
+// places where it departs from the template (each listed in the report):
+// endpoints of the external services, TLS to the local Redis and
+// PostgreSQL, the run's database and role names, and durations divided by
+// ExecScale.
+func (w *World) override(f *Function) {
+	scale := func(d time.Duration, floor time.Duration) time.Duration {
+		d = time.Duration(float64(d) / w.opts.ExecScale).Round(time.Millisecond)
+		return max(d, floor)
+	}
+	fakes := map[string]string{"GATEWAY_URL": w.deps.Gateway.URL(), "ALMACEN_URL": w.deps.Almacen.URL(),
+		"ERP_URL": w.deps.ERP.URL(), "CORREO_SECUNDARIO_URL": w.deps.Correo2.URL()}
+	for k, v := range f.Env {
+		switch {
+		case strings.HasSuffix(k, "_URL"):
+			u, ok := fakes[k]
+			if !ok {
+				w.fatalf("%s: no local fake for %s=%s", f.Entry, k, v)
+			}
+			f.Env[k] = u
+			w.note("%s → local fake (template: %s)", k, v)
+		case k == "BREAKER_REDIS_TLS":
+			f.Env[k] = "false"
+			w.note("BREAKER_REDIS_TLS=false: the local Redis has no TLS")
+		case k == "DB_NAME":
+			f.Env[k] = w.db
+			w.note("DB_NAME=<the run's database> (template: %s)", v)
+		case k == "DB_USER":
+			role, ok := w.runRole(v)
+			if !ok {
+				w.fatalf("%s: DB_USER %s is none of the migration's roles", f.Entry, v)
+			}
+			f.Env[k] = role
+			w.note("DB_USER=<run prefix>_%s: roles are cluster-wide, each run has its own", v)
+		case strings.HasSuffix(k, "_READ_TIMEOUT"):
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				w.fatalf("%s: %s=%s: %v", f.Entry, k, v, err)
+			}
+			f.Env[k] = scale(d, time.Second).String()
+			w.note("%s=%s (template %s ÷ ExecScale, at least 1 s)", k, f.Env[k], v)
+		}
+	}
+	if _, ok := f.Env["DB_HOST"]; ok {
+		f.Env["DB_SSLMODE"] = "disable"
+		w.note("DB_SSLMODE=disable: the local PostgreSQL has no TLS (RDS Proxy requires it)")
+	}
+	if _, ok := f.Env["BREAKER_REDIS_ADDR"]; ok {
+		f.Env["BREAKER_OPEN_PERIOD"] = scale(30*time.Second, 5*time.Second).String()
+		w.note("BREAKER_OPEN_PERIOD=%s (default 30 s ÷ ExecScale, at least 5 s)", f.Env["BREAKER_OPEN_PERIOD"])
+	}
+	if sqsBuilders[f.Entry] != nil {
+		f.Env["DEADLINE_MARGIN"] = scale(sqsbatch.DefaultDeadlineMargin, 50*time.Millisecond).String()
+		w.note("DEADLINE_MARGIN=%s (default %s ÷ ExecScale)", f.Env["DEADLINE_MARGIN"], sqsbatch.DefaultDeadlineMargin)
+	}
+}
+
+// invocationContext is the context a Lambda invocation gets: its deadline
+// and the Lambda context (request id, function ARN).
+func (f *Function) invocationContext(parent context.Context) (context.Context, context.CancelFunc) {
+	n := f.invoked.Add(1)
+	ctx, cancel := context.WithTimeout(parent, f.Deadline)
+	return lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
+		AwsRequestID: fmt.Sprintf("%s-%06d", f.Name, n), InvokedFunctionArn: f.ARN}), cancel
+}
+
+// ErrTimedOut is an invocation that did not return by its deadline (the
+// runtime would have stopped it).
+var ErrTimedOut = errors.New("Sandbox.Timedout")
+
+// runInvocation runs fn as one invocation of f: it returns fn's result, or
+// ErrTimedOut when fn has not returned by the deadline (fn then finishes
+// in the background and its result is dropped, as the runtime drops a
+// timed-out invocation's).
+func runInvocation[T any](parent context.Context, f *Function, fn func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := f.invocationContext(parent)
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer cancel()
+		v, err := fn(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done:
+			return r.v, r.err
+		default:
+		}
+		f.timeout.Add(1)
+		var zero T
+		return zero, fmt.Errorf("%w after %s", ErrTimedOut, f.Deadline)
+	}
+}
+
+// InvokeTask invokes a Step Functions task function with its input; the
+// error, if any, carries the errorType Step Functions would see.
+func (f *Function) InvokeTask(ctx context.Context, in json.RawMessage) (json.RawMessage, *TaskFailure) {
+	build := taskBuilders[f.Entry]
+	if build == nil {
+		return nil, &TaskFailure{Error: "Harness.NotPlayed", Cause: f.Entry + " is not played by the run"}
+	}
+	f.mu.Lock()
+	var h taskHandler
+	if n := len(f.idle); n > 0 {
+		h, f.idle = f.idle[n-1], f.idle[:n-1]
+	}
+	f.mu.Unlock()
+	if h == nil { // a new sandbox: its init runs outside the deadline
+		var err error
+		if h, err = build(ctx, lambdaenv.FromMap(f.Env)); err != nil {
+			return nil, &TaskFailure{Error: "Runtime.InitError", Cause: err.Error()}
+		}
+	}
+	out, err := runInvocation(ctx, f, func(ctx context.Context) (any, error) { return h(ctx, in) })
+	if errors.Is(err, ErrTimedOut) {
+		return nil, &TaskFailure{Error: "Sandbox.Timedout", Cause: err.Error()} // sandbox discarded
+	}
+	f.mu.Lock()
+	f.idle = append(f.idle, h)
+	f.mu.Unlock()
+	if err != nil {
+		typ, msg := invokeError(err)
+		return nil, &TaskFailure{Error: typ, Cause: msg}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, &TaskFailure{Error: "Runtime.MarshalError", Cause: err.Error()}
+	}
+	return b, nil
+}
+
+// invokeError is the errorType and errorMessage aws-lambda-go reports for a
+// handler's error: an InvokeResponse_Error's own, else the error's Go type
+// name and text.
+func invokeError(err error) (typ, msg string) {
+	var ire messages.InvokeResponse_Error
+	if errors.As(err, &ire) {
+		return ire.Type, ire.Message
+	}
+	var pire *messages.InvokeResponse_Error
+	if errors.As(err, &pire) {
+		return pire.Type, pire.Message
+	}
+	t := reflect.TypeOf(err)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name(), err.Error()
+}
+
+// TaskFailure is a failed task: its Step Functions error and cause.
+type TaskFailure struct {
+	Error, Cause string
+}
+
+// ESM is one SQS event source mapping of the templates, played as Lambda's
+// pollers do: up to MaximumConcurrency concurrent invocations (one sandbox
+// each), batches of BatchSize, partial batch responses, and nothing deleted
+// when an invocation fails or times out.
+type ESM struct {
+	w              *World
+	Fn             *Function
+	Queue          *Queue
+	BatchSize      int
+	Concurrency    int
+	ReportFailures bool
+
+	// Intercept, when set, may take a batch instead of the in-process
+	// sandbox (the run's kill of a consumer); it returns handled=false to
+	// let the sandbox run it.
+	Intercept func(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error, handled bool)
+
+	busy         atomic.Int64
+	invocations  atomic.Int64
+	failedBatchs atomic.Int64
+}
+
+// loadESMs reads the templates' SQS event source mappings.
+func (w *World) loadESMs() []*ESM {
+	var out []*ESM
+	for _, r := range w.app.Resources("AWS::Lambda::EventSourceMapping") {
+		src, err := w.resolveString(r, r.Prop("EventSourceArn"))
+		if err != nil {
+			w.fatalf("%s: %v", r.Path(), err)
+		}
+		q := w.queueByARN[src]
+		if q == nil {
+			w.fatalf("%s: source %s is not a queue of the templates", r.Path(), src)
+		}
+		fnName, err := w.resolveString(r, r.Prop("FunctionName"))
+		if err != nil {
+			w.fatalf("%s: %v", r.Path(), err)
+		}
+		var fn *Function
+		for _, f := range w.functions {
+			if f.Name == fnName || f.ARN == fnName {
+				fn = f
+			}
+		}
+		if fn == nil || sqsBuilders[fn.Entry] == nil {
+			w.fatalf("%s: function %s is not one the run can play", r.Path(), fnName)
+		}
+		e := &ESM{w: w, Fn: fn, Queue: q, BatchSize: 10, Concurrency: 1000}
+		if n, ok := r.Prop("BatchSize").(float64); ok {
+			e.BatchSize = int(n)
+		}
+		if sc, ok := r.Prop("ScalingConfig").(map[string]any); ok {
+			if n, ok := sc["MaximumConcurrency"].(float64); ok {
+				e.Concurrency = int(n)
+			}
+		}
+		if e.Concurrency > 50 {
+			e.Concurrency = 50 // no cap in the template: Lambda's own scaling, bounded here
+		}
+		if types, ok := r.Prop("FunctionResponseTypes").([]any); ok {
+			for _, t := range types {
+				e.ReportFailures = e.ReportFailures || t == "ReportBatchItemFailures"
+			}
+		}
+		if e.BatchSize > 10 {
+			w.fatalf("%s: batch size %d needs a batching window, which the run does not play", r.Path(), e.BatchSize)
+		}
+		// Production's invariant, kept by the scaling: a message's
+		// visibility outlasts the invocation that received it.
+		if w.clock.Real(q.Visibility) <= fn.Deadline {
+			w.fatalf("%s: %s's visibility (%s ÷ WaitScale) ends before %s's deadline (%s ÷ ExecScale); change the scales",
+				r.Path(), q.Name, q.Visibility, fn.Entry, fn.Timeout)
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Queue.Name < out[j].Queue.Name })
+	return out
+}
+
+// Run polls until ctx ends; it returns when every poller has stopped.
+func (e *ESM) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range e.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.poll(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+func (e *ESM) poll(ctx context.Context) {
+	var sandbox *sqsbatch.Processor
+	idle := 5 * time.Millisecond
+	for ctx.Err() == nil {
+		msgs, err := e.w.sqs.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: e.Queue.URL, MaxMessages: e.BatchSize})
+		if err != nil || len(msgs) == 0 {
+			t := time.NewTimer(idle)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			idle = min(idle*2, 100*time.Millisecond)
+			continue
+		}
+		idle = 5 * time.Millisecond
+		e.busy.Add(1)
+		sandbox = e.invoke(ctx, sandbox, msgs)
+		e.busy.Add(-1)
+	}
+}
+
+// invoke runs one batch and deletes what succeeded. It returns the sandbox
+// to use next (nil after a timeout: the runtime replaces a timed-out one).
+func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, msgs []queue.Message) *sqsbatch.Processor {
+	ev := events.SQSEvent{}
+	for _, m := range msgs {
+		ev.Records = append(ev.Records, m.EventRecord(e.Queue.ARN, e.w.opts.Region))
+	}
+	e.invocations.Add(1)
+	var resp events.SQSEventResponse
+	var err error
+	handled := false
+	if e.Intercept != nil {
+		resp, err, handled = e.Intercept(ctx, ev)
+	}
+	if !handled {
+		if sandbox == nil {
+			if sandbox, err = sqsBuilders[e.Fn.Entry](ctx, lambdaenv.FromMap(e.Fn.Env)); err != nil {
+				e.w.t.Errorf("e2e: %s cannot start: %v", e.Fn.Entry, err)
+				return nil
+			}
+		}
+		resp, err = runInvocation(ctx, e.Fn, func(ctx context.Context) (events.SQSEventResponse, error) {
+			return sandbox.Process(ctx, ev)
+		})
+		if errors.Is(err, ErrTimedOut) {
+			sandbox = nil
+		}
+	}
+	if err != nil || ctx.Err() != nil {
+		e.failedBatchs.Add(1)
+		return sandbox // the whole batch comes back after its visibility timeout
+	}
+	failed := map[string]bool{}
+	if e.ReportFailures {
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+	}
+	for _, m := range msgs {
+		if failed[m.MessageID] {
+			continue
+		}
+		_ = e.w.sqs.DeleteMessage(context.WithoutCancel(ctx), e.Queue.URL, m.ReceiptHandle)
+	}
+	return sandbox
+}

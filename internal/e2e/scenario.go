@@ -1,0 +1,809 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercadofresco/integration/internal/dlq"
+	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
+	"github.com/mercadofresco/integration/internal/pgtest"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/orders/shop"
+	"github.com/mercadofresco/integration/lambdas/payment"
+	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/queue"
+)
+
+// Scenario is one seeded run.
+type Scenario struct {
+	Orders int
+	// Burst is the simulated time over which the orders arrive (a Friday
+	// evening peak: arrivals thicken towards the middle).
+	Burst time.Duration
+	// Outage is how long (wall clock) the gateway answers 503 to
+	// everything, starting when OutageAt of the orders have been placed.
+	Outage   time.Duration
+	OutageAt float64
+	// PublisherKills is how many times a publisher is SIGKILLed, spread
+	// over the run by published events.
+	PublisherKills int
+	// Poison is the number of PedidoConfirmado version 2 messages sent to
+	// cola-mercadofresco-pedidos.
+	Poison int
+	// RedisDown is how long (wall clock) Redis is stopped, at RedisAt of
+	// the orders.
+	RedisDown time.Duration
+	RedisAt   float64
+	// Carts is the number of cart stream records fed through the pipe.
+	Carts int
+	// Limit bounds the run's wall-clock time.
+	Limit time.Duration
+}
+
+const (
+	skuCount = 40
+	badSKU   = "FR-999-SIN-INVENTARIO"
+	initial  = 1_000_000
+)
+
+func sku(i int) string { return fmt.Sprintf("FR-%03d", i) }
+
+// order is one order of the run and what the customer saw.
+type order struct {
+	Solicitud shop.Solicitud
+	Intentos  int
+	Failures  []string
+	Succeeded bool
+}
+
+// Run is one run's state.
+type Run struct {
+	w  *World
+	sc Scenario
+
+	rng    *rand.Rand
+	rngMu  sync.Mutex
+	writer *pgxpool.Pool
+
+	mu        sync.Mutex
+	orders    map[string]*order
+	ids       []string
+	retries   sync.WaitGroup
+	pendingRe atomic.Int64
+
+	esms   []*ESM
+	pubs   *Publishers
+	kill   *ConsumerKill
+	hangOn string
+
+	started time.Time
+}
+
+// NewRun prepares a run: the world, the bus, the executor, the event
+// source mappings, the publishers and the faults' hooks.
+func NewRun(w *World, sc Scenario) *Run {
+	r := &Run{w: w, sc: sc, rng: rand.New(rand.NewPCG(w.opts.Seed, 0x0dd)), orders: map[string]*order{}}
+	w.bus = w.loadBus()
+	w.aws.Router = w.bus
+	w.sfn = w.startExecutor(context.Background(), r.executionDone)
+	w.aws.Executor = w.sfn
+	r.esms = w.loadESMs()
+	r.writer = pgtest.PoolAs(w.t, w.db, "", w.roles.Writer, 8)
+	return r
+}
+
+func (r *Run) intn(n int) int {
+	r.rngMu.Lock()
+	defer r.rngMu.Unlock()
+	return r.rng.IntN(n)
+}
+
+func (w *World) newID() string {
+	w.rngLock.Lock()
+	defer w.rngLock.Unlock()
+	return fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", w.rng.Uint32(), w.rng.Uint32()&0xffff, w.rng.Uint32()&0xfff, w.rng.Uint32()&0xfff, w.rng.Uint64()&0xffffffffffff)
+}
+
+// jitter is full jitter on a simulated duration.
+func (w *World) jitter(d time.Duration) time.Duration {
+	w.rngLock.Lock()
+	defer w.rngLock.Unlock()
+	return time.Duration(w.rng.Int64N(int64(d) + 1))
+}
+
+// makeOrders draws the orders: 1 to 4 lines of 40 SKUs, and the SKU with
+// bad data (never counted in stock) in about 1 % of them.
+func (r *Run) makeOrders() {
+	for i := range r.sc.Orders {
+		id := fmt.Sprintf("P-%05d-%04x", i+1, r.intn(0x10000))
+		s := shop.Solicitud{PedidoID: id, ClienteID: fmt.Sprintf("C-%04d", r.intn(400)), Moneda: "EUR",
+			TokenTarjeta: fmt.Sprintf("tok_visa_%04d", r.intn(10000)), ClienteNombre: "Cliente de prueba"}
+		s.ClienteEmail = strings.ToLower(s.ClienteID) + "@clientes.mercadofresco.example"
+		seen := map[string]bool{}
+		for range 1 + r.intn(4) {
+			k := sku(1 + r.intn(skuCount))
+			if (i == 2 || r.intn(100) == 0) && !seen[badSKU] {
+				k = badSKU
+			}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			s.Lineas = append(s.Lineas, shop.Linea{SKU: k, Cantidad: int64(1 + r.intn(5)), PrecioCentimos: int64(50 + r.intn(1950))})
+		}
+		r.orders[id] = &order{Solicitud: s}
+		r.ids = append(r.ids, id)
+	}
+}
+
+// place writes one attempt of an order through the shop's code.
+func (r *Run) place(ctx context.Context, o *order) error {
+	r.mu.Lock()
+	o.Intentos++
+	s := o.Solicitud
+	s.Intento = o.Intentos
+	r.mu.Unlock()
+	_, err := shop.CrearPedido(ctx, r.writer, s)
+	return err
+}
+
+// executionDone is the customer's side: an order whose workflow failed for
+// an unavailable gateway (its circuit open, the gateway's errors) is paid
+// again after a pause, as the shop's page asks.
+func (r *Run) executionDone(res ExecutionResult) {
+	var in struct {
+		PedidoID string `json:"pedido_id"`
+	}
+	_ = json.Unmarshal([]byte(res.Input), &in)
+	r.mu.Lock()
+	o := r.orders[in.PedidoID]
+	if o == nil {
+		r.mu.Unlock()
+		return
+	}
+	if res.Status == "SUCCEEDED" {
+		o.Succeeded = true
+		r.mu.Unlock()
+		return
+	}
+	o.Failures = append(o.Failures, res.Error)
+	retry := (res.Error == paymentapi.ErrCircuitoAbierto || res.Error == paymentapi.ErrPasarelaNoDisponible) && o.Intentos < 12
+	r.mu.Unlock()
+	if !retry {
+		return
+	}
+	r.pendingRe.Add(1)
+	r.retries.Add(1)
+	pause := time.Duration(30+r.intn(90)) * time.Second
+	go func() {
+		defer r.retries.Done()
+		defer r.pendingRe.Add(-1)
+		_ = r.w.clock.Sleep(context.Background(), pause)
+		if err := r.place(context.Background(), o); err != nil {
+			r.w.t.Errorf("e2e: retry of %s: %v", o.Solicitud.PedidoID, err)
+		}
+	}()
+}
+
+// seedStock counts every SKU but the bad one, with ajuste movements through
+// the stock queue (FIFO per SKU, so they come before any reserva).
+func (r *Run) seedStock(ctx context.Context) {
+	q := r.w.QueueNamed("mercadofresco-movimientos-stock.fifo")
+	for i := 1; i <= skuCount; i++ {
+		body, _ := json.Marshal(map[string]any{"version": 1, "tipo": "ajuste", "sku": sku(i), "cantidad": initial,
+			"secuencia": 1, "referencia": "inventario-inicial-" + sku(i), "emitido_en": r.w.clock.Now().Format(time.RFC3339)})
+		if _, err := r.w.sqs.SendMessage(ctx, &queue.SendMessageInput{QueueURL: q.URL, Body: string(body),
+			MessageGroupID: sku(i), MessageDeduplicationID: "inventario-inicial-" + sku(i)}); err != nil {
+			r.w.fatalf("seed stock: %v", err)
+		}
+	}
+}
+
+// sendPoison sends PedidoConfirmado messages of a version no consumer
+// knows to the preparation queue, as a producer deployed ahead of its
+// consumers would.
+func (r *Run) sendPoison(ctx context.Context) {
+	q := r.w.QueueNamed("cola-mercadofresco-pedidos")
+	for i := range r.sc.Poison {
+		body, _ := json.Marshal(map[string]any{"version": 2, "pedido_id": fmt.Sprintf("P-V2-%03d", i),
+			"cliente": map[string]any{"id": "C-V2"}, "importe": map[string]any{"centimos": 1000, "moneda": "EUR"}})
+		if _, err := r.w.sqs.SendMessage(ctx, &queue.SendMessageInput{QueueURL: q.URL, Body: string(body)}); err != nil {
+			r.w.fatalf("poison: %v", err)
+		}
+	}
+}
+
+// feedCarts sends DynamoDB stream records of the carts table through the
+// pipe: expiries by TTL (which the pipe's filter passes), removals by a
+// user and updates (which it drops).
+func (r *Run) feedCarts(ctx context.Context) (ttl int) {
+	var recs []map[string]any
+	for i := range r.sc.Carts {
+		id := fmt.Sprintf("CARRITO-%04d", i)
+		rec := map[string]any{"eventID": r.w.newID(), "eventSource": "aws:dynamodb", "awsRegion": r.w.opts.Region,
+			"dynamodb": map[string]any{"Keys": map[string]any{"carrito_id": map[string]any{"S": id}},
+				"OldImage": map[string]any{"carrito_id": map[string]any{"S": id}, "cliente_id": map[string]any{"S": "C-0001"},
+					"actualizado_en": map[string]any{"S": "2026-11-27T19:00:00Z"}}}}
+		switch i % 3 {
+		case 0:
+			rec["eventName"] = "REMOVE"
+			rec["userIdentity"] = map[string]any{"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+			ttl++
+		case 1:
+			rec["eventName"] = "REMOVE"
+		default:
+			rec["eventName"] = "MODIFY"
+		}
+		recs = append(recs, rec)
+	}
+	if err := r.w.bus.Stream(ctx, recs); err != nil {
+		r.w.fatalf("%v", err)
+	}
+	return ttl
+}
+
+// Execute runs the scenario and returns its report.
+func (r *Run) Execute(ctx context.Context) *Report {
+	w, sc := r.w, r.sc
+	r.started = time.Now()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var pollers sync.WaitGroup
+	defer pollers.Wait()
+	defer stop()
+
+	r.makeOrders()
+	r.seedStock(ctx)
+	r.sendPoison(ctx)
+	for _, e := range r.esms {
+		pollers.Add(1)
+		go func() { defer pollers.Done(); e.Run(ctx) }()
+	}
+	var prep *ESM
+	for _, e := range r.esms {
+		if e.Queue.Name == "cola-mercadofresco-pedidos" {
+			prep = e
+		}
+	}
+	if prep == nil {
+		w.fatalf("no event source mapping on cola-mercadofresco-pedidos")
+	}
+	r.kill = w.killConsumerOn(prep, r.ids[len(r.ids)/10])
+	r.hangOn = r.ids[len(r.ids)/5]
+	var outage atomic.Bool
+	w.deps.Gateway.Inject(
+		fakehttp.Rule{Match: func(q fakehttp.Request) bool { return outage.Load() }, Fault: fakehttp.Fault{Status: 503}},
+		fakehttp.Rule{Match: func(q fakehttp.Request) bool { return q.Path == payment.PathCobros && pedidoOf(q.Body) == r.hangOn },
+			Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}},
+	)
+	w.deps.ERPWebhook.FailFirst.Store(5)
+	r.pubs = w.startPublishers(2)
+	ttlCarts := r.feedCarts(ctx)
+
+	// Publisher kills: at seeded points of the events published so far.
+	expectedEvents := int64(sc.Orders)
+	var killAt []int64
+	for i := range sc.PublisherKills {
+		lo := float64(i) / float64(sc.PublisherKills)
+		hi := float64(i+1) / float64(sc.PublisherKills)
+		f := lo + (hi-lo)*(0.2+0.6*float64(r.intn(1000))/1000)
+		killAt = append(killAt, int64(f*0.9*float64(expectedEvents)))
+	}
+	published := w.bus.Routed
+	watchDone := make(chan struct{})
+	go func() { // the publisher killer, driven by progress
+		defer close(watchDone)
+		for i := 0; i < len(killAt) && ctx.Err() == nil; {
+			if published() >= killAt[i] {
+				r.pubs.Kill(i)
+				i++
+				continue
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+
+	// Orders arrive over the burst (simulated time; a triangle with its
+	// peak in the middle).
+	outageStart, redisAt := int(sc.OutageAt*float64(sc.Orders)), int(sc.RedisAt*float64(sc.Orders))
+	var outageDone, redisDone chan struct{}
+	for i, id := range r.ids {
+		u := float64(i) / float64(sc.Orders)
+		var frac float64
+		if u < 0.5 {
+			frac = math.Sqrt(u/2) * 1
+		} else {
+			frac = 1 - math.Sqrt((1-u)/2)
+		}
+		at := time.Duration(frac * float64(sc.Burst))
+		if wait := w.clock.Real(at) - time.Since(r.started); wait > 0 {
+			time.Sleep(wait)
+		}
+		if i == outageStart && sc.Outage > 0 {
+			outage.Store(true)
+			outageDone = make(chan struct{})
+			go func() { time.Sleep(sc.Outage); outage.Store(false); close(outageDone) }()
+		}
+		if i == redisAt && sc.RedisDown > 0 {
+			redisDone = make(chan struct{})
+			w.redis.Stop()
+			go func() { time.Sleep(sc.RedisDown); close(redisDone) }()
+		}
+		if redisDone != nil {
+			select {
+			case <-redisDone:
+				w.redis.Start()
+				redisDone = nil
+			default:
+			}
+		}
+		if err := r.place(ctx, r.orders[id]); err != nil {
+			w.t.Errorf("e2e: order %s: %v", id, err)
+		}
+	}
+	if redisDone != nil {
+		<-redisDone
+		w.redis.Start()
+	}
+	if outageDone != nil {
+		<-outageDone
+	}
+
+	quiet := r.waitQuiet(ctx, r.started.Add(sc.Limit))
+	stop()
+	<-watchDone
+	r.retries.Wait()
+	pollers.Wait()
+	w.bus.Wait()
+	rep := r.report(context.Background(), ttlCarts)
+	rep.Quiet = quiet
+	return rep
+}
+
+// waitQuiet waits until nothing is left to do (every order placed and
+// its retries, the outbox published, no delivery, execution or invocation
+// running, the consumers' queues empty), checked twice in a row, or until
+// the limit.
+func (r *Run) waitQuiet(ctx context.Context, limit time.Time) string {
+	calm := 0
+	for time.Now().Before(limit) {
+		busy := r.busy(ctx)
+		if busy == "" {
+			calm++
+			if calm == 3 {
+				return ""
+			}
+		} else {
+			calm = 0
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return r.busy(ctx)
+}
+
+// busy says what is still going on ("" when nothing).
+func (r *Run) busy(ctx context.Context) string {
+	w := r.w
+	var pending int
+	if err := w.admin.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE publicado_en IS NULL AND aparcado_en IS NULL`).Scan(&pending); err != nil {
+		return "outbox: " + err.Error()
+	}
+	var parts []string
+	if pending > 0 {
+		parts = append(parts, fmt.Sprintf("%d outbox rows unpublished", pending))
+	}
+	if n := r.pendingRe.Load(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d customer retries pending", n))
+	}
+	if n := w.bus.Pending(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d deliveries", n))
+	}
+	if n := w.sfn.Active(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d executions", n))
+	}
+	for _, e := range r.esms {
+		msgs, _ := w.sqs.Inspect(e.Queue.URL)
+		if len(msgs) > 0 || e.busy.Load() > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d messages", e.Queue.Name, len(msgs)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Report is what the run found.
+type Report struct {
+	Seed                            uint64
+	Scenario                        Scenario
+	ExecScale, WaitScale            float64
+	Orders, Attempts                int
+	Charges, Refunds                int
+	ChargedOrders, DoubleCharged    []string
+	Preparations, DoublePrepared    int
+	PreparedOrders                  int
+	EmailsSES, EmailsSecondary      int
+	EmailedOrders, DoubleEmailed    int
+	ERPNotices, DoubleNotified      int
+	ERPWebhookEvents, WebhookOrders int
+	WebhookDeliveries               int
+	PedidoCreadoEvents              int
+	Executions                      map[string]int
+	Causes                          []string
+	Lost                            []string
+	Stock                           []StockLine
+	StockMismatches                 int
+	BadSKULines                     int
+	DLQs                            []DLQLine
+	MaxGatewayCalls                 int
+	MaxGatewayOrder                 string
+	GatewayCalls                    int
+	PublisherKills                  int
+	KilledConsumer                  string
+	KilledBatches                   int
+	HangOrder                       string
+	Timeouts                        map[string]int64
+	CartsTTL, CartsQueued           int
+	Overrides                       []string
+	Wall                            time.Duration
+	Quiet                           string
+	Failures                        []string
+}
+
+// StockLine is one SKU's stock against the expected ledger.
+type StockLine struct {
+	SKU                            string
+	Existencias, Reservado         int64
+	WantExistencias, WantReservado int64
+}
+
+// DLQLine is one dead-letter queue with messages.
+type DLQLine struct {
+	Name, Verdict string
+	Messages      int
+	Evidence      []string
+}
+
+func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
+	w := r.w
+	rep := &Report{Seed: w.opts.Seed, Scenario: r.sc, ExecScale: w.opts.ExecScale, WaitScale: w.opts.WaitScale,
+		Orders: len(r.ids), Executions: map[string]int{}, Timeouts: map[string]int64{}, Overrides: w.overrides,
+		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.Pedido, KilledBatches: r.kill.Batches, HangOrder: r.hangOn,
+		Wall: time.Since(r.started), CartsTTL: ttlCarts}
+	select {
+	case <-r.kill.Done:
+	default:
+		rep.KilledConsumer = ""
+	}
+	for _, o := range r.orders {
+		rep.Attempts += o.Intentos
+	}
+
+	// The gateway's ledger.
+	charges := map[string]int{}
+	for _, c := range w.deps.Gateway.Charges() {
+		charges[c.PedidoID]++
+		rep.Charges++
+	}
+	rep.Refunds = len(w.deps.Gateway.Refunds())
+	calls := w.deps.gatewayCalls()
+	for _, n := range calls {
+		rep.GatewayCalls += n
+	}
+	for p, n := range calls {
+		if n > rep.MaxGatewayCalls {
+			rep.MaxGatewayCalls, rep.MaxGatewayOrder = n, p
+		}
+	}
+	// The warehouse, the e-mail providers, the ERP.
+	prep := succeeded(w.deps.Almacen, func(e fakehttp.Effect) string { return pedidoOf(e.Body) })
+	ses := succeeded(w.deps.SES.Server, func(e fakehttp.Effect) string { return fakeses.Tag(e.Body, "pedido_id") })
+	sec := succeeded(w.deps.Correo2, func(e fakehttp.Effect) string { return pedidoOf(e.Body) })
+	erp := succeeded(w.deps.ERP, func(e fakehttp.Effect) string { return pedidoOf(e.Body) })
+	hook, deliveries := w.deps.ERPWebhook.Events()
+	hookOrders := map[string]bool{}
+	for _, p := range hook {
+		hookOrders[p] = true
+	}
+	rep.ERPWebhookEvents, rep.WebhookOrders, rep.WebhookDeliveries = len(hook), len(hookOrders), deliveries
+	for _, n := range ses {
+		rep.EmailsSES += n
+	}
+	for _, n := range sec {
+		rep.EmailsSecondary += n
+	}
+	for _, res := range w.sfn.Results() {
+		k := res.Status
+		if res.Error != "" {
+			k += " (" + res.Error + ")"
+		}
+		if rep.Executions[k] == 0 && res.Status != "SUCCEEDED" {
+			rep.Causes = append(rep.Causes, k+": "+res.Cause)
+		}
+		rep.Executions[k]++
+	}
+	for _, id := range r.ids {
+		c, p, e, n := charges[id], prep[id], ses[id]+sec[id], erp[id]
+		if c > 0 {
+			rep.ChargedOrders = append(rep.ChargedOrders, id)
+		}
+		if c > 1 {
+			rep.DoubleCharged = append(rep.DoubleCharged, id)
+		}
+		rep.Preparations += p
+		if p > 0 {
+			rep.PreparedOrders++
+		}
+		if p > 1 {
+			rep.DoublePrepared++
+		}
+		if e > 0 {
+			rep.EmailedOrders++
+		}
+		if e > 1 {
+			rep.DoubleEmailed++
+		}
+		rep.ERPNotices += n
+		if n > 1 {
+			rep.DoubleNotified++
+		}
+		if c == 0 || p == 0 || e == 0 || n == 0 {
+			rep.Lost = append(rep.Lost, fmt.Sprintf("%s (charges %d, preparations %d, e-mails %d, ERP %d, attempts %d, failures %v)",
+				id, c, p, e, n, r.orders[id].Intentos, r.orders[id].Failures))
+		}
+	}
+	if err := w.admin.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE tipo = 'PedidoCreado'`).Scan(&rep.PedidoCreadoEvents); err != nil {
+		rep.Failures = append(rep.Failures, "outbox: "+err.Error())
+	}
+
+	// Stock against the ledger: every order confirmed reserves its lines.
+	want := map[string]int64{}
+	for _, id := range r.ids {
+		for _, l := range r.orders[id].Solicitud.Lineas {
+			if l.SKU == badSKU {
+				rep.BadSKULines++
+				continue
+			}
+			want[l.SKU] += l.Cantidad
+		}
+	}
+	for i := 1; i <= skuCount; i++ {
+		ex, res, err := w.readStock(ctx, sku(i))
+		if err != nil {
+			rep.Failures = append(rep.Failures, err.Error())
+		}
+		line := StockLine{SKU: sku(i), Existencias: ex, Reservado: res, WantExistencias: initial, WantReservado: want[sku(i)]}
+		if line.Existencias != line.WantExistencias || line.Reservado != line.WantReservado {
+			rep.StockMismatches++
+		}
+		rep.Stock = append(rep.Stock, line)
+	}
+	ex, res, _ := w.readStock(ctx, badSKU)
+	rep.Stock = append(rep.Stock, StockLine{SKU: badSKU, Existencias: ex, Reservado: res})
+	if ex != 0 || res != 0 {
+		rep.StockMismatches++
+	}
+
+	// Dead-letter queues, classified by the DLQ tool.
+	tool := &dlq.Tool{SQS: w.sqs, Clock: w.clock}
+	for _, q := range w.DLQs() {
+		msgs, _ := w.sqs.Inspect(q.URL)
+		if len(msgs) == 0 {
+			continue
+		}
+		line := DLQLine{Name: q.Name, Messages: len(msgs)}
+		target, err := tool.Resolve(ctx, q.Name, w.opts.Env)
+		if err != nil { // not one of the Messaging stack's catalogue
+			target, err = tool.Resolve(ctx, q.URL, "")
+		}
+		if err == nil {
+			var cr = dlq.ClassifyOptions{Options: dlq.ConsumerOptions(target)}
+			rep, err := tool.Classify(ctx, target, cr)
+			if err == nil {
+				line.Verdict, line.Evidence = string(rep.Verdict), rep.Evidence
+			}
+		}
+		if err != nil {
+			line.Verdict = "error: " + err.Error()
+		}
+		rep.DLQs = append(rep.DLQs, line)
+	}
+	carts, _ := w.sqs.Inspect(w.QueueNamed("cola-mercadofresco-carritos-abandonados").URL)
+	seen := map[string]bool{}
+	for _, m := range carts {
+		var ev struct {
+			Detail struct {
+				CarritoID string `json:"carrito_id"`
+			} `json:"detail"`
+		}
+		_ = json.Unmarshal([]byte(m.Body), &ev)
+		seen[ev.Detail.CarritoID] = true
+	}
+	rep.CartsQueued = len(seen)
+	for _, f := range w.functions {
+		if n := f.timeout.Load(); n > 0 {
+			rep.Timeouts[f.Entry] = n
+		}
+	}
+	return rep
+}
+
+// readStock reads a SKU's totals item.
+func (w *World) readStock(ctx context.Context, s string) (existencias, reservado int64, err error) {
+	var table string
+	for _, f := range w.functions {
+		if v := f.Env[consumerapi.EnvStockTable]; v != "" {
+			table = v
+		}
+	}
+	out, err := w.ddb.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{consumerapi.StockPartitionKey: &ddbtypes.AttributeValueMemberS{Value: s},
+			consumerapi.StockSortKey: &ddbtypes.AttributeValueMemberS{Value: "stock"}}})
+	if err != nil {
+		return 0, 0, fmt.Errorf("stock %s: %w", s, err)
+	}
+	num := func(k string) int64 {
+		if v, ok := out.Item[k].(*ddbtypes.AttributeValueMemberN); ok {
+			var n int64
+			_, _ = fmt.Sscan(v.Value, &n)
+			return n
+		}
+		return 0
+	}
+	return num("existencias"), num("reservado"), nil
+}
+
+// Check returns the broken promises, empty when the run kept them all.
+func (rep *Report) Check() []string {
+	var bad []string
+	f := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	n := rep.Orders
+	if rep.Quiet != "" {
+		f("the run did not settle within %s: %s", rep.Scenario.Limit, rep.Quiet)
+	}
+	if rep.Charges != n || len(rep.DoubleCharged) > 0 {
+		f("%d charges at the gateway for %d orders (%d orders charged twice or more: %v)", rep.Charges, n, len(rep.DoubleCharged), first(rep.DoubleCharged, 5))
+	}
+	if rep.Refunds != 0 {
+		f("%d refunds, want 0", rep.Refunds)
+	}
+	if rep.Preparations != n || rep.DoublePrepared > 0 {
+		f("%d preparations at the warehouse for %d orders (%d prepared twice)", rep.Preparations, n, rep.DoublePrepared)
+	}
+	if rep.EmailsSES+rep.EmailsSecondary != n || rep.DoubleEmailed > 0 {
+		f("%d e-mails (SES %d, secondary %d) for %d orders (%d e-mailed twice)", rep.EmailsSES+rep.EmailsSecondary, rep.EmailsSES, rep.EmailsSecondary, n, rep.DoubleEmailed)
+	}
+	if rep.ERPNotices != n || rep.DoubleNotified > 0 {
+		f("%d ERP notices for %d orders (%d notified twice)", rep.ERPNotices, n, rep.DoubleNotified)
+	}
+	if rep.ERPWebhookEvents != rep.PedidoCreadoEvents {
+		f("the ERP webhook received %d distinct PedidoCreado events of the %d in the outbox", rep.ERPWebhookEvents, rep.PedidoCreadoEvents)
+	}
+	if len(rep.Lost) > 0 {
+		f("%d orders lost: %v", len(rep.Lost), first(rep.Lost, 5))
+	}
+	if rep.StockMismatches > 0 {
+		f("%d SKUs' stock differs from the ledger", rep.StockMismatches)
+	}
+	wantDLQ := map[string]int{"mercadofresco-pedidos-fallidos": rep.Scenario.Poison, "mercadofresco-movimientos-stock-fallidos.fifo": rep.BadSKULines}
+	for _, d := range rep.DLQs {
+		if want, ok := wantDLQ[d.Name]; !ok || d.Messages != want {
+			f("DLQ %s holds %d messages, want %d", d.Name, d.Messages, wantDLQ[d.Name])
+		}
+		delete(wantDLQ, d.Name)
+	}
+	for name, want := range wantDLQ {
+		if want > 0 {
+			f("DLQ %s is empty, want %d messages", name, want)
+		}
+	}
+	if rep.MaxGatewayCalls > 15 {
+		f("order %s made %d gateway calls (at most 15)", rep.MaxGatewayOrder, rep.MaxGatewayCalls)
+	}
+	if rep.CartsQueued != rep.CartsTTL {
+		f("%d abandoned carts queued, want the %d TTL expiries", rep.CartsQueued, rep.CartsTTL)
+	}
+	if rep.KilledConsumer == "" {
+		f("the consumer kill did not happen")
+	}
+	if rep.PublisherKills != rep.Scenario.PublisherKills {
+		f("%d publisher kills, want %d", rep.PublisherKills, rep.Scenario.PublisherKills)
+	}
+	return append(bad, rep.Failures...)
+}
+
+func first[T any](s []T, n int) []T {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// Markdown renders the report.
+func (rep *Report) Markdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	sc := rep.Scenario
+	p("# End-to-end run\n\n")
+	p("Generated by `make e2e` (internal/e2e); the same run with %d orders is part of `make test`. Seed %d (MF_SEED reproduces it).\n\n", 100, rep.Seed)
+	p("Scenario: %d orders over a simulated %s burst; every event and SNS message delivered twice; outbox publisher SIGKILLed %d times; "+
+		"the preparation consumer SIGKILLed between its idempotency claim and its completion (order %s); a %s gateway outage (503) from %.0f %% of the orders; "+
+		"one gateway timeout after the charge was made (order %s); Redis stopped for %s at %.0f %% of the orders; %d PedidoConfirmado version 2 messages; "+
+		"SKU %s never counted in stock; %d cart stream records through the pipe.\n\n",
+		sc.Orders, sc.Burst, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, 100*sc.OutageAt, rep.HangOrder, sc.RedisDown, 100*sc.RedisAt,
+		sc.Poison, badSKU, sc.Carts)
+	p("| | |\n|---|---|\n")
+	p("| Orders in | %d (%d payment attempts) |\n", rep.Orders, rep.Attempts)
+	p("| Charges at the gateway's ledger | %d (orders charged twice: %d) |\n", rep.Charges, len(rep.DoubleCharged))
+	p("| Refunds | %d |\n", rep.Refunds)
+	p("| Preparations at the warehouse's ledger | %d (twice: %d) |\n", rep.Preparations, rep.DoublePrepared)
+	p("| E-mails sent | %d: SES %d, secondary provider %d (twice: %d) |\n", rep.EmailsSES+rep.EmailsSecondary, rep.EmailsSES, rep.EmailsSecondary, rep.DoubleEmailed)
+	p("| ERP notices (aviso-erp) | %d (twice: %d) |\n", rep.ERPNotices, rep.DoubleNotified)
+	p("| ERP webhook (API destination) | %d distinct PedidoCreado events of the %d in the outbox, %d orders (%d deliveries) |\n", rep.ERPWebhookEvents, rep.PedidoCreadoEvents, rep.WebhookOrders, rep.WebhookDeliveries)
+	p("| Orders lost | %d |\n", len(rep.Lost))
+	p("| Gateway calls | %d; at most %d for one order (%s) |\n", rep.GatewayCalls, rep.MaxGatewayCalls, rep.MaxGatewayOrder)
+	p("| Abandoned carts (pipe) | %d queued of %d TTL expiries |\n", rep.CartsQueued, rep.CartsTTL)
+	p("| Wall time | %s |\n\n", rep.Wall.Round(100*time.Millisecond))
+	keys := make([]string, 0, len(rep.Executions))
+	for k := range rep.Executions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	p("Workflow executions:")
+	for _, k := range keys {
+		p(" %s %d;", k, rep.Executions[k])
+	}
+	p("\n\n")
+	for _, c := range rep.Causes {
+		p("- %s\n", c)
+	}
+	if len(rep.Causes) > 0 {
+		p("\n")
+	}
+	if len(rep.Timeouts) > 0 {
+		p("Invocations that reached their deadline: %v\n\n", rep.Timeouts)
+	}
+	p("## Dead-letter queues\n\n| Queue | Messages | Verdict of the DLQ tool |\n|---|---|---|\n")
+	for _, d := range rep.DLQs {
+		p("| %s | %d | %s |\n", d.Name, d.Messages, d.Verdict)
+	}
+	p("\nEvery other DLQ of the templates is empty.\n\n")
+	p("## Stock against the ledger\n\n| SKU | existencias | reservado | expected reservado |\n|---|---|---|---|\n")
+	for _, s := range rep.Stock {
+		p("| %s | %d | %d | %d |\n", s.SKU, s.Existencias, s.Reservado, s.WantReservado)
+	}
+	p("\n%s's %d reservations went to the stock DLQ (never counted: a reserva would make it negative).\n\n", badSKU, rep.BadSKULines)
+	p("## What the run changes from the templates\n\n")
+	p("Times: code-run durations ÷ %g (ExecScale), waits ÷ %g (WaitScale); see internal/e2e's package doc.\n\n", rep.ExecScale, rep.WaitScale)
+	for _, o := range rep.Overrides {
+		p("- %s\n", o)
+	}
+	if bad := rep.Check(); len(bad) > 0 {
+		p("\n## Broken promises\n\n")
+		for _, x := range bad {
+			p("- %s\n", x)
+		}
+	} else {
+		p("\nAll promises kept.\n")
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(did not happen)"
+	}
+	return s
+}

@@ -1,0 +1,498 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercadofresco/integration/internal/awsfake"
+	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/pgtest"
+	"github.com/mercadofresco/integration/internal/redistest"
+	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
+	"github.com/mercadofresco/integration/lambdas/outbox/schema"
+	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
+	"github.com/mercadofresco/integration/lambdas/queue/queuefake/sqsserver"
+)
+
+// Options configure a World.
+type Options struct {
+	// Env is the environment whose templates are read ("prod").
+	Env string
+	// TemplatesDir holds the synthesized templates (the committed
+	// snapshots, which the CDK tests prove equal to `cdk synth`).
+	TemplatesDir string
+	// Account and Region are the environment's (config).
+	Account, Region string
+	// ExecScale divides how long code may run: Lambda timeouts, task
+	// TimeoutSeconds, read timeouts, the breaker's open period and the
+	// deadline margin. WaitScale speeds up the harness's simulated clock:
+	// SQS visibility and delays, retry waits, EventBridge backoff and the
+	// customers' pauses. See the package doc.
+	ExecScale, WaitScale float64
+	// Seed drives every random choice of the run.
+	Seed uint64
+	// Logs receives the functions' log lines (their stdout).
+	Logs io.Writer
+}
+
+// Queue is one queue of the templates, created in the SQS fake.
+type Queue struct {
+	Name, URL, ARN string
+	Resource       *cfnlocal.Resource
+	FIFO           bool
+	Visibility     time.Duration
+	DLQ            *Queue // its redrive target, if any
+}
+
+// World is the whole app on this machine: the templates' resources made
+// local and the fakes they talk to.
+type World struct {
+	t     testing.TB
+	opts  Options
+	app   *cfnlocal.App
+	clock *Clock
+
+	rngLock sync.Mutex
+	rng     *rand.Rand
+
+	sqs    *queuefake.Fake
+	sqsSrv *httptest.Server
+	ddb    *dynalitetest.Server
+	redis  *redistest.Server
+	aws    *awsfake.Server
+	awsSrv *httptest.Server
+	deps   *Dependencies
+
+	pgHost, db string
+	roles      schema.Roles // the run's role names
+	tplRoles   schema.Roles // the template's
+	admin      *pgxpool.Pool
+
+	queues          []*Queue
+	queueByResource map[*cfnlocal.Resource]*Queue
+	queueByARN      map[string]*Queue
+	queueByURL      map[string]*Queue
+	secrets         map[string]string // ARN -> SecretString
+	functions       map[string]*Function
+	overrides       []string // human-readable list for the report
+
+	bus *Bus
+	sfn *Executor
+}
+
+// Locals is the World's cfnlocal.Locals.
+func (w *World) Locals() cfnlocal.Locals { return locals{w} }
+
+func (w *World) resolve(r *cfnlocal.Resource, v any) (any, error) {
+	return w.app.Resolve(r.Stack, v, w.Locals())
+}
+
+func (w *World) resolveString(r *cfnlocal.Resource, v any) (string, error) {
+	return w.app.ResolveString(r.Stack, v, w.Locals())
+}
+
+// NewWorld loads the templates and starts every local part: dynalite with
+// the templates' tables, a private Redis, a private PostgreSQL database with
+// the outbox schema applied by the migration custom resource's code, the
+// SQS fake with the templates' queues, the AWS API fake and the external
+// services' fakes.
+func NewWorld(t testing.TB, o Options) *World {
+	t.Helper()
+	app, err := cfnlocal.LoadDir(o.TemplatesDir, o.Env, o.Account, o.Region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &World{t: t, opts: o, app: app, clock: NewClock(o.WaitScale), rng: rand.New(rand.NewPCG(o.Seed, 0xe2e)),
+		queueByResource: map[*cfnlocal.Resource]*Queue{}, queueByARN: map[string]*Queue{}, queueByURL: map[string]*Queue{},
+		secrets: map[string]string{}, functions: map[string]*Function{}, pgHost: "127.0.0.1"}
+
+	w.ddb = dynalitetest.Start(t)
+	w.redis = redistest.Start(t)
+	w.createTables()
+	w.createQueues()
+	w.createSecrets()
+	w.setUpDatabase()
+
+	w.aws = &awsfake.Server{Account: o.Account, Region: o.Region, Secrets: w.secrets, Now: w.clock.Now}
+	w.awsSrv = httptest.NewServer(w.aws)
+	t.Cleanup(w.awsSrv.Close)
+	w.sqsSrv = httptest.NewServer(sqsserver.Handler(w.sqs))
+	t.Cleanup(w.sqsSrv.Close)
+
+	// What every function's AWS SDK reads from the process environment.
+	for k, v := range map[string]string{
+		"AWS_REGION": o.Region, "AWS_ACCESS_KEY_ID": "AKIDE2ELOCAL", "AWS_SECRET_ACCESS_KEY": "e2e-local-secret",
+		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ENDPOINT_URL_SQS": w.sqsSrv.URL, "AWS_ENDPOINT_URL_DYNAMODB": w.ddb.Endpoint,
+		"AWS_ENDPOINT_URL_EVENTBRIDGE": w.awsSrv.URL, "AWS_ENDPOINT_URL_SFN": w.awsSrv.URL,
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER": w.awsSrv.URL,
+	} {
+		t.Setenv(k, v)
+	}
+	w.startDependencies()
+	t.Setenv("AWS_ENDPOINT_URL_SESV2", w.deps.SES.URL())
+	w.loadFunctions()
+	return w
+}
+
+func (w *World) fatalf(format string, args ...any) {
+	w.t.Helper()
+	w.t.Fatalf("e2e: "+format, args...)
+}
+
+// createTables creates every DynamoDB table of the templates in dynalite
+// with its key schema.
+func (w *World) createTables() {
+	ctx := context.Background()
+	for _, r := range w.app.Resources("AWS::DynamoDB::Table") {
+		var in dynamodb.CreateTableInput
+		raw, _ := json.Marshal(map[string]any{"AttributeDefinitions": r.Prop("AttributeDefinitions"), "KeySchema": r.Prop("KeySchema")})
+		var spec struct {
+			AttributeDefinitions []struct{ AttributeName, AttributeType string }
+			KeySchema            []struct{ AttributeName, KeyType string }
+		}
+		if err := json.Unmarshal(raw, &spec); err != nil {
+			w.fatalf("table %s: %v", r.Path(), err)
+		}
+		for _, a := range spec.AttributeDefinitions {
+			in.AttributeDefinitions = append(in.AttributeDefinitions, ddbtypes.AttributeDefinition{AttributeName: aws.String(a.AttributeName), AttributeType: ddbtypes.ScalarAttributeType(a.AttributeType)})
+		}
+		for _, k := range spec.KeySchema {
+			in.KeySchema = append(in.KeySchema, ddbtypes.KeySchemaElement{AttributeName: aws.String(k.AttributeName), KeyType: ddbtypes.KeyType(k.KeyType)})
+		}
+		name := physicalName(r, "TableName")
+		in.TableName = aws.String(name)
+		in.BillingMode = ddbtypes.BillingModePayPerRequest
+		if _, err := w.ddb.Client.CreateTable(ctx, &in); err != nil {
+			w.fatalf("create table %s: %v", name, err)
+		}
+		waiter := dynamodb.NewTableExistsWaiter(w.ddb.Client, func(o *dynamodb.TableExistsWaiterOptions) {
+			o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+		})
+		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, 30*time.Second); err != nil {
+			w.fatalf("table %s: %v", name, err)
+		}
+	}
+}
+
+func seconds(v any, def time.Duration) time.Duration {
+	switch x := v.(type) {
+	case float64:
+		return time.Duration(x * float64(time.Second))
+	case string:
+		if n, err := strconv.ParseFloat(x, 64); err == nil {
+			return time.Duration(n * float64(time.Second))
+		}
+	}
+	return def
+}
+
+// createQueues creates the templates' queues in the SQS fake, dead-letter
+// queues first, with their visibility timeout, retention, delay, FIFO
+// settings and redrive policy.
+func (w *World) createQueues() {
+	w.sqs = queuefake.New(queuefake.WithClock(w.clock), queuefake.WithAccount(w.opts.Account), queuefake.WithRegion(w.opts.Region))
+	pending := w.app.Resources("AWS::SQS::Queue")
+	for len(pending) > 0 {
+		var next []*cfnlocal.Resource
+		for _, r := range pending {
+			cfg := queuefake.QueueConfig{
+				VisibilityTimeout: seconds(r.Prop("VisibilityTimeout"), 30*time.Second),
+				RetentionPeriod:   seconds(r.Prop("MessageRetentionPeriod"), 4*24*time.Hour),
+				Delay:             seconds(r.Prop("DelaySeconds"), 0),
+			}
+			cfg.ContentBasedDeduplication, _ = r.Prop("ContentBasedDeduplication").(bool)
+			var dlq *Queue
+			if rp, ok := r.Prop("RedrivePolicy").(map[string]any); ok {
+				arn, err := w.resolveString(r, rp["deadLetterTargetArn"])
+				if err != nil {
+					next = append(next, r) // its DLQ is not created yet
+					continue
+				}
+				if dlq = w.queueByARN[arn]; dlq == nil {
+					w.fatalf("queue %s: redrive to unknown %s", r.Path(), arn)
+				}
+				n, _ := rp["maxReceiveCount"].(float64)
+				cfg.Redrive = &queuefake.RedrivePolicy{DeadLetterTargetARN: arn, MaxReceiveCount: int(n)}
+			}
+			name := physicalName(r, "QueueName")
+			fifo, _ := r.Prop("FifoQueue").(bool)
+			if fifo && !strings.HasSuffix(name, ".fifo") {
+				name += ".fifo"
+			}
+			url, err := w.sqs.CreateQueue(name, cfg)
+			if err != nil {
+				w.fatalf("create queue %s: %v", name, err)
+			}
+			q := &Queue{Name: name, URL: url, ARN: w.sqs.ARN(url), Resource: r, FIFO: fifo, Visibility: cfg.VisibilityTimeout, DLQ: dlq}
+			w.queues = append(w.queues, q)
+			w.queueByResource[r], w.queueByARN[q.ARN], w.queueByURL[url] = q, q, q
+		}
+		if len(next) == len(pending) {
+			w.fatalf("queues with unresolvable dead-letter targets: %d", len(next))
+		}
+		pending = next
+	}
+}
+
+// createSecrets gives every secret of the templates a value shaped as its
+// GenerateSecretString says ({"<key>": ...} or a plain string).
+func (w *World) createSecrets() {
+	for _, r := range w.app.Resources("AWS::SecretsManager::Secret") {
+		arn, err := w.Locals().Ref(r)
+		if err != nil {
+			w.fatalf("%v", err)
+		}
+		value := fmt.Sprintf("e2e%016x", w.rng.Uint64())
+		if g, ok := r.Prop("GenerateSecretString").(map[string]any); ok {
+			if key, ok := g["GenerateStringKey"].(string); ok {
+				obj := map[string]any{}
+				if tpl, ok := g["SecretStringTemplate"].(string); ok {
+					_ = json.Unmarshal([]byte(tpl), &obj)
+				}
+				obj[key] = value
+				b, _ := json.Marshal(obj)
+				value = string(b)
+			}
+		}
+		if _, dup := w.secrets[arn]; dup {
+			w.fatalf("two secrets named %s: CloudFormation cannot create the second", arn)
+		}
+		w.secrets[arn] = value
+	}
+}
+
+// secretKey is the API key held by a secret (plain, or its api_key field).
+func secretKey(v string) string {
+	var obj struct {
+		APIKey string `json:"api_key"`
+	}
+	if json.Unmarshal([]byte(v), &obj) == nil && obj.APIKey != "" {
+		return obj.APIKey
+	}
+	return v
+}
+
+// setUpDatabase creates the run's database and applies the outbox schema
+// with the migration custom resource's own code (migrator.Handle on the
+// template's Custom::OutboxEsquema properties): roles, migrations as the
+// owner role, grants. Role names get a per-run prefix, because roles are
+// cluster-wide and two runs may share this PostgreSQL.
+func (w *World) setUpDatabase() {
+	ctx := context.Background()
+	w.db = pgtest.UniqueName("mf_e2e_")
+	if err := pgtest.EnsureDatabase(ctx, w.db); err != nil {
+		w.fatalf("tests need PostgreSQL (scripts/services.sh): %v", err)
+	}
+	w.t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), pgtest.DSN("postgres", ""))
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{w.db}.Sanitize()+" WITH (FORCE)")
+	})
+	var res *cfnlocal.Resource
+	for _, r := range w.app.Resources("Custom::OutboxEsquema") {
+		res = r
+	}
+	if res == nil {
+		w.fatalf("no Custom::OutboxEsquema in the templates")
+	}
+	props, err := w.resolve(res, map[string]any{"Roles": res.Prop("Roles")})
+	if err != nil {
+		w.fatalf("%v", err)
+	}
+	tr := props.(map[string]any)["Roles"].(map[string]any)
+	str := func(k string) string { s, _ := tr[k].(string); return s }
+	w.tplRoles = schema.Roles{Owner: str("owner"), Publisher: str("publisher"), Cleanup: str("cleanup"), Writer: str("writer")}
+	prefix := "e2e" + strings.TrimPrefix(w.db, "mf_e2e_") + "_"
+	w.roles = schema.Roles{Owner: prefix + w.tplRoles.Owner, Publisher: prefix + w.tplRoles.Publisher,
+		Cleanup: prefix + w.tplRoles.Cleanup, Writer: prefix + w.tplRoles.Writer}
+	pgtest.DropRolesAtEnd(w.t, w.db, outbox.MigrationLockKey, w.roles.All()...)
+	w.admin = pgtest.NewPool(w.t, w.db, "", 4)
+	m := &migrator.Migrator{
+		Schema:       "public",
+		ConnectAdmin: func(context.Context) (migrator.Conn, error) { return pgtest.NewPool(w.t, w.db, "", 1), nil },
+		ConnectOwner: func(_ context.Context, owner string) (migrator.Conn, error) {
+			return pgtest.PoolAs(w.t, w.db, "", owner, 1), nil
+		},
+	}
+	ev := cfn.Event{RequestType: cfn.RequestCreate, LogicalResourceID: res.LogicalID, ResourceProperties: map[string]any{
+		migrator.PropertyHash: schema.Hash(),
+		migrator.PropertyRoles: map[string]any{"owner": w.roles.Owner, "publisher": w.roles.Publisher,
+			"cleanup": w.roles.Cleanup, "writer": w.roles.Writer},
+	}}
+	if _, err := m.Handle(ctx, ev); err != nil {
+		w.fatalf("outbox migration: %v", err)
+	}
+}
+
+// runRole maps a role name of the template to the run's.
+func (w *World) runRole(name string) (string, bool) {
+	switch name {
+	case w.tplRoles.Owner:
+		return w.roles.Owner, true
+	case w.tplRoles.Publisher:
+		return w.roles.Publisher, true
+	case w.tplRoles.Cleanup:
+		return w.roles.Cleanup, true
+	case w.tplRoles.Writer:
+		return w.roles.Writer, true
+	}
+	return "", false
+}
+
+// startDependencies starts the external services' fakes with the API keys
+// of the secrets the functions are configured with.
+func (w *World) startDependencies() {
+	keys := map[string]string{}
+	var sesConfigSet string
+	for _, fn := range w.app.Resources("AWS::Lambda::Function") {
+		vars, _ := fn.Prop("Environment").(map[string]any)
+		env, _ := vars["Variables"].(map[string]any)
+		for name, v := range env {
+			switch {
+			case strings.HasSuffix(name, "_SECRET_ARN") && name != "DB_MASTER_SECRET_ARN" && name != "DB_SECRET_ARN":
+				arn, err := w.resolveString(fn, v)
+				if err != nil {
+					w.fatalf("%s %s: %v", fn.Path(), name, err)
+				}
+				keys[strings.TrimSuffix(name, "_SECRET_ARN")] = secretKey(w.secrets[arn])
+			case name == "SES_CONFIGURATION_SET":
+				sesConfigSet, _ = w.resolveString(fn, v)
+			}
+		}
+	}
+	for _, need := range []string{"GATEWAY", "ALMACEN", "ERP", "CORREO_SECUNDARIO"} {
+		if keys[need] == "" {
+			w.fatalf("no function reads %s_SECRET_ARN: the templates changed, update the run", need)
+		}
+	}
+	w.deps = newDependencies(w.opts.Seed, keys, sesConfigSet)
+	w.t.Cleanup(w.deps.Close)
+	// The API destination's connection reads its key with a dynamic
+	// reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).
+	for _, c := range w.app.Resources("AWS::Events::Connection") {
+		p, err := w.resolve(c, c.Prop("AuthParameters"))
+		if err != nil {
+			w.fatalf("%v", err)
+		}
+		b, _ := json.Marshal(p)
+		var auth struct {
+			ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
+		}
+		_ = json.Unmarshal(b, &auth)
+		v, err := w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue)
+		if err != nil {
+			w.fatalf("connection %s: %v", c.Path(), err)
+		}
+		w.deps.mu.Lock()
+		w.deps.webhookKey = v
+		w.deps.mu.Unlock()
+	}
+}
+
+// dynamicReference resolves {{resolve:secretsmanager:<id>:SecretString:<key>::}}
+// as CloudFormation does at deploy time.
+func (w *World) dynamicReference(s string) (string, error) {
+	const pre, post = "{{resolve:secretsmanager:", "}}"
+	if !strings.HasPrefix(s, pre) || !strings.HasSuffix(s, post) {
+		return s, nil
+	}
+	body := strings.TrimSuffix(strings.TrimPrefix(s, pre), post)
+	i := strings.Index(body, ":SecretString:")
+	if i < 0 {
+		return "", fmt.Errorf("unsupported dynamic reference %q", s)
+	}
+	id, rest := body[:i], body[i+len(":SecretString:"):]
+	v, ok := w.secrets[id]
+	if !ok {
+		return "", fmt.Errorf("dynamic reference to unknown secret %s", id)
+	}
+	key := strings.SplitN(rest, ":", 2)[0]
+	if key == "" {
+		return v, nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(v), &obj); err != nil {
+		return "", fmt.Errorf("secret %s is not JSON: %w", id, err)
+	}
+	out, ok := obj[key].(string)
+	if !ok {
+		return "", fmt.Errorf("secret %s has no key %s", id, key)
+	}
+	return out, nil
+}
+
+// QueueNamed returns the queue with that name.
+func (w *World) QueueNamed(name string) *Queue {
+	for _, q := range w.queues {
+		if q.Name == name {
+			return q
+		}
+	}
+	w.fatalf("no queue named %s in the templates", name)
+	return nil
+}
+
+// DLQs returns the queues that are some queue's, subscription's or rule
+// target's dead-letter queue, by name.
+func (w *World) DLQs() []*Queue {
+	seen := map[*Queue]bool{}
+	for _, q := range w.queues {
+		if q.DLQ != nil {
+			seen[q.DLQ] = true
+		}
+	}
+	for _, arn := range w.bus.dlqARNs() {
+		if q := w.queueByARN[arn]; q != nil {
+			seen[q] = true
+		}
+	}
+	var out []*Queue
+	for q := range seen {
+		out = append(out, q)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// repoRoot finds the module root from the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

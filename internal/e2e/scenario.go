@@ -368,8 +368,9 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	<-watchDone
 	r.retries.Wait()
 	pollers.Wait()
-	w.bus.Wait()
+	w.bus.Stop()
 	rep := r.report(context.Background(), ttlCarts)
+	rep.AbandonedDeliveries = w.bus.Abandoned()
 	rep.Quiet = quiet
 	return rep
 }
@@ -439,6 +440,7 @@ type Report struct {
 	ERPNotices, DoubleNotified      int
 	ERPWebhookEvents, WebhookOrders int
 	WebhookDeliveries               int
+	AbandonedDeliveries             int64
 	PedidoCreadoEvents              int
 	Executions                      map[string]int
 	Causes                          []string
@@ -711,6 +713,9 @@ func (rep *Report) Check() []string {
 	}
 	if rep.MaxGatewayCalls > 15 {
 		f("order %s made %d gateway calls (at most 15)", rep.MaxGatewayOrder, rep.MaxGatewayCalls)
+	}
+	if rep.AbandonedDeliveries > 0 {
+		f("%d EventBridge deliveries were still retrying at the end", rep.AbandonedDeliveries)
 	}
 	if rep.CartsQueued != rep.CartsTTL {
 		f("%d abandoned carts queued, want the %d TTL expiries", rep.CartsQueued, rep.CartsTTL)

@@ -54,8 +54,8 @@ type Props struct {
 	// RateLimitPerSecond is the API destination's
 	// invocationRateLimitPerSecond (1..300), per environment.
 	RateLimitPerSecond float64
-	// Pattern selects the events sent. Nil means every order event of the
-	// shop: source mercadofresco.tienda, detail-type starting with "Pedido".
+	// Pattern selects the events sent. Nil means OrderEventsPattern: every
+	// order event of the shop except the payment retries' repeats.
 	Pattern *awsevents.EventPattern
 	// RetryAttempts and MaxEventAge of the target. Zero/nil: the defaults.
 	RetryAttempts float64
@@ -78,11 +78,16 @@ type Destination struct {
 	Rule           *busrule.Rule
 }
 
-// OrderEventsPattern matches the shop's order events.
+// OrderEventsPattern matches the shop's order events (source
+// mercadofresco.tienda, detail-type starting with "Pedido"), except the
+// PedidoCreado the shop writes again for a payment retry (detail.intento
+// set, lambdas/orders/shop): the ERP hears of an order once, however many
+// times the customer pays.
 func OrderEventsPattern() *awsevents.EventPattern {
 	return &awsevents.EventPattern{
 		Source:     jsii.Strings(orderevents.SourceTienda),
 		DetailType: awsevents.Match_Prefix(jsii.String("Pedido")),
+		Detail:     &map[string]interface{}{"intento": awsevents.Match_DoesNotExist()},
 	}
 }
 

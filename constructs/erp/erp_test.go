@@ -44,7 +44,7 @@ func TestAPIDestinationRateLimitedWithDLQ(t *testing.T) {
 	for _, r := range *rules {
 		b, _ := json.Marshal(r)
 		s := string(b)
-		for _, want := range []string{`"MaximumRetryAttempts":8`, `"MaximumEventAgeInSeconds":3600`, `"DeadLetterConfig"`, `"Idempotency-Key":"$.detail.id_evento"`, `"prefix":"Pedido"`, `"source":["mercadofresco.tienda"]`} {
+		for _, want := range []string{`"MaximumRetryAttempts":8`, `"MaximumEventAgeInSeconds":3600`, `"DeadLetterConfig"`, `"Idempotency-Key":"$.detail.id_evento"`, `"prefix":"Pedido"`, `"source":["mercadofresco.tienda"]`, `"intento":[{"exists":false}]`} {
 			if !strings.Contains(s, want) {
 				t.Errorf("rule misses %s: %s", want, s)
 			}

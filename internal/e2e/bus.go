@@ -37,6 +37,9 @@ type Bus struct {
 	dlqs   []string
 
 	routed    atomic.Int64 // events put on a bus
+	stop      context.Context
+	cancel    context.CancelFunc
+	abandoned atomic.Int64 // deliveries still retrying when the run stopped
 	inflight  sync.WaitGroup
 	pending   atomic.Int64
 	delivered sync.Map // target id -> *atomic.Int64
@@ -114,6 +117,7 @@ func (w *World) busName(v string) string {
 func (w *World) loadBus() *Bus {
 	b := &Bus{w: w, Copies: 2, topics: map[string]*Topic{}, apis: map[string]*apiDestination{},
 		webhook: &http.Client{Timeout: 5 * time.Second}}
+	b.stop, b.cancel = context.WithCancel(context.Background())
 	for _, r := range w.app.Resources("AWS::Events::ApiDestination") {
 		arn, _ := w.Locals().GetAtt(r, "Arn")
 		p, err := w.resolve(r, r.Properties)
@@ -347,8 +351,15 @@ func (b *Bus) Routed() int64 { return b.routed.Load() }
 // Pending is the number of deliveries not finished.
 func (b *Bus) Pending() int64 { return b.pending.Load() }
 
-// Wait waits for every delivery begun.
-func (b *Bus) Wait() { b.inflight.Wait() }
+// Stop ends the deliveries still retrying (counted as abandoned) and waits
+// for every delivery begun.
+func (b *Bus) Stop() {
+	b.cancel()
+	b.inflight.Wait()
+}
+
+// Abandoned is the number of deliveries Stop ended.
+func (b *Bus) Abandoned() int64 { return b.abandoned.Load() }
 
 func (b *Bus) count(id string) {
 	v, _ := b.delivered.LoadOrStore(id, new(atomic.Int64))
@@ -360,7 +371,7 @@ func (b *Bus) count(id string) {
 var errNoRetry = errors.New("not retryable")
 
 func (b *Bus) deliver(t *Target, event map[string]any, raw []byte, at time.Time) {
-	ctx := context.Background()
+	ctx := b.stop
 	input, err := t.input(event, raw)
 	if err != nil {
 		b.deadLetter(t, raw, "INPUT_TRANSFORMATION_FAILED", err, 0)
@@ -378,7 +389,10 @@ func (b *Bus) deliver(t *Target, event map[string]any, raw []byte, at time.Time)
 			b.deadLetter(t, raw, "RETRIES_EXHAUSTED", err, attempt)
 			return
 		}
-		_ = b.w.clock.Sleep(ctx, b.w.jitter(backoff))
+		if b.w.clock.Sleep(ctx, b.w.jitter(backoff)) != nil {
+			b.abandoned.Add(1)
+			return
+		}
 		backoff = min(backoff*2, 3*time.Minute)
 	}
 }

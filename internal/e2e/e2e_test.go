@@ -51,15 +51,18 @@ func TestOrderFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(t.TempDir(), "functions.log")
+	// The functions' logs are kept after a run of make e2e (its report
+	// names the file), and removed with the test's temp dir otherwise.
+	dir := t.TempDir()
 	if *flagReport != "" {
-		logPath = filepath.Join(os.TempDir(), "mf-e2e-functions.log")
+		dir = ""
 	}
-	logs, err := os.Create(logPath)
+	logs, err := os.CreateTemp(dir, "mf-e2e-functions-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logs.Close()
+	logPath := logs.Name()
 	// The functions log to stdout, as in Lambda: to the log file here.
 	stdout := os.Stdout
 	os.Stdout = logs

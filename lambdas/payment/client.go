@@ -111,7 +111,11 @@ func (e *GatewayError) Error() string {
 		msg += " (" + e.Code + ")"
 	}
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		inner := e.Err.Error()
+		if strings.HasPrefix(inner, msg) {
+			return inner // the give-up of an operation wraps its last attempt's error
+		}
+		msg += ": " + inner
 	}
 	return msg
 }

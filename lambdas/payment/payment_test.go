@@ -526,3 +526,18 @@ func TestLoadSettings(t *testing.T) {
 		t.Errorf("bad address: %v", err)
 	}
 }
+
+// The error an operation gives up with (the Step Functions Cause an
+// operator reads) names the failure once, with the retries' reason.
+func TestGiveUpMessageNamesTheFailureOnce(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.gw.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
+	_, err := r.tasks.Cobro(ctxT(t), cobro("PED-MSG"))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	if n := strings.Count(msg, "gateway unavailable"); n != 1 || !strings.Contains(msg, "attempt") {
+		t.Fatalf("message %q names the failure %d times or lacks the attempts", msg, n)
+	}
+}

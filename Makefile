@@ -91,7 +91,7 @@ diff: install
 deploy: install
 	cdk deploy -c env=$(ENV) --all --require-approval broadening
 
-## bench: the Go benchmarks and bench tools
+## bench: the Go benchmarks of the Lambda libraries (the bench tools in bench/cmd run with go run, see docs/)
 bench: install services
 	$(GO) test -run '^$$' -bench . -benchmem ./lambdas/...
 

@@ -121,7 +121,7 @@ var accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
 
 // environments are the built-in defaults. Accounts are documentation
 // placeholders (synth never contacts them); real ones come from the
-// MF_<ENV>_ACCOUNT environment variable or `-c account=...`.
+// MF_<ENV>_ACCOUNT environment variable.
 var environments = map[string]Environment{
 	"dev": {
 		Name:                      "dev",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts the local services the tests use, if they are not already up:
-# PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379. The start
-# commands are the machine's own (see the environment notes in README).
+# PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379, with the
+# machine's own tools (pg_ctlcluster, redis-server).
 set -euo pipefail
 
 wait_for() { # name, command...

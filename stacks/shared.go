@@ -3,12 +3,15 @@
 //
 //   - Platform: the data key, the alerts topic and the event bus (everything
 //     else depends on them; they change rarely).
-//   - Data: stateful stores owned by the consumers (the idempotency table).
-//   - Messaging: queues, fan-out topic, consumers.
 //   - Network: the VPC (subnets, NAT gateways, endpoints) and the Valkey
 //     cache of the circuit breakers.
-//   - Outbox: Aurora PostgreSQL, the RDS Proxy and the outbox
-//     publisher.
+//   - Data: stateful stores owned by the consumers (the idempotency and
+//     stock tables).
+//   - Messaging: queues, fan-out topic, consumers.
+//   - Outbox: Aurora PostgreSQL, the RDS Proxy, the schema migration and
+//     the outbox publisher and cleanup.
+//   - OrderFlow: the bus rules, the workflow starter, the order workflow
+//     with its payment tasks, the ERP API destination and the carts pipe.
 //
 // Stacks receive what they share through Shared; cross-stack references
 // become CloudFormation exports, and grants on shared resources go to the

@@ -6,6 +6,8 @@
 //	mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE]
 //	mf-dlq verify   QUEUE [--expect N --since TIME]
 //	mf-dlq gen      --scenario NAME [--seed N]      (test data sets)
+//	mf-dlq sandbox  [--scenario NAME] [--seed N] [-e ENV] [--listen ADDR]
+//	                (an in-memory SQS with a data set played in, to rehearse)
 //
 // QUEUE is a queue URL, a queue name, or, with -e dev|staging|prod, the
 // Messaging stack's logical name (Pedidos, Correo, AvisoERP, StockMovements)
@@ -112,6 +114,9 @@ const usage = `mf-dlq: the DLQ runbook as a command (docs/runbooks/dlq.md)
   mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE] [--mode auto|task|loop]
   mf-dlq verify   QUEUE [--expect N] [--since 2026-11-30T08:00:00Z | --since 45m]
   mf-dlq gen      --scenario transient-burst|data-drip|deploy-v2|malformed|mixture [--seed N]
+  mf-dlq sandbox  [--scenario deploy-v2] [--seed N] [-e dev] [--listen 127.0.0.1:0]
+                  (serves an in-memory SQS with the data set played in; point the
+                  other commands at it with --endpoint-url to rehearse)
 
 QUEUE: a queue URL or name, or with -e dev|staging|prod a logical name (Pedidos,
 Correo, AvisoERP, StockMovements); a source queue stands for its DLQ.

@@ -13,7 +13,7 @@
 // Returning a message with ChangeMessageVisibility(300) does not spend
 // less than a failure: each receive increments ApproximateReceiveCount,
 // and the queue's redrive policy moves the message to the DLQ on the
-// receive after maxReceiveCount (4 in this project). With 300 s per
+// receive after maxReceiveCount (4 or 5 in this project). With 300 s per
 // deferral a message survives about 4 × 5 = 20 minutes of open circuit;
 // an outage of an hour would dead-letter every ERP notice received during
 // it, although nothing is wrong with them, and the DLQ runbook would then

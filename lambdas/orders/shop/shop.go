@@ -2,7 +2,8 @@
 // its PedidoCreado event into the outbox in ONE transaction, so there is no
 // dual write (the INSERT-then-PutEvents code that lost 1 order in 900). It
 // never calls EventBridge; the outbox publisher does. lambdas/pedido-writer
-// deploys it as a function.
+// is a Lambda main around it, which this app does not deploy (the shop
+// runs it; the app creates its database role, mf_tienda).
 //
 // Writing is idempotent on pedido_id (chosen by the shop before the first
 // attempt): a retried request returns the first attempt's event id and

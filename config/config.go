@@ -95,8 +95,46 @@ type Environment struct {
 	// mercadofresco-carritos, imported instead of created (its stream must be
 	// NEW_AND_OLD_IMAGES and its TTL on expira_en).
 	Carritos *CarritosImport
+	// Roles names the IAM roles of the account's identity setup that this
+	// app refers to (it never creates them): who administers the data key,
+	// who alone may delete or disable it, who is on call.
+	Roles Roles
 	// Tags are applied to every resource of the environment.
 	Tags map[string]string
+}
+
+// Roles are IAM role names, each optionally with its path
+// ("identidad/mercadofresco-guardia"), in the environment's account. The
+// roles exist before the first deploy: the account's identity setup (SSO
+// permission sets or an identity stack) provides them.
+type Roles struct {
+	// KeyAdmin administers the data key alias/mercadofresco-datos (its
+	// policy, rotation, tags, aliases) without being able to use it.
+	KeyAdmin string
+	// BreakGlass is the only principal that may schedule the data key's
+	// deletion or disable it; its use is an incident of its own.
+	BreakGlass string
+	// Operator is the on-call engineer's role: the DLQ tool (cmd/mf-dlq)
+	// runs as it, and its redrive sends to the consumer queues.
+	Operator string
+}
+
+// rolePattern is an IAM role name with an optional path: what IAM accepts
+// (names of 1..64 of [A-Za-z0-9+=,.@_-], path segments of the same).
+var rolePattern = regexp.MustCompile(`^([A-Za-z0-9+=,.@_-]+/)*[A-Za-z0-9+=,.@_-]{1,64}$`)
+
+// defaultRoles are the role names of every environment unless it says
+// otherwise.
+var defaultRoles = Roles{
+	KeyAdmin:   "mercadofresco-administrador-claves",
+	BreakGlass: "mercadofresco-emergencia",
+	Operator:   "mercadofresco-guardia",
+}
+
+// RoleArn is the ARN of the role named name (with its path, if any) in the
+// environment's account, in the aws partition.
+func (e Environment) RoleArn(name string) string {
+	return "arn:aws:iam::" + e.Account + ":role/" + name
 }
 
 // CacheImport names an existing ElastiCache Serverless Valkey cache.
@@ -215,6 +253,9 @@ func Lookup(name string) (Environment, error) {
 		return Environment{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownEnvironment, name, strings.Join(Names(), ", "))
 	}
 	env.Consumers = consumers[name]
+	if env.Roles == (Roles{}) {
+		env.Roles = defaultRoles
+	}
 	prefix := "MF_" + strings.ToUpper(name) + "_"
 	if v := os.Getenv(prefix + "ACCOUNT"); v != "" {
 		env.Account = v
@@ -304,6 +345,16 @@ func (e Environment) Validate() error {
 	}
 	if c := e.Cache; c != nil && (c.Endpoint == "" || !strings.HasPrefix(c.SecurityGroupID, "sg-")) {
 		problems = append(problems, "Cache import needs an Endpoint and a SecurityGroupID (sg-...)")
+	}
+	for _, r := range []struct{ field, name string }{
+		{"Roles.KeyAdmin", e.Roles.KeyAdmin}, {"Roles.BreakGlass", e.Roles.BreakGlass}, {"Roles.Operator", e.Roles.Operator},
+	} {
+		if !rolePattern.MatchString(r.name) {
+			problems = append(problems, fmt.Sprintf("%s %q is not an IAM role name (with an optional path)", r.field, r.name))
+		}
+	}
+	if e.Roles.BreakGlass != "" && (e.Roles.BreakGlass == e.Roles.KeyAdmin || e.Roles.BreakGlass == e.Roles.Operator) {
+		problems = append(problems, fmt.Sprintf("Roles.BreakGlass %q must be a role of its own (not the key administrator nor the operator)", e.Roles.BreakGlass))
 	}
 	if e.AlarmEmail != "" && !strings.Contains(e.AlarmEmail, "@") {
 		problems = append(problems, fmt.Sprintf("alarm e-mail %q is not an address", e.AlarmEmail))

@@ -101,3 +101,41 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		}
 	}
 }
+
+func TestRolesAreValidated(t *testing.T) {
+	base, err := Lookup("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Roles != defaultRoles {
+		t.Fatalf("prod roles = %+v, want the defaults %+v", base.Roles, defaultRoles)
+	}
+	if got, want := base.RoleArn("identidad/mercadofresco-guardia"), "arn:aws:iam::"+base.Account+":role/identidad/mercadofresco-guardia"; got != want {
+		t.Errorf("RoleArn = %q, want %q", got, want)
+	}
+	cases := []struct {
+		name  string
+		roles Roles
+		want  string // "" = valid
+	}{
+		{"defaults", defaultRoles, ""},
+		{"with a path", Roles{KeyAdmin: "identidad/claves", BreakGlass: "identidad/emergencia", Operator: "guardia"}, ""},
+		{"empty key admin", Roles{BreakGlass: "b", Operator: "o"}, `Roles.KeyAdmin ""`},
+		{"space in a name", Roles{KeyAdmin: "a", BreakGlass: "b c", Operator: "o"}, `Roles.BreakGlass "b c"`},
+		{"too long", Roles{KeyAdmin: "a", BreakGlass: "b", Operator: strings.Repeat("o", 65)}, "Roles.Operator"},
+		{"break-glass shared", Roles{KeyAdmin: "a", BreakGlass: "a", Operator: "o"}, "must be a role of its own"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := base
+			e.Roles = tc.roles
+			err := e.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid)):
+				t.Fatalf("Validate = %v, want an ErrInvalid naming %q", err, tc.want)
+			}
+		})
+	}
+}

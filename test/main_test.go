@@ -10,12 +10,15 @@ import (
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
-// TestMain removes the synthesised assembly (a temporary directory per run,
-// so two runs at once never share one) when the tests end.
+// TestMain starts the CLI's synthesis (it runs beside the tests'), and
+// removes both assemblies (temporary directories per run, so two runs at
+// once never share one) when the tests end.
 func TestMain(m *testing.M) {
+	cli = startCLISynth()
 	cdktest.Main(m, func() {
 		if synthRes != nil {
 			_ = os.RemoveAll(synthRes.outdir)
 		}
+		cli.remove()
 	})
 }

@@ -13,27 +13,47 @@ import (
 	"github.com/mercadofresco/integration/constructs/platform"
 )
 
-// PlatformStack holds the data key, the alerts topic and the event bus.
+// PlatformStack holds the data key, the alerts topic, the data key's watch
+// and the event bus.
 type PlatformStack struct {
 	awscdk.Stack
 	DataKey awskms.Key
 	Alerts  awssns.Topic
-	Bus     awsevents.EventBus
-	Archive awsevents.Archive
+	// KeyWatch alerts on the data key's deletion, disabling and policy
+	// changes (alertas-mercadofresco-clave and Alerts).
+	KeyWatch *platform.KeyWatch
+	Bus      awsevents.EventBus
+	Archive  awsevents.Archive
 }
 
 // NewPlatformStack creates the platform stack of env.
 func NewPlatformStack(scope constructs.Construct, env config.Environment) *PlatformStack {
-	stack := newStack(scope, env, "Platform", "data key, alerts topic and event bus")
+	stack := newStack(scope, env, "Platform", "data key and its watch, alerts topic and event bus")
 	s := &PlatformStack{Stack: stack}
+	deployer, err := platform.DeploymentRoleArn(stack)
+	if err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
 	s.DataKey = platform.NewDataKey(stack, "DataKey", &platform.DataKeyProps{
-		Alias:         jsii.String(env.PhysicalName(platform.DataKeyAlias)),
-		RemovalPolicy: env.RemovalPolicy,
+		Alias:             jsii.String(env.PhysicalName(platform.DataKeyAlias)),
+		RemovalPolicy:     env.RemovalPolicy,
+		DeploymentRoleArn: deployer,
+		Administrators:    []string{env.RoleArn(env.Roles.KeyAdmin)},
+		BreakGlassRoleArn: env.RoleArn(env.Roles.BreakGlass),
 	})
 	s.Alerts = platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{
 		TopicName: jsii.String(env.PhysicalName(platform.AlertsTopic)),
 		Key:       s.DataKey,
 		Email:     env.AlarmEmail,
+	})
+	s.KeyWatch = platform.NewKeyWatch(stack, "DataKeyWatch", &platform.KeyWatchProps{
+		Key:                 s.DataKey,
+		Alerts:              s.Alerts,
+		TopicName:           jsii.String(env.PhysicalName(platform.KeyAlertsTopic)),
+		Email:               env.AlarmEmail,
+		RuleName:            jsii.String(env.PhysicalName(platform.KeyWatchRule)),
+		DeadLetterQueueName: jsii.String(env.PhysicalName(platform.KeyWatchRuleDLQName)),
+		RemovalPolicy:       env.RemovalPolicy,
 	})
 	s.Bus, s.Archive = platform.NewEventBus(stack, "Bus", &platform.EventBusProps{
 		EventBusName:         jsii.String(env.PhysicalName(platform.EventBusName)),
@@ -42,6 +62,7 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("DataKeyArn"), &awscdk.CfnOutputProps{Value: s.DataKey.KeyArn()})
 	awscdk.NewCfnOutput(stack, jsii.String("AlertsTopicArn"), &awscdk.CfnOutputProps{Value: s.Alerts.TopicArn()})
+	awscdk.NewCfnOutput(stack, jsii.String("KeyAlertsTopicArn"), &awscdk.CfnOutputProps{Value: s.KeyWatch.Topic.TopicArn()})
 	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: s.Bus.EventBusName()})
 	return s
 }

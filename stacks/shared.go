@@ -1,8 +1,8 @@
 // Package stacks assembles MercadoFresco's CloudFormation stacks for one
 // environment. Each stack is one part of the system with its own lifecycle:
 //
-//   - Platform: the data key, the alerts topic and the event bus (everything
-//     else depends on them; they change rarely).
+//   - Platform: the data key (with its watch), the alerts topic and the
+//     event bus (everything else depends on them; they change rarely).
 //   - Network: the VPC (subnets, NAT gateways, endpoints) and the Valkey
 //     cache of the circuit breakers.
 //   - Data: stateful stores owned by the consumers (the idempotency and
@@ -15,7 +15,8 @@
 //
 // Stacks receive what they share through Shared; cross-stack references
 // become CloudFormation exports, and grants on shared resources go to the
-// consumer's role policy (the data key's policy delegates to IAM), and
+// consumer's role policy (the data key's policy delegates its use to IAM,
+// through the services only), and
 // cross-stack security-group rules are separate ingress resources, so no
 // stack ever edits another one's resources.
 package stacks

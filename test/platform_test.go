@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -72,23 +73,39 @@ func TestPlatformPerEnvironment(t *testing.T) {
 }
 
 // Every alarm of the app notifies alertas-mercadofresco of its environment,
-// both when it fires and when it clears.
+// both when it fires and when it clears. The data key's watch is the one
+// exception: its own alarms go to alertas-mercadofresco-clave, the topic
+// that works while the data key does not.
 func TestEveryAlarmTargetsTheAlertsTopic(t *testing.T) {
 	s := synthApp(t)
 	for _, es := range s.envs {
+		watch := es.Platform.KeyWatch
+		keyTopic := *es.Platform.GetLogicalId(watch.Topic.Node().DefaultChild().(awscdk.CfnElement))
+		watchAlarms := 0
 		for _, st := range es.Stacks() {
 			for id, alarm := range s.resources(t, *st.StackName(), "AWS::CloudWatch::Alarm") {
 				props := alarm["Properties"].(map[string]any)
+				path, _ := alarm["Metadata"].(map[string]any)["aws:cdk:path"].(string)
+				inWatch := strings.HasPrefix(path, *watch.Node().Path()+"/")
+				if inWatch {
+					watchAlarms++
+				}
 				for _, field := range []string{"AlarmActions", "OKActions"} {
 					actions, _ := props[field].([]any)
 					raw, _ := json.Marshal(actions)
 					// Same stack: {"Ref":"Alerts..."}; other stacks: an
 					// import of the platform stack's Alerts export.
-					if len(actions) != 1 || !strings.Contains(string(raw), "Alerts") {
+					switch {
+					case inWatch && (len(actions) != 1 || string(raw) != `[{"Ref":"`+keyTopic+`"}]`):
+						t.Errorf("%s/%s: %s = %s, want the key's own topic %s", *st.StackName(), id, field, raw, keyTopic)
+					case !inWatch && (len(actions) != 1 || !strings.Contains(string(raw), "Alerts")):
 						t.Errorf("%s/%s: %s = %s, want the alerts topic", *st.StackName(), id, field, raw)
 					}
 				}
 			}
+		}
+		if watchAlarms != 3 {
+			t.Errorf("%s: %d alarms of the key watch, want 3 (failed invocations, sent to DLQ, DLQ depth)", es.Env.Name, watchAlarms)
 		}
 	}
 }

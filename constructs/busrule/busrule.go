@@ -1,9 +1,12 @@
-// Package busrule is a rule on bus-mercadofresco with one target that
-// cannot lose an event silently: the target has a retry policy (maximum
-// event age, retry attempts) and a dead-letter queue of its own
-// (reliablequeue.NewDeadLetterQueue: encrypted with the data key, alarmed
-// on its depth), and the rule has alarms on FailedInvocations and
-// InvocationsSentToDlq (AWS/Events, dimensions EventBusName and RuleName).
+// Package busrule is a rule on bus-mercadofresco (or on the account's
+// default bus, where AWS services put their events) whose targets cannot
+// lose an event silently: each target has a retry policy (maximum event
+// age, retry attempts) and the rule's dead-letter queue
+// (reliablequeue.NewDeadLetterQueue: encrypted with the data key unless
+// told otherwise, alarmed on its depth), and the rule has alarms on
+// FailedInvocations and InvocationsSentToDlq (AWS/Events, dimensions
+// EventBusName and RuleName; RuleName alone on the default bus, as
+// EventBridge publishes them).
 //
 // An event that reaches the DLQ keeps its content there; the fix is the
 // DLQ runbook, and the bus's archive can replay the window once the target
@@ -46,11 +49,16 @@ type TargetOptions struct {
 	RetryAttempts   float64
 }
 
-// Props configures a Rule. Bus, Pattern, Target, EncryptionKey and
-// AlarmTopic are required.
+// Props configures a Rule. Bus (or OnDefaultBus), Pattern, Target,
+// EncryptionKey (unless Encryption says SQS-managed) and AlarmTopic are
+// required.
 type Props struct {
 	// Bus is bus-mercadofresco.
 	Bus awsevents.IEventBus
+	// OnDefaultBus puts the rule on the account's default bus instead, the
+	// one AWS services put their events on (CloudTrail's "AWS API Call via
+	// CloudTrail"). Bus must then be nil.
+	OnDefaultBus bool
 	// RuleName is the physical name (it names the alarms' dimension too).
 	// Nil lets CloudFormation name it.
 	RuleName *string
@@ -63,6 +71,9 @@ type Props struct {
 	// DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge,
 	// RetryAttempts: jsii.Number(o.RetryAttempts)}).
 	Target func(o TargetOptions) awsevents.IRuleTarget
+	// AdditionalTargets are more targets of the same events, each built
+	// with the same options (the rule's DLQ and retry policy).
+	AdditionalTargets []func(o TargetOptions) awsevents.IRuleTarget
 	// TargetLabel names the target in alarm descriptions ("the starter
 	// buffer queue cola-mercadofresco-inicio-pedido").
 	TargetLabel string
@@ -72,6 +83,11 @@ type Props struct {
 	MaxEventAge   awscdk.Duration
 	// DeadLetterQueueName of the target's DLQ. Nil lets CloudFormation name it.
 	DeadLetterQueueName *string
+	// Encryption of the DLQ: the zero value is the data key
+	// (EncryptionKey, required then); reliablequeue.EncryptionSQSManaged
+	// is for a rule that must work while the data key does not (the
+	// data key's own watch).
+	Encryption reliablequeue.Encryption
 	// EncryptionKey (the data key) encrypts the DLQ.
 	EncryptionKey awskms.IKey
 	// AlarmTopic receives the alarms.
@@ -104,8 +120,12 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 	fail := func(format string, a ...any) {
 		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("busrule %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
 	}
-	if props.Bus == nil {
-		fail("Bus is required")
+	switch {
+	case props.Bus == nil && !props.OnDefaultBus:
+		fail("Bus is required (or OnDefaultBus for the account's default bus)")
+	case props.Bus != nil && props.OnDefaultBus:
+		fail("Bus and OnDefaultBus exclude each other: a rule is on one bus")
+		r.bus = nil
 	}
 	if props.Pattern == nil {
 		fail("Pattern is required: a rule without one matches nothing on a custom bus")
@@ -134,22 +154,35 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 	if label == "" {
 		label = "its target"
 	}
-	source := fmt.Sprintf("rule %s on the event bus (target: %s)", ruleLabel(c, props.RuleName), label)
+	busLabel := "the event bus"
+	if props.OnDefaultBus {
+		busLabel = "the default event bus"
+	}
+	source := fmt.Sprintf("rule %s on %s (target: %s)", ruleLabel(c, props.RuleName), busLabel, label)
 	r.DeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "DeadLetterQueue", &reliablequeue.DeadLetterQueueProps{
 		QueueName:     props.DeadLetterQueueName,
+		Encryption:    props.Encryption,
 		EncryptionKey: props.EncryptionKey,
 		AlarmTopic:    props.AlarmTopic,
 		RemovalPolicy: props.RemovalPolicy,
 		Source:        source,
 	})
 	r.Rule = awsevents.NewRule(c, jsii.String("Rule"), &awsevents.RuleProps{
-		EventBus:     props.Bus,
+		EventBus:     r.bus, // nil: the default bus
 		RuleName:     props.RuleName,
 		Description:  jsii.String(props.Description),
 		EventPattern: props.Pattern,
 	})
+	opts := TargetOptions{DeadLetterQueue: r.DeadLetterQueue.Queue, MaxEventAge: r.MaxEventAge, RetryAttempts: r.RetryAttempts}
 	if props.Target != nil {
-		r.Rule.AddTarget(props.Target(TargetOptions{DeadLetterQueue: r.DeadLetterQueue.Queue, MaxEventAge: r.MaxEventAge, RetryAttempts: r.RetryAttempts}))
+		r.Rule.AddTarget(props.Target(opts))
+	}
+	for i, t := range props.AdditionalTargets {
+		if t == nil {
+			fail("AdditionalTargets[%d] is nil", i)
+			continue
+		}
+		r.Rule.AddTarget(t(opts))
 	}
 
 	five := awscdk.Duration_Minutes(jsii.Number(5))

@@ -36,6 +36,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/keygrant"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
@@ -218,7 +219,10 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 		}),
 		Description: jsii.String("EventBridge pipe " + *pipeName + ": reads the carts stream, publishes to the bus"),
 	})
-	k.Table.GrantStreamRead(k.PipeRole)
+	// Table.GrantStreamRead, with the key's use through DynamoDB only.
+	k.Table.GrantTableListStreams(k.PipeRole)
+	k.Table.GrantStream(k.PipeRole, jsii.String("dynamodb:DescribeStream"), jsii.String("dynamodb:GetRecords"), jsii.String("dynamodb:GetShardIterator"))
+	keygrant.Through(k.Table.EncryptionKey(), k.PipeRole, "dynamodb", "kms:Decrypt", "kms:DescribeKey")
 	cdknag.NagSuppressions_AddResourceSuppressions(k.PipeRole, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		Reason:    jsii.String("dynamodb:ListStreams has no resource-level permissions (AWS requires Resource '*'); the stream reads themselves are on this table's stream ARN only."),
@@ -316,9 +320,7 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 
 func grantSend(d *reliablequeue.DeadLetterQueue, grantee awsiam.IGrantable) {
 	d.Queue.Grant(grantee, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"))
-	if key := d.Queue.EncryptionMasterKey(); key != nil {
-		key.Grant(grantee, jsii.String("kms:GenerateDataKey"), jsii.String("kms:Decrypt"))
-	}
+	reliablequeue.GrantKeyThroughSQS(d.Queue, grantee, "kms:GenerateDataKey", "kms:Decrypt")
 }
 
 func logRetention(r awslogs.RetentionDays) awslogs.RetentionDays {

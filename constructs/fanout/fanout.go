@@ -25,6 +25,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/keygrant"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
@@ -35,8 +36,8 @@ type Props struct {
 	// DisplayName of the topic.
 	DisplayName *string
 	// EncryptionKey is the data key alias/mercadofresco-datos. Required: the
-	// topic carries confirmed orders. Publishers need kms:GenerateDataKey*
-	// and kms:Decrypt on it (GrantPublish adds both).
+	// topic carries confirmed orders. Publishers need kms:GenerateDataKey
+	// and kms:Decrypt on it (GrantPublish adds both, through SNS only).
 	EncryptionKey awskms.IKey
 	// AlarmTopic receives the subscription-DLQ alarms and the topic's
 	// failed-redrive alarm. Required.
@@ -197,8 +198,15 @@ func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOpt
 	return &Subscription{Subscription: sub, DeadLetterQueue: dlq}
 }
 
-// GrantPublish lets grantee publish to the topic (sns:Publish and, for the
-// encrypted topic, kms:GenerateDataKey* and kms:Decrypt on the data key).
+// GrantPublish lets grantee publish to the topic: sns:Publish and, for the
+// encrypted topic, kms:GenerateDataKey and kms:Decrypt on the data key
+// through SNS only (kms:ViaService).
 func (t *Topic) GrantPublish(grantee awsiam.IGrantable) awsiam.Grant {
-	return t.Topic.GrantPublish(grantee)
+	g := awsiam.Grant_AddToPrincipalOrResource(&awsiam.GrantWithResourceOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings("sns:Publish"),
+		ResourceArns: jsii.Strings(*t.Topic.TopicArn()),
+		Resource:     t.Topic,
+	})
+	return g.Combine(keygrant.Through(t.props.EncryptionKey, grantee, "sns", "kms:GenerateDataKey", "kms:Decrypt"))
 }

@@ -5,7 +5,9 @@
 package platform
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -30,7 +32,10 @@ const (
 	MetricNamespace = metrics.Namespace
 )
 
-// DataKeyProps configures NewDataKey.
+// DataKeyProps configures NewDataKey. DeploymentRoleArn, Administrators and
+// BreakGlassRoleArn are required: a key policy that names nobody is the
+// CDK's default one, which lets every IAM administrator of the account do
+// anything with the key (docs/design.md#data-key).
 type DataKeyProps struct {
 	// Alias of the key, e.g. "alias/mercadofresco-datos-dev". Nil means
 	// DataKeyAlias.
@@ -38,17 +43,86 @@ type DataKeyProps struct {
 	// RemovalPolicy of the key, mapped by removal.For: empty and SNAPSHOT
 	// mean RETAIN (keeping the key is what keeps an environment's snapshots
 	// readable; a destroyed key makes
-	// every byte it encrypted unreadable).
+	// every byte it encrypted unreadable). DESTROY also lets the deployment
+	// role schedule the key's deletion (the stack's deletion does).
 	RemovalPolicy awscdk.RemovalPolicy
+	// DeploymentRoleArn is the role CloudFormation deploys the stacks with
+	// (DeploymentRoleArn of the stack, for the CDK bootstrap's). It
+	// administers the key: KMS refuses a key policy that would leave the
+	// principal setting it unable to set it again.
+	DeploymentRoleArn string
+	// Administrators are the ARNs of the key's other administrators
+	// (config Roles.KeyAdmin): policy, rotation, tags, aliases, never use.
+	// At least one; each must exist when the policy is set (KMS refuses
+	// principals it cannot resolve).
+	Administrators []string
+	// BreakGlassRoleArn is the one principal (besides the deployment role
+	// when RemovalPolicy is DESTROY) that may schedule the key's deletion or
+	// disable it (config Roles.BreakGlass).
+	BreakGlassRoleArn string
+	// Services are the AWS services ("sqs") through which this account's
+	// principals may use the key (kms:ViaService <service>.<region>.amazonaws.com).
+	// Nil means DataKeyServices().
+	Services []string
 }
 
+// DataKeyServices are the services that encrypt the app's data with the
+// data key on a caller's behalf: those of every resource type the templates
+// encrypt with it (queues, topics, tables, secrets, the Aurora cluster,
+// the state machine, the bus, log groups, function environments, the cache;
+// test/ TestDataKeyPolicySeparatesAdministrationFromUse checks the list
+// against the templates).
+func DataKeyServices() []string {
+	return []string{"dynamodb", "elasticache", "events", "lambda", "logs", "rds", "secretsmanager", "sns", "sqs", "states"}
+}
+
+// KeyAdministrationActions are what the key's administrators may do: AWS's
+// "key administrators" set without any cryptographic action and without
+// kms:CreateGrant (a grant is a way to use the key), so administering the
+// key never reads its data. kms:PutKeyPolicy stays: it is how the policy
+// changes (and KMS requires it of the principal that sets the policy); a
+// change is alarmed (NewKeyWatch).
+func KeyAdministrationActions() []string {
+	return []string{
+		"kms:CreateAlias", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*", "kms:Update*",
+		"kms:Revoke*", "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource", "kms:UntagResource",
+		"kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion", "kms:RotateKeyOnDemand",
+	}
+}
+
+// KeyUseActions are the cryptographic actions this account's principals
+// may ask the key for through DataKeyServices.
+func KeyUseActions() []string {
+	return []string{"kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"}
+}
+
+// Statement ids of the data key's policy (tests and reviews find them by id).
+const (
+	SidKeyAdministration = "KeyAdministration"
+	SidKeyUse            = "KeyUseThroughServices"
+	SidKeyGrants         = "KeyGrantsForServiceResources"
+	SidKeyBreakGlass     = "BreakGlassDeletesOrDisables"
+	SidKeyDeletion       = "OnlyBreakGlassDeletesOrDisables"
+)
+
 // NewDataKey creates the customer-managed key that encrypts MercadoFresco's
-// data at rest (queues, topics, tables, logs, databases). Rotation is on,
-// and the key policy lets the AWS services that act on the project's behalf
-// without an IAM role of ours (CloudWatch alarms publishing to encrypted
-// topics, SNS and EventBridge delivering to encrypted queues, CloudWatch Logs
-// encrypting log groups) use it. Everything else is granted through IAM: the
-// CDK's default key policy delegates to the account.
+// data at rest (queues, topics, tables, logs, databases). Rotation is on.
+// Its policy is its own (the CDK's default statement, kms:* for the
+// account, is not there):
+//
+//   - administration (KeyAdministrationActions) by the deployment role and
+//     the Administrators, who cannot use the key;
+//   - use (KeyUseActions, and kms:CreateGrant for AWS resources) by this
+//     account's principals, through IAM, only via Services and only from
+//     this account;
+//   - kms:ScheduleKeyDeletion and kms:DisableKey for BreakGlassRoleArn,
+//     and an explicit Deny of both to every other principal (but the
+//     deployment role when the key is destroyed with its stack);
+//   - the AWS services that act without an IAM role of ours (CloudWatch
+//     alarms publishing to encrypted topics, SNS and EventBridge delivering
+//     to encrypted queues, CloudWatch Logs encrypting log groups).
+//
+// Missing required props are synthesis errors (the key is still built).
 func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awskms.Key {
 	if props == nil {
 		props = &DataKeyProps{}
@@ -58,14 +132,116 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 		alias = *props.Alias
 	}
 	keyRemoval := removal.For(props.RemovalPolicy, removal.Data)
+	stack := awscdk.Stack_Of(scope)
+	var problems []string
+	isArn := func(s string) bool { return strings.HasPrefix(s, "arn:") || *awscdk.Token_IsUnresolved(jsii.String(s)) }
+	if !isArn(props.DeploymentRoleArn) {
+		problems = append(problems, fmt.Sprintf("DeploymentRoleArn %q is not an ARN: the role that deploys the key must administer it", props.DeploymentRoleArn))
+	}
+	if len(props.Administrators) == 0 {
+		problems = append(problems, "Administrators is required: name the key administrator role (config Roles.KeyAdmin)")
+	}
+	for _, a := range props.Administrators {
+		if !isArn(a) {
+			problems = append(problems, fmt.Sprintf("administrator %q is not an ARN", a))
+		}
+	}
+	if !isArn(props.BreakGlassRoleArn) {
+		problems = append(problems, fmt.Sprintf("BreakGlassRoleArn %q is not an ARN: name the one role that may delete or disable the key (config Roles.BreakGlass)", props.BreakGlassRoleArn))
+	}
+	for _, a := range props.Administrators {
+		if a != "" && a == props.BreakGlassRoleArn {
+			problems = append(problems, fmt.Sprintf("BreakGlassRoleArn %q is also an administrator: the break-glass role must be a role of its own", a))
+		}
+	}
+	services := props.Services
+	if services == nil {
+		services = DataKeyServices()
+	}
+	if len(services) == 0 {
+		problems = append(problems, "Services is empty: no principal of the account could use the key")
+	}
+	var admins []awsiam.IPrincipal
+	for _, a := range append([]string{props.DeploymentRoleArn}, props.Administrators...) {
+		if isArn(a) {
+			admins = append(admins, awsiam.NewArnPrincipal(jsii.String(a)))
+		}
+	}
+	if len(admins) == 0 {
+		// A stand-in so the policy is whole; synthesis fails on the errors.
+		admins = append(admins, awsiam.NewArnPrincipal(jsii.String(fmt.Sprintf("arn:%s:iam::%s:role/missing-key-administrator", *stack.Partition(), *stack.Account()))))
+	}
+	var viaServices []*string
+	for _, svc := range services {
+		viaServices = append(viaServices, jsii.String(fmt.Sprintf("%s.%s.amazonaws.com", svc, *stack.Region())))
+	}
+	policy := awsiam.NewPolicyDocument(nil)
+	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidKeyAdministration),
+		Principals: &admins,
+		Actions:    jsii.Strings(KeyAdministrationActions()...),
+		Resources:  jsii.Strings("*"),
+	}))
+	thisAccount := map[string]interface{}{"kms:CallerAccount": stack.Account(), "kms:ViaService": viaServices}
+	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidKeyUse),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
+		Actions:    jsii.Strings(KeyUseActions()...),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]interface{}{"StringEquals": thisAccount},
+	}))
+	// Services that store data (Lambda, RDS, ElastiCache, DynamoDB, Secrets
+	// Manager) create grants on the key for the resource they manage.
+	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidKeyGrants),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
+		Actions:    jsii.Strings("kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]interface{}{
+			"StringEquals": thisAccount,
+			"Bool":         map[string]interface{}{"kms:GrantIsForAWSResource": "true"},
+		},
+	}))
+	// The break-glass role is no administrator: this is all it may do.
+	breakGlass := props.BreakGlassRoleArn
+	if !isArn(breakGlass) {
+		breakGlass = fmt.Sprintf("arn:%s:iam::%s:role/missing-break-glass", *stack.Partition(), *stack.Account())
+	}
+	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidKeyBreakGlass),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewArnPrincipal(jsii.String(breakGlass))},
+		Actions:    jsii.Strings("kms:ScheduleKeyDeletion", "kms:DisableKey"),
+		Resources:  jsii.Strings("*"),
+	}))
+	mayDelete := []*string{jsii.String(breakGlass)}
+	if keyRemoval == awscdk.RemovalPolicy_DESTROY {
+		// The stack's deletion schedules the key's deletion as the
+		// deployment role; without this `cdk destroy` fails.
+		mayDelete = append(mayDelete, jsii.String(props.DeploymentRoleArn))
+	}
+	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidKeyDeletion),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("kms:ScheduleKeyDeletion", "kms:DisableKey"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]interface{}{
+			"ArnNotLike": map[string]interface{}{"aws:PrincipalArn": mayDelete},
+		},
+	}))
 	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{
 		Alias:             jsii.String(alias),
 		Description:       jsii.String("MercadoFresco data at rest: queues, topics, tables, logs and databases."),
 		EnableKeyRotation: jsii.Bool(true),
 		RemovalPolicy:     keyRemoval,
 		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
+		// The given policy replaces the CDK's default (kms:* for the
+		// account root) under @aws-cdk/aws-kms:defaultKeyPolicies, on in v2.
+		Policy: policy,
 	})
-	stack := awscdk.Stack_Of(scope)
+	for _, p := range problems {
+		awscdk.Annotations_Of(key).AddError(jsii.String("platform.NewDataKey: " + p))
+	}
 
 	// Service principals that encrypt/decrypt with the key on our behalf.
 	// Each is limited to this account's resources with aws:SourceAccount
@@ -100,6 +276,40 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 		},
 	}), jsii.Bool(false))
 	return key
+}
+
+// ErrNoDeploymentRole is returned by DeploymentRoleArn for a stack whose
+// deployment role it cannot name.
+var ErrNoDeploymentRole = errors.New("platform: no deployment role")
+
+// DeploymentRoleArn is the role CloudFormation deploys stack with: the
+// CDK bootstrap's execution role its DefaultStackSynthesizer names
+// (cdk-<qualifier>-cfn-exec-role-<account>-<region>; the qualifier from
+// the context key @aws-cdk/core:bootstrapQualifier). The stack needs an
+// explicit account and region, and the synthesizer the stack made itself:
+// jsii cannot read the role of a synthesizer created in Go and passed in
+// StackProps (that is an error too).
+func DeploymentRoleArn(stack awscdk.Stack) (arn string, err error) {
+	syn, ok := stack.Synthesizer().(awscdk.DefaultStackSynthesizer)
+	if !ok {
+		return "", fmt.Errorf("%w: stack %s does not use the DefaultStackSynthesizer", ErrNoDeploymentRole, *stack.StackName())
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			arn, err = "", fmt.Errorf("%w: stack %s: %v", ErrNoDeploymentRole, *stack.StackName(), r)
+		}
+	}()
+	raw := *syn.CloudFormationExecutionRoleArn()
+	if strings.Contains(raw, "${AWS::AccountId}") || strings.Contains(raw, "${AWS::Region}") || *awscdk.Token_IsUnresolved(jsii.String(raw)) {
+		return "", fmt.Errorf("%w: stack %s has no explicit account and region (%s)", ErrNoDeploymentRole, *stack.StackName(), raw)
+	}
+	if partition := stack.Partition(); !*awscdk.Token_IsUnresolved(partition) {
+		return strings.ReplaceAll(raw, "${AWS::Partition}", *partition), nil
+	}
+	// Without @aws-cdk/core:enablePartitionLiterals the partition is the
+	// template's.
+	arn = *awscdk.Fn_Sub(jsii.String(raw), nil)
+	return arn, nil
 }
 
 // AlertsTopicProps configures NewAlertsTopic.

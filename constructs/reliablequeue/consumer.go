@@ -68,7 +68,7 @@ type ConsumerOptions struct {
 // AddConsumer connects fn to the queue with one event source mapping:
 // ReportBatchItemFailures on, the given batch size and batching window, and
 // MaximumConcurrency (required). It grants fn consume on the queue (with
-// kms:Decrypt on the data key) and send on the DLQ, adds this queue's DLQ to
+// kms:Decrypt on the data key through SQS) and send on the DLQ, adds this queue's DLQ to
 // the function's DeadLetterRoutesEnv variable (one route per source queue, so
 // a function consuming several queues dead-letters each message to the DLQ
 // of its own queue; consuming the same queue twice fails synth), and derives
@@ -176,7 +176,7 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 		Filters:                 filters,
 		Enabled:                 opts.Enabled,
 	})
-	q.Queue.GrantConsumeMessages(fn)
+	q.GrantConsumeMessages(fn)
 	q.GrantSendToDeadLetterQueue(fn)
 	routes.add(fn, q.QueueName, q.DeadLetterQueue.QueueUrl())
 	if own, ok := fn.(interface {

@@ -111,7 +111,8 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 	return d
 }
 
-// GrantConsumeMessages lets an operator tool read (and delete) dead-lettered messages.
+// GrantConsumeMessages lets an operator tool read (and delete)
+// dead-lettered messages (the key's kms:Decrypt through SQS only).
 func (d *DeadLetterQueue) GrantConsumeMessages(grantee awsiam.IGrantable) awsiam.Grant {
-	return d.Queue.GrantConsumeMessages(grantee)
+	return grantConsume(d.Queue, grantee)
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/keygrant"
 	"github.com/mercadofresco/integration/constructs/removal"
 )
 
@@ -344,15 +345,18 @@ func NewDeadLetterAlarm(scope constructs.Construct, id string, dlq awssqs.IQueue
 }
 
 // GrantConsumeMessages grants receive, delete, change-visibility and
-// get-attributes on the source queue, and kms:Decrypt on the data key.
+// get-attributes on the source queue, and kms:Decrypt on the data key
+// through SQS only (kms:ViaService sqs.<region>.amazonaws.com: the grant
+// decrypts the messages SQS hands over, never other ciphertext).
 func (q *Queue) GrantConsumeMessages(grantee awsiam.IGrantable) awsiam.Grant {
-	return q.Queue.GrantConsumeMessages(grantee)
+	return grantConsume(q.Queue, grantee)
 }
 
 // GrantSendMessages grants sqs:SendMessage on the source queue and, for a
 // KMS-encrypted queue, exactly kms:GenerateDataKey and kms:Decrypt on the
-// key (what an SSE-KMS producer needs; the CDK's own grant adds
-// kms:ReEncrypt* and kms:GenerateDataKey* wildcards).
+// key through SQS only (what an SSE-KMS producer needs; the CDK's own
+// grant adds kms:ReEncrypt* and kms:GenerateDataKey* wildcards, for any
+// caller of KMS).
 func (q *Queue) GrantSendMessages(grantee awsiam.IGrantable) awsiam.Grant {
 	return grantSend(q.Queue, grantee)
 }
@@ -364,12 +368,30 @@ func (q *Queue) GrantSendToDeadLetterQueue(grantee awsiam.IGrantable) awsiam.Gra
 	return grantSend(q.DeadLetterQueue, grantee)
 }
 
-func grantSend(queue awssqs.Queue, grantee awsiam.IGrantable) awsiam.Grant {
+func grantSend(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {
 	g := queue.Grant(grantee, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"), jsii.String("sqs:GetQueueUrl"))
 	if key := queue.EncryptionMasterKey(); key != nil {
-		key.Grant(grantee, jsii.String("kms:GenerateDataKey"), jsii.String("kms:Decrypt"))
+		g = g.Combine(keygrant.Through(key, grantee, "sqs", "kms:GenerateDataKey", "kms:Decrypt"))
 	}
 	return g
+}
+
+// grantConsume is what awssqs.Queue.GrantConsumeMessages grants, with the
+// key's kms:Decrypt through SQS only.
+func grantConsume(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {
+	g := queue.Grant(grantee, jsii.String("sqs:ReceiveMessage"), jsii.String("sqs:ChangeMessageVisibility"),
+		jsii.String("sqs:GetQueueUrl"), jsii.String("sqs:DeleteMessage"), jsii.String("sqs:GetQueueAttributes"))
+	if key := queue.EncryptionMasterKey(); key != nil {
+		g = g.Combine(keygrant.Through(key, grantee, "sqs", "kms:Decrypt"))
+	}
+	return g
+}
+
+// GrantKeyThroughSQS grants actions on the key of queue (if it has one)
+// through SQS only: for producers and consumers granted outside this
+// package (a pipe's DLQ).
+func GrantKeyThroughSQS(queue awssqs.IQueue, grantee awsiam.IGrantable, actions ...string) awsiam.Grant {
+	return keygrant.Through(queue.EncryptionMasterKey(), grantee, "sqs", actions...)
 }
 
 // MetricApproximateAgeOfOldestMessage is the age of the source's oldest

@@ -307,3 +307,33 @@ func TestStandaloneDeadLetterQueue(t *testing.T) {
 	f2.requireError(t, "Source is required")
 	f2.requireError(t, "EncryptionKey is required")
 }
+
+// Every grant of the package on the queue's key (consume with AddConsumer,
+// send, send to the DLQ, read the DLQ, GrantKeyThroughSQS) lets the grantee
+// use the key through SQS only.
+func TestGrantsUseTheKeyThroughSQSOnly(t *testing.T) {
+	f := newFixture(t)
+	q := reliablequeue.New(f.stack, "Pedidos", f.props())
+	d := reliablequeue.NewDeadLetterQueue(f.stack, "RuleDlq", &reliablequeue.DeadLetterQueueProps{EncryptionKey: f.key, AlarmTopic: f.alerts, Source: "a rule"})
+	q.AddConsumer(f.function("Consumidor", 60), reliablequeue.ConsumerOptions{MaximumConcurrency: 2})
+	q.GrantSendMessages(f.function("Productor", 10))
+	d.GrantConsumeMessages(f.function("Operador", 10))
+	reliablequeue.GrantKeyThroughSQS(d.Queue, f.function("Tubo", 10), "kms:GenerateDataKey")
+	f.requireNoErrors(t)
+	kmsStatements := 0
+	for id, p := range resources(f.template(t), "AWS::IAM::Policy") {
+		for _, st := range p["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			raw, _ := json.Marshal(st)
+			if !strings.Contains(string(raw), `"kms:`) {
+				continue
+			}
+			kmsStatements++
+			if !strings.Contains(string(raw), `"Condition":{"StringEquals":{"kms:ViaService":"sqs.eu-west-1.amazonaws.com"}}`) {
+				t.Errorf("%s: %s uses the key without kms:ViaService sqs", id, raw)
+			}
+		}
+	}
+	if kmsStatements < 4 {
+		t.Fatalf("%d statements on the key, want one per grantee at least", kmsStatements)
+	}
+}

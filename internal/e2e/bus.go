@@ -21,8 +21,9 @@ import (
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
-// Bus plays EventBridge (the rules of every bus in the templates, their
-// targets with retry policy and dead-letter queue), SNS (the topics'
+// Bus plays EventBridge (the rules of every bus in the templates, the
+// default bus's included, their SQS, SNS, API destination and log targets
+// with retry policy and dead-letter queue), SNS (the topics'
 // subscriptions) and EventBridge Pipes (the carts pipe's filter and input
 // template), from the templates. Copies is how many times each delivery
 // is made: at-least-once delivery made visible.
@@ -59,6 +60,7 @@ type Target struct {
 	ID, ARN     string
 	Rule        *Rule
 	Queue       *Queue // SQS target
+	Topic       *Topic // SNS target
 	API         *apiDestination
 	Log         bool // CloudWatch Logs target: accepted, not kept
 	DLQ         *Queue
@@ -149,12 +151,13 @@ func (w *World) loadBus() *Bus {
 		}
 		b.apis[arn] = d
 	}
-	for _, r := range w.app.Resources("AWS::Events::Rule") {
-		b.rules = append(b.rules, b.loadRule(r))
-	}
+	// Topics first: rules may target them.
 	for _, r := range w.app.Resources("AWS::SNS::Topic") {
 		arn, _ := w.Locals().Ref(r)
 		b.topics[arn] = &Topic{ARN: arn}
+	}
+	for _, r := range w.app.Resources("AWS::Events::Rule") {
+		b.rules = append(b.rules, b.loadRule(r))
 	}
 	for _, r := range w.app.Resources("AWS::SNS::Subscription") {
 		p, err := w.resolve(r, r.Properties)
@@ -224,6 +227,10 @@ func (b *Bus) loadRule(r *cfnlocal.Resource) *Rule {
 		case strings.HasPrefix(t.ARN, "arn:aws:sqs:"):
 			if t.Queue = w.queueByARN[t.ARN]; t.Queue == nil {
 				w.fatalf("%s: target %s is not a queue of the templates", r.Path(), t.ARN)
+			}
+		case strings.HasPrefix(t.ARN, "arn:aws:sns:"):
+			if t.Topic = b.topics[t.ARN]; t.Topic == nil {
+				w.fatalf("%s: target %s is not a topic of the templates", r.Path(), t.ARN)
 			}
 		case strings.Contains(t.ARN, ":api-destination/"):
 			if t.API = b.apis[t.ARN]; t.API == nil {
@@ -406,6 +413,9 @@ func (b *Bus) send(ctx context.Context, t *Target, event map[string]any, input [
 			in.MessageDeduplicationID, _ = event["id"].(string)
 		}
 		_, err := b.w.sqs.SendMessage(ctx, in)
+		return err
+	case t.Topic != nil:
+		_, err := t.Topic.publish(b, string(input), nil)
 		return err
 	case t.API != nil:
 		return b.callAPI(ctx, t, event, input)

@@ -1,0 +1,205 @@
+package platform
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawsevents"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/reliablequeue"
+)
+
+// Names of the key watch (environments add their suffix).
+const (
+	KeyAlertsTopic      = "alertas-mercadofresco-clave"
+	KeyWatchRule        = "mf-clave-datos-vigilancia"
+	KeyWatchRuleDLQName = "mercadofresco-regla-clave-datos-fallidos"
+)
+
+// WatchedKeyCalls are the KMS calls on the data key that alert: those that
+// make it unusable (ScheduleKeyDeletion, DisableKey), change who may use it
+// (PutKeyPolicy), or undo a scheduled deletion (CancelKeyDeletion: someone
+// had scheduled it). Attempts count as much as successes: CloudTrail
+// records the calls the key policy denied too.
+func WatchedKeyCalls() []string {
+	return []string{"ScheduleKeyDeletion", "DisableKey", "PutKeyPolicy", "CancelKeyDeletion"}
+}
+
+// KeyWatchPattern is the event pattern of the CloudTrail events of
+// WatchedKeyCalls on the key with ARN keyArn. It matches the key in the
+// event's detail.resources list, where KMS always writes the key's ARN:
+// requestParameters.keyId holds whatever the caller passed (a key id or an
+// ARN) and responseElements is empty when the call was denied.
+func KeyWatchPattern(keyArn *string) *awsevents.EventPattern {
+	return &awsevents.EventPattern{
+		Source:     jsii.Strings("aws.kms"),
+		DetailType: jsii.Strings("AWS API Call via CloudTrail"),
+		Detail: &map[string]interface{}{
+			"eventSource": []interface{}{"kms.amazonaws.com"},
+			"eventName":   jsii.Strings(WatchedKeyCalls()...),
+			"resources":   map[string]interface{}{"ARN": []interface{}{keyArn}},
+		},
+	}
+}
+
+// KeyWatchProps configures NewKeyWatch. Key and Alerts are required.
+type KeyWatchProps struct {
+	// Key is the watched key (the data key).
+	Key awskms.IKey
+	// Alerts is alertas-mercadofresco: every alert of the app goes there.
+	Alerts awssns.ITopic
+	// TopicName of the watch's own topic. Nil means KeyAlertsTopic.
+	TopicName *string
+	// Email, when not empty, is subscribed to the watch's own topic (the
+	// environment's alarm address).
+	Email string
+	// RuleName of the rule. Nil means KeyWatchRule.
+	RuleName *string
+	// DeadLetterQueueName of the rule's DLQ. Nil means KeyWatchRuleDLQName.
+	DeadLetterQueueName *string
+	// RemovalPolicy of the DLQ (removal.For).
+	RemovalPolicy awscdk.RemovalPolicy
+}
+
+// KeyWatch is the alert on the data key's deletion, disabling and policy
+// changes.
+type KeyWatch struct {
+	constructs.Construct
+	// Topic is alertas-mercadofresco-clave: not encrypted with the data key
+	// (a key pending deletion or disabled cannot encrypt the alert about
+	// itself), TLS only. The rule's own alarms go to it for the same reason.
+	Topic awssns.Topic
+	// Rule is the rule on the default bus (busrule.OnDefaultBus) with two
+	// targets, Alerts and Topic, sharing an SQS-managed encrypted DLQ.
+	Rule *busrule.Rule
+}
+
+// NewKeyWatch sends the CloudTrail events of WatchedKeyCalls on Key to
+// Alerts and to a topic of its own. The events reach EventBridge only if
+// the account has a CloudTrail trail recording management events (write
+// events at least) in the key's region: the app does not create one.
+func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *KeyWatch {
+	if props == nil {
+		props = &KeyWatchProps{}
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	w := &KeyWatch{Construct: c}
+	fail := func(msg string) {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("platform.NewKeyWatch %s: %s", *c.Node().Path(), msg)))
+	}
+	stack := awscdk.Stack_Of(c)
+	keyArn := jsii.String(fmt.Sprintf("arn:%s:kms:%s:%s:key/missing", *stack.Partition(), *stack.Region(), *stack.Account()))
+	if props.Key == nil {
+		fail("Key is required")
+	} else {
+		keyArn = props.Key.KeyArn()
+	}
+	if props.Alerts == nil {
+		fail("Alerts is required (alertas-mercadofresco)")
+	}
+	w.Topic = awssns.NewTopic(c, jsii.String("Topic"), &awssns.TopicProps{
+		TopicName:        or(props.TopicName, KeyAlertsTopic),
+		DisplayName:      jsii.String("MercadoFresco clave de datos"),
+		EnforceSSL:       jsii.Bool(true),
+		SignatureVersion: jsii.String("2"),
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(w.Topic, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-SNS2"),
+		Reason: jsii.String("Deliberately not encrypted with the data key: this topic alerts that the data key is being deleted, disabled or re-permissioned, and a key pending deletion or disabled cannot encrypt the alert about itself. It carries CloudTrail records of key calls (who, which key, when), no customer data."),
+	}}, jsii.Bool(true))
+	// The topic policy the CDK writes for enforceSSL replaces SNS's default
+	// one: the rule's alarms publish through CloudWatch.
+	w.Topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("AllowCloudWatchAlarms"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  jsii.Strings(*w.Topic.TopicArn()),
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+		},
+	}))
+	if props.Email != "" {
+		w.Topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(props.Email), nil))
+	}
+
+	snsTarget := func(topic awssns.ITopic) func(o busrule.TargetOptions) awsevents.IRuleTarget {
+		return func(o busrule.TargetOptions) awsevents.IRuleTarget { return &snsTarget{topic: topic, opts: o} }
+	}
+	ruleProps := &busrule.Props{
+		OnDefaultBus:        true,
+		RuleName:            or(props.RuleName, KeyWatchRule),
+		Description:         "CloudTrail: deletion, disabling or policy change of the data key (attempts included) -> alertas-mercadofresco and its own topic",
+		Pattern:             KeyWatchPattern(keyArn),
+		Target:              snsTarget(w.Topic),
+		TargetLabel:         "the topics alertas-mercadofresco and " + *or(props.TopicName, KeyAlertsTopic),
+		DeadLetterQueueName: or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
+		// SQS-managed: an event about the key must be kept even when the
+		// key cannot encrypt it.
+		Encryption:    reliablequeue.EncryptionSQSManaged,
+		AlarmTopic:    w.Topic,
+		RemovalPolicy: props.RemovalPolicy,
+	}
+	if props.Alerts != nil {
+		ruleProps.AdditionalTargets = append(ruleProps.AdditionalTargets, snsTarget(props.Alerts))
+	}
+	w.Rule = busrule.New(c, "Rule", ruleProps)
+	return w
+}
+
+// snsTarget publishes a rule's events to topic with the rule's retry
+// policy and DLQ. The topic's policy admits EventBridge for this rule only
+// (aws:SourceArn), and so does the DLQ's. Unlike awseventstargets.SnsTopic
+// it adds nothing to the policy of the topic's key: the data key admits
+// EventBridge for this account's resources already
+// (AllowEventBridgeDeliveryToEncryptedTargets), and the CDK's statement
+// would admit EventBridge unconditioned.
+type snsTarget struct {
+	topic awssns.ITopic
+	opts  busrule.TargetOptions
+}
+
+// Bind implements awsevents.IRuleTarget.
+func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevents.RuleTargetConfig {
+	ruleArn := rule.RuleRef().RuleArn
+	fromRule := &map[string]interface{}{"ArnEquals": map[string]interface{}{"aws:SourceArn": ruleArn}}
+	events := &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)}
+	t.topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("AllowKeyWatchRule"),
+		Principals: events,
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  jsii.Strings(*t.topic.TopicArn()),
+		Conditions: fromRule,
+	}))
+	t.opts.DeadLetterQueue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Principals: events,
+		Actions:    jsii.Strings("sqs:SendMessage"),
+		Resources:  jsii.Strings(*t.opts.DeadLetterQueue.QueueArn()),
+		Conditions: fromRule,
+	}))
+	maxAge, _ := reliablequeue.Seconds(t.opts.MaxEventAge)
+	return &awsevents.RuleTargetConfig{
+		Arn:              t.topic.TopicArn(),
+		TargetResource:   t.topic,
+		DeadLetterConfig: &awsevents.CfnRule_DeadLetterConfigProperty{Arn: t.opts.DeadLetterQueue.QueueArn()},
+		RetryPolicy: &awsevents.CfnRule_RetryPolicyProperty{
+			MaximumEventAgeInSeconds: jsii.Number(maxAge),
+			MaximumRetryAttempts:     jsii.Number(t.opts.RetryAttempts),
+		},
+	}
+}
+
+func or(s *string, def string) *string {
+	if s != nil {
+		return s
+	}
+	return jsii.String(def)
+}

@@ -34,7 +34,8 @@ const (
 type MessagingStack struct {
 	awscdk.Stack
 	// PedidoConfirmado is the fan-out topic mercadofresco-pedido-confirmado.
-	// The order workflow publishes confirmed orders to it (GrantPublish).
+	// The order workflow publishes confirmed orders to it; its guard admits
+	// the workflow's role by name (constructs/producers).
 	PedidoConfirmado *fanout.Topic
 	// The consumers, each with the queue it drains.
 	Preparacion      *consumers.HTTPConsumer
@@ -42,8 +43,9 @@ type MessagingStack struct {
 	AvisoERP         *consumers.HTTPConsumer
 	MovimientosStock *queueconsumer.Consumer
 	// Pedidos, Correo, AvisoERP and StockMovements are the consumers'
-	// queues (with their DLQs). Producers of stock movements get
-	// StockMovements.GrantSendMessages.
+	// queues (with their DLQs). A producer of stock movements gets
+	// StockMovements.GrantSendMessages, and one in another stack (the
+	// workflow) is admitted to the queue's guard by its role's name.
 	Pedidos, CorreoQueue, AvisoERPQueue, StockMovements *reliablequeue.Queue
 	// PrepararPedido is the order-preparation function.
 	PrepararPedido *golambda.Function
@@ -66,6 +68,8 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		LogRetention:           env.LogRetention,
 		RemovalPolicy:          env.RemovalPolicy,
 		MaxConsumerConcurrency: env.MaxConsumerConcurrency,
+		// mf-dlq redrive runs as the on-call's role and sends to these queues.
+		OperatorRoleArn: env.RoleArn(env.Roles.Operator),
 	}
 	egress := consumers.Egress{Vpc: network.Network.Vpc, Subnets: network.Network.EgressSubnets(), Breakers: network.Cache}
 

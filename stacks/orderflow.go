@@ -68,8 +68,13 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 	})
 	s.Workflow = orderworkflow.New(stack, "ProcesarPedido", &orderworkflow.Props{
 		StateMachineName: name(orderworkflow.StateMachineName),
-		Charge:           s.Payment.Cobro.IFunction(),
-		Refund:           s.Payment.Reembolso.IFunction(),
+		// Named so that the Messaging stack's queue and topic admit it
+		// without referencing this stack (which references Messaging). Role
+		// names are global to the account: the region keeps two regions'
+		// roles apart.
+		RoleName: name(orderworkflow.StateMachineName + "-" + env.Region),
+		Charge:   s.Payment.Cobro.IFunction(),
+		Refund:   s.Payment.Reembolso.IFunction(),
 		// A little above the functions' own timeout: the Lambda timeout
 		// ends a stuck attempt, not the state's.
 		PaymentTaskTimeout: awscdk.Duration_Seconds(jsii.Number(*s.Payment.Timeout.ToSeconds(nil) + 10)),
@@ -90,6 +95,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		RuleName:                name(PedidoCreadoRule),
 		RuleDeadLetterQueueName: name(PedidoCreadoRuleDLQ),
 		FunctionName:            name("mf-iniciar-pedido"),
+		OperatorRoleArn:         env.RoleArn(env.Roles.Operator),
 		EncryptionKey:           shared.DataKey,
 		LogRetention:            env.LogRetention,
 		RemovalPolicy:           removal,

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
@@ -184,6 +185,9 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 		}
 		r.Rule.AddTarget(t(opts))
 	}
+	// EventBridge dead-letters for this rule (a queue or topic target is
+	// admitted by whoever chose it: producers.ForQueue(q).AdmitRule(r.Rule)).
+	producers.ForQueue(r.DeadLetterQueue.Queue).AdmitRule(r.Rule)
 
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	r.FailedInvocationsAlarm = alarm.New(c, "FailedInvocationsAlarm", &alarm.Props{

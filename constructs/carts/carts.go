@@ -37,6 +37,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
@@ -229,6 +230,7 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 		AppliesTo: &[]interface{}{jsii.String("Resource::*")},
 	}}, jsii.Bool(true))
 	grantSend(k.PipeDLQ, k.PipeRole)
+	producers.ForQueue(k.PipeDLQ.Queue).AdmitRole(k.PipeRole)
 	k.PipeLogs.GrantWrite(k.PipeRole)
 	busArn := jsii.String("")
 	if props.Bus != nil {
@@ -315,6 +317,7 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 			})
 		},
 	})
+	producers.ForQueue(k.Abandoned.Queue).AdmitRule(k.Rule.Rule)
 	return k
 }
 

@@ -55,6 +55,10 @@ type Platform struct {
 	// MaxConsumerConcurrency is the environment's ceiling of any event
 	// source (config.Environment.MaxConsumerConcurrency).
 	MaxConsumerConcurrency float64
+	// OperatorRoleArn is the on-call's role, admitted as a producer of every
+	// consumer's queue for the DLQ runbook's redrive
+	// (queueconsumer.Props.OperatorRoleArn). Empty admits nobody.
+	OperatorRoleArn string
 }
 
 // Egress places a consumer that calls services on the internet: the VPC,
@@ -111,6 +115,7 @@ func (p Platform) queueProps(n Names, entry, description string) queueconsumer.P
 		AlarmTopic:          p.AlarmTopic,
 		LogRetention:        p.LogRetention,
 		RemovalPolicy:       p.RemovalPolicy,
+		OperatorRoleArn:     p.OperatorRoleArn,
 	}
 }
 

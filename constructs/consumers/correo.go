@@ -15,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
@@ -209,6 +210,7 @@ func (r *Correo) addEventTrail(c constructs.Construct, props *CorreoProps) {
 		Resources:  jsii.Strings(*r.EventsDeadLetterQueue.Queue.QueueArn()),
 		Conditions: &map[string]any{"ArnEquals": map[string]any{"aws:SourceArn": rule.AttrArn()}},
 	}))
+	producers.ForQueue(r.EventsDeadLetterQueue.Queue).AdmitSource(rule.AttrArn())
 	awslogs.NewResourcePolicy(c, jsii.String("PoliticaRegistro"), &awslogs.ResourcePolicyProps{
 		PolicyStatements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Principals: &[]awsiam.IPrincipal{

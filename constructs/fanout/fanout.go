@@ -11,6 +11,11 @@
 // policy. The queue policy that lets the topic send is added to the queue;
 // the key policy already admits sns.amazonaws.com (the platform data key),
 // so nothing here edits the platform stack.
+//
+// The topic carries a known-producers guard (constructs/producers): only
+// admitted roles may publish (GrantPublish admits its grantee; a publisher
+// in another stack is admitted by role name). AddQueue admits the topic to
+// the guards of the queue and of the subscription's DLQ.
 package fanout
 
 import (
@@ -26,6 +31,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
@@ -104,6 +110,7 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 		// Topic policy denying any request not made over TLS (cdk-nag SNS3).
 		EnforceSSL: jsii.Bool(true),
 	})
+	producers.ForTopic(t.Topic)
 	if props.TopicName != nil {
 		t.name = *props.TopicName
 	}
@@ -192,16 +199,24 @@ func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOpt
 		Resources:  &[]*string{q.Queue.QueueArn()},
 		Conditions: &map[string]any{"ArnEquals": map[string]any{"aws:SourceArn": t.Topic.TopicArn()}},
 	}))
+	// SNS delivers to the queue, and to the DLQ what it could not deliver:
+	// both admit this topic as a source.
+	producers.ForQueue(q.Queue).AdmitTopic(t.Topic)
+	producers.ForQueue(dlq.Queue).AdmitTopic(t.Topic)
 	// SNS must not deliver before the queue policy exists, or the first
 	// messages go to the DLQ.
 	sub.Node().AddDependency(q.Queue)
 	return &Subscription{Subscription: sub, DeadLetterQueue: dlq}
 }
 
-// GrantPublish lets grantee publish to the topic: sns:Publish and, for the
+// GrantPublish lets grantee publish to the topic (sns:Publish and, for the
 // encrypted topic, kms:GenerateDataKey and kms:Decrypt on the data key
-// through SNS only (kms:ViaService).
+// through SNS only: kms:ViaService) and admits its role to the topic's
+// guard. A grantee in a stack that references this topic's stack is
+// admitted by name instead (producers.ForTopic(t.Topic).AdmitRoleName): a
+// reference back would be a cycle.
 func (t *Topic) GrantPublish(grantee awsiam.IGrantable) awsiam.Grant {
+	producers.ForTopic(t.Topic).AdmitGrantable(grantee)
 	g := awsiam.Grant_AddToPrincipalOrResource(&awsiam.GrantWithResourceOptions{
 		Grantee:      grantee,
 		Actions:      jsii.Strings("sns:Publish"),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
 )
@@ -40,6 +41,10 @@ type StarterProps struct {
 	// RuleDeadLetterQueueName of the rule target's DLQ; FunctionName of the
 	// starter. Nil lets CloudFormation name them.
 	QueueName, DeadLetterQueueName, RuleName, RuleDeadLetterQueueName, FunctionName *string
+	// OperatorRoleArn is the on-call's role, admitted as a producer of the
+	// buffer for the DLQ runbook's redrive (reliablequeue.Queue.AdmitRedriver).
+	// Empty admits nobody.
+	OperatorRoleArn string
 	// EncryptionKey (the data key), LogRetention, RemovalPolicy, AlarmTopic.
 	EncryptionKey awskms.IKey
 	LogRetention  awslogs.RetentionDays
@@ -111,6 +116,8 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 			})
 		},
 	})
+	producers.ForQueue(s.Buffer.Queue).AdmitRule(s.Rule.Rule)
+	s.Buffer.AdmitRedriver(props.OperatorRoleArn)
 	smArn := jsii.String("")
 	if props.Workflow != nil {
 		smArn = props.Workflow.StateMachine.StateMachineArn()

@@ -407,3 +407,48 @@ func TestStateMachineResource(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkflowRoleIsAdmittedByTheQueueAndTopic: the state machine's role
+// passes the producer guards of the stock queue and the confirmed topic:
+// by reference in one stack, by its RoleName across stacks (a reference
+// would be a cycle), and a queue of another stack without RoleName is a
+// synthesis error.
+func TestWorkflowRoleIsAdmittedByTheQueueAndTopic(t *testing.T) {
+	guardRoles := func(stack awscdk.Stack) string {
+		tpl := assertions.Template_FromStack(stack, nil)
+		q, _ := json.Marshal(tpl.FindResources(jsii.String("AWS::SQS::QueuePolicy"), nil))
+		tp, _ := json.Marshal(tpl.FindResources(jsii.String("AWS::SNS::TopicPolicy"), nil))
+		return string(q) + string(tp)
+	}
+	t.Run("one stack", func(t *testing.T) {
+		f := newFixture(t, orderworkflow.Props{})
+		if errs := cdktest.Errors(f.p.Stack); len(errs) > 0 {
+			t.Fatalf("errors: %v", errs)
+		}
+		role := *f.p.Stack.GetLogicalId(f.wf.StateMachine.Role().Node().DefaultChild().(awscdk.CfnElement))
+		if got := strings.Count(guardRoles(f.p.Stack), `"Fn::GetAtt":["`+role+`","Arn"]`); got != 2 {
+			t.Errorf("the role is admitted by %d guards, want the queue's and the topic's", got)
+		}
+	})
+	t.Run("another stack", func(t *testing.T) {
+		p := cdktest.NewPlatform("Flujo")
+		messaging := cdktest.NewStackIn(p.App, "Mensajeria")
+		queue := awssqs.NewQueue(messaging, jsii.String("Stock"), &awssqs.QueueProps{QueueName: jsii.String("stock.fifo"), Fifo: jsii.Bool(true)})
+		topic := awssns.NewTopic(messaging, jsii.String("Confirmado"), nil)
+		newFixtureOn(t, p, orderworkflow.Props{StockMovements: queue, Confirmed: topic, RoleName: jsii.String("procesar-pedido-eu-west-1")})
+		if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
+			t.Fatalf("errors: %v", errs)
+		}
+		assertions.Template_FromStack(p.Stack, nil).HasResourceProperties(jsii.String("AWS::IAM::Role"), map[string]any{"RoleName": "procesar-pedido-eu-west-1"})
+		if got := strings.Count(guardRoles(messaging), "role/procesar-pedido-eu-west-1"); got != 2 {
+			t.Errorf("the role is admitted by name by %d guards, want 2", got)
+		}
+	})
+	t.Run("another stack without a role name", func(t *testing.T) {
+		p := cdktest.NewPlatform("Flujo")
+		messaging := cdktest.NewStackIn(p.App, "Mensajeria")
+		queue := awssqs.NewQueue(messaging, jsii.String("Stock"), &awssqs.QueueProps{QueueName: jsii.String("stock.fifo"), Fifo: jsii.Bool(true)})
+		newFixtureOn(t, p, orderworkflow.Props{StockMovements: queue})
+		cdktest.RequireContains(t, cdktest.Errors(p.Stack), "RoleName is required", "StockMovements")
+	})
+}

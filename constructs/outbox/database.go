@@ -19,6 +19,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/guardrails"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/outbox/schema"
@@ -390,6 +391,7 @@ func (d *Database) watchRotation(props *DatabaseProps) {
 		RetryAttempts: jsii.Number(10),
 		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(24)),
 	}))
+	producers.ForQueue(d.RotationFailures.Queue).AdmitRule(rule)
 	guardrails.Acknowledge(d.RotationFailures.Queue, guardrails.RuleQueueWithoutDLQ,
 		"This queue only keeps RotationFailed events for the on-call to read; nothing consumes it, so nothing can fail and need a DLQ, and its alarm fires on the first message.")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
@@ -152,6 +153,13 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		ruleProps.AdditionalTargets = append(ruleProps.AdditionalTargets, snsTarget(props.Alerts))
 	}
 	w.Rule = busrule.New(c, "Rule", ruleProps)
+	// Both topics admit the rule past their known-producers guard, and the
+	// watch's own topic its alarms (constructs/producers).
+	producers.ForTopic(w.Topic).AdmitRule(w.Rule.Rule)
+	producers.ForTopic(w.Topic).AdmitAlarms()
+	if props.Alerts != nil {
+		producers.ForTopic(props.Alerts).AdmitRule(w.Rule.Rule)
+	}
 	return w
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 )
@@ -325,7 +326,8 @@ type AlertsTopicProps struct {
 
 // NewAlertsTopic creates `alertas-mercadofresco`, the topic every alarm of
 // the project targets: encrypted with the data key, TLS enforced, publishable
-// by this account's CloudWatch alarms.
+// by this account's CloudWatch alarms of its region and by nobody else
+// (a known-producers guard, constructs/producers).
 func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicProps) awssns.Topic {
 	if props == nil {
 		props = &AlertsTopicProps{}
@@ -356,6 +358,10 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
 		},
 	}))
+	// Only CloudWatch alarms publish alerts (constructs/producers): a rule
+	// that publishes to it is admitted with
+	// producers.ForTopic(alerts).AdmitRule(rule).
+	producers.ForTopic(topic).AdmitAlarms()
 	if props.Email != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(props.Email), nil))
 	}

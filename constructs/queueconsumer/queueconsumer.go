@@ -91,8 +91,15 @@ type Props struct {
 	BatchConcurrency float64
 	// DefersMessages sets MAX_RECEIVE_COUNT (the queue's maxReceiveCount),
 	// which a consumer that returns messages for later (lambdas/degrade)
-	// needs to know its last receive.
+	// needs to know its last receive, and lets it send the delayed copy of
+	// the last receive to its own queue (reliablequeue.ConsumerOptions
+	// SendsCopies; standard queues only).
 	DefersMessages bool
+	// OperatorRoleArn is the on-call's role (config.Environment.RoleArn of
+	// Roles.Operator), admitted as a producer of the queue for the DLQ
+	// runbook's redrive (reliablequeue.Queue.AdmitRedriver). Empty admits
+	// nobody: a redrive is then refused by the queue's guard.
+	OperatorRoleArn string
 
 	// Vpc and VpcSubnets place the function (the network's egress subnets
 	// for a consumer that calls services on the internet). The function
@@ -223,7 +230,9 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 	q.Mapping = q.Queue.AddConsumer(q.Function.Function, reliablequeue.ConsumerOptions{
 		MaximumConcurrency: mc,
 		BatchSize:          batch,
+		SendsCopies:        props.DefersMessages && !props.Fifo,
 	})
+	q.Queue.AdmitRedriver(props.OperatorRoleArn)
 	return q
 }
 

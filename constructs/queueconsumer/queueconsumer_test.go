@@ -1,7 +1,9 @@
 package queueconsumer_test
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -89,5 +91,63 @@ func TestEveryProblemIsReported(t *testing.T) {
 	for _, want := range []string{"Entry is required", "EnvironmentName is required", "MaximumConcurrency must be an integer", "BatchConcurrency must be", "EncryptionKey is required",
 		"must be an https URL", "upper-case Prefix", "MaxAttempts must be", "the breaker store"} {
 		cdktest.RequireContains(t, errs, want)
+	}
+}
+
+// TestDeferringConsumerMaySendToItsOwnQueue: a consumer that defers
+// messages sends the last receive's delayed copy to its own standard queue
+// (lambdas/degrade), so it is granted sqs:SendMessage there and admitted
+// by the queue's producer guard; one that does not defer (or reads a FIFO
+// queue, which defers by visibility only) may not send there. The on-call
+// role, when given, is admitted to the queue for the redrive.
+func TestDeferringConsumerMaySendToItsOwnQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		defers, fifo bool
+		wantSend     bool
+	}{
+		{"defers", true, false, true},
+		{"does not defer", false, false, false},
+		{"defers on a FIFO queue", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := cdktest.NewPlatform("Cola")
+			root, _ := filepath.Abs("testdata/fixture")
+			c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
+				Entry: "fn/consumidor", Builder: &golambda.Builder{ModuleRoot: root}, EnvironmentName: "dev",
+				MaximumConcurrency: 2, DefersMessages: tc.defers, Fifo: tc.fifo, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+				OperatorRoleArn: "arn:aws:iam::" + cdktest.Account + ":role/guardia",
+			})
+			if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
+				t.Fatalf("errors: %v", errs)
+			}
+			tpl := assertions.Template_FromStack(p.Stack, nil)
+			queueArn := map[string]any{"Fn::GetAtt": []any{*p.Stack.GetLogicalId(c.Queue.Queue.Node().DefaultChild().(awscdk.CfnElement)), "Arn"}}
+			sends := false
+			for _, pol := range *tpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
+				raw, _ := json.Marshal(pol)
+				var doc struct {
+					Properties struct {
+						PolicyDocument struct{ Statement []map[string]any }
+					}
+				}
+				_ = json.Unmarshal(raw, &doc)
+				for _, st := range doc.Properties.PolicyDocument.Statement {
+					a, _ := json.Marshal(st["Action"])
+					r, _ := json.Marshal(st["Resource"])
+					q, _ := json.Marshal(queueArn)
+					if strings.Contains(string(a), "sqs:SendMessage") && string(r) == string(q) {
+						sends = true
+					}
+				}
+			}
+			if sends != tc.wantSend {
+				t.Errorf("sqs:SendMessage on its own queue granted = %v, want %v", sends, tc.wantSend)
+			}
+			policy, _ := json.Marshal(tpl.FindResources(jsii.String("AWS::SQS::QueuePolicy"), nil))
+			if !strings.Contains(string(policy), "role/guardia") {
+				t.Error("the on-call role is not admitted to the queue")
+			}
+		})
 	}
 }

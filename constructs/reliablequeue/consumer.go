@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
 
@@ -63,16 +65,24 @@ type ConsumerOptions struct {
 	// Enabled, when non-nil and false, creates the mapping disabled (runbook
 	// step 1 "contain" can then be applied in code).
 	Enabled *bool
+	// SendsCopies says the consumer sends delayed copies of a message back
+	// to this queue (lambdas/degrade, on the last receive while a circuit is
+	// open): it is granted sqs:SendMessage on the source queue (with
+	// kms:GenerateDataKey for the data key) and admitted to its producer
+	// guard. Standard queues only: a FIFO queue cannot delay one message.
+	SendsCopies bool
 }
 
 // AddConsumer connects fn to the queue with one event source mapping:
 // ReportBatchItemFailures on, the given batch size and batching window, and
 // MaximumConcurrency (required). It grants fn consume on the queue (with
-// kms:Decrypt on the data key through SQS) and send on the DLQ, adds this queue's DLQ to
-// the function's DeadLetterRoutesEnv variable (one route per source queue, so
-// a function consuming several queues dead-letters each message to the DLQ
-// of its own queue; consuming the same queue twice fails synth), and derives
-// the queue's visibility timeout from fn's timeout:
+// kms:Decrypt on the data key through SQS) and send on the DLQ, admitting
+// fn to the DLQ's producer guard (with SendsCopies, send on the queue too),
+// adds this queue's DLQ to the function's DeadLetterRoutesEnv variable (one
+// route per source queue, so a function consuming several queues
+// dead-letters each message to the DLQ of its own queue; consuming the same
+// queue twice fails synth), and derives the queue's visibility timeout from
+// fn's timeout:
 //
 //	visibility >= VisibilityMultiplier x timeout + batching window
 //
@@ -121,6 +131,8 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 		return fail("MaxBatchingWindow is not supported for FIFO queues (got %v s)", window)
 	case batch < 1 || batch != math.Trunc(batch):
 		return fail("BatchSize must be a positive integer, got %v", batch)
+	case q.Fifo && opts.SendsCopies:
+		return fail("SendsCopies is for standard queues: a FIFO queue cannot delay one message, and a copy would break its group's order")
 	case (q.Fifo || window == 0) && batch > maxBatchSizeNoWindow:
 		return fail("BatchSize %v exceeds %d (the limit for FIFO queues and for mappings without a batching window)", batch, maxBatchSizeNoWindow)
 	case batch > maxBatchSizeStandard:
@@ -178,6 +190,9 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 	})
 	q.GrantConsumeMessages(fn)
 	q.GrantSendToDeadLetterQueue(fn)
+	if opts.SendsCopies {
+		q.grantSendCopies(fn)
+	}
 	routes.add(fn, q.QueueName, q.DeadLetterQueue.QueueUrl())
 	if own, ok := fn.(interface {
 		AddEnvironment(key, value *string, opts *awslambda.EnvironmentOptions) awslambda.Function
@@ -185,6 +200,17 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 		own.AddEnvironment(jsii.String(DeadLetterRoutesEnv), routes.json(fn), nil)
 	}
 	return esm
+}
+
+// grantSendCopies lets fn send to the source queue: sqs:SendMessage only
+// (the copy is sent to the URL of the record's own queue, so neither
+// GetQueueUrl nor GetQueueAttributes is needed) and kms:GenerateDataKey on
+// the data key through SQS only (kms:Decrypt it already has to consume),
+// and admits it to the queue's guard.
+func (q *Queue) grantSendCopies(fn awslambda.IFunction) {
+	q.Queue.Grant(fn, jsii.String("sqs:SendMessage"))
+	GrantKeyThroughSQS(q.Queue, fn, "kms:GenerateDataKey")
+	producers.ForQueue(q.Queue).AdmitGrantable(fn)
 }
 
 // routeMetadata is the construct metadata type under which each

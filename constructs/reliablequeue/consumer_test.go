@@ -189,6 +189,7 @@ func TestConsumerOptionErrors(t *testing.T) {
 		{"batch above 10 without window", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, BatchSize: 11}, []string{"BatchSize 11 exceeds 10"}},
 		{"fifo batching window", true, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(5))}, []string{"not supported for FIFO"}},
 		{"window above 5 minutes", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(301))}, []string{"between 0 and 300 s"}},
+		{"copies to a fifo queue", true, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, SendsCopies: true}, []string{"SendsCopies is for standard queues"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

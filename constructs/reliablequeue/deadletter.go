@@ -12,6 +12,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
 )
 
@@ -55,7 +56,10 @@ type DeadLetterQueue struct {
 
 // NewDeadLetterQueue creates a standalone DLQ. Its redrive-allow policy is
 // denyAll: it belongs to a non-SQS source, so no SQS queue may adopt it as
-// its own DLQ (that would mix two failure streams in one runbook).
+// its own DLQ (that would mix two failure streams in one runbook). It
+// carries a known-producers guard (constructs/producers) that admits
+// nobody: whoever wires the source admits it
+// (producers.ForQueue(d.Queue).AdmitTopic, AdmitRule, AdmitRole).
 func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetterQueueProps) *DeadLetterQueue {
 	if props == nil {
 		props = &DeadLetterQueueProps{}
@@ -101,6 +105,7 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 		fail("unknown Encryption %d", props.Encryption)
 	}
 	d.Queue = awssqs.NewQueue(c, jsii.String("Queue"), qp)
+	producers.ForQueue(d.Queue)
 	d.Alarm = NewDeadLetterAlarm(c, "Alarm", d.Queue, props.AlarmTopic,
 		fmt.Sprintf("Dead-letter queue of %s has messages: deliveries that never reached their consumer. Runbook: docs/runbooks/dlq.md (mf-dlq inspect and classify work on this queue; SQS cannot redrive it to a non-SQS source).", props.Source))
 	cdknag.NagSuppressions_AddResourceSuppressions(d.Queue, &[]*cdknag.NagPackSuppression{{

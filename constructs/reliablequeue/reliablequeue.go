@@ -11,6 +11,13 @@
 // is required, and leaving it out fails synth with a message instead of
 // silently producing a weaker queue.
 //
+// Both queues carry a known-producers guard (constructs/producers): only
+// the producers admitted may send to them. AddConsumer admits the consumer
+// to the DLQ (it dead-letters poison itself) and, when it sends delayed
+// copies, to the source; AdmitRedriver admits the on-call's redrive; the
+// constructs that wire other producers (a topic, a rule, the workflow)
+// admit them.
+//
 // When a DLQ alarm fires, the on-call follows docs/runbooks/dlq.md with the
 // tool cmd/mf-dlq (contain, inspect, classify, redrive, verify); every DLQ
 // alarm description names both.
@@ -36,6 +43,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
 )
 
@@ -307,6 +315,8 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 		srcProps.VisibilityTimeout = props.VisibilityTimeout
 	}
 	q.Queue = awssqs.NewQueue(c, jsii.String("Queue"), srcProps)
+	producers.ForQueue(q.DeadLetterQueue)
+	producers.ForQueue(q.Queue)
 
 	q.DeadLetterAlarm = NewDeadLetterAlarm(c, "DeadLetterAlarm", q.DeadLetterQueue, props.AlarmTopic,
 		fmt.Sprintf("DLQ %s of %s has messages: paid work that was not done. Runbook: docs/runbooks/dlq.md. Start with: mf-dlq contain %s, then mf-dlq classify %s (never delete to look; no redrive before the fix).", dlqName, sourceName, dlqName, dlqName))
@@ -356,16 +366,35 @@ func (q *Queue) GrantConsumeMessages(grantee awsiam.IGrantable) awsiam.Grant {
 // KMS-encrypted queue, exactly kms:GenerateDataKey and kms:Decrypt on the
 // key through SQS only (what an SSE-KMS producer needs; the CDK's own
 // grant adds kms:ReEncrypt* and kms:GenerateDataKey* wildcards, for any
-// caller of KMS).
+// caller of KMS), and admits grantee's role to the queue's producer guard.
+// A grantee in a stack that references this queue's stack is admitted by
+// name instead (producers.ForQueue(q.Queue).AdmitRoleName): a reference
+// back would be a cycle.
 func (q *Queue) GrantSendMessages(grantee awsiam.IGrantable) awsiam.Grant {
+	producers.ForQueue(q.Queue).AdmitGrantable(grantee)
 	return grantSend(q.Queue, grantee)
 }
 
-// GrantSendToDeadLetterQueue grants send on the DLQ (as GrantSendMessages).
-// A consumer that classifies a message as poison sends it to the DLQ itself
-// (with the failure reason as message attributes) before deleting it.
+// GrantSendToDeadLetterQueue grants send on the DLQ (as GrantSendMessages)
+// and admits grantee's role to the DLQ's guard. A consumer that classifies
+// a message as poison sends it to the DLQ itself (with the failure reason
+// as message attributes) before deleting it.
 func (q *Queue) GrantSendToDeadLetterQueue(grantee awsiam.IGrantable) awsiam.Grant {
+	producers.ForQueue(q.DeadLetterQueue).AdmitGrantable(grantee)
 	return grantSend(q.DeadLetterQueue, grantee)
+}
+
+// AdmitRedriver admits roleArn (the on-call's role,
+// config.Environment.RoleArn of Roles.Operator) as a producer of the source
+// queue: the DLQ runbook's redrive (cmd/mf-dlq redrive, its loop and SQS's
+// move task alike) sends the DLQ's messages back there as that role. The
+// role's IAM permissions come from the account's identity setup; this only
+// lets them through the guard. An empty roleArn admits nobody.
+func (q *Queue) AdmitRedriver(roleArn string) {
+	if roleArn == "" {
+		return
+	}
+	producers.ForQueue(q.Queue).AdmitRoleArn(roleArn)
 }
 
 func grantSend(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {

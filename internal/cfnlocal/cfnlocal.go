@@ -78,7 +78,7 @@ func LoadDir(dir, env, account, region string) (*App, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("cfnlocal: no template of environment %q in %s", env, dir)
 	}
-	app := &App{Account: account, Region: region, Partition: "aws", Templates: map[string]*Template{}, exports: map[string]export{}}
+	app := New(account, region)
 	slices.Sort(files)
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
@@ -90,6 +90,12 @@ func LoadDir(dir, env, account, region string) (*App, error) {
 		}
 	}
 	return app, nil
+}
+
+// New returns an App of account and region (partition aws) without
+// templates: Add them.
+func New(account, region string) *App {
+	return &App{Account: account, Region: region, Partition: "aws", Templates: map[string]*Template{}, exports: map[string]export{}}
 }
 
 // Add adds one stack's template.

@@ -37,11 +37,25 @@
 //     none; consumers are idempotent by domain key, so the duplicate is
 //     harmless.
 //  3. After MaxDeferrals copies (default 72: 24 hours at 4 receives × 5
-//     minutes), or when the copy cannot be made (FIFO queue, no room for
-//     the attribute, the send failed), it falls back to 1: the redrive
-//     policy dead-letters the message after its last receive, where the
-//     runbook finds it. An outage that long has been paging for a day
-//     through the breaker's CircuitoAbierto alarm.
+//     minutes), or when the copy cannot be made (FIFO queue, the send
+//     failed), it falls back to 1: the redrive policy dead-letters the
+//     message after its last receive, where the runbook finds it. An outage
+//     that long has been paging for a day through the breaker's
+//     CircuitoAbierto alarm.
+//
+// # Attributes of the copy
+//
+// The copy carries the message's attributes as sqsbatch.ForwardAttributes
+// does for a DLQ record: incoming mf-* attributes are dropped (only the
+// consumer that sends may set one), the rest is kept, packed into
+// mf-original-attributes when it does not fit beside the counter.
+// mf-aplazamientos is the one incoming mf-* attribute a consumer reads, and
+// only to bound its own copies: the consumer itself wrote it on the
+// previous copy, and only the queue's known producers may send to the
+// queue at all (constructs/producers). Even a forged value does no harm:
+// it is read as 0 when it is negative or not a number, so at most
+// MaxDeferrals copies are ever made, and a value too high only sends the
+// message to the DLQ sooner, where it is visible.
 //
 // Why not the alternatives:
 //
@@ -176,11 +190,7 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 	if err != nil {
 		return visibility
 	}
-	attrs := make(map[string]queue.Attribute, len(rec.Message.MessageAttributes)+1)
-	for k, v := range rec.Message.MessageAttributes {
-		attrs[k] = queue.AttributeFromEvent(v)
-	}
-	attrs[AttrDeferrals] = queue.NumberAttribute(int64(n))
+	attrs := sqsbatch.ForwardAttributes(rec, map[string]queue.Attribute{AttrDeferrals: queue.NumberAttribute(int64(n))})
 	out, err := p.cfg.Sender.SendMessage(ctx, &queue.SendMessageInput{
 		QueueURL: arn.URL(), Body: rec.Message.Body, MessageAttributes: attrs, Delay: p.cfg.Delay,
 	})
@@ -196,7 +206,6 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 }
 
 func (p *Plan) cannotCopy(rec *sqsbatch.Record) string {
-	_, has := rec.Message.MessageAttributes[AttrDeferrals]
 	switch {
 	case p.cfg.Sender == nil:
 		return "no Sender configured"
@@ -204,17 +213,20 @@ func (p *Plan) cannotCopy(rec *sqsbatch.Record) string {
 		return "FIFO queue: a copy would break the group's order"
 	case deferrals(rec) >= p.cfg.MaxDeferrals:
 		return fmt.Sprintf("deferred %d times already (MaxDeferrals)", deferrals(rec))
-	case !has && len(rec.Message.MessageAttributes) >= 10:
-		return "no room for the " + AttrDeferrals + " attribute (SQS allows 10)"
 	}
 	return ""
 }
 
+// deferrals is the message's count of copies: 0 when absent, negative or
+// not a number (see the package documentation).
 func deferrals(rec *sqsbatch.Record) int {
 	a, ok := rec.Message.MessageAttributes[AttrDeferrals]
 	if !ok || a.StringValue == nil {
 		return 0
 	}
-	n, _ := strconv.Atoi(*a.StringValue)
+	n, err := strconv.Atoi(*a.StringValue)
+	if err != nil || n < 0 {
+		return 0
+	}
 	return n
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -202,3 +203,62 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestDeferralCopyIgnoresIncomingMFAttributes: the delayed copy carries the
+// message's own attributes (packed when they do not fit beside the
+// counter) and the plan's counter, never an incoming mf-* attribute; a
+// forged negative counter counts as none, so the copies stay bounded.
+func TestDeferralCopyIgnoresIncomingMFAttributes(t *testing.T) {
+	str := func(v string) events.SQSMessageAttribute {
+		return events.SQSMessageAttribute{DataType: "String", StringValue: &v}
+	}
+	many := map[string]events.SQSMessageAttribute{}
+	for i := range 10 {
+		many[fmt.Sprintf("a%d", i)] = str(fmt.Sprint(i))
+	}
+	for _, tc := range []struct {
+		name      string
+		attrs     map[string]events.SQSMessageAttribute
+		wantCount string
+		kept      int
+	}{
+		{"forged counter and failure attributes", map[string]events.SQSMessageAttribute{
+			degrade.AttrDeferrals: str("-50"), sqsbatch.AttrFailureReason: str("forged"), "mf-otro": str("forged"), "tipo": str("AvisoErp"),
+		}, "1", 1},
+		{"a counter of ours", map[string]events.SQSMessageAttribute{degrade.AttrDeferrals: {DataType: "Number", StringValue: ptr("3")}, "tipo": str("AvisoErp")}, "4", 1},
+		{"ten attributes of its own", many, "1", 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, false, true)
+			plan, err := degrade.New(degrade.Config{MaxReceiveCount: maxReceiveCount, Sender: w.fake})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &sqsbatch.Record{ReceiveCount: maxReceiveCount, Message: events.SQSMessage{
+				MessageId: "m-1", Body: `{"pedido_id":"PED-1"}`, EventSourceARN: w.fake.ARN(w.src), MessageAttributes: tc.attrs,
+			}}
+			if err := plan.Later(context.Background(), rec, breaker.ErrOpen); err != nil {
+				t.Fatalf("Later = %v, want a copy", err)
+			}
+			st, _ := w.fake.Inspect(w.src)
+			if len(st) != 1 {
+				t.Fatalf("%d messages in the source queue, want the copy", len(st))
+			}
+			got := st[0].MessageAttributes
+			if got[degrade.AttrDeferrals].StringValue != tc.wantCount {
+				t.Errorf("%s = %q, want %q", degrade.AttrDeferrals, got[degrade.AttrDeferrals].StringValue, tc.wantCount)
+			}
+			for k, a := range got {
+				if a.StringValue == "forged" || strings.Contains(a.StringValue, "forged") {
+					t.Errorf("the copy carries the forged %s", k)
+				}
+			}
+			orig, err := sqsbatch.OriginalAttributes(got)
+			if err != nil || len(orig) != tc.kept {
+				t.Errorf("the copy's own attributes = %v (%v), want %d", orig, err, tc.kept)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }

@@ -27,14 +27,23 @@ const (
 	AttrOriginalMessageID = "mf-original-message-id" // String: the source message id
 	AttrReceiveCount      = "mf-receive-count"       // Number: ApproximateReceiveCount at failure
 	// AttrOriginalAttributes holds, as JSON, the original message attributes
-	// that did not fit: SQS allows 10 attributes per message and the five
-	// above come first.
+	// that did not fit: SQS allows 10 attributes per message and the
+	// consumer's own come first.
 	AttrOriginalAttributes = "mf-original-attributes"
+	// AttrUnreadableOriginals keeps, verbatim, an incoming
+	// AttrOriginalAttributes value that is not the JSON this library writes.
+	AttrUnreadableOriginals = "mf-unreadable-original-attributes"
 
+	// AttrPrefix starts the name of every attribute a consumer sets itself
+	// (these, lambdas/degrade's deferral counter). An incoming attribute
+	// with this prefix is ignored: only the consumer that sends a message
+	// on (to its DLQ, or a delayed copy to its own queue) may set one.
+	AttrPrefix = "mf-"
+
+	// maxAttributes is SQS's limit of message attributes per message.
+	maxAttributes  = 10
 	maxReasonBytes = 1024
 )
-
-var ourAttributes = []string{AttrFailureReason, AttrFailureClass, AttrConsumerVersion, AttrOriginalMessageID, AttrReceiveCount, AttrOriginalAttributes}
 
 // deadLetter sends rec to the DLQ with the failure described in attributes.
 // Sending happens before the record is acknowledged (it is acknowledged by
@@ -75,39 +84,51 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 	return out.MessageID, nil
 }
 
-// dlqAttributes keeps the original attributes and adds the failure ones. When
-// the total would exceed SQS's 10, the originals that do not fit (in name
-// order) are packed into one JSON attribute so nothing is lost. A message
-// dead-lettered before (and redriven as it was, by SQS's own move task) gets
-// its previous failure attributes replaced and its packed originals unpacked
-// and packed again, so they survive any number of round trips.
+// dlqAttributes are the DLQ record's attributes: the failure attributes
+// of this consumer, then the incoming ones it carries forward
+// (ForwardAttributes).
 func dlqAttributes(rec *Record, class Class, cause error, version string) map[string]queue.Attribute {
-	ours := map[string]queue.Attribute{
+	return ForwardAttributes(rec, map[string]queue.Attribute{
 		AttrFailureReason:     queue.StringAttribute(truncate(cause.Error(), maxReasonBytes)),
 		AttrFailureClass:      queue.StringAttribute(class.String()),
 		AttrConsumerVersion:   queue.StringAttribute(version),
 		AttrOriginalMessageID: queue.StringAttribute(nonEmpty(rec.Message.MessageId)),
 		AttrReceiveCount:      queue.NumberAttribute(int64(rec.ReceiveCount)),
-	}
+	})
+}
+
+// ForwardAttributes returns the attributes of a message a consumer sends on
+// behalf of rec: to its DLQ (the library's dead-lettering) or back to its own
+// queue (lambdas/degrade's delayed copy). own are the consumer's own
+// attributes (mf-* names, at most 9), and they always win. Every other
+// attribute is rec's, without any whose name starts with AttrPrefix: an
+// incoming mf-* attribute is ignored, whoever set it (a producer cannot
+// forge a failure reason, a consumer version or a deferral count into the
+// DLQ record). Originals packed in an incoming AttrOriginalAttributes (a
+// message dead-lettered before and redriven as it was) are unpacked the
+// same way (OriginalAttributes), so they survive any number of round trips
+// while an mf-* name packed inside never comes back. What does not fit in
+// SQS's 10 attributes (in name order) is packed into AttrOriginalAttributes;
+// an incoming packed value that is not ours to read is kept verbatim as
+// AttrUnreadableOriginals.
+func ForwardAttributes(rec *Record, own map[string]queue.Attribute) map[string]queue.Attribute {
 	incoming := make(map[string]queue.Attribute, len(rec.Message.MessageAttributes))
 	for n, a := range rec.Message.MessageAttributes {
 		incoming[n] = queue.AttributeFromEvent(a)
 	}
-	originals, err := OriginalAttributes(incoming)
-	if err != nil {
-		// A packed value that is not ours to read: keep it verbatim under
-		// its own name rather than drop it.
-		originals, _ = OriginalAttributes(withoutAttr(incoming, AttrOriginalAttributes))
-		originals["mf-unreadable-original-attributes"] = incoming[AttrOriginalAttributes]
-	}
-	names := slices.Sorted(maps.Keys(originals))
-	out := make(map[string]queue.Attribute, 10)
-	for k, v := range ours {
+	out := make(map[string]queue.Attribute, maxAttributes)
+	for k, v := range own {
 		out[k] = v
 	}
-	room := 10 - len(ours)
+	originals, err := OriginalAttributes(incoming)
+	if err != nil {
+		originals, _ = OriginalAttributes(withoutAttr(incoming, AttrOriginalAttributes))
+		out[AttrUnreadableOriginals] = incoming[AttrOriginalAttributes]
+	}
+	names := slices.Sorted(maps.Keys(originals))
+	room := maxAttributes - len(out)
 	if len(names) > room {
-		room-- // one slot for the overflow attribute
+		room-- // one slot for the packed attribute
 	}
 	overflow := map[string]overflowAttr{}
 	for i, n := range names {
@@ -189,14 +210,17 @@ func ParseDeadLetter(attrs map[string]queue.Attribute) (d DeadLetter, ok bool) {
 	}, true
 }
 
-// OriginalAttributes returns the message attributes the message had before
-// it was dead-lettered: the library's failure attributes are removed and the
-// ones packed into AttrOriginalAttributes are restored. A redrive tool sends
-// the body back with these.
+// OriginalAttributes returns the message attributes a message had before a
+// consumer sent it on (what a redrive sends back, and what a consumer carries
+// forward): every attribute whose name does not start with AttrPrefix, and
+// those packed into AttrOriginalAttributes, again without mf-* names. No mf-*
+// attribute is ever original: consumers set them when they send, and ignore
+// them when they receive. It is the one place that unpacks
+// AttrOriginalAttributes.
 func OriginalAttributes(attrs map[string]queue.Attribute) (map[string]queue.Attribute, error) {
 	out := make(map[string]queue.Attribute, len(attrs))
 	for k, v := range attrs {
-		if !slices.Contains(ourAttributes, k) {
+		if !IsConsumerAttribute(k) {
 			out[k] = v
 		}
 	}
@@ -206,8 +230,14 @@ func OriginalAttributes(attrs map[string]queue.Attribute) (map[string]queue.Attr
 			return nil, fmt.Errorf("sqsbatch: attribute %s: %w", AttrOriginalAttributes, err)
 		}
 		for k, v := range overflow {
-			out[k] = queue.Attribute{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+			if !IsConsumerAttribute(k) {
+				out[k] = queue.Attribute{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+			}
 		}
 	}
 	return out, nil
 }
+
+// IsConsumerAttribute reports whether name is reserved for the attributes
+// consumers set themselves (it starts with AttrPrefix).
+func IsConsumerAttribute(name string) bool { return strings.HasPrefix(name, AttrPrefix) }

@@ -12,6 +12,11 @@
 //     class, consumer version, original message id and receive count as
 //     message attributes, and only then acknowledged. If that send fails the
 //     record is reported as a batch item failure instead: nothing is lost.
+//   - Attributes named mf-* are the consumer's own: the DLQ record's
+//     failure attributes come from the consumer that dead-letters it, never
+//     from the incoming message, whose mf-* attributes (at the top level or
+//     packed in mf-original-attributes) are dropped; its other attributes
+//     are carried forward (ForwardAttributes, OriginalAttributes).
 //   - Envelope check before the handler runs: malformed JSON, a body that is
 //     not an object, a missing "version" or required key, or an unknown major
 //     version (the lesson's 340 "version": 2 messages) is poison with a clear

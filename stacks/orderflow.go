@@ -90,6 +90,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		RuleName:                name(PedidoCreadoRule),
 		RuleDeadLetterQueueName: name(PedidoCreadoRuleDLQ),
 		FunctionName:            name("mf-iniciar-pedido"),
+		ArchiveRetentionDays:    env.ArchiveRetentionDays,
 		EncryptionKey:           shared.DataKey,
 		LogRetention:            env.LogRetention,
 		RemovalPolicy:           removal,

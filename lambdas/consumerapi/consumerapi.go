@@ -95,9 +95,9 @@ const (
 	// delete redrive (mf-dlq's loop, a deferral copy) makes a new message
 	// with a new SentTimestamp, and an SQS move task a new enqueue time.
 	KeyConfirmadoEn = "confirmado_en"
-	// ReasonExpiredWindow starts the reason of a message a consumer
-	// refused for being older than its window (mf-failure-reason, class
-	// permanent): cmd/mf-dlq classifies such messages as expired.
+	// ReasonExpiredWindow is in the reason (mf-failure-reason, class
+	// permanent) of a message a consumer refused for being older than its
+	// window: cmd/mf-dlq classifies such messages as expired.
 	ReasonExpiredWindow = "expired-idempotency-window"
 	// AttrReadmision is the message attribute (String, RFC 3339 time) with
 	// which `mf-dlq redrive --readmit-expired` re-admits an expired message

@@ -74,7 +74,7 @@ func TestBatchOutcomesPerRecord(t *testing.T) {
 		r.q.Record("m1", order("P1")), // the same message twice in one batch
 		r.q.Record("m2", order("P1")), // the same order, another delivery
 		r.q.Record("v2", `{"version":2,"pedido_id":"P2","lineas":[{"sku":"A","cantidad":1}]}`),
-		r.q.Record("sin-lineas", `{"version":1,"pedido_id":"P3","lineas":[]}`),
+		r.q.Record("sin-lineas", `{"version":1,"pedido_id":"P3","lineas":[],"confirmado_en":"`+consumertest.ConfirmadoEn+`"}`),
 		r.q.Record("roto", `{"version":1,"pedido_id":`),
 		r.q.Record("cancelado", order("P-CANCELADO")),
 		r.q.Record("lento", order("P-LENTO")),

@@ -18,6 +18,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+
+	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
 )
 
 // ErrUnknownEnvironment is returned by Lookup for a name that is not one of
@@ -66,7 +68,13 @@ type Environment struct {
 	// (lambdas/outbox/outboxschedule).
 	PublisherConcurrency float64
 	// ArchiveRetentionDays is how long the bus archive keeps events for
-	// replay (0 = forever).
+	// replay: a whole number of days from 1 to the order starter's window
+	// (orderevents.StarterWindow, 89 days). 0 (forever) and longer are
+	// refused: a replay of an order event older than Step Functions keeps
+	// execution names (90 days) could start a second execution and charge
+	// again. Synthesis also checks the replay's whole pass through the
+	// starter's buffer (orderworkflow.StarterProps.ArchiveRetentionDays;
+	// docs/design.md#replay-windows).
 	ArchiveRetentionDays float64
 	// NatGateways is the number of NAT gateways of the VPC: the way out to
 	// the internet for the functions that call the payment gateway, the
@@ -218,7 +226,9 @@ var environments = map[string]Environment{
 		// storm scenario with 60 pollers is what this ceiling prevents.
 		MaxConsumerConcurrency: 20,
 		PublisherConcurrency:   2,
-		ArchiveRetentionDays:   90,
+		// Two months of replay: with the starter buffer's 18 days (DLQ and
+		// one redrive) and the rule's 2 h, 78 of the starter's 89 days.
+		ArchiveRetentionDays: 60,
 		// One NAT gateway per zone: a zone's failure must not cut the
 		// payment path of the functions in the other zones.
 		NatGateways:               3,
@@ -322,6 +332,9 @@ func (e Environment) Validate() error {
 	}
 	if e.PublisherConcurrency < 2 {
 		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/outbox/outboxschedule)", e.PublisherConcurrency))
+	}
+	if maxDays := orderevents.StarterWindow.Hours() / 24; e.ArchiveRetentionDays < 1 || e.ArchiveRetentionDays > maxDays || e.ArchiveRetentionDays != float64(int(e.ArchiveRetentionDays)) {
+		problems = append(problems, fmt.Sprintf("ArchiveRetentionDays %v must be a whole number of days from 1 to %.0f (the order starter's window: an older replayed order could start a second execution; 0 keeps events forever)", e.ArchiveRetentionDays, maxDays))
 	}
 	if e.NatGateways < 0 || e.NatGateways > float64(len(e.AvailabilityZones)) || e.NatGateways != float64(int(e.NatGateways)) {
 		problems = append(problems, fmt.Sprintf("NatGateways %v must be a whole number between 0 and the %d availability zones", e.NatGateways, len(e.AvailabilityZones)))

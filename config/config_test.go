@@ -95,7 +95,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Fatalf("want ErrInvalid, got %v", err)
 	}
 	for _, want := range []string{"12-digit", "two availability zones", "not in region", "MaxConsumerConcurrency", "PublisherConcurrency", "not an address",
-		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeoutSeconds", "PaymentConcurrency", "ERPRateLimitPerSecond"} {
+		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeoutSeconds", "PaymentConcurrency", "ERPRateLimitPerSecond", "ArchiveRetentionDays"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error misses %q: %v", want, err)
 		}
@@ -137,5 +137,26 @@ func TestRolesAreValidated(t *testing.T) {
 				t.Fatalf("Validate = %v, want an ErrInvalid naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The bus archive may not keep events longer than the order starter's
+// 89-day window (Step Functions keeps execution names 90 days), nor
+// forever (0).
+func TestArchiveRetentionIsBoundedByTheStarterWindow(t *testing.T) {
+	base, err := Lookup("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		days float64
+		ok   bool
+	}{{1, true}, {60, true}, {89, true}, {90, false}, {365, false}, {0, false}, {-1, false}, {30.5, false}} {
+		e := base
+		e.ArchiveRetentionDays = tc.days
+		err := e.Validate()
+		if tc.ok != (err == nil) || (err != nil && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ArchiveRetentionDays"))) {
+			t.Errorf("ArchiveRetentionDays %v: err = %v", tc.days, err)
+		}
 	}
 }

@@ -96,6 +96,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		RuleDeadLetterQueueName: name(PedidoCreadoRuleDLQ),
 		FunctionName:            name("mf-iniciar-pedido"),
 		OperatorRoleArn:         env.RoleArn(env.Roles.Operator),
+		ArchiveRetentionDays:    env.ArchiveRetentionDays,
 		EncryptionKey:           shared.DataKey,
 		LogRetention:            env.LogRetention,
 		RemovalPolicy:           removal,

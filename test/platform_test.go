@@ -4,10 +4,15 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/fanout"
+	"github.com/mercadofresco/integration/constructs/queueconsumer"
+	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
 )
 
 func TestPlatformPerEnvironment(t *testing.T) {
@@ -20,7 +25,7 @@ func TestPlatformPerEnvironment(t *testing.T) {
 	}{
 		{"dev", "-dev", "Delete", 7, false},
 		{"staging", "-staging", "Retain", 30, false},
-		{"prod", "", "Retain", 90, true},
+		{"prod", "", "Retain", 60, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.env, func(t *testing.T) {
@@ -106,6 +111,33 @@ func TestEveryAlarmTargetsTheAlertsTopic(t *testing.T) {
 		}
 		if watchAlarms != 3 {
 			t.Errorf("%s: %d alarms of the key watch, want 3 (failed invocations, sent to DLQ, DLQ depth)", es.Env.Name, watchAlarms)
+		}
+	}
+}
+
+// In every environment as synthesised, each replay window covers its
+// longest legitimate pass: the three fan-out consumers' windows (45 days)
+// their queues' passes with SNS's 23 days of delivery retries, and the
+// starter's 89 days an archived event's pass (the environment's archive
+// retention + the rule's 2 h + the buffer's DLQ and one redrive). The
+// stock consumer has none.
+func TestReplayWindowsCoverTheirPasses(t *testing.T) {
+	s := synthApp(t)
+	for _, es := range s.envs {
+		m := es.Messaging
+		for name, c := range map[string]*queueconsumer.Consumer{
+			"preparar-pedido": m.Preparacion.Consumer, "correo-confirmacion": m.Correo.Consumer, "aviso-erp": m.AvisoERP.Consumer,
+		} {
+			if c.IdempotencyWindow != 45*24*time.Hour || c.LongestPass.Total() > c.IdempotencyWindow || c.LongestPass.Upstream != fanout.MaxDeliveryAge {
+				t.Errorf("%s %s: window %s, pass %s", es.Env.Name, name, c.IdempotencyWindow, c.LongestPass)
+			}
+		}
+		if w := m.MovimientosStock.IdempotencyWindow; w != 0 {
+			t.Errorf("%s movimientos-stock has a window of %s: its line items never expire", es.Env.Name, w)
+		}
+		st := es.OrderFlow.Starter
+		if p := st.LongestPass; p.Total() > orderevents.StarterWindow || p.Upstream < time.Duration(es.Env.ArchiveRetentionDays)*24*time.Hour {
+			t.Errorf("%s starter: pass %s, window %s", es.Env.Name, p, orderevents.StarterWindow)
 		}
 	}
 }

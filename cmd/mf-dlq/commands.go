@@ -284,6 +284,7 @@ func cmdRedrive(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.IntVar(&o.Max, "max", 0, "move at most this many messages (forces the receive/send/delete loop)")
 	fs.StringVar(&o.To, "to", "", "send every message to this queue (name or URL) instead of its source")
 	fs.StringVar(&o.Mode, "mode", dlq.ModeAuto, "auto, task (SQS move task) or loop (receive/send/delete)")
+	fs.BoolVar(&o.ReadmitExpired, "readmit-expired", false, "also redrive the messages older than their consumer's replay window, marked re-admitted: you state that, for each, the side effect did not happen (docs/runbooks/dlq.md#expired-messages)")
 	t, tg, err := target(ctx, fs, &c, args, stdout, stderr)
 	if err != nil {
 		return 0, err

@@ -3,7 +3,7 @@
 //	mf-dlq contain  QUEUE [--window 30s] [--disable-consumer | --enable-consumer]
 //	mf-dlq inspect  QUEUE [-n 10] [--save FILE]
 //	mf-dlq classify QUEUE | --from-file FILE [--json]
-//	mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE]
+//	mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE] [--readmit-expired]
 //	mf-dlq verify   QUEUE [--expect N --since TIME]
 //	mf-dlq gen      --scenario NAME [--seed N]      (test data sets)
 //	mf-dlq sandbox  [--scenario NAME] [--seed N] [-e ENV] [--listen ADDR]
@@ -17,8 +17,9 @@
 //
 // Exit codes: 0 done; 1 error; 2 usage; 3 empty DLQ; 4 not verified;
 // 5 refused (no --confirm-fixed, a move task running, not a DLQ, a queue
-// whose receives count); 6 missing permission; 7 interrupted (Ctrl-C);
-// classify: 10 poison, 11 transient, 12 data, 13 mixed.
+// whose receives count, expired messages left in the DLQ without
+// --readmit-expired); 6 missing permission; 7 interrupted (Ctrl-C);
+// classify: 10 poison, 11 transient, 12 data, 13 mixed, 14 expired.
 package main
 
 import (
@@ -49,11 +50,13 @@ const (
 	exitTransient   = 11
 	exitData        = 12
 	exitMixed       = 13
+	exitExpired     = 14
 )
 
 // verdictExit maps a classification to its exit code.
 var verdictExit = map[classify.Verdict]int{
 	classify.Poison: exitPoison, classify.Transient: exitTransient, classify.Data: exitData, classify.Mixed: exitMixed, classify.Empty: exitEmpty,
+	classify.Expired: exitExpired,
 }
 
 func main() {
@@ -100,7 +103,7 @@ func exitCode(err error) int {
 	case errors.Is(err, queue.ErrAccessDenied), errors.Is(err, dlq.ErrPermission):
 		return exitPermission
 	case errors.Is(err, dlq.ErrNotConfirmed), errors.Is(err, queue.ErrMoveTaskRunning), errors.Is(err, dlq.ErrNotDLQ),
-		errors.Is(err, queue.ErrNotDeadLetterQueue), errors.Is(err, dlq.ErrWouldSpendReceives):
+		errors.Is(err, queue.ErrNotDeadLetterQueue), errors.Is(err, dlq.ErrWouldSpendReceives), errors.Is(err, dlq.ErrExpired):
 		return exitRefused
 	}
 	return exitError
@@ -112,6 +115,9 @@ const usage = `mf-dlq: the DLQ runbook as a command (docs/runbooks/dlq.md)
   mf-dlq inspect  QUEUE [-n 10] [--save FILE]
   mf-dlq classify QUEUE | --from-file FILE  [--json] [--accept-versions 1] [--required-keys k1,k2]
   mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE] [--mode auto|task|loop]
+                  [--readmit-expired]  (also the messages older than their consumer's
+                  replay window, marked re-admitted: only after checking, for each,
+                  that its side effect did not happen)
   mf-dlq verify   QUEUE [--expect N] [--since 2026-11-30T08:00:00Z | --since 45m]
   mf-dlq gen      --scenario transient-burst|data-drip|deploy-v2|malformed|mixture [--seed N]
   mf-dlq sandbox  [--scenario deploy-v2] [--seed N] [-e dev] [--listen 127.0.0.1:0]
@@ -122,7 +128,7 @@ QUEUE: a queue URL or name, or with -e dev|staging|prod a logical name (Pedidos,
 Correo, AvisoERP, StockMovements); a source queue stands for its DLQ.
 AWS: --profile, --region, --endpoint-url. Flags may follow QUEUE.
 
-Exit codes: 0 done, 1 error, 2 usage, 3 empty DLQ, 4 not verified, 5 refused,
-6 missing permission, 7 interrupted; classify: 10 poison, 11 transient,
-12 data, 13 mixed.
+Exit codes: 0 done, 1 error, 2 usage, 3 empty DLQ, 4 not verified, 5 refused
+(also: expired messages left in the DLQ), 6 missing permission, 7 interrupted;
+classify: 10 poison, 11 transient, 12 data, 13 mixed, 14 expired.
 `

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/dlq/dataset"
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake/sqsserver"
@@ -288,5 +289,48 @@ func TestClassifyExitCodes(t *testing.T) {
 	var errb bytes.Buffer
 	if code := run(context.Background(), []string{"classify", "--from-file", filepath.Join(dir, "none")}, &errb, &errb); code != exitError {
 		t.Errorf("missing file: %d", code)
+	}
+}
+
+// TestExpiredMessages: messages a consumer refused as older than its replay
+// window are classified expired (exit 14); redrive leaves them and exits 5
+// (refused) until --readmit-expired sends them back marked re-admitted.
+func TestExpiredMessages(t *testing.T) {
+	e := newSQS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sh := func(args ...string) (int, string) {
+		var out bytes.Buffer
+		code := run(ctx, append(args, "--endpoint-url", e.srv.URL), &out, &out)
+		return code, out.String()
+	}
+	for i := range 3 {
+		_, err := e.fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: e.dlq,
+			Body: fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}]}`, i),
+			MessageAttributes: map[string]queue.Attribute{
+				sqsbatch.AttrFailureClass:  queue.StringAttribute("permanent"),
+				sqsbatch.AttrFailureReason: queue.StringAttribute("permanent: expired-idempotency-window: preparacion:PED: confirmado_en 2026-10-01T07:00:00Z is 60 days old"),
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out := sh("classify", "Pedidos", "-e", "dev"); code != exitExpired || !strings.Contains(out, "verdict: EXPIRED") || !strings.Contains(out, "exit code 14 (expired)") {
+		t.Errorf("classify: %d %s", code, out)
+	}
+	if code, out := sh("redrive", "Pedidos", "-e", "dev", "--confirm-fixed"); code != exitRefused || !strings.Contains(out, "older than the replay window of mf-preparar-pedido") || len(e.bodies(t, e.src)) != 0 {
+		t.Errorf("redrive: %d %s", code, out)
+	}
+	if code, out := sh("redrive", "Pedidos", "-e", "dev", "--confirm-fixed", "--readmit-expired"); code != exitOK || !strings.Contains(out, "re-admitting 3 of 3") {
+		t.Errorf("redrive --readmit-expired: %d %s", code, out)
+	}
+	st, _ := e.fake.Inspect(e.src)
+	for _, m := range st {
+		if _, ok := m.MessageAttributes[consumerapi.AttrReadmision]; !ok {
+			t.Errorf("redriven without the re-admission mark: %v", m.MessageAttributes)
+		}
+	}
+	if len(st) != 3 {
+		t.Errorf("%d messages back in the source, want 3", len(st))
 	}
 }

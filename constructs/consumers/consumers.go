@@ -16,11 +16,16 @@
 //
 // Every ceiling is sized against the consumer's slowest dependency
 // (queueconsumer.Ceiling); the numbers and the reasoning are in
-// docs/design.md#consumer-ceilings.
+// docs/design.md#consumer-ceilings. The three consumers of the fan-out
+// get their replay windows (consumerapi.Window*, 45 days), which synthesis
+// checks against their queues' longest passes counting SNS's 23 days of
+// delivery retries; the stock consumer has none, its line items never
+// expire (docs/design.md#replay-windows).
 package consumers
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -32,6 +37,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
@@ -180,6 +186,16 @@ type httpSpec struct {
 	dependency               queueconsumer.HTTPDependency
 	maxInFlight              float64
 	openEffect               string
+	window                   time.Duration // the consumer's replay window
+}
+
+// fanOutWindow is what every consumer of the fan-out topic gets: its
+// replay window (IDEMPOTENCY_WINDOW, checked at synth against the queue's
+// longest pass) and SNS's delivery retries as the age a message can have
+// on arrival (docs/design.md#replay-windows).
+func fanOutWindow(qp *queueconsumer.Props, window time.Duration) {
+	qp.IdempotencyWindow = awscdk.Duration_Hours(jsii.Number(window.Hours()))
+	qp.UpstreamMaxAge = awscdk.Duration_Hours(jsii.Number(fanout.MaxDeliveryAge.Hours()))
 }
 
 // newHTTPConsumer builds a consumer of one HTTP dependency behind its
@@ -195,6 +211,7 @@ func newHTTPConsumer(scope constructs.Construct, id string, p Platform, e Egress
 	qp.MaxReceiveCount = spec.maxReceiveCount
 	qp.MaximumConcurrency, qp.BatchConcurrency = queueconsumer.Ceiling(spec.maxInFlight, httpPerInvocation, p.MaxConsumerConcurrency)
 	qp.DefersMessages = true
+	fanOutWindow(&qp, spec.window)
 	qp.Vpc, qp.VpcSubnets = e.Vpc, e.Subnets
 	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
 	if spec.table == nil {
@@ -231,6 +248,7 @@ func NewPreparacion(scope constructs.Construct, id string, props *PreparacionPro
 			Name: consumerapi.NameAlmacen, Prefix: consumerapi.PrefixAlmacen, URL: props.AlmacenURL, SecretName: props.SecretName, Issuer: "the warehouse",
 		},
 		maxInFlight: props.AlmacenMaxInFlight,
+		window:      consumerapi.WindowPreparacion,
 		openEffect:  "confirmed orders wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive) and are prepared when the warehouse is back; nothing is dead-lettered for the outage.",
 	})
 }
@@ -273,6 +291,7 @@ func NewAvisoERP(scope constructs.Construct, id string, props *AvisoERPProps) *H
 			Name: consumerapi.NameERP, Prefix: consumerapi.PrefixERP, URL: props.ERPURL, SecretName: props.SecretName, Issuer: "the ERP",
 		},
 		maxInFlight: props.ERPMaxInFlight,
+		window:      consumerapi.WindowAvisoERP,
 		openEffect:  "ERP notices wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive, up to a day) and are sent when the ERP is back.",
 	})
 }

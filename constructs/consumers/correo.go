@@ -115,6 +115,7 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 	qp.OldestMessageAgeThreshold = awscdk.Duration_Minutes(jsii.Number(correoAgeAlarmMinutes))
 	qp.MaximumConcurrency, qp.BatchConcurrency = mc, conc
 	qp.DefersMessages = true
+	fanOutWindow(&qp, consumerapi.WindowCorreo)
 	qp.Vpc, qp.VpcSubnets = props.Vpc, props.Subnets
 	qp.Environment = map[string]*string{
 		consumerapi.EnvCorreoRemitente:     jsii.String(props.Remitente),

@@ -20,6 +20,7 @@ package fanout
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -34,6 +35,15 @@ import (
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
+
+// MaxDeliveryAge is how long SNS keeps retrying a delivery to an SQS
+// subscription that fails with a server-side error: 100,015 attempts over
+// 23 days, a delivery policy SNS does not let anyone change for SQS
+// endpoints (Amazon SNS developer guide, "Amazon SNS message delivery
+// retries"). A message can reach a subscribed queue that old; a queue
+// consumer's replay window counts it (queueconsumer.Props.UpstreamMaxAge,
+// docs/design.md#replay-windows).
+const MaxDeliveryAge = 23 * 24 * time.Hour
 
 // Props configures a Topic. EncryptionKey and AlarmTopic are required.
 type Props struct {

@@ -2,6 +2,9 @@ package orderworkflow
 
 import (
 	"fmt"
+	"math"
+	"strconv"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -16,6 +19,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
 )
 
@@ -45,6 +49,16 @@ type StarterProps struct {
 	// buffer for the DLQ runbook's redrive (reliablequeue.Queue.AdmitRedriver).
 	// Empty admits nobody.
 	OperatorRoleArn string
+	// ArchiveRetentionDays is how long the bus's archive keeps events, any
+	// of which a replay can send to the starter's rule again. Required
+	// (1..): the starter refuses events older than its window
+	// (orderevents.StarterWindow, 89 days, inside Step Functions' 90 days
+	// of execution names), and synthesis fails unless the window covers an
+	// archived event's longest pass (this retention + the rule's maximum
+	// event age + the buffer's DLQ and one redrive), so that no replayed
+	// order is refused and none can start a second execution.
+	// docs/design.md#replay-windows.
+	ArchiveRetentionDays float64
 	// EncryptionKey (the data key), LogRetention, RemovalPolicy, AlarmTopic.
 	EncryptionKey awskms.IKey
 	LogRetention  awslogs.RetentionDays
@@ -59,6 +73,9 @@ type Starter struct {
 	Rule     *busrule.Rule
 	Buffer   *reliablequeue.Queue
 	Function *golambda.Function
+	// LongestPass is an archived event's longest pass to the starter,
+	// which orderevents.StarterWindow covers.
+	LongestPass reliablequeue.Pass
 }
 
 // PedidoCreadoPattern matches the shop's order-created events.
@@ -123,13 +140,16 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		smArn = props.Workflow.StateMachine.StateMachineArn()
 	}
 	s.Function = golambda.NewFunction(c, "Iniciar", &golambda.Props{
-		Entry:            "lambdas/iniciar-pedido",
-		Builder:          props.Builder,
-		FunctionName:     props.FunctionName,
-		Description:      jsii.String("Starts " + StateMachineName + " once per order (execution named after the order)"),
-		Timeout:          awscdk.Duration_Seconds(jsii.Number(StarterTimeoutSeconds)),
-		MemorySize:       128,
-		Environment:      map[string]*string{"STATE_MACHINE_ARN": smArn},
+		Entry:        "lambdas/iniciar-pedido",
+		Builder:      props.Builder,
+		FunctionName: props.FunctionName,
+		Description:  jsii.String("Starts " + StateMachineName + " once per order (execution named after the order)"),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(StarterTimeoutSeconds)),
+		MemorySize:   128,
+		Environment: map[string]*string{
+			"STATE_MACHINE_ARN":              smArn,
+			consumerapi.EnvIdempotencyWindow: jsii.String(strconv.FormatInt(int64(orderevents.StarterWindow/time.Hour), 10) + "h"),
+		},
 		EncryptionKey:    props.EncryptionKey,
 		LogRetention:     props.LogRetention,
 		LogRemovalPolicy: props.RemovalPolicy,
@@ -142,6 +162,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 	if props.Workflow != nil {
 		props.Workflow.GrantStartExecution(s.Function.Function)
 	}
+	s.checkReplays(props, fail)
 	mc := props.MaximumConcurrency
 	if mc == 0 {
 		mc = reliablequeue.MinMaximumConcurrency
@@ -151,4 +172,27 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		BatchSize:          10,
 	})
 	return s
+}
+
+// checkReplays fails synthesis unless the starter's window covers the
+// longest pass of an archived event: replayed when the archive is about to
+// drop it, delivered by the rule within its maximum event age, then at most
+// the buffer's DLQ retention and one redrive.
+func (s *Starter) checkReplays(props *StarterProps, fail func(string, ...any)) {
+	days := props.ArchiveRetentionDays
+	if days < 1 || days != math.Trunc(days) {
+		fail("ArchiveRetentionDays must be a whole number of days, at least 1 (got %v; 0 would keep events forever, and a replay of an event older than %.0f days would start a second execution)",
+			days, orderevents.ExecutionNameRetention.Hours()/24)
+		return
+	}
+	ruleAge, err := reliablequeue.Seconds(s.Rule.MaxEventAge)
+	if err != nil {
+		fail("%v", err)
+		return
+	}
+	upstream := time.Duration(days)*24*time.Hour + time.Duration(ruleAge)*time.Second
+	s.LongestPass = s.Buffer.LongestPass(upstream, 0)
+	if err := s.LongestPass.Covers(orderevents.StarterWindow); err != nil {
+		fail("an archive of %v days: %v", days, err)
+	}
 }

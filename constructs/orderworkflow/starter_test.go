@@ -38,8 +38,9 @@ func TestStarterWiring(t *testing.T) {
 	orderworkflow.NewStarter(f.p.Stack, "Inicio", &orderworkflow.StarterProps{
 		Bus: bus, Workflow: f.wf, Builder: builder, MaximumConcurrency: 5,
 		QueueName: jsii.String("cola-mercadofresco-inicio-pedido"), RuleName: jsii.String("mf-pedido-creado-a-inicio"),
-		FunctionName:  jsii.String("mf-iniciar-pedido"),
-		EncryptionKey: f.p.Key, AlarmTopic: f.p.Alerts,
+		FunctionName:         jsii.String("mf-iniciar-pedido"),
+		ArchiveRetentionDays: 60,
+		EncryptionKey:        f.p.Key, AlarmTopic: f.p.Alerts,
 	})
 	tpl := assertions.Template_FromStack(f.p.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
@@ -71,6 +72,8 @@ func TestStarterWiring(t *testing.T) {
 		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
 			"STATE_MACHINE_ARN": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^ProcesarStateMachine"))},
 			"DLQ_URLS":          assertions.Match_AnyValue(),
+			// orderevents.StarterWindow: 89 days.
+			"IDEMPOTENCY_WINDOW": "2136h",
 		})},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
@@ -93,5 +96,48 @@ func TestStarterWiring(t *testing.T) {
 	}
 	if len(errs) > 0 {
 		t.Fatalf("synthesis errors (cdk-nag, guardrails):\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// The bus archive may keep events only as long as the starter's 89-day
+// window covers a replayed event's longest pass: the archive's retention +
+// the rule's 2 h maximum event age + the buffer's 14-day DLQ + 4 days after
+// one redrive. 70 days (88.08 in all) passes; 71 (89.08) fails synth
+// naming the numbers; 0 (forever) fails too.
+func TestArchiveRetentionMustFitTheStarterWindow(t *testing.T) {
+	for _, tc := range []struct {
+		days float64
+		want string // substring of the error; "" none
+	}{
+		{60, ""},
+		{70, ""},
+		{71, "= 89.08 days"},
+		{0, "0 would keep events forever"},
+		{1.5, "whole number of days"},
+	} {
+		t.Run(fmt.Sprint(tc.days), func(t *testing.T) {
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
+			stack := awscdk.NewStack(app, jsii.String("Archivo"), &awscdk.StackProps{Env: &awscdk.Environment{Account: jsii.String(cdktest.Account), Region: jsii.String(cdktest.Region)}})
+			key := awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
+			alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key})
+			bus := awsevents.NewEventBus(stack, jsii.String("Bus"), nil)
+			builder := &golambda.Builder{}
+			t.Cleanup(func() { _ = builder.Close() })
+			orderworkflow.NewStarter(stack, "Inicio", &orderworkflow.StarterProps{
+				Bus: bus, Builder: builder, ArchiveRetentionDays: tc.days, EncryptionKey: key, AlarmTopic: alerts,
+			})
+			var errs []string
+			for _, e := range cdktest.Errors(stack) {
+				if !strings.Contains(e, "Workflow is required") { // no workflow in this small stack
+					errs = append(errs, e)
+				}
+			}
+			switch {
+			case tc.want == "" && len(errs) > 0:
+				t.Fatalf("errors: %v", errs)
+			case tc.want != "" && (len(errs) != 1 || !strings.Contains(errs[0], tc.want)):
+				t.Fatalf("want one error saying %q, got %v", tc.want, errs)
+			}
+		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -93,13 +94,29 @@ type Props struct {
 	// which a consumer that returns messages for later (lambdas/degrade)
 	// needs to know its last receive, and lets it send the delayed copy of
 	// the last receive to its own queue (reliablequeue.ConsumerOptions
-	// SendsCopies; standard queues only).
+	// SendsCopies; standard queues only). Its deferral copies lengthen the
+	// queue's longest pass (see IdempotencyWindow).
 	DefersMessages bool
 	// OperatorRoleArn is the on-call's role (config.Environment.RoleArn of
 	// Roles.Operator), admitted as a producer of the queue for the DLQ
 	// runbook's redrive (reliablequeue.Queue.AdmitRedriver). Empty admits
 	// nobody: a redrive is then refused by the queue's guard.
 	OperatorRoleArn string
+
+	// IdempotencyWindow, when set, is the consumer's replay window
+	// (IDEMPOTENCY_WINDOW): it refuses events older than this (from their
+	// creation time in the body) and keeps its idempotency records as long
+	// (lambdas/replaywindow). Synthesis fails unless it covers the queue's
+	// longest legitimate pass (LongestPass, from the synthesised
+	// retentions). Nil: the consumer has no window, which only a consumer
+	// whose duplicates are recognised however late may do (the stock
+	// movements' line items). docs/design.md#replay-windows.
+	IdempotencyWindow awscdk.Duration
+	// UpstreamMaxAge is how old a message can already be when it reaches
+	// the queue: for a queue subscribed to an SNS topic, SNS's delivery
+	// retries (fanout.MaxDeliveryAge, 23 days). Nil: 0 (sent straight to
+	// the queue).
+	UpstreamMaxAge awscdk.Duration
 
 	// Vpc and VpcSubnets place the function (the network's egress subnets
 	// for a consumer that calls services on the internet). The function
@@ -133,6 +150,11 @@ type Consumer struct {
 	// MaximumConcurrency is the ceiling and reserved concurrency;
 	// BatchConcurrency the records handled at once per invocation.
 	MaximumConcurrency, BatchConcurrency float64
+	// LongestPass is the queue's longest legitimate pass (what
+	// IdempotencyWindow must cover).
+	LongestPass reliablequeue.Pass
+	// IdempotencyWindow is the window the function gets (0 without one).
+	IdempotencyWindow time.Duration
 
 	props       Props
 	breakerSet  bool
@@ -190,6 +212,14 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 		RemovalPolicy:             props.RemovalPolicy,
 	})
 
+	upstream := durationOf(props.UpstreamMaxAge, "UpstreamMaxAge", fail)
+	deferral := time.Duration(0)
+	if props.DefersMessages {
+		// Each deferral copy waits out its delay and the queue's receives.
+		deferral = time.Duration(consumerapi.MaxDeferrals*int(q.Queue.MaxReceiveCount)) * consumerapi.DeferralDelay
+	}
+	q.LongestPass = q.Queue.LongestPass(upstream, deferral)
+
 	env := map[string]*string{
 		consumerapi.EnvEnvironment:      jsii.String(q.props.EnvironmentName),
 		consumerapi.EnvBatchConcurrency: jsii.String(strconv.Itoa(int(conc))),
@@ -197,6 +227,21 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 	}
 	if props.DefersMessages {
 		env[consumerapi.EnvMaxReceiveCount] = jsii.String(strconv.Itoa(int(q.Queue.MaxReceiveCount)))
+	}
+	if props.IdempotencyWindow != nil {
+		w := durationOf(props.IdempotencyWindow, "IdempotencyWindow", fail)
+		switch {
+		case w < consumerapi.ReadmissionValidity:
+			fail("IdempotencyWindow %s is shorter than a re-admission's validity (%s)", w, consumerapi.ReadmissionValidity)
+		case w%time.Hour != 0:
+			fail("IdempotencyWindow %s must be whole hours", w)
+		default:
+			if err := q.LongestPass.Covers(w); err != nil {
+				fail("%v", err)
+			}
+		}
+		q.IdempotencyWindow = w
+		env[consumerapi.EnvIdempotencyWindow] = jsii.String(strconv.FormatInt(int64(w/time.Hour), 10) + "h")
 	}
 	for k, v := range props.Environment {
 		env[k] = v
@@ -234,6 +279,20 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 	})
 	q.Queue.AdmitRedriver(props.OperatorRoleArn)
 	return q
+}
+
+// durationOf converts a literal Duration (nil is 0), reporting a token or
+// a negative value through fail.
+func durationOf(d awscdk.Duration, field string, fail func(string, ...any)) time.Duration {
+	if d == nil {
+		return 0
+	}
+	s, err := reliablequeue.Seconds(d)
+	if err != nil || s < 0 {
+		fail("%s must be a literal, non-negative duration (%v)", field, err)
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
 }
 
 // Ceiling sizes a consumer against a dependency that accepts maxInFlight

@@ -151,3 +151,54 @@ func TestDeferringConsumerMaySendToItsOwnQueue(t *testing.T) {
 		})
 	}
 }
+
+// A replay window must cover the queue's longest legitimate pass, computed
+// from the synthesised retentions: SNS's 23 days of delivery retries + the
+// DLQ's 14 days (counted from the enqueue into the source) + the source's 4
+// days after one redrive + the deferral copies (72 × 5 receives × 300 s =
+// 1.25 days, in each of the two residencies) = 43.5 days. Shorter fails
+// synth naming the numbers; the function gets the window it was given.
+func TestReplayWindowMustCoverTheLongestPass(t *testing.T) {
+	root, _ := filepath.Abs("testdata/fixture")
+	days := func(n float64) awscdk.Duration { return awscdk.Duration_Days(jsii.Number(n)) }
+	for _, tc := range []struct {
+		name             string
+		window, upstream awscdk.Duration
+		defers           bool
+		wantErr          []string // substrings of the one error; nil: none
+		wantEnv          string
+	}{
+		{"the fan-out consumers' 45 days", days(45), days(23), true, nil, "1080h"},
+		{"21 days against SNS's retries", days(21), days(23), true, []string{"(21 days)", "= 43.5 days", "23 days before reaching the queue", "14 days in the DLQ", "4 days in the source after one redrive", "2.5 days of deferral copies"}, ""},
+		{"21 days without upstream nor deferrals", days(21), nil, false, nil, "504h"},
+		{"17 days without upstream nor deferrals", days(17), nil, false, []string{"(17 days)", "= 18 days"}, ""},
+		{"a window shorter than a re-admission", awscdk.Duration_Hours(jsii.Number(12)), nil, false, []string{"shorter than a re-admission"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := cdktest.NewPlatform("Ventana")
+			c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
+				Entry: "fn/consumidor", Builder: &golambda.Builder{ModuleRoot: root}, EnvironmentName: "dev",
+				MaximumConcurrency: 2, MaxReceiveCount: 5, DefersMessages: tc.defers, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+				IdempotencyWindow: tc.window, UpstreamMaxAge: tc.upstream,
+			})
+			errs := cdktest.Errors(p.Stack)
+			if tc.wantErr == nil {
+				if len(errs) > 0 {
+					t.Fatalf("errors: %v (pass %s)", errs, c.LongestPass)
+				}
+				assertions.Template_FromStack(p.Stack, nil).HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+					"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"IDEMPOTENCY_WINDOW": tc.wantEnv})},
+				})
+				return
+			}
+			if len(errs) != 1 {
+				t.Fatalf("want one error, got %v", errs)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(errs[0], w) {
+					t.Errorf("the error does not say %q: %s", w, errs[0])
+				}
+			}
+		})
+	}
+}

@@ -11,13 +11,15 @@
 //     (ChangeMessageVisibility 0) when done; they refuse a queue that has a
 //     redrive policy of its own, where a receive could move messages on.
 //   - Redrive refuses to run without the operator's word that the cause is
-//     fixed, never loses a message (each message is sent to its destination
+//     fixed, leaves in the DLQ the messages older than their consumer's
+//     replay window (the consumer would refuse them: their records may be
+//     gone) unless the operator re-admits them, never loses a message (each message is sent to its destination
 //     before it is deleted from the DLQ, so a kill at any moment leaves at
 //     worst a duplicate, which the idempotent consumers absorb), and holds a
 //     rate (token bucket; SQS's own move task with
 //     MaxNumberOfMessagesPerSecond when every message came from SQS's redrive).
 //
-// The numbers (5 s, 10 msg/s, 24 h, 1,000) are explained in
+// The numbers (5 s, 10 msg/s, the replay windows, 1,000) are explained in
 // docs/design.md#dlq-tool.
 package dlq
 
@@ -47,6 +49,9 @@ var (
 	ErrInterrupted = errors.New("interrupted")
 	// ErrUsage: a flag or argument is wrong.
 	ErrUsage = errors.New("usage")
+	// ErrExpired: a redrive left messages older than their consumer's
+	// replay window in the DLQ (without --readmit-expired).
+	ErrExpired = errors.New("messages older than the consumer's replay window stay in the DLQ")
 )
 
 // Clock is the tool's time: the wall clock in production, a virtual clock

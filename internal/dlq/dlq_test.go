@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/dlq"
 	"github.com/mercadofresco/integration/internal/dlq/classify"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -303,18 +305,64 @@ func TestRedriveInterrupted(t *testing.T) {
 	}
 }
 
-// TestRedriveWarnsOldMessages names the consumer whose idempotency records
-// expired, and dry-run moves nothing.
-func TestRedriveWarnsOldMessages(t *testing.T) {
+// TestRedriveLeavesExpiredMessages: messages older than the consumer's
+// 45-day replay window (by their confirmado_en, or by the consumer's own
+// expired-idempotency-window verdict) stay in the DLQ, with a warning that
+// names the consumer, and the redrive ends refused (ErrExpired); the others
+// go back. --readmit-expired sends them too, each with the re-admission
+// mark; a move task, which can do neither, is refused.
+func TestRedriveLeavesExpiredMessages(t *testing.T) {
+	ctx := context.Background()
 	e := newEnv(t)
-	e.redriven(4, order(1))
-	e.clock.Advance(30 * time.Hour)
-	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{DryRun: true})
-	if err != nil || res.Moved != 0 || e.depth(e.dlq) != 4 {
+	e.redriven(3, confirmed(50*24*time.Hour))
+	e.redriven(2, confirmed(24*time.Hour))
+	e.consumerSent(1, "permanent", "permanent: expired-idempotency-window: preparacion:PED-2026-000000: confirmado_en 2026-10-01T07:00:00Z is 60 days old", confirmed(time.Hour))
+	tg := e.target("Pedidos", "dev")
+	res, err := e.tool.Redrive(ctx, tg, dlq.RedriveOptions{DryRun: true})
+	if err != nil || res.Moved != 0 || e.depth(e.dlq) != 6 {
 		t.Fatalf("dry run: %+v %v", res, err)
 	}
-	contains(t, "warning", e.log.String(), "4 of 4 messages", "more than 24h0m0s", "mf-preparar-pedido (preparacion:<pedido_id>)")
-	contains(t, "plan", e.out.String(), "plan: move 4 messages", "cola-mercadofresco-pedidos-dev: 4", "move task", "dry run: nothing moved")
+	contains(t, "warning", e.log.String(), "4 of 6 messages are older than the replay window of mf-preparar-pedido (preparacion:<pedido_id>, a 45 days window)", "--readmit-expired")
+	contains(t, "plan", e.out.String(), "receive → send → delete")
+	if _, err := e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true, Mode: dlq.ModeTask}); !errors.Is(err, dlq.ErrUsage) {
+		t.Fatalf("a move task over expired messages: %v", err)
+	}
+
+	res, err = e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true})
+	if !errors.Is(err, dlq.ErrExpired) || res.Moved != 2 || res.Expired != 4 || e.depth(e.src) != 2 || e.depth(e.dlq) != 4 {
+		t.Fatalf("Redrive = %+v, %v; source %d, DLQ %d", res, err, e.depth(e.src), e.depth(e.dlq))
+	}
+	contains(t, "summary", e.out.String(), "4 messages stay in mercadofresco-pedidos-fallidos-dev: older than")
+	if _, err := e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true}); !errors.Is(err, dlq.ErrExpired) || e.depth(e.dlq) != 4 {
+		t.Fatalf("only expired messages left: %v, DLQ %d", err, e.depth(e.dlq))
+	}
+
+	res, err = e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true, ReadmitExpired: true})
+	if err != nil || res.Moved != 4 || res.Readmitted != 4 || e.depth(e.dlq) != 0 || e.depth(e.src) != 6 {
+		t.Fatalf("re-admission: %+v, %v; source %d, DLQ %d", res, err, e.depth(e.src), e.depth(e.dlq))
+	}
+	st, _ := e.fake.Inspect(e.src)
+	marked := 0
+	for _, m := range st {
+		if mark, ok := m.MessageAttributes[consumerapi.AttrReadmision]; ok {
+			marked++
+			if ts, err := time.Parse(time.RFC3339, mark.StringValue); err != nil || e.clock.Now().Sub(ts) > time.Minute {
+				t.Errorf("re-admission mark %q, want the time of the redrive", mark.StringValue)
+			}
+		}
+	}
+	if marked != 4 {
+		t.Fatalf("%d messages carry the re-admission mark, want the 4 expired ones", marked)
+	}
+}
+
+// confirmed returns PedidoConfirmado bodies confirmed age before the
+// environment's clock starts.
+func confirmed(age time.Duration) func(int) string {
+	return func(i int) string {
+		return fmt.Sprintf(`{"version":1,"tipo":"PedidoConfirmado","pedido_id":"PED-2026-%06d","lineas":[{"sku":"750%07d","cantidad":1}],"confirmado_en":%q}`,
+			i, i, t0.Add(-age).Format(time.RFC3339))
+	}
 }
 
 type fakeLambda struct {
@@ -396,4 +444,20 @@ func TestClassifyLive(t *testing.T) {
 	var b bytes.Buffer
 	dlq.PrintReport(&b, tg.DLQ.Name, r)
 	contains(t, "report", b.String(), "verdict: POISON", "version 2, the consumer accepts 1", "consumer that accepts their schema")
+}
+
+// TestRedriveWarnsUnknownConsumers: to a queue lambdas/queuenames does not
+// know, messages first received more than the library's 24 h ago get a
+// warning (their consumer's records may have expired).
+func TestRedriveWarnsUnknownConsumers(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.fake.CreateQueue("otra-cola", queuefake.QueueConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	e.consumerSent(2, "permanent", "rechazado", order(1))
+	e.clock.Advance(30 * time.Hour)
+	if _, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{DryRun: true, To: "otra-cola"}); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "warning", e.log.String(), "2 of 2 messages were first received more than 24h0m0s ago", "consumers of otra-cola")
 }

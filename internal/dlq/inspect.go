@@ -154,18 +154,22 @@ func (t *Tool) Classify(ctx context.Context, target *Target, opts ClassifyOption
 	if len(msgs) == opts.Max {
 		fmt.Fprintf(t.log(), "note: classified the first %d messages (--max)\n", opts.Max)
 	}
+	if opts.Now.IsZero() {
+		opts.Now = t.Clock.Now()
+	}
 	return classify.Classify(msgs, opts.Options), nil
 }
 
 // ConsumerOptions returns the classification options of the target's
-// consumer from lambdas/queuenames (accepted versions, required keys), or
-// the defaults.
+// consumer from lambdas/queuenames (accepted versions, required keys,
+// replay window), or the defaults.
 func ConsumerOptions(target *Target) classify.Options {
 	var o classify.Options
 	if target != nil && target.Catalog != nil && len(target.Catalog.Consumers) > 0 {
 		c := target.Catalog.Consumers[0]
 		o.AcceptedVersions = c.SupportedVersions
 		o.RequiredKeys = c.RequiredKeys
+		o.Window, o.CreatedAtKey = c.Window, c.CreatedAtKey
 	}
 	return o
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -14,9 +15,12 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/mercadofresco/integration/internal/dlq/classify"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/queuenames"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -55,6 +59,13 @@ type RedriveOptions struct {
 	To string
 	// Mode is ModeAuto (default), ModeTask or ModeLoop.
 	Mode string
+	// ReadmitExpired redrives the messages older than their consumer's
+	// replay window too, each with the re-admission mark
+	// (consumerapi.AttrReadmision) that makes the consumer process it: the
+	// operator's statement that, for each of them, the side effect did not
+	// happen (docs/runbooks/dlq.md#expired-messages). Without it they stay
+	// in the DLQ and Redrive returns ErrExpired.
+	ReadmitExpired bool
 	// ProgressEvery is the interval of progress lines. Default 2 s.
 	ProgressEvery time.Duration
 }
@@ -66,6 +77,8 @@ type RedriveResult struct {
 	Moved        int            // sent to a destination and deleted from the DLQ
 	Destinations map[string]int // queue name -> messages moved there (loop mode)
 	Unplaced     int            // messages left in the DLQ for want of a destination
+	Expired      int            // messages left in the DLQ: older than the replay window
+	Readmitted   int            // expired messages moved with the re-admission mark
 	Started      time.Time
 	Elapsed      time.Duration
 }
@@ -130,7 +143,12 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	dests := newDestinations(t, target, to)
 	plan := map[string]int{}
 	allRedriven := true
+	expiry := t.expiryOptions(target)
+	expired := 0
 	for _, m := range msgs {
+		if _, old := classify.Expiry(m, expiry); old {
+			expired++
+		}
 		if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
 			allRedriven = false
 		}
@@ -143,12 +161,15 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	mode := opts.Mode
 	if mode == ModeAuto {
 		mode = ModeLoop
-		if allRedriven && complete && to == nil && opts.Max == 0 {
+		if allRedriven && complete && to == nil && opts.Max == 0 && expired == 0 {
 			mode = ModeTask
 		}
 	}
 	if mode == ModeTask && (!allRedriven || to != nil) {
 		return res, fmt.Errorf("%w: --mode task needs every message to have come from SQS's redrive (DeadLetterQueueSourceArn) and no --to; %d surveyed messages were sent to the DLQ by a consumer: use --mode loop", ErrUsage, countWithout(msgs))
+	}
+	if mode == ModeTask && expired > 0 {
+		return res, fmt.Errorf("%w: --mode task moves every message, and %d surveyed messages are older than their consumer's replay window (a move task can neither leave them nor mark them re-admitted): use --mode loop", ErrUsage, expired)
 	}
 	res.Mode = mode
 	w := t.out()
@@ -160,17 +181,22 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	for _, name := range sortedKeys(plan) {
 		fmt.Fprintf(w, "  → %s: %d\n", name, plan[name])
 	}
-	t.warnOld(msgs, plan)
+	t.warnExpired(target, expired, len(msgs), opts.ReadmitExpired)
+	t.warnUnknown(msgs, plan)
 	if opts.DryRun {
 		fmt.Fprintf(w, "dry run: nothing moved\n")
 		return res, nil
+	}
+	if expired == len(msgs) && complete && !opts.ReadmitExpired {
+		res.Expired = expired
+		return res, fmt.Errorf("%w: all %d messages; nothing to redrive (see docs/runbooks/dlq.md#expired-messages)", ErrExpired, expired)
 	}
 	res.Started = t.Clock.Now()
 	defer func() { res.Elapsed = t.Clock.Now().Sub(res.Started) }()
 	if mode == ModeTask {
 		err = t.runTask(ctx, target, opts, &res)
 	} else {
-		err = t.runLoop(ctx, target, opts, dests, &res)
+		err = t.runLoop(ctx, target, opts, dests, expiry, &res)
 	}
 	elapsed := t.Clock.Now().Sub(res.Started)
 	fmt.Fprintf(w, "moved %d of %d in %s (%.1f msg/s)", res.Moved, res.Planned, elapsed.Round(time.Second), perSecond(res.Moved, elapsed))
@@ -180,6 +206,15 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	fmt.Fprintln(w)
 	if res.Unplaced > 0 {
 		fmt.Fprintf(w, "%d messages stay in %s: no destination known (pass --to QUEUE)\n", res.Unplaced, target.DLQ.Name)
+	}
+	if res.Readmitted > 0 {
+		fmt.Fprintf(w, "%d of them were older than their consumer's replay window and went back re-admitted (%s)\n", res.Readmitted, consumerapi.AttrReadmision)
+	}
+	if res.Expired > 0 {
+		fmt.Fprintf(w, "%d messages stay in %s: older than their consumer's replay window (mf-dlq classify shows them as expired; docs/runbooks/dlq.md#expired-messages)\n", res.Expired, target.DLQ.Name)
+		if err == nil {
+			err = fmt.Errorf("%w: %d messages", ErrExpired, res.Expired)
+		}
 	}
 	if err == nil || errors.Is(err, ErrInterrupted) {
 		fmt.Fprintf(w, "next: mf-dlq verify %s --expect %d --since %s\n", target.DLQ.Name, res.Moved, res.Started.UTC().Format(time.RFC3339))
@@ -227,45 +262,64 @@ func (t *Tool) checkNoTask(ctx context.Context, dlq QueueRef) error {
 	return nil
 }
 
-// warnOld warns about messages first received longer ago than the
-// idempotency records live: a duplicate of one that had in fact completed
-// would no longer be recognised.
-func (t *Tool) warnOld(msgs []queue.Message, plan map[string]int) {
+// expiryOptions are the target's consumer's replay window, at the tool's
+// clock.
+func (t *Tool) expiryOptions(target *Target) classify.Options {
+	o := ConsumerOptions(target)
+	o.Now = t.Clock.Now()
+	return o
+}
+
+// warnExpired says what happens to the messages older than their
+// consumer's replay window.
+func (t *Tool) warnExpired(target *Target, expired, total int, readmit bool) {
+	if expired == 0 {
+		if readmit {
+			fmt.Fprintf(t.log(), "note: --readmit-expired: no surveyed message is older than its consumer's replay window\n")
+		}
+		return
+	}
+	who := "its consumer"
+	if target.Catalog != nil && len(target.Catalog.Consumers) > 0 {
+		c := target.Catalog.Consumers[0]
+		who = fmt.Sprintf("%s (%s, a %s window)", c.Function, c.IdempotencyKey, replaywindow.Days(c.Window))
+	}
+	if readmit {
+		fmt.Fprintf(t.log(), "WARNING: re-admitting %d of %d messages older than the replay window of %s: they go back with %s and the consumer runs them although their records may be gone. "+
+			"You state that, for each, the side effect did not happen (docs/runbooks/dlq.md#expired-messages).\n", expired, total, who, consumerapi.AttrReadmision)
+		return
+	}
+	fmt.Fprintf(t.log(), "WARNING: %d of %d messages are older than the replay window of %s: their idempotency records may be gone, so a duplicate would run its side effect again, and the consumer refuses them. "+
+		"They stay in the DLQ. Check each order (docs/runbooks/dlq.md#expired-messages); re-admit the ones whose side effect did not happen with --readmit-expired.\n", expired, total, who)
+}
+
+// warnUnknown warns about messages first received more than a day ago
+// whose destination's consumers lambdas/queuenames does not know: their
+// replay window is unknown, and the library's default records live 24 h.
+func (t *Tool) warnUnknown(msgs []queue.Message, plan map[string]int) {
+	var who []string
+	for name := range plan {
+		if q, _, isDLQ, ok := queuenames.FindPhysical(name); !ok || isDLQ || len(q.Consumers) == 0 {
+			who = append(who, name)
+		}
+	}
+	if len(who) == 0 {
+		return
+	}
 	now := t.Clock.Now()
 	old := 0
-	var oldest time.Duration
 	for _, m := range msgs {
-		ts := firstSeen(m)
-		if ts.IsZero() {
-			continue
-		}
-		if age := now.Sub(ts); age > idempotency.DefaultExpiry {
+		if ts := firstSeen(m); !ts.IsZero() && now.Sub(ts) > idempotency.DefaultExpiry {
 			old++
-			oldest = max(oldest, age)
 		}
 	}
 	if old == 0 {
 		return
 	}
-	var who []string
-	for name := range plan {
-		q, _, isDLQ, ok := queuenames.FindPhysical(name)
-		switch {
-		case !ok || isDLQ:
-			who = append(who, name+": consumers unknown to lambdas/queuenames")
-		case len(q.Consumers) == 0:
-			who = append(who, name+": no consumer deployed yet")
-		default:
-			for _, c := range q.Consumers {
-				who = append(who, fmt.Sprintf("%s (%s)", c.Function, c.IdempotencyKey))
-			}
-		}
-	}
 	sort.Strings(who)
-	fmt.Fprintf(t.log(), "WARNING: %d of %d messages were first received more than %s ago (oldest %s): their idempotency records in mercadofresco-idempotencia have expired, "+
-		"so if one had in fact completed (its effect done, its acknowledgement lost) the redriven copy runs again. It matters for: %s. "+
-		"Check those orders before redriving, or accept the duplicates.\n",
-		old, len(msgs), idempotency.DefaultExpiry, oldest.Round(time.Minute), strings.Join(who, "; "))
+	fmt.Fprintf(t.log(), "WARNING: %d of %d messages were first received more than %s ago, and lambdas/queuenames does not know the replay window of the consumers of %s: "+
+		"if their records have expired, a message that had in fact completed runs again. Check those orders before redriving.\n",
+		old, len(msgs), idempotency.DefaultExpiry, strings.Join(who, ", "))
 }
 
 // firstSeen is when a consumer may first have processed the message: its
@@ -331,17 +385,19 @@ func (t *Tool) runTask(ctx context.Context, target *Target, opts RedriveOptions,
 
 // runLoop moves messages one by one: receive, wait for a token, send to the
 // destination, delete from the DLQ.
-func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions, dests *destinations, res *RedriveResult) error {
+func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions, dests *destinations, expiry classify.Options, res *RedriveResult) error {
 	lim := rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	// Long enough for a full batch at the rate, so held messages do not
 	// come back to the DLQ while they wait for their token.
 	visibility := 10*time.Second + time.Duration(float64(2*10*time.Second)/opts.Rate)
 	prog := newProgress(t, res.Planned, res.Started)
 	unplaced := map[string]string{} // message id -> receipt handle, released at the end
+	kept := map[string]string{}     // expired, not re-admitted: released at the end
 	done := map[string]bool{}
 	defer func() {
-		res.Unplaced = len(unplaced)
+		res.Unplaced, res.Expired = len(unplaced), len(kept)
 		t.release(ctx, target.DLQ.URL, unplaced)
+		t.release(ctx, target.DLQ.URL, kept)
 	}()
 	idle, waited := 0, false
 	for opts.Max == 0 || res.Moved < opts.Max {
@@ -371,7 +427,17 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 				unplaced[m.MessageID] = m.ReceiptHandle
 				continue
 			}
+			if _, ok := kept[m.MessageID]; ok {
+				kept[m.MessageID] = m.ReceiptHandle
+				continue
+			}
 			fresh++
+			expiry.Now = t.Clock.Now()
+			_, old := classify.Expiry(m, expiry)
+			if old && !opts.ReadmitExpired {
+				kept[m.MessageID] = m.ReceiptHandle
+				continue
+			}
 			dest, err := dests.urlFor(ctx, m)
 			if err != nil {
 				fmt.Fprintf(t.log(), "message %s stays in the DLQ: %v\n", m.MessageID, err)
@@ -384,11 +450,14 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 				t.releaseAll(ctx, target.DLQ.URL, msgs[i:])
 				return fmt.Errorf("%w after %d messages", ErrInterrupted, res.Moved)
 			}
-			if err := t.moveOne(ctx, target, m, dest); err != nil {
+			if err := t.moveOne(ctx, target, m, dest, old); err != nil {
 				t.releaseAll(ctx, target.DLQ.URL, msgs[i:])
 				return err
 			}
 			done[m.MessageID] = true
+			if old {
+				res.Readmitted++
+			}
 			res.Moved++
 			res.Destinations[dest.Name]++
 			prog.show(res.Moved)
@@ -406,7 +475,7 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 		attrs, err := t.SQS.GetQueueAttributes(ctx, target.DLQ.URL, queue.QueueAttrApproximateNumberOfMessagesNotVisible)
 		n := 0
 		if err == nil {
-			n = atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) - len(unplaced)
+			n = atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) - len(unplaced) - len(kept)
 		}
 		if n <= 0 {
 			break
@@ -428,14 +497,25 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 // moveOne sends m to dest, then deletes it from the DLQ. Both steps run to
 // completion even if ctx is cancelled (a stop never separates them). If the
 // send fails nothing happened; if the delete fails the message comes back
-// to the DLQ and a later run delivers a duplicate.
-func (t *Tool) moveOne(ctx context.Context, target *Target, m queue.Message, dest QueueRef) error {
+// to the DLQ and a later run delivers a duplicate. readmit sends it with
+// the re-admission mark of now.
+func (t *Tool) moveOne(ctx context.Context, target *Target, m queue.Message, dest QueueRef, readmit bool) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
 	defer cancel()
 	attrs, err := sqsbatch.OriginalAttributes(m.MessageAttributes)
 	if err != nil {
 		fmt.Fprintf(t.log(), "warning: message %s: %v; sending its attributes unchanged\n", m.MessageID, err)
 		attrs = m.MessageAttributes
+	}
+	if readmit {
+		attrs = maps.Clone(attrs)
+		if attrs == nil {
+			attrs = map[string]queue.Attribute{}
+		}
+		attrs[consumerapi.AttrReadmision] = queue.StringAttribute(t.Clock.Now().UTC().Format(time.RFC3339))
+		if len(attrs) > 10 {
+			return fmt.Errorf("message %s has %d attributes with the re-admission mark, more than SQS's 10: it stays in the DLQ", m.MessageID, len(attrs))
+		}
 	}
 	in := &queue.SendMessageInput{QueueURL: dest.URL, Body: m.Body, MessageAttributes: attrs}
 	if strings.HasSuffix(dest.Name, ".fifo") {

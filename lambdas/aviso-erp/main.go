@@ -2,10 +2,10 @@
 // notifies the ERP of every confirmed order once, and lets notices wait
 // while the ERP's circuit is open (lambdas/avisoerp).
 //
-// Environment: IDEMPOTENCY_TABLE_NAME, ERP_URL, ERP_SECRET_ARN,
-// ERP_READ_TIMEOUT, ERP_MAX_ATTEMPTS, BREAKER_REDIS_ADDR, BREAKER_REDIS_TLS,
-// MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO and the common consumer variables of
-// lambdas/consumerapi.
+// Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, ERP_URL,
+// ERP_SECRET_ARN, ERP_READ_TIMEOUT, ERP_MAX_ATTEMPTS, BREAKER_REDIS_ADDR,
+// BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO and the common
+// consumer variables of lambdas/consumerapi.
 package main
 
 import (

@@ -6,7 +6,10 @@
 //
 // The key aviso-erp:<pedido_id> is claimed in mercadofresco-idempotencia
 // before the call and sent as the ERP's Idempotency-Key, as in
-// lambdas/preparacion (see sqsconsumer.Once).
+// lambdas/preparacion (see sqsconsumer.Once). The record lives as long as
+// the consumer's replay window (IDEMPOTENCY_WINDOW, 45 days); a notice of
+// an order confirmed longer ago is refused before the key is claimed and
+// dead-lettered as expired-idempotency-window (lambdas/replaywindow).
 //
 // # The ERP API
 //

@@ -104,7 +104,7 @@ func TestNoticesOncePerOrderWithinAndAcrossBatches(t *testing.T) {
 		"sin-cobro":  "referencia_cobro is empty",
 		"v3":         "unknown major version 3",
 		"rechazado":  "cobro_desconocido",
-		"sin-pedido": `missing required key "pedido_id"`,
+		"sin-pedido": `missing required keys "pedido_id"`,
 	})
 }
 
@@ -196,4 +196,30 @@ func TestLongERPOutageDeadLettersNothing(t *testing.T) {
 		}
 	}
 	w.q.RequireDeadLetters(t, nil)
+}
+
+// A notice redriven 46 days after its order was confirmed (its record
+// expired at 45) is refused before the key is claimed: the ERP is not
+// notified twice, and the message is dead-lettered as
+// expired-idempotency-window. A duplicate 44 days later is answered from
+// the record.
+func TestNoticeOlderThanItsWindowIsNotSentTwice(t *testing.T) {
+	w := newWorld(t, false)
+	ctx := consumertest.Ctx(t, 30*time.Second)
+	body := pedido("P-VIEJO", "ch_9")
+	w.q.Send(t, body, "")
+	w.q.Drain(ctx, t, w.proc, 10, 3)
+	w.q.Clock.Advance(44 * 24 * time.Hour)
+	w.q.Send(t, body, "")
+	w.q.Drain(ctx, t, w.proc, 10, 3)
+	w.q.Clock.Advance(2 * 24 * time.Hour)
+	late := w.q.Send(t, body, "")
+	w.q.Drain(ctx, t, w.proc, 10, 3)
+	if n := consumertest.Requests(w.erp)["aviso-erp:P-VIEJO"]; n != 1 {
+		t.Fatalf("the ERP got %d requests for the order, want 1", n)
+	}
+	w.q.RequireExpired(t, late)
+	if n := len(w.q.DeadLetters(t)); n != 1 {
+		t.Fatalf("DLQ holds %d messages, want only the expired one", n)
+	}
 }

@@ -6,6 +6,8 @@
 // imports it without linking any Lambda dependency.
 package consumerapi
 
+import "time"
+
 // Environment variables every consumer reads (lambdas/sqsconsumer). DLQ
 // routes arrive in DLQ_URLS (lambdas/sqsbatch/dlqroute, written by
 // reliablequeue.AddConsumer) and the breaker's cache in the variables of
@@ -74,4 +76,64 @@ const (
 	// "pedido#<pedido_id>" and "ajuste#<referencia>" for the lines whose
 	// movements it has applied.
 	StockSortKey = "elemento"
+)
+
+// Replay windows (docs/design.md#replay-windows). A consumer whose
+// duplicates are recognised through records that expire refuses, before it
+// claims any key, a message older than its window (measured from the
+// event's own creation time in the body), and keeps its idempotency
+// records at least that long; the CDK checks at synth that the window
+// covers the queue's longest legitimate pass.
+const (
+	// EnvIdempotencyWindow is the consumer's window (a Go duration, e.g.
+	// "1080h"): how old a message may be and still be processed, and how
+	// long its idempotency records live.
+	EnvIdempotencyWindow = "IDEMPOTENCY_WINDOW"
+	// KeyConfirmadoEn is the creation time (RFC 3339) of the fan-out's
+	// PedidoConfirmado: the workflow's confirm state's entered time. Its
+	// age, not SentTimestamp, is what the window bounds: a receive → send →
+	// delete redrive (mf-dlq's loop, a deferral copy) makes a new message
+	// with a new SentTimestamp, and an SQS move task a new enqueue time.
+	KeyConfirmadoEn = "confirmado_en"
+	// ReasonExpiredWindow is in the reason (mf-failure-reason, class
+	// permanent) of a message a consumer refused for being older than its
+	// window: cmd/mf-dlq classifies such messages as expired.
+	ReasonExpiredWindow = "expired-idempotency-window"
+	// AttrReadmision is the message attribute (String, RFC 3339 time) with
+	// which `mf-dlq redrive --readmit-expired` re-admits an expired message
+	// after the operator checked that its side effect did not happen: the
+	// consumer processes it although it is older than its window, while the
+	// mark is younger than ReadmissionValidity. It is not an mf-* name:
+	// consumers ignore every incoming mf-* attribute (those belong to the
+	// consumer that dead-letters), while this one is set by a producer, the
+	// on-call's redrive, which the queues' known-producers guard admits
+	// (docs/design.md#producers).
+	AttrReadmision = "readmitido-en"
+	// ReadmissionValidity bounds how long a re-admission mark admits its
+	// message: the time a redriven message can wait in its source queue
+	// (4 days). It must stay below every window, so that any copy of a
+	// re-admitted message that is processed again finds the record of the
+	// first.
+	ReadmissionValidity = 4 * 24 * time.Hour
+)
+
+// Windows of the fan-out's consumers: 45 days each. Each covers its
+// queue's longest legitimate pass (SNS's 23 days of delivery retries, the
+// DLQ's 14 days, one redrive's 4 days, the deferral copies while a circuit
+// is open); constructs/queueconsumer fails synth when it does not. The
+// reasoning and the cost: docs/design.md#replay-windows.
+const (
+	WindowPreparacion = 45 * 24 * time.Hour
+	WindowCorreo      = 45 * 24 * time.Hour
+	WindowAvisoERP    = 45 * 24 * time.Hour
+)
+
+// Deferral numbers of lambdas/degrade (which takes its defaults from
+// here): a message whose dependency's circuit is open waits DeferralDelay
+// per receive, and on its last receive is copied with that delay, at most
+// MaxDeferrals times. The copies reset the message's enqueue time, so they
+// lengthen a queue's longest pass (constructs/queueconsumer counts them).
+const (
+	DeferralDelay = 300 * time.Second
+	MaxDeferrals  = 72
 )

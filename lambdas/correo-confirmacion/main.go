@@ -2,11 +2,11 @@
 // cola-mercadofresco-correo-confirmacion: it sends each confirmed order's
 // e-mail once, through SES or the secondary provider (lambdas/correo).
 //
-// Environment: IDEMPOTENCY_TABLE_NAME, CORREO_REMITENTE,
+// Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, CORREO_REMITENTE,
 // SES_CONFIGURATION_SET, CORREO_SECUNDARIO_URL, CORREO_SECUNDARIO_SECRET_ARN,
 // CORREO_SECUNDARIO_READ_TIMEOUT, CORREO_SECUNDARIO_MAX_ATTEMPTS,
-// BREAKER_REDIS_ADDR, BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS,
-// ENTORNO and the common consumer variables of lambdas/consumerapi.
+// BREAKER_REDIS_ADDR, BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
+// and the common consumer variables of lambdas/consumerapi.
 package main
 
 import (

@@ -17,6 +17,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
@@ -41,10 +42,20 @@ type Deps struct {
 	Logger  *slog.Logger
 }
 
-// NewProcessor returns the batch processor of the consumer.
+// NewProcessor returns the batch processor of the consumer. An e-mail
+// whose order was confirmed longer ago than s.IdempotencyWindow is refused
+// before anything is claimed or sent (lambdas/replaywindow); the
+// idempotency records and the send records must live at least as long.
 func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	if d.Store == nil || d.Mailer == nil || d.Plan == nil {
 		return nil, errors.New("correo: Store, Mailer and Plan are required")
+	}
+	window, err := s.Window(d.Store)
+	if err != nil {
+		return nil, err
+	}
+	if d.Mailer.Envios != nil && d.Mailer.Envios.ttl() < window.Max {
+		return nil, fmt.Errorf("correo: the send records live %s, less than the %s replay window: a redriven e-mail whose idempotency record was released could go to another provider", d.Mailer.Envios.ttl(), window.Max)
 	}
 	if d.Metrics == nil {
 		d.Metrics = metrics.Discard
@@ -53,17 +64,20 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 		d.Logger = slog.Default()
 	}
 	return s.Batch(sqsbatch.Config{
-		Handler:        sqsbatch.JSON(handler(d)),
+		Handler:        sqsbatch.JSON(handler(d, window)),
 		DLQ:            d.DLQ,
 		Visibility:     d.Visibility,
-		RequiredKeys:   []string{"pedido_id", "cliente.email"},
+		RequiredKeys:   []string{"pedido_id", "cliente.email", consumerapi.KeyConfirmadoEn},
 		IdempotencyKey: sqsconsumer.KeyByPedido(idempotency.KeyCorreoConfirmacion),
 		Logger:         d.Logger,
 	})
 }
 
-func handler(d Deps) func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
+func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
 	return func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
+		if err := window.Check(rec); err != nil {
+			return err
+		}
 		key, msg := rec.IdempotencyKey(), Render(p)
 		res, err := idempotency.Do(ctx, d.Store, key, func(ctx context.Context) (Envio, error) {
 			res, err := d.Mailer.Send(ctx, key, msg)
@@ -97,7 +111,8 @@ func handler(d Deps) func(ctx context.Context, rec *sqsbatch.Record, p *PedidoCo
 
 // FromRuntime builds the consumer with real clients (the
 // correo-confirmacion main): the idempotency table (IDEMPOTENCY_TABLE_NAME,
-// also holding the send records), SES v2 (CORREO_REMITENTE,
+// also holding the send records; both kinds of record live as long as
+// IDEMPOTENCY_WINDOW), SES v2 (CORREO_REMITENTE,
 // SES_CONFIGURATION_SET; no SDK retries of SendEmail) behind the "ses"
 // breaker, the secondary provider (CORREO_SECUNDARIO_* variables), the
 // SQS client and the degrade plan (MAX_RECEIVE_COUNT).
@@ -105,6 +120,7 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	from := rt.Env.Required(consumerapi.EnvCorreoRemitente)
 	configSet := rt.Env.Required(consumerapi.EnvSESConfigurationSet)
 	table := rt.ReadIdempotencyTable()
+	rt.ReadWindow()
 	sec := rt.ReadDependency(consumerapi.PrefixCorreoSecundario)
 	rt.ReadBreaker()
 	rt.ReadPlan()
@@ -131,7 +147,7 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	mailer := &Mailer{
 		Primary:   &SES{Client: sesv2.NewFromConfig(rt.AWS, NewSESClientOptions), From: from, ConfigurationSet: configSet, Breaker: sesBreaker},
 		Secondary: &HTTPProvider{Client: secondary, From: from},
-		Envios:    &Envios{DB: dynamodb.NewFromConfig(rt.AWS), Table: table},
+		Envios:    &Envios{DB: dynamodb.NewFromConfig(rt.AWS), Table: table, TTL: rt.Settings.IdempotencyWindow},
 		Metrics: func(provider string) metrics.Emitter {
 			return metrics.NewWriter(os.Stdout, metrics.Namespace, map[string]string{metrics.DimensionEnvironment: env, consumerapi.DimensionProveedor: provider})
 		},

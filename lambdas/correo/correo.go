@@ -24,18 +24,23 @@
 //
 // # Never two e-mails per order
 //
-// Three records, all keyed by correo-confirmacion:<pedido_id>:
+// An e-mail whose order was confirmed longer ago than the consumer's replay
+// window (IDEMPOTENCY_WINDOW) is refused before anything is claimed or
+// sent, and dead-lettered as expired-idempotency-window
+// (lambdas/replaywindow). Inside the window, three records, all keyed by
+// correo-confirmacion:<pedido_id>:
 //
 //  1. The idempotency record (lambdas/idempotency): one invocation at a
 //     time per order, and every repeat after a send gets the stored
 //     result without sending.
-//  2. The send record (Envios, "<key>:envio", kept 19 days): written
-//     before a provider is asked, naming it, and marked ENVIADO with the
-//     provider's id once it accepted. It outlives a released or expired
-//     idempotency record, so the next delivery knows which provider may
-//     already hold the e-mail: once a provider may have it, no other
-//     provider is ever asked. If the provider did not take it (answers
-//     above), the record is removed and the other provider may be tried.
+//  2. The send record (Envios, "<key>:envio", kept as long as the
+//     consumer's replay window, 45 days): written before a provider is
+//     asked, naming it, and marked ENVIADO with the provider's id once it
+//     accepted. It outlives a released idempotency record, so the next
+//     delivery knows which provider may already hold the e-mail: once a
+//     provider may have it, no other provider is ever asked. If the
+//     provider did not take it (answers above), the record is removed and
+//     the other provider may be tried.
 //  3. The secondary's own Idempotency-Key: a repeat to it with the same key
 //     (after a timeout, or after this Lambda died between its answer and
 //     our records) returns the first e-mail's answer without sending.

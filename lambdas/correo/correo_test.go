@@ -84,9 +84,9 @@ func newWorld(t *testing.T, o opts) *world {
 		w.sesBreaker = consumertest.Breaker(t, rdb, consumerapi.NameSES, 3, clk)
 		w.secBreaker = consumertest.Breaker(t, rdb, consumerapi.NameCorreoSecundario, 2, clk)
 	}
-	store, table := consumertest.IdempotencyStore(t, ddb)
+	store, table := w.q.IdempotencyStore(t, ddb)
 	w.store = store
-	w.envios = &correo.Envios{DB: ddb.Client, Table: table}
+	w.envios = &correo.Envios{DB: ddb.Client, Table: table, Now: w.q.Clock.Now}
 	sesClient := sesv2.New(sesv2.Options{
 		Region: "eu-west-1", BaseEndpoint: aws.String(w.ses.URL()), HTTPClient: w.ses.Client(),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
@@ -108,7 +108,7 @@ func newWorld(t *testing.T, o opts) *world {
 }
 
 func pedido(id, email string) string {
-	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C-1","email":%q,"nombre":"Ana \"la\" García"},"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":2410}],"total_centimos":4820,"moneda":"EUR","referencia_cobro":"ch_1"}`, id, email)
+	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C-1","email":%q,"nombre":"Ana \"la\" García"},"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":2410}],"total_centimos":4820,"moneda":"EUR","referencia_cobro":"ch_1","confirmado_en":%q}`, id, email, consumertest.ConfirmadoEn)
 }
 
 func (w *world) process(t *testing.T, recs ...events.SQSMessage) events.SQSEventResponse {
@@ -137,7 +137,7 @@ func TestOneEmailPerOrderWithinAndAcrossBatches(t *testing.T) {
 		t.Fatalf("SES sent %d e-mails and the secondary got %d requests; want 2 and 0", n, len(w.sec.Requests()))
 	}
 	w.q.RequireDeadLetters(t, map[string]string{
-		"sin-correo":  `missing required key "cliente.email"`,
+		"sin-correo":  `"cliente.email"`,
 		"correo-roto": "is not an e-mail address",
 		"v2":          "unknown major version 2",
 	})
@@ -287,5 +287,42 @@ func TestRender(t *testing.T) {
 	}
 	if strings.Contains(m.HTML, `"la"`) {
 		t.Errorf("HTML not escaped: %s", m.HTML)
+	}
+}
+
+// An e-mail redriven 46 days after its order was confirmed (both its
+// records expired at 45 days) is refused before anything is claimed or
+// sent: no second e-mail, the message dead-lettered as
+// expired-idempotency-window. A duplicate 44 days later finds the records.
+func TestEmailOlderThanItsWindowIsNotSentTwice(t *testing.T) {
+	w := newWorld(t, opts{})
+	body := pedido("P-VIEJO", "ana@example.com")
+	w.process(t, w.q.Record("a", body))
+	w.q.Clock.Advance(44 * 24 * time.Hour)
+	w.process(t, w.q.Record("b", body))
+	w.q.Clock.Advance(2 * 24 * time.Hour)
+	w.process(t, w.q.Record("c", body))
+	if n := sent(w.ses.Server); n != 1 || len(w.sec.Requests()) != 0 {
+		t.Fatalf("SES sent %d e-mails, the secondary got %d requests; want one e-mail", n, len(w.sec.Requests()))
+	}
+	if n := len(w.ses.Requests()); n != 1 {
+		t.Fatalf("SES was asked %d times, want once", n)
+	}
+	w.q.RequireExpired(t, "c")
+	if n := len(w.q.DeadLetters(t)); n != 1 {
+		t.Fatalf("DLQ holds %d messages, want only the expired one", n)
+	}
+}
+
+// The send records must live as long as the window: a consumer whose send
+// records would expire first refuses to start.
+func TestSendRecordsShorterThanTheWindowAreRefused(t *testing.T) {
+	w := newWorld(t, opts{})
+	short := &correo.Envios{DB: ddb.Client, Table: "x", TTL: 19 * 24 * time.Hour}
+	plan, err := degrade.New(degrade.Config{MaxReceiveCount: 5})
+	consumertest.Must(t, err)
+	_, err = correo.NewProcessor(w.q.Settings(), correo.Deps{Store: w.store, Mailer: &correo.Mailer{Envios: short}, Plan: plan})
+	if err == nil || !strings.Contains(err.Error(), "send records live") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -11,14 +11,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 )
 
-// DefaultEnvioTTL is how long the record of a send is kept: longer than a
-// message can live in the queue (4 days) and then in its DLQ (14 days),
-// so a redrive never sends an e-mail twice, even after the 24-hour
-// idempotency record has expired (docs/design.md#correo).
-const DefaultEnvioTTL = 19 * 24 * time.Hour
+// DefaultEnvioTTL is how long the record of a send is kept: the consumer's
+// replay window (consumerapi.WindowCorreo, 45 days), so a redrive the
+// consumer admits always finds it, even after a released idempotency
+// record (docs/design.md#correo). NewProcessor refuses a shorter TTL than
+// its window.
+const DefaultEnvioTTL = consumerapi.WindowCorreo
 
 // States of a send record.
 const (
@@ -50,6 +52,13 @@ type Envios struct {
 	// TTL of a record (default DefaultEnvioTTL).
 	TTL time.Duration
 	Now func() time.Time
+}
+
+func (e *Envios) ttl() time.Duration {
+	if e.TTL == 0 {
+		return DefaultEnvioTTL
+	}
+	return e.TTL
 }
 
 func (e *Envios) key(k string) map[string]types.AttributeValue {
@@ -88,10 +97,7 @@ func (e *Envios) Get(ctx context.Context, key string) (*Envio, error) {
 
 // Begin records that provider is about to be asked.
 func (e *Envios) Begin(ctx context.Context, key, provider string) error {
-	ttl := e.TTL
-	if ttl == 0 {
-		ttl = DefaultEnvioTTL
-	}
+	ttl := e.ttl()
 	item := e.key(key)
 	item["estado"] = &types.AttributeValueMemberS{Value: EstadoIntentando}
 	item["proveedor"] = &types.AttributeValueMemberS{Value: provider}

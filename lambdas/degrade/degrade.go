@@ -91,6 +91,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -103,10 +104,11 @@ const EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
 // by Later.
 const AttrDeferrals = "mf-aplazamientos"
 
-// Defaults.
+// Defaults (lambdas/consumerapi's numbers, which the CDK counts in a
+// queue's longest pass, docs/design.md#replay-windows).
 const (
-	DefaultDelay        = 300 * time.Second
-	DefaultMaxDeferrals = 72
+	DefaultDelay        = consumerapi.DeferralDelay
+	DefaultMaxDeferrals = consumerapi.MaxDeferrals
 	// maxDelay is SQS's largest DelaySeconds.
 	maxDelay = 15 * time.Minute
 )

@@ -16,9 +16,12 @@ import (
 const (
 	// DefaultKeyAttribute is the partition key attribute name of the table.
 	DefaultKeyAttribute = "clave"
-	// DefaultExpiry is the record lifetime (TTL on expira_en): long enough
-	// to cover a message that sits in a DLQ and is redriven the same day,
-	// short enough that the table does not grow without bound.
+	// DefaultExpiry is the record lifetime (TTL on expira_en) of a caller
+	// without a replay window of its own: the lesson's 24 h. The payment
+	// tasks use it (their repeats come from the workflow's retries, inside
+	// the execution's 1-hour timeout); the queue consumers keep their
+	// records as long as their window (Config.Expiry,
+	// docs/design.md#replay-windows).
 	DefaultExpiry = 24 * time.Hour
 	// DefaultLockWindow applies when neither Config.LockWindow nor a
 	// context deadline bounds the handler: the longest a Lambda can run.
@@ -135,6 +138,11 @@ func NewStore(db DynamoDBAPI, cfg Config) (*Store, error) {
 	}
 	return s, nil
 }
+
+// Expiry is how long the store's records live (Config.Expiry after
+// defaults): a consumer that refuses messages older than its window checks
+// that its records live at least as long.
+func (s *Store) Expiry() time.Duration { return s.cfg.Expiry }
 
 // lockExpiry picks caduca_bloqueo for a claim made at now.
 func (s *Store) lockExpiry(ctx context.Context, now time.Time) time.Time {

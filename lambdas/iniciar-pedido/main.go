@@ -10,6 +10,7 @@
 //	STATE_MACHINE_ARN   the workflow (required)
 //	DLQ_URLS            JSON {source queue name: DLQ URL} (lambdas/sqsbatch/dlqroute)
 //	CONSUMER_VERSION    build identifier written to dead-lettered messages (default: the binary's hash)
+//	IDEMPOTENCY_WINDOW  events older than this (from detail.creado_en) are refused (default and maximum 89 days)
 //	AWS_MAX_ATTEMPTS    SDK attempts per StartExecution (set by the CDK)
 //	LOG_LEVEL           DEBUG, INFO, WARN or ERROR (default INFO)
 package main

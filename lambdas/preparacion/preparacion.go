@@ -12,6 +12,13 @@
 // (the Lambda died) calls again with the same key and the warehouse answers
 // with the first preparation instead of making a second.
 //
+// The record lives as long as the consumer's replay window
+// (IDEMPOTENCY_WINDOW, 45 days), and an order confirmed longer ago than
+// that (its confirmado_en) is refused before the key is claimed:
+// dead-lettered as expired-idempotency-window, never prepared a second time
+// after its record is gone (lambdas/replaywindow,
+// docs/design.md#replay-windows).
+//
 // # The warehouse API
 //
 //	POST /v1/preparaciones  {"pedido_id", "lineas": [{"sku", "cantidad"}]}

@@ -58,7 +58,7 @@ func newRig(t *testing.T, br *breaker.Breaker, refused ...string) *rig {
 }
 
 func order(id string) string {
-	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C1","email":"ana@example.com"},"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":250}],"total_centimos":500,"moneda":"EUR","referencia_cobro":"ch_1","campo_nuevo":true}`, id)
+	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C1","email":"ana@example.com"},"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":250}],"total_centimos":500,"moneda":"EUR","referencia_cobro":"ch_1","confirmado_en":%q,"campo_nuevo":true}`, id, consumertest.ConfirmadoEn)
 }
 
 // One batch with everything a real queue delivers: duplicates (same message
@@ -74,7 +74,7 @@ func TestBatchOutcomesPerRecord(t *testing.T) {
 		r.q.Record("m1", order("P1")), // the same message twice in one batch
 		r.q.Record("m2", order("P1")), // the same order, another delivery
 		r.q.Record("v2", `{"version":2,"pedido_id":"P2","lineas":[{"sku":"A","cantidad":1}]}`),
-		r.q.Record("sin-lineas", `{"version":1,"pedido_id":"P3","lineas":[]}`),
+		r.q.Record("sin-lineas", `{"version":1,"pedido_id":"P3","lineas":[],"confirmado_en":"`+consumertest.ConfirmadoEn+`"}`),
 		r.q.Record("roto", `{"version":1,"pedido_id":`),
 		r.q.Record("cancelado", order("P-CANCELADO")),
 		r.q.Record("lento", order("P-LENTO")),
@@ -199,4 +199,42 @@ func TestWarehouseOutageOrdersWaitNotDeadLettered(t *testing.T) {
 		}
 	}
 	r.q.RequireDeadLetters(t, nil)
+}
+
+// The order's record lives as long as the consumer's replay window: a
+// duplicate 44 days later is answered from it; one 46 days later (a second
+// redrive, a re-publication) would find it expired and prepare the order a
+// second time, so it is refused before the key is claimed and
+// dead-lettered as expired-idempotency-window. An operator who checked
+// that the warehouse has no preparation re-admits it, and then it runs.
+func TestOrderOlderThanItsWindowIsNotPreparedTwice(t *testing.T) {
+	r := newRig(t, nil)
+	ctx := consumertest.Ctx(t, 30*time.Second)
+	r.q.Send(t, order("P-VIEJO"), "")
+	r.q.Drain(ctx, t, r.proc, 10, 3)
+	requests := func() int { return consumertest.Requests(r.wh)["preparacion:P-VIEJO"] }
+	if requests() != 1 {
+		t.Fatalf("%d requests for the first delivery", requests())
+	}
+
+	r.q.Clock.Advance(44 * 24 * time.Hour)
+	r.q.Send(t, order("P-VIEJO"), "")
+	r.q.Drain(ctx, t, r.proc, 10, 3)
+	if requests() != 1 || len(r.q.DeadLetters(t)) != 0 {
+		t.Fatalf("a duplicate inside the window: %d requests, DLQ %v; want it answered from its record", requests(), r.q.DeadLetters(t))
+	}
+
+	r.q.Clock.Advance(2 * 24 * time.Hour) // 46 days after confirmado_en; the record expired at 45
+	late := r.q.Send(t, order("P-VIEJO"), "")
+	r.q.Drain(ctx, t, r.proc, 10, 3)
+	if requests() != 1 {
+		t.Fatalf("the warehouse was asked again (%d requests) for an order older than the window", requests())
+	}
+	r.q.RequireExpired(t, late)
+
+	r.q.SendReadmitted(t, order("P-VIEJO"))
+	r.q.Drain(ctx, t, r.proc, 10, 3)
+	if requests() != 2 {
+		t.Fatalf("a re-admitted order was not sent to the warehouse (%d requests)", requests())
+	}
 }

@@ -1,10 +1,10 @@
 // Command preparar-pedido is the consumer of cola-mercadofresco-pedidos: it
 // sends every confirmed order to the warehouse once (lambdas/preparacion).
 //
-// Environment: IDEMPOTENCY_TABLE_NAME, ALMACEN_URL, ALMACEN_SECRET_ARN,
-// ALMACEN_READ_TIMEOUT, ALMACEN_MAX_ATTEMPTS, BREAKER_REDIS_ADDR,
-// BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO and the common
-// consumer variables of lambdas/consumerapi.
+// Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, ALMACEN_URL,
+// ALMACEN_SECRET_ARN, ALMACEN_READ_TIMEOUT, ALMACEN_MAX_ATTEMPTS,
+// BREAKER_REDIS_ADDR, BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
+// and the common consumer variables of lambdas/consumerapi.
 package main
 
 import (

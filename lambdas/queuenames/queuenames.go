@@ -11,6 +11,9 @@ package queuenames
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 )
 
 // SPEC names of the queues (prod's physical names; other environments add
@@ -54,10 +57,18 @@ func PhysicalName(base, suffix string) string {
 type Consumer struct {
 	// Function is the SPEC name of the function (environments add their suffix).
 	Function string
-	// IdempotencyKey is the shape of the key its effect is recorded under in
-	// mercadofresco-idempotencia ("preparacion:<pedido_id>"). A redriven
-	// duplicate is recognised only while that record lives (24 h).
+	// IdempotencyKey is the shape of the key its effect is recorded under
+	// ("preparacion:<pedido_id>" in mercadofresco-idempotencia).
 	IdempotencyKey string
+	// Window is its replay window: it refuses (dead-letters as
+	// expired-idempotency-window) a message whose event is older than this,
+	// measured from the body's CreatedAtKey, and its records live as long,
+	// so a redriven duplicate inside the window is recognised. 0: no
+	// window, its records never expire.
+	Window time.Duration
+	// CreatedAtKey is the dotted path of the event's creation time
+	// (RFC 3339) in the body.
+	CreatedAtKey string
 	// SupportedVersions are the major event versions it accepts by default
 	// (its SUPPORTED_VERSIONS variable can widen them).
 	SupportedVersions []int
@@ -86,13 +97,45 @@ var Queues = []Queue{
 		Consumers: []Consumer{{
 			Function:          "mf-preparar-pedido",
 			IdempotencyKey:    "preparacion:<pedido_id>",
+			Window:            consumerapi.WindowPreparacion,
+			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
 			SupportedVersions: []int{1},
 			RequiredKeys:      []string{"pedido_id", "lineas"},
 		}},
 	},
-	{Logical: "Correo", Name: CorreoQueueName, DLQName: CorreoDLQName},
-	{Logical: "AvisoERP", Name: AvisoERPQueueName, DLQName: AvisoERPDLQName},
-	{Logical: "StockMovements", Name: StockMovementsQueueName, DLQName: StockMovementsDLQName, FIFO: true},
+	{
+		Logical: "Correo", Name: CorreoQueueName, DLQName: CorreoDLQName,
+		Consumers: []Consumer{{
+			Function:          "mf-correo-confirmacion",
+			IdempotencyKey:    "correo-confirmacion:<pedido_id>",
+			Window:            consumerapi.WindowCorreo,
+			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
+			SupportedVersions: []int{1},
+			RequiredKeys:      []string{"pedido_id", "cliente.email"},
+		}},
+	},
+	{
+		Logical: "AvisoERP", Name: AvisoERPQueueName, DLQName: AvisoERPDLQName,
+		Consumers: []Consumer{{
+			Function:          "mf-aviso-erp",
+			IdempotencyKey:    "aviso-erp:<pedido_id>",
+			Window:            consumerapi.WindowAvisoERP,
+			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
+			SupportedVersions: []int{1},
+			RequiredKeys:      []string{"pedido_id"},
+		}},
+	},
+	{
+		Logical: "StockMovements", Name: StockMovementsQueueName, DLQName: StockMovementsDLQName, FIFO: true,
+		Consumers: []Consumer{{
+			// The line items of mercadofresco-stock, which never expire: a
+			// movement is applied only if its secuencia is newer.
+			Function:          "mf-movimientos-stock",
+			IdempotencyKey:    "reserva:<pedido_id>:<sku> (liberacion:, ajuste:<referencia>:<sku>)",
+			SupportedVersions: []int{1},
+			RequiredKeys:      []string{"tipo", "sku"},
+		}},
+	},
 }
 
 // Find returns the queue whose logical name, SPEC name or SPEC DLQ name

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
@@ -95,20 +96,30 @@ type OnceDeps struct {
 	Logger *slog.Logger
 }
 
-// OnceProcessor returns the processor of a consumer that makes one call per
-// event E, once per domain key: key derives the key from the event's
-// pedido_id (e.g. idempotency.KeyPreparacion), call says what to send, and
-// done logs the result. The event must carry "pedido_id"; E's Validate, if
-// it has one, makes a bad event poison. Failures are classified by Once.
+// OnceProcessor returns the processor of a consumer of the fan-out's
+// PedidoConfirmado that makes one call per event E, once per domain key:
+// key derives the key from the event's pedido_id (e.g.
+// idempotency.KeyPreparacion), call says what to send, and done logs the
+// result. The event must carry "pedido_id" and "confirmado_en"; E's
+// Validate, if it has one, makes a bad event poison. An event older than
+// s.IdempotencyWindow is refused before its key is claimed (Settings.Window:
+// the store's records must live as long). Failures are classified by Once.
 func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID string) (string, error), call func(e *E) Call[R], done func(rec *sqsbatch.Record, e *E, r R)) (*sqsbatch.Processor, error) {
 	if d.Store == nil || d.Plan == nil {
 		return nil, errors.New("sqsconsumer: OnceDeps.Store and OnceDeps.Plan are required")
+	}
+	window, err := s.Window(d.Store)
+	if err != nil {
+		return nil, err
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
 	return s.Batch(sqsbatch.Config{
 		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, e *E) error {
+			if err := window.Check(rec); err != nil {
+				return err
+			}
 			c := call(e)
 			res, err := Once(ctx, d.Store, d.Plan, rec, c.Payload, c.Do)
 			if err == nil {
@@ -118,7 +129,7 @@ func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID strin
 		}),
 		DLQ:            d.DLQ,
 		Visibility:     d.Visibility,
-		RequiredKeys:   []string{"pedido_id"},
+		RequiredKeys:   []string{"pedido_id", consumerapi.KeyConfirmadoEn},
 		IdempotencyKey: KeyByPedido(key),
 		Logger:         d.Logger,
 	})

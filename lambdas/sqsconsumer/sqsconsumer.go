@@ -38,6 +38,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
@@ -53,6 +54,29 @@ type Settings struct {
 	// MaxReceiveCount is the source queue's maxReceiveCount (0 when the
 	// consumer does not defer messages and the variable is unset).
 	MaxReceiveCount int
+	// IdempotencyWindow is the consumer's replay window
+	// (IDEMPOTENCY_WINDOW; 0 when unset): it refuses events older than
+	// this and keeps its idempotency records as long
+	// (docs/design.md#replay-windows). The consumers of the fan-out require
+	// it (ReadWindow).
+	IdempotencyWindow time.Duration
+	// Now is the clock of the window; default time.Now.
+	Now func() time.Time
+}
+
+// Window is the replay window of a consumer of the fan-out's
+// PedidoConfirmado (age from confirmado_en), checked against the store
+// that records its keys: the window must be set, and the records must live
+// at least as long.
+func (s Settings) Window(store *idempotency.Store) (replaywindow.Window, error) {
+	w := replaywindow.Window{Max: s.IdempotencyWindow, CreatedAt: consumerapi.KeyConfirmadoEn, Now: s.Now}
+	if err := w.Validate(); err != nil {
+		return w, err
+	}
+	if store != nil && store.Expiry() < w.Max {
+		return w, fmt.Errorf("sqsconsumer: the idempotency records live %s, less than the %s replay window: a duplicate inside the window would run again", store.Expiry(), w.Max)
+	}
+	return w, nil
 }
 
 // LoadSettings reads the common variables; problems are recorded in env
@@ -67,6 +91,7 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 		SupportedVersions: env.Ints(consumerapi.EnvSupportedVersions, 1),
 		DeadlineMargin:    env.Duration(consumerapi.EnvDeadlineMargin, sqsbatch.DefaultDeadlineMargin, time.Millisecond, time.Minute),
 		MaxReceiveCount:   env.Int(consumerapi.EnvMaxReceiveCount, 0, 0, 1000),
+		IdempotencyWindow: env.Duration(consumerapi.EnvIdempotencyWindow, 0, consumerapi.ReadmissionValidity, 400*24*time.Hour),
 	}
 	if s.ConsumerVersion == "" {
 		if id, err := buildid.Executable(); err == nil {
@@ -148,6 +173,15 @@ func (r *Runtime) Check() error { return errors.Join(r.Env.Err(), r.breakerErr) 
 // ReadIdempotencyTable reads IDEMPOTENCY_TABLE_NAME (required).
 func (r *Runtime) ReadIdempotencyTable() string { return r.Env.Required(idempotency.EnvTableName) }
 
+// ReadWindow records a problem unless IDEMPOTENCY_WINDOW is set (a
+// consumer whose duplicates are recognised through expiring records needs
+// it).
+func (r *Runtime) ReadWindow() {
+	if r.Settings.IdempotencyWindow == 0 {
+		r.Env.Required(consumerapi.EnvIdempotencyWindow)
+	}
+}
+
 // ReadDependency reads the lambdas/httpdep variables of a dependency.
 func (r *Runtime) ReadDependency(prefix string) httpdep.Settings {
 	return httpdep.LoadSettings(r.Env, prefix)
@@ -169,11 +203,12 @@ func (r *Runtime) ReadPlan() {
 	}
 }
 
-// IdempotencyStore returns the store on table, with a cache of completed
-// records so that a duplicate within one warm instance costs no DynamoDB
-// call.
+// IdempotencyStore returns the store on table, its records living as long
+// as the replay window (the library's 24 h without one), with a cache of
+// completed records so that a duplicate within one warm instance costs no
+// DynamoDB call.
 func (r *Runtime) IdempotencyStore(table string) (*idempotency.Store, error) {
-	return idempotency.NewStore(dynamodb.NewFromConfig(r.AWS), idempotency.Config{TableName: table, CacheSize: 1000})
+	return idempotency.NewStore(dynamodb.NewFromConfig(r.AWS), idempotency.Config{TableName: table, CacheSize: 1000, Expiry: r.Settings.IdempotencyWindow})
 }
 
 // Breaker returns the shared circuit breaker of dependency name on the
@@ -231,6 +266,7 @@ func (r *Runtime) Plan() (*degrade.Plan, error) {
 // read before any client is built.
 func (r *Runtime) HTTPDeps(prefix, name string) (OnceDeps, *httpdep.Client, error) {
 	table := r.ReadIdempotencyTable()
+	r.ReadWindow()
 	dep := r.ReadDependency(prefix)
 	r.ReadBreaker()
 	r.ReadPlan()

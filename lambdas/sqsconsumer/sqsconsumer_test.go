@@ -21,7 +21,7 @@ import (
 func deployed() map[string]string {
 	return map[string]string{
 		"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIDTEST", "AWS_SECRET_ACCESS_KEY": "secret",
-		"ENTORNO": "dev", "MAX_RECEIVE_COUNT": "4", "CONSUMER_VERSION": "sha256:abc",
+		"ENTORNO": "dev", "MAX_RECEIVE_COUNT": "4", "CONSUMER_VERSION": "sha256:abc", "IDEMPOTENCY_WINDOW": "1080h",
 		"DLQ_URLS":               `{"cola":"https://sqs.eu-west-1.amazonaws.com/111111111111/cola-fallidos"}`,
 		"IDEMPOTENCY_TABLE_NAME": "mercadofresco-idempotencia-dev", "STOCK_TABLE_NAME": "mercadofresco-stock-dev",
 		"BREAKER_REDIS_ADDR": "cache.example:6379",
@@ -57,9 +57,9 @@ func TestEveryConsumerBuildsFromItsEnvironment(t *testing.T) {
 // A consumer missing its variables refuses to start, naming them.
 func TestMissingVariablesAreNamed(t *testing.T) {
 	want := map[string][]string{
-		"preparar-pedido":     {"ALMACEN_URL", "ALMACEN_SECRET_ARN", "IDEMPOTENCY_TABLE_NAME"},
-		"aviso-erp":           {"ERP_URL", "ERP_SECRET_ARN"},
-		"correo-confirmacion": {"CORREO_REMITENTE", "SES_CONFIGURATION_SET", "CORREO_SECUNDARIO_URL"},
+		"preparar-pedido":     {"ALMACEN_URL", "ALMACEN_SECRET_ARN", "IDEMPOTENCY_TABLE_NAME", "IDEMPOTENCY_WINDOW"},
+		"aviso-erp":           {"ERP_URL", "ERP_SECRET_ARN", "IDEMPOTENCY_WINDOW"},
+		"correo-confirmacion": {"CORREO_REMITENTE", "SES_CONFIGURATION_SET", "CORREO_SECUNDARIO_URL", "IDEMPOTENCY_WINDOW"},
 		"movimientos-stock":   {"STOCK_TABLE_NAME"},
 	}
 	for name, build := range builds {

@@ -125,3 +125,31 @@ func TestDrainThroughTheFIFOQueue(t *testing.T) {
 	}
 	q.RequireDeadLetters(t, nil)
 }
+
+// The stock consumer has no replay window: its line items (the records of
+// the movements applied, keyed like reserva:<pedido_id>:<sku>) never
+// expire, and a movement is applied only if its secuencia is newer than
+// its line's. So a reserva redriven 60 days later (long after any 45-day
+// idempotency record, and SQS's 5-minute FIFO deduplication, would have
+// forgotten it) takes nothing twice, and an old reserva replayed after its
+// liberacion does not take the stock back.
+func TestOldReservaReplayedMonthsLaterChangesNothing(t *testing.T) {
+	q, s, p := newConsumer(t)
+	ctx := consumertest.Ctx(t, 30*time.Second)
+	send := func(body string) {
+		q.Send(t, body, "SKU-R")
+		q.Drain(ctx, t, p, 10, 5)
+	}
+	send(mov("ajuste", "INV-R", "SKU-R", 10, 1))
+	send(mov("reserva", "P-R", "SKU-R", 3, 1))
+	requireTotals(t, s, "SKU-R", 10, 3)
+	q.Clock.Advance(60 * 24 * time.Hour)
+	send(mov("reserva", "P-R", "SKU-R", 3, 1))
+	requireTotals(t, s, "SKU-R", 10, 3)
+	send(mov("liberacion", "P-R", "SKU-R", 3, 2))
+	requireTotals(t, s, "SKU-R", 10, 0)
+	q.Clock.Advance(60 * 24 * time.Hour)
+	send(mov("reserva", "P-R", "SKU-R", 3, 1))
+	requireTotals(t, s, "SKU-R", 10, 0)
+	q.RequireDeadLetters(t, nil)
+}

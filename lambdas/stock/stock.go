@@ -30,9 +30,11 @@
 // late reserva end where the two in order end: nothing reserved. The line
 // item is the idempotency record itself (keyed like reserva:<pedido_id>:<sku>,
 // the message's idempotency key), so a replay is recognised however late it
-// comes; the 24-hour records of mercadofresco-idempotencia would forget a
-// movement redriven from the DLQ a week later, and would cost two more
-// writes per movement.
+// comes, and this consumer needs no replay window
+// (docs/design.md#replay-windows; TestOldReservaReplayedMonthsLaterChangesNothing):
+// records of mercadofresco-idempotencia expire and would one day forget a
+// redriven or replayed movement, and would cost two more writes per
+// movement.
 //
 // # Crash safety without transactions
 //

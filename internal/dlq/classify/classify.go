@@ -8,14 +8,20 @@
 //     lacks a required key is poison, whatever its timing: the lesson's 340
 //     "version": 2 messages arrived in one burst after a deploy with uniform
 //     receive counts, which looks transient and is not.
-//  2. The consumer's own verdict (lambdas/sqsbatch's mf-failure-class and
+//  2. Age. A message whose event is older than the consumer's replay window
+//     (its creation time in the body, Options.Window), or that the consumer
+//     refused for that reason (expired-idempotency-window), is expired: the
+//     consumer would refuse it again, whatever caused its failure; only an
+//     operator who checked that its side effect did not happen may re-admit
+//     it (docs/runbooks/dlq.md#expired-messages).
+//  3. The consumer's own verdict (lambdas/sqsbatch's mf-failure-class and
 //     mf-failure-reason message attributes) is a clue: "permanent" means the
 //     consumer refused the data (data), "poison" that it refused the content
 //     (poison). The attributes are believed only on messages that a consumer
 //     sent to the DLQ; on a message SQS moved there by its redrive policy
 //     (DeadLetterQueueSourceArn set) they can only have come from the
 //     producer, and are reported and ignored.
-//  3. Messages with no verdict exhausted their receives (timeouts, crashes, a
+//  4. Messages with no verdict exhausted their receives (timeouts, crashes, a
 //     dependency down). Among them, one SKU or one customer behind most
 //     messages means data; otherwise they are transient. Time distribution
 //     (a burst or a drip over the SentTimestamp window) and uniform receive
@@ -35,7 +41,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -49,6 +57,9 @@ const (
 	Data      Verdict = "data"
 	Mixed     Verdict = "mixed"
 	Empty     Verdict = "empty"
+	// Expired: older than the consumer's replay window; a redrive would be
+	// refused (and mf-dlq redrive leaves them unless re-admitted).
+	Expired Verdict = "expired"
 )
 
 // Options are the consumer's expectations.
@@ -67,6 +78,14 @@ type Options struct {
 	// ConcentrationShare is the share of the no-verdict messages one entity
 	// (SKU, customer) must reach to call them data. Default 0.5.
 	ConcentrationShare float64
+	// Window is the consumer's replay window and CreatedAtKey the dotted
+	// path of the event's creation time in the body (lambdas/queuenames);
+	// a message older than Window is expired. Zero: no window (only the
+	// consumer's own expired verdict counts).
+	Window       time.Duration
+	CreatedAtKey string
+	// Now is the time ages are measured at; default the wall clock.
+	Now time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -82,7 +101,35 @@ func (o Options) withDefaults() Options {
 	if o.ConcentrationShare == 0 {
 		o.ConcentrationShare = 0.5
 	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
 	return o
+}
+
+// Expiry says whether m is older than the consumer's replay window, and
+// why: the consumer dead-lettered it as expired-idempotency-window (a
+// verdict believed only on a message the consumer itself sent to the DLQ),
+// or its event's creation time is older than opts.Window.
+func Expiry(m queue.Message, opts Options) (why string, expired bool) {
+	opts = opts.withDefaults()
+	if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+		if dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes); ok && strings.Contains(dl.Reason, consumerapi.ReasonExpiredWindow) {
+			return "the consumer refused it as older than its replay window: " + short(dl.Reason), true
+		}
+	}
+	if opts.Window <= 0 || opts.CreatedAtKey == "" {
+		return "", false
+	}
+	created, err := replaywindow.CreatedAt([]byte(m.Body), opts.CreatedAtKey)
+	if err != nil {
+		return "", false
+	}
+	if age := opts.Now.Sub(created); age > opts.Window {
+		return fmt.Sprintf("%s %s is %s old, beyond the consumer's replay window of %s", opts.CreatedAtKey,
+			created.UTC().Format("2006-01-02 15:04"), replaywindow.Days(age.Round(time.Hour)), replaywindow.Days(opts.Window)), true
+	}
+	return "", false
 }
 
 // minConcentrated is the fewest messages one entity must be behind before
@@ -192,9 +239,12 @@ func Classify(msgs []queue.Message, opts Options) Report {
 		default:
 			cm.Origin = OriginUnknown
 		}
+		expiredWhy, expired := Expiry(m, opts)
 		switch {
 		case c.problem != "":
 			cm.Class, cm.Why = Poison, c.problem
+		case expired:
+			cm.Class, cm.Why = Expired, expiredWhy
 		case hasVerdict && dl.Class == sqsbatch.ClassPermanent.String():
 			cm.Class, cm.Why = Data, "consumer refused it as permanent: "+short(dl.Reason)
 		case hasVerdict && dl.Class == sqsbatch.ClassPoison.String():
@@ -221,7 +271,7 @@ func Classify(msgs []queue.Message, opts Options) Report {
 	for _, m := range all {
 		byClass[m.Class] = append(byClass[m.Class], m)
 	}
-	for _, v := range []Verdict{Poison, Data, Transient} {
+	for _, v := range []Verdict{Poison, Expired, Data, Transient} {
 		if ms := byClass[v]; len(ms) > 0 {
 			r.Groups = append(r.Groups, group(v, ms, len(all), opts))
 		}
@@ -296,6 +346,9 @@ func group(v Verdict, ms []Message, total int, opts Options) Group {
 	switch v {
 	case Poison:
 		g.Next = poisonNext(ms)
+	case Expired:
+		g.Next = "older than the consumer's replay window: its records may be gone, so a duplicate would run again, and the consumer refuses them (mf-dlq redrive leaves them in the DLQ). " +
+			"For each, check that its side effect did not happen (docs/runbooks/dlq.md#expired-messages); re-admit only those with redrive --readmit-expired, record the rest (they expire with the DLQ's retention)"
 	case Data:
 		g.Next = "fix the data (or the consumer's handling of it) first, then redrive these messages"
 	case Transient:

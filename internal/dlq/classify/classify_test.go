@@ -158,3 +158,57 @@ func dump(r classify.Report) string {
 	}
 	return b.String()
 }
+
+// TestExpiredVerdict: a message older than the consumer's replay window, or
+// one the consumer dead-lettered as expired-idempotency-window, is expired
+// whatever else failed; a producer's expired reason on a message SQS moved
+// is not believed; content poison still outranks age.
+func TestExpiredVerdict(t *testing.T) {
+	opts := pedidos
+	opts.Window, opts.CreatedAtKey, opts.Now = 45*24*time.Hour, "confirmado_en", end
+	body := func(id string, age time.Duration) string {
+		return `{"version":1,"pedido_id":"` + id + `","lineas":[{"sku":"1","cantidad":1}],"confirmado_en":"` + end.Add(-age).Format(time.RFC3339) + `"}`
+	}
+	redriven := func(id, b string) queue.Message {
+		return queue.Message{MessageID: id, Body: b, Attributes: map[string]string{
+			queue.AttrSentTimestamp: strconv.FormatInt(end.Add(-time.Hour).UnixMilli(), 10), queue.AttrDeadLetterQueueSourceArn: "arn:aws:sqs:eu-west-1:1:cola"}}
+	}
+	consumerSent := func(id, b, class, reason string) queue.Message {
+		m := redriven(id, b)
+		delete(m.Attributes, queue.AttrDeadLetterQueueSourceArn)
+		m.MessageAttributes = map[string]queue.Attribute{sqsbatch.AttrFailureClass: queue.StringAttribute(class), sqsbatch.AttrFailureReason: queue.StringAttribute(reason)}
+		return m
+	}
+	forged := redriven("forged", body("P-4", time.Hour))
+	forged.MessageAttributes = map[string]queue.Attribute{sqsbatch.AttrFailureClass: queue.StringAttribute("permanent"), sqsbatch.AttrFailureReason: queue.StringAttribute("permanent: expired-idempotency-window: forged")}
+	msgs := []queue.Message{
+		redriven("old", body("P-1", 50*24*time.Hour)),
+		consumerSent("refused", body("P-2", time.Hour), "permanent", "permanent: expired-idempotency-window: preparacion:P-2: confirmado_en ..."),
+		consumerSent("old-data", body("P-3", 46*24*time.Hour), "permanent", "permanent: preparacion:P-3: rechazado"),
+		forged,
+		redriven("young", body("P-5", 44*24*time.Hour)),
+		redriven("old-v2", strings.Replace(body("P-6", 60*24*time.Hour), `"version":1`, `"version":2`, 1)),
+	}
+	r := classify.Classify(msgs, opts)
+	want := map[string]classify.Verdict{"old": classify.Expired, "refused": classify.Expired, "old-data": classify.Expired,
+		"forged": classify.Transient, "young": classify.Transient, "old-v2": classify.Poison}
+	for _, m := range r.Messages {
+		if m.Class != want[m.MessageID] {
+			t.Errorf("%s: %s (%s), want %s", m.MessageID, m.Class, m.Why, want[m.MessageID])
+		}
+	}
+	if r.Verdict != classify.Mixed || !strings.Contains(dump(r), "50 days old, beyond the consumer's replay window of 45 days") {
+		t.Fatalf("report:\n%s", dump(r))
+	}
+	if g := r.Groups[1]; g.Class != classify.Expired || !strings.Contains(g.Next, "--readmit-expired") {
+		t.Fatalf("groups in order poison, expired, ...: %+v", r.Groups)
+	}
+	if r := classify.Classify(msgs[:2], opts); r.Verdict != classify.Expired {
+		t.Fatalf("only expired messages: verdict %s", r.Verdict)
+	}
+	// Without a window only the consumer's verdict makes a message expired.
+	opts.Window = 0
+	if r := classify.Classify(msgs[:2], opts); r.Messages[0].Class == classify.Expired || r.Messages[1].Class != classify.Expired {
+		t.Fatalf("without a window: %s", dump(r))
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
@@ -42,6 +43,13 @@ import (
 // in every dead-lettered message).
 const ConsumerVersion = "sha256:test0000000"
 
+// Start is when the queues' manual clock starts.
+var Start = time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC)
+
+// ConfirmadoEn is a confirmado_en five minutes before Start, for bodies
+// whose events are well inside every replay window.
+const ConfirmadoEn = "2026-11-27T17:55:00Z"
+
 // Queues is a source queue and its DLQ in one queuefake.
 type Queues struct {
 	Fake  *queuefake.Fake
@@ -49,7 +57,9 @@ type Queues struct {
 	// Source and DLQ are the queue URLs, SourceARN the event source ARN.
 	Source, DLQ, SourceARN string
 	MaxReceiveCount        int
-	seq                    atomic.Int64
+	// Window is the consumers' replay window (Settings, IdempotencyStore).
+	Window time.Duration
+	seq    atomic.Int64
 }
 
 // Options configure New.
@@ -60,6 +70,9 @@ type Options struct {
 	MaxReceiveCount int
 	// Visibility of the source queue (default 400 s).
 	Visibility time.Duration
+	// Window is the replay window of the consumer (default 45 days, the
+	// fan-out consumers').
+	Window time.Duration
 }
 
 // New creates source queue name and its DLQ name+"-fallidos" on a fresh
@@ -72,11 +85,14 @@ func New(t testing.TB, name string, o Options) *Queues {
 	if o.Visibility == 0 {
 		o.Visibility = 400 * time.Second
 	}
+	if o.Window == 0 {
+		o.Window = consumerapi.WindowPreparacion
+	}
 	suffix := ""
 	if o.Fifo {
 		suffix = ".fifo"
 	}
-	clk := queuefake.NewManualClock(time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC))
+	clk := queuefake.NewManualClock(Start)
 	f := queuefake.New(queuefake.WithClock(clk))
 	dlq, err := f.CreateQueue(name+"-fallidos"+suffix, queuefake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
@@ -89,12 +105,12 @@ func New(t testing.TB, name string, o Options) *Queues {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Queues{Fake: f, Clock: clk, Source: src, DLQ: dlq, SourceARN: f.ARN(src), MaxReceiveCount: o.MaxReceiveCount}
+	return &Queues{Fake: f, Clock: clk, Source: src, DLQ: dlq, SourceARN: f.ARN(src), MaxReceiveCount: o.MaxReceiveCount, Window: o.Window}
 }
 
 // Settings are the consumer settings a function deployed on these queues
 // would read: the DLQ route of the source, the test build id, the queue's
-// maxReceiveCount, version 1.
+// maxReceiveCount, version 1, the replay window (on the queues' clock).
 func (q *Queues) Settings() sqsconsumer.Settings {
 	name := q.SourceARN[strings.LastIndex(q.SourceARN, ":")+1:]
 	return sqsconsumer.Settings{
@@ -105,6 +121,8 @@ func (q *Queues) Settings() sqsconsumer.Settings {
 		SupportedVersions: []int{1},
 		DeadlineMargin:    sqsbatch.DefaultDeadlineMargin,
 		MaxReceiveCount:   q.MaxReceiveCount,
+		IdempotencyWindow: q.Window,
+		Now:               q.Clock.Now,
 	}
 }
 
@@ -122,6 +140,30 @@ func (q *Queues) Send(t testing.TB, body, group string) string {
 		t.Fatal(err)
 	}
 	return out.MessageID
+}
+
+// SendReadmitted enqueues body as `mf-dlq redrive --readmit-expired` sends
+// an expired message: with the re-admission mark (consumerapi.AttrReadmision)
+// of the queues' current time.
+func (q *Queues) SendReadmitted(t testing.TB, body string) string {
+	t.Helper()
+	out, err := q.Fake.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: q.Source, Body: body,
+		MessageAttributes: map[string]queue.Attribute{consumerapi.AttrReadmision: queue.StringAttribute(q.Clock.Now().UTC().Format(time.RFC3339))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.MessageID
+}
+
+// RequireExpired checks that the DLQ holds the message of id (its original
+// message id) refused as older than the replay window: class permanent,
+// reason consumerapi.ReasonExpiredWindow.
+func (q *Queues) RequireExpired(t testing.TB, id string) {
+	t.Helper()
+	d, ok := q.DeadLetters(t)[id]
+	if !ok || d.Class != "permanent" || !strings.Contains(d.Reason, consumerapi.ReasonExpiredWindow) {
+		t.Fatalf("message %s was not dead-lettered as %s (permanent): %+v (DLQ: %s)", id, consumerapi.ReasonExpiredWindow, d, describe(q.DeadLetters(t)))
+	}
 }
 
 // Pump receives one batch (up to size messages) as the event source
@@ -389,11 +431,12 @@ func (q *Queues) VisibleIn(t testing.TB, id string) (d time.Duration, ok bool) {
 }
 
 // IdempotencyStore returns a store on a fresh idempotency table of srv
-// (and the table's name).
-func IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idempotency.Store, string) {
+// (and the table's name) whose records live the replay window, on the
+// queues' clock, as a deployed consumer's do.
+func (q *Queues) IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idempotency.Store, string) {
 	t.Helper()
 	table := srv.NewTable(t, "idem", idempotency.DefaultKeyAttribute, "")
-	s, err := idempotency.NewStore(srv.Client, idempotency.Config{TableName: table})
+	s, err := idempotency.NewStore(srv.Client, idempotency.Config{TableName: table, Expiry: q.Window, Now: q.Clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,11 +444,12 @@ func IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idempotency.Stor
 }
 
 // OnceDeps are the dependencies of a sqsconsumer.OnceProcessor consumer on
-// these queues: a fresh idempotency table of srv, the queuefake as DLQ
-// sender and visibility changer, and the degrade plan of the source queue.
+// these queues: a fresh idempotency table of srv (IdempotencyStore), the
+// queuefake as DLQ sender and visibility changer, and the degrade plan of
+// the source queue.
 func (q *Queues) OnceDeps(t testing.TB, srv *dynalitetest.Server) sqsconsumer.OnceDeps {
 	t.Helper()
-	store, _ := IdempotencyStore(t, srv)
+	store, _ := q.IdempotencyStore(t, srv)
 	plan, err := degrade.New(degrade.Config{MaxReceiveCount: q.MaxReceiveCount, Sender: q.Fake})
 	if err != nil {
 		t.Fatal(err)

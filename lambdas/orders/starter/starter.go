@@ -7,6 +7,13 @@
 // outbox publishes at least once; EventBridge and SQS deliver at least
 // once) cannot charge an order twice: ExecutionAlreadyExists is success.
 //
+// Past those 90 days the name is free again, so the starter refuses,
+// before it calls Step Functions, an event whose creado_en is older than
+// its window (orderevents.StarterWindow, 89 days: IDEMPOTENCY_WINDOW may
+// only shorten it): an archive replay or a late redrive of an old order is
+// dead-lettered as expired-idempotency-window instead of starting a second
+// execution (lambdas/replaywindow; docs/design.md#replay-windows).
+//
 // Batch semantics come from lambdas/sqsbatch: an event that is not a
 // version-1 PedidoCreado the workflow can run (orderevents.PedidoCreado
 // Validate) is poison and goes to the DLQ with the reason; any failure of
@@ -23,16 +30,19 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/internal/buildid"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
 )
@@ -137,17 +147,41 @@ type Starter struct {
 	api          StartExecutionAPI
 	stateMachine string
 	log          *slog.Logger
+	window       replaywindow.Window
 }
 
+// Option configures New.
+type Option func(*Starter)
+
+// WithWindow shortens the replay window (default
+// orderevents.StarterWindow; a longer one is refused: Step Functions would
+// have forgotten the execution's name).
+func WithWindow(d time.Duration) Option { return func(s *Starter) { s.window.Max = d } }
+
+// WithClock sets the window's clock (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Starter) { s.window.Now = now } }
+
 // New returns a Starter for the state machine ARN.
-func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger) (*Starter, error) {
+func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts ...Option) (*Starter, error) {
 	if api == nil || stateMachineARN == "" {
 		return nil, errors.New("starter: the Step Functions client and the state machine ARN are required")
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Starter{api: api, stateMachine: stateMachineARN, log: log}, nil
+	s := &Starter{api: api, stateMachine: stateMachineARN, log: log,
+		window: replaywindow.Window{Max: orderevents.StarterWindow, CreatedAt: orderevents.KeyCreadoEn}}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.window.Max > orderevents.StarterWindow {
+		return nil, fmt.Errorf("starter: a replay window of %s is longer than %s: Step Functions keeps execution names %s, so an older event could start a second execution",
+			replaywindow.Days(s.window.Max), replaywindow.Days(orderevents.StarterWindow), replaywindow.Days(orderevents.ExecutionNameRetention))
+	}
+	if err := s.window.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Result says what Start did.
@@ -162,7 +196,8 @@ type Result struct {
 }
 
 // Start starts the workflow for one PedidoCreado event envelope. An invalid
-// event is poison (sqsbatch.Poison); ExecutionAlreadyExists is success.
+// event is poison (sqsbatch.Poison); ExecutionAlreadyExists is success. It
+// does not apply the replay window: Handler does, before calling it.
 func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	var env Envelope
 	if err := json.Unmarshal(body, &env); err != nil {
@@ -195,22 +230,28 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	return Result{Name: name, ExecutionARN: aws.ToString(out.ExecutionArn)}, nil
 }
 
-// Handler is the sqsbatch handler: one Start per record.
+// Handler is the sqsbatch handler: one Start per record, unless the
+// record's event is older than the replay window (a permanent failure
+// wrapping replaywindow.ErrExpired, without a call to Step Functions).
 func (s *Starter) Handler() sqsbatch.Handler {
 	return sqsbatch.HandlerFunc(func(ctx context.Context, rec *sqsbatch.Record) error {
+		if err := s.window.Check(rec); err != nil {
+			return err
+		}
 		_, err := s.Start(ctx, []byte(rec.Body()))
 		return err
 	})
 }
 
 // BatchConfig is the sqsbatch configuration the starter runs with: the
-// version lives in the event's detail, the order id is required, and
-// records of one order are handled one after the other.
+// version lives in the event's detail, the order id and the event's
+// creation time are required, and records of one order are handled one
+// after the other.
 func BatchConfig(s *Starter) sqsbatch.Config {
 	return sqsbatch.Config{
 		Handler:      s.Handler(),
 		VersionKey:   "detail.version",
-		RequiredKeys: []string{"detail.pedido_id"},
+		RequiredKeys: []string{"detail.pedido_id", orderevents.KeyCreadoEn},
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var env struct {
 				Detail struct {
@@ -229,9 +270,11 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 // ProcessorFromEnv builds the starter's batch processor from the function's
 // environment with real clients, as lambdas/iniciar-pedido's main does:
 // STATE_MACHINE_ARN, DLQ_URLS, CONSUMER_VERSION (default: the binary's
-// hash), AWS_MAX_ATTEMPTS.
+// hash), IDEMPOTENCY_WINDOW (default and maximum orderevents.StarterWindow),
+// AWS_MAX_ATTEMPTS.
 func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*sqsbatch.Processor, error) {
 	arn := env.Required("STATE_MACHINE_ARN")
+	window := env.Duration(consumerapi.EnvIdempotencyWindow, orderevents.StarterWindow, consumerapi.ReadmissionValidity, orderevents.StarterWindow)
 	version := env.String("CONSUMER_VERSION", "")
 	routes, rerr := dlqroute.Parse(env.String(dlqroute.Env, ""))
 	if err := errors.Join(env.Err(), rerr); err != nil {
@@ -247,7 +290,7 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	s, err := New(sfn.NewFromConfig(awsCfg), arn, log)
+	s, err := New(sfn.NewFromConfig(awsCfg), arn, log, WithWindow(window))
 	if err != nil {
 		return nil, err
 	}

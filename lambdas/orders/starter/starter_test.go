@@ -8,12 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
 	"github.com/mercadofresco/integration/lambdas/orders/starter"
 	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
@@ -28,7 +30,12 @@ type fakeSFN struct {
 	mu         sync.Mutex
 	executions map[string]string // name -> input
 	calls      int
+	starts     int // executions started
 	fail       error
+	// With now set, a name is forgotten ExecutionNameRetention after its
+	// execution started, as Step Functions does (then it can start again).
+	now     func() time.Time
+	started map[string]time.Time
 }
 
 func newFake() *fakeSFN { return &fakeSFN{executions: map[string]string{}} }
@@ -41,10 +48,21 @@ func (f *fakeSFN) StartExecution(_ context.Context, in *sfn.StartExecutionInput,
 		return nil, f.fail
 	}
 	name := aws.ToString(in.Name)
-	if _, dup := f.executions[name]; dup {
+	_, dup := f.executions[name]
+	if dup && f.now != nil && f.now().Sub(f.started[name]) >= orderevents.ExecutionNameRetention {
+		dup = false // the name was forgotten
+	}
+	if dup {
 		return nil, &types.ExecutionAlreadyExists{Message: aws.String("Execution Already Exists: '" + name + "'")}
 	}
 	f.executions[name] = aws.ToString(in.Input)
+	f.starts++
+	if f.now != nil {
+		if f.started == nil {
+			f.started = map[string]time.Time{}
+		}
+		f.started[name] = f.now()
+	}
 	return &sfn.StartExecutionOutput{ExecutionArn: aws.String(aws.ToString(in.StateMachineArn) + ":" + name)}, nil
 }
 
@@ -56,7 +74,7 @@ const (
 func event(t *testing.T, eventID, pedidoID string, version int) string {
 	t.Helper()
 	detail := orderevents.PedidoCreado{
-		IDEvento: "out-" + pedidoID, Version: version, PedidoID: pedidoID, ClienteID: "C-1",
+		IDEvento: "out-" + pedidoID, CreadoEn: "2026-12-01T09:59:59Z", Version: version, PedidoID: pedidoID, ClienteID: "C-1",
 		Cliente:       orderevents.Cliente{ID: "C-1", Email: "c@example.com"},
 		TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok",
 		Lineas: []orderevents.Linea{{SKU: "S", Cantidad: 1, PrecioCentimos: 4820}},
@@ -70,9 +88,15 @@ func event(t *testing.T, eventID, pedidoID string, version int) string {
 	return string(b)
 }
 
-func processor(t *testing.T, api starter.StartExecutionAPI) (*sqsbatch.Processor, *queuefake.Fake, string) {
+// now is the tests' clock: the events' creado_en is a second before it.
+var now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+func processor(t *testing.T, api starter.StartExecutionAPI, opts ...starter.Option) (*sqsbatch.Processor, *queuefake.Fake, string) {
 	t.Helper()
-	s, err := starter.New(api, smARN, slog.New(slog.DiscardHandler))
+	if len(opts) == 0 {
+		opts = []starter.Option{starter.WithClock(func() time.Time { return now })}
+	}
+	s, err := starter.New(api, smARN, slog.New(slog.DiscardHandler), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,4 +266,46 @@ func validName(n string) bool {
 		}
 	}
 	return n != ""
+}
+
+// Step Functions forgets an execution's name 90 days after the execution:
+// an archive replay (or a late redrive) of an order event older than that
+// would start a second execution and charge again. At 88 days the replay
+// meets the name; at 91 days the starter refuses it before calling Step
+// Functions, and dead-letters it as expired-idempotency-window.
+func TestEventOlderThanItsWindowStartsNoSecondExecution(t *testing.T) {
+	clock := now
+	fake := newFake()
+	fake.now = func() time.Time { return clock }
+	p, sqs, dlq := processor(t, fake, starter.WithClock(func() time.Time { return clock }))
+	ctx := context.Background()
+	body := event(t, "ev-1", "P-ARCHIVO", 1)
+	for i, at := range []time.Duration{0, 88 * 24 * time.Hour, 91 * 24 * time.Hour} {
+		clock = now.Add(at)
+		resp, err := p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{rec(fmt.Sprintf("m%d", i), body)}})
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("after %s: %v %+v", at, err, resp.BatchItemFailures)
+		}
+	}
+	if fake.starts != 1 || fake.calls != 2 {
+		t.Fatalf("%d executions started after %d StartExecution calls; want 1 execution and no call for the 91-day-old replay", fake.starts, fake.calls)
+	}
+	dead, _ := sqs.Inspect(dlq)
+	if len(dead) != 1 {
+		t.Fatalf("%d dead-lettered, want the expired replay", len(dead))
+	}
+	a := dead[0].MessageAttributes
+	if a[sqsbatch.AttrFailureClass].StringValue != "permanent" || !strings.Contains(a[sqsbatch.AttrFailureReason].StringValue, consumerapi.ReasonExpiredWindow) {
+		t.Fatalf("dead-lettered as %q: %s", a[sqsbatch.AttrFailureClass].StringValue, a[sqsbatch.AttrFailureReason].StringValue)
+	}
+}
+
+// A window longer than Step Functions keeps names is refused.
+func TestWindowLongerThanTheNameRetentionIsRefused(t *testing.T) {
+	if _, err := starter.New(newFake(), smARN, nil, starter.WithWindow(orderevents.ExecutionNameRetention)); err == nil {
+		t.Fatal("a 90-day window was accepted")
+	}
+	if orderevents.StarterWindow >= orderevents.ExecutionNameRetention {
+		t.Fatalf("StarterWindow %s must stay below the name retention %s", orderevents.StarterWindow, orderevents.ExecutionNameRetention)
+	}
 }

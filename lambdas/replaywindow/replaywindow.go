@@ -1,0 +1,209 @@
+// Package replaywindow bounds how late a consumer processes a message when
+// it recognises duplicates through records that expire (its idempotency
+// records in mercadofresco-idempotencia, or Step Functions' memory of
+// execution names).
+//
+// A [Window] is checked first, before the consumer claims any key or calls
+// anything: a message whose event is older than the window (measured from
+// the creation time the event carries in its body) is refused as a
+// permanent failure with the reason "expired-idempotency-window"
+// (lambdas/sqsbatch dead-letters it at once, with that reason). The
+// consumer keeps its records at least as long as the window, so any
+// message it does process finds the record of an earlier run of the same
+// event, however it came back: a DLQ redrive, an archive replay, a
+// re-publication.
+//
+// The age comes from the body and not from SentTimestamp: a receive → send
+// → delete redrive (cmd/mf-dlq's loop, lambdas/degrade's delayed copies)
+// sends a new message with a new SentTimestamp, and an SQS move task gives
+// the message a new enqueue time; only the event's own creation time is
+// the same in every copy.
+//
+// A message that an operator re-admitted (`mf-dlq redrive
+// --readmit-expired`, after checking that its side effect did not happen)
+// carries the attribute consumerapi.AttrReadmision with the time of the
+// re-admission, and is processed while that mark is younger than
+// consumerapi.ReadmissionValidity (which is shorter than every window, so
+// a copy of it processed later still finds the record of the first).
+//
+// The windows, the passes they cover and why: docs/design.md#replay-windows.
+package replaywindow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+)
+
+// ErrExpired is matched (errors.Is) by every [*ExpiredError].
+var ErrExpired = errors.New(consumerapi.ReasonExpiredWindow)
+
+// maxClockSkew is how far in the future a re-admission mark may be (the
+// operator's clock against the consumer's).
+const maxClockSkew = 5 * time.Minute
+
+// Window is a consumer's replay window. Max and CreatedAt are required.
+type Window struct {
+	// Max is how old an event may be and still be processed. The
+	// consumer's records must live at least this long.
+	Max time.Duration
+	// CreatedAt is the dotted path of the event's creation time (RFC 3339)
+	// in the body: "confirmado_en", "detail.creado_en".
+	CreatedAt string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Validate reports a window that cannot be applied.
+func (w Window) Validate() error {
+	var problems []string
+	if w.Max <= 0 {
+		problems = append(problems, fmt.Sprintf("Max %s must be positive (set %s)", w.Max, consumerapi.EnvIdempotencyWindow))
+	} else if w.Max < consumerapi.ReadmissionValidity {
+		problems = append(problems, fmt.Sprintf("Max %s is shorter than a re-admission's validity (%s)", w.Max, consumerapi.ReadmissionValidity))
+	}
+	if w.CreatedAt == "" || strings.HasPrefix(w.CreatedAt, ".") || strings.HasSuffix(w.CreatedAt, ".") || strings.Contains(w.CreatedAt, "..") {
+		problems = append(problems, fmt.Sprintf("CreatedAt %q is not a dotted key path", w.CreatedAt))
+	}
+	if len(problems) > 0 {
+		return errors.New("replaywindow: " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// ExpiredError is the refusal of a message older than its window.
+type ExpiredError struct {
+	// Key is the record's idempotency key ("" when it has none).
+	Key string
+	// Field is the body key the creation time was read from.
+	Field   string
+	Created time.Time
+	Age     time.Duration
+	Window  time.Duration
+	// LapsedMark is the re-admission mark the message carried, if it had
+	// one that is no longer valid.
+	LapsedMark string
+}
+
+// Error starts with consumerapi.ReasonExpiredWindow, which mf-dlq looks for.
+func (e *ExpiredError) Error() string {
+	var b strings.Builder
+	b.WriteString(consumerapi.ReasonExpiredWindow + ": ")
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	fmt.Fprintf(&b, "%s %s is %s old, beyond this consumer's window of %s (its idempotency records may have expired, so a duplicate would no longer be recognised): not processed",
+		e.Field, e.Created.UTC().Format(time.RFC3339), Days(e.Age), Days(e.Window))
+	if e.LapsedMark != "" {
+		fmt.Fprintf(&b, " (its re-admission mark %s is older than %s)", e.LapsedMark, Days(consumerapi.ReadmissionValidity))
+	}
+	b.WriteString("; docs/runbooks/dlq.md#expired-messages")
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrExpired) true.
+func (e *ExpiredError) Is(target error) bool { return target == ErrExpired }
+
+// Check says whether rec may be processed at the window's now: nil when its
+// event is inside the window, or outside it with a valid re-admission mark
+// (logged on rec.Logger); a permanent failure wrapping an [*ExpiredError]
+// when it is older; poison when its body has no readable creation time (no
+// window can be applied to it).
+func (w Window) Check(rec *sqsbatch.Record) error {
+	created, err := CreatedAt([]byte(rec.Body()), w.CreatedAt)
+	if err != nil {
+		return sqsbatch.Poisonf("%s: cannot apply the %s replay window: %w", consumerapi.ReasonExpiredWindow, Days(w.Max), err)
+	}
+	now := time.Now()
+	if w.Now != nil {
+		now = w.Now()
+	}
+	age := now.Sub(created)
+	if age <= w.Max {
+		return nil
+	}
+	mark, valid := Readmission(rec.Message.MessageAttributes, now)
+	if valid {
+		if rec.Logger != nil {
+			rec.Logger.Warn("processing a message older than the replay window: an operator re-admitted it",
+				slog.String("readmitted_at", mark), slog.Duration("age", age), slog.Duration("window", w.Max))
+		}
+		return nil
+	}
+	return sqsbatch.Permanent(&ExpiredError{Key: rec.IdempotencyKey(), Field: w.CreatedAt, Created: created, Age: age, Window: w.Max, LapsedMark: mark})
+}
+
+// Readmission returns the re-admission mark of a message's attributes and
+// whether it is valid at now (see ReadmissionValid). mark is "" when the
+// message has none.
+func Readmission(attrs map[string]events.SQSMessageAttribute, now time.Time) (mark string, valid bool) {
+	a, ok := attrs[consumerapi.AttrReadmision]
+	if !ok || a.StringValue == nil {
+		return "", false
+	}
+	return *a.StringValue, ReadmissionValid(*a.StringValue, now)
+}
+
+// ReadmissionValid reports whether a re-admission mark admits its message
+// at now: an RFC 3339 time not older than consumerapi.ReadmissionValidity
+// and not in the future beyond a few minutes of clock skew.
+func ReadmissionValid(mark string, now time.Time) bool {
+	t, err := time.Parse(time.RFC3339Nano, mark)
+	return err == nil && !t.After(now.Add(maxClockSkew)) && now.Sub(t) <= consumerapi.ReadmissionValidity
+}
+
+// CreatedAt reads the RFC 3339 time at the dotted path of a JSON body.
+func CreatedAt(body []byte, path string) (time.Time, error) {
+	raw, err := dig(body, path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return time.Time{}, fmt.Errorf("%s is %s, want an RFC 3339 time", path, strconv.Quote(string(raw)))
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s %q is not an RFC 3339 time", path, s)
+	}
+	return t, nil
+}
+
+func dig(body []byte, path string) (json.RawMessage, error) {
+	cur := json.RawMessage(body)
+	for _, p := range strings.Split(path, ".") {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(cur, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("no %s in the body (not a JSON object)", path)
+		}
+		v, ok := obj[p]
+		if t := bytes.TrimSpace(v); !ok || len(t) == 0 || string(t) == "null" || string(t) == `""` {
+			return nil, fmt.Errorf("no %s in the body", path)
+		}
+		cur = v
+	}
+	return cur, nil
+}
+
+// Days prints a duration in days when it is one or more ("45 days",
+// "43.5 days"), else as Go does.
+func Days(d time.Duration) string {
+	if d < 24*time.Hour {
+		return d.Round(time.Second).String()
+	}
+	v := d.Hours() / 24
+	if v == float64(int64(v)) {
+		return strconv.FormatInt(int64(v), 10) + " days"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " days"
+}

@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 GO ?= go
 ENV ?= dev
 
-.PHONY: all install synth test test-cdk test-race chaos e2e review vet fmt-check tree-check snapshots diff deploy services bench measure clean
+.PHONY: all install synth test test-cdk test-race test-e2e chaos e2e review vet fmt-check tree-check snapshots diff deploy services bench measure clean
 
 all: synth
 
@@ -33,21 +33,29 @@ synth: install
 # (jsii drives a Node process, nothing of ours is concurrent there, and the
 # race runtime slows jsii several-fold) run without it, and so does the
 # end-to-end run (internal/e2e): its parts are race-tested in their own
-# packages, and it mostly waits on scaled timeouts, with the CDK half.
+# packages, and it mostly waits on scaled timeouts (a lane of its own).
 RACE_PKGS = ./lambdas/... ./cmd/... $$($(GO) list ./internal/... | grep -v '/internal/e2e$$')
 
 ## test: everything CI runs (-count=1: tests against PostgreSQL, dynalite and the CLI are never answered from the cache)
-# The two halves run side by side (each buffered, then printed whole): the
-# CDK half waits on Node much of the time, the race half on PostgreSQL,
-# dynalite and child processes.
+# Three lanes run side by side (each buffered, then printed whole): the CDK
+# packages keep both cores busy (Go and jsii's Node), the race lane waits on
+# PostgreSQL, dynalite and child processes much of the time, and the
+# end-to-end run mostly waits on its scaled timeouts, so it starts at once
+# instead of after the CDK packages.
 test: install services fmt-check tree-check vet
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-race test-cdk
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-race test-cdk test-e2e
 
 test-race:
 	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
+# The app-level package (./test, the longest) is listed first so that it
+# starts first.
 test-cdk:
-	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/lambdas/' -e '/cmd/' -e '/internal/') ./internal/e2e
+	$(GO) test -count=1 -timeout 15m ./test $$($(GO) list ./... | grep -v -e '/lambdas/' -e '/cmd/' -e '/internal/' -e '/integration/test$$')
+
+# The short form of the end-to-end run (100 orders); `make e2e` is the full one.
+test-e2e:
+	$(GO) test -count=1 -timeout 15m ./internal/e2e
 
 ## e2e: the whole order flow under chaos with 1,000 orders (`make test` runs it with 100); report in docs/e2e-report.md, MF_SEED=<seed> replays a run
 e2e: install services

@@ -1,58 +1,29 @@
-package stacks
+package test
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/stacks"
 )
 
-// TestMain is the only one of package stacks; other stack tests share it.
-func TestMain(m *testing.M) { cdktest.Main(m) }
-
-// messagingFor builds the platform, data and messaging stacks of one
-// environment (not the others, whose owners test them) with cdk-nag on.
-func messagingFor(t *testing.T, name string) (*MessagingStack, awscdk.App) {
-	t.Helper()
-	env, err := config.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Lambda bundling off: test/ builds the binaries (and checks every
-	// stack of every environment for synthesis errors).
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
-	builder := &golambda.Builder{}
-	t.Cleanup(func() { _ = builder.Close() })
-	platform := NewPlatformStack(app, env)
-	shared := platform.Shared(env, builder)
-	m := NewMessagingStack(app, shared, NewDataStack(app, shared), NewNetworkStack(app, shared))
-	ApplyChecks(app)
-	return m, app
-}
-
-func synthErrors(stack awscdk.Stack) []string {
-	var out []string
-	for _, m := range *assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_AnyValue()) {
-		out = append(out, fmt.Sprint(m.Entry.Data))
-	}
-	return out
-}
+// The stacks' composition, on the app's one synthesis (every environment,
+// Lambdas built, cdk-nag on): what stacks.Build wires together in one
+// environment. Annotations_FromStack is not used here: it re-synthesises
+// the whole app on every call.
 
 func TestMessagingStackResources(t *testing.T) {
-	m, _ := messagingFor(t, "prod")
+	m := synthApp(t).env(t, "prod").Messaging
 	tpl := assertions.Template_FromStack(m.Stack, nil)
 
 	// Prod keeps the SPEC names.
-	for _, n := range []string{PedidosQueueName, PedidosDLQName, CorreoQueueName, CorreoDLQName, AvisoERPQueueName, AvisoERPDLQName, StockMovementsQueueName, StockMovementsDLQName} {
+	for _, n := range []string{stacks.PedidosQueueName, stacks.PedidosDLQName, stacks.CorreoQueueName, stacks.CorreoDLQName, stacks.AvisoERPQueueName, stacks.AvisoERPDLQName, stacks.StockMovementsQueueName, stacks.StockMovementsDLQName} {
 		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": n})
 	}
-	tpl.HasResourceProperties(jsii.String("AWS::SNS::Topic"), map[string]any{"TopicName": PedidoConfirmadoTopicName, "KmsMasterKeyId": assertions.Match_AnyValue()})
+	tpl.HasResourceProperties(jsii.String("AWS::SNS::Topic"), map[string]any{"TopicName": stacks.PedidoConfirmadoTopicName, "KmsMasterKeyId": assertions.Match_AnyValue()})
 	// 4 queues + 4 DLQs + 3 subscription DLQs + the SES events rule's DLQ,
 	// all encrypted with the data key.
 	tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(12))
@@ -62,20 +33,20 @@ func TestMessagingStackResources(t *testing.T) {
 
 	// cola-mercadofresco-pedidos: the lesson's fixed configuration.
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
-		"QueueName":              PedidosQueueName,
+		"QueueName":              stacks.PedidosQueueName,
 		"VisibilityTimeout":      400,
 		"MessageRetentionPeriod": 345600,
 		"RedrivePolicy":          assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 4}),
 	})
-	for _, n := range []string{CorreoQueueName, AvisoERPQueueName} {
+	for _, n := range []string{stacks.CorreoQueueName, stacks.AvisoERPQueueName} {
 		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
 			"QueueName": n, "RedrivePolicy": assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 5}),
 		})
 	}
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
-		"QueueName": StockMovementsQueueName, "FifoQueue": true, "FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "messageGroup",
+		"QueueName": stacks.StockMovementsQueueName, "FifoQueue": true, "FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "messageGroup",
 	})
-	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": StockMovementsDLQName, "FifoQueue": true})
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": stacks.StockMovementsDLQName, "FifoQueue": true})
 
 	// Each consumer: its ceiling (prod, docs/design.md#consumer-ceilings) is
 	// its mapping's MaximumConcurrency and its reserved concurrency; the
@@ -130,4 +101,39 @@ func TestMessagingStackResources(t *testing.T) {
 			t.Errorf("want %d %s alarms, got %d", want, metric, n)
 		}
 	}
+}
+
+// The order flow's composition in one environment (TestSynthesisReportsNoErrors
+// checks that no stack of any environment has a synthesis error): names
+// from config, the payment tasks run in the egress subnets with the cache
+// bound and the environment's reserved concurrency, the starter's ceiling,
+// the ERP destination's rate, the pipe and the carts table are the
+// environment's.
+func TestOrderFlowStackComposition(t *testing.T) {
+	es := synthApp(t).env(t, "staging")
+	tpl := assertions.Template_FromStack(es.OrderFlow.Stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), map[string]any{
+		"StateMachineName": "mercadofresco-procesar-pedido-staging", "StateMachineType": "STANDARD",
+		"TracingConfiguration":    map[string]any{"Enabled": true},
+		"LoggingConfiguration":    assertions.Match_ObjectLike(&map[string]any{"Level": "ALL"}),
+		"EncryptionConfiguration": assertions.Match_ObjectLike(&map[string]any{"Type": "CUSTOMER_MANAGED_KMS_KEY"}),
+	})
+	for _, fn := range []string{"mf-staging-cobro", "mf-staging-reembolso"} {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"FunctionName":                 fn,
+			"ReservedConcurrentExecutions": es.Env.PaymentConcurrency,
+			"VpcConfig":                    assertions.Match_ObjectLike(&map[string]any{"SubnetIds": assertions.Match_AnyValue()}),
+			"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
+				"GATEWAY_URL": es.Env.GatewayURL, "BREAKER_REDIS_ADDR": assertions.Match_AnyValue(), "BREAKER_REDIS_TLS": "true",
+			})},
+		})
+	}
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+		"ScalingConfig": map[string]any{"MaximumConcurrency": es.Env.MaxConsumerConcurrency},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Events::ApiDestination"), map[string]any{
+		"InvocationEndpoint": es.Env.ERPWebhookURL, "InvocationRateLimitPerSecond": es.Env.ERPRateLimitPerSecond, "HttpMethod": "POST",
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Pipes::Pipe"), map[string]any{"Name": "pipe-mf-carritos-staging"})
+	tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{"TableName": "mercadofresco-carritos-staging"})
 }

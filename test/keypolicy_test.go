@@ -138,7 +138,11 @@ var keyUsers = map[string]string{
 	// The secret rotation application: its function reads and writes the
 	// secret through Secrets Manager.
 	"AWS::Serverless::Application": "secretsmanager",
-	"AWS::IAM::Policy":             "", "AWS::KMS::Alias": "", "AWS::Events::Rule": "",
+	// The ERP connection: EventBridge keeps its credentials in a secret of
+	// its own (events!connection/...) and uses the key through Secrets
+	// Manager.
+	"AWS::Events::Connection": "secretsmanager",
+	"AWS::IAM::Policy":        "", "AWS::KMS::Alias": "", "AWS::Events::Rule": "",
 }
 
 // The data key's policy has no statement of the CDK's default (kms:* for

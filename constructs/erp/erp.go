@@ -147,6 +147,18 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		Description:    jsii.String("ERP webhook (API key from Secrets Manager)"),
 		Authorization:  awsevents.Authorization_ApiKey(jsii.String(APIKeyHeader), d.Secret.SecretValueFromJson(jsii.String(SecretField))),
 	})
+	// The connection keeps its own copy of the key in a secret EventBridge
+	// manages (events!connection/...): encrypted with the data key, not an
+	// AWS-owned one. EventBridge uses a customer managed key for a
+	// connection only when the key carries the tag
+	// EventBridgeApiDestinations=true (platform.NewDataKey sets it), and
+	// reaches it through Secrets Manager (the key policy's use through
+	// services). docs/design.md#erp-destination.
+	if cfn, ok := d.Connection.Node().TryFindChild(jsii.String("Connection")).(awsevents.CfnConnection); !ok {
+		fail("the connection's CloudFormation resource was not found (a CDK upgrade renamed it?): its key cannot be set")
+	} else if props.EncryptionKey != nil {
+		cfn.SetKmsKeyIdentifier(props.EncryptionKey.KeyArn())
+	}
 	d.ApiDestination = awsevents.NewApiDestination(c, jsii.String("Destino"), &awsevents.ApiDestinationProps{
 		ApiDestinationName: props.DestinationName,
 		Description:        jsii.String(fmt.Sprintf("ERP webhook, at most %.0f invocations/s", rate)),

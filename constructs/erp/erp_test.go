@@ -40,6 +40,9 @@ func TestAPIDestinationRateLimitedWithDLQ(t *testing.T) {
 		}},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::SecretsManager::Secret"), map[string]any{"KmsKeyId": assertions.Match_AnyValue()})
+	// The connection's own secret is encrypted with the data key too.
+	keyArn := map[string]any{"Fn::GetAtt": []any{*p.Stack.GetLogicalId(p.Key.Node().DefaultChild().(awscdk.CfnElement)), "Arn"}}
+	tpl.HasResourceProperties(jsii.String("AWS::Events::Connection"), map[string]any{"KmsKeyIdentifier": keyArn})
 	rules := tpl.FindResources(jsii.String("AWS::Events::Rule"), nil)
 	for _, r := range *rules {
 		b, _ := json.Marshal(r)

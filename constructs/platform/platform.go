@@ -23,6 +23,10 @@ import (
 	"github.com/mercadofresco/integration/lambdas/metrics"
 )
 
+// EventBridgeConnectionsTag is the tag (value "true") without which
+// EventBridge refuses a customer managed key for a connection.
+const EventBridgeConnectionsTag = "EventBridgeApiDestinations"
+
 // SPEC names of the platform resources (environments add their suffix).
 const (
 	DataKeyAlias = "alias/mercadofresco-datos"
@@ -243,6 +247,10 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	for _, p := range problems {
 		awscdk.Annotations_Of(key).AddError(jsii.String("platform.NewDataKey: " + p))
 	}
+	// EventBridge encrypts a connection's credentials (the ERP webhook's,
+	// constructs/erp) with a customer managed key only when the key
+	// carries this tag.
+	awscdk.Tags_Of(key).Add(jsii.String(EventBridgeConnectionsTag), jsii.String("true"), nil)
 
 	// Service principals that encrypt/decrypt with the key on our behalf.
 	// Each is limited to this account's resources with aws:SourceAccount

@@ -39,7 +39,9 @@ func TestDataKeyDefaults(t *testing.T) {
 	tpl := assertions.Template_FromStack(stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::KMS::Alias"), map[string]any{"AliasName": platform.DataKeyAlias})
 	tpl.HasResource(jsii.String("AWS::KMS::Key"), map[string]any{
-		"Properties":     map[string]any{"EnableKeyRotation": true, "PendingWindowInDays": 30},
+		"Properties": map[string]any{"EnableKeyRotation": true, "PendingWindowInDays": 30,
+			// Without it EventBridge refuses the key for the ERP connection.
+			"Tags": assertions.Match_ArrayWith(&[]any{map[string]any{"Key": platform.EventBridgeConnectionsTag, "Value": "true"}})},
 		"DeletionPolicy": "Retain",
 	})
 }

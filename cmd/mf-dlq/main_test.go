@@ -211,17 +211,23 @@ func killedRedrive(t *testing.T, killOp string, killN int) {
 	}
 }
 
-// TestCommands runs the commands in-process against the served fake and
-// checks outputs and exit codes.
-func TestCommands(t *testing.T) {
-	e := newSQS(t)
+// shell returns a function that runs one mf-dlq command in-process against
+// the served fake, within a minute, and returns its exit code and output.
+func (e *sqsEnv) shell(t *testing.T) func(args ...string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sh := func(args ...string) (int, string) {
+	t.Cleanup(cancel)
+	return func(args ...string) (int, string) {
 		var out bytes.Buffer
 		code := run(ctx, append(args, "--endpoint-url", e.srv.URL), &out, &out)
 		return code, out.String()
 	}
+}
+
+// TestCommands runs the commands in-process against the served fake and
+// checks outputs and exit codes.
+func TestCommands(t *testing.T) {
+	e := newSQS(t)
+	sh := e.shell(t)
 	code, out := sh("inspect", "Pedidos", "-e", "dev")
 	if code != exitEmpty || !strings.Contains(out, "returned no message") {
 		t.Errorf("inspect empty: %d %s", code, out)
@@ -297,13 +303,8 @@ func TestClassifyExitCodes(t *testing.T) {
 // (refused) until --readmit-expired sends them back marked re-admitted.
 func TestExpiredMessages(t *testing.T) {
 	e := newSQS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sh := func(args ...string) (int, string) {
-		var out bytes.Buffer
-		code := run(ctx, append(args, "--endpoint-url", e.srv.URL), &out, &out)
-		return code, out.String()
-	}
+	sh := e.shell(t)
+	ctx := t.Context()
 	for i := range 3 {
 		_, err := e.fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: e.dlq,
 			Body: fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}]}`, i),

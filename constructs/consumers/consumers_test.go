@@ -14,12 +14,12 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/cache"
 	"github.com/mercadofresco/integration/constructs/consumers"
-	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/constructs/stocktable"
 	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/internal/golambdatest"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -35,8 +35,7 @@ func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	builder := &golambda.Builder{ModuleRoot: root}
-	t.Cleanup(func() { _ = builder.Close() })
+	builder := golambdatest.Builder(t, root)
 	net := network.New(p.Stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1, FlowLogKey: p.Key})
 	catalogo := cache.New(p.Stack, "Cache", &cache.Props{Vpc: net.Vpc, Subnets: net.DataSubnets(), EncryptionKey: p.Key, AlarmTopic: p.Alerts})
 	idem := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
@@ -143,7 +142,7 @@ func TestConsumersSynthesiseCleanWithTheirDependencies(t *testing.T) {
 func TestMissingDependenciesAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("Incompleto")
 	consumers.NewPreparacion(p.Stack, "Preparacion", &consumers.PreparacionProps{
-		Platform:   consumers.Platform{EnvironmentName: "dev", MaxConsumerConcurrency: 2, Builder: &golambda.Builder{ModuleRoot: "testdata/fixture"}},
+		Platform:   consumers.Platform{EnvironmentName: "dev", MaxConsumerConcurrency: 2, Builder: golambdatest.Builder(t, "testdata/fixture")},
 		AlmacenURL: "http://almacen.example", AlmacenMaxInFlight: 4,
 	})
 	errs := cdktest.Errors(p.Stack)

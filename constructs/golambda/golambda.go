@@ -15,6 +15,7 @@ package golambda
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,7 +87,8 @@ type Props struct {
 	Entry string
 	// Builder compiles the binary. Share one Builder across the stacks of a
 	// synthesis so a function used in several environments compiles once.
-	// Nil means a Builder of this function's own.
+	// Nil means a Builder of this function's own, whose build directory is
+	// removed as soon as the binary is in the asset.
 	Builder *Builder
 	// FunctionName is the physical name. Nil lets CloudFormation name it.
 	FunctionName *string
@@ -179,9 +181,9 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	if appLevel == "" {
 		appLevel = awslambda.ApplicationLogLevel_INFO
 	}
-	builder := props.Builder
+	builder, ownBuilder := props.Builder, false
 	if builder == nil {
-		builder = &Builder{}
+		builder, ownBuilder = &Builder{}, true
 	}
 
 	f.LogGroup = awslogs.NewLogGroup(this, jsii.String("Logs"), &awslogs.LogGroupProps{
@@ -240,7 +242,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		}
 	}
 
-	bundler := &localBundler{builder: builder, entry: props.Entry}
+	bundler := &localBundler{builder: builder, entry: props.Entry, ownBuilder: ownBuilder}
 	code := awslambda.Code_FromAsset(jsii.String(entryDir(builder, props.Entry)), &awss3assets.AssetOptions{
 		AssetHashType: awscdk.AssetHashType_OUTPUT,
 		Bundling: &awscdk.BundlingOptions{
@@ -442,6 +444,10 @@ type localBundler struct {
 	builder *Builder
 	entry   string
 	err     error
+	// ownBuilder: builder is this function's alone (Props.Builder was
+	// nil), so nothing else reuses its build and it is closed once the
+	// binary is copied.
+	ownBuilder bool
 }
 
 // TryBundle implements awscdk.ILocalBundling. It always answers true: a build
@@ -451,6 +457,9 @@ func (l *localBundler) TryBundle(outputDir *string, _ *awscdk.BundlingOptions) *
 	dir, err := l.builder.Build(context.Background(), l.entry)
 	if err == nil {
 		err = copyFile(filepath.Join(dir, "bootstrap"), filepath.Join(*outputDir, "bootstrap"), 0o755)
+	}
+	if l.ownBuilder {
+		err = errors.Join(err, l.builder.Close())
 	}
 	if err != nil {
 		l.err = err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/internal/golambdatest"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -53,8 +54,7 @@ func fixture(t *testing.T) string {
 func assetKeys(t *testing.T, root string) map[string]string {
 	t.Helper()
 	stack := cdktest.NewStack("Hashes")
-	builder := &golambda.Builder{ModuleRoot: root}
-	t.Cleanup(func() { builder.Close() })
+	builder := golambdatest.Builder(t, root)
 	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: builder})
 	golambda.NewFunction(stack, "Beta", &golambda.Props{Entry: "fn/beta", Builder: builder})
 	tpl := assertions.Template_FromStack(stack, nil)
@@ -105,7 +105,7 @@ func TestBuildFailureStopsSynthWithCompilerMessage(t *testing.T) {
 	root := fixture(t)
 	os.WriteFile(filepath.Join(root, "fn/alpha/main.go"), []byte("package main\n\nfunc main() { undefinedThing() }\n"), 0o644)
 	stack := cdktest.NewStack("Broken")
-	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: &golambda.Builder{ModuleRoot: root}})
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: golambdatest.Builder(t, root)})
 	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("undefined: undefinedThing")))
 	if len(*errs) != 1 {
 		t.Fatalf("want one synthesis error carrying the compiler's message, got %d", len(*errs))
@@ -120,7 +120,7 @@ func TestInvalidEntryIsASynthesisErrorNotAPanic(t *testing.T) {
 	for _, entry := range []string{"", "../outside", "fn/does-not-exist"} {
 		t.Run(entry, func(t *testing.T) {
 			stack := cdktest.NewStack("Invalid")
-			golambda.NewFunction(stack, "Fn", &golambda.Props{Entry: entry, Builder: &golambda.Builder{ModuleRoot: fixture(t)}})
+			golambda.NewFunction(stack, "Fn", &golambda.Props{Entry: entry, Builder: golambdatest.Builder(t, fixture(t))})
 			errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("golambda: go build failed")))
 			if len(*errs) != 1 {
 				t.Fatalf("entry %q: want one synthesis error, got %d", entry, len(*errs))
@@ -134,7 +134,7 @@ func TestDefaults(t *testing.T) {
 	key := awskms.NewKey(stack, jsii.String("Key"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 	golambda.NewFunction(stack, "Alpha", &golambda.Props{
 		Entry:         "fn/alpha",
-		Builder:       &golambda.Builder{ModuleRoot: fixture(t)},
+		Builder:       golambdatest.Builder(t, fixture(t)),
 		EncryptionKey: key,
 	})
 	tpl := assertions.Template_FromStack(stack, nil)
@@ -178,7 +178,7 @@ func TestDefaults(t *testing.T) {
 func TestDependenciesAreDeclaredInTheTemplate(t *testing.T) {
 	stack := cdktest.NewStack("Deps")
 	golambda.NewFunction(stack, "Alpha", &golambda.Props{
-		Entry: "fn/alpha", Builder: &golambda.Builder{ModuleRoot: fixture(t)},
+		Entry: "fn/alpha", Builder: golambdatest.Builder(t, fixture(t)),
 		SDKMaxAttempts: 3,
 		Environment:    map[string]*string{"GATEWAY_MAX_ATTEMPTS": jsii.String("3")},
 		Dependencies: []golambda.Dependency{
@@ -205,7 +205,7 @@ func TestDependenciesAreDeclaredInTheTemplate(t *testing.T) {
 func TestAlarmTopicAddsErrorAndThrottleAlarms(t *testing.T) {
 	stack := cdktest.NewStack("Alarms")
 	topic := awssns.NewTopic(stack, jsii.String("Topic"), nil)
-	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: &golambda.Builder{ModuleRoot: fixture(t)}, AlarmTopic: topic})
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: golambdatest.Builder(t, fixture(t)), AlarmTopic: topic})
 	tpl := assertions.Template_FromStack(stack, nil)
 	tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(2))
 	for _, metric := range []string{"Errors", "Throttles"} {
@@ -224,7 +224,7 @@ func TestAlarmTopicAddsErrorAndThrottleAlarms(t *testing.T) {
 func TestCdkNagClean(t *testing.T) {
 	stack := cdktest.NewStack("Nag")
 	root := fixture(t)
-	builder := &golambda.Builder{ModuleRoot: root}
+	builder := golambdatest.Builder(t, root)
 	golambda.NewFunction(stack, "Plain", &golambda.Props{Entry: "fn/alpha", Builder: builder})
 	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
 		MaxAzs:              jsii.Number(2),
@@ -250,7 +250,7 @@ func TestCdkNagClean(t *testing.T) {
 // still be a finding.
 func TestWildcardStatementsAreIsolatedAndENIDeniedToTheCode(t *testing.T) {
 	stack := cdktest.NewStack("Eni")
-	builder := &golambda.Builder{ModuleRoot: fixture(t)}
+	builder := golambdatest.Builder(t, fixture(t))
 	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
 		MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0),
 		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{Name: jsii.String("isolated"), SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}},

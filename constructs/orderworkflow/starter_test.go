@@ -13,10 +13,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/internal/golambdatest"
 	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
 )
 
@@ -33,8 +33,7 @@ func TestStarterWiring(t *testing.T) {
 	awscdk.Aspects_Of(f.p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	guardrails.Apply(f.p.App)
 	bus := awsevents.NewEventBus(f.p.Stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco")})
-	builder := &golambda.Builder{}
-	t.Cleanup(func() { _ = builder.Close() })
+	builder := golambdatest.Builder(t, "")
 	orderworkflow.NewStarter(f.p.Stack, "Inicio", &orderworkflow.StarterProps{
 		Bus: bus, Workflow: f.wf, Builder: builder, MaximumConcurrency: 5,
 		QueueName: jsii.String("cola-mercadofresco-inicio-pedido"), RuleName: jsii.String("mf-pedido-creado-a-inicio"),
@@ -121,8 +120,7 @@ func TestArchiveRetentionMustFitTheStarterWindow(t *testing.T) {
 			key := awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 			alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key})
 			bus := awsevents.NewEventBus(stack, jsii.String("Bus"), nil)
-			builder := &golambda.Builder{}
-			t.Cleanup(func() { _ = builder.Close() })
+			builder := golambdatest.Builder(t, "")
 			orderworkflow.NewStarter(stack, "Inicio", &orderworkflow.StarterProps{
 				Bus: bus, Builder: builder, ArchiveRetentionDays: tc.days, EncryptionKey: key, AlarmTopic: alerts,
 			})

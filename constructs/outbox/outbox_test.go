@@ -25,7 +25,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/outbox/schema"
 )
 
-func TestMain(m *testing.M) { cdktest.Main(m) }
+func TestMain(m *testing.M) { cdktest.Main(m, func() { _ = builder.Close() }) }
 
 // builder is shared so the two functions compile once for all tests.
 var builder = &golambda.Builder{}

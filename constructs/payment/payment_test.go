@@ -17,6 +17,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/internal/golambdatest"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 )
@@ -47,8 +48,7 @@ func TestPaymentFunctions(t *testing.T) {
 	guardrails.Apply(p.App)
 	vpc := awsec2.NewVpc(p.Stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
 	table := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
-	builder := &golambda.Builder{}
-	t.Cleanup(func() { _ = builder.Close() })
+	builder := golambdatest.Builder(t, "")
 	pay := payment.New(p.Stack, "Pago", &payment.Props{
 		Builder: builder, IdempotencyTable: table, GatewayURL: "https://pasarela.example", Environment: "dev",
 		FunctionNamePrefix: jsii.String("mf-dev"), ReservedConcurrency: 5,

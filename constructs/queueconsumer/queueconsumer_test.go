@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/internal/golambdatest"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -47,7 +47,7 @@ func TestConsumerBundlesQueueFunctionAndDependencies(t *testing.T) {
 	p := cdktest.NewPlatform("Cola")
 	root, _ := filepath.Abs("testdata/fixture")
 	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
-		Entry: "fn/consumidor", Builder: &golambda.Builder{ModuleRoot: root}, EnvironmentName: "dev",
+		Entry: "fn/consumidor", Builder: golambdatest.Builder(t, root), EnvironmentName: "dev",
 		Timeout: awscdk.Duration_Seconds(jsii.Number(40)), MaximumConcurrency: 3, BatchConcurrency: 4, DefersMessages: true,
 		MaxReceiveCount: 5, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
 	})
@@ -84,7 +84,7 @@ func TestConsumerBundlesQueueFunctionAndDependencies(t *testing.T) {
 func TestEveryProblemIsReported(t *testing.T) {
 	p := cdktest.NewPlatform("Mal")
 	root, _ := filepath.Abs("testdata/fixture")
-	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{Builder: &golambda.Builder{ModuleRoot: root}, MaximumConcurrency: 1, BatchConcurrency: 500})
+	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{Builder: golambdatest.Builder(t, root), MaximumConcurrency: 1, BatchConcurrency: 500})
 	c.AddHTTPDependency("Dep", queueconsumer.HTTPDependency{Name: "dep", Prefix: "dep", URL: "http://x", MaxAttempts: 50})
 	c.AddBreaker(nil, "dep", "x")
 	errs := cdktest.Errors(p.Stack)
@@ -114,7 +114,7 @@ func TestDeferringConsumerMaySendToItsOwnQueue(t *testing.T) {
 			p := cdktest.NewPlatform("Cola")
 			root, _ := filepath.Abs("testdata/fixture")
 			c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
-				Entry: "fn/consumidor", Builder: &golambda.Builder{ModuleRoot: root}, EnvironmentName: "dev",
+				Entry: "fn/consumidor", Builder: golambdatest.Builder(t, root), EnvironmentName: "dev",
 				MaximumConcurrency: 2, DefersMessages: tc.defers, Fifo: tc.fifo, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
 				OperatorRoleArn: "arn:aws:iam::" + cdktest.Account + ":role/guardia",
 			})
@@ -177,7 +177,7 @@ func TestReplayWindowMustCoverTheLongestPass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := cdktest.NewPlatform("Ventana")
 			c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
-				Entry: "fn/consumidor", Builder: &golambda.Builder{ModuleRoot: root}, EnvironmentName: "dev",
+				Entry: "fn/consumidor", Builder: golambdatest.Builder(t, root), EnvironmentName: "dev",
 				MaximumConcurrency: 2, MaxReceiveCount: 5, DefersMessages: tc.defers, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
 				IdempotencyWindow: tc.window, UpstreamMaxAge: tc.upstream,
 			})

@@ -1,0 +1,18 @@
+// Package golambdatest gives construct tests a Lambda builder that cleans
+// up after itself (a test package of its own: internal/cdktest is imported
+// by packages that constructs/golambda imports).
+package golambdatest
+
+import (
+	"testing"
+
+	"github.com/mercadofresco/integration/constructs/golambda"
+)
+
+// Builder returns a builder for the module at moduleRoot ("" for the
+// project's own) whose build directories are removed when t ends.
+func Builder(t testing.TB, moduleRoot string) *golambda.Builder {
+	b := &golambda.Builder{ModuleRoot: moduleRoot}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 
 // Short is the scenario of `make test`; Full is `make e2e`'s.
 var (
-	Short = Scenario{Orders: 100, Burst: 2 * time.Minute, Outage: 4 * time.Second, OutageAt: 0.3, PublisherKills: 3,
+	Short = Scenario{Orders: 100, Burst: 2 * time.Minute, Outage: 20 * time.Second, OutageAt: 0.3, PublisherKills: 3,
 		Poison: 20, RedisDown: time.Second, RedisAt: 0.6, Carts: 12, Limit: 80 * time.Second}
 	Full = Scenario{Orders: 1000, Burst: 15 * time.Minute, Outage: 30 * time.Second, OutageAt: 0.35, PublisherKills: 5,
 		Poison: 20, RedisDown: 3 * time.Second, RedisAt: 0.6, Carts: 30, Limit: 8 * time.Minute}

@@ -34,8 +34,12 @@ type Scenario struct {
 	// Burst is the simulated time over which the orders arrive (a Friday
 	// evening peak: arrivals thicken towards the middle).
 	Burst time.Duration
-	// Outage is how long (wall clock) the gateway answers 503 to
-	// everything, starting when OutageAt of the orders have been placed.
+	// Outage is how long the gateway answers 503 to everything, starting
+	// when OutageAt of the orders have been placed, in the time of the code
+	// under test: it lasts Outage ÷ ExecScale of wall clock, like the
+	// breaker's open period and the read timeouts it is measured against
+	// (in wall-clock time a 30 s outage would outlast 12 customer retries,
+	// whose pauses are waits, ÷ WaitScale).
 	Outage   time.Duration
 	OutageAt float64
 	// PublisherKills is how many times a publisher is SIGKILLed, spread
@@ -336,7 +340,8 @@ func (r *Run) Execute(ctx context.Context) *Report {
 		if i == outageStart && sc.Outage > 0 {
 			outage.Store(true)
 			outageDone = make(chan struct{})
-			go func() { time.Sleep(sc.Outage); outage.Store(false); close(outageDone) }()
+			wall := time.Duration(float64(sc.Outage) / w.opts.ExecScale)
+			go func() { time.Sleep(wall); outage.Store(false); close(outageDone) }()
 		}
 		if i == redisAt && sc.RedisDown > 0 {
 			redisDone = make(chan struct{})
@@ -748,10 +753,10 @@ func (rep *Report) Markdown() string {
 		"same orders and faults at the same points of progress; the interleaving of the concurrent parts, and so the retry counts, "+
 		"vary from run to run.\n\n", rep.Seed, rep.Seed)
 	p("Scenario: %d orders over a simulated %s burst; every event and SNS message delivered twice; outbox publisher SIGKILLed %d times; "+
-		"the preparation consumer SIGKILLed between its idempotency claim and its completion (order %s); a %s gateway outage (503) from %.0f %% of the orders; "+
+		"the preparation consumer SIGKILLed between its idempotency claim and its completion (order %s); a %s gateway outage (503; %s of wall clock) from %.0f %% of the orders; "+
 		"one gateway timeout after the charge was made (order %s); Redis stopped for %s at %.0f %% of the orders; %d PedidoConfirmado version 2 messages; "+
 		"SKU %s never counted in stock; %d cart stream records through the pipe.\n\n",
-		sc.Orders, sc.Burst, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, 100*sc.OutageAt, rep.HangOrder, sc.RedisDown, 100*sc.RedisAt,
+		sc.Orders, sc.Burst, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, time.Duration(float64(sc.Outage)/rep.ExecScale), 100*sc.OutageAt, rep.HangOrder, sc.RedisDown, 100*sc.RedisAt,
 		sc.Poison, badSKU, sc.Carts)
 	p("| | |\n|---|---|\n")
 	p("| Orders in | %d (%d payment attempts) |\n", rep.Orders, rep.Attempts)

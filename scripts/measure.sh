@@ -55,7 +55,7 @@ row "synth command (\`make synth\`: dev, staging, prod, Lambdas built)" "$c" "$w
 cold_cache test
 c=$(secs make --no-print-directory test)
 w=$(secs make --no-print-directory test)
-row "test command (\`make test\`: checks, \`test-race\` and \`test-cdk\` side by side)" "$c" "$w"
+row "test command (\`make test\`: checks, then the race, CDK and end-to-end lanes side by side)" "$c" "$w"
 test_warm=$w
 
 {

@@ -3,7 +3,6 @@ package orderworkflow
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -148,7 +147,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		MemorySize:   128,
 		Environment: map[string]*string{
 			"STATE_MACHINE_ARN":              smArn,
-			consumerapi.EnvIdempotencyWindow: jsii.String(strconv.FormatInt(int64(orderevents.StarterWindow/time.Hour), 10) + "h"),
+			consumerapi.EnvIdempotencyWindow: jsii.String(consumerapi.FormatWindow(orderevents.StarterWindow)),
 		},
 		EncryptionKey:    props.EncryptionKey,
 		LogRetention:     props.LogRetention,

@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawsevents"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -107,30 +106,12 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 	if props.Alerts == nil {
 		fail("Alerts is required (alertas-mercadofresco)")
 	}
-	w.Topic = awssns.NewTopic(c, jsii.String("Topic"), &awssns.TopicProps{
-		TopicName:        or(props.TopicName, KeyAlertsTopic),
-		DisplayName:      jsii.String("MercadoFresco clave de datos"),
-		EnforceSSL:       jsii.Bool(true),
-		SignatureVersion: jsii.String("2"),
-	})
-	cdknag.NagSuppressions_AddResourceSuppressions(w.Topic, &[]*cdknag.NagPackSuppression{{
+	// Not encrypted with the data key: see the nag acknowledgement.
+	w.Topic = newAlarmTopic(c, "Topic", *or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
+	cdknag.NagSuppressions_AddResourceSuppressions(w.Topic.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-SNS2"),
 		Reason: jsii.String("Deliberately not encrypted with the data key: this topic alerts that the data key is being deleted, disabled or re-permissioned, and a key pending deletion or disabled cannot encrypt the alert about itself. It carries CloudTrail records of key calls (who, which key, when), no customer data."),
-	}}, jsii.Bool(true))
-	// The topic policy the CDK writes for enforceSSL replaces SNS's default
-	// one: the rule's alarms publish through CloudWatch.
-	w.Topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("AllowCloudWatchAlarms"),
-		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
-		Actions:    jsii.Strings("sns:Publish"),
-		Resources:  jsii.Strings(*w.Topic.TopicArn()),
-		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
-		},
-	}))
-	if props.Email != "" {
-		w.Topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(props.Email), nil))
-	}
+	}}, jsii.Bool(false))
 
 	snsTarget := func(topic awssns.ITopic) func(o busrule.TargetOptions) awsevents.IRuleTarget {
 		return func(o busrule.TargetOptions) awsevents.IRuleTarget { return &snsTarget{topic: topic, opts: o} }
@@ -153,19 +134,13 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		ruleProps.AdditionalTargets = append(ruleProps.AdditionalTargets, snsTarget(props.Alerts))
 	}
 	w.Rule = busrule.New(c, "Rule", ruleProps)
-	// Both topics admit the rule past their known-producers guard, and the
-	// watch's own topic its alarms (constructs/producers).
-	producers.ForTopic(w.Topic).AdmitRule(w.Rule.Rule)
-	producers.ForTopic(w.Topic).AdmitAlarms()
-	if props.Alerts != nil {
-		producers.ForTopic(props.Alerts).AdmitRule(w.Rule.Rule)
-	}
 	return w
 }
 
 // snsTarget publishes a rule's events to topic with the rule's retry
 // policy and DLQ. The topic's policy admits EventBridge for this rule only
-// (aws:SourceArn), and so does the DLQ's. Unlike awseventstargets.SnsTopic
+// (aws:SourceArn), and so does the DLQ's; the topic's known-producers guard
+// admits the rule (constructs/producers; busrule admits it on the DLQ's). Unlike awseventstargets.SnsTopic
 // it adds nothing to the policy of the topic's key: the data key admits
 // EventBridge for this account's resources already
 // (AllowEventBridgeDeliveryToEncryptedTargets), and the CDK's statement
@@ -180,6 +155,7 @@ func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevent
 	ruleArn := rule.RuleRef().RuleArn
 	fromRule := &map[string]interface{}{"ArnEquals": map[string]interface{}{"aws:SourceArn": ruleArn}}
 	events := &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)}
+	producers.ForTopic(t.topic).AdmitSource(ruleArn)
 	t.topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("AllowKeyWatchRule"),
 		Principals: events,

@@ -7,6 +7,7 @@ package platform
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -154,10 +155,8 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	if !isArn(props.BreakGlassRoleArn) {
 		problems = append(problems, fmt.Sprintf("BreakGlassRoleArn %q is not an ARN: name the one role that may delete or disable the key (config Roles.BreakGlass)", props.BreakGlassRoleArn))
 	}
-	for _, a := range props.Administrators {
-		if a != "" && a == props.BreakGlassRoleArn {
-			problems = append(problems, fmt.Sprintf("BreakGlassRoleArn %q is also an administrator: the break-glass role must be a role of its own", a))
-		}
+	if props.BreakGlassRoleArn != "" && slices.Contains(props.Administrators, props.BreakGlassRoleArn) {
+		problems = append(problems, fmt.Sprintf("BreakGlassRoleArn %q is also an administrator: the break-glass role must be a role of its own", props.BreakGlassRoleArn))
 	}
 	services := props.Services
 	if services == nil {
@@ -344,34 +343,41 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 	if props.TopicName != nil {
 		name = *props.TopicName
 	}
-	topic := awssns.NewTopic(scope, jsii.String(id), &awssns.TopicProps{
-		TopicName:        jsii.String(name),
-		DisplayName:      jsii.String("MercadoFresco alertas"),
-		MasterKey:        props.Key,
-		EnforceSSL:       jsii.Bool(true),
-		SignatureVersion: jsii.String("2"),
-	})
+	topic := newAlarmTopic(scope, id, name, "MercadoFresco alertas", props.Key, props.Email)
 	if props.Key == nil {
 		awscdk.Annotations_Of(topic).AddError(jsii.String("platform: the alerts topic needs the data key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key)"))
 	}
-	stack := awscdk.Stack_Of(scope)
-	// The topic policy the CDK writes for enforceSSL replaces SNS's default
-	// one, so CloudWatch's permission to publish must be stated.
+	return topic
+}
+
+// newAlarmTopic is a topic that CloudWatch alarms of this account and
+// region publish to (alertas-mercadofresco, and the key watch's own
+// topic): TLS only, encrypted with key when it is not nil, CloudWatch's
+// permission to publish stated (the topic policy the CDK writes for
+// enforceSSL replaces SNS's default one) and the alarms admitted past the
+// topic's known-producers guard (constructs/producers; a rule that
+// publishes to it is admitted beside its target), email subscribed when
+// not empty.
+func newAlarmTopic(scope constructs.Construct, id, name, displayName string, key awskms.IKey, email string) awssns.Topic {
+	topic := awssns.NewTopic(scope, jsii.String(id), &awssns.TopicProps{
+		TopicName:        jsii.String(name),
+		DisplayName:      jsii.String(displayName),
+		MasterKey:        key,
+		EnforceSSL:       jsii.Bool(true),
+		SignatureVersion: jsii.String("2"),
+	})
 	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("AllowCloudWatchAlarms"),
 		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
 		Actions:    jsii.Strings("sns:Publish"),
 		Resources:  jsii.Strings(*topic.TopicArn()),
 		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": awscdk.Stack_Of(scope).Account()},
 		},
 	}))
-	// Only CloudWatch alarms publish alerts (constructs/producers): a rule
-	// that publishes to it is admitted with
-	// producers.ForTopic(alerts).AdmitRule(rule).
 	producers.ForTopic(topic).AdmitAlarms()
-	if props.Email != "" {
-		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(props.Email), nil))
+	if email != "" {
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(email), nil))
 	}
 	return topic
 }

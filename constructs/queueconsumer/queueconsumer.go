@@ -241,7 +241,7 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 			}
 		}
 		q.IdempotencyWindow = w
-		env[consumerapi.EnvIdempotencyWindow] = jsii.String(strconv.FormatInt(int64(w/time.Hour), 10) + "h")
+		env[consumerapi.EnvIdempotencyWindow] = jsii.String(consumerapi.FormatWindow(w))
 	}
 	for k, v := range props.Environment {
 		env[k] = v

@@ -6,7 +6,10 @@
 // imports it without linking any Lambda dependency.
 package consumerapi
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Environment variables every consumer reads (lambdas/sqsconsumer). DLQ
 // routes arrive in DLQ_URLS (lambdas/sqsbatch/dlqroute, written by
@@ -116,6 +119,13 @@ const (
 	// first.
 	ReadmissionValidity = 4 * 24 * time.Hour
 )
+
+// FormatWindow is the value of EnvIdempotencyWindow for a window of whole
+// hours: a Go duration in hours ("1080h"), which the consumers parse with
+// time.ParseDuration.
+func FormatWindow(d time.Duration) string {
+	return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+}
 
 // Windows of the fan-out's consumers: 45 days each. Each covers its
 // queue's longest legitimate pass (SNS's 23 days of delivery retries, the

@@ -71,7 +71,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		// mf-dlq redrive runs as the on-call's role and sends to these queues.
 		OperatorRoleArn: env.RoleArn(env.Roles.Operator),
 	}
-	egress := consumers.Egress{Vpc: network.Network.Vpc, Subnets: network.Network.EgressSubnets(), Breakers: network.Cache}
+	egress := consumers.Egress{Vpc: network.Network.Vpc, Subnets: network.Network.EgressSubnets(), SecretsEndpoint: network.Network.SecretsEndpoint, Breakers: network.Cache}
 
 	// Ceilings against each consumer's slowest dependency:
 	// docs/design.md#consumer-ceilings.

@@ -60,6 +60,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		ReservedConcurrency: env.PaymentConcurrency,
 		Vpc:                 network.Network.Vpc,
 		Subnets:             network.Network.EgressSubnets(),
+		SecretsEndpoint:     network.Network.SecretsEndpoint,
 		BreakerStore:        network.Cache,
 		EncryptionKey:       shared.DataKey,
 		LogRetention:        env.LogRetention,

@@ -68,12 +68,13 @@ type Platform struct {
 }
 
 // Egress places a consumer that calls services on the internet: the VPC,
-// its egress subnets (through NAT) and the breakers' cache. All three are
-// required.
+// its egress subnets (through NAT), the Secrets Manager endpoint its API
+// keys are read through and the breakers' cache. All four are required.
 type Egress struct {
-	Vpc      awsec2.IVpc
-	Subnets  *awsec2.SubnetSelection
-	Breakers queueconsumer.BreakerStore
+	Vpc             awsec2.IVpc
+	Subnets         *awsec2.SubnetSelection
+	SecretsEndpoint awsec2.IInterfaceVpcEndpoint
+	Breakers        queueconsumer.BreakerStore
 }
 
 // Names are a consumer's physical names; nil lets CloudFormation name a
@@ -102,9 +103,9 @@ func (p Platform) check(scope constructs.Construct, what string) {
 }
 
 func (e Egress) check(scope constructs.Construct, what string) {
-	if e.Vpc == nil || e.Subnets == nil || e.Breakers == nil {
+	if e.Vpc == nil || e.Subnets == nil || e.SecretsEndpoint == nil || e.Breakers == nil {
 		awscdk.Annotations_Of(scope).AddError(jsii.String(fmt.Sprintf(
-			"consumers %s: %s calls services on the internet behind circuit breakers: Egress.Vpc, Egress.Subnets (the egress subnets) and Egress.Breakers (the Valkey cache) are required", *scope.Node().Path(), what)))
+			"consumers %s: %s calls services on the internet behind circuit breakers: Egress.Vpc, Egress.Subnets (the egress subnets), Egress.SecretsEndpoint and Egress.Breakers (the Valkey cache) are required", *scope.Node().Path(), what)))
 	}
 }
 
@@ -212,7 +213,7 @@ func newHTTPConsumer(scope constructs.Construct, id string, p Platform, e Egress
 	qp.MaximumConcurrency, qp.BatchConcurrency = queueconsumer.Ceiling(spec.maxInFlight, httpPerInvocation, p.MaxConsumerConcurrency)
 	qp.DefersMessages = true
 	fanOutWindow(&qp, spec.window)
-	qp.Vpc, qp.VpcSubnets = e.Vpc, e.Subnets
+	qp.Vpc, qp.VpcSubnets, qp.SecretsEndpoint = e.Vpc, e.Subnets, e.SecretsEndpoint
 	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
 	if spec.table == nil {
 		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: IdempotencyTable is required (%s)", *c.Node().Path(), spec.key)))

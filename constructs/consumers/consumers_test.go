@@ -41,7 +41,7 @@ func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 	idem := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
 	stock := stocktable.New(p.Stack, "Stock", &stocktable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
 	platform := consumers.Platform{EnvironmentName: "prod", Builder: builder, EncryptionKey: p.Key, AlarmTopic: p.Alerts, MaxConsumerConcurrency: 20}
-	egress := consumers.Egress{Vpc: net.Vpc, Subnets: net.EgressSubnets(), Breakers: catalogo}
+	egress := consumers.Egress{Vpc: net.Vpc, Subnets: net.EgressSubnets(), SecretsEndpoint: net.SecretsEndpoint, Breakers: catalogo}
 	consumers.NewPreparacion(p.Stack, "Preparacion", &consumers.PreparacionProps{
 		Platform: platform, Egress: egress, IdempotencyTable: idem, AlmacenURL: "https://almacen.example", AlmacenMaxInFlight: 20,
 		Names: consumers.Names{Function: jsii.String("mf-preparar-pedido")},
@@ -136,6 +136,15 @@ func TestConsumersSynthesiseCleanWithTheirDependencies(t *testing.T) {
 	rules := tpl.FindResources(jsii.String("AWS::EC2::SecurityGroupIngress"), map[string]any{"Properties": map[string]any{"FromPort": 6379}})
 	if n := len(*rules); n != 3 {
 		t.Errorf("%d ingress rules on the cache's port, want 3 (one per HTTP consumer)", n)
+	}
+	// The Secrets Manager endpoint (private DNS: it takes every
+	// GetSecretValue of the VPC) admits the three HTTP consumers on 443.
+	rules = tpl.FindResources(jsii.String("AWS::EC2::SecurityGroupIngress"), map[string]any{"Properties": map[string]any{
+		"FromPort": 443,
+		"GroupId":  map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^RedVpcSecretsManager")), "GroupId"}},
+	}})
+	if n := len(*rules); n != 3 {
+		t.Errorf("%d ingress rules on the Secrets Manager endpoint, want 3 (one per HTTP consumer)", n)
 	}
 }
 

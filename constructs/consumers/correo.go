@@ -116,7 +116,7 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 	qp.MaximumConcurrency, qp.BatchConcurrency = mc, conc
 	qp.DefersMessages = true
 	fanOutWindow(&qp, consumerapi.WindowCorreo)
-	qp.Vpc, qp.VpcSubnets = props.Vpc, props.Subnets
+	qp.Vpc, qp.VpcSubnets, qp.SecretsEndpoint = props.Vpc, props.Subnets, props.SecretsEndpoint
 	qp.Environment = map[string]*string{
 		consumerapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
 		consumerapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),

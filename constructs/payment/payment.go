@@ -81,7 +81,8 @@ type BreakerStore interface {
 }
 
 // Props configures the payment construct. IdempotencyTable, GatewayURL,
-// Environment, Vpc, BreakerStore, EncryptionKey and AlarmTopic are required.
+// Environment, Vpc, SecretsEndpoint, BreakerStore, EncryptionKey and
+// AlarmTopic are required.
 type Props struct {
 	// Builder compiles the functions (share the app's).
 	Builder *golambda.Builder
@@ -114,6 +115,10 @@ type Props struct {
 	// (network.Network.EgressSubnets()).
 	Vpc     awsec2.IVpc
 	Subnets *awsec2.SubnetSelection
+	// SecretsEndpoint is the VPC's Secrets Manager interface endpoint
+	// (network.Network.SecretsEndpoint): its private DNS takes the
+	// functions' GetSecretValue, so it admits their security group.
+	SecretsEndpoint awsec2.IInterfaceVpcEndpoint
 	// BreakerStore is the Valkey cache of the circuit breaker.
 	BreakerStore BreakerStore
 	// EncryptionKey (the data key) encrypts the secret, the environment and
@@ -228,6 +233,11 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 		AllowAllOutbound: jsii.Bool(false),
 	})
 	p.SecurityGroup.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("HTTPS: payment gateway, DynamoDB, Secrets Manager"), nil)
+	if props.SecretsEndpoint == nil {
+		fail("SecretsEndpoint is required: the tasks read the gateway's API key from Secrets Manager, whose endpoint's private DNS takes the call in the VPC")
+	} else {
+		p.SecurityGroup.Connections().AllowTo(props.SecretsEndpoint, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("payment tasks read the gateway's API key"))
+	}
 
 	env := map[string]*string{
 		paymentapi.EnvGatewayURL:         jsii.String(props.GatewayURL),

@@ -49,10 +49,11 @@ func TestPaymentFunctions(t *testing.T) {
 	vpc := awsec2.NewVpc(p.Stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
 	table := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
 	builder := golambdatest.Builder(t, "")
+	secrets := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(), Open: jsii.Bool(false)})
 	pay := payment.New(p.Stack, "Pago", &payment.Props{
 		Builder: builder, IdempotencyTable: table, GatewayURL: "https://pasarela.example", Environment: "dev",
 		FunctionNamePrefix: jsii.String("mf-dev"), ReservedConcurrency: 5,
-		Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS},
+		Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, SecretsEndpoint: secrets,
 		BreakerStore:  cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, EncryptionKey: p.Key, AlarmTopic: p.Alerts}),
 		EncryptionKey: p.Key, AlarmTopic: p.Alerts,
 	})
@@ -103,6 +104,13 @@ func TestPaymentFunctions(t *testing.T) {
 	tpl.HasResourceProperties(jsii.String("AWS::EC2::SecurityGroupEgress"), map[string]any{
 		"FromPort": cache.Port, "GroupId": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^PagoSecurityGroup")), "GroupId"}},
 	})
+	// The Secrets Manager endpoint (private DNS: it takes every
+	// GetSecretValue of the VPC) admits the tasks on 443.
+	tpl.HasResourceProperties(jsii.String("AWS::EC2::SecurityGroupIngress"), map[string]any{
+		"FromPort": 443, "ToPort": 443,
+		"GroupId":               map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^VpcSecretos")), "GroupId"}},
+		"SourceSecurityGroupId": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^PagoSecurityGroup")), "GroupId"}},
+	})
 	if pay.MaxAttempts != 3 {
 		t.Fatalf("MaxAttempts = %v", pay.MaxAttempts)
 	}
@@ -115,7 +123,7 @@ func TestMissingPropsAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("PagoMal")
 	payment.New(p.Stack, "Pago", &payment.Props{GatewayURL: "http://x", MaxAttempts: 11})
 	errs := cdktest.Errors(p.Stack)
-	for _, want := range []string{"Environment is required", "IdempotencyTable", "must be an https URL", "BreakerStore", "EncryptionKey", "AlarmTopic", "Vpc is required", "MaxAttempts must be"} {
+	for _, want := range []string{"Environment is required", "IdempotencyTable", "must be an https URL", "BreakerStore", "EncryptionKey", "AlarmTopic", "Vpc is required", "SecretsEndpoint is required", "MaxAttempts must be"} {
 		cdktest.RequireContains(t, errs, want)
 	}
 }

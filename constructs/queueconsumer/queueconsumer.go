@@ -123,6 +123,11 @@ type Props struct {
 	// gets a security group of its own that allows HTTPS out.
 	Vpc        awsec2.IVpc
 	VpcSubnets *awsec2.SubnetSelection
+	// SecretsEndpoint is the VPC's Secrets Manager interface endpoint
+	// (network.Network.SecretsEndpoint). Its private DNS takes every
+	// Secrets Manager call of the VPC, so a function in the VPC that reads
+	// an API key (AddHTTPDependency) must be admitted to it: required then.
+	SecretsEndpoint awsec2.IInterfaceVpcEndpoint
 
 	// EncryptionKey (the data key) encrypts the queues, the function's
 	// environment and logs, and the secrets.
@@ -375,6 +380,13 @@ func (c *Consumer) AddHTTPDependency(id string, d HTTPDependency) awssecretsmana
 			d.Issuer)),
 	}}, jsii.Bool(true))
 	c.grantSecretRead(secret)
+	if c.SecurityGroup != nil {
+		if c.props.SecretsEndpoint == nil {
+			fail("SecretsEndpoint is required in a VPC: %s reads its API key from Secrets Manager, whose endpoint's private DNS takes the call", c.props.Entry)
+		} else {
+			c.SecurityGroup.Connections().AllowTo(c.props.SecretsEndpoint, awsec2.Port_Tcp(jsii.Number(443)), jsii.String(c.props.Entry+" reads its API key"))
+		}
+	}
 	fn := c.Function.Function
 	set := func(suffix, v string) { fn.AddEnvironment(jsii.String(d.Prefix+suffix), jsii.String(v), nil) }
 	set(httpdepapi.EnvSuffixURL, d.URL)

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 
-	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
 // ErrUnknownEnvironment is returned by Lookup for a name that is not one of
@@ -69,7 +69,7 @@ type Environment struct {
 	PublisherConcurrency float64
 	// ArchiveRetentionDays is how long the bus archive keeps events for
 	// replay: a whole number of days from 1 to the order starter's window
-	// (orderevents.StarterWindow, 89 days). 0 (forever) and longer are
+	// (eventsapi.StarterWindow, 89 days). 0 (forever) and longer are
 	// refused: a replay of an order event older than Step Functions keeps
 	// execution names (90 days) could start a second execution and charge
 	// again. Synthesis also checks the replay's whole pass through the
@@ -333,7 +333,7 @@ func (e Environment) Validate() error {
 	if e.PublisherConcurrency < 2 {
 		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/outbox/outboxschedule)", e.PublisherConcurrency))
 	}
-	if maxDays := orderevents.StarterWindow.Hours() / 24; e.ArchiveRetentionDays < 1 || e.ArchiveRetentionDays > maxDays || e.ArchiveRetentionDays != float64(int(e.ArchiveRetentionDays)) {
+	if maxDays := eventsapi.StarterWindow.Hours() / 24; e.ArchiveRetentionDays < 1 || e.ArchiveRetentionDays > maxDays || e.ArchiveRetentionDays != float64(int(e.ArchiveRetentionDays)) {
 		problems = append(problems, fmt.Sprintf("ArchiveRetentionDays %v must be a whole number of days from 1 to %.0f (the order starter's window: an older replayed order could start a second execution; 0 keeps events forever)", e.ArchiveRetentionDays, maxDays))
 	}
 	if e.NatGateways < 0 || e.NatGateways > float64(len(e.AvailabilityZones)) || e.NatGateways != float64(int(e.NatGateways)) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
-	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
 func TestPlatformPerEnvironment(t *testing.T) {
@@ -136,8 +136,8 @@ func TestReplayWindowsCoverTheirPasses(t *testing.T) {
 			t.Errorf("%s movimientos-stock has a window of %s: its line items never expire", es.Env.Name, w)
 		}
 		st := es.OrderFlow.Starter
-		if p := st.LongestPass; p.Total() > orderevents.StarterWindow || p.Upstream < time.Duration(es.Env.ArchiveRetentionDays)*24*time.Hour {
-			t.Errorf("%s starter: pass %s, window %s", es.Env.Name, p, orderevents.StarterWindow)
+		if p := st.LongestPass; p.Total() > eventsapi.StarterWindow || p.Upstream < time.Duration(es.Env.ArchiveRetentionDays)*24*time.Hour {
+			t.Errorf("%s starter: pass %s, window %s", es.Env.Name, p, eventsapi.StarterWindow)
 		}
 	}
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/mercadofresco/integration/internal/dlq"
-	"github.com/mercadofresco/integration/internal/dlq/classify"
-	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/queuenames"
 )

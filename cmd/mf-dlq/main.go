@@ -31,8 +31,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/mercadofresco/integration/internal/dlq"
-	"github.com/mercadofresco/integration/internal/dlq/classify"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 

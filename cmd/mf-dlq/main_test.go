@@ -15,14 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/internal/testseed"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/queuenames"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // TestMain lets the test binary act as mf-dlq in a child process
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 type sqsEnv struct {
-	fake     *queuefake.Fake
+	fake     *sqsfake.Fake
 	clock    *offsetClock
 	src, dlq string
 	srv      *httptest.Server
@@ -49,13 +49,13 @@ type sqsEnv struct {
 func newSQS(t *testing.T) *sqsEnv {
 	t.Helper()
 	e := &sqsEnv{clock: &offsetClock{}, calls: map[string]int{}}
-	e.fake = queuefake.New(queuefake.WithClock(e.clock))
+	e.fake = sqsfake.New(sqsfake.WithClock(e.clock))
 	var err error
-	if e.dlq, err = e.fake.CreateQueue(queuenames.PhysicalName(queuenames.PedidosDLQName, "-dev"), queuefake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
+	if e.dlq, err = e.fake.CreateQueue(queuenames.PhysicalName(queuenames.PedidosDLQName, "-dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if e.src, err = e.fake.CreateQueue(queuenames.PhysicalName(queuenames.PedidosQueueName, "-dev"), queuefake.QueueConfig{
-		VisibilityTimeout: 400 * time.Second, Redrive: &queuefake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(e.dlq), MaxReceiveCount: 4}}); err != nil {
+	if e.src, err = e.fake.CreateQueue(queuenames.PhysicalName(queuenames.PedidosQueueName, "-dev"), sqsfake.QueueConfig{
+		VisibilityTimeout: 400 * time.Second, Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(e.dlq), MaxReceiveCount: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	h := sqsserver.Handler(e.fake)

@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mercadofresco/integration/internal/dlq"
-	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/queuenames"
 )
 
@@ -48,7 +48,7 @@ func (c *offsetClock) set(t time.Time) {
 	c.off = time.Until(t)
 }
 
-// cmdSandbox serves an in-memory SQS (queuefake over the SQS JSON protocol)
+// cmdSandbox serves an in-memory SQS (sqsfake over the SQS JSON protocol)
 // holding the environment's Messaging queues, with a generated data set
 // played into the Pedidos DLQ through SQS's own mechanics: redriven
 // messages are sent to the source and received maxReceiveCount times,
@@ -69,15 +69,15 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, fmt.Errorf("%w: %w", dlq.ErrUsage, err)
 	}
 	clock := &offsetClock{}
-	fake := queuefake.New(queuefake.WithClock(clock))
+	fake := sqsfake.New(sqsfake.WithClock(clock))
 	var pedidosSrc, pedidosDLQ string
 	for _, q := range queuenames.Queues {
-		d, err := fake.CreateQueue(queuenames.PhysicalName(q.DLQName, suffix), queuefake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+		d, err := fake.CreateQueue(queuenames.PhysicalName(q.DLQName, suffix), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 		if err != nil {
 			return 0, err
 		}
-		s, err := fake.CreateQueue(queuenames.PhysicalName(q.Name, suffix), queuefake.QueueConfig{
-			VisibilityTimeout: 400 * time.Second, Redrive: &queuefake.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
+		s, err := fake.CreateQueue(queuenames.PhysicalName(q.Name, suffix), sqsfake.QueueConfig{
+			VisibilityTimeout: 400 * time.Second, Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
 		if err != nil {
 			return 0, err
 		}
@@ -116,7 +116,7 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 }
 
 // replay plays msgs (as generated) into the fake in SentTimestamp order.
-func replay(ctx context.Context, fake *queuefake.Fake, clock *offsetClock, src, dlqURL string, msgs []queue.Message) error {
+func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dlqURL string, msgs []queue.Message) error {
 	sort.SliceStable(msgs, func(i, j int) bool { return ms(msgs[i]) < ms(msgs[j]) })
 	at := time.Time{}
 	for _, m := range msgs {

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/internal/dlq"
-	"github.com/mercadofresco/integration/internal/dlq/classify"
-	"github.com/mercadofresco/integration/internal/dlq/dataset"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 )
 
 // TestSandboxReplay: a data set played in through SQS's mechanics looks, on
@@ -22,9 +22,9 @@ func TestSandboxReplay(t *testing.T) {
 	for scenario, want := range map[string]classify.Verdict{dataset.DeployV2: classify.Poison, dataset.Mixture: classify.Mixed} {
 		clock := &offsetClock{}
 		fakeClock := &freezableClock{base: clock}
-		fake := queuefake.New(queuefake.WithClock(fakeClock))
-		d, _ := fake.CreateQueue("mercadofresco-pedidos-fallidos-dev", queuefake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
-		s, _ := fake.CreateQueue("cola-mercadofresco-pedidos-dev", queuefake.QueueConfig{Redrive: &queuefake.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
+		fake := sqsfake.New(sqsfake.WithClock(fakeClock))
+		d, _ := fake.CreateQueue("mercadofresco-pedidos-fallidos-dev", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+		s, _ := fake.CreateQueue("cola-mercadofresco-pedidos-dev", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
 		msgs, err := dataset.Generate(scenario, seed, time.Now().Add(-time.Minute), dataset.DefaultTopology)
 		if err != nil {
 			t.Fatal(err)

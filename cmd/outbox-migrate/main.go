@@ -2,7 +2,7 @@
 // (lambdas/outbox/schema/migrations) to a PostgreSQL database and lists what
 // it applied. It is idempotent and safe to run concurrently (advisory lock).
 // Deployed environments are migrated by the deploy itself (the custom
-// resource backed by lambdas/outbox-migrate, which also creates the roles and
+// resource backed by lambdas/outbox-migraciones, which also creates the roles and
 // grants); this tool is for local databases and CI.
 //
 //	outbox-migrate -dsn 'postgres://postgres@127.0.0.1:5432/mf_outbox?sslmode=disable'

@@ -3,7 +3,7 @@
 // old images) feeds the EventBridge pipe pipe-mf-carritos, which keeps only
 // the deletions DynamoDB's TTL made (eventName REMOVE by the principal
 // dynamodb.amazonaws.com) and publishes each as a versioned
-// CarritoAbandonado event (orderevents.CarritoAbandonado) on
+// CarritoAbandonado event (eventsapi.CarritoAbandonado) on
 // bus-mercadofresco: one write by the shop, no dual write. A rule sends
 // CarritoAbandonado to the queue cola-mercadofresco-carritos-abandonados.
 //
@@ -40,7 +40,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
 // SPEC names (environments add their suffix).
@@ -118,7 +118,7 @@ func TTLRemovalFilter() string {
 // InputTemplate renders a stream record as a CarritoAbandonado detail.
 func InputTemplate() string {
 	return fmt.Sprintf(`{"version": %d, "id_evento": "<$.eventID>", "carrito_id": "<$.dynamodb.Keys.%s.S>", "cliente_id": "<$.dynamodb.OldImage.%s.S>", "actualizado_en": "<$.dynamodb.OldImage.%s.S>"}`,
-		orderevents.Version1, orderevents.CarritosKeyAttribute, orderevents.CarritosClienteAttribute, orderevents.CarritosUpdatedAttribute)
+		eventsapi.Version1, eventsapi.CarritosKeyAttribute, eventsapi.CarritosClienteAttribute, eventsapi.CarritosUpdatedAttribute)
 }
 
 // New creates the carts flow. Every problem is reported at synth.
@@ -169,9 +169,9 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 		}
 		k.Table = awsdynamodb.NewTable(c, jsii.String("Table"), &awsdynamodb.TableProps{
 			TableName:           or(props.TableName, TableName),
-			PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(orderevents.CarritosKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
+			PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(eventsapi.CarritosKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
 			BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
-			TimeToLiveAttribute: jsii.String(orderevents.CarritosTTLAttribute),
+			TimeToLiveAttribute: jsii.String(eventsapi.CarritosTTLAttribute),
 			Stream:              awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
 			Encryption:          enc,
 			EncryptionKey:       props.EncryptionKey,
@@ -265,8 +265,8 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 		TargetParameters: &awspipes.CfnPipe_PipeTargetParametersProperty{
 			InputTemplate: jsii.String(InputTemplate()),
 			EventBridgeEventBusParameters: &awspipes.CfnPipe_PipeTargetEventBridgeEventBusParametersProperty{
-				Source:     jsii.String(orderevents.SourceCarritos),
-				DetailType: jsii.String(orderevents.TypeCarritoAbandonado),
+				Source:     jsii.String(eventsapi.SourceCarritos),
+				DetailType: jsii.String(eventsapi.TypeCarritoAbandonado),
 			},
 		},
 		LogConfiguration: &awspipes.CfnPipe_PipeLogConfigurationProperty{
@@ -303,8 +303,8 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 		RuleName:    props.RuleName,
 		Description: "CarritoAbandonado (pipe " + *pipeName + ") -> " + k.Abandoned.QueueName,
 		Pattern: &awsevents.EventPattern{
-			Source:     jsii.Strings(orderevents.SourceCarritos),
-			DetailType: jsii.Strings(orderevents.TypeCarritoAbandonado),
+			Source:     jsii.Strings(eventsapi.SourceCarritos),
+			DetailType: jsii.Strings(eventsapi.TypeCarritoAbandonado),
 		},
 		TargetLabel:         "the queue " + k.Abandoned.QueueName,
 		DeadLetterQueueName: props.RuleDeadLetterQueueName,

@@ -14,7 +14,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/carts"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -35,8 +35,8 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 		"DeletionPolicy": "Retain",
 		"Properties": map[string]any{
 			"TableName":                        carts.TableName,
-			"KeySchema":                        []any{map[string]any{"AttributeName": orderevents.CarritosKeyAttribute, "KeyType": "HASH"}},
-			"TimeToLiveSpecification":          map[string]any{"AttributeName": orderevents.CarritosTTLAttribute, "Enabled": true},
+			"KeySchema":                        []any{map[string]any{"AttributeName": eventsapi.CarritosKeyAttribute, "KeyType": "HASH"}},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": eventsapi.CarritosTTLAttribute, "Enabled": true},
 			"StreamSpecification":              map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
 			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
 			"SSESpecification":                 assertions.Match_ObjectLike(&map[string]any{"SSEEnabled": true, "SSEType": "KMS"}),
@@ -90,7 +90,7 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 		if !strings.Contains(carts.TTLRemovalFilter(), `"REMOVE"`) || !strings.Contains(carts.TTLRemovalFilter(), `"dynamodb.amazonaws.com"`) {
 			t.Fatalf("filter %s", carts.TTLRemovalFilter())
 		}
-		if pp.TargetParameters.EventBridgeEventBusParameters.Source != orderevents.SourceCarritos || pp.TargetParameters.EventBridgeEventBusParameters.DetailType != orderevents.TypeCarritoAbandonado {
+		if pp.TargetParameters.EventBridgeEventBusParameters.Source != eventsapi.SourceCarritos || pp.TargetParameters.EventBridgeEventBusParameters.DetailType != eventsapi.TypeCarritoAbandonado {
 			t.Fatalf("target %+v", pp.TargetParameters)
 		}
 	}
@@ -102,13 +102,13 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 	} {
 		rendered = strings.ReplaceAll(rendered, path, value)
 	}
-	var ev orderevents.CarritoAbandonado
+	var ev eventsapi.CarritoAbandonado
 	if err := json.Unmarshal([]byte(rendered), &ev); err != nil || ev.Validate() != nil || ev.CarritoID != "K-1" || ev.IDEvento != "ev-1" {
 		t.Fatalf("template renders %s: %v %v", rendered, err, ev.Validate())
 	}
 	// The rule to the abandoned-carts queue, with retry policy and DLQ.
 	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
-		"EventPattern": map[string]any{"source": []any{orderevents.SourceCarritos}, "detail-type": []any{orderevents.TypeCarritoAbandonado}},
+		"EventPattern": map[string]any{"source": []any{eventsapi.SourceCarritos}, "detail-type": []any{eventsapi.TypeCarritoAbandonado}},
 		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
 			"RetryPolicy":      map[string]any{"MaximumRetryAttempts": 10, "MaximumEventAgeInSeconds": 7200},
 			"DeadLetterConfig": map[string]any{"Arn": assertions.Match_AnyValue()},

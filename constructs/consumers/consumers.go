@@ -4,12 +4,12 @@
 // its own:
 //
 //   - Preparacion: cola-mercadofresco-pedidos → the warehouse API
-//     (lambdas/preparacion), in the VPC's egress subnets with the
+//     (lambdas/preparation), in the VPC's egress subnets with the
 //     warehouse's circuit breaker in the Valkey cache.
 //   - Correo: the confirmation e-mail queue → SES v2 (a configuration set
-//     made here) or the secondary e-mail API (lambdas/correo), in the
+//     made here) or the secondary e-mail API (lambdas/confirmationmail), in the
 //     egress subnets with both providers' breakers.
-//   - AvisoERP: the ERP notice queue → the ERP API (lambdas/avisoerp), in
+//   - AvisoERP: the ERP notice queue → the ERP API (lambdas/erpnotice), in
 //     the egress subnets with the ERP's breaker.
 //   - MovimientosStock: the stock-movements FIFO queue → the stock table
 //     (lambdas/stock); no VPC (DynamoDB and SQS only).
@@ -42,7 +42,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/stocktable"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Platform is what every consumer shares. EnvironmentName, EncryptionKey,

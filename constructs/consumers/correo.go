@@ -19,7 +19,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // CorreoProps configures NewCorreo.

@@ -27,7 +27,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
 // Defaults (docs/design.md#erp-destination).
@@ -81,11 +81,11 @@ type Destination struct {
 // OrderEventsPattern matches the shop's order events (source
 // mercadofresco.tienda, detail-type starting with "Pedido"), except the
 // PedidoCreado the shop writes again for a payment retry (detail.intento
-// set, lambdas/orders/shop): the ERP hears of an order once, however many
+// set, lambdas/shop): the ERP hears of an order once, however many
 // times the customer pays.
 func OrderEventsPattern() *awsevents.EventPattern {
 	return &awsevents.EventPattern{
-		Source:     jsii.Strings(orderevents.SourceTienda),
+		Source:     jsii.Strings(eventsapi.SourceTienda),
 		DetailType: awsevents.Match_Prefix(jsii.String("Pedido")),
 		Detail:     &map[string]interface{}{"intento": awsevents.Match_DoesNotExist()},
 	}

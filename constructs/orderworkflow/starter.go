@@ -18,8 +18,8 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
-	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // StarterTimeoutSeconds bounds one invocation of the starter: a batch of
@@ -51,7 +51,7 @@ type StarterProps struct {
 	// ArchiveRetentionDays is how long the bus's archive keeps events, any
 	// of which a replay can send to the starter's rule again. Required
 	// (1..): the starter refuses events older than its window
-	// (orderevents.StarterWindow, 89 days, inside Step Functions' 90 days
+	// (eventsapi.StarterWindow, 89 days, inside Step Functions' 90 days
 	// of execution names), and synthesis fails unless the window covers an
 	// archived event's longest pass (this retention + the rule's maximum
 	// event age + the buffer's DLQ and one redrive), so that no replayed
@@ -73,15 +73,15 @@ type Starter struct {
 	Buffer   *reliablequeue.Queue
 	Function *golambda.Function
 	// LongestPass is an archived event's longest pass to the starter,
-	// which orderevents.StarterWindow covers.
+	// which eventsapi.StarterWindow covers.
 	LongestPass reliablequeue.Pass
 }
 
 // PedidoCreadoPattern matches the shop's order-created events.
 func PedidoCreadoPattern() *awsevents.EventPattern {
 	return &awsevents.EventPattern{
-		Source:     jsii.Strings(orderevents.SourceTienda),
-		DetailType: jsii.Strings(orderevents.TypePedidoCreado),
+		Source:     jsii.Strings(eventsapi.SourceTienda),
+		DetailType: jsii.Strings(eventsapi.TypePedidoCreado),
 	}
 }
 
@@ -147,7 +147,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		MemorySize:   128,
 		Environment: map[string]*string{
 			"STATE_MACHINE_ARN":              smArn,
-			consumerapi.EnvIdempotencyWindow: jsii.String(consumerapi.FormatWindow(orderevents.StarterWindow)),
+			consumerapi.EnvIdempotencyWindow: jsii.String(consumerapi.FormatWindow(eventsapi.StarterWindow)),
 		},
 		EncryptionKey:    props.EncryptionKey,
 		LogRetention:     props.LogRetention,
@@ -181,7 +181,7 @@ func (s *Starter) checkReplays(props *StarterProps, fail func(string, ...any)) {
 	days := props.ArchiveRetentionDays
 	if days < 1 || days != math.Trunc(days) {
 		fail("ArchiveRetentionDays must be a whole number of days, at least 1 (got %v; 0 would keep events forever, and a replay of an event older than %.0f days would start a second execution)",
-			days, orderevents.ExecutionNameRetention.Hours()/24)
+			days, eventsapi.ExecutionNameRetention.Hours()/24)
 		return
 	}
 	ruleAge, err := reliablequeue.Seconds(s.Rule.MaxEventAge)
@@ -191,7 +191,7 @@ func (s *Starter) checkReplays(props *StarterProps, fail func(string, ...any)) {
 	}
 	upstream := time.Duration(days)*24*time.Hour + time.Duration(ruleAge)*time.Second
 	s.LongestPass = s.Buffer.LongestPass(upstream, 0)
-	if err := s.LongestPass.Covers(orderevents.StarterWindow); err != nil {
+	if err := s.LongestPass.Covers(eventsapi.StarterWindow); err != nil {
 		fail("an archive of %v days: %v", days, err)
 	}
 }

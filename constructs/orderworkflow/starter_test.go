@@ -17,7 +17,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
-	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
 // The starter: rule (retry policy, DLQ, alarms) → SQS buffer (DLQ) →
@@ -44,7 +44,7 @@ func TestStarterWiring(t *testing.T) {
 	tpl := assertions.Template_FromStack(f.p.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
 		"Name":         "mf-pedido-creado-a-inicio",
-		"EventPattern": map[string]any{"source": []any{orderevents.SourceTienda}, "detail-type": []any{orderevents.TypePedidoCreado}},
+		"EventPattern": map[string]any{"source": []any{eventsapi.SourceTienda}, "detail-type": []any{eventsapi.TypePedidoCreado}},
 		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
 			"RetryPolicy":      map[string]any{"MaximumRetryAttempts": 10, "MaximumEventAgeInSeconds": 7200},
 			"DeadLetterConfig": map[string]any{"Arn": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^InicioPedidoCreadoDeadLetterQueue")), "Arn"}}},
@@ -71,7 +71,7 @@ func TestStarterWiring(t *testing.T) {
 		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
 			"STATE_MACHINE_ARN": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^ProcesarStateMachine"))},
 			"DLQ_URLS":          assertions.Match_AnyValue(),
-			// orderevents.StarterWindow: 89 days.
+			// eventsapi.StarterWindow: 89 days.
 			"IDEMPOTENCY_WINDOW": "2136h",
 		})},
 	})

@@ -20,7 +20,7 @@
 // charged or reserved by this execution. A failure after the charge
 // (ReservarStock, Confirmar) goes to LiberarStock (a "liberacion" movement
 // for every line: the consumer applies a liberacion only where its reserva
-// was applied, see orderevents.MovimientoStock) → Reembolsar (Lambda
+// was applied, see eventsapi.MovimientoStock) → Reembolsar (Lambda
 // reembolso) → PedidoFallido with the original error. A failing
 // compensation ends in CompensacionFallida (a person must act: the
 // reembolso function's Errors alarm and ExecutionsFailed fire).
@@ -60,7 +60,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 )
 
@@ -422,7 +422,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 			MaxConcurrency: jsii.Number(maxConc),
 			ItemSelector: &map[string]interface{}{
 				"movimiento": map[string]interface{}{
-					"version":    orderevents.Version1,
+					"version":    eventsapi.Version1,
 					"tipo":       tipo,
 					"pedido_id":  str("$.pedido_id"),
 					"sku":        str("$$.Map.Item.Value.sku"),
@@ -445,12 +445,12 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		return m, m
 	}
 
-	reservar, _ := movement(StateReservarStock, string(orderevents.Reserva), orderevents.SecuenciaReserva)
-	liberar, _ := movement(StateLiberarStock, string(orderevents.Liberacion), orderevents.SecuenciaLiberacion)
+	reservar, _ := movement(StateReservarStock, string(eventsapi.Reserva), eventsapi.SecuenciaReserva)
+	liberar, _ := movement(StateLiberarStock, string(eventsapi.Liberacion), eventsapi.SecuenciaLiberacion)
 
 	preparar := sfn.NewPass(c, jsii.String(StatePrepararConfirmacion), &sfn.PassProps{
 		Parameters: &map[string]interface{}{
-			"version":          orderevents.Version1,
+			"version":          eventsapi.Version1,
 			"pedido_id":        str("$.pedido_id"),
 			"cliente":          sfn.JsonPath_ObjectAt(jsii.String("$.cliente")),
 			"lineas":           sfn.JsonPath_ObjectAt(jsii.String("$.lineas")),
@@ -466,8 +466,8 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		Topic:   p.Confirmed,
 		Message: sfn.TaskInput_FromText(sfn.JsonPath_JsonToString(sfn.JsonPath_ObjectAt(jsii.String("$.confirmacion")))),
 		MessageAttributes: &map[string]*tasks.MessageAttribute{
-			orderevents.AttrTipo:    {Value: jsii.String(orderevents.TypePedidoConfirmado), DataType: tasks.MessageAttributeDataType_STRING},
-			orderevents.AttrVersion: {Value: jsii.String(fmt.Sprint(orderevents.Version1)), DataType: tasks.MessageAttributeDataType_STRING},
+			eventsapi.AttrTipo:    {Value: jsii.String(eventsapi.TypePedidoConfirmado), DataType: tasks.MessageAttributeDataType_STRING},
+			eventsapi.AttrVersion: {Value: jsii.String(fmt.Sprint(eventsapi.Version1)), DataType: tasks.MessageAttributeDataType_STRING},
 		},
 		ResultPath: sfn.JsonPath_DISCARD(),
 	})

@@ -17,7 +17,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/internal/asltest"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/lambdas/orders/orderevents"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 )
 
@@ -81,12 +81,12 @@ func (f *fixture) definition(t *testing.T) []byte {
 	return def
 }
 
-func order() orderevents.PedidoCreado {
-	return orderevents.PedidoCreado{
+func order() eventsapi.PedidoCreado {
+	return eventsapi.PedidoCreado{
 		IDEvento: "0190-evt", Version: 1, PedidoID: "P-4820", ClienteID: "C-7",
-		Cliente:       orderevents.Cliente{ID: "C-7", Email: "ana@example.com", Nombre: "Ana"},
+		Cliente:       eventsapi.Cliente{ID: "C-7", Email: "ana@example.com", Nombre: "Ana"},
 		TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc",
-		Lineas: []orderevents.Linea{{SKU: "SKU-MANZANA", Cantidad: 3, PrecioCentimos: 120}, {SKU: "SKU-PAN", Cantidad: 1, PrecioCentimos: 4460}},
+		Lineas: []eventsapi.Linea{{SKU: "SKU-MANZANA", Cantidad: 3, PrecioCentimos: 120}, {SKU: "SKU-PAN", Cantidad: 1, PrecioCentimos: 4460}},
 	}
 }
 
@@ -193,11 +193,11 @@ func TestDefinitionExecutes(t *testing.T) {
 				MessageDeduplicationID string `json:"MessageDeduplicationId"`
 			}
 			mustJSON(t, raw, &send)
-			m, err := orderevents.ParseMovimientoStock([]byte(send.MessageBody))
+			m, err := eventsapi.ParseMovimientoStock([]byte(send.MessageBody))
 			if err != nil {
 				t.Fatalf("reservation body: %v (%s)", err, send.MessageBody)
 			}
-			if m.Tipo != orderevents.Reserva || m.Secuencia != orderevents.SecuenciaReserva || send.MessageGroupID != m.SKU ||
+			if m.Tipo != eventsapi.Reserva || m.Secuencia != eventsapi.SecuenciaReserva || send.MessageGroupID != m.SKU ||
 				send.MessageDeduplicationID != m.DeduplicationID() || !strings.HasSuffix(send.QueueURL, "/mercadofresco-movimientos-stock.fifo") || m.EmitidoEn == "" {
 				t.Fatalf("reservation %+v / %+v", send, m)
 			}
@@ -212,7 +212,7 @@ func TestDefinitionExecutes(t *testing.T) {
 			MessageAttributes map[string]struct{ DataType, StringValue string }
 		}
 		mustJSON(t, r.Calls[orderworkflow.StateConfirmar][0], &pub)
-		c, err := orderevents.ParsePedidoConfirmado([]byte(pub.Message))
+		c, err := eventsapi.ParsePedidoConfirmado([]byte(pub.Message))
 		if err != nil {
 			t.Fatalf("confirmation: %v (%s)", err, pub.Message)
 		}
@@ -220,8 +220,8 @@ func TestDefinitionExecutes(t *testing.T) {
 			t.Fatalf("confirmation %+v", c)
 		}
 		if !strings.HasSuffix(pub.TopicArn, ":mercadofresco-pedido-confirmado") ||
-			pub.MessageAttributes[orderevents.AttrTipo].StringValue != orderevents.TypePedidoConfirmado ||
-			pub.MessageAttributes[orderevents.AttrVersion].StringValue != "1" {
+			pub.MessageAttributes[eventsapi.AttrTipo].StringValue != eventsapi.TypePedidoConfirmado ||
+			pub.MessageAttributes[eventsapi.AttrVersion].StringValue != "1" {
 			t.Fatalf("publish %+v", pub)
 		}
 	})
@@ -277,8 +277,8 @@ func TestDefinitionExecutes(t *testing.T) {
 			for _, raw := range r.Calls[orderworkflow.StateEnviarLiberacion] {
 				var send struct{ MessageBody, MessageDeduplicationId string }
 				mustJSON(t, raw, &send)
-				m, err := orderevents.ParseMovimientoStock([]byte(send.MessageBody))
-				if err != nil || m.Tipo != orderevents.Liberacion || m.Secuencia != orderevents.SecuenciaLiberacion || send.MessageDeduplicationId != "liberacion:P-4820:"+m.SKU {
+				m, err := eventsapi.ParseMovimientoStock([]byte(send.MessageBody))
+				if err != nil || m.Tipo != eventsapi.Liberacion || m.Secuencia != eventsapi.SecuenciaLiberacion || send.MessageDeduplicationId != "liberacion:P-4820:"+m.SKU {
 					t.Fatalf("%s: release %+v %v", name, send, err)
 				}
 			}

@@ -56,7 +56,7 @@ type MigrationProps struct {
 // Migration applies the outbox's schema once per deploy: a CloudFormation
 // custom resource whose properties are the migrations' hash and the role
 // names, so it is updated (and its handler runs) exactly when a deploy
-// changes either. The handler (lambdas/outbox-migrate) connects as the
+// changes either. The handler (lambdas/outbox-migraciones) connects as the
 // cluster's master user only to create the roles, then as the owner role
 // through the proxy to migrate and grant. It is the only function that may
 // read the master secret; no function on the hot path can.
@@ -117,7 +117,7 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 	delete(env, "DB_USER") // the owner role comes with the event (its Roles property)
 	env["DB_MASTER_SECRET_ARN"] = db.Secret.SecretArn()
 	m.Function = golambda.NewFunction(this, "Funcion", &golambda.Props{
-		Entry:                        "lambdas/outbox-migrate",
+		Entry:                        "lambdas/outbox-migraciones",
 		Builder:                      props.Builder,
 		FunctionName:                 props.FunctionName,
 		Description:                  jsii.String("Outbox schema: creates the database roles, applies the migrations and grants (custom resource, once per deploy)"),

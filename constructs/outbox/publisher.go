@@ -32,7 +32,7 @@ const (
 	DefaultPendingThreshold   = 500
 	DefaultOldestAgeThreshold = 60 // seconds
 	// PublisherTimeoutSeconds is the publisher function's timeout: it polls
-	// for 80 s of it (lambdas/outbox-publisher stops claiming 20 s before
+	// for 80 s of it (lambdas/outbox-publicador stops claiming 20 s before
 	// the deadline), so invocations started every minute overlap by 20 s
 	// and a publisher is always polling (lambdas/outbox/outboxschedule).
 	PublisherTimeoutSeconds = int(outboxschedule.Timeout / time.Second)
@@ -183,7 +183,7 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	}
 
 	p.Function = golambda.NewFunction(this, "Publicador", &golambda.Props{
-		Entry:                        "lambdas/outbox-publisher",
+		Entry:                        "lambdas/outbox-publicador",
 		Builder:                      props.Builder,
 		FunctionName:                 name("publicador"),
 		Description:                  jsii.String("Transactional outbox: publishes pending rows of Aurora's outbox table to " + *busName),
@@ -213,7 +213,7 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(60)),
 	})
 	p.Cleanup = golambda.NewFunction(this, "Limpieza", &golambda.Props{
-		Entry:                        "lambdas/outbox-cleanup",
+		Entry:                        "lambdas/outbox-limpieza",
 		Builder:                      props.Builder,
 		FunctionName:                 name("limpieza"),
 		Description:                  jsii.String("Transactional outbox: deletes rows published more than 7 days ago, in batches"),

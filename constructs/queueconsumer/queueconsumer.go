@@ -4,7 +4,7 @@
 // batch responses and a MaximumConcurrency ceiling, the function's reserved
 // concurrency equal to that ceiling (so Lambda never throttles a batch,
 // which would spend a receive: MF-ESM-RESERVED), the environment every
-// consumer reads (lambdas/consumerapi), and, when the consumer calls
+// consumer reads (lambdas/sqsconsumer/consumerapi), and, when the consumer calls
 // services on the internet, its place in the VPC's egress subnets with a
 // security group of its own.
 //
@@ -39,9 +39,9 @@ import (
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // SDKMaxAttempts is the AWS SDK's attempts per call of every consumer

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
 )
 
 // Limits of the Lambda SQS event source mapping.
@@ -28,10 +28,10 @@ const (
 	lambdaDefaultTimeout = 3
 	// DeadLetterRoutesEnv is the environment variable through which a
 	// consumer learns the DLQ of each queue it consumes (a JSON object of
-	// source queue name to DLQ URL; lambdas/sqsbatch/dlqroute reads it and
+	// source queue name to DLQ URL; lambdas/sqsbatch/sqsbatchapi reads it and
 	// the batch library sends poison messages there itself, with the failure
 	// reason, before acknowledging them).
-	DeadLetterRoutesEnv = dlqroute.Env
+	DeadLetterRoutesEnv = sqsbatchapi.Env
 )
 
 // ConsumerOptions configures Queue.AddConsumer.
@@ -246,7 +246,7 @@ func (r *deadLetterRoutes) add(fn awslambda.IFunction, queueName string, dlqURL 
 	fn.Node().AddMetadata(jsii.String(routeMetadata), map[string]any{"queue": queueName, "dlqUrl": *dlqURL}, nil)
 }
 
-// json renders the routes as the JSON object dlqroute.Parse reads, with the
+// json renders the routes as the JSON object sqsbatchapi.Parse reads, with the
 // DLQ URLs left as tokens for CloudFormation to resolve.
 func (r *deadLetterRoutes) json(fn awslambda.IFunction) *string {
 	m := make(map[string]any, len(r.dlq))

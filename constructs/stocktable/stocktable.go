@@ -3,7 +3,7 @@
 // one item per order line or adjustment that moved it.
 //
 // The zero value of Props is the production configuration: on-demand billing,
-// partition key "sku" and sort key "elemento" (lambdas/consumerapi),
+// partition key "sku" and sort key "elemento" (lambdas/sqsconsumer/consumerapi),
 // encryption with the customer-managed data key alias/mercadofresco-datos,
 // point-in-time recovery, deletion protection, RETAIN, and alarms on
 // throttled requests and DynamoDB system errors. Consumers get exactly the
@@ -25,7 +25,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // SpecTableName is the table's name (environments add their suffix).

@@ -1,5 +1,5 @@
 // Package awsfake serves the few AWS API operations the project's Lambda
-// functions call, besides SQS (lambdas/queue/queuefake/sqsserver) and
+// functions call, besides SQS (internal/sqsfake/sqsserver) and
 // DynamoDB (dynalite), over their real wire protocols, so a local run builds
 // the functions with their real SDK clients, pointed here with the
 // AWS_ENDPOINT_URL_<SERVICE> variables:

@@ -149,12 +149,12 @@ type Publishers struct {
 func (w *World) startPublishers(n int) *Publishers {
 	var f *Function
 	for _, fn := range w.functions {
-		if fn.Entry == "lambdas/outbox-publisher" {
+		if fn.Entry == "lambdas/outbox-publicador" {
 			f = fn
 		}
 	}
 	if f == nil {
-		w.fatalf("no lambdas/outbox-publisher function in the templates")
+		w.fatalf("no lambdas/outbox-publicador function in the templates")
 	}
 	p := &Publishers{w: w, f: f, procs: make([]*exec.Cmd, n), stdin: make([]io.WriteCloser, n)}
 	for i := range n {

@@ -6,7 +6,7 @@
 //
 // # What is real
 //
-//   - The project's code: the shop's order writer (lambdas/orders/shop, one
+//   - The project's code: the shop's order writer (lambdas/shop, one
 //     transaction with the outbox row), the outbox publisher
 //     (publisherfn.FromEnv, in child processes that are SIGKILLed), the
 //     workflow starter, the cobro and reembolso tasks, and the four
@@ -34,7 +34,7 @@
 // # What is played
 //
 // AWS's side is played by the harness: SQS by the project's fake
-// (lambdas/queue/queuefake, served over the SQS protocol for the functions'
+// (internal/sqsfake, served over the SQS protocol for the functions'
 // SDK clients), EventBridge PutEvents, Step Functions StartExecution and
 // Secrets Manager by internal/awsfake, EventBridge's rules, SNS's fan-out,
 // the pipe and Lambda's SQS pollers by this package. Every event and every

@@ -17,12 +17,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/mercadofresco/integration/internal/cfnlocal"
-	"github.com/mercadofresco/integration/lambdas/avisoerp"
-	"github.com/mercadofresco/integration/lambdas/correo"
+	"github.com/mercadofresco/integration/lambdas/confirmationmail"
+	"github.com/mercadofresco/integration/lambdas/erpnotice"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/orders/starter"
+	"github.com/mercadofresco/integration/lambdas/orderstart"
 	"github.com/mercadofresco/integration/lambdas/payment"
-	"github.com/mercadofresco/integration/lambdas/preparacion"
+	"github.com/mercadofresco/integration/lambdas/preparation"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
@@ -34,16 +34,16 @@ import (
 // invokes and that is not here fails the run at start.
 var sqsBuilders = map[string]func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error){
 	"lambdas/iniciar-pedido": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
-		return starter.ProcessorFromEnv(ctx, env, env.Logger("iniciar-pedido"))
+		return orderstart.ProcessorFromEnv(ctx, env, env.Logger("iniciar-pedido"))
 	},
 	"lambdas/preparar-pedido": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
-		return sqsconsumer.Start(ctx, "preparar-pedido", env, preparacion.FromRuntime)
+		return sqsconsumer.Start(ctx, "preparar-pedido", env, preparation.FromRuntime)
 	},
 	"lambdas/correo-confirmacion": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
-		return sqsconsumer.Start(ctx, "correo-confirmacion", env, correo.FromRuntime)
+		return sqsconsumer.Start(ctx, "correo-confirmacion", env, confirmationmail.FromRuntime)
 	},
 	"lambdas/aviso-erp": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
-		return sqsconsumer.Start(ctx, "aviso-erp", env, avisoerp.FromRuntime)
+		return sqsconsumer.Start(ctx, "aviso-erp", env, erpnotice.FromRuntime)
 	},
 	"lambdas/movimientos-stock": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
 		return sqsconsumer.Start(ctx, "movimientos-stock", env, stock.FromRuntime)
@@ -102,14 +102,14 @@ func (w *World) loadFunctions() {
 		f := &Function{w: w, Res: r, Name: name, ARN: arn, Entry: entry, Env: map[string]string{},
 			Timeout: seconds(r.Prop("Timeout"), 3*time.Second)}
 		f.Deadline = time.Duration(float64(f.Timeout) / w.opts.ExecScale)
-		if entry == "lambdas/outbox-publisher" {
+		if entry == "lambdas/outbox-publicador" {
 			// Its invocation's timing is its code's (outboxschedule: the
 			// 20 s stop margin and lease of a 100 s invocation), not
 			// configuration: it runs at full length.
 			f.Deadline = f.Timeout
 		}
 		w.functions[arn] = f
-		if sqsBuilders[entry] == nil && taskBuilders[entry] == nil && entry != "lambdas/outbox-publisher" {
+		if sqsBuilders[entry] == nil && taskBuilders[entry] == nil && entry != "lambdas/outbox-publicador" {
 			continue // not played (migrations, cleanup); resolved only if invoked
 		}
 		vars, _ := r.Prop("Environment").(map[string]any)

@@ -17,15 +17,15 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mercadofresco/integration/internal/dlq"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
 	"github.com/mercadofresco/integration/internal/pgtest"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
-	"github.com/mercadofresco/integration/lambdas/orders/shop"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/shop"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Scenario is one seeded run.

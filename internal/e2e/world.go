@@ -28,11 +28,11 @@ import (
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/internal/redistest"
+	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
 	"github.com/mercadofresco/integration/lambdas/outbox/schema"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake/sqsserver"
 )
 
 // Options configure a World.
@@ -76,7 +76,7 @@ type World struct {
 	rngLock sync.Mutex
 	rng     *rand.Rand
 
-	sqs    *queuefake.Fake
+	sqs    *sqsfake.Fake
 	sqsSrv *httptest.Server
 	ddb    *dynalitetest.Server
 	redis  *redistest.Server
@@ -212,12 +212,12 @@ func seconds(v any, def time.Duration) time.Duration {
 // queues first, with their visibility timeout, retention, delay, FIFO
 // settings and redrive policy.
 func (w *World) createQueues() {
-	w.sqs = queuefake.New(queuefake.WithClock(w.clock), queuefake.WithAccount(w.opts.Account), queuefake.WithRegion(w.opts.Region))
+	w.sqs = sqsfake.New(sqsfake.WithClock(w.clock), sqsfake.WithAccount(w.opts.Account), sqsfake.WithRegion(w.opts.Region))
 	pending := w.app.Resources("AWS::SQS::Queue")
 	for len(pending) > 0 {
 		var next []*cfnlocal.Resource
 		for _, r := range pending {
-			cfg := queuefake.QueueConfig{
+			cfg := sqsfake.QueueConfig{
 				VisibilityTimeout: seconds(r.Prop("VisibilityTimeout"), 30*time.Second),
 				RetentionPeriod:   seconds(r.Prop("MessageRetentionPeriod"), 4*24*time.Hour),
 				Delay:             seconds(r.Prop("DelaySeconds"), 0),
@@ -234,7 +234,7 @@ func (w *World) createQueues() {
 					w.fatalf("queue %s: redrive to unknown %s", r.Path(), arn)
 				}
 				n, _ := rp["maxReceiveCount"].(float64)
-				cfg.Redrive = &queuefake.RedrivePolicy{DeadLetterTargetARN: arn, MaxReceiveCount: int(n)}
+				cfg.Redrive = &sqsfake.RedrivePolicy{DeadLetterTargetARN: arn, MaxReceiveCount: int(n)}
 			}
 			name := physicalName(r, "QueueName")
 			fifo, _ := r.Prop("FifoQueue").(bool)

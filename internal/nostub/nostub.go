@@ -10,7 +10,7 @@
 //
 //   - a package whose import path has an element that names a test double
 //     (fake..., stub..., mock..., dummy..., ...fake or ...mock such as
-//     queuefake, or ...test such as dynalitetest, redistest, consumertest);
+//     sqsfake, or ...test such as dynalitetest, redistest, consumertest);
 //   - a top-level declaration (type, function, method, variable, constant)
 //     named as one (stubPreparer, FakeSES, mockERP, dummyAlmacen), or whose
 //     doc comment calls it a stub.
@@ -58,7 +58,7 @@ func (f Finding) String() string {
 
 var (
 	// doubleElement matches an import-path element naming a test double:
-	// fakehttp, stubs, mocks, queuefake, dynalitetest (but not nostub).
+	// fakehttp, stubs, mocks, sqsfake, dynalitetest (but not nostub).
 	doubleElement = regexp.MustCompile(`(?i)^(fake|stub|mock|dummy)|(fake|mock|test)$`)
 	// doubleName matches a declaration named as a test double: the prefix
 	// is followed by the end or an upper-case letter (stubPreparer, Fake,

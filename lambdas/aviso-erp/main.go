@@ -1,16 +1,16 @@
 // Command aviso-erp is the consumer of cola-mercadofresco-aviso-erp: it
 // notifies the ERP of every confirmed order once, and lets notices wait
-// while the ERP's circuit is open (lambdas/avisoerp).
+// while the ERP's circuit is open (lambdas/erpnotice).
 //
 // Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, ERP_URL,
 // ERP_SECRET_ARN, ERP_READ_TIMEOUT, ERP_MAX_ATTEMPTS, BREAKER_REDIS_ADDR,
 // BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO and the common
-// consumer variables of lambdas/consumerapi.
+// consumer variables of lambdas/sqsconsumer/consumerapi.
 package main
 
 import (
-	"github.com/mercadofresco/integration/lambdas/avisoerp"
+	"github.com/mercadofresco/integration/lambdas/erpnotice"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
-func main() { sqsconsumer.Main("aviso-erp", avisoerp.FromRuntime) }
+func main() { sqsconsumer.Main("aviso-erp", erpnotice.FromRuntime) }

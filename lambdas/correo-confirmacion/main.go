@@ -1,17 +1,17 @@
 // Command correo-confirmacion is the consumer of
 // cola-mercadofresco-correo-confirmacion: it sends each confirmed order's
-// e-mail once, through SES or the secondary provider (lambdas/correo).
+// e-mail once, through SES or the secondary provider (lambdas/confirmationmail).
 //
 // Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, CORREO_REMITENTE,
 // SES_CONFIGURATION_SET, CORREO_SECUNDARIO_URL, CORREO_SECUNDARIO_SECRET_ARN,
 // CORREO_SECUNDARIO_READ_TIMEOUT, CORREO_SECUNDARIO_MAX_ATTEMPTS,
 // BREAKER_REDIS_ADDR, BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
-// and the common consumer variables of lambdas/consumerapi.
+// and the common consumer variables of lambdas/sqsconsumer/consumerapi.
 package main
 
 import (
-	"github.com/mercadofresco/integration/lambdas/correo"
+	"github.com/mercadofresco/integration/lambdas/confirmationmail"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
-func main() { sqsconsumer.Main("correo-confirmacion", correo.FromRuntime) }
+func main() { sqsconsumer.Main("correo-confirmacion", confirmationmail.FromRuntime) }

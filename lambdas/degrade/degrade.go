@@ -75,7 +75,7 @@
 //     breaking the order the FIFO queue exists for. They use step 1 only.
 //
 // TestLongOutageDoesNotDeadLetter runs a 3-hour open circuit against a
-// queue with maxReceiveCount 4 (queuefake): the plan delivers the message
+// queue with maxReceiveCount 4 (sqsfake): the plan delivers the message
 // after recovery with nothing in the DLQ, while visibility alone
 // dead-letters it after 20 minutes. See also docs/runbooks/dlq.md.
 package degrade
@@ -91,9 +91,9 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // EnvMaxReceiveCount is the environment variable through which the CDK

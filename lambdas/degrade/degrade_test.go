@@ -14,10 +14,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -25,8 +25,8 @@ const maxReceiveCount = 4
 
 type world struct {
 	t        *testing.T
-	clk      *queuefake.ManualClock
-	fake     *queuefake.Fake
+	clk      *sqsfake.ManualClock
+	fake     *sqsfake.Fake
 	src, dlq string
 	proc     *sqsbatch.Processor
 	open     atomic.Bool // the ERP's circuit
@@ -36,19 +36,19 @@ type world struct {
 
 func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	t.Helper()
-	w := &world{t: t, clk: queuefake.NewManualClock(time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)), done: map[string]int{}}
-	w.fake = queuefake.New(queuefake.WithClock(w.clk))
+	w := &world{t: t, clk: sqsfake.NewManualClock(time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)), done: map[string]int{}}
+	w.fake = sqsfake.New(sqsfake.WithClock(w.clk))
 	suffix := ""
 	if fifo {
 		suffix = ".fifo"
 	}
 	var err error
-	if w.dlq, err = w.fake.CreateQueue("aviso-erp-fallidos"+suffix, queuefake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
+	if w.dlq, err = w.fake.CreateQueue("aviso-erp-fallidos"+suffix, sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if w.src, err = w.fake.CreateQueue("cola-mercadofresco-aviso-erp"+suffix, queuefake.QueueConfig{
+	if w.src, err = w.fake.CreateQueue("cola-mercadofresco-aviso-erp"+suffix, sqsfake.QueueConfig{
 		VisibilityTimeout: 400 * time.Second, ContentBasedDeduplication: fifo,
-		Redrive: &queuefake.RedrivePolicy{DeadLetterTargetARN: w.fake.ARN(w.dlq), MaxReceiveCount: maxReceiveCount},
+		Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: w.fake.ARN(w.dlq), MaxReceiveCount: maxReceiveCount},
 	}); err != nil {
 		t.Fatal(err)
 	}

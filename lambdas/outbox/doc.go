@@ -15,7 +15,7 @@
 //
 // The versioned SQL files of package schema are embedded and applied by
 // Migrate, once per deploy, by the custom resource of constructs/outbox
-// (lambdas/outbox-migrate, as the owner role; cmd/outbox-migrate for local
+// (lambdas/outbox-migraciones, as the owner role; cmd/outbox-migrate for local
 // databases). CreateRoles and Grant give every function its own database
 // role with only the privileges it uses (docs/design.md#database-roles).
 // Table outbox (id = event id,

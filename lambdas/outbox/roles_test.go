@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mercadofresco/integration/internal/outboxtest"
 	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxtest"
 	"github.com/mercadofresco/integration/lambdas/outbox/schema"
 )
 

@@ -1,5 +1,5 @@
 // Command pedido-writer is the shop's order-writing function: it writes an
-// order and its PedidoCreado event in one transaction (lambdas/orders/shop),
+// order and its PedidoCreado event in one transaction (lambdas/shop),
 // and payment retries of existing orders.
 //
 // Environment: DB_HOST (RDS Proxy endpoint), DB_PORT, DB_NAME, DB_USER (IAM
@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/orders/shop"
 	"github.com/mercadofresco/integration/lambdas/postgres"
+	"github.com/mercadofresco/integration/lambdas/shop"
 )
 
 func main() {

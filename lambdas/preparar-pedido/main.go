@@ -1,15 +1,15 @@
 // Command preparar-pedido is the consumer of cola-mercadofresco-pedidos: it
-// sends every confirmed order to the warehouse once (lambdas/preparacion).
+// sends every confirmed order to the warehouse once (lambdas/preparation).
 //
 // Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, ALMACEN_URL,
 // ALMACEN_SECRET_ARN, ALMACEN_READ_TIMEOUT, ALMACEN_MAX_ATTEMPTS,
 // BREAKER_REDIS_ADDR, BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
-// and the common consumer variables of lambdas/consumerapi.
+// and the common consumer variables of lambdas/sqsconsumer/consumerapi.
 package main
 
 import (
-	"github.com/mercadofresco/integration/lambdas/preparacion"
+	"github.com/mercadofresco/integration/lambdas/preparation"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
-func main() { sqsconsumer.Main("preparar-pedido", preparacion.FromRuntime) }
+func main() { sqsconsumer.Main("preparar-pedido", preparation.FromRuntime) }

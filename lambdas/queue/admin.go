@@ -88,7 +88,7 @@ type Locator interface {
 
 // AdminAPI is what operator tools (cmd/mf-dlq) need: the consumer API plus
 // queue lookup and message move tasks. *AdminClient (the SDK adapter) and
-// *queuefake.Fake implement it.
+// *sqsfake.Fake implement it.
 type AdminAPI interface {
 	API
 	Locator

@@ -2,7 +2,7 @@
 //
 // Consumers, operator tools (the DLQ runbook) and the batch library depend on
 // the narrow interfaces here (Sender, Receiver, ...) rather than on the AWS
-// SDK client, so that tests run against queuefake, an in-memory SQS with the
+// SDK client, so that tests run against sqsfake, an in-memory SQS with the
 // semantics that matter for reliability: visibility timeouts, receive counts,
 // redrive to a dead-letter queue and FIFO message groups. New wraps the real
 // aws-sdk-go-v2 client.
@@ -164,7 +164,7 @@ type AttributeGetter interface {
 }
 
 // API is everything the project's Go code needs from SQS. Both *Client (the
-// SDK adapter) and *queuefake.Fake implement it.
+// SDK adapter) and *sqsfake.Fake implement it.
 type API interface {
 	Sender
 	Receiver

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // SPEC names of the queues (prod's physical names; other environments add

@@ -41,8 +41,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // ErrExpired is matched (errors.Is) by every [*ExpiredError].

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -20,7 +20,7 @@ import (
 // when the invocation returns an error).
 type poller struct {
 	t    *testing.T
-	fake *queuefake.Fake
+	fake *sqsfake.Fake
 	url  string
 	p    *sqsbatch.Processor
 }
@@ -65,16 +65,16 @@ func (pl *poller) drain() int {
 // exhausts maxReceiveCount and the queue's own redrive moves the message; a
 // flaky dependency succeeds on the third receive; good orders are processed once.
 func TestEndToEndStandardQueue(t *testing.T) {
-	clk := queuefake.NewManualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
-	f := queuefake.New(queuefake.WithClock(clk))
-	dlq, err := f.CreateQueue("mercadofresco-pedidos-fallidos", queuefake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	clk := sqsfake.NewManualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk))
+	dlq, err := f.CreateQueue("mercadofresco-pedidos-fallidos", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const visibility = 400 * time.Second
-	src, err := f.CreateQueue("cola-mercadofresco-pedidos", queuefake.QueueConfig{
+	src, err := f.CreateQueue("cola-mercadofresco-pedidos", sqsfake.QueueConfig{
 		VisibilityTimeout: visibility,
-		Redrive:           &queuefake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 4},
+		Redrive:           &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 4},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestEndToEndStandardQueue(t *testing.T) {
 	}
 
 	st, _ := f.Inspect(dlq)
-	byID := map[string]queuefake.MessageState{}
+	byID := map[string]sqsfake.MessageState{}
 	for _, m := range st {
 		byID[m.MessageAttributes[sqsbatch.AttrOriginalMessageID].StringValue] = m
 		if m.DLQSourceARN != "" {
@@ -194,12 +194,12 @@ func TestEndToEndStandardQueue(t *testing.T) {
 // movements of each SKU are applied in order; a poison movement is
 // dead-lettered at once and its group continues.
 func TestEndToEndFIFO(t *testing.T) {
-	clk := queuefake.NewManualClock(time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC))
-	f := queuefake.New(queuefake.WithClock(clk))
-	dlq, _ := f.CreateQueue("movimientos-stock-fallidos.fifo", queuefake.QueueConfig{})
-	src, err := f.CreateQueue("movimientos-stock.fifo", queuefake.QueueConfig{
+	clk := sqsfake.NewManualClock(time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk))
+	dlq, _ := f.CreateQueue("movimientos-stock-fallidos.fifo", sqsfake.QueueConfig{})
+	src, err := f.CreateQueue("movimientos-stock.fifo", sqsfake.QueueConfig{
 		VisibilityTimeout: 60 * time.Second,
-		Redrive:           &queuefake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 5},
+		Redrive:           &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 5},
 	})
 	if err != nil {
 		t.Fatal(err)

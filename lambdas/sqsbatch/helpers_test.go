@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -98,27 +98,27 @@ func newLogger() (*slog.Logger, *syncBuffer) {
 
 // env is a fake SQS with a DLQ for the processor under test.
 type env struct {
-	fake   *queuefake.Fake
-	clock  *queuefake.ManualClock
+	fake   *sqsfake.Fake
+	clock  *sqsfake.ManualClock
 	dlqURL string
 }
 
 func newEnv(t testing.TB, fifo bool) *env {
 	t.Helper()
-	clk := queuefake.NewManualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
-	f := queuefake.New(queuefake.WithClock(clk))
+	clk := sqsfake.NewManualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk))
 	name := "mercadofresco-pedidos-fallidos"
 	if fifo {
 		name = "movimientos-stock-fallidos.fifo"
 	}
-	url, err := f.CreateQueue(name, queuefake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	url, err := f.CreateQueue(name, sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &env{fake: f, clock: clk, dlqURL: url}
 }
 
-func (e *env) dlq(t *testing.T) []queuefake.MessageState {
+func (e *env) dlq(t *testing.T) []sqsfake.MessageState {
 	t.Helper()
 	st, err := e.fake.Inspect(e.dlqURL)
 	if err != nil {
@@ -135,7 +135,7 @@ func failedIDs(resp events.SQSEventResponse) []string {
 	return ids
 }
 
-func attr(st queuefake.MessageState, name string) string {
+func attr(st sqsfake.MessageState, name string) string {
 	return st.MessageAttributes[name].StringValue
 }
 
@@ -150,6 +150,6 @@ func mustNew(t testing.TB, cfg sqsbatch.Config) *sqsbatch.Processor {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-var _ queue.Sender = (*queuefake.Fake)(nil)
+var _ queue.Sender = (*sqsfake.Fake)(nil)
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

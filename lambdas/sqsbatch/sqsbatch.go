@@ -66,7 +66,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
 )
 
 // Defaults applied by New.
@@ -106,9 +106,9 @@ type Config struct {
 	// DLQRoutes, when not empty, takes precedence over DLQURL: each record
 	// goes to the DLQ of the queue it came from (by its event source ARN),
 	// as the CDK wires it for functions that consume several queues
-	// (dlqroute.Env). A record from a queue without a route is reported as a
+	// (sqsbatchapi.Env). A record from a queue without a route is reported as a
 	// batch item failure (the queue's redrive policy then moves it).
-	DLQRoutes dlqroute.Routes
+	DLQRoutes sqsbatchapi.Routes
 	// Visibility, when set, is used to honour RetryAfter
 	// (ChangeMessageVisibility on the source queue).
 	Visibility queue.VisibilityChanger

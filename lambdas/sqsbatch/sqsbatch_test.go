@@ -15,10 +15,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queue/queuefake"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
 )
 
 // pedido leaves "version" to the library (it may be 1, 1.0 or "1.3").
@@ -232,7 +232,7 @@ func TestDLQMessage(t *testing.T) {
 				t.Fatalf("DLQ = %+v", dlq)
 			}
 			a := dlq[0].MessageAttributes
-			if len(a) > queuefake.MaxMessageAttributes {
+			if len(a) > sqsfake.MaxMessageAttributes {
 				t.Fatalf("%d attributes", len(a))
 			}
 			want := map[string]string{
@@ -324,7 +324,7 @@ func TestDLQSendFailureLosesNothing(t *testing.T) {
 		}},
 		{"no DLQ configured", func(e *env, cfg *sqsbatch.Config) { cfg.DLQ, cfg.DLQURL = nil, "" }},
 		{"DLQ rejects the message (too big with attributes)", func(e *env, cfg *sqsbatch.Config) {
-			url, _ := e.fake.CreateQueue("tiny-dlq", queuefake.QueueConfig{MaxMessageSize: 40})
+			url, _ := e.fake.CreateQueue("tiny-dlq", sqsfake.QueueConfig{MaxMessageSize: 40})
 			cfg.DLQURL = url
 		}},
 	} {
@@ -626,7 +626,7 @@ func TestDeadline(t *testing.T) {
 		// A manual clock an hour ahead of the wall clock: the Lambda
 		// deadline (on that clock) is then still in the future for the real
 		// contexts and timers, and only the handlers move time.
-		clk := queuefake.NewManualClock(time.Now().Add(time.Hour))
+		clk := sqsfake.NewManualClock(time.Now().Add(time.Hour))
 		var runs atomic.Int32
 		var handlerDeadline time.Time
 		p := mustNew(t, sqsbatch.Config{Logger: discard(), Concurrency: 1, DeadlineMargin: 600 * time.Millisecond, Now: clk.Now,
@@ -693,9 +693,9 @@ func TestDeadline(t *testing.T) {
 }
 
 func TestRetryAfterChangesVisibility(t *testing.T) {
-	clk := queuefake.NewManualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	f := queuefake.New(queuefake.WithClock(clk))
-	url, _ := f.CreateQueue("cola-mercadofresco-erp", queuefake.QueueConfig{VisibilityTimeout: 60 * time.Second})
+	clk := sqsfake.NewManualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk))
+	url, _ := f.CreateQueue("cola-mercadofresco-erp", sqsfake.QueueConfig{VisibilityTimeout: 60 * time.Second})
 	_, _ = f.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: url, Body: order("P1")})
 	msgs, _ := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 1})
 	p := mustNew(t, sqsbatch.Config{Logger: discard(), Visibility: f,
@@ -902,7 +902,7 @@ func (s *slowSender) SendMessage(ctx context.Context, in *queue.SendMessageInput
 // route is reported for retry (the queue's redrive then moves it).
 func TestDLQRoutesSendEachRecordToItsOwnQueuesDLQ(t *testing.T) {
 	e := newEnv(t, false)
-	otherDLQ, err := e.fake.CreateQueue("mercadofresco-aviso-erp-fallidos", queuefake.QueueConfig{})
+	otherDLQ, err := e.fake.CreateQueue("mercadofresco-aviso-erp-fallidos", sqsfake.QueueConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -910,7 +910,7 @@ func TestDLQRoutesSendEachRecordToItsOwnQueuesDLQ(t *testing.T) {
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
 		DLQ:     e.fake, Logger: discard(),
 		DLQURL: "https://sqs.eu-west-1.amazonaws.com/000000000000/never-used",
-		DLQRoutes: dlqroute.Routes{
+		DLQRoutes: sqsbatchapi.Routes{
 			"cola-mercadofresco-pedidos":   e.dlqURL,
 			"cola-mercadofresco-aviso-erp": otherDLQ,
 		},

@@ -6,7 +6,7 @@
 // API key, breaker, retry budget and metrics, the degrade plan).
 //
 // Each consumer's logic lives in its own package with injected
-// dependencies (lambdas/preparacion, lambdas/correo, lambdas/avisoerp,
+// dependencies (lambdas/preparation, lambdas/confirmationmail, lambdas/erpnotice,
 // lambdas/stock); its main is one line:
 //
 //	func main() { sqsconsumer.Main("preparar-pedido", preparacion.FromRuntime) }
@@ -30,7 +30,6 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
@@ -40,13 +39,14 @@ import (
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/dlqroute"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Settings are the variables every consumer reads (consumerapi names).
 type Settings struct {
 	Environment       string
-	DLQRoutes         dlqroute.Routes
+	DLQRoutes         sqsbatchapi.Routes
 	ConsumerVersion   string
 	Concurrency       int
 	SupportedVersions []int
@@ -98,7 +98,7 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 			s.ConsumerVersion = id
 		}
 	}
-	routes, err := dlqroute.Parse(env.String(dlqroute.Env, ""))
+	routes, err := sqsbatchapi.Parse(env.String(sqsbatchapi.Env, ""))
 	s.DLQRoutes = routes
 	return s, err
 }

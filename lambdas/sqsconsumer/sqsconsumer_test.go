@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/avisoerp"
-	"github.com/mercadofresco/integration/lambdas/correo"
+	"github.com/mercadofresco/integration/lambdas/confirmationmail"
+	"github.com/mercadofresco/integration/lambdas/erpnotice"
 	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/preparacion"
+	"github.com/mercadofresco/integration/lambdas/preparation"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 	"github.com/mercadofresco/integration/lambdas/stock"
@@ -33,9 +33,9 @@ func deployed() map[string]string {
 }
 
 var builds = map[string]func(context.Context, *sqsconsumer.Runtime) (*sqsbatch.Processor, error){
-	"preparar-pedido":     preparacion.FromRuntime,
-	"aviso-erp":           avisoerp.FromRuntime,
-	"correo-confirmacion": correo.FromRuntime,
+	"preparar-pedido":     preparation.FromRuntime,
+	"aviso-erp":           erpnotice.FromRuntime,
+	"correo-confirmacion": confirmationmail.FromRuntime,
 	"movimientos-stock":   stock.FromRuntime,
 }
 
@@ -103,6 +103,6 @@ func TestSettingsDefaultsAndBadValues(t *testing.T) {
 }
 
 func TestAPIPackagesAreStdlibOnly(t *testing.T) {
-	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/consumerapi")
+	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi")
 	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi")
 }

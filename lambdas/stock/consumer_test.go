@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/mercadofresco/integration/lambdas/internal/consumertest"
+	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
@@ -87,7 +87,7 @@ func TestReleaseBeforeItsReservationAcrossBatches(t *testing.T) {
 	q.RequireDeadLetters(t, nil)
 }
 
-// Through the FIFO queue itself (queuefake: one message of a group in
+// Through the FIFO queue itself (sqsfake: one message of a group in
 // flight at a time, order kept): movements of many SKUs drain to the right
 // totals, and a consumer that dies after a write (its answer lost) only
 // delays its group until the retry finishes the movement.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/testseed"
-	"github.com/mercadofresco/integration/lambdas/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
 

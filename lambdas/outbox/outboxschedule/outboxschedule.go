@@ -1,6 +1,6 @@
 // Package outboxschedule is how the outbox publisher is deployed, in
 // numbers shared by the CDK construct (constructs/outbox), the Lambda main
-// (lambdas/outbox-publisher) and the benchmark (bench/cmd/outbox-bench), so
+// (lambdas/outbox-publicador) and the benchmark (bench/cmd/outbox-bench), so
 // the lag the benchmark reports is the lag of what is deployed. It depends
 // on the standard library only.
 //

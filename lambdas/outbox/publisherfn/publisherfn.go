@@ -1,5 +1,5 @@
 // Package publisherfn is the outbox publisher Lambda function (the main is
-// lambdas/outbox-publisher): the function that moves outbox rows to
+// lambdas/outbox-publicador): the function that moves outbox rows to
 // bus-mercadofresco. An EventBridge Scheduler schedule invokes it every
 // minute; each invocation polls about every second (Publisher.Run) for
 // outboxschedule.PollWindow (80 s) and stops claiming StopMargin (20 s)
@@ -9,7 +9,7 @@
 // connects through RDS Proxy with IAM authentication as its own database
 // role (DB_USER, mf_publicador), which may read the outbox and update its
 // bookkeeping columns only: it applies no migration (the deploy does,
-// lambdas/outbox-migrate) and could not.
+// lambdas/outbox-migraciones) and could not.
 //
 // Attempts per event on EventBridge: AWS_MAX_ATTEMPTS (SDK, 2) x
 // OUTBOX_ENTRY_ATTEMPTS (sends of a failed entry in one claim, 2) x

@@ -1,0 +1,610 @@
+// Package classify answers the DLQ runbook's step 2: are the messages in a
+// dead-letter queue poison, transient failures, or bad data, or a mixture?
+//
+// The rules, in order of authority:
+//
+//  1. Content is the proof. A body that is not a JSON object, is an SNS
+//     envelope, carries a major version the consumer does not accept, or
+//     lacks a required key is poison, whatever its timing: the lesson's 340
+//     "version": 2 messages arrived in one burst after a deploy with uniform
+//     receive counts, which looks transient and is not.
+//  2. Age. A message whose event is older than the consumer's replay window
+//     (its creation time in the body, Options.Window), or that the consumer
+//     refused for that reason (expired-idempotency-window), is expired: the
+//     consumer would refuse it again, whatever caused its failure; only an
+//     operator who checked that its side effect did not happen may re-admit
+//     it (docs/runbooks/dlq.md#expired-messages).
+//  3. The consumer's own verdict (lambdas/sqsbatch's mf-failure-class and
+//     mf-failure-reason message attributes) is a clue: "permanent" means the
+//     consumer refused the data (data), "poison" that it refused the content
+//     (poison). The attributes are believed only on messages that a consumer
+//     sent to the DLQ; on a message SQS moved there by its redrive policy
+//     (DeadLetterQueueSourceArn set) they can only have come from the
+//     producer, and are reported and ignored.
+//  4. Messages with no verdict exhausted their receives (timeouts, crashes, a
+//     dependency down). Among them, one SKU or one customer behind most
+//     messages means data; otherwise they are transient. Time distribution
+//     (a burst or a drip over the SentTimestamp window) and uniform receive
+//     counts are reported as evidence, never as proof.
+//
+// The overall verdict is the one class present, or mixed. The thresholds
+// are explained in docs/design.md#dlq-tool.
+package classify
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+)
+
+// Verdict is a classification.
+type Verdict string
+
+// Verdicts. Empty is reported for no messages.
+const (
+	Poison    Verdict = "poison"
+	Transient Verdict = "transient"
+	Data      Verdict = "data"
+	Mixed     Verdict = "mixed"
+	Empty     Verdict = "empty"
+	// Expired: older than the consumer's replay window; a redrive would be
+	// refused (and mf-dlq redrive leaves them unless re-admitted).
+	Expired Verdict = "expired"
+)
+
+// Options are the consumer's expectations.
+type Options struct {
+	// AcceptedVersions are the major versions the consumer accepts. Default {1}.
+	AcceptedVersions []int
+	// VersionKey is the dotted path of the version; "-" disables the check.
+	// Default "version".
+	VersionKey string
+	// RequiredKeys are dotted paths that must be present.
+	RequiredKeys []string
+	// BurstWindow is the longest span holding 90% of the messages that is
+	// still called a burst. Default 6 h: an outage or a deploy night, not
+	// days.
+	BurstWindow time.Duration
+	// ConcentrationShare is the share of the no-verdict messages one entity
+	// (SKU, customer) must reach to call them data. Default 0.5.
+	ConcentrationShare float64
+	// Window is the consumer's replay window and CreatedAtKey the dotted
+	// path of the event's creation time in the body (lambdas/queuenames);
+	// a message older than Window is expired. Zero: no window (only the
+	// consumer's own expired verdict counts).
+	Window       time.Duration
+	CreatedAtKey string
+	// Now is the time ages are measured at; default the wall clock.
+	Now time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if len(o.AcceptedVersions) == 0 {
+		o.AcceptedVersions = []int{1}
+	}
+	if o.VersionKey == "" {
+		o.VersionKey = "version"
+	}
+	if o.BurstWindow == 0 {
+		o.BurstWindow = 6 * time.Hour
+	}
+	if o.ConcentrationShare == 0 {
+		o.ConcentrationShare = 0.5
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	return o
+}
+
+// Expiry says whether m is older than the consumer's replay window, and
+// why: the consumer dead-lettered it as expired-idempotency-window (a
+// verdict believed only on a message the consumer itself sent to the DLQ),
+// or its event's creation time is older than opts.Window.
+func Expiry(m queue.Message, opts Options) (why string, expired bool) {
+	opts = opts.withDefaults()
+	if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+		if dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes); ok && strings.Contains(dl.Reason, consumerapi.ReasonExpiredWindow) {
+			return "the consumer refused it as older than its replay window: " + short(dl.Reason), true
+		}
+	}
+	if opts.Window <= 0 || opts.CreatedAtKey == "" {
+		return "", false
+	}
+	created, err := replaywindow.CreatedAt([]byte(m.Body), opts.CreatedAtKey)
+	if err != nil {
+		return "", false
+	}
+	if age := opts.Now.Sub(created); age > opts.Window {
+		return fmt.Sprintf("%s %s is %s old, beyond the consumer's replay window of %s", opts.CreatedAtKey,
+			created.UTC().Format("2006-01-02 15:04"), replaywindow.Days(age.Round(time.Hour)), replaywindow.Days(opts.Window)), true
+	}
+	return "", false
+}
+
+// minConcentrated is the fewest messages one entity must be behind before
+// a concentration counts (two orders sharing a SKU prove nothing).
+const minConcentrated = 3
+
+// Origin says how a message reached the DLQ.
+type Origin string
+
+// Origins.
+const (
+	// OriginRedrive: SQS moved it after maxReceiveCount receives
+	// (DeadLetterQueueSourceArn is set).
+	OriginRedrive Origin = "redrive"
+	// OriginConsumer: a consumer sent it with its verdict (mf-* attributes).
+	OriginConsumer Origin = "consumer"
+	// OriginUnknown: sent to the DLQ by something else (an SNS subscription,
+	// a tool, a person).
+	OriginUnknown Origin = "unknown"
+)
+
+// Message is one classified message.
+type Message struct {
+	MessageID    string            `json:"message_id"`
+	Class        Verdict           `json:"class"`
+	Why          string            `json:"why"`
+	Origin       Origin            `json:"origin"`
+	Sent         time.Time         `json:"sent"`
+	ReceiveCount int               `json:"receive_count"`
+	Version      string            `json:"version,omitempty"`
+	Reason       string            `json:"mf_failure_reason,omitempty"`
+	Entities     map[string]string `json:"entities,omitempty"`
+	Source       string            `json:"source_arn,omitempty"`
+}
+
+// Window is the SentTimestamp distribution of a set of messages.
+type Window struct {
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// Span90 is the shortest interval holding 90% of the messages.
+	Span90 time.Duration `json:"span90_ns"`
+	// Shape is "burst", "drip" or "single".
+	Shape string `json:"shape"`
+}
+
+// Count is a value and how many messages have it.
+type Count struct {
+	Value string `json:"value"`
+	N     int    `json:"n"`
+}
+
+// Group summarises the messages of one class.
+type Group struct {
+	Class         Verdict  `json:"class"`
+	N             int      `json:"n"`
+	Window        Window   `json:"window"`
+	ReceiveCounts []Count  `json:"receive_counts"`
+	Versions      []Count  `json:"versions,omitempty"`
+	Reasons       []Count  `json:"consumer_reasons,omitempty"`
+	Findings      []Count  `json:"findings"`
+	Entities      []Count  `json:"entities,omitempty"`
+	Origins       []Count  `json:"origins"`
+	Consumers     []Count  `json:"consumer_versions,omitempty"`
+	Evidence      []string `json:"evidence"`
+	Next          string   `json:"next"`
+}
+
+// Report is the classification of a DLQ's messages.
+type Report struct {
+	Verdict  Verdict   `json:"verdict"`
+	Total    int       `json:"total"`
+	Window   Window    `json:"window"`
+	Evidence []string  `json:"evidence"`
+	Groups   []Group   `json:"groups"`
+	Messages []Message `json:"messages"`
+}
+
+// Classify classifies msgs (received with all attributes, or read from a
+// saved receive-message document).
+func Classify(msgs []queue.Message, opts Options) Report {
+	opts = opts.withDefaults()
+	r := Report{Total: len(msgs), Verdict: Empty}
+	if len(msgs) == 0 {
+		r.Evidence = []string{"no messages"}
+		return r
+	}
+	var ignoredAttrs int
+	all := make([]Message, 0, len(msgs))
+	var pending []int // no verdict yet: exhausted receives
+	for _, m := range msgs {
+		c := inspectBody(m.Body, &opts)
+		cm := Message{
+			MessageID: m.MessageID, Sent: millis(m.Attributes[queue.AttrSentTimestamp]),
+			ReceiveCount: m.ReceiveCount(), Version: c.version, Entities: c.entities,
+			Source: m.Attributes[queue.AttrDeadLetterQueueSourceArn],
+		}
+		dl, hasVerdict := sqsbatch.ParseDeadLetter(m.MessageAttributes)
+		switch {
+		case cm.Source != "":
+			cm.Origin = OriginRedrive
+			if hasVerdict {
+				ignoredAttrs++
+				hasVerdict = false
+			}
+		case hasVerdict:
+			cm.Origin, cm.Reason = OriginConsumer, dl.Reason
+		default:
+			cm.Origin = OriginUnknown
+		}
+		expiredWhy, expired := Expiry(m, opts)
+		switch {
+		case c.problem != "":
+			cm.Class, cm.Why = Poison, c.problem
+		case expired:
+			cm.Class, cm.Why = Expired, expiredWhy
+		case hasVerdict && dl.Class == sqsbatch.ClassPermanent.String():
+			cm.Class, cm.Why = Data, "consumer refused it as permanent: "+short(dl.Reason)
+		case hasVerdict && dl.Class == sqsbatch.ClassPoison.String():
+			cm.Class, cm.Why = Poison, "consumer refused its content (not visible in the envelope): "+short(dl.Reason)
+		default:
+			pending = append(pending, len(all))
+		}
+		all = append(all, cm)
+	}
+	// Messages that exhausted their receives: an entity behind many of
+	// them is data, the rest transient.
+	dataWhy := concentrations(all, pending, opts)
+	for _, i := range pending {
+		m := &all[i]
+		if why, ok := dataWhy[i]; ok {
+			m.Class, m.Why = Data, why
+		} else {
+			m.Class, m.Why = Transient, "every receive failed without a verdict from the consumer (timeouts, a dependency down, a crash)"
+		}
+	}
+	r.Messages = all
+	r.Window = window(all, opts.BurstWindow)
+	byClass := map[Verdict][]Message{}
+	for _, m := range all {
+		byClass[m.Class] = append(byClass[m.Class], m)
+	}
+	for _, v := range []Verdict{Poison, Expired, Data, Transient} {
+		if ms := byClass[v]; len(ms) > 0 {
+			r.Groups = append(r.Groups, group(v, ms, len(all), opts))
+		}
+	}
+	if len(r.Groups) == 1 {
+		r.Verdict = r.Groups[0].Class
+	} else {
+		r.Verdict = Mixed
+		parts := make([]string, 0, len(r.Groups))
+		for _, g := range r.Groups {
+			parts = append(parts, fmt.Sprintf("%d %s", g.N, g.Class))
+		}
+		r.Evidence = append(r.Evidence, "more than one cause: "+strings.Join(parts, ", ")+"; handle each group on its own")
+	}
+	r.Evidence = append(r.Evidence, timingEvidence(r.Window, all)...)
+	if r.Verdict == Poison && r.Window.Shape == "burst" && byClass[Poison] != nil {
+		if u, v := uniform(all); u {
+			r.Evidence = append(r.Evidence, fmt.Sprintf("timing alone (one burst, every receive count %s) would suggest a transient failure; content outranks timing", v))
+		}
+	}
+	if ignoredAttrs > 0 {
+		r.Evidence = append(r.Evidence, fmt.Sprintf("%d messages moved by SQS's redrive carry mf-failure-* attributes, which only the producer can have set: ignored", ignoredAttrs))
+	}
+	return r
+}
+
+func group(v Verdict, ms []Message, total int, opts Options) Group {
+	g := Group{Class: v, N: len(ms), Window: window(ms, opts.BurstWindow)}
+	g.ReceiveCounts = tally(ms, func(m Message) []string { return []string{strconv.Itoa(m.ReceiveCount)} })
+	g.Versions = tally(ms, func(m Message) []string {
+		if m.Version == "" {
+			return nil
+		}
+		return []string{m.Version}
+	})
+	g.Reasons = tallyText(ms, func(m Message) string { return m.Reason })
+	g.Findings = tallyText(ms, func(m Message) string { return m.Why })
+	g.Entities = tally(ms, func(m Message) []string {
+		var out []string
+		for k, vals := range m.Entities {
+			for _, val := range strings.Split(vals, ",") {
+				out = append(out, k+"="+val)
+			}
+		}
+		return out
+	})
+	g.Origins = tally(ms, func(m Message) []string { return []string{string(m.Origin)} })
+	pct := func(n int) string { return fmt.Sprintf("%d/%d", n, len(ms)) }
+	g.Evidence = append(g.Evidence, fmt.Sprintf("%d of %d messages; sent %s", len(ms), total, describeWindow(g.Window)))
+	g.Evidence = append(g.Evidence, "why: "+counts(g.Findings, 4))
+	if top := first(g.Reasons); top.N > 0 {
+		shared := "shared"
+		if top.N*2 < len(ms) {
+			shared = "most common"
+		}
+		g.Evidence = append(g.Evidence, fmt.Sprintf("%s consumer reason (%s): %s", shared, pct(top.N), top.Value))
+	}
+	if top := first(g.ReceiveCounts); top.N > 0 {
+		share := "uniform"
+		if top.N*10 < len(ms)*9 {
+			share = "mixed"
+		}
+		g.Evidence = append(g.Evidence, fmt.Sprintf("receive counts %s: %s at %s", share, pct(top.N), top.Value))
+	}
+	if len(g.Versions) > 0 {
+		g.Evidence = append(g.Evidence, fmt.Sprintf("schema versions: %s (consumer accepts %s)", counts(g.Versions, 4), joinInts(opts.AcceptedVersions)))
+	}
+	if top := first(g.Entities); top.N >= minConcentrated && top.N*2 >= len(ms) {
+		g.Evidence = append(g.Evidence, fmt.Sprintf("one entity behind most: %s in %s", top.Value, pct(top.N)))
+	}
+	g.Evidence = append(g.Evidence, "reached the DLQ by: "+counts(g.Origins, 3))
+	switch v {
+	case Poison:
+		g.Next = poisonNext(ms)
+	case Expired:
+		g.Next = "older than the consumer's replay window: its records may be gone, so a duplicate would run again, and the consumer refuses them (mf-dlq redrive leaves them in the DLQ). " +
+			"For each, check that its side effect did not happen (docs/runbooks/dlq.md#expired-messages); re-admit only those with redrive --readmit-expired, record the rest (they expire with the DLQ's retention)"
+	case Data:
+		g.Next = "fix the data (or the consumer's handling of it) first, then redrive these messages"
+	case Transient:
+		g.Next = "confirm the dependency is healthy again (logs by message id, dependency metrics), then redrive at a rate it can take"
+	}
+	return g
+}
+
+// poisonNext says what fixes the poison messages of a group.
+func poisonNext(ms []Message) string {
+	var schema, malformed, other int
+	for _, m := range ms {
+		switch {
+		case strings.HasPrefix(m.Why, "schema: version"):
+			schema++
+		case strings.HasPrefix(m.Why, "schema:"):
+			malformed++
+		case strings.HasPrefix(m.Why, "malformed:"):
+			malformed++
+		default:
+			other++
+		}
+	}
+	var parts []string
+	if schema > 0 {
+		parts = append(parts, fmt.Sprintf("%d need a consumer that accepts their schema: deploy it first (consumers before producers), then redrive them", schema))
+	}
+	if malformed > 0 {
+		parts = append(parts, fmt.Sprintf("%d are malformed or incomplete and no deploy makes them valid: do not redrive them; record them and fix the producer (they expire with the DLQ's retention)", malformed))
+	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("%d were refused by the consumer's own validation: fix the producer or the validation, then redrive", other))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// window computes the SentTimestamp distribution.
+func window(ms []Message, burst time.Duration) Window {
+	var ts []time.Time
+	for _, m := range ms {
+		if !m.Sent.IsZero() {
+			ts = append(ts, m.Sent)
+		}
+	}
+	if len(ts) == 0 {
+		return Window{Shape: "unknown"}
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	w := Window{First: ts[0], Last: ts[len(ts)-1]}
+	if len(ts) == 1 {
+		w.Shape = "single"
+		return w
+	}
+	k := (len(ts)*9 + 9) / 10 // ceil(90%)
+	w.Span90 = ts[len(ts)-1].Sub(ts[0])
+	for i := 0; i+k-1 < len(ts); i++ {
+		w.Span90 = min(w.Span90, ts[i+k-1].Sub(ts[i]))
+	}
+	w.Shape = "drip"
+	if w.Span90 <= burst {
+		w.Shape = "burst"
+	}
+	return w
+}
+
+func timingEvidence(w Window, ms []Message) []string {
+	if w.Shape == "unknown" {
+		return []string{"no SentTimestamp on the messages: timing unknown"}
+	}
+	out := []string{"window: " + describeWindow(w)}
+	if u, v := uniform(ms); u && len(ms) > 1 {
+		out = append(out, "every message has receive count "+v)
+	}
+	return out
+}
+
+func describeWindow(w Window) string {
+	switch w.Shape {
+	case "single", "unknown":
+		return w.Shape + " " + w.First.UTC().Format("2006-01-02 15:04")
+	}
+	return fmt.Sprintf("%s → %s (%s; 90%% within %s)", w.First.UTC().Format("2006-01-02 15:04"), w.Last.UTC().Format("2006-01-02 15:04"),
+		w.Shape, human(w.Span90))
+}
+
+func human(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.1f days", d.Hours()/24)
+	case d >= 2*time.Hour:
+		return fmt.Sprintf("%.1f h", d.Hours())
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+func uniform(ms []Message) (bool, string) {
+	if len(ms) == 0 {
+		return false, ""
+	}
+	c := ms[0].ReceiveCount
+	for _, m := range ms {
+		if m.ReceiveCount != c {
+			return false, ""
+		}
+	}
+	return true, strconv.Itoa(c)
+}
+
+// concentrations finds the entities (SKU, customer) behind the messages
+// of idx and returns, for the messages they explain, why they are data. An
+// entity counts when it is behind at least minConcentrated messages and
+// either behind most of them (ConcentrationShare), or behind a drip (its
+// messages spread beyond BurstWindow) at least three times as often as the
+// next entity. A popular product inside a burst is neither. Entities are
+// taken greedily, most frequent first, so several bad SKUs are all found.
+func concentrations(all []Message, idx []int, opts Options) map[int]string {
+	out := map[int]string{}
+	left := slices.Clone(idx)
+	for len(left) >= minConcentrated {
+		type kv struct{ k, v string }
+		counts := map[kv]int{}
+		for _, i := range left {
+			for k, vals := range all[i].Entities {
+				for _, v := range strings.Split(vals, ",") {
+					counts[kv{k, v}]++
+				}
+			}
+		}
+		ranked := make([]kv, 0, len(counts))
+		for e := range counts {
+			ranked = append(ranked, e)
+		}
+		sort.Slice(ranked, func(i, j int) bool {
+			a, b := ranked[i], ranked[j]
+			return counts[a] > counts[b] || counts[a] == counts[b] && a.k+"="+a.v < b.k+"="+b.v
+		})
+		if len(ranked) == 0 {
+			break
+		}
+		top, n := ranked[0], counts[ranked[0]]
+		next := 0
+		if len(ranked) > 1 {
+			next = counts[ranked[1]]
+		}
+		var mine []Message
+		var rest []int
+		for _, i := range left {
+			if hasEntity(all[i].Entities, top.k, top.v) {
+				mine = append(mine, all[i])
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		dominant := float64(n) >= opts.ConcentrationShare*float64(len(idx))
+		drip := window(mine, opts.BurstWindow).Shape == "drip" && n >= 3*next
+		if n < minConcentrated || !dominant && !drip {
+			break
+		}
+		why := fmt.Sprintf("every receive failed, and %s %s is behind %d of the %d messages without a consumer verdict", top.k, top.v, n, len(idx))
+		if drip && !dominant {
+			why += fmt.Sprintf(" (a drip over %s)", human(window(mine, opts.BurstWindow).Span90))
+		}
+		for _, i := range left {
+			if hasEntity(all[i].Entities, top.k, top.v) {
+				out[i] = why
+			}
+		}
+		left = rest
+	}
+	return out
+}
+
+func hasEntity(e map[string]string, k, v string) bool {
+	return slices.Contains(strings.Split(e[k], ","), v)
+}
+
+func tally(ms []Message, f func(Message) []string) []Count {
+	m := map[string]int{}
+	for _, msg := range ms {
+		for _, v := range f(msg) {
+			m[v]++
+		}
+	}
+	out := make([]Count, 0, len(m))
+	for v, n := range m {
+		out = append(out, Count{v, n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return cmp.Or(cmp.Compare(out[j].N, out[i].N), strings.Compare(out[i].Value, out[j].Value)) < 0
+	})
+	return out
+}
+
+func first(c []Count) Count {
+	if len(c) == 0 {
+		return Count{}
+	}
+	return c[0]
+}
+
+func counts(c []Count, max int) string {
+	var parts []string
+	for i, x := range c {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("… (%d more)", len(c)-max))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s ×%d", x.Value, x.N))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// tallyText counts texts that differ only in ids (runs of 3+ digits) as
+// one, shown verbatim when all its messages agree and with "#" for the ids
+// otherwise.
+func tallyText(ms []Message, get func(Message) string) []Count {
+	originals := map[string]map[string]bool{}
+	c := tally(ms, func(m Message) []string {
+		text := get(m)
+		if text == "" {
+			return nil
+		}
+		key := normaliseReason(text)
+		if originals[key] == nil {
+			originals[key] = map[string]bool{}
+		}
+		originals[key][short(text)] = true
+		return []string{key}
+	})
+	for i := range c {
+		if o := originals[c[i].Value]; len(o) == 1 {
+			for text := range o {
+				c[i].Value = text
+			}
+		}
+	}
+	return c
+}
+
+var digits = regexp.MustCompile(`[0-9]{3,}`)
+
+// normaliseReason makes reasons that differ only in ids comparable.
+func normaliseReason(s string) string { return short(digits.ReplaceAllString(s, "#")) }
+
+func short(s string) string {
+	if r := []rune(s); len(r) > 200 {
+		return string(r[:197]) + "..."
+	}
+	return s
+}
+
+func millis(s string) time.Time {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}

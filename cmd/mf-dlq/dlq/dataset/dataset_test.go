@@ -1,0 +1,47 @@
+package dataset_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
+	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/queue"
+)
+
+func TestGenerateIsReproducible(t *testing.T) {
+	end := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	seed := testseed.New(t).Seed
+	for _, s := range dataset.Scenarios {
+		a, err := dataset.Generate(s, seed, end, dataset.DefaultTopology)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := dataset.Generate(s, seed, end, dataset.DefaultTopology)
+		c, _ := dataset.Generate(s, seed+1, end, dataset.DefaultTopology)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: same seed, different data", s)
+		}
+		if reflect.DeepEqual(a, c) {
+			t.Errorf("%s: different seeds, same data", s)
+		}
+		for _, m := range a {
+			if ms := m.Attributes[queue.AttrSentTimestamp]; ms == "" || time.UnixMilli(mustInt(t, ms)).After(end) {
+				t.Fatalf("%s: message sent at %s, after the end", s, ms)
+			}
+		}
+	}
+	if _, err := dataset.Generate("nope", 1, end, dataset.DefaultTopology); err == nil {
+		t.Error("unknown scenario accepted")
+	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	var n int64
+	for _, c := range s {
+		n = n*10 + int64(c-'0')
+	}
+	return n
+}

@@ -1,0 +1,134 @@
+// Package dlq is the DLQ runbook as code: the library behind cmd/mf-dlq.
+// Each runbook step is a method of Tool (Contain, Inspect, Classify,
+// Redrive, Verify) over small interfaces: queue.AdminAPI for SQS (the SDK
+// adapter in production, sqsfake in tests), EventSources for the Lambda
+// event source mappings, Metrics for CloudWatch, and a Clock, so tests run
+// against in-memory fakes with virtual time.
+//
+// The guarantees:
+//   - Inspect and Classify never delete: they receive with a 5-second
+//     visibility timeout and make every message visible again
+//     (ChangeMessageVisibility 0) when done; they refuse a queue that has a
+//     redrive policy of its own, where a receive could move messages on.
+//   - Redrive refuses to run without the operator's word that the cause is
+//     fixed, leaves in the DLQ the messages older than their consumer's
+//     replay window (the consumer would refuse them: their records may be
+//     gone) unless the operator re-admits them, never loses a message (each message is sent to its destination
+//     before it is deleted from the DLQ, so a kill at any moment leaves at
+//     worst a duplicate, which the idempotent consumers absorb), and holds a
+//     rate (token bucket; SQS's own move task with
+//     MaxNumberOfMessagesPerSecond when every message came from SQS's redrive).
+//
+// The numbers (5 s, 10 msg/s, the replay windows, 1,000) are explained in
+// docs/design.md#dlq-tool.
+package dlq
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/queue"
+)
+
+// Sentinel errors; cmd/mf-dlq maps them to exit codes.
+var (
+	// ErrEmpty: the DLQ holds no message.
+	ErrEmpty = errors.New("the dead-letter queue is empty")
+	// ErrNotConfirmed: redrive without --confirm-fixed.
+	ErrNotConfirmed = errors.New("redrive refused: the cause is not confirmed fixed")
+	// ErrNotDLQ: the queue is not the dead-letter queue of any SQS queue and
+	// has no dead-letter queue of its own.
+	ErrNotDLQ = errors.New("the queue is not a dead-letter queue of any SQS queue")
+	// ErrNotVerified: verify found messages in the DLQ, or fewer deletions on
+	// the source than expected.
+	ErrNotVerified = errors.New("not verified")
+	// ErrInterrupted: the operator stopped a redrive (Ctrl-C); what was moved
+	// stays moved.
+	ErrInterrupted = errors.New("interrupted")
+	// ErrUsage: a flag or argument is wrong.
+	ErrUsage = errors.New("usage")
+	// ErrExpired: a redrive left messages older than their consumer's
+	// replay window in the DLQ (without --readmit-expired).
+	ErrExpired = errors.New("messages older than the consumer's replay window stay in the DLQ")
+)
+
+// Clock is the tool's time: the wall clock in production, a virtual clock
+// in tests (so rate limits are checked without sleeping).
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx is done (then it returns ctx.Err()).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// WallClock is the real time.
+type WallClock struct{}
+
+// Now implements Clock.
+func (WallClock) Now() time.Time { return time.Now() }
+
+// Sleep implements Clock.
+func (WallClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// EventSourceMapping is a Lambda event source mapping of a queue.
+type EventSourceMapping struct {
+	UUID               string
+	FunctionARN        string
+	State              string // Enabled, Disabled, Enabling, Disabling, Updating, ...
+	BatchSize          int
+	MaximumConcurrency int // 0 when unset
+}
+
+// EventSources lists and toggles the Lambda event source mappings of a queue.
+type EventSources interface {
+	ListEventSourceMappings(ctx context.Context, queueARN string) ([]EventSourceMapping, error)
+	SetEventSourceMappingEnabled(ctx context.Context, uuid string, enabled bool) (EventSourceMapping, error)
+}
+
+// Metrics reads the CloudWatch metrics of SQS queues (namespace AWS/SQS).
+type Metrics interface {
+	// OldestMessageAge is the latest ApproximateAgeOfOldestMessage (Maximum)
+	// of the queue within lookback; ok is false without datapoints.
+	OldestMessageAge(ctx context.Context, queueName string, lookback time.Duration) (age time.Duration, at time.Time, ok bool, err error)
+	// SumDeleted is NumberOfMessagesDeleted (Sum) of the queue in [from, to).
+	SumDeleted(ctx context.Context, queueName string, from, to time.Time) (float64, error)
+}
+
+// Tool runs the runbook steps. SQS and Clock are required; Lambda and
+// Metrics may be nil (the steps that need them say so and carry on).
+type Tool struct {
+	SQS     queue.AdminAPI
+	Lambda  EventSources
+	Metrics Metrics
+	Clock   Clock
+	// Out receives results (tables, reports); Log receives progress and
+	// warnings. Both default to io.Discard.
+	Out, Log io.Writer
+}
+
+func (t *Tool) out() io.Writer {
+	if t.Out == nil {
+		return io.Discard
+	}
+	return t.Out
+}
+
+func (t *Tool) log() io.Writer {
+	if t.Log == nil {
+		return io.Discard
+	}
+	return t.Log
+}

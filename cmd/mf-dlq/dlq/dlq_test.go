@@ -1,0 +1,463 @@
+package dlq_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+)
+
+func TestResolve(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, tt := range []struct{ spec, env string }{
+		{"Pedidos", "dev"}, {"pedidos", "dev"}, {"mercadofresco-pedidos-fallidos", "dev"}, {"cola-mercadofresco-pedidos", "dev"},
+		{"mercadofresco-pedidos-fallidos-dev", ""}, {"cola-mercadofresco-pedidos-dev", ""}, // a source stands for its DLQ
+		{e.dlq, ""}, {e.fake.ARN(e.dlq), ""},
+	} {
+		tg, err := e.tool.Resolve(ctx, tt.spec, tt.env)
+		if err != nil {
+			t.Errorf("Resolve(%q, %q): %v", tt.spec, tt.env, err)
+			continue
+		}
+		if tg.DLQ.URL != e.dlq || len(tg.Sources) != 1 || tg.Sources[0].URL != e.src || tg.Catalog == nil || tg.Catalog.Logical != "Pedidos" || tg.Env != "dev" {
+			t.Errorf("Resolve(%q, %q) = %+v", tt.spec, tt.env, tg)
+		}
+	}
+	for _, tt := range []struct {
+		spec, env string
+		want      error
+		text      string
+	}{
+		{"Pedidos", "", dlq.ErrUsage, "add -e"},
+		{"Pedidos", "prod", queue.ErrQueueNotFound, `"mercadofresco-pedidos-fallidos" does not exist`},
+		{"Pedidos", "qa", dlq.ErrUsage, "unknown environment"},
+		{"Nope", "dev", queue.ErrQueueNotFound, "logical name (Pedidos, Correo, AvisoERP, StockMovements)"},
+		{"otra-cola", "", queue.ErrQueueNotFound, "--region"},
+		{"", "", dlq.ErrUsage, "name the queue"},
+	} {
+		_, err := e.tool.Resolve(ctx, tt.spec, tt.env)
+		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) {
+			t.Errorf("Resolve(%q, %q) = %v, want %v mentioning %q", tt.spec, tt.env, err, tt.want, tt.text)
+		}
+	}
+}
+
+// TestInspectNeverDeletesNorPushes: inspection receives with a 5-second
+// visibility, deletes nothing, releases everything, and refuses a queue
+// whose receives would count towards a redrive policy.
+func TestInspectNeverDeletesNorPushes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.redriven(20, order(2))
+	e.consumerSent(10, "poison", "unknown major version 2", order(2))
+	tg := e.target("Pedidos", "dev")
+	counts := func() map[string]int {
+		st, _ := e.fake.Inspect(e.dlq)
+		m := map[string]int{}
+		for _, s := range st {
+			m[s.MessageID] = s.ReceiveCount
+			if s.InFlight {
+				t.Errorf("message %s still in flight after inspection", s.MessageID)
+			}
+		}
+		return m
+	}
+	before := counts()
+	var saved bytes.Buffer
+	msgs, err := e.tool.Inspect(ctx, tg, dlq.InspectOptions{Max: 50, Save: &saved})
+	if err != nil || len(msgs) != 30 {
+		t.Fatalf("Inspect = %d messages, %v", len(msgs), err)
+	}
+	after := counts()
+	for id, n := range before {
+		if after[id] != n+1 {
+			t.Errorf("message %s: receive count %d → %d, want +1 (one receive per inspection)", id, n, after[id])
+		}
+	}
+	if _, err := e.tool.Inspect(ctx, tg, dlq.InspectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.fake.Stats(e.dlq); s.Deleted != 0 || s.MovedToDLQ != 0 || s.StaleDeletes != 0 {
+		t.Errorf("DLQ stats after inspection: %+v", s)
+	}
+	if n := e.depth(e.dlq); n != 30 {
+		t.Errorf("DLQ holds %d messages, want 30", n)
+	}
+	contains(t, "table", e.out.String(), "MESSAGE ID", "redrive", "consumer", "poison: unknown major version 2", "sha256:0123456789ab")
+	// The saved file has the receive-message shape and reads back.
+	contains(t, "saved JSON", saved.String(), `"MessageAttributes":{`, `"DataType":"String"`, `"ApproximateReceiveCount":"5"`, `"DeadLetterQueueSourceArn":`)
+	back, err := dlq.ReadMessages(&saved)
+	if err != nil || len(back) != 30 {
+		t.Fatalf("ReadMessages = %d, %v", len(back), err)
+	}
+	byOrigin := map[bool]int{}
+	for i, m := range back {
+		_, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
+		byOrigin[ok]++
+		if m.MessageID != msgs[i].MessageID || m.Body != msgs[i].Body || m.Attributes[queue.AttrSentTimestamp] == "" {
+			t.Fatalf("saved message %d differs: %+v", i, m)
+		}
+	}
+	if byOrigin[true] != 10 || byOrigin[false] != 20 {
+		t.Errorf("saved mf-* attributes: %v", byOrigin)
+	}
+
+	// A DLQ that has a redrive policy of its own: receiving would count.
+	dlq2, _ := e.fake.CreateQueue("final", sqsfake.QueueConfig{})
+	mid, _ := e.fake.CreateQueue("mid", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(dlq2), MaxReceiveCount: 1}})
+	if _, err := e.fake.CreateQueue("top", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(mid), MaxReceiveCount: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: mid, Body: "x"})
+	tgMid, err := e.tool.Resolve(ctx, mid, "")
+	if err != nil || tgMid.DLQ.URL != mid {
+		t.Fatalf("Resolve(mid) = %+v, %v", tgMid, err)
+	}
+	for range 3 {
+		if _, err := e.tool.Inspect(ctx, tgMid, dlq.InspectOptions{}); !errors.Is(err, dlq.ErrWouldSpendReceives) {
+			t.Fatalf("inspecting a DLQ with its own redrive policy: %v", err)
+		}
+	}
+	if e.depth(dlq2) != 0 || e.fake.Stats(mid).Received != 0 {
+		t.Errorf("inspection pushed messages on: final holds %d, mid received %d", e.depth(dlq2), e.fake.Stats(mid).Received)
+	}
+}
+
+func TestInspectEmpty(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.tool.Inspect(context.Background(), e.target("Pedidos", "dev"), dlq.InspectOptions{})
+	if !errors.Is(err, dlq.ErrEmpty) || !strings.Contains(err.Error(), "returned no message") {
+		t.Fatalf("empty DLQ: %v", err)
+	}
+}
+
+// TestRedriveLoopRate: 200 messages a consumer dead-lettered go back with
+// the loop at 10 msg/s, within 10% (virtual time), restored attributes.
+func TestRedriveLoopRate(t *testing.T) {
+	e := newEnv(t)
+	e.consumerSent(200, "permanent", "warehouse: sku 7501031311309 has no location", order(1))
+	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+	if err != nil {
+		t.Fatalf("Redrive: %v\n%s", err, e.log)
+	}
+	if res.Mode != dlq.ModeLoop || res.Moved != 200 || e.depth(e.src) != 200 || e.depth(e.dlq) != 0 {
+		t.Fatalf("moved %d (%s); source %d, DLQ %d", res.Moved, res.Mode, e.depth(e.src), e.depth(e.dlq))
+	}
+	first, last := e.sentTimes[0], e.sentTimes[len(e.sentTimes)-1]
+	got := float64(len(e.sentTimes)-1) / last.Sub(first).Seconds()
+	if math.Abs(got-10)/10 > 0.10 {
+		t.Errorf("rate %.2f msg/s over %s, want 10 ± 10%%", got, last.Sub(first))
+	}
+	// Every window of one second holds at most 10 sends (+1 for the bucket's edge).
+	for i := range e.sentTimes {
+		j := i
+		for j < len(e.sentTimes) && e.sentTimes[j].Sub(e.sentTimes[i]) < time.Second {
+			j++
+		}
+		if j-i > 11 {
+			t.Fatalf("%d sends within one second from %s", j-i, e.sentTimes[i])
+		}
+	}
+	st, _ := e.fake.Inspect(e.src)
+	for _, s := range st {
+		if _, ok := s.MessageAttributes[sqsbatch.AttrFailureClass]; ok || s.MessageAttributes["tipo"].StringValue != "PedidoConfirmado" {
+			t.Fatalf("redriven message attributes %v: want the originals without mf-*", s.MessageAttributes)
+		}
+	}
+	contains(t, "progress", e.log.String(), "msg/s", "ETA")
+	contains(t, "summary", e.out.String(), "moved 200 of 200", "next: mf-dlq verify")
+}
+
+// TestRedriveTaskRate: messages SQS moved go back with a move task at the
+// rate; the fake holds MaxNumberOfMessagesPerSecond against the clock.
+func TestRedriveTaskRate(t *testing.T) {
+	e := newEnv(t)
+	e.redriven(200, order(1))
+	start := e.clock.Now()
+	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, ProgressEvery: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Redrive: %v\n%s", err, e.log)
+	}
+	elapsed := e.clock.Now().Sub(start)
+	if res.Mode != dlq.ModeTask || res.Moved != 200 || e.depth(e.src) != 200 || e.depth(e.dlq) != 0 {
+		t.Fatalf("moved %d (%s); source %d, DLQ %d", res.Moved, res.Mode, e.depth(e.src), e.depth(e.dlq))
+	}
+	if got := 200 / elapsed.Seconds(); math.Abs(got-10)/10 > 0.10 {
+		t.Errorf("task rate %.2f msg/s over %s, want 10 ± 10%%", got, elapsed)
+	}
+	tasks, _ := e.fake.ListMessageMoveTasks(context.Background(), e.fake.ARN(e.dlq), 1)
+	if tasks[0].MaxPerSecond != 10 || tasks[0].Status != queue.MoveTaskCompleted {
+		t.Errorf("task = %+v", tasks[0])
+	}
+}
+
+// TestRedriveMixedOriginsUsesLoop: one consumer-sent message among SQS-moved
+// ones rules out the move task (SQS does not know its source).
+func TestRedriveMixedOriginsUsesLoop(t *testing.T) {
+	e := newEnv(t)
+	e.redriven(5, order(1))
+	e.consumerSent(1, "poison", "unknown major version 2", order(2))
+	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+	if err != nil || res.Mode != dlq.ModeLoop || res.Moved != 6 || e.depth(e.src) != 6 {
+		t.Fatalf("Redrive = %+v, %v; source %d", res, err, e.depth(e.src))
+	}
+	_, err = e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Mode: dlq.ModeTask})
+	if !errors.Is(err, dlq.ErrEmpty) {
+		t.Errorf("second redrive of an empty DLQ: %v", err)
+	}
+}
+
+func TestRedriveRefusals(t *testing.T) {
+	ctx := context.Background()
+	t.Run("not confirmed", func(t *testing.T) {
+		e := newEnv(t)
+		e.redriven(3, order(1))
+		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{})
+		if !errors.Is(err, dlq.ErrNotConfirmed) || !strings.Contains(err.Error(), "--confirm-fixed") || e.depth(e.dlq) != 3 {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("move task running", func(t *testing.T) {
+		e := newEnv(t)
+		e.redriven(30, order(1))
+		if _, err := e.fake.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: e.fake.ARN(e.dlq), MaxPerSecond: 1}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+		if !errors.Is(err, queue.ErrMoveTaskRunning) || !strings.Contains(err.Error(), "cancel-message-move-task --task-handle") {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("not a DLQ", func(t *testing.T) {
+		e := newEnv(t)
+		plain, _ := e.fake.CreateQueue("plain", sqsfake.QueueConfig{})
+		e.fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: plain, Body: "x"})
+		_, err := e.tool.Redrive(ctx, e.target("plain", ""), dlq.RedriveOptions{ConfirmFixed: true})
+		if !errors.Is(err, dlq.ErrNotDLQ) || !strings.Contains(err.Error(), "SNS subscription") {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("empty", func(t *testing.T) {
+		e := newEnv(t)
+		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+		if !errors.Is(err, dlq.ErrEmpty) {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("missing permission", func(t *testing.T) {
+		e := newEnv(t)
+		e.consumerSent(5, "permanent", "x", order(1))
+		denied := errors.New("AccessDenied")
+		e.fake.SetFault(func(op, _ string) error {
+			if op == "SendMessage" {
+				return errors.Join(queue.ErrAccessDenied, denied, errors.New("the caller lacks sqs:SendMessage"))
+			}
+			return nil
+		})
+		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+		if !errors.Is(err, queue.ErrAccessDenied) || !strings.Contains(err.Error(), "sqs:SendMessage") || !strings.Contains(err.Error(), "stays in the DLQ") {
+			t.Fatalf("%v", err)
+		}
+		e.fake.SetFault(nil)
+		e.clock.Advance(time.Minute)
+		if e.depth(e.dlq) != 5 || e.depth(e.src) != 0 {
+			t.Errorf("DLQ %d, source %d: nothing may move or be lost", e.depth(e.dlq), e.depth(e.src))
+		}
+	})
+}
+
+// TestRedriveInterrupted: Ctrl-C in the middle stops after the message in
+// hand, releases the held ones, and loses nothing.
+func TestRedriveInterrupted(t *testing.T) {
+	e := newEnv(t)
+	e.consumerSent(40, "permanent", "x", order(1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.tool.SQS.(*recordingSQS).onSend = func(n int) {
+		if n == 15 {
+			cancel()
+		}
+	}
+	res, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+	if !errors.Is(err, dlq.ErrInterrupted) {
+		t.Fatalf("Redrive: %v", err)
+	}
+	if res.Moved != 15 || e.depth(e.src) != 15 || e.depth(e.dlq) != 25 {
+		t.Fatalf("moved %d; source %d, DLQ %d", res.Moved, e.depth(e.src), e.depth(e.dlq))
+	}
+	st, _ := e.fake.Inspect(e.dlq)
+	for _, s := range st {
+		if s.InFlight {
+			t.Fatalf("message %s left in flight: the stop must release it", s.MessageID)
+		}
+	}
+}
+
+// TestRedriveLeavesExpiredMessages: messages older than the consumer's
+// 45-day replay window (by their confirmado_en, or by the consumer's own
+// expired-idempotency-window verdict) stay in the DLQ, with a warning that
+// names the consumer, and the redrive ends refused (ErrExpired); the others
+// go back. --readmit-expired sends them too, each with the re-admission
+// mark; a move task, which can do neither, is refused.
+func TestRedriveLeavesExpiredMessages(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.redriven(3, confirmed(50*24*time.Hour))
+	e.redriven(2, confirmed(24*time.Hour))
+	e.consumerSent(1, "permanent", "permanent: expired-idempotency-window: preparacion:PED-2026-000000: confirmado_en 2026-10-01T07:00:00Z is 60 days old", confirmed(time.Hour))
+	tg := e.target("Pedidos", "dev")
+	res, err := e.tool.Redrive(ctx, tg, dlq.RedriveOptions{DryRun: true})
+	if err != nil || res.Moved != 0 || e.depth(e.dlq) != 6 {
+		t.Fatalf("dry run: %+v %v", res, err)
+	}
+	contains(t, "warning", e.log.String(), "4 of 6 messages are older than the replay window of mf-preparar-pedido (preparacion:<pedido_id>, a 45 days window)", "--readmit-expired")
+	contains(t, "plan", e.out.String(), "receive → send → delete")
+	if _, err := e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true, Mode: dlq.ModeTask}); !errors.Is(err, dlq.ErrUsage) {
+		t.Fatalf("a move task over expired messages: %v", err)
+	}
+
+	res, err = e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true})
+	if !errors.Is(err, dlq.ErrExpired) || res.Moved != 2 || res.Expired != 4 || e.depth(e.src) != 2 || e.depth(e.dlq) != 4 {
+		t.Fatalf("Redrive = %+v, %v; source %d, DLQ %d", res, err, e.depth(e.src), e.depth(e.dlq))
+	}
+	contains(t, "summary", e.out.String(), "4 messages stay in mercadofresco-pedidos-fallidos-dev: older than")
+	if _, err := e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true}); !errors.Is(err, dlq.ErrExpired) || e.depth(e.dlq) != 4 {
+		t.Fatalf("only expired messages left: %v, DLQ %d", err, e.depth(e.dlq))
+	}
+
+	res, err = e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true, ReadmitExpired: true})
+	if err != nil || res.Moved != 4 || res.Readmitted != 4 || e.depth(e.dlq) != 0 || e.depth(e.src) != 6 {
+		t.Fatalf("re-admission: %+v, %v; source %d, DLQ %d", res, err, e.depth(e.src), e.depth(e.dlq))
+	}
+	st, _ := e.fake.Inspect(e.src)
+	marked := 0
+	for _, m := range st {
+		if mark, ok := m.MessageAttributes[consumerapi.AttrReadmision]; ok {
+			marked++
+			if ts, err := time.Parse(time.RFC3339, mark.StringValue); err != nil || e.clock.Now().Sub(ts) > time.Minute {
+				t.Errorf("re-admission mark %q, want the time of the redrive", mark.StringValue)
+			}
+		}
+	}
+	if marked != 4 {
+		t.Fatalf("%d messages carry the re-admission mark, want the 4 expired ones", marked)
+	}
+}
+
+// confirmed returns PedidoConfirmado bodies confirmed age before the
+// environment's clock starts.
+func confirmed(age time.Duration) func(int) string {
+	return func(i int) string {
+		return fmt.Sprintf(`{"version":1,"tipo":"PedidoConfirmado","pedido_id":"PED-2026-%06d","lineas":[{"sku":"750%07d","cantidad":1}],"confirmado_en":%q}`,
+			i, i, t0.Add(-age).Format(time.RFC3339))
+	}
+}
+
+type fakeLambda struct {
+	mappings map[string]*dlq.EventSourceMapping
+	byQueue  map[string][]string
+}
+
+func (f *fakeLambda) ListEventSourceMappings(_ context.Context, arn string) ([]dlq.EventSourceMapping, error) {
+	var out []dlq.EventSourceMapping
+	for _, id := range f.byQueue[arn] {
+		out = append(out, *f.mappings[id])
+	}
+	return out, nil
+}
+
+func (f *fakeLambda) SetEventSourceMappingEnabled(_ context.Context, id string, enabled bool) (dlq.EventSourceMapping, error) {
+	m := f.mappings[id]
+	m.State = map[bool]string{true: "Enabling", false: "Disabling"}[enabled]
+	return *m, nil
+}
+
+type fakeMetrics struct{ deleted float64 }
+
+func (f fakeMetrics) OldestMessageAge(context.Context, string, time.Duration) (time.Duration, time.Time, bool, error) {
+	return 42 * time.Minute, t0, true, nil
+}
+
+func (f fakeMetrics) SumDeleted(context.Context, string, time.Time, time.Time) (float64, error) {
+	return f.deleted, nil
+}
+
+func TestContain(t *testing.T) {
+	e := newEnv(t)
+	e.consumerSent(3, "permanent", "x", order(1))
+	lam := &fakeLambda{mappings: map[string]*dlq.EventSourceMapping{"u-1": {UUID: "u-1", FunctionARN: "arn:aws:lambda:eu-west-1:1:function:mf-preparar-pedido-dev", State: "Enabled", BatchSize: 10, MaximumConcurrency: 2}},
+		byQueue: map[string][]string{e.fake.ARN(e.src): {"u-1"}}}
+	e.tool.Lambda, e.tool.Metrics = lam, fakeMetrics{}
+	// Meanwhile, the consumer keeps dead-lettering: one message per sample.
+	e.clock.onSleep = func() { e.consumerSent(1, "permanent", "x", order(1)) }
+	res, err := e.tool.Contain(context.Background(), e.target("Pedidos", "dev"), dlq.ContainOptions{Window: 30 * time.Second, Samples: 4, Disable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Growing || res.DLQDepth[0] != 3 || res.DLQDepth[3] != 6 {
+		t.Errorf("depths %v growing=%v", res.DLQDepth, res.Growing)
+	}
+	if lam.mappings["u-1"].State != "Disabling" {
+		t.Errorf("mapping not disabled: %+v", lam.mappings["u-1"])
+	}
+	contains(t, "contain", e.out.String(), "GROWING (+3", "age of oldest message: 42m0s", "is now Disabling", "retention period (4 days)", "--enable-consumer")
+}
+
+func TestVerify(t *testing.T) {
+	e := newEnv(t)
+	e.tool.Metrics = fakeMetrics{deleted: 12}
+	tg := e.target("Pedidos", "dev")
+	if err := e.tool.Verify(context.Background(), tg, dlq.VerifyOptions{Expect: 10}); err != nil {
+		t.Fatalf("clean: %v\n%s", err, e.out)
+	}
+	e.consumerSent(2, "permanent", "x", order(1))
+	err := e.tool.Verify(context.Background(), tg, dlq.VerifyOptions{Expect: 20})
+	if !errors.Is(err, dlq.ErrNotVerified) {
+		t.Fatalf("with messages back: %v", err)
+	}
+	contains(t, "verify", e.out.String(), "verified:", "2 messages in", "mf-dlq classify", "fewer than the 20 redriven")
+}
+
+func TestClassifyLive(t *testing.T) {
+	e := newEnv(t)
+	e.redriven(12, order(2))
+	tg := e.target("Pedidos", "dev")
+	r, err := e.tool.Classify(context.Background(), tg, dlq.ClassifyOptions{Options: dlq.ConsumerOptions(tg)})
+	if err != nil || r.Verdict != classify.Poison || r.Total != 12 {
+		t.Fatalf("Classify = %s (%d), %v", r.Verdict, r.Total, err)
+	}
+	if s := e.fake.Stats(e.dlq); s.Deleted != 0 {
+		t.Errorf("classify deleted %d messages", s.Deleted)
+	}
+	var b bytes.Buffer
+	dlq.PrintReport(&b, tg.DLQ.Name, r)
+	contains(t, "report", b.String(), "verdict: POISON", "version 2, the consumer accepts 1", "consumer that accepts their schema")
+}
+
+// TestRedriveWarnsUnknownConsumers: to a queue lambdas/queuenames does not
+// know, messages first received more than the library's 24 h ago get a
+// warning (their consumer's records may have expired).
+func TestRedriveWarnsUnknownConsumers(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.fake.CreateQueue("otra-cola", sqsfake.QueueConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	e.consumerSent(2, "permanent", "rechazado", order(1))
+	e.clock.Advance(30 * time.Hour)
+	if _, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{DryRun: true, To: "otra-cola"}); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "warning", e.log.String(), "2 of 2 messages were first received more than 24h0m0s ago", "consumers of otra-cola")
+}

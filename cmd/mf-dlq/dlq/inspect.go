@@ -1,0 +1,204 @@
+package dlq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+)
+
+// DefaultInspectCount is how many messages inspect looks at (runbook: ~10).
+const DefaultInspectCount = 10
+
+// InspectOptions configures Inspect.
+type InspectOptions struct {
+	// Max is the number of messages to look at; 0 means DefaultInspectCount.
+	Max int
+	// Save, when set, receives the raw messages as JSON lines (the shape of
+	// aws sqs receive-message --attribute-names All --message-attribute-names All).
+	Save io.Writer
+}
+
+// Inspect prints a table of up to opts.Max messages of the DLQ without
+// deleting any (see peek) and returns them.
+func (t *Tool) Inspect(ctx context.Context, target *Target, opts InspectOptions) ([]queue.Message, error) {
+	if opts.Max <= 0 {
+		opts.Max = DefaultInspectCount
+	}
+	msgs, err := t.peek(ctx, target.DLQ, opts.Max)
+	if err != nil {
+		return msgs, err
+	}
+	if len(msgs) == 0 {
+		return nil, t.emptyError(ctx, target.DLQ)
+	}
+	if opts.Save != nil {
+		if err := WriteMessages(opts.Save, msgs); err != nil {
+			return msgs, fmt.Errorf("save messages: %w", err)
+		}
+	}
+	fmt.Fprintf(t.out(), "%d messages of %s (received with VisibilityTimeout=%s, not deleted, made visible again):\n\n", len(msgs), target.DLQ.Name, PeekVisibility)
+	PrintTable(t.out(), msgs)
+	return msgs, nil
+}
+
+// emptyError explains an empty DLQ, mentioning in-flight messages (someone
+// else receiving) and delayed ones.
+func (t *Tool) emptyError(ctx context.Context, q QueueRef) error {
+	attrs, err := t.SQS.GetQueueAttributes(ctx, q.URL, queue.QueueAttrApproximateNumberOfMessages,
+		queue.QueueAttrApproximateNumberOfMessagesNotVisible, queue.QueueAttrApproximateNumberOfMessagesDelayed)
+	if err != nil {
+		return fmt.Errorf("%w: %s returned no message", ErrEmpty, q.Name)
+	}
+	inflight := attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]
+	msg := fmt.Sprintf("%s returned no message (ApproximateNumberOfMessages %s)", q.Name, attrs[queue.QueueAttrApproximateNumberOfMessages])
+	if inflight != "" && inflight != "0" {
+		msg += fmt.Sprintf("; %s are in flight: someone else is receiving them (another inspection, a redrive in progress?); they come back when their visibility timeout ends", inflight)
+	}
+	return fmt.Errorf("%w: %s", ErrEmpty, msg)
+}
+
+// PrintTable prints one line per message: sent and first-receive times,
+// receive count, size, schema version, message group, how it got here,
+// the consumer's failure class and reason, and the consumer version.
+func PrintTable(w io.Writer, msgs []queue.Message) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MESSAGE ID\tSENT (UTC)\tFIRST RECEIVE\tRECV\tSIZE\tVER\tGROUP\tORIGIN\tFAILURE\tCONSUMER")
+	for _, m := range msgs {
+		dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
+		failure, consumer := "-", "-"
+		if ok {
+			failure = dl.Class + ": " + dl.Reason
+			consumer = dl.ConsumerVersion
+		}
+		origin := "consumer"
+		switch {
+		case m.Attributes[queue.AttrDeadLetterQueueSourceArn] != "":
+			origin = "redrive"
+		case !ok:
+			origin = "unknown"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
+			m.MessageID, stamp(m.Attributes[queue.AttrSentTimestamp]), stamp(m.Attributes[queue.AttrApproximateFirstReceiveTimestamp]),
+			m.ReceiveCount(), len(m.Body), bodyVersion(m.Body), orDash(m.Attributes[queue.AttrMessageGroupID]), origin,
+			clip(failure, 60), consumer)
+	}
+	tw.Flush()
+}
+
+func stamp(ms string) string {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05")
+}
+
+// bodyVersion returns the body's "version" as text, "?" for a body that is
+// not a JSON object, "-" when absent.
+func bodyVersion(body string) string {
+	var env map[string]json.RawMessage
+	if json.Unmarshal([]byte(body), &env) != nil || env == nil {
+		return "?"
+	}
+	v, ok := env["version"]
+	if !ok {
+		return "-"
+	}
+	return strings.Trim(string(v), `"`)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// ClassifyOptions configures Classify.
+type ClassifyOptions struct {
+	classify.Options
+	// Max is the most messages received from a live DLQ; 0 means 1000.
+	Max int
+}
+
+// Classify receives the DLQ's messages (without deleting, see peek) and
+// classifies them.
+func (t *Tool) Classify(ctx context.Context, target *Target, opts ClassifyOptions) (classify.Report, error) {
+	if opts.Max <= 0 {
+		opts.Max = 1000
+	}
+	msgs, err := t.peek(ctx, target.DLQ, opts.Max)
+	if err != nil {
+		return classify.Report{}, err
+	}
+	if len(msgs) == 0 {
+		return classify.Report{}, t.emptyError(ctx, target.DLQ)
+	}
+	if len(msgs) == opts.Max {
+		fmt.Fprintf(t.log(), "note: classified the first %d messages (--max)\n", opts.Max)
+	}
+	if opts.Now.IsZero() {
+		opts.Now = t.Clock.Now()
+	}
+	return classify.Classify(msgs, opts.Options), nil
+}
+
+// ConsumerOptions returns the classification options of the target's
+// consumer from lambdas/queuenames (accepted versions, required keys,
+// replay window), or the defaults.
+func ConsumerOptions(target *Target) classify.Options {
+	var o classify.Options
+	if target != nil && target.Catalog != nil && len(target.Catalog.Consumers) > 0 {
+		c := target.Catalog.Consumers[0]
+		o.AcceptedVersions = c.SupportedVersions
+		o.RequiredKeys = c.RequiredKeys
+		o.Window, o.CreatedAtKey = c.Window, c.CreatedAtKey
+	}
+	return o
+}
+
+// PrintReport prints a classification for a person.
+func PrintReport(w io.Writer, name string, r classify.Report) {
+	fmt.Fprintf(w, "verdict: %s  (%d messages%s)\n", strings.ToUpper(string(r.Verdict)), r.Total, inName(name))
+	for _, e := range r.Evidence {
+		fmt.Fprintf(w, "  - %s\n", e)
+	}
+	examples := map[classify.Verdict][]string{}
+	for _, m := range r.Messages {
+		if len(examples[m.Class]) < 3 {
+			examples[m.Class] = append(examples[m.Class], m.MessageID)
+		}
+	}
+	for _, g := range r.Groups {
+		fmt.Fprintf(w, "\n%s: %d messages\n", strings.ToUpper(string(g.Class)), g.N)
+		for _, e := range g.Evidence {
+			fmt.Fprintf(w, "  - %s\n", e)
+		}
+		fmt.Fprintf(w, "  - examples (search the logs by message_id): %s\n", strings.Join(examples[g.Class], ", "))
+		fmt.Fprintf(w, "  next: %s\n", g.Next)
+	}
+}
+
+func inName(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " in " + name
+}

@@ -1,0 +1,655 @@
+package dlq
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/queuenames"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+)
+
+// Redrive defaults.
+const (
+	// DefaultRate is the runbook's redrive rate: 10 messages/s, which the
+	// consumers' dependencies take on top of normal traffic.
+	DefaultRate = 10
+	// surveyMax is the most messages surveyed before a redrive (to choose
+	// the mode and warn about old messages).
+	surveyMax = 1000
+	// stepTimeout bounds one send or delete, which completes even after
+	// Ctrl-C so that a stop never splits a message's send from its delete.
+	stepTimeout = 30 * time.Second
+)
+
+// Redrive modes.
+const (
+	ModeAuto = "auto" // task when every message came from SQS's redrive, else loop
+	ModeTask = "task" // StartMessageMoveTask with MaxNumberOfMessagesPerSecond
+	ModeLoop = "loop" // receive → send → delete with a token bucket
+)
+
+// RedriveOptions configures Redrive.
+type RedriveOptions struct {
+	// ConfirmFixed is the operator's statement that the cause is fixed
+	// (runbook step 4). Required unless DryRun.
+	ConfirmFixed bool
+	// Rate in messages per second; 0 means DefaultRate. At most 500.
+	Rate float64
+	// DryRun prints the plan and moves nothing.
+	DryRun bool
+	// Max moves at most this many messages (loop mode); 0 means all.
+	Max int
+	// To overrides the destination (queue name or URL) of every message.
+	To string
+	// Mode is ModeAuto (default), ModeTask or ModeLoop.
+	Mode string
+	// ReadmitExpired redrives the messages older than their consumer's
+	// replay window too, each with the re-admission mark
+	// (consumerapi.AttrReadmision) that makes the consumer process it: the
+	// operator's statement that, for each of them, the side effect did not
+	// happen (docs/runbooks/dlq.md#expired-messages). Without it they stay
+	// in the DLQ and Redrive returns ErrExpired.
+	ReadmitExpired bool
+	// ProgressEvery is the interval of progress lines. Default 2 s.
+	ProgressEvery time.Duration
+}
+
+// RedriveResult is what Redrive did.
+type RedriveResult struct {
+	Mode         string
+	Planned      int            // messages in the DLQ when it started (surveyed)
+	Moved        int            // sent to a destination and deleted from the DLQ
+	Destinations map[string]int // queue name -> messages moved there (loop mode)
+	Unplaced     int            // messages left in the DLQ for want of a destination
+	Expired      int            // messages left in the DLQ: older than the replay window
+	Readmitted   int            // expired messages moved with the re-admission mark
+	Started      time.Time
+	Elapsed      time.Duration
+}
+
+// Redrive moves the DLQ's messages back to where they came from at a rate.
+// See the package documentation for its guarantees.
+func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions) (RedriveResult, error) {
+	res := RedriveResult{Destinations: map[string]int{}}
+	if !opts.ConfirmFixed && !opts.DryRun {
+		return res, fmt.Errorf("%w: runbook step 4 comes first: redriving into an unchanged consumer spends receives and brings the messages back here. "+
+			"Once the fix is deployed (or the dependency is healthy), re-run with --confirm-fixed (see the plan first with --dry-run)", ErrNotConfirmed)
+	}
+	if opts.Rate == 0 {
+		opts.Rate = DefaultRate
+	}
+	if opts.Rate < 0 || opts.Rate > queue.MaxMoveRate || math.IsNaN(opts.Rate) {
+		return res, fmt.Errorf("%w: --rate %v must be in (0, %d]", ErrUsage, opts.Rate, queue.MaxMoveRate)
+	}
+	if opts.Mode == "" {
+		opts.Mode = ModeAuto
+	}
+	if opts.Mode != ModeAuto && opts.Mode != ModeTask && opts.Mode != ModeLoop {
+		return res, fmt.Errorf("%w: --mode %q (want auto, task or loop)", ErrUsage, opts.Mode)
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = 2 * time.Second
+	}
+	if err := t.checkNoTask(ctx, target.DLQ); err != nil {
+		return res, err
+	}
+	var to *QueueRef
+	if opts.To != "" {
+		url := opts.To
+		if !strings.Contains(url, "://") {
+			u, err := t.SQS.GetQueueURL(ctx, opts.To)
+			if err != nil {
+				return res, fmt.Errorf("destination --to %s: %w", opts.To, err)
+			}
+			url = u
+		}
+		r, err := t.ref(ctx, url)
+		if err != nil {
+			return res, err
+		}
+		to = &r
+	}
+	if len(target.Sources) == 0 && to == nil {
+		return res, fmt.Errorf("%w: no queue names %s as its dead-letter queue, so there is nowhere to send its messages back to. "+
+			"If it is the DLQ of an SNS subscription or an EventBridge target, re-publish from the source instead; or pass --to QUEUE", ErrNotDLQ, target.DLQ.Name)
+	}
+
+	// Survey: how many, from where, how old.
+	msgs, err := t.peek(ctx, target.DLQ, surveyMax)
+	if err != nil {
+		return res, err
+	}
+	if len(msgs) == 0 {
+		return res, t.emptyError(ctx, target.DLQ)
+	}
+	res.Planned = len(msgs)
+	complete := len(msgs) < surveyMax
+	dests := newDestinations(t, target, to)
+	plan := map[string]int{}
+	allRedriven := true
+	expiry := t.expiryOptions(target)
+	expired := 0
+	for _, m := range msgs {
+		if _, old := classify.Expiry(m, expiry); old {
+			expired++
+		}
+		if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+			allRedriven = false
+		}
+		name, err := dests.nameFor(m)
+		if err != nil {
+			name = "(no destination: " + err.Error() + ")"
+		}
+		plan[name]++
+	}
+	mode := opts.Mode
+	if mode == ModeAuto {
+		mode = ModeLoop
+		if allRedriven && complete && to == nil && opts.Max == 0 && expired == 0 {
+			mode = ModeTask
+		}
+	}
+	if mode == ModeTask && (!allRedriven || to != nil) {
+		return res, fmt.Errorf("%w: --mode task needs every message to have come from SQS's redrive (DeadLetterQueueSourceArn) and no --to; %d surveyed messages were sent to the DLQ by a consumer: use --mode loop", ErrUsage, countWithout(msgs))
+	}
+	if mode == ModeTask && expired > 0 {
+		return res, fmt.Errorf("%w: --mode task moves every message, and %d surveyed messages are older than their consumer's replay window (a move task can neither leave them nor mark them re-admitted): use --mode loop", ErrUsage, expired)
+	}
+	res.Mode = mode
+	w := t.out()
+	fmt.Fprintf(w, "plan: move %d messages from %s at %s msg/s (about %s) using %s\n", len(msgs), target.DLQ.Name,
+		strconv.FormatFloat(opts.Rate, 'f', -1, 64), eta(len(msgs), opts.Rate), describeMode(mode))
+	if !complete {
+		fmt.Fprintf(w, "  (surveyed the first %d messages; the DLQ may hold more)\n", surveyMax)
+	}
+	for _, name := range sortedKeys(plan) {
+		fmt.Fprintf(w, "  → %s: %d\n", name, plan[name])
+	}
+	t.warnExpired(target, expired, len(msgs), opts.ReadmitExpired)
+	t.warnUnknown(msgs, plan)
+	if opts.DryRun {
+		fmt.Fprintf(w, "dry run: nothing moved\n")
+		return res, nil
+	}
+	if expired == len(msgs) && complete && !opts.ReadmitExpired {
+		res.Expired = expired
+		return res, fmt.Errorf("%w: all %d messages; nothing to redrive (see docs/runbooks/dlq.md#expired-messages)", ErrExpired, expired)
+	}
+	res.Started = t.Clock.Now()
+	defer func() { res.Elapsed = t.Clock.Now().Sub(res.Started) }()
+	if mode == ModeTask {
+		err = t.runTask(ctx, target, opts, &res)
+	} else {
+		err = t.runLoop(ctx, target, opts, dests, expiry, &res)
+	}
+	elapsed := t.Clock.Now().Sub(res.Started)
+	fmt.Fprintf(w, "moved %d of %d in %s (%.1f msg/s)", res.Moved, res.Planned, elapsed.Round(time.Second), perSecond(res.Moved, elapsed))
+	for _, name := range sortedKeys(res.Destinations) {
+		fmt.Fprintf(w, "; %s: %d", name, res.Destinations[name])
+	}
+	fmt.Fprintln(w)
+	if res.Unplaced > 0 {
+		fmt.Fprintf(w, "%d messages stay in %s: no destination known (pass --to QUEUE)\n", res.Unplaced, target.DLQ.Name)
+	}
+	if res.Readmitted > 0 {
+		fmt.Fprintf(w, "%d of them were older than their consumer's replay window and went back re-admitted (%s)\n", res.Readmitted, consumerapi.AttrReadmision)
+	}
+	if res.Expired > 0 {
+		fmt.Fprintf(w, "%d messages stay in %s: older than their consumer's replay window (mf-dlq classify shows them as expired; docs/runbooks/dlq.md#expired-messages)\n", res.Expired, target.DLQ.Name)
+		if err == nil {
+			err = fmt.Errorf("%w: %d messages", ErrExpired, res.Expired)
+		}
+	}
+	if err == nil || errors.Is(err, ErrInterrupted) {
+		fmt.Fprintf(w, "next: mf-dlq verify %s --expect %d --since %s\n", target.DLQ.Name, res.Moved, res.Started.UTC().Format(time.RFC3339))
+	}
+	return res, err
+}
+
+func countWithout(msgs []queue.Message) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func describeMode(mode string) string {
+	if mode == ModeTask {
+		return "an SQS message move task (every message came from the queue's redrive policy)"
+	}
+	return "receive → send → delete (send first: a stop at any moment leaves at worst a duplicate)"
+}
+
+// checkNoTask refuses to start while a move task runs on the DLQ.
+func (t *Tool) checkNoTask(ctx context.Context, dlq QueueRef) error {
+	tasks, err := t.SQS.ListMessageMoveTasks(ctx, dlq.ARN, 10)
+	if err != nil {
+		if errors.Is(err, queue.ErrAccessDenied) {
+			fmt.Fprintf(t.log(), "warning: cannot check for a running move task: %v\n", err)
+			return nil
+		}
+		return fmt.Errorf("list move tasks of %s: %w", dlq.Name, err)
+	}
+	for _, tk := range tasks {
+		if tk.Active() {
+			cancel := ""
+			if tk.TaskHandle != "" {
+				cancel = fmt.Sprintf(", or cancel it: aws sqs cancel-message-move-task --task-handle %s", tk.TaskHandle)
+			}
+			return fmt.Errorf("%w: on %s, %s since %s UTC (moved %d of %d): wait for it (mf-dlq verify)%s",
+				queue.ErrMoveTaskRunning, dlq.Name, tk.Status, tk.Started.UTC().Format("2006-01-02 15:04:05"), tk.Moved, tk.ToMove, cancel)
+		}
+	}
+	return nil
+}
+
+// expiryOptions are the target's consumer's replay window, at the tool's
+// clock.
+func (t *Tool) expiryOptions(target *Target) classify.Options {
+	o := ConsumerOptions(target)
+	o.Now = t.Clock.Now()
+	return o
+}
+
+// warnExpired says what happens to the messages older than their
+// consumer's replay window.
+func (t *Tool) warnExpired(target *Target, expired, total int, readmit bool) {
+	if expired == 0 {
+		if readmit {
+			fmt.Fprintf(t.log(), "note: --readmit-expired: no surveyed message is older than its consumer's replay window\n")
+		}
+		return
+	}
+	who := "its consumer"
+	if target.Catalog != nil && len(target.Catalog.Consumers) > 0 {
+		c := target.Catalog.Consumers[0]
+		who = fmt.Sprintf("%s (%s, a %s window)", c.Function, c.IdempotencyKey, replaywindow.Days(c.Window))
+	}
+	if readmit {
+		fmt.Fprintf(t.log(), "WARNING: re-admitting %d of %d messages older than the replay window of %s: they go back with %s and the consumer runs them although their records may be gone. "+
+			"You state that, for each, the side effect did not happen (docs/runbooks/dlq.md#expired-messages).\n", expired, total, who, consumerapi.AttrReadmision)
+		return
+	}
+	fmt.Fprintf(t.log(), "WARNING: %d of %d messages are older than the replay window of %s: their idempotency records may be gone, so a duplicate would run its side effect again, and the consumer refuses them. "+
+		"They stay in the DLQ. Check each order (docs/runbooks/dlq.md#expired-messages); re-admit the ones whose side effect did not happen with --readmit-expired.\n", expired, total, who)
+}
+
+// warnUnknown warns about messages first received more than a day ago
+// whose destination's consumers lambdas/queuenames does not know: their
+// replay window is unknown, and the library's default records live 24 h.
+func (t *Tool) warnUnknown(msgs []queue.Message, plan map[string]int) {
+	var who []string
+	for name := range plan {
+		if q, _, isDLQ, ok := queuenames.FindPhysical(name); !ok || isDLQ || len(q.Consumers) == 0 {
+			who = append(who, name)
+		}
+	}
+	if len(who) == 0 {
+		return
+	}
+	now := t.Clock.Now()
+	old := 0
+	for _, m := range msgs {
+		if ts := firstSeen(m); !ts.IsZero() && now.Sub(ts) > idempotency.DefaultExpiry {
+			old++
+		}
+	}
+	if old == 0 {
+		return
+	}
+	sort.Strings(who)
+	fmt.Fprintf(t.log(), "WARNING: %d of %d messages were first received more than %s ago, and lambdas/queuenames does not know the replay window of the consumers of %s: "+
+		"if their records have expired, a message that had in fact completed runs again. Check those orders before redriving.\n",
+		old, len(msgs), idempotency.DefaultExpiry, strings.Join(who, ", "))
+}
+
+// firstSeen is when a consumer may first have processed the message: its
+// first receive when known (kept by SQS's redrive), else when it was sent.
+func firstSeen(m queue.Message) time.Time {
+	for _, k := range []string{queue.AttrApproximateFirstReceiveTimestamp, queue.AttrSentTimestamp} {
+		if n, err := strconv.ParseInt(m.Attributes[k], 10, 64); err == nil && n > 0 {
+			t := time.UnixMilli(n)
+			if k == queue.AttrApproximateFirstReceiveTimestamp && m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+				// A consumer-sent DLQ message is new: its first receive is
+				// the inspection's, so use its SentTimestamp (the failure).
+				continue
+			}
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// runTask runs an SQS message move task and follows it.
+func (t *Tool) runTask(ctx context.Context, target *Target, opts RedriveOptions, res *RedriveResult) error {
+	r := max(1, int(opts.Rate))
+	handle, err := t.SQS.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: target.DLQ.ARN, MaxPerSecond: r})
+	if err != nil {
+		return fmt.Errorf("start the move task on %s: %w", target.DLQ.Name, err)
+	}
+	fmt.Fprintf(t.log(), "move task started (handle %s, %d msg/s); Ctrl-C cancels it (moved messages stay moved)\n", handle, r)
+	prog := newProgress(t, res.Planned, res.Started)
+	for {
+		if err := t.Clock.Sleep(ctx, opts.ProgressEvery); err != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
+			defer cancel()
+			moved, cerr := t.SQS.CancelMessageMoveTask(dctx, handle)
+			if cerr != nil && !errors.Is(cerr, queue.ErrTaskNotFound) {
+				return fmt.Errorf("%w; cancelling the move task failed: %w (cancel it by hand: aws sqs cancel-message-move-task --task-handle %s)", ErrInterrupted, cerr, handle)
+			}
+			res.Moved = int(moved)
+			return fmt.Errorf("%w: move task cancelled after %d messages", ErrInterrupted, moved)
+		}
+		tasks, err := t.SQS.ListMessageMoveTasks(ctx, target.DLQ.ARN, 1)
+		if err != nil {
+			return fmt.Errorf("follow the move task: %w (it keeps running; see aws sqs list-message-move-tasks)", err)
+		}
+		if len(tasks) == 0 {
+			return fmt.Errorf("the move task of %s disappeared from ListMessageMoveTasks", target.DLQ.Name)
+		}
+		tk := tasks[0]
+		res.Moved = int(tk.Moved)
+		if tk.ToMove >= 0 {
+			prog.total = int(tk.ToMove)
+		}
+		prog.show(res.Moved)
+		switch tk.Status {
+		case queue.MoveTaskCompleted:
+			return nil
+		case queue.MoveTaskFailed:
+			return fmt.Errorf("the move task failed after %d messages: %s", tk.Moved, tk.FailureReason)
+		case queue.MoveTaskCancelled:
+			return fmt.Errorf("%w: the move task was cancelled (by someone else?) after %d messages", ErrInterrupted, tk.Moved)
+		}
+	}
+}
+
+// runLoop moves messages one by one: receive, wait for a token, send to the
+// destination, delete from the DLQ.
+func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions, dests *destinations, expiry classify.Options, res *RedriveResult) error {
+	lim := rate.NewLimiter(rate.Limit(opts.Rate), 1)
+	// Long enough for a full batch at the rate, so held messages do not
+	// come back to the DLQ while they wait for their token.
+	visibility := 10*time.Second + time.Duration(float64(2*10*time.Second)/opts.Rate)
+	prog := newProgress(t, res.Planned, res.Started)
+	unplaced := map[string]string{} // message id -> receipt handle, released at the end
+	kept := map[string]string{}     // expired, not re-admitted: released at the end
+	done := map[string]bool{}
+	defer func() {
+		res.Unplaced, res.Expired = len(unplaced), len(kept)
+		t.release(ctx, target.DLQ.URL, unplaced)
+		t.release(ctx, target.DLQ.URL, kept)
+	}()
+	idle, waited := 0, false
+	for opts.Max == 0 || res.Moved < opts.Max {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w after %d messages", ErrInterrupted, res.Moved)
+		}
+		want := 10
+		if opts.Max > 0 {
+			want = min(want, opts.Max-res.Moved)
+		}
+		msgs, err := t.SQS.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: target.DLQ.URL, MaxMessages: want, VisibilityTimeout: visibility, WaitTime: time.Second})
+		if ctx.Err() != nil {
+			t.releaseAll(ctx, target.DLQ.URL, msgs)
+			return fmt.Errorf("%w after %d messages", ErrInterrupted, res.Moved)
+		}
+		if err != nil {
+			return fmt.Errorf("receive from %s: %w", target.DLQ.Name, err)
+		}
+		fresh := 0
+		for i, m := range msgs {
+			if done[m.MessageID] {
+				// Sent earlier; its delete failed. Delete again, do not resend.
+				_ = t.SQS.DeleteMessage(ctx, target.DLQ.URL, m.ReceiptHandle)
+				continue
+			}
+			if _, ok := unplaced[m.MessageID]; ok {
+				unplaced[m.MessageID] = m.ReceiptHandle
+				continue
+			}
+			if _, ok := kept[m.MessageID]; ok {
+				kept[m.MessageID] = m.ReceiptHandle
+				continue
+			}
+			fresh++
+			expiry.Now = t.Clock.Now()
+			_, old := classify.Expiry(m, expiry)
+			if old && !opts.ReadmitExpired {
+				kept[m.MessageID] = m.ReceiptHandle
+				continue
+			}
+			dest, err := dests.urlFor(ctx, m)
+			if err != nil {
+				fmt.Fprintf(t.log(), "message %s stays in the DLQ: %v\n", m.MessageID, err)
+				unplaced[m.MessageID] = m.ReceiptHandle
+				continue
+			}
+			r := lim.ReserveN(t.Clock.Now(), 1)
+			if err := t.Clock.Sleep(ctx, r.DelayFrom(t.Clock.Now())); err != nil {
+				r.Cancel()
+				t.releaseAll(ctx, target.DLQ.URL, msgs[i:])
+				return fmt.Errorf("%w after %d messages", ErrInterrupted, res.Moved)
+			}
+			if err := t.moveOne(ctx, target, m, dest, old); err != nil {
+				t.releaseAll(ctx, target.DLQ.URL, msgs[i:])
+				return err
+			}
+			done[m.MessageID] = true
+			if old {
+				res.Readmitted++
+			}
+			res.Moved++
+			res.Destinations[dest.Name]++
+			prog.show(res.Moved)
+		}
+		if fresh > 0 {
+			idle = 0
+			continue
+		}
+		if idle++; idle < 2 {
+			continue
+		}
+		// Nothing new twice: done, unless messages are in flight in the DLQ
+		// (another receiver, or a receive whose answer was lost on the way
+		// and retried by the SDK). Wait for them once.
+		attrs, err := t.SQS.GetQueueAttributes(ctx, target.DLQ.URL, queue.QueueAttrApproximateNumberOfMessagesNotVisible)
+		n := 0
+		if err == nil {
+			n = atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) - len(unplaced) - len(kept)
+		}
+		if n <= 0 {
+			break
+		}
+		if waited {
+			fmt.Fprintf(t.log(), "%d messages are still in flight in %s (held by another receiver?): run redrive again later\n", n, target.DLQ.Name)
+			break
+		}
+		fmt.Fprintf(t.log(), "%d messages are in flight in %s (another receiver, or a receive whose answer was lost); waiting %s for them\n", n, target.DLQ.Name, (visibility + time.Second).Round(time.Second))
+		if err := t.Clock.Sleep(ctx, visibility+time.Second); err != nil {
+			return fmt.Errorf("%w after %d messages", ErrInterrupted, res.Moved)
+		}
+		waited, idle = true, 0
+	}
+	prog.show(res.Moved)
+	return nil
+}
+
+// moveOne sends m to dest, then deletes it from the DLQ. Both steps run to
+// completion even if ctx is cancelled (a stop never separates them). If the
+// send fails nothing happened; if the delete fails the message comes back
+// to the DLQ and a later run delivers a duplicate. readmit sends it with
+// the re-admission mark of now.
+func (t *Tool) moveOne(ctx context.Context, target *Target, m queue.Message, dest QueueRef, readmit bool) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
+	defer cancel()
+	attrs, err := sqsbatch.OriginalAttributes(m.MessageAttributes)
+	if err != nil {
+		fmt.Fprintf(t.log(), "warning: message %s: %v; sending its attributes unchanged\n", m.MessageID, err)
+		attrs = m.MessageAttributes
+	}
+	if readmit {
+		attrs = maps.Clone(attrs)
+		if attrs == nil {
+			attrs = map[string]queue.Attribute{}
+		}
+		attrs[consumerapi.AttrReadmision] = queue.StringAttribute(t.Clock.Now().UTC().Format(time.RFC3339))
+		if len(attrs) > 10 {
+			return fmt.Errorf("message %s has %d attributes with the re-admission mark, more than SQS's 10: it stays in the DLQ", m.MessageID, len(attrs))
+		}
+	}
+	in := &queue.SendMessageInput{QueueURL: dest.URL, Body: m.Body, MessageAttributes: attrs}
+	if strings.HasSuffix(dest.Name, ".fifo") {
+		in.MessageGroupID = m.Attributes[queue.AttrMessageGroupID]
+		if in.MessageGroupID == "" {
+			in.MessageGroupID = m.MessageID
+		}
+		// Stable per DLQ message: a re-run within SQS's 5-minute window
+		// after a kill between send and delete is deduplicated.
+		sum := sha256.Sum256([]byte("mf-dlq\x00" + m.MessageID))
+		in.MessageDeduplicationID = hex.EncodeToString(sum[:])
+	}
+	if _, err := t.SQS.SendMessage(dctx, in); err != nil {
+		return fmt.Errorf("send message %s to %s (it stays in the DLQ): %w", m.MessageID, dest.Name, err)
+	}
+	if err := t.SQS.DeleteMessage(dctx, target.DLQ.URL, m.ReceiptHandle); err != nil {
+		fmt.Fprintf(t.log(), "warning: message %s was sent to %s but not deleted from the DLQ (%v): it will come back; a later redrive sends a duplicate, which its idempotent consumer absorbs\n", m.MessageID, dest.Name, err)
+	}
+	return nil
+}
+
+func (t *Tool) releaseAll(ctx context.Context, url string, msgs []queue.Message) {
+	h := make(map[string]string, len(msgs))
+	for _, m := range msgs {
+		h[m.MessageID] = m.ReceiptHandle
+	}
+	t.release(ctx, url, h)
+}
+
+// destinations resolves where a DLQ message goes back to: the queue SQS
+// recorded (DeadLetterQueueSourceArn), else --to, else the DLQ's only
+// source queue.
+type destinations struct {
+	t      *Tool
+	target *Target
+	to     *QueueRef
+	byName map[string]QueueRef
+}
+
+func newDestinations(t *Tool, target *Target, to *QueueRef) *destinations {
+	d := &destinations{t: t, target: target, to: to, byName: map[string]QueueRef{}}
+	for _, s := range target.Sources {
+		d.byName[s.Name] = s
+	}
+	return d
+}
+
+var errNoDestination = errors.New("no destination")
+
+func (d *destinations) nameFor(m queue.Message) (string, error) {
+	if d.to != nil {
+		return d.to.Name, nil
+	}
+	if arn := m.Attributes[queue.AttrDeadLetterQueueSourceArn]; arn != "" {
+		a, err := queue.ParseARN(arn)
+		if err != nil {
+			return "", err
+		}
+		return a.Name, nil
+	}
+	if len(d.target.Sources) == 1 {
+		return d.target.Sources[0].Name, nil
+	}
+	return "", fmt.Errorf("%w: sent to the DLQ by a consumer, and %d queues dead-letter into %s", errNoDestination, len(d.target.Sources), d.target.DLQ.Name)
+}
+
+func (d *destinations) urlFor(ctx context.Context, m queue.Message) (QueueRef, error) {
+	name, err := d.nameFor(m)
+	if err != nil {
+		return QueueRef{}, err
+	}
+	if d.to != nil {
+		return *d.to, nil
+	}
+	if r, ok := d.byName[name]; ok {
+		return r, nil
+	}
+	url, err := d.t.SQS.GetQueueURL(ctx, name)
+	if err != nil {
+		return QueueRef{}, fmt.Errorf("source queue %s: %w", name, err)
+	}
+	r := QueueRef{Name: name, URL: url}
+	d.byName[name] = r
+	return r, nil
+}
+
+// progress prints "moved n/N (p%) · r msg/s · ETA d" at most once per
+// interval of the tool's clock.
+type progress struct {
+	t     *Tool
+	total int
+	start time.Time
+	last  time.Time
+}
+
+func newProgress(t *Tool, total int, start time.Time) *progress {
+	return &progress{t: t, total: total, start: start}
+}
+
+func (p *progress) show(moved int) {
+	now := p.t.Clock.Now()
+	if now.Sub(p.last) < time.Second && moved < p.total {
+		return
+	}
+	p.last = now
+	elapsed := now.Sub(p.start)
+	r := perSecond(moved, elapsed)
+	line := fmt.Sprintf("moved %d/%d", moved, p.total)
+	if p.total > 0 {
+		line += fmt.Sprintf(" (%d%%)", moved*100/p.total)
+	}
+	line += fmt.Sprintf(" · %.1f msg/s", r)
+	if left := p.total - moved; left > 0 && r > 0 {
+		line += " · ETA " + eta(left, r)
+	}
+	fmt.Fprintln(p.t.log(), line)
+}
+
+func perSecond(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+func eta(n int, perSec float64) string {
+	return (time.Duration(float64(n) / perSec * float64(time.Second))).Round(time.Second).String()
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

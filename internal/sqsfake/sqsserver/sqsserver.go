@@ -1,0 +1,259 @@
+// Package sqsserver serves a sqsfake.Fake over HTTP in the SQS JSON
+// protocol (AWS JSON 1.0: POST /, X-Amz-Target: AmazonSQS.<Operation>), so
+// that a program using the real aws-sdk-go-v2 SQS client, pointed at it with
+// an endpoint override (the CLI's --endpoint-url), talks to the in-memory
+// fake. Tests use it to run operator tools as separate processes (and kill
+// them) while the queues stay in the test process.
+//
+// It speaks the operations of queue.AdminAPI: SendMessage, ReceiveMessage,
+// DeleteMessage, ChangeMessageVisibility, GetQueueAttributes, GetQueueUrl,
+// ListDeadLetterSourceQueues, StartMessageMoveTask, ListMessageMoveTasks and
+// CancelMessageMoveTask. Requests are not authenticated (signatures are
+// ignored). Errors carry the SQS error codes (QueueDoesNotExist with its
+// query-compatible code AWS.SimpleQueueService.NonExistentQueue,
+// ReceiptHandleIsInvalid, MessageNotInflight, InvalidParameterValue,
+// ResourceNotFoundException, AccessDenied) so the SDK builds the same typed
+// errors as against SQS. MD5OfMessageAttributes is not computed (the SDK
+// validates only the body's MD5, which is). Long polling returns at once.
+package sqsserver
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mercadofresco/integration/lambdas/queue"
+)
+
+// ErrAccessDenied, returned by a sqsfake fault, is served as SQS's
+// AccessDenied error (tests of "missing permission" messages).
+var ErrAccessDenied = errors.New("sqsserver: access denied")
+
+// Handler serves api (normally a *sqsfake.Fake) in the SQS JSON protocol.
+func Handler(api queue.AdminAPI) http.Handler { return &handler{api: api} }
+
+type handler struct{ api queue.AdminAPI }
+
+const maxRequestBytes = 2 << 20
+
+type attrJSON struct {
+	DataType    string `json:"DataType"`
+	StringValue string `json:"StringValue,omitempty"`
+	BinaryValue []byte `json:"BinaryValue,omitempty"`
+}
+
+type request struct {
+	QueueURL               string              `json:"QueueUrl"`
+	QueueName              string              `json:"QueueName"`
+	MessageBody            string              `json:"MessageBody"`
+	DelaySeconds           int                 `json:"DelaySeconds"`
+	MessageAttributes      map[string]attrJSON `json:"MessageAttributes"`
+	MessageGroupID         string              `json:"MessageGroupId"`
+	MessageDeduplicationID string              `json:"MessageDeduplicationId"`
+	MaxNumberOfMessages    int                 `json:"MaxNumberOfMessages"`
+	VisibilityTimeout      *int                `json:"VisibilityTimeout"`
+	WaitTimeSeconds        int                 `json:"WaitTimeSeconds"`
+	ReceiptHandle          string              `json:"ReceiptHandle"`
+	AttributeNames         []string            `json:"AttributeNames"`
+	SourceArn              string              `json:"SourceArn"`
+	DestinationArn         string              `json:"DestinationArn"`
+	MaxPerSecond           int                 `json:"MaxNumberOfMessagesPerSecond"`
+	MaxResults             int                 `json:"MaxResults"`
+	TaskHandle             string              `json:"TaskHandle"`
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
+	if r.Method != http.MethodPost || !ok {
+		writeError(w, http.StatusBadRequest, "InvalidAction", "", "want POST with X-Amz-Target: AmazonSQS.<Operation>")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "InvalidParameterValue", "", err.Error())
+		return
+	}
+	var req request
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			writeError(w, http.StatusBadRequest, "SerializationException", "", err.Error())
+			return
+		}
+	}
+	out, err := h.do(r.Context(), op, &req)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// writeJSON writes v with a Content-Length (a chunked body has made the
+// SDK's client retry a ReceiveMessage whose response it had already
+// half-read, leaving the first delivery's messages in flight).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"__type":"InternalError"}`)
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b) // the client went away: nothing to do
+}
+
+func (h *handler) do(ctx context.Context, op string, req *request) (any, error) {
+	switch op {
+	case "SendMessage":
+		in := &queue.SendMessageInput{
+			QueueURL: req.QueueURL, Body: req.MessageBody, MessageGroupID: req.MessageGroupID,
+			MessageDeduplicationID: req.MessageDeduplicationID, Delay: time.Duration(req.DelaySeconds) * time.Second,
+		}
+		if len(req.MessageAttributes) > 0 {
+			in.MessageAttributes = map[string]queue.Attribute{}
+			for k, a := range req.MessageAttributes {
+				in.MessageAttributes[k] = queue.Attribute{DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+			}
+		}
+		out, err := h.api.SendMessage(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		res := map[string]any{"MessageId": out.MessageID, "MD5OfMessageBody": md5Hex(req.MessageBody)}
+		if out.SequenceNumber != "" {
+			res["SequenceNumber"] = out.SequenceNumber
+		}
+		return res, nil
+	case "ReceiveMessage":
+		in := &queue.ReceiveMessageInput{QueueURL: req.QueueURL, MaxMessages: req.MaxNumberOfMessages, WaitTime: time.Duration(req.WaitTimeSeconds) * time.Second}
+		if req.VisibilityTimeout != nil && *req.VisibilityTimeout > 0 {
+			// The SDK cannot distinguish an unset VisibilityTimeout from 0,
+			// so 0 means the queue's default here.
+			in.VisibilityTimeout = time.Duration(*req.VisibilityTimeout) * time.Second
+		}
+		msgs, err := h.api.ReceiveMessage(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]map[string]any, 0, len(msgs))
+		for _, m := range msgs {
+			jm := map[string]any{"MessageId": m.MessageID, "ReceiptHandle": m.ReceiptHandle, "Body": m.Body, "MD5OfBody": m.MD5OfBody, "Attributes": m.Attributes}
+			if len(m.MessageAttributes) > 0 {
+				ma := map[string]attrJSON{}
+				for k, a := range m.MessageAttributes {
+					ma[k] = attrJSON{DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+				}
+				jm["MessageAttributes"] = ma
+			}
+			out = append(out, jm)
+		}
+		return map[string]any{"Messages": out}, nil
+	case "DeleteMessage":
+		return struct{}{}, h.api.DeleteMessage(ctx, req.QueueURL, req.ReceiptHandle)
+	case "ChangeMessageVisibility":
+		vt := 0
+		if req.VisibilityTimeout != nil {
+			vt = *req.VisibilityTimeout
+		}
+		return struct{}{}, h.api.ChangeMessageVisibility(ctx, req.QueueURL, req.ReceiptHandle, time.Duration(vt)*time.Second)
+	case "GetQueueAttributes":
+		attrs, err := h.api.GetQueueAttributes(ctx, req.QueueURL, req.AttributeNames...)
+		return map[string]any{"Attributes": attrs}, err
+	case "GetQueueUrl":
+		url, err := h.api.GetQueueURL(ctx, req.QueueName)
+		return map[string]any{"QueueUrl": url}, err
+	case "ListDeadLetterSourceQueues":
+		urls, err := h.api.ListDeadLetterSourceQueues(ctx, req.QueueURL)
+		return map[string]any{"queueUrls": urls}, err
+	case "StartMessageMoveTask":
+		handle, err := h.api.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: req.SourceArn, DestinationARN: req.DestinationArn, MaxPerSecond: req.MaxPerSecond})
+		return map[string]any{"TaskHandle": handle}, err
+	case "ListMessageMoveTasks":
+		tasks, err := h.api.ListMessageMoveTasks(ctx, req.SourceArn, req.MaxResults)
+		if err != nil {
+			return nil, err
+		}
+		res := make([]map[string]any, 0, len(tasks))
+		for _, t := range tasks {
+			e := map[string]any{
+				"Status": t.Status, "SourceArn": t.SourceARN, "ApproximateNumberOfMessagesMoved": t.Moved,
+				"StartedTimestamp": t.Started.UnixMilli(),
+			}
+			for k, v := range map[string]string{"TaskHandle": t.TaskHandle, "DestinationArn": t.DestinationARN, "FailureReason": t.FailureReason} {
+				if v != "" {
+					e[k] = v
+				}
+			}
+			if t.MaxPerSecond > 0 {
+				e["MaxNumberOfMessagesPerSecond"] = t.MaxPerSecond
+			}
+			if t.ToMove >= 0 {
+				e["ApproximateNumberOfMessagesToMove"] = t.ToMove
+			}
+			res = append(res, e)
+		}
+		return map[string]any{"Results": res}, nil
+	case "CancelMessageMoveTask":
+		moved, err := h.api.CancelMessageMoveTask(ctx, req.TaskHandle)
+		return map[string]any{"ApproximateNumberOfMessagesMoved": moved}, err
+	}
+	return nil, fmt.Errorf("%w: operation %s is not served", errUnsupported, op)
+}
+
+var errUnsupported = errors.New("unsupported operation")
+
+// writeAPIError maps the queue sentinels to SQS's error codes.
+func writeAPIError(w http.ResponseWriter, err error) {
+	type mapping struct {
+		sentinel    error
+		status      int
+		typ, qcode  string
+		fixedDetail string
+	}
+	for _, m := range []mapping{
+		{queue.ErrQueueNotFound, 400, "QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue", "The specified queue does not exist."},
+		{queue.ErrReceiptHandleInvalid, 400, "ReceiptHandleIsInvalid", "ReceiptHandleIsInvalid", ""},
+		{queue.ErrMessageNotInflight, 400, "MessageNotInflight", "AWS.SimpleQueueService.MessageNotInflight", ""},
+		{queue.ErrMoveTaskRunning, 400, "InvalidParameterValue", "InvalidParameterValue", "There is already a task running. Only one active task is allowed for a source queue arn at a given time."},
+		{queue.ErrNotDeadLetterQueue, 400, "InvalidParameterValue", "InvalidParameterValue", "Source queue must be configured as a Dead Letter Queue."},
+		{queue.ErrTaskNotFound, 400, "ResourceNotFoundException", "ResourceNotFoundException", ""},
+		{queue.ErrInvalidParameter, 400, "InvalidParameterValue", "InvalidParameterValue", ""},
+		{ErrAccessDenied, 403, "AccessDenied", "AccessDenied", ""},
+		{errUnsupported, 400, "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", ""},
+	} {
+		if errors.Is(err, m.sentinel) {
+			msg := m.fixedDetail
+			if msg == "" {
+				msg = err.Error()
+			}
+			writeError(w, m.status, m.typ, m.qcode, msg)
+			return
+		}
+	}
+	writeError(w, http.StatusInternalServerError, "InternalError", "", err.Error())
+}
+
+func writeError(w http.ResponseWriter, status int, typ, queryCode, msg string) {
+	w.Header().Set("X-Amzn-ErrorType", typ)
+	if queryCode != "" {
+		fault := "Sender"
+		if status >= 500 {
+			fault = "Receiver"
+		}
+		w.Header().Set("X-Amzn-Query-Error", queryCode+";"+fault)
+	}
+	writeJSON(w, status, map[string]string{"__type": typ, "message": msg})
+}
+
+func md5Hex(s string) string {
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,160 @@
+package confirmationmail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/degrade"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+)
+
+// Error codes recorded as FALLIDO in the idempotency table (every repeat
+// of the order gets them back without sending).
+const (
+	CodeRechazado = "rechazado"
+	CodeIncierto  = "envio_incierto"
+)
+
+// Deps are the consumer's dependencies; Store, Mailer and Plan are required.
+type Deps struct {
+	Store      *idempotency.Store
+	Mailer     *Mailer
+	DLQ        queue.Sender
+	Visibility queue.VisibilityChanger
+	// Plan delays e-mails no provider can take now.
+	Plan *degrade.Plan
+	// Metrics receives CorreoAplazado and CorreoIncierto (nil discards).
+	Metrics metrics.Emitter
+	Logger  *slog.Logger
+}
+
+// NewProcessor returns the batch processor of the consumer. An e-mail
+// whose order was confirmed longer ago than s.IdempotencyWindow is refused
+// before anything is claimed or sent (lambdas/replaywindow); the
+// idempotency records and the send records must live at least as long.
+func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
+	if d.Store == nil || d.Mailer == nil || d.Plan == nil {
+		return nil, errors.New("correo: Store, Mailer and Plan are required")
+	}
+	window, err := s.Window(d.Store)
+	if err != nil {
+		return nil, err
+	}
+	if d.Mailer.Envios != nil && d.Mailer.Envios.ttl() < window.Max {
+		return nil, fmt.Errorf("correo: the send records live %s, less than the %s replay window: a redriven e-mail whose idempotency record was released could go to another provider", d.Mailer.Envios.ttl(), window.Max)
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.Discard
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return s.Batch(sqsbatch.Config{
+		Handler:        sqsbatch.JSON(handler(d, window)),
+		DLQ:            d.DLQ,
+		Visibility:     d.Visibility,
+		RequiredKeys:   []string{"pedido_id", "cliente.email", consumerapi.KeyConfirmadoEn},
+		IdempotencyKey: sqsconsumer.KeyByPedido(idempotency.KeyCorreoConfirmacion),
+		Logger:         d.Logger,
+	})
+}
+
+func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
+	return func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
+		if err := window.Check(rec); err != nil {
+			return err
+		}
+		key, msg := rec.IdempotencyKey(), Render(p)
+		res, err := idempotency.Do(ctx, d.Store, key, func(ctx context.Context) (Envio, error) {
+			res, err := d.Mailer.Send(ctx, key, msg)
+			switch {
+			case errors.Is(err, ErrAskAgain):
+				return res, err // transient: the secondary is asked again with the same key
+			case errors.Is(err, ErrRejected):
+				return res, idempotency.Permanent(CodeRechazado, err)
+			case errors.Is(err, ErrUncertain):
+				_ = d.Metrics.Write(metrics.Metric{Name: consumerapi.MetricCorreoIncierto, Unit: metrics.UnitCount, Value: 1})
+				return res, idempotency.Permanent(CodeIncierto, fmt.Errorf("%w; the e-mail may have been sent: see docs/runbooks/dlq.md (confirmation e-mail) before any redrive", err))
+			}
+			return res, err
+		}, idempotency.WithPayload(msg))
+		switch {
+		case err == nil:
+			rec.Logger.Info("confirmation e-mail sent", slog.String("pedido_id", p.PedidoID),
+				slog.String("proveedor", res.Proveedor), slog.String("id_proveedor", res.ID))
+			return nil
+		case errors.Is(err, idempotency.ErrPermanent), errors.Is(err, idempotency.ErrPayloadMismatch),
+			errors.Is(err, idempotency.ErrCorruptRecord), errors.Is(err, idempotency.ErrInvalidKey):
+			return sqsbatch.Permanent(fmt.Errorf("%s: %w", key, err))
+		case errors.Is(err, ErrBothUnavailable), errors.Is(err, ErrAskAgain) && errors.Is(err, breaker.ErrOpen):
+			_ = d.Metrics.Write(metrics.Metric{Name: consumerapi.MetricCorreoAplazado, Unit: metrics.UnitCount, Value: 1})
+			return d.Plan.Later(ctx, rec, fmt.Errorf("%s: %w", key, err))
+		default:
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	}
+}
+
+// FromRuntime builds the consumer with real clients (the
+// correo-confirmacion main): the idempotency table (IDEMPOTENCY_TABLE_NAME,
+// also holding the send records; both kinds of record live as long as
+// IDEMPOTENCY_WINDOW), SES v2 (CORREO_REMITENTE,
+// SES_CONFIGURATION_SET; no SDK retries of SendEmail) behind the "ses"
+// breaker, the secondary provider (CORREO_SECUNDARIO_* variables), the
+// SQS client and the degrade plan (MAX_RECEIVE_COUNT).
+func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
+	from := rt.Env.Required(consumerapi.EnvCorreoRemitente)
+	configSet := rt.Env.Required(consumerapi.EnvSESConfigurationSet)
+	table := rt.ReadIdempotencyTable()
+	rt.ReadWindow()
+	sec := rt.ReadDependency(consumerapi.PrefixCorreoSecundario)
+	rt.ReadBreaker()
+	rt.ReadPlan()
+	if err := rt.Check(); err != nil {
+		return nil, err
+	}
+	store, err := rt.IdempotencyStore(table)
+	if err != nil {
+		return nil, err
+	}
+	secondary, err := rt.Dependency(sec, consumerapi.NameCorreoSecundario)
+	if err != nil {
+		return nil, err
+	}
+	sesBreaker, err := rt.Breaker(consumerapi.NameSES, DefaultSESTimeout+15*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := rt.Plan()
+	if err != nil {
+		return nil, err
+	}
+	env := rt.Settings.Environment
+	mailer := &Mailer{
+		Primary:   &SES{Client: sesv2.NewFromConfig(rt.AWS, NewSESClientOptions), From: from, ConfigurationSet: configSet, Breaker: sesBreaker},
+		Secondary: &HTTPProvider{Client: secondary, From: from},
+		Envios:    &Envios{DB: dynamodb.NewFromConfig(rt.AWS), Table: table, TTL: rt.Settings.IdempotencyWindow},
+		Metrics: func(provider string) metrics.Emitter {
+			return metrics.NewWriter(os.Stdout, metrics.Namespace, map[string]string{metrics.DimensionEnvironment: env, consumerapi.DimensionProveedor: provider})
+		},
+		Logger: rt.Log,
+	}
+	return NewProcessor(rt.Settings, Deps{
+		Store: store, Mailer: mailer, DLQ: rt.SQS, Visibility: rt.SQS, Plan: plan,
+		Metrics: metrics.ForEnvironment(os.Stdout, env), Logger: rt.Log,
+	})
+}

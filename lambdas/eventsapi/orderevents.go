@@ -1,0 +1,409 @@
+// Package eventsapi is the contract of the order flow's messages: the
+// events on bus-mercadofresco that start and feed it (PedidoCreado,
+// CarritoAbandonado), the confirmed order the workflow
+// mercadofresco-procesar-pedido publishes to the fan-out topic
+// mercadofresco-pedido-confirmado (PedidoConfirmado), and the stock movements
+// it sends to the FIFO queue mercadofresco-movimientos-stock.fifo
+// (MovimientoStock).
+//
+// It depends on the standard library only, so the CDK constructs (which
+// build these messages in the state machine definition and the pipe's input
+// template) and every consumer import the same names.
+//
+// # Evolution
+//
+// Every message carries "version" (a major version, 1 today). Changes are
+// additive only: new optional fields, never a renamed, removed or retyped
+// one; a consumer ignores fields it does not know (encoding/json does) and
+// dead-letters a version it does not support, with the reason (lesson,
+// exercise 2). Deploy consumers before producers. The Parse functions check
+// the version and the required fields and wrap ErrUnsupportedVersion or
+// ErrInvalid, so a consumer can classify the failure as poison.
+package eventsapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Event sources and detail-types on bus-mercadofresco.
+const (
+	// SourceTienda is the source of the shop's events, published by the
+	// outbox publisher (constructs/outbox DefaultSource).
+	SourceTienda = "mercadofresco.tienda"
+	// SourceCarritos is the source of the events the pipe pipe-mf-carritos
+	// derives from the carts table's stream.
+	SourceCarritos = "mercadofresco.carritos"
+
+	// TypePedidoCreado is the detail-type of a new order (PedidoCreado).
+	TypePedidoCreado = "PedidoCreado"
+	// TypePedidoConfirmado names a confirmed order (PedidoConfirmado). It is
+	// the value of the SNS message attribute AttrTipo on the fan-out topic.
+	TypePedidoConfirmado = "PedidoConfirmado"
+	// TypeCarritoAbandonado is the detail-type of a cart whose TTL expired.
+	TypeCarritoAbandonado = "CarritoAbandonado"
+)
+
+// Version1 is the only major version of every message in this package.
+const Version1 = 1
+
+// SNS message attributes the workflow sets on every PedidoConfirmado it
+// publishes (String values), so subscriptions can filter without parsing
+// the body. The body is the PedidoConfirmado JSON (raw message delivery).
+const (
+	AttrTipo    = "tipo"
+	AttrVersion = "version"
+)
+
+// Errors wrapped by the Parse functions and Validate methods.
+var (
+	// ErrUnsupportedVersion: the message's "version" is not one this code
+	// understands. Poison for the consumer that meets it (dead-letter it
+	// with the reason; do not retry).
+	ErrUnsupportedVersion = errors.New("eventsapi: unsupported version")
+	// ErrInvalid: the message is not valid JSON or misses a required field.
+	ErrInvalid = errors.New("eventsapi: invalid message")
+)
+
+// Cliente is the customer of an order.
+type Cliente struct {
+	ID     string `json:"id"`
+	Email  string `json:"email"`
+	Nombre string `json:"nombre"`
+}
+
+// Linea is one order line. Amounts are integer cents.
+type Linea struct {
+	SKU            string `json:"sku"`
+	Cantidad       int64  `json:"cantidad"`
+	PrecioCentimos int64  `json:"precio_centimos"`
+}
+
+// PedidoCreado is the detail of a PedidoCreado event (source SourceTienda):
+// the payload the shop writes into the outbox (lambdas/pedido-writer) plus
+// the keys the outbox publisher adds (id_evento, agregado_id, creado_en).
+// It is the input of the workflow mercadofresco-procesar-pedido.
+type PedidoCreado struct {
+	// IDEvento is the outbox row id (the same on every re-publication).
+	IDEvento string `json:"id_evento,omitempty"`
+	// AgregadoID is the pedido_id again (the outbox's aggregate id).
+	AgregadoID string `json:"agregado_id,omitempty"`
+	// CreadoEn is when the order was written (RFC 3339).
+	CreadoEn string `json:"creado_en,omitempty"`
+
+	Version  int    `json:"version"`
+	PedidoID string `json:"pedido_id"`
+	// ClienteID is the customer id (also in Cliente.ID).
+	ClienteID string `json:"cliente_id"`
+	// Cliente carries what the confirmation needs (e-mail, name).
+	Cliente       Cliente `json:"cliente"`
+	TotalCentimos int64   `json:"total_centimos"`
+	// Moneda is the ISO 4217 code ("EUR").
+	Moneda string  `json:"moneda"`
+	Lineas []Linea `json:"lineas"`
+	// TokenTarjeta is the card token the shop obtained from the payment
+	// gateway (never card data); the charge task sends it.
+	TokenTarjeta string `json:"token_tarjeta"`
+	// Intento is the payment attempt: absent (or 1) for the order itself,
+	// 2 and more when the customer retried the payment after the workflow
+	// failed for an unavailable gateway (lambdas/shop). The starter
+	// gives each attempt its own execution name.
+	Intento int `json:"intento,omitempty"`
+}
+
+// Validate reports every missing or invalid field of a version-1 order:
+// what the workflow needs to charge, reserve and confirm it.
+func (p PedidoCreado) Validate() error {
+	var problems []string
+	if p.Version != Version1 {
+		return fmt.Errorf("%w: PedidoCreado version %d (supported: %d)", ErrUnsupportedVersion, p.Version, Version1)
+	}
+	if p.PedidoID == "" {
+		problems = append(problems, "pedido_id is empty")
+	}
+	if p.ClienteID == "" {
+		problems = append(problems, "cliente_id is empty")
+	}
+	if p.Cliente.ID == "" || p.Cliente.Email == "" {
+		problems = append(problems, "cliente.id and cliente.email are required (the confirmation needs them)")
+	}
+	if p.TokenTarjeta == "" {
+		problems = append(problems, "token_tarjeta is empty")
+	}
+	problems = append(problems, validLines(p.Lineas)...)
+	if p.TotalCentimos <= 0 {
+		problems = append(problems, fmt.Sprintf("total_centimos %d is not positive", p.TotalCentimos))
+	}
+	if !isCurrency(p.Moneda) {
+		problems = append(problems, fmt.Sprintf("moneda %q is not an ISO 4217 code", p.Moneda))
+	}
+	return joinProblems("PedidoCreado", problems)
+}
+
+// PedidoConfirmado is the message the workflow publishes to the fan-out
+// topic mercadofresco-pedido-confirmado once the order is charged and its
+// stock reserved. Order preparation, the confirmation e-mail and the ERP
+// notice read it. Consumers derive their idempotency keys from PedidoID
+// (preparacion:<pedido_id>, correo-confirmacion:<pedido_id>, ...).
+type PedidoConfirmado struct {
+	Version  int     `json:"version"`
+	PedidoID string  `json:"pedido_id"`
+	Cliente  Cliente `json:"cliente"`
+	Lineas   []Linea `json:"lineas"`
+	// TotalCentimos is the amount charged, in integer cents of Moneda.
+	TotalCentimos int64  `json:"total_centimos"`
+	Moneda        string `json:"moneda"`
+	// ReferenciaCobro is the gateway's charge id (cobro task output).
+	ReferenciaCobro string `json:"referencia_cobro"`
+	// ConfirmadoEn is when the workflow confirmed the order (RFC 3339,
+	// the confirm state's entered time).
+	ConfirmadoEn string `json:"confirmado_en"`
+	// Ejecucion is the ARN of the workflow execution (for tracing).
+	Ejecucion string `json:"ejecucion"`
+}
+
+// Validate reports every missing or invalid field of a version-1 message.
+func (p PedidoConfirmado) Validate() error {
+	if p.Version != Version1 {
+		return fmt.Errorf("%w: PedidoConfirmado version %d (supported: %d)", ErrUnsupportedVersion, p.Version, Version1)
+	}
+	var problems []string
+	if p.PedidoID == "" {
+		problems = append(problems, "pedido_id is empty")
+	}
+	if p.Cliente.ID == "" {
+		problems = append(problems, "cliente.id is empty")
+	}
+	problems = append(problems, validLines(p.Lineas)...)
+	if p.TotalCentimos <= 0 {
+		problems = append(problems, fmt.Sprintf("total_centimos %d is not positive", p.TotalCentimos))
+	}
+	if !isCurrency(p.Moneda) {
+		problems = append(problems, fmt.Sprintf("moneda %q is not an ISO 4217 code", p.Moneda))
+	}
+	if p.ReferenciaCobro == "" {
+		problems = append(problems, "referencia_cobro is empty")
+	}
+	return joinProblems("PedidoConfirmado", problems)
+}
+
+// ParsePedidoCreado decodes and validates a PedidoCreado detail.
+func ParsePedidoCreado(detail []byte) (PedidoCreado, error) {
+	var p PedidoCreado
+	if err := decode(detail, &p, "PedidoCreado"); err != nil {
+		return p, err
+	}
+	return p, p.Validate()
+}
+
+// ParsePedidoConfirmado decodes and validates a PedidoConfirmado body.
+func ParsePedidoConfirmado(body []byte) (PedidoConfirmado, error) {
+	var p PedidoConfirmado
+	if err := decode(body, &p, "PedidoConfirmado"); err != nil {
+		return p, err
+	}
+	return p, p.Validate()
+}
+
+// TipoMovimiento is the kind of a stock movement.
+type TipoMovimiento string
+
+// Kinds of stock movement.
+const (
+	// Reserva takes Cantidad units of SKU for an order.
+	Reserva TipoMovimiento = "reserva"
+	// Liberacion gives back the units an order reserved (compensation of a
+	// Reserva when the order fails after reserving).
+	Liberacion TipoMovimiento = "liberacion"
+	// Ajuste changes the stock of SKU by Cantidad units (signed; an
+	// inventory correction, not tied to an order).
+	Ajuste TipoMovimiento = "ajuste"
+)
+
+// Secuencia values of the movements of one order and SKU: a Liberacion
+// always follows its Reserva. A consumer that records, per (pedido_id,
+// sku), the highest Secuencia applied with a conditional write
+// (secuencia > current) makes the arrival order irrelevant: a Liberacion
+// that arrives first (after a DLQ redrive, say) is recorded and the late
+// Reserva is then skipped instead of taking stock that nobody will release.
+//
+// The workflow's compensation releases EVERY line of a failed order,
+// reserved or not (a Map that failed half-way cannot say which sends
+// happened). So a Liberacion gives stock back only where its Reserva was
+// applied; one with no applied Reserva changes no stock (it is still
+// recorded, so that Reserva is skipped if it comes later).
+const (
+	SecuenciaReserva    = 1
+	SecuenciaLiberacion = 2
+)
+
+// MovimientoStock is a message on the FIFO queue
+// mercadofresco-movimientos-stock.fifo. Producers send it with
+// MessageGroupId = SKU (order kept per SKU, ~3,400-way parallelism) and
+// MessageDeduplicationId = DeduplicationID() (the idempotency key, which the
+// consumer also uses).
+type MovimientoStock struct {
+	Version int            `json:"version"`
+	Tipo    TipoMovimiento `json:"tipo"`
+	// PedidoID is the order of a Reserva or Liberacion (empty for Ajuste).
+	PedidoID string `json:"pedido_id,omitempty"`
+	SKU      string `json:"sku"`
+	// Cantidad is the number of units: positive for Reserva and
+	// Liberacion, signed and non-zero for Ajuste.
+	Cantidad int64 `json:"cantidad"`
+	// Secuencia orders the movements of one (pedido_id, sku):
+	// SecuenciaReserva, SecuenciaLiberacion. For Ajuste, a number that
+	// grows with each adjustment of the SKU (e.g. epoch milliseconds).
+	Secuencia int64 `json:"secuencia"`
+	// EmitidoEn is when the movement was produced (RFC 3339).
+	EmitidoEn string `json:"emitido_en"`
+	// Referencia identifies an Ajuste (its document id); empty otherwise.
+	Referencia string `json:"referencia,omitempty"`
+}
+
+// DeduplicationID is the movement's idempotency key and FIFO
+// MessageDeduplicationId: "reserva:<pedido_id>:<sku>",
+// "liberacion:<pedido_id>:<sku>" or "ajuste:<referencia>:<sku>".
+func (m MovimientoStock) DeduplicationID() string {
+	owner := m.PedidoID
+	if m.Tipo == Ajuste {
+		owner = m.Referencia
+	}
+	return string(m.Tipo) + ":" + owner + ":" + m.SKU
+}
+
+// GroupID is the FIFO MessageGroupId of the movement: its SKU.
+func (m MovimientoStock) GroupID() string { return m.SKU }
+
+// Validate reports every missing or invalid field of a version-1 movement.
+func (m MovimientoStock) Validate() error {
+	if m.Version != Version1 {
+		return fmt.Errorf("%w: MovimientoStock version %d (supported: %d)", ErrUnsupportedVersion, m.Version, Version1)
+	}
+	var problems []string
+	if m.SKU == "" {
+		problems = append(problems, "sku is empty")
+	}
+	switch m.Tipo {
+	case Reserva, Liberacion:
+		if m.PedidoID == "" {
+			problems = append(problems, "pedido_id is empty")
+		}
+		if m.Cantidad <= 0 {
+			problems = append(problems, fmt.Sprintf("cantidad %d is not positive", m.Cantidad))
+		}
+	case Ajuste:
+		if m.Referencia == "" {
+			problems = append(problems, "referencia is empty")
+		}
+		if m.Cantidad == 0 {
+			problems = append(problems, "cantidad is zero")
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("tipo %q is not reserva, liberacion or ajuste", m.Tipo))
+	}
+	if m.Secuencia <= 0 {
+		problems = append(problems, fmt.Sprintf("secuencia %d is not positive", m.Secuencia))
+	}
+	if len(m.DeduplicationID()) > MaxDeduplicationIDLength {
+		problems = append(problems, fmt.Sprintf("deduplication id longer than %d characters", MaxDeduplicationIDLength))
+	}
+	return joinProblems("MovimientoStock", problems)
+}
+
+// MaxDeduplicationIDLength is the SQS limit of MessageDeduplicationId.
+const MaxDeduplicationIDLength = 128
+
+// ParseMovimientoStock decodes and validates a MovimientoStock body.
+func ParseMovimientoStock(body []byte) (MovimientoStock, error) {
+	var m MovimientoStock
+	if err := decode(body, &m, "MovimientoStock"); err != nil {
+		return m, err
+	}
+	return m, m.Validate()
+}
+
+// CarritoAbandonado is the detail of a CarritoAbandonado event (source
+// SourceCarritos): a cart of mercadofresco-carritos that DynamoDB deleted
+// because its TTL (expira_en) passed. The pipe pipe-mf-carritos builds it
+// from the stream record's old image.
+type CarritoAbandonado struct {
+	Version int `json:"version"`
+	// IDEvento is the stream record's eventID: the same on every delivery
+	// of that record, so consumers de-duplicate on it.
+	IDEvento  string `json:"id_evento"`
+	CarritoID string `json:"carrito_id"`
+	ClienteID string `json:"cliente_id"`
+	// ActualizadoEn is the cart's last change (RFC 3339), from the item.
+	ActualizadoEn string `json:"actualizado_en"`
+}
+
+// Attributes of the carts table mercadofresco-carritos that the pipe reads.
+const (
+	CarritosKeyAttribute     = "carrito_id"
+	CarritosTTLAttribute     = "expira_en"
+	CarritosClienteAttribute = "cliente_id"
+	CarritosUpdatedAttribute = "actualizado_en"
+)
+
+// Validate reports every missing field of a version-1 event.
+func (c CarritoAbandonado) Validate() error {
+	if c.Version != Version1 {
+		return fmt.Errorf("%w: CarritoAbandonado version %d (supported: %d)", ErrUnsupportedVersion, c.Version, Version1)
+	}
+	var problems []string
+	if c.IDEvento == "" {
+		problems = append(problems, "id_evento is empty")
+	}
+	if c.CarritoID == "" {
+		problems = append(problems, "carrito_id is empty")
+	}
+	return joinProblems("CarritoAbandonado", problems)
+}
+
+func decode(body []byte, v any, what string) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)
+	}
+	return nil
+}
+
+func validLines(lines []Linea) []string {
+	if len(lines) == 0 {
+		return []string{"lineas is empty"}
+	}
+	var problems []string
+	for i, l := range lines {
+		if l.SKU == "" {
+			problems = append(problems, fmt.Sprintf("lineas[%d].sku is empty", i))
+		}
+		if l.Cantidad <= 0 {
+			problems = append(problems, fmt.Sprintf("lineas[%d].cantidad %d is not positive", i, l.Cantidad))
+		}
+		if l.PrecioCentimos < 0 {
+			problems = append(problems, fmt.Sprintf("lineas[%d].precio_centimos %d is negative", i, l.PrecioCentimos))
+		}
+	}
+	return problems
+}
+
+func isCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for _, r := range s {
+		if r < 'A' || r > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+func joinProblems(what string, problems []string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, what, strings.Join(problems, "; "))
+}

@@ -1,0 +1,31 @@
+package eventsapi
+
+import "time"
+
+// Replay bounds of the order workflow's starter (lambdas/orderstart;
+// docs/design.md#replay-windows).
+//
+// The starter makes a PedidoCreado start at most one execution by naming
+// the execution after the order: Step Functions refuses a second execution
+// of a standard state machine with the same name, whether the first is
+// running or closed ("This name must be unique for your AWS account,
+// region, and state machine for 90 days"; "Names can be reused after 90
+// days": the StartExecution API reference). After 90 days the name is free
+// again and a replayed event would start a second execution, which would
+// charge again. So the starter refuses events older than StarterWindow,
+// and the bus archive may not keep events longer than that (config).
+const (
+	// ExecutionNameRetention is how long Step Functions keeps an
+	// execution's name: 90 days.
+	ExecutionNameRetention = 90 * 24 * time.Hour
+	// StarterWindow is how old (from its creado_en) a PedidoCreado may be
+	// and still start an execution: 89 days. An execution starts after its
+	// event was created, so its name is kept at least until
+	// creado_en + 90 days; the day of margin covers the clocks (Aurora
+	// stamps creado_en, Step Functions counts the 90 days).
+	StarterWindow = ExecutionNameRetention - 24*time.Hour
+	// KeyCreadoEn is the creation time's path in the starter buffer's body
+	// (the EventBridge event: detail.creado_en, which the outbox publisher
+	// sets from the row).
+	KeyCreadoEn = "detail.creado_en"
+)

@@ -1,0 +1,303 @@
+// Package starter starts the order workflow (mercadofresco-procesar-pedido)
+// exactly once per order. It consumes the SQS buffer queue that a rule on
+// bus-mercadofresco fills with PedidoCreado events (the whole EventBridge
+// event as the body) and calls StartExecution with an execution name
+// derived from the order (ExecutionName). Step Functions refuses a second
+// execution with the same name for 90 days, so a duplicate event (the
+// outbox publishes at least once; EventBridge and SQS deliver at least
+// once) cannot charge an order twice: ExecutionAlreadyExists is success.
+//
+// Past those 90 days the name is free again, so the starter refuses,
+// before it calls Step Functions, an event whose creado_en is older than
+// its window (eventsapi.StarterWindow, 89 days: IDEMPOTENCY_WINDOW may
+// only shorten it): an archive replay or a late redrive of an old order is
+// dead-lettered as expired-idempotency-window instead of starting a second
+// execution (lambdas/replaywindow; docs/design.md#replay-windows).
+//
+// Batch semantics come from lambdas/sqsbatch: an event that is not a
+// version-1 PedidoCreado the workflow can run (eventsapi.PedidoCreado
+// Validate) is poison and goes to the DLQ with the reason; any failure of
+// StartExecution is transient (the record comes back; the queue's
+// maxReceiveCount is the safety net).
+package orderstart
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/internal/buildid"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+)
+
+// StartExecutionAPI is the one Step Functions operation the starter needs;
+// *sfn.Client implements it.
+type StartExecutionAPI interface {
+	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+}
+
+// Execution names: Step Functions allows 1..80 characters and, for
+// executions logged to CloudWatch, only ASCII letters, digits, '-' and '_'.
+const (
+	MaxExecutionName = 80
+	// Prefix of the name of an order whose id fits as is.
+	Prefix = "pedido-"
+	// HashedPrefix starts the name of an order whose id had to be changed
+	// (characters outside [A-Za-z0-9_-], or too long). It differs from
+	// Prefix at its 7th character, so no clean id can produce a hashed name.
+	HashedPrefix = "pedido_"
+	hashHex      = 16 // 64 bits of SHA-256
+)
+
+// ExecutionName derives the execution name from the order id:
+// "pedido-<id>" when the id is made of [A-Za-z0-9_-] and fits in 80
+// characters; otherwise "pedido_<sanitised prefix>_<16 hex of SHA-256(id)>",
+// so two different ids never share a name (the hash tells apart ids that
+// sanitise alike) and the same id always gets the same name.
+func ExecutionName(pedidoID string) string {
+	if clean(pedidoID) && len(Prefix)+len(pedidoID) <= MaxExecutionName {
+		return Prefix + pedidoID
+	}
+	sum := sha256.Sum256([]byte(pedidoID))
+	h := hex.EncodeToString(sum[:])[:hashHex]
+	room := MaxExecutionName - len(HashedPrefix) - 1 - hashHex
+	var b strings.Builder
+	for _, r := range pedidoID {
+		if b.Len() >= room {
+			break
+		}
+		if allowed(r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return HashedPrefix + b.String() + "_" + h
+}
+
+// ExecutionNameFor is the execution name of payment attempt intento of an
+// order: ExecutionName(pedidoID) for the first attempt (intento 0 or 1),
+// and for a retry "pedido_<sanitised prefix>_i<n>_<16 hex of SHA-256>" of
+// the id and the attempt, which no first attempt's name can equal.
+func ExecutionNameFor(pedidoID string, intento int) string {
+	if intento <= 1 {
+		return ExecutionName(pedidoID)
+	}
+	tag := fmt.Sprintf("_i%d_", intento)
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00intento=%d", pedidoID, intento)))
+	h := hex.EncodeToString(sum[:])[:hashHex]
+	room := MaxExecutionName - len(HashedPrefix) - len(tag) - hashHex
+	var b strings.Builder
+	for _, r := range pedidoID {
+		if b.Len() >= room {
+			break
+		}
+		if allowed(r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return HashedPrefix + b.String() + tag + h
+}
+
+func allowed(r rune) bool {
+	return r == '-' || r == '_' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+}
+
+func clean(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !allowed(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Envelope is the EventBridge event as the buffer queue receives it.
+type Envelope struct {
+	ID         string          `json:"id"`
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+// Starter starts one execution per order.
+type Starter struct {
+	api          StartExecutionAPI
+	stateMachine string
+	log          *slog.Logger
+	window       replaywindow.Window
+}
+
+// Option configures New.
+type Option func(*Starter)
+
+// WithWindow shortens the replay window (default
+// eventsapi.StarterWindow; a longer one is refused: Step Functions would
+// have forgotten the execution's name).
+func WithWindow(d time.Duration) Option { return func(s *Starter) { s.window.Max = d } }
+
+// WithClock sets the window's clock (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Starter) { s.window.Now = now } }
+
+// New returns a Starter for the state machine ARN.
+func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts ...Option) (*Starter, error) {
+	if api == nil || stateMachineARN == "" {
+		return nil, errors.New("starter: the Step Functions client and the state machine ARN are required")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Starter{api: api, stateMachine: stateMachineARN, log: log,
+		window: replaywindow.Window{Max: eventsapi.StarterWindow, CreatedAt: eventsapi.KeyCreadoEn}}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.window.Max > eventsapi.StarterWindow {
+		return nil, fmt.Errorf("starter: a replay window of %s is longer than %s: Step Functions keeps execution names %s, so an older event could start a second execution",
+			replaywindow.Days(s.window.Max), replaywindow.Days(eventsapi.StarterWindow), replaywindow.Days(eventsapi.ExecutionNameRetention))
+	}
+	if err := s.window.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Result says what Start did.
+type Result struct {
+	Name string
+	// ExecutionARN is set when this call started the execution (or Step
+	// Functions answered with the running execution of the same name and
+	// input).
+	ExecutionARN string
+	// AlreadyStarted is true when an execution of that name already existed.
+	AlreadyStarted bool
+}
+
+// Start starts the workflow for one PedidoCreado event envelope. An invalid
+// event is poison (sqsbatch.Poison); ExecutionAlreadyExists is success. It
+// does not apply the replay window: Handler does, before calling it.
+func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
+	var env Envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return Result{}, sqsbatch.Poisonf("not an EventBridge event: %v", err)
+	}
+	if env.DetailType != eventsapi.TypePedidoCreado {
+		return Result{}, sqsbatch.Poisonf("detail-type %q, this starter handles %s only", env.DetailType, eventsapi.TypePedidoCreado)
+	}
+	pedido, err := eventsapi.ParsePedidoCreado(env.Detail)
+	if err != nil {
+		return Result{}, sqsbatch.Poison(err)
+	}
+	name := ExecutionNameFor(pedido.PedidoID, pedido.Intento)
+	out, err := s.api.StartExecution(ctx, &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(s.stateMachine),
+		Name:            aws.String(name),
+		// The detail as published: the workflow's input is the event, not
+		// a re-encoding of what this code understood of it.
+		Input: aws.String(string(env.Detail)),
+	})
+	var exists *types.ExecutionAlreadyExists
+	switch {
+	case errors.As(err, &exists):
+		s.log.InfoContext(ctx, "order already has its execution", slog.String("pedido_id", pedido.PedidoID), slog.String("ejecucion", name), slog.String("id_evento", env.ID))
+		return Result{Name: name, AlreadyStarted: true}, nil
+	case err != nil:
+		return Result{Name: name}, fmt.Errorf("starter: StartExecution %s: %w", name, err)
+	}
+	s.log.InfoContext(ctx, "execution started", slog.String("pedido_id", pedido.PedidoID), slog.String("ejecucion", name), slog.String("id_evento", env.ID))
+	return Result{Name: name, ExecutionARN: aws.ToString(out.ExecutionArn)}, nil
+}
+
+// Handler is the sqsbatch handler: one Start per record, unless the
+// record's event is older than the replay window (a permanent failure
+// wrapping replaywindow.ErrExpired, without a call to Step Functions).
+func (s *Starter) Handler() sqsbatch.Handler {
+	return sqsbatch.HandlerFunc(func(ctx context.Context, rec *sqsbatch.Record) error {
+		if err := s.window.Check(rec); err != nil {
+			return err
+		}
+		_, err := s.Start(ctx, []byte(rec.Body()))
+		return err
+	})
+}
+
+// BatchConfig is the sqsbatch configuration the starter runs with: the
+// version lives in the event's detail, the order id and the event's
+// creation time are required, and records of one order are handled one
+// after the other.
+func BatchConfig(s *Starter) sqsbatch.Config {
+	return sqsbatch.Config{
+		Handler:      s.Handler(),
+		VersionKey:   "detail.version",
+		RequiredKeys: []string{"detail.pedido_id", eventsapi.KeyCreadoEn},
+		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
+			var env struct {
+				Detail struct {
+					PedidoID string `json:"pedido_id"`
+					Intento  int    `json:"intento"`
+				} `json:"detail"`
+			}
+			if err := rec.Decode(&env); err != nil {
+				return "", err
+			}
+			return "ejecucion:" + ExecutionNameFor(env.Detail.PedidoID, env.Detail.Intento), nil
+		},
+	}
+}
+
+// ProcessorFromEnv builds the starter's batch processor from the function's
+// environment with real clients, as lambdas/iniciar-pedido's main does:
+// STATE_MACHINE_ARN, DLQ_URLS, CONSUMER_VERSION (default: the binary's
+// hash), IDEMPOTENCY_WINDOW (default and maximum eventsapi.StarterWindow),
+// AWS_MAX_ATTEMPTS.
+func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*sqsbatch.Processor, error) {
+	arn := env.Required("STATE_MACHINE_ARN")
+	window := env.Duration(consumerapi.EnvIdempotencyWindow, eventsapi.StarterWindow, consumerapi.ReadmissionValidity, eventsapi.StarterWindow)
+	version := env.String("CONSUMER_VERSION", "")
+	routes, rerr := sqsbatchapi.Parse(env.String(sqsbatchapi.Env, ""))
+	if err := errors.Join(env.Err(), rerr); err != nil {
+		return nil, err
+	}
+	if version == "" {
+		version = "unknown"
+		if id, err := buildid.Executable(); err == nil {
+			version = id
+		}
+	}
+	awsCfg, err := env.LoadAWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(sfn.NewFromConfig(awsCfg), arn, log, WithWindow(window))
+	if err != nil {
+		return nil, err
+	}
+	cfg := BatchConfig(s)
+	cfg.ConsumerVersion = version
+	cfg.DLQ = queue.New(sqs.NewFromConfig(awsCfg))
+	cfg.DLQRoutes = routes
+	cfg.Logger = log
+	return sqsbatch.New(cfg)
+}

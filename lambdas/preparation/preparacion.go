@@ -1,0 +1,147 @@
+// Package preparacion is the consumer of cola-mercadofresco-pedidos: for
+// every confirmed order (PedidoConfirmado, delivered by the SNS fan-out with
+// raw delivery) it asks the warehouse to prepare it, once.
+//
+// # Exactly once in effect
+//
+// The key preparacion:<pedido_id> (never the SQS message id) is claimed in
+// mercadofresco-idempotencia (lambdas/idempotency) before the warehouse is
+// called, and the same key travels to the warehouse as its Idempotency-Key.
+// A repeat after the record is written gets the stored reference without a
+// call; a repeat in the gap between the warehouse's answer and the record
+// (the Lambda died) calls again with the same key and the warehouse answers
+// with the first preparation instead of making a second.
+//
+// The record lives as long as the consumer's replay window
+// (IDEMPOTENCY_WINDOW, 45 days), and an order confirmed longer ago than
+// that (its confirmado_en) is refused before the key is claimed:
+// dead-lettered as expired-idempotency-window, never prepared a second time
+// after its record is gone (lambdas/replaywindow,
+// docs/design.md#replay-windows).
+//
+// # The warehouse API
+//
+//	POST /v1/preparaciones  {"pedido_id", "lineas": [{"sku", "cantidad"}]}
+//	                        201 {"id", "pedido_id", "estado"}
+//	                        4xx {"codigo", "mensaje"}: refused (cancelled or
+//	                        unknown order, bad lines), never retried
+//
+// through lambdas/httpdep: API key from Secrets Manager, read timeout 30 s
+// per attempt, ALMACEN_MAX_ATTEMPTS attempts with full jitter and the
+// warehouse's retry budget, and the warehouse's circuit breaker shared in
+// Valkey.
+//
+// # Failures
+//
+//   - Malformed or unknown-version events, orders without lines: poison,
+//     to the DLQ with the reason after one receive (lambdas/sqsbatch).
+//   - The warehouse refuses the order: recorded FALLIDO (every repeat gets
+//     the same answer without asking again) and dead-lettered as permanent.
+//   - The warehouse's circuit is open: the order waits (lambdas/degrade:
+//     ChangeMessageVisibility(300) and, on the last receive, a delayed copy),
+//     so a long warehouse outage does not dead-letter legitimate orders.
+//   - Anything else (5xx, timeouts after the attempts, the idempotency
+//     table): transient, the message comes back after its visibility
+//     timeout.
+package preparation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+)
+
+// PathPreparaciones is the warehouse's endpoint.
+const PathPreparaciones = "/v1/preparaciones"
+
+// PedidoConfirmado is the part of the confirmed-order event (version 1)
+// this consumer reads; unknown fields are ignored.
+type PedidoConfirmado struct {
+	PedidoID string  `json:"pedido_id"`
+	Lineas   []Linea `json:"lineas"`
+}
+
+// Linea is one order line.
+type Linea struct {
+	SKU      string `json:"sku"`
+	Cantidad int64  `json:"cantidad"`
+}
+
+// Validate implements sqsbatch.Validator: an order no warehouse could
+// prepare is poison, not something to retry.
+func (p *PedidoConfirmado) Validate() error {
+	if len(p.Lineas) == 0 {
+		return errors.New("order has no lines")
+	}
+	for i, l := range p.Lineas {
+		if l.SKU == "" || l.Cantidad <= 0 {
+			return fmt.Errorf("line %d: sku %q, cantidad %d: want a SKU and a positive quantity", i, l.SKU, l.Cantidad)
+		}
+	}
+	return nil
+}
+
+// Solicitud is the body of POST /v1/preparaciones.
+type Solicitud struct {
+	PedidoID string  `json:"pedido_id"`
+	Lineas   []Linea `json:"lineas"`
+}
+
+// Preparacion is the warehouse's answer, and what the idempotency record
+// stores and replays.
+type Preparacion struct {
+	ID     string `json:"id"`
+	Estado string `json:"estado,omitempty"`
+}
+
+// Almacen asks the warehouse to prepare an order, idempotently on key.
+type Almacen interface {
+	Preparar(ctx context.Context, key string, s Solicitud) (Preparacion, error)
+}
+
+// HTTPAlmacen is the warehouse over HTTP (lambdas/httpdep).
+type HTTPAlmacen struct{ Client *httpdep.Client }
+
+// Preparar implements Almacen.
+func (a HTTPAlmacen) Preparar(ctx context.Context, key string, s Solicitud) (Preparacion, error) {
+	var out Preparacion
+	err := a.Client.Post(ctx, PathPreparaciones, key, s, &out)
+	return out, err
+}
+
+// NewProcessor returns the batch processor of the consumer (d: see
+// sqsconsumer.OnceDeps).
+func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, almacen Almacen) (*sqsbatch.Processor, error) {
+	if almacen == nil {
+		return nil, errors.New("preparacion: the warehouse client is required")
+	}
+	return sqsconsumer.OnceProcessor(s, d, idempotency.KeyPreparacion,
+		func(p *PedidoConfirmado) sqsconsumer.Call[Preparacion] {
+			req := Solicitud{PedidoID: p.PedidoID, Lineas: p.Lineas}
+			return sqsconsumer.Call[Preparacion]{Payload: req, Do: func(ctx context.Context, key string) (Preparacion, error) {
+				return almacen.Preparar(ctx, key, req)
+			}}
+		},
+		func(rec *sqsbatch.Record, p *PedidoConfirmado, res Preparacion) {
+			rec.Logger.Info("order sent to preparation", slog.String("pedido_id", p.PedidoID),
+				slog.String("referencia_preparacion", res.ID), slog.Int("lineas", len(p.Lineas)))
+		})
+}
+
+// FromRuntime builds the consumer with real clients (the preparar-pedido
+// main): see sqsconsumer.Runtime.HTTPDeps, with the warehouse's ALMACEN_*
+// variables.
+func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
+	d, client, err := rt.HTTPDeps(consumerapi.PrefixAlmacen, consumerapi.NameAlmacen)
+	if err != nil {
+		return nil, err
+	}
+	return NewProcessor(rt.Settings, d, HTTPAlmacen{Client: client})
+}

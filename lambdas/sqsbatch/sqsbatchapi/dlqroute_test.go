@@ -1,0 +1,36 @@
+package sqsbatchapi
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseAndFor(t *testing.T) {
+	r, err := Parse(`{"cola-mercadofresco-pedidos":"https://sqs.eu-west-1.amazonaws.com/333333333333/mercadofresco-pedidos-fallidos",
+		"mercadofresco-movimientos-stock.fifo":"https://sqs.eu-west-1.amazonaws.com/333333333333/mercadofresco-movimientos-stock-fallidos.fifo"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for arn, want := range map[string]string{
+		"arn:aws:sqs:eu-west-1:333333333333:cola-mercadofresco-pedidos":           "https://sqs.eu-west-1.amazonaws.com/333333333333/mercadofresco-pedidos-fallidos",
+		"arn:aws:sqs:eu-west-1:333333333333:mercadofresco-movimientos-stock.fifo": "https://sqs.eu-west-1.amazonaws.com/333333333333/mercadofresco-movimientos-stock-fallidos.fifo",
+	} {
+		if got, ok := r.For(arn); !ok || got != want {
+			t.Errorf("For(%s) = %q, %v", arn, got, ok)
+		}
+	}
+	if _, ok := r.For("arn:aws:sqs:eu-west-1:333333333333:otra"); ok {
+		t.Error("a queue without a route got one")
+	}
+}
+
+func TestParseRejectsBadRoutes(t *testing.T) {
+	for _, s := range []string{`[1]`, `{"q":"arn:aws:sqs:eu-west-1:1:dlq"}`, `{"":"https://sqs.x/1/d"}`, `{"q":"https://sqs.x/d"}`} {
+		if _, err := Parse(s); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Parse(%s) = %v, want ErrInvalid", s, err)
+		}
+	}
+	if r, err := Parse(" "); err != nil || len(r) != 0 {
+		t.Errorf("empty = %v, %v", r, err)
+	}
+}

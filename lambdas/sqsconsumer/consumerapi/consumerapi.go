@@ -1,0 +1,149 @@
+// Package consumerapi is the contract between the CDK (constructs/consumers,
+// constructs/stocktable) and the queue consumer Lambdas (preparar-pedido,
+// correo-confirmacion, aviso-erp, movimientos-stock): the environment
+// variables the functions read, the names of their dependencies and the
+// metrics they emit. It depends on the standard library only, so the CDK app
+// imports it without linking any Lambda dependency.
+package consumerapi
+
+import (
+	"strconv"
+	"time"
+)
+
+// Environment variables every consumer reads (lambdas/sqsconsumer). DLQ
+// routes arrive in DLQ_URLS (lambdas/sqsbatch/sqsbatchapi, written by
+// reliablequeue.AddConsumer) and the breaker's cache in the variables of
+// lambdas/breaker/breakerapi.
+const (
+	// EnvEnvironment is dev, staging or prod (the Entorno metric dimension).
+	EnvEnvironment = "ENTORNO"
+	// EnvConsumerVersion overrides the build id written to dead-lettered
+	// messages (default: the SHA-256 of the running binary, lambdas/internal/buildid).
+	EnvConsumerVersion = "CONSUMER_VERSION"
+	// EnvBatchConcurrency is how many records (or FIFO groups) one
+	// invocation handles at once (default 8, 1..100).
+	EnvBatchConcurrency = "BATCH_CONCURRENCY"
+	// EnvSupportedVersions lists the major event versions understood
+	// (comma-separated, default "1").
+	EnvSupportedVersions = "SUPPORTED_VERSIONS"
+	// EnvDeadlineMargin is the time kept free before the Lambda deadline
+	// (Go duration, default 2s).
+	EnvDeadlineMargin = "DEADLINE_MARGIN"
+	// EnvMaxReceiveCount is the source queue's redrive maxReceiveCount
+	// (lambdas/degrade needs it to know the last receive).
+	EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
+)
+
+// Dependencies: the breaker's name and the Dependencia metric dimension
+// (Name*), and the prefix of the lambdas/httpdep variables (Prefix*:
+// <PREFIX>_URL, <PREFIX>_SECRET_ARN, <PREFIX>_READ_TIMEOUT, <PREFIX>_MAX_ATTEMPTS).
+const (
+	NameAlmacen            = "almacen"
+	PrefixAlmacen          = "ALMACEN"
+	NameERP                = "erp"
+	PrefixERP              = "ERP"
+	NameSES                = "ses"
+	NameCorreoSecundario   = "correo-secundario"
+	PrefixCorreoSecundario = "CORREO_SECUNDARIO"
+)
+
+// Confirmation e-mail (correo-confirmacion).
+const (
+	// EnvCorreoRemitente is the From address, an address of the
+	// environment's verified SES identity.
+	EnvCorreoRemitente = "CORREO_REMITENTE"
+	// EnvSESConfigurationSet is the SES configuration set every e-mail is
+	// sent with.
+	EnvSESConfigurationSet = "SES_CONFIGURATION_SET"
+	// MetricCorreoEnviado counts confirmation e-mails accepted by a
+	// provider (dimension Proveedor: ses or correo-secundario).
+	MetricCorreoEnviado = "CorreoEnviado"
+	// MetricCorreoAplazado counts e-mails returned to the queue for later
+	// because neither provider could take them.
+	MetricCorreoAplazado = "CorreoAplazado"
+	// MetricCorreoIncierto counts e-mails dead-lettered because SES may
+	// have sent them without answering (see lambdas/confirmationmail).
+	MetricCorreoIncierto = "CorreoIncierto"
+	// DimensionProveedor names the e-mail provider.
+	DimensionProveedor = "Proveedor"
+)
+
+// Stock movements (movimientos-stock) and the table mercadofresco-stock.
+const (
+	// EnvStockTable is the stock table's name.
+	EnvStockTable = "STOCK_TABLE_NAME"
+	// StockPartitionKey is the table's partition key: the SKU.
+	StockPartitionKey = "sku"
+	// StockSortKey is the table's sort key: "stock" for a SKU's totals,
+	// "pedido#<pedido_id>" and "ajuste#<referencia>" for the lines whose
+	// movements it has applied.
+	StockSortKey = "elemento"
+)
+
+// Replay windows (docs/design.md#replay-windows). A consumer whose
+// duplicates are recognised through records that expire refuses, before it
+// claims any key, a message older than its window (measured from the
+// event's own creation time in the body), and keeps its idempotency
+// records at least that long; the CDK checks at synth that the window
+// covers the queue's longest legitimate pass.
+const (
+	// EnvIdempotencyWindow is the consumer's window (a Go duration, e.g.
+	// "1080h"): how old a message may be and still be processed, and how
+	// long its idempotency records live.
+	EnvIdempotencyWindow = "IDEMPOTENCY_WINDOW"
+	// KeyConfirmadoEn is the creation time (RFC 3339) of the fan-out's
+	// PedidoConfirmado: the workflow's confirm state's entered time. Its
+	// age, not SentTimestamp, is what the window bounds: a receive → send →
+	// delete redrive (mf-dlq's loop, a deferral copy) makes a new message
+	// with a new SentTimestamp, and an SQS move task a new enqueue time.
+	KeyConfirmadoEn = "confirmado_en"
+	// ReasonExpiredWindow is in the reason (mf-failure-reason, class
+	// permanent) of a message a consumer refused for being older than its
+	// window: cmd/mf-dlq classifies such messages as expired.
+	ReasonExpiredWindow = "expired-idempotency-window"
+	// AttrReadmision is the message attribute (String, RFC 3339 time) with
+	// which `mf-dlq redrive --readmit-expired` re-admits an expired message
+	// after the operator checked that its side effect did not happen: the
+	// consumer processes it although it is older than its window, while the
+	// mark is younger than ReadmissionValidity. It is not an mf-* name:
+	// consumers ignore every incoming mf-* attribute (those belong to the
+	// consumer that dead-letters), while this one is set by a producer, the
+	// on-call's redrive, which the queues' known-producers guard admits
+	// (docs/design.md#producers).
+	AttrReadmision = "readmitido-en"
+	// ReadmissionValidity bounds how long a re-admission mark admits its
+	// message: the time a redriven message can wait in its source queue
+	// (4 days). It must stay below every window, so that any copy of a
+	// re-admitted message that is processed again finds the record of the
+	// first.
+	ReadmissionValidity = 4 * 24 * time.Hour
+)
+
+// FormatWindow is the value of EnvIdempotencyWindow for a window of whole
+// hours: a Go duration in hours ("1080h"), which the consumers parse with
+// time.ParseDuration.
+func FormatWindow(d time.Duration) string {
+	return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+}
+
+// Windows of the fan-out's consumers: 45 days each. Each covers its
+// queue's longest legitimate pass (SNS's 23 days of delivery retries, the
+// DLQ's 14 days, one redrive's 4 days, the deferral copies while a circuit
+// is open); constructs/queueconsumer fails synth when it does not. The
+// reasoning and the cost: docs/design.md#replay-windows.
+const (
+	WindowPreparacion = 45 * 24 * time.Hour
+	WindowCorreo      = 45 * 24 * time.Hour
+	WindowAvisoERP    = 45 * 24 * time.Hour
+)
+
+// Deferral numbers of lambdas/degrade (which takes its defaults from
+// here): a message whose dependency's circuit is open waits DeferralDelay
+// per receive, and on its last receive is copied with that delay, at most
+// MaxDeferrals times. The copies reset the message's enqueue time, so they
+// lengthen a queue's longest pass (constructs/queueconsumer counts them).
+const (
+	DeferralDelay = 300 * time.Second
+	MaxDeferrals  = 72
+)

@@ -13,12 +13,13 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -41,10 +42,6 @@ type Environment struct {
 	// AvailabilityZones pins the zones used by VPC-bound resources so that
 	// synth needs no context lookup (and so no credentials).
 	AvailabilityZones []string
-	// NameSuffix is appended to every SPEC name to form physical names, so
-	// several environments can share one account. Prod has none and keeps the
-	// SPEC's names verbatim.
-	NameSuffix string
 	// AlarmEmail receives every alarm of the project through the SNS topic
 	// alertas-mercadofresco. Empty means no e-mail subscription.
 	AlarmEmail string
@@ -65,7 +62,7 @@ type Environment struct {
 	MaxConsumerConcurrency float64
 	// PublisherConcurrency is the reserved concurrency of the outbox
 	// publisher Lambda: at least 2, because consecutive invocations overlap
-	// (lambdas/outbox/outboxschedule).
+	// (lambdas/outbox/outboxapi).
 	PublisherConcurrency float64
 	// ArchiveRetentionDays is how long the bus archive keeps events for
 	// replay: a whole number of days from 1 to the order starter's window
@@ -174,7 +171,6 @@ var environments = map[string]Environment{
 		Account:                   "111111111111",
 		Region:                    "eu-west-1",
 		AvailabilityZones:         []string{"eu-west-1a", "eu-west-1b"},
-		NameSuffix:                "-dev",
 		AlarmEmail:                "alertas-dev@mercadofresco.example",
 		LogRetention:              awslogs.RetentionDays_ONE_WEEK,
 		RemovalPolicy:             awscdk.RemovalPolicy_DESTROY,
@@ -194,7 +190,6 @@ var environments = map[string]Environment{
 		Account:                   "222222222222",
 		Region:                    "eu-west-1",
 		AvailabilityZones:         []string{"eu-west-1a", "eu-west-1b"},
-		NameSuffix:                "-staging",
 		AlarmEmail:                "alertas-staging@mercadofresco.example",
 		LogRetention:              awslogs.RetentionDays_ONE_MONTH,
 		RemovalPolicy:             awscdk.RemovalPolicy_SNAPSHOT,
@@ -214,7 +209,6 @@ var environments = map[string]Environment{
 		Account:           "333333333333",
 		Region:            "eu-west-1",
 		AvailabilityZones: []string{"eu-west-1a", "eu-west-1b", "eu-west-1c"},
-		NameSuffix:        "",
 		AlarmEmail:        "alertas@mercadofresco.example",
 		LogRetention:      awslogs.RetentionDays_SIX_MONTHS,
 		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
@@ -243,16 +237,9 @@ var environments = map[string]Environment{
 	},
 }
 
-// Names returns the environment names in a stable order.
-func Names() []string {
-	names := make([]string, 0, len(environments))
-	for n := range environments {
-		names = append(names, n)
-	}
-	order := map[string]int{"dev": 0, "staging": 1, "prod": 2}
-	sort.Slice(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
-	return names
-}
+// Names returns the environment names in promotion order
+// (catalog.Environments).
+func Names() []string { return slices.Clone(catalog.Environments) }
 
 // Lookup returns the named environment with overrides applied: the
 // environment variable MF_<NAME>_ACCOUNT (e.g. MF_PROD_ACCOUNT) replaces the
@@ -310,8 +297,8 @@ func All() ([]Environment, error) {
 // Validate reports every problem of the environment at once.
 func (e Environment) Validate() error {
 	problems := e.Consumers.problems()
-	if e.Name == "" {
-		problems = append(problems, "name is empty")
+	if err := catalog.ValidEnvironment(e.Name); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if !accountPattern.MatchString(e.Account) {
 		problems = append(problems, fmt.Sprintf("account %q is not a 12-digit AWS account id", e.Account))
@@ -331,7 +318,7 @@ func (e Environment) Validate() error {
 		problems = append(problems, fmt.Sprintf("MaxConsumerConcurrency %v is outside SQS's [2, 1000]", e.MaxConsumerConcurrency))
 	}
 	if e.PublisherConcurrency < 2 {
-		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/outbox/outboxschedule)", e.PublisherConcurrency))
+		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/outbox/outboxapi)", e.PublisherConcurrency))
 	}
 	if maxDays := eventsapi.StarterWindow.Hours() / 24; e.ArchiveRetentionDays < 1 || e.ArchiveRetentionDays > maxDays || e.ArchiveRetentionDays != float64(int(e.ArchiveRetentionDays)) {
 		problems = append(problems, fmt.Sprintf("ArchiveRetentionDays %v must be a whole number of days from 1 to %.0f (the order starter's window: an older replayed order could start a second execution; 0 keeps events forever)", e.ArchiveRetentionDays, maxDays))
@@ -382,10 +369,7 @@ func (e Environment) Validate() error {
 // environment's physical name ("cola-mercadofresco-pedidos-dev"). FIFO queue
 // names keep their mandatory ".fifo" ending.
 func (e Environment) PhysicalName(base string) string {
-	if stem, ok := strings.CutSuffix(base, ".fifo"); ok {
-		return stem + e.NameSuffix + ".fifo"
-	}
-	return base + e.NameSuffix
+	return catalog.PhysicalName(base, e.Name)
 }
 
 // StackName is the CloudFormation stack name of one part of the app in this

@@ -20,6 +20,11 @@ func TestAllEnvironmentsAreValid(t *testing.T) {
 	if got := strings.Join(names, ","); got != "dev,staging,prod" {
 		t.Fatalf("environments = %s, want dev,staging,prod in that order", got)
 	}
+	// Every defined environment is in the catalogue's list (a definition
+	// missing from it would never be synthesised).
+	if len(environments) != len(envs) {
+		t.Fatalf("%d environments defined, %d listed in catalog.Environments", len(environments), len(envs))
+	}
 }
 
 func TestPhysicalName(t *testing.T) {

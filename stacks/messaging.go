@@ -5,6 +5,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/constructs/consumers"
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
@@ -12,17 +13,10 @@ import (
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
-// SPEC names of the messaging resources (environments add their suffix).
+// SPEC names of the messaging resources (environments add their suffix);
+// the queues' are in config/catalog.
 const (
 	PedidoConfirmadoTopicName = "mercadofresco-pedido-confirmado"
-	PedidosQueueName          = "cola-mercadofresco-pedidos"
-	PedidosDLQName            = "mercadofresco-pedidos-fallidos"
-	CorreoQueueName           = "cola-mercadofresco-correo-confirmacion"
-	CorreoDLQName             = "mercadofresco-correo-confirmacion-fallidos"
-	AvisoERPQueueName         = "cola-mercadofresco-aviso-erp"
-	AvisoERPDLQName           = "mercadofresco-aviso-erp-fallidos"
-	StockMovementsQueueName   = "mercadofresco-movimientos-stock.fifo"
-	StockMovementsDLQName     = "mercadofresco-movimientos-stock-fallidos.fifo"
 	// StockMovementsGroupKey is the MessageGroupId producers must use on the
 	// stock-movements FIFO queue: the SKU. Producers send
 	// MessageDeduplicationId = the movement's idempotency key
@@ -77,7 +71,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	// docs/design.md#consumer-ceilings.
 	s.Preparacion = consumers.NewPreparacion(stack, "Preparacion", &consumers.PreparacionProps{
 		Platform: platform, Egress: egress,
-		Names:              consumers.Names{Queue: name(PedidosQueueName), DeadLetterQueue: name(PedidosDLQName), Function: name("mf-preparar-pedido")},
+		Names:              consumers.Names{Queue: name(catalog.PedidosQueueName), DeadLetterQueue: name(catalog.PedidosDLQName), Function: name("mf-preparar-pedido")},
 		IdempotencyTable:   data.Table,
 		AlmacenURL:         env.Consumers.AlmacenURL,
 		AlmacenMaxInFlight: env.Consumers.AlmacenMaxInFlight,
@@ -85,7 +79,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	})
 	s.Correo = consumers.NewCorreo(stack, "Correo", &consumers.CorreoProps{
 		Platform: platform, Egress: egress,
-		Names:                consumers.Names{Queue: name(CorreoQueueName), DeadLetterQueue: name(CorreoDLQName), Function: name("mf-correo-confirmacion")},
+		Names:                consumers.Names{Queue: name(catalog.CorreoQueueName), DeadLetterQueue: name(catalog.CorreoDLQName), Function: name("mf-correo-confirmacion")},
 		IdempotencyTable:     data.Table,
 		Remitente:            env.Consumers.CorreoRemitente,
 		SecundarioURL:        env.Consumers.CorreoSecundarioURL,
@@ -96,7 +90,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	})
 	s.AvisoERP = consumers.NewAvisoERP(stack, "AvisoERP", &consumers.AvisoERPProps{
 		Platform: platform, Egress: egress,
-		Names:            consumers.Names{Queue: name(AvisoERPQueueName), DeadLetterQueue: name(AvisoERPDLQName), Function: name("mf-aviso-erp")},
+		Names:            consumers.Names{Queue: name(catalog.AvisoERPQueueName), DeadLetterQueue: name(catalog.AvisoERPDLQName), Function: name("mf-aviso-erp")},
 		IdempotencyTable: data.Table,
 		ERPURL:           env.Consumers.ERPURL,
 		ERPMaxInFlight:   env.Consumers.ERPMaxInFlight,
@@ -104,7 +98,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	})
 	s.MovimientosStock = consumers.NewMovimientosStock(stack, "MovimientosStock", &consumers.MovimientosStockProps{
 		Platform:   platform,
-		Names:      consumers.Names{Queue: name(StockMovementsQueueName), DeadLetterQueue: name(StockMovementsDLQName), Function: name("mf-movimientos-stock")},
+		Names:      consumers.Names{Queue: name(catalog.StockMovementsQueueName), DeadLetterQueue: name(catalog.StockMovementsDLQName), Function: name("mf-movimientos-stock")},
 		StockTable: data.Stock,
 	})
 	s.Pedidos, s.CorreoQueue, s.AvisoERPQueue = s.Preparacion.Queue, s.Correo.Queue, s.AvisoERP.Queue

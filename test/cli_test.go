@@ -107,7 +107,7 @@ func TestCdkCliSynthesisesWithoutCredentials(t *testing.T) {
 	// Every stack of dev, by the tests' synthesis.
 	var names []string
 	for name := range s.templates {
-		if strings.HasSuffix(name, "-dev") {
+		if strings.HasSuffix(name, "dev") {
 			names = append(names, name)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/stacks"
 )
 
@@ -20,7 +21,7 @@ func TestMessagingStackResources(t *testing.T) {
 	tpl := assertions.Template_FromStack(m.Stack, nil)
 
 	// Prod keeps the SPEC names.
-	for _, n := range []string{stacks.PedidosQueueName, stacks.PedidosDLQName, stacks.CorreoQueueName, stacks.CorreoDLQName, stacks.AvisoERPQueueName, stacks.AvisoERPDLQName, stacks.StockMovementsQueueName, stacks.StockMovementsDLQName} {
+	for _, n := range []string{catalog.PedidosQueueName, catalog.PedidosDLQName, catalog.CorreoQueueName, catalog.CorreoDLQName, catalog.AvisoERPQueueName, catalog.AvisoERPDLQName, catalog.StockMovementsQueueName, catalog.StockMovementsDLQName} {
 		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": n})
 	}
 	tpl.HasResourceProperties(jsii.String("AWS::SNS::Topic"), map[string]any{"TopicName": stacks.PedidoConfirmadoTopicName, "KmsMasterKeyId": assertions.Match_AnyValue()})
@@ -33,20 +34,20 @@ func TestMessagingStackResources(t *testing.T) {
 
 	// cola-mercadofresco-pedidos: the lesson's fixed configuration.
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
-		"QueueName":              stacks.PedidosQueueName,
+		"QueueName":              catalog.PedidosQueueName,
 		"VisibilityTimeout":      400,
 		"MessageRetentionPeriod": 345600,
 		"RedrivePolicy":          assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 4}),
 	})
-	for _, n := range []string{stacks.CorreoQueueName, stacks.AvisoERPQueueName} {
+	for _, n := range []string{catalog.CorreoQueueName, catalog.AvisoERPQueueName} {
 		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
 			"QueueName": n, "RedrivePolicy": assertions.Match_ObjectLike(&map[string]any{"maxReceiveCount": 5}),
 		})
 	}
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
-		"QueueName": stacks.StockMovementsQueueName, "FifoQueue": true, "FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "messageGroup",
+		"QueueName": catalog.StockMovementsQueueName, "FifoQueue": true, "FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "messageGroup",
 	})
-	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": stacks.StockMovementsDLQName, "FifoQueue": true})
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": catalog.StockMovementsDLQName, "FifoQueue": true})
 
 	// Each consumer: its ceiling (prod, docs/design.md#consumer-ceilings) is
 	// its mapping's MaximumConcurrency and its reserved concurrency; the

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mercadofresco/integration/config/catalog"
 )
 
 // The queue consumers across stacks, per environment: each finds its tables
@@ -33,7 +35,7 @@ func TestConsumersAreWiredForExactlyOnceEffect(t *testing.T) {
 			for id, fn := range s.resources(t, stack, "AWS::Lambda::Function") {
 				props := fn["Properties"].(map[string]any)
 				name, _ := props["FunctionName"].(string)
-				want, ok := consumers[strings.TrimSuffix(name, es.Env.NameSuffix)]
+				want, ok := consumers[strings.TrimSuffix(name, catalog.Suffix(es.Env.Name))]
 				if !ok {
 					continue
 				}

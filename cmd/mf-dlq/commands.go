@@ -20,8 +20,8 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queuenames"
 )
 
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error)
@@ -236,7 +236,7 @@ func fileOptions(spec, env, accept, required string) (classify.Options, error) {
 	var o classify.Options
 	if spec != "" {
 		tg := &dlq.Target{}
-		if q, _, ok := queuenames.Find(spec); ok {
+		if q, _, ok := catalog.Find(spec); ok {
 			tg.Catalog = &q
 		} else {
 			return o, fmt.Errorf("%w: %q is not a queue of the Messaging stack", dlq.ErrUsage, spec)
@@ -246,7 +246,7 @@ func fileOptions(spec, env, accept, required string) (classify.Options, error) {
 		// Default to the order queue's consumer: the DLQs this tool is for
 		// carry PedidoConfirmado events.
 		tg := &dlq.Target{}
-		q, _, _ := queuenames.Find("Pedidos")
+		q, _, _ := catalog.Find("Pedidos")
 		tg.Catalog = &q
 		o = dlq.ConsumerOptions(tg)
 	}

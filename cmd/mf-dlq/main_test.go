@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queuenames"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
@@ -51,10 +51,10 @@ func newSQS(t *testing.T) *sqsEnv {
 	e := &sqsEnv{clock: &offsetClock{}, calls: map[string]int{}}
 	e.fake = sqsfake.New(sqsfake.WithClock(e.clock))
 	var err error
-	if e.dlq, err = e.fake.CreateQueue(queuenames.PhysicalName(queuenames.PedidosDLQName, "-dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
+	if e.dlq, err = e.fake.CreateQueue(catalog.PhysicalName(catalog.PedidosDLQName, "dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if e.src, err = e.fake.CreateQueue(queuenames.PhysicalName(queuenames.PedidosQueueName, "-dev"), sqsfake.QueueConfig{
+	if e.src, err = e.fake.CreateQueue(catalog.PhysicalName(catalog.PedidosQueueName, "dev"), sqsfake.QueueConfig{
 		VisibilityTimeout: 400 * time.Second, Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(e.dlq), MaxReceiveCount: 4}}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queuenames"
 )
 
 // offsetClock is the wall clock plus an offset (the sandbox replays a data
@@ -64,19 +64,18 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if _, err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	suffix, err := queuenames.Suffix(*envName)
-	if err != nil {
+	if err := catalog.ValidEnvironment(*envName); err != nil {
 		return 0, fmt.Errorf("%w: %w", dlq.ErrUsage, err)
 	}
 	clock := &offsetClock{}
 	fake := sqsfake.New(sqsfake.WithClock(clock))
 	var pedidosSrc, pedidosDLQ string
-	for _, q := range queuenames.Queues {
-		d, err := fake.CreateQueue(queuenames.PhysicalName(q.DLQName, suffix), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	for _, q := range catalog.Queues {
+		d, err := fake.CreateQueue(catalog.PhysicalName(q.DLQName, *envName), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 		if err != nil {
 			return 0, err
 		}
-		s, err := fake.CreateQueue(queuenames.PhysicalName(q.Name, suffix), sqsfake.QueueConfig{
+		s, err := fake.CreateQueue(catalog.PhysicalName(q.Name, *envName), sqsfake.QueueConfig{
 			VisibilityTimeout: 400 * time.Second, Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
 		if err != nil {
 			return 0, err
@@ -102,7 +101,7 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	srv := &http.Server{Handler: sqsserver.Handler(fake), ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "sandbox: scenario %s, seed %d: %d messages in %s\nserving SQS at %s (Ctrl-C stops)\n\n  export AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox AWS_REGION=%s\n  mf-dlq inspect Pedidos -e %s --endpoint-url %s\n",
-		*scenario, *seed, len(msgs), queuenames.PhysicalName(queuenames.PedidosDLQName, suffix), url, fake.Region(), *envName, url)
+		*scenario, *seed, len(msgs), catalog.PhysicalName(catalog.PedidosDLQName, *envName), url, fake.Region(), *envName, url)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

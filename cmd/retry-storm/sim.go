@@ -9,6 +9,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/retry"
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 // Scenario is the lesson's retry storm, on a virtual clock.
@@ -82,7 +83,7 @@ var (
 	}()
 	AllFour = Strategy{
 		Name: "all four defences", Attempts: 3, Receives: 1, WorkflowAttempts: 5,
-		AttemptBase: retry.DefaultBase, AttemptCap: retry.DefaultCap, Visibility: 400 * time.Second,
+		AttemptBase: retryapi.DefaultBase, AttemptCap: retryapi.DefaultCap, Visibility: 400 * time.Second,
 		WorkflowInterval: 10 * time.Second, WorkflowMaxDelay: 120 * time.Second, Jitter: true,
 		Pollers: 20, MaxPollers: 20, Budget: true, Breaker: true,
 		Threshold: breaker.DefaultFailureThreshold, OpenPeriod: breaker.DefaultOpenPeriod,

@@ -31,7 +31,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 )
 
 // SpecTableName is the table's name in the SPEC; environments derive the
@@ -161,11 +161,11 @@ func New(scope constructs.Construct, id string, props *Props) *Table {
 	table := awsdynamodb.NewTable(c, jsii.String("Table"), &awsdynamodb.TableProps{
 		TableName: props.TableName,
 		PartitionKey: &awsdynamodb.Attribute{
-			Name: jsii.String(idempotency.DefaultKeyAttribute),
+			Name: jsii.String(idempotencyapi.DefaultKeyAttribute),
 			Type: awsdynamodb.AttributeType_STRING,
 		},
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
-		TimeToLiveAttribute: jsii.String(idempotency.TTLAttribute),
+		TimeToLiveAttribute: jsii.String(idempotencyapi.TTLAttribute),
 		Encryption:          encryption,
 		EncryptionKey:       props.EncryptionKey,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
@@ -231,10 +231,10 @@ func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
 }
 
 // BindTo grants fn as a consumer (GrantConsumer) and sets the environment
-// variable idempotency.EnvTableName to the table name, so the function's
+// variable idempotencyapi.EnvTableName to the table name, so the function's
 // code builds its Store from configuration, never from a hard-coded name.
 func (t *Table) BindTo(fn awslambda.Function) awsiam.Grant {
-	fn.AddEnvironment(jsii.String(idempotency.EnvTableName), t.Table.TableName(), nil)
+	fn.AddEnvironment(jsii.String(idempotencyapi.EnvTableName), t.Table.TableName(), nil)
 	return t.GrantConsumer(fn)
 }
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -97,7 +97,7 @@ func TestDefaults(t *testing.T) {
 		}
 	}
 	// The names the library writes are the names the table declares.
-	if idempotency.DefaultKeyAttribute != "clave" || idempotency.TTLAttribute != "expira_en" {
+	if idempotencyapi.DefaultKeyAttribute != "clave" || idempotencyapi.TTLAttribute != "expira_en" {
 		t.Fatal("library and construct disagree on attribute names")
 	}
 	annotations := assertions.Annotations_FromStack(f.stack)
@@ -232,7 +232,7 @@ func TestGrantAcrossStacks(t *testing.T) {
 	consumer := assertions.Template_FromStack(other, nil)
 	consumer.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"Environment": map[string]any{"Variables": map[string]any{
-			idempotency.EnvTableName: assertions.Match_AnyValue(),
+			idempotencyapi.EnvTableName: assertions.Match_AnyValue(),
 		}},
 	})
 	if n := len(policyStatements(t, consumer)); n != 2 {

@@ -22,7 +22,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/outbox/schema"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // Defaults of DatabaseProps.
@@ -82,8 +82,8 @@ type DatabaseProps struct {
 	// and the cluster's CPU (ConexionesProxyAlarm, CPUAlarm).
 	AlarmTopic awssns.ITopic
 	// Roles names the database roles the functions connect as. Nil means
-	// schema.DefaultRoles().
-	Roles *schema.Roles
+	// outboxapi.DefaultRoles().
+	Roles *outboxapi.Roles
 }
 
 // Database is an Aurora PostgreSQL Serverless v2 cluster, created per
@@ -112,7 +112,7 @@ type Database struct {
 	// as it.
 	MasterUser string
 	// Roles are the database roles of the functions (docs/design.md#database-roles).
-	Roles schema.Roles
+	Roles outboxapi.Roles
 	// ConnectionsAlarm and CPUAlarm exist when DatabaseProps.AlarmTopic was
 	// set.
 	ConnectionsAlarm, CPUAlarm awscloudwatch.Alarm
@@ -137,7 +137,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		props = &DatabaseProps{}
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
-	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, MasterUser: DefaultMasterUser, Roles: schema.DefaultRoles()}
+	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, MasterUser: DefaultMasterUser, Roles: outboxapi.DefaultRoles()}
 	if props.DatabaseName != nil {
 		d.DatabaseName = *props.DatabaseName
 	}

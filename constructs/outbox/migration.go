@@ -16,7 +16,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/outbox/schema"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // Property names and resource type of the schema's custom resource; the
@@ -186,7 +186,7 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		ServiceToken: m.Provider.ServiceToken(),
 		ResourceType: jsii.String(MigrationResourceType),
 		Properties: &map[string]interface{}{
-			migrationPropHash: schema.Hash(),
+			migrationPropHash: outboxapi.SchemaHash(),
 			migrationPropRoles: map[string]interface{}{
 				"owner": db.Roles.Owner, "publisher": db.Roles.Publisher,
 				"cleanup": db.Roles.Cleanup, "writer": db.Roles.Writer,

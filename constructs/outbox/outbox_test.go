@@ -20,9 +20,8 @@ import (
 	"github.com/mercadofresco/integration/constructs/outbox"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
-	"github.com/mercadofresco/integration/lambdas/outbox/schema"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m, func() { _ = builder.Close() }) }
@@ -319,16 +318,16 @@ func TestAlarmsOnPendingOldestAndParked(t *testing.T) {
 		threshold float64
 		missing   string
 	}{
-		{outboxmetrics.Pending, 500, "notBreaching"},
-		{outboxmetrics.OldestAge, 60, "breaching"},
-		{outboxmetrics.Parked, 0, "notBreaching"},
+		{outboxapi.MetricPending, 500, "notBreaching"},
+		{outboxapi.MetricOldestAge, 60, "breaching"},
+		{outboxapi.MetricParked, 0, "notBreaching"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.metric, func(t *testing.T) {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 				"Namespace":          platform.MetricNamespace,
 				"MetricName":         tc.metric,
-				"Dimensions":         []any{map[string]any{"Name": metrics.DimensionEnvironment, "Value": "dev"}},
+				"Dimensions":         []any{map[string]any{"Name": metricsapi.DimensionEnvironment, "Value": "dev"}},
 				"Statistic":          "Maximum",
 				"Period":             60,
 				"Threshold":          tc.threshold,
@@ -465,7 +464,7 @@ func TestNoFunctionConnectsAsTheMasterUser(t *testing.T) {
 func TestMigrationCustomResourceOncePerDeploy(t *testing.T) {
 	f, tpl := fx(t)
 	tpl.HasResourceProperties(jsii.String(outbox.MigrationResourceType), map[string]any{
-		"MigracionesHash": schema.Hash(),
+		"MigracionesHash": outboxapi.SchemaHash(),
 		"Roles": map[string]any{"owner": "mf_migrador", "publisher": "mf_publicador",
 			"cleanup": "mf_limpieza", "writer": "mf_tienda"},
 	})
@@ -507,7 +506,7 @@ func TestProxyRoleConnectsAsTheFunctionRolesOnly(t *testing.T) {
 		if !strings.Contains(string(doc), "DBClusterResourceId") {
 			continue
 		}
-		for _, role := range schema.DefaultRoles().All() {
+		for _, role := range outboxapi.DefaultRoles().All() {
 			if !strings.Contains(string(doc), "/"+role) {
 				t.Errorf("the proxy cannot connect as %s: %s", role, doc)
 			}

@@ -21,9 +21,8 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxschedule"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // Defaults of PublisherProps (the lesson's numbers).
@@ -34,8 +33,8 @@ const (
 	// PublisherTimeoutSeconds is the publisher function's timeout: it polls
 	// for 80 s of it (lambdas/outbox-publicador stops claiming 20 s before
 	// the deadline), so invocations started every minute overlap by 20 s
-	// and a publisher is always polling (lambdas/outbox/outboxschedule).
-	PublisherTimeoutSeconds = int(outboxschedule.Timeout / time.Second)
+	// and a publisher is always polling (lambdas/outbox/outboxapi).
+	PublisherTimeoutSeconds = int(outboxapi.PublisherTimeout / time.Second)
 	// CleanupTimeoutSeconds is the cleanup function's timeout.
 	CleanupTimeoutSeconds = 300
 )
@@ -69,7 +68,7 @@ type PublisherProps struct {
 	// AlarmTopic receives every alarm (alarm and OK actions).
 	AlarmTopic awssns.ITopic
 	// ReservedConcurrency of the publisher. Zero means
-	// outboxschedule.Concurrency (2): an invocation a minute that polls for
+	// outboxapi.PublisherConcurrency (2): an invocation a minute that polls for
 	// 80 s overlaps the next one; less would throttle the overlap and open
 	// a gap in the polling. More is never needed for throughput (one
 	// publisher moves thousands of events per second).
@@ -139,10 +138,10 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	}
 	reserved := props.ReservedConcurrency
 	if reserved == 0 {
-		reserved = outboxschedule.Concurrency
+		reserved = outboxapi.PublisherConcurrency
 	}
-	if reserved < outboxschedule.Concurrency || reserved > 10 {
-		awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("outbox.Publisher: ReservedConcurrency %v not in %d..10 (invocations overlap, %d at once; each holds up to 2 proxy connections)", reserved, outboxschedule.Concurrency, outboxschedule.Concurrency)))
+	if reserved < outboxapi.PublisherConcurrency || reserved > 10 {
+		awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("outbox.Publisher: ReservedConcurrency %v not in %d..10 (invocations overlap, %d at once; each holds up to 2 proxy connections)", reserved, outboxapi.PublisherConcurrency, outboxapi.PublisherConcurrency)))
 	}
 	logRemoval := props.LogRemovalPolicy // golambda maps it (removal.For)
 	name := func(suffix string) *string {
@@ -172,8 +171,8 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	}
 	pubEnv := map[string]*string{
 		"BUS_NAME": busName, "EVENT_SOURCE": jsii.String(source),
-		outboxschedule.EnvEntryAttempts: jsii.String(fmt.Sprint(outboxschedule.DefaultEntryAttempts)),
-		outboxschedule.EnvMaxClaims:     jsii.String(fmt.Sprint(outboxschedule.DefaultMaxClaims)),
+		outboxapi.EnvEntryAttempts: jsii.String(fmt.Sprint(outboxapi.DefaultEntryAttempts)),
+		outboxapi.EnvMaxClaims:     jsii.String(fmt.Sprint(outboxapi.DefaultMaxClaims)),
 	}
 	for k, v := range env {
 		pubEnv[k] = v
@@ -202,7 +201,7 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		// invocations (MF-ATTEMPTS): SDK x entry sends x claims = 12.
 		Dependencies: []golambda.Dependency{{
 			Name:        "events:PutEvents (outbox -> bus)",
-			AttemptsEnv: []string{golambda.EnvSDKMaxAttempts, outboxschedule.EnvEntryAttempts, outboxschedule.EnvMaxClaims},
+			AttemptsEnv: []string{golambda.EnvSDKMaxAttempts, outboxapi.EnvEntryAttempts, outboxapi.EnvMaxClaims},
 			PerWorkItem: true,
 		}},
 	})
@@ -273,7 +272,7 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		return role
 	}
 
-	// Every minute (overlapping invocations, see outboxschedule); no retry
+	// Every minute (overlapping invocations, see outboxapi); no retry
 	// (the next minute's invocation is the retry) and a short event age so
 	// a backlog of invocations never piles up.
 	p.PublishSchedule = awsscheduler.NewSchedule(this, jsii.String("CadaMinuto"), &awsscheduler.ScheduleProps{
@@ -342,9 +341,9 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 
 func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
 	props := &awscloudwatch.MetricProps{
-		Namespace:     jsii.String(metrics.Namespace),
+		Namespace:     jsii.String(metricsapi.Namespace),
 		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{metrics.DimensionEnvironment: jsii.String(p.environment)},
+		DimensionsMap: &map[string]*string{metricsapi.DimensionEnvironment: jsii.String(p.environment)},
 		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic:     jsii.String("Maximum"),
 	}
@@ -362,17 +361,17 @@ func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscl
 
 // MetricPending is the number of unpublished, unparked outbox rows.
 func (p *Publisher) MetricPending(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxmetrics.Pending, opts)
+	return p.metric(outboxapi.MetricPending, opts)
 }
 
 // MetricOldestPendingAge is the age in seconds of the oldest pending row.
 func (p *Publisher) MetricOldestPendingAge(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxmetrics.OldestAge, opts)
+	return p.metric(outboxapi.MetricOldestAge, opts)
 }
 
 // MetricParked is the number of parked (poison) rows.
 func (p *Publisher) MetricParked(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxmetrics.Parked, opts)
+	return p.metric(outboxapi.MetricParked, opts)
 }
 
 // GrantInvoke lets grantee run the publisher on demand (e.g. a runbook).

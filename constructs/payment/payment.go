@@ -42,15 +42,15 @@ import (
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
-	"github.com/mercadofresco/integration/lambdas/retry"
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 // Defaults of Props (reasoning in docs/design.md#payment).
 const (
-	DefaultMaxAttempts        = retry.DefaultMaxAttempts // 3 gateway attempts per invocation
-	DefaultReadTimeoutSeconds = 30                       // the lesson's fix (was 180 s)
+	DefaultMaxAttempts        = retryapi.DefaultMaxAttempts // 3 gateway attempts per invocation
+	DefaultReadTimeoutSeconds = 30                          // the lesson's fix (was 180 s)
 	// DefaultLatencyThresholdMs is the gateway p99 latency alarm: the
 	// lesson's gateway answers in ~240 ms and its storm began at 4 s.
 	DefaultLatencyThresholdMs = 2000
@@ -66,10 +66,10 @@ const (
 
 // FunctionTimeout is the worst case of one invocation: attempts × read
 // timeout, plus a wait between attempts of at most the longest Retry-After
-// honoured (retry.DefaultMaxRetryAfter) and its jitter (retry.DefaultCap),
+// honoured (retryapi.DefaultMaxRetryAfter) and its jitter (retryapi.DefaultCap),
 // plus a margin.
 func FunctionTimeout(attempts int, readTimeout time.Duration) time.Duration {
-	waits := time.Duration(attempts-1) * (retry.DefaultMaxRetryAfter + retry.DefaultCap)
+	waits := time.Duration(attempts-1) * (retryapi.DefaultMaxRetryAfter + retryapi.DefaultCap)
 	return time.Duration(attempts)*readTimeout + waits + marginSeconds*time.Second
 }
 
@@ -196,8 +196,8 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts
 	}
-	if p.MaxAttempts < 1 || p.MaxAttempts > retry.MaxAttemptsLimit || p.MaxAttempts != math.Trunc(p.MaxAttempts) {
-		fail("MaxAttempts must be an integer in 1..%d, got %v", retry.MaxAttemptsLimit, props.MaxAttempts)
+	if p.MaxAttempts < 1 || p.MaxAttempts > retryapi.MaxAttemptsLimit || p.MaxAttempts != math.Trunc(p.MaxAttempts) {
+		fail("MaxAttempts must be an integer in 1..%d, got %v", retryapi.MaxAttemptsLimit, props.MaxAttempts)
 		p.MaxAttempts = DefaultMaxAttempts
 	}
 	read := props.ReadTimeout
@@ -364,11 +364,11 @@ const StateMachineLabel = "mercadofresco-procesar-pedido"
 
 func (p *Payment) metric(name, stat string, period awscdk.Duration) awscloudwatch.Metric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(metrics.Namespace),
+		Namespace:  jsii.String(metricsapi.Namespace),
 		MetricName: jsii.String(name),
 		DimensionsMap: &map[string]*string{
-			metrics.DimensionEnvironment:   jsii.String(p.environment),
-			breakerapi.DimensionDependency: jsii.String(paymentapi.GatewayDependency),
+			metricsapi.DimensionEnvironment: jsii.String(p.environment),
+			breakerapi.DimensionDependency:  jsii.String(paymentapi.GatewayDependency),
 		},
 		Period:    period,
 		Statistic: jsii.String(stat),

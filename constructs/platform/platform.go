@@ -21,7 +21,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
 // EventBridgeConnectionsTag is the tag (value "true") without which
@@ -35,7 +35,7 @@ const (
 	EventBusName = "bus-mercadofresco"
 	// MetricNamespace is the project's custom CloudWatch namespace: the one
 	// the Lambdas write to (lambdas/metrics).
-	MetricNamespace = metrics.Namespace
+	MetricNamespace = metricsapi.Namespace
 )
 
 // DataKeyProps configures NewDataKey. DeploymentRoleArn, Administrators and

@@ -40,7 +40,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
-	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
@@ -470,11 +470,11 @@ func (c *Consumer) dependencyMetric(name, dependency, stat string) awscloudwatch
 		dependency = "missing" // reported by the caller's validation
 	}
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(metrics.Namespace),
+		Namespace:  jsii.String(metricsapi.Namespace),
 		MetricName: jsii.String(name),
 		DimensionsMap: &map[string]*string{
-			metrics.DimensionEnvironment:   jsii.String(c.props.EnvironmentName),
-			breakerapi.DimensionDependency: jsii.String(dependency),
+			metricsapi.DimensionEnvironment: jsii.String(c.props.EnvironmentName),
+			breakerapi.DimensionDependency:  jsii.String(dependency),
 		},
 		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic: jsii.String(stat),

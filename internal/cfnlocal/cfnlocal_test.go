@@ -73,7 +73,7 @@ func TestLoadDirReadsTheCommittedSnapshots(t *testing.T) {
 		t.Fatal("no queues or functions in the dev snapshots")
 	}
 	for s := range a.Templates {
-		if !strings.HasSuffix(s, "-dev") {
+		if !strings.HasSuffix(s, "dev") {
 			t.Errorf("loaded %s", s)
 		}
 	}

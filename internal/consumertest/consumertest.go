@@ -31,6 +31,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -435,7 +436,7 @@ func (q *Queues) VisibleIn(t testing.TB, id string) (d time.Duration, ok bool) {
 // queues' clock, as a deployed consumer's do.
 func (q *Queues) IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idempotency.Store, string) {
 	t.Helper()
-	table := srv.NewTable(t, "idem", idempotency.DefaultKeyAttribute, "")
+	table := srv.NewTable(t, "idem", idempotencyapi.DefaultKeyAttribute, "")
 	s, err := idempotency.NewStore(srv.Client, idempotency.Config{TableName: table, Expiry: q.Window, Now: q.Clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -103,7 +103,7 @@ func (w *World) loadFunctions() {
 			Timeout: seconds(r.Prop("Timeout"), 3*time.Second)}
 		f.Deadline = time.Duration(float64(f.Timeout) / w.opts.ExecScale)
 		if entry == "lambdas/outbox-publicador" {
-			// Its invocation's timing is its code's (outboxschedule: the
+			// Its invocation's timing is its code's (outboxapi: the
 			// 20 s stop margin and lease of a 100 s invocation), not
 			// configuration: it runs at full length.
 			f.Deadline = f.Timeout

@@ -32,7 +32,7 @@ import (
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
-	"github.com/mercadofresco/integration/lambdas/outbox/schema"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // Options configure a World.
@@ -85,8 +85,8 @@ type World struct {
 	deps   *Dependencies
 
 	pgHost, db string
-	roles      schema.Roles // the run's role names
-	tplRoles   schema.Roles // the template's
+	roles      outboxapi.Roles // the run's role names
+	tplRoles   outboxapi.Roles // the template's
 	admin      *pgxpool.Pool
 
 	queues          []*Queue
@@ -326,9 +326,9 @@ func (w *World) setUpDatabase() {
 	}
 	tr := props.(map[string]any)["Roles"].(map[string]any)
 	str := func(k string) string { s, _ := tr[k].(string); return s }
-	w.tplRoles = schema.Roles{Owner: str("owner"), Publisher: str("publisher"), Cleanup: str("cleanup"), Writer: str("writer")}
+	w.tplRoles = outboxapi.Roles{Owner: str("owner"), Publisher: str("publisher"), Cleanup: str("cleanup"), Writer: str("writer")}
 	prefix := "e2e" + strings.TrimPrefix(w.db, "mf_e2e_") + "_"
-	w.roles = schema.Roles{Owner: prefix + w.tplRoles.Owner, Publisher: prefix + w.tplRoles.Publisher,
+	w.roles = outboxapi.Roles{Owner: prefix + w.tplRoles.Owner, Publisher: prefix + w.tplRoles.Publisher,
 		Cleanup: prefix + w.tplRoles.Cleanup, Writer: prefix + w.tplRoles.Writer}
 	pgtest.DropRolesAtEnd(w.t, w.db, outbox.MigrationLockKey, w.roles.All()...)
 	w.admin = pgtest.NewPool(w.t, w.db, "", 4)
@@ -340,7 +340,7 @@ func (w *World) setUpDatabase() {
 		},
 	}
 	ev := cfn.Event{RequestType: cfn.RequestCreate, LogicalResourceID: res.LogicalID, ResourceProperties: map[string]any{
-		migrator.PropertyHash: schema.Hash(),
+		migrator.PropertyHash: outboxapi.SchemaHash(),
 		migrator.PropertyRoles: map[string]any{"owner": w.roles.Owner, "publisher": w.roles.Publisher,
 			"cleanup": w.roles.Cleanup, "writer": w.roles.Writer},
 	}}

@@ -75,6 +75,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
 // Defaults applied by New.
@@ -255,9 +256,9 @@ func New(store Store, cfg Config) (*Breaker, error) {
 // MetricsWriter returns the EMF writer for a breaker's metrics: namespace
 // MercadoFresco/Tienda, dimensions Entorno=env and Dependencia=dependency.
 func MetricsWriter(w io.Writer, env, dependency string) *metrics.Writer {
-	return metrics.NewWriter(w, metrics.Namespace, map[string]string{
-		metrics.DimensionEnvironment:   env,
-		breakerapi.DimensionDependency: dependency,
+	return metrics.NewWriter(w, metricsapi.Namespace, map[string]string{
+		metricsapi.DimensionEnvironment: env,
+		breakerapi.DimensionDependency:  dependency,
 	})
 }
 

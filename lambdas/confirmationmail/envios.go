@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
@@ -62,7 +63,7 @@ func (e *Envios) ttl() time.Duration {
 }
 
 func (e *Envios) key(k string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{idempotency.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: k + ":envio"}}
+	return map[string]types.AttributeValue{idempotencyapi.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: k + ":envio"}}
 }
 
 func (e *Envios) now() time.Time {
@@ -81,7 +82,7 @@ func (e *Envios) Get(ctx context.Context, key string) (*Envio, error) {
 	if len(out.Item) == 0 {
 		return nil, nil
 	}
-	if exp, ok := out.Item[idempotency.TTLAttribute].(*types.AttributeValueMemberN); ok {
+	if exp, ok := out.Item[idempotencyapi.TTLAttribute].(*types.AttributeValueMemberN); ok {
 		if n, err := strconv.ParseInt(exp.Value, 10, 64); err == nil && n < e.now().Unix() {
 			return nil, nil // expired, not yet deleted by TTL
 		}
@@ -102,14 +103,14 @@ func (e *Envios) Begin(ctx context.Context, key, provider string) error {
 	item["estado"] = &types.AttributeValueMemberS{Value: EstadoIntentando}
 	item["proveedor"] = &types.AttributeValueMemberS{Value: provider}
 	item["intentado_en"] = &types.AttributeValueMemberS{Value: e.now().UTC().Format(time.RFC3339Nano)}
-	item[idempotency.TTLAttribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(e.now().Add(ttl).Unix(), 10)}
+	item[idempotencyapi.TTLAttribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(e.now().Add(ttl).Unix(), 10)}
 	// The caller holds the e-mail's idempotency lock, so no one else
 	// writes this record meanwhile; a leftover record of the same provider
 	// is overwritten.
 	_, err := e.DB.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(e.Table), Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(estado) OR #x < :now OR (estado = :i AND proveedor = :p)"),
-		ExpressionAttributeNames: map[string]string{"#x": idempotency.TTLAttribute},
+		ExpressionAttributeNames: map[string]string{"#x": idempotencyapi.TTLAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":i": &types.AttributeValueMemberS{Value: EstadoIntentando}, ":p": &types.AttributeValueMemberS{Value: provider},
 			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(e.now().Unix(), 10)},

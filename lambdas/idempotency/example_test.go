@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 )
 
 // chargeResult is what the charge step returns to the order workflow.
@@ -39,7 +40,7 @@ func Example() {
 	// queue and the workflow own the real retries.
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 2 })
 	store, err := idempotency.NewStore(db, idempotency.Config{
-		TableName: os.Getenv(idempotency.EnvTableName),
+		TableName: os.Getenv(idempotencyapi.EnvTableName),
 		CacheSize: 1000, // duplicates in the same warm instance cost no call
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 )
 
 // Status is the estado attribute of a record.
@@ -24,7 +25,7 @@ const (
 	attrEstado        = "estado"
 	attrResultado     = "resultado"
 	attrCaducaBloqueo = "caduca_bloqueo"
-	attrExpiraEn      = "expira_en"
+	attrExpiraEn      = idempotencyapi.TTLAttribute
 	attrPropietario   = "propietario"
 	attrHashCarga     = "hash_carga"
 	attrErrorCodigo   = "error_codigo"

@@ -10,12 +10,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 )
 
 // Defaults applied by [NewStore] to zero Config fields.
 const (
-	// DefaultKeyAttribute is the partition key attribute name of the table.
-	DefaultKeyAttribute = "clave"
 	// DefaultExpiry is the record lifetime (TTL on expira_en) of a caller
 	// without a replay window of its own: the lesson's 24 h. The payment
 	// tasks use it (their repeats come from the workflow's retries, inside
@@ -32,13 +31,6 @@ const (
 
 // Names shared with the infrastructure (constructs/idempotencytable), so the
 // table and the library cannot disagree.
-const (
-	// TTLAttribute is the table's TimeToLiveSpecification attribute.
-	TTLAttribute = attrExpiraEn
-	// EnvTableName is the environment variable through which the CDK
-	// construct hands the table name to a consumer Lambda.
-	EnvTableName = "IDEMPOTENCY_TABLE_NAME"
-)
 
 // DynamoDBAPI is the part of *dynamodb.Client the store uses. Tests wrap it
 // to count or fake calls.
@@ -107,10 +99,10 @@ func NewStore(db DynamoDBAPI, cfg Config) (*Store, error) {
 		return nil, errors.New("idempotency: nil DynamoDB client")
 	}
 	if cfg.TableName == "" {
-		return nil, errors.New("idempotency: Config.TableName is required (a consumer Lambda finds it in $" + EnvTableName + ")")
+		return nil, errors.New("idempotency: Config.TableName is required (a consumer Lambda finds it in $" + idempotencyapi.EnvTableName + ")")
 	}
 	if cfg.KeyAttribute == "" {
-		cfg.KeyAttribute = DefaultKeyAttribute
+		cfg.KeyAttribute = idempotencyapi.DefaultKeyAttribute
 	}
 	for _, a := range []string{attrEstado, attrResultado, attrCaducaBloqueo, attrExpiraEn, attrPropietario, attrHashCarga, attrErrorCodigo, attrErrorMensaje} {
 		if cfg.KeyAttribute == a {

@@ -4,10 +4,6 @@
 // There is no PutMetricData call on the hot path, so no CloudWatch endpoint in
 // the VPC, no added latency and no new failure mode.
 //
-// The package depends on the standard library only, so the CDK app can import
-// the namespace and the metric names (its alarms must watch exactly what the
-// functions emit) without linking any Lambda dependency.
-//
 // It is hand-written because aws-lambda-go has no EMF helper and the format is
 // a small, stable JSON document; a dependency for ~100 lines is not worth its
 // upkeep.
@@ -22,15 +18,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
-
-// Namespace is the CloudWatch namespace of every custom metric of the project
-// (SPEC: MercadoFresco/Tienda).
-const Namespace = "MercadoFresco/Tienda"
-
-// DimensionEnvironment is the dimension every metric of the project carries:
-// dev, staging or prod (the functions read it from the ENTORNO variable).
-const DimensionEnvironment = "Entorno"
 
 // CloudWatch units used by the project.
 const (
@@ -86,7 +76,7 @@ func NewWriter(w io.Writer, namespace string, dimensions map[string]string) *Wri
 // ForEnvironment is the project's usual writer: Namespace, one dimension
 // Entorno=env.
 func ForEnvironment(w io.Writer, env string) *Writer {
-	return NewWriter(w, Namespace, map[string]string{DimensionEnvironment: env})
+	return NewWriter(w, metricsapi.Namespace, map[string]string{metricsapi.DimensionEnvironment: env})
 }
 
 // WithClock makes the writer stamp records with now (tests).

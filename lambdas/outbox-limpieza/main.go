@@ -21,7 +21,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
@@ -56,7 +56,7 @@ func (h *handler) handle(ctx context.Context) (Resultado, error) {
 		h.log.Info("outbox cleanup stopped before the deadline", "borrados", n)
 		err = nil
 	}
-	ms := []metrics.Metric{{Name: outboxmetrics.Deleted, Unit: metrics.UnitCount, Value: float64(n)}}
+	ms := []metrics.Metric{{Name: outboxapi.MetricDeleted, Unit: metrics.UnitCount, Value: float64(n)}}
 	if g, gerr := outbox.ReadGauges(ctx, h.db); gerr == nil {
 		ms = append(ms, g.Metrics()...)
 	}

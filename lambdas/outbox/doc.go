@@ -132,5 +132,5 @@
 // Every MetricsInterval the publisher writes one EMF line with
 // PendingEvents, OldestPendingAgeSeconds, ParkedEvents (read with the
 // database clock) and its counters, through lambdas/metrics; the metric
-// names are in outboxmetrics, which the CDK alarms import.
+// names are in outboxapi, which the CDK alarms import.
 package outbox

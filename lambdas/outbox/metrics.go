@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // Gauges is the state of the outbox that the alarms watch.
@@ -19,9 +19,9 @@ type Gauges struct {
 // Metrics returns the gauges as EMF metrics.
 func (g Gauges) Metrics() []metrics.Metric {
 	return []metrics.Metric{
-		{Name: outboxmetrics.Pending, Unit: metrics.UnitCount, Value: float64(g.Pending)},
-		{Name: outboxmetrics.OldestAge, Unit: metrics.UnitSeconds, Value: g.OldestPendingAge.Seconds()},
-		{Name: outboxmetrics.Parked, Unit: metrics.UnitCount, Value: float64(g.Parked)},
+		{Name: outboxapi.MetricPending, Unit: metrics.UnitCount, Value: float64(g.Pending)},
+		{Name: outboxapi.MetricOldestAge, Unit: metrics.UnitSeconds, Value: g.OldestPendingAge.Seconds()},
+		{Name: outboxapi.MetricParked, Unit: metrics.UnitCount, Value: float64(g.Parked)},
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mercadofresco/integration/lambdas/outbox/schema"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // MigrationLockKey is the pg_advisory_xact_lock key that serialises
@@ -39,7 +39,7 @@ type Migration struct {
 // Migrations returns the embedded migrations in version order. File names
 // are NNNN_name.sql; versions must be unique.
 func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(schema.Files, schema.Dir)
+	entries, err := fs.ReadDir(outboxapi.Migrations, outboxapi.MigrationsDir)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: read embedded migrations: %w", err)
 	}
@@ -61,7 +61,7 @@ func Migrations() ([]Migration, error) {
 			return nil, fmt.Errorf("outbox: migrations %q and %q share version %d", other, e.Name(), v)
 		}
 		seen[v] = e.Name()
-		body, err := schema.Files.ReadFile(path.Join(schema.Dir, e.Name()))
+		body, err := outboxapi.Migrations.ReadFile(path.Join(outboxapi.MigrationsDir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("outbox: read migration %q: %w", e.Name(), err)
 		}

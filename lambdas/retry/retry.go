@@ -4,25 +4,15 @@ import (
 	"context"
 	"fmt"
 	"time"
-)
 
-// Policy defaults.
-const (
-	DefaultMaxAttempts   = 3
-	DefaultBase          = 100 * time.Millisecond
-	DefaultCap           = 5 * time.Second
-	DefaultThrottleBase  = time.Second
-	DefaultMaxRetryAfter = 20 * time.Second
-	// MaxAttemptsLimit is the largest MaxAttempts accepted (the attempts
-	// guardrail allows at most 15 gateway calls per order along a path).
-	MaxAttemptsLimit = 10
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 // Policy is the retry policy of one kind of call. The zero value gives the
 // defaults.
 type Policy struct {
 	// MaxAttempts counts every attempt, the first included (default 3,
-	// at most MaxAttemptsLimit). 1 disables retries.
+	// at most retryapi.MaxAttemptsLimit). 1 disables retries.
 	MaxAttempts int
 	// Base and Cap shape the full-jitter waits: uniform(0, min(Cap,
 	// Base·2^n)) before retry n+1 (defaults 100 ms and 5 s).
@@ -37,23 +27,23 @@ type Policy struct {
 
 func (p Policy) withDefaults() (Policy, error) {
 	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultMaxAttempts
+		p.MaxAttempts = retryapi.DefaultMaxAttempts
 	}
 	if p.Base == 0 {
-		p.Base = DefaultBase
+		p.Base = retryapi.DefaultBase
 	}
 	if p.Cap == 0 {
-		p.Cap = DefaultCap
+		p.Cap = retryapi.DefaultCap
 	}
 	if p.ThrottleBase == 0 {
-		p.ThrottleBase = DefaultThrottleBase
+		p.ThrottleBase = retryapi.DefaultThrottleBase
 	}
 	if p.MaxRetryAfter == 0 {
-		p.MaxRetryAfter = DefaultMaxRetryAfter
+		p.MaxRetryAfter = retryapi.DefaultMaxRetryAfter
 	}
 	var problems []string
-	if p.MaxAttempts < 1 || p.MaxAttempts > MaxAttemptsLimit {
-		problems = append(problems, fmt.Sprintf("MaxAttempts %d not in 1..%d", p.MaxAttempts, MaxAttemptsLimit))
+	if p.MaxAttempts < 1 || p.MaxAttempts > retryapi.MaxAttemptsLimit {
+		problems = append(problems, fmt.Sprintf("MaxAttempts %d not in 1..%d", p.MaxAttempts, retryapi.MaxAttemptsLimit))
 	}
 	if p.Base < 0 || p.Cap < 0 || p.ThrottleBase < 0 || p.MaxRetryAfter < 0 {
 		problems = append(problems, "negative duration")
@@ -87,9 +77,9 @@ const (
 // it). Unset variables keep the defaults; bad values are reported by env.
 func PolicyFromEnv(env Env, prefix string) Policy {
 	return Policy{
-		MaxAttempts: env.Int(prefix+EnvSuffixMaxAttempts, DefaultMaxAttempts, 1, MaxAttemptsLimit),
-		Base:        env.Duration(prefix+EnvSuffixBackoffBase, DefaultBase, time.Millisecond, time.Minute),
-		Cap:         env.Duration(prefix+EnvSuffixBackoffCap, DefaultCap, time.Millisecond, 5*time.Minute),
+		MaxAttempts: env.Int(prefix+EnvSuffixMaxAttempts, retryapi.DefaultMaxAttempts, 1, retryapi.MaxAttemptsLimit),
+		Base:        env.Duration(prefix+EnvSuffixBackoffBase, retryapi.DefaultBase, time.Millisecond, time.Minute),
+		Cap:         env.Duration(prefix+EnvSuffixBackoffCap, retryapi.DefaultCap, time.Millisecond, 5*time.Minute),
 	}
 }
 

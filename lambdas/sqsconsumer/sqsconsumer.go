@@ -33,6 +33,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/internal/buildid"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
@@ -171,7 +172,7 @@ func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runt
 func (r *Runtime) Check() error { return errors.Join(r.Env.Err(), r.breakerErr) }
 
 // ReadIdempotencyTable reads IDEMPOTENCY_TABLE_NAME (required).
-func (r *Runtime) ReadIdempotencyTable() string { return r.Env.Required(idempotency.EnvTableName) }
+func (r *Runtime) ReadIdempotencyTable() string { return r.Env.Required(idempotencyapi.EnvTableName) }
 
 // ReadWindow records a problem unless IDEMPOTENCY_WINDOW is set (a
 // consumer whose duplicates are recognised through expiring records needs

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
 	"github.com/mercadofresco/integration/lambdas/erpnotice"
-	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/preparation"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -100,9 +99,4 @@ func TestSettingsDefaultsAndBadValues(t *testing.T) {
 			t.Errorf("%s not reported: %v", k, e)
 		}
 	}
-}
-
-func TestAPIPackagesAreStdlibOnly(t *testing.T) {
-	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi")
-	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi")
 }

@@ -15,7 +15,7 @@
 // Those publishers never stop. The Lambda publisher does: -deployed runs
 // (default 150 s each; -only-deployed for those alone) start a new
 // publisher every minute for its polling window, as the schedule does
-// (lambdas/outbox/outboxschedule), and report the lag under that model and
+// (lambdas/outbox/outboxapi), and report the lag under that model and
 // under the previous one (40 s of polling a minute), gaps included.
 //
 // Both systems run with their defaults (ours: outbox.Config's, batches of

@@ -446,7 +446,7 @@ func TestClassifyLive(t *testing.T) {
 	contains(t, "report", b.String(), "verdict: POISON", "version 2, the consumer accepts 1", "consumer that accepts their schema")
 }
 
-// TestRedriveWarnsUnknownConsumers: to a queue lambdas/queuenames does not
+// TestRedriveWarnsUnknownConsumers: to a queue config/catalog does not
 // know, messages first received more than the library's 24 h ago get a
 // warning (their consumer's records may have expired).
 func TestRedriveWarnsUnknownConsumers(t *testing.T) {

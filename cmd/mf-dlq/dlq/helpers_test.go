@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queuenames"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -59,11 +59,11 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	clk := &simClock{ManualClock: sqsfake.NewManualClock(t0)}
 	f := sqsfake.New(sqsfake.WithClock(clk))
-	dlqURL, err := f.CreateQueue(queuenames.PhysicalName(queuenames.PedidosDLQName, "-dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	dlqURL, err := f.CreateQueue(catalog.PhysicalName(catalog.PedidosDLQName, "dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srcURL, err := f.CreateQueue(queuenames.PhysicalName(queuenames.PedidosQueueName, "-dev"), sqsfake.QueueConfig{
+	srcURL, err := f.CreateQueue(catalog.PhysicalName(catalog.PedidosQueueName, "dev"), sqsfake.QueueConfig{
 		VisibilityTimeout: 400 * time.Second,
 		Redrive:           &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlqURL), MaxReceiveCount: 4},
 	})

@@ -161,7 +161,7 @@ func (t *Tool) Classify(ctx context.Context, target *Target, opts ClassifyOption
 }
 
 // ConsumerOptions returns the classification options of the target's
-// consumer from lambdas/queuenames (accepted versions, required keys,
+// consumer from config/catalog (accepted versions, required keys,
 // replay window), or the defaults.
 func ConsumerOptions(target *Target) classify.Options {
 	var o classify.Options

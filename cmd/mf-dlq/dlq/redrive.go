@@ -16,9 +16,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queuenames"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
@@ -294,12 +294,12 @@ func (t *Tool) warnExpired(target *Target, expired, total int, readmit bool) {
 }
 
 // warnUnknown warns about messages first received more than a day ago
-// whose destination's consumers lambdas/queuenames does not know: their
+// whose destination's consumers config/catalog does not know: their
 // replay window is unknown, and the library's default records live 24 h.
 func (t *Tool) warnUnknown(msgs []queue.Message, plan map[string]int) {
 	var who []string
 	for name := range plan {
-		if q, _, isDLQ, ok := queuenames.FindPhysical(name); !ok || isDLQ || len(q.Consumers) == 0 {
+		if q, _, isDLQ, ok := catalog.FindPhysical(name); !ok || isDLQ || len(q.Consumers) == 0 {
 			who = append(who, name)
 		}
 	}
@@ -317,7 +317,7 @@ func (t *Tool) warnUnknown(msgs []queue.Message, plan map[string]int) {
 		return
 	}
 	sort.Strings(who)
-	fmt.Fprintf(t.log(), "WARNING: %d of %d messages were first received more than %s ago, and lambdas/queuenames does not know the replay window of the consumers of %s: "+
+	fmt.Fprintf(t.log(), "WARNING: %d of %d messages were first received more than %s ago, and config/catalog does not know the replay window of the consumers of %s: "+
 		"if their records have expired, a message that had in fact completed runs again. Check those orders before redriving.\n",
 		old, len(msgs), idempotency.DefaultExpiry, strings.Join(who, ", "))
 }

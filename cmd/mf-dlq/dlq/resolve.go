@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/queuenames"
 )
 
 // QueueRef is a resolved queue.
@@ -37,9 +37,9 @@ type Target struct {
 	Sources []QueueRef
 	// Env is the environment the names belong to ("" when unknown).
 	Env string
-	// Catalog is the queue's entry in lambdas/queuenames, nil when the
+	// Catalog is the queue's entry in config/catalog, nil when the
 	// queue is not one of the project's.
-	Catalog *queuenames.Queue
+	Catalog *catalog.Queue
 }
 
 type redrivePolicy struct {
@@ -64,7 +64,7 @@ func parseRedrive(s string) (redrivePolicy, bool) {
 }
 
 // Resolve finds the dead-letter queue meant by spec: a queue URL, an ARN, a
-// physical name, or, with env set, a logical name from lambdas/queuenames
+// physical name, or, with env set, a logical name from config/catalog
 // ("Pedidos") or a SPEC name ("mercadofresco-pedidos-fallidos"). Naming a
 // source queue resolves to its DLQ.
 func (t *Tool) Resolve(ctx context.Context, spec, env string) (*Target, error) {
@@ -108,7 +108,7 @@ func (t *Tool) Resolve(ctx context.Context, spec, env string) (*Target, error) {
 		}
 		target.Sources = append(target.Sources, s)
 	}
-	if q, e, _, ok := queuenames.FindPhysical(target.DLQ.Name); ok {
+	if q, e, _, ok := catalog.FindPhysical(target.DLQ.Name); ok {
 		target.Catalog = &q
 		if target.Env == "" {
 			target.Env = e
@@ -129,17 +129,16 @@ func (t *Tool) urlOf(ctx context.Context, spec, env string) (string, error) {
 		spec = a.Name
 	}
 	name := spec
-	q, _, inCatalog := queuenames.Find(spec)
+	q, _, inCatalog := catalog.Find(spec)
 	if env != "" {
-		suffix, err := queuenames.Suffix(env)
-		if err != nil {
+		if err := catalog.ValidEnvironment(env); err != nil {
 			return "", fmt.Errorf("%w: %w", ErrUsage, err)
 		}
 		if !inCatalog {
 			return "", fmt.Errorf("%w: with -e, name a queue of the Messaging stack: a logical name (%s) or its SPEC name; %q is neither (for any other queue pass its physical name or URL without -e)",
-				queue.ErrQueueNotFound, strings.Join(queuenames.Logicals(), ", "), spec)
+				queue.ErrQueueNotFound, strings.Join(catalog.Logicals(), ", "), spec)
 		}
-		name = queuenames.PhysicalName(q.DLQName, suffix)
+		name = catalog.PhysicalName(q.DLQName, env)
 	} else if inCatalog && strings.EqualFold(spec, q.Logical) {
 		return "", fmt.Errorf("%w: %q is a logical name: add -e dev|staging|prod to say which environment's queue", ErrUsage, spec)
 	}
@@ -147,8 +146,8 @@ func (t *Tool) urlOf(ctx context.Context, spec, env string) (string, error) {
 	if errors.Is(err, queue.ErrQueueNotFound) {
 		hint := "check the name, the account (--profile) and the region (--region)"
 		if env == "" {
-			if _, e, _, ok := queuenames.FindPhysical(name); !ok {
-				hint += fmt.Sprintf("; the Messaging stack's queues can be named by logical name with -e (%s)", strings.Join(queuenames.Logicals(), ", "))
+			if _, e, _, ok := catalog.FindPhysical(name); !ok {
+				hint += fmt.Sprintf("; the Messaging stack's queues can be named by logical name with -e (%s)", strings.Join(catalog.Logicals(), ", "))
 			} else {
 				hint += " (the name is " + e + "'s)"
 			}

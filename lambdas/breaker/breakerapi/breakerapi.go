@@ -4,7 +4,7 @@
 // import it without linking go-redis or any Lambda dependency.
 package breakerapi
 
-// Metrics, in namespace MercadoFresco/Tienda (lambdas/metrics.Namespace),
+// Metrics, in namespace MercadoFresco/Tienda (metricsapi.Namespace),
 // with the dimensions DimensionEnvironment ("Entorno", from
 // lambdas/metrics) and DimensionDependency. All are Count metrics emitted
 // in CloudWatch Embedded Metric Format.

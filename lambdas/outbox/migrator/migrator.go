@@ -13,7 +13,7 @@
 //  2. As the owner role (IAM authentication through RDS Proxy):
 //     outbox.Migrate, then outbox.Grant.
 //
-// The resource's properties carry the migrations' hash (schema.Hash) and
+// The resource's properties carry the migrations' hash (outboxapi.SchemaHash) and
 // the role names, so CloudFormation updates the resource, and this runs
 // again, exactly when a deploy changes either. Delete does nothing: the
 // data outlives the stack's resource. Every step is idempotent and
@@ -32,7 +32,7 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/schema"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // Property names of the custom resource (constructs/outbox sets them).
@@ -112,10 +112,10 @@ func (m *Migrator) Handle(ctx context.Context, ev cfn.Event) (Response, error) {
 	if err := outbox.Grant(ctx, owner, roles); err != nil {
 		return Response{}, err
 	}
-	log.Info("outbox schema up to date", "aplicadas", applied, "hash", schema.Hash())
+	log.Info("outbox schema up to date", "aplicadas", applied, "hash", outboxapi.SchemaHash())
 	return Response{PhysicalResourceID: PhysicalID, Data: map[string]any{
 		"Aplicadas": strings.Join(applied, ","),
-		"Hash":      schema.Hash(),
+		"Hash":      outboxapi.SchemaHash(),
 	}}, nil
 }
 
@@ -129,11 +129,11 @@ func orDefault(id string) string {
 // parseProperties checks that the template and this binary agree on the
 // migrations (both come from the same source tree; a mismatch means a
 // stale asset) and reads the role names.
-func parseProperties(props map[string]any) (schema.Roles, error) {
-	var roles schema.Roles
-	if h, _ := props[PropertyHash].(string); h != schema.Hash() {
+func parseProperties(props map[string]any) (outboxapi.Roles, error) {
+	var roles outboxapi.Roles
+	if h, _ := props[PropertyHash].(string); h != outboxapi.SchemaHash() {
 		return roles, fmt.Errorf("%w: %s %q is not the hash of this function's migrations %q (stale code asset?)",
-			ErrInvalidRequest, PropertyHash, h, schema.Hash())
+			ErrInvalidRequest, PropertyHash, h, outboxapi.SchemaHash())
 	}
 	raw, err := json.Marshal(props[PropertyRoles])
 	if err != nil {

@@ -2,7 +2,7 @@
 // lambdas/outbox-publicador): the function that moves outbox rows to
 // bus-mercadofresco. An EventBridge Scheduler schedule invokes it every
 // minute; each invocation polls about every second (Publisher.Run) for
-// outboxschedule.PollWindow (80 s) and stops claiming StopMargin (20 s)
+// outboxapi.PublisherPollWindow (80 s) and stops claiming StopMargin (20 s)
 // before its 100 s timeout, so consecutive invocations overlap by 20 s and a
 // publisher is always polling (commit-to-bus lag ~1 s around the clock; the
 // lease and SKIP LOCKED keep the two from publishing the same row). It
@@ -40,7 +40,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxschedule"
+	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
@@ -95,8 +95,8 @@ func FromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*Handle
 	bus := env.Required("BUS_NAME")
 	source := env.Required("EVENT_SOURCE")
 	entorno := env.String("ENTORNO", "")
-	entryAttempts := env.Int(outboxschedule.EnvEntryAttempts, outboxschedule.DefaultEntryAttempts, 2, 5)
-	maxClaims := env.Int(outboxschedule.EnvMaxClaims, outboxschedule.DefaultMaxClaims, 1, 10)
+	entryAttempts := env.Int(outboxapi.EnvEntryAttempts, outboxapi.DefaultEntryAttempts, 2, 5)
+	maxClaims := env.Int(outboxapi.EnvMaxClaims, outboxapi.DefaultMaxClaims, 1, 10)
 	awsCfg, err := env.LoadAWSConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -112,11 +112,11 @@ func FromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*Handle
 		// 20 s lease, 10 s publish timeout: with the 20 s margin below, an
 		// invocation of the 100 s function stops claiming at 80 s and is
 		// done by ~92 s; the next minute's invocation started at 60 s.
-		Lease:          outboxschedule.Lease,
-		PublishTimeout: outboxschedule.PublishTimeout,
+		Lease:          outboxapi.Lease,
+		PublishTimeout: outboxapi.PublishTimeout,
 		EntryRetries:   entryAttempts - 1,
 		MaxAttempts:    maxClaims,
-		RetryBaseDelay: outboxschedule.RetryBaseDelay,
+		RetryBaseDelay: outboxapi.RetryBaseDelay,
 		Metrics:        metrics.ForEnvironment(os.Stdout, entorno),
 		Logger:         log,
 	}
@@ -124,7 +124,7 @@ func FromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*Handle
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{pool: pool, pub: pub, margin: outboxschedule.StopMargin}, nil
+	return &Handler{pool: pool, pub: pub, margin: outboxapi.PublisherStopMargin}, nil
 }
 
 // NewHandler is a handler over an existing publisher (tests).

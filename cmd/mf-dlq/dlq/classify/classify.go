@@ -79,7 +79,7 @@ type Options struct {
 	// (SKU, customer) must reach to call them data. Default 0.5.
 	ConcentrationShare float64
 	// Window is the consumer's replay window and CreatedAtKey the dotted
-	// path of the event's creation time in the body (lambdas/queuenames);
+	// path of the event's creation time in the body (config/catalog);
 	// a message older than Window is expired. Zero: no window (only the
 	// consumer's own expired verdict counts).
 	Window       time.Duration

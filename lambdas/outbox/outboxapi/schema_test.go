@@ -1,4 +1,4 @@
-package schema
+package outboxapi
 
 import (
 	"errors"
@@ -36,11 +36,11 @@ func TestValidate(t *testing.T) {
 }
 
 func TestHashCoversEveryMigration(t *testing.T) {
-	h := Hash()
-	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(h) || h != Hash() {
+	h := SchemaHash()
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(h) || h != SchemaHash() {
 		t.Fatalf("Hash() = %q, want a stable SHA-256", h)
 	}
-	entries, err := Files.ReadDir(Dir)
+	entries, err := Migrations.ReadDir(MigrationsDir)
 	if err != nil || len(entries) < 5 {
 		t.Fatalf("embedded migrations: %d, %v", len(entries), err)
 	}

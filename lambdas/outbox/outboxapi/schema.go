@@ -1,13 +1,4 @@
-// Package schema holds what the outbox's database is made of, with no
-// dependency beyond the standard library so that the CDK constructs can
-// import it: the versioned SQL migrations (embedded), their combined hash
-// (the custom resource that applies them at deploy time carries it, so a
-// deploy that changes a migration runs them again), and the database roles
-// of the functions (Roles).
-//
-// Package outbox applies the migrations and the grants; this package only
-// describes them.
-package schema
+package outboxapi
 
 import (
 	"crypto/sha256"
@@ -20,20 +11,20 @@ import (
 	"strings"
 )
 
-// Files holds the migrations: migrations/NNNN_name.sql.
+// Migrations holds the migrations: migrations/NNNN_name.sql.
 //
 //go:embed migrations/*.sql
-var Files embed.FS
+var Migrations embed.FS
 
-// Dir is the directory of the migrations inside Files.
-const Dir = "migrations"
+// MigrationsDir is the directory of the migrations inside Migrations.
+const MigrationsDir = "migrations"
 
-// Hash is the SHA-256 (hex) of every migration's name and content, in name
+// SchemaHash is the SHA-256 (hex) of every migration's name and content, in name
 // order: it changes when a migration is added or edited, and only then.
-func Hash() string {
-	entries, err := fs.ReadDir(Files, Dir)
+func SchemaHash() string {
+	entries, err := fs.ReadDir(Migrations, MigrationsDir)
 	if err != nil {
-		panic("schema: embedded migrations unreadable: " + err.Error()) // impossible: embedded at build time
+		panic("outboxapi: embedded migrations unreadable: " + err.Error()) // impossible: embedded at build time
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
@@ -42,9 +33,9 @@ func Hash() string {
 	sort.Strings(names)
 	h := sha256.New()
 	for _, n := range names {
-		body, err := Files.ReadFile(Dir + "/" + n)
+		body, err := Migrations.ReadFile(MigrationsDir + "/" + n)
 		if err != nil {
-			panic("schema: embedded migration unreadable: " + err.Error())
+			panic("outboxapi: embedded migration unreadable: " + err.Error())
 		}
 		fmt.Fprintf(h, "%s\x00%d\x00", n, len(body))
 		h.Write(body)
@@ -85,7 +76,7 @@ func DefaultRoles() Roles {
 }
 
 // ErrInvalidRoles is wrapped by Validate's errors.
-var ErrInvalidRoles = errors.New("schema: invalid role names")
+var ErrInvalidRoles = errors.New("outboxapi: invalid role names")
 
 // All returns the four names, owner first.
 func (r Roles) All() []string { return []string{r.Owner, r.Publisher, r.Cleanup, r.Writer} }

@@ -8,12 +8,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/internal/depcheck"
 )
-
-func TestStdlibOnly(t *testing.T) {
-	depcheck.StdlibOnly(t, "github.com/mercadofresco/integration/lambdas/eventsapi")
-}
 
 func confirmado() eventsapi.PedidoConfirmado {
 	return eventsapi.PedidoConfirmado{

@@ -1,15 +1,14 @@
-// Package queuenames is the catalogue of the project's SQS queues: their SPEC
-// names, their dead-letter queues, the environment suffix rule that turns a
-// SPEC name into a physical name, and the consumers that read each queue.
-//
-// It depends on the standard library only, so that the CDK stacks and the
-// operator tools (cmd/mf-dlq) can share one source of names without the tool
-// linking the CDK. The suffix rule is the one of config.Environment.PhysicalName
-// (a test keeps the two equal).
-package queuenames
+// Package catalog names the project's resources: the rule that turns a
+// SPEC name into an environment's physical name, and the catalogue of the
+// SQS queues (their SPEC names, their dead-letter queues and the consumers
+// that read each one). The CDK stacks (through config) and the operator
+// tools (cmd/mf-dlq) share it; it depends on the standard library and the
+// consumers' contract only, so a tool that imports it links no CDK.
+package catalog
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,28 +28,39 @@ const (
 	StockMovementsDLQName   = "mercadofresco-movimientos-stock-fallidos.fifo"
 )
 
-// Environments are the deployment environments, in promotion order.
-var Environments = []string{"dev", "staging", "prod"}
+// Environments are the deployment environments, in promotion order: the
+// one list of them (config defines each one's values).
+var Environments = []string{"dev", "staging", Production}
 
-// Suffix returns the physical-name suffix of an environment: "-dev",
-// "-staging", and "" for prod (which keeps the SPEC names verbatim).
-func Suffix(env string) (string, error) {
-	switch env {
-	case "prod":
-		return "", nil
-	case "dev", "staging":
-		return "-" + env, nil
+// Production is the environment whose physical names are the SPEC names
+// themselves; every other environment appends "-<name>".
+const Production = "prod"
+
+// ValidEnvironment reports whether env is one of Environments.
+func ValidEnvironment(env string) error {
+	if !slices.Contains(Environments, env) {
+		return fmt.Errorf("catalog: unknown environment %q (known: %s)", env, strings.Join(Environments, ", "))
 	}
-	return "", fmt.Errorf("queuenames: unknown environment %q (known: %s)", env, strings.Join(Environments, ", "))
+	return nil
 }
 
-// PhysicalName appends suffix to a SPEC name; FIFO names keep ".fifo" last
-// ("mercadofresco-movimientos-stock-dev.fifo").
-func PhysicalName(base, suffix string) string {
-	if stem, ok := strings.CutSuffix(base, ".fifo"); ok {
-		return stem + suffix + ".fifo"
+// Suffix returns the physical-name suffix of an environment: "" for
+// Production, "-<env>" otherwise.
+func Suffix(env string) string {
+	if env == Production {
+		return ""
 	}
-	return base + suffix
+	return "-" + env
+}
+
+// PhysicalName is the name of the resource with SPEC name base in env:
+// base plus the environment's Suffix; FIFO names keep ".fifo" last
+// ("mercadofresco-movimientos-stock-dev.fifo").
+func PhysicalName(base, env string) string {
+	if stem, ok := strings.CutSuffix(base, ".fifo"); ok {
+		return stem + Suffix(env) + ".fifo"
+	}
+	return base + Suffix(env)
 }
 
 // Consumer is a deployed function that reads a queue.
@@ -157,12 +167,11 @@ func Find(name string) (q Queue, isDLQ bool, ok bool) {
 // environment is name (the queue's or its DLQ's), with that environment.
 func FindPhysical(name string) (q Queue, env string, isDLQ bool, ok bool) {
 	for _, env := range Environments {
-		suffix, _ := Suffix(env)
 		for _, q := range Queues {
-			if PhysicalName(q.Name, suffix) == name {
+			if PhysicalName(q.Name, env) == name {
 				return q, env, false, true
 			}
-			if PhysicalName(q.DLQName, suffix) == name {
+			if PhysicalName(q.DLQName, env) == name {
 				return q, env, true, true
 			}
 		}

@@ -1,0 +1,19 @@
+// Package retryapi holds the defaults of the project's retry policy
+// (lambdas/retry) that the CDK side sizes timeouts with
+// (constructs/payment): attempts, waits and their bounds. It depends on the
+// standard library only.
+package retryapi
+
+import "time"
+
+// Policy defaults.
+const (
+	DefaultMaxAttempts   = 3
+	DefaultBase          = 100 * time.Millisecond
+	DefaultCap           = 5 * time.Second
+	DefaultThrottleBase  = time.Second
+	DefaultMaxRetryAfter = 20 * time.Second
+	// MaxAttemptsLimit is the largest MaxAttempts accepted (the attempts
+	// guardrail allows at most 15 gateway calls per order along a path).
+	MaxAttemptsLimit = 10
+)

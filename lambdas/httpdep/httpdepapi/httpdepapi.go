@@ -4,6 +4,13 @@
 // variables and build the alarms without linking the Lambda code.
 package httpdepapi
 
+import "time"
+
+// DefaultReadTimeout bounds each attempt of an HTTP dependency (payment
+// gateway included): far below every caller's visibility or task timeout
+// (docs/design.md#payment).
+const DefaultReadTimeout = 30 * time.Second
+
 // Environment variable suffixes of one dependency. A function talking to
 // the warehouse with prefix "ALMACEN" reads ALMACEN_URL, ALMACEN_SECRET_ARN,
 // ALMACEN_READ_TIMEOUT and, through lambdas/retry, ALMACEN_MAX_ATTEMPTS,
@@ -14,7 +21,8 @@ const (
 	// EnvSuffixSecretARN is the Secrets Manager secret holding its API key
 	// (required).
 	EnvSuffixSecretARN = "_SECRET_ARN"
-	// EnvSuffixReadTimeout bounds each attempt (Go duration, default 30s).
+	// EnvSuffixReadTimeout bounds each attempt (Go duration, default
+	// DefaultReadTimeout).
 	EnvSuffixReadTimeout = "_READ_TIMEOUT"
 	// EnvSuffixMaxAttempts is lambdas/retry's attempts per call (default 3;
 	// the CDK sets it explicitly so the attempts guardrail reads it).

@@ -11,4 +11,7 @@ const (
 	// DimensionEnvironment is the dimension every metric of the project
 	// carries: dev, staging or prod (the functions read it from ENTORNO).
 	DimensionEnvironment = "Entorno"
+	// EnvEnvironment is the variable every function reads its environment
+	// name from (the DimensionEnvironment value).
+	EnvEnvironment = "ENTORNO"
 )

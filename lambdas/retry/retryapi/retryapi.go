@@ -17,3 +17,13 @@ const (
 	// guardrail allows at most 15 gateway calls per order along a path).
 	MaxAttemptsLimit = 10
 )
+
+// The AWS SDK's own retries, the first layer of docs/design.md#retry-layers:
+// every function gets EnvSDKMaxAttempts = SDKMaxAttempts.
+const (
+	// EnvSDKMaxAttempts is the variable the AWS SDK for Go v2 reads for its
+	// attempts per call (lambdas/lambdaenv.LoadAWSConfig honours it too).
+	EnvSDKMaxAttempts = "AWS_MAX_ATTEMPTS"
+	// SDKMaxAttempts is every function's AWS SDK attempts per call.
+	SDKMaxAttempts = 2
+)

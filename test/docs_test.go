@@ -1,0 +1,94 @@
+package test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var (
+	markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	docReference = regexp.MustCompile(`docs/[A-Za-z0-9_/.-]+\.md(?:#[A-Za-z0-9_-]+)?`)
+	heading      = regexp.MustCompile(`(?m)^#+ (.*)$`)
+	notSlug      = regexp.MustCompile(`[^\w\- ]`)
+)
+
+// anchorsOf returns the heading anchors of a Markdown file, as GitHub
+// makes them.
+func anchorsOf(t *testing.T, path string) map[string]bool {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range heading.FindAllStringSubmatch(string(raw), -1) {
+		slug := notSlug.ReplaceAllString(strings.ToLower(strings.TrimSpace(m[1])), "")
+		out[strings.ReplaceAll(slug, " ", "-")] = true
+	}
+	return out
+}
+
+// Every relative link of every Markdown file in the repository, and every
+// docs/<file>.md#<section> a Go file cites, names a file of the repository
+// and, with an anchor, one of its headings. No link leaves the repository.
+func TestDocumentLinksResolve(t *testing.T) {
+	out, err := exec.Command("git", "-C", "..", "ls-files", "*.md", "*.go").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	root, _ := filepath.Abs("..")
+	anchors := map[string]map[string]bool{}
+	checked := 0
+	for _, file := range strings.Fields(string(out)) {
+		if strings.HasPrefix(file, "test/testdata/") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var links []string
+		base := filepath.Dir(file)
+		if strings.HasSuffix(file, ".md") {
+			for _, m := range markdownLink.FindAllStringSubmatch(string(raw), -1) {
+				links = append(links, m[1])
+			}
+		} else {
+			links, base = docReference.FindAllString(string(raw), -1), "."
+		}
+		for _, link := range links {
+			if regexp.MustCompile(`^[a-z]+:`).MatchString(link) {
+				continue // a URL
+			}
+			path, anchor, _ := strings.Cut(link, "#")
+			target := file
+			if path != "" {
+				target = filepath.Clean(filepath.Join(base, path))
+			}
+			checked++
+			if strings.HasPrefix(target, "..") {
+				t.Errorf("%s links %s, outside the repository", file, link)
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(root, target)); err != nil {
+				t.Errorf("%s links %s: no such file", file, link)
+				continue
+			}
+			if anchor == "" || !strings.HasSuffix(target, ".md") {
+				continue
+			}
+			if anchors[target] == nil {
+				anchors[target] = anchorsOf(t, filepath.Join(root, target))
+			}
+			if !anchors[target][anchor] {
+				t.Errorf("%s links %s: %s has no section %q", file, link, target, anchor)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("checked %d links, expected many more: is the pattern right?", checked)
+	}
+}

@@ -83,7 +83,7 @@ func (m *model) chargeMessaging() {
 	}
 	if m.transitions.total() > 0 {
 		m.charge("AWS Step Functions", "state transitions", "states.transition", m.transitions, "Step Functions")
-		m.detail("AWS Step Functions", "state transitions", "%.2f per execution (%g lines per order)", m.tpe, m.u.LinesPerOrder)
+		m.detail("AWS Step Functions", "state transitions", "%.2f per execution, %g lines per order", m.tpe, m.u.LinesPerOrder)
 	}
 }
 
@@ -103,7 +103,7 @@ func (m *model) chargeFunctions() {
 			continue
 		}
 		if inv.total() == 0 {
-			m.note("no modelled route invokes %s", label)
+			m.note("no modelled route invokes %s (the model follows the happy path and a declined charge)", label)
 			continue
 		}
 		mem := num(fn.Prop("MemorySize"))
@@ -231,8 +231,8 @@ func (m *model) chargeData() {
 				continue
 			}
 			acu := math.Max(8, float64(instances)*minACU)
-			m.charge("Amazon RDS Proxy", "capacity (at least 8 ACUs)", "rdsproxy.acu", vol{fixed: acu * hours}, "")
-			m.detail("Amazon RDS Proxy", "capacity (at least 8 ACUs)", "%g ACU × %g h", acu, hours)
+			m.charge("Amazon RDS Proxy", "capacity", "rdsproxy.acu", vol{fixed: acu * hours}, "")
+			m.detail("Amazon RDS Proxy", "capacity", "the target's ACUs, at least 8: %g ACU × %g h", acu, hours)
 		}
 	}
 	for _, c := range m.t.App.Resources("AWS::ElastiCache::ServerlessCache") {
@@ -293,7 +293,7 @@ func (m *model) chargeNetwork() {
 	}
 	if endpoints > 0 {
 		m.charge("AWS PrivateLink", "interface endpoints", "vpc.endpoint.hour", vol{fixed: azHours}, "")
-		m.detail("AWS PrivateLink", "interface endpoints", "%d endpoints, %g endpoint-AZ-hours", endpoints, azHours)
+		m.detail("AWS PrivateLink", "interface endpoints", "%d endpoints × their zones × %g h", endpoints, hours)
 		if m.endpointKB.total() > 0 {
 			m.charge("AWS PrivateLink", "endpoint data processed", "vpc.endpoint.gb", m.endpointKB.scale(1.0/kbPerGB), "")
 		}

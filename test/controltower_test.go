@@ -426,3 +426,53 @@ func (l ctList) keys(t *testing.T, what string) map[string]*ctEntry {
 	}
 	return out
 }
+
+// The check is live, and resolving imports is what it needs: a queue
+// encrypted with a key of another stack fails CT.SQS.PR.2 while its key is
+// an Fn::ImportValue and passes once resolved; a queue without a DLQ fails
+// CT.SQS.PR.1 either way.
+func TestControlTowerRulesSeeResolvedImports(t *testing.T) {
+	guard, rulesDir := cfnGuard(t)
+	keyStack := `{"Resources": {"Key": {"Type": "AWS::KMS::Key", "Properties": {"KeyPolicy": {}}}},
+		"Outputs": {"KeyArn": {"Value": {"Fn::GetAtt": ["Key", "Arn"]}, "Export": {"Name": "K-test:KeyArn"}}}}`
+	queueStack := `{"Resources": {"Cola": {"Type": "AWS::SQS::Queue", "Metadata": {"aws:cdk:path": "Q-test/Cola/Resource"},
+		"Properties": {"KmsMasterKeyId": {"Fn::ImportValue": "K-test:KeyArn"}}}}}`
+	app := cfnlocal.New("123456789012", "eu-west-1")
+	for name, raw := range map[string]string{"K-test": keyStack, "Q-test": queueStack} {
+		if err := app.Add(name, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tpl map[string]any
+	if err := json.Unmarshal([]byte(queueStack), &tpl); err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := withImportsResolved(app, "Q-test", tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, _ := applicableRules(t, rulesDir, map[string]bool{"AWS::SQS::Queue": true})
+	for _, tc := range []struct {
+		name     string
+		tpl      map[string]any
+		controls []string
+	}{
+		{"imported key", tpl, []string{"CT.SQS.PR.1", "CT.SQS.PR.2"}},
+		{"resolved key", resolved, []string{"CT.SQS.PR.1"}},
+	} {
+		file := filepath.Join(t.TempDir(), "Q-test.template.json")
+		raw, _ := json.Marshal(tc.tpl)
+		if err := os.WriteFile(file, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		labels := map[string]map[string]string{file: {"Cola": "Q/Cola"}}
+		var got []string
+		for _, f := range runGuard(t, guard, rules, []string{file}, labels) {
+			got = append(got, f.Control)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.controls) {
+			t.Errorf("%s: findings %v, want %v", tc.name, got, tc.controls)
+		}
+	}
+}

@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 GO ?= go
 ENV ?= dev
 
-.PHONY: all install synth test test-cdk test-race test-e2e chaos e2e review vet fmt-check tree-check snapshots diff deploy services bench measure clean
+.PHONY: all install synth cost test test-cdk test-race test-e2e chaos e2e review vet fmt-check tree-check snapshots diff deploy services bench measure clean
 
 all: synth
 
@@ -28,6 +28,14 @@ install:
 synth: install
 	cdk synth --quiet
 	@ls cdk.out/*.template.json
+
+## cost: the monthly cost of ENV from its synthesized templates, the usage model and the dated price table (make cost ENV=prod); synthesises ENV first when cdk.out lacks it or the code changed since
+cost: install
+	@oldest=$$(ls -tr cdk.out/*-$(ENV).template.json 2>/dev/null | head -1); \
+	if [ -z "$$oldest" ] || [ -n "$$(find app.go cdk.json go.mod config constructs stacks lambdas -type f -newer "$$oldest" -print -quit)" ]; then \
+	  echo "synthesising $(ENV) into cdk.out" >&2; cdk synth --quiet -c env=$(ENV) >/dev/null; \
+	fi
+	@$(GO) run ./cmd/mf-cost -e $(ENV)
 
 # The Go libraries and tools run under the race detector; the CDK packages
 # (jsii drives a Node process, nothing of ours is concurrent there, and the

@@ -1,0 +1,152 @@
+package cost
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Layers are the messaging services the design's figure priced, in the
+// order the report lists them.
+var Layers = []string{"SNS", "EventBridge", "Step Functions", "DynamoDB", "SQS"}
+
+// Write prints the estimate as a table: every line with its quantity, its
+// fixed and order-driven cost, the totals, the cost per order, and the
+// messaging layer against the design's figure.
+func (e *Estimate) Write(w io.Writer) error {
+	u := e.Usage
+	fmt.Fprintf(w, "MercadoFresco %s: monthly cost in %s, %s list prices of %s, %s orders a month (%s executions in flight at peak)\n\n",
+		e.Env, e.Prices.Region, e.Prices.Currency, e.Prices.Recorded, group(e.Orders), group(u.ExecutionsInFlightPeak))
+	t := &table{right: []bool{false, false, true, false, true, true, true}}
+	t.row("service", "item", "quantity a month", "", "fixed", "per-order", "monthly")
+	service := ""
+	for _, l := range e.Lines {
+		s := l.Service
+		if s == service {
+			s = ""
+		}
+		service = l.Service
+		item := l.Item
+		if l.Detail != "" {
+			item += " (" + l.Detail + ")"
+		}
+		t.row(s, item, qty(l.Quantity), l.Unit, usd(l.Fixed), usd(l.PerOrder), usd(l.Monthly()))
+	}
+	t.row("", "total", "", "", usd(e.Fixed()), usd(e.PerOrder()), usd(e.Monthly()))
+	if err := t.write(w); err != nil {
+		return err
+	}
+	v, total := e.CostPerOrder()
+	fmt.Fprintf(w, "\nper order: %.5f USD order-driven; %.5f USD with the fixed %.2f USD shared by %s orders\n", v, total, e.Fixed(), group(e.Orders))
+	fmt.Fprintf(w, "workflow: %.2f state transitions per execution\n", e.TransitionsPerExecution)
+
+	fmt.Fprintf(w, "\nmessaging layer against the figure the design started from, for 240,000 orders a month (SPEC; docs/cost.md):\n")
+	t = &table{right: []bool{false, true, true, true}}
+	t.row("", "design", "estimate", "difference")
+	design, now := 0.0, 0.0
+	for _, l := range Layers {
+		d := u.DesignMessagingUSD[l]
+		design += d
+		now += e.Layer(l)
+		t.row(l, fmt.Sprintf("%.2f", d), fmt.Sprintf("%.2f", e.Layer(l)), fmt.Sprintf("%+.2f", e.Layer(l)-d))
+	}
+	// The design's parts add up to 58.45 USD; SPEC rounds the layer to ~62.
+	t.row("total of the parts (SPEC: ~62)", fmt.Sprintf("%.2f", design), fmt.Sprintf("%.2f", now), fmt.Sprintf("%+.2f", now-design))
+	if err := t.write(w); err != nil {
+		return err
+	}
+	if len(e.Unpriced) > 0 {
+		var s []string
+		for _, k := range slices.Sorted(maps.Keys(e.Unpriced)) {
+			s = append(s, fmt.Sprintf("%s (%d)", k, e.Unpriced[k]))
+		}
+		fmt.Fprintf(w, "\nnot priced (types the model does not know): %s\n", strings.Join(s, ", "))
+	}
+	if len(e.Notes) > 0 {
+		fmt.Fprintln(w, "\nnotes:")
+		for _, n := range e.Notes {
+			fmt.Fprintln(w, "  - "+n)
+		}
+	}
+	fmt.Fprintln(w, "\nWithout free tier or taxes. Each price's source and basis: cmd/mf-cost/cost/prices-eu-west-1.json;")
+	_, err := fmt.Fprintln(w, "volumes and per-invocation work: cmd/mf-cost/cost/usage.json.")
+	return err
+}
+
+// table lays out rows in columns, numbers right-aligned.
+type table struct {
+	right []bool
+	rows  [][]string
+}
+
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer) error {
+	width := make([]int, len(t.right))
+	for _, r := range t.rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range t.rows {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if t.right[i] {
+				b.WriteString(pad + c)
+			} else {
+				b.WriteString(c + pad)
+			}
+		}
+		if _, err := fmt.Fprintln(w, strings.TrimRight(b.String(), " ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func usd(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	if v < 0.005 && v > -0.005 {
+		return "<0.01"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func qty(v float64) string {
+	switch {
+	case v >= 1000:
+		return group(v)
+	case v >= 10:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 0.01:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.2g", v)
+}
+
+// group formats v rounded, with thousands separators.
+func group(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,209 @@
+package cost
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/mercadofresco/integration/config/catalog"
+	"github.com/mercadofresco/integration/internal/cfnlocal"
+)
+
+// Templates are the synthesized templates of one environment.
+type Templates struct {
+	Env string
+	App *cfnlocal.App
+}
+
+// Load reads the templates of env ("<stack>-<env>.template.json") from dir:
+// a cloud assembly (cdk.out) or the committed snapshots. The account comes
+// from the assembly's manifest.json, or else from the ARNs the templates
+// spell out.
+func Load(dir, env string) (*Templates, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*-"+env+".template.json"))
+	if err != nil {
+		return nil, err
+	}
+	raws := map[string][]byte{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		raws[strings.TrimSuffix(filepath.Base(f), ".template.json")] = raw
+	}
+	account := manifestAccount(filepath.Join(dir, "manifest.json"), env)
+	return FromTemplates(env, account, raws)
+}
+
+// FromTemplates builds Templates from raw templates by stack name. An empty
+// account is inferred from the ARNs the templates spell out.
+func FromTemplates(env, account string, raws map[string][]byte) (*Templates, error) {
+	if len(raws) == 0 {
+		return nil, fmt.Errorf("cost: no template of environment %q", env)
+	}
+	if account == "" {
+		account = inferAccount(raws)
+	}
+	region := inferRegion(raws)
+	app := cfnlocal.New(account, region)
+	for _, stack := range slices.Sorted(maps.Keys(raws)) {
+		if err := app.Add(stack, raws[stack]); err != nil {
+			return nil, err
+		}
+	}
+	return &Templates{Env: env, App: app}, nil
+}
+
+func manifestAccount(path, env string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Artifacts map[string]struct {
+			Type        string `json:"type"`
+			Environment string `json:"environment"`
+		} `json:"artifacts"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	for name, a := range m.Artifacts {
+		if a.Type == "aws:cloudformation:stack" && strings.HasSuffix(name, "-"+env) {
+			if acct, _, ok := strings.Cut(strings.TrimPrefix(a.Environment, "aws://"), "/"); ok && accountPattern.MatchString(acct) {
+				return acct
+			}
+		}
+	}
+	return ""
+}
+
+var (
+	accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
+	arnAccount     = regexp.MustCompile(`arn:aws:[a-z0-9-]+:[a-z0-9-]*:([0-9]{12}):`)
+	arnRegion      = regexp.MustCompile(`arn:aws:[a-z0-9-]+:([a-z]{2}-[a-z]+-[0-9]):`)
+)
+
+// inferAccount is the account most ARNs in the templates name.
+func inferAccount(raws map[string][]byte) string {
+	return mostCommon(raws, arnAccount)
+}
+
+func inferRegion(raws map[string][]byte) string {
+	if r := mostCommon(raws, arnRegion); r != "" {
+		return r
+	}
+	return "eu-west-1"
+}
+
+func mostCommon(raws map[string][]byte, re *regexp.Regexp) string {
+	count := map[string]int{}
+	for _, raw := range raws {
+		for _, m := range re.FindAllSubmatch(raw, -1) {
+			count[string(m[1])]++
+		}
+	}
+	best := ""
+	for _, k := range slices.Sorted(maps.Keys(count)) {
+		if best == "" || count[k] > count[best] {
+			best = k
+		}
+	}
+	return best
+}
+
+// locals gives references their AWS meaning (cfnlocal.Physical) and, for
+// the types Physical does not know (subnets, security groups, ...), a
+// literal naming the resource: the cost model only compares ARNs of the
+// types it prices, so such a value is never compared, only carried.
+type locals struct{ p cfnlocal.Physical }
+
+func (l locals) Ref(r *cfnlocal.Resource) (string, error) {
+	s, err := l.p.Ref(r)
+	if errors.Is(err, cfnlocal.ErrUnresolvable) {
+		return "cfn:" + r.Stack + "/" + r.LogicalID, nil
+	}
+	return s, err
+}
+
+func (l locals) GetAtt(r *cfnlocal.Resource, attr string) (string, error) {
+	s, err := l.p.GetAtt(r, attr)
+	if errors.Is(err, cfnlocal.ErrUnresolvable) {
+		return "cfn:" + r.Stack + "/" + r.LogicalID + "." + attr, nil
+	}
+	return s, err
+}
+
+// resolve evaluates v, a property of a resource of stack.
+func (t *Templates) resolve(stack string, v any) (any, error) {
+	return t.App.Resolve(stack, v, locals{cfnlocal.Physical{App: t.App}})
+}
+
+func (t *Templates) resolveString(stack string, v any) (string, error) {
+	return t.App.ResolveString(stack, v, locals{cfnlocal.Physical{App: t.App}})
+}
+
+// arnOf is the ARN (or, for a queue, also its URL) of r.
+func (t *Templates) arnOf(r *cfnlocal.Resource) (string, error) {
+	return cfnlocal.Physical{App: t.App}.GetAtt(r, "Arn")
+}
+
+// Part is the stack's part of the app: "Network" for
+// "MercadoFresco-Network-prod".
+func (t *Templates) Part(stack string) string {
+	s := strings.TrimSuffix(stack, "-"+t.Env)
+	if i := strings.LastIndex(s, "-"); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// Label names r the same way in every environment: its SPEC name when it
+// has a physical name ("mf-cobro", not "mf-cobro-dev"), otherwise its
+// stack's part and construct path ("Network/Red/FlowLogs").
+func (t *Templates) Label(r *cfnlocal.Resource) string {
+	if prop, ok := nameProps[r.Type]; ok {
+		if s, ok := r.Properties[prop].(string); ok && s != "" {
+			return specName(s, t.Env)
+		}
+	}
+	path := r.Path()
+	if _, rest, ok := strings.Cut(path, "/"); ok {
+		path = rest
+	}
+	path = strings.TrimSuffix(path, "/Resource")
+	return t.Part(r.Stack) + "/" + path
+}
+
+var nameProps = map[string]string{
+	"AWS::Lambda::Function": "FunctionName", "AWS::SQS::Queue": "QueueName", "AWS::SNS::Topic": "TopicName",
+	"AWS::DynamoDB::Table": "TableName", "AWS::StepFunctions::StateMachine": "StateMachineName",
+	"AWS::Logs::LogGroup": "LogGroupName", "AWS::Pipes::Pipe": "Name", "AWS::Events::EventBus": "Name",
+	"AWS::Events::Rule": "Name", "AWS::ElastiCache::ServerlessCache": "ServerlessCacheName",
+	"AWS::Events::ApiDestination": "Name",
+}
+
+// specName strips an environment's token from a physical name: its
+// suffix (catalog.PhysicalName: "-dev", ".fifo" kept last) or, for the
+// names built from a prefix ("mf-dev-cobro", "mf-outbox-dev-publicador"),
+// the token inside.
+func specName(name, env string) string {
+	sfx := catalog.Suffix(env)
+	if sfx == "" {
+		return name
+	}
+	if stem, ok := strings.CutSuffix(name, ".fifo"); ok {
+		return specName(stem, env) + ".fifo"
+	}
+	if stem, ok := strings.CutSuffix(name, sfx); ok {
+		return stem
+	}
+	return strings.Replace(name, sfx+"-", "-", 1)
+}

@@ -19,7 +19,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -551,7 +550,7 @@ func (p *Publisher) record(ctx context.Context, token uuid.UUID, claimed []claim
 			p.cfg.Logger.Warn("outbox: publish failed, will retry", "id_evento", r.id, "tipo", r.typ, "intentos", r.attempts, "error", o.err)
 		}
 		ids = append(ids, r.id)
-		errs = append(errs, text.Truncate(o.err, maxErrorBytes))
+		errs = append(errs, retry.Truncate(o.err, maxErrorBytes))
 		parks = append(parks, park)
 		refunds = append(refunds, refund)
 		backoffs = append(backoffs, retry.FullJitter(p.cfg.RetryBaseDelay, p.cfg.RetryMaxDelay, r.attempts, nil).Milliseconds())

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // Message attributes added to dead-lettered messages. The DLQ runbook's
@@ -159,7 +159,7 @@ type overflowAttr struct {
 }
 
 // truncate makes s a valid, non-empty SQS attribute value of at most n
-// bytes: characters SQS refuses become U+FFFD (see text.Truncate for the
+// bytes: characters SQS refuses become U+FFFD (see retry.Truncate for the
 // rest).
 func truncate(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
@@ -168,7 +168,7 @@ func truncate(s string, n int) string {
 		}
 		return utf8.RuneError
 	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
-	return nonEmpty(text.Truncate(s, n))
+	return nonEmpty(retry.Truncate(s, n))
 }
 
 func nonEmpty(s string) string {

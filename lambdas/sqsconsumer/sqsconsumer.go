@@ -246,7 +246,7 @@ func (r *Runtime) Dependency(s httpdep.Settings, name string) (*httpdep.Client, 
 		return nil, err
 	}
 	keys := apikey.NewSecret(secretsmanager.NewFromConfig(r.AWS), s.SecretARN, 0)
-	return httpdep.FromSettings(s, name, keys, br, r.DependencyMetrics(name), r.Log)
+	return httpdep.FromSettings(s, httpdep.Config{Name: name, Keys: keys, Breaker: br, Metrics: r.DependencyMetrics(name), Logger: r.Log})
 }
 
 // Plan returns the degrade plan of this consumer's queue (ReadPlan first):

@@ -7,6 +7,8 @@
 // without linking the AWS SDK.
 package paymentapi
 
+import "github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
+
 // Error names: the errorType of a failed invocation, i.e. the "Error" that
 // a Step Functions Retry's ErrorEquals or a Catch matches. Each is stable:
 // renaming one breaks the deployed workflow.
@@ -117,21 +119,25 @@ type ReembolsoOutput struct {
 	Moneda              string `json:"moneda"`
 }
 
+// GatewayEnvPrefix is the prefix of the gateway's lambdas/httpdep variables.
+const GatewayEnvPrefix = "GATEWAY"
+
 // Environment variables of the cobro and reembolso functions (besides the
 // breaker's, in lambdas/breaker/breakerapi, and AWS_MAX_ATTEMPTS).
 const (
 	// EnvGatewayURL is the gateway's base URL, https (required).
-	EnvGatewayURL = "GATEWAY_URL"
+	EnvGatewayURL = GatewayEnvPrefix + httpdepapi.EnvSuffixURL
 	// EnvGatewaySecretARN is the Secrets Manager secret holding the API key
 	// (required): a plain string, or JSON {"api_key": "..."}.
-	EnvGatewaySecretARN = "GATEWAY_SECRET_ARN"
+	EnvGatewaySecretARN = GatewayEnvPrefix + httpdepapi.EnvSuffixSecretARN
 	// EnvGatewayMaxAttempts is the gateway attempts per invocation
 	// (default 3, at most 10). The attempts guardrail multiplies it by the
 	// workflow's Retry attempts and requires at most 15 per order.
-	EnvGatewayMaxAttempts = "GATEWAY_MAX_ATTEMPTS"
+	EnvGatewayMaxAttempts = GatewayEnvPrefix + httpdepapi.EnvSuffixMaxAttempts
 	// EnvGatewayReadTimeout is the per-attempt read timeout (Go duration,
-	// default 30s). The function timeout must cover MaxAttempts of it.
-	EnvGatewayReadTimeout = "GATEWAY_READ_TIMEOUT"
+	// default httpdepapi.DefaultReadTimeout). The function timeout must
+	// cover MaxAttempts of it.
+	EnvGatewayReadTimeout = GatewayEnvPrefix + httpdepapi.EnvSuffixReadTimeout
 	// EnvIdempotencyTable is the mercadofresco-idempotencia table name
 	// (required; the same variable lambdas/idempotency documents).
 	EnvIdempotencyTable = "IDEMPOTENCY_TABLE_NAME"

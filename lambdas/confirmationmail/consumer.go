@@ -74,8 +74,8 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	})
 }
 
-func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
-	return func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
+func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *sqsbatch.Record, p *Pedido) error {
+	return func(ctx context.Context, rec *sqsbatch.Record, p *Pedido) error {
 		if err := window.Check(rec); err != nil {
 			return err
 		}

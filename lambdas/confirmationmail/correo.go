@@ -66,6 +66,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
@@ -175,26 +176,12 @@ func (s *Mailer) log() *slog.Logger {
 	return s.Logger
 }
 
-// PedidoConfirmado is the part of the confirmed-order event (version 1)
-// the e-mail needs; unknown fields are ignored.
-type PedidoConfirmado struct {
-	PedidoID string `json:"pedido_id"`
-	Cliente  struct {
-		Email  string `json:"email"`
-		Nombre string `json:"nombre"`
-	} `json:"cliente"`
-	Lineas []struct {
-		SKU            string `json:"sku"`
-		Cantidad       int64  `json:"cantidad"`
-		PrecioCentimos int64  `json:"precio_centimos"`
-	} `json:"lineas"`
-	TotalCentimos int64  `json:"total_centimos"`
-	Moneda        string `json:"moneda"`
-}
+// Pedido is the confirmed order as this consumer validates it.
+type Pedido struct{ eventsapi.PedidoConfirmado }
 
 // Validate implements sqsbatch.Validator: an e-mail without an address or
 // an amount is poison.
-func (p *PedidoConfirmado) Validate() error {
+func (p *Pedido) Validate() error {
 	var problems []error
 	if at := strings.LastIndex(p.Cliente.Email, "@"); at < 1 || at == len(p.Cliente.Email)-1 || strings.ContainsAny(p.Cliente.Email, " \r\n<>\",") {
 		problems = append(problems, fmt.Errorf("cliente.email %q is not an e-mail address", p.Cliente.Email))
@@ -209,7 +196,7 @@ func (p *PedidoConfirmado) Validate() error {
 }
 
 // Render writes the confirmation e-mail of p (Spanish, plain text and HTML).
-func Render(p *PedidoConfirmado) Mensaje {
+func Render(p *Pedido) Mensaje {
 	saludo := "Hola"
 	if n := strings.TrimSpace(p.Cliente.Nombre); n != "" {
 		saludo += " " + n

@@ -277,7 +277,7 @@ func TestRejectedEmailIsADataError(t *testing.T) {
 }
 
 func TestRender(t *testing.T) {
-	var p confirmationmail.PedidoConfirmado
+	var p confirmationmail.Pedido
 	consumertest.Must(t, json.Unmarshal([]byte(pedido("P-1", "ana@example.com")), &p))
 	m := confirmationmail.Render(&p)
 	for _, want := range []string{"P-1", "48,20 EUR", "Ana"} {

@@ -45,6 +45,7 @@ import (
 	"log/slog"
 	"regexp"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -55,32 +56,14 @@ import (
 // PathAvisos is the ERP's endpoint.
 const PathAvisos = "/v1/avisos-pedido"
 
-// PedidoConfirmado is the part of the confirmed-order event (version 1)
-// this consumer reads; unknown fields are ignored.
-type PedidoConfirmado struct {
-	PedidoID string `json:"pedido_id"`
-	Cliente  struct {
-		ID string `json:"id"`
-	} `json:"cliente"`
-	Lineas          []Linea `json:"lineas"`
-	TotalCentimos   int64   `json:"total_centimos"`
-	Moneda          string  `json:"moneda"`
-	ReferenciaCobro string  `json:"referencia_cobro"`
-	ConfirmadoEn    string  `json:"confirmado_en"`
-}
-
-// Linea is one order line.
-type Linea struct {
-	SKU            string `json:"sku"`
-	Cantidad       int64  `json:"cantidad"`
-	PrecioCentimos int64  `json:"precio_centimos"`
-}
+// Pedido is the confirmed order as this consumer validates it.
+type Pedido struct{ eventsapi.PedidoConfirmado }
 
 var currency = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // Validate implements sqsbatch.Validator: a notice the ERP could not book
 // is poison.
-func (p *PedidoConfirmado) Validate() error {
+func (p *Pedido) Validate() error {
 	var problems []error
 	if p.ReferenciaCobro == "" {
 		problems = append(problems, errors.New("referencia_cobro is empty (a confirmed order is charged)"))
@@ -99,13 +82,13 @@ func (p *PedidoConfirmado) Validate() error {
 
 // Aviso is the body of POST /v1/avisos-pedido.
 type Aviso struct {
-	PedidoID        string  `json:"pedido_id"`
-	ClienteID       string  `json:"cliente_id,omitempty"`
-	TotalCentimos   int64   `json:"total_centimos"`
-	Moneda          string  `json:"moneda"`
-	ReferenciaCobro string  `json:"referencia_cobro"`
-	ConfirmadoEn    string  `json:"confirmado_en,omitempty"`
-	Lineas          []Linea `json:"lineas"`
+	PedidoID        string            `json:"pedido_id"`
+	ClienteID       string            `json:"cliente_id,omitempty"`
+	TotalCentimos   int64             `json:"total_centimos"`
+	Moneda          string            `json:"moneda"`
+	ReferenciaCobro string            `json:"referencia_cobro"`
+	ConfirmadoEn    string            `json:"confirmado_en,omitempty"`
+	Lineas          []eventsapi.Linea `json:"lineas"`
 }
 
 // Registro is the ERP's answer, stored and replayed by the idempotency record.
@@ -135,14 +118,14 @@ func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, erp ERP) (*sqs
 		return nil, errors.New("erpnotice: the ERP client is required")
 	}
 	return sqsconsumer.OnceProcessor(s, d, idempotency.KeyAvisoERP,
-		func(p *PedidoConfirmado) sqsconsumer.Call[Registro] {
+		func(p *Pedido) sqsconsumer.Call[Registro] {
 			a := Aviso{PedidoID: p.PedidoID, ClienteID: p.Cliente.ID, TotalCentimos: p.TotalCentimos, Moneda: p.Moneda,
 				ReferenciaCobro: p.ReferenciaCobro, ConfirmadoEn: p.ConfirmadoEn, Lineas: p.Lineas}
 			return sqsconsumer.Call[Registro]{Payload: a, Do: func(ctx context.Context, key string) (Registro, error) {
 				return erp.Avisar(ctx, key, a)
 			}}
 		},
-		func(rec *sqsbatch.Record, p *PedidoConfirmado, res Registro) {
+		func(rec *sqsbatch.Record, p *Pedido, res Registro) {
 			rec.Logger.Info("ERP notified", slog.String("pedido_id", p.PedidoID), slog.String("registro_erp", res.ID))
 		})
 }

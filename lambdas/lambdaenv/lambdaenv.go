@@ -25,6 +25,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 // ErrInvalid is wrapped by every error Err reports.
@@ -210,21 +212,12 @@ func (e *Env) Logger(function string) *slog.Logger {
 		With(slog.String("funcion", function))
 }
 
-// EnvSDKMaxAttempts is the AWS SDK's own variable for its retryer's attempts
-// per call. The CDK sets it on every function (constructs/golambda), and the
-// synth-time attempts guardrail reads it from the template, so the number
-// reviewed is the number the code runs with.
-const EnvSDKMaxAttempts = "AWS_MAX_ATTEMPTS"
-
-// DefaultSDKMaxAttempts is the SDK attempts per call when AWS_MAX_ATTEMPTS is
-// not set: 2 (SPEC, retry layers: the lesson's fix of max_attempts 5).
-const DefaultSDKMaxAttempts = 2
-
 // LoadAWSConfig loads the SDK configuration the usual way (region, role
-// credentials, AWS_ENDPOINT_URL_* overrides) with AWS_MAX_ATTEMPTS attempts
-// per call, DefaultSDKMaxAttempts when it is unset.
+// credentials, AWS_ENDPOINT_URL_* overrides) with retryapi.EnvSDKMaxAttempts
+// attempts per call, retryapi.SDKMaxAttempts when it is unset
+// (docs/design.md#retry-layers).
 func (e *Env) LoadAWSConfig(ctx context.Context, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
-	attempts := e.Int(EnvSDKMaxAttempts, DefaultSDKMaxAttempts, 1, 10)
+	attempts := e.Int(retryapi.EnvSDKMaxAttempts, retryapi.SDKMaxAttempts, 1, 10)
 	if err := e.Err(); err != nil {
 		return aws.Config{}, err
 	}

@@ -51,6 +51,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -61,14 +62,10 @@ import (
 // PathPreparaciones is the warehouse's endpoint.
 const PathPreparaciones = "/v1/preparaciones"
 
-// PedidoConfirmado is the part of the confirmed-order event (version 1)
-// this consumer reads; unknown fields are ignored.
-type PedidoConfirmado struct {
-	PedidoID string  `json:"pedido_id"`
-	Lineas   []Linea `json:"lineas"`
-}
+// Pedido is the confirmed order as this consumer validates it.
+type Pedido struct{ eventsapi.PedidoConfirmado }
 
-// Linea is one order line.
+// Linea is one order line sent to the warehouse.
 type Linea struct {
 	SKU      string `json:"sku"`
 	Cantidad int64  `json:"cantidad"`
@@ -76,7 +73,7 @@ type Linea struct {
 
 // Validate implements sqsbatch.Validator: an order no warehouse could
 // prepare is poison, not something to retry.
-func (p *PedidoConfirmado) Validate() error {
+func (p *Pedido) Validate() error {
 	if len(p.Lineas) == 0 {
 		return errors.New("order has no lines")
 	}
@@ -123,13 +120,16 @@ func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, almacen Almace
 		return nil, errors.New("preparacion: the warehouse client is required")
 	}
 	return sqsconsumer.OnceProcessor(s, d, idempotency.KeyPreparacion,
-		func(p *PedidoConfirmado) sqsconsumer.Call[Preparacion] {
-			req := Solicitud{PedidoID: p.PedidoID, Lineas: p.Lineas}
+		func(p *Pedido) sqsconsumer.Call[Preparacion] {
+			req := Solicitud{PedidoID: p.PedidoID, Lineas: make([]Linea, len(p.Lineas))}
+			for i, l := range p.Lineas {
+				req.Lineas[i] = Linea{SKU: l.SKU, Cantidad: l.Cantidad}
+			}
 			return sqsconsumer.Call[Preparacion]{Payload: req, Do: func(ctx context.Context, key string) (Preparacion, error) {
 				return almacen.Preparar(ctx, key, req)
 			}}
 		},
-		func(rec *sqsbatch.Record, p *PedidoConfirmado, res Preparacion) {
+		func(rec *sqsbatch.Record, p *Pedido, res Preparacion) {
 			rec.Logger.Info("order sent to preparation", slog.String("pedido_id", p.PedidoID),
 				slog.String("referencia_preparacion", res.ID), slog.Int("lineas", len(p.Lineas)))
 		})

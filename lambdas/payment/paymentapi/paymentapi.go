@@ -7,7 +7,11 @@
 // without linking the AWS SDK.
 package paymentapi
 
-import "github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
+import (
+	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+)
 
 // Error names: the errorType of a failed invocation, i.e. the "Error" that
 // a Step Functions Retry's ErrorEquals or a Catch matches. Each is stable:
@@ -140,9 +144,9 @@ const (
 	EnvGatewayReadTimeout = GatewayEnvPrefix + httpdepapi.EnvSuffixReadTimeout
 	// EnvIdempotencyTable is the mercadofresco-idempotencia table name
 	// (required; the same variable lambdas/idempotency documents).
-	EnvIdempotencyTable = "IDEMPOTENCY_TABLE_NAME"
+	EnvIdempotencyTable = idempotencyapi.EnvTableName
 	// EnvEnvironment is dev, staging or prod (the Entorno metric dimension).
-	EnvEnvironment = "ENTORNO"
+	EnvEnvironment = metricsapi.EnvEnvironment
 )
 
 // GatewayDependency is the breaker name and Dependencia dimension of the

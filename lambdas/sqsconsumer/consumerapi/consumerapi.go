@@ -9,6 +9,8 @@ package consumerapi
 import (
 	"strconv"
 	"time"
+
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
 // Environment variables every consumer reads (lambdas/sqsconsumer). DLQ
@@ -17,7 +19,7 @@ import (
 // lambdas/breaker/breakerapi.
 const (
 	// EnvEnvironment is dev, staging or prod (the Entorno metric dimension).
-	EnvEnvironment = "ENTORNO"
+	EnvEnvironment = metricsapi.EnvEnvironment
 	// EnvConsumerVersion overrides the build id written to dead-lettered
 	// messages (default: the SHA-256 of the running binary, lambdas/internal/buildid).
 	EnvConsumerVersion = "CONSUMER_VERSION"

@@ -219,7 +219,7 @@ func (s *sim) addInstance() {
 			retry.WithClock(s.clk), retry.WithRand(retry.NewSeeded(s.rnd.Uint64())), retry.WithBudget(b))
 	}
 	if s.st.Breaker {
-		in.breaker, _ = breaker.New(s.store, breaker.Config{Name: "pasarela", Clock: s.clk,
+		in.breaker, _ = breaker.New(s.store, breaker.Config{Name: "pasarela", Now: s.clk.Now,
 			FailureThreshold: s.st.Threshold, OpenPeriod: s.st.OpenPeriod})
 	}
 	s.pool = append(s.pool, in)

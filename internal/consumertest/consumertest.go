@@ -54,7 +54,7 @@ const ConfirmadoEn = "2026-11-27T17:55:00Z"
 // Queues is a source queue and its DLQ in one sqsfake.
 type Queues struct {
 	Fake  *sqsfake.Fake
-	Clock *sqsfake.ManualClock
+	Clock *retry.VirtualClock
 	// Source and DLQ are the queue URLs, SourceARN the event source ARN.
 	Source, DLQ, SourceARN string
 	MaxReceiveCount        int
@@ -93,8 +93,8 @@ func New(t testing.TB, name string, o Options) *Queues {
 	if o.Fifo {
 		suffix = ".fifo"
 	}
-	clk := sqsfake.NewManualClock(Start)
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := retry.NewVirtualClock(Start)
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	dlq, err := f.CreateQueue(name+"-fallidos"+suffix, sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -378,14 +378,14 @@ func Client(t testing.TB, name string, srv *fakehttp.Server, o DepOptions) *http
 
 // Breaker returns a breaker of dependency name on rdb (a private Redis of
 // the test, internal/redistest) with a key prefix of this test, on
-// clk (a *retry.VirtualClock lets the test end the open period at once).
+// now (a *retry.VirtualClock's Now lets the test end the open period).
 // Its store timeout is long: on a loaded machine a slow Redis answer must
 // not turn into the breaker failing open, which the tests would read as
 // the circuit never opening.
-func Breaker(t testing.TB, rdb redis.Scripter, name string, threshold int, clk breaker.Clock) *breaker.Breaker {
+func Breaker(t testing.TB, rdb redis.Scripter, name string, threshold int, now func() time.Time) *breaker.Breaker {
 	t.Helper()
 	b, err := breaker.New(breaker.NewRedisStore(rdb), breaker.Config{
-		Name: name, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: threshold, Clock: clk, Logger: Logger(t),
+		Name: name, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: threshold, Now: now, Logger: Logger(t),
 		StoreTimeout: 10 * time.Second,
 	})
 	if err != nil {

@@ -89,7 +89,7 @@ func (f *Fake) StartMessageMoveTask(ctx context.Context, in *queue.StartMoveTask
 	if err := f.check(ctx, "StartMessageMoveTask", in.SourceARN); err != nil {
 		return "", err
 	}
-	now := f.clock.Now()
+	now := f.now()
 	f.advanceTasks(now)
 	src, ok := f.byARN[in.SourceARN]
 	if !ok {
@@ -150,7 +150,7 @@ func (f *Fake) ListMessageMoveTasks(ctx context.Context, sourceARN string, max i
 	if !ok {
 		return nil, fmt.Errorf("sqsfake: ListMessageMoveTasks: %w: %s", queue.ErrQueueNotFound, sourceARN)
 	}
-	f.advanceTasks(f.clock.Now())
+	f.advanceTasks(f.now())
 	var out []queue.MoveTask
 	for i := len(f.tasks) - 1; i >= 0 && len(out) < max; i-- {
 		t := f.tasks[i]
@@ -183,7 +183,7 @@ func (f *Fake) CancelMessageMoveTask(ctx context.Context, handle string) (int64,
 	if err := f.check(ctx, "CancelMessageMoveTask", handle); err != nil {
 		return 0, err
 	}
-	f.advanceTasks(f.clock.Now())
+	f.advanceTasks(f.now())
 	for _, t := range f.tasks {
 		if t.handle == handle && t.status == queue.MoveTaskRunning {
 			t.status = queue.MoveTaskCancelling

@@ -36,7 +36,7 @@
 // itself) FAILS and leaves that message in the DLQ; an unset rate moves
 // everything at once; a cancelled task is CANCELLING until the next call.
 //
-// Time comes from an injectable Clock (ManualClock in tests). Not modelled:
+// Time comes from an injectable clock (WithClock). Not modelled:
 // long polling waits (WaitTime returns at once), the 12-hour in-flight cap,
 // server sampling of short polls (a receive returns every eligible message up
 // to the maximum), throughput limits, KMS. Failures can be injected with
@@ -61,39 +61,6 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
-
-// Clock gives the fake its notion of now.
-type Clock interface {
-	Now() time.Time
-}
-
-// ManualClock is a Clock that only moves when told to. It is safe for
-// concurrent use.
-type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewManualClock returns a clock stopped at t.
-func NewManualClock(t time.Time) *ManualClock { return &ManualClock{now: t} }
-
-// Now implements Clock.
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *ManualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // SQS limits and defaults the fake enforces.
 const (
@@ -162,8 +129,9 @@ type MessageState struct {
 // Option configures a Fake.
 type Option func(*Fake)
 
-// WithClock sets the clock (default: the wall clock).
-func WithClock(c Clock) Option { return func(f *Fake) { f.clock = c } }
+// WithClock sets the time source (default time.Now; tests pass a
+// *retry.VirtualClock's Now).
+func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
 
 // WithRegion sets the region used in queue URLs and ARNs (default eu-west-1).
 func WithRegion(r string) Option { return func(f *Fake) { f.region = r } }
@@ -184,7 +152,7 @@ type Fault func(op, queueURL string) error
 // safe for concurrent use.
 type Fake struct {
 	mu      sync.Mutex
-	clock   Clock
+	now     func() time.Time
 	region  string
 	account string
 	byURL   map[string]*fakeQueue
@@ -238,7 +206,7 @@ type handle struct {
 // New returns an empty Fake.
 func New(opts ...Option) *Fake {
 	f := &Fake{
-		clock:   realClock{},
+		now:     time.Now,
 		region:  "eu-west-1",
 		account: "000000000000",
 		byURL:   map[string]*fakeQueue{},
@@ -344,7 +312,7 @@ func (f *Fake) Stats(url string) Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if q, ok := f.byURL[url]; ok {
-		f.advanceTasks(f.clock.Now())
+		f.advanceTasks(f.now())
 		return q.stats
 	}
 	return Stats{}
@@ -359,7 +327,7 @@ func (f *Fake) Inspect(url string) ([]MessageState, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", queue.ErrQueueNotFound, url)
 	}
-	now := f.clock.Now()
+	now := f.now()
 	f.advanceTasks(now)
 	f.expire(q, now)
 	out := make([]MessageState, 0, len(q.msgs))
@@ -403,7 +371,7 @@ func (f *Fake) lookup(ctx context.Context, op, url string) (*fakeQueue, error) {
 	if !ok {
 		return nil, fmt.Errorf("sqsfake: %s: %w: %s", op, queue.ErrQueueNotFound, url)
 	}
-	f.advanceTasks(f.clock.Now())
+	f.advanceTasks(f.now())
 	return q, nil
 }
 
@@ -428,7 +396,7 @@ func (f *Fake) SendMessage(ctx context.Context, in *queue.SendMessageInput) (*qu
 	if in.Delay < 0 || in.Delay > maxDelay {
 		return nil, fmt.Errorf("sqsfake: SendMessage: %w: DelaySeconds %s not in 0..15m", queue.ErrInvalidParameter, in.Delay)
 	}
-	now := f.clock.Now()
+	now := f.now()
 	dedupID := in.MessageDeduplicationID
 	if q.fifo {
 		if err := validateFIFOID("MessageGroupId", in.MessageGroupID); err != nil {
@@ -532,7 +500,7 @@ func (f *Fake) ReceiveMessage(ctx context.Context, in *queue.ReceiveMessageInput
 	if in.VisibilityTimeout > 0 {
 		vt = in.VisibilityTimeout
 	}
-	now := f.clock.Now()
+	now := f.now()
 	f.expire(q, now)
 
 	// FIFO: a group with a message in flight delivers nothing; a group whose
@@ -659,7 +627,7 @@ func (f *Fake) DeleteMessage(ctx context.Context, queueURL, receiptHandle string
 	if m.deleted {
 		return nil // deleting twice succeeds, as in SQS
 	}
-	now := f.clock.Now()
+	now := f.now()
 	if m.receipt != receiptHandle {
 		if q.fifo {
 			return fmt.Errorf("sqsfake: DeleteMessage: %w: the message was received again since this handle was issued", queue.ErrReceiptHandleInvalid)
@@ -700,7 +668,7 @@ func (f *Fake) ChangeMessageVisibility(ctx context.Context, queueURL, receiptHan
 	if m.receipt != receiptHandle {
 		return fmt.Errorf("sqsfake: ChangeMessageVisibility: %w: the message was received again since this handle was issued", queue.ErrReceiptHandleInvalid)
 	}
-	now := f.clock.Now()
+	now := f.now()
 	if m.deleted || !m.inFlight(now) {
 		return fmt.Errorf("sqsfake: ChangeMessageVisibility: %w", queue.ErrMessageNotInflight)
 	}
@@ -716,7 +684,7 @@ func (f *Fake) GetQueueAttributes(ctx context.Context, queueURL string, names ..
 	if err != nil {
 		return nil, err
 	}
-	now := f.clock.Now()
+	now := f.now()
 	f.expire(q, now)
 	var visible, inflight, delayed int
 	for _, m := range q.msgs {

@@ -113,13 +113,6 @@ func (e *OpenError) Error() string {
 // Is makes errors.Is(err, ErrOpen) true.
 func (e *OpenError) Is(target error) bool { return target == ErrOpen }
 
-// Clock is the breaker's time source; *retry.VirtualClock satisfies it.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Config configures a Breaker. Name is required; every other zero value is
 // the default.
 type Config struct {
@@ -150,8 +143,8 @@ type Config struct {
 	// context.Canceled. Callers pass one that ignores business answers (a
 	// declined card is the gateway working).
 	IsFailure func(error) bool
-	// Clock defaults to the wall clock.
-	Clock Clock
+	// Now is the time source (default time.Now).
+	Now func() time.Time
 	// Metrics receives CircuitoAbierto, CircuitoCerrado and
 	// CircuitoErroresAlmacen (default: discarded). Build it with
 	// MetricsWriter so it carries the Dependencia dimension.
@@ -233,8 +226,8 @@ func New(store Store, cfg Config) (*Breaker, error) {
 	if cfg.IsFailure == nil {
 		cfg.IsFailure = func(err error) bool { return err != nil && !errors.Is(err, context.Canceled) }
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = systemClock{}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.Discard
@@ -309,7 +302,7 @@ func (c *Call) Probe() bool { return c.mode == modeProbe }
 // *OpenError when the circuit is open (or another caller holds the probe).
 // When the store cannot be reached it allows the call (fail open).
 func (b *Breaker) Allow(ctx context.Context) (*Call, error) {
-	now := b.cfg.Clock.Now()
+	now := b.cfg.Now()
 	b.mu.Lock()
 	snap, fresh := b.cache, b.haveCache && now.Sub(b.cachedAt) <= b.cfg.MaxStaleness
 	storeDown := now.Before(b.storeDownUntil)
@@ -369,7 +362,7 @@ func (c *Call) Done(ctx context.Context, err error) {
 		return
 	}
 	b := c.b
-	now := b.cfg.Clock.Now()
+	now := b.cfg.Now()
 	failed := b.cfg.IsFailure(err)
 	switch c.mode {
 	case modeFailOpen:
@@ -424,7 +417,7 @@ func (b *Breaker) withStore(ctx context.Context, op func(context.Context) (Snaps
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.StoreTimeout)
 	defer cancel()
 	snap, err := op(sctx)
-	now := b.cfg.Clock.Now()
+	now := b.cfg.Now()
 	if err != nil {
 		b.storeErrors.Add(1)
 		b.mu.Lock()

@@ -99,7 +99,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) breaker(t *testing.T, mod func(*breaker.Config)) *breaker.Breaker {
 	t.Helper()
 	cfg := breaker.Config{
-		Name: "pasarela", KeyPrefix: e.prefix, Clock: e.clk, Metrics: e.met,
+		Name: "pasarela", KeyPrefix: e.prefix, Now: e.clk.Now, Metrics: e.met,
 		Logger: slog.New(slog.NewJSONHandler(e, nil)),
 	}
 	if mod != nil {

@@ -55,7 +55,7 @@ func newWorld(t *testing.T, withBreaker bool) *world {
 	w := &world{q: consumertest.New(t, "cola-mercadofresco-aviso-erp", consumertest.Options{MaxReceiveCount: 5}), erp: erp(t, seed)}
 	if withBreaker {
 		w.clk = retry.NewVirtualClock(time.Now())
-		w.br = consumertest.Breaker(t, redistest.Start(t).Client(t), consumerapi.NameERP, 5, w.clk)
+		w.br = consumertest.Breaker(t, redistest.Start(t).Client(t), consumerapi.NameERP, 5, w.clk.Now)
 	}
 	client := consumertest.Client(t, consumerapi.NameERP, w.erp, consumertest.DepOptions{Breaker: w.br, Seed: seed})
 	var err error

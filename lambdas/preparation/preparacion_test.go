@@ -141,7 +141,7 @@ func TestAnswerLostAfterPreparation(t *testing.T) {
 func TestWarehouseOutageOrdersWaitNotDeadLettered(t *testing.T) {
 	srv := redistest.Start(t)
 	clk := retry.NewVirtualClock(time.Now())
-	br := consumertest.Breaker(t, srv.Client(t), consumerapi.NameAlmacen, 4, clk)
+	br := consumertest.Breaker(t, srv.Client(t), consumerapi.NameAlmacen, 4, clk.Now)
 	r := newRig(t, br)
 	r.wh.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
 	ctx := consumertest.Ctx(t, 60*time.Second)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -65,8 +66,8 @@ func (pl *poller) drain() int {
 // exhausts maxReceiveCount and the queue's own redrive moves the message; a
 // flaky dependency succeeds on the third receive; good orders are processed once.
 func TestEndToEndStandardQueue(t *testing.T) {
-	clk := sqsfake.NewManualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := retry.NewVirtualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	dlq, err := f.CreateQueue("mercadofresco-pedidos-fallidos", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -194,8 +195,8 @@ func TestEndToEndStandardQueue(t *testing.T) {
 // movements of each SKU are applied in order; a poison movement is
 // dead-lettered at once and its group continues.
 func TestEndToEndFIFO(t *testing.T) {
-	clk := sqsfake.NewManualClock(time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := retry.NewVirtualClock(time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	dlq, _ := f.CreateQueue("movimientos-stock-fallidos.fifo", sqsfake.QueueConfig{})
 	src, err := f.CreateQueue("movimientos-stock.fifo", sqsfake.QueueConfig{
 		VisibilityTimeout: 60 * time.Second,

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // Sentinel errors; cmd/mf-dlq maps them to exit codes.
@@ -53,35 +54,6 @@ var (
 	// replay window in the DLQ (without --readmit-expired).
 	ErrExpired = errors.New("messages older than the consumer's replay window stay in the DLQ")
 )
-
-// Clock is the tool's time: the wall clock in production, a virtual clock
-// in tests (so rate limits are checked without sleeping).
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d or until ctx is done (then it returns ctx.Err()).
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// WallClock is the real time.
-type WallClock struct{}
-
-// Now implements Clock.
-func (WallClock) Now() time.Time { return time.Now() }
-
-// Sleep implements Clock.
-func (WallClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // EventSourceMapping is a Lambda event source mapping of a queue.
 type EventSourceMapping struct {
@@ -113,7 +85,7 @@ type Tool struct {
 	SQS     queue.AdminAPI
 	Lambda  EventSources
 	Metrics Metrics
-	Clock   Clock
+	Clock   retry.Clock
 	// Out receives results (tables, reports); Log receives progress and
 	// warnings. Both default to io.Discard.
 	Out, Log io.Writer

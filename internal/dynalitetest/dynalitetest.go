@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +46,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/mercadofresco/integration/internal/freeport"
 )
 
 // startAttempts bounds the retries when another process grabs the free port
@@ -167,7 +167,7 @@ func (s *Server) Close() error {
 }
 
 func launchOnce(ctx context.Context, bin string) (*Server, error) {
-	port, err := freeport.Port()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -326,4 +326,16 @@ func (s *Server) NewTable(tb testing.TB, prefix, partitionKey, sortKey string) s
 	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), tableSeq.Add(1))
 	s.CreateTableWithSortKey(tb, name, partitionKey, sortKey)
 	return name
+}
+
+// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago (for
+// dynalite and internal/redistest's servers). Another process may take it
+// before the server binds, so callers retry a failed start.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
@@ -227,4 +228,19 @@ func (e *Env) LoadAWSConfig(ctx context.Context, opts ...func(*config.LoadOption
 		return aws.Config{}, fmt.Errorf("lambdaenv: load AWS config: %w", err)
 	}
 	return cfg, nil
+}
+
+// Main is the whole main of a deployed function: build makes the
+// function's handler (a func lambda.Start accepts) from the process
+// environment, and Lambda runs it. A problem ends the process with it
+// logged, and Lambda reports the init error.
+func Main[H any](function string, build func(ctx context.Context, env *Env, log *slog.Logger) (H, error)) {
+	env := New(os.Getenv)
+	log := env.Logger(function)
+	h, err := build(context.Background(), env, log)
+	if err != nil {
+		log.Error(function+": cannot start", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(h)
 }

@@ -32,13 +32,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/internal/buildid"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
@@ -282,7 +282,7 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	}
 	if version == "" {
 		version = "unknown"
-		if id, err := buildid.Executable(); err == nil {
+		if id, err := sqsbatch.BuildID(); err == nil {
 			version = id
 		}
 	}
@@ -300,4 +300,14 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	cfg.DLQRoutes = routes
 	cfg.Logger = log
 	return sqsbatch.New(cfg)
+}
+
+// Function builds the iniciar-pedido function's handler (its main; see
+// ProcessorFromEnv).
+func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	p, err := ProcessorFromEnv(ctx, env, log)
+	if err != nil {
+		return nil, err
+	}
+	return p.Process, nil
 }

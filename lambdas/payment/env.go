@@ -2,12 +2,12 @@ package payment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -42,38 +42,35 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 	return s, errors.Join(env.Err(), berr)
 }
 
-// Main is the whole main of the cobro and reembolso functions (function is
-// "cobro" or "reembolso"): it builds the tasks from the environment with
-// real clients and starts the Lambda runtime with the function's handler.
-// A configuration problem ends the process (Lambda reports the init error).
-func Main(function string) {
-	tasks, err := TasksFromEnv(context.Background(), lambdaenv.New(os.Getenv), function)
+// CobroFunction builds the cobro function's handler (its main; see
+// TasksFromEnv).
+func CobroFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, json.RawMessage) (paymentapi.CobroOutput, error), error) {
+	t, err := TasksFromEnv(ctx, env, log)
 	if err != nil {
-		slog.Error(function+": cannot start", slog.String("error", err.Error()))
-		os.Exit(1)
+		return nil, err
 	}
-	switch function {
-	case "cobro":
-		lambda.Start(tasks.CobroHandler())
-	case "reembolso":
-		lambda.Start(tasks.ReembolsoHandler())
-	default:
-		slog.Error("payment.Main: unknown function", slog.String("function", function))
-		os.Exit(1)
+	return t.CobroHandler(), nil
+}
+
+// ReembolsoFunction builds the reembolso function's handler (its main).
+func ReembolsoFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, json.RawMessage) (paymentapi.ReembolsoOutput, error), error) {
+	t, err := TasksFromEnv(ctx, env, log)
+	if err != nil {
+		return nil, err
 	}
+	return t.ReembolsoHandler(), nil
 }
 
 // TasksFromEnv builds the tasks with real clients, as the cobro and
 // reembolso mains do: the AWS SDK configuration (lambdaenv), the
 // idempotency table and the call budget on it, the API key secret, the
 // gateway's breaker on Valkey, one retry budget for the gateway, and EMF
-// metrics on stdout. function names the logger.
-func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, function string) (*Tasks, error) {
+// metrics on stdout, logging to log.
+func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*Tasks, error) {
 	s, err := LoadSettings(env)
 	if err != nil {
 		return nil, err
 	}
-	log := env.Logger(function)
 	awsCfg, err := env.LoadAWSConfig(ctx)
 	if err != nil {
 		return nil, err

@@ -255,3 +255,14 @@ func FromEnv(ctx context.Context, env *lambdaenv.Env, awsCfg aws.Config, sm Secr
 	}
 	return ConnectIAM(ctx, cfg, awsCfg.Credentials)
 }
+
+// Open loads the SDK configuration (lambdaenv) and opens the pool with
+// FromEnv and a Secrets Manager client, as a deployed function does.
+func Open(ctx context.Context, env *lambdaenv.Env, cfg ConnectConfig) (*pgxpool.Pool, aws.Config, error) {
+	awsCfg, err := env.LoadAWSConfig(ctx)
+	if err != nil {
+		return nil, awsCfg, err
+	}
+	pool, err := FromEnv(ctx, env, awsCfg, secretsmanager.NewFromConfig(awsCfg), cfg)
+	return pool, awsCfg, err
+}

@@ -29,13 +29,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
 // TipoPedidoCreado is the detail-type of the event this function writes.
@@ -195,4 +198,14 @@ func reintentarPago(ctx context.Context, tx pgx.Tx, s Solicitud, total int64, pa
 		return Respuesta{}, fmt.Errorf("shop: commit: %w", err)
 	}
 	return r, nil
+}
+
+// Function builds the handler of lambdas/pedido-writer from its
+// environment: the database's variables (postgres.Open, role mf_tienda).
+func Function(ctx context.Context, env *lambdaenv.Env, _ *slog.Logger) (func(context.Context, Solicitud) (Respuesta, error), error) {
+	pool, _, err := postgres.Open(ctx, env, postgres.ConnectConfig{MaxConns: 1, ApplicationName: "mf-pedido-writer"})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, s Solicitud) (Respuesta, error) { return CrearPedido(ctx, pool, s) }, nil
 }

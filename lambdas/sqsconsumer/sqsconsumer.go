@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -34,7 +34,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
-	"github.com/mercadofresco/integration/lambdas/internal/buildid"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/queue"
@@ -95,7 +94,7 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 		IdempotencyWindow: env.Duration(consumerapi.EnvIdempotencyWindow, 0, consumerapi.ReadmissionValidity, 400*24*time.Hour),
 	}
 	if s.ConsumerVersion == "" {
-		if id, err := buildid.Executable(); err == nil {
+		if id, err := sqsbatch.BuildID(); err == nil {
 			s.ConsumerVersion = id
 		}
 	}
@@ -291,16 +290,15 @@ func (r *Runtime) HTTPDeps(prefix, name string) (OnceDeps, *httpdep.Client, erro
 
 // Main is the whole main of a consumer: it builds the runtime from the
 // process environment, lets build make the consumer's processor, and
-// starts the Lambda runtime with it. A configuration problem ends the
-// process (Lambda reports the init error and retries the batch later).
+// starts the Lambda runtime with it (lambdaenv.Main).
 func Main(function string, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) {
-	ctx := context.Background()
-	p, err := Start(ctx, function, lambdaenv.New(os.Getenv), build)
-	if err != nil {
-		slog.Error(function+": cannot start", slog.String("error", err.Error()))
-		os.Exit(1)
-	}
-	lambda.Start(p.Process)
+	lambdaenv.Main(function, func(ctx context.Context, env *lambdaenv.Env, _ *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+		p, err := Start(ctx, function, env, build)
+		if err != nil {
+			return nil, err
+		}
+		return p.Process, nil
+	})
 }
 
 // Start builds the consumer's processor as Main does, from env (tests use

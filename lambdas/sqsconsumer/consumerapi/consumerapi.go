@@ -21,7 +21,7 @@ const (
 	// EnvEnvironment is dev, staging or prod (the Entorno metric dimension).
 	EnvEnvironment = metricsapi.EnvEnvironment
 	// EnvConsumerVersion overrides the build id written to dead-lettered
-	// messages (default: the SHA-256 of the running binary, lambdas/internal/buildid).
+	// messages (default: the SHA-256 of the running binary, sqsbatch.BuildID).
 	EnvConsumerVersion = "CONSUMER_VERSION"
 	// EnvBatchConcurrency is how many records (or FIFO groups) one
 	// invocation handles at once (default 8, 1..100).

@@ -46,7 +46,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.profile, "profile", "", "AWS shared-config profile")
 	fs.StringVar(&c.region, "region", "", "AWS region (default: the profile's or AWS_REGION)")
 	fs.StringVar(&c.endpoint, "endpoint-url", "", "endpoint for SQS, Lambda and CloudWatch (a local emulator)")
-	fs.StringVar(&c.env, "e", "", "environment (dev, staging, prod) of a logical or SPEC queue name")
+	fs.StringVar(&c.env, "e", "", "environment (dev, staging, prod) of a logical or catalogue queue name")
 	fs.StringVar(&c.env, "env", "", "same as -e")
 }
 

@@ -1,27 +1,15 @@
 // Package dynalitetest starts a local dynalite (a DynamoDB-compatible HTTP
-// server written in Node.js) for tests and hands back an aws-sdk-go-v2
-// DynamoDB client pointed at it.
-//
-// The tests then exercise the real SDK client over real HTTP, with the
-// real request signing, serialisation and error decoding, which an
-// in-memory fake would skip. No request ever leaves 127.0.0.1: the client
-// uses static fake credentials and a local endpoint.
-//
-// Typical use:
+// server in Node.js) for tests and hands back an aws-sdk-go-v2 DynamoDB
+// client pointed at it, so tests run the real SDK client over real HTTP (no
+// request leaves 127.0.0.1: static fake credentials, a local endpoint):
 //
 //	srv := dynalitetest.Start(t)
 //	srv.CreateTable(t, "mercadofresco-idempotencia", "clave")
 //	client := srv.Client
 //
-// The binary is looked up, in order, from $DYNALITE, from $PATH, from the
-// node_modules/.bin folder of the working directory or any parent. Its folder is prepended to the
-// child's PATH so that the `#!/usr/bin/env node` line finds the node that
-// ships beside it.
-//
-// Known dynalite differences from DynamoDB that matter to callers: it does
-// not return the item on a failed condition
-// (ReturnValuesOnConditionCheckFailure=ALL_OLD is ignored) and it does not
-// run TTL deletions.
+// The binary comes from $DYNALITE, $PATH or a node_modules/.bin above the
+// working directory. dynalite ignores ReturnValuesOnConditionCheckFailure
+// and runs no TTL deletions.
 package dynalitetest
 
 import (

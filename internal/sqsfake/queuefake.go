@@ -1,46 +1,14 @@
-// Package sqsfake is an in-memory SQS that implements queue.API with the
-// semantics the project's reliability depends on, so that consumers and
-// operator tools can be tested without AWS:
-//
-//   - visibility timeout: a received message is hidden until its timeout
-//     passes (or ChangeMessageVisibility changes it), then it is visible again;
-//   - ApproximateReceiveCount rises on every receive, and
-//     ApproximateFirstReceiveTimestamp / SentTimestamp are kept;
-//   - a redrive policy moves a message whose receive count has reached
-//     maxReceiveCount to the dead-letter queue on the next receive attempt, as
-//     SQS does (so it arrives with ApproximateReceiveCount = maxReceiveCount and
-//     the first receive from the DLQ shows maxReceiveCount+1: the lesson's
-//     "all 340 at 5" with maxReceiveCount 4), tagged with DeadLetterQueueSourceArn;
-//   - FIFO queues: MessageGroupId required, no message of a group is delivered
-//     while another of that group is in flight, order kept within a group,
-//     5-minute deduplication (explicit id or content-based), sequence numbers;
-//     a FIFO queue's DLQ must be FIFO;
-//   - message attributes validated as SQS does (at most 10, names, types,
-//     non-empty values) and the message size limit;
-//   - stale receipt handles: on a standard queue, deleting with a handle from an
-//     earlier receive succeeds but deletes nothing (SQS's documented
-//     behaviour, counted in Stats.StaleDeletes); FIFO queues reject it;
-//   - message move tasks (StartMessageMoveTask, ListMessageMoveTasks,
-//     CancelMessageMoveTask): the source must be some queue's DLQ, one active
-//     task per source, MaxNumberOfMessagesPerSecond 1..500 honoured exactly
-//     against the clock (after t seconds a task has moved floor(t x rate)
-//     messages), ApproximateNumberOfMessagesToMove counted at the start, the
-//     handle listed only while RUNNING; GetQueueUrl and
-//     ListDeadLetterSourceQueues.
-//
-// Move tasks progress when the fake is next called (any operation), not in
-// the background. Where SQS does not document the behaviour the fake makes a
-// choice and says so: a moved message gets a new message id, receive count 0
-// and a fresh SentTimestamp; a task without a destination that meets a
-// message with no DeadLetterQueueSourceArn (one a consumer sent to the DLQ
-// itself) FAILS and leaves that message in the DLQ; an unset rate moves
-// everything at once; a cancelled task is CANCELLING until the next call.
-//
-// Time comes from an injectable clock (WithClock). Not modelled:
-// long polling waits (WaitTime returns at once), the 12-hour in-flight cap,
-// server sampling of short polls (a receive returns every eligible message up
-// to the maximum), throughput limits, KMS. Failures can be injected with
-// SetFault.
+// Package sqsfake is an in-memory SQS that implements queue.API (and
+// queue.AdminAPI) with the semantics the project's reliability depends on,
+// so consumers and operator tools are tested without AWS: visibility
+// timeouts, ApproximateReceiveCount and timestamps, redrive to a DLQ on the
+// receive after maxReceiveCount (arriving with that count, as SQS does),
+// FIFO groups and deduplication, SQS's attribute and size validation, stale
+// receipt handles, and message move tasks at their exact rate against the
+// clock (advanced when the fake is next called). Time is injectable
+// (WithClock); faults are injected with SetFault. Where SQS documents
+// nothing the fake makes a choice, and what it does not model is listed in
+// docs/design.md#sqs-fake.
 package sqsfake
 
 import (

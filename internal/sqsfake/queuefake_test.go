@@ -139,7 +139,7 @@ func TestRedriveToDLQ(t *testing.T) {
 			}
 			got := receive(t, f, dlq, 10)
 			if len(got) != 1 || got[0].ReceiveCount() != 5 {
-				t.Fatalf("first DLQ receive = %+v, want receive count 5 (the lesson's 340 messages)", got)
+				t.Fatalf("first DLQ receive = %+v, want receive count 5 (maxReceiveCount 4, as SQS)", got)
 			}
 			if got[0].Attributes[queue.AttrDeadLetterQueueSourceArn] != f.ARN(src) || got[0].MessageAttributes["tipo"].StringValue != "PedidoConfirmado" {
 				t.Errorf("DLQ message lost attributes: %+v", got[0])

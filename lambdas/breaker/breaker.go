@@ -1,64 +1,17 @@
 // Package breaker is a circuit breaker whose state is shared by every Lambda
 // instance through Valkey/Redis (ElastiCache mercadofresco-catalogo), so that
-// 20 consecutive failures seen by 20 different instances open it for all of
-// them.
+// FailureThreshold (20) consecutive failures seen by any instances open it
+// for all of them for OpenPeriod (30 s), with the CircuitoAbierto metric
+// emitted once; calls then fail fast with an *OpenError (ErrOpen). After the
+// open period exactly one caller across all instances gets the probe; its
+// outcome closes or reopens the circuit. No lock is held during the call, and
+// a call costs one round trip under steady traffic. If the store cannot be
+// reached the breaker fails open (the call runs, CircuitoErroresAlmacen).
 //
-// # Behaviour
-//
-//   - Closed: calls run. Each call's outcome is recorded in the shared state
-//     by one Lua script that also returns that state; FailureThreshold
-//     (default 20) consecutive failures, counted across all instances, open
-//     the circuit, and the instance whose failure opened it emits the
-//     CircuitoAbierto metric (lambdas/breaker/breakerapi) once.
-//   - Open: calls fail fast with an *OpenError (errors.Is(err, ErrOpen))
-//     for OpenPeriod (default 30 s), without calling the dependency.
-//   - Half-open: after the open period exactly one caller, across all
-//     instances, is granted the probe (atomically, in the script that reads
-//     the state); everyone else keeps failing fast. The probe's success
-//     closes the circuit, its failure reopens it for another OpenPeriod
-//     (and emits CircuitoAbierto again). A probe whose caller died is
-//     replaced when its lease (ProbeLease) ends.
-//
-// No lock is held while the protected call runs: the state is read before
-// and written after, and the only exclusive thing is the probe grant.
-//
-// # Round trips
-//
-// Each instance caches the last state a script returned. A call that finds
-// its cached state fresh (younger than MaxStaleness, default 1 s) and closed
-// makes no round trip before the call and exactly one after it (the record,
-// which refreshes the cache), so under steady traffic every call costs one
-// round trip (TestRoundTripsPerCall counts them with a go-redis hook). A
-// call that finds no fresh state (the first call of a sandbox, or after an
-// idle second) reads it first; it then records only a failure or a reset
-// of a non-zero failure count, so a successful call never costs more than
-// one round trip, and the only two-round-trip call is a failure right after
-// an idle period. While open, calls cost nothing until the open period ends
-// or the cache goes stale (then one read per MaxStaleness per instance).
-//
-// The price of the cache is bounded staleness: an instance whose cached
-// state says closed may make one more call in the MaxStaleness after
-// another instance opened the circuit. OpenPeriod must exceed MaxStaleness,
-// so no instance can carry a cached "closed" across an open period into
-// the half-open window: the probe stays the only call then.
-//
-// # Failing open
-//
-// If Valkey cannot be reached (or answers an error) the breaker behaves as
-// closed: the call runs, the failure to reach the store is logged and
-// counted (CircuitoErroresAlmacen, Stats.StoreErrors), and the store is left
-// alone for StoreRetryInterval (default 1 s) so that a dead store costs one
-// timeout per second, not one per call. A breaker must never be the reason a
-// healthy dependency is not called.
-//
-// # Why not sony/gobreaker/v2
-//
-// Its DistributedCircuitBreaker (v2.4.0) takes a lock in the shared store
-// and holds it while the protected call runs (all instances' calls are
-// serialised behind one lock), costs about four round trips per call (get,
-// lock, set, unlock), has no context.Context, and returns the store's error
-// instead of calling the dependency when the store is down (fails closed).
-// docs/breaker-benchmark.md measures both on the same Redis.
+// Written here because sony/gobreaker/v2's distributed breaker holds a shared
+// lock across the call, costs about four round trips, takes no context and
+// fails closed when the store is down (docs/breaker-benchmark.md). Reasoning:
+// docs/design.md#breaker-shared.
 package breaker
 
 import (

@@ -1,41 +1,10 @@
 // Package erpnotice is the consumer of cola-mercadofresco-aviso-erp: it
-// notifies the ERP of every confirmed order (PedidoConfirmado from the SNS
-// fan-out, raw delivery), once.
-//
-// # Exactly once in effect
-//
-// The key aviso-erp:<pedido_id> is claimed in mercadofresco-idempotencia
-// before the call and sent as the ERP's Idempotency-Key, as in
-// lambdas/preparation (see sqsconsumer.Once). The record lives as long as
-// the consumer's replay window (IDEMPOTENCY_WINDOW, 45 days); a notice of
-// an order confirmed longer ago is refused before the key is claimed and
-// dead-lettered as expired-idempotency-window (lambdas/replaywindow).
-//
-// # The ERP API
-//
-//	POST /v1/avisos-pedido  {"pedido_id", "cliente_id", "total_centimos",
-//	                         "moneda", "referencia_cobro", "confirmado_en",
-//	                         "lineas": [{"sku", "cantidad", "precio_centimos"}]}
-//	                        201 {"id"}
-//	                        4xx {"codigo", "mensaje"}: refused, never retried
-//
-// through lambdas/httpdep (ERP_* variables, read timeout 30 s, the ERP's
-// retry budget and its breaker shared in Valkey).
-//
-// # A long ERP outage does not dead-letter the notices
-//
-// While the ERP's circuit is open the notice waits (SPEC: "the message goes
-// back to the queue with ChangeMessageVisibility(300)"), through
-// lambdas/degrade: every receive still counts towards the queue's
-// maxReceiveCount, so on the last receive the plan sends a delayed copy of
-// the message to the same queue (its receive count starts again) and acks
-// the original. Notices survive an outage of up to a day (72 copies of 4
-// receives x 5 minutes) and none is lost: the copy is sent before the
-// original is deleted. Pausing the event source mapping was the other
-// option; it needs a controller with lambda:UpdateEventSourceMapping that
-// must not forget to resume, and it stops every notice, not only those the
-// open circuit refuses. The ERP's 429 after the attempts hides the message
-// for the ERP's Retry-After instead of the visibility timeout.
+// notifies the ERP of every confirmed order, once (sqsconsumer.Once with the
+// key aviso-erp:<pedido_id>, also the ERP's Idempotency-Key; POST
+// /v1/avisos-pedido through lambdas/httpdep). While the ERP's circuit is open
+// the notice waits (lambdas/degrade), so an outage of up to a day
+// dead-letters nothing; a 429 after the attempts hides it for the ERP's
+// Retry-After. Reasoning and the ERP API: docs/design.md#erp-notice.
 package erpnotice
 
 import (

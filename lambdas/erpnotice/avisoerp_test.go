@@ -132,7 +132,7 @@ func TestThrottledNoticeComesBackAfterRetryAfter(t *testing.T) {
 	}
 }
 
-// SPEC: while the ERP's circuit is open the notice waits. A 3-hour outage
+// While the ERP's circuit is open the notice waits. A 3-hour outage
 // with maxReceiveCount 5 (25 minutes of receives) dead-letters nothing: the
 // notices are deferred, then booked once when the ERP recovers.
 func TestLongERPOutageDeadLettersNothing(t *testing.T) {

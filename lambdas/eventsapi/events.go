@@ -1,24 +1,15 @@
-// Package eventsapi is the contract of the order flow's messages: the
-// events on bus-mercadofresco that start and feed it (PedidoCreado,
-// CarritoAbandonado), the confirmed order the workflow
-// mercadofresco-procesar-pedido publishes to the fan-out topic
-// mercadofresco-pedido-confirmado (PedidoConfirmado), and the stock movements
-// it sends to the FIFO queue mercadofresco-movimientos-stock.fifo
-// (MovimientoStock).
+// Package eventsapi is the contract of the order flow's messages:
+// PedidoCreado and CarritoAbandonado on bus-mercadofresco, PedidoConfirmado
+// on the fan-out topic mercadofresco-pedido-confirmado, and MovimientoStock
+// on mercadofresco-movimientos-stock.fifo. It depends on the standard
+// library only, so the CDK constructs and every consumer import the same
+// names.
 //
-// It depends on the standard library only, so the CDK constructs (which
-// build these messages in the state machine definition and the pipe's input
-// template) and every consumer import the same names.
-//
-// # Evolution
-//
-// Every message carries "version" (a major version, 1 today). Changes are
-// additive only: new optional fields, never a renamed, removed or retyped
-// one; a consumer ignores fields it does not know (encoding/json does) and
-// dead-letters a version it does not support, with the reason (lesson,
-// exercise 2). Deploy consumers before producers. The Parse functions check
-// the version and the required fields and wrap ErrUnsupportedVersion or
-// ErrInvalid, so a consumer can classify the failure as poison.
+// Every message carries "version" (a major version, 1 today); changes are
+// additive only, a consumer ignores unknown fields and dead-letters a
+// version it does not support, and consumers deploy before producers. The
+// Parse functions wrap ErrUnsupportedVersion or ErrInvalid, so a consumer
+// classifies the failure as poison (docs/design.md#sqs-batches).
 package eventsapi
 
 import (

@@ -16,7 +16,7 @@ import (
 // Defaults applied by [NewStore] to zero Config fields.
 const (
 	// DefaultExpiry is the record lifetime (TTL on expira_en) of a caller
-	// without a replay window of its own: the lesson's 24 h. The payment
+	// without a replay window of its own: 24 h. The payment
 	// tasks use it (their repeats come from the workflow's retries, inside
 	// the execution's 1-hour timeout); the queue consumers keep their
 	// records as long as their window (Config.Expiry,

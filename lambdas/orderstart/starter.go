@@ -1,24 +1,13 @@
-// Package starter starts the order workflow (mercadofresco-procesar-pedido)
-// exactly once per order. It consumes the SQS buffer queue that a rule on
-// bus-mercadofresco fills with PedidoCreado events (the whole EventBridge
-// event as the body) and calls StartExecution with an execution name
-// derived from the order (ExecutionName). Step Functions refuses a second
-// execution with the same name for 90 days, so a duplicate event (the
-// outbox publishes at least once; EventBridge and SQS deliver at least
-// once) cannot charge an order twice: ExecutionAlreadyExists is success.
-//
-// Past those 90 days the name is free again, so the starter refuses,
-// before it calls Step Functions, an event whose creado_en is older than
-// its window (eventsapi.StarterWindow, 89 days: IDEMPOTENCY_WINDOW may
-// only shorten it): an archive replay or a late redrive of an old order is
-// dead-lettered as expired-idempotency-window instead of starting a second
-// execution (lambdas/replaywindow; docs/design.md#replay-windows).
-//
-// Batch semantics come from lambdas/sqsbatch: an event that is not a
-// version-1 PedidoCreado the workflow can run (eventsapi.PedidoCreado
-// Validate) is poison and goes to the DLQ with the reason; any failure of
-// StartExecution is transient (the record comes back; the queue's
-// maxReceiveCount is the safety net).
+// Package orderstart starts the order workflow (mercadofresco-procesar-pedido)
+// exactly once per order: it consumes the buffer queue a rule on
+// bus-mercadofresco fills with PedidoCreado events and calls StartExecution
+// with a name derived from the order and its payment attempt
+// (ExecutionNameFor); ExecutionAlreadyExists is success, since Step
+// Functions refuses a second execution of a name for 90 days. An event whose
+// creado_en is older than its window (eventsapi.StarterWindow, 89 days) is
+// refused as expired-idempotency-window before Step Functions is called. An
+// event that is not a valid version-1 PedidoCreado is poison; any
+// StartExecution failure is transient. Why: docs/design.md#replay-windows.
 package orderstart
 
 import (

@@ -36,7 +36,7 @@ type CallBudget struct {
 }
 
 // NewCallBudget returns the budget on table (mercadofresco-idempotencia)
-// with the SPEC's bound.
+// with the bound of paymentapi.MaxGatewayCallsPerOperation.
 func NewCallBudget(db idempotency.DynamoDBAPI, table string) (*CallBudget, error) {
 	if db == nil || table == "" {
 		return nil, fmt.Errorf("payment: call budget needs a DynamoDB client and a table")

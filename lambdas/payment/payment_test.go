@@ -156,8 +156,8 @@ func errName(t *testing.T, err error) string {
 	return te.Name
 }
 
-// TestNoDoubleChargeAcrossTimeoutAfterCharge is the lesson's exercise 1:
-// the gateway charges and its answer never arrives.
+// TestNoDoubleChargeAcrossTimeoutAfterCharge: the gateway charges and its
+// answer never arrives.
 func TestNoDoubleChargeAcrossTimeoutAfterCharge(t *testing.T) {
 	t.Run("the client's own retry gets the first charge back", func(t *testing.T) {
 		r := newRig(t, rigOpts{readTimeout: 200 * time.Millisecond})

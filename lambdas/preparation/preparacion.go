@@ -1,48 +1,11 @@
-// Package preparacion is the consumer of cola-mercadofresco-pedidos: for
-// every confirmed order (PedidoConfirmado, delivered by the SNS fan-out with
-// raw delivery) it asks the warehouse to prepare it, once.
-//
-// # Exactly once in effect
-//
-// The key preparacion:<pedido_id> (never the SQS message id) is claimed in
-// mercadofresco-idempotencia (lambdas/idempotency) before the warehouse is
-// called, and the same key travels to the warehouse as its Idempotency-Key.
-// A repeat after the record is written gets the stored reference without a
-// call; a repeat in the gap between the warehouse's answer and the record
-// (the Lambda died) calls again with the same key and the warehouse answers
-// with the first preparation instead of making a second.
-//
-// The record lives as long as the consumer's replay window
-// (IDEMPOTENCY_WINDOW, 45 days), and an order confirmed longer ago than
-// that (its confirmado_en) is refused before the key is claimed:
-// dead-lettered as expired-idempotency-window, never prepared a second time
-// after its record is gone (lambdas/replaywindow,
-// docs/design.md#replay-windows).
-//
-// # The warehouse API
-//
-//	POST /v1/preparaciones  {"pedido_id", "lineas": [{"sku", "cantidad"}]}
-//	                        201 {"id", "pedido_id", "estado"}
-//	                        4xx {"codigo", "mensaje"}: refused (cancelled or
-//	                        unknown order, bad lines), never retried
-//
-// through lambdas/httpdep: API key from Secrets Manager, read timeout 30 s
-// per attempt, ALMACEN_MAX_ATTEMPTS attempts with full jitter and the
-// warehouse's retry budget, and the warehouse's circuit breaker shared in
-// Valkey.
-//
-// # Failures
-//
-//   - Malformed or unknown-version events, orders without lines: poison,
-//     to the DLQ with the reason after one receive (lambdas/sqsbatch).
-//   - The warehouse refuses the order: recorded FALLIDO (every repeat gets
-//     the same answer without asking again) and dead-lettered as permanent.
-//   - The warehouse's circuit is open: the order waits (lambdas/degrade:
-//     ChangeMessageVisibility(300) and, on the last receive, a delayed copy),
-//     so a long warehouse outage does not dead-letter legitimate orders.
-//   - Anything else (5xx, timeouts after the attempts, the idempotency
-//     table): transient, the message comes back after its visibility
-//     timeout.
+// Package preparation is the consumer of cola-mercadofresco-pedidos: for
+// every confirmed order it asks the warehouse to prepare it, once
+// (sqsconsumer.Once with the key preparacion:<pedido_id>, also the
+// warehouse's Idempotency-Key; POST /v1/preparaciones through
+// lambdas/httpdep). An order without lines is poison; a refusal is recorded
+// FALLIDO and dead-lettered; an open circuit makes the order wait
+// (lambdas/degrade); an order older than the replay window is refused.
+// Reasoning and the warehouse API: docs/design.md#order-preparation.
 package preparation
 
 import (

@@ -60,7 +60,7 @@ func (pl *poller) drain() int {
 	}
 }
 
-// TestEndToEndStandardQueue runs the lesson's cases through a source queue
+// TestEndToEndStandardQueue runs the DLQ runbook's cases through a source queue
 // with a redrive policy (maxReceiveCount 4, visibility 400 s): poison goes to
 // the DLQ after ONE receive with its reason; a dependency that never recovers
 // exhausts maxReceiveCount and the queue's own redrive moves the message; a

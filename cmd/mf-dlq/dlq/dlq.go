@@ -1,26 +1,15 @@
 // Package dlq is the DLQ runbook as code: the library behind cmd/mf-dlq.
 // Each runbook step is a method of Tool (Contain, Inspect, Classify,
-// Redrive, Verify) over small interfaces: queue.AdminAPI for SQS (the SDK
-// adapter in production, sqsfake in tests), EventSources for the Lambda
-// event source mappings, Metrics for CloudWatch, and a Clock, so tests run
-// against in-memory fakes with virtual time.
+// Redrive, Verify) over small interfaces (queue.AdminAPI, EventSources,
+// Metrics, retry.Clock), so tests run on in-memory fakes in virtual time.
 //
-// The guarantees:
-//   - Inspect and Classify never delete: they receive with a 5-second
-//     visibility timeout and make every message visible again
-//     (ChangeMessageVisibility 0) when done; they refuse a queue that has a
-//     redrive policy of its own, where a receive could move messages on.
-//   - Redrive refuses to run without the operator's word that the cause is
-//     fixed, leaves in the DLQ the messages older than their consumer's
-//     replay window (the consumer would refuse them: their records may be
-//     gone) unless the operator re-admits them, never loses a message (each message is sent to its destination
-//     before it is deleted from the DLQ, so a kill at any moment leaves at
-//     worst a duplicate, which the idempotent consumers absorb), and holds a
-//     rate (token bucket; SQS's own move task with
-//     MaxNumberOfMessagesPerSecond when every message came from SQS's redrive).
-//
-// The numbers (5 s, 10 msg/s, the replay windows, 1,000) are explained in
-// docs/design.md#dlq-tool.
+// Inspect and Classify never delete: they receive with a 5 s visibility
+// timeout, make every message visible again when done, and refuse a queue
+// with a redrive policy of its own. Redrive needs the operator's word that
+// the cause is fixed, leaves in the DLQ messages older than their consumer's
+// replay window unless re-admitted, sends each message before deleting it (a
+// kill leaves at worst a duplicate), and holds a rate (a token bucket, or
+// SQS's move task). The numbers: docs/design.md#dlq-tool.
 package dlq
 
 import (

@@ -88,8 +88,7 @@ type RedriveResult struct {
 func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions) (RedriveResult, error) {
 	res := RedriveResult{Destinations: map[string]int{}}
 	if !opts.ConfirmFixed && !opts.DryRun {
-		return res, fmt.Errorf("%w: runbook step 4 comes first: redriving into an unchanged consumer spends receives and brings the messages back here. "+
-			"Once the fix is deployed (or the dependency is healthy), re-run with --confirm-fixed (see the plan first with --dry-run)", ErrNotConfirmed)
+		return res, fmt.Errorf("%w: fix the cause first (runbook step 4, docs/runbooks/dlq.md), then re-run with --confirm-fixed; --dry-run shows the plan", ErrNotConfirmed)
 	}
 	if opts.Rate == 0 {
 		opts.Rate = DefaultRate
@@ -126,8 +125,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 		to = &r
 	}
 	if len(target.Sources) == 0 && to == nil {
-		return res, fmt.Errorf("%w: no queue names %s as its dead-letter queue, so there is nowhere to send its messages back to. "+
-			"If it is the DLQ of an SNS subscription or an EventBridge target, re-publish from the source instead; or pass --to QUEUE", ErrNotDLQ, target.DLQ.Name)
+		return res, fmt.Errorf("%w: no queue names %s as its DLQ: pass --to QUEUE, or re-publish from the SNS subscription or EventBridge target it serves", ErrNotDLQ, target.DLQ.Name)
 	}
 
 	// Survey: how many, from where, how old.

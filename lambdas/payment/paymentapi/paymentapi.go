@@ -30,8 +30,8 @@ const (
 	ErrPasarelaNoDisponible = "PasarelaNoDisponible"
 	// ErrCircuitoAbierto: the gateway's circuit breaker is open; nothing was
 	// sent. Fail fast: Catch it, do not confirm the order and tell the
-	// customer to try again in a few minutes (SPEC: charging does not
-	// degrade). The workflow may retry it once after the open period.
+	// customer to try again in a few minutes (charging does not degrade).
+	// The workflow may retry it once after the open period.
 	ErrCircuitoAbierto = "CircuitoAbierto"
 	// ErrOperacionEnCurso: another invocation holds the idempotency lock of
 	// this order's charge (a workflow retry overlapping a slow first try).
@@ -59,8 +59,8 @@ const (
 
 // MaxGatewayCallsPerOperation is the most calls one operation (an order's
 // charge, its refund) makes to the gateway, over every attempt, workflow
-// retry and payment retry of the customer (SPEC: at most 15 attempts on a
-// dependency per order).
+// retry and payment retry of the customer (at most 15 attempts on a
+// dependency per order: docs/design.md#retry-layers).
 const MaxGatewayCallsPerOperation = 15
 
 // ErrorSpec describes one error name for the workflow's Retry and Catch.

@@ -65,34 +65,13 @@ type Registro struct {
 	ID string `json:"id"`
 }
 
-// ERP books order notices, idempotently on key.
-type ERP interface {
-	Avisar(ctx context.Context, key string, a Aviso) (Registro, error)
-}
-
-// HTTPERP is the ERP over HTTP (lambdas/httpdep).
-type HTTPERP struct{ Client *httpdep.Client }
-
-// Avisar implements ERP.
-func (e HTTPERP) Avisar(ctx context.Context, key string, a Aviso) (Registro, error) {
-	var out Registro
-	err := e.Client.Post(ctx, PathAvisos, key, a, &out)
-	return out, err
-}
-
-// NewProcessor returns the batch processor of the consumer (d: see
-// sqsconsumer.OnceDeps).
-func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, erp ERP) (*sqsbatch.Processor, error) {
-	if erp == nil {
-		return nil, errors.New("erpnotice: the ERP client is required")
-	}
-	return sqsconsumer.OnceProcessor(s, d, idempotency.KeyAvisoERP,
-		func(p *Pedido) sqsconsumer.Call[Registro] {
-			a := Aviso{PedidoID: p.PedidoID, ClienteID: p.Cliente.ID, TotalCentimos: p.TotalCentimos, Moneda: p.Moneda,
+// NewProcessor returns the batch processor of the consumer over the ERP's
+// client (d: see sqsconsumer.OnceDeps).
+func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, erp *httpdep.Client) (*sqsbatch.Processor, error) {
+	return sqsconsumer.PostProcessor(s, d, erp, PathAvisos, idempotency.KeyAvisoERP,
+		func(p *Pedido) Aviso {
+			return Aviso{PedidoID: p.PedidoID, ClienteID: p.Cliente.ID, TotalCentimos: p.TotalCentimos, Moneda: p.Moneda,
 				ReferenciaCobro: p.ReferenciaCobro, ConfirmadoEn: p.ConfirmadoEn, Lineas: p.Lineas}
-			return sqsconsumer.Call[Registro]{Payload: a, Do: func(ctx context.Context, key string) (Registro, error) {
-				return erp.Avisar(ctx, key, a)
-			}}
 		},
 		func(rec *sqsbatch.Record, p *Pedido, res Registro) {
 			rec.Logger.Info("ERP notified", slog.String("pedido_id", p.PedidoID), slog.String("registro_erp", res.ID))
@@ -106,5 +85,5 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	if err != nil {
 		return nil, err
 	}
-	return NewProcessor(rt.Settings, d, HTTPERP{Client: client})
+	return NewProcessor(rt.Settings, d, client)
 }

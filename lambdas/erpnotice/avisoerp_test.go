@@ -59,7 +59,7 @@ func newWorld(t *testing.T, withBreaker bool) *world {
 	}
 	client := consumertest.Client(t, consumerapi.NameERP, w.erp, consumertest.DepOptions{Breaker: w.br, Seed: seed})
 	var err error
-	w.proc, err = erpnotice.NewProcessor(w.q.Settings(), w.q.OnceDeps(t, ddb), erpnotice.HTTPERP{Client: client})
+	w.proc, err = erpnotice.NewProcessor(w.q.Settings(), w.q.OnceDeps(t, ddb), client)
 	consumertest.Must(t, err)
 	return w
 }

@@ -113,13 +113,15 @@ func newClient(dep *httpdep.Client, m metrics.Emitter) *Client {
 // after a lost answer gets the first charge back instead of a second one.
 func (c *Client) Charge(ctx context.Context, key string, req ChargeRequest) (Charge, error) {
 	var out Charge
-	return out, c.post(ctx, PathCobros, key, req, &out)
+	err := c.post(ctx, PathCobros, key, req, &out)
+	return out, err
 }
 
 // Refund refunds a charge once per key (reembolso:<pedido_id>, see KeyReembolso).
 func (c *Client) Refund(ctx context.Context, key string, req RefundRequest) (Refund, error) {
 	var out Refund
-	return out, c.post(ctx, PathReembolsos, key, req, &out)
+	err := c.post(ctx, PathReembolsos, key, req, &out)
+	return out, err
 }
 
 func (c *Client) post(ctx context.Context, path, key string, in, out any) error {

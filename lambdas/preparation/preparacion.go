@@ -61,36 +61,16 @@ type Preparacion struct {
 	Estado string `json:"estado,omitempty"`
 }
 
-// Almacen asks the warehouse to prepare an order, idempotently on key.
-type Almacen interface {
-	Preparar(ctx context.Context, key string, s Solicitud) (Preparacion, error)
-}
-
-// HTTPAlmacen is the warehouse over HTTP (lambdas/httpdep).
-type HTTPAlmacen struct{ Client *httpdep.Client }
-
-// Preparar implements Almacen.
-func (a HTTPAlmacen) Preparar(ctx context.Context, key string, s Solicitud) (Preparacion, error) {
-	var out Preparacion
-	err := a.Client.Post(ctx, PathPreparaciones, key, s, &out)
-	return out, err
-}
-
-// NewProcessor returns the batch processor of the consumer (d: see
-// sqsconsumer.OnceDeps).
-func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, almacen Almacen) (*sqsbatch.Processor, error) {
-	if almacen == nil {
-		return nil, errors.New("preparacion: the warehouse client is required")
-	}
-	return sqsconsumer.OnceProcessor(s, d, idempotency.KeyPreparacion,
-		func(p *Pedido) sqsconsumer.Call[Preparacion] {
+// NewProcessor returns the batch processor of the consumer over the
+// warehouse's client (d: see sqsconsumer.OnceDeps).
+func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, almacen *httpdep.Client) (*sqsbatch.Processor, error) {
+	return sqsconsumer.PostProcessor(s, d, almacen, PathPreparaciones, idempotency.KeyPreparacion,
+		func(p *Pedido) Solicitud {
 			req := Solicitud{PedidoID: p.PedidoID, Lineas: make([]Linea, len(p.Lineas))}
 			for i, l := range p.Lineas {
 				req.Lineas[i] = Linea{SKU: l.SKU, Cantidad: l.Cantidad}
 			}
-			return sqsconsumer.Call[Preparacion]{Payload: req, Do: func(ctx context.Context, key string) (Preparacion, error) {
-				return almacen.Preparar(ctx, key, req)
-			}}
+			return req
 		},
 		func(rec *sqsbatch.Record, p *Pedido, res Preparacion) {
 			rec.Logger.Info("order sent to preparation", slog.String("pedido_id", p.PedidoID),
@@ -106,5 +86,5 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	if err != nil {
 		return nil, err
 	}
-	return NewProcessor(rt.Settings, d, HTTPAlmacen{Client: client})
+	return NewProcessor(rt.Settings, d, client)
 }

@@ -52,7 +52,7 @@ func newRig(t *testing.T, br *breaker.Breaker, refused ...string) *rig {
 	q := consumertest.New(t, "cola-mercadofresco-pedidos", consumertest.Options{})
 	wh := warehouse(t, seed, refused...)
 	client := consumertest.Client(t, consumerapi.NameAlmacen, wh, consumertest.DepOptions{Breaker: br, Seed: seed, ReadTimeout: time.Second})
-	proc, err := preparation.NewProcessor(q.Settings(), q.OnceDeps(t, ddb), preparation.HTTPAlmacen{Client: client})
+	proc, err := preparation.NewProcessor(q.Settings(), q.OnceDeps(t, ddb), client)
 	consumertest.Must(t, err)
 	return &rig{q: q, wh: wh, proc: proc}
 }

@@ -134,3 +134,20 @@ func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID strin
 		Logger:         d.Logger,
 	})
 }
+
+// PostProcessor is OnceProcessor for a consumer whose one call is a POST of
+// body(e) to path of the HTTP dependency dep, under the record's key (also
+// the Idempotency-Key); the answer decodes into R.
+func PostProcessor[E, B, R any](s Settings, d OnceDeps, dep *httpdep.Client, path string, key func(pedidoID string) (string, error), body func(e *E) B, done func(rec *sqsbatch.Record, e *E, r R)) (*sqsbatch.Processor, error) {
+	if dep == nil {
+		return nil, errors.New("sqsconsumer: PostProcessor needs the dependency's client")
+	}
+	return OnceProcessor(s, d, key, func(e *E) Call[R] {
+		b := body(e)
+		return Call[R]{Payload: b, Do: func(ctx context.Context, key string) (R, error) {
+			var out R
+			err := dep.Post(ctx, path, key, b, &out)
+			return out, err
+		}}
+	}, done)
+}

@@ -317,7 +317,7 @@ func group(v Verdict, ms []Message, total int, opts Options) Group {
 		g.Evidence = append(g.Evidence, fmt.Sprintf("receive counts %s: %s at %s", share, pct(top.N), top.Value))
 	}
 	if len(g.Versions) > 0 {
-		g.Evidence = append(g.Evidence, fmt.Sprintf("schema versions: %s (consumer accepts %s)", counts(g.Versions, 4), joinInts(opts.AcceptedVersions)))
+		g.Evidence = append(g.Evidence, fmt.Sprintf("schema versions: %s (consumer accepts %s)", counts(g.Versions, 4), sqsbatch.JoinInts(opts.AcceptedVersions)))
 	}
 	if top := first(g.Entities); top.N >= minConcentrated && top.N*2 >= len(ms) {
 		g.Evidence = append(g.Evidence, fmt.Sprintf("one entity behind most: %s in %s", top.Value, pct(top.N)))

@@ -11,6 +11,7 @@
 package awsfake
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -211,9 +212,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request, body []b
 		writeError(w, 400, "InvalidName", "name longer than 80 characters")
 		return
 	}
-	if in.Input == "" {
-		in.Input = "{}"
-	}
+	in.Input = cmp.Or(in.Input, "{}")
 	if !json.Valid([]byte(in.Input)) {
 		writeError(w, 400, "InvalidExecutionInput", "input is not JSON")
 		return

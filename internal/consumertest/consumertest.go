@@ -8,6 +8,7 @@
 package consumertest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,15 +81,9 @@ type Options struct {
 // sqsfake with a manual clock.
 func New(t testing.TB, name string, o Options) *Queues {
 	t.Helper()
-	if o.MaxReceiveCount == 0 {
-		o.MaxReceiveCount = 4
-	}
-	if o.Visibility == 0 {
-		o.Visibility = 400 * time.Second
-	}
-	if o.Window == 0 {
-		o.Window = consumerapi.WindowPreparacion
-	}
+	o.MaxReceiveCount = cmp.Or(o.MaxReceiveCount, 4)
+	o.Visibility = cmp.Or(o.Visibility, 400*time.Second)
+	o.Window = cmp.Or(o.Window, consumerapi.WindowPreparacion)
 	suffix := ""
 	if o.Fifo {
 		suffix = ".fifo"
@@ -357,12 +352,8 @@ type DepOptions struct {
 // run on a virtual clock, so a test spends no time in backoff.
 func Client(t testing.TB, name string, srv *fakehttp.Server, o DepOptions) *httpdep.Client {
 	t.Helper()
-	if o.Attempts == 0 {
-		o.Attempts = 2
-	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = 2 * time.Second
-	}
+	o.Attempts = cmp.Or(o.Attempts, 2)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, 2*time.Second)
 	r, err := retry.New(retry.Policy{MaxAttempts: o.Attempts},
 		retry.WithClock(retry.NewVirtualClock(time.Now())), retry.WithRand(retry.NewSeeded(o.Seed)))
 	if err != nil {

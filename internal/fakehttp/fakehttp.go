@@ -15,6 +15,7 @@ package fakehttp
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"io"
 	"math/rand/v2"
@@ -366,9 +367,7 @@ func write(w http.ResponseWriter, r Response) {
 		w.Header()[k] = v
 	}
 	status := r.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status = cmp.Or(status, http.StatusOK)
 	w.WriteHeader(status)
 	_, _ = io.Copy(w, bytes.NewReader(r.Body))
 }

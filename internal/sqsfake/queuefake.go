@@ -12,6 +12,7 @@
 package sqsfake
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"crypto/rand"
@@ -206,24 +207,18 @@ func (f *Fake) CreateQueue(name string, cfg QueueConfig) (string, error) {
 	if cfg.ContentBasedDeduplication && !fifo {
 		return "", fmt.Errorf("%w: ContentBasedDeduplication is only valid for FIFO queues", queue.ErrInvalidParameter)
 	}
-	if cfg.VisibilityTimeout == 0 {
-		cfg.VisibilityTimeout = DefaultVisibilityTimeout
-	}
+	cfg.VisibilityTimeout = cmp.Or(cfg.VisibilityTimeout, DefaultVisibilityTimeout)
 	if cfg.VisibilityTimeout < 0 || cfg.VisibilityTimeout > maxVisibility {
 		return "", fmt.Errorf("%w: VisibilityTimeout %s not in 0..12h", queue.ErrInvalidParameter, cfg.VisibilityTimeout)
 	}
-	if cfg.RetentionPeriod == 0 {
-		cfg.RetentionPeriod = DefaultRetentionPeriod
-	}
+	cfg.RetentionPeriod = cmp.Or(cfg.RetentionPeriod, DefaultRetentionPeriod)
 	if cfg.RetentionPeriod < time.Minute || cfg.RetentionPeriod > 14*24*time.Hour {
 		return "", fmt.Errorf("%w: MessageRetentionPeriod %s not in 60s..14d", queue.ErrInvalidParameter, cfg.RetentionPeriod)
 	}
 	if cfg.Delay < 0 || cfg.Delay > maxDelay {
 		return "", fmt.Errorf("%w: DelaySeconds %s not in 0..15m", queue.ErrInvalidParameter, cfg.Delay)
 	}
-	if cfg.MaxMessageSize == 0 {
-		cfg.MaxMessageSize = DefaultMaxMessageSize
-	}
+	cfg.MaxMessageSize = cmp.Or(cfg.MaxMessageSize, DefaultMaxMessageSize)
 	q := &fakeQueue{
 		name:  name,
 		url:   fmt.Sprintf("https://sqs.%s.amazonaws.com/%s/%s", f.region, f.account, name),
@@ -452,9 +447,7 @@ func (f *Fake) ReceiveMessage(ctx context.Context, in *queue.ReceiveMessageInput
 		return nil, err
 	}
 	max := in.MaxMessages
-	if max == 0 {
-		max = 1
-	}
+	max = cmp.Or(max, 1)
 	if max < 1 || max > 10 {
 		return nil, fmt.Errorf("sqsfake: ReceiveMessage: %w: MaxNumberOfMessages %d not in 1..10", queue.ErrInvalidParameter, in.MaxMessages)
 	}

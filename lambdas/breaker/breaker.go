@@ -15,6 +15,7 @@
 package breaker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -145,17 +146,13 @@ func New(store Store, cfg Config) (*Breaker, error) {
 	if cfg.Name == "" {
 		return nil, errors.New("breaker: Config.Name is required")
 	}
-	if cfg.KeyPrefix == "" {
-		cfg.KeyPrefix = DefaultKeyPrefix
-	}
+	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
 		}
 	}
-	if cfg.FailureThreshold == 0 {
-		cfg.FailureThreshold = DefaultFailureThreshold
-	}
+	cfg.FailureThreshold = cmp.Or(cfg.FailureThreshold, DefaultFailureThreshold)
 	def(&cfg.OpenPeriod, DefaultOpenPeriod)
 	def(&cfg.ProbeLease, DefaultProbeLease)
 	def(&cfg.MaxStaleness, DefaultMaxStaleness)
@@ -182,12 +179,8 @@ func New(store Store, cfg Config) (*Breaker, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.Discard
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	}
+	cfg.Metrics = cmp.Or(cfg.Metrics, metrics.Discard)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	return &Breaker{

@@ -1,6 +1,7 @@
 package confirmationmail
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,12 +59,8 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	if d.Mailer.Envios != nil && d.Mailer.Envios.ttl() < window.Max {
 		return nil, fmt.Errorf("correo: the send records live %s, less than the %s replay window: a redriven e-mail whose idempotency record was released could go to another provider", d.Mailer.Envios.ttl(), window.Max)
 	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.Discard
-	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Metrics = cmp.Or(d.Metrics, metrics.Discard)
+	d.Logger = cmp.Or(d.Logger, slog.Default())
 	return s.Batch(sqsbatch.Config{
 		Handler:        sqsbatch.JSON(handler(d, window)),
 		DLQ:            d.DLQ,

@@ -13,6 +13,7 @@
 package degrade
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,21 +73,15 @@ func New(cfg Config) (*Plan, error) {
 	if cfg.MaxReceiveCount < 1 || cfg.MaxReceiveCount > 1000 {
 		return nil, fmt.Errorf("degrade: MaxReceiveCount %d not in 1..1000 (the queue's redrive policy)", cfg.MaxReceiveCount)
 	}
-	if cfg.Delay == 0 {
-		cfg.Delay = DefaultDelay
-	}
+	cfg.Delay = cmp.Or(cfg.Delay, DefaultDelay)
 	if cfg.Delay < time.Second || cfg.Delay > maxDelay {
 		return nil, fmt.Errorf("degrade: Delay %s not in 1s..15m", cfg.Delay)
 	}
-	if cfg.MaxDeferrals == 0 {
-		cfg.MaxDeferrals = DefaultMaxDeferrals
-	}
+	cfg.MaxDeferrals = cmp.Or(cfg.MaxDeferrals, DefaultMaxDeferrals)
 	if cfg.MaxDeferrals < 0 {
 		return nil, fmt.Errorf("degrade: MaxDeferrals %d is negative", cfg.MaxDeferrals)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	return &Plan{cfg: cfg, log: cfg.Logger}, nil
 }
 
@@ -103,13 +98,9 @@ func (p *Plan) OnOpen(ctx context.Context, rec *sqsbatch.Record, err error) erro
 // Later returns rec for Delay (see the package documentation for how): the
 // handler returns what Later returns.
 func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) error {
-	if cause == nil {
-		cause = errors.New("dependency unavailable")
-	}
+	cause = cmp.Or(cause, errors.New("dependency unavailable"))
 	log := rec.Logger
-	if log == nil {
-		log = p.log
-	}
+	log = cmp.Or(log, p.log)
 	visibility := sqsbatch.RetryAfter(cause, p.cfg.Delay)
 	if rec.ReceiveCount < p.cfg.MaxReceiveCount {
 		return visibility

@@ -1,6 +1,7 @@
 package httpdep
 
 import (
+	"cmp"
 	"log/slog"
 	"time"
 
@@ -41,9 +42,7 @@ func FromSettings(s Settings, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	r, err := retry.New(s.Policy, retry.WithBudget(budget), retry.WithObserver(func(ev retry.RetryEvent) {
 		log.Info("retry", slog.String("dependency", cfg.Name), slog.Int("attempt", ev.Attempt), slog.Duration("wait", ev.Wait),
 			slog.String("class", ev.Class.String()), slog.String("error", ev.Err.Error()))

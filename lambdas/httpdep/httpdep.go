@@ -172,12 +172,8 @@ func New(cfg Config) (*Client, error) {
 			ForceAttemptHTTP2:   true,
 		}}
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.Discard
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Metrics = cmp.Or(cfg.Metrics, metrics.Discard)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Client{cfg: cfg, base: u.String(), log: cfg.Logger.With(slog.String("dependency", cfg.Name))}, nil
 }
 

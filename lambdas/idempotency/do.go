@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -366,9 +367,7 @@ func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 	ctx, cancel := s.finalizeContext(ctx)
 	defer cancel()
 	code := retry.Truncate(pe.Code, maxErrorCodeBytes)
-	if code == "" {
-		code = "permanente"
-	}
+	code = cmp.Or(code, "permanente")
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.cfg.TableName),
 		Key:                 map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},

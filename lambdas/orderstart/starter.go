@@ -11,6 +11,7 @@
 package orderstart
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -155,9 +156,7 @@ func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts .
 	if api == nil || stateMachineARN == "" {
 		return nil, errors.New("starter: the Step Functions client and the state machine ARN are required")
 	}
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	s := &Starter{api: api, stateMachine: stateMachineARN, log: log,
 		window: replaywindow.Window{Max: eventsapi.StarterWindow, CreatedAt: eventsapi.KeyCreadoEn}}
 	for _, o := range opts {

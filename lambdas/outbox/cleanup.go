@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -35,12 +36,8 @@ type CleanupConfig struct {
 // all require publicado_en IS NULL); two cleanups at once would only wait
 // on each other's row locks and skip the rows already deleted.
 func Cleanup(ctx context.Context, db DB, cfg CleanupConfig) (int64, error) {
-	if cfg.Retention == 0 {
-		cfg.Retention = 7 * 24 * time.Hour
-	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = 1000
-	}
+	cfg.Retention = cmp.Or(cfg.Retention, 7*24*time.Hour)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, 1000)
 	if cfg.Retention < 0 || cfg.BatchSize < 0 || cfg.MaxBatches < 0 {
 		return 0, fmt.Errorf("%w: negative cleanup setting", ErrInvalidConfig)
 	}

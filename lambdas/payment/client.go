@@ -102,9 +102,7 @@ func gatewayConfig(cfg httpdep.Config) httpdep.Config {
 }
 
 func newClient(dep *httpdep.Client, m metrics.Emitter) *Client {
-	if m == nil {
-		m = metrics.Discard
-	}
+	m = cmp.Or(m, metrics.Discard)
 	return &Client{dep: dep, metrics: m}
 }
 

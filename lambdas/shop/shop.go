@@ -12,6 +12,7 @@
 package shop
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,9 +73,7 @@ func (s *Solicitud) validar() (total int64, err error) {
 	if len(s.Lineas) == 0 {
 		return 0, fmt.Errorf("%w: an order needs at least one line", ErrSolicitudInvalida)
 	}
-	if s.Moneda == "" {
-		s.Moneda = "EUR"
-	}
+	s.Moneda = cmp.Or(s.Moneda, "EUR")
 	if len(s.Moneda) != 3 {
 		return 0, fmt.Errorf("%w: moneda %q is not an ISO 4217 code", ErrSolicitudInvalida, s.Moneda)
 	}

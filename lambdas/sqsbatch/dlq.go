@@ -1,6 +1,7 @@
 package sqsbatch
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -68,9 +69,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 	}
 	if strings.HasSuffix(dlqURL, ".fifo") {
 		in.MessageGroupID = rec.GroupID
-		if in.MessageGroupID == "" {
-			in.MessageGroupID = rec.Message.MessageId
-		}
+		in.MessageGroupID = cmp.Or(in.MessageGroupID, rec.Message.MessageId)
 		// Unique per receive, stable across the SDK's own retries of this send:
 		// a retried send is deduplicated, a later failure of the same message
 		// (after a redrive) is not mistaken for a duplicate and dropped.

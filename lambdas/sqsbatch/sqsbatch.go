@@ -15,6 +15,7 @@
 package sqsbatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,21 +132,15 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Concurrency < 0 {
 		return nil, fmt.Errorf("sqsbatch: Config.Concurrency %d is negative", cfg.Concurrency)
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
 	if cfg.DeadlineMargin < 0 {
 		return nil, fmt.Errorf("sqsbatch: Config.DeadlineMargin %s is negative", cfg.DeadlineMargin)
 	}
-	if cfg.DeadlineMargin == 0 {
-		cfg.DeadlineMargin = DefaultDeadlineMargin
-	}
+	cfg.DeadlineMargin = cmp.Or(cfg.DeadlineMargin, DefaultDeadlineMargin)
 	if len(cfg.SupportedVersions) == 0 {
 		cfg.SupportedVersions = []int{1}
 	}
-	if cfg.VersionKey == "" {
-		cfg.VersionKey = DefaultVersionKey
-	}
+	cfg.VersionKey = cmp.Or(cfg.VersionKey, DefaultVersionKey)
 	if strings.TrimSpace(cfg.ConsumerVersion) == "" {
 		cfg.ConsumerVersion = "unknown"
 	}
@@ -158,9 +153,7 @@ func New(cfg Config) (*Processor, error) {
 		cfg.Now = time.Now
 	}
 	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	}
+	log = cmp.Or(log, slog.New(slog.NewJSONHandler(os.Stdout, nil)))
 	return &Processor{cfg: cfg, log: log}, nil
 }
 

@@ -1,6 +1,7 @@
 package sqsconsumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -112,9 +113,7 @@ func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID strin
 	if err != nil {
 		return nil, err
 	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Logger = cmp.Or(d.Logger, slog.Default())
 	return s.Batch(sqsbatch.Config{
 		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, e *E) error {
 			if err := window.Check(rec); err != nil {

@@ -13,6 +13,7 @@
 package sqsconsumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -107,21 +108,15 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 // leaves a field zero (ConsumerVersion, DLQRoutes, Concurrency,
 // SupportedVersions, DeadlineMargin).
 func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
-	if cfg.ConsumerVersion == "" {
-		cfg.ConsumerVersion = s.ConsumerVersion
-	}
+	cfg.ConsumerVersion = cmp.Or(cfg.ConsumerVersion, s.ConsumerVersion)
 	if len(cfg.DLQRoutes) == 0 {
 		cfg.DLQRoutes = s.DLQRoutes
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = s.Concurrency
-	}
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, s.Concurrency)
 	if len(cfg.SupportedVersions) == 0 {
 		cfg.SupportedVersions = s.SupportedVersions
 	}
-	if cfg.DeadlineMargin == 0 {
-		cfg.DeadlineMargin = s.DeadlineMargin
-	}
+	cfg.DeadlineMargin = cmp.Or(cfg.DeadlineMargin, s.DeadlineMargin)
 	return sqsbatch.New(cfg)
 }
 

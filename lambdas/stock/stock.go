@@ -14,6 +14,7 @@
 package stock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,9 +119,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	if d.Store == nil {
 		return nil, errors.New("stock: Store is required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Logger = cmp.Or(d.Logger, slog.Default())
 	return s.Batch(sqsbatch.Config{
 		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, m *Movimiento) error {
 			out, err := d.Store.Apply(ctx, *m)

@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,9 +111,7 @@ func (t *Tool) Resolve(ctx context.Context, spec, env string) (*Target, error) {
 	}
 	if q, e, _, ok := catalog.FindPhysical(target.DLQ.Name); ok {
 		target.Catalog = &q
-		if target.Env == "" {
-			target.Env = e
-		}
+		target.Env = cmp.Or(target.Env, e)
 	}
 	return target, nil
 }

@@ -11,6 +11,7 @@
 package sqsserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -223,11 +224,7 @@ func writeAPIError(w http.ResponseWriter, err error) {
 		{errUnsupported, 400, "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", ""},
 	} {
 		if errors.Is(err, m.sentinel) {
-			msg := m.fixedDetail
-			if msg == "" {
-				msg = err.Error()
-			}
-			writeError(w, m.status, m.typ, m.qcode, msg)
+			writeError(w, m.status, m.typ, m.qcode, cmp.Or(m.fixedDetail, err.Error()))
 			return
 		}
 	}

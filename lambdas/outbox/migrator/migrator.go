@@ -9,6 +9,7 @@
 package migrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,9 +73,7 @@ func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(c
 	secretARN := env.Required(outboxapi.EnvMasterSecretARN)
 	schemaName := env.String(outboxapi.EnvSchema, "public")
 	awsCfg, err := env.LoadAWSConfig(ctx)
-	if err == nil {
-		err = env.Err()
-	}
+	err = cmp.Or(err, env.Err())
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +106,7 @@ type Response struct {
 // Handle runs one custom resource event.
 func (m *Migrator) Handle(ctx context.Context, ev cfn.Event) (Response, error) {
 	log := m.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	log = cmp.Or(log, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	switch ev.RequestType {
 	case cfn.RequestDelete:
 		log.Info("outbox schema kept: the data outlives the resource", "resource", ev.LogicalResourceID)

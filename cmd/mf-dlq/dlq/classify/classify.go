@@ -72,15 +72,9 @@ func (o Options) withDefaults() Options {
 	if len(o.AcceptedVersions) == 0 {
 		o.AcceptedVersions = []int{1}
 	}
-	if o.VersionKey == "" {
-		o.VersionKey = "version"
-	}
-	if o.BurstWindow == 0 {
-		o.BurstWindow = 6 * time.Hour
-	}
-	if o.ConcentrationShare == 0 {
-		o.ConcentrationShare = 0.5
-	}
+	o.VersionKey = cmp.Or(o.VersionKey, "version")
+	o.BurstWindow = cmp.Or(o.BurstWindow, 6*time.Hour)
+	o.ConcentrationShare = cmp.Or(o.ConcentrationShare, 0.5)
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}

@@ -9,7 +9,7 @@
 // dependencies (lambdas/preparation, lambdas/confirmationmail, lambdas/erpnotice,
 // lambdas/stock); its main is one line:
 //
-//	func main() { sqsconsumer.Main("preparar-pedido", preparacion.FromRuntime) }
+//	func main() { sqsconsumer.Main("preparar-pedido", preparation.FromRuntime) }
 package sqsconsumer
 
 import (

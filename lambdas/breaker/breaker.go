@@ -147,17 +147,12 @@ func New(store Store, cfg Config) (*Breaker, error) {
 		return nil, errors.New("breaker: Config.Name is required")
 	}
 	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
 	cfg.FailureThreshold = cmp.Or(cfg.FailureThreshold, DefaultFailureThreshold)
-	def(&cfg.OpenPeriod, DefaultOpenPeriod)
-	def(&cfg.ProbeLease, DefaultProbeLease)
-	def(&cfg.MaxStaleness, DefaultMaxStaleness)
-	def(&cfg.StoreTimeout, DefaultStoreTimeout)
-	def(&cfg.StoreRetryInterval, DefaultStoreRetryInterval)
+	cfg.OpenPeriod = cmp.Or(cfg.OpenPeriod, DefaultOpenPeriod)
+	cfg.ProbeLease = cmp.Or(cfg.ProbeLease, DefaultProbeLease)
+	cfg.MaxStaleness = cmp.Or(cfg.MaxStaleness, DefaultMaxStaleness)
+	cfg.StoreTimeout = cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout)
+	cfg.StoreRetryInterval = cmp.Or(cfg.StoreRetryInterval, DefaultStoreRetryInterval)
 	var problems []error
 	if cfg.FailureThreshold < 1 {
 		problems = append(problems, fmt.Errorf("FailureThreshold %d < 1", cfg.FailureThreshold))

@@ -23,8 +23,9 @@ const (
 	// recorded as FALLIDO in the idempotency table).
 	ErrTarjetaRechazada = "TarjetaRechazada"
 	// ErrPasarelaNoDisponible: the gateway failed transiently (5xx, 429,
-	// timeout, connection failure) after the function's own attempts, or its
-	// retry budget was spent. Retry it in the workflow (full jitter, capped);
+	// timeout, connection failure, its API key refused after reading it
+	// again: docs/design.md#http-dependencies) after the function's own
+	// attempts, or its retry budget was spent. Retry it in the workflow;
 	// the key was released, so the retry charges at most once (the gateway's
 	// Idempotency-Key covers a charge whose answer was lost).
 	ErrPasarelaNoDisponible = "PasarelaNoDisponible"

@@ -27,14 +27,8 @@ type CleanupConfig struct {
 // rows, parked ones included, are never deleted: only rows with a
 // publication date qualify. It stops between batches when ctx is done and
 // then returns the rows deleted so far with an error wrapping ctx's error,
-// so a caller can tell "nothing left" from "stopped early".
-//
-// The statement needs only DELETE and SELECT of id and publicado_en (the
-// cleanup's database role has nothing more): no row lock is taken before
-// the DELETE (FOR UPDATE would need UPDATE privilege), which costs nothing
-// because no one else writes a published row (the publisher's statements
-// all require publicado_en IS NULL); two cleanups at once would only wait
-// on each other's row locks and skip the rows already deleted.
+// so a caller can tell "nothing left" from "stopped early". It needs only
+// DELETE and SELECT of id and publicado_en (docs/design.md#database-roles).
 func Cleanup(ctx context.Context, db DB, cfg CleanupConfig) (int64, error) {
 	cfg.Retention = cmp.Or(cfg.Retention, 7*24*time.Hour)
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, 1000)

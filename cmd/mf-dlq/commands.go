@@ -22,6 +22,7 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error)
@@ -45,7 +46,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.profile, "profile", "", "AWS shared-config profile")
 	fs.StringVar(&c.region, "region", "", "AWS region (default: the profile's or AWS_REGION)")
 	fs.StringVar(&c.endpoint, "endpoint-url", "", "endpoint for SQS, Lambda and CloudWatch (a local emulator)")
-	fs.StringVar(&c.env, "e", "", "environment (dev, staging, prod) of a logical or SPEC queue name")
+	fs.StringVar(&c.env, "e", "", "environment (dev, staging, prod) of a logical or catalogue queue name")
 	fs.StringVar(&c.env, "env", "", "same as -e")
 }
 
@@ -90,7 +91,7 @@ func (c *common) tool(ctx context.Context, stdout, stderr io.Writer) (*dlq.Tool,
 	if c.endpoint != "" {
 		endpoint = aws.String(c.endpoint)
 	}
-	clock := dlq.WallClock{}
+	clock := retry.SystemClock
 	return &dlq.Tool{
 		SQS:     queue.NewAdmin(sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint })),
 		Lambda:  dlq.LambdaMappings{API: lambda.NewFromConfig(cfg, func(o *lambda.Options) { o.BaseEndpoint = endpoint })},

@@ -5,21 +5,14 @@
 //	mf-dlq classify QUEUE | --from-file FILE [--json]
 //	mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE] [--readmit-expired]
 //	mf-dlq verify   QUEUE [--expect N --since TIME]
-//	mf-dlq gen      --scenario NAME [--seed N]      (test data sets)
+//	mf-dlq gen      --scenario NAME [--seed N]
 //	mf-dlq sandbox  [--scenario NAME] [--seed N] [-e ENV] [--listen ADDR]
-//	                (an in-memory SQS with a data set played in, to rehearse)
 //
-// QUEUE is a queue URL, a queue name, or, with -e dev|staging|prod, the
-// Messaging stack's logical name (Pedidos, Correo, AvisoERP, StockMovements)
-// or a SPEC name; a source queue stands for its dead-letter queue. AWS
-// access: --profile, --region, --endpoint-url (applied to SQS, Lambda and
-// CloudWatch), else the SDK's usual environment and shared configuration.
-//
-// Exit codes: 0 done; 1 error; 2 usage; 3 empty DLQ; 4 not verified;
-// 5 refused (no --confirm-fixed, a move task running, not a DLQ, a queue
-// whose receives count, expired messages left in the DLQ without
-// --readmit-expired); 6 missing permission; 7 interrupted (Ctrl-C);
-// classify: 10 poison, 11 transient, 12 data, 13 mixed, 14 expired.
+// QUEUE is a queue URL or name, or with -e a Messaging stack logical name; a
+// source queue stands for its DLQ. AWS access: --profile, --region,
+// --endpoint-url. Exit codes: 0 done, 1 error, 2 usage, 3 empty DLQ, 4 not
+// verified, 5 refused, 6 missing permission, 7 interrupted; classify 10
+// poison, 11 transient, 12 data, 13 mixed, 14 expired (docs/runbooks/dlq.md).
 package main
 
 import (

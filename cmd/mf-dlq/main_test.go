@@ -49,7 +49,7 @@ type sqsEnv struct {
 func newSQS(t *testing.T) *sqsEnv {
 	t.Helper()
 	e := &sqsEnv{clock: &offsetClock{}, calls: map[string]int{}}
-	e.fake = sqsfake.New(sqsfake.WithClock(e.clock))
+	e.fake = sqsfake.New(sqsfake.WithClock(e.clock.Now))
 	var err error
 	if e.dlq, err = e.fake.CreateQueue(catalog.PhysicalName(catalog.PedidosDLQName, "dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, fmt.Errorf("%w: %w", dlq.ErrUsage, err)
 	}
 	clock := &offsetClock{}
-	fake := sqsfake.New(sqsfake.WithClock(clock))
+	fake := sqsfake.New(sqsfake.WithClock(clock.Now))
 	var pedidosSrc, pedidosDLQ string
 	for _, q := range catalog.Queues {
 		d, err := fake.CreateQueue(catalog.PhysicalName(q.DLQName, *envName), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})

@@ -12,6 +12,7 @@ import (
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // TestSandboxReplay: a data set played in through SQS's mechanics looks, on
@@ -22,7 +23,7 @@ func TestSandboxReplay(t *testing.T) {
 	for scenario, want := range map[string]classify.Verdict{dataset.DeployV2: classify.Poison, dataset.Mixture: classify.Mixed} {
 		clock := &offsetClock{}
 		fakeClock := &freezableClock{base: clock}
-		fake := sqsfake.New(sqsfake.WithClock(fakeClock))
+		fake := sqsfake.New(sqsfake.WithClock(fakeClock.Now))
 		d, _ := fake.CreateQueue("mercadofresco-pedidos-fallidos-dev", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 		s, _ := fake.CreateQueue("cola-mercadofresco-pedidos-dev", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
 		msgs, err := dataset.Generate(scenario, seed, time.Now().Add(-time.Minute), dataset.DefaultTopology)
@@ -35,7 +36,7 @@ func TestSandboxReplay(t *testing.T) {
 		}
 		clock.set(time.Now())
 		fakeClock.freeze()
-		tool := &dlq.Tool{SQS: fake, Clock: dlq.WallClock{}}
+		tool := &dlq.Tool{SQS: fake, Clock: retry.SystemClock}
 		tg, err := tool.Resolve(ctx, "Pedidos", "dev")
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-// Command retry-storm plays the lesson's retry storm on a virtual clock and
+// Command retry-storm plays a retry storm (docs/retry-storm.md) on a virtual clock and
 // compares three ways of retrying: naive (SDK 5 attempts x 4 receives x 4
 // workflow attempts, no jitter, pollers scaling 20 -> 60), jitter only, and
 // all four defences (jitter, a concurrency ceiling, the retry budget and
@@ -30,9 +30,9 @@ func main() {
 	flag.Parse()
 	fmt.Printf("retry-storm: seed %d\n", *seed)
 	results := RunAll(*seed)
-	PrintTable(os.Stdout, Lesson, results)
+	PrintTable(os.Stdout, Storm, results)
 	if *chart != "" {
-		if err := Chart(*chart, Lesson, results, *seed); err != nil {
+		if err := Chart(*chart, Storm, results, *seed); err != nil {
 			fmt.Fprintln(os.Stderr, "retry-storm:", err)
 			os.Exit(1)
 		}
@@ -47,22 +47,22 @@ func main() {
 // the recovery peaks and the worst calls per order with all four defences.
 func Sweep(w io.Writer, n int) {
 	var ratios []float64
-	worst, minCharged := 0, Lesson.Orders
+	worst, minCharged := 0, Storm.Orders
 	for seed := uint64(1); seed <= uint64(n); seed++ {
-		naive, def := Run(Lesson, Naive, seed), Run(Lesson, AllFour, seed)
+		naive, def := Run(Storm, Naive, seed), Run(Storm, AllFour, seed)
 		ratios = append(ratios, float64(def.PeakRecovery)/float64(naive.PeakRecovery))
 		worst, minCharged = max(worst, def.WorstPerOrder), min(minCharged, def.Charged)
 	}
 	slices.Sort(ratios)
 	fmt.Fprintf(w, "\nsweep over seeds 1..%d, all four defences: recovery peak / naive min %.3f, median %.3f, max %.3f; worst calls per order %d; fewest orders charged %d of %d\n",
-		n, ratios[0], ratios[len(ratios)/2], ratios[len(ratios)-1], worst, minCharged, Lesson.Orders)
+		n, ratios[0], ratios[len(ratios)/2], ratios[len(ratios)-1], worst, minCharged, Storm.Orders)
 }
 
-// RunAll runs every strategy on the lesson's scenario with one seed.
+// RunAll runs every strategy on the Storm scenario with one seed.
 func RunAll(seed uint64) []Result {
 	var out []Result
 	for _, st := range []Strategy{Naive, JitterOnly, AllFour} {
-		out = append(out, Run(Lesson, st, seed))
+		out = append(out, Run(Storm, st, seed))
 	}
 	return out
 }

@@ -31,14 +31,14 @@ func TestDefencesCutTheRecoveryPeak(t *testing.T) {
 		if def.BreakerOpenings == 0 || def.BudgetDenials == 0 {
 			t.Errorf("seed %d: breaker openings %d, budget denials %d: the real defences did not act", seed, def.BreakerOpenings, def.BudgetDenials)
 		}
-		if def.Charged+def.DeadLettered != Lesson.Orders || naive.Charged+naive.DeadLettered != Lesson.Orders {
+		if def.Charged+def.DeadLettered != Storm.Orders || naive.Charged+naive.DeadLettered != Storm.Orders {
 			t.Errorf("seed %d: orders unaccounted for", seed)
 		}
 	}
 }
 
 func TestSameSeedSameRun(t *testing.T) {
-	a, b := Run(Lesson, AllFour, 42), Run(Lesson, AllFour, 42)
+	a, b := Run(Storm, AllFour, 42), Run(Storm, AllFour, 42)
 	if a.String() != b.String() || len(a.CallsPerSecond) != len(b.CallsPerSecond) {
 		t.Fatalf("same seed, different runs:\n%v\n%v", a, b)
 	}
@@ -52,14 +52,14 @@ func TestSameSeedSameRun(t *testing.T) {
 func TestTableAndChart(t *testing.T) {
 	rs := RunAll(7)
 	var buf bytes.Buffer
-	PrintTable(&buf, Lesson, rs)
+	PrintTable(&buf, Storm, rs)
 	for _, want := range []string{"naive", "jitter only", "all four defences", "peak calls/s during recovery"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}
 	}
 	path := filepath.Join(t.TempDir(), "chart.svg")
-	if err := Chart(path, Lesson, rs, 7); err != nil {
+	if err := Chart(path, Storm, rs, 7); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)

@@ -12,7 +12,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
-// Scenario is the lesson's retry storm, on a virtual clock.
+// Scenario is a retry storm against the payment gateway, on a virtual clock.
 type Scenario struct {
 	Orders        int           // executions in flight (450)
 	ArrivalStart  time.Duration // orders arrive uniformly in [ArrivalStart, ArrivalEnd)
@@ -29,8 +29,9 @@ type Scenario struct {
 	Horizon       time.Duration // stop the run here
 }
 
-// Lesson is the scenario of the lesson (SPEC: retry storm defences).
-var Lesson = Scenario{
+// Storm is the storm of docs/retry-storm.md: 450 orders, the gateway slow,
+// then down for 30 s, then back with its capacity ramping up.
+var Storm = Scenario{
 	Orders: 450, ArrivalStart: 0, ArrivalEnd: 10 * time.Second,
 	DegradeAt: 0, OutageAt: 45 * time.Second, RecoverAt: 75 * time.Second, RampFor: 60 * time.Second,
 	Healthy: 240 * time.Millisecond, Degraded: 4 * time.Second,
@@ -219,7 +220,7 @@ func (s *sim) addInstance() {
 			retry.WithClock(s.clk), retry.WithRand(retry.NewSeeded(s.rnd.Uint64())), retry.WithBudget(b))
 	}
 	if s.st.Breaker {
-		in.breaker, _ = breaker.New(s.store, breaker.Config{Name: "pasarela", Clock: s.clk,
+		in.breaker, _ = breaker.New(s.store, breaker.Config{Name: "pasarela", Now: s.clk.Now,
 			FailureThreshold: s.st.Threshold, OpenPeriod: s.st.OpenPeriod})
 	}
 	s.pool = append(s.pool, in)

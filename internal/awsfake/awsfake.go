@@ -1,26 +1,17 @@
 // Package awsfake serves the few AWS API operations the project's Lambda
-// functions call, besides SQS (internal/sqsfake/sqsserver) and
-// DynamoDB (dynalite), over their real wire protocols, so a local run builds
-// the functions with their real SDK clients, pointed here with the
-// AWS_ENDPOINT_URL_<SERVICE> variables:
-//
-//   - EventBridge PutEvents (AWS JSON 1.1, X-Amz-Target AWSEvents.PutEvents):
-//     every accepted entry is handed to a Router; a router error fails the
-//     entry (FailedEntryCount), as EventBridge does for an entry it cannot
-//     take.
-//   - Step Functions StartExecution (AWS JSON 1.0, AWSStepFunctions.*): one
-//     execution per name and state machine, ExecutionAlreadyExists for a
-//     second start with the same name (what makes the order workflow start
-//     once per order), handed to an Executor.
-//   - Secrets Manager GetSecretValue (AWS JSON 1.1, secretsmanager.*) from a
-//     map.
-//
-// Requests are not authenticated. Anything else is answered with
-// UnknownOperationException, so a function that starts calling something new
-// fails loudly in the local run instead of silently doing nothing.
+// functions call besides SQS and DynamoDB, over their real wire protocols,
+// so a local run builds the functions with their real SDK clients pointed
+// here (AWS_ENDPOINT_URL_<SERVICE>): EventBridge PutEvents (each accepted
+// entry goes to a Router; a router error fails the entry), Step Functions
+// StartExecution (one execution per name and state machine,
+// ExecutionAlreadyExists for a second; handed to an Executor) and Secrets
+// Manager GetSecretValue from a map. Requests are not authenticated;
+// anything else is UnknownOperationException, so a function that starts
+// calling something new fails loudly instead of silently doing nothing.
 package awsfake
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -221,9 +212,7 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request, body []b
 		writeError(w, 400, "InvalidName", "name longer than 80 characters")
 		return
 	}
-	if in.Input == "" {
-		in.Input = "{}"
-	}
+	in.Input = cmp.Or(in.Input, "{}")
 	if !json.Valid([]byte(in.Input)) {
 		writeError(w, 400, "InvalidExecutionInput", "input is not JSON")
 		return

@@ -8,6 +8,7 @@
 package consumertest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,7 +55,7 @@ const ConfirmadoEn = "2026-11-27T17:55:00Z"
 // Queues is a source queue and its DLQ in one sqsfake.
 type Queues struct {
 	Fake  *sqsfake.Fake
-	Clock *sqsfake.ManualClock
+	Clock *retry.VirtualClock
 	// Source and DLQ are the queue URLs, SourceARN the event source ARN.
 	Source, DLQ, SourceARN string
 	MaxReceiveCount        int
@@ -80,21 +81,15 @@ type Options struct {
 // sqsfake with a manual clock.
 func New(t testing.TB, name string, o Options) *Queues {
 	t.Helper()
-	if o.MaxReceiveCount == 0 {
-		o.MaxReceiveCount = 4
-	}
-	if o.Visibility == 0 {
-		o.Visibility = 400 * time.Second
-	}
-	if o.Window == 0 {
-		o.Window = consumerapi.WindowPreparacion
-	}
+	o.MaxReceiveCount = cmp.Or(o.MaxReceiveCount, 4)
+	o.Visibility = cmp.Or(o.Visibility, 400*time.Second)
+	o.Window = cmp.Or(o.Window, consumerapi.WindowPreparacion)
 	suffix := ""
 	if o.Fifo {
 		suffix = ".fifo"
 	}
-	clk := sqsfake.NewManualClock(Start)
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := retry.NewVirtualClock(Start)
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	dlq, err := f.CreateQueue(name+"-fallidos"+suffix, sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -357,12 +352,8 @@ type DepOptions struct {
 // run on a virtual clock, so a test spends no time in backoff.
 func Client(t testing.TB, name string, srv *fakehttp.Server, o DepOptions) *httpdep.Client {
 	t.Helper()
-	if o.Attempts == 0 {
-		o.Attempts = 2
-	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = 2 * time.Second
-	}
+	o.Attempts = cmp.Or(o.Attempts, 2)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, 2*time.Second)
 	r, err := retry.New(retry.Policy{MaxAttempts: o.Attempts},
 		retry.WithClock(retry.NewVirtualClock(time.Now())), retry.WithRand(retry.NewSeeded(o.Seed)))
 	if err != nil {
@@ -378,14 +369,14 @@ func Client(t testing.TB, name string, srv *fakehttp.Server, o DepOptions) *http
 
 // Breaker returns a breaker of dependency name on rdb (a private Redis of
 // the test, internal/redistest) with a key prefix of this test, on
-// clk (a *retry.VirtualClock lets the test end the open period at once).
+// now (a *retry.VirtualClock's Now lets the test end the open period).
 // Its store timeout is long: on a loaded machine a slow Redis answer must
 // not turn into the breaker failing open, which the tests would read as
 // the circuit never opening.
-func Breaker(t testing.TB, rdb redis.Scripter, name string, threshold int, clk breaker.Clock) *breaker.Breaker {
+func Breaker(t testing.TB, rdb redis.Scripter, name string, threshold int, now func() time.Time) *breaker.Breaker {
 	t.Helper()
 	b, err := breaker.New(breaker.NewRedisStore(rdb), breaker.Config{
-		Name: name, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: threshold, Clock: clk, Logger: Logger(t),
+		Name: name, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: threshold, Now: now, Logger: Logger(t),
 		StoreTimeout: 10 * time.Second,
 	})
 	if err != nil {

@@ -1,27 +1,15 @@
 // Package dynalitetest starts a local dynalite (a DynamoDB-compatible HTTP
-// server written in Node.js) for tests and hands back an aws-sdk-go-v2
-// DynamoDB client pointed at it.
-//
-// The tests then exercise the real SDK client over real HTTP, with the
-// real request signing, serialisation and error decoding, which an
-// in-memory fake would skip. No request ever leaves 127.0.0.1: the client
-// uses static fake credentials and a local endpoint.
-//
-// Typical use:
+// server in Node.js) for tests and hands back an aws-sdk-go-v2 DynamoDB
+// client pointed at it, so tests run the real SDK client over real HTTP (no
+// request leaves 127.0.0.1: static fake credentials, a local endpoint):
 //
 //	srv := dynalitetest.Start(t)
 //	srv.CreateTable(t, "mercadofresco-idempotencia", "clave")
 //	client := srv.Client
 //
-// The binary is looked up, in order, from $DYNALITE, from $PATH, from the
-// node_modules/.bin folder of the working directory or any parent. Its folder is prepended to the
-// child's PATH so that the `#!/usr/bin/env node` line finds the node that
-// ships beside it.
-//
-// Known dynalite differences from DynamoDB that matter to callers: it does
-// not return the item on a failed condition
-// (ReturnValuesOnConditionCheckFailure=ALL_OLD is ignored) and it does not
-// run TTL deletions.
+// The binary comes from $DYNALITE, $PATH or a node_modules/.bin above the
+// working directory. dynalite ignores ReturnValuesOnConditionCheckFailure
+// and runs no TTL deletions.
 package dynalitetest
 
 import (
@@ -30,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +34,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/mercadofresco/integration/internal/freeport"
 )
 
 // startAttempts bounds the retries when another process grabs the free port
@@ -167,7 +155,7 @@ func (s *Server) Close() error {
 }
 
 func launchOnce(ctx context.Context, bin string) (*Server, error) {
-	port, err := freeport.Port()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -326,4 +314,16 @@ func (s *Server) NewTable(tb testing.TB, prefix, partitionKey, sortKey string) s
 	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), tableSeq.Add(1))
 	s.CreateTableWithSortKey(tb, name, partitionKey, sortKey)
 	return name
+}
+
+// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago (for
+// dynalite and internal/redistest's servers). Another process may take it
+// before the server binds, so callers retry a failed start.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

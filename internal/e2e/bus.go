@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -206,9 +207,7 @@ func (b *Bus) loadRule(r *cfnlocal.Resource) *Rule {
 	}
 	m := p.(map[string]any)
 	rule := &Rule{Name: str(m["Name"]), Bus: w.busName(str(m["EventBusName"]))}
-	if rule.Name == "" {
-		rule.Name = r.LogicalID
-	}
+	rule.Name = cmp.Or(rule.Name, r.LogicalID)
 	pat, _ := m["EventPattern"].(map[string]any)
 	if pat == nil {
 		w.fatalf("%s: scheduled rules are not played", r.Path())

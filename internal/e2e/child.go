@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/outbox/publisherfn"
+	"github.com/mercadofresco/integration/lambdas/outbox"
 )
 
 // Functions that the run kills with SIGKILL run in child processes: the test
@@ -72,14 +72,13 @@ func runPublisher(deadline time.Duration) error {
 		cancel()
 	}()
 	env := lambdaenv.New(os.Getenv)
-	h, err := publisherfn.FromEnv(ctx, env, env.Logger("outbox-publisher"))
+	handle, err := outbox.PublisherFunction(ctx, env, env.Logger("outbox-publisher"))
 	if err != nil {
 		return err
 	}
-	defer h.Close()
 	for ctx.Err() == nil {
 		ictx, icancel := context.WithTimeout(ctx, deadline)
-		_, err := h.Handle(ictx)
+		_, err := handle(ictx)
 		icancel()
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintf(os.Stderr, "e2e publisher invocation: %v\n", err)

@@ -55,7 +55,7 @@ type taskHandler func(ctx context.Context, in json.RawMessage) (any, error)
 
 var taskBuilders = map[string]func(ctx context.Context, env *lambdaenv.Env) (taskHandler, error){
 	"lambdas/cobro": func(ctx context.Context, env *lambdaenv.Env) (taskHandler, error) {
-		t, err := payment.TasksFromEnv(ctx, env, "cobro")
+		t, err := payment.TasksFromEnv(ctx, env, env.Logger("cobro"))
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +63,7 @@ var taskBuilders = map[string]func(ctx context.Context, env *lambdaenv.Env) (tas
 		return func(ctx context.Context, in json.RawMessage) (any, error) { return h(ctx, in) }, nil
 	},
 	"lambdas/reembolso": func(ctx context.Context, env *lambdaenv.Env) (taskHandler, error) {
-		t, err := payment.TasksFromEnv(ctx, env, "reembolso")
+		t, err := payment.TasksFromEnv(ctx, env, env.Logger("reembolso"))
 		if err != nil {
 			return nil, err
 		}

@@ -212,7 +212,7 @@ func seconds(v any, def time.Duration) time.Duration {
 // queues first, with their visibility timeout, retention, delay, FIFO
 // settings and redrive policy.
 func (w *World) createQueues() {
-	w.sqs = sqsfake.New(sqsfake.WithClock(w.clock), sqsfake.WithAccount(w.opts.Account), sqsfake.WithRegion(w.opts.Region))
+	w.sqs = sqsfake.New(sqsfake.WithClock(w.clock.Now), sqsfake.WithAccount(w.opts.Account), sqsfake.WithRegion(w.opts.Region))
 	pending := w.app.Resources("AWS::SQS::Queue")
 	for len(pending) > 0 {
 		var next []*cfnlocal.Resource

@@ -1,32 +1,21 @@
 // Package fakehttp is a fake HTTP dependency for tests: an httptest server
 // that applies a caller-supplied effect, with scripted faults, the
-// Idempotency-Key semantics of a real payment API, and a ledger of every
-// request received and every effect applied. The payment gateway fake
-// (fakegateway) is built on it; the warehouse, ERP and e-mail fakes can be
-// too.
+// Idempotency-Key semantics of a real payment API and a ledger of every
+// request and effect (fakegateway is built on it).
 //
-// Idempotency-Key (as Stripe-style APIs do it): the first request with a key
-// runs the Handler (the effect) and the answer is stored; a later request
-// with the same key and the same body gets the stored answer again, with
-// header Idempotent-Replayed: true, and no effect; the same key with a
-// different body gets 422; a request arriving while the first with its key
-// is still running gets 409. Answers produced by faults or by the
-// Precheck (authentication) are not stored, as a real API stores nothing
-// for a request it never executed. Requests without the header run the
-// Handler every time.
-//
-// Faults (Rule) are applied in order of injection, the first matching rule
-// with uses left wins: latency, an HTTP status instead of the effect
-// (503, 429 with Retry-After), a connection reset before the effect, and a
-// timeout or a reset AFTER the effect (the answer is stored under the key,
-// but the client never receives it: the lesson's double-charge setup).
-// Probabilistic rules draw from a seeded source, so a run is reproducible.
-//
-// Safe for concurrent use.
+// Idempotency-Key: the first request with a key runs the Handler and its
+// answer is stored; a repeat with the same body gets it again (header
+// Idempotent-Replayed: true) without an effect, with another body 422, while
+// the first still runs 409; answers of faults and of the Precheck are not
+// stored. Faults (Rule, first matching rule with uses left): latency, a
+// status instead of the effect, a reset before it, and a timeout or reset
+// after it (applied and stored, the answer lost: how a retry without the key
+// charges twice). Probabilistic rules are seeded. Safe for concurrent use.
 package fakehttp
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"io"
 	"math/rand/v2"
@@ -378,9 +367,7 @@ func write(w http.ResponseWriter, r Response) {
 		w.Header()[k] = v
 	}
 	status := r.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status = cmp.Or(status, http.StatusOK)
 	w.WriteHeader(status)
 	_, _ = io.Copy(w, bytes.NewReader(r.Body))
 }

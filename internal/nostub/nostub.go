@@ -1,21 +1,12 @@
 // Package nostub finds stand-ins on a deployed path: test doubles and stubs
-// that a Lambda's main links into its binary. The house rule is that code a
-// deployed main reaches does the real thing (docs/CONVENTIONS.md); a stub
-// left behind once made a confirmed order be logged and never reach the
-// warehouse.
-//
-// Scan lists, with the Go tool, every package linked into the given mains
-// as the Lambda build links them (GOOS=linux, GOARCH=arm64, CGO_ENABLED=0,
-// -tags lambda.norpc), and reports, among this module's packages:
-//
-//   - a package whose import path has an element that names a test double
-//     (fake..., stub..., mock..., dummy..., ...fake or ...mock such as
-//     sqsfake, or ...test such as dynalitetest, redistest, consumertest);
-//   - a top-level declaration (type, function, method, variable, constant)
-//     named as one (stubPreparer, FakeSES, mockERP, dummyAlmacen), or whose
-//     doc comment calls it a stub.
-//
-// Test files are not linked into binaries and are not read.
+// that a Lambda's main links into its binary (code a deployed main reaches
+// does the real thing, docs/CONVENTIONS.md). Scan lists, with the Go tool,
+// every package linked into the given mains as the Lambda build links them
+// (GOOS=linux, GOARCH=arm64, CGO_ENABLED=0, -tags lambda.norpc), and
+// reports, among this module's packages, an import path element that names
+// a test double (fake..., stub..., mock..., dummy..., ...fake, ...mock,
+// ...test) and a top-level declaration named as one or whose doc comment
+// calls it a stub. Test files are not linked and not read.
 package nostub
 
 import (

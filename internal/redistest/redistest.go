@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/internal/freeport"
+	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -63,7 +63,7 @@ func Start(t testing.TB) *Server {
 	var err error
 	for range 5 {
 		var port int
-		if port, err = freeport.Port(); err != nil {
+		if port, err = dynalitetest.FreePort(); err != nil {
 			continue
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))

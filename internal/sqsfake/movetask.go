@@ -1,6 +1,7 @@
 package sqsfake
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -89,7 +90,7 @@ func (f *Fake) StartMessageMoveTask(ctx context.Context, in *queue.StartMoveTask
 	if err := f.check(ctx, "StartMessageMoveTask", in.SourceARN); err != nil {
 		return "", err
 	}
-	now := f.clock.Now()
+	now := f.now()
 	f.advanceTasks(now)
 	src, ok := f.byARN[in.SourceARN]
 	if !ok {
@@ -140,9 +141,7 @@ func (f *Fake) ListMessageMoveTasks(ctx context.Context, sourceARN string, max i
 	if err := f.check(ctx, "ListMessageMoveTasks", sourceARN); err != nil {
 		return nil, err
 	}
-	if max == 0 {
-		max = 1
-	}
+	max = cmp.Or(max, 1)
 	if max < 1 || max > 10 {
 		return nil, fmt.Errorf("sqsfake: ListMessageMoveTasks: %w: MaxResults %d not in 1..10", queue.ErrInvalidParameter, max)
 	}
@@ -150,7 +149,7 @@ func (f *Fake) ListMessageMoveTasks(ctx context.Context, sourceARN string, max i
 	if !ok {
 		return nil, fmt.Errorf("sqsfake: ListMessageMoveTasks: %w: %s", queue.ErrQueueNotFound, sourceARN)
 	}
-	f.advanceTasks(f.clock.Now())
+	f.advanceTasks(f.now())
 	var out []queue.MoveTask
 	for i := len(f.tasks) - 1; i >= 0 && len(out) < max; i-- {
 		t := f.tasks[i]
@@ -183,7 +182,7 @@ func (f *Fake) CancelMessageMoveTask(ctx context.Context, handle string) (int64,
 	if err := f.check(ctx, "CancelMessageMoveTask", handle); err != nil {
 		return 0, err
 	}
-	f.advanceTasks(f.clock.Now())
+	f.advanceTasks(f.now())
 	for _, t := range f.tasks {
 		if t.handle == handle && t.status == queue.MoveTaskRunning {
 			t.status = queue.MoveTaskCancelling
@@ -221,9 +220,7 @@ func (f *Fake) advanceTask(t *moveTask, now time.Time) {
 			break
 		}
 		destARN := t.destARN
-		if destARN == "" {
-			destARN = m.dlqSource
-		}
+		destARN = cmp.Or(destARN, m.dlqSource)
 		if destARN == "" {
 			t.status, t.failure = queue.MoveTaskFailed, fmt.Sprintf("message %s has no DeadLetterQueueSourceArn (it was sent to the DLQ, not moved there by a redrive policy) and the task has no destination", m.id)
 			return
@@ -268,12 +265,8 @@ func (f *Fake) moveMessage(src, dest *fakeQueue, m *message, now time.Time) {
 		dest.seq++
 		nm.seqNumber = fmt.Sprintf("%020d", dest.seq)
 		nm.dedupID = m.dedupID
-		if nm.groupID == "" {
-			nm.groupID = m.id
-		}
-		if nm.dedupID == "" {
-			nm.dedupID = m.id
-		}
+		nm.groupID = cmp.Or(nm.groupID, m.id)
+		nm.dedupID = cmp.Or(nm.dedupID, m.id)
 	}
 	dest.msgs = append(dest.msgs, nm)
 	dest.stats.Sent++

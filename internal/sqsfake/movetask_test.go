@@ -9,11 +9,12 @@ import (
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // redriveTopology creates a source with maxReceiveCount 1 and its DLQ, and
 // drives n messages into the DLQ through the redrive policy.
-func redriveTopology(t *testing.T, n int) (*sqsfake.Fake, *sqsfake.ManualClock, string, string) {
+func redriveTopology(t *testing.T, n int) (*sqsfake.Fake, *retry.VirtualClock, string, string) {
 	t.Helper()
 	f, clk := newFake(t)
 	dlq := mustCreate(t, f, "dlq", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})

@@ -1,49 +1,18 @@
-// Package sqsfake is an in-memory SQS that implements queue.API with the
-// semantics the project's reliability depends on, so that consumers and
-// operator tools can be tested without AWS:
-//
-//   - visibility timeout: a received message is hidden until its timeout
-//     passes (or ChangeMessageVisibility changes it), then it is visible again;
-//   - ApproximateReceiveCount rises on every receive, and
-//     ApproximateFirstReceiveTimestamp / SentTimestamp are kept;
-//   - a redrive policy moves a message whose receive count has reached
-//     maxReceiveCount to the dead-letter queue on the next receive attempt, as
-//     SQS does (so it arrives with ApproximateReceiveCount = maxReceiveCount and
-//     the first receive from the DLQ shows maxReceiveCount+1: the lesson's
-//     "all 340 at 5" with maxReceiveCount 4), tagged with DeadLetterQueueSourceArn;
-//   - FIFO queues: MessageGroupId required, no message of a group is delivered
-//     while another of that group is in flight, order kept within a group,
-//     5-minute deduplication (explicit id or content-based), sequence numbers;
-//     a FIFO queue's DLQ must be FIFO;
-//   - message attributes validated as SQS does (at most 10, names, types,
-//     non-empty values) and the message size limit;
-//   - stale receipt handles: on a standard queue, deleting with a handle from an
-//     earlier receive succeeds but deletes nothing (SQS's documented
-//     behaviour, counted in Stats.StaleDeletes); FIFO queues reject it;
-//   - message move tasks (StartMessageMoveTask, ListMessageMoveTasks,
-//     CancelMessageMoveTask): the source must be some queue's DLQ, one active
-//     task per source, MaxNumberOfMessagesPerSecond 1..500 honoured exactly
-//     against the clock (after t seconds a task has moved floor(t x rate)
-//     messages), ApproximateNumberOfMessagesToMove counted at the start, the
-//     handle listed only while RUNNING; GetQueueUrl and
-//     ListDeadLetterSourceQueues.
-//
-// Move tasks progress when the fake is next called (any operation), not in
-// the background. Where SQS does not document the behaviour the fake makes a
-// choice and says so: a moved message gets a new message id, receive count 0
-// and a fresh SentTimestamp; a task without a destination that meets a
-// message with no DeadLetterQueueSourceArn (one a consumer sent to the DLQ
-// itself) FAILS and leaves that message in the DLQ; an unset rate moves
-// everything at once; a cancelled task is CANCELLING until the next call.
-//
-// Time comes from an injectable Clock (ManualClock in tests). Not modelled:
-// long polling waits (WaitTime returns at once), the 12-hour in-flight cap,
-// server sampling of short polls (a receive returns every eligible message up
-// to the maximum), throughput limits, KMS. Failures can be injected with
-// SetFault.
+// Package sqsfake is an in-memory SQS that implements queue.API (and
+// queue.AdminAPI) with the semantics the project's reliability depends on,
+// so consumers and operator tools are tested without AWS: visibility
+// timeouts, ApproximateReceiveCount and timestamps, redrive to a DLQ on the
+// receive after maxReceiveCount (arriving with that count, as SQS does),
+// FIFO groups and deduplication, SQS's attribute and size validation, stale
+// receipt handles, and message move tasks at their exact rate against the
+// clock (advanced when the fake is next called). Time is injectable
+// (WithClock); faults are injected with SetFault. Where SQS documents
+// nothing the fake makes a choice, and what it does not model is listed in
+// docs/design.md#sqs-fake.
 package sqsfake
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"crypto/rand"
@@ -61,39 +30,6 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
-
-// Clock gives the fake its notion of now.
-type Clock interface {
-	Now() time.Time
-}
-
-// ManualClock is a Clock that only moves when told to. It is safe for
-// concurrent use.
-type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewManualClock returns a clock stopped at t.
-func NewManualClock(t time.Time) *ManualClock { return &ManualClock{now: t} }
-
-// Now implements Clock.
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *ManualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // SQS limits and defaults the fake enforces.
 const (
@@ -162,8 +98,9 @@ type MessageState struct {
 // Option configures a Fake.
 type Option func(*Fake)
 
-// WithClock sets the clock (default: the wall clock).
-func WithClock(c Clock) Option { return func(f *Fake) { f.clock = c } }
+// WithClock sets the time source (default time.Now; tests pass a
+// *retry.VirtualClock's Now).
+func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
 
 // WithRegion sets the region used in queue URLs and ARNs (default eu-west-1).
 func WithRegion(r string) Option { return func(f *Fake) { f.region = r } }
@@ -184,7 +121,7 @@ type Fault func(op, queueURL string) error
 // safe for concurrent use.
 type Fake struct {
 	mu      sync.Mutex
-	clock   Clock
+	now     func() time.Time
 	region  string
 	account string
 	byURL   map[string]*fakeQueue
@@ -238,7 +175,7 @@ type handle struct {
 // New returns an empty Fake.
 func New(opts ...Option) *Fake {
 	f := &Fake{
-		clock:   realClock{},
+		now:     time.Now,
 		region:  "eu-west-1",
 		account: "000000000000",
 		byURL:   map[string]*fakeQueue{},
@@ -270,24 +207,18 @@ func (f *Fake) CreateQueue(name string, cfg QueueConfig) (string, error) {
 	if cfg.ContentBasedDeduplication && !fifo {
 		return "", fmt.Errorf("%w: ContentBasedDeduplication is only valid for FIFO queues", queue.ErrInvalidParameter)
 	}
-	if cfg.VisibilityTimeout == 0 {
-		cfg.VisibilityTimeout = DefaultVisibilityTimeout
-	}
+	cfg.VisibilityTimeout = cmp.Or(cfg.VisibilityTimeout, DefaultVisibilityTimeout)
 	if cfg.VisibilityTimeout < 0 || cfg.VisibilityTimeout > maxVisibility {
 		return "", fmt.Errorf("%w: VisibilityTimeout %s not in 0..12h", queue.ErrInvalidParameter, cfg.VisibilityTimeout)
 	}
-	if cfg.RetentionPeriod == 0 {
-		cfg.RetentionPeriod = DefaultRetentionPeriod
-	}
+	cfg.RetentionPeriod = cmp.Or(cfg.RetentionPeriod, DefaultRetentionPeriod)
 	if cfg.RetentionPeriod < time.Minute || cfg.RetentionPeriod > 14*24*time.Hour {
 		return "", fmt.Errorf("%w: MessageRetentionPeriod %s not in 60s..14d", queue.ErrInvalidParameter, cfg.RetentionPeriod)
 	}
 	if cfg.Delay < 0 || cfg.Delay > maxDelay {
 		return "", fmt.Errorf("%w: DelaySeconds %s not in 0..15m", queue.ErrInvalidParameter, cfg.Delay)
 	}
-	if cfg.MaxMessageSize == 0 {
-		cfg.MaxMessageSize = DefaultMaxMessageSize
-	}
+	cfg.MaxMessageSize = cmp.Or(cfg.MaxMessageSize, DefaultMaxMessageSize)
 	q := &fakeQueue{
 		name:  name,
 		url:   fmt.Sprintf("https://sqs.%s.amazonaws.com/%s/%s", f.region, f.account, name),
@@ -344,7 +275,7 @@ func (f *Fake) Stats(url string) Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if q, ok := f.byURL[url]; ok {
-		f.advanceTasks(f.clock.Now())
+		f.advanceTasks(f.now())
 		return q.stats
 	}
 	return Stats{}
@@ -359,7 +290,7 @@ func (f *Fake) Inspect(url string) ([]MessageState, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", queue.ErrQueueNotFound, url)
 	}
-	now := f.clock.Now()
+	now := f.now()
 	f.advanceTasks(now)
 	f.expire(q, now)
 	out := make([]MessageState, 0, len(q.msgs))
@@ -403,7 +334,7 @@ func (f *Fake) lookup(ctx context.Context, op, url string) (*fakeQueue, error) {
 	if !ok {
 		return nil, fmt.Errorf("sqsfake: %s: %w: %s", op, queue.ErrQueueNotFound, url)
 	}
-	f.advanceTasks(f.clock.Now())
+	f.advanceTasks(f.now())
 	return q, nil
 }
 
@@ -428,7 +359,7 @@ func (f *Fake) SendMessage(ctx context.Context, in *queue.SendMessageInput) (*qu
 	if in.Delay < 0 || in.Delay > maxDelay {
 		return nil, fmt.Errorf("sqsfake: SendMessage: %w: DelaySeconds %s not in 0..15m", queue.ErrInvalidParameter, in.Delay)
 	}
-	now := f.clock.Now()
+	now := f.now()
 	dedupID := in.MessageDeduplicationID
 	if q.fifo {
 		if err := validateFIFOID("MessageGroupId", in.MessageGroupID); err != nil {
@@ -516,9 +447,7 @@ func (f *Fake) ReceiveMessage(ctx context.Context, in *queue.ReceiveMessageInput
 		return nil, err
 	}
 	max := in.MaxMessages
-	if max == 0 {
-		max = 1
-	}
+	max = cmp.Or(max, 1)
 	if max < 1 || max > 10 {
 		return nil, fmt.Errorf("sqsfake: ReceiveMessage: %w: MaxNumberOfMessages %d not in 1..10", queue.ErrInvalidParameter, in.MaxMessages)
 	}
@@ -532,7 +461,7 @@ func (f *Fake) ReceiveMessage(ctx context.Context, in *queue.ReceiveMessageInput
 	if in.VisibilityTimeout > 0 {
 		vt = in.VisibilityTimeout
 	}
-	now := f.clock.Now()
+	now := f.now()
 	f.expire(q, now)
 
 	// FIFO: a group with a message in flight delivers nothing; a group whose
@@ -659,7 +588,7 @@ func (f *Fake) DeleteMessage(ctx context.Context, queueURL, receiptHandle string
 	if m.deleted {
 		return nil // deleting twice succeeds, as in SQS
 	}
-	now := f.clock.Now()
+	now := f.now()
 	if m.receipt != receiptHandle {
 		if q.fifo {
 			return fmt.Errorf("sqsfake: DeleteMessage: %w: the message was received again since this handle was issued", queue.ErrReceiptHandleInvalid)
@@ -700,7 +629,7 @@ func (f *Fake) ChangeMessageVisibility(ctx context.Context, queueURL, receiptHan
 	if m.receipt != receiptHandle {
 		return fmt.Errorf("sqsfake: ChangeMessageVisibility: %w: the message was received again since this handle was issued", queue.ErrReceiptHandleInvalid)
 	}
-	now := f.clock.Now()
+	now := f.now()
 	if m.deleted || !m.inFlight(now) {
 		return fmt.Errorf("sqsfake: ChangeMessageVisibility: %w", queue.ErrMessageNotInflight)
 	}
@@ -716,7 +645,7 @@ func (f *Fake) GetQueueAttributes(ctx context.Context, queueURL string, names ..
 	if err != nil {
 		return nil, err
 	}
-	now := f.clock.Now()
+	now := f.now()
 	f.expire(q, now)
 	var visible, inflight, delayed int
 	for _, m := range q.msgs {

@@ -13,14 +13,15 @@ import (
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 var t0 = time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC) // a Sunday night
 
-func newFake(t *testing.T) (*sqsfake.Fake, *sqsfake.ManualClock) {
+func newFake(t *testing.T) (*sqsfake.Fake, *retry.VirtualClock) {
 	t.Helper()
-	clk := sqsfake.NewManualClock(t0)
-	return sqsfake.New(sqsfake.WithClock(clk)), clk
+	clk := retry.NewVirtualClock(t0)
+	return sqsfake.New(sqsfake.WithClock(clk.Now)), clk
 }
 
 func mustCreate(t *testing.T, f *sqsfake.Fake, name string, cfg sqsfake.QueueConfig) string {
@@ -138,7 +139,7 @@ func TestRedriveToDLQ(t *testing.T) {
 			}
 			got := receive(t, f, dlq, 10)
 			if len(got) != 1 || got[0].ReceiveCount() != 5 {
-				t.Fatalf("first DLQ receive = %+v, want receive count 5 (the lesson's 340 messages)", got)
+				t.Fatalf("first DLQ receive = %+v, want receive count 5 (maxReceiveCount 4, as SQS)", got)
 			}
 			if got[0].Attributes[queue.AttrDeadLetterQueueSourceArn] != f.ARN(src) || got[0].MessageAttributes["tipo"].StringValue != "PedidoConfirmado" {
 				t.Errorf("DLQ message lost attributes: %+v", got[0])
@@ -517,7 +518,7 @@ func TestRegionAndAccount(t *testing.T) {
 	if got := f.QueueURLs(); len(got) != 1 || got[0] != url {
 		t.Errorf("QueueURLs = %v", got)
 	}
-	// The wall clock is the default: a real receive works without a ManualClock.
+	// The wall clock is the default: a real receive works without a clock of its own.
 	if _, err := f.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: url, Body: "x"}); err != nil {
 		t.Fatal(err)
 	}

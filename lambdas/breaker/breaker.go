@@ -1,67 +1,21 @@
 // Package breaker is a circuit breaker whose state is shared by every Lambda
 // instance through Valkey/Redis (ElastiCache mercadofresco-catalogo), so that
-// 20 consecutive failures seen by 20 different instances open it for all of
-// them.
+// FailureThreshold (20) consecutive failures seen by any instances open it
+// for all of them for OpenPeriod (30 s), with the CircuitoAbierto metric
+// emitted once; calls then fail fast with an *OpenError (ErrOpen). After the
+// open period exactly one caller across all instances gets the probe; its
+// outcome closes or reopens the circuit. No lock is held during the call, and
+// a call costs one round trip under steady traffic. If the store cannot be
+// reached the breaker fails open (the call runs, CircuitoErroresAlmacen).
 //
-// # Behaviour
-//
-//   - Closed: calls run. Each call's outcome is recorded in the shared state
-//     by one Lua script that also returns that state; FailureThreshold
-//     (default 20) consecutive failures, counted across all instances, open
-//     the circuit, and the instance whose failure opened it emits the
-//     CircuitoAbierto metric (lambdas/breaker/breakerapi) once.
-//   - Open: calls fail fast with an *OpenError (errors.Is(err, ErrOpen))
-//     for OpenPeriod (default 30 s), without calling the dependency.
-//   - Half-open: after the open period exactly one caller, across all
-//     instances, is granted the probe (atomically, in the script that reads
-//     the state); everyone else keeps failing fast. The probe's success
-//     closes the circuit, its failure reopens it for another OpenPeriod
-//     (and emits CircuitoAbierto again). A probe whose caller died is
-//     replaced when its lease (ProbeLease) ends.
-//
-// No lock is held while the protected call runs: the state is read before
-// and written after, and the only exclusive thing is the probe grant.
-//
-// # Round trips
-//
-// Each instance caches the last state a script returned. A call that finds
-// its cached state fresh (younger than MaxStaleness, default 1 s) and closed
-// makes no round trip before the call and exactly one after it (the record,
-// which refreshes the cache), so under steady traffic every call costs one
-// round trip (TestRoundTripsPerCall counts them with a go-redis hook). A
-// call that finds no fresh state (the first call of a sandbox, or after an
-// idle second) reads it first; it then records only a failure or a reset
-// of a non-zero failure count, so a successful call never costs more than
-// one round trip, and the only two-round-trip call is a failure right after
-// an idle period. While open, calls cost nothing until the open period ends
-// or the cache goes stale (then one read per MaxStaleness per instance).
-//
-// The price of the cache is bounded staleness: an instance whose cached
-// state says closed may make one more call in the MaxStaleness after
-// another instance opened the circuit. OpenPeriod must exceed MaxStaleness,
-// so no instance can carry a cached "closed" across an open period into
-// the half-open window: the probe stays the only call then.
-//
-// # Failing open
-//
-// If Valkey cannot be reached (or answers an error) the breaker behaves as
-// closed: the call runs, the failure to reach the store is logged and
-// counted (CircuitoErroresAlmacen, Stats.StoreErrors), and the store is left
-// alone for StoreRetryInterval (default 1 s) so that a dead store costs one
-// timeout per second, not one per call. A breaker must never be the reason a
-// healthy dependency is not called.
-//
-// # Why not sony/gobreaker/v2
-//
-// Its DistributedCircuitBreaker (v2.4.0) takes a lock in the shared store
-// and holds it while the protected call runs (all instances' calls are
-// serialised behind one lock), costs about four round trips per call (get,
-// lock, set, unlock), has no context.Context, and returns the store's error
-// instead of calling the dependency when the store is down (fails closed).
-// docs/breaker-benchmark.md measures both on the same Redis.
+// Written here because sony/gobreaker/v2's distributed breaker holds a shared
+// lock across the call, costs about four round trips, takes no context and
+// fails closed when the store is down (docs/breaker-benchmark.md). Reasoning:
+// docs/design.md#breaker-shared.
 package breaker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -113,13 +67,6 @@ func (e *OpenError) Error() string {
 // Is makes errors.Is(err, ErrOpen) true.
 func (e *OpenError) Is(target error) bool { return target == ErrOpen }
 
-// Clock is the breaker's time source; *retry.VirtualClock satisfies it.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Config configures a Breaker. Name is required; every other zero value is
 // the default.
 type Config struct {
@@ -150,8 +97,8 @@ type Config struct {
 	// context.Canceled. Callers pass one that ignores business answers (a
 	// declined card is the gateway working).
 	IsFailure func(error) bool
-	// Clock defaults to the wall clock.
-	Clock Clock
+	// Now is the time source (default time.Now).
+	Now func() time.Time
 	// Metrics receives CircuitoAbierto, CircuitoCerrado and
 	// CircuitoErroresAlmacen (default: discarded). Build it with
 	// MetricsWriter so it carries the Dependencia dimension.
@@ -199,22 +146,13 @@ func New(store Store, cfg Config) (*Breaker, error) {
 	if cfg.Name == "" {
 		return nil, errors.New("breaker: Config.Name is required")
 	}
-	if cfg.KeyPrefix == "" {
-		cfg.KeyPrefix = DefaultKeyPrefix
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	if cfg.FailureThreshold == 0 {
-		cfg.FailureThreshold = DefaultFailureThreshold
-	}
-	def(&cfg.OpenPeriod, DefaultOpenPeriod)
-	def(&cfg.ProbeLease, DefaultProbeLease)
-	def(&cfg.MaxStaleness, DefaultMaxStaleness)
-	def(&cfg.StoreTimeout, DefaultStoreTimeout)
-	def(&cfg.StoreRetryInterval, DefaultStoreRetryInterval)
+	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
+	cfg.FailureThreshold = cmp.Or(cfg.FailureThreshold, DefaultFailureThreshold)
+	cfg.OpenPeriod = cmp.Or(cfg.OpenPeriod, DefaultOpenPeriod)
+	cfg.ProbeLease = cmp.Or(cfg.ProbeLease, DefaultProbeLease)
+	cfg.MaxStaleness = cmp.Or(cfg.MaxStaleness, DefaultMaxStaleness)
+	cfg.StoreTimeout = cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout)
+	cfg.StoreRetryInterval = cmp.Or(cfg.StoreRetryInterval, DefaultStoreRetryInterval)
 	var problems []error
 	if cfg.FailureThreshold < 1 {
 		problems = append(problems, fmt.Errorf("FailureThreshold %d < 1", cfg.FailureThreshold))
@@ -233,15 +171,11 @@ func New(store Store, cfg Config) (*Breaker, error) {
 	if cfg.IsFailure == nil {
 		cfg.IsFailure = func(err error) bool { return err != nil && !errors.Is(err, context.Canceled) }
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = systemClock{}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.Discard
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	}
+	cfg.Metrics = cmp.Or(cfg.Metrics, metrics.Discard)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	return &Breaker{
@@ -309,7 +243,7 @@ func (c *Call) Probe() bool { return c.mode == modeProbe }
 // *OpenError when the circuit is open (or another caller holds the probe).
 // When the store cannot be reached it allows the call (fail open).
 func (b *Breaker) Allow(ctx context.Context) (*Call, error) {
-	now := b.cfg.Clock.Now()
+	now := b.cfg.Now()
 	b.mu.Lock()
 	snap, fresh := b.cache, b.haveCache && now.Sub(b.cachedAt) <= b.cfg.MaxStaleness
 	storeDown := now.Before(b.storeDownUntil)
@@ -369,7 +303,7 @@ func (c *Call) Done(ctx context.Context, err error) {
 		return
 	}
 	b := c.b
-	now := b.cfg.Clock.Now()
+	now := b.cfg.Now()
 	failed := b.cfg.IsFailure(err)
 	switch c.mode {
 	case modeFailOpen:
@@ -424,7 +358,7 @@ func (b *Breaker) withStore(ctx context.Context, op func(context.Context) (Snaps
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.StoreTimeout)
 	defer cancel()
 	snap, err := op(sctx)
-	now := b.cfg.Clock.Now()
+	now := b.cfg.Now()
 	if err != nil {
 		b.storeErrors.Add(1)
 		b.mu.Lock()

@@ -98,9 +98,12 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) breaker(t *testing.T, mod func(*breaker.Config)) *breaker.Breaker {
 	t.Helper()
+	// A long store timeout: on a loaded machine a slow Redis answer must not
+	// make the breaker fail open, which these tests would read as a second
+	// probe or a circuit that never opens.
 	cfg := breaker.Config{
-		Name: "pasarela", KeyPrefix: e.prefix, Clock: e.clk, Metrics: e.met,
-		Logger: slog.New(slog.NewJSONHandler(e, nil)),
+		Name: "pasarela", KeyPrefix: e.prefix, Now: e.clk.Now, Metrics: e.met,
+		Logger: slog.New(slog.NewJSONHandler(e, nil)), StoreTimeout: 10 * time.Second,
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -115,9 +116,7 @@ func (r *RedisStore) Record(ctx context.Context, key string, failed bool, now ti
 // Settle implements Store.
 func (r *RedisStore) Settle(ctx context.Context, key, token string, o Outcome, now time.Time, p Params) (Snapshot, error) {
 	code := map[Outcome]string{Success: "s", Failure: "f"}[o]
-	if code == "" {
-		code = "a"
-	}
+	code = cmp.Or(code, "a")
 	return r.run(ctx, settleScript, key, ms(now), token, code, p.OpenPeriod.Milliseconds(), keyTTL.Milliseconds())
 }
 

@@ -1,6 +1,7 @@
 package confirmationmail
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,12 +59,8 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	if d.Mailer.Envios != nil && d.Mailer.Envios.ttl() < window.Max {
 		return nil, fmt.Errorf("correo: the send records live %s, less than the %s replay window: a redriven e-mail whose idempotency record was released could go to another provider", d.Mailer.Envios.ttl(), window.Max)
 	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.Discard
-	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Metrics = cmp.Or(d.Metrics, metrics.Discard)
+	d.Logger = cmp.Or(d.Logger, slog.Default())
 	return s.Batch(sqsbatch.Config{
 		Handler:        sqsbatch.JSON(handler(d, window)),
 		DLQ:            d.DLQ,
@@ -74,8 +71,8 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	})
 }
 
-func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
-	return func(ctx context.Context, rec *sqsbatch.Record, p *PedidoConfirmado) error {
+func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *sqsbatch.Record, p *Pedido) error {
+	return func(ctx context.Context, rec *sqsbatch.Record, p *Pedido) error {
 		if err := window.Check(rec); err != nil {
 			return err
 		}
@@ -120,19 +117,7 @@ func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
 	from := rt.Env.Required(consumerapi.EnvCorreoRemitente)
 	configSet := rt.Env.Required(consumerapi.EnvSESConfigurationSet)
-	table := rt.ReadIdempotencyTable()
-	rt.ReadWindow()
-	sec := rt.ReadDependency(consumerapi.PrefixCorreoSecundario)
-	rt.ReadBreaker()
-	rt.ReadPlan()
-	if err := rt.Check(); err != nil {
-		return nil, err
-	}
-	store, err := rt.IdempotencyStore(table)
-	if err != nil {
-		return nil, err
-	}
-	secondary, err := rt.Dependency(sec, consumerapi.NameCorreoSecundario)
+	d, secondary, err := rt.HTTPDeps(consumerapi.PrefixCorreoSecundario, consumerapi.NameCorreoSecundario)
 	if err != nil {
 		return nil, err
 	}
@@ -140,22 +125,18 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	if err != nil {
 		return nil, err
 	}
-	plan, err := rt.Plan()
-	if err != nil {
-		return nil, err
-	}
 	env := rt.Settings.Environment
 	mailer := &Mailer{
 		Primary:   &SES{Client: sesv2.NewFromConfig(rt.AWS, NewSESClientOptions), From: from, ConfigurationSet: configSet, Breaker: sesBreaker},
 		Secondary: &HTTPProvider{Client: secondary, From: from},
-		Envios:    &Envios{DB: dynamodb.NewFromConfig(rt.AWS), Table: table, TTL: rt.Settings.IdempotencyWindow},
+		Envios:    &Envios{DB: dynamodb.NewFromConfig(rt.AWS), Table: rt.ReadIdempotencyTable(), TTL: rt.Settings.IdempotencyWindow},
 		Metrics: func(provider string) metrics.Emitter {
 			return metrics.NewWriter(os.Stdout, metricsapi.Namespace, map[string]string{metricsapi.DimensionEnvironment: env, consumerapi.DimensionProveedor: provider})
 		},
 		Logger: rt.Log,
 	}
 	return NewProcessor(rt.Settings, Deps{
-		Store: store, Mailer: mailer, DLQ: rt.SQS, Visibility: rt.SQS, Plan: plan,
+		Store: d.Store, Mailer: mailer, DLQ: d.DLQ, Visibility: d.Visibility, Plan: d.Plan,
 		Metrics: metrics.ForEnvironment(os.Stdout, env), Logger: rt.Log,
 	})
 }

@@ -1,61 +1,16 @@
-// Package correo is the consumer of cola-mercadofresco-correo-confirmacion:
-// it sends the confirmation e-mail of every confirmed order
-// (PedidoConfirmado from the SNS fan-out, raw delivery), and never two.
+// Package confirmationmail is the consumer of
+// cola-mercadofresco-correo-confirmacion: it sends the confirmation e-mail of
+// every confirmed order, and never two.
 //
-// # Providers and when each is used
-//
-// The primary provider is Amazon SES v2 (SendEmail with the environment's
-// configuration set and sender identity); the secondary is an HTTP e-mail
-// API (lambdas/httpdep) that applies an Idempotency-Key once. Each has its
-// own circuit breaker shared in Valkey.
-//
-//   - SES first. If its circuit is open, or it answers that it did not take
-//     the e-mail (throttling: TooManyRequests, LimitExceeded; a 5xx; an
-//     account-level refusal such as sending paused), the e-mail goes
-//     through the secondary at once, in the same invocation.
-//   - If the secondary cannot take it either (its circuit open, or every
-//     attempt refused before a request left), the e-mail is delayed: the
-//     message goes back to the queue for 300 s (lambdas/degrade, with the
-//     delayed copy on its last receive, so a long double outage does not
-//     dead-letter it), and both providers are tried again then. The queue's
-//     age alarm (30 minutes) pages before a delay becomes a complaint.
-//   - An e-mail a provider refuses (an invalid address, refused content) is
-//     a data error: to the DLQ with the reason, no other provider tried.
-//
-// # Never two e-mails per order
-//
-// An e-mail whose order was confirmed longer ago than the consumer's replay
-// window (IDEMPOTENCY_WINDOW) is refused before anything is claimed or
-// sent, and dead-lettered as expired-idempotency-window
-// (lambdas/replaywindow). Inside the window, three records, all keyed by
-// correo-confirmacion:<pedido_id>:
-//
-//  1. The idempotency record (lambdas/idempotency): one invocation at a
-//     time per order, and every repeat after a send gets the stored
-//     result without sending.
-//  2. The send record (Envios, "<key>:envio", kept as long as the
-//     consumer's replay window, 45 days): written before a provider is
-//     asked, naming it, and marked ENVIADO with the provider's id once it
-//     accepted. It outlives a released idempotency record, so the next
-//     delivery knows which provider may already hold the e-mail: once a
-//     provider may have it, no other provider is ever asked. If the
-//     provider did not take it (answers above), the record is removed and
-//     the other provider may be tried.
-//  3. The secondary's own Idempotency-Key: a repeat to it with the same key
-//     (after a timeout, or after this Lambda died between its answer and
-//     our records) returns the first e-mail's answer without sending.
-//
-// The remaining gap is SES, which has no idempotency key: if SendEmail got
-// no answer (a timeout, a reset), or this Lambda died between SES's answer
-// and the ENVIADO mark, the e-mail may or may not have been sent. Sending
-// it again could be the second e-mail, and not sending could lose it; the
-// consumer does neither: the message goes to the DLQ with the reason
-// "envio_incierto" (and the CorreoIncierto metric), the SES client never
-// retries SendEmail by itself, and the e-mail carries the tag pedido_id so
-// that the configuration set's events show whether it left. The DLQ runbook
-// says what to do (docs/runbooks/dlq.md, "Confirmation e-mail"). This is
-// rare (a lost answer from SES or a crash in a window of milliseconds) and
-// visible, where the alternative is silent duplicates.
+// SES v2 first; the secondary HTTP provider (lambdas/httpdep) at once when
+// SES's circuit is open or it did not take the e-mail; when neither can, the
+// message waits (lambdas/degrade). A refused e-mail is Permanent. An e-mail
+// older than the replay window is refused before anything is sent. Three
+// records hold it to one e-mail: the idempotency record, the send record
+// (Envios, naming the provider that may hold it, as long as the window) and
+// the secondary's Idempotency-Key. A SendEmail whose outcome is unknown is
+// dead-lettered as envio_incierto, never sent again. Reasoning:
+// docs/design.md#confirmation-mail.
 package confirmationmail
 
 import (
@@ -66,6 +21,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
@@ -175,26 +131,12 @@ func (s *Mailer) log() *slog.Logger {
 	return s.Logger
 }
 
-// PedidoConfirmado is the part of the confirmed-order event (version 1)
-// the e-mail needs; unknown fields are ignored.
-type PedidoConfirmado struct {
-	PedidoID string `json:"pedido_id"`
-	Cliente  struct {
-		Email  string `json:"email"`
-		Nombre string `json:"nombre"`
-	} `json:"cliente"`
-	Lineas []struct {
-		SKU            string `json:"sku"`
-		Cantidad       int64  `json:"cantidad"`
-		PrecioCentimos int64  `json:"precio_centimos"`
-	} `json:"lineas"`
-	TotalCentimos int64  `json:"total_centimos"`
-	Moneda        string `json:"moneda"`
-}
+// Pedido is the confirmed order as this consumer validates it.
+type Pedido struct{ eventsapi.PedidoConfirmado }
 
 // Validate implements sqsbatch.Validator: an e-mail without an address or
 // an amount is poison.
-func (p *PedidoConfirmado) Validate() error {
+func (p *Pedido) Validate() error {
 	var problems []error
 	if at := strings.LastIndex(p.Cliente.Email, "@"); at < 1 || at == len(p.Cliente.Email)-1 || strings.ContainsAny(p.Cliente.Email, " \r\n<>\",") {
 		problems = append(problems, fmt.Errorf("cliente.email %q is not an e-mail address", p.Cliente.Email))
@@ -209,7 +151,7 @@ func (p *PedidoConfirmado) Validate() error {
 }
 
 // Render writes the confirmation e-mail of p (Spanish, plain text and HTML).
-func Render(p *PedidoConfirmado) Mensaje {
+func Render(p *Pedido) Mensaje {
 	saludo := "Hola"
 	if n := strings.TrimSpace(p.Cliente.Nombre); n != "" {
 		saludo += " " + n

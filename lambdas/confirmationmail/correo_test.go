@@ -81,8 +81,8 @@ func newWorld(t *testing.T, o opts) *world {
 	if o.breakers {
 		rdb := redistest.Start(t).Client(t)
 		clk := retry.NewVirtualClock(time.Now())
-		w.sesBreaker = consumertest.Breaker(t, rdb, consumerapi.NameSES, 3, clk)
-		w.secBreaker = consumertest.Breaker(t, rdb, consumerapi.NameCorreoSecundario, 2, clk)
+		w.sesBreaker = consumertest.Breaker(t, rdb, consumerapi.NameSES, 3, clk.Now)
+		w.secBreaker = consumertest.Breaker(t, rdb, consumerapi.NameCorreoSecundario, 2, clk.Now)
 	}
 	store, table := w.q.IdempotencyStore(t, ddb)
 	w.store = store
@@ -277,7 +277,7 @@ func TestRejectedEmailIsADataError(t *testing.T) {
 }
 
 func TestRender(t *testing.T) {
-	var p confirmationmail.PedidoConfirmado
+	var p confirmationmail.Pedido
 	consumertest.Must(t, json.Unmarshal([]byte(pedido("P-1", "ana@example.com")), &p))
 	m := confirmationmail.Render(&p)
 	for _, want := range []string{"P-1", "48,20 EUR", "Ana"} {

@@ -1,6 +1,7 @@
 package confirmationmail
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -182,9 +183,7 @@ func tagValue(s string) string {
 	if len(s) > 256 {
 		s = s[:256]
 	}
-	if s == "" {
-		s = "_"
-	}
+	s = cmp.Or(s, "_")
 	return s
 }
 

@@ -2,85 +2,18 @@
 // is open: give the message back for later instead of failing it, without
 // letting a long outage push legitimate messages into the DLQ.
 //
-// SPEC: when the payment gateway's circuit is open, charging does not
-// degrade (the workflow fails fast); the ERP notice waits, "the message
-// goes back to the queue with ChangeMessageVisibility(300)"; the
-// confirmation e-mail degrades to a secondary provider or is delayed. This
-// package is the "waits" part, for SQS consumers built on lambdas/sqsbatch.
-//
-// # Every receive counts
-//
-// Returning a message with ChangeMessageVisibility(300) does not spend
-// less than a failure: each receive increments ApproximateReceiveCount,
-// and the queue's redrive policy moves the message to the DLQ on the
-// receive after maxReceiveCount (4 or 5 in this project). With 300 s per
-// deferral a message survives about 4 × 5 = 20 minutes of open circuit;
-// an outage of an hour would dead-letter every ERP notice received during
-// it, although nothing is wrong with them, and the DLQ runbook would then
-// have to redrive thousands of legitimate messages.
-//
-// # The plan
-//
-// [Plan.Later] returns the message for Delay (default 300 s):
-//
-//  1. While the receive count is below maxReceiveCount it returns
-//     sqsbatch.RetryAfter(cause, Delay): sqsbatch calls
-//     ChangeMessageVisibility(Delay) on the source queue and reports the
-//     record as a batch item failure (the message keeps its id and its
-//     attributes; Config.Visibility of the sqsbatch Processor must be set).
-//  2. On the last receive the redrive policy allows (ReceiveCount >=
-//     maxReceiveCount) of a standard queue, it sends a copy of the message
-//     to the same queue with DelaySeconds = Delay and an mf-aplazamientos
-//     attribute counting these copies, and returns nil so the original is
-//     deleted. The copy starts again at receive count 0. The send happens
-//     before the delete, so a crash between them leaves two copies, never
-//     none; consumers are idempotent by domain key, so the duplicate is
-//     harmless.
-//  3. After MaxDeferrals copies (default 72: 24 hours at 4 receives × 5
-//     minutes), or when the copy cannot be made (FIFO queue, the send
-//     failed), it falls back to 1: the redrive policy dead-letters the
-//     message after its last receive, where the runbook finds it. An outage
-//     that long has been paging for a day through the breaker's
-//     CircuitoAbierto alarm.
-//
-// # Attributes of the copy
-//
-// The copy carries the message's attributes as sqsbatch.ForwardAttributes
-// does for a DLQ record: incoming mf-* attributes are dropped (only the
-// consumer that sends may set one), the rest is kept, packed into
-// mf-original-attributes when it does not fit beside the counter.
-// mf-aplazamientos is the one incoming mf-* attribute a consumer reads, and
-// only to bound its own copies: the consumer itself wrote it on the
-// previous copy, and only the queue's known producers may send to the
-// queue at all (constructs/producers). Even a forged value does no harm:
-// it is read as 0 when it is negative or not a number, so at most
-// MaxDeferrals copies are ever made, and a value too high only sends the
-// message to the DLQ sooner, where it is visible.
-//
-// Why not the alternatives:
-//
-//   - Raising maxReceiveCount weakens the safety net for every other
-//     failure (a crashing consumer) and only moves the limit.
-//   - Disabling the event source mapping while the circuit is open stops
-//     the consumer for all messages, needs lambda:UpdateEventSourceMapping
-//     in the data plane and a controller that re-enables it; a mapping left
-//     disabled is a silent outage. (The runbook still advises it by hand to
-//     contain a DLQ that is growing.)
-//   - Re-sending on every deferral works, but a copy changes the message id
-//     each time and costs a send where ChangeMessageVisibility keeps the
-//     message; copying only on the last receive keeps the common case (a
-//     short outage) on visibility changes.
-//   - FIFO queues cannot delay one message (DelaySeconds per message is
-//     refused), and a copy would go to the end of its message group,
-//     breaking the order the FIFO queue exists for. They use step 1 only.
-//
-// TestLongOutageDoesNotDeadLetter runs a 3-hour open circuit against a
-// queue with maxReceiveCount 4 (sqsfake): the plan delivers the message
-// after recovery with nothing in the DLQ, while visibility alone
-// dead-letters it after 20 minutes. See also docs/runbooks/dlq.md.
+// [Plan.Later] returns sqsbatch.RetryAfter(cause, Delay) (default 300 s)
+// while the receive count is below maxReceiveCount; on the last receive of a
+// standard queue it sends a copy delayed by Delay, counted in the
+// mf-aplazamientos attribute, and lets the original be deleted (send before
+// delete: a crash leaves two copies, never none). After MaxDeferrals copies
+// (72: a day at 4 receives × 5 min), or when no copy can be made (FIFO, a
+// failed send), the queue's redrive dead-letters the message. Reasoning and
+// the alternatives: docs/design.md#degrade-plan.
 package degrade
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,21 +73,15 @@ func New(cfg Config) (*Plan, error) {
 	if cfg.MaxReceiveCount < 1 || cfg.MaxReceiveCount > 1000 {
 		return nil, fmt.Errorf("degrade: MaxReceiveCount %d not in 1..1000 (the queue's redrive policy)", cfg.MaxReceiveCount)
 	}
-	if cfg.Delay == 0 {
-		cfg.Delay = DefaultDelay
-	}
+	cfg.Delay = cmp.Or(cfg.Delay, DefaultDelay)
 	if cfg.Delay < time.Second || cfg.Delay > maxDelay {
 		return nil, fmt.Errorf("degrade: Delay %s not in 1s..15m", cfg.Delay)
 	}
-	if cfg.MaxDeferrals == 0 {
-		cfg.MaxDeferrals = DefaultMaxDeferrals
-	}
+	cfg.MaxDeferrals = cmp.Or(cfg.MaxDeferrals, DefaultMaxDeferrals)
 	if cfg.MaxDeferrals < 0 {
 		return nil, fmt.Errorf("degrade: MaxDeferrals %d is negative", cfg.MaxDeferrals)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	return &Plan{cfg: cfg, log: cfg.Logger}, nil
 }
 
@@ -171,13 +98,9 @@ func (p *Plan) OnOpen(ctx context.Context, rec *sqsbatch.Record, err error) erro
 // Later returns rec for Delay (see the package documentation for how): the
 // handler returns what Later returns.
 func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) error {
-	if cause == nil {
-		cause = errors.New("dependency unavailable")
-	}
+	cause = cmp.Or(cause, errors.New("dependency unavailable"))
 	log := rec.Logger
-	if log == nil {
-		log = p.log
-	}
+	log = cmp.Or(log, p.log)
 	visibility := sqsbatch.RetryAfter(cause, p.cfg.Delay)
 	if rec.ReceiveCount < p.cfg.MaxReceiveCount {
 		return visibility

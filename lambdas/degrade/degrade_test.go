@@ -18,6 +18,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -25,7 +26,7 @@ const maxReceiveCount = 4
 
 type world struct {
 	t        *testing.T
-	clk      *sqsfake.ManualClock
+	clk      *retry.VirtualClock
 	fake     *sqsfake.Fake
 	src, dlq string
 	proc     *sqsbatch.Processor
@@ -36,8 +37,8 @@ type world struct {
 
 func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	t.Helper()
-	w := &world{t: t, clk: sqsfake.NewManualClock(time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)), done: map[string]int{}}
-	w.fake = sqsfake.New(sqsfake.WithClock(w.clk))
+	w := &world{t: t, clk: retry.NewVirtualClock(time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)), done: map[string]int{}}
+	w.fake = sqsfake.New(sqsfake.WithClock(w.clk.Now))
 	suffix := ""
 	if fifo {
 		suffix = ".fifo"

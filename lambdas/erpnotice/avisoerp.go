@@ -1,41 +1,10 @@
 // Package erpnotice is the consumer of cola-mercadofresco-aviso-erp: it
-// notifies the ERP of every confirmed order (PedidoConfirmado from the SNS
-// fan-out, raw delivery), once.
-//
-// # Exactly once in effect
-//
-// The key aviso-erp:<pedido_id> is claimed in mercadofresco-idempotencia
-// before the call and sent as the ERP's Idempotency-Key, as in
-// lambdas/preparation (see sqsconsumer.Once). The record lives as long as
-// the consumer's replay window (IDEMPOTENCY_WINDOW, 45 days); a notice of
-// an order confirmed longer ago is refused before the key is claimed and
-// dead-lettered as expired-idempotency-window (lambdas/replaywindow).
-//
-// # The ERP API
-//
-//	POST /v1/avisos-pedido  {"pedido_id", "cliente_id", "total_centimos",
-//	                         "moneda", "referencia_cobro", "confirmado_en",
-//	                         "lineas": [{"sku", "cantidad", "precio_centimos"}]}
-//	                        201 {"id"}
-//	                        4xx {"codigo", "mensaje"}: refused, never retried
-//
-// through lambdas/httpdep (ERP_* variables, read timeout 30 s, the ERP's
-// retry budget and its breaker shared in Valkey).
-//
-// # A long ERP outage does not dead-letter the notices
-//
-// While the ERP's circuit is open the notice waits (SPEC: "the message goes
-// back to the queue with ChangeMessageVisibility(300)"), through
-// lambdas/degrade: every receive still counts towards the queue's
-// maxReceiveCount, so on the last receive the plan sends a delayed copy of
-// the message to the same queue (its receive count starts again) and acks
-// the original. Notices survive an outage of up to a day (72 copies of 4
-// receives x 5 minutes) and none is lost: the copy is sent before the
-// original is deleted. Pausing the event source mapping was the other
-// option; it needs a controller with lambda:UpdateEventSourceMapping that
-// must not forget to resume, and it stops every notice, not only those the
-// open circuit refuses. The ERP's 429 after the attempts hides the message
-// for the ERP's Retry-After instead of the visibility timeout.
+// notifies the ERP of every confirmed order, once (sqsconsumer.Once with the
+// key aviso-erp:<pedido_id>, also the ERP's Idempotency-Key; POST
+// /v1/avisos-pedido through lambdas/httpdep). While the ERP's circuit is open
+// the notice waits (lambdas/degrade), so an outage of up to a day
+// dead-letters nothing; a 429 after the attempts hides it for the ERP's
+// Retry-After. Reasoning and the ERP API: docs/design.md#erp-notice.
 package erpnotice
 
 import (
@@ -45,6 +14,7 @@ import (
 	"log/slog"
 	"regexp"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -55,32 +25,14 @@ import (
 // PathAvisos is the ERP's endpoint.
 const PathAvisos = "/v1/avisos-pedido"
 
-// PedidoConfirmado is the part of the confirmed-order event (version 1)
-// this consumer reads; unknown fields are ignored.
-type PedidoConfirmado struct {
-	PedidoID string `json:"pedido_id"`
-	Cliente  struct {
-		ID string `json:"id"`
-	} `json:"cliente"`
-	Lineas          []Linea `json:"lineas"`
-	TotalCentimos   int64   `json:"total_centimos"`
-	Moneda          string  `json:"moneda"`
-	ReferenciaCobro string  `json:"referencia_cobro"`
-	ConfirmadoEn    string  `json:"confirmado_en"`
-}
-
-// Linea is one order line.
-type Linea struct {
-	SKU            string `json:"sku"`
-	Cantidad       int64  `json:"cantidad"`
-	PrecioCentimos int64  `json:"precio_centimos"`
-}
+// Pedido is the confirmed order as this consumer validates it.
+type Pedido struct{ eventsapi.PedidoConfirmado }
 
 var currency = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // Validate implements sqsbatch.Validator: a notice the ERP could not book
 // is poison.
-func (p *PedidoConfirmado) Validate() error {
+func (p *Pedido) Validate() error {
 	var problems []error
 	if p.ReferenciaCobro == "" {
 		problems = append(problems, errors.New("referencia_cobro is empty (a confirmed order is charged)"))
@@ -99,13 +51,13 @@ func (p *PedidoConfirmado) Validate() error {
 
 // Aviso is the body of POST /v1/avisos-pedido.
 type Aviso struct {
-	PedidoID        string  `json:"pedido_id"`
-	ClienteID       string  `json:"cliente_id,omitempty"`
-	TotalCentimos   int64   `json:"total_centimos"`
-	Moneda          string  `json:"moneda"`
-	ReferenciaCobro string  `json:"referencia_cobro"`
-	ConfirmadoEn    string  `json:"confirmado_en,omitempty"`
-	Lineas          []Linea `json:"lineas"`
+	PedidoID        string            `json:"pedido_id"`
+	ClienteID       string            `json:"cliente_id,omitempty"`
+	TotalCentimos   int64             `json:"total_centimos"`
+	Moneda          string            `json:"moneda"`
+	ReferenciaCobro string            `json:"referencia_cobro"`
+	ConfirmadoEn    string            `json:"confirmado_en,omitempty"`
+	Lineas          []eventsapi.Linea `json:"lineas"`
 }
 
 // Registro is the ERP's answer, stored and replayed by the idempotency record.
@@ -113,36 +65,15 @@ type Registro struct {
 	ID string `json:"id"`
 }
 
-// ERP books order notices, idempotently on key.
-type ERP interface {
-	Avisar(ctx context.Context, key string, a Aviso) (Registro, error)
-}
-
-// HTTPERP is the ERP over HTTP (lambdas/httpdep).
-type HTTPERP struct{ Client *httpdep.Client }
-
-// Avisar implements ERP.
-func (e HTTPERP) Avisar(ctx context.Context, key string, a Aviso) (Registro, error) {
-	var out Registro
-	err := e.Client.Post(ctx, PathAvisos, key, a, &out)
-	return out, err
-}
-
-// NewProcessor returns the batch processor of the consumer (d: see
-// sqsconsumer.OnceDeps).
-func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, erp ERP) (*sqsbatch.Processor, error) {
-	if erp == nil {
-		return nil, errors.New("erpnotice: the ERP client is required")
-	}
-	return sqsconsumer.OnceProcessor(s, d, idempotency.KeyAvisoERP,
-		func(p *PedidoConfirmado) sqsconsumer.Call[Registro] {
-			a := Aviso{PedidoID: p.PedidoID, ClienteID: p.Cliente.ID, TotalCentimos: p.TotalCentimos, Moneda: p.Moneda,
+// NewProcessor returns the batch processor of the consumer over the ERP's
+// client (d: see sqsconsumer.OnceDeps).
+func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, erp *httpdep.Client) (*sqsbatch.Processor, error) {
+	return sqsconsumer.PostProcessor(s, d, erp, PathAvisos, idempotency.KeyAvisoERP,
+		func(p *Pedido) Aviso {
+			return Aviso{PedidoID: p.PedidoID, ClienteID: p.Cliente.ID, TotalCentimos: p.TotalCentimos, Moneda: p.Moneda,
 				ReferenciaCobro: p.ReferenciaCobro, ConfirmadoEn: p.ConfirmadoEn, Lineas: p.Lineas}
-			return sqsconsumer.Call[Registro]{Payload: a, Do: func(ctx context.Context, key string) (Registro, error) {
-				return erp.Avisar(ctx, key, a)
-			}}
 		},
-		func(rec *sqsbatch.Record, p *PedidoConfirmado, res Registro) {
+		func(rec *sqsbatch.Record, p *Pedido, res Registro) {
 			rec.Logger.Info("ERP notified", slog.String("pedido_id", p.PedidoID), slog.String("registro_erp", res.ID))
 		})
 }
@@ -154,5 +85,5 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	if err != nil {
 		return nil, err
 	}
-	return NewProcessor(rt.Settings, d, HTTPERP{Client: client})
+	return NewProcessor(rt.Settings, d, client)
 }

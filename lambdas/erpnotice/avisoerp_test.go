@@ -55,11 +55,11 @@ func newWorld(t *testing.T, withBreaker bool) *world {
 	w := &world{q: consumertest.New(t, "cola-mercadofresco-aviso-erp", consumertest.Options{MaxReceiveCount: 5}), erp: erp(t, seed)}
 	if withBreaker {
 		w.clk = retry.NewVirtualClock(time.Now())
-		w.br = consumertest.Breaker(t, redistest.Start(t).Client(t), consumerapi.NameERP, 5, w.clk)
+		w.br = consumertest.Breaker(t, redistest.Start(t).Client(t), consumerapi.NameERP, 5, w.clk.Now)
 	}
 	client := consumertest.Client(t, consumerapi.NameERP, w.erp, consumertest.DepOptions{Breaker: w.br, Seed: seed})
 	var err error
-	w.proc, err = erpnotice.NewProcessor(w.q.Settings(), w.q.OnceDeps(t, ddb), erpnotice.HTTPERP{Client: client})
+	w.proc, err = erpnotice.NewProcessor(w.q.Settings(), w.q.OnceDeps(t, ddb), client)
 	consumertest.Must(t, err)
 	return w
 }
@@ -132,7 +132,7 @@ func TestThrottledNoticeComesBackAfterRetryAfter(t *testing.T) {
 	}
 }
 
-// SPEC: while the ERP's circuit is open the notice waits. A 3-hour outage
+// While the ERP's circuit is open the notice waits. A 3-hour outage
 // with maxReceiveCount 5 (25 minutes of receives) dead-letters nothing: the
 // notices are deferred, then booked once when the ERP recovers.
 func TestLongERPOutageDeadLettersNothing(t *testing.T) {

@@ -1,24 +1,15 @@
-// Package eventsapi is the contract of the order flow's messages: the
-// events on bus-mercadofresco that start and feed it (PedidoCreado,
-// CarritoAbandonado), the confirmed order the workflow
-// mercadofresco-procesar-pedido publishes to the fan-out topic
-// mercadofresco-pedido-confirmado (PedidoConfirmado), and the stock movements
-// it sends to the FIFO queue mercadofresco-movimientos-stock.fifo
-// (MovimientoStock).
+// Package eventsapi is the contract of the order flow's messages:
+// PedidoCreado and CarritoAbandonado on bus-mercadofresco, PedidoConfirmado
+// on the fan-out topic mercadofresco-pedido-confirmado, and MovimientoStock
+// on mercadofresco-movimientos-stock.fifo. It depends on the standard
+// library only, so the CDK constructs and every consumer import the same
+// names.
 //
-// It depends on the standard library only, so the CDK constructs (which
-// build these messages in the state machine definition and the pipe's input
-// template) and every consumer import the same names.
-//
-// # Evolution
-//
-// Every message carries "version" (a major version, 1 today). Changes are
-// additive only: new optional fields, never a renamed, removed or retyped
-// one; a consumer ignores fields it does not know (encoding/json does) and
-// dead-letters a version it does not support, with the reason (lesson,
-// exercise 2). Deploy consumers before producers. The Parse functions check
-// the version and the required fields and wrap ErrUnsupportedVersion or
-// ErrInvalid, so a consumer can classify the failure as poison.
+// Every message carries "version" (a major version, 1 today); changes are
+// additive only, a consumer ignores unknown fields and dead-letters a
+// version it does not support, and consumers deploy before producers. The
+// Parse functions wrap ErrUnsupportedVersion or ErrInvalid, so a consumer
+// classifies the failure as poison (docs/design.md#sqs-batches).
 package eventsapi
 
 import (
@@ -116,30 +107,18 @@ type PedidoCreado struct {
 // Validate reports every missing or invalid field of a version-1 order:
 // what the workflow needs to charge, reserve and confirm it.
 func (p PedidoCreado) Validate() error {
-	var problems []string
+	var ps problems
 	if p.Version != Version1 {
 		return fmt.Errorf("%w: PedidoCreado version %d (supported: %d)", ErrUnsupportedVersion, p.Version, Version1)
 	}
-	if p.PedidoID == "" {
-		problems = append(problems, "pedido_id is empty")
-	}
-	if p.ClienteID == "" {
-		problems = append(problems, "cliente_id is empty")
-	}
-	if p.Cliente.ID == "" || p.Cliente.Email == "" {
-		problems = append(problems, "cliente.id and cliente.email are required (the confirmation needs them)")
-	}
-	if p.TokenTarjeta == "" {
-		problems = append(problems, "token_tarjeta is empty")
-	}
-	problems = append(problems, validLines(p.Lineas)...)
-	if p.TotalCentimos <= 0 {
-		problems = append(problems, fmt.Sprintf("total_centimos %d is not positive", p.TotalCentimos))
-	}
-	if !isCurrency(p.Moneda) {
-		problems = append(problems, fmt.Sprintf("moneda %q is not an ISO 4217 code", p.Moneda))
-	}
-	return joinProblems("PedidoCreado", problems)
+	ps.check(p.PedidoID == "", "pedido_id is empty")
+	ps.check(p.ClienteID == "", "cliente_id is empty")
+	ps.check(p.Cliente.ID == "" || p.Cliente.Email == "", "cliente.id and cliente.email are required (the confirmation needs them)")
+	ps.check(p.TokenTarjeta == "", "token_tarjeta is empty")
+	ps.checkLines(p.Lineas)
+	ps.check(p.TotalCentimos <= 0, "total_centimos %d is not positive", p.TotalCentimos)
+	ps.check(!isCurrency(p.Moneda), "moneda %q is not an ISO 4217 code", p.Moneda)
+	return ps.err("PedidoCreado")
 }
 
 // PedidoConfirmado is the message the workflow publishes to the fan-out
@@ -169,24 +148,14 @@ func (p PedidoConfirmado) Validate() error {
 	if p.Version != Version1 {
 		return fmt.Errorf("%w: PedidoConfirmado version %d (supported: %d)", ErrUnsupportedVersion, p.Version, Version1)
 	}
-	var problems []string
-	if p.PedidoID == "" {
-		problems = append(problems, "pedido_id is empty")
-	}
-	if p.Cliente.ID == "" {
-		problems = append(problems, "cliente.id is empty")
-	}
-	problems = append(problems, validLines(p.Lineas)...)
-	if p.TotalCentimos <= 0 {
-		problems = append(problems, fmt.Sprintf("total_centimos %d is not positive", p.TotalCentimos))
-	}
-	if !isCurrency(p.Moneda) {
-		problems = append(problems, fmt.Sprintf("moneda %q is not an ISO 4217 code", p.Moneda))
-	}
-	if p.ReferenciaCobro == "" {
-		problems = append(problems, "referencia_cobro is empty")
-	}
-	return joinProblems("PedidoConfirmado", problems)
+	var ps problems
+	ps.check(p.PedidoID == "", "pedido_id is empty")
+	ps.check(p.Cliente.ID == "", "cliente.id is empty")
+	ps.checkLines(p.Lineas)
+	ps.check(p.TotalCentimos <= 0, "total_centimos %d is not positive", p.TotalCentimos)
+	ps.check(!isCurrency(p.Moneda), "moneda %q is not an ISO 4217 code", p.Moneda)
+	ps.check(p.ReferenciaCobro == "", "referencia_cobro is empty")
+	return ps.err("PedidoConfirmado")
 }
 
 // ParsePedidoCreado decodes and validates a PedidoCreado detail.
@@ -282,35 +251,21 @@ func (m MovimientoStock) Validate() error {
 	if m.Version != Version1 {
 		return fmt.Errorf("%w: MovimientoStock version %d (supported: %d)", ErrUnsupportedVersion, m.Version, Version1)
 	}
-	var problems []string
-	if m.SKU == "" {
-		problems = append(problems, "sku is empty")
-	}
+	var ps problems
+	ps.check(m.SKU == "", "sku is empty")
 	switch m.Tipo {
 	case Reserva, Liberacion:
-		if m.PedidoID == "" {
-			problems = append(problems, "pedido_id is empty")
-		}
-		if m.Cantidad <= 0 {
-			problems = append(problems, fmt.Sprintf("cantidad %d is not positive", m.Cantidad))
-		}
+		ps.check(m.PedidoID == "", "pedido_id is empty")
+		ps.check(m.Cantidad <= 0, "cantidad %d is not positive", m.Cantidad)
 	case Ajuste:
-		if m.Referencia == "" {
-			problems = append(problems, "referencia is empty")
-		}
-		if m.Cantidad == 0 {
-			problems = append(problems, "cantidad is zero")
-		}
+		ps.check(m.Referencia == "", "referencia is empty")
+		ps.check(m.Cantidad == 0, "cantidad is zero")
 	default:
-		problems = append(problems, fmt.Sprintf("tipo %q is not reserva, liberacion or ajuste", m.Tipo))
+		ps.check(true, "tipo %q is not reserva, liberacion or ajuste", m.Tipo)
 	}
-	if m.Secuencia <= 0 {
-		problems = append(problems, fmt.Sprintf("secuencia %d is not positive", m.Secuencia))
-	}
-	if len(m.DeduplicationID()) > MaxDeduplicationIDLength {
-		problems = append(problems, fmt.Sprintf("deduplication id longer than %d characters", MaxDeduplicationIDLength))
-	}
-	return joinProblems("MovimientoStock", problems)
+	ps.check(m.Secuencia <= 0, "secuencia %d is not positive", m.Secuencia)
+	ps.check(len(m.DeduplicationID()) > MaxDeduplicationIDLength, "deduplication id longer than %d characters", MaxDeduplicationIDLength)
+	return ps.err("MovimientoStock")
 }
 
 // MaxDeduplicationIDLength is the SQS limit of MessageDeduplicationId.
@@ -353,14 +308,10 @@ func (c CarritoAbandonado) Validate() error {
 	if c.Version != Version1 {
 		return fmt.Errorf("%w: CarritoAbandonado version %d (supported: %d)", ErrUnsupportedVersion, c.Version, Version1)
 	}
-	var problems []string
-	if c.IDEvento == "" {
-		problems = append(problems, "id_evento is empty")
-	}
-	if c.CarritoID == "" {
-		problems = append(problems, "carrito_id is empty")
-	}
-	return joinProblems("CarritoAbandonado", problems)
+	var ps problems
+	ps.check(c.IDEvento == "", "id_evento is empty")
+	ps.check(c.CarritoID == "", "carrito_id is empty")
+	return ps.err("CarritoAbandonado")
 }
 
 func decode(body []byte, v any, what string) error {
@@ -370,23 +321,13 @@ func decode(body []byte, v any, what string) error {
 	return nil
 }
 
-func validLines(lines []Linea) []string {
-	if len(lines) == 0 {
-		return []string{"lineas is empty"}
-	}
-	var problems []string
+func (p *problems) checkLines(lines []Linea) {
+	p.check(len(lines) == 0, "lineas is empty")
 	for i, l := range lines {
-		if l.SKU == "" {
-			problems = append(problems, fmt.Sprintf("lineas[%d].sku is empty", i))
-		}
-		if l.Cantidad <= 0 {
-			problems = append(problems, fmt.Sprintf("lineas[%d].cantidad %d is not positive", i, l.Cantidad))
-		}
-		if l.PrecioCentimos < 0 {
-			problems = append(problems, fmt.Sprintf("lineas[%d].precio_centimos %d is negative", i, l.PrecioCentimos))
-		}
+		p.check(l.SKU == "", "lineas[%d].sku is empty", i)
+		p.check(l.Cantidad <= 0, "lineas[%d].cantidad %d is not positive", i, l.Cantidad)
+		p.check(l.PrecioCentimos < 0, "lineas[%d].precio_centimos %d is negative", i, l.PrecioCentimos)
 	}
-	return problems
 }
 
 func isCurrency(s string) bool {
@@ -401,9 +342,20 @@ func isCurrency(s string) bool {
 	return true
 }
 
-func joinProblems(what string, problems []string) error {
-	if len(problems) == 0 {
+// problems collects every reason a message is invalid.
+type problems []string
+
+// check records the problem when bad.
+func (p *problems) check(bad bool, format string, args ...any) {
+	if bad {
+		*p = append(*p, fmt.Sprintf(format, args...))
+	}
+}
+
+// err is nil without problems, else ErrInvalid naming what and each problem.
+func (p problems) err(what string) error {
+	if len(p) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s: %s", ErrInvalid, what, strings.Join(problems, "; "))
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, what, strings.Join(p, "; "))
 }

@@ -2,18 +2,10 @@ package eventsapi
 
 import "time"
 
-// Replay bounds of the order workflow's starter (lambdas/orderstart;
-// docs/design.md#replay-windows).
-//
-// The starter makes a PedidoCreado start at most one execution by naming
-// the execution after the order: Step Functions refuses a second execution
-// of a standard state machine with the same name, whether the first is
-// running or closed ("This name must be unique for your AWS account,
-// region, and state machine for 90 days"; "Names can be reused after 90
-// days": the StartExecution API reference). After 90 days the name is free
-// again and a replayed event would start a second execution, which would
-// charge again. So the starter refuses events older than StarterWindow,
-// and the bus archive may not keep events longer than that (config).
+// Replay bounds of the order workflow's starter (lambdas/orderstart): Step
+// Functions keeps an execution's name 90 days, so the starter refuses
+// events older than StarterWindow and the bus archive may not keep events
+// longer (docs/design.md#replay-windows, "The charge never runs twice").
 const (
 	// ExecutionNameRetention is how long Step Functions keeps an
 	// execution's name: 90 days.

@@ -1,47 +1,22 @@
-// Package httpdep is the client of the project's HTTP dependencies other
-// than the payment gateway (the warehouse, the ERP, the secondary e-mail
-// provider): JSON over HTTPS with an API key and an Idempotency-Key, every
-// call through the retry library (lambdas/retry) and every attempt through
-// the dependency's shared circuit breaker (lambdas/breaker).
+// Package httpdep is the one client of the project's HTTP dependencies (the
+// payment gateway through lambdas/payment, the warehouse, the ERP, the
+// secondary e-mail provider): JSON POSTs with Authorization: Bearer <API
+// key> (lambdas/apikey) and Idempotency-Key: <domain key>, every call
+// through lambdas/retry and every attempt through the dependency's shared
+// circuit breaker (lambdas/breaker).
 //
-// # Contract with a dependency
-//
-// Requests are POSTs with Content-Type application/json, Authorization:
-// Bearer <API key> and Idempotency-Key: <domain key> (preparacion:<pedido_id>,
-// aviso-erp:<pedido_id>, correo-confirmacion:<pedido_id>). The dependency
-// must apply a key once and answer a repeat with the first answer, as the
-// payment gateway does; that is what makes a timeout safe to retry. Error
-// bodies may be {"codigo": "...", "mensaje": "..."}.
-//
-// # Classification
-//
-//   - 2xx: success; the body is decoded into the caller's value.
-//   - 401: the API key is read again from Secrets Manager (lambdas/apikey)
-//     and the request is sent once more; a second 401 is ErrRejected.
-//   - 409 (the same key still running at the dependency): retried.
-//   - 429 and 5xx: retried with the retry library's waits (Retry-After
-//     honoured), then ErrUnavailable.
-//   - No answer (timeout, reset, refused): retried, because every request
-//     carries its Idempotency-Key (the operation is idempotent at the
-//     dependency), then ErrUnavailable.
-//   - Any other 4xx: ErrRejected, never retried (a business or data answer).
-//   - Circuit open: the call stops at once; the error matches both
-//     ErrUnavailable and breaker.ErrOpen (degrade.Plan.OnOpen looks for the
-//     latter).
-//
-// The breaker counts no answer, 5xx and 429 as the dependency failing; a
-// rejection is the dependency working.
-//
-// # Why not payment.Client
-//
-// The payment gateway's client has the gateway's operations and error
-// names (card declined) built in; this one is the same policy without a
-// domain, for dependencies whose answers are only "done", "refused" or
-// "not now".
+// Answers: 2xx success (decoded into the caller's value); 409, 429, 5xx and
+// no answer retried, then ErrUnavailable; 401 reads the key again and sends
+// once more, a second 401 is ErrUnavailable; any other 4xx ErrRejected,
+// never retried. An open circuit stops the call at once (ErrUnavailable and
+// breaker.ErrOpen). The breaker counts only no answer, 5xx and 429 as the
+// dependency failing. The dependency must apply a key once and answer a
+// repeat with the first answer. Reasoning: docs/design.md#http-dependencies.
 package httpdep
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,32 +32,28 @@ import (
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
-	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
-
-// DefaultReadTimeout bounds each attempt (SPEC: 30 s read timeout, far
-// below every consumer queue's visibility timeout).
-const DefaultReadTimeout = 30 * time.Second
 
 // maxAnswer bounds the answer body read from a dependency.
 const maxAnswer = 1 << 20
 
 // Kinds of failure (match with errors.Is).
 var (
-	// ErrRejected: the dependency refused the request (a 4xx other than 409
-	// and 429, or 401 after the key was read again). The same request
-	// cannot succeed: a business or data problem, or a misconfiguration.
+	// ErrRejected: the dependency refused the request (a 4xx other than
+	// 401, 409 and 429): the same request cannot succeed.
 	ErrRejected = errors.New("httpdep: request rejected")
 	// ErrUnavailable: no success after the attempts allowed (no answer,
-	// 5xx, 429, the retry budget spent, the circuit open).
+	// 5xx, 429, the key refused after reading it again, the retry budget
+	// or the call cap spent, the circuit open).
 	ErrUnavailable = errors.New("httpdep: dependency unavailable")
 )
 
 // Error is a failed call. errors.Is(err, Kind) is true; the cause (a
 // *retry.StatusError, a transport error, a *retry.GiveUpError, a
-// *breaker.OpenError) stays reachable with errors.Is/As.
+// *breaker.OpenError) stays reachable with errors.Is/As. An adapter may
+// give Kind a name of its own (lambdas/payment does).
 type Error struct {
 	Kind       error
 	Dependency string
@@ -93,9 +64,8 @@ type Error struct {
 	Code, Message string
 	// RetryAfter is the last answer's Retry-After (0 if none).
 	RetryAfter time.Duration
-	// Sent reports whether any attempt reached the dependency (a request
-	// left this process and was not refused at the dial): only then may
-	// the dependency have applied it.
+	// Sent reports whether any attempt left this process and was not
+	// refused at the dial: only then may the dependency have applied it.
 	Sent bool
 	Err  error
 }
@@ -118,6 +88,15 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is matches Kind.
 func (e *Error) Is(target error) bool { return target == e.Kind }
 
+// CallCounter caps the calls made under one Idempotency-Key across
+// invocations (payment.CallBudget).
+type CallCounter interface {
+	// Take spends one call of key, or fails: then the call is not made.
+	Take(ctx context.Context, key string) error
+	// Refund gives back a call that was not made.
+	Refund(ctx context.Context, key string)
+}
+
 // Config configures a Client. Name, BaseURL, Keys and Retrier are required.
 type Config struct {
 	// Name of the dependency ("almacen"): the breaker's name and the
@@ -132,15 +111,21 @@ type Config struct {
 	Retrier *retry.Retrier
 	// Breaker, when set, guards every attempt.
 	Breaker *breaker.Breaker
-	// ReadTimeout bounds each attempt (default DefaultReadTimeout).
+	// Calls, when set, is taken before each attempt's request and refunded
+	// when the breaker refuses it.
+	Calls CallCounter
+	// ReadTimeout bounds each attempt (default httpdepapi.DefaultReadTimeout).
 	ReadTimeout time.Duration
 	// HTTPClient defaults to one with dial and TLS-handshake timeouts and
 	// no overall timeout (ReadTimeout applies per attempt).
 	HTTPClient *http.Client
-	// Metrics receives DependenciaLatencia and DependenciaErrores per
-	// attempt (default: discarded). Build it with breaker.MetricsWriter so
-	// it carries the Dependencia dimension.
+	// Metrics receives LatencyMetric and ErrorsMetric per attempt (default:
+	// discarded). Build it with breaker.MetricsWriter so it carries the
+	// Dependencia dimension.
 	Metrics metrics.Emitter
+	// LatencyMetric and ErrorsMetric name those metrics (default
+	// httpdepapi.MetricLatency and httpdepapi.MetricErrors).
+	LatencyMetric, ErrorsMetric string
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -174,34 +159,29 @@ func New(cfg Config) (*Client, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("httpdep: invalid Config: %s", strings.Join(problems, "; "))
 	}
-	if cfg.ReadTimeout == 0 {
-		cfg.ReadTimeout = DefaultReadTimeout
-	}
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, httpdepapi.DefaultReadTimeout)
+	cfg.LatencyMetric = cmp.Or(cfg.LatencyMetric, httpdepapi.MetricLatency)
+	cfg.ErrorsMetric = cmp.Or(cfg.ErrorsMetric, httpdepapi.MetricErrors)
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = defaultHTTPClient()
+		cfg.HTTPClient = &http.Client{Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout: 5 * time.Second,
+			MaxIdleConnsPerHost: 16,
+			IdleConnTimeout:     90 * time.Second,
+			ForceAttemptHTTP2:   true,
+		}}
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.Discard
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	}
+	cfg.Metrics = cmp.Or(cfg.Metrics, metrics.Discard)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Client{cfg: cfg, base: u.String(), log: cfg.Logger.With(slog.String("dependency", cfg.Name))}, nil
-}
-
-func defaultHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 5 * time.Second,
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   true,
-	}}
 }
 
 // Name returns the dependency's name.
 func (c *Client) Name() string { return c.cfg.Name }
+
+// Retrier returns the Retrier of the calls (its budget is the dependency's).
+func (c *Client) Retrier() *retry.Retrier { return c.cfg.Retrier }
 
 // Post sends in as JSON to path with the Idempotency-Key key and decodes a
 // 2xx answer into out (nil: ignore the body).
@@ -250,9 +230,10 @@ func (c *Client) fail(kind error, path string, err error) *Error {
 	return &Error{Kind: kind, Dependency: c.cfg.Name, Path: path, Err: err}
 }
 
-// attempt makes one request through the breaker. The error's cause carries
-// the retry class: the open circuit and rejections are permanent, 409 is
-// retryable, the rest keep the class retry.Classify gives them.
+// attempt makes one request through the call cap and the breaker. The
+// error's cause carries the retry class: the open circuit, the cap and
+// rejections are permanent, 409 is retryable, the rest keep the class
+// retry.Classify gives them.
 func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out any) *Error {
 	apiKey, err := c.cfg.Keys.APIKey(ctx)
 	if err != nil {
@@ -260,9 +241,17 @@ func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out
 		// the dependency.
 		return c.fail(ErrUnavailable, path, fmt.Errorf("API key: %w", err))
 	}
+	if c.cfg.Calls != nil {
+		if err := c.cfg.Calls.Take(ctx, key); err != nil {
+			return c.fail(ErrUnavailable, path, retry.Permanent(err))
+		}
+	}
 	var call *breaker.Call
 	if c.cfg.Breaker != nil {
 		if call, err = c.cfg.Breaker.Allow(ctx); err != nil {
+			if c.cfg.Calls != nil {
+				c.cfg.Calls.Refund(context.WithoutCancel(ctx), key) // nothing was sent
+			}
 			return c.fail(ErrUnavailable, path, retry.Permanent(err))
 		}
 	}
@@ -274,19 +263,24 @@ func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out
 			c.log.LogAttrs(ctx, slog.LevelError, "API key refused and cannot be read again", slog.String("error", kerr.Error()))
 		}
 	}
-	failed := err != nil || ans.status >= 500 || ans.status == http.StatusTooManyRequests
 	result := c.judge(path, ans, err, out)
 	if result != nil {
 		result.Sent = err == nil || !IsDialError(err)
 	}
 	if call != nil {
 		var outcome error
-		if failed {
+		if failing(ans.status, err) {
 			outcome = result
 		}
 		call.Done(ctx, outcome)
 	}
 	return result
+}
+
+// failing reports an attempt that counts as the dependency failing (for
+// the breaker and the errors metric): no answer, 5xx or 429.
+func failing(status int, err error) bool {
+	return err != nil || status >= 500 || status == http.StatusTooManyRequests
 }
 
 // IsDialError reports a failure to open the connection (refused, DNS): the
@@ -330,9 +324,9 @@ func (c *Client) send(ctx context.Context, path, key, apiKey string, body []byte
 		a.body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 		resp.Body.Close()
 	}
-	ms := []metrics.Metric{{Name: httpdepapi.MetricLatency, Unit: metrics.UnitMilliseconds, Value: float64(time.Since(start).Microseconds()) / 1000}}
-	if err != nil || a.status >= 500 || a.status == http.StatusTooManyRequests {
-		ms = append(ms, metrics.Metric{Name: httpdepapi.MetricErrors, Unit: metrics.UnitCount, Value: 1})
+	ms := []metrics.Metric{{Name: c.cfg.LatencyMetric, Unit: metrics.UnitMilliseconds, Value: float64(time.Since(start).Microseconds()) / 1000}}
+	if failing(a.status, err) {
+		ms = append(ms, metrics.Metric{Name: c.cfg.ErrorsMetric, Unit: metrics.UnitCount, Value: 1})
 	}
 	_ = c.cfg.Metrics.Write(ms...)
 	if err != nil {
@@ -366,19 +360,19 @@ func (c *Client) judge(path string, a answer, err error, out any) *Error {
 		Mensaje string `json:"mensaje"`
 	}
 	_ = json.Unmarshal(a.body, &body)
-	se := &retry.StatusError{StatusCode: a.status, Body: text.Truncate(string(a.body), 256)}
+	se := &retry.StatusError{StatusCode: a.status, Body: retry.Truncate(string(a.body), 256)}
 	if ra, ok := retry.ParseRetryAfter(a.header.Get("Retry-After"), time.Now()); ok {
 		se.RetryAfter = ra
 	}
-	e := &Error{Dependency: c.cfg.Name, Path: path, Status: a.status, Code: body.Codigo,
-		Message: text.Truncate(body.Mensaje, 256), RetryAfter: se.RetryAfter, Err: se}
+	e := &Error{Kind: ErrUnavailable, Dependency: c.cfg.Name, Path: path, Status: a.status, Code: body.Codigo,
+		Message: retry.Truncate(body.Mensaje, 256), RetryAfter: se.RetryAfter, Err: se}
 	switch {
-	case a.status == http.StatusConflict:
-		e.Kind, e.Err = ErrUnavailable, retry.Retryable(se)
+	case a.status == http.StatusConflict: // the same key still running at the dependency
+		e.Err = retry.Retryable(se)
 	case a.status == http.StatusTooManyRequests || a.status >= 500:
-		e.Kind = ErrUnavailable
 	case a.status == http.StatusUnauthorized:
-		e.Kind, e.Err = ErrRejected, retry.Permanent(fmt.Errorf("API key refused after reading it again: %w", se))
+		// docs/design.md#http-dependencies: the key, not the request, was refused.
+		e.Err = retry.Permanent(fmt.Errorf("API key refused after reading it again: %w", se))
 	default:
 		e.Kind, e.Err = ErrRejected, retry.Permanent(se)
 	}

@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -366,10 +366,8 @@ func (s *Store) complete(ctx context.Context, c *claim, result []byte) (record, 
 func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 	ctx, cancel := s.finalizeContext(ctx)
 	defer cancel()
-	code := text.Truncate(pe.Code, maxErrorCodeBytes)
-	if code == "" {
-		code = "permanente"
-	}
+	code := retry.Truncate(pe.Code, maxErrorCodeBytes)
+	code = cmp.Or(code, "permanente")
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.cfg.TableName),
 		Key:                 map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},
@@ -381,7 +379,7 @@ func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":fallido":  attrS(string(StatusFailed)),
 			":ec":       attrS(code),
-			":em":       attrS(text.Truncate(pe.Message, maxErrorMessageBytes)),
+			":em":       attrS(retry.Truncate(pe.Message, maxErrorMessageBytes)),
 			":exp":      attrN(s.cfg.Now().Add(s.cfg.Expiry).Unix()),
 			":prop":     attrS(c.owner),
 			":en_curso": attrS(string(StatusInProgress)),

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -148,31 +149,9 @@ func numberAttr(item map[string]types.AttributeValue, name string) (int64, bool,
 	return v, true, nil
 }
 
+// avType names av's DynamoDB type ("S", "N", "BOOL", ...).
 func avType(av types.AttributeValue) string {
-	switch av.(type) {
-	case *types.AttributeValueMemberS:
-		return "S"
-	case *types.AttributeValueMemberN:
-		return "N"
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberM:
-		return "M"
-	case *types.AttributeValueMemberL:
-		return "L"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	default:
-		return fmt.Sprintf("%T", av)
-	}
+	return strings.TrimPrefix(fmt.Sprintf("%T", av), "*types.AttributeValueMember")
 }
 
 func attrS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,7 +17,7 @@ import (
 // Defaults applied by [NewStore] to zero Config fields.
 const (
 	// DefaultExpiry is the record lifetime (TTL on expira_en) of a caller
-	// without a replay window of its own: the lesson's 24 h. The payment
+	// without a replay window of its own: 24 h. The payment
 	// tasks use it (their repeats come from the workflow's retries, inside
 	// the execution's 1-hour timeout); the queue consumers keep their
 	// records as long as their window (Config.Expiry,
@@ -101,9 +102,7 @@ func NewStore(db DynamoDBAPI, cfg Config) (*Store, error) {
 	if cfg.TableName == "" {
 		return nil, errors.New("idempotency: Config.TableName is required (a consumer Lambda finds it in $" + idempotencyapi.EnvTableName + ")")
 	}
-	if cfg.KeyAttribute == "" {
-		cfg.KeyAttribute = idempotencyapi.DefaultKeyAttribute
-	}
+	cfg.KeyAttribute = cmp.Or(cfg.KeyAttribute, idempotencyapi.DefaultKeyAttribute)
 	for _, a := range []string{attrEstado, attrResultado, attrCaducaBloqueo, attrExpiraEn, attrPropietario, attrHashCarga, attrErrorCodigo, attrErrorMensaje} {
 		if cfg.KeyAttribute == a {
 			return nil, fmt.Errorf("idempotency: Config.KeyAttribute %q collides with a record attribute", a)
@@ -112,15 +111,11 @@ func NewStore(db DynamoDBAPI, cfg Config) (*Store, error) {
 	if cfg.Expiry < 0 || cfg.LockWindow < 0 || cfg.CacheSize < 0 || cfg.InProgressWait < 0 || cfg.FinalizeTimeout < 0 {
 		return nil, errors.New("idempotency: negative duration or size in Config")
 	}
-	if cfg.Expiry == 0 {
-		cfg.Expiry = DefaultExpiry
-	}
+	cfg.Expiry = cmp.Or(cfg.Expiry, DefaultExpiry)
 	if cfg.Expiry < time.Second {
 		return nil, errors.New("idempotency: Config.Expiry must be at least one second (expira_en has second resolution)")
 	}
-	if cfg.FinalizeTimeout == 0 {
-		cfg.FinalizeTimeout = DefaultFinalizeTimeout
-	}
+	cfg.FinalizeTimeout = cmp.Or(cfg.FinalizeTimeout, DefaultFinalizeTimeout)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -23,8 +23,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 // ErrInvalid is wrapped by every error Err reports.
@@ -210,21 +213,12 @@ func (e *Env) Logger(function string) *slog.Logger {
 		With(slog.String("funcion", function))
 }
 
-// EnvSDKMaxAttempts is the AWS SDK's own variable for its retryer's attempts
-// per call. The CDK sets it on every function (constructs/golambda), and the
-// synth-time attempts guardrail reads it from the template, so the number
-// reviewed is the number the code runs with.
-const EnvSDKMaxAttempts = "AWS_MAX_ATTEMPTS"
-
-// DefaultSDKMaxAttempts is the SDK attempts per call when AWS_MAX_ATTEMPTS is
-// not set: 2 (SPEC, retry layers: the lesson's fix of max_attempts 5).
-const DefaultSDKMaxAttempts = 2
-
 // LoadAWSConfig loads the SDK configuration the usual way (region, role
-// credentials, AWS_ENDPOINT_URL_* overrides) with AWS_MAX_ATTEMPTS attempts
-// per call, DefaultSDKMaxAttempts when it is unset.
+// credentials, AWS_ENDPOINT_URL_* overrides) with retryapi.EnvSDKMaxAttempts
+// attempts per call, retryapi.SDKMaxAttempts when it is unset
+// (docs/design.md#retry-layers).
 func (e *Env) LoadAWSConfig(ctx context.Context, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
-	attempts := e.Int(EnvSDKMaxAttempts, DefaultSDKMaxAttempts, 1, 10)
+	attempts := e.Int(retryapi.EnvSDKMaxAttempts, retryapi.SDKMaxAttempts, 1, 10)
 	if err := e.Err(); err != nil {
 		return aws.Config{}, err
 	}
@@ -234,4 +228,19 @@ func (e *Env) LoadAWSConfig(ctx context.Context, opts ...func(*config.LoadOption
 		return aws.Config{}, fmt.Errorf("lambdaenv: load AWS config: %w", err)
 	}
 	return cfg, nil
+}
+
+// Main is the whole main of a deployed function: build makes the
+// function's handler (a func lambda.Start accepts) from the process
+// environment, and Lambda runs it. A problem ends the process with it
+// logged, and Lambda reports the init error.
+func Main[H any](function string, build func(ctx context.Context, env *Env, log *slog.Logger) (H, error)) {
+	env := New(os.Getenv)
+	log := env.Logger(function)
+	h, err := build(context.Background(), env, log)
+	if err != nil {
+		log.Error(function+": cannot start", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(h)
 }

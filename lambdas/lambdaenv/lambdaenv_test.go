@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 func TestValuesAndDefaults(t *testing.T) {
@@ -78,8 +80,8 @@ func TestLoadAWSConfigUsesAWSMaxAttempts(t *testing.T) {
 	for _, tc := range []struct {
 		env  string
 		want int
-	}{{"", DefaultSDKMaxAttempts}, {"3", 3}} {
-		cfg, err := FromMap(map[string]string{EnvSDKMaxAttempts: tc.env}).LoadAWSConfig(context.Background())
+	}{{"", retryapi.SDKMaxAttempts}, {"3", 3}} {
+		cfg, err := FromMap(map[string]string{retryapi.EnvSDKMaxAttempts: tc.env}).LoadAWSConfig(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +89,7 @@ func TestLoadAWSConfigUsesAWSMaxAttempts(t *testing.T) {
 			t.Errorf("AWS_MAX_ATTEMPTS=%q: RetryMaxAttempts = %d, want %d", tc.env, cfg.RetryMaxAttempts, tc.want)
 		}
 	}
-	if _, err := FromMap(map[string]string{EnvSDKMaxAttempts: "50"}).LoadAWSConfig(context.Background()); !errors.Is(err, ErrInvalid) {
+	if _, err := FromMap(map[string]string{retryapi.EnvSDKMaxAttempts: "50"}).LoadAWSConfig(context.Background()); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("AWS_MAX_ATTEMPTS=50 accepted: %v", err)
 	}
 }

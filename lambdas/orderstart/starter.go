@@ -1,27 +1,17 @@
-// Package starter starts the order workflow (mercadofresco-procesar-pedido)
-// exactly once per order. It consumes the SQS buffer queue that a rule on
-// bus-mercadofresco fills with PedidoCreado events (the whole EventBridge
-// event as the body) and calls StartExecution with an execution name
-// derived from the order (ExecutionName). Step Functions refuses a second
-// execution with the same name for 90 days, so a duplicate event (the
-// outbox publishes at least once; EventBridge and SQS deliver at least
-// once) cannot charge an order twice: ExecutionAlreadyExists is success.
-//
-// Past those 90 days the name is free again, so the starter refuses,
-// before it calls Step Functions, an event whose creado_en is older than
-// its window (eventsapi.StarterWindow, 89 days: IDEMPOTENCY_WINDOW may
-// only shorten it): an archive replay or a late redrive of an old order is
-// dead-lettered as expired-idempotency-window instead of starting a second
-// execution (lambdas/replaywindow; docs/design.md#replay-windows).
-//
-// Batch semantics come from lambdas/sqsbatch: an event that is not a
-// version-1 PedidoCreado the workflow can run (eventsapi.PedidoCreado
-// Validate) is poison and goes to the DLQ with the reason; any failure of
-// StartExecution is transient (the record comes back; the queue's
-// maxReceiveCount is the safety net).
+// Package orderstart starts the order workflow (mercadofresco-procesar-pedido)
+// exactly once per order: it consumes the buffer queue a rule on
+// bus-mercadofresco fills with PedidoCreado events and calls StartExecution
+// with a name derived from the order and its payment attempt
+// (ExecutionNameFor); ExecutionAlreadyExists is success, since Step
+// Functions refuses a second execution of a name for 90 days. An event whose
+// creado_en is older than its window (eventsapi.StarterWindow, 89 days) is
+// refused as expired-idempotency-window before Step Functions is called. An
+// event that is not a valid version-1 PedidoCreado is poison; any
+// StartExecution failure is transient. Why: docs/design.md#replay-windows.
 package orderstart
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -32,13 +22,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/internal/buildid"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
@@ -166,9 +156,7 @@ func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts .
 	if api == nil || stateMachineARN == "" {
 		return nil, errors.New("starter: the Step Functions client and the state machine ARN are required")
 	}
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	s := &Starter{api: api, stateMachine: stateMachineARN, log: log,
 		window: replaywindow.Window{Max: eventsapi.StarterWindow, CreatedAt: eventsapi.KeyCreadoEn}}
 	for _, o := range opts {
@@ -282,7 +270,7 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	}
 	if version == "" {
 		version = "unknown"
-		if id, err := buildid.Executable(); err == nil {
+		if id, err := sqsbatch.BuildID(); err == nil {
 			version = id
 		}
 	}
@@ -300,4 +288,14 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	cfg.DLQRoutes = routes
 	cfg.Logger = log
 	return sqsbatch.New(cfg)
+}
+
+// Function builds the iniciar-pedido function's handler (its main; see
+// ProcessorFromEnv).
+func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	p, err := ProcessorFromEnv(ctx, env, log)
+	if err != nil {
+		return nil, err
+	}
+	return p.Process, nil
 }

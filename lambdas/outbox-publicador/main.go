@@ -1,25 +1,10 @@
-// Command outbox-publicador is the outbox publisher Lambda function; the
-// function itself (schedule, lease, attempts, environment) is documented in
-// lambdas/outbox/publisherfn.
+// Command outbox-publicador is the outbox publisher: it moves outbox rows
+// to bus-mercadofresco (lambdas/outbox, PublisherFunction).
 package main
 
 import (
-	"context"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/outbox/publisherfn"
+	"github.com/mercadofresco/integration/lambdas/outbox"
 )
 
-func main() {
-	env := lambdaenv.New(os.Getenv)
-	log := env.Logger("outbox-publisher")
-	h, err := publisherfn.FromEnv(context.Background(), env, log)
-	if err != nil {
-		log.Error("outbox-publisher init", "error", err)
-		os.Exit(1)
-	}
-	lambda.Start(h.Handle)
-}
+func main() { lambdaenv.Main("outbox-publisher", outbox.PublisherFunction) }

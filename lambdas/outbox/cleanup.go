@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -26,21 +27,11 @@ type CleanupConfig struct {
 // rows, parked ones included, are never deleted: only rows with a
 // publication date qualify. It stops between batches when ctx is done and
 // then returns the rows deleted so far with an error wrapping ctx's error,
-// so a caller can tell "nothing left" from "stopped early".
-//
-// The statement needs only DELETE and SELECT of id and publicado_en (the
-// cleanup's database role has nothing more): no row lock is taken before
-// the DELETE (FOR UPDATE would need UPDATE privilege), which costs nothing
-// because no one else writes a published row (the publisher's statements
-// all require publicado_en IS NULL); two cleanups at once would only wait
-// on each other's row locks and skip the rows already deleted.
+// so a caller can tell "nothing left" from "stopped early". It needs only
+// DELETE and SELECT of id and publicado_en (docs/design.md#database-roles).
 func Cleanup(ctx context.Context, db DB, cfg CleanupConfig) (int64, error) {
-	if cfg.Retention == 0 {
-		cfg.Retention = 7 * 24 * time.Hour
-	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = 1000
-	}
+	cfg.Retention = cmp.Or(cfg.Retention, 7*24*time.Hour)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, 1000)
 	if cfg.Retention < 0 || cfg.BatchSize < 0 || cfg.MaxBatches < 0 {
 		return 0, fmt.Errorf("%w: negative cleanup setting", ErrInvalidConfig)
 	}

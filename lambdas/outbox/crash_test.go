@@ -487,10 +487,10 @@ func writeUnderKills(t *testing.T, rnd *testseed.Rand, role string, pool *pgxpoo
 	return kills
 }
 
-// TestLesson1In900: the shop's old code (INSERT, then PutEvents) loses
+// TestChaosDualWriteLosesEventsTheOutboxNone: the shop's old code (INSERT, then PutEvents) loses
 // events when the process dies in between; the outbox version, killed the
 // same way (and its publisher too), loses none.
-func TestLesson1In900(t *testing.T) {
+func TestChaosDualWriteLosesEventsTheOutboxNone(t *testing.T) {
 	t.Parallel()
 	n := chaosSize(600, 2700)
 	const dieAt = 123

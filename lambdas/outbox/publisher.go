@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -89,39 +89,17 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.BatchSize == 0 {
-		c.BatchSize = 500
-	}
-	if c.Lease == 0 {
-		c.Lease = 30 * time.Second
-	}
-	if c.PublishTimeout == 0 {
-		c.PublishTimeout = c.Lease / 2
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 10
-	}
-	if c.EntryRetries == 0 {
-		c.EntryRetries = 2
-	}
-	if c.RetryBaseDelay == 0 {
-		c.RetryBaseDelay = 100 * time.Millisecond
-	}
-	if c.RetryMaxDelay == 0 {
-		c.RetryMaxDelay = 2 * time.Minute
-	}
-	if c.MaxConcurrentCalls == 0 {
-		c.MaxConcurrentCalls = 4
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
-	}
-	if c.MetricsInterval == 0 {
-		c.MetricsInterval = 30 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	c.BatchSize = cmp.Or(c.BatchSize, 500)
+	c.Lease = cmp.Or(c.Lease, 30*time.Second)
+	c.PublishTimeout = cmp.Or(c.PublishTimeout, c.Lease/2)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, 10)
+	c.EntryRetries = cmp.Or(c.EntryRetries, 2)
+	c.RetryBaseDelay = cmp.Or(c.RetryBaseDelay, 100*time.Millisecond)
+	c.RetryMaxDelay = cmp.Or(c.RetryMaxDelay, 2*time.Minute)
+	c.MaxConcurrentCalls = cmp.Or(c.MaxConcurrentCalls, 4)
+	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
+	c.MetricsInterval = cmp.Or(c.MetricsInterval, 30*time.Second)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 func (c *Config) validate() error {
@@ -551,7 +529,7 @@ func (p *Publisher) record(ctx context.Context, token uuid.UUID, claimed []claim
 			p.cfg.Logger.Warn("outbox: publish failed, will retry", "id_evento", r.id, "tipo", r.typ, "intentos", r.attempts, "error", o.err)
 		}
 		ids = append(ids, r.id)
-		errs = append(errs, text.Truncate(o.err, maxErrorBytes))
+		errs = append(errs, retry.Truncate(o.err, maxErrorBytes))
 		parks = append(parks, park)
 		refunds = append(refunds, refund)
 		backoffs = append(backoffs, retry.FullJitter(p.cfg.RetryBaseDelay, p.cfg.RetryMaxDelay, r.attempts, nil).Milliseconds())

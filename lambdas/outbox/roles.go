@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,9 +50,7 @@ func CreateRoles(ctx context.Context, db DB, roles outboxapi.Roles, opts RoleOpt
 	if err := roles.Validate(); err != nil {
 		return err
 	}
-	if opts.Schema == "" {
-		opts.Schema = "public"
-	}
+	opts.Schema = cmp.Or(opts.Schema, "public")
 	return lockedTx(ctx, db, "create roles", func(tx pgx.Tx) error { return createRoles(ctx, tx, roles, opts) })
 }
 

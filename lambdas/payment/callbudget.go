@@ -22,20 +22,11 @@ import (
 // made.
 var ErrCallsExhausted = errors.New("payment: the operation's gateway calls are spent")
 
-// CallBudget caps the gateway calls of one operation across invocations,
-// workflow retries and the customer's payment retries (each a new
-// execution), which the attempt settings alone cannot: each execution may
-// make up to GATEWAY_MAX_ATTEMPTS x (1 + the workflow's retries) calls,
-// and the customer may pay again. The SPEC's bound (at most 15 calls on a
-// dependency per order) is kept by a counter in the idempotency table,
-// item "<key>#llamadas", taken before each call (one conditional UpdateItem)
-// and given back when the breaker refuses the call, so an outage's refused
-// calls do not spend it. The item expires with the idempotency records
-// (TTL expira_en, 24 h).
-//
-// The counter is written before the call: a call whose write failed is not
-// made, and a Lambda that dies after the write and before the call leaves a
-// unit spent (the bound errs on the side of fewer calls).
+// CallBudget is the httpdep.CallCounter of the gateway: a counter per
+// operation key in the idempotency table (item "<key>#llamadas", expiring
+// with the records), taken before each call and given back when the
+// breaker refuses it, at most paymentapi.MaxGatewayCallsPerOperation over
+// every execution of the order (docs/design.md#payment-tasks).
 type CallBudget struct {
 	db     idempotency.DynamoDBAPI
 	table  string
@@ -45,7 +36,7 @@ type CallBudget struct {
 }
 
 // NewCallBudget returns the budget on table (mercadofresco-idempotencia)
-// with the SPEC's bound.
+// with the bound of paymentapi.MaxGatewayCallsPerOperation.
 func NewCallBudget(db idempotency.DynamoDBAPI, table string) (*CallBudget, error) {
 	if db == nil || table == "" {
 		return nil, fmt.Errorf("payment: call budget needs a DynamoDB client and a table")

@@ -19,6 +19,8 @@ import (
 
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
+	"github.com/mercadofresco/integration/lambdas/apikey"
+	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/payment"
@@ -44,7 +46,7 @@ func runLambdaHelper() {
 		panic(err)
 	}
 	r, _ := retry.New(retry.Policy{MaxAttempts: 1})
-	c, err := payment.NewClient(payment.Config{BaseURL: os.Getenv(helperGateway), Keys: payment.StaticKey(apiKey), Retrier: r})
+	c, err := payment.NewClient(httpdep.Config{BaseURL: os.Getenv(helperGateway), Keys: apikey.Static(apiKey), Retrier: r})
 	if err != nil {
 		panic(err)
 	}

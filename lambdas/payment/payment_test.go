@@ -24,7 +24,10 @@ import (
 	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
@@ -85,7 +88,7 @@ type rigOpts struct {
 	readTimeout time.Duration
 	budget      *retry.Budget
 	breaker     *breaker.Breaker
-	keys        payment.KeySource
+	keys        apikey.Source
 	callBudget  bool // cap each operation's calls (payment.CallBudget)
 }
 
@@ -112,10 +115,10 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		o.readTimeout = 2 * time.Second
 	}
 	if o.keys == nil {
-		o.keys = payment.StaticKey(apiKey)
+		o.keys = apikey.Static(apiKey)
 	}
 	st, table := storeAndTable(t)
-	cfg := payment.Config{BaseURL: gw.URL(), Keys: o.keys, Retrier: r, Breaker: o.breaker, ReadTimeout: o.readTimeout}
+	cfg := httpdep.Config{BaseURL: gw.URL(), Keys: o.keys, Retrier: r, Breaker: o.breaker, ReadTimeout: o.readTimeout}
 	if o.callBudget {
 		b, err := payment.NewCallBudget(ddb.Client, table)
 		if err != nil {
@@ -153,8 +156,8 @@ func errName(t *testing.T, err error) string {
 	return te.Name
 }
 
-// TestNoDoubleChargeAcrossTimeoutAfterCharge is the lesson's exercise 1:
-// the gateway charges and its answer never arrives.
+// TestNoDoubleChargeAcrossTimeoutAfterCharge: the gateway charges and its
+// answer never arrives.
 func TestNoDoubleChargeAcrossTimeoutAfterCharge(t *testing.T) {
 	t.Run("the client's own retry gets the first charge back", func(t *testing.T) {
 		r := newRig(t, rigOpts{readTimeout: 200 * time.Millisecond})
@@ -336,7 +339,7 @@ func (s *secrets) GetSecretValue(context.Context, *secretsmanager.GetSecretValue
 func TestAPIKeyRefreshedOn401(t *testing.T) {
 	sm := &secrets{value: `{"api_key":"` + apiKey + `"}`}
 	clk := retry.NewVirtualClock(time.Now())
-	keys := payment.NewSecretKey(sm, "arn:aws:secretsmanager:eu-west-1:111111111111:secret:pasarela", 0).WithClock(clk.Now)
+	keys := apikey.NewSecret(sm, "arn:aws:secretsmanager:eu-west-1:111111111111:secret:pasarela", 0).WithClock(clk.Now)
 	r := newRig(t, rigOpts{keys: keys})
 	ctx := ctxT(t)
 	if _, err := r.tasks.Cobro(ctx, cobro("PED-8")); err != nil {
@@ -506,7 +509,7 @@ func TestLoadSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Policy.MaxAttempts != 2 || s.ReadTimeout != payment.DefaultReadTimeout || !s.RedisTLS || s.FailureThreshold != 20 {
+	if s.Gateway.Policy.MaxAttempts != 2 || s.Gateway.ReadTimeout != httpdepapi.DefaultReadTimeout || !s.Breaker.RedisTLS || s.Breaker.FailureThreshold != 20 {
 		t.Errorf("settings %+v", s)
 	}
 	_, err = payment.LoadSettings(lambdaenv.FromMap(map[string]string{"GATEWAY_MAX_ATTEMPTS": "99", "GATEWAY_URL": "ftp://x"}))

@@ -1,6 +1,7 @@
 package payment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,9 +71,7 @@ func NewTasks(store *idempotency.Store, gw Gateway, log *slog.Logger) (*Tasks, e
 	if store == nil || gw == nil {
 		return nil, errors.New("payment: NewTasks needs an idempotency store and a gateway")
 	}
-	if log == nil {
-		log = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	}
+	log = cmp.Or(log, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	return &Tasks{store: store, gw: gw, log: log}, nil
 }
 

@@ -8,6 +8,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,9 +84,7 @@ func (c ConnectConfig) applicationName() string {
 // finish applies the settings every pool of the project shares.
 func (c ConnectConfig) finish(pc *pgxpool.Config) {
 	pc.MaxConns = c.MaxConns
-	if pc.MaxConns == 0 {
-		pc.MaxConns = 2
-	}
+	pc.MaxConns = cmp.Or(pc.MaxConns, 2)
 	pc.MinConns = 0
 	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 }
@@ -172,9 +171,7 @@ func IAMPoolConfig(cfg ConnectConfig, creds aws.CredentialsProvider) (*pgxpool.C
 		return nil, fmt.Errorf("%w: IAM connection needs Host, User, Database, Region and credentials", ErrInvalidConfig)
 	}
 	port := cfg.Port
-	if port == 0 {
-		port = 5432
-	}
+	port = cmp.Or(port, 5432)
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.User(cfg.User),
@@ -254,4 +251,15 @@ func FromEnv(ctx context.Context, env *lambdaenv.Env, awsCfg aws.Config, sm Secr
 		return ConnectFromSecret(ctx, sm, cfg)
 	}
 	return ConnectIAM(ctx, cfg, awsCfg.Credentials)
+}
+
+// Open loads the SDK configuration (lambdaenv) and opens the pool with
+// FromEnv and a Secrets Manager client, as a deployed function does.
+func Open(ctx context.Context, env *lambdaenv.Env, cfg ConnectConfig) (*pgxpool.Pool, aws.Config, error) {
+	awsCfg, err := env.LoadAWSConfig(ctx)
+	if err != nil {
+		return nil, awsCfg, err
+	}
+	pool, err := FromEnv(ctx, env, awsCfg, secretsmanager.NewFromConfig(awsCfg), cfg)
+	return pool, awsCfg, err
 }

@@ -1,48 +1,11 @@
-// Package preparacion is the consumer of cola-mercadofresco-pedidos: for
-// every confirmed order (PedidoConfirmado, delivered by the SNS fan-out with
-// raw delivery) it asks the warehouse to prepare it, once.
-//
-// # Exactly once in effect
-//
-// The key preparacion:<pedido_id> (never the SQS message id) is claimed in
-// mercadofresco-idempotencia (lambdas/idempotency) before the warehouse is
-// called, and the same key travels to the warehouse as its Idempotency-Key.
-// A repeat after the record is written gets the stored reference without a
-// call; a repeat in the gap between the warehouse's answer and the record
-// (the Lambda died) calls again with the same key and the warehouse answers
-// with the first preparation instead of making a second.
-//
-// The record lives as long as the consumer's replay window
-// (IDEMPOTENCY_WINDOW, 45 days), and an order confirmed longer ago than
-// that (its confirmado_en) is refused before the key is claimed:
-// dead-lettered as expired-idempotency-window, never prepared a second time
-// after its record is gone (lambdas/replaywindow,
-// docs/design.md#replay-windows).
-//
-// # The warehouse API
-//
-//	POST /v1/preparaciones  {"pedido_id", "lineas": [{"sku", "cantidad"}]}
-//	                        201 {"id", "pedido_id", "estado"}
-//	                        4xx {"codigo", "mensaje"}: refused (cancelled or
-//	                        unknown order, bad lines), never retried
-//
-// through lambdas/httpdep: API key from Secrets Manager, read timeout 30 s
-// per attempt, ALMACEN_MAX_ATTEMPTS attempts with full jitter and the
-// warehouse's retry budget, and the warehouse's circuit breaker shared in
-// Valkey.
-//
-// # Failures
-//
-//   - Malformed or unknown-version events, orders without lines: poison,
-//     to the DLQ with the reason after one receive (lambdas/sqsbatch).
-//   - The warehouse refuses the order: recorded FALLIDO (every repeat gets
-//     the same answer without asking again) and dead-lettered as permanent.
-//   - The warehouse's circuit is open: the order waits (lambdas/degrade:
-//     ChangeMessageVisibility(300) and, on the last receive, a delayed copy),
-//     so a long warehouse outage does not dead-letter legitimate orders.
-//   - Anything else (5xx, timeouts after the attempts, the idempotency
-//     table): transient, the message comes back after its visibility
-//     timeout.
+// Package preparation is the consumer of cola-mercadofresco-pedidos: for
+// every confirmed order it asks the warehouse to prepare it, once
+// (sqsconsumer.Once with the key preparacion:<pedido_id>, also the
+// warehouse's Idempotency-Key; POST /v1/preparaciones through
+// lambdas/httpdep). An order without lines is poison; a refusal is recorded
+// FALLIDO and dead-lettered; an open circuit makes the order wait
+// (lambdas/degrade); an order older than the replay window is refused.
+// Reasoning and the warehouse API: docs/design.md#order-preparation.
 package preparation
 
 import (
@@ -51,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -61,14 +25,10 @@ import (
 // PathPreparaciones is the warehouse's endpoint.
 const PathPreparaciones = "/v1/preparaciones"
 
-// PedidoConfirmado is the part of the confirmed-order event (version 1)
-// this consumer reads; unknown fields are ignored.
-type PedidoConfirmado struct {
-	PedidoID string  `json:"pedido_id"`
-	Lineas   []Linea `json:"lineas"`
-}
+// Pedido is the confirmed order as this consumer validates it.
+type Pedido struct{ eventsapi.PedidoConfirmado }
 
-// Linea is one order line.
+// Linea is one order line sent to the warehouse.
 type Linea struct {
 	SKU      string `json:"sku"`
 	Cantidad int64  `json:"cantidad"`
@@ -76,7 +36,7 @@ type Linea struct {
 
 // Validate implements sqsbatch.Validator: an order no warehouse could
 // prepare is poison, not something to retry.
-func (p *PedidoConfirmado) Validate() error {
+func (p *Pedido) Validate() error {
 	if len(p.Lineas) == 0 {
 		return errors.New("order has no lines")
 	}
@@ -101,35 +61,18 @@ type Preparacion struct {
 	Estado string `json:"estado,omitempty"`
 }
 
-// Almacen asks the warehouse to prepare an order, idempotently on key.
-type Almacen interface {
-	Preparar(ctx context.Context, key string, s Solicitud) (Preparacion, error)
-}
-
-// HTTPAlmacen is the warehouse over HTTP (lambdas/httpdep).
-type HTTPAlmacen struct{ Client *httpdep.Client }
-
-// Preparar implements Almacen.
-func (a HTTPAlmacen) Preparar(ctx context.Context, key string, s Solicitud) (Preparacion, error) {
-	var out Preparacion
-	err := a.Client.Post(ctx, PathPreparaciones, key, s, &out)
-	return out, err
-}
-
-// NewProcessor returns the batch processor of the consumer (d: see
-// sqsconsumer.OnceDeps).
-func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, almacen Almacen) (*sqsbatch.Processor, error) {
-	if almacen == nil {
-		return nil, errors.New("preparacion: the warehouse client is required")
-	}
-	return sqsconsumer.OnceProcessor(s, d, idempotency.KeyPreparacion,
-		func(p *PedidoConfirmado) sqsconsumer.Call[Preparacion] {
-			req := Solicitud{PedidoID: p.PedidoID, Lineas: p.Lineas}
-			return sqsconsumer.Call[Preparacion]{Payload: req, Do: func(ctx context.Context, key string) (Preparacion, error) {
-				return almacen.Preparar(ctx, key, req)
-			}}
+// NewProcessor returns the batch processor of the consumer over the
+// warehouse's client (d: see sqsconsumer.OnceDeps).
+func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, almacen *httpdep.Client) (*sqsbatch.Processor, error) {
+	return sqsconsumer.PostProcessor(s, d, almacen, PathPreparaciones, idempotency.KeyPreparacion,
+		func(p *Pedido) Solicitud {
+			req := Solicitud{PedidoID: p.PedidoID, Lineas: make([]Linea, len(p.Lineas))}
+			for i, l := range p.Lineas {
+				req.Lineas[i] = Linea{SKU: l.SKU, Cantidad: l.Cantidad}
+			}
+			return req
 		},
-		func(rec *sqsbatch.Record, p *PedidoConfirmado, res Preparacion) {
+		func(rec *sqsbatch.Record, p *Pedido, res Preparacion) {
 			rec.Logger.Info("order sent to preparation", slog.String("pedido_id", p.PedidoID),
 				slog.String("referencia_preparacion", res.ID), slog.Int("lineas", len(p.Lineas)))
 		})
@@ -143,5 +86,5 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	if err != nil {
 		return nil, err
 	}
-	return NewProcessor(rt.Settings, d, HTTPAlmacen{Client: client})
+	return NewProcessor(rt.Settings, d, client)
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,9 +78,7 @@ func (c *AdminClient) StartMessageMoveTask(ctx context.Context, in *StartMoveTas
 
 // ListMessageMoveTasks implements MoveTasker.
 func (c *AdminClient) ListMessageMoveTasks(ctx context.Context, sourceARN string, max int) ([]MoveTask, error) {
-	if max == 0 {
-		max = 1
-	}
+	max = cmp.Or(max, 1)
 	if max < 1 || max > 10 {
 		return nil, fmt.Errorf("%w: MaxResults %d not in 1..10", ErrInvalidParameter, max)
 	}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,8 +24,8 @@ type SDK interface {
 }
 
 // Client implements API over the aws-sdk-go-v2 SQS client. Retries are the
-// SDK client's (configure RetryMaxAttempts on the client: the project uses 2,
-// see SPEC "retry layers").
+// SDK client's (configure RetryMaxAttempts on the client: the project uses
+// retryapi.SDKMaxAttempts, docs/design.md#retry-layers).
 type Client struct {
 	sdk SDK
 }
@@ -84,9 +85,7 @@ func (c *Client) SendMessage(ctx context.Context, in *SendMessageInput) (*SendMe
 // everything.
 func (c *Client) ReceiveMessage(ctx context.Context, in *ReceiveMessageInput) ([]Message, error) {
 	max := in.MaxMessages
-	if max == 0 {
-		max = 1
-	}
+	max = cmp.Or(max, 1)
 	if max < 1 || max > 10 {
 		return nil, fmt.Errorf("%w: MaxMessages %d not in 1..10", ErrInvalidParameter, in.MaxMessages)
 	}

@@ -1,32 +1,15 @@
 // Package replaywindow bounds how late a consumer processes a message when
 // it recognises duplicates through records that expire (its idempotency
-// records in mercadofresco-idempotencia, or Step Functions' memory of
-// execution names).
+// records, or Step Functions' memory of execution names).
 //
-// A [Window] is checked first, before the consumer claims any key or calls
-// anything: a message whose event is older than the window (measured from
-// the creation time the event carries in its body) is refused as a
-// permanent failure with the reason "expired-idempotency-window"
-// (lambdas/sqsbatch dead-letters it at once, with that reason). The
-// consumer keeps its records at least as long as the window, so any
-// message it does process finds the record of an earlier run of the same
-// event, however it came back: a DLQ redrive, an archive replay, a
-// re-publication.
-//
-// The age comes from the body and not from SentTimestamp: a receive → send
-// → delete redrive (cmd/mf-dlq's loop, lambdas/degrade's delayed copies)
-// sends a new message with a new SentTimestamp, and an SQS move task gives
-// the message a new enqueue time; only the event's own creation time is
-// the same in every copy.
-//
-// A message that an operator re-admitted (`mf-dlq redrive
-// --readmit-expired`, after checking that its side effect did not happen)
-// carries the attribute consumerapi.AttrReadmision with the time of the
-// re-admission, and is processed while that mark is younger than
-// consumerapi.ReadmissionValidity (which is shorter than every window, so
-// a copy of it processed later still finds the record of the first).
-//
-// The windows, the passes they cover and why: docs/design.md#replay-windows.
+// A [Window] is checked before the consumer claims any key or calls
+// anything: a message whose event is older than the window, measured from
+// the creation time in its body (never SentTimestamp, which a redrive or a
+// delayed copy renews), is refused as a permanent failure with the reason
+// "expired-idempotency-window". The consumer keeps its records at least as
+// long as the window. A message an operator re-admitted (the attribute
+// consumerapi.AttrReadmision) is processed while that mark is younger than
+// consumerapi.ReadmissionValidity. Why: docs/design.md#replay-windows.
 package replaywindow
 
 import (

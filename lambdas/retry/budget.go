@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"time"
@@ -54,18 +55,12 @@ type budgetSlot struct {
 // NewBudget returns a budget. It reports an invalid configuration (a ratio
 // outside [0, 1], a window shorter than its bucket count in nanoseconds).
 func NewBudget(cfg BudgetConfig) (*Budget, error) {
-	if cfg.Ratio == 0 {
-		cfg.Ratio = DefaultBudgetRatio
-	}
+	cfg.Ratio = cmp.Or(cfg.Ratio, DefaultBudgetRatio)
 	if cfg.Ratio < 0 || cfg.Ratio > 1 {
 		return nil, fmt.Errorf("retry: BudgetConfig.Ratio %g not in (0, 1]", cfg.Ratio)
 	}
-	if cfg.Window == 0 {
-		cfg.Window = DefaultBudgetWindow
-	}
-	if cfg.Buckets == 0 {
-		cfg.Buckets = DefaultBudgetBuckets
-	}
+	cfg.Window = cmp.Or(cfg.Window, DefaultBudgetWindow)
+	cfg.Buckets = cmp.Or(cfg.Buckets, DefaultBudgetBuckets)
 	if cfg.Window < 0 || cfg.Buckets < 0 || cfg.Window/time.Duration(cfg.Buckets) <= 0 {
 		return nil, fmt.Errorf("retry: BudgetConfig window %s in %d buckets is invalid", cfg.Window, cfg.Buckets)
 	}
@@ -75,9 +70,7 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	case cfg.MinRetries < 0:
 		cfg.MinRetries = 0
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = SystemClock
-	}
+	cfg.Clock = cmp.Or(cfg.Clock, SystemClock)
 	return &Budget{
 		ratio: cfg.Ratio, minRetries: cfg.MinRetries, clock: cfg.Clock,
 		bucket: cfg.Window / time.Duration(cfg.Buckets),

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -26,21 +27,11 @@ type Policy struct {
 }
 
 func (p Policy) withDefaults() (Policy, error) {
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = retryapi.DefaultMaxAttempts
-	}
-	if p.Base == 0 {
-		p.Base = retryapi.DefaultBase
-	}
-	if p.Cap == 0 {
-		p.Cap = retryapi.DefaultCap
-	}
-	if p.ThrottleBase == 0 {
-		p.ThrottleBase = retryapi.DefaultThrottleBase
-	}
-	if p.MaxRetryAfter == 0 {
-		p.MaxRetryAfter = retryapi.DefaultMaxRetryAfter
-	}
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, retryapi.DefaultMaxAttempts)
+	p.Base = cmp.Or(p.Base, retryapi.DefaultBase)
+	p.Cap = cmp.Or(p.Cap, retryapi.DefaultCap)
+	p.ThrottleBase = cmp.Or(p.ThrottleBase, retryapi.DefaultThrottleBase)
+	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, retryapi.DefaultMaxRetryAfter)
 	var problems []string
 	if p.MaxAttempts < 1 || p.MaxAttempts > retryapi.MaxAttemptsLimit {
 		problems = append(problems, fmt.Sprintf("MaxAttempts %d not in 1..%d", p.MaxAttempts, retryapi.MaxAttemptsLimit))

@@ -1,41 +1,32 @@
 // Package shop is the shop's side of the order flow: it writes an order and
-// its PedidoCreado event into the outbox in ONE transaction, so there is no
-// dual write (the INSERT-then-PutEvents code that lost 1 order in 900). It
-// never calls EventBridge; the outbox publisher does. lambdas/pedido-writer
-// is a Lambda main around it, which this app does not deploy (the shop
-// runs it; the app creates its database role, mf_tienda).
+// its PedidoCreado event (eventsapi, version 1) into the outbox in one
+// transaction, so there is no dual write; it never calls EventBridge.
+// lambdas/pedido-writer is its Lambda main, which the shop runs (this app
+// does not deploy it; it creates its database role, mf_tienda).
 //
-// Writing is idempotent on pedido_id (chosen by the shop before the first
-// attempt): a retried request returns the first attempt's event id and
-// writes no second event.
-//
-// A payment retry is a request for an order that exists, with Intento >= 2:
-// the customer was told to try again after the order workflow failed for an
-// unavailable payment gateway (an open circuit, the gateway's errors). It
-// writes one more PedidoCreado event for the same order with that attempt
-// number (once per attempt: the event id is derived from the order and the
-// attempt), and the workflow starter names that attempt's execution apart
-// from the first (starter.ExecutionNameFor). The charge's idempotency key
-// stays cobro:<pedido_id>, so a retry never charges an order twice, even if
-// the first attempt's charge went through with its answer lost.
-//
-// The event is eventsapi.PedidoCreado version 1: the order with the
-// customer (id, e-mail, name) and the gateway card token the workflow
-// charges; a request without them is refused.
+// Writing is idempotent on pedido_id: a retried request returns the first
+// attempt's event id and writes no second event. A payment retry (Intento
+// >= 2, for an order that exists) writes one more event, once per attempt,
+// which the workflow starter runs as an execution of its own; the charge's
+// key stays cobro:<pedido_id>. Reasoning: docs/design.md#shop-orders.
 package shop
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
 // TipoPedidoCreado is the detail-type of the event this function writes.
@@ -82,9 +73,7 @@ func (s *Solicitud) validar() (total int64, err error) {
 	if len(s.Lineas) == 0 {
 		return 0, fmt.Errorf("%w: an order needs at least one line", ErrSolicitudInvalida)
 	}
-	if s.Moneda == "" {
-		s.Moneda = "EUR"
-	}
+	s.Moneda = cmp.Or(s.Moneda, "EUR")
 	if len(s.Moneda) != 3 {
 		return 0, fmt.Errorf("%w: moneda %q is not an ISO 4217 code", ErrSolicitudInvalida, s.Moneda)
 	}
@@ -195,4 +184,14 @@ func reintentarPago(ctx context.Context, tx pgx.Tx, s Solicitud, total int64, pa
 		return Respuesta{}, fmt.Errorf("shop: commit: %w", err)
 	}
 	return r, nil
+}
+
+// Function builds the handler of lambdas/pedido-writer from its
+// environment: the database's variables (postgres.Open, role mf_tienda).
+func Function(ctx context.Context, env *lambdaenv.Env, _ *slog.Logger) (func(context.Context, Solicitud) (Respuesta, error), error) {
+	pool, _, err := postgres.Open(ctx, env, postgres.ConnectConfig{MaxConns: 1, ApplicationName: "mf-pedido-writer"})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, s Solicitud) (Respuesta, error) { return CrearPedido(ctx, pool, s) }, nil
 }

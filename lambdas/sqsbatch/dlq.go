@@ -1,6 +1,7 @@
 package sqsbatch
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,8 +14,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mercadofresco/integration/lambdas/internal/text"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // Message attributes added to dead-lettered messages. The DLQ runbook's
@@ -68,9 +69,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 	}
 	if strings.HasSuffix(dlqURL, ".fifo") {
 		in.MessageGroupID = rec.GroupID
-		if in.MessageGroupID == "" {
-			in.MessageGroupID = rec.Message.MessageId
-		}
+		in.MessageGroupID = cmp.Or(in.MessageGroupID, rec.Message.MessageId)
 		// Unique per receive, stable across the SDK's own retries of this send:
 		// a retried send is deduplicated, a later failure of the same message
 		// (after a redrive) is not mistaken for a duplicate and dropped.
@@ -159,7 +158,7 @@ type overflowAttr struct {
 }
 
 // truncate makes s a valid, non-empty SQS attribute value of at most n
-// bytes: characters SQS refuses become U+FFFD (see text.Truncate for the
+// bytes: characters SQS refuses become U+FFFD (see retry.Truncate for the
 // rest).
 func truncate(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
@@ -168,7 +167,7 @@ func truncate(s string, n int) string {
 		}
 		return utf8.RuneError
 	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
-	return nonEmpty(text.Truncate(s, n))
+	return nonEmpty(retry.Truncate(s, n))
 }
 
 func nonEmpty(s string) string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -59,14 +60,14 @@ func (pl *poller) drain() int {
 	}
 }
 
-// TestEndToEndStandardQueue runs the lesson's cases through a source queue
+// TestEndToEndStandardQueue runs the DLQ runbook's cases through a source queue
 // with a redrive policy (maxReceiveCount 4, visibility 400 s): poison goes to
 // the DLQ after ONE receive with its reason; a dependency that never recovers
 // exhausts maxReceiveCount and the queue's own redrive moves the message; a
 // flaky dependency succeeds on the third receive; good orders are processed once.
 func TestEndToEndStandardQueue(t *testing.T) {
-	clk := sqsfake.NewManualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := retry.NewVirtualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	dlq, err := f.CreateQueue("mercadofresco-pedidos-fallidos", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -194,8 +195,8 @@ func TestEndToEndStandardQueue(t *testing.T) {
 // movements of each SKU are applied in order; a poison movement is
 // dead-lettered at once and its group continues.
 func TestEndToEndFIFO(t *testing.T) {
-	clk := sqsfake.NewManualClock(time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := retry.NewVirtualClock(time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	dlq, _ := f.CreateQueue("movimientos-stock-fallidos.fifo", sqsfake.QueueConfig{})
 	src, err := f.CreateQueue("movimientos-stock.fifo", sqsfake.QueueConfig{
 		VisibilityTimeout: 60 * time.Second,

@@ -12,7 +12,7 @@ import (
 )
 
 // envelope is the parsed top level of a message body.
-type envelope map[string]json.RawMessage
+type envelope = map[string]json.RawMessage
 
 // checkEnvelope validates body against the schema rules of the processor and
 // returns the major version found (0 when the check is disabled). Every
@@ -40,29 +40,29 @@ func (p *Processor) checkEnvelope(body string) (int, error) {
 	if env == nil {
 		return 0, Poisonf("malformed message: body is JSON null, want an object")
 	}
-	if looksLikeSNSEnvelope(env) {
+	if IsSNSEnvelope(env) {
 		return 0, Poisonf("body is an SNS notification envelope, not the event: enable raw message delivery on the subscription")
 	}
 	major := 0
 	if !p.cfg.DisableVersionCheck {
-		raw, ok, err := lookup(env, p.cfg.VersionKey)
+		raw, ok, err := Lookup(env, p.cfg.VersionKey)
 		if err != nil {
 			return 0, Poison(err)
 		}
 		if !ok {
 			return 0, Poisonf("missing required key %q", p.cfg.VersionKey)
 		}
-		major, err = parseMajor(raw)
+		major, err = ParseMajor(raw)
 		if err != nil {
 			return 0, Poisonf("key %q: %w", p.cfg.VersionKey, err)
 		}
 		if !slices.Contains(p.cfg.SupportedVersions, major) {
-			return major, Poisonf("unknown major version %d (this consumer supports %s): deploy the consumer before the producer", major, joinInts(p.cfg.SupportedVersions))
+			return major, Poisonf("unknown major version %d (this consumer supports %s): deploy the consumer before the producer", major, JoinInts(p.cfg.SupportedVersions))
 		}
 	}
 	var missing []string
 	for _, k := range p.cfg.RequiredKeys {
-		_, ok, err := lookup(env, k)
+		_, ok, err := Lookup(env, k)
 		if err != nil {
 			return major, Poison(err)
 		}
@@ -79,9 +79,10 @@ func (p *Processor) checkEnvelope(body string) (int, error) {
 	return major, nil
 }
 
-// lookup finds a dotted path ("detail.pedido_id") in env. A key that is
-// absent, null or an empty string counts as not present.
-func lookup(env envelope, path string) (json.RawMessage, bool, error) {
+// Lookup finds a dotted path ("detail.pedido_id") in a body's top level. A
+// key that is absent, null or an empty string counts as not present; an
+// intermediate key that is not an object is an error.
+func Lookup(env map[string]json.RawMessage, path string) (json.RawMessage, bool, error) {
 	parts := strings.Split(path, ".")
 	cur := env
 	for i, part := range parts {
@@ -106,8 +107,9 @@ func isEmpty(raw json.RawMessage) bool {
 	return len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte(`""`))
 }
 
-// parseMajor accepts 1, 1.0, "1", "1.2" and "v1" and returns the major version.
-func parseMajor(raw json.RawMessage) (int, error) {
+// ParseMajor accepts 1, 1.0, "1", "1.2" and "v1" and returns the major
+// version.
+func ParseMajor(raw json.RawMessage) (int, error) {
 	var n float64
 	if err := json.Unmarshal(raw, &n); err == nil {
 		if n < 0 || n > math.MaxInt32 || math.IsNaN(n) {
@@ -127,13 +129,16 @@ func parseMajor(raw json.RawMessage) (int, error) {
 	return v, nil
 }
 
-func looksLikeSNSEnvelope(env envelope) bool {
+// IsSNSEnvelope reports a body that is an SNS notification envelope (raw
+// message delivery off) rather than the event.
+func IsSNSEnvelope(env map[string]json.RawMessage) bool {
 	_, hasTopic := env["TopicArn"]
 	_, hasMessage := env["Message"]
 	return hasTopic && hasMessage && string(bytes.TrimSpace(env["Type"])) == `"Notification"`
 }
 
-func joinInts(v []int) string {
+// JoinInts formats versions for a reason: "1, 2".
+func JoinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
 		s[i] = strconv.Itoa(n)

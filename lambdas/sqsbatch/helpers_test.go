@@ -13,6 +13,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -99,14 +100,14 @@ func newLogger() (*slog.Logger, *syncBuffer) {
 // env is a fake SQS with a DLQ for the processor under test.
 type env struct {
 	fake   *sqsfake.Fake
-	clock  *sqsfake.ManualClock
+	clock  *retry.VirtualClock
 	dlqURL string
 }
 
 func newEnv(t testing.TB, fifo bool) *env {
 	t.Helper()
-	clk := sqsfake.NewManualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := retry.NewVirtualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	name := "mercadofresco-pedidos-fallidos"
 	if fifo {
 		name = "movimientos-stock-fallidos.fifo"

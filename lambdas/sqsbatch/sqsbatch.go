@@ -1,55 +1,21 @@
-// Package sqsbatch is the batch-consumer library every MercadoFresco SQS
-// consumer Lambda uses. It turns an events.SQSEvent into an
-// events.SQSEventResponse (partial batch failures; the event source mapping
-// must have ReportBatchItemFailures) and applies the project's rules so each
-// consumer only writes its per-record handler:
+// Package sqsbatch is the batch-consumer library every SQS consumer Lambda of
+// the project uses: it turns an events.SQSEvent into an
+// events.SQSEventResponse with partial batch failures
+// (ReportBatchItemFailures), so a consumer writes only its record handler.
 //
-//   - Classification by error. nil acknowledges the record. A transient error
-//     (the default) lists it in batchItemFailures, so SQS redelivers it after
-//     the visibility timeout and the queue's maxReceiveCount stays a safety
-//     net. Poison (bad content) and Permanent (business) errors are not worth
-//     a retry: the record is sent to the DLQ at once, with the failure reason,
-//     class, consumer version, original message id and receive count as
-//     message attributes, and only then acknowledged. If that send fails the
-//     record is reported as a batch item failure instead: nothing is lost.
-//   - Attributes named mf-* are the consumer's own: the DLQ record's
-//     failure attributes come from the consumer that dead-letters it, never
-//     from the incoming message, whose mf-* attributes (at the top level or
-//     packed in mf-original-attributes) are dropped; its other attributes
-//     are carried forward (ForwardAttributes, OriginalAttributes).
-//   - Envelope check before the handler runs: malformed JSON, a body that is
-//     not an object, a missing "version" or required key, or an unknown major
-//     version (the lesson's 340 "version": 2 messages) is poison with a clear
-//     reason. Unknown fields are ignored (evolution is additive).
-//   - FIFO queues (an event source ARN ending in ".fifo"): records of one
-//     message group run one after the other in batch order; when one fails, it
-//     and every later record of that group in the batch are reported as
-//     failures (order kept), while other groups carry on. A record dead-lettered
-//     successfully counts as handled: its group continues, exactly as SQS's
-//     own redrive would let it.
-//   - Bounded parallelism: up to Config.Concurrency records (standard queues)
-//     or message groups (FIFO) at a time.
-//   - A handler panic is recovered, logged with its stack, and treated as
-//     transient (a bug may be triggered by a dependency's answer as well as by
-//     the content; maxReceiveCount bounds the retries and the DLQ keeps it).
-//   - Deadline: no record starts when less than Config.DeadlineMargin is left
-//     before the Lambda deadline; handlers get a context that ends at half the
-//     margin before it; records still running at a quarter of the margin
-//     before it are reported as failures and the response is returned anyway,
-//     so a slow dependency costs the unfinished records a retry, never the
-//     whole batch a timeout.
-//   - Duplicates: a message id appearing twice in one batch is processed once;
-//     the copy gets the same outcome (and one batchItemFailures entry at most).
-//     With Config.IdempotencyKey, records that share a domain key (two sends of
-//     the same order) are processed one after the other, never concurrently,
-//     so the second sees the first's completed idempotency record instead of
-//     racing it.
-//   - Structured JSON logs (log/slog): one line per record with message id,
-//     idempotency key, receive count, group, outcome and reason, and one
-//     summary line per batch.
+// A nil error acknowledges the record; a transient one (the default) lists
+// it as a failure; [Poison] and [Permanent] send it to the DLQ at once with
+// the reason and the consumer's mf-* attributes, then acknowledge it (a
+// failed send makes it a failure instead). Before the handler, an envelope
+// check makes malformed JSON, a missing version or required key and an
+// unknown major version poison. FIFO groups run in order and stop at their
+// first failure; parallelism is bounded; panics are transient; no record
+// starts inside DeadlineMargin; duplicates in a batch run once. Reasoning:
+// docs/design.md#sqs-batches.
 package sqsbatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,21 +132,15 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Concurrency < 0 {
 		return nil, fmt.Errorf("sqsbatch: Config.Concurrency %d is negative", cfg.Concurrency)
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
 	if cfg.DeadlineMargin < 0 {
 		return nil, fmt.Errorf("sqsbatch: Config.DeadlineMargin %s is negative", cfg.DeadlineMargin)
 	}
-	if cfg.DeadlineMargin == 0 {
-		cfg.DeadlineMargin = DefaultDeadlineMargin
-	}
+	cfg.DeadlineMargin = cmp.Or(cfg.DeadlineMargin, DefaultDeadlineMargin)
 	if len(cfg.SupportedVersions) == 0 {
 		cfg.SupportedVersions = []int{1}
 	}
-	if cfg.VersionKey == "" {
-		cfg.VersionKey = DefaultVersionKey
-	}
+	cfg.VersionKey = cmp.Or(cfg.VersionKey, DefaultVersionKey)
 	if strings.TrimSpace(cfg.ConsumerVersion) == "" {
 		cfg.ConsumerVersion = "unknown"
 	}
@@ -193,9 +153,7 @@ func New(cfg Config) (*Processor, error) {
 		cfg.Now = time.Now
 	}
 	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	}
+	log = cmp.Or(log, slog.New(slog.NewJSONHandler(os.Stdout, nil)))
 	return &Processor{cfg: cfg, log: log}, nil
 }
 

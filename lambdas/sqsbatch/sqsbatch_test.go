@@ -17,6 +17,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
 )
@@ -626,7 +627,7 @@ func TestDeadline(t *testing.T) {
 		// A manual clock an hour ahead of the wall clock: the Lambda
 		// deadline (on that clock) is then still in the future for the real
 		// contexts and timers, and only the handlers move time.
-		clk := sqsfake.NewManualClock(time.Now().Add(time.Hour))
+		clk := retry.NewVirtualClock(time.Now().Add(time.Hour))
 		var runs atomic.Int32
 		var handlerDeadline time.Time
 		p := mustNew(t, sqsbatch.Config{Logger: discard(), Concurrency: 1, DeadlineMargin: 600 * time.Millisecond, Now: clk.Now,
@@ -693,8 +694,8 @@ func TestDeadline(t *testing.T) {
 }
 
 func TestRetryAfterChangesVisibility(t *testing.T) {
-	clk := sqsfake.NewManualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := retry.NewVirtualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	url, _ := f.CreateQueue("cola-mercadofresco-erp", sqsfake.QueueConfig{VisibilityTimeout: 60 * time.Second})
 	_, _ = f.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: url, Body: order("P1")})
 	msgs, _ := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 1})

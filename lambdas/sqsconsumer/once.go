@@ -1,6 +1,7 @@
 package sqsconsumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -112,9 +113,7 @@ func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID strin
 	if err != nil {
 		return nil, err
 	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Logger = cmp.Or(d.Logger, slog.Default())
 	return s.Batch(sqsbatch.Config{
 		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, e *E) error {
 			if err := window.Check(rec); err != nil {
@@ -133,4 +132,21 @@ func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID strin
 		IdempotencyKey: KeyByPedido(key),
 		Logger:         d.Logger,
 	})
+}
+
+// PostProcessor is OnceProcessor for a consumer whose one call is a POST of
+// body(e) to path of the HTTP dependency dep, under the record's key (also
+// the Idempotency-Key); the answer decodes into R.
+func PostProcessor[E, B, R any](s Settings, d OnceDeps, dep *httpdep.Client, path string, key func(pedidoID string) (string, error), body func(e *E) B, done func(rec *sqsbatch.Record, e *E, r R)) (*sqsbatch.Processor, error) {
+	if dep == nil {
+		return nil, errors.New("sqsconsumer: PostProcessor needs the dependency's client")
+	}
+	return OnceProcessor(s, d, key, func(e *E) Call[R] {
+		b := body(e)
+		return Call[R]{Payload: b, Do: func(ctx context.Context, key string) (R, error) {
+			var out R
+			err := dep.Post(ctx, path, key, b, &out)
+			return out, err
+		}}
+	}, done)
 }

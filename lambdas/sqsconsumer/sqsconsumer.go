@@ -9,10 +9,11 @@
 // dependencies (lambdas/preparation, lambdas/confirmationmail, lambdas/erpnotice,
 // lambdas/stock); its main is one line:
 //
-//	func main() { sqsconsumer.Main("preparar-pedido", preparacion.FromRuntime) }
+//	func main() { sqsconsumer.Main("preparar-pedido", preparation.FromRuntime) }
 package sqsconsumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -34,7 +35,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
-	"github.com/mercadofresco/integration/lambdas/internal/buildid"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/queue"
@@ -95,7 +95,7 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 		IdempotencyWindow: env.Duration(consumerapi.EnvIdempotencyWindow, 0, consumerapi.ReadmissionValidity, 400*24*time.Hour),
 	}
 	if s.ConsumerVersion == "" {
-		if id, err := buildid.Executable(); err == nil {
+		if id, err := sqsbatch.BuildID(); err == nil {
 			s.ConsumerVersion = id
 		}
 	}
@@ -108,21 +108,15 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 // leaves a field zero (ConsumerVersion, DLQRoutes, Concurrency,
 // SupportedVersions, DeadlineMargin).
 func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
-	if cfg.ConsumerVersion == "" {
-		cfg.ConsumerVersion = s.ConsumerVersion
-	}
+	cfg.ConsumerVersion = cmp.Or(cfg.ConsumerVersion, s.ConsumerVersion)
 	if len(cfg.DLQRoutes) == 0 {
 		cfg.DLQRoutes = s.DLQRoutes
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = s.Concurrency
-	}
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, s.Concurrency)
 	if len(cfg.SupportedVersions) == 0 {
 		cfg.SupportedVersions = s.SupportedVersions
 	}
-	if cfg.DeadlineMargin == 0 {
-		cfg.DeadlineMargin = s.DeadlineMargin
-	}
+	cfg.DeadlineMargin = cmp.Or(cfg.DeadlineMargin, s.DeadlineMargin)
 	return sqsbatch.New(cfg)
 }
 
@@ -246,7 +240,7 @@ func (r *Runtime) Dependency(s httpdep.Settings, name string) (*httpdep.Client, 
 		return nil, err
 	}
 	keys := apikey.NewSecret(secretsmanager.NewFromConfig(r.AWS), s.SecretARN, 0)
-	return httpdep.FromSettings(s, name, keys, br, r.DependencyMetrics(name), r.Log)
+	return httpdep.FromSettings(s, httpdep.Config{Name: name, Keys: keys, Breaker: br, Metrics: r.DependencyMetrics(name), Logger: r.Log})
 }
 
 // Plan returns the degrade plan of this consumer's queue (ReadPlan first):
@@ -291,16 +285,15 @@ func (r *Runtime) HTTPDeps(prefix, name string) (OnceDeps, *httpdep.Client, erro
 
 // Main is the whole main of a consumer: it builds the runtime from the
 // process environment, lets build make the consumer's processor, and
-// starts the Lambda runtime with it. A configuration problem ends the
-// process (Lambda reports the init error and retries the batch later).
+// starts the Lambda runtime with it (lambdaenv.Main).
 func Main(function string, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) {
-	ctx := context.Background()
-	p, err := Start(ctx, function, lambdaenv.New(os.Getenv), build)
-	if err != nil {
-		slog.Error(function+": cannot start", slog.String("error", err.Error()))
-		os.Exit(1)
-	}
-	lambda.Start(p.Process)
+	lambdaenv.Main(function, func(ctx context.Context, env *lambdaenv.Env, _ *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+		p, err := Start(ctx, function, env, build)
+		if err != nil {
+			return nil, err
+		}
+		return p.Process, nil
+	})
 }
 
 // Start builds the consumer's processor as Main does, from env (tests use

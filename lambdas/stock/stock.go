@@ -1,73 +1,20 @@
 // Package stock is the consumer of the FIFO queue
 // mercadofresco-movimientos-stock.fifo (MessageGroupId = sku): it applies
-// stock movements (reserva, liberacion, ajuste) to the table
-// mercadofresco-stock so that each movement counts once and the final
-// stock does not depend on the order in which movements arrive.
+// reserva, liberacion and ajuste movements to mercadofresco-stock so that
+// each counts once and the final stock does not depend on arrival order.
 //
-// # The model
-//
-// A SKU has one totals item (elemento "stock": existencias, reservado,
-// disponible = existencias - reservado) and one item per line that moves
-// it: an order's line (elemento "pedido#<pedido_id>", RESERVADA or
-// LIBERADA with its cantidad and the secuencia of the movement that set
-// it) and each adjustment (elemento "ajuste#<referencia>", APLICADO). A
-// movement sets its line's state; it does not add blindly to the totals:
-//
-//   - reserva: the line becomes RESERVADA(cantidad); reservado changes by
-//     cantidad minus what the line held before.
-//   - liberacion: the line becomes LIBERADA; reservado gives back what the
-//     line held (nothing, if its reserva never arrived).
-//   - ajuste: the line is created APLICADO; existencias change by its
-//     signed cantidad (once per referencia).
-//
-// # Version check: replays and late movements
-//
-// A movement is applied only if its secuencia is greater than the line's
-// (the conditional write "if version > current"): a replay (same secuencia)
-// or a late movement (a reserva arriving after its liberacion, after a DLQ
-// redrive) changes nothing and cannot undo a newer state. Because a line
-// holds a state rather than a delta, a liberacion that arrives first and a
-// late reserva end where the two in order end: nothing reserved. The line
-// item is the idempotency record itself (keyed like reserva:<pedido_id>:<sku>,
-// the message's idempotency key), so a replay is recognised however late it
-// comes, and this consumer needs no replay window
-// (docs/design.md#replay-windows; TestOldReservaReplayedMonthsLaterChangesNothing):
-// records of mercadofresco-idempotencia expire and would one day forget a
-// redriven or replayed movement, and would cost two more writes per
-// movement.
-//
-// # Crash safety without transactions
-//
-// The line and the totals are two items. A movement is applied in three
-// conditional writes: (1) the totals get the deltas, and the line's new
-// state as a pending change named by a random token
-// ("pendiente:<elemento>"), only if no change of that line is pending and,
-// when it takes stock, only if disponible covers it; (2) the line is
-// written with the token, only if it is still the version the deltas were
-// computed from; (3) the pending change is removed. Whoever meets a pending
-// change (the same movement redelivered after its consumer died after (1),
-// another movement of the line, a duplicate running at the same time)
-// finishes it before its own: it writes the line with that change's token
-// or, if the line changed before the change began, takes the change's
-// deltas back. So the totals always equal the lines' states plus their
-// pending changes, and a change counts once whoever finishes it.
-// TestCrashAfterAnyWriteEndsInTheCorrectState and
-// TestConcurrentMovementsOfTheSameLines check it on DynamoDB's protocol
-// (dynalite). TransactWriteItems would do (1) and (2) at once; dynalite has
-// no transactions, and these three writes are correct on their own. Cost: a
-// consistent read and three writes per movement.
-//
-// # Failures
-//
-//   - A movement that would leave disponible below zero (a reserva of a
-//     SKU never counted, an ajuste below what is reserved) is a data error:
-//     to the DLQ at once with its reason and the numbers (sqsbatch
-//     Permanent), never retried. Its SKU's group carries on.
-//   - Malformed or unknown-version movements: poison, to the DLQ.
-//   - DynamoDB failures: transient; the FIFO group waits for the retry.
+// A SKU has a totals item and one item per order line or adjustment; a
+// movement sets its line's state only if its secuencia is greater than the
+// line's (replays and late movements change nothing; the line is the
+// movement's idempotency record and never expires), and the totals change by
+// the line's transition, in three conditional writes that whoever meets a
+// pending change finishes. A movement that would leave disponible below zero
+// is Permanent (to the DLQ with the numbers); malformed ones are poison;
+// DynamoDB failures are transient. Reasoning: docs/design.md#stock-movements.
 package stock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,9 +119,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	if d.Store == nil {
 		return nil, errors.New("stock: Store is required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Logger = cmp.Or(d.Logger, slog.Default())
 	return s.Batch(sqsbatch.Config{
 		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, m *Movimiento) error {
 			out, err := d.Store.Apply(ctx, *m)

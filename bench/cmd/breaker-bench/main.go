@@ -1,15 +1,11 @@
 // Command breaker-bench measures the project's shared circuit breaker
 // (lambdas/breaker) against sony/gobreaker/v2's DistributedCircuitBreaker on
-// the same Redis, in the same run: Redis round trips per call (counted with
-// a go-redis hook) and calls per second with 1 and 32 concurrent callers,
-// each caller its own breaker instance (as each Lambda instance has one),
-// while the circuit is closed and every call succeeds. Each configuration
-// runs for -duration; a second pass gives the protected call -work of
-// latency, to show what holding a lock during the call costs.
-//
-// gobreaker's store is the usual one for it: state as JSON under a key, a
-// lock taken with SET NX PX 5000 and released with a compare-and-delete
-// script (what redsync does on one Redis), on the same go-redis client.
+// the same Redis, in the same run: Redis round trips per call and calls per
+// second with 1 and 32 concurrent callers, each its own breaker instance,
+// while the circuit is closed, for -duration; a second pass gives the call
+// -work of latency, to show what holding a lock during the call costs.
+// gobreaker's store is its usual one: JSON state under a key, a SET NX PX
+// 5000 lock released by a compare-and-delete script.
 //
 // Usage (keys get a unique prefix and expire; nothing is flushed):
 //

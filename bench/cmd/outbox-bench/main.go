@@ -1,28 +1,13 @@
 // Command outbox-bench measures the outbox publisher against Watermill's
 // SQL forwarder on the same PostgreSQL, in the same run, with the same
-// workload, and prints a Markdown table.
+// workload, and prints a Markdown table: for 1 and 4 publishers, events/s
+// draining -n pre-written orders into an in-process sink, and the
+// commit-to-sink lag (p50 / p99) while -rate orders/s are written for
+// -lag-seconds. -deployed runs (-only-deployed for those alone) model the
+// Lambda schedule (a publisher a minute for its polling window). -batch,
+// -calls and -wm-batch override the batch sizes and concurrency. The method
+// in full: docs/design.md#outbox-bench.
 //
-// For each system and publisher count (1 and 4) it:
-//  1. writes -n orders, each with its event, in transactions of 100 orders
-//     (outbox.Add for ours; Watermill's forwarder publisher on the
-//     transaction for Watermill), with no publisher running;
-//  2. starts the publishers into a local in-process sink (no network) and
-//     times how long they take to deliver all -n events: events/s;
-//  3. writes -rate orders/s, one transaction each, for -lag-seconds while the
-//     publishers run, and reports the lag from each writer's COMMIT
-//     returning to the sink receiving the event: p50 / p99.
-//
-// Those publishers never stop. The Lambda publisher does: -deployed runs
-// (default 150 s each; -only-deployed for those alone) start a new
-// publisher every minute for its polling window, as the schedule does
-// (lambdas/outbox/outboxapi), and report the lag under that model and
-// under the previous one (40 s of polling a minute), gaps included.
-//
-// Both systems run with their defaults (ours: outbox.Config's, batches of
-// 500 and 4 PutEvents calls at once; Watermill's: 1 s poll), both polling
-// every second; ours also with LISTEN/NOTIFY wake-up in an extra row. -batch
-// and -calls override our publisher's BatchSize and MaxConcurrentCalls,
-// -wm-batch Watermill's SubscribeBatchSize.
 // Usage:
 //
 //	cd bench && go run ./cmd/outbox-bench -dsn postgres://postgres@127.0.0.1:5432 -n 20000

@@ -13,6 +13,7 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // LambdaAPI is the part of *lambda.Client that LambdaMappings uses.
@@ -66,7 +67,7 @@ type CloudWatchAPI interface {
 // one-minute periods).
 type CloudWatchMetrics struct {
 	API   CloudWatchAPI
-	Clock Clock
+	Clock retry.Clock
 }
 
 // OldestMessageAge implements Metrics.

@@ -1,26 +1,15 @@
 // Package dlq is the DLQ runbook as code: the library behind cmd/mf-dlq.
 // Each runbook step is a method of Tool (Contain, Inspect, Classify,
-// Redrive, Verify) over small interfaces: queue.AdminAPI for SQS (the SDK
-// adapter in production, sqsfake in tests), EventSources for the Lambda
-// event source mappings, Metrics for CloudWatch, and a Clock, so tests run
-// against in-memory fakes with virtual time.
+// Redrive, Verify) over small interfaces (queue.AdminAPI, EventSources,
+// Metrics, retry.Clock), so tests run on in-memory fakes in virtual time.
 //
-// The guarantees:
-//   - Inspect and Classify never delete: they receive with a 5-second
-//     visibility timeout and make every message visible again
-//     (ChangeMessageVisibility 0) when done; they refuse a queue that has a
-//     redrive policy of its own, where a receive could move messages on.
-//   - Redrive refuses to run without the operator's word that the cause is
-//     fixed, leaves in the DLQ the messages older than their consumer's
-//     replay window (the consumer would refuse them: their records may be
-//     gone) unless the operator re-admits them, never loses a message (each message is sent to its destination
-//     before it is deleted from the DLQ, so a kill at any moment leaves at
-//     worst a duplicate, which the idempotent consumers absorb), and holds a
-//     rate (token bucket; SQS's own move task with
-//     MaxNumberOfMessagesPerSecond when every message came from SQS's redrive).
-//
-// The numbers (5 s, 10 msg/s, the replay windows, 1,000) are explained in
-// docs/design.md#dlq-tool.
+// Inspect and Classify never delete: they receive with a 5 s visibility
+// timeout, make every message visible again when done, and refuse a queue
+// with a redrive policy of its own. Redrive needs the operator's word that
+// the cause is fixed, leaves in the DLQ messages older than their consumer's
+// replay window unless re-admitted, sends each message before deleting it (a
+// kill leaves at worst a duplicate), and holds a rate (a token bucket, or
+// SQS's move task). The numbers: docs/design.md#dlq-tool.
 package dlq
 
 import (
@@ -30,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // Sentinel errors; cmd/mf-dlq maps them to exit codes.
@@ -53,35 +43,6 @@ var (
 	// replay window in the DLQ (without --readmit-expired).
 	ErrExpired = errors.New("messages older than the consumer's replay window stay in the DLQ")
 )
-
-// Clock is the tool's time: the wall clock in production, a virtual clock
-// in tests (so rate limits are checked without sleeping).
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d or until ctx is done (then it returns ctx.Err()).
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// WallClock is the real time.
-type WallClock struct{}
-
-// Now implements Clock.
-func (WallClock) Now() time.Time { return time.Now() }
-
-// Sleep implements Clock.
-func (WallClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // EventSourceMapping is a Lambda event source mapping of a queue.
 type EventSourceMapping struct {
@@ -113,7 +74,7 @@ type Tool struct {
 	SQS     queue.AdminAPI
 	Lambda  EventSources
 	Metrics Metrics
-	Clock   Clock
+	Clock   retry.Clock
 	// Out receives results (tables, reports); Log receives progress and
 	// warnings. Both default to io.Discard.
 	Out, Log io.Writer

@@ -13,6 +13,7 @@ import (
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -22,7 +23,7 @@ var t0 = time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 // sampling windows are checked without sleeping. onSleep, when set, runs
 // after each advance (to make things happen "meanwhile").
 type simClock struct {
-	*sqsfake.ManualClock
+	*retry.VirtualClock
 	mu      sync.Mutex
 	onSleep func()
 }
@@ -57,8 +58,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	clk := &simClock{ManualClock: sqsfake.NewManualClock(t0)}
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := &simClock{VirtualClock: retry.NewVirtualClock(t0)}
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	dlqURL, err := f.CreateQueue(catalog.PhysicalName(catalog.PedidosDLQName, "dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)

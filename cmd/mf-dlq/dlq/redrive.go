@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -88,18 +89,13 @@ type RedriveResult struct {
 func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions) (RedriveResult, error) {
 	res := RedriveResult{Destinations: map[string]int{}}
 	if !opts.ConfirmFixed && !opts.DryRun {
-		return res, fmt.Errorf("%w: runbook step 4 comes first: redriving into an unchanged consumer spends receives and brings the messages back here. "+
-			"Once the fix is deployed (or the dependency is healthy), re-run with --confirm-fixed (see the plan first with --dry-run)", ErrNotConfirmed)
+		return res, fmt.Errorf("%w: fix the cause first (runbook step 4, docs/runbooks/dlq.md), then re-run with --confirm-fixed; --dry-run shows the plan", ErrNotConfirmed)
 	}
-	if opts.Rate == 0 {
-		opts.Rate = DefaultRate
-	}
+	opts.Rate = cmp.Or(opts.Rate, DefaultRate)
 	if opts.Rate < 0 || opts.Rate > queue.MaxMoveRate || math.IsNaN(opts.Rate) {
 		return res, fmt.Errorf("%w: --rate %v must be in (0, %d]", ErrUsage, opts.Rate, queue.MaxMoveRate)
 	}
-	if opts.Mode == "" {
-		opts.Mode = ModeAuto
-	}
+	opts.Mode = cmp.Or(opts.Mode, ModeAuto)
 	if opts.Mode != ModeAuto && opts.Mode != ModeTask && opts.Mode != ModeLoop {
 		return res, fmt.Errorf("%w: --mode %q (want auto, task or loop)", ErrUsage, opts.Mode)
 	}
@@ -126,8 +122,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 		to = &r
 	}
 	if len(target.Sources) == 0 && to == nil {
-		return res, fmt.Errorf("%w: no queue names %s as its dead-letter queue, so there is nowhere to send its messages back to. "+
-			"If it is the DLQ of an SNS subscription or an EventBridge target, re-publish from the source instead; or pass --to QUEUE", ErrNotDLQ, target.DLQ.Name)
+		return res, fmt.Errorf("%w: no queue names %s as its DLQ: pass --to QUEUE, or re-publish from the SNS subscription or EventBridge target it serves", ErrNotDLQ, target.DLQ.Name)
 	}
 
 	// Survey: how many, from where, how old.
@@ -212,9 +207,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	}
 	if res.Expired > 0 {
 		fmt.Fprintf(w, "%d messages stay in %s: older than their consumer's replay window (mf-dlq classify shows them as expired; docs/runbooks/dlq.md#expired-messages)\n", res.Expired, target.DLQ.Name)
-		if err == nil {
-			err = fmt.Errorf("%w: %d messages", ErrExpired, res.Expired)
-		}
+		err = cmp.Or(err, fmt.Errorf("%w: %d messages", ErrExpired, res.Expired))
 	}
 	if err == nil || errors.Is(err, ErrInterrupted) {
 		fmt.Fprintf(w, "next: mf-dlq verify %s --expect %d --since %s\n", target.DLQ.Name, res.Moved, res.Started.UTC().Format(time.RFC3339))
@@ -520,9 +513,7 @@ func (t *Tool) moveOne(ctx context.Context, target *Target, m queue.Message, des
 	in := &queue.SendMessageInput{QueueURL: dest.URL, Body: m.Body, MessageAttributes: attrs}
 	if strings.HasSuffix(dest.Name, ".fifo") {
 		in.MessageGroupID = m.Attributes[queue.AttrMessageGroupID]
-		if in.MessageGroupID == "" {
-			in.MessageGroupID = m.MessageID
-		}
+		in.MessageGroupID = cmp.Or(in.MessageGroupID, m.MessageID)
 		// Stable per DLQ message: a re-run within SQS's 5-minute window
 		// after a kill between send and delete is deduplicated.
 		sum := sha256.Sum256([]byte("mf-dlq\x00" + m.MessageID))

@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,7 +66,7 @@ func parseRedrive(s string) (redrivePolicy, bool) {
 
 // Resolve finds the dead-letter queue meant by spec: a queue URL, an ARN, a
 // physical name, or, with env set, a logical name from config/catalog
-// ("Pedidos") or a SPEC name ("mercadofresco-pedidos-fallidos"). Naming a
+// ("Pedidos") or its catalogue name ("mercadofresco-pedidos-fallidos"). Naming a
 // source queue resolves to its DLQ.
 func (t *Tool) Resolve(ctx context.Context, spec, env string) (*Target, error) {
 	if spec == "" {
@@ -110,9 +111,7 @@ func (t *Tool) Resolve(ctx context.Context, spec, env string) (*Target, error) {
 	}
 	if q, e, _, ok := catalog.FindPhysical(target.DLQ.Name); ok {
 		target.Catalog = &q
-		if target.Env == "" {
-			target.Env = e
-		}
+		target.Env = cmp.Or(target.Env, e)
 	}
 	return target, nil
 }
@@ -135,7 +134,7 @@ func (t *Tool) urlOf(ctx context.Context, spec, env string) (string, error) {
 			return "", fmt.Errorf("%w: %w", ErrUsage, err)
 		}
 		if !inCatalog {
-			return "", fmt.Errorf("%w: with -e, name a queue of the Messaging stack: a logical name (%s) or its SPEC name; %q is neither (for any other queue pass its physical name or URL without -e)",
+			return "", fmt.Errorf("%w: with -e, name a queue of the Messaging stack: a logical name (%s) or its catalogue name; %q is neither (for any other queue pass its physical name or URL without -e)",
 				queue.ErrQueueNotFound, strings.Join(catalog.Logicals(), ", "), spec)
 		}
 		name = catalog.PhysicalName(q.DLQName, env)

@@ -1,23 +1,17 @@
-// Package sqsserver serves a sqsfake.Fake over HTTP in the SQS JSON
-// protocol (AWS JSON 1.0: POST /, X-Amz-Target: AmazonSQS.<Operation>), so
-// that a program using the real aws-sdk-go-v2 SQS client, pointed at it with
-// an endpoint override (the CLI's --endpoint-url), talks to the in-memory
-// fake. Tests use it to run operator tools as separate processes (and kill
-// them) while the queues stay in the test process.
-//
-// It speaks the operations of queue.AdminAPI: SendMessage, ReceiveMessage,
-// DeleteMessage, ChangeMessageVisibility, GetQueueAttributes, GetQueueUrl,
-// ListDeadLetterSourceQueues, StartMessageMoveTask, ListMessageMoveTasks and
-// CancelMessageMoveTask. Requests are not authenticated (signatures are
-// ignored). Errors carry the SQS error codes (QueueDoesNotExist with its
-// query-compatible code AWS.SimpleQueueService.NonExistentQueue,
-// ReceiptHandleIsInvalid, MessageNotInflight, InvalidParameterValue,
-// ResourceNotFoundException, AccessDenied) so the SDK builds the same typed
-// errors as against SQS. MD5OfMessageAttributes is not computed (the SDK
-// validates only the body's MD5, which is). Long polling returns at once.
+// Package sqsserver serves a sqsfake.Fake over HTTP in the SQS JSON protocol
+// (AWS JSON 1.0, X-Amz-Target: AmazonSQS.<Operation>), so a program using the
+// real aws-sdk-go-v2 SQS client with an endpoint override talks to the
+// in-memory fake (tests run operator tools as processes and kill them). It
+// speaks the operations of queue.AdminAPI; requests are not authenticated;
+// errors carry SQS's error codes (QueueDoesNotExist with its query-compatible
+// code, ReceiptHandleIsInvalid, MessageNotInflight, InvalidParameterValue,
+// ResourceNotFoundException, AccessDenied), so the SDK builds the same typed
+// errors. MD5OfMessageAttributes is not computed (the SDK checks only the
+// body's MD5, which is). Long polling returns at once.
 package sqsserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -230,11 +224,7 @@ func writeAPIError(w http.ResponseWriter, err error) {
 		{errUnsupported, 400, "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", ""},
 	} {
 		if errors.Is(err, m.sentinel) {
-			msg := m.fixedDetail
-			if msg == "" {
-				msg = err.Error()
-			}
-			writeError(w, m.status, m.typ, m.qcode, msg)
+			writeError(w, m.status, m.typ, m.qcode, cmp.Or(m.fixedDetail, err.Error()))
 			return
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // TestSDKRoundTrip drives the real SDK client, through the adapter, against
@@ -20,8 +21,8 @@ import (
 func TestSDKRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	clk := sqsfake.NewManualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk))
+	clk := retry.NewVirtualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
+	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	dlq, _ := f.CreateQueue("fallidos", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	src, _ := f.CreateQueue("cola", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
 	srv := httptest.NewServer(sqsserver.Handler(f))

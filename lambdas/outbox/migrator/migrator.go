@@ -1,26 +1,15 @@
 // Package migrator applies the outbox's schema once per deploy, as the
-// handler of a CloudFormation custom resource (through the CDK's custom
-// resource provider framework; constructs/outbox creates it), never from a
-// function on the hot path.
-//
-// One Create or Update runs two steps with two different database users:
-//
-//  1. As the cluster's master user (its Secrets Manager secret, a direct TLS
-//     connection to the cluster): outbox.CreateRoles, which creates the
-//     login roles, grants rds_iam and hands the owner role the objects an
-//     earlier version created. That fixed set of statements is all the
-//     master user ever runs; no migration file runs as it.
-//  2. As the owner role (IAM authentication through RDS Proxy):
-//     outbox.Migrate, then outbox.Grant.
-//
-// The resource's properties carry the migrations' hash (outboxapi.SchemaHash) and
-// the role names, so CloudFormation updates the resource, and this runs
-// again, exactly when a deploy changes either. Delete does nothing: the
-// data outlives the stack's resource. Every step is idempotent and
-// advisory-locked, so a retried or repeated deploy is harmless.
+// handler of a CloudFormation custom resource (constructs/outbox), never
+// from a function on the hot path. A Create or Update runs two steps: as
+// the cluster's master user, outbox.CreateRoles (all the master user ever
+// runs); as the owner role, outbox.Migrate and outbox.Grant. Delete does
+// nothing. The properties carry the migrations' hash and the role names,
+// so it runs again exactly when a deploy changes either; every step is
+// idempotent and advisory-locked. Reasoning: docs/design.md#database-roles.
 package migrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,9 +19,12 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/postgres"
 )
 
 // Property names of the custom resource (constructs/outbox sets them).
@@ -67,6 +59,44 @@ type Migrator struct {
 	Log *slog.Logger
 }
 
+const appName = "mf-outbox-migrate"
+
+// Function builds the custom resource's handler from the function's
+// environment (the outbox-migraciones main): DB_HOST (the RDS Proxy, for
+// the owner's IAM connection), DB_PORT, DB_NAME, DB_MASTER_SECRET_ARN (the
+// master secret: step 1 connects directly to the cluster it names, TLS
+// verify-full) and DB_SCHEMA (default public).
+func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, cfn.Event) (Response, error), error) {
+	host := env.Required(postgres.EnvHost)
+	port := env.Int(postgres.EnvPort, 5432, 1, 65535)
+	database := env.Required(postgres.EnvName)
+	secretARN := env.Required(outboxapi.EnvMasterSecretARN)
+	schemaName := env.String(outboxapi.EnvSchema, "public")
+	awsCfg, err := env.LoadAWSConfig(ctx)
+	err = cmp.Or(err, env.Err())
+	if err != nil {
+		return nil, err
+	}
+	sm := secretsmanager.NewFromConfig(awsCfg)
+	m := &Migrator{
+		ConnectAdmin: func(ctx context.Context) (Conn, error) {
+			return postgres.ConnectFromSecret(ctx, sm, postgres.ConnectConfig{
+				SecretARN: secretARN, Database: database, MaxConns: 1, ApplicationName: appName,
+			})
+		},
+		ConnectOwner: func(ctx context.Context, owner string) (Conn, error) {
+			return postgres.ConnectIAM(ctx, postgres.ConnectConfig{
+				Host: host, Port: port, Database: database, User: owner, Region: awsCfg.Region,
+				MaxConns: 1, ApplicationName: appName,
+			}, awsCfg.Credentials)
+		},
+		Schema: schemaName,
+		IAM:    true,
+		Log:    log,
+	}
+	return m.Handle, nil
+}
+
 // Response is what the provider framework returns to CloudFormation.
 type Response struct {
 	PhysicalResourceID string         `json:"PhysicalResourceId"`
@@ -76,9 +106,7 @@ type Response struct {
 // Handle runs one custom resource event.
 func (m *Migrator) Handle(ctx context.Context, ev cfn.Event) (Response, error) {
 	log := m.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	log = cmp.Or(log, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	switch ev.RequestType {
 	case cfn.RequestDelete:
 		log.Info("outbox schema kept: the data outlives the resource", "resource", ev.LogicalResourceID)

@@ -43,3 +43,19 @@ const (
 func Polling(start, t time.Time) bool {
 	return !t.Before(start) && t.Before(start.Add(PublisherPollWindow))
 }
+
+// Environment variables of the outbox functions (besides the database's,
+// lambdas/postgres, and metricsapi.EnvEnvironment).
+const (
+	// EnvBusName and EnvEventSource: where the publisher puts events.
+	EnvBusName     = "BUS_NAME"
+	EnvEventSource = "EVENT_SOURCE"
+	// EnvRetentionDays (default 7) and EnvBatchSize (default 1000): the
+	// cleanup's retention of published rows and rows per DELETE.
+	EnvRetentionDays = "RETENTION_DAYS"
+	EnvBatchSize     = "BATCH_SIZE"
+	// EnvMasterSecretARN and EnvSchema (default public): the migration's
+	// master secret and schema.
+	EnvMasterSecretARN = "DB_MASTER_SECRET_ARN"
+	EnvSchema          = "DB_SCHEMA"
+)

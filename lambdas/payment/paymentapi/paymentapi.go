@@ -7,6 +7,12 @@
 // without linking the AWS SDK.
 package paymentapi
 
+import (
+	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+)
+
 // Error names: the errorType of a failed invocation, i.e. the "Error" that
 // a Step Functions Retry's ErrorEquals or a Catch matches. Each is stable:
 // renaming one breaks the deployed workflow.
@@ -17,15 +23,16 @@ const (
 	// recorded as FALLIDO in the idempotency table).
 	ErrTarjetaRechazada = "TarjetaRechazada"
 	// ErrPasarelaNoDisponible: the gateway failed transiently (5xx, 429,
-	// timeout, connection failure) after the function's own attempts, or its
-	// retry budget was spent. Retry it in the workflow (full jitter, capped);
+	// timeout, connection failure, its API key refused after reading it
+	// again: docs/design.md#http-dependencies) after the function's own
+	// attempts, or its retry budget was spent. Retry it in the workflow;
 	// the key was released, so the retry charges at most once (the gateway's
 	// Idempotency-Key covers a charge whose answer was lost).
 	ErrPasarelaNoDisponible = "PasarelaNoDisponible"
 	// ErrCircuitoAbierto: the gateway's circuit breaker is open; nothing was
 	// sent. Fail fast: Catch it, do not confirm the order and tell the
-	// customer to try again in a few minutes (SPEC: charging does not
-	// degrade). The workflow may retry it once after the open period.
+	// customer to try again in a few minutes (charging does not degrade).
+	// The workflow may retry it once after the open period.
 	ErrCircuitoAbierto = "CircuitoAbierto"
 	// ErrOperacionEnCurso: another invocation holds the idempotency lock of
 	// this order's charge (a workflow retry overlapping a slow first try).
@@ -53,8 +60,8 @@ const (
 
 // MaxGatewayCallsPerOperation is the most calls one operation (an order's
 // charge, its refund) makes to the gateway, over every attempt, workflow
-// retry and payment retry of the customer (SPEC: at most 15 attempts on a
-// dependency per order).
+// retry and payment retry of the customer (at most 15 attempts on a
+// dependency per order: docs/design.md#retry-layers).
 const MaxGatewayCallsPerOperation = 15
 
 // ErrorSpec describes one error name for the workflow's Retry and Catch.
@@ -117,26 +124,30 @@ type ReembolsoOutput struct {
 	Moneda              string `json:"moneda"`
 }
 
+// GatewayEnvPrefix is the prefix of the gateway's lambdas/httpdep variables.
+const GatewayEnvPrefix = "GATEWAY"
+
 // Environment variables of the cobro and reembolso functions (besides the
 // breaker's, in lambdas/breaker/breakerapi, and AWS_MAX_ATTEMPTS).
 const (
 	// EnvGatewayURL is the gateway's base URL, https (required).
-	EnvGatewayURL = "GATEWAY_URL"
+	EnvGatewayURL = GatewayEnvPrefix + httpdepapi.EnvSuffixURL
 	// EnvGatewaySecretARN is the Secrets Manager secret holding the API key
 	// (required): a plain string, or JSON {"api_key": "..."}.
-	EnvGatewaySecretARN = "GATEWAY_SECRET_ARN"
+	EnvGatewaySecretARN = GatewayEnvPrefix + httpdepapi.EnvSuffixSecretARN
 	// EnvGatewayMaxAttempts is the gateway attempts per invocation
 	// (default 3, at most 10). The attempts guardrail multiplies it by the
 	// workflow's Retry attempts and requires at most 15 per order.
-	EnvGatewayMaxAttempts = "GATEWAY_MAX_ATTEMPTS"
+	EnvGatewayMaxAttempts = GatewayEnvPrefix + httpdepapi.EnvSuffixMaxAttempts
 	// EnvGatewayReadTimeout is the per-attempt read timeout (Go duration,
-	// default 30s). The function timeout must cover MaxAttempts of it.
-	EnvGatewayReadTimeout = "GATEWAY_READ_TIMEOUT"
+	// default httpdepapi.DefaultReadTimeout). The function timeout must
+	// cover MaxAttempts of it.
+	EnvGatewayReadTimeout = GatewayEnvPrefix + httpdepapi.EnvSuffixReadTimeout
 	// EnvIdempotencyTable is the mercadofresco-idempotencia table name
 	// (required; the same variable lambdas/idempotency documents).
-	EnvIdempotencyTable = "IDEMPOTENCY_TABLE_NAME"
+	EnvIdempotencyTable = idempotencyapi.EnvTableName
 	// EnvEnvironment is dev, staging or prod (the Entorno metric dimension).
-	EnvEnvironment = "ENTORNO"
+	EnvEnvironment = metricsapi.EnvEnvironment
 )
 
 // GatewayDependency is the breaker name and Dependencia dimension of the

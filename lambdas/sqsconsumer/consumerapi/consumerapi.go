@@ -9,6 +9,8 @@ package consumerapi
 import (
 	"strconv"
 	"time"
+
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
 // Environment variables every consumer reads (lambdas/sqsconsumer). DLQ
@@ -17,9 +19,9 @@ import (
 // lambdas/breaker/breakerapi.
 const (
 	// EnvEnvironment is dev, staging or prod (the Entorno metric dimension).
-	EnvEnvironment = "ENTORNO"
+	EnvEnvironment = metricsapi.EnvEnvironment
 	// EnvConsumerVersion overrides the build id written to dead-lettered
-	// messages (default: the SHA-256 of the running binary, lambdas/internal/buildid).
+	// messages (default: the SHA-256 of the running binary, sqsbatch.BuildID).
 	EnvConsumerVersion = "CONSUMER_VERSION"
 	// EnvBatchConcurrency is how many records (or FIFO groups) one
 	// invocation handles at once (default 8, 1..100).
@@ -81,68 +83,50 @@ const (
 	StockSortKey = "elemento"
 )
 
-// Replay windows (docs/design.md#replay-windows). A consumer whose
-// duplicates are recognised through records that expire refuses, before it
-// claims any key, a message older than its window (measured from the
-// event's own creation time in the body), and keeps its idempotency
-// records at least that long; the CDK checks at synth that the window
-// covers the queue's longest legitimate pass.
+// Replay windows (docs/design.md#replay-windows): a consumer refuses a
+// message older than its window and keeps its records at least that long.
 const (
 	// EnvIdempotencyWindow is the consumer's window (a Go duration, e.g.
 	// "1080h"): how old a message may be and still be processed, and how
 	// long its idempotency records live.
 	EnvIdempotencyWindow = "IDEMPOTENCY_WINDOW"
 	// KeyConfirmadoEn is the creation time (RFC 3339) of the fan-out's
-	// PedidoConfirmado: the workflow's confirm state's entered time. Its
-	// age, not SentTimestamp, is what the window bounds: a receive → send →
-	// delete redrive (mf-dlq's loop, a deferral copy) makes a new message
-	// with a new SentTimestamp, and an SQS move task a new enqueue time.
+	// PedidoConfirmado, whose age the window bounds.
 	KeyConfirmadoEn = "confirmado_en"
 	// ReasonExpiredWindow is in the reason (mf-failure-reason, class
 	// permanent) of a message a consumer refused for being older than its
 	// window: cmd/mf-dlq classifies such messages as expired.
 	ReasonExpiredWindow = "expired-idempotency-window"
 	// AttrReadmision is the message attribute (String, RFC 3339 time) with
-	// which `mf-dlq redrive --readmit-expired` re-admits an expired message
-	// after the operator checked that its side effect did not happen: the
-	// consumer processes it although it is older than its window, while the
-	// mark is younger than ReadmissionValidity. It is not an mf-* name:
-	// consumers ignore every incoming mf-* attribute (those belong to the
-	// consumer that dead-letters), while this one is set by a producer, the
-	// on-call's redrive, which the queues' known-producers guard admits
-	// (docs/design.md#producers).
+	// which `mf-dlq redrive --readmit-expired` re-admits an expired
+	// message: the consumer processes it while the mark is younger than
+	// ReadmissionValidity. Not an mf-* name: consumers ignore incoming mf-*
+	// attributes, and this one is set by a producer (the on-call's redrive).
 	AttrReadmision = "readmitido-en"
 	// ReadmissionValidity bounds how long a re-admission mark admits its
-	// message: the time a redriven message can wait in its source queue
-	// (4 days). It must stay below every window, so that any copy of a
-	// re-admitted message that is processed again finds the record of the
-	// first.
+	// message: a source queue's retention (4 days), below every window.
 	ReadmissionValidity = 4 * 24 * time.Hour
 )
 
 // FormatWindow is the value of EnvIdempotencyWindow for a window of whole
-// hours: a Go duration in hours ("1080h"), which the consumers parse with
-// time.ParseDuration.
+// hours ("1080h").
 func FormatWindow(d time.Duration) string {
 	return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
 }
 
-// Windows of the fan-out's consumers: 45 days each. Each covers its
-// queue's longest legitimate pass (SNS's 23 days of delivery retries, the
-// DLQ's 14 days, one redrive's 4 days, the deferral copies while a circuit
-// is open); constructs/queueconsumer fails synth when it does not. The
-// reasoning and the cost: docs/design.md#replay-windows.
+// Windows of the fan-out's consumers: 45 days each, covering their queue's
+// longest legitimate pass (constructs/queueconsumer checks it at synth;
+// docs/design.md#replay-windows).
 const (
 	WindowPreparacion = 45 * 24 * time.Hour
 	WindowCorreo      = 45 * 24 * time.Hour
 	WindowAvisoERP    = 45 * 24 * time.Hour
 )
 
-// Deferral numbers of lambdas/degrade (which takes its defaults from
-// here): a message whose dependency's circuit is open waits DeferralDelay
-// per receive, and on its last receive is copied with that delay, at most
-// MaxDeferrals times. The copies reset the message's enqueue time, so they
-// lengthen a queue's longest pass (constructs/queueconsumer counts them).
+// Deferral numbers of lambdas/degrade: a message whose dependency's circuit
+// is open waits DeferralDelay per receive and is copied on its last
+// receive, at most MaxDeferrals times (the copies lengthen a queue's
+// longest pass, which constructs/queueconsumer counts).
 const (
 	DeferralDelay = 300 * time.Second
 	MaxDeferrals  = 72

@@ -1,34 +1,14 @@
 // Package classify answers the DLQ runbook's step 2: are the messages in a
 // dead-letter queue poison, transient failures, or bad data, or a mixture?
-//
-// The rules, in order of authority:
-//
-//  1. Content is the proof. A body that is not a JSON object, is an SNS
-//     envelope, carries a major version the consumer does not accept, or
-//     lacks a required key is poison, whatever its timing: the lesson's 340
-//     "version": 2 messages arrived in one burst after a deploy with uniform
-//     receive counts, which looks transient and is not.
-//  2. Age. A message whose event is older than the consumer's replay window
-//     (its creation time in the body, Options.Window), or that the consumer
-//     refused for that reason (expired-idempotency-window), is expired: the
-//     consumer would refuse it again, whatever caused its failure; only an
-//     operator who checked that its side effect did not happen may re-admit
-//     it (docs/runbooks/dlq.md#expired-messages).
-//  3. The consumer's own verdict (lambdas/sqsbatch's mf-failure-class and
-//     mf-failure-reason message attributes) is a clue: "permanent" means the
-//     consumer refused the data (data), "poison" that it refused the content
-//     (poison). The attributes are believed only on messages that a consumer
-//     sent to the DLQ; on a message SQS moved there by its redrive policy
-//     (DeadLetterQueueSourceArn set) they can only have come from the
-//     producer, and are reported and ignored.
-//  4. Messages with no verdict exhausted their receives (timeouts, crashes, a
-//     dependency down). Among them, one SKU or one customer behind most
-//     messages means data; otherwise they are transient. Time distribution
-//     (a burst or a drip over the SentTimestamp window) and uniform receive
-//     counts are reported as evidence, never as proof.
-//
-// The overall verdict is the one class present, or mixed. The thresholds
-// are explained in docs/design.md#dlq-tool.
+// The rules, in order of authority: content (not a JSON object, an SNS
+// envelope, an unsupported major version, a missing required key: poison,
+// whatever its timing); age (older than the consumer's replay window, or
+// refused for it: expired); the consumer's own verdict (mf-failure-class,
+// believed only on messages a consumer sent to the DLQ); and, for messages
+// without a verdict, concentration on one SKU or customer (data) or not
+// (transient). Timing and receive counts are evidence, never proof. The
+// overall verdict is the one class present, or mixed. Reasoning and the
+// thresholds: docs/design.md#dlq-classify and docs/design.md#dlq-tool.
 package classify
 
 import (
@@ -92,15 +72,9 @@ func (o Options) withDefaults() Options {
 	if len(o.AcceptedVersions) == 0 {
 		o.AcceptedVersions = []int{1}
 	}
-	if o.VersionKey == "" {
-		o.VersionKey = "version"
-	}
-	if o.BurstWindow == 0 {
-		o.BurstWindow = 6 * time.Hour
-	}
-	if o.ConcentrationShare == 0 {
-		o.ConcentrationShare = 0.5
-	}
+	o.VersionKey = cmp.Or(o.VersionKey, "version")
+	o.BurstWindow = cmp.Or(o.BurstWindow, 6*time.Hour)
+	o.ConcentrationShare = cmp.Or(o.ConcentrationShare, 0.5)
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
@@ -337,7 +311,7 @@ func group(v Verdict, ms []Message, total int, opts Options) Group {
 		g.Evidence = append(g.Evidence, fmt.Sprintf("receive counts %s: %s at %s", share, pct(top.N), top.Value))
 	}
 	if len(g.Versions) > 0 {
-		g.Evidence = append(g.Evidence, fmt.Sprintf("schema versions: %s (consumer accepts %s)", counts(g.Versions, 4), joinInts(opts.AcceptedVersions)))
+		g.Evidence = append(g.Evidence, fmt.Sprintf("schema versions: %s (consumer accepts %s)", counts(g.Versions, 4), sqsbatch.JoinInts(opts.AcceptedVersions)))
 	}
 	if top := first(g.Entities); top.N >= minConcentrated && top.N*2 >= len(ms) {
 		g.Evidence = append(g.Evidence, fmt.Sprintf("one entity behind most: %s in %s", top.Value, pct(top.N)))

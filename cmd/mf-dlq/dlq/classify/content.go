@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
 // content is what a body says about itself.
@@ -24,10 +25,9 @@ type content struct {
 // dependency. Lines ("lineas": [{"sku": ...}]) are searched too.
 var entityKeys = []string{"sku", "cliente_id"}
 
-// inspectBody applies the consumer's envelope rules (JSON object, a known
-// major version, required keys present) and extracts the entities. The
-// rules are those lambdas/sqsbatch enforces, restated here because the
-// library keeps them unexported.
+// inspectBody applies the consumer's envelope rules (lambdas/sqsbatch's: a
+// JSON object, a known major version, required keys present) and extracts
+// the entities.
 func inspectBody(body string, opts *Options) content {
 	c := content{entities: map[string]string{}}
 	trimmed := strings.TrimSpace(body)
@@ -53,7 +53,7 @@ func inspectBody(body string, opts *Options) content {
 		c.problem = "malformed: body is JSON null"
 		return c
 	}
-	if isSNSEnvelope(obj) {
+	if sqsbatch.IsSNSEnvelope(obj) {
 		c.problem = "malformed: an SNS notification envelope (raw message delivery is off)"
 		return c
 	}
@@ -64,14 +64,17 @@ func inspectBody(body string, opts *Options) content {
 			c.problem = fmt.Sprintf("schema: no %q key", opts.VersionKey)
 			return c
 		}
-		major, text, err := majorOf(raw)
-		c.version = text
+		c.version = string(raw)
+		if s, err := strconv.Unquote(c.version); err == nil {
+			c.version = s
+		}
+		major, err := sqsbatch.ParseMajor(raw)
 		if err != nil {
-			c.problem = fmt.Sprintf("schema: %q is %s", opts.VersionKey, err)
+			c.problem = fmt.Sprintf("schema: %q: %s", opts.VersionKey, err)
 			return c
 		}
 		if !slices.Contains(opts.AcceptedVersions, major) {
-			c.problem = fmt.Sprintf("schema: version %s, the consumer accepts %s", text, joinInts(opts.AcceptedVersions))
+			c.problem = fmt.Sprintf("schema: version %s, the consumer accepts %s", c.version, sqsbatch.JoinInts(opts.AcceptedVersions))
 			return c
 		}
 	}
@@ -87,53 +90,11 @@ func inspectBody(body string, opts *Options) content {
 	return c
 }
 
-func isSNSEnvelope(obj map[string]json.RawMessage) bool {
-	_, topic := obj["TopicArn"]
-	_, msg := obj["Message"]
-	return topic && msg && string(bytes.TrimSpace(obj["Type"])) == `"Notification"`
-}
-
-// dig follows a dotted path; absent, null and "" count as missing.
+// dig follows a dotted path (sqsbatch.Lookup); absent, null, "" and a
+// path through a non-object count as missing.
 func dig(obj map[string]json.RawMessage, path string) (json.RawMessage, bool) {
-	cur := obj
-	parts := strings.Split(path, ".")
-	for i, p := range parts {
-		raw, ok := cur[p]
-		t := bytes.TrimSpace(raw)
-		if !ok || len(t) == 0 || string(t) == "null" || string(t) == `""` {
-			return nil, false
-		}
-		if i == len(parts)-1 {
-			return t, true
-		}
-		cur = nil
-		if json.Unmarshal(t, &cur) != nil || cur == nil {
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// majorOf reads 1, 1.0, "1", "1.2" or "v1" and returns the major version and
-// the text to show.
-func majorOf(raw json.RawMessage) (int, string, error) {
-	var f float64
-	if json.Unmarshal(raw, &f) == nil {
-		if f < 0 || f > math.MaxInt32 {
-			return 0, string(raw), fmt.Errorf("out of range")
-		}
-		return int(f), string(raw), nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return 0, string(raw), fmt.Errorf("neither a number nor a string")
-	}
-	head, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(s), "v"), ".")
-	n, err := strconv.Atoi(head)
-	if err != nil || n < 0 {
-		return 0, s, fmt.Errorf("not a version number")
-	}
-	return n, s, nil
+	raw, ok, err := sqsbatch.Lookup(obj, path)
+	return bytes.TrimSpace(raw), ok && err == nil
 }
 
 // findEntities collects entity keys at the top level, in "detail" and in
@@ -198,12 +159,4 @@ func scalar(raw json.RawMessage) string {
 		return ""
 	}
 	return t
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ", ")
 }

@@ -27,7 +27,7 @@ const (
 	// location; the consumer refused some as permanent, others crashed on
 	// every receive.
 	DataDrip = "data-drip"
-	// DeployV2: the lesson's exercise 2: 340 "version": 2 orders sent
+	// DeployV2: 340 "version": 2 orders sent
 	// between 22:04 and 23:51 after a producer deploy, all moved by SQS
 	// after 4 receives (receive count 5).
 	DeployV2 = "deploy-v2"
@@ -115,7 +115,7 @@ func (g *gen) dataDrip(start time.Time, n int) {
 
 func (g *gen) deployV2(from, to time.Time, n int) {
 	for i := range n {
-		// The first and last at the lesson's 22:04 and 23:51.
+		// The first and last at 22:04 and 23:51.
 		sent := from.Add(time.Duration(g.r.Int64N(int64(to.Sub(from)))))
 		switch i {
 		case 0:

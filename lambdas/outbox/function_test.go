@@ -1,11 +1,14 @@
-package publisherfn
+package outbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,17 +18,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mercadofresco/integration/internal/pgtest"
-	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/metrics"
 )
 
 // testPool returns a pool on a fresh, migrated schema of mf_outbox_test.
 func testPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool := pgtest.Pool(t, "mf_outbox_test", "op_", 4)
-	if _, err := outbox.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool, _ := migratedPool(t)
 	return pool
 }
 
@@ -51,12 +51,11 @@ func (s *countingSink) PutEvents(_ context.Context, in *eventbridge.PutEventsInp
 }
 
 // The publisher's run context ends margin before the Lambda deadline.
-func TestRunContextEndsMarginBeforeTheDeadline(t *testing.T) {
+func TestPublisherRunContextEndsMarginBeforeTheDeadline(t *testing.T) {
 	deadline := time.Date(2026, 12, 4, 19, 0, 0, 0, time.UTC)
 	lctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	h := &Handler{margin: 20 * time.Second}
-	rctx, rcancel := h.runContext(lctx)
+	rctx, rcancel := runContext(lctx, 20*time.Second)
 	defer rcancel()
 	if d, ok := rctx.Deadline(); !ok || !d.Equal(deadline.Add(-20*time.Second)) {
 		t.Fatalf("run deadline = %v (set %v), want %v", d, ok, deadline.Add(-20*time.Second))
@@ -65,7 +64,7 @@ func TestRunContextEndsMarginBeforeTheDeadline(t *testing.T) {
 
 // One invocation publishes what is pending and returns the counts when its
 // run context ends (here: cancelled as soon as the bus has every event).
-func TestHandlePublishesWhatIsPending(t *testing.T) {
+func TestPublisherHandlePublishesWhatIsPending(t *testing.T) {
 	ctx := context.Background()
 	pool := testPool(t)
 	for i := range 25 {
@@ -73,7 +72,7 @@ func TestHandlePublishesWhatIsPending(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := outbox.Add(ctx, tx, outbox.Event{AggregateID: fmt.Sprintf("ped-%d", i), Type: "PedidoCreado", Payload: json.RawMessage(`{"version":1}`)}); err != nil {
+		if _, err := Add(ctx, tx, Event{AggregateID: fmt.Sprintf("ped-%d", i), Type: "PedidoCreado", Payload: json.RawMessage(`{"version":1}`)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -81,11 +80,11 @@ func TestHandlePublishesWhatIsPending(t *testing.T) {
 		}
 	}
 	sink := newCountingSink(25)
-	pub, err := outbox.NewPublisher(pool, sink, outbox.Config{BusName: "bus", Source: "src", PollInterval: 50 * time.Millisecond})
+	pub, err := NewPublisher(pool, sink, Config{BusName: "bus", Source: "src", PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Handler{pool: pool, pub: pub, margin: time.Second}
+	h := &PublisherHandler{pub: pub, margin: time.Second}
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	go func() {
@@ -106,19 +105,19 @@ func TestHandlePublishesWhatIsPending(t *testing.T) {
 
 // A publisher that cannot reach its database fails the invocation, so the
 // function's Errors alarm fires (before, Run logged and returned nil).
-func TestHandleFailsWhenEveryRoundFails(t *testing.T) {
+func TestPublisherHandleFailsWhenEveryRoundFails(t *testing.T) {
 	ctx := context.Background()
 	pool := testPool(t)
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	// The invocation ends as soon as the publisher has logged a failed round.
 	log := slog.New(onMessage{"outbox: publish round failed", cancel})
-	pub, err := outbox.NewPublisher(pool, newCountingSink(1), outbox.Config{BusName: "bus", Source: "src", Logger: log})
+	pub, err := NewPublisher(pool, newCountingSink(1), Config{BusName: "bus", Source: "src", Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool.Close() // every claim now fails
-	h := &Handler{pool: pool, pub: pub, margin: 0}
+	h := &PublisherHandler{pub: pub, margin: 0}
 	if _, err := h.Handle(lctx); err == nil {
 		t.Fatal("handle succeeded although no round could reach the database")
 	}
@@ -142,4 +141,70 @@ func (h onMessage) Handle(_ context.Context, r slog.Record) error {
 		h.fn()
 	}
 	return nil
+}
+
+func TestCleanupHandleDeletesOldPublishedRowsAndReportsMetrics(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	if _, err := pool.Exec(ctx, `
+INSERT INTO outbox (id, agregado_id, tipo, payload, creado_en, publicado_en)
+SELECT gen_random_uuid(), 'p' || g, 'PedidoCreado', '{}', now() - interval '10 days',
+       CASE WHEN g <= 7 THEN now() - interval '9 days' END
+FROM generate_series(1, 10) g`); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	h := &CleanupHandler{
+		margin:  cleanupStopMargin,
+		db:      pool,
+		cfg:     CleanupConfig{BatchSize: 2},
+		metrics: metrics.ForEnvironment(&out, "test"),
+		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := h.Handle(lctx)
+	if err != nil || res.Borrados != 7 {
+		t.Fatalf("handle = %+v, %v; want 7 deleted", res, err)
+	}
+	if !strings.Contains(out.String(), `"DeletedEvents":7`) || !strings.Contains(out.String(), `"PendingEvents":3`) {
+		t.Fatalf("EMF line = %s", out.String())
+	}
+}
+
+func TestCleanupSettings(t *testing.T) {
+	tests := []struct {
+		env     map[string]string
+		want    CleanupConfig
+		wantErr bool
+	}{
+		{map[string]string{}, CleanupConfig{Retention: 7 * 24 * time.Hour, BatchSize: 1000}, false},
+		{map[string]string{"RETENTION_DAYS": "3", "BATCH_SIZE": "10"}, CleanupConfig{Retention: 3 * 24 * time.Hour, BatchSize: 10}, false},
+		{map[string]string{"RETENTION_DAYS": "0"}, CleanupConfig{}, true},
+		{map[string]string{"BATCH_SIZE": "x"}, CleanupConfig{}, true},
+	}
+	for _, tc := range tests {
+		env := lambdaenv.FromMap(tc.env)
+		got := CleanupSettings(env)
+		if err := env.Err(); (err != nil) != tc.wantErr || (!tc.wantErr && got != tc.want) {
+			t.Errorf("CleanupSettings(%v) = %+v, %v", tc.env, got, err)
+		}
+	}
+}
+
+// A cleanup stopped by its margin before the Lambda deadline is a success
+// (the rest goes the next day); the Lambda's own context ending is not.
+func TestCleanupHandleStopsAtTheMarginWithoutFailing(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	var out bytes.Buffer
+	// A deadline already inside the margin: Cleanup sees a done context
+	// while the invocation still has half an hour.
+	h := &CleanupHandler{margin: time.Hour, db: pool, cfg: CleanupConfig{}, metrics: metrics.ForEnvironment(&out, "test"),
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	if _, err := h.Handle(lctx); err != nil {
+		t.Fatalf("stopping at the margin failed the invocation: %v", err)
+	}
 }

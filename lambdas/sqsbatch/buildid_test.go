@@ -1,4 +1,4 @@
-package buildid
+package sqsbatch
 
 import (
 	"errors"
@@ -9,13 +9,13 @@ import (
 )
 
 func TestExecutableIsStableAndShaped(t *testing.T) {
-	a, err := Executable()
+	a, err := BuildID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Executable()
+	b, _ := BuildID()
 	if a != b || !regexp.MustCompile(`^sha256:[0-9a-f]{12}$`).MatchString(a) {
-		t.Fatalf("Executable() = %q then %q", a, b)
+		t.Fatalf("BuildID() = %q then %q", a, b)
 	}
 }
 

@@ -36,7 +36,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/busrule"
-	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
@@ -223,7 +223,7 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 	// Table.GrantStreamRead, with the key's use through DynamoDB only.
 	k.Table.GrantTableListStreams(k.PipeRole)
 	k.Table.GrantStream(k.PipeRole, jsii.String("dynamodb:DescribeStream"), jsii.String("dynamodb:GetRecords"), jsii.String("dynamodb:GetShardIterator"))
-	keygrant.Through(k.Table.EncryptionKey(), k.PipeRole, "dynamodb", "kms:Decrypt", "kms:DescribeKey")
+	core.GrantKey(k.Table.EncryptionKey(), k.PipeRole, "dynamodb", "kms:Decrypt", "kms:DescribeKey")
 	cdknag.NagSuppressions_AddResourceSuppressions(k.PipeRole, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		Reason:    jsii.String("dynamodb:ListStreams has no resource-level permissions (AWS requires Resource '*'); the stream reads themselves are on this table's stream ARN only."),

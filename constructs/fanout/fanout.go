@@ -31,7 +31,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
@@ -233,5 +233,5 @@ func (t *Topic) GrantPublish(grantee awsiam.IGrantable) awsiam.Grant {
 		ResourceArns: jsii.Strings(*t.Topic.TopicArn()),
 		Resource:     t.Topic,
 	})
-	return g.Combine(keygrant.Through(t.props.EncryptionKey, grantee, "sns", "kms:GenerateDataKey", "kms:Decrypt"))
+	return g.Combine(core.GrantKey(t.props.EncryptionKey, grantee, "sns", "kms:GenerateDataKey", "kms:Decrypt"))
 }

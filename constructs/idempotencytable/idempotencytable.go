@@ -30,6 +30,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 )
@@ -218,16 +219,7 @@ func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
 	if t.EncryptionKey == nil {
 		return grant
 	}
-	stack := awscdk.Stack_Of(t.Construct)
-	keyGrant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      grantee,
-		Actions:      jsii.Strings(ConsumerKeyActions()...),
-		ResourceArns: jsii.Strings(*t.EncryptionKey.KeyArn()),
-		Conditions: &map[string]*map[string]interface{}{
-			"StringEquals": {"kms:ViaService": fmt.Sprintf("dynamodb.%s.amazonaws.com", *stack.Region())},
-		},
-	})
-	return grant.Combine(keyGrant)
+	return grant.Combine(core.GrantKey(t.EncryptionKey, grantee, "dynamodb", ConsumerKeyActions()...))
 }
 
 // BindTo grants fn as a consumer (GrantConsumer) and sets the environment

@@ -1,8 +1,6 @@
 package outbox
 
 import (
-	"fmt"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -14,6 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
@@ -151,13 +150,7 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		Actions:   jsii.Strings("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"),
 		Resources: jsii.Strings(*db.Secret.SecretArn()),
 	}))
-	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("kms:Decrypt"),
-		Resources: jsii.Strings(*props.EncryptionKey.KeyArn()),
-		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"kms:ViaService": fmt.Sprintf("secretsmanager.%s.amazonaws.com", *awscdk.Stack_Of(this).Region())},
-		},
-	}))
+	core.GrantKey(props.EncryptionKey, role, "secretsmanager", "kms:Decrypt")
 	db.GrantConnect(role, db.Roles.Owner)
 
 	// The provider framework's function: our log group (retention, data

@@ -38,6 +38,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/removal"
@@ -346,17 +347,7 @@ func (p *Payment) grantSecretRead(fn *golambda.Function, key awskms.IKey) {
 		Actions:      jsii.Strings("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"),
 		ResourceArns: jsii.Strings(*p.Secret.SecretArn()),
 	})
-	if key == nil {
-		return
-	}
-	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      fn.Function,
-		Actions:      jsii.Strings("kms:Decrypt"),
-		ResourceArns: jsii.Strings(*key.KeyArn()),
-		Conditions: &map[string]*map[string]interface{}{
-			"StringEquals": {"kms:ViaService": jsii.String(fmt.Sprintf("secretsmanager.%s.amazonaws.com", *awscdk.Stack_Of(p.Construct).Region()))},
-		},
-	})
+	core.GrantKey(key, fn.Function, "secretsmanager", "kms:Decrypt")
 }
 
 // StateMachineLabel names the workflow the tasks serve, in descriptions.

@@ -35,6 +35,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
@@ -405,17 +406,7 @@ func (c *Consumer) grantSecretRead(secret awssecretsmanager.Secret) {
 		Actions:      jsii.Strings("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"),
 		ResourceArns: jsii.Strings(*secret.SecretArn()),
 	})
-	if c.props.EncryptionKey == nil {
-		return
-	}
-	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      c.Function.Function,
-		Actions:      jsii.Strings("kms:Decrypt"),
-		ResourceArns: jsii.Strings(*c.props.EncryptionKey.KeyArn()),
-		Conditions: &map[string]*map[string]any{
-			"StringEquals": {"kms:ViaService": jsii.String(fmt.Sprintf("secretsmanager.%s.amazonaws.com", *awscdk.Stack_Of(c.Construct).Region()))},
-		},
-	})
+	core.GrantKey(c.props.EncryptionKey, c.Function.Function, "secretsmanager", "kms:Decrypt")
 }
 
 // BreakerStore is where circuit breakers keep their shared state:

@@ -42,7 +42,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
 )
@@ -400,7 +400,7 @@ func (q *Queue) AdmitRedriver(roleArn string) {
 func grantSend(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {
 	g := queue.Grant(grantee, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"), jsii.String("sqs:GetQueueUrl"))
 	if key := queue.EncryptionMasterKey(); key != nil {
-		g = g.Combine(keygrant.Through(key, grantee, "sqs", "kms:GenerateDataKey", "kms:Decrypt"))
+		g = g.Combine(core.GrantKey(key, grantee, "sqs", "kms:GenerateDataKey", "kms:Decrypt"))
 	}
 	return g
 }
@@ -411,7 +411,7 @@ func grantConsume(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {
 	g := queue.Grant(grantee, jsii.String("sqs:ReceiveMessage"), jsii.String("sqs:ChangeMessageVisibility"),
 		jsii.String("sqs:GetQueueUrl"), jsii.String("sqs:DeleteMessage"), jsii.String("sqs:GetQueueAttributes"))
 	if key := queue.EncryptionMasterKey(); key != nil {
-		g = g.Combine(keygrant.Through(key, grantee, "sqs", "kms:Decrypt"))
+		g = g.Combine(core.GrantKey(key, grantee, "sqs", "kms:Decrypt"))
 	}
 	return g
 }
@@ -420,7 +420,7 @@ func grantConsume(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {
 // through SQS only: for producers and consumers granted outside this
 // package (a pipe's DLQ).
 func GrantKeyThroughSQS(queue awssqs.IQueue, grantee awsiam.IGrantable, actions ...string) awsiam.Grant {
-	return keygrant.Through(queue.EncryptionMasterKey(), grantee, "sqs", actions...)
+	return core.GrantKey(queue.EncryptionMasterKey(), grantee, "sqs", actions...)
 }
 
 // MetricApproximateAgeOfOldestMessage is the age of the source's oldest

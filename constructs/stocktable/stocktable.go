@@ -24,6 +24,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
@@ -140,14 +141,7 @@ func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
 	if t.EncryptionKey == nil {
 		return grant
 	}
-	return grant.Combine(awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      grantee,
-		Actions:      jsii.Strings("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"),
-		ResourceArns: jsii.Strings(*t.EncryptionKey.KeyArn()),
-		Conditions: &map[string]*map[string]any{
-			"StringEquals": {"kms:ViaService": fmt.Sprintf("dynamodb.%s.amazonaws.com", *awscdk.Stack_Of(t.Construct).Region())},
-		},
-	}))
+	return grant.Combine(core.GrantKey(t.EncryptionKey, grantee, "dynamodb", "kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"))
 }
 
 // BindTo grants fn (GrantConsumer) and sets consumerapi.EnvStockTable.

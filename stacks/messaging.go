@@ -111,11 +111,9 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	// unknown versions silently instead of letting the consumer dead-letter
 	// them with a reason (lesson, exercise 2: poison must be visible).
 	s.PedidoConfirmado = fanout.New(stack, "PedidoConfirmado", &fanout.Props{
-		TopicName:     name(PedidoConfirmadoTopicName),
-		DisplayName:   jsii.String("MercadoFresco pedido confirmado"),
-		EncryptionKey: shared.DataKey,
-		AlarmTopic:    shared.Alerts,
-		RemovalPolicy: env.RemovalPolicy,
+		Context:     shared.Context,
+		TopicName:   name(PedidoConfirmadoTopicName),
+		DisplayName: jsii.String("MercadoFresco pedido confirmado"),
 	})
 	s.PedidoConfirmado.AddQueue("Pedidos", s.Pedidos, fanout.SubscriptionOptions{})
 	s.PedidoConfirmado.AddQueue("Correo", s.CorreoQueue, fanout.SubscriptionOptions{})

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/platform"
 )
@@ -69,5 +70,13 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 
 // Shared returns what the other stacks of the environment receive.
 func (s *PlatformStack) Shared(env config.Environment, builder *golambda.Builder) *Shared {
-	return &Shared{Env: env, DataKey: s.DataKey, Alerts: s.Alerts, Bus: s.Bus, Builder: builder}
+	return &Shared{Env: env, Bus: s.Bus, Context: core.Context{
+		EnvironmentName:    env.Name,
+		Builder:            builder,
+		DataKey:            s.DataKey,
+		Alerts:             s.Alerts,
+		LogRetention:       env.LogRetention,
+		RemovalPolicy:      env.RemovalPolicy,
+		DeletionProtection: jsii.Bool(env.DeletionProtection),
+	}}
 }

@@ -26,29 +26,23 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/core"
 )
 
-// Shared is what every stack of an environment receives.
+// Shared is what every stack of an environment receives: the platform
+// context every construct's Props embed (the environment's name, the
+// Lambda builder, the data key, the alerts topic, its log retention,
+// removal policy and deletion protection), the environment and the bus.
 type Shared struct {
+	core.Context
 	// Env is the environment being synthesised.
 	Env config.Environment
-	// DataKey is alias/mercadofresco-datos: encrypt every store with it.
-	DataKey awskms.IKey
-	// Alerts is alertas-mercadofresco: every alarm targets it (use
-	// platform.Alarm to wire alarm and OK actions).
-	Alerts awssns.ITopic
 	// Bus is bus-mercadofresco.
 	Bus awsevents.IEventBus
-	// Builder compiles Go Lambdas; pass it to golambda.Props.Builder so a
-	// function shared by several environments compiles once per synth.
-	Builder *golambda.Builder
 }
 
 // newStack creates a stack of part for env with the project's conventions:

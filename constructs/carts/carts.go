@@ -202,11 +202,9 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 	pipeName := or(props.PipeName, PipeName)
 
 	k.PipeDLQ = reliablequeue.NewDeadLetterQueue(c, "PipeDLQ", &reliablequeue.DeadLetterQueueProps{
-		QueueName:     props.PipeDeadLetterQueueName,
-		EncryptionKey: props.EncryptionKey,
-		AlarmTopic:    props.AlarmTopic,
-		RemovalPolicy: props.RemovalPolicy,
-		Source:        "pipe " + *pipeName + " (stream batches it could not publish to the bus)",
+		QueueName: props.PipeDeadLetterQueueName,
+		Context:   core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
+		Source:    "pipe " + *pipeName + " (stream batches it could not publish to the bus)",
 	})
 	k.PipeLogs = awslogs.NewLogGroup(c, jsii.String("PipeLogs"), &awslogs.LogGroupProps{
 		LogGroupName:  jsii.String("/aws/vendedlogs/pipes/" + *pipeName),
@@ -291,9 +289,7 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 	k.Abandoned = reliablequeue.New(c, "Abandonados", &reliablequeue.Props{
 		QueueName:           props.QueueName,
 		DeadLetterQueueName: props.DeadLetterQueueName,
-		EncryptionKey:       props.EncryptionKey,
-		AlarmTopic:          props.AlarmTopic,
-		RemovalPolicy:       props.RemovalPolicy,
+		Context:             core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
 		RetentionPeriod:     awscdk.Duration_Days(jsii.Number(RetentionDays)),
 		// No consumer yet: the alarm fires a day before unread events expire.
 		OldestMessageAgeThreshold: awscdk.Duration_Days(jsii.Number(RetentionDays - 1)),
@@ -308,9 +304,7 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 		},
 		TargetLabel:         "the queue " + k.Abandoned.QueueName,
 		DeadLetterQueueName: props.RuleDeadLetterQueueName,
-		EncryptionKey:       props.EncryptionKey,
-		AlarmTopic:          props.AlarmTopic,
-		RemovalPolicy:       props.RemovalPolicy,
+		Context:             core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
 		Target: func(o busrule.TargetOptions) awsevents.IRuleTarget {
 			return awseventstargets.NewSqsQueue(k.Abandoned.Queue, &awseventstargets.SqsQueueProps{
 				DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),

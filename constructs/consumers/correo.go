@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mercadofresco/integration/constructs/core"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -179,10 +181,8 @@ func (r *Correo) addEventTrail(c constructs.Construct, props *CorreoProps) {
 		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
 	})
 	r.EventsDeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "EventosDLQ", &reliablequeue.DeadLetterQueueProps{
-		EncryptionKey: props.EncryptionKey,
-		AlarmTopic:    props.AlarmTopic,
-		RemovalPolicy: props.RemovalPolicy,
-		Source:        "rule that logs the confirmation e-mails' SES events",
+		Context: core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
+		Source:  "rule that logs the confirmation e-mails' SES events",
 	})
 	rule := awsevents.NewCfnRule(c, jsii.String("ReglaEventos"), &awsevents.CfnRuleProps{
 		Description:  jsii.String("SES sending events of the confirmation e-mails' configuration set, to their log group"),

@@ -53,25 +53,34 @@ func (p *Problems) Count(field string, v, def, lo, hi float64) float64 {
 	return v
 }
 
-// Seconds is d in seconds, or def when d is nil: a literal duration of lo
-// to hi seconds, else reported (and def returned).
+// Seconds is d in seconds, or def when d is nil: a literal duration
+// between lo and hi seconds, else reported (and def returned).
 func (p *Problems) Seconds(field string, d awscdk.Duration, def, lo, hi float64) float64 {
 	if d == nil {
 		return def
 	}
 	s, err := Seconds(d)
-	if err != nil || s < lo || s > hi {
-		p.Addf("%s must be a literal duration of %v to %v s (%v)", field, lo, hi, durationText(d, s, err))
-		return def
+	switch {
+	case err != nil:
+		p.Addf("%s must be a literal duration: %v", field, err)
+	case s < lo || s > hi:
+		p.Addf("%s must be between %s and %s, got %s", field, human(lo), human(hi), human(s))
+	default:
+		return s
 	}
-	return s
+	return def
 }
 
-func durationText(d awscdk.Duration, s float64, err error) string {
-	if err != nil {
-		return err.Error()
+// human writes seconds as "90 s", "2 min" or "24 h".
+func human(s float64) string {
+	switch {
+	case s >= 3600 && math.Mod(s, 3600) == 0:
+		return fmt.Sprintf("%v h", s/3600)
+	case s >= 60 && math.Mod(s, 60) == 0:
+		return fmt.Sprintf("%v min", s/60)
+	default:
+		return fmt.Sprintf("%v s", s)
 	}
-	return fmt.Sprintf("got %v s", s)
 }
 
 // Seconds converts a literal Duration to seconds without panicking on an

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mercadofresco/integration/constructs/core"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -177,9 +179,7 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		RetryAttempts:       retries,
 		MaxEventAge:         maxAge,
 		DeadLetterQueueName: props.DeadLetterQueueName,
-		EncryptionKey:       props.EncryptionKey,
-		AlarmTopic:          props.AlarmTopic,
-		RemovalPolicy:       props.RemovalPolicy,
+		Context:             core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
 		Target: func(o busrule.TargetOptions) awsevents.IRuleTarget {
 			return awseventstargets.NewApiDestination(d.ApiDestination, &awseventstargets.ApiDestinationProps{
 				DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),

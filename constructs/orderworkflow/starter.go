@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/mercadofresco/integration/constructs/core"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -106,9 +108,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 	s.Buffer = reliablequeue.New(c, "Buffer", &reliablequeue.Props{
 		QueueName:           props.QueueName,
 		DeadLetterQueueName: props.DeadLetterQueueName,
-		EncryptionKey:       props.EncryptionKey,
-		AlarmTopic:          props.AlarmTopic,
-		RemovalPolicy:       props.RemovalPolicy,
+		Context:             core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
 		// The lesson's 4 receives: 4 x 2 SDK attempts = 8 StartExecution
 		// calls per order at worst; a throttled start (ExecutionLimitExceeded)
 		// is rare with MaximumConcurrency well below the starts quota.
@@ -123,9 +123,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		Pattern:             PedidoCreadoPattern(),
 		TargetLabel:         "the starter buffer " + s.Buffer.QueueName,
 		DeadLetterQueueName: props.RuleDeadLetterQueueName,
-		EncryptionKey:       props.EncryptionKey,
-		AlarmTopic:          props.AlarmTopic,
-		RemovalPolicy:       props.RemovalPolicy,
+		Context:             core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
 		Target: func(o busrule.TargetOptions) awsevents.IRuleTarget {
 			return awseventstargets.NewSqsQueue(s.Buffer.Queue, &awseventstargets.SqsQueueProps{
 				DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),
@@ -184,7 +182,7 @@ func (s *Starter) checkReplays(props *StarterProps, fail func(string, ...any)) {
 			days, eventsapi.ExecutionNameRetention.Hours()/24)
 		return
 	}
-	ruleAge, err := reliablequeue.Seconds(s.Rule.MaxEventAge)
+	ruleAge, err := core.Seconds(s.Rule.MaxEventAge)
 	if err != nil {
 		fail("%v", err)
 		return

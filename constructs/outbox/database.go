@@ -3,6 +3,8 @@ package outbox
 import (
 	"fmt"
 
+	"github.com/mercadofresco/integration/constructs/core"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
@@ -369,10 +371,8 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 // keeps failing is a credential nobody can renew.
 func (d *Database) watchRotation(props *DatabaseProps) {
 	d.RotationFailures = reliablequeue.NewDeadLetterQueue(d.Construct, "RotacionFallida", &reliablequeue.DeadLetterQueueProps{
-		EncryptionKey: props.EncryptionKey,
-		AlarmTopic:    props.AlarmTopic,
-		RemovalPolicy: props.RemovalPolicy,
-		Source:        "Secrets Manager RotationFailed events of the database secret",
+		Context: core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
+		Source:  "Secrets Manager RotationFailed events of the database secret",
 	})
 	rule := awsevents.NewRule(d.Construct, jsii.String("RotacionFallidaRegla"), &awsevents.RuleProps{
 		Description: jsii.String("Failed rotations of the Aurora secret"),

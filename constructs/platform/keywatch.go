@@ -3,6 +3,8 @@ package platform
 import (
 	"fmt"
 
+	"github.com/mercadofresco/integration/constructs/core"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -126,9 +128,8 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		DeadLetterQueueName: or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
 		// SQS-managed: an event about the key must be kept even when the
 		// key cannot encrypt it.
-		Encryption:    reliablequeue.EncryptionSQSManaged,
-		AlarmTopic:    w.Topic,
-		RemovalPolicy: props.RemovalPolicy,
+		Encryption: reliablequeue.EncryptionSQSManaged,
+		Context:    core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy},
 	}
 	if props.Alerts != nil {
 		ruleProps.AdditionalTargets = append(ruleProps.AdditionalTargets, snsTarget(props.Alerts))
@@ -169,7 +170,7 @@ func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevent
 		Resources:  jsii.Strings(*t.opts.DeadLetterQueue.QueueArn()),
 		Conditions: fromRule,
 	}))
-	maxAge, _ := reliablequeue.Seconds(t.opts.MaxEventAge)
+	maxAge, _ := core.Seconds(t.opts.MaxEventAge)
 	return &awsevents.RuleTargetConfig{
 		Arn:              t.topic.TopicArn(),
 		TargetResource:   t.topic,

@@ -213,9 +213,7 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 		MaxReceiveCount:           props.MaxReceiveCount,
 		VisibilityTimeout:         props.VisibilityTimeout,
 		OldestMessageAgeThreshold: props.OldestMessageAgeThreshold,
-		EncryptionKey:             props.EncryptionKey,
-		AlarmTopic:                props.AlarmTopic,
-		RemovalPolicy:             props.RemovalPolicy,
+		Context:                   core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
 	})
 
 	upstream := durationOf(props.UpstreamMaxAge, "UpstreamMaxAge", fail)
@@ -293,7 +291,7 @@ func durationOf(d awscdk.Duration, field string, fail func(string, ...any)) time
 	if d == nil {
 		return 0
 	}
-	s, err := reliablequeue.Seconds(d)
+	s, err := core.Seconds(d)
 	if err != nil || s < 0 {
 		fail("%s must be a literal, non-negative duration (%v)", field, err)
 		return 0
@@ -358,7 +356,7 @@ func (c *Consumer) AddHTTPDependency(id string, d HTTPDependency) awssecretsmana
 	}
 	read := 30.0
 	if d.ReadTimeout != nil {
-		if s, err := reliablequeue.Seconds(d.ReadTimeout); err != nil || s < 1 || s > 120 {
+		if s, err := core.Seconds(d.ReadTimeout); err != nil || s < 1 || s > 120 {
 			fail("ReadTimeout must be between 1 s and 2 min")
 		} else {
 			read = s

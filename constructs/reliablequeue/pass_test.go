@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercadofresco/integration/constructs/core"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
@@ -31,7 +33,7 @@ func TestLongestPass(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := cdktest.NewPlatform("Pase")
-			props := &reliablequeue.Props{Fifo: tc.fifo, EncryptionKey: p.Key, AlarmTopic: p.Alerts}
+			props := &reliablequeue.Props{Fifo: tc.fifo, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}}
 			if tc.src > 0 {
 				props.RetentionPeriod = awscdk.Duration_Days(jsii.Number(tc.src))
 				props.DeadLetterRetentionPeriod = awscdk.Duration_Days(jsii.Number(tc.dlq))

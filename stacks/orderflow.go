@@ -136,14 +136,8 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		AlarmTopic:          shared.Alerts,
 		RemovalPolicy:       removal,
 	})
-	awscdk.NewCfnOutput(stack, jsii.String("StateMachineArn"), &awscdk.CfnOutputProps{Value: s.Workflow.StateMachine.StateMachineArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("GatewaySecretArn"), &awscdk.CfnOutputProps{
-		Description: jsii.String("Put the payment gateway API key here before the first order"),
-		Value:       s.Payment.Secret.SecretArn(),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("ERPSecretArn"), &awscdk.CfnOutputProps{
-		Description: jsii.String("Put the ERP API key here ({\"api_key\": ...}) and redeploy"),
-		Value:       s.ERP.Secret.SecretArn(),
-	})
+	output(stack, "StateMachineArn", "", s.Workflow.StateMachine.StateMachineArn())
+	output(stack, "GatewaySecretArn", "Put the payment gateway API key here before the first order", s.Payment.Secret.SecretArn())
+	output(stack, "ERPSecretArn", "Put the ERP API key here ({\"api_key\": ...}) and redeploy", s.ERP.Secret.SecretArn())
 	return s
 }

@@ -61,10 +61,10 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 		ArchiveRetentionDays: env.ArchiveRetentionDays,
 		Key:                  s.DataKey,
 	})
-	awscdk.NewCfnOutput(stack, jsii.String("DataKeyArn"), &awscdk.CfnOutputProps{Value: s.DataKey.KeyArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("AlertsTopicArn"), &awscdk.CfnOutputProps{Value: s.Alerts.TopicArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("KeyAlertsTopicArn"), &awscdk.CfnOutputProps{Value: s.KeyWatch.Topic.TopicArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: s.Bus.EventBusName()})
+	output(stack, "DataKeyArn", "", s.DataKey.KeyArn())
+	output(stack, "AlertsTopicArn", "", s.Alerts.TopicArn())
+	output(stack, "KeyAlertsTopicArn", "", s.KeyWatch.Topic.TopicArn())
+	output(stack, "EventBusName", "", s.Bus.EventBusName())
 	return s
 }
 

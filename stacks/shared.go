@@ -63,3 +63,12 @@ func newStack(scope constructs.Construct, env config.Environment, part, descript
 	}
 	return stack
 }
+
+// output adds the stack output id (a description "" adds none).
+func output(stack awscdk.Stack, id, description string, value *string) {
+	var d *string
+	if description != "" {
+		d = jsii.String(description)
+	}
+	awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Description: d, Value: value})
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mercadofresco/integration/constructs/core"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
@@ -38,8 +40,8 @@ func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 	builder := golambdatest.Builder(t, root)
 	net := network.New(p.Stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1, FlowLogKey: p.Key})
 	catalogo := cache.New(p.Stack, "Cache", &cache.Props{Vpc: net.Vpc, Subnets: net.DataSubnets(), EncryptionKey: p.Key, AlarmTopic: p.Alerts})
-	idem := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
-	stock := stocktable.New(p.Stack, "Stock", &stocktable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
+	idem := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	stock := stocktable.New(p.Stack, "Stock", &stocktable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	platform := consumers.Platform{EnvironmentName: "prod", Builder: builder, EncryptionKey: p.Key, AlarmTopic: p.Alerts, MaxConsumerConcurrency: 20}
 	egress := consumers.Egress{Vpc: net.Vpc, Subnets: net.EgressSubnets(), SecretsEndpoint: net.SecretsEndpoint, Breakers: catalogo}
 	consumers.NewPreparacion(p.Stack, "Preparacion", &consumers.PreparacionProps{

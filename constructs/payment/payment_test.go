@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercadofresco/integration/constructs/core"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
@@ -47,7 +49,7 @@ func TestPaymentFunctions(t *testing.T) {
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	guardrails.Apply(p.App)
 	vpc := awsec2.NewVpc(p.Stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
-	table := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
+	table := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	builder := golambdatest.Builder(t, "")
 	secrets := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(), Open: jsii.Bool(false)})
 	pay := payment.New(p.Stack, "Pago", &payment.Props{

@@ -177,23 +177,14 @@ func (t *Table) BindTo(fn awslambda.Function) awsiam.Grant {
 // MetricThrottledRequests is the sum of ThrottledRequests over the
 // consumers' operations (Sum by default).
 func (t *Table) MetricThrottledRequests(opts *awscloudwatch.MetricOptions) awscloudwatch.IMetric {
-	o, ops := withSum(opts), t.operations()
-	return t.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{
-		Account: o.Account, Color: o.Color, DimensionsMap: o.DimensionsMap, Label: o.Label,
-		Period: o.Period, Region: o.Region, StackAccount: o.StackAccount, StackRegion: o.StackRegion,
-		Statistic: o.Statistic, Unit: o.Unit, Visible: o.Visible, Operations: &ops,
-	})
+	return t.Table.MetricThrottledRequestsForOperations(t.operationsOptions(opts))
 }
 
 // MetricSystemErrors is the sum of SystemErrors over the consumers'
 // operations (Sum by default).
 func (t *Table) MetricSystemErrors(opts *awscloudwatch.MetricOptions) awscloudwatch.IMetric {
-	o, ops := withSum(opts), t.operations()
-	return t.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{
-		Account: o.Account, Color: o.Color, DimensionsMap: o.DimensionsMap, Label: o.Label,
-		Period: o.Period, Region: o.Region, StackAccount: o.StackAccount, StackRegion: o.StackRegion,
-		Statistic: o.Statistic, Unit: o.Unit, Visible: o.Visible, Operations: &ops,
-	})
+	o := awsdynamodb.SystemErrorsForOperationsMetricOptions(*t.operationsOptions(opts))
+	return t.Table.MetricSystemErrorsForOperations(&o)
 }
 
 // MetricConditionalCheckFailedRequests counts failed conditions: for the
@@ -209,8 +200,13 @@ func (t *Table) MetricConsumedWriteCapacityUnits(opts *awscloudwatch.MetricOptio
 	return t.Table.MetricConsumedWriteCapacityUnits(withSum(opts))
 }
 
-func (t *Table) operations() []awsdynamodb.Operation {
-	return append([]awsdynamodb.Operation(nil), t.schema.Operations...)
+func (t *Table) operationsOptions(opts *awscloudwatch.MetricOptions) *awsdynamodb.OperationsMetricOptions {
+	o, ops := withSum(opts), append([]awsdynamodb.Operation(nil), t.schema.Operations...)
+	return &awsdynamodb.OperationsMetricOptions{
+		Account: o.Account, Color: o.Color, DimensionsMap: o.DimensionsMap, Label: o.Label,
+		Period: o.Period, Region: o.Region, StackAccount: o.StackAccount, StackRegion: o.StackRegion,
+		Statistic: o.Statistic, Unit: o.Unit, Visible: o.Visible, Operations: &ops,
+	}
 }
 
 func withSum(o *awscloudwatch.MetricOptions) *awscloudwatch.MetricOptions {

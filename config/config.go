@@ -15,12 +15,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
 )
 
 // ErrUnknownEnvironment is returned by Lookup for a name that is not one of
@@ -84,9 +86,9 @@ type Environment struct {
 	// GatewayURL is the payment gateway's https base URL (the cobro and
 	// reembolso tasks' GATEWAY_URL): the gateway's sandbox outside prod.
 	GatewayURL string
-	// GatewayReadTimeoutSeconds is the read timeout of one gateway attempt
-	// (GATEWAY_READ_TIMEOUT; the lesson's fix is 30 s, not 180 s).
-	GatewayReadTimeoutSeconds float64
+	// GatewayReadTimeout is the read timeout of one gateway attempt
+	// (GATEWAY_READ_TIMEOUT, 1 s to 2 min; docs/design.md#payment).
+	GatewayReadTimeout time.Duration
 	// PaymentConcurrency is the reserved concurrency of each payment task
 	// (cobro, reembolso): the concurrency ceiling in front of the gateway.
 	PaymentConcurrency float64
@@ -167,42 +169,42 @@ var accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
 // MF_<ENV>_ACCOUNT environment variable.
 var environments = map[string]Environment{
 	"dev": {
-		Name:                      "dev",
-		Account:                   "111111111111",
-		Region:                    "eu-west-1",
-		AvailabilityZones:         []string{"eu-west-1a", "eu-west-1b"},
-		AlarmEmail:                "alertas-dev@mercadofresco.example",
-		LogRetention:              awslogs.RetentionDays_ONE_WEEK,
-		RemovalPolicy:             awscdk.RemovalPolicy_DESTROY,
-		DeletionProtection:        false,
-		MaxConsumerConcurrency:    2,
-		PublisherConcurrency:      2,
-		ArchiveRetentionDays:      7,
-		NatGateways:               1,
-		GatewayURL:                "https://sandbox.pasarela.mercadofresco.example",
-		GatewayReadTimeoutSeconds: 30,
-		PaymentConcurrency:        5,
-		ERPWebhookURL:             "https://erp-dev.mercadofresco.example/webhooks/pedidos",
-		ERPRateLimitPerSecond:     1,
+		Name:                   "dev",
+		Account:                "111111111111",
+		Region:                 "eu-west-1",
+		AvailabilityZones:      []string{"eu-west-1a", "eu-west-1b"},
+		AlarmEmail:             "alertas-dev@mercadofresco.example",
+		LogRetention:           awslogs.RetentionDays_ONE_WEEK,
+		RemovalPolicy:          awscdk.RemovalPolicy_DESTROY,
+		DeletionProtection:     false,
+		MaxConsumerConcurrency: 2,
+		PublisherConcurrency:   2,
+		ArchiveRetentionDays:   7,
+		NatGateways:            1,
+		GatewayURL:             "https://sandbox.pasarela.mercadofresco.example",
+		GatewayReadTimeout:     httpdepapi.DefaultReadTimeout,
+		PaymentConcurrency:     5,
+		ERPWebhookURL:          "https://erp-dev.mercadofresco.example/webhooks/pedidos",
+		ERPRateLimitPerSecond:  1,
 	},
 	"staging": {
-		Name:                      "staging",
-		Account:                   "222222222222",
-		Region:                    "eu-west-1",
-		AvailabilityZones:         []string{"eu-west-1a", "eu-west-1b"},
-		AlarmEmail:                "alertas-staging@mercadofresco.example",
-		LogRetention:              awslogs.RetentionDays_ONE_MONTH,
-		RemovalPolicy:             awscdk.RemovalPolicy_SNAPSHOT,
-		DeletionProtection:        false,
-		MaxConsumerConcurrency:    5,
-		PublisherConcurrency:      2,
-		ArchiveRetentionDays:      30,
-		NatGateways:               1,
-		GatewayURL:                "https://sandbox.pasarela.mercadofresco.example",
-		GatewayReadTimeoutSeconds: 30,
-		PaymentConcurrency:        10,
-		ERPWebhookURL:             "https://erp-staging.mercadofresco.example/webhooks/pedidos",
-		ERPRateLimitPerSecond:     2,
+		Name:                   "staging",
+		Account:                "222222222222",
+		Region:                 "eu-west-1",
+		AvailabilityZones:      []string{"eu-west-1a", "eu-west-1b"},
+		AlarmEmail:             "alertas-staging@mercadofresco.example",
+		LogRetention:           awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy:          awscdk.RemovalPolicy_SNAPSHOT,
+		DeletionProtection:     false,
+		MaxConsumerConcurrency: 5,
+		PublisherConcurrency:   2,
+		ArchiveRetentionDays:   30,
+		NatGateways:            1,
+		GatewayURL:             "https://sandbox.pasarela.mercadofresco.example",
+		GatewayReadTimeout:     httpdepapi.DefaultReadTimeout,
+		PaymentConcurrency:     10,
+		ERPWebhookURL:          "https://erp-staging.mercadofresco.example/webhooks/pedidos",
+		ERPRateLimitPerSecond:  2,
 	},
 	"prod": {
 		Name:              "prod",
@@ -225,9 +227,9 @@ var environments = map[string]Environment{
 		ArchiveRetentionDays: 60,
 		// One NAT gateway per zone: a zone's failure must not cut the
 		// payment path of the functions in the other zones.
-		NatGateways:               3,
-		GatewayURL:                "https://api.pasarela.mercadofresco.example",
-		GatewayReadTimeoutSeconds: 30,
+		NatGateways:        3,
+		GatewayURL:         "https://api.pasarela.mercadofresco.example",
+		GatewayReadTimeout: httpdepapi.DefaultReadTimeout,
 		// 450 executions in flight at peak (SPEC) share 50 charges at a
 		// time: a gateway slowdown queues them instead of multiplying calls.
 		PaymentConcurrency: 50,
@@ -331,8 +333,8 @@ func (e Environment) Validate() error {
 			problems = append(problems, fmt.Sprintf("%s %q is not an https URL", name, u))
 		}
 	}
-	if e.GatewayReadTimeoutSeconds < 1 || e.GatewayReadTimeoutSeconds > 120 {
-		problems = append(problems, fmt.Sprintf("GatewayReadTimeoutSeconds %v is outside [1, 120]", e.GatewayReadTimeoutSeconds))
+	if e.GatewayReadTimeout < time.Second || e.GatewayReadTimeout > 2*time.Minute {
+		problems = append(problems, fmt.Sprintf("GatewayReadTimeout %v is outside [1s, 2m]", e.GatewayReadTimeout))
 	}
 	if e.PaymentConcurrency < 1 {
 		problems = append(problems, fmt.Sprintf("PaymentConcurrency %v must be at least 1", e.PaymentConcurrency))

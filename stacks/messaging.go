@@ -55,12 +55,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	env := shared.Env
 	name := func(base string) *string { return jsii.String(env.PhysicalName(base)) }
 	platform := consumers.Platform{
-		EnvironmentName:        env.Name,
-		Builder:                shared.Builder,
-		EncryptionKey:          shared.DataKey,
-		AlarmTopic:             shared.Alerts,
-		LogRetention:           env.LogRetention,
-		RemovalPolicy:          env.RemovalPolicy,
+		Context:                shared.Context,
 		MaxConsumerConcurrency: env.MaxConsumerConcurrency,
 		// mf-dlq redrive runs as the on-call's role and sends to these queues.
 		OperatorRoleArn: env.RoleArn(env.Roles.Operator),

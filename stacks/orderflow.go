@@ -50,11 +50,10 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		awscdk.Annotations_Of(stack).AddError(jsii.String("OrderFlow: the payment tasks call the gateway on the internet, but the environment's VPC has no NAT gateway (config NatGateways)"))
 	}
 	s.Payment = payment.New(stack, "Pago", &payment.Props{
-		Builder:             shared.Builder,
+		Context:             shared.Context,
 		IdempotencyTable:    data.Table,
 		GatewayURL:          env.GatewayURL,
-		ReadTimeout:         awscdk.Duration_Seconds(jsii.Number(env.GatewayReadTimeoutSeconds)),
-		Environment:         env.Name,
+		ReadTimeout:         awscdk.Duration_Seconds(jsii.Number(env.GatewayReadTimeout.Seconds())),
 		FunctionNamePrefix:  name("mf"),
 		SecretName:          name("mercadofresco/pasarela/api-key"),
 		ReservedConcurrency: env.PaymentConcurrency,
@@ -62,10 +61,6 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		Subnets:             network.Network.EgressSubnets(),
 		SecretsEndpoint:     network.Network.SecretsEndpoint,
 		BreakerStore:        network.Cache,
-		EncryptionKey:       shared.DataKey,
-		LogRetention:        env.LogRetention,
-		RemovalPolicy:       removal,
-		AlarmTopic:          shared.Alerts,
 	})
 	s.Workflow = orderworkflow.New(stack, "ProcesarPedido", &orderworkflow.Props{
 		StateMachineName: name(orderworkflow.StateMachineName),
@@ -78,7 +73,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		Refund:   s.Payment.Reembolso.IFunction(),
 		// A little above the functions' own timeout: the Lambda timeout
 		// ends a stuck attempt, not the state's.
-		PaymentTaskTimeout: awscdk.Duration_Seconds(jsii.Number(*s.Payment.Timeout.ToSeconds(nil) + 10)),
+		PaymentTaskTimeout: s.Payment.Timeout.Plus(awscdk.Duration_Seconds(jsii.Number(10))),
 		StockMovements:     messaging.StockMovements.Queue,
 		Confirmed:          messaging.PedidoConfirmado.Topic,
 		EncryptionKey:      shared.DataKey,

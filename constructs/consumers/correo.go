@@ -1,8 +1,8 @@
 package consumers
 
 import (
-	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mercadofresco/integration/constructs/core"
 
@@ -20,7 +20,6 @@ import (
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
-	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
@@ -70,17 +69,16 @@ type Correo struct {
 
 // Confirmation e-mail numbers.
 const (
-	// CorreoTimeoutSeconds bounds one invocation: SES (10 s at most, no SDK
+	// CorreoTimeout bounds one invocation: SES (10 s at most, no SDK
 	// retry), then the secondary's two 10 s attempts and the wait between
 	// them (at most the 20 s Retry-After honoured).
-	CorreoTimeoutSeconds = 60
-	// correoSecondaryReadTimeoutSeconds: an e-mail API answers in
-	// milliseconds; 10 s per attempt keeps the invocation short.
-	correoSecondaryReadTimeoutSeconds = 10
-	// correoAgeAlarmMinutes: a confirmation later than this is a
-	// customer-visible failure, though nothing is lost
-	// (docs/design.md#age-alarm).
-	correoAgeAlarmMinutes = 30
+	CorreoTimeout = 60 * time.Second
+	// correoSecondaryReadTimeout: an e-mail API answers in milliseconds;
+	// 10 s per attempt keeps the invocation short.
+	correoSecondaryReadTimeout = 10 * time.Second
+	// correoAgeAlarm: a confirmation later than this is a customer-visible
+	// failure, though nothing is lost (docs/design.md#age-alarm).
+	correoAgeAlarm = 30 * time.Minute
 )
 
 // NewCorreo creates the confirmation e-mail consumer with its SES
@@ -93,9 +91,7 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 	props.Platform.check(c, "Correo")
 	props.Egress.check(c, "Correo")
 	at := strings.LastIndex(props.Remitente, "@")
-	if at < 1 || at == len(props.Remitente)-1 {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: Remitente %q is not an e-mail address of the SES identity", *c.Node().Path(), props.Remitente)))
-	}
+	core.Check(c, "consumers").If(at < 1 || at == len(props.Remitente)-1, "Remitente %q is not an e-mail address of the SES identity", props.Remitente)
 	domain := props.Remitente[at+1:]
 	r := &Correo{}
 
@@ -110,25 +106,21 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 
 	mc, conc := queueconsumer.Ceiling(props.MaxInFlight, httpPerInvocation, props.MaxConsumerConcurrency)
 	qp := props.queueProps(props.Names, "lambdas/correo-confirmacion", "Sends each confirmed order's e-mail once, through SES or the secondary provider")
-	qp.Timeout = awscdk.Duration_Seconds(jsii.Number(CorreoTimeoutSeconds))
+	qp.Function.Timeout = core.Duration(CorreoTimeout)
 	// 5 receives: the providers throttle, and a throttled batch spends a
 	// receive (docs/design.md#queue-receives).
-	qp.MaxReceiveCount = 5
-	qp.OldestMessageAgeThreshold = awscdk.Duration_Minutes(jsii.Number(correoAgeAlarmMinutes))
+	qp.Queue.MaxReceiveCount = 5
+	qp.Queue.OldestMessageAgeThreshold = core.Duration(correoAgeAlarm)
 	qp.MaximumConcurrency, qp.BatchConcurrency = mc, conc
 	qp.DefersMessages = true
 	fanOutWindow(&qp, consumerapi.WindowCorreo)
-	qp.Vpc, qp.VpcSubnets, qp.SecretsEndpoint = props.Vpc, props.Subnets, props.SecretsEndpoint
-	qp.Environment = map[string]*string{
+	props.inVpc(&qp)
+	qp.Function.Environment = map[string]*string{
 		consumerapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
 		consumerapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),
 	}
 	r.Consumer = queueconsumer.New(c, "Consumidor", &qp)
-	if props.IdempotencyTable == nil {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: IdempotencyTable is required (correo-confirmacion:<pedido_id>)", *c.Node().Path())))
-	} else {
-		props.IdempotencyTable.BindTo(r.Function.Function)
-	}
+	bindTable(c, "IdempotencyTable", props.IdempotencyTable, r.Function, "correo-confirmacion:<pedido_id>")
 	// SendEmail from this sender, through this configuration set only.
 	stack := awscdk.Stack_Of(c)
 	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
@@ -144,7 +136,7 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 	})
 	r.Secret = r.AddHTTPDependency("Secundario", queueconsumer.HTTPDependency{
 		Name: consumerapi.NameCorreoSecundario, Prefix: consumerapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
-		MaxAttempts: httpAttempts, ReadTimeout: awscdk.Duration_Seconds(jsii.Number(correoSecondaryReadTimeoutSeconds)), Issuer: "the secondary e-mail provider",
+		ReadTimeout: core.Duration(correoSecondaryReadTimeout), Issuer: "the secondary e-mail provider",
 	})
 	r.SESCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameSES,
 		"confirmation e-mails go through the secondary provider (or wait 300 s if it cannot take them either); check SES's sending quota and the account's sending status.")
@@ -171,17 +163,12 @@ func (r *Correo) addEventTrail(c constructs.Construct, props *CorreoProps) {
 	logName := props.EventLogGroupName
 	if logName == nil {
 		logName = jsii.String("/aws/events/" + *awscdk.Names_UniqueResourceName(c, &awscdk.UniqueResourceNameOptions{MaxLength: jsii.Number(200)}))
-	} else if !strings.HasPrefix(*logName, "/aws/events/") {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: EventLogGroupName %q must start with /aws/events/ (EventBridge logs nowhere else)", *c.Node().Path(), *logName)))
+	} else {
+		core.Check(c, "consumers").If(!strings.HasPrefix(*logName, "/aws/events/"), "EventLogGroupName %q must start with /aws/events/ (EventBridge logs nowhere else)", *logName)
 	}
-	r.Events = awslogs.NewLogGroup(c, jsii.String("RegistroEventos"), &awslogs.LogGroupProps{
-		LogGroupName:  logName,
-		EncryptionKey: props.EncryptionKey,
-		Retention:     props.LogRetention,
-		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
-	})
+	r.Events = props.LogGroup(c, "RegistroEventos", logName)
 	r.EventsDeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "EventosDLQ", &reliablequeue.DeadLetterQueueProps{
-		Context: core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
+		Context: props.Context,
 		Source:  "rule that logs the confirmation e-mails' SES events",
 	})
 	rule := awsevents.NewCfnRule(c, jsii.String("ReglaEventos"), &awsevents.CfnRuleProps{

@@ -5,6 +5,8 @@
 package core
 
 import (
+	"time"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
@@ -40,6 +42,12 @@ type Context struct {
 	RemovalPolicy awscdk.RemovalPolicy
 	// DeletionProtection of tables and databases. Nil means on.
 	DeletionProtection *bool
+}
+
+// Duration is d as a CDK Duration (in seconds): where a Go duration
+// constant becomes a Props duration.
+func Duration(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
 }
 
 // Field names a Context field a construct requires.
@@ -84,9 +92,9 @@ func (c Context) Protected() *bool {
 	return c.DeletionProtection
 }
 
-// Function fills what the context gives a function (builder, key, log
+// FunctionProps fills what the context gives a function (builder, key, log
 // retention and removal, alarm topic) into the fields of p left zero.
-func (c Context) Function(p golambda.Props) *golambda.Props {
+func (c Context) FunctionProps(p golambda.Props) *golambda.Props {
 	if p.Builder == nil {
 		p.Builder = c.Builder
 	}
@@ -117,14 +125,17 @@ func (c Context) LogGroup(scope constructs.Construct, id string, name *string) a
 	})
 }
 
-// MissingVpc stands for a required Vpc that is missing, once its absence
-// is reported: an imported reference, so no stand-in VPC is built and the
-// template gains nothing, while the construct stays whole until synthesis
-// fails with every problem.
-func MissingVpc(scope constructs.Construct) awsec2.IVpc {
+// RequireVpc returns vpc and subnets, or, reporting the missing vpc (why
+// says what needs it), an imported placeholder and its default subnets:
+// no stand-in VPC is built and the template gains nothing, while the
+// construct stays whole until synthesis fails with every problem.
+func RequireVpc(v *Problems, scope constructs.Construct, vpc awsec2.IVpc, subnets *awsec2.SubnetSelection, why string) (awsec2.IVpc, *awsec2.SubnetSelection) {
+	if !v.If(vpc == nil, "Vpc is required: %s", why) {
+		return vpc, subnets
+	}
 	return awsec2.Vpc_FromVpcAttributes(scope, jsii.String("MissingVpc"), &awsec2.VpcAttributes{
 		VpcId:             jsii.String("vpc-missing"),
 		AvailabilityZones: jsii.Strings("missing-a", "missing-b"),
 		PrivateSubnetIds:  jsii.Strings("subnet-missing-a", "subnet-missing-b"),
-	})
+	}), nil
 }

@@ -53,11 +53,11 @@ func TestPaymentFunctions(t *testing.T) {
 	builder := golambdatest.Builder(t, "")
 	secrets := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(), Open: jsii.Bool(false)})
 	pay := payment.New(p.Stack, "Pago", &payment.Props{
-		Builder: builder, IdempotencyTable: table, GatewayURL: "https://pasarela.example", Environment: "dev",
+		Context:          core.Context{EnvironmentName: "dev", Builder: builder, DataKey: p.Key, Alerts: p.Alerts},
+		IdempotencyTable: table, GatewayURL: "https://pasarela.example",
 		FunctionNamePrefix: jsii.String("mf-dev"), ReservedConcurrency: 5,
 		Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, SecretsEndpoint: secrets,
-		BreakerStore:  cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, EncryptionKey: p.Key, AlarmTopic: p.Alerts}),
-		EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+		BreakerStore: cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, EncryptionKey: p.Key, AlarmTopic: p.Alerts}),
 	})
 	// The VPC's flow logs are not this construct's concern.
 	cdknag.NagSuppressions_AddResourceSuppressions(vpc, &[]*cdknag.NagPackSuppression{{Id: jsii.String("AwsSolutions-VPC7"), Reason: jsii.String("A stand-in VPC of this test; the Network stack owns the real one and its flow logs.")}}, jsii.Bool(true))
@@ -88,7 +88,7 @@ func TestPaymentFunctions(t *testing.T) {
 		"Dimensions": assertions.Match_ArrayWith(&[]any{map[string]any{"Name": "Dependencia", "Value": "pasarela"}}),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": paymentapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": payment.DefaultLatencyThresholdMs,
+		"MetricName": paymentapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": payment.DefaultLatencyThreshold.Milliseconds(),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 		"MetricName": "Errors", "Threshold": payment.DefaultDeclinedThreshold,
@@ -125,7 +125,7 @@ func TestMissingPropsAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("PagoMal")
 	payment.New(p.Stack, "Pago", &payment.Props{GatewayURL: "http://x", MaxAttempts: 11})
 	errs := cdktest.Errors(p.Stack)
-	for _, want := range []string{"Environment is required", "IdempotencyTable", "must be an https URL", "BreakerStore", "EncryptionKey", "AlarmTopic", "Vpc is required", "SecretsEndpoint is required", "MaxAttempts must be"} {
+	for _, want := range []string{"EnvironmentName is required", "IdempotencyTable", "must be an https URL", "BreakerStore", "DataKey", "Alerts", "Vpc is required", "SecretsEndpoint is required", "MaxAttempts must be"} {
 		cdktest.RequireContains(t, errs, want)
 	}
 }

@@ -110,7 +110,7 @@ func AllowHTTPS(from awsec2.IConnectable, endpoint awsec2.IConnectable, descript
 // call of the VPC (docs/design.md#network); a missing endpoint is reported
 // to v.
 func ReadSecretsThrough(v *core.Problems, from awsec2.IConnectable, endpoint awsec2.IInterfaceVpcEndpoint, reader string) {
-	if !v.If(endpoint == nil, "SecretsEndpoint is required: %s reads a secret in the VPC, where the Secrets Manager endpoint's private DNS takes the call (docs/design.md#network)", reader) {
+	if !v.If(endpoint == nil, "SecretsEndpoint is required: the Secrets Manager endpoint's private DNS takes every call in the VPC, where %s (docs/design.md#network)", reader) {
 		AllowHTTPS(from, endpoint, reader)
 	}
 }

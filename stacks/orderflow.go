@@ -6,6 +6,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/carts"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/erp"
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/constructs/payment"
@@ -44,11 +45,8 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 	stack := newStack(scope, env, "OrderFlow", "order workflow, payment tasks, carts pipe and ERP destination")
 	s := &OrderFlowStack{Stack: stack}
 	name := func(base string) *string { return jsii.String(env.PhysicalName(base)) }
-	removal := env.RemovalPolicy
 
-	if !network.Network.HasEgress() {
-		awscdk.Annotations_Of(stack).AddError(jsii.String("OrderFlow: the payment tasks call the gateway on the internet, but the environment's VPC has no NAT gateway (config NatGateways)"))
-	}
+	core.Check(stack, "stacks.OrderFlow").If(!network.Network.HasEgress(), "the payment tasks call the gateway on the internet, but the environment's VPC has no NAT gateway (config NatGateways)")
 	s.Payment = payment.New(stack, "Pago", &payment.Props{
 		Context:             shared.Context,
 		IdempotencyTable:    data.Table,
@@ -63,6 +61,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		BreakerStore:        network.Cache,
 	})
 	s.Workflow = orderworkflow.New(stack, "ProcesarPedido", &orderworkflow.Props{
+		Context:          shared.Context,
 		StateMachineName: name(orderworkflow.StateMachineName),
 		// Named so that the Messaging stack's queue and topic admit it
 		// without referencing this stack (which references Messaging). Role
@@ -76,15 +75,11 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		PaymentTaskTimeout: s.Payment.Timeout.Plus(awscdk.Duration_Seconds(jsii.Number(10))),
 		StockMovements:     messaging.StockMovements.Queue,
 		Confirmed:          messaging.PedidoConfirmado.Topic,
-		EncryptionKey:      shared.DataKey,
-		LogRetention:       env.LogRetention,
-		RemovalPolicy:      removal,
-		AlarmTopic:         shared.Alerts,
 	})
 	s.Starter = orderworkflow.NewStarter(stack, "Inicio", &orderworkflow.StarterProps{
+		Context:                 shared.Context,
 		Bus:                     shared.Bus,
 		Workflow:                s.Workflow,
-		Builder:                 shared.Builder,
 		MaximumConcurrency:      env.MaxConsumerConcurrency,
 		QueueName:               name(StarterQueueName),
 		DeadLetterQueueName:     name(StarterDLQName),
@@ -92,17 +87,14 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		RuleDeadLetterQueueName: name(PedidoCreadoRuleDLQ),
 		FunctionName:            name("mf-iniciar-pedido"),
 		OperatorRoleArn:         env.RoleArn(env.Roles.Operator),
-		ArchiveRetentionDays:    env.ArchiveRetentionDays,
-		EncryptionKey:           shared.DataKey,
-		LogRetention:            env.LogRetention,
-		RemovalPolicy:           removal,
-		AlarmTopic:              shared.Alerts,
+		ArchiveRetention:        awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
 	})
 	var imp *carts.ImportedTable
 	if c := env.Carritos; c != nil {
 		imp = &carts.ImportedTable{TableName: c.TableName, StreamArn: c.StreamArn, KeyArn: c.KeyArn}
 	}
 	s.Carts = carts.New(stack, "Carritos", &carts.Props{
+		Context:                 shared.Context,
 		Bus:                     shared.Bus,
 		Import:                  imp,
 		TableName:               name(carts.TableName),
@@ -112,13 +104,9 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		PipeDeadLetterQueueName: name(CarritosPipeDLQName),
 		RuleName:                name(CarritoRule),
 		RuleDeadLetterQueueName: name(CarritoRuleDLQ),
-		EncryptionKey:           shared.DataKey,
-		AlarmTopic:              shared.Alerts,
-		LogRetention:            env.LogRetention,
-		RemovalPolicy:           removal,
-		DeletionProtection:      jsii.Bool(env.DeletionProtection),
 	})
 	s.ERP = erp.New(stack, "ERP", &erp.Props{
+		Context:             shared.Context,
 		Bus:                 shared.Bus,
 		Endpoint:            env.ERPWebhookURL,
 		RateLimitPerSecond:  env.ERPRateLimitPerSecond,
@@ -127,9 +115,6 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		RuleName:            name(ERPRule),
 		DeadLetterQueueName: name(ERPRuleDLQ),
 		SecretName:          name("mercadofresco/erp/webhook-api-key"),
-		EncryptionKey:       shared.DataKey,
-		AlarmTopic:          shared.Alerts,
-		RemovalPolicy:       removal,
 	})
 	output(stack, "StateMachineArn", "", s.Workflow.StateMachine.StateMachineArn())
 	output(stack, "GatewaySecretArn", "Put the payment gateway API key here before the first order", s.Payment.Secret.SecretArn())

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -41,11 +42,24 @@ const (
 	MaxRetryAttempts = 185
 )
 
-// TargetOptions is what the target must be built with.
+// TargetOptions is what the target must be built with: the rule's DLQ and
+// retry policy, and the rule (for the target's producer guard).
 type TargetOptions struct {
 	DeadLetterQueue awssqs.IQueue
 	MaxEventAge     awscdk.Duration
 	RetryAttempts   float64
+	Rule            awsevents.IRule
+}
+
+// SqsTarget delivers the rule's events to queue with the rule's DLQ and
+// retry policy, and admits the rule to the queue's producer guard.
+func SqsTarget(queue awssqs.IQueue) func(o TargetOptions) awsevents.IRuleTarget {
+	return func(o TargetOptions) awsevents.IRuleTarget {
+		producers.ForQueue(queue).AdmitRule(o.Rule)
+		return awseventstargets.NewSqsQueue(queue, &awseventstargets.SqsQueueProps{
+			DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),
+		})
+	}
 }
 
 // Props configures a Rule. Bus (or OnDefaultBus), Pattern, Target, the
@@ -67,9 +81,7 @@ type Props struct {
 	// Pattern selects the events.
 	Pattern *awsevents.EventPattern
 	// Target builds the rule's one target with the options (DLQ and retry
-	// policy), e.g. awseventstargets.NewSqsQueue(q, &SqsQueueProps{
-	// DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge,
-	// RetryAttempts: jsii.Number(o.RetryAttempts)}).
+	// policy), e.g. SqsTarget(queue).
 	Target func(o TargetOptions) awsevents.IRuleTarget
 	// AdditionalTargets are more targets of the same events, each built
 	// with the same options (the rule's DLQ and retry policy).
@@ -148,7 +160,7 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 		Description:  jsii.String(props.Description),
 		EventPattern: props.Pattern,
 	})
-	opts := TargetOptions{DeadLetterQueue: r.DeadLetterQueue.Queue, MaxEventAge: r.MaxEventAge, RetryAttempts: r.RetryAttempts}
+	opts := TargetOptions{DeadLetterQueue: r.DeadLetterQueue.Queue, MaxEventAge: r.MaxEventAge, RetryAttempts: r.RetryAttempts, Rule: r.Rule}
 	if props.Target != nil {
 		r.Rule.AddTarget(props.Target(opts))
 	}

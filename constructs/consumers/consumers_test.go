@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/core"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/cache"
 	"github.com/mercadofresco/integration/constructs/consumers"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/network"
@@ -38,8 +37,8 @@ func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 		t.Fatal(err)
 	}
 	builder := golambdatest.Builder(t, root)
-	net := network.New(p.Stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1, FlowLogKey: p.Key})
-	catalogo := cache.New(p.Stack, "Cache", &cache.Props{Vpc: net.Vpc, Subnets: net.DataSubnets(), EncryptionKey: p.Key, AlarmTopic: p.Alerts})
+	net := network.New(p.Stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1, Context: core.Context{DataKey: p.Key}})
+	catalogo := cache.New(p.Stack, "Cache", &cache.Props{Vpc: net.Vpc, Subnets: net.DataSubnets(), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	idem := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	stock := stocktable.New(p.Stack, "Stock", &stocktable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	platform := consumers.Platform{Context: core.Context{EnvironmentName: "prod", Builder: builder, DataKey: p.Key, Alerts: p.Alerts}, MaxConsumerConcurrency: 20}

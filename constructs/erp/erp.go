@@ -15,19 +15,16 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mercadofresco/integration/constructs/core"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
@@ -47,9 +44,10 @@ const (
 	SecretField = "api_key"
 )
 
-// Props configures the ERP destination. Bus, Endpoint, RateLimitPerSecond,
-// EncryptionKey and AlarmTopic are required.
+// Props configures the ERP destination. Bus, Endpoint, RateLimitPerSecond
+// and the Context's DataKey and Alerts are required.
 type Props struct {
+	core.Context
 	Bus awsevents.IEventBus
 	// Endpoint is the ERP webhook (https), per environment.
 	Endpoint string
@@ -64,9 +62,6 @@ type Props struct {
 	MaxEventAge   awscdk.Duration
 	// Physical names; nil lets CloudFormation choose.
 	ConnectionName, DestinationName, RuleName, DeadLetterQueueName, SecretName *string
-	EncryptionKey                                                              awskms.IKey
-	AlarmTopic                                                                 awssns.ITopic
-	RemovalPolicy                                                              awscdk.RemovalPolicy
 }
 
 // Destination is the connection, API destination and rule.
@@ -100,15 +95,11 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	d := &Destination{Construct: c}
-	fail := func(format string, a ...any) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("erp %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
-	}
-	if !strings.HasPrefix(props.Endpoint, "https://") {
-		fail("Endpoint %q must be an https URL", props.Endpoint)
-	}
+	v := core.Check(c, "erp")
+	v.If(!strings.HasPrefix(props.Endpoint, "https://"), "Endpoint %q must be an https URL", props.Endpoint)
+	props.Require(v, core.DataKey|core.Alerts)
 	rate := props.RateLimitPerSecond
-	if rate < 1 || rate > 300 {
-		fail("RateLimitPerSecond must be in 1..300 (the ERP's capacity), got %v", props.RateLimitPerSecond)
+	if v.If(rate < 1 || rate > 300, "RateLimitPerSecond must be in 1..300 (the ERP's capacity), got %v", props.RateLimitPerSecond) {
 		rate = 1
 	}
 	retries := props.RetryAttempts
@@ -131,7 +122,7 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 	d.Secret = awssecretsmanager.NewSecret(c, jsii.String("Credenciales"), &awssecretsmanager.SecretProps{
 		SecretName:    props.SecretName,
 		Description:   jsii.String("ERP webhook API key used by the EventBridge connection ({\"api_key\": ...}). Created with a random placeholder: put the real key, then redeploy so the connection reads it."),
-		EncryptionKey: props.EncryptionKey,
+		EncryptionKey: props.DataKey,
 		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 			SecretStringTemplate: jsii.String("{}"),
@@ -156,10 +147,8 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 	// EventBridgeApiDestinations=true (platform.NewDataKey sets it), and
 	// reaches it through Secrets Manager (the key policy's use through
 	// services). docs/design.md#erp-destination.
-	if cfn, ok := d.Connection.Node().TryFindChild(jsii.String("Connection")).(awsevents.CfnConnection); !ok {
-		fail("the connection's CloudFormation resource was not found (a CDK upgrade renamed it?): its key cannot be set")
-	} else if props.EncryptionKey != nil {
-		cfn.SetKmsKeyIdentifier(props.EncryptionKey.KeyArn())
+	if cfn, ok := d.Connection.Node().TryFindChild(jsii.String("Connection")).(awsevents.CfnConnection); !v.If(!ok, "the connection's CloudFormation resource was not found (a CDK upgrade renamed it?): its key cannot be set") && props.DataKey != nil {
+		cfn.SetKmsKeyIdentifier(props.DataKey.KeyArn())
 	}
 	d.ApiDestination = awsevents.NewApiDestination(c, jsii.String("Destino"), &awsevents.ApiDestinationProps{
 		ApiDestinationName: props.DestinationName,
@@ -179,7 +168,7 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		RetryAttempts:       retries,
 		MaxEventAge:         maxAge,
 		DeadLetterQueueName: props.DeadLetterQueueName,
-		Context:             core.Context{DataKey: props.EncryptionKey, Alerts: props.AlarmTopic, RemovalPolicy: props.RemovalPolicy},
+		Context:             props.Context,
 		Target: func(o busrule.TargetOptions) awsevents.IRuleTarget {
 			return awseventstargets.NewApiDestination(d.ApiDestination, &awseventstargets.ApiDestinationProps{
 				DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/core"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -17,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/constructs/outbox"
@@ -61,7 +60,7 @@ func newFixtureWith(t *testing.T, deletionProtection bool, removal awscdk.Remova
 	red.Node().SetContext(jsii.String("availability-zones:account=111111111111:region=eu-west-1"), jsii.Strings("eu-west-1a", "eu-west-1b"))
 	stack := awscdk.NewStack(app, jsii.String("Outbox"), &awscdk.StackProps{Env: env})
 	f := &fixture{app: app, stack: stack}
-	f.network = network.New(red, "Red", &network.Props{MaxAzs: 2, FlowLogKey: key, RemovalPolicy: removal, EventBus: bus})
+	f.network = network.New(red, "Red", &network.Props{MaxAzs: 2, Context: core.Context{DataKey: key, RemovalPolicy: removal}, EventBus: bus})
 	f.database = outbox.NewDatabase(stack, "Aurora", &outbox.DatabaseProps{
 		Context: core.Context{DataKey: key, Alerts: alerts, DeletionProtection: jsii.Bool(deletionProtection), RemovalPolicy: removal},
 		Vpc:     f.network.Vpc, Subnets: f.network.DataSubnets(),

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/constructs/core"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
@@ -14,6 +12,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/cache"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
@@ -57,7 +56,7 @@ func TestPaymentFunctions(t *testing.T) {
 		IdempotencyTable: table, GatewayURL: "https://pasarela.example",
 		FunctionNamePrefix: jsii.String("mf-dev"), ReservedConcurrency: 5,
 		Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, SecretsEndpoint: secrets,
-		BreakerStore: cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, EncryptionKey: p.Key, AlarmTopic: p.Alerts}),
+		BreakerStore: cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}}),
 	})
 	// The VPC's flow logs are not this construct's concern.
 	cdknag.NagSuppressions_AddResourceSuppressions(vpc, &[]*cdknag.NagPackSuppression{{Id: jsii.String("AwsSolutions-VPC7"), Reason: jsii.String("A stand-in VPC of this test; the Network stack owns the real one and its flow logs.")}}, jsii.Bool(true))

@@ -3,12 +3,9 @@ package platform
 import (
 	"fmt"
 
-	"github.com/mercadofresco/integration/constructs/core"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawsevents"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -16,6 +13,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
@@ -53,12 +51,11 @@ func KeyWatchPattern(keyArn *string) *awsevents.EventPattern {
 	}
 }
 
-// KeyWatchProps configures NewKeyWatch. Key and Alerts are required.
+// KeyWatchProps configures NewKeyWatch. The Context's DataKey (the watched
+// key) and Alerts (alertas-mercadofresco, one of the two topics alerted)
+// are required; its RemovalPolicy applies to the rule's DLQ.
 type KeyWatchProps struct {
-	// Key is the watched key (the data key).
-	Key awskms.IKey
-	// Alerts is alertas-mercadofresco: every alert of the app goes there.
-	Alerts awssns.ITopic
+	core.Context
 	// TopicName of the watch's own topic. Nil means KeyAlertsTopic.
 	TopicName *string
 	// Email, when not empty, is subscribed to the watch's own topic (the
@@ -68,8 +65,6 @@ type KeyWatchProps struct {
 	RuleName *string
 	// DeadLetterQueueName of the rule's DLQ. Nil means KeyWatchRuleDLQName.
 	DeadLetterQueueName *string
-	// RemovalPolicy of the DLQ (removal.For).
-	RemovalPolicy awscdk.RemovalPolicy
 }
 
 // KeyWatch is the alert on the data key's deletion, disabling and policy
@@ -95,18 +90,11 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &KeyWatch{Construct: c}
-	fail := func(msg string) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("platform.NewKeyWatch %s: %s", *c.Node().Path(), msg)))
-	}
+	props.Require(core.Check(c, "platform.NewKeyWatch"), core.DataKey|core.Alerts)
 	stack := awscdk.Stack_Of(c)
 	keyArn := jsii.String(fmt.Sprintf("arn:%s:kms:%s:%s:key/missing", *stack.Partition(), *stack.Region(), *stack.Account()))
-	if props.Key == nil {
-		fail("Key is required")
-	} else {
-		keyArn = props.Key.KeyArn()
-	}
-	if props.Alerts == nil {
-		fail("Alerts is required (alertas-mercadofresco)")
+	if props.DataKey != nil {
+		keyArn = props.DataKey.KeyArn()
 	}
 	// Not encrypted with the data key: see the nag acknowledgement.
 	w.Topic = newAlarmTopic(c, "Topic", *or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
@@ -119,6 +107,10 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		return func(o busrule.TargetOptions) awsevents.IRuleTarget { return &snsTarget{topic: topic, opts: o} }
 	}
 	ruleProps := &busrule.Props{
+		// SQS-managed: an event about the key must be kept even when the
+		// key cannot encrypt it; the rule's own alarms go to the watch's
+		// topic.
+		Context:             core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy},
 		OnDefaultBus:        true,
 		RuleName:            or(props.RuleName, KeyWatchRule),
 		Description:         "CloudTrail: deletion, disabling or policy change of the data key (attempts included) -> alertas-mercadofresco and its own topic",
@@ -126,10 +118,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		Target:              snsTarget(w.Topic),
 		TargetLabel:         "the topics alertas-mercadofresco and " + *or(props.TopicName, KeyAlertsTopic),
 		DeadLetterQueueName: or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
-		// SQS-managed: an event about the key must be kept even when the
-		// key cannot encrypt it.
-		Encryption: reliablequeue.EncryptionSQSManaged,
-		Context:    core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy},
+		Encryption:          reliablequeue.EncryptionSQSManaged,
 	}
 	if props.Alerts != nil {
 		ruleProps.AdditionalTargets = append(ruleProps.AdditionalTargets, snsTarget(props.Alerts))
@@ -170,7 +159,7 @@ func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevent
 		Resources:  jsii.Strings(*t.opts.DeadLetterQueue.QueueArn()),
 		Conditions: fromRule,
 	}))
-	maxAge, _ := core.Seconds(t.opts.MaxEventAge)
+	maxAge, _ := core.Seconds(t.opts.MaxEventAge) // literal: busrule checked it
 	return &awsevents.RuleTargetConfig{
 		Arn:              t.topic.TopicArn(),
 		TargetResource:   t.topic,

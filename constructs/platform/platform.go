@@ -1,7 +1,8 @@
-// Package platform holds the pieces every other part of MercadoFresco uses
-// from day one: the customer-managed data key `alias/mercadofresco-datos`,
-// the alarm topic `alertas-mercadofresco`, and the event bus
-// `bus-mercadofresco` with its archive.
+// Package platform makes what every other part of MercadoFresco uses, the
+// sources of the platform context (core.Context): the customer-managed data
+// key alias/mercadofresco-datos with its policy and its watch, the alarm
+// topic alertas-mercadofresco, and the event bus bus-mercadofresco with its
+// archive. docs/design.md#data-key.
 package platform
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
@@ -43,15 +45,15 @@ const (
 // CDK's default one, which lets every IAM administrator of the account do
 // anything with the key (docs/design.md#data-key).
 type DataKeyProps struct {
+	// Context's RemovalPolicy applies to the key, mapped by removal.For:
+	// empty and SNAPSHOT mean RETAIN (a destroyed key makes every byte it
+	// encrypted unreadable, snapshots included). DESTROY also lets the
+	// deployment role schedule the key's deletion (the stack's deletion
+	// does).
+	core.Context
 	// Alias of the key, e.g. "alias/mercadofresco-datos-dev". Nil means
 	// DataKeyAlias.
 	Alias *string
-	// RemovalPolicy of the key, mapped by removal.For: empty and SNAPSHOT
-	// mean RETAIN (keeping the key is what keeps an environment's snapshots
-	// readable; a destroyed key makes
-	// every byte it encrypted unreadable). DESTROY also lets the deployment
-	// role schedule the key's deletion (the stack's deletion does).
-	RemovalPolicy awscdk.RemovalPolicy
 	// DeploymentRoleArn is the role CloudFormation deploys the stacks with
 	// (DeploymentRoleArn of the stack, for the CDK bootstrap's). It
 	// administers the key: KMS refuses a key policy that would leave the
@@ -320,13 +322,13 @@ func DeploymentRoleArn(stack awscdk.Stack) (arn string, err error) {
 	return arn, nil
 }
 
-// AlertsTopicProps configures NewAlertsTopic.
+// AlertsTopicProps configures NewAlertsTopic. The Context's DataKey
+// encrypts the topic; required: an alarm topic with an AWS-managed key
+// cannot receive CloudWatch alarms.
 type AlertsTopicProps struct {
+	core.Context
 	// TopicName is the physical name. Nil means AlertsTopic.
 	TopicName *string
-	// Key encrypts the topic. Required: an alarm topic with an AWS-managed
-	// key cannot receive CloudWatch alarms.
-	Key awskms.IKey
 	// Email, when not empty, is subscribed to the topic.
 	Email string
 }
@@ -343,8 +345,8 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 	if props.TopicName != nil {
 		name = *props.TopicName
 	}
-	topic := newAlarmTopic(scope, id, name, "MercadoFresco alertas", props.Key, props.Email)
-	if props.Key == nil {
+	topic := newAlarmTopic(scope, id, name, "MercadoFresco alertas", props.DataKey, props.Email)
+	if props.DataKey == nil {
 		awscdk.Annotations_Of(topic).AddError(jsii.String("platform: the alerts topic needs the data key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key)"))
 	}
 	return topic
@@ -382,16 +384,16 @@ func newAlarmTopic(scope constructs.Construct, id, name, displayName string, key
 	return topic
 }
 
-// EventBusProps configures NewEventBus.
+// EventBusProps configures NewEventBus. The Context's DataKey encrypts the
+// bus's events at rest, and the archive's; required: the events carry
+// customer and order data.
 type EventBusProps struct {
+	core.Context
 	// EventBusName is the physical name. Nil means EventBusName.
 	EventBusName *string
-	// ArchiveRetentionDays is how long the archive keeps events for replay.
-	// Zero keeps them forever.
-	ArchiveRetentionDays float64
-	// Key encrypts the bus's events at rest, and the archive's (the data
-	// key). Required: the events carry customer and order data.
-	Key awskms.IKey
+	// ArchiveRetention is how long the archive keeps events for replay
+	// (whole days). Nil keeps them forever.
+	ArchiveRetention awscdk.Duration
 }
 
 // NewEventBus creates `bus-mercadofresco` with an archive of every event
@@ -412,9 +414,9 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	bus := awsevents.NewEventBus(scope, jsii.String(id), &awsevents.EventBusProps{
 		EventBusName: jsii.String(name),
 		Description:  jsii.String("MercadoFresco domain events (orders, stock, carts)."),
-		KmsKey:       props.Key,
+		KmsKey:       props.DataKey,
 	})
-	if props.Key == nil {
+	if props.DataKey == nil {
 		awscdk.Annotations_Of(bus).AddError(jsii.String("platform: the event bus needs the data key (its events carry customer and order data)"))
 	}
 	bus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -450,10 +452,8 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 		EventPattern: &awsevents.EventPattern{
 			Account: jsii.Strings(*stack.Account()),
 		},
-		KmsKey: props.Key,
-	}
-	if props.ArchiveRetentionDays > 0 {
-		archiveProps.Retention = awscdk.Duration_Days(jsii.Number(props.ArchiveRetentionDays))
+		KmsKey:    props.DataKey,
+		Retention: props.ArchiveRetention,
 	}
 	archive := awsevents.NewArchive(bus, jsii.String("Archive"), archiveProps)
 	archive.Node().AddDependency(bus)

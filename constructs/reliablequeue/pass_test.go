@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/constructs/core"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )

@@ -217,9 +217,9 @@ var environments = map[string]Environment{
 		// Deletion protection on everything stateful: a prod table or
 		// database is never removed by a stack update.
 		DeletionProtection: true,
-		// 20 concurrent consumers at peak is the lesson's sizing (600
-		// orders/h processed, 900/h bursts absorbed by the queue); the
-		// storm scenario with 60 pollers is what this ceiling prevents.
+		// 20 concurrent consumers at peak: 600 orders/h processed, 900/h
+		// bursts absorbed by the queue; 60 pollers in a retry storm is what
+		// this ceiling prevents (docs/design.md#consumer-concurrency).
 		MaxConsumerConcurrency: 20,
 		PublisherConcurrency:   2,
 		// Two months of replay: with the starter buffer's 18 days (DLQ and

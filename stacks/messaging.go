@@ -104,7 +104,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	// delivery, a DLQ per subscription. No filter policies: every consumer
 	// needs every confirmed order, and filtering on "version" would drop
 	// unknown versions silently instead of letting the consumer dead-letter
-	// them with a reason (lesson, exercise 2: poison must be visible).
+	// them with a reason (poison must be visible: docs/design.md#fanout).
 	s.PedidoConfirmado = fanout.New(stack, "PedidoConfirmado", &fanout.Props{
 		Context:     shared.Context,
 		TopicName:   name(PedidoConfirmadoTopicName),

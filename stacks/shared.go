@@ -1,24 +1,16 @@
-// Package stacks assembles MercadoFresco's CloudFormation stacks for one
-// environment. Each stack is one part of the system with its own lifecycle:
-//
-//   - Platform: the data key (with its watch), the alerts topic and the
-//     event bus (everything else depends on them; they change rarely).
-//   - Network: the VPC (subnets, NAT gateways, endpoints) and the Valkey
-//     cache of the circuit breakers.
-//   - Data: stateful stores owned by the consumers (the idempotency and
-//     stock tables).
-//   - Messaging: queues, fan-out topic, consumers.
-//   - Outbox: Aurora PostgreSQL, the RDS Proxy, the schema migration and
-//     the outbox publisher and cleanup.
-//   - OrderFlow: the bus rules, the workflow starter, the order workflow
-//     with its payment tasks, the ERP API destination and the carts pipe.
-//
-// Stacks receive what they share through Shared; cross-stack references
-// become CloudFormation exports, and grants on shared resources go to the
-// consumer's role policy (the data key's policy delegates its use to IAM,
-// through the services only), and
-// cross-stack security-group rules are separate ingress resources, so no
-// stack ever edits another one's resources.
+// Package stacks assembles MercadoFresco's six CloudFormation stacks of
+// one environment (Build), each one part with its own lifecycle: Platform
+// (the data key and its watch, the alerts topic, the event bus), Network
+// (the VPC, its NAT gateways and endpoints, the Valkey cache), Data (the
+// idempotency and stock tables), Messaging (the fan-out topic and the four
+// queue consumers), Outbox (Aurora, the RDS Proxy, the schema migration, the
+// publisher and its cleanup) and OrderFlow (the payment tasks, the order
+// workflow and its starter, the carts pipe, the ERP destination). Stacks
+// only compose constructs; they receive the platform context through
+// Shared. Cross-stack references become exports, grants on shared
+// resources go to the grantee's role, and cross-stack security-group rules
+// are resources of the dependent stack, so no stack edits another one's
+// resources. docs/CONVENTIONS.md#stacks.
 package stacks
 
 import (

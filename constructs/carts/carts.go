@@ -124,7 +124,7 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 	props.Require(v, core.DataKey|core.Alerts)
 	k.RetryCount = v.Count("RetryAttempts", props.RetryAttempts, DefaultRetryAttempts, 0, 185)
 	maxAge := v.Seconds("MaxRecordAge", props.MaxRecordAge, DefaultMaxRecordAge.Seconds(), 60, 604800)
-	pipeName := or(props.PipeName, PipeName)
+	pipeName := core.Or(props.PipeName, PipeName)
 	k.addTable(props, v)
 	k.addPipe(props, pipeName, maxAge)
 	k.addQueue(props, pipeName)
@@ -150,7 +150,7 @@ func (k *Carts) addTable(props *Props, v *core.Problems) {
 		enc = awsdynamodb.TableEncryption_AWS_MANAGED
 	}
 	k.Table = awsdynamodb.NewTable(k.Construct, jsii.String("Table"), &awsdynamodb.TableProps{
-		TableName:           or(props.TableName, TableName),
+		TableName:           core.Or(props.TableName, TableName),
 		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(eventsapi.CarritosKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		TimeToLiveAttribute: jsii.String(eventsapi.CarritosTTLAttribute),
@@ -273,11 +273,4 @@ func (k *Carts) addQueue(props *Props, pipeName *string) {
 		DeadLetterQueueName: props.RuleDeadLetterQueueName,
 		Target:              busrule.SqsTarget(k.Abandoned.Queue),
 	})
-}
-
-func or(p *string, def string) *string {
-	if p != nil {
-		return p
-	}
-	return jsii.String(def)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -150,26 +151,34 @@ const (
 type httpSpec struct {
 	what, entry, description string
 	timeout, visibility      time.Duration // visibility 0: derived from the timeout
+	oldestAge                time.Duration // 0: the queue's default age alarm
 	maxReceiveCount          float64
+	environment              map[string]*string
 	table                    *idempotencytable.Table
 	key                      string // the idempotency key, for the error
+	dependencyID             string // "" means "Dependencia"
 	dependency               queueconsumer.HTTPDependency
 	maxInFlight              float64
 	openEffect               string
 	window                   time.Duration // the consumer's replay window
+	// grant adds the consumer's own grants, before its dependency's.
+	grant func(fn awslambda.Function)
 }
 
-// newHTTPConsumer builds a consumer of one HTTP dependency behind its
-// breaker, in the egress subnets, recording its key in the idempotency
+// newHTTPConsumer builds, in c, a consumer of one HTTP dependency behind
+// its breaker, in the egress subnets, recording its key in the idempotency
 // table and deferring messages while the circuit is open.
-func newHTTPConsumer(scope constructs.Construct, id string, p Platform, e Egress, n Names, spec httpSpec) *HTTPConsumer {
-	c := constructs.NewConstruct(scope, jsii.String(id))
+func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec httpSpec) *HTTPConsumer {
 	p.check(c, spec.what)
 	e.check(c, spec.what)
 	qp := p.queueProps(n, spec.entry, spec.description)
 	qp.Function.Timeout = core.Duration(spec.timeout)
+	qp.Function.Environment = spec.environment
 	if spec.visibility > 0 {
 		qp.Queue.VisibilityTimeout = core.Duration(spec.visibility)
+	}
+	if spec.oldestAge > 0 {
+		qp.Queue.OldestMessageAgeThreshold = core.Duration(spec.oldestAge)
 	}
 	qp.Queue.MaxReceiveCount = spec.maxReceiveCount
 	qp.MaximumConcurrency, qp.BatchConcurrency = queueconsumer.Ceiling(spec.maxInFlight, httpPerInvocation, p.MaxConsumerConcurrency)
@@ -178,7 +187,14 @@ func newHTTPConsumer(scope constructs.Construct, id string, p Platform, e Egress
 	e.inVpc(&qp)
 	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
 	bindTable(c, "IdempotencyTable", spec.table, h.Function, spec.key)
-	h.Secret = h.AddHTTPDependency("Dependencia", spec.dependency)
+	if spec.grant != nil {
+		spec.grant(h.Function.Function)
+	}
+	id := spec.dependencyID
+	if id == "" {
+		id = "Dependencia"
+	}
+	h.Secret = h.AddHTTPDependency(id, spec.dependency)
 	h.CircuitOpenedAlarm = h.AddBreaker(e.Breakers, spec.dependency.Name, spec.openEffect)
 	return h
 }
@@ -189,7 +205,7 @@ func NewPreparacion(scope constructs.Construct, id string, props *PreparacionPro
 	if props == nil {
 		props = &PreparacionProps{}
 	}
-	return newHTTPConsumer(scope, id, props.Platform, props.Egress, props.Names, httpSpec{
+	return newHTTPConsumer(constructs.NewConstruct(scope, jsii.String(id)), props.Platform, props.Egress, props.Names, httpSpec{
 		what: "Preparacion", entry: "lambdas/preparar-pedido",
 		description: "Sends confirmed orders to the warehouse once (preparacion:<pedido_id>)",
 		timeout:     PreparacionTimeout,
@@ -233,7 +249,7 @@ func NewAvisoERP(scope constructs.Construct, id string, props *AvisoERPProps) *H
 	if props == nil {
 		props = &AvisoERPProps{}
 	}
-	return newHTTPConsumer(scope, id, props.Platform, props.Egress, props.Names, httpSpec{
+	return newHTTPConsumer(constructs.NewConstruct(scope, jsii.String(id)), props.Platform, props.Egress, props.Names, httpSpec{
 		what: "AvisoERP", entry: "lambdas/aviso-erp",
 		description: "Notifies the ERP of confirmed orders once (aviso-erp:<pedido_id>); waits while the ERP's circuit is open",
 		timeout:     AvisoERPTimeout,

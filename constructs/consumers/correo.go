@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsses"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -48,9 +48,10 @@ type CorreoProps struct {
 	EventLogGroupName *string
 }
 
-// Correo is the confirmation e-mail consumer.
+// Correo is the confirmation e-mail consumer. Its HTTPConsumer's Secret
+// and CircuitOpenedAlarm are the secondary provider's.
 type Correo struct {
-	*queueconsumer.Consumer
+	*HTTPConsumer
 	// ConfigurationSet every e-mail is sent with.
 	ConfigurationSet awsses.ConfigurationSet
 	// Events holds the configuration set's sending events (send, delivery,
@@ -59,11 +60,8 @@ type Correo struct {
 	Events awslogs.LogGroup
 	// EventsDeadLetterQueue receives events that could not be logged.
 	EventsDeadLetterQueue *reliablequeue.DeadLetterQueue
-	// Secret holds the secondary provider's API key.
-	Secret awssecretsmanager.Secret
-	// SESCircuitOpenedAlarm and SecundarioCircuitOpenedAlarm watch the
-	// providers' breakers.
-	SESCircuitOpenedAlarm, SecundarioCircuitOpenedAlarm awscloudwatch.Alarm
+	// SESCircuitOpenedAlarm watches SES's breaker.
+	SESCircuitOpenedAlarm awscloudwatch.Alarm
 }
 
 // Confirmation e-mail numbers.
@@ -87,13 +85,9 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 		props = &CorreoProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	props.Platform.check(c, "Correo")
-	props.Egress.check(c, "Correo")
 	at := strings.LastIndex(props.Remitente, "@")
 	core.Check(c, "consumers").If(at < 1 || at == len(props.Remitente)-1, "Remitente %q is not an e-mail address of the SES identity", props.Remitente)
-	domain := props.Remitente[at+1:]
 	r := &Correo{}
-
 	r.ConfigurationSet = awsses.NewConfigurationSet(c, jsii.String("ConjuntoConfiguracion"), &awsses.ConfigurationSetProps{
 		ConfigurationSetName: props.ConfigurationSetName,
 		SendingEnabled:       jsii.Bool(true),
@@ -102,46 +96,49 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 		SuppressionReasons:   awsses.SuppressionReasons_BOUNCES_AND_COMPLAINTS,
 	})
 	r.addEventTrail(c, props)
+	r.HTTPConsumer = newHTTPConsumer(c, props.Platform, props.Egress, props.Names, httpSpec{
+		what: "Correo", entry: "lambdas/correo-confirmacion",
+		description: "Sends each confirmed order's e-mail once, through SES or the secondary provider",
+		timeout:     CorreoTimeout,
+		oldestAge:   correoAgeAlarm,
+		// 5 receives: the providers throttle, and a throttled batch spends a
+		// receive (docs/design.md#queue-receives).
+		maxReceiveCount: 5,
+		environment: map[string]*string{
+			consumerapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
+			consumerapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),
+		},
+		table: props.IdempotencyTable, key: "correo-confirmacion:<pedido_id>",
+		grant:        func(fn awslambda.Function) { r.grantSendEmail(fn, props.Remitente, props.Remitente[at+1:]) },
+		dependencyID: "Secundario",
+		dependency: queueconsumer.HTTPDependency{
+			Name: consumerapi.NameCorreoSecundario, Prefix: consumerapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
+			ReadTimeout: core.Duration(correoSecondaryReadTimeout), Issuer: "the secondary e-mail provider",
+		},
+		maxInFlight: props.MaxInFlight,
+		window:      consumerapi.WindowCorreo,
+		openEffect:  "the secondary e-mail provider is down: e-mails SES cannot take wait in their queue.",
+	})
+	r.SESCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameSES,
+		"confirmation e-mails go through the secondary provider (or wait 300 s if it cannot take them either); check SES's sending quota and the account's sending status.")
+	return r
+}
 
-	mc, conc := queueconsumer.Ceiling(props.MaxInFlight, httpPerInvocation, props.MaxConsumerConcurrency)
-	qp := props.queueProps(props.Names, "lambdas/correo-confirmacion", "Sends each confirmed order's e-mail once, through SES or the secondary provider")
-	qp.Function.Timeout = core.Duration(CorreoTimeout)
-	// 5 receives: the providers throttle, and a throttled batch spends a
-	// receive (docs/design.md#queue-receives).
-	qp.Queue.MaxReceiveCount = 5
-	qp.Queue.OldestMessageAgeThreshold = core.Duration(correoAgeAlarm)
-	qp.MaximumConcurrency, qp.BatchConcurrency = mc, conc
-	qp.DefersMessages = true
-	fanOutWindow(&qp, consumerapi.WindowCorreo)
-	props.inVpc(&qp)
-	qp.Function.Environment = map[string]*string{
-		consumerapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
-		consumerapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),
-	}
-	r.Consumer = queueconsumer.New(c, "Consumidor", &qp)
-	bindTable(c, "IdempotencyTable", props.IdempotencyTable, r.Function, "correo-confirmacion:<pedido_id>")
-	// SendEmail from this sender, through this configuration set only.
-	stack := awscdk.Stack_Of(c)
+// grantSendEmail lets fn send e-mail from sender only (ses:FromAddress), of
+// domain's identity, through this configuration set only.
+func (r *Correo) grantSendEmail(fn awslambda.Function, sender, domain string) {
+	stack := awscdk.Stack_Of(fn)
 	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee: r.Function.Function,
+		Grantee: fn,
 		Actions: jsii.Strings("ses:SendEmail"),
 		ResourceArns: jsii.Strings(
 			*stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String("identity"), ResourceName: jsii.String(domain)}),
 			*stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String("configuration-set"), ResourceName: r.ConfigurationSet.ConfigurationSetName()}),
 		),
 		Conditions: &map[string]*map[string]any{
-			"StringEquals": {"ses:FromAddress": props.Remitente},
+			"StringEquals": {"ses:FromAddress": sender},
 		},
 	})
-	r.Secret = r.AddHTTPDependency("Secundario", queueconsumer.HTTPDependency{
-		Name: consumerapi.NameCorreoSecundario, Prefix: consumerapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
-		ReadTimeout: core.Duration(correoSecondaryReadTimeout), Issuer: "the secondary e-mail provider",
-	})
-	r.SESCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameSES,
-		"confirmation e-mails go through the secondary provider (or wait 300 s if it cannot take them either); check SES's sending quota and the account's sending status.")
-	r.SecundarioCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameCorreoSecundario,
-		"the secondary e-mail provider is down: e-mails SES cannot take wait in their queue.")
-	return r
 }
 
 // addEventTrail sends the configuration set's sending events to the

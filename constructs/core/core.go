@@ -50,6 +50,31 @@ func Duration(d time.Duration) awscdk.Duration {
 	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
 }
 
+// Or is name, or def when name is nil (a physical name's default).
+func Or(name *string, def string) *string {
+	if name != nil {
+		return name
+	}
+	return jsii.String(def)
+}
+
+// Prefixed is "<prefix>-<name>", or nil (CloudFormation names it) when
+// prefix is nil.
+func Prefixed(prefix *string, name string) *string {
+	if prefix == nil {
+		return nil
+	}
+	return jsii.String(*prefix + "-" + name)
+}
+
+// DurationOr is d, or def when d is nil.
+func DurationOr(d, def awscdk.Duration) awscdk.Duration {
+	if d == nil {
+		return def
+	}
+	return d
+}
+
 // Field names a Context field a construct requires.
 type Field int
 

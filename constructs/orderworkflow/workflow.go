@@ -159,8 +159,8 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 	p.Require(v, core.DataKey|core.Alerts)
 	w.Retry = p.Retry.withDefaults(v)
 	maxConc := v.Count("MapMaxConcurrency", p.MapMaxConcurrency, DefaultMapMaxConcurrency, 1, math.MaxInt32)
-	taskTimeout := durationOr(p.PaymentTaskTimeout, awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds)))
-	execTimeout := durationOr(p.ExecutionTimeout, awscdk.Duration_Minutes(jsii.Number(DefaultExecutionTimeoutMin)))
+	taskTimeout := core.DurationOr(p.PaymentTaskTimeout, awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds)))
+	execTimeout := core.DurationOr(p.ExecutionTimeout, awscdk.Duration_Minutes(jsii.Number(DefaultExecutionTimeoutMin)))
 	failedThreshold := p.FailedThreshold
 	if failedThreshold == 0 {
 		failedThreshold = DefaultFailedThreshold
@@ -243,13 +243,6 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 		Description: fmt.Sprintf("%s: Step Functions throttled state transitions. Executions slow down; check the account's state-transition quota and the starter's MaximumConcurrency.", *name),
 	})
 	return w
-}
-
-func durationOr(d, def awscdk.Duration) awscdk.Duration {
-	if d == nil {
-		return def
-	}
-	return d
 }
 
 func logicalID(fn awslambda.IFunction) string {

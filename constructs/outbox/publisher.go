@@ -155,13 +155,9 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 	pubEnv[outboxapi.EnvEntryAttempts] = jsii.String(fmt.Sprint(outboxapi.DefaultEntryAttempts))
 	pubEnv[outboxapi.EnvMaxClaims] = jsii.String(fmt.Sprint(outboxapi.DefaultMaxClaims))
 	fn := func(id, name, description string, timeout float64, env map[string]*string, reserved float64, deps []golambda.Dependency) *golambda.Function {
-		var fnName *string
-		if props.FunctionNamePrefix != nil {
-			fnName = jsii.String(*props.FunctionNamePrefix + "-" + name)
-		}
 		return golambda.NewFunction(p.Construct, id, props.FunctionProps(golambda.Props{
 			Entry:                        "lambdas/outbox-" + name,
-			FunctionName:                 fnName,
+			FunctionName:                 core.Prefixed(props.FunctionNamePrefix, name),
 			Description:                  jsii.String(description),
 			Timeout:                      awscdk.Duration_Seconds(jsii.Number(timeout)),
 			MemorySize:                   256,

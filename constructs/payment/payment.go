@@ -181,13 +181,9 @@ func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.Su
 		{Name: "secretsmanager:gateway-key", AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
 	}
 	newFn := func(id, name, desc string) *golambda.Function {
-		var fnName *string
-		if props.FunctionNamePrefix != nil {
-			fnName = jsii.String(*props.FunctionNamePrefix + "-" + name)
-		}
 		fp := props.FunctionProps(golambda.Props{
 			Entry:                        "lambdas/" + name,
-			FunctionName:                 fnName,
+			FunctionName:                 core.Prefixed(props.FunctionNamePrefix, name),
 			Description:                  jsii.String(desc + " for " + StateMachineLabel),
 			Timeout:                      p.Timeout,
 			MemorySize:                   256,

@@ -97,7 +97,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		keyArn = props.DataKey.KeyArn()
 	}
 	// Not encrypted with the data key: see the nag acknowledgement.
-	w.Topic = newAlarmTopic(c, "Topic", *or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
+	w.Topic = newAlarmTopic(c, "Topic", *core.Or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
 	cdknag.NagSuppressions_AddResourceSuppressions(w.Topic.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-SNS2"),
 		Reason: jsii.String("Deliberately not encrypted with the data key: this topic alerts that the data key is being deleted, disabled or re-permissioned, and a key pending deletion or disabled cannot encrypt the alert about itself. It carries CloudTrail records of key calls (who, which key, when), no customer data."),
@@ -112,12 +112,12 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		// topic.
 		Context:             core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy},
 		OnDefaultBus:        true,
-		RuleName:            or(props.RuleName, KeyWatchRule),
+		RuleName:            core.Or(props.RuleName, KeyWatchRule),
 		Description:         "CloudTrail: deletion, disabling or policy change of the data key (attempts included) -> alertas-mercadofresco and its own topic",
 		Pattern:             KeyWatchPattern(keyArn),
 		Target:              snsTarget(w.Topic),
-		TargetLabel:         "the topics alertas-mercadofresco and " + *or(props.TopicName, KeyAlertsTopic),
-		DeadLetterQueueName: or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
+		TargetLabel:         "the topics alertas-mercadofresco and " + *core.Or(props.TopicName, KeyAlertsTopic),
+		DeadLetterQueueName: core.Or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
 		Encryption:          reliablequeue.EncryptionSQSManaged,
 	}
 	if props.Alerts != nil {
@@ -169,11 +169,4 @@ func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevent
 			MaximumRetryAttempts:     jsii.Number(t.opts.RetryAttempts),
 		},
 	}
-}
-
-func or(s *string, def string) *string {
-	if s != nil {
-		return s
-	}
-	return jsii.String(def)
 }

@@ -61,7 +61,7 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 	props.Require(v, core.Alerts)
 	qp := &awssqs.QueueProps{
 		QueueName:       props.QueueName,
-		RetentionPeriod: durationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
+		RetentionPeriod: core.DurationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
 		EnforceSSL:      jsii.Bool(true),
 		RemovalPolicy:   removal.For(props.RemovalPolicy, removal.Data),
 		// denyAll: see the function comment.

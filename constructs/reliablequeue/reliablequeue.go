@@ -147,9 +147,9 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 	props.Require(v, core.Alerts)
 	q.MaxReceiveCount = v.Count("MaxReceiveCount", props.MaxReceiveCount, DefaultMaxReceiveCount, 1, 1000)
 
-	retention := durationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultRetentionDays)))
-	dlqRetention := durationOr(props.DeadLetterRetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays)))
-	ageThreshold := durationOr(props.OldestMessageAgeThreshold, awscdk.Duration_Minutes(jsii.Number(DefaultOldestMessageAgeMinutes)))
+	retention := core.DurationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultRetentionDays)))
+	dlqRetention := core.DurationOr(props.DeadLetterRetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays)))
+	ageThreshold := core.DurationOr(props.OldestMessageAgeThreshold, awscdk.Duration_Minutes(jsii.Number(DefaultOldestMessageAgeMinutes)))
 	retentionS, err1 := core.Seconds(retention)
 	dlqRetentionS, err2 := core.Seconds(dlqRetention)
 	ageS, err3 := core.Seconds(ageThreshold)
@@ -365,13 +365,6 @@ func (q *Queue) VisibilityTimeoutSeconds() float64 {
 	default:
 		return 30
 	}
-}
-
-func durationOr(d, def awscdk.Duration) awscdk.Duration {
-	if d == nil {
-		return def
-	}
-	return d
 }
 
 // queueName returns the physical name: the given one (with suffix and

@@ -72,7 +72,7 @@ type Environment struct {
 	// refused: a replay of an order event older than Step Functions keeps
 	// execution names (90 days) could start a second execution and charge
 	// again. Synthesis also checks the replay's whole pass through the
-	// starter's buffer (orderworkflow.StarterProps.ArchiveRetentionDays;
+	// starter's buffer (orderworkflow.StarterProps.ArchiveRetention;
 	// docs/design.md#replay-windows).
 	ArchiveRetentionDays float64
 	// NatGateways is the number of NAT gateways of the VPC: the way out to

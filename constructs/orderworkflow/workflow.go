@@ -328,24 +328,30 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		CausePath: jsii.String(pathFalloCompensacion + ".Cause"),
 	})
 
-	cobrar := tasks.NewLambdaInvoke(c, jsii.String(StateCobrar), &tasks.LambdaInvokeProps{
-		LambdaFunction: p.Charge,
-		Payload: sfn.TaskInput_FromObject(&map[string]interface{}{
-			"pedido_id":        str("$.pedido_id"),
-			"importe_centimos": num("$.total_centimos"),
-			"moneda":           str("$.moneda"),
-			"token_tarjeta":    str("$.token_tarjeta"),
-		}),
-		PayloadResponseOnly:      jsii.Bool(true),
-		RetryOnServiceExceptions: jsii.Bool(false), // our own retrier covers them
-		ResultSelector:           &map[string]interface{}{"referencia_cobro": str("$.referencia_cobro")},
-		ResultPath:               jsii.String("$.cobro"),
-		TaskTimeout:              timeout,
-	})
-	cobrar.AddRetry(transient)
+	// A payment task: the function's answer only, retried by our own
+	// retrier (not the CDK's on Lambda's service errors).
+	payment := func(state string, fn awslambda.IFunction, payload map[string]any, result, path string) tasks.LambdaInvoke {
+		task := tasks.NewLambdaInvoke(c, jsii.String(state), &tasks.LambdaInvokeProps{
+			LambdaFunction:           fn,
+			Payload:                  sfn.TaskInput_FromObject(&payload),
+			PayloadResponseOnly:      jsii.Bool(true),
+			RetryOnServiceExceptions: jsii.Bool(false),
+			ResultSelector:           &map[string]interface{}{result: str("$." + result)},
+			ResultPath:               jsii.String(path),
+			TaskTimeout:              timeout,
+		})
+		task.AddRetry(transient)
+		return task
+	}
+	cobrar := payment(StateCobrar, p.Charge, map[string]any{
+		"pedido_id":        str("$.pedido_id"),
+		"importe_centimos": num("$.total_centimos"),
+		"moneda":           str("$.moneda"),
+		"token_tarjeta":    str("$.token_tarjeta"),
+	}, "referencia_cobro", "$.cobro")
 	cobrar.AddCatch(pedidoFallido, &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFallo)})
 
-	movement := func(stateName, tipo string, secuencia int) (sfn.Map, sfn.IChainable) {
+	movement := func(stateName, sendName, tipo string, secuencia int) sfn.Map {
 		m := sfn.NewMap(c, jsii.String(stateName), &sfn.MapProps{
 			ItemsPath:      jsii.String("$.lineas"),
 			MaxConcurrency: jsii.Number(maxConc),
@@ -363,7 +369,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 			},
 			ResultPath: sfn.JsonPath_DISCARD(),
 		})
-		send := tasks.NewSqsSendMessage(c, jsii.String(map[string]string{"reserva": StateEnviarReserva, "liberacion": StateEnviarLiberacion}[tipo]), &tasks.SqsSendMessageProps{
+		send := tasks.NewSqsSendMessage(c, jsii.String(sendName), &tasks.SqsSendMessageProps{
 			Queue:                  p.StockMovements,
 			MessageBody:            sfn.TaskInput_FromText(sfn.JsonPath_JsonToString(sfn.JsonPath_ObjectAt(jsii.String("$.movimiento")))),
 			MessageGroupId:         str("$.movimiento.sku"),
@@ -371,11 +377,10 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		})
 		send.AddRetry(sdkRetry)
 		m.ItemProcessor(send, nil)
-		return m, m
+		return m
 	}
-
-	reservar, _ := movement(StateReservarStock, string(eventsapi.Reserva), eventsapi.SecuenciaReserva)
-	liberar, _ := movement(StateLiberarStock, string(eventsapi.Liberacion), eventsapi.SecuenciaLiberacion)
+	reservar := movement(StateReservarStock, StateEnviarReserva, string(eventsapi.Reserva), eventsapi.SecuenciaReserva)
+	liberar := movement(StateLiberarStock, StateEnviarLiberacion, string(eventsapi.Liberacion), eventsapi.SecuenciaLiberacion)
 
 	preparar := sfn.NewPass(c, jsii.String(StatePrepararConfirmacion), &sfn.PassProps{
 		Parameters: &map[string]interface{}{
@@ -405,31 +410,21 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		Comment: jsii.String("Charged, stock reserved, confirmation published."),
 	})
 
-	reembolsar := tasks.NewLambdaInvoke(c, jsii.String(StateReembolsar), &tasks.LambdaInvokeProps{
-		LambdaFunction: p.Refund,
-		Payload: sfn.TaskInput_FromObject(&map[string]interface{}{
-			"pedido_id":        str("$.pedido_id"),
-			"referencia_cobro": str("$.cobro.referencia_cobro"),
-			"importe_centimos": num("$.total_centimos"),
-			"moneda":           str("$.moneda"),
-		}),
-		PayloadResponseOnly:      jsii.Bool(true),
-		RetryOnServiceExceptions: jsii.Bool(false),
-		ResultSelector:           &map[string]interface{}{"referencia_reembolso": str("$.referencia_reembolso")},
-		ResultPath:               jsii.String("$.reembolso"),
-		TaskTimeout:              timeout,
-	})
-	reembolsar.AddRetry(transient)
+	reembolsar := payment(StateReembolsar, p.Refund, map[string]any{
+		"pedido_id":        str("$.pedido_id"),
+		"referencia_cobro": str("$.cobro.referencia_cobro"),
+		"importe_centimos": num("$.total_centimos"),
+		"moneda":           str("$.moneda"),
+	}, "referencia_reembolso", "$.reembolso")
 
 	compensationCatch := &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFalloCompensacion)}
 	liberar.AddCatch(compensacionFallida, compensationCatch)
 	reembolsar.AddCatch(compensacionFallida, compensationCatch)
-	compensation := liberar.Next(reembolsar).Next(pedidoFallido)
+	liberar.Next(reembolsar).Next(pedidoFallido)
 
 	afterCharge := &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFallo)}
 	reservar.AddCatch(liberar, afterCharge)
 	confirmar.AddCatch(liberar, afterCharge)
-	_ = compensation
 
 	return cobrar.Next(reservar).Next(preparar).Next(confirmar).Next(confirmado)
 }

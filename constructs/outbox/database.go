@@ -113,8 +113,7 @@ type Database struct {
 	MasterUser string
 	// Roles are the database roles of the functions (docs/design.md#database-roles).
 	Roles outboxapi.Roles
-	// ConnectionsAlarm and CPUAlarm exist when DatabaseProps.AlarmTopic was
-	// set.
+	// ConnectionsAlarm and CPUAlarm exist when the Context's Alerts was set.
 	ConnectionsAlarm, CPUAlarm awscloudwatch.Alarm
 	// RotationSecurityGroup is the secret rotation function's security
 	// group (admitted to the Secrets Manager endpoint).

@@ -141,32 +141,32 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	}
 	keyRemoval := removal.For(props.RemovalPolicy, removal.Data)
 	stack := awscdk.Stack_Of(scope)
-	var problems []string
+	policy := awsiam.NewPolicyDocument(nil)
+	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{
+		Alias:             jsii.String(alias),
+		Description:       jsii.String("MercadoFresco data at rest: queues, topics, tables, logs and databases."),
+		EnableKeyRotation: jsii.Bool(true),
+		RemovalPolicy:     keyRemoval,
+		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
+		// The given policy replaces the CDK's default (kms:* for the
+		// account root) under @aws-cdk/aws-kms:defaultKeyPolicies, on in v2.
+		Policy: policy,
+	})
+	v := core.Check(key, "platform.NewDataKey")
 	isArn := func(s string) bool { return strings.HasPrefix(s, "arn:") || *awscdk.Token_IsUnresolved(jsii.String(s)) }
-	if !isArn(props.DeploymentRoleArn) {
-		problems = append(problems, fmt.Sprintf("DeploymentRoleArn %q is not an ARN: the role that deploys the key must administer it", props.DeploymentRoleArn))
-	}
-	if len(props.Administrators) == 0 {
-		problems = append(problems, "Administrators is required: name the key administrator role (config Roles.KeyAdmin)")
-	}
+	v.If(!isArn(props.DeploymentRoleArn), "DeploymentRoleArn %q is not an ARN: the role that deploys the key must administer it", props.DeploymentRoleArn)
+	v.If(len(props.Administrators) == 0, "Administrators is required: name the key administrator role (config Roles.KeyAdmin)")
 	for _, a := range props.Administrators {
-		if !isArn(a) {
-			problems = append(problems, fmt.Sprintf("administrator %q is not an ARN", a))
-		}
+		v.If(!isArn(a), "administrator %q is not an ARN", a)
 	}
-	if !isArn(props.BreakGlassRoleArn) {
-		problems = append(problems, fmt.Sprintf("BreakGlassRoleArn %q is not an ARN: name the one role that may delete or disable the key (config Roles.BreakGlass)", props.BreakGlassRoleArn))
-	}
-	if props.BreakGlassRoleArn != "" && slices.Contains(props.Administrators, props.BreakGlassRoleArn) {
-		problems = append(problems, fmt.Sprintf("BreakGlassRoleArn %q is also an administrator: the break-glass role must be a role of its own", props.BreakGlassRoleArn))
-	}
+	v.If(!isArn(props.BreakGlassRoleArn), "BreakGlassRoleArn %q is not an ARN: name the one role that may delete or disable the key (config Roles.BreakGlass)", props.BreakGlassRoleArn)
+	v.If(props.BreakGlassRoleArn != "" && slices.Contains(props.Administrators, props.BreakGlassRoleArn),
+		"BreakGlassRoleArn %q is also an administrator: the break-glass role must be a role of its own", props.BreakGlassRoleArn)
 	services := props.Services
 	if services == nil {
 		services = DataKeyServices()
 	}
-	if len(services) == 0 {
-		problems = append(problems, "Services is empty: no principal of the account could use the key")
-	}
+	v.If(len(services) == 0, "Services is empty: no principal of the account could use the key")
 	var admins []awsiam.IPrincipal
 	for _, a := range append([]string{props.DeploymentRoleArn}, props.Administrators...) {
 		if isArn(a) {
@@ -181,7 +181,6 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	for _, svc := range services {
 		viaServices = append(viaServices, jsii.String(fmt.Sprintf("%s.%s.amazonaws.com", svc, *stack.Region())))
 	}
-	policy := awsiam.NewPolicyDocument(nil)
 	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String(SidKeyAdministration),
 		Principals: &admins,
@@ -235,19 +234,6 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 			"ArnNotLike": map[string]interface{}{"aws:PrincipalArn": mayDelete},
 		},
 	}))
-	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{
-		Alias:             jsii.String(alias),
-		Description:       jsii.String("MercadoFresco data at rest: queues, topics, tables, logs and databases."),
-		EnableKeyRotation: jsii.Bool(true),
-		RemovalPolicy:     keyRemoval,
-		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
-		// The given policy replaces the CDK's default (kms:* for the
-		// account root) under @aws-cdk/aws-kms:defaultKeyPolicies, on in v2.
-		Policy: policy,
-	})
-	for _, p := range problems {
-		awscdk.Annotations_Of(key).AddError(jsii.String("platform.NewDataKey: " + p))
-	}
 	// EventBridge encrypts a connection's credentials (the ERP webhook's,
 	// constructs/erp) with a customer managed key only when the key
 	// carries this tag.
@@ -346,9 +332,7 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 		name = *props.TopicName
 	}
 	topic := newAlarmTopic(scope, id, name, "MercadoFresco alertas", props.DataKey, props.Email)
-	if props.DataKey == nil {
-		awscdk.Annotations_Of(topic).AddError(jsii.String("platform: the alerts topic needs the data key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key)"))
-	}
+	core.Check(topic, "platform").If(props.DataKey == nil, "the alerts topic needs the data key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key)")
 	return topic
 }
 
@@ -416,9 +400,7 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 		Description:  jsii.String("MercadoFresco domain events (orders, stock, carts)."),
 		KmsKey:       props.DataKey,
 	})
-	if props.DataKey == nil {
-		awscdk.Annotations_Of(bus).AddError(jsii.String("platform: the event bus needs the data key (its events carry customer and order data)"))
-	}
+	core.Check(bus, "platform").If(props.DataKey == nil, "the event bus needs the data key (its events carry customer and order data)")
 	bus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("ProductoresDeEstaCuenta"),
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},

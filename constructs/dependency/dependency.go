@@ -43,6 +43,10 @@ type APIKeyProps struct {
 	core.Context
 	// SecretName is the physical name. Nil lets CloudFormation name it.
 	SecretName *string
+	// Field, when set, makes the secret {"<Field>": "<key>"} (for a reader
+	// that takes a JSON field, an EventBridge connection); else the key is
+	// the whole secret.
+	Field string
 	// Description says whose key it is, its form (a plain string or
 	// {"api_key": ...}) and that the placeholder must be replaced.
 	Description string
@@ -55,15 +59,16 @@ type APIKeyProps struct {
 // NewAPIKey creates the secret of a third party's API key: 40 random
 // characters until an operator puts the real key (put-secret-value).
 func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssecretsmanager.Secret {
+	generate := &awssecretsmanager.SecretStringGenerator{PasswordLength: jsii.Number(40), ExcludePunctuation: jsii.Bool(true)}
+	if props.Field != "" {
+		generate.SecretStringTemplate, generate.GenerateStringKey = jsii.String("{}"), jsii.String(props.Field)
+	}
 	secret := awssecretsmanager.NewSecret(scope, jsii.String(id), &awssecretsmanager.SecretProps{
-		SecretName:    props.SecretName,
-		Description:   jsii.String(props.Description),
-		EncryptionKey: props.DataKey,
-		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
-		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
-			PasswordLength:     jsii.Number(40),
-			ExcludePunctuation: jsii.Bool(true),
-		},
+		SecretName:           props.SecretName,
+		Description:          jsii.String(props.Description),
+		EncryptionKey:        props.DataKey,
+		RemovalPolicy:        removal.For(props.RemovalPolicy, removal.Data),
+		GenerateSecretString: generate,
 	})
 	cdknag.NagSuppressions_AddResourceSuppressions(secret, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-SMG4"),

@@ -21,11 +21,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -106,10 +105,7 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 	if retries == 0 {
 		retries = DefaultRetryAttempts
 	}
-	maxAge := props.MaxEventAge
-	if maxAge == nil {
-		maxAge = awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes))
-	}
+	maxAge := core.DurationOr(props.MaxEventAge, awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes)))
 	pattern := props.Pattern
 	if pattern == nil {
 		pattern = OrderEventsPattern()
@@ -119,22 +115,13 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		endpoint = "https://missing.invalid"
 	}
 
-	d.Secret = awssecretsmanager.NewSecret(c, jsii.String("Credenciales"), &awssecretsmanager.SecretProps{
-		SecretName:    props.SecretName,
-		Description:   jsii.String("ERP webhook API key used by the EventBridge connection ({\"api_key\": ...}). Created with a random placeholder: put the real key, then redeploy so the connection reads it."),
-		EncryptionKey: props.DataKey,
-		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
-		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
-			SecretStringTemplate: jsii.String("{}"),
-			GenerateStringKey:    jsii.String(SecretField),
-			PasswordLength:       jsii.Number(40),
-			ExcludePunctuation:   jsii.Bool(true),
-		},
+	d.Secret = dependency.NewAPIKey(c, "Credenciales", &dependency.APIKeyProps{
+		Context:     props.Context,
+		SecretName:  props.SecretName,
+		Field:       SecretField,
+		Description: "ERP webhook API key used by the EventBridge connection ({\"api_key\": ...}). Created with a random placeholder: put the real key, then redeploy so the connection reads it.",
+		Rotation:    "The ERP issues this API key; it is rotated in the ERP and stored here, then the stack is redeployed so the EventBridge connection reads it. A rotation Lambda cannot mint ERP keys.",
 	})
-	cdknag.NagSuppressions_AddResourceSuppressions(d.Secret, &[]*cdknag.NagPackSuppression{{
-		Id:     jsii.String("AwsSolutions-SMG4"),
-		Reason: jsii.String("The ERP issues this API key; it is rotated in the ERP and stored here, then the stack is redeployed so the EventBridge connection reads it. A rotation Lambda cannot mint ERP keys."),
-	}}, jsii.Bool(true))
 	d.Connection = awsevents.NewConnection(c, jsii.String("Conexion"), &awsevents.ConnectionProps{
 		ConnectionName: props.ConnectionName,
 		Description:    jsii.String("ERP webhook (API key from Secrets Manager)"),

@@ -127,8 +127,10 @@ func (g *Guard) condition() any {
 	return m
 }
 
-func (g *Guard) fail(format string, a ...any) {
-	core.Check(g.Construct, "producers").Addf(format, a...)
+// refuses reports whether the admission is refused: g is nil (a resource
+// of no guard of this app's), or bad, which it reports.
+func (g *Guard) refuses(bad bool, format string, a ...any) bool {
+	return g == nil || core.Check(g.Construct, "producers").If(bad, format, a...)
 }
 
 func (g *Guard) add(list *[]string, v string) {
@@ -144,11 +146,7 @@ func (g *Guard) add(list *[]string, v string) {
 // role of a stack that references this one is admitted with
 // AdmitRoleName).
 func (g *Guard) AdmitRole(role awsiam.IRole) {
-	if g == nil {
-		return
-	}
-	if role == nil {
-		g.fail("AdmitRole: the role is nil (an imported function has no role to admit: admit its role's ARN with AdmitRoleArn)")
+	if g.refuses(role == nil, "AdmitRole: the role is nil (an imported function has no role to admit: admit its role's ARN with AdmitRoleArn)") {
 		return
 	}
 	g.add(&g.roles, *role.RoleArn())
@@ -157,29 +155,20 @@ func (g *Guard) AdmitRole(role awsiam.IRole) {
 // AdmitGrantable admits grantee's principal, which must be a role (a
 // Lambda function's, a state machine's).
 func (g *Guard) AdmitGrantable(grantee awsiam.IGrantable) {
-	if g == nil {
-		return
-	}
 	var role awsiam.IRole
 	if grantee != nil {
 		role, _ = grantee.GrantPrincipal().(awsiam.IRole)
 	}
-	if role == nil {
-		g.fail("AdmitGrantable: the grantee's principal is not a role: admit its role's ARN with AdmitRoleArn")
-		return
+	if !g.refuses(role == nil, "AdmitGrantable: the grantee's principal is not a role: admit its role's ARN with AdmitRoleArn") {
+		g.AdmitRole(role)
 	}
-	g.AdmitRole(role)
 }
 
 // AdmitRoleName admits the role named name (with its path, if any) in the
 // guard's account: for a role of another stack, which the guard may not
 // reference (see the package documentation).
 func (g *Guard) AdmitRoleName(name string) {
-	if g == nil {
-		return
-	}
-	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, ":") {
-		g.fail("AdmitRoleName: %q is not a role name (name or path/name)", name)
+	if g.refuses(name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, ":"), "AdmitRoleName: %q is not a role name (name or path/name)", name) {
 		return
 	}
 	g.add(&g.roles, *awscdk.Stack_Of(g.Construct).FormatArn(&awscdk.ArnComponents{
@@ -190,11 +179,7 @@ func (g *Guard) AdmitRoleName(name string) {
 // AdmitRoleArn admits the role whose ARN is arn (a role of the account's
 // identity setup, config.Environment.RoleArn).
 func (g *Guard) AdmitRoleArn(arn string) {
-	if g == nil {
-		return
-	}
-	if !*awscdk.Token_IsUnresolved(jsii.String(arn)) && (!strings.HasPrefix(arn, "arn:") || !strings.Contains(arn, ":role/")) {
-		g.fail("AdmitRoleArn: %q is not the ARN of a role", arn)
+	if g.refuses(!*awscdk.Token_IsUnresolved(jsii.String(arn)) && (!strings.HasPrefix(arn, "arn:") || !strings.Contains(arn, ":role/")), "AdmitRoleArn: %q is not the ARN of a role", arn) {
 		return
 	}
 	g.add(&g.roles, arn)
@@ -204,11 +189,7 @@ func (g *Guard) AdmitRoleArn(arn string) {
 // requests an AWS service makes on its behalf (aws:SourceArn) pass the
 // guard.
 func (g *Guard) AdmitSource(arn *string) {
-	if g == nil {
-		return
-	}
-	if arn == nil || *arn == "" {
-		g.fail("AdmitSource: the source ARN is empty")
+	if g.refuses(arn == nil || *arn == "", "AdmitSource: the source ARN is empty") {
 		return
 	}
 	g.add(&g.sources, *arn)
@@ -217,11 +198,7 @@ func (g *Guard) AdmitSource(arn *string) {
 // AdmitRule admits an EventBridge rule: what it delivers to this queue or
 // topic as a target, or dead-letters into this queue.
 func (g *Guard) AdmitRule(rule awsevents.IRule) {
-	if g == nil {
-		return
-	}
-	if rule == nil {
-		g.fail("AdmitRule: the rule is nil")
+	if g.refuses(rule == nil, "AdmitRule: the rule is nil") {
 		return
 	}
 	g.AdmitSource(rule.RuleArn())
@@ -230,11 +207,7 @@ func (g *Guard) AdmitRule(rule awsevents.IRule) {
 // AdmitTopic admits an SNS topic: what it delivers to this queue (a
 // subscription), or dead-letters into it (the subscription's DLQ).
 func (g *Guard) AdmitTopic(topic awssns.ITopic) {
-	if g == nil {
-		return
-	}
-	if topic == nil {
-		g.fail("AdmitTopic: the topic is nil")
+	if g.refuses(topic == nil, "AdmitTopic: the topic is nil") {
 		return
 	}
 	g.AdmitSource(topic.TopicArn())

@@ -73,20 +73,7 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 	if props.Fifo {
 		qp.Fifo = jsii.Bool(true)
 	}
-	switch props.Encryption {
-	case EncryptionDataKey:
-		if v.If(props.DataKey == nil, "DataKey is required: dead-lettered messages carry the source's order data (alias/mercadofresco-datos)") {
-			qp.Encryption = awssqs.QueueEncryption_SQS_MANAGED
-		} else {
-			qp.Encryption = awssqs.QueueEncryption_KMS
-			qp.EncryptionMasterKey = props.DataKey
-			qp.DataKeyReuse = awscdk.Duration_Minutes(jsii.Number(DefaultDataKeyReuseMinutes))
-		}
-	case EncryptionSQSManaged:
-		qp.Encryption = awssqs.QueueEncryption_SQS_MANAGED
-	default:
-		v.Addf("unknown Encryption %d", props.Encryption)
-	}
+	encrypt(qp, v, props.Encryption, props.DataKey, "dead-lettered messages carry the source's order data")
 	d.Queue = awssqs.NewQueue(c, jsii.String("Queue"), qp)
 	producers.ForQueue(d.Queue)
 	d.Alarm = NewDeadLetterAlarm(c, "Alarm", d.Queue, props.Alerts,

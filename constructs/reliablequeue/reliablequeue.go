@@ -167,17 +167,8 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 		}
 	}
 
-	encryption, key := awssqs.QueueEncryption_SQS_MANAGED, awskms.IKey(nil)
-	switch props.Encryption {
-	case EncryptionDataKey:
-		if !v.If(props.DataKey == nil, "DataKey is required: queues carry order data and are encrypted with alias/mercadofresco-datos (EncryptionSQSManaged only for queues without it)") {
-			encryption, key = awssqs.QueueEncryption_KMS, props.DataKey
-		}
-	case EncryptionSQSManaged:
-		v.If(props.DataKey != nil, "DataKey is set but Encryption is EncryptionSQSManaged; choose one")
-	default:
-		v.Addf("unknown Encryption %d", props.Encryption)
-	}
+	encrypted := &awssqs.QueueProps{}
+	encrypt(encrypted, v, props.Encryption, props.DataKey, "queues carry order data (EncryptionSQSManaged only for queues without it)")
 	v.If(!props.Fifo && (props.ContentBasedDeduplication || props.HighThroughputFifo), "ContentBasedDeduplication and HighThroughputFifo apply only to FIFO queues")
 
 	sourceName := queueName(c, props.QueueName, props.Fifo, "")
@@ -195,15 +186,13 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 
 	common := func(name string, ret awscdk.Duration) *awssqs.QueueProps {
 		p := &awssqs.QueueProps{
-			QueueName:       jsii.String(name),
-			RetentionPeriod: ret,
-			EnforceSSL:      jsii.Bool(true),
-			Encryption:      encryption,
-			RemovalPolicy:   removal.For(props.RemovalPolicy, removal.Data),
-		}
-		if key != nil {
-			p.EncryptionMasterKey = key
-			p.DataKeyReuse = awscdk.Duration_Minutes(jsii.Number(DefaultDataKeyReuseMinutes))
+			QueueName:           jsii.String(name),
+			RetentionPeriod:     ret,
+			EnforceSSL:          jsii.Bool(true),
+			Encryption:          encrypted.Encryption,
+			EncryptionMasterKey: encrypted.EncryptionMasterKey,
+			DataKeyReuse:        encrypted.DataKeyReuse,
+			RemovalPolicy:       removal.For(props.RemovalPolicy, removal.Data),
 		}
 		if props.Fifo {
 			p.Fifo = jsii.Bool(true)
@@ -258,6 +247,24 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 		Description: fmt.Sprintf("Oldest message in %s is older than %.0f s: the consumer is stopped, failing or throttled. Messages expire after %.0f s.", sourceName, ageS, retentionS),
 	})
 	return q
+}
+
+// encrypt sets p's encryption as e says, with key (the data key, reused by
+// SQS for DefaultDataKeyReuseMinutes), reporting a missing key (why the
+// queue needs it) or a key that SSE-SQS would ignore.
+func encrypt(p *awssqs.QueueProps, v *core.Problems, e Encryption, key awskms.IKey, why string) {
+	p.Encryption = awssqs.QueueEncryption_SQS_MANAGED
+	switch e {
+	case EncryptionDataKey:
+		if !v.If(key == nil, "DataKey is required: %s, encrypted with alias/mercadofresco-datos", why) {
+			p.Encryption, p.EncryptionMasterKey = awssqs.QueueEncryption_KMS, key
+			p.DataKeyReuse = awscdk.Duration_Minutes(jsii.Number(DefaultDataKeyReuseMinutes))
+		}
+	case EncryptionSQSManaged:
+		v.If(key != nil, "DataKey is set but Encryption is EncryptionSQSManaged; choose one")
+	default:
+		v.Addf("unknown Encryption %d", e)
+	}
 }
 
 // NewDeadLetterAlarm creates the DLQ alarm of docs/design.md#dlq-alarm:

@@ -147,7 +147,7 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 	if props.OnDefaultBus {
 		busLabel = "the default event bus"
 	}
-	source := fmt.Sprintf("rule %s on %s (target: %s)", ruleLabel(c, props.RuleName), busLabel, label)
+	source := fmt.Sprintf("rule %s on %s (target: %s)", *core.Or(props.RuleName, *c.Node().Path()), busLabel, label)
 	r.DeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "DeadLetterQueue", &reliablequeue.DeadLetterQueueProps{
 		Context:    props.Context,
 		QueueName:  props.DeadLetterQueueName,
@@ -189,13 +189,6 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 		Description: fmt.Sprintf("Events of %s gave up and went to its DLQ: they did not reach the target. Follow docs/runbooks/dlq.md; after the fix, replay the window from the bus archive.", source),
 	})
 	return r
-}
-
-func ruleLabel(c constructs.Construct, name *string) string {
-	if name != nil {
-		return *name
-	}
-	return *c.Node().Path()
 }
 
 // Metric is an AWS/Events metric of this rule (FailedInvocations,

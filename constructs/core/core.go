@@ -75,6 +75,16 @@ func DurationOr(d, def awscdk.Duration) awscdk.Duration {
 	return d
 }
 
+// LogicalID is the logical id of c's default child in its stack's
+// template, as cdk-nag names resources in its findings ("missing" for an
+// imported construct, which has none).
+func LogicalID(c constructs.IConstruct) string {
+	if el, ok := c.Node().DefaultChild().(awscdk.CfnElement); ok {
+		return *awscdk.Stack_Of(c).GetLogicalId(el)
+	}
+	return "missing"
+}
+
 // Field names a Context field a construct requires.
 type Field int
 

@@ -100,9 +100,7 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 		EnforceSSL: jsii.Bool(true),
 	})
 	producers.ForTopic(t.Topic)
-	if props.TopicName != nil {
-		t.name = *props.TopicName
-	}
+	t.name = *core.Or(props.TopicName, *c.Node().Path())
 	t.FailedRedriveAlarm = alarm.New(c, "FailedRedriveAlarm", &alarm.Props{
 		Metric: t.Topic.Metric(jsii.String("NumberOfNotificationsFailedToRedriveToDlq"), &awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
@@ -111,16 +109,9 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 		Topic:       props.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no failed redrive reports nothing
-		Description: fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.label()),
+		Description: fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.name),
 	})
 	return t
-}
-
-func (t *Topic) label() string {
-	if t.name != "" {
-		return t.name
-	}
-	return *t.Node().Path()
 }
 
 // AddQueue subscribes q's source queue with raw message delivery, a DLQ of
@@ -149,7 +140,7 @@ func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOpt
 		Context:    ctx,
 		QueueName:  dlqName,
 		Encryption: encryption,
-		Source:     fmt.Sprintf("SNS subscription of %s to %s", *q.Node().Path(), t.label()),
+		Source:     fmt.Sprintf("SNS subscription of %s to %s", *q.Node().Path(), t.name),
 	})
 
 	var filter *map[string]awssns.SubscriptionFilter

@@ -150,17 +150,14 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 
 	// Acknowledged once the grants exist (suppressions reach existing
 	// children only), on the framework role's policy alone.
-	logicalID := func(c constructs.IConstruct) string {
-		return *awscdk.Stack_Of(c).GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
-	}
-	fnID := logicalID(m.Function.Function)
+	fnID := core.LogicalID(m.Function.Function)
 	if pol, ok := frameworkRole.Node().TryFindChild(jsii.String("DefaultPolicy")).(awsiam.Policy); ok {
 		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
 			Id:     jsii.String("AwsSolutions-IAM5"),
 			Reason: jsii.String("The provider framework invokes this one handler; the ':*' the CDK adds covers its versions, no other function. The log-stream wildcard is the framework's own log group's streams."),
 			AppliesTo: &[]interface{}{
 				jsii.String("Resource::<" + fnID + ".Arn>:*"),
-				jsii.String("Resource::<" + logicalID(m.ProviderLogs) + ".Arn>:*"),
+				jsii.String("Resource::<" + core.LogicalID(m.ProviderLogs) + ".Arn>:*"),
 			},
 		}}, jsii.Bool(true))
 	}

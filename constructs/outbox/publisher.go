@@ -223,7 +223,7 @@ func (p *Publisher) schedule(id string, fn *golambda.Function, expression awssch
 		}),
 	})
 	// After the schedule's grant: suppressions reach existing children only.
-	fnID := *stack.GetLogicalId(fn.Function.Node().DefaultChild().(awscdk.CfnElement))
+	fnID := core.LogicalID(fn.Function)
 	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		Reason:    jsii.String("lambda:InvokeFunction on this one function; the ':*' the CDK adds covers its versions and aliases, no other function."),
@@ -262,24 +262,20 @@ func (p *Publisher) addAlarms(topic awssns.ITopic, pending, oldest float64) {
 	})
 }
 
+// metric is the gauge name of this environment (Maximum per minute,
+// unless opts says otherwise).
 func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	props := &awscloudwatch.MetricProps{
+	m := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace:     jsii.String(metricsapi.Namespace),
 		MetricName:    jsii.String(name),
 		DimensionsMap: &map[string]*string{metricsapi.DimensionEnvironment: jsii.String(p.environment)},
 		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic:     jsii.String("Maximum"),
+	})
+	if opts == nil {
+		return m
 	}
-	if opts != nil {
-		if opts.Period != nil {
-			props.Period = opts.Period
-		}
-		if opts.Statistic != nil {
-			props.Statistic = opts.Statistic
-		}
-		props.Label = opts.Label
-	}
-	return awscloudwatch.NewMetric(props)
+	return m.With(opts)
 }
 
 // MetricPending is the number of unpublished, unparked outbox rows.

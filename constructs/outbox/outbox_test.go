@@ -19,7 +19,6 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/constructs/outbox"
-	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
@@ -325,7 +324,7 @@ func TestAlarmsOnPendingOldestAndParked(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.metric, func(t *testing.T) {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-				"Namespace":          platform.MetricNamespace,
+				"Namespace":          metricsapi.Namespace,
 				"MetricName":         tc.metric,
 				"Dimensions":         []any{map[string]any{"Name": metricsapi.DimensionEnvironment, "Value": "dev"}},
 				"Statistic":          "Maximum",

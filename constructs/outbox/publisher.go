@@ -21,6 +21,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
@@ -28,7 +29,7 @@ import (
 
 // Defaults of PublisherProps (docs/design.md#outbox).
 const (
-	DefaultSource           = "mercadofresco.tienda"
+	DefaultSource           = eventsapi.SourceTienda
 	DefaultPendingThreshold = 500
 	// DefaultOldestAgeThreshold is the oldest pending row's age that alarms.
 	DefaultOldestAgeThreshold = 60 * time.Second

@@ -23,7 +23,6 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
 // EventBridgeConnectionsTag is the tag (value "true") without which
@@ -35,9 +34,6 @@ const (
 	DataKeyAlias = "alias/mercadofresco-datos"
 	AlertsTopic  = "alertas-mercadofresco"
 	EventBusName = "bus-mercadofresco"
-	// MetricNamespace is the project's custom CloudWatch namespace: the one
-	// the Lambdas write to (lambdas/metrics).
-	MetricNamespace = metricsapi.Namespace
 )
 
 // DataKeyProps configures NewDataKey. DeploymentRoleArn, Administrators and

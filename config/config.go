@@ -68,12 +68,8 @@ type Environment struct {
 	PublisherConcurrency float64
 	// ArchiveRetentionDays is how long the bus archive keeps events for
 	// replay: a whole number of days from 1 to the order starter's window
-	// (eventsapi.StarterWindow, 89 days). 0 (forever) and longer are
-	// refused: a replay of an order event older than Step Functions keeps
-	// execution names (90 days) could start a second execution and charge
-	// again. Synthesis also checks the replay's whole pass through the
-	// starter's buffer (orderworkflow.StarterProps.ArchiveRetention;
-	// docs/design.md#replay-windows).
+	// (eventsapi.StarterWindow, 89 days); synthesis also checks the
+	// replay's whole pass (docs/design.md#replay-windows).
 	ArchiveRetentionDays float64
 	// NatGateways is the number of NAT gateways of the VPC: the way out to
 	// the internet for the functions that call the payment gateway, the

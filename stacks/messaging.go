@@ -99,10 +99,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	s.PrepararPedido = s.Preparacion.Function
 
 	// The fan-out: confirmed orders to the three queues, SQS only, raw
-	// delivery, a DLQ per subscription. No filter policies: every consumer
-	// needs every confirmed order, and filtering on "version" would drop
-	// unknown versions silently instead of letting the consumer dead-letter
-	// them with a reason (poison must be visible: docs/design.md#fanout).
+	// delivery, a DLQ per subscription, no filter (docs/design.md#fanout).
 	s.PedidoConfirmado = fanout.New(stack, "PedidoConfirmado", &fanout.Props{
 		Context:     shared.Context,
 		TopicName:   name(PedidoConfirmadoTopicName),

@@ -12,21 +12,6 @@ import (
 	"github.com/mercadofresco/integration/constructs/payment"
 )
 
-// SPEC and project names of the order flow's resources (environments add
-// their suffix).
-const (
-	StarterQueueName    = "cola-mercadofresco-inicio-pedido"
-	StarterDLQName      = "mercadofresco-inicio-pedido-fallidos"
-	PedidoCreadoRule    = "mf-pedido-creado-a-inicio"
-	PedidoCreadoRuleDLQ = "mercadofresco-regla-pedido-creado-fallidos"
-	CarritoRule         = "mf-carrito-abandonado"
-	CarritoRuleDLQ      = "mercadofresco-regla-carrito-abandonado-fallidos"
-	CarritosDLQName     = "cola-mercadofresco-carritos-abandonados-fallidos"
-	CarritosPipeDLQName = "mercadofresco-pipe-carritos-fallidos"
-	ERPRule             = "mf-pedidos-a-erp"
-	ERPRuleDLQ          = "mercadofresco-erp-webhook-fallidos"
-)
-
 // OrderFlowStack holds the order flow: the payment tasks, the workflow
 // mercadofresco-procesar-pedido and its starter, the carts pipe and the ERP
 // API destination, all wired to bus-mercadofresco.
@@ -81,10 +66,10 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		Bus:                     shared.Bus,
 		Workflow:                s.Workflow,
 		MaximumConcurrency:      env.MaxConsumerConcurrency,
-		QueueName:               name(StarterQueueName),
-		DeadLetterQueueName:     name(StarterDLQName),
-		RuleName:                name(PedidoCreadoRule),
-		RuleDeadLetterQueueName: name(PedidoCreadoRuleDLQ),
+		QueueName:               name("cola-mercadofresco-inicio-pedido"),
+		DeadLetterQueueName:     name("mercadofresco-inicio-pedido-fallidos"),
+		RuleName:                name("mf-pedido-creado-a-inicio"),
+		RuleDeadLetterQueueName: name("mercadofresco-regla-pedido-creado-fallidos"),
 		FunctionName:            name("mf-iniciar-pedido"),
 		OperatorRoleArn:         env.RoleArn(env.Roles.Operator),
 		ArchiveRetention:        awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
@@ -100,10 +85,10 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		TableName:               name(carts.TableName),
 		PipeName:                name(carts.PipeName),
 		QueueName:               name(carts.QueueName),
-		DeadLetterQueueName:     name(CarritosDLQName),
-		PipeDeadLetterQueueName: name(CarritosPipeDLQName),
-		RuleName:                name(CarritoRule),
-		RuleDeadLetterQueueName: name(CarritoRuleDLQ),
+		DeadLetterQueueName:     name("cola-mercadofresco-carritos-abandonados-fallidos"),
+		PipeDeadLetterQueueName: name("mercadofresco-pipe-carritos-fallidos"),
+		RuleName:                name("mf-carrito-abandonado"),
+		RuleDeadLetterQueueName: name("mercadofresco-regla-carrito-abandonado-fallidos"),
 	})
 	s.ERP = erp.New(stack, "ERP", &erp.Props{
 		Context:             shared.Context,
@@ -112,8 +97,8 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		RateLimitPerSecond:  env.ERPRateLimitPerSecond,
 		ConnectionName:      name("mf-erp"),
 		DestinationName:     name("mf-erp-webhook"),
-		RuleName:            name(ERPRule),
-		DeadLetterQueueName: name(ERPRuleDLQ),
+		RuleName:            name("mf-pedidos-a-erp"),
+		DeadLetterQueueName: name("mercadofresco-erp-webhook-fallidos"),
 		SecretName:          name("mercadofresco/erp/webhook-api-key"),
 	})
 	output(stack, "StateMachineArn", "", s.Workflow.StateMachine.StateMachineArn())

@@ -127,13 +127,8 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		Description:    jsii.String("ERP webhook (API key from Secrets Manager)"),
 		Authorization:  awsevents.Authorization_ApiKey(jsii.String(APIKeyHeader), d.Secret.SecretValueFromJson(jsii.String(SecretField))),
 	})
-	// The connection keeps its own copy of the key in a secret EventBridge
-	// manages (events!connection/...): encrypted with the data key, not an
-	// AWS-owned one. EventBridge uses a customer managed key for a
-	// connection only when the key carries the tag
-	// EventBridgeApiDestinations=true (platform.NewDataKey sets it), and
-	// reaches it through Secrets Manager (the key policy's use through
-	// services). docs/design.md#erp-destination.
+	// The connection's own copy of the key is encrypted with the data key
+	// (docs/design.md#erp-destination).
 	if cfn, ok := d.Connection.Node().TryFindChild(jsii.String("Connection")).(awsevents.CfnConnection); !v.If(!ok, "the connection's CloudFormation resource was not found (a CDK upgrade renamed it?): its key cannot be set") && props.DataKey != nil {
 		cfn.SetKmsKeyIdentifier(props.DataKey.KeyArn())
 	}

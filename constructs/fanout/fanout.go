@@ -151,11 +151,8 @@ func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOpt
 	if opts.FilterPolicyWithMessageBody != nil {
 		bodyFilter = &opts.FilterPolicyWithMessageBody
 	}
-	// awssns.Subscription, not awssnssubscriptions.SqsSubscription: the
-	// latter also edits the queue key's policy, which here is the platform
-	// stack's data key (a cross-stack edit, and a dependency cycle once the
-	// statement is conditioned on this topic's ARN). The platform key policy
-	// already admits sns.amazonaws.com.
+	// awssns.Subscription, not SqsSubscription, which would edit the
+	// platform's key policy (docs/design.md#fanout).
 	sub := awssns.NewSubscription(scope, jsii.String("Subscription"), &awssns.SubscriptionProps{
 		Topic:                       t.Topic,
 		Endpoint:                    q.Queue.QueueArn(),

@@ -43,13 +43,9 @@ type StarterProps struct {
 	// buffer for the DLQ runbook's redrive. Empty admits nobody.
 	OperatorRoleArn string
 	// ArchiveRetention is how long the bus's archive keeps events (whole
-	// days, at least 1), any of which a replay can send to the starter's
-	// rule again. The starter refuses events older than its window
-	// (eventsapi.StarterWindow, 89 days, inside Step Functions' 90 days of
-	// execution names), and synthesis fails unless the window covers an
-	// archived event's longest pass (this retention + the rule's maximum
-	// event age + the buffer's DLQ and one redrive).
-	// docs/design.md#replay-windows.
+	// days, at least 1). Synthesis fails unless the starter's window
+	// (eventsapi.StarterWindow, 89 days) covers an archived event's longest
+	// pass to it (docs/design.md#replay-windows).
 	ArchiveRetention awscdk.Duration
 }
 

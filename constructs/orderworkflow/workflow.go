@@ -102,12 +102,10 @@ type Props struct {
 	core.Context
 	// StateMachineName is the physical name. Nil means StateMachineName.
 	StateMachineName *string
-	// RoleName is the physical name of the state machine's role. The
-	// workflow sends to StockMovements and publishes to Confirmed, whose
-	// producer guards (constructs/producers) must admit that role; a queue
-	// or topic of another stack admits it by this name, since a reference
-	// to the role would make that stack reference this one, which already
-	// references it. Required when either is in another stack; nil lets
+	// RoleName is the physical name of the state machine's role, by which
+	// the producer guards of StockMovements and Confirmed in another stack
+	// admit it (a reference back would be a cycle: docs/design.md#producers).
+	// Required when either is in another stack; nil lets
 	// CloudFormation name the role (the guards then reference it).
 	RoleName *string
 	// Charge is the cobro function (paymentapi.CobroInput → CobroOutput).

@@ -8,13 +8,9 @@ import (
 	"github.com/mercadofresco/integration/constructs/outbox"
 )
 
-// OutboxStack holds Aurora PostgreSQL, the RDS Proxy and the outbox
-// publisher, in the VPC of the Network stack.
-//
-// Aurora is created per environment (not imported): the outbox table must
-// live in the same database as the orders it describes, and this stack owns
-// that database (aurora-mf-escritor) and its proxy. Deletion protection and
-// the removal policy come from config.
+// OutboxStack holds Aurora PostgreSQL (created per environment: the outbox
+// table lives in the database of the orders it describes), the RDS Proxy,
+// the schema migration and the outbox publisher, in the Network stack's VPC.
 type OutboxStack struct {
 	awscdk.Stack
 	// Database is aurora-mf-escritor and its RDS Proxy.

@@ -5,10 +5,8 @@
 // (the ERP notice queue → the ERP API), all three in the VPC's egress
 // subnets behind circuit breakers shared in the Valkey cache, and
 // MovimientosStock (the stock-movements FIFO queue → the stock table; no
-// VPC). Every ceiling is sized against the consumer's slowest dependency
-// (queueconsumer.Ceiling); the three consumers of the fan-out have replay
-// windows (consumerapi.Window*, 45 days) that synthesis checks against
-// their queues' longest passes, the stock consumer none.
+// VPC). Ceilings are sized against each consumer's slowest dependency; the
+// fan-out's consumers have replay windows (45 days) checked at synth.
 // docs/design.md#consumer-ceilings, #replay-windows.
 package consumers
 

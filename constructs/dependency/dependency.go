@@ -1,14 +1,10 @@
 // Package dependency is how a function reaches a service outside AWS that
-// it calls with an API key: the key's secret (NewAPIKey: encrypted with the
-// data key, a random placeholder until an operator puts the real key, its
-// rotation acknowledged), the function's read of it (GrantRead: its own
-// role, the key through Secrets Manager only), a security group that lets
-// HTTPS out and nothing else (NewSecurityGroup), the admission to the
-// Secrets Manager endpoint every secret reader in the VPC needs
-// (ReadSecretsThrough), and the circuit breaker's shared state
-// (BreakerStore) with its CircuitoAbierto alarm (NewCircuitOpenedAlarm).
-// constructs/payment and constructs/queueconsumer use it;
-// docs/design.md#dependency-access.
+// it calls with an API key: the key's secret (NewAPIKey), the function's
+// read of it through its own role (GrantRead), a security group with HTTPS
+// out only (NewSecurityGroup), the Secrets Manager endpoint's admission
+// every secret reader in the VPC needs (ReadSecretsThrough), and the
+// circuit breaker's shared state (BreakerStore) with its CircuitoAbierto
+// alarm (NewCircuitOpenedAlarm). docs/design.md#dependency-access.
 package dependency
 
 import (

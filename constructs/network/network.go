@@ -125,7 +125,7 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 		handler.AddPropertyOverride(jsii.String("LoggingConfig.LogGroup"), n.RestrictDefaultSGLogs.LogGroupName())
 		handler.Node().AddDependency(n.RestrictDefaultSGLogs)
 	}
-	app := &awsec2.SubnetSelection{SubnetGroupName: jsii.String(SubnetsApp)}
+	app := n.AppSubnets()
 	n.EventsEndpoint = n.Vpc.AddInterfaceEndpoint(jsii.String("EventBridge"), &awsec2.InterfaceVpcEndpointOptions{
 		Service: awsec2.InterfaceVpcEndpointAwsService_EVENTBRIDGE(),
 		Subnets: app,

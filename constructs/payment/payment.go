@@ -1,15 +1,13 @@
 // Package payment is the payment path of the order workflow: the cobro and
-// reembolso task functions (lambdas/cobro, lambdas/reembolso, logic in
-// lambdas/payment), the gateway's API-key secret, their grants (the secret,
-// the idempotency table), their environment (lambdas/payment/paymentapi,
-// lambdas/breaker/breakerapi) and their alarms: the gateway's circuit
-// opened, its p99 latency, the tasks' errors and throttles.
-//
-// The functions run in the VPC's egress subnets (the gateway is on the
-// internet) with HTTPS out only, reach the breaker's Valkey cache
-// (BreakerStore) and the Secrets Manager endpoint. One invocation makes at
-// most MaxAttempts attempts of at most ReadTimeout each; the function's
-// timeout is that worst case (FunctionTimeout). docs/design.md#payment.
+// reembolso task functions (lambdas/cobro, lambdas/reembolso), the
+// gateway's API-key secret, their grants (the secret, the idempotency
+// table), their environment (paymentapi, breakerapi) and their alarms: the
+// gateway's circuit opened, its p99 latency, the tasks' errors and
+// throttles. The functions run in the VPC's egress subnets with HTTPS out
+// only and reach the breaker's Valkey cache (BreakerStore). One invocation
+// makes at most MaxAttempts attempts of at most ReadTimeout each; the
+// function's timeout is that worst case (FunctionTimeout).
+// docs/design.md#payment.
 package payment
 
 import (

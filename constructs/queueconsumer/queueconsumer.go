@@ -290,8 +290,7 @@ func (c *Consumer) MetricDependencyLatency(name, stat string) awscloudwatch.Metr
 	return dependency.Metric(c.props.Environment(), orMissing(name), httpdepapi.MetricLatency, stat)
 }
 
-// orMissing stands for an empty dependency name, which the caller's
-// validation reports.
+// orMissing stands for an empty dependency name (reported by AddBreaker).
 func orMissing(name string) string {
 	if name == "" {
 		return "missing"

@@ -134,7 +134,7 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 		timeout = t
 	}
 	routes := routesOf(fn)
-	_, dup := routes.dlq[q.QueueName]
+	_, dup := routes[q.QueueName]
 	v.If(dup, "consumer %s already consumes %s: a second event source mapping on the same queue would process its messages twice", fnName, q.QueueName)
 	required := VisibilityMultiplier*timeout + window
 	v.If(q.explicitVisibility > 0 && q.explicitVisibility < required,
@@ -173,11 +173,14 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 	if opts.SendsCopies {
 		q.grantSendCopies(fn)
 	}
-	routes.add(fn, q.QueueName, q.DeadLetterQueue.QueueUrl())
+	routes[q.QueueName] = *q.DeadLetterQueue.QueueUrl()
+	fn.Node().AddMetadata(jsii.String(routeMetadata), map[string]any{"queue": q.QueueName, "dlqUrl": routes[q.QueueName]}, nil)
 	if own, ok := fn.(interface {
 		AddEnvironment(key, value *string, opts *awslambda.EnvironmentOptions) awslambda.Function
 	}); ok {
-		own.AddEnvironment(jsii.String(DeadLetterRoutesEnv), routes.json(fn), nil)
+		// The JSON object sqsbatchapi.Parse reads; the URLs stay tokens for
+		// CloudFormation to resolve.
+		own.AddEnvironment(jsii.String(DeadLetterRoutesEnv), awscdk.Stack_Of(fn).ToJsonString(routes, nil), nil)
 	}
 	return esm
 }
@@ -199,41 +202,17 @@ func (q *Queue) grantSendCopies(fn awslambda.IFunction) {
 // and however many apps a process synthesises).
 const routeMetadata = "mercadofresco:dlq-route"
 
-// deadLetterRoutes are the DLQ routes of one function (source queue name ->
-// DLQ URL token), read back from its node's metadata.
-type deadLetterRoutes struct {
-	dlq map[string]*string
-}
-
-func routesOf(fn awslambda.IFunction) *deadLetterRoutes {
-	r := &deadLetterRoutes{dlq: map[string]*string{}}
+// routesOf reads fn's DLQ routes (source queue name -> DLQ URL token)
+// back from its node's metadata.
+func routesOf(fn awslambda.IFunction) map[string]any {
+	routes := map[string]any{}
 	for _, e := range *fn.Node().Metadata() {
-		if e.Type == nil || *e.Type != routeMetadata {
-			continue
-		}
-		if d, ok := e.Data.(map[string]any); ok {
+		if d, ok := e.Data.(map[string]any); ok && e.Type != nil && *e.Type == routeMetadata {
 			q, _ := d["queue"].(string)
-			u, _ := d["dlqUrl"].(string)
-			r.dlq[q] = jsii.String(u)
+			routes[q] = d["dlqUrl"]
 		}
 	}
-	return r
-}
-
-// add records a route on the function's node.
-func (r *deadLetterRoutes) add(fn awslambda.IFunction, queueName string, dlqURL *string) {
-	r.dlq[queueName] = dlqURL
-	fn.Node().AddMetadata(jsii.String(routeMetadata), map[string]any{"queue": queueName, "dlqUrl": *dlqURL}, nil)
-}
-
-// json renders the routes as the JSON object sqsbatchapi.Parse reads, with the
-// DLQ URLs left as tokens for CloudFormation to resolve.
-func (r *deadLetterRoutes) json(fn awslambda.IFunction) *string {
-	m := make(map[string]any, len(r.dlq))
-	for name, url := range r.dlq {
-		m[name] = url
-	}
-	return awscdk.Stack_Of(fn).ToJsonString(m, nil)
+	return routes
 }
 
 func windowText(window float64) string {

@@ -128,8 +128,7 @@ type Queue struct {
 	Fifo bool
 	// QueueName and DeadLetterQueueName are the physical names (literal
 	// strings, usable where a token is not, e.g. to derive other names).
-	QueueName           string
-	DeadLetterQueueName string
+	QueueName, DeadLetterQueueName string
 
 	explicitVisibility float64 // seconds; 0 when derived from consumers
 	derivedVisibility  float64 // seconds; max over consumers

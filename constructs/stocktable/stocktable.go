@@ -36,9 +36,6 @@ var schema = dynamotable.Schema{
 	SystemErrorsDescription: "DynamoDB answered the stock-movements consumer with server errors (5xx): movements are retried and their SKU groups wait. Check the AWS Health Dashboard for DynamoDB.",
 }
 
-// ConsumerTableActions are the only table actions a consumer gets.
-func ConsumerTableActions() []string { return schema.Actions() }
-
 // New creates the table. Invalid props are synthesis errors.
 func New(scope constructs.Construct, id string, props *Props) *Table {
 	return dynamotable.New(scope, id, props, schema)

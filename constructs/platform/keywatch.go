@@ -100,7 +100,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 	w.Topic = newAlarmTopic(c, "Topic", *core.Or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
 	cdknag.NagSuppressions_AddResourceSuppressions(w.Topic.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-SNS2"),
-		Reason: jsii.String("Deliberately not encrypted with the data key: this topic alerts that the data key is being deleted, disabled or re-permissioned, and a key pending deletion or disabled cannot encrypt the alert about itself. It carries CloudTrail records of key calls (who, which key, when), no customer data."),
+		Reason: jsii.String("Not encrypted with the data key on purpose: it alerts that the data key is being deleted, disabled or re-permissioned, and such a key cannot encrypt the alert about itself. It carries CloudTrail records of key calls, no customer data."),
 	}}, jsii.Bool(false))
 
 	snsTarget := func(topic awssns.ITopic) func(o busrule.TargetOptions) awsevents.IRuleTarget {

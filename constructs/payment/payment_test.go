@@ -13,14 +13,15 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/cache"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -72,11 +73,11 @@ func TestPaymentFunctions(t *testing.T) {
 				paymentapi.EnvGatewayMaxAttempts: "3",
 				paymentapi.EnvGatewayReadTimeout: "30s",
 				paymentapi.EnvGatewaySecretARN:   map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^PagoGatewayKey"))},
-				paymentapi.EnvEnvironment:        "dev",
+				metricsapi.EnvEnvironment:        "dev",
 				paymentapi.EnvIdempotencyTable:   assertions.Match_AnyValue(),
 				breakerapi.EnvRedisAddr:          assertions.Match_AnyValue(),
 				breakerapi.EnvRedisTLS:           "true",
-				golambda.EnvSDKMaxAttempts:       "2",
+				retryapi.EnvSDKMaxAttempts:       "2",
 			})},
 		})
 	}

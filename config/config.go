@@ -15,12 +15,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
 )
 
 // ErrUnknownEnvironment is returned by Lookup for a name that is not one of
@@ -66,12 +68,8 @@ type Environment struct {
 	PublisherConcurrency float64
 	// ArchiveRetentionDays is how long the bus archive keeps events for
 	// replay: a whole number of days from 1 to the order starter's window
-	// (eventsapi.StarterWindow, 89 days). 0 (forever) and longer are
-	// refused: a replay of an order event older than Step Functions keeps
-	// execution names (90 days) could start a second execution and charge
-	// again. Synthesis also checks the replay's whole pass through the
-	// starter's buffer (orderworkflow.StarterProps.ArchiveRetentionDays;
-	// docs/design.md#replay-windows).
+	// (eventsapi.StarterWindow, 89 days); synthesis also checks the
+	// replay's whole pass (docs/design.md#replay-windows).
 	ArchiveRetentionDays float64
 	// NatGateways is the number of NAT gateways of the VPC: the way out to
 	// the internet for the functions that call the payment gateway, the
@@ -84,9 +82,9 @@ type Environment struct {
 	// GatewayURL is the payment gateway's https base URL (the cobro and
 	// reembolso tasks' GATEWAY_URL): the gateway's sandbox outside prod.
 	GatewayURL string
-	// GatewayReadTimeoutSeconds is the read timeout of one gateway attempt
-	// (GATEWAY_READ_TIMEOUT; the lesson's fix is 30 s, not 180 s).
-	GatewayReadTimeoutSeconds float64
+	// GatewayReadTimeout is the read timeout of one gateway attempt
+	// (GATEWAY_READ_TIMEOUT, 1 s to 2 min; docs/design.md#payment).
+	GatewayReadTimeout time.Duration
 	// PaymentConcurrency is the reserved concurrency of each payment task
 	// (cobro, reembolso): the concurrency ceiling in front of the gateway.
 	PaymentConcurrency float64
@@ -167,42 +165,42 @@ var accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
 // MF_<ENV>_ACCOUNT environment variable.
 var environments = map[string]Environment{
 	"dev": {
-		Name:                      "dev",
-		Account:                   "111111111111",
-		Region:                    "eu-west-1",
-		AvailabilityZones:         []string{"eu-west-1a", "eu-west-1b"},
-		AlarmEmail:                "alertas-dev@mercadofresco.example",
-		LogRetention:              awslogs.RetentionDays_ONE_WEEK,
-		RemovalPolicy:             awscdk.RemovalPolicy_DESTROY,
-		DeletionProtection:        false,
-		MaxConsumerConcurrency:    2,
-		PublisherConcurrency:      2,
-		ArchiveRetentionDays:      7,
-		NatGateways:               1,
-		GatewayURL:                "https://sandbox.pasarela.mercadofresco.example",
-		GatewayReadTimeoutSeconds: 30,
-		PaymentConcurrency:        5,
-		ERPWebhookURL:             "https://erp-dev.mercadofresco.example/webhooks/pedidos",
-		ERPRateLimitPerSecond:     1,
+		Name:                   "dev",
+		Account:                "111111111111",
+		Region:                 "eu-west-1",
+		AvailabilityZones:      []string{"eu-west-1a", "eu-west-1b"},
+		AlarmEmail:             "alertas-dev@mercadofresco.example",
+		LogRetention:           awslogs.RetentionDays_ONE_WEEK,
+		RemovalPolicy:          awscdk.RemovalPolicy_DESTROY,
+		DeletionProtection:     false,
+		MaxConsumerConcurrency: 2,
+		PublisherConcurrency:   2,
+		ArchiveRetentionDays:   7,
+		NatGateways:            1,
+		GatewayURL:             "https://sandbox.pasarela.mercadofresco.example",
+		GatewayReadTimeout:     httpdepapi.DefaultReadTimeout,
+		PaymentConcurrency:     5,
+		ERPWebhookURL:          "https://erp-dev.mercadofresco.example/webhooks/pedidos",
+		ERPRateLimitPerSecond:  1,
 	},
 	"staging": {
-		Name:                      "staging",
-		Account:                   "222222222222",
-		Region:                    "eu-west-1",
-		AvailabilityZones:         []string{"eu-west-1a", "eu-west-1b"},
-		AlarmEmail:                "alertas-staging@mercadofresco.example",
-		LogRetention:              awslogs.RetentionDays_ONE_MONTH,
-		RemovalPolicy:             awscdk.RemovalPolicy_SNAPSHOT,
-		DeletionProtection:        false,
-		MaxConsumerConcurrency:    5,
-		PublisherConcurrency:      2,
-		ArchiveRetentionDays:      30,
-		NatGateways:               1,
-		GatewayURL:                "https://sandbox.pasarela.mercadofresco.example",
-		GatewayReadTimeoutSeconds: 30,
-		PaymentConcurrency:        10,
-		ERPWebhookURL:             "https://erp-staging.mercadofresco.example/webhooks/pedidos",
-		ERPRateLimitPerSecond:     2,
+		Name:                   "staging",
+		Account:                "222222222222",
+		Region:                 "eu-west-1",
+		AvailabilityZones:      []string{"eu-west-1a", "eu-west-1b"},
+		AlarmEmail:             "alertas-staging@mercadofresco.example",
+		LogRetention:           awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy:          awscdk.RemovalPolicy_SNAPSHOT,
+		DeletionProtection:     false,
+		MaxConsumerConcurrency: 5,
+		PublisherConcurrency:   2,
+		ArchiveRetentionDays:   30,
+		NatGateways:            1,
+		GatewayURL:             "https://sandbox.pasarela.mercadofresco.example",
+		GatewayReadTimeout:     httpdepapi.DefaultReadTimeout,
+		PaymentConcurrency:     10,
+		ERPWebhookURL:          "https://erp-staging.mercadofresco.example/webhooks/pedidos",
+		ERPRateLimitPerSecond:  2,
 	},
 	"prod": {
 		Name:              "prod",
@@ -215,9 +213,9 @@ var environments = map[string]Environment{
 		// Deletion protection on everything stateful: a prod table or
 		// database is never removed by a stack update.
 		DeletionProtection: true,
-		// 20 concurrent consumers at peak is the lesson's sizing (600
-		// orders/h processed, 900/h bursts absorbed by the queue); the
-		// storm scenario with 60 pollers is what this ceiling prevents.
+		// 20 concurrent consumers at peak: 600 orders/h processed, 900/h
+		// bursts absorbed by the queue; 60 pollers in a retry storm is what
+		// this ceiling prevents (docs/design.md#consumer-concurrency).
 		MaxConsumerConcurrency: 20,
 		PublisherConcurrency:   2,
 		// Two months of replay: with the starter buffer's 18 days (DLQ and
@@ -225,9 +223,9 @@ var environments = map[string]Environment{
 		ArchiveRetentionDays: 60,
 		// One NAT gateway per zone: a zone's failure must not cut the
 		// payment path of the functions in the other zones.
-		NatGateways:               3,
-		GatewayURL:                "https://api.pasarela.mercadofresco.example",
-		GatewayReadTimeoutSeconds: 30,
+		NatGateways:        3,
+		GatewayURL:         "https://api.pasarela.mercadofresco.example",
+		GatewayReadTimeout: httpdepapi.DefaultReadTimeout,
 		// 450 executions in flight at peak (SPEC) share 50 charges at a
 		// time: a gateway slowdown queues them instead of multiplying calls.
 		PaymentConcurrency: 50,
@@ -296,73 +294,56 @@ func All() ([]Environment, error) {
 
 // Validate reports every problem of the environment at once.
 func (e Environment) Validate() error {
-	problems := e.Consumers.problems()
+	var p problems
+	e.Consumers.check(&p)
 	if err := catalog.ValidEnvironment(e.Name); err != nil {
-		problems = append(problems, err.Error())
+		p = append(p, err.Error())
 	}
-	if !accountPattern.MatchString(e.Account) {
-		problems = append(problems, fmt.Sprintf("account %q is not a 12-digit AWS account id", e.Account))
-	}
-	if e.Region == "" {
-		problems = append(problems, "region is empty")
-	}
-	if len(e.AvailabilityZones) < 2 {
-		problems = append(problems, "at least two availability zones are needed")
-	}
+	p.If(!accountPattern.MatchString(e.Account), "account %q is not a 12-digit AWS account id", e.Account)
+	p.If(e.Region == "", "region is empty")
+	p.If(len(e.AvailabilityZones) < 2, "at least two availability zones are needed")
 	for _, az := range e.AvailabilityZones {
-		if !strings.HasPrefix(az, e.Region) {
-			problems = append(problems, fmt.Sprintf("availability zone %q is not in region %q", az, e.Region))
-		}
+		p.If(!strings.HasPrefix(az, e.Region), "availability zone %q is not in region %q", az, e.Region)
 	}
-	if e.MaxConsumerConcurrency < 2 || e.MaxConsumerConcurrency > 1000 {
-		problems = append(problems, fmt.Sprintf("MaxConsumerConcurrency %v is outside SQS's [2, 1000]", e.MaxConsumerConcurrency))
+	p.If(e.MaxConsumerConcurrency < 2 || e.MaxConsumerConcurrency > 1000, "MaxConsumerConcurrency %v is outside SQS's [2, 1000]", e.MaxConsumerConcurrency)
+	p.If(e.PublisherConcurrency < 2, "PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/outbox/outboxapi)", e.PublisherConcurrency)
+	maxDays := eventsapi.StarterWindow.Hours() / 24
+	p.If(e.ArchiveRetentionDays < 1 || e.ArchiveRetentionDays > maxDays || e.ArchiveRetentionDays != float64(int(e.ArchiveRetentionDays)),
+		"ArchiveRetentionDays %v must be a whole number of days from 1 to %.0f (the order starter's window: an older replayed order could start a second execution; 0 keeps events forever)", e.ArchiveRetentionDays, maxDays)
+	p.If(e.NatGateways < 0 || e.NatGateways > float64(len(e.AvailabilityZones)) || e.NatGateways != float64(int(e.NatGateways)),
+		"NatGateways %v must be a whole number between 0 and the %d availability zones", e.NatGateways, len(e.AvailabilityZones))
+	p.https("GatewayURL", e.GatewayURL)
+	p.https("ERPWebhookURL", e.ERPWebhookURL)
+	p.If(e.GatewayReadTimeout < time.Second || e.GatewayReadTimeout > 2*time.Minute, "GatewayReadTimeout %v is outside [1s, 2m]", e.GatewayReadTimeout)
+	p.If(e.PaymentConcurrency < 1, "PaymentConcurrency %v must be at least 1", e.PaymentConcurrency)
+	p.If(e.ERPRateLimitPerSecond < 1 || e.ERPRateLimitPerSecond > 300, "ERPRateLimitPerSecond %v is outside EventBridge's [1, 300]", e.ERPRateLimitPerSecond)
+	p.If(e.Carritos != nil && (e.Carritos.TableName == "" || !strings.HasPrefix(e.Carritos.StreamArn, "arn:")), "Carritos import needs TableName and the stream's ARN")
+	p.If(e.Cache != nil && (e.Cache.Endpoint == "" || !strings.HasPrefix(e.Cache.SecurityGroupID, "sg-")), "Cache import needs an Endpoint and a SecurityGroupID (sg-...)")
+	for _, r := range [][2]string{{"Roles.KeyAdmin", e.Roles.KeyAdmin}, {"Roles.BreakGlass", e.Roles.BreakGlass}, {"Roles.Operator", e.Roles.Operator}} {
+		p.If(!rolePattern.MatchString(r[1]), "%s %q is not an IAM role name (with an optional path)", r[0], r[1])
 	}
-	if e.PublisherConcurrency < 2 {
-		problems = append(problems, fmt.Sprintf("PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/outbox/outboxapi)", e.PublisherConcurrency))
-	}
-	if maxDays := eventsapi.StarterWindow.Hours() / 24; e.ArchiveRetentionDays < 1 || e.ArchiveRetentionDays > maxDays || e.ArchiveRetentionDays != float64(int(e.ArchiveRetentionDays)) {
-		problems = append(problems, fmt.Sprintf("ArchiveRetentionDays %v must be a whole number of days from 1 to %.0f (the order starter's window: an older replayed order could start a second execution; 0 keeps events forever)", e.ArchiveRetentionDays, maxDays))
-	}
-	if e.NatGateways < 0 || e.NatGateways > float64(len(e.AvailabilityZones)) || e.NatGateways != float64(int(e.NatGateways)) {
-		problems = append(problems, fmt.Sprintf("NatGateways %v must be a whole number between 0 and the %d availability zones", e.NatGateways, len(e.AvailabilityZones)))
-	}
-	for name, u := range map[string]string{"GatewayURL": e.GatewayURL, "ERPWebhookURL": e.ERPWebhookURL} {
-		if !strings.HasPrefix(u, "https://") || len(u) <= len("https://") {
-			problems = append(problems, fmt.Sprintf("%s %q is not an https URL", name, u))
-		}
-	}
-	if e.GatewayReadTimeoutSeconds < 1 || e.GatewayReadTimeoutSeconds > 120 {
-		problems = append(problems, fmt.Sprintf("GatewayReadTimeoutSeconds %v is outside [1, 120]", e.GatewayReadTimeoutSeconds))
-	}
-	if e.PaymentConcurrency < 1 {
-		problems = append(problems, fmt.Sprintf("PaymentConcurrency %v must be at least 1", e.PaymentConcurrency))
-	}
-	if e.ERPRateLimitPerSecond < 1 || e.ERPRateLimitPerSecond > 300 {
-		problems = append(problems, fmt.Sprintf("ERPRateLimitPerSecond %v is outside EventBridge's [1, 300]", e.ERPRateLimitPerSecond))
-	}
-	if c := e.Carritos; c != nil && (c.TableName == "" || !strings.HasPrefix(c.StreamArn, "arn:")) {
-		problems = append(problems, "Carritos import needs TableName and the stream's ARN")
-	}
-	if c := e.Cache; c != nil && (c.Endpoint == "" || !strings.HasPrefix(c.SecurityGroupID, "sg-")) {
-		problems = append(problems, "Cache import needs an Endpoint and a SecurityGroupID (sg-...)")
-	}
-	for _, r := range []struct{ field, name string }{
-		{"Roles.KeyAdmin", e.Roles.KeyAdmin}, {"Roles.BreakGlass", e.Roles.BreakGlass}, {"Roles.Operator", e.Roles.Operator},
-	} {
-		if !rolePattern.MatchString(r.name) {
-			problems = append(problems, fmt.Sprintf("%s %q is not an IAM role name (with an optional path)", r.field, r.name))
-		}
-	}
-	if e.Roles.BreakGlass != "" && (e.Roles.BreakGlass == e.Roles.KeyAdmin || e.Roles.BreakGlass == e.Roles.Operator) {
-		problems = append(problems, fmt.Sprintf("Roles.BreakGlass %q must be a role of its own (not the key administrator nor the operator)", e.Roles.BreakGlass))
-	}
-	if e.AlarmEmail != "" && !strings.Contains(e.AlarmEmail, "@") {
-		problems = append(problems, fmt.Sprintf("alarm e-mail %q is not an address", e.AlarmEmail))
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%w %q: %s", ErrInvalid, e.Name, strings.Join(problems, "; "))
+	p.If(e.Roles.BreakGlass != "" && (e.Roles.BreakGlass == e.Roles.KeyAdmin || e.Roles.BreakGlass == e.Roles.Operator),
+		"Roles.BreakGlass %q must be a role of its own (not the key administrator nor the operator)", e.Roles.BreakGlass)
+	p.If(e.AlarmEmail != "" && !strings.Contains(e.AlarmEmail, "@"), "alarm e-mail %q is not an address", e.AlarmEmail)
+	if len(p) > 0 {
+		return fmt.Errorf("%w %q: %s", ErrInvalid, e.Name, strings.Join(p, "; "))
 	}
 	return nil
+}
+
+// problems collects what is wrong with an environment.
+type problems []string
+
+// If adds the problem when bad.
+func (p *problems) If(bad bool, format string, a ...any) {
+	if bad {
+		*p = append(*p, fmt.Sprintf(format, a...))
+	}
+}
+
+// https adds a problem unless u is an https URL.
+func (p *problems) https(field, u string) {
+	p.If(!strings.HasPrefix(u, "https://") || len(u) <= len("https://"), "%s %q is not an https URL", field, u)
 }
 
 // PhysicalName turns a SPEC name ("cola-mercadofresco-pedidos") into this

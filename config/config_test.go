@@ -100,7 +100,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Fatalf("want ErrInvalid, got %v", err)
 	}
 	for _, want := range []string{"12-digit", "two availability zones", "not in region", "MaxConsumerConcurrency", "PublisherConcurrency", "not an address",
-		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeoutSeconds", "PaymentConcurrency", "ERPRateLimitPerSecond", "ArchiveRetentionDays"} {
+		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeout", "PaymentConcurrency", "ERPRateLimitPerSecond", "ArchiveRetentionDays"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error misses %q: %v", want, err)
 		}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"net/mail"
 	"strings"
 )
@@ -60,20 +59,13 @@ func (c Consumers) CorreoDominio() string {
 	return c.CorreoRemitente[strings.LastIndex(c.CorreoRemitente, "@")+1:]
 }
 
-func (c Consumers) problems() []string {
-	var out []string
-	for name, u := range map[string]string{"AlmacenURL": c.AlmacenURL, "ERPURL": c.ERPURL, "CorreoSecundarioURL": c.CorreoSecundarioURL} {
-		if !strings.HasPrefix(u, "https://") || len(u) <= len("https://") {
-			out = append(out, fmt.Sprintf("Consumers.%s %q is not an https URL", name, u))
-		}
-	}
+func (c Consumers) check(p *problems) {
+	p.https("Consumers.AlmacenURL", c.AlmacenURL)
+	p.https("Consumers.ERPURL", c.ERPURL)
+	p.https("Consumers.CorreoSecundarioURL", c.CorreoSecundarioURL)
 	for name, n := range map[string]float64{"AlmacenMaxInFlight": c.AlmacenMaxInFlight, "ERPMaxInFlight": c.ERPMaxInFlight, "CorreoMaxInFlight": c.CorreoMaxInFlight} {
-		if n < 2 || n != float64(int(n)) {
-			out = append(out, fmt.Sprintf("Consumers.%s %v must be a whole number of at least 2 (two invocations of one record)", name, n))
-		}
+		p.If(n < 2 || n != float64(int(n)), "Consumers.%s %v must be a whole number of at least 2 (two invocations of one record)", name, n)
 	}
-	if a, err := mail.ParseAddress(c.CorreoRemitente); err != nil || a.Address != c.CorreoRemitente || a.Name != "" {
-		out = append(out, fmt.Sprintf("Consumers.CorreoRemitente %q is not a bare e-mail address", c.CorreoRemitente))
-	}
-	return out
+	a, err := mail.ParseAddress(c.CorreoRemitente)
+	p.If(err != nil || *a != mail.Address{Address: c.CorreoRemitente}, "Consumers.CorreoRemitente %q is not a bare e-mail address", c.CorreoRemitente)
 }

@@ -22,34 +22,21 @@ type DataStack struct {
 	Table *idempotencytable.Table
 }
 
-// NewDataStack creates the data stack of shared.Env.
+// NewDataStack creates the data stack of shared.Env. The environment
+// decides protection and removal: prod protects and retains its records (a
+// lost idempotency record is a possible double charge; the stock is the
+// shop's truth of what it can sell), dev throws them away.
 func NewDataStack(scope constructs.Construct, shared *Shared) *DataStack {
 	stack := newStack(scope, shared.Env, "Data", "idempotency and stock tables")
 	table := idempotencytable.New(stack, "Idempotencia", &idempotencytable.Props{
-		TableName:     jsii.String(shared.Env.PhysicalName(idempotencytable.SpecTableName)),
-		EncryptionKey: shared.DataKey,
-		AlarmTopic:    shared.Alerts,
-		// The environment decides: prod protects and retains its records
-		// (a lost record is a possible double charge), dev throws away.
-		DeletionProtection: jsii.Bool(shared.Env.DeletionProtection),
-		RemovalPolicy:      shared.Env.RemovalPolicy,
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("IdempotencyTableName"), &awscdk.CfnOutputProps{
-		Description: jsii.String("Idempotency table (lambdas/idempotency reads it from IDEMPOTENCY_TABLE_NAME)"),
-		Value:       table.TableName(),
+		Context:   shared.Context,
+		TableName: jsii.String(shared.Env.PhysicalName(idempotencytable.SpecTableName)),
 	})
 	stock := stocktable.New(stack, "Stock", &stocktable.Props{
-		TableName:     jsii.String(shared.Env.PhysicalName(stocktable.SpecTableName)),
-		EncryptionKey: shared.DataKey,
-		AlarmTopic:    shared.Alerts,
-		// The stock is the shop's truth of what it can sell: protected and
-		// retained where the environment keeps state.
-		DeletionProtection: jsii.Bool(shared.Env.DeletionProtection),
-		RemovalPolicy:      shared.Env.RemovalPolicy,
+		Context:   shared.Context,
+		TableName: jsii.String(shared.Env.PhysicalName(stocktable.SpecTableName)),
 	})
-	awscdk.NewCfnOutput(stack, jsii.String("StockTableName"), &awscdk.CfnOutputProps{
-		Description: jsii.String("Stock table (lambdas/stock reads it from STOCK_TABLE_NAME)"),
-		Value:       stock.TableName(),
-	})
+	output(stack, "IdempotencyTableName", "Idempotency table (lambdas/idempotency reads it from IDEMPOTENCY_TABLE_NAME)", table.TableName())
+	output(stack, "StockTableName", "Stock table (lambdas/stock reads it from STOCK_TABLE_NAME)", stock.TableName())
 	return &DataStack{Stack: stack, Table: table, Stock: stock}
 }

@@ -13,16 +13,9 @@ import (
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
-// SPEC names of the messaging resources (environments add their suffix);
-// the queues' are in config/catalog.
-const (
-	PedidoConfirmadoTopicName = "mercadofresco-pedido-confirmado"
-	// StockMovementsGroupKey is the MessageGroupId producers must use on the
-	// stock-movements FIFO queue: the SKU. Producers send
-	// MessageDeduplicationId = the movement's idempotency key
-	// (reserva:<pedido_id>:<sku>, ...), not a body hash.
-	StockMovementsGroupKey = "sku"
-)
+// PedidoConfirmadoTopicName is the fan-out topic's SPEC name (environments
+// add their suffix); the queues' are in config/catalog.
+const PedidoConfirmadoTopicName = "mercadofresco-pedido-confirmado"
 
 // MessagingStack holds the fan-out topic and the queue consumers.
 type MessagingStack struct {
@@ -54,13 +47,13 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	s := &MessagingStack{Stack: stack}
 	env := shared.Env
 	name := func(base string) *string { return jsii.String(env.PhysicalName(base)) }
+	// The queue, its DLQ and its consumer as config/catalog names them.
+	names := func(logical string) consumers.Names {
+		q, _, _ := catalog.Find(logical)
+		return consumers.Names{Queue: name(q.Name), DeadLetterQueue: name(q.DLQName), Function: name(q.Consumers[0].Function)}
+	}
 	platform := consumers.Platform{
-		EnvironmentName:        env.Name,
-		Builder:                shared.Builder,
-		EncryptionKey:          shared.DataKey,
-		AlarmTopic:             shared.Alerts,
-		LogRetention:           env.LogRetention,
-		RemovalPolicy:          env.RemovalPolicy,
+		Context:                shared.Context,
 		MaxConsumerConcurrency: env.MaxConsumerConcurrency,
 		// mf-dlq redrive runs as the on-call's role and sends to these queues.
 		OperatorRoleArn: env.RoleArn(env.Roles.Operator),
@@ -71,7 +64,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	// docs/design.md#consumer-ceilings.
 	s.Preparacion = consumers.NewPreparacion(stack, "Preparacion", &consumers.PreparacionProps{
 		Platform: platform, Egress: egress,
-		Names:              consumers.Names{Queue: name(catalog.PedidosQueueName), DeadLetterQueue: name(catalog.PedidosDLQName), Function: name("mf-preparar-pedido")},
+		Names:              names("Pedidos"),
 		IdempotencyTable:   data.Table,
 		AlmacenURL:         env.Consumers.AlmacenURL,
 		AlmacenMaxInFlight: env.Consumers.AlmacenMaxInFlight,
@@ -79,7 +72,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	})
 	s.Correo = consumers.NewCorreo(stack, "Correo", &consumers.CorreoProps{
 		Platform: platform, Egress: egress,
-		Names:                consumers.Names{Queue: name(catalog.CorreoQueueName), DeadLetterQueue: name(catalog.CorreoDLQName), Function: name("mf-correo-confirmacion")},
+		Names:                names("Correo"),
 		IdempotencyTable:     data.Table,
 		Remitente:            env.Consumers.CorreoRemitente,
 		SecundarioURL:        env.Consumers.CorreoSecundarioURL,
@@ -90,7 +83,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	})
 	s.AvisoERP = consumers.NewAvisoERP(stack, "AvisoERP", &consumers.AvisoERPProps{
 		Platform: platform, Egress: egress,
-		Names:            consumers.Names{Queue: name(catalog.AvisoERPQueueName), DeadLetterQueue: name(catalog.AvisoERPDLQName), Function: name("mf-aviso-erp")},
+		Names:            names("AvisoERP"),
 		IdempotencyTable: data.Table,
 		ERPURL:           env.Consumers.ERPURL,
 		ERPMaxInFlight:   env.Consumers.ERPMaxInFlight,
@@ -98,7 +91,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	})
 	s.MovimientosStock = consumers.NewMovimientosStock(stack, "MovimientosStock", &consumers.MovimientosStockProps{
 		Platform:   platform,
-		Names:      consumers.Names{Queue: name(catalog.StockMovementsQueueName), DeadLetterQueue: name(catalog.StockMovementsDLQName), Function: name("mf-movimientos-stock")},
+		Names:      names("StockMovements"),
 		StockTable: data.Stock,
 	})
 	s.Pedidos, s.CorreoQueue, s.AvisoERPQueue = s.Preparacion.Queue, s.Correo.Queue, s.AvisoERP.Queue
@@ -106,16 +99,11 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	s.PrepararPedido = s.Preparacion.Function
 
 	// The fan-out: confirmed orders to the three queues, SQS only, raw
-	// delivery, a DLQ per subscription. No filter policies: every consumer
-	// needs every confirmed order, and filtering on "version" would drop
-	// unknown versions silently instead of letting the consumer dead-letter
-	// them with a reason (lesson, exercise 2: poison must be visible).
+	// delivery, a DLQ per subscription, no filter (docs/design.md#fanout).
 	s.PedidoConfirmado = fanout.New(stack, "PedidoConfirmado", &fanout.Props{
-		TopicName:     name(PedidoConfirmadoTopicName),
-		DisplayName:   jsii.String("MercadoFresco pedido confirmado"),
-		EncryptionKey: shared.DataKey,
-		AlarmTopic:    shared.Alerts,
-		RemovalPolicy: env.RemovalPolicy,
+		Context:     shared.Context,
+		TopicName:   name(PedidoConfirmadoTopicName),
+		DisplayName: jsii.String("MercadoFresco pedido confirmado"),
 	})
 	s.PedidoConfirmado.AddQueue("Pedidos", s.Pedidos, fanout.SubscriptionOptions{})
 	s.PedidoConfirmado.AddQueue("Correo", s.CorreoQueue, fanout.SubscriptionOptions{})

@@ -27,25 +27,21 @@ func NewNetworkStack(scope constructs.Construct, shared *Shared) *NetworkStack {
 	env := shared.Env
 	stack := newStack(scope, env, "Network", "VPC, NAT gateways, endpoints and the Valkey cache")
 	net := network.New(stack, "Red", &network.Props{
-		MaxAzs:           float64(len(env.AvailabilityZones)),
-		NatGateways:      env.NatGateways,
-		FlowLogKey:       shared.DataKey,
-		FlowLogRetention: env.LogRetention,
-		RemovalPolicy:    env.RemovalPolicy,
-		EventBus:         shared.Bus,
+		Context:     shared.Context,
+		MaxAzs:      float64(len(env.AvailabilityZones)),
+		NatGateways: env.NatGateways,
+		EventBus:    shared.Bus,
 	})
 	var imp *cache.Import
 	if c := env.Cache; c != nil {
 		imp = &cache.Import{Endpoint: c.Endpoint, Port: c.Port, SecurityGroupID: c.SecurityGroupID}
 	}
 	catalogo := cache.New(stack, "Catalogo", &cache.Props{
-		CacheName:     jsii.String(env.PhysicalName(cache.SpecName)),
-		Import:        imp,
-		Vpc:           net.Vpc,
-		Subnets:       net.DataSubnets(),
-		EncryptionKey: shared.DataKey,
-		AlarmTopic:    shared.Alerts,
-		RemovalPolicy: env.RemovalPolicy,
+		Context:   shared.Context,
+		CacheName: jsii.String(env.PhysicalName(cache.SpecName)),
+		Import:    imp,
+		Vpc:       net.Vpc,
+		Subnets:   net.DataSubnets(),
 	})
 	return &NetworkStack{Stack: stack, Network: net, Cache: catalogo}
 }

@@ -6,24 +6,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/carts"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/erp"
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/constructs/payment"
-)
-
-// SPEC and project names of the order flow's resources (environments add
-// their suffix).
-const (
-	StarterQueueName    = "cola-mercadofresco-inicio-pedido"
-	StarterDLQName      = "mercadofresco-inicio-pedido-fallidos"
-	PedidoCreadoRule    = "mf-pedido-creado-a-inicio"
-	PedidoCreadoRuleDLQ = "mercadofresco-regla-pedido-creado-fallidos"
-	CarritoRule         = "mf-carrito-abandonado"
-	CarritoRuleDLQ      = "mercadofresco-regla-carrito-abandonado-fallidos"
-	CarritosDLQName     = "cola-mercadofresco-carritos-abandonados-fallidos"
-	CarritosPipeDLQName = "mercadofresco-pipe-carritos-fallidos"
-	ERPRule             = "mf-pedidos-a-erp"
-	ERPRuleDLQ          = "mercadofresco-erp-webhook-fallidos"
 )
 
 // OrderFlowStack holds the order flow: the payment tasks, the workflow
@@ -44,17 +30,13 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 	stack := newStack(scope, env, "OrderFlow", "order workflow, payment tasks, carts pipe and ERP destination")
 	s := &OrderFlowStack{Stack: stack}
 	name := func(base string) *string { return jsii.String(env.PhysicalName(base)) }
-	removal := env.RemovalPolicy
 
-	if !network.Network.HasEgress() {
-		awscdk.Annotations_Of(stack).AddError(jsii.String("OrderFlow: the payment tasks call the gateway on the internet, but the environment's VPC has no NAT gateway (config NatGateways)"))
-	}
+	core.Check(stack, "stacks.OrderFlow").If(!network.Network.HasEgress(), "the payment tasks call the gateway on the internet, but the environment's VPC has no NAT gateway (config NatGateways)")
 	s.Payment = payment.New(stack, "Pago", &payment.Props{
-		Builder:             shared.Builder,
+		Context:             shared.Context,
 		IdempotencyTable:    data.Table,
 		GatewayURL:          env.GatewayURL,
-		ReadTimeout:         awscdk.Duration_Seconds(jsii.Number(env.GatewayReadTimeoutSeconds)),
-		Environment:         env.Name,
+		ReadTimeout:         awscdk.Duration_Seconds(jsii.Number(env.GatewayReadTimeout.Seconds())),
 		FunctionNamePrefix:  name("mf"),
 		SecretName:          name("mercadofresco/pasarela/api-key"),
 		ReservedConcurrency: env.PaymentConcurrency,
@@ -62,12 +44,9 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		Subnets:             network.Network.EgressSubnets(),
 		SecretsEndpoint:     network.Network.SecretsEndpoint,
 		BreakerStore:        network.Cache,
-		EncryptionKey:       shared.DataKey,
-		LogRetention:        env.LogRetention,
-		RemovalPolicy:       removal,
-		AlarmTopic:          shared.Alerts,
 	})
 	s.Workflow = orderworkflow.New(stack, "ProcesarPedido", &orderworkflow.Props{
+		Context:          shared.Context,
 		StateMachineName: name(orderworkflow.StateMachineName),
 		// Named so that the Messaging stack's queue and topic admit it
 		// without referencing this stack (which references Messaging). Role
@@ -78,72 +57,52 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		Refund:   s.Payment.Reembolso.IFunction(),
 		// A little above the functions' own timeout: the Lambda timeout
 		// ends a stuck attempt, not the state's.
-		PaymentTaskTimeout: awscdk.Duration_Seconds(jsii.Number(*s.Payment.Timeout.ToSeconds(nil) + 10)),
+		PaymentTaskTimeout: s.Payment.Timeout.Plus(awscdk.Duration_Seconds(jsii.Number(10))),
 		StockMovements:     messaging.StockMovements.Queue,
 		Confirmed:          messaging.PedidoConfirmado.Topic,
-		EncryptionKey:      shared.DataKey,
-		LogRetention:       env.LogRetention,
-		RemovalPolicy:      removal,
-		AlarmTopic:         shared.Alerts,
 	})
 	s.Starter = orderworkflow.NewStarter(stack, "Inicio", &orderworkflow.StarterProps{
+		Context:                 shared.Context,
 		Bus:                     shared.Bus,
 		Workflow:                s.Workflow,
-		Builder:                 shared.Builder,
 		MaximumConcurrency:      env.MaxConsumerConcurrency,
-		QueueName:               name(StarterQueueName),
-		DeadLetterQueueName:     name(StarterDLQName),
-		RuleName:                name(PedidoCreadoRule),
-		RuleDeadLetterQueueName: name(PedidoCreadoRuleDLQ),
+		QueueName:               name("cola-mercadofresco-inicio-pedido"),
+		DeadLetterQueueName:     name("mercadofresco-inicio-pedido-fallidos"),
+		RuleName:                name("mf-pedido-creado-a-inicio"),
+		RuleDeadLetterQueueName: name("mercadofresco-regla-pedido-creado-fallidos"),
 		FunctionName:            name("mf-iniciar-pedido"),
 		OperatorRoleArn:         env.RoleArn(env.Roles.Operator),
-		ArchiveRetentionDays:    env.ArchiveRetentionDays,
-		EncryptionKey:           shared.DataKey,
-		LogRetention:            env.LogRetention,
-		RemovalPolicy:           removal,
-		AlarmTopic:              shared.Alerts,
+		ArchiveRetention:        awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
 	})
 	var imp *carts.ImportedTable
 	if c := env.Carritos; c != nil {
 		imp = &carts.ImportedTable{TableName: c.TableName, StreamArn: c.StreamArn, KeyArn: c.KeyArn}
 	}
 	s.Carts = carts.New(stack, "Carritos", &carts.Props{
+		Context:                 shared.Context,
 		Bus:                     shared.Bus,
 		Import:                  imp,
 		TableName:               name(carts.TableName),
 		PipeName:                name(carts.PipeName),
 		QueueName:               name(carts.QueueName),
-		DeadLetterQueueName:     name(CarritosDLQName),
-		PipeDeadLetterQueueName: name(CarritosPipeDLQName),
-		RuleName:                name(CarritoRule),
-		RuleDeadLetterQueueName: name(CarritoRuleDLQ),
-		EncryptionKey:           shared.DataKey,
-		AlarmTopic:              shared.Alerts,
-		LogRetention:            env.LogRetention,
-		RemovalPolicy:           removal,
-		DeletionProtection:      jsii.Bool(env.DeletionProtection),
+		DeadLetterQueueName:     name("cola-mercadofresco-carritos-abandonados-fallidos"),
+		PipeDeadLetterQueueName: name("mercadofresco-pipe-carritos-fallidos"),
+		RuleName:                name("mf-carrito-abandonado"),
+		RuleDeadLetterQueueName: name("mercadofresco-regla-carrito-abandonado-fallidos"),
 	})
 	s.ERP = erp.New(stack, "ERP", &erp.Props{
+		Context:             shared.Context,
 		Bus:                 shared.Bus,
 		Endpoint:            env.ERPWebhookURL,
 		RateLimitPerSecond:  env.ERPRateLimitPerSecond,
 		ConnectionName:      name("mf-erp"),
 		DestinationName:     name("mf-erp-webhook"),
-		RuleName:            name(ERPRule),
-		DeadLetterQueueName: name(ERPRuleDLQ),
+		RuleName:            name("mf-pedidos-a-erp"),
+		DeadLetterQueueName: name("mercadofresco-erp-webhook-fallidos"),
 		SecretName:          name("mercadofresco/erp/webhook-api-key"),
-		EncryptionKey:       shared.DataKey,
-		AlarmTopic:          shared.Alerts,
-		RemovalPolicy:       removal,
 	})
-	awscdk.NewCfnOutput(stack, jsii.String("StateMachineArn"), &awscdk.CfnOutputProps{Value: s.Workflow.StateMachine.StateMachineArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("GatewaySecretArn"), &awscdk.CfnOutputProps{
-		Description: jsii.String("Put the payment gateway API key here before the first order"),
-		Value:       s.Payment.Secret.SecretArn(),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("ERPSecretArn"), &awscdk.CfnOutputProps{
-		Description: jsii.String("Put the ERP API key here ({\"api_key\": ...}) and redeploy"),
-		Value:       s.ERP.Secret.SecretArn(),
-	})
+	output(stack, "StateMachineArn", "", s.Workflow.StateMachine.StateMachineArn())
+	output(stack, "GatewaySecretArn", "Put the payment gateway API key here before the first order", s.Payment.Secret.SecretArn())
+	output(stack, "ERPSecretArn", "Put the ERP API key here ({\"api_key\": ...}) and redeploy", s.ERP.Secret.SecretArn())
 	return s
 }

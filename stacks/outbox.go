@@ -8,13 +8,9 @@ import (
 	"github.com/mercadofresco/integration/constructs/outbox"
 )
 
-// OutboxStack holds Aurora PostgreSQL, the RDS Proxy and the outbox
-// publisher, in the VPC of the Network stack.
-//
-// Aurora is created per environment (not imported): the outbox table must
-// live in the same database as the orders it describes, and this stack owns
-// that database (aurora-mf-escritor) and its proxy. Deletion protection and
-// the removal policy come from config.
+// OutboxStack holds Aurora PostgreSQL (created per environment: the outbox
+// table lives in the database of the orders it describes), the RDS Proxy,
+// the schema migration and the outbox publisher, in the Network stack's VPC.
 type OutboxStack struct {
 	awscdk.Stack
 	// Database is aurora-mf-escritor and its RDS Proxy.
@@ -34,42 +30,29 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared, netStack *Networ
 	env := shared.Env
 	net := netStack.Network
 	db := outbox.NewDatabase(stack, "Aurora", &outbox.DatabaseProps{
-		Vpc:                net.Vpc,
-		Subnets:            net.DataSubnets(),
-		RotationSubnets:    net.AppSubnets(),
-		RotationEndpoint:   net.SecretsEndpoint,
-		ClusterIdentifier:  jsii.String(env.PhysicalName("aurora-mf-escritor")),
-		ProxyName:          jsii.String(env.PhysicalName("proxy-mf-escritor")),
-		EncryptionKey:      shared.DataKey,
-		LogRetention:       env.LogRetention,
-		RemovalPolicy:      env.RemovalPolicy,
-		DeletionProtection: jsii.Bool(env.DeletionProtection),
-		AlarmTopic:         shared.Alerts,
+		Context:           shared.Context,
+		Vpc:               net.Vpc,
+		Subnets:           net.DataSubnets(),
+		RotationSubnets:   net.AppSubnets(),
+		RotationEndpoint:  net.SecretsEndpoint,
+		ClusterIdentifier: jsii.String(env.PhysicalName("aurora-mf-escritor")),
+		ProxyName:         jsii.String(env.PhysicalName("proxy-mf-escritor")),
 	})
 	mig := outbox.NewMigration(stack, "Migraciones", &outbox.MigrationProps{
-		Database:         db,
-		Vpc:              net.Vpc,
-		Subnets:          net.AppSubnets(),
-		SecretsEndpoint:  net.SecretsEndpoint,
-		Builder:          shared.Builder,
-		EncryptionKey:    shared.DataKey,
-		LogRetention:     env.LogRetention,
-		LogRemovalPolicy: env.RemovalPolicy,
-		AlarmTopic:       shared.Alerts,
-		FunctionName:     jsii.String(env.PhysicalName("mf-outbox-migraciones")),
+		Context:         shared.Context,
+		Database:        db,
+		Vpc:             net.Vpc,
+		Subnets:         net.AppSubnets(),
+		SecretsEndpoint: net.SecretsEndpoint,
+		FunctionName:    jsii.String(env.PhysicalName("mf-outbox-migraciones")),
 	})
 	pub := outbox.NewPublisher(stack, "Publicador", &outbox.PublisherProps{
+		Context:             shared.Context,
 		Database:            db,
 		Vpc:                 net.Vpc,
 		Subnets:             net.AppSubnets(),
 		EventsEndpoint:      net.EventsEndpoint,
 		Bus:                 shared.Bus,
-		Environment:         env.Name,
-		Builder:             shared.Builder,
-		EncryptionKey:       shared.DataKey,
-		LogRetention:        env.LogRetention,
-		LogRemovalPolicy:    env.RemovalPolicy,
-		AlarmTopic:          shared.Alerts,
 		ReservedConcurrency: env.PublisherConcurrency,
 		FunctionNamePrefix:  jsii.String(env.PhysicalName("mf-outbox")),
 	})

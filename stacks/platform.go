@@ -9,12 +9,14 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/platform"
 )
 
 // PlatformStack holds the data key, the alerts topic, the data key's watch
-// and the event bus.
+// and the event bus: the sources of the platform context the other stacks
+// receive (Shared).
 type PlatformStack struct {
 	awscdk.Stack
 	DataKey awskms.Key
@@ -24,50 +26,60 @@ type PlatformStack struct {
 	KeyWatch *platform.KeyWatch
 	Bus      awsevents.EventBus
 	Archive  awsevents.Archive
+
+	context core.Context
 }
 
 // NewPlatformStack creates the platform stack of env.
 func NewPlatformStack(scope constructs.Construct, env config.Environment) *PlatformStack {
 	stack := newStack(scope, env, "Platform", "data key and its watch, alerts topic and event bus")
-	s := &PlatformStack{Stack: stack}
+	s := &PlatformStack{Stack: stack, context: core.Context{
+		EnvironmentName:    env.Name,
+		LogRetention:       env.LogRetention,
+		RemovalPolicy:      env.RemovalPolicy,
+		DeletionProtection: jsii.Bool(env.DeletionProtection),
+	}}
 	deployer, err := platform.DeploymentRoleArn(stack)
 	if err != nil {
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
 	s.DataKey = platform.NewDataKey(stack, "DataKey", &platform.DataKeyProps{
+		Context:           s.context,
 		Alias:             jsii.String(env.PhysicalName(platform.DataKeyAlias)),
-		RemovalPolicy:     env.RemovalPolicy,
 		DeploymentRoleArn: deployer,
 		Administrators:    []string{env.RoleArn(env.Roles.KeyAdmin)},
 		BreakGlassRoleArn: env.RoleArn(env.Roles.BreakGlass),
 	})
+	s.context.DataKey = s.DataKey
 	s.Alerts = platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{
+		Context:   s.context,
 		TopicName: jsii.String(env.PhysicalName(platform.AlertsTopic)),
-		Key:       s.DataKey,
 		Email:     env.AlarmEmail,
 	})
+	s.context.Alerts = s.Alerts
 	s.KeyWatch = platform.NewKeyWatch(stack, "DataKeyWatch", &platform.KeyWatchProps{
-		Key:                 s.DataKey,
-		Alerts:              s.Alerts,
+		Context:             s.context,
 		TopicName:           jsii.String(env.PhysicalName(platform.KeyAlertsTopic)),
 		Email:               env.AlarmEmail,
 		RuleName:            jsii.String(env.PhysicalName(platform.KeyWatchRule)),
 		DeadLetterQueueName: jsii.String(env.PhysicalName(platform.KeyWatchRuleDLQName)),
-		RemovalPolicy:       env.RemovalPolicy,
 	})
 	s.Bus, s.Archive = platform.NewEventBus(stack, "Bus", &platform.EventBusProps{
-		EventBusName:         jsii.String(env.PhysicalName(platform.EventBusName)),
-		ArchiveRetentionDays: env.ArchiveRetentionDays,
-		Key:                  s.DataKey,
+		Context:          s.context,
+		EventBusName:     jsii.String(env.PhysicalName(platform.EventBusName)),
+		ArchiveRetention: awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
 	})
-	awscdk.NewCfnOutput(stack, jsii.String("DataKeyArn"), &awscdk.CfnOutputProps{Value: s.DataKey.KeyArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("AlertsTopicArn"), &awscdk.CfnOutputProps{Value: s.Alerts.TopicArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("KeyAlertsTopicArn"), &awscdk.CfnOutputProps{Value: s.KeyWatch.Topic.TopicArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: s.Bus.EventBusName()})
+	output(stack, "DataKeyArn", "", s.DataKey.KeyArn())
+	output(stack, "AlertsTopicArn", "", s.Alerts.TopicArn())
+	output(stack, "KeyAlertsTopicArn", "", s.KeyWatch.Topic.TopicArn())
+	output(stack, "EventBusName", "", s.Bus.EventBusName())
 	return s
 }
 
-// Shared returns what the other stacks of the environment receive.
+// Shared returns what the other stacks of the environment receive: the
+// platform context with builder, the environment and the bus.
 func (s *PlatformStack) Shared(env config.Environment, builder *golambda.Builder) *Shared {
-	return &Shared{Env: env, DataKey: s.DataKey, Alerts: s.Alerts, Bus: s.Bus, Builder: builder}
+	ctx := s.context
+	ctx.Builder = builder
+	return &Shared{Env: env, Bus: s.Bus, Context: ctx}
 }

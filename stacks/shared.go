@@ -1,24 +1,16 @@
-// Package stacks assembles MercadoFresco's CloudFormation stacks for one
-// environment. Each stack is one part of the system with its own lifecycle:
-//
-//   - Platform: the data key (with its watch), the alerts topic and the
-//     event bus (everything else depends on them; they change rarely).
-//   - Network: the VPC (subnets, NAT gateways, endpoints) and the Valkey
-//     cache of the circuit breakers.
-//   - Data: stateful stores owned by the consumers (the idempotency and
-//     stock tables).
-//   - Messaging: queues, fan-out topic, consumers.
-//   - Outbox: Aurora PostgreSQL, the RDS Proxy, the schema migration and
-//     the outbox publisher and cleanup.
-//   - OrderFlow: the bus rules, the workflow starter, the order workflow
-//     with its payment tasks, the ERP API destination and the carts pipe.
-//
-// Stacks receive what they share through Shared; cross-stack references
-// become CloudFormation exports, and grants on shared resources go to the
-// consumer's role policy (the data key's policy delegates its use to IAM,
-// through the services only), and
-// cross-stack security-group rules are separate ingress resources, so no
-// stack ever edits another one's resources.
+// Package stacks assembles MercadoFresco's six CloudFormation stacks of
+// one environment (Build), each one part with its own lifecycle: Platform
+// (the data key and its watch, the alerts topic, the event bus), Network
+// (the VPC, its NAT gateways and endpoints, the Valkey cache), Data (the
+// idempotency and stock tables), Messaging (the fan-out topic and the four
+// queue consumers), Outbox (Aurora, the RDS Proxy, the schema migration, the
+// publisher and its cleanup) and OrderFlow (the payment tasks, the order
+// workflow and its starter, the carts pipe, the ERP destination). Stacks
+// only compose constructs; they receive the platform context through
+// Shared. Cross-stack references become exports, grants on shared
+// resources go to the grantee's role, and cross-stack security-group rules
+// are resources of the dependent stack, so no stack edits another one's
+// resources. docs/CONVENTIONS.md#stacks.
 package stacks
 
 import (
@@ -26,29 +18,23 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/core"
 )
 
-// Shared is what every stack of an environment receives.
+// Shared is what every stack of an environment receives: the platform
+// context every construct's Props embed (the environment's name, the
+// Lambda builder, the data key, the alerts topic, its log retention,
+// removal policy and deletion protection), the environment and the bus.
 type Shared struct {
+	core.Context
 	// Env is the environment being synthesised.
 	Env config.Environment
-	// DataKey is alias/mercadofresco-datos: encrypt every store with it.
-	DataKey awskms.IKey
-	// Alerts is alertas-mercadofresco: every alarm targets it (use
-	// platform.Alarm to wire alarm and OK actions).
-	Alerts awssns.ITopic
 	// Bus is bus-mercadofresco.
 	Bus awsevents.IEventBus
-	// Builder compiles Go Lambdas; pass it to golambda.Props.Builder so a
-	// function shared by several environments compiles once per synth.
-	Builder *golambda.Builder
 }
 
 // newStack creates a stack of part for env with the project's conventions:
@@ -68,4 +54,13 @@ func newStack(scope constructs.Construct, env config.Environment, part, descript
 		awscdk.Tags_Of(stack).Add(jsii.String(k), jsii.String(v), nil)
 	}
 	return stack
+}
+
+// output adds the stack output id (a description "" adds none).
+func output(stack awscdk.Stack, id, description string, value *string) {
+	var d *string
+	if description != "" {
+		d = jsii.String(description)
+	}
+	awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Description: d, Value: value})
 }

@@ -9,8 +9,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -18,9 +20,9 @@ func TestMain(m *testing.M) { cdktest.Main(m) }
 func TestAlarmSendsAlarmAndOKWithItsDefaults(t *testing.T) {
 	stack := cdktest.NewStack("S")
 	key := platform.NewDataKey(stack, "Key", nil)
-	topic := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Key: key})
+	topic := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Context: core.Context{DataKey: key}})
 	alarm.New(stack, "Alarm", &alarm.Props{
-		Metric:      awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(platform.MetricNamespace), MetricName: jsii.String("X")}),
+		Metric:      awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metricsapi.Namespace), MetricName: jsii.String("X")}),
 		Topic:       topic,
 		Description: "X happened: do Y",
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,

@@ -15,18 +15,17 @@ package busrule
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
@@ -43,17 +42,31 @@ const (
 	MaxRetryAttempts = 185
 )
 
-// TargetOptions is what the target must be built with.
+// TargetOptions is what the target must be built with: the rule's DLQ and
+// retry policy, and the rule (for the target's producer guard).
 type TargetOptions struct {
 	DeadLetterQueue awssqs.IQueue
 	MaxEventAge     awscdk.Duration
 	RetryAttempts   float64
+	Rule            awsevents.IRule
 }
 
-// Props configures a Rule. Bus (or OnDefaultBus), Pattern, Target,
-// EncryptionKey (unless Encryption says SQS-managed) and AlarmTopic are
-// required.
+// SqsTarget delivers the rule's events to queue with the rule's DLQ and
+// retry policy, and admits the rule to the queue's producer guard.
+func SqsTarget(queue awssqs.IQueue) func(o TargetOptions) awsevents.IRuleTarget {
+	return func(o TargetOptions) awsevents.IRuleTarget {
+		producers.ForQueue(queue).AdmitRule(o.Rule)
+		return awseventstargets.NewSqsQueue(queue, &awseventstargets.SqsQueueProps{
+			DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),
+		})
+	}
+}
+
+// Props configures a Rule. Bus (or OnDefaultBus), Pattern, Target, the
+// Context's Alerts and, unless Encryption says SQS-managed, its DataKey
+// (the DLQ's key) are required.
 type Props struct {
+	core.Context
 	// Bus is bus-mercadofresco.
 	Bus awsevents.IEventBus
 	// OnDefaultBus puts the rule on the account's default bus instead, the
@@ -68,9 +81,7 @@ type Props struct {
 	// Pattern selects the events.
 	Pattern *awsevents.EventPattern
 	// Target builds the rule's one target with the options (DLQ and retry
-	// policy), e.g. awseventstargets.NewSqsQueue(q, &SqsQueueProps{
-	// DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge,
-	// RetryAttempts: jsii.Number(o.RetryAttempts)}).
+	// policy), e.g. SqsTarget(queue).
 	Target func(o TargetOptions) awsevents.IRuleTarget
 	// AdditionalTargets are more targets of the same events, each built
 	// with the same options (the rule's DLQ and retry policy).
@@ -84,17 +95,10 @@ type Props struct {
 	MaxEventAge   awscdk.Duration
 	// DeadLetterQueueName of the target's DLQ. Nil lets CloudFormation name it.
 	DeadLetterQueueName *string
-	// Encryption of the DLQ: the zero value is the data key
-	// (EncryptionKey, required then); reliablequeue.EncryptionSQSManaged
-	// is for a rule that must work while the data key does not (the
-	// data key's own watch).
+	// Encryption of the DLQ: the zero value is the data key;
+	// reliablequeue.EncryptionSQSManaged is for a rule that must work while
+	// the data key does not (the data key's own watch).
 	Encryption reliablequeue.Encryption
-	// EncryptionKey (the data key) encrypts the DLQ.
-	EncryptionKey awskms.IKey
-	// AlarmTopic receives the alarms.
-	AlarmTopic awssns.ITopic
-	// RemovalPolicy of the DLQ (removal.For).
-	RemovalPolicy awscdk.RemovalPolicy
 }
 
 // Rule is the rule with its target's DLQ and alarms.
@@ -118,37 +122,21 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	r := &Rule{Construct: c, bus: props.Bus}
-	fail := func(format string, a ...any) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("busrule %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
-	}
+	v := core.Check(c, "busrule")
 	switch {
 	case props.Bus == nil && !props.OnDefaultBus:
-		fail("Bus is required (or OnDefaultBus for the account's default bus)")
+		v.Addf("Bus is required (or OnDefaultBus for the account's default bus)")
 	case props.Bus != nil && props.OnDefaultBus:
-		fail("Bus and OnDefaultBus exclude each other: a rule is on one bus")
+		v.Addf("Bus and OnDefaultBus exclude each other: a rule is on one bus")
 		r.bus = nil
 	}
-	if props.Pattern == nil {
-		fail("Pattern is required: a rule without one matches nothing on a custom bus")
+	if v.If(props.Pattern == nil, "Pattern is required: a rule without one matches nothing on a custom bus") {
 		props.Pattern = &awsevents.EventPattern{Source: jsii.Strings("missing")}
 	}
-	if props.Target == nil {
-		fail("Target is required")
-	}
-	r.RetryAttempts = props.RetryAttempts
-	if r.RetryAttempts == 0 {
-		r.RetryAttempts = DefaultRetryAttempts
-	}
-	if r.RetryAttempts < 0 || r.RetryAttempts > MaxRetryAttempts || r.RetryAttempts != math.Trunc(r.RetryAttempts) {
-		fail("RetryAttempts must be an integer in 0..%d, got %v", MaxRetryAttempts, props.RetryAttempts)
-		r.RetryAttempts = DefaultRetryAttempts
-	}
+	v.If(props.Target == nil, "Target is required")
+	r.RetryAttempts = v.Count("RetryAttempts", props.RetryAttempts, DefaultRetryAttempts, 0, MaxRetryAttempts)
 	r.MaxEventAge = props.MaxEventAge
-	if r.MaxEventAge == nil {
-		r.MaxEventAge = awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes))
-	}
-	if s, err := reliablequeue.Seconds(r.MaxEventAge); err != nil || s < 60 || s > 86400 {
-		fail("MaxEventAge must be between 1 min and 24 h")
+	if r.MaxEventAge == nil || v.Seconds("MaxEventAge", r.MaxEventAge, 0, 60, 86400) == 0 {
 		r.MaxEventAge = awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes))
 	}
 	label := props.TargetLabel
@@ -159,14 +147,12 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 	if props.OnDefaultBus {
 		busLabel = "the default event bus"
 	}
-	source := fmt.Sprintf("rule %s on %s (target: %s)", ruleLabel(c, props.RuleName), busLabel, label)
+	source := fmt.Sprintf("rule %s on %s (target: %s)", *core.Or(props.RuleName, *c.Node().Path()), busLabel, label)
 	r.DeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "DeadLetterQueue", &reliablequeue.DeadLetterQueueProps{
-		QueueName:     props.DeadLetterQueueName,
-		Encryption:    props.Encryption,
-		EncryptionKey: props.EncryptionKey,
-		AlarmTopic:    props.AlarmTopic,
-		RemovalPolicy: props.RemovalPolicy,
-		Source:        source,
+		Context:    props.Context,
+		QueueName:  props.DeadLetterQueueName,
+		Encryption: props.Encryption,
+		Source:     source,
 	})
 	r.Rule = awsevents.NewRule(c, jsii.String("Rule"), &awsevents.RuleProps{
 		EventBus:     r.bus, // nil: the default bus
@@ -174,16 +160,14 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 		Description:  jsii.String(props.Description),
 		EventPattern: props.Pattern,
 	})
-	opts := TargetOptions{DeadLetterQueue: r.DeadLetterQueue.Queue, MaxEventAge: r.MaxEventAge, RetryAttempts: r.RetryAttempts}
+	opts := TargetOptions{DeadLetterQueue: r.DeadLetterQueue.Queue, MaxEventAge: r.MaxEventAge, RetryAttempts: r.RetryAttempts, Rule: r.Rule}
 	if props.Target != nil {
 		r.Rule.AddTarget(props.Target(opts))
 	}
 	for i, t := range props.AdditionalTargets {
-		if t == nil {
-			fail("AdditionalTargets[%d] is nil", i)
-			continue
+		if !v.If(t == nil, "AdditionalTargets[%d] is nil", i) {
+			r.Rule.AddTarget(t(opts))
 		}
-		r.Rule.AddTarget(t(opts))
 	}
 	// EventBridge dead-letters for this rule (a queue or topic target is
 	// admitted by whoever chose it: producers.ForQueue(q).AdmitRule(r.Rule)).
@@ -192,26 +176,19 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	r.FailedInvocationsAlarm = alarm.New(c, "FailedInvocationsAlarm", &alarm.Props{
 		Metric:      r.Metric("FailedInvocations", &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
-		Topic:       props.AlarmTopic,
+		Topic:       props.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no failures reports nothing
 		Description: fmt.Sprintf("EventBridge could not deliver events of %s (they are retried, then dead-lettered). Check the target's permissions, key policy and health.", source),
 	})
 	r.SentToDlqAlarm = alarm.New(c, "SentToDlqAlarm", &alarm.Props{
 		Metric:      r.Metric("InvocationsSentToDlq", &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
-		Topic:       props.AlarmTopic,
+		Topic:       props.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: fmt.Sprintf("Events of %s gave up and went to its DLQ: they did not reach the target. Follow docs/runbooks/dlq.md; after the fix, replay the window from the bus archive.", source),
 	})
 	return r
-}
-
-func ruleLabel(c constructs.Construct, name *string) string {
-	if name != nil {
-		return *name
-	}
-	return *c.Node().Path()
 }
 
 // Metric is an AWS/Events metric of this rule (FailedInvocations,

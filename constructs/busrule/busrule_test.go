@@ -12,6 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
@@ -47,7 +48,7 @@ func TestRuleOnTheBusDefaults(t *testing.T) {
 	target := awssqs.NewQueue(p.Stack, jsii.String("Target"), nil)
 	r := busrule.New(p.Stack, "Regla", &busrule.Props{
 		Bus: bus, RuleName: jsii.String("mf-regla"), Pattern: pattern(), Target: queueTarget(target),
-		EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+		Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
 	})
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
@@ -93,7 +94,7 @@ func TestRuleOnTheDefaultBus(t *testing.T) {
 		Target:            queueTarget(a),
 		AdditionalTargets: []func(busrule.TargetOptions) awsevents.IRuleTarget{queueTarget(b)},
 		RetryAttempts:     4, MaxEventAge: awscdk.Duration_Hours(jsii.Number(6)),
-		Encryption: reliablequeue.EncryptionSQSManaged, AlarmTopic: p.Alerts,
+		Encryption: reliablequeue.EncryptionSQSManaged, Context: core.Context{Alerts: p.Alerts},
 	})
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
@@ -163,7 +164,7 @@ func TestInvalidProps(t *testing.T) {
 		{"age", func(p *busrule.Props, _ awsevents.IEventBus) {
 			p.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(30))
 		}, "MaxEventAge must be between 1 min and 24 h"},
-		{"data key missing", func(p *busrule.Props, _ awsevents.IEventBus) { p.EncryptionKey = nil }, "EncryptionKey is required"},
+		{"data key missing", func(p *busrule.Props, _ awsevents.IEventBus) { p.DataKey = nil }, "DataKey is required"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +172,7 @@ func TestInvalidProps(t *testing.T) {
 			bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), nil)
 			props := &busrule.Props{
 				Bus: bus, Pattern: pattern(), Target: queueTarget(awssqs.NewQueue(p.Stack, jsii.String("T"), nil)),
-				EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+				Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
 			}
 			tc.set(props, bus)
 			r := busrule.New(p.Stack, "Regla", props)

@@ -1,15 +1,11 @@
 // Package cache is the Valkey cache mercadofresco-catalogo (ElastiCache
-// Serverless): in this project it holds the state of the circuit breakers
-// that every Lambda instance shares (lambdas/breaker), nothing else.
-//
-// Serverless Valkey always encrypts in transit (TLS) and here at rest with
-// the data key; it lives in the VPC's isolated data subnets behind a
-// security group that admits only the functions bound to it (Bind). An
-// environment that already has the cache imports it (Props.Import) instead
-// of creating a second one.
-//
-// Access is network-only (the default user, no AUTH): the breaker keys carry
-// no customer data, and the security group admits only the bound functions.
+// Serverless) that holds the circuit breakers' state every Lambda instance
+// shares (lambdas/breaker), nothing else. It encrypts in transit (TLS) and
+// at rest with the data key, lives in the VPC's isolated data subnets
+// behind a security group that admits only the functions bound to it
+// (Bind), and is reached without AUTH (the breaker keys carry no customer
+// data). An environment that has the cache already imports it
+// (Props.Import). docs/design.md#network.
 package cache
 
 import (
@@ -19,13 +15,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticache"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 )
@@ -58,8 +53,9 @@ type Import struct {
 }
 
 // Props configures New. Vpc and Subnets are required unless Import is set;
-// EncryptionKey and AlarmTopic are required when the cache is created.
+// the Context's DataKey and Alerts when the cache is created.
 type Props struct {
+	core.Context
 	// CacheName is the physical name. Nil means SpecName.
 	CacheName *string
 	// Import uses an existing cache instead of creating one.
@@ -67,16 +63,9 @@ type Props struct {
 	// Vpc and Subnets place the cache (the network's data subnets).
 	Vpc     awsec2.IVpc
 	Subnets *awsec2.SubnetSelection
-	// EncryptionKey encrypts the data at rest (the data key).
-	EncryptionKey awskms.IKey
 	// MaxDataStorageGB and MaxECPUPerSecond cap usage (and cost). Zero means
 	// the defaults.
 	MaxDataStorageGB, MaxECPUPerSecond float64
-	// AlarmTopic receives the cache's alarm (throttled commands).
-	AlarmTopic awssns.ITopic
-	// RemovalPolicy of the cache, mapped by removal.For (breaker state is
-	// disposable, but the environment decides).
-	RemovalPolicy awscdk.RemovalPolicy
 }
 
 // Cache is the Valkey cache, created or imported.
@@ -104,14 +93,9 @@ func New(scope constructs.Construct, id string, props *Props) *Cache {
 	if props.CacheName != nil {
 		c.name = *props.CacheName
 	}
-	fail := func(format string, a ...any) {
-		awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("cache %s: %s", *this.Node().Path(), fmt.Sprintf(format, a...))))
-	}
-
+	v := core.Check(this, "cache")
 	if imp := props.Import; imp != nil {
-		if imp.Endpoint == "" || imp.SecurityGroupID == "" {
-			fail("Import needs Endpoint and SecurityGroupID")
-		}
+		v.If(imp.Endpoint == "" || imp.SecurityGroupID == "", "Import needs Endpoint and SecurityGroupID")
 		port := imp.Port
 		if port == 0 {
 			port = Port
@@ -123,40 +107,16 @@ func New(scope constructs.Construct, id string, props *Props) *Cache {
 		return c
 	}
 
-	if props.Vpc == nil {
-		fail("Vpc is required (or Import an existing cache)")
-	}
-	if props.EncryptionKey == nil {
-		fail("EncryptionKey is required: the cache is encrypted with the data key alias/mercadofresco-datos")
-	}
-	if props.AlarmTopic == nil {
-		fail("AlarmTopic is required (alertas-mercadofresco)")
-	}
-	storage, ecpu := props.MaxDataStorageGB, props.MaxECPUPerSecond
-	if storage == 0 {
-		storage = DefaultMaxDataStorageGB
-	}
-	if ecpu == 0 {
-		ecpu = DefaultMaxECPUPerSecond
-	}
-	if storage < 1 || storage > 5000 {
-		fail("MaxDataStorageGB %v not in 1..5000", storage)
-	}
-	if ecpu < 1000 || ecpu > 15000000 {
-		fail("MaxECPUPerSecond %v not in 1000..15000000", ecpu)
-	}
-
-	vpc := props.Vpc
-	if vpc == nil {
-		vpc = awsec2.NewVpc(this, jsii.String("MissingVpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0)})
-	}
+	props.Require(v, core.DataKey|core.Alerts)
+	vpc, subnets := core.RequireVpc(v, this, props.Vpc, props.Subnets, "the cache lives in its data subnets (or Import an existing cache)")
+	storage := v.Count("MaxDataStorageGB", props.MaxDataStorageGB, DefaultMaxDataStorageGB, 1, 5000)
+	ecpu := v.Count("MaxECPUPerSecond", props.MaxECPUPerSecond, DefaultMaxECPUPerSecond, 1000, 15000000)
 	sg := awsec2.NewSecurityGroup(this, jsii.String("SecurityGroup"), &awsec2.SecurityGroupProps{
 		Vpc:              vpc,
 		Description:      jsii.String(c.name + ": Valkey, reachable only from the functions bound to it"),
 		AllowAllOutbound: jsii.Bool(false),
 	})
 	c.SecurityGroup = sg
-	subnets := props.Subnets
 	if subnets == nil {
 		subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
 	}
@@ -167,8 +127,8 @@ func New(scope constructs.Construct, id string, props *Props) *Cache {
 		}
 	}
 	var keyID any
-	if props.EncryptionKey != nil {
-		keyID = props.EncryptionKey.KeyArn()
+	if props.DataKey != nil {
+		keyID = props.DataKey.KeyArn()
 	}
 	c.Resource = awselasticache.NewCfnServerlessCache(this, jsii.String("Resource"), &awselasticache.CfnServerlessCacheProps{
 		Engine:              jsii.String("valkey"),
@@ -201,7 +161,7 @@ func New(scope constructs.Construct, id string, props *Props) *Cache {
 			Period:        awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic:     jsii.String("Sum"),
 		}),
-		Topic:       props.AlarmTopic,
+		Topic:       props.Alerts,
 		Description: fmt.Sprintf("Valkey %s throttled commands (usage limits reached): circuit breakers fail open while it lasts. Raise MaxECPUPerSecond or look for a caller in a loop.", c.name),
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no throttling reports nothing
@@ -235,8 +195,7 @@ func (c *Cache) AllowFrom(peer awsec2.IConnectable, description string) {
 // security groups are admitted to the cache's port and its environment gets
 // the address (breakerapi.EnvRedisAddr) and TLS on. fn must be in the VPC.
 func (c *Cache) Bind(fn awslambda.Function) {
-	if fn.IsBoundToVpc() == nil || !*fn.IsBoundToVpc() {
-		awscdk.Annotations_Of(c.Construct).AddError(jsii.String(fmt.Sprintf("cache %s: %s is not in the VPC; only a function in the VPC can reach the cache", c.name, *fn.Node().Path())))
+	if core.Check(c.Construct, "cache").If(fn.IsBoundToVpc() == nil || !*fn.IsBoundToVpc(), "%s is not in the VPC; only a function in the VPC can reach the cache", *fn.Node().Path()) {
 		return
 	}
 	c.AllowFrom(fn, "circuit breaker state: "+*fn.Node().Path())

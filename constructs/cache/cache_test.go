@@ -12,6 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/cache"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
@@ -33,7 +34,7 @@ func TestCreatedCacheIsEncryptedPrivateAndBindsFunctions(t *testing.T) {
 	net := network.New(stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1})
 	c := cache.New(stack, "Catalogo", &cache.Props{
 		CacheName: jsii.String("mercadofresco-catalogo-dev"), Vpc: net.Vpc, Subnets: net.DataSubnets(),
-		EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+		Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
 	})
 	c.Bind(fn(stack, "Cobro", net.Vpc))
 	c.Bind(fn(stack, "SinVpc", nil))
@@ -95,7 +96,7 @@ func TestMissingPropsAreErrors(t *testing.T) {
 	stack := cdktest.NewStack("Rota")
 	cache.New(stack, "Catalogo", nil)
 	errs := cdktest.Errors(stack)
-	for _, want := range []string{"Vpc is required", "EncryptionKey is required", "AlarmTopic is required"} {
+	for _, want := range []string{"Vpc is required", "DataKey is required", "Alerts is required"} {
 		cdktest.RequireContains(t, errs, want)
 	}
 }

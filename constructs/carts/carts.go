@@ -1,42 +1,36 @@
-// Package carts turns abandoned carts into events: the carts table
-// mercadofresco-carritos (DynamoDB, TTL on expira_en, stream with new and
-// old images) feeds the EventBridge pipe pipe-mf-carritos, which keeps only
-// the deletions DynamoDB's TTL made (eventName REMOVE by the principal
-// dynamodb.amazonaws.com) and publishes each as a versioned
-// CarritoAbandonado event (eventsapi.CarritoAbandonado) on
-// bus-mercadofresco: one write by the shop, no dual write. A rule sends
-// CarritoAbandonado to the queue cola-mercadofresco-carritos-abandonados.
-//
-// That queue has no consumer yet (the abandoned-cart reminder is not
-// built): its messages wait there, with a DLQ and alarms, and expire after
-// RetentionDays; its age alarm says so before they do.
-//
-// The pipe: source DLQ (the batches it could not deliver after its retries
-// or past the maximum record age), bisection of failing batches, retries
-// counted by the attempts guardrail, ERROR logs to an encrypted log group.
+// Package carts turns abandoned carts into events, with one write by the
+// shop and no dual write: the carts table mercadofresco-carritos (DynamoDB,
+// TTL on expira_en, a stream of new and old images) feeds the EventBridge
+// pipe pipe-mf-carritos, which keeps only the deletions DynamoDB's TTL made
+// and publishes each as a versioned CarritoAbandonado event
+// (eventsapi.CarritoAbandonado) on bus-mercadofresco; a rule sends them to
+// the queue cola-mercadofresco-carritos-abandonados, which has no consumer
+// yet (its age alarm fires before unread events expire). The pipe has a
+// source DLQ, bisects failing batches, counts its retries in the attempts
+// guardrail and logs errors to an encrypted group.
+// docs/design.md#carts-pipe.
 package carts
 
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awspipes"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/busrule"
-	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
@@ -55,9 +49,9 @@ const (
 	// DefaultRetryAttempts: 10 retries of a failing batch, 11 PutEvents
 	// at most per record (the attempts guardrail counts them).
 	DefaultRetryAttempts = 10
-	// DefaultMaxRecordAgeSeconds: a removal older than 6 h is not worth a
-	// reminder any more; it goes to the DLQ instead of waiting.
-	DefaultMaxRecordAgeSeconds = 6 * 3600
+	// DefaultMaxRecordAge: a removal older than 6 h is not worth a reminder
+	// any more; it goes to the DLQ instead of waiting.
+	DefaultMaxRecordAge = 6 * time.Hour
 	// RetentionDays of the abandoned-carts queue (no consumer yet).
 	RetentionDays = 7
 )
@@ -71,23 +65,20 @@ type ImportedTable struct {
 	KeyArn string
 }
 
-// Props configures Carts. Bus, EncryptionKey and AlarmTopic are required.
+// Props configures Carts. Bus and the Context's DataKey and Alerts are
+// required; the Context's DeletionProtection applies to a created table.
 type Props struct {
+	core.Context
 	Bus awsevents.IEventBus
 	// Import uses an existing table instead of creating one.
 	Import *ImportedTable
 	// TableName, PipeName, QueueName and the DLQ names: physical names.
 	// Nil means the SPEC names (table, pipe) or CloudFormation's (queues).
 	TableName, PipeName, QueueName, DeadLetterQueueName, PipeDeadLetterQueueName, RuleName, RuleDeadLetterQueueName *string
-	// RetryAttempts and MaxRecordAgeSeconds of the pipe's source. Zero
-	// means the defaults.
-	RetryAttempts, MaxRecordAgeSeconds float64
-	EncryptionKey                      awskms.IKey
-	AlarmTopic                         awssns.ITopic
-	LogRetention                       awslogs.RetentionDays
-	RemovalPolicy                      awscdk.RemovalPolicy
-	// DeletionProtection of a created table: nil means on.
-	DeletionProtection *bool
+	// RetryAttempts (0..185) and MaxRecordAge (1 min to 7 days) of the
+	// pipe's source. Zero and nil mean the defaults.
+	RetryAttempts float64
+	MaxRecordAge  awscdk.Duration
 }
 
 // Carts is the table, the pipe, the rule and the queue.
@@ -128,92 +119,62 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	k := &Carts{Construct: c}
-	fail := func(format string, a ...any) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("carts %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
-	}
-	if props.Bus == nil {
-		fail("Bus is required")
-	}
-	if props.EncryptionKey == nil {
-		fail("EncryptionKey (the data key) is required")
-	}
-	if props.AlarmTopic == nil {
-		fail("AlarmTopic is required")
-	}
-	or := func(p *string, def string) *string {
-		if p != nil {
-			return p
-		}
-		return jsii.String(def)
-	}
+	v := core.Check(c, "carts")
+	v.If(props.Bus == nil, "Bus is required")
+	props.Require(v, core.DataKey|core.Alerts)
+	k.RetryCount = v.Count("RetryAttempts", props.RetryAttempts, DefaultRetryAttempts, 0, 185)
+	maxAge := v.Seconds("MaxRecordAge", props.MaxRecordAge, DefaultMaxRecordAge.Seconds(), 60, 604800)
+	pipeName := core.Or(props.PipeName, PipeName)
+	k.addTable(props, v)
+	k.addPipe(props, pipeName, maxAge)
+	k.addQueue(props, pipeName)
+	return k
+}
+
+// addTable creates the carts table, or imports the environment's.
+func (k *Carts) addTable(props *Props, v *core.Problems) {
 	if imp := props.Import; imp != nil {
 		tableName, streamArn := imp.TableName, imp.StreamArn
-		if tableName == "" || streamArn == "" {
-			fail("Import needs TableName and StreamArn (the table's NEW_AND_OLD_IMAGES stream)")
-			// Stand-ins keep the construct whole; synthesis fails anyway.
+		if v.If(tableName == "" || streamArn == "", "Import needs TableName and StreamArn (the table's NEW_AND_OLD_IMAGES stream)") {
 			tableName, streamArn = "missing", "arn:aws:dynamodb:eu-west-1:111111111111:table/missing/stream/missing"
 		}
 		attrs := &awsdynamodb.TableAttributes{TableName: jsii.String(tableName), TableStreamArn: jsii.String(streamArn)}
 		if imp.KeyArn != "" {
-			attrs.EncryptionKey = awskms.Key_FromKeyArn(c, jsii.String("TableKey"), jsii.String(imp.KeyArn))
+			attrs.EncryptionKey = awskms.Key_FromKeyArn(k.Construct, jsii.String("TableKey"), jsii.String(imp.KeyArn))
 		}
-		k.Table = awsdynamodb.Table_FromTableAttributes(c, jsii.String("Table"), attrs)
-	} else {
-		dp := props.DeletionProtection
-		if dp == nil {
-			dp = jsii.Bool(true)
-		}
-		enc := awsdynamodb.TableEncryption_CUSTOMER_MANAGED
-		if props.EncryptionKey == nil {
-			enc = awsdynamodb.TableEncryption_AWS_MANAGED
-		}
-		k.Table = awsdynamodb.NewTable(c, jsii.String("Table"), &awsdynamodb.TableProps{
-			TableName:           or(props.TableName, TableName),
-			PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(eventsapi.CarritosKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
-			BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
-			TimeToLiveAttribute: jsii.String(eventsapi.CarritosTTLAttribute),
-			Stream:              awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
-			Encryption:          enc,
-			EncryptionKey:       props.EncryptionKey,
-			PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
-				PointInTimeRecoveryEnabled: jsii.Bool(true),
-			},
-			DeletionProtection: dp,
-			RemovalPolicy:      removal.For(props.RemovalPolicy, removal.Data),
-		})
+		k.Table = awsdynamodb.Table_FromTableAttributes(k.Construct, jsii.String("Table"), attrs)
+		return
 	}
+	enc := awsdynamodb.TableEncryption_CUSTOMER_MANAGED
+	if props.DataKey == nil {
+		enc = awsdynamodb.TableEncryption_AWS_MANAGED
+	}
+	k.Table = awsdynamodb.NewTable(k.Construct, jsii.String("Table"), &awsdynamodb.TableProps{
+		TableName:           core.Or(props.TableName, TableName),
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(eventsapi.CarritosKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String(eventsapi.CarritosTTLAttribute),
+		Stream:              awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		Encryption:          enc,
+		EncryptionKey:       props.DataKey,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: props.Protected(),
+		RemovalPolicy:      removal.For(props.RemovalPolicy, removal.Data),
+	})
+}
 
-	k.RetryCount = props.RetryAttempts
-	if k.RetryCount == 0 {
-		k.RetryCount = DefaultRetryAttempts
-	}
-	if k.RetryCount < 0 || k.RetryCount > 185 {
-		fail("RetryAttempts must be in 0..185, got %v", props.RetryAttempts)
-		k.RetryCount = DefaultRetryAttempts
-	}
-	maxAge := props.MaxRecordAgeSeconds
-	if maxAge == 0 {
-		maxAge = DefaultMaxRecordAgeSeconds
-	}
-	if maxAge < 60 || maxAge > 604800 {
-		fail("MaxRecordAgeSeconds must be in 60..604800, got %v", props.MaxRecordAgeSeconds)
-		maxAge = DefaultMaxRecordAgeSeconds
-	}
-	pipeName := or(props.PipeName, PipeName)
-
+// addPipe creates the pipe from the table's stream to the bus, with its
+// DLQ, role, logs and alarm.
+func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
+	c := k.Construct
 	k.PipeDLQ = reliablequeue.NewDeadLetterQueue(c, "PipeDLQ", &reliablequeue.DeadLetterQueueProps{
-		QueueName:     props.PipeDeadLetterQueueName,
-		EncryptionKey: props.EncryptionKey,
-		AlarmTopic:    props.AlarmTopic,
-		RemovalPolicy: props.RemovalPolicy,
-		Source:        "pipe " + *pipeName + " (stream batches it could not publish to the bus)",
+		Context:   props.Context,
+		QueueName: props.PipeDeadLetterQueueName,
+		Source:    "pipe " + *pipeName + " (stream batches it could not publish to the bus)",
 	})
-	k.PipeLogs = awslogs.NewLogGroup(c, jsii.String("PipeLogs"), &awslogs.LogGroupProps{
-		LogGroupName:  jsii.String("/aws/vendedlogs/pipes/" + *pipeName),
-		Retention:     logRetention(props.LogRetention),
-		EncryptionKey: props.EncryptionKey,
-		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
-	})
+	k.PipeLogs = props.LogGroup(c, "PipeLogs", jsii.String("/aws/vendedlogs/pipes/"+*pipeName))
 	k.PipeRole = awsiam.NewRole(c, jsii.String("PipeRole"), &awsiam.RoleProps{
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String("pipes.amazonaws.com"), &awsiam.ServicePrincipalOpts{
 			Conditions: &map[string]interface{}{"StringEquals": map[string]interface{}{"aws:SourceAccount": awscdk.Stack_Of(c).Account()}},
@@ -223,13 +184,14 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 	// Table.GrantStreamRead, with the key's use through DynamoDB only.
 	k.Table.GrantTableListStreams(k.PipeRole)
 	k.Table.GrantStream(k.PipeRole, jsii.String("dynamodb:DescribeStream"), jsii.String("dynamodb:GetRecords"), jsii.String("dynamodb:GetShardIterator"))
-	keygrant.Through(k.Table.EncryptionKey(), k.PipeRole, "dynamodb", "kms:Decrypt", "kms:DescribeKey")
+	core.GrantKey(k.Table.EncryptionKey(), k.PipeRole, "dynamodb", "kms:Decrypt", "kms:DescribeKey")
 	cdknag.NagSuppressions_AddResourceSuppressions(k.PipeRole, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		Reason:    jsii.String("dynamodb:ListStreams has no resource-level permissions (AWS requires Resource '*'); the stream reads themselves are on this table's stream ARN only."),
 		AppliesTo: &[]interface{}{jsii.String("Resource::*")},
 	}}, jsii.Bool(true))
-	grantSend(k.PipeDLQ, k.PipeRole)
+	k.PipeDLQ.Queue.Grant(k.PipeRole, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"))
+	reliablequeue.GrantKeyThroughSQS(k.PipeDLQ.Queue, k.PipeRole, "kms:GenerateDataKey", "kms:Decrypt")
 	producers.ForQueue(k.PipeDLQ.Queue).AdmitRole(k.PipeRole)
 	k.PipeLogs.GrantWrite(k.PipeRole)
 	busArn := jsii.String("")
@@ -275,30 +237,31 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 		},
 	})
 	k.Pipe.Node().AddDependency(k.PipeRole)
-
 	k.PipeFailedAlarm = alarm.New(c, "PipeFailedAlarm", &alarm.Props{
 		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace: jsii.String("AWS/EventBridge/Pipes"), MetricName: jsii.String("ExecutionFailed"),
 			DimensionsMap: &map[string]*string{"PipeName": pipeName},
 			Period:        awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 		}),
-		Topic:       props.AlarmTopic,
+		Topic:       props.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: fmt.Sprintf("Pipe %s failed to publish abandoned carts to the bus (retried, then dead-lettered to its DLQ). See its log group %s.", *pipeName, *k.PipeLogs.LogGroupName()),
 	})
+}
 
-	k.Abandoned = reliablequeue.New(c, "Abandonados", &reliablequeue.Props{
+// addQueue creates the abandoned-carts queue and the rule that fills it.
+func (k *Carts) addQueue(props *Props, pipeName *string) {
+	k.Abandoned = reliablequeue.New(k.Construct, "Abandonados", &reliablequeue.Props{
+		Context:             props.Context,
 		QueueName:           props.QueueName,
 		DeadLetterQueueName: props.DeadLetterQueueName,
-		EncryptionKey:       props.EncryptionKey,
-		AlarmTopic:          props.AlarmTopic,
-		RemovalPolicy:       props.RemovalPolicy,
 		RetentionPeriod:     awscdk.Duration_Days(jsii.Number(RetentionDays)),
 		// No consumer yet: the alarm fires a day before unread events expire.
 		OldestMessageAgeThreshold: awscdk.Duration_Days(jsii.Number(RetentionDays - 1)),
 	})
-	k.Rule = busrule.New(c, "CarritoAbandonado", &busrule.Props{
+	k.Rule = busrule.New(k.Construct, "CarritoAbandonado", &busrule.Props{
+		Context:     props.Context,
 		Bus:         props.Bus,
 		RuleName:    props.RuleName,
 		Description: "CarritoAbandonado (pipe " + *pipeName + ") -> " + k.Abandoned.QueueName,
@@ -308,27 +271,6 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 		},
 		TargetLabel:         "the queue " + k.Abandoned.QueueName,
 		DeadLetterQueueName: props.RuleDeadLetterQueueName,
-		EncryptionKey:       props.EncryptionKey,
-		AlarmTopic:          props.AlarmTopic,
-		RemovalPolicy:       props.RemovalPolicy,
-		Target: func(o busrule.TargetOptions) awsevents.IRuleTarget {
-			return awseventstargets.NewSqsQueue(k.Abandoned.Queue, &awseventstargets.SqsQueueProps{
-				DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),
-			})
-		},
+		Target:              busrule.SqsTarget(k.Abandoned.Queue),
 	})
-	producers.ForQueue(k.Abandoned.Queue).AdmitRule(k.Rule.Rule)
-	return k
-}
-
-func grantSend(d *reliablequeue.DeadLetterQueue, grantee awsiam.IGrantable) {
-	d.Queue.Grant(grantee, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"))
-	reliablequeue.GrantKeyThroughSQS(d.Queue, grantee, "kms:GenerateDataKey", "kms:Decrypt")
-}
-
-func logRetention(r awslogs.RetentionDays) awslogs.RetentionDays {
-	if r == "" {
-		return awslogs.RetentionDays_ONE_MONTH
-	}
-	return r
 }

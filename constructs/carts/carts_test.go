@@ -12,6 +12,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/carts"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -29,7 +30,7 @@ func checked(id string) *cdktest.Platform {
 func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 	p := checked("Carritos")
 	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco")})
-	carts.New(p.Stack, "Carritos", &carts.Props{Bus: bus, EncryptionKey: p.Key, AlarmTopic: p.Alerts, QueueName: jsii.String(carts.QueueName)})
+	carts.New(p.Stack, "Carritos", &carts.Props{Bus: bus, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}, QueueName: jsii.String(carts.QueueName)})
 	tpl := assertions.Template_FromStack(p.Stack, nil)
 	tpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 		"DeletionPolicy": "Retain",
@@ -77,7 +78,7 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 		}
 		pp := pipe.Properties
 		ddb := pp.SourceParameters.DynamoDBStreamParameters
-		if pp.Name != carts.PipeName || ddb.MaximumRetryAttempts != carts.DefaultRetryAttempts || ddb.MaximumRecordAgeInSeconds != carts.DefaultMaxRecordAgeSeconds ||
+		if pp.Name != carts.PipeName || ddb.MaximumRetryAttempts != carts.DefaultRetryAttempts || ddb.MaximumRecordAgeInSeconds != carts.DefaultMaxRecordAge.Seconds() ||
 			ddb.DeadLetterConfig.Arn == nil || ddb.OnPartialBatchItemFailure != "AUTOMATIC_BISECT" || pp.LogConfiguration.Level != "ERROR" ||
 			pp.LogConfiguration.CloudwatchLogsLogDestination.LogGroupArn == nil {
 			t.Fatalf("pipe %+v", pp)
@@ -125,7 +126,7 @@ func TestImportedTable(t *testing.T) {
 	p := cdktest.NewPlatform("CarritosImport")
 	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), nil)
 	carts.New(p.Stack, "Carritos", &carts.Props{
-		Bus: bus, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+		Bus: bus, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
 		Import: &carts.ImportedTable{TableName: "mercadofresco-carritos", StreamArn: "arn:aws:dynamodb:eu-west-1:111111111111:table/mercadofresco-carritos/stream/2026-01-01T00:00:00.000"},
 	})
 	tpl := assertions.Template_FromStack(p.Stack, nil)
@@ -136,7 +137,7 @@ func TestImportedTable(t *testing.T) {
 	p2 := cdktest.NewPlatform("CarritosMal")
 	carts.New(p2.Stack, "Carritos", &carts.Props{Import: &carts.ImportedTable{TableName: "x"}, RetryAttempts: 500})
 	errs := cdktest.Errors(p2.Stack)
-	for _, want := range []string{"Bus is required", "EncryptionKey", "AlarmTopic", "StreamArn", "RetryAttempts"} {
+	for _, want := range []string{"Bus is required", "DataKey", "Alerts", "StreamArn", "RetryAttempts"} {
 		cdktest.RequireContains(t, errs, want)
 	}
 }

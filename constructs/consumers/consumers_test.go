@@ -14,6 +14,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/cache"
 	"github.com/mercadofresco/integration/constructs/consumers"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/network"
@@ -36,11 +37,11 @@ func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 		t.Fatal(err)
 	}
 	builder := golambdatest.Builder(t, root)
-	net := network.New(p.Stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1, FlowLogKey: p.Key})
-	catalogo := cache.New(p.Stack, "Cache", &cache.Props{Vpc: net.Vpc, Subnets: net.DataSubnets(), EncryptionKey: p.Key, AlarmTopic: p.Alerts})
-	idem := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
-	stock := stocktable.New(p.Stack, "Stock", &stocktable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
-	platform := consumers.Platform{EnvironmentName: "prod", Builder: builder, EncryptionKey: p.Key, AlarmTopic: p.Alerts, MaxConsumerConcurrency: 20}
+	net := network.New(p.Stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1, Context: core.Context{DataKey: p.Key}})
+	catalogo := cache.New(p.Stack, "Cache", &cache.Props{Vpc: net.Vpc, Subnets: net.DataSubnets(), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	idem := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	stock := stocktable.New(p.Stack, "Stock", &stocktable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	platform := consumers.Platform{Context: core.Context{EnvironmentName: "prod", Builder: builder, DataKey: p.Key, Alerts: p.Alerts}, MaxConsumerConcurrency: 20}
 	egress := consumers.Egress{Vpc: net.Vpc, Subnets: net.EgressSubnets(), SecretsEndpoint: net.SecretsEndpoint, Breakers: catalogo}
 	consumers.NewPreparacion(p.Stack, "Preparacion", &consumers.PreparacionProps{
 		Platform: platform, Egress: egress, IdempotencyTable: idem, AlmacenURL: "https://almacen.example", AlmacenMaxInFlight: 20,
@@ -151,11 +152,11 @@ func TestConsumersSynthesiseCleanWithTheirDependencies(t *testing.T) {
 func TestMissingDependenciesAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("Incompleto")
 	consumers.NewPreparacion(p.Stack, "Preparacion", &consumers.PreparacionProps{
-		Platform:   consumers.Platform{EnvironmentName: "dev", MaxConsumerConcurrency: 2, Builder: golambdatest.Builder(t, "testdata/fixture")},
+		Platform:   consumers.Platform{Context: core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, "testdata/fixture")}, MaxConsumerConcurrency: 2},
 		AlmacenURL: "http://almacen.example", AlmacenMaxInFlight: 4,
 	})
 	errs := cdktest.Errors(p.Stack)
-	for _, want := range []string{"Platform.EncryptionKey", "Platform.AlarmTopic", "Egress.Vpc", "IdempotencyTable is required", "must be an https URL", "the breaker store"} {
-		cdktest.RequireContains(t, errs, want)
+	for _, want := range [][]string{{"consumers ", "DataKey is required"}, {"consumers ", "Alerts is required"}, {"Egress.Vpc"}, {"IdempotencyTable is required"}, {"must be an https URL"}, {"the breaker store"}} {
+		cdktest.RequireContains(t, errs, want...)
 	}
 }

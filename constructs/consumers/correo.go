@@ -1,24 +1,24 @@
 package consumers
 
 import (
-	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsses"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
-	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
@@ -48,9 +48,10 @@ type CorreoProps struct {
 	EventLogGroupName *string
 }
 
-// Correo is the confirmation e-mail consumer.
+// Correo is the confirmation e-mail consumer. Its HTTPConsumer's Secret
+// and CircuitOpenedAlarm are the secondary provider's.
 type Correo struct {
-	*queueconsumer.Consumer
+	*HTTPConsumer
 	// ConfigurationSet every e-mail is sent with.
 	ConfigurationSet awsses.ConfigurationSet
 	// Events holds the configuration set's sending events (send, delivery,
@@ -59,26 +60,22 @@ type Correo struct {
 	Events awslogs.LogGroup
 	// EventsDeadLetterQueue receives events that could not be logged.
 	EventsDeadLetterQueue *reliablequeue.DeadLetterQueue
-	// Secret holds the secondary provider's API key.
-	Secret awssecretsmanager.Secret
-	// SESCircuitOpenedAlarm and SecundarioCircuitOpenedAlarm watch the
-	// providers' breakers.
-	SESCircuitOpenedAlarm, SecundarioCircuitOpenedAlarm awscloudwatch.Alarm
+	// SESCircuitOpenedAlarm watches SES's breaker.
+	SESCircuitOpenedAlarm awscloudwatch.Alarm
 }
 
 // Confirmation e-mail numbers.
 const (
-	// CorreoTimeoutSeconds bounds one invocation: SES (10 s at most, no SDK
+	// CorreoTimeout bounds one invocation: SES (10 s at most, no SDK
 	// retry), then the secondary's two 10 s attempts and the wait between
 	// them (at most the 20 s Retry-After honoured).
-	CorreoTimeoutSeconds = 60
-	// correoSecondaryReadTimeoutSeconds: an e-mail API answers in
-	// milliseconds; 10 s per attempt keeps the invocation short.
-	correoSecondaryReadTimeoutSeconds = 10
-	// correoAgeAlarmMinutes: a confirmation later than this is a
-	// customer-visible failure, though nothing is lost
-	// (docs/design.md#age-alarm).
-	correoAgeAlarmMinutes = 30
+	CorreoTimeout = 60 * time.Second
+	// correoSecondaryReadTimeout: an e-mail API answers in milliseconds;
+	// 10 s per attempt keeps the invocation short.
+	correoSecondaryReadTimeout = 10 * time.Second
+	// correoAgeAlarm: a confirmation later than this is a customer-visible
+	// failure, though nothing is lost (docs/design.md#age-alarm).
+	correoAgeAlarm = 30 * time.Minute
 )
 
 // NewCorreo creates the confirmation e-mail consumer with its SES
@@ -88,15 +85,9 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 		props = &CorreoProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	props.Platform.check(c, "Correo")
-	props.Egress.check(c, "Correo")
 	at := strings.LastIndex(props.Remitente, "@")
-	if at < 1 || at == len(props.Remitente)-1 {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: Remitente %q is not an e-mail address of the SES identity", *c.Node().Path(), props.Remitente)))
-	}
-	domain := props.Remitente[at+1:]
+	core.Check(c, "consumers").If(at < 1 || at == len(props.Remitente)-1, "Remitente %q is not an e-mail address of the SES identity", props.Remitente)
 	r := &Correo{}
-
 	r.ConfigurationSet = awsses.NewConfigurationSet(c, jsii.String("ConjuntoConfiguracion"), &awsses.ConfigurationSetProps{
 		ConfigurationSetName: props.ConfigurationSetName,
 		SendingEnabled:       jsii.Bool(true),
@@ -105,50 +96,49 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 		SuppressionReasons:   awsses.SuppressionReasons_BOUNCES_AND_COMPLAINTS,
 	})
 	r.addEventTrail(c, props)
+	r.HTTPConsumer = newHTTPConsumer(c, props.Platform, props.Egress, props.Names, httpSpec{
+		what: "Correo", entry: "lambdas/correo-confirmacion",
+		description: "Sends each confirmed order's e-mail once, through SES or the secondary provider",
+		timeout:     CorreoTimeout,
+		oldestAge:   correoAgeAlarm,
+		// 5 receives: the providers throttle, and a throttled batch spends a
+		// receive (docs/design.md#queue-receives).
+		maxReceiveCount: 5,
+		environment: map[string]*string{
+			consumerapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
+			consumerapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),
+		},
+		table: props.IdempotencyTable, key: "correo-confirmacion:<pedido_id>",
+		grant:        func(fn awslambda.Function) { r.grantSendEmail(fn, props.Remitente, props.Remitente[at+1:]) },
+		dependencyID: "Secundario",
+		dependency: queueconsumer.HTTPDependency{
+			Name: consumerapi.NameCorreoSecundario, Prefix: consumerapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
+			ReadTimeout: core.Duration(correoSecondaryReadTimeout), Issuer: "the secondary e-mail provider",
+		},
+		maxInFlight: props.MaxInFlight,
+		window:      consumerapi.WindowCorreo,
+		openEffect:  "the secondary e-mail provider is down: e-mails SES cannot take wait in their queue.",
+	})
+	r.SESCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameSES,
+		"confirmation e-mails go through the secondary provider (or wait 300 s if it cannot take them either); check SES's sending quota and the account's sending status.")
+	return r
+}
 
-	mc, conc := queueconsumer.Ceiling(props.MaxInFlight, httpPerInvocation, props.MaxConsumerConcurrency)
-	qp := props.queueProps(props.Names, "lambdas/correo-confirmacion", "Sends each confirmed order's e-mail once, through SES or the secondary provider")
-	qp.Timeout = awscdk.Duration_Seconds(jsii.Number(CorreoTimeoutSeconds))
-	// 5 receives: the providers throttle, and a throttled batch spends a
-	// receive (docs/design.md#queue-receives).
-	qp.MaxReceiveCount = 5
-	qp.OldestMessageAgeThreshold = awscdk.Duration_Minutes(jsii.Number(correoAgeAlarmMinutes))
-	qp.MaximumConcurrency, qp.BatchConcurrency = mc, conc
-	qp.DefersMessages = true
-	fanOutWindow(&qp, consumerapi.WindowCorreo)
-	qp.Vpc, qp.VpcSubnets, qp.SecretsEndpoint = props.Vpc, props.Subnets, props.SecretsEndpoint
-	qp.Environment = map[string]*string{
-		consumerapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
-		consumerapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),
-	}
-	r.Consumer = queueconsumer.New(c, "Consumidor", &qp)
-	if props.IdempotencyTable == nil {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: IdempotencyTable is required (correo-confirmacion:<pedido_id>)", *c.Node().Path())))
-	} else {
-		props.IdempotencyTable.BindTo(r.Function.Function)
-	}
-	// SendEmail from this sender, through this configuration set only.
-	stack := awscdk.Stack_Of(c)
+// grantSendEmail lets fn send e-mail from sender only (ses:FromAddress), of
+// domain's identity, through this configuration set only.
+func (r *Correo) grantSendEmail(fn awslambda.Function, sender, domain string) {
+	stack := awscdk.Stack_Of(fn)
 	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee: r.Function.Function,
+		Grantee: fn,
 		Actions: jsii.Strings("ses:SendEmail"),
 		ResourceArns: jsii.Strings(
 			*stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String("identity"), ResourceName: jsii.String(domain)}),
 			*stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String("configuration-set"), ResourceName: r.ConfigurationSet.ConfigurationSetName()}),
 		),
 		Conditions: &map[string]*map[string]any{
-			"StringEquals": {"ses:FromAddress": props.Remitente},
+			"StringEquals": {"ses:FromAddress": sender},
 		},
 	})
-	r.Secret = r.AddHTTPDependency("Secundario", queueconsumer.HTTPDependency{
-		Name: consumerapi.NameCorreoSecundario, Prefix: consumerapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
-		MaxAttempts: httpAttempts, ReadTimeout: awscdk.Duration_Seconds(jsii.Number(correoSecondaryReadTimeoutSeconds)), Issuer: "the secondary e-mail provider",
-	})
-	r.SESCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameSES,
-		"confirmation e-mails go through the secondary provider (or wait 300 s if it cannot take them either); check SES's sending quota and the account's sending status.")
-	r.SecundarioCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameCorreoSecundario,
-		"the secondary e-mail provider is down: e-mails SES cannot take wait in their queue.")
-	return r
 }
 
 // addEventTrail sends the configuration set's sending events to the
@@ -169,20 +159,13 @@ func (r *Correo) addEventTrail(c constructs.Construct, props *CorreoProps) {
 	logName := props.EventLogGroupName
 	if logName == nil {
 		logName = jsii.String("/aws/events/" + *awscdk.Names_UniqueResourceName(c, &awscdk.UniqueResourceNameOptions{MaxLength: jsii.Number(200)}))
-	} else if !strings.HasPrefix(*logName, "/aws/events/") {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("consumers %s: EventLogGroupName %q must start with /aws/events/ (EventBridge logs nowhere else)", *c.Node().Path(), *logName)))
+	} else {
+		core.Check(c, "consumers").If(!strings.HasPrefix(*logName, "/aws/events/"), "EventLogGroupName %q must start with /aws/events/ (EventBridge logs nowhere else)", *logName)
 	}
-	r.Events = awslogs.NewLogGroup(c, jsii.String("RegistroEventos"), &awslogs.LogGroupProps{
-		LogGroupName:  logName,
-		EncryptionKey: props.EncryptionKey,
-		Retention:     props.LogRetention,
-		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
-	})
+	r.Events = props.LogGroup(c, "RegistroEventos", logName)
 	r.EventsDeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "EventosDLQ", &reliablequeue.DeadLetterQueueProps{
-		EncryptionKey: props.EncryptionKey,
-		AlarmTopic:    props.AlarmTopic,
-		RemovalPolicy: props.RemovalPolicy,
-		Source:        "rule that logs the confirmation e-mails' SES events",
+		Context: props.Context,
+		Source:  "rule that logs the confirmation e-mails' SES events",
 	})
 	rule := awsevents.NewCfnRule(c, jsii.String("ReglaEventos"), &awsevents.CfnRuleProps{
 		Description:  jsii.String("SES sending events of the confirmation e-mails' configuration set, to their log group"),

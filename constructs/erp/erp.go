@@ -18,15 +18,13 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
-	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -45,9 +43,10 @@ const (
 	SecretField = "api_key"
 )
 
-// Props configures the ERP destination. Bus, Endpoint, RateLimitPerSecond,
-// EncryptionKey and AlarmTopic are required.
+// Props configures the ERP destination. Bus, Endpoint, RateLimitPerSecond
+// and the Context's DataKey and Alerts are required.
 type Props struct {
+	core.Context
 	Bus awsevents.IEventBus
 	// Endpoint is the ERP webhook (https), per environment.
 	Endpoint string
@@ -62,9 +61,6 @@ type Props struct {
 	MaxEventAge   awscdk.Duration
 	// Physical names; nil lets CloudFormation choose.
 	ConnectionName, DestinationName, RuleName, DeadLetterQueueName, SecretName *string
-	EncryptionKey                                                              awskms.IKey
-	AlarmTopic                                                                 awssns.ITopic
-	RemovalPolicy                                                              awscdk.RemovalPolicy
 }
 
 // Destination is the connection, API destination and rule.
@@ -98,25 +94,18 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	d := &Destination{Construct: c}
-	fail := func(format string, a ...any) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("erp %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
-	}
-	if !strings.HasPrefix(props.Endpoint, "https://") {
-		fail("Endpoint %q must be an https URL", props.Endpoint)
-	}
+	v := core.Check(c, "erp")
+	v.If(!strings.HasPrefix(props.Endpoint, "https://"), "Endpoint %q must be an https URL", props.Endpoint)
+	props.Require(v, core.DataKey|core.Alerts)
 	rate := props.RateLimitPerSecond
-	if rate < 1 || rate > 300 {
-		fail("RateLimitPerSecond must be in 1..300 (the ERP's capacity), got %v", props.RateLimitPerSecond)
+	if v.If(rate < 1 || rate > 300, "RateLimitPerSecond must be in 1..300 (the ERP's capacity), got %v", props.RateLimitPerSecond) {
 		rate = 1
 	}
 	retries := props.RetryAttempts
 	if retries == 0 {
 		retries = DefaultRetryAttempts
 	}
-	maxAge := props.MaxEventAge
-	if maxAge == nil {
-		maxAge = awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes))
-	}
+	maxAge := core.DurationOr(props.MaxEventAge, awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes)))
 	pattern := props.Pattern
 	if pattern == nil {
 		pattern = OrderEventsPattern()
@@ -126,38 +115,22 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		endpoint = "https://missing.invalid"
 	}
 
-	d.Secret = awssecretsmanager.NewSecret(c, jsii.String("Credenciales"), &awssecretsmanager.SecretProps{
-		SecretName:    props.SecretName,
-		Description:   jsii.String("ERP webhook API key used by the EventBridge connection ({\"api_key\": ...}). Created with a random placeholder: put the real key, then redeploy so the connection reads it."),
-		EncryptionKey: props.EncryptionKey,
-		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
-		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
-			SecretStringTemplate: jsii.String("{}"),
-			GenerateStringKey:    jsii.String(SecretField),
-			PasswordLength:       jsii.Number(40),
-			ExcludePunctuation:   jsii.Bool(true),
-		},
+	d.Secret = dependency.NewAPIKey(c, "Credenciales", &dependency.APIKeyProps{
+		Context:     props.Context,
+		SecretName:  props.SecretName,
+		Field:       SecretField,
+		Description: "ERP webhook API key used by the EventBridge connection ({\"api_key\": ...}). Created with a random placeholder: put the real key, then redeploy so the connection reads it.",
+		Rotation:    "The ERP issues this API key; it is rotated in the ERP and stored here, then the stack is redeployed so the EventBridge connection reads it. A rotation Lambda cannot mint ERP keys.",
 	})
-	cdknag.NagSuppressions_AddResourceSuppressions(d.Secret, &[]*cdknag.NagPackSuppression{{
-		Id:     jsii.String("AwsSolutions-SMG4"),
-		Reason: jsii.String("The ERP issues this API key; it is rotated in the ERP and stored here, then the stack is redeployed so the EventBridge connection reads it. A rotation Lambda cannot mint ERP keys."),
-	}}, jsii.Bool(true))
 	d.Connection = awsevents.NewConnection(c, jsii.String("Conexion"), &awsevents.ConnectionProps{
 		ConnectionName: props.ConnectionName,
 		Description:    jsii.String("ERP webhook (API key from Secrets Manager)"),
 		Authorization:  awsevents.Authorization_ApiKey(jsii.String(APIKeyHeader), d.Secret.SecretValueFromJson(jsii.String(SecretField))),
 	})
-	// The connection keeps its own copy of the key in a secret EventBridge
-	// manages (events!connection/...): encrypted with the data key, not an
-	// AWS-owned one. EventBridge uses a customer managed key for a
-	// connection only when the key carries the tag
-	// EventBridgeApiDestinations=true (platform.NewDataKey sets it), and
-	// reaches it through Secrets Manager (the key policy's use through
-	// services). docs/design.md#erp-destination.
-	if cfn, ok := d.Connection.Node().TryFindChild(jsii.String("Connection")).(awsevents.CfnConnection); !ok {
-		fail("the connection's CloudFormation resource was not found (a CDK upgrade renamed it?): its key cannot be set")
-	} else if props.EncryptionKey != nil {
-		cfn.SetKmsKeyIdentifier(props.EncryptionKey.KeyArn())
+	// The connection's own copy of the key is encrypted with the data key
+	// (docs/design.md#erp-destination).
+	if cfn, ok := d.Connection.Node().TryFindChild(jsii.String("Connection")).(awsevents.CfnConnection); !v.If(!ok, "the connection's CloudFormation resource was not found (a CDK upgrade renamed it?): its key cannot be set") && props.DataKey != nil {
+		cfn.SetKmsKeyIdentifier(props.DataKey.KeyArn())
 	}
 	d.ApiDestination = awsevents.NewApiDestination(c, jsii.String("Destino"), &awsevents.ApiDestinationProps{
 		ApiDestinationName: props.DestinationName,
@@ -177,9 +150,7 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		RetryAttempts:       retries,
 		MaxEventAge:         maxAge,
 		DeadLetterQueueName: props.DeadLetterQueueName,
-		EncryptionKey:       props.EncryptionKey,
-		AlarmTopic:          props.AlarmTopic,
-		RemovalPolicy:       props.RemovalPolicy,
+		Context:             props.Context,
 		Target: func(o busrule.TargetOptions) awsevents.IRuleTarget {
 			return awseventstargets.NewApiDestination(d.ApiDestination, &awseventstargets.ApiDestinationProps{
 				DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/erp"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/internal/cdktest"
@@ -25,7 +26,7 @@ func TestAPIDestinationRateLimitedWithDLQ(t *testing.T) {
 	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), nil)
 	erp.New(p.Stack, "ERP", &erp.Props{
 		Bus: bus, Endpoint: "https://erp.example/webhooks/pedidos", RateLimitPerSecond: 10,
-		EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+		Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
 	})
 	tpl := assertions.Template_FromStack(p.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::Events::ApiDestination"), map[string]any{

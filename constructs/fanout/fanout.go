@@ -1,21 +1,13 @@
-// Package fanout provides the durable SNS fan-out of MercadoFresco: an
-// encrypted, TLS-only topic that delivers to SQS queues only (never straight
-// to a Lambda function: SNS gives a Lambda a couple of retries and then drops
-// the message, while a queue keeps it for days, with its own DLQ, until the
-// consumer can process it).
-//
-// Every subscription uses raw message delivery (the consumer receives the
-// event JSON exactly as published, without the SNS envelope), has its own
-// dead-letter queue with an alarm (for deliveries SNS could not make, e.g.
-// a queue policy or key policy broken by a change), and an optional filter
-// policy. The queue policy that lets the topic send is added to the queue;
-// the key policy already admits sns.amazonaws.com (the platform data key),
-// so nothing here edits the platform stack.
-//
-// The topic carries a known-producers guard (constructs/producers): only
-// admitted roles may publish (GrantPublish admits its grantee; a publisher
-// in another stack is admitted by role name). AddQueue admits the topic to
-// the guards of the queue and of the subscription's DLQ.
+// Package fanout is the durable SNS fan-out: an encrypted, TLS-only topic
+// that delivers to SQS queues only (AddQueue), never straight to a Lambda
+// (docs/design.md#fanout). Every subscription has raw message delivery, a
+// dead-letter queue of its own with an alarm, an optional filter policy,
+// and a statement in the queue's policy that admits this topic only; the
+// platform's data key already admits sns.amazonaws.com, so nothing here
+// edits the platform stack. The topic's known-producers guard
+// (constructs/producers) admits GrantPublish's grantees (a publisher in
+// another stack by role name); AddQueue admits the topic to the queue's and
+// the DLQ's guards.
 package fanout
 
 import (
@@ -25,13 +17,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
@@ -45,22 +36,15 @@ import (
 // docs/design.md#replay-windows).
 const MaxDeliveryAge = 23 * 24 * time.Hour
 
-// Props configures a Topic. EncryptionKey and AlarmTopic are required.
+// Props configures a Topic. The Context's DataKey (the topic carries
+// confirmed orders; GrantPublish grants its use through SNS only) and
+// Alerts (the subscription DLQs' and failed-redrive alarms) are required.
 type Props struct {
+	core.Context
 	// TopicName is the physical name (e.g. env.PhysicalName("mercadofresco-pedido-confirmado")).
 	TopicName *string
 	// DisplayName of the topic.
 	DisplayName *string
-	// EncryptionKey is the data key alias/mercadofresco-datos. Required: the
-	// topic carries confirmed orders. Publishers need kms:GenerateDataKey
-	// and kms:Decrypt on it (GrantPublish adds both, through SNS only).
-	EncryptionKey awskms.IKey
-	// AlarmTopic receives the subscription-DLQ alarms and the topic's
-	// failed-redrive alarm. Required.
-	AlarmTopic awssns.ITopic
-	// RemovalPolicy of the subscription DLQs: the environment's policy,
-	// mapped by removal.For (empty and SNAPSHOT mean RETAIN).
-	RemovalPolicy awscdk.RemovalPolicy
 }
 
 // Topic is the fan-out topic.
@@ -107,41 +91,27 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	t := &Topic{Construct: c, props: *props}
-	if props.EncryptionKey == nil {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("fanout %s: EncryptionKey is required: the topic carries order data (alias/mercadofresco-datos)", *c.Node().Path())))
-	}
-	if props.AlarmTopic == nil {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("fanout %s: AlarmTopic is required (alertas-mercadofresco)", *c.Node().Path())))
-	}
+	props.Require(core.Check(c, "fanout"), core.DataKey|core.Alerts)
 	t.Topic = awssns.NewTopic(c, jsii.String("Topic"), &awssns.TopicProps{
 		TopicName:   props.TopicName,
 		DisplayName: props.DisplayName,
-		MasterKey:   props.EncryptionKey,
+		MasterKey:   props.DataKey,
 		// Topic policy denying any request not made over TLS (cdk-nag SNS3).
 		EnforceSSL: jsii.Bool(true),
 	})
 	producers.ForTopic(t.Topic)
-	if props.TopicName != nil {
-		t.name = *props.TopicName
-	}
+	t.name = *core.Or(props.TopicName, *c.Node().Path())
 	t.FailedRedriveAlarm = alarm.New(c, "FailedRedriveAlarm", &alarm.Props{
 		Metric: t.Topic.Metric(jsii.String("NumberOfNotificationsFailedToRedriveToDlq"), &awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Sum"),
 		}),
-		Topic:       props.AlarmTopic,
+		Topic:       props.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no failed redrive reports nothing
-		Description: fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.label()),
+		Description: fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.name),
 	})
 	return t
-}
-
-func (t *Topic) label() string {
-	if t.name != "" {
-		return t.name
-	}
-	return *t.Node().Path()
 }
 
 // AddQueue subscribes q's source queue with raw message delivery, a DLQ of
@@ -150,16 +120,10 @@ func (t *Topic) label() string {
 // (and only this topic, by aws:SourceArn) send to it.
 func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOptions) *Subscription {
 	scope := constructs.NewConstruct(t.Construct, jsii.String(id))
-	if q == nil {
-		awscdk.Annotations_Of(scope).AddError(jsii.String(fmt.Sprintf("fanout %s: AddQueue: queue is nil", *scope.Node().Path())))
-		return nil
-	}
-	if q.Fifo {
-		awscdk.Annotations_Of(scope).AddError(jsii.String(fmt.Sprintf("fanout %s: AddQueue: %s is FIFO; a standard topic cannot deliver to a FIFO queue", *scope.Node().Path(), *q.Node().Path())))
-		return nil
-	}
-	if opts.FilterPolicy != nil && opts.FilterPolicyWithMessageBody != nil {
-		awscdk.Annotations_Of(scope).AddError(jsii.String(fmt.Sprintf("fanout %s: AddQueue: FilterPolicy and FilterPolicyWithMessageBody are mutually exclusive", *scope.Node().Path())))
+	v := core.Check(scope, "fanout.AddQueue")
+	if v.If(q == nil, "queue is nil") ||
+		v.If(q.Fifo, "%s is FIFO; a standard topic cannot deliver to a FIFO queue", *q.Node().Path()) ||
+		v.If(opts.FilterPolicy != nil && opts.FilterPolicyWithMessageBody != nil, "FilterPolicy and FilterPolicyWithMessageBody are mutually exclusive") {
 		return nil
 	}
 
@@ -167,17 +131,16 @@ func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOpt
 	if dlqName == nil && len(q.QueueName)+len("-entrega-dlq") <= 80 {
 		dlqName = jsii.String(q.QueueName + "-entrega-dlq")
 	}
-	encryption, key := reliablequeue.EncryptionSQSManaged, awskms.IKey(nil)
-	if q.Queue.EncryptionMasterKey() != nil {
-		encryption, key = reliablequeue.EncryptionDataKey, q.Queue.EncryptionMasterKey()
+	// The DLQ is encrypted like the queue.
+	ctx, encryption := t.props.Context, reliablequeue.EncryptionDataKey
+	if ctx.DataKey = q.Queue.EncryptionMasterKey(); ctx.DataKey == nil {
+		encryption = reliablequeue.EncryptionSQSManaged
 	}
 	dlq := reliablequeue.NewDeadLetterQueue(scope, "DeadLetterQueue", &reliablequeue.DeadLetterQueueProps{
-		QueueName:     dlqName,
-		Encryption:    encryption,
-		EncryptionKey: key,
-		AlarmTopic:    t.props.AlarmTopic,
-		RemovalPolicy: t.props.RemovalPolicy,
-		Source:        fmt.Sprintf("SNS subscription of %s to %s", *q.Node().Path(), t.label()),
+		Context:    ctx,
+		QueueName:  dlqName,
+		Encryption: encryption,
+		Source:     fmt.Sprintf("SNS subscription of %s to %s", *q.Node().Path(), t.name),
 	})
 
 	var filter *map[string]awssns.SubscriptionFilter
@@ -188,11 +151,8 @@ func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOpt
 	if opts.FilterPolicyWithMessageBody != nil {
 		bodyFilter = &opts.FilterPolicyWithMessageBody
 	}
-	// awssns.Subscription, not awssnssubscriptions.SqsSubscription: the
-	// latter also edits the queue key's policy, which here is the platform
-	// stack's data key (a cross-stack edit, and a dependency cycle once the
-	// statement is conditioned on this topic's ARN). The platform key policy
-	// already admits sns.amazonaws.com.
+	// awssns.Subscription, not SqsSubscription, which would edit the
+	// platform's key policy (docs/design.md#fanout).
 	sub := awssns.NewSubscription(scope, jsii.String("Subscription"), &awssns.SubscriptionProps{
 		Topic:                       t.Topic,
 		Endpoint:                    q.Queue.QueueArn(),
@@ -233,5 +193,5 @@ func (t *Topic) GrantPublish(grantee awsiam.IGrantable) awsiam.Grant {
 		ResourceArns: jsii.Strings(*t.Topic.TopicArn()),
 		Resource:     t.Topic,
 	})
-	return g.Combine(keygrant.Through(t.props.EncryptionKey, grantee, "sns", "kms:GenerateDataKey", "kms:Decrypt"))
+	return g.Combine(core.GrantKey(t.props.DataKey, grantee, "sns", "kms:GenerateDataKey", "kms:Decrypt"))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
@@ -36,12 +37,12 @@ func newFixture() *fixture {
 }
 
 func (f *fixture) queue(id, name string) *reliablequeue.Queue {
-	return reliablequeue.New(f.stack, id, &reliablequeue.Props{QueueName: jsii.String(name), EncryptionKey: f.key, AlarmTopic: f.alerts})
+	return reliablequeue.New(f.stack, id, &reliablequeue.Props{QueueName: jsii.String(name), Context: core.Context{DataKey: f.key, Alerts: f.alerts}})
 }
 
 func (f *fixture) topic() *fanout.Topic {
 	return fanout.New(f.stack, "PedidoConfirmado", &fanout.Props{
-		TopicName: jsii.String("mercadofresco-pedido-confirmado"), EncryptionKey: f.key, AlarmTopic: f.alerts,
+		TopicName: jsii.String("mercadofresco-pedido-confirmado"), Context: core.Context{DataKey: f.key, Alerts: f.alerts},
 	})
 }
 
@@ -143,10 +144,10 @@ func TestInvalidUse(t *testing.T) {
 		build func(f *fixture)
 		want  string
 	}{
-		{"no key", func(f *fixture) { fanout.New(f.stack, "T", &fanout.Props{AlarmTopic: f.alerts}) }, "EncryptionKey is required"},
-		{"no alarm topic", func(f *fixture) { fanout.New(f.stack, "T", &fanout.Props{EncryptionKey: f.key}) }, "AlarmTopic is required"},
+		{"no key", func(f *fixture) { fanout.New(f.stack, "T", &fanout.Props{Context: core.Context{Alerts: f.alerts}}) }, "DataKey is required"},
+		{"no alarm topic", func(f *fixture) { fanout.New(f.stack, "T", &fanout.Props{Context: core.Context{DataKey: f.key}}) }, "Alerts is required"},
 		{"fifo queue", func(f *fixture) {
-			q := reliablequeue.New(f.stack, "Stock", &reliablequeue.Props{Fifo: true, EncryptionKey: f.key, AlarmTopic: f.alerts})
+			q := reliablequeue.New(f.stack, "Stock", &reliablequeue.Props{Fifo: true, Context: core.Context{DataKey: f.key, Alerts: f.alerts}})
 			f.topic().AddQueue("Stock", q, fanout.SubscriptionOptions{})
 		}, "cannot deliver to a FIFO queue"},
 	}

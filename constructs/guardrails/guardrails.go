@@ -52,6 +52,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/mercadofresco/integration/constructs/cfnindex"
+	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
 
 // Rule identifiers, used as message prefixes and with Acknowledge.
@@ -68,7 +69,7 @@ const (
 )
 
 // VisibilityMultiplier is the AWS rule: queue visibility >= 6 x function timeout.
-const VisibilityMultiplier = 6
+const VisibilityMultiplier = reliablequeue.VisibilityMultiplier
 
 // CloudFormation defaults used when a property is absent.
 const (

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/internal/cdktest"
@@ -79,11 +80,11 @@ func requireContains(t *testing.T, msgs []string, parts ...string) {
 func TestCompliantSetupPasses(t *testing.T) {
 	f := newFixture()
 	q := reliablequeue.New(f.stack, "Pedidos", &reliablequeue.Props{
-		QueueName: jsii.String("cola-mercadofresco-pedidos"), EncryptionKey: f.key, AlarmTopic: f.alerts,
+		QueueName: jsii.String("cola-mercadofresco-pedidos"), Context: core.Context{DataKey: f.key, Alerts: f.alerts},
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(400)),
 	})
 	q.AddConsumer(f.fn("Cobro", 66), reliablequeue.ConsumerOptions{MaximumConcurrency: 20})
-	stock := reliablequeue.New(f.stack, "Stock", &reliablequeue.Props{Fifo: true, EncryptionKey: f.key, AlarmTopic: f.alerts})
+	stock := reliablequeue.New(f.stack, "Stock", &reliablequeue.Props{Fifo: true, Context: core.Context{DataKey: f.key, Alerts: f.alerts}})
 	stock.AddConsumer(f.fn("StockFn", 10), reliablequeue.ConsumerOptions{MaximumConcurrency: 10})
 	// Plain L2 resources that follow the rules pass too.
 	plain := f.queueWithDLQ("Plain", 60)

@@ -1,36 +1,17 @@
-// Package idempotencytable defines the DynamoDB table
-// mercadofresco-idempotencia that lambdas/idempotency records its claims,
-// results and permanent failures in.
-//
-// The zero value of Props is the production configuration: on-demand
-// billing (the load follows orders, ~240,000 a month, for about 0.90 USD),
-// partition key "clave", TTL on "expira_en" (the library writes now + 24 h),
-// encryption with the customer-managed data key alias/mercadofresco-datos
-// (results hold payment references), point-in-time recovery, deletion
-// protection, RETAIN on stack deletion, and alarms on throttled requests and
-// DynamoDB system errors sent to alertas-mercadofresco. Environments relax
-// what they must explicitly (DeletionProtection, RemovalPolicy from
-// config.Environment).
-//
-// Consumers get exactly the four item operations the library performs (see
-// Table.GrantConsumer), never Scan, Query or table administration.
+// Package idempotencytable is mercadofresco-idempotencia, the table that
+// lambdas/idempotency records its claims, results and permanent failures
+// in (a constructs/dynamotable table): partition key "clave", TTL on
+// "expira_en" (the library writes now + 24 h, or the consumer's replay
+// window). Consumers get exactly the four item operations the library
+// makes (ConsumerTableActions) and the key's use through DynamoDB only,
+// never Scan, Query or table administration. docs/design.md#consumer-tables.
 package idempotencytable
 
 import (
-	"fmt"
-
-	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
-	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 )
 
@@ -38,27 +19,36 @@ import (
 // physical name with config.Environment.PhysicalName(SpecTableName).
 const SpecTableName = "mercadofresco-idempotencia"
 
-// ConsumerTableActions returns the only table actions a consumer gets: the
-// calls lambdas/idempotency makes (claim, read-back fallback, completion,
-// release).
-func ConsumerTableActions() []string {
-	return []string{
-		"dynamodb:GetItem",
-		"dynamodb:PutItem",
-		"dynamodb:UpdateItem",
-		"dynamodb:DeleteItem",
-	}
+// Props configures the table (dynamotable.Props).
+type Props = dynamotable.Props
+
+// Table is the idempotency table with its alarms.
+type Table = dynamotable.Table
+
+var schema = dynamotable.Schema{
+	Kind:         "idempotencytable",
+	PartitionKey: idempotencyapi.DefaultKeyAttribute,
+	TTLAttribute: idempotencyapi.TTLAttribute,
+	// The calls lambdas/idempotency makes: the read-back fallback, the
+	// claim, the completion, the release.
+	Operations: []awsdynamodb.Operation{
+		awsdynamodb.Operation_GET_ITEM, awsdynamodb.Operation_PUT_ITEM,
+		awsdynamodb.Operation_UPDATE_ITEM, awsdynamodb.Operation_DELETE_ITEM,
+	},
+	KeyActions:   ConsumerKeyActions(),
+	EnvTableName: idempotencyapi.EnvTableName,
+	ThrottleDescription: "The idempotency table throttled consumer requests: claims and completions are delayed and messages go back to their queues. " +
+		"Check ThrottledRequests per operation and the account's on-demand table limits.",
+	SystemErrorsDescription: "DynamoDB answered the idempotency table's consumers with server errors (5xx): consumers fail and retry. " +
+		"Check the AWS Health Dashboard for DynamoDB in the region.",
 }
 
-// ConsumerKeyActions returns the only key actions a consumer gets, and only
-// through DynamoDB (kms:ViaService, so the role cannot use the key
-// directly): the CDK's own Table.grantReadWriteData key set (read:
-// Decrypt, DescribeKey; write: Encrypt, ReEncrypt*, GenerateDataKey*),
-// spelled out instead of wildcarded. DynamoDB normally only needs Decrypt
-// (the table key) and DescribeKey, but AWS documents the full set for
-// principals that write through DynamoDB, and a missing one shows up only
-// as AccessDenied in a deployed environment; under kms:ViaService the extra
-// actions give the role nothing it could use outside this table's service.
+// ConsumerTableActions returns the only table actions a consumer gets.
+func ConsumerTableActions() []string { return schema.Actions() }
+
+// ConsumerKeyActions returns the only key actions a consumer gets, through
+// DynamoDB only: the CDK's Table.grantReadWriteData key set, spelled out
+// (docs/design.md#consumer-tables).
 func ConsumerKeyActions() []string {
 	return []string{
 		"kms:Decrypt", "kms:DescribeKey",
@@ -66,235 +56,7 @@ func ConsumerKeyActions() []string {
 	}
 }
 
-// consumerOperations are the operations of ConsumerTableActions(), for the
-// per-operation metrics.
-var consumerOperations = []awsdynamodb.Operation{
-	awsdynamodb.Operation_GET_ITEM,
-	awsdynamodb.Operation_PUT_ITEM,
-	awsdynamodb.Operation_UPDATE_ITEM,
-	awsdynamodb.Operation_DELETE_ITEM,
-}
-
-// Props configures a Table. EncryptionKey and AlarmTopic are required; every
-// other zero value is the safe default.
-type Props struct {
-	// TableName is the physical name, normally
-	// env.PhysicalName(SpecTableName). Default: a name generated by
-	// CloudFormation (never a fixed name that two environments sharing an
-	// account would fight over).
-	TableName *string
-	// EncryptionKey is the customer-managed data key
-	// (alias/mercadofresco-datos). Required: the table stores payment
-	// references and must not fall back to an AWS-owned key.
-	EncryptionKey awskms.IKey
-	// AlarmTopic receives ALARM and OK actions of the table's alarms
-	// (alertas-mercadofresco). Required.
-	AlarmTopic awssns.ITopic
-	// DeletionProtection guards the table against deletion by any API
-	// call, stack updates included. Default (nil): on. Pass
-	// jsii.Bool(env.DeletionProtection) to turn it off in throwaway
-	// environments.
-	DeletionProtection *bool
-	// RemovalPolicy on stack deletion. Default: RETAIN. Pass
-	// env.RemovalPolicy. SNAPSHOT, which CloudFormation does not support
-	// for DynamoDB tables, means RETAIN.
-	RemovalPolicy awscdk.RemovalPolicy
-	// ThrottleAlarmThreshold is the number of throttled requests in five
-	// minutes that raises the alarm. Default 1: an on-demand table that
-	// throttles (a burst past twice the previous peak, or the account's
-	// table limit) is charging orders late.
-	ThrottleAlarmThreshold float64
-}
-
-// Table is the idempotency table with its alarms.
-type Table struct {
-	constructs.Construct
-
-	// Table is the underlying L2 table.
-	Table awsdynamodb.Table
-	// EncryptionKey is the key the table is encrypted with.
-	EncryptionKey awskms.IKey
-	// ThrottleAlarm fires on throttled GetItem/PutItem/UpdateItem/DeleteItem.
-	ThrottleAlarm awscloudwatch.Alarm
-	// SystemErrorsAlarm fires on DynamoDB 5xx answers to those operations.
-	SystemErrorsAlarm awscloudwatch.Alarm
-}
-
-// New creates the table. Invalid props do not panic: they add an error
-// annotation, so synth fails with the message.
+// New creates the table. Invalid props are synthesis errors.
 func New(scope constructs.Construct, id string, props *Props) *Table {
-	if props == nil {
-		props = &Props{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
-	fail := func(format string, a ...any) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("idempotencytable %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
-	}
-	if props.EncryptionKey == nil {
-		fail("EncryptionKey is required (the customer-managed data key alias/mercadofresco-datos)")
-	}
-	if props.AlarmTopic == nil {
-		fail("AlarmTopic is required (alertas-mercadofresco): an alarm nobody receives is not an alarm")
-	}
-	threshold := props.ThrottleAlarmThreshold
-	if threshold == 0 {
-		threshold = 1
-	}
-	if threshold < 1 {
-		fail("ThrottleAlarmThreshold must be at least 1, got %v", props.ThrottleAlarmThreshold)
-		threshold = 1
-	}
-	deletionProtection := props.DeletionProtection
-	if deletionProtection == nil {
-		deletionProtection = jsii.Bool(true)
-	}
-	// CloudFormation cannot snapshot a DynamoDB table on deletion;
-	// retaining it (with its point-in-time recovery) is the closest.
-	tableRemoval := removal.For(props.RemovalPolicy, removal.Data)
-
-	encryption := awsdynamodb.TableEncryption_CUSTOMER_MANAGED
-	if props.EncryptionKey == nil {
-		// Already an error; keep synthesising so every problem is listed,
-		// without letting the CDK create a stray key of its own.
-		encryption = awsdynamodb.TableEncryption_AWS_MANAGED
-	}
-	table := awsdynamodb.NewTable(c, jsii.String("Table"), &awsdynamodb.TableProps{
-		TableName: props.TableName,
-		PartitionKey: &awsdynamodb.Attribute{
-			Name: jsii.String(idempotencyapi.DefaultKeyAttribute),
-			Type: awsdynamodb.AttributeType_STRING,
-		},
-		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
-		TimeToLiveAttribute: jsii.String(idempotencyapi.TTLAttribute),
-		Encryption:          encryption,
-		EncryptionKey:       props.EncryptionKey,
-		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
-			PointInTimeRecoveryEnabled: jsii.Bool(true),
-		},
-		DeletionProtection: deletionProtection,
-		RemovalPolicy:      tableRemoval,
-	})
-	t := &Table{Construct: c, Table: table, EncryptionKey: props.EncryptionKey}
-
-	five := awscdk.Duration_Minutes(jsii.Number(5))
-	t.ThrottleAlarm = alarm.New(c, "ThrottleAlarm", &alarm.Props{
-		Description: "The idempotency table throttled consumer requests: claims and completions are delayed and messages go back to their queues. " +
-			"Check ThrottledRequests per operation and the account's on-demand table limits.",
-		Metric:      t.MetricThrottledRequests(&awscloudwatch.MetricOptions{Period: five}),
-		Topic:       props.AlarmTopic,
-		Threshold:   threshold,
-		Comparison:  awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no throttling reports nothing
-	})
-	t.SystemErrorsAlarm = alarm.New(c, "SystemErrorsAlarm", &alarm.Props{
-		Description: "DynamoDB answered the idempotency table's consumers with server errors (5xx): consumers fail and retry. " +
-			"Check the AWS Health Dashboard for DynamoDB in the region.",
-		Metric:      t.MetricSystemErrors(&awscloudwatch.MetricOptions{Period: five}),
-		Topic:       props.AlarmTopic,
-		Threshold:   1,
-		Comparison:  awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no errors reports nothing
-	})
-	return t
-}
-
-// TableName is the table's physical name.
-func (t *Table) TableName() *string { return t.Table.TableName() }
-
-// TableArn is the table's ARN.
-func (t *Table) TableArn() *string { return t.Table.TableArn() }
-
-// GrantConsumer gives grantee exactly ConsumerTableActions() on this table
-// and ConsumerKeyActions() on its key, the latter only when used through DynamoDB
-// in this stack's region. The statements go to the grantee's own policy, so
-// a consumer in another stack never edits this stack or the key's policy
-// (the data key's policy delegates to IAM).
-func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
-	grant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      grantee,
-		Actions:      jsii.Strings(ConsumerTableActions()...),
-		ResourceArns: jsii.Strings(*t.Table.TableArn()),
-	})
-	if t.EncryptionKey == nil {
-		return grant
-	}
-	stack := awscdk.Stack_Of(t.Construct)
-	keyGrant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      grantee,
-		Actions:      jsii.Strings(ConsumerKeyActions()...),
-		ResourceArns: jsii.Strings(*t.EncryptionKey.KeyArn()),
-		Conditions: &map[string]*map[string]interface{}{
-			"StringEquals": {"kms:ViaService": fmt.Sprintf("dynamodb.%s.amazonaws.com", *stack.Region())},
-		},
-	})
-	return grant.Combine(keyGrant)
-}
-
-// BindTo grants fn as a consumer (GrantConsumer) and sets the environment
-// variable idempotencyapi.EnvTableName to the table name, so the function's
-// code builds its Store from configuration, never from a hard-coded name.
-func (t *Table) BindTo(fn awslambda.Function) awsiam.Grant {
-	fn.AddEnvironment(jsii.String(idempotencyapi.EnvTableName), t.Table.TableName(), nil)
-	return t.GrantConsumer(fn)
-}
-
-func operationsOptions(o *awscloudwatch.MetricOptions) (ops *awsdynamodb.OperationsMetricOptions, sys *awsdynamodb.SystemErrorsForOperationsMetricOptions) {
-	if o == nil {
-		o = &awscloudwatch.MetricOptions{}
-	}
-	operations := append([]awsdynamodb.Operation(nil), consumerOperations...)
-	statistic := o.Statistic
-	if statistic == nil {
-		statistic = jsii.String("Sum")
-	}
-	ops = &awsdynamodb.OperationsMetricOptions{
-		Account: o.Account, Color: o.Color, DimensionsMap: o.DimensionsMap, Label: o.Label,
-		Period: o.Period, Region: o.Region, StackAccount: o.StackAccount, StackRegion: o.StackRegion,
-		Statistic: statistic, Unit: o.Unit, Visible: o.Visible, Operations: &operations,
-	}
-	sys = &awsdynamodb.SystemErrorsForOperationsMetricOptions{
-		Account: o.Account, Color: o.Color, DimensionsMap: o.DimensionsMap, Label: o.Label,
-		Period: o.Period, Region: o.Region, StackAccount: o.StackAccount, StackRegion: o.StackRegion,
-		Statistic: statistic, Unit: o.Unit, Visible: o.Visible, Operations: &operations,
-	}
-	return ops, sys
-}
-
-// MetricThrottledRequests is the sum of ThrottledRequests over the four
-// consumer operations (Sum by default).
-func (t *Table) MetricThrottledRequests(opts *awscloudwatch.MetricOptions) awscloudwatch.IMetric {
-	ops, _ := operationsOptions(opts)
-	return t.Table.MetricThrottledRequestsForOperations(ops)
-}
-
-// MetricSystemErrors is the sum of SystemErrors over the four consumer
-// operations (Sum by default).
-func (t *Table) MetricSystemErrors(opts *awscloudwatch.MetricOptions) awscloudwatch.IMetric {
-	_, sys := operationsOptions(opts)
-	return t.Table.MetricSystemErrorsForOperations(sys)
-}
-
-// MetricConditionalCheckFailedRequests counts failed conditions: every
-// duplicate delivery that the table absorbed, plus lost races and late
-// owners fenced off. A rise means more redeliveries upstream (visibility
-// timeouts, retries), worth a dashboard, not a page (Sum by default).
-func (t *Table) MetricConditionalCheckFailedRequests(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return t.Table.MetricConditionalCheckFailedRequests(withSum(opts))
-}
-
-// MetricConsumedWriteCapacityUnits is the write capacity the consumers use
-// (Sum by default); on-demand billing charges it.
-func (t *Table) MetricConsumedWriteCapacityUnits(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return t.Table.MetricConsumedWriteCapacityUnits(withSum(opts))
-}
-
-func withSum(o *awscloudwatch.MetricOptions) *awscloudwatch.MetricOptions {
-	if o == nil {
-		o = &awscloudwatch.MetricOptions{}
-	}
-	c := *o
-	if c.Statistic == nil {
-		c.Statistic = jsii.String("Sum")
-	}
-	return &c
+	return dynamotable.New(scope, id, props, schema)
 }

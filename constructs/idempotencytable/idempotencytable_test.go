@@ -19,6 +19,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
@@ -39,7 +40,7 @@ func newFixture() *fixture {
 }
 
 func (f *fixture) props() *idempotencytable.Props {
-	return &idempotencytable.Props{EncryptionKey: f.key, AlarmTopic: f.alerts}
+	return &idempotencytable.Props{Context: core.Context{DataKey: f.key, Alerts: f.alerts}}
 }
 
 func (f *fixture) template() assertions.Template { return assertions.Template_FromStack(f.stack, nil) }
@@ -338,9 +339,13 @@ func TestRequiredProps(t *testing.T) {
 		props func(*fixture) *idempotencytable.Props
 		want  string
 	}{
-		{"no key", func(f *fixture) *idempotencytable.Props { return &idempotencytable.Props{AlarmTopic: f.alerts} }, "EncryptionKey is required"},
-		{"no topic", func(f *fixture) *idempotencytable.Props { return &idempotencytable.Props{EncryptionKey: f.key} }, "AlarmTopic is required"},
-		{"nil props", func(*fixture) *idempotencytable.Props { return nil }, "EncryptionKey is required"},
+		{"no key", func(f *fixture) *idempotencytable.Props {
+			return &idempotencytable.Props{Context: core.Context{Alerts: f.alerts}}
+		}, "DataKey is required"},
+		{"no topic", func(f *fixture) *idempotencytable.Props {
+			return &idempotencytable.Props{Context: core.Context{DataKey: f.key}}
+		}, "Alerts is required"},
+		{"nil props", func(*fixture) *idempotencytable.Props { return nil }, "DataKey is required"},
 		{"bad threshold", func(f *fixture) *idempotencytable.Props {
 			p := f.props()
 			p.ThrottleAlarmThreshold = 0.5

@@ -1,36 +1,24 @@
-// Package network is MercadoFresco's VPC: where Aurora, its RDS Proxy, the
-// Valkey cache and every function that talks to them live.
-//
-// Four subnet groups per availability zone:
-//
-//   - datos (isolated): Aurora, the RDS Proxy, the Valkey cache. No route
-//     out.
-//   - aplicacion (isolated): functions that only talk to AWS inside the VPC
-//     (the outbox publisher and cleanup, the secret rotation) and the
-//     interface endpoints. No route out.
-//   - salida (private with egress): functions that call services on the
-//     internet (the payment gateway, the warehouse, the ERP, the secondary
-//     e-mail provider), through NAT gateways.
-//   - publica: the NAT gateways only (nothing else may be placed there).
-//
-// The NAT gateways are the one way out; how many is per environment
-// (config.Environment.NatGateways; docs/design.md#network has the cost).
-// Interface endpoints (EventBridge, Secrets Manager) and a DynamoDB gateway
-// endpoint keep AWS traffic inside the VPC (and off the NAT's per-GB bill).
+// Package network is MercadoFresco's VPC, four subnet groups per zone:
+// datos (isolated: Aurora, the RDS Proxy, the Valkey cache), aplicacion
+// (isolated: the functions that talk to AWS only, and the interface
+// endpoints), salida (private with egress: the functions that call services
+// on the internet, through NAT) and publica (the NAT gateways only). The
+// number of NAT gateways is the environment's; without them there is no
+// salida and no way out. Interface endpoints (EventBridge, limited to
+// PutEvents on the app's bus; Secrets Manager) and a DynamoDB gateway
+// endpoint keep AWS traffic in the VPC. docs/design.md#network.
 package network
 
 import (
-	"fmt"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/mercadofresco/integration/constructs/removal"
+
+	"github.com/mercadofresco/integration/constructs/core"
 )
 
 // Subnet group names of the Network.
@@ -47,26 +35,19 @@ const (
 )
 
 // Props configures New. The zero value is valid: no NAT (and so no egress
-// subnets: a VPC without a way out).
+// subnets). The Context's DataKey (nil: AWS-owned keys), LogRetention and
+// RemovalPolicy apply to the flow log group and to the log group of the
+// custom resource that strips the default security group.
 type Props struct {
+	core.Context
 	// MaxAzs is the number of availability zones. Zero means every zone the
 	// stack knows (config pins them: 2 in dev/staging, 3 in prod).
 	MaxAzs float64
-	// FlowLogKey encrypts the VPC flow log group and the log group of the
-	// custom resource that strips the default security group. Nil means
-	// AWS-owned keys.
-	FlowLogKey awskms.IKey
-	// FlowLogRetention of both log groups. Empty means one month.
-	FlowLogRetention awslogs.RetentionDays
-	// RemovalPolicy of both log groups, mapped by removal.For.
-	RemovalPolicy awscdk.RemovalPolicy
 	// NatGateways is the number of NAT gateways (0..MaxAzs). Zero creates
-	// neither the NAT gateways nor the salida subnets: functions then have
-	// no way to the internet.
+	// neither the NAT gateways nor the salida subnets.
 	NatGateways float64
 	// EventBus, when set, is the only bus the EventBridge endpoint carries
-	// calls to (PutEvents by this account's principals): code in the VPC
-	// cannot use the endpoint to reach another bus or account.
+	// calls to (PutEvents by this account's principals).
 	EventBus awsevents.IEventBus
 }
 
@@ -96,8 +77,9 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	n := &Network{Construct: this, natGateways: props.NatGateways}
-	if props.NatGateways < 0 || props.NatGateways != float64(int(props.NatGateways)) || (props.MaxAzs > 0 && props.NatGateways > props.MaxAzs) {
-		awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("network: NatGateways %v must be a whole number between 0 and the number of zones", props.NatGateways)))
+	v := core.Check(this, "network")
+	if v.If(props.NatGateways < 0 || props.NatGateways != float64(int(props.NatGateways)) || (props.MaxAzs > 0 && props.NatGateways > props.MaxAzs),
+		"NatGateways %v must be a whole number between 0 and the number of zones", props.NatGateways) {
 		n.natGateways = 0
 	}
 	subnets := []*awsec2.SubnetConfiguration{
@@ -111,20 +93,11 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 			&awsec2.SubnetConfiguration{Name: jsii.String(SubnetsPublic), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(28), MapPublicIpOnLaunch: jsii.Bool(false)},
 		)
 	}
-	retention := props.FlowLogRetention
-	if retention == "" {
-		retention = awslogs.RetentionDays_ONE_MONTH
-	}
-	logRemoval := removal.For(props.RemovalPolicy, removal.Data)
 	var maxAzs *float64
 	if props.MaxAzs > 0 {
 		maxAzs = jsii.Number(props.MaxAzs)
 	}
-	flowLogs := awslogs.NewLogGroup(this, jsii.String("FlowLogs"), &awslogs.LogGroupProps{
-		Retention:     retention,
-		EncryptionKey: props.FlowLogKey,
-		RemovalPolicy: logRemoval,
-	})
+	flowLogs := props.LogGroup(this, "FlowLogs", nil)
 	n.Vpc = awsec2.NewVpc(this, jsii.String("Vpc"), &awsec2.VpcProps{
 		IpAddresses:         awsec2.IpAddresses_Cidr(jsii.String("10.40.0.0/16")),
 		MaxAzs:              maxAzs,
@@ -140,11 +113,7 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 			},
 		},
 	})
-	n.RestrictDefaultSGLogs = awslogs.NewLogGroup(this, jsii.String("RestrictDefaultSGLogs"), &awslogs.LogGroupProps{
-		Retention:     retention,
-		EncryptionKey: props.FlowLogKey,
-		RemovalPolicy: logRemoval,
-	})
+	n.RestrictDefaultSGLogs = props.LogGroup(this, "RestrictDefaultSGLogs", nil)
 	// The handler is the CDK's stack-wide singleton: send its logs to that
 	// group (the role it has writes to any group).
 	provider := awscdk.Stack_Of(this).Node().TryFindChild(jsii.String("Custom::VpcRestrictDefaultSGCustomResourceProvider"))
@@ -152,13 +121,11 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 	if provider != nil {
 		handler, _ = provider.Node().TryFindChild(jsii.String("Handler")).(awscdk.CfnResource)
 	}
-	if handler == nil {
-		awscdk.Annotations_Of(this).AddError(jsii.String("network: cannot find the default security group's custom resource handler to give it a log group"))
-	} else {
+	if !v.If(handler == nil, "cannot find the default security group's custom resource handler to give it a log group") {
 		handler.AddPropertyOverride(jsii.String("LoggingConfig.LogGroup"), n.RestrictDefaultSGLogs.LogGroupName())
 		handler.Node().AddDependency(n.RestrictDefaultSGLogs)
 	}
-	app := &awsec2.SubnetSelection{SubnetGroupName: jsii.String(SubnetsApp)}
+	app := n.AppSubnets()
 	n.EventsEndpoint = n.Vpc.AddInterfaceEndpoint(jsii.String("EventBridge"), &awsec2.InterfaceVpcEndpointOptions{
 		Service: awsec2.InterfaceVpcEndpointAwsService_EVENTBRIDGE(),
 		Subnets: app,

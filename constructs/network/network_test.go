@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
@@ -87,7 +88,7 @@ func TestCustomResourceLogsHaveRetentionAndKey(t *testing.T) {
 	stack := cdktest.NewStack("Red")
 	stack.Node().SetContext(jsii.String("availability-zones:account=111111111111:region=eu-west-1"), jsii.Strings("eu-west-1a", "eu-west-1b"))
 	key := awskms.NewKey(stack, jsii.String("Clave"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
-	n := network.New(stack, "Red", &network.Props{MaxAzs: 2, FlowLogKey: key, FlowLogRetention: awslogs.RetentionDays_ONE_WEEK})
+	n := network.New(stack, "Red", &network.Props{MaxAzs: 2, Context: core.Context{DataKey: key, LogRetention: awslogs.RetentionDays_ONE_WEEK}})
 	if errs := cdktest.Errors(stack); len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
@@ -35,11 +36,11 @@ func TestStarterWiring(t *testing.T) {
 	bus := awsevents.NewEventBus(f.p.Stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco")})
 	builder := golambdatest.Builder(t, "")
 	orderworkflow.NewStarter(f.p.Stack, "Inicio", &orderworkflow.StarterProps{
-		Bus: bus, Workflow: f.wf, Builder: builder, MaximumConcurrency: 5,
+		Context: core.Context{Builder: builder, DataKey: f.p.Key, Alerts: f.p.Alerts},
+		Bus:     bus, Workflow: f.wf, MaximumConcurrency: 5,
 		QueueName: jsii.String("cola-mercadofresco-inicio-pedido"), RuleName: jsii.String("mf-pedido-creado-a-inicio"),
-		FunctionName:         jsii.String("mf-iniciar-pedido"),
-		ArchiveRetentionDays: 60,
-		EncryptionKey:        f.p.Key, AlarmTopic: f.p.Alerts,
+		FunctionName:     jsii.String("mf-iniciar-pedido"),
+		ArchiveRetention: awscdk.Duration_Days(jsii.Number(60)),
 	})
 	tpl := assertions.Template_FromStack(f.p.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
@@ -122,7 +123,8 @@ func TestArchiveRetentionMustFitTheStarterWindow(t *testing.T) {
 			bus := awsevents.NewEventBus(stack, jsii.String("Bus"), nil)
 			builder := golambdatest.Builder(t, "")
 			orderworkflow.NewStarter(stack, "Inicio", &orderworkflow.StarterProps{
-				Bus: bus, Builder: builder, ArchiveRetentionDays: tc.days, EncryptionKey: key, AlarmTopic: alerts,
+				Context: core.Context{Builder: builder, DataKey: key, Alerts: alerts},
+				Bus:     bus, ArchiveRetention: awscdk.Duration_Days(jsii.Number(tc.days)),
 			})
 			var errs []string
 			for _, e := range cdktest.Errors(stack) {

@@ -1,42 +1,17 @@
-// Package orderworkflow is the order workflow of MercadoFresco: the Step
-// Functions standard state machine mercadofresco-procesar-pedido (charge →
-// reserve stock → confirm, with compensation in Catch) and its starter (the
-// order-created events from bus-mercadofresco → an SQS buffer → a Lambda
-// that starts one execution per order, named after it).
-//
-// # The state machine
-//
-//	Cobrar (Lambda cobro)
-//	  → ReservarStock (Map over lineas, MaxConcurrency; each line sends a
-//	    MovimientoStock "reserva" to the stock-movements FIFO queue with
-//	    MessageGroupId = sku, MessageDeduplicationId = reserva:<pedido_id>:<sku>)
-//	  → PrepararConfirmacion (builds the PedidoConfirmado message)
-//	  → Confirmar (SNS publish to mercadofresco-pedido-confirmado)
-//	  → PedidoConfirmado (Succeed)
-//
-// Compensation: a failure of Cobrar (after its retries) ends in the Fail
-// state PedidoFallido with the task's error (TarjetaRechazada,
-// CircuitoAbierto, PasarelaNoDisponible, ...) and cause: nothing was
-// charged or reserved by this execution. A failure after the charge
-// (ReservarStock, Confirmar) goes to LiberarStock (a "liberacion" movement
-// for every line: the consumer applies a liberacion only where its reserva
-// was applied, see eventsapi.MovimientoStock) → Reembolsar (Lambda
-// reembolso) → PedidoFallido with the original error. A failing
-// compensation ends in CompensacionFallida (a person must act: the
-// reembolso function's Errors alarm and ExecutionsFailed fire).
-//
-// Retry is the layer that commands the order's retries (SPEC, retry
-// layers): exponential backoff (Interval, BackoffRate), MaxAttempts, a
-// MaxDelay cap and JitterStrategy FULL, only on transient errors: the
-// paymentapi errors marked Retry (PasarelaNoDisponible, OperacionEnCurso,
-// IdempotenciaNoDisponible) and Lambda's service errors for the Lambda
-// tasks; any task failure for the SQS and SNS integrations (their sends are
-// idempotent: FIFO deduplication, consumers de-duplicate the topic's
-// messages). Business errors (TarjetaRechazada) and the open circuit
-// (CircuitoAbierto: fail fast, the customer is told to retry in minutes)
-// are never retried. The attempts guardrail (constructs/guardrails,
-// MF-ATTEMPTS) multiplies these MaxAttempts with the functions' own
-// attempts per dependency.
+// Package orderworkflow is the order workflow: the Step Functions
+// standard state machine mercadofresco-procesar-pedido (New) and its
+// starter (NewStarter: the order-created events of bus-mercadofresco → an
+// SQS buffer → a Lambda that starts one execution per order, named after
+// it). The machine charges (Cobrar), reserves the stock line by line on the
+// stock-movements FIFO queue (ReservarStock), publishes the confirmation to
+// mercadofresco-pedido-confirmado (Confirmar) and compensates in Catch: a
+// failed charge ends in PedidoFallido; a failure after it releases the
+// stock and refunds first (LiberarStock, Reembolsar), and a failed
+// compensation ends in CompensacionFallida, for a person. Retry, with
+// backoff, a cap and full jitter, covers transient errors only
+// (TransientPaymentErrors, any failure of the idempotent SQS and SNS
+// sends); the attempts guardrail (MF-ATTEMPTS) counts it.
+// docs/design.md#order-workflow, #workflow-retry.
 package orderworkflow
 
 import (
@@ -46,7 +21,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
@@ -58,8 +32,8 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 )
@@ -122,16 +96,16 @@ type RetryPolicy struct {
 }
 
 // Props configures the workflow. Charge, Refund, StockMovements,
-// Confirmed, EncryptionKey and AlarmTopic are required.
+// Confirmed and the Context's DataKey (executions carry customer data) and
+// Alerts are required.
 type Props struct {
+	core.Context
 	// StateMachineName is the physical name. Nil means StateMachineName.
 	StateMachineName *string
-	// RoleName is the physical name of the state machine's role. The
-	// workflow sends to StockMovements and publishes to Confirmed, whose
-	// producer guards (constructs/producers) must admit that role; a queue
-	// or topic of another stack admits it by this name, since a reference
-	// to the role would make that stack reference this one, which already
-	// references it. Required when either is in another stack; nil lets
+	// RoleName is the physical name of the state machine's role, by which
+	// the producer guards of StockMovements and Confirmed in another stack
+	// admit it (a reference back would be a cycle: docs/design.md#producers).
+	// Required when either is in another stack; nil lets
 	// CloudFormation name the role (the guards then reference it).
 	RoleName *string
 	// Charge is the cobro function (paymentapi.CobroInput → CobroOutput).
@@ -153,15 +127,6 @@ type Props struct {
 	MapMaxConcurrency float64
 	// ExecutionTimeout bounds a whole execution. Default 1 h.
 	ExecutionTimeout awscdk.Duration
-	// EncryptionKey (the data key) encrypts the execution data and the log
-	// group.
-	EncryptionKey awskms.IKey
-	// LogRetention of the execution log group. Empty means one month.
-	LogRetention awslogs.RetentionDays
-	// RemovalPolicy of the log group, mapped by removal.For.
-	RemovalPolicy awscdk.RemovalPolicy
-	// AlarmTopic receives the alarms.
-	AlarmTopic awssns.ITopic
 	// FailedThreshold is the ExecutionsFailed alarm threshold per 5 min.
 	// Zero means DefaultFailedThreshold.
 	FailedThreshold float64
@@ -178,65 +143,40 @@ type Workflow struct {
 	FailedAlarm, TimedOutAlarm, ThrottledAlarm awscloudwatch.Alarm
 }
 
-// New creates the workflow. Every problem of props is reported as a
-// synthesis error and the workflow is still built whole (with stand-ins for
-// what is missing), so dependents show the errors instead of crashing.
+// New creates the workflow. Every problem of props is reported at synth;
+// the workflow is still whole (missing functions, queue and topic are
+// imported placeholders that add nothing to the template).
 func New(scope constructs.Construct, id string, props *Props) *Workflow {
 	if props == nil {
 		props = &Props{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &Workflow{Construct: c}
-	fail := func(format string, a ...any) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("orderworkflow %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
-	}
+	v := core.Check(c, "orderworkflow")
 	p := *props
-	w.Retry = p.Retry.withDefaults(fail)
-	maxConc := p.MapMaxConcurrency
-	if maxConc == 0 {
-		maxConc = DefaultMapMaxConcurrency
-	}
-	if maxConc < 1 || maxConc != math.Trunc(maxConc) {
-		fail("MapMaxConcurrency must be a positive integer, got %v", p.MapMaxConcurrency)
-		maxConc = DefaultMapMaxConcurrency
-	}
-	taskTimeout := p.PaymentTaskTimeout
-	if taskTimeout == nil {
-		taskTimeout = awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds))
-	}
-	execTimeout := p.ExecutionTimeout
-	if execTimeout == nil {
-		execTimeout = awscdk.Duration_Minutes(jsii.Number(DefaultExecutionTimeoutMin))
-	}
+	p.Require(v, core.DataKey|core.Alerts)
+	w.Retry = p.Retry.withDefaults(v)
+	maxConc := v.Count("MapMaxConcurrency", p.MapMaxConcurrency, DefaultMapMaxConcurrency, 1, math.MaxInt32)
+	taskTimeout := core.DurationOr(p.PaymentTaskTimeout, awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds)))
+	execTimeout := core.DurationOr(p.ExecutionTimeout, awscdk.Duration_Minutes(jsii.Number(DefaultExecutionTimeoutMin)))
 	failedThreshold := p.FailedThreshold
 	if failedThreshold == 0 {
 		failedThreshold = DefaultFailedThreshold
 	}
-	// Stand-ins keep the construct whole when a required prop is missing.
 	stub := constructs.NewConstruct(c, jsii.String("Missing"))
-	if p.Charge == nil {
-		fail("Charge (the cobro function) is required")
+	if v.If(p.Charge == nil, "Charge (the cobro function) is required") {
 		p.Charge = awslambda.Function_FromFunctionName(stub, jsii.String("Charge"), jsii.String("missing-cobro"))
 	}
-	if p.Refund == nil {
-		fail("Refund (the reembolso function) is required")
+	if v.If(p.Refund == nil, "Refund (the reembolso function) is required") {
 		p.Refund = awslambda.Function_FromFunctionName(stub, jsii.String("Refund"), jsii.String("missing-reembolso"))
 	}
-	if p.StockMovements == nil {
-		fail("StockMovements (the FIFO queue mercadofresco-movimientos-stock.fifo) is required")
+	if v.If(p.StockMovements == nil, "StockMovements (the FIFO queue mercadofresco-movimientos-stock.fifo) is required") {
 		p.StockMovements = awssqs.Queue_FromQueueArn(stub, jsii.String("Stock"), jsii.String("arn:aws:sqs:eu-west-1:111111111111:missing.fifo"))
-	} else if f := p.StockMovements.Fifo(); f != nil && !*f {
-		fail("StockMovements must be a FIFO queue (MessageGroupId = sku keeps each SKU's movements in order)")
+	} else if f := p.StockMovements.Fifo(); f != nil {
+		v.If(!*f, "StockMovements must be a FIFO queue (MessageGroupId = sku keeps each SKU's movements in order)")
 	}
-	if p.Confirmed == nil {
-		fail("Confirmed (the topic mercadofresco-pedido-confirmado) is required")
+	if v.If(p.Confirmed == nil, "Confirmed (the topic mercadofresco-pedido-confirmado) is required") {
 		p.Confirmed = awssns.Topic_FromTopicArn(stub, jsii.String("Confirmed"), jsii.String("arn:aws:sns:eu-west-1:111111111111:missing"))
-	}
-	if p.EncryptionKey == nil {
-		fail("EncryptionKey (the data key) is required: executions carry customer data")
-	}
-	if p.AlarmTopic == nil {
-		fail("AlarmTopic is required (alertas-mercadofresco)")
 	}
 	name := jsii.String(StateMachineName)
 	if p.StateMachineName != nil {
@@ -245,22 +185,13 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 
 	def := w.definition(c, &p, taskTimeout, maxConc)
 
-	retention := p.LogRetention
-	if retention == "" {
-		retention = awslogs.RetentionDays_ONE_MONTH
-	}
-	w.LogGroup = awslogs.NewLogGroup(c, jsii.String("Logs"), &awslogs.LogGroupProps{
-		// The /aws/vendedlogs/ prefix keeps the log group's resource policy
-		// (which Step Functions needs to deliver) within CloudWatch Logs'
-		// size limit however many state machines an account has.
-		LogGroupName:  jsii.String("/aws/vendedlogs/states/" + *name),
-		Retention:     retention,
-		EncryptionKey: p.EncryptionKey,
-		RemovalPolicy: removal.For(p.RemovalPolicy, removal.Data),
-	})
+	// The /aws/vendedlogs/ prefix keeps the log group's resource policy
+	// (which Step Functions needs to deliver) within CloudWatch Logs' size
+	// limit however many state machines an account has.
+	w.LogGroup = p.LogGroup(c, "Logs", jsii.String("/aws/vendedlogs/states/"+*name))
 	var encryption sfn.EncryptionConfiguration
-	if p.EncryptionKey != nil {
-		encryption = sfn.NewCustomerManagedEncryptionConfiguration(p.EncryptionKey, awscdk.Duration_Minutes(jsii.Number(5)))
+	if p.DataKey != nil {
+		encryption = sfn.NewCustomerManagedEncryptionConfiguration(p.DataKey, awscdk.Duration_Minutes(jsii.Number(5)))
 	}
 	w.StateMachine = sfn.NewStateMachine(c, jsii.String("StateMachine"), &sfn.StateMachineProps{
 		StateMachineName:        name,
@@ -279,32 +210,32 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 			IncludeExecutionData: jsii.Bool(false),
 		},
 	})
-	w.admitAsProducer(c, &p, fail)
+	w.admitAsProducer(c, &p, v)
 	cdknag.NagSuppressions_AddResourceSuppressions(w.StateMachine, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("Generated by the CDK for this state machine's own needs: X-Ray segments and CloudWatch Logs delivery (no resource-level permissions exist for them); lambda:InvokeFunction on the cobro/reembolso ARNs with ':*' (their versions and aliases); kms:GenerateDataKey* on the data key only, which SNS publish to the encrypted topic requires (the CDK's topic grant)."),
-		AppliesTo: &[]interface{}{jsii.String("Resource::*"), jsii.String("Action::kms:GenerateDataKey*"), jsii.String("Resource::<" + logicalID(p.Charge) + ".Arn>:*"), jsii.String("Resource::<" + logicalID(p.Refund) + ".Arn>:*")},
+		Reason:    jsii.String("The CDK's own grants of this state machine: X-Ray and log delivery (no resource-level permissions exist), cobro and reembolso with ':*' (their versions), kms:GenerateDataKey* on the data key only (SNS publish to the encrypted topic)."),
+		AppliesTo: &[]interface{}{jsii.String("Resource::*"), jsii.String("Action::kms:GenerateDataKey*"), jsii.String("Resource::<" + core.LogicalID(p.Charge) + ".Arn>:*"), jsii.String("Resource::<" + core.LogicalID(p.Refund) + ".Arn>:*")},
 	}}, jsii.Bool(true))
 
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	sum := jsii.String("Sum")
 	w.FailedAlarm = alarm.New(c, "FailedAlarm", &alarm.Props{
 		Metric:      w.StateMachine.MetricFailed(&awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
-		Topic:       p.AlarmTopic,
+		Topic:       p.Alerts,
 		Threshold:   failedThreshold,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no executions, no failures
-		Description: fmt.Sprintf("%s: more than %.0f orders failed in 5 minutes (declined cards fail too; this is above their usual rate). Look at the failed executions' error (PedidoFallido: TarjetaRechazada, CircuitoAbierto, PasarelaNoDisponible; CompensacionFallida needs a person).", *name, failedThreshold),
+		Description: fmt.Sprintf("%s: more than %.0f orders failed in 5 minutes, above the usual rate of declined cards. Check the failed executions' errors (TarjetaRechazada, CircuitoAbierto, PasarelaNoDisponible; CompensacionFallida needs a person).", *name, failedThreshold),
 	})
 	w.TimedOutAlarm = alarm.New(c, "TimedOutAlarm", &alarm.Props{
 		Metric:      w.StateMachine.MetricTimedOut(&awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
-		Topic:       p.AlarmTopic,
+		Topic:       p.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: fmt.Sprintf("%s: an execution ran past its timeout. The order may be charged without confirmation: check the execution history and the idempotency record cobro:<pedido_id>.", *name),
 	})
 	w.ThrottledAlarm = alarm.New(c, "ThrottledAlarm", &alarm.Props{
 		Metric:      w.StateMachine.Metric(jsii.String("ExecutionThrottled"), &awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
-		Topic:       p.AlarmTopic,
+		Topic:       p.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: fmt.Sprintf("%s: Step Functions throttled state transitions. Executions slow down; check the account's state-transition quota and the starter's MaximumConcurrency.", *name),
@@ -312,19 +243,7 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 	return w
 }
 
-func logicalID(fn awslambda.IFunction) string {
-	child := fn.Node().DefaultChild()
-	if child == nil {
-		return "missing"
-	}
-	el, ok := child.(awscdk.CfnElement)
-	if !ok {
-		return "missing"
-	}
-	return *awscdk.Stack_Of(fn).GetLogicalId(el)
-}
-
-func (r RetryPolicy) withDefaults(fail func(string, ...any)) RetryPolicy {
+func (r RetryPolicy) withDefaults(v *core.Problems) RetryPolicy {
 	if r.Interval == nil {
 		r.Interval = awscdk.Duration_Seconds(jsii.Number(DefaultRetryIntervalSeconds))
 	}
@@ -337,14 +256,10 @@ func (r RetryPolicy) withDefaults(fail func(string, ...any)) RetryPolicy {
 	if r.MaxDelay == nil {
 		r.MaxDelay = awscdk.Duration_Seconds(jsii.Number(DefaultRetryMaxDelaySeconds))
 	}
-	if r.BackoffRate < 1 {
-		fail("Retry.BackoffRate must be >= 1, got %v", r.BackoffRate)
+	if v.If(r.BackoffRate < 1, "Retry.BackoffRate must be >= 1, got %v", r.BackoffRate) {
 		r.BackoffRate = DefaultRetryBackoffRate
 	}
-	if r.MaxAttempts < 0 || r.MaxAttempts > 10 || r.MaxAttempts != math.Trunc(r.MaxAttempts) {
-		fail("Retry.MaxAttempts must be an integer in 1..10, got %v", r.MaxAttempts)
-		r.MaxAttempts = DefaultRetryMaxAttempts
-	}
+	r.MaxAttempts = v.Count("Retry.MaxAttempts", r.MaxAttempts, DefaultRetryMaxAttempts, 1, 10)
 	return r
 }
 
@@ -399,24 +314,30 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		CausePath: jsii.String(pathFalloCompensacion + ".Cause"),
 	})
 
-	cobrar := tasks.NewLambdaInvoke(c, jsii.String(StateCobrar), &tasks.LambdaInvokeProps{
-		LambdaFunction: p.Charge,
-		Payload: sfn.TaskInput_FromObject(&map[string]interface{}{
-			"pedido_id":        str("$.pedido_id"),
-			"importe_centimos": num("$.total_centimos"),
-			"moneda":           str("$.moneda"),
-			"token_tarjeta":    str("$.token_tarjeta"),
-		}),
-		PayloadResponseOnly:      jsii.Bool(true),
-		RetryOnServiceExceptions: jsii.Bool(false), // our own retrier covers them
-		ResultSelector:           &map[string]interface{}{"referencia_cobro": str("$.referencia_cobro")},
-		ResultPath:               jsii.String("$.cobro"),
-		TaskTimeout:              timeout,
-	})
-	cobrar.AddRetry(transient)
+	// A payment task: the function's answer only, retried by our own
+	// retrier (not the CDK's on Lambda's service errors).
+	payment := func(state string, fn awslambda.IFunction, payload map[string]any, result, path string) tasks.LambdaInvoke {
+		task := tasks.NewLambdaInvoke(c, jsii.String(state), &tasks.LambdaInvokeProps{
+			LambdaFunction:           fn,
+			Payload:                  sfn.TaskInput_FromObject(&payload),
+			PayloadResponseOnly:      jsii.Bool(true),
+			RetryOnServiceExceptions: jsii.Bool(false),
+			ResultSelector:           &map[string]interface{}{result: str("$." + result)},
+			ResultPath:               jsii.String(path),
+			TaskTimeout:              timeout,
+		})
+		task.AddRetry(transient)
+		return task
+	}
+	cobrar := payment(StateCobrar, p.Charge, map[string]any{
+		"pedido_id":        str("$.pedido_id"),
+		"importe_centimos": num("$.total_centimos"),
+		"moneda":           str("$.moneda"),
+		"token_tarjeta":    str("$.token_tarjeta"),
+	}, "referencia_cobro", "$.cobro")
 	cobrar.AddCatch(pedidoFallido, &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFallo)})
 
-	movement := func(stateName, tipo string, secuencia int) (sfn.Map, sfn.IChainable) {
+	movement := func(stateName, sendName, tipo string, secuencia int) sfn.Map {
 		m := sfn.NewMap(c, jsii.String(stateName), &sfn.MapProps{
 			ItemsPath:      jsii.String("$.lineas"),
 			MaxConcurrency: jsii.Number(maxConc),
@@ -434,7 +355,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 			},
 			ResultPath: sfn.JsonPath_DISCARD(),
 		})
-		send := tasks.NewSqsSendMessage(c, jsii.String(map[string]string{"reserva": StateEnviarReserva, "liberacion": StateEnviarLiberacion}[tipo]), &tasks.SqsSendMessageProps{
+		send := tasks.NewSqsSendMessage(c, jsii.String(sendName), &tasks.SqsSendMessageProps{
 			Queue:                  p.StockMovements,
 			MessageBody:            sfn.TaskInput_FromText(sfn.JsonPath_JsonToString(sfn.JsonPath_ObjectAt(jsii.String("$.movimiento")))),
 			MessageGroupId:         str("$.movimiento.sku"),
@@ -442,11 +363,10 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		})
 		send.AddRetry(sdkRetry)
 		m.ItemProcessor(send, nil)
-		return m, m
+		return m
 	}
-
-	reservar, _ := movement(StateReservarStock, string(eventsapi.Reserva), eventsapi.SecuenciaReserva)
-	liberar, _ := movement(StateLiberarStock, string(eventsapi.Liberacion), eventsapi.SecuenciaLiberacion)
+	reservar := movement(StateReservarStock, StateEnviarReserva, string(eventsapi.Reserva), eventsapi.SecuenciaReserva)
+	liberar := movement(StateLiberarStock, StateEnviarLiberacion, string(eventsapi.Liberacion), eventsapi.SecuenciaLiberacion)
 
 	preparar := sfn.NewPass(c, jsii.String(StatePrepararConfirmacion), &sfn.PassProps{
 		Parameters: &map[string]interface{}{
@@ -476,31 +396,21 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		Comment: jsii.String("Charged, stock reserved, confirmation published."),
 	})
 
-	reembolsar := tasks.NewLambdaInvoke(c, jsii.String(StateReembolsar), &tasks.LambdaInvokeProps{
-		LambdaFunction: p.Refund,
-		Payload: sfn.TaskInput_FromObject(&map[string]interface{}{
-			"pedido_id":        str("$.pedido_id"),
-			"referencia_cobro": str("$.cobro.referencia_cobro"),
-			"importe_centimos": num("$.total_centimos"),
-			"moneda":           str("$.moneda"),
-		}),
-		PayloadResponseOnly:      jsii.Bool(true),
-		RetryOnServiceExceptions: jsii.Bool(false),
-		ResultSelector:           &map[string]interface{}{"referencia_reembolso": str("$.referencia_reembolso")},
-		ResultPath:               jsii.String("$.reembolso"),
-		TaskTimeout:              timeout,
-	})
-	reembolsar.AddRetry(transient)
+	reembolsar := payment(StateReembolsar, p.Refund, map[string]any{
+		"pedido_id":        str("$.pedido_id"),
+		"referencia_cobro": str("$.cobro.referencia_cobro"),
+		"importe_centimos": num("$.total_centimos"),
+		"moneda":           str("$.moneda"),
+	}, "referencia_reembolso", "$.reembolso")
 
 	compensationCatch := &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFalloCompensacion)}
 	liberar.AddCatch(compensacionFallida, compensationCatch)
 	reembolsar.AddCatch(compensacionFallida, compensationCatch)
-	compensation := liberar.Next(reembolsar).Next(pedidoFallido)
+	liberar.Next(reembolsar).Next(pedidoFallido)
 
 	afterCharge := &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFallo)}
 	reservar.AddCatch(liberar, afterCharge)
 	confirmar.AddCatch(liberar, afterCharge)
-	_ = compensation
 
 	return cobrar.Next(reservar).Next(preparar).Next(confirmar).Next(confirmado)
 }
@@ -508,7 +418,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 // admitAsProducer names the state machine's role (p.RoleName) and admits
 // it to the producer guards of the stock queue and the confirmed topic: by
 // name when a guard lives in another stack, else by reference.
-func (w *Workflow) admitAsProducer(c constructs.Construct, p *Props, fail func(string, ...any)) {
+func (w *Workflow) admitAsProducer(c constructs.Construct, p *Props, v *core.Problems) {
 	role := w.StateMachine.Role()
 	if p.RoleName != nil {
 		role.Node().DefaultChild().(awsiam.CfnRole).SetRoleName(p.RoleName)
@@ -527,7 +437,7 @@ func (w *Workflow) admitAsProducer(c constructs.Construct, p *Props, fail func(s
 		case p.RoleName != nil:
 			g.guard.AdmitRoleName(*p.RoleName)
 		case *awscdk.Stack_Of(g.scope).Node().Path() != here:
-			fail("RoleName is required: %s is in another stack, whose producer guard admits the workflow's role by name", g.what)
+			v.Addf("RoleName is required: %s is in another stack, whose producer guard admits the workflow's role by name", g.what)
 		default:
 			g.guard.AdmitRole(role)
 		}

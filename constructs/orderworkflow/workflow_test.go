@@ -61,8 +61,8 @@ func newFixtureOn(t *testing.T, p *cdktest.Platform, props orderworkflow.Props) 
 			TopicName: jsii.String("mercadofresco-pedido-confirmado"), MasterKey: p.Key,
 		})
 	}
-	props.EncryptionKey = p.Key
-	props.AlarmTopic = p.Alerts
+	props.DataKey = p.Key
+	props.Alerts = p.Alerts
 	return &fixture{p: p, wf: orderworkflow.New(p.Stack, "Procesar", &props)}
 }
 
@@ -377,7 +377,7 @@ func TestInvalidPropsAreReported(t *testing.T) {
 		Retry:          orderworkflow.RetryPolicy{BackoffRate: 0.5, MaxAttempts: 11},
 	})
 	errs := cdktest.Errors(p.Stack)
-	for _, want := range []string{"Charge", "Refund", "must be a FIFO queue", "Confirmed", "EncryptionKey", "AlarmTopic", "BackoffRate", "MaxAttempts"} {
+	for _, want := range []string{"Charge", "Refund", "must be a FIFO queue", "Confirmed", "DataKey", "Alerts", "BackoffRate", "MaxAttempts"} {
 		cdktest.RequireContains(t, errs, want)
 	}
 }

@@ -1,7 +1,19 @@
+// Package outbox is the transactional outbox on Aurora PostgreSQL: the
+// database (NewDatabase: Aurora Serverless v2 encrypted with the data key,
+// TLS only, a rotated master secret, an RDS Proxy with IAM authentication
+// end to end), the schema migration that creates the database roles and
+// applies the schema once per deploy (NewMigration, a custom resource), and
+// the publisher that moves committed rows to the bus about every second,
+// with its daily cleanup and alarms (NewPublisher). Every function connects
+// as a database role of its own, never as the master user.
+// docs/design.md#outbox, #outbox-lag, #aurora-connections, #database-roles.
 package outbox
 
 import (
 	"fmt"
+
+	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/dependency"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -9,8 +21,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsrds"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
@@ -35,9 +45,12 @@ const (
 	DefaultBackupDays            = 7
 )
 
-// DatabaseProps configures NewDatabase. Vpc, ClusterIdentifier and
-// EncryptionKey are required; the rest defaults safely.
+// DatabaseProps configures NewDatabase. Vpc, ClusterIdentifier and the
+// Context's DataKey (storage, credentials, exported logs, Performance
+// Insights) are required; the Context's Alerts, when set, receives the
+// database's alarms; the rest defaults safely.
 type DatabaseProps struct {
+	core.Context
 	// Vpc and Subnets place the cluster and the proxy (normally
 	// Network.Vpc and Network.DataSubnets()).
 	Vpc     awsec2.IVpc
@@ -53,9 +66,6 @@ type DatabaseProps struct {
 	ProxyName *string
 	// DatabaseName defaults to DefaultDatabaseName.
 	DatabaseName *string
-	// EncryptionKey encrypts the storage, the credentials secret, the
-	// exported PostgreSQL logs and the Performance Insights data.
-	EncryptionKey awskms.IKey
 	// MinCapacity and MaxCapacity in ACUs (Serverless v2). Zero means the
 	// defaults (0.5 and 8: ~1,000 max_connections, far above what the
 	// proxy's share needs).
@@ -71,16 +81,6 @@ type DatabaseProps struct {
 	MaxConnectionsPercent float64
 	// BackupRetention defaults to 7 days.
 	BackupRetention awscdk.Duration
-	// LogRetention of the exported PostgreSQL log. Empty means one month.
-	LogRetention awslogs.RetentionDays
-	// RemovalPolicy of the cluster: empty means RETAIN. SNAPSHOT is allowed.
-	RemovalPolicy awscdk.RemovalPolicy
-	// DeletionProtection of the cluster. Nil means on (the project's one
-	// default for stores); stacks pass config.Environment.DeletionProtection.
-	DeletionProtection *bool
-	// AlarmTopic, when set, receives alarms on the proxy's connection use
-	// and the cluster's CPU (ConexionesProxyAlarm, CPUAlarm).
-	AlarmTopic awssns.ITopic
 	// Roles names the database roles the functions connect as. Nil means
 	// outboxapi.DefaultRoles().
 	Roles *outboxapi.Roles
@@ -113,8 +113,7 @@ type Database struct {
 	MasterUser string
 	// Roles are the database roles of the functions (docs/design.md#database-roles).
 	Roles outboxapi.Roles
-	// ConnectionsAlarm and CPUAlarm exist when DatabaseProps.AlarmTopic was
-	// set.
+	// ConnectionsAlarm and CPUAlarm exist when the Context's Alerts was set.
 	ConnectionsAlarm, CPUAlarm awscloudwatch.Alarm
 	// RotationSecurityGroup is the secret rotation function's security
 	// group (admitted to the Secrets Manager endpoint).
@@ -122,16 +121,12 @@ type Database struct {
 	// RotationFailures receives Secrets Manager's RotationFailed events for
 	// the database secret; its alarm fires on the first one.
 	RotationFailures *reliablequeue.DeadLetterQueue
-
-	vpc     awsec2.IVpc
-	subnets *awsec2.SubnetSelection
 }
 
-// NewDatabase creates the cluster and its proxy. Every invalid or missing
-// prop is reported as a synthesis error, and the construct is still built
-// whole (with stand-ins for what is missing, which never deploy because the
-// synthesis fails), so code that uses it shows the errors instead of
-// crashing on a nil field.
+// NewDatabase creates the cluster and its proxy. Every problem of props is
+// reported at synth; the construct is still whole (in an imported
+// placeholder VPC when Vpc is missing), so dependents show the errors
+// instead of crashing on a nil field.
 func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *Database {
 	if props == nil {
 		props = &DatabaseProps{}
@@ -141,38 +136,23 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	if props.DatabaseName != nil {
 		d.DatabaseName = *props.DatabaseName
 	}
-	invalid := func(msg string) { awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Database: " + msg)) }
+	v := core.Check(this, "outbox.Database")
 	if props.Roles != nil {
-		if err := props.Roles.Validate(); err != nil {
-			invalid(err.Error())
-		} else {
+		if err := props.Roles.Validate(); !v.If(err != nil, "%v", err) {
 			d.Roles = *props.Roles
 		}
 	}
 	for _, r := range d.Roles.All() {
-		if r == d.MasterUser {
-			invalid(fmt.Sprintf("role %q is the master user; every function needs a role of its own", r))
-		}
+		v.If(r == d.MasterUser, "role %q is the master user; every function needs a role of its own", r)
 	}
-	p := *props // stand-ins go into a copy, never into the caller's props
-	props = &p
-	if props.Vpc == nil {
-		invalid("Vpc is required")
-		props.Vpc = awsec2.NewVpc(this, jsii.String("MissingVpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0)})
-		props.Subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
-		props.RotationSubnets = props.Subnets
-	}
+	vpc, subnets := core.RequireVpc(v, this, props.Vpc, props.Subnets, "the cluster and its proxy live in its data subnets")
 	clusterID := "missing-cluster-identifier"
-	if props.ClusterIdentifier == nil || *props.ClusterIdentifier == "" {
-		invalid("ClusterIdentifier is required")
-	} else {
+	if !v.If(props.ClusterIdentifier == nil || *props.ClusterIdentifier == "", "ClusterIdentifier is required") {
 		clusterID = *props.ClusterIdentifier
 	}
-	deletionProtection := props.DeletionProtection == nil || *props.DeletionProtection
-	if props.EncryptionKey == nil {
-		invalid("EncryptionKey is required (the data key alias/mercadofresco-datos)")
-		props.EncryptionKey = awskms.Key_FromKeyArn(this, jsii.String("MissingKey"), jsii.String("arn:aws:kms:eu-west-1:000000000000:key/missing"))
-	}
+	deletionProtection := *props.Protected()
+	props.Require(v, core.DataKey)
+	key := props.DataKey
 	minACU, maxACU := props.MinCapacity, props.MaxCapacity
 	if minACU == 0 {
 		minACU = DefaultMinCapacity
@@ -180,31 +160,21 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	if maxACU == 0 {
 		maxACU = DefaultMaxCapacity
 	}
-	if minACU < 0 || maxACU < minACU || maxACU > 256 {
-		invalid(fmt.Sprintf("capacity %v..%v ACU is not a valid Serverless v2 range", minACU, maxACU))
-	}
+	v.If(minACU < 0 || maxACU < minACU || maxACU > 256, "capacity %v..%v ACU is not a valid Serverless v2 range", minACU, maxACU)
 	maxPct := props.MaxConnectionsPercent
 	if maxPct == 0 {
 		maxPct = DefaultMaxConnectionsPercent
 	}
-	if maxPct < 1 || maxPct > 100 {
-		invalid(fmt.Sprintf("MaxConnectionsPercent %v not in 1..100", maxPct))
-	}
+	v.If(maxPct < 1 || maxPct > 100, "MaxConnectionsPercent %v not in 1..100", maxPct)
 	backup := props.BackupRetention
 	if backup == nil {
 		backup = awscdk.Duration_Days(jsii.Number(DefaultBackupDays))
-	}
-	logRetention := props.LogRetention
-	if logRetention == "" {
-		logRetention = awslogs.RetentionDays_ONE_MONTH
 	}
 	clusterRemoval := removal.For(props.RemovalPolicy, removal.Snapshottable)
 	proxyName := clusterID + "-proxy"
 	if props.ProxyName != nil {
 		proxyName = *props.ProxyName
 	}
-	subnets := props.Subnets
-	d.vpc, d.subnets = props.Vpc, subnets
 	engine := awsrds.DatabaseClusterEngine_AuroraPostgres(&awsrds.AuroraPostgresClusterEngineProps{
 		Version: awsrds.AuroraPostgresEngineVersion_VER_16_6(),
 	})
@@ -229,7 +199,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 			PubliclyAccessible:              jsii.Bool(false),
 			AutoMinorVersionUpgrade:         jsii.Bool(true),
 			EnablePerformanceInsights:       jsii.Bool(true),
-			PerformanceInsightEncryptionKey: props.EncryptionKey,
+			PerformanceInsightEncryptionKey: key,
 			ScaleWithWriter:                 jsii.Bool(true),
 		})
 	}
@@ -240,12 +210,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	// The exported PostgreSQL log group, created here (encrypted, with a
 	// retention) instead of through CloudwatchLogsRetention, which deploys
 	// a custom-resource Lambda with a managed policy for the same result.
-	pgLogs := awslogs.NewLogGroup(this, jsii.String("PostgresqlLogs"), &awslogs.LogGroupProps{
-		LogGroupName:  jsii.String("/aws/rds/cluster/" + clusterID + "/postgresql"),
-		Retention:     logRetention,
-		EncryptionKey: props.EncryptionKey,
-		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
-	})
+	pgLogs := props.LogGroup(this, "PostgresqlLogs", jsii.String("/aws/rds/cluster/"+clusterID+"/postgresql"))
 	d.Cluster = awsrds.NewDatabaseCluster(this, jsii.String("Cluster"), &awsrds.DatabaseClusterProps{
 		Engine:                  engine,
 		ClusterIdentifier:       jsii.String(clusterID),
@@ -253,15 +218,15 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		Readers:                 &readers,
 		ServerlessV2MinCapacity: jsii.Number(minACU),
 		ServerlessV2MaxCapacity: jsii.Number(maxACU),
-		Vpc:                     props.Vpc,
+		Vpc:                     vpc,
 		VpcSubnets:              subnets,
 		Credentials: awsrds.Credentials_FromGeneratedSecret(jsii.String(DefaultMasterUser), &awsrds.CredentialsBaseOptions{
-			EncryptionKey: props.EncryptionKey,
+			EncryptionKey: key,
 			SecretName:    jsii.String(clusterID + "-credenciales"),
 		}),
 		DefaultDatabaseName:        jsii.String(d.DatabaseName),
 		StorageEncrypted:           jsii.Bool(true),
-		StorageEncryptionKey:       props.EncryptionKey,
+		StorageEncryptionKey:       key,
 		IamAuthentication:          jsii.Bool(true),
 		ParameterGroup:             params,
 		Backup:                     &awsrds.BackupProps{Retention: backup, PreferredWindow: jsii.String("02:00-03:00")},
@@ -276,13 +241,12 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	// The secret is the only way in as the master user: it lives as long as
 	// the cluster (the CDK's default deletes it with the stack, even when
 	// the cluster is retained or snapshotted).
-	if secret, ok := d.Cluster.Node().TryFindChild(jsii.String("Secret")).(awscdk.IResource); ok {
+	secret, ok := d.Cluster.Node().TryFindChild(jsii.String("Secret")).(awscdk.IResource)
+	if !v.If(!ok, "cannot find the cluster's generated secret to retain it with the cluster") {
 		secret.ApplyRemovalPolicy(removal.For(props.RemovalPolicy, removal.Data))
-	} else {
-		invalid("cannot find the cluster's generated secret to retain it with the cluster")
 	}
 	rotationSubnets := props.RotationSubnets
-	if rotationSubnets == nil {
+	if rotationSubnets == nil || props.Vpc == nil {
 		rotationSubnets = subnets
 	}
 	rotation := d.Cluster.AddRotationSingleUser(&awsrds.RotationSingleUserOptions{
@@ -293,19 +257,13 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	// The rotation function runs in isolated subnets: it reaches Secrets
 	// Manager only through the endpoint, whose security group must admit
 	// it (the CDK opens the database to it, not the endpoint).
-	if props.RotationEndpoint != nil {
-		if sg, ok := rotation.Node().TryFindChild(jsii.String("SecurityGroup")).(awsec2.ISecurityGroup); ok {
-			// Opened from the rotation's side, so that an endpoint in
-			// another stack gets its rule from this one (no cycle).
-			sg.Connections().AllowTo(props.RotationEndpoint, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("secret rotation of "+clusterID))
-			awscdk.Annotations_Of(sg).AcknowledgeWarning(jsii.String("@aws-cdk/aws-ec2:ipv4IgnoreEgressRule"),
-				jsii.String("The CDK's rotation security group allows all outbound traffic; the egress half of the endpoint rule adds nothing, the ingress half on the endpoint is what matters."))
-			d.RotationSecurityGroup = sg
-		} else {
-			invalid("cannot find the rotation function's security group to admit it to the Secrets Manager endpoint")
-		}
-	} else {
-		invalid("RotationEndpoint is required: the rotation function has no other way to Secrets Manager from the isolated subnets")
+	sg, ok := rotation.Node().TryFindChild(jsii.String("SecurityGroup")).(awsec2.ISecurityGroup)
+	if !v.If(props.RotationEndpoint == nil, "RotationEndpoint is required: the rotation function has no other way to Secrets Manager from the isolated subnets") &&
+		!v.If(!ok, "cannot find the rotation function's security group to admit it to the Secrets Manager endpoint") {
+		dependency.AllowHTTPS(sg, props.RotationEndpoint, "secret rotation of "+clusterID)
+		awscdk.Annotations_Of(sg).AcknowledgeWarning(jsii.String("@aws-cdk/aws-ec2:ipv4IgnoreEgressRule"),
+			jsii.String("The CDK's rotation security group allows all outbound traffic; the egress half of the endpoint rule adds nothing, the ingress half on the endpoint is what matters."))
+		d.RotationSecurityGroup = sg
 	}
 	// End-to-end IAM authentication: clients present IAM tokens to the
 	// proxy, and the proxy logs in to the database with IAM tokens of its
@@ -331,7 +289,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		Resources: &clusterUsers,
 	}))
 	d.Proxy = d.Cluster.AddProxy(jsii.String("Proxy"), &awsrds.DatabaseProxyOptions{
-		Vpc:                       props.Vpc,
+		Vpc:                       vpc,
 		VpcSubnets:                subnets,
 		DbProxyName:               jsii.String(proxyName),
 		Role:                      proxyRole,
@@ -356,8 +314,8 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 			Reason: jsii.String("Deletion protection comes from config.Environment.DeletionProtection: on in prod, off in dev/staging, which are rebuilt from scratch."),
 		}}, jsii.Bool(true))
 	}
-	if props.AlarmTopic != nil {
-		d.addAlarms(props.AlarmTopic)
+	if props.Alerts != nil {
+		d.addAlarms(props.Alerts)
 		d.watchRotation(props)
 	}
 	return d
@@ -369,10 +327,8 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 // keeps failing is a credential nobody can renew.
 func (d *Database) watchRotation(props *DatabaseProps) {
 	d.RotationFailures = reliablequeue.NewDeadLetterQueue(d.Construct, "RotacionFallida", &reliablequeue.DeadLetterQueueProps{
-		EncryptionKey: props.EncryptionKey,
-		AlarmTopic:    props.AlarmTopic,
-		RemovalPolicy: props.RemovalPolicy,
-		Source:        "Secrets Manager RotationFailed events of the database secret",
+		Context: props.Context,
+		Source:  "Secrets Manager RotationFailed events of the database secret",
 	})
 	rule := awsevents.NewRule(d.Construct, jsii.String("RotacionFallidaRegla"), &awsevents.RuleProps{
 		Description: jsii.String("Failed rotations of the Aurora secret"),
@@ -441,10 +397,7 @@ func (d *Database) GrantConnect(grantee awsiam.IGrantable, user string) awsiam.G
 	for _, r := range d.Roles.All() {
 		known = known || r == user
 	}
-	if !known {
-		awscdk.Annotations_Of(d.Construct).AddError(jsii.String(fmt.Sprintf(
-			"outbox.Database: GrantConnect as %q: only the roles %v may connect through the proxy", user, d.Roles.All())))
-	}
+	core.Check(d.Construct, "outbox.Database").If(!known, "GrantConnect as %q: only the roles %v may connect through the proxy", user, d.Roles.All())
 	return d.Proxy.GrantConnect(grantee, jsii.String(user))
 }
 

@@ -1,21 +1,18 @@
 package outbox
 
 import (
-	"fmt"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/customresources"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
@@ -30,8 +27,9 @@ const (
 )
 
 // MigrationProps configures NewMigration. Database, Vpc, SecretsEndpoint
-// and EncryptionKey are required.
+// and the Context's DataKey are required.
 type MigrationProps struct {
+	core.Context
 	Database *Database
 	// Vpc and Subnets place the function (Network.AppSubnets()).
 	Vpc     awsec2.IVpc
@@ -39,16 +37,6 @@ type MigrationProps struct {
 	// SecretsEndpoint is the Secrets Manager interface endpoint (the
 	// function reads the master secret through it).
 	SecretsEndpoint awsec2.IInterfaceVpcEndpoint
-	// Builder compiles the function (share the app's).
-	Builder *golambda.Builder
-	// EncryptionKey encrypts the function's environment and both log groups
-	// (the function's and the provider framework's).
-	EncryptionKey awskms.IKey
-	// LogRetention and LogRemovalPolicy of both log groups.
-	LogRetention     awslogs.RetentionDays
-	LogRemovalPolicy awscdk.RemovalPolicy
-	// AlarmTopic receives the function's Errors and Throttles alarms.
-	AlarmTopic awssns.ITopic
 	// FunctionName of the migration function. Nil lets CloudFormation name it.
 	FunctionName *string
 }
@@ -76,97 +64,59 @@ type Migration struct {
 }
 
 // NewMigration creates the function, the provider and the custom resource.
-// Missing props are synthesis errors; the construct is still built whole.
+// Every problem of props is reported at synth (the wiring to what is
+// missing is left out, the construct is whole).
 func NewMigration(scope constructs.Construct, id string, props *MigrationProps) *Migration {
 	if props == nil {
 		props = &MigrationProps{}
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	m := &Migration{Construct: this}
-	invalid := func(msg string) { awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Migration: " + msg)) }
-	p := *props
-	props = &p
-	if props.Database == nil {
-		invalid("Database is required")
-		props.Database = NewDatabase(this, "MissingDatabase", &DatabaseProps{Vpc: props.Vpc})
-	}
-	if props.Vpc == nil {
-		invalid("Vpc is required")
-		props.Vpc = props.Database.vpc
-		props.Subnets = props.Database.subnets
-	}
-	if props.SecretsEndpoint == nil {
-		invalid("SecretsEndpoint is required: the function reads the master secret through it")
-	}
-	if props.EncryptionKey == nil {
-		invalid("EncryptionKey is required (the data key alias/mercadofresco-datos)")
-		props.EncryptionKey = awskms.Key_FromKeyArn(this, jsii.String("MissingKey"), jsii.String("arn:aws:kms:eu-west-1:000000000000:key/missing"))
-	}
+	v := core.Check(this, "outbox.Migration")
+	props.Require(v, core.DataKey)
 	db := props.Database
-	retention := props.LogRetention
-	if retention == "" {
-		retention = awslogs.RetentionDays_ONE_MONTH
-	}
+	v.If(db == nil, "Database is required")
+	vpc, subnets := core.RequireVpc(v, this, props.Vpc, props.Subnets, "the function reaches the cluster and the proxy")
 
 	m.SecurityGroup = awsec2.NewSecurityGroup(this, jsii.String("SecurityGroup"), &awsec2.SecurityGroupProps{
-		Vpc:              props.Vpc,
+		Vpc:              vpc,
 		Description:      jsii.String("Outbox schema migration: to the cluster, the RDS Proxy and the Secrets Manager endpoint only"),
 		AllowAllOutbound: jsii.Bool(false),
 	})
-	env := db.Environment(db.Roles.Owner)
-	delete(env, "DB_USER") // the owner role comes with the event (its Roles property)
-	env["DB_MASTER_SECRET_ARN"] = db.Secret.SecretArn()
-	m.Function = golambda.NewFunction(this, "Funcion", &golambda.Props{
+	roles, env := outboxapi.DefaultRoles(), map[string]*string{}
+	if db != nil {
+		roles, env = db.Roles, db.Environment(db.Roles.Owner)
+		delete(env, "DB_USER") // the owner role comes with the event (its Roles property)
+		env["DB_MASTER_SECRET_ARN"] = db.Secret.SecretArn()
+	}
+	m.Function = golambda.NewFunction(this, "Funcion", props.FunctionProps(golambda.Props{
 		Entry:                        "lambdas/outbox-migraciones",
-		Builder:                      props.Builder,
 		FunctionName:                 props.FunctionName,
 		Description:                  jsii.String("Outbox schema: creates the database roles, applies the migrations and grants (custom resource, once per deploy)"),
 		Timeout:                      awscdk.Duration_Seconds(jsii.Number(MigrationTimeoutSeconds)),
 		MemorySize:                   256,
 		Environment:                  env,
-		EncryptionKey:                props.EncryptionKey,
-		LogRetention:                 retention,
-		LogRemovalPolicy:             props.LogRemovalPolicy,
-		AlarmTopic:                   props.AlarmTopic,
+		LogRetention:                 props.Retention(),
 		ReservedConcurrentExecutions: jsii.Number(1),
-		Vpc:                          props.Vpc,
-		VpcSubnets:                   props.Subnets,
+		Vpc:                          vpc,
+		VpcSubnets:                   subnets,
 		SecurityGroups:               &[]awsec2.ISecurityGroup{m.SecurityGroup},
-	})
-
-	// Network: the master user's step goes straight to the cluster (the
-	// proxy has no master credentials), the owner's through the proxy.
-	db.Cluster.Connections().AllowDefaultPortFrom(m.SecurityGroup, jsii.String("outbox schema migration (master user, role creation only)"))
-	db.AllowFrom(m.SecurityGroup, "outbox schema migration (owner role)")
-	if props.SecretsEndpoint != nil {
-		m.SecurityGroup.Connections().AllowTo(props.SecretsEndpoint, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("outbox schema migration reads the master secret"))
+	}))
+	dependency.ReadSecretsThrough(v, m.SecurityGroup, props.SecretsEndpoint, "outbox schema migration reads the master secret")
+	if db != nil {
+		// The master user's step goes straight to the cluster (the proxy
+		// has no master credentials), the owner's through the proxy.
+		db.Cluster.Connections().AllowDefaultPortFrom(m.SecurityGroup, jsii.String("outbox schema migration (master user, role creation only)"))
+		db.AllowFrom(m.SecurityGroup, "outbox schema migration (owner role)")
+		// The master secret, read only, decrypted through Secrets Manager
+		// only, and rds-db:connect as the owner role.
+		dependency.GrantRead(db.Secret, props.DataKey, m.Function.Role)
+		db.GrantConnect(m.Function.Role, db.Roles.Owner)
 	}
-
-	// IAM: the master secret (read only, decrypted through Secrets Manager
-	// only) and rds-db:connect as the owner role. Statements of our own
-	// rather than Secret.GrantRead: the key's policy lives in the platform
-	// stack, and a grant through it would make that stack depend on this one.
-	role := m.Function.Role
-	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"),
-		Resources: jsii.Strings(*db.Secret.SecretArn()),
-	}))
-	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("kms:Decrypt"),
-		Resources: jsii.Strings(*props.EncryptionKey.KeyArn()),
-		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"kms:ViaService": fmt.Sprintf("secretsmanager.%s.amazonaws.com", *awscdk.Stack_Of(this).Region())},
-		},
-	}))
-	db.GrantConnect(role, db.Roles.Owner)
 
 	// The provider framework's function: our log group (retention, data
 	// key) and a role of our own (no managed policy).
-	m.ProviderLogs = awslogs.NewLogGroup(this, jsii.String("ProveedorLogs"), &awslogs.LogGroupProps{
-		Retention:     retention,
-		EncryptionKey: props.EncryptionKey,
-		RemovalPolicy: removal.For(props.LogRemovalPolicy, removal.Data),
-	})
+	m.ProviderLogs = props.LogGroup(this, "ProveedorLogs", nil)
 	frameworkRole := awsiam.NewRole(this, jsii.String("ProveedorRole"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("CDK custom resource provider framework of the outbox schema migration"),
@@ -179,7 +129,7 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		OnEventHandler:                m.Function.Function,
 		LogGroup:                      m.ProviderLogs,
 		FrameworkOnEventRole:          frameworkRole,
-		ProviderFunctionEnvEncryption: props.EncryptionKey,
+		ProviderFunctionEnvEncryption: props.DataKey,
 	})
 
 	m.Resource = awscdk.NewCustomResource(this, jsii.String("Esquema"), &awscdk.CustomResourceProps{
@@ -188,27 +138,26 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		Properties: &map[string]interface{}{
 			migrationPropHash: outboxapi.SchemaHash(),
 			migrationPropRoles: map[string]interface{}{
-				"owner": db.Roles.Owner, "publisher": db.Roles.Publisher,
-				"cleanup": db.Roles.Cleanup, "writer": db.Roles.Writer,
+				"owner": roles.Owner, "publisher": roles.Publisher,
+				"cleanup": roles.Cleanup, "writer": roles.Writer,
 			},
 		},
 	})
-	// The cluster's instances and the proxy's target must be up first.
-	m.Resource.Node().AddDependency(db.Cluster, db.Proxy)
+	if db != nil {
+		// The cluster's instances and the proxy's target must be up first.
+		m.Resource.Node().AddDependency(db.Cluster, db.Proxy)
+	}
 
 	// Acknowledged once the grants exist (suppressions reach existing
 	// children only), on the framework role's policy alone.
-	logicalID := func(c constructs.IConstruct) string {
-		return *awscdk.Stack_Of(c).GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
-	}
-	fnID := logicalID(m.Function.Function)
+	fnID := core.LogicalID(m.Function.Function)
 	if pol, ok := frameworkRole.Node().TryFindChild(jsii.String("DefaultPolicy")).(awsiam.Policy); ok {
 		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
 			Id:     jsii.String("AwsSolutions-IAM5"),
 			Reason: jsii.String("The provider framework invokes this one handler; the ':*' the CDK adds covers its versions, no other function. The log-stream wildcard is the framework's own log group's streams."),
 			AppliesTo: &[]interface{}{
 				jsii.String("Resource::<" + fnID + ".Arn>:*"),
-				jsii.String("Resource::<" + logicalID(m.ProviderLogs) + ".Arn>:*"),
+				jsii.String("Resource::<" + core.LogicalID(m.ProviderLogs) + ".Arn>:*"),
 			},
 		}}, jsii.Bool(true))
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/constructs/outbox"
-	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
@@ -59,24 +59,23 @@ func newFixtureWith(t *testing.T, deletionProtection bool, removal awscdk.Remova
 	red.Node().SetContext(jsii.String("availability-zones:account=111111111111:region=eu-west-1"), jsii.Strings("eu-west-1a", "eu-west-1b"))
 	stack := awscdk.NewStack(app, jsii.String("Outbox"), &awscdk.StackProps{Env: env})
 	f := &fixture{app: app, stack: stack}
-	f.network = network.New(red, "Red", &network.Props{MaxAzs: 2, FlowLogKey: key, RemovalPolicy: removal, EventBus: bus})
+	f.network = network.New(red, "Red", &network.Props{MaxAzs: 2, Context: core.Context{DataKey: key, RemovalPolicy: removal}, EventBus: bus})
 	f.database = outbox.NewDatabase(stack, "Aurora", &outbox.DatabaseProps{
-		Vpc: f.network.Vpc, Subnets: f.network.DataSubnets(),
+		Context: core.Context{DataKey: key, Alerts: alerts, DeletionProtection: jsii.Bool(deletionProtection), RemovalPolicy: removal},
+		Vpc:     f.network.Vpc, Subnets: f.network.DataSubnets(),
 		RotationSubnets: f.network.AppSubnets(), RotationEndpoint: f.network.SecretsEndpoint,
-		ClusterIdentifier: jsii.String("aurora-mf-escritor-dev"), EncryptionKey: key,
-		DeletionProtection: jsii.Bool(deletionProtection), RemovalPolicy: removal,
-		AlarmTopic: alerts,
+		ClusterIdentifier: jsii.String("aurora-mf-escritor-dev"),
 	})
 	f.migration = outbox.NewMigration(stack, "Migraciones", &outbox.MigrationProps{
+		Context:  core.Context{Builder: builder, DataKey: key, Alerts: alerts, RemovalPolicy: removal},
 		Database: f.database, Vpc: f.network.Vpc, Subnets: f.network.AppSubnets(),
-		SecretsEndpoint: f.network.SecretsEndpoint, Builder: builder, EncryptionKey: key,
-		AlarmTopic: alerts, LogRemovalPolicy: removal, FunctionName: jsii.String("mf-outbox-migraciones-dev"),
+		SecretsEndpoint: f.network.SecretsEndpoint, FunctionName: jsii.String("mf-outbox-migraciones-dev"),
 	})
 	f.publisher = outbox.NewPublisher(stack, "Publicador", &outbox.PublisherProps{
+		Context:  core.Context{EnvironmentName: "dev", Builder: builder, DataKey: key, Alerts: alerts, RemovalPolicy: removal},
 		Database: f.database, Vpc: f.network.Vpc, Subnets: f.network.AppSubnets(),
-		EventsEndpoint: f.network.EventsEndpoint, Bus: bus, Environment: "dev",
-		Builder: builder, EncryptionKey: key, AlarmTopic: alerts, ReservedConcurrency: 2,
-		FunctionNamePrefix: jsii.String("mf-outbox-dev"), LogRemovalPolicy: removal,
+		EventsEndpoint: f.network.EventsEndpoint, Bus: bus, ReservedConcurrency: 2,
+		FunctionNamePrefix: jsii.String("mf-outbox-dev"),
 	})
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	return f
@@ -325,7 +324,7 @@ func TestAlarmsOnPendingOldestAndParked(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.metric, func(t *testing.T) {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-				"Namespace":          platform.MetricNamespace,
+				"Namespace":          metricsapi.Namespace,
 				"MetricName":         tc.metric,
 				"Dimensions":         []any{map[string]any{"Name": metricsapi.DimensionEnvironment, "Value": "dev"}},
 				"Statistic":          "Maximum",
@@ -366,7 +365,7 @@ func TestInvalidPropsAreSynthesisErrorsNotCrashes(t *testing.T) {
 	stack := awscdk.NewStack(app, jsii.String("Roto"), nil)
 	db := outbox.NewDatabase(stack, "SinClave", &outbox.DatabaseProps{})
 	pub := outbox.NewPublisher(stack, "SinNada", &outbox.PublisherProps{Database: db})
-	mig := outbox.NewMigration(stack, "SinMigrar", &outbox.MigrationProps{Builder: builder})
+	mig := outbox.NewMigration(stack, "SinMigrar", &outbox.MigrationProps{Context: core.Context{Builder: builder}})
 	if mig.Function == nil || mig.Resource == nil || mig.Provider == nil {
 		t.Fatal("a migration with invalid props is half-built")
 	}
@@ -377,12 +376,12 @@ func TestInvalidPropsAreSynthesisErrorsNotCrashes(t *testing.T) {
 	db.GrantConnect(pub.Function.Role, outbox.DefaultMasterUser)
 	errs := cdktest.Errors(stack)
 	for _, want := range []string{
-		"outbox.Database: Vpc is required", "outbox.Database: ClusterIdentifier is required", "outbox.Database: EncryptionKey is required",
-		"outbox.Publisher: Vpc is required", "outbox.Publisher: Bus is required", "outbox.Publisher: EventsEndpoint is required",
-		"outbox.Publisher: AlarmTopic is required", "outbox.Publisher: Environment is required",
-		"outbox.Migration: Database is required", "outbox.Migration: Vpc is required",
-		"outbox.Migration: SecretsEndpoint is required", "outbox.Migration: EncryptionKey is required",
-		`outbox.Database: GrantConnect as "mf_admin": only the roles`,
+		"outbox.Database Roto/SinClave: Vpc is required", "outbox.Database Roto/SinClave: ClusterIdentifier is required", "outbox.Database Roto/SinClave: DataKey is required",
+		"outbox.Publisher Roto/SinNada: Vpc is required", "outbox.Publisher Roto/SinNada: Bus is required", "outbox.Publisher Roto/SinNada: EventsEndpoint is required",
+		"outbox.Publisher Roto/SinNada: Alerts is required", "outbox.Publisher Roto/SinNada: EnvironmentName is required",
+		"outbox.Migration Roto/SinMigrar: Database is required", "outbox.Migration Roto/SinMigrar: Vpc is required",
+		"outbox.Migration Roto/SinMigrar: SecretsEndpoint is required", "outbox.Migration Roto/SinMigrar: DataKey is required",
+		`outbox.Database Roto/SinClave: GrantConnect as "mf_admin": only the roles`,
 	} {
 		if !strings.Contains(strings.Join(errs, "\n"), want) {
 			t.Errorf("no error %q in:\n%s", want, strings.Join(errs, "\n"))

@@ -9,9 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
@@ -20,65 +18,56 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
-// Defaults of PublisherProps (the lesson's numbers).
+// Defaults of PublisherProps (docs/design.md#outbox).
 const (
-	DefaultSource             = "mercadofresco.tienda"
-	DefaultPendingThreshold   = 500
-	DefaultOldestAgeThreshold = 60 // seconds
+	DefaultSource           = eventsapi.SourceTienda
+	DefaultPendingThreshold = 500
+	// DefaultOldestAgeThreshold is the oldest pending row's age that alarms.
+	DefaultOldestAgeThreshold = 60 * time.Second
 	// PublisherTimeoutSeconds is the publisher function's timeout: it polls
-	// for 80 s of it (lambdas/outbox-publicador stops claiming 20 s before
-	// the deadline), so invocations started every minute overlap by 20 s
-	// and a publisher is always polling (lambdas/outbox/outboxapi).
+	// for 80 s of it, so invocations started every minute overlap by 20 s
+	// and a publisher is always polling (docs/design.md#outbox-lag).
 	PublisherTimeoutSeconds = int(outboxapi.PublisherTimeout / time.Second)
 	// CleanupTimeoutSeconds is the cleanup function's timeout.
 	CleanupTimeoutSeconds = 300
 )
 
-// PublisherProps configures NewPublisher. Database, Vpc, Subnets, Bus,
-// EventsEndpoint and AlarmTopic are required.
+// PublisherProps configures NewPublisher. The Context's EnvironmentName
+// (the Entorno dimension the alarms watch) and Alerts, Database, Vpc, Bus
+// and EventsEndpoint are required.
 type PublisherProps struct {
+	core.Context
 	Database *Database
 	// Vpc and Subnets place the functions (Network.AppSubnets()).
 	Vpc     awsec2.IVpc
 	Subnets *awsec2.SubnetSelection
 	// EventsEndpoint is the EventBridge interface endpoint the publisher
-	// reaches the bus through (the VPC has no NAT). Its policy is narrowed
-	// to PutEvents on Bus.
+	// reaches the bus through (the subnets have no NAT); its policy allows
+	// PutEvents on Bus only.
 	EventsEndpoint awsec2.IInterfaceVpcEndpoint
 	// Bus receives the events; the publisher may PutEvents to it only.
 	Bus awsevents.IEventBus
 	// Source of every event. Default DefaultSource.
 	Source string
-	// Environment is the value of the metric dimension Entorno (the
-	// environment name); the alarms watch that dimension.
-	Environment string
-	// Builder compiles the functions (share the app's).
-	Builder *golambda.Builder
-	// EncryptionKey encrypts the functions' environment and logs.
-	EncryptionKey awskms.IKey
-	// LogRetention and LogRemovalPolicy of the functions' log groups
-	// (SNAPSHOT is taken as RETAIN).
-	LogRetention     awslogs.RetentionDays
-	LogRemovalPolicy awscdk.RemovalPolicy
-	// AlarmTopic receives every alarm (alarm and OK actions).
-	AlarmTopic awssns.ITopic
-	// ReservedConcurrency of the publisher. Zero means
-	// outboxapi.PublisherConcurrency (2): an invocation a minute that polls for
-	// 80 s overlaps the next one; less would throttle the overlap and open
-	// a gap in the polling. More is never needed for throughput (one
-	// publisher moves thousands of events per second).
+	// ReservedConcurrency of the publisher (2..10). Zero means
+	// outboxapi.PublisherConcurrency: consecutive invocations overlap.
 	ReservedConcurrency float64
 	// FunctionNamePrefix names the functions <prefix>-publicador and
 	// <prefix>-limpieza. Nil lets CloudFormation name them.
 	FunctionNamePrefix *string
-	// PendingThreshold and OldestAgeThresholdSeconds default to 500 and 60.
-	PendingThreshold          float64
-	OldestAgeThresholdSeconds float64
+	// PendingThreshold and OldestAgeThreshold of the alarms. Zero and nil
+	// mean the defaults.
+	PendingThreshold   float64
+	OldestAgeThreshold awscdk.Duration
 }
 
 // Publisher is the outbox publisher function, run every minute by an
@@ -90,7 +79,8 @@ type Publisher struct {
 	Function *golambda.Function
 	// Cleanup deletes rows published more than 7 days ago.
 	Cleanup *golambda.Function
-	// SecurityGroup is shared by both functions.
+	// SecurityGroup is shared by both functions: to the proxy and the
+	// EventBridge endpoint only.
 	SecurityGroup awsec2.SecurityGroup
 	// PublishSchedule and CleanupSchedule invoke them.
 	PublishSchedule awsscheduler.Schedule
@@ -101,262 +91,192 @@ type Publisher struct {
 	environment string
 }
 
-// NewPublisher creates the functions, schedules and alarms. Every missing
-// prop is reported as a synthesis error, and the construct is still built
-// whole (the wiring to what is missing is left out), so code that uses it
-// shows the errors instead of crashing on a nil field.
+// NewPublisher creates the functions, schedules and alarms. Every problem
+// of props is reported at synth (the wiring to what is missing is left
+// out, the construct is whole).
 func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) *Publisher {
 	if props == nil {
 		props = &PublisherProps{}
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
-	p := &Publisher{Construct: this, environment: props.Environment}
-	if p.environment == "" {
-		p.environment = "missing" // a metric dimension cannot be empty; synthesis fails anyway
+	p := &Publisher{Construct: this, environment: props.Environment()}
+	v := core.Check(this, "outbox.Publisher")
+	props.Require(v, core.EnvironmentName|core.Alerts)
+	v.If(props.Database == nil, "Database is required")
+	v.If(props.Bus == nil, "Bus is required")
+	v.If(props.EventsEndpoint == nil, "EventsEndpoint is required: the publisher reaches the bus through it")
+	vpc, subnets := core.RequireVpc(v, this, props.Vpc, props.Subnets, "the functions connect to the RDS Proxy")
+	reserved := v.Count("ReservedConcurrency", props.ReservedConcurrency, outboxapi.PublisherConcurrency, outboxapi.PublisherConcurrency, 10)
+	pending := props.PendingThreshold
+	if pending == 0 {
+		pending = DefaultPendingThreshold
 	}
-	for _, req := range []struct {
-		name    string
-		missing bool
-	}{
-		{"Database", props.Database == nil}, {"Vpc", props.Vpc == nil}, {"Bus", props.Bus == nil},
-		{"EventsEndpoint", props.EventsEndpoint == nil}, {"AlarmTopic", props.AlarmTopic == nil},
-		{"Environment", props.Environment == ""},
-	} {
-		if req.missing {
-			awscdk.Annotations_Of(this).AddError(jsii.String("outbox.Publisher: " + req.name + " is required"))
-		}
+	oldest := v.Seconds("OldestAgeThreshold", props.OldestAgeThreshold, DefaultOldestAgeThreshold.Seconds(), 1, 86400)
+
+	p.SecurityGroup = awsec2.NewSecurityGroup(this, jsii.String("SecurityGroup"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("Outbox functions: to the RDS Proxy and the EventBridge endpoint only"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	p.addFunctions(props, vpc, subnets, reserved)
+	// Every minute (overlapping invocations, docs/design.md#outbox-lag); no
+	// retry (the next minute's invocation is the retry) and a short event
+	// age, so a backlog of invocations never piles up.
+	p.PublishSchedule = p.schedule("CadaMinuto", p.Function, awsscheduler.ScheduleExpression_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		"Runs the outbox publisher's 1 s polling loop every minute", 0, awscdk.Duration_Minutes(jsii.Number(1)))
+	p.CleanupSchedule = p.schedule("Diaria", p.Cleanup, awsscheduler.ScheduleExpression_Cron(&awsscheduler.CronOptionsWithTimezone{
+		Hour: jsii.String("4"), Minute: jsii.String("15"), TimeZone: awscdk.TimeZone_EUROPE_MADRID(),
+	}), "Deletes outbox rows published more than 7 days ago (quiet hours)", 2, awscdk.Duration_Hours(jsii.Number(1)))
+	p.addAlarms(props.Alerts, pending, oldest)
+	return p
+}
+
+// addFunctions creates the publisher and the cleanup, each connecting as
+// its own database role, with least privilege: PutEvents on the bus only,
+// rds-db:connect through the proxy as one user, the network to the proxy's
+// port and the endpoint only.
+func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets *awsec2.SubnetSelection, reserved float64) {
+	db := props.Database
+	cleanupEnv, pubEnv := map[string]*string{}, map[string]*string{}
+	if db != nil {
+		cleanupEnv, pubEnv = db.Environment(db.Roles.Cleanup), db.Environment(db.Roles.Publisher)
 	}
-	if props.Vpc == nil {
-		pp := *props
-		pp.Vpc = awsec2.NewVpc(this, jsii.String("MissingVpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0)})
-		pp.Subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
-		props = &pp
+	busName := jsii.String("")
+	if props.Bus != nil {
+		busName = props.Bus.EventBusName()
 	}
 	source := props.Source
 	if source == "" {
 		source = DefaultSource
 	}
-	reserved := props.ReservedConcurrency
-	if reserved == 0 {
-		reserved = outboxapi.PublisherConcurrency
+	for _, env := range []map[string]*string{cleanupEnv, pubEnv} {
+		env[metricsapi.EnvEnvironment] = jsii.String(props.EnvironmentName)
 	}
-	if reserved < outboxapi.PublisherConcurrency || reserved > 10 {
-		awscdk.Annotations_Of(this).AddError(jsii.String(fmt.Sprintf("outbox.Publisher: ReservedConcurrency %v not in %d..10 (invocations overlap, %d at once; each holds up to 2 proxy connections)", reserved, outboxapi.PublisherConcurrency, outboxapi.PublisherConcurrency)))
+	pubEnv["BUS_NAME"], pubEnv["EVENT_SOURCE"] = busName, jsii.String(source)
+	pubEnv[outboxapi.EnvEntryAttempts] = jsii.String(fmt.Sprint(outboxapi.DefaultEntryAttempts))
+	pubEnv[outboxapi.EnvMaxClaims] = jsii.String(fmt.Sprint(outboxapi.DefaultMaxClaims))
+	fn := func(id, name, description string, timeout float64, env map[string]*string, reserved float64, deps []golambda.Dependency) *golambda.Function {
+		return golambda.NewFunction(p.Construct, id, props.FunctionProps(golambda.Props{
+			Entry:                        "lambdas/outbox-" + name,
+			FunctionName:                 core.Prefixed(props.FunctionNamePrefix, name),
+			Description:                  jsii.String(description),
+			Timeout:                      awscdk.Duration_Seconds(jsii.Number(timeout)),
+			MemorySize:                   256,
+			Environment:                  env,
+			ReservedConcurrentExecutions: jsii.Number(reserved),
+			Vpc:                          vpc,
+			VpcSubnets:                   subnets,
+			SecurityGroups:               &[]awsec2.ISecurityGroup{p.SecurityGroup},
+			Dependencies:                 deps,
+		}))
 	}
-	logRemoval := props.LogRemovalPolicy // golambda maps it (removal.For)
-	name := func(suffix string) *string {
-		if props.FunctionNamePrefix == nil {
-			return nil
-		}
-		return jsii.String(*props.FunctionNamePrefix + "-" + suffix)
-	}
-
-	p.SecurityGroup = awsec2.NewSecurityGroup(this, jsii.String("SecurityGroup"), &awsec2.SecurityGroupProps{
-		Vpc:              props.Vpc,
-		Description:      jsii.String("Outbox functions: to the RDS Proxy and the EventBridge endpoint only"),
-		AllowAllOutbound: jsii.Bool(false),
-	})
-	sgs := &[]awsec2.ISecurityGroup{p.SecurityGroup}
-	// Each function connects as its own database role (never the master
-	// user): DB_USER differs, the rest is shared.
-	env, pubDB := map[string]*string{}, map[string]*string{}
-	if props.Database != nil {
-		env = props.Database.Environment(props.Database.Roles.Cleanup)
-		pubDB = props.Database.Environment(props.Database.Roles.Publisher)
-	}
-	env["ENTORNO"] = jsii.String(props.Environment)
-	busName := jsii.String("")
-	if props.Bus != nil {
-		busName = props.Bus.EventBusName()
-	}
-	pubEnv := map[string]*string{
-		"BUS_NAME": busName, "EVENT_SOURCE": jsii.String(source),
-		outboxapi.EnvEntryAttempts: jsii.String(fmt.Sprint(outboxapi.DefaultEntryAttempts)),
-		outboxapi.EnvMaxClaims:     jsii.String(fmt.Sprint(outboxapi.DefaultMaxClaims)),
-	}
-	for k, v := range env {
-		pubEnv[k] = v
-	}
-	for k, v := range pubDB {
-		pubEnv[k] = v
-	}
-
-	p.Function = golambda.NewFunction(this, "Publicador", &golambda.Props{
-		Entry:                        "lambdas/outbox-publicador",
-		Builder:                      props.Builder,
-		FunctionName:                 name("publicador"),
-		Description:                  jsii.String("Transactional outbox: publishes pending rows of Aurora's outbox table to " + *busName),
-		Timeout:                      awscdk.Duration_Seconds(jsii.Number(PublisherTimeoutSeconds)),
-		MemorySize:                   256,
-		Environment:                  pubEnv,
-		EncryptionKey:                props.EncryptionKey,
-		LogRetention:                 props.LogRetention,
-		LogRemovalPolicy:             logRemoval,
-		AlarmTopic:                   props.AlarmTopic,
-		ReservedConcurrentExecutions: jsii.Number(reserved),
-		Vpc:                          props.Vpc,
-		VpcSubnets:                   props.Subnets,
-		SecurityGroups:               sgs,
-		// Attempts per event on the bus, counted per outbox row across
-		// invocations (MF-ATTEMPTS): SDK x entry sends x claims = 12.
-		Dependencies: []golambda.Dependency{{
+	p.Function = fn("Publicador", "publicador", "Transactional outbox: publishes pending rows of Aurora's outbox table to "+*busName,
+		float64(PublisherTimeoutSeconds), pubEnv, reserved, []golambda.Dependency{{
+			// Attempts per event on the bus, per outbox row across
+			// invocations (MF-ATTEMPTS): SDK x entry sends x claims = 12.
 			Name:        "events:PutEvents (outbox -> bus)",
-			AttemptsEnv: []string{golambda.EnvSDKMaxAttempts, outboxapi.EnvEntryAttempts, outboxapi.EnvMaxClaims},
+			AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts, outboxapi.EnvEntryAttempts, outboxapi.EnvMaxClaims},
 			PerWorkItem: true,
-		}},
-	})
+		}})
 	// No asynchronous retry of a failed invocation: the next minute's
 	// invocation is the retry, and the overlap already covers the gap.
 	p.Function.Function.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 		RetryAttempts: jsii.Number(0),
 		MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(60)),
 	})
-	p.Cleanup = golambda.NewFunction(this, "Limpieza", &golambda.Props{
-		Entry:                        "lambdas/outbox-limpieza",
-		Builder:                      props.Builder,
-		FunctionName:                 name("limpieza"),
-		Description:                  jsii.String("Transactional outbox: deletes rows published more than 7 days ago, in batches"),
-		Timeout:                      awscdk.Duration_Seconds(jsii.Number(CleanupTimeoutSeconds)),
-		MemorySize:                   256,
-		Environment:                  env,
-		EncryptionKey:                props.EncryptionKey,
-		LogRetention:                 props.LogRetention,
-		LogRemovalPolicy:             logRemoval,
-		AlarmTopic:                   props.AlarmTopic,
-		ReservedConcurrentExecutions: jsii.Number(1),
-		Vpc:                          props.Vpc,
-		VpcSubnets:                   props.Subnets,
-		SecurityGroups:               sgs,
-	})
-
-	// Least privilege: PutEvents on this bus only; connect through the
-	// proxy as one user; network to the proxy port and the endpoint only.
+	p.Cleanup = fn("Limpieza", "limpieza", "Transactional outbox: deletes rows published more than 7 days ago, in batches",
+		CleanupTimeoutSeconds, cleanupEnv, 1, nil)
 	if props.Bus != nil {
 		props.Bus.GrantPutEventsTo(p.Function.Role, nil)
 	}
-	if props.Database != nil {
-		props.Database.GrantConnect(p.Function.Role, props.Database.Roles.Publisher)
-		props.Database.GrantConnect(p.Cleanup.Role, props.Database.Roles.Cleanup)
-		props.Database.AllowFrom(p.SecurityGroup, "outbox functions")
+	if db != nil {
+		db.GrantConnect(p.Function.Role, db.Roles.Publisher)
+		db.GrantConnect(p.Cleanup.Role, db.Roles.Cleanup)
+		db.AllowFrom(p.SecurityGroup, "outbox functions")
 	}
 	if props.EventsEndpoint != nil {
 		// The endpoint's own policy (constructs/network) limits it to
 		// PutEvents on the bus by this account's principals.
-		// Opened from this side: with the endpoint in another stack, the
-		// CDK then places both rules in this stack (no dependency cycle).
-		p.SecurityGroup.Connections().AllowTo(props.EventsEndpoint, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("outbox publisher PutEvents"))
+		dependency.AllowHTTPS(p.SecurityGroup, props.EventsEndpoint, "outbox publisher PutEvents")
 	}
+}
 
-	// The schedules' roles are ours so the acknowledgement of the ":*"
-	// the CDK adds to lambda:InvokeFunction sits next to them.
-	var acknowledge []func()
-	schedulerRole := func(id string, fn *golambda.Function) awsiam.Role {
-		role := awsiam.NewRole(this, jsii.String(id), &awsiam.RoleProps{
-			AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
-				Conditions: &map[string]interface{}{
-					"StringEquals": map[string]interface{}{"aws:SourceAccount": awscdk.Stack_Of(this).Account()},
-				},
-			}),
-			Description: jsii.String("EventBridge Scheduler: invokes " + fn.Entry),
-		})
-		// Acknowledged once the schedule has granted (the policy is created
-		// by the grant, and suppressions only reach existing children).
-		acknowledge = append(acknowledge, func() {
-			fnID := *awscdk.Stack_Of(this).GetLogicalId(fn.Function.Node().DefaultChild().(awscdk.CfnElement))
-			cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
-				Id:        jsii.String("AwsSolutions-IAM5"),
-				Reason:    jsii.String("lambda:InvokeFunction on this one function; the ':*' the CDK adds covers its versions and aliases, no other function."),
-				AppliesTo: &[]interface{}{jsii.String("Resource::<" + fnID + ".Arn>:*")},
-			}}, jsii.Bool(true))
-		})
-		return role
-	}
-
-	// Every minute (overlapping invocations, see outboxapi); no retry
-	// (the next minute's invocation is the retry) and a short event age so
-	// a backlog of invocations never piles up.
-	p.PublishSchedule = awsscheduler.NewSchedule(this, jsii.String("CadaMinuto"), &awsscheduler.ScheduleProps{
-		Schedule:    awsscheduler.ScheduleExpression_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
-		Description: jsii.String("Runs the outbox publisher's 1 s polling loop every minute"),
-		Target: awsschedulertargets.NewLambdaInvoke(p.Function.Function, &awsschedulertargets.ScheduleTargetBaseProps{
-			Role:          schedulerRole("CadaMinutoRole", p.Function),
-			RetryAttempts: jsii.Number(0),
-			MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
+// schedule invokes fn on expression through EventBridge Scheduler, with a
+// role of its own whose acknowledgement of the ":*" the CDK adds to
+// lambda:InvokeFunction sits next to it.
+func (p *Publisher) schedule(id string, fn *golambda.Function, expression awsscheduler.ScheduleExpression, description string, retries float64, maxAge awscdk.Duration) awsscheduler.Schedule {
+	stack := awscdk.Stack_Of(p.Construct)
+	role := awsiam.NewRole(p.Construct, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
+			Conditions: &map[string]interface{}{
+				"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+			},
+		}),
+		Description: jsii.String("EventBridge Scheduler: invokes " + fn.Entry),
+	})
+	schedule := awsscheduler.NewSchedule(p.Construct, jsii.String(id), &awsscheduler.ScheduleProps{
+		Schedule:    expression,
+		Description: jsii.String(description),
+		Target: awsschedulertargets.NewLambdaInvoke(fn.Function, &awsschedulertargets.ScheduleTargetBaseProps{
+			Role:          role,
+			RetryAttempts: jsii.Number(retries),
+			MaxEventAge:   maxAge,
 		}),
 	})
-	p.CleanupSchedule = awsscheduler.NewSchedule(this, jsii.String("Diaria"), &awsscheduler.ScheduleProps{
-		Schedule: awsscheduler.ScheduleExpression_Cron(&awsscheduler.CronOptionsWithTimezone{
-			Hour: jsii.String("4"), Minute: jsii.String("15"),
-			TimeZone: awscdk.TimeZone_EUROPE_MADRID(),
-		}),
-		Description: jsii.String("Deletes outbox rows published more than 7 days ago (quiet hours)"),
-		Target: awsschedulertargets.NewLambdaInvoke(p.Cleanup.Function, &awsschedulertargets.ScheduleTargetBaseProps{
-			Role:          schedulerRole("DiariaRole", p.Cleanup),
-			RetryAttempts: jsii.Number(2),
-			MaxEventAge:   awscdk.Duration_Hours(jsii.Number(1)),
-		}),
-	})
+	// After the schedule's grant: suppressions reach existing children only.
+	fnID := core.LogicalID(fn.Function)
+	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String("lambda:InvokeFunction on this one function; the ':*' the CDK adds covers its versions and aliases, no other function."),
+		AppliesTo: &[]interface{}{jsii.String("Resource::<" + fnID + ".Arn>:*")},
+	}}, jsii.Bool(true))
+	return schedule
+}
 
-	for _, ack := range acknowledge {
-		ack()
-	}
-
-	pending := props.PendingThreshold
-	if pending == 0 {
-		pending = DefaultPendingThreshold
-	}
-	oldest := props.OldestAgeThresholdSeconds
-	if oldest == 0 {
-		oldest = DefaultOldestAgeThreshold
-	}
-	p.PendingAlarm = alarm.New(this, "PendientesAlarm", &alarm.Props{
+// addAlarms watches the publisher's gauges (docs/design.md#outbox).
+func (p *Publisher) addAlarms(topic awssns.ITopic, pending, oldest float64) {
+	p.PendingAlarm = alarm.New(p.Construct, "PendientesAlarm", &alarm.Props{
 		Metric:            p.MetricPending(nil),
-		Topic:             props.AlarmTopic,
-		Description:       fmt.Sprintf("Outbox (%s): more than %.0f events waiting to be published for 2 minutes. Publisher too slow or failing; see its logs and Errors alarm.", props.Environment, pending),
+		Topic:             topic,
+		Description:       fmt.Sprintf("Outbox (%s): more than %.0f events waiting to be published for 2 minutes. Publisher too slow or failing; see its logs and Errors alarm.", p.environment, pending),
 		Threshold:         pending,
 		EvaluationPeriods: 2,
 		// The age alarm below catches a silent publisher.
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 	})
-	p.OldestAlarm = alarm.New(this, "AntiguedadAlarm", &alarm.Props{
+	p.OldestAlarm = alarm.New(p.Construct, "AntiguedadAlarm", &alarm.Props{
 		Metric:            p.MetricOldestPendingAge(nil),
-		Topic:             props.AlarmTopic,
-		Description:       fmt.Sprintf("Outbox (%s): the oldest unpublished event is older than %.0f s, or the publisher stopped reporting. Orders are not reaching bus-mercadofresco.", props.Environment, oldest),
+		Topic:             topic,
+		Description:       fmt.Sprintf("Outbox (%s): the oldest unpublished event is older than %.0f s, or the publisher stopped reporting. Orders are not reaching bus-mercadofresco.", p.environment, oldest),
 		Threshold:         oldest,
 		EvaluationPeriods: 2,
 		// Breaching: the gauges come from the publisher itself, so silence
-		// means the publisher is not running (an outbox makes that failure
-		// silent and global otherwise).
+		// means the publisher is not running.
 		MissingData: awscloudwatch.TreatMissingData_BREACHING,
 	})
-	p.ParkedAlarm = alarm.New(this, "AparcadosAlarm", &alarm.Props{
+	p.ParkedAlarm = alarm.New(p.Construct, "AparcadosAlarm", &alarm.Props{
 		Metric:      p.MetricParked(nil),
-		Topic:       props.AlarmTopic,
-		Description: fmt.Sprintf("Outbox (%s): events parked as poison (rejected by EventBridge or too large). They will not be published until an operator fixes and unparks them: SELECT id, tipo, ultimo_error FROM outbox WHERE aparcado_en IS NOT NULL.", props.Environment),
+		Topic:       topic,
+		Description: fmt.Sprintf("Outbox (%s): events parked as poison (rejected by EventBridge or too large). They will not be published until an operator fixes and unparks them: SELECT id, tipo, ultimo_error FROM outbox WHERE aparcado_en IS NOT NULL.", p.environment),
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // the age alarm catches a silent publisher
 	})
-	return p
 }
 
+// metric is the gauge name of this environment (Maximum per minute,
+// unless opts says otherwise).
 func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	props := &awscloudwatch.MetricProps{
+	m := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace:     jsii.String(metricsapi.Namespace),
 		MetricName:    jsii.String(name),
 		DimensionsMap: &map[string]*string{metricsapi.DimensionEnvironment: jsii.String(p.environment)},
 		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic:     jsii.String("Maximum"),
+	})
+	if opts == nil {
+		return m
 	}
-	if opts != nil {
-		if opts.Period != nil {
-			props.Period = opts.Period
-		}
-		if opts.Statistic != nil {
-			props.Statistic = opts.Statistic
-		}
-		props.Label = opts.Label
-	}
-	return awscloudwatch.NewMetric(props)
+	return m.With(opts)
 }
 
 // MetricPending is the number of unpublished, unparked outbox rows.

@@ -12,14 +12,16 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/cache"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -47,15 +49,15 @@ func TestPaymentFunctions(t *testing.T) {
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	guardrails.Apply(p.App)
 	vpc := awsec2.NewVpc(p.Stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
-	table := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{EncryptionKey: p.Key, AlarmTopic: p.Alerts})
+	table := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	builder := golambdatest.Builder(t, "")
 	secrets := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(), Open: jsii.Bool(false)})
 	pay := payment.New(p.Stack, "Pago", &payment.Props{
-		Builder: builder, IdempotencyTable: table, GatewayURL: "https://pasarela.example", Environment: "dev",
+		Context:          core.Context{EnvironmentName: "dev", Builder: builder, DataKey: p.Key, Alerts: p.Alerts},
+		IdempotencyTable: table, GatewayURL: "https://pasarela.example",
 		FunctionNamePrefix: jsii.String("mf-dev"), ReservedConcurrency: 5,
 		Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, SecretsEndpoint: secrets,
-		BreakerStore:  cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, EncryptionKey: p.Key, AlarmTopic: p.Alerts}),
-		EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+		BreakerStore: cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}}),
 	})
 	// The VPC's flow logs are not this construct's concern.
 	cdknag.NagSuppressions_AddResourceSuppressions(vpc, &[]*cdknag.NagPackSuppression{{Id: jsii.String("AwsSolutions-VPC7"), Reason: jsii.String("A stand-in VPC of this test; the Network stack owns the real one and its flow logs.")}}, jsii.Bool(true))
@@ -71,11 +73,11 @@ func TestPaymentFunctions(t *testing.T) {
 				paymentapi.EnvGatewayMaxAttempts: "3",
 				paymentapi.EnvGatewayReadTimeout: "30s",
 				paymentapi.EnvGatewaySecretARN:   map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^PagoGatewayKey"))},
-				paymentapi.EnvEnvironment:        "dev",
+				metricsapi.EnvEnvironment:        "dev",
 				paymentapi.EnvIdempotencyTable:   assertions.Match_AnyValue(),
 				breakerapi.EnvRedisAddr:          assertions.Match_AnyValue(),
 				breakerapi.EnvRedisTLS:           "true",
-				golambda.EnvSDKMaxAttempts:       "2",
+				retryapi.EnvSDKMaxAttempts:       "2",
 			})},
 		})
 	}
@@ -86,7 +88,7 @@ func TestPaymentFunctions(t *testing.T) {
 		"Dimensions": assertions.Match_ArrayWith(&[]any{map[string]any{"Name": "Dependencia", "Value": "pasarela"}}),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": paymentapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": payment.DefaultLatencyThresholdMs,
+		"MetricName": paymentapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": payment.DefaultLatencyThreshold.Milliseconds(),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 		"MetricName": "Errors", "Threshold": payment.DefaultDeclinedThreshold,
@@ -123,7 +125,7 @@ func TestMissingPropsAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("PagoMal")
 	payment.New(p.Stack, "Pago", &payment.Props{GatewayURL: "http://x", MaxAttempts: 11})
 	errs := cdktest.Errors(p.Stack)
-	for _, want := range []string{"Environment is required", "IdempotencyTable", "must be an https URL", "BreakerStore", "EncryptionKey", "AlarmTopic", "Vpc is required", "SecretsEndpoint is required", "MaxAttempts must be"} {
+	for _, want := range []string{"EnvironmentName is required", "IdempotencyTable", "must be an https URL", "BreakerStore", "DataKey", "Alerts", "Vpc is required", "SecretsEndpoint is required", "MaxAttempts must be"} {
 		cdktest.RequireContains(t, errs, want)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawsevents"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -14,6 +13,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
@@ -51,12 +51,11 @@ func KeyWatchPattern(keyArn *string) *awsevents.EventPattern {
 	}
 }
 
-// KeyWatchProps configures NewKeyWatch. Key and Alerts are required.
+// KeyWatchProps configures NewKeyWatch. The Context's DataKey (the watched
+// key) and Alerts (alertas-mercadofresco, one of the two topics alerted)
+// are required; its RemovalPolicy applies to the rule's DLQ.
 type KeyWatchProps struct {
-	// Key is the watched key (the data key).
-	Key awskms.IKey
-	// Alerts is alertas-mercadofresco: every alert of the app goes there.
-	Alerts awssns.ITopic
+	core.Context
 	// TopicName of the watch's own topic. Nil means KeyAlertsTopic.
 	TopicName *string
 	// Email, when not empty, is subscribed to the watch's own topic (the
@@ -66,8 +65,6 @@ type KeyWatchProps struct {
 	RuleName *string
 	// DeadLetterQueueName of the rule's DLQ. Nil means KeyWatchRuleDLQName.
 	DeadLetterQueueName *string
-	// RemovalPolicy of the DLQ (removal.For).
-	RemovalPolicy awscdk.RemovalPolicy
 }
 
 // KeyWatch is the alert on the data key's deletion, disabling and policy
@@ -93,42 +90,35 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &KeyWatch{Construct: c}
-	fail := func(msg string) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("platform.NewKeyWatch %s: %s", *c.Node().Path(), msg)))
-	}
+	props.Require(core.Check(c, "platform.NewKeyWatch"), core.DataKey|core.Alerts)
 	stack := awscdk.Stack_Of(c)
 	keyArn := jsii.String(fmt.Sprintf("arn:%s:kms:%s:%s:key/missing", *stack.Partition(), *stack.Region(), *stack.Account()))
-	if props.Key == nil {
-		fail("Key is required")
-	} else {
-		keyArn = props.Key.KeyArn()
-	}
-	if props.Alerts == nil {
-		fail("Alerts is required (alertas-mercadofresco)")
+	if props.DataKey != nil {
+		keyArn = props.DataKey.KeyArn()
 	}
 	// Not encrypted with the data key: see the nag acknowledgement.
-	w.Topic = newAlarmTopic(c, "Topic", *or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
+	w.Topic = newAlarmTopic(c, "Topic", *core.Or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
 	cdknag.NagSuppressions_AddResourceSuppressions(w.Topic.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-SNS2"),
-		Reason: jsii.String("Deliberately not encrypted with the data key: this topic alerts that the data key is being deleted, disabled or re-permissioned, and a key pending deletion or disabled cannot encrypt the alert about itself. It carries CloudTrail records of key calls (who, which key, when), no customer data."),
+		Reason: jsii.String("Not encrypted with the data key on purpose: it alerts that the data key is being deleted, disabled or re-permissioned, and such a key cannot encrypt the alert about itself. It carries CloudTrail records of key calls, no customer data."),
 	}}, jsii.Bool(false))
 
 	snsTarget := func(topic awssns.ITopic) func(o busrule.TargetOptions) awsevents.IRuleTarget {
 		return func(o busrule.TargetOptions) awsevents.IRuleTarget { return &snsTarget{topic: topic, opts: o} }
 	}
 	ruleProps := &busrule.Props{
+		// SQS-managed: an event about the key must be kept even when the
+		// key cannot encrypt it; the rule's own alarms go to the watch's
+		// topic.
+		Context:             core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy},
 		OnDefaultBus:        true,
-		RuleName:            or(props.RuleName, KeyWatchRule),
+		RuleName:            core.Or(props.RuleName, KeyWatchRule),
 		Description:         "CloudTrail: deletion, disabling or policy change of the data key (attempts included) -> alertas-mercadofresco and its own topic",
 		Pattern:             KeyWatchPattern(keyArn),
 		Target:              snsTarget(w.Topic),
-		TargetLabel:         "the topics alertas-mercadofresco and " + *or(props.TopicName, KeyAlertsTopic),
-		DeadLetterQueueName: or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
-		// SQS-managed: an event about the key must be kept even when the
-		// key cannot encrypt it.
-		Encryption:    reliablequeue.EncryptionSQSManaged,
-		AlarmTopic:    w.Topic,
-		RemovalPolicy: props.RemovalPolicy,
+		TargetLabel:         "the topics alertas-mercadofresco and " + *core.Or(props.TopicName, KeyAlertsTopic),
+		DeadLetterQueueName: core.Or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
+		Encryption:          reliablequeue.EncryptionSQSManaged,
 	}
 	if props.Alerts != nil {
 		ruleProps.AdditionalTargets = append(ruleProps.AdditionalTargets, snsTarget(props.Alerts))
@@ -169,7 +159,7 @@ func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevent
 		Resources:  jsii.Strings(*t.opts.DeadLetterQueue.QueueArn()),
 		Conditions: fromRule,
 	}))
-	maxAge, _ := reliablequeue.Seconds(t.opts.MaxEventAge)
+	maxAge, _ := core.Seconds(t.opts.MaxEventAge) // literal: busrule checked it
 	return &awsevents.RuleTargetConfig{
 		Arn:              t.topic.TopicArn(),
 		TargetResource:   t.topic,
@@ -179,11 +169,4 @@ func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevent
 			MaximumRetryAttempts:     jsii.Number(t.opts.RetryAttempts),
 		},
 	}
-}
-
-func or(s *string, def string) *string {
-	if s != nil {
-		return s
-	}
-	return jsii.String(def)
 }

@@ -1,7 +1,8 @@
-// Package platform holds the pieces every other part of MercadoFresco uses
-// from day one: the customer-managed data key `alias/mercadofresco-datos`,
-// the alarm topic `alertas-mercadofresco`, and the event bus
-// `bus-mercadofresco` with its archive.
+// Package platform makes what every other part of MercadoFresco uses, the
+// sources of the platform context (core.Context): the customer-managed data
+// key alias/mercadofresco-datos with its policy and its watch, the alarm
+// topic alertas-mercadofresco, and the event bus bus-mercadofresco with its
+// archive. docs/design.md#data-key.
 package platform
 
 import (
@@ -19,9 +20,9 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
 // EventBridgeConnectionsTag is the tag (value "true") without which
@@ -33,9 +34,6 @@ const (
 	DataKeyAlias = "alias/mercadofresco-datos"
 	AlertsTopic  = "alertas-mercadofresco"
 	EventBusName = "bus-mercadofresco"
-	// MetricNamespace is the project's custom CloudWatch namespace: the one
-	// the Lambdas write to (lambdas/metrics).
-	MetricNamespace = metricsapi.Namespace
 )
 
 // DataKeyProps configures NewDataKey. DeploymentRoleArn, Administrators and
@@ -43,15 +41,15 @@ const (
 // CDK's default one, which lets every IAM administrator of the account do
 // anything with the key (docs/design.md#data-key).
 type DataKeyProps struct {
+	// Context's RemovalPolicy applies to the key, mapped by removal.For:
+	// empty and SNAPSHOT mean RETAIN (a destroyed key makes every byte it
+	// encrypted unreadable, snapshots included). DESTROY also lets the
+	// deployment role schedule the key's deletion (the stack's deletion
+	// does).
+	core.Context
 	// Alias of the key, e.g. "alias/mercadofresco-datos-dev". Nil means
 	// DataKeyAlias.
 	Alias *string
-	// RemovalPolicy of the key, mapped by removal.For: empty and SNAPSHOT
-	// mean RETAIN (keeping the key is what keeps an environment's snapshots
-	// readable; a destroyed key makes
-	// every byte it encrypted unreadable). DESTROY also lets the deployment
-	// role schedule the key's deletion (the stack's deletion does).
-	RemovalPolicy awscdk.RemovalPolicy
 	// DeploymentRoleArn is the role CloudFormation deploys the stacks with
 	// (DeploymentRoleArn of the stack, for the CDK bootstrap's). It
 	// administers the key: KMS refuses a key policy that would leave the
@@ -139,32 +137,32 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	}
 	keyRemoval := removal.For(props.RemovalPolicy, removal.Data)
 	stack := awscdk.Stack_Of(scope)
-	var problems []string
+	policy := awsiam.NewPolicyDocument(nil)
+	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{
+		Alias:             jsii.String(alias),
+		Description:       jsii.String("MercadoFresco data at rest: queues, topics, tables, logs and databases."),
+		EnableKeyRotation: jsii.Bool(true),
+		RemovalPolicy:     keyRemoval,
+		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
+		// The given policy replaces the CDK's default (kms:* for the
+		// account root) under @aws-cdk/aws-kms:defaultKeyPolicies, on in v2.
+		Policy: policy,
+	})
+	v := core.Check(key, "platform.NewDataKey")
 	isArn := func(s string) bool { return strings.HasPrefix(s, "arn:") || *awscdk.Token_IsUnresolved(jsii.String(s)) }
-	if !isArn(props.DeploymentRoleArn) {
-		problems = append(problems, fmt.Sprintf("DeploymentRoleArn %q is not an ARN: the role that deploys the key must administer it", props.DeploymentRoleArn))
-	}
-	if len(props.Administrators) == 0 {
-		problems = append(problems, "Administrators is required: name the key administrator role (config Roles.KeyAdmin)")
-	}
+	v.If(!isArn(props.DeploymentRoleArn), "DeploymentRoleArn %q is not an ARN: the role that deploys the key must administer it", props.DeploymentRoleArn)
+	v.If(len(props.Administrators) == 0, "Administrators is required: name the key administrator role (config Roles.KeyAdmin)")
 	for _, a := range props.Administrators {
-		if !isArn(a) {
-			problems = append(problems, fmt.Sprintf("administrator %q is not an ARN", a))
-		}
+		v.If(!isArn(a), "administrator %q is not an ARN", a)
 	}
-	if !isArn(props.BreakGlassRoleArn) {
-		problems = append(problems, fmt.Sprintf("BreakGlassRoleArn %q is not an ARN: name the one role that may delete or disable the key (config Roles.BreakGlass)", props.BreakGlassRoleArn))
-	}
-	if props.BreakGlassRoleArn != "" && slices.Contains(props.Administrators, props.BreakGlassRoleArn) {
-		problems = append(problems, fmt.Sprintf("BreakGlassRoleArn %q is also an administrator: the break-glass role must be a role of its own", props.BreakGlassRoleArn))
-	}
+	v.If(!isArn(props.BreakGlassRoleArn), "BreakGlassRoleArn %q is not an ARN: name the one role that may delete or disable the key (config Roles.BreakGlass)", props.BreakGlassRoleArn)
+	v.If(props.BreakGlassRoleArn != "" && slices.Contains(props.Administrators, props.BreakGlassRoleArn),
+		"BreakGlassRoleArn %q is also an administrator: the break-glass role must be a role of its own", props.BreakGlassRoleArn)
 	services := props.Services
 	if services == nil {
 		services = DataKeyServices()
 	}
-	if len(services) == 0 {
-		problems = append(problems, "Services is empty: no principal of the account could use the key")
-	}
+	v.If(len(services) == 0, "Services is empty: no principal of the account could use the key")
 	var admins []awsiam.IPrincipal
 	for _, a := range append([]string{props.DeploymentRoleArn}, props.Administrators...) {
 		if isArn(a) {
@@ -179,7 +177,6 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	for _, svc := range services {
 		viaServices = append(viaServices, jsii.String(fmt.Sprintf("%s.%s.amazonaws.com", svc, *stack.Region())))
 	}
-	policy := awsiam.NewPolicyDocument(nil)
 	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String(SidKeyAdministration),
 		Principals: &admins,
@@ -233,19 +230,6 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 			"ArnNotLike": map[string]interface{}{"aws:PrincipalArn": mayDelete},
 		},
 	}))
-	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{
-		Alias:             jsii.String(alias),
-		Description:       jsii.String("MercadoFresco data at rest: queues, topics, tables, logs and databases."),
-		EnableKeyRotation: jsii.Bool(true),
-		RemovalPolicy:     keyRemoval,
-		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
-		// The given policy replaces the CDK's default (kms:* for the
-		// account root) under @aws-cdk/aws-kms:defaultKeyPolicies, on in v2.
-		Policy: policy,
-	})
-	for _, p := range problems {
-		awscdk.Annotations_Of(key).AddError(jsii.String("platform.NewDataKey: " + p))
-	}
 	// EventBridge encrypts a connection's credentials (the ERP webhook's,
 	// constructs/erp) with a customer managed key only when the key
 	// carries this tag.
@@ -320,13 +304,13 @@ func DeploymentRoleArn(stack awscdk.Stack) (arn string, err error) {
 	return arn, nil
 }
 
-// AlertsTopicProps configures NewAlertsTopic.
+// AlertsTopicProps configures NewAlertsTopic. The Context's DataKey
+// encrypts the topic; required: an alarm topic with an AWS-managed key
+// cannot receive CloudWatch alarms.
 type AlertsTopicProps struct {
+	core.Context
 	// TopicName is the physical name. Nil means AlertsTopic.
 	TopicName *string
-	// Key encrypts the topic. Required: an alarm topic with an AWS-managed
-	// key cannot receive CloudWatch alarms.
-	Key awskms.IKey
 	// Email, when not empty, is subscribed to the topic.
 	Email string
 }
@@ -343,10 +327,8 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 	if props.TopicName != nil {
 		name = *props.TopicName
 	}
-	topic := newAlarmTopic(scope, id, name, "MercadoFresco alertas", props.Key, props.Email)
-	if props.Key == nil {
-		awscdk.Annotations_Of(topic).AddError(jsii.String("platform: the alerts topic needs the data key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key)"))
-	}
+	topic := newAlarmTopic(scope, id, name, "MercadoFresco alertas", props.DataKey, props.Email)
+	core.Check(topic, "platform").If(props.DataKey == nil, "the alerts topic needs the data key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key)")
 	return topic
 }
 
@@ -382,16 +364,16 @@ func newAlarmTopic(scope constructs.Construct, id, name, displayName string, key
 	return topic
 }
 
-// EventBusProps configures NewEventBus.
+// EventBusProps configures NewEventBus. The Context's DataKey encrypts the
+// bus's events at rest, and the archive's; required: the events carry
+// customer and order data.
 type EventBusProps struct {
+	core.Context
 	// EventBusName is the physical name. Nil means EventBusName.
 	EventBusName *string
-	// ArchiveRetentionDays is how long the archive keeps events for replay.
-	// Zero keeps them forever.
-	ArchiveRetentionDays float64
-	// Key encrypts the bus's events at rest, and the archive's (the data
-	// key). Required: the events carry customer and order data.
-	Key awskms.IKey
+	// ArchiveRetention is how long the archive keeps events for replay
+	// (whole days). Nil keeps them forever.
+	ArchiveRetention awscdk.Duration
 }
 
 // NewEventBus creates `bus-mercadofresco` with an archive of every event
@@ -412,11 +394,9 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	bus := awsevents.NewEventBus(scope, jsii.String(id), &awsevents.EventBusProps{
 		EventBusName: jsii.String(name),
 		Description:  jsii.String("MercadoFresco domain events (orders, stock, carts)."),
-		KmsKey:       props.Key,
+		KmsKey:       props.DataKey,
 	})
-	if props.Key == nil {
-		awscdk.Annotations_Of(bus).AddError(jsii.String("platform: the event bus needs the data key (its events carry customer and order data)"))
-	}
+	core.Check(bus, "platform").If(props.DataKey == nil, "the event bus needs the data key (its events carry customer and order data)")
 	bus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("ProductoresDeEstaCuenta"),
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
@@ -450,10 +430,8 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 		EventPattern: &awsevents.EventPattern{
 			Account: jsii.Strings(*stack.Account()),
 		},
-		KmsKey: props.Key,
-	}
-	if props.ArchiveRetentionDays > 0 {
-		archiveProps.Retention = awscdk.Duration_Days(jsii.Number(props.ArchiveRetentionDays))
+		KmsKey:    props.DataKey,
+		Retention: props.ArchiveRetention,
 	}
 	archive := awsevents.NewArchive(bus, jsii.String("Archive"), archiveProps)
 	archive.Node().AddDependency(bus)

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
@@ -25,7 +26,7 @@ const (
 )
 
 func keyProps(removal awscdk.RemovalPolicy) *platform.DataKeyProps {
-	return &platform.DataKeyProps{RemovalPolicy: removal, DeploymentRoleArn: deployer, Administrators: []string{keyAdmin}, BreakGlassRoleArn: breakGlass}
+	return &platform.DataKeyProps{Context: core.Context{RemovalPolicy: removal}, DeploymentRoleArn: deployer, Administrators: []string{keyAdmin}, BreakGlassRoleArn: breakGlass}
 }
 
 // The zero values of the optional props are the safe defaults: the SPEC
@@ -61,7 +62,7 @@ func TestAlertsTopicWithoutKeyIsAnError(t *testing.T) {
 func TestEventBusEncryptedAndClosed(t *testing.T) {
 	stack := cdktest.NewStack("S")
 	key := platform.NewDataKey(stack, "Key", keyProps(""))
-	platform.NewEventBus(stack, "Bus", &platform.EventBusProps{Key: key, ArchiveRetentionDays: 30})
+	platform.NewEventBus(stack, "Bus", &platform.EventBusProps{Context: core.Context{DataKey: key}, ArchiveRetention: awscdk.Duration_Days(jsii.Number(30))})
 	tpl := assertions.Template_FromStack(stack, nil)
 	keyArn := map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^Key")), "Arn"}}
 	tpl.HasResourceProperties(jsii.String("AWS::Events::EventBus"), map[string]any{"Name": platform.EventBusName, "KmsKeyIdentifier": keyArn})
@@ -261,9 +262,9 @@ func TestDeploymentRoleArn(t *testing.T) {
 func TestKeyWatch(t *testing.T) {
 	stack := cdktest.NewStack("S")
 	key := platform.NewDataKey(stack, "Key", keyProps(""))
-	alerts := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Key: key})
+	alerts := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Context: core.Context{DataKey: key}})
 	before := len(keyStatements(t, stack))
-	w := platform.NewKeyWatch(stack, "Watch", &platform.KeyWatchProps{Key: key, Alerts: alerts, Email: "guardia@example.com"})
+	w := platform.NewKeyWatch(stack, "Watch", &platform.KeyWatchProps{Context: core.Context{DataKey: key, Alerts: alerts}, Email: "guardia@example.com"})
 	if errs := cdktest.Errors(stack); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}

@@ -1,76 +1,19 @@
 // Package producers makes "only known producers send" a property of every
 // queue and topic of the app: a Guard is one explicit Deny in the
-// resource's policy, of sqs:SendMessage (queues) or sns:Publish (topics),
-// for every principal ("*") except the producers the app wires, which the
-// constructs doing the wiring admit beside it (the order workflow's role
-// for the stock queue and the confirmed topic, SNS for the queues it
-// delivers to, EventBridge rules for their targets and DLQs, a consumer
-// for its own DLQ and, when it defers messages, its own queue, CloudWatch
-// alarms for the alerts topic, the on-call role for a consumer queue).
-//
-// An explicit Deny in a resource policy wins over every Allow, so a grant
-// made by mistake elsewhere (an IAM policy with sqs:SendMessage on "*", a
-// role of the account's identity setup) cannot put a message in a queue:
-// what a consumer receives was sent by a producer the templates name.
-//
-// # The statement
-//
-//	{"Sid": "SoloProductoresConocidos", "Effect": "Deny", "Principal": {"AWS": "*"},
-//	 "Action": "sqs:SendMessage", "Resource": <the queue>,
-//	 "Condition": {"ArnNotLike": {
-//	   "aws:PrincipalArn": [<admitted roles>],
-//	   "aws:SourceArn":    [<admitted sources>]}}}
-//
-// Both keys sit in one condition block, so both must hold for the Deny to
-// apply: a request is refused when its principal is not an admitted role
-// AND its source is not an admitted source. The two kinds of producer
-// carry different keys:
-//
-//   - an IAM role (a Lambda function, the state machine, the pipe, the
-//     on-call) signs its own request: aws:PrincipalArn is the role's ARN
-//     (the role, not the session), and there is no aws:SourceArn;
-//   - an AWS service acting for a resource of ours (SNS delivering a
-//     topic's message, an EventBridge rule delivering to its target or DLQ,
-//     a CloudWatch alarm publishing its state) calls as a service
-//     principal: aws:SourceArn is that resource's ARN, and there is no
-//     aws:PrincipalArn of ours.
-//
-// A key missing from the request makes a negated operator such as
-// ArnNotLike true (IAM's rule for condition keys absent from the request
-// context), so a role is judged by aws:PrincipalArn alone and a service by
-// aws:SourceArn alone: an admitted role passes, an admitted source passes,
-// and anything else (another role, a service acting for another topic or
-// rule, a request with neither key) meets both conditions and is refused.
-// A key whose list is empty is left out (its condition would be void), so
-// a guard that admits only sources refuses every role, and one that admits
-// only roles refuses every service. A guard that admits nothing holds the
-// resource's own ARN under aws:PrincipalArn, which no principal's ARN can
-// match: it refuses everyone. Only what AWS itself sets is compared (no
-// caller can choose its aws:PrincipalArn or aws:SourceArn), and the values
-// are ARNs, so ArnNotLike's wildcards are used only where a whole family is
-// meant (AdmitAlarms).
-//
-// The reasoning and the list of producers per queue: docs/design.md#producers.
-//
-// # Use
-//
-// ForQueue and ForTopic attach the guard to a queue or topic defined in the
-// app (once: they return the same guard on every call) and return it; the
-// constructs that create queues and topics (constructs/reliablequeue,
-// constructs/fanout, constructs/platform) attach one to every resource they
-// make, and whoever wires a producer admits it with one call, e.g.
-//
-//	producers.ForTopic(alerts).AdmitRule(rule) // a rule that publishes alerts
-//
-// Admitted values are read when the template is synthesised, so admissions
-// may come in any order. A role in another stack is admitted by name
-// (AdmitRoleName), never by reference: the producer's stack already
-// references the resource's (for the grant), and a reference back would be
-// a cycle.
+// resource's policy, of sqs:SendMessage or sns:Publish, for every principal
+// but the admitted ones, under one ArnNotLike block on aws:PrincipalArn
+// (the roles admitted) and aws:SourceArn (the sources admitted: a topic, a
+// rule, the account's alarms). An explicit Deny beats every Allow, so what
+// a consumer receives was sent by a producer the templates name. ForQueue
+// and ForTopic attach the guard once (reliablequeue, fanout and platform do
+// for what they create) and return it; whoever wires a producer admits it
+// beside the wiring (AdmitRole, AdmitRule, AdmitTopic, ...), a role of
+// another stack by name (AdmitRoleName: a reference back would be a
+// cycle). Refuses judges a synthesised guard by IAM's rules, for tests.
+// The statement, the reasoning and who is admitted: docs/design.md#producers.
 package producers
 
 import (
-	"fmt"
 	"strings"
 	"sync"
 
@@ -81,6 +24,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/core"
 )
 
 // Names in the synthesised policy.
@@ -182,8 +127,10 @@ func (g *Guard) condition() any {
 	return m
 }
 
-func (g *Guard) fail(format string, a ...any) {
-	awscdk.Annotations_Of(g.Construct).AddError(jsii.String(fmt.Sprintf("producers %s: %s", *g.Node().Path(), fmt.Sprintf(format, a...))))
+// refuses reports whether the admission is refused: g is nil (a resource
+// of no guard of this app's), or bad, which it reports.
+func (g *Guard) refuses(bad bool, format string, a ...any) bool {
+	return g == nil || core.Check(g.Construct, "producers").If(bad, format, a...)
 }
 
 func (g *Guard) add(list *[]string, v string) {
@@ -199,11 +146,7 @@ func (g *Guard) add(list *[]string, v string) {
 // role of a stack that references this one is admitted with
 // AdmitRoleName).
 func (g *Guard) AdmitRole(role awsiam.IRole) {
-	if g == nil {
-		return
-	}
-	if role == nil {
-		g.fail("AdmitRole: the role is nil (an imported function has no role to admit: admit its role's ARN with AdmitRoleArn)")
+	if g.refuses(role == nil, "AdmitRole: the role is nil (an imported function has no role to admit: admit its role's ARN with AdmitRoleArn)") {
 		return
 	}
 	g.add(&g.roles, *role.RoleArn())
@@ -212,29 +155,20 @@ func (g *Guard) AdmitRole(role awsiam.IRole) {
 // AdmitGrantable admits grantee's principal, which must be a role (a
 // Lambda function's, a state machine's).
 func (g *Guard) AdmitGrantable(grantee awsiam.IGrantable) {
-	if g == nil {
-		return
-	}
 	var role awsiam.IRole
 	if grantee != nil {
 		role, _ = grantee.GrantPrincipal().(awsiam.IRole)
 	}
-	if role == nil {
-		g.fail("AdmitGrantable: the grantee's principal is not a role: admit its role's ARN with AdmitRoleArn")
-		return
+	if !g.refuses(role == nil, "AdmitGrantable: the grantee's principal is not a role: admit its role's ARN with AdmitRoleArn") {
+		g.AdmitRole(role)
 	}
-	g.AdmitRole(role)
 }
 
 // AdmitRoleName admits the role named name (with its path, if any) in the
 // guard's account: for a role of another stack, which the guard may not
 // reference (see the package documentation).
 func (g *Guard) AdmitRoleName(name string) {
-	if g == nil {
-		return
-	}
-	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, ":") {
-		g.fail("AdmitRoleName: %q is not a role name (name or path/name)", name)
+	if g.refuses(name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, ":"), "AdmitRoleName: %q is not a role name (name or path/name)", name) {
 		return
 	}
 	g.add(&g.roles, *awscdk.Stack_Of(g.Construct).FormatArn(&awscdk.ArnComponents{
@@ -245,11 +179,7 @@ func (g *Guard) AdmitRoleName(name string) {
 // AdmitRoleArn admits the role whose ARN is arn (a role of the account's
 // identity setup, config.Environment.RoleArn).
 func (g *Guard) AdmitRoleArn(arn string) {
-	if g == nil {
-		return
-	}
-	if !*awscdk.Token_IsUnresolved(jsii.String(arn)) && (!strings.HasPrefix(arn, "arn:") || !strings.Contains(arn, ":role/")) {
-		g.fail("AdmitRoleArn: %q is not the ARN of a role", arn)
+	if g.refuses(!*awscdk.Token_IsUnresolved(jsii.String(arn)) && (!strings.HasPrefix(arn, "arn:") || !strings.Contains(arn, ":role/")), "AdmitRoleArn: %q is not the ARN of a role", arn) {
 		return
 	}
 	g.add(&g.roles, arn)
@@ -259,11 +189,7 @@ func (g *Guard) AdmitRoleArn(arn string) {
 // requests an AWS service makes on its behalf (aws:SourceArn) pass the
 // guard.
 func (g *Guard) AdmitSource(arn *string) {
-	if g == nil {
-		return
-	}
-	if arn == nil || *arn == "" {
-		g.fail("AdmitSource: the source ARN is empty")
+	if g.refuses(arn == nil || *arn == "", "AdmitSource: the source ARN is empty") {
 		return
 	}
 	g.add(&g.sources, *arn)
@@ -272,11 +198,7 @@ func (g *Guard) AdmitSource(arn *string) {
 // AdmitRule admits an EventBridge rule: what it delivers to this queue or
 // topic as a target, or dead-letters into this queue.
 func (g *Guard) AdmitRule(rule awsevents.IRule) {
-	if g == nil {
-		return
-	}
-	if rule == nil {
-		g.fail("AdmitRule: the rule is nil")
+	if g.refuses(rule == nil, "AdmitRule: the rule is nil") {
 		return
 	}
 	g.AdmitSource(rule.RuleArn())
@@ -285,11 +207,7 @@ func (g *Guard) AdmitRule(rule awsevents.IRule) {
 // AdmitTopic admits an SNS topic: what it delivers to this queue (a
 // subscription), or dead-letters into it (the subscription's DLQ).
 func (g *Guard) AdmitTopic(topic awssns.ITopic) {
-	if g == nil {
-		return
-	}
-	if topic == nil {
-		g.fail("AdmitTopic: the topic is nil")
+	if g.refuses(topic == nil, "AdmitTopic: the topic is nil") {
 		return
 	}
 	g.AdmitSource(topic.TopicArn())

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/reliablequeue"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -47,9 +51,9 @@ func TestConsumerBundlesQueueFunctionAndDependencies(t *testing.T) {
 	p := cdktest.NewPlatform("Cola")
 	root, _ := filepath.Abs("testdata/fixture")
 	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
-		Entry: "fn/consumidor", Builder: golambdatest.Builder(t, root), EnvironmentName: "dev",
-		Timeout: awscdk.Duration_Seconds(jsii.Number(40)), MaximumConcurrency: 3, BatchConcurrency: 4, DefersMessages: true,
-		MaxReceiveCount: 5, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+		Context:  core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, root), DataKey: p.Key, Alerts: p.Alerts},
+		Function: golambda.Props{Entry: "fn/consumidor", Timeout: awscdk.Duration_Seconds(jsii.Number(40))},
+		Queue:    reliablequeue.Props{MaxReceiveCount: 5}, MaximumConcurrency: 3, BatchConcurrency: 4, DefersMessages: true,
 	})
 	c.AddHTTPDependency("Almacen", queueconsumer.HTTPDependency{Name: "almacen", Prefix: "ALMACEN", URL: "https://almacen.example", Issuer: "the warehouse"})
 	store := &recordingStore{}
@@ -84,11 +88,11 @@ func TestConsumerBundlesQueueFunctionAndDependencies(t *testing.T) {
 func TestEveryProblemIsReported(t *testing.T) {
 	p := cdktest.NewPlatform("Mal")
 	root, _ := filepath.Abs("testdata/fixture")
-	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{Builder: golambdatest.Builder(t, root), MaximumConcurrency: 1, BatchConcurrency: 500})
+	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{Context: core.Context{Builder: golambdatest.Builder(t, root)}, MaximumConcurrency: 1, BatchConcurrency: 500})
 	c.AddHTTPDependency("Dep", queueconsumer.HTTPDependency{Name: "dep", Prefix: "dep", URL: "http://x", MaxAttempts: 50})
 	c.AddBreaker(nil, "dep", "x")
 	errs := cdktest.Errors(p.Stack)
-	for _, want := range []string{"Entry is required", "EnvironmentName is required", "MaximumConcurrency must be an integer", "BatchConcurrency must be", "EncryptionKey is required",
+	for _, want := range []string{"Entry is required", "EnvironmentName is required", "MaximumConcurrency must be an integer", "BatchConcurrency must be", "DataKey is required",
 		"must be an https URL", "upper-case Prefix", "MaxAttempts must be", "the breaker store"} {
 		cdktest.RequireContains(t, errs, want)
 	}
@@ -114,8 +118,10 @@ func TestDeferringConsumerMaySendToItsOwnQueue(t *testing.T) {
 			p := cdktest.NewPlatform("Cola")
 			root, _ := filepath.Abs("testdata/fixture")
 			c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
-				Entry: "fn/consumidor", Builder: golambdatest.Builder(t, root), EnvironmentName: "dev",
-				MaximumConcurrency: 2, DefersMessages: tc.defers, Fifo: tc.fifo, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+				Context:            core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, root), DataKey: p.Key, Alerts: p.Alerts},
+				Function:           golambda.Props{Entry: "fn/consumidor"},
+				Queue:              reliablequeue.Props{Fifo: tc.fifo},
+				MaximumConcurrency: 2, DefersMessages: tc.defers,
 				OperatorRoleArn: "arn:aws:iam::" + cdktest.Account + ":role/guardia",
 			})
 			if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
@@ -177,8 +183,10 @@ func TestReplayWindowMustCoverTheLongestPass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := cdktest.NewPlatform("Ventana")
 			c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
-				Entry: "fn/consumidor", Builder: golambdatest.Builder(t, root), EnvironmentName: "dev",
-				MaximumConcurrency: 2, MaxReceiveCount: 5, DefersMessages: tc.defers, EncryptionKey: p.Key, AlarmTopic: p.Alerts,
+				Context:            core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, root), DataKey: p.Key, Alerts: p.Alerts},
+				Function:           golambda.Props{Entry: "fn/consumidor"},
+				Queue:              reliablequeue.Props{MaxReceiveCount: 5},
+				MaximumConcurrency: 2, DefersMessages: tc.defers,
 				IdempotencyWindow: tc.window, UpstreamMaxAge: tc.upstream,
 			})
 			errs := cdktest.Errors(p.Stack)

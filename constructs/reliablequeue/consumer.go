@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
 )
@@ -36,14 +37,12 @@ const (
 
 // ConsumerOptions configures Queue.AddConsumer.
 type ConsumerOptions struct {
-	// MaximumConcurrency is the event source's concurrency ceiling (2..1000)
-	// and the backpressure valve of the lesson: when a dependency slows down
-	// the queue grows instead of the pressure on the dependency. Required: the
-	// zero value fails synth, because "unlimited" is how 20 pollers became 60
-	// in the retry-storm scenario. Size it from the downstream limit (e.g.
-	// Aurora's ~200 connections shared by every consumer) and keep it at or
-	// below the function's reserved concurrency, so that Lambda never
-	// throttles the invocations (a throttled batch burns a receive).
+	// MaximumConcurrency is the event source's concurrency ceiling (2..1000),
+	// the backpressure valve of docs/design.md#consumer-concurrency: when a
+	// dependency slows down, the queue grows instead of the pressure on it.
+	// Required (an unlimited mapping scales pollers with the backlog). Keep
+	// it at or below the function's reserved concurrency, so that Lambda
+	// never throttles a batch (a throttled batch spends a receive).
 	MaximumConcurrency float64
 	// BatchSize is the largest batch per invocation. Zero means 10. FIFO
 	// queues and mappings without a batching window allow at most 10;
@@ -95,80 +94,61 @@ type ConsumerOptions struct {
 // It returns the mapping, or nil when the options are invalid (the error is
 // then an annotation on the queue and synth fails).
 func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslambda.EventSourceMapping {
-	fail := func(format string, a ...any) awslambda.EventSourceMapping {
-		awscdk.Annotations_Of(q.Construct).AddError(jsii.String(fmt.Sprintf("reliablequeue %s: AddConsumer: %s", *q.Node().Path(), fmt.Sprintf(format, a...))))
+	v := core.Check(q.Construct, "reliablequeue.AddConsumer")
+	if v.If(fn == nil, "function is nil") {
 		return nil
 	}
-	if fn == nil {
-		return fail("function is nil")
-	}
 	fnName := *fn.Node().Path()
-
 	mc := opts.MaximumConcurrency
-	switch {
-	case mc == 0:
-		return fail("MaximumConcurrency is required for consumer %s (the backpressure ceiling, %d..%d); an SQS event source without it scales pollers with the backlog and amplifies retry storms", fnName, MinMaximumConcurrency, MaxMaximumConcurrency)
-	case mc < MinMaximumConcurrency || mc > MaxMaximumConcurrency || mc != math.Trunc(mc):
-		return fail("MaximumConcurrency for consumer %s must be an integer between %d and %d, got %v", fnName, MinMaximumConcurrency, MaxMaximumConcurrency, mc)
+	if !v.If(mc == 0, "MaximumConcurrency is required for consumer %s (the backpressure ceiling, %d..%d): docs/design.md#consumer-concurrency", fnName, MinMaximumConcurrency, MaxMaximumConcurrency) {
+		v.If(mc < MinMaximumConcurrency || mc > MaxMaximumConcurrency || mc != math.Trunc(mc),
+			"MaximumConcurrency for consumer %s must be an integer between %d and %d, got %v", fnName, MinMaximumConcurrency, MaxMaximumConcurrency, mc)
 	}
-
 	batch := opts.BatchSize
 	if batch == 0 {
 		batch = DefaultBatchSize
 	}
 	window := 0.0
 	if opts.MaxBatchingWindow != nil {
-		w, err := Seconds(opts.MaxBatchingWindow)
-		if err != nil {
-			return fail("MaxBatchingWindow: %v", err)
-		}
+		w, err := core.Seconds(opts.MaxBatchingWindow)
+		v.If(err != nil, "MaxBatchingWindow: %v", err)
 		window = w
 	}
-	switch {
-	case window < 0 || window > maxBatchingWindowSec:
-		return fail("MaxBatchingWindow must be between 0 and %d s, got %v s", maxBatchingWindowSec, window)
-	case q.Fifo && window > 0:
-		return fail("MaxBatchingWindow is not supported for FIFO queues (got %v s)", window)
-	case batch < 1 || batch != math.Trunc(batch):
-		return fail("BatchSize must be a positive integer, got %v", batch)
-	case q.Fifo && opts.SendsCopies:
-		return fail("SendsCopies is for standard queues: a FIFO queue cannot delay one message, and a copy would break its group's order")
-	case (q.Fifo || window == 0) && batch > maxBatchSizeNoWindow:
-		return fail("BatchSize %v exceeds %d (the limit for FIFO queues and for mappings without a batching window)", batch, maxBatchSizeNoWindow)
-	case batch > maxBatchSizeStandard:
-		return fail("BatchSize %v exceeds %d", batch, maxBatchSizeStandard)
-	}
+	v.If(window < 0 || window > maxBatchingWindowSec, "MaxBatchingWindow must be between 0 and %d s, got %v s", maxBatchingWindowSec, window)
+	v.If(q.Fifo && window > 0, "MaxBatchingWindow is not supported for FIFO queues (got %v s)", window)
+	v.If(batch < 1 || batch != math.Trunc(batch), "BatchSize must be a positive integer, got %v", batch)
+	v.If(q.Fifo && opts.SendsCopies, "SendsCopies is for standard queues: a FIFO queue cannot delay one message, and a copy would break its group's order")
+	v.If((q.Fifo || window == 0) && batch > maxBatchSizeNoWindow, "BatchSize %v exceeds %d (the limit for FIFO queues and for mappings without a batching window)", batch, maxBatchSizeNoWindow)
+	v.If(batch > maxBatchSizeStandard, "BatchSize %v exceeds %d", batch, maxBatchSizeStandard)
 
 	timeout := float64(lambdaDefaultTimeout)
 	fnTimeout := opts.FunctionTimeout
 	if own, ok := fn.(interface{ Timeout() awscdk.Duration }); ok {
 		fnTimeout = own.Timeout()
-	} else if fnTimeout == nil {
-		return fail("consumer %s is an imported function: set ConsumerOptions.FunctionTimeout to its timeout (the queue's visibility timeout is derived from it)", fnName)
+	} else {
+		v.If(fnTimeout == nil, "consumer %s is an imported function: set ConsumerOptions.FunctionTimeout to its timeout (the queue's visibility timeout is derived from it)", fnName)
 	}
 	if fnTimeout != nil {
-		t, err := Seconds(fnTimeout)
-		if err != nil {
-			return fail("timeout of %s: %v", fnName, err)
-		}
+		t, err := core.Seconds(fnTimeout)
+		v.If(err != nil, "timeout of %s: %v", fnName, err)
 		timeout = t
 	}
 	routes := routesOf(fn)
-	if _, dup := routes.dlq[q.QueueName]; dup {
-		return fail("consumer %s already consumes %s: a second event source mapping on the same queue would process its messages twice", fnName, q.QueueName)
-	}
+	_, dup := routes[q.QueueName]
+	v.If(dup, "consumer %s already consumes %s: a second event source mapping on the same queue would process its messages twice", fnName, q.QueueName)
 	required := VisibilityMultiplier*timeout + window
-	if q.explicitVisibility > 0 {
-		if q.explicitVisibility < required {
-			return fail("VisibilityTimeout %.0f s is below %d x the timeout of consumer %s (%.0f s)%s = %.0f s; a message would become visible again while its first delivery is still running and be processed twice (the lesson's double charge: visibility 120 s vs a 180 s gateway read timeout). Raise VisibilityTimeout to at least %.0f s, or leave it unset to derive it, or lower the function timeout",
-				q.explicitVisibility, VisibilityMultiplier, fnName, timeout, windowText(window), required, required)
-		}
-	} else if required > q.derivedVisibility {
+	v.If(q.explicitVisibility > 0 && q.explicitVisibility < required,
+		"VisibilityTimeout %.0f s is below %d x the timeout of consumer %s (%.0f s)%s = %.0f s: raise it, leave it unset to derive it, or lower the timeout (docs/design.md#visibility-timeout)",
+		q.explicitVisibility, VisibilityMultiplier, fnName, timeout, windowText(window), required)
+	if !v.OK() {
+		return nil
+	}
+	if q.explicitVisibility == 0 && required > q.derivedVisibility {
 		q.derivedVisibility = required
 		q.Queue.Node().DefaultChild().(awssqs.CfnQueue).SetVisibilityTimeout(jsii.Number(required))
 	}
-	if q.VisibilityTimeoutSeconds() > 43200 {
-		return fail("derived VisibilityTimeout %.0f s exceeds the SQS maximum of 43200 s", q.VisibilityTimeoutSeconds())
+	if v.If(q.VisibilityTimeoutSeconds() > 43200, "derived VisibilityTimeout %.0f s exceeds the SQS maximum of 43200 s", q.VisibilityTimeoutSeconds()) {
+		return nil
 	}
 
 	var filters *[]*map[string]any
@@ -193,11 +173,14 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 	if opts.SendsCopies {
 		q.grantSendCopies(fn)
 	}
-	routes.add(fn, q.QueueName, q.DeadLetterQueue.QueueUrl())
+	routes[q.QueueName] = *q.DeadLetterQueue.QueueUrl()
+	fn.Node().AddMetadata(jsii.String(routeMetadata), map[string]any{"queue": q.QueueName, "dlqUrl": routes[q.QueueName]}, nil)
 	if own, ok := fn.(interface {
 		AddEnvironment(key, value *string, opts *awslambda.EnvironmentOptions) awslambda.Function
 	}); ok {
-		own.AddEnvironment(jsii.String(DeadLetterRoutesEnv), routes.json(fn), nil)
+		// The JSON object sqsbatchapi.Parse reads; the URLs stay tokens for
+		// CloudFormation to resolve.
+		own.AddEnvironment(jsii.String(DeadLetterRoutesEnv), awscdk.Stack_Of(fn).ToJsonString(routes, nil), nil)
 	}
 	return esm
 }
@@ -219,41 +202,17 @@ func (q *Queue) grantSendCopies(fn awslambda.IFunction) {
 // and however many apps a process synthesises).
 const routeMetadata = "mercadofresco:dlq-route"
 
-// deadLetterRoutes are the DLQ routes of one function (source queue name ->
-// DLQ URL token), read back from its node's metadata.
-type deadLetterRoutes struct {
-	dlq map[string]*string
-}
-
-func routesOf(fn awslambda.IFunction) *deadLetterRoutes {
-	r := &deadLetterRoutes{dlq: map[string]*string{}}
+// routesOf reads fn's DLQ routes (source queue name -> DLQ URL token)
+// back from its node's metadata.
+func routesOf(fn awslambda.IFunction) map[string]any {
+	routes := map[string]any{}
 	for _, e := range *fn.Node().Metadata() {
-		if e.Type == nil || *e.Type != routeMetadata {
-			continue
-		}
-		if d, ok := e.Data.(map[string]any); ok {
+		if d, ok := e.Data.(map[string]any); ok && e.Type != nil && *e.Type == routeMetadata {
 			q, _ := d["queue"].(string)
-			u, _ := d["dlqUrl"].(string)
-			r.dlq[q] = jsii.String(u)
+			routes[q] = d["dlqUrl"]
 		}
 	}
-	return r
-}
-
-// add records a route on the function's node.
-func (r *deadLetterRoutes) add(fn awslambda.IFunction, queueName string, dlqURL *string) {
-	r.dlq[queueName] = dlqURL
-	fn.Node().AddMetadata(jsii.String(routeMetadata), map[string]any{"queue": queueName, "dlqUrl": *dlqURL}, nil)
-}
-
-// json renders the routes as the JSON object sqsbatchapi.Parse reads, with the
-// DLQ URLs left as tokens for CloudFormation to resolve.
-func (r *deadLetterRoutes) json(fn awslambda.IFunction) *string {
-	m := make(map[string]any, len(r.dlq))
-	for name, url := range r.dlq {
-		m[name] = url
-	}
-	return awscdk.Stack_Of(fn).ToJsonString(m, nil)
+	return routes
 }
 
 func windowText(window float64) string {

@@ -152,8 +152,9 @@ func TestBatchingWindowAddsToDerivedVisibility(t *testing.T) {
 	})
 }
 
-// The lesson's double charge: visibility 120 s with a consumer that can take
-// 180 s (the gateway read timeout). It must not synthesise.
+// The double charge of docs/design.md#visibility-timeout: visibility 120 s
+// with a consumer that can take 180 s (the gateway read timeout). It must
+// not synthesise.
 func TestDoubleChargeConfigurationDoesNotSynthesise(t *testing.T) {
 	f := newFixture(t)
 	p := f.props()
@@ -164,7 +165,7 @@ func TestDoubleChargeConfigurationDoesNotSynthesise(t *testing.T) {
 	f.requireError(t, "VisibilityTimeout 120 s", "(180 s)", "1080 s")
 }
 
-// The lesson's fix: 400 s visibility with a consumer whose worst case is
+// The fix: 400 s visibility with a consumer whose worst case is
 // bounded to 66 s (30 s read timeout, SDK max_attempts 2, margin): 6 x 66 = 396 <= 400.
 func TestFixedConfigurationSynthesises(t *testing.T) {
 	f := newFixture(t)

@@ -6,42 +6,32 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
 )
 
-// DeadLetterQueueProps configures a standalone DLQ: the dead-letter target of
-// something that is not an SQS queue (an SNS subscription, an EventBridge
-// rule target, a pipe). The zero value is safe in the same way as Props:
-// data-key encryption (EncryptionKey required), 14-day retention, TLS only,
-// an alarm to AlarmTopic (required).
+// DeadLetterQueueProps configures a standalone DLQ: the dead-letter target
+// of something that is not an SQS queue (an SNS subscription, a rule
+// target, a pipe). The zero value is safe as Props is: the data key
+// (Context.DataKey required; the source service must be able to use it),
+// 14-day retention, TLS only, an alarm to Context.Alerts (required).
 type DeadLetterQueueProps struct {
+	core.Context
 	// QueueName is the physical name. Nil lets CloudFormation name it.
 	QueueName *string
 	// Fifo makes it a FIFO queue (the DLQ of a FIFO subscription must be FIFO).
 	Fifo bool
-	// Encryption and EncryptionKey: as in Props. The source service must be
-	// able to use the key (the platform data key's policy admits SNS and
-	// EventBridge).
-	Encryption    Encryption
-	EncryptionKey awskms.IKey
+	// Encryption: as in Props.
+	Encryption Encryption
 	// RetentionPeriod. Default 14 days (the SQS maximum).
 	RetentionPeriod awscdk.Duration
-	// AlarmTopic receives the DLQ alarm's alarm and ok actions. Required.
-	AlarmTopic awssns.ITopic
-	// RemovalPolicy of the queue: the environment's policy, mapped by
-	// removal.For (empty and SNAPSHOT mean RETAIN).
-	RemovalPolicy awscdk.RemovalPolicy
-	// Source says what dead-letters into this queue ("SNS subscription of
-	// cola-mercadofresco-pedidos to mercadofresco-pedido-confirmado"). It is
-	// written into the alarm description and the cdk-nag acknowledgement.
-	// Required.
+	// Source says what dead-letters into this queue, for the alarm's
+	// description and the cdk-nag acknowledgement. Required.
 	Source string
 }
 
@@ -66,18 +56,12 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	d := &DeadLetterQueue{Construct: c}
-	fail := func(format string, a ...any) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("reliablequeue.NewDeadLetterQueue %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
-	}
-	if props.Source == "" {
-		fail("Source is required: say what dead-letters into this queue")
-	}
-	if props.AlarmTopic == nil {
-		fail("AlarmTopic is required (alertas-mercadofresco)")
-	}
+	v := core.Check(c, "reliablequeue.NewDeadLetterQueue")
+	v.If(props.Source == "", "Source is required: say what dead-letters into this queue")
+	props.Require(v, core.Alerts)
 	qp := &awssqs.QueueProps{
 		QueueName:       props.QueueName,
-		RetentionPeriod: durationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
+		RetentionPeriod: core.DurationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
 		EnforceSSL:      jsii.Bool(true),
 		RemovalPolicy:   removal.For(props.RemovalPolicy, removal.Data),
 		// denyAll: see the function comment.
@@ -89,24 +73,10 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 	if props.Fifo {
 		qp.Fifo = jsii.Bool(true)
 	}
-	switch props.Encryption {
-	case EncryptionDataKey:
-		if props.EncryptionKey == nil {
-			fail("EncryptionKey is required: dead-lettered messages carry the same order data as the source (alias/mercadofresco-datos)")
-			qp.Encryption = awssqs.QueueEncryption_SQS_MANAGED
-		} else {
-			qp.Encryption = awssqs.QueueEncryption_KMS
-			qp.EncryptionMasterKey = props.EncryptionKey
-			qp.DataKeyReuse = awscdk.Duration_Minutes(jsii.Number(DefaultDataKeyReuseMinutes))
-		}
-	case EncryptionSQSManaged:
-		qp.Encryption = awssqs.QueueEncryption_SQS_MANAGED
-	default:
-		fail("unknown Encryption %d", props.Encryption)
-	}
+	encrypt(qp, v, props.Encryption, props.DataKey, "dead-lettered messages carry the source's order data")
 	d.Queue = awssqs.NewQueue(c, jsii.String("Queue"), qp)
 	producers.ForQueue(d.Queue)
-	d.Alarm = NewDeadLetterAlarm(c, "Alarm", d.Queue, props.AlarmTopic,
+	d.Alarm = NewDeadLetterAlarm(c, "Alarm", d.Queue, props.Alerts,
 		fmt.Sprintf("Dead-letter queue of %s has messages: deliveries that never reached their consumer. Runbook: docs/runbooks/dlq.md (mf-dlq inspect and classify work on this queue; SQS cannot redrive it to a non-SQS source).", props.Source))
 	cdknag.NagSuppressions_AddResourceSuppressions(d.Queue, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-SQS3"),

@@ -63,7 +63,7 @@ func (p Pass) Covers(window time.Duration) error {
 	if window >= p.Total() {
 		return nil
 	}
-	return fmt.Errorf("the replay window (%s) does not cover the longest legitimate pass of %s: a duplicate processed after the window would no longer be recognised and would run its side effect again, and a consumer that refuses it would refuse legitimate messages. Lengthen the window (the records cost little: docs/design.md#replay-windows) or shorten the retentions",
+	return fmt.Errorf("the replay window (%s) does not cover the longest legitimate pass of %s: lengthen the window or shorten the retentions (docs/design.md#replay-windows)",
 		days(window), p)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
@@ -31,7 +32,7 @@ func TestLongestPass(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := cdktest.NewPlatform("Pase")
-			props := &reliablequeue.Props{Fifo: tc.fifo, EncryptionKey: p.Key, AlarmTopic: p.Alerts}
+			props := &reliablequeue.Props{Fifo: tc.fifo, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}}
 			if tc.src > 0 {
 				props.RetentionPeriod = awscdk.Duration_Days(jsii.Number(tc.src))
 				props.DeadLetterRetentionPeriod = awscdk.Duration_Days(jsii.Number(tc.dlq))

@@ -1,36 +1,22 @@
-// Package reliablequeue provides an SQS queue construct that is safe by
-// default: every queue gets a dead-letter queue of the same type, a redrive
-// policy, retention that keeps failed messages longer than the source keeps
-// its own, encryption, TLS-only access and the two alarms the MercadoFresco
-// DLQ runbook starts from (DLQ depth and age of the oldest source message).
+// Package reliablequeue is an SQS queue that is safe by default: a
+// dead-letter queue of the same type with a redrive policy, a DLQ that
+// retains longer than its source, encryption with the data key, TLS-only
+// access, a known-producers guard on both queues (constructs/producers),
+// and the two alarms the DLQ runbook (docs/runbooks/dlq.md, cmd/mf-dlq)
+// starts from: DLQ depth and age of the oldest source message.
 //
-// The zero value of Props is the safe configuration: a standard queue that
-// carries order data, encrypted with the customer-managed data key
-// (alias/mercadofresco-datos), maxReceiveCount 4, 4 days of retention and a
-// 14-day DLQ. What the zero value cannot know (the key and the alerts topic)
-// is required, and leaving it out fails synth with a message instead of
-// silently producing a weaker queue.
-//
-// Both queues carry a known-producers guard (constructs/producers): only
-// the producers admitted may send to them. AddConsumer admits the consumer
-// to the DLQ (it dead-letters poison itself) and, when it sends delayed
-// copies, to the source; AdmitRedriver admits the on-call's redrive; the
-// constructs that wire other producers (a topic, a rule, the workflow)
-// admit them.
-//
-// When a DLQ alarm fires, the on-call follows docs/runbooks/dlq.md with the
-// tool cmd/mf-dlq (contain, inspect, classify, redrive, verify); every DLQ
-// alarm description names both.
-//
-// A Lambda consumer is connected with Queue.AddConsumer, which also derives
-// the queue's visibility timeout from the function timeout (at least 6x, as
-// AWS advises) so the lesson's double charge (visibility 120 s, consumer that
-// can take 180 s) cannot be configured.
+// The zero value of Props is the safe configuration: a standard queue
+// encrypted with Context.DataKey, maxReceiveCount 4, 4 days of retention, a
+// 14-day DLQ, an age alarm at 3 h. DataKey and Alerts are required.
+// AddConsumer connects a Lambda and derives the visibility timeout from its
+// timeout (at least VisibilityMultiplier times), so a message cannot
+// become visible again while its first delivery runs. The numbers:
+// docs/design.md#queue-receives, #visibility-timeout, #retention,
+// #age-alarm, #dlq-alarm.
 package reliablequeue
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -41,39 +27,32 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
 	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/removal"
 )
 
-// Defaults applied when the corresponding Props field is left at its zero value.
+// Defaults applied when the corresponding Props field is left at its zero
+// value (docs/design.md#queue-receives, #retention, #age-alarm).
 const (
-	// DefaultMaxReceiveCount is the lesson's value: the queue's redrive is a
-	// safety net behind the SDK (max_attempts 2) and the workflow's Retry, so
-	// 2 SDK attempts x 4 receives = 8 calls stays under the 15-attempt budget.
-	// AWS advises >= 5 where the consumer can be throttled; queues in that
-	// situation set MaxReceiveCount explicitly and say why.
+	// DefaultMaxReceiveCount: 2 SDK attempts x 4 receives = 8 calls, within
+	// the 15 of docs/design.md#retry-layers.
 	DefaultMaxReceiveCount = 4
-	// DefaultRetentionDays is the source queue retention (lesson: a stopped
-	// consumer lets messages accumulate for 4 days instead of failing them).
+	// DefaultRetentionDays is the source queue's retention.
 	DefaultRetentionDays = 4
-	// DefaultDeadLetterRetentionDays is the DLQ retention. It must exceed the
-	// source retention: for standard queues a message keeps its original
-	// enqueue timestamp when it is moved to the DLQ, so a DLQ with the same
-	// retention would drop old messages almost immediately. 14 days is the SQS
-	// maximum and leaves two weekends for the runbook.
+	// DefaultDeadLetterRetentionDays is the DLQ's retention (the SQS
+	// maximum); it must exceed the source's.
 	DefaultDeadLetterRetentionDays = 14
-	// DefaultOldestMessageAgeMinutes is the default ApproximateAgeOfOldestMessage
-	// threshold of the source queue: 3 h, above the lesson's Friday backlog
-	// (docs/design.md#age-alarm).
+	// DefaultOldestMessageAgeMinutes is the age alarm's threshold (3 h).
 	DefaultOldestMessageAgeMinutes = 180
-	// VisibilityMultiplier is the AWS rule for Lambda consumers: visibility
-	// timeout >= 6 x function timeout, so a batch whose invocation was
-	// throttled and retried is not redelivered while still being processed.
+	// VisibilityMultiplier is AWS's rule for Lambda consumers: visibility
+	// timeout >= 6 x function timeout (docs/design.md#visibility-timeout).
+	// The MF-SQS-VISIBILITY guardrail checks the same number.
 	VisibilityMultiplier = 6
-	// DefaultDataKeyReuseMinutes is how long SQS reuses a KMS data key: 5 min
-	// (the SQS default) keeps KMS calls, and cost, low at 240,000 orders/month.
+	// DefaultDataKeyReuseMinutes is how long SQS reuses a KMS data key (the
+	// SQS default, 5 min).
 	DefaultDataKeyReuseMinutes = 5
 
 	maxQueueNameLength = 80
@@ -84,77 +63,51 @@ const (
 type Encryption int
 
 const (
-	// EncryptionDataKey (the zero value) encrypts with the customer-managed
-	// data key alias/mercadofresco-datos passed in Props.EncryptionKey. Use it
-	// for every queue that carries order or payment data (order ids with
-	// customer, address, amount or card references): the key policy, not only
-	// IAM, then decides who can read the messages, and CloudTrail records
-	// every decrypt.
+	// EncryptionDataKey (the zero value) encrypts with Context.DataKey: for
+	// every queue that carries order or payment data (the key policy then
+	// decides who reads, and CloudTrail records every decrypt).
 	EncryptionDataKey Encryption = iota
-	// EncryptionSQSManaged uses SQS-managed SSE (SSE-SQS). Acceptable only for
-	// queues whose messages carry no customer, order amount or payment data
-	// (for example pure technical signals such as cache invalidations); it is
-	// free and needs no key grants.
+	// EncryptionSQSManaged is SSE-SQS: only for queues without customer,
+	// order or payment data, or that must work while the data key does not.
 	EncryptionSQSManaged
 )
 
-// Props configures a Queue. The zero value is the safe default; see the
-// package documentation. EncryptionKey (unless EncryptionSQSManaged) and
-// AlarmTopic are required.
+// Props configures a Queue. The zero value is the safe default; the
+// Context's DataKey (unless EncryptionSQSManaged) and Alerts are required.
 type Props struct {
-	// QueueName is the physical name of the source queue (for example
-	// config.Environment.PhysicalName("cola-mercadofresco-pedidos")). For a
-	// FIFO queue ".fifo" is appended when missing. Default: a deterministic
-	// name derived from the construct path (a physical name is needed so the
-	// DLQ's redrive-allow policy can name its source without a cycle).
+	core.Context
+	// QueueName is the source's physical name; ".fifo" is appended to a
+	// FIFO queue's. Nil: a deterministic name from the construct path (the
+	// DLQ's redrive-allow policy names its source without a cycle).
 	QueueName *string
-	// DeadLetterQueueName is the physical name of the DLQ. Default: the source
-	// name with "-dlq" (before ".fifo" for FIFO queues).
+	// DeadLetterQueueName is the DLQ's. Nil: the source's with "-dlq"
+	// (before ".fifo").
 	DeadLetterQueueName *string
-	// Fifo makes the source a FIFO queue; its DLQ is then FIFO too (SQS
-	// requires it and the guardrails check it).
+	// Fifo makes both queues FIFO.
 	Fifo bool
-	// ContentBasedDeduplication enables SHA-256 body deduplication on a FIFO
-	// queue. Default false: producers send an explicit MessageDeduplicationId
-	// derived from the domain (the same idempotency key the consumer uses).
+	// ContentBasedDeduplication (FIFO only). Default false: producers send
+	// a MessageDeduplicationId derived from the domain.
 	ContentBasedDeduplication bool
-	// HighThroughputFifo sets DeduplicationScope=messageGroup and
-	// FifoThroughputLimit=perMessageGroupId, so throughput scales with the
-	// number of message groups (3,400 SKUs for stock movements) instead of
-	// the 300 msg/s per-queue FIFO limit.
+	// HighThroughputFifo scales a FIFO queue per message group
+	// (DeduplicationScope messageGroup, FifoThroughputLimit perMessageGroupId).
 	HighThroughputFifo bool
-	// Encryption selects the encryption at rest. Zero value: the data key.
+	// Encryption at rest. Zero value: the data key.
 	Encryption Encryption
-	// EncryptionKey is the customer-managed data key (alias/mercadofresco-datos).
-	// Required unless Encryption is EncryptionSQSManaged.
-	EncryptionKey awskms.IKey
-	// MaxReceiveCount is the number of receives before SQS moves a message to
-	// the DLQ (1..1000). Default DefaultMaxReceiveCount (4). Set >= 5 where the
-	// consumer can be throttled (AWS advice) and write the reason at the call
-	// site.
+	// MaxReceiveCount before a message moves to the DLQ (1..1000). Zero
+	// means DefaultMaxReceiveCount; set >= 5 where the consumer can be
+	// throttled and say why at the call site.
 	MaxReceiveCount float64
-	// RetentionPeriod of the source queue. Default 4 days.
-	RetentionPeriod awscdk.Duration
-	// DeadLetterRetentionPeriod of the DLQ. Default 14 days. For standard
-	// queues it must be longer than RetentionPeriod.
-	DeadLetterRetentionPeriod awscdk.Duration
-	// VisibilityTimeout of the source queue. Default: derived by AddConsumer
-	// as VisibilityMultiplier x function timeout + batching window (30 s, the
-	// SQS default, until a consumer is added). When set explicitly and lower
-	// than that, synth fails naming both numbers.
+	// RetentionPeriod of the source (default 4 days) and
+	// DeadLetterRetentionPeriod of the DLQ (default 14 days, longer than
+	// the source's for a standard queue).
+	RetentionPeriod, DeadLetterRetentionPeriod awscdk.Duration
+	// VisibilityTimeout of the source. Nil: derived by AddConsumer (30 s,
+	// the SQS default, until a consumer is added). Set below what a
+	// consumer needs, synthesis fails naming both numbers.
 	VisibilityTimeout awscdk.Duration
-	// OldestMessageAgeThreshold is the ApproximateAgeOfOldestMessage alarm
-	// threshold on the source queue. Default 3 h (see
-	// DefaultOldestMessageAgeMinutes). Must be below RetentionPeriod, or the
-	// alarm could only fire after messages were lost.
+	// OldestMessageAgeThreshold of the age alarm, below RetentionPeriod.
+	// Nil means 3 h.
 	OldestMessageAgeThreshold awscdk.Duration
-	// AlarmTopic receives alarm AND ok actions (alertas-mercadofresco).
-	// Required: an alarm nobody receives is not an alarm.
-	AlarmTopic awssns.ITopic
-	// RemovalPolicy of both queues: pass config.Environment.RemovalPolicy.
-	// Mapped by removal.For: empty and SNAPSHOT mean RETAIN (queues hold
-	// messages in flight and have no snapshots).
-	RemovalPolicy awscdk.RemovalPolicy
 }
 
 // Queue is a source queue with its DLQ and alarms.
@@ -175,81 +128,47 @@ type Queue struct {
 	Fifo bool
 	// QueueName and DeadLetterQueueName are the physical names (literal
 	// strings, usable where a token is not, e.g. to derive other names).
-	QueueName           string
-	DeadLetterQueueName string
+	QueueName, DeadLetterQueueName string
 
 	explicitVisibility float64 // seconds; 0 when derived from consumers
 	derivedVisibility  float64 // seconds; max over consumers
 }
 
-// New creates a Queue. Invalid props do not panic: they add an error
-// annotation so that synth fails with the message.
+// New creates a Queue. Invalid props are synthesis errors, every one of
+// them.
 func New(scope constructs.Construct, id string, props *Props) *Queue {
 	if props == nil {
 		props = &Props{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	q := &Queue{Construct: c, Fifo: props.Fifo}
-	fail := func(format string, a ...any) {
-		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("reliablequeue %s: %s", *c.Node().Path(), fmt.Sprintf(format, a...))))
-	}
+	v := core.Check(c, "reliablequeue")
+	props.Require(v, core.Alerts)
+	q.MaxReceiveCount = v.Count("MaxReceiveCount", props.MaxReceiveCount, DefaultMaxReceiveCount, 1, 1000)
 
-	q.MaxReceiveCount = props.MaxReceiveCount
-	if q.MaxReceiveCount == 0 {
-		q.MaxReceiveCount = DefaultMaxReceiveCount
-	}
-	if q.MaxReceiveCount < 1 || q.MaxReceiveCount > 1000 || q.MaxReceiveCount != math.Trunc(q.MaxReceiveCount) {
-		fail("MaxReceiveCount must be an integer between 1 and 1000, got %v", props.MaxReceiveCount)
-		q.MaxReceiveCount = DefaultMaxReceiveCount
-	}
-
-	retention := durationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultRetentionDays)))
-	dlqRetention := durationOr(props.DeadLetterRetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays)))
-	ageThreshold := durationOr(props.OldestMessageAgeThreshold, awscdk.Duration_Minutes(jsii.Number(DefaultOldestMessageAgeMinutes)))
-	retentionS, err1 := Seconds(retention)
-	dlqRetentionS, err2 := Seconds(dlqRetention)
-	ageS, err3 := Seconds(ageThreshold)
+	retention := core.DurationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultRetentionDays)))
+	dlqRetention := core.DurationOr(props.DeadLetterRetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays)))
+	ageThreshold := core.DurationOr(props.OldestMessageAgeThreshold, awscdk.Duration_Minutes(jsii.Number(DefaultOldestMessageAgeMinutes)))
+	retentionS, err1 := core.Seconds(retention)
+	dlqRetentionS, err2 := core.Seconds(dlqRetention)
+	ageS, err3 := core.Seconds(ageThreshold)
 	for _, err := range []error{err1, err2, err3} {
-		if err != nil {
-			fail("%v", err)
-		}
+		v.If(err != nil, "%v", err)
 	}
-	if !props.Fifo && err1 == nil && err2 == nil && dlqRetentionS <= retentionS {
-		fail("DeadLetterRetentionPeriod (%.0f s) must be longer than RetentionPeriod (%.0f s): a standard queue's message keeps its enqueue time in the DLQ and would expire there almost at once", dlqRetentionS, retentionS)
-	}
-	if err1 == nil && err3 == nil && ageS >= retentionS {
-		fail("OldestMessageAgeThreshold (%.0f s) must be below RetentionPeriod (%.0f s), otherwise messages expire before the alarm fires", ageS, retentionS)
-	}
+	v.If(!props.Fifo && err1 == nil && err2 == nil && dlqRetentionS <= retentionS,
+		"DeadLetterRetentionPeriod (%.0f s) must be longer than RetentionPeriod (%.0f s): a standard queue's message keeps its enqueue time in the DLQ (docs/design.md#retention)", dlqRetentionS, retentionS)
+	v.If(err1 == nil && err3 == nil && ageS >= retentionS,
+		"OldestMessageAgeThreshold (%.0f s) must be below RetentionPeriod (%.0f s), or messages expire before the alarm fires", ageS, retentionS)
 	if props.VisibilityTimeout != nil {
-		v, err := Seconds(props.VisibilityTimeout)
-		if err != nil {
-			fail("%v", err)
-		} else {
-			q.explicitVisibility = v
+		s, err := core.Seconds(props.VisibilityTimeout)
+		if !v.If(err != nil, "%v", err) {
+			q.explicitVisibility = s
 		}
 	}
 
-	encryption, key := awssqs.QueueEncryption_SQS_MANAGED, awskms.IKey(nil)
-	switch props.Encryption {
-	case EncryptionDataKey:
-		if props.EncryptionKey == nil {
-			fail("EncryptionKey is required: queues carry order data by default and are encrypted with the data key alias/mercadofresco-datos (set Encryption: EncryptionSQSManaged only for queues without order or payment data)")
-		} else {
-			encryption, key = awssqs.QueueEncryption_KMS, props.EncryptionKey
-		}
-	case EncryptionSQSManaged:
-		if props.EncryptionKey != nil {
-			fail("EncryptionKey is set but Encryption is EncryptionSQSManaged; choose one")
-		}
-	default:
-		fail("unknown Encryption %d", props.Encryption)
-	}
-	if props.AlarmTopic == nil {
-		fail("AlarmTopic is required (alertas-mercadofresco): the DLQ and age alarms must notify someone")
-	}
-	if !props.Fifo && (props.ContentBasedDeduplication || props.HighThroughputFifo) {
-		fail("ContentBasedDeduplication and HighThroughputFifo apply only to FIFO queues")
-	}
+	encrypted := &awssqs.QueueProps{}
+	encrypt(encrypted, v, props.Encryption, props.DataKey, "queues carry order data (EncryptionSQSManaged only for queues without it)")
+	v.If(!props.Fifo && (props.ContentBasedDeduplication || props.HighThroughputFifo), "ContentBasedDeduplication and HighThroughputFifo apply only to FIFO queues")
 
 	sourceName := queueName(c, props.QueueName, props.Fifo, "")
 	dlqName := queueName(c, jsii.String(sourceName), props.Fifo, "-dlq")
@@ -258,25 +177,21 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 	}
 	q.QueueName, q.DeadLetterQueueName = sourceName, dlqName
 	for _, n := range []string{sourceName, dlqName} {
-		if len(n) > maxQueueNameLength {
-			fail("queue name %q is longer than %d characters", n, maxQueueNameLength)
-		}
+		v.If(len(n) > maxQueueNameLength, "queue name %q is longer than %d characters", n, maxQueueNameLength)
 	}
-	if props.QueueName != nil && !props.Fifo && strings.HasSuffix(*props.QueueName, fifoSuffix) {
-		fail("queue name %q ends in .fifo but Fifo is false", *props.QueueName)
+	if props.QueueName != nil {
+		v.If(!props.Fifo && strings.HasSuffix(*props.QueueName, fifoSuffix), "queue name %q ends in .fifo but Fifo is false", *props.QueueName)
 	}
 
 	common := func(name string, ret awscdk.Duration) *awssqs.QueueProps {
 		p := &awssqs.QueueProps{
-			QueueName:       jsii.String(name),
-			RetentionPeriod: ret,
-			EnforceSSL:      jsii.Bool(true),
-			Encryption:      encryption,
-			RemovalPolicy:   removal.For(props.RemovalPolicy, removal.Data),
-		}
-		if key != nil {
-			p.EncryptionMasterKey = key
-			p.DataKeyReuse = awscdk.Duration_Minutes(jsii.Number(DefaultDataKeyReuseMinutes))
+			QueueName:           jsii.String(name),
+			RetentionPeriod:     ret,
+			EnforceSSL:          jsii.Bool(true),
+			Encryption:          encrypted.Encryption,
+			EncryptionMasterKey: encrypted.EncryptionMasterKey,
+			DataKeyReuse:        encrypted.DataKeyReuse,
+			RemovalPolicy:       removal.For(props.RemovalPolicy, removal.Data),
 		}
 		if props.Fifo {
 			p.Fifo = jsii.Bool(true)
@@ -289,18 +204,15 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 		return p
 	}
 
-	// The DLQ is created first because the source's redrive policy points at
-	// it. Its redrive-allow policy names the source by ARN built from the
-	// source's physical name (not a reference) to avoid a CloudFormation
-	// dependency cycle.
-	stack := awscdk.Stack_Of(c)
-	sourceArn := stack.FormatArn(&awscdk.ArnComponents{
+	// The DLQ first: the source's redrive policy points at it. Its
+	// redrive-allow policy names the source by an ARN built from the
+	// source's physical name (a reference would be a cycle).
+	sourceArn := awscdk.Stack_Of(c).FormatArn(&awscdk.ArnComponents{
 		Service:   jsii.String("sqs"),
 		Resource:  jsii.String(sourceName),
 		ArnFormat: awscdk.ArnFormat_NO_RESOURCE_NAME,
 	})
-	dlqProps := common(dlqName, dlqRetention)
-	q.DeadLetterQueue = awssqs.NewQueue(c, jsii.String("DeadLetterQueue"), dlqProps)
+	q.DeadLetterQueue = awssqs.NewQueue(c, jsii.String("DeadLetterQueue"), common(dlqName, dlqRetention))
 	q.DeadLetterQueue.Node().DefaultChild().(awssqs.CfnQueue).SetRedriveAllowPolicy(map[string]any{
 		"redrivePermission": "byQueue",
 		"sourceQueueArns":   []any{sourceArn},
@@ -318,7 +230,7 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 	producers.ForQueue(q.DeadLetterQueue)
 	producers.ForQueue(q.Queue)
 
-	q.DeadLetterAlarm = NewDeadLetterAlarm(c, "DeadLetterAlarm", q.DeadLetterQueue, props.AlarmTopic,
+	q.DeadLetterAlarm = NewDeadLetterAlarm(c, "DeadLetterAlarm", q.DeadLetterQueue, props.Alerts,
 		fmt.Sprintf("DLQ %s of %s has messages: paid work that was not done. Runbook: docs/runbooks/dlq.md. Start with: mf-dlq contain %s, then mf-dlq classify %s (never delete to look; no redrive before the fix).", dlqName, sourceName, dlqName, dlqName))
 
 	q.OldestMessageAlarm = alarm.New(c, "OldestMessageAlarm", &alarm.Props{
@@ -326,7 +238,7 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),
 		}),
-		Topic:     props.AlarmTopic,
+		Topic:     props.Alerts,
 		Threshold: ageS,
 		// No data means no messages (SQS publishes the metric for active
 		// queues only); that is healthy.
@@ -336,11 +248,28 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 	return q
 }
 
-// NewDeadLetterAlarm creates the DLQ health alarm of the lesson:
-// ApproximateNumberOfMessagesVisible > 0 (Maximum over 5 minutes, one
-// datapoint), missing data not breaching, alarm AND ok actions to topic.
-// It is exported so DLQs made elsewhere (SNS subscriptions, EventBridge
-// targets, pipes) get the same alarm.
+// encrypt sets p's encryption as e says, with key (the data key, reused by
+// SQS for DefaultDataKeyReuseMinutes), reporting a missing key (why the
+// queue needs it) or a key that SSE-SQS would ignore.
+func encrypt(p *awssqs.QueueProps, v *core.Problems, e Encryption, key awskms.IKey, why string) {
+	p.Encryption = awssqs.QueueEncryption_SQS_MANAGED
+	switch e {
+	case EncryptionDataKey:
+		if !v.If(key == nil, "DataKey is required: %s, encrypted with alias/mercadofresco-datos", why) {
+			p.Encryption, p.EncryptionMasterKey = awssqs.QueueEncryption_KMS, key
+			p.DataKeyReuse = awscdk.Duration_Minutes(jsii.Number(DefaultDataKeyReuseMinutes))
+		}
+	case EncryptionSQSManaged:
+		v.If(key != nil, "DataKey is set but Encryption is EncryptionSQSManaged; choose one")
+	default:
+		v.Addf("unknown Encryption %d", e)
+	}
+}
+
+// NewDeadLetterAlarm creates the DLQ alarm of docs/design.md#dlq-alarm:
+// ApproximateNumberOfMessagesVisible > 0 (Maximum over 5 minutes),
+// missing data not breaching, ALARM and OK to topic. For DLQs made
+// elsewhere too (SNS subscriptions, rule targets, pipes).
 func NewDeadLetterAlarm(scope constructs.Construct, id string, dlq awssqs.IQueue, topic awssns.ITopic, description string) awscloudwatch.Alarm {
 	return alarm.New(scope, id, &alarm.Props{
 		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
@@ -355,41 +284,35 @@ func NewDeadLetterAlarm(scope constructs.Construct, id string, dlq awssqs.IQueue
 }
 
 // GrantConsumeMessages grants receive, delete, change-visibility and
-// get-attributes on the source queue, and kms:Decrypt on the data key
-// through SQS only (kms:ViaService sqs.<region>.amazonaws.com: the grant
-// decrypts the messages SQS hands over, never other ciphertext).
+// get-attributes on the source queue, and kms:Decrypt on its key through
+// SQS only (core.GrantKey).
 func (q *Queue) GrantConsumeMessages(grantee awsiam.IGrantable) awsiam.Grant {
 	return grantConsume(q.Queue, grantee)
 }
 
 // GrantSendMessages grants sqs:SendMessage on the source queue and, for a
-// KMS-encrypted queue, exactly kms:GenerateDataKey and kms:Decrypt on the
-// key through SQS only (what an SSE-KMS producer needs; the CDK's own
-// grant adds kms:ReEncrypt* and kms:GenerateDataKey* wildcards, for any
-// caller of KMS), and admits grantee's role to the queue's producer guard.
-// A grantee in a stack that references this queue's stack is admitted by
-// name instead (producers.ForQueue(q.Queue).AdmitRoleName): a reference
-// back would be a cycle.
+// KMS-encrypted queue, exactly kms:GenerateDataKey and kms:Decrypt through
+// SQS only (the CDK's own grant adds kms:ReEncrypt* and
+// kms:GenerateDataKey* for any caller of KMS), and admits grantee's role to
+// the queue's producer guard. A grantee in a stack that references this
+// one is admitted by name instead (producers.ForQueue(q.Queue).AdmitRoleName).
 func (q *Queue) GrantSendMessages(grantee awsiam.IGrantable) awsiam.Grant {
 	producers.ForQueue(q.Queue).AdmitGrantable(grantee)
 	return grantSend(q.Queue, grantee)
 }
 
 // GrantSendToDeadLetterQueue grants send on the DLQ (as GrantSendMessages)
-// and admits grantee's role to the DLQ's guard. A consumer that classifies
-// a message as poison sends it to the DLQ itself (with the failure reason
-// as message attributes) before deleting it.
+// and admits grantee to the DLQ's guard: a consumer sends a poison message
+// to the DLQ itself, with the failure reason, before deleting it.
 func (q *Queue) GrantSendToDeadLetterQueue(grantee awsiam.IGrantable) awsiam.Grant {
 	producers.ForQueue(q.DeadLetterQueue).AdmitGrantable(grantee)
 	return grantSend(q.DeadLetterQueue, grantee)
 }
 
-// AdmitRedriver admits roleArn (the on-call's role,
-// config.Environment.RoleArn of Roles.Operator) as a producer of the source
-// queue: the DLQ runbook's redrive (cmd/mf-dlq redrive, its loop and SQS's
-// move task alike) sends the DLQ's messages back there as that role. The
-// role's IAM permissions come from the account's identity setup; this only
-// lets them through the guard. An empty roleArn admits nobody.
+// AdmitRedriver admits roleArn (the on-call's role, config Roles.Operator)
+// as a producer of the source queue, for the DLQ runbook's redrive (its
+// IAM permissions come from the account's identity setup). An empty
+// roleArn admits nobody.
 func (q *Queue) AdmitRedriver(roleArn string) {
 	if roleArn == "" {
 		return
@@ -399,10 +322,7 @@ func (q *Queue) AdmitRedriver(roleArn string) {
 
 func grantSend(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {
 	g := queue.Grant(grantee, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"), jsii.String("sqs:GetQueueUrl"))
-	if key := queue.EncryptionMasterKey(); key != nil {
-		g = g.Combine(keygrant.Through(key, grantee, "sqs", "kms:GenerateDataKey", "kms:Decrypt"))
-	}
-	return g
+	return withKey(g, queue, grantee, "kms:GenerateDataKey", "kms:Decrypt")
 }
 
 // grantConsume is what awssqs.Queue.GrantConsumeMessages grants, with the
@@ -410,17 +330,22 @@ func grantSend(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {
 func grantConsume(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {
 	g := queue.Grant(grantee, jsii.String("sqs:ReceiveMessage"), jsii.String("sqs:ChangeMessageVisibility"),
 		jsii.String("sqs:GetQueueUrl"), jsii.String("sqs:DeleteMessage"), jsii.String("sqs:GetQueueAttributes"))
-	if key := queue.EncryptionMasterKey(); key != nil {
-		g = g.Combine(keygrant.Through(key, grantee, "sqs", "kms:Decrypt"))
+	return withKey(g, queue, grantee, "kms:Decrypt")
+}
+
+// withKey adds to g the key's actions through SQS, for an encrypted queue.
+func withKey(g awsiam.Grant, queue awssqs.IQueue, grantee awsiam.IGrantable, actions ...string) awsiam.Grant {
+	if queue.EncryptionMasterKey() == nil {
+		return g
 	}
-	return g
+	return g.Combine(GrantKeyThroughSQS(queue, grantee, actions...))
 }
 
 // GrantKeyThroughSQS grants actions on the key of queue (if it has one)
 // through SQS only: for producers and consumers granted outside this
 // package (a pipe's DLQ).
 func GrantKeyThroughSQS(queue awssqs.IQueue, grantee awsiam.IGrantable, actions ...string) awsiam.Grant {
-	return keygrant.Through(queue.EncryptionMasterKey(), grantee, "sqs", actions...)
+	return core.GrantKey(queue.EncryptionMasterKey(), grantee, "sqs", actions...)
 }
 
 // MetricApproximateAgeOfOldestMessage is the age of the source's oldest
@@ -434,9 +359,9 @@ func (q *Queue) MetricDeadLetterMessagesVisible(opts *awscloudwatch.MetricOption
 	return q.DeadLetterQueue.MetricApproximateNumberOfMessagesVisible(opts)
 }
 
-// VisibilityTimeoutSeconds is the effective visibility timeout: the explicit
-// value, else the largest value derived from the consumers, else 30 (SQS
-// default).
+// VisibilityTimeoutSeconds is the effective visibility timeout: the
+// explicit value, else the largest derived from the consumers, else 30
+// (the SQS default).
 func (q *Queue) VisibilityTimeoutSeconds() float64 {
 	switch {
 	case q.explicitVisibility > 0:
@@ -446,27 +371,6 @@ func (q *Queue) VisibilityTimeoutSeconds() float64 {
 	default:
 		return 30
 	}
-}
-
-// Seconds converts a literal Duration to seconds without panicking on
-// unresolved tokens or fractional values.
-func Seconds(d awscdk.Duration) (secs float64, err error) {
-	if d == nil {
-		return 0, fmt.Errorf("duration is nil")
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("duration %v cannot be converted to seconds: %v", *d.ToHumanString(), r)
-		}
-	}()
-	return *d.ToSeconds(&awscdk.TimeConversionOptions{Integral: jsii.Bool(false)}), nil
-}
-
-func durationOr(d, def awscdk.Duration) awscdk.Duration {
-	if d == nil {
-		return def
-	}
-	return d
 }
 
 // queueName returns the physical name: the given one (with suffix and

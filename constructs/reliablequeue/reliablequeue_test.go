@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
@@ -33,7 +34,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) props() *reliablequeue.Props {
-	return &reliablequeue.Props{EncryptionKey: f.key, AlarmTopic: f.alerts}
+	return &reliablequeue.Props{Context: core.Context{DataKey: f.key, Alerts: f.alerts}}
 }
 
 // function is a stand-in consumer; only its timeout matters here.
@@ -80,8 +81,7 @@ func TestDefaults(t *testing.T) {
 	reliablequeue.New(f.stack, "Pedidos", &reliablequeue.Props{
 		QueueName:           jsii.String("cola-mercadofresco-pedidos"),
 		DeadLetterQueueName: jsii.String("mercadofresco-pedidos-fallidos"),
-		EncryptionKey:       f.key,
-		AlarmTopic:          f.alerts,
+		Context:             core.Context{DataKey: f.key, Alerts: f.alerts},
 	})
 	f.requireNoErrors(t)
 	tpl := f.template(t)
@@ -216,7 +216,7 @@ func TestFifoGetsFifoDeadLetterQueue(t *testing.T) {
 
 func TestSQSManagedEncryptionWhenChosen(t *testing.T) {
 	f := newFixture(t)
-	reliablequeue.New(f.stack, "Tech", &reliablequeue.Props{Encryption: reliablequeue.EncryptionSQSManaged, AlarmTopic: f.alerts})
+	reliablequeue.New(f.stack, "Tech", &reliablequeue.Props{Encryption: reliablequeue.EncryptionSQSManaged, Context: core.Context{Alerts: f.alerts}})
 	f.requireNoErrors(t)
 	tpl := f.template(t)
 	tpl.AllResourcesProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"SqsManagedSseEnabled": true})
@@ -228,8 +228,12 @@ func TestInvalidProps(t *testing.T) {
 		props func(f *fixture) *reliablequeue.Props
 		want  []string
 	}{
-		{"zero value needs the data key", func(f *fixture) *reliablequeue.Props { return &reliablequeue.Props{AlarmTopic: f.alerts} }, []string{"EncryptionKey is required", "alias/mercadofresco-datos"}},
-		{"zero value needs the alerts topic", func(f *fixture) *reliablequeue.Props { return &reliablequeue.Props{EncryptionKey: f.key} }, []string{"AlarmTopic is required"}},
+		{"zero value needs the data key", func(f *fixture) *reliablequeue.Props {
+			return &reliablequeue.Props{Context: core.Context{Alerts: f.alerts}}
+		}, []string{"DataKey is required", "alias/mercadofresco-datos"}},
+		{"zero value needs the alerts topic", func(f *fixture) *reliablequeue.Props {
+			return &reliablequeue.Props{Context: core.Context{DataKey: f.key}}
+		}, []string{"Alerts is required"}},
 		{"max receive count range", func(f *fixture) *reliablequeue.Props {
 			p := f.props()
 			p.MaxReceiveCount = 1001
@@ -277,7 +281,7 @@ func TestMaxReceiveCountOverride(t *testing.T) {
 func TestStandaloneDeadLetterQueue(t *testing.T) {
 	f := newFixture(t)
 	d := reliablequeue.NewDeadLetterQueue(f.stack, "RuleDlq", &reliablequeue.DeadLetterQueueProps{
-		QueueName: jsii.String("mercadofresco-regla-dlq"), EncryptionKey: f.key, AlarmTopic: f.alerts,
+		QueueName: jsii.String("mercadofresco-regla-dlq"), Context: core.Context{DataKey: f.key, Alerts: f.alerts},
 		Source: "EventBridge rule PedidoCreado -> procesar-pedido",
 	})
 	if d.Alarm == nil || d.Queue == nil {
@@ -303,9 +307,9 @@ func TestStandaloneDeadLetterQueue(t *testing.T) {
 	})
 
 	f2 := newFixture(t)
-	reliablequeue.NewDeadLetterQueue(f2.stack, "Bad", &reliablequeue.DeadLetterQueueProps{AlarmTopic: f2.alerts})
+	reliablequeue.NewDeadLetterQueue(f2.stack, "Bad", &reliablequeue.DeadLetterQueueProps{Context: core.Context{Alerts: f2.alerts}})
 	f2.requireError(t, "Source is required")
-	f2.requireError(t, "EncryptionKey is required")
+	f2.requireError(t, "DataKey is required")
 }
 
 // Every grant of the package on the queue's key (consume with AddConsumer,
@@ -314,7 +318,7 @@ func TestStandaloneDeadLetterQueue(t *testing.T) {
 func TestGrantsUseTheKeyThroughSQSOnly(t *testing.T) {
 	f := newFixture(t)
 	q := reliablequeue.New(f.stack, "Pedidos", f.props())
-	d := reliablequeue.NewDeadLetterQueue(f.stack, "RuleDlq", &reliablequeue.DeadLetterQueueProps{EncryptionKey: f.key, AlarmTopic: f.alerts, Source: "a rule"})
+	d := reliablequeue.NewDeadLetterQueue(f.stack, "RuleDlq", &reliablequeue.DeadLetterQueueProps{Context: core.Context{DataKey: f.key, Alerts: f.alerts}, Source: "a rule"})
 	q.AddConsumer(f.function("Consumidor", 60), reliablequeue.ConsumerOptions{MaximumConcurrency: 2})
 	q.GrantSendMessages(f.function("Productor", 10))
 	d.GrantConsumeMessages(f.function("Operador", 10))

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/stocktable"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
@@ -17,7 +18,7 @@ func TestMain(m *testing.M) { cdktest.Main(m) }
 
 func TestStockTable(t *testing.T) {
 	p := cdktest.NewPlatform("Datos")
-	tbl := stocktable.New(p.Stack, "Stock", &stocktable.Props{TableName: jsii.String("mercadofresco-stock"), EncryptionKey: p.Key, AlarmTopic: p.Alerts})
+	tbl := stocktable.New(p.Stack, "Stock", &stocktable.Props{TableName: jsii.String("mercadofresco-stock"), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	role := awsiam.NewRole(p.Stack, jsii.String("Consumidor"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
 	tbl.GrantConsumer(role)
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
@@ -46,6 +47,6 @@ func TestMissingKeyAndTopicAreErrors(t *testing.T) {
 	p := cdktest.NewPlatform("Mal")
 	stocktable.New(p.Stack, "Stock", nil)
 	errs := cdktest.Errors(p.Stack)
-	cdktest.RequireContains(t, errs, "EncryptionKey is required")
-	cdktest.RequireContains(t, errs, "AlarmTopic is required")
+	cdktest.RequireContains(t, errs, "DataKey is required")
+	cdktest.RequireContains(t, errs, "Alerts is required")
 }

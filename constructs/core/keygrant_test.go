@@ -1,4 +1,4 @@
-package keygrant_test
+package core_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/keygrant"
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
@@ -16,17 +16,17 @@ func TestMain(m *testing.M) { cdktest.Main(m) }
 
 // The grant names the service in the key's region; without a key nothing
 // is granted.
-func TestThroughConditionsOnTheService(t *testing.T) {
+func TestGrantKeyConditionsOnTheService(t *testing.T) {
 	stack := cdktest.NewStack("S")
 	key := awskms.NewKey(stack, jsii.String("Key"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 	role := awsiam.NewRole(stack, jsii.String("Role"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
-	if g := keygrant.Through(key, role, "sqs", "kms:Decrypt"); !*g.Success() {
+	if g := core.GrantKey(key, role, "sqs", "kms:Decrypt"); !*g.Success() {
 		t.Fatal("grant not added")
 	}
-	if g := keygrant.Through(nil, role, "sqs", "kms:Decrypt"); *g.Success() {
+	if g := core.GrantKey(nil, role, "sqs", "kms:Decrypt"); *g.Success() {
 		t.Fatal("a grant without a key succeeded")
 	}
-	if got := keygrant.ViaService(stack, "dynamodb"); got != "dynamodb.eu-west-1.amazonaws.com" {
+	if got := core.ViaService(stack, "dynamodb"); got != "dynamodb.eu-west-1.amazonaws.com" {
 		t.Errorf("ViaService = %s", got)
 	}
 	tpl := assertions.Template_FromStack(stack, nil)

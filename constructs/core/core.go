@@ -1,0 +1,176 @@
+// Package core is what every construct of the app shares: the platform
+// context its Props embed (Context), the validator that reports every
+// problem of its props at synthesis (Problems), and the one way to grant a
+// KMS key through one service only (GrantKey). docs/design.md#construct-props.
+package core
+
+import (
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/removal"
+)
+
+// Context is what the platform gives every construct of one environment;
+// every construct's Props embed it. Each construct says which fields it
+// cannot do without (Require); the zero value of the others is safe.
+type Context struct {
+	// EnvironmentName is dev, staging or prod: ENTORNO, the Entorno
+	// dimension of the project's metrics.
+	EnvironmentName string
+	// Builder compiles the Go Lambdas: share the app's. Nil: each function
+	// builds on its own.
+	Builder *golambda.Builder
+	// DataKey is the customer-managed key alias/mercadofresco-datos that
+	// encrypts stores, queues, topics, secrets, environments and logs.
+	DataKey awskms.IKey
+	// Alerts is alertas-mercadofresco: every alarm notifies it of ALARM and OK.
+	Alerts awssns.ITopic
+	// LogRetention of every log group. Empty means one month.
+	LogRetention awslogs.RetentionDays
+	// RemovalPolicy of stateful resources, mapped per kind by removal.For
+	// (empty means RETAIN; SNAPSHOT means RETAIN where CloudFormation
+	// cannot snapshot).
+	RemovalPolicy awscdk.RemovalPolicy
+	// DeletionProtection of tables and databases. Nil means on.
+	DeletionProtection *bool
+}
+
+// Duration is d as a CDK Duration (in seconds): where a Go duration
+// constant becomes a Props duration.
+func Duration(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}
+
+// Or is name, or def when name is nil (a physical name's default).
+func Or(name *string, def string) *string {
+	if name != nil {
+		return name
+	}
+	return jsii.String(def)
+}
+
+// Prefixed is "<prefix>-<name>", or nil (CloudFormation names it) when
+// prefix is nil.
+func Prefixed(prefix *string, name string) *string {
+	if prefix == nil {
+		return nil
+	}
+	return jsii.String(*prefix + "-" + name)
+}
+
+// DurationOr is d, or def when d is nil.
+func DurationOr(d, def awscdk.Duration) awscdk.Duration {
+	if d == nil {
+		return def
+	}
+	return d
+}
+
+// LogicalID is the logical id of c's default child in its stack's
+// template, as cdk-nag names resources in its findings ("missing" for an
+// imported construct, which has none).
+func LogicalID(c constructs.IConstruct) string {
+	if el, ok := c.Node().DefaultChild().(awscdk.CfnElement); ok {
+		return *awscdk.Stack_Of(c).GetLogicalId(el)
+	}
+	return "missing"
+}
+
+// Field names a Context field a construct requires.
+type Field int
+
+// The fields Require checks.
+const (
+	EnvironmentName Field = 1 << iota
+	DataKey
+	Alerts
+)
+
+// Require reports every field of need that is missing.
+func (c Context) Require(p *Problems, need Field) {
+	p.If(need&EnvironmentName != 0 && c.EnvironmentName == "", "EnvironmentName is required (ENTORNO, the Entorno metric dimension)")
+	p.If(need&DataKey != 0 && c.DataKey == nil, "DataKey is required (the data key alias/mercadofresco-datos)")
+	p.If(need&Alerts != 0 && c.Alerts == nil, "Alerts is required (alertas-mercadofresco): an alarm nobody receives is not an alarm")
+}
+
+// Environment is EnvironmentName, or "missing" when it is empty (a metric
+// dimension cannot be empty; Require has reported it).
+func (c Context) Environment() string {
+	if c.EnvironmentName == "" {
+		return "missing"
+	}
+	return c.EnvironmentName
+}
+
+// Retention is LogRetention, one month when empty.
+func (c Context) Retention() awslogs.RetentionDays {
+	if c.LogRetention == "" {
+		return awslogs.RetentionDays_ONE_MONTH
+	}
+	return c.LogRetention
+}
+
+// Protected is DeletionProtection, true when nil.
+func (c Context) Protected() *bool {
+	if c.DeletionProtection == nil {
+		return jsii.Bool(true)
+	}
+	return c.DeletionProtection
+}
+
+// FunctionProps fills what the context gives a function (builder, key, log
+// retention and removal, alarm topic) into the fields of p left zero.
+func (c Context) FunctionProps(p golambda.Props) *golambda.Props {
+	if p.Builder == nil {
+		p.Builder = c.Builder
+	}
+	if p.EncryptionKey == nil {
+		p.EncryptionKey = c.DataKey
+	}
+	if p.LogRetention == "" {
+		p.LogRetention = c.LogRetention
+	}
+	if p.LogRemovalPolicy == "" {
+		p.LogRemovalPolicy = c.RemovalPolicy
+	}
+	if p.AlarmTopic == nil {
+		p.AlarmTopic = c.Alerts
+	}
+	return &p
+}
+
+// LogGroup creates a log group encrypted with the data key, with the
+// context's retention and removal policy. A nil name lets CloudFormation
+// name it.
+func (c Context) LogGroup(scope constructs.Construct, id string, name *string) awslogs.LogGroup {
+	return awslogs.NewLogGroup(scope, jsii.String(id), &awslogs.LogGroupProps{
+		LogGroupName:  name,
+		Retention:     c.Retention(),
+		EncryptionKey: c.DataKey,
+		RemovalPolicy: removal.For(c.RemovalPolicy, removal.Data),
+	})
+}
+
+// RequireVpc returns vpc and subnets, or, reporting the missing vpc (why
+// says what needs it), an imported placeholder and its default subnets:
+// no stand-in VPC is built and the template gains nothing, while the
+// construct stays whole until synthesis fails with every problem.
+func RequireVpc(v *Problems, scope constructs.Construct, vpc awsec2.IVpc, subnets *awsec2.SubnetSelection, why string) (awsec2.IVpc, *awsec2.SubnetSelection) {
+	if !v.If(vpc == nil, "Vpc is required: %s", why) {
+		return vpc, subnets
+	}
+	return awsec2.Vpc_FromVpcAttributes(scope, jsii.String("MissingVpc"), &awsec2.VpcAttributes{
+		VpcId:             jsii.String("vpc-missing"),
+		AvailabilityZones: jsii.Strings("missing-a", "missing-b"),
+		PrivateSubnetIds:  jsii.Strings("subnet-missing-a", "subnet-missing-b"),
+	}), nil
+}

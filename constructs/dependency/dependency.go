@@ -1,0 +1,147 @@
+// Package dependency is how a function reaches a service outside AWS that
+// it calls with an API key: the key's secret (NewAPIKey), the function's
+// read of it through its own role (GrantRead), a security group with HTTPS
+// out only (NewSecurityGroup), the Secrets Manager endpoint's admission
+// every secret reader in the VPC needs (ReadSecretsThrough), and the
+// circuit breaker's shared state (BreakerStore) with its CircuitoAbierto
+// alarm (NewCircuitOpenedAlarm). docs/design.md#dependency-access.
+package dependency
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+)
+
+// BreakerStore is where circuit breakers keep their shared state:
+// *cache.Cache (mercadofresco-catalogo). Bind admits fn to it and sets
+// breakerapi.EnvRedisAddr and EnvRedisTLS on fn.
+type BreakerStore interface {
+	Bind(fn awslambda.Function)
+}
+
+// APIKeyProps configures NewAPIKey. The Context's DataKey encrypts the
+// secret and its RemovalPolicy applies.
+type APIKeyProps struct {
+	core.Context
+	// SecretName is the physical name. Nil lets CloudFormation name it.
+	SecretName *string
+	// Field, when set, makes the secret {"<Field>": "<key>"} (for a reader
+	// that takes a JSON field, an EventBridge connection); else the key is
+	// the whole secret.
+	Field string
+	// Description says whose key it is, its form (a plain string or
+	// {"api_key": ...}) and that the placeholder must be replaced.
+	Description string
+	// Rotation says who issues the key and how it is rotated: the reason
+	// of the AwsSolutions-SMG4 acknowledgement (a rotation Lambda cannot
+	// mint a third party's keys).
+	Rotation string
+}
+
+// NewAPIKey creates the secret of a third party's API key: 40 random
+// characters until an operator puts the real key (put-secret-value).
+func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssecretsmanager.Secret {
+	generate := &awssecretsmanager.SecretStringGenerator{PasswordLength: jsii.Number(40), ExcludePunctuation: jsii.Bool(true)}
+	if props.Field != "" {
+		generate.SecretStringTemplate, generate.GenerateStringKey = jsii.String("{}"), jsii.String(props.Field)
+	}
+	secret := awssecretsmanager.NewSecret(scope, jsii.String(id), &awssecretsmanager.SecretProps{
+		SecretName:           props.SecretName,
+		Description:          jsii.String(props.Description),
+		EncryptionKey:        props.DataKey,
+		RemovalPolicy:        removal.For(props.RemovalPolicy, removal.Data),
+		GenerateSecretString: generate,
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(secret, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-SMG4"),
+		Reason: jsii.String(props.Rotation),
+	}}, jsii.Bool(true))
+	return secret
+}
+
+// GrantRead lets grantee read secret, in its own policy only, and decrypt
+// it with key through Secrets Manager only (Secret.GrantRead would also
+// write the key's policy when the key lives in another stack, making that
+// stack depend on this one). A nil key grants no key.
+func GrantRead(secret awssecretsmanager.ISecret, key awskms.IKey, grantee awsiam.IGrantable) {
+	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"),
+		ResourceArns: jsii.Strings(*secret.SecretArn()),
+	})
+	core.GrantKey(key, grantee, "secretsmanager", "kms:Decrypt")
+}
+
+// NewSecurityGroup creates a security group in vpc that lets HTTPS (443)
+// out to anywhere and nothing else (egress describes the rule); the cache
+// and the endpoints admit it on their side.
+func NewSecurityGroup(scope constructs.Construct, id string, vpc awsec2.IVpc, description, egress string) awsec2.SecurityGroup {
+	sg := awsec2.NewSecurityGroup(scope, jsii.String(id), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String(description),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	sg.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String(egress), nil)
+	return sg
+}
+
+// AllowHTTPS opens 443 from from to endpoint, from from's side: with the
+// endpoint in another stack, the CDK places both rules in from's stack (no
+// dependency cycle).
+func AllowHTTPS(from awsec2.IConnectable, endpoint awsec2.IConnectable, description string) {
+	from.Connections().AllowTo(endpoint, awsec2.Port_Tcp(jsii.Number(443)), jsii.String(description))
+}
+
+// ReadSecretsThrough admits from, a secret reader in the VPC, to the
+// Secrets Manager endpoint, whose private DNS takes every Secrets Manager
+// call of the VPC (docs/design.md#network); a missing endpoint is reported
+// to v.
+func ReadSecretsThrough(v *core.Problems, from awsec2.IConnectable, endpoint awsec2.IInterfaceVpcEndpoint, reader string) {
+	if !v.If(endpoint == nil, "SecretsEndpoint is required: the Secrets Manager endpoint's private DNS takes every call in the VPC, where %s (docs/design.md#network)", reader) {
+		AllowHTTPS(from, endpoint, reader)
+	}
+}
+
+// Metric is the project's metric name of dependency in environment
+// (namespace MercadoFresco/Tienda, dimensions Entorno and Dependencia), at
+// statistic per minute.
+func Metric(environment, dependency, name, statistic string) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:  jsii.String(metricsapi.Namespace),
+		MetricName: jsii.String(name),
+		DimensionsMap: &map[string]*string{
+			metricsapi.DimensionEnvironment: jsii.String(environment),
+			breakerapi.DimensionDependency:  jsii.String(dependency),
+		},
+		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
+		Statistic: jsii.String(statistic),
+	})
+}
+
+// NewCircuitOpenedAlarm alarms when the circuit of dependency opens
+// (CircuitoAbierto, Sum > 0 in a minute, emitted only on a transition) in
+// the Context's environment, to its alerts topic; description says what an
+// open circuit means for the caller and what to check.
+func NewCircuitOpenedAlarm(scope constructs.Construct, id string, ctx core.Context, dependency, description string) awscloudwatch.Alarm {
+	return alarm.New(scope, id, &alarm.Props{
+		Metric:      Metric(ctx.Environment(), dependency, breakerapi.MetricOpened, "Sum"),
+		Topic:       ctx.Alerts,
+		Threshold:   0,
+		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // emitted only on a transition
+		Description: description,
+	})
+}

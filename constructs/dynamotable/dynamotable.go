@@ -1,0 +1,221 @@
+// Package dynamotable is a DynamoDB table that queue consumers keep their
+// records in, safe by default: on-demand billing, encryption with the
+// Context's data key, point-in-time recovery, deletion protection (the
+// Context's, nil means on), RETAIN on stack deletion, and two alarms to the
+// Context's alerts topic on the consumers' operations (throttled requests,
+// DynamoDB system errors). Consumers get exactly the item operations of
+// the table's Schema, and the key's use through DynamoDB only
+// (GrantConsumer, BindTo). constructs/idempotencytable and
+// constructs/stocktable are its tables; docs/design.md#consumer-tables.
+package dynamotable
+
+import (
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/removal"
+)
+
+// Props configures a Table. The Context's DataKey (the tables hold payment
+// references and stock) and Alerts are required.
+type Props struct {
+	core.Context
+	// TableName is the physical name, env.PhysicalName(<SPEC name>). Nil
+	// lets CloudFormation name it (never a fixed name two environments
+	// sharing an account would fight over).
+	TableName *string
+	// ThrottleAlarmThreshold is the throttled requests in five minutes that
+	// raise the alarm. Default 1: an on-demand table that throttles is
+	// delaying orders.
+	ThrottleAlarmThreshold float64
+}
+
+// Schema is what one table is: its keys, the operations its consumers make
+// and the variable its consumers read its name from.
+type Schema struct {
+	// Kind names the table's package in errors ("idempotencytable").
+	Kind string
+	// PartitionKey, SortKey ("" for none) and TTLAttribute ("" for none).
+	PartitionKey, SortKey, TTLAttribute string
+	// Operations are the item operations the consumers make: the only ones
+	// GrantConsumer grants and the alarms watch.
+	Operations []awsdynamodb.Operation
+	// KeyActions are the data key's actions GrantConsumer grants through
+	// DynamoDB.
+	KeyActions []string
+	// EnvTableName is the variable BindTo sets to the table's name.
+	EnvTableName string
+	// ThrottleDescription and SystemErrorsDescription describe the alarms.
+	ThrottleDescription, SystemErrorsDescription string
+}
+
+// Actions are the table actions of the schema's operations (GET_ITEM is
+// dynamodb:GetItem).
+func (s Schema) Actions() []string {
+	out := make([]string, 0, len(s.Operations))
+	for _, op := range s.Operations {
+		action := "dynamodb:"
+		for _, w := range strings.Split(string(op), "_") {
+			action += w[:1] + strings.ToLower(w[1:])
+		}
+		out = append(out, action)
+	}
+	return out
+}
+
+// Table is a consumer table with its alarms.
+type Table struct {
+	constructs.Construct
+	// Table is the underlying L2 table.
+	Table awsdynamodb.Table
+	// EncryptionKey is the key the table is encrypted with.
+	EncryptionKey awskms.IKey
+	// ThrottleAlarm and SystemErrorsAlarm watch the schema's operations.
+	ThrottleAlarm, SystemErrorsAlarm awscloudwatch.Alarm
+
+	schema Schema
+}
+
+// New creates the table. Invalid props are synthesis errors, every one of
+// them.
+func New(scope constructs.Construct, id string, props *Props, schema Schema) *Table {
+	if props == nil {
+		props = &Props{}
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	v := core.Check(c, schema.Kind)
+	props.Require(v, core.DataKey|core.Alerts)
+	threshold := props.ThrottleAlarmThreshold
+	if threshold == 0 {
+		threshold = 1
+	}
+	if v.If(threshold < 1, "ThrottleAlarmThreshold must be at least 1, got %v", props.ThrottleAlarmThreshold) {
+		threshold = 1
+	}
+	encryption := awsdynamodb.TableEncryption_CUSTOMER_MANAGED
+	if props.DataKey == nil {
+		// Reported: keep synthesising without a stray key of the CDK's own.
+		encryption = awsdynamodb.TableEncryption_AWS_MANAGED
+	}
+	tp := &awsdynamodb.TableProps{
+		TableName:     props.TableName,
+		PartitionKey:  &awsdynamodb.Attribute{Name: jsii.String(schema.PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:   awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		Encryption:    encryption,
+		EncryptionKey: props.DataKey,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: props.Protected(),
+		// DynamoDB tables cannot be snapshotted on deletion: SNAPSHOT retains.
+		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
+	}
+	if schema.SortKey != "" {
+		tp.SortKey = &awsdynamodb.Attribute{Name: jsii.String(schema.SortKey), Type: awsdynamodb.AttributeType_STRING}
+	}
+	if schema.TTLAttribute != "" {
+		tp.TimeToLiveAttribute = jsii.String(schema.TTLAttribute)
+	}
+	t := &Table{Construct: c, EncryptionKey: props.DataKey, schema: schema}
+	t.Table = awsdynamodb.NewTable(c, jsii.String("Table"), tp)
+
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+	alarmOn := func(id string, metric awscloudwatch.IMetric, threshold float64, description string) awscloudwatch.Alarm {
+		return alarm.New(c, id, &alarm.Props{
+			Metric:      metric,
+			Topic:       props.Alerts,
+			Threshold:   threshold,
+			Comparison:  awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // none reports nothing
+			Description: description,
+		})
+	}
+	t.ThrottleAlarm = alarmOn("ThrottleAlarm", t.MetricThrottledRequests(&awscloudwatch.MetricOptions{Period: five}), threshold, schema.ThrottleDescription)
+	t.SystemErrorsAlarm = alarmOn("SystemErrorsAlarm", t.MetricSystemErrors(&awscloudwatch.MetricOptions{Period: five}), 1, schema.SystemErrorsDescription)
+	return t
+}
+
+// TableName is the table's physical name.
+func (t *Table) TableName() *string { return t.Table.TableName() }
+
+// TableArn is the table's ARN.
+func (t *Table) TableArn() *string { return t.Table.TableArn() }
+
+// GrantConsumer gives grantee exactly the schema's table actions on this
+// table and its key actions through DynamoDB in this region
+// (core.GrantKey), in the grantee's own policy: a consumer in another stack
+// never edits this stack or the key's policy.
+func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
+	grant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings(t.schema.Actions()...),
+		ResourceArns: jsii.Strings(*t.Table.TableArn()),
+	})
+	if t.EncryptionKey == nil {
+		return grant
+	}
+	return grant.Combine(core.GrantKey(t.EncryptionKey, grantee, "dynamodb", t.schema.KeyActions...))
+}
+
+// BindTo grants fn as a consumer (GrantConsumer) and sets the schema's
+// EnvTableName to the table's name, so the code never hard-codes it.
+func (t *Table) BindTo(fn awslambda.Function) awsiam.Grant {
+	fn.AddEnvironment(jsii.String(t.schema.EnvTableName), t.Table.TableName(), nil)
+	return t.GrantConsumer(fn)
+}
+
+// MetricThrottledRequests is the sum of ThrottledRequests over the
+// consumers' operations (Sum by default).
+func (t *Table) MetricThrottledRequests(opts *awscloudwatch.MetricOptions) awscloudwatch.IMetric {
+	return t.Table.MetricThrottledRequestsForOperations(t.operationsOptions(opts))
+}
+
+// MetricSystemErrors is the sum of SystemErrors over the consumers'
+// operations (Sum by default).
+func (t *Table) MetricSystemErrors(opts *awscloudwatch.MetricOptions) awscloudwatch.IMetric {
+	o := awsdynamodb.SystemErrorsForOperationsMetricOptions(*t.operationsOptions(opts))
+	return t.Table.MetricSystemErrorsForOperations(&o)
+}
+
+// MetricConditionalCheckFailedRequests counts failed conditions: for the
+// idempotency table every duplicate delivery it absorbed, plus lost races
+// and late owners fenced off (Sum by default). A dashboard, not a page.
+func (t *Table) MetricConditionalCheckFailedRequests(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return t.Table.MetricConditionalCheckFailedRequests(withSum(opts))
+}
+
+// MetricConsumedWriteCapacityUnits is the write capacity the consumers use
+// (Sum by default); on-demand billing charges it.
+func (t *Table) MetricConsumedWriteCapacityUnits(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
+	return t.Table.MetricConsumedWriteCapacityUnits(withSum(opts))
+}
+
+func (t *Table) operationsOptions(opts *awscloudwatch.MetricOptions) *awsdynamodb.OperationsMetricOptions {
+	o, ops := withSum(opts), append([]awsdynamodb.Operation(nil), t.schema.Operations...)
+	return &awsdynamodb.OperationsMetricOptions{
+		Account: o.Account, Color: o.Color, DimensionsMap: o.DimensionsMap, Label: o.Label,
+		Period: o.Period, Region: o.Region, StackAccount: o.StackAccount, StackRegion: o.StackRegion,
+		Statistic: o.Statistic, Unit: o.Unit, Visible: o.Visible, Operations: &ops,
+	}
+}
+
+func withSum(o *awscloudwatch.MetricOptions) *awscloudwatch.MetricOptions {
+	if o == nil {
+		o = &awscloudwatch.MetricOptions{}
+	}
+	c := *o
+	if c.Statistic == nil {
+		c.Statistic = jsii.String("Sum")
+	}
+	return &c
+}

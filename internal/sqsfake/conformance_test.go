@@ -64,6 +64,7 @@ var divergences = map[string]struct{ backend, what string }{
 	"binary-size":        {"fauxqs", "a Binary attribute counts toward the size limit by its base64 length, not its bytes; the fake counts the bytes"},
 	"attribute-rules":    {"fauxqs", "message attributes are not validated (more than 10, reserved AWS. prefix, bad names, empty values, unknown types, non-numeric Number); SQS refuses each, and so does the fake"},
 	"query-error-code":   {"fauxqs", "every error's query-compatible code (x-amzn-query-error, which the SDK reports as the error code) is prefixed AWS.SimpleQueueService., so MissingParameter arrives as AWS.SimpleQueueService.MissingParameter; SQS prefixes only some codes (NonExistentQueue), and the fake sends the plain code"},
+	"batch-id-length":    {"fauxqs", "a batch entry id longer than 80 characters is accepted; SQS allows at most 80, and the fake refuses it (InvalidBatchEntryId)"},
 	"delete-bad-handle":  {"fauxqs", "DeleteMessage with a receipt handle the queue never issued succeeds; SQS answers ReceiptHandleIsInvalid, as the fake does"},
 }
 
@@ -625,15 +626,33 @@ func TestConformanceMessageAttributes(t *testing.T) {
 		{"unknown type", map[string]queue.Attribute{"a": {DataType: "Json", StringValue: "{}"}}},
 		{"Number not a number", map[string]queue.Attribute{"a": {DataType: "Number", StringValue: "doce"}}},
 	}
+	digests := map[string]string{}
 	forEachBackend(t, func(t *testing.T, b *backend) {
 		url, _ := b.create(t, "atributos", sqsfake.QueueConfig{})
 		b.send(t, queue.SendMessageInput{QueueURL: url, Body: "x", MessageAttributes: sent})
+		// The same attributes through the SDK directly, for the digest.
+		raw := map[string]sqstypes.MessageAttributeValue{}
+		for k, a := range sent {
+			v := sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), BinaryValue: a.BinaryValue}
+			if a.BinaryValue == nil {
+				v.StringValue = aws.String(a.StringValue)
+			}
+			raw[k] = v
+		}
+		out, err := b.sdk.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("digest"), MessageAttributes: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests[b.name] = aws.ToString(out.MD5OfMessageAttributes)
 		got := b.receive(t, url, 1)
 		if len(got) != 1 {
 			t.Fatalf("receive = %+v", got)
 		}
 		if len(got[0].MessageAttributes) != len(sent) {
 			t.Errorf("received %d attributes, sent %d: %+v", len(got[0].MessageAttributes), len(sent), got[0].MessageAttributes)
+		}
+		if err := b.api.DeleteMessage(context.Background(), url, got[0].ReceiptHandle); err != nil {
+			t.Fatal(err)
 		}
 		for k, want := range sent {
 			a := got[0].MessageAttributes[k]
@@ -654,6 +673,170 @@ func TestConformanceMessageAttributes(t *testing.T) {
 					t.Fatalf("err = %v, want InvalidParameter", err)
 				}
 			})
+		}
+	})
+	// MD5OfMessageAttributes is SQS's digest on both (the SDK checks only the body's).
+	if digests["sqsfake"] == "" || digests["sqsfake"] != digests["fauxqs"] {
+		t.Errorf("MD5OfMessageAttributes: sqsfake %q, fauxqs %q", digests["sqsfake"], digests["fauxqs"])
+	}
+}
+
+// batchAnswer is a batch response reduced to what SQS specifies: the ids
+// that succeeded and, per failed id, its code and fault.
+func batchAnswer(ok []string, failed []sqstypes.BatchResultErrorEntry) string {
+	slices.Sort(ok)
+	var f []string
+	for _, e := range failed {
+		f = append(f, fmt.Sprintf("%s:%s:%v", aws.ToString(e.Id), aws.ToString(e.Code), e.SenderFault))
+	}
+	slices.Sort(f)
+	return fmt.Sprintf("ok %v failed %v", ok, f)
+}
+
+func TestConformanceBatchRequestErrors(t *testing.T) {
+	ctx := context.Background()
+	entries := func(n, size int) []sqstypes.SendMessageBatchRequestEntry {
+		out := make([]sqstypes.SendMessageBatchRequestEntry, n)
+		for i := range out {
+			out[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprintf("e%d", i)), MessageBody: aws.String(strings.Repeat("x", size))}
+		}
+		return out
+	}
+	withID := func(ids ...string) []sqstypes.SendMessageBatchRequestEntry {
+		out := entries(len(ids), 1)
+		for i, id := range ids {
+			out[i].Id = aws.String(id)
+		}
+		return out
+	}
+	var (
+		empty     *sqstypes.EmptyBatchRequest
+		tooMany   *sqstypes.TooManyEntriesInBatchRequest
+		badID     *sqstypes.InvalidBatchEntryId
+		notUnique *sqstypes.BatchEntryIdsNotDistinct
+		tooLong   *sqstypes.BatchRequestTooLong
+	)
+	tests := []struct {
+		name       string
+		entries    []sqstypes.SendMessageBatchRequestEntry
+		want       any // a pointer to the SDK's typed error, or nil
+		divergence string
+	}{
+		{"no entries", []sqstypes.SendMessageBatchRequestEntry{}, &empty, ""},
+		{"11 entries", entries(11, 1), &tooMany, ""},
+		{"10 entries", entries(10, 1), nil, ""},
+		{"a space in an id", withID("a b"), &badID, ""},
+		{"an id of 80", withID(strings.Repeat("i", 80)), nil, ""},
+		{"an id of 81", withID(strings.Repeat("i", 81)), &badID, "batch-id-length"},
+		{"the same id twice", withID("a", "b", "a"), &notUnique, ""},
+		// Each entry within the queue's limit, together over 1 MiB.
+		{"payload over 1 MiB", entries(5, 220_000), &tooLong, ""},
+		{"payload at 1 MiB", entries(4, 262_144), nil, ""},
+	}
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		url, _ := b.create(t, "lotes", sqsfake.QueueConfig{MaxMessageSize: 262_144})
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				out, err := b.sdk.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: tt.entries})
+				want := tt.want
+				if tt.divergence != "" && b.diverges(tt.divergence) {
+					want = nil
+				}
+				if want == nil {
+					if err != nil || len(out.Failed) != 0 || len(out.Successful) != len(tt.entries) {
+						t.Fatalf("want every entry sent, got %+v, %v", out, err)
+					}
+					return
+				}
+				if !errors.As(err, want) {
+					t.Fatalf("err = %v, want %T", err, want)
+				}
+			})
+		}
+	})
+}
+
+func TestConformanceBatchEntryErrors(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		url, _ := b.create(t, "entradas", sqsfake.QueueConfig{MaxMessageSize: 1024, VisibilityTimeout: 30 * time.Second})
+		entry := func(id, body string) sqstypes.SendMessageBatchRequestEntry {
+			return sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(body)}
+		}
+		out, err := b.sdk.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: []sqstypes.SendMessageBatchRequestEntry{
+			entry("uno", "1"), entry("grande", strings.Repeat("x", 1025)), entry("nul", "a\x00b"), entry("dos", "2"),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ok []string
+		for _, e := range out.Successful {
+			ok = append(ok, aws.ToString(e.Id))
+		}
+		if got, want := batchAnswer(ok, out.Failed), "ok [dos uno] failed [grande:InvalidParameterValue:true nul:InvalidMessageContents:true]"; got != want {
+			t.Errorf("SendMessageBatch = %s, want %s", got, want)
+		}
+		msgs := b.receive(t, url, 10)
+		if len(msgs) != 2 {
+			t.Fatalf("received %d messages, want the 2 accepted", len(msgs))
+		}
+		// FIFO: an entry without a group fails alone.
+		fifo, _ := b.create(t, "entradas.fifo", sqsfake.QueueConfig{ContentBasedDeduplication: true})
+		fout, err := b.sdk.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(fifo), Entries: []sqstypes.SendMessageBatchRequestEntry{
+			{Id: aws.String("con"), MessageBody: aws.String("a"), MessageGroupId: aws.String("g")},
+			{Id: aws.String("sin"), MessageBody: aws.String("b")},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fout.Successful) != 1 || aws.ToString(fout.Successful[0].SequenceNumber) == "" || len(fout.Failed) != 1 || aws.ToString(fout.Failed[0].Code) != "MissingParameter" {
+			t.Errorf("FIFO batch = %+v", fout)
+		}
+
+		// ChangeMessageVisibilityBatch: a good handle, an unknown one, a timeout out of range.
+		cmv, err := b.sdk.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: []sqstypes.ChangeMessageVisibilityBatchRequestEntry{
+			{Id: aws.String("bien"), ReceiptHandle: aws.String(msgs[0].ReceiptHandle), VisibilityTimeout: 0},
+			{Id: aws.String("falso"), ReceiptHandle: aws.String("not-a-handle"), VisibilityTimeout: 10},
+			{Id: aws.String("largo"), ReceiptHandle: aws.String(msgs[1].ReceiptHandle), VisibilityTimeout: 43201},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok = nil
+		for _, e := range cmv.Successful {
+			ok = append(ok, aws.ToString(e.Id))
+		}
+		if got, want := batchAnswer(ok, cmv.Failed), "ok [bien] failed [falso:ReceiptHandleIsInvalid:true largo:InvalidParameterValue:true]"; got != want {
+			t.Errorf("ChangeMessageVisibilityBatch = %s, want %s", got, want)
+		}
+		again := b.receive(t, url, 10)
+		if len(again) != 1 || again[0].MessageID != msgs[0].MessageID {
+			t.Fatalf("after visibility 0 got %+v, want %s back", again, msgs[0].MessageID)
+		}
+
+		// DeleteMessageBatch: the current handles and an unknown one.
+		del, err := b.sdk.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: []sqstypes.DeleteMessageBatchRequestEntry{
+			{Id: aws.String("a"), ReceiptHandle: aws.String(again[0].ReceiptHandle)},
+			{Id: aws.String("b"), ReceiptHandle: aws.String(msgs[1].ReceiptHandle)},
+			{Id: aws.String("c"), ReceiptHandle: aws.String("not-a-handle")},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok = nil
+		for _, e := range del.Successful {
+			ok = append(ok, aws.ToString(e.Id))
+		}
+		want := "ok [a b] failed [c:ReceiptHandleIsInvalid:true]"
+		if b.diverges("delete-bad-handle") {
+			want = "ok [a b c] failed []"
+		}
+		if got := batchAnswer(ok, del.Failed); got != want {
+			t.Errorf("DeleteMessageBatch = %s, want %s", got, want)
+		}
+		b.advance(t, time.Hour)
+		if got := b.receive(t, url, 10); len(got) != 0 {
+			t.Fatalf("deleted messages delivered again: %+v", got)
 		}
 	})
 }

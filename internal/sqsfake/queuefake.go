@@ -2,13 +2,15 @@
 // queue.AdminAPI) with the semantics the project's reliability depends on,
 // so consumers and operator tools are tested without AWS: visibility
 // timeouts, ApproximateReceiveCount and timestamps, redrive to a DLQ on the
-// receive after maxReceiveCount (arriving with that count, as SQS does),
-// FIFO groups and deduplication, SQS's attribute and size validation, stale
-// receipt handles, and message move tasks at their exact rate against the
-// clock (advanced when the fake is next called). Time is injectable
-// (WithClock); faults are injected with SetFault. Where SQS documents
-// nothing the fake makes a choice, and what it does not model is listed in
-// docs/design.md#sqs-fake.
+// receive after maxReceiveCount (arriving with that count), FIFO groups and
+// deduplication, SQS's attribute, size and batch validation, stale receipt
+// handles, and message move tasks at their exact rate against the clock
+// (advanced when the fake is next called). Time is injectable (WithClock);
+// faults are injected with SetFault. Its conformance suite runs every check
+// through the real SDK client against the fake and against fauxqs, an
+// independent emulator (fauxqstest); where the two differ the test asserts
+// which side SQS's documentation backs. Those divergences, and what the
+// fake does not model, are listed in docs/design.md#sqs-fake.
 package sqsfake
 
 import (
@@ -110,7 +112,8 @@ func WithAccount(a string) Option { return func(f *Fake) { f.account = a } }
 
 // Fault decides whether an operation fails: return a non-nil error to make
 // operation op ("SendMessage", "ReceiveMessage", "DeleteMessage",
-// "ChangeMessageVisibility", "GetQueueAttributes", "ListDeadLetterSourceQueues")
+// "ChangeMessageVisibility", "GetQueueAttributes", "ListDeadLetterSourceQueues",
+// "SendMessageBatch", "DeleteMessageBatch", "ChangeMessageVisibilityBatch")
 // on queueURL fail with it before it has any effect. The operations not
 // addressed by URL pass their own target: "GetQueueUrl" the queue name,
 // "StartMessageMoveTask" and "ListMessageMoveTasks" the source ARN,
@@ -346,6 +349,11 @@ func (f *Fake) SendMessage(ctx context.Context, in *queue.SendMessageInput) (*qu
 	if err != nil {
 		return nil, err
 	}
+	return f.send(q, in)
+}
+
+// send enqueues in on q (its QueueURL is not read). Callers hold f.mu.
+func (f *Fake) send(q *fakeQueue, in *queue.SendMessageInput) (*queue.SendMessageOutput, error) {
 	if err := validateBody(in.Body); err != nil {
 		return nil, err
 	}
@@ -362,6 +370,9 @@ func (f *Fake) SendMessage(ctx context.Context, in *queue.SendMessageInput) (*qu
 	now := f.now()
 	dedupID := in.MessageDeduplicationID
 	if q.fifo {
+		if in.MessageGroupID == "" {
+			return nil, fmt.Errorf("sqsfake: SendMessage: %w: a FIFO queue requires MessageGroupId", ErrMissingParameter)
+		}
 		if err := validateFIFOID("MessageGroupId", in.MessageGroupID); err != nil {
 			return nil, err
 		}
@@ -580,6 +591,11 @@ func (f *Fake) DeleteMessage(ctx context.Context, queueURL, receiptHandle string
 	if err != nil {
 		return err
 	}
+	return f.delete(q, receiptHandle)
+}
+
+// delete deletes the message of receiptHandle from q. Callers hold f.mu.
+func (f *Fake) delete(q *fakeQueue, receiptHandle string) error {
 	h, ok := f.handles[receiptHandle]
 	if !ok || h.msg.q != q {
 		return fmt.Errorf("sqsfake: DeleteMessage: %w: unknown receipt handle", queue.ErrReceiptHandleInvalid)
@@ -618,6 +634,11 @@ func (f *Fake) ChangeMessageVisibility(ctx context.Context, queueURL, receiptHan
 	if err != nil {
 		return err
 	}
+	return f.changeVisibility(q, receiptHandle, timeout)
+}
+
+// changeVisibility is ChangeMessageVisibility on q. Callers hold f.mu.
+func (f *Fake) changeVisibility(q *fakeQueue, receiptHandle string, timeout time.Duration) error {
 	if timeout < 0 || timeout > maxVisibility {
 		return fmt.Errorf("sqsfake: ChangeMessageVisibility: %w: %s not in 0..12h", queue.ErrInvalidParameter, timeout)
 	}
@@ -710,11 +731,11 @@ func validateBody(b string) error {
 		return fmt.Errorf("sqsfake: SendMessage: %w: the message body must not be empty", queue.ErrInvalidParameter)
 	}
 	if !utf8.ValidString(b) {
-		return fmt.Errorf("sqsfake: SendMessage: %w: the message body is not valid UTF-8", queue.ErrInvalidParameter)
+		return fmt.Errorf("sqsfake: SendMessage: %w: the message body is not valid UTF-8", ErrInvalidMessageContents)
 	}
 	for i, r := range b {
 		if !allowedRune(r) {
-			return fmt.Errorf("sqsfake: SendMessage: %w: character %U at byte %d is not allowed by SQS", queue.ErrInvalidParameter, r, i)
+			return fmt.Errorf("sqsfake: SendMessage: %w: character %U at byte %d is not allowed by SQS", ErrInvalidMessageContents, r, i)
 		}
 	}
 	return nil

@@ -5,9 +5,10 @@
 // speaks the operations of queue.AdminAPI; requests are not authenticated;
 // errors carry SQS's error codes (QueueDoesNotExist with its query-compatible
 // code, ReceiptHandleIsInvalid, MessageNotInflight, InvalidParameterValue,
-// ResourceNotFoundException, AccessDenied), so the SDK builds the same typed
-// errors. MD5OfMessageAttributes is not computed (the SDK checks only the
-// body's MD5, which is). Long polling returns at once.
+// ResourceNotFoundException, AccessDenied, the batch errors), so the SDK
+// builds the same typed errors. The batch operations are served when api is
+// a *sqsfake.Fake. MD5OfMessageBody and MD5OfMessageAttributes are computed
+// as SQS does (the SDK verifies both). Long polling returns at once.
 package sqsserver
 
 import (
@@ -24,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
@@ -62,6 +64,37 @@ type request struct {
 	MaxPerSecond           int                 `json:"MaxNumberOfMessagesPerSecond"`
 	MaxResults             int                 `json:"MaxResults"`
 	TaskHandle             string              `json:"TaskHandle"`
+	Entries                []entryJSON         `json:"Entries"`
+}
+
+// entryJSON is one entry of a batch request.
+type entryJSON struct {
+	ID                     string              `json:"Id"`
+	MessageBody            string              `json:"MessageBody"`
+	DelaySeconds           int                 `json:"DelaySeconds"`
+	MessageAttributes      map[string]attrJSON `json:"MessageAttributes"`
+	MessageGroupID         string              `json:"MessageGroupId"`
+	MessageDeduplicationID string              `json:"MessageDeduplicationId"`
+	ReceiptHandle          string              `json:"ReceiptHandle"`
+	VisibilityTimeout      int                 `json:"VisibilityTimeout"`
+}
+
+// batcher is the batch side of *sqsfake.Fake.
+type batcher interface {
+	SendMessageBatch(ctx context.Context, queueURL string, entries []sqsfake.SendBatchEntry) ([]sqsfake.SendBatchResult, []sqsfake.BatchEntryError, error)
+	DeleteMessageBatch(ctx context.Context, queueURL string, entries []sqsfake.ReceiptBatchEntry) ([]string, []sqsfake.BatchEntryError, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, queueURL string, entries []sqsfake.ReceiptBatchEntry) ([]string, []sqsfake.BatchEntryError, error)
+}
+
+func attributesIn(in map[string]attrJSON) map[string]queue.Attribute {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]queue.Attribute, len(in))
+	for k, a := range in {
+		out[k] = queue.Attribute{DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+	}
+	return out
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -110,22 +143,26 @@ func (h *handler) do(ctx context.Context, op string, req *request) (any, error) 
 		in := &queue.SendMessageInput{
 			QueueURL: req.QueueURL, Body: req.MessageBody, MessageGroupID: req.MessageGroupID,
 			MessageDeduplicationID: req.MessageDeduplicationID, Delay: time.Duration(req.DelaySeconds) * time.Second,
-		}
-		if len(req.MessageAttributes) > 0 {
-			in.MessageAttributes = map[string]queue.Attribute{}
-			for k, a := range req.MessageAttributes {
-				in.MessageAttributes[k] = queue.Attribute{DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue}
-			}
+			MessageAttributes: attributesIn(req.MessageAttributes),
 		}
 		out, err := h.api.SendMessage(ctx, in)
 		if err != nil {
 			return nil, err
 		}
 		res := map[string]any{"MessageId": out.MessageID, "MD5OfMessageBody": md5Hex(req.MessageBody)}
+		if d := md5OfAttributes(in.MessageAttributes); d != "" {
+			res["MD5OfMessageAttributes"] = d
+		}
 		if out.SequenceNumber != "" {
 			res["SequenceNumber"] = out.SequenceNumber
 		}
 		return res, nil
+	case "SendMessageBatch", "DeleteMessageBatch", "ChangeMessageVisibilityBatch":
+		b, ok := h.api.(batcher)
+		if !ok {
+			break
+		}
+		return doBatch(ctx, b, op, req)
 	case "ReceiveMessage":
 		in := &queue.ReceiveMessageInput{QueueURL: req.QueueURL, MaxMessages: req.MaxNumberOfMessages, WaitTime: time.Duration(req.WaitTimeSeconds) * time.Second}
 		if req.VisibilityTimeout != nil && *req.VisibilityTimeout > 0 {
@@ -146,6 +183,7 @@ func (h *handler) do(ctx context.Context, op string, req *request) (any, error) 
 					ma[k] = attrJSON{DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 				}
 				jm["MessageAttributes"] = ma
+				jm["MD5OfMessageAttributes"] = md5OfAttributes(m.MessageAttributes)
 			}
 			out = append(out, jm)
 		}
@@ -219,6 +257,13 @@ func writeAPIError(w http.ResponseWriter, err error) {
 		{queue.ErrMoveTaskRunning, 400, "InvalidParameterValue", "InvalidParameterValue", "There is already a task running. Only one active task is allowed for a source queue arn at a given time."},
 		{queue.ErrNotDeadLetterQueue, 400, "InvalidParameterValue", "InvalidParameterValue", "Source queue must be configured as a Dead Letter Queue."},
 		{queue.ErrTaskNotFound, 400, "ResourceNotFoundException", "ResourceNotFoundException", ""},
+		{sqsfake.ErrEmptyBatch, 400, "EmptyBatchRequest", "AWS.SimpleQueueService.EmptyBatchRequest", ""},
+		{sqsfake.ErrTooManyEntries, 400, "TooManyEntriesInBatchRequest", "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", ""},
+		{sqsfake.ErrInvalidBatchEntryID, 400, "InvalidBatchEntryId", "AWS.SimpleQueueService.InvalidBatchEntryId", ""},
+		{sqsfake.ErrBatchEntryIDsNotDistinct, 400, "BatchEntryIdsNotDistinct", "AWS.SimpleQueueService.BatchEntryIdsNotDistinct", ""},
+		{sqsfake.ErrBatchRequestTooLong, 400, "BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", ""},
+		{sqsfake.ErrInvalidMessageContents, 400, "InvalidMessageContents", "InvalidMessageContents", ""},
+		{sqsfake.ErrMissingParameter, 400, "MissingParameter", "MissingParameter", ""},
 		{queue.ErrInvalidParameter, 400, "InvalidParameterValue", "InvalidParameterValue", ""},
 		{ErrAccessDenied, 403, "AccessDenied", "AccessDenied", ""},
 		{errUnsupported, 400, "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", ""},

@@ -79,12 +79,42 @@ type backend struct {
 }
 
 // diverges reports whether b has the documented divergence id.
-func (b *backend) diverges(id string) bool {
+func (b *backend) diverges(t *testing.T, id string) bool {
+	t.Helper()
 	d, ok := divergences[id]
 	if !ok {
-		panic("unknown divergence " + id)
+		t.Fatalf("divergence %q is not in the table", id)
 	}
 	return d.backend == b.name
+}
+
+// TestDivergencesDocumented keeps the table above and the one in
+// docs/design.md#sqs-fake the same list.
+func TestDivergencesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "| divergence (test key) |")
+	if !ok {
+		t.Fatal("docs/design.md has no divergence table")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	documented := map[string]bool{}
+	for _, row := range strings.Split(table, "\n")[2:] {
+		key, _, _ := strings.Cut(strings.TrimPrefix(row, "| "), " |")
+		documented[key] = true
+	}
+	for key := range divergences {
+		if !documented[key] {
+			t.Errorf("divergence %q is tested but not in docs/design.md's table", key)
+		}
+	}
+	for key := range documented {
+		if _, ok := divergences[key]; !ok {
+			t.Errorf("docs/design.md lists divergence %q, which no test asserts", key)
+		}
+	}
 }
 
 var fauxqsQueues atomic.Int64
@@ -272,7 +302,7 @@ func TestConformanceChangeMessageVisibility(t *testing.T) {
 		// The current handle after its timeout expired: not in flight.
 		b.advance(t, 30*time.Second)
 		err = b.api.ChangeMessageVisibility(ctx, url, cur[0].ReceiptHandle, time.Minute)
-		if b.diverges("cmv-expired-handle") {
+		if b.diverges(t, "cmv-expired-handle") {
 			if err != nil {
 				t.Fatalf("fauxqs now refuses an expired handle (%v): update the divergences", err)
 			}
@@ -329,7 +359,7 @@ func TestConformanceDelete(t *testing.T) {
 			t.Fatalf("deleted message delivered: %+v", got)
 		}
 		err := b.api.DeleteMessage(ctx, url, "not-a-handle")
-		if b.diverges("delete-bad-handle") {
+		if b.diverges(t, "delete-bad-handle") {
 			if err != nil {
 				t.Fatalf("fauxqs now refuses an unknown handle (%v): update the divergences", err)
 			}
@@ -373,14 +403,14 @@ func TestConformanceRedriveToDLQ(t *testing.T) {
 					t.Fatalf("DLQ receive = %+v, want message %s with its body and attributes", got, id)
 				}
 				wantCount := 4
-				if b.diverges("dlq-receive-count") {
+				if b.diverges(t, "dlq-receive-count") {
 					wantCount = 5
 				}
 				if got[0].ReceiveCount() != wantCount {
 					t.Errorf("first DLQ receive count = %d, want %d", got[0].ReceiveCount(), wantCount)
 				}
 				wantSource := srcARN
-				if b.diverges("dlq-source-arn") {
+				if b.diverges(t, "dlq-source-arn") {
 					wantSource = ""
 				}
 				if s := got[0].Attributes[queue.AttrDeadLetterQueueSourceArn]; s != wantSource {
@@ -420,7 +450,7 @@ func TestConformanceFIFOGroupLocking(t *testing.T) {
 		}
 		// SKU-A has a1 in flight: nothing more of it; SKU-B flows.
 		wantB := []string{"b1", "b2"}
-		if b.diverges("fifo-one-per-group") {
+		if b.diverges(t, "fifo-one-per-group") {
 			wantB = []string{"b1"}
 		}
 		got := groupOf(b.receive(t, url, 10))
@@ -432,7 +462,7 @@ func TestConformanceFIFOGroupLocking(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantA := []string{"a2", "a3"}
-		if b.diverges("fifo-one-per-group") {
+		if b.diverges(t, "fifo-one-per-group") {
 			wantA = []string{"a2"}
 		}
 		next := b.receive(t, url, 10)
@@ -492,7 +522,7 @@ func TestConformanceFIFODeduplication(t *testing.T) {
 			t.Errorf("FIFO send without a deduplication id: err = %v, want InvalidParameter", err)
 		}
 		_, err := b.api.SendMessage(ctx, &queue.SendMessageInput{QueueURL: strict, Body: "x", MessageDeduplicationID: "d"})
-		if b.diverges("query-error-code") {
+		if b.diverges(t, "query-error-code") {
 			// The right answer under a code the adapter does not know.
 			if code := errorCode(err); code != "AWS.SimpleQueueService.MissingParameter" {
 				t.Errorf("FIFO send without a group: err = %v, want fauxqs's AWS.SimpleQueueService.MissingParameter", err)
@@ -536,7 +566,7 @@ func TestConformanceDelays(t *testing.T) {
 			t.Fatalf("after 60 s got %+v, want the queue-delayed message", got)
 		}
 		_, err = b.api.SendMessage(ctx, &queue.SendMessageInput{QueueURL: url, Body: "x", Delay: 901 * time.Second})
-		if b.diverges("delay-range") {
+		if b.diverges(t, "delay-range") {
 			if err != nil {
 				t.Fatalf("fauxqs now refuses DelaySeconds 901 (%v): update the divergences", err)
 			}
@@ -585,7 +615,7 @@ func TestConformanceSizeAndContent(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				tt.in.QueueURL = url
 				want := tt.ok
-				if tt.divergence != "" && b.diverges(tt.divergence) {
+				if tt.divergence != "" && b.diverges(t, tt.divergence) {
 					want = !want
 				}
 				_, err := b.api.SendMessage(context.Background(), &tt.in)
@@ -663,7 +693,7 @@ func TestConformanceMessageAttributes(t *testing.T) {
 		for _, tt := range invalid {
 			t.Run(tt.name, func(t *testing.T) {
 				_, err := b.api.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: url, Body: "x", MessageAttributes: tt.attrs})
-				if b.diverges("attribute-rules") {
+				if b.diverges(t, "attribute-rules") {
 					if err != nil {
 						t.Fatalf("fauxqs now refuses it (%v): update the divergences", err)
 					}
@@ -739,7 +769,7 @@ func TestConformanceBatchRequestErrors(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				out, err := b.sdk.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: tt.entries})
 				want := tt.want
-				if tt.divergence != "" && b.diverges(tt.divergence) {
+				if tt.divergence != "" && b.diverges(t, tt.divergence) {
 					want = nil
 				}
 				if want == nil {
@@ -828,7 +858,7 @@ func TestConformanceBatchEntryErrors(t *testing.T) {
 			ok = append(ok, aws.ToString(e.Id))
 		}
 		want := "ok [a b] failed [c:ReceiptHandleIsInvalid:true]"
-		if b.diverges("delete-bad-handle") {
+		if b.diverges(t, "delete-bad-handle") {
 			want = "ok [a b c] failed []"
 		}
 		if got := batchAnswer(ok, del.Failed); got != want {

@@ -65,6 +65,8 @@ var divergences = map[string]struct{ backend, what string }{
 	"attribute-rules":    {"fauxqs", "message attributes are not validated (more than 10, reserved AWS. prefix, bad names, empty values, unknown types, non-numeric Number); SQS refuses each, and so does the fake"},
 	"query-error-code":   {"fauxqs", "every error's query-compatible code (x-amzn-query-error, which the SDK reports as the error code) is prefixed AWS.SimpleQueueService., so MissingParameter arrives as AWS.SimpleQueueService.MissingParameter; SQS prefixes only some codes (NonExistentQueue), and the fake sends the plain code"},
 	"batch-id-length":    {"fauxqs", "a batch entry id longer than 80 characters is accepted; SQS allows at most 80, and the fake refuses it (InvalidBatchEntryId)"},
+	"stale-counts":       {"fauxqs", "ApproximateNumberOfMessages, ...NotVisible and ...Delayed move only on a receive: a message whose visibility timeout or delay has passed is still counted in flight or delayed until someone receives; the fake counts at the time asked (SQS calls the numbers approximate, and documents no such lag)"},
+	"no-retention":       {"fauxqs", "MessageRetentionPeriod is stored but never applied: messages outlive it; SQS deletes them when it ends, and so does the fake"},
 	"delete-bad-handle":  {"fauxqs", "DeleteMessage with a receipt handle the queue never issued succeeds; SQS answers ReceiptHandleIsInvalid, as the fake does"},
 }
 
@@ -867,6 +869,110 @@ func TestConformanceBatchEntryErrors(t *testing.T) {
 		b.advance(t, time.Hour)
 		if got := b.receive(t, url, 10); len(got) != 0 {
 			t.Fatalf("deleted messages delivered again: %+v", got)
+		}
+	})
+}
+
+func TestConformanceFIFOReturnAndRedrive(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		// Visibility 0 puts a FIFO message back at the head of its group.
+		url, _ := b.create(t, "orden.fifo", sqsfake.QueueConfig{ContentBasedDeduplication: true})
+		b.send(t, queue.SendMessageInput{QueueURL: url, Body: "m1", MessageGroupID: "g"})
+		b.send(t, queue.SendMessageInput{QueueURL: url, Body: "m2", MessageGroupID: "g"})
+		first := b.receive(t, url, 1)
+		if len(first) != 1 || first[0].Body != "m1" {
+			t.Fatalf("first = %+v", first)
+		}
+		if err := b.api.ChangeMessageVisibility(ctx, url, first[0].ReceiptHandle, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.receive(t, url, 1); len(got) != 1 || got[0].Body != "m1" || got[0].ReceiveCount() != 2 {
+			t.Fatalf("after visibility 0 got %+v, want m1 again with count 2", got)
+		}
+		// A deleted message's deduplication id is still remembered.
+		dedup := b.send(t, queue.SendMessageInput{QueueURL: url, Body: "m1", MessageGroupID: "g"})
+		if dedup.MessageID != first[0].MessageID {
+			t.Errorf("resending m1 within 5 minutes = %s, want the first id %s", dedup.MessageID, first[0].MessageID)
+		}
+
+		// The poison head of a group goes to the DLQ and the group goes on.
+		dlq, dlqARN := b.create(t, "veneno-dlq.fifo", sqsfake.QueueConfig{})
+		src, _ := b.create(t, "veneno.fifo", sqsfake.QueueConfig{ContentBasedDeduplication: true,
+			Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: dlqARN, MaxReceiveCount: 1}})
+		b.send(t, queue.SendMessageInput{QueueURL: src, Body: "poison", MessageGroupID: "g"})
+		b.send(t, queue.SendMessageInput{QueueURL: src, Body: "next", MessageGroupID: "g"})
+		if got := b.receive(t, src, 1); len(got) != 1 || got[0].Body != "poison" {
+			t.Fatalf("got %+v, want poison", got)
+		}
+		b.advance(t, sqsfake.DefaultVisibilityTimeout)
+		if got := b.receive(t, src, 10); len(got) != 1 || got[0].Body != "next" {
+			t.Fatalf("after the head moved to the DLQ got %+v, want next", got)
+		}
+		if got := b.receive(t, dlq, 10); len(got) != 1 || got[0].Body != "poison" || got[0].Attributes[queue.AttrMessageGroupID] != "g" {
+			t.Fatalf("DLQ = %+v, want poison in group g", got)
+		}
+	})
+}
+
+func TestConformanceReceiveLimits(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		url, _ := b.create(t, "limites", sqsfake.QueueConfig{})
+		for _, in := range []*sqs.ReceiveMessageInput{
+			{QueueUrl: aws.String(url), MaxNumberOfMessages: 11},
+			{QueueUrl: aws.String(url), WaitTimeSeconds: 21},
+			{QueueUrl: aws.String(url), VisibilityTimeout: 43201},
+		} {
+			if _, err := b.sdk.ReceiveMessage(ctx, in); !strings.HasSuffix(errorCode(err), "InvalidParameterValue") {
+				t.Errorf("ReceiveMessage(max %d, wait %d, visibility %d): err = %v, want InvalidParameterValue",
+					in.MaxNumberOfMessages, in.WaitTimeSeconds, in.VisibilityTimeout, err)
+			}
+		}
+		if _, err := b.api.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: url + "-no-existe"}); !errors.Is(err, queue.ErrQueueNotFound) {
+			t.Errorf("unknown queue: err = %v, want QueueDoesNotExist", err)
+		}
+	})
+}
+
+func TestConformanceCountsAndRetention(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		url, _ := b.create(t, "cuentas", sqsfake.QueueConfig{VisibilityTimeout: 30 * time.Second, RetentionPeriod: 10 * time.Minute})
+		b.send(t, queue.SendMessageInput{QueueURL: url, Body: "a"})
+		b.send(t, queue.SendMessageInput{QueueURL: url, Body: "b", Delay: 20 * time.Second})
+		b.receive(t, url, 1)
+		counts := func() string {
+			t.Helper()
+			a, err := b.api.GetQueueAttributes(ctx, url, queue.QueueAttrApproximateNumberOfMessages,
+				queue.QueueAttrApproximateNumberOfMessagesNotVisible, queue.QueueAttrApproximateNumberOfMessagesDelayed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a[queue.QueueAttrApproximateNumberOfMessages] + " visible, " + a[queue.QueueAttrApproximateNumberOfMessagesNotVisible] +
+				" in flight, " + a[queue.QueueAttrApproximateNumberOfMessagesDelayed] + " delayed"
+		}
+		if got, want := counts(), "0 visible, 1 in flight, 1 delayed"; got != want {
+			t.Errorf("after a receive: %s, want %s", got, want)
+		}
+		// The in-flight message's timeout and the delay pass; nobody receives.
+		b.advance(t, 30*time.Second)
+		want := "2 visible, 0 in flight, 0 delayed"
+		if b.diverges(t, "stale-counts") {
+			want = "0 visible, 1 in flight, 1 delayed"
+		}
+		if got := counts(); got != want {
+			t.Errorf("after the timeout and the delay: %s, want %s", got, want)
+		}
+		// Past the retention period SQS deletes the messages.
+		b.advance(t, 10*time.Minute)
+		got := b.receive(t, url, 10)
+		wantN := 0
+		if b.diverges(t, "no-retention") {
+			wantN = 2
+		}
+		if len(got) != wantN {
+			t.Errorf("after the 10-minute retention period received %d messages, want %d", len(got), wantN)
 		}
 	})
 }

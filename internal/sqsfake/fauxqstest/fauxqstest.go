@@ -151,6 +151,8 @@ func (s *Server) next(ctx context.Context) (string, error) {
 	}
 }
 
+var healthClient = &http.Client{Timeout: 2 * time.Second}
+
 // waitHealthy polls GET /health until it answers 200 or ctx ends.
 func (s *Server) waitHealthy(ctx context.Context) error {
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -160,7 +162,7 @@ func (s *Server) waitHealthy(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := healthClient.Do(req)
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -215,13 +217,15 @@ func (s *Server) Advance(d time.Duration) (time.Time, error) {
 func (s *Server) Client() *sqs.Client { return NewClient(s.Endpoint) }
 
 // NewClient returns an SQS client for endpoint with static fake credentials,
-// Region and no retries.
+// Region, no retries, and a 30 s bound on each call (a hung server fails
+// the test instead of stalling it).
 func NewClient(endpoint string) *sqs.Client {
 	return sqs.New(sqs.Options{
 		Region:           Region,
 		BaseEndpoint:     aws.String(endpoint),
 		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFAKEFORTESTS", "fake-secret", ""),
 		RetryMaxAttempts: 1,
+		HTTPClient:       &http.Client{Timeout: readyTimeout},
 	})
 }
 

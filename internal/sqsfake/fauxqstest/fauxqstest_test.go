@@ -3,6 +3,7 @@ package fauxqstest_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,19 @@ func TestVirtualClock(t *testing.T) {
 	}
 	if _, err := srv.Advance(-time.Second); err == nil {
 		t.Error("the clock moved back")
+	}
+}
+
+// TestLaunchWithoutNodeModules: with no node_modules above the working
+// directory Launch fails at once and says what to run (never a skip).
+func TestLaunchWithoutNodeModules(t *testing.T) {
+	t.Chdir(t.TempDir())
+	srv, err := fauxqstest.Launch(context.Background(), time.Now())
+	if err == nil {
+		srv.Close()
+		t.Fatal("Launch found fauxqs outside the repository")
+	}
+	if !strings.Contains(err.Error(), "make install") {
+		t.Errorf("err = %v, want it to name make install", err)
 	}
 }

@@ -70,7 +70,7 @@ func (s *Server) sns(ctx context.Context, v url.Values, out any) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: readyTimeout}).Do(req)
 	if err != nil {
 		return fmt.Errorf("fauxqstest: SNS %s: %w", v.Get("Action"), err)
 	}

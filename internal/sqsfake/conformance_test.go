@@ -58,6 +58,7 @@ var divergences = map[string]struct{ backend, what string }{
 	"cmv-expired-handle": {"fauxqs", "ChangeMessageVisibility on a handle whose visibility timeout has expired succeeds (and hides the message again) until the next receive; SQS answers MessageNotInflight, as the fake does"},
 	"dlq-receive-count":  {"fauxqs", "a redriven message arrives in the DLQ with maxReceiveCount+1 (the failed receive counted), so the first DLQ receive shows maxReceiveCount+2; the fake keeps maxReceiveCount (first DLQ receive maxReceiveCount+1). SQS documents no number"},
 	"dlq-source-arn":     {"fauxqs", "a redriven message has no DeadLetterQueueSourceArn system attribute; SQS documents it for messages moved to a DLQ, and the fake sets it"},
+	"fifo-dlq-dedup-id":  {"fauxqs", "a message redriven to a FIFO DLQ keeps its deduplication id; SQS documents that it is replaced with the message id (so two messages that shared one are not deduplicated in the DLQ), and the fake does so"},
 	"fifo-one-per-group": {"fauxqs", "a FIFO receive returns at most one message per group (and one in flight per group); SQS returns as many messages of one group as it can in a single call, as the fake does"},
 	"delay-range":        {"fauxqs", "a per-message DelaySeconds over 900 is accepted; SQS allows 0..900, and the fake refuses it"},
 	"supplementary-char": {"fauxqs", "a body with a character from U+10000..U+10FFFF (an emoji) is refused as InvalidMessageContents; SQS allows #x10000 to #x10FFFF, and the fake accepts it"},
@@ -420,6 +421,16 @@ func TestConformanceRedriveToDLQ(t *testing.T) {
 				}
 				if fifo && got[0].Attributes[queue.AttrMessageGroupID] != "P1" {
 					t.Errorf("the FIFO DLQ message lost its group: %+v", got[0].Attributes)
+				}
+				if fifo {
+					// SQS replaces the deduplication id with the message id.
+					wantDedup := id
+					if b.diverges(t, "fifo-dlq-dedup-id") {
+						wantDedup = "d1"
+					}
+					if d := got[0].Attributes[queue.AttrMessageDeduplicationID]; d != wantDedup {
+						t.Errorf("FIFO DLQ MessageDeduplicationId = %q, want %q", d, wantDedup)
+					}
 				}
 			})
 		})

@@ -522,7 +522,8 @@ func (f *Fake) ReceiveMessage(ctx context.Context, in *queue.ReceiveMessageInput
 }
 
 // moveToDLQ moves msgs from q to its DLQ as a redrive policy does: same
-// message id, body, attributes and receive count; the DLQ's own sequence.
+// message id, body, attributes and receive count; the DLQ's own sequence
+// (and, FIFO, the message id as deduplication id).
 func (f *Fake) moveToDLQ(q *fakeQueue, msgs []*message, now time.Time) {
 	gone := make(map[*message]bool, len(msgs))
 	for _, m := range msgs {
@@ -534,10 +535,14 @@ func (f *Fake) moveToDLQ(q *fakeQueue, msgs []*message, now time.Time) {
 		nm.dlqSource = q.arn
 		if q.dlq.fifo {
 			// FIFO DLQs restart the retention clock; standard ones keep the
-			// original enqueue time (SQS behaviour).
+			// original enqueue time (SQS behaviour). The deduplication id
+			// becomes the message id, as SQS documents, so two messages that
+			// shared one are not deduplicated in the DLQ.
 			nm.sentAt = now
 			q.dlq.seq++
 			nm.seqNumber = fmt.Sprintf("%020d", q.dlq.seq)
+			nm.dedupID = m.id
+			q.dlq.dedup[m.id] = dedupEntry{at: now, id: m.id, seqNumber: nm.seqNumber}
 		}
 		q.dlq.msgs = append(q.dlq.msgs, &nm)
 		q.dlq.stats.Sent++

@@ -137,6 +137,9 @@ func TestRedriveToDLQ(t *testing.T) {
 			if len(states) != 1 || states[0].MessageID != id || states[0].ReceiveCount != 4 || states[0].DLQSourceARN != f.ARN(src) {
 				t.Fatalf("DLQ content = %+v", states)
 			}
+			if fifo && states[0].DeduplicationID != id {
+				t.Errorf("FIFO DLQ deduplication id = %q, want the message id %s", states[0].DeduplicationID, id)
+			}
 			got := receive(t, f, dlq, 10)
 			if len(got) != 1 || got[0].ReceiveCount() != 5 {
 				t.Fatalf("first DLQ receive = %+v, want receive count 5 (maxReceiveCount 4, as SQS)", got)

@@ -8,7 +8,8 @@
 // ResourceNotFoundException, AccessDenied, the batch errors), so the SDK
 // builds the same typed errors. The batch operations are served when api is
 // a *sqsfake.Fake. MD5OfMessageBody and MD5OfMessageAttributes are computed
-// as SQS does (the SDK verifies both). Long polling returns at once.
+// as SQS does (the SDK verifies the body's; the sqsfake conformance suite
+// checks the attributes' against fauxqs). Long polling returns at once.
 package sqsserver
 
 import (

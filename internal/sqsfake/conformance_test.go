@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 // (or where SQS documents nothing and the two chose differently). The key
 // is what a test passes to backend.diverges.
 var divergences = map[string]struct{ backend, what string }{
-	"cmv-expired-handle": {"fauxqs", "ChangeMessageVisibility on a handle whose visibility timeout has expired succeeds (and hides the message again) until the next receive; SQS answers MessageNotInflight, as the fake does"},
+	"cmv-expired-handle": {"fauxqs", "ChangeMessageVisibility on a handle whose visibility timeout has expired succeeds (and hides the message again) until the next receive; SQS's reference warns that a change after the timeout might fail and names MessageNotInflight for a message not in flight, which is what the fake answers"},
 	"dlq-receive-count":  {"fauxqs", "a redriven message arrives in the DLQ with maxReceiveCount+1 (the failed receive counted), so the first DLQ receive shows maxReceiveCount+2; the fake keeps maxReceiveCount (first DLQ receive maxReceiveCount+1). SQS documents no number"},
 	"dlq-source-arn":     {"fauxqs", "a redriven message has no DeadLetterQueueSourceArn system attribute; SQS documents it for messages moved to a DLQ, and the fake sets it"},
 	"fifo-dlq-dedup-id":  {"fauxqs", "a message redriven to a FIFO DLQ keeps its deduplication id; SQS documents that it is replaced with the message id (so two messages that shared one are not deduplicated in the DLQ), and the fake does so"},

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -984,6 +985,56 @@ func TestConformanceCountsAndRetention(t *testing.T) {
 		}
 		if len(got) != wantN {
 			t.Errorf("after the 10-minute retention period received %d messages, want %d", len(got), wantN)
+		}
+	})
+}
+
+// Concurrent consumers: while a message is in flight nobody else gets it,
+// so with a long visibility timeout each message is delivered once.
+func TestConformanceConcurrentConsumers(t *testing.T) {
+	const n = 100
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		url, _ := b.create(t, "concurrente", sqsfake.QueueConfig{VisibilityTimeout: time.Hour})
+		for i := 0; i < n; i += 10 {
+			entries := make([]sqstypes.SendMessageBatchRequestEntry, 10)
+			for j := range entries {
+				entries[j] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprintf("e%d", j)), MessageBody: aws.String(strconv.Itoa(i + j))}
+			}
+			if out, err := b.sdk.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries}); err != nil || len(out.Failed) != 0 {
+				t.Fatalf("SendMessageBatch = %+v, %v", out, err)
+			}
+		}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					msgs, err := b.api.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 10})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(msgs) == 0 {
+						return
+					}
+					for _, m := range msgs {
+						mu.Lock()
+						seen[m.Body]++
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != n {
+			t.Fatalf("saw %d distinct messages, want %d", len(seen), n)
+		}
+		for body, c := range seen {
+			if c != 1 {
+				t.Fatalf("message %s delivered %d times while in flight", body, c)
+			}
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -187,14 +188,15 @@ func mapError(op string, err error) error {
 	case errors.As(err, &badContents), errors.As(err, &badAttrName), errors.As(err, &badAttrVal):
 		sentinel = ErrInvalidParameter
 	case errors.As(err, &api):
-		switch api.ErrorCode() {
-		case "AccessDenied", "AccessDeniedException", "AWS.SimpleQueueService.AccessDenied":
+		// The query protocol prefixes some codes with the service name and
+		// the JSON protocol does not; both spellings mean the same error.
+		switch strings.TrimPrefix(api.ErrorCode(), "AWS.SimpleQueueService.") {
+		case "AccessDenied", "AccessDeniedException":
 			// The action is named so an operator knows what to ask for.
 			return fmt.Errorf("queue: %s: %w: the caller lacks sqs:%s: %w", op, ErrAccessDenied, op, err)
-		case "InvalidParameterValue", "MissingParameter", "InvalidParameterCombination",
-			"AWS.SimpleQueueService.InvalidParameterValue":
+		case "InvalidParameterValue", "MissingParameter", "InvalidParameterCombination":
 			sentinel = ErrInvalidParameter
-		case "AWS.SimpleQueueService.NonExistentQueue":
+		case "NonExistentQueue":
 			sentinel = ErrQueueNotFound
 		}
 	}

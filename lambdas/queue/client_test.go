@@ -103,6 +103,8 @@ func TestClientMapsErrors(t *testing.T) {
 		{"bad handle", &types.ReceiptHandleIsInvalid{Message: aws.String("x")}, queue.ErrReceiptHandleInvalid},
 		{"not in flight", &types.MessageNotInflight{Message: aws.String("x")}, queue.ErrMessageNotInflight},
 		{"invalid parameter", &smithy.GenericAPIError{Code: "InvalidParameterValue"}, queue.ErrInvalidParameter},
+		{"prefixed missing parameter", &smithy.GenericAPIError{Code: "AWS.SimpleQueueService.MissingParameter"}, queue.ErrInvalidParameter},
+		{"prefixed queue missing", &smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue"}, queue.ErrQueueNotFound},
 		{"throttled stays unclassified", &smithy.GenericAPIError{Code: "RequestThrottled"}, nil},
 	}
 	for _, tt := range tests {

@@ -43,7 +43,7 @@ func TestResolve(t *testing.T) {
 		{"Pedidos", "", dlq.ErrUsage, "add -e"},
 		{"Pedidos", "prod", queue.ErrQueueNotFound, `"mercadofresco-pedidos-fallidos" does not exist`},
 		{"Pedidos", "qa", dlq.ErrUsage, "unknown environment"},
-		{"Nope", "dev", queue.ErrQueueNotFound, "logical name (Pedidos, Correo, AvisoERP, StockMovements)"},
+		{"Nope", "dev", queue.ErrQueueNotFound, "logical name (Pedidos, Correo, AvisoERP, StockMovements, Inicio)"},
 		{"otra-cola", "", queue.ErrQueueNotFound, "--region"},
 		{"", "", dlq.ErrUsage, "name the queue"},
 	} {

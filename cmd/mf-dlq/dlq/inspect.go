@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -162,16 +163,33 @@ func (t *Tool) Classify(ctx context.Context, target *Target, opts ClassifyOption
 
 // ConsumerOptions returns the classification options of the target's
 // consumer from config/catalog (accepted versions, required keys,
-// replay window), or the defaults.
+// replay window) and the maxReceiveCount of its sources, or the defaults.
 func ConsumerOptions(target *Target) classify.Options {
 	var o classify.Options
 	if target != nil && target.Catalog != nil && len(target.Catalog.Consumers) > 0 {
 		c := target.Catalog.Consumers[0]
-		o.AcceptedVersions = c.SupportedVersions
+		o.AcceptedVersions, o.VersionKey = AcceptedVersions(c)
 		o.RequiredKeys = c.RequiredKeys
 		o.Window, o.CreatedAtKey = c.Window, c.CreatedAtKey
 	}
+	if target != nil {
+		for _, src := range target.Sources {
+			if n := src.MaxReceiveCount(); n > 0 && src.ARN != "" {
+				if o.SourceMaxReceives == nil {
+					o.SourceMaxReceives = map[string]int{}
+				}
+				o.SourceMaxReceives[src.ARN] = n
+			}
+		}
+	}
 	return o
+}
+
+// AcceptedVersions is where classify learns which schema versions a
+// consumer accepts, and at which path of the body the version is: the one
+// place to change when that knowledge moves (to the event declarations).
+func AcceptedVersions(c catalog.Consumer) (majors []int, versionKey string) {
+	return c.SupportedVersions, c.VersionKey
 }
 
 // PrintReport prints a classification for a person.

@@ -149,11 +149,11 @@ type Message struct {
 	// DLQReceives is SQS's ApproximateReceiveCount less ReceiveCount: the
 	// looks (inspect, classify, this one included) since it reached the
 	// DLQ.
-	DLQReceives  int               `json:"dlq_receives"`
-	Version      string            `json:"version,omitempty"`
-	Reason       string            `json:"mf_failure_reason,omitempty"`
-	Entities     map[string]string `json:"entities,omitempty"`
-	Source       string            `json:"source_arn,omitempty"`
+	DLQReceives int               `json:"dlq_receives"`
+	Version     string            `json:"version,omitempty"`
+	Reason      string            `json:"mf_failure_reason,omitempty"`
+	Entities    map[string]string `json:"entities,omitempty"`
+	Source      string            `json:"source_arn,omitempty"`
 }
 
 // Window is the SentTimestamp distribution of a set of messages.

@@ -100,7 +100,7 @@ var synopses = map[string]string{
 	"redrive":  "QUEUE --confirm-fixed [--only transient] [--reason TEXT] [--version N] [--rate 10] [--max N] [--dry-run] [--to QUEUE] [--mode auto|task|loop] [--readmit-expired]",
 	"verify":   "QUEUE [--expect N --since TIME] [--window 30s]",
 	"gen":      "--scenario NAME [--seed N] [--end TIME]",
-	"sandbox":  "[--scenario NAME] [--seed N] [-e dev] [--listen 127.0.0.1:0]",
+	"sandbox":  "[--scenario NAME] [--seed N] [-e dev] [--listen 127.0.0.1:0] [--consumer-accepts 1,2]",
 }
 
 func printHelp(w io.Writer, fs *flag.FlagSet) {

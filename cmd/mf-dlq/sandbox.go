@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
@@ -57,6 +58,7 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed)")
 	listen := fs.String("listen", "127.0.0.1:0", "address to serve on")
 	envName := fs.String("e", "dev", "environment whose queue names to create")
+	accepts := fs.String("consumer-accepts", "", "major versions the sandbox consumers accept (default: the catalogue's, 1): 1,2 rehearses the deploy of a consumer that accepts version 2")
 	var asJSON bool
 	registerJSON(fs, &asJSON)
 	if _, err := parse(fs, args); err != nil {
@@ -65,6 +67,15 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	sb, err := newSandbox(ctx, *scenario, *seed, *envName)
 	if err != nil {
 		return 0, err
+	}
+	if *accepts != "" {
+		var o classify.Options
+		if err := override(&o, *accepts, ""); err != nil {
+			return 0, err
+		}
+		for _, m := range sb.mappings {
+			m.consumer.SupportedVersions = o.AcceptedVersions
+		}
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

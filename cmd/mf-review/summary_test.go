@@ -3,33 +3,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mercadofresco/integration/cmd/mf-cost/cost"
+	"github.com/mercadofresco/integration/internal/snapshot"
 )
 
 // snapshots reads the committed templates of env (what make review
 // compares with), keyed by stack name.
 func snapshots(t *testing.T, env string) map[string]map[string]any {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "test", "testdata", "snapshots", "*-"+env+".template.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no snapshots of %s: %v", env, err)
-	}
-	out := map[string]map[string]any{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tpl map[string]any
-		if err := json.Unmarshal(raw, &tpl); err != nil {
-			t.Fatal(err)
-		}
-		out[strings.TrimSuffix(filepath.Base(f), ".template.json")] = tpl
+	out, err := snapshot.Load(filepath.Join("..", "..", "test", "testdata", "snapshots"), env)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

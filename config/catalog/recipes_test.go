@@ -3,12 +3,12 @@ package catalog_test
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/mercadofresco/integration/config/catalog"
+	"github.com/mercadofresco/integration/internal/snapshot"
 )
 
 // The recipes of docs/CONVENTIONS.md, checked on the committed snapshots
@@ -19,21 +19,9 @@ const snapshotDir = "../../test/testdata/snapshots"
 // templates reads the snapshots of env, by stack name.
 func templates(t *testing.T, env string) map[string]map[string]any {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(snapshotDir, "*-"+env+".template.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no snapshot of environment %q in %s: run make snapshots (docs/CONVENTIONS.md#recipe-add-an-environment)", env, snapshotDir)
-	}
-	out := map[string]map[string]any{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tpl map[string]any
-		if err := json.Unmarshal(raw, &tpl); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		out[strings.TrimSuffix(filepath.Base(f), ".template.json")] = tpl
+	out, err := snapshot.Load(snapshotDir, env)
+	if err != nil {
+		t.Fatalf("%v: run make snapshots (docs/CONVENTIONS.md#recipe-add-an-environment)", err)
 	}
 	return out
 }

@@ -187,8 +187,8 @@ func (t *Tool) verifyConsumer(ctx context.Context, target *Target, s QueueRef, a
 	}
 }
 
-// verifyBacklog passes when the source holds nothing, or holds less after
-// window than before.
+// verifyBacklog passes when the source holds nothing, or holds less
+// within window than at first (sampled six times).
 func (t *Tool) verifyBacklog(ctx context.Context, s QueueRef, window time.Duration, add func(name, status, format string, args ...any)) error {
 	v, f, d, err := t.depths(ctx, s)
 	if err != nil {
@@ -200,13 +200,21 @@ func (t *Tool) verifyBacklog(ctx context.Context, s QueueRef, window time.Durati
 		add("backlog", CheckOK, "source %s: empty (0 visible, 0 in flight, 0 delayed)", s.Name)
 		return nil
 	}
-	if err := t.Clock.Sleep(ctx, window); err != nil {
-		return fmt.Errorf("%w: while watching the backlog of %s", ErrInterrupted, s.Name)
-	}
-	v, f, d, err = t.depths(ctx, s)
-	if err != nil {
-		add("backlog", CheckUnknown, "backlog of %s: unknown: %s", s.Name, brief(err))
-		return nil
+	// Sample six times over the window; the first fall is enough.
+	step := window / 6
+	for i := range 6 {
+		if err := t.Clock.Sleep(ctx, step); err != nil {
+			return fmt.Errorf("%w: while watching the backlog of %s", ErrInterrupted, s.Name)
+		}
+		v, f, d, err = t.depths(ctx, s)
+		if err != nil {
+			add("backlog", CheckUnknown, "backlog of %s: unknown: %s", s.Name, brief(err))
+			return nil
+		}
+		if v+f+d < first {
+			window = step * time.Duration(i+1)
+			break
+		}
 	}
 	last := v + f + d
 	if last < first {

@@ -217,7 +217,7 @@ func TestRehearsalExpired(t *testing.T) {
 // TestInicioBuffer: the order starter's buffer is nameable with -e and
 // classify applies its 89-day window on detail.creado_en.
 func TestInicioBuffer(t *testing.T) {
-	r := newRehearsal(t, dataset.TransientBurst)
+	r := newRehearsal(t, dataset.Malformed)
 	url, err := r.sb.fake.GetQueueURL(r.ctx, catalog.PhysicalName(catalog.InicioDLQName, "dev"))
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +262,7 @@ func TestEveryCommandHelp(t *testing.T) {
 
 // TestEveryCommandJSON: each command's --json output parses.
 func TestEveryCommandJSON(t *testing.T) {
-	r := newRehearsal(t, dataset.Mixture)
+	r := newRehearsal(t, dataset.Malformed)
 	for _, line := range []string{
 		"contain Pedidos -e dev --window 10ms --samples 2",
 		"inspect Pedidos -e dev -n 3",
@@ -303,8 +303,8 @@ func TestEveryCommandJSON(t *testing.T) {
 // TestRateFlags: --rate 0 is refused, a fractional rate runs the loop and
 // --mode task refuses it.
 func TestRateFlags(t *testing.T) {
-	r := newRehearsal(t, dataset.TransientBurst)
-	base := "redrive Pedidos -e dev --confirm-fixed --endpoint-url " + r.url
+	r := newRehearsal(t, dataset.Malformed)
+	base := "redrive Pedidos -e dev --only poison --confirm-fixed --endpoint-url " + r.url
 	if code, _, errb := r.run(base + " --rate 0"); code != exitUsage || !strings.Contains(errb, "--rate 0") {
 		t.Errorf("--rate 0: %d %s", code, errb)
 	}

@@ -308,6 +308,9 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 			mode = ModeTask
 		}
 	}
+	if mode == ModeTask && fractional {
+		return res, fmt.Errorf("%w: --mode task moves whole messages per second (SQS's MaxNumberOfMessagesPerSecond), and --rate is %v: give a whole rate, or use --mode loop, which holds a fractional one", ErrUsage, opts.Rate)
+	}
 	if mode == ModeTask && (!allRedriven || to != nil) {
 		return res, fmt.Errorf("%w: --mode task needs every message to have come from SQS's redrive (DeadLetterQueueSourceArn) and no --to; %d surveyed messages were sent to the DLQ by a consumer: use --mode loop", ErrUsage, countWithout(msgs))
 	}
@@ -316,9 +319,6 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	}
 	if mode == ModeTask && (partial || !complete && opts.Selection()) {
 		return res, fmt.Errorf("%w: --mode task moves every message, and the selection leaves %d of %d in the DLQ: use --mode loop", ErrUsage, len(msgs)-res.Planned, len(msgs))
-	}
-	if mode == ModeTask && fractional {
-		return res, fmt.Errorf("%w: --mode task moves whole messages per second (SQS's MaxNumberOfMessagesPerSecond), and --rate is %v: give a whole rate, or use --mode loop, which holds a fractional one", ErrUsage, opts.Rate)
 	}
 	res.Mode = mode
 	w := t.out()

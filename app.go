@@ -40,14 +40,15 @@ func run() int {
 	stacks.ApplyChecks(app)
 
 	assembly := app.Synth(nil)
-	var errs []string
+	var found []synthError
 	for _, stack := range *assembly.Stacks() {
 		for _, msg := range *stack.Messages() {
 			if msg.Level == "error" {
-				errs = append(errs, fmt.Sprintf("[%s] %s: %v", *stack.StackName(), *msg.Id, msg.Entry.Data))
+				found = append(found, synthError{Env: envOf(*stack.StackName(), envs), Text: fmt.Sprintf("[%s] %s: %v", *stack.StackName(), *msg.Id, msg.Entry.Data)})
 			}
 		}
 	}
+	errs := onceForAllEnvironments(found, config.Names())
 	if len(errs) > 0 {
 		fmt.Fprintf(os.Stderr, "synthesis found %d error(s):\n%s\n", len(errs), strings.Join(errs, "\n"))
 		return 1

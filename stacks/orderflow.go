@@ -5,6 +5,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/constructs/carts"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/erp"
@@ -66,8 +67,8 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		Bus:                     shared.Bus,
 		Workflow:                s.Workflow,
 		MaximumConcurrency:      env.MaxConsumerConcurrency,
-		QueueName:               name("cola-mercadofresco-inicio-pedido"),
-		DeadLetterQueueName:     name("mercadofresco-inicio-pedido-fallidos"),
+		QueueName:               name(catalog.InicioQueueName),
+		DeadLetterQueueName:     name(catalog.InicioDLQName),
 		RuleName:                name("mf-pedido-creado-a-inicio"),
 		RuleDeadLetterQueueName: name("mercadofresco-regla-pedido-creado-fallidos"),
 		FunctionName:            name("mf-iniciar-pedido"),

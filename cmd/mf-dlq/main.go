@@ -1,12 +1,14 @@
 // Command mf-dlq is the DLQ runbook (docs/runbooks/dlq.md) as one tool:
 //
-//	mf-dlq contain  QUEUE [--window 30s] [--disable-consumer | --enable-consumer]
+//	mf-dlq contain  QUEUE [--window 30s] [--samples 4] [--disable-consumer | --enable-consumer]
 //	mf-dlq inspect  QUEUE [-n 10] [--save FILE]
-//	mf-dlq classify QUEUE | --from-file FILE [--json]
-//	mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE] [--readmit-expired]
+//	mf-dlq classify QUEUE | --from-file FILE [--max 1000]
+//	mf-dlq redrive  QUEUE --confirm-fixed [--only VERDICTS] [--rate 10] [--max N] [--dry-run] [--readmit-expired]
 //	mf-dlq verify   QUEUE [--expect N --since TIME]
-//	mf-dlq gen      --scenario NAME [--seed N]
+//	mf-dlq gen      --scenario NAME [--seed N] [--end TIME]
 //	mf-dlq sandbox  [--scenario NAME] [--seed N] [-e ENV] [--listen ADDR]
+//
+// Every command takes --help and --json.
 //
 // QUEUE is a queue URL or name, or with -e a Messaging stack logical name; a
 // source queue stands for its DLQ. AWS access: --profile, --region,
@@ -76,6 +78,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	code, err := cmd(ctx, args[1:], stdout, stderr)
+	var help helpRequested
+	if errors.As(err, &help) {
+		printHelp(stdout, help.fs)
+		return exitOK
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mf-dlq %s: %v\n", args[0], err)
 		return exitCode(err)
@@ -96,7 +103,8 @@ func exitCode(err error) int {
 	case errors.Is(err, queue.ErrAccessDenied), errors.Is(err, dlq.ErrPermission):
 		return exitPermission
 	case errors.Is(err, dlq.ErrNotConfirmed), errors.Is(err, queue.ErrMoveTaskRunning), errors.Is(err, dlq.ErrNotDLQ),
-		errors.Is(err, queue.ErrNotDeadLetterQueue), errors.Is(err, dlq.ErrWouldSpendReceives), errors.Is(err, dlq.ErrExpired):
+		errors.Is(err, queue.ErrNotDeadLetterQueue), errors.Is(err, dlq.ErrWouldSpendReceives), errors.Is(err, dlq.ErrExpired),
+		errors.Is(err, dlq.ErrRefused):
 		return exitRefused
 	}
 	return exitError
@@ -104,24 +112,32 @@ func exitCode(err error) int {
 
 const usage = `mf-dlq: the DLQ runbook as a command (docs/runbooks/dlq.md)
 
-  mf-dlq contain  QUEUE [--window 30s] [--disable-consumer | --enable-consumer]
+  mf-dlq contain  QUEUE [--window 30s] [--samples 4] [--disable-consumer | --enable-consumer]
   mf-dlq inspect  QUEUE [-n 10] [--save FILE]
-  mf-dlq classify QUEUE | --from-file FILE  [--json] [--accept-versions 1] [--required-keys k1,k2]
-  mf-dlq redrive  QUEUE --confirm-fixed [--rate 10] [--dry-run] [--to QUEUE] [--mode auto|task|loop]
+  mf-dlq classify QUEUE | --from-file FILE  [--max 1000] [--accept-versions 1] [--required-keys k1,k2]
+  mf-dlq redrive  QUEUE --confirm-fixed [--only transient|data|poison|expired] [--reason TEXT]
+                  [--version N] [--rate 10] [--max N] [--dry-run] [--to QUEUE] [--mode auto|task|loop]
                   [--readmit-expired]  (also the messages older than their consumer's
                   replay window, marked re-admitted: only after checking, for each,
                   that its side effect did not happen)
-  mf-dlq verify   QUEUE [--expect N] [--since 2026-11-30T08:00:00Z | --since 45m]
-  mf-dlq gen      --scenario transient-burst|data-drip|deploy-v2|malformed|mixture [--seed N]
+  mf-dlq verify   QUEUE [--expect N --since 2026-11-30T08:00:00Z | --since 45m] [--window 30s]
+  mf-dlq gen      --scenario transient-burst|data-drip|deploy-v2|malformed|mixture|expired [--seed N] [--end TIME]
   mf-dlq sandbox  [--scenario deploy-v2] [--seed N] [-e dev] [--listen 127.0.0.1:0]
-                  (serves an in-memory SQS with the data set played in; point the
-                  other commands at it with --endpoint-url to rehearse)
+                  (serves SQS, the consumers' Lambda event source mappings and their
+                  CloudWatch metrics in memory, with the data set played in and a
+                  consumer that processes what it can; point the other commands at
+                  it with --endpoint-url to rehearse)
+
+Every command takes --json (the result as JSON on stdout) and --help (its flags).
+redrive refuses to move poison or data messages unless --only names them.
 
 QUEUE: a queue URL or name, or with -e dev|staging|prod a logical name (Pedidos,
-Correo, AvisoERP, StockMovements); a source queue stands for its DLQ.
-AWS: --profile, --region, --endpoint-url. Flags may follow QUEUE.
+Correo, AvisoERP, StockMovements, Inicio); a source queue stands for its DLQ.
+AWS: --profile, --region, --endpoint-url (repeated in every suggested command).
+Flags may follow QUEUE.
 
 Exit codes: 0 done, 1 error, 2 usage, 3 empty DLQ, 4 not verified, 5 refused
-(also: expired messages left in the DLQ), 6 missing permission, 7 interrupted;
-classify: 10 poison, 11 transient, 12 data, 13 mixed, 14 expired.
+(also: expired messages left in the DLQ, poison or data not named), 6 missing
+permission, 7 interrupted; classify: 10 poison, 11 transient, 12 data, 13 mixed,
+14 expired.
 `

@@ -158,7 +158,7 @@ func killedRedrive(t *testing.T, killOp string, killN int) {
 		}
 	}
 	e.mu.Unlock()
-	cmd := exec.CommandContext(ctx, os.Args[0], "redrive", "Pedidos", "-e", "dev", "--confirm-fixed", "--rate", "500", "--endpoint-url", e.srv.URL)
+	cmd := exec.CommandContext(ctx, os.Args[0], "redrive", "Pedidos", "-e", "dev", "--confirm-fixed", "--only", "data", "--rate", "500", "--endpoint-url", e.srv.URL)
 	cmd.Env = append(os.Environ(), "MF_DLQ_AS_MAIN=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -199,7 +199,7 @@ func killedRedrive(t *testing.T, killOp string, killN int) {
 	// a second run moves the rest.
 	e.clock.Advance(10 * time.Minute)
 	var out, errb bytes.Buffer
-	if code := run(ctx, []string{"redrive", "Pedidos", "-e", "dev", "--confirm-fixed", "--rate", "500", "--endpoint-url", e.srv.URL}, &out, &errb); code != exitOK {
+	if code := run(ctx, []string{"redrive", "Pedidos", "-e", "dev", "--confirm-fixed", "--only", "data", "--rate", "500", "--endpoint-url", e.srv.URL}, &out, &errb); code != exitOK {
 		t.Fatalf("second run: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	t.Logf("second run:\n%s", errb.String())
@@ -253,7 +253,7 @@ func TestCommands(t *testing.T) {
 	if code, out = sh("contain", "Pedidos", "-e", "nope"); code != exitUsage {
 		t.Errorf("bad env: %d %s", code, out)
 	}
-	if code, out = sh("verify", "Pedidos", "-e", "dev"); code != exitNotVerified || !strings.Contains(out, "12 messages in") {
+	if code, out = sh("verify", "Pedidos", "-e", "dev"); code != exitNotVerified || !strings.Contains(out, "holds 12 messages") {
 		t.Errorf("verify with messages: %d %s", code, out)
 	}
 	e.fake.SetFault(func(op, _ string) error {

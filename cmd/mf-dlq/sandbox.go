@@ -10,14 +10,15 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
@@ -48,60 +49,58 @@ func (c *offsetClock) set(t time.Time) {
 	c.off = time.Until(t)
 }
 
-// cmdSandbox serves an in-memory SQS (sqsfake over the SQS JSON protocol)
-// holding the environment's Messaging queues, with a generated data set
-// played into the Pedidos DLQ through SQS's own mechanics: redriven
-// messages are sent to the source and received maxReceiveCount times,
-// consumer-dead-lettered ones are sent to the DLQ with their mf-*
-// attributes. Point the other commands at it with --endpoint-url to
-// practise the runbook (Lambda and CloudWatch are not served).
+// cmdSandbox serves a sandbox (newSandbox) over HTTP until Ctrl-C, with
+// its consumers running: point the other commands at it with
+// --endpoint-url to practise the runbook.
 func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
-	scenario := fs.String("scenario", dataset.DeployV2, "data set to load (see gen)")
+	scenario := fs.String("scenario", dataset.DeployV2, "data set to load: "+strings.Join(dataset.Scenarios, ", "))
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed)")
 	listen := fs.String("listen", "127.0.0.1:0", "address to serve on")
 	envName := fs.String("e", "dev", "environment whose queue names to create")
+	accepts := fs.String("consumer-accepts", "", "major versions the sandbox consumers accept (default: the catalogue's, 1): 1,2 rehearses the deploy of a consumer that accepts version 2")
+	var asJSON bool
+	registerJSON(fs, &asJSON)
 	if _, err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	if err := catalog.ValidEnvironment(*envName); err != nil {
-		return 0, fmt.Errorf("%w: %w", dlq.ErrUsage, err)
-	}
-	clock := &offsetClock{}
-	fake := sqsfake.New(sqsfake.WithClock(clock.Now))
-	var pedidosSrc, pedidosDLQ string
-	for _, q := range catalog.Queues {
-		d, err := fake.CreateQueue(catalog.PhysicalName(q.DLQName, *envName), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
-		if err != nil {
-			return 0, err
-		}
-		s, err := fake.CreateQueue(catalog.PhysicalName(q.Name, *envName), sqsfake.QueueConfig{
-			VisibilityTimeout: 400 * time.Second, Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
-		if err != nil {
-			return 0, err
-		}
-		if q.Logical == "Pedidos" {
-			pedidosSrc, pedidosDLQ = s, d
-		}
-	}
-	topo := dataset.DefaultTopology
-	topo.SourceARN = fake.ARN(pedidosSrc)
-	msgs, err := dataset.Generate(*scenario, *seed, time.Now().Add(-time.Minute), topo)
+	sb, err := newSandbox(ctx, *scenario, *seed, *envName)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", dlq.ErrUsage, err)
-	}
-	if err := replay(ctx, fake, clock, pedidosSrc, pedidosDLQ, msgs); err != nil {
 		return 0, err
 	}
-	clock.set(time.Now())
+	if *accepts != "" {
+		var o classify.Options
+		if err := override(&o, *accepts, ""); err != nil {
+			return 0, err
+		}
+		for _, m := range sb.mappings {
+			m.consumer.SupportedVersions = o.AcceptedVersions
+		}
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return 0, err
 	}
-	srv := &http.Server{Handler: sqsserver.Handler(fake), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: sb.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "sandbox: scenario %s, seed %d: %d messages in %s\nserving SQS at %s (Ctrl-C stops)\n\n  export AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox AWS_REGION=%s\n  mf-dlq inspect Pedidos -e %s --endpoint-url %s\n",
-		*scenario, *seed, len(msgs), catalog.PhysicalName(catalog.PedidosDLQName, *envName), url, fake.Region(), *envName, url)
+	info := sandboxInfo{EndpointURL: url, Region: sb.fake.Region(), Environment: *envName, Scenario: *scenario, Seed: *seed, Messages: sb.loaded,
+		DLQ: catalog.PhysicalName(catalog.PedidosDLQName, *envName)}
+	for _, m := range sb.mappings {
+		info.Queues = append(info.Queues, m.queueName)
+	}
+	if asJSON {
+		if err := emit(stdout, info); err != nil {
+			return 0, err
+		}
+	} else {
+		fmt.Fprintf(stdout, "sandbox: scenario %s, seed %d: %d messages in %s\n"+
+			"serving SQS, Lambda event source mappings and CloudWatch metrics at %s (Ctrl-C stops);\n"+
+			"each source queue has an enabled consumer that processes what the fixed cause allows (transient failures),\n"+
+			"and fails, as the real one would, on poison, on the unfixed SKU %s and on expired orders not re-admitted\n\n"+
+			"  export AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox AWS_REGION=%s\n  mf-dlq inspect Pedidos -e %s --endpoint-url %s\n",
+			*scenario, *seed, sb.loaded, info.DLQ, url, dataset.BadSKU, sb.fake.Region(), *envName, url)
+	}
+	go sb.run(ctx, 200*time.Millisecond)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -112,6 +111,76 @@ func cmdSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, err
 	}
 	return exitOK, nil
+}
+
+// sandboxInfo is what sandbox --json prints.
+type sandboxInfo struct {
+	EndpointURL string   `json:"endpoint_url"`
+	Region      string   `json:"region"`
+	Environment string   `json:"environment"`
+	Scenario    string   `json:"scenario"`
+	Seed        uint64   `json:"seed"`
+	Messages    int      `json:"messages"`
+	DLQ         string   `json:"dlq"`
+	Queues      []string `json:"queues"`
+}
+
+// newSandbox builds an in-memory SQS (sqsfake) holding the environment's
+// catalogue queues (config/catalog), with a generated data set played
+// into the Pedidos DLQ through SQS's own mechanics: redriven messages are
+// sent to the source and received maxReceiveCount times,
+// consumer-dead-lettered ones are sent to the DLQ with their mf-*
+// attributes. Each source queue gets a Lambda event source mapping
+// (enabled) and a consumer (sandboxaws.go).
+func newSandbox(ctx context.Context, scenario string, seed uint64, envName string) (*sandbox, error) {
+	if err := catalog.ValidEnvironment(envName); err != nil {
+		return nil, fmt.Errorf("%w: %w", dlq.ErrUsage, err)
+	}
+	clock := &offsetClock{}
+	sb := &sandbox{clock: clock, deletes: map[string][]time.Time{}}
+	sb.fake = sqsfake.New(sqsfake.WithClock(clock.Now))
+	var pedidosSrc, pedidosDLQ string
+	for i, q := range catalog.Queues {
+		d, err := sb.fake.CreateQueue(catalog.PhysicalName(q.DLQName, envName), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+		if err != nil {
+			return nil, err
+		}
+		name := catalog.PhysicalName(q.Name, envName)
+		s, err := sb.fake.CreateQueue(name, sqsfake.QueueConfig{
+			VisibilityTimeout: 400 * time.Second, Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: sb.fake.ARN(d), MaxReceiveCount: 4}})
+		if err != nil {
+			return nil, err
+		}
+		if q.Logical == "Pedidos" {
+			pedidosSrc, pedidosDLQ = s, d
+		}
+		m := &sandboxMapping{uuid: fmt.Sprintf("00000000-5a4d-4b0c-8000-%012d", i+1), queueURL: s, queueARN: sb.fake.ARN(s), queueName: name, enabled: true}
+		if len(q.Consumers) > 0 {
+			c := q.Consumers[0]
+			m.consumer = c
+			m.functionARN = fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sb.fake.Region(), accountOf(m.queueARN), catalog.PhysicalName(c.Function, envName))
+		}
+		sb.mappings = append(sb.mappings, m)
+	}
+	topo := dataset.DefaultTopology
+	topo.SourceARN = sb.fake.ARN(pedidosSrc)
+	msgs, err := dataset.Generate(scenario, seed, time.Now().Add(-time.Minute), topo)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", dlq.ErrUsage, err)
+	}
+	if err := replay(ctx, sb.fake, clock, pedidosSrc, pedidosDLQ, msgs); err != nil {
+		return nil, err
+	}
+	clock.set(time.Now())
+	sb.loaded = len(msgs)
+	return sb, nil
+}
+
+func accountOf(arn string) string {
+	if a, err := queue.ParseARN(arn); err == nil {
+		return a.Account
+	}
+	return "000000000000"
 }
 
 // replay plays msgs (as generated) into the fake in SentTimestamp order.

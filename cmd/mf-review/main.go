@@ -7,10 +7,16 @@
 //
 // It synthesises the environment into a temporary directory, normalises the
 // templates as the snapshot tests do (asset hashes labelled by function
-// entry, internal/snapshot), runs `cdk diff --app <dir> --exclusively <stack>
-// --template <snapshot>` for every stack, and then lists the functions whose
-// code changed (the binaries manifest, which cdk diff cannot see once hashes
-// are masked). With -fail it exits 1 when anything differs (CI gate).
+// entry, internal/snapshot), compares them with the snapshots resource by
+// resource, runs `cdk diff --app <dir> --exclusively <stack> --template
+// <snapshot>` for the stacks that differ, prints each changed state machine
+// state by state as pretty-printed JSON, and ends with one summary
+// (summary.go): the changed stacks and resources, risky first
+// (replacements, IAM, retries and timeouts, deletion policies), the
+// guardrail figures the change moves, the monthly cost delta
+// (cmd/mf-cost's CompareTemplates) and the functions whose code changed
+// (the binaries manifest, which cdk diff cannot see once hashes are
+// masked). With -fail it exits 1 when anything differs (CI gate).
 package main
 
 import (
@@ -25,6 +31,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mercadofresco/integration/cmd/mf-cost/cost"
 	"github.com/mercadofresco/integration/internal/snapshot"
 )
 
@@ -58,6 +65,7 @@ func run() error {
 	}
 	slices.Sort(files)
 	templates := map[string]map[string]any{}
+	normalised, committed := map[string]map[string]any{}, map[string]map[string]any{}
 	differs := false
 	empty := filepath.Join(out, "empty.template.json.base")
 	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
@@ -81,43 +89,61 @@ func run() error {
 		if err := os.WriteFile(f, norm, 0o644); err != nil {
 			return err
 		}
+		var n map[string]any
+		if err := json.Unmarshal(norm, &n); err != nil {
+			return err
+		}
+		normalised[stack] = n
 		base := filepath.Join(*snapDir, stack+".template.json")
-		if _, err := os.Stat(base); errors.Is(err, os.ErrNotExist) {
+		if raw, err := os.ReadFile(base); err == nil {
+			var c map[string]any
+			if err := json.Unmarshal(raw, &c); err != nil {
+				return fmt.Errorf("%s: %w", base, err)
+			}
+			committed[stack] = c
+		}
+	}
+	changes := diffTemplates(committed, normalised)
+	changed := map[string]bool{}
+	for _, c := range changes {
+		changed[c.Stack] = true
+	}
+
+	// cdk diff of the stacks that differ, one after the other; its
+	// "Number of stacks with differences" lines are left out (the summary
+	// at the end counts).
+	for _, f := range files {
+		stack := strings.TrimSuffix(filepath.Base(f), ".template.json")
+		if !changed[stack] {
+			continue
+		}
+		differs = true
+		base := filepath.Join(*snapDir, stack+".template.json")
+		if _, ok := committed[stack]; !ok {
 			fmt.Printf("\n%s is a new stack (no committed snapshot): every resource is an addition.\n", stack)
 			base = empty
 		}
-		args := []string{"diff", "--app", out, "--exclusively", stack, "--template", base}
-		if *fail {
-			args = append(args, "--fail")
+		text, err := cdkDiff(*cdkBin, out, stack, base)
+		if err != nil {
+			return err
 		}
-		diff := exec.Command(*cdkBin, args...)
-		diff.Stdout, diff.Stderr = os.Stdout, os.Stdout
-		if err := diff.Run(); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				return fmt.Errorf("cdk diff %s: %w", stack, err)
-			}
-			differs = true
-		}
+		os.Stdout.Write(text)
 	}
+	writeStates(os.Stdout, changes)
 
 	bins, err := snapshot.Binaries(out, templates)
 	if err != nil {
 		return err
 	}
-	committed, err := os.ReadFile(filepath.Join(*snapDir, snapshot.ManifestFile))
+	manifest, err := os.ReadFile(filepath.Join(*snapDir, snapshot.ManifestFile))
 	if err != nil {
 		return fmt.Errorf("committed binaries manifest: %w", err)
 	}
-	changed := codeChanges(committed, bins)
-	fmt.Println("\nFunction code (" + snapshot.ManifestFile + "):")
-	if len(changed) == 0 {
-		fmt.Println("  no function's binary changed")
-	}
-	for _, c := range changed {
-		fmt.Println("  " + c)
+	code := codeChanges(manifest, bins)
+	if len(code) > 0 {
 		differs = true
 	}
+	writeSummary(os.Stdout, *env, changes, figures(changes, normalised), costDelta(*snapDir, out, *env), code)
 	if *fail && differs {
 		os.Exit(1)
 	}
@@ -150,4 +176,60 @@ func codeChanges(committed []byte, now map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// cdkDiff runs cdk diff of one stack against base and returns its output
+// without the "Number of stacks with differences" line.
+func cdkDiff(cdkBin, app, stack, base string) ([]byte, error) {
+	diff := exec.Command(cdkBin, "diff", "--app", app, "--exclusively", stack, "--template", base)
+	var buf bytes.Buffer
+	diff.Stdout, diff.Stderr = &buf, &buf
+	if err := diff.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return nil, fmt.Errorf("cdk diff %s: %w", stack, err)
+		}
+	}
+	var out bytes.Buffer
+	for _, l := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
+		if bytes.Contains(l, []byte("Number of stacks with differences")) {
+			continue
+		}
+		out.Write(l)
+	}
+	return out.Bytes(), nil
+}
+
+// costDelta is the summary's cost line: the monthly cost of the snapshots
+// and of the synthesised templates (cmd/mf-cost), or why it is missing.
+func costDelta(before, after, env string) string {
+	u, err := cost.DefaultUsage()
+	if err != nil {
+		return "monthly cost: not computed: " + err.Error()
+	}
+	p, err := cost.DefaultPrices()
+	if err != nil {
+		return "monthly cost: not computed: " + err.Error()
+	}
+	old, err := cost.Load(before, env)
+	if err != nil {
+		return "monthly cost: not computed: " + err.Error()
+	}
+	now, err := cost.Load(after, env)
+	if err != nil {
+		return "monthly cost: not computed: " + err.Error()
+	}
+	d, err := cost.CompareTemplates(old, now, u, p)
+	if err != nil {
+		return "monthly cost: not computed: " + err.Error()
+	}
+	return costLine(d)
+}
+
+func costLine(d cost.Delta) string {
+	if len(d.Changes) == 0 {
+		return fmt.Sprintf("monthly cost: unchanged, %.2f USD (cmd/mf-cost)", d.After.Monthly())
+	}
+	return fmt.Sprintf("monthly cost: %.2f → %.2f USD (%+.2f: fixed %+.2f, per-order %+.2f; make cost ENV=%s for the lines)",
+		d.Before.Monthly(), d.After.Monthly(), d.Monthly(), d.Fixed(), d.PerOrder(), d.After.Env)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
@@ -26,6 +27,10 @@ const (
 	AvisoERPDLQName         = "mercadofresco-aviso-erp-fallidos"
 	StockMovementsQueueName = "mercadofresco-movimientos-stock.fifo"
 	StockMovementsDLQName   = "mercadofresco-movimientos-stock-fallidos.fifo"
+	// The order workflow's starter buffer (stacks/orderflow.go), fed by
+	// the PedidoCreado rule.
+	InicioQueueName = "cola-mercadofresco-inicio-pedido"
+	InicioDLQName   = "mercadofresco-inicio-pedido-fallidos"
 )
 
 // Environments are the deployment environments, in promotion order: the
@@ -82,6 +87,9 @@ type Consumer struct {
 	// SupportedVersions are the major event versions it accepts by default
 	// (its SUPPORTED_VERSIONS variable can widen them).
 	SupportedVersions []int
+	// VersionKey is the dotted path of the version in the body; "" means
+	// "version".
+	VersionKey string
 	// RequiredKeys are the body keys without which it dead-letters a message.
 	RequiredKeys []string
 }
@@ -100,7 +108,8 @@ type Queue struct {
 	Consumers []Consumer
 }
 
-// Queues is every source queue of the Messaging stack.
+// Queues is every source queue of the Messaging stack, and the order
+// workflow's starter buffer (OrderFlow stack).
 var Queues = []Queue{
 	{
 		Logical: "Pedidos", Name: PedidosQueueName, DLQName: PedidosDLQName,
@@ -144,6 +153,20 @@ var Queues = []Queue{
 			IdempotencyKey:    "reserva:<pedido_id>:<sku> (liberacion:, ajuste:<referencia>:<sku>)",
 			SupportedVersions: []int{1},
 			RequiredKeys:      []string{"tipo", "sku"},
+		}},
+	},
+	{
+		// The EventBridge events of PedidoCreado (lambdas/orderstart):
+		// the window is Step Functions' 90-day name retention less a day.
+		Logical: "Inicio", Name: InicioQueueName, DLQName: InicioDLQName,
+		Consumers: []Consumer{{
+			Function:          "mf-iniciar-pedido",
+			IdempotencyKey:    "the execution name of the order (orderstart.ExecutionNameFor; Step Functions keeps it 90 days)",
+			Window:            eventsapi.StarterWindow,
+			CreatedAtKey:      eventsapi.KeyCreadoEn,
+			SupportedVersions: []int{1},
+			VersionKey:        "detail.version",
+			RequiredKeys:      []string{"detail.pedido_id", eventsapi.KeyCreadoEn},
 		}},
 	},
 }

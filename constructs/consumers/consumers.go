@@ -24,6 +24,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
@@ -184,6 +185,11 @@ func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec
 	fanOutWindow(&qp, spec.window)
 	e.inVpc(&qp)
 	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
+	// The guardrails name the constants to change (MF-SQS-VISIBILITY).
+	guardrails.SetBy(c, "Timeout", spec.what+"Timeout in constructs/consumers")
+	if spec.visibility > 0 {
+		guardrails.SetBy(c, "VisibilityTimeout", spec.what+"Visibility in constructs/consumers")
+	}
 	bindTable(c, "IdempotencyTable", spec.table, h.Function, spec.key)
 	if spec.grant != nil {
 		spec.grant(h.Function.Function)
@@ -298,6 +304,7 @@ func NewMovimientosStock(scope constructs.Construct, id string, props *Movimient
 	qp.MaximumConcurrency = props.MaxConsumerConcurrency
 	qp.BatchConcurrency = 10
 	q := queueconsumer.New(c, "Consumidor", &qp)
+	guardrails.SetBy(c, "Timeout", "MovimientosStockTimeout in constructs/consumers")
 	bindTable(c, "StockTable", props.StockTable, q.Function, "its line items and totals")
 	return q
 }

@@ -395,7 +395,8 @@ func (ix *index) checkEventSourceMappings() {
 			if window > 0 {
 				extra = fmt.Sprintf(" + batching window %.0f s", window)
 			}
-			ix.fail(e, RuleVisibilityTimeout, "queue %s has VisibilityTimeout %.0f s < %d x timeout of consumer %s (%.0f s)%s = %.0f s; a message becomes visible again while its first delivery is still running and is processed twice (the lesson's double charge: 120 s visibility vs a 180 s gateway timeout)", srcLabel, vis, VisibilityMultiplier, fn.Path(), timeout, extra, required)
+			ix.fail(e, RuleVisibilityTimeout, "queue %s has VisibilityTimeout %.0f s < %d x timeout of consumer %s (%.0f s)%s = %.0f s; a message becomes visible again while its first delivery is still running and is processed twice (the lesson's double charge: 120 s visibility vs a 180 s gateway timeout)%s", srcLabel, vis, VisibilityMultiplier, fn.Path(), timeout, extra, required,
+				changeHint(src, "VisibilityTimeout", fn, "Timeout"))
 		}
 	}
 }

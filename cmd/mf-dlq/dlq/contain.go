@@ -22,9 +22,12 @@ type ContainOptions struct {
 // ContainResult is what Contain measured.
 type ContainResult struct {
 	// DLQDepth are the sampled visible+in-flight counts of the DLQ.
-	DLQDepth []int
+	DLQDepth []int `json:"dlq_depth"`
 	// Growing reports a rising DLQ depth over the window.
-	Growing bool
+	Growing bool `json:"growing"`
+	// Consumers are the sources' event source mappings, as left (after a
+	// --disable-consumer or --enable-consumer).
+	Consumers []EventSourceMapping `json:"consumers"`
 }
 
 // Contain answers "is it still growing?": it samples the DLQ depth over a
@@ -74,7 +77,9 @@ func (t *Tool) Contain(ctx context.Context, target *Target, opts ContainOptions)
 	}
 	for _, s := range target.Sources {
 		t.describeSource(ctx, s)
-		if err := t.mappings(ctx, s, opts); err != nil {
+		ms, err := t.mappings(ctx, s, opts)
+		res.Consumers = append(res.Consumers, ms...)
+		if err != nil {
 			return res, err
 		}
 	}
@@ -106,22 +111,22 @@ func (t *Tool) describeSource(ctx context.Context, s QueueRef) {
 	}
 }
 
-func (t *Tool) mappings(ctx context.Context, s QueueRef, opts ContainOptions) error {
+func (t *Tool) mappings(ctx context.Context, s QueueRef, opts ContainOptions) (out []EventSourceMapping, _ error) {
 	w := t.out()
 	if t.Lambda == nil {
 		fmt.Fprintf(w, "  consumers: not available (no Lambda client)\n")
 		if opts.Disable || opts.Enable {
-			return fmt.Errorf("cannot toggle the consumer of %s without a Lambda client", s.Name)
+			return nil, fmt.Errorf("cannot toggle the consumer of %s without a Lambda client", s.Name)
 		}
-		return nil
+		return nil, nil
 	}
 	ms, err := t.Lambda.ListEventSourceMappings(ctx, s.ARN)
 	if err != nil {
 		if opts.Disable || opts.Enable {
-			return fmt.Errorf("list the event source mappings of %s: %w", s.Name, err)
+			return nil, fmt.Errorf("list the event source mappings of %s: %w", s.Name, err)
 		}
 		fmt.Fprintf(w, "  consumers: Lambda API unavailable: %s\n", brief(err))
-		return nil
+		return nil, nil
 	}
 	if len(ms) == 0 {
 		fmt.Fprintf(w, "  consumers: no Lambda event source mapping reads %s\n", s.Name)
@@ -129,12 +134,14 @@ func (t *Tool) mappings(ctx context.Context, s QueueRef, opts ContainOptions) er
 	for _, m := range ms {
 		fmt.Fprintf(w, "  consumer %s: mapping %s %s (batch %d, MaximumConcurrency %s)\n", m.FunctionARN, m.UUID, m.State, m.BatchSize, orDash(itoa0(m.MaximumConcurrency)))
 		if !opts.Disable && !opts.Enable {
+			out = append(out, m)
 			continue
 		}
 		nm, err := t.Lambda.SetEventSourceMappingEnabled(ctx, m.UUID, opts.Enable)
 		if err != nil {
-			return fmt.Errorf("update event source mapping %s: %w", m.UUID, err)
+			return out, fmt.Errorf("update event source mapping %s: %w", m.UUID, err)
 		}
+		out = append(out, nm)
 		fmt.Fprintf(w, "  → mapping %s is now %s\n", nm.UUID, nm.State)
 	}
 	if opts.Disable && len(ms) > 0 {
@@ -145,7 +152,7 @@ func (t *Tool) mappings(ctx context.Context, s QueueRef, opts ContainOptions) er
 	if opts.Enable && len(ms) > 0 {
 		fmt.Fprintf(w, "  Consumption of %s resumes; watch the DLQ (mf-dlq contain) for a few minutes.\n", s.Name)
 	}
-	return nil
+	return out, nil
 }
 
 func atoi(s string) int {

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/queue"
@@ -46,11 +47,11 @@ var (
 
 // EventSourceMapping is a Lambda event source mapping of a queue.
 type EventSourceMapping struct {
-	UUID               string
-	FunctionARN        string
-	State              string // Enabled, Disabled, Enabling, Disabling, Updating, ...
-	BatchSize          int
-	MaximumConcurrency int // 0 when unset
+	UUID               string `json:"uuid"`
+	FunctionARN        string `json:"function_arn"`
+	State              string `json:"state"` // Enabled, Disabled, Enabling, Disabling, Updating, ...
+	BatchSize          int    `json:"batch_size"`
+	MaximumConcurrency int    `json:"maximum_concurrency,omitempty"` // 0 when unset
 }
 
 // EventSources lists and toggles the Lambda event source mappings of a queue.
@@ -78,6 +79,23 @@ type Tool struct {
 	// Out receives results (tables, reports); Log receives progress and
 	// warnings. Both default to io.Discard.
 	Out, Log io.Writer
+	// Connection are the flags that chose the account, region and endpoint
+	// (--profile, --region, --endpoint-url as given): every command the
+	// tool suggests carries them, so that a pasted next step goes where
+	// this one went.
+	Connection []string
+}
+
+// Command is the mf-dlq command line of args with the Connection flags.
+func (t *Tool) Command(args ...string) string {
+	parts := []string{"mf-dlq"}
+	for _, a := range append(args, t.Connection...) {
+		if a == "" || strings.ContainsAny(a, " \t'\"$*?;&|<>()") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
 }
 
 func (t *Tool) out() io.Writer {

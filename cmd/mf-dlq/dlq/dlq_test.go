@@ -43,7 +43,7 @@ func TestResolve(t *testing.T) {
 		{"Pedidos", "", dlq.ErrUsage, "add -e"},
 		{"Pedidos", "prod", queue.ErrQueueNotFound, `"mercadofresco-pedidos-fallidos" does not exist`},
 		{"Pedidos", "qa", dlq.ErrUsage, "unknown environment"},
-		{"Nope", "dev", queue.ErrQueueNotFound, "logical name (Pedidos, Correo, AvisoERP, StockMovements)"},
+		{"Nope", "dev", queue.ErrQueueNotFound, "logical name (Pedidos, Correo, AvisoERP, StockMovements, Inicio)"},
 		{"otra-cola", "", queue.ErrQueueNotFound, "--region"},
 		{"", "", dlq.ErrUsage, "name the queue"},
 	} {
@@ -148,7 +148,7 @@ func TestInspectEmpty(t *testing.T) {
 func TestRedriveLoopRate(t *testing.T) {
 	e := newEnv(t)
 	e.consumerSent(200, "permanent", "warehouse: sku 7501031311309 has no location", order(1))
-	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []classify.Verdict{classify.Data}})
 	if err != nil {
 		t.Fatalf("Redrive: %v\n%s", err, e.log)
 	}
@@ -209,7 +209,7 @@ func TestRedriveMixedOriginsUsesLoop(t *testing.T) {
 	e := newEnv(t)
 	e.redriven(5, order(1))
 	e.consumerSent(1, "poison", "unknown major version 2", order(2))
-	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []classify.Verdict{classify.Transient, classify.Poison}})
 	if err != nil || res.Mode != dlq.ModeLoop || res.Moved != 6 || e.depth(e.src) != 6 {
 		t.Fatalf("Redrive = %+v, %v; source %d", res, err, e.depth(e.src))
 	}
@@ -266,7 +266,7 @@ func TestRedriveRefusals(t *testing.T) {
 			}
 			return nil
 		})
-		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []classify.Verdict{classify.Data}})
 		if !errors.Is(err, queue.ErrAccessDenied) || !strings.Contains(err.Error(), "sqs:SendMessage") || !strings.Contains(err.Error(), "stays in the DLQ") {
 			t.Fatalf("%v", err)
 		}
@@ -290,7 +290,7 @@ func TestRedriveInterrupted(t *testing.T) {
 			cancel()
 		}
 	}
-	res, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+	res, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []classify.Verdict{classify.Data}})
 	if !errors.Is(err, dlq.ErrInterrupted) {
 		t.Fatalf("Redrive: %v", err)
 	}
@@ -415,19 +415,73 @@ func TestContain(t *testing.T) {
 	contains(t, "contain", e.out.String(), "GROWING (+3", "age of oldest message: 42m0s", "is now Disabling", "retention period (4 days)", "--enable-consumer")
 }
 
+// TestVerify: VERIFIED only when the DLQ is at 0, the source's consumer
+// is enabled, its backlog is empty or falling, and the deletions reached
+// the count; an unreachable CloudWatch is unknown, never a yes.
 func TestVerify(t *testing.T) {
 	e := newEnv(t)
-	e.tool.Metrics = fakeMetrics{deleted: 12}
+	lam := &fakeLambda{mappings: map[string]*dlq.EventSourceMapping{"u-1": {UUID: "u-1", FunctionARN: "arn:aws:lambda:eu-west-1:1:function:mf-preparar-pedido-dev", State: "Enabled"}},
+		byQueue: map[string][]string{e.fake.ARN(e.src): {"u-1"}}}
+	e.tool.Lambda, e.tool.Metrics = lam, fakeMetrics{deleted: 12}
 	tg := e.target("Pedidos", "dev")
-	if err := e.tool.Verify(context.Background(), tg, dlq.VerifyOptions{Expect: 10}); err != nil {
-		t.Fatalf("clean: %v\n%s", err, e.out)
+	ctx := context.Background()
+	if res, err := e.tool.Verify(ctx, tg, dlq.VerifyOptions{Expect: 10}); err != nil || !res.Verified {
+		t.Fatalf("clean: %v %+v\n%s", err, res, e.out)
 	}
-	e.consumerSent(2, "permanent", "x", order(1))
-	err := e.tool.Verify(context.Background(), tg, dlq.VerifyOptions{Expect: 20})
-	if !errors.Is(err, dlq.ErrNotVerified) {
-		t.Fatalf("with messages back: %v", err)
+	contains(t, "verify", e.out.String(), "VERIFIED:", "mapping u-1 Enabled", "deleted 12 messages")
+
+	tests := []struct {
+		name  string
+		setup func() func()
+		opts  dlq.VerifyOptions
+		want  string
+	}{
+		{"messages back in the DLQ", func() func() { e.consumerSent(2, "permanent", "x", order(1)); return e.drainDLQ }, dlq.VerifyOptions{}, "holds 2 messages"},
+		{"consumer disabled", func() func() {
+			lam.mappings["u-1"].State = "Disabled"
+			return func() { lam.mappings["u-1"].State = "Enabled" }
+		}, dlq.VerifyOptions{}, "is Disabled (mapping u-1)"},
+		{"backlog not draining", func() func() { e.sendSource(3); return e.drainSource }, dlq.VerifyOptions{Window: time.Minute}, "3 messages waiting, not falling"},
+		{"fewer deletions", func() func() { return func() {} }, dlq.VerifyOptions{Expect: 20}, "fewer than the 20 redriven"},
+		{"CloudWatch unreachable", func() func() {
+			e.tool.Metrics = failingMetrics{}
+			return func() { e.tool.Metrics = fakeMetrics{deleted: 12} }
+		}, dlq.VerifyOptions{Expect: 10}, "unknown: CloudWatch unavailable"},
+		{"no Lambda client", func() func() {
+			e.tool.Lambda = nil
+			return func() { e.tool.Lambda = lam }
+		}, dlq.VerifyOptions{}, "consumer of cola-mercadofresco-pedidos-dev: unknown"},
 	}
-	contains(t, "verify", e.out.String(), "verified:", "2 messages in", "mf-dlq classify", "fewer than the 20 redriven")
+	for _, tt := range tests {
+		e.out.Reset()
+		undo := tt.setup()
+		res, err := e.tool.Verify(ctx, tg, tt.opts)
+		undo()
+		if !errors.Is(err, dlq.ErrNotVerified) || res.Verified {
+			t.Errorf("%s: %v %+v\n%s", tt.name, err, res, e.out)
+		}
+		contains(t, tt.name, e.out.String(), "NOT VERIFIED", tt.want)
+	}
+	// A backlog that falls while verify watches it is draining.
+	e.out.Reset()
+	e.sendSource(3)
+	e.clock.onSleep = func() { e.drainSource(); e.sendSource(1) }
+	res, err := e.tool.Verify(ctx, tg, dlq.VerifyOptions{Window: time.Minute})
+	e.clock.onSleep = nil
+	if err != nil || !res.Verified {
+		t.Errorf("draining: %v\n%s", err, e.out)
+	}
+	contains(t, "draining", e.out.String(), "backlog draining, 3 → 1")
+}
+
+type failingMetrics struct{}
+
+func (failingMetrics) OldestMessageAge(context.Context, string, time.Duration) (time.Duration, time.Time, bool, error) {
+	return 0, time.Time{}, false, errors.New("dial tcp: connection refused")
+}
+
+func (failingMetrics) SumDeleted(context.Context, string, time.Time, time.Time) (float64, error) {
+	return 0, errors.New("dial tcp: connection refused")
 }
 
 func TestClassifyLive(t *testing.T) {
@@ -442,8 +496,9 @@ func TestClassifyLive(t *testing.T) {
 		t.Errorf("classify deleted %d messages", s.Deleted)
 	}
 	var b bytes.Buffer
-	dlq.PrintReport(&b, tg.DLQ.Name, r)
-	contains(t, "report", b.String(), "verdict: POISON", "version 2, the consumer accepts 1", "consumer that accepts their schema")
+	dlq.PrintReport(&b, tg.DLQ.Name, r, e.tool.Command)
+	contains(t, "report", b.String(), "verdict: POISON", "version 2, the consumer accepts 1", "consumer that accepts their schema",
+		"then, once a consumer accepts version 2: mf-dlq redrive mercadofresco-pedidos-fallidos-dev --only poison --version 2 --confirm-fixed")
 }
 
 // TestRedriveWarnsUnknownConsumers: to a queue config/catalog does not

@@ -177,3 +177,36 @@ func contains(t *testing.T, what, text string, wants ...string) {
 		}
 	}
 }
+
+// sendSource sends n orders to the source queue (a backlog).
+func (e *env) sendSource(n int) {
+	e.t.Helper()
+	for i := range n {
+		if _, err := e.fake.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: e.src, Body: order(1)(i)}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func (e *env) drainSource() { e.drain(e.src) }
+func (e *env) drainDLQ()    { e.drain(e.dlq) }
+
+// drain receives and deletes everything in a queue (a consumer at work).
+func (e *env) drain(url string) {
+	e.t.Helper()
+	ctx := context.Background()
+	for {
+		msgs, err := e.fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 10})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			return
+		}
+		for _, m := range msgs {
+			if err := e.fake.DeleteMessage(ctx, url, m.ReceiptHandle); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+}

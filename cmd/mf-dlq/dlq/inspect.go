@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -162,20 +165,39 @@ func (t *Tool) Classify(ctx context.Context, target *Target, opts ClassifyOption
 
 // ConsumerOptions returns the classification options of the target's
 // consumer from config/catalog (accepted versions, required keys,
-// replay window), or the defaults.
+// replay window) and the maxReceiveCount of its sources, or the defaults.
 func ConsumerOptions(target *Target) classify.Options {
 	var o classify.Options
 	if target != nil && target.Catalog != nil && len(target.Catalog.Consumers) > 0 {
 		c := target.Catalog.Consumers[0]
-		o.AcceptedVersions = c.SupportedVersions
+		o.AcceptedVersions, o.VersionKey = AcceptedVersions(c)
 		o.RequiredKeys = c.RequiredKeys
 		o.Window, o.CreatedAtKey = c.Window, c.CreatedAtKey
+	}
+	if target != nil {
+		for _, src := range target.Sources {
+			if n := src.MaxReceiveCount(); n > 0 && src.ARN != "" {
+				if o.SourceMaxReceives == nil {
+					o.SourceMaxReceives = map[string]int{}
+				}
+				o.SourceMaxReceives[src.ARN] = n
+			}
+		}
 	}
 	return o
 }
 
-// PrintReport prints a classification for a person.
-func PrintReport(w io.Writer, name string, r classify.Report) {
+// AcceptedVersions is where classify learns which schema versions a
+// consumer accepts, and at which path of the body the version is: the one
+// place to change when that knowledge moves (to the event declarations).
+func AcceptedVersions(c catalog.Consumer) (majors []int, versionKey string) {
+	return c.SupportedVersions, c.VersionKey
+}
+
+// PrintReport prints a classification for a person. With command (the
+// tool's Command) and the DLQ's name, each group's next step names the
+// redrive command that moves that group alone.
+func PrintReport(w io.Writer, name string, r classify.Report, command func(args ...string) string) {
 	fmt.Fprintf(w, "verdict: %s  (%d messages%s)\n", strings.ToUpper(string(r.Verdict)), r.Total, inName(name))
 	for _, e := range r.Evidence {
 		fmt.Fprintf(w, "  - %s\n", e)
@@ -193,7 +215,33 @@ func PrintReport(w io.Writer, name string, r classify.Report) {
 		}
 		fmt.Fprintf(w, "  - examples (search the logs by message_id): %s\n", strings.Join(examples[g.Class], ", "))
 		fmt.Fprintf(w, "  next: %s\n", g.Next)
+		if command == nil || name == "" {
+			continue
+		}
+		switch g.Class {
+		case classify.Transient, classify.Data:
+			fmt.Fprintf(w, "  then: %s\n", command("redrive", name, "--only", string(g.Class), "--confirm-fixed"))
+		case classify.Expired:
+			fmt.Fprintf(w, "  then (the checked ones only): %s\n", command("redrive", name, "--only", string(g.Class), "--readmit-expired", "--confirm-fixed"))
+		case classify.Poison:
+			for _, v := range unsupportedVersions(r) {
+				fmt.Fprintf(w, "  then, once a consumer accepts version %s: %s\n", v, command("redrive", name, "--only", "poison", "--version", v, "--confirm-fixed"))
+			}
+		}
 	}
+}
+
+// unsupportedVersions are the schema versions poison messages were
+// refused for (a deploy of the consumer can make those valid).
+func unsupportedVersions(r classify.Report) []string {
+	var out []string
+	for _, m := range r.Messages {
+		if m.Class == classify.Poison && strings.HasPrefix(m.Why, "schema: version") && !slices.Contains(out, m.Version) {
+			out = append(out, m.Version)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func inName(name string) string {
@@ -201,4 +249,49 @@ func inName(name string) string {
 		return ""
 	}
 	return " in " + name
+}
+
+// Row is one inspected message, for JSON output.
+type Row struct {
+	MessageID string `json:"message_id"`
+	PedidoID  string `json:"pedido_id,omitempty"`
+	Sent      string `json:"sent"`
+	// FirstReceive is SQS's ApproximateFirstReceiveTimestamp.
+	FirstReceive string `json:"first_receive"`
+	// ReceiveCount is SQS's ApproximateReceiveCount, this look included
+	// (classify reports the count before the DLQ).
+	ReceiveCount    int    `json:"approximate_receive_count"`
+	Size            int    `json:"size"`
+	Version         string `json:"version"`
+	Group           string `json:"group,omitempty"`
+	Origin          string `json:"origin"`
+	FailureClass    string `json:"mf_failure_class,omitempty"`
+	FailureReason   string `json:"mf_failure_reason,omitempty"`
+	ConsumerVersion string `json:"mf_consumer_version,omitempty"`
+}
+
+// Rows are the table's lines as values.
+func Rows(msgs []queue.Message) []Row {
+	ids := map[string]string{}
+	for _, m := range classify.Classify(msgs, classify.Options{VersionKey: "-"}).Messages {
+		ids[m.MessageID] = m.PedidoID
+	}
+	out := make([]Row, 0, len(msgs))
+	for _, m := range msgs {
+		dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
+		r := Row{MessageID: m.MessageID, PedidoID: ids[m.MessageID], Sent: stamp(m.Attributes[queue.AttrSentTimestamp]),
+			FirstReceive: stamp(m.Attributes[queue.AttrApproximateFirstReceiveTimestamp]), ReceiveCount: m.ReceiveCount(),
+			Size: len(m.Body), Version: bodyVersion(m.Body), Group: m.Attributes[queue.AttrMessageGroupID], Origin: "unknown"}
+		switch {
+		case m.Attributes[queue.AttrDeadLetterQueueSourceArn] != "":
+			r.Origin = "redrive"
+		case ok:
+			r.Origin = "consumer"
+		}
+		if ok {
+			r.FailureClass, r.FailureReason, r.ConsumerVersion = dl.Class, dl.Reason, dl.ConsumerVersion
+		}
+		out = append(out, r)
+	}
+	return out
 }

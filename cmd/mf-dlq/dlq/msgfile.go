@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -89,4 +90,25 @@ func ReadMessages(r io.Reader) ([]queue.Message, error) {
 			out = append(out, m)
 		}
 	}
+}
+
+// WriteDocument writes msgs as one receive-message document,
+// {"Messages": [...]}, which ReadMessages reads too.
+func WriteDocument(w io.Writer, msgs []queue.Message) error {
+	var lines bytes.Buffer
+	if err := WriteMessages(&lines, msgs); err != nil {
+		return err
+	}
+	doc := struct {
+		Messages []json.RawMessage `json:"Messages"`
+	}{Messages: []json.RawMessage{}}
+	for _, l := range bytes.Split(bytes.TrimSpace(lines.Bytes()), []byte("\n")) {
+		if len(l) > 0 {
+			doc.Messages = append(doc.Messages, l)
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
 }

@@ -14,6 +14,10 @@ import (
 // themselves.
 const PeekVisibility = 5 * time.Second
 
+// progressStep is how many messages a long receive reports progress
+// after (on Log).
+const progressStep = 100
+
 // releaseTimeout bounds the final ChangeMessageVisibility calls, which run
 // even after Ctrl-C.
 const releaseTimeout = 15 * time.Second
@@ -67,7 +71,12 @@ func (t *Tool) peek(ctx context.Context, q QueueRef, max int) ([]queue.Message, 
 func (t *Tool) receiveAll(ctx context.Context, q QueueRef, max int, out *[]queue.Message, handles map[string]string) error {
 	idle := 0
 	budget := 2*(max+len(*out))/10 + 10
+	reported := len(*out)
 	for len(*out) < max && idle < 2 && budget > 0 {
+		if len(*out)-reported >= progressStep {
+			reported = len(*out)
+			fmt.Fprintf(t.log(), "received %d messages of %s so far (at most %d)…\n", reported, q.Name, max)
+		}
 		budget--
 		msgs, err := t.SQS.ReceiveMessage(ctx, &queue.ReceiveMessageInput{
 			QueueURL: q.URL, MaxMessages: min(10, max-len(*out)), VisibilityTimeout: PeekVisibility, WaitTime: time.Second,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,19 +70,158 @@ type RedriveOptions struct {
 	ReadmitExpired bool
 	// ProgressEvery is the interval of progress lines. Default 2 s.
 	ProgressEvery time.Duration
+	// Only selects the messages to move by their classify verdict
+	// (transient, data, poison, expired); the others stay in the DLQ.
+	// Empty selects every verdict but refuses (ErrRefused) while the
+	// selection holds poison or data messages: those must be named.
+	Only []classify.Verdict
+	// Reason selects the messages whose consumer reason
+	// (mf-failure-reason) or classify finding contains it.
+	Reason string
+	// Version selects the messages of this schema version ("2").
+	Version string
+}
+
+// Selection reports whether any of Only, Reason and Version is set.
+func (o RedriveOptions) Selection() bool { return len(o.Only) > 0 || o.Reason != "" || o.Version != "" }
+
+// ParseVerdicts parses a comma-separated list of verdicts for
+// RedriveOptions.Only.
+func ParseVerdicts(s string) ([]classify.Verdict, error) {
+	var out []classify.Verdict
+	for _, p := range strings.Split(s, ",") {
+		v := classify.Verdict(strings.ToLower(strings.TrimSpace(p)))
+		switch v {
+		case classify.Transient, classify.Data, classify.Poison, classify.Expired:
+			out = append(out, v)
+		default:
+			return nil, fmt.Errorf("%w: --only %q: want a comma-separated list of transient, data, poison, expired", ErrUsage, s)
+		}
+	}
+	return out, nil
+}
+
+// ErrRefused: the redrive would move messages classify found poison or
+// data without the operator naming them (RedriveOptions.Only).
+var ErrRefused = errors.New("redrive refused")
+
+// selector decides, from the survey's classification, which DLQ messages
+// a redrive moves.
+type selector struct {
+	opts    RedriveOptions
+	byID    map[string]classify.Message
+	planned map[classify.Verdict]int // selected, by verdict
+	left    map[classify.Verdict]int // not selected, by verdict
+}
+
+func newSelector(report classify.Report, opts RedriveOptions) *selector {
+	s := &selector{opts: opts, byID: map[string]classify.Message{}, planned: map[classify.Verdict]int{}, left: map[classify.Verdict]int{}}
+	for _, m := range report.Messages {
+		s.byID[m.MessageID] = m
+		if s.match(m) {
+			s.planned[m.Class]++
+		} else {
+			s.left[m.Class]++
+		}
+	}
+	return s
+}
+
+func (s *selector) match(m classify.Message) bool {
+	if len(s.opts.Only) > 0 && !slices.Contains(s.opts.Only, m.Class) {
+		return false
+	}
+	if s.opts.Reason != "" && !strings.Contains(m.Reason, s.opts.Reason) && !strings.Contains(m.Why, s.opts.Reason) {
+		return false
+	}
+	return s.opts.Version == "" || m.Version == s.opts.Version
+}
+
+// selected reports whether the DLQ message with this id is to move; one
+// the survey did not see is moved only without a selection.
+func (s *selector) selected(id string) (bool, classify.Verdict) {
+	m, ok := s.byID[id]
+	if !ok {
+		return !s.opts.Selection(), ""
+	}
+	return s.match(m), m.Class
+}
+
+// refusal explains why the selection cannot move as asked, "" when it can.
+func (s *selector) refusal() string {
+	if len(s.opts.Only) > 0 {
+		return ""
+	}
+	var named []string
+	for _, v := range []classify.Verdict{classify.Poison, classify.Data} {
+		if n := s.planned[v]; n > 0 {
+			named = append(named, fmt.Sprintf("%d %s", n, v))
+		}
+	}
+	if len(named) == 0 {
+		return ""
+	}
+	var why []string
+	if s.planned[classify.Poison] > 0 {
+		why = append(why, "a redrive does not make poison valid (deploy a consumer that accepts it first)")
+	}
+	if s.planned[classify.Data] > 0 {
+		why = append(why, "data messages fail again until the data is fixed")
+	}
+	return fmt.Sprintf("the messages to move include %s (mf-dlq classify): %s. "+
+		"Redrive one group at a time (--only transient), or name the groups to move (--only %s)", strings.Join(named, " and "), strings.Join(why, "; "), strings.Join(s.verdicts(), ","))
+}
+
+func (s *selector) verdicts() []string {
+	var out []string
+	for _, v := range []classify.Verdict{classify.Transient, classify.Data, classify.Poison, classify.Expired} {
+		if s.planned[v] > 0 {
+			out = append(out, string(v))
+		}
+	}
+	return out
+}
+
+// describe is the plan's line of counts per verdict.
+func (s *selector) describe() string {
+	var parts []string
+	for _, v := range []classify.Verdict{classify.Transient, classify.Data, classify.Poison, classify.Expired} {
+		if n := s.planned[v]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s (move)", n, v))
+		}
+		if n := s.left[v]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s (stay)", n, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (s *selector) total() int {
+	n := 0
+	for _, c := range s.planned {
+		n += c
+	}
+	return n
 }
 
 // RedriveResult is what Redrive did.
 type RedriveResult struct {
-	Mode         string
-	Planned      int            // messages in the DLQ when it started (surveyed)
-	Moved        int            // sent to a destination and deleted from the DLQ
-	Destinations map[string]int // queue name -> messages moved there (loop mode)
-	Unplaced     int            // messages left in the DLQ for want of a destination
-	Expired      int            // messages left in the DLQ: older than the replay window
-	Readmitted   int            // expired messages moved with the re-admission mark
-	Started      time.Time
-	Elapsed      time.Duration
+	Mode         string         `json:"mode"`
+	Surveyed     int            `json:"surveyed"`     // messages in the DLQ when it started (surveyed)
+	Planned      int            `json:"planned"`      // of them, selected to move
+	ByVerdict    map[string]int `json:"by_verdict"`   // selected, by classify verdict
+	Left         map[string]int `json:"left"`         // not selected, by verdict: they stay in the DLQ
+	Moved        int            `json:"moved"`        // sent to a destination and deleted from the DLQ
+	Destinations map[string]int `json:"destinations"` // queue name -> messages moved there (loop mode)
+	Unplaced     int            `json:"unplaced"`     // messages left in the DLQ for want of a destination
+	Expired      int            `json:"expired_left"` // messages left in the DLQ: older than the replay window
+	Readmitted   int            `json:"readmitted"`   // expired messages moved with the re-admission mark
+	Unselected   int            `json:"unselected"`   // messages the selection left in the DLQ
+	Started      time.Time      `json:"started"`
+	Elapsed      time.Duration  `json:"elapsed_ns"`
+	DryRun       bool           `json:"dry_run"`
+	// Next is the command to run next (verify), with the connection flags given.
+	Next string `json:"next,omitempty"`
 }
 
 // Redrive moves the DLQ's messages back to where they came from at a rate.
@@ -133,14 +273,18 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	if len(msgs) == 0 {
 		return res, t.emptyError(ctx, target.DLQ)
 	}
-	res.Planned = len(msgs)
+	res.Surveyed = len(msgs)
 	complete := len(msgs) < surveyMax
 	dests := newDestinations(t, target, to)
+	expiry := t.expiryOptions(target)
+	sel := newSelector(classify.Classify(msgs, expiry), opts)
 	plan := map[string]int{}
 	allRedriven := true
-	expiry := t.expiryOptions(target)
 	expired := 0
 	for _, m := range msgs {
+		if ok, _ := sel.selected(m.MessageID); !ok {
+			continue
+		}
 		if _, old := classify.Expiry(m, expiry); old {
 			expired++
 		}
@@ -153,12 +297,19 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 		}
 		plan[name]++
 	}
+	res.Planned = sel.total()
+	res.ByVerdict, res.Left = verdictCounts(sel.planned), verdictCounts(sel.left)
+	partial := res.Planned < len(msgs)
 	mode := opts.Mode
+	fractional := opts.Rate != math.Trunc(opts.Rate)
 	if mode == ModeAuto {
 		mode = ModeLoop
-		if allRedriven && complete && to == nil && opts.Max == 0 && expired == 0 {
+		if allRedriven && complete && to == nil && opts.Max == 0 && expired == 0 && !partial && !fractional {
 			mode = ModeTask
 		}
+	}
+	if mode == ModeTask && fractional {
+		return res, fmt.Errorf("%w: --mode task moves whole messages per second (SQS's MaxNumberOfMessagesPerSecond), and --rate is %v: give a whole rate, or use --mode loop, which holds a fractional one", ErrUsage, opts.Rate)
 	}
 	if mode == ModeTask && (!allRedriven || to != nil) {
 		return res, fmt.Errorf("%w: --mode task needs every message to have come from SQS's redrive (DeadLetterQueueSourceArn) and no --to; %d surveyed messages were sent to the DLQ by a consumer: use --mode loop", ErrUsage, countWithout(msgs))
@@ -166,23 +317,38 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	if mode == ModeTask && expired > 0 {
 		return res, fmt.Errorf("%w: --mode task moves every message, and %d surveyed messages are older than their consumer's replay window (a move task can neither leave them nor mark them re-admitted): use --mode loop", ErrUsage, expired)
 	}
+	if mode == ModeTask && (partial || !complete && opts.Selection()) {
+		return res, fmt.Errorf("%w: --mode task moves every message, and the selection leaves %d of %d in the DLQ: use --mode loop", ErrUsage, len(msgs)-res.Planned, len(msgs))
+	}
 	res.Mode = mode
 	w := t.out()
-	fmt.Fprintf(w, "plan: move %d messages from %s at %s msg/s (about %s) using %s\n", len(msgs), target.DLQ.Name,
-		strconv.FormatFloat(opts.Rate, 'f', -1, 64), eta(len(msgs), opts.Rate), describeMode(mode))
+	fmt.Fprintf(w, "plan: move %d of the %d messages in %s at %s msg/s (about %s) using %s\n", res.Planned, len(msgs), target.DLQ.Name,
+		strconv.FormatFloat(opts.Rate, 'f', -1, 64), eta(res.Planned, opts.Rate), describeMode(mode))
 	if !complete {
 		fmt.Fprintf(w, "  (surveyed the first %d messages; the DLQ may hold more)\n", surveyMax)
 	}
+	fmt.Fprintf(w, "  by verdict: %s\n", sel.describe())
 	for _, name := range sortedKeys(plan) {
 		fmt.Fprintf(w, "  → %s: %d\n", name, plan[name])
 	}
-	t.warnExpired(target, expired, len(msgs), opts.ReadmitExpired)
+	t.warnExpired(target, expired, res.Planned, opts.ReadmitExpired)
 	t.warnUnknown(msgs, plan)
+	refusal := sel.refusal()
 	if opts.DryRun {
+		res.DryRun = true
+		if refusal != "" {
+			fmt.Fprintf(w, "as planned it would be refused: %s\n", refusal)
+		}
 		fmt.Fprintf(w, "dry run: nothing moved\n")
 		return res, nil
 	}
-	if expired == len(msgs) && complete && !opts.ReadmitExpired {
+	if refusal != "" {
+		return res, fmt.Errorf("%w: %s", ErrRefused, refusal)
+	}
+	if res.Planned == 0 {
+		return res, fmt.Errorf("%w: the selection matches none of the %d messages (by verdict: %s)", ErrRefused, len(msgs), sel.describe())
+	}
+	if expired == res.Planned && complete && !opts.ReadmitExpired {
 		res.Expired = expired
 		return res, fmt.Errorf("%w: all %d messages; nothing to redrive (see docs/runbooks/dlq.md#expired-messages)", ErrExpired, expired)
 	}
@@ -191,7 +357,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	if mode == ModeTask {
 		err = t.runTask(ctx, target, opts, &res)
 	} else {
-		err = t.runLoop(ctx, target, opts, dests, expiry, &res)
+		err = t.runLoop(ctx, target, opts, dests, expiry, sel, &res)
 	}
 	elapsed := t.Clock.Now().Sub(res.Started)
 	fmt.Fprintf(w, "moved %d of %d in %s (%.1f msg/s)", res.Moved, res.Planned, elapsed.Round(time.Second), perSecond(res.Moved, elapsed))
@@ -202,6 +368,9 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	if res.Unplaced > 0 {
 		fmt.Fprintf(w, "%d messages stay in %s: no destination known (pass --to QUEUE)\n", res.Unplaced, target.DLQ.Name)
 	}
+	if res.Unselected > 0 {
+		fmt.Fprintf(w, "%d messages stay in %s: not selected (%s)\n", res.Unselected, target.DLQ.Name, describeLeft(res.Left))
+	}
 	if res.Readmitted > 0 {
 		fmt.Fprintf(w, "%d of them were older than their consumer's replay window and went back re-admitted (%s)\n", res.Readmitted, consumerapi.AttrReadmision)
 	}
@@ -210,9 +379,29 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 		err = cmp.Or(err, fmt.Errorf("%w: %d messages", ErrExpired, res.Expired))
 	}
 	if err == nil || errors.Is(err, ErrInterrupted) {
-		fmt.Fprintf(w, "next: mf-dlq verify %s --expect %d --since %s\n", target.DLQ.Name, res.Moved, res.Started.UTC().Format(time.RFC3339))
+		res.Next = t.Command("verify", target.DLQ.Name, "--expect", strconv.Itoa(res.Moved), "--since", res.Started.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "next: %s\n", res.Next)
 	}
 	return res, err
+}
+
+func verdictCounts(m map[classify.Verdict]int) map[string]int {
+	out := map[string]int{}
+	for v, n := range m {
+		out[string(v)] = n
+	}
+	return out
+}
+
+func describeLeft(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+	}
+	if len(parts) == 0 {
+		return "not in the survey: run redrive again"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func countWithout(msgs []queue.Message) int {
@@ -378,7 +567,7 @@ func (t *Tool) runTask(ctx context.Context, target *Target, opts RedriveOptions,
 
 // runLoop moves messages one by one: receive, wait for a token, send to the
 // destination, delete from the DLQ.
-func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions, dests *destinations, expiry classify.Options, res *RedriveResult) error {
+func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions, dests *destinations, expiry classify.Options, sel *selector, res *RedriveResult) error {
 	lim := rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	// Long enough for a full batch at the rate, so held messages do not
 	// come back to the DLQ while they wait for their token.
@@ -386,11 +575,13 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 	prog := newProgress(t, res.Planned, res.Started)
 	unplaced := map[string]string{} // message id -> receipt handle, released at the end
 	kept := map[string]string{}     // expired, not re-admitted: released at the end
+	skipped := map[string]string{}  // not selected: released at the end
 	done := map[string]bool{}
 	defer func() {
-		res.Unplaced, res.Expired = len(unplaced), len(kept)
+		res.Unplaced, res.Expired, res.Unselected = len(unplaced), len(kept), len(skipped)
 		t.release(ctx, target.DLQ.URL, unplaced)
 		t.release(ctx, target.DLQ.URL, kept)
+		t.release(ctx, target.DLQ.URL, skipped)
 	}()
 	idle, waited := 0, false
 	for opts.Max == 0 || res.Moved < opts.Max {
@@ -424,7 +615,15 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 				kept[m.MessageID] = m.ReceiptHandle
 				continue
 			}
+			if _, ok := skipped[m.MessageID]; ok {
+				skipped[m.MessageID] = m.ReceiptHandle
+				continue
+			}
 			fresh++
+			if ok, _ := sel.selected(m.MessageID); !ok {
+				skipped[m.MessageID] = m.ReceiptHandle
+				continue
+			}
 			expiry.Now = t.Clock.Now()
 			_, old := classify.Expiry(m, expiry)
 			if old && !opts.ReadmitExpired {
@@ -468,7 +667,7 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 		attrs, err := t.SQS.GetQueueAttributes(ctx, target.DLQ.URL, queue.QueueAttrApproximateNumberOfMessagesNotVisible)
 		n := 0
 		if err == nil {
-			n = atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) - len(unplaced) - len(kept)
+			n = atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) - len(unplaced) - len(kept) - len(skipped)
 		}
 		if n <= 0 {
 			break

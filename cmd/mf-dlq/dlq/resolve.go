@@ -134,7 +134,7 @@ func (t *Tool) urlOf(ctx context.Context, spec, env string) (string, error) {
 			return "", fmt.Errorf("%w: %w", ErrUsage, err)
 		}
 		if !inCatalog {
-			return "", fmt.Errorf("%w: with -e, name a queue of the Messaging stack: a logical name (%s) or its catalogue name; %q is neither (for any other queue pass its physical name or URL without -e)",
+			return "", fmt.Errorf("%w: with -e, name a queue of config/catalog: a logical name (%s) or its catalogue name; %q is neither (for any other queue pass its physical name or URL without -e)",
 				queue.ErrQueueNotFound, strings.Join(catalog.Logicals(), ", "), spec)
 		}
 		name = catalog.PhysicalName(q.DLQName, env)
@@ -146,7 +146,7 @@ func (t *Tool) urlOf(ctx context.Context, spec, env string) (string, error) {
 		hint := "check the name, the account (--profile) and the region (--region)"
 		if env == "" {
 			if _, e, _, ok := catalog.FindPhysical(name); !ok {
-				hint += fmt.Sprintf("; the Messaging stack's queues can be named by logical name with -e (%s)", strings.Join(catalog.Logicals(), ", "))
+				hint += fmt.Sprintf("; the queues of config/catalog can be named by logical name with -e (%s)", strings.Join(catalog.Logicals(), ", "))
 			} else {
 				hint += " (the name is " + e + "'s)"
 			}

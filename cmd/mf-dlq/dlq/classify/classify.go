@@ -66,6 +66,11 @@ type Options struct {
 	CreatedAtKey string
 	// Now is the time ages are measured at; default the wall clock.
 	Now time.Time
+	// SourceMaxReceives maps a source queue's ARN to its maxReceiveCount:
+	// the receives a message SQS moved from it had when it was moved, the
+	// count reported for it however often the DLQ was looked at since.
+	// Without an entry, the count is SQS's less the receive that read it.
+	SourceMaxReceives map[string]int
 }
 
 func (o Options) withDefaults() Options {
@@ -127,16 +132,28 @@ const (
 
 // Message is one classified message.
 type Message struct {
-	MessageID    string            `json:"message_id"`
-	Class        Verdict           `json:"class"`
-	Why          string            `json:"why"`
-	Origin       Origin            `json:"origin"`
-	Sent         time.Time         `json:"sent"`
-	ReceiveCount int               `json:"receive_count"`
-	Version      string            `json:"version,omitempty"`
-	Reason       string            `json:"mf_failure_reason,omitempty"`
-	Entities     map[string]string `json:"entities,omitempty"`
-	Source       string            `json:"source_arn,omitempty"`
+	MessageID string `json:"message_id"`
+	// PedidoID is the order's id (the key of the log search and of the
+	// idempotency records), "" when the body names none.
+	PedidoID string    `json:"pedido_id,omitempty"`
+	Class    Verdict   `json:"class"`
+	Why      string    `json:"why"`
+	Origin   Origin    `json:"origin"`
+	Sent     time.Time `json:"sent"`
+	// ReceiveCount is the receives the message had before it reached the
+	// DLQ, as it was before any tool looked: for a message SQS moved, its
+	// source's maxReceiveCount (Options.SourceMaxReceives); for one a
+	// consumer sent, the count the consumer recorded (mf-receive-count);
+	// otherwise SQS's count less the receive that read it.
+	ReceiveCount int `json:"receive_count"`
+	// DLQReceives is SQS's ApproximateReceiveCount less ReceiveCount: the
+	// looks (inspect, classify, this one included) since it reached the
+	// DLQ.
+	DLQReceives int               `json:"dlq_receives"`
+	Version     string            `json:"version,omitempty"`
+	Reason      string            `json:"mf_failure_reason,omitempty"`
+	Entities    map[string]string `json:"entities,omitempty"`
+	Source      string            `json:"source_arn,omitempty"`
 }
 
 // Window is the SentTimestamp distribution of a set of messages.
@@ -196,11 +213,13 @@ func Classify(msgs []queue.Message, opts Options) Report {
 	for _, m := range msgs {
 		c := inspectBody(m.Body, &opts)
 		cm := Message{
-			MessageID: m.MessageID, Sent: millis(m.Attributes[queue.AttrSentTimestamp]),
-			ReceiveCount: m.ReceiveCount(), Version: c.version, Entities: c.entities,
+			MessageID: m.MessageID, PedidoID: c.pedidoID, Sent: millis(m.Attributes[queue.AttrSentTimestamp]),
+			Version: c.version, Entities: c.entities,
 			Source: m.Attributes[queue.AttrDeadLetterQueueSourceArn],
 		}
 		dl, hasVerdict := sqsbatch.ParseDeadLetter(m.MessageAttributes)
+		cm.ReceiveCount = receivesBefore(m, dl, hasVerdict, opts)
+		cm.DLQReceives = max(0, m.ReceiveCount()-cm.ReceiveCount)
 		switch {
 		case cm.Source != "":
 			cm.Origin = OriginRedrive
@@ -272,6 +291,20 @@ func Classify(msgs []queue.Message, opts Options) Report {
 	return r
 }
 
+// receivesBefore is a message's receive count before it reached the DLQ
+// (see Message.ReceiveCount).
+func receivesBefore(m queue.Message, dl sqsbatch.DeadLetter, hasVerdict bool, opts Options) int {
+	total := m.ReceiveCount()
+	if src := m.Attributes[queue.AttrDeadLetterQueueSourceArn]; src != "" {
+		if n := opts.SourceMaxReceives[src]; n > 0 && n < total {
+			return n
+		}
+	} else if hasVerdict && dl.ReceiveCount > 0 {
+		return dl.ReceiveCount
+	}
+	return max(0, total-1)
+}
+
 func group(v Verdict, ms []Message, total int, opts Options) Group {
 	g := Group{Class: v, N: len(ms), Window: window(ms, opts.BurstWindow)}
 	g.ReceiveCounts = tally(ms, func(m Message) []string { return []string{strconv.Itoa(m.ReceiveCount)} })
@@ -308,7 +341,7 @@ func group(v Verdict, ms []Message, total int, opts Options) Group {
 		if top.N*10 < len(ms)*9 {
 			share = "mixed"
 		}
-		g.Evidence = append(g.Evidence, fmt.Sprintf("receive counts %s: %s at %s", share, pct(top.N), top.Value))
+		g.Evidence = append(g.Evidence, fmt.Sprintf("receive counts %s: %s at %s (before the DLQ: the receives of inspect and classify not counted)", share, pct(top.N), top.Value))
 	}
 	if len(g.Versions) > 0 {
 		g.Evidence = append(g.Evidence, fmt.Sprintf("schema versions: %s (consumer accepts %s)", counts(g.Versions, 4), sqsbatch.JoinInts(opts.AcceptedVersions)))
@@ -394,7 +427,7 @@ func timingEvidence(w Window, ms []Message) []string {
 	}
 	out := []string{"window: " + describeWindow(w)}
 	if u, v := uniform(ms); u && len(ms) > 1 {
-		out = append(out, "every message has receive count "+v)
+		out = append(out, "every message had receive count "+v+" when it reached the DLQ")
 	}
 	return out
 }
@@ -563,10 +596,19 @@ func tallyText(ms []Message, get func(Message) string) []Count {
 	return c
 }
 
-var digits = regexp.MustCompile(`[0-9]{3,}`)
+// ids are the parts of a reason that differ between messages of one cause:
+// runs of 3+ digits (order ids, SKUs) and any byte offset.
+var ids = regexp.MustCompile(`[0-9]{3,}|\bbyte [0-9]+`)
 
 // normaliseReason makes reasons that differ only in ids comparable.
-func normaliseReason(s string) string { return short(digits.ReplaceAllString(s, "#")) }
+func normaliseReason(s string) string {
+	return short(ids.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasPrefix(m, "byte ") {
+			return "byte #"
+		}
+		return "#"
+	}))
+}
 
 func short(s string) string {
 	if r := []rune(s); len(r) > 200 {

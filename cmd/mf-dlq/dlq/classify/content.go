@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 // content is what a body says about itself.
 type content struct {
+	pedidoID string // the order's id, "" when the body names none
 	problem  string // "" when the body passes every check
 	version  string // the version found ("" when absent or not checked)
 	entities map[string]string
@@ -29,7 +31,7 @@ var entityKeys = []string{"sku", "cliente_id"}
 // JSON object, a known major version, required keys present) and extracts
 // the entities.
 func inspectBody(body string, opts *Options) content {
-	c := content{entities: map[string]string{}}
+	c := content{entities: map[string]string{}, pedidoID: pedidoID(body)}
 	trimmed := strings.TrimSpace(body)
 	if trimmed == "" {
 		c.problem = "malformed: empty body"
@@ -88,6 +90,26 @@ func inspectBody(body string, opts *Options) content {
 		c.problem = "schema: missing " + strings.Join(missing, ", ")
 	}
 	return c
+}
+
+// pedidoRE is the shape of an order id, found in bodies that are not JSON.
+var pedidoRE = regexp.MustCompile(`PED-[0-9]{4}-[0-9]+`)
+
+// pedidoID is the body's pedido_id (top level or in an EventBridge
+// event's detail), or an order id anywhere in a body that is not a JSON
+// object.
+func pedidoID(body string) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(body), &obj) == nil && obj != nil {
+		for _, k := range []string{"pedido_id", "detail.pedido_id"} {
+			if raw, ok := dig(obj, k); ok {
+				if s := scalar(raw); s != "" {
+					return s
+				}
+			}
+		}
+	}
+	return pedidoRE.FindString(body)
 }
 
 // dig follows a dotted path (sqsbatch.Lookup); absent, null, "" and a

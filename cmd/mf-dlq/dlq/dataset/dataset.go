@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Scenario names.
@@ -37,10 +39,15 @@ const (
 	// Mixture: a transient burst, a data drip and some malformed payloads
 	// in one DLQ.
 	Mixture = "mixture"
+	// Expired: 12 orders confirmed 50 days ago (replayed from the bus
+	// archive), which the consumer refused as older than its 45-day replay
+	// window (consumerapi.WindowPreparacion): the case for redrive
+	// --readmit-expired.
+	Expired = "expired"
 )
 
 // Scenarios lists the scenario names.
-var Scenarios = []string{TransientBurst, DataDrip, DeployV2, Malformed, Mixture}
+var Scenarios = []string{TransientBurst, DataDrip, DeployV2, Malformed, Mixture, Expired}
 
 // Topology names the queues the generated messages claim to come from.
 type Topology struct {
@@ -77,6 +84,8 @@ func Generate(name string, seed uint64, end time.Time, topo Topology) ([]queue.M
 		g.transientBurst(end.Add(-6*time.Hour), 80)
 		g.dataDrip(end.Add(-72*time.Hour), 30)
 		g.malformed(end.Add(-48*time.Hour), 48*time.Hour, 10)
+	case Expired:
+		g.expired(end.Add(-48*time.Hour), end.Add(-50*24*time.Hour), 12)
 	default:
 		return nil, fmt.Errorf("dataset: unknown scenario %q (known: %v)", name, Scenarios)
 	}
@@ -152,6 +161,21 @@ func (g *gen) malformed(start time.Time, span time.Duration, n int) {
 			reason = `poison message: missing required key "lineas"`
 		}
 		g.consumerSent(sent, body, sqsbatch.ClassPoison, reason)
+	}
+}
+
+// expired appends n orders confirmed at confirmed, dead-lettered by the
+// consumer within two days of start as older than its replay window.
+func (g *gen) expired(start, confirmed time.Time, n int) {
+	for range n {
+		sent := start.Add(time.Duration(g.r.Int64N(int64(48 * time.Hour))))
+		var ev map[string]any
+		_ = json.Unmarshal([]byte(g.order(1, "")), &ev)
+		ev["confirmado_en"] = confirmed.UTC().Format(time.RFC3339)
+		b, _ := json.Marshal(ev)
+		age := int(sent.Sub(confirmed).Hours() / 24)
+		g.consumerSent(sent, string(b), sqsbatch.ClassPermanent, fmt.Sprintf("permanent: %s: preparacion:%s: confirmado_en %s is %d days old, beyond the %s window",
+			consumerapi.ReasonExpiredWindow, ev["pedido_id"], ev["confirmado_en"], age, replaywindow.Days(consumerapi.WindowPreparacion)))
 	}
 }
 

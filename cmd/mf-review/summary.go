@@ -1,0 +1,660 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// This file turns two sets of templates (the committed snapshots, and
+// the environment synthesised now) into what a reviewer reads: the
+// changed resources, risky first, the state machine definitions state by
+// state, and the guardrail figures the change moves. It runs nothing.
+
+// Risks, in the order the summary lists them.
+const (
+	RiskReplacement = "REPLACEMENT"
+	RiskIAM         = "IAM"
+	RiskRetries     = "RETRIES/TIMEOUTS"
+	RiskDeletion    = "DELETION POLICY"
+	RiskOther       = "other"
+)
+
+var riskOrder = []string{RiskReplacement, RiskIAM, RiskRetries, RiskDeletion, RiskOther}
+
+// Change is one resource that differs between the templates.
+type Change struct {
+	Stack, LogicalID, Type string
+	// Name is the resource's physical name when the template sets one
+	// (QueueName, FunctionName, ...), else its logical id.
+	Name string
+	// Kind is "+" (added), "-" (removed) or "~" (modified).
+	Kind  string
+	Props []PropChange
+	// Risk is the riskiest of the change's risks (riskOrder).
+	Risk string
+	// States are the changed states of a state machine definition.
+	States []StateChange
+}
+
+// PropChange is one changed property path of a modified resource.
+type PropChange struct {
+	Path          string
+	Before, After any
+}
+
+// StateChange is one state of a state machine definition that differs.
+type StateChange struct {
+	State          string
+	Before, After  map[string]any // nil when added or removed
+	Fields         []string       // the top-level fields that differ
+	BeforeWorst    float64        // worst-case seconds in the state (TimeoutSeconds with its Retry), 0 when unbounded
+	AfterWorst     float64
+	AttemptsBefore int
+	AttemptsAfter  int
+}
+
+// replacing are the properties whose change replaces the resource
+// (CloudFormation's resource reference, "Update requires: Replacement"),
+// for the types this app deploys.
+var replacing = map[string][]string{
+	"AWS::SQS::Queue":                   {"QueueName", "FifoQueue"},
+	"AWS::SNS::Topic":                   {"TopicName", "FifoTopic"},
+	"AWS::Lambda::Function":             {"FunctionName"},
+	"AWS::Lambda::EventSourceMapping":   {"EventSourceArn", "StartingPosition"},
+	"AWS::DynamoDB::Table":              {"TableName", "KeySchema"},
+	"AWS::DynamoDB::GlobalTable":        {"TableName", "KeySchema"},
+	"AWS::StepFunctions::StateMachine":  {"StateMachineName", "StateMachineType"},
+	"AWS::IAM::Role":                    {"RoleName", "Path"},
+	"AWS::Events::EventBus":             {"Name"},
+	"AWS::Events::Rule":                 {"Name", "EventBusName"},
+	"AWS::Events::Archive":              {"ArchiveName", "SourceArn"},
+	"AWS::Logs::LogGroup":               {"LogGroupName"},
+	"AWS::KMS::Alias":                   {"AliasName"},
+	"AWS::SecretsManager::Secret":       {"Name"},
+	"AWS::RDS::DBCluster":               {"DBClusterIdentifier", "Engine", "DatabaseName", "StorageEncrypted", "KmsKeyId", "DBSubnetGroupName"},
+	"AWS::RDS::DBProxy":                 {"DBProxyName", "EngineFamily"},
+	"AWS::EC2::VPC":                     {"CidrBlock"},
+	"AWS::EC2::Subnet":                  {"CidrBlock", "AvailabilityZone", "VpcId"},
+	"AWS::Pipes::Pipe":                  {"Name", "Source"},
+	"AWS::ElastiCache::ServerlessCache": {"ServerlessCacheName", "Engine"},
+}
+
+// nameKeys are the properties that hold a resource's physical name.
+var nameKeys = []string{"QueueName", "FunctionName", "TableName", "TopicName", "StateMachineName", "RoleName", "AlarmName", "LogGroupName", "Name", "AliasName", "DBClusterIdentifier", "ServerlessCacheName"}
+
+var retryRE = regexp.MustCompile(`(?i)timeout|retry|retries|maxreceivecount|redrivepolicy|maximumretryattempts|maximumeventage|maximumrecordage|batchsize|batchingwindow|maximumconcurrency|reservedconcurrent|heartbeat`)
+
+var iamTypes = []string{"AWS::Lambda::Permission", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy", "AWS::Events::EventBusPolicy", "AWS::KMS::Key", "AWS::SecretsManager::ResourcePolicy"}
+
+// diffTemplates compares before and after (stack name → template) and
+// returns the changed resources, riskiest first, then by stack and name.
+func diffTemplates(before, after map[string]map[string]any) []Change {
+	var out []Change
+	stacks := map[string]bool{}
+	for s := range before {
+		stacks[s] = true
+	}
+	for s := range after {
+		stacks[s] = true
+	}
+	for stack := range stacks {
+		b, a := resources(before[stack]), resources(after[stack])
+		ids := map[string]bool{}
+		for id := range b {
+			ids[id] = true
+		}
+		for id := range a {
+			ids[id] = true
+		}
+		for id := range ids {
+			rb, inB := b[id]
+			ra, inA := a[id]
+			c := Change{Stack: stack, LogicalID: id}
+			switch {
+			case !inB:
+				c.Kind, c.Type, c.Name = "+", str(ra["Type"]), name(ra, id)
+			case !inA:
+				c.Kind, c.Type, c.Name = "-", str(rb["Type"]), name(rb, id)
+			default:
+				if reflect.DeepEqual(rb, ra) {
+					continue
+				}
+				c.Kind, c.Type, c.Name = "~", str(ra["Type"]), name(ra, id)
+				for _, attr := range []string{"DeletionPolicy", "UpdateReplacePolicy"} {
+					if !reflect.DeepEqual(rb[attr], ra[attr]) {
+						c.Props = append(c.Props, PropChange{Path: attr, Before: rb[attr], After: ra[attr]})
+					}
+				}
+				leafDiff("", props(rb), props(ra), &c.Props)
+				if c.Type == "AWS::StepFunctions::StateMachine" {
+					c.States = diffDefinitions(props(rb)["DefinitionString"], props(ra)["DefinitionString"])
+				}
+			}
+			c.Risk = risk(c)
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ra, rb := slices.Index(riskOrder, a.Risk), slices.Index(riskOrder, b.Risk); ra != rb {
+			return ra < rb
+		}
+		if a.Stack != b.Stack {
+			return a.Stack < b.Stack
+		}
+		return a.Name+a.LogicalID < b.Name+b.LogicalID
+	})
+	return out
+}
+
+func resources(tpl map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	rs, _ := tpl["Resources"].(map[string]any)
+	for id, r := range rs {
+		if m, ok := r.(map[string]any); ok {
+			out[id] = m
+		}
+	}
+	return out
+}
+
+func props(r map[string]any) map[string]any {
+	p, _ := r["Properties"].(map[string]any)
+	return p
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+func name(r map[string]any, id string) string {
+	p := props(r)
+	for _, k := range nameKeys {
+		if s, ok := p[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return id
+}
+
+// leafDiff appends the differing paths of two property values: maps are
+// followed key by key; anything else (lists, scalars, intrinsics) is
+// compared whole.
+func leafDiff(path string, b, a any, out *[]PropChange) {
+	mb, okB := b.(map[string]any)
+	ma, okA := a.(map[string]any)
+	if okB && okA && !isIntrinsic(mb) && !isIntrinsic(ma) {
+		keys := map[string]bool{}
+		for k := range mb {
+			keys[k] = true
+		}
+		for k := range ma {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			leafDiff(p, mb[k], ma[k], out)
+		}
+		return
+	}
+	if !reflect.DeepEqual(b, a) {
+		*out = append(*out, PropChange{Path: path, Before: b, After: a})
+	}
+}
+
+func isIntrinsic(m map[string]any) bool {
+	if len(m) != 1 {
+		return false
+	}
+	for k := range m {
+		return k == "Ref" || strings.HasPrefix(k, "Fn::")
+	}
+	return false
+}
+
+func risk(c Change) string {
+	switch {
+	case c.Kind == "-":
+		return RiskReplacement // a removal destroys the resource (and its data, unless retained)
+	case c.Kind == "+":
+		if strings.HasPrefix(c.Type, "AWS::IAM::") || slices.Contains(iamTypes, c.Type) {
+			return RiskIAM
+		}
+		return RiskOther
+	}
+	for _, p := range c.Props {
+		if slices.Contains(replacing[c.Type], strings.Split(p.Path, ".")[0]) {
+			return RiskReplacement
+		}
+	}
+	if strings.HasPrefix(c.Type, "AWS::IAM::") || slices.Contains(iamTypes, c.Type) {
+		return RiskIAM
+	}
+	for _, p := range c.Props {
+		if strings.Contains(p.Path, "PolicyDocument") || strings.Contains(p.Path, "ManagedPolicyArns") || strings.HasSuffix(p.Path, "Role") {
+			return RiskIAM
+		}
+	}
+	for _, s := range c.States {
+		for _, f := range s.Fields {
+			if retryRE.MatchString(f) || f == "Catch" {
+				return RiskRetries
+			}
+		}
+	}
+	for _, p := range c.Props {
+		if p.Path != "DefinitionString" && retryRE.MatchString(p.Path) {
+			return RiskRetries
+		}
+	}
+	for _, p := range c.Props {
+		if p.Path == "DeletionPolicy" || p.Path == "UpdateReplacePolicy" || strings.Contains(p.Path, "DeletionProtection") {
+			return RiskDeletion
+		}
+	}
+	return RiskOther
+}
+
+// definition renders a DefinitionString (a string, or an Fn::Join of
+// strings and intrinsics) as the state machine's JSON, with each intrinsic
+// as a ${...} placeholder, and parses it; nil when it is not JSON.
+func definition(v any) map[string]any {
+	var b strings.Builder
+	render(&b, v)
+	var def map[string]any
+	if json.Unmarshal([]byte(b.String()), &def) != nil {
+		return nil
+	}
+	return def
+}
+
+func render(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case string:
+		b.WriteString(x)
+	case map[string]any:
+		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
+			sep, _ := j[0].(string)
+			parts, _ := j[1].([]any)
+			for i, p := range parts {
+				if i > 0 {
+					b.WriteString(sep)
+				}
+				render(b, p)
+			}
+			return
+		}
+		for k, arg := range x {
+			raw, _ := json.Marshal(arg)
+			b.WriteString("${" + strings.TrimPrefix(k, "Fn::") + ":" + strings.NewReplacer(`"`, "", "{", "(", "}", ")").Replace(string(raw)) + "}")
+		}
+	}
+}
+
+// diffDefinitions compares two definitions state by state (nested states
+// of Map and Parallel are named parent/child).
+func diffDefinitions(before, after any) []StateChange {
+	sb, sa := map[string]map[string]any{}, map[string]map[string]any{}
+	collectStates("", definition(before), sb)
+	collectStates("", definition(after), sa)
+	names := map[string]bool{}
+	for n := range sb {
+		names[n] = true
+	}
+	for n := range sa {
+		names[n] = true
+	}
+	var out []StateChange
+	for n := range names {
+		b, a := sb[n], sa[n]
+		if reflect.DeepEqual(b, a) {
+			continue
+		}
+		sc := StateChange{State: n, Before: b, After: a}
+		keys := map[string]bool{}
+		for k := range b {
+			keys[k] = true
+		}
+		for k := range a {
+			keys[k] = true
+		}
+		for k := range keys {
+			if !reflect.DeepEqual(b[k], a[k]) {
+				sc.Fields = append(sc.Fields, k)
+			}
+		}
+		sort.Strings(sc.Fields)
+		sc.BeforeWorst, sc.AttemptsBefore = worstCase(b)
+		sc.AfterWorst, sc.AttemptsAfter = worstCase(a)
+		out = append(out, sc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].State < out[j].State })
+	return out
+}
+
+func collectStates(prefix string, def map[string]any, out map[string]map[string]any) {
+	states, _ := def["States"].(map[string]any)
+	for n, s := range states {
+		st, ok := s.(map[string]any)
+		if !ok {
+			continue
+		}
+		name := prefix + n
+		flat := map[string]any{}
+		for k, v := range st {
+			if k != "Iterator" && k != "ItemProcessor" && k != "Branches" {
+				flat[k] = v
+			}
+		}
+		out[name] = flat
+		for _, k := range []string{"Iterator", "ItemProcessor"} {
+			if sub, ok := st[k].(map[string]any); ok {
+				collectStates(name+"/", sub, out)
+			}
+		}
+		if br, ok := st["Branches"].([]any); ok {
+			for _, b := range br {
+				if sub, ok := b.(map[string]any); ok {
+					collectStates(name+"/", sub, out)
+				}
+			}
+		}
+	}
+}
+
+// worstCase is the longest a Task state can take with its Retry: every
+// attempt may run to TimeoutSeconds before it fails with an error a
+// retrier catches, each retrier counts its own MaxAttempts (default 3), and
+// the backoff between attempts (IntervalSeconds × BackoffRate^n, capped by
+// MaxDelaySeconds) adds up; it returns the seconds and the attempts, 0
+// when the state has no TimeoutSeconds.
+func worstCase(st map[string]any) (float64, int) {
+	timeout, ok := st["TimeoutSeconds"].(float64)
+	if !ok || timeout <= 0 {
+		return 0, 0
+	}
+	attempts, backoff := 1, 0.0
+	retries, _ := st["Retry"].([]any)
+	for _, r := range retries {
+		rm, _ := r.(map[string]any)
+		max := 3.0
+		if v, ok := rm["MaxAttempts"].(float64); ok {
+			max = v
+		}
+		interval, rate := 1.0, 2.0
+		if v, ok := rm["IntervalSeconds"].(float64); ok {
+			interval = v
+		}
+		if v, ok := rm["BackoffRate"].(float64); ok {
+			rate = v
+		}
+		capDelay, hasCap := rm["MaxDelaySeconds"].(float64)
+		d := interval
+		for range int(max) {
+			if hasCap && d > capDelay {
+				d = capDelay
+			}
+			backoff += d
+			d *= rate
+		}
+		attempts += int(max)
+	}
+	return timeout*float64(attempts) + backoff, attempts
+}
+
+// figures are the guardrail figures the changes move, one line each.
+func figures(changes []Change, after map[string]map[string]any) []string {
+	var out []string
+	for _, c := range changes {
+		if c.Kind != "~" {
+			continue
+		}
+		for _, p := range c.Props {
+			switch {
+			case c.Type == "AWS::SQS::Queue" && p.Path == "VisibilityTimeout":
+				out = append(out, fmt.Sprintf("%s VisibilityTimeout %s → %s s: must stay at least 6 × its consumer's timeout (MF-SQS-VISIBILITY)%s", c.Name, num(p.Before), num(p.After), consumerTimeout(after[c.Stack], c.LogicalID)))
+			case c.Type == "AWS::SQS::Queue" && p.Path == "RedrivePolicy":
+				b, a := receives(p.Before), receives(p.After)
+				if b != a {
+					out = append(out, fmt.Sprintf("%s maxReceiveCount %s → %s: receives per message before the DLQ, a factor of every attempt count (MF-ATTEMPTS: at most 15 per dependency)", c.Name, b, a))
+				}
+			case c.Type == "AWS::SQS::Queue" && p.Path == "MessageRetentionPeriod":
+				out = append(out, fmt.Sprintf("%s MessageRetentionPeriod %s → %s s: its DLQ must retain longer (MF-SQS-DLQ-RETENTION)", c.Name, num(p.Before), num(p.After)))
+			case c.Type == "AWS::Lambda::Function" && p.Path == "Timeout":
+				out = append(out, fmt.Sprintf("%s Timeout %s → %s s: its queue's VisibilityTimeout must stay at least 6 × %s = %s s (MF-SQS-VISIBILITY)", c.Name, num(p.Before), num(p.After), num(p.After), times6(p.After)))
+			case c.Type == "AWS::Lambda::Function" && p.Path == "ReservedConcurrentExecutions",
+				c.Type == "AWS::Lambda::EventSourceMapping" && p.Path == "ScalingConfig.MaximumConcurrency":
+				out = append(out, fmt.Sprintf("%s %s %s → %s: the mappings' MaximumConcurrency must add up to at most the reserved concurrency (MF-ESM-RESERVED)", c.Name, p.Path, num(p.Before), num(p.After)))
+			}
+		}
+		for _, s := range c.States {
+			for _, f := range s.Fields {
+				switch f {
+				case "TimeoutSeconds", "Retry":
+					line := fmt.Sprintf("%s %s %s → %s", s.State, f, brief(s.Before[f]), brief(s.After[f]))
+					var notes []string
+					if fn, t := stateFunction(s.After, after[c.Stack]); fn != "" {
+						note := fmt.Sprintf("worst-case time of one attempt %s s (%s's Timeout)", num(t), fn)
+						if to, ok := s.After["TimeoutSeconds"].(float64); ok && to < t {
+							note += ", ABOVE the state's TimeoutSeconds"
+						}
+						notes = append(notes, note)
+					}
+					if s.AfterWorst > 0 {
+						notes = append(notes, fmt.Sprintf("at most %s → %s s in the state over %d attempts", num(s.BeforeWorst), num(s.AfterWorst), s.AttemptsAfter))
+					}
+					if len(notes) > 0 {
+						line += ": " + strings.Join(notes, "; ")
+					}
+					out = append(out, line)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// placeholderRE finds the functions a rendered state references.
+var placeholderRE = regexp.MustCompile(`\$\{GetAtt:\[([A-Za-z0-9]+),Arn\]\}`)
+
+// stateFunction is the Lambda function of the stack a state invokes and
+// its Timeout, "" when the state names none there.
+func stateFunction(st map[string]any, tpl map[string]any) (string, float64) {
+	raw, _ := json.Marshal(st)
+	rs := resources(tpl)
+	for _, m := range placeholderRE.FindAllStringSubmatch(string(raw), -1) {
+		if f, ok := rs[m[1]]; ok && str(f["Type"]) == "AWS::Lambda::Function" {
+			if t, ok := props(f)["Timeout"].(float64); ok {
+				return name(f, m[1]), t
+			}
+		}
+	}
+	return "", 0
+}
+
+// consumerTimeout names the consumer of a queue in its stack (the event
+// source mapping that reads it) and its timeout, "" when not found.
+func consumerTimeout(tpl map[string]any, queueID string) string {
+	rs := resources(tpl)
+	for _, r := range rs {
+		if str(r["Type"]) != "AWS::Lambda::EventSourceMapping" {
+			continue
+		}
+		raw, _ := json.Marshal(props(r)["EventSourceArn"])
+		if !strings.Contains(string(raw), `"`+queueID+`"`) {
+			continue
+		}
+		fn, _ := props(r)["FunctionName"].(map[string]any)
+		id, _ := fn["Ref"].(string)
+		if f, ok := rs[id]; ok {
+			if t, ok := props(f)["Timeout"].(float64); ok {
+				return fmt.Sprintf("; %s's timeout %s s × 6 = %s s", name(f, id), num(t), times6(t))
+			}
+		}
+	}
+	return ""
+}
+
+func receives(v any) string {
+	m, _ := v.(map[string]any)
+	return num(m["maxReceiveCount"])
+}
+
+func num(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return fmt.Sprintf("%g", x)
+	case nil:
+		return "(none)"
+	case string:
+		return x
+	}
+	raw, _ := json.Marshal(v)
+	return string(raw)
+}
+
+func times6(v any) string {
+	if f, ok := v.(float64); ok {
+		return fmt.Sprintf("%g", 6*f)
+	}
+	return "?"
+}
+
+// brief is a value in one short line.
+func brief(v any) string {
+	if v == nil {
+		return "(none)"
+	}
+	raw, _ := json.Marshal(v)
+	s := string(raw)
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// writeStates prints each changed state as pretty-printed JSON, before and
+// after, only the fields that differ.
+func writeStates(w io.Writer, changes []Change) {
+	for _, c := range changes {
+		if len(c.States) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nState machine %s (%s), state by state:\n", c.Name, c.Stack)
+		for _, s := range c.States {
+			switch {
+			case s.Before == nil:
+				fmt.Fprintf(w, "  [+] state %s\n%s", s.State, indent(pretty(s.After), "      "))
+			case s.After == nil:
+				fmt.Fprintf(w, "  [-] state %s\n", s.State)
+			default:
+				fmt.Fprintf(w, "  [~] state %s\n", s.State)
+				for _, f := range s.Fields {
+					fmt.Fprintf(w, "      %s before:\n%s      %s after:\n%s", f, indent(pretty(s.Before[f]), "        "), f, indent(pretty(s.After[f]), "        "))
+				}
+			}
+		}
+	}
+}
+
+func pretty(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if v == nil {
+		return "(none)\n"
+	}
+	_ = enc.Encode(v) // values decoded from JSON encode again
+	return b.String()
+}
+
+func indent(s, pre string) string {
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString(pre + l)
+		}
+	}
+	return b.String()
+}
+
+// writeSummary prints the closing summary: the changed stacks and
+// resources, risky first (one line per resource, at most maxResources and
+// a count of the rest), the guardrail figures, the monthly cost and the
+// function code.
+func writeSummary(w io.Writer, env string, changes []Change, figs []string, cost string, code []string) {
+	const maxResources = 8
+	stacks := map[string]int{}
+	for _, c := range changes {
+		stacks[c.Stack]++
+	}
+	names := make([]string, 0, len(stacks))
+	for s := range stacks {
+		names = append(names, fmt.Sprintf("%s (%d)", s, stacks[s]))
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "\n=== Summary of %s ===\n", env)
+	if len(changes) == 0 {
+		fmt.Fprintf(w, "no stack changes\n")
+	} else {
+		fmt.Fprintf(w, "%d resources changed in %d stacks: %s\n", len(changes), len(stacks), strings.Join(names, ", "))
+	}
+	for i, c := range changes {
+		if i == maxResources {
+			fmt.Fprintf(w, "  … and %d more (the diffs above)\n", len(changes)-maxResources)
+			break
+		}
+		fmt.Fprintf(w, "  %-16s [%s] %s %s%s\n", c.Risk, c.Kind, c.Type, c.Name, what(c))
+	}
+	if len(figs) > 0 {
+		fmt.Fprintf(w, "guardrail figures moved:\n")
+		for _, f := range figs {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	if cost != "" {
+		fmt.Fprintf(w, "%s\n", cost)
+	}
+	if len(code) == 0 {
+		fmt.Fprintf(w, "function code: unchanged\n")
+	} else {
+		fmt.Fprintf(w, "function code: %s\n", strings.Join(code, "; "))
+	}
+}
+
+// what names the changed properties (or states) of a modified resource.
+func what(c Change) string {
+	if c.Kind != "~" {
+		return ""
+	}
+	var parts []string
+	for _, p := range c.Props {
+		if p.Path == "DefinitionString" && len(c.States) > 0 {
+			for _, s := range c.States {
+				parts = append(parts, "state "+s.State+" "+strings.Join(s.Fields, ","))
+			}
+			continue
+		}
+		parts = append(parts, p.Path)
+	}
+	s := strings.Join(parts, ", ")
+	if len(s) > 90 {
+		s = s[:87] + "..."
+	}
+	return ": " + s
+}

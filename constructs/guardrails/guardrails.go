@@ -1,6 +1,6 @@
 // Package guardrails holds CDK Aspects that stop a synthesis when the
-// messaging layer is configured in a way the MercadoFresco lesson showed to
-// lose or duplicate work. They inspect L1 resources (CfnQueue,
+// messaging layer is configured in a way that loses or duplicates work
+// (docs/design.md states each rule's number and reason). They inspect L1 resources (CfnQueue,
 // CfnEventSourceMapping, CfnSubscription, CfnTopic, CfnAlarm, CfnFunction),
 // so they also catch resources made without the project's constructs, and
 // they resolve references (Fn::GetAtt / Ref / literal ARNs and names) to find
@@ -395,7 +395,7 @@ func (ix *index) checkEventSourceMappings() {
 			if window > 0 {
 				extra = fmt.Sprintf(" + batching window %.0f s", window)
 			}
-			ix.fail(e, RuleVisibilityTimeout, "queue %s has VisibilityTimeout %.0f s < %d x timeout of consumer %s (%.0f s)%s = %.0f s; a message becomes visible again while its first delivery is still running and is processed twice (the lesson's double charge: 120 s visibility vs a 180 s gateway timeout)", srcLabel, vis, VisibilityMultiplier, fn.Path(), timeout, extra, required)
+			ix.fail(e, RuleVisibilityTimeout, "queue %s has VisibilityTimeout %.0f s < %d x timeout of consumer %s (%.0f s)%s = %.0f s; a message becomes visible again while its first delivery is still running and is processed twice (docs/design.md#visibility-timeout)", srcLabel, vis, VisibilityMultiplier, fn.Path(), timeout, extra, required)
 		}
 	}
 }

@@ -116,10 +116,12 @@ func Acknowledge(c constructs.IConstruct, rule, reason string) {
 
 // Visit runs every check once per stack, when the aspect reaches the stack.
 func (m *MessagingChecks) Visit(node constructs.IConstruct) {
-	if !*awscdk.Stack_IsStack(node) {
+	// A Go type assertion, not Stack_IsStack: Visit runs for every
+	// construct of the app, and each jsii call is a round trip.
+	stack, ok := node.(awscdk.Stack)
+	if !ok {
 		return
 	}
-	stack := awscdk.Stack_Of(node)
 	// The aspect may be added both to the app and to a stack; check once.
 	for _, e := range *stack.Node().Metadata() {
 		if *e.Type == checkedMetadataType {

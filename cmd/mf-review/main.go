@@ -8,7 +8,7 @@
 // It synthesises the environment into a temporary directory, normalises the
 // templates as the snapshot tests do (asset hashes labelled by function
 // entry, internal/snapshot), runs `cdk diff --app <dir> --exclusively <stack>
-// --template <snapshot>` for every stack, and then lists the functions whose
+// --template <snapshot>` for every stack (side by side, printed in order), and then lists the functions whose
 // code changed (the binaries manifest, which cdk diff cannot see once hashes
 // are masked). With -fail it exits 1 when anything differs (CI gate).
 package main
@@ -63,6 +63,7 @@ func run() error {
 	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
 		return err
 	}
+	var diffs []stackDiff
 	for _, f := range files {
 		stack := strings.TrimSuffix(filepath.Base(f), ".template.json")
 		raw, err := os.ReadFile(f)
@@ -86,20 +87,13 @@ func run() error {
 			fmt.Printf("\n%s is a new stack (no committed snapshot): every resource is an addition.\n", stack)
 			base = empty
 		}
-		args := []string{"diff", "--app", out, "--exclusively", stack, "--template", base}
-		if *fail {
-			args = append(args, "--fail")
-		}
-		diff := exec.Command(*cdkBin, args...)
-		diff.Stdout, diff.Stderr = os.Stdout, os.Stdout
-		if err := diff.Run(); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				return fmt.Errorf("cdk diff %s: %w", stack, err)
-			}
-			differs = true
-		}
+		diffs = append(diffs, stackDiff{stack: stack, base: base})
 	}
+	d, err := runDiffs(os.Stdout, *cdkBin, out, *fail, diffs)
+	if err != nil {
+		return err
+	}
+	differs = differs || d
 
 	bins, err := snapshot.Binaries(out, templates)
 	if err != nil {

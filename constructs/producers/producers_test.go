@@ -16,8 +16,8 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/internal/guardeval"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/internal/guardeval"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }

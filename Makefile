@@ -44,6 +44,11 @@ cost: install
 # packages, and it mostly waits on scaled timeouts (a lane of its own).
 RACE_PKGS = ./lambdas/... ./cmd/... $$($(GO) list ./internal/... | grep -v '/internal/e2e$$')
 
+# Test binaries are linked without symbol tables: the linker's time is a
+# large part of a package's start, and a failing test's stack trace does not
+# need them (docs/design.md#performance).
+TESTFLAGS = -count=1 -ldflags='-s -w'
+
 ## test: everything CI runs (-count=1: tests against PostgreSQL, dynalite and the CLI are never answered from the cache)
 # Three lanes run side by side (each buffered, then printed whole): the CDK
 # packages keep both cores busy (Go and jsii's Node), the race lane waits on
@@ -54,16 +59,16 @@ test: install services fmt-check tree-check vet
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-race test-cdk test-e2e
 
 test-race:
-	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
+	$(GO) test -race $(TESTFLAGS) -timeout 15m $(RACE_PKGS)
 
 # The app-level package (./test, the longest) is listed first so that it
 # starts first.
 test-cdk:
-	$(GO) test -count=1 -timeout 15m ./test $$($(GO) list ./... | grep -v -e '/lambdas/' -e '/cmd/' -e '/internal/' -e '/integration/test$$')
+	$(GO) test $(TESTFLAGS) -timeout 15m ./test $$($(GO) list ./... | grep -v -e '/lambdas/' -e '/cmd/' -e '/internal/' -e '/integration/test$$')
 
 # The short form of the end-to-end run (100 orders); `make e2e` is the full one.
 test-e2e:
-	$(GO) test -count=1 -timeout 15m ./internal/e2e
+	$(GO) test $(TESTFLAGS) -timeout 15m ./internal/e2e
 
 ## e2e: the whole order flow under chaos with 1,000 orders (`make test` runs it with 100); report in docs/e2e-report.md, MF_SEED=<seed> replays a run
 e2e: install services

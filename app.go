@@ -34,6 +34,7 @@ func run() int {
 	}
 	builder := &golambda.Builder{}
 	defer builder.Close()
+	builder.StartAll("lambdas") // compiles while the constructs are made
 	for _, env := range envs {
 		stacks.Build(app, env, builder)
 	}

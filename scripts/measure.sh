@@ -2,7 +2,8 @@
 # Measures, in one run on this machine, the wall time of:
 #   - `cdk synth` of an empty CDK Go app (the baseline),
 #   - `go build` of the app,
-#   - the synth command (all environments) and the test command,
+#   - one environment's synth (prod), the synth command (all environments),
+#   - `make review ENV=prod` and the test command,
 # each "cold" (empty Go build cache, no cdk.out; modules and npm packages
 # already downloaded, since download time measures the network, not us) and
 # "warm" (second run). Test runs use -count=1 so Go's test cache never
@@ -24,55 +25,77 @@ secs() { # runs "$@" quietly, prints its wall time in seconds
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }'
 }
 
-cold_cache() { export GOCACHE="$tmp/gocache-$1"; mkdir -p "$GOCACHE"; }
+# Cold: an empty Go build cache and an empty Lambda binary cache
+# (constructs/golambda), so nothing built before helps.
+cold_cache() {
+  export GOCACHE="$tmp/gocache-$1" MF_GOLAMBDA_CACHE="$tmp/lambdacache-$1"
+  mkdir -p "$GOCACHE" "$MF_GOLAMBDA_CACHE"
+}
 
 rows=()
-row() { rows+=("| $1 | $2 | $3 |"); echo "$1: cold $2 s, warm $3 s" >&2; }
+row() { # what, cold, warm, target
+  rows+=("| $1 | $2 | $3 | $4 |"); echo "$1: cold $2 s, warm $3 s (target: $4)" >&2
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a / b }'; }
+within() { awk -v a="$1" -v b="$2" 'BEGIN { print (a <= b ? "met" : "NOT met") }'; }
 
 # Baseline: empty CDK Go app.
 cold_cache empty
 c=$(secs cdk synth --app "go run ./test/baseline/emptyapp" --output "$tmp/empty.out" --quiet)
 w=$(secs cdk synth --app "go run ./test/baseline/emptyapp" --output "$tmp/empty.out" --quiet)
-row "baseline: \`cdk synth\` of an empty CDK Go app" "$c" "$w"
+base=$w
+row "baseline: \`cdk synth\` of an empty CDK Go app" "$c" "$w" "the unit of the synth targets"
 
 # go build of the app (the CDK program itself, not the Lambdas).
 cold_cache build
 c=$(secs go build -o "$tmp/app" .)
 touch app.go
 w=$(secs go build -o "$tmp/app" .)
-row "\`go build\` of the app" "$c" "$w"
+row "\`go build\` of the app" "$c" "$w" "-"
 
-# The synth command: every environment, Lambdas bundled.
+# One environment, as a reviewer synthesises it.
+cold_cache prod
+rm -rf cdk.out
+c=$(secs cdk synth --quiet -c env=prod)
+w=$(secs cdk synth --quiet -c env=prod)
+one=$w
+row "\`cdk synth -c env=prod\` (one environment, Lambdas built)" "$c" "$w" "warm <= 3 x baseline: $(ratio "$w" "$base") x, $(within "$w" "$(awk -v b="$base" 'BEGIN { print 3 * b }')")"
+
+# The synth command: every environment.
 cold_cache synth
 rm -rf cdk.out
 c=$(secs cdk synth --quiet)
 w=$(secs cdk synth --quiet)
-row "synth command (\`make synth\`: dev, staging, prod, Lambdas built)" "$c" "$w"
+row "synth command (\`make synth\`: dev, staging, prod)" "$c" "$w" "none; $(ratio "$w" "$base") x baseline"
+
+# The review of one environment (synth, then cdk diff of its six stacks).
+c=$(secs make --no-print-directory review ENV=prod)
+w=$(secs make --no-print-directory review ENV=prod)
+row "\`make review ENV=prod\`" "$c" "$w" "warm <= 12 s: $(within "$w" 12)"
 
 # The test command itself, as CI and a developer run it: install (a no-op
 # when package*.json are unchanged), services, gofmt, tree check, vet, then
-# the race half and the CDK half side by side.
+# the race, CDK and end-to-end lanes side by side.
 cold_cache test
 c=$(secs make --no-print-directory test)
 w=$(secs make --no-print-directory test)
-row "test command (\`make test\`: checks, then the race, CDK and end-to-end lanes side by side)" "$c" "$w"
-test_warm=$w
+row "test command (\`make test\`)" "$c" "$w" "cold <= 480 s: $(within "$c" 480); warm <= 120 s: $(within "$w" 120)"
 
 {
   echo "# Measurements"
   echo
   echo "Measured by \`make measure\` (scripts/measure.sh) on $(date -u +%Y-%m-%d), $(nproc) cores,"
-  echo "$(go version | cut -d' ' -f3), Node $(node --version), aws-cdk-lib $(grep -m1 'aws-cdk-go/awscdk/v2 ' go.mod | awk '{print $2}')."
-  echo "Cold: empty Go build cache and no cdk.out (modules and npm packages already downloaded)."
-  echo "Warm: the same command run again right after. Seconds of wall time."
+  echo "$(go version | cut -d' ' -f3), Node $(node --version), aws-cdk-lib $(grep -m1 'aws-cdk-go/awscdk/v2 ' go.mod | awk '{print $2}'),"
+  echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo "Cold: empty Go build cache and Lambda binary cache, no cdk.out (modules and npm packages"
+  echo "already downloaded). Warm: the same command run again right after. Seconds of wall time."
   echo
-  echo "| what | cold (s) | warm (s) |"
-  echo "|---|---|---|"
+  echo "| what | cold (s) | warm (s) | target |"
+  echo "|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
-  echo "Target: warm \`make test\` under 180 s on this 2-core machine; this run: $test_warm s."
-  echo
   echo "Compare later changes with the baseline line of the same run, not with absolute numbers"
-  echo "from another day or machine."
+  echo "from another day or machine; a loaded machine (see the load average) stretches every line."
+  echo "Where the time goes and why: docs/design.md#performance."
 } >"$out"
 echo "wrote $out" >&2

@@ -1,8 +1,10 @@
 package test
 
 import (
+	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -98,5 +100,73 @@ func TestLambdaPackagesKeepTheirLayers(t *testing.T) {
 	}
 	if contracts < 8 {
 		t.Errorf("found %d contract packages under lambdas/, want at least 8", contracts)
+	}
+}
+
+// readmeLayout returns the paths the README's Layout section names: the
+// first column of its code block, entries at two spaces of indent being
+// under the top-level folder above them ("lambdas/" then "  retry/,
+// retry/retryapi/" names lambdas/retry and lambdas/retry/retryapi); a
+// deeper indent continues a description.
+func readmeLayout(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no ## Layout section")
+	}
+	_, block, _ := strings.Cut(section, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	var paths []string
+	parent := ""
+	for _, line := range strings.Split(block, "\n") {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		if strings.TrimSpace(line) == "" || indent >= 4 {
+			continue
+		}
+		var names []string
+		for i, f := range strings.Fields(line) {
+			if f == "→" {
+				continue
+			}
+			name := strings.TrimSuffix(f, ",")
+			// Names end in "/" or are files ("app.go,"); the description starts
+			// at the first other word.
+			if i > 0 && !strings.HasSuffix(name, "/") && !(strings.HasSuffix(f, ",") && strings.Contains(name, ".")) {
+				break
+			}
+			names = append(names, name)
+		}
+		for _, n := range names {
+			if indent == 0 {
+				paths = append(paths, n)
+			} else {
+				paths = append(paths, parent+n)
+			}
+		}
+		if indent == 0 && len(names) > 0 {
+			parent = names[0]
+		}
+	}
+	return paths
+}
+
+// Every folder and file the README's layout names exists.
+func TestReadmeLayoutMatchesTheTree(t *testing.T) {
+	paths := readmeLayout(t)
+	if len(paths) < 40 {
+		t.Fatalf("read only %d paths from README's layout: %q", len(paths), paths)
+	}
+	for _, p := range paths {
+		st, err := os.Stat(filepath.Join("..", p))
+		switch {
+		case err != nil:
+			t.Errorf("README's layout names %s, which does not exist", p)
+		case strings.HasSuffix(p, "/") && !st.IsDir():
+			t.Errorf("README's layout names %s as a folder; it is a file", p)
+		}
 	}
 }

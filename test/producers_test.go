@@ -10,6 +10,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/internal/guardeval"
 	"github.com/mercadofresco/integration/stacks"
 )
 
@@ -32,7 +33,7 @@ func TestOnlyKnownProducersSendToQueuesAndTopics(t *testing.T) {
 			}
 			for _, e := range w.edges {
 				g := w.guards[e.target]
-				refused, err := producers.Refuses(g.statement, e.req)
+				refused, err := guardeval.Refuses(g.statement, e.req)
 				switch {
 				case err != nil:
 					t.Errorf("%s: %v", g.name, err)
@@ -42,7 +43,7 @@ func TestOnlyKnownProducersSendToQueuesAndTopics(t *testing.T) {
 				g.markUsed(e.req)
 			}
 			acct, region := es.Env.Account, es.Env.Region
-			strangers := map[string]producers.Request{
+			strangers := map[string]guardeval.Request{
 				"a stranger role":  {PrincipalArn: "arn:aws:iam::" + acct + ":role/intruso"},
 				"a stranger topic": {SourceArn: "arn:aws:sns:" + region + ":" + acct + ":intruso"},
 				"a stranger rule":  {SourceArn: "arn:aws:events:" + region + ":" + acct + ":rule/intruso"},
@@ -50,7 +51,7 @@ func TestOnlyKnownProducersSendToQueuesAndTopics(t *testing.T) {
 			}
 			for _, g := range w.guards {
 				for who, req := range strangers {
-					if refused, err := producers.Refuses(g.statement, req); err != nil || !refused {
+					if refused, err := guardeval.Refuses(g.statement, req); err != nil || !refused {
 						t.Errorf("%s lets %s through (%v)", g.name, who, err)
 					}
 				}
@@ -119,9 +120,9 @@ type guardOf struct {
 	used      map[string]bool
 }
 
-func (g *guardOf) markUsed(req producers.Request) {
+func (g *guardOf) markUsed(req guardeval.Request) {
 	for _, a := range g.admitted {
-		if (req.PrincipalArn != "" && producers.ArnLike(a, req.PrincipalArn)) || (req.SourceArn != "" && producers.ArnLike(a, req.SourceArn)) {
+		if (req.PrincipalArn != "" && guardeval.ArnLike(a, req.PrincipalArn)) || (req.SourceArn != "" && guardeval.ArnLike(a, req.SourceArn)) {
 			g.used[a] = true
 		}
 	}
@@ -131,7 +132,7 @@ func (g *guardOf) markUsed(req producers.Request) {
 type producerEdge struct {
 	from   string
 	target string
-	req    producers.Request
+	req    guardeval.Request
 }
 
 func walkProducers(t *testing.T, s *synthesis, es *stacks.EnvironmentStacks) *producerWorld {
@@ -244,9 +245,9 @@ func (w *producerWorld) findGuards(t *testing.T) {
 
 // add records that from sends req to every guarded resource target names
 // (an ARN, or an IAM resource pattern).
-func (w *producerWorld) add(from, target string, req producers.Request) {
+func (w *producerWorld) add(from, target string, req guardeval.Request) {
 	for arn := range w.guards {
-		if arn == target || (strings.ContainsAny(target, "*?") && (target == "*" || producers.ArnLike(target, arn))) {
+		if arn == target || (strings.ContainsAny(target, "*?") && (target == "*" || guardeval.ArnLike(target, arn))) {
 			w.edges = append(w.edges, producerEdge{from: from, target: arn, req: req})
 		}
 	}
@@ -309,7 +310,7 @@ func (w *producerWorld) findProducers(t *testing.T, operator string) {
 					}
 					for _, res := range w.strs(t, r.Stack, st["Resource"]) {
 						for _, role := range d.roles {
-							w.add("IAM "+r.Path(), res, producers.Request{PrincipalArn: role})
+							w.add("IAM "+r.Path(), res, guardeval.Request{PrincipalArn: role})
 						}
 					}
 				}
@@ -319,13 +320,13 @@ func (w *producerWorld) findProducers(t *testing.T, operator string) {
 	// EventBridge rules: their targets (as the rule, or as the target's
 	// role) and their targets' DLQs (as the rule).
 	for _, r := range w.app.Resources("AWS::Events::Rule") {
-		rule := producers.Request{SourceArn: w.str(t, r.Stack, map[string]any{"Fn::GetAtt": []any{r.LogicalID, "Arn"}})}
+		rule := guardeval.Request{SourceArn: w.str(t, r.Stack, map[string]any{"Fn::GetAtt": []any{r.LogicalID, "Arn"}})}
 		targets, _ := r.Properties["Targets"].([]any)
 		for _, tg := range targets {
 			tg := tg.(map[string]any)
 			req := rule
 			if ra, ok := tg["RoleArn"]; ok {
-				req = producers.Request{PrincipalArn: w.roleArn(t, r.Stack, ra)}
+				req = guardeval.Request{PrincipalArn: w.roleArn(t, r.Stack, ra)}
 			}
 			w.add("rule "+r.Path(), w.str(t, r.Stack, tg["Arn"]), req)
 			if dlq := dig(tg, "DeadLetterConfig", "Arn"); dlq != nil {
@@ -335,7 +336,7 @@ func (w *producerWorld) findProducers(t *testing.T, operator string) {
 	}
 	// Pipes: the pipe's role sends to its target and its source's DLQ.
 	for _, r := range w.app.Resources("AWS::Pipes::Pipe") {
-		role := producers.Request{PrincipalArn: w.roleArn(t, r.Stack, r.Properties["RoleArn"])}
+		role := guardeval.Request{PrincipalArn: w.roleArn(t, r.Stack, r.Properties["RoleArn"])}
 		w.add("pipe "+r.Path(), w.str(t, r.Stack, r.Properties["Target"]), role)
 		src, _ := r.Properties["SourceParameters"].(map[string]any)
 		for _, params := range src {
@@ -346,7 +347,7 @@ func (w *producerWorld) findProducers(t *testing.T, operator string) {
 	}
 	// SNS subscriptions of queues, and their DLQs, as the topic.
 	for _, r := range w.app.Resources("AWS::SNS::Subscription") {
-		topic := producers.Request{SourceArn: w.str(t, r.Stack, r.Properties["TopicArn"])}
+		topic := guardeval.Request{SourceArn: w.str(t, r.Stack, r.Properties["TopicArn"])}
 		if r.Properties["Protocol"] == "sqs" {
 			w.add("subscription "+r.Path(), w.str(t, r.Stack, r.Properties["Endpoint"]), topic)
 		}
@@ -356,7 +357,7 @@ func (w *producerWorld) findProducers(t *testing.T, operator string) {
 	}
 	// Alarms publish their state changes as the alarm.
 	for _, r := range w.app.Resources("AWS::CloudWatch::Alarm") {
-		alarm := producers.Request{SourceArn: w.str(t, r.Stack, map[string]any{"Fn::GetAtt": []any{r.LogicalID, "Arn"}})}
+		alarm := guardeval.Request{SourceArn: w.str(t, r.Stack, map[string]any{"Fn::GetAtt": []any{r.LogicalID, "Arn"}})}
 		for _, key := range []string{"AlarmActions", "OKActions", "InsufficientDataActions"} {
 			if v, ok := r.Properties[key]; ok {
 				for _, a := range w.strs(t, r.Stack, v) {
@@ -378,18 +379,18 @@ func (w *producerWorld) findProducers(t *testing.T, operator string) {
 	}
 	for _, r := range w.app.Resources("AWS::Lambda::Function") {
 		if dlq := dig(r.Properties, "DeadLetterConfig", "TargetArn"); dlq != nil {
-			w.add("function DLQ "+r.Path(), w.str(t, r.Stack, dlq), producers.Request{PrincipalArn: w.roleArn(t, r.Stack, r.Properties["Role"])})
+			w.add("function DLQ "+r.Path(), w.str(t, r.Stack, dlq), guardeval.Request{PrincipalArn: w.roleArn(t, r.Stack, r.Properties["Role"])})
 		}
 	}
 	for _, r := range w.app.Resources("AWS::Lambda::EventInvokeConfig") {
 		for _, k := range []string{"OnFailure", "OnSuccess"} {
 			if d := dig(r.Properties, "DestinationConfig", k, "Destination"); d != nil {
-				w.add("function destination "+r.Path(), w.str(t, r.Stack, d), producers.Request{PrincipalArn: fnRole(r.Stack, r.Properties["FunctionName"])})
+				w.add("function destination "+r.Path(), w.str(t, r.Stack, d), guardeval.Request{PrincipalArn: fnRole(r.Stack, r.Properties["FunctionName"])})
 			}
 		}
 	}
 	for _, r := range w.app.Resources("AWS::Scheduler::Schedule") {
-		role := producers.Request{PrincipalArn: w.roleArn(t, r.Stack, dig(r.Properties, "Target", "RoleArn"))}
+		role := guardeval.Request{PrincipalArn: w.roleArn(t, r.Stack, dig(r.Properties, "Target", "RoleArn"))}
 		w.add("schedule "+r.Path(), w.str(t, r.Stack, dig(r.Properties, "Target", "Arn")), role)
 		if dlq := dig(r.Properties, "Target", "DeadLetterConfig", "Arn"); dlq != nil {
 			w.add("schedule DLQ "+r.Path(), w.str(t, r.Stack, dlq), role)
@@ -402,7 +403,7 @@ func (w *producerWorld) findProducers(t *testing.T, operator string) {
 		}
 		key := r.Stack + "/" + refOf(r.Properties["FunctionName"])
 		w.consumed[key] = append(w.consumed[key], src)
-		w.add("the on-call's redrive (mf-dlq)", src, producers.Request{PrincipalArn: operator})
+		w.add("the on-call's redrive (mf-dlq)", src, guardeval.Request{PrincipalArn: operator})
 	}
 }
 

@@ -76,6 +76,7 @@ func doSynth() (*synthesis, error) {
 		return nil, err
 	}
 	builder := &golambda.Builder{}
+	builder.StartAll("lambdas")
 	s := &synthesis{outdir: outdir, templates: map[string]map[string]any{}}
 	for _, env := range envs {
 		s.envs = append(s.envs, stacks.Build(app, env, builder))

@@ -9,7 +9,7 @@
 // templates as the snapshot tests do (asset hashes labelled by function
 // entry, internal/snapshot), compares them with the snapshots resource by
 // resource, runs `cdk diff --app <dir> --exclusively <stack> --template
-// <snapshot>` for the stacks that differ, prints each changed state machine
+// <snapshot>` for the stacks that differ (side by side, printed in order), prints each changed state machine
 // state by state as pretty-printed JSON, and ends with one summary
 // (summary.go): the changed stacks and resources, risky first
 // (replacements, IAM, retries and timeouts, deletion policies), the
@@ -71,6 +71,7 @@ func run() error {
 	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
 		return err
 	}
+	var diffs []stackDiff
 	for _, f := range files {
 		stack := strings.TrimSuffix(filepath.Base(f), ".template.json")
 		raw, err := os.ReadFile(f)
@@ -123,11 +124,10 @@ func run() error {
 			fmt.Printf("\n%s is a new stack (no committed snapshot): every resource is an addition.\n", stack)
 			base = empty
 		}
-		text, err := cdkDiff(*cdkBin, out, stack, base)
-		if err != nil {
-			return err
-		}
-		os.Stdout.Write(text)
+		diffs = append(diffs, stackDiff{stack: stack, base: base})
+	}
+	if err := runDiffs(os.Stdout, *cdkBin, out, diffs); err != nil {
+		return err
 	}
 	writeStates(os.Stdout, changes)
 

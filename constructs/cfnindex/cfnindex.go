@@ -43,10 +43,17 @@ type Resource struct {
 	// Props are the resolved properties (CDK camelCase keys; read them with
 	// Get, which ignores case).
 	Props map[string]any
+
+	path string // the construct path, read once
 }
 
 // Path is the construct path of the resource.
-func (r *Resource) Path() string { return *r.Cfn.Node().Path() }
+func (r *Resource) Path() string {
+	if r.path == "" {
+		r.path = *r.Cfn.Node().Path()
+	}
+	return r.path
+}
 
 // Str returns a top-level string property ("" when absent or not a string).
 func (r *Resource) Str(key string) string {
@@ -66,6 +73,12 @@ type Index struct {
 }
 
 // New indexes the resources of stack (not those of its nested stacks).
+//
+// It asks jsii as little as it can, since every question is a round trip
+// to the Node process (docs/design.md#performance): the tree is listed
+// once, L1 resources and nested stacks are told apart by their Go types,
+// and the logical ids and properties of all resources are resolved in one
+// call.
 func New(stack awscdk.Stack) *Index {
 	ix := &Index{
 		Stack:     stack,
@@ -73,23 +86,26 @@ func New(stack awscdk.Stack) *Index {
 		queueName: map[string]*Resource{},
 		fnName:    map[string]*Resource{},
 	}
-	stackPath := *stack.Node().Path()
-	for _, c := range *stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
-		if !*awscdk.CfnResource_IsCfnResource(c) {
+	var nested []string // paths of nested stacks: their resources are theirs
+	for i, c := range *stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		if ns, ok := c.(awscdk.NestedStack); ok && i > 0 { // the first is stack itself
+			nested = append(nested, *ns.Node().Path()+"/")
 			continue
-		}
-		if *awscdk.Stack_Of(c).Node().Path() != stackPath {
-			continue // a nested stack has its own index
 		}
 		cfn, ok := c.(awscdk.CfnResource)
 		if !ok {
 			continue
 		}
-		r := &Resource{Cfn: cfn, Type: *cfn.CfnResourceType()}
-		r.ID, _ = stack.Resolve(cfn.LogicalId()).(string)
-		r.Props = ix.resolveProps(cfn)
-		ix.ByID[r.ID] = r
+		r := &Resource{Cfn: cfn}
+		if inNested(r.Path(), nested) {
+			continue
+		}
+		r.Type = *cfn.CfnResourceType()
 		ix.Ordered = append(ix.Ordered, r)
+	}
+	ix.resolveAll()
+	for _, r := range ix.Ordered {
+		ix.ByID[r.ID] = r
 		switch r.Type {
 		case TypeQueue:
 			if n := r.Str("QueueName"); n != "" {
@@ -104,22 +120,56 @@ func New(stack awscdk.Stack) *Index {
 	return ix
 }
 
-// resolveProps renders the L1's properties in CloudFormation shape and
-// resolves tokens (references become Ref / Fn::GetAtt maps).
-func (ix *Index) resolveProps(cfn awscdk.CfnResource) (props map[string]any) {
+func inNested(path string, nested []string) bool {
+	for _, n := range nested {
+		if strings.HasPrefix(path, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveAll sets every resource's ID and Props with one Resolve of them
+// all, falling back to one Resolve per resource when a value cannot be
+// resolved (a resource whose properties fail gets empty Props).
+func (ix *Index) resolveAll() {
+	all := make([]any, len(ix.Ordered))
+	for i, r := range ix.Ordered {
+		// CfnProperties is the L1's current property bag in CDK (camelCase)
+		// form; round-tripping it through RenderProperties from Go breaks
+		// on lazy values, so keys are matched case-insensitively instead
+		// (see Get).
+		all[i] = []any{r.Cfn.LogicalId(), r.Cfn.CfnProperties()}
+	}
+	if resolved, ok := ix.resolve(all).([]any); ok && len(resolved) == len(all) {
+		for i, r := range ix.Ordered {
+			pair, _ := resolved[i].([]any)
+			if len(pair) == 2 {
+				r.ID, _ = pair[0].(string)
+				r.Props, _ = pair[1].(map[string]any)
+			}
+		}
+	} else {
+		for i, r := range ix.Ordered {
+			r.ID, _ = ix.resolve(all[i].([]any)[0]).(string)
+			r.Props, _ = ix.resolve(all[i].([]any)[1]).(map[string]any)
+		}
+	}
+	for _, r := range ix.Ordered {
+		if r.Props == nil {
+			r.Props = map[string]any{}
+		}
+	}
+}
+
+// resolve is Stack.Resolve, nil when it panics.
+func (ix *Index) resolve(v any) (out any) {
 	defer func() {
 		if recover() != nil {
-			props = map[string]any{}
+			out = nil
 		}
 	}()
-	// CfnProperties is the L1's current property bag in CDK (camelCase) form;
-	// round-tripping it through RenderProperties from Go breaks on lazy values,
-	// so keys are matched case-insensitively instead (see get).
-	props, _ = ix.Stack.Resolve(cfn.CfnProperties()).(map[string]any)
-	if props == nil {
-		props = map[string]any{}
-	}
-	return props
+	return ix.Stack.Resolve(v)
 }
 
 // Target returns the in-stack resource a resolved value refers to, if any.

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,13 +30,19 @@ func BuildFlags() []string {
 	return []string{"-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w -buildid="}
 }
 
+// buildEnv is the environment of every go command the builder runs.
+var buildEnv = []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "GOFLAGS="}
+
 // Builder compiles Lambda main packages into `bootstrap` binaries for
 // provided.al2023 on arm64.
 //
 // A Builder remembers what it built, so an app that synthesises the same
-// function for several environments compiles it once. Use one Builder per
-// synthesis run (a long-lived Builder would not notice source changes); the
-// zero value is ready to use.
+// function for several environments compiles it once; Start compiles a set
+// of functions in one `go build` in the background while the constructs are
+// made. Binaries are also kept across processes in CacheDir, keyed by a hash
+// of everything the build reads (docs/design.md#performance). Use one
+// Builder per synthesis run (it hashes the sources when it first builds an
+// entry); the zero value is ready to use.
 type Builder struct {
 	// ModuleRoot is the directory holding go.mod. Empty means: found by
 	// walking up from the working directory.
@@ -42,10 +51,21 @@ type Builder struct {
 	GoBinary string
 	// Timeout bounds one build. Zero means 5 minutes.
 	Timeout time.Duration
+	// CacheDir holds built binaries across processes. Empty means
+	// $MF_GOLAMBDA_CACHE, else mercadofresco-golambda in the user's cache
+	// directory; "off" builds every binary afresh.
+	CacheDir string
 
 	mu    sync.Mutex
-	built map[string]string // entry -> directory holding bootstrap
-	dirs  []string
+	built map[string]*build // entry -> its (possibly running) build
+	dirs  []string          // temporary directories to remove on Close
+}
+
+// build is one entry's build; done is closed when dir or err is set.
+type build struct {
+	done chan struct{}
+	dir  string
+	err  error
 }
 
 // Build compiles entry (a directory of a main package relative to the module
@@ -53,59 +73,209 @@ type Builder struct {
 // the resulting `bootstrap`. A compilation error is returned wrapping
 // ErrBuild with the compiler's output.
 func (b *Builder) Build(ctx context.Context, entry string) (string, error) {
-	root, err := b.root()
+	root, clean, err := b.entry(entry)
 	if err != nil {
 		return "", err
 	}
-	clean := filepath.ToSlash(filepath.Clean(entry))
+	bd, started := b.claim([]string{clean})
+	if len(started) == 1 {
+		b.run(ctx, root, started, bd)
+	}
+	r := bd[clean]
+	select {
+	case <-r.done:
+		return r.dir, r.err
+	case <-ctx.Done():
+		return "", fmt.Errorf("%w for %s: %v", ErrBuild, clean, ctx.Err())
+	}
+}
+
+// Start compiles entries in the background, in one `go build`, so that a
+// later Build of any of them only waits for it. Entries that are invalid or
+// already built are left to Build, which reports their problems.
+func (b *Builder) Start(entries ...string) {
+	var valid []string
+	var root string
+	for _, e := range entries {
+		r, clean, err := b.entry(e)
+		if err == nil {
+			root, valid = r, append(valid, clean)
+		}
+	}
+	bd, started := b.claim(valid)
+	if len(started) > 0 {
+		go b.run(context.Background(), root, started, bd)
+	}
+}
+
+// entry checks entry and returns the module root and the cleaned entry.
+func (b *Builder) entry(entry string) (root, clean string, err error) {
+	root, err = b.root()
+	if err != nil {
+		return "", "", err
+	}
+	clean = filepath.ToSlash(filepath.Clean(entry))
 	if entry == "" || filepath.IsAbs(entry) || strings.HasPrefix(clean, "../") || clean == ".." {
-		return "", fmt.Errorf("%w: entry %q must be a directory relative to the module root %s", ErrBuild, entry, root)
+		return "", "", fmt.Errorf("%w: entry %q must be a directory relative to the module root %s", ErrBuild, entry, root)
 	}
 	if st, err := os.Stat(filepath.Join(root, clean)); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("%w: entry %q: no such directory under %s", ErrBuild, entry, root)
+		return "", "", fmt.Errorf("%w: entry %q: no such directory under %s", ErrBuild, entry, root)
 	}
+	return root, clean, nil
+}
 
+// claim returns the builds of entries, and the entries whose build the
+// caller must now run (those nobody had started).
+func (b *Builder) claim(entries []string) (map[string]*build, []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if dir, ok := b.built[clean]; ok {
-		return dir, nil
+	if b.built == nil {
+		b.built = map[string]*build{}
 	}
-	dir, err := os.MkdirTemp("", "mf-golambda-")
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBuild, err)
+	out := map[string]*build{}
+	var started []string
+	for _, e := range entries {
+		r, ok := b.built[e]
+		if !ok {
+			r = &build{done: make(chan struct{})}
+			b.built[e] = r
+			started = append(started, e)
+		}
+		out[e] = r
 	}
+	return out, started
+}
+
+// run builds entries (all claimed by the caller) and completes their builds:
+// binaries found in the cache are used as they are, the others are compiled
+// in one go build and then stored in the cache.
+func (b *Builder) run(ctx context.Context, root string, entries []string, bd map[string]*build) {
 	timeout := b.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	finish := func(e, dir string, err error) {
+		bd[e].dir, bd[e].err = dir, err
+		close(bd[e].done)
+	}
 
-	goBin := b.GoBinary
-	if goBin == "" {
-		goBin = "go"
+	cache := b.cacheDir()
+	var keys map[string]string
+	if cache != "" {
+		keys, _ = sourceKeys(ctx, b.goBin(), root, entries) // no keys: build without the cache
 	}
-	args := append([]string{"build", "-o", filepath.Join(dir, "bootstrap")}, BuildFlags()...)
-	args = append(args, "./"+clean)
-	cmd := exec.CommandContext(ctx, goBin, args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "GOFLAGS=")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("%w for %s: %v\n%s", ErrBuild, clean, err, strings.TrimSpace(out.String()))
+	var missing []string
+	for _, e := range entries {
+		if k := keys[e]; k != "" {
+			dir := filepath.Join(cache, k)
+			if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err == nil {
+				now := time.Now()
+				_ = os.Chtimes(dir, now, now) // recently used: not pruned
+				finish(e, dir, nil)
+				continue
+			}
+		}
+		missing = append(missing, e)
 	}
-	if b.built == nil {
-		b.built = map[string]string{}
+	if len(missing) == 0 {
+		return
 	}
-	b.built[clean] = dir
-	b.dirs = append(b.dirs, dir)
-	return dir, nil
+	tmp, err := os.MkdirTemp("", "mf-golambda-")
+	if err != nil {
+		for _, e := range missing {
+			finish(e, "", fmt.Errorf("%w: %v", ErrBuild, err))
+		}
+		return
+	}
+	b.mu.Lock()
+	b.dirs = append(b.dirs, tmp)
+	b.mu.Unlock()
+
+	out := b.compile(ctx, root, tmp, missing)
+	for _, e := range missing {
+		dir, err := out[e].dir, out[e].err
+		if err == nil && keys[e] != "" {
+			dir = store(cache, keys[e], dir)
+		}
+		finish(e, dir, err)
+	}
+	if cache != "" {
+		prune(cache, 14*24*time.Hour)
+	}
 }
 
-// Close removes the build directories. Call it after synthesis.
+// compile builds entries under tmp, each into a directory of its own holding
+// bootstrap. Entries whose binaries would share a name in one `go build -o
+// dir/` invocation, and every entry of a failed batch (so that each error
+// names its own entry), are built one by one.
+func (b *Builder) compile(ctx context.Context, root, tmp string, entries []string) map[string]build {
+	out := map[string]build{}
+	batch, single := []string{}, []string{}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if base := path.Base(e); seen[base] {
+			single = append(single, e)
+		} else {
+			seen[base] = true
+			batch = append(batch, e)
+		}
+	}
+	if len(batch) > 1 {
+		bin := filepath.Join(tmp, "batch")
+		if _, err := b.goBuild(ctx, root, bin+string(filepath.Separator), batch); err == nil {
+			for i, e := range batch {
+				dir := filepath.Join(tmp, fmt.Sprint(i))
+				err := os.MkdirAll(dir, 0o755)
+				if err == nil {
+					err = os.Rename(filepath.Join(bin, path.Base(e)), filepath.Join(dir, "bootstrap"))
+				}
+				if err != nil {
+					err = fmt.Errorf("%w for %s: %v", ErrBuild, e, err)
+				}
+				out[e] = build{dir: dir, err: err}
+			}
+			batch = nil
+		}
+	}
+	for i, e := range append(batch, single...) {
+		dir := filepath.Join(tmp, fmt.Sprint("one-", i))
+		if msg, err := b.goBuild(ctx, root, filepath.Join(dir, "bootstrap"), []string{e}); err != nil {
+			out[e] = build{err: fmt.Errorf("%w for %s: %v\n%s", ErrBuild, e, err, msg)}
+		} else {
+			out[e] = build{dir: dir}
+		}
+	}
+	return out
+}
+
+// goBuild runs go build -o output with BuildFlags on entries.
+func (b *Builder) goBuild(ctx context.Context, root, output string, entries []string) (string, error) {
+	args := append([]string{"build", "-o", output}, BuildFlags()...)
+	for _, e := range entries {
+		args = append(args, "./"+e)
+	}
+	cmd := exec.CommandContext(ctx, b.goBin(), args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), buildEnv...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return strings.TrimSpace(out.String()), err
+}
+
+// Close removes the build directories (not the cache). Call it after synthesis.
 func (b *Builder) Close() error {
+	b.mu.Lock()
+	running := make([]*build, 0, len(b.built))
+	for _, r := range b.built {
+		running = append(running, r)
+	}
+	b.mu.Unlock()
+	for _, r := range running {
+		<-r.done // a background build may still be writing into a directory
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var errs []error
@@ -114,6 +284,34 @@ func (b *Builder) Close() error {
 	}
 	b.dirs, b.built = nil, nil
 	return errors.Join(errs...)
+}
+
+func (b *Builder) goBin() string {
+	if b.GoBinary == "" {
+		return "go"
+	}
+	return b.GoBinary
+}
+
+func (b *Builder) cacheDir() string {
+	dir := b.CacheDir
+	if dir == "" {
+		dir = os.Getenv("MF_GOLAMBDA_CACHE")
+	}
+	if dir == "off" {
+		return ""
+	}
+	if dir == "" {
+		user, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(user, "mercadofresco-golambda")
+	}
+	if os.MkdirAll(dir, 0o755) != nil {
+		return ""
+	}
+	return dir
 }
 
 func (b *Builder) root() (string, error) {
@@ -163,4 +361,38 @@ func copyFile(src, dst string, mode os.FileMode) error {
 // writeFile writes content to path.
 func writeFile(path, content string) error {
 	return os.WriteFile(path, []byte(content), 0o644)
+}
+
+// StartAll starts (see Start) every main package in the directories
+// directly under dir ("lambdas"), relative to the module root: the app calls
+// it before making its constructs, so the functions compile meanwhile.
+func (b *Builder) StartAll(dir string) {
+	root, err := b.root()
+	if err != nil {
+		return // Build reports it
+	}
+	subdirs, err := os.ReadDir(filepath.Join(root, dir))
+	if err != nil {
+		return
+	}
+	var mains []string
+	for _, d := range subdirs {
+		if d.IsDir() && isMain(filepath.Join(root, dir, d.Name())) {
+			mains = append(mains, path.Join(filepath.ToSlash(dir), d.Name()))
+		}
+	}
+	b.Start(mains...)
+}
+
+// isMain reports whether dir's first non-test Go file is in package main.
+func isMain(dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.PackageClauseOnly)
+		return err == nil && file.Name.Name == "main"
+	}
+	return false
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 // EntryMetadata is the template metadata key that carries a function's
@@ -45,17 +46,7 @@ const EntryMetadata = "mercadofresco:entry"
 const (
 	DefaultMemoryMB       = 256
 	DefaultTimeoutSeconds = 30
-	// DefaultSDKMaxAttempts is the AWS SDK's attempts per call on every
-	// function (SPEC, retry layers: the SDK absorbs instant network blips
-	// only; the workflow's Retry or the queue commands the retries).
-	DefaultSDKMaxAttempts = 2
 )
-
-// EnvSDKMaxAttempts is the AWS SDK's own variable for its attempts per call
-// (lambdas/lambdaenv reads it). Every function gets it, so the
-// attempts guardrail (constructs/guardrails, MF-ATTEMPTS) reads the number
-// the code runs with from the template.
-const EnvSDKMaxAttempts = "AWS_MAX_ATTEMPTS"
 
 // DependenciesMetadata is the template metadata key of a function's
 // declared dependencies (Props.Dependencies), read by the attempts
@@ -65,7 +56,7 @@ const DependenciesMetadata = "mercadofresco:dependencies"
 // Dependency declares a service a function calls and the environment
 // variables whose values multiply into the attempts of ONE invocation on
 // it: for an HTTP dependency through lambdas/retry, "<DEP>_MAX_ATTEMPTS";
-// for an AWS service, EnvSDKMaxAttempts (times any loop of the function's
+// for an AWS service, retryapi.EnvSDKMaxAttempts (times any loop of the function's
 // own, named by its variable). See docs/CONVENTIONS.md (retry layers).
 type Dependency struct {
 	// Name of the dependency as the attempts report shows it: "pasarela",
@@ -126,8 +117,10 @@ type Props struct {
 	// AlarmTopic, when set, receives an Errors > 0 and a Throttles > 0 alarm
 	// of this function (alarm and OK actions).
 	AlarmTopic awssns.ITopic
-	// SDKMaxAttempts is the AWS SDK's attempts per call (EnvSDKMaxAttempts).
-	// Zero means DefaultSDKMaxAttempts. An AWS_MAX_ATTEMPTS in Environment
+	// SDKMaxAttempts is the AWS SDK's attempts per call
+	// (retryapi.EnvSDKMaxAttempts, set on every function so that the
+	// attempts guardrail reads the number the code runs with). Zero means
+	// retryapi.SDKMaxAttempts. An AWS_MAX_ATTEMPTS in Environment
 	// takes precedence.
 	SDKMaxAttempts float64
 	// Dependencies the function calls, for the attempts guardrail. A
@@ -227,12 +220,12 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	for k, v := range props.Environment {
 		envVars[k] = v
 	}
-	if _, set := envVars[EnvSDKMaxAttempts]; !set {
+	if _, set := envVars[retryapi.EnvSDKMaxAttempts]; !set {
 		attempts := props.SDKMaxAttempts
 		if attempts == 0 {
-			attempts = DefaultSDKMaxAttempts
+			attempts = retryapi.SDKMaxAttempts
 		}
-		envVars[EnvSDKMaxAttempts] = jsii.String(fmt.Sprint(attempts))
+		envVars[retryapi.EnvSDKMaxAttempts] = jsii.String(fmt.Sprint(attempts))
 	}
 	for _, d := range props.Dependencies {
 		for _, e := range d.AttemptsEnv {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 // RuleAttempts is the worst-case attempts rule (docs/design.md#retry-layers).
@@ -24,7 +25,7 @@ const MaxAttemptsPerDependency = 15
 // Names the attempts rule reads (the same as constructs/golambda's; repeated
 // here so that guardrails checks functions made by any construct).
 const (
-	envSDKMaxAttempts    = "AWS_MAX_ATTEMPTS"
+	envSDKMaxAttempts    = retryapi.EnvSDKMaxAttempts
 	dependenciesMetadata = "mercadofresco:dependencies"
 	// sdkDefaultAttempts is the AWS SDK's standard retryer attempts when
 	// AWS_MAX_ATTEMPTS is not set.

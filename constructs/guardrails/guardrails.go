@@ -1,6 +1,6 @@
 // Package guardrails holds CDK Aspects that stop a synthesis when the
-// messaging layer is configured in a way the MercadoFresco lesson showed to
-// lose or duplicate work. They inspect L1 resources (CfnQueue,
+// messaging layer is configured in a way that loses or duplicates work
+// (docs/design.md states each rule's number and reason). They inspect L1 resources (CfnQueue,
 // CfnEventSourceMapping, CfnSubscription, CfnTopic, CfnAlarm, CfnFunction),
 // so they also catch resources made without the project's constructs, and
 // they resolve references (Fn::GetAtt / Ref / literal ARNs and names) to find
@@ -116,10 +116,12 @@ func Acknowledge(c constructs.IConstruct, rule, reason string) {
 
 // Visit runs every check once per stack, when the aspect reaches the stack.
 func (m *MessagingChecks) Visit(node constructs.IConstruct) {
-	if !*awscdk.Stack_IsStack(node) {
+	// A Go type assertion, not Stack_IsStack: Visit runs for every
+	// construct of the app, and each jsii call is a round trip.
+	stack, ok := node.(awscdk.Stack)
+	if !ok {
 		return
 	}
-	stack := awscdk.Stack_Of(node)
 	// The aspect may be added both to the app and to a stack; check once.
 	for _, e := range *stack.Node().Metadata() {
 		if *e.Type == checkedMetadataType {
@@ -395,7 +397,7 @@ func (ix *index) checkEventSourceMappings() {
 			if window > 0 {
 				extra = fmt.Sprintf(" + batching window %.0f s", window)
 			}
-			ix.fail(e, RuleVisibilityTimeout, "queue %s has VisibilityTimeout %.0f s < %d x timeout of consumer %s (%.0f s)%s = %.0f s; a message becomes visible again while its first delivery is still running and is processed twice (the lesson's double charge: 120 s visibility vs a 180 s gateway timeout)%s", srcLabel, vis, VisibilityMultiplier, fn.Path(), timeout, extra, required,
+			ix.fail(e, RuleVisibilityTimeout, "queue %s has VisibilityTimeout %.0f s < %d x timeout of consumer %s (%.0f s)%s = %.0f s; a message becomes visible again while its first delivery is still running and is processed twice (docs/design.md#visibility-timeout)%s", srcLabel, vis, VisibilityMultiplier, fn.Path(), timeout, extra, required,
 				changeHint(src, "VisibilityTimeout", fn, "Timeout"))
 		}
 	}

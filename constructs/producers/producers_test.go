@@ -17,6 +17,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/internal/guardeval"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -106,24 +107,24 @@ func TestGuardRefusesEveryoneButTheAdmitted(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		statement map[string]any
-		req       producers.Request
+		req       guardeval.Request
 		refused   bool
 	}{
-		{"the consumer's role", qs, producers.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/consumidor"}, false},
-		{"a role by name and path", qs, producers.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/identidad/otro"}, false},
-		{"the on-call role", qs, producers.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/mercadofresco-guardia"}, false},
-		{"SNS for the topic", qs, producers.Request{SourceArn: arn("sns:eu-west-1:" + account + ":tema")}, false},
-		{"EventBridge for the rule", qs, producers.Request{SourceArn: arn("events:eu-west-1:" + account + ":rule/regla")}, false},
-		{"another role", qs, producers.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/intruso"}, true},
-		{"a role of another account with the same name", qs, producers.Request{PrincipalArn: "arn:aws:iam::222222222222:role/consumidor"}, true},
-		{"SNS for another topic", qs, producers.Request{SourceArn: arn("sns:eu-west-1:" + account + ":intruso")}, true},
-		{"neither key", qs, producers.Request{}, true},
-		{"an alarm", ts, producers.Request{SourceArn: arn("cloudwatch:eu-west-1:" + account + ":alarm:Cualquiera")}, false},
-		{"an alarm of another region", ts, producers.Request{SourceArn: arn("cloudwatch:us-east-1:" + account + ":alarm:Cualquiera")}, true},
-		{"the role on the topic", ts, producers.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/consumidor"}, false},
-		{"a rule on the topic", ts, producers.Request{SourceArn: arn("events:eu-west-1:" + account + ":rule/regla")}, true},
+		{"the consumer's role", qs, guardeval.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/consumidor"}, false},
+		{"a role by name and path", qs, guardeval.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/identidad/otro"}, false},
+		{"the on-call role", qs, guardeval.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/mercadofresco-guardia"}, false},
+		{"SNS for the topic", qs, guardeval.Request{SourceArn: arn("sns:eu-west-1:" + account + ":tema")}, false},
+		{"EventBridge for the rule", qs, guardeval.Request{SourceArn: arn("events:eu-west-1:" + account + ":rule/regla")}, false},
+		{"another role", qs, guardeval.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/intruso"}, true},
+		{"a role of another account with the same name", qs, guardeval.Request{PrincipalArn: "arn:aws:iam::222222222222:role/consumidor"}, true},
+		{"SNS for another topic", qs, guardeval.Request{SourceArn: arn("sns:eu-west-1:" + account + ":intruso")}, true},
+		{"neither key", qs, guardeval.Request{}, true},
+		{"an alarm", ts, guardeval.Request{SourceArn: arn("cloudwatch:eu-west-1:" + account + ":alarm:Cualquiera")}, false},
+		{"an alarm of another region", ts, guardeval.Request{SourceArn: arn("cloudwatch:us-east-1:" + account + ":alarm:Cualquiera")}, true},
+		{"the role on the topic", ts, guardeval.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/consumidor"}, false},
+		{"a rule on the topic", ts, guardeval.Request{SourceArn: arn("events:eu-west-1:" + account + ":rule/regla")}, true},
 	} {
-		got, err := producers.Refuses(tc.statement, tc.req)
+		got, err := guardeval.Refuses(tc.statement, tc.req)
 		if err != nil || got != tc.refused {
 			t.Errorf("%s: refused = %v, %v; want %v", tc.name, got, err, tc.refused)
 		}
@@ -137,12 +138,12 @@ func TestGuardAdmittingNothingRefusesEveryone(t *testing.T) {
 	queue := awssqs.NewQueue(stack, jsii.String("Cola"), nil)
 	producers.ForQueue(queue)
 	st := guardOf(t, map[string]awscdk.Stack{"Nadie": stack}, "Nadie", logicalID(queue.Node().DefaultChild().(awscdk.CfnElement)))
-	for _, req := range []producers.Request{
+	for _, req := range []guardeval.Request{
 		{PrincipalArn: "arn:aws:iam::" + account + ":role/cualquiera"},
 		{SourceArn: "arn:aws:sns:eu-west-1:" + account + ":tema"},
 		{},
 	} {
-		if got, err := producers.Refuses(st, req); err != nil || !got {
+		if got, err := guardeval.Refuses(st, req); err != nil || !got {
 			t.Errorf("%+v: refused = %v, %v", req, got, err)
 		}
 	}
@@ -164,7 +165,7 @@ func TestRoleOfAnotherStackIsAdmittedByName(t *testing.T) {
 		t.Fatalf("the queue's stack imports from the role's: %s", raw)
 	}
 	st := guardOf(t, map[string]awscdk.Stack{"Messaging": messaging, "Flow": flow}, "Messaging", logicalID(queue.Node().DefaultChild().(awscdk.CfnElement)))
-	if got, err := producers.Refuses(st, producers.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/flujo"}); err != nil || got {
+	if got, err := guardeval.Refuses(st, guardeval.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/flujo"}); err != nil || got {
 		t.Errorf("the role admitted by name is refused: %v, %v", got, err)
 	}
 }
@@ -223,11 +224,11 @@ func TestArnLike(t *testing.T) {
 		{"arn:aws:iam::1:role/*", "arn:aws:sts::1:assumed-role/a/s", false},
 		{"not an arn", "not an arn", false},
 	} {
-		if got := producers.ArnLike(tc.pattern, tc.arn); got != tc.want {
+		if got := guardeval.ArnLike(tc.pattern, tc.arn); got != tc.want {
 			t.Errorf("ArnLike(%q, %q) = %v", tc.pattern, tc.arn, got)
 		}
 	}
-	if _, err := producers.Refuses(map[string]any{"Effect": "Deny", "Condition": map[string]any{"StringNotEquals": map[string]any{}}}, producers.Request{}); !errors.Is(err, producers.ErrNotAGuard) {
+	if _, err := guardeval.Refuses(map[string]any{"Effect": "Deny", "Condition": map[string]any{"StringNotEquals": map[string]any{}}}, guardeval.Request{}); !errors.Is(err, guardeval.ErrNotAGuard) {
 		t.Errorf("another operator: %v", err)
 	}
 }

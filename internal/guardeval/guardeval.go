@@ -1,13 +1,19 @@
-package producers
+// Package guardeval judges a synthesised known-producers guard
+// (constructs/producers) without AWS: Refuses evaluates its Deny statement
+// for a request by IAM's rules, ArnLike is IAM's ARN matching. Tests use it;
+// no deployed code does.
+package guardeval
 
 import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/mercadofresco/integration/constructs/producers"
 )
 
 // ErrNotAGuard is wrapped by Refuses when the statement is not a guard's.
-var ErrNotAGuard = errors.New("producers: not a known-producers statement")
+var ErrNotAGuard = errors.New("guardeval: not a known-producers statement")
 
 // Request is what a guard looks at in a request: its aws:PrincipalArn and
 // aws:SourceArn ("" for a key the request does not carry).
@@ -33,7 +39,7 @@ func Refuses(statement map[string]any, req Request) (bool, error) {
 		return true, nil
 	}
 	for op, block := range cond {
-		if op != Operator {
+		if op != producers.Operator {
 			return false, fmt.Errorf("%w: condition operator %s", ErrNotAGuard, op)
 		}
 		keys, ok := block.(map[string]any)
@@ -43,9 +49,9 @@ func Refuses(statement map[string]any, req Request) (bool, error) {
 		for key, v := range keys {
 			var got string
 			switch key {
-			case KeyPrincipalArn:
+			case producers.KeyPrincipalArn:
 				got = req.PrincipalArn
-			case KeySourceArn:
+			case producers.KeySourceArn:
 				got = req.SourceArn
 			default:
 				return false, fmt.Errorf("%w: condition key %s", ErrNotAGuard, key)

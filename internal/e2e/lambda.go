@@ -314,6 +314,7 @@ type ESM struct {
 	Intercept func(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error, handled bool)
 
 	busy         atomic.Int64
+	delivered    atomic.Int64 // messages received, repeats included
 	invocations  atomic.Int64
 	failedBatchs atomic.Int64
 }
@@ -418,6 +419,7 @@ func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, msgs []qu
 		ev.Records = append(ev.Records, m.EventRecord(e.Queue.ARN, e.w.opts.Region))
 	}
 	e.invocations.Add(1)
+	e.delivered.Add(int64(len(msgs)))
 	var resp events.SQSEventResponse
 	var err error
 	handled := false

@@ -26,6 +26,7 @@ import (
 	"github.com/mercadofresco/integration/internal/awsfake"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/sqsfake"
@@ -54,6 +55,13 @@ type Options struct {
 	Seed uint64
 	// Logs receives the functions' log lines (their stdout).
 	Logs io.Writer
+	// IgnoreKeys makes the external services' fakes perform every request,
+	// whatever its Idempotency-Key: the run then measures the project's own
+	// layers (the verdict admits only the duplicates of uncertain outcomes).
+	IgnoreKeys bool
+	// KeyRetention is how long the fakes keep an Idempotency-Key's answer,
+	// on the run's simulated clock; zero means fakehttp.DefaultKeyRetention.
+	KeyRetention time.Duration
 }
 
 // Queue is one queue of the templates, created in the SQS fake.
@@ -390,7 +398,14 @@ func (w *World) startDependencies() {
 			w.fatalf("no function reads %s_SECRET_ARN: the templates changed, update the run", need)
 		}
 	}
-	w.deps = newDependencies(w.opts.Seed, keys, sesConfigSet)
+	opts := []fakehttp.Option{fakehttp.WithClock(w.clock.Now)}
+	switch {
+	case w.opts.IgnoreKeys:
+		opts = append(opts, fakehttp.WithoutIdempotency())
+	case w.opts.KeyRetention > 0:
+		opts = append(opts, fakehttp.WithKeyRetention(w.opts.KeyRetention))
+	}
+	w.deps = newDependencies(w.opts.Seed, keys, sesConfigSet, opts...)
 	w.t.Cleanup(w.deps.Close)
 	// The API destination's connection reads its key with a dynamic
 	// reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).

@@ -199,8 +199,8 @@ func (rep *Report) unexplained() []string {
 		case !rep.IgnoreKeys:
 			bad = append(bad, fmt.Sprintf("order %s: %d %s with the dependencies honouring Idempotency-Key (requests %s)", d.Order, d.Effects, d.Dependency, strings.Join(d.Requests, ", ")))
 		case d.Effects-1 > len(d.Uncertain):
-			bad = append(bad, fmt.Sprintf("order %s: %d %s, and %d uncertain outcomes explain %d of the repeats; requests %s",
-				d.Order, d.Effects, d.Dependency, len(d.Uncertain), len(d.Uncertain), strings.Join(d.Requests, ", ")))
+			bad = append(bad, fmt.Sprintf("order %s: %d %s, %d more than its %d uncertain outcomes allow; requests %s",
+				d.Order, d.Effects, d.Dependency, d.Effects-1-len(d.Uncertain), len(d.Uncertain), strings.Join(d.Requests, ", ")))
 		}
 	}
 	return bad

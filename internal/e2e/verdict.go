@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -149,6 +152,17 @@ func (r *Run) ledgers() map[string]*ledger {
 	lostAnswers(erp.uncertain, d.ERP, pedidoOf, nil)
 	keyCounts(&erp.layer, []*fakehttp.Server{d.ERP}, nil)
 
+	// The project's clients report each attempt that got no answer (a read
+	// timeout, the invocation's deadline, a broken connection): on a loaded
+	// machine the scenario's timing makes more of them than it injects, and
+	// each is an uncertain outcome of the same kind as the injected ones.
+	for p, by := range clientsGaveUp(r.w.opts.Logs) {
+		for dep, why := range by {
+			if l := out[dep]; l != nil {
+				l.uncertain[p] = append(l.uncertain[p], why...)
+			}
+		}
+	}
 	for _, e := range r.esms {
 		var l *ledger
 		switch e.Fn.Entry {
@@ -373,10 +387,11 @@ type CircuitSummary struct {
 // stockFolded renders the stock table as one line when every counted SKU
 // matches its ledger, and lists only the SKUs that differ otherwise.
 func stockFolded(lines []StockLine) (summary string, differ []StockLine) {
-	var reserved, want int64
+	var reserved, want, badEx, badRes int64
 	counted := 0
 	for _, s := range lines {
 		if s.SKU == badSKU {
+			badEx, badRes = s.Existencias, s.Reservado
 			if s.Existencias != 0 || s.Reservado != 0 {
 				differ = append(differ, s)
 			}
@@ -389,6 +404,56 @@ func stockFolded(lines []StockLine) (summary string, differ []StockLine) {
 			differ = append(differ, s)
 		}
 	}
-	return fmt.Sprintf("%d SKUs counted, existencias %d each as seeded, reservado %d in all against %d expected; %s: 0 and 0",
-		counted, initial, reserved, want, badSKU), differ
+	return fmt.Sprintf("%d SKUs counted, existencias %d each as seeded, reservado %d in all against %d expected; %s: existencias %d, reservado %d",
+		counted, initial, reserved, want, badSKU, badEx, badRes), differ
+}
+
+// noAnswer matches the errors of the project's HTTP clients for an attempt
+// that got no answer (httpdep: read timeout, the caller's deadline, a
+// broken connection).
+var noAnswer = regexp.MustCompile(`no answer within|deadline exceeded|context canceled|connection reset|EOF`)
+
+// keyDependency maps an idempotency key's prefix to the dependency its
+// calls reach.
+var keyDependency = map[string]string{"cobro": depGateway, "preparacion": depWarehouse, "correo-confirmacion": depEmail, "aviso-erp": depERP}
+
+// clientsGaveUp reads the functions' log (when logs is a file) for the
+// attempts the clients report as unanswered, by order and dependency.
+func clientsGaveUp(logs any) map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	named, ok := logs.(interface{ Name() string })
+	if !ok {
+		return out
+	}
+	f, err := os.Open(named.Name())
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !strings.Contains(string(line), `"attempt failed"`) {
+			continue
+		}
+		var rec struct {
+			Msg, Error string
+			Key        string `json:"idempotency_key"`
+			Attempt    int
+		}
+		if json.Unmarshal(line, &rec) != nil || rec.Msg != "attempt failed" || !noAnswer.MatchString(rec.Error) {
+			continue
+		}
+		prefix, _, _ := strings.Cut(rec.Key, ":")
+		dep, order := keyDependency[prefix], orderIDPattern.FindString(rec.Key)
+		if dep == "" || order == "" {
+			continue
+		}
+		if out[order] == nil {
+			out[order] = map[string][]string{}
+		}
+		out[order][dep] = append(out[order][dep], fmt.Sprintf("the client got no answer (attempt %d: %s)", rec.Attempt, string(first([]rune(rec.Error), 120))))
+	}
+	return out
 }

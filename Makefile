@@ -70,9 +70,15 @@ test-cdk:
 test-e2e:
 	$(GO) test $(TESTFLAGS) -timeout 15m ./internal/e2e
 
-## e2e: the whole order flow under chaos with 1,000 orders (`make test` runs it with 100); report in docs/e2e-report.md, MF_SEED=<seed> replays a run
+## e2e: the whole order flow under chaos with 1,000 orders (`make test` runs it with 100): replays the seed docs/e2e-report.md records and rewrites it; MF_SEED=new (or =<seed>) runs another seed into cdk.out/e2e-report.md (E2E_REPORT=<file> chooses)
+E2E_SEED = $(shell sed -n 's/^.*Seed \([0-9][0-9]*\):.*$$/\1/p' docs/e2e-report.md | head -n 1)
 e2e: install services
-	$(GO) test -count=1 -timeout 20m -run 'TestOrderFlow$$' -v ./internal/e2e -args -e2e.full -e2e.report=$(CURDIR)/docs/e2e-report.md \
+	@seed="$(MF_SEED)"; report="$(E2E_REPORT)"; \
+	if [ -z "$$seed" ]; then seed="$(E2E_SEED)"; report=$${report:-$(CURDIR)/docs/e2e-report.md}; fi; \
+	if [ "$$seed" = new ]; then seed=$$(date +%s%N); fi; \
+	report=$${report:-$(CURDIR)/cdk.out/e2e-report.md}; mkdir -p "$$(dirname "$$report")"; \
+	echo "e2e: seed $$seed, report $$report"; \
+	MF_SEED=$$seed $(GO) test -count=1 -timeout 20m -run 'TestOrderFlow$$' -v ./internal/e2e -args -e2e.full -e2e.report="$$report" \
 	  | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|seed|e2e_test|promises'
 
 ## chaos: the long chaos runs at full size (seed printed; MF_SEED=<seed> replays one)

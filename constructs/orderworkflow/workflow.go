@@ -141,6 +141,9 @@ type Workflow struct {
 	Retry RetryPolicy
 	// FailedAlarm, TimedOutAlarm and ThrottledAlarm watch the executions.
 	FailedAlarm, TimedOutAlarm, ThrottledAlarm awscloudwatch.Alarm
+	// CompensationFailedAlarm fires on the first execution that enters
+	// CompensacionFallida (compensation.go).
+	CompensationFailedAlarm awscloudwatch.Alarm
 }
 
 // New creates the workflow. Every problem of props is reported at synth;
@@ -240,6 +243,7 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: fmt.Sprintf("%s: Step Functions throttled state transitions. Executions slow down; check the account's state-transition quota and the starter's MaximumConcurrency.", *name),
 	})
+	w.CompensationFailedAlarm = w.compensationFailedAlarm(c, &p, *name)
 	return w
 }
 

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -162,19 +163,48 @@ func (q *Queues) RequireExpired(t testing.TB, id string) {
 	}
 }
 
+// Receive is one poll of an event source mapping: up to size messages of
+// queueURL as the events.SQSEvent Lambda hands the function (no records
+// when none is visible). The e2e run's pollers use it too.
+func Receive(ctx context.Context, fake *sqsfake.Fake, queueURL, sourceARN string, size int) (events.SQSEvent, error) {
+	msgs, err := fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: queueURL, MaxMessages: size})
+	var ev events.SQSEvent
+	for _, m := range msgs {
+		ev.Records = append(ev.Records, m.EventRecord(sourceARN, fake.Region()))
+	}
+	return ev, err
+}
+
+// Settle deletes what a successful invocation processed: every record of
+// ev but those resp lists in batchItemFailures when the mapping reports
+// them (FunctionResponseTypes ReportBatchItemFailures), the whole batch
+// otherwise. A failed delete does not stop the others; the errors are
+// joined.
+func Settle(ctx context.Context, fake *sqsfake.Fake, queueURL string, ev events.SQSEvent, resp events.SQSEventResponse, reportFailures bool) error {
+	failed := map[string]bool{}
+	if reportFailures {
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+	}
+	var errs []error
+	for _, r := range ev.Records {
+		if !failed[r.MessageId] {
+			errs = append(errs, fake.DeleteMessage(ctx, queueURL, r.ReceiptHandle))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Pump receives one batch (up to size messages) as the event source
 // mapping would, runs p on it and deletes the records the response does
 // not list. It returns the batch and the response (an empty batch when no
 // message is visible).
 func (q *Queues) Pump(ctx context.Context, t testing.TB, p *sqsbatch.Processor, size int) (events.SQSEvent, events.SQSEventResponse) {
 	t.Helper()
-	msgs, err := q.Fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: q.Source, MaxMessages: size})
+	ev, err := Receive(ctx, q.Fake, q.Source, q.SourceARN, size)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var ev events.SQSEvent
-	for _, m := range msgs {
-		ev.Records = append(ev.Records, m.EventRecord(q.SourceARN, q.Fake.Region()))
 	}
 	if len(ev.Records) == 0 {
 		return ev, events.SQSEventResponse{}
@@ -183,16 +213,8 @@ func (q *Queues) Pump(ctx context.Context, t testing.TB, p *sqsbatch.Processor, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed := map[string]bool{}
-	for _, f := range resp.BatchItemFailures {
-		failed[f.ItemIdentifier] = true
-	}
-	for _, r := range ev.Records {
-		if !failed[r.MessageId] {
-			if err := q.Fake.DeleteMessage(ctx, q.Source, r.ReceiptHandle); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := Settle(ctx, q.Fake, q.Source, ev, resp, true); err != nil {
+		t.Fatal(err)
 	}
 	return ev, resp
 }

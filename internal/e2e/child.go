@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -219,6 +220,9 @@ type ConsumerKill struct {
 	killed  bool
 	Done    chan struct{}
 	Batches int
+	// Batch is the orders of the killed invocation's batch: each may have
+	// had its effect without its completion record.
+	Batch []string
 }
 
 func (w *World) killConsumerOn(esm *ESM, pedido string) *ConsumerKill {
@@ -270,6 +274,12 @@ func (k *ConsumerKill) intercept(ctx context.Context, ev events.SQSEvent) (event
 		return events.SQSEventResponse{}, err, true
 	}
 	k.child = cmd
+	var batch []string
+	for _, r := range ev.Records {
+		if id := orderIDPattern.FindString(r.Body); id != "" && !slices.Contains(batch, id) {
+			batch = append(batch, id)
+		}
+	}
 	k.mu.Unlock()
 	_ = json.NewEncoder(in).Encode(consumerRequest{Event: ev})
 	in.Close()
@@ -279,6 +289,9 @@ func (k *ConsumerKill) intercept(ctx context.Context, ev events.SQSEvent) (event
 	k.mu.Lock()
 	k.child = nil
 	killed := k.killed
+	if killed {
+		k.Batch = batch
+	}
 	k.mu.Unlock()
 	switch {
 	case killed:

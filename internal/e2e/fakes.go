@@ -17,8 +17,9 @@ import (
 )
 
 // Dependencies are the fake external services, each a fakehttp server
-// (Idempotency-Key semantics, fault injection, a ledger of requests and
-// effects) speaking the API the project's clients call.
+// (Idempotency-Key semantics with a finite retention, or none at all when
+// the run ignores keys; fault injection; a ledger of requests and effects)
+// speaking the API the project's clients call.
 type Dependencies struct {
 	Gateway    *fakegateway.Gateway
 	Almacen    *fakehttp.Server // warehouse: POST /v1/preparaciones
@@ -46,10 +47,12 @@ func bearer(key string) fakehttp.Option {
 }
 
 // newDependencies starts the fakes with their API keys (the values of the
-// secrets the functions read).
-func newDependencies(seed uint64, keys map[string]string, sesConfigSet string) *Dependencies {
+// secrets the functions read); opts (the key store's mode and clock) apply
+// to every fakehttp server.
+func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, opts ...fakehttp.Option) *Dependencies {
 	d := &Dependencies{}
-	d.Gateway = fakegateway.New(keys["GATEWAY"], fakehttp.WithSeed(seed))
+	with := func(o ...fakehttp.Option) []fakehttp.Option { return append(o, opts...) }
+	d.Gateway = fakegateway.New(keys["GATEWAY"], with(fakehttp.WithSeed(seed))...)
 
 	var prep atomic.Int64
 	d.Almacen = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
@@ -65,7 +68,7 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string) *
 			(*f)(in.PedidoID)
 		}
 		return resp
-	}, fakehttp.WithSeed(seed+1), bearer(keys["ALMACEN"]))
+	}, with(fakehttp.WithSeed(seed+1), bearer(keys["ALMACEN"]))...)
 
 	var avisos atomic.Int64
 	d.ERP = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
@@ -77,7 +80,7 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string) *
 			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
 		}
 		return fakehttp.JSON(201, fmt.Sprintf(`{"id":"aviso-%d"}`, avisos.Add(1)))
-	}, fakehttp.WithSeed(seed+2), bearer(keys["ERP"]))
+	}, with(fakehttp.WithSeed(seed+2), bearer(keys["ERP"]))...)
 
 	d.ERPWebhook = newWebhook(func() string {
 		d.mu.Lock()
@@ -94,9 +97,9 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string) *
 			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
 		}
 		return fakehttp.JSON(202, fmt.Sprintf(`{"id":"correo-%d"}`, correos.Add(1)))
-	}, fakehttp.WithSeed(seed+4), bearer(keys["CORREO_SECUNDARIO"]))
+	}, with(fakehttp.WithSeed(seed+4), bearer(keys["CORREO_SECUNDARIO"]))...)
 
-	d.SES = fakeses.New(sesConfigSet, fakehttp.WithSeed(seed+5))
+	d.SES = fakeses.New(sesConfigSet, with(fakehttp.WithSeed(seed+5))...)
 	return d
 }
 

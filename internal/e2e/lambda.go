@@ -17,13 +17,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
 	"github.com/mercadofresco/integration/lambdas/erpnotice"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/preparation"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 	"github.com/mercadofresco/integration/lambdas/stock"
@@ -314,6 +314,7 @@ type ESM struct {
 	Intercept func(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error, handled bool)
 
 	busy         atomic.Int64
+	delivered    atomic.Int64 // messages received, repeats included
 	invocations  atomic.Int64
 	failedBatchs atomic.Int64
 }
@@ -392,8 +393,8 @@ func (e *ESM) poll(ctx context.Context) {
 	var sandbox *sqsbatch.Processor
 	idle := 5 * time.Millisecond
 	for ctx.Err() == nil {
-		msgs, err := e.w.sqs.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: e.Queue.URL, MaxMessages: e.BatchSize})
-		if err != nil || len(msgs) == 0 {
+		ev, err := consumertest.Receive(ctx, e.w.sqs, e.Queue.URL, e.Queue.ARN, e.BatchSize)
+		if err != nil || len(ev.Records) == 0 {
 			t := time.NewTimer(idle)
 			select {
 			case <-ctx.Done():
@@ -405,19 +406,16 @@ func (e *ESM) poll(ctx context.Context) {
 		}
 		idle = 5 * time.Millisecond
 		e.busy.Add(1)
-		sandbox = e.invoke(ctx, sandbox, msgs)
+		sandbox = e.invoke(ctx, sandbox, ev)
 		e.busy.Add(-1)
 	}
 }
 
 // invoke runs one batch and deletes what succeeded. It returns the sandbox
 // to use next (nil after a timeout: the runtime replaces a timed-out one).
-func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, msgs []queue.Message) *sqsbatch.Processor {
-	ev := events.SQSEvent{}
-	for _, m := range msgs {
-		ev.Records = append(ev.Records, m.EventRecord(e.Queue.ARN, e.w.opts.Region))
-	}
+func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, ev events.SQSEvent) *sqsbatch.Processor {
 	e.invocations.Add(1)
+	e.delivered.Add(int64(len(ev.Records)))
 	var resp events.SQSEventResponse
 	var err error
 	handled := false
@@ -442,17 +440,6 @@ func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, msgs []qu
 		e.failedBatchs.Add(1)
 		return sandbox // the whole batch comes back after its visibility timeout
 	}
-	failed := map[string]bool{}
-	if e.ReportFailures {
-		for _, f := range resp.BatchItemFailures {
-			failed[f.ItemIdentifier] = true
-		}
-	}
-	for _, m := range msgs {
-		if failed[m.MessageID] {
-			continue
-		}
-		_ = e.w.sqs.DeleteMessage(context.WithoutCancel(ctx), e.Queue.URL, m.ReceiptHandle)
-	}
+	_ = consumertest.Settle(context.WithoutCancel(ctx), e.w.sqs, e.Queue.URL, ev, resp, e.ReportFailures)
 	return sandbox
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,8 +47,11 @@ type Scenario struct {
 	// over the run by published events.
 	PublisherKills int
 	// Poison is the number of PedidoConfirmado version 2 messages sent to
-	// cola-mercadofresco-pedidos.
-	Poison int
+	// cola-mercadofresco-pedidos; PoisonEach the number of messages of an
+	// unsupported version sent to each other consumer's queue (e-mail, ERP
+	// notice, stock), and BadData the number of messages with bad data
+	// (not JSON, required fields missing) sent to each of the four.
+	Poison, PoisonEach, BadData int
 	// RedisDown is how long (wall clock) Redis is stopped, at RedisAt of
 	// the orders.
 	RedisDown time.Duration
@@ -72,6 +76,9 @@ type order struct {
 	Intentos  int
 	Failures  []string
 	Succeeded bool
+	// failedAt is the first failure, succeededAt the success, on the
+	// run's simulated clock.
+	failedAt, succeededAt time.Time
 }
 
 // Run is one run's state.
@@ -93,6 +100,14 @@ type Run struct {
 	pubs   *Publishers
 	kill   *ConsumerKill
 	hangOn string
+	// lostAnswer is the order whose first successful cobro invocation
+	// loses its answer (Lambda.ServiceException: the workflow runs cobro
+	// again); budgetOrder the order whose every charge the gateway answers
+	// with 503 (its retries pass the 15-call budget); compOrder the order
+	// whose confirmation publish fails and whose refund the gateway
+	// refuses (its compensation fails).
+	lostAnswer, budgetOrder, compOrder string
+	lostOnce                           atomic.Bool
 
 	started time.Time
 }
@@ -180,9 +195,12 @@ func (r *Run) executionDone(res ExecutionResult) {
 		return
 	}
 	if res.Status == "SUCCEEDED" {
-		o.Succeeded = true
+		o.Succeeded, o.succeededAt = true, r.w.clock.Now()
 		r.mu.Unlock()
 		return
+	}
+	if len(o.Failures) == 0 {
+		o.failedAt = r.w.clock.Now()
 	}
 	o.Failures = append(o.Failures, res.Error)
 	retry := (res.Error == paymentapi.ErrCircuitoAbierto || res.Error == paymentapi.ErrPasarelaNoDisponible) && o.Intentos < 12
@@ -217,18 +235,99 @@ func (r *Run) seedStock(ctx context.Context) {
 	}
 }
 
-// sendPoison sends PedidoConfirmado messages of a version no consumer
-// knows to the preparation queue, as a producer deployed ahead of its
-// consumers would.
+// sendPoison sends messages no consumer can process to every consumer's
+// queue: PedidoConfirmado (or a stock movement) of a version no consumer
+// knows, as a producer deployed ahead of its consumers would, and bad data
+// (not JSON; required fields missing). Each must reach its queue's DLQ
+// with its reason and nothing else.
 func (r *Run) sendPoison(ctx context.Context) {
-	q := r.w.QueueNamed("cola-mercadofresco-pedidos")
-	for i := range r.sc.Poison {
-		body, _ := json.Marshal(map[string]any{"version": 2, "pedido_id": fmt.Sprintf("P-V2-%03d", i),
-			"cliente": map[string]any{"id": "C-V2"}, "importe": map[string]any{"centimos": 1000, "moneda": "EUR"}})
-		if _, err := r.w.sqs.SendMessage(ctx, &queue.SendMessageInput{QueueURL: q.URL, Body: string(body)}); err != nil {
-			r.w.fatalf("poison: %v", err)
+	send := func(queueName string, body, group string) {
+		q := r.w.QueueNamed(queueName)
+		in := &queue.SendMessageInput{QueueURL: q.URL, Body: body}
+		if q.FIFO { // a group of its own: poison never holds a SKU's movements back
+			in.MessageGroupID, in.MessageDeduplicationID = group, group
+		}
+		if _, err := r.w.sqs.SendMessage(ctx, in); err != nil {
+			r.w.fatalf("poison to %s: %v", queueName, err)
 		}
 	}
+	confirmed := func(i int) string {
+		b, _ := json.Marshal(map[string]any{"version": 2, "pedido_id": fmt.Sprintf("P-V2-%03d", i),
+			"cliente": map[string]any{"id": "C-V2"}, "importe": map[string]any{"centimos": 1000, "moneda": "EUR"}})
+		return string(b)
+	}
+	bad := func(i int) string {
+		if i%2 == 0 {
+			return "no es JSON {"
+		}
+		return fmt.Sprintf(`{"version":1,"pedido_id":"P-MALO-%03d"}`, i)
+	}
+	for i := range r.sc.Poison {
+		send("cola-mercadofresco-pedidos", confirmed(i), "")
+	}
+	for _, name := range []string{"cola-mercadofresco-correo-confirmacion", "cola-mercadofresco-aviso-erp"} {
+		for i := range r.sc.PoisonEach {
+			send(name, confirmed(100+i), "")
+		}
+	}
+	for _, name := range []string{"cola-mercadofresco-pedidos", "cola-mercadofresco-correo-confirmacion", "cola-mercadofresco-aviso-erp"} {
+		for i := range r.sc.BadData {
+			send(name, bad(i), "")
+		}
+	}
+	for i := range r.sc.PoisonEach {
+		b, _ := json.Marshal(map[string]any{"version": 2, "tipo": "reserva", "sku": sku(1), "cantidad": 1, "secuencia": 1,
+			"pedido_id": fmt.Sprintf("P-V2-%03d", i), "emitido_en": r.w.clock.Now().Format(time.RFC3339)})
+		send("mercadofresco-movimientos-stock.fifo", string(b), fmt.Sprintf("veneno-v2-%d", i))
+	}
+	for i := range r.sc.BadData {
+		body := bad(i)
+		if i%2 == 1 {
+			body = `{"version":1,"tipo":"reserva","sku":"","cantidad":-1}`
+		}
+		send("mercadofresco-movimientos-stock.fifo", body, fmt.Sprintf("veneno-datos-%d", i))
+	}
+}
+
+// wantDLQ is how many messages each DLQ must hold at the end.
+func (rep *Report) wantDLQ() map[string]int {
+	sc := rep.Scenario
+	return map[string]int{
+		"mercadofresco-pedidos-fallidos":                sc.Poison + sc.BadData,
+		"mercadofresco-correo-confirmacion-fallidos":    sc.PoisonEach + sc.BadData,
+		"mercadofresco-aviso-erp-fallidos":              sc.PoisonEach + sc.BadData,
+		"mercadofresco-movimientos-stock-fallidos.fifo": rep.BadSKULines + sc.PoisonEach + sc.BadData,
+	}
+}
+
+// pickSpecial chooses the orders of the targeted faults, each distinct
+// from the others and from the kill's and the hang's: the compensation's
+// order has no line of the bad SKU (its release would go to the DLQ).
+func (r *Run) pickSpecial() {
+	taken := map[string]bool{r.kill.Pedido: true, r.hangOn: true}
+	pick := func(from int, ok func(id string) bool) string {
+		for i := from; i < from+len(r.ids); i++ {
+			id := r.ids[i%len(r.ids)]
+			if !taken[id] && ok(id) {
+				taken[id] = true
+				return id
+			}
+		}
+		r.w.fatalf("no order left for a targeted fault")
+		return ""
+	}
+	any := func(string) bool { return true }
+	n := len(r.ids)
+	r.lostAnswer = pick(n*2/5, any)
+	r.budgetOrder = pick(n*3/4, any)
+	r.compOrder = pick(n*9/10, func(id string) bool {
+		for _, l := range r.orders[id].Solicitud.Lineas {
+			if l.SKU == badSKU {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // feedCarts sends DynamoDB stream records of the carts table through the
@@ -289,11 +388,26 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	r.kill = w.killConsumerOn(prep, r.ids[len(r.ids)/10])
 	r.hangOn = r.ids[len(r.ids)/5]
 	var outage atomic.Bool
+	r.pickSpecial()
 	w.deps.Gateway.Inject(
 		fakehttp.Rule{Match: func(q fakehttp.Request) bool { return outage.Load() }, Fault: fakehttp.Fault{Status: 503}},
 		fakehttp.Rule{Match: func(q fakehttp.Request) bool { return q.Path == payment.PathCobros && pedidoOf(q.Body) == r.hangOn },
 			Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}},
+		fakehttp.Rule{Match: func(q fakehttp.Request) bool {
+			return q.Path == payment.PathCobros && pedidoOf(q.Body) == r.budgetOrder
+		},
+			Fault: fakehttp.Fault{Status: 503}},
+		fakehttp.Rule{Match: func(q fakehttp.Request) bool {
+			return q.Path == payment.PathReembolsos && pedidoOf(q.Body) == r.compOrder
+		},
+			Fault: fakehttp.Fault{Status: 422}},
 	)
+	w.sfn.faults.Store(&TaskFaults{
+		LoseAnswer: func(entry string, in json.RawMessage) bool {
+			return entry == "lambdas/cobro" && pedidoOf(in) == r.lostAnswer && r.lostOnce.CompareAndSwap(false, true)
+		},
+		FailPublish: func(message string) bool { return pedidoOf([]byte(message)) == r.compOrder },
+	})
 	w.deps.ERPWebhook.FailFirst.Store(5)
 	r.pubs = w.startPublishers(2)
 	ttlCarts := r.feedCarts(ctx)
@@ -435,6 +549,8 @@ type Report struct {
 	Seed                            uint64
 	Scenario                        Scenario
 	ExecScale, WaitScale            float64
+	IgnoreKeys                      bool
+	KeyRetention                    time.Duration
 	Orders, Attempts                int
 	Charges, Refunds                int
 	ChargedOrders, DoubleCharged    []string
@@ -460,6 +576,7 @@ type Report struct {
 	GatewayCalls                    int
 	PublisherKills                  int
 	KilledConsumer                  string
+	KilledBatch                     []string
 	KilledBatches                   int
 	HangOrder                       string
 	Timeouts                        map[string]int64
@@ -468,6 +585,28 @@ type Report struct {
 	Wall                            time.Duration
 	Quiet                           string
 	Failures                        []string
+
+	// Layers says, per dependency, what each layer absorbed.
+	Layers []LayerLine
+	// Duplicates are the orders with more than one effect somewhere;
+	// Uncertain the uncertain outcomes the scenario caused.
+	Duplicates []Duplicate
+	Uncertain  []string
+	// The targeted faults: the order whose cobro answer Lambda lost (and
+	// the cobro invocations it got), the order past the call budget (its
+	// gateway calls, its failures, its attempts) and the order whose
+	// compensation failed (its charges, refunds and failures).
+	LostAnswerOrder             string
+	LostAnswerInvocations       int
+	BudgetOrder                 string
+	BudgetCalls, BudgetAttempts int
+	BudgetFailures              []string
+	CompOrder                   string
+	CompCharges, CompRefunds    int
+	CompFailures                []string
+	Alarms                      []AlarmLine
+	Circuit                     CircuitSummary
+	expectedFate                map[string]bool
 }
 
 // StockLine is one SKU's stock against the expected ledger.
@@ -487,9 +626,12 @@ type DLQLine struct {
 func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	w := r.w
 	rep := &Report{Seed: w.opts.Seed, Scenario: r.sc, ExecScale: w.opts.ExecScale, WaitScale: w.opts.WaitScale,
+		IgnoreKeys: w.opts.IgnoreKeys, KeyRetention: cmp.Or(w.opts.KeyRetention, fakehttp.DefaultKeyRetention),
 		Orders: len(r.ids), Executions: map[string]int{}, Timeouts: map[string]int64{}, Overrides: w.overrides,
-		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.Pedido, KilledBatches: r.kill.Batches, HangOrder: r.hangOn,
-		Wall: time.Since(r.started), CartsTTL: ttlCarts}
+		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.Pedido, KilledBatches: r.kill.Batches, KilledBatch: r.kill.Batch, HangOrder: r.hangOn,
+		Wall: time.Since(r.started), CartsTTL: ttlCarts,
+		LostAnswerOrder: r.lostAnswer, BudgetOrder: r.budgetOrder, CompOrder: r.compOrder,
+		expectedFate: map[string]bool{r.budgetOrder: true, r.compOrder: true}}
 	select {
 	case <-r.kill.Done:
 	default:
@@ -499,13 +641,22 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		rep.Attempts += o.Intentos
 	}
 
-	// The gateway's ledger.
-	charges := map[string]int{}
-	for _, c := range w.deps.Gateway.Charges() {
-		charges[c.PedidoID]++
-		rep.Charges++
+	// Every dependency's ledger, the uncertain outcomes and the layers.
+	ls := r.ledgers()
+	for _, name := range dependencyOrder {
+		rep.Layers = append(rep.Layers, ls[name].layer)
 	}
-	rep.Refunds = len(w.deps.Gateway.Refunds())
+	rep.Duplicates = duplicates(ls, r.ids)
+	rep.Uncertain = uncertainList(ls)
+	charges, prep, erp := ls[depGateway].effects, ls[depWarehouse].effects, ls[depERP].effects
+	for _, e := range ls[depGateway].effects {
+		rep.Charges += len(e)
+	}
+	for _, q := range w.deps.Gateway.Requests() {
+		if q.Path == payment.PathReembolsos && q.Effect {
+			rep.Refunds++
+		}
+	}
 	calls := w.deps.gatewayCalls()
 	for _, n := range calls {
 		rep.GatewayCalls += n
@@ -515,24 +666,22 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 			rep.MaxGatewayCalls, rep.MaxGatewayOrder = n, p
 		}
 	}
-	// The warehouse, the e-mail providers, the ERP.
-	prep := succeeded(w.deps.Almacen, func(e fakehttp.Effect) string { return pedidoOf(e.Body) })
-	ses := succeeded(w.deps.SES.Server, func(e fakehttp.Effect) string { return fakeses.Tag(e.Body, "pedido_id") })
-	sec := succeeded(w.deps.Correo2, func(e fakehttp.Effect) string { return pedidoOf(e.Body) })
-	erp := succeeded(w.deps.ERP, func(e fakehttp.Effect) string { return pedidoOf(e.Body) })
+	ses := effectsByOrder(w.deps.SES.Server, func(e fakehttp.Effect) string { return fakeses.Tag(e.Body, "pedido_id") }, nil)
+	sec := effectsByOrder(w.deps.Correo2, func(e fakehttp.Effect) string { return pedidoOf(e.Body) }, nil)
 	hook, deliveries := w.deps.ERPWebhook.Events()
 	hookOrders := map[string]bool{}
 	for _, p := range hook {
 		hookOrders[p] = true
 	}
 	rep.ERPWebhookEvents, rep.WebhookOrders, rep.WebhookDeliveries = len(hook), len(hookOrders), deliveries
-	for _, n := range ses {
-		rep.EmailsSES += n
+	for _, e := range ses {
+		rep.EmailsSES += len(e)
 	}
-	for _, n := range sec {
-		rep.EmailsSecondary += n
+	for _, e := range sec {
+		rep.EmailsSecondary += len(e)
 	}
-	for _, res := range w.sfn.Results() {
+	results := w.sfn.Results()
+	for _, res := range results {
 		k := res.Status
 		if res.Error != "" {
 			k += " (" + res.Error + ")"
@@ -542,8 +691,10 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		}
 		rep.Executions[k]++
 	}
+	rep.Alarms = w.stateMachineLogAlarms(results)
+	rep.Circuit = r.circuitSummary()
 	for _, id := range r.ids {
-		c, p, e, n := charges[id], prep[id], ses[id]+sec[id], erp[id]
+		c, p, e, n := len(charges[id]), len(prep[id]), len(ses[id])+len(sec[id]), len(erp[id])
 		if c > 0 {
 			rep.ChargedOrders = append(rep.ChargedOrders, id)
 		}
@@ -567,9 +718,25 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		if n > 1 {
 			rep.DoubleNotified++
 		}
+		if rep.expectedFate[id] {
+			continue // checked on its own
+		}
 		if c == 0 || p == 0 || e == 0 || n == 0 {
 			rep.Lost = append(rep.Lost, fmt.Sprintf("%s (charges %d, preparations %d, e-mails %d, ERP %d, attempts %d, failures %v)",
 				id, c, p, e, n, r.orders[id].Intentos, r.orders[id].Failures))
+		}
+	}
+	rep.LostAnswerInvocations = 0
+	for _, q := range w.deps.Gateway.Requests() {
+		if q.Path == payment.PathCobros && pedidoOf(q.Body) == r.lostAnswer && q.Effect {
+			rep.LostAnswerInvocations++
+		}
+	}
+	rep.BudgetCalls, rep.BudgetAttempts, rep.BudgetFailures = calls[r.budgetOrder], r.orders[r.budgetOrder].Intentos, r.orders[r.budgetOrder].Failures
+	rep.CompCharges, rep.CompFailures = len(charges[r.compOrder]), r.orders[r.compOrder].Failures
+	for _, q := range w.deps.Gateway.Requests() {
+		if q.Path == payment.PathReembolsos && pedidoOf(q.Body) == r.compOrder && q.Effect {
+			rep.CompRefunds++
 		}
 	}
 	if err := w.admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE payload->'intento' IS NULL), count(*) FROM outbox WHERE tipo = 'PedidoCreado'`).
@@ -577,15 +744,20 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		rep.Failures = append(rep.Failures, "outbox: "+err.Error())
 	}
 
-	// Stock against the ledger: every order confirmed reserves its lines.
+	// Stock against the ledger: every order confirmed reserves its lines;
+	// the compensated order's reservations are released.
 	want := map[string]int64{}
 	for _, id := range r.ids {
 		for _, l := range r.orders[id].Solicitud.Lineas {
 			if l.SKU == badSKU {
-				rep.BadSKULines++
+				if id != r.budgetOrder {
+					rep.BadSKULines++
+				}
 				continue
 			}
-			want[l.SKU] += l.Cantidad
+			if !rep.expectedFate[id] {
+				want[l.SKU] += l.Cantidad
+			}
 		}
 	}
 	for i := 1; i <= skuCount; i++ {
@@ -674,66 +846,115 @@ func (w *World) readStock(ctx context.Context, s string) (existencias, reservado
 	return num("existencias"), num("reservado"), nil
 }
 
+// Promise is one promise the run checks, with what it found.
+type Promise struct {
+	Text   string
+	Kept   bool
+	Broken []string // what broke it
+}
+
+// Promises checks every promise of the report, in the order the report
+// lists them.
+func (rep *Report) Promises() []Promise {
+	var out []Promise
+	check := func(text string, broken ...string) {
+		var b []string
+		for _, x := range broken {
+			if x != "" {
+				b = append(b, x)
+			}
+		}
+		out = append(out, Promise{Text: text, Kept: len(b) == 0, Broken: b})
+	}
+	bad := func(cond bool, format string, args ...any) string {
+		if cond {
+			return fmt.Sprintf(format, args...)
+		}
+		return ""
+	}
+	sc := rep.Scenario
+	check("the run settles: every order, retry, event and message is done",
+		bad(rep.Quiet != "", "the run did not settle within %s: %s", sc.Limit, rep.Quiet))
+	check("no order is lost: every order but the two targeted ones is charged, prepared, e-mailed and notified to the ERP",
+		bad(len(rep.Lost) > 0, "%d orders lost: %v", len(rep.Lost), first(rep.Lost, 5)))
+	if rep.IgnoreKeys {
+		check("with the dependencies ignoring Idempotency-Key, the only repeated effects are the uncertain outcomes the scenario caused, by order", rep.unexplained()...)
+	} else {
+		check("no effect happens twice (the dependencies honour Idempotency-Key)", rep.unexplained()...)
+	}
+	check("no refund is made but the compensation's (which the gateway refuses)",
+		bad(rep.Refunds != 0, "%d refunds, want 0", rep.Refunds))
+	check("every ERP webhook event is one order's first PedidoCreado",
+		bad(rep.ERPWebhookEvents != rep.PedidoCreadoEvents || rep.WebhookOrders != rep.Orders,
+			"the ERP webhook received %d distinct events for %d orders, want the %d first PedidoCreado events, one per order", rep.ERPWebhookEvents, rep.WebhookOrders, rep.PedidoCreadoEvents))
+	check("stock matches the ledger of confirmed orders (a failed compensation's reservations are released)",
+		bad(rep.StockMismatches > 0, "%d SKUs' stock differs from the ledger", rep.StockMismatches))
+	var dlq []string
+	want := rep.wantDLQ()
+	for _, d := range rep.DLQs {
+		w, ok := want[d.Name]
+		dlq = append(dlq, bad(!ok || d.Messages != w, "DLQ %s holds %d messages, want %d", d.Name, d.Messages, w))
+		dlq = append(dlq, bad(strings.HasPrefix(d.Verdict, "error"), "DLQ %s: the DLQ tool could not classify it: %s", d.Name, d.Verdict))
+		delete(want, d.Name)
+	}
+	for name, w := range want {
+		dlq = append(dlq, bad(w > 0, "DLQ %s is empty, want %d messages", name, w))
+	}
+	check("unsupported versions and bad data reach their own queue's DLQ, on every consumer's queue, and nothing else does", dlq...)
+	check("no order makes more than 15 gateway calls",
+		bad(rep.MaxGatewayCalls > 15, "order %s made %d gateway calls (at most 15)", rep.MaxGatewayOrder, rep.MaxGatewayCalls))
+	budget := rep.BudgetFailures
+	check(fmt.Sprintf("an order whose charges all fail (%s) stops at the 15-call budget with IntentosAgotados, and its customer is not asked again", rep.BudgetOrder),
+		bad(rep.BudgetCalls != 15, "%d gateway calls, want exactly 15", rep.BudgetCalls),
+		bad(len(budget) == 0 || budget[len(budget)-1] != "IntentosAgotados", "its executions ended %v, want the last IntentosAgotados", budget),
+		bad(countOf(budget, "IntentosAgotados") != 1, "%d executions ended IntentosAgotados, want 1 (no payment retry after it)", countOf(budget, "IntentosAgotados")))
+	alarmFired, alarmErr := false, ""
+	for _, a := range rep.Alarms {
+		alarmFired = alarmFired || (a.Fired && a.Datapoints == 1)
+		if a.Error != "" {
+			alarmErr = a.Name + ": " + a.Error
+		}
+	}
+	check(fmt.Sprintf("a failed compensation (%s: confirmation publish failing, refund refused) ends in CompensacionFallida, charged once and not refunded, and its alarm fires", rep.CompOrder),
+		bad(rep.CompCharges != 1 || rep.CompRefunds != 0, "%d charges, %d refunds; want 1 and 0", rep.CompCharges, rep.CompRefunds),
+		bad(countOf(rep.CompFailures, "CompensacionFallida") != 1, "its executions ended %v, want one CompensacionFallida", rep.CompFailures),
+		bad(len(rep.Alarms) == 0, "the templates have no alarm on a metric filter of the state machine's log"),
+		bad(len(rep.Alarms) > 0 && !alarmFired, "the alarm did not fire once: %+v", rep.Alarms),
+		alarmErr)
+	check(fmt.Sprintf("a cobro whose answer Lambda lost (%s) is run again without a second charge request", rep.LostAnswerOrder),
+		bad(rep.LostAnswerInvocations != 1, "the gateway performed %d charge requests for it, want 1", rep.LostAnswerInvocations))
+	check("every EventBridge delivery ends (delivered or dead-lettered)",
+		bad(rep.AbandonedDeliveries > 0, "%d EventBridge deliveries were still retrying at the end", rep.AbandonedDeliveries))
+	check("the pipe queues exactly the carts expired by TTL",
+		bad(rep.CartsQueued != rep.CartsTTL, "%d abandoned carts queued, want the %d TTL expiries", rep.CartsQueued, rep.CartsTTL))
+	check("the faults happened: the consumer kill and every publisher kill",
+		bad(rep.KilledConsumer == "", "the consumer kill did not happen"),
+		bad(rep.PublisherKills != sc.PublisherKills, "%d publisher kills, want %d", rep.PublisherKills, sc.PublisherKills))
+	if len(rep.Failures) > 0 {
+		check("the run could read every ledger", rep.Failures...)
+	}
+	return out
+}
+
+func countOf(s []string, v string) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
 // Check returns the broken promises, empty when the run kept them all.
 func (rep *Report) Check() []string {
 	var bad []string
-	f := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
-	n := rep.Orders
-	if rep.Quiet != "" {
-		f("the run did not settle within %s: %s", rep.Scenario.Limit, rep.Quiet)
-	}
-	if rep.Charges != n || len(rep.DoubleCharged) > 0 {
-		f("%d charges at the gateway for %d orders (%d orders charged twice or more: %v)", rep.Charges, n, len(rep.DoubleCharged), first(rep.DoubleCharged, 5))
-	}
-	if rep.Refunds != 0 {
-		f("%d refunds, want 0", rep.Refunds)
-	}
-	if rep.Preparations != n || rep.DoublePrepared > 0 {
-		f("%d preparations at the warehouse for %d orders (%d prepared twice)", rep.Preparations, n, rep.DoublePrepared)
-	}
-	if rep.EmailsSES+rep.EmailsSecondary != n || rep.DoubleEmailed > 0 {
-		f("%d e-mails (SES %d, secondary %d) for %d orders (%d e-mailed twice)", rep.EmailsSES+rep.EmailsSecondary, rep.EmailsSES, rep.EmailsSecondary, n, rep.DoubleEmailed)
-	}
-	if rep.ERPNotices != n || rep.DoubleNotified > 0 {
-		f("%d ERP notices for %d orders (%d notified twice)", rep.ERPNotices, n, rep.DoubleNotified)
-	}
-	if rep.ERPWebhookEvents != rep.PedidoCreadoEvents || rep.WebhookOrders != n {
-		f("the ERP webhook received %d distinct events for %d orders, want the %d first PedidoCreado events, one per order", rep.ERPWebhookEvents, rep.WebhookOrders, rep.PedidoCreadoEvents)
-	}
-	if len(rep.Lost) > 0 {
-		f("%d orders lost: %v", len(rep.Lost), first(rep.Lost, 5))
-	}
-	if rep.StockMismatches > 0 {
-		f("%d SKUs' stock differs from the ledger", rep.StockMismatches)
-	}
-	wantDLQ := map[string]int{"mercadofresco-pedidos-fallidos": rep.Scenario.Poison, "mercadofresco-movimientos-stock-fallidos.fifo": rep.BadSKULines}
-	for _, d := range rep.DLQs {
-		if want, ok := wantDLQ[d.Name]; !ok || d.Messages != want {
-			f("DLQ %s holds %d messages, want %d", d.Name, d.Messages, wantDLQ[d.Name])
-		}
-		delete(wantDLQ, d.Name)
-	}
-	for name, want := range wantDLQ {
-		if want > 0 {
-			f("DLQ %s is empty, want %d messages", name, want)
+	for _, p := range rep.Promises() {
+		for _, b := range p.Broken {
+			bad = append(bad, p.Text+": "+b)
 		}
 	}
-	if rep.MaxGatewayCalls > 15 {
-		f("order %s made %d gateway calls (at most 15)", rep.MaxGatewayOrder, rep.MaxGatewayCalls)
-	}
-	if rep.AbandonedDeliveries > 0 {
-		f("%d EventBridge deliveries were still retrying at the end", rep.AbandonedDeliveries)
-	}
-	if rep.CartsQueued != rep.CartsTTL {
-		f("%d abandoned carts queued, want the %d TTL expiries", rep.CartsQueued, rep.CartsTTL)
-	}
-	if rep.KilledConsumer == "" {
-		f("the consumer kill did not happen")
-	}
-	if rep.PublisherKills != rep.Scenario.PublisherKills {
-		f("%d publisher kills, want %d", rep.PublisherKills, rep.Scenario.PublisherKills)
-	}
-	return append(bad, rep.Failures...)
+	return bad
 }
 
 func first[T any](s []T, n int) []T {
@@ -749,16 +970,32 @@ func (rep *Report) Markdown() string {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	sc := rep.Scenario
 	p("# End-to-end run\n\n")
-	p("Generated by `make e2e` (internal/e2e); the same run with 100 orders is part of `make test`. Seed %d: MF_SEED=%d replays the "+
-		"same orders and faults at the same points of progress; the interleaving of the concurrent parts, and so the retry counts, "+
-		"vary from run to run.\n\n", rep.Seed, rep.Seed)
-	p("Scenario: %d orders over a simulated %s burst; every event and SNS message delivered twice; outbox publisher SIGKILLed %d times; "+
+	p("Generated by `make e2e` (internal/e2e), which replays the seed recorded here; `MF_SEED=new make e2e` runs a new seed into "+
+		"cdk.out/e2e-report.md. The same run with 100 orders, with the dependencies ignoring Idempotency-Key, is part of `make test`. "+
+		"Seed %d: MF_SEED=%d replays the same orders and faults at the same points of progress; the interleaving of the concurrent "+
+		"parts, and so the retry counts, vary from run to run.\n\n", rep.Seed, rep.Seed)
+	keys := fmt.Sprintf("the external services honour Idempotency-Key and keep a key's answer %s of the run's clock", rep.KeyRetention)
+	if rep.IgnoreKeys {
+		keys = "the external services ignore Idempotency-Key: they perform every request they receive, so only the project's own layers stand between a repeat and a second effect"
+	}
+	p("Scenario: %d orders over a simulated %s burst; %s; every event and SNS message delivered twice; outbox publisher SIGKILLed %d times; "+
 		"the preparation consumer SIGKILLed between its idempotency claim and its completion (order %s); a %s gateway outage (503; %s of wall clock) from %.0f %% of the orders; "+
-		"one gateway timeout after the charge was made (order %s); Redis stopped for %s at %.0f %% of the orders; %d PedidoConfirmado version 2 messages; "+
+		"one gateway timeout after the charge was made (order %s); one cobro invocation whose answer Lambda lost (order %s); one order whose every charge the gateway refuses with 503 (order %s); "+
+		"one order whose confirmation publish fails and whose refund the gateway refuses (order %s); Redis stopped for %s at %.0f %% of the orders; "+
+		"%d PedidoConfirmado version 2 messages to the preparation queue and %d of an unsupported version to each other consumer's queue, %d with bad data to each of the four; "+
 		"SKU %s never counted in stock; %d cart stream records through the pipe.\n\n",
-		sc.Orders, sc.Burst, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, time.Duration(float64(sc.Outage)/rep.ExecScale), 100*sc.OutageAt, rep.HangOrder, sc.RedisDown, 100*sc.RedisAt,
-		sc.Poison, badSKU, sc.Carts)
-	p("| | |\n|---|---|\n")
+		sc.Orders, sc.Burst, keys, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, time.Duration(float64(sc.Outage)/rep.ExecScale), 100*sc.OutageAt, rep.HangOrder,
+		rep.LostAnswerOrder, rep.BudgetOrder, rep.CompOrder, sc.RedisDown, 100*sc.RedisAt,
+		sc.Poison, sc.PoisonEach, sc.BadData, badSKU, sc.Carts)
+	p("## Promises checked\n\n")
+	for _, pr := range rep.Promises() {
+		mark := "kept"
+		if !pr.Kept {
+			mark = "**broken**: " + strings.Join(pr.Broken, "; ")
+		}
+		p("- %s: %s\n", pr.Text, mark)
+	}
+	p("\n| | |\n|---|---|\n")
 	p("| Orders in | %d (%d payment attempts) |\n", rep.Orders, rep.Attempts)
 	p("| Charges at the gateway's ledger | %d (orders charged twice: %d) |\n", rep.Charges, len(rep.DoubleCharged))
 	p("| Refunds | %d |\n", rep.Refunds)
@@ -767,25 +1004,75 @@ func (rep *Report) Markdown() string {
 	p("| ERP notices (aviso-erp) | %d (twice: %d) |\n", rep.ERPNotices, rep.DoubleNotified)
 	p("| ERP webhook (API destination) | %d distinct events for %d orders (%d deliveries); the outbox holds %d PedidoCreado, %d of them payment retries, which the rule leaves out |\n",
 		rep.ERPWebhookEvents, rep.WebhookOrders, rep.WebhookDeliveries, rep.PedidoCreadoAll, rep.PedidoCreadoAll-rep.PedidoCreadoEvents)
-	p("| Orders lost | %d |\n", len(rep.Lost))
+	p("| Orders lost | %d (besides the two targeted ones) |\n", len(rep.Lost))
 	p("| Gateway calls | %d; at most %d for one order (%s) |\n", rep.GatewayCalls, rep.MaxGatewayCalls, rep.MaxGatewayOrder)
 	p("| Abandoned carts (pipe) | %d queued of %d TTL expiries |\n", rep.CartsQueued, rep.CartsTTL)
 	p("| Wall time | %s |\n\n", rep.Wall.Round(100*time.Millisecond))
-	keys := make([]string, 0, len(rep.Executions))
+
+	p("## What each layer absorbed\n\n")
+	p("Deliveries are what the project's code received (queue messages with every repeat, task invocations); requests what reached the " +
+		"external service; the difference is what the project's idempotency claims absorbed. Replayed is what the service's own key store " +
+		"absorbed (0 when it ignores keys).\n\n")
+	p("| Dependency | Deliveries | Requests | Distinct keys | Most requests for one key | Effects | Replayed by the key store |\n|---|---|---|---|---|---|---|\n")
+	for _, l := range rep.Layers {
+		d := "—"
+		if l.Deliveries > 0 {
+			d = fmt.Sprintf("%d %s", l.Deliveries, l.DeliveredBy)
+		}
+		keys, most := fmt.Sprint(l.Keys), fmt.Sprint(l.MaxRequestsPerKey)
+		if l.Keys == 0 {
+			keys, most = "none sent", "—"
+		}
+		p("| %s | %s | %d | %s | %s | %d | %d |\n", l.Dependency, d, l.Requests, keys, most, l.Effects, l.Replayed)
+	}
+	p("\nUncertain outcomes the scenario caused (a repeat of these is allowed when the services ignore keys):\n\n")
+	for _, u := range rep.Uncertain {
+		p("- %s\n", u)
+	}
+	if len(rep.Uncertain) == 0 {
+		p("- none\n")
+	}
+	p("\nRepeated effects:")
+	if len(rep.Duplicates) == 0 {
+		p(" none.\n\n")
+	} else {
+		p("\n\n")
+		for _, d := range rep.Duplicates {
+			p("- %s: %d %s (requests %s)\n", d.Order, d.Effects, d.Dependency, strings.Join(d.Requests, ", "))
+		}
+		p("\n")
+	}
+
+	names := make([]string, 0, len(rep.Executions))
 	for k := range rep.Executions {
-		keys = append(keys, k)
+		names = append(names, k)
 	}
-	sort.Strings(keys)
-	p("Workflow executions:")
-	for _, k := range keys {
-		p(" %s %d;", k, rep.Executions[k])
+	sort.Strings(names)
+	p("## Workflow executions\n\n")
+	for _, k := range names {
+		p("- %s: %d\n", k, rep.Executions[k])
 	}
-	p("\n\n")
-	for _, c := range rep.Causes {
-		p("- %s\n", c)
+	p("\n")
+	c := rep.Circuit
+	p("The CircuitoAbierto failures are first attempts during the gateway outage: the breaker, open, refused the charge without calling "+
+		"the gateway, the execution failed at once, and the shop asked the customer to pay again. %d orders failed their first attempt "+
+		"with CircuitoAbierto; %d of them were paid on a later attempt, after %d payment retries in all; their customers waited "+
+		"%s (median) and at most %s of the run's clock from the first failure to the confirmed charge.\n\n",
+		c.FirstAttempts, c.PaidLater, c.Retries, c.MedianWait.Round(time.Second), c.MaxWait.Round(time.Second))
+	for _, cause := range rep.Causes {
+		p("- %s\n", cause)
 	}
 	if len(rep.Causes) > 0 {
 		p("\n")
+	}
+	p("Order %s (every charge refused): %d gateway calls over %d attempts, executions ended %v.\n\n", rep.BudgetOrder, rep.BudgetCalls, rep.BudgetAttempts, rep.BudgetFailures)
+	p("Order %s (failed compensation): charged %d, refunded %d, executions ended %v.\n\n", rep.CompOrder, rep.CompCharges, rep.CompRefunds, rep.CompFailures)
+	for _, a := range rep.Alarms {
+		state := "OK"
+		if a.Fired {
+			state = "ALARM"
+		}
+		p("Alarm %s (%s, filter `%s`): %d in the period, threshold %g: %s.\n\n", a.Name, a.Metric, a.Pattern, a.Datapoints, a.Threshold, state)
 	}
 	if len(rep.Timeouts) > 0 {
 		p("Invocations that reached their deadline: %v\n\n", rep.Timeouts)
@@ -795,11 +1082,17 @@ func (rep *Report) Markdown() string {
 		p("| %s | %d | %s |\n", d.Name, d.Messages, d.Verdict)
 	}
 	p("\nEvery other DLQ of the templates is empty.\n\n")
-	p("## Stock against the ledger\n\n| SKU | existencias | reservado | expected reservado |\n|---|---|---|---|\n")
-	for _, s := range rep.Stock {
-		p("| %s | %d | %d | %d |\n", s.SKU, s.Existencias, s.Reservado, s.WantReservado)
+	p("## Stock against the ledger\n\n")
+	summary, differ := stockFolded(rep.Stock)
+	p("%s.\n\n", summary)
+	if len(differ) > 0 {
+		p("| SKU | existencias | reservado | expected reservado |\n|---|---|---|---|\n")
+		for _, s := range differ {
+			p("| %s | %d | %d | %d |\n", s.SKU, s.Existencias, s.Reservado, s.WantReservado)
+		}
+		p("\n")
 	}
-	p("\n%s's %d reservations went to the stock DLQ (never counted: a reserva would make it negative).\n\n", badSKU, rep.BadSKULines)
+	p("%s's %d reservations went to the stock DLQ (never counted: a reserva would make it negative).\n\n", badSKU, rep.BadSKULines)
 	p("## What the run changes from the templates\n\n")
 	p("Times: code-run durations ÷ %g (ExecScale), waits ÷ %g (WaitScale); see internal/e2e's package doc.\n\n", rep.ExecScale, rep.WaitScale)
 	for _, o := range rep.Overrides {

@@ -44,6 +44,25 @@ type Executor struct {
 	exited    chan struct{}
 	active    atomic.Int64
 	taskCalls sync.Map // state name -> *atomic.Int64
+	faults    atomic.Pointer[TaskFaults]
+}
+
+// TaskFaults are the run's faults at the boundary of Step Functions' tasks.
+type TaskFaults struct {
+	// LoseAnswer: the Lambda task ran to success, and Step Functions gets
+	// Lambda.ServiceException instead of its answer (an Invoke is at least
+	// once: the state's Retry runs the function again).
+	LoseAnswer func(entry string, in json.RawMessage) bool
+	// FailPublish: an sns:publish of this message fails.
+	FailPublish func(message string) bool
+}
+
+// TaskCalls is how many times the state's task was called.
+func (x *Executor) TaskCalls(state string) int64 {
+	if v, ok := x.taskCalls.Load(state); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 // ExecutionResult is a finished execution.
@@ -244,7 +263,11 @@ func (x *Executor) runTask(ctx context.Context, resource string, in json.RawMess
 		if f == nil {
 			return nil, &TaskFailure{Error: "Lambda.ResourceNotFoundException", Cause: resource}
 		}
-		return f.InvokeTask(context.WithoutCancel(ctx), in)
+		out, fail := f.InvokeTask(context.WithoutCancel(ctx), in)
+		if tf := x.faults.Load(); fail == nil && tf != nil && tf.LoseAnswer != nil && tf.LoseAnswer(f.Entry, in) {
+			return nil, &TaskFailure{Error: "Lambda.ServiceException", Cause: "the invocation succeeded and its answer was lost (injected)"}
+		}
+		return out, fail
 	case resource == "arn:aws:states:::sqs:sendMessage":
 		var p struct {
 			QueueUrl, MessageBody, MessageDeduplicationId, MessageGroupId string
@@ -267,6 +290,9 @@ func (x *Executor) runTask(ctx context.Context, resource string, in json.RawMess
 		}
 		if err := json.Unmarshal(in, &p); err != nil {
 			return nil, &TaskFailure{Error: "States.Runtime", Cause: err.Error()}
+		}
+		if tf := x.faults.Load(); tf != nil && tf.FailPublish != nil && tf.FailPublish(p.Message) {
+			return nil, &TaskFailure{Error: "SNS.InternalErrorException", Cause: "SNS is failing for this message (injected)"}
 		}
 		t := w.bus.Topic(p.TopicArn)
 		if t == nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/mercadofresco/integration/internal/awsfake"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/sqsfake"
@@ -54,6 +55,13 @@ type Options struct {
 	Seed uint64
 	// Logs receives the functions' log lines (their stdout).
 	Logs io.Writer
+	// IgnoreKeys makes the external services' fakes perform every request,
+	// whatever its Idempotency-Key: the run then measures the project's own
+	// layers (the verdict admits only the duplicates of uncertain outcomes).
+	IgnoreKeys bool
+	// KeyRetention is how long the fakes keep an Idempotency-Key's answer,
+	// on the run's simulated clock; zero means fakehttp.DefaultKeyRetention.
+	KeyRetention time.Duration
 }
 
 // Queue is one queue of the templates, created in the SQS fake.
@@ -127,6 +135,12 @@ func NewWorld(t testing.TB, o Options) *World {
 		queueByResource: map[*cfnlocal.Resource]*Queue{}, queueByARN: map[string]*Queue{}, queueByURL: map[string]*Queue{},
 		secrets: map[string]string{}, functions: map[string]*Function{}, pgHost: "127.0.0.1"}
 
+	// dynalite throws on a request its caller abandoned before sending it
+	// whole (an invocation's deadline, a killed process), and exits; such a
+	// request has no effect, so the preload drops it and dynalite serves on.
+	if root, err := repoRoot(); err == nil {
+		t.Setenv("NODE_OPTIONS", strings.TrimSpace(os.Getenv("NODE_OPTIONS")+" --require "+filepath.Join(root, "internal", "e2e", "abortedrequests.cjs")))
+	}
 	w.ddb = dynalitetest.Start(t)
 	w.redis = redistest.Start(t)
 	w.createTables()
@@ -390,7 +404,14 @@ func (w *World) startDependencies() {
 			w.fatalf("no function reads %s_SECRET_ARN: the templates changed, update the run", need)
 		}
 	}
-	w.deps = newDependencies(w.opts.Seed, keys, sesConfigSet)
+	opts := []fakehttp.Option{fakehttp.WithClock(w.clock.Now)}
+	switch {
+	case w.opts.IgnoreKeys:
+		opts = append(opts, fakehttp.WithoutIdempotency())
+	case w.opts.KeyRetention > 0:
+		opts = append(opts, fakehttp.WithKeyRetention(w.opts.KeyRetention))
+	}
+	w.deps = newDependencies(w.opts.Seed, keys, sesConfigSet, opts...)
 	w.t.Cleanup(w.deps.Close)
 	// The API destination's connection reads its key with a dynamic
 	// reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).

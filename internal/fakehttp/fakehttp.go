@@ -4,13 +4,15 @@
 // request and effect (fakegateway is built on it).
 //
 // Idempotency-Key: the first request with a key runs the Handler and its
-// answer is stored; a repeat with the same body gets it again (header
+// answer is kept for the key retention (WithKeyRetention, default 24 h of
+// the server's clock); a repeat with the same body gets it again (header
 // Idempotent-Replayed: true) without an effect, with another body 422, while
-// the first still runs 409; answers of faults and of the Precheck are not
-// stored. Faults (Rule, first matching rule with uses left): latency, a
-// status instead of the effect, a reset before it, and a timeout or reset
-// after it (applied and stored, the answer lost: how a retry without the key
-// charges twice). Probabilistic rules are seeded. Safe for concurrent use.
+// the first still runs 409; fault and Precheck answers are not kept.
+// WithoutIdempotency performs every request, as a dependency that ignores
+// the header. Faults (Rule, first matching rule with uses left): latency, a
+// status instead of the effect, a reset before it, a timeout or reset after
+// it (the effect applied, its answer lost: Record.AnswerLost). Probabilistic
+// rules are seeded. Safe for concurrent use.
 package fakehttp
 
 import (
@@ -114,7 +116,11 @@ type Record struct {
 	Status         int    // 0 when the client got no answer (reset, hang)
 	Replayed       bool   // answered from the key store
 	Effect         bool   // the Handler ran
-	Body           []byte // the request's body
+	// AnswerLost: the Handler ran and its answer never reached the client
+	// (a hang or reset after the effect, or the client gone before the
+	// answer was written): the caller cannot know the effect happened.
+	AnswerLost bool
+	Body       []byte // the request's body
 }
 
 // Effect is one run of the Handler.
@@ -131,7 +137,12 @@ type keyEntry struct {
 	bodyHash [32]byte
 	done     bool
 	resp     Response
+	stored   time.Time
 }
+
+// DefaultKeyRetention is how long a key's answer is kept when
+// WithKeyRetention is not given: about what a payment gateway keeps.
+const DefaultKeyRetention = 24 * time.Hour
 
 type rule struct {
 	Rule
@@ -149,6 +160,15 @@ func WithSeed(seed uint64) Option {
 // WithClock stamps the ledger with now (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
 
+// WithKeyRetention keeps a key's answer for d of the server's clock
+// (WithClock); a request with the key after that runs the Handler again, as
+// with a key never seen. d <= 0 keeps keys forever.
+func WithKeyRetention(d time.Duration) Option { return func(s *Server) { s.retention = d } }
+
+// WithoutIdempotency makes the server ignore Idempotency-Key: every request
+// runs the Handler (the ledger still records the key).
+func WithoutIdempotency() Option { return func(s *Server) { s.ignoreKeys = true } }
+
 // WithPrecheck runs check before faults and the key store; a non-nil answer
 // is returned as is and not stored (authentication, routing).
 func WithPrecheck(check func(Request) *Response) Option {
@@ -164,6 +184,9 @@ type Server struct {
 	closed   chan struct{}
 	once     sync.Once
 
+	retention  time.Duration
+	ignoreKeys bool
+
 	mu       sync.Mutex
 	rnd      *rand.Rand
 	rules    []*rule
@@ -174,7 +197,7 @@ type Server struct {
 
 // New starts a server running h. Close it when done (t.Cleanup(s.Close)).
 func New(h Handler, opts ...Option) *Server {
-	s := &Server{handler: h, now: time.Now, closed: make(chan struct{}), keys: map[string]*keyEntry{}}
+	s := &Server{handler: h, now: time.Now, closed: make(chan struct{}), keys: map[string]*keyEntry{}, retention: DefaultKeyRetention}
 	WithSeed(1)(s)
 	for _, o := range opts {
 		o(s)
@@ -292,17 +315,55 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	update(func(r *Record) { r.Replayed, r.Effect = replayed, effect })
 	switch {
 	case fault.HangAfterEffect:
+		update(func(r *Record) { r.AnswerLost = effect })
 		select {
 		case <-hr.Context().Done():
 		case <-s.closed:
 		}
 		return
 	case fault.ResetAfterEffect:
+		update(func(r *Record) { r.AnswerLost = effect })
 		reset(w)
+		return
+	}
+	if hr.Context().Err() != nil { // the client went away while the effect ran
+		update(func(r *Record) { r.AnswerLost = effect })
 		return
 	}
 	update(func(r *Record) { r.Status = resp.Status })
 	write(w, resp)
+}
+
+// KeyCount is what the server did with one idempotency key.
+type KeyCount struct {
+	Requests int // requests that reached the key store or the Handler
+	Effects  int // runs of the Handler
+	Replayed int // answers replayed from the key store
+}
+
+// PerKey counts, for every idempotency key of the ledger ("" for requests
+// without one), the requests that got past the Precheck and the faults that
+// answer instead of the effect, the effects and the replays: requests minus
+// effects is what the key store absorbed.
+func (s *Server) PerKey() map[string]KeyCount {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]KeyCount{}
+	for _, r := range s.requests {
+		if !r.Effect && !r.Replayed && r.Status != http.StatusConflict && r.Status != http.StatusUnprocessableEntity {
+			continue
+		}
+		c := out[r.IdempotencyKey]
+		c.Requests++
+		if r.Effect {
+			c.Effects++
+		}
+		if r.Replayed {
+			c.Replayed++
+		}
+		out[r.IdempotencyKey] = c
+	}
+	return out
 }
 
 // apply runs the effect under the idempotency rules.
@@ -315,12 +376,17 @@ func (s *Server) apply(req Request, seq int) (resp Response, replayed, effect bo
 		s.mu.Unlock()
 		return resp
 	}
-	if req.IdempotencyKey == "" {
+	if req.IdempotencyKey == "" || s.ignoreKeys {
 		return run(), false, true
 	}
 	hash := sha256.Sum256(append([]byte(req.Method+" "+req.Path+"\n"), req.Body...))
 	s.mu.Lock()
+	now := s.now()
 	e, ok := s.keys[req.IdempotencyKey]
+	if ok && e.done && s.retention > 0 && now.Sub(e.stored) >= s.retention {
+		delete(s.keys, req.IdempotencyKey) // expired: as if never seen
+		ok = false
+	}
 	switch {
 	case ok && e.bodyHash != hash:
 		s.mu.Unlock()
@@ -344,7 +410,7 @@ func (s *Server) apply(req Request, seq int) (resp Response, replayed, effect bo
 
 	resp = run()
 	s.mu.Lock()
-	e.done, e.resp = true, resp
+	e.done, e.resp, e.stored = true, resp, s.now()
 	s.mu.Unlock()
 	return resp, false, true
 }

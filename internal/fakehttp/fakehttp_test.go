@@ -196,3 +196,82 @@ func TestProbabilisticFaultsAreReproducible(t *testing.T) {
 		t.Errorf("%d of %d requests got the 30%% fault", n503, len(a))
 	}
 }
+
+// manualClock is a clock a test moves by hand.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestKeyRetentionAndModes(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		opts    []fakehttp.Option
+		advance time.Duration
+		// effects after two requests with one key, the clock advanced
+		// between them
+		wantEffects  int
+		wantReplayed int
+	}{
+		{name: "default retention, within it", advance: 23 * time.Hour, wantEffects: 1, wantReplayed: 1},
+		{name: "default retention, past it", advance: fakehttp.DefaultKeyRetention, wantEffects: 2},
+		{name: "short retention, past it", opts: []fakehttp.Option{fakehttp.WithKeyRetention(time.Minute)}, advance: time.Minute, wantEffects: 2},
+		{name: "forever", opts: []fakehttp.Option{fakehttp.WithKeyRetention(0)}, advance: 1000 * time.Hour, wantEffects: 1, wantReplayed: 1},
+		{name: "keys ignored", opts: []fakehttp.Option{fakehttp.WithoutIdempotency()}, wantEffects: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &counterHandler{}
+			clock := &manualClock{now: time.Date(2026, 11, 27, 19, 0, 0, 0, time.UTC)}
+			s := fakehttp.New(h.handle, append([]fakehttp.Option{fakehttp.WithClock(clock.Now)}, tt.opts...)...)
+			defer s.Close()
+			if r, _, err := post(t, ctx, s, "cobro:P1", `{"a":1}`); err != nil || r.StatusCode != 201 {
+				t.Fatalf("first: %v %v", r, err)
+			}
+			clock.advance(tt.advance)
+			r, _, err := post(t, ctx, s, "cobro:P1", `{"a":1}`)
+			if err != nil || r.StatusCode != 201 {
+				t.Fatalf("second: %v %v", r, err)
+			}
+			got := s.PerKey()["cobro:P1"]
+			if h.count() != tt.wantEffects || got.Effects != tt.wantEffects || got.Replayed != tt.wantReplayed || got.Requests != 2 {
+				t.Errorf("handler ran %d times, PerKey %+v; want %d effects, %d replayed, 2 requests", h.count(), got, tt.wantEffects, tt.wantReplayed)
+			}
+		})
+	}
+}
+
+func TestAnswerLostIsRecorded(t *testing.T) {
+	h := &counterHandler{}
+	s := fakehttp.New(h.handle)
+	defer s.Close()
+	ctx := context.Background()
+	s.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}},
+		fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{ResetAfterEffect: true}},
+		fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Reset: true}})
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, _, _ = post(t, tctx, s, "k1", `{}`)
+	cancel()
+	_, _, _ = post(t, ctx, s, "k2", `{}`)
+	_, _, _ = post(t, ctx, s, "k3", `{}`)
+	_, _, _ = post(t, ctx, s, "k4", `{}`)
+	want := map[string]bool{"k1": true, "k2": true, "k3": false, "k4": false}
+	for _, r := range s.Requests() {
+		if r.AnswerLost != want[r.IdempotencyKey] {
+			t.Errorf("%s (%s): AnswerLost %v, want %v", r.IdempotencyKey, r.Fault, r.AnswerLost, want[r.IdempotencyKey])
+		}
+	}
+}

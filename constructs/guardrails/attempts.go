@@ -67,6 +67,10 @@ type AttemptPath struct {
 	// Exempt is the acknowledgement's reason when the caller acknowledged
 	// RuleAttempts.
 	Exempt string
+	// Unreadable says why the rule could not count this path (an
+	// unrenderable state machine definition, an unresolvable function);
+	// Total is then unbounded and the rule fails on it.
+	Unreadable string
 
 	cfn *resource
 }
@@ -136,6 +140,11 @@ func (ix *index) attempts() []AttemptPath {
 func (ix *index) checkAttempts() {
 	for _, p := range ix.attempts() {
 		if p.Total <= MaxAttemptsPerDependency || p.Exempt != "" {
+			continue
+		}
+		if p.Unreadable != "" {
+			ix.fail(p.cfn, RuleAttempts, "the attempts along %s cannot be counted: %s. Every path must be counted against the limit of %d; make the definition renderable (literal JSON with Ref/Fn::GetAtt/Fn::Join/Fn::Sub), or acknowledge the rule with the reason its attempts are bounded",
+				p.Caller, p.Unreadable, MaxAttemptsPerDependency)
 			continue
 		}
 		ix.fail(p.cfn, RuleAttempts, "dependency %q can receive %s attempts for one unit of work, more than %d: %s. Keep one layer in command (the workflow's Retry) and the others minimal (SDK 2, maxReceiveCount as a safety net)",
@@ -269,6 +278,9 @@ func declaredDependencies(fn *resource) []declaredDependency {
 func (a *attemptWalk) esm(e *resource) {
 	fn, _ := a.ix.Function(cfnindex.Get(e.Props, "FunctionName"))
 	if fn == nil {
+		// Not a skipped path: an unknown function's attempts are unbounded.
+		a.emit("unresolved function", e, []Factor{{Layer: "event source mapping: cannot resolve its function", N: Unbounded}})
+		a.out[len(a.out)-1].Unreadable = "the event source mapping's function cannot be resolved in this stack"
 		return
 	}
 	src := a.ix.Target(cfnindex.Get(e.Props, "EventSourceArn"))
@@ -428,17 +440,24 @@ func (a *attemptWalk) stateMachine(sm *resource, outer []Factor) {
 		return "{{ref:" + r.LogicalID + "}}", nil
 	})
 	if err != nil {
-		a.ix.warn(sm, RuleAttempts, "cannot read the definition to count its retries: %v", err)
+		a.unreadable(sm, outer, fmt.Sprintf("cannot read the definition to count its retries (%v)", err))
 		return
 	}
 	var asl struct {
 		States map[string]map[string]any
 	}
 	if err := json.Unmarshal([]byte(def), &asl); err != nil {
-		a.ix.warn(sm, RuleAttempts, "the definition is not JSON: %v", err)
+		a.unreadable(sm, outer, fmt.Sprintf("the definition is not JSON (%v)", err))
 		return
 	}
 	a.states(sm, asl.States, outer)
+}
+
+// unreadable reports a state machine whose paths cannot be counted as one
+// unbounded path: the rule fails on it unless it is acknowledged.
+func (a *attemptWalk) unreadable(sm *resource, outer []Factor, why string) {
+	a.emit("every task of "+label(sm), sm, with(outer, Factor{Layer: "state machine " + label(sm) + ": unreadable", N: Unbounded}))
+	a.out[len(a.out)-1].Unreadable = why
 }
 
 func retryFactor(state map[string]any, name string) (Factor, bool) {

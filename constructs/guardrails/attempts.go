@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
 )
@@ -153,8 +154,9 @@ func (ix *index) checkAttempts() {
 }
 
 type attemptWalk struct {
-	ix  *index
-	out []AttemptPath
+	ix       *index
+	out      []AttemptPath
+	siblings []*cfnindex.Index
 }
 
 func (a *attemptWalk) emit(dep string, caller *resource, factors []Factor) {
@@ -181,13 +183,63 @@ func refLabel(s string) string {
 	return strings.ReplaceAll(s, "}}", "")
 }
 
+// label is the resource's name (QueueName, FunctionName, ...), or, for a
+// resource CloudFormation names itself, its construct path inside its
+// stack without the L1's "/Resource".
 func label(r *resource) string {
 	for _, k := range []string{"QueueName", "FunctionName", "Name", "StateMachineName", "TopicName", "TableName"} {
 		if s := r.Str(k); s != "" {
 			return s
 		}
 	}
-	return r.Path()
+	p := r.Path()
+	if st := awscdk.Stack_Of(r.Cfn); st != nil {
+		p = strings.TrimPrefix(p, *st.Node().Path()+"/")
+	}
+	return strings.TrimSuffix(p, "/Resource")
+}
+
+// name is the label of the resource a rendered reference denotes: a
+// resource of this stack, or of a sibling stack of the same account and
+// region (a cross-stack reference, before synthesis turns it into an
+// import), or the reference's logical id or export name.
+func (a *attemptWalk) name(s string) string {
+	if t := a.refTarget(s); t != nil {
+		return label(t)
+	}
+	if i := strings.Index(s, "{{ref:"); i >= 0 {
+		if j := strings.Index(s[i:], "}}"); j > 0 {
+			if t := a.sibling(s[i+6 : i+j]); t != nil {
+				return label(t)
+			}
+		}
+	}
+	return refLabel(s)
+}
+
+// sibling finds logicalID in the other stacks of the app that share this
+// stack's account and region (indexed on first use).
+func (a *attemptWalk) sibling(logicalID string) *resource {
+	if a.siblings == nil {
+		a.siblings = []*cfnindex.Index{}
+		self := a.ix.Stack
+		for _, c := range *self.Node().Root().Node().FindAll(constructs.ConstructOrder_PREORDER) {
+			if !*awscdk.Stack_IsStack(c) {
+				continue
+			}
+			st := c.(awscdk.Stack)
+			if *st.Node().Path() == *self.Node().Path() || *st.Account() != *self.Account() || *st.Region() != *self.Region() {
+				continue
+			}
+			a.siblings = append(a.siblings, cfnindex.New(st))
+		}
+	}
+	for _, ix := range a.siblings {
+		if r := ix.ByID[logicalID]; r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // function walks the dependencies of fn, called with the factors so far
@@ -372,17 +424,34 @@ func serviceOf(r *resource) string {
 	return strings.ToLower(parts[1])
 }
 
+// describe names a target the index cannot follow: a literal or rendered
+// ARN as "service:resource", an import by its export name, never the raw
+// intrinsic function.
 func describe(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
 	if m, ok := v.(map[string]any); ok {
 		if imp, ok := m["Fn::ImportValue"].(string); ok {
 			return "import:" + imp
 		}
 	}
-	b, _ := json.Marshal(v)
-	s := string(b)
+	s, err := cfnindex.Render(v, func(r cfnindex.Reference) (string, error) {
+		if r.Import != "" {
+			return r.Import, nil
+		}
+		if _, pseudo := strings.CutPrefix(r.LogicalID, "AWS::"); pseudo {
+			return "", nil
+		}
+		return r.LogicalID, nil
+	})
+	if err != nil {
+		return "unrenderable target"
+	}
+	if parts := strings.SplitN(s, ":", 6); len(parts) == 6 && parts[0] == "arn" {
+		svc, res := parts[2], parts[5]
+		if svc == "events" && strings.HasPrefix(res, "event-bus/") {
+			return "events:" + strings.TrimPrefix(res, "event-bus/")
+		}
+		return svc + ":" + res
+	}
 	if strings.Contains(s, "event-bus") || strings.Contains(s, "EventBus") || strings.Contains(s, "Bus") {
 		return "events:bus"
 	}
@@ -541,17 +610,13 @@ func (a *attemptWalk) task(sm *resource, name string, st map[string]any, fs []Fa
 			a.function(fn, fs)
 			return
 		}
-		a.emit("lambda:"+refLabel(fnRef), sm, fs)
+		a.emit("lambda:"+a.name(fnRef), sm, fs)
 	case strings.Contains(res, ":states:::"):
 		service := strings.SplitN(res[strings.Index(res, ":states:::")+len(":states:::"):], ":", 2)[0]
 		target := ""
 		for _, k := range []string{"QueueUrl", "TopicArn", "TableName", "EventBusName", "FunctionName"} {
 			if s, ok := params[k].(string); ok {
-				if t := a.refTarget(s); t != nil {
-					target = label(t)
-				} else {
-					target = refLabel(s)
-				}
+				target = a.name(s)
 			}
 		}
 		a.emit(strings.TrimSpace(service+":"+target), sm, fs)
@@ -561,6 +626,6 @@ func (a *attemptWalk) task(sm *resource, name string, st map[string]any, fs []Fa
 			a.function(fn, fs)
 			return
 		}
-		a.emit(refLabel(res), sm, fs)
+		a.emit(a.name(res), sm, fs)
 	}
 }

@@ -279,7 +279,9 @@ func TestAdmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	num := func(v string) events.SQSMessageAttribute { return events.SQSMessageAttribute{DataType: "Number", StringValue: &v} }
+	num := func(v string) events.SQSMessageAttribute {
+		return events.SQSMessageAttribute{DataType: "Number", StringValue: &v}
+	}
 	for _, tc := range []struct {
 		spent   string
 		receive int

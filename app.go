@@ -1,17 +1,22 @@
 // Command mercadofresco-integration is the CDK app: it synthesises the
 // stacks of every MercadoFresco environment (or only those selected with
 // `-c env=dev|staging|prod`), runs the messaging guardrails and cdk-nag on
-// them, and exits non-zero with the messages when any construct reported an
-// error (a failed Lambda build, an invalid configuration, a guardrail or an
-// unacknowledged cdk-nag finding).
+// them, and exits 1 with the messages when any construct reported an error
+// or a warning (a failed Lambda build, an invalid configuration, a
+// guardrail finding, a path the attempts rule cannot read, a cdk-nag
+// finding of any level). A finding passes only when it is acknowledged
+// with a reason: guardrails.Acknowledge, NagSuppressions, or the CDK's
+// Annotations.AcknowledgeWarning.
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config"
@@ -40,21 +45,33 @@ func run() int {
 	}
 	stacks.ApplyChecks(app)
 
-	assembly := app.Synth(nil)
-	var found []synthError
-	for _, stack := range *assembly.Stacks() {
-		for _, msg := range *stack.Messages() {
-			if msg.Level == "error" {
-				found = append(found, synthError{Env: envOf(*stack.StackName(), envs), Text: fmt.Sprintf("[%s] %s: %v", *stack.StackName(), *msg.Id, msg.Entry.Data)})
-			}
-		}
-	}
-	errs := onceForAllEnvironments(found, config.Names())
-	if len(errs) > 0 {
-		fmt.Fprintf(os.Stderr, "synthesis found %d error(s):\n%s\n", len(errs), strings.Join(errs, "\n"))
+	return verdict(app.Synth(nil), os.Stderr)
+}
+
+// verdict prints every unresolved finding of the assembly and returns the
+// exit code: 1 when there is any, 0 otherwise.
+func verdict(assembly cxapi.CloudAssembly, stderr io.Writer) int {
+	found := onceForAllEnvironments(unresolved(assembly), config.Names())
+	if len(found) > 0 {
+		fmt.Fprintf(stderr, "synthesis found %d unresolved finding(s) (errors and warnings; acknowledge a warning only with a written reason):\n%s\n", len(found), strings.Join(found, "\n"))
 		return 1
 	}
 	return 0
+}
+
+// unresolved lists the error and warning messages of every stack:
+// acknowledged findings are not in the assembly (guardrails and cdk-nag
+// drop them, the CDK turns an acknowledged warning into nothing).
+func unresolved(assembly cxapi.CloudAssembly) []synthError {
+	var out []synthError
+	for _, stack := range *assembly.Stacks() {
+		for _, msg := range *stack.Messages() {
+			if msg.Level == cxapi.SynthesisMessageLevel_ERROR || msg.Level == cxapi.SynthesisMessageLevel_WARNING {
+				out = append(out, synthError{Env: envOf(*stack.StackName(), config.Names()), Text: fmt.Sprintf("[%s] %s %s: %v", *stack.StackName(), msg.Level, *msg.Id, msg.Entry.Data)})
+			}
+		}
+	}
+	return out
 }
 
 // selectEnvironments reads the `env` context: a comma-separated list of

@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/mercadofresco/integration/config"
 )
 
 // synthError is one error annotation of a synthesised stack.
@@ -58,10 +56,10 @@ func onceForAllEnvironments(errs []synthError, envs []string) []string {
 }
 
 // envOf is the environment whose stack this is ("" when none matches).
-func envOf(stack string, envs []config.Environment) string {
+func envOf(stack string, envs []string) string {
 	for _, e := range envs {
-		if strings.HasSuffix(stack, "-"+e.Name) {
-			return e.Name
+		if strings.HasSuffix(stack, "-"+e) {
+			return e
 		}
 	}
 	return ""

@@ -2,12 +2,17 @@
 // compares three ways of retrying: naive (SDK 5 attempts x 4 receives x 4
 // workflow attempts, no jitter, pollers scaling 20 -> 60), jitter only, and
 // all four defences (jitter, a concurrency ceiling, the retry budget and
-// the shared circuit breaker). The defended run uses the project's real
+// the shared circuit breaker), and "as deployed": the numbers read from the
+// synthesized prod template (Cobrar's Retry, GATEWAY_MAX_ATTEMPTS, the
+// charging function's reserved concurrency and the starter's
+// MaximumConcurrency, the breaker's threshold and open period). The
+// defended runs use the project's real
 // lambdas/retry (waits, budget) and lambdas/breaker (over its in-memory
 // store, one breaker instance per simulated Lambda instance) on the virtual
 // clock. It prints a table and writes the chart of gateway calls per second.
 //
 //	go run ./cmd/retry-storm -seed 1 -chart docs/retry-storm.svg
+//	go run ./cmd/retry-storm -templates test/testdata/snapshots   (the default)
 //
 // The scenario, the parameters and the reading of the results are in
 // docs/retry-storm.md. A run takes about a second.
@@ -18,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -27,9 +33,18 @@ func main() {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed; the same seed gives the same run)")
 	chart := flag.String("chart", "", "write the chart here (.svg or .png); empty: no chart")
 	sweep := flag.Int("sweep", 0, "also run the defended strategy with seeds 1..N and print the spread of the recovery-peak ratio")
+	templates := flag.String("templates", "test/testdata/snapshots", "directory of the synthesized templates the \"as deployed\" strategy reads ("+DeployedTemplate+")")
 	flag.Parse()
 	fmt.Printf("retry-storm: seed %d\n", *seed)
 	results := RunAll(*seed)
+	dep, err := ReadDeployed(*templates)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "retry-storm: as deployed:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("as deployed, from %s: Cobrar Retry MaxAttempts %d, IntervalSeconds %g, MaxDelaySeconds %g, jitter %v; GATEWAY_MAX_ATTEMPTS %d; mf-cobro reserved concurrency %d, starter MaximumConcurrency %d; breaker %d failures, open %s\n",
+		filepath.Join(*templates, DeployedTemplate), dep.MaxAttempts, dep.IntervalSeconds, dep.MaxDelay, dep.Jitter, dep.ClientAttempts, dep.Reserved, dep.StarterConcurrency, dep.Threshold, dep.OpenPeriod)
+	results = append(results, Run(Storm, dep.Strategy(), *seed))
 	PrintTable(os.Stdout, Storm, results)
 	if *chart != "" {
 		if err := Chart(*chart, Storm, results, *seed); err != nil {
@@ -85,7 +100,10 @@ func PrintTable(w io.Writer, sc Scenario, rs []Result) {
 			r.Charged, r.DeadLettered, r.MessagesDLQ, drain, r.BreakerOpenings, r.BudgetDenials)
 	}
 	tw.Flush()
-	if len(rs) == 3 && rs[0].PeakRecovery > 0 {
-		fmt.Fprintf(w, "\nall four defences / naive, peak during recovery: %.3f\n", float64(rs[2].PeakRecovery)/float64(rs[0].PeakRecovery))
+	if len(rs) >= 3 && rs[0].PeakRecovery > 0 {
+		fmt.Fprintln(w)
+		for _, r := range rs[2:] {
+			fmt.Fprintf(w, "%s / naive, peak during recovery: %.3f\n", r.Strategy.Name, float64(r.PeakRecovery)/float64(rs[0].PeakRecovery))
+		}
 	}
 }

@@ -67,3 +67,43 @@ func TestTableAndChart(t *testing.T) {
 		t.Fatalf("chart: %v", err)
 	}
 }
+
+// The "as deployed" strategy reads its numbers from the committed prod
+// template, and the bars hold on it: a recovery peak at most a tenth of the
+// naive one, at most 15 gateway calls per order (by the layers and as
+// played).
+func TestAsDeployedHoldsTheBars(t *testing.T) {
+	dep, err := ReadDeployed(filepath.Join("..", "..", "test", "testdata", "snapshots"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("read from %s: %+v", DeployedTemplate, dep)
+	if dep.MaxAttempts <= 0 || dep.ClientAttempts <= 0 || dep.IntervalSeconds <= 0 || dep.Reserved+dep.StarterConcurrency <= 0 {
+		t.Fatalf("numbers not read from the template: %+v", dep)
+	}
+	st := dep.Strategy()
+	for _, seed := range []uint64{1, 2, 3, 4, 5} {
+		naive, got := Run(Storm, Naive, seed), Run(Storm, st, seed)
+		t.Logf("seed %d: %v", seed, got)
+		if got.PeakRecovery*10 > naive.PeakRecovery {
+			t.Errorf("seed %d: as deployed, recovery peak %d/s vs %d/s naive: more than 1/10", seed, got.PeakRecovery, naive.PeakRecovery)
+		}
+		if got.WorstPerOrder > 15 || got.StructuralAttempt > 15 {
+			t.Errorf("seed %d: as deployed, an order made %d gateway calls (layers allow %d), want at most 15", seed, got.WorstPerOrder, got.StructuralAttempt)
+		}
+		if got.Charged+got.DeadLettered != Storm.Orders {
+			t.Errorf("seed %d: orders unaccounted for", seed)
+		}
+	}
+}
+
+// A template without the charge path is an error, not a silent default.
+func TestReadDeployedRefusesAnotherTemplate(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, DeployedTemplate), []byte(`{"Resources":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadDeployed(dir); err == nil {
+		t.Fatal("ReadDeployed accepted a template without mf-cobro")
+	}
+}

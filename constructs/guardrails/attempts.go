@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
 	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
@@ -68,6 +69,10 @@ type AttemptPath struct {
 	// Exempt is the acknowledgement's reason when the caller acknowledged
 	// RuleAttempts.
 	Exempt string
+	// Unreadable says why the rule could not count this path (an
+	// unrenderable state machine definition, an unresolvable function);
+	// Total is then unbounded and the rule fails on it.
+	Unreadable string
 
 	cfn *resource
 }
@@ -139,14 +144,20 @@ func (ix *index) checkAttempts() {
 		if p.Total <= MaxAttemptsPerDependency || p.Exempt != "" {
 			continue
 		}
+		if p.Unreadable != "" {
+			ix.fail(p.cfn, RuleAttempts, "the attempts along %s cannot be counted: %s. Every path must be counted against the limit of %d; make the definition renderable (literal JSON with Ref/Fn::GetAtt/Fn::Join/Fn::Sub), or acknowledge the rule with the reason its attempts are bounded",
+				p.Caller, p.Unreadable, MaxAttemptsPerDependency)
+			continue
+		}
 		ix.fail(p.cfn, RuleAttempts, "dependency %q can receive %s attempts for one unit of work, more than %d: %s. Keep one layer in command (the workflow's Retry) and the others minimal (SDK 2, maxReceiveCount as a safety net)",
 			p.Dependency, num(p.Total), MaxAttemptsPerDependency, p.Path())
 	}
 }
 
 type attemptWalk struct {
-	ix  *index
-	out []AttemptPath
+	ix       *index
+	out      []AttemptPath
+	siblings []*cfnindex.Index
 }
 
 func (a *attemptWalk) emit(dep string, caller *resource, factors []Factor) {
@@ -173,13 +184,63 @@ func refLabel(s string) string {
 	return strings.ReplaceAll(s, "}}", "")
 }
 
+// label is the resource's name (QueueName, FunctionName, ...), or, for a
+// resource CloudFormation names itself, its construct path inside its
+// stack without the L1's "/Resource".
 func label(r *resource) string {
 	for _, k := range []string{"QueueName", "FunctionName", "Name", "StateMachineName", "TopicName", "TableName"} {
 		if s := r.Str(k); s != "" {
 			return s
 		}
 	}
-	return r.Path()
+	p := r.Path()
+	if st := awscdk.Stack_Of(r.Cfn); st != nil {
+		p = strings.TrimPrefix(p, *st.Node().Path()+"/")
+	}
+	return strings.TrimSuffix(p, "/Resource")
+}
+
+// name is the label of the resource a rendered reference denotes: a
+// resource of this stack, or of a sibling stack of the same account and
+// region (a cross-stack reference, before synthesis turns it into an
+// import), or the reference's logical id or export name.
+func (a *attemptWalk) name(s string) string {
+	if t := a.refTarget(s); t != nil {
+		return label(t)
+	}
+	if i := strings.Index(s, "{{ref:"); i >= 0 {
+		if j := strings.Index(s[i:], "}}"); j > 0 {
+			if t := a.sibling(s[i+6 : i+j]); t != nil {
+				return label(t)
+			}
+		}
+	}
+	return refLabel(s)
+}
+
+// sibling finds logicalID in the other stacks of the app that share this
+// stack's account and region (indexed on first use).
+func (a *attemptWalk) sibling(logicalID string) *resource {
+	if a.siblings == nil {
+		a.siblings = []*cfnindex.Index{}
+		self := a.ix.Stack
+		for _, c := range *self.Node().Root().Node().FindAll(constructs.ConstructOrder_PREORDER) {
+			if !*awscdk.Stack_IsStack(c) {
+				continue
+			}
+			st := c.(awscdk.Stack)
+			if *st.Node().Path() == *self.Node().Path() || *st.Account() != *self.Account() || *st.Region() != *self.Region() {
+				continue
+			}
+			a.siblings = append(a.siblings, cfnindex.New(st))
+		}
+	}
+	for _, ix := range a.siblings {
+		if r := ix.ByID[logicalID]; r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // function walks the dependencies of fn, called with the factors so far
@@ -270,6 +331,9 @@ func declaredDependencies(fn *resource) []declaredDependency {
 func (a *attemptWalk) esm(e *resource) {
 	fn, _ := a.ix.Function(cfnindex.Get(e.Props, "FunctionName"))
 	if fn == nil {
+		// Not a skipped path: an unknown function's attempts are unbounded.
+		a.emit("unresolved function", e, []Factor{{Layer: "event source mapping: cannot resolve its function", N: Unbounded}})
+		a.out[len(a.out)-1].Unreadable = "the event source mapping's function cannot be resolved in this stack"
 		return
 	}
 	src := a.ix.Target(cfnindex.Get(e.Props, "EventSourceArn"))
@@ -361,17 +425,34 @@ func serviceOf(r *resource) string {
 	return strings.ToLower(parts[1])
 }
 
+// describe names a target the index cannot follow: a literal or rendered
+// ARN as "service:resource", an import by its export name, never the raw
+// intrinsic function.
 func describe(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
 	if m, ok := v.(map[string]any); ok {
 		if imp, ok := m["Fn::ImportValue"].(string); ok {
 			return "import:" + imp
 		}
 	}
-	b, _ := json.Marshal(v)
-	s := string(b)
+	s, err := cfnindex.Render(v, func(r cfnindex.Reference) (string, error) {
+		if r.Import != "" {
+			return r.Import, nil
+		}
+		if _, pseudo := strings.CutPrefix(r.LogicalID, "AWS::"); pseudo {
+			return "", nil
+		}
+		return r.LogicalID, nil
+	})
+	if err != nil {
+		return "unrenderable target"
+	}
+	if parts := strings.SplitN(s, ":", 6); len(parts) == 6 && parts[0] == "arn" {
+		svc, res := parts[2], parts[5]
+		if svc == "events" && strings.HasPrefix(res, "event-bus/") {
+			return "events:" + strings.TrimPrefix(res, "event-bus/")
+		}
+		return svc + ":" + res
+	}
 	if strings.Contains(s, "event-bus") || strings.Contains(s, "EventBus") || strings.Contains(s, "Bus") {
 		return "events:bus"
 	}
@@ -429,17 +510,24 @@ func (a *attemptWalk) stateMachine(sm *resource, outer []Factor) {
 		return "{{ref:" + r.LogicalID + "}}", nil
 	})
 	if err != nil {
-		a.ix.warn(sm, RuleAttempts, "cannot read the definition to count its retries: %v", err)
+		a.unreadable(sm, outer, fmt.Sprintf("cannot read the definition to count its retries (%v)", err))
 		return
 	}
 	var asl struct {
 		States map[string]map[string]any
 	}
 	if err := json.Unmarshal([]byte(def), &asl); err != nil {
-		a.ix.warn(sm, RuleAttempts, "the definition is not JSON: %v", err)
+		a.unreadable(sm, outer, fmt.Sprintf("the definition is not JSON (%v)", err))
 		return
 	}
 	a.states(sm, asl.States, outer)
+}
+
+// unreadable reports a state machine whose paths cannot be counted as one
+// unbounded path: the rule fails on it unless it is acknowledged.
+func (a *attemptWalk) unreadable(sm *resource, outer []Factor, why string) {
+	a.emit("every task of "+label(sm), sm, with(outer, Factor{Layer: "state machine " + label(sm) + ": unreadable", N: Unbounded}))
+	a.out[len(a.out)-1].Unreadable = why
 }
 
 func retryFactor(state map[string]any, name string) (Factor, bool) {
@@ -523,17 +611,13 @@ func (a *attemptWalk) task(sm *resource, name string, st map[string]any, fs []Fa
 			a.function(fn, fs)
 			return
 		}
-		a.emit("lambda:"+refLabel(fnRef), sm, fs)
+		a.emit("lambda:"+a.name(fnRef), sm, fs)
 	case strings.Contains(res, ":states:::"):
 		service := strings.SplitN(res[strings.Index(res, ":states:::")+len(":states:::"):], ":", 2)[0]
 		target := ""
 		for _, k := range []string{"QueueUrl", "TopicArn", "TableName", "EventBusName", "FunctionName"} {
 			if s, ok := params[k].(string); ok {
-				if t := a.refTarget(s); t != nil {
-					target = label(t)
-				} else {
-					target = refLabel(s)
-				}
+				target = a.name(s)
 			}
 		}
 		a.emit(strings.TrimSpace(service+":"+target), sm, fs)
@@ -543,6 +627,6 @@ func (a *attemptWalk) task(sm *resource, name string, st map[string]any, fs []Fa
 			a.function(fn, fs)
 			return
 		}
-		a.emit(refLabel(res), sm, fs)
+		a.emit(a.name(res), sm, fs)
 	}
 }

@@ -36,8 +36,10 @@
 // Acknowledge and a written reason; the check then reports nothing there.
 //
 // References are followed by constructs/cfnindex (see its limits: raw
-// property overrides and cross-stack references are not seen); a mapping
-// whose function cannot be resolved gets a warning, not an error.
+// property overrides and cross-stack references are not seen). What a rule
+// cannot read is a finding too, never a skipped check: a mapping whose
+// function cannot be resolved, or a state machine definition the attempts
+// rule cannot render, is an error unless acknowledged with a reason.
 package guardrails
 
 import (
@@ -241,14 +243,6 @@ func (ix *index) fail(r *resource, rule, format string, a ...any) {
 	awscdk.Annotations_Of(r.Cfn).AddError(jsii.String(msg))
 }
 
-func (ix *index) warn(r *resource, rule, format string, a ...any) {
-	if acknowledged(r.Cfn, rule) {
-		return
-	}
-	msg := fmt.Sprintf("[%s] %s: %s", rule, r.Path(), fmt.Sprintf(format, a...))
-	awscdk.Annotations_Of(r.Cfn).AddWarningV2(jsii.String("mercadofresco:guardrails:"+rule), jsii.String(msg), nil)
-}
-
 func acknowledged(c constructs.IConstruct, rule string) bool {
 	return acknowledgedReason(c, rule) != ""
 }
@@ -386,7 +380,7 @@ func (ix *index) checkEventSourceMappings() {
 		}
 		fn, timeout := ix.Function(cfnindex.Get(e.Props, "FunctionName"))
 		if fn == nil {
-			ix.warn(e, RuleVisibilityTimeout, "cannot resolve the function of the mapping on %s to check VisibilityTimeout >= %d x its timeout", srcLabel, VisibilityMultiplier)
+			ix.fail(e, RuleVisibilityTimeout, "cannot resolve the function of the mapping on %s to check VisibilityTimeout >= %d x its timeout; reference the function in this stack, or acknowledge the rule with the reason the visibility is safe", srcLabel, VisibilityMultiplier)
 			continue
 		}
 		vis := cfnindex.Num(cfnindex.Get(src.Props, "VisibilityTimeout"), defaultVisibilitySeconds)

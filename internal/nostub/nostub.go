@@ -4,9 +4,13 @@
 // every package linked into the given mains as the Lambda build links them
 // (GOOS=linux, GOARCH=arm64, CGO_ENABLED=0, -tags lambda.norpc), and
 // reports, among this module's packages, an import path element that names
-// a test double (fake..., stub..., mock..., dummy..., ...fake, ...mock,
-// ...test) and a top-level declaration named as one or whose doc comment
-// calls it a stub. Test files are not linked and not read.
+// a test double (fake..., stub..., mock..., dummy..., noop..., ...fake,
+// ...mock, ...test), a top-level declaration named as one (stub, fake, mock,
+// dummy, noop, nop, falso as a prefix; Simulado, Falso, Noop as a suffix)
+// or whose doc comment calls it a stub or a placeholder (TODO, "not
+// implemented"). A name is only a second net: the wiring tests of the
+// deployed mains prove by behaviour that each real client makes its
+// requests. Test files are not linked and not read.
 package nostub
 
 import (
@@ -50,13 +54,14 @@ func (f Finding) String() string {
 var (
 	// doubleElement matches an import-path element naming a test double:
 	// fakehttp, stubs, mocks, sqsfake, dynalitetest (but not nostub).
-	doubleElement = regexp.MustCompile(`(?i)^(fake|stub|mock|dummy)|(fake|mock|test)$`)
+	doubleElement = regexp.MustCompile(`(?i)^(fake|stub|mock|dummy|noop|falso|simulado)|(fake|mock|test)$`)
 	// doubleName matches a declaration named as a test double: the prefix
 	// is followed by the end or an upper-case letter (stubPreparer, Fake,
 	// FakeSES), so "stubborn" is not one.
-	doubleName = regexp.MustCompile(`^(?:stub|fake|mock|dummy|Stub|Fake|Mock|Dummy)(?:$|[A-Z0-9_])`)
-	// stubDoc matches a doc comment calling its declaration a stub.
-	stubDoc = regexp.MustCompile(`(?i)\bstub\b|\bstands? in for\b|\bfake implementation\b`)
+	doubleName = regexp.MustCompile(`^(?:stub|fake|mock|dummy|noop|nop|falso|falsa|simulado|simulada|Stub|Fake|Mock|Dummy|Noop|NoOp|Nop|Falso|Falsa|Simulado|Simulada)(?:$|[A-Z0-9_])|[a-z0-9](?:Simulado|Simulada|Falso|Falsa|Noop|NoOp|Stub|Fake|Mock)$`)
+	// stubDoc matches a doc comment calling its declaration a stub or a
+	// placeholder.
+	stubDoc = regexp.MustCompile(`(?i)\bstub\b|\bstands? in for\b|\bfake implementation\b|\bno-?op\b|\bTODO\b|\bFIXME\b|\bnot (yet )?implemented\b|\bsimulad[oa]\b`)
 )
 
 type listed struct {

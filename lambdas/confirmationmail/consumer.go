@@ -78,6 +78,9 @@ func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *
 		}
 		key, msg := rec.IdempotencyKey(), Render(p)
 		res, err := idempotency.Do(ctx, d.Store, key, func(ctx context.Context) (Envio, error) {
+			if err := d.Plan.Admit(rec); err != nil {
+				return Envio{}, err // no call: the receives across the deferred copies are spent
+			}
 			res, err := d.Mailer.Send(ctx, key, msg)
 			switch {
 			case errors.Is(err, ErrAskAgain):
@@ -96,7 +99,8 @@ func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *
 				slog.String("proveedor", res.Proveedor), slog.String("id_proveedor", res.ID))
 			return nil
 		case errors.Is(err, idempotency.ErrPermanent), errors.Is(err, idempotency.ErrPayloadMismatch),
-			errors.Is(err, idempotency.ErrCorruptRecord), errors.Is(err, idempotency.ErrInvalidKey):
+			errors.Is(err, idempotency.ErrCorruptRecord), errors.Is(err, idempotency.ErrInvalidKey),
+			errors.Is(err, degrade.ErrCallsSpent):
 			return sqsbatch.Permanent(fmt.Errorf("%s: %w", key, err))
 		case errors.Is(err, ErrBothUnavailable), errors.Is(err, ErrAskAgain) && errors.Is(err, breaker.ErrOpen):
 			_ = d.Metrics.Write(metrics.Metric{Name: consumerapi.MetricCorreoAplazado, Unit: metrics.UnitCount, Value: 1})

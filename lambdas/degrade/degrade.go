@@ -1,15 +1,20 @@
 // Package degrade is the plan of a queue consumer whose dependency's circuit
 // is open: give the message back for later instead of failing it, without
-// letting a long outage push legitimate messages into the DLQ.
+// letting a long outage push legitimate messages into the DLQ, and without
+// letting the copies multiply the calls a message makes.
 //
-// [Plan.Later] returns sqsbatch.RetryAfter(cause, Delay) (default 300 s)
-// while the receive count is below maxReceiveCount; on the last receive of a
-// standard queue it sends a copy delayed by Delay, counted in the
-// mf-aplazamientos attribute, and lets the original be deleted (send before
-// delete: a crash leaves two copies, never none). After MaxDeferrals copies
-// (72: a day at 4 receives × 5 min), or when no copy can be made (FIFO, a
-// failed send), the queue's redrive dead-letters the message. Reasoning and
-// the alternatives: docs/design.md#degrade-plan.
+// [Plan.Later], on a standard queue, sends a copy of the message delayed by
+// Delay (default 300 s) and lets the original be deleted (send before
+// delete: a crash leaves two copies, never none). The copy counts itself in
+// mf-aplazamientos and carries in mf-recepciones the receives of all the
+// earlier copies that may have called the dependency. [Plan.Admit] refuses
+// a call once those receives reach maxReceiveCount, so a message makes at
+// most maxReceiveCount × (attempts per receive) calls across all its
+// copies: the figure MF-ATTEMPTS counts. After MaxDeferrals copies
+// (maxReceiveCount × 72: a day of 5-minute waits) the message is
+// dead-lettered with its reason; a FIFO queue or a failed send falls back
+// to ChangeMessageVisibility (the queue's redrive bounds the receives).
+// Reasoning: docs/design.md#degrade-plan.
 package degrade
 
 import (
@@ -37,8 +42,22 @@ const EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
 // by Later.
 const AttrDeferrals = "mf-aplazamientos"
 
+// AttrReceives is the message attribute (Number) a copy carries: the
+// receives of the earlier copies that may have called the dependency.
+const AttrReceives = "mf-recepciones"
+
+// ErrCallsSpent is returned by Admit when the message's receives across
+// all its copies reached maxReceiveCount: the consumer must not call the
+// dependency again, and dead-letters the message with this reason.
+var ErrCallsSpent = errors.New("degrade: the message's receives across its deferred copies reached maxReceiveCount")
+
+// ErrDeferralsSpent is the reason of a message dead-lettered after
+// MaxDeferrals copies.
+var ErrDeferralsSpent = errors.New("degrade: the dependency stayed unavailable for every deferral")
+
 // Defaults (lambdas/consumerapi's numbers, which the CDK counts in a
-// queue's longest pass, docs/design.md#replay-windows).
+// queue's longest pass, docs/design.md#replay-windows). The default
+// MaxDeferrals is DefaultMaxDeferrals × MaxReceiveCount.
 const (
 	DefaultDelay        = consumerapi.DeferralDelay
 	DefaultMaxDeferrals = consumerapi.MaxDeferrals
@@ -56,7 +75,8 @@ type Config struct {
 	Sender queue.Sender
 	// Delay is how long the message waits (default 300 s, at most 15 min).
 	Delay time.Duration
-	// MaxDeferrals bounds the copies per message (default 72).
+	// MaxDeferrals bounds the copies per message (default
+	// MaxReceiveCount × 72: with 300 s each, a day).
 	MaxDeferrals int
 	// Logger defaults to discarding.
 	Logger *slog.Logger
@@ -77,7 +97,7 @@ func New(cfg Config) (*Plan, error) {
 	if cfg.Delay < time.Second || cfg.Delay > maxDelay {
 		return nil, fmt.Errorf("degrade: Delay %s not in 1s..15m", cfg.Delay)
 	}
-	cfg.MaxDeferrals = cmp.Or(cfg.MaxDeferrals, DefaultMaxDeferrals)
+	cfg.MaxDeferrals = cmp.Or(cfg.MaxDeferrals, DefaultMaxDeferrals*cfg.MaxReceiveCount)
 	if cfg.MaxDeferrals < 0 {
 		return nil, fmt.Errorf("degrade: MaxDeferrals %d is negative", cfg.MaxDeferrals)
 	}
@@ -95,37 +115,62 @@ func (p *Plan) OnOpen(ctx context.Context, rec *sqsbatch.Record, err error) erro
 	return err
 }
 
+// Admit reports whether the consumer may call the dependency for rec: an
+// error wrapping ErrCallsSpent when the receives of rec's earlier copies
+// plus this receive exceed MaxReceiveCount. Call it right before the call
+// (inside the idempotency claim) and dead-letter the message on its error.
+func (p *Plan) Admit(rec *sqsbatch.Record) error {
+	spent := counter(rec, AttrReceives)
+	if spent+rec.ReceiveCount > p.cfg.MaxReceiveCount {
+		return fmt.Errorf("%w: %d receive(s) spent by %d earlier copies, this copy's receive %d, maxReceiveCount %d",
+			ErrCallsSpent, spent, counter(rec, AttrDeferrals), rec.ReceiveCount, p.cfg.MaxReceiveCount)
+	}
+	return nil
+}
+
 // Later returns rec for Delay (see the package documentation for how): the
-// handler returns what Later returns.
+// handler returns what Later returns. A cause that wraps breaker.ErrOpen
+// says this receive made no call; any other cause counts this receive as
+// one that may have called.
 func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) error {
 	cause = cmp.Or(cause, errors.New("dependency unavailable"))
 	log := rec.Logger
 	log = cmp.Or(log, p.log)
 	visibility := sqsbatch.RetryAfter(cause, p.cfg.Delay)
-	if rec.ReceiveCount < p.cfg.MaxReceiveCount {
-		return visibility
-	}
 	if reason := p.cannotCopy(rec); reason != "" {
-		log.LogAttrs(ctx, slog.LevelWarn, "last receive before the DLQ and the message cannot be deferred by a copy",
+		log.LogAttrs(ctx, slog.LevelWarn, "the message cannot be deferred by a copy; it waits by visibility (the queue's redrive bounds its receives)",
 			slog.String("reason", reason), slog.Int("receive_count", rec.ReceiveCount))
 		return visibility
 	}
-	n := deferrals(rec) + 1
+	n := counter(rec, AttrDeferrals)
+	if n >= p.cfg.MaxDeferrals {
+		return sqsbatch.Permanent(fmt.Errorf("%w: %d copies of %s each (MaxDeferrals); last cause: %w", ErrDeferralsSpent, n, p.cfg.Delay, cause))
+	}
+	// The receives before this one all reached the dependency or failed
+	// otherwise (a receive that meets the open circuit makes a copy), so
+	// they count; this one counts unless the circuit refused it.
+	spent := counter(rec, AttrReceives) + rec.ReceiveCount - 1
+	if !errors.Is(cause, breaker.ErrOpen) {
+		spent++
+	}
 	arn, err := queue.ParseARN(rec.Message.EventSourceARN)
 	if err != nil {
 		return visibility
 	}
-	attrs := sqsbatch.ForwardAttributes(rec, map[string]queue.Attribute{AttrDeferrals: queue.NumberAttribute(int64(n))})
+	attrs := sqsbatch.ForwardAttributes(rec, map[string]queue.Attribute{
+		AttrDeferrals: queue.NumberAttribute(int64(n + 1)),
+		AttrReceives:  queue.NumberAttribute(int64(spent)),
+	})
 	out, err := p.cfg.Sender.SendMessage(ctx, &queue.SendMessageInput{
 		QueueURL: arn.URL(), Body: rec.Message.Body, MessageAttributes: attrs, Delay: p.cfg.Delay,
 	})
 	if err != nil {
-		log.LogAttrs(ctx, slog.LevelError, "deferral copy failed; the message will reach the DLQ after this receive",
+		log.LogAttrs(ctx, slog.LevelError, "deferral copy failed; the message waits by visibility and spends this receive",
 			slog.String("error", err.Error()))
 		return fmt.Errorf("%w (and the deferral copy failed: %v)", visibility, err)
 	}
-	log.LogAttrs(ctx, slog.LevelWarn, "dependency unavailable on the last receive: deferred as a delayed copy",
-		slog.String("copy_message_id", out.MessageID), slog.Int("deferrals", n),
+	log.LogAttrs(ctx, slog.LevelWarn, "dependency unavailable: deferred as a delayed copy",
+		slog.String("copy_message_id", out.MessageID), slog.Int("deferrals", n+1), slog.Int("receives_spent", spent),
 		slog.Duration("delay", p.cfg.Delay), slog.String("cause", cause.Error()))
 	return nil
 }
@@ -136,16 +181,14 @@ func (p *Plan) cannotCopy(rec *sqsbatch.Record) string {
 		return "no Sender configured"
 	case rec.FIFO || strings.HasSuffix(rec.Message.EventSourceARN, ".fifo"):
 		return "FIFO queue: a copy would break the group's order"
-	case deferrals(rec) >= p.cfg.MaxDeferrals:
-		return fmt.Sprintf("deferred %d times already (MaxDeferrals)", deferrals(rec))
 	}
 	return ""
 }
 
-// deferrals is the message's count of copies: 0 when absent, negative or
-// not a number (see the package documentation).
-func deferrals(rec *sqsbatch.Record) int {
-	a, ok := rec.Message.MessageAttributes[AttrDeferrals]
+// counter reads one of the plan's Number attributes: 0 when absent,
+// negative or not a number (see the package documentation).
+func counter(rec *sqsbatch.Record, name string) int {
+	a, ok := rec.Message.MessageAttributes[name]
 	if !ok || a.StringValue == nil {
 		return 0
 	}

@@ -2,9 +2,11 @@ package degrade_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/queue"
@@ -31,13 +34,20 @@ type world struct {
 	src, dlq string
 	proc     *sqsbatch.Processor
 	open     atomic.Bool // the ERP's circuit
-	mu       sync.Mutex
-	done     map[string]int
+	// openOn, when set, decides the circuit's state on each receive
+	// instead of open.
+	openOn func(rec *sqsbatch.Record) bool
+	// failing makes every call that reaches the ERP fail (a 503).
+	failing atomic.Bool
+	plan    *degrade.Plan
+	mu      sync.Mutex
+	done    map[string]int
+	calls   map[string]int // calls that reached the ERP, by body
 }
 
 func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	t.Helper()
-	w := &world{t: t, clk: retry.NewVirtualClock(time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)), done: map[string]int{}}
+	w := &world{t: t, clk: retry.NewVirtualClock(time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)), done: map[string]int{}, calls: map[string]int{}}
 	w.fake = sqsfake.New(sqsfake.WithClock(w.clk.Now))
 	suffix := ""
 	if fifo {
@@ -61,16 +71,30 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.plan = plan
 	w.proc, err = sqsbatch.New(sqsbatch.Config{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Visibility: w.fake,
+		DLQ: w.fake, DLQURL: w.dlq,
 		DisableVersionCheck: true,
+		// As sqsconsumer.Once: Admit before the call, the breaker inside it.
 		Handler: sqsbatch.HandlerFunc(func(ctx context.Context, rec *sqsbatch.Record) error {
-			if w.open.Load() {
+			if err := plan.Admit(rec); err != nil {
+				return sqsbatch.Permanent(err)
+			}
+			open := w.open.Load()
+			if w.openOn != nil {
+				open = w.openOn(rec)
+			}
+			if open {
 				return plan.OnOpen(ctx, rec, fmt.Errorf("erp: %w", &breaker.OpenError{Dependency: "erp", State: breaker.Open}))
 			}
 			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.calls[rec.Body()]++
+			if w.failing.Load() {
+				return errors.New("erp: 503 Service Unavailable")
+			}
 			w.done[rec.Body()]++
-			w.mu.Unlock()
 			return nil
 		}),
 	})
@@ -185,16 +209,119 @@ func TestFIFOUsesVisibilityOnly(t *testing.T) {
 	}
 }
 
-func TestOutageShorterThanTheBudgetOfReceivesUsesVisibility(t *testing.T) {
+// A short outage: each receive that meets the open circuit makes one
+// delayed copy (and no call), and the message is processed once when the
+// circuit closes.
+func TestShortOutageProcessesOnce(t *testing.T) {
 	w := newWorld(t, false, true)
 	w.send(`{"pedido_id":"PED-1"}`)
 	w.run(12 * time.Minute)
 	if w.done[`{"pedido_id":"PED-1"}`] != 1 || w.dlqDepth() != 0 {
 		t.Fatalf("done %v dlq %d", w.done, w.dlqDepth())
 	}
-	if s := w.fake.Stats(w.src); s.Sent != 1 {
-		t.Errorf("%d sends for a 12-minute outage, want only the original (no copies)", s.Sent)
+	// Receives at 0, 5 and 10 minutes meet the open circuit: three copies.
+	if s := w.fake.Stats(w.src); s.Sent != 4 {
+		t.Errorf("%d sends for a 12-minute outage, want the original and 3 copies", s.Sent)
 	}
+}
+
+// The bound across copies: a message whose calls always fail and whose
+// receives meet the open circuit in any pattern (adversarial: open on the
+// last receive of every copy, as a circuit that opens after a few
+// failures and closes again does; and seeded random patterns) makes at
+// most maxReceiveCount calls in all, then is dead-lettered with the
+// reason. Without the carried count the adversarial pattern made
+// (maxReceiveCount-1) calls per copy, up to 72 copies.
+func TestCallsAcrossCopiesStayBounded(t *testing.T) {
+	rnd := testseed.New(t)
+	patterns := map[string]func(rec *sqsbatch.Record) bool{
+		"open on the last receive of every copy": func(rec *sqsbatch.Record) bool { return rec.ReceiveCount >= maxReceiveCount },
+		"open on every other receive":            func(rec *sqsbatch.Record) bool { return rec.ReceiveCount%2 == 0 },
+	}
+	for i := range 4 {
+		p := 0.3 + 0.15*float64(i)
+		patterns[fmt.Sprintf("random, open with probability %.2f", p)] = func(*sqsbatch.Record) bool { return rnd.Float64() < p }
+	}
+	for _, name := range slices.Sorted(maps.Keys(patterns)) { // in a fixed order: the seed replays
+		openOn := patterns[name]
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, false, true)
+			w.failing.Store(true)
+			w.openOn = openOn
+			body := `{"pedido_id":"PED-1"}`
+			w.send(body)
+			for range 3 * 24 * 60 { // three days, a poll a minute
+				w.poll()
+				w.clk.Advance(time.Minute)
+			}
+			if got := w.calls[body]; got > maxReceiveCount {
+				t.Fatalf("%d calls across the copies, more than maxReceiveCount %d", got, maxReceiveCount)
+			}
+			st, _ := w.fake.Inspect(w.dlq)
+			if len(st) != 1 {
+				t.Fatalf("%d messages in the DLQ, want the message once (source: %d)", len(st), len(w.inspect(w.src)))
+			}
+			// A message never deferred reaches the DLQ by the queue's
+			// redrive; a deferred one by the plan, with its reason.
+			reason := st[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue
+			if w.fake.Stats(w.src).Sent > 1 && !strings.Contains(reason, "maxReceiveCount") && !strings.Contains(reason, "every deferral") {
+				t.Errorf("a deferred message dead-lettered without the budget's reason: %q", reason)
+			}
+			t.Logf("%d calls, %d sends; reason %q", w.calls[body], w.fake.Stats(w.src).Sent, reason)
+		})
+	}
+}
+
+// A copy carries the receives spent; Admit refuses the receive that
+// would exceed maxReceiveCount, and a forged negative count reads as 0.
+func TestAdmit(t *testing.T) {
+	plan, err := degrade.New(degrade.Config{MaxReceiveCount: maxReceiveCount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	num := func(v string) events.SQSMessageAttribute {
+		return events.SQSMessageAttribute{DataType: "Number", StringValue: &v}
+	}
+	for _, tc := range []struct {
+		spent   string
+		receive int
+		refused bool
+	}{
+		{"", 4, false}, {"", 5, true}, {"3", 1, false}, {"3", 2, true}, {"-9", 4, false}, {"x", 1, false},
+	} {
+		rec := &sqsbatch.Record{ReceiveCount: tc.receive, Message: events.SQSMessage{MessageAttributes: map[string]events.SQSMessageAttribute{}}}
+		if tc.spent != "" {
+			rec.Message.MessageAttributes[degrade.AttrReceives] = num(tc.spent)
+		}
+		err := plan.Admit(rec)
+		if got := errors.Is(err, degrade.ErrCallsSpent); got != tc.refused {
+			t.Errorf("spent %q, receive %d: Admit = %v, want refused %v", tc.spent, tc.receive, err, tc.refused)
+		}
+	}
+}
+
+// After MaxDeferrals copies the message is dead-lettered with the reason,
+// not left to the redrive policy without one.
+func TestDeferralsSpentDeadLettersWithReason(t *testing.T) {
+	w := newWorld(t, false, true)
+	plan, err := degrade.New(degrade.Config{MaxReceiveCount: maxReceiveCount, Sender: w.fake, MaxDeferrals: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := "2"
+	rec := &sqsbatch.Record{ReceiveCount: 1, Message: events.SQSMessage{
+		MessageId: "m-1", Body: `{"pedido_id":"PED-1"}`, EventSourceARN: w.fake.ARN(w.src),
+		MessageAttributes: map[string]events.SQSMessageAttribute{degrade.AttrDeferrals: {DataType: "Number", StringValue: &v}},
+	}}
+	err = plan.Later(context.Background(), rec, breaker.ErrOpen)
+	if !errors.Is(err, degrade.ErrDeferralsSpent) || !errors.Is(err, sqsbatch.ErrPermanent) {
+		t.Fatalf("Later after MaxDeferrals = %v, want a permanent ErrDeferralsSpent", err)
+	}
+}
+
+func (w *world) inspect(url string) []sqsfake.MessageState {
+	st, _ := w.fake.Inspect(url)
+	return st
 }
 
 func TestConfigValidation(t *testing.T) {

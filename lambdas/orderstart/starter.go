@@ -6,8 +6,11 @@
 // Functions refuses a second execution of a name for 90 days. An event whose
 // creado_en is older than its window (eventsapi.StarterWindow, 89 days) is
 // refused as expired-idempotency-window before Step Functions is called. An
-// event that is not a valid version-1 PedidoCreado is poison; any
-// StartExecution failure is transient. Why: docs/design.md#replay-windows.
+// event that is not a valid version-1 PedidoCreado is poison; a
+// StartExecution error about the request itself (InvalidExecutionInput,
+// ValidationException, InvalidName, MissingRequiredParameter) is permanent
+// (dead-lettered with its reason), any other failure is transient. Why:
+// docs/design.md#replay-windows.
 package orderstart
 
 import (
@@ -27,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
@@ -211,11 +215,29 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	case errors.As(err, &exists):
 		s.log.InfoContext(ctx, "order already has its execution", slog.String("pedido_id", pedido.PedidoID), slog.String("ejecucion", name), slog.String("id_evento", env.ID))
 		return Result{Name: name, AlreadyStarted: true}, nil
+	case permanentStartError(err):
+		return Result{Name: name}, sqsbatch.Permanent(fmt.Errorf("starter: StartExecution %s refused the request (retrying cannot change it): %w", name, err))
 	case err != nil:
 		return Result{Name: name}, fmt.Errorf("starter: StartExecution %s: %w", name, err)
 	}
 	s.log.InfoContext(ctx, "execution started", slog.String("pedido_id", pedido.PedidoID), slog.String("ejecucion", name), slog.String("id_evento", env.ID))
 	return Result{Name: name, ExecutionARN: aws.ToString(out.ExecutionArn)}, nil
+}
+
+// permanentStartErrors are the StartExecution error codes about the
+// request itself: the same message would be refused on every receive.
+var permanentStartErrors = map[string]bool{
+	"InvalidExecutionInput":    true,
+	"ValidationException":      true,
+	"InvalidName":              true,
+	"MissingRequiredParameter": true,
+}
+
+// permanentStartError reports whether err is one of permanentStartErrors
+// (a modelled error type or any API error with that code).
+func permanentStartError(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && permanentStartErrors[api.ErrorCode()]
 }
 
 // Handler is the sqsbatch handler: one Start per record, unless the

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -183,6 +184,46 @@ func TestStartFailureIsRetried(t *testing.T) {
 	}
 	if dead, _ := sqs.Inspect(dlq); len(dead) != 0 {
 		t.Fatalf("dead-lettered a transient failure: %v", dead)
+	}
+}
+
+// A StartExecution error about the request itself is refused on every
+// receive: it is dead-lettered at once with its reason, not retried until
+// the redrive moves it without one. Throttling and service errors come back.
+func TestPermanentStartErrorsAreDeadLettered(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		err       error
+		permanent bool
+	}{
+		{"InvalidExecutionInput", &types.InvalidExecutionInput{Message: aws.String("Input exceeds 262144 characters")}, true},
+		{"ValidationException", &smithy.GenericAPIError{Code: "ValidationException", Message: "1 validation error"}, true},
+		{"InvalidName", &types.InvalidName{Message: aws.String("bad name")}, true},
+		{"ExecutionLimitExceeded", &types.ExecutionLimitExceeded{Message: aws.String("limit")}, false},
+		{"ServiceUnavailable", &smithy.GenericAPIError{Code: "ServiceUnavailable", Message: "try later"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake()
+			fake.fail = tc.err
+			p, sqs, dlq := processor(t, fake)
+			resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec("m1", event(t, "e", "P-1", 1))}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dead, _ := sqs.Inspect(dlq)
+			if tc.permanent {
+				if len(resp.BatchItemFailures) != 0 || len(dead) != 1 {
+					t.Fatalf("%s: failures %+v, %d dead-lettered; want it dead-lettered once", tc.name, resp.BatchItemFailures, len(dead))
+				}
+				if reason := dead[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue; !strings.Contains(reason, tc.name) {
+					t.Errorf("reason %q does not name %s", reason, tc.name)
+				}
+				return
+			}
+			if len(resp.BatchItemFailures) != 1 || len(dead) != 0 {
+				t.Fatalf("%s: failures %+v, %d dead-lettered; want it back in the queue", tc.name, resp.BatchItemFailures, len(dead))
+			}
+		})
 	}
 }
 

@@ -41,14 +41,44 @@ const (
 	// on (to its DLQ, or a delayed copy to its own queue) may set one.
 	AttrPrefix = "mf-"
 
+	// AttrBodyTruncated marks a reason record (see deadLetter): its body is
+	// the start of the original's, which reaches the DLQ intact through the
+	// queue's redrive policy (String: "true").
+	AttrBodyTruncated = "mf-body-truncated"
+
 	// maxAttributes is SQS's limit of message attributes per message.
 	maxAttributes  = 10
 	maxReasonBytes = 1024
+	// MaxMessageBytes is the size a DLQ record must fit in: body plus every
+	// attribute's name, data type and value (SQS's classic 256 KiB limit,
+	// also Lambda's event source limit).
+	MaxMessageBytes = 256 * 1024
+	// minReasonBytes is the shortest reason worth sending beside the
+	// original body and attributes.
+	minReasonBytes = 64
 )
+
+// ErrRecordTooLarge says a DLQ record with the original body and
+// attributes and the failure attributes cannot fit in MaxMessageBytes.
+var ErrRecordTooLarge = errors.New("sqsbatch: the DLQ record does not fit in 256 KiB")
+
+// messageBytes is what SQS counts against the size limit.
+func messageBytes(body string, attrs map[string]queue.Attribute) int {
+	n := len(body)
+	for k, a := range attrs {
+		n += len(k) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+	}
+	return n
+}
 
 // deadLetter sends rec to the DLQ with the failure described in attributes.
 // Sending happens before the record is acknowledged (it is acknowledged by
 // not listing it in batchItemFailures), so a failed send loses nothing.
+// The record must fit in MaxMessageBytes: the reason is shortened first;
+// when even that cannot make room, or the send fails, a reason record
+// (sendReason) goes to the DLQ and the original is left to the queue's
+// redrive, which moves it intact, so the runbook finds both the message and
+// why (matched by mf-original-message-id).
 // It returns the DLQ's message id (a new one: the original travels in
 // AttrOriginalMessageID).
 func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, cause error) (string, error) {
@@ -67,20 +97,71 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 		Body:              rec.Message.Body,
 		MessageAttributes: dlqAttributes(rec, class, cause, p.cfg.ConsumerVersion),
 	}
-	if strings.HasSuffix(dlqURL, ".fifo") {
-		in.MessageGroupID = rec.GroupID
-		in.MessageGroupID = cmp.Or(in.MessageGroupID, rec.Message.MessageId)
-		// Unique per receive, stable across the SDK's own retries of this send:
-		// a retried send is deduplicated, a later failure of the same message
-		// (after a redrive) is not mistaken for a duplicate and dropped.
-		sum := sha256.Sum256([]byte(rec.Message.MessageId + "\x00" + rec.Message.ReceiptHandle))
-		in.MessageDeduplicationID = hex.EncodeToString(sum[:])
+	if over := messageBytes(in.Body, in.MessageAttributes) - MaxMessageBytes; over > 0 {
+		// Shorten the reason to make room; the body and the original
+		// attributes are never cut in a record that replaces the original.
+		reason := in.MessageAttributes[AttrFailureReason].StringValue
+		if room := len(reason) - over; room >= minReasonBytes {
+			in.MessageAttributes[AttrFailureReason] = queue.StringAttribute(truncate(reason, room))
+		} else {
+			// No room: the original stays in the source queue (the error
+			// reports the record as failed) and its redrive moves it
+			// intact; the DLQ gets its reason beside it now.
+			err := fmt.Errorf("%w (%d bytes over)", ErrRecordTooLarge, over)
+			if _, rerr := p.sendReason(ctx, dlqURL, rec, class, cause); rerr != nil {
+				return "", errors.Join(err, fmt.Errorf("and the reason record failed: %w", rerr))
+			}
+			return "", fmt.Errorf("%w; a reason record was sent, the original reaches the DLQ by the queue's redrive", err)
+		}
 	}
+	p.fifoFields(in, dlqURL, rec, "")
+	out, err := p.cfg.DLQ.SendMessage(ctx, in)
+	if err != nil {
+		// Try the smallest record that still says why (the DLQ may refuse
+		// this one only); the original stays for the redrive either way.
+		if _, rerr := p.sendReason(ctx, dlqURL, rec, class, cause); rerr == nil {
+			return "", fmt.Errorf("%w; a reason record was sent, the original reaches the DLQ by the queue's redrive", err)
+		}
+		return "", err
+	}
+	return out.MessageID, nil
+}
+
+// sendReason sends a reason record: the failure attributes, the start of
+// the body (AttrBodyTruncated) and none of the original attributes, sized
+// to fit. It never replaces the original, which the caller leaves to the
+// queue's redrive.
+func (p *Processor) sendReason(ctx context.Context, dlqURL string, rec *Record, class Class, cause error) (string, error) {
+	attrs := map[string]queue.Attribute{
+		AttrFailureReason:     queue.StringAttribute(truncate(cause.Error(), maxReasonBytes)),
+		AttrFailureClass:      queue.StringAttribute(class.String()),
+		AttrConsumerVersion:   queue.StringAttribute(truncate(cmp.Or(p.cfg.ConsumerVersion, "unknown"), 256)),
+		AttrOriginalMessageID: queue.StringAttribute(nonEmpty(rec.Message.MessageId)),
+		AttrReceiveCount:      queue.NumberAttribute(int64(rec.ReceiveCount)),
+		AttrBodyTruncated:     queue.StringAttribute("true"),
+	}
+	room := MaxMessageBytes - messageBytes("", attrs)
+	in := &queue.SendMessageInput{QueueURL: dlqURL, Body: truncate(rec.Message.Body, room), MessageAttributes: attrs}
+	p.fifoFields(in, dlqURL, rec, "\x00reason")
 	out, err := p.cfg.DLQ.SendMessage(ctx, in)
 	if err != nil {
 		return "", err
 	}
 	return out.MessageID, nil
+}
+
+// fifoFields sets the group and deduplication id of a send to a FIFO DLQ
+// (salt tells a reason record's from the full record's).
+func (p *Processor) fifoFields(in *queue.SendMessageInput, dlqURL string, rec *Record, salt string) {
+	if !strings.HasSuffix(dlqURL, ".fifo") {
+		return
+	}
+	in.MessageGroupID = cmp.Or(rec.GroupID, rec.Message.MessageId)
+	// Unique per receive, stable across the SDK's own retries of this send:
+	// a retried send is deduplicated, a later failure of the same message
+	// (after a redrive) is not mistaken for a duplicate and dropped.
+	sum := sha256.Sum256([]byte(rec.Message.MessageId + "\x00" + rec.Message.ReceiptHandle + salt))
+	in.MessageDeduplicationID = hex.EncodeToString(sum[:])
 }
 
 // dlqAttributes are the DLQ record's attributes: the failure attributes

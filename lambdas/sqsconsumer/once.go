@@ -41,8 +41,10 @@ const (
 //     and returned as sqsbatch.Permanent (to the DLQ with the reason).
 //   - a payload that differs from the first call's under the same key, or
 //     a record that cannot be read: sqsbatch.Permanent (a person must look).
-//   - the dependency's circuit is open: plan.OnOpen (the message waits;
-//     lambdas/degrade).
+//   - the dependency's circuit is open: plan.Later (the message waits as a
+//     delayed copy; lambdas/degrade).
+//   - the message's receives across its deferred copies are spent
+//     (plan.Admit, checked before the call): sqsbatch.Permanent, no call.
 //   - 429 after the attempts: sqsbatch.RetryAfter the dependency's
 //     Retry-After (30 s to 15 min).
 //   - anything else: transient (the key was released; the message comes
@@ -50,6 +52,12 @@ const (
 func Once[T any](ctx context.Context, store *idempotency.Store, plan *degrade.Plan, rec *sqsbatch.Record, payload any, call func(ctx context.Context, key string) (T, error)) (T, error) {
 	key := rec.IdempotencyKey()
 	res, err := idempotency.Do(ctx, store, key, func(ctx context.Context) (T, error) {
+		if plan != nil {
+			if err := plan.Admit(rec); err != nil {
+				var zero T
+				return zero, err // releases the key: a redrive after the fix starts afresh
+			}
+		}
 		out, err := call(ctx, key)
 		if errors.Is(err, httpdep.ErrRejected) {
 			return out, idempotency.Permanent(CodeRejected, err)
@@ -63,7 +71,8 @@ func Once[T any](ctx context.Context, store *idempotency.Store, plan *degrade.Pl
 	var he *httpdep.Error
 	switch {
 	case errors.Is(err, idempotency.ErrPermanent), errors.Is(err, idempotency.ErrPayloadMismatch),
-		errors.Is(err, idempotency.ErrCorruptRecord), errors.Is(err, idempotency.ErrInvalidKey):
+		errors.Is(err, idempotency.ErrCorruptRecord), errors.Is(err, idempotency.ErrInvalidKey),
+		errors.Is(err, degrade.ErrCallsSpent):
 		return res, sqsbatch.Permanent(err)
 	case errors.Is(err, breaker.ErrOpen) && plan != nil:
 		return res, plan.Later(ctx, rec, err)

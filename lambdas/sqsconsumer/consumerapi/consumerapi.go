@@ -124,9 +124,9 @@ const (
 )
 
 // Deferral numbers of lambdas/degrade: a message whose dependency's circuit
-// is open waits DeferralDelay per receive and is copied on its last
-// receive, at most MaxDeferrals times (the copies lengthen a queue's
-// longest pass, which constructs/queueconsumer counts).
+// is open is copied with a delay of DeferralDelay on every receive that
+// meets it, at most MaxDeferrals × maxReceiveCount times (the copies
+// lengthen a queue's longest pass, which constructs/queueconsumer counts).
 const (
 	DeferralDelay = 300 * time.Second
 	MaxDeferrals  = 72

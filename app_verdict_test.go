@@ -1,0 +1,58 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	sfn "github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/stacks"
+)
+
+// The app's exit code: 1 on a deliberately unreadable state machine (the
+// attempts rule cannot count its retries), 1 on a bare warning, 0 when
+// the only warning was acknowledged with a reason.
+func TestSynthesisFailsOnEveryUnresolvedFinding(t *testing.T) {
+	env := &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")}
+
+	t.Run("unreadable state machine", func(t *testing.T) {
+		app := awscdk.NewApp(nil)
+		stack := awscdk.NewStack(app, jsii.String("Opaca"), &awscdk.StackProps{Env: env})
+		role := awsiam.NewRole(stack, jsii.String("Role"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("states.amazonaws.com"), nil)})
+		def := awscdk.Fn_Sub(jsii.String(`{"StartAt":"Cobrar","States":{"Cobrar":{"Type":"Task","Resource":"${Fn}","End":true}}}`),
+			&map[string]*string{"Fn": jsii.String("arn:aws:lambda:eu-west-1:111111111111:function:mf-cobro")})
+		sfn.NewCfnStateMachine(stack, jsii.String("Flujo"), &sfn.CfnStateMachineProps{RoleArn: role.RoleArn(), DefinitionString: def})
+		stacks.ApplyChecks(app)
+		var out strings.Builder
+		if code := verdict(app.Synth(nil), &out); code != 1 {
+			t.Fatalf("exit code %d, want 1:\n%s", code, out.String())
+		}
+		if !strings.Contains(out.String(), "[MF-ATTEMPTS] Opaca/Flujo") || !strings.Contains(out.String(), "cannot be counted") {
+			t.Fatalf("the unreadable state machine is not among the findings:\n%s", out.String())
+		}
+	})
+
+	t.Run("warning", func(t *testing.T) {
+		app := awscdk.NewApp(nil)
+		stack := awscdk.NewStack(app, jsii.String("Aviso"), &awscdk.StackProps{Env: env})
+		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("test:warning"), jsii.String("a warning nobody reads"), nil)
+		var out strings.Builder
+		if code := verdict(app.Synth(nil), &out); code != 1 || !strings.Contains(out.String(), "a warning nobody reads") {
+			t.Fatalf("exit code %d, want 1 naming the warning:\n%s", code, out.String())
+		}
+	})
+
+	t.Run("acknowledged warning", func(t *testing.T) {
+		app := awscdk.NewApp(nil)
+		stack := awscdk.NewStack(app, jsii.String("Reconocido"), &awscdk.StackProps{Env: env})
+		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("test:warning"), jsii.String("a warning with a reason"), nil)
+		awscdk.Annotations_Of(stack).AcknowledgeWarning(jsii.String("test:warning"), jsii.String("test: the risk cannot happen here"))
+		var out strings.Builder
+		if code := verdict(app.Synth(nil), &out); code != 0 {
+			t.Fatalf("exit code %d, want 0 for an acknowledged warning:\n%s", code, out.String())
+		}
+	})
+}

@@ -109,7 +109,7 @@ func TTLRemovalFilter() string {
 // InputTemplate renders a stream record as a CarritoAbandonado detail.
 func InputTemplate() string {
 	return fmt.Sprintf(`{"version": %d, "id_evento": "<$.eventID>", "carrito_id": "<$.dynamodb.Keys.%s.S>", "cliente_id": "<$.dynamodb.OldImage.%s.S>", "actualizado_en": "<$.dynamodb.OldImage.%s.S>"}`,
-		eventsapi.Version1, eventsapi.CarritosKeyAttribute, eventsapi.CarritosClienteAttribute, eventsapi.CarritosUpdatedAttribute)
+		eventsapi.CarritoAbandonadoVersion, eventsapi.CarritosKeyAttribute, eventsapi.CarritosClienteAttribute, eventsapi.CarritosUpdatedAttribute)
 }
 
 // New creates the carts flow. Every problem is reported at synth.

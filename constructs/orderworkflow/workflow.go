@@ -343,7 +343,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 			MaxConcurrency: jsii.Number(maxConc),
 			ItemSelector: &map[string]interface{}{
 				"movimiento": map[string]interface{}{
-					"version":    eventsapi.Version1,
+					"version":    eventsapi.MovimientoStockVersion,
 					"tipo":       tipo,
 					"pedido_id":  str("$.pedido_id"),
 					"sku":        str("$$.Map.Item.Value.sku"),
@@ -370,7 +370,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 
 	preparar := sfn.NewPass(c, jsii.String(StatePrepararConfirmacion), &sfn.PassProps{
 		Parameters: &map[string]interface{}{
-			"version":          eventsapi.Version1,
+			"version":          eventsapi.PedidoConfirmadoVersion,
 			"pedido_id":        str("$.pedido_id"),
 			"cliente":          sfn.JsonPath_ObjectAt(jsii.String("$.cliente")),
 			"lineas":           sfn.JsonPath_ObjectAt(jsii.String("$.lineas")),
@@ -387,7 +387,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		Message: sfn.TaskInput_FromText(sfn.JsonPath_JsonToString(sfn.JsonPath_ObjectAt(jsii.String("$.confirmacion")))),
 		MessageAttributes: &map[string]*tasks.MessageAttribute{
 			eventsapi.AttrTipo:    {Value: jsii.String(eventsapi.TypePedidoConfirmado), DataType: tasks.MessageAttributeDataType_STRING},
-			eventsapi.AttrVersion: {Value: jsii.String(fmt.Sprint(eventsapi.Version1)), DataType: tasks.MessageAttributeDataType_STRING},
+			eventsapi.AttrVersion: {Value: jsii.String(fmt.Sprint(eventsapi.PedidoConfirmadoVersion)), DataType: tasks.MessageAttributeDataType_STRING},
 		},
 		ResultPath: sfn.JsonPath_DISCARD(),
 	})

@@ -30,6 +30,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
@@ -237,6 +238,7 @@ func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
 		},
 	})
 	k.Pipe.Node().AddDependency(k.PipeRole)
+	contract.Produces(k.Pipe, eventsapi.TypeCarritoAbandonado, []int{eventsapi.CarritoAbandonadoVersion}, nil)
 	k.PipeFailedAlarm = alarm.New(c, "PipeFailedAlarm", &alarm.Props{
 		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace: jsii.String("AWS/EventBridge/Pipes"), MetricName: jsii.String("ExecutionFailed"),

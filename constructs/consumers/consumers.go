@@ -20,6 +20,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/fanout"
@@ -28,6 +29,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/stocktable"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
@@ -184,6 +186,8 @@ func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec
 	fanOutWindow(&qp, spec.window)
 	e.inVpc(&qp)
 	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
+	// Every HTTP consumer reads the fan-out's PedidoConfirmado.
+	contract.Accepts(h.Function.Function, eventsapi.TypePedidoConfirmado, eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado))
 	bindTable(c, "IdempotencyTable", spec.table, h.Function, spec.key)
 	if spec.grant != nil {
 		spec.grant(h.Function.Function)
@@ -298,6 +302,7 @@ func NewMovimientosStock(scope constructs.Construct, id string, props *Movimient
 	qp.MaximumConcurrency = props.MaxConsumerConcurrency
 	qp.BatchConcurrency = 10
 	q := queueconsumer.New(c, "Consumidor", &qp)
+	contract.Accepts(q.Function.Function, eventsapi.TypeMovimientoStock, eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock))
 	bindTable(c, "StockTable", props.StockTable, q.Function, "its line items and totals")
 	return q
 }

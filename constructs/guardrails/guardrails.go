@@ -101,6 +101,7 @@ func NewMessagingChecks() *MessagingChecks { return &MessagingChecks{} }
 // Apply adds the checks to scope (an App, Stage or Stack) with READONLY priority.
 func Apply(scope constructs.IConstruct) {
 	awscdk.Aspects_Of(scope).Add(NewMessagingChecks(), &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
+	awscdk.Aspects_Of(scope).Add(NewContractChecks(), &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
 }
 
 // Acknowledge records that rule does not apply to c (and its children) for

@@ -32,6 +32,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -211,6 +212,13 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 		},
 	})
 	w.admitAsProducer(c, &p, v)
+	// Confirmar publishes PedidoConfirmado; the stock Maps send MovimientoStock.
+	if p.Confirmed != nil {
+		contract.Produces(w.StateMachine, eventsapi.TypePedidoConfirmado, []int{eventsapi.PedidoConfirmadoVersion}, p.Confirmed)
+	}
+	if p.StockMovements != nil {
+		contract.Produces(w.StateMachine, eventsapi.TypeMovimientoStock, []int{eventsapi.MovimientoStockVersion}, p.StockMovements)
+	}
 	cdknag.NagSuppressions_AddResourceSuppressions(w.StateMachine, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		Reason:    jsii.String("The CDK's own grants of this state machine: X-Ray and log delivery (no resource-level permissions exist), cobro and reembolso with ':*' (their versions), kms:GenerateDataKey* on the data key only (SNS publish to the encrypted topic)."),

@@ -40,6 +40,9 @@ var accepted = map[string][]int{
 	TypeCarritoAbandonado: {Version1},
 }
 
+// TiposMovimiento lists every TipoMovimiento (the enum of the schema).
+func TiposMovimiento() []TipoMovimiento { return []TipoMovimiento{Reserva, Liberacion, Ajuste} }
+
 // Types lists the event types of this package, sorted.
 func Types() []string {
 	return []string{TypeCarritoAbandonado, TypeMovimientoStock, TypePedidoConfirmado, TypePedidoCreado}

@@ -39,7 +39,11 @@ const (
 // ContractChecks is the aspect of the contract rules. It reads the
 // declarations of constructs/contract from every stack of the app (a route
 // crosses stacks) and runs once per app, when it reaches the first stack.
-type ContractChecks struct{}
+type ContractChecks struct {
+	// Not zero-size: jsii tells objects apart by address, and pointers to
+	// zero-size values may all be the same (the MessagingChecks' too).
+	_ byte
+}
 
 // NewContractChecks returns the aspect.
 func NewContractChecks() *ContractChecks { return &ContractChecks{} }

@@ -1,6 +1,7 @@
 package guardrails_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/guardrails"
+	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -200,4 +202,20 @@ func TestContractDeployOrderFromReferences(t *testing.T) {
 	r.topic.GrantPublish(fn)
 	contract.Produces(fn, eventsapi.TypePedidoConfirmado, []int{1}, r.topic)
 	assertFindings(t, guardrails.NewRouteGraph(r.app).Check(), nil)
+}
+
+// The aspect reports a finding as an error annotation on the producer, so
+// synthesis fails naming the route.
+func TestContractChecksFailSynth(t *testing.T) {
+	r := newRouteApp(false)
+	guardrails.Apply(r.app)
+	q, _ := r.consumerOn("Starter", eventsapi.TypePedidoCreado, 1)
+	r.rule("PedidoRule", pedidoPattern(), awseventstargets.NewSqsQueue(q, nil))
+	contract.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, eventsapi.TypePedidoCreado, []int{2}, r.bus)
+	errs := cdktest.Errors(r.consumer)
+	if !slices.ContainsFunc(errs, func(e string) bool {
+		return strings.Contains(e, "[MF-CONTRACT]") && strings.Contains(e, "PedidoCreado version 2") && strings.Contains(e, "Consumers/Starter/Resource")
+	}) {
+		t.Fatalf("no MF-CONTRACT error: %v", errs)
+	}
 }

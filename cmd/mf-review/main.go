@@ -118,6 +118,9 @@ func run() error {
 		fmt.Println("  " + c)
 		differs = true
 	}
+	if err := contractReview(os.Stdout, out, templates); err != nil {
+		return err
+	}
 	if *fail && differs {
 		os.Exit(1)
 	}

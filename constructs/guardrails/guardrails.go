@@ -31,6 +31,9 @@
 //     one unit of work along some path (SDK or client attempts × queue
 //     receives × workflow Retry × rule/pipe retries; see Attempts, and
 //     cmd/mf-attempts for the table).
+//   - MF-CONTRACT / MF-CONTRACT-ORDER: a producer may emit an event version
+//     a consumer on its routes does not accept, or may deploy before it
+//     (ContractChecks, contracts.go; docs/design.md#event-contracts).
 //
 // A finding can be acknowledged on a construct (or any ancestor) with
 // Acknowledge and a written reason; the check then reports nothing there.

@@ -58,10 +58,26 @@ func (c *ContractChecks) Visit(node constructs.IConstruct) {
 			return
 		}
 	}
-	g := NewRouteGraph(node.Node().Root())
-	for _, s := range g.stacks {
+	root := node.Node().Root()
+	var stacks []awscdk.Stack
+	declared := false
+	for _, c := range *root.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		switch {
+		case *awscdk.Stack_IsStack(c):
+			stacks = append(stacks, c.(awscdk.Stack))
+		case !declared && *awscdk.CfnResource_IsCfnResource(c):
+			if r, ok := c.(awscdk.CfnResource); ok && r.GetMetadata(jsii.String(contract.MetadataProduces)) != nil {
+				declared = true
+			}
+		}
+	}
+	for _, s := range stacks {
 		s.Node().AddMetadata(jsii.String(contractsCheckedMetadata), true, nil)
 	}
+	if !declared {
+		return // no producer declares anything: no route to follow
+	}
+	g := NewRouteGraph(root)
 	for _, f := range g.Check() {
 		if acknowledged(f.At.Cfn, f.Rule) {
 			continue

@@ -81,7 +81,18 @@ func l1(c constructs.IConstruct) awscdk.CfnResource {
 		}
 		child := c.Node().DefaultChild()
 		if child == nil {
-			return nil
+			// An L2 whose L1 is not named "Resource" (the ApiDestination's
+			// is "ApiDestination"): its one CloudFormation child.
+			var only []constructs.IConstruct
+			for _, ch := range *c.Node().Children() {
+				if *awscdk.CfnResource_IsCfnResource(ch) {
+					only = append(only, ch)
+				}
+			}
+			if len(only) != 1 {
+				return nil
+			}
+			child = only[0]
 		}
 		c = child
 	}

@@ -219,3 +219,21 @@ func TestContractChecksFailSynth(t *testing.T) {
 		t.Fatalf("no MF-CONTRACT error: %v", errs)
 	}
 }
+
+// An API destination's L1 is not its default child: its declaration still
+// reaches the template, and the route through a transforming rule checks it.
+func TestContractApiDestinationConsumer(t *testing.T) {
+	r := newRouteApp(false)
+	conn := awsevents.NewConnection(r.consumer, jsii.String("Conn"), &awsevents.ConnectionProps{
+		Authorization: awsevents.Authorization_ApiKey(jsii.String("x-api-key"), awscdk.SecretValue_UnsafePlainText(jsii.String("k"))),
+	})
+	dest := awsevents.NewApiDestination(r.consumer, jsii.String("Dest"), &awsevents.ApiDestinationProps{Connection: conn, Endpoint: jsii.String("https://erp.example.com")})
+	contract.Accepts(dest, "AvisoPedidoERP", []int{1})
+	rule := r.rule("ERPRule", pedidoPattern(), awseventstargets.NewApiDestination(dest, &awseventstargets.ApiDestinationProps{
+		Event: awsevents.RuleTargetInput_FromObject(map[string]any{"version": awsevents.EventField_FromPath(jsii.String("$.detail.version"))}),
+	}))
+	contract.Accepts(rule, eventsapi.TypePedidoCreado, []int{1, 2})
+	contract.Produces(rule, "AvisoPedidoERP", nil, nil) // copies the version
+	contract.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, eventsapi.TypePedidoCreado, []int{2}, r.bus)
+	assertFindings(t, guardrails.NewRouteGraph(r.app).Check(), []string{"[MF-CONTRACT]", "Consumers/ERPRule/Resource", "AvisoPedidoERP version 2", "Consumers/Dest/ApiDestination", "accepts version 1 only"})
+}

@@ -32,6 +32,9 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	messaging := NewMessagingStack(scope, shared, data, network)
 	outbox := NewOutboxStack(scope, shared, network)
 	orderflow := NewOrderFlowStack(scope, shared, network, data, messaging)
+	// Consumers deploy before producers: the outbox publishes PedidoCreado
+	// to the order flow's starter and ERP rule (MF-CONTRACT-ORDER).
+	outbox.AddStackDependency(orderflow.Stack, jsii.String("the order flow consumes the outbox's events: consumers deploy before producers (docs/design.md#event-contracts)"))
 	return &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox, OrderFlow: orderflow}
 }
 

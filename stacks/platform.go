@@ -12,6 +12,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/schemaregistry"
 )
 
 // PlatformStack holds the data key, the alerts topic, the data key's watch
@@ -26,6 +27,8 @@ type PlatformStack struct {
 	KeyWatch *platform.KeyWatch
 	Bus      awsevents.EventBus
 	Archive  awsevents.Archive
+	// Schemas is the registry of the event contracts (schemas/).
+	Schemas *schemaregistry.Registry
 
 	context core.Context
 }
@@ -69,6 +72,7 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 		EventBusName:     jsii.String(env.PhysicalName(platform.EventBusName)),
 		ArchiveRetention: awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
 	})
+	s.Schemas = schemaregistry.New(stack, "Esquemas", &schemaregistry.Props{RegistryName: jsii.String(env.PhysicalName(schemaregistry.RegistryName))})
 	output(stack, "DataKeyArn", "", s.DataKey.KeyArn())
 	output(stack, "AlertsTopicArn", "", s.Alerts.TopicArn())
 	output(stack, "KeyAlertsTopicArn", "", s.KeyWatch.Topic.TopicArn())

@@ -254,7 +254,7 @@ func cmdClassify(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	var c common
 	c.register(fs)
 	fromFile := fs.String("from-file", "", "classify saved messages (JSON lines from inspect --save, or aws sqs receive-message output) instead of the live DLQ")
-	accept := fs.String("accept-versions", "", "major versions the consumer accepts (default: the queue's consumer's, else 1)")
+	accept := fs.String("accept-versions", "", "override the major versions the consumer accepts (default: its declared ones, eventsapi.AcceptedVersions through config/catalog)")
 	required := fs.String("required-keys", "", "keys the consumer requires (default: the queue's consumer's)")
 	max := fs.Int("max", 1000, "most messages received from a live DLQ (progress on stderr every 100)")
 	spec, err := parse(fs, args)

@@ -143,6 +143,9 @@ func run() error {
 	if len(code) > 0 {
 		differs = true
 	}
+	if err := contractReview(os.Stdout, out, templates); err != nil {
+		return err
+	}
 	writeSummary(os.Stdout, *env, changes, figures(changes, normalised), costDelta(*snapDir, out, *env), code)
 	if *fail && differs {
 		os.Exit(1)

@@ -84,8 +84,8 @@ type Consumer struct {
 	// CreatedAtKey is the dotted path of the event's creation time
 	// (RFC 3339) in the body.
 	CreatedAtKey string
-	// SupportedVersions are the major event versions it accepts by default
-	// (its SUPPORTED_VERSIONS variable can widen them).
+	// SupportedVersions are the major event versions it accepts: the
+	// contract's list (eventsapi.AcceptedVersions), which its code checks.
 	SupportedVersions []int
 	// VersionKey is the dotted path of the version in the body; "" means
 	// "version".
@@ -118,7 +118,7 @@ var Queues = []Queue{
 			IdempotencyKey:    "preparacion:<pedido_id>",
 			Window:            consumerapi.WindowPreparacion,
 			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
-			SupportedVersions: []int{1},
+			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 			RequiredKeys:      []string{"pedido_id", "lineas"},
 		}},
 	},
@@ -129,7 +129,7 @@ var Queues = []Queue{
 			IdempotencyKey:    "correo-confirmacion:<pedido_id>",
 			Window:            consumerapi.WindowCorreo,
 			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
-			SupportedVersions: []int{1},
+			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 			RequiredKeys:      []string{"pedido_id", "cliente.email"},
 		}},
 	},
@@ -140,7 +140,7 @@ var Queues = []Queue{
 			IdempotencyKey:    "aviso-erp:<pedido_id>",
 			Window:            consumerapi.WindowAvisoERP,
 			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
-			SupportedVersions: []int{1},
+			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 			RequiredKeys:      []string{"pedido_id"},
 		}},
 	},
@@ -151,7 +151,7 @@ var Queues = []Queue{
 			// movement is applied only if its secuencia is newer.
 			Function:          "mf-movimientos-stock",
 			IdempotencyKey:    "reserva:<pedido_id>:<sku> (liberacion:, ajuste:<referencia>:<sku>)",
-			SupportedVersions: []int{1},
+			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock),
 			RequiredKeys:      []string{"tipo", "sku"},
 		}},
 	},

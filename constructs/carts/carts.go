@@ -30,6 +30,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
@@ -109,7 +110,7 @@ func TTLRemovalFilter() string {
 // InputTemplate renders a stream record as a CarritoAbandonado detail.
 func InputTemplate() string {
 	return fmt.Sprintf(`{"version": %d, "id_evento": "<$.eventID>", "carrito_id": "<$.dynamodb.Keys.%s.S>", "cliente_id": "<$.dynamodb.OldImage.%s.S>", "actualizado_en": "<$.dynamodb.OldImage.%s.S>"}`,
-		eventsapi.Version1, eventsapi.CarritosKeyAttribute, eventsapi.CarritosClienteAttribute, eventsapi.CarritosUpdatedAttribute)
+		eventsapi.CarritoAbandonadoVersion, eventsapi.CarritosKeyAttribute, eventsapi.CarritosClienteAttribute, eventsapi.CarritosUpdatedAttribute)
 }
 
 // New creates the carts flow. Every problem is reported at synth.
@@ -237,6 +238,7 @@ func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
 		},
 	})
 	k.Pipe.Node().AddDependency(k.PipeRole)
+	contract.Produces(k.Pipe, eventsapi.TypeCarritoAbandonado, []int{eventsapi.CarritoAbandonadoVersion}, nil)
 	k.PipeFailedAlarm = alarm.New(c, "PipeFailedAlarm", &alarm.Props{
 		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace: jsii.String("AWS/EventBridge/Pipes"), MetricName: jsii.String("ExecutionFailed"),

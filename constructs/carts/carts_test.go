@@ -15,6 +15,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/internal/schematest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -103,6 +104,7 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 	} {
 		rendered = strings.ReplaceAll(rendered, path, value)
 	}
+	schematest.Validate(t, eventsapi.TypeCarritoAbandonado, eventsapi.CarritoAbandonadoVersion, []byte(rendered))
 	var ev eventsapi.CarritoAbandonado
 	if err := json.Unmarshal([]byte(rendered), &ev); err != nil || ev.Validate() != nil || ev.CarritoID != "K-1" || ev.IDEvento != "ev-1" {
 		t.Fatalf("template renders %s: %v %v", rendered, err, ev.Validate())

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/fanout"
@@ -29,6 +30,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/stocktable"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
@@ -190,6 +192,8 @@ func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec
 	if spec.visibility > 0 {
 		guardrails.SetBy(c, "VisibilityTimeout", spec.what+"Visibility in constructs/consumers")
 	}
+	// Every HTTP consumer reads the fan-out's PedidoConfirmado.
+	contract.Accepts(h.Function.Function, eventsapi.TypePedidoConfirmado, eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado))
 	bindTable(c, "IdempotencyTable", spec.table, h.Function, spec.key)
 	if spec.grant != nil {
 		spec.grant(h.Function.Function)
@@ -305,6 +309,7 @@ func NewMovimientosStock(scope constructs.Construct, id string, props *Movimient
 	qp.BatchConcurrency = 10
 	q := queueconsumer.New(c, "Consumidor", &qp)
 	guardrails.SetBy(c, "Timeout", "MovimientosStockTimeout in constructs/consumers")
+	contract.Accepts(q.Function.Function, eventsapi.TypeMovimientoStock, eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock))
 	bindTable(c, "StockTable", props.StockTable, q.Function, "its line items and totals")
 	return q
 }

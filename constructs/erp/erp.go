@@ -23,6 +23,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -59,6 +60,9 @@ type Props struct {
 	// RetryAttempts and MaxEventAge of the target. Zero/nil: the defaults.
 	RetryAttempts float64
 	MaxEventAge   awscdk.Duration
+	// AcceptedVersions are the versions of the webhook body the ERP reads.
+	// Nil: version 1.
+	AcceptedVersions []int
 	// Physical names; nil lets CloudFormation choose.
 	ConnectionName, DestinationName, RuleName, DeadLetterQueueName, SecretName *string
 }
@@ -73,6 +77,10 @@ type Destination struct {
 	ApiDestination awsevents.ApiDestination
 	Rule           *busrule.Rule
 }
+
+// WebhookEventType names the body the rule sends to the ERP webhook in
+// the event contracts: the order event's fields and its "version".
+const WebhookEventType = "AvisoPedidoERP"
 
 // OrderEventsPattern matches the shop's order events (source
 // mercadofresco.tienda, detail-type starting with "Pedido"), except the
@@ -169,5 +177,14 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 			})
 		},
 	})
+	// The rule reads PedidoCreado's fields and sends the webhook body,
+	// whose "version" is the event's (docs/design.md#event-contracts).
+	contract.Accepts(d.Rule.Rule, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
+	contract.Produces(d.Rule.Rule, WebhookEventType, nil, nil)
+	accepted := props.AcceptedVersions
+	if len(accepted) == 0 {
+		accepted = []int{eventsapi.Version1}
+	}
+	contract.Accepts(d.ApiDestination, WebhookEventType, accepted)
 	return d
 }

@@ -31,6 +31,9 @@
 //     one unit of work along some path (SDK or client attempts × queue
 //     receives × workflow Retry × rule/pipe retries; see Attempts, and
 //     cmd/mf-attempts for the table).
+//   - MF-CONTRACT / MF-CONTRACT-ORDER: a producer may emit an event version
+//     a consumer on its routes does not accept, or may deploy before it
+//     (ContractChecks, contracts.go; docs/design.md#event-contracts).
 //
 // A finding can be acknowledged on a construct (or any ancestor) with
 // Acknowledge and a written reason; the check then reports nothing there.
@@ -103,6 +106,7 @@ func NewMessagingChecks() *MessagingChecks { return &MessagingChecks{} }
 // Apply adds the checks to scope (an App, Stage or Stack) with READONLY priority.
 func Apply(scope constructs.IConstruct) {
 	awscdk.Aspects_Of(scope).Add(NewMessagingChecks(), &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
+	awscdk.Aspects_Of(scope).Add(NewContractChecks(), &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
 }
 
 // Acknowledge records that rule does not apply to c (and its children) for

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
+	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
@@ -127,6 +128,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 	if props.Workflow != nil {
 		props.Workflow.GrantStartExecution(s.Function.Function)
 	}
+	contract.Accepts(s.Function.Function, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
 	s.checkReplays(props, v)
 	mc := props.MaximumConcurrency
 	if mc == 0 {

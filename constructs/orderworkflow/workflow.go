@@ -32,6 +32,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -214,6 +215,13 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 		},
 	})
 	w.admitAsProducer(c, &p, v)
+	// Confirmar publishes PedidoConfirmado; the stock Maps send MovimientoStock.
+	if p.Confirmed != nil {
+		contract.Produces(w.StateMachine, eventsapi.TypePedidoConfirmado, []int{eventsapi.PedidoConfirmadoVersion}, p.Confirmed)
+	}
+	if p.StockMovements != nil {
+		contract.Produces(w.StateMachine, eventsapi.TypeMovimientoStock, []int{eventsapi.MovimientoStockVersion}, p.StockMovements)
+	}
 	cdknag.NagSuppressions_AddResourceSuppressions(w.StateMachine, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		Reason:    jsii.String("The CDK's own grants of this state machine: X-Ray and log delivery (no resource-level permissions exist), cobro and reembolso with ':*' (their versions), kms:GenerateDataKey* on the data key only (SNS publish to the encrypted topic)."),
@@ -347,7 +355,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 			MaxConcurrency: jsii.Number(maxConc),
 			ItemSelector: &map[string]interface{}{
 				"movimiento": map[string]interface{}{
-					"version":    eventsapi.Version1,
+					"version":    eventsapi.MovimientoStockVersion,
 					"tipo":       tipo,
 					"pedido_id":  str("$.pedido_id"),
 					"sku":        str("$$.Map.Item.Value.sku"),
@@ -374,7 +382,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 
 	preparar := sfn.NewPass(c, jsii.String(StatePrepararConfirmacion), &sfn.PassProps{
 		Parameters: &map[string]interface{}{
-			"version":          eventsapi.Version1,
+			"version":          eventsapi.PedidoConfirmadoVersion,
 			"pedido_id":        str("$.pedido_id"),
 			"cliente":          sfn.JsonPath_ObjectAt(jsii.String("$.cliente")),
 			"lineas":           sfn.JsonPath_ObjectAt(jsii.String("$.lineas")),
@@ -391,7 +399,7 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		Message: sfn.TaskInput_FromText(sfn.JsonPath_JsonToString(sfn.JsonPath_ObjectAt(jsii.String("$.confirmacion")))),
 		MessageAttributes: &map[string]*tasks.MessageAttribute{
 			eventsapi.AttrTipo:    {Value: jsii.String(eventsapi.TypePedidoConfirmado), DataType: tasks.MessageAttributeDataType_STRING},
-			eventsapi.AttrVersion: {Value: jsii.String(fmt.Sprint(eventsapi.Version1)), DataType: tasks.MessageAttributeDataType_STRING},
+			eventsapi.AttrVersion: {Value: jsii.String(fmt.Sprint(eventsapi.PedidoConfirmadoVersion)), DataType: tasks.MessageAttributeDataType_STRING},
 		},
 		ResultPath: sfn.JsonPath_DISCARD(),
 	})

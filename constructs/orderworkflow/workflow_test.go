@@ -17,6 +17,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/internal/asltest"
 	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/internal/schematest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 )
@@ -193,6 +194,7 @@ func TestDefinitionExecutes(t *testing.T) {
 				MessageDeduplicationID string `json:"MessageDeduplicationId"`
 			}
 			mustJSON(t, raw, &send)
+			schematest.Validate(t, eventsapi.TypeMovimientoStock, eventsapi.MovimientoStockVersion, []byte(send.MessageBody))
 			m, err := eventsapi.ParseMovimientoStock([]byte(send.MessageBody))
 			if err != nil {
 				t.Fatalf("reservation body: %v (%s)", err, send.MessageBody)
@@ -212,6 +214,7 @@ func TestDefinitionExecutes(t *testing.T) {
 			MessageAttributes map[string]struct{ DataType, StringValue string }
 		}
 		mustJSON(t, r.Calls[orderworkflow.StateConfirmar][0], &pub)
+		schematest.Validate(t, eventsapi.TypePedidoConfirmado, eventsapi.PedidoConfirmadoVersion, []byte(pub.Message))
 		c, err := eventsapi.ParsePedidoConfirmado([]byte(pub.Message))
 		if err != nil {
 			t.Fatalf("confirmation: %v (%s)", err, pub.Message)

@@ -18,6 +18,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
@@ -188,6 +189,8 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 		CleanupTimeoutSeconds, cleanupEnv, 1, nil)
 	if props.Bus != nil {
 		props.Bus.GrantPutEventsTo(p.Function.Role, nil)
+		// It publishes what the shop writes into the outbox.
+		contract.ProducesOnBus(p.Function.Function, source, eventsapi.TypePedidoCreado, []int{eventsapi.PedidoCreadoVersion}, props.Bus)
 	}
 	if db != nil {
 		db.GrantConnect(p.Function.Role, db.Roles.Publisher)

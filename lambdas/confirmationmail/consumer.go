@@ -14,6 +14,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
@@ -62,12 +63,13 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	d.Metrics = cmp.Or(d.Metrics, metrics.Discard)
 	d.Logger = cmp.Or(d.Logger, slog.Default())
 	return s.Batch(sqsbatch.Config{
-		Handler:        sqsbatch.JSON(handler(d, window)),
-		DLQ:            d.DLQ,
-		Visibility:     d.Visibility,
-		RequiredKeys:   []string{"pedido_id", "cliente.email", consumerapi.KeyConfirmadoEn},
-		IdempotencyKey: sqsconsumer.KeyByPedido(idempotency.KeyCorreoConfirmacion),
-		Logger:         d.Logger,
+		Handler:           sqsbatch.JSON(handler(d, window)),
+		DLQ:               d.DLQ,
+		Visibility:        d.Visibility,
+		RequiredKeys:      []string{"pedido_id", "cliente.email", consumerapi.KeyConfirmadoEn},
+		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
+		IdempotencyKey:    sqsconsumer.KeyByPedido(idempotency.KeyCorreoConfirmacion),
+		Logger:            d.Logger,
 	})
 }
 

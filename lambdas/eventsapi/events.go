@@ -5,9 +5,10 @@
 // library only, so the CDK constructs and every consumer import the same
 // names.
 //
-// Every message carries "version" (a major version, 1 today); changes are
-// additive only, a consumer ignores unknown fields and dead-letters a
-// version it does not support, and consumers deploy before producers. The
+// Every message carries "version" (a major version); within a major
+// changes are additive and optional (schemas/, checked by cmd/mf-schemas),
+// a consumer ignores unknown fields and dead-letters a version it does not
+// accept (AcceptedVersions), and consumers deploy before producers. The
 // Parse functions wrap ErrUnsupportedVersion or ErrInvalid, so a consumer
 // classifies the failure as poison (docs/design.md#sqs-batches).
 package eventsapi
@@ -37,7 +38,8 @@ const (
 	TypeCarritoAbandonado = "CarritoAbandonado"
 )
 
-// Version1 is the only major version of every message in this package.
+// Version1 is the first major version of every message in this package
+// (versions.go: what the producers write and the consumers accept).
 const Version1 = 1
 
 // SNS message attributes the workflow sets on every PedidoConfirmado it
@@ -107,10 +109,10 @@ type PedidoCreado struct {
 // Validate reports every missing or invalid field of a version-1 order:
 // what the workflow needs to charge, reserve and confirm it.
 func (p PedidoCreado) Validate() error {
-	var ps problems
-	if p.Version != Version1 {
-		return fmt.Errorf("%w: PedidoCreado version %d (supported: %d)", ErrUnsupportedVersion, p.Version, Version1)
+	if err := checkVersion(TypePedidoCreado, p.Version); err != nil {
+		return err
 	}
+	var ps problems
 	ps.check(p.PedidoID == "", "pedido_id is empty")
 	ps.check(p.ClienteID == "", "cliente_id is empty")
 	ps.check(p.Cliente.ID == "" || p.Cliente.Email == "", "cliente.id and cliente.email are required (the confirmation needs them)")
@@ -145,8 +147,8 @@ type PedidoConfirmado struct {
 
 // Validate reports every missing or invalid field of a version-1 message.
 func (p PedidoConfirmado) Validate() error {
-	if p.Version != Version1 {
-		return fmt.Errorf("%w: PedidoConfirmado version %d (supported: %d)", ErrUnsupportedVersion, p.Version, Version1)
+	if err := checkVersion(TypePedidoConfirmado, p.Version); err != nil {
+		return err
 	}
 	var ps problems
 	ps.check(p.PedidoID == "", "pedido_id is empty")
@@ -248,8 +250,8 @@ func (m MovimientoStock) GroupID() string { return m.SKU }
 
 // Validate reports every missing or invalid field of a version-1 movement.
 func (m MovimientoStock) Validate() error {
-	if m.Version != Version1 {
-		return fmt.Errorf("%w: MovimientoStock version %d (supported: %d)", ErrUnsupportedVersion, m.Version, Version1)
+	if err := checkVersion(TypeMovimientoStock, m.Version); err != nil {
+		return err
 	}
 	var ps problems
 	ps.check(m.SKU == "", "sku is empty")
@@ -305,8 +307,8 @@ const (
 
 // Validate reports every missing field of a version-1 event.
 func (c CarritoAbandonado) Validate() error {
-	if c.Version != Version1 {
-		return fmt.Errorf("%w: CarritoAbandonado version %d (supported: %d)", ErrUnsupportedVersion, c.Version, Version1)
+	if err := checkVersion(TypeCarritoAbandonado, c.Version); err != nil {
+		return err
 	}
 	var ps problems
 	ps.check(c.IDEvento == "", "id_evento is empty")

@@ -259,9 +259,10 @@ func (s *Starter) Handler() sqsbatch.Handler {
 // after the other.
 func BatchConfig(s *Starter) sqsbatch.Config {
 	return sqsbatch.Config{
-		Handler:      s.Handler(),
-		VersionKey:   "detail.version",
-		RequiredKeys: []string{"detail.pedido_id", eventsapi.KeyCreadoEn},
+		Handler:           s.Handler(),
+		VersionKey:        "detail.version",
+		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado),
+		RequiredKeys:      []string{"detail.pedido_id", eventsapi.KeyCreadoEn},
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var env struct {
 				Detail struct {

@@ -96,7 +96,7 @@ func CrearPedido(ctx context.Context, db outbox.DB, s Solicitud) (Respuesta, err
 	if err != nil {
 		return Respuesta{}, fmt.Errorf("shop: encode lines: %w", err)
 	}
-	ev := pedidoCreado{Version: eventsapi.Version1, PedidoID: s.PedidoID, ClienteID: s.ClienteID,
+	ev := pedidoCreado{Version: eventsapi.PedidoCreadoVersion, PedidoID: s.PedidoID, ClienteID: s.ClienteID,
 		Cliente:       eventsapi.Cliente{ID: s.ClienteID, Email: s.ClienteEmail, Nombre: s.ClienteNombre},
 		TotalCentimos: total, Moneda: s.Moneda, Lineas: s.Lineas, TokenTarjeta: s.TokenTarjeta}
 	if s.Intento > 1 {

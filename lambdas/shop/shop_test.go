@@ -10,6 +10,8 @@ import (
 
 	"github.com/mercadofresco/integration/internal/outboxtest"
 	"github.com/mercadofresco/integration/internal/pgtest"
+	"github.com/mercadofresco/integration/internal/schematest"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 )
 
@@ -39,6 +41,7 @@ func TestCrearPedidoWritesOrderAndEventTogether(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT tipo, payload FROM outbox WHERE id = $1::uuid AND agregado_id = 'ped-1'`, r.EventoID).Scan(&tipo, &payload); err != nil {
 		t.Fatal(err)
 	}
+	schematest.Validate(t, eventsapi.TypePedidoCreado, eventsapi.PedidoCreadoVersion, payload)
 	var ev pedidoCreado
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/queue"
@@ -135,11 +136,12 @@ func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID strin
 			}
 			return err
 		}),
-		DLQ:            d.DLQ,
-		Visibility:     d.Visibility,
-		RequiredKeys:   []string{"pedido_id", consumerapi.KeyConfirmadoEn},
-		IdempotencyKey: KeyByPedido(key),
-		Logger:         d.Logger,
+		DLQ:               d.DLQ,
+		Visibility:        d.Visibility,
+		RequiredKeys:      []string{"pedido_id", consumerapi.KeyConfirmadoEn},
+		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
+		IdempotencyKey:    KeyByPedido(key),
+		Logger:            d.Logger,
 	})
 }
 

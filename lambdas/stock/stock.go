@@ -22,6 +22,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -133,8 +134,9 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 				slog.Int64("cantidad", m.Cantidad), slog.Int64("secuencia", m.Secuencia), slog.String("resultado", out.String()))
 			return nil
 		}),
-		DLQ:          d.DLQ,
-		RequiredKeys: []string{"tipo", "sku"},
+		DLQ:               d.DLQ,
+		RequiredKeys:      []string{"tipo", "sku"},
+		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock),
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var m Movimiento
 			if err := rec.Decode(&m); err != nil {

@@ -315,4 +315,7 @@ var free = map[string]bool{
 	// The single-user rotation (a SAR application): its function runs
 	// once per rotation (every 30 days), a few seconds.
 	"AWS::Serverless::Application": true, "AWS::SecretsManager::RotationSchedule": true,
+	// A schema registry without a discoverer (constructs/schemaregistry):
+	// only schema discovery is charged.
+	"AWS::EventSchemas::Registry": true, "AWS::EventSchemas::Schema": true,
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// contractReview says, when the change touches schemas/, which stacks
+// consume and produce each event (the mercadofresco:accepts / :produces
+// metadata of the templates) and the order the stacks deploy in (the
+// assembly's dependencies): consumers first (docs/design.md#event-contracts).
+func contractReview(w io.Writer, assembly string, templates map[string]map[string]any) error {
+	changed, err := changedSchemas()
+	if err != nil {
+		fmt.Fprintf(w, "\nEvent contracts: cannot tell whether schemas/ changed (%v)\n", err)
+		return nil
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nEvent contracts: this change touches")
+	for _, c := range changed {
+		fmt.Fprintln(w, "  "+c)
+	}
+	consumers, producers := map[string][]string{}, map[string][]string{}
+	for _, stack := range slices.Sorted(keysOf(templates)) {
+		res, _ := templates[stack]["Resources"].(map[string]any)
+		for _, id := range slices.Sorted(keysOf(res)) {
+			r, _ := res[id].(map[string]any)
+			md, _ := r["Metadata"].(map[string]any)
+			for key, into := range map[string]map[string][]string{"mercadofresco:accepts": consumers, "mercadofresco:produces": producers} {
+				ds, _ := md[key].([]any)
+				for _, d := range ds {
+					dm, _ := d.(map[string]any)
+					typ, _ := dm["type"].(string)
+					into[typ] = append(into[typ], fmt.Sprintf("%s %s (versions %v)", stack, id, dm["versions"]))
+				}
+			}
+		}
+	}
+	for _, typ := range slices.Sorted(keysOf(producers)) {
+		fmt.Fprintf(w, "  %s\n    produced by %s\n    consumed by %s\n", typ, strings.Join(producers[typ], "; "), strings.Join(orNone(consumers[typ]), "; "))
+	}
+	order, err := deployOrder(assembly)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  Deploy the consumers before the producers of a new version: `cdk deploy --all` follows the stacks' dependencies, in this order: %s.\n", strings.Join(order, ", "))
+	fmt.Fprintln(w, "  Synth already refused any route where a producer may emit a version a consumer does not accept (MF-CONTRACT) or may deploy first (MF-CONTRACT-ORDER).")
+	return nil
+}
+
+func orNone(xs []string) []string {
+	if len(xs) == 0 {
+		return []string{"no declared consumer"}
+	}
+	return xs
+}
+
+func keysOf[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// changedSchemas lists the files of schemas/ that differ from the
+// merge-base with main (or HEAD), committed or not.
+func changedSchemas() ([]string, error) {
+	base := "HEAD"
+	for _, m := range []string{"origin/main", "main"} {
+		if out, err := exec.Command("git", "merge-base", "HEAD", m).Output(); err == nil {
+			base = strings.TrimSpace(string(out))
+			break
+		}
+	}
+	out, err := exec.Command("git", "diff", "--name-status", base, "--", "schemas").Output()
+	if err != nil {
+		return nil, err
+	}
+	untracked, err := exec.Command("git", "ls-files", "--others", "--exclude-standard", "--", "schemas").Output()
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l != "" {
+			files = append(files, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(untracked)), "\n") {
+		if l != "" {
+			files = append(files, "A "+l)
+		}
+	}
+	return files, nil
+}
+
+// deployOrder sorts the assembly's stacks so that every stack follows the
+// stacks it depends on (ties by name).
+func deployOrder(assembly string) ([]string, error) {
+	raw, err := os.ReadFile(filepath.Join(assembly, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Artifacts map[string]struct {
+			Type         string   `json:"type"`
+			Dependencies []string `json:"dependencies"`
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	deps := map[string][]string{}
+	for id, a := range m.Artifacts {
+		if a.Type != "aws:cloudformation:stack" {
+			continue
+		}
+		deps[id] = nil
+		for _, d := range a.Dependencies {
+			if m.Artifacts[d].Type == "aws:cloudformation:stack" {
+				deps[id] = append(deps[id], d)
+			}
+		}
+	}
+	var order []string
+	done := map[string]bool{}
+	for len(order) < len(deps) {
+		var ready []string
+		for id, ds := range deps {
+			if !done[id] && !slices.ContainsFunc(ds, func(d string) bool { return !done[d] }) {
+				ready = append(ready, id)
+			}
+		}
+		if len(ready) == 0 {
+			return nil, fmt.Errorf("the stacks' dependencies have a cycle")
+		}
+		sort.Strings(ready)
+		for _, id := range ready {
+			done[id] = true
+		}
+		order = append(order, ready...)
+	}
+	return order, nil
+}

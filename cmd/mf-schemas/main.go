@@ -1,0 +1,138 @@
+// Command mf-schemas generates the JSON Schemas of the event contracts
+// from the Go types and checks them against the last release, as
+// `buf breaking` does for protobuf (docs/design.md#event-contracts).
+//
+//	mf-schemas generate [-dir schemas]
+//	mf-schemas check [-dir schemas] [-against REF]
+//
+// check fails (exit 1) when schemas/ differs from what the Go types
+// generate, or when a schema breaks the committed version at REF within
+// its major version: a removed field, a changed type, a new required
+// field, a shrunk enum, or a deleted schema file. REF defaults to
+// $MF_SCHEMAS_AGAINST, else the merge-base of HEAD with origin/main (or
+// main), else HEAD. A new major version is a new file and always passes.
+//
+// The schemas are generated with invopop/jsonschema and read with
+// santhosh-tekuri/jsonschema/v6 (which also validates the producers'
+// output in the tests); the compatibility rules are this tool's own: no
+// maintained Go library compares two JSON Schemas for compatibility.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: mf-schemas generate|check [-dir schemas] [-against REF]")
+		return 2
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "schemas", "the schemas directory")
+	against := fs.String("against", os.Getenv("MF_SCHEMAS_AGAINST"), "git ref of the last release (default: merge-base of HEAD with origin/main or main, else HEAD)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "generate":
+		err = writeGenerated(*dir, stdout)
+	case "check":
+		var problems []string
+		problems, err = check(*dir, *against, stdout)
+		for _, p := range problems {
+			fmt.Fprintln(stdout, "FAIL", p)
+		}
+		if err == nil && len(problems) > 0 {
+			err = fmt.Errorf("%d problem(s); a breaking change needs a new major version (docs/design.md#event-contracts)", len(problems))
+		}
+	default:
+		fmt.Fprintf(stderr, "mf-schemas: unknown command %q\n", args[0])
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mf-schemas:", err)
+		return 1
+	}
+	return 0
+}
+
+func writeGenerated(dir string, stdout io.Writer) error {
+	gen, err := generate()
+	if err != nil {
+		return err
+	}
+	for _, p := range sortedKeys(gen) {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, gen[p]) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, gen[p], 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "wrote", full)
+	}
+	return nil
+}
+
+// drift lists the generated schemas that differ from the files in dir.
+func drift(dir string) ([]string, error) {
+	gen, err := generate()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range sortedKeys(gen) {
+		old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+		if errors.Is(err, os.ErrNotExist) || (err == nil && !bytes.Equal(old, gen[p])) {
+			out = append(out, fmt.Sprintf("%s/%s differs from the Go types: run `go run ./cmd/mf-schemas generate` and commit it", dir, p))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func check(dir, against string, stdout io.Writer) ([]string, error) {
+	problems, err := drift(dir)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := baseRef(dir, against)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "comparing %s with %s\n", dir, ref)
+	evo, err := checkAgainst(dir, ref)
+	if err != nil {
+		return nil, err
+	}
+	return append(problems, evo...), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return slices.Clip(keys)
+}

@@ -1,9 +1,11 @@
 // Command mercadofresco-integration is the CDK app: it synthesises the
 // stacks of every MercadoFresco environment (or only those selected with
 // `-c env=dev|staging|prod`), runs the messaging guardrails and cdk-nag on
-// them, and exits non-zero with the messages when any construct reported an
-// error (a failed Lambda build, an invalid configuration, a guardrail or an
-// unacknowledged cdk-nag finding).
+// them and the network reachability rule (constructs/reachability) on their
+// templates, and exits non-zero with the messages when any construct
+// reported an error (a failed Lambda build, an invalid configuration, a
+// guardrail, an unacknowledged cdk-nag finding) or a function cannot reach
+// what it calls.
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/reachability"
 	"github.com/mercadofresco/integration/stacks"
 )
 
@@ -48,6 +51,14 @@ func run() int {
 			}
 		}
 	}
+	// The network reachability rule needs every stack of an environment
+	// (the VPC and the functions are in different stacks): it runs on the
+	// synthesized templates.
+	reach, err := reachability.CheckAssembly(assembly)
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	errs = append(errs, reach...)
 	if len(errs) > 0 {
 		fmt.Fprintf(os.Stderr, "synthesis found %d error(s):\n%s\n", len(errs), strings.Join(errs, "\n"))
 		return 1

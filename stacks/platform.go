@@ -12,6 +12,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/producers"
 )
 
 // PlatformStack holds the data key, the alerts topic, the data key's watch
@@ -69,6 +70,10 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 		EventBusName:     jsii.String(env.PhysicalName(platform.EventBusName)),
 		ArchiveRetention: awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
 	})
+	// Only the outbox publisher and the carts pipe put events on the bus.
+	busGuard := producers.ForBus(s.Bus)
+	busGuard.AdmitRoleName(publisherRoleName(env))
+	busGuard.AdmitRoleName(cartsPipeRoleName(env))
 	output(stack, "DataKeyArn", "", s.DataKey.KeyArn())
 	output(stack, "AlertsTopicArn", "", s.Alerts.TopicArn())
 	output(stack, "KeyAlertsTopicArn", "", s.KeyWatch.Topic.TopicArn())

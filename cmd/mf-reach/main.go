@@ -28,7 +28,6 @@ import (
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/reachability"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/stacks"
 )
 
@@ -64,10 +63,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		envs = []config.Environment{env}
 	}
-	apps := map[string]*cfnlocal.App{}
+	apps := map[string]*reachability.Templates{}
 	if *dir != "" {
 		for _, env := range envs {
-			app, err := cfnlocal.LoadDir(*dir, env.Name, env.Account, env.Region)
+			app, err := reachability.LoadDir(*dir, env.Name, env.Account, env.Region)
 			if err != nil {
 				fmt.Fprintln(stderr, err)
 				return 2

@@ -24,8 +24,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 )
 
 // Rule is the message prefix of a finding.
@@ -92,9 +90,8 @@ var pollerActions = map[string]bool{
 var endpointService = map[string]string{"ses": "email"}
 
 // Check walks every function of app (one environment's templates).
-func Check(app *cfnlocal.App) []Result {
+func Check(app *Templates) []Result {
 	w := &walker{app: app}
-	w.locals = locals{app: app}
 	var out []Result
 	for _, fn := range app.Resources("AWS::Lambda::Function") {
 		out = append(out, w.function(fn)...)
@@ -103,36 +100,21 @@ func Check(app *cfnlocal.App) []Result {
 }
 
 type walker struct {
-	app    *cfnlocal.App
-	locals locals
+	app *Templates
 }
 
-// locals resolves a Ref or Fn::GetAtt to "stack/logical id" (so references
-// from any stack compare equal), and a VPC's or subnet's CidrBlock to its value.
-type locals struct{ app *cfnlocal.App }
-
-func (l locals) Ref(r *cfnlocal.Resource) (string, error) { return r.Stack + "/" + r.LogicalID, nil }
-func (l locals) GetAtt(r *cfnlocal.Resource, attr string) (string, error) {
-	if attr == "CidrBlock" {
-		if s, ok := r.Prop("CidrBlock").(string); ok {
-			return s, nil
-		}
-	}
-	return r.Stack + "/" + r.LogicalID, nil
-}
-
-func (w *walker) str(r *cfnlocal.Resource, v any) string {
+func (w *walker) str(r *Resource, v any) string {
 	if v == nil {
 		return ""
 	}
-	s, err := w.app.ResolveString(r.Stack, v, w.locals)
+	s, err := w.app.resolveString(r.Stack, v)
 	if err != nil {
 		return ""
 	}
 	return s
 }
 
-func (w *walker) strs(r *cfnlocal.Resource, v any) []string {
+func (w *walker) strs(r *Resource, v any) []string {
 	xs, _ := v.([]any)
 	var out []string
 	for _, x := range xs {
@@ -143,7 +125,7 @@ func (w *walker) strs(r *cfnlocal.Resource, v any) []string {
 	return out
 }
 
-func (w *walker) byKey(key string) *cfnlocal.Resource {
+func (w *walker) byKey(key string) *Resource {
 	stack, id, ok := strings.Cut(key, "/")
 	if !ok {
 		return nil
@@ -152,10 +134,10 @@ func (w *walker) byKey(key string) *cfnlocal.Resource {
 	return r
 }
 
-func key(r *cfnlocal.Resource) string { return r.Stack + "/" + r.LogicalID }
+func key(r *Resource) string { return r.Stack + "/" + r.LogicalID }
 
 // calls returns the services and hosts fn calls, sorted.
-func (w *walker) calls(fn *cfnlocal.Resource) []string {
+func (w *walker) calls(fn *Resource) []string {
 	set := map[string]bool{}
 	role := w.str(fn, fn.Prop("Role"))
 	addAction := func(a string) {
@@ -241,14 +223,14 @@ func cfnlocalGet(v any, k string) any {
 	return m[k]
 }
 
-func label(fn *cfnlocal.Resource) string {
+func label(fn *Resource) string {
 	if n, ok := fn.Prop("FunctionName").(string); ok {
 		return n
 	}
 	return fn.Path()
 }
 
-func (w *walker) function(fn *cfnlocal.Resource) []Result {
+func (w *walker) function(fn *Resource) []Result {
 	calls := w.calls(fn)
 	vpc, inVPC := fn.Prop("VpcConfig").(map[string]any)
 	var out []Result
@@ -263,7 +245,7 @@ func (w *walker) function(fn *cfnlocal.Resource) []Result {
 	}
 	subnetKeys := w.strs(fn, vpc["SubnetIds"])
 	sgs := w.strs(fn, vpc["SecurityGroupIds"])
-	var subnets []*cfnlocal.Resource
+	var subnets []*Resource
 	unresolved := len(subnetKeys) == 0
 	for _, k := range subnetKeys {
 		s := w.byKey(k)
@@ -299,7 +281,7 @@ func (w *walker) function(fn *cfnlocal.Resource) []Result {
 }
 
 // path finds how a call from subnet s with groups sgs reaches target.
-func (w *walker) path(s *cfnlocal.Resource, sgs []string, target string) (via, missing, detail string) {
+func (w *walker) path(s *Resource, sgs []string, target string) (via, missing, detail string) {
 	vpcKey := w.str(s, s.Prop("VpcId"))
 	rtb := w.routeTable(s)
 	if strings.Contains(target, "://") {
@@ -364,11 +346,11 @@ func (w *walker) path(s *cfnlocal.Resource, sgs []string, target string) (via, m
 	return via, missing, detail
 }
 
-func (w *walker) viaNAT(s, rtb *cfnlocal.Resource, sgs []string, port int, target string) (via, missing, detail string) {
+func (w *walker) viaNAT(s, rtb *Resource, sgs []string, port int, target string) (via, missing, detail string) {
 	if rtb == nil {
 		return "", HopRoute, fmt.Sprintf("subnet %s has no route table association (the VPC's main route table has no NAT route)", s.LogicalID)
 	}
-	var nat *cfnlocal.Resource
+	var nat *Resource
 	for _, rt := range w.app.Resources("AWS::EC2::Route") {
 		if w.str(rt, rt.Prop("RouteTableId")) == key(rtb) && rt.Prop("DestinationCidrBlock") == "0.0.0.0/0" && rt.Prop("NatGatewayId") != nil {
 			nat = w.byKey(w.str(rt, rt.Prop("NatGatewayId")))
@@ -401,13 +383,13 @@ func (w *walker) viaNAT(s, rtb *cfnlocal.Resource, sgs []string, port int, targe
 	return via, "", ""
 }
 
-func (w *walker) endpointService(ep *cfnlocal.Resource) string {
+func (w *walker) endpointService(ep *Resource) string {
 	name := w.str(ep, ep.Prop("ServiceName"))
 	prefix := "com.amazonaws." + w.app.Region + "."
 	return strings.TrimPrefix(name, prefix)
 }
 
-func (w *walker) routeTable(s *cfnlocal.Resource) *cfnlocal.Resource {
+func (w *walker) routeTable(s *Resource) *Resource {
 	for _, a := range w.app.Resources("AWS::EC2::SubnetRouteTableAssociation") {
 		if w.str(a, a.Prop("SubnetId")) == key(s) {
 			return w.byKey(w.str(a, a.Prop("RouteTableId")))
@@ -416,12 +398,12 @@ func (w *walker) routeTable(s *cfnlocal.Resource) *cfnlocal.Resource {
 	return nil
 }
 
-func cidrOf(s *cfnlocal.Resource) string {
+func cidrOf(s *Resource) string {
 	c, _ := s.Prop("CidrBlock").(string)
 	return c
 }
 
-func (w *walker) subnetCIDRs(r *cfnlocal.Resource, ids any) []string {
+func (w *walker) subnetCIDRs(r *Resource, ids any) []string {
 	var out []string
 	for _, k := range w.strs(r, ids) {
 		if s := w.byKey(k); s != nil {
@@ -440,12 +422,12 @@ type egressTarget struct {
 // rule is one security-group rule in the shape both inline and standalone
 // rules share.
 type rule struct {
-	owner    *cfnlocal.Resource
+	owner    *Resource
 	props    map[string]any
 	from, to int // -1: any port
 }
 
-func (w *walker) ports(owner *cfnlocal.Resource, p map[string]any) (int, int, bool) {
+func (w *walker) ports(owner *Resource, p map[string]any) (int, int, bool) {
 	proto := strings.ToLower(w.str(owner, p["IpProtocol"]))
 	switch proto {
 	case "-1", "all":
@@ -464,7 +446,7 @@ func (w *walker) ports(owner *cfnlocal.Resource, p map[string]any) (int, int, bo
 
 func (w *walker) rules(group, inline, standalone, groupProp string) []rule {
 	var out []rule
-	add := func(owner *cfnlocal.Resource, p map[string]any) {
+	add := func(owner *Resource, p map[string]any) {
 		if from, to, ok := w.ports(owner, p); ok {
 			out = append(out, rule{owner: owner, props: p, from: from, to: to})
 		}

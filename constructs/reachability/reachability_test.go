@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/constructs/reachability"
 )
 
 const snapshots = "../../test/testdata/snapshots"
@@ -36,13 +36,13 @@ func templates(t *testing.T, env string) map[string]map[string]any {
 	return out
 }
 
-func load(t *testing.T, env string, tpls map[string]map[string]any) *cfnlocal.App {
+func load(t *testing.T, env string, tpls map[string]map[string]any) *reachability.Templates {
 	t.Helper()
 	e, err := config.Lookup(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := cfnlocal.New(e.Account, e.Region)
+	app := reachability.New(e.Account, e.Region)
 	for name, tpl := range tpls {
 		raw, _ := json.Marshal(tpl)
 		if err := app.Add(name, raw); err != nil {

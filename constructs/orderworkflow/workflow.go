@@ -211,6 +211,7 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 		},
 	})
 	w.admitAsProducer(c, &p, v)
+	w.pinTrust(name)
 	cdknag.NagSuppressions_AddResourceSuppressions(w.StateMachine, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		Reason:    jsii.String("The CDK's own grants of this state machine: X-Ray and log delivery (no resource-level permissions exist), cobro and reembolso with ':*' (their versions), kms:GenerateDataKey* on the data key only (SNS publish to the encrypted topic)."),

@@ -287,7 +287,7 @@ func TestKeyWatch(t *testing.T) {
 			"source": []any{"aws.kms"}, "detail-type": []any{"AWS API Call via CloudTrail"},
 			"detail": map[string]any{
 				"eventSource": []any{"kms.amazonaws.com"},
-				"eventName":   []any{"ScheduleKeyDeletion", "DisableKey", "PutKeyPolicy", "CancelKeyDeletion"},
+				"eventName":   []any{"ScheduleKeyDeletion", "DisableKey", "DisableKeyRotation", "PutKeyPolicy", "CancelKeyDeletion"},
 				"resources":   map[string]any{"ARN": []any{map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^Key")), "Arn"}}}},
 			},
 		},

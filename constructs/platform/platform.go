@@ -198,10 +198,15 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 		Actions:    jsii.Strings(KeyAdministrationActions()...),
 		Resources:  jsii.Strings("*"),
 	}))
+	deployActions := KeyPolicyActions()
+	if keyRemoval == awscdk.RemovalPolicy_DESTROY {
+		// The key is destroyed with its stack, as the deployment role.
+		deployActions = append(deployActions, "kms:DisableKey")
+	}
 	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String(SidKeyPolicy),
 		Principals: &[]awsiam.IPrincipal{admins[0]},
-		Actions:    jsii.Strings(KeyPolicyActions()...),
+		Actions:    jsii.Strings(deployActions...),
 		Resources:  jsii.Strings("*"),
 	}))
 	thisAccount := map[string]interface{}{"kms:CallerAccount": stack.Account(), "kms:ViaService": viaServices}

@@ -211,7 +211,7 @@ func TestDataKeyPolicyNamesItsAdministrators(t *testing.T) {
 				t.Errorf("break-glass statement names %v", got)
 			}
 			deny := sts[platform.SidKeyDeletion]
-			if deny.Effect != "Deny" || !slices.Equal(list(deny.Action), []string{"kms:ScheduleKeyDeletion", "kms:DisableKey"}) {
+			if deny.Effect != "Deny" || !slices.Equal(list(deny.Action), platform.BreakGlassActions()) {
 				t.Errorf("deletion statement %+v", deny)
 			}
 			if got := list(deny.Condition["ArnNotLike"]["aws:PrincipalArn"]); !slices.Equal(got, tc.mayDelete) {

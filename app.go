@@ -1,11 +1,13 @@
 // Command mercadofresco-integration is the CDK app: it synthesises the
 // stacks of every MercadoFresco environment (or only those selected with
 // `-c env=dev|staging|prod`), runs the messaging guardrails and cdk-nag on
-// them, and exits 1 with the messages when any construct reported an error
-// or a warning (a failed Lambda build, an invalid configuration, a
+// them and the network reachability rule (constructs/reachability) on their
+// templates, and exits 1 with the messages when any construct reported an
+// error or a warning (a failed Lambda build, an invalid configuration, a
 // guardrail finding, a path the attempts rule cannot read, a cdk-nag
-// finding of any level). A finding passes only when it is acknowledged
-// with a reason: guardrails.Acknowledge, NagSuppressions, or the CDK's
+// finding of any level) or a function cannot reach what it calls. A
+// finding passes only when it is acknowledged with a reason:
+// guardrails.Acknowledge, NagSuppressions, or the CDK's
 // Annotations.AcknowledgeWarning.
 package main
 
@@ -21,6 +23,7 @@ import (
 
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/reachability"
 	"github.com/mercadofresco/integration/stacks"
 )
 
@@ -48,10 +51,17 @@ func run() int {
 	return verdict(app.Synth(nil), os.Stderr)
 }
 
-// verdict prints every unresolved finding of the assembly and returns the
+// verdict prints every unresolved finding of the assembly, and every call a
+// function cannot make (the reachability rule needs every stack of an
+// environment, so it runs on the synthesized templates), and returns the
 // exit code: 1 when there is any, 0 otherwise.
 func verdict(assembly cxapi.CloudAssembly, stderr io.Writer) int {
 	found := onceForAllEnvironments(unresolved(assembly), config.Names())
+	reach, err := reachability.CheckAssembly(assembly)
+	if err != nil {
+		found = append(found, err.Error())
+	}
+	found = append(found, reach...)
 	if len(found) > 0 {
 		fmt.Fprintf(stderr, "synthesis found %d unresolved finding(s) (errors and warnings; acknowledge a warning only with a written reason):\n%s\n", len(found), strings.Join(found, "\n"))
 		return 1

@@ -11,6 +11,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/erp"
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/constructs/payment"
+	"github.com/mercadofresco/integration/constructs/producers"
 )
 
 // OrderFlowStack holds the order flow: the payment tasks, the workflow
@@ -91,6 +92,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		RuleName:                name("mf-carrito-abandonado"),
 		RuleDeadLetterQueueName: name("mercadofresco-regla-carrito-abandonado-fallidos"),
 	})
+	producers.NameRole(s.Carts.PipeRole, cartsPipeRoleName(env)) // the bus admits it by name
 	s.ERP = erp.New(stack, "ERP", &erp.Props{
 		Context:             shared.Context,
 		Bus:                 shared.Bus,

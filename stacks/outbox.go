@@ -6,6 +6,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/outbox"
+	"github.com/mercadofresco/integration/constructs/producers"
 )
 
 // OutboxStack holds Aurora PostgreSQL (created per environment: the outbox
@@ -56,6 +57,7 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared, netStack *Networ
 		ReservedConcurrency: env.PublisherConcurrency,
 		FunctionNamePrefix:  jsii.String(env.PhysicalName("mf-outbox")),
 	})
+	producers.NameRole(pub.Function.Role, publisherRoleName(env)) // the bus admits it by name
 	// New code runs against the schema it was built with.
 	pub.Function.Function.Node().AddDependency(mig.Resource)
 	pub.Cleanup.Function.Node().AddDependency(mig.Resource)

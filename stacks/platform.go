@@ -12,6 +12,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/platform"
+	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/schemaregistry"
 )
 
@@ -73,6 +74,10 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 		ArchiveRetention: awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
 	})
 	s.Schemas = schemaregistry.New(stack, "Esquemas", &schemaregistry.Props{RegistryName: jsii.String(env.PhysicalName(schemaregistry.RegistryName))})
+	// Only the outbox publisher and the carts pipe put events on the bus.
+	busGuard := producers.ForBus(s.Bus)
+	busGuard.AdmitRoleName(publisherRoleName(env))
+	busGuard.AdmitRoleName(cartsPipeRoleName(env))
 	output(stack, "DataKeyArn", "", s.DataKey.KeyArn())
 	output(stack, "AlertsTopicArn", "", s.Alerts.TopicArn())
 	output(stack, "KeyAlertsTopicArn", "", s.KeyWatch.Topic.TopicArn())

@@ -184,13 +184,24 @@ func TestDataKeyPolicySeparatesAdministrationFromUse(t *testing.T) {
 				}
 			}
 			// The deployment role keeps kms:PutKeyPolicy (KMS's lockout
-			// check); the key administrator administers.
+			// check; the policy changes only through a reviewed deploy); the
+			// key administrator administers, but can neither rewrite the
+			// policy nor turn rotation off, and neither can the deployer.
 			for _, p := range []string{deployer, keyAdmin} {
-				for _, a := range []string{"kms:PutKeyPolicy", "kms:EnableKeyRotation", "kms:TagResource", "kms:DescribeKey"} {
+				for _, a := range []string{"kms:EnableKeyRotation", "kms:TagResource", "kms:DescribeKey"} {
 					if !directCallAllowed(t, sts, env.Account, p, a) {
 						t.Errorf("%s may not %s", p, a)
 					}
 				}
+				if directCallAllowed(t, sts, env.Account, p, "kms:DisableKeyRotation") {
+					t.Errorf("%s may disable the key's rotation", p)
+				}
+			}
+			if !directCallAllowed(t, sts, env.Account, deployer, "kms:PutKeyPolicy") {
+				t.Errorf("the deployment role may not set the key's policy")
+			}
+			if directCallAllowed(t, sts, env.Account, keyAdmin, "kms:PutKeyPolicy") {
+				t.Errorf("the key administrator may rewrite the key's policy")
 			}
 			// Nobody uses the key directly, administrators included, and an
 			// IAM administrator of the account neither uses nor administers.
@@ -455,6 +466,7 @@ func TestDataKeyDeletionAttemptsReachTheAlerts(t *testing.T) {
 				{"ScheduleKeyDeletion", keyArn, true},
 				{"DisableKey", keyArn, true},
 				{"PutKeyPolicy", keyArn, true},
+				{"DisableKeyRotation", keyArn, true},
 				{"CancelKeyDeletion", keyArn, true},
 				{"ScheduleKeyDeletion", otherKey, false},
 				{"Decrypt", keyArn, false},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mercadofresco/integration/constructs/reachability"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
 )
 
@@ -103,5 +104,36 @@ func TestEverySecretReaderInAVpcReachesSecretsManager(t *testing.T) {
 			}
 			t.Log(fmt.Sprintf("%d secret readers in the VPC, %d groups admitted", checked, len(admitted)))
 		})
+	}
+}
+
+// The MF-REACH rule passes on the app as synthesized: every call of every
+// function in a VPC has a route, egress, endpoint ingress and private DNS
+// (constructs/reachability has the table of broken networks it refuses).
+func TestEveryFunctionReachesWhatItCalls(t *testing.T) {
+	s := synthApp(t)
+	findings, err := reachability.CheckAssembly(s.assembly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) > 0 {
+		t.Fatalf("%d call(s) without a path:\n%s", len(findings), strings.Join(findings, "\n"))
+	}
+	apps, err := reachability.Environments(s.assembly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, es := range s.envs {
+		inVPC := 0
+		for _, r := range reachability.Check(apps[es.Env.Name]) {
+			if r.Via != "outside the VPC" {
+				inVPC++
+			}
+		}
+		// The payment tasks (3 calls each), three HTTP consumers (4-5), the
+		// publisher and the migration.
+		if inVPC < 20 {
+			t.Errorf("%s: %d calls from the VPC checked, want at least 20", es.Env.Name, inVPC)
+		}
 	}
 }

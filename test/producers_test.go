@@ -15,7 +15,8 @@ import (
 )
 
 // TestOnlyKnownProducersSendToQueuesAndTopics walks every environment's
-// templates: every queue and topic carries one known-producers Deny
+// templates: every queue, topic and event bus carries one known-producers
+// Deny
 // (constructs/producers); every producer the templates wire passes it
 // (an IAM policy granting sqs:SendMessage or sns:Publish, a rule's target
 // or DLQ, a pipe's, an SNS subscription and its DLQ, an alarm's actions, a
@@ -28,8 +29,21 @@ func TestOnlyKnownProducersSendToQueuesAndTopics(t *testing.T) {
 	for _, es := range s.envs {
 		t.Run(es.Env.Name, func(t *testing.T) {
 			w := walkProducers(t, s, es)
-			if len(w.guards) < 23 {
-				t.Fatalf("%d guarded queues and topics, want the environment's 21 queues and 2 topics at least", len(w.guards))
+			if len(w.guards) < 24 {
+				t.Fatalf("%d guarded queues, topics and buses, want the environment's 21 queues, 2 topics and its bus at least", len(w.guards))
+			}
+			buses := 0
+			for arn, g := range w.guards {
+				if strings.Contains(arn, ":event-bus/") {
+					buses++
+					// The outbox publisher and the carts pipe, by name.
+					if len(g.admitted) != 2 {
+						t.Errorf("%s admits %v, want the outbox publisher's and the carts pipe's roles", g.name, g.admitted)
+					}
+				}
+			}
+			if buses != 1 {
+				t.Errorf("%d guarded event buses, want 1", buses)
 			}
 			for _, e := range w.edges {
 				g := w.guards[e.target]
@@ -236,6 +250,45 @@ func (w *producerWorld) findGuards(t *testing.T) {
 			}
 		}
 	}
+	// Event buses: each statement of a bus's policy is a resource of its own.
+	busDenies := map[string][]map[string]any{}
+	for _, r := range w.app.Resources("AWS::Events::EventBus") {
+		arn := w.str(t, r.Stack, map[string]any{"Fn::GetAtt": []any{r.LogicalID, "Arn"}})
+		byRef[w.str(t, r.Stack, map[string]any{"Ref": r.LogicalID})], names[arn] = arn, r.Path()
+		busDenies[arn] = nil
+	}
+	for _, pol := range w.app.Resources("AWS::Events::EventBusPolicy") {
+		st, err := w.app.Resolve(pol.Stack, pol.Properties["Statement"], w.phys)
+		if err != nil {
+			t.Fatalf("%s: %v", pol.Path(), err)
+		}
+		d, _ := st.(map[string]any)
+		if d["Effect"] != "Deny" || !slices.Contains(asStrings(d["Action"]), producers.ActionPutEvents) || dig(d, "Condition", producers.Operator) == nil {
+			continue
+		}
+		arn, ok := byRef[w.str(t, pol.Stack, pol.Properties["EventBusName"])]
+		if !ok {
+			t.Errorf("%s guards a bus that is not in the templates", pol.Path())
+			continue
+		}
+		busDenies[arn] = append(busDenies[arn], d)
+	}
+	for arn, denies := range busDenies {
+		if len(denies) != 1 {
+			t.Errorf("%s: %d known-producers Deny statements of %s, want one", names[arn], len(denies), producers.ActionPutEvents)
+			continue
+		}
+		d := denies[0]
+		if p, _ := json.Marshal(d["Principal"]); string(p) != `{"AWS":"*"}` || !slices.Equal(asStrings(d["Resource"]), []string{arn}) {
+			t.Errorf("%s: the guard's principal is %s and resource %v, want everyone and the bus itself", names[arn], p, d["Resource"])
+		}
+		g := &guardOf{name: names[arn], statement: d, used: map[string]bool{arn: true}}
+		cond, _ := dig(d, "Condition", producers.Operator).(map[string]any)
+		for _, v := range cond {
+			g.admitted = append(g.admitted, asStrings(v)...)
+		}
+		w.guards[arn] = g
+	}
 	for arn, name := range names {
 		if w.guards[arn] == nil {
 			t.Errorf("%s has no known-producers guard", name)
@@ -269,7 +322,7 @@ func (w *producerWorld) roleArn(t *testing.T, stack string, v any) string {
 	return "arn:aws:iam::" + w.app.Account + ":role/" + s
 }
 
-var sendActions = []string{producers.ActionSend, producers.ActionPublish}
+var sendActions = []string{producers.ActionSend, producers.ActionPublish, producers.ActionPutEvents}
 
 // grants reports whether an IAM action pattern covers sending or publishing.
 func grants(pattern string) bool {

@@ -11,6 +11,8 @@
 package consumers
 
 import (
+	"strings"
+
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -102,7 +104,14 @@ func fanOutWindow(qp *queueconsumer.Props, window time.Duration) {
 // bindTable binds the consumer's function to table, or reports it missing.
 func bindTable(scope constructs.Construct, what string, table *idempotencytable.Table, fn *golambda.Function, key string) {
 	if !core.Check(scope, "consumers").If(table == nil, "%s is required (%s)", what, key) {
-		table.BindTo(fn.Function)
+		// A shared table's consumer gets its own records only: the prefix of
+		// key ("preparacion:<pedido_id>"). The stock table is the stock
+		// consumer's alone.
+		if prefix, _, shared := strings.Cut(key, ":"); shared {
+			table.BindToKeys(fn.Function, prefix+":")
+		} else {
+			table.BindTo(fn.Function)
+		}
 	}
 }
 

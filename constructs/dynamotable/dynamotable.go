@@ -167,6 +167,53 @@ func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
 	return grant.Combine(core.GrantKey(t.EncryptionKey, grantee, "dynamodb", t.schema.KeyActions...))
 }
 
+// LeadingKeysCondition is the condition that limits a grant to the items
+// whose partition key starts with one of prefixes ("cobro:" admits
+// "cobro:<pedido_id>" and "cobro:<pedido_id>#llamadas").
+func LeadingKeysCondition(prefixes ...string) *map[string]*map[string]any {
+	patterns := make([]any, len(prefixes))
+	for i, p := range prefixes {
+		patterns[i] = p + "*"
+	}
+	return &map[string]*map[string]any{
+		"ForAllValues:StringLike": {"dynamodb:LeadingKeys": patterns},
+	}
+}
+
+// GrantConsumerKeys is GrantConsumer on the items whose partition key
+// starts with one of prefixes only (dynamodb:LeadingKeys): a consumer of a
+// shared table cannot read, forge or delete another consumer's records.
+func (t *Table) GrantConsumerKeys(grantee awsiam.IGrantable, prefixes ...string) awsiam.Grant {
+	return t.grantKeys(grantee, t.schema.Actions(), prefixes)
+}
+
+// GrantReadKeys lets grantee read (dynamodb:GetItem) the items whose
+// partition key starts with one of prefixes: the refund reads the charge's
+// record.
+func (t *Table) GrantReadKeys(grantee awsiam.IGrantable, prefixes ...string) awsiam.Grant {
+	return t.grantKeys(grantee, []string{"dynamodb:GetItem"}, prefixes)
+}
+
+func (t *Table) grantKeys(grantee awsiam.IGrantable, actions, prefixes []string) awsiam.Grant {
+	core.Check(t, "dynamotable").If(len(prefixes) == 0, "a key-limited grant needs at least one key prefix")
+	grant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings(actions...),
+		ResourceArns: jsii.Strings(*t.Table.TableArn()),
+		Conditions:   LeadingKeysCondition(prefixes...),
+	})
+	if t.EncryptionKey == nil {
+		return grant
+	}
+	return grant.Combine(core.GrantKey(t.EncryptionKey, grantee, "dynamodb", t.schema.KeyActions...))
+}
+
+// BindToKeys is BindTo with the grant limited to prefixes (GrantConsumerKeys).
+func (t *Table) BindToKeys(fn awslambda.Function, prefixes ...string) awsiam.Grant {
+	fn.AddEnvironment(jsii.String(t.schema.EnvTableName), t.Table.TableName(), nil)
+	return t.GrantConsumerKeys(fn, prefixes...)
+}
+
 // BindTo grants fn as a consumer (GrantConsumer) and sets the schema's
 // EnvTableName to the table's name, so the code never hard-codes it.
 func (t *Table) BindTo(fn awslambda.Function) awsiam.Grant {

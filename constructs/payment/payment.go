@@ -198,7 +198,12 @@ func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.Su
 		fn := golambda.NewFunction(p.Construct, id, fp)
 		dependency.GrantRead(p.Secret, props.DataKey, fn.Function)
 		if props.IdempotencyTable != nil {
-			props.IdempotencyTable.BindTo(fn.Function)
+			// Its own records only (cobro:<pedido_id>, reembolso:<pedido_id>
+			// and their #llamadas budgets); the refund reads the charge's.
+			props.IdempotencyTable.BindToKeys(fn.Function, name+":")
+			if name == "reembolso" {
+				props.IdempotencyTable.GrantReadKeys(fn.Function, "cobro:")
+			}
 		}
 		if props.BreakerStore != nil {
 			props.BreakerStore.Bind(fn.Function)

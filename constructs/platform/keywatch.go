@@ -27,11 +27,11 @@ const (
 
 // WatchedKeyCalls are the KMS calls on the data key that alert: those that
 // make it unusable (ScheduleKeyDeletion, DisableKey), change who may use it
-// (PutKeyPolicy), or undo a scheduled deletion (CancelKeyDeletion: someone
-// had scheduled it). Attempts count as much as successes: CloudTrail
+// (PutKeyPolicy), turn its rotation off (DisableKeyRotation), or undo a
+// scheduled deletion (CancelKeyDeletion: someone had scheduled it). Attempts count as much as successes: CloudTrail
 // records the calls the key policy denied too.
 func WatchedKeyCalls() []string {
-	return []string{"ScheduleKeyDeletion", "DisableKey", "PutKeyPolicy", "CancelKeyDeletion"}
+	return []string{"ScheduleKeyDeletion", "DisableKey", "DisableKeyRotation", "PutKeyPolicy", "CancelKeyDeletion"}
 }
 
 // KeyWatchPattern is the event pattern of the CloudTrail events of

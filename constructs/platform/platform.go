@@ -83,15 +83,28 @@ func DataKeyServices() []string {
 // KeyAdministrationActions are what the key's administrators may do: AWS's
 // "key administrators" set without any cryptographic action and without
 // kms:CreateGrant (a grant is a way to use the key), so administering the
-// key never reads its data. kms:PutKeyPolicy stays: it is how the policy
-// changes (and KMS requires it of the principal that sets the policy); a
-// change is alarmed (NewKeyWatch).
+// key never reads its data; and without kms:PutKeyPolicy, kms:Disable*
+// (DisableKey, DisableKeyRotation) and kms:Delete* but DeleteAlias, so an
+// administrator cannot remove the statements that keep deletion, disabling
+// and rotation to the break-glass role. The policy changes only through the
+// deployment role (KeyPolicyActions): docs/README-security.md.
 func KeyAdministrationActions() []string {
 	return []string{
-		"kms:CreateAlias", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*", "kms:Update*",
-		"kms:Revoke*", "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource", "kms:UntagResource",
+		"kms:CreateAlias", "kms:DeleteAlias", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Update*",
+		"kms:Revoke*", "kms:Get*", "kms:TagResource", "kms:UntagResource",
 		"kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion", "kms:RotateKeyOnDemand",
 	}
+}
+
+// KeyPolicyActions are the deployment role's only actions beyond
+// administration: CloudFormation sets the key's policy as that role (and
+// KMS's lockout check requires the principal that sets it to keep it).
+func KeyPolicyActions() []string { return []string{"kms:PutKeyPolicy"} }
+
+// BreakGlassActions are reserved to the break-glass role: every other
+// principal is denied them explicitly.
+func BreakGlassActions() []string {
+	return []string{"kms:ScheduleKeyDeletion", "kms:DisableKey", "kms:DisableKeyRotation"}
 }
 
 // KeyUseActions are the cryptographic actions this account's principals
@@ -103,6 +116,7 @@ func KeyUseActions() []string {
 // Statement ids of the data key's policy (tests and reviews find them by id).
 const (
 	SidKeyAdministration = "KeyAdministration"
+	SidKeyPolicy         = "KeyPolicyThroughTheDeploy"
 	SidKeyUse            = "KeyUseThroughServices"
 	SidKeyGrants         = "KeyGrantsForServiceResources"
 	SidKeyBreakGlass     = "BreakGlassDeletesOrDisables"
@@ -115,12 +129,13 @@ const (
 // account, is not there):
 //
 //   - administration (KeyAdministrationActions) by the deployment role and
-//     the Administrators, who cannot use the key;
+//     the Administrators, who cannot use the key, and the policy
+//     (KeyPolicyActions) by the deployment role only;
 //   - use (KeyUseActions, and kms:CreateGrant for AWS resources) by this
 //     account's principals, through IAM, only via Services and only from
 //     this account;
-//   - kms:ScheduleKeyDeletion and kms:DisableKey for BreakGlassRoleArn,
-//     and an explicit Deny of both to every other principal (but the
+//   - BreakGlassActions (deletion, disabling, rotation off) for
+//     BreakGlassRoleArn, and an explicit Deny of them to every other principal (but the
 //     deployment role when the key is destroyed with its stack);
 //   - the AWS services that act without an IAM role of ours (CloudWatch
 //     alarms publishing to encrypted topics, SNS and EventBridge delivering
@@ -183,6 +198,17 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 		Actions:    jsii.Strings(KeyAdministrationActions()...),
 		Resources:  jsii.Strings("*"),
 	}))
+	deployActions := KeyPolicyActions()
+	if keyRemoval == awscdk.RemovalPolicy_DESTROY {
+		// The key is destroyed with its stack, as the deployment role.
+		deployActions = append(deployActions, "kms:DisableKey")
+	}
+	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidKeyPolicy),
+		Principals: &[]awsiam.IPrincipal{admins[0]},
+		Actions:    jsii.Strings(deployActions...),
+		Resources:  jsii.Strings("*"),
+	}))
 	thisAccount := map[string]interface{}{"kms:CallerAccount": stack.Account(), "kms:ViaService": viaServices}
 	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String(SidKeyUse),
@@ -211,7 +237,7 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String(SidKeyBreakGlass),
 		Principals: &[]awsiam.IPrincipal{awsiam.NewArnPrincipal(jsii.String(breakGlass))},
-		Actions:    jsii.Strings("kms:ScheduleKeyDeletion", "kms:DisableKey"),
+		Actions:    jsii.Strings(BreakGlassActions()...),
 		Resources:  jsii.Strings("*"),
 	}))
 	mayDelete := []*string{jsii.String(breakGlass)}
@@ -224,7 +250,7 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 		Sid:        jsii.String(SidKeyDeletion),
 		Effect:     awsiam.Effect_DENY,
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings("kms:ScheduleKeyDeletion", "kms:DisableKey"),
+		Actions:    jsii.Strings(BreakGlassActions()...),
 		Resources:  jsii.Strings("*"),
 		Conditions: &map[string]interface{}{
 			"ArnNotLike": map[string]interface{}{"aws:PrincipalArn": mayDelete},

@@ -211,7 +211,7 @@ func TestDataKeyPolicyNamesItsAdministrators(t *testing.T) {
 				t.Errorf("break-glass statement names %v", got)
 			}
 			deny := sts[platform.SidKeyDeletion]
-			if deny.Effect != "Deny" || !slices.Equal(list(deny.Action), []string{"kms:ScheduleKeyDeletion", "kms:DisableKey"}) {
+			if deny.Effect != "Deny" || !slices.Equal(list(deny.Action), platform.BreakGlassActions()) {
 				t.Errorf("deletion statement %+v", deny)
 			}
 			if got := list(deny.Condition["ArnNotLike"]["aws:PrincipalArn"]); !slices.Equal(got, tc.mayDelete) {
@@ -287,7 +287,7 @@ func TestKeyWatch(t *testing.T) {
 			"source": []any{"aws.kms"}, "detail-type": []any{"AWS API Call via CloudTrail"},
 			"detail": map[string]any{
 				"eventSource": []any{"kms.amazonaws.com"},
-				"eventName":   []any{"ScheduleKeyDeletion", "DisableKey", "PutKeyPolicy", "CancelKeyDeletion"},
+				"eventName":   []any{"ScheduleKeyDeletion", "DisableKey", "DisableKeyRotation", "PutKeyPolicy", "CancelKeyDeletion"},
 				"resources":   map[string]any{"ARN": []any{map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^Key")), "Arn"}}}},
 			},
 		},

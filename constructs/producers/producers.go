@@ -1,15 +1,15 @@
 // Package producers makes "only known producers send" a property of every
-// queue and topic of the app: a Guard is one explicit Deny in the
-// resource's policy, of sqs:SendMessage or sns:Publish, for every principal
-// but the admitted ones, under one ArnNotLike block on aws:PrincipalArn
-// (the roles admitted) and aws:SourceArn (the sources admitted: a topic, a
-// rule, the account's alarms). An explicit Deny beats every Allow, so what
-// a consumer receives was sent by a producer the templates name. ForQueue
-// and ForTopic attach the guard once (reliablequeue, fanout and platform do
-// for what they create) and return it; whoever wires a producer admits it
+// queue, topic and event bus of the app: a Guard is one explicit Deny in
+// the resource's policy, of sqs:SendMessage, sns:Publish or
+// events:PutEvents, for every principal but the admitted ones, under one
+// ArnNotLike block on aws:PrincipalArn (the roles admitted) and
+// aws:SourceArn (the sources admitted: a topic, a rule, the account's
+// alarms). An explicit Deny beats every Allow, so what a consumer receives
+// was sent by a producer the templates name. ForQueue, ForTopic and ForBus
+// attach the guard once and return it; whoever wires a producer admits it
 // beside the wiring (AdmitRole, AdmitRule, AdmitTopic, ...), a role of
-// another stack by name (AdmitRoleName: a reference back would be a
-// cycle). Refuses judges a synthesised guard by IAM's rules, for tests.
+// another stack by name (NameRole, AdmitRoleName: a reference back would be
+// a cycle). Refuses judges a synthesised guard by IAM's rules, for tests.
 // The statement, the reasoning and who is admitted: docs/design.md#producers.
 package producers
 
@@ -37,9 +37,10 @@ const (
 	KeySourceArn    = "aws:SourceArn"
 	// Operator is the condition operator of both keys.
 	Operator = "ArnNotLike"
-	// ActionSend and ActionPublish are the actions guarded.
-	ActionSend    = "sqs:SendMessage"
-	ActionPublish = "sns:Publish"
+	// ActionSend, ActionPublish and ActionPutEvents are the actions guarded.
+	ActionSend      = "sqs:SendMessage"
+	ActionPublish   = "sns:Publish"
+	ActionPutEvents = "events:PutEvents"
 
 	// guardID is the construct id of the guard under its queue or topic.
 	guardID = "ProductoresConocidos"
@@ -84,6 +85,30 @@ func ForTopic(t awssns.ITopic) *Guard {
 		return nil
 	}
 	return attach(scope, ActionPublish, t.TopicArn(), func(s awsiam.PolicyStatement) { t.AddToResourcePolicy(s) })
+}
+
+// ForBus returns bus's guard, attaching it on first use: a Deny of
+// events:PutEvents in bus's resource policy for everyone not admitted
+// (the bus's events start the order workflow, which charges what they say).
+func ForBus(bus awsevents.EventBus) *Guard {
+	if bus == nil {
+		return nil
+	}
+	return attach(bus, ActionPutEvents, bus.EventBusArn(), func(s awsiam.PolicyStatement) { bus.AddToResourcePolicy(s) })
+}
+
+// NameRole gives role the physical name name, so that a guard of another
+// stack admits it with AdmitRoleName (a role of the stack that references
+// the guard's stack cannot be referenced back).
+func NameRole(role awsiam.Role, name string) {
+	if role == nil {
+		return
+	}
+	cfn, ok := role.Node().DefaultChild().(awsiam.CfnRole)
+	if core.Check(role, "producers").If(!ok || name == "" || strings.ContainsAny(name, ":/"), "NameRole: %q is not a role name, or the role has no CfnRole", name) {
+		return
+	}
+	cfn.SetRoleName(jsii.String(name))
 }
 
 func attach(resource constructs.Construct, action string, arn *string, add func(awsiam.PolicyStatement)) *Guard {

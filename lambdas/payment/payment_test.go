@@ -322,6 +322,58 @@ func TestRefundOnce(t *testing.T) {
 	}
 }
 
+// A refund the order's recorded charge does not back is refused before the
+// gateway is called, with a message that says why: an order never charged,
+// another charge's reference, another currency, more than was charged, and
+// a charge that was declined.
+func TestRefundOnlyWhatTheOrderWasCharged(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	ctx := ctxT(t)
+	ch, err := r.tasks.Cobro(ctx, cobro("PED-20"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := paymentapi.ReembolsoInput{PedidoID: "PED-20", ReferenciaCobro: ch.ReferenciaCobro, ImporteCentimos: ch.ImporteCentimos, Moneda: ch.Moneda}
+	cases := []struct {
+		name string
+		in   func(paymentapi.ReembolsoInput) paymentapi.ReembolsoInput
+		want string
+	}{
+		{"unknown order", func(in paymentapi.ReembolsoInput) paymentapi.ReembolsoInput { in.PedidoID = "PED-NUNCA"; return in }, "has no completed charge (cobro:PED-NUNCA)"},
+		{"another charge", func(in paymentapi.ReembolsoInput) paymentapi.ReembolsoInput {
+			in.ReferenciaCobro = "cob_otro"
+			return in
+		}, `referencia_cobro "cob_otro" is not the order's charge`},
+		{"another currency", func(in paymentapi.ReembolsoInput) paymentapi.ReembolsoInput { in.Moneda = "USD"; return in }, "moneda USD is not the charge's EUR"},
+		{"more than charged", func(in paymentapi.ReembolsoInput) paymentapi.ReembolsoInput { in.ImporteCentimos++; return in }, fmt.Sprintf("importe_centimos %d exceeds the %d charged", ch.ImporteCentimos+1, ch.ImporteCentimos)},
+	}
+	before := len(r.gw.Requests())
+	for _, c := range cases {
+		_, err := r.tasks.Reembolso(ctx, c.in(ok))
+		var te *payment.TaskError
+		if !errors.As(err, &te) || te.Name != paymentapi.ErrSolicitudInvalida || !strings.Contains(te.Message, c.want) {
+			t.Errorf("%s: %v, want %s saying %q", c.name, err, paymentapi.ErrSolicitudInvalida, c.want)
+		}
+	}
+	if n := len(r.gw.Requests()) - before; n != 0 {
+		t.Errorf("%d gateway calls for refused refunds, want 0", n)
+	}
+	// A declined charge backs no refund.
+	r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Status: 402}})
+	if _, err := r.tasks.Cobro(ctx, cobro("PED-21")); errName(t, err) != paymentapi.ErrTarjetaRechazada {
+		t.Fatalf("declined charge: %v", err)
+	}
+	_, err = r.tasks.Reembolso(ctx, paymentapi.ReembolsoInput{PedidoID: "PED-21", ReferenciaCobro: "cob_x", ImporteCentimos: 1, Moneda: "EUR"})
+	if te := (*payment.TaskError)(nil); !errors.As(err, &te) || !strings.Contains(te.Message, "has no completed charge") {
+		t.Errorf("refund of a declined charge: %v", err)
+	}
+	// What the charge backs is refunded, and a partial refund too.
+	ok.ImporteCentimos--
+	if _, err := r.tasks.Reembolso(ctx, ok); err != nil {
+		t.Fatalf("partial refund of the charge: %v", err)
+	}
+}
+
 // secrets is a Secrets Manager stand-in whose value can change.
 type secrets struct {
 	mu    sync.Mutex

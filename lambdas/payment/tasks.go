@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
@@ -129,7 +130,8 @@ func (t *Tasks) Cobro(ctx context.Context, in paymentapi.CobroInput) (paymentapi
 }
 
 // Reembolso refunds the order's charge once (key reembolso:<pedido_id>),
-// like Cobro.
+// like Cobro, and only a charge Cobro recorded for the order, up to its
+// amount (see refundable).
 func (t *Tasks) Reembolso(ctx context.Context, in paymentapi.ReembolsoInput) (paymentapi.ReembolsoOutput, error) {
 	if err := validate(in.PedidoID, in.ImporteCentimos, in.Moneda, [2]string{"referencia_cobro", in.ReferenciaCobro}); err != nil {
 		return paymentapi.ReembolsoOutput{}, err
@@ -137,6 +139,9 @@ func (t *Tasks) Reembolso(ctx context.Context, in paymentapi.ReembolsoInput) (pa
 	key, err := KeyReembolso(in.PedidoID)
 	if err != nil {
 		return paymentapi.ReembolsoOutput{}, &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
+	}
+	if err := t.refundable(ctx, in); err != nil {
+		return paymentapi.ReembolsoOutput{}, t.result(ctx, "reembolso", key, err)
 	}
 	out, err := idempotency.Do(ctx, t.store, key, func(ctx context.Context) (paymentapi.ReembolsoOutput, error) {
 		r, err := t.gw.Refund(ctx, key, RefundRequest{
@@ -152,6 +157,39 @@ func (t *Tasks) Reembolso(ctx context.Context, in paymentapi.ReembolsoInput) (pa
 			ImporteCentimos: r.ImporteCentimos, Moneda: r.Moneda}, nil
 	}, idempotency.WithPayload(in))
 	return out, t.result(ctx, "reembolso", key, err)
+}
+
+// refundable checks the refund against the order's charge as Cobro
+// recorded it (key cobro:<pedido_id>): the charge must exist and be
+// completed, the reference and currency must be its, and the amount at most
+// the amount charged. A refund the charge does not back is
+// SolicitudInvalida, before any call or claim.
+func (t *Tasks) refundable(ctx context.Context, in paymentapi.ReembolsoInput) error {
+	cobroKey, err := KeyCobro(in.PedidoID)
+	if err != nil {
+		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
+	}
+	ch, err := idempotency.Result[paymentapi.CobroOutput](ctx, t.store, cobroKey)
+	switch {
+	case errors.Is(err, idempotency.ErrNoResult):
+		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: fmt.Sprintf("refund refused: order %s has no completed charge (%s)", in.PedidoID, cobroKey), Err: err}
+	case err != nil:
+		return err
+	}
+	var problems []string
+	if ch.ReferenciaCobro != in.ReferenciaCobro {
+		problems = append(problems, fmt.Sprintf("referencia_cobro %q is not the order's charge %q", in.ReferenciaCobro, ch.ReferenciaCobro))
+	}
+	if ch.Moneda != in.Moneda {
+		problems = append(problems, fmt.Sprintf("moneda %s is not the charge's %s", in.Moneda, ch.Moneda))
+	}
+	if in.ImporteCentimos > ch.ImporteCentimos {
+		problems = append(problems, fmt.Sprintf("importe_centimos %d exceeds the %d charged", in.ImporteCentimos, ch.ImporteCentimos))
+	}
+	if len(problems) > 0 {
+		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: fmt.Sprintf("refund refused for order %s: %s", in.PedidoID, strings.Join(problems, "; "))}
+	}
+	return nil
 }
 
 // permanentIfBusiness records business refusals as FALLIDO (so a repeat gets

@@ -1,0 +1,174 @@
+// Command mf-reach prints, for review, every call of every Lambda function
+// (the AWS services its role is granted, the external hosts its
+// configuration names) and how it leaves the VPC, as the MF-REACH rule
+// (constructs/reachability) proves it on the synthesized templates: an
+// interface or gateway endpoint, a NAT gateway, or "outside the VPC". A call
+// without a path is marked with the missing hop and explained below the
+// table (lines of at most 160 columns); the command then exits 1 (and synth fails on it).
+//
+//	go run ./cmd/mf-reach                 every environment
+//	go run ./cmd/mf-reach -e prod         one environment
+//	go run ./cmd/mf-reach -dir cdk.out    templates already synthesized
+//
+// No AWS credentials are needed; the Lambda binaries are not built.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/reachability"
+	"github.com/mercadofresco/integration/stacks"
+)
+
+// maxWidth is the widest line the command prints.
+const maxWidth = 160
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	defer jsii.Close()
+	fs := flag.NewFlagSet("mf-reach", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	envName := fs.String("e", "", "environment (dev, staging, prod); empty: all")
+	dir := fs.String("dir", "", "read <stack>-<env>.template.json from this directory instead of synthesizing")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var envs []config.Environment
+	if *envName == "" {
+		all, err := config.All()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		envs = all
+	} else {
+		env, err := config.Lookup(*envName)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		envs = []config.Environment{env}
+	}
+	apps := map[string]*reachability.Templates{}
+	if *dir != "" {
+		for _, env := range envs {
+			app, err := reachability.LoadDir(*dir, env.Name, env.Account, env.Region)
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+				return 2
+			}
+			apps[env.Name] = app
+		}
+	} else {
+		outdir, err := os.MkdirTemp("", "mf-reach-")
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		defer os.RemoveAll(outdir)
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir), Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
+		builder := &golambda.Builder{}
+		defer builder.Close()
+		for _, env := range envs {
+			stacks.Build(app, env, builder)
+		}
+		apps, err = reachability.Environments(app.Synth(nil))
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+	}
+	var rows []row
+	for _, env := range envs {
+		for _, r := range reachability.Check(apps[env.Name]) {
+			rows = append(rows, row{env: env.Name, Result: r})
+		}
+	}
+	if n := writeTable(stdout, rows); n > 0 {
+		fmt.Fprintf(stderr, "%d call(s) without a path\n", n)
+		return 1
+	}
+	return 0
+}
+
+type row struct {
+	env string
+	reachability.Result
+}
+
+// writeTable prints rows and the findings, every line at most maxWidth
+// columns, and returns the number of unreachable calls.
+func writeTable(w io.Writer, rows []row) int {
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].env != rows[j].env {
+			return rows[i].env < rows[j].env
+		}
+		return rows[i].Function < rows[j].Function
+	})
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ENV\tFUNCTION\tCALLS\tVIA\tSTATUS\n")
+	var bad []string
+	for _, r := range rows {
+		status := "reachable"
+		if !r.OK() {
+			status = "MISSING" // the hop is named below the table
+			bad = append(bad, r.env+": "+r.Finding())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.env, cell(function(r.Result), 40), cell(strings.TrimPrefix(r.Target, "https://"), 40), cell(r.Via, 52), status)
+	}
+	tw.Flush()
+	for _, f := range bad {
+		fmt.Fprintln(w)
+		for _, l := range wrap(f, maxWidth) {
+			fmt.Fprintln(w, l)
+		}
+	}
+	return len(bad)
+}
+
+// function names an unnamed function by its construct path without the
+// project prefix and the L1's "/Resource".
+func function(r reachability.Result) string {
+	if r.Function != r.Path {
+		return r.Function
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(r.Path, "MercadoFresco-"), "/Resource")
+}
+
+func cell(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n+1:]
+}
+
+func wrap(s string, n int) []string {
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) > n:
+			out = append(out, line)
+			line = "    " + word
+		default:
+			line += " " + word
+		}
+	}
+	return append(out, line)
+}

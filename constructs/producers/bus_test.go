@@ -1,0 +1,75 @@
+package producers_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/internal/cfnlocal"
+)
+
+// TestBusGuardAdmitsOnlyItsProducers: the bus's guard is one Deny of
+// events:PutEvents for everyone but the roles admitted (one of them named
+// with NameRole in another stack), in its own EventBusPolicy; another role
+// of the account and a request without a principal are refused.
+func TestBusGuardAdmitsOnlyItsProducers(t *testing.T) {
+	platform := cdktest.NewStack("Plataforma")
+	bus := awsevents.NewEventBus(platform, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus")})
+	g := producers.ForBus(bus)
+	if again := producers.ForBus(bus); again != g {
+		t.Fatal("ForBus attached a second guard")
+	}
+	g.AdmitRoleName("publicador")
+	other := cdktest.NewStack("Outbox")
+	role := awsiam.NewRole(other, jsii.String("Rol"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
+	producers.NameRole(role, "publicador")
+	if errs := append(cdktest.Errors(platform), cdktest.Errors(other)...); len(errs) > 0 {
+		t.Fatalf("synthesis errors: %v", errs)
+	}
+
+	roles := assertions.Template_FromStack(other, nil).FindResources(jsii.String("AWS::IAM::Role"), nil)
+	for _, r := range *roles {
+		if name := (*r)["Properties"].(map[string]any)["RoleName"]; name != "publicador" {
+			t.Fatalf("RoleName %v, want publicador", name)
+		}
+	}
+	app := cfnlocal.New(account, cdktest.Region)
+	raw, _ := json.Marshal(assertions.Template_FromStack(platform, nil).ToJSON())
+	if err := app.Add("Plataforma", raw); err != nil {
+		t.Fatal(err)
+	}
+	var guards []map[string]any
+	for _, pol := range app.Resources("AWS::Events::EventBusPolicy") {
+		st, err := app.Resolve("Plataforma", pol.Properties["Statement"], cfnlocal.Physical{App: app})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The CDK prefixes the Sid of a bus policy's statement with "cdk-".
+		if s := st.(map[string]any); s["Sid"] == "cdk-"+producers.StatementSid {
+			guards = append(guards, s)
+		}
+	}
+	if len(guards) != 1 {
+		t.Fatalf("%d guard statements on the bus, want 1", len(guards))
+	}
+	if a, _ := json.Marshal(guards[0]["Action"]); string(a) != `"`+producers.ActionPutEvents+`"` {
+		t.Errorf("the guard denies %s, want %s", a, producers.ActionPutEvents)
+	}
+	for req, wantRefused := range map[producers.Request]bool{
+		{PrincipalArn: "arn:aws:iam::" + account + ":role/publicador"}: false,
+		{PrincipalArn: "arn:aws:iam::" + account + ":role/intruso"}:    true,
+		{PrincipalArn: "arn:aws:iam::" + account + ":root"}:            true,
+		{}: true,
+	} {
+		refused, err := producers.Refuses(guards[0], req)
+		if err != nil || refused != wantRefused {
+			t.Errorf("%+v: refused %v (%v), want %v", req, refused, err, wantRefused)
+		}
+	}
+}

@@ -93,6 +93,8 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		Platform:   platform,
 		Names:      names("StockMovements"),
 		StockTable: data.Stock,
+		Vpc:        network.Network.Vpc,
+		Subnets:    network.Network.EgressSubnets(),
 	})
 	s.Pedidos, s.CorreoQueue, s.AvisoERPQueue = s.Preparacion.Queue, s.Correo.Queue, s.AvisoERP.Queue
 	s.StockMovements = s.MovimientosStock.Queue

@@ -73,6 +73,8 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		FunctionName:            name("mf-iniciar-pedido"),
 		OperatorRoleArn:         env.RoleArn(env.Roles.Operator),
 		ArchiveRetention:        awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
+		Vpc:                     network.Network.Vpc,
+		Subnets:                 network.Network.EgressSubnets(),
 	})
 	var imp *carts.ImportedTable
 	if c := env.Carritos; c != nil {

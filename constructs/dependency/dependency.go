@@ -62,7 +62,7 @@ func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssec
 	secret := awssecretsmanager.NewSecret(scope, jsii.String(id), &awssecretsmanager.SecretProps{
 		SecretName:           props.SecretName,
 		Description:          jsii.String(props.Description),
-		EncryptionKey:        props.DataKey,
+		EncryptionKey:        core.SecretKey(scope, props.DataKey),
 		RemovalPolicy:        removal.For(props.RemovalPolicy, removal.Data),
 		GenerateSecretString: generate,
 	})

@@ -7,9 +7,14 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 )
+
+// DashboardName is the SPEC name of the environment's dashboard (in the
+// OrderFlow stack, the last one; docs/design.md#dashboard).
+const DashboardName = "mercadofresco-operaciones"
 
 // EnvironmentStacks are the stacks of one environment.
 type EnvironmentStacks struct {
@@ -32,6 +37,11 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	messaging := NewMessagingStack(scope, shared, data, network)
 	outbox := NewOutboxStack(scope, shared, network)
 	orderflow := NewOrderFlowStack(scope, shared, network, data, messaging)
+	// Last: every construct of the environment has added its widgets.
+	orderflow.Dashboard = dashboard.New(orderflow.Stack, "Tablero", &dashboard.Props{
+		Board:         shared.Dashboard,
+		DashboardName: jsii.String(env.PhysicalName(DashboardName)),
+	})
 	return &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox, OrderFlow: orderflow}
 }
 

@@ -327,6 +327,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		d.addAlarms(props.Alerts)
 		d.watchRotation(props)
 	}
+	d.contribute(props.Dashboard, clusterID, proxyName)
 	return d
 }
 

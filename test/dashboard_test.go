@@ -176,3 +176,54 @@ func dashboardMetrics(t *testing.T, body string) (map[string]bool, []string) {
 	}
 	return shown, headings
 }
+
+// Both objectives have their burn-rate alarms in every environment: one
+// over 1 h above 14.4 and one over 6 h above 6, on the measurements the
+// code emits, notifying alertas-mercadofresco.
+func TestSLOBurnRateAlarms(t *testing.T) {
+	s := synthApp(t)
+	for _, e := range s.envs {
+		t.Run(e.Env.Name, func(t *testing.T) {
+			app, err := cfnlocal.LoadDir(s.outdir, e.Env.Name, e.Env.Account, e.Env.Region)
+			if err != nil {
+				t.Fatal(err)
+			}
+			locals := literalLocals{cfnlocal.Physical{App: app}}
+			alerts := "arn:aws:sns:" + e.Env.Region + ":" + e.Env.Account + ":" + e.Env.PhysicalName("alertas-mercadofresco")
+			got := map[string][]string{}
+			for _, a := range app.Resources("AWS::CloudWatch::Alarm") {
+				raw, _ := json.Marshal(a.Prop("Metrics"))
+				for _, objective := range []string{metricsapi.MetricOrdersConfirmedLate, metricsapi.MetricMessagesLate} {
+					if !strings.Contains(string(raw), `"MetricName":"`+objective+`"`) {
+						continue
+					}
+					actions, _ := a.Prop("AlarmActions").([]any)
+					var targets []string
+					for _, act := range actions {
+						arn, err := app.ResolveString(a.Stack, act, locals)
+						if err != nil {
+							t.Fatal(err)
+						}
+						targets = append(targets, arn)
+					}
+					if !slices.Equal(targets, []string{alerts}) {
+						t.Errorf("%s notifies %v, want %s", a.Path(), targets, alerts)
+					}
+					var period float64
+					for _, m := range a.Prop("Metrics").([]any) {
+						if ms, ok := m.(map[string]any)["MetricStat"].(map[string]any); ok {
+							period = ms["Period"].(float64)
+						}
+					}
+					got[objective] = append(got[objective], fmt.Sprintf("%v over %v s", a.Prop("Threshold"), period))
+				}
+			}
+			for _, objective := range []string{metricsapi.MetricOrdersConfirmedLate, metricsapi.MetricMessagesLate} {
+				slices.Sort(got[objective])
+				if want := []string{"14.4 over 3600 s", "6 over 21600 s"}; !slices.Equal(got[objective], want) {
+					t.Errorf("%s burn-rate alarms %v, want %v", objective, got[objective], want)
+				}
+			}
+		})
+	}
+}

@@ -118,10 +118,12 @@ func New(scope constructs.Construct, id string, props *Props) *Objective {
 // has no data.
 func BurnRate(bad, total []awscloudwatch.Metric, budget float64, window awscdk.Duration, label string) awscloudwatch.MathExpression {
 	using := map[string]awscloudwatch.IMetric{}
+	// Ids unique per window: one graph shows every window's expression.
+	secs := *window.ToSeconds(nil)
 	sum := func(prefix string, ms []awscloudwatch.Metric) string {
 		terms := make([]string, len(ms))
 		for i, m := range ms {
-			id := fmt.Sprintf("%s%d", prefix, i)
+			id := fmt.Sprintf("%s%.0f_%d", prefix, secs, i)
 			using[id] = m.With(&awscloudwatch.MetricOptions{Period: window, Statistic: jsii.String("Sum")})
 			terms[i] = fmt.Sprintf("FILL(%s, 0)", id)
 		}

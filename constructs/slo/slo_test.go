@@ -2,6 +2,7 @@ package slo_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestBurnRateAlarmsPerWindow(t *testing.T) {
 			t.Errorf("alarm actions or missing data: %v", props)
 		}
 		raw, _ := json.Marshal(props["Metrics"])
-		if !strings.Contains(string(raw), "(FILL(malos0, 0) + FILL(malos1, 0)) / (FILL(total0, 0)) / 0.001") || !strings.Contains(string(raw), `"Stat":"Sum"`) {
+		if !regexp.MustCompile(`\(FILL\(malos(\d+)_0, 0\) \+ FILL\(malos(\d+)_1, 0\)\) / \(FILL\(total(\d+)_0, 0\)\) / 0.001`).Match(raw) || !strings.Contains(string(raw), `"Stat":"Sum"`) {
 			t.Errorf("burn rate expression: %s", raw)
 		}
 		for _, m := range props["Metrics"].([]any) {

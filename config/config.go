@@ -208,7 +208,7 @@ var environments = map[string]Environment{
 		Region:            "eu-west-1",
 		AvailabilityZones: []string{"eu-west-1a", "eu-west-1b", "eu-west-1c"},
 		AlarmEmail:        "alertas@mercadofresco.example",
-		LogRetention:      awslogs.RetentionDays_SIX_MONTHS,
+		LogRetention:      awslogs.RetentionDays_ONE_YEAR,
 		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
 		// Deletion protection on everything stateful: a prod table or
 		// database is never removed by a stack update.

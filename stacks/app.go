@@ -7,9 +7,14 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 )
+
+// DashboardName is the SPEC name of the environment's dashboard (in the
+// OrderFlow stack, the last one; docs/design.md#dashboard).
+const DashboardName = "mercadofresco-operaciones"
 
 // EnvironmentStacks are the stacks of one environment.
 type EnvironmentStacks struct {
@@ -35,6 +40,11 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	// Consumers deploy before producers: the outbox publishes PedidoCreado
 	// to the order flow's starter and ERP rule (MF-CONTRACT-ORDER).
 	outbox.AddStackDependency(orderflow.Stack, jsii.String("the order flow consumes the outbox's events: consumers deploy before producers (docs/design.md#event-contracts)"))
+	// Last: every construct of the environment has added its widgets.
+	orderflow.Dashboard = dashboard.New(orderflow.Stack, "Tablero", &dashboard.Props{
+		Board:         shared.Dashboard,
+		DashboardName: jsii.String(env.PhysicalName(DashboardName)),
+	})
 	return &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox, OrderFlow: orderflow}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/slo"
 )
 
 // PedidoConfirmadoTopicName is the fan-out topic's SPEC name (environments
@@ -36,6 +37,8 @@ type MessagingStack struct {
 	Pedidos, CorreoQueue, AvisoERPQueue, StockMovements *reliablequeue.Queue
 	// PrepararPedido is the order-preparation function.
 	PrepararPedido *golambda.Function
+	// QueueWaitSLO is SLO 2's burn-rate alarms (docs/design.md#slo).
+	QueueWaitSLO *slo.Objective
 }
 
 // NewMessagingStack creates the messaging stack of shared.Env: the fan-out
@@ -93,6 +96,8 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		Platform:   platform,
 		Names:      names("StockMovements"),
 		StockTable: data.Stock,
+		Vpc:        network.Network.Vpc,
+		Subnets:    network.Network.EgressSubnets(),
 	})
 	s.Pedidos, s.CorreoQueue, s.AvisoERPQueue = s.Preparacion.Queue, s.Correo.Queue, s.AvisoERP.Queue
 	s.StockMovements = s.MovimientosStock.Queue
@@ -108,5 +113,6 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	s.PedidoConfirmado.AddQueue("Pedidos", s.Pedidos, fanout.SubscriptionOptions{})
 	s.PedidoConfirmado.AddQueue("Correo", s.CorreoQueue, fanout.SubscriptionOptions{})
 	s.PedidoConfirmado.AddQueue("AvisoERP", s.AvisoERPQueue, fanout.SubscriptionOptions{})
+	s.QueueWaitSLO = newQueueWaitObjective(stack, shared)
 	return s
 }

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/slo"
 )
 
 // OrderFlowStack holds the order flow: the payment tasks, the workflow
@@ -24,6 +26,11 @@ type OrderFlowStack struct {
 	Starter  *orderworkflow.Starter
 	Carts    *carts.Carts
 	ERP      *erp.Destination
+	// ConfirmationSLO is SLO 1's burn-rate alarms (docs/design.md#slo).
+	ConfirmationSLO *slo.Objective
+	// Dashboard is the environment's dashboard (stacks.Build adds it once
+	// every stack has contributed its widgets).
+	Dashboard awscloudwatch.Dashboard
 }
 
 // NewOrderFlowStack creates the order flow stack of shared.Env.
@@ -75,6 +82,8 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		FunctionName:            name("mf-iniciar-pedido"),
 		OperatorRoleArn:         env.RoleArn(env.Roles.Operator),
 		ArchiveRetention:        awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
+		Vpc:                     network.Network.Vpc,
+		Subnets:                 network.Network.EgressSubnets(),
 	})
 	var imp *carts.ImportedTable
 	if c := env.Carritos; c != nil {
@@ -104,6 +113,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		DeadLetterQueueName: name("mercadofresco-erp-webhook-fallidos"),
 		SecretName:          name("mercadofresco/erp/webhook-api-key"),
 	})
+	s.ConfirmationSLO = newConfirmationObjective(stack, shared, s.Workflow)
 	output(stack, "StateMachineArn", "", s.Workflow.StateMachine.StateMachineArn())
 	output(stack, "GatewaySecretArn", "Put the payment gateway API key here before the first order", s.Payment.Secret.SecretArn())
 	output(stack, "ERPSecretArn", "Put the ERP API key here ({\"api_key\": ...}) and redeploy", s.ERP.Secret.SecretArn())

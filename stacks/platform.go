@@ -10,6 +10,7 @@ import (
 
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/producers"
@@ -42,6 +43,7 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 		LogRetention:       env.LogRetention,
 		RemovalPolicy:      env.RemovalPolicy,
 		DeletionProtection: jsii.Bool(env.DeletionProtection),
+		Dashboard:          &dashboard.Board{},
 	}}
 	deployer, err := platform.DeploymentRoleArn(stack)
 	if err != nil {

@@ -100,6 +100,11 @@ func directCallAllowed(t *testing.T, sts []keyStatement, account, principal, act
 							applies = false
 						}
 					}
+				case op == "BoolIfExists" && (k == "kms:GrantIsForAWSResource" || k == "aws:PrincipalIsAWSService"):
+					// A direct call by one of the account's principals:
+					// KMS sets GrantIsForAWSResource false, and the
+					// principal is no AWS service.
+					applies = applies && slices.Equal(asStrings(v), []string{"false"})
 				case k == "kms:ViaService" || k == "kms:GrantIsForAWSResource":
 					applies = false // a direct call carries neither
 				case op == "StringEquals" && k == "kms:CallerAccount":

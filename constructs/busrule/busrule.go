@@ -173,6 +173,8 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 	// admitted by whoever chose it: producers.ForQueue(q).AdmitRule(r.Rule)).
 	producers.ForQueue(r.DeadLetterQueue.Queue).AdmitRule(r.Rule)
 
+	r.contribute(props.Context, props.RuleName)
+
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	r.FailedInvocationsAlarm = alarm.New(c, "FailedInvocationsAlarm", &alarm.Props{
 		Metric:      r.Metric("FailedInvocations", &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),

@@ -290,6 +290,11 @@ type MovimientosStockProps struct {
 	Names
 	// StockTable is mercadofresco-stock. Required.
 	StockTable *stocktable.Table
+	// Vpc and Subnets place the function (nil: outside a VPC). It calls
+	// DynamoDB (the VPC's gateway endpoint) and SQS (its DLQ), so the
+	// subnets must reach SQS: the egress subnets (docs/design.md#control-tower).
+	Vpc     awsec2.IVpc
+	Subnets *awsec2.SubnetSelection
 }
 
 // MovimientosStockTimeout bounds one invocation: ten movements, each a
@@ -307,6 +312,7 @@ func NewMovimientosStock(scope constructs.Construct, id string, props *Movimient
 	props.Platform.check(c, "MovimientosStock")
 	qp := props.queueProps(props.Names, "lambdas/movimientos-stock", "Applies stock movements to mercadofresco-stock once each, in any order")
 	qp.Function.Timeout = core.Duration(MovimientosStockTimeout)
+	qp.Function.Vpc, qp.Function.VpcSubnets = props.Vpc, props.Subnets
 	// FIFO with MessageGroupId = sku: order kept per SKU, ~3,400 groups of
 	// parallelism, never one global group; high-throughput FIFO scales per
 	// group. maxReceiveCount 4: a failing message blocks its SKU's group

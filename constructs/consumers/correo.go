@@ -15,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
@@ -188,6 +189,7 @@ func (r *Correo) addEventTrail(c constructs.Construct, props *CorreoProps) {
 		}},
 	})
 	rule.Node().AddDependency(r.Events)
+	props.Dashboard.Add(dashboard.Bus, dashboard.Rule("SES events of the confirmation e-mails (default bus)", rule.Ref(), nil))
 	r.EventsDeadLetterQueue.Queue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)},
 		Actions:    jsii.Strings("sqs:SendMessage"),

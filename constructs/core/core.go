@@ -15,6 +15,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/removal"
 )
@@ -42,6 +43,9 @@ type Context struct {
 	RemovalPolicy awscdk.RemovalPolicy
 	// DeletionProtection of tables and databases. Nil means on.
 	DeletionProtection *bool
+	// Dashboard is the environment's dashboard registry: every construct
+	// adds its widgets to it (constructs/dashboard). Nil: no dashboard.
+	Dashboard *dashboard.Board
 }
 
 // Duration is d as a CDK Duration (in seconds): where a Go duration
@@ -128,7 +132,7 @@ func (c Context) Protected() *bool {
 }
 
 // FunctionProps fills what the context gives a function (builder, key, log
-// retention and removal, alarm topic) into the fields of p left zero.
+// retention and removal, alarm topic, dashboard) into the fields of p left zero.
 func (c Context) FunctionProps(p golambda.Props) *golambda.Props {
 	if p.Builder == nil {
 		p.Builder = c.Builder
@@ -144,6 +148,9 @@ func (c Context) FunctionProps(p golambda.Props) *golambda.Props {
 	}
 	if p.AlarmTopic == nil {
 		p.AlarmTopic = c.Alerts
+	}
+	if p.Dashboard == nil {
+		p.Dashboard = c.Dashboard
 	}
 	return &p
 }

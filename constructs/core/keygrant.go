@@ -34,3 +34,19 @@ func GrantKey(key awskms.IKey, grantee awsiam.IGrantable, service string, action
 		},
 	})
 }
+
+// SecretKey is key as an imported reference (by ARN) under scope, for the
+// EncryptionKey of a secret: the CDK's Secret appends to the policy of a key
+// it may edit a statement of its own (kms:CreateGrant for the account via
+// Secrets Manager) without kms:GrantIsForAWSResource, while the key's policy
+// already admits Secrets Manager with that condition
+// (docs/design.md#data-key). A nil key is nil.
+func SecretKey(scope constructs.Construct, key awskms.IKey) awskms.IKey {
+	if key == nil {
+		return nil
+	}
+	if k, ok := scope.Node().TryFindChild(jsii.String("SecretKey")).(awskms.IKey); ok {
+		return k
+	}
+	return awskms.Key_FromKeyArn(scope, jsii.String("SecretKey"), key.KeyArn())
+}

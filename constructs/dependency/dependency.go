@@ -21,6 +21,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
@@ -62,7 +63,7 @@ func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssec
 	secret := awssecretsmanager.NewSecret(scope, jsii.String(id), &awssecretsmanager.SecretProps{
 		SecretName:           props.SecretName,
 		Description:          jsii.String(props.Description),
-		EncryptionKey:        props.DataKey,
+		EncryptionKey:        core.SecretKey(scope, props.DataKey),
 		RemovalPolicy:        removal.For(props.RemovalPolicy, removal.Data),
 		GenerateSecretString: generate,
 	})
@@ -137,6 +138,12 @@ func Metric(environment, dependency, name, statistic string) awscloudwatch.Metri
 // the Context's environment, to its alerts topic; description says what an
 // open circuit means for the caller and what to check.
 func NewCircuitOpenedAlarm(scope constructs.Construct, id string, ctx core.Context, dependency, description string) awscloudwatch.Alarm {
+	// The dashboard's Breakers section shows every breaker that has an alarm.
+	ctx.Dashboard.Add(dashboard.Breakers, dashboard.Graph(dashboard.GraphProps{
+		Title: "breaker " + dependency + ": circuit openings",
+		Width: 6,
+		Left:  []awscloudwatch.IMetric{Metric(ctx.Environment(), dependency, breakerapi.MetricOpened, "Sum")},
+	}))
 	return alarm.New(scope, id, &alarm.Props{
 		Metric:      Metric(ctx.Environment(), dependency, breakerapi.MetricOpened, "Sum"),
 		Topic:       ctx.Alerts,

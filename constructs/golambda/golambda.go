@@ -34,6 +34,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
@@ -117,6 +118,9 @@ type Props struct {
 	// AlarmTopic, when set, receives an Errors > 0 and a Throttles > 0 alarm
 	// of this function (alarm and OK actions).
 	AlarmTopic awssns.ITopic
+	// Dashboard, when set, receives the function's widget: errors,
+	// throttles and concurrency against its ceiling (constructs/dashboard).
+	Dashboard *dashboard.Board
 	// SDKMaxAttempts is the AWS SDK's attempts per call
 	// (retryapi.EnvSDKMaxAttempts, set on every function so that the
 	// attempts guardrail reads the number the code runs with). Zero means
@@ -319,6 +323,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	if props.AlarmTopic != nil {
 		f.addAlarms(props.AlarmTopic)
 	}
+	f.contribute(props.Dashboard, props.FunctionName, props.ReservedConcurrentExecutions)
 	return f
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -12,6 +13,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -48,6 +50,12 @@ type StarterProps struct {
 	// (eventsapi.StarterWindow, 89 days) covers an archived event's longest
 	// pass to it (docs/design.md#replay-windows).
 	ArchiveRetention awscdk.Duration
+	// Vpc and Subnets place the starter (nil: outside a VPC); its security
+	// group allows HTTPS out only. It calls Step Functions and SQS (its
+	// DLQ), so the subnets must reach both: the egress subnets
+	// (docs/design.md#control-tower).
+	Vpc     awsec2.IVpc
+	Subnets *awsec2.SubnetSelection
 }
 
 // Starter is the PedidoCreado rule, its SQS buffer and the starter
@@ -110,12 +118,21 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 	if props.Workflow != nil {
 		smArn = props.Workflow.StateMachine.StateMachineArn()
 	}
+	var groups *[]awsec2.ISecurityGroup
+	if props.Vpc != nil {
+		sg := dependency.NewSecurityGroup(c, "GrupoSeguridad", props.Vpc,
+			"lambdas/iniciar-pedido: HTTPS to Step Functions and SQS", "HTTPS: Step Functions and SQS")
+		groups = &[]awsec2.ISecurityGroup{sg}
+	}
 	s.Function = golambda.NewFunction(c, "Iniciar", props.FunctionProps(golambda.Props{
-		Entry:        "lambdas/iniciar-pedido",
-		FunctionName: props.FunctionName,
-		Description:  jsii.String("Starts " + StateMachineName + " once per order (execution named after the order)"),
-		Timeout:      core.Duration(StarterTimeout),
-		MemorySize:   128,
+		Vpc:            props.Vpc,
+		VpcSubnets:     props.Subnets,
+		SecurityGroups: groups,
+		Entry:          "lambdas/iniciar-pedido",
+		FunctionName:   props.FunctionName,
+		Description:    jsii.String("Starts " + StateMachineName + " once per order (execution named after the order)"),
+		Timeout:        core.Duration(StarterTimeout),
+		MemorySize:     128,
 		Environment: map[string]*string{
 			"STATE_MACHINE_ARN":              smArn,
 			consumerapi.EnvIdempotencyWindow: jsii.String(consumerapi.FormatWindow(eventsapi.StarterWindow)),

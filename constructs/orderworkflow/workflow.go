@@ -253,6 +253,7 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 		Description: fmt.Sprintf("%s: Step Functions throttled state transitions. Executions slow down; check the account's state-transition quota and the starter's MaximumConcurrency.", *name),
 	})
 	w.CompensationFailedAlarm = w.compensationFailedAlarm(c, &p, *name)
+	w.contribute(p.Dashboard, *name)
 	return w
 }
 
@@ -392,6 +393,10 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 			"referencia_cobro": str("$.cobro.referencia_cobro"),
 			"confirmado_en":    str("$$.State.EnteredTime"),
 			"ejecucion":        str("$$.Execution.Id"),
+			// The commit time the outbox publisher stamps on every
+			// PedidoCreado (the starter's replay window refuses an order
+			// without it): the commit-to-confirmation objective.
+			"creado_en": str("$.creado_en"),
 		},
 		ResultPath: jsii.String("$.confirmacion"),
 	})

@@ -84,7 +84,7 @@ func (f *fixture) definition(t *testing.T) []byte {
 
 func order() eventsapi.PedidoCreado {
 	return eventsapi.PedidoCreado{
-		IDEvento: "0190-evt", Version: 1, PedidoID: "P-4820", ClienteID: "C-7",
+		IDEvento: "0190-evt", CreadoEn: "2026-12-01T09:59:58.2Z", Version: 1, PedidoID: "P-4820", ClienteID: "C-7",
 		Cliente:       eventsapi.Cliente{ID: "C-7", Email: "ana@example.com", Nombre: "Ana"},
 		TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc",
 		Lineas: []eventsapi.Linea{{SKU: "SKU-MANZANA", Cantidad: 3, PrecioCentimos: 120}, {SKU: "SKU-PAN", Cantidad: 1, PrecioCentimos: 4460}},
@@ -219,7 +219,7 @@ func TestDefinitionExecutes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("confirmation: %v (%s)", err, pub.Message)
 		}
-		if c.ReferenciaCobro != "ch_123" || c.Cliente.Email != "ana@example.com" || c.TotalCentimos != 4820 || len(c.Lineas) != 2 || c.Ejecucion == "" || c.ConfirmadoEn == "" {
+		if c.ReferenciaCobro != "ch_123" || c.Cliente.Email != "ana@example.com" || c.TotalCentimos != 4820 || len(c.Lineas) != 2 || c.Ejecucion == "" || c.ConfirmadoEn == "" || c.CreadoEn != "2026-12-01T09:59:58.2Z" {
 			t.Fatalf("confirmation %+v", c)
 		}
 		if !strings.HasSuffix(pub.TopicArn, ":mercadofresco-pedido-confirmado") ||

@@ -221,7 +221,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		Vpc:                     vpc,
 		VpcSubnets:              subnets,
 		Credentials: awsrds.Credentials_FromGeneratedSecret(jsii.String(DefaultMasterUser), &awsrds.CredentialsBaseOptions{
-			EncryptionKey: key,
+			EncryptionKey: core.SecretKey(this, key),
 			SecretName:    jsii.String(clusterID + "-credenciales"),
 		}),
 		DefaultDatabaseName:        jsii.String(d.DatabaseName),
@@ -232,9 +232,13 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		Backup:                     &awsrds.BackupProps{Retention: backup, PreferredWindow: jsii.String("02:00-03:00")},
 		PreferredMaintenanceWindow: jsii.String("sun:03:30-sun:04:30"),
 		CloudwatchLogsExports:      jsii.Strings("postgresql"),
-		CopyTagsToSnapshot:         jsii.Bool(true),
-		DeletionProtection:         jsii.Bool(deletionProtection),
-		RemovalPolicy:              clusterRemoval,
+		// Enhanced monitoring (operating-system metrics every 60 s: memory,
+		// swap, the process list) tells a connection storm from a slow
+		// query; the CDK creates the monitoring role.
+		MonitoringInterval: awscdk.Duration_Seconds(jsii.Number(60)),
+		CopyTagsToSnapshot: jsii.Bool(true),
+		DeletionProtection: jsii.Bool(deletionProtection),
+		RemovalPolicy:      clusterRemoval,
 	})
 	d.Cluster.Node().AddDependency(pgLogs)
 	d.Secret = d.Cluster.Secret()
@@ -307,6 +311,11 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 			Id:     jsii.String("AwsSolutions-RDS11"),
 			Reason: jsii.String("The default port 5432 is kept: only the proxy's and the rotation function's security groups may reach it, and a non-standard port adds no protection against anyone who can already reach the isolated subnets."),
 		},
+		{
+			Id:        jsii.String("AwsSolutions-IAM4"),
+			Reason:    jsii.String("The enhanced-monitoring role the CDK creates carries AmazonRDSEnhancedMonitoringRole, AWS's policy for exactly this role: it lets RDS write the OS metrics to the RDSOSMetrics log group and nothing else."),
+			AppliesTo: &[]interface{}{"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole"},
+		},
 	}, jsii.Bool(true))
 	if !deletionProtection {
 		cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{{
@@ -318,6 +327,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		d.addAlarms(props.Alerts)
 		d.watchRotation(props)
 	}
+	d.contribute(props.Dashboard, clusterID, proxyName)
 	return d
 }
 

@@ -129,6 +129,7 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 		Hour: jsii.String("4"), Minute: jsii.String("15"), TimeZone: awscdk.TimeZone_EUROPE_MADRID(),
 	}), "Deletes outbox rows published more than 7 days ago (quiet hours)", 2, awscdk.Duration_Hours(jsii.Number(1)))
 	p.addAlarms(props.Alerts, pending, oldest)
+	p.contribute(props.Dashboard, pending, oldest)
 	return p
 }
 

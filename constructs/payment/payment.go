@@ -157,6 +157,7 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 	latency := v.Seconds("LatencyThreshold", props.LatencyThreshold, DefaultLatencyThreshold.Seconds(), 0.001, 60)
 	p.addFunctions(props, vpc, subnets, read)
 	p.addAlarms(props, latency*1000)
+	p.contribute(props.Dashboard, latency*1000)
 	return p
 }
 

@@ -110,7 +110,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		// SQS-managed: an event about the key must be kept even when the
 		// key cannot encrypt it; the rule's own alarms go to the watch's
 		// topic.
-		Context:             core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy},
+		Context:             core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy, Dashboard: props.Dashboard},
 		OnDefaultBus:        true,
 		RuleName:            core.Or(props.RuleName, KeyWatchRule),
 		Description:         "CloudTrail: deletion, disabling or policy change of the data key (attempts included) -> alertas-mercadofresco and its own topic",

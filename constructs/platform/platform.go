@@ -121,6 +121,7 @@ const (
 	SidKeyGrants         = "KeyGrantsForServiceResources"
 	SidKeyBreakGlass     = "BreakGlassDeletesOrDisables"
 	SidKeyDeletion       = "OnlyBreakGlassDeletesOrDisables"
+	SidKeyGrantsOnly     = "NoGrantsButForAWSResources"
 )
 
 // NewDataKey creates the customer-managed key that encrypts MercadoFresco's
@@ -227,6 +228,19 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 		Conditions: &map[string]interface{}{
 			"StringEquals": thisAccount,
 			"Bool":         map[string]interface{}{"kms:GrantIsForAWSResource": "true"},
+		},
+	}))
+	// And nobody else creates grants: a Deny no later Allow (a statement a
+	// construct appends, as the CDK's Secret does) can widen. AWS services
+	// acting for a resource, or as themselves, are not refused.
+	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidKeyGrantsOnly),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("kms:CreateGrant"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]interface{}{
+			"BoolIfExists": map[string]interface{}{"kms:GrantIsForAWSResource": "false", "aws:PrincipalIsAWSService": "false"},
 		},
 	}))
 	// The break-glass role is no administrator: this is all it may do.

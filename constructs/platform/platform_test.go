@@ -207,6 +207,14 @@ func TestDataKeyPolicyNamesItsAdministrators(t *testing.T) {
 			if got := list(sts[platform.SidKeyGrants].Condition["Bool"]["kms:GrantIsForAWSResource"]); !slices.Equal(got, []string{"true"}) {
 				t.Errorf("grants for any purpose: %v", got)
 			}
+			// Control Tower's CT.KMS.PR.3: an explicit Deny of every grant
+			// that is neither for an AWS resource nor by an AWS service.
+			only := sts[platform.SidKeyGrantsOnly]
+			if only.Effect != "Deny" || !slices.Equal(list(only.Action), []string{"kms:CreateGrant"}) || !slices.Equal(list(only.Principal["AWS"]), []string{"*"}) ||
+				!slices.Equal(list(only.Condition["BoolIfExists"]["kms:GrantIsForAWSResource"]), []string{"false"}) ||
+				!slices.Equal(list(only.Condition["BoolIfExists"]["aws:PrincipalIsAWSService"]), []string{"false"}) || len(only.Condition) != 1 {
+				t.Errorf("grants statement %+v", only)
+			}
 			if got := list(sts[platform.SidKeyBreakGlass].Principal["AWS"]); !slices.Equal(got, []string{breakGlass}) {
 				t.Errorf("break-glass statement names %v", got)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/internal/guardeval"
 )
 
 // TestBusGuardAdmitsOnlyItsProducers: the bus's guard is one Deny of
@@ -61,13 +62,13 @@ func TestBusGuardAdmitsOnlyItsProducers(t *testing.T) {
 	if a, _ := json.Marshal(guards[0]["Action"]); string(a) != `"`+producers.ActionPutEvents+`"` {
 		t.Errorf("the guard denies %s, want %s", a, producers.ActionPutEvents)
 	}
-	for req, wantRefused := range map[producers.Request]bool{
+	for req, wantRefused := range map[guardeval.Request]bool{
 		{PrincipalArn: "arn:aws:iam::" + account + ":role/publicador"}: false,
 		{PrincipalArn: "arn:aws:iam::" + account + ":role/intruso"}:    true,
 		{PrincipalArn: "arn:aws:iam::" + account + ":root"}:            true,
 		{}: true,
 	} {
-		refused, err := producers.Refuses(guards[0], req)
+		refused, err := guardeval.Refuses(guards[0], req)
 		if err != nil || refused != wantRefused {
 			t.Errorf("%+v: refused %v (%v), want %v", req, refused, err, wantRefused)
 		}

@@ -78,6 +78,11 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 	producers.ForQueue(d.Queue)
 	d.Alarm = NewDeadLetterAlarm(c, "Alarm", d.Queue, props.Alerts,
 		fmt.Sprintf("Dead-letter queue of %s has messages: deliveries that never reached their consumer. Runbook: docs/runbooks/dlq.md (mf-dlq inspect and classify work on this queue; SQS cannot redrive it to a non-SQS source).", props.Source))
+	title := ""
+	if qp.QueueName != nil {
+		title = *qp.QueueName
+	}
+	contributeDeadLetter(props.Dashboard, title, d.Queue)
 	cdknag.NagSuppressions_AddResourceSuppressions(d.Queue, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-SQS3"),
 		Reason: jsii.String(fmt.Sprintf("This queue IS a dead-letter queue (of the %s); cdk-nag only recognises DLQs referenced by an SQS redrive policy. A DLQ of a DLQ would hide failures: it has its own alarm (ApproximateNumberOfMessagesVisible > 0) instead.",

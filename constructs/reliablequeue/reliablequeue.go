@@ -245,6 +245,7 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: fmt.Sprintf("Oldest message in %s is older than %.0f s: the consumer is stopped, failing or throttled. Messages expire after %.0f s.", sourceName, ageS, retentionS),
 	})
+	q.contribute(props.Dashboard, ageS)
 	return q
 }
 

@@ -143,6 +143,10 @@ type PedidoConfirmado struct {
 	ConfirmadoEn string `json:"confirmado_en"`
 	// Ejecucion is the ARN of the workflow execution (for tracing).
 	Ejecucion string `json:"ejecucion"`
+	// CreadoEn is when the order was committed in Aurora (the PedidoCreado's
+	// creado_en, RFC 3339): with ConfirmadoEn it measures the
+	// commit-to-confirmation objective (docs/design.md#slo).
+	CreadoEn string `json:"creado_en,omitempty"`
 }
 
 // Validate reports every missing or invalid field of a version-1 message.

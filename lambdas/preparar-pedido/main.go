@@ -12,4 +12,8 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
-func main() { sqsconsumer.Main("preparar-pedido", preparation.FromRuntime) }
+// Every confirmed order reaches this consumer once: it measures the
+// commit-to-confirmation objective (docs/design.md#slo).
+func main() {
+	sqsconsumer.Main("preparar-pedido", preparation.FromRuntime, sqsconsumer.MeasureConfirmations)
+}

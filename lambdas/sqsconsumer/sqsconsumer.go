@@ -286,14 +286,61 @@ func (r *Runtime) HTTPDeps(prefix, name string) (OnceDeps, *httpdep.Client, erro
 // Main is the whole main of a consumer: it builds the runtime from the
 // process environment, lets build make the consumer's processor, and
 // starts the Lambda runtime with it (lambdaenv.Main).
-func Main(function string, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) {
-	lambdaenv.Main(function, func(ctx context.Context, env *lambdaenv.Env, _ *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+//
+// Every batch is measured first for the queue-wait objective
+// (MeasureQueueWait), then by observers (MeasureConfirmations), on
+// standard output in EMF (docs/design.md#slo).
+func Main(function string, build func(context.Context, *Runtime) (*sqsbatch.Processor, error), observers ...Observer) {
+	lambdaenv.Main(function, func(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 		p, err := Start(ctx, function, env, build)
 		if err != nil {
 			return nil, err
 		}
-		return p.Process, nil
+		w := metrics.ForEnvironment(os.Stdout, env.String(consumerapi.EnvEnvironment, ""))
+		return Measured(w, log, p.Process, observers...), nil
 	})
+}
+
+// Observer measures a batch before it is processed, writing to w.
+type Observer func(w metrics.Emitter, ev events.SQSEvent) error
+
+// Measured is process preceded by MeasureQueueWait and observers, each
+// writing to w. A measurement that fails is logged and never fails the
+// batch.
+func Measured(w metrics.Emitter, log *slog.Logger, process func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), observers ...Observer) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	all := append([]Observer{MeasureQueueWait}, observers...)
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		for _, o := range all {
+			if err := o(w, ev); err != nil {
+				log.WarnContext(ctx, "objective measurement not written", slog.Any("error", err))
+			}
+		}
+		return process(ctx, ev)
+	}
+}
+
+// MeasureQueueWait writes the second objective's record of the batch: its
+// messages on their first receive and how long they waited
+// (metrics.QueueWaits).
+func MeasureQueueWait(w metrics.Emitter, ev events.SQSEvent) error {
+	attrs := make([]map[string]string, len(ev.Records))
+	for i, r := range ev.Records {
+		attrs[i] = r.Attributes
+	}
+	return metrics.QueueWaits(w, attrs...)
+}
+
+// MeasureConfirmations writes the first objective's record of every
+// confirmed order of the batch on its first receive
+// (metrics.Confirmations): the observer of the one consumer every
+// confirmed order reaches once, order preparation.
+func MeasureConfirmations(w metrics.Emitter, ev events.SQSEvent) error {
+	bodies := make([]string, len(ev.Records))
+	attrs := make([]map[string]string, len(ev.Records))
+	for i, r := range ev.Records {
+		bodies[i], attrs[i] = r.Body, r.Attributes
+	}
+	return metrics.Confirmations(w, bodies, attrs)
 }
 
 // Start builds the consumer's processor as Main does, from env (tests use

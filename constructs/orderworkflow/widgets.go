@@ -1,0 +1,41 @@
+package orderworkflow
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/dashboard"
+)
+
+// contribute adds the Workflow section's widgets: executions started,
+// succeeded, failed and timed out (sums over 5 minutes), and the
+// execution time p50 and p99.
+func (w *Workflow) contribute(board *dashboard.Board, name string) {
+	if board == nil {
+		return
+	}
+	opts := func(stat, label string) *awscloudwatch.MetricOptions {
+		return &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String(stat), Label: jsii.String(label)}
+	}
+	sm := w.StateMachine
+	board.Add(dashboard.Workflow,
+		dashboard.Graph(dashboard.GraphProps{
+			Title: name + ": executions",
+			Width: 12,
+			Left: []awscloudwatch.IMetric{
+				sm.MetricStarted(opts("Sum", "started")),
+				sm.MetricSucceeded(opts("Sum", "succeeded")),
+				sm.MetricFailed(opts("Sum", "failed")),
+				sm.MetricTimedOut(opts("Sum", "timed out")),
+			},
+		}),
+		dashboard.Graph(dashboard.GraphProps{
+			Title: name + ": execution time (ms)",
+			Width: 12,
+			Left: []awscloudwatch.IMetric{
+				sm.MetricTime(opts("p50", "p50")),
+				sm.MetricTime(opts("p99", "p99")),
+			},
+		}))
+}

@@ -40,8 +40,9 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	// Consumers deploy before producers: the outbox publishes PedidoCreado
 	// to the order flow's starter and ERP rule (MF-CONTRACT-ORDER).
 	outbox.AddStackDependency(orderflow.Stack, jsii.String("the order flow consumes the outbox's events: consumers deploy before producers (docs/design.md#event-contracts)"))
-	// Last: every construct of the environment has added its widgets.
-	orderflow.Dashboard = dashboard.New(orderflow.Stack, "Tablero", &dashboard.Props{
+	// Last: every construct of the environment has added its widgets. The
+	// dashboard goes in the stack that deploys last (it reads every stack).
+	outbox.Dashboard = dashboard.New(outbox.Stack, "Tablero", &dashboard.Props{
 		Board:         shared.Dashboard,
 		DashboardName: jsii.String(env.PhysicalName(DashboardName)),
 	})

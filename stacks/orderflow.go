@@ -2,7 +2,6 @@ package stacks
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -28,9 +27,6 @@ type OrderFlowStack struct {
 	ERP      *erp.Destination
 	// ConfirmationSLO is SLO 1's burn-rate alarms (docs/design.md#slo).
 	ConfirmationSLO *slo.Objective
-	// Dashboard is the environment's dashboard (stacks.Build adds it once
-	// every stack has contributed its widgets).
-	Dashboard awscloudwatch.Dashboard
 }
 
 // NewOrderFlowStack creates the order flow stack of shared.Env.

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -22,6 +23,10 @@ type OutboxStack struct {
 	// Publisher is the publisher and cleanup functions, schedules and
 	// alarms.
 	Publisher *outbox.Publisher
+	// Dashboard is the environment's dashboard (stacks.Build adds it once
+	// every stack has contributed its widgets). It is in this stack because
+	// the Outbox stack deploys last: it depends on every other one.
+	Dashboard awscloudwatch.Dashboard
 }
 
 // NewOutboxStack creates the outbox stack of shared.Env in the network's

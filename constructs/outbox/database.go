@@ -24,11 +24,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsrds"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
@@ -121,7 +121,22 @@ type Database struct {
 	// RotationFailures receives Secrets Manager's RotationFailed events for
 	// the database secret; its alarm fires on the first one.
 	RotationFailures *reliablequeue.DeadLetterQueue
+	// RotationFailuresDLQ keeps what RotationFailures could not: an event
+	// EventBridge could not deliver to it (the rule target's DLQ), and an
+	// event received RotationFailuresMaxReceives times there without being
+	// deleted (its redrive). Its alarm fires on the first one too.
+	RotationFailuresDLQ *reliablequeue.DeadLetterQueue
 }
+
+// Rotation-failure queues: the holding queue keeps an event 7 days (it
+// alarms on the first), its DLQ 14 (a standard DLQ must outlive its
+// source: a moved message keeps its enqueue time); a person reading the
+// holding queue in the console receives each event, so 10 looks move it to
+// the DLQ, where it alarms again and is kept.
+const (
+	rotationFailuresRetentionDays = 7
+	RotationFailuresMaxReceives   = 10
+)
 
 // NewDatabase creates the cluster and its proxy. Every problem of props is
 // reported at synth; the construct is still whole (in an imported
@@ -336,9 +351,27 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 // failure only as an event (through CloudTrail), and a secret whose rotation
 // keeps failing is a credential nobody can renew.
 func (d *Database) watchRotation(props *DatabaseProps) {
+	// Named, so the DLQ can admit it by ARN without a reference cycle.
+	held := "mercadofresco-rotacion-aurora-" + props.Context.Environment()
 	d.RotationFailures = reliablequeue.NewDeadLetterQueue(d.Construct, "RotacionFallida", &reliablequeue.DeadLetterQueueProps{
-		Context: props.Context,
-		Source:  "Secrets Manager RotationFailed events of the database secret",
+		Context:         props.Context,
+		QueueName:       jsii.String(held),
+		Source:          "Secrets Manager RotationFailed events of the database secret",
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(rotationFailuresRetentionDays)),
+	})
+	d.RotationFailuresDLQ = reliablequeue.NewDeadLetterQueue(d.Construct, "RotacionFallidaDLQ", &reliablequeue.DeadLetterQueueProps{
+		Context:   props.Context,
+		QueueName: jsii.String(held + "-fallidos"),
+		Source:    "RotationFailed events EventBridge could not deliver to RotacionFallida, or received there 10 times without being deleted",
+	})
+	d.RotationFailures.Queue.Node().DefaultChild().(awssqs.CfnQueue).SetRedrivePolicy(map[string]any{
+		"deadLetterTargetArn": d.RotationFailuresDLQ.Queue.QueueArn(),
+		"maxReceiveCount":     RotationFailuresMaxReceives,
+	})
+	// The DLQ admits this one source queue (NewDeadLetterQueue denies all).
+	d.RotationFailuresDLQ.Queue.Node().DefaultChild().(awssqs.CfnQueue).SetRedriveAllowPolicy(map[string]any{
+		"redrivePermission": "byQueue",
+		"sourceQueueArns":   []any{awscdk.Stack_Of(d.Construct).FormatArn(&awscdk.ArnComponents{Service: jsii.String("sqs"), Resource: jsii.String(held)})},
 	})
 	rule := awsevents.NewRule(d.Construct, jsii.String("RotacionFallidaRegla"), &awsevents.RuleProps{
 		Description: jsii.String("Failed rotations of the Aurora secret"),
@@ -354,12 +387,12 @@ func (d *Database) watchRotation(props *DatabaseProps) {
 	// A retry policy like every rule target's (MF-ATTEMPTS: EventBridge's
 	// default of 185 retries is no policy); a day of retries for a queue.
 	rule.AddTarget(awseventstargets.NewSqsQueue(d.RotationFailures.Queue, &awseventstargets.SqsQueueProps{
-		RetryAttempts: jsii.Number(10),
-		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(24)),
+		RetryAttempts:   jsii.Number(10),
+		MaxEventAge:     awscdk.Duration_Hours(jsii.Number(24)),
+		DeadLetterQueue: d.RotationFailuresDLQ.Queue,
 	}))
 	producers.ForQueue(d.RotationFailures.Queue).AdmitRule(rule)
-	guardrails.Acknowledge(d.RotationFailures.Queue, guardrails.RuleQueueWithoutDLQ,
-		"This queue only keeps RotationFailed events for the on-call to read; nothing consumes it, so nothing can fail and need a DLQ, and its alarm fires on the first message.")
+	producers.ForQueue(d.RotationFailuresDLQ.Queue).AdmitRule(rule)
 }
 
 func (d *Database) addAlarms(topic awssns.ITopic) {

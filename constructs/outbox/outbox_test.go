@@ -160,6 +160,23 @@ func TestRotationFailuresAreAlarmed(t *testing.T) {
 		"MetricName": "ApproximateNumberOfMessagesVisible",
 		"Dimensions": []any{map[string]any{"Name": "QueueName", "Value": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("RotacionFallida")), "QueueName"}}}},
 	})
+	// An undeliverable event, and one the holding queue cannot keep, are
+	// not lost: the rule target and the queue both have a DLQ (alarmed).
+	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
+			"DeadLetterConfig": map[string]any{"Arn": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("RotacionFallidaDLQ")), "Arn"}}},
+		})},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+		"RedrivePolicy": map[string]any{
+			"deadLetterTargetArn": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("RotacionFallidaDLQ")), "Arn"}},
+			"maxReceiveCount":     outbox.RotationFailuresMaxReceives,
+		},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+		"MetricName": "ApproximateNumberOfMessagesVisible",
+		"Dimensions": []any{map[string]any{"Name": "QueueName", "Value": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("RotacionFallidaDLQ")), "QueueName"}}}},
+	})
 }
 
 func TestAuroraServerlessV2EncryptedTLSOnlyWithRotatedSecret(t *testing.T) {

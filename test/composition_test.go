@@ -60,7 +60,7 @@ func TestMessagingStackResources(t *testing.T) {
 		{"mf-preparar-pedido", 4, 5, true},
 		{"mf-correo-confirmacion", 2, 5, true},
 		{"mf-aviso-erp", 2, 2, true},
-		{"mf-movimientos-stock", 20, 10, false},
+		{"mf-movimientos-stock", 20, 10, true},
 	} {
 		props := map[string]any{
 			"FunctionName":                 c.name,

@@ -164,7 +164,7 @@ var Queues = []Queue{
 			IdempotencyKey:    "the execution name of the order (orderstart.ExecutionNameFor; Step Functions keeps it 90 days)",
 			Window:            eventsapi.StarterWindow,
 			CreatedAtKey:      eventsapi.KeyCreadoEn,
-			SupportedVersions: []int{1},
+			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado),
 			VersionKey:        "detail.version",
 			RequiredKeys:      []string{"detail.pedido_id", eventsapi.KeyCreadoEn},
 		}},

@@ -13,6 +13,7 @@ func TestConsumersAcceptTheContractsVersions(t *testing.T) {
 	want := map[string]string{
 		"Pedidos": eventsapi.TypePedidoConfirmado, "Correo": eventsapi.TypePedidoConfirmado,
 		"AvisoERP": eventsapi.TypePedidoConfirmado, "StockMovements": eventsapi.TypeMovimientoStock,
+		"Inicio": eventsapi.TypePedidoCreado,
 	}
 	for _, q := range Queues {
 		typ, ok := want[q.Logical]

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
 	"github.com/mercadofresco/integration/constructs/platform"
-	"github.com/mercadofresco/integration/internal/eventpattern"
 	"github.com/mercadofresco/integration/stacks"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
 	"github.com/mercadofresco/integration/constructs/contract"
-	"github.com/mercadofresco/integration/internal/eventpattern"
+	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 

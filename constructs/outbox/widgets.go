@@ -48,4 +48,17 @@ func (d *Database) contribute(board *dashboard.Board, clusterID, proxyName strin
 	if rule, ok := d.Node().TryFindChild(jsii.String("RotacionFallidaRegla")).(awsevents.Rule); ok {
 		board.Add(dashboard.Bus, dashboard.Rule("Secrets Manager RotationFailed of "+clusterID, rule.RuleName(), nil))
 	}
+	// The holding queue of RotationFailed events redrives to its DLQ after
+	// RotationFailuresMaxReceives looks: its depth and the age of its oldest.
+	if d.RotationFailures != nil {
+		name := d.RotationFailures.Queue.QueueName()
+		sqs := func(metric, label string) awscloudwatch.IMetric {
+			return dashboard.Metric("AWS/SQS", metric, map[string]*string{"QueueName": name}, "Maximum", label, nil)
+		}
+		board.Add(dashboard.Queues, dashboard.Graph(dashboard.GraphProps{
+			Title: "RotationFailed events of " + clusterID,
+			Left:  []awscloudwatch.IMetric{sqs("ApproximateNumberOfMessagesVisible", "depth")},
+			Right: []awscloudwatch.IMetric{sqs("ApproximateAgeOfOldestMessage", "age of the oldest (s)")},
+		}))
+	}
 }

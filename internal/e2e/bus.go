@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
 	"github.com/mercadofresco/integration/internal/awsfake"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
-	"github.com/mercadofresco/integration/internal/eventpattern"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 

@@ -318,4 +318,7 @@ var free = map[string]bool{
 	// A schema registry without a discoverer (constructs/schemaregistry):
 	// only schema discovery is charged.
 	"AWS::EventSchemas::Registry": true, "AWS::EventSchemas::Schema": true,
+	// A metric filter is free; the custom metric it writes is one of the
+	// few the alarms already read (CompensacionFallida).
+	"AWS::Logs::MetricFilter": true,
 }

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
-	"github.com/mercadofresco/integration/internal/eventpattern"
 )
 
 // routeBusEvents puts the usage model's events on the environment's custom

@@ -19,7 +19,7 @@ func goWrapper(t *testing.T, refuseBuild bool) (bin, log string) {
 	t.Helper()
 	real, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go on PATH")
+		t.Fatalf("go is not on PATH (the build cache test wraps it): %v", err)
 	}
 	dir := t.TempDir()
 	bin, log = filepath.Join(dir, "go"), filepath.Join(dir, "log")

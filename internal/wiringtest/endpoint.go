@@ -86,7 +86,9 @@ var answers = map[string]answer{
 	},
 }
 
-func emptyDynamoDB(_ *Endpoint, w http.ResponseWriter, _ Request) { writeJSON(w, "1.0", map[string]any{}) }
+func emptyDynamoDB(_ *Endpoint, w http.ResponseWriter, _ Request) {
+	writeJSON(w, "1.0", map[string]any{})
+}
 
 // Endpoint is a local AWS endpoint that records every request and answers
 // it as the service does (see answers). SQS requests are served by an

@@ -210,3 +210,49 @@ func newID() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// WantRequest fails the test unless a request with target reached e whose
+// body contains every one of parts.
+func WantRequest(t testing.TB, e *Endpoint, target string, parts ...string) Request {
+	t.Helper()
+	rs := e.Requests(target)
+	for _, r := range rs {
+		ok := true
+		for _, p := range parts {
+			ok = ok && bytes.Contains(r.Body, []byte(p))
+		}
+		if ok {
+			return r
+		}
+	}
+	var bodies []string
+	for _, r := range rs {
+		bodies = append(bodies, string(r.Body))
+	}
+	t.Fatalf("no %s containing %q reached the endpoint (targets %v; bodies %v)", target, parts, e.Targets(), bodies)
+	return Request{}
+}
+
+// WantDeadLetter fails the test unless the one DLQ of dlqURLs (a DLQ_URLS
+// value: {"source queue": "DLQ URL"}) holds a message whose body is body,
+// sent through SQS.
+func WantDeadLetter(t testing.TB, e *Endpoint, dlqURLs, body string) {
+	t.Helper()
+	var routes map[string]string
+	if err := json.Unmarshal([]byte(dlqURLs), &routes); err != nil || len(routes) != 1 {
+		t.Fatalf("DLQ_URLS %s: want one route (%v)", dlqURLs, err)
+	}
+	for _, url := range routes {
+		WantRequest(t, e, "AmazonSQS.SendMessage", `"QueueUrl":"`+url+`"`)
+		msgs, err := e.Queues.Inspect(url)
+		if err != nil {
+			t.Fatalf("DLQ %s: %v", url, err)
+		}
+		for _, m := range msgs {
+			if m.Body == body {
+				return
+			}
+		}
+		t.Fatalf("DLQ %s holds %d messages, none with body %q", url, len(msgs), body)
+	}
+}

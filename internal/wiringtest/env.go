@@ -14,8 +14,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // Account and Region are what the rendered ARNs and URLs name.
@@ -239,4 +243,35 @@ func Setenv(t testing.TB, env map[string]string, endpoint string) {
 	} {
 		tt.Setenv(k, v)
 	}
+}
+
+// SQSEvent is a Lambda event of bodies received once from the queue named
+// queueName (message ids m-0, m-1, ...; on a FIFO queue each in message
+// group "g").
+func SQSEvent(queueName string, bodies ...string) events.SQSEvent {
+	var ev events.SQSEvent
+	for i, b := range bodies {
+		id := fmt.Sprintf("m-%d", i)
+		attrs := map[string]string{
+			"ApproximateReceiveCount": "1",
+			"SentTimestamp":           strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10),
+		}
+		if strings.HasSuffix(queueName, ".fifo") {
+			attrs["MessageGroupId"] = "g"
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId: id, ReceiptHandle: "rh-" + id, Body: b, EventSource: "aws:sqs", AWSRegion: Region,
+			EventSourceARN: fmt.Sprintf("arn:aws:sqs:%s:%s:%s", Region, Account, queueName), Attributes: attrs,
+		})
+	}
+	return ev
+}
+
+// PedidoConfirmado is the body of a PedidoConfirmado of order pedidoID,
+// confirmed a second ago (inside every replay window), as the fan-out's
+// queues carry it.
+func PedidoConfirmado(pedidoID string) string {
+	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C-1","email":"ana@example.com"},`+
+		`"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":250}],"total_centimos":500,"moneda":"EUR",`+
+		`"referencia_cobro":"ch_1","confirmado_en":%q}`, pedidoID, time.Now().UTC().Add(-time.Second).Format(time.RFC3339))
 }

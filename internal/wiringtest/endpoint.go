@@ -104,6 +104,7 @@ type Endpoint struct {
 	mu       sync.Mutex
 	requests []Request
 	secrets  map[string]string
+	failing  map[string]failure
 }
 
 // NewEndpoint starts an Endpoint, closed when the test ends.
@@ -183,7 +184,15 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r := Request{Target: target, Header: req.Header.Clone(), Body: body}
 	e.mu.Lock()
 	e.requests = append(e.requests, r)
+	f, failing := e.failing[target]
 	e.mu.Unlock()
+	if failing {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-ErrorType", f.code)
+		w.WriteHeader(f.status)
+		fmt.Fprintf(w, `{"__type":%q,"message":"wiringtest: %s fails"}`, f.code, target)
+		return
+	}
 	a, ok := answers[target]
 	if !ok {
 		if i := strings.IndexByte(target, '.'); i > 0 {
@@ -255,4 +264,20 @@ func WantDeadLetter(t testing.TB, e *Endpoint, dlqURLs, body string) {
 		}
 		t.Fatalf("DLQ %s holds %d messages, none with body %q", url, len(msgs), body)
 	}
+}
+
+// Fail makes every later request with target answer status with the AWS
+// error code (as a throttled or failing service does).
+func (e *Endpoint) Fail(target string, status int, code string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failing == nil {
+		e.failing = map[string]failure{}
+	}
+	e.failing[target] = failure{status, code}
+}
+
+type failure struct {
+	status int
+	code   string
 }

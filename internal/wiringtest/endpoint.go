@@ -6,11 +6,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -86,8 +90,13 @@ var answers = map[string]answer{
 	},
 }
 
+// emptyDynamoDB answers {} with the X-Amz-Crc32 DynamoDB sends (the SDK
+// checks it).
 func emptyDynamoDB(_ *Endpoint, w http.ResponseWriter, _ Request) {
-	writeJSON(w, "1.0", map[string]any{})
+	body := []byte("{}")
+	w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	_, _ = w.Write(body)
 }
 
 // Endpoint is a local AWS endpoint that records every request and answers
@@ -105,6 +114,21 @@ type Endpoint struct {
 	requests []Request
 	secrets  map[string]string
 	failing  map[string]failure
+	dynamodb http.Handler
+}
+
+// ForwardDynamoDB makes e send every DynamoDB request, once recorded, to
+// the DynamoDB-compatible server at url (a dynalitetest server) instead of
+// answering it, for a test whose function reads back what it wrote.
+func (e *Endpoint) ForwardDynamoDB(t testing.TB, url string) {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatalf("wiringtest: DynamoDB endpoint %q: %v", url, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.dynamodb = httputil.NewSingleHostReverseProxy(u)
 }
 
 // NewEndpoint starts an Endpoint, closed when the test ends.
@@ -185,7 +209,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	e.mu.Lock()
 	e.requests = append(e.requests, r)
 	f, failing := e.failing[target]
+	forward := e.dynamodb
 	e.mu.Unlock()
+	if forward != nil && strings.HasPrefix(target, "DynamoDB_20120810.") {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		forward.ServeHTTP(w, req)
+		return
+	}
 	if failing {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Amzn-ErrorType", f.code)

@@ -56,15 +56,16 @@ func NewDatabase(t *testing.T, env map[string]string) *Database {
 	return &Database{Name: name, Super: pgtest.NewPool(t, name, "", 2)}
 }
 
-// EnsureRoles creates each login role unless it exists (roles belong to
+// EnsureRoles creates each role (with attrs: "LOGIN", "NOLOGIN") unless it
+// exists (roles belong to
 // the server, not to a database: the template's fixed names, such as
 // mf_publicador, are created once and kept, owning nothing once the
 // test's database is gone). Two test processes may race: the loser's
 // duplicate is ignored.
-func EnsureRoles(t testing.TB, db *Database, names ...string) {
+func EnsureRoles(t testing.TB, db *Database, attrs string, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		_, err := db.Super.Exec(context.Background(), "CREATE ROLE "+pgx.Identifier{n}.Sanitize()+" LOGIN")
+		_, err := db.Super.Exec(context.Background(), "CREATE ROLE "+pgx.Identifier{n}.Sanitize()+" "+attrs)
 		var pgErr *pgconn.PgError
 		if err != nil && !(errors.As(err, &pgErr) && (pgErr.Code == "42710" || pgErr.Code == "23505")) {
 			t.Fatalf("create role %s: %v", n, err)

@@ -23,7 +23,7 @@ func deployedOutbox(t *testing.T, function string) (map[string]string, *wiringte
 	aws := wiringtest.NewEndpoint(t)
 	db := wiringtest.NewDatabase(t, env)
 	roles := outboxapi.DefaultRoles()
-	wiringtest.EnsureRoles(t, db, roles.All()...)
+	wiringtest.EnsureRoles(t, db, "LOGIN", roles.All()...)
 	ctx := context.Background()
 	if _, err := outbox.Migrate(ctx, db.Super); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/mercadofresco/integration/internal/wiringtest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
@@ -20,8 +18,9 @@ import (
 // The deployed starter, built as its main builds it (orderstart.Function,
 // lambdas/iniciar-pedido) from mf-iniciar-pedido's environment in the prod
 // template: a PedidoCreado on its queue reaches Step Functions as a
-// StartExecution of the template's state machine, named after the order.
-// Replacing the Step Functions client with one that does nothing fails it.
+// StartExecution of the template's state machine, named after the order,
+// and a poison message reaches the DLQ of DLQ_URLS through SQS. Replacing
+// the Step Functions or SQS client with one that does nothing fails it.
 func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 	env := wiringtest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", "mf-iniciar-pedido")
 	aws := wiringtest.NewEndpoint(t)
@@ -43,10 +42,7 @@ func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 		"version": "0", "id": "ev-77", "detail-type": eventsapi.TypePedidoCreado, "source": "mercadofresco.tienda",
 		"account": wiringtest.Account, "time": created, "region": wiringtest.Region, "resources": []string{}, "detail": json.RawMessage(detail),
 	})
-	resp, err := handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{
-		MessageId: "m-77", Body: string(body), EventSourceARN: "arn:aws:sqs:eu-west-1:333333333333:cola-mercadofresco-inicio-pedido",
-		Attributes: map[string]string{"ApproximateReceiveCount": "1"},
-	}}})
+	resp, err := handle(ctx, wiringtest.SQSEvent("cola-mercadofresco-inicio-pedido", string(body), "no es JSON"))
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("handler: %v, failures %+v", err, resp.BatchItemFailures)
 	}
@@ -59,4 +55,5 @@ func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 	if in.StateMachineArn != env["STATE_MACHINE_ARN"] || !strings.Contains(in.Name, "P-77") || !strings.Contains(in.Input, `"pedido_id":"P-77"`) {
 		t.Fatalf("StartExecution %+v, want the template's state machine %s, a name and input of P-77", in, env["STATE_MACHINE_ARN"])
 	}
+	wiringtest.WantDeadLetter(t, aws, env["DLQ_URLS"], "no es JSON")
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/wiringtest"
-	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/erpnotice"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 

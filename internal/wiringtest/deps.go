@@ -97,3 +97,11 @@ func (d *Dependency) WantPost(t testing.TB, path, pedidoID, apiKey string) fakeh
 	}
 	return r
 }
+
+// WantReached fails the test unless a breaker ran a script on the cache.
+func (c *BreakerCache) WantReached(t testing.TB) {
+	t.Helper()
+	if c.ScriptCalls(t) == 0 {
+		t.Fatal("no breaker reached the cache")
+	}
+}

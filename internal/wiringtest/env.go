@@ -1,8 +1,8 @@
 // Package wiringtest builds a deployed function as its main does, from the
 // environment the committed template gives it, with every AWS call going to
-// a recording endpoint: DeployedEnv renders a function's Environment from
-// test/testdata/snapshots (references resolved to the values CloudFormation
-// would give them), Setenv installs it with AWS_ENDPOINT_URL pointing at an
+// a recording endpoint: DeployedEnv reads a function's Environment from
+// test/testdata/snapshots (references resolved by internal/cfnlocal to the
+// values CloudFormation would give them), Setenv installs it with AWS_ENDPOINT_URL pointing at an
 // Endpoint and isolated credentials, and Endpoint records each AWS request
 // and answers it as the service would (answers table-driven by target; SQS
 // is served by sqsfake). The wiring tests of lambdas/* use it to prove by
@@ -10,7 +10,6 @@
 package wiringtest
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mercadofresco/integration/internal/cfnlocal"
 )
 
 // Account and Region are what the rendered ARNs and URLs name.
@@ -48,68 +49,81 @@ func ModuleRoot(t testing.TB) string {
 	}
 }
 
-type template struct {
-	Resources map[string]struct {
-		Type       string
-		Properties map[string]any
-	}
-	Outputs map[string]struct {
-		Export *struct{ Name string }
-		Value  any
-	}
-}
-
-// snapshots are the committed templates of one environment.
-type snapshots struct {
-	t       testing.TB
-	byStack map[string]*template
-}
-
-func loadSnapshots(t testing.TB, env string) *snapshots {
+// app loads the committed templates of env (the stack name's suffix).
+func app(t testing.TB, env string) *cfnlocal.App {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(ModuleRoot(t), "test", "testdata", "snapshots", "*-"+env+".template.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("wiringtest: no snapshots of %s: %v", env, err)
+	a, err := cfnlocal.LoadDir(filepath.Join(ModuleRoot(t), "test", "testdata", "snapshots"), env, Account, Region)
+	if err != nil {
+		t.Fatalf("wiringtest: %v", err)
 	}
-	s := &snapshots{t: t, byStack: map[string]*template{}}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	return a
+}
+
+// locals is cfnlocal.Physical with the references of function
+// environments it leaves to callers: secrets, the SES configuration set,
+// the RDS Proxy's and the Valkey cache's endpoints (as the DNS names AWS
+// gives them; nothing resolves them, the tests point them elsewhere).
+type locals struct{ cfnlocal.Physical }
+
+func (l locals) Ref(r *cfnlocal.Resource) (string, error) {
+	name := func(prop string) (string, error) {
+		if v, ok := r.Properties[prop]; ok {
+			return l.App.ResolveString(r.Stack, v, l)
 		}
-		var tpl template
-		if err := json.Unmarshal(raw, &tpl); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		s.byStack[strings.TrimSuffix(filepath.Base(f), ".template.json")] = &tpl
+		return strings.ToLower(r.LogicalID), nil
 	}
-	return s
+	switch r.Type {
+	case "AWS::SecretsManager::Secret":
+		n, err := name("Name")
+		return fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%s-AbCdEf", Region, Account, n), err
+	case "AWS::SecretsManager::SecretTargetAttachment":
+		// Its Ref is the ARN of the secret it attaches.
+		return l.App.ResolveString(r.Stack, r.Properties["SecretId"], l)
+	case "AWS::SES::ConfigurationSet":
+		return name("Name")
+	}
+	return l.Physical.Ref(r)
+}
+
+func (l locals) GetAtt(r *cfnlocal.Resource, attr string) (string, error) {
+	prop := func(k string) (string, error) { return l.App.ResolveString(r.Stack, r.Properties[k], l) }
+	switch r.Type + "." + attr {
+	case "AWS::RDS::DBProxy.Endpoint":
+		n, err := prop("DBProxyName")
+		return n + ".proxy-c0ffee." + Region + ".rds.amazonaws.com", err
+	case "AWS::ElastiCache::ServerlessCache.Endpoint.Address":
+		n, err := prop("ServerlessCacheName")
+		return n + "-c0ffee.serverless.euw1.cache.amazonaws.com", err
+	case "AWS::ElastiCache::ServerlessCache.Endpoint.Port":
+		return "6379", nil
+	}
+	return l.Physical.GetAtt(r, attr)
 }
 
 // DeployedEnv is the environment of the function named name in the
 // committed snapshot of stack ("MercadoFresco-OrderFlow-prod"), each
-// reference rendered as CloudFormation would resolve it: a queue's URL, a
-// state machine's or secret's ARN, a table's, bus's or configuration set's
-// name, an export of another stack of the same environment, the RDS Proxy
-// and Valkey endpoints as their DNS names. It fails the test on a reference
-// it cannot render.
+// reference resolved as CloudFormation would (internal/cfnlocal, Physical,
+// plus locals): a queue's URL, a state machine's or secret's ARN, a
+// table's, bus's or configuration set's name, another stack's export, the
+// RDS Proxy and Valkey endpoints as DNS names. It fails the test on a
+// reference it cannot resolve.
 func DeployedEnv(t testing.TB, stack, name string) map[string]string {
 	t.Helper()
-	env := stack[strings.LastIndex(stack, "-")+1:]
-	s := loadSnapshots(t, env)
-	tpl, ok := s.byStack[stack]
-	if !ok {
-		t.Fatalf("wiringtest: no snapshot of %s", stack)
-	}
-	for _, r := range tpl.Resources {
-		if r.Type != "AWS::Lambda::Function" || r.Properties["FunctionName"] != name {
+	a := app(t, stack[strings.LastIndex(stack, "-")+1:])
+	l := locals{cfnlocal.Physical{App: a}}
+	for _, r := range a.Resources("AWS::Lambda::Function") {
+		if r.Stack != stack || r.Properties["FunctionName"] != name {
 			continue
 		}
 		envBlock, _ := r.Properties["Environment"].(map[string]any)
 		vars, _ := envBlock["Variables"].(map[string]any)
 		out := map[string]string{}
 		for k, v := range vars {
-			out[k] = s.render(tpl, v)
+			s, err := a.ResolveString(stack, v, l)
+			if err != nil {
+				t.Fatalf("wiringtest: %s %s: %v", name, k, err)
+			}
+			out[k] = s
 		}
 		return out
 	}
@@ -122,105 +136,12 @@ func DeployedEnv(t testing.TB, stack, name string) map[string]string {
 func FunctionNames(t testing.TB, env string) []string {
 	t.Helper()
 	var out []string
-	for _, tpl := range loadSnapshots(t, env).byStack {
-		for _, r := range tpl.Resources {
-			if n, ok := r.Properties["FunctionName"].(string); ok && r.Type == "AWS::Lambda::Function" {
-				out = append(out, n)
-			}
+	for _, r := range app(t, env).Resources("AWS::Lambda::Function") {
+		if n, ok := r.Properties["FunctionName"].(string); ok {
+			out = append(out, n)
 		}
 	}
 	return out
-}
-
-func (s *snapshots) render(tpl *template, v any) string {
-	s.t.Helper()
-	switch x := v.(type) {
-	case string:
-		return x
-	case float64:
-		return fmt.Sprint(x)
-	case map[string]any:
-		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
-			sep, _ := j[0].(string)
-			parts, _ := j[1].([]any)
-			out := make([]string, len(parts))
-			for i, p := range parts {
-				out[i] = s.render(tpl, p)
-			}
-			return strings.Join(out, sep)
-		}
-		if id, ok := x["Ref"].(string); ok {
-			return s.ref(tpl, id)
-		}
-		if ga, ok := x["Fn::GetAtt"].([]any); ok && len(ga) == 2 {
-			id, _ := ga[0].(string)
-			attr, _ := ga[1].(string)
-			return s.getAtt(tpl, id, attr)
-		}
-		if name, ok := x["Fn::ImportValue"].(string); ok {
-			for _, other := range s.byStack {
-				for _, o := range other.Outputs {
-					if o.Export != nil && o.Export.Name == name {
-						return s.render(other, o.Value)
-					}
-				}
-			}
-			s.t.Fatalf("wiringtest: no stack exports %s", name)
-		}
-	}
-	s.t.Fatalf("wiringtest: cannot render %v", v)
-	return ""
-}
-
-func (s *snapshots) ref(tpl *template, id string) string {
-	s.t.Helper()
-	r, ok := tpl.Resources[id]
-	if !ok {
-		s.t.Fatalf("wiringtest: Ref to %s, not a resource", id)
-	}
-	prop := func(k string) string {
-		if v, ok := r.Properties[k].(string); ok {
-			return v
-		}
-		return strings.ToLower(id)
-	}
-	switch r.Type {
-	case "AWS::StepFunctions::StateMachine":
-		return fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%s", Region, Account, prop("StateMachineName"))
-	case "AWS::SQS::Queue":
-		return fmt.Sprintf("https://sqs.%s.amazonaws.com/%s/%s", Region, Account, prop("QueueName"))
-	case "AWS::SecretsManager::Secret":
-		return fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%s-AbCdEf", Region, Account, prop("Name"))
-	case "AWS::SecretsManager::SecretTargetAttachment":
-		// Its Ref is the ARN of the secret it attaches.
-		return s.render(tpl, r.Properties["SecretId"])
-	case "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable":
-		return prop("TableName")
-	case "AWS::Events::EventBus":
-		return prop("Name")
-	case "AWS::SES::ConfigurationSet":
-		return prop("Name")
-	}
-	s.t.Fatalf("wiringtest: cannot render a Ref to %s (%s)", id, r.Type)
-	return ""
-}
-
-func (s *snapshots) getAtt(tpl *template, id, attr string) string {
-	s.t.Helper()
-	r, ok := tpl.Resources[id]
-	if !ok {
-		s.t.Fatalf("wiringtest: GetAtt of %s, not a resource", id)
-	}
-	switch {
-	case r.Type == "AWS::RDS::DBProxy" && attr == "Endpoint":
-		return fmt.Sprintf("%v.proxy-c0ffee.%s.rds.amazonaws.com", r.Properties["DBProxyName"], Region)
-	case r.Type == "AWS::ElastiCache::ServerlessCache" && attr == "Endpoint.Address":
-		return fmt.Sprintf("%v-c0ffee.serverless.euw1.cache.amazonaws.com", r.Properties["ServerlessCacheName"])
-	case r.Type == "AWS::ElastiCache::ServerlessCache" && attr == "Endpoint.Port":
-		return "6379"
-	}
-	s.t.Fatalf("wiringtest: cannot render GetAtt %s.%s (%s)", id, attr, r.Type)
-	return ""
 }
 
 // Setenv sets env for the test and points every AWS SDK client at endpoint

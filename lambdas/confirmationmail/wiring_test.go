@@ -1,16 +1,11 @@
 package confirmationmail_test
 
 import (
-	"context"
 	"net/http"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/mercadofresco/integration/internal/wiringtest"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
-	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
 // The deployed confirmation e-mail consumer, built as its main builds it
@@ -26,37 +21,18 @@ import (
 // DLQ_URLS through SQS. Replacing the SES, secondary provider's, DynamoDB's,
 // the cache's or SQS's client with one that does nothing fails it.
 func TestDeployedConfirmationMailReachesSESAndSecondary(t *testing.T) {
-	env := wiringtest.DeployedEnv(t, "MercadoFresco-Messaging-prod", "mf-correo-confirmacion")
-	aws := wiringtest.NewEndpoint(t)
 	secundario := wiringtest.NewDependency(t, http.StatusAccepted, `{"id":"correo-2"}`)
-	env["CORREO_SECUNDARIO_URL"] = secundario.URL()
-	cache := wiringtest.NewBreakerCache(t, env)
-	wiringtest.Setenv(t, env, aws.URL)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := sqsconsumer.Start(ctx, "correo-confirmacion", lambdaenv.New(os.Getenv), confirmationmail.FromRuntime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := wiringtest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-correo-confirmacion", confirmationmail.FromRuntime,
+		map[string]*wiringtest.Dependency{"CORREO_SECUNDARIO_URL": secundario})
 	const queue, ses = "cola-mercadofresco-correo-confirmacion", "POST /v2/email/outbound-emails"
-	for _, batch := range [][]string{
-		{wiringtest.PedidoConfirmado("P-81"), "no es JSON"},
-		{wiringtest.PedidoConfirmado("P-82")}, // SES throttles from here on
-	} {
-		resp, err := p.Process(ctx, wiringtest.SQSEvent(queue, batch...))
-		if err != nil || len(resp.BatchItemFailures) != 0 {
-			t.Fatalf("batch: %v, failures %+v", err, resp.BatchItemFailures)
-		}
-		aws.Fail(ses, http.StatusTooManyRequests, "TooManyRequestsException")
-	}
+	c.Process(t, queue, wiringtest.PedidoConfirmado("P-81"), "no es JSON")
+	c.AWS.Fail(ses, http.StatusTooManyRequests, "TooManyRequestsException")
+	c.Process(t, queue, wiringtest.PedidoConfirmado("P-82"))
 
-	wiringtest.WantRequest(t, aws, ses, `"FromEmailAddress":"`+env["CORREO_REMITENTE"]+`"`,
-		`"ConfigurationSetName":"`+env["SES_CONFIGURATION_SET"]+`"`, "ana@example.com", "P-81")
-	secundario.WantPost(t, confirmationmail.PathCorreos, "P-82", aws.Secret(env["CORREO_SECUNDARIO_SECRET_ARN"]))
-	wiringtest.WantRequest(t, aws, "DynamoDB_20120810.PutItem", `"TableName":"`+env["IDEMPOTENCY_TABLE_NAME"]+`"`, "P-81")
-	wiringtest.WantDeadLetter(t, aws, env["DLQ_URLS"], "no es JSON")
-	if n := cache.ScriptCalls(t); n == 0 {
-		t.Fatal("the breakers never reached the cache")
-	}
+	wiringtest.WantRequest(t, c.AWS, ses, `"FromEmailAddress":"`+c.Env["CORREO_REMITENTE"]+`"`,
+		`"ConfigurationSetName":"`+c.Env["SES_CONFIGURATION_SET"]+`"`, "ana@example.com", "P-81")
+	secundario.WantPost(t, confirmationmail.PathCorreos, "P-82", c.AWS.Secret(c.Env["CORREO_SECUNDARIO_SECRET_ARN"]))
+	c.WantClaim(t, "P-81")
+	c.WantDeadLetter(t, "no es JSON")
+	c.Cache.WantReached(t)
 }

@@ -1,16 +1,11 @@
 package preparation_test
 
 import (
-	"context"
 	"net/http"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/mercadofresco/integration/internal/wiringtest"
-	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/preparation"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
 // The deployed preparation consumer, built as its main builds it
@@ -24,28 +19,13 @@ import (
 // DLQ_URLS through SQS. Replacing the warehouse's, DynamoDB's, the cache's
 // or SQS's client with one that does nothing fails it.
 func TestDeployedPreparationReachesWarehouse(t *testing.T) {
-	env := wiringtest.DeployedEnv(t, "MercadoFresco-Messaging-prod", "mf-preparar-pedido")
-	aws := wiringtest.NewEndpoint(t)
 	almacen := wiringtest.NewDependency(t, http.StatusCreated, `{"id":"prep-1","estado":"recibida"}`)
-	env["ALMACEN_URL"] = almacen.URL()
-	cache := wiringtest.NewBreakerCache(t, env)
-	wiringtest.Setenv(t, env, aws.URL)
+	c := wiringtest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-preparar-pedido", preparation.FromRuntime,
+		map[string]*wiringtest.Dependency{"ALMACEN_URL": almacen})
+	c.Process(t, "cola-mercadofresco-pedidos", wiringtest.PedidoConfirmado("P-71"), "no es JSON")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := sqsconsumer.Start(ctx, "preparar-pedido", lambdaenv.New(os.Getenv), preparation.FromRuntime)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := p.Process(ctx, wiringtest.SQSEvent("cola-mercadofresco-pedidos", wiringtest.PedidoConfirmado("P-71"), "no es JSON"))
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("batch: %v, failures %+v", err, resp.BatchItemFailures)
-	}
-
-	almacen.WantPost(t, preparation.PathPreparaciones, "P-71", aws.Secret(env["ALMACEN_SECRET_ARN"]))
-	wiringtest.WantRequest(t, aws, "DynamoDB_20120810.PutItem", `"TableName":"`+env["IDEMPOTENCY_TABLE_NAME"]+`"`, "P-71")
-	wiringtest.WantDeadLetter(t, aws, env["DLQ_URLS"], "no es JSON")
-	if n := cache.ScriptCalls(t); n == 0 {
-		t.Fatal("the breaker never reached the cache")
-	}
+	almacen.WantPost(t, preparation.PathPreparaciones, "P-71", c.AWS.Secret(c.Env["ALMACEN_SECRET_ARN"]))
+	c.WantClaim(t, "P-71")
+	c.WantDeadLetter(t, "no es JSON")
+	c.Cache.WantReached(t)
 }

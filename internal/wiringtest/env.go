@@ -2,11 +2,12 @@
 // environment the committed template gives it, with every AWS call going to
 // a recording endpoint: DeployedEnv reads a function's Environment from
 // test/testdata/snapshots (references resolved by internal/cfnlocal to the
-// values CloudFormation would give them), Setenv installs it with AWS_ENDPOINT_URL pointing at an
-// Endpoint and isolated credentials, and Endpoint records each AWS request
-// and answers it as the service would (answers table-driven by target; SQS
-// is served by sqsfake). The wiring tests of lambdas/* use it to prove by
-// behaviour that each real client makes its requests.
+// values CloudFormation would give them), Setenv installs it with
+// AWS_ENDPOINT_URL pointing at an Endpoint and isolated credentials, and
+// Endpoint records each AWS request and answers it as the service would
+// (answers table-driven by target; SQS is served by sqsfake). The wiring
+// tests of lambdas/* use it to prove by behaviour that each real client
+// makes its requests.
 package wiringtest
 
 import (
@@ -147,14 +148,10 @@ func FunctionNames(t testing.TB, env string) []string {
 // Setenv sets env for the test and points every AWS SDK client at endpoint
 // (AWS_ENDPOINT_URL) in Region, with static credentials and no shared
 // configuration files, so nothing leaves the machine.
-func Setenv(t testing.TB, env map[string]string, endpoint string) {
+func Setenv(t *testing.T, env map[string]string, endpoint string) {
 	t.Helper()
-	tt, ok := t.(interface{ Setenv(k, v string) })
-	if !ok {
-		t.Fatal("wiringtest: Setenv needs a *testing.T")
-	}
 	for k, v := range env {
-		tt.Setenv(k, v)
+		t.Setenv(k, v)
 	}
 	dir := t.TempDir()
 	for k, v := range map[string]string{
@@ -162,7 +159,7 @@ func Setenv(t testing.TB, env map[string]string, endpoint string) {
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
 		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
 	} {
-		tt.Setenv(k, v)
+		t.Setenv(k, v)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
@@ -65,10 +66,17 @@ func (c *Consumer) Process(t testing.TB, queueName string, bodies ...string) {
 }
 
 // WantClaim fails the test unless the idempotency table of
-// IDEMPOTENCY_TABLE_NAME got a PutItem naming pedidoID.
-func (c *Consumer) WantClaim(t testing.TB, pedidoID string) {
+// IDEMPOTENCY_TABLE_NAME got the PutItem claiming key(pedidoID) (exactly
+// that key: other records of the table, such as the e-mail send records,
+// extend it).
+func (c *Consumer) WantClaim(t testing.TB, key func(pedidoID string) (string, error), pedidoID string) {
 	t.Helper()
-	WantRequest(t, c.AWS, "DynamoDB_20120810.PutItem", `"TableName":"`+c.Env["IDEMPOTENCY_TABLE_NAME"]+`"`, pedidoID)
+	k, err := key(pedidoID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WantRequest(t, c.AWS, "DynamoDB_20120810.PutItem", `"TableName":"`+c.Env["IDEMPOTENCY_TABLE_NAME"]+`"`,
+		`"`+idempotencyapi.DefaultKeyAttribute+`":{"S":"`+k+`"}`)
 }
 
 // WantDeadLetter fails the test unless the DLQ of DLQ_URLS got body

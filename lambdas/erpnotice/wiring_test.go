@@ -6,6 +6,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/wiringtest"
 	"github.com/mercadofresco/integration/lambdas/erpnotice"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
 )
 
 // The deployed ERP notice consumer, built as its main builds it
@@ -25,7 +26,7 @@ func TestDeployedERPNoticeReachesERP(t *testing.T) {
 	c.Process(t, "cola-mercadofresco-aviso-erp", wiringtest.PedidoConfirmado("P-72"), "no es JSON")
 
 	erp.WantPost(t, erpnotice.PathAvisos, "P-72", c.AWS.Secret(c.Env["ERP_SECRET_ARN"]))
-	c.WantClaim(t, "P-72")
+	c.WantClaim(t, idempotency.KeyAvisoERP, "P-72")
 	c.WantDeadLetter(t, "no es JSON")
 	c.Cache.WantReached(t)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/preparation"
 )
 
@@ -25,7 +26,7 @@ func TestDeployedPreparationReachesWarehouse(t *testing.T) {
 	c.Process(t, "cola-mercadofresco-pedidos", wiringtest.PedidoConfirmado("P-71"), "no es JSON")
 
 	almacen.WantPost(t, preparation.PathPreparaciones, "P-71", c.AWS.Secret(c.Env["ALMACEN_SECRET_ARN"]))
-	c.WantClaim(t, "P-71")
+	c.WantClaim(t, idempotency.KeyPreparacion, "P-71")
 	c.WantDeadLetter(t, "no es JSON")
 	c.Cache.WantReached(t)
 }

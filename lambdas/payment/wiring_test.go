@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -34,21 +33,27 @@ func deployedGateway(t *testing.T, function string) (map[string]string, *wiringt
 	return env, aws, gw, cache
 }
 
-// wantGatewayCall fails the test unless the gateway's one request is a
-// POST of path keyed by pedidoID, the idempotency table got the claim of
-// pedidoID and the breaker reached the cache.
-func wantGatewayCall(t *testing.T, env map[string]string, aws *wiringtest.Endpoint, gw *fakegateway.Gateway, cache *wiringtest.BreakerCache, path, pedidoID string) {
+// wantGatewayCall fails the test unless the gateway's one request to path
+// is keyed exactly key(pedidoID), the idempotency table got the claim of
+// that key and the breaker reached the cache.
+func wantGatewayCall(t *testing.T, env map[string]string, aws *wiringtest.Endpoint, gw *fakegateway.Gateway, cache *wiringtest.BreakerCache,
+	path string, key func(string) (string, error), pedidoID string) {
 	t.Helper()
+	k, err := key(pedidoID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var calls []string
 	for _, r := range gw.Requests() {
 		if r.Path == path {
 			calls = append(calls, r.IdempotencyKey)
 		}
 	}
-	if len(calls) != 1 || !strings.Contains(calls[0], pedidoID) {
-		t.Fatalf("gateway POSTs of %s with keys %q, want one keyed by %s", path, calls, pedidoID)
+	if len(calls) != 1 || calls[0] != k {
+		t.Fatalf("gateway POSTs of %s with keys %q, want one keyed %s", path, calls, k)
 	}
-	wiringtest.WantRequest(t, aws, "DynamoDB_20120810.PutItem", `"TableName":"`+env["IDEMPOTENCY_TABLE_NAME"]+`"`, pedidoID)
+	wiringtest.WantRequest(t, aws, "DynamoDB_20120810.PutItem", `"TableName":"`+env["IDEMPOTENCY_TABLE_NAME"]+`"`,
+		`"`+idempotencyapi.DefaultKeyAttribute+`":{"S":"`+k+`"}`)
 	cache.WantReached(t)
 }
 
@@ -75,7 +80,7 @@ func TestDeployedCobroChargesGateway(t *testing.T) {
 	if n := gw.ChargesFor("P-91"); n != 1 || out.ReferenciaCobro != gw.Charges()[0].ID {
 		t.Fatalf("gateway charged P-91 %d times, task answered %+v", n, out)
 	}
-	wantGatewayCall(t, env, aws, gw, cache, payment.PathCobros, "P-91")
+	wantGatewayCall(t, env, aws, gw, cache, payment.PathCobros, payment.KeyCobro, "P-91")
 }
 
 // The deployed refund task, built as its main builds it
@@ -115,5 +120,5 @@ func TestDeployedReembolsoRefundsGateway(t *testing.T) {
 	if refunds := gw.Refunds(); len(refunds) != 1 || refunds[0].ReferenciaCobro != charged.ReferenciaCobro || out.ReferenciaReembolso != refunds[0].ID {
 		t.Fatalf("gateway refunds %+v, task answered %+v, want one refund of %s", refunds, out, charged.ReferenciaCobro)
 	}
-	wantGatewayCall(t, env, aws, gw, cache, payment.PathReembolsos, "P-92")
+	wantGatewayCall(t, env, aws, gw, cache, payment.PathReembolsos, payment.KeyReembolso, "P-92")
 }

@@ -3,127 +3,28 @@ package orderstart_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
+	"github.com/mercadofresco/integration/internal/wiringtest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
 )
 
-// deployedEnv is the environment of function name in the committed
-// snapshot of stack (test/testdata/snapshots), with every reference
-// rendered as the value CloudFormation would give it (a state machine's
-// ARN, a queue's URL, from their names).
-func deployedEnv(t *testing.T, stack, name string) map[string]string {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "test", "testdata", "snapshots", stack+".template.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tpl struct {
-		Resources map[string]struct {
-			Type       string
-			Properties map[string]any
-		}
-	}
-	if err := json.Unmarshal(raw, &tpl); err != nil {
-		t.Fatal(err)
-	}
-	const account, region = "333333333333", "eu-west-1"
-	var render func(v any) string
-	render = func(v any) string {
-		switch x := v.(type) {
-		case string:
-			return x
-		case map[string]any:
-			if j, ok := x["Fn::Join"].([]any); ok {
-				parts, _ := j[1].([]any)
-				var out []string
-				for _, p := range parts {
-					out = append(out, render(p))
-				}
-				return strings.Join(out, j[0].(string))
-			}
-			if id, ok := x["Ref"].(string); ok {
-				r := tpl.Resources[id]
-				switch r.Type {
-				case "AWS::StepFunctions::StateMachine":
-					return fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%v", region, account, r.Properties["StateMachineName"])
-				case "AWS::SQS::Queue":
-					return fmt.Sprintf("https://sqs.%s.amazonaws.com/%s/%v", region, account, r.Properties["QueueName"])
-				}
-				t.Fatalf("cannot render a Ref to %s (%s)", id, r.Type)
-			}
-		}
-		t.Fatalf("cannot render %v", v)
-		return ""
-	}
-	for _, r := range tpl.Resources {
-		if r.Type != "AWS::Lambda::Function" || r.Properties["FunctionName"] != name {
-			continue
-		}
-		vars, _ := r.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
-		out := map[string]string{}
-		for k, v := range vars {
-			out[k] = render(v)
-		}
-		return out
-	}
-	t.Fatalf("no function %s in %s", name, stack)
-	return nil
-}
-
-// recorder is an AWS endpoint that records each request's target and body
-// and answers StartExecution as Step Functions does.
-type recorder struct {
-	mu       sync.Mutex
-	requests []recorded
-}
-
-type recorded struct{ Target, Body string }
-
-func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	b, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	r.requests = append(r.requests, recorded{Target: req.Header.Get("X-Amz-Target"), Body: string(b)})
-	r.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-	fmt.Fprint(w, `{"executionArn":"arn:aws:states:eu-west-1:333333333333:execution:mercadofresco-procesar-pedido:x","startDate":1764583200}`)
-}
-
 // The deployed starter, built as its main builds it (orderstart.Function,
 // lambdas/iniciar-pedido) from mf-iniciar-pedido's environment in the prod
 // template: a PedidoCreado on its queue reaches Step Functions as a
-// StartExecution of the template's state machine, named after the order.
-// Replacing the Step Functions client with one that does nothing fails it.
+// StartExecution of the template's state machine, named after the order,
+// and a poison message reaches the DLQ of DLQ_URLS through SQS. Replacing
+// the Step Functions or SQS client with one that does nothing fails it.
 func TestDeployedStarterReachesStepFunctions(t *testing.T) {
-	env := deployedEnv(t, "MercadoFresco-OrderFlow-prod", "mf-iniciar-pedido")
-	rec := &recorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
-	t.Setenv("AWS_REGION", "eu-west-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	env := wiringtest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", "mf-iniciar-pedido")
+	aws := wiringtest.NewEndpoint(t)
+	wiringtest.Setenv(t, env, aws.URL)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -139,25 +40,20 @@ func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 	})
 	body, _ := json.Marshal(map[string]any{
 		"version": "0", "id": "ev-77", "detail-type": eventsapi.TypePedidoCreado, "source": "mercadofresco.tienda",
-		"account": "333333333333", "time": created, "region": "eu-west-1", "resources": []string{}, "detail": json.RawMessage(detail),
+		"account": wiringtest.Account, "time": created, "region": wiringtest.Region, "resources": []string{}, "detail": json.RawMessage(detail),
 	})
-	resp, err := handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{
-		MessageId: "m-77", Body: string(body), EventSourceARN: "arn:aws:sqs:eu-west-1:333333333333:cola-mercadofresco-inicio-pedido",
-		Attributes: map[string]string{"ApproximateReceiveCount": "1"},
-	}}})
+	resp, err := handle(ctx, wiringtest.SQSEvent("cola-mercadofresco-inicio-pedido", string(body), "no es JSON"))
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("handler: %v, failures %+v", err, resp.BatchItemFailures)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.requests) != 1 || rec.requests[0].Target != "AWSStepFunctions.StartExecution" {
-		t.Fatalf("requests at the endpoint %+v, want one StartExecution", rec.requests)
+	starts := aws.Requests("AWSStepFunctions.StartExecution")
+	if len(starts) != 1 {
+		t.Fatalf("requests at the endpoint %v, want one StartExecution", aws.Targets())
 	}
 	var in struct{ StateMachineArn, Name, Input string }
-	if err := json.Unmarshal([]byte(rec.requests[0].Body), &in); err != nil {
-		t.Fatal(err)
-	}
+	starts[0].JSON(t, &in)
 	if in.StateMachineArn != env["STATE_MACHINE_ARN"] || !strings.Contains(in.Name, "P-77") || !strings.Contains(in.Input, `"pedido_id":"P-77"`) {
 		t.Fatalf("StartExecution %+v, want the template's state machine %s, a name and input of P-77", in, env["STATE_MACHINE_ARN"])
 	}
+	wiringtest.WantDeadLetter(t, aws, env["DLQ_URLS"], "no es JSON")
 }

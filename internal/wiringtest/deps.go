@@ -1,0 +1,107 @@
+package wiringtest
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/redistest"
+)
+
+// Dependency is a recording server standing in for a third-party HTTP API
+// (fakehttp, with its Idempotency-Key semantics): every request that runs
+// its effect is kept with its headers and answered with status and body.
+type Dependency struct {
+	*fakehttp.Server
+	mu   sync.Mutex
+	seen []fakehttp.Request
+}
+
+// NewDependency starts a Dependency answering status and body, closed when
+// the test ends.
+func NewDependency(t testing.TB, status int, body string) *Dependency {
+	t.Helper()
+	d := &Dependency{}
+	d.Server = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
+		d.mu.Lock()
+		d.seen = append(d.seen, r)
+		d.mu.Unlock()
+		return fakehttp.JSON(status, body)
+	})
+	t.Cleanup(d.Close)
+	return d
+}
+
+// Seen returns the requests that reached the handler, in order.
+func (d *Dependency) Seen() []fakehttp.Request {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]fakehttp.Request(nil), d.seen...)
+}
+
+// BreakerCache is a private redis-server standing in for the Valkey cache
+// of the breakers.
+type BreakerCache struct{ srv *redistest.Server }
+
+// NewBreakerCache starts the server and points env's BREAKER_REDIS_ADDR at
+// it, with BREAKER_REDIS_TLS "false": the local server speaks no TLS (the
+// template's "true" is what ElastiCache needs). A private server, so the
+// breakers' fixed key prefix collides with no other test.
+func NewBreakerCache(t testing.TB, env map[string]string) *BreakerCache {
+	t.Helper()
+	srv := redistest.Start(t)
+	env["BREAKER_REDIS_ADDR"] = srv.Addr
+	env["BREAKER_REDIS_TLS"] = "false"
+	return &BreakerCache{srv: srv}
+}
+
+// ScriptCalls is how many scripts (EVALSHA and EVAL, the breaker's
+// operations) the server has run.
+func (c *BreakerCache) ScriptCalls(t testing.TB) int {
+	t.Helper()
+	info, err := c.srv.Client(t).Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+		v, _ := strconv.Atoi(calls)
+		n += v
+	}
+	return n
+}
+
+// WantPost fails the test unless d saw exactly one request, a POST of path
+// whose Idempotency-Key and body name pedidoID, authorised with
+// "Bearer "+apiKey.
+func (d *Dependency) WantPost(t testing.TB, path, pedidoID, apiKey string) fakehttp.Request {
+	t.Helper()
+	seen := d.Seen()
+	if len(seen) != 1 {
+		t.Fatalf("the dependency saw %d requests, want 1", len(seen))
+	}
+	r := seen[0]
+	if r.Method != http.MethodPost || r.Path != path || !strings.Contains(r.IdempotencyKey, pedidoID) ||
+		r.Header.Get("Authorization") != "Bearer "+apiKey || !strings.Contains(string(r.Body), `"pedido_id":"`+pedidoID+`"`) {
+		t.Fatalf("request %s %s key %q auth %q body %s, want POST %s keyed by %s with API key %q",
+			r.Method, r.Path, r.IdempotencyKey, r.Header.Get("Authorization"), r.Body, path, pedidoID, apiKey)
+	}
+	return r
+}
+
+// WantReached fails the test unless a breaker ran a script on the cache.
+func (c *BreakerCache) WantReached(t testing.TB) {
+	t.Helper()
+	if c.ScriptCalls(t) == 0 {
+		t.Fatal("no breaker reached the cache")
+	}
+}

@@ -1,0 +1,195 @@
+// Package wiringtest builds a deployed function as its main does, from the
+// environment the committed template gives it, with every AWS call going to
+// a recording endpoint: DeployedEnv reads a function's Environment from
+// test/testdata/snapshots (references resolved by internal/cfnlocal to the
+// values CloudFormation would give them), Setenv installs it with
+// AWS_ENDPOINT_URL pointing at an Endpoint and isolated credentials, and
+// Endpoint records each AWS request and answers it as the service would
+// (answers table-driven by target; SQS is served by sqsfake). The wiring
+// tests of lambdas/* use it to prove by behaviour that each real client
+// makes its requests.
+package wiringtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mercadofresco/integration/internal/cfnlocal"
+)
+
+// Account and Region are what the rendered ARNs and URLs name.
+const (
+	Account = "333333333333"
+	Region  = "eu-west-1"
+)
+
+// ModuleRoot is the directory holding go.mod, searched upwards from the
+// working directory.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("wiringtest: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// app loads the committed templates of env (the stack name's suffix).
+func app(t testing.TB, env string) *cfnlocal.App {
+	t.Helper()
+	a, err := cfnlocal.LoadDir(filepath.Join(ModuleRoot(t), "test", "testdata", "snapshots"), env, Account, Region)
+	if err != nil {
+		t.Fatalf("wiringtest: %v", err)
+	}
+	return a
+}
+
+// locals is cfnlocal.Physical with the references of function
+// environments it leaves to callers: secrets, the SES configuration set,
+// the RDS Proxy's and the Valkey cache's endpoints (as the DNS names AWS
+// gives them; nothing resolves them, the tests point them elsewhere).
+type locals struct{ cfnlocal.Physical }
+
+func (l locals) Ref(r *cfnlocal.Resource) (string, error) {
+	name := func(prop string) (string, error) {
+		if v, ok := r.Properties[prop]; ok {
+			return l.App.ResolveString(r.Stack, v, l)
+		}
+		return strings.ToLower(r.LogicalID), nil
+	}
+	switch r.Type {
+	case "AWS::SecretsManager::Secret":
+		n, err := name("Name")
+		return fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%s-AbCdEf", Region, Account, n), err
+	case "AWS::SecretsManager::SecretTargetAttachment":
+		// Its Ref is the ARN of the secret it attaches.
+		return l.App.ResolveString(r.Stack, r.Properties["SecretId"], l)
+	case "AWS::SES::ConfigurationSet":
+		return name("Name")
+	}
+	return l.Physical.Ref(r)
+}
+
+func (l locals) GetAtt(r *cfnlocal.Resource, attr string) (string, error) {
+	prop := func(k string) (string, error) { return l.App.ResolveString(r.Stack, r.Properties[k], l) }
+	switch r.Type + "." + attr {
+	case "AWS::RDS::DBProxy.Endpoint":
+		n, err := prop("DBProxyName")
+		return n + ".proxy-c0ffee." + Region + ".rds.amazonaws.com", err
+	case "AWS::ElastiCache::ServerlessCache.Endpoint.Address":
+		n, err := prop("ServerlessCacheName")
+		return n + "-c0ffee.serverless.euw1.cache.amazonaws.com", err
+	case "AWS::ElastiCache::ServerlessCache.Endpoint.Port":
+		return "6379", nil
+	}
+	return l.Physical.GetAtt(r, attr)
+}
+
+// DeployedEnv is the environment of the function named name in the
+// committed snapshot of stack ("MercadoFresco-OrderFlow-prod"), each
+// reference resolved as CloudFormation would (internal/cfnlocal, Physical,
+// plus locals): a queue's URL, a state machine's or secret's ARN, a
+// table's, bus's or configuration set's name, another stack's export, the
+// RDS Proxy and Valkey endpoints as DNS names. It fails the test on a
+// reference it cannot resolve.
+func DeployedEnv(t testing.TB, stack, name string) map[string]string {
+	t.Helper()
+	a := app(t, stack[strings.LastIndex(stack, "-")+1:])
+	l := locals{cfnlocal.Physical{App: a}}
+	for _, r := range a.Resources("AWS::Lambda::Function") {
+		if r.Stack != stack || r.Properties["FunctionName"] != name {
+			continue
+		}
+		envBlock, _ := r.Properties["Environment"].(map[string]any)
+		vars, _ := envBlock["Variables"].(map[string]any)
+		out := map[string]string{}
+		for k, v := range vars {
+			s, err := a.ResolveString(stack, v, l)
+			if err != nil {
+				t.Fatalf("wiringtest: %s %s: %v", name, k, err)
+			}
+			out[k] = s
+		}
+		return out
+	}
+	t.Fatalf("wiringtest: no function %s in %s", name, stack)
+	return nil
+}
+
+// FunctionNames are the FunctionName of every AWS::Lambda::Function in the
+// committed snapshots of env.
+func FunctionNames(t testing.TB, env string) []string {
+	t.Helper()
+	var out []string
+	for _, r := range app(t, env).Resources("AWS::Lambda::Function") {
+		if n, ok := r.Properties["FunctionName"].(string); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Setenv sets env for the test and points every AWS SDK client at endpoint
+// (AWS_ENDPOINT_URL) in Region, with static credentials and no shared
+// configuration files, so nothing leaves the machine.
+func Setenv(t *testing.T, env map[string]string, endpoint string) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": Region,
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// SQSEvent is a Lambda event of bodies received once from the queue named
+// queueName (message ids m-0, m-1, ...; on a FIFO queue each in message
+// group "g").
+func SQSEvent(queueName string, bodies ...string) events.SQSEvent {
+	var ev events.SQSEvent
+	for i, b := range bodies {
+		id := fmt.Sprintf("m-%d", i)
+		attrs := map[string]string{
+			"ApproximateReceiveCount": "1",
+			"SentTimestamp":           strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10),
+		}
+		if strings.HasSuffix(queueName, ".fifo") {
+			attrs["MessageGroupId"] = "g"
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId: id, ReceiptHandle: "rh-" + id, Body: b, EventSource: "aws:sqs", AWSRegion: Region,
+			EventSourceARN: fmt.Sprintf("arn:aws:sqs:%s:%s:%s", Region, Account, queueName), Attributes: attrs,
+		})
+	}
+	return ev
+}
+
+// PedidoConfirmado is the body of a PedidoConfirmado of order pedidoID,
+// confirmed a second ago (inside every replay window), as the fan-out's
+// queues carry it.
+func PedidoConfirmado(pedidoID string) string {
+	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C-1","email":"ana@example.com"},`+
+		`"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":250}],"total_centimos":500,"moneda":"EUR",`+
+		`"referencia_cobro":"ch_1","confirmado_en":%q}`, pedidoID, time.Now().UTC().Add(-time.Second).Format(time.RFC3339))
+}

@@ -1,0 +1,124 @@
+package payment_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
+	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/payment"
+	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+)
+
+// deployedGateway sets function's environment from the prod template, with
+// GATEWAY_URL (the payment gateway) and the breaker cache's address pointed
+// at local servers; the gateway accepts only the API key the endpoint
+// answers for GATEWAY_SECRET_ARN.
+func deployedGateway(t *testing.T, function string) (map[string]string, *wiringtest.Endpoint, *fakegateway.Gateway, *wiringtest.BreakerCache) {
+	t.Helper()
+	env := wiringtest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", function)
+	aws := wiringtest.NewEndpoint(t)
+	gw := fakegateway.New(aws.Secret(env["GATEWAY_SECRET_ARN"]))
+	t.Cleanup(gw.Close)
+	env["GATEWAY_URL"] = gw.URL()
+	cache := wiringtest.NewBreakerCache(t, env)
+	wiringtest.Setenv(t, env, aws.URL)
+	return env, aws, gw, cache
+}
+
+// wantGatewayCall fails the test unless the gateway's one request to path
+// is keyed exactly key(pedidoID), the idempotency table got the claim of
+// that key and the breaker reached the cache.
+func wantGatewayCall(t *testing.T, env map[string]string, aws *wiringtest.Endpoint, gw *fakegateway.Gateway, cache *wiringtest.BreakerCache,
+	path string, key func(string) (string, error), pedidoID string) {
+	t.Helper()
+	k, err := key(pedidoID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, r := range gw.Requests() {
+		if r.Path == path {
+			calls = append(calls, r.IdempotencyKey)
+		}
+	}
+	if len(calls) != 1 || calls[0] != k {
+		t.Fatalf("gateway POSTs of %s with keys %q, want one keyed %s", path, calls, k)
+	}
+	wiringtest.WantRequest(t, aws, "DynamoDB_20120810.PutItem", `"TableName":"`+env["IDEMPOTENCY_TABLE_NAME"]+`"`,
+		`"`+idempotencyapi.DefaultKeyAttribute+`":{"S":"`+k+`"}`)
+	cache.WantReached(t)
+}
+
+// The deployed charge task, built as its main builds it
+// (payment.CobroFunction, lambdas/cobro) from mf-cobro's environment in the
+// prod template: an order's charge reaches the gateway as one POST of
+// /v1/cobros with its Idempotency-Key and the API key of GATEWAY_SECRET_ARN
+// (the gateway refuses any other), after a claim on the template's
+// idempotency table and a look at its breaker in the cache. Replacing the
+// gateway's, DynamoDB's or the cache's client with one that does nothing
+// fails it.
+func TestDeployedCobroChargesGateway(t *testing.T) {
+	env, aws, gw, cache := deployedGateway(t, "mf-cobro")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cobro, err := payment.CobroFunction(ctx, lambdaenv.New(os.Getenv), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cobro(ctx, json.RawMessage(`{"pedido_id":"P-91","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"tok_ok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := gw.ChargesFor("P-91"); n != 1 || out.ReferenciaCobro != gw.Charges()[0].ID {
+		t.Fatalf("gateway charged P-91 %d times, task answered %+v", n, out)
+	}
+	wantGatewayCall(t, env, aws, gw, cache, payment.PathCobros, payment.KeyCobro, "P-91")
+}
+
+// The deployed refund task, built as its main builds it
+// (payment.ReembolsoFunction, lambdas/reembolso) from mf-reembolso's
+// environment in the prod template, with the idempotency table in dynalite
+// (the refund reads the charge's record): after the charge task charged an
+// order, its refund reaches the gateway as one POST of /v1/reembolsos with
+// its Idempotency-Key and the API key of GATEWAY_SECRET_ARN, after a claim
+// on the template's idempotency table and a look at its breaker in the
+// cache. Replacing the gateway's, DynamoDB's or the cache's client with one
+// that does nothing fails it.
+func TestDeployedReembolsoRefundsGateway(t *testing.T) {
+	env, aws, gw, cache := deployedGateway(t, "mf-reembolso")
+	ddb := dynalitetest.Start(t)
+	ddb.CreateTable(t, env["IDEMPOTENCY_TABLE_NAME"], idempotencyapi.DefaultKeyAttribute)
+	aws.ForwardDynamoDB(t, ddb.Endpoint)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fenv, log := lambdaenv.New(os.Getenv), slog.New(slog.DiscardHandler)
+	cobro, err := payment.CobroFunction(ctx, fenv, log) // mf-cobro's variables are the same
+	if err != nil {
+		t.Fatal(err)
+	}
+	charged, err := cobro(ctx, json.RawMessage(`{"pedido_id":"P-92","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"tok_ok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reembolso, err := payment.ReembolsoFunction(ctx, fenv, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := json.Marshal(paymentapi.ReembolsoInput{PedidoID: "P-92", ReferenciaCobro: charged.ReferenciaCobro, ImporteCentimos: 4820, Moneda: "EUR"})
+	out, err := reembolso(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refunds := gw.Refunds(); len(refunds) != 1 || refunds[0].ReferenciaCobro != charged.ReferenciaCobro || out.ReferenciaReembolso != refunds[0].ID {
+		t.Fatalf("gateway refunds %+v, task answered %+v, want one refund of %s", refunds, out, charged.ReferenciaCobro)
+	}
+	wantGatewayCall(t, env, aws, gw, cache, payment.PathReembolsos, payment.KeyReembolso, "P-92")
+}

@@ -307,7 +307,9 @@ func (c *Cache) Bind(fn awslambda.Function, dependencies ...string) {
 	if u == nil {
 		u = &user{id: userID(fn)}
 		for _, other := range c.users {
-			v.If(other.id == u.id, "%s and another bound function would share the ElastiCache user %s", path, u.id)
+			if v.If(other.id == u.id, "%s and another bound function would share the ElastiCache user %s", path, u.id) {
+				return
+			}
 		}
 		v.If(!userGroupID.MatchString(u.id), "%s: no ElastiCache user id can be made of its name (%q)", path, u.id)
 		c.users[path] = u

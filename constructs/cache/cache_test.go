@@ -278,7 +278,10 @@ func TestBindNeedsValidDependencies(t *testing.T) {
 	c := cache.New(stack, "Catalogo", &cache.Props{Import: &cache.Import{Name: "mercadofresco-catalogo", Endpoint: "x.cache.amazonaws.com", SecurityGroupID: "sg-0123456789abcdef0"}})
 	c.Bind(fn(stack, "SinDependencias", net.Vpc))
 	c.Bind(fn(stack, "Espacio", net.Vpc), "con espacio")
+	c.Bind(fn(stack, "Uno", net.Vpc, "mf-mismo"), "almacen")
+	c.Bind(fn(stack, "Otro", net.Vpc, "MF_mismo"), "erp") // the same user id once mapped
 	errs := cdktest.Errors(stack)
+	cdktest.RequireContains(t, errs, "Otro and another bound function would share the ElastiCache user mf-mismo")
 	cdktest.RequireContains(t, errs, "SinDependencias", "name the dependencies")
 	cdktest.RequireContains(t, errs, "Espacio", "white space")
 }

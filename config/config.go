@@ -140,8 +140,12 @@ func (e Environment) RoleArn(name string) string {
 	return "arn:aws:iam::" + e.Account + ":role/" + name
 }
 
-// CacheImport names an existing ElastiCache Serverless Valkey cache.
+// CacheImport names an existing ElastiCache Serverless Valkey cache (it
+// must accept IAM authentication and have the app's user group attached:
+// constructs/cache Import).
 type CacheImport struct {
+	// Name is the serverless cache's name.
+	Name string
 	// Endpoint is the cache's host name; Port defaults to 6379.
 	Endpoint string
 	Port     float64
@@ -318,7 +322,7 @@ func (e Environment) Validate() error {
 	p.If(e.PaymentConcurrency < 1, "PaymentConcurrency %v must be at least 1", e.PaymentConcurrency)
 	p.If(e.ERPRateLimitPerSecond < 1 || e.ERPRateLimitPerSecond > 300, "ERPRateLimitPerSecond %v is outside EventBridge's [1, 300]", e.ERPRateLimitPerSecond)
 	p.If(e.Carritos != nil && (e.Carritos.TableName == "" || !strings.HasPrefix(e.Carritos.StreamArn, "arn:")), "Carritos import needs TableName and the stream's ARN")
-	p.If(e.Cache != nil && (e.Cache.Endpoint == "" || !strings.HasPrefix(e.Cache.SecurityGroupID, "sg-")), "Cache import needs an Endpoint and a SecurityGroupID (sg-...)")
+	p.If(e.Cache != nil && (e.Cache.Name == "" || e.Cache.Endpoint == "" || !strings.HasPrefix(e.Cache.SecurityGroupID, "sg-")), "Cache import needs a Name, an Endpoint and a SecurityGroupID (sg-...)")
 	for _, r := range [][2]string{{"Roles.KeyAdmin", e.Roles.KeyAdmin}, {"Roles.BreakGlass", e.Roles.BreakGlass}, {"Roles.Operator", e.Roles.Operator}} {
 		p.If(!rolePattern.MatchString(r[1]), "%s %q is not an IAM role name (with an optional path)", r[0], r[1])
 	}

@@ -94,13 +94,15 @@ func TestLookupRejectsBadInput(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
-	bad := Environment{Name: "x", Account: "1", Region: "eu-west-1", AvailabilityZones: []string{"us-east-1a"}, MaxConsumerConcurrency: 1, AlarmEmail: "nobody"}
+	bad := Environment{Name: "x", Account: "1", Region: "eu-west-1", AvailabilityZones: []string{"us-east-1a"}, MaxConsumerConcurrency: 1, AlarmEmail: "nobody",
+		Cache: &CacheImport{Endpoint: "c.cache.amazonaws.com", SecurityGroupID: "sg-1"}} // no Name
 	err := bad.Validate()
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("want ErrInvalid, got %v", err)
 	}
 	for _, want := range []string{"12-digit", "two availability zones", "not in region", "MaxConsumerConcurrency", "PublisherConcurrency", "not an address",
-		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeout", "PaymentConcurrency", "ERPRateLimitPerSecond", "ArchiveRetentionDays"} {
+		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeout", "PaymentConcurrency", "ERPRateLimitPerSecond", "ArchiveRetentionDays",
+		"Cache import needs a Name"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error misses %q: %v", want, err)
 		}

@@ -34,7 +34,7 @@ func NewNetworkStack(scope constructs.Construct, shared *Shared) *NetworkStack {
 	})
 	var imp *cache.Import
 	if c := env.Cache; c != nil {
-		imp = &cache.Import{Endpoint: c.Endpoint, Port: c.Port, SecurityGroupID: c.SecurityGroupID}
+		imp = &cache.Import{Name: c.Name, Endpoint: c.Endpoint, Port: c.Port, SecurityGroupID: c.SecurityGroupID}
 	}
 	catalogo := cache.New(stack, "Catalogo", &cache.Props{
 		Context:   shared.Context,

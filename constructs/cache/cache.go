@@ -3,18 +3,25 @@
 // shares (lambdas/breaker), nothing else. It encrypts in transit (TLS) and
 // at rest with the data key, lives in the VPC's isolated data subnets
 // behind a security group that admits only the functions bound to it
-// (Bind), and is reached without AUTH (the breaker keys carry no customer
-// data). An environment that has the cache already imports it
-// (Props.Import). docs/design.md#network.
+// (Bind). Every bound function authenticates with IAM as its own
+// ElastiCache user, whose access string admits only its breakers' keys
+// (breakerapi.AccessString); the user group holds them and a disabled
+// "default" user, so an unauthenticated connection can do nothing. An
+// environment that has the cache already imports it (Props.Import) and
+// attaches the user group to it. docs/design.md#breaker-auth.
 package cache
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticache"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -42,8 +49,19 @@ const (
 	Port = 6379
 )
 
-// Import describes an existing cache of the environment.
+// UserEngine is the engine of the user group and its users: a "redis"
+// group is the one that may hold a "default" user without a password (the
+// disabled one), and ElastiCache admits it on a Valkey cache.
+const UserEngine = "redis"
+
+// Import describes an existing cache of the environment. It must be a
+// serverless cache of Valkey 7.2+ (or Redis OSS 7+: IAM authentication)
+// with New's user group (UserGroupID) attached once by an operator
+// (aws elasticache modify-serverless-cache --serverless-cache-name <Name>
+// --user-group-id <UserGroupID>); until then the breakers fail open.
 type Import struct {
+	// Name is its serverless cache name (the IAM token is signed for it).
+	Name string
 	// Endpoint is its host name; Port defaults to 6379.
 	Endpoint string
 	Port     float64
@@ -77,9 +95,21 @@ type Cache struct {
 	Resource awselasticache.CfnServerlessCache
 	// ThrottleAlarm exists when the cache was created here.
 	ThrottleAlarm awscloudwatch.Alarm
+	// UserGroup holds the default user and one user per bound function
+	// (created here also for an imported cache, which attaches it).
+	UserGroup awselasticache.CfnUserGroup
 
 	endpoint, port *string
 	name           string
+	users          map[string]*user // by the bound function's construct path
+	userIDs        []*string
+}
+
+// user is the ElastiCache user of one bound function.
+type user struct {
+	id           string
+	dependencies []string
+	resource     awselasticache.CfnUser
 }
 
 // New creates (or imports) the cache. Every problem is a synthesis error;
@@ -94,8 +124,13 @@ func New(scope constructs.Construct, id string, props *Props) *Cache {
 		c.name = *props.CacheName
 	}
 	v := core.Check(this, "cache")
+	if props.Import != nil {
+		c.name = props.Import.Name
+	}
+	c.users = map[string]*user{}
+	c.newUserGroup(v)
 	if imp := props.Import; imp != nil {
-		v.If(imp.Endpoint == "" || imp.SecurityGroupID == "", "Import needs Endpoint and SecurityGroupID")
+		v.If(imp.Name == "" || imp.Endpoint == "" || imp.SecurityGroupID == "", "Import needs Name, Endpoint and SecurityGroupID")
 		port := imp.Port
 		if port == 0 {
 			port = Port
@@ -138,6 +173,7 @@ func New(scope constructs.Construct, id string, props *Props) *Cache {
 		KmsKeyId:            keyID,
 		SecurityGroupIds:    &[]any{sg.SecurityGroupId()},
 		SubnetIds:           &subnetIDs,
+		UserGroupId:         c.UserGroup.Ref(),
 		CacheUsageLimits: &awselasticache.CfnServerlessCache_CacheUsageLimitsProperty{
 			DataStorage:   &awselasticache.CfnServerlessCache_DataStorageProperty{Maximum: jsii.Number(storage), Unit: jsii.String("GB")},
 			EcpuPerSecond: &awselasticache.CfnServerlessCache_ECPUPerSecondProperty{Maximum: jsii.Number(ecpu)},
@@ -191,14 +227,124 @@ func (c *Cache) AllowFrom(peer awsec2.IConnectable, description string) {
 	peer.Connections().AllowTo(c.SecurityGroup, awsec2.Port_Tcp(jsii.Number(Port)), jsii.String(description))
 }
 
-// Bind lets fn use the cache for its circuit breakers: the function's
-// security groups are admitted to the cache's port and its environment gets
-// the address (breakerapi.EnvRedisAddr) and TLS on. fn must be in the VPC.
-func (c *Cache) Bind(fn awslambda.Function) {
-	if core.Check(c.Construct, "cache").If(fn.IsBoundToVpc() == nil || !*fn.IsBoundToVpc(), "%s is not in the VPC; only a function in the VPC can reach the cache", *fn.Node().Path()) {
+// UserGroupID is the id of the user group (the cache's name).
+func (c *Cache) UserGroupID() string { return c.name }
+
+// DefaultUserID is the id of the disabled "default" user.
+func (c *Cache) DefaultUserID() string { return c.name + "-default" }
+
+// UserID is the id (and name) of fn's ElastiCache user, "" if fn is not
+// bound.
+func (c *Cache) UserID(fn awslambda.Function) string {
+	if u := c.users[*fn.Node().Path()]; u != nil {
+		return u.id
+	}
+	return ""
+}
+
+// userGroupID is what ElastiCache accepts as a user group id.
+var userGroupID = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+
+func (c *Cache) newUserGroup(v *core.Problems) {
+	v.If(len(c.name) > 40 || !userGroupID.MatchString(c.name), "the cache name %q is also the user group's id: 1 to 40 lower-case letters, digits and single hyphens, starting with a letter", c.name)
+	def := awselasticache.NewCfnUser(c.Construct, jsii.String("DefaultUser"), &awselasticache.CfnUserProps{
+		Engine:             jsii.String(UserEngine),
+		UserId:             jsii.String(c.DefaultUserID()),
+		UserName:           jsii.String("default"),
+		AccessString:       jsii.String(breakerapi.NoAccess),
+		AuthenticationMode: map[string]any{"Type": "no-password-required"},
+	})
+	c.userIDs = []*string{def.Ref()}
+	c.UserGroup = awselasticache.NewCfnUserGroup(c.Construct, jsii.String("UserGroup"), &awselasticache.CfnUserGroupProps{
+		Engine:      jsii.String(UserEngine),
+		UserGroupId: jsii.String(c.name),
+		UserIds:     &c.userIDs,
+	})
+}
+
+// userID is fn's physical name as an ElastiCache user id (lower case,
+// letters, digits and single hyphens), or a unique name from its path when
+// it has none. Function names are unique in the account and region, and so
+// are these.
+func userID(fn awslambda.Function) string {
+	name := fn.PhysicalName()
+	if name == nil || *awscdk.Token_IsUnresolved(name) {
+		name = awscdk.Names_UniqueResourceName(fn, &awscdk.UniqueResourceNameOptions{MaxLength: jsii.Number(40), Separator: jsii.String("-")})
+	}
+	id := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, *name)
+	for strings.Contains(id, "--") {
+		id = strings.ReplaceAll(id, "--", "-")
+	}
+	return strings.Trim(id, "-")
+}
+
+// Bind lets fn use the cache for the circuit breakers of dependencies: the
+// function's security groups are admitted to the cache's port; it gets its
+// own ElastiCache user (IAM authentication, id and name UserID(fn)) whose
+// access string admits only those breakers' keys
+// (breakerapi.AccessString); its role may elasticache:Connect to this cache
+// as that user only; its environment gets the address, TLS on, the user
+// and the cache's name (breakerapi). fn must be in the VPC. Binding fn
+// again adds dependencies to its user.
+func (c *Cache) Bind(fn awslambda.Function, dependencies ...string) {
+	v := core.Check(c.Construct, "cache")
+	path := *fn.Node().Path()
+	if v.If(fn.IsBoundToVpc() == nil || !*fn.IsBoundToVpc(), "%s is not in the VPC; only a function in the VPC can reach the cache", path) {
 		return
 	}
-	c.AllowFrom(fn, "circuit breaker state: "+*fn.Node().Path())
-	fn.AddEnvironment(jsii.String(breakerapi.EnvRedisAddr), c.Address(), nil)
-	fn.AddEnvironment(jsii.String(breakerapi.EnvRedisTLS), jsii.String("true"), nil)
+	if v.If(len(dependencies) == 0, "Bind(%s): name the dependencies whose breakers it runs", path) {
+		return
+	}
+	u := c.users[path]
+	if u == nil {
+		u = &user{id: userID(fn)}
+		for _, other := range c.users {
+			if v.If(other.id == u.id, "%s and another bound function would share the ElastiCache user %s", path, u.id) {
+				return
+			}
+		}
+		v.If(!userGroupID.MatchString(u.id), "%s: no ElastiCache user id can be made of its name (%q)", path, u.id)
+		c.users[path] = u
+		u.resource = awselasticache.NewCfnUser(c.Construct, jsii.String("User-"+u.id), &awselasticache.CfnUserProps{
+			Engine:             jsii.String(UserEngine),
+			UserId:             jsii.String(u.id),
+			UserName:           jsii.String(u.id), // IAM authentication: the name is the id
+			AuthenticationMode: map[string]any{"Type": "iam"},
+		})
+		c.userIDs = append(c.userIDs, u.resource.Ref())
+		c.UserGroup.SetUserIds(&c.userIDs)
+		c.AllowFrom(fn, "circuit breaker state: "+path)
+		stack := awscdk.Stack_Of(fn)
+		arn := func(resource, name string) string {
+			return *stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("elasticache"), Resource: jsii.String(resource),
+				ResourceName: jsii.String(name), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+		}
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+			Grantee:      fn,
+			Actions:      jsii.Strings("elasticache:Connect"),
+			ResourceArns: jsii.Strings(arn("serverlesscache", c.name), arn("user", u.id)),
+		})
+		fn.AddEnvironment(jsii.String(breakerapi.EnvRedisAddr), c.Address(), nil)
+		fn.AddEnvironment(jsii.String(breakerapi.EnvRedisTLS), jsii.String("true"), nil)
+		fn.AddEnvironment(jsii.String(breakerapi.EnvRedisUser), jsii.String(u.id), nil)
+		fn.AddEnvironment(jsii.String(breakerapi.EnvCacheName), jsii.String(c.name), nil)
+	}
+	for _, d := range dependencies {
+		if !slices.Contains(u.dependencies, d) {
+			u.dependencies = append(u.dependencies, d)
+		}
+	}
+	access, err := breakerapi.AccessString(breakerapi.DefaultKeyPrefix, u.dependencies...)
+	if v.If(err != nil, "Bind(%s): %v", path, err) {
+		return
+	}
+	u.resource.SetAccessString(jsii.String(access))
 }

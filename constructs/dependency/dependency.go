@@ -28,10 +28,11 @@ import (
 )
 
 // BreakerStore is where circuit breakers keep their shared state:
-// *cache.Cache (mercadofresco-catalogo). Bind admits fn to it and sets
-// breakerapi.EnvRedisAddr and EnvRedisTLS on fn.
+// *cache.Cache (mercadofresco-catalogo). Bind admits fn to it as its own
+// user, allowed the keys of the breakers of dependencies only, and sets
+// the breakerapi variables on fn.
 type BreakerStore interface {
-	Bind(fn awslambda.Function)
+	Bind(fn awslambda.Function, dependencies ...string)
 }
 
 // APIKeyProps configures NewAPIKey. The Context's DataKey encrypts the

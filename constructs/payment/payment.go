@@ -207,7 +207,7 @@ func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.Su
 			}
 		}
 		if props.BreakerStore != nil {
-			props.BreakerStore.Bind(fn.Function)
+			props.BreakerStore.Bind(fn.Function, paymentapi.GatewayDependency)
 		}
 		return fn
 	}

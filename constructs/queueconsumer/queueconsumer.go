@@ -114,7 +114,6 @@ type Consumer struct {
 	IdempotencyWindow time.Duration
 
 	props       Props
-	breakerSet  bool
 	breakerSeen map[string]bool
 }
 
@@ -266,9 +265,8 @@ func (c *Consumer) AddHTTPDependency(id string, d HTTPDependency) awssecretsmana
 // alarm's description. The function must be in the VPC.
 func (c *Consumer) AddBreaker(store dependency.BreakerStore, name, effect string) awscloudwatch.Alarm {
 	v := core.Check(c.Construct, "queueconsumer")
-	if !v.If(store == nil, "AddBreaker(%s): the breaker store (the Valkey cache) is required", name) && !c.breakerSet {
-		c.breakerSet = true
-		store.Bind(c.Function.Function)
+	if !v.If(store == nil, "AddBreaker(%s): the breaker store (the Valkey cache) is required", name) && name != "" {
+		store.Bind(c.Function.Function, name)
 	}
 	v.If(name == "", "AddBreaker: the dependency's name is required")
 	v.If(c.breakerSeen[name], "AddBreaker(%s) called twice", name)

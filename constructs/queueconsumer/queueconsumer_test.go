@@ -2,6 +2,7 @@ package queueconsumer_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,9 +44,15 @@ func TestCeiling(t *testing.T) {
 	}
 }
 
-type recordingStore struct{ bound []awslambda.Function }
+type recordingStore struct {
+	bound        []awslambda.Function
+	dependencies []string
+}
 
-func (r *recordingStore) Bind(fn awslambda.Function) { r.bound = append(r.bound, fn) }
+func (r *recordingStore) Bind(fn awslambda.Function, dependencies ...string) {
+	r.bound = append(r.bound, fn)
+	r.dependencies = append(r.dependencies, dependencies...)
+}
 
 func TestConsumerBundlesQueueFunctionAndDependencies(t *testing.T) {
 	p := cdktest.NewPlatform("Cola")
@@ -61,8 +68,8 @@ func TestConsumerBundlesQueueFunctionAndDependencies(t *testing.T) {
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}
-	if len(store.bound) != 1 {
-		t.Fatalf("the breaker store bound %d functions, want 1", len(store.bound))
+	if len(store.bound) != 1 || fmt.Sprint(store.dependencies) != "[almacen]" {
+		t.Fatalf("the breaker store bound %d functions for %v, want 1 for almacen", len(store.bound), store.dependencies)
 	}
 	tpl := assertions.Template_FromStack(p.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{

@@ -86,6 +86,11 @@ var pollerActions = map[string]bool{
 	"sqs:getqueueattributes": true, "sqs:getqueueurl": true,
 }
 
+// localActions are signed locally into a token the function presents to a
+// data store it reaches through its security groups, not calls to the
+// service: elasticache:Connect is the Valkey cache's IAM authentication.
+var localActions = map[string]bool{"elasticache:connect": true}
+
 // endpointService maps an IAM prefix to its endpoint service name where they differ.
 var endpointService = map[string]string{"ses": "email"}
 
@@ -143,7 +148,7 @@ func (w *walker) calls(fn *Resource) []string {
 	addAction := func(a string) {
 		prefix, _, ok := strings.Cut(a, ":")
 		prefix = strings.ToLower(prefix)
-		if !ok || prefix == "" || lambdaService[prefix] || pollerActions[strings.ToLower(a)] {
+		if !ok || prefix == "" || lambdaService[prefix] || pollerActions[strings.ToLower(a)] || localActions[strings.ToLower(a)] {
 			return
 		}
 		set[prefix] = true

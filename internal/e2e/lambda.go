@@ -137,8 +137,8 @@ func (w *World) note(format string, args ...any) {
 // override applies the run's changes to a function's environment, the only
 // places where it departs from the template (each listed in the report):
 // endpoints of the external services, TLS to the local Redis and
-// PostgreSQL, the run's database and role names, and durations divided by
-// ExecScale.
+// PostgreSQL and IAM authentication to the Redis, the run's database and
+// role names, and durations divided by ExecScale.
 func (w *World) override(f *Function) {
 	scale := func(d time.Duration, floor time.Duration) time.Duration {
 		d = time.Duration(float64(d) / w.opts.ExecScale).Round(time.Millisecond)
@@ -158,6 +158,9 @@ func (w *World) override(f *Function) {
 		case k == "BREAKER_REDIS_TLS":
 			f.Env[k] = "false"
 			w.note("BREAKER_REDIS_TLS=false: the local Redis has no TLS")
+		case k == "BREAKER_REDIS_USER":
+			delete(f.Env, k)
+			w.note("BREAKER_REDIS_USER unset: the local Redis has no IAM authentication (its ACL is tested in lambdas/breaker)")
 		case k == "DB_NAME":
 			f.Env[k] = w.db
 			w.note("DB_NAME=<the run's database> (template: %s)", v)

@@ -3,8 +3,8 @@
 // while the ERP's circuit is open (lambdas/erpnotice).
 //
 // Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, ERP_URL,
-// ERP_SECRET_ARN, ERP_READ_TIMEOUT, ERP_MAX_ATTEMPTS, BREAKER_REDIS_ADDR,
-// BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO and the common
+// ERP_SECRET_ARN, ERP_READ_TIMEOUT, ERP_MAX_ATTEMPTS, the BREAKER_* variables
+// of breakerapi, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO and the common
 // consumer variables of lambdas/sqsconsumer/consumerapi.
 package main
 

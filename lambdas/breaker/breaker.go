@@ -40,7 +40,7 @@ const (
 	DefaultMaxStaleness       = time.Second
 	DefaultStoreTimeout       = 250 * time.Millisecond
 	DefaultStoreRetryInterval = time.Second
-	DefaultKeyPrefix          = "mf:breaker:"
+	DefaultKeyPrefix          = breakerapi.DefaultKeyPrefix
 )
 
 // ErrOpen matches (errors.Is) the error of a call refused because the
@@ -74,7 +74,8 @@ type Config struct {
 	// the Dependencia metric dimension.
 	Name string
 	// KeyPrefix namespaces the keys (default "mf:breaker:"; tests use a
-	// unique one). The key is KeyPrefix + "{" + Name + "}".
+	// unique one). The key is breakerapi.Key(KeyPrefix, Name):
+	// KeyPrefix + "{" + Name + "}".
 	KeyPrefix string
 	// FailureThreshold consecutive failures open the circuit (default 20).
 	FailureThreshold int
@@ -180,7 +181,7 @@ func New(store Store, cfg Config) (*Breaker, error) {
 	_, _ = rand.Read(id[:])
 	return &Breaker{
 		cfg: cfg, store: store,
-		key:    cfg.KeyPrefix + "{" + cfg.Name + "}",
+		key:    breakerapi.Key(cfg.KeyPrefix, cfg.Name),
 		params: Params{Threshold: cfg.FailureThreshold, OpenPeriod: cfg.OpenPeriod, ProbeLease: cfg.ProbeLease},
 		log:    cfg.Logger.With(slog.String("breaker", cfg.Name)),
 		idBase: hex.EncodeToString(id[:]),

@@ -1,12 +1,14 @@
 package breaker
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
@@ -16,6 +18,7 @@ import (
 // interface, so the breaker does not link the SDK configuration).
 type Env interface {
 	Required(key string) string
+	String(key, def string) string
 	Bool(key string, def bool) bool
 	Int(key string, def, min, max int) int
 	Duration(key string, def, min, max time.Duration) time.Duration
@@ -25,38 +28,69 @@ type Env interface {
 // host:port.
 var ErrInvalidAddr = errors.New("breaker: invalid cache address")
 
+// ErrIAMWithoutTLS is returned by LoadSettings for a user to authenticate
+// with IAM on a connection without TLS (ElastiCache refuses it).
+var ErrIAMWithoutTLS = errors.New("breaker: IAM authentication needs TLS")
+
 // Settings are a Lambda's breaker settings, read from the variables named
 // in breakerapi.
 type Settings struct {
-	RedisAddr        string
-	RedisTLS         bool
+	RedisAddr string
+	RedisTLS  bool
+	// User is the ElastiCache user to authenticate as with IAM, on the
+	// serverless cache CacheName ("": no AUTH).
+	User, CacheName  string
 	FailureThreshold int
 	OpenPeriod       time.Duration
 }
 
 // LoadSettings reads the breaker's variables through env (problems are
-// recorded in env, and a malformed address is returned as an error).
+// recorded in env, and a malformed address or IAM without TLS is returned
+// as an error).
 func LoadSettings(env Env) (Settings, error) {
 	s := Settings{
 		RedisAddr:        env.Required(breakerapi.EnvRedisAddr),
 		RedisTLS:         env.Bool(breakerapi.EnvRedisTLS, true),
+		User:             env.String(breakerapi.EnvRedisUser, ""),
 		FailureThreshold: env.Int(breakerapi.EnvFailureThreshold, DefaultFailureThreshold, 1, 1000),
 		OpenPeriod:       env.Duration(breakerapi.EnvOpenPeriod, DefaultOpenPeriod, 5*time.Second, 10*time.Minute),
 	}
-	if s.RedisAddr != "" {
-		if _, _, err := net.SplitHostPort(s.RedisAddr); err != nil {
-			return s, fmt.Errorf("%w: %s: %q is not host:port", ErrInvalidAddr, breakerapi.EnvRedisAddr, s.RedisAddr)
+	var problems []error
+	if s.User != "" {
+		s.CacheName = env.Required(breakerapi.EnvCacheName)
+		if !s.RedisTLS {
+			problems = append(problems, fmt.Errorf("%w: %s is set and %s is false", ErrIAMWithoutTLS, breakerapi.EnvRedisUser, breakerapi.EnvRedisTLS))
 		}
 	}
-	return s, nil
+	if s.RedisAddr != "" {
+		if _, _, err := net.SplitHostPort(s.RedisAddr); err != nil {
+			problems = append(problems, fmt.Errorf("%w: %s: %q is not host:port", ErrInvalidAddr, breakerapi.EnvRedisAddr, s.RedisAddr))
+		}
+	}
+	return s, errors.Join(problems...)
 }
 
+// IAMAuth returns the IAM authentication of s.User signed with cfg's
+// credentials in cfg's region, or nil when s names no user.
+func (s Settings) IAMAuth(cfg aws.Config) *IAMAuth {
+	if s.User == "" {
+		return nil
+	}
+	return &IAMAuth{UserID: s.User, CacheName: s.CacheName, Region: cfg.Region, Credentials: cfg.Credentials}
+}
+
+// ConnMaxLifetime retires a pooled connection after an hour: ElastiCache
+// closes an IAM-authenticated connection after 12 hours, and a breaker
+// call on a connection closed under it would fail open once.
+const ConnMaxLifetime = time.Hour
+
 // NewRedisClient returns the client a Lambda's breakers share: TLS when
-// useTLS (ElastiCache Serverless requires it), 200 ms dial, read and write
-// timeouts and no go-redis retries (a breaker whose store is slow fails
-// open instead of delaying the protected call), and a small pool (one
+// useTLS (ElastiCache Serverless requires it), authenticated with a fresh
+// IAM token on every new connection when auth is not nil, 200 ms dial, read
+// and write timeouts and no go-redis retries (a breaker whose store is slow
+// fails open instead of delaying the protected call), and a small pool (one
 // Lambda instance handles one batch at a time).
-func NewRedisClient(addr string, useTLS bool) *redis.Client {
+func NewRedisClient(addr string, useTLS bool, auth *IAMAuth) *redis.Client {
 	opts := &redis.Options{
 		Addr:         addr,
 		DialTimeout:  200 * time.Millisecond,
@@ -68,6 +102,13 @@ func NewRedisClient(addr string, useTLS bool) *redis.Client {
 	if useTLS {
 		host, _, _ := net.SplitHostPort(addr)
 		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+	}
+	if auth != nil {
+		opts.CredentialsProviderContext = func(ctx context.Context) (string, string, error) {
+			token, err := auth.Token(ctx)
+			return auth.UserID, token, err
+		}
+		opts.ConnMaxLifetime = ConnMaxLifetime
 	}
 	return redis.NewClient(opts)
 }

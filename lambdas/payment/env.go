@@ -85,7 +85,7 @@ func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*T
 		return nil, err
 	}
 	emf := breaker.MetricsWriter(os.Stdout, s.Environment, paymentapi.GatewayDependency)
-	br, err := breaker.New(breaker.NewRedisStore(breaker.NewRedisClient(s.Breaker.RedisAddr, s.Breaker.RedisTLS)), breaker.Config{
+	br, err := breaker.New(breaker.NewRedisStore(breaker.NewRedisClient(s.Breaker.RedisAddr, s.Breaker.RedisTLS, s.Breaker.IAMAuth(awsCfg))), breaker.Config{
 		Name:             paymentapi.GatewayDependency,
 		FailureThreshold: s.Breaker.FailureThreshold,
 		OpenPeriod:       s.Breaker.OpenPeriod,

@@ -3,7 +3,7 @@
 //
 // Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, ALMACEN_URL,
 // ALMACEN_SECRET_ARN, ALMACEN_READ_TIMEOUT, ALMACEN_MAX_ATTEMPTS,
-// BREAKER_REDIS_ADDR, BREAKER_REDIS_TLS, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
+// the BREAKER_* variables of breakerapi, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
 // and the common consumer variables of lambdas/sqsconsumer/consumerapi.
 package main
 

@@ -214,7 +214,9 @@ func (r *Runtime) Breaker(name string, probeLease time.Duration) (*breaker.Break
 	if err := r.Check(); err != nil {
 		return nil, err
 	}
-	r.redisOnce.Do(func() { r.redis = breaker.NewRedisClient(r.breakerSet.RedisAddr, r.breakerSet.RedisTLS) })
+	r.redisOnce.Do(func() {
+		r.redis = breaker.NewRedisClient(r.breakerSet.RedisAddr, r.breakerSet.RedisTLS, r.breakerSet.IAMAuth(r.AWS))
+	})
 	return breaker.New(breaker.NewRedisStore(r.redis), breaker.Config{
 		Name:             name,
 		FailureThreshold: r.breakerSet.FailureThreshold,

@@ -321,4 +321,6 @@ var free = map[string]bool{
 	// A metric filter is free; the custom metric it writes is one of the
 	// few the alarms already read (CompensacionFallida).
 	"AWS::Logs::MetricFilter": true,
+	// The cache's RBAC users and user group (its IAM authentication).
+	"AWS::ElastiCache::User": true, "AWS::ElastiCache::UserGroup": true,
 }

@@ -7,10 +7,14 @@
 //	rdb := srv.Client(t)
 //	srv.Stop()  // Redis unreachable (fail-open tests)
 //	srv.Start() // back on the same port, empty
+//
+// StartTLS serves TLS only, with a certificate for localhost and 127.0.0.1
+// that the test trusts through CAFile (as ElastiCache Serverless is reached).
 package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -36,8 +40,14 @@ type Server struct {
 	// Addr is host:port, the same across Stop and Start.
 	Addr string
 
-	t   testing.TB
-	dir string
+	// CAFile is the PEM certificate a TLS server presents (self-signed, for
+	// localhost and 127.0.0.1); empty for a plain server.
+	CAFile string
+
+	t       testing.TB
+	dir     string
+	keyFile string
+	tls     *tls.Config // the clients' configuration; nil without TLS
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -49,6 +59,18 @@ type Server struct {
 // ready in 10 seconds.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return startServer(t, false)
+}
+
+// StartTLS is Start for a server that accepts only TLS connections
+// (clients are not asked for a certificate).
+func StartTLS(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, true)
+}
+
+func startServer(t testing.TB, useTLS bool) *Server {
+	t.Helper()
 	bin := Binary
 	if v := os.Getenv("REDIS_SERVER"); v != "" {
 		bin = v
@@ -57,6 +79,12 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("redistest: %s not found on PATH (apt-get install redis-server): %v", bin, err)
 	}
 	s := &Server{t: t, dir: t.TempDir()}
+	if useTLS {
+		var err error
+		if s.CAFile, s.keyFile, s.tls, err = selfSigned(s.dir); err != nil {
+			t.Fatalf("redistest: certificate: %v", err)
+		}
+	}
 	t.Cleanup(s.Stop)
 	// A free port can be taken between the probe and the server's bind by
 	// another process; a few tries make that harmless.
@@ -95,10 +123,15 @@ func (s *Server) start(bin string) error {
 		return fmt.Errorf("already running")
 	}
 	_, port, _ := net.SplitHostPort(s.Addr)
-	cmd := exec.Command(bin,
-		"--port", port, "--bind", "127.0.0.1", "--dir", s.dir,
+	listen := []string{"--port", port}
+	if s.tls != nil {
+		listen = []string{"--port", "0", "--tls-port", port, "--tls-cert-file", s.CAFile,
+			"--tls-key-file", s.keyFile, "--tls-auth-clients", "no"}
+	}
+	cmd := exec.Command(bin, append(listen,
+		"--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--logfile", filepath.Join(s.dir, "redis.log"), "--protected-mode", "no")
+		"--logfile", filepath.Join(s.dir, "redis.log"), "--protected-mode", "no")...)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -106,7 +139,7 @@ func (s *Server) start(bin string) error {
 	go func() { exited <- cmd.Wait() }()
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	probe := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	probe := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, TLSConfig: s.tls})
 	defer probe.Close()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -157,6 +190,7 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 		ReadTimeout:  time.Second,
 		WriteTimeout: time.Second,
 		MaxRetries:   -1,
+		TLSConfig:    s.tls,
 	})
 	t.Cleanup(func() { c.Close() })
 	return c

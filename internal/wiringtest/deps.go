@@ -2,6 +2,7 @@ package wiringtest
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,15 +48,44 @@ func (d *Dependency) Seen() []fakehttp.Request {
 // of the breakers.
 type BreakerCache struct{ srv *redistest.Server }
 
-// NewBreakerCache starts the server and points env's BREAKER_REDIS_ADDR at
-// it, with BREAKER_REDIS_TLS "false": the local server speaks no TLS (the
-// template's "true" is what ElastiCache needs). A private server, so the
-// breakers' fixed key prefix collides with no other test.
+// NewBreakerCache starts a TLS-only server and points env's
+// BREAKER_REDIS_ADDR at it as "localhost:<port>"; the function keeps the
+// template's TLS and verifies the server's certificate, trusted through
+// SSL_CERT_FILE (a Lambda trusts ElastiCache's through the system roots).
+// When env names a BREAKER_REDIS_USER, the server gets that user with the
+// AccessString the committed Network template gives it, so the function's
+// breakers run only on the keys the deployed user admits. The user takes
+// any password ("nopass"): the IAM token's format is lambdas/breaker's
+// test; here the name and the access string are proved. A private server,
+// so the breakers' fixed key prefix collides with no other test.
 func NewBreakerCache(t testing.TB, env map[string]string) *BreakerCache {
 	t.Helper()
-	srv := redistest.Start(t)
-	env["BREAKER_REDIS_ADDR"] = srv.Addr
-	env["BREAKER_REDIS_TLS"] = "false"
+	srv := redistest.StartTLS(t)
+	_, port, _ := net.SplitHostPort(srv.Addr)
+	env["BREAKER_REDIS_ADDR"] = net.JoinHostPort("localhost", port)
+	t.Setenv("SSL_CERT_FILE", srv.CAFile)
+	if user := env["BREAKER_REDIS_USER"]; user != "" {
+		envName := env["ENTORNO"]
+		if envName == "" {
+			envName = "prod"
+		}
+		access := ""
+		for _, r := range app(t, envName).Resources("AWS::ElastiCache::User") {
+			if name, _ := r.Prop("UserName").(string); name == user {
+				access, _ = r.Prop("AccessString").(string)
+			}
+		}
+		if access == "" {
+			t.Fatalf("wiringtest: no ElastiCache user %s with an AccessString in the %s templates", user, envName)
+		}
+		args := []any{"ACL", "SETUSER", user, "reset", "nopass"}
+		for _, rule := range strings.Fields(access) {
+			args = append(args, rule)
+		}
+		if err := srv.Client(t).Do(context.Background(), args...).Err(); err != nil {
+			t.Fatalf("wiringtest: ACL SETUSER %s %s: %v", user, access, err)
+		}
+	}
 	return &BreakerCache{srv: srv}
 }
 

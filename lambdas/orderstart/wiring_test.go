@@ -20,6 +20,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
+	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // deployedEnv is the environment of function name in the committed
@@ -63,6 +64,8 @@ func deployedEnv(t *testing.T, stack, name string) map[string]string {
 					return fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%v", region, account, r.Properties["StateMachineName"])
 				case "AWS::SQS::Queue":
 					return fmt.Sprintf("https://sqs.%s.amazonaws.com/%s/%v", region, account, r.Properties["QueueName"])
+				case "AWS::SecretsManager::Secret":
+					return fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%v-AbC123", region, account, r.Properties["Name"])
 				}
 				t.Fatalf("cannot render a Ref to %s (%s)", id, r.Type)
 			}
@@ -85,8 +88,13 @@ func deployedEnv(t *testing.T, stack, name string) map[string]string {
 	return nil
 }
 
+// wiringKey is the signing key the recorder serves as the secret's
+// AWSCURRENT version.
+var wiringKey = signing.Key{ID: "version-wiring", Secret: []byte("0123456789abcdef0123456789abcdef")}
+
 // recorder is an AWS endpoint that records each request's target and body
-// and answers StartExecution as Step Functions does.
+// and answers StartExecution as Step Functions does, and GetSecretValue
+// with wiringKey.
 type recorder struct {
 	mu       sync.Mutex
 	requests []recorded
@@ -99,6 +107,11 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.requests = append(r.requests, recorded{Target: req.Header.Get("X-Amz-Target"), Body: string(b)})
 	r.mu.Unlock()
+	if req.Header.Get("X-Amz-Target") == "secretsmanager.GetSecretValue" {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprintf(w, `{"Name":"k","VersionId":%q,"SecretString":%q,"VersionStages":["AWSCURRENT"]}`, wiringKey.ID, wiringKey.Secret)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 	fmt.Fprint(w, `{"executionArn":"arn:aws:states:eu-west-1:333333333333:execution:mercadofresco-procesar-pedido:x","startDate":1764583200}`)
 }
@@ -132,11 +145,13 @@ func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Now().UTC().Add(-time.Second).Format(time.RFC3339)
-	detail, _ := json.Marshal(eventsapi.PedidoCreado{
+	pedido := eventsapi.PedidoCreado{
 		IDEvento: "out-P-77", CreadoEn: created, Version: 1, PedidoID: "P-77", ClienteID: "C-1",
 		Cliente: eventsapi.Cliente{ID: "C-1", Email: "c@example.com"}, TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok",
 		Lineas: []eventsapi.Linea{{SKU: "S", Cantidad: 1, PrecioCentimos: 4820}},
-	})
+	}
+	pedido.Firma = sign(wiringKey, pedido)
+	detail, _ := json.Marshal(pedido)
 	body, _ := json.Marshal(map[string]any{
 		"version": "0", "id": "ev-77", "detail-type": eventsapi.TypePedidoCreado, "source": "mercadofresco.tienda",
 		"account": "333333333333", "time": created, "region": "eu-west-1", "resources": []string{}, "detail": json.RawMessage(detail),
@@ -150,11 +165,17 @@ func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if len(rec.requests) != 1 || rec.requests[0].Target != "AWSStepFunctions.StartExecution" {
-		t.Fatalf("requests at the endpoint %+v, want one StartExecution", rec.requests)
+	var starts []recorded
+	for _, r := range rec.requests {
+		if r.Target != "secretsmanager.GetSecretValue" {
+			starts = append(starts, r)
+		}
+	}
+	if len(starts) != 1 || starts[0].Target != "AWSStepFunctions.StartExecution" {
+		t.Fatalf("requests at the endpoint %+v, want one StartExecution (and the signing key's reads)", rec.requests)
 	}
 	var in struct{ StateMachineArn, Name, Input string }
-	if err := json.Unmarshal([]byte(rec.requests[0].Body), &in); err != nil {
+	if err := json.Unmarshal([]byte(starts[0].Body), &in); err != nil {
 		t.Fatal(err)
 	}
 	if in.StateMachineArn != env["STATE_MACHINE_ARN"] || !strings.Contains(in.Name, "P-77") || !strings.Contains(in.Input, `"pedido_id":"P-77"`) {

@@ -22,6 +22,10 @@ import (
 	"strings"
 )
 
+// EnvSecretARN is the variable that names the signing key's Secrets
+// Manager secret in the outbox publisher, the order starter and cobro.
+const EnvSecretARN = "SIGNING_SECRET_ARN"
+
 // Version is the encoding version, the first part of every signature.
 const Version = "v1"
 

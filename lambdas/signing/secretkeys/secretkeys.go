@@ -20,9 +20,8 @@ import (
 	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
-// EnvSecretARN is the variable that names the signing key's secret in the
-// outbox publisher, the order starter and cobro.
-const EnvSecretARN = "SIGNING_SECRET_ARN"
+// EnvSecretARN is signing.EnvSecretARN.
+const EnvSecretARN = signing.EnvSecretARN
 
 // Stages read: the key that signs, and the one before it.
 const (

@@ -8,8 +8,8 @@
 // (docs/design.md#charge-signature). A signature names its key's id (the
 // Secrets Manager version), so Verify accepts every key it is given: the
 // current and the previous version during a rotation. Comparison is
-// constant-time. Standard library only: crypto/hmac is the well-kept
-// library; what is ours is the encoding and the errors.
+// constant-time. Standard library only (and its contract, signingapi):
+// crypto/hmac is the well-kept library; ours are the encoding and errors.
 package signing
 
 import (
@@ -20,18 +20,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/mercadofresco/integration/lambdas/signing/signingapi"
 )
 
-// EnvSecretARN is the variable that names the signing key's Secrets
-// Manager secret in the outbox publisher, the order starter and cobro.
-const EnvSecretARN = "SIGNING_SECRET_ARN"
+// EnvSecretARN is signingapi.EnvSecretARN.
+const EnvSecretARN = signingapi.EnvSecretARN
 
 // Version is the encoding version, the first part of every signature.
 const Version = "v1"
 
-// MinKeyBytes is the shortest key Sign and Verify use (the HMAC-SHA256
-// block of security: 256 bits).
-const MinKeyBytes = 32
+// MinKeyBytes is the shortest key Sign and Verify use
+// (signingapi.MinKeyBytes).
+const MinKeyBytes = signingapi.MinKeyBytes
 
 // domain separates this encoding from any other use of the key.
 const domain = "mercadofresco/cobro/" + Version

@@ -140,20 +140,13 @@ type Envelope struct {
 	Detail     json.RawMessage `json:"detail"`
 }
 
-// ChargeVerifier checks a charge's signature; *secretkeys.Source
-// implements it. A bad signature wraps signing.ErrInvalid; any other error
-// is a failure to check (transient).
-type ChargeVerifier interface {
-	Verify(ctx context.Context, c signing.Charge, sig string) error
-}
-
 // Starter starts one execution per order.
 type Starter struct {
 	api          StartExecutionAPI
 	stateMachine string
 	log          *slog.Logger
 	window       replaywindow.Window
-	verifier     ChargeVerifier
+	verifier     signing.Verifier
 }
 
 // Option configures New.
@@ -166,7 +159,7 @@ func WithWindow(d time.Duration) Option { return func(s *Starter) { s.window.Max
 
 // WithVerifier sets the check of each event's charge signature (required:
 // the starter starts only orders the outbox publisher signed).
-func WithVerifier(v ChargeVerifier) Option { return func(s *Starter) { s.verifier = v } }
+func WithVerifier(v signing.Verifier) Option { return func(s *Starter) { s.verifier = v } }
 
 // WithClock sets the window's clock (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Starter) { s.window.Now = now } }

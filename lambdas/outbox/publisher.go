@@ -318,7 +318,9 @@ func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome
 		sizes[i] = EntrySize(entries[i])
 		claimed[i].payload = "" // held in the detail now; halves a batch's memory
 	}
-	calls, tooLarge := pack(sizes, MaxEntriesPerCall, MaxEntryBytes) // unsigned rows are "too large" with their verdict set
+	// A row that could not be signed is left out of every call by its size
+	// and keeps the verdict set above.
+	calls, tooLarge := pack(sizes, MaxEntriesPerCall, MaxEntryBytes)
 	for _, i := range tooLarge {
 		if !outcomes[i].done {
 			outcomes[i] = outcome{done: true, permanent: true,
@@ -415,9 +417,10 @@ func mentionsReservedKey(payload string) bool {
 }
 
 // appendMembersWithout appends the payload's top-level members except the
-// reserved keys (values copied as they are, keys in sorted order) and
-// closes the object (and SignatureKey when signed). A payload that does not decode as an object (not
-// possible from a jsonb object column) contributes no members.
+// reserved keys (and SignatureKey when signed; values copied as they are,
+// keys in sorted order) and closes the object. A payload that does not
+// decode as an object (not possible from a jsonb object column)
+// contributes no members.
 func appendMembersWithout(b []byte, payload string, signed bool) []byte {
 	var members map[string]json.RawMessage
 	_ = json.Unmarshal([]byte(payload), &members)

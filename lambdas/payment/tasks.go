@@ -61,18 +61,11 @@ func (e *TaskError) Error() string { return e.Name + ": " + e.Message }
 // Unwrap returns the cause.
 func (e *TaskError) Unwrap() error { return e.Err }
 
-// ChargeVerifier checks a charge's signature (lambdas/signing);
-// *secretkeys.Source implements it. A bad signature wraps
-// signing.ErrInvalid; any other error is a failure to check (transient).
-type ChargeVerifier interface {
-	Verify(ctx context.Context, c signing.Charge, sig string) error
-}
-
 // Tasks runs the cobro and reembolso tasks. Safe for concurrent use.
 type Tasks struct {
 	store    *idempotency.Store
 	gw       Gateway
-	verifier ChargeVerifier
+	verifier signing.Verifier
 	log      *slog.Logger
 }
 
@@ -82,7 +75,7 @@ type TaskOption func(*Tasks)
 // WithVerifier makes Cobro charge only what v proves the outbox publisher
 // signed. Without one, Cobro refuses every charge (FirmaInvalida): the
 // reembolso function, which needs no key, is built without it.
-func WithVerifier(v ChargeVerifier) TaskOption { return func(t *Tasks) { t.verifier = v } }
+func WithVerifier(v signing.Verifier) TaskOption { return func(t *Tasks) { t.verifier = v } }
 
 // NewTasks returns the tasks over an idempotency store and a gateway.
 func NewTasks(store *idempotency.Store, gw Gateway, log *slog.Logger, opts ...TaskOption) (*Tasks, error) {

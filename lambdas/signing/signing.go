@@ -13,6 +13,7 @@
 package signing
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -64,6 +65,13 @@ type Charge struct {
 	AmountCents int64  // total_centimos
 	Currency    string // moneda (ISO 4217)
 	CardToken   string // token_tarjeta
+}
+
+// Verifier checks a charge's signature with the keys it holds
+// (*secretkeys.Source reads them from Secrets Manager). A bad signature
+// wraps ErrInvalid; any other error is a failure to check (transient).
+type Verifier interface {
+	Verify(ctx context.Context, c Charge, sig string) error
 }
 
 // Key is one signing key: ID is its Secrets Manager version id.

@@ -91,7 +91,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 	})
 	s.SigningKey.GrantRead(s.Payment.Cobro.Function, network.Network.SecretsEndpoint)
 	s.SigningKey.GrantRead(s.Starter.Function.Function, network.Network.SecretsEndpoint)
-	s.SigningKey.AdmitRoleName(publisherRoleName(env)) // it reads in the Outbox stack (stacks.Build)
+	s.SigningKey.AdmitRoleName(publisherRoleName(env))                // it reads in the Outbox stack (stacks.Build)
 	producers.NameRole(s.Starter.Function.Role, starterRoleName(env)) // the SCP admits it by name
 	var imp *carts.ImportedTable
 	if c := env.Carritos; c != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
+	"github.com/mercadofresco/integration/constructs/payment"
 )
 
 // DashboardName is the SPEC name of the environment's dashboard (in the
@@ -39,6 +40,9 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	orderflow := NewOrderFlowStack(scope, shared, network, data, messaging)
 	// Consumers deploy before producers: the outbox publishes PedidoCreado
 	// to the order flow's starter and ERP rule (MF-CONTRACT-ORDER).
+	// The publisher signs with the order flow's key (its role is admitted
+	// by name there; this reference goes the way the dependency does).
+	payment.GrantReadFrom(orderflow.SigningKey.Secret, shared.DataKey, outbox.Publisher.Function.Function, network.Network.SecretsEndpoint)
 	outbox.AddStackDependency(orderflow.Stack, jsii.String("the order flow consumes the outbox's events: consumers deploy before producers (docs/design.md#event-contracts)"))
 	// Last: every construct of the environment has added its widgets. The
 	// dashboard goes in the stack that deploys last (it reads every stack).

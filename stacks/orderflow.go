@@ -27,6 +27,10 @@ type OrderFlowStack struct {
 	ERP      *erp.Destination
 	// ConfirmationSLO is SLO 1's burn-rate alarms (docs/design.md#slo).
 	ConfirmationSLO *slo.Objective
+	// SigningKey is the charge-signing key: the outbox publisher (Outbox
+	// stack, admitted by its role's name) signs, the starter and cobro
+	// verify (docs/design.md#charge-signature).
+	SigningKey *payment.SigningKey
 }
 
 // NewOrderFlowStack creates the order flow stack of shared.Env.
@@ -81,6 +85,14 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		Vpc:                     network.Network.Vpc,
 		Subnets:                 network.Network.EgressSubnets(),
 	})
+	s.SigningKey = payment.NewSigningKey(stack, "FirmaPedidos", &payment.SigningKeyProps{
+		Context:    shared.Context,
+		SecretName: name(payment.SigningKeyName),
+	})
+	s.SigningKey.GrantRead(s.Payment.Cobro.Function, network.Network.SecretsEndpoint)
+	s.SigningKey.GrantRead(s.Starter.Function.Function, network.Network.SecretsEndpoint)
+	s.SigningKey.AdmitRoleName(publisherRoleName(env))                // it reads in the Outbox stack (stacks.Build)
+	producers.NameRole(s.Starter.Function.Role, starterRoleName(env)) // the SCP admits it by name
 	var imp *carts.ImportedTable
 	if c := env.Carritos; c != nil {
 		imp = &carts.ImportedTable{TableName: c.TableName, StreamArn: c.StreamArn, KeyArn: c.KeyArn}

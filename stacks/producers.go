@@ -15,3 +15,11 @@ func publisherRoleName(env config.Environment) string {
 func cartsPipeRoleName(env config.Environment) string {
 	return env.PhysicalName("mercadofresco-pipe-carritos-" + env.Region)
 }
+
+// starterRoleName names the order starter's role, the one principal that
+// should start mercadofresco-procesar-pedido: the organisation policy of
+// docs/README-security.md ("The charge trusts no one's input") admits it
+// by this name.
+func starterRoleName(env config.Environment) string {
+	return env.PhysicalName("mercadofresco-iniciar-pedido-" + env.Region)
+}

@@ -348,6 +348,10 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 		"importe_centimos": num("$.total_centimos"),
 		"moneda":           str("$.moneda"),
 		"token_tarjeta":    str("$.token_tarjeta"),
+		// The outbox publisher's signature of this charge, which cobro
+		// verifies (FirmaInvalida, not retried: the order fails).
+		"id_evento": str("$.id_evento"),
+		"firma":     str("$.firma"),
 	}, "referencia_cobro", "$.cobro")
 	cobrar.AddCatch(pedidoFallido, &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFallo)})
 

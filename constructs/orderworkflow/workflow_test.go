@@ -86,7 +86,7 @@ func order() eventsapi.PedidoCreado {
 	return eventsapi.PedidoCreado{
 		IDEvento: "0190-evt", CreadoEn: "2026-12-01T09:59:58.2Z", Version: 1, PedidoID: "P-4820", ClienteID: "C-7",
 		Cliente:       eventsapi.Cliente{ID: "C-7", Email: "ana@example.com", Nombre: "Ana"},
-		TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc",
+		TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc", Firma: "v1.version.mac",
 		Lineas: []eventsapi.Linea{{SKU: "SKU-MANZANA", Cantidad: 3, PrecioCentimos: 120}, {SKU: "SKU-PAN", Cantidad: 1, PrecioCentimos: 4460}},
 	}
 }
@@ -128,6 +128,9 @@ func TestDefinitionExecutes(t *testing.T) {
 		}},
 		{Name: "circuit open", Tasks: map[string][]asltest.Step{
 			orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrCircuitoAbierto, "gateway circuit open")},
+		}},
+		{Name: "forged signature", Tasks: map[string][]asltest.Step{
+			orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrFirmaInvalida, "charge refused: not what the outbox publisher signed")},
 		}},
 		{Name: "reservation fails after the charge", Tasks: map[string][]asltest.Step{
 			orderworkflow.StateCobrar:           {charged},
@@ -178,7 +181,7 @@ func TestDefinitionExecutes(t *testing.T) {
 		// The charge got the order's amount, currency and token.
 		var in paymentapi.CobroInput
 		mustJSON(t, r.Calls[orderworkflow.StateCobrar][0], &in)
-		if in != (paymentapi.CobroInput{PedidoID: "P-4820", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc"}) {
+		if in != (paymentapi.CobroInput{PedidoID: "P-4820", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc", IDEvento: "0190-evt", Firma: "v1.version.mac"}) {
 			t.Fatalf("cobro input %+v", in)
 		}
 		// One reservation per line: FIFO group = sku, dedup = reserva:<pedido>:<sku>,
@@ -250,7 +253,7 @@ func TestDefinitionExecutes(t *testing.T) {
 		}
 	})
 
-	for _, tc := range []struct{ scenario, err string }{{"card declined", paymentapi.ErrTarjetaRechazada}, {"circuit open", paymentapi.ErrCircuitoAbierto}} {
+	for _, tc := range []struct{ scenario, err string }{{"card declined", paymentapi.ErrTarjetaRechazada}, {"circuit open", paymentapi.ErrCircuitoAbierto}, {"forged signature", paymentapi.ErrFirmaInvalida}} {
 		t.Run(tc.scenario+": no retry, no refund, order failed", func(t *testing.T) {
 			r := get(tc.scenario)
 			if r.Status != "FAILED" || r.Error != tc.err || r.CallCount(orderworkflow.StateCobrar) != 1 || len(r.Retries) != 0 {
@@ -342,7 +345,7 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 	checkRetrier(t, retry[0], f.wf.Retry)
 	errs := retry[0]["ErrorEquals"].([]any)
 	for _, e := range errs {
-		if e == paymentapi.ErrTarjetaRechazada || e == paymentapi.ErrCircuitoAbierto || e == "States.ALL" {
+		if e == paymentapi.ErrTarjetaRechazada || e == paymentapi.ErrCircuitoAbierto || e == paymentapi.ErrFirmaInvalida || e == "States.ALL" {
 			t.Fatalf("Cobrar retries %v", e)
 		}
 	}

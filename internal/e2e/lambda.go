@@ -55,11 +55,10 @@ type taskHandler func(ctx context.Context, in json.RawMessage) (any, error)
 
 var taskBuilders = map[string]func(ctx context.Context, env *lambdaenv.Env) (taskHandler, error){
 	"lambdas/cobro": func(ctx context.Context, env *lambdaenv.Env) (taskHandler, error) {
-		t, err := payment.TasksFromEnv(ctx, env, env.Logger("cobro"))
+		h, err := payment.CobroFunction(ctx, env, env.Logger("cobro"))
 		if err != nil {
 			return nil, err
 		}
-		h := t.CobroHandler()
 		return func(ctx context.Context, in json.RawMessage) (any, error) { return h(ctx, in) }, nil
 	},
 	"lambdas/reembolso": func(ctx context.Context, env *lambdaenv.Env) (taskHandler, error) {

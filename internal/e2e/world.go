@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -271,7 +273,8 @@ func (w *World) createQueues() {
 }
 
 // createSecrets gives every secret of the templates a value shaped as its
-// GenerateSecretString says ({"<key>": ...} or a plain string).
+// GenerateSecretString says ({"<key>": ...} or a plain string, at least
+// PasswordLength characters).
 func (w *World) createSecrets() {
 	for _, r := range w.app.Resources("AWS::SecretsManager::Secret") {
 		arn, err := w.Locals().Ref(r)
@@ -280,6 +283,16 @@ func (w *World) createSecrets() {
 		}
 		value := fmt.Sprintf("e2e%016x", w.rng.Uint64())
 		if g, ok := r.Prop("GenerateSecretString").(map[string]any); ok {
+			// As long as the template asks (the signing key needs 32
+			// bytes), lengthened from the value itself: the run's random
+			// sequence is the same whatever the templates ask.
+			if n, ok := g["PasswordLength"].(float64); ok {
+				for len(value) < int(n) {
+					sum := sha256.Sum256([]byte(value))
+					value += hex.EncodeToString(sum[:])
+				}
+				value = value[:max(int(n), len("e2e")+16)]
+			}
 			if key, ok := g["GenerateStringKey"].(string); ok {
 				obj := map[string]any{}
 				if tpl, ok := g["SecretStringTemplate"].(string); ok {

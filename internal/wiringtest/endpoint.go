@@ -52,7 +52,7 @@ var answers = map[string]answer{
 		var in struct{ SecretId string }
 		_ = json.Unmarshal(r.Body, &in)
 		writeJSON(w, "1.1", map[string]any{"ARN": in.SecretId, "Name": in.SecretId, "SecretString": e.Secret(in.SecretId),
-			"VersionId": "v1", "VersionStages": []string{"AWSCURRENT"}})
+			"VersionId": SecretVersion, "VersionStages": []string{"AWSCURRENT"}})
 	},
 	"AWSStepFunctions.StartExecution": func(e *Endpoint, w http.ResponseWriter, r Request) {
 		var in struct{ StateMachineArn, Name string }
@@ -142,6 +142,10 @@ func NewEndpoint(t testing.TB) *Endpoint {
 	return e
 }
 
+// SecretVersion is the VersionId of every secret value the endpoint
+// answers, whichever stage is asked for (a secret never rotated).
+const SecretVersion = "v1"
+
 // SetSecret makes GetSecretValue of id answer value.
 func (e *Endpoint) SetSecret(id, value string) {
 	e.mu.Lock()
@@ -157,7 +161,7 @@ func (e *Endpoint) Secret(id string) string {
 	defer e.mu.Unlock()
 	v, ok := e.secrets[id]
 	if !ok {
-		v = "secreto-" + newID()
+		v = "secreto-" + newID() + newID() // 40 characters: long enough for a signing key
 		e.secrets[id] = v
 	}
 	return v

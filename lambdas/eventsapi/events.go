@@ -104,6 +104,12 @@ type PedidoCreado struct {
 	// failed for an unavailable gateway (lambdas/shop). The starter
 	// gives each attempt its own execution name.
 	Intento int `json:"intento,omitempty"`
+	// Firma is the charge signature the outbox publisher adds
+	// (lambdas/signing: "v1.<key id>.<mac>" over id_evento, pedido_id,
+	// total_centimos, moneda and token_tarjeta). Optional in the schema,
+	// required by the starter and cobro, which refuse an order without a
+	// valid one (docs/design.md#charge-signature).
+	Firma string `json:"firma,omitempty"`
 }
 
 // Validate reports every missing or invalid field of a version-1 order:

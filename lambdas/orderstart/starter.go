@@ -6,7 +6,8 @@
 // Functions refuses a second execution of a name for 90 days. An event whose
 // creado_en is older than its window (eventsapi.StarterWindow, 89 days) is
 // refused as expired-idempotency-window before Step Functions is called. An
-// event that is not a valid version-1 PedidoCreado is poison; a
+// event that is not a valid version-1 PedidoCreado, or whose charge
+// signature (lambdas/signing) is missing or does not match it, is poison; a
 // StartExecution error about the request itself (InvalidExecutionInput,
 // ValidationException, InvalidName, MissingRequiredParameter) is permanent
 // (dead-lettered with its reason), any other failure is transient. Why:
@@ -27,6 +28,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -36,6 +38,8 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
+	"github.com/mercadofresco/integration/lambdas/signing"
+	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
@@ -142,6 +146,7 @@ type Starter struct {
 	stateMachine string
 	log          *slog.Logger
 	window       replaywindow.Window
+	verifier     signing.Verifier
 }
 
 // Option configures New.
@@ -151,6 +156,10 @@ type Option func(*Starter)
 // eventsapi.StarterWindow; a longer one is refused: Step Functions would
 // have forgotten the execution's name).
 func WithWindow(d time.Duration) Option { return func(s *Starter) { s.window.Max = d } }
+
+// WithVerifier sets the check of each event's charge signature (required:
+// the starter starts only orders the outbox publisher signed).
+func WithVerifier(v signing.Verifier) Option { return func(s *Starter) { s.verifier = v } }
 
 // WithClock sets the window's clock (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Starter) { s.window.Now = now } }
@@ -165,6 +174,9 @@ func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts .
 		window: replaywindow.Window{Max: eventsapi.StarterWindow, CreatedAt: eventsapi.KeyCreadoEn}}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.verifier == nil {
+		return nil, errors.New("starter: a charge verifier is required (WithVerifier): the starter starts only orders the outbox publisher signed")
 	}
 	if s.window.Max > eventsapi.StarterWindow {
 		return nil, fmt.Errorf("starter: a replay window of %s is longer than %s: Step Functions keeps execution names %s, so an older event could start a second execution",
@@ -203,11 +215,20 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 		return Result{}, sqsbatch.Poison(err)
 	}
 	name := ExecutionNameFor(pedido.PedidoID, pedido.Intento)
+	charge := signing.Charge{EventID: pedido.IDEvento, OrderID: pedido.PedidoID, AmountCents: pedido.TotalCentimos, Currency: pedido.Moneda, CardToken: pedido.TokenTarjeta}
+	switch err := s.verifier.Verify(ctx, charge, pedido.Firma); {
+	case errors.Is(err, signing.ErrInvalid):
+		return Result{Name: name}, sqsbatch.Poisonf("starter: order %s (event %q, %d %s) refused, no execution started: its firma is not the outbox publisher's signature of this charge: %v",
+			pedido.PedidoID, pedido.IDEvento, pedido.TotalCentimos, pedido.Moneda, err)
+	case err != nil:
+		return Result{Name: name}, fmt.Errorf("starter: cannot check the signature of order %s: %w", pedido.PedidoID, err)
+	}
 	out, err := s.api.StartExecution(ctx, &sfn.StartExecutionInput{
 		StateMachineArn: aws.String(s.stateMachine),
 		Name:            aws.String(name),
 		// The detail as published: the workflow's input is the event, not
-		// a re-encoding of what this code understood of it.
+		// a re-encoding of what this code understood of it (its firma goes
+		// on to cobro, which verifies it again).
 		Input: aws.String(string(env.Detail)),
 	})
 	var exists *types.ExecutionAlreadyExists
@@ -280,11 +301,12 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 
 // ProcessorFromEnv builds the starter's batch processor from the function's
 // environment with real clients, as lambdas/iniciar-pedido's main does:
-// STATE_MACHINE_ARN, DLQ_URLS, CONSUMER_VERSION (default: the binary's
-// hash), IDEMPOTENCY_WINDOW (default and maximum eventsapi.StarterWindow),
-// AWS_MAX_ATTEMPTS.
+// STATE_MACHINE_ARN, SIGNING_SECRET_ARN (the charge-signing key), DLQ_URLS,
+// CONSUMER_VERSION (default: the binary's hash), IDEMPOTENCY_WINDOW
+// (default and maximum eventsapi.StarterWindow), AWS_MAX_ATTEMPTS.
 func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*sqsbatch.Processor, error) {
 	arn := env.Required("STATE_MACHINE_ARN")
+	secretARN := env.Required(secretkeys.EnvSecretARN)
 	window := env.Duration(consumerapi.EnvIdempotencyWindow, eventsapi.StarterWindow, consumerapi.ReadmissionValidity, eventsapi.StarterWindow)
 	version := env.String("CONSUMER_VERSION", "")
 	routes, rerr := sqsbatchapi.Parse(env.String(sqsbatchapi.Env, ""))
@@ -301,7 +323,11 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	s, err := New(sfn.NewFromConfig(awsCfg), arn, log, WithWindow(window))
+	keys, err := secretkeys.New(secretsmanager.NewFromConfig(awsCfg), secretARN, nil)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(sfn.NewFromConfig(awsCfg), arn, log, WithWindow(window), WithVerifier(keys))
 	if err != nil {
 		return nil, err
 	}

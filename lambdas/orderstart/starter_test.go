@@ -3,6 +3,7 @@ package orderstart_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
+	"github.com/mercadofresco/integration/lambdas/signing"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
@@ -72,14 +74,41 @@ const (
 	queueARN = "arn:aws:sqs:eu-west-1:111111111111:cola-mercadofresco-inicio-pedido"
 )
 
-func event(t *testing.T, eventID, pedidoID string, version int) string {
-	t.Helper()
-	detail := eventsapi.PedidoCreado{
+// testKey signs the tests' events as the outbox publisher signs them;
+// testKeys verifies with it.
+var testKey = signing.Key{ID: "version-test", Secret: []byte("0123456789abcdef0123456789abcdef")}
+
+type testKeys struct{ err error }
+
+func (k testKeys) Verify(_ context.Context, c signing.Charge, sig string) error {
+	if k.err != nil {
+		return k.err
+	}
+	return signing.Verify([]signing.Key{testKey}, c, sig)
+}
+
+func pedido(pedidoID string, version int) eventsapi.PedidoCreado {
+	return eventsapi.PedidoCreado{
 		IDEvento: "out-" + pedidoID, CreadoEn: "2026-12-01T09:59:59Z", Version: version, PedidoID: pedidoID, ClienteID: "C-1",
 		Cliente:       eventsapi.Cliente{ID: "C-1", Email: "c@example.com"},
 		TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok",
 		Lineas: []eventsapi.Linea{{SKU: "S", Cantidad: 1, PrecioCentimos: 4820}},
 	}
+}
+
+func sign(k signing.Key, p eventsapi.PedidoCreado) string {
+	sig, _ := signing.Sign(k, signing.Charge{EventID: p.IDEvento, OrderID: p.PedidoID, AmountCents: p.TotalCentimos, Currency: p.Moneda, CardToken: p.TokenTarjeta})
+	return sig
+}
+
+func event(t *testing.T, eventID, pedidoID string, version int) string {
+	t.Helper()
+	detail := pedido(pedidoID, version)
+	detail.Firma = sign(testKey, detail)
+	return envelope(eventID, detail)
+}
+
+func envelope(eventID string, detail eventsapi.PedidoCreado) string {
 	d, _ := json.Marshal(detail)
 	b, _ := json.Marshal(map[string]any{
 		"version": "0", "id": eventID, "detail-type": "PedidoCreado", "source": "mercadofresco.tienda",
@@ -97,6 +126,7 @@ func processor(t *testing.T, api orderstart.StartExecutionAPI, opts ...orderstar
 	if len(opts) == 0 {
 		opts = []orderstart.Option{orderstart.WithClock(func() time.Time { return now })}
 	}
+	opts = append([]orderstart.Option{orderstart.WithVerifier(testKeys{})}, opts...)
 	s, err := orderstart.New(api, smARN, slog.New(slog.DiscardHandler), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +201,62 @@ func TestInvalidEventsArePoison(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("no reason mentions %q:\n%s", want, all)
 		}
+	}
+}
+
+// An event the outbox publisher did not sign as it reads is refused before
+// StartExecution and reaches the DLQ at once with its reason; a failure to
+// read the key comes back instead.
+func TestForgedEventsAreRefused(t *testing.T) {
+	forger := signing.Key{ID: testKey.ID, Secret: []byte("a forger's key of thirty-two byte")}
+	cases := []struct {
+		name   string
+		forge  func(p *eventsapi.PedidoCreado)
+		reason string
+	}{
+		{"missing signature", func(p *eventsapi.PedidoCreado) { p.Firma = "" }, "no signature"},
+		{"wrong key", func(p *eventsapi.PedidoCreado) { p.Firma = sign(forger, *p) }, "does not match the charge"},
+		{"unknown key", func(p *eventsapi.PedidoCreado) { p.Firma = sign(signing.Key{ID: "otra", Secret: testKey.Secret}, *p) }, "unknown signing key"},
+		{"malformed", func(p *eventsapi.PedidoCreado) { p.Firma = "firmado" }, "malformed signature"},
+		{"tampered amount", func(p *eventsapi.PedidoCreado) { p.TotalCentimos = 1 }, "does not match the charge"},
+		{"tampered token", func(p *eventsapi.PedidoCreado) { p.TokenTarjeta = "tok_otro" }, "does not match the charge"},
+		{"tampered currency", func(p *eventsapi.PedidoCreado) { p.Moneda = "USD" }, "does not match the charge"},
+		{"another event's signature", func(p *eventsapi.PedidoCreado) { p.IDEvento = "out-otro" }, "does not match the charge"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake()
+			p, sqs, dlq := processor(t, fake)
+			detail := pedido("P-F", 1)
+			detail.Firma = sign(testKey, detail)
+			tc.forge(&detail)
+			resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec("m1", envelope("ev-f", detail))}})
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("a forged event must be dead-lettered, not retried: %v %+v", err, resp.BatchItemFailures)
+			}
+			dead, _ := sqs.Inspect(dlq)
+			if len(dead) != 1 || fake.calls != 0 {
+				t.Fatalf("%d dead-lettered, %d StartExecution calls; want 1 and 0", len(dead), fake.calls)
+			}
+			reason := dead[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue
+			if !strings.Contains(reason, "P-F") || !strings.Contains(reason, "no execution started") || !strings.Contains(reason, tc.reason) {
+				t.Fatalf("DLQ reason %q does not name the order, the refusal and %q", reason, tc.reason)
+			}
+		})
+	}
+	t.Run("key unreadable", func(t *testing.T) {
+		fake := newFake()
+		s, _ := orderstart.New(fake, smARN, slog.New(slog.DiscardHandler), orderstart.WithVerifier(testKeys{err: errors.New("secrets manager unreachable")}),
+			orderstart.WithClock(func() time.Time { return now }))
+		if _, err := s.Start(context.Background(), []byte(event(t, "ev", "P-K", 1))); err == nil || errors.Is(err, sqsbatch.ErrPoison) || errors.Is(err, sqsbatch.ErrPermanent) || fake.calls != 0 {
+			t.Fatalf("Start = %v with %d calls; want a transient error and no call", err, fake.calls)
+		}
+	})
+}
+
+func TestNewRequiresAVerifier(t *testing.T) {
+	if _, err := orderstart.New(newFake(), smARN, nil); err == nil || !strings.Contains(err.Error(), "verifier") {
+		t.Fatalf("New without WithVerifier = %v", err)
 	}
 }
 
@@ -267,10 +353,10 @@ func TestExecutionName(t *testing.T) {
 }
 
 func TestNewRequiresClientAndARN(t *testing.T) {
-	if _, err := orderstart.New(nil, smARN, nil); err == nil {
+	if _, err := orderstart.New(nil, smARN, nil, orderstart.WithVerifier(testKeys{})); err == nil {
 		t.Fatal("nil client accepted")
 	}
-	if _, err := orderstart.New(newFake(), "", nil); err == nil {
+	if _, err := orderstart.New(newFake(), "", nil, orderstart.WithVerifier(testKeys{})); err == nil {
 		t.Fatal("empty ARN accepted")
 	}
 }
@@ -343,7 +429,7 @@ func TestEventOlderThanItsWindowStartsNoSecondExecution(t *testing.T) {
 
 // A window longer than Step Functions keeps names is refused.
 func TestWindowLongerThanTheNameRetentionIsRefused(t *testing.T) {
-	if _, err := orderstart.New(newFake(), smARN, nil, orderstart.WithWindow(eventsapi.ExecutionNameRetention)); err == nil {
+	if _, err := orderstart.New(newFake(), smARN, nil, orderstart.WithVerifier(testKeys{}), orderstart.WithWindow(eventsapi.ExecutionNameRetention)); err == nil {
 		t.Fatal("a 90-day window was accepted")
 	}
 	if eventsapi.StarterWindow >= eventsapi.ExecutionNameRetention {

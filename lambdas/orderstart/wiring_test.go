@@ -13,14 +13,17 @@ import (
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
+	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // The deployed starter, built as its main builds it (orderstart.Function,
 // lambdas/iniciar-pedido) from mf-iniciar-pedido's environment in the prod
 // template: a PedidoCreado on its queue reaches Step Functions as a
 // StartExecution of the template's state machine, named after the order,
-// and a poison message reaches the DLQ of DLQ_URLS through SQS. Replacing
-// the Step Functions or SQS client with one that does nothing fails it.
+// once its signature verifies with the key of SIGNING_SECRET_ARN read from
+// Secrets Manager, and a poison message reaches the DLQ of DLQ_URLS through
+// SQS. Replacing the Step Functions or SQS client with one that does
+// nothing fails it.
 func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 	env := wiringtest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", "mf-iniciar-pedido")
 	aws := wiringtest.NewEndpoint(t)
@@ -33,11 +36,13 @@ func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Now().UTC().Add(-time.Second).Format(time.RFC3339)
-	detail, _ := json.Marshal(eventsapi.PedidoCreado{
+	pedido := eventsapi.PedidoCreado{
 		IDEvento: "out-P-77", CreadoEn: created, Version: 1, PedidoID: "P-77", ClienteID: "C-1",
 		Cliente: eventsapi.Cliente{ID: "C-1", Email: "c@example.com"}, TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok",
 		Lineas: []eventsapi.Linea{{SKU: "S", Cantidad: 1, PrecioCentimos: 4820}},
-	})
+	}
+	pedido.Firma = sign(signing.Key{ID: wiringtest.SecretVersion, Secret: []byte(aws.Secret(env["SIGNING_SECRET_ARN"]))}, pedido)
+	detail, _ := json.Marshal(pedido)
 	body, _ := json.Marshal(map[string]any{
 		"version": "0", "id": "ev-77", "detail-type": eventsapi.TypePedidoCreado, "source": "mercadofresco.tienda",
 		"account": wiringtest.Account, "time": created, "region": wiringtest.Region, "resources": []string{}, "detail": json.RawMessage(detail),

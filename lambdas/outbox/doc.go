@@ -9,6 +9,7 @@
 // row's id): a row leaves the pending set only when PutEvents accepted it or
 // when it is parked (kept, counted and alarmed) after MaxAttempts claims or
 // an entry EventBridge can never accept. Claims are leases (SKIP LOCKED, no
-// transaction open across PutEvents). Ordering is best effort. The
-// reasoning: docs/design.md#outbox-publisher.
+// transaction open across PutEvents). Ordering is best effort. A Signer
+// (ChargeSigner) signs each PedidoCreado (docs/design.md#charge-signature).
+// The reasoning: docs/design.md#outbox-publisher.
 package outbox

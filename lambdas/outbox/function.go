@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/postgres"
+	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
 )
 
 // PublisherResult is what one publisher invocation did (the Lambda
@@ -35,15 +37,21 @@ type PublisherHandler struct {
 // PublisherFunction builds the publisher's handler from the function's
 // environment with real clients (the outbox-publicador main; the
 // end-to-end run's publisher sandboxes): BUS_NAME, EVENT_SOURCE, ENTORNO,
-// OUTBOX_ENTRY_ATTEMPTS, OUTBOX_MAX_CLAIMS and the database's variables
-// (postgres.Open, role mf_publicador).
+// OUTBOX_ENTRY_ATTEMPTS, OUTBOX_MAX_CLAIMS, SIGNING_SECRET_ARN (the key
+// that signs every PedidoCreado: ChargeSigner) and the database's
+// variables (postgres.Open, role mf_publicador).
 func PublisherFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context) (PublisherResult, error), error) {
 	bus := env.Required(outboxapi.EnvBusName)
 	source := env.Required(outboxapi.EnvEventSource)
 	entorno := env.String(metricsapi.EnvEnvironment, "")
 	entryAttempts := env.Int(outboxapi.EnvEntryAttempts, outboxapi.DefaultEntryAttempts, 2, 5)
 	maxClaims := env.Int(outboxapi.EnvMaxClaims, outboxapi.DefaultMaxClaims, 1, 10)
+	signingSecret := env.Required(secretkeys.EnvSecretARN)
 	pool, awsCfg, err := postgres.Open(ctx, env, postgres.ConnectConfig{MaxConns: 2, ApplicationName: "mf-outbox-publisher"})
+	if err != nil {
+		return nil, err
+	}
+	keys, err := secretkeys.New(secretsmanager.NewFromConfig(awsCfg), signingSecret, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +60,7 @@ func PublisherFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger
 		Lease: outboxapi.Lease, PublishTimeout: outboxapi.PublishTimeout, RetryBaseDelay: outboxapi.RetryBaseDelay,
 		EntryRetries: entryAttempts - 1, MaxAttempts: maxClaims,
 		Metrics: metrics.ForEnvironment(os.Stdout, entorno), Logger: log,
+		Signer: ChargeSigner{Keys: keys},
 	})
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func TestEncodeDetailPublisherMetadataWins(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := claimedRow{id: uuid.NewString(), aggregateID: "ped-1", payload: tc.payload, createdAt: created}
-			raw := encodeDetail(r)
+			raw := encodeDetail(r, "")
 			keys := topLevelKeys(t, raw)
 			seen := map[string]int{}
 			for _, k := range keys {

@@ -790,7 +790,7 @@ func TestEncodeDetail(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := claimedRow{id: uuid.NewString(), aggregateID: "ped-\"1\"<ñ>", payload: tc.payload, createdAt: created}
-			raw := encodeDetail(r)
+			raw := encodeDetail(r, "")
 			var got map[string]any
 			if err := json.Unmarshal([]byte(raw), &got); err != nil {
 				t.Fatalf("not JSON: %v: %s", err, raw)

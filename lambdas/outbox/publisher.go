@@ -86,6 +86,9 @@ type Config struct {
 	MetricsInterval time.Duration
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
+	// Signer, if set, signs the events it knows (ChargeSigner: every
+	// PedidoCreado); its signature is the detail member SignatureKey.
+	Signer Signer
 }
 
 func (c *Config) setDefaults() {
@@ -297,7 +300,14 @@ func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome
 	entries := make([]types.PutEventsRequestEntry, len(claimed))
 	sizes := make([]int, len(claimed))
 	for i, r := range claimed {
-		detail := encodeDetail(r)
+		sig, err := p.sign(ctx, r)
+		if err != nil {
+			outcomes[i] = outcome{done: true, err: err.Error(), permanent: errors.Is(err, ErrUnsignable), refund: !errors.Is(err, ErrUnsignable)}
+			sizes[i] = MaxEntryBytes + 1 // never packed into a call
+			claimed[i].payload = ""
+			continue
+		}
+		detail := encodeDetail(r, sig)
 		entries[i] = types.PutEventsRequestEntry{
 			EventBusName: aws.String(p.cfg.BusName),
 			Source:       aws.String(p.cfg.Source),
@@ -308,6 +318,8 @@ func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome
 		sizes[i] = EntrySize(entries[i])
 		claimed[i].payload = "" // held in the detail now; halves a batch's memory
 	}
+	// A row that could not be signed is left out of every call by its size
+	// and keeps the verdict set above.
 	calls, tooLarge := pack(sizes, MaxEntriesPerCall, MaxEntryBytes)
 	for _, i := range tooLarge {
 		if !outcomes[i].done {
@@ -329,6 +341,19 @@ func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome
 	return outcomes
 }
 
+// sign is the row's signature, "" without a Signer or for a type it does
+// not sign.
+func (p *Publisher) sign(ctx context.Context, r claimedRow) (string, error) {
+	if p.cfg.Signer == nil {
+		return "", nil
+	}
+	sig, err := p.cfg.Signer.Sign(ctx, r.typ, r.id, r.payload)
+	if err != nil {
+		return "", fmt.Errorf("outbox: sign %s %s: %w", r.typ, r.id, err)
+	}
+	return sig, nil
+}
+
 // encodeDetail builds the event detail by hand: the Detail keys, then the
 // payload's own members. The payload comes from a jsonb column, so it is
 // a valid JSON object already; decoding and re-encoding it would only burn
@@ -342,8 +367,11 @@ func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome
 // jsonb prints keys with the escaping JSON requires and nothing more, so a
 // payload that does not contain the quoted key names cannot have such a
 // member; only one that does pays for a decode.
-func encodeDetail(r claimedRow) string {
-	b := make([]byte, 0, len(r.payload)+len(r.aggregateID)+128)
+//
+// A signature sig ("" for none) is the member SignatureKey, set the same
+// way: a payload member of that name is dropped.
+func encodeDetail(r claimedRow, sig string) string {
+	b := make([]byte, 0, len(r.payload)+len(r.aggregateID)+len(sig)+128)
 	b = append(b, `{"id_evento":"`...)
 	b = append(b, r.id...) // a uuid's text form needs no escaping
 	b = append(b, `","agregado_id":`...)
@@ -351,8 +379,12 @@ func encodeDetail(r claimedRow) string {
 	b = append(b, `,"creado_en":"`...)
 	b = r.createdAt.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
-	if mentionsReservedKey(r.payload) {
-		return string(appendMembersWithout(b, r.payload))
+	if sig != "" {
+		b = append(b, `,"`+SignatureKey+`":`...)
+		b = appendJSONString(b, sig)
+	}
+	if mentionsReservedKey(r.payload) || (sig != "" && strings.Contains(r.payload, signatureQuoted)) {
+		return string(appendMembersWithout(b, r.payload, sig != ""))
 	}
 	members := strings.TrimSpace(r.payload)
 	members = strings.TrimSpace(members[1:]) // drop the object's '{'
@@ -362,6 +394,9 @@ func encodeDetail(r claimedRow) string {
 	b = append(b, members...)
 	return string(b)
 }
+
+// signatureQuoted is SignatureKey as it appears in JSON text.
+const signatureQuoted = `"` + SignatureKey + `"`
 
 // reservedQuoted are ReservedDetailKeys as they appear in JSON text.
 var reservedQuoted = func() []string {
@@ -382,14 +417,18 @@ func mentionsReservedKey(payload string) bool {
 }
 
 // appendMembersWithout appends the payload's top-level members except the
-// reserved keys (values copied as they are, keys in sorted order) and
-// closes the object. A payload that does not decode as an object (not
-// possible from a jsonb object column) contributes no members.
-func appendMembersWithout(b []byte, payload string) []byte {
+// reserved keys (and SignatureKey when signed; values copied as they are,
+// keys in sorted order) and closes the object. A payload that does not
+// decode as an object (not possible from a jsonb object column)
+// contributes no members.
+func appendMembersWithout(b []byte, payload string, signed bool) []byte {
 	var members map[string]json.RawMessage
 	_ = json.Unmarshal([]byte(payload), &members)
 	for _, k := range ReservedDetailKeys {
 		delete(members, k)
+	}
+	if signed {
+		delete(members, SignatureKey)
 	}
 	keys := make([]string, 0, len(members))
 	for k := range members {

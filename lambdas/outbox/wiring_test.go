@@ -2,15 +2,18 @@ package outbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // deployedOutbox sets function's environment from the prod template, with
@@ -40,15 +43,15 @@ func deployedOutbox(t *testing.T, function string) (map[string]string, *wiringte
 // mf-outbox-publicador's environment in the prod template, its database
 // variables pointed at the local PostgreSQL (TLS verify-full, IAM token as
 // DB_USER): a pending row reaches EventBridge as a PutEvents entry on
-// BUS_NAME from EVENT_SOURCE carrying the row's event, and the row is
-// marked published. Replacing the EventBridge client or the database pool
+// BUS_NAME from EVENT_SOURCE carrying the row's event, signed with the key
+// of SIGNING_SECRET_ARN, and the row is marked published. Replacing the EventBridge client or the database pool
 // with one that does nothing fails it.
 func TestDeployedPublisherReachesEventBridge(t *testing.T) {
 	env, aws, db := deployedOutbox(t, "mf-outbox-publicador")
 	ctx := context.Background()
 	const id = "7d5a0c58-1f0e-4b8e-9a51-6f1f3c2b9d01"
 	if _, err := db.Super.Exec(ctx, `INSERT INTO outbox (id, agregado_id, tipo, payload)
-		VALUES ($1, 'P-61', 'PedidoCreado', '{"version":1,"pedido_id":"P-61"}')`, id); err != nil {
+		VALUES ($1, 'P-61', 'PedidoCreado', '{"version":1,"pedido_id":"P-61","total_centimos":4820,"moneda":"EUR","token_tarjeta":"tok"}')`, id); err != nil {
 		t.Fatal(err)
 	}
 	handle, err := outbox.PublisherFunction(ctx, lambdaenv.New(os.Getenv), slog.New(slog.DiscardHandler))
@@ -64,6 +67,7 @@ func TestDeployedPublisherReachesEventBridge(t *testing.T) {
 	}
 	wiringtest.WantRequest(t, aws, "AWSEvents.PutEvents", `"EventBusName":"`+env["BUS_NAME"]+`"`,
 		`"Source":"`+env["EVENT_SOURCE"]+`"`, `"DetailType":"PedidoCreado"`, "P-61", id)
+	wantSigned(t, aws, env["SIGNING_SECRET_ARN"], id)
 	var published bool
 	if err := db.Super.QueryRow(ctx, `SELECT publicado_en IS NOT NULL FROM outbox WHERE id = $1`, id).Scan(&published); err != nil || !published {
 		t.Fatalf("row published %v (%v), want marked published", published, err)
@@ -104,4 +108,28 @@ func TestDeployedCleanupDeletesOldPublishedRows(t *testing.T) {
 	if rows.Err() != nil || len(left) != 2 || left[0] != "P-2" || left[1] != "P-3" {
 		t.Fatalf("rows left %v (%v), want P-2 and P-3", left, rows.Err())
 	}
+}
+
+// wantSigned fails the test unless the PutEvents entry of event id carries
+// a firma that verifies, with the key the endpoint serves for secretARN,
+// over the charge its detail describes.
+func wantSigned(t *testing.T, aws *wiringtest.Endpoint, secretARN, id string) {
+	t.Helper()
+	key := signing.Key{ID: wiringtest.SecretVersion, Secret: []byte(aws.Secret(secretARN))}
+	for _, r := range aws.Requests("AWSEvents.PutEvents") {
+		var in struct{ Entries []struct{ Detail string } }
+		r.JSON(t, &in)
+		for _, e := range in.Entries {
+			var p eventsapi.PedidoCreado
+			if err := json.Unmarshal([]byte(e.Detail), &p); err != nil || p.IDEvento != id {
+				continue
+			}
+			c := signing.Charge{EventID: p.IDEvento, OrderID: p.PedidoID, AmountCents: p.TotalCentimos, Currency: p.Moneda, CardToken: p.TokenTarjeta}
+			if err := signing.Verify([]signing.Key{key}, c, p.Firma); err != nil {
+				t.Fatalf("published %s: firma %q does not verify with the signing key: %v", id, p.Firma, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no PutEvents entry of event %s", id)
 }

@@ -7,7 +7,8 @@
 // 402 is ErrCardDeclined, never retried. [Tasks] are idempotent through
 // lambdas/idempotency with the key they send to the gateway; a declined card
 // is recorded FALLIDO and repeated without a call, a transient failure
-// releases the key. [CallBudget] caps an operation at
+// releases the key; cobro charges only what the outbox publisher signed
+// ([WithVerifier], else FirmaInvalida). [CallBudget] caps an operation at
 // paymentapi.MaxGatewayCallsPerOperation (15) calls over every execution.
 // Failures carry a paymentapi error name as their Lambda errorType
 // ([Tasks.CobroHandler]). Reasoning: docs/design.md#payment-tasks.

@@ -17,6 +17,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
 )
 
 // Settings are the cobro and reembolso functions' environment, parsed: the
@@ -44,11 +45,23 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 
 // CobroFunction builds the cobro function's handler (its main; see
 // TasksFromEnv).
+// cobro also reads the signing key's secret (secretkeys.EnvSecretARN) to
+// verify every charge (WithVerifier).
 func CobroFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, json.RawMessage) (paymentapi.CobroOutput, error), error) {
+	secretARN := env.Required(secretkeys.EnvSecretARN)
 	t, err := TasksFromEnv(ctx, env, log)
 	if err != nil {
 		return nil, err
 	}
+	awsCfg, err := env.LoadAWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := secretkeys.New(secretsmanager.NewFromConfig(awsCfg), secretARN, nil)
+	if err != nil {
+		return nil, err
+	}
+	WithVerifier(keys)(t)
 	return t.CobroHandler(), nil
 }
 

@@ -50,7 +50,7 @@ func runLambdaHelper() {
 	if err != nil {
 		panic(err)
 	}
-	tasks, _ := payment.NewTasks(store, c, nil)
+	tasks, _ := payment.NewTasks(store, c, nil, payment.WithVerifier(testKeys{}))
 	lambda.Start(tasks.CobroHandler())
 }
 
@@ -110,10 +110,12 @@ func TestErrorTypeThroughTheLambdaRuntime(t *testing.T) {
 	table := fmt.Sprintf("idem-rt-%d", os.Getpid())
 	ddb.CreateTable(t, table, idempotencyapi.DefaultKeyAttribute)
 
+	declined := signed(paymentapi.CobroInput{PedidoID: "PED-RT-1", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: fakegateway.DeclinedToken})
+	ok := signed(paymentapi.CobroInput{PedidoID: "PED-RT-3", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"})
 	rt := &runtimeAPI{answers: map[string]answer{}, got: make(chan struct{}, 8), payloads: []string{
-		`{"pedido_id":"PED-RT-1","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"` + fakegateway.DeclinedToken + `"}`,
+		`{"pedido_id":"PED-RT-1","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"` + fakegateway.DeclinedToken + `","id_evento":"` + declined.IDEvento + `","firma":"` + declined.Firma + `"}`,
 		`{"pedido_id":"PED-RT-2","importe_centimos":48.20,"moneda":"EUR","token_tarjeta":"tok_visa"}`,
-		`{"pedido_id":"PED-RT-3","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"tok_visa","campo_nuevo":true}`,
+		`{"pedido_id":"PED-RT-3","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"tok_visa","campo_nuevo":true,"id_evento":"` + ok.IDEvento + `","firma":"` + ok.Firma + `"}`,
 	}}
 	api := httptest.NewServer(rt)
 	defer api.Close()
@@ -149,8 +151,8 @@ func TestErrorTypeThroughTheLambdaRuntime(t *testing.T) {
 			t.Errorf("%s: %s %q body %v; want errorType %q", id, a.path, a.body["errorType"], a.body, want)
 		}
 	}
-	ok := rt.answers["req-2"]
-	if ok.path != "response" || ok.body["referencia_cobro"] != gw.Charges()[0].ID || ok.body["importe_centimos"] != 4820.0 {
-		t.Errorf("success: %s %v", ok.path, ok.body)
+	charged := rt.answers["req-2"]
+	if charged.path != "response" || charged.body["referencia_cobro"] != gw.Charges()[0].ID || charged.body["importe_centimos"] != 4820.0 {
+		t.Errorf("success: %s %v", charged.path, charged.body)
 	}
 }

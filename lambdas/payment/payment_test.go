@@ -34,6 +34,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
+	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // One dynalite for the package; each test gets its own table.
@@ -130,7 +131,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := payment.NewTasks(st, c, nil)
+	tasks, err := payment.NewTasks(st, c, nil, payment.WithVerifier(testKeys{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +144,28 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// testKey is the signing key of these tests; testKeys verifies with it
+// as the deployed function does with the secret's versions.
+var testKey = signing.Key{ID: "version-test", Secret: []byte("0123456789abcdef0123456789abcdef")}
+
+type testKeys struct{}
+
+func (testKeys) Verify(_ context.Context, c signing.Charge, sig string) error {
+	return signing.Verify([]signing.Key{testKey}, c, sig)
+}
+
+// signed is in as the workflow passes it: with its event id and the
+// outbox publisher's signature of its charge.
+func signed(in paymentapi.CobroInput) paymentapi.CobroInput {
+	if in.IDEvento == "" {
+		in.IDEvento = "evento-" + in.PedidoID
+	}
+	in.Firma, _ = signing.Sign(testKey, payment.ChargeOf(in))
+	return in
+}
+
 func cobro(pedido string) paymentapi.CobroInput {
-	return paymentapi.CobroInput{PedidoID: pedido, ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"}
+	return signed(paymentapi.CobroInput{PedidoID: pedido, ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"})
 }
 
 func errName(t *testing.T, err error) string {
@@ -243,6 +264,7 @@ func TestNoRetryOn400Or402(t *testing.T) {
 	ctx := ctxT(t)
 	declined := cobro("PED-4")
 	declined.TokenTarjeta = fakegateway.DeclinedToken
+	declined = signed(declined)
 	for i := range 2 {
 		_, err := r.tasks.Cobro(ctx, declined)
 		if name := errName(t, err); name != paymentapi.ErrTarjetaRechazada {
@@ -288,6 +310,63 @@ func TestInvalidInput(t *testing.T) {
 	if len(r.gw.Requests()) != 0 {
 		t.Errorf("invalid input reached the gateway")
 	}
+}
+
+// A direct invoke of cobro with anything but what the outbox publisher
+// signed is refused as FirmaInvalida, and the gateway gets no request.
+func TestCobroChargesOnlyWhatWasSigned(t *testing.T) {
+	other := signing.Key{ID: testKey.ID, Secret: []byte("a forger's key of thirty-two byte")}
+	cases := []struct {
+		name   string
+		in     func(paymentapi.CobroInput) paymentapi.CobroInput
+		noKeys bool
+		want   string
+	}{
+		{"changed amount", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.ImporteCentimos = 1; return in }, false, "does not match the charge"},
+		{"changed currency", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.Moneda = "USD"; return in }, false, "does not match the charge"},
+		{"changed card token", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.TokenTarjeta = "tok_otro"; return in }, false, "does not match the charge"},
+		{"another event's signature", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.IDEvento = "otro"; return in }, false, "does not match the charge"},
+		{"no signature", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.Firma = ""; return in }, false, "no signature"},
+		{"signed with another key", func(in paymentapi.CobroInput) paymentapi.CobroInput {
+			in.Firma, _ = signing.Sign(other, payment.ChargeOf(in))
+			return in
+		}, false, "does not match the charge"},
+		{"no key to verify with", func(in paymentapi.CobroInput) paymentapi.CobroInput { return in }, true, "holds no signing key"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, rigOpts{})
+			tasks := r.tasks
+			if tc.noKeys {
+				st, _ := storeAndTable(t)
+				c, _ := payment.NewClient(httpdep.Config{BaseURL: r.gw.URL(), Keys: apikey.Static(apiKey)})
+				tasks, _ = payment.NewTasks(st, c, nil)
+			}
+			_, err := tasks.CobroHandler()(ctxT(t), mustJSON(t, tc.in(cobro("PED-FIRMA"))))
+			var ie messages.InvokeResponse_Error
+			if !errors.As(err, &ie) || ie.Type != paymentapi.ErrFirmaInvalida || !strings.Contains(ie.Message, tc.want) || !strings.Contains(ie.Message, "PED-FIRMA") {
+				t.Fatalf("cobro = %#v, want errorType %s naming the order and %q", err, paymentapi.ErrFirmaInvalida, tc.want)
+			}
+			if n := len(r.gw.Requests()); n != 0 {
+				t.Fatalf("%d gateway requests for a refused charge", n)
+			}
+		})
+	}
+	// The workflow does not retry it: it is not a transient error.
+	for _, e := range paymentapi.Errors {
+		if e.Name == paymentapi.ErrFirmaInvalida && e.Retry {
+			t.Fatal("FirmaInvalida is marked Retry")
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestRefundOnce(t *testing.T) {
@@ -547,7 +626,7 @@ func TestEveryErrorNameIsListed(t *testing.T) {
 		}
 		seen[e.Name] = true
 	}
-	if len(seen) != 8 {
+	if len(seen) != 9 {
 		t.Errorf("%d names", len(seen))
 	}
 }

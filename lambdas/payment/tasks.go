@@ -16,6 +16,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // OpReembolso is the operation prefix of refund keys.
@@ -62,18 +63,58 @@ func (e *TaskError) Unwrap() error { return e.Err }
 
 // Tasks runs the cobro and reembolso tasks. Safe for concurrent use.
 type Tasks struct {
-	store *idempotency.Store
-	gw    Gateway
-	log   *slog.Logger
+	store    *idempotency.Store
+	gw       Gateway
+	verifier signing.Verifier
+	log      *slog.Logger
 }
 
+// TaskOption configures NewTasks.
+type TaskOption func(*Tasks)
+
+// WithVerifier makes Cobro charge only what v proves the outbox publisher
+// signed. Without one, Cobro refuses every charge (FirmaInvalida): the
+// reembolso function, which needs no key, is built without it.
+func WithVerifier(v signing.Verifier) TaskOption { return func(t *Tasks) { t.verifier = v } }
+
 // NewTasks returns the tasks over an idempotency store and a gateway.
-func NewTasks(store *idempotency.Store, gw Gateway, log *slog.Logger) (*Tasks, error) {
+func NewTasks(store *idempotency.Store, gw Gateway, log *slog.Logger, opts ...TaskOption) (*Tasks, error) {
 	if store == nil || gw == nil {
 		return nil, errors.New("payment: NewTasks needs an idempotency store and a gateway")
 	}
 	log = cmp.Or(log, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	return &Tasks{store: store, gw: gw, log: log}, nil
+	t := &Tasks{store: store, gw: gw, log: log}
+	for _, o := range opts {
+		o(t)
+	}
+	return t, nil
+}
+
+// ChargeOf is what a cobro input asks to charge, as signed.
+func ChargeOf(in paymentapi.CobroInput) signing.Charge {
+	return signing.Charge{EventID: in.IDEvento, OrderID: in.PedidoID, AmountCents: in.ImporteCentimos, Currency: in.Moneda, CardToken: in.TokenTarjeta}
+}
+
+// fingerprinted is the part of a cobro input its idempotency record
+// compares: the charge, not its proof (a payment retry's new event, a
+// re-signature after a key rotation, ask for the same charge).
+func fingerprinted(in paymentapi.CobroInput) paymentapi.CobroInput {
+	in.IDEvento, in.Firma = "", ""
+	return in
+}
+
+// verify refuses, before any claim or gateway call, a charge the outbox
+// publisher did not sign as it is asked: FirmaInvalida.
+func (t *Tasks) verify(ctx context.Context, in paymentapi.CobroInput) error {
+	if t.verifier == nil {
+		return &TaskError{Name: paymentapi.ErrFirmaInvalida, Message: "charge refused: this function holds no signing key, so it cannot check that order " + in.PedidoID + " is the one the shop committed"}
+	}
+	err := t.verifier.Verify(ctx, ChargeOf(in), in.Firma)
+	if errors.Is(err, signing.ErrInvalid) {
+		return &TaskError{Name: paymentapi.ErrFirmaInvalida, Err: err, Message: fmt.Sprintf(
+			"charge refused: order %s, %d %s, event %q is not what the outbox publisher signed (%v); nothing was sent to the gateway", in.PedidoID, in.ImporteCentimos, in.Moneda, in.IDEvento, err)}
+	}
+	return err
 }
 
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
@@ -100,7 +141,8 @@ func validate(pedidoID string, cents int64, moneda string, extra ...[2]string) e
 	return nil
 }
 
-// Cobro charges the order once: idempotent through the idempotency table
+// Cobro charges the order once, and only as signed (in.Firma over
+// ChargeOf(in), WithVerifier; else FirmaInvalida before any call): idempotent through the idempotency table
 // with key cobro:<pedido_id>, which also travels to the gateway as
 // Idempotency-Key. A repeat (a workflow retry after a lost answer) returns
 // the same referencia_cobro, or the same TarjetaRechazada, without a second
@@ -112,6 +154,9 @@ func (t *Tasks) Cobro(ctx context.Context, in paymentapi.CobroInput) (paymentapi
 	key, err := KeyCobro(in.PedidoID)
 	if err != nil {
 		return paymentapi.CobroOutput{}, &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
+	}
+	if err := t.verify(ctx, in); err != nil {
+		return paymentapi.CobroOutput{}, t.result(ctx, "cobro", key, err)
 	}
 	out, err := idempotency.Do(ctx, t.store, key, func(ctx context.Context) (paymentapi.CobroOutput, error) {
 		ch, err := t.gw.Charge(ctx, key, ChargeRequest{
@@ -125,7 +170,7 @@ func (t *Tasks) Cobro(ctx context.Context, in paymentapi.CobroInput) (paymentapi
 			return paymentapi.CobroOutput{}, fmt.Errorf("gateway answer %+v does not match the request", ch)
 		}
 		return paymentapi.CobroOutput{PedidoID: in.PedidoID, ReferenciaCobro: ch.ID, ImporteCentimos: ch.ImporteCentimos, Moneda: ch.Moneda}, nil
-	}, idempotency.WithPayload(in))
+	}, idempotency.WithPayload(fingerprinted(in)))
 	return out, t.result(ctx, "cobro", key, err)
 }
 

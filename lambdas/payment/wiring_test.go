@@ -15,6 +15,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // deployedGateway sets function's environment from the prod template, with
@@ -31,6 +32,22 @@ func deployedGateway(t *testing.T, function string) (map[string]string, *wiringt
 	cache := wiringtest.NewBreakerCache(t, env)
 	wiringtest.Setenv(t, env, aws.URL)
 	return env, aws, gw, cache
+}
+
+// signedCharge is the cobro input of an order of 48.20 EUR, signed with the
+// key the endpoint serves for the signing secret of secretARN (as the
+// outbox publisher signs it).
+func signedCharge(t *testing.T, aws *wiringtest.Endpoint, secretARN, pedidoID string) json.RawMessage {
+	t.Helper()
+	in := paymentapi.CobroInput{PedidoID: pedidoID, ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_ok", IDEvento: "out-" + pedidoID}
+	key := signing.Key{ID: wiringtest.SecretVersion, Secret: []byte(aws.Secret(secretARN))}
+	sig, err := signing.Sign(key, signing.Charge{EventID: in.IDEvento, OrderID: in.PedidoID, AmountCents: in.ImporteCentimos, Currency: in.Moneda, CardToken: in.TokenTarjeta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Firma = sig
+	raw, _ := json.Marshal(in)
+	return raw
 }
 
 // wantGatewayCall fails the test unless the gateway's one request to path
@@ -59,7 +76,8 @@ func wantGatewayCall(t *testing.T, env map[string]string, aws *wiringtest.Endpoi
 
 // The deployed charge task, built as its main builds it
 // (payment.CobroFunction, lambdas/cobro) from mf-cobro's environment in the
-// prod template: an order's charge reaches the gateway as one POST of
+// prod template: an order's charge, signed with the key of
+// SIGNING_SECRET_ARN, reaches the gateway as one POST of
 // /v1/cobros with its Idempotency-Key and the API key of GATEWAY_SECRET_ARN
 // (the gateway refuses any other), after a claim on the template's
 // idempotency table and a look at its breaker in the cache. Replacing the
@@ -73,7 +91,7 @@ func TestDeployedCobroChargesGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cobro(ctx, json.RawMessage(`{"pedido_id":"P-91","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"tok_ok"}`))
+	out, err := cobro(ctx, signedCharge(t, aws, env["SIGNING_SECRET_ARN"], "P-91"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,14 +118,19 @@ func TestDeployedReembolsoRefundsGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fenv, log := lambdaenv.New(os.Getenv), slog.New(slog.DiscardHandler)
-	cobro, err := payment.CobroFunction(ctx, fenv, log) // mf-cobro's variables are the same
+	// The charge before the refund: mf-cobro's variables are mf-reembolso's
+	// and its signing key's, which the refund does not read.
+	signingKey := wiringtest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", "mf-cobro")["SIGNING_SECRET_ARN"]
+	t.Setenv("SIGNING_SECRET_ARN", signingKey)
+	cobro, err := payment.CobroFunction(ctx, fenv, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	charged, err := cobro(ctx, json.RawMessage(`{"pedido_id":"P-92","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"tok_ok"}`))
+	charged, err := cobro(ctx, signedCharge(t, aws, signingKey, "P-92"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	os.Unsetenv("SIGNING_SECRET_ARN") // restored by t.Setenv's cleanup
 	reembolso, err := payment.ReembolsoFunction(ctx, fenv, log)
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,12 @@ const (
 	// order is not confirmed and a person reconciles it with the gateway
 	// (a call whose answer was lost may have charged).
 	ErrIntentosAgotados = "IntentosAgotados"
+	// ErrFirmaInvalida: the charge's signature is missing, malformed, of an
+	// unknown key or does not match the amount, currency, card token, order
+	// and event asked for (lambdas/signing): the input is not the order the
+	// shop committed. Nothing is sent to the gateway. Never retry: the
+	// order fails and a person looks (docs/design.md#charge-signature).
+	ErrFirmaInvalida = "FirmaInvalida"
 )
 
 // MaxGatewayCallsPerOperation is the most calls one operation (an order's
@@ -84,6 +90,7 @@ var Errors = []ErrorSpec{
 	{Name: ErrRegistroInconsistente},
 	{Name: ErrIdempotenciaNoDisponible, Retry: true},
 	{Name: ErrIntentosAgotados, Business: true},
+	{Name: ErrFirmaInvalida},
 }
 
 // CobroInput is the input of the cobro task. Unknown fields are ignored.
@@ -96,6 +103,11 @@ type CobroInput struct {
 	Moneda string `json:"moneda"`
 	// TokenTarjeta is the card token the shop obtained from the gateway.
 	TokenTarjeta string `json:"token_tarjeta"`
+	// IDEvento is the PedidoCreado's id_evento, and Firma its signature
+	// (eventsapi.PedidoCreado.Firma): cobro charges only an amount,
+	// currency and token the outbox publisher signed (ErrFirmaInvalida).
+	IDEvento string `json:"id_evento,omitempty"`
+	Firma    string `json:"firma,omitempty"`
 }
 
 // CobroOutput is the result of the cobro task (also what a repeat returns).

@@ -26,6 +26,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
+	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -130,6 +131,11 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		Description: "ERP webhook API key used by the EventBridge connection ({\"api_key\": ...}). Created with a random placeholder: put the real key, then redeploy so the connection reads it.",
 		Rotation:    "The ERP issues this API key; it is rotated in the ERP and stored here, then the stack is redeployed so the EventBridge connection reads it. A rotation Lambda cannot mint ERP keys.",
 	})
+	// The connection's {{resolve:secretsmanager:...}} reference is resolved
+	// by CloudFormation with the stack's service role: the key's one reader.
+	if deployer, err := platform.DeploymentRoleArn(awscdk.Stack_Of(c)); !v.If(err != nil, "the ERP key's reader: %v", err) {
+		dependency.AdmitReaderArn(d.Secret, deployer)
+	}
 	d.Connection = awsevents.NewConnection(c, jsii.String("Conexion"), &awsevents.ConnectionProps{
 		ConnectionName: props.ConnectionName,
 		Description:    jsii.String("ERP webhook (API key from Secrets Manager)"),

@@ -98,6 +98,13 @@ type Environment struct {
 	// mercadofresco-carritos, imported instead of created (its stream must be
 	// NEW_AND_OLD_IMAGES and its TTL on expira_en).
 	Carritos *CarritosImport
+	// FlowLogsAllTraffic makes the VPC's flow log record ALL traffic,
+	// accepted included; false records the rejected traffic only.
+	FlowLogsAllTraffic bool
+	// DatabaseBackupDays is the automated backup retention of the outbox's
+	// Aurora cluster (point-in-time restore): a whole number of days from 1
+	// to Aurora's 35 (docs/design.md#database-backups).
+	DatabaseBackupDays float64
 	// AuditTrail is the ARN of the CloudTrail trail that records the
 	// account's management events (write events at least) in Region: a
 	// multi-region trail or one of this region, such as the Control Tower
@@ -199,6 +206,7 @@ var environments = map[string]Environment{
 		ERPWebhookURL:          "https://erp-dev.mercadofresco.example/webhooks/pedidos",
 		ERPRateLimitPerSecond:  1,
 		AuditTrail:             organisationTrail,
+		DatabaseBackupDays:     7,
 	},
 	"staging": {
 		Name:                   "staging",
@@ -219,6 +227,7 @@ var environments = map[string]Environment{
 		ERPWebhookURL:          "https://erp-staging.mercadofresco.example/webhooks/pedidos",
 		ERPRateLimitPerSecond:  2,
 		AuditTrail:             organisationTrail,
+		DatabaseBackupDays:     7,
 	},
 	"prod": {
 		Name:              "prod",
@@ -251,6 +260,10 @@ var environments = map[string]Environment{
 		// The ERP takes ~10 requests/s; 240,000 orders/month average 0.1/s.
 		ERPRateLimitPerSecond: 10,
 		AuditTrail:            organisationTrail,
+		// Aurora's maximum: a corruption found in the monthly close is
+		// still restorable (docs/design.md#database-backups).
+		DatabaseBackupDays: 35,
+		FlowLogsAllTraffic: true,
 	},
 }
 
@@ -347,6 +360,8 @@ func (e Environment) Validate() error {
 	}
 	p.If(e.Roles.BreakGlass != "" && (e.Roles.BreakGlass == e.Roles.KeyAdmin || e.Roles.BreakGlass == e.Roles.Operator),
 		"Roles.BreakGlass %q must be a role of its own (not the key administrator nor the operator)", e.Roles.BreakGlass)
+	p.If(e.DatabaseBackupDays < 1 || e.DatabaseBackupDays > 35 || e.DatabaseBackupDays != float64(int(e.DatabaseBackupDays)),
+		"DatabaseBackupDays %v must be a whole number of days from 1 to Aurora's 35", e.DatabaseBackupDays)
 	p.If(e.AuditTrail == "", "AuditTrail is required: the data key's watch sees the key's calls only through a CloudTrail trail recording management events in %s", e.Region)
 	p.If(e.AuditTrail != "" && !trailPattern.MatchString(e.AuditTrail), "AuditTrail %q is not a CloudTrail trail ARN (arn:aws:cloudtrail:<region>:<account>:trail/<name>)", e.AuditTrail)
 	p.If(e.AlarmEmail != "" && !strings.Contains(e.AlarmEmail, "@"), "alarm e-mail %q is not an address", e.AlarmEmail)

@@ -63,6 +63,23 @@ func TestEnvironmentsNeverCollide(t *testing.T) {
 	}
 }
 
+// Prod keeps Aurora's maximum of automated backups; a retention Aurora
+// refuses is refused.
+func TestDatabaseBackupRetention(t *testing.T) {
+	prod, err := Lookup("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prod.DatabaseBackupDays != 35 {
+		t.Errorf("prod keeps %v days of backups, want Aurora's maximum 35", prod.DatabaseBackupDays)
+	}
+	for _, days := range []float64{0, 36, 7.5} {
+		e := prod
+		e.DatabaseBackupDays = days
+		requireValidation(t, e, "DatabaseBackupDays")
+	}
+}
+
 func TestProdIsProtected(t *testing.T) {
 	prod, _ := Lookup("prod")
 	if !prod.DeletionProtection || prod.RemovalPolicy != awscdk.RemovalPolicy_RETAIN {
@@ -100,7 +117,8 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Fatalf("want ErrInvalid, got %v", err)
 	}
 	for _, want := range []string{"12-digit", "two availability zones", "not in region", "MaxConsumerConcurrency", "PublisherConcurrency", "not an address",
-		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeout", "PaymentConcurrency", "ERPRateLimitPerSecond", "ArchiveRetentionDays"} {
+		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeout", "PaymentConcurrency", "ERPRateLimitPerSecond", "ArchiveRetentionDays",
+		"DatabaseBackupDays", "AuditTrail is required"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error misses %q: %v", want, err)
 		}

@@ -189,3 +189,117 @@ func TestOnCallRoleSendsOnlyInAnElevatedSession(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryTopicRefusesEveryCallWithoutTLS walks every environment's
+// templates: every topic policy denies each action a topic policy can name
+// (not only sns:Publish, all the CDK's enforceSSL denies) when the request
+// is not over TLS.
+func TestEveryTopicRefusesEveryCallWithoutTLS(t *testing.T) {
+	s := synthApp(t)
+	for _, es := range s.envs {
+		t.Run(es.Env.Name, func(t *testing.T) {
+			topics := 0
+			for _, st := range es.Stacks() {
+				for id, tp := range s.resources(t, *st.StackName(), "AWS::SNS::TopicPolicy") {
+					topics++
+					covered := map[string]bool{}
+					for _, stm := range statements(dig(tp, "Properties", "PolicyDocument")) {
+						if stm["Effect"] == "Deny" && dig(stm, "Condition", "Bool", "aws:SecureTransport") == "false" && dig(stm, "Principal", "AWS") == "*" {
+							for _, a := range asStrings(stm["Action"]) {
+								covered[a] = true
+							}
+						}
+					}
+					for _, a := range platform.TopicActions() {
+						if !covered[a] {
+							t.Errorf("%s/%s: %s is not denied without TLS", *st.StackName(), id, a)
+						}
+					}
+				}
+			}
+			if topics < 3 {
+				t.Errorf("found %d topic policies, want the alerts, the key alerts and the confirmed-order topics", topics)
+			}
+		})
+	}
+}
+
+// TestServiceRolesTrustOnlyThisAccount walks every environment's
+// templates: the roles the flow logs, the RDS proxy and the ERP rule's
+// EventBridge assume trust their service only for this account's
+// resources (aws:SourceAccount and aws:SourceArn), so that no other
+// account's flow log, proxy or rule can act through them.
+func TestServiceRolesTrustOnlyThisAccount(t *testing.T) {
+	s := synthApp(t)
+	for _, es := range s.envs {
+		t.Run(es.Env.Name, func(t *testing.T) {
+			env := es.Env
+			want := map[string]string{ // service -> aws:SourceArn pattern
+				"vpc-flow-logs.amazonaws.com": "arn:aws:ec2:" + env.Region + ":" + env.Account + ":vpc-flow-log/*",
+				"rds.amazonaws.com":           "arn:aws:rds:" + env.Region + ":" + env.Account + ":db-proxy:*",
+				"events.amazonaws.com":        "arn:aws:events:" + env.Region + ":" + env.Account + ":rule/*",
+			}
+			found := map[string]int{}
+			w := walkProducers(t, s, es)
+			for _, r := range w.app.Resources("AWS::IAM::Role") {
+				desc, _ := r.Properties["Description"].(string)
+				for _, st := range statements(r.Properties["AssumeRolePolicyDocument"]) {
+					svc, _ := dig(st, "Principal", "Service").(string)
+					pattern, watched := want[svc]
+					if !watched || svc == "events.amazonaws.com" && !strings.Contains(desc, "invoke the ERP API destination") {
+						continue
+					}
+					found[svc]++
+					account := w.str(t, r.Stack, dig(st, "Condition", "StringEquals", "aws:SourceAccount"))
+					source := w.str(t, r.Stack, dig(st, "Condition", "ArnLike", "aws:SourceArn"))
+					if account != env.Account || source != pattern {
+						t.Errorf("%s trusts %s with aws:SourceAccount %q and aws:SourceArn %q, want %s and %s", r.Path(), svc, account, source, env.Account, pattern)
+					}
+				}
+			}
+			for svc := range want {
+				if found[svc] == 0 {
+					t.Errorf("no role trusted by %s found", svc)
+				}
+			}
+		})
+	}
+}
+
+// TestAuroraKeepsTheConfiguredBackupsAndProdLogsEveryFlow walks every environment's outbox
+// template: the cluster keeps DatabaseBackupDays of automated backups
+// (35 in prod, Aurora's maximum), and the VPC's flow log records ALL
+// traffic where FlowLogsAllTraffic says so (prod).
+func TestAuroraKeepsTheConfiguredBackupsAndProdLogsEveryFlow(t *testing.T) {
+	s := synthApp(t)
+	for _, es := range s.envs {
+		t.Run(es.Env.Name, func(t *testing.T) {
+			env := es.Env
+			clusters := s.resources(t, env.StackName("Outbox"), "AWS::RDS::DBCluster")
+			if len(clusters) != 1 {
+				t.Fatalf("%d clusters, want 1", len(clusters))
+			}
+			for id, c := range clusters {
+				if got := dig(c, "Properties", "BackupRetentionPeriod"); got != env.DatabaseBackupDays {
+					t.Errorf("%s keeps %v days of backups, want %v", id, got, env.DatabaseBackupDays)
+				}
+			}
+			if env.Name == "prod" && (env.DatabaseBackupDays != 35 || !env.FlowLogsAllTraffic) {
+				t.Errorf("prod: %v days of backups, all flows %v; want 35 and true", env.DatabaseBackupDays, env.FlowLogsAllTraffic)
+			}
+			want := "REJECT"
+			if env.FlowLogsAllTraffic {
+				want = "ALL"
+			}
+			logs := s.resources(t, env.StackName("Network"), "AWS::EC2::FlowLog")
+			for id, fl := range logs {
+				if got := dig(fl, "Properties", "TrafficType"); got != want {
+					t.Errorf("%s records %v, want %s", id, got, want)
+				}
+			}
+			if len(logs) != 1 {
+				t.Errorf("%d flow logs, want 1", len(logs))
+			}
+		})
+	}
+}

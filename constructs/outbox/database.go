@@ -291,7 +291,13 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	// master user) is all it can do. The roles have rds_iam (CreateRoles).
 	stack := awscdk.Stack_Of(this)
 	proxyRole := awsiam.NewRole(this, jsii.String("ProxyRole"), &awsiam.RoleProps{
-		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("rds.amazonaws.com"), nil),
+		// RDS Proxies of this account only (aws:SourceAccount, aws:SourceArn).
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("rds.amazonaws.com"), &awsiam.ServicePrincipalOpts{Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+			"ArnLike": map[string]interface{}{"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("rds"), Resource: jsii.String("db-proxy"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+			})},
+		}}),
 		Description: jsii.String("RDS Proxy of " + clusterID + ": connects to the database with IAM as the function roles"),
 	})
 	var clusterUsers []*string

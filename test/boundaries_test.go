@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/constructs/dependency"
+	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/producers"
 )
@@ -299,6 +300,76 @@ func TestAuroraKeepsTheConfiguredBackupsAndProdLogsEveryFlow(t *testing.T) {
 			}
 			if len(logs) != 1 {
 				t.Errorf("%d flow logs, want 1", len(logs))
+			}
+		})
+	}
+}
+
+// TestRotationFunctionLogsToAKeyedRetainedGroup walks every environment's
+// outbox template: the Aurora secret's rotation function (a serverless
+// application's, outside the template's functions) logs to a group the
+// template defines under its name, with a retention and the data key, kept
+// where the environment keeps its data.
+func TestRotationFunctionLogsToAKeyedRetainedGroup(t *testing.T) {
+	s := synthApp(t)
+	for _, es := range s.envs {
+		t.Run(es.Env.Name, func(t *testing.T) {
+			stack := es.Env.StackName("Outbox")
+			apps := s.resources(t, stack, "AWS::Serverless::Application")
+			if len(apps) != 1 {
+				t.Fatalf("%d serverless applications, want the rotation", len(apps))
+			}
+			groups := s.resources(t, stack, "AWS::Logs::LogGroup")
+			for id, app := range apps {
+				name := "/aws/lambda/" + fmt.Sprint(dig(app, "Properties", "Parameters", "functionName"))
+				found := false
+				for _, g := range groups {
+					if dig(g, "Properties", "LogGroupName") != name {
+						continue
+					}
+					found = true
+					if dig(g, "Properties", "RetentionInDays") == nil || dig(g, "Properties", "KmsKeyId") == nil {
+						t.Errorf("%s: %s has no retention or key", id, name)
+					}
+					if es.Env.Name == "prod" && g["DeletionPolicy"] != "Retain" {
+						t.Errorf("%s: %s is not retained in prod (%v)", id, name, g["DeletionPolicy"])
+					}
+				}
+				if !found {
+					t.Errorf("%s: no log group %s", id, name)
+				}
+			}
+		})
+	}
+}
+
+// TestWorkflowRoleUsesTheKeyThroughServicesOnly walks every environment's
+// order-flow template: the workflow role's policy denies kms:Decrypt and
+// kms:GenerateDataKey* on the data key outside SNS, SQS and Step
+// Functions (kms:ViaService), which bounds the CDK's unconditioned grant of
+// both to its publish and send tasks.
+func TestWorkflowRoleUsesTheKeyThroughServicesOnly(t *testing.T) {
+	s := synthApp(t)
+	for _, es := range s.envs {
+		t.Run(es.Env.Name, func(t *testing.T) {
+			env := es.Env
+			found := false
+			for id, p := range s.resources(t, env.StackName("OrderFlow"), "AWS::IAM::Policy") {
+				if !strings.HasPrefix(id, "ProcesarPedidoStateMachineRole") {
+					continue
+				}
+				for _, st := range statements(dig(p, "Properties", "PolicyDocument")) {
+					if st["Sid"] != orderworkflow.SidKeyThroughServices {
+						continue
+					}
+					found = st["Effect"] == "Deny" &&
+						slices.Equal(asStrings(st["Action"]), []string{"kms:Decrypt", "kms:GenerateDataKey*"}) &&
+						slices.Equal(asStrings(dig(st, "Condition", "StringNotEquals", "kms:ViaService")), orderworkflow.KeyServices(env.Region)) &&
+						strings.Contains(fmt.Sprint(st["Resource"]), "DataKey")
+				}
+			}
+			if !found {
+				t.Errorf("the workflow role has no Deny %s of the data key outside %v", orderworkflow.SidKeyThroughServices, orderworkflow.KeyServices(env.Region))
 			}
 		})
 	}

@@ -98,6 +98,21 @@ type Environment struct {
 	// mercadofresco-carritos, imported instead of created (its stream must be
 	// NEW_AND_OLD_IMAGES and its TTL on expira_en).
 	Carritos *CarritosImport
+	// FlowLogsAllTraffic makes the VPC's flow log record ALL traffic,
+	// accepted included; false records the rejected traffic only.
+	FlowLogsAllTraffic bool
+	// DatabaseBackupDays is the automated backup retention of the outbox's
+	// Aurora cluster (point-in-time restore): a whole number of days from 1
+	// to Aurora's 35 (docs/design.md#database-backups).
+	DatabaseBackupDays float64
+	// AuditTrail is the ARN of the CloudTrail trail that records the
+	// account's management events (write events at least) in Region: a
+	// multi-region trail or one of this region, such as the Control Tower
+	// organisation trail. The data key's watch sees the key's calls only
+	// through it, and the on-call role's sends alert only if it also
+	// records SQS data events (docs/README-security.md). The app does not
+	// create it; MF_<NAME>_AUDIT_TRAIL overrides the placeholder.
+	AuditTrail string
 	// Roles names the IAM roles of the account's identity setup that this
 	// app refers to (it never creates them): who administers the data key,
 	// who alone may delete or disable it, who is on call.
@@ -161,6 +176,14 @@ type CarritosImport struct {
 	KeyArn string
 }
 
+// organisationTrail is the placeholder of every environment's AuditTrail:
+// the Control Tower organisation trail (multi-region, management events)
+// of a placeholder management account.
+const organisationTrail = "arn:aws:cloudtrail:eu-west-1:444444444444:trail/aws-controltower-BaselineCloudTrail"
+
+// trailPattern is a CloudTrail trail ARN.
+var trailPattern = regexp.MustCompile(`^arn:aws:cloudtrail:[a-z0-9-]+:[0-9]{12}:trail/[A-Za-z0-9._-]{3,128}$`)
+
 // accountPattern is what AWS accepts as an account id.
 var accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
 
@@ -186,6 +209,8 @@ var environments = map[string]Environment{
 		PaymentConcurrency:     5,
 		ERPWebhookURL:          "https://erp-dev.mercadofresco.example/webhooks/pedidos",
 		ERPRateLimitPerSecond:  1,
+		AuditTrail:             organisationTrail,
+		DatabaseBackupDays:     7,
 	},
 	"staging": {
 		Name:                   "staging",
@@ -205,6 +230,8 @@ var environments = map[string]Environment{
 		PaymentConcurrency:     10,
 		ERPWebhookURL:          "https://erp-staging.mercadofresco.example/webhooks/pedidos",
 		ERPRateLimitPerSecond:  2,
+		AuditTrail:             organisationTrail,
+		DatabaseBackupDays:     7,
 	},
 	"prod": {
 		Name:              "prod",
@@ -236,6 +263,11 @@ var environments = map[string]Environment{
 		ERPWebhookURL:      "https://erp.mercadofresco.example/webhooks/pedidos",
 		// The ERP takes ~10 requests/s; 240,000 orders/month average 0.1/s.
 		ERPRateLimitPerSecond: 10,
+		AuditTrail:            organisationTrail,
+		// Aurora's maximum: a corruption found in the monthly close is
+		// still restorable (docs/design.md#database-backups).
+		DatabaseBackupDays: 35,
+		FlowLogsAllTraffic: true,
 	},
 }
 
@@ -245,7 +277,8 @@ func Names() []string { return slices.Clone(catalog.Environments) }
 
 // Lookup returns the named environment with overrides applied: the
 // environment variable MF_<NAME>_ACCOUNT (e.g. MF_PROD_ACCOUNT) replaces the
-// placeholder account and MF_<NAME>_ALARM_EMAIL the alarm address.
+// placeholder account, MF_<NAME>_ALARM_EMAIL the alarm address and
+// MF_<NAME>_AUDIT_TRAIL the audit trail.
 func Lookup(name string) (Environment, error) {
 	env, ok := environments[name]
 	if !ok {
@@ -261,6 +294,9 @@ func Lookup(name string) (Environment, error) {
 	}
 	if v, ok := os.LookupEnv(prefix + "ALARM_EMAIL"); ok {
 		env.AlarmEmail = v
+	}
+	if v := os.Getenv(prefix + "AUDIT_TRAIL"); v != "" {
+		env.AuditTrail = v
 	}
 	env.AvailabilityZones = append([]string(nil), env.AvailabilityZones...)
 	if env.Cache != nil {
@@ -328,6 +364,10 @@ func (e Environment) Validate() error {
 	}
 	p.If(e.Roles.BreakGlass != "" && (e.Roles.BreakGlass == e.Roles.KeyAdmin || e.Roles.BreakGlass == e.Roles.Operator),
 		"Roles.BreakGlass %q must be a role of its own (not the key administrator nor the operator)", e.Roles.BreakGlass)
+	p.If(e.DatabaseBackupDays < 1 || e.DatabaseBackupDays > 35 || e.DatabaseBackupDays != float64(int(e.DatabaseBackupDays)),
+		"DatabaseBackupDays %v must be a whole number of days from 1 to Aurora's 35", e.DatabaseBackupDays)
+	p.If(e.AuditTrail == "", "AuditTrail is required: the data key's watch sees the key's calls only through a CloudTrail trail recording management events in %s", e.Region)
+	p.If(e.AuditTrail != "" && !trailPattern.MatchString(e.AuditTrail), "AuditTrail %q is not a CloudTrail trail ARN (arn:aws:cloudtrail:<region>:<account>:trail/<name>)", e.AuditTrail)
 	p.If(e.AlarmEmail != "" && !strings.Contains(e.AlarmEmail, "@"), "alarm e-mail %q is not an address", e.AlarmEmail)
 	if len(p) > 0 {
 		return fmt.Errorf("%w %q: %s", ErrInvalid, e.Name, strings.Join(p, "; "))

@@ -63,6 +63,23 @@ func TestEnvironmentsNeverCollide(t *testing.T) {
 	}
 }
 
+// Prod keeps Aurora's maximum of automated backups; a retention Aurora
+// refuses is refused.
+func TestDatabaseBackupRetention(t *testing.T) {
+	prod, err := Lookup("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prod.DatabaseBackupDays != 35 {
+		t.Errorf("prod keeps %v days of backups, want Aurora's maximum 35", prod.DatabaseBackupDays)
+	}
+	for _, days := range []float64{0, 36, 7.5} {
+		e := prod
+		e.DatabaseBackupDays = days
+		requireValidation(t, e, "DatabaseBackupDays")
+	}
+}
+
 func TestProdIsProtected(t *testing.T) {
 	prod, _ := Lookup("prod")
 	if !prod.DeletionProtection || prod.RemovalPolicy != awscdk.RemovalPolicy_RETAIN {
@@ -102,7 +119,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 	for _, want := range []string{"12-digit", "two availability zones", "not in region", "MaxConsumerConcurrency", "PublisherConcurrency", "not an address",
 		"GatewayURL", "ERPWebhookURL", "GatewayReadTimeout", "PaymentConcurrency", "ERPRateLimitPerSecond", "ArchiveRetentionDays",
-		"Cache import needs a Name"} {
+		"Cache import needs a Name", "DatabaseBackupDays", "AuditTrail is required"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error misses %q: %v", want, err)
 		}
@@ -136,14 +153,51 @@ func TestRolesAreValidated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := base
 			e.Roles = tc.roles
-			err := e.Validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("Validate: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid)):
-				t.Fatalf("Validate = %v, want an ErrInvalid naming %q", err, tc.want)
-			}
+			requireValidation(t, e, tc.want)
 		})
+	}
+}
+
+// requireValidation fails t unless e is valid (want "") or its Validate
+// error is an ErrInvalid naming want.
+func requireValidation(t *testing.T, e Environment, want string) {
+	t.Helper()
+	err := e.Validate()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("Validate: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrInvalid)):
+		t.Fatalf("Validate = %v, want an ErrInvalid naming %q", err, want)
+	}
+}
+
+// Every environment names the trail its key watch depends on; a missing
+// trail or one that is not a trail's ARN is refused naming AuditTrail, and
+// MF_<NAME>_AUDIT_TRAIL replaces the placeholder.
+func TestAuditTrailIsRequired(t *testing.T) {
+	base, err := Lookup("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, trail, want string // want "" = valid
+	}{
+		{"the placeholder", base.AuditTrail, ""},
+		{"another account's trail", "arn:aws:cloudtrail:eu-west-1:555555555555:trail/organizacion", ""},
+		{"missing", "", "AuditTrail is required"},
+		{"a bucket", "arn:aws:s3:::mercadofresco-trail", `AuditTrail "arn:aws:s3:::mercadofresco-trail" is not a CloudTrail trail ARN`},
+		{"a bare name", "aws-controltower-BaselineCloudTrail", "is not a CloudTrail trail ARN"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := base
+			e.AuditTrail = tc.trail
+			requireValidation(t, e, tc.want)
+		})
+	}
+	t.Setenv("MF_PROD_AUDIT_TRAIL", "arn:aws:cloudtrail:eu-west-1:555555555555:trail/organizacion")
+	if env, err := Lookup("prod"); err != nil || env.AuditTrail != "arn:aws:cloudtrail:eu-west-1:555555555555:trail/organizacion" {
+		t.Errorf("override: %v, %q", err, env.AuditTrail)
 	}
 }
 

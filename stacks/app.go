@@ -11,6 +11,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/payment"
+	"github.com/mercadofresco/integration/constructs/producers"
 )
 
 // DashboardName is the SPEC name of the environment's dashboard (in the
@@ -50,7 +51,13 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 		Board:         shared.Dashboard,
 		DashboardName: jsii.String(env.PhysicalName(DashboardName)),
 	})
-	return &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox, OrderFlow: orderflow}
+	es := &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox, OrderFlow: orderflow}
+	// Last: every producer is admitted. The on-call role sends to the
+	// queues it redrives only with MFA or the redrive session tag.
+	for _, st := range es.Stacks() {
+		producers.RequireElevation(st, env.RoleArn(env.Roles.Operator))
+	}
+	return es
 }
 
 // Stacks lists the environment's stacks.

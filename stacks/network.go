@@ -31,6 +31,8 @@ func NewNetworkStack(scope constructs.Construct, shared *Shared) *NetworkStack {
 		MaxAzs:      float64(len(env.AvailabilityZones)),
 		NatGateways: env.NatGateways,
 		EventBus:    shared.Bus,
+		// Every flow, accepted too, where an incident must be traceable.
+		RejectedTrafficOnly: !env.FlowLogsAllTraffic,
 	})
 	var imp *cache.Import
 	if c := env.Cache; c != nil {

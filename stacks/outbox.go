@@ -43,6 +43,7 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared, netStack *Networ
 		RotationEndpoint:  net.SecretsEndpoint,
 		ClusterIdentifier: jsii.String(env.PhysicalName("aurora-mf-escritor")),
 		ProxyName:         jsii.String(env.PhysicalName("proxy-mf-escritor")),
+		BackupRetention:   awscdk.Duration_Days(jsii.Number(env.DatabaseBackupDays)),
 	})
 	mig := outbox.NewMigration(stack, "Migraciones", &outbox.MigrationProps{
 		Context:         shared.Context,

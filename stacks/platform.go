@@ -9,6 +9,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
@@ -27,8 +28,10 @@ type PlatformStack struct {
 	// KeyWatch alerts on the data key's deletion, disabling and policy
 	// changes (alertas-mercadofresco-clave and Alerts).
 	KeyWatch *platform.KeyWatch
-	Bus      awsevents.EventBus
-	Archive  awsevents.Archive
+	// SendWatch alerts on every message the on-call role sends.
+	SendWatch *busrule.Rule
+	Bus       awsevents.EventBus
+	Archive   awsevents.Archive
 	// Schemas is the registry of the event contracts (schemas/).
 	Schemas *schemaregistry.Registry
 
@@ -69,6 +72,14 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 		Email:               env.AlarmEmail,
 		RuleName:            jsii.String(env.PhysicalName(platform.KeyWatchRule)),
 		DeadLetterQueueName: jsii.String(env.PhysicalName(platform.KeyWatchRuleDLQName)),
+		Trail:               env.AuditTrail,
+	})
+	s.SendWatch = platform.NewSendWatch(stack, "GuardiaWatch", &platform.SendWatchProps{
+		Context:             s.context,
+		RoleArn:             env.RoleArn(env.Roles.Operator),
+		Trail:               env.AuditTrail,
+		RuleName:            jsii.String(env.PhysicalName(platform.SendWatchRule)),
+		DeadLetterQueueName: jsii.String(env.PhysicalName(platform.SendWatchRuleDLQName)),
 	})
 	s.Bus, s.Archive = platform.NewEventBus(stack, "Bus", &platform.EventBusProps{
 		Context:          s.context,

@@ -92,3 +92,38 @@ func TestDocumentLinksResolve(t *testing.T) {
 		t.Errorf("checked %d links, expected many more: is the pattern right?", checked)
 	}
 }
+
+// TestSecurityPageNamesExistingTests: every test docs/README-security.md
+// names as proof of a claim is a test function of the repository, so the
+// page cannot cite a test that was renamed or removed.
+func TestSecurityPageNamesExistingTests(t *testing.T) {
+	root, _ := filepath.Abs("..")
+	page, err := os.ReadFile(filepath.Join(root, "docs", "README-security.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "-C", "..", "ls-files", "*_test.go").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	defined := map[string]bool{}
+	testFunc := regexp.MustCompile(`(?m)^func (Test\w+)\(`)
+	for _, file := range strings.Fields(string(out)) {
+		raw, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		for _, m := range testFunc.FindAllStringSubmatch(string(raw), -1) {
+			defined[m[1]] = true
+		}
+	}
+	named := regexp.MustCompile("`(Test\\w+)`").FindAllStringSubmatch(string(page), -1)
+	if len(named) < 40 {
+		t.Fatalf("the page names %d tests, expected many more: is the pattern right?", len(named))
+	}
+	for _, m := range named {
+		if !defined[m[1]] {
+			t.Errorf("docs/README-security.md names %s, which no test file defines", m[1])
+		}
+	}
+}

@@ -1,6 +1,8 @@
 // Package dependency is how a function reaches a service outside AWS that
-// it calls with an API key: the key's secret (NewAPIKey), the function's
-// read of it through its own role (GrantRead), a security group with HTTPS
+// it calls with an API key: the key's secret (NewAPIKey), whose resource
+// policy denies secretsmanager:GetSecretValue to all but its readers, the
+// function's read of it through its own role (GrantRead, which admits the
+// role as a reader; AdmitReaderArn for another), a security group with HTTPS
 // out only (NewSecurityGroup), the Secrets Manager endpoint's admission
 // every secret reader in the VPC needs (ReadSecretsThrough), and the
 // circuit breaker's shared state (BreakerStore) with its CircuitoAbierto
@@ -8,6 +10,9 @@
 package dependency
 
 import (
+	"strings"
+	"sync"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
@@ -54,8 +59,73 @@ type APIKeyProps struct {
 	Rotation string
 }
 
+// Names in an API key's resource policy.
+const (
+	// SidOnlyReaders is the Sid of the Deny of GetSecretValue to every
+	// principal but the secret's readers.
+	SidOnlyReaders = "SoloSusLectores"
+	// readersID is the construct id of the readers' list under the secret.
+	readersID = "LectoresConocidos"
+)
+
+// readers is the list of role ARNs an API key's Deny exempts.
+type readers struct {
+	constructs.Construct
+	secretArn string
+	roles     []string
+	seen      map[string]bool
+}
+
+// apiKeys finds the Go value of a readers list from its construct (the
+// jsii runtime hands back the same Go value for the same construct).
+var (
+	mu      sync.Mutex
+	apiKeys = map[constructs.IConstruct]*readers{}
+)
+
+// readersOf returns secret's readers list, nil for a secret NewAPIKey did
+// not create (the database's, whose readers are its rotation and migration).
+func readersOf(secret awssecretsmanager.ISecret) *readers {
+	if secret == nil {
+		return nil
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return apiKeys[secret.Node().TryFindChild(jsii.String(readersID))]
+}
+
+func (r *readers) admit(arn string) {
+	mu.Lock()
+	defer mu.Unlock()
+	if !r.seen[arn] {
+		r.seen[arn] = true
+		r.roles = append(r.roles, arn)
+	}
+}
+
+// condition is the ArnNotEquals block, read at synthesis. With no reader
+// it names the secret's ARN, which no principal has: nobody reads.
+func (r *readers) condition() any {
+	mu.Lock()
+	defer mu.Unlock()
+	if len(r.roles) == 0 {
+		return map[string]any{"aws:PrincipalArn": []string{r.secretArn}}
+	}
+	return map[string]any{"aws:PrincipalArn": append([]string(nil), r.roles...)}
+}
+
+// producer adapts a function to awscdk.IStableAnyProducer.
+type producer struct{ produce func() any }
+
+func (p *producer) Produce() any { return p.produce() }
+
 // NewAPIKey creates the secret of a third party's API key: 40 random
-// characters until an operator puts the real key (put-secret-value).
+// characters until an operator puts the real key (put-secret-value). Its
+// resource policy (BlockPublicPolicy on) denies secretsmanager:GetSecretValue
+// to every principal whose aws:PrincipalArn is not one of its readers
+// (GrantRead, AdmitReaderArn): an identity of the account allowed
+// GetSecretValue on "*" still cannot read it. Writing a new value
+// (PutSecretValue) is not denied.
 func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssecretsmanager.Secret {
 	generate := &awssecretsmanager.SecretStringGenerator{PasswordLength: jsii.Number(40), ExcludePunctuation: jsii.Bool(true)}
 	if props.Field != "" {
@@ -68,6 +138,23 @@ func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssec
 		RemovalPolicy:        removal.For(props.RemovalPolicy, removal.Data),
 		GenerateSecretString: generate,
 	})
+	r := &readers{Construct: constructs.NewConstruct(secret, jsii.String(readersID)), secretArn: *secret.SecretArn(), seen: map[string]bool{}}
+	mu.Lock()
+	apiKeys[r.Construct] = r
+	mu.Unlock()
+	secret.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidOnlyReaders),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("secretsmanager:GetSecretValue"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]any{"ArnNotEquals": awscdk.Lazy_Any(&producer{r.condition}, nil)},
+	}))
+	if policy, ok := secret.Node().TryFindChild(jsii.String("Policy")).(awssecretsmanager.ResourcePolicy); ok {
+		if cfn, ok := policy.Node().DefaultChild().(awssecretsmanager.CfnResourcePolicy); ok {
+			cfn.SetBlockPublicPolicy(jsii.Bool(true))
+		}
+	}
 	cdknag.NagSuppressions_AddResourceSuppressions(secret, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-SMG4"),
 		Reason: jsii.String(props.Rotation),
@@ -78,14 +165,38 @@ func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssec
 // GrantRead lets grantee read secret, in its own policy only, and decrypt
 // it with key through Secrets Manager only (Secret.GrantRead would also
 // write the key's policy when the key lives in another stack, making that
-// stack depend on this one). A nil key grants no key.
+// stack depend on this one). A nil key grants no key. For an API key
+// (NewAPIKey) it admits grantee's role as a reader, and reports a grantee
+// whose principal is not a role.
 func GrantRead(secret awssecretsmanager.ISecret, key awskms.IKey, grantee awsiam.IGrantable) {
+	if r := readersOf(secret); r != nil {
+		role, _ := grantee.GrantPrincipal().(awsiam.IRole)
+		if !core.Check(r.Construct, "dependency").If(role == nil, "GrantRead: the reader of %s is not a role: admit its role with AdmitReaderArn", *secret.Node().Path()) {
+			r.admit(*role.RoleArn())
+		}
+	}
 	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,
 		Actions:      jsii.Strings("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"),
 		ResourceArns: jsii.Strings(*secret.SecretArn()),
 	})
 	core.GrantKey(key, grantee, "secretsmanager", "kms:Decrypt")
+}
+
+// AdmitReaderArn admits the role whose ARN is arn as a reader of secret, an
+// API key of NewAPIKey, without granting it anything: for a reader whose
+// permissions come from elsewhere (CloudFormation's service role, which
+// resolves a {{resolve:secretsmanager:...}} reference at deploy). A
+// secret NewAPIKey did not create is reported.
+func AdmitReaderArn(secret awssecretsmanager.ISecret, arn string) {
+	r := readersOf(secret)
+	if r == nil {
+		core.Check(secret, "dependency").If(true, "AdmitReaderArn: %s is not an API key of dependency.NewAPIKey", *secret.Node().Path())
+		return
+	}
+	if !core.Check(r.Construct, "dependency").If(!*awscdk.Token_IsUnresolved(jsii.String(arn)) && (!strings.HasPrefix(arn, "arn:") || !strings.Contains(arn, ":role/")), "AdmitReaderArn: %q is not the ARN of a role", arn) {
+		r.admit(arn)
+	}
 }
 
 // NewSecurityGroup creates a security group in vpc that lets HTTPS (443)

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -26,6 +27,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
+	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -75,7 +77,10 @@ type Destination struct {
 	Secret         awssecretsmanager.Secret
 	Connection     awsevents.Connection
 	ApiDestination awsevents.ApiDestination
-	Rule           *busrule.Rule
+	// InvokeRole is the rule's role for the API destination: it trusts
+	// EventBridge for this account's rules only.
+	InvokeRole awsiam.Role
+	Rule       *busrule.Rule
 }
 
 // WebhookEventType names the body the rule sends to the ERP webhook in
@@ -130,6 +135,11 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		Description: "ERP webhook API key used by the EventBridge connection ({\"api_key\": ...}). Created with a random placeholder: put the real key, then redeploy so the connection reads it.",
 		Rotation:    "The ERP issues this API key; it is rotated in the ERP and stored here, then the stack is redeployed so the EventBridge connection reads it. A rotation Lambda cannot mint ERP keys.",
 	})
+	// The connection's {{resolve:secretsmanager:...}} reference is resolved
+	// by CloudFormation with the stack's service role: the key's one reader.
+	if deployer, err := platform.DeploymentRoleArn(awscdk.Stack_Of(c)); !v.If(err != nil, "the ERP key's reader: %v", err) {
+		dependency.AdmitReaderArn(d.Secret, deployer)
+	}
 	d.Connection = awsevents.NewConnection(c, jsii.String("Conexion"), &awsevents.ConnectionProps{
 		ConnectionName: props.ConnectionName,
 		Description:    jsii.String("ERP webhook (API key from Secrets Manager)"),
@@ -148,6 +158,18 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		HttpMethod:         awsevents.HttpMethod_POST,
 		RateLimitPerSecond: jsii.Number(rate),
 	})
+	// The rule's role trusts EventBridge for this account's rules only
+	// (aws:SourceAccount, aws:SourceArn); the target grants it the invoke.
+	stack := awscdk.Stack_Of(c)
+	d.InvokeRole = awsiam.NewRole(c, jsii.String("RolInvocacion"), &awsiam.RoleProps{
+		Description: jsii.String("EventBridge rules of this account: invoke the ERP API destination"),
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), &awsiam.ServicePrincipalOpts{Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+			"ArnLike": map[string]interface{}{"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("events"), Resource: jsii.String("rule"), ResourceName: jsii.String("*"),
+			})},
+		}}),
+	})
 	field := func(path string) *string { return awsevents.EventField_FromPath(jsii.String(path)) }
 	d.Rule = busrule.New(c, "Pedidos", &busrule.Props{
 		Bus:                 props.Bus,
@@ -161,6 +183,7 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		Context:             props.Context,
 		Target: func(o busrule.TargetOptions) awsevents.IRuleTarget {
 			return awseventstargets.NewApiDestination(d.ApiDestination, &awseventstargets.ApiDestinationProps{
+				EventRole:       d.InvokeRole,
 				DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),
 				HeaderParameters: &map[string]*string{"Idempotency-Key": jsii.String("$.detail.id_evento")},
 				Event: awsevents.RuleTargetInput_FromObject(map[string]any{

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
@@ -99,6 +100,7 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 		// Topic policy denying any request not made over TLS (cdk-nag SNS3).
 		EnforceSSL: jsii.Bool(true),
 	})
+	platform.RequireTLS(t.Topic) // every call, not only sns:Publish
 	producers.ForTopic(t.Topic)
 	t.name = *core.Or(props.TopicName, *c.Node().Path())
 	t.FailedRedriveAlarm = alarm.New(c, "FailedRedriveAlarm", &alarm.Props{

@@ -14,6 +14,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/guardrails"
+	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
@@ -68,7 +69,8 @@ func TestFanOutDefaults(t *testing.T) {
 	tpl.HasResourceProperties(jsii.String("AWS::SNS::TopicPolicy"), map[string]any{
 		"Topics": []any{map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("PedidoConfirmadoTopic"))}},
 		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
-			"Effect": "Deny", "Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
+			"Sid": platform.SidTopicTLSOnly, "Effect": "Deny", "Action": platform.TopicActions(),
+			"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
 		})})},
 	})
 	// SQS only, raw delivery, a DLQ on the subscription.

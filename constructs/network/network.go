@@ -49,6 +49,10 @@ type Props struct {
 	// EventBus, when set, is the only bus the EventBridge endpoint carries
 	// calls to (PutEvents by this account's principals).
 	EventBus awsevents.IEventBus
+	// RejectedTrafficOnly makes the VPC's flow log record only the
+	// rejected traffic (cheaper, for throwaway environments); false
+	// records ALL traffic, accepted included.
+	RejectedTrafficOnly bool
 }
 
 // Network is the VPC with its endpoints.
@@ -98,6 +102,23 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 		maxAzs = jsii.Number(props.MaxAzs)
 	}
 	flowLogs := props.LogGroup(this, "FlowLogs", nil)
+	// The flow log's role trusts the flow logs of this account only
+	// (aws:SourceAccount, aws:SourceArn): no other account's flow log can
+	// write through it.
+	stack := awscdk.Stack_Of(this)
+	flowLogRole := awsiam.NewRole(this, jsii.String("FlowLogsRole"), &awsiam.RoleProps{
+		Description: jsii.String("VPC flow logs of this account: write to the flow log group"),
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("vpc-flow-logs.amazonaws.com"), &awsiam.ServicePrincipalOpts{Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+			"ArnLike": map[string]interface{}{"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("ec2"), Resource: jsii.String("vpc-flow-log"), ResourceName: jsii.String("*"),
+			})},
+		}}),
+	})
+	flowLogID, traffic := "Todo", awsec2.FlowLogTrafficType_ALL
+	if props.RejectedTrafficOnly {
+		flowLogID, traffic = "Rechazado", awsec2.FlowLogTrafficType_REJECT
+	}
 	n.Vpc = awsec2.NewVpc(this, jsii.String("Vpc"), &awsec2.VpcProps{
 		IpAddresses:         awsec2.IpAddresses_Cidr(jsii.String("10.40.0.0/16")),
 		MaxAzs:              maxAzs,
@@ -106,12 +127,7 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 		// The default security group of a VPC allows all traffic between its
 		// members; nothing uses it, so strip its rules.
 		RestrictDefaultSecurityGroup: jsii.Bool(true),
-		FlowLogs: &map[string]*awsec2.FlowLogOptions{
-			"Rechazado": {
-				Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(flowLogs, nil),
-				TrafficType: awsec2.FlowLogTrafficType_REJECT,
-			},
-		},
+		FlowLogs:                     &map[string]*awsec2.FlowLogOptions{flowLogID: {Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(flowLogs, flowLogRole), TrafficType: traffic}},
 	})
 	n.RestrictDefaultSGLogs = props.LogGroup(this, "RestrictDefaultSGLogs", nil)
 	// The handler is the CDK's stack-wide singleton: send its logs to that

@@ -55,7 +55,10 @@ func TestWithoutNATThereIsNoPathToTheInternet(t *testing.T) {
 			"Condition": map[string]any{"StringEquals": map[string]any{"aws:PrincipalAccount": "111111111111"}},
 		})}, "Version": "2012-10-17"},
 	})
-	tpl.HasResourceProperties(jsii.String("AWS::EC2::FlowLog"), map[string]any{"TrafficType": "REJECT"})
+	// The zero value records ALL traffic; RejectedTrafficOnly the rejected.
+	tpl.HasResourceProperties(jsii.String("AWS::EC2::FlowLog"), map[string]any{"TrafficType": "ALL"})
+	_, _, rejected := newStack(t, &network.Props{MaxAzs: 2, RejectedTrafficOnly: true})
+	rejected.HasResourceProperties(jsii.String("AWS::EC2::FlowLog"), map[string]any{"TrafficType": "REJECT"})
 }
 
 func TestNATGatewaysAndEgressSubnets(t *testing.T) {

@@ -215,6 +215,7 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 		},
 	})
 	w.admitAsProducer(c, &p, v)
+	w.keyThroughServicesOnly(&p)
 	// Confirmar publishes PedidoConfirmado; the stock Maps send MovimientoStock.
 	if p.Confirmed != nil {
 		contract.Produces(w.StateMachine, eventsapi.TypePedidoConfirmado, []int{eventsapi.PedidoConfirmadoVersion}, p.Confirmed)
@@ -435,6 +436,34 @@ func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awsc
 	confirmar.AddCatch(liberar, afterCharge)
 
 	return cobrar.Next(reservar).Next(preparar).Next(confirmar).Next(confirmado)
+}
+
+// SidKeyThroughServices is the Sid of the workflow role's Deny of the data
+// key outside the services it calls.
+const SidKeyThroughServices = "ClaveSoloPorServicios"
+
+// KeyServices are the services through which the workflow's role uses the
+// data key: SNS and SQS (the tasks that publish and send) and Step
+// Functions (the state machine's own encryption).
+func KeyServices(region string) []string {
+	return []string{"sns." + region + ".amazonaws.com", "sqs." + region + ".amazonaws.com", "states." + region + ".amazonaws.com"}
+}
+
+// keyThroughServicesOnly confines the role's kms:Decrypt and
+// kms:GenerateDataKey* on the data key to KeyServices (kms:ViaService):
+// the CDK's SNS and SQS task integrations grant both on the key without a
+// condition, so an explicit Deny bounds them.
+func (w *Workflow) keyThroughServicesOnly(p *Props) {
+	if p.DataKey == nil {
+		return
+	}
+	w.StateMachine.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidKeyThroughServices),
+		Effect:     awsiam.Effect_DENY,
+		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
+		Resources:  jsii.Strings(*p.DataKey.KeyArn()),
+		Conditions: &map[string]interface{}{"StringNotEquals": map[string]interface{}{"kms:ViaService": KeyServices(*awscdk.Stack_Of(w.StateMachine).Region())}},
+	}))
 }
 
 // admitAsProducer names the state machine's role (p.RoleName) and admits

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsrds"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
@@ -118,6 +119,8 @@ type Database struct {
 	// RotationSecurityGroup is the secret rotation function's security
 	// group (admitted to the Secrets Manager endpoint).
 	RotationSecurityGroup awsec2.ISecurityGroup
+	// RotationLogs is the rotation function's log group.
+	RotationLogs awslogs.LogGroup
 	// RotationFailures receives Secrets Manager's RotationFailed events for
 	// the database secret; its alarm fires on the first one.
 	RotationFailures *reliablequeue.DeadLetterQueue
@@ -273,6 +276,14 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		VpcSubnets:         rotationSubnets,
 		Endpoint:           props.RotationEndpoint,
 	})
+	// The rotation function (the application's, named after the last 64
+	// characters of the rotation's unique id, as the CDK names it) logs to
+	// a group of this template, with the context's retention, key and
+	// removal policy: Lambda's own would have neither.
+	fnName := *awscdk.Names_UniqueId(rotation)
+	fnName = fnName[max(0, len(fnName)-64):]
+	d.RotationLogs = props.LogGroup(this, "RotationLogs", jsii.String("/aws/lambda/"+fnName))
+	rotation.Node().AddDependency(d.RotationLogs)
 	// The rotation function runs in isolated subnets: it reaches Secrets
 	// Manager only through the endpoint, whose security group must admit
 	// it (the CDK opens the database to it, not the endpoint).
@@ -291,7 +302,13 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	// master user) is all it can do. The roles have rds_iam (CreateRoles).
 	stack := awscdk.Stack_Of(this)
 	proxyRole := awsiam.NewRole(this, jsii.String("ProxyRole"), &awsiam.RoleProps{
-		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("rds.amazonaws.com"), nil),
+		// RDS Proxies of this account only (aws:SourceAccount, aws:SourceArn).
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("rds.amazonaws.com"), &awsiam.ServicePrincipalOpts{Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+			"ArnLike": map[string]interface{}{"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("rds"), Resource: jsii.String("db-proxy"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+			})},
+		}}),
 		Description: jsii.String("RDS Proxy of " + clusterID + ": connects to the database with IAM as the function roles"),
 	})
 	var clusterUsers []*string

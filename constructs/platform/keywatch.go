@@ -2,6 +2,7 @@ package platform
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -65,6 +66,11 @@ type KeyWatchProps struct {
 	RuleName *string
 	// DeadLetterQueueName of the rule's DLQ. Nil means KeyWatchRuleDLQName.
 	DeadLetterQueueName *string
+	// Trail is the ARN of the CloudTrail trail that records the account's
+	// management events in the key's region (config AuditTrail): the
+	// rule sees the key's calls only through it. Required; the rule's
+	// description names it.
+	Trail string
 }
 
 // KeyWatch is the alert on the data key's deletion, disabling and policy
@@ -83,14 +89,18 @@ type KeyWatch struct {
 // NewKeyWatch sends the CloudTrail events of WatchedKeyCalls on Key to
 // Alerts and to a topic of its own. The events reach EventBridge only if
 // the account has a CloudTrail trail recording management events (write
-// events at least) in the key's region: the app does not create one.
+// events at least) in the key's region: the app does not create one, and
+// props.Trail names it.
 func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *KeyWatch {
 	if props == nil {
 		props = &KeyWatchProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &KeyWatch{Construct: c}
-	props.Require(core.Check(c, "platform.NewKeyWatch"), core.DataKey|core.Alerts)
+	v := core.Check(c, "platform.NewKeyWatch")
+	props.Require(v, core.DataKey|core.Alerts)
+	v.If(!strings.HasPrefix(props.Trail, "arn:") || !strings.Contains(props.Trail, ":trail/"),
+		"KeyWatchProps.Trail (config AuditTrail) %q is not a CloudTrail trail's ARN: the rule sees the key's calls only if a trail records the account's management events in this region", props.Trail)
 	stack := awscdk.Stack_Of(c)
 	keyArn := jsii.String(fmt.Sprintf("arn:%s:kms:%s:%s:key/missing", *stack.Partition(), *stack.Region(), *stack.Account()))
 	if props.DataKey != nil {
@@ -104,7 +114,9 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 	}}, jsii.Bool(false))
 
 	snsTarget := func(topic awssns.ITopic) func(o busrule.TargetOptions) awsevents.IRuleTarget {
-		return func(o busrule.TargetOptions) awsevents.IRuleTarget { return &snsTarget{topic: topic, opts: o} }
+		return func(o busrule.TargetOptions) awsevents.IRuleTarget {
+			return &snsTarget{topic: topic, opts: o, sid: "AllowKeyWatchRule"}
+		}
 	}
 	ruleProps := &busrule.Props{
 		// SQS-managed: an event about the key must be kept even when the
@@ -113,7 +125,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		Context:             core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy, Dashboard: props.Dashboard},
 		OnDefaultBus:        true,
 		RuleName:            core.Or(props.RuleName, KeyWatchRule),
-		Description:         "CloudTrail: deletion, disabling or policy change of the data key (attempts included) -> alertas-mercadofresco and its own topic",
+		Description:         "CloudTrail (trail " + props.Trail + "): deletion, disabling or policy change of the data key (attempts included) -> alertas-mercadofresco and its own topic",
 		Pattern:             KeyWatchPattern(keyArn),
 		Target:              snsTarget(w.Topic),
 		TargetLabel:         "the topics alertas-mercadofresco and " + *core.Or(props.TopicName, KeyAlertsTopic),
@@ -138,6 +150,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 type snsTarget struct {
 	topic awssns.ITopic
 	opts  busrule.TargetOptions
+	sid   string // of the topic policy's statement admitting the rule
 }
 
 // Bind implements awsevents.IRuleTarget.
@@ -147,7 +160,7 @@ func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevent
 	events := &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)}
 	producers.ForTopic(t.topic).AdmitSource(ruleArn)
 	t.topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("AllowKeyWatchRule"),
+		Sid:        jsii.String(t.sid),
 		Principals: events,
 		Actions:    jsii.Strings("sns:Publish"),
 		Resources:  jsii.Strings(*t.topic.TopicArn()),
@@ -169,4 +182,73 @@ func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevent
 			MaximumRetryAttempts:     jsii.Number(t.opts.RetryAttempts),
 		},
 	}
+}
+
+// Names of the on-call role's send watch (environments add their suffix).
+const (
+	SendWatchRule        = "mf-guardia-envios"
+	SendWatchRuleDLQName = "mercadofresco-regla-guardia-envios-fallidos"
+)
+
+// WatchedSendCalls are the SQS calls of the on-call role that alert: every
+// way its redrive puts a message on a queue (mf-dlq's loop sends, its move
+// task).
+func WatchedSendCalls() []string {
+	return []string{"SendMessage", "SendMessageBatch", "StartMessageMoveTask"}
+}
+
+// SendWatchProps configures NewSendWatch. The Context's Alerts (alerted)
+// and DataKey (the rule's DLQ) are required.
+type SendWatchProps struct {
+	core.Context
+	// RoleArn is the watched role's ARN, with its path (the on-call's,
+	// config Roles.Operator). Required.
+	RoleArn string
+	// Trail is the ARN of the CloudTrail trail that records the account's
+	// SQS data events in this region (config AuditTrail). Required; the
+	// rule's description names it.
+	Trail string
+	// RuleName of the rule. Nil means SendWatchRule.
+	RuleName *string
+	// DeadLetterQueueName of the rule's DLQ. Nil means SendWatchRuleDLQName.
+	DeadLetterQueueName *string
+}
+
+// NewSendWatch alerts Alerts on every call of WatchedSendCalls signed by
+// RoleArn's sessions, successful or denied: a rule on the default bus for
+// CloudTrail's SQS data events, which reach EventBridge only if Trail
+// records them.
+func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) *busrule.Rule {
+	if props == nil {
+		props = &SendWatchProps{}
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	v := core.Check(c, "platform.NewSendWatch")
+	props.Require(v, core.DataKey|core.Alerts)
+	v.If(!strings.HasPrefix(props.RoleArn, "arn:") || !strings.Contains(props.RoleArn, ":role/"), "SendWatchProps.RoleArn %q is not the ARN of a role", props.RoleArn)
+	v.If(!strings.HasPrefix(props.Trail, "arn:") || !strings.Contains(props.Trail, ":trail/"),
+		"SendWatchProps.Trail (config AuditTrail) %q is not a CloudTrail trail's ARN: the rule sees the role's sends only if a trail records the account's SQS data events", props.Trail)
+	ruleProps := &busrule.Props{
+		Context:      props.Context,
+		OnDefaultBus: true,
+		RuleName:     core.Or(props.RuleName, SendWatchRule),
+		Description:  "CloudTrail (trail " + props.Trail + ", SQS data events): messages sent by the on-call role -> alertas-mercadofresco",
+		Pattern: &awsevents.EventPattern{
+			Source:     jsii.Strings("aws.sqs"),
+			DetailType: jsii.Strings("AWS API Call via CloudTrail"),
+			Detail: &map[string]interface{}{
+				"eventSource":  []interface{}{"sqs.amazonaws.com"},
+				"eventName":    jsii.Strings(WatchedSendCalls()...),
+				"userIdentity": map[string]interface{}{"sessionContext": map[string]interface{}{"sessionIssuer": map[string]interface{}{"arn": []interface{}{props.RoleArn}}}},
+			},
+		},
+		TargetLabel:         "the topic alertas-mercadofresco",
+		DeadLetterQueueName: core.Or(props.DeadLetterQueueName, SendWatchRuleDLQName),
+	}
+	if props.Alerts != nil {
+		ruleProps.Target = func(o busrule.TargetOptions) awsevents.IRuleTarget {
+			return &snsTarget{topic: props.Alerts, opts: o, sid: "AllowSendWatchRule"}
+		}
+	}
+	return busrule.New(c, "Rule", ruleProps)
 }

@@ -372,9 +372,32 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 	return topic
 }
 
+// TopicActions are the actions a topic policy may name: every call on
+// a topic (SNS refuses "sns:*" in a topic policy).
+func TopicActions() []string {
+	return []string{"sns:Publish", "sns:Subscribe", "sns:GetTopicAttributes", "sns:SetTopicAttributes",
+		"sns:AddPermission", "sns:RemovePermission", "sns:DeleteTopic", "sns:ListSubscriptionsByTopic"}
+}
+
+// SidTopicTLSOnly is the Sid of RequireTLS's statement.
+const SidTopicTLSOnly = "SoloTLS"
+
+// RequireTLS denies every TopicActions call on topic not made over TLS:
+// the CDK's enforceSSL (the topic's props) denies sns:Publish only.
+func RequireTLS(topic awssns.ITopic) {
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidTopicTLSOnly),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings(TopicActions()...),
+		Resources:  jsii.Strings(*topic.TopicArn()),
+		Conditions: &map[string]interface{}{"Bool": map[string]interface{}{"aws:SecureTransport": "false"}},
+	}))
+}
+
 // newAlarmTopic is a topic that CloudWatch alarms of this account and
 // region publish to (alertas-mercadofresco, and the key watch's own
-// topic): TLS only, encrypted with key when it is not nil, CloudWatch's
+// topic): TLS only for every call (RequireTLS), encrypted with key when it is not nil, CloudWatch's
 // permission to publish stated (the topic policy the CDK writes for
 // enforceSSL replaces SNS's default one) and the alarms admitted past the
 // topic's known-producers guard (constructs/producers; a rule that
@@ -397,6 +420,7 @@ func newAlarmTopic(scope constructs.Construct, id, name, displayName string, key
 			"StringEquals": map[string]interface{}{"aws:SourceAccount": awscdk.Stack_Of(scope).Account()},
 		},
 	}))
+	RequireTLS(topic)
 	producers.ForTopic(topic).AdmitAlarms()
 	if email != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(email), nil))

@@ -268,11 +268,12 @@ func TestDeploymentRoleArn(t *testing.T) {
 // admit this rule only, a topic of its own without the data key, and
 // nothing added to the data key's policy.
 func TestKeyWatch(t *testing.T) {
+	const trail = "arn:aws:cloudtrail:eu-west-1:444444444444:trail/organizacion"
 	stack := cdktest.NewStack("S")
 	key := platform.NewDataKey(stack, "Key", keyProps(""))
 	alerts := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Context: core.Context{DataKey: key}})
 	before := len(keyStatements(t, stack))
-	w := platform.NewKeyWatch(stack, "Watch", &platform.KeyWatchProps{Context: core.Context{DataKey: key, Alerts: alerts}, Email: "guardia@example.com"})
+	w := platform.NewKeyWatch(stack, "Watch", &platform.KeyWatchProps{Context: core.Context{DataKey: key, Alerts: alerts}, Email: "guardia@example.com", Trail: trail})
 	if errs := cdktest.Errors(stack); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}
@@ -290,6 +291,7 @@ func TestKeyWatch(t *testing.T) {
 	}
 	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
 		"Name":         platform.KeyWatchRule,
+		"Description":  assertions.Match_StringLikeRegexp(jsii.String(`^CloudTrail \(trail ` + trail + `\)`)),
 		"EventBusName": assertions.Match_Absent(),
 		"EventPattern": map[string]any{
 			"source": []any{"aws.kms"}, "detail-type": []any{"AWS API Call via CloudTrail"},
@@ -342,4 +344,52 @@ func TestKeyWatch(t *testing.T) {
 	platform.NewKeyWatch(bad, "Watch", nil)
 	cdktest.RequireContains(t, cdktest.Errors(bad), "Key is required")
 	cdktest.RequireContains(t, cdktest.Errors(bad), "Alerts is required")
+	cdktest.RequireContains(t, cdktest.Errors(bad), `KeyWatchProps.Trail (config AuditTrail) "" is not a CloudTrail trail's ARN`)
+}
+
+// The send watch: a rule on the default bus for the role's SQS sends
+// (CloudTrail data events), naming the trail, alerting the alerts topic,
+// which admits the rule; without a role or a trail it is refused.
+func TestSendWatch(t *testing.T) {
+	const (
+		trail   = "arn:aws:cloudtrail:eu-west-1:444444444444:trail/organizacion"
+		guardia = "arn:aws:iam::" + cdktest.Account + ":role/guardia"
+	)
+	stack := cdktest.NewStack("S")
+	key := platform.NewDataKey(stack, "Key", keyProps(""))
+	alerts := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Context: core.Context{DataKey: key}})
+	platform.NewKeyWatch(stack, "KeyWatch", &platform.KeyWatchProps{Context: core.Context{DataKey: key, Alerts: alerts}, Trail: trail})
+	platform.NewSendWatch(stack, "Watch", &platform.SendWatchProps{Context: core.Context{DataKey: key, Alerts: alerts}, RoleArn: guardia, Trail: trail})
+	if errs := cdktest.Errors(stack); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	tpl := assertions.Template_FromStack(stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+		"Name":         platform.SendWatchRule,
+		"Description":  assertions.Match_StringLikeRegexp(jsii.String(`^CloudTrail \(trail ` + trail + `, SQS data events\)`)),
+		"EventBusName": assertions.Match_Absent(),
+		"EventPattern": map[string]any{
+			"source": []any{"aws.sqs"}, "detail-type": []any{"AWS API Call via CloudTrail"},
+			"detail": map[string]any{
+				"eventSource":  []any{"sqs.amazonaws.com"},
+				"eventName":    []any{"SendMessage", "SendMessageBatch", "StartMessageMoveTask"},
+				"userIdentity": map[string]any{"sessionContext": map[string]any{"sessionIssuer": map[string]any{"arn": []any{guardia}}}},
+			},
+		},
+		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{"Arn": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^Alerts"))}})},
+	})
+	// Both watches admitted by the alerts topic, each under its own Sid.
+	for _, sid := range []string{"AllowKeyWatchRule", "AllowSendWatchRule"} {
+		tpl.HasResourceProperties(jsii.String("AWS::SNS::TopicPolicy"), map[string]any{
+			"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+				"Sid": sid, "Effect": "Allow", "Action": "sns:Publish",
+			})})},
+		})
+	}
+
+	bad := cdktest.NewStack("S")
+	platform.NewSendWatch(bad, "Watch", nil)
+	errs := cdktest.Errors(bad)
+	cdktest.RequireContains(t, errs, `SendWatchProps.RoleArn "" is not the ARN of a role`)
+	cdktest.RequireContains(t, errs, `SendWatchProps.Trail (config AuditTrail) "" is not a CloudTrail trail's ARN`)
 }

@@ -9,7 +9,9 @@
 // attach the guard once and return it; whoever wires a producer admits it
 // beside the wiring (AdmitRole, AdmitRule, AdmitTopic, ...), a role of
 // another stack by name (NameRole, AdmitRoleName: a reference back would be
-// a cycle). Refuses judges a synthesised guard by IAM's rules, for tests.
+// a cycle). RequireElevation admits a role (the on-call's) only in a
+// session with MFA or the session tag SessionTag. Refuses judges a
+// synthesised guard by IAM's rules, for tests.
 // The statement, the reasoning and who is admitted: docs/design.md#producers.
 package producers
 
@@ -44,6 +46,14 @@ const (
 
 	// guardID is the construct id of the guard under its queue or topic.
 	guardID = "ProductoresConocidos"
+
+	// SidElevatedSession is the Sid of RequireElevation's Deny.
+	SidElevatedSession = "GuardiaConSesionElevada"
+	// KeyMFA is the condition key of a session signed in with MFA.
+	KeyMFA = "aws:MultiFactorAuthPresent"
+	// SessionTag is the session tag that admits an elevated role without
+	// MFA (aws:PrincipalTag/mf-redrive, set by sts:TagSession).
+	SessionTag = "mf-redrive"
 )
 
 // Guard is the known-producers statement of one queue or topic. A nil
@@ -52,10 +62,13 @@ const (
 // does nothing.
 type Guard struct {
 	constructs.Construct
-	resourceArn string
-	roles       []string
-	sources     []string
-	seen        map[string]bool
+	resourceArn  string
+	action       string
+	addStatement func(awsiam.PolicyStatement)
+	elevated     map[string]bool
+	roles        []string
+	sources      []string
+	seen         map[string]bool
 }
 
 // guards finds the Go value of a guard from its construct: the jsii
@@ -119,7 +132,7 @@ func attach(resource constructs.Construct, action string, arn *string, add func(
 			return g
 		}
 	}
-	g := &Guard{Construct: constructs.NewConstruct(resource, jsii.String(guardID)), resourceArn: *arn, seen: map[string]bool{}}
+	g := &Guard{Construct: constructs.NewConstruct(resource, jsii.String(guardID)), resourceArn: *arn, action: action, addStatement: add, seen: map[string]bool{}, elevated: map[string]bool{}}
 	guards[g.Construct] = g
 	add(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String(StatementSid),
@@ -130,6 +143,45 @@ func attach(resource constructs.Construct, action string, arn *string, add func(
 		Conditions: &map[string]any{Operator: awscdk.Lazy_Any(&producer{g.condition}, nil)},
 	}))
 	return g
+}
+
+// RequireElevation makes every guard under scope that admits roleArn admit
+// it only in an elevated session: one more Deny in the resource's policy,
+// of the guard's action for roleArn's requests that carry neither MFA
+// (aws:MultiFactorAuthPresent true) nor the session tag SessionTag. Call
+// it after every producer is admitted (a guard admitting roleArn later is
+// not covered); it returns how many guards it covered.
+func RequireElevation(scope constructs.IConstruct, roleArn string) int {
+	if core.Check(scope, "producers").If(!strings.HasPrefix(roleArn, "arn:") || !strings.Contains(roleArn, ":role/"), "RequireElevation: %q is not the ARN of a role", roleArn) {
+		return 0
+	}
+	n := 0
+	for _, c := range *scope.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		if *c.Node().Id() != guardID {
+			continue
+		}
+		mu.Lock()
+		g := guards[c]
+		mu.Unlock()
+		if g == nil || !g.seen[roleArn] || g.elevated[roleArn] {
+			continue
+		}
+		g.elevated[roleArn] = true
+		g.addStatement(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String(SidElevatedSession),
+			Effect:     awsiam.Effect_DENY,
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings(g.action),
+			Resources:  jsii.Strings(g.resourceArn),
+			Conditions: &map[string]any{
+				"ArnLike":      map[string]any{KeyPrincipalArn: roleArn},
+				"BoolIfExists": map[string]any{KeyMFA: "false"},
+				"Null":         map[string]any{"aws:PrincipalTag/" + SessionTag: "true"},
+			},
+		}))
+		n++
+	}
+	return n
 }
 
 // producer adapts a function to awscdk.IStableAnyProducer.

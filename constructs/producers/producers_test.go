@@ -232,3 +232,47 @@ func TestArnLike(t *testing.T) {
 		t.Errorf("another operator: %v", err)
 	}
 }
+
+// RequireElevation adds, to every guard that admits the role, a Deny of the
+// guard's action for the role's sessions with neither MFA nor the redrive
+// session tag; a guard that does not admit it gets none, a second call adds
+// nothing, and a role that is no role's ARN is reported.
+func TestRequireElevationDeniesTheRoleWithoutMFAOrTag(t *testing.T) {
+	const guardia = "arn:aws:iam::" + account + ":role/identidad/guardia"
+	stack := cdktest.NewStack("Elevation")
+	admits := awssqs.NewQueue(stack, jsii.String("Admite"), nil)
+	other := awssqs.NewQueue(stack, jsii.String("NoAdmite"), nil)
+	producers.ForQueue(admits).AdmitRoleArn(guardia)
+	producers.ForQueue(other).AdmitRoleArn("arn:aws:iam::" + account + ":role/otro")
+	if n := producers.RequireElevation(stack, guardia); n != 1 {
+		t.Fatalf("RequireElevation covered %d guards, want 1", n)
+	}
+	if n := producers.RequireElevation(stack, guardia); n != 0 {
+		t.Fatalf("a second RequireElevation covered %d guards, want 0", n)
+	}
+	if errs := cdktest.Errors(stack); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	tpl := assertions.Template_FromStack(stack, nil)
+	elevation := assertions.Match_ObjectLike(&map[string]any{"Sid": producers.SidElevatedSession})
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), map[string]any{
+		"Queues": []any{map[string]any{"Ref": logicalID(admits.Node().DefaultChild().(awscdk.CfnElement))}},
+		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{map[string]any{
+			"Sid": producers.SidElevatedSession, "Effect": "Deny", "Principal": map[string]any{"AWS": "*"}, "Action": producers.ActionSend,
+			"Resource": map[string]any{"Fn::GetAtt": []any{logicalID(admits.Node().DefaultChild().(awscdk.CfnElement)), "Arn"}},
+			"Condition": map[string]any{
+				"ArnLike":      map[string]any{producers.KeyPrincipalArn: guardia},
+				"BoolIfExists": map[string]any{producers.KeyMFA: "false"},
+				"Null":         map[string]any{"aws:PrincipalTag/" + producers.SessionTag: "true"},
+			},
+		}})},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), map[string]any{
+		"Queues":         []any{map[string]any{"Ref": logicalID(other.Node().DefaultChild().(awscdk.CfnElement))}},
+		"PolicyDocument": map[string]any{"Statement": assertions.Match_Not(assertions.Match_ArrayWith(&[]any{elevation}))},
+	})
+
+	bad := cdktest.NewStack("Elevation")
+	producers.RequireElevation(bad, "guardia")
+	cdktest.RequireContains(t, cdktest.Errors(bad), `RequireElevation: "guardia" is not the ARN of a role`)
+}

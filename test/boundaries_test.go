@@ -62,12 +62,14 @@ func TestEveryAPIKeyIsReadOnlyByItsReaders(t *testing.T) {
 						if st["Effect"] != "Allow" || !slices.Contains(asStrings(st["Action"]), "secretsmanager:GetSecretValue") {
 							continue
 						}
-						res := st["Resource"]
-						if l, ok := res.([]any); ok && len(l) == 1 {
-							res = l[0]
+						resources, ok := st["Resource"].([]any)
+						if !ok {
+							resources = []any{st["Resource"]}
 						}
-						if id := refOf(res); id != "" {
-							granted[p.Stack+"/"+id] = append(granted[p.Stack+"/"+id], d.roles...)
+						for _, res := range resources {
+							if id := refOf(res); id != "" {
+								granted[p.Stack+"/"+id] = append(granted[p.Stack+"/"+id], d.roles...)
+							}
 						}
 					}
 				}

@@ -540,3 +540,52 @@ func TestDataKeyDeletionAttemptsReachTheAlerts(t *testing.T) {
 		})
 	}
 }
+
+// Every service principal the data key admits is confined to this
+// account: each Allow to a service carries aws:SourceAccount or an
+// encryption context of this account's resources, or, for the one the CDK writes without a
+// condition (delivery.logs, a state machine's log delivery), an explicit
+// Deny refuses calls made for another account.
+func TestDataKeyServicesActOnlyForThisAccount(t *testing.T) {
+	s := synthApp(t)
+	for _, es := range s.envs {
+		t.Run(es.Env.Name, func(t *testing.T) {
+			_, sts := dataKey(t, s, es)
+			services := func(st keyStatement) []string {
+				p, _ := st.Principal.(map[string]any)
+				return asStrings(p["Service"])
+			}
+			denied := map[string]bool{}
+			for _, st := range sts {
+				if st.Effect == "Deny" && st.Sid == platform.SidServicesOnlyForThisAccount &&
+					st.covers("kms:Decrypt") && st.Condition["StringNotEqualsIfExists"]["aws:SourceAccount"] == es.Env.Account {
+					for _, svc := range services(st) {
+						denied[svc] = true
+					}
+				}
+			}
+			for _, st := range sts {
+				if st.Effect != "Allow" {
+					continue
+				}
+				for _, svc := range services(st) {
+					scoped := st.Condition["StringEquals"]["aws:SourceAccount"] == es.Env.Account ||
+						!st.covers("kms:Decrypt") && !st.covers("kms:GenerateDataKey")
+					for _, op := range []string{"StringEquals", "ArnLike"} {
+						for k, v := range st.Condition[op] {
+							if strings.HasPrefix(k, "kms:EncryptionContext:") && strings.Contains(fmt.Sprint(v), ":"+es.Env.Account+":") {
+								scoped = true
+							}
+						}
+					}
+					if !scoped && !denied[svc] {
+						t.Errorf("statement %q admits %s for %v without aws:SourceAccount and no Deny confines it", st.Sid, svc, st.actions())
+					}
+				}
+			}
+			if !denied["delivery.logs.amazonaws.com"] {
+				t.Error("no Deny confines delivery.logs.amazonaws.com to this account")
+			}
+		})
+	}
+}

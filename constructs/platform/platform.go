@@ -307,8 +307,27 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 			},
 		},
 	}), jsii.Bool(false))
+	// The CDK grants delivery.logs (a state machine's encrypted log delivery)
+	// kms:Decrypt* without a condition; this Deny confines every service
+	// principal that may send aws:SourceAccount to this account's calls
+	// (IfExists: a call without the key is not refused, so log delivery
+	// cannot break on it). docs/design.md#data-key.
+	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidServicesOnlyForThisAccount),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("delivery.logs.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("kms:Decrypt*", "kms:Encrypt*", "kms:GenerateDataKey*", "kms:ReEncrypt*"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]interface{}{
+			"StringNotEqualsIfExists": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+		},
+	}), jsii.Bool(false))
 	return key
 }
+
+// SidServicesOnlyForThisAccount is the data key's Deny of service calls
+// made on behalf of another account (aws:SourceAccount).
+const SidServicesOnlyForThisAccount = "ServiciosSoloParaEstaCuenta"
 
 // ErrNoDeploymentRole is returned by DeploymentRoleArn for a stack whose
 // deployment role it cannot name.

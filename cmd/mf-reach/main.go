@@ -26,6 +26,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/reachability"
 	"github.com/mercadofresco/integration/stacks"
@@ -63,10 +64,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		envs = []config.Environment{env}
 	}
-	apps := map[string]*reachability.Templates{}
+	apps := map[string]*cfntemplate.App{}
 	if *dir != "" {
 		for _, env := range envs {
-			app, err := reachability.LoadDir(*dir, env.Name, env.Account, env.Region)
+			app, err := cfntemplate.LoadDir(*dir, env.Name, env.Account, env.Region)
 			if err != nil {
 				fmt.Fprintln(stderr, err)
 				return 2

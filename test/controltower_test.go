@@ -168,40 +168,11 @@ func applicableRules(t *testing.T, dir string, types map[string]bool) (rules []s
 // withImportsResolved returns tpl with every {"Fn::ImportValue": name}
 // replaced by the value the exporting stack gives it.
 func withImportsResolved(app *cfnlocal.App, stack string, tpl map[string]any) (map[string]any, error) {
-	out, err := replaceImports(app, stack, tpl)
+	out, err := app.ResolveImports(stack, tpl, literalLocals{cfnlocal.Physical{App: app}})
 	if err != nil {
 		return nil, err
 	}
 	return out.(map[string]any), nil
-}
-
-func replaceImports(app *cfnlocal.App, stack string, v any) (any, error) {
-	switch x := v.(type) {
-	case map[string]any:
-		if imp, ok := x["Fn::ImportValue"]; ok && len(x) == 1 {
-			return app.ResolveString(stack, map[string]any{"Fn::ImportValue": imp}, literalLocals{cfnlocal.Physical{App: app}})
-		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			r, err := replaceImports(app, stack, e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = r
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			r, err := replaceImports(app, stack, e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = r
-		}
-		return out, nil
-	}
-	return v, nil
 }
 
 // literalLocals gives an exported reference the value AWS gives it

@@ -1,6 +1,8 @@
 package test
 
 import (
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,5 +127,41 @@ func TestSecurityPageNamesExistingTests(t *testing.T) {
 		if !defined[m[1]] {
 			t.Errorf("docs/README-security.md names %s, which no test file defines", m[1])
 		}
+	}
+}
+
+// maxPackageDoc is the longest package doc (comment lines) of non-test Go:
+// a package doc states the contract; the reasoning goes to docs/design.md.
+const maxPackageDoc = 15
+
+// Every non-test Go file's package doc is at most maxPackageDoc lines.
+func TestPackageDocsStateTheContractInFifteenLines(t *testing.T) {
+	out, err := exec.Command("git", "-C", "..", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	checked := 0
+	for _, file := range strings.Fields(string(out)) {
+		if strings.HasSuffix(file, "_test.go") || strings.HasPrefix(file, "test/testdata/") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", file), nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Doc == nil {
+			continue
+		}
+		checked++
+		lines := 0
+		for _, c := range f.Doc.List {
+			lines += strings.Count(c.Text, "\n") + 1
+		}
+		if lines > maxPackageDoc {
+			t.Errorf("%s: package doc of %d lines, want at most %d (state the contract; move the reasoning to a docs/design.md section and link it)", file, lines, maxPackageDoc)
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked only %d package docs", checked)
 	}
 }

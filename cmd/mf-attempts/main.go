@@ -24,15 +24,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/cmd/internal/synthtable"
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
-	"github.com/mercadofresco/integration/stacks"
 )
 
 func main() {
@@ -50,21 +47,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var envs []config.Environment
-	if *envName == "" {
-		all, err := config.All()
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
-		envs = all
-	} else {
-		env, err := config.Lookup(*envName)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
-		envs = []config.Environment{env}
+	envs, err := synthtable.Environments(*envName)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
 	rows := collect(envs)
 	if *markdown {
@@ -81,15 +67,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 // collect builds the stacks of envs (without building the Lambda
 // binaries) and returns the attempts paths of each.
 func collect(envs []config.Environment) []row {
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
-	builder := &golambda.Builder{}
-	defer builder.Close()
+	_, built, done := synthtable.Build(envs, "")
+	defer done()
 	var rows []row
-	for _, env := range envs {
-		es := stacks.Build(app, env, builder)
+	for i, es := range built {
 		for _, st := range es.Stacks() {
 			for _, p := range guardrails.Attempts(st) {
-				rows = append(rows, row{env: env.Name, stack: strings.TrimPrefix(*st.StackName(), "MercadoFresco-"), path: p})
+				rows = append(rows, row{env: envs[i].Name, stack: strings.TrimPrefix(*st.StackName(), "MercadoFresco-"), path: p})
 			}
 		}
 	}
@@ -119,8 +103,7 @@ func writeTable(w io.Writer, rows []row, over bool) int {
 		return fmt.Sprint(a.env, a.stack, a.path.Dependency) < fmt.Sprint(b.env, b.stack, b.path.Dependency)
 	})
 	above := 0
-	table := [][]string{{"ENV", "STACK", "DEPENDENCY", "ATTEMPTS", "LIMIT", "HEADROOM", "STATUS"}}
-	var notes [][]string // the lines printed under each row of table[1:]
+	var table []synthtable.Row
 	for _, r := range rows {
 		p := r.path
 		status := "ok"
@@ -141,37 +124,15 @@ func writeTable(w io.Writer, rows []row, over bool) int {
 		if !math.IsInf(p.Total, 1) {
 			headroom = fmt.Sprint(guardrails.MaxAttemptsPerDependency - p.Total)
 		}
-		table = append(table, []string{r.env, r.stack, p.Dependency, total(p.Total), fmt.Sprint(guardrails.MaxAttemptsPerDependency), headroom, status})
-		lines := wrap("path: "+p.Path(), "      ", MaxWidth)
+		notes := synthtable.Wrap("path: "+p.Path(), "      ", "      ", MaxWidth)
 		for _, note := range []string{p.Unreadable, p.Exempt} {
 			if note != "" {
-				lines = append(lines, wrap("why: "+note, "      ", MaxWidth)...)
+				notes = append(notes, synthtable.Wrap("why: "+note, "      ", "      ", MaxWidth)...)
 			}
 		}
-		notes = append(notes, lines)
+		table = append(table, synthtable.Row{Cells: []string{r.env, r.stack, p.Dependency, total(p.Total), fmt.Sprint(guardrails.MaxAttemptsPerDependency), headroom, status}, Notes: notes})
 	}
-	widths := make([]int, len(table[0]))
-	for _, cells := range table {
-		for i, c := range cells {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
-		}
-	}
-	for i, cells := range table {
-		var b strings.Builder
-		for j, c := range cells {
-			if j < len(cells)-1 {
-				fmt.Fprintf(&b, "%s%s  ", c, strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)))
-			} else {
-				b.WriteString(c)
-			}
-		}
-		fmt.Fprintln(w, b.String())
-		if i > 0 {
-			for _, l := range notes[i-1] {
-				fmt.Fprintln(w, l)
-			}
-		}
-	}
+	synthtable.Write(w, []string{"ENV", "STACK", "DEPENDENCY", "ATTEMPTS", "LIMIT", "HEADROOM", "STATUS"}, table)
 	return above
 }
 
@@ -195,37 +156,6 @@ func writeMarkdown(w io.Writer, rows []row) {
 		}
 		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s |\n", p.Dependency, r.stack, total(p.Total), headroom, strings.ReplaceAll(p.Path(), "|", "\\|"))
 	}
-}
-
-// wrap breaks s at spaces into lines of at most width columns, indented
-// by indent (a word longer than a line is cut).
-func wrap(s, indent string, width int) []string {
-	var lines []string
-	line := indent
-	for _, word := range strings.Fields(s) {
-		for utf8.RuneCountInString(indent+word) > width {
-			r := []rune(word)
-			cut := width - utf8.RuneCountInString(indent)
-			if line != indent {
-				lines = append(lines, line)
-			}
-			lines = append(lines, indent+string(r[:cut]))
-			line, word = indent, string(r[cut:])
-		}
-		switch {
-		case line == indent:
-			line += word
-		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width:
-			lines = append(lines, line)
-			line = indent + word
-		default:
-			line += " " + word
-		}
-	}
-	if line != indent {
-		lines = append(lines, line)
-	}
-	return lines
 }
 
 func total(n float64) string {

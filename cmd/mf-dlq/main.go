@@ -8,13 +8,10 @@
 //	mf-dlq gen      --scenario NAME [--seed N] [--end TIME]
 //	mf-dlq sandbox  [--scenario NAME] [--seed N] [-e ENV] [--listen ADDR]
 //
-// Every command takes --help and --json.
-//
-// QUEUE is a queue URL or name, or with -e a Messaging stack logical name; a
-// source queue stands for its DLQ. AWS access: --profile, --region,
-// --endpoint-url. Exit codes: 0 done, 1 error, 2 usage, 3 empty DLQ, 4 not
-// verified, 5 refused, 6 missing permission, 7 interrupted; classify 10
-// poison, 11 transient, 12 data, 13 mixed, 14 expired (docs/runbooks/dlq.md).
+// Every command takes --help and --json. QUEUE is a queue URL or name, or
+// with -e a Messaging stack logical name; a source queue stands for its DLQ.
+// AWS access: --profile, --region, --endpoint-url. Exit codes (0 done, 1
+// error, 2 usage, 3 to 7 and 10 to 14 by outcome): docs/runbooks/dlq.md#the-tool.
 package main
 
 import (

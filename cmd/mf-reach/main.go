@@ -20,15 +20,12 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/cmd/internal/synthtable"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/reachability"
-	"github.com/mercadofresco/integration/stacks"
 )
 
 // maxWidth is the widest line the command prints.
@@ -47,26 +44,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var envs []config.Environment
-	if *envName == "" {
-		all, err := config.All()
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
-		envs = all
-	} else {
-		env, err := config.Lookup(*envName)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
-		envs = []config.Environment{env}
+	envs, err := synthtable.Environments(*envName)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
-	apps := map[string]*reachability.Templates{}
+	apps := map[string]*cfntemplate.App{}
 	if *dir != "" {
 		for _, env := range envs {
-			app, err := reachability.LoadDir(*dir, env.Name, env.Account, env.Region)
+			app, err := cfntemplate.LoadDir(*dir, env.Name, env.Account, env.Region)
 			if err != nil {
 				fmt.Fprintln(stderr, err)
 				return 2
@@ -80,14 +66,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		defer os.RemoveAll(outdir)
-		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir), Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
-		builder := &golambda.Builder{}
-		defer builder.Close()
-		for _, env := range envs {
-			stacks.Build(app, env, builder)
-		}
-		apps, err = reachability.Environments(app.Synth(nil))
-		if err != nil {
+		app, _, done := synthtable.Build(envs, outdir)
+		defer done()
+		if apps, err = reachability.Environments(app.Synth(nil)); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}
@@ -119,8 +100,7 @@ func writeTable(w io.Writer, rows []row) int {
 		}
 		return rows[i].Function < rows[j].Function
 	})
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "ENV\tFUNCTION\tCALLS\tVIA\tSTATUS\n")
+	var table []synthtable.Row
 	var bad []string
 	for _, r := range rows {
 		status := "reachable"
@@ -128,12 +108,12 @@ func writeTable(w io.Writer, rows []row) int {
 			status = "MISSING" // the hop is named below the table
 			bad = append(bad, r.env+": "+r.Finding())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.env, cell(function(r.Result), 40), cell(strings.TrimPrefix(r.Target, "https://"), 40), cell(r.Via, 52), status)
+		table = append(table, synthtable.Row{Cells: []string{r.env, cell(function(r.Result), 40), cell(strings.TrimPrefix(r.Target, "https://"), 40), cell(r.Via, 52), status}})
 	}
-	tw.Flush()
+	synthtable.Write(w, []string{"ENV", "FUNCTION", "CALLS", "VIA", "STATUS"}, table)
 	for _, f := range bad {
 		fmt.Fprintln(w)
-		for _, l := range wrap(f, maxWidth) {
+		for _, l := range synthtable.Wrap(f, "", "    ", maxWidth) {
 			fmt.Fprintln(w, l)
 		}
 	}
@@ -154,21 +134,4 @@ func cell(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n+1:]
-}
-
-func wrap(s string, n int) []string {
-	var out []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		switch {
-		case line == "":
-			line = word
-		case len(line)+1+len(word) > n:
-			out = append(out, line)
-			line = "    " + word
-		default:
-			line += " " + word
-		}
-	}
-	return append(out, line)
 }

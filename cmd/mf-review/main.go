@@ -1,22 +1,17 @@
 // Command mf-review shows what a change does to the infrastructure of one
-// environment, the way `cdk diff` shows it (IAM statements and security-group
-// rules as tables), without AWS credentials: the committed snapshots in
+// environment, as `cdk diff` does (IAM statements and security-group rules
+// as tables), without AWS credentials: the committed snapshots in
 // test/testdata/snapshots stand in for the deployed stacks.
 //
 //	go run ./cmd/mf-review -e prod        (or: make review ENV=prod)
 //
-// It synthesises the environment into a temporary directory, normalises the
-// templates as the snapshot tests do (asset hashes labelled by function
-// entry, internal/snapshot), compares them with the snapshots resource by
-// resource, runs `cdk diff --app <dir> --exclusively <stack> --template
-// <snapshot>` for the stacks that differ (side by side, printed in order), prints each changed state machine
-// state by state as pretty-printed JSON, and ends with one summary
-// (summary.go): the changed stacks and resources, risky first
-// (replacements, IAM, retries and timeouts, deletion policies), the
-// guardrail figures the change moves, the monthly cost delta
-// (cmd/mf-cost's CompareTemplates) and the functions whose code changed
-// (the binaries manifest, which cdk diff cannot see once hashes are
-// masked). With -fail it exits 1 when anything differs (CI gate).
+// It synthesises the environment into a temporary directory, compares the
+// normalised templates (internal/snapshot) with the snapshots, runs `cdk
+// diff` for the stacks that differ, prints each changed state machine state
+// by state, and ends with a summary: the changed resources (risky first),
+// the guardrail figures the change moves, the monthly cost delta and the
+// functions whose code changed (docs/design.md#review-tool). With -fail it
+// exits 1 when anything differs (the CI gate).
 package main
 
 import (

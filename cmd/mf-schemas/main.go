@@ -1,21 +1,17 @@
-// Command mf-schemas generates the JSON Schemas of the event contracts
-// from the Go types and checks them against the last release, as
-// `buf breaking` does for protobuf (docs/design.md#event-contracts).
+// Command mf-schemas generates the JSON Schemas of the event contracts from
+// the Go types and checks them against the last release, as `buf breaking`
+// does for protobuf (docs/design.md#event-contracts).
 //
 //	mf-schemas generate [-dir schemas]
 //	mf-schemas check [-dir schemas] [-against REF]
 //
-// check fails (exit 1) when schemas/ differs from what the Go types
-// generate, or when a schema breaks the committed version at REF within
-// its major version: a removed field, a changed type, a new required
-// field, a shrunk enum, or a deleted schema file. REF defaults to
-// $MF_SCHEMAS_AGAINST, else the merge-base of HEAD with origin/main (or
-// main), else HEAD. A new major version is a new file and always passes.
-//
-// The schemas are generated with invopop/jsonschema and read with
-// santhosh-tekuri/jsonschema/v6 (which also validates the producers'
-// output in the tests); the compatibility rules are this tool's own: no
-// maintained Go library compares two JSON Schemas for compatibility.
+// check exits 1 when schemas/ differs from what the Go types generate, or
+// when a schema breaks the committed version at REF within its major version
+// (a removed field, a changed type, a new required field, a shrunk enum, a
+// deleted file; a new major version is a new file and passes). REF defaults
+// to $MF_SCHEMAS_AGAINST, else the merge-base of HEAD with origin/main (or
+// main), else HEAD. The compatibility rules are this tool's own: no
+// maintained Go library compares two JSON Schemas.
 package main
 
 import (

@@ -1,21 +1,16 @@
-// Command retry-storm plays a retry storm (docs/retry-storm.md) on a virtual clock and
-// compares three ways of retrying: naive (SDK 5 attempts x 4 receives x 4
-// workflow attempts, no jitter, pollers scaling 20 -> 60), jitter only, and
-// all four defences (jitter, a concurrency ceiling, the retry budget and
-// the shared circuit breaker), and "as deployed": the numbers read from the
-// synthesized prod template (Cobrar's Retry, GATEWAY_MAX_ATTEMPTS, the
-// charging function's reserved concurrency and the starter's
-// MaximumConcurrency, the breaker's threshold and open period). The
-// defended runs use the project's real
-// lambdas/retry (waits, budget) and lambdas/breaker (over its in-memory
-// store, one breaker instance per simulated Lambda instance) on the virtual
-// clock. It prints a table and writes the chart of gateway calls per second.
+// Command retry-storm plays a retry storm on a virtual clock and compares
+// three ways of retrying, naive (SDK 5 attempts x 4 receives x 4 workflow
+// attempts, no jitter, pollers scaling 20 -> 60), jitter only, and all four
+// defences (jitter, a concurrency ceiling, the retry budget and the shared
+// circuit breaker: the real lambdas/retry and lambdas/breaker), with the
+// numbers "as deployed" read from the synthesized prod templates. It prints
+// a table and writes the chart of gateway calls per second.
 //
 //	go run ./cmd/retry-storm -seed 1 -chart docs/retry-storm.svg
 //	go run ./cmd/retry-storm -templates test/testdata/snapshots   (the default)
 //
-// The scenario, the parameters and the reading of the results are in
-// docs/retry-storm.md. A run takes about a second.
+// The scenario, the numbers read from the templates and the reading of the
+// results: docs/retry-storm.md.
 package main
 
 import (

@@ -404,9 +404,6 @@ func (f *Function) addAlarms(topic awssns.ITopic) {
 	})
 }
 
-// TimeoutSeconds is the invocation timeout in seconds.
-func (f *Function) TimeoutSeconds() float64 { return *f.Timeout.ToSeconds(nil) }
-
 // GrantPrincipal makes the function an awsiam.IGrantable: resources grant
 // it access with their Grant* methods (queue.GrantSendMessages(fn)).
 func (f *Function) GrantPrincipal() awsiam.IPrincipal { return f.Function.GrantPrincipal() }

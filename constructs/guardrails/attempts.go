@@ -12,6 +12,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
@@ -434,7 +435,7 @@ func describe(v any) string {
 			return "import:" + imp
 		}
 	}
-	s, err := cfnindex.Render(v, func(r cfnindex.Reference) (string, error) {
+	s, err := cfntemplate.Render(v, func(r cfntemplate.Reference) (string, error) {
 		if r.Import != "" {
 			return r.Import, nil
 		}
@@ -503,7 +504,7 @@ func (a *attemptWalk) deliverOnly(caller *resource, target any, t *resource, f F
 // synchronous invocation); a standard workflow started asynchronously has
 // none.
 func (a *attemptWalk) stateMachine(sm *resource, outer []Factor) {
-	def, err := cfnindex.Render(cfnindex.Get(sm.Props, "DefinitionString"), func(r cfnindex.Reference) (string, error) {
+	def, err := cfntemplate.Render(cfnindex.Get(sm.Props, "DefinitionString"), func(r cfntemplate.Reference) (string, error) {
 		if r.Import != "" {
 			return "{{import:" + r.Import + "}}", nil
 		}

@@ -1,48 +1,17 @@
-// Package guardrails holds CDK Aspects that stop a synthesis when the
-// messaging layer is configured in a way that loses or duplicates work
-// (docs/design.md states each rule's number and reason). They inspect L1 resources (CfnQueue,
-// CfnEventSourceMapping, CfnSubscription, CfnTopic, CfnAlarm, CfnFunction),
-// so they also catch resources made without the project's constructs, and
-// they resolve references (Fn::GetAtt / Ref / literal ARNs and names) to find
-// which queue a redrive policy, an alarm or an event source mapping points at.
-//
-// Each finding is an error annotation on the offending L1 resource, so `cdk
-// synth` fails with a message that names the resource and the rule:
+// Package guardrails holds the CDK Aspects that fail a synthesis when the
+// messaging layer is configured to lose or duplicate work. They read L1
+// resources (through constructs/cfnindex), so they also catch resources made
+// without the project's constructs. Each finding is an error annotation on
+// the offending resource that names its rule:
 //
 //	[MF-SQS-VISIBILITY] ... VisibilityTimeout 120 s < 6 x timeout of consumer ... (180 s) = 1080 s
 //
-// Checks (rule ids):
-//   - MF-SQS-DLQ: an SQS queue with no redrive policy that is not itself a DLQ
-//     (of a queue, SNS subscription, EventBridge target, Lambda or pipe).
-//   - MF-SQS-DLQ-ALARM: a DLQ without an alarm on ApproximateNumberOfMessagesVisible
-//     that fires on the first message and has an alarm action.
-//   - MF-SQS-VISIBILITY: an SQS event source whose queue's VisibilityTimeout is
-//     below 6 x the function timeout (+ the batching window).
-//   - MF-SNS-LAMBDA: an SNS subscription with protocol lambda (fan out to SQS).
-//   - MF-SQS-FIFO-DLQ: a FIFO queue with a standard DLQ (or the reverse).
-//   - MF-SQS-DLQ-RETENTION: a standard queue whose DLQ does not retain longer
-//     than the source (messages keep their enqueue time in the DLQ).
-//   - MF-ESM-MAXCONCURRENCY / MF-ESM-PARTIAL-BATCH: an SQS event source mapping
-//     without ScalingConfig.MaximumConcurrency or without ReportBatchItemFailures.
-//   - MF-ESM-RESERVED: SQS mappings whose MaximumConcurrency add up to more
-//     than the function's reserved concurrency (the excess is throttled, and
-//     a throttled batch spends a receive).
-//   - MF-ATTEMPTS: a dependency that can receive more than 15 attempts for
-//     one unit of work along some path (SDK or client attempts × queue
-//     receives × workflow Retry × rule/pipe retries; see Attempts, and
-//     cmd/mf-attempts for the table).
-//   - MF-CONTRACT / MF-CONTRACT-ORDER: a producer may emit an event version
-//     a consumer on its routes does not accept, or may deploy before it
-//     (ContractChecks, contracts.go; docs/design.md#event-contracts).
-//
-// A finding can be acknowledged on a construct (or any ancestor) with
-// Acknowledge and a written reason; the check then reports nothing there.
-//
-// References are followed by constructs/cfnindex (see its limits: raw
-// property overrides and cross-stack references are not seen). What a rule
-// cannot read is a finding too, never a skipped check: a mapping whose
-// function cannot be resolved, or a state machine definition the attempts
-// rule cannot render, is an error unless acknowledged with a reason.
+// Rules: MF-SQS-DLQ, MF-SQS-DLQ-ALARM, MF-SQS-VISIBILITY, MF-SNS-LAMBDA,
+// MF-SQS-FIFO-DLQ, MF-SQS-DLQ-RETENTION, MF-ESM-MAXCONCURRENCY,
+// MF-ESM-PARTIAL-BATCH, MF-ESM-RESERVED, MF-ATTEMPTS, MF-CONTRACT and
+// MF-CONTRACT-ORDER, each stated in docs/design.md#guardrails. What a rule
+// cannot read is a finding too, never a skipped check. Acknowledge silences
+// the findings on a construct and its children, with a written reason.
 package guardrails
 
 import (

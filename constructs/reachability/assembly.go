@@ -7,20 +7,21 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 )
 
 // Environments groups the stacks of a cloud assembly by environment (the
 // suffix after the last "-" of the stack name: MercadoFresco-Network-prod)
 // and loads each group's templates.
-func Environments(asm cxapi.CloudAssembly) (map[string]*Templates, error) {
-	apps := map[string]*Templates{}
+func Environments(asm cxapi.CloudAssembly) (map[string]*cfntemplate.App, error) {
+	apps := map[string]*cfntemplate.App{}
 	for _, st := range *asm.Stacks() {
 		name := *st.StackName()
 		env := name[strings.LastIndex(name, "-")+1:]
 		app, ok := apps[env]
 		if !ok {
 			e := st.Environment()
-			app = New(*e.Account, *e.Region)
+			app = cfntemplate.New(*e.Account, *e.Region)
 			apps[env] = app
 		}
 		raw, err := json.Marshal(st.Template())

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/reachability"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 )
 
 const snapshots = "../../test/testdata/snapshots"
@@ -36,13 +36,13 @@ func templates(t *testing.T, env string) map[string]map[string]any {
 	return out
 }
 
-func load(t *testing.T, env string, tpls map[string]map[string]any) *reachability.Templates {
+func load(t *testing.T, env string, tpls map[string]map[string]any) *cfntemplate.App {
 	t.Helper()
 	e, err := config.Lookup(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := reachability.New(e.Account, e.Region)
+	app := cfntemplate.New(e.Account, e.Region)
 	for name, tpl := range tpls {
 		raw, _ := json.Marshal(tpl)
 		if err := app.Add(name, raw); err != nil {

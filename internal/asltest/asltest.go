@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mercadofresco/integration/constructs/cfnindex"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 )
 
 // Step is one scripted answer of a Task state: a result, or an error name
@@ -183,13 +183,13 @@ func Definition(template map[string]any, logicalID, region, account string) ([]b
 		return nil, fmt.Errorf("asltest: no resource %s", logicalID)
 	}
 	props, _ := sm["Properties"].(map[string]any)
-	def, err := cfnindex.Render(props["DefinitionString"], FakeValues(template, region, account))
+	def, err := cfntemplate.Render(props["DefinitionString"], FakeValues(template, region, account))
 	if err != nil {
 		return nil, err
 	}
 	if subs, ok := props["DefinitionSubstitutions"].(map[string]any); ok {
 		for k, v := range subs {
-			s, err := cfnindex.Render(v, FakeValues(template, region, account))
+			s, err := cfntemplate.Render(v, FakeValues(template, region, account))
 			if err != nil {
 				return nil, err
 			}
@@ -206,9 +206,9 @@ func Definition(template map[string]any, logicalID, region, account string) ([]b
 // for a stack in region and account: pseudo parameters, Ref and Fn::GetAtt
 // of functions (ARN), queues (URL / ARN / name), topics (ARN), log groups,
 // roles, tables; Fn::ImportValue becomes "import:<name>".
-func FakeValues(template map[string]any, region, account string) func(cfnindex.Reference) (string, error) {
+func FakeValues(template map[string]any, region, account string) func(cfntemplate.Reference) (string, error) {
 	res, _ := template["Resources"].(map[string]any)
-	return func(r cfnindex.Reference) (string, error) {
+	return func(r cfntemplate.Reference) (string, error) {
 		if r.Import != "" {
 			return "import:" + r.Import, nil
 		}

@@ -8,13 +8,16 @@
 //	client := srv.Client
 //
 // The binary comes from $DYNALITE, $PATH or a node_modules/.bin above the
-// working directory. dynalite ignores ReturnValuesOnConditionCheckFailure
-// and runs no TTL deletions.
+// working directory. A request its client abandons half-sent is dropped
+// (abortedrequests.cjs) instead of ending the process. dynalite ignores
+// ReturnValuesOnConditionCheckFailure and runs no TTL deletions.
 package dynalitetest
 
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +55,7 @@ type Server struct {
 	Client *dynamodb.Client
 
 	cmd     *exec.Cmd
+	stderr  *lockedBuffer
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
@@ -164,19 +168,25 @@ func launchOnce(ctx context.Context, bin string) (*Server, error) {
 	cmd := exec.Command(bin,
 		"--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	guard, err := guardPath()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"NODE_OPTIONS="+strings.TrimSpace(os.Getenv("NODE_OPTIONS")+" --require "+guard))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	srv := &Server{
 		Endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
 		cmd:      cmd,
+		stderr:   stderr,
 		done:     make(chan struct{}),
 	}
 	listening := make(chan struct{})
@@ -262,6 +272,30 @@ func findBinary() (string, error) {
 	}
 	return "", errors.New("dynalite not found: set $DYNALITE, put it on $PATH or run `npm ci` in the repository root")
 }
+
+//go:embed abortedrequests.cjs
+var abortedRequests []byte
+
+// guardPath writes abortedrequests.cjs to disk once, for node's --require.
+var guardPath = sync.OnceValues(func() (string, error) {
+	// Named by its content, so processes sharing the temporary directory
+	// write the same file; written under a temporary name and renamed, so
+	// no node ever reads half of it.
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("dynalitetest-abortedrequests-%x.cjs", sha256.Sum256(abortedRequests)))
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "dynalitetest-*.cjs")
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(abortedRequests)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return path, os.Rename(f.Name(), path)
+})
 
 // lockedBuffer collects stderr for error messages; exec writes to it from
 // its own goroutine.

@@ -3,7 +3,11 @@ package dynalitetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -45,5 +49,36 @@ func TestTwoServersGetDistinctPortsAndCloseIsIdempotent(t *testing.T) {
 	}
 	if _, err := b.Client.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
 		t.Fatalf("second server: %v", err)
+	}
+}
+
+// A client that goes away in the middle of a request (an invocation's
+// deadline, a killed process) leaves dynalite serving the others: the guard
+// reports each dropped request, and the process never exits.
+func TestServesOnAfterAClientAbortsARequest(t *testing.T) {
+	srv := Start(t)
+	host := strings.TrimPrefix(srv.Endpoint, "http://")
+	const aborted = 3
+	for range aborted {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-amz-json-1.0\r\n"+
+			"X-Amz-Target: DynamoDB_20120810.ListTables\r\nContent-Length: 100\r\n\r\n{\"Limit\":", host)
+		conn.Close()
+	}
+	deadline := time.After(readyTimeout)
+	for strings.Count(srv.stderr.String(), "dropped an aborted request") < aborted {
+		select {
+		case <-srv.done:
+			t.Fatalf("dynalite exited after an aborted request: %v: %s", srv.waitErr, srv.stderr.String())
+		case <-deadline:
+			t.Fatalf("dynalite reported no %d dropped requests within %s: %s", aborted, readyTimeout, srv.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := srv.Client.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatalf("after %d aborted requests: %v", aborted, err)
 	}
 }

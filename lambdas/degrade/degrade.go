@@ -1,20 +1,17 @@
 // Package degrade is the plan of a queue consumer whose dependency's circuit
 // is open: give the message back for later instead of failing it, without
-// letting a long outage push legitimate messages into the DLQ, and without
-// letting the copies multiply the calls a message makes.
+// pushing legitimate messages into the DLQ during a long outage and without
+// the copies multiplying the calls a message makes.
 //
-// [Plan.Later], on a standard queue, sends a copy of the message delayed by
-// Delay (default 300 s) and lets the original be deleted (send before
-// delete: a crash leaves two copies, never none). The copy counts itself in
-// mf-aplazamientos and carries in mf-recepciones the receives of all the
-// earlier copies that may have called the dependency. [Plan.Admit] refuses
-// a call once those receives reach maxReceiveCount, so a message makes at
-// most maxReceiveCount × (attempts per receive) calls across all its
-// copies: the figure MF-ATTEMPTS counts. After MaxDeferrals copies
-// (maxReceiveCount × 72: a day of 5-minute waits) the message is
-// dead-lettered with its reason; a FIFO queue or a failed send falls back
-// to ChangeMessageVisibility (the queue's redrive bounds the receives).
-// Reasoning: docs/design.md#degrade-plan.
+// [Plan.Later], on a standard queue, sends a copy delayed by Delay (default
+// 300 s) and lets the original be deleted (send before delete: a crash
+// leaves two copies, never none). The copy counts itself in mf-aplazamientos
+// and carries in mf-recepciones the receives of the earlier copies;
+// [Plan.Admit] refuses a call once those reach maxReceiveCount, so a message
+// makes at most maxReceiveCount × (attempts per receive) calls across its
+// copies (what MF-ATTEMPTS counts). After MaxDeferrals copies it is
+// dead-lettered with its reason; a FIFO queue or a failed send falls back to
+// ChangeMessageVisibility. Reasoning: docs/design.md#degrade-plan.
 package degrade
 
 import (

@@ -31,11 +31,6 @@ func WithPayload(v any) Option {
 	return func(o *callOptions) { o.payload, o.hasPayload = v, true }
 }
 
-// WithPayloadHash is WithPayload for callers that already hold a hash.
-func WithPayloadHash(hash string) Option {
-	return func(o *callOptions) { o.hash = hash }
-}
-
 // MaxResultBytes bounds the JSON of a stored result, leaving room under
 // DynamoDB's 400 KB item limit for the key and the other attributes.
 const MaxResultBytes = 350 << 10
@@ -99,7 +94,7 @@ func Do[T any](ctx context.Context, s *Store, key string, fn func(context.Contex
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.hasPayload && o.hash == "" {
+	if o.hasPayload {
 		h, err := CanonicalHash(o.payload)
 		if err != nil {
 			return zero, err

@@ -1,15 +1,15 @@
-package cfnindex_test
+package cfntemplate_test
 
 import (
 	"encoding/json"
 	"errors"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/cfnindex"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 )
 
 func TestRender(t *testing.T) {
-	resolve := func(r cfnindex.Reference) (string, error) {
+	resolve := func(r cfntemplate.Reference) (string, error) {
 		switch {
 		case r.Import != "":
 			return "imported(" + r.Import + ")", nil
@@ -36,21 +36,22 @@ func TestRender(t *testing.T) {
 		{`{"Fn::Select":[1,["a","b"]]}`, "b"},
 		{`{"Fn::Sub":"${AWS::Region}/${Fn.Arn}/${!Literal}"}`, "eu-west-1/Fn.Arn/${Literal}"},
 		{`{"Fn::Join":[",",[1,true]]}`, "1,true"},
+		{`{"Fn::Sub":["${A}-${AWS::Region}",{"A":{"Ref":"Queue"}}]}`, "ref(Queue)-eu-west-1"},
 	}
 	for _, tc := range tests {
 		var v any
 		if err := json.Unmarshal([]byte(tc.in), &v); err != nil {
 			t.Fatal(err)
 		}
-		got, err := cfnindex.Render(v, resolve)
+		got, err := cfntemplate.Render(v, resolve)
 		if err != nil || got != tc.want {
 			t.Errorf("Render(%s) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{`{"Ref":"Missing"}`, `{"Fn::If":["c","a","b"]}`, `{"a":1,"b":2}`, `{"Fn::Select":[5,["a"]]}`, `{"Fn::Sub":["x",{}]}`, `[1]`} {
+	for _, bad := range []string{`{"Ref":"Missing"}`, `{"Fn::If":["c","a","b"]}`, `{"a":1,"b":2}`, `{"Fn::Select":[5,["a"]]}`, `{"Fn::Sub":["${Missing}",{}]}`, `[1]`, `{"Fn::Join":[",",[[1]]]}`} {
 		var v any
 		_ = json.Unmarshal([]byte(bad), &v)
-		if got, err := cfnindex.Render(v, resolve); err == nil {
+		if got, err := cfntemplate.Render(v, resolve); err == nil {
 			t.Errorf("Render(%s) = %q, want an error", bad, got)
 		}
 	}

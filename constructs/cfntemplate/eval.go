@@ -1,0 +1,256 @@
+package cfntemplate
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Reference is one reference an intrinsic function makes: a Ref (Attribute
+// ""), an Fn::GetAtt or a ${Id.Attr} of Fn::Sub, or an Fn::ImportValue
+// (Import set, LogicalID ""). Pseudo parameters are Refs ("AWS::Region").
+type Reference struct {
+	LogicalID, Attribute, Import string
+}
+
+// Eval evaluates the intrinsic functions in v into plain JSON values,
+// asking ref for the value of every reference; an object that is not one
+// intrinsic is evaluated member by member.
+func Eval(v any, ref func(Reference) (any, error)) (any, error) {
+	return rewrite(v, func(m map[string]any) (any, bool, error) {
+		for fn, arg := range m {
+			if len(m) == 1 && (fn == "Ref" || strings.HasPrefix(fn, "Fn::")) {
+				r, err := intrinsic(fn, arg, ref)
+				return r, true, err
+			}
+		}
+		return nil, false, nil
+	})
+}
+
+// rewrite copies v, replacing each object f takes (ok) by what f returns.
+func rewrite(v any, f func(map[string]any) (any, bool, error)) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		if r, ok, err := f(x); ok || err != nil {
+			return r, err
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			r, err := rewrite(e, f)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := rewrite(e, f)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// EvalString is Eval of a value that must be a string (a number or boolean
+// is formatted).
+func EvalString(v any, ref func(Reference) (any, error)) (string, error) {
+	r, err := Eval(v, ref)
+	if err != nil {
+		return "", err
+	}
+	return str(r)
+}
+
+// pseudoDefaults answer the pseudo parameters Render's resolver leaves "".
+var pseudoDefaults = map[string]string{
+	"AWS::Partition": "aws",
+	"AWS::URLSuffix": "amazonaws.com",
+	"AWS::NoValue":   "",
+}
+
+// Render renders a resolved value of an in-memory stack that denotes a
+// string (a state machine's DefinitionString, an ARN) into that string,
+// asking resolve for the value of every reference; a pseudo parameter it
+// answers "" for gets CloudFormation's value (AWS::Partition "aws").
+func Render(v any, resolve func(Reference) (string, error)) (string, error) {
+	return EvalString(v, func(r Reference) (any, error) {
+		s, err := resolve(r)
+		if err == nil && s == "" && r.Attribute == "" && r.Import == "" {
+			if d, ok := pseudoDefaults[r.LogicalID]; ok {
+				return d, nil
+			}
+		}
+		return s, err
+	})
+}
+
+func str(v any) (string, error) {
+	switch s := v.(type) {
+	case string:
+		return s, nil
+	case float64:
+		return strconv.FormatFloat(s, 'f', -1, 64), nil
+	case int:
+		return strconv.Itoa(s), nil
+	case bool:
+		return strconv.FormatBool(s), nil
+	}
+	return "", fmt.Errorf("%w: %v is not a string", ErrUnresolvable, v)
+}
+
+func intrinsic(fn string, arg any, ref func(Reference) (any, error)) (any, error) {
+	fail := func(format string, args ...any) (any, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrUnresolvable, fn, fmt.Sprintf(format, args...))
+	}
+	pair := func() ([]any, bool) {
+		x, ok := arg.([]any)
+		return x, ok && len(x) == 2
+	}
+	switch fn {
+	case "Ref":
+		name, _ := arg.(string)
+		if name == "" {
+			return fail("%v", arg)
+		}
+		return ref(Reference{LogicalID: name})
+	case "Fn::GetAtt":
+		var id, attr string
+		switch x := arg.(type) {
+		case []any:
+			if len(x) == 2 {
+				id, _ = x[0].(string)
+				attr, _ = x[1].(string)
+			}
+		case string:
+			id, attr, _ = strings.Cut(x, ".")
+		}
+		if id == "" || attr == "" {
+			return fail("%v", arg)
+		}
+		return ref(Reference{LogicalID: id, Attribute: attr})
+	case "Fn::ImportValue":
+		name, err := EvalString(arg, ref)
+		if err != nil {
+			return nil, err
+		}
+		if name == "" {
+			return fail("empty export name")
+		}
+		return ref(Reference{Import: name})
+	case "Fn::Join":
+		x, ok := pair()
+		if !ok {
+			return fail("%v", arg)
+		}
+		sep, _ := x[0].(string)
+		list, err := Eval(x[1], ref)
+		if err != nil {
+			return nil, err
+		}
+		parts, ok := list.([]any)
+		if !ok {
+			return fail("not a list: %v", list)
+		}
+		ss := make([]string, len(parts))
+		for i, p := range parts {
+			if ss[i], err = str(p); err != nil {
+				return nil, err
+			}
+		}
+		return strings.Join(ss, sep), nil
+	case "Fn::Select":
+		x, ok := pair()
+		if !ok {
+			return fail("%v", arg)
+		}
+		idx, err := EvalString(x[0], ref)
+		if err != nil {
+			return nil, err
+		}
+		i, err := strconv.Atoi(idx)
+		if err != nil {
+			return fail("index %q", idx)
+		}
+		list, err := Eval(x[1], ref)
+		if err != nil {
+			return nil, err
+		}
+		l, ok := list.([]any)
+		if !ok || i < 0 || i >= len(l) {
+			return fail("index %d of %v", i, list)
+		}
+		return l[i], nil
+	case "Fn::Split":
+		x, ok := pair()
+		if !ok {
+			return fail("%v", arg)
+		}
+		sep, _ := x[0].(string)
+		s, err := EvalString(x[1], ref)
+		if err != nil {
+			return nil, err
+		}
+		var out []any
+		for _, p := range strings.Split(s, sep) {
+			out = append(out, p)
+		}
+		return out, nil
+	case "Fn::Sub":
+		tpl, ok := arg.(string)
+		vars := map[string]string{}
+		if x, isPair := pair(); isPair {
+			tpl, ok = x[0].(string)
+			m, _ := x[1].(map[string]any)
+			for k, v := range m {
+				s, err := EvalString(v, ref)
+				if err != nil {
+					return nil, err
+				}
+				vars[k] = s
+			}
+		}
+		if !ok {
+			return fail("%v", arg)
+		}
+		return sub(tpl, vars, ref)
+	}
+	return fail("unsupported intrinsic function")
+}
+
+var subVar = regexp.MustCompile(`\$\{[^}]*\}`)
+
+// sub substitutes ${Var}, ${Id} and ${Id.Attr}, and writes ${!Literal} as
+// ${Literal}, as CloudFormation does.
+func sub(tpl string, vars map[string]string, ref func(Reference) (any, error)) (string, error) {
+	var subErr error
+	out := subVar.ReplaceAllStringFunc(tpl, func(m string) string {
+		name := m[2 : len(m)-1]
+		if lit, ok := strings.CutPrefix(name, "!"); ok {
+			return "${" + lit + "}"
+		}
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		id, attr, _ := strings.Cut(name, ".")
+		v, err := ref(Reference{LogicalID: id, Attribute: attr})
+		if err == nil {
+			var s string
+			if s, err = str(v); err == nil {
+				return s
+			}
+		}
+		if subErr == nil {
+			subErr = err
+		}
+		return m
+	})
+	return out, subErr
+}

@@ -22,8 +22,14 @@ func TestSynthesisFailsOnEveryUnresolvedFinding(t *testing.T) {
 		app := awscdk.NewApp(nil)
 		stack := awscdk.NewStack(app, jsii.String("Opaca"), &awscdk.StackProps{Env: env})
 		role := awsiam.NewRole(stack, jsii.String("Role"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("states.amazonaws.com"), nil)})
-		def := awscdk.Fn_Sub(jsii.String(`{"StartAt":"Cobrar","States":{"Cobrar":{"Type":"Task","Resource":"${Fn}","End":true}}}`),
+		// An Fn::If on a condition only CloudFormation evaluates: the
+		// attempts rule cannot read the definition.
+		body := awscdk.Fn_Sub(jsii.String(`{"StartAt":"Cobrar","States":{"Cobrar":{"Type":"Task","Resource":"${Fn}","End":true}}}`),
 			&map[string]*string{"Fn": jsii.String("arn:aws:lambda:eu-west-1:111111111111:function:mf-cobro")})
+		cond := awscdk.NewCfnCondition(stack, jsii.String("Cond"), &awscdk.CfnConditionProps{
+			Expression: awscdk.Fn_ConditionEquals(awscdk.Aws_REGION(), jsii.String("eu-west-1")),
+		})
+		def := awscdk.Token_AsString(awscdk.Fn_ConditionIf(cond.LogicalId(), body, body), nil)
 		sfn.NewCfnStateMachine(stack, jsii.String("Flujo"), &sfn.CfnStateMachineProps{RoleArn: role.RoleArn(), DefinitionString: def})
 		stacks.ApplyChecks(app)
 		var out strings.Builder

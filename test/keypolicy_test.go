@@ -140,6 +140,7 @@ var keyUsers = map[string]string{
 	"AWS::SecretsManager::Secret": "secretsmanager", "AWS::RDS::DBCluster": "rds", "AWS::RDS::DBInstance": "rds",
 	"AWS::StepFunctions::StateMachine": "states", "AWS::Events::EventBus": "events", "AWS::Events::Archive": "events",
 	"AWS::Lambda::Function": "lambda", "AWS::Logs::LogGroup": "logs", "AWS::ElastiCache::ServerlessCache": "elasticache",
+	"AWS::Pipes::Pipe": "pipes",
 	// The secret rotation application: its function reads and writes the
 	// secret through Secrets Manager.
 	"AWS::Serverless::Application": "secretsmanager",

@@ -195,6 +195,10 @@ func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
 	reliablequeue.GrantKeyThroughSQS(k.PipeDLQ.Queue, k.PipeRole, "kms:GenerateDataKey", "kms:Decrypt")
 	producers.ForQueue(k.PipeDLQ.Queue).AdmitRole(k.PipeRole)
 	k.PipeLogs.GrantWrite(k.PipeRole)
+	// The pipe's stored configuration (its filter and input template) is
+	// encrypted with the data key, which its role uses through EventBridge
+	// Pipes only (docs/design.md#data-key).
+	core.GrantKey(props.DataKey, k.PipeRole, "pipes", "kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey")
 	busArn := jsii.String("")
 	if props.Bus != nil {
 		props.Bus.GrantPutEventsTo(k.PipeRole, nil)
@@ -205,10 +209,11 @@ func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
 		streamArn = jsii.String("")
 	}
 	k.Pipe = awspipes.NewCfnPipe(c, jsii.String("Pipe"), &awspipes.CfnPipeProps{
-		Name:        pipeName,
-		Description: jsii.String("TTL removals of the carts table -> CarritoAbandonado on the bus"),
-		RoleArn:     k.PipeRole.RoleArn(),
-		Source:      streamArn,
+		Name:             pipeName,
+		Description:      jsii.String("TTL removals of the carts table -> CarritoAbandonado on the bus"),
+		RoleArn:          k.PipeRole.RoleArn(),
+		KmsKeyIdentifier: keyArn(props.DataKey),
+		Source:           streamArn,
 		SourceParameters: &awspipes.CfnPipe_PipeSourceParametersProperty{
 			DynamoDbStreamParameters: &awspipes.CfnPipe_PipeSourceDynamoDBStreamParametersProperty{
 				// Every record still in the stream when the pipe starts:
@@ -275,4 +280,12 @@ func (k *Carts) addQueue(props *Props, pipeName *string) {
 		DeadLetterQueueName: props.RuleDeadLetterQueueName,
 		Target:              busrule.SqsTarget(k.Abandoned.Queue),
 	})
+}
+
+// keyArn is key's ARN, nil for no key.
+func keyArn(key awskms.IKey) *string {
+	if key == nil {
+		return nil
+	}
+	return key.KeyArn()
 }

@@ -54,6 +54,7 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 		var pipe struct {
 			Properties struct {
 				Name             string
+				KmsKeyIdentifier any
 				SourceParameters struct {
 					DynamoDBStreamParameters struct {
 						StartingPosition          string
@@ -83,6 +84,9 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 			ddb.DeadLetterConfig.Arn == nil || ddb.OnPartialBatchItemFailure != "AUTOMATIC_BISECT" || pp.LogConfiguration.Level != "ERROR" ||
 			pp.LogConfiguration.CloudwatchLogsLogDestination.LogGroupArn == nil {
 			t.Fatalf("pipe %+v", pp)
+		}
+		if pp.KmsKeyIdentifier == nil {
+			t.Fatal("the pipe has no KmsKeyIdentifier: its filter and template would be encrypted with an AWS owned key, not the data key")
 		}
 		if len(pp.SourceParameters.FilterCriteria.Filters) != 1 || pp.SourceParameters.FilterCriteria.Filters[0].Pattern != carts.TTLRemovalFilter() {
 			t.Fatalf("filter %+v", pp.SourceParameters.FilterCriteria)
@@ -119,6 +123,13 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": carts.QueueName, "MessageRetentionPeriod": carts.RetentionDays * 86400})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"MetricName": "ExecutionFailed", "Namespace": "AWS/EventBridge/Pipes"})
+	// The pipe's role uses the data key through EventBridge Pipes only.
+	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{"PolicyDocument": map[string]any{
+		"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+			"Action":    []any{"kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"},
+			"Condition": map[string]any{"StringEquals": map[string]any{"kms:ViaService": assertions.Match_StringLikeRegexp(jsii.String("^pipes\\."))}},
+		})}),
+	}})
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 		t.Fatalf("synthesis errors:\n%s", strings.Join(errs, "\n"))
 	}

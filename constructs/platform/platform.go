@@ -73,11 +73,12 @@ type DataKeyProps struct {
 // DataKeyServices are the services that encrypt the app's data with the
 // data key on a caller's behalf: those of every resource type the templates
 // encrypt with it (queues, topics, tables, secrets, the Aurora cluster,
-// the state machine, the bus, log groups, function environments, the cache;
+// the state machine, the bus, log groups, function environments, the cache,
+// the carts pipe;
 // test/ TestDataKeyPolicySeparatesAdministrationFromUse checks the list
 // against the templates).
 func DataKeyServices() []string {
-	return []string{"dynamodb", "elasticache", "events", "lambda", "logs", "rds", "secretsmanager", "sns", "sqs", "states"}
+	return []string{"dynamodb", "elasticache", "events", "lambda", "logs", "pipes", "rds", "secretsmanager", "sns", "sqs", "states"}
 }
 
 // KeyAdministrationActions are what the key's administrators may do: AWS's

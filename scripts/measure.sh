@@ -19,7 +19,9 @@ secs() { # runs "$@" quietly, prints its wall time in seconds
   local start end
   start=$(date +%s.%N)
   if ! "$@" >"$tmp/last.log" 2>&1; then
-    echo "measure: '$*' failed:" >&2; tail -n 40 "$tmp/last.log" >&2; exit 1
+    echo "measure: '$*' failed:" >&2
+    grep -E -A12 -e '^(--- FAIL|FAIL|panic:)' -e 'WARNING: DATA RACE' "$tmp/last.log" | head -n 120 >&2
+    tail -n 40 "$tmp/last.log" >&2; exit 1
   fi
   end=$(date +%s.%N)
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }'

@@ -17,6 +17,12 @@ import (
 	"time"
 )
 
+// DefaultBuildTimeout bounds the one batched go build of every function
+// when Builder.Timeout is zero: 15 minutes, because a cold build of the ten
+// functions (empty Go and binary caches) on a 2-core machine that also
+// runs the race-detector lane took more than 5 (docs/design.md#performance).
+const DefaultBuildTimeout = 15 * time.Minute
+
 // ErrBuild is wrapped by every failure to compile a function.
 var ErrBuild = errors.New("golambda: go build failed")
 
@@ -49,7 +55,7 @@ type Builder struct {
 	ModuleRoot string
 	// GoBinary is the go command. Empty means "go" from PATH.
 	GoBinary string
-	// Timeout bounds one build. Zero means 5 minutes.
+	// Timeout bounds one build. Zero means DefaultBuildTimeout.
 	Timeout time.Duration
 	// CacheDir holds built binaries across processes. Empty means
 	// $MF_GOLAMBDA_CACHE, else mercadofresco-golambda in the user's cache
@@ -152,7 +158,7 @@ func (b *Builder) claim(entries []string) (map[string]*build, []string) {
 func (b *Builder) run(ctx context.Context, root string, entries []string, bd map[string]*build) {
 	timeout := b.Timeout
 	if timeout == 0 {
-		timeout = 5 * time.Minute
+		timeout = DefaultBuildTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

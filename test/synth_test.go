@@ -71,6 +71,10 @@ func doSynth() (*synthesis, error) {
 		Outdir:  jsii.String(outdir),
 		Context: &context,
 	})
+	// The CDK's CloudFormation validator runs on `cdk synth` by itself;
+	// `make test` turns it off for the construct packages (CDK_VALIDATION=false,
+	// docs/design.md#performance), so the app-level synthesis registers it.
+	awscdk.Validations_Of(app).AddPlugins(awscdk.NewCloudFormationValidatePlugin(nil))
 	envs, err := config.All()
 	if err != nil {
 		return nil, err

@@ -44,7 +44,8 @@ type Resource struct {
 	// Get, which ignores case).
 	Props map[string]any
 
-	path string // the construct path, read once
+	path  string // the construct path, read once
+	owner *Index
 }
 
 // Path is the construct path of the resource.
@@ -53,6 +54,14 @@ func (r *Resource) Path() string {
 		r.path = *r.Cfn.Node().Path()
 	}
 	return r.path
+}
+
+// StackPath is the construct path of the stack that holds the resource.
+func (r *Resource) StackPath() string {
+	if r.owner == nil {
+		return ""
+	}
+	return r.owner.StackPath()
 }
 
 // Str returns a top-level string property ("" when absent or not a string).
@@ -70,26 +79,63 @@ type Index struct {
 	Ordered   []*Resource
 	queueName map[string]*Resource // literal physical names
 	fnName    map[string]*Resource
+	path, env string // read once, on first use
 }
 
+// StackPath is the construct path of the stack.
+func (ix *Index) StackPath() string {
+	if ix.path == "" {
+		ix.path = *ix.Stack.Node().Path()
+	}
+	return ix.path
+}
+
+// Environment is the stack's environment ("aws://account/region", with
+// tokens when the stack is environment-agnostic).
+func (ix *Index) Environment() string {
+	if ix.env == "" {
+		ix.env = *ix.Stack.Environment()
+	}
+	return ix.env
+}
+
+// Tree is every stack under a root, each with its Index (nested stacks
+// have their own), built from one listing of the construct tree.
+type Tree struct {
+	// Root is the app (the root of the construct tree).
+	Root constructs.IConstruct
+	// Whole reports whether the tree is the whole app (NewTree of the
+	// root), not one stack's.
+	Whole bool
+	// Indexes are the stacks' indexes, in construct-tree order.
+	Indexes []*Index
+	byStack map[awscdk.Stack]*Index
+}
+
+// Of returns the index of stack, nil when stack is not in the tree.
+func (t *Tree) Of(stack awscdk.Stack) *Index { return t.byStack[stack] }
+
 // New indexes the resources of stack (not those of its nested stacks).
+func New(stack awscdk.Stack) *Index { return NewTree(stack).Of(stack) }
+
+// NewTree indexes every stack under scope (scope itself when it is one).
 //
 // It asks jsii as little as it can, since every question is a round trip
 // to the Node process (docs/design.md#performance): the tree is listed
-// once, L1 resources and nested stacks are told apart by their Go types,
-// and the logical ids and properties of all resources are resolved in one
-// call.
-func New(stack awscdk.Stack) *Index {
-	ix := &Index{
-		Stack:     stack,
-		ByID:      map[string]*Resource{},
-		queueName: map[string]*Resource{},
-		fnName:    map[string]*Resource{},
-	}
-	var nested []string // paths of nested stacks: their resources are theirs
-	for i, c := range *stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
-		if ns, ok := c.(awscdk.NestedStack); ok && i > 0 { // the first is stack itself
-			nested = append(nested, *ns.Node().Path()+"/")
+// once, stacks and L1 resources are told apart by their Go types, each
+// resource's stack is the nearest stack above its path, and the logical
+// ids and properties of a stack's resources are resolved in one call.
+func NewTree(scope constructs.IConstruct) *Tree {
+	t := &Tree{Root: scope.Node().Root(), byStack: map[awscdk.Stack]*Index{}}
+	t.Whole = t.Root == scope
+	var open []*Index // the stacks above the current construct, innermost last
+	for _, c := range *scope.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		if st, ok := c.(awscdk.Stack); ok {
+			ix := &Index{Stack: st, ByID: map[string]*Resource{}, queueName: map[string]*Resource{}, fnName: map[string]*Resource{}}
+			open = enclosing(open, ix.StackPath()+"/")
+			open = append(open, ix)
+			t.Indexes = append(t.Indexes, ix)
+			t.byStack[st] = ix
 			continue
 		}
 		cfn, ok := c.(awscdk.CfnResource)
@@ -97,12 +143,28 @@ func New(stack awscdk.Stack) *Index {
 			continue
 		}
 		r := &Resource{Cfn: cfn}
-		if inNested(r.Path(), nested) {
-			continue
+		if open = enclosing(open, r.Path()); len(open) == 0 {
+			continue // not in a stack
 		}
+		r.owner = open[len(open)-1]
 		r.Type = *cfn.CfnResourceType()
-		ix.Ordered = append(ix.Ordered, r)
+		r.owner.Ordered = append(r.owner.Ordered, r)
 	}
+	for _, ix := range t.Indexes {
+		ix.index()
+	}
+	return t
+}
+
+// enclosing drops the stacks of open that do not hold path.
+func enclosing(open []*Index, path string) []*Index {
+	for len(open) > 0 && !strings.HasPrefix(path, open[len(open)-1].StackPath()+"/") {
+		open = open[:len(open)-1]
+	}
+	return open
+}
+
+func (ix *Index) index() {
 	ix.resolveAll()
 	for _, r := range ix.Ordered {
 		ix.ByID[r.ID] = r
@@ -117,16 +179,6 @@ func New(stack awscdk.Stack) *Index {
 			}
 		}
 	}
-	return ix
-}
-
-func inNested(path string, nested []string) bool {
-	for _, n := range nested {
-		if strings.HasPrefix(path, n) {
-			return true
-		}
-	}
-	return false
 }
 
 // resolveAll sets every resource's ID and Props with one Resolve of them

@@ -13,6 +13,7 @@ package contract
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -120,6 +121,30 @@ func add(c constructs.IConstruct, key string, d Declaration) {
 		out[i] = m
 	}
 	r.AddMetadata(jsii.String(key), out)
+	carriers.Lock()
+	carriers.m[carrier{r, key}] = true
+	carriers.Unlock()
+}
+
+// carriers are the L1 resources add wrote declarations to: the jsii
+// runtime hands back the same Go value for the same construct, so a check
+// that walks every resource asks jsii only for those that carry some.
+var carriers = struct {
+	sync.Mutex
+	m map[carrier]bool
+}{m: map[carrier]bool{}}
+
+type carrier struct {
+	r   awscdk.CfnResource
+	key string
+}
+
+// Declares reports whether r carries declarations under key made with
+// this package, without a round trip to jsii.
+func Declares(r awscdk.CfnResource, key string) bool {
+	carriers.Lock()
+	defer carriers.Unlock()
+	return carriers.m[carrier{r, key}]
 }
 
 func ints(xs []int) []any {

@@ -3,13 +3,13 @@ package guardrails
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/aws/constructs-go/constructs/v10"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
 	"github.com/mercadofresco/integration/constructs/cfntemplate"
@@ -111,8 +111,8 @@ func num(n float64) string {
 // AttemptsEnv variables; a "<DEP>_MAX_ATTEMPTS" variable no declaration
 // names is a dependency "<dep>", and AWS_MAX_ATTEMPTS alone is "aws".
 func Attempts(stack awscdk.Stack) []AttemptPath {
-	ix := newIndex(stack)
-	return ix.attempts()
+	t := cfnindex.NewTree(stack)
+	return newIndex(t, t.Of(stack)).attempts()
 }
 
 func (ix *index) attempts() []AttemptPath {
@@ -167,7 +167,7 @@ func (a *attemptWalk) emit(dep string, caller *resource, factors []Factor) {
 		total *= f.N
 	}
 	p := AttemptPath{Dependency: dep, Caller: caller.Path(), Factors: append([]Factor(nil), factors...), Total: total, cfn: caller}
-	p.Exempt = acknowledgedReason(caller.Cfn, RuleAttempts)
+	p.Exempt = acknowledgedReason(a.ix.tree.Root, caller, RuleAttempts)
 	a.out = append(a.out, p)
 }
 
@@ -194,10 +194,7 @@ func label(r *resource) string {
 			return s
 		}
 	}
-	p := r.Path()
-	if st := awscdk.Stack_Of(r.Cfn); st != nil {
-		p = strings.TrimPrefix(p, *st.Node().Path()+"/")
-	}
+	p := strings.TrimPrefix(r.Path(), r.StackPath()+"/")
 	return strings.TrimSuffix(p, "/Resource")
 }
 
@@ -220,20 +217,24 @@ func (a *attemptWalk) name(s string) string {
 }
 
 // sibling finds logicalID in the other stacks of the app that share this
-// stack's account and region (indexed on first use).
+// stack's account and region (indexed on first use when the walk's tree is
+// one stack's).
 func (a *attemptWalk) sibling(logicalID string) *resource {
 	if a.siblings == nil {
 		a.siblings = []*cfnindex.Index{}
-		self := a.ix.Stack
-		for _, c := range *self.Node().Root().Node().FindAll(constructs.ConstructOrder_PREORDER) {
-			if !*awscdk.Stack_IsStack(c) {
-				continue
+		self, env := a.ix.Index, a.ix.Environment()
+		if a.ix.tree.Whole {
+			for _, ix := range a.ix.tree.Indexes {
+				if ix != self && ix.Environment() == env {
+					a.siblings = append(a.siblings, ix)
+				}
 			}
-			st := c.(awscdk.Stack)
-			if *st.Node().Path() == *self.Node().Path() || *st.Account() != *self.Account() || *st.Region() != *self.Region() {
-				continue
+		} else {
+			for _, c := range *a.ix.tree.Root.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+				if st, ok := c.(awscdk.Stack); ok && st != self.Stack && *st.Environment() == env {
+					a.siblings = append(a.siblings, cfnindex.New(st))
+				}
 			}
-			a.siblings = append(a.siblings, cfnindex.New(st))
 		}
 	}
 	for _, ix := range a.siblings {

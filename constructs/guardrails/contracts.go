@@ -31,55 +31,40 @@ const (
 )
 
 const (
-	typeEventBus             = "AWS::Events::EventBus"
-	contractsCheckedMetadata = "mercadofresco:guardrails:contracts-checked"
-	maxRouteHops             = 12
+	typeEventBus = "AWS::Events::EventBus"
+	maxRouteHops = 12
 )
 
 // ContractChecks is the aspect of the contract rules. It reads the
 // declarations of constructs/contract from every stack of the app (a route
 // crosses stacks) and runs once per app, when it reaches the first stack.
-type ContractChecks struct {
-	// Not zero-size: jsii tells objects apart by address, and pointers to
-	// zero-size values may all be the same (the MessagingChecks' too).
-	_ byte
-}
+type ContractChecks struct{ s *session }
 
 // NewContractChecks returns the aspect.
-func NewContractChecks() *ContractChecks { return &ContractChecks{} }
+func NewContractChecks() *ContractChecks { return &ContractChecks{s: newSession()} }
 
-// Visit runs the contract rules over the app of node once.
+// Visit runs the contract rules over the app of node once, when it
+// reaches the app's first stack.
 func (c *ContractChecks) Visit(node constructs.IConstruct) {
-	if !*awscdk.Stack_IsStack(node) {
+	// A Go type assertion, not Stack_IsStack: Visit runs for every
+	// construct of the app, and each jsii call is a round trip.
+	stack, ok := node.(awscdk.Stack)
+	if !ok || !once(&contractsChecked, stack) {
 		return
 	}
-	for _, e := range *awscdk.Stack_Of(node).Node().Metadata() {
-		if *e.Type == contractsCheckedMetadata {
-			return
-		}
-	}
-	root := node.Node().Root()
-	var stacks []awscdk.Stack
+	t := c.s.tree(stack)
 	declared := false
-	for _, c := range *root.Node().FindAll(constructs.ConstructOrder_PREORDER) {
-		switch {
-		case *awscdk.Stack_IsStack(c):
-			stacks = append(stacks, c.(awscdk.Stack))
-		case !declared && *awscdk.CfnResource_IsCfnResource(c):
-			if r, ok := c.(awscdk.CfnResource); ok && r.GetMetadata(jsii.String(contract.MetadataProduces)) != nil {
-				declared = true
-			}
+	for _, ix := range t.Indexes {
+		once(&contractsChecked, ix.Stack)
+		for _, r := range ix.Ordered {
+			declared = declared || contract.Declares(r.Cfn, contract.MetadataProduces)
 		}
-	}
-	for _, s := range stacks {
-		s.Node().AddMetadata(jsii.String(contractsCheckedMetadata), true, nil)
 	}
 	if !declared {
 		return // no producer declares anything: no route to follow
 	}
-	g := NewRouteGraph(root)
-	for _, f := range g.Check() {
-		if acknowledged(f.At.Cfn, f.Rule) {
+	for _, f := range newRouteGraph(t).Check() {
+		if acknowledgedReason(t.Root, f.At, f.Rule) != "" {
 			continue
 		}
 		awscdk.Annotations_Of(f.At.Cfn).AddError(jsii.String(f.String()))
@@ -101,7 +86,6 @@ func (f Finding) String() string { return fmt.Sprintf("[%s] %s: %s", f.Rule, f.A
 // Fn::GetAtt before CloudFormation exports exist) is followed among the
 // stacks of the same account and region.
 type RouteGraph struct {
-	stacks  []awscdk.Stack
 	indexes []*cfnindex.Index
 	owner   map[*cfnindex.Resource]int
 	byPath  map[string]*cfnindex.Resource
@@ -116,29 +100,25 @@ type RouteGraph struct {
 
 // NewRouteGraph indexes every stack under root.
 func NewRouteGraph(root constructs.IConstruct) *RouteGraph {
-	g := &RouteGraph{owner: map[*cfnindex.Resource]int{}, byPath: map[string]*cfnindex.Resource{},
+	return newRouteGraph(cfnindex.NewTree(root))
+}
+
+func newRouteGraph(t *cfnindex.Tree) *RouteGraph {
+	g := &RouteGraph{indexes: t.Indexes, owner: map[*cfnindex.Resource]int{}, byPath: map[string]*cfnindex.Resource{},
 		rules: map[*cfnindex.Resource][]*cfnindex.Resource{}, subs: map[*cfnindex.Resource][]*cfnindex.Resource{},
 		esms: map[*cfnindex.Resource][]*cfnindex.Resource{}, pipes: map[*cfnindex.Resource][]*cfnindex.Resource{},
 		deps: map[int]map[int]bool{}, seen: map[string]bool{}}
-	for _, c := range *root.Node().FindAll(constructs.ConstructOrder_PREORDER) {
-		if *awscdk.Stack_IsStack(c) {
-			s := c.(awscdk.Stack)
-			g.stacks = append(g.stacks, s)
-			ix := cfnindex.New(s)
-			g.indexes = append(g.indexes, ix)
-			for _, r := range ix.Ordered {
-				g.owner[r] = len(g.indexes) - 1
-				g.byPath[r.Path()] = r
-			}
+	pos := map[string]int{}
+	for i, ix := range g.indexes {
+		pos[ix.StackPath()] = i
+		for _, r := range ix.Ordered {
+			g.owner[r] = i
+			g.byPath[r.Path()] = r
 		}
 	}
-	pos := map[string]int{}
-	for i, s := range g.stacks {
-		pos[*s.Node().Path()] = i
-	}
-	for i, s := range g.stacks {
+	for i, ix := range g.indexes {
 		g.deps[i] = map[int]bool{}
-		for _, d := range *s.Dependencies() {
+		for _, d := range *ix.Stack.Dependencies() {
 			if j, ok := pos[*d.Node().Path()]; ok {
 				g.deps[i][j] = true
 			}
@@ -209,9 +189,9 @@ func (g *RouteGraph) resolve(from *cfnindex.Resource, v any) *cfnindex.Resource 
 	if id == "" {
 		return nil
 	}
-	env := *g.stacks[g.owner[from]].Environment()
+	env := g.indexes[g.owner[from]].Environment()
 	for i, other := range g.indexes {
-		if i == g.owner[from] || *g.stacks[i].Environment() != env {
+		if i == g.owner[from] || other.Environment() != env {
 			continue
 		}
 		if t := other.ByID[id]; t != nil {
@@ -274,7 +254,7 @@ type emission struct {
 func (g *RouteGraph) Check() []Finding {
 	for _, ix := range g.indexes {
 		for _, r := range ix.Ordered {
-			for _, d := range contract.Read(r.Cfn, contract.MetadataProduces) {
+			for _, d := range g.read(r, contract.MetadataProduces) {
 				if d.To == "" {
 					continue // a rule or pipe: its own targets, when events reach it
 				}
@@ -294,6 +274,15 @@ func (g *RouteGraph) Check() []Finding {
 	}
 	sort.SliceStable(g.found, func(i, j int) bool { return g.found[i].String() < g.found[j].String() })
 	return g.found
+}
+
+// read is r's declarations under key, asked of jsii only when r carries
+// some (contract.Declares answers from memory).
+func (g *RouteGraph) read(r *cfnindex.Resource, key string) []contract.Declaration {
+	if !contract.Declares(r.Cfn, key) {
+		return nil
+	}
+	return contract.Read(r.Cfn, key)
 }
 
 func (g *RouteGraph) pipeSources(p *cfnindex.Resource) []*cfnindex.Resource {
@@ -369,7 +358,7 @@ func (g *RouteGraph) rule(e emission, rule *cfnindex.Resource, route []string) {
 		// A rule that rewrites the event consumes it (it reads its fields)
 		// and is the producer of the new shape.
 		g.consume(e, rule, hop)
-		ds := contract.Read(rule.Cfn, contract.MetadataProduces)
+		ds := g.read(rule, contract.MetadataProduces)
 		if len(ds) == 0 {
 			g.add(RuleContract, rule, "rewrites %s version %d from %s with an input transformer but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", e.typ, e.version, e.producer.Path(), label0(dst))
 			continue
@@ -400,7 +389,7 @@ func (g *RouteGraph) pipe(p *cfnindex.Resource, e *emission, route []string) {
 		}
 		return
 	}
-	ds := contract.Read(p.Cfn, contract.MetadataProduces)
+	ds := g.read(p, contract.MetadataProduces)
 	if len(ds) == 0 {
 		g.add(RuleContract, p, "builds its events with an input template but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", label0(dst))
 		return
@@ -435,7 +424,7 @@ func (g *RouteGraph) consume(e emission, consumer *cfnindex.Resource, route []st
 	}
 	var accepts []int
 	declared := false
-	for _, d := range contract.Read(consumer.Cfn, contract.MetadataAccepts) {
+	for _, d := range g.read(consumer, contract.MetadataAccepts) {
 		if d.Type == e.typ {
 			accepts, declared = d.Versions, true
 		}
@@ -449,7 +438,7 @@ func (g *RouteGraph) consume(e emission, consumer *cfnindex.Resource, route []st
 	p, c := g.owner[e.producer], g.owner[consumer]
 	if p != c && !g.dependsOn(p, c, map[int]bool{}) {
 		g.add(RuleContractOrder, e.producer, "produces %s for consumer %s through %s, but its stack %s does not depend on the consumer's stack %s, so a deployment may update the producer first; declare %s.AddStackDependency(%s) (consumers deploy before producers)",
-			e.typ, consumer.Path(), routeText, *g.stacks[p].StackName(), *g.stacks[c].StackName(), *g.stacks[p].StackName(), *g.stacks[c].StackName())
+			e.typ, consumer.Path(), routeText, *g.indexes[p].Stack.StackName(), *g.indexes[c].Stack.StackName(), *g.indexes[p].Stack.StackName(), *g.indexes[c].Stack.StackName())
 	}
 }
 

@@ -52,8 +52,7 @@ const (
 )
 
 const (
-	ackMetadataType     = "mercadofresco:guardrails:acknowledged"
-	checkedMetadataType = "mercadofresco:guardrails:checked"
+	ackMetadataType = "mercadofresco:guardrails:acknowledged"
 )
 
 const (
@@ -67,15 +66,17 @@ const (
 
 // MessagingChecks is the aspect. Add it with Apply (or awscdk.Aspects_Of(app).Add
 // with priority READONLY so it sees what mutating aspects produce).
-type MessagingChecks struct{}
+type MessagingChecks struct{ s *session }
 
 // NewMessagingChecks returns the aspect.
-func NewMessagingChecks() *MessagingChecks { return &MessagingChecks{} }
+func NewMessagingChecks() *MessagingChecks { return &MessagingChecks{s: newSession()} }
 
-// Apply adds the checks to scope (an App, Stage or Stack) with READONLY priority.
+// Apply adds the checks to scope (an App, Stage or Stack) with READONLY
+// priority; the two aspects share one listing of the app's tree.
 func Apply(scope constructs.IConstruct) {
-	awscdk.Aspects_Of(scope).Add(NewMessagingChecks(), &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
-	awscdk.Aspects_Of(scope).Add(NewContractChecks(), &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
+	s := newSession()
+	awscdk.Aspects_Of(scope).Add(&MessagingChecks{s: s}, &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
+	awscdk.Aspects_Of(scope).Add(&ContractChecks{s: s}, &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
 }
 
 // Acknowledge records that rule does not apply to c (and its children) for
@@ -87,6 +88,7 @@ func Acknowledge(c constructs.IConstruct, rule, reason string) {
 		return
 	}
 	c.Node().AddMetadata(jsii.String(ackMetadataType), map[string]any{"rule": rule, "reason": reason}, nil)
+	recordAcknowledgement(c, rule, reason)
 }
 
 // Visit runs every check once per stack, when the aspect reaches the stack.
@@ -97,14 +99,11 @@ func (m *MessagingChecks) Visit(node constructs.IConstruct) {
 	if !ok {
 		return
 	}
-	// The aspect may be added both to the app and to a stack; check once.
-	for _, e := range *stack.Node().Metadata() {
-		if *e.Type == checkedMetadataType {
-			return
-		}
+	if !once(&messagingChecked, stack) {
+		return
 	}
-	stack.Node().AddMetadata(jsii.String(checkedMetadataType), true, nil)
-	ix := newIndex(stack)
+	t := m.s.tree(stack)
+	ix := newIndex(t, t.Of(stack))
 	ix.checkQueues()
 	ix.checkEventSourceMappings()
 	ix.checkSubscriptions()
@@ -116,6 +115,7 @@ func (m *MessagingChecks) Visit(node constructs.IConstruct) {
 // queue's depth.
 type index struct {
 	*cfnindex.Index
+	tree   *cfnindex.Tree
 	dlqOf  map[string][]string // DLQ id -> who uses it as DLQ (paths)
 	alarms map[string][]*resource
 	// findings are the messages reported, in the order they were reported
@@ -126,8 +126,8 @@ type index struct {
 
 type resource = cfnindex.Resource
 
-func newIndex(stack awscdk.Stack) *index {
-	ix := &index{Index: cfnindex.New(stack), dlqOf: map[string][]string{}, alarms: map[string][]*resource{}}
+func newIndex(t *cfnindex.Tree, stack *cfnindex.Index) *index {
+	ix := &index{Index: stack, tree: t, dlqOf: map[string][]string{}, alarms: map[string][]*resource{}}
 	for _, r := range ix.Ordered {
 		ix.collectDLQRefs(r, r.Props, false)
 		if r.Type == typeAlarm {
@@ -208,33 +208,12 @@ func (ix *index) collectAlarm(a *resource) {
 }
 
 func (ix *index) fail(r *resource, rule, format string, a ...any) {
-	if acknowledged(r.Cfn, rule) {
+	if acknowledgedReason(ix.tree.Root, r, rule) != "" {
 		return
 	}
 	msg := fmt.Sprintf("[%s] %s: %s", rule, r.Path(), fmt.Sprintf(format, a...))
 	ix.findings = append(ix.findings, msg)
 	awscdk.Annotations_Of(r.Cfn).AddError(jsii.String(msg))
-}
-
-func acknowledged(c constructs.IConstruct, rule string) bool {
-	return acknowledgedReason(c, rule) != ""
-}
-
-// acknowledgedReason is the reason of the acknowledgement of rule on c or
-// an ancestor ("" when there is none).
-func acknowledgedReason(c constructs.IConstruct, rule string) string {
-	for _, s := range *c.Node().Scopes() {
-		for _, e := range *s.Node().Metadata() {
-			if *e.Type != ackMetadataType {
-				continue
-			}
-			if m, ok := e.Data.(map[string]any); ok && m["rule"] == rule {
-				reason, _ := m["reason"].(string)
-				return reason
-			}
-		}
-	}
-	return ""
 }
 
 func jsiiString(s string) *string { return jsii.String(s) }

@@ -1,6 +1,7 @@
 package guardrails
 
 import (
+	"github.com/mercadofresco/integration/constructs/cfnindex"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +31,8 @@ func TestReservedFindingsAreReportedInAStableOrder(t *testing.T) {
 		}))
 	}
 	reserved := func() []string {
-		ix := newIndex(stack)
+		tree := cfnindex.NewTree(stack)
+		ix := newIndex(tree, tree.Of(stack))
 		ix.checkEventSourceMappings()
 		var out []string
 		for _, f := range ix.findings {

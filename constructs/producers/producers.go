@@ -156,10 +156,10 @@ func RequireElevation(scope constructs.IConstruct, roleArn string) int {
 		return 0
 	}
 	n := 0
+	// A map lookup per construct, not a question to jsii: the tree of an
+	// environment has about a thousand constructs, and each jsii call is a
+	// round trip (docs/design.md#performance).
 	for _, c := range *scope.Node().FindAll(constructs.ConstructOrder_PREORDER) {
-		if *c.Node().Id() != guardID {
-			continue
-		}
 		mu.Lock()
 		g := guards[c]
 		mu.Unlock()

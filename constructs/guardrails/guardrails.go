@@ -72,11 +72,23 @@ type MessagingChecks struct{ s *session }
 func NewMessagingChecks() *MessagingChecks { return &MessagingChecks{s: newSession()} }
 
 // Apply adds the checks to scope (an App, Stage or Stack) with READONLY
-// priority; the two aspects share one listing of the app's tree.
+// priority: one aspect that runs the messaging rules, then the contract
+// rules, on one listing of the app's tree (one jsii callback per construct,
+// not one per rule set).
 func Apply(scope constructs.IConstruct) {
 	s := newSession()
-	awscdk.Aspects_Of(scope).Add(&MessagingChecks{s: s}, &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
-	awscdk.Aspects_Of(scope).Add(&ContractChecks{s: s}, &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
+	awscdk.Aspects_Of(scope).Add(&checks{&MessagingChecks{s: s}, &ContractChecks{s: s}}, &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
+}
+
+// checks is the aspect Apply adds.
+type checks struct {
+	messaging *MessagingChecks
+	contracts *ContractChecks
+}
+
+func (k *checks) Visit(node constructs.IConstruct) {
+	k.messaging.Visit(node)
+	k.contracts.Visit(node)
 }
 
 // Acknowledge records that rule does not apply to c (and its children) for

@@ -74,8 +74,9 @@ test-race:
 # The app-level package (./test, the longest) is listed first so that it
 # starts first. The CDK's CloudFormation validator is off for these binaries
 # (about 1.5 s of each one's start and of every synthesis in it): the
-# app-level synthesis of ./test registers it itself, and its CLI synthesis
-# runs it as `cdk synth` does (docs/design.md#performance).
+# app-level synthesis of ./test registers it itself and checks every
+# environment; its CLI synthesis (dev) passes --no-validation
+# (docs/design.md#performance).
 test-cdk:
 	CDK_VALIDATION=false $(GO) test $(TESTFLAGS) -timeout 15m ./test $(CDK_PKGS)
 

@@ -82,6 +82,9 @@ func TestControlTowerProactiveControls(t *testing.T) {
 	for _, key := range slices.Sorted(maps.Keys(groups)) {
 		files := groups[key]
 		rules := ruleSet.applicable(types[files[0]])
+		if len(rules) == 0 {
+			t.Fatalf("no Control Tower rule applies to %v: not the Control Tower rule set", files)
+		}
 		names := make([]string, len(files))
 		for i, f := range files {
 			names[i] = strings.TrimSuffix(filepath.Base(f), ".template.json")
@@ -89,9 +92,7 @@ func TestControlTowerProactiveControls(t *testing.T) {
 		t.Logf("%d of the %d Control Tower rule files name a resource type of %s (the others cannot apply)", len(rules), len(ruleSet), strings.Join(names, ", "))
 		findings = append(findings, runGuard(t, guard, rules, files, labels)...)
 	}
-	slices.SortFunc(findings, func(a, b ctFinding) int {
-		return strings.Compare(a.Control+a.Resource+a.Env, b.Control+b.Resource+b.Env)
-	})
+	sortFindings(findings)
 	acks := readControlTowerList(t, "acknowledged.json")
 	open := readControlTowerList(t, "expected-open.json")
 	ackKeys, openKeys := acks.keys(t, "acknowledged"), open.keys(t, "expected open")
@@ -356,10 +357,15 @@ func runGuard(t *testing.T, guard string, rules, data []string, labels map[strin
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b ctFinding) int {
+	sortFindings(out)
+	return out
+}
+
+// sortFindings orders findings by control, resource and environment.
+func sortFindings(fs []ctFinding) {
+	slices.SortFunc(fs, func(a, b ctFinding) int {
 		return strings.Compare(a.Control+a.Resource+a.Env, b.Control+b.Resource+b.Env)
 	})
-	return out
 }
 
 // collectStrings appends every string value of key found anywhere in v.

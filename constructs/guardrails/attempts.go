@@ -3,13 +3,13 @@ package guardrails
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/aws/constructs-go/constructs/v10"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
 	"github.com/mercadofresco/integration/constructs/cfntemplate"

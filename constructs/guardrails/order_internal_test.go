@@ -1,7 +1,6 @@
 package guardrails
 
 import (
-	"github.com/mercadofresco/integration/constructs/cfnindex"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/constructs/cfnindex"
 )
 
 // Regression: MF-ESM-RESERVED findings were reported in map order, so the

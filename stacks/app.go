@@ -69,7 +69,7 @@ func (e *EnvironmentStacks) Stacks() []awscdk.Stack {
 // MercadoFresco messaging guardrails (DLQs, alarms, visibility timeouts,
 // consumer ceilings; see constructs/guardrails) and cdk-nag's AwsSolutions
 // pack. Both report findings as synthesis errors.
-func ApplyChecks(scope constructs.IConstruct) {
+func ApplyChecks(scope constructs.Construct) {
 	guardrails.Apply(scope)
 	ApplyNag(scope)
 }

@@ -47,9 +47,15 @@ func NewContractChecks() *ContractChecks { return &ContractChecks{s: newSession(
 // reaches the app's first stack.
 func (c *ContractChecks) Visit(node constructs.IConstruct) {
 	// A Go type assertion, not Stack_IsStack: Visit runs for every
-	// construct of the app, and each jsii call is a round trip.
-	stack, ok := node.(awscdk.Stack)
-	if !ok || !once(&contractsChecked, stack) {
+	// construct it is applied to, and each jsii call is a round trip.
+	if stack, ok := node.(awscdk.Stack); ok {
+		c.check(stack)
+	}
+}
+
+// check runs the contract rules on the app of stack, once.
+func (c *ContractChecks) check(stack awscdk.Stack) {
+	if !once(&contractsChecked, stack) {
 		return
 	}
 	t := c.s.tree(stack)

@@ -72,23 +72,35 @@ type MessagingChecks struct{ s *session }
 func NewMessagingChecks() *MessagingChecks { return &MessagingChecks{s: newSession()} }
 
 // Apply adds the checks to scope (an App, Stage or Stack) with READONLY
-// priority: one aspect that runs the messaging rules, then the contract
-// rules, on one listing of the app's tree (one jsii callback per construct,
-// not one per rule set).
-func Apply(scope constructs.IConstruct) {
+// priority: the messaging rules, then the contract rules, for every stack
+// under scope, on one listing of the app's tree. The aspect sits on a
+// construct of its own with no children, added to scope (id
+// GuardrailsChecks), so the CDK calls into Go once per Apply rather than
+// once per construct (docs/design.md#performance).
+func Apply(scope constructs.Construct) {
 	s := newSession()
-	awscdk.Aspects_Of(scope).Add(&checks{&MessagingChecks{s: s}, &ContractChecks{s: s}}, &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
+	at := constructs.NewConstruct(scope, jsii.String("GuardrailsChecks"))
+	awscdk.Aspects_Of(at).Add(&checks{scope: scope, messaging: &MessagingChecks{s: s}, contracts: &ContractChecks{s: s}}, &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
 }
 
 // checks is the aspect Apply adds.
 type checks struct {
+	scope     constructs.Construct
 	messaging *MessagingChecks
 	contracts *ContractChecks
 }
 
-func (k *checks) Visit(node constructs.IConstruct) {
-	k.messaging.Visit(node)
-	k.contracts.Visit(node)
+// Visit runs on the one construct the aspect is on: it checks every stack
+// under scope, in construct-tree order.
+func (k *checks) Visit(constructs.IConstruct) {
+	t := k.messaging.s.treeOf(k.scope)
+	under := *k.scope.Node().Path()
+	for _, ix := range t.Indexes {
+		if p := ix.StackPath(); under == "" || p == under || strings.HasPrefix(p, under+"/") {
+			k.messaging.check(ix.Stack)
+			k.contracts.check(ix.Stack)
+		}
+	}
 }
 
 // Acknowledge records that rule does not apply to c (and its children) for
@@ -106,11 +118,14 @@ func Acknowledge(c constructs.IConstruct, rule, reason string) {
 // Visit runs every check once per stack, when the aspect reaches the stack.
 func (m *MessagingChecks) Visit(node constructs.IConstruct) {
 	// A Go type assertion, not Stack_IsStack: Visit runs for every
-	// construct of the app, and each jsii call is a round trip.
-	stack, ok := node.(awscdk.Stack)
-	if !ok {
-		return
+	// construct it is applied to, and each jsii call is a round trip.
+	if stack, ok := node.(awscdk.Stack); ok {
+		m.check(stack)
 	}
+}
+
+// check runs the messaging rules on stack, once.
+func (m *MessagingChecks) check(stack awscdk.Stack) {
 	if !once(&messagingChecked, stack) {
 		return
 	}

@@ -40,6 +40,22 @@ func (s *session) tree(stack awscdk.Stack) *cfnindex.Tree {
 	return t
 }
 
+// treeOf returns the indexed tree of scope's app, listing it on first use.
+func (s *session) treeOf(scope constructs.IConstruct) *cfnindex.Tree {
+	if st, ok := scope.(awscdk.Stack); ok {
+		return s.tree(st)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := cfnindex.NewTree(scope.Node().Root())
+	for _, ix := range t.Indexes {
+		if s.trees[ix.Stack] == nil {
+			s.trees[ix.Stack] = t
+		}
+	}
+	return t
+}
+
 // once reports whether key is seen for the first time in set: a stack is
 // checked once even when the aspects are added to both the app and a stack.
 func once(set *sync.Map, key awscdk.Stack) bool {

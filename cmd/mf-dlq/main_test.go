@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,12 +44,14 @@ type sqsEnv struct {
 	mu       sync.Mutex
 	calls    map[string]int         // operations served
 	onCall   func(op string, n int) // after each served operation
+	conns    map[net.Conn]bool      // connections the server has not closed
+	changed  chan struct{}          // a connection opened or closed
 }
 
 // newSQS serves a fake with dev's Pedidos queue and DLQ over HTTP.
 func newSQS(t *testing.T) *sqsEnv {
 	t.Helper()
-	e := &sqsEnv{clock: &offsetClock{}, calls: map[string]int{}}
+	e := &sqsEnv{clock: &offsetClock{}, calls: map[string]int{}, conns: map[net.Conn]bool{}, changed: make(chan struct{}, 1)}
 	e.fake = sqsfake.New(sqsfake.WithClock(e.clock.Now))
 	var err error
 	if e.dlq, err = e.fake.CreateQueue(catalog.PhysicalName(catalog.PedidosDLQName, "dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
@@ -59,7 +62,7 @@ func newSQS(t *testing.T) *sqsEnv {
 		t.Fatal(err)
 	}
 	h := sqsserver.Handler(e.fake)
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
 		h.ServeHTTP(w, r)
 		e.mu.Lock()
@@ -70,6 +73,20 @@ func newSQS(t *testing.T) *sqsEnv {
 			f(op, n) // the response is written: the client may act on it now
 		}
 	}))
+	e.srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		e.mu.Lock()
+		if st == http.StateClosed || st == http.StateHijacked {
+			delete(e.conns, c)
+		} else {
+			e.conns[c] = true
+		}
+		e.mu.Unlock()
+		select {
+		case e.changed <- struct{}{}:
+		default:
+		}
+	}
+	e.srv.Start()
 	t.Cleanup(e.srv.Close)
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
@@ -78,6 +95,26 @@ func newSQS(t *testing.T) *sqsEnv {
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 	return e
+}
+
+// waitIdle returns once the server has closed every connection: after a
+// client is killed, a request it sent may still be in a handler, and a
+// receive served then would hold messages past the clock's next advance.
+func (e *sqsEnv) waitIdle(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for {
+		e.mu.Lock()
+		open := len(e.conns)
+		e.mu.Unlock()
+		if open == 0 {
+			return
+		}
+		select {
+		case <-e.changed:
+		case <-ctx.Done():
+			t.Fatalf("the server still has %d connections of the killed child open", open)
+		}
+	}
 }
 
 // deadLetter sends n consumer-dead-lettered orders (distinct bodies) to the DLQ.
@@ -185,6 +222,7 @@ func killedRedrive(t *testing.T, killOp string, killN int) {
 	case <-ctx.Done():
 		t.Fatal("killed child did not exit")
 	}
+	e.waitIdle(ctx, t)
 	e.mu.Lock()
 	e.onCall = nil
 	e.mu.Unlock()

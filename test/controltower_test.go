@@ -210,7 +210,7 @@ func (g guardRules) applicable(types map[string]bool) []string {
 // withImportsResolved returns tpl with every {"Fn::ImportValue": name}
 // replaced by the value the exporting stack gives it.
 func withImportsResolved(app *cfnlocal.App, stack string, tpl map[string]any) (map[string]any, error) {
-	out, err := app.ResolveImports(stack, tpl, literalLocals{cfnlocal.Physical{App: app}})
+	out, err := app.ResolveImports(stack, tpl, literalLocals(app))
 	if err != nil {
 		return nil, err
 	}
@@ -222,22 +222,8 @@ func withImportsResolved(app *cfnlocal.App, stack string, tpl map[string]any) (m
 // name (subnets, security groups, a VPC, an endpoint), an identifier of the
 // shape EC2 uses, derived from the resource: what the rules see in a
 // deployed template is a literal of that kind.
-type literalLocals struct{ p cfnlocal.Physical }
-
-func (l literalLocals) Ref(r *cfnlocal.Resource) (string, error) {
-	s, err := l.p.Ref(r)
-	if errors.Is(err, cfnlocal.ErrUnresolvable) {
-		return ec2ID(r, ""), nil
-	}
-	return s, err
-}
-
-func (l literalLocals) GetAtt(r *cfnlocal.Resource, attr string) (string, error) {
-	s, err := l.p.GetAtt(r, attr)
-	if errors.Is(err, cfnlocal.ErrUnresolvable) {
-		return ec2ID(r, attr), nil
-	}
-	return s, err
+func literalLocals(app *cfnlocal.App) cfnlocal.Literals {
+	return cfnlocal.Literals{Physical: cfnlocal.Physical{App: app}, Placeholder: ec2ID}
 }
 
 func ec2ID(r *cfnlocal.Resource, attr string) string {

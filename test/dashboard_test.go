@@ -36,7 +36,7 @@ func TestDashboardShowsEveryResource(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			locals := literalLocals{cfnlocal.Physical{App: app}}
+			locals := literalLocals(app)
 			boards := app.Resources("AWS::CloudWatch::Dashboard")
 			if len(boards) != 1 {
 				t.Fatalf("%d dashboards, want 1", len(boards))
@@ -59,7 +59,7 @@ func TestDashboardShowsEveryResource(t *testing.T) {
 			}
 
 			name := func(r *cfnlocal.Resource) string {
-				n, err := locals.p.Name(r)
+				n, err := locals.Name(r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -188,7 +188,7 @@ func TestSLOBurnRateAlarms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			locals := literalLocals{cfnlocal.Physical{App: app}}
+			locals := literalLocals(app)
 			alerts := "arn:aws:sns:" + e.Env.Region + ":" + e.Env.Account + ":" + e.Env.PhysicalName("alertas-mercadofresco")
 			got := map[string][]string{}
 			for _, a := range app.Resources("AWS::CloudWatch::Alarm") {

@@ -56,3 +56,26 @@ func TestPhysical(t *testing.T) {
 		}
 	}
 }
+
+func TestLiteralsFallBackOnlyWherePhysicalCannot(t *testing.T) {
+	a := New("111111111111", "eu-west-1")
+	if err := a.Add("App-dev", []byte(`{"Resources":{
+		"Q":{"Type":"AWS::SQS::Queue","Properties":{"QueueName":"cola-dev"}},
+		"Cache":{"Type":"AWS::ElastiCache::ServerlessCache"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	l := Literals{Physical: Physical{App: a}, Placeholder: func(r *Resource, attr string) string { return "lit:" + r.LogicalID + "." + attr }}
+	for expr, want := range map[string]string{
+		`{"Fn::GetAtt":["Q","Arn"]}`:                  "arn:aws:sqs:eu-west-1:111111111111:cola-dev",
+		`{"Ref":"Cache"}`:                             "lit:Cache.",
+		`{"Fn::GetAtt":["Cache","Endpoint.Address"]}`: "lit:Cache.Endpoint.Address",
+	} {
+		var v any
+		if err := jsonUnmarshal(expr, &v); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := a.ResolveString("App-dev", v, l); err != nil || got != want {
+			t.Errorf("%s = %q, %v; want %q", expr, got, err, want)
+		}
+	}
+}

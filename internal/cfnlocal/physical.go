@@ -1,6 +1,7 @@
 package cfnlocal
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -135,4 +136,33 @@ func (p Physical) GetAtt(r *Resource, attr string) (string, error) {
 		return p.arn("scheduler", region, "schedule/default/"+name), nil
 	}
 	return "", fmt.Errorf("%w: no meaning for Fn::GetAtt %s.%s (%s)", ErrUnresolvable, r.Type, attr, r.Path())
+}
+
+// Literals gives references the meaning Physical gives them and, for the
+// resources Physical cannot name (subnets, security groups, ...), the
+// literal Placeholder returns: attr is "" for a Ref, the attribute for a
+// Fn::GetAtt. A check that never compares such values only carries them.
+type Literals struct {
+	Physical
+	Placeholder func(r *Resource, attr string) string
+}
+
+var _ Locals = Literals{}
+
+// Ref is Physical's Ref, or the placeholder.
+func (l Literals) Ref(r *Resource) (string, error) {
+	s, err := l.Physical.Ref(r)
+	if errors.Is(err, ErrUnresolvable) {
+		return l.Placeholder(r, ""), nil
+	}
+	return s, err
+}
+
+// GetAtt is Physical's GetAtt, or the placeholder.
+func (l Literals) GetAtt(r *Resource, attr string) (string, error) {
+	s, err := l.Physical.GetAtt(r, attr)
+	if errors.Is(err, ErrUnresolvable) {
+		return l.Placeholder(r, attr), nil
+	}
+	return s, err
 }

@@ -2,7 +2,6 @@ package cost
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -123,31 +122,22 @@ func mostCommon(raws map[string][]byte, re *regexp.Regexp) string {
 // the types Physical does not know (subnets, security groups, ...), a
 // literal naming the resource: the cost model only compares ARNs of the
 // types it prices, so such a value is never compared, only carried.
-type locals struct{ p cfnlocal.Physical }
-
-func (l locals) Ref(r *cfnlocal.Resource) (string, error) {
-	s, err := l.p.Ref(r)
-	if errors.Is(err, cfnlocal.ErrUnresolvable) {
-		return "cfn:" + r.Stack + "/" + r.LogicalID, nil
-	}
-	return s, err
-}
-
-func (l locals) GetAtt(r *cfnlocal.Resource, attr string) (string, error) {
-	s, err := l.p.GetAtt(r, attr)
-	if errors.Is(err, cfnlocal.ErrUnresolvable) {
-		return "cfn:" + r.Stack + "/" + r.LogicalID + "." + attr, nil
-	}
-	return s, err
+func (t *Templates) locals() cfnlocal.Literals {
+	return cfnlocal.Literals{Physical: cfnlocal.Physical{App: t.App}, Placeholder: func(r *cfnlocal.Resource, attr string) string {
+		if attr == "" {
+			return "cfn:" + r.Stack + "/" + r.LogicalID
+		}
+		return "cfn:" + r.Stack + "/" + r.LogicalID + "." + attr
+	}}
 }
 
 // resolve evaluates v, a property of a resource of stack.
 func (t *Templates) resolve(stack string, v any) (any, error) {
-	return t.App.Resolve(stack, v, locals{cfnlocal.Physical{App: t.App}})
+	return t.App.Resolve(stack, v, t.locals())
 }
 
 func (t *Templates) resolveString(stack string, v any) (string, error) {
-	return t.App.ResolveString(stack, v, locals{cfnlocal.Physical{App: t.App}})
+	return t.App.ResolveString(stack, v, t.locals())
 }
 
 // arnOf is the ARN (or, for a queue, also its URL) of r.

@@ -5,8 +5,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/idempotencytable"
-	"github.com/mercadofresco/integration/constructs/stocktable"
+	"github.com/mercadofresco/integration/constructs/dynamotable"
 )
 
 // DataStack holds the stateful stores of the consumers (the idempotency
@@ -15,11 +14,11 @@ type DataStack struct {
 	awscdk.Stack
 	// Stock is mercadofresco-stock, kept by the stock-movements consumer
 	// (Stock.BindTo(fn): grant + STOCK_TABLE_NAME).
-	Stock *stocktable.Table
+	Stock *dynamotable.Table
 	// Table is the idempotency table. A consumer Lambda gets access with
 	// data.Table.BindTo(fn.Function) (grant + IDEMPOTENCY_TABLE_NAME), or
 	// data.Table.GrantConsumer(grantee) for the grant alone.
-	Table *idempotencytable.Table
+	Table *dynamotable.Table
 }
 
 // NewDataStack creates the data stack of shared.Env. The environment
@@ -28,13 +27,13 @@ type DataStack struct {
 // shop's truth of what it can sell), dev throws them away.
 func NewDataStack(scope constructs.Construct, shared *Shared) *DataStack {
 	stack := newStack(scope, shared.Env, "Data", "idempotency and stock tables")
-	table := idempotencytable.New(stack, "Idempotencia", &idempotencytable.Props{
+	table := dynamotable.NewIdempotency(stack, "Idempotencia", &dynamotable.Props{
 		Context:   shared.Context,
-		TableName: jsii.String(shared.Env.PhysicalName(idempotencytable.SpecTableName)),
+		TableName: jsii.String(shared.Env.PhysicalName(dynamotable.IdempotencyTableName)),
 	})
-	stock := stocktable.New(stack, "Stock", &stocktable.Props{
+	stock := dynamotable.NewStock(stack, "Stock", &dynamotable.Props{
 		Context:   shared.Context,
-		TableName: jsii.String(shared.Env.PhysicalName(stocktable.SpecTableName)),
+		TableName: jsii.String(shared.Env.PhysicalName(dynamotable.StockTableName)),
 	})
 	output(stack, "IdempotencyTableName", "Idempotency table (lambdas/idempotency reads it from IDEMPOTENCY_TABLE_NAME)", table.TableName())
 	output(stack, "StockTableName", "Stock table (lambdas/stock reads it from STOCK_TABLE_NAME)", stock.TableName())

@@ -25,13 +25,12 @@ import (
 	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
+	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/guardrails"
-	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
-	"github.com/mercadofresco/integration/constructs/stocktable"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
@@ -102,7 +101,7 @@ func fanOutWindow(qp *queueconsumer.Props, window time.Duration) {
 }
 
 // bindTable binds the consumer's function to table, or reports it missing.
-func bindTable(scope constructs.Construct, what string, table *idempotencytable.Table, fn *golambda.Function, key string) {
+func bindTable(scope constructs.Construct, what string, table *dynamotable.Table, fn *golambda.Function, key string) {
 	if !core.Check(scope, "consumers").If(table == nil, "%s is required (%s)", what, key) {
 		// A shared table's consumer gets its own records only: the prefix of
 		// key ("preparacion:<pedido_id>"). The stock table is the stock
@@ -135,7 +134,7 @@ type PreparacionProps struct {
 	Egress
 	Names
 	// IdempotencyTable records preparacion:<pedido_id>. Required.
-	IdempotencyTable *idempotencytable.Table
+	IdempotencyTable *dynamotable.Table
 	// AlmacenURL is the warehouse API's https base URL.
 	AlmacenURL string
 	// AlmacenMaxInFlight is how many requests at once the warehouse takes
@@ -164,7 +163,7 @@ type httpSpec struct {
 	oldestAge                time.Duration // 0: the queue's default age alarm
 	maxReceiveCount          float64
 	environment              map[string]*string
-	table                    *idempotencytable.Table
+	table                    *dynamotable.Table
 	key                      string // the idempotency key, for the error
 	dependencyID             string // "" means "Dependencia"
 	dependency               queueconsumer.HTTPDependency
@@ -247,7 +246,7 @@ type AvisoERPProps struct {
 	Egress
 	Names
 	// IdempotencyTable records aviso-erp:<pedido_id>. Required.
-	IdempotencyTable *idempotencytable.Table
+	IdempotencyTable *dynamotable.Table
 	// ERPURL is the ERP API's https base URL; ERPMaxInFlight how many
 	// notices at once it takes (>= 2).
 	ERPURL         string
@@ -289,7 +288,7 @@ type MovimientosStockProps struct {
 	Platform
 	Names
 	// StockTable is mercadofresco-stock. Required.
-	StockTable *stocktable.Table
+	StockTable *dynamotable.Table
 	// Vpc and Subnets place the function (nil: outside a VPC). It calls
 	// DynamoDB (the VPC's gateway endpoint) and SQS (its DLQ), so the
 	// subnets must reach SQS: the egress subnets (docs/design.md#control-tower).

@@ -16,7 +16,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dashboard"
-	"github.com/mercadofresco/integration/constructs/idempotencytable"
+	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
@@ -30,7 +30,7 @@ type CorreoProps struct {
 	Names
 	// IdempotencyTable records correo-confirmacion:<pedido_id> and the
 	// send records. Required.
-	IdempotencyTable *idempotencytable.Table
+	IdempotencyTable *dynamotable.Table
 	// Remitente is the From address; its domain is the environment's SES
 	// identity (verified outside this app). Required.
 	Remitente string

@@ -5,8 +5,8 @@
 // Context's alerts topic on the consumers' operations (throttled requests,
 // DynamoDB system errors). Consumers get exactly the item operations of
 // the table's Schema, and the key's use through DynamoDB only
-// (GrantConsumer, BindTo). constructs/idempotencytable and
-// constructs/stocktable are its tables; docs/design.md#consumer-tables.
+// (GrantConsumer, BindTo). NewIdempotency and NewStock make the
+// project's two tables; docs/design.md#consumer-tables.
 package dynamotable
 
 import (
@@ -43,7 +43,7 @@ type Props struct {
 // Schema is what one table is: its keys, the operations its consumers make
 // and the variable its consumers read its name from.
 type Schema struct {
-	// Kind names the table's package in errors ("idempotencytable").
+	// Kind names the table's constructor in errors ("dynamotable.NewStock").
 	Kind string
 	// PartitionKey, SortKey ("" for none) and TTLAttribute ("" for none).
 	PartitionKey, SortKey, TTLAttribute string

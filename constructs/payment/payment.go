@@ -25,8 +25,8 @@ import (
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
+	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
@@ -68,7 +68,7 @@ type Props struct {
 	core.Context
 	// IdempotencyTable is mercadofresco-idempotencia (keys cobro:<pedido_id>,
 	// reembolso:<pedido_id>).
-	IdempotencyTable *idempotencytable.Table
+	IdempotencyTable *dynamotable.Table
 	// GatewayURL is the gateway's https base URL (config, per environment).
 	GatewayURL string
 	// MaxAttempts is the gateway attempts per invocation
@@ -176,7 +176,7 @@ func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.Su
 	}
 	deps := []golambda.Dependency{
 		{Name: "pasarela", AttemptsEnv: []string{paymentapi.EnvGatewayMaxAttempts}},
-		{Name: "dynamodb:" + idempotencytable.SpecTableName, AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
+		{Name: "dynamodb:" + dynamotable.IdempotencyTableName, AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
 		{Name: "secretsmanager:gateway-key", AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
 	}
 	newFn := func(id, name, desc string) *golambda.Function {

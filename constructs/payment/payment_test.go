@@ -13,8 +13,8 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/cache"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/constructs/guardrails"
-	"github.com/mercadofresco/integration/constructs/idempotencytable"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
@@ -49,7 +49,7 @@ func TestPaymentFunctions(t *testing.T) {
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	guardrails.Apply(p.App)
 	vpc := awsec2.NewVpc(p.Stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
-	table := idempotencytable.New(p.Stack, "Idem", &idempotencytable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	table := dynamotable.NewIdempotency(p.Stack, "Idem", &dynamotable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	builder := golambdatest.Builder(t, "")
 	secrets := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(), Open: jsii.Bool(false)})
 	pay := payment.New(p.Stack, "Pago", &payment.Props{

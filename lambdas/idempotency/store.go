@@ -30,7 +30,7 @@ const (
 	DefaultFinalizeTimeout = 5 * time.Second
 )
 
-// Names shared with the infrastructure (constructs/idempotencytable), so the
+// Names shared with the infrastructure (constructs/dynamotable.NewIdempotency), so the
 // table and the library cannot disagree.
 
 // DynamoDBAPI is the part of *dynamodb.Client the store uses. Tests wrap it

@@ -1,5 +1,5 @@
 // Package idempotencyapi names what the idempotency table
-// (constructs/idempotencytable) and the library that writes its records
+// (constructs/dynamotable.NewIdempotency) and the library that writes its records
 // (lambdas/idempotency) share, with no dependency beyond the standard
 // library, so the table and the library cannot disagree.
 package idempotencyapi

@@ -1,5 +1,5 @@
 // Package consumerapi is the contract between the CDK (constructs/consumers,
-// constructs/stocktable) and the queue consumer Lambdas (preparar-pedido,
+// constructs/dynamotable.NewStock) and the queue consumer Lambdas (preparar-pedido,
 // correo-confirmacion, aviso-erp, movimientos-stock): the environment
 // variables the functions read, the names of their dependencies and the
 // metrics they emit. It depends on the standard library only, so the CDK app

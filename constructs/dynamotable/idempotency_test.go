@@ -1,4 +1,4 @@
-package idempotencytable_test
+package dynamotable_test
 
 import (
 	"encoding/json"
@@ -20,12 +20,10 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/idempotencytable"
+	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 )
-
-func TestMain(m *testing.M) { cdktest.Main(m) }
 
 type fixture struct {
 	app    awscdk.App
@@ -39,8 +37,8 @@ func newFixture() *fixture {
 	return &fixture{app: p.App, stack: p.Stack, key: p.Key, alerts: p.Alerts}
 }
 
-func (f *fixture) props() *idempotencytable.Props {
-	return &idempotencytable.Props{Context: core.Context{DataKey: f.key, Alerts: f.alerts}}
+func (f *fixture) props() *dynamotable.Props {
+	return &dynamotable.Props{Context: core.Context{DataKey: f.key, Alerts: f.alerts}}
 }
 
 func (f *fixture) template() assertions.Template { return assertions.Template_FromStack(f.stack, nil) }
@@ -70,7 +68,7 @@ func toJSON(t *testing.T, v any) string {
 
 func TestDefaults(t *testing.T) {
 	f := newFixture()
-	idempotencytable.New(f.stack, "Idempotencia", f.props())
+	dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
 	tpl := f.template()
 	tpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 		"DeletionPolicy":      "Retain",
@@ -125,7 +123,7 @@ func TestEnvironmentSettings(t *testing.T) {
 			p.TableName = jsii.String("mercadofresco-idempotencia-" + tc.name)
 			p.DeletionProtection = tc.protection
 			p.RemovalPolicy = tc.removal
-			idempotencytable.New(f.stack, "Idempotencia", p)
+			dynamotable.NewIdempotency(f.stack, "Idempotencia", p)
 			f.template().HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 				"DeletionPolicy":      tc.wantPolicy,
 				"UpdateReplacePolicy": tc.wantPolicy,
@@ -167,7 +165,7 @@ func actionsOf(s map[string]any) []string {
 
 func TestGrantConsumerIsExactlyFourItemActionsAndKeyUseThroughDynamoDB(t *testing.T) {
 	f := newFixture()
-	table := idempotencytable.New(f.stack, "Idempotencia", f.props())
+	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
 	role := awsiam.NewRole(f.stack, jsii.String("Consumer"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
 	table.GrantConsumer(role)
 
@@ -209,8 +207,8 @@ func TestGrantConsumerIsExactlyFourItemActionsAndKeyUseThroughDynamoDB(t *testin
 		t.Fatalf("table statement %v, key statement %v", sawTable, sawKey)
 	}
 	// The exported lists are the ones asserted above.
-	if strings.Join(idempotencytable.ConsumerTableActions(), ",") != "dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem" ||
-		strings.Join(idempotencytable.ConsumerKeyActions(), ",") != "kms:Decrypt,kms:DescribeKey,kms:Encrypt,kms:ReEncryptFrom,kms:ReEncryptTo,kms:GenerateDataKey,kms:GenerateDataKeyWithoutPlaintext" {
+	if strings.Join(dynamotable.IdempotencyTableActions(), ",") != "dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem" ||
+		strings.Join(dynamotable.IdempotencyKeyActions(), ",") != "kms:Decrypt,kms:DescribeKey,kms:Encrypt,kms:ReEncryptFrom,kms:ReEncryptTo,kms:GenerateDataKey,kms:GenerateDataKeyWithoutPlaintext" {
 		t.Error("exported action lists changed")
 	}
 }
@@ -219,7 +217,7 @@ func TestGrantConsumerIsExactlyFourItemActionsAndKeyUseThroughDynamoDB(t *testin
 // is granted through its own policy, with no cycle between the stacks.
 func TestGrantAcrossStacks(t *testing.T) {
 	f := newFixture()
-	table := idempotencytable.New(f.stack, "Idempotencia", f.props())
+	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
 	other := awscdk.NewStack(f.app, jsii.String("Messaging"), &awscdk.StackProps{
 		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
 	})
@@ -251,7 +249,7 @@ func TestGrantAcrossStacks(t *testing.T) {
 
 func TestAlarms(t *testing.T) {
 	f := newFixture()
-	table := idempotencytable.New(f.stack, "Idempotencia", f.props())
+	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
 	tpl := f.template()
 	alarms := *tpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), nil)
 	if len(alarms) != 2 {
@@ -302,7 +300,7 @@ func TestThrottleThreshold(t *testing.T) {
 	f := newFixture()
 	p := f.props()
 	p.ThrottleAlarmThreshold = 25
-	table := idempotencytable.New(f.stack, "Idempotencia", p)
+	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", p)
 	f.template().HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 		"Threshold": 25,
 	})
@@ -311,7 +309,7 @@ func TestThrottleThreshold(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	f := newFixture()
-	table := idempotencytable.New(f.stack, "Idempotencia", f.props())
+	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	for name, m := range map[string]awscloudwatch.IMetric{
 		"ConditionalCheckFailedRequests": table.MetricConditionalCheckFailedRequests(nil),
@@ -336,17 +334,17 @@ func TestMetrics(t *testing.T) {
 func TestRequiredProps(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		props func(*fixture) *idempotencytable.Props
+		props func(*fixture) *dynamotable.Props
 		want  string
 	}{
-		{"no key", func(f *fixture) *idempotencytable.Props {
-			return &idempotencytable.Props{Context: core.Context{Alerts: f.alerts}}
+		{"no key", func(f *fixture) *dynamotable.Props {
+			return &dynamotable.Props{Context: core.Context{Alerts: f.alerts}}
 		}, "DataKey is required"},
-		{"no topic", func(f *fixture) *idempotencytable.Props {
-			return &idempotencytable.Props{Context: core.Context{DataKey: f.key}}
+		{"no topic", func(f *fixture) *dynamotable.Props {
+			return &dynamotable.Props{Context: core.Context{DataKey: f.key}}
 		}, "Alerts is required"},
-		{"nil props", func(*fixture) *idempotencytable.Props { return nil }, "DataKey is required"},
-		{"bad threshold", func(f *fixture) *idempotencytable.Props {
+		{"nil props", func(*fixture) *dynamotable.Props { return nil }, "DataKey is required"},
+		{"bad threshold", func(f *fixture) *dynamotable.Props {
 			p := f.props()
 			p.ThrottleAlarmThreshold = 0.5
 			return p
@@ -354,7 +352,7 @@ func TestRequiredProps(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture()
-			idempotencytable.New(f.stack, "Idempotencia", tc.props(f))
+			dynamotable.NewIdempotency(f.stack, "Idempotencia", tc.props(f))
 			errs := assertions.Annotations_FromStack(f.stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String(tc.want)))
 			if len(*errs) == 0 {
 				t.Fatalf("no error annotation matching %q", tc.want)
@@ -367,7 +365,7 @@ func TestRequiredProps(t *testing.T) {
 // without any suppression.
 func TestNagClean(t *testing.T) {
 	f := newFixture()
-	idempotencytable.New(f.stack, "Idempotencia", f.props())
+	dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
 	// Control: a bare table without PITR, to prove the pack ran.
 	awsdynamodb.NewTable(f.stack, jsii.String("Control"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},

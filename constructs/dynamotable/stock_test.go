@@ -1,4 +1,4 @@
-package stocktable_test
+package dynamotable_test
 
 import (
 	"encoding/json"
@@ -10,15 +10,13 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/stocktable"
+	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
-func TestMain(m *testing.M) { cdktest.Main(m) }
-
 func TestStockTable(t *testing.T) {
 	p := cdktest.NewPlatform("Datos")
-	tbl := stocktable.New(p.Stack, "Stock", &stocktable.Props{TableName: jsii.String("mercadofresco-stock"), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	tbl := dynamotable.NewStock(p.Stack, "Stock", &dynamotable.Props{TableName: jsii.String("mercadofresco-stock"), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	role := awsiam.NewRole(p.Stack, jsii.String("Consumidor"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
 	tbl.GrantConsumer(role)
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
@@ -43,9 +41,9 @@ func TestStockTable(t *testing.T) {
 	}
 }
 
-func TestMissingKeyAndTopicAreErrors(t *testing.T) {
+func TestStockTableRequiresKeyAndTopic(t *testing.T) {
 	p := cdktest.NewPlatform("Mal")
-	stocktable.New(p.Stack, "Stock", nil)
+	dynamotable.NewStock(p.Stack, "Stock", nil)
 	errs := cdktest.Errors(p.Stack)
 	cdktest.RequireContains(t, errs, "DataKey is required")
 	cdktest.RequireContains(t, errs, "Alerts is required")

@@ -93,7 +93,7 @@ type checks struct {
 // Visit runs on the one construct the aspect is on: it checks every stack
 // under scope, in construct-tree order.
 func (k *checks) Visit(constructs.IConstruct) {
-	t := k.messaging.s.treeOf(k.scope)
+	t := k.messaging.s.tree(k.scope)
 	under := *k.scope.Node().Path()
 	for _, ix := range t.Indexes {
 		if p := ix.StackPath(); under == "" || p == under || strings.HasPrefix(p, under+"/") {

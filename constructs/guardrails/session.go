@@ -26,32 +26,19 @@ type session struct {
 
 func newSession() *session { return &session{trees: map[awscdk.Stack]*cfnindex.Tree{}} }
 
-// tree returns the indexed tree of stack's app, listing it on first use.
-func (s *session) tree(stack awscdk.Stack) *cfnindex.Tree {
+// tree returns the indexed tree of c's app, listing it on first use: c is
+// a stack (found again by its Go value), or any construct of the app.
+func (s *session) tree(c constructs.IConstruct) *cfnindex.Tree {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t := s.trees[stack]; t != nil {
-		return t
+	if stack, ok := c.(awscdk.Stack); ok {
+		if t := s.trees[stack]; t != nil {
+			return t
+		}
 	}
-	t := cfnindex.NewTree(stack.Node().Root())
+	t := cfnindex.NewTree(c.Node().Root())
 	for _, ix := range t.Indexes {
 		s.trees[ix.Stack] = t
-	}
-	return t
-}
-
-// treeOf returns the indexed tree of scope's app, listing it on first use.
-func (s *session) treeOf(scope constructs.IConstruct) *cfnindex.Tree {
-	if st, ok := scope.(awscdk.Stack); ok {
-		return s.tree(st)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := cfnindex.NewTree(scope.Node().Root())
-	for _, ix := range t.Indexes {
-		if s.trees[ix.Stack] == nil {
-			s.trees[ix.Stack] = t
-		}
 	}
 	return t
 }

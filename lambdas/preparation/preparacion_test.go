@@ -198,18 +198,7 @@ func TestWarehouseOutageOrdersWaitNotDeadLettered(t *testing.T) {
 	// MaxStaleness each round, as time does between receives, so every
 	// call reads the shared state again (otherwise the frozen virtual clock
 	// keeps that answer for ever, which a loaded machine produced).
-	for round := 0; ; round++ {
-		if st, err := r.q.Fake.Inspect(r.q.Source); err != nil || len(st) == 0 {
-			break
-		}
-		if round == 20 {
-			t.Fatalf("queue not drained after 20 batches once the warehouse recovered (breaker %+v)", br.Stats())
-		}
-		if ev, _ := r.q.Pump(ctx, t, r.proc, 10); len(ev.Records) == 0 {
-			r.q.Clock.Advance(16 * time.Minute)
-		}
-		clk.Advance(breaker.DefaultMaxStaleness + 100*time.Millisecond)
-	}
+	r.q.DrainEach(ctx, t, r.proc, 10, 20, func() { clk.Advance(breaker.DefaultMaxStaleness + 100*time.Millisecond) })
 	got := consumertest.Effects(r.wh)
 	for i := range 3 {
 		if k := fmt.Sprintf("preparacion:P-%d", i); got[k] != 1 {

@@ -32,11 +32,12 @@ import (
 const maxWidth = 160
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	jsii.Close()
+	os.Exit(code)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	defer jsii.Close()
 	fs := flag.NewFlagSet("mf-reach", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	envName := fs.String("e", "", "environment (dev, staging, prod); empty: all")

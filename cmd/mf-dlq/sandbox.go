@@ -22,16 +22,23 @@ import (
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
-// offsetClock is the wall clock plus an offset (the sandbox replays a data
-// set's past, the tests let visibility timeouts pass without sleeping).
+// offsetClock is the wall clock plus an offset (the tests let visibility
+// timeouts pass without sleeping), or stopped at an instant while the
+// sandbox replays a data set's past: the replay's steps of 1 ms must not
+// depend on how fast a loaded machine runs them.
 type offsetClock struct {
-	mu  sync.Mutex
-	off time.Duration
+	mu      sync.Mutex
+	off     time.Duration
+	stopped bool
+	at      time.Time
 }
 
 func (c *offsetClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stopped {
+		return c.at
+	}
 	return time.Now().Add(c.off)
 }
 
@@ -40,13 +47,21 @@ func (c *offsetClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.off += d
+	c.at = c.at.Add(d)
 }
 
-// set makes Now return t (at this instant).
-func (c *offsetClock) set(t time.Time) {
+// stop makes Now return t until start.
+func (c *offsetClock) stop(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.off = time.Until(t)
+	c.stopped, c.at = true, t
+}
+
+// start lets the clock run again as the wall clock.
+func (c *offsetClock) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped, c.off = false, 0
 }
 
 // cmdSandbox serves a sandbox (newSandbox) over HTTP until Ctrl-C, with
@@ -171,7 +186,7 @@ func newSandbox(ctx context.Context, scenario string, seed uint64, envName strin
 	if err := replay(ctx, sb.fake, clock, pedidosSrc, pedidosDLQ, msgs); err != nil {
 		return nil, err
 	}
-	clock.set(time.Now())
+	clock.start()
 	sb.loaded = len(msgs)
 	return sb, nil
 }
@@ -189,7 +204,7 @@ func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dl
 	at := time.Time{}
 	for _, m := range msgs {
 		at = maxTime(at, time.UnixMilli(ms(m)))
-		clock.set(at)
+		clock.stop(at)
 		if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
 			if _, err := fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: dlqURL, Body: m.Body, MessageAttributes: m.MessageAttributes}); err != nil {
 				return err
@@ -202,11 +217,22 @@ func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dl
 		// maxReceiveCount failed receives, then the attempt that moves it.
 		for range 5 {
 			at = at.Add(time.Millisecond)
-			clock.set(at)
+			clock.stop(at)
 			if _, err := fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: src, MaxMessages: 1, VisibilityTimeout: time.Nanosecond}); err != nil {
 				return err
 			}
 		}
+	}
+	left, err := fake.Inspect(src)
+	if err != nil {
+		return err
+	}
+	held, err := fake.Inspect(dlqURL)
+	if err != nil {
+		return err
+	}
+	if len(left) != 0 || len(held) != len(msgs) {
+		return fmt.Errorf("sandbox replay: %d of %d messages reached the DLQ, %d stayed in the source queue", len(held), len(msgs), len(left))
 	}
 	return nil
 }

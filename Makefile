@@ -50,12 +50,15 @@ LINKS_CDK = $(GO) list -f '{{.ImportPath}}{{range .Deps}}{{if eq . "$(CDK_MODULE
 RACE_PKGS = $$($(LINKS_CDK) | awk '$$2 != "cdk" && $$1 !~ /\/internal\/e2e$$|\/integration\/test$$/ {print $$1}')
 CDK_PKGS = $$($(LINKS_CDK) | awk '$$2 == "cdk" {print $$1}')
 
-# Test binaries are linked without symbol tables: the linker's time is a
-# large part of a package's start, and a failing test's stack trace does not
-# need them (docs/design.md#performance).
-TESTFLAGS = -count=1 -ldflags='-s -w'
+# Test binaries are linked without symbol tables (a failing test's stack
+# trace does not need them) and kept in .cache/testbin between runs
+# (scripts/gotest.sh): go test would link each one again on every run, a
+# large part of a package's start (docs/design.md#performance). Every run
+# executes every test (-test.count=1).
+BUILDFLAGS = -ldflags='-s -w'
+GOTEST = GO=$(GO) bash scripts/gotest.sh
 
-## test: everything CI runs (-count=1: tests against PostgreSQL, dynalite and the CLI are never answered from the cache)
+## test: everything CI runs (every test runs each time: tests against PostgreSQL, dynalite and the CLI are never answered from a cache)
 # Three lanes run side by side (each buffered, then printed whole): the CDK
 # packages keep both cores busy (Go and jsii's Node), the race lane waits on
 # PostgreSQL, dynalite and child processes much of the time, and the
@@ -69,7 +72,7 @@ test: install services fmt-check tree-check vet
 RACE_ENV = GORACE='atexit_sleep_ms=0 $(GORACE)'
 
 test-race:
-	$(RACE_ENV) $(GO) test -race $(TESTFLAGS) -timeout 15m $(RACE_PKGS)
+	$(RACE_ENV) $(GOTEST) race -race $(BUILDFLAGS) -- $(RACE_PKGS) -- -test.timeout=15m
 
 # The app-level package (./test, the longest) is listed first so that it
 # starts first. The CDK's CloudFormation validator is off for these binaries
@@ -78,11 +81,11 @@ test-race:
 # environment; its CLI synthesis (dev) passes --no-validation
 # (docs/design.md#performance).
 test-cdk:
-	CDK_VALIDATION=false $(GO) test $(TESTFLAGS) -timeout 15m ./test $(CDK_PKGS)
+	CDK_VALIDATION=false $(GOTEST) cdk $(BUILDFLAGS) -- ./test $(CDK_PKGS) -- -test.timeout=15m
 
 # The short form of the end-to-end run (100 orders); `make e2e` is the full one.
 test-e2e:
-	$(GO) test $(TESTFLAGS) -timeout 15m ./internal/e2e
+	$(GOTEST) e2e $(BUILDFLAGS) -- ./internal/e2e -- -test.timeout=15m
 
 ## e2e: the whole order flow under chaos with 1,000 orders (`make test` runs it with 100): replays the seed docs/e2e-report.md records and rewrites it; MF_SEED=new (or =<seed>) runs another seed into cdk.out/e2e-report.md (E2E_REPORT=<file> chooses)
 E2E_SEED = $(shell sed -n 's/^.*Seed \([0-9][0-9]*\):.*$$/\1/p' docs/e2e-report.md | head -n 1)
@@ -141,4 +144,4 @@ measure: install services
 	bash scripts/measure.sh
 
 clean:
-	rm -rf cdk.out
+	rm -rf cdk.out .cache/testbin

@@ -79,6 +79,18 @@ func DurationOr(d, def awscdk.Duration) awscdk.Duration {
 	return d
 }
 
+// LazyAny is a value produce computes at synthesis (awscdk.Lazy_Any): a
+// list construct calls may still grow, such as a policy's admitted roles.
+func LazyAny(produce func() any) any {
+	return awscdk.Lazy_Any(&lazy{produce}, nil)
+}
+
+// lazy adapts a function to awscdk.IStableAnyProducer (a pointer: the jsii
+// runtime keys the objects it hands Node by their Go value).
+type lazy struct{ produce func() any }
+
+func (l *lazy) Produce() any { return l.produce() }
+
 // LogicalID is the logical id of c's default child in its stack's
 // template, as cdk-nag names resources in its findings ("missing" for an
 // imported construct, which has none).

@@ -68,24 +68,26 @@ const (
 	readersID = "LectoresConocidos"
 )
 
-// readers is the list of role ARNs an API key's Deny exempts.
-type readers struct {
+// Readers is the list of role ARNs a secret's Deny of GetSecretValue
+// exempts (DenyAllBut).
+type Readers struct {
 	constructs.Construct
 	secretArn string
 	roles     []string
 	seen      map[string]bool
 }
 
-// apiKeys finds the Go value of a readers list from its construct (the
-// jsii runtime hands back the same Go value for the same construct).
+// apiKeys finds the Go value of an API key's readers list from its
+// construct (the jsii runtime hands back the same Go value for the same
+// construct).
 var (
 	mu      sync.Mutex
-	apiKeys = map[constructs.IConstruct]*readers{}
+	apiKeys = map[constructs.IConstruct]*Readers{}
 )
 
 // readersOf returns secret's readers list, nil for a secret NewAPIKey did
 // not create (the database's, whose readers are its rotation and migration).
-func readersOf(secret awssecretsmanager.ISecret) *readers {
+func readersOf(secret awssecretsmanager.ISecret) *Readers {
 	if secret == nil {
 		return nil
 	}
@@ -94,7 +96,8 @@ func readersOf(secret awssecretsmanager.ISecret) *readers {
 	return apiKeys[secret.Node().TryFindChild(jsii.String(readersID))]
 }
 
-func (r *readers) admit(arn string) {
+// Admit exempts the role whose ARN is arn (once, in the order admitted).
+func (r *Readers) Admit(arn string) {
 	mu.Lock()
 	defer mu.Unlock()
 	if !r.seen[arn] {
@@ -105,7 +108,7 @@ func (r *readers) admit(arn string) {
 
 // condition is the ArnNotEquals block, read at synthesis. With no reader
 // it names the secret's ARN, which no principal has: nobody reads.
-func (r *readers) condition() any {
+func (r *Readers) condition() any {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(r.roles) == 0 {
@@ -114,18 +117,29 @@ func (r *readers) condition() any {
 	return map[string]any{"aws:PrincipalArn": append([]string(nil), r.roles...)}
 }
 
-// producer adapts a function to awscdk.IStableAnyProducer.
-type producer struct{ produce func() any }
-
-func (p *producer) Produce() any { return p.produce() }
+// DenyAllBut adds to secret's resource policy the statement sid that denies
+// secretsmanager:GetSecretValue to every principal whose aws:PrincipalArn
+// is not admitted to the returned list: an identity of the account allowed
+// GetSecretValue on "*" still cannot read it.
+func DenyAllBut(secret awssecretsmanager.Secret, sid string) *Readers {
+	r := &Readers{Construct: constructs.NewConstruct(secret, jsii.String(readersID)), secretArn: *secret.SecretArn(), seen: map[string]bool{}}
+	secret.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(sid),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("secretsmanager:GetSecretValue"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]any{"ArnNotEquals": core.LazyAny(r.condition)},
+	}))
+	return r
+}
 
 // NewAPIKey creates the secret of a third party's API key: 40 random
 // characters until an operator puts the real key (put-secret-value). Its
 // resource policy (BlockPublicPolicy on) denies secretsmanager:GetSecretValue
-// to every principal whose aws:PrincipalArn is not one of its readers
-// (GrantRead, AdmitReaderArn): an identity of the account allowed
-// GetSecretValue on "*" still cannot read it. Writing a new value
-// (PutSecretValue) is not denied.
+// to every principal but its readers (DenyAllBut; GrantRead and
+// AdmitReaderArn admit them). Writing a new value (PutSecretValue) is not
+// denied.
 func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssecretsmanager.Secret {
 	generate := &awssecretsmanager.SecretStringGenerator{PasswordLength: jsii.Number(40), ExcludePunctuation: jsii.Bool(true)}
 	if props.Field != "" {
@@ -138,18 +152,10 @@ func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssec
 		RemovalPolicy:        removal.For(props.RemovalPolicy, removal.Data),
 		GenerateSecretString: generate,
 	})
-	r := &readers{Construct: constructs.NewConstruct(secret, jsii.String(readersID)), secretArn: *secret.SecretArn(), seen: map[string]bool{}}
+	r := DenyAllBut(secret, SidOnlyReaders)
 	mu.Lock()
 	apiKeys[r.Construct] = r
 	mu.Unlock()
-	secret.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String(SidOnlyReaders),
-		Effect:     awsiam.Effect_DENY,
-		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings("secretsmanager:GetSecretValue"),
-		Resources:  jsii.Strings("*"),
-		Conditions: &map[string]any{"ArnNotEquals": awscdk.Lazy_Any(&producer{r.condition}, nil)},
-	}))
 	if policy, ok := secret.Node().TryFindChild(jsii.String("Policy")).(awssecretsmanager.ResourcePolicy); ok {
 		if cfn, ok := policy.Node().DefaultChild().(awssecretsmanager.CfnResourcePolicy); ok {
 			cfn.SetBlockPublicPolicy(jsii.Bool(true))
@@ -172,7 +178,7 @@ func GrantRead(secret awssecretsmanager.ISecret, key awskms.IKey, grantee awsiam
 	if r := readersOf(secret); r != nil {
 		role, _ := grantee.GrantPrincipal().(awsiam.IRole)
 		if !core.Check(r.Construct, "dependency").If(role == nil, "GrantRead: the reader of %s is not a role: admit its role with AdmitReaderArn", *secret.Node().Path()) {
-			r.admit(*role.RoleArn())
+			r.Admit(*role.RoleArn())
 		}
 	}
 	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
@@ -195,7 +201,7 @@ func AdmitReaderArn(secret awssecretsmanager.ISecret, arn string) {
 		return
 	}
 	if !core.Check(r.Construct, "dependency").If(!*awscdk.Token_IsUnresolved(jsii.String(arn)) && (!strings.HasPrefix(arn, "arn:") || !strings.Contains(arn, ":role/")), "AdmitReaderArn: %q is not the ARN of a role", arn) {
-		r.admit(arn)
+		r.Admit(arn)
 	}
 }
 

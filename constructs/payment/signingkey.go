@@ -5,7 +5,6 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
@@ -52,8 +51,7 @@ type SigningKey struct {
 	// put-secret-value (verifiers accept AWSCURRENT and AWSPREVIOUS).
 	Secret awssecretsmanager.Secret
 
-	readers []string
-	seen    map[string]bool
+	readers *dependency.Readers
 	dataKey awskms.IKey
 }
 
@@ -63,7 +61,7 @@ func NewSigningKey(scope constructs.Construct, id string, props *SigningKeyProps
 		props = &SigningKeyProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	k := &SigningKey{Construct: c, seen: map[string]bool{}, dataKey: props.DataKey}
+	k := &SigningKey{Construct: c, dataKey: props.DataKey}
 	v := core.Check(c, "payment.SigningKey")
 	props.Require(v, core.DataKey)
 	k.Secret = awssecretsmanager.NewSecret(c, jsii.String("Secret"), &awssecretsmanager.SecretProps{
@@ -81,36 +79,8 @@ func NewSigningKey(scope constructs.Construct, id string, props *SigningKeyProps
 		Id:     jsii.String("AwsSolutions-SMG4"),
 		Reason: jsii.String("The signing key is rotated by an operator (put-secret-value with a new random value); the starter and cobro accept the AWSCURRENT and AWSPREVIOUS versions, so a rotation drops no order (docs/design.md#charge-signature). A scheduled rotation Lambda would be one more principal able to write the key."),
 	}}, jsii.Bool(true))
-	k.Secret.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String(SigningKeyStatementSid),
-		Effect:     awsiam.Effect_DENY,
-		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings("secretsmanager:GetSecretValue"),
-		Resources:  jsii.Strings("*"),
-		Conditions: &map[string]any{"ArnNotEquals": awscdk.Lazy_Any(&lazyAny{k.condition}, nil)},
-	}))
+	k.readers = dependency.DenyAllBut(k.Secret, SigningKeyStatementSid)
 	return k
-}
-
-// lazyAny adapts a function to awscdk.IStableAnyProducer.
-type lazyAny struct{ produce func() any }
-
-func (p *lazyAny) Produce() any { return p.produce() }
-
-// condition is the ArnNotEquals block, read at synthesis: with no reader
-// admitted, the secret's own ARN (no principal has it: nobody reads).
-func (k *SigningKey) condition() any {
-	if len(k.readers) == 0 {
-		return map[string]any{"aws:PrincipalArn": []string{*k.Secret.SecretArn()}}
-	}
-	return map[string]any{"aws:PrincipalArn": k.readers}
-}
-
-func (k *SigningKey) admit(arn string) {
-	if !k.seen[arn] {
-		k.seen[arn] = true
-		k.readers = append(k.readers, arn)
-	}
 }
 
 // GrantRead lets fn read the key (its role's own policy, and kms:Decrypt
@@ -124,7 +94,7 @@ func (k *SigningKey) GrantRead(fn awslambda.Function, endpoint awsec2.IInterface
 		return
 	}
 	GrantReadFrom(k.Secret, k.dataKey, fn, endpoint)
-	k.admit(*fn.Role().RoleArn())
+	k.readers.Admit(*fn.Role().RoleArn())
 }
 
 // GrantReadFrom is the reader's half of GrantRead, for a function in a stack
@@ -149,7 +119,7 @@ func (k *SigningKey) AdmitRoleName(name string) {
 	if core.Check(k.Construct, "payment.SigningKey").If(name == "" || name[0] == '/' || strings.Contains(name, ":"), "AdmitRoleName: %q is not a role name", name) {
 		return
 	}
-	k.admit(*awscdk.Stack_Of(k.Construct).FormatArn(&awscdk.ArnComponents{
+	k.readers.Admit(*awscdk.Stack_Of(k.Construct).FormatArn(&awscdk.ArnComponents{
 		Service: jsii.String("iam"), Region: jsii.String(""), Resource: jsii.String("role"), ResourceName: jsii.String(name),
 	}))
 }

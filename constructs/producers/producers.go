@@ -140,7 +140,7 @@ func attach(resource constructs.Construct, action string, arn *string, add func(
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
 		Actions:    jsii.Strings(action),
 		Resources:  jsii.Strings(*arn),
-		Conditions: &map[string]any{Operator: awscdk.Lazy_Any(&producer{g.condition}, nil)},
+		Conditions: &map[string]any{Operator: core.LazyAny(g.condition)},
 	}))
 	return g
 }
@@ -183,11 +183,6 @@ func RequireElevation(scope constructs.IConstruct, roleArn string) int {
 	}
 	return n
 }
-
-// producer adapts a function to awscdk.IStableAnyProducer.
-type producer struct{ produce func() any }
-
-func (p *producer) Produce() any { return p.produce() }
 
 // condition is the ArnNotLike block, read at synthesis.
 func (g *Guard) condition() any {

@@ -99,8 +99,9 @@ row "test command (\`make test\`)" "$c" "$w" "$(seconds cold "$c" 480); $(second
   echo "Measured by \`make measure\` (scripts/measure.sh) on $(date -u +%Y-%m-%d), $(nproc) cores,"
   echo "$(go version | cut -d' ' -f3), Node $(node --version), aws-cdk-lib $(grep -m1 'aws-cdk-go/awscdk/v2 ' go.mod | awk '{print $2}'),"
   echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
-  echo "Cold: empty Go build cache, Lambda binary cache and test binaries, no cdk.out (modules and npm packages"
-  echo "already downloaded). Warm: the same command run again right after. Seconds of wall time."
+  echo "Cold: empty Go build cache, Lambda binary cache and test binaries, no cdk.out (modules"
+  echo "and npm packages already downloaded). Warm: the same command run again right after."
+  echo "Seconds of wall time."
   echo
   echo "| what | cold (s) | warm (s) | target |"
   echo "|---|---|---|---|"

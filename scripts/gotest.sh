@@ -26,7 +26,6 @@ case $root in *[[:space:]]*) echo "gotest: the checkout's path has a space: $roo
 dir=${TESTBIN_DIR:-$root/.cache/testbin}/$lane
 mkdir -p "$dir" "$dir/.tmp"
 plan=$(mktemp "$dir/.tmp/plan.XXXXXX") # this run's own: a run beside it has its own
-trap 'rm -f "$plan"' EXIT
 
 # Packages with tests, once each, in the order given; a binary's name is its
 # package's last path element, so packages sharing one go to separate
@@ -34,14 +33,22 @@ trap 'rm -f "$plan"' EXIT
 "${GO:-go}" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "${pkgs[@]}" |
   awk 'NF == 2 && !seen[$1]++ { n = split($1, p, "/"); b = p[n]; print count[b]++, $1, $2, b }' >"$plan"
 [ -s "$plan" ] || { echo "gotest: no packages with tests in ${pkgs[*]}" >&2; exit 1; }
+# Two runs of a lane in one checkout take turns to build, and each runs
+# hard links of its own binaries: a binary another run links again later
+# is a new file, and this run's links keep the one it built.
+exec 8>"$dir/.build.lock"
+flock 8
+bins=$(mktemp -d "$dir/.tmp/run.XXXXXX")
+trap 'rm -rf "$plan" "$bins"' EXIT
 for bucket in $(cut -d' ' -f1 "$plan" | sort -un); do
-  mkdir -p "$dir/$bucket"
-  # GOTMPDIR on the binaries' file system: the linker's output is renamed
-  # into place, so a run beside this one never executes a half-written file
-  # (not exported: the tests' t.TempDir would follow it into the checkout).
+  mkdir -p "$dir/$bucket" "$bins/$bucket"
   # shellcheck disable=SC2046
-  GOTMPDIR=$dir/.tmp "${GO:-go}" test -c -o "$dir/$bucket/" "${build[@]}" $(awk -v b="$bucket" '$1 == b {print $2}' "$plan")
+  "${GO:-go}" test -c -o "$dir/$bucket/" "${build[@]}" $(awk -v b="$bucket" '$1 == b {print $2}' "$plan")
 done
+while read -r bucket _ _ name; do
+  ln "$dir/$bucket/$name.test" "$bins/$bucket/$name.test"
+done <"$plan"
+flock -u 8
 
 # One package: run its binary, then print its result under a lock so that
 # parallel packages' outputs do not interleave.
@@ -49,7 +56,7 @@ one() {
   local bucket=$1 pkg=$2 pdir=$3 name=$4 out start end status=ok
   out=$(mktemp "$dir/.tmp/out.XXXXXX")
   start=$(date +%s.%N)
-  (cd "$pdir" && exec "$dir/$bucket/$name.test" "${run[@]}") >"$out" 2>&1 || status=FAIL
+  (cd "$pdir" && exec "$bins/$bucket/$name.test" "${run[@]}") >"$out" 2>&1 || status=FAIL
   end=$(date +%s.%N)
   {
     flock 9
@@ -61,7 +68,7 @@ one() {
 }
 RUN_FLAGS=$(printf '%q ' "${run[@]}")
 export -f one
-export dir RUN_FLAGS
+export dir bins RUN_FLAGS
 # xargs runs one job per plan line; its exit status is 123 if any failed.
 xargs -P "${TESTBIN_PARALLEL:-2}" -L 1 bash -c 'eval "run=($RUN_FLAGS)"; one "$@"' _ <"$plan" || {
   echo "FAIL (lane $lane)"

@@ -42,12 +42,15 @@ func (c *offsetClock) Now() time.Time {
 	return time.Now().Add(c.off)
 }
 
-// Advance moves the clock forward by d.
+// Advance moves the clock forward by d, stopped or running.
 func (c *offsetClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.off += d
-	c.at = c.at.Add(d)
+	if c.stopped {
+		c.at = c.at.Add(d)
+	} else {
+		c.off += d
+	}
 }
 
 // stop makes Now return t until start.

@@ -25,7 +25,10 @@ root=$(pwd)
 case $root in *[[:space:]]*) echo "gotest: the checkout's path has a space: $root" >&2; exit 1 ;; esac
 dir=${TESTBIN_DIR:-$root/.cache/testbin}/$lane
 mkdir -p "$dir" "$dir/.tmp"
-plan=$(mktemp "$dir/.tmp/plan.XXXXXX") # this run's own: a run beside it has its own
+# This run's own plan and links to its binaries: a run beside it has its own.
+plan=$(mktemp "$dir/.tmp/plan.XXXXXX")
+bins=$(mktemp -d "$dir/.tmp/run.XXXXXX")
+trap 'rm -rf "$plan" "$bins"' EXIT
 
 # Packages with tests, once each, in the order given; a binary's name is its
 # package's last path element, so packages sharing one go to separate
@@ -38,8 +41,6 @@ plan=$(mktemp "$dir/.tmp/plan.XXXXXX") # this run's own: a run beside it has its
 # is a new file, and this run's links keep the one it built.
 exec 8>"$dir/.build.lock"
 flock 8
-bins=$(mktemp -d "$dir/.tmp/run.XXXXXX")
-trap 'rm -rf "$plan" "$bins"' EXIT
 for bucket in $(cut -d' ' -f1 "$plan" | sort -un); do
   mkdir -p "$dir/$bucket" "$bins/$bucket"
   # shellcheck disable=SC2046

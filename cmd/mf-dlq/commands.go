@@ -23,6 +23,7 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
@@ -150,6 +151,7 @@ func (c *common) tool(ctx context.Context, stdout, stderr io.Writer) (*dlq.Tool,
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
+	cfg.HTTPClient = lambdaenv.SDKHTTPClient(cfg.HTTPClient)
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("%w: no AWS region: pass --region or set AWS_REGION (the stacks deploy to eu-west-1)", dlq.ErrUsage)
 	}

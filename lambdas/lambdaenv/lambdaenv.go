@@ -214,9 +214,9 @@ func (e *Env) Logger(function string) *slog.Logger {
 }
 
 // LoadAWSConfig loads the SDK configuration the usual way (region, role
-// credentials, AWS_ENDPOINT_URL_* overrides) with retryapi.EnvSDKMaxAttempts
-// attempts per call, retryapi.SDKMaxAttempts when it is unset
-// (docs/design.md#retry-layers).
+// credentials, AWS_ENDPOINT_URL_* overrides) with SDKHTTPClient and
+// retryapi.EnvSDKMaxAttempts attempts per call, retryapi.SDKMaxAttempts when
+// it is unset (docs/design.md#retry-layers).
 func (e *Env) LoadAWSConfig(ctx context.Context, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
 	attempts := e.Int(retryapi.EnvSDKMaxAttempts, retryapi.SDKMaxAttempts, 1, 10)
 	if err := e.Err(); err != nil {
@@ -227,6 +227,7 @@ func (e *Env) LoadAWSConfig(ctx context.Context, opts ...func(*config.LoadOption
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("lambdaenv: load AWS config: %w", err)
 	}
+	cfg.HTTPClient = SDKHTTPClient(cfg.HTTPClient)
 	return cfg, nil
 }
 

@@ -124,7 +124,8 @@ func New(stack awscdk.Stack) *Index { return NewTree(stack).Of(stack) }
 // to the Node process (docs/design.md#performance): the tree is listed
 // once, stacks and L1 resources are told apart by their Go types, each
 // resource's stack is the nearest stack above its path, and the logical
-// ids and properties of a stack's resources are resolved in one call.
+// ids and properties of a stack's resources are resolved in one call. Each
+// L1's path and type come from one toString.
 func NewTree(scope constructs.IConstruct) *Tree {
 	t := &Tree{Root: scope.Node().Root(), byStack: map[awscdk.Stack]*Index{}}
 	t.Whole = t.Root == scope
@@ -143,17 +144,28 @@ func NewTree(scope constructs.IConstruct) *Tree {
 			continue
 		}
 		r := &Resource{Cfn: cfn}
-		if open = enclosing(open, r.Path()); len(open) == 0 {
+		r.path, r.Type = pathAndType(cfn)
+		if open = enclosing(open, r.path); len(open) == 0 {
 			continue // not in a stack
 		}
 		r.owner = open[len(open)-1]
-		r.Type = *cfn.CfnResourceType()
 		r.owner.Ordered = append(r.owner.Ordered, r)
 	}
 	for _, ix := range t.Indexes {
 		ix.index()
 	}
 	return t
+}
+
+// pathAndType reads an L1's construct path and CloudFormation type in one
+// round trip: CfnResource.toString() is "<path> [<type>]". When an L1 says
+// something else (a subclass overriding toString), both are asked for.
+func pathAndType(cfn awscdk.CfnResource) (path, typ string) {
+	s := *cfn.ToString()
+	if i := strings.LastIndex(s, " ["); i > 0 && strings.HasSuffix(s, "]") && strings.Contains(s[i+2:], "::") {
+		return s[:i], s[i+2 : len(s)-1]
+	}
+	return *cfn.Node().Path(), *cfn.CfnResourceType()
 }
 
 // enclosing drops the stacks of open that do not hold path.

@@ -3,6 +3,8 @@ package golambda
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"go/parser"
@@ -94,6 +96,73 @@ func (b *Builder) Build(ctx context.Context, entry string) (string, error) {
 	case <-ctx.Done():
 		return "", fmt.Errorf("%w for %s: %v", ErrBuild, clean, ctx.Err())
 	}
+}
+
+// Asset builds entry (see Build) and returns the directory holding its
+// bootstrap and nothing else, with the SHA-256 of that binary: the hash is
+// computed once per built binary and kept beside it (<dir>.sha256), so a
+// cached binary is not read again on every synthesis.
+func (b *Builder) Asset(ctx context.Context, entry string) (dir, sum string, err error) {
+	if dir, err = b.Build(ctx, entry); err != nil {
+		return "", "", err
+	}
+	if sum, err = binarySum(dir); err != nil {
+		return "", "", fmt.Errorf("%w for %s: %v", ErrBuild, entry, err)
+	}
+	return dir, sum, nil
+}
+
+// fileSHA256 is the hex SHA-256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// failedAsset returns a directory (removed by Close) holding BUILD-FAILED
+// with err, so a failed build's asset is never mistaken for a binary; ""
+// when it cannot be written.
+func (b *Builder) failedAsset(err error) string {
+	dir, mkErr := os.MkdirTemp("", "mf-golambda-failed-")
+	if mkErr != nil {
+		return ""
+	}
+	b.mu.Lock()
+	b.dirs = append(b.dirs, dir)
+	b.mu.Unlock()
+	if writeFile(filepath.Join(dir, "BUILD-FAILED"), err.Error()) != nil {
+		return ""
+	}
+	return dir
+}
+
+// binarySum is the hex SHA-256 of dir/bootstrap, read from dir.sha256 when
+// an earlier call wrote it there.
+func binarySum(dir string) (string, error) {
+	side := dir + ".sha256"
+	if b, err := os.ReadFile(side); err == nil && len(b) == 64 {
+		return string(b), nil
+	}
+	sum, err := fileSHA256(filepath.Join(dir, "bootstrap"))
+	if err != nil {
+		return "", err
+	}
+	// Written to a temporary name and renamed, so a reader never sees half a
+	// sum; a failure only means computing it again next time.
+	if tmp, err := os.CreateTemp(filepath.Dir(dir), ".tmp-sum-"); err == nil {
+		_, werr := tmp.WriteString(sum)
+		if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), side) != nil {
+			os.Remove(tmp.Name())
+		}
+	}
+	return sum, nil
 }
 
 // Start compiles entries in the background, in one `go build`, so that a

@@ -3,6 +3,7 @@ package golambda_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -119,5 +120,40 @@ func TestFailedBatchNamesTheBrokenEntry(t *testing.T) {
 	}
 	if _, err := b.Build(context.Background(), "fn/beta"); err != nil {
 		t.Errorf("beta should build: %v", err)
+	}
+}
+
+// Asset answers the binary's SHA-256, computed once and kept beside the
+// cached binary: a second Builder reads the sum instead of the binary.
+func TestAssetSumIsKeptBesideTheCachedBinary(t *testing.T) {
+	ctx := context.Background()
+	root, cache := fixture(t), t.TempDir()
+	first := &golambda.Builder{ModuleRoot: root, CacheDir: cache}
+	defer first.Close()
+	dir, sum, err := first.Asset(ctx, "fn/alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, _ := os.ReadFile(filepath.Join(dir, "bootstrap"))
+	if want := fmt.Sprintf("%x", sha256.Sum256(bin)); sum != want || len(bin) == 0 {
+		t.Fatalf("Asset sum %s, want the binary's SHA-256 %s", sum, want)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 || entries[0].Name() != "bootstrap" {
+		t.Fatalf("the asset directory must hold bootstrap only, holds %v", entries)
+	}
+	kept, err := os.ReadFile(dir + ".sha256")
+	if err != nil || string(kept) != sum {
+		t.Fatalf("the sum is not kept beside the binary: %q, %v", kept, err)
+	}
+
+	// The second Builder answers what the sum file says: it did not read the binary.
+	stand := strings.Repeat("a", 64)
+	if err := os.WriteFile(dir+".sha256", []byte(stand), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := &golambda.Builder{ModuleRoot: root, CacheDir: cache}
+	defer second.Close()
+	if _, got, err := second.Asset(ctx, "fn/alpha"); err != nil || got != stand {
+		t.Errorf("second Asset = %q, %v; want the kept sum", got, err)
 	}
 }

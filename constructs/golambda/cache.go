@@ -167,8 +167,8 @@ func store(cache, key, dir string) string {
 	return final
 }
 
-// prune removes cache entries not used for maxAge, and temporary
-// directories left by an interrupted store.
+// prune removes cache entries not used for maxAge with their sums, and
+// temporary files and directories left by an interrupted store or sum.
 func prune(cache string, maxAge time.Duration) {
 	entries, err := os.ReadDir(cache)
 	if err != nil {
@@ -176,12 +176,20 @@ func prune(cache string, maxAge time.Duration) {
 	}
 	for _, e := range entries {
 		info, err := e.Info()
-		if err != nil || !e.IsDir() {
+		if err != nil {
 			continue
 		}
 		age := time.Since(info.ModTime())
-		if age > maxAge || (strings.HasPrefix(e.Name(), ".tmp-") && age > time.Hour) {
+		if e.IsDir() && age > maxAge || strings.HasPrefix(e.Name(), ".tmp-") && age > time.Hour {
 			os.RemoveAll(filepath.Join(cache, e.Name()))
+		}
+	}
+	// A binary's sum (binarySum) goes with its entry.
+	for _, e := range entries {
+		if entry, ok := strings.CutSuffix(e.Name(), ".sha256"); ok && !e.IsDir() {
+			if _, err := os.Stat(filepath.Join(cache, entry)); errors.Is(err, os.ErrNotExist) {
+				os.Remove(filepath.Join(cache, e.Name()))
+			}
 		}
 	}
 }

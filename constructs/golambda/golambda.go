@@ -1,12 +1,12 @@
 // Package golambda is the project's Go Lambda construct: the CDK's GoFunction
 // (aws-lambda-go-alpha) has no Go module, so this one compiles the function
-// itself through awscdk.ILocalBundling.
+// itself (Builder) and hands the CDK the built binary as the asset.
 //
 // Every function it makes runs `bootstrap` on provided.al2023/arm64, built
-// with CGO_ENABLED=0 and BuildFlags. The asset hash is the hash of the built
-// binary (AssetHashType OUTPUT), and the binary is reproducible, so `cdk diff`
-// shows a function as changed only when its binary changed. A compilation
-// error stops the synthesis with the compiler's message.
+// with CGO_ENABLED=0 and BuildFlags. The asset hash is the SHA-256 of the
+// built binary, and the binary is reproducible, so `cdk diff` shows a
+// function as changed only when its binary changed. A compilation error
+// stops the synthesis with the compiler's message.
 //
 // Defaults, all overridable through Props: 256 MB, 30 s timeout, JSON logs
 // into a dedicated log group with a retention, X-Ray active tracing, a role
@@ -239,17 +239,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		}
 	}
 
-	bundler := &localBundler{builder: builder, entry: props.Entry, ownBuilder: ownBuilder}
-	code := awslambda.Code_FromAsset(jsii.String(entryDir(builder, props.Entry)), &awss3assets.AssetOptions{
-		AssetHashType: awscdk.AssetHashType_OUTPUT,
-		Bundling: &awscdk.BundlingOptions{
-			// Never used: the local bundler always answers. Docker is not a
-			// dependency of this project.
-			Image: awscdk.DockerImage_FromRegistry(jsii.String("mercadofresco/golambda-local-only")),
-			Local: bundler,
-		},
-	})
-
+	code, buildErr := functionCode(this, builder, props.Entry)
 	f.Function = awslambda.NewFunction(this, jsii.String("Function"), &awslambda.FunctionProps{
 		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture:                 awslambda.Architecture_ARM_64(),
@@ -271,8 +261,13 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		VpcSubnets:                   props.VpcSubnets,
 		SecurityGroups:               props.SecurityGroups,
 	})
-	if bundler.err != nil {
-		awscdk.Annotations_Of(this).AddError(jsii.String(bundler.err.Error()))
+	if ownBuilder {
+		// The asset is staged (copied into the assembly) by now, and nothing
+		// else reuses this builder.
+		buildErr = errors.Join(buildErr, builder.Close())
+	}
+	if buildErr != nil {
+		awscdk.Annotations_Of(this).AddError(jsii.String(buildErr.Error()))
 	}
 	// Names the function's code in the template, so reviews and snapshots
 	// (internal/snapshot) can say which function's binary changed.
@@ -432,36 +427,35 @@ func (f *Function) MetricDuration(opts *awscloudwatch.MetricOptions) awscloudwat
 	return f.Function.MetricDuration(opts)
 }
 
-// localBundler compiles the function on this machine. It is called by the
-// CDK only for stacks that need bundling (see the aws:cdk:bundling-stacks
-// context), during the construction of the function's asset.
-type localBundler struct {
-	builder *Builder
-	entry   string
-	err     error
-	// ownBuilder: builder is this function's alone (Props.Builder was
-	// nil), so nothing else reuses its build and it is closed once the
-	// binary is copied.
-	ownBuilder bool
-}
-
-// TryBundle implements awscdk.ILocalBundling. It always answers true: a build
-// failure is recorded and reported as a synthesis error by NewFunction, so the
-// CDK never falls back to Docker (whose message would hide the compiler's).
-func (l *localBundler) TryBundle(outputDir *string, _ *awscdk.BundlingOptions) *bool {
-	dir, err := l.builder.Build(context.Background(), l.entry)
-	if err == nil {
-		err = copyFile(filepath.Join(dir, "bootstrap"), filepath.Join(*outputDir, "bootstrap"), 0o755)
+// functionCode is the function's code asset: the directory holding the
+// built bootstrap, hashed by the binary's SHA-256 (so the CDK neither runs a
+// bundler nor reads the binary to hash it). For a stack the CDK is told not
+// to bundle (the aws:cdk:bundling-stacks context), nothing is built: the
+// CDK's own bundling options, which it then skips, give the asset the
+// placeholder hash it gives any skipped bundle. A failed build yields an
+// asset holding BUILD-FAILED and the error, which NewFunction reports.
+func functionCode(scope constructs.Construct, builder *Builder, entry string) (awslambda.Code, error) {
+	if !*awscdk.Stack_Of(scope).BundlingRequired() {
+		return awslambda.Code_FromAsset(jsii.String(entryDir(builder, entry)), &awss3assets.AssetOptions{
+			AssetHashType: awscdk.AssetHashType_OUTPUT,
+			Bundling: &awscdk.BundlingOptions{
+				// Never run: bundling is skipped for this stack. Docker is not
+				// a dependency of this project.
+				Image: awscdk.DockerImage_FromRegistry(jsii.String("mercadofresco/golambda-local-only")),
+			},
+		}), nil
 	}
-	if l.ownBuilder {
-		err = errors.Join(err, l.builder.Close())
-	}
+	dir, sum, err := builder.Asset(context.Background(), entry)
 	if err != nil {
-		l.err = err
-		// Leave a marker so the (failed) asset is never mistaken for a build.
-		_ = writeFile(filepath.Join(*outputDir, "BUILD-FAILED"), err.Error())
+		sum = "BUILD-FAILED"
+		if dir = builder.failedAsset(err); dir == "" {
+			dir = entryDir(builder, entry) // no marker could be written: the error still stops the synthesis
+		}
 	}
-	return jsii.Bool(true)
+	return awslambda.Code_FromAsset(jsii.String(dir), &awss3assets.AssetOptions{
+		AssetHashType: awscdk.AssetHashType_CUSTOM,
+		AssetHash:     jsii.String(sum),
+	}), err
 }
 
 // environment passes nil rather than a pointer to an empty map, so a function

@@ -117,6 +117,23 @@ func TestBuildFailureStopsSynthWithCompilerMessage(t *testing.T) {
 	}
 }
 
+// A stack the CDK is told not to bundle (aws:cdk:bundling-stacks, as the
+// operator tools synthesise) builds nothing and reports nothing.
+func TestStackWithoutBundlingBuildsNothing(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
+	stack := awscdk.NewStack(app, jsii.String("Unbundled"), nil)
+	refusing, log := goWrapper(t, true)
+	builder := &golambda.Builder{ModuleRoot: fixture(t), GoBinary: refusing, CacheDir: "off"}
+	t.Cleanup(func() { _ = builder.Close() })
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: builder})
+	if errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_AnyValue()); len(*errs) != 0 {
+		t.Fatalf("a stack without bundling reported %d errors: %v", len(*errs), (*errs)[0].Entry.Data)
+	}
+	if b := buildLines(t, log); len(b) != 0 {
+		t.Errorf("a stack without bundling ran go build: %q", b)
+	}
+}
+
 func TestInvalidEntryIsASynthesisErrorNotAPanic(t *testing.T) {
 	for _, entry := range []string{"", "../outside", "fn/does-not-exist"} {
 		t.Run(entry, func(t *testing.T) {

@@ -15,6 +15,8 @@ package golambda
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -451,11 +453,42 @@ func functionCode(scope constructs.Construct, builder *Builder, entry string) (a
 		if dir = builder.failedAsset(err); dir == "" {
 			dir = entryDir(builder, entry) // no marker could be written: the error still stops the synthesis
 		}
+	} else {
+		prestage(scope, dir, sum)
 	}
 	return awslambda.Code_FromAsset(jsii.String(dir), &awss3assets.AssetOptions{
 		AssetHashType: awscdk.AssetHashType_CUSTOM,
 		AssetHash:     jsii.String(sum),
 	}), err
+}
+
+// prestage puts the binary where the CDK stages this asset,
+// <assembly>/asset.<SHA-256 of the custom hash>, through a temporary name
+// renamed into place. The CDK copies a directory asset file by file and
+// skips one whose directory exists, so a synthesis interrupted mid-copy
+// would leave a truncated binary that the next one reuses. When the CDK
+// names its staging otherwise, or staging is disabled, the CDK does its own
+// copy as before (TestAssetIsStagedWhole checks the naming).
+func prestage(scope constructs.Construct, dir, sum string) {
+	if off, _ := scope.Node().TryGetContext(jsii.String("aws:cdk:disable-asset-staging")).(bool); off {
+		return
+	}
+	outdir := awscdk.Stage_Of(scope).AssetOutdir()
+	if outdir == nil {
+		return
+	}
+	h := sha256.Sum256([]byte(sum))
+	target := filepath.Join(*outdir, "asset."+hex.EncodeToString(h[:]))
+	if _, err := os.Stat(target); err == nil {
+		return
+	}
+	tmp, err := os.MkdirTemp(*outdir, ".asset-staging-")
+	if err != nil {
+		return
+	}
+	if copyFile(filepath.Join(dir, "bootstrap"), filepath.Join(tmp, "bootstrap"), 0o755) != nil || os.Rename(tmp, target) != nil {
+		os.RemoveAll(tmp)
+	}
 }
 
 // environment passes nil rather than a pointer to an empty map, so a function

@@ -1,6 +1,10 @@
 package golambda_test
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,6 +103,31 @@ func TestAssetHashIsTheHashOfTheBinary(t *testing.T) {
 	}
 	if changed["beta"] != first["beta"] {
 		t.Errorf("beta did not change but its hash did: %s -> %s", first["beta"], changed["beta"])
+	}
+}
+
+// The asset the template names is the binary, staged whole under the
+// name the CDK gives a custom hash (golambda writes it there itself).
+func TestAssetIsStagedWhole(t *testing.T) {
+	root := fixture(t)
+	builder := golambdatest.Builder(t, root)
+	dir, sum, err := builder.Asset(context.Background(), "fn/alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := cdktest.NewStack("Staged")
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: builder})
+	assertions.Template_FromStack(stack, nil).HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"Code": assertions.Match_ObjectLike(&map[string]any{"S3Key": fmt.Sprintf("%x.zip", sha256.Sum256([]byte(sum)))}),
+	})
+	outdir := *awscdk.Stage_Of(stack).AssetOutdir()
+	staged, err := os.ReadFile(filepath.Join(outdir, fmt.Sprintf("asset.%x", sha256.Sum256([]byte(sum))), "bootstrap"))
+	built, _ := os.ReadFile(filepath.Join(dir, "bootstrap"))
+	if err != nil || !bytes.Equal(staged, built) || len(built) == 0 {
+		t.Fatalf("the staged bootstrap (%d bytes, %v) is not the built one (%d bytes)", len(staged), err, len(built))
+	}
+	if left, _ := filepath.Glob(filepath.Join(outdir, ".asset-staging-*")); len(left) != 0 {
+		t.Errorf("temporary staging directories left in the assembly: %v", left)
 	}
 }
 

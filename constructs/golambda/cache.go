@@ -141,8 +141,9 @@ func hashFile(h io.Writer, dir, name string) error {
 	return err
 }
 
-// store moves dir/bootstrap into the cache under key and returns the cache
-// entry's directory; when that fails it returns dir, which still holds the
+// store copies dir/bootstrap into cache/key (the binary cache, or the
+// assembly: prestage) through a temporary directory renamed into place, and
+// returns cache/key; when that fails it returns dir, which still holds the
 // binary. Two processes storing the same key at once both succeed: the
 // binaries are identical, and the rename of the later one fails harmlessly.
 func store(cache, key, dir string) string {

@@ -478,17 +478,7 @@ func prestage(scope constructs.Construct, dir, sum string) {
 		return
 	}
 	h := sha256.Sum256([]byte(sum))
-	target := filepath.Join(*outdir, "asset."+hex.EncodeToString(h[:]))
-	if _, err := os.Stat(target); err == nil {
-		return
-	}
-	tmp, err := os.MkdirTemp(*outdir, ".asset-staging-")
-	if err != nil {
-		return
-	}
-	if copyFile(filepath.Join(dir, "bootstrap"), filepath.Join(tmp, "bootstrap"), 0o755) != nil || os.Rename(tmp, target) != nil {
-		os.RemoveAll(tmp)
-	}
+	store(*outdir, "asset."+hex.EncodeToString(h[:]), dir)
 }
 
 // environment passes nil rather than a pointer to an empty map, so a function

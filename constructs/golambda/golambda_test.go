@@ -126,7 +126,7 @@ func TestAssetIsStagedWhole(t *testing.T) {
 	if err != nil || !bytes.Equal(staged, built) || len(built) == 0 {
 		t.Fatalf("the staged bootstrap (%d bytes, %v) is not the built one (%d bytes)", len(staged), err, len(built))
 	}
-	if left, _ := filepath.Glob(filepath.Join(outdir, ".asset-staging-*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(outdir, ".tmp-*")); len(left) != 0 {
 		t.Errorf("temporary staging directories left in the assembly: %v", left)
 	}
 }

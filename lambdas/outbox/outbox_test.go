@@ -529,7 +529,7 @@ func TestParallelPublishersNeverPublishTwice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, schema := migratedPool(t)
-	const n = 4000
+	const n = 2000
 	writeOrders(t, pool, 0, n/2)
 	sink := newFakeSink()
 	cctx, cancel := context.WithCancel(ctx)

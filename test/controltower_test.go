@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -37,9 +38,7 @@ func TestControlTowerProactiveControls(t *testing.T) {
 	s := synthApp(t)
 	guard, rulesDir := cfnGuard(t)
 	dir := t.TempDir()
-	var data []string
-	labels := map[string]map[string]string{} // template file -> logical id -> label
-	types := map[string]map[string]bool{}    // template file -> resource types
+	var templates []guardTemplate
 	for _, e := range s.envs {
 		app, err := cfnlocal.LoadDir(s.outdir, e.Env.Name, e.Env.Account, e.Env.Region)
 		if err != nil {
@@ -51,47 +50,55 @@ func TestControlTowerProactiveControls(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", stack, err)
 			}
-			raw, err := json.MarshalIndent(tpl, "", " ")
+			gt := guardTemplate{stack: stack, tpl: tpl, labels: map[string]string{}}
+			for id, r := range app.Templates[stack].Resources {
+				gt.labels[id] = resourceLabel(stack, e.Env.Name, r)
+			}
+			templates = append(templates, gt)
+		}
+	}
+	// Every Control Tower rule selects resources by a type it names
+	// (Resources.*[ Type == ... ]; a local reference is looked up with a
+	// named type too), so a rule file sees only the resources of those
+	// types: its verdict is the same, and cfn-guard's time, which grows
+	// with every template's resources times the rules, falls to a third.
+	// The rule files naming the same types share one run.
+	ruleSet := readGuardRules(t, rulesDir)
+	byTypes := map[string][]string{} // the types a rule file names -> the rule files
+	for _, r := range ruleSet {
+		k := strings.Join(r.types, " ")
+		byTypes[k] = append(byTypes[k], r.path)
+	}
+	var findings []ctFinding
+	applied := 0
+	for i, k := range slices.Sorted(maps.Keys(byTypes)) {
+		labels := map[string]map[string]string{} // template file -> logical id -> label
+		var data []string
+		for _, gt := range templates {
+			tpl := gt.only(strings.Fields(k))
+			if tpl == nil {
+				continue
+			}
+			raw, err := json.Marshal(tpl)
 			if err != nil {
 				t.Fatal(err)
 			}
-			file := filepath.Join(dir, stack+".template.json")
+			file := filepath.Join(dir, fmt.Sprint(i), gt.stack+".template.json")
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(file, raw, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			data = append(data, file)
-			labels[file], types[file] = map[string]string{}, map[string]bool{}
-			for id, r := range app.Templates[stack].Resources {
-				labels[file][id] = resourceLabel(stack, e.Env.Name, r)
-				types[file][r.Type] = true
-			}
+			data, labels[file] = append(data, file), gt.labels
 		}
-	}
-	// Templates with the same resource types (one stack in its three
-	// environments) are validated in one run, against the rules that name
-	// one of those types: a rule whose every type is absent has nothing to
-	// check, and skipping it there makes the whole check about a third
-	// cheaper than one run of every applicable rule over every template.
-	ruleSet := readGuardRules(t, rulesDir)
-	groups := map[string][]string{}
-	for _, file := range data {
-		key := strings.Join(slices.Sorted(maps.Keys(types[file])), " ")
-		groups[key] = append(groups[key], file)
-	}
-	var findings []ctFinding
-	for _, key := range slices.Sorted(maps.Keys(groups)) {
-		files := groups[key]
-		rules := ruleSet.applicable(types[files[0]])
-		if len(rules) == 0 {
-			t.Fatalf("no Control Tower rule applies to %v: not the Control Tower rule set", files)
+		if len(data) == 0 {
+			continue // no template has a resource of these types
 		}
-		names := make([]string, len(files))
-		for i, f := range files {
-			names[i] = strings.TrimSuffix(filepath.Base(f), ".template.json")
-		}
-		t.Logf("%d of the %d Control Tower rule files name a resource type of %s (the others cannot apply)", len(rules), len(ruleSet), strings.Join(names, ", "))
-		findings = append(findings, runGuard(t, guard, rules, files, labels)...)
+		applied += len(byTypes[k])
+		findings = append(findings, runGuard(t, guard, byTypes[k], data, labels)...)
 	}
+	t.Logf("%d of the %d Control Tower rule files name a resource type the templates have (the others cannot apply)", applied, len(ruleSet))
 	sortFindings(findings)
 	acks := readControlTowerList(t, "acknowledged.json")
 	open := readControlTowerList(t, "expected-open.json")
@@ -171,14 +178,14 @@ func readGuardRules(t *testing.T, dir string) guardRules {
 		if err != nil {
 			return err
 		}
-		var named []string
+		named := map[string]bool{}
 		for _, m := range guardType.FindAllSubmatch(raw, -1) {
-			named = append(named, string(m[1]))
+			named[string(m[1])] = true
 		}
 		out = append(out, struct {
 			path  string
 			types []string
-		}{path, named})
+		}{path, slices.Sorted(maps.Keys(named))})
 		return nil
 	})
 	if err != nil {
@@ -205,6 +212,33 @@ func (g guardRules) applicable(types map[string]bool) []string {
 		}
 	}
 	return rules
+}
+
+// guardTemplate is one synthesized template, imports resolved, with the
+// label of each resource.
+type guardTemplate struct {
+	stack  string
+	tpl    map[string]any
+	labels map[string]string // logical id -> label
+}
+
+// only is the template with only the resources of the given types (all of
+// them when types is empty), or nil when it has none of them.
+func (g guardTemplate) only(types []string) map[string]any {
+	all, _ := g.tpl["Resources"].(map[string]any)
+	kept := map[string]any{}
+	for id, r := range all {
+		ty, _ := r.(map[string]any)["Type"].(string)
+		if len(types) == 0 || slices.Contains(types, ty) {
+			kept[id] = r
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	out := maps.Clone(g.tpl)
+	out["Resources"] = kept
+	return out
 }
 
 // withImportsResolved returns tpl with every {"Fn::ImportValue": name}

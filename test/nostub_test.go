@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/internal/nostub"
 )
 
@@ -22,7 +22,7 @@ func TestNoDeployedFunctionReachesAStub(t *testing.T) {
 	for stack := range s.templates {
 		for _, fn := range s.resources(t, stack, "AWS::Lambda::Function") {
 			md, _ := fn["Metadata"].(map[string]any)
-			if e, ok := md[golambda.EntryMetadata].(string); ok && !slices.Contains(entries, e) {
+			if e, ok := md[cfntemplate.MetadataEntry].(string); ok && !slices.Contains(entries, e) {
 				entries = append(entries, e)
 			}
 		}

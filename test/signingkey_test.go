@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
 
-	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/lambdas/signing/signingapi"
 )
@@ -67,7 +67,7 @@ func TestOnlyTheSignerAndVerifiersReadTheSigningKey(t *testing.T) {
 			}
 			want := map[string]string{} // role ARN -> entry
 			for _, fn := range w.app.Resources("AWS::Lambda::Function") {
-				entry, _ := fn.Metadata[golambda.EntryMetadata].(string)
+				entry, _ := fn.Metadata[cfntemplate.MetadataEntry].(string)
 				if !slices.Contains(readers, entry) {
 					continue
 				}

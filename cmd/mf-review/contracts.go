@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 )
 
 // contractReview says, when the change touches schemas/, which stacks
@@ -35,7 +37,7 @@ func contractReview(w io.Writer, assembly string, templates map[string]map[strin
 		for _, id := range slices.Sorted(keysOf(res)) {
 			r, _ := res[id].(map[string]any)
 			md, _ := r["Metadata"].(map[string]any)
-			for key, into := range map[string]map[string][]string{"mercadofresco:accepts": consumers, "mercadofresco:produces": producers} {
+			for key, into := range map[string]map[string][]string{cfntemplate.MetadataAccepts: consumers, cfntemplate.MetadataProduces: producers} {
 				ds, _ := md[key].([]any)
 				for _, d := range ds {
 					dm, _ := d.(map[string]any)

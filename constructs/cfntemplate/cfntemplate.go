@@ -25,6 +25,21 @@ import (
 // ErrUnresolvable is wrapped by every evaluation error.
 var ErrUnresolvable = errors.New("cfntemplate: cannot resolve")
 
+// Keys of the template metadata the app's constructs write on a resource and
+// its tools and rules read: one place for both sides.
+const (
+	// MetadataEntry: a Go function's entry ("lambdas/preparar-pedido"),
+	// written by constructs/golambda.
+	MetadataEntry = "mercadofresco:entry"
+	// MetadataDependencies: a function's declared dependencies
+	// (golambda.Props.Dependencies), read by the attempts and reachability rules.
+	MetadataDependencies = "mercadofresco:dependencies"
+	// MetadataProduces and MetadataAccepts: the event contracts a resource
+	// declares (constructs/contract).
+	MetadataProduces = "mercadofresco:produces"
+	MetadataAccepts  = "mercadofresco:accepts"
+)
+
 // Resource is one resource of a template.
 type Resource struct {
 	Stack      string

@@ -36,25 +36,17 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
-
-// EntryMetadata is the template metadata key that carries a function's
-// entry ("lambdas/preparar-pedido"); internal/snapshot reads it.
-const EntryMetadata = "mercadofresco:entry"
 
 // Defaults applied when the matching Props field is zero.
 const (
 	DefaultMemoryMB       = 256
 	DefaultTimeoutSeconds = 30
 )
-
-// DependenciesMetadata is the template metadata key of a function's
-// declared dependencies (Props.Dependencies), read by the attempts
-// guardrail.
-const DependenciesMetadata = "mercadofresco:dependencies"
 
 // Dependency declares a service a function calls and the environment
 // variables whose values multiply into the attempts of ONE invocation on
@@ -274,7 +266,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	// Names the function's code in the template, so reviews and snapshots
 	// (internal/snapshot) can say which function's binary changed.
 	cfnFn := f.Function.Node().DefaultChild().(awslambda.CfnFunction)
-	cfnFn.AddMetadata(jsii.String(EntryMetadata), props.Entry)
+	cfnFn.AddMetadata(jsii.String(cfntemplate.MetadataEntry), props.Entry)
 	if len(props.Dependencies) > 0 {
 		deps := make([]any, 0, len(props.Dependencies))
 		for _, d := range props.Dependencies {
@@ -288,7 +280,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 			}
 			deps = append(deps, m)
 		}
-		cfnFn.AddMetadata(jsii.String(DependenciesMetadata), deps)
+		cfnFn.AddMetadata(jsii.String(cfntemplate.MetadataDependencies), deps)
 	}
 	if !props.DisableTracing {
 		cfnFn.SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})

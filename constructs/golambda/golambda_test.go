@@ -20,6 +20,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
@@ -239,7 +240,7 @@ func TestDependenciesAreDeclaredInTheTemplate(t *testing.T) {
 		"Properties": map[string]interface{}{"Environment": map[string]interface{}{"Variables": map[string]interface{}{
 			retryapi.EnvSDKMaxAttempts: "3", "GATEWAY_MAX_ATTEMPTS": "3",
 		}}},
-		"Metadata": assertions.Match_ObjectLike(&map[string]interface{}{golambda.DependenciesMetadata: []interface{}{
+		"Metadata": assertions.Match_ObjectLike(&map[string]interface{}{cfntemplate.MetadataDependencies: []interface{}{
 			map[string]interface{}{"name": "pasarela", "attemptsEnv": []interface{}{"GATEWAY_MAX_ATTEMPTS"}},
 			map[string]interface{}{"name": "dynamodb", "attemptsEnv": []interface{}{retryapi.EnvSDKMaxAttempts}},
 			map[string]interface{}{"name": "erp", "attemptsEnv": []interface{}{"ERP_MAX_ATTEMPTS"}},

@@ -24,11 +24,9 @@ const RuleAttempts = "MF-ATTEMPTS"
 // order, an event, a message).
 const MaxAttemptsPerDependency = 15
 
-// Names the attempts rule reads (the same as constructs/golambda's; repeated
-// here so that guardrails checks functions made by any construct).
+// Names and defaults the attempts rule reads.
 const (
-	envSDKMaxAttempts    = retryapi.EnvSDKMaxAttempts
-	dependenciesMetadata = "mercadofresco:dependencies"
+	envSDKMaxAttempts = retryapi.EnvSDKMaxAttempts
 	// sdkDefaultAttempts is the AWS SDK's standard retryer attempts when
 	// AWS_MAX_ATTEMPTS is not set.
 	sdkDefaultAttempts = 3
@@ -315,7 +313,7 @@ type declaredDependency struct {
 }
 
 func declaredDependencies(fn *resource) []declaredDependency {
-	raw := fn.Cfn.GetMetadata(jsiiString(dependenciesMetadata))
+	raw := fn.Cfn.GetMetadata(jsiiString(cfntemplate.MetadataDependencies))
 	if raw == nil {
 		return nil
 	}

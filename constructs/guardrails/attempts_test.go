@@ -1,6 +1,7 @@
 package guardrails_test
 
 import (
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"strings"
 	"testing"
 
@@ -125,7 +126,7 @@ func TestRuleTargetWithoutRetryPolicy(t *testing.T) {
 func TestPerWorkItemAndAcknowledgement(t *testing.T) {
 	f := newFixture()
 	fn := f.fnEnv("Publicador", map[string]*string{"AWS_MAX_ATTEMPTS": jsii.String("2"), "OUTBOX_MAX_CLAIMS": jsii.String("3")})
-	fn.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String("mercadofresco:dependencies"), []any{
+	fn.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(cfntemplate.MetadataDependencies), []any{
 		map[string]any{"name": "events", "attemptsEnv": []any{"AWS_MAX_ATTEMPTS", "OUTBOX_MAX_CLAIMS"}, "perWorkItem": true},
 	})
 	awsevents.NewRule(f.stack, jsii.String("Cada"), &awsevents.RuleProps{

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -63,7 +64,7 @@ func (c *ContractChecks) check(stack awscdk.Stack) {
 	for _, ix := range t.Indexes {
 		once(&contractsChecked, ix.Stack)
 		for _, r := range ix.Ordered {
-			declared = declared || contract.Declares(r.Cfn, contract.MetadataProduces)
+			declared = declared || contract.Declares(r.Cfn, cfntemplate.MetadataProduces)
 		}
 	}
 	if !declared {
@@ -260,7 +261,7 @@ type emission struct {
 func (g *RouteGraph) Check() []Finding {
 	for _, ix := range g.indexes {
 		for _, r := range ix.Ordered {
-			for _, d := range g.read(r, contract.MetadataProduces) {
+			for _, d := range g.read(r, cfntemplate.MetadataProduces) {
 				if d.To == "" {
 					continue // a rule or pipe: its own targets, when events reach it
 				}
@@ -364,7 +365,7 @@ func (g *RouteGraph) rule(e emission, rule *cfnindex.Resource, route []string) {
 		// A rule that rewrites the event consumes it (it reads its fields)
 		// and is the producer of the new shape.
 		g.consume(e, rule, hop)
-		ds := g.read(rule, contract.MetadataProduces)
+		ds := g.read(rule, cfntemplate.MetadataProduces)
 		if len(ds) == 0 {
 			g.add(RuleContract, rule, "rewrites %s version %d from %s with an input transformer but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", e.typ, e.version, e.producer.Path(), label0(dst))
 			continue
@@ -395,7 +396,7 @@ func (g *RouteGraph) pipe(p *cfnindex.Resource, e *emission, route []string) {
 		}
 		return
 	}
-	ds := g.read(p, contract.MetadataProduces)
+	ds := g.read(p, cfntemplate.MetadataProduces)
 	if len(ds) == 0 {
 		g.add(RuleContract, p, "builds its events with an input template but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", label0(dst))
 		return
@@ -430,7 +431,7 @@ func (g *RouteGraph) consume(e emission, consumer *cfnindex.Resource, route []st
 	}
 	var accepts []int
 	declared := false
-	for _, d := range g.read(consumer, contract.MetadataAccepts) {
+	for _, d := range g.read(consumer, cfntemplate.MetadataAccepts) {
 		if d.Type == e.typ {
 			accepts, declared = d.Versions, true
 		}

@@ -280,7 +280,7 @@ func (ix *index) checkQueues() {
 func (ix *index) checkDLQAlarm(q *resource, name string) {
 	alarms := ix.alarms[q.ID]
 	if len(alarms) == 0 {
-		ix.fail(q, RuleDLQWithoutAlarm, "DLQ %s (dead-letter queue of %s) has no CloudWatch alarm on ApproximateNumberOfMessagesVisible; messages there are paid work that was not done and nobody would know. Add an alarm > 0 (5 min, Maximum) with actions to alertas-mercadofresco (reliablequeue.NewDeadLetterAlarm)", name, strings.Join(uniq(ix.dlqOf[q.ID]), ", "))
+		ix.fail(q, RuleDLQWithoutAlarm, "DLQ %s (dead-letter queue of %s) has no alarm on ApproximateNumberOfMessagesVisible > 0 (5 min, Maximum) to alertas-mercadofresco: add reliablequeue.NewDeadLetterAlarm (docs/design.md#dlq-alarm)", name, strings.Join(uniq(ix.dlqOf[q.ID]), ", "))
 		return
 	}
 	var reasons []string
@@ -314,7 +314,7 @@ func (ix *index) checkEventSourceMappings() {
 				continue
 			}
 			for _, e := range mappings[id] {
-				ix.fail(e, RuleESMReservedConcurrency, "the SQS mappings of %s allow %.0f concurrent invocations (sum of MaximumConcurrency) but its ReservedConcurrentExecutions is %.0f; Lambda throttles the excess and every throttled batch goes back to the queue and spends a receive towards the DLQ. Keep the sum of MaximumConcurrency <= reserved concurrency", fn.Path(), total, reserved)
+				ix.fail(e, RuleESMReservedConcurrency, "the SQS mappings of %s allow %.0f concurrent invocations (sum of MaximumConcurrency) but its ReservedConcurrentExecutions is %.0f: keep the sum <= reserved, a throttled batch spends a receive (docs/design.md#consumer-concurrency)", fn.Path(), total, reserved)
 			}
 		}
 	}()

@@ -121,7 +121,7 @@ func TestSubscriptionDLQCountsAsDLQ(t *testing.T) {
 		t.Fatalf("subscription DLQ reported as lacking a DLQ: %v", e)
 	}
 	// ... but it still needs its alarm.
-	requireContains(t, f.errorsFor(guardrails.RuleDLQWithoutAlarm), "Checks/SubDlq/Resource", "no CloudWatch alarm")
+	requireContains(t, f.errorsFor(guardrails.RuleDLQWithoutAlarm), "Checks/SubDlq/Resource", "has no alarm on ApproximateNumberOfMessagesVisible")
 }
 
 func TestDLQWithoutAlarm(t *testing.T) {
@@ -130,7 +130,7 @@ func TestDLQWithoutAlarm(t *testing.T) {
 		alarm func(f *fixture, dlq awssqs.Queue)
 		want  []string
 	}{
-		{"no alarm", func(*fixture, awssqs.Queue) {}, []string{"no CloudWatch alarm on ApproximateNumberOfMessagesVisible", "Checks/Src/Resource"}},
+		{"no alarm", func(*fixture, awssqs.Queue) {}, []string{"no alarm on ApproximateNumberOfMessagesVisible > 0", "Checks/Src/Resource"}},
 		{"alarm without actions", func(f *fixture, dlq awssqs.Queue) {
 			dlq.MetricApproximateNumberOfMessagesVisible(nil).CreateAlarm(f.stack, jsii.String("Silent"), &awscloudwatch.CreateAlarmOptions{
 				Threshold: jsii.Number(0), EvaluationPeriods: jsii.Number(1), ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,

@@ -193,7 +193,7 @@ func (w *walker) calls(fn *cfntemplate.Resource) []string {
 		}
 	}
 	// Declared dependencies named "<service>:<what>".
-	deps, _ := fn.Metadata["mercadofresco:dependencies"].([]any)
+	deps, _ := fn.Metadata[cfntemplate.MetadataDependencies].([]any)
 	for _, d := range deps {
 		name, _ := cfnlocalGet(d, "name").(string)
 		if prefix, _, ok := strings.Cut(name, ":"); ok && !strings.Contains(prefix, " ") {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
@@ -92,7 +93,7 @@ type Function struct {
 // environment and the run's overrides.
 func (w *World) loadFunctions() {
 	for _, r := range w.app.Resources("AWS::Lambda::Function") {
-		entry, _ := r.Metadata["mercadofresco:entry"].(string)
+		entry, _ := r.Metadata[cfntemplate.MetadataEntry].(string)
 		if entry == "" {
 			continue // the CDK's own providers
 		}

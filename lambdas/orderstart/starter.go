@@ -73,21 +73,7 @@ func ExecutionName(pedidoID string) string {
 	if clean(pedidoID) && len(Prefix)+len(pedidoID) <= MaxExecutionName {
 		return Prefix + pedidoID
 	}
-	sum := sha256.Sum256([]byte(pedidoID))
-	h := hex.EncodeToString(sum[:])[:hashHex]
-	room := MaxExecutionName - len(HashedPrefix) - 1 - hashHex
-	var b strings.Builder
-	for _, r := range pedidoID {
-		if b.Len() >= room {
-			break
-		}
-		if allowed(r) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return HashedPrefix + b.String() + "_" + h
+	return hashedName(pedidoID, "_", pedidoID)
 }
 
 // ExecutionNameFor is the execution name of payment attempt intento of an
@@ -98,9 +84,13 @@ func ExecutionNameFor(pedidoID string, intento int) string {
 	if intento <= 1 {
 		return ExecutionName(pedidoID)
 	}
-	tag := fmt.Sprintf("_i%d_", intento)
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00intento=%d", pedidoID, intento)))
-	h := hex.EncodeToString(sum[:])[:hashHex]
+	return hashedName(pedidoID, fmt.Sprintf("_i%d_", intento), fmt.Sprintf("%s\x00intento=%d", pedidoID, intento))
+}
+
+// hashedName is HashedPrefix, the sanitised prefix of pedidoID that fits,
+// tag and the first hashHex hex digits of SHA-256(hashed).
+func hashedName(pedidoID, tag, hashed string) string {
+	sum := sha256.Sum256([]byte(hashed))
 	room := MaxExecutionName - len(HashedPrefix) - len(tag) - hashHex
 	var b strings.Builder
 	for _, r := range pedidoID {
@@ -113,7 +103,7 @@ func ExecutionNameFor(pedidoID string, intento int) string {
 			b.WriteByte('_')
 		}
 	}
-	return HashedPrefix + b.String() + tag + h
+	return HashedPrefix + b.String() + tag + hex.EncodeToString(sum[:])[:hashHex]
 }
 
 func allowed(r rune) bool {

@@ -71,6 +71,7 @@ func TestControlTowerProactiveControls(t *testing.T) {
 	}
 	var findings []ctFinding
 	applied := 0
+	checked := map[string]bool{} // stacks some rule file saw
 	for i, k := range slices.Sorted(maps.Keys(byTypes)) {
 		labels := map[string]map[string]string{} // template file -> logical id -> label
 		var data []string
@@ -91,6 +92,7 @@ func TestControlTowerProactiveControls(t *testing.T) {
 				t.Fatal(err)
 			}
 			data, labels[file] = append(data, file), gt.labels
+			checked[gt.stack] = true
 		}
 		if len(data) == 0 {
 			continue // no template has a resource of these types
@@ -99,6 +101,11 @@ func TestControlTowerProactiveControls(t *testing.T) {
 		findings = append(findings, runGuard(t, guard, byTypes[k], data, labels)...)
 	}
 	t.Logf("%d of the %d Control Tower rule files name a resource type the templates have (the others cannot apply)", applied, len(ruleSet))
+	for _, gt := range templates {
+		if !checked[gt.stack] {
+			t.Fatalf("no Control Tower rule applies to %s: not the Control Tower rule set", gt.stack)
+		}
+	}
 	sortFindings(findings)
 	acks := readControlTowerList(t, "acknowledged.json")
 	open := readControlTowerList(t, "expected-open.json")

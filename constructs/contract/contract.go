@@ -1,6 +1,6 @@
 // Package contract declares, on the resources of a CDK app, which event
 // types and major versions each producer emits and each consumer accepts,
-// as template metadata (cfntemplate.MetadataProduces and MetadataAccepts)
+// as template metadata (cfntemplate.MetadataProduces, cfntemplate.MetadataAccepts)
 // that the synth rule MF-CONTRACT (constructs/guardrails) reads to follow
 // every route from producer to consumer (docs/design.md#event-contracts).
 //

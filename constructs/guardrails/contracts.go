@@ -36,30 +36,14 @@ const (
 	maxRouteHops = 12
 )
 
-// ContractChecks is the aspect of the contract rules. It reads the
-// declarations of constructs/contract from every stack of the app (a route
-// crosses stacks) and runs once per app, when it reaches the first stack.
-type ContractChecks struct{ s *session }
-
-// NewContractChecks returns the aspect.
-func NewContractChecks() *ContractChecks { return &ContractChecks{s: newSession()} }
-
-// Visit runs the contract rules over the app of node once, when it
-// reaches the app's first stack.
-func (c *ContractChecks) Visit(node constructs.IConstruct) {
-	// A Go type assertion, not Stack_IsStack: Visit runs for every
-	// construct it is applied to, and each jsii call is a round trip.
-	if stack, ok := node.(awscdk.Stack); ok {
-		c.check(stack)
-	}
-}
-
-// check runs the contract rules on the app of stack, once.
-func (c *ContractChecks) check(stack awscdk.Stack) {
+// checkContracts runs the contract rules on the app of stack, once: they
+// read the declarations of constructs/contract from every stack of the app
+// (a route crosses stacks).
+func (k *checks) checkContracts(stack awscdk.Stack) {
 	if !once(&contractsChecked, stack) {
 		return
 	}
-	t := c.s.tree(stack)
+	t := k.s.tree(stack)
 	declared := false
 	for _, ix := range t.Indexes {
 		once(&contractsChecked, ix.Stack)

@@ -64,13 +64,6 @@ const (
 	typeAlarm        = cfnindex.TypeAlarm
 )
 
-// MessagingChecks is the aspect. Add it with Apply (or awscdk.Aspects_Of(app).Add
-// with priority READONLY so it sees what mutating aspects produce).
-type MessagingChecks struct{ s *session }
-
-// NewMessagingChecks returns the aspect.
-func NewMessagingChecks() *MessagingChecks { return &MessagingChecks{s: newSession()} }
-
 // Apply adds the checks to scope (an App, Stage or Stack) with READONLY
 // priority: the messaging rules, then the contract rules, for every stack
 // under scope, on one listing of the app's tree. The aspect sits on a
@@ -78,27 +71,25 @@ func NewMessagingChecks() *MessagingChecks { return &MessagingChecks{s: newSessi
 // GuardrailsChecks), so the CDK calls into Go once per Apply rather than
 // once per construct (docs/design.md#performance).
 func Apply(scope constructs.Construct) {
-	s := newSession()
 	at := constructs.NewConstruct(scope, jsii.String("GuardrailsChecks"))
-	awscdk.Aspects_Of(at).Add(&checks{scope: scope, messaging: &MessagingChecks{s: s}, contracts: &ContractChecks{s: s}}, &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
+	awscdk.Aspects_Of(at).Add(&checks{scope: scope, s: newSession()}, &awscdk.AspectOptions{Priority: awscdk.AspectPriority_READONLY()})
 }
 
 // checks is the aspect Apply adds.
 type checks struct {
-	scope     constructs.Construct
-	messaging *MessagingChecks
-	contracts *ContractChecks
+	scope constructs.Construct
+	s     *session
 }
 
 // Visit runs on the one construct the aspect is on: it checks every stack
 // under scope, in construct-tree order.
 func (k *checks) Visit(constructs.IConstruct) {
-	t := k.messaging.s.tree(k.scope)
+	t := k.s.tree(k.scope)
 	under := *k.scope.Node().Path()
 	for _, ix := range t.Indexes {
 		if p := ix.StackPath(); under == "" || p == under || strings.HasPrefix(p, under+"/") {
-			k.messaging.check(ix.Stack)
-			k.contracts.check(ix.Stack)
+			k.checkMessaging(ix.Stack)
+			k.checkContracts(ix.Stack)
 		}
 	}
 }
@@ -115,21 +106,12 @@ func Acknowledge(c constructs.IConstruct, rule, reason string) {
 	recordAcknowledgement(c, rule, reason)
 }
 
-// Visit runs every check once per stack, when the aspect reaches the stack.
-func (m *MessagingChecks) Visit(node constructs.IConstruct) {
-	// A Go type assertion, not Stack_IsStack: Visit runs for every
-	// construct it is applied to, and each jsii call is a round trip.
-	if stack, ok := node.(awscdk.Stack); ok {
-		m.check(stack)
-	}
-}
-
-// check runs the messaging rules on stack, once.
-func (m *MessagingChecks) check(stack awscdk.Stack) {
+// checkMessaging runs the messaging rules on stack, once.
+func (k *checks) checkMessaging(stack awscdk.Stack) {
 	if !once(&messagingChecked, stack) {
 		return
 	}
-	t := m.s.tree(stack)
+	t := k.s.tree(stack)
 	ix := newIndex(t, t.Of(stack))
 	ix.checkQueues()
 	ix.checkEventSourceMappings()

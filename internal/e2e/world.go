@@ -137,12 +137,8 @@ func NewWorld(t testing.TB, o Options) *World {
 		queueByResource: map[*cfnlocal.Resource]*Queue{}, queueByARN: map[string]*Queue{}, queueByURL: map[string]*Queue{},
 		secrets: map[string]string{}, functions: map[string]*Function{}, pgHost: "127.0.0.1"}
 
-	// dynalite throws on a request its caller abandoned before sending it
-	// whole (an invocation's deadline, a killed process), and exits; such a
-	// request has no effect, so the preload drops it and dynalite serves on.
-	if root, err := repoRoot(); err == nil {
-		t.Setenv("NODE_OPTIONS", strings.TrimSpace(os.Getenv("NODE_OPTIONS")+" --require "+filepath.Join(root, "internal", "e2e", "abortedrequests.cjs")))
-	}
+	// dynalitetest preloads its guard: a request an invocation abandons
+	// half-sent (a deadline, a killed process) does not end dynalite.
 	w.ddb = dynalitetest.Start(t)
 	w.redis = redistest.Start(t)
 	w.createTables()

@@ -130,6 +130,16 @@ func TestBrokenNetworksAreRefusedNamingTheHop(t *testing.T) {
 			function: "mf-outbox-publicador", target: "events", hop: reachability.HopEgress,
 		},
 		{
+			// The group as synthesised lists no egress itself; its other
+			// standalone rule (Secrets Manager) may have revoked EC2's
+			// default allow-all, so it is not counted.
+			name: "removed standalone egress rule beside another",
+			brk: func(t *testing.T, tpls map[string]map[string]any) {
+				deleteWhere(t, resources(t, tpls, "Outbox"), "AWS::EC2::SecurityGroupEgress", "Publicador", "EventBridge")
+			},
+			function: "mf-outbox-publicador", target: "events", hop: reachability.HopEgress,
+		},
+		{
 			name: "private DNS off",
 			brk: func(t *testing.T, tpls map[string]map[string]any) {
 				props(t, resources(t, tpls, "Network"), "AWS::EC2::VPCEndpoint", "RedVpcEventBridge")["PrivateDnsEnabled"] = false

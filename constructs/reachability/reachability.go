@@ -458,11 +458,21 @@ func (w *walker) rules(group, inline, standalone, groupProp string) []rule {
 			out = append(out, rule{owner: owner, props: p, from: from, to: to})
 		}
 	}
+	standaloneRules := 0
+	for _, r := range w.app.Resources(standalone) {
+		if w.str(r, r.Prop(groupProp)) == group {
+			add(r, r.Properties)
+			standaloneRules++
+		}
+	}
 	if sg := w.byKey(group); sg != nil && sg.Type == "AWS::EC2::SecurityGroup" {
 		raw, present := sg.Properties[inline]
-		if !present && inline == "SecurityGroupEgress" {
-			// CloudFormation keeps a group's default allow-all egress
-			// unless the group lists egress rules itself.
+		if !present && inline == "SecurityGroupEgress" && standaloneRules == 0 {
+			// A group that lists no egress rule keeps EC2's default
+			// allow-all egress. Once a standalone egress rule exists it may
+			// have revoked that default (deployments show CloudFormation
+			// doing so), so only the listed rules count
+			// (docs/design.md#reachability).
 			add(sg, map[string]any{"IpProtocol": "-1", "CidrIp": "0.0.0.0/0"})
 		}
 		xs, _ := raw.([]any)
@@ -470,11 +480,6 @@ func (w *walker) rules(group, inline, standalone, groupProp string) []rule {
 			if m, ok := x.(map[string]any); ok {
 				add(sg, m)
 			}
-		}
-	}
-	for _, r := range w.app.Resources(standalone) {
-		if w.str(r, r.Prop(groupProp)) == group {
-			add(r, r.Properties)
 		}
 	}
 	return out

@@ -44,8 +44,6 @@ type Bus struct {
 	abandoned atomic.Int64 // deliveries still retrying when the run stopped
 	inflight  sync.WaitGroup
 	pending   atomic.Int64
-	delivered sync.Map // target id -> *atomic.Int64
-	failures  atomic.Int64
 	webhook   *http.Client
 }
 
@@ -101,8 +99,6 @@ type Pipe struct {
 	Bus        string
 	Source     string
 	DetailType string
-	Matched    atomic.Int64
-	Dropped    atomic.Int64
 }
 
 func (w *World) busName(v string) string {
@@ -293,9 +289,8 @@ func (b *Bus) loadPipe(r *cfnlocal.Resource) *Pipe {
 			FilterCriteria struct{ Filters []struct{ Pattern string } }
 		}
 		TargetParameters struct {
-			InputTemplate                   string
-			EventBridgeEventBusParameters   struct{ DetailType, Source string }
-			SqsQueueParameters, Lambda, ECS any
+			InputTemplate                 string
+			EventBridgeEventBusParameters struct{ DetailType, Source string }
 		}
 		Enrichment string
 	}
@@ -316,8 +311,6 @@ func (b *Bus) loadPipe(r *cfnlocal.Resource) *Pipe {
 	}
 	return pipe
 }
-
-func (b *Bus) dlqARNs() []string { return b.dlqs }
 
 // Route implements awsfake.Router: the event goes to every matching rule's
 // targets of its bus, Copies times each, asynchronously (as EventBridge
@@ -367,11 +360,6 @@ func (b *Bus) Stop() {
 // Abandoned is the number of deliveries Stop ended.
 func (b *Bus) Abandoned() int64 { return b.abandoned.Load() }
 
-func (b *Bus) count(id string) {
-	v, _ := b.delivered.LoadOrStore(id, new(atomic.Int64))
-	v.(*atomic.Int64).Add(1)
-}
-
 // errNoRetry marks a delivery failure EventBridge does not retry (a 4xx
 // other than 429 from an API destination).
 var errNoRetry = errors.New("not retryable")
@@ -387,10 +375,8 @@ func (b *Bus) deliver(t *Target, event map[string]any, raw []byte, at time.Time)
 	for attempt := 0; ; attempt++ {
 		err = b.send(ctx, t, event, input)
 		if err == nil {
-			b.count(t.Rule.Name + "/" + t.ID)
 			return
 		}
-		b.failures.Add(1)
 		if errors.Is(err, errNoRetry) || attempt >= t.MaxRetries || b.w.clock.Now().Sub(at) > t.MaxAge {
 			b.deadLetter(t, raw, "RETRIES_EXHAUSTED", err, attempt)
 			return
@@ -551,10 +537,8 @@ func (b *Bus) Stream(ctx context.Context, records []map[string]any) error {
 				matched = matched || f.MatchValue(rec)
 			}
 			if !matched {
-				p.Dropped.Add(1)
 				continue
 			}
-			p.Matched.Add(1)
 			detail, err := pipeTemplate(p.Template, rec)
 			if err != nil {
 				return fmt.Errorf("pipe %s: %w", p.Name, err)

@@ -91,7 +91,7 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, o
 	var correos atomic.Int64
 	d.Correo2 = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
 		var in struct {
-			Para, Asunto, PedidoID string
+			Para, Asunto string
 		}
 		if r.Method != "POST" || r.Path != "/v1/correos" || json.Unmarshal(r.Body, &in) != nil || in.Para == "" || in.Asunto == "" {
 			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
@@ -111,18 +111,6 @@ func (d *Dependencies) Close() {
 	for _, s := range []*fakehttp.Server{d.Almacen, d.ERP, d.Correo2} {
 		s.Close()
 	}
-}
-
-// succeeded counts the effects a fake answered with a 2xx, by a key the
-// caller derives from the effect (e.g. the order id).
-func succeeded(s *fakehttp.Server, key func(fakehttp.Effect) string) map[string]int {
-	out := map[string]int{}
-	for _, e := range s.Effects() {
-		if e.Response.Status >= 200 && e.Response.Status < 300 {
-			out[key(e)]++
-		}
-	}
-	return out
 }
 
 // calls counts the charge requests the gateway received per order (by the

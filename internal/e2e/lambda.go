@@ -316,10 +316,8 @@ type ESM struct {
 	// let the sandbox run it.
 	Intercept func(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error, handled bool)
 
-	busy         atomic.Int64
-	delivered    atomic.Int64 // messages received, repeats included
-	invocations  atomic.Int64
-	failedBatchs atomic.Int64
+	busy      atomic.Int64
+	delivered atomic.Int64 // messages received, repeats included
 }
 
 // loadESMs reads the templates' SQS event source mappings.
@@ -417,7 +415,6 @@ func (e *ESM) poll(ctx context.Context) {
 // invoke runs one batch and deletes what succeeded. It returns the sandbox
 // to use next (nil after a timeout: the runtime replaces a timed-out one).
 func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, ev events.SQSEvent) *sqsbatch.Processor {
-	e.invocations.Add(1)
 	e.delivered.Add(int64(len(ev.Records)))
 	var resp events.SQSEventResponse
 	var err error
@@ -440,7 +437,6 @@ func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, ev events
 		}
 	}
 	if err != nil || ctx.Err() != nil {
-		e.failedBatchs.Add(1)
 		return sandbox // the whole batch comes back after its visibility timeout
 	}
 	_ = consumertest.Settle(context.WithoutCancel(ctx), e.w.sqs, e.Queue.URL, ev, resp, e.ReportFailures)

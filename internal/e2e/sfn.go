@@ -237,8 +237,8 @@ func (x *Executor) Results() []ExecutionResult {
 // serveTask runs one Task state.
 func (x *Executor) serveTask(rw http.ResponseWriter, r *http.Request) {
 	var in struct {
-		ExecutionArn, State, Resource string
-		Input                         json.RawMessage
+		State, Resource string
+		Input           json.RawMessage
 	}
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		http.Error(rw, err.Error(), 400)

@@ -496,7 +496,7 @@ func (w *World) DLQs() []*Queue {
 			seen[q.DLQ] = true
 		}
 	}
-	for _, arn := range w.bus.dlqARNs() {
+	for _, arn := range w.bus.dlqs {
 		if q := w.queueByARN[arn]; q != nil {
 			seen[q] = true
 		}

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/constructs/cfntemplate"
+	"github.com/mercadofresco/integration/internal/testproc"
 )
 
 // Step is one scripted answer of a Task state: a result, or an error name
@@ -155,21 +155,12 @@ func Run(ctx context.Context, definition []byte, scenarios []Scenario) (*Report,
 }
 
 func nodeBinary() (string, error) {
-	dir, err := os.Getwd()
+	const rel = "node_modules/.bin/node"
+	dir, err := testproc.FindUp(rel)
 	if err != nil {
-		return "", err
+		return "", ErrNoNode
 	}
-	for {
-		bin := filepath.Join(dir, "node_modules", ".bin", "node")
-		if _, err := os.Stat(bin); err == nil {
-			return bin, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", ErrNoNode
-		}
-		dir = parent
-	}
+	return filepath.Join(dir, rel), nil
 }
 
 // Definition renders the DefinitionString of the state machine logicalID

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +36,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mercadofresco/integration/internal/testproc"
 )
 
 // startAttempts bounds the retries when another process grabs the free port
@@ -55,7 +56,7 @@ type Server struct {
 	Client *dynamodb.Client
 
 	cmd     *exec.Cmd
-	stderr  *lockedBuffer
+	stderr  *testproc.Stderr
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
@@ -159,7 +160,7 @@ func (s *Server) Close() error {
 }
 
 func launchOnce(ctx context.Context, bin string) (*Server, error) {
-	port, err := FreePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +179,7 @@ func launchOnce(ctx context.Context, bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	stderr := &lockedBuffer{}
+	stderr := &testproc.Stderr{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -259,16 +260,9 @@ func findBinary() (string, error) {
 	if p, err := exec.LookPath("dynalite"); err == nil {
 		return p, nil
 	}
-	if wd, err := os.Getwd(); err == nil {
-		for dir := wd; ; dir = filepath.Dir(dir) {
-			p := filepath.Join(dir, "node_modules", ".bin", "dynalite")
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
+	const rel = "node_modules/.bin/dynalite"
+	if dir, err := testproc.FindUp(rel); err == nil {
+		return filepath.Join(dir, rel), nil
 	}
 	return "", errors.New("dynalite not found: set $DYNALITE, put it on $PATH or run `npm ci` in the repository root")
 }
@@ -296,28 +290,6 @@ var guardPath = sync.OnceValues(func() (string, error) {
 	}
 	return path, os.Rename(f.Name(), path)
 })
-
-// lockedBuffer collects stderr for error messages; exec writes to it from
-// its own goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() < 64<<10 {
-		b.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // RunMain is a test package's TestMain with one dynalite for all its
 // tests: it launches the server (into *srv), runs the tests, stops it and
@@ -348,16 +320,4 @@ func (s *Server) NewTable(tb testing.TB, prefix, partitionKey, sortKey string) s
 	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), tableSeq.Add(1))
 	s.CreateTableWithSortKey(tb, name, partitionKey, sortKey)
 	return name
-}
-
-// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago (for
-// dynalite and internal/redistest's servers). Another process may take it
-// before the server binds, so callers retry a failed start.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/awsfake"
+	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
@@ -83,7 +84,7 @@ func (w *World) startExecutor(ctx context.Context, onDone func(ExecutionResult))
 	x.task = httptest.NewServer(http.HandlerFunc(x.serveTask))
 	w.t.Cleanup(x.task.Close)
 
-	root, err := repoRoot()
+	root, err := testproc.FindUp("go.mod")
 	if err != nil {
 		w.fatalf("%v", err)
 	}

@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -91,7 +91,7 @@ func startServer(t testing.TB, useTLS bool) *Server {
 	var err error
 	for range 5 {
 		var port int
-		if port, err = dynalitetest.FreePort(); err != nil {
+		if port, err = testproc.FreePort(); err != nil {
 			continue
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))

@@ -126,7 +126,7 @@ func (s *Server) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sort
 		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(sortKey), AttributeType: types.ScalarAttributeTypeS})
 		keys = append(keys, types.KeySchemaElement{AttributeName: aws.String(sortKey), KeyType: types.KeyTypeRange})
 	}
-	_, err := s.Client.CreateTable(ctx, &dynamodb.CreateTableInput{
+	err := s.Create(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          types.BillingModePayPerRequest,
 		AttributeDefinitions: defs,
@@ -135,13 +135,21 @@ func (s *Server) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sort
 	if err != nil {
 		tb.Fatalf("dynalitetest: create table %s: %v", table, err)
 	}
+}
+
+// Create creates the table that in describes and waits until it is ACTIVE.
+func (s *Server) Create(ctx context.Context, in *dynamodb.CreateTableInput) error {
+	if _, err := s.Client.CreateTable(ctx, in); err != nil {
+		return err
+	}
 	waiter := dynamodb.NewTableExistsWaiter(s.Client, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay = 20 * time.Millisecond
 		o.MaxDelay = 200 * time.Millisecond
 	})
-	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, readyTimeout); err != nil {
-		tb.Fatalf("dynalitetest: wait for table %s: %v", table, err)
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, readyTimeout); err != nil {
+		return fmt.Errorf("not ACTIVE: %w", err)
 	}
+	return nil
 }
 
 // Close stops dynalite (SIGTERM, then SIGKILL after two seconds) and waits

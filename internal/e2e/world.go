@@ -194,14 +194,8 @@ func (w *World) createTables() {
 		name := physicalName(r, "TableName")
 		in.TableName = aws.String(name)
 		in.BillingMode = ddbtypes.BillingModePayPerRequest
-		if _, err := w.ddb.Client.CreateTable(ctx, &in); err != nil {
+		if err := w.ddb.Create(ctx, &in); err != nil {
 			w.fatalf("create table %s: %v", name, err)
-		}
-		waiter := dynamodb.NewTableExistsWaiter(w.ddb.Client, func(o *dynamodb.TableExistsWaiterOptions) {
-			o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
-		})
-		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, 30*time.Second); err != nil {
-			w.fatalf("table %s: %v", name, err)
 		}
 	}
 }

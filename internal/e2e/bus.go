@@ -131,16 +131,7 @@ func (w *World) loadBus() *Bus {
 		conn := str(m["ConnectionArn"])
 		for _, c := range w.app.Resources("AWS::Events::Connection") {
 			if ca, _ := w.Locals().GetAtt(c, "Arn"); ca == conn {
-				p, _ := w.resolve(c, c.Prop("AuthParameters"))
-				raw, _ := json.Marshal(p)
-				var auth struct {
-					ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
-				}
-				_ = json.Unmarshal(raw, &auth)
-				d.connectionHeader = auth.ApiKeyAuthParameters.ApiKeyName
-				if d.connectionKey, err = w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue); err != nil {
-					w.fatalf("%s: %v", c.Path(), err)
-				}
+				d.connectionHeader, d.connectionKey = w.connectionAPIKey(c)
 			}
 		}
 		if d.connectionHeader == "" {
@@ -565,30 +556,23 @@ func (tr *transformer) apply(event map[string]any) ([]byte, error) {
 			vals[k] = v
 		}
 	}
-	out := fillTemplate(tr.Template, func(name string) (any, bool) { v, ok := vals[name]; return v, ok })
-	if !json.Valid(out) {
-		return nil, fmt.Errorf("input template produced invalid JSON: %s", out)
-	}
-	return out, nil
+	return fillTemplate(tr.Template, func(name string) (any, bool) { v, ok := vals[name]; return v, ok })
 }
 
 func pipeTemplate(tpl string, rec map[string]any) ([]byte, error) {
-	out := fillTemplate(tpl, func(name string) (any, bool) {
+	return fillTemplate(tpl, func(name string) (any, bool) {
 		if !strings.HasPrefix(name, "$.") {
 			return nil, false
 		}
 		return jsonPath(rec, name)
 	})
-	if !json.Valid(out) {
-		return nil, fmt.Errorf("input template produced invalid JSON: %s", out)
-	}
-	return out, nil
 }
 
 // fillTemplate replaces <name> placeholders as EventBridge does: inside a
 // JSON string a string value goes in as is; elsewhere the value's JSON.
 // A placeholder without a value becomes null (or nothing inside a string).
-func fillTemplate(tpl string, value func(string) (any, bool)) []byte {
+// A result that is not JSON is an error.
+func fillTemplate(tpl string, value func(string) (any, bool)) ([]byte, error) {
 	var out bytes.Buffer
 	inString := false
 	for i := 0; i < len(tpl); i++ {
@@ -628,7 +612,10 @@ func fillTemplate(tpl string, value func(string) (any, bool)) []byte {
 		}
 		out.WriteByte(c)
 	}
-	return out.Bytes()
+	if !json.Valid(out.Bytes()) {
+		return nil, fmt.Errorf("input template produced invalid JSON: %s", out.Bytes())
+	}
+	return out.Bytes(), nil
 }
 
 func isPlaceholder(name string) bool {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -198,9 +199,5 @@ func (h *Webhook) Close() { h.srv.Close() }
 func (h *Webhook) Events() (map[string]string, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make(map[string]string, len(h.events))
-	for k, v := range h.events {
-		out[k] = v
-	}
-	return out, h.deliveries
+	return maps.Clone(h.events), h.deliveries
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -125,13 +126,9 @@ func (w *World) loadFunctions() {
 }
 
 func (w *World) note(format string, args ...any) {
-	s := fmt.Sprintf(format, args...)
-	for _, o := range w.overrides {
-		if o == s {
-			return
-		}
+	if s := fmt.Sprintf(format, args...); !slices.Contains(w.overrides, s) {
+		w.overrides = append(w.overrides, s)
 	}
-	w.overrides = append(w.overrides, s)
 }
 
 // override applies the run's changes to a function's environment, the only

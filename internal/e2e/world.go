@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http/httptest"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -414,26 +415,32 @@ func (w *World) startDependencies() {
 	}
 	w.deps = newDependencies(w.opts.Seed, keys, sesConfigSet, opts...)
 	w.t.Cleanup(w.deps.Close)
-	// The API destination's connection reads its key with a dynamic
-	// reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).
 	for _, c := range w.app.Resources("AWS::Events::Connection") {
-		p, err := w.resolve(c, c.Prop("AuthParameters"))
-		if err != nil {
-			w.fatalf("%v", err)
-		}
-		b, _ := json.Marshal(p)
-		var auth struct {
-			ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
-		}
-		_ = json.Unmarshal(b, &auth)
-		v, err := w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue)
-		if err != nil {
-			w.fatalf("connection %s: %v", c.Path(), err)
-		}
+		_, key := w.connectionAPIKey(c)
 		w.deps.mu.Lock()
-		w.deps.webhookKey = v
+		w.deps.webhookKey = key
 		w.deps.mu.Unlock()
 	}
+}
+
+// connectionAPIKey is the header and the value of an EventBridge
+// connection's API key authorization; the connection reads the value with
+// a dynamic reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).
+func (w *World) connectionAPIKey(c *cfnlocal.Resource) (header, value string) {
+	p, err := w.resolve(c, c.Prop("AuthParameters"))
+	if err != nil {
+		w.fatalf("%v", err)
+	}
+	b, _ := json.Marshal(p)
+	var auth struct {
+		ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
+	}
+	_ = json.Unmarshal(b, &auth)
+	value, err = w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue)
+	if err != nil {
+		w.fatalf("connection %s: %v", c.Path(), err)
+	}
+	return auth.ApiKeyAuthParameters.ApiKeyName, value
 }
 
 // dynamicReference resolves {{resolve:secretsmanager:<id>:SecretString:<key>::}}
@@ -493,10 +500,5 @@ func (w *World) DLQs() []*Queue {
 			seen[q] = true
 		}
 	}
-	var out []*Queue
-	for q := range seen {
-		out = append(out, q)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return slices.SortedFunc(maps.Keys(seen), func(a, b *Queue) int { return strings.Compare(a.Name, b.Name) })
 }

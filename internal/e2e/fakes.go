@@ -37,16 +37,6 @@ type Dependencies struct {
 	webhookKey string
 }
 
-func bearer(key string) fakehttp.Option {
-	return fakehttp.WithPrecheck(func(r fakehttp.Request) *fakehttp.Response {
-		if r.Header.Get("Authorization") != "Bearer "+key {
-			resp := fakehttp.JSON(401, `{"codigo":"no_autorizado","mensaje":"bad API key"}`)
-			return &resp
-		}
-		return nil
-	})
-}
-
 // newDependencies starts the fakes with their API keys (the values of the
 // secrets the functions read); opts (the key store's mode and clock) apply
 // to every fakehttp server.
@@ -69,7 +59,7 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, o
 			(*f)(in.PedidoID)
 		}
 		return resp
-	}, with(fakehttp.WithSeed(seed+1), bearer(keys["ALMACEN"]))...)
+	}, with(fakehttp.WithSeed(seed+1), fakehttp.WithBearer(keys["ALMACEN"]))...)
 
 	var avisos atomic.Int64
 	d.ERP = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
@@ -81,7 +71,7 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, o
 			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
 		}
 		return fakehttp.JSON(201, fmt.Sprintf(`{"id":"aviso-%d"}`, avisos.Add(1)))
-	}, with(fakehttp.WithSeed(seed+2), bearer(keys["ERP"]))...)
+	}, with(fakehttp.WithSeed(seed+2), fakehttp.WithBearer(keys["ERP"]))...)
 
 	d.ERPWebhook = newWebhook(func() string {
 		d.mu.Lock()
@@ -98,7 +88,7 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, o
 			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
 		}
 		return fakehttp.JSON(202, fmt.Sprintf(`{"id":"correo-%d"}`, correos.Add(1)))
-	}, with(fakehttp.WithSeed(seed+4), bearer(keys["CORREO_SECUNDARIO"]))...)
+	}, with(fakehttp.WithSeed(seed+4), fakehttp.WithBearer(keys["CORREO_SECUNDARIO"]))...)
 
 	d.SES = fakeses.New(sesConfigSet, with(fakehttp.WithSeed(seed+5))...)
 	return d

@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mercadofresco/integration/internal/awsfake"
@@ -317,18 +316,7 @@ func secretKey(v string) string {
 // cluster-wide and two runs may share this PostgreSQL.
 func (w *World) setUpDatabase() {
 	ctx := context.Background()
-	w.db = pgtest.UniqueName("mf_e2e_")
-	if err := pgtest.EnsureDatabase(ctx, w.db); err != nil {
-		w.fatalf("tests need PostgreSQL (scripts/services.sh): %v", err)
-	}
-	w.t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), pgtest.DSN("postgres", ""))
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{w.db}.Sanitize()+" WITH (FORCE)")
-	})
+	w.db = pgtest.NewDatabase(w.t, "mf_e2e_")
 	var res *cfnlocal.Resource
 	for _, r := range w.app.Resources("Custom::OutboxEsquema") {
 		res = r

@@ -119,11 +119,7 @@ func (w *World) loadBus() *Bus {
 	b.stop, b.cancel = context.WithCancel(context.Background())
 	for _, r := range w.app.Resources("AWS::Events::ApiDestination") {
 		arn, _ := w.Locals().GetAtt(r, "Arn")
-		p, err := w.resolve(r, r.Properties)
-		if err != nil {
-			w.fatalf("%s: %v", r.Path(), err)
-		}
-		m := p.(map[string]any)
+		m := w.resolve(r, r.Properties).(map[string]any)
 		d := &apiDestination{Method: str(m["HttpMethod"]), Endpoint: str(m["InvocationEndpoint"])}
 		if rate, ok := m["InvocationRateLimitPerSecond"].(float64); ok {
 			d.limiter = newLimiter(rate * w.opts.WaitScale)
@@ -148,11 +144,7 @@ func (w *World) loadBus() *Bus {
 		b.rules = append(b.rules, b.loadRule(r))
 	}
 	for _, r := range w.app.Resources("AWS::SNS::Subscription") {
-		p, err := w.resolve(r, r.Properties)
-		if err != nil {
-			w.fatalf("%s: %v", r.Path(), err)
-		}
-		m := p.(map[string]any)
+		m := w.resolve(r, r.Properties).(map[string]any)
 		t := b.topics[str(m["TopicArn"])]
 		if t == nil {
 			w.fatalf("%s: unknown topic %v", r.Path(), m["TopicArn"])
@@ -188,17 +180,13 @@ func str(v any) string { s, _ := v.(string); return s }
 
 func (b *Bus) loadRule(r *cfnlocal.Resource) *Rule {
 	w := b.w
-	p, err := w.resolve(r, r.Properties)
-	if err != nil {
-		w.fatalf("%s: %v", r.Path(), err)
-	}
-	m := p.(map[string]any)
-	rule := &Rule{Name: str(m["Name"]), Bus: w.busName(str(m["EventBusName"]))}
-	rule.Name = cmp.Or(rule.Name, r.LogicalID)
+	m := w.resolve(r, r.Properties).(map[string]any)
+	rule := &Rule{Name: cmp.Or(str(m["Name"]), r.LogicalID), Bus: w.busName(str(m["EventBusName"]))}
 	pat, _ := m["EventPattern"].(map[string]any)
 	if pat == nil {
 		w.fatalf("%s: scheduled rules are not played", r.Path())
 	}
+	var err error
 	if rule.Pattern, err = eventpattern.CompileValue(pat); err != nil {
 		w.fatalf("%s: %v", r.Path(), err)
 	}
@@ -268,11 +256,7 @@ func (b *Bus) loadRule(r *cfnlocal.Resource) *Rule {
 
 func (b *Bus) loadPipe(r *cfnlocal.Resource) *Pipe {
 	w := b.w
-	p, err := w.resolve(r, r.Properties)
-	if err != nil {
-		w.fatalf("%s: %v", r.Path(), err)
-	}
-	raw, _ := json.Marshal(p)
+	raw, _ := json.Marshal(w.resolve(r, r.Properties))
 	var spec struct {
 		Name             string
 		Target           string

@@ -112,8 +112,14 @@ type World struct {
 // Locals is the World's cfnlocal.Locals.
 func (w *World) Locals() cfnlocal.Locals { return locals{w} }
 
-func (w *World) resolve(r *cfnlocal.Resource, v any) (any, error) {
-	return w.app.Resolve(r.Stack, v, w.Locals())
+// resolve is v, a value of r's template, with its references resolved; a
+// reference without a local meaning fails the run.
+func (w *World) resolve(r *cfnlocal.Resource, v any) any {
+	out, err := w.app.Resolve(r.Stack, v, w.Locals())
+	if err != nil {
+		w.fatalf("%s: %v", r.Path(), err)
+	}
+	return out
 }
 
 func (w *World) resolveString(r *cfnlocal.Resource, v any) (string, error) {
@@ -324,11 +330,7 @@ func (w *World) setUpDatabase() {
 	if res == nil {
 		w.fatalf("no Custom::OutboxEsquema in the templates")
 	}
-	props, err := w.resolve(res, map[string]any{"Roles": res.Prop("Roles")})
-	if err != nil {
-		w.fatalf("%v", err)
-	}
-	tr := props.(map[string]any)["Roles"].(map[string]any)
+	tr := w.resolve(res, res.Prop("Roles")).(map[string]any)
 	str := func(k string) string { s, _ := tr[k].(string); return s }
 	w.tplRoles = outboxapi.Roles{Owner: str("owner"), Publisher: str("publisher"), Cleanup: str("cleanup"), Writer: str("writer")}
 	prefix := "e2e" + strings.TrimPrefix(w.db, "mf_e2e_") + "_"
@@ -415,16 +417,12 @@ func (w *World) startDependencies() {
 // connection's API key authorization; the connection reads the value with
 // a dynamic reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).
 func (w *World) connectionAPIKey(c *cfnlocal.Resource) (header, value string) {
-	p, err := w.resolve(c, c.Prop("AuthParameters"))
-	if err != nil {
-		w.fatalf("%v", err)
-	}
-	b, _ := json.Marshal(p)
+	b, _ := json.Marshal(w.resolve(c, c.Prop("AuthParameters")))
 	var auth struct {
 		ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
 	}
 	_ = json.Unmarshal(b, &auth)
-	value, err = w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue)
+	value, err := w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue)
 	if err != nil {
 		w.fatalf("connection %s: %v", c.Path(), err)
 	}

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,14 +90,7 @@ type Result struct {
 func (r *Result) CallCount(state string) int { return len(r.Calls[state]) }
 
 // Entered reports whether the execution entered state.
-func (r *Result) Entered(state string) bool {
-	for _, s := range r.States {
-		if s == state {
-			return true
-		}
-	}
-	return false
-}
+func (r *Result) Entered(state string) bool { return slices.Contains(r.States, state) }
 
 // Report is the harness's answer.
 type Report struct {

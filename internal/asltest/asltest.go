@@ -14,14 +14,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/mercadofresco/integration/constructs/cfntemplate"
+	"github.com/mercadofresco/integration/internal/testproc"
 )
 
 // Step is one scripted answer of a Task state: a result, or an error name
@@ -89,14 +90,7 @@ type Result struct {
 func (r *Result) CallCount(state string) int { return len(r.Calls[state]) }
 
 // Entered reports whether the execution entered state.
-func (r *Result) Entered(state string) bool {
-	for _, s := range r.States {
-		if s == state {
-			return true
-		}
-	}
-	return false
-}
+func (r *Result) Entered(state string) bool { return slices.Contains(r.States, state) }
 
 // Report is the harness's answer.
 type Report struct {
@@ -155,21 +149,12 @@ func Run(ctx context.Context, definition []byte, scenarios []Scenario) (*Report,
 }
 
 func nodeBinary() (string, error) {
-	dir, err := os.Getwd()
+	const rel = "node_modules/.bin/node"
+	dir, err := testproc.FindUp(rel)
 	if err != nil {
-		return "", err
+		return "", ErrNoNode
 	}
-	for {
-		bin := filepath.Join(dir, "node_modules", ".bin", "node")
-		if _, err := os.Stat(bin); err == nil {
-			return bin, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", ErrNoNode
-		}
-		dir = parent
-	}
+	return filepath.Join(dir, rel), nil
 }
 
 // Definition renders the DefinitionString of the state machine logicalID

@@ -79,29 +79,6 @@ type Server struct {
 
 	mu         sync.Mutex
 	executions map[string]Execution // by execution ARN
-	calls      map[string]int
-}
-
-// Calls returns how many times each operation was called.
-func (s *Server) Calls() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.calls))
-	for k, v := range s.calls {
-		out[k] = v
-	}
-	return out
-}
-
-// Executions returns the executions started so far.
-func (s *Server) Executions() []Execution {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Execution, 0, len(s.executions))
-	for _, e := range s.executions {
-		out = append(out, e)
-	}
-	return out
 }
 
 func (s *Server) now() time.Time {
@@ -119,12 +96,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 400, "SerializationException", err.Error())
 		return
 	}
-	s.mu.Lock()
-	if s.calls == nil {
-		s.calls = map[string]int{}
-	}
-	s.calls[target]++
-	s.mu.Unlock()
 	switch target {
 	case "AWSEvents.PutEvents":
 		s.putEvents(w, r, body)
@@ -222,13 +193,12 @@ func (s *Server) startExecution(w http.ResponseWriter, r *http.Request, body []b
 	if s.executions == nil {
 		s.executions = map[string]Execution{}
 	}
-	if prev, dup := s.executions[arn]; dup {
+	if _, dup := s.executions[arn]; dup {
 		s.mu.Unlock()
 		// A standard workflow answers a repeat with the same input by
 		// returning the running execution; any other repeat (finished, or
 		// different input) is ExecutionAlreadyExists. Locally every repeat
 		// is the latter, the stricter answer.
-		_ = prev
 		writeError(w, 400, "ExecutionAlreadyExists", "Execution Already Exists: '"+arn+"'")
 		return
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/mercadofresco/integration/internal/testproc"
 )
 
 // Main runs the package's tests, then the cleanup functions, then closes
@@ -28,7 +30,8 @@ import (
 // `go test` starts: `make test` does that. Run directly with another Node
 // first on PATH, Main says so on stderr (the tests still run).
 func Main(m *testing.M, cleanup ...func()) {
-	if bin, ok := nodeBin(); ok {
+	if dir, err := testproc.FindUp("node_modules/.bin/node"); err == nil {
+		bin := filepath.Join(dir, "node_modules", ".bin")
 		if found, err := exec.LookPath("node"); err == nil && filepath.Dir(found) != bin {
 			fmt.Fprintf(os.Stderr, "cdktest: jsii runs on %s, not the project's pinned Node in %s; run tests with `make test` or PATH=%s:$PATH\n", found, bin, bin)
 		}
@@ -40,26 +43,6 @@ func Main(m *testing.M, cleanup ...func()) {
 	}
 	jsii.Close()
 	os.Exit(code)
-}
-
-// nodeBin finds node_modules/.bin in the nearest directory above the working
-// directory that has one.
-func nodeBin() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		bin := filepath.Join(dir, "node_modules", ".bin")
-		if _, err := os.Stat(filepath.Join(bin, "node")); err == nil {
-			return bin, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
 }
 
 // Account and Region of the test stacks: placeholders, never contacted.

@@ -11,7 +11,6 @@ import "github.com/mercadofresco/integration/constructs/cfntemplate"
 // The template types and functions, as in constructs/cfntemplate.
 type (
 	App      = cfntemplate.App
-	Template = cfntemplate.Template
 	Resource = cfntemplate.Resource
 	Locals   = cfntemplate.Locals
 )

@@ -357,13 +357,7 @@ const APIKey = "k-test"
 // any request without "Authorization: Bearer " + APIKey.
 func FakeDependency(t testing.TB, seed uint64, h fakehttp.Handler) *fakehttp.Server {
 	t.Helper()
-	srv := fakehttp.New(h, fakehttp.WithSeed(seed), fakehttp.WithPrecheck(func(r fakehttp.Request) *fakehttp.Response {
-		if r.Header.Get("Authorization") != "Bearer "+APIKey {
-			resp := fakehttp.JSON(401, `{"codigo":"no_autorizado"}`)
-			return &resp
-		}
-		return nil
-	}))
+	srv := fakehttp.New(h, fakehttp.WithSeed(seed), fakehttp.WithBearer(APIKey))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +36,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mercadofresco/integration/internal/testproc"
 )
 
 // startAttempts bounds the retries when another process grabs the free port
@@ -55,7 +56,7 @@ type Server struct {
 	Client *dynamodb.Client
 
 	cmd     *exec.Cmd
-	stderr  *lockedBuffer
+	stderr  *testproc.Stderr
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
@@ -125,7 +126,7 @@ func (s *Server) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sort
 		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(sortKey), AttributeType: types.ScalarAttributeTypeS})
 		keys = append(keys, types.KeySchemaElement{AttributeName: aws.String(sortKey), KeyType: types.KeyTypeRange})
 	}
-	_, err := s.Client.CreateTable(ctx, &dynamodb.CreateTableInput{
+	err := s.Create(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          types.BillingModePayPerRequest,
 		AttributeDefinitions: defs,
@@ -134,13 +135,21 @@ func (s *Server) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sort
 	if err != nil {
 		tb.Fatalf("dynalitetest: create table %s: %v", table, err)
 	}
+}
+
+// Create creates the table that in describes and waits until it is ACTIVE.
+func (s *Server) Create(ctx context.Context, in *dynamodb.CreateTableInput) error {
+	if _, err := s.Client.CreateTable(ctx, in); err != nil {
+		return err
+	}
 	waiter := dynamodb.NewTableExistsWaiter(s.Client, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay = 20 * time.Millisecond
 		o.MaxDelay = 200 * time.Millisecond
 	})
-	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, readyTimeout); err != nil {
-		tb.Fatalf("dynalitetest: wait for table %s: %v", table, err)
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, readyTimeout); err != nil {
+		return fmt.Errorf("not ACTIVE: %w", err)
 	}
+	return nil
 }
 
 // Close stops dynalite (SIGTERM, then SIGKILL after two seconds) and waits
@@ -159,7 +168,7 @@ func (s *Server) Close() error {
 }
 
 func launchOnce(ctx context.Context, bin string) (*Server, error) {
-	port, err := FreePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +187,7 @@ func launchOnce(ctx context.Context, bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	stderr := &lockedBuffer{}
+	stderr := &testproc.Stderr{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -259,16 +268,9 @@ func findBinary() (string, error) {
 	if p, err := exec.LookPath("dynalite"); err == nil {
 		return p, nil
 	}
-	if wd, err := os.Getwd(); err == nil {
-		for dir := wd; ; dir = filepath.Dir(dir) {
-			p := filepath.Join(dir, "node_modules", ".bin", "dynalite")
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
+	const rel = "node_modules/.bin/dynalite"
+	if dir, err := testproc.FindUp(rel); err == nil {
+		return filepath.Join(dir, rel), nil
 	}
 	return "", errors.New("dynalite not found: set $DYNALITE, put it on $PATH or run `npm ci` in the repository root")
 }
@@ -296,28 +298,6 @@ var guardPath = sync.OnceValues(func() (string, error) {
 	}
 	return path, os.Rename(f.Name(), path)
 })
-
-// lockedBuffer collects stderr for error messages; exec writes to it from
-// its own goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() < 64<<10 {
-		b.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // RunMain is a test package's TestMain with one dynalite for all its
 // tests: it launches the server (into *srv), runs the tests, stops it and
@@ -348,16 +328,4 @@ func (s *Server) NewTable(tb testing.TB, prefix, partitionKey, sortKey string) s
 	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), tableSeq.Add(1))
 	s.CreateTableWithSortKey(tb, name, partitionKey, sortKey)
 	return name
-}
-
-// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago (for
-// dynalite and internal/redistest's servers). Another process may take it
-// before the server binds, so callers retry a failed start.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

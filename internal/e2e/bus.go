@@ -44,8 +44,6 @@ type Bus struct {
 	abandoned atomic.Int64 // deliveries still retrying when the run stopped
 	inflight  sync.WaitGroup
 	pending   atomic.Int64
-	delivered sync.Map // target id -> *atomic.Int64
-	failures  atomic.Int64
 	webhook   *http.Client
 }
 
@@ -101,8 +99,6 @@ type Pipe struct {
 	Bus        string
 	Source     string
 	DetailType string
-	Matched    atomic.Int64
-	Dropped    atomic.Int64
 }
 
 func (w *World) busName(v string) string {
@@ -123,11 +119,7 @@ func (w *World) loadBus() *Bus {
 	b.stop, b.cancel = context.WithCancel(context.Background())
 	for _, r := range w.app.Resources("AWS::Events::ApiDestination") {
 		arn, _ := w.Locals().GetAtt(r, "Arn")
-		p, err := w.resolve(r, r.Properties)
-		if err != nil {
-			w.fatalf("%s: %v", r.Path(), err)
-		}
-		m := p.(map[string]any)
+		m := w.resolve(r, r.Properties).(map[string]any)
 		d := &apiDestination{Method: str(m["HttpMethod"]), Endpoint: str(m["InvocationEndpoint"])}
 		if rate, ok := m["InvocationRateLimitPerSecond"].(float64); ok {
 			d.limiter = newLimiter(rate * w.opts.WaitScale)
@@ -135,16 +127,7 @@ func (w *World) loadBus() *Bus {
 		conn := str(m["ConnectionArn"])
 		for _, c := range w.app.Resources("AWS::Events::Connection") {
 			if ca, _ := w.Locals().GetAtt(c, "Arn"); ca == conn {
-				p, _ := w.resolve(c, c.Prop("AuthParameters"))
-				raw, _ := json.Marshal(p)
-				var auth struct {
-					ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
-				}
-				_ = json.Unmarshal(raw, &auth)
-				d.connectionHeader = auth.ApiKeyAuthParameters.ApiKeyName
-				if d.connectionKey, err = w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue); err != nil {
-					w.fatalf("%s: %v", c.Path(), err)
-				}
+				d.connectionHeader, d.connectionKey = w.connectionAPIKey(c)
 			}
 		}
 		if d.connectionHeader == "" {
@@ -161,11 +144,7 @@ func (w *World) loadBus() *Bus {
 		b.rules = append(b.rules, b.loadRule(r))
 	}
 	for _, r := range w.app.Resources("AWS::SNS::Subscription") {
-		p, err := w.resolve(r, r.Properties)
-		if err != nil {
-			w.fatalf("%s: %v", r.Path(), err)
-		}
-		m := p.(map[string]any)
+		m := w.resolve(r, r.Properties).(map[string]any)
 		t := b.topics[str(m["TopicArn"])]
 		if t == nil {
 			w.fatalf("%s: unknown topic %v", r.Path(), m["TopicArn"])
@@ -201,17 +180,13 @@ func str(v any) string { s, _ := v.(string); return s }
 
 func (b *Bus) loadRule(r *cfnlocal.Resource) *Rule {
 	w := b.w
-	p, err := w.resolve(r, r.Properties)
-	if err != nil {
-		w.fatalf("%s: %v", r.Path(), err)
-	}
-	m := p.(map[string]any)
-	rule := &Rule{Name: str(m["Name"]), Bus: w.busName(str(m["EventBusName"]))}
-	rule.Name = cmp.Or(rule.Name, r.LogicalID)
+	m := w.resolve(r, r.Properties).(map[string]any)
+	rule := &Rule{Name: cmp.Or(str(m["Name"]), r.LogicalID), Bus: w.busName(str(m["EventBusName"]))}
 	pat, _ := m["EventPattern"].(map[string]any)
 	if pat == nil {
 		w.fatalf("%s: scheduled rules are not played", r.Path())
 	}
+	var err error
 	if rule.Pattern, err = eventpattern.CompileValue(pat); err != nil {
 		w.fatalf("%s: %v", r.Path(), err)
 	}
@@ -281,11 +256,7 @@ func (b *Bus) loadRule(r *cfnlocal.Resource) *Rule {
 
 func (b *Bus) loadPipe(r *cfnlocal.Resource) *Pipe {
 	w := b.w
-	p, err := w.resolve(r, r.Properties)
-	if err != nil {
-		w.fatalf("%s: %v", r.Path(), err)
-	}
-	raw, _ := json.Marshal(p)
+	raw, _ := json.Marshal(w.resolve(r, r.Properties))
 	var spec struct {
 		Name             string
 		Target           string
@@ -293,9 +264,8 @@ func (b *Bus) loadPipe(r *cfnlocal.Resource) *Pipe {
 			FilterCriteria struct{ Filters []struct{ Pattern string } }
 		}
 		TargetParameters struct {
-			InputTemplate                   string
-			EventBridgeEventBusParameters   struct{ DetailType, Source string }
-			SqsQueueParameters, Lambda, ECS any
+			InputTemplate                 string
+			EventBridgeEventBusParameters struct{ DetailType, Source string }
 		}
 		Enrichment string
 	}
@@ -316,8 +286,6 @@ func (b *Bus) loadPipe(r *cfnlocal.Resource) *Pipe {
 	}
 	return pipe
 }
-
-func (b *Bus) dlqARNs() []string { return b.dlqs }
 
 // Route implements awsfake.Router: the event goes to every matching rule's
 // targets of its bus, Copies times each, asynchronously (as EventBridge
@@ -367,11 +335,6 @@ func (b *Bus) Stop() {
 // Abandoned is the number of deliveries Stop ended.
 func (b *Bus) Abandoned() int64 { return b.abandoned.Load() }
 
-func (b *Bus) count(id string) {
-	v, _ := b.delivered.LoadOrStore(id, new(atomic.Int64))
-	v.(*atomic.Int64).Add(1)
-}
-
 // errNoRetry marks a delivery failure EventBridge does not retry (a 4xx
 // other than 429 from an API destination).
 var errNoRetry = errors.New("not retryable")
@@ -387,10 +350,8 @@ func (b *Bus) deliver(t *Target, event map[string]any, raw []byte, at time.Time)
 	for attempt := 0; ; attempt++ {
 		err = b.send(ctx, t, event, input)
 		if err == nil {
-			b.count(t.Rule.Name + "/" + t.ID)
 			return
 		}
-		b.failures.Add(1)
 		if errors.Is(err, errNoRetry) || attempt >= t.MaxRetries || b.w.clock.Now().Sub(at) > t.MaxAge {
 			b.deadLetter(t, raw, "RETRIES_EXHAUSTED", err, attempt)
 			return
@@ -551,10 +512,8 @@ func (b *Bus) Stream(ctx context.Context, records []map[string]any) error {
 				matched = matched || f.MatchValue(rec)
 			}
 			if !matched {
-				p.Dropped.Add(1)
 				continue
 			}
-			p.Matched.Add(1)
 			detail, err := pipeTemplate(p.Template, rec)
 			if err != nil {
 				return fmt.Errorf("pipe %s: %w", p.Name, err)
@@ -581,30 +540,23 @@ func (tr *transformer) apply(event map[string]any) ([]byte, error) {
 			vals[k] = v
 		}
 	}
-	out := fillTemplate(tr.Template, func(name string) (any, bool) { v, ok := vals[name]; return v, ok })
-	if !json.Valid(out) {
-		return nil, fmt.Errorf("input template produced invalid JSON: %s", out)
-	}
-	return out, nil
+	return fillTemplate(tr.Template, func(name string) (any, bool) { v, ok := vals[name]; return v, ok })
 }
 
 func pipeTemplate(tpl string, rec map[string]any) ([]byte, error) {
-	out := fillTemplate(tpl, func(name string) (any, bool) {
+	return fillTemplate(tpl, func(name string) (any, bool) {
 		if !strings.HasPrefix(name, "$.") {
 			return nil, false
 		}
 		return jsonPath(rec, name)
 	})
-	if !json.Valid(out) {
-		return nil, fmt.Errorf("input template produced invalid JSON: %s", out)
-	}
-	return out, nil
 }
 
 // fillTemplate replaces <name> placeholders as EventBridge does: inside a
 // JSON string a string value goes in as is; elsewhere the value's JSON.
 // A placeholder without a value becomes null (or nothing inside a string).
-func fillTemplate(tpl string, value func(string) (any, bool)) []byte {
+// A result that is not JSON is an error.
+func fillTemplate(tpl string, value func(string) (any, bool)) ([]byte, error) {
 	var out bytes.Buffer
 	inString := false
 	for i := 0; i < len(tpl); i++ {
@@ -644,7 +596,10 @@ func fillTemplate(tpl string, value func(string) (any, bool)) []byte {
 		}
 		out.WriteByte(c)
 	}
-	return out.Bytes()
+	if !json.Valid(out.Bytes()) {
+		return nil, fmt.Errorf("input template produced invalid JSON: %s", out.Bytes())
+	}
+	return out.Bytes(), nil
 }
 
 func isPlaceholder(name string) bool {

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -121,12 +121,7 @@ func runConsumer(deadline time.Duration, answer io.Writer) error {
 func (w *World) childCmd(f *Function, mode string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0])
 	env := os.Environ()
-	keys := make([]string, 0, len(f.Env))
-	for k := range f.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(f.Env)) {
 		env = append(env, k+"="+f.Env[k])
 	}
 	cmd.Env = append(env, envChild+"="+mode, envDeadline+"="+f.Deadline.String(), envEntry+"="+f.Entry)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/internal/testseed"
 )
 
@@ -59,7 +60,7 @@ func TestOrderFlow(t *testing.T) {
 	default:
 		t.Fatalf("-e2e.keys=%q: want ignore or honour", *flagKeys)
 	}
-	root, err := repoRoot()
+	root, err := testproc.FindUp("go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

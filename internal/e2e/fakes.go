@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,16 +37,6 @@ type Dependencies struct {
 	webhookKey string
 }
 
-func bearer(key string) fakehttp.Option {
-	return fakehttp.WithPrecheck(func(r fakehttp.Request) *fakehttp.Response {
-		if r.Header.Get("Authorization") != "Bearer "+key {
-			resp := fakehttp.JSON(401, `{"codigo":"no_autorizado","mensaje":"bad API key"}`)
-			return &resp
-		}
-		return nil
-	})
-}
-
 // newDependencies starts the fakes with their API keys (the values of the
 // secrets the functions read); opts (the key store's mode and clock) apply
 // to every fakehttp server.
@@ -68,7 +59,7 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, o
 			(*f)(in.PedidoID)
 		}
 		return resp
-	}, with(fakehttp.WithSeed(seed+1), bearer(keys["ALMACEN"]))...)
+	}, with(fakehttp.WithSeed(seed+1), fakehttp.WithBearer(keys["ALMACEN"]))...)
 
 	var avisos atomic.Int64
 	d.ERP = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
@@ -80,7 +71,7 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, o
 			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
 		}
 		return fakehttp.JSON(201, fmt.Sprintf(`{"id":"aviso-%d"}`, avisos.Add(1)))
-	}, with(fakehttp.WithSeed(seed+2), bearer(keys["ERP"]))...)
+	}, with(fakehttp.WithSeed(seed+2), fakehttp.WithBearer(keys["ERP"]))...)
 
 	d.ERPWebhook = newWebhook(func() string {
 		d.mu.Lock()
@@ -91,13 +82,13 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, o
 	var correos atomic.Int64
 	d.Correo2 = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
 		var in struct {
-			Para, Asunto, PedidoID string
+			Para, Asunto string
 		}
 		if r.Method != "POST" || r.Path != "/v1/correos" || json.Unmarshal(r.Body, &in) != nil || in.Para == "" || in.Asunto == "" {
 			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
 		}
 		return fakehttp.JSON(202, fmt.Sprintf(`{"id":"correo-%d"}`, correos.Add(1)))
-	}, with(fakehttp.WithSeed(seed+4), bearer(keys["CORREO_SECUNDARIO"]))...)
+	}, with(fakehttp.WithSeed(seed+4), fakehttp.WithBearer(keys["CORREO_SECUNDARIO"]))...)
 
 	d.SES = fakeses.New(sesConfigSet, with(fakehttp.WithSeed(seed+5))...)
 	return d
@@ -111,18 +102,6 @@ func (d *Dependencies) Close() {
 	for _, s := range []*fakehttp.Server{d.Almacen, d.ERP, d.Correo2} {
 		s.Close()
 	}
-}
-
-// succeeded counts the effects a fake answered with a 2xx, by a key the
-// caller derives from the effect (e.g. the order id).
-func succeeded(s *fakehttp.Server, key func(fakehttp.Effect) string) map[string]int {
-	out := map[string]int{}
-	for _, e := range s.Effects() {
-		if e.Response.Status >= 200 && e.Response.Status < 300 {
-			out[key(e)]++
-		}
-	}
-	return out
 }
 
 // calls counts the charge requests the gateway received per order (by the
@@ -210,9 +189,5 @@ func (h *Webhook) Close() { h.srv.Close() }
 func (h *Webhook) Events() (map[string]string, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make(map[string]string, len(h.events))
-	for k, v := range h.events {
-		out[k] = v
-	}
-	return out, h.deliveries
+	return maps.Clone(h.events), h.deliveries
 }

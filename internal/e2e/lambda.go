@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -125,13 +126,9 @@ func (w *World) loadFunctions() {
 }
 
 func (w *World) note(format string, args ...any) {
-	s := fmt.Sprintf(format, args...)
-	for _, o := range w.overrides {
-		if o == s {
-			return
-		}
+	if s := fmt.Sprintf(format, args...); !slices.Contains(w.overrides, s) {
+		w.overrides = append(w.overrides, s)
 	}
-	w.overrides = append(w.overrides, s)
 }
 
 // override applies the run's changes to a function's environment, the only
@@ -316,10 +313,8 @@ type ESM struct {
 	// let the sandbox run it.
 	Intercept func(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error, handled bool)
 
-	busy         atomic.Int64
-	delivered    atomic.Int64 // messages received, repeats included
-	invocations  atomic.Int64
-	failedBatchs atomic.Int64
+	busy      atomic.Int64
+	delivered atomic.Int64 // messages received, repeats included
 }
 
 // loadESMs reads the templates' SQS event source mappings.
@@ -417,7 +412,6 @@ func (e *ESM) poll(ctx context.Context) {
 // invoke runs one batch and deletes what succeeded. It returns the sandbox
 // to use next (nil after a timeout: the runtime replaces a timed-out one).
 func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, ev events.SQSEvent) *sqsbatch.Processor {
-	e.invocations.Add(1)
 	e.delivered.Add(int64(len(ev.Records)))
 	var resp events.SQSEventResponse
 	var err error
@@ -440,7 +434,6 @@ func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, ev events
 		}
 	}
 	if err != nil || ctx.Err() != nil {
-		e.failedBatchs.Add(1)
 		return sandbox // the whole batch comes back after its visibility timeout
 	}
 	_ = consumertest.Settle(context.WithoutCancel(ctx), e.w.sqs, e.Queue.URL, ev, resp, e.ReportFailures)

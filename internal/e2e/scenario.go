@@ -652,11 +652,17 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	for _, e := range ls[depGateway].effects {
 		rep.Charges += len(e)
 	}
-	for _, q := range w.deps.Gateway.Requests() {
-		if q.Path == payment.PathReembolsos && q.Effect {
-			rep.Refunds++
+	// gatewayEffects counts the requests to path that ran their effect, for
+	// order (every order when "").
+	gatewayEffects := func(path, order string) (n int) {
+		for _, q := range w.deps.Gateway.Requests() {
+			if q.Path == path && q.Effect && (order == "" || pedidoOf(q.Body) == order) {
+				n++
+			}
 		}
+		return n
 	}
+	rep.Refunds = gatewayEffects(payment.PathReembolsos, "")
 	calls := w.deps.gatewayCalls()
 	for _, n := range calls {
 		rep.GatewayCalls += n
@@ -726,19 +732,10 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 				id, c, p, e, n, r.orders[id].Intentos, r.orders[id].Failures))
 		}
 	}
-	rep.LostAnswerInvocations = 0
-	for _, q := range w.deps.Gateway.Requests() {
-		if q.Path == payment.PathCobros && pedidoOf(q.Body) == r.lostAnswer && q.Effect {
-			rep.LostAnswerInvocations++
-		}
-	}
+	rep.LostAnswerInvocations = gatewayEffects(payment.PathCobros, r.lostAnswer)
 	rep.BudgetCalls, rep.BudgetAttempts, rep.BudgetFailures = calls[r.budgetOrder], r.orders[r.budgetOrder].Intentos, r.orders[r.budgetOrder].Failures
 	rep.CompCharges, rep.CompFailures = len(charges[r.compOrder]), r.orders[r.compOrder].Failures
-	for _, q := range w.deps.Gateway.Requests() {
-		if q.Path == payment.PathReembolsos && pedidoOf(q.Body) == r.compOrder && q.Effect {
-			rep.CompRefunds++
-		}
-	}
+	rep.CompRefunds = gatewayEffects(payment.PathReembolsos, r.compOrder)
 	if err := w.admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE payload->'intento' IS NULL), count(*) FROM outbox WHERE tipo = 'PedidoCreado'`).
 		Scan(&rep.PedidoCreadoEvents, &rep.PedidoCreadoAll); err != nil {
 		rep.Failures = append(rep.Failures, "outbox: "+err.Error())

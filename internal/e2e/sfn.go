@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/awsfake"
+	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
@@ -83,7 +84,7 @@ func (w *World) startExecutor(ctx context.Context, onDone func(ExecutionResult))
 	x.task = httptest.NewServer(http.HandlerFunc(x.serveTask))
 	w.t.Cleanup(x.task.Close)
 
-	root, err := repoRoot()
+	root, err := testproc.FindUp("go.mod")
 	if err != nil {
 		w.fatalf("%v", err)
 	}
@@ -237,8 +238,8 @@ func (x *Executor) Results() []ExecutionResult {
 // serveTask runs one Task state.
 func (x *Executor) serveTask(rw http.ResponseWriter, r *http.Request) {
 	var in struct {
-		ExecutionArn, State, Resource string
-		Input                         json.RawMessage
+		State, Resource string
+		Input           json.RawMessage
 	}
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		http.Error(rw, err.Error(), 400)
@@ -323,44 +324,50 @@ func (w *World) scaleDefinition(def map[string]any) map[string]any {
 	if v, ok := out["TimeoutSeconds"].(float64); ok {
 		out["TimeoutSeconds"] = v / w.opts.ExecScale
 	}
-	var walk func(states map[string]any)
-	walk = func(states map[string]any) {
-		for _, sv := range states {
-			s, ok := sv.(map[string]any)
-			if !ok {
-				continue
-			}
-			if v, ok := s["TimeoutSeconds"].(float64); ok {
-				s["TimeoutSeconds"] = v / w.opts.ExecScale
-			}
-			if v, ok := s["Seconds"].(float64); ok && s["Type"] == "Wait" {
-				s["Seconds"] = v / w.opts.WaitScale
-			}
-			if retries, ok := s["Retry"].([]any); ok {
-				for _, rv := range retries {
-					r := rv.(map[string]any)
-					if v, ok := r["IntervalSeconds"].(float64); ok {
-						r["IntervalSeconds"] = v / w.opts.WaitScale
-					} else {
-						r["IntervalSeconds"] = 1 / w.opts.WaitScale
-					}
-					if v, ok := r["MaxDelaySeconds"].(float64); ok {
-						r["MaxDelaySeconds"] = v / w.opts.WaitScale
-					}
+	eachState(out, func(_ string, s map[string]any) {
+		if v, ok := s["TimeoutSeconds"].(float64); ok {
+			s["TimeoutSeconds"] = v / w.opts.ExecScale
+		}
+		if v, ok := s["Seconds"].(float64); ok && s["Type"] == "Wait" {
+			s["Seconds"] = v / w.opts.WaitScale
+		}
+		if retries, ok := s["Retry"].([]any); ok {
+			for _, rv := range retries {
+				r := rv.(map[string]any)
+				if v, ok := r["IntervalSeconds"].(float64); ok {
+					r["IntervalSeconds"] = v / w.opts.WaitScale
+				} else {
+					r["IntervalSeconds"] = 1 / w.opts.WaitScale
 				}
-			}
-			for _, k := range []string{"ItemProcessor", "Iterator"} {
-				if p, ok := s[k].(map[string]any); ok {
-					walk(p["States"].(map[string]any))
-				}
-			}
-			if branches, ok := s["Branches"].([]any); ok {
-				for _, b := range branches {
-					walk(b.(map[string]any)["States"].(map[string]any))
+				if v, ok := r["MaxDelaySeconds"].(float64); ok {
+					r["MaxDelaySeconds"] = v / w.opts.WaitScale
 				}
 			}
 		}
-	}
-	walk(out["States"].(map[string]any))
+	})
 	return out
+}
+
+// eachState calls fn on every state of the machine def, the states of its
+// Map and Parallel states included.
+func eachState(def map[string]any, fn func(name string, s map[string]any)) {
+	states, _ := def["States"].(map[string]any)
+	for name, sv := range states {
+		s, ok := sv.(map[string]any)
+		if !ok {
+			continue
+		}
+		fn(name, s)
+		for _, k := range []string{"ItemProcessor", "Iterator"} {
+			if sub, ok := s[k].(map[string]any); ok {
+				eachState(sub, fn)
+			}
+		}
+		branches, _ := s["Branches"].([]any)
+		for _, b := range branches {
+			if sub, ok := b.(map[string]any); ok {
+				eachState(sub, fn)
+			}
+		}
+	}
 }

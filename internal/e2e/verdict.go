@@ -275,27 +275,11 @@ func matchFilter(pattern string, event map[string]any) (bool, error) {
 func (w *World) stateMachineLogAlarms(results []ExecutionResult) []AlarmLine {
 	failStates := map[string]string{} // error -> Fail state name
 	for _, def := range w.sfn.defs {
-		var walk func(states map[string]any)
-		walk = func(states map[string]any) {
-			for name, v := range states {
-				st, _ := v.(map[string]any)
-				if st["Type"] == "Fail" {
-					if e, ok := st["Error"].(string); ok {
-						failStates[e] = name
-					}
-				}
-				for _, k := range []string{"Iterator", "ItemProcessor"} {
-					if sub, ok := st[k].(map[string]any); ok {
-						if ss, ok := sub["States"].(map[string]any); ok {
-							walk(ss)
-						}
-					}
-				}
+		eachState(def, func(name string, st map[string]any) {
+			if e, ok := st["Error"].(string); ok && st["Type"] == "Fail" {
+				failStates[e] = name
 			}
-		}
-		if states, ok := def["States"].(map[string]any); ok {
-			walk(states)
-		}
+		})
 	}
 	var events []map[string]any
 	for _, res := range results {

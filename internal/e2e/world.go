@@ -7,11 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mercadofresco/integration/internal/awsfake"
@@ -114,8 +112,14 @@ type World struct {
 // Locals is the World's cfnlocal.Locals.
 func (w *World) Locals() cfnlocal.Locals { return locals{w} }
 
-func (w *World) resolve(r *cfnlocal.Resource, v any) (any, error) {
-	return w.app.Resolve(r.Stack, v, w.Locals())
+// resolve is v, a value of r's template, with its references resolved; a
+// reference without a local meaning fails the run.
+func (w *World) resolve(r *cfnlocal.Resource, v any) any {
+	out, err := w.app.Resolve(r.Stack, v, w.Locals())
+	if err != nil {
+		w.fatalf("%s: %v", r.Path(), err)
+	}
+	return out
 }
 
 func (w *World) resolveString(r *cfnlocal.Resource, v any) (string, error) {
@@ -196,14 +200,8 @@ func (w *World) createTables() {
 		name := physicalName(r, "TableName")
 		in.TableName = aws.String(name)
 		in.BillingMode = ddbtypes.BillingModePayPerRequest
-		if _, err := w.ddb.Client.CreateTable(ctx, &in); err != nil {
+		if err := w.ddb.Create(ctx, &in); err != nil {
 			w.fatalf("create table %s: %v", name, err)
-		}
-		waiter := dynamodb.NewTableExistsWaiter(w.ddb.Client, func(o *dynamodb.TableExistsWaiterOptions) {
-			o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
-		})
-		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, 30*time.Second); err != nil {
-			w.fatalf("table %s: %v", name, err)
 		}
 	}
 }
@@ -324,18 +322,7 @@ func secretKey(v string) string {
 // cluster-wide and two runs may share this PostgreSQL.
 func (w *World) setUpDatabase() {
 	ctx := context.Background()
-	w.db = pgtest.UniqueName("mf_e2e_")
-	if err := pgtest.EnsureDatabase(ctx, w.db); err != nil {
-		w.fatalf("tests need PostgreSQL (scripts/services.sh): %v", err)
-	}
-	w.t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), pgtest.DSN("postgres", ""))
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{w.db}.Sanitize()+" WITH (FORCE)")
-	})
+	w.db = pgtest.NewDatabase(w.t, "mf_e2e_")
 	var res *cfnlocal.Resource
 	for _, r := range w.app.Resources("Custom::OutboxEsquema") {
 		res = r
@@ -343,11 +330,7 @@ func (w *World) setUpDatabase() {
 	if res == nil {
 		w.fatalf("no Custom::OutboxEsquema in the templates")
 	}
-	props, err := w.resolve(res, map[string]any{"Roles": res.Prop("Roles")})
-	if err != nil {
-		w.fatalf("%v", err)
-	}
-	tr := props.(map[string]any)["Roles"].(map[string]any)
+	tr := w.resolve(res, res.Prop("Roles")).(map[string]any)
 	str := func(k string) string { s, _ := tr[k].(string); return s }
 	w.tplRoles = outboxapi.Roles{Owner: str("owner"), Publisher: str("publisher"), Cleanup: str("cleanup"), Writer: str("writer")}
 	prefix := "e2e" + strings.TrimPrefix(w.db, "mf_e2e_") + "_"
@@ -422,26 +405,28 @@ func (w *World) startDependencies() {
 	}
 	w.deps = newDependencies(w.opts.Seed, keys, sesConfigSet, opts...)
 	w.t.Cleanup(w.deps.Close)
-	// The API destination's connection reads its key with a dynamic
-	// reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).
 	for _, c := range w.app.Resources("AWS::Events::Connection") {
-		p, err := w.resolve(c, c.Prop("AuthParameters"))
-		if err != nil {
-			w.fatalf("%v", err)
-		}
-		b, _ := json.Marshal(p)
-		var auth struct {
-			ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
-		}
-		_ = json.Unmarshal(b, &auth)
-		v, err := w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue)
-		if err != nil {
-			w.fatalf("connection %s: %v", c.Path(), err)
-		}
+		_, key := w.connectionAPIKey(c)
 		w.deps.mu.Lock()
-		w.deps.webhookKey = v
+		w.deps.webhookKey = key
 		w.deps.mu.Unlock()
 	}
+}
+
+// connectionAPIKey is the header and the value of an EventBridge
+// connection's API key authorization; the connection reads the value with
+// a dynamic reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).
+func (w *World) connectionAPIKey(c *cfnlocal.Resource) (header, value string) {
+	b, _ := json.Marshal(w.resolve(c, c.Prop("AuthParameters")))
+	var auth struct {
+		ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
+	}
+	_ = json.Unmarshal(b, &auth)
+	value, err := w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue)
+	if err != nil {
+		w.fatalf("connection %s: %v", c.Path(), err)
+	}
+	return auth.ApiKeyAuthParameters.ApiKeyName, value
 }
 
 // dynamicReference resolves {{resolve:secretsmanager:<id>:SecretString:<key>::}}
@@ -496,33 +481,10 @@ func (w *World) DLQs() []*Queue {
 			seen[q.DLQ] = true
 		}
 	}
-	for _, arn := range w.bus.dlqARNs() {
+	for _, arn := range w.bus.dlqs {
 		if q := w.queueByARN[arn]; q != nil {
 			seen[q] = true
 		}
 	}
-	var out []*Queue
-	for q := range seen {
-		out = append(out, q)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// repoRoot finds the module root from the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return slices.SortedFunc(maps.Keys(seen), func(a, b *Queue) int { return strings.Compare(a.Name, b.Name) })
 }

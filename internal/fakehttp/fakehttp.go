@@ -175,6 +175,18 @@ func WithPrecheck(check func(Request) *Response) Option {
 	return func(s *Server) { s.precheck = check }
 }
 
+// WithBearer is WithPrecheck refusing, with 401 no_autorizado, every
+// request without the header "Authorization: Bearer " + key.
+func WithBearer(key string) Option {
+	return WithPrecheck(func(r Request) *Response {
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			resp := JSON(http.StatusUnauthorized, `{"codigo":"no_autorizado","mensaje":"bad API key"}`)
+			return &resp
+		}
+		return nil
+	})
+}
+
 // Server is the fake dependency.
 type Server struct {
 	srv      *httptest.Server

@@ -60,9 +60,7 @@ func EnsureDatabase(ctx context.Context, name string) error {
 func NewSchema(tb testing.TB, db, prefix string) string {
 	tb.Helper()
 	ctx := context.Background()
-	b := make([]byte, 5)
-	_, _ = rand.Read(b)
-	name := prefix + hex.EncodeToString(b)
+	name := UniqueName(prefix)
 	conn, err := pgx.Connect(ctx, DSN(db, ""))
 	if err != nil {
 		tb.Fatal(err)
@@ -78,6 +76,29 @@ func NewSchema(tb testing.TB, db, prefix string) string {
 		}
 		defer c.Close(context.Background())
 		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+	})
+	return name
+}
+
+// NewDatabase creates a database named prefix + a random suffix and drops
+// it (WITH (FORCE)) when the test ends; a failed drop fails the test.
+func NewDatabase(tb testing.TB, prefix string) string {
+	tb.Helper()
+	name := UniqueName(prefix)
+	if err := EnsureDatabase(context.Background(), name); err != nil {
+		tb.Fatalf("tests need PostgreSQL at %s: %v", ServerDSN(), err)
+	}
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, DSN("postgres", ""))
+		if err != nil {
+			tb.Logf("drop database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			tb.Errorf("drop database %s: %v", name, err)
+		}
 	})
 	return name
 }

@@ -13,6 +13,7 @@
 package redistest
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -25,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/internal/dynalitetest"
+	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -71,10 +72,7 @@ func StartTLS(t testing.TB) *Server {
 
 func startServer(t testing.TB, useTLS bool) *Server {
 	t.Helper()
-	bin := Binary
-	if v := os.Getenv("REDIS_SERVER"); v != "" {
-		bin = v
-	}
+	bin := binary()
 	if _, err := exec.LookPath(bin); err != nil {
 		t.Fatalf("redistest: %s not found on PATH (apt-get install redis-server): %v", bin, err)
 	}
@@ -91,7 +89,7 @@ func startServer(t testing.TB, useTLS bool) *Server {
 	var err error
 	for range 5 {
 		var port int
-		if port, err = dynalitetest.FreePort(); err != nil {
+		if port, err = testproc.FreePort(); err != nil {
 			continue
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -107,14 +105,12 @@ func startServer(t testing.TB, useTLS bool) *Server {
 // empty data set). It fails the test if it cannot.
 func (s *Server) Start() {
 	s.t.Helper()
-	bin := Binary
-	if v := os.Getenv("REDIS_SERVER"); v != "" {
-		bin = v
-	}
-	if err := s.start(bin); err != nil {
+	if err := s.start(binary()); err != nil {
 		s.t.Fatalf("redistest: restart on %s: %v", s.Addr, err)
 	}
 }
+
+func binary() string { return cmp.Or(os.Getenv("REDIS_SERVER"), Binary) }
 
 func (s *Server) start(bin string) error {
 	s.mu.Lock()

@@ -22,8 +22,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -864,10 +865,5 @@ func newUUID() string {
 func (f *Fake) QueueURLs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	urls := make([]string, 0, len(f.byURL))
-	for u := range f.byURL {
-		urls = append(urls, u)
-	}
-	sort.Strings(urls)
-	return urls
+	return slices.Sorted(maps.Keys(f.byURL))
 }

@@ -12,7 +12,6 @@ package wiringtest
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/internal/testproc"
 )
 
 // Account and Region are what the rendered ARNs and URLs name.
@@ -34,20 +34,11 @@ const (
 // working directory.
 func ModuleRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := testproc.FindUp("go.mod")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("wiringtest: %v", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("wiringtest: no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return dir
 }
 
 // app loads the committed templates of env (the stack name's suffix).

@@ -35,22 +35,7 @@ type Database struct {
 // so the IAM token a function signs is accepted as its password.
 func NewDatabase(t *testing.T, env map[string]string) *Database {
 	t.Helper()
-	ctx := context.Background()
-	name := pgtest.UniqueName("mf_wiring_")
-	if err := pgtest.EnsureDatabase(ctx, name); err != nil {
-		t.Fatalf("tests need PostgreSQL at %s: %v", pgtest.ServerDSN(), err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), pgtest.DSN("postgres", ""))
-		if err != nil {
-			t.Logf("drop database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
+	name := pgtest.NewDatabase(t, "mf_wiring_")
 	env["DB_HOST"], env["DB_PORT"], env["DB_NAME"] = "localhost", "5432", name
 	t.Setenv("PGSSLROOTCERT", ServerCA)
 	return &Database{Name: name, Super: pgtest.NewPool(t, name, "", 2)}

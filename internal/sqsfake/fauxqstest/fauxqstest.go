@@ -14,11 +14,9 @@ import (
 	"bufio"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -30,6 +28,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/mercadofresco/integration/internal/testproc"
 )
 
 //go:embed launcher.mjs
@@ -52,7 +52,7 @@ type Server struct {
 	stdin   io.WriteCloser
 	lines   chan string
 	done    chan struct{}
-	stderr  *lockedBuffer
+	stderr  *testproc.Stderr
 	mu      sync.Mutex // one clock command at a time
 	now     time.Time
 	closing sync.Once
@@ -74,7 +74,7 @@ func Launch(ctx context.Context, start time.Time) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cmd: cmd, stdin: stdin, lines: make(chan string, 16), done: make(chan struct{}), stderr: &lockedBuffer{}}
+	s := &Server{cmd: cmd, stdin: stdin, lines: make(chan string, 16), done: make(chan struct{}), stderr: &testproc.Stderr{}}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("fauxqstest: start %s: %w", node, err)
@@ -114,27 +114,12 @@ func Launch(ctx context.Context, start time.Time) (*Server, error) {
 // find returns the pinned node binary and fauxqs's entry point from the
 // first node_modules above the working directory that has both.
 func find() (node, app string, err error) {
-	dir, err := os.Getwd()
+	const nodeRel, appRel = "node_modules/.bin/node", "node_modules/fauxqs/dist/app.js"
+	dir, err := testproc.FindUp(nodeRel, appRel)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("fauxqstest: %w: run `make install` (package.json pins both)", err)
 	}
-	for {
-		nm := filepath.Join(dir, "node_modules")
-		node, app = filepath.Join(nm, ".bin", "node"), filepath.Join(nm, "fauxqs", "dist", "app.js")
-		if exists(node) && exists(app) {
-			return node, app, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", "", errors.New("fauxqstest: no node_modules with .bin/node and fauxqs above the working directory: run `make install` (package.json pins both)")
-		}
-		dir = parent
-	}
-}
-
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+	return filepath.Join(dir, nodeRel), filepath.Join(dir, appRel), nil
 }
 
 // next returns the launcher's next stdout line.
@@ -242,24 +227,4 @@ func (s *Server) Close() error {
 		}
 	})
 	return nil
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() > 64<<10 {
-		return len(p), nil // keep the head: the first error explains the rest
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

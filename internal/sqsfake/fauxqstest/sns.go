@@ -5,9 +5,10 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,12 +45,7 @@ func (s *Server) Subscribe(ctx context.Context, topicARN, queueARN string, raw b
 // returns the message id.
 func (s *Server) Publish(ctx context.Context, topicARN, message string, attrs map[string]string) (string, error) {
 	v := url.Values{"Action": {"Publish"}, "TopicArn": {topicARN}, "Message": {message}}
-	names := make([]string, 0, len(attrs))
-	for n := range attrs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for i, n := range names {
+	for i, n := range slices.Sorted(maps.Keys(attrs)) {
 		p := "MessageAttributes.entry." + strconv.Itoa(i+1) + "."
 		v.Set(p+"Name", n)
 		v.Set(p+"Value.DataType", "String")

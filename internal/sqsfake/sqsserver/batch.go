@@ -5,7 +5,8 @@ import (
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,11 +79,6 @@ func md5OfAttributes(attrs map[string]queue.Attribute) string {
 	if len(attrs) == 0 {
 		return ""
 	}
-	names := make([]string, 0, len(attrs))
-	for n := range attrs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	h := md5.New()
 	field := func(b []byte) {
 		var n [4]byte
@@ -90,7 +86,7 @@ func md5OfAttributes(attrs map[string]queue.Attribute) string {
 		h.Write(n[:])
 		h.Write(b)
 	}
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(attrs)) {
 		a := attrs[n]
 		field([]byte(n))
 		field([]byte(a.DataType))

@@ -328,7 +328,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 		fmt.Fprintf(w, "  (surveyed the first %d messages; the DLQ may hold more)\n", surveyMax)
 	}
 	fmt.Fprintf(w, "  by verdict: %s\n", sel.describe())
-	for _, name := range sortedKeys(plan) {
+	for _, name := range slices.Sorted(maps.Keys(plan)) {
 		fmt.Fprintf(w, "  → %s: %d\n", name, plan[name])
 	}
 	t.warnExpired(target, expired, res.Planned, opts.ReadmitExpired)
@@ -361,7 +361,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	}
 	elapsed := t.Clock.Now().Sub(res.Started)
 	fmt.Fprintf(w, "moved %d of %d in %s (%.1f msg/s)", res.Moved, res.Planned, elapsed.Round(time.Second), perSecond(res.Moved, elapsed))
-	for _, name := range sortedKeys(res.Destinations) {
+	for _, name := range slices.Sorted(maps.Keys(res.Destinations)) {
 		fmt.Fprintf(w, "; %s: %d", name, res.Destinations[name])
 	}
 	fmt.Fprintln(w)
@@ -395,7 +395,7 @@ func verdictCounts(m map[classify.Verdict]int) map[string]int {
 
 func describeLeft(m map[string]int) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
 	}
 	if len(parts) == 0 {
@@ -833,13 +833,4 @@ func perSecond(n int, d time.Duration) float64 {
 
 func eta(n int, perSec float64) string {
 	return (time.Duration(float64(n) / perSec * float64(time.Second))).Round(time.Second).String()
-}
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

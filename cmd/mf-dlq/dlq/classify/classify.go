@@ -14,6 +14,7 @@ package classify
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -371,9 +372,7 @@ func poisonNext(ms []Message) string {
 		switch {
 		case strings.HasPrefix(m.Why, "schema: version"):
 			schema++
-		case strings.HasPrefix(m.Why, "schema:"):
-			malformed++
-		case strings.HasPrefix(m.Why, "malformed:"):
+		case strings.HasPrefix(m.Why, "schema:"), strings.HasPrefix(m.Why, "malformed:"):
 			malformed++
 		default:
 			other++
@@ -485,10 +484,7 @@ func concentrations(all []Message, idx []int, opts Options) map[int]string {
 				}
 			}
 		}
-		ranked := make([]kv, 0, len(counts))
-		for e := range counts {
-			ranked = append(ranked, e)
-		}
+		ranked := slices.Collect(maps.Keys(counts))
 		sort.Slice(ranked, func(i, j int) bool {
 			a, b := ranked[i], ranked[j]
 			return counts[a] > counts[b] || counts[a] == counts[b] && a.k+"="+a.v < b.k+"="+b.v

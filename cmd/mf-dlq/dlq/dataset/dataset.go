@@ -7,6 +7,7 @@
 package dataset
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -90,7 +91,7 @@ func Generate(name string, seed uint64, end time.Time, topo Topology) ([]queue.M
 		return nil, fmt.Errorf("dataset: unknown scenario %q (known: %v)", name, Scenarios)
 	}
 	slices.SortStableFunc(g.out, func(a, b queue.Message) int {
-		return compareMillis(a.Attributes[queue.AttrSentTimestamp], b.Attributes[queue.AttrSentTimestamp])
+		return cmp.Compare(sentMillis(a), sentMillis(b))
 	})
 	return g.out, nil
 }
@@ -257,14 +258,7 @@ func (g *gen) uuid() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-func compareMillis(a, b string) int {
-	x, _ := strconv.ParseInt(a, 10, 64)
-	y, _ := strconv.ParseInt(b, 10, 64)
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+func sentMillis(m queue.Message) int64 {
+	n, _ := strconv.ParseInt(m.Attributes[queue.AttrSentTimestamp], 10, 64)
+	return n
 }

@@ -8,6 +8,8 @@ package dataset
 
 import (
 	"cmp"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -205,11 +207,12 @@ func (g *gen) consumerSent(sent time.Time, body string, class sqsbatch.Class, re
 }
 
 func (g *gen) message(body string, sent, first time.Time, receives int) queue.Message {
+	sum := md5.Sum([]byte(body))
 	return queue.Message{
 		MessageID:     g.uuid(),
 		ReceiptHandle: "generated-" + strconv.Itoa(g.n),
 		Body:          body,
-		MD5OfBody:     md5Hex(body),
+		MD5OfBody:     hex.EncodeToString(sum[:]),
 		Attributes: map[string]string{
 			queue.AttrSentTimestamp:                    strconv.FormatInt(sent.UnixMilli(), 10),
 			queue.AttrApproximateFirstReceiveTimestamp: strconv.FormatInt(first.UnixMilli(), 10),

@@ -266,7 +266,6 @@ func cmdClassify(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	var report classify.Report
 	name := spec
-	var tg *dlq.Target
 	var command func(args ...string) string
 	switch {
 	case *fromFile != "" && spec != "" && c.env == "":
@@ -291,11 +290,8 @@ func cmdClassify(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		name = *fromFile
 		report = classify.Classify(msgs, opts)
 	default:
-		t, err := c.tool(ctx, stdout, stderr)
+		t, tg, err := c.resolve(ctx, spec, stdout, stderr)
 		if err != nil {
-			return 0, err
-		}
-		if tg, err = t.Resolve(ctx, spec, c.env); err != nil {
 			return 0, err
 		}
 		o := dlq.ClassifyOptions{Options: dlq.ConsumerOptions(tg), Max: *max}

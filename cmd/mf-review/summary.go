@@ -52,13 +52,12 @@ type PropChange struct {
 
 // StateChange is one state of a state machine definition that differs.
 type StateChange struct {
-	State          string
-	Before, After  map[string]any // nil when added or removed
-	Fields         []string       // the top-level fields that differ
-	BeforeWorst    float64        // worst-case seconds in the state (TimeoutSeconds with its Retry), 0 when unbounded
-	AfterWorst     float64
-	AttemptsBefore int
-	AttemptsAfter  int
+	State         string
+	Before, After map[string]any // nil when added or removed
+	Fields        []string       // the top-level fields that differ
+	BeforeWorst   float64        // worst-case seconds in the state (TimeoutSeconds with its Retry), 0 when unbounded
+	AfterWorst    float64
+	AttemptsAfter int
 }
 
 // replacing are the properties whose change replaces the resource
@@ -304,7 +303,7 @@ func diffDefinitions(before, after any) []StateChange {
 				sc.Fields = append(sc.Fields, k)
 			}
 		}
-		sc.BeforeWorst, sc.AttemptsBefore = worstCase(b)
+		sc.BeforeWorst, _ = worstCase(b)
 		sc.AfterWorst, sc.AttemptsAfter = worstCase(a)
 		out = append(out, sc)
 	}

@@ -10,9 +10,8 @@ import (
 
 // Change is one line whose monthly cost differs between two estimates.
 type Change struct {
-	Service, Item  string
-	Before, After  Line
-	Added, Removed bool
+	Service, Item string
+	Before, After Line // the zero Line where the line is new or gone
 }
 
 // Monthly is the change's monthly delta.
@@ -45,11 +44,11 @@ func Compare(before, after *Estimate) Delta {
 		if had && math.Abs(l.Monthly()-b.Monthly()) < 1e-4 {
 			continue
 		}
-		d.Changes = append(d.Changes, Change{Service: l.Service, Item: l.Item, Before: b, After: l, Added: !had})
+		d.Changes = append(d.Changes, Change{Service: l.Service, Item: l.Item, Before: b, After: l})
 	}
 	for _, l := range before.Lines {
 		if !seen[l.key()] && math.Abs(l.Monthly()) >= 1e-4 {
-			d.Changes = append(d.Changes, Change{Service: l.Service, Item: l.Item, Before: l, Removed: true})
+			d.Changes = append(d.Changes, Change{Service: l.Service, Item: l.Item, Before: l})
 		}
 	}
 	return d

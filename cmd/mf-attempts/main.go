@@ -28,6 +28,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/cmd/internal/synthtable"
+	"github.com/mercadofresco/integration/cmd/internal/texttable"
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/guardrails"
 )
@@ -103,7 +104,8 @@ func writeTable(w io.Writer, rows []row, over bool) int {
 		return fmt.Sprint(a.env, a.stack, a.path.Dependency) < fmt.Sprint(b.env, b.stack, b.path.Dependency)
 	})
 	above := 0
-	var table []synthtable.Row
+	table := &texttable.Table{}
+	table.Row("ENV", "STACK", "DEPENDENCY", "ATTEMPTS", "LIMIT", "HEADROOM", "STATUS")
 	for _, r := range rows {
 		p := r.path
 		status := "ok"
@@ -120,19 +122,15 @@ func writeTable(w io.Writer, rows []row, over bool) int {
 		if over && (status == "ok" || p.Exempt != "") {
 			continue
 		}
-		headroom := "-"
-		if !math.IsInf(p.Total, 1) {
-			headroom = fmt.Sprint(guardrails.MaxAttemptsPerDependency - p.Total)
-		}
-		notes := synthtable.Wrap("path: "+p.Path(), "      ", "      ", MaxWidth)
+		notes := texttable.Wrap("path: "+p.Path(), "      ", "      ", MaxWidth)
 		for _, note := range []string{p.Unreadable, p.Exempt} {
 			if note != "" {
-				notes = append(notes, synthtable.Wrap("why: "+note, "      ", "      ", MaxWidth)...)
+				notes = append(notes, texttable.Wrap("why: "+note, "      ", "      ", MaxWidth)...)
 			}
 		}
-		table = append(table, synthtable.Row{Cells: []string{r.env, r.stack, p.Dependency, total(p.Total), fmt.Sprint(guardrails.MaxAttemptsPerDependency), headroom, status}, Notes: notes})
+		table.RowNotes([]string{r.env, r.stack, p.Dependency, total(p.Total), fmt.Sprint(guardrails.MaxAttemptsPerDependency), headroom(p.Total), status}, notes)
 	}
-	synthtable.Write(w, []string{"ENV", "STACK", "DEPENDENCY", "ATTEMPTS", "LIMIT", "HEADROOM", "STATUS"}, table)
+	_ = table.Write(w) // the command's output: nothing to do when it fails
 	return above
 }
 
@@ -150,12 +148,16 @@ func writeMarkdown(w io.Writer, rows []row) {
 			continue
 		}
 		seen[k] = true
-		headroom := "-"
-		if !math.IsInf(p.Total, 1) {
-			headroom = fmt.Sprint(guardrails.MaxAttemptsPerDependency - p.Total)
-		}
-		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s |\n", p.Dependency, r.stack, total(p.Total), headroom, strings.ReplaceAll(p.Path(), "|", "\\|"))
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s |\n", p.Dependency, r.stack, total(p.Total), headroom(p.Total), strings.ReplaceAll(p.Path(), "|", "\\|"))
 	}
+}
+
+// headroom is how far n is under the limit, "-" when n is unbounded.
+func headroom(n float64) string {
+	if math.IsInf(n, 1) {
+		return "-"
+	}
+	return fmt.Sprint(guardrails.MaxAttemptsPerDependency - n)
 }
 
 func total(n float64) string {

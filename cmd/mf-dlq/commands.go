@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -263,16 +264,14 @@ func cmdClassify(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err != nil {
 		return 0, err
 	}
-	asJSON := &c.json
 	var report classify.Report
 	name := spec
-	var tg *dlq.Target
 	var command func(args ...string) string
 	switch {
 	case *fromFile != "" && spec != "" && c.env == "":
 		return 0, fmt.Errorf("%w: with --from-file, a QUEUE only selects the consumer's expectations and needs -e", dlq.ErrUsage)
 	case *fromFile != "":
-		opts, err := fileOptions(spec, c.env, *accept, *required)
+		opts, err := fileOptions(spec, *accept, *required)
 		if err != nil {
 			return 0, err
 		}
@@ -291,11 +290,8 @@ func cmdClassify(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		name = *fromFile
 		report = classify.Classify(msgs, opts)
 	default:
-		t, err := c.tool(ctx, stdout, stderr)
+		t, tg, err := c.resolve(ctx, spec, stdout, stderr)
 		if err != nil {
-			return 0, err
-		}
-		if tg, err = t.Resolve(ctx, spec, c.env); err != nil {
 			return 0, err
 		}
 		o := dlq.ClassifyOptions{Options: dlq.ConsumerOptions(tg), Max: *max}
@@ -307,7 +303,7 @@ func cmdClassify(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		}
 		name, command = tg.DLQ.Name, t.Command
 	}
-	if *asJSON {
+	if c.json {
 		if err := emit(stdout, report); err != nil {
 			return 0, err
 		}
@@ -318,25 +314,15 @@ func cmdClassify(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	return verdictExit[report.Verdict], nil
 }
 
-// fileOptions picks the consumer's expectations for offline classification.
-func fileOptions(spec, env, accept, required string) (classify.Options, error) {
-	var o classify.Options
-	if spec != "" {
-		tg := &dlq.Target{}
-		if q, _, ok := catalog.Find(spec); ok {
-			tg.Catalog = &q
-		} else {
-			return o, fmt.Errorf("%w: %q is not a queue of the Messaging stack", dlq.ErrUsage, spec)
-		}
-		o = dlq.ConsumerOptions(tg)
-	} else {
-		// Default to the order queue's consumer: the DLQs this tool is for
-		// carry PedidoConfirmado events.
-		tg := &dlq.Target{}
-		q, _, _ := catalog.Find("Pedidos")
-		tg.Catalog = &q
-		o = dlq.ConsumerOptions(tg)
+// fileOptions picks the consumer's expectations for offline classification:
+// the queue spec names, else the order queue's consumer (the DLQs this tool
+// is for carry PedidoConfirmado events).
+func fileOptions(spec, accept, required string) (classify.Options, error) {
+	q, _, ok := catalog.Find(cmp.Or(spec, "Pedidos"))
+	if !ok {
+		return classify.Options{}, fmt.Errorf("%w: %q is not a queue of the Messaging stack", dlq.ErrUsage, spec)
 	}
+	o := dlq.ConsumerOptions(&dlq.Target{Catalog: &q})
 	return o, override(&o, accept, required)
 }
 

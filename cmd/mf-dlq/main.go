@@ -1,17 +1,8 @@
 // Command mf-dlq is the DLQ runbook (docs/runbooks/dlq.md) as one tool:
-//
-//	mf-dlq contain  QUEUE [--window 30s] [--samples 4] [--disable-consumer | --enable-consumer]
-//	mf-dlq inspect  QUEUE [-n 10] [--save FILE]
-//	mf-dlq classify QUEUE | --from-file FILE [--max 1000]
-//	mf-dlq redrive  QUEUE --confirm-fixed [--only VERDICTS] [--rate 10] [--max N] [--dry-run] [--readmit-expired]
-//	mf-dlq verify   QUEUE [--expect N --since TIME]
-//	mf-dlq gen      --scenario NAME [--seed N] [--end TIME]
-//	mf-dlq sandbox  [--scenario NAME] [--seed N] [-e ENV] [--listen ADDR]
-//
-// Every command takes --help and --json. QUEUE is a queue URL or name, or
-// with -e a Messaging stack logical name; a source queue stands for its DLQ.
-// AWS access: --profile, --region, --endpoint-url. Exit codes (0 done, 1
-// error, 2 usage, 3 to 7 and 10 to 14 by outcome): docs/runbooks/dlq.md#the-tool.
+// contain, inspect, classify, redrive, verify, gen and sandbox. `mf-dlq
+// --help` (the usage constant) prints their synopses, how to name a queue
+// and the exit codes; each command's --help, its flags
+// (docs/runbooks/dlq.md#the-tool).
 package main
 
 import (
@@ -28,7 +19,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
-// Exit codes (documented in the package comment and the runbook).
+// Exit codes (documented in usage and the runbook).
 const (
 	exitOK          = 0
 	exitError       = 1

@@ -206,16 +206,19 @@ func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dl
 	sort.SliceStable(msgs, func(i, j int) bool { return ms(msgs[i]) < ms(msgs[j]) })
 	at := time.Time{}
 	for _, m := range msgs {
-		at = maxTime(at, time.UnixMilli(ms(m)))
-		clock.stop(at)
-		if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
-			if _, err := fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: dlqURL, Body: m.Body, MessageAttributes: m.MessageAttributes}); err != nil {
-				return err
-			}
-			continue
+		if sent := time.UnixMilli(ms(m)); sent.After(at) {
+			at = sent
 		}
-		if _, err := fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: src, Body: m.Body, MessageAttributes: m.MessageAttributes}); err != nil {
+		clock.stop(at)
+		to := src
+		if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+			to = dlqURL // sent to the DLQ by the consumer
+		}
+		if _, err := fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: to, Body: m.Body, MessageAttributes: m.MessageAttributes}); err != nil {
 			return err
+		}
+		if to == dlqURL {
+			continue
 		}
 		// maxReceiveCount failed receives, then the attempt that moves it.
 		for range 5 {
@@ -243,11 +246,4 @@ func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dl
 func ms(m queue.Message) int64 {
 	n, _ := strconv.ParseInt(m.Attributes[queue.AttrSentTimestamp], 10, 64)
 	return n
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }

@@ -172,8 +172,7 @@ func (sb *sandbox) serveLambda(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if found == nil {
-		w.Header().Set("X-Amzn-Errortype", "ResourceNotFoundException")
-		writeJSON(w, http.StatusNotFound, map[string]string{"Type": "User", "Message": "The resource you requested does not exist. (event source mapping " + uuid + ")"})
+		lambdaError(w, http.StatusNotFound, "ResourceNotFoundException", "The resource you requested does not exist. (event source mapping "+uuid+")")
 		return
 	}
 	switch r.Method {
@@ -181,8 +180,7 @@ func (sb *sandbox) serveLambda(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPut:
 		var in struct{ Enabled *bool }
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil {
-			w.Header().Set("X-Amzn-Errortype", "InvalidParameterValueException")
-			writeJSON(w, http.StatusBadRequest, map[string]string{"Type": "User", "Message": err.Error()})
+			lambdaError(w, http.StatusBadRequest, "InvalidParameterValueException", err.Error())
 			return
 		}
 		if in.Enabled != nil {
@@ -191,11 +189,16 @@ func (sb *sandbox) serveLambda(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, sb.mappingJSON(found))
 		return
 	default:
-		w.Header().Set("X-Amzn-Errortype", "InvalidParameterValueException")
-		writeJSON(w, http.StatusBadRequest, map[string]string{"Type": "User", "Message": "the sandbox serves only list, get and update of event source mappings"})
+		lambdaError(w, http.StatusBadRequest, "InvalidParameterValueException", "the sandbox serves only list, get and update of event source mappings")
 		return
 	}
 	writeJSON(w, http.StatusOK, sb.mappingJSON(found))
+}
+
+// lambdaError answers as the Lambda API does for a user error of type typ.
+func lambdaError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("X-Amzn-Errortype", typ)
+	writeJSON(w, status, map[string]string{"Type": "User", "Message": msg})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -255,10 +258,7 @@ func (sb *sandbox) serveCloudWatch(w http.ResponseWriter, r *http.Request) {
 		}
 		results = append(results, cbor.Map{"Id": id, "Label": name, "StatusCode": cbor.String("Complete"), "Timestamps": tl, "Values": vl})
 	}
-	w.Header().Set("Content-Type", "application/cbor")
-	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(cbor.Encode(cbor.Map{"MetricDataResults": results, "Messages": cbor.List{}})) // as writeJSON
+	writeCBOR(w, http.StatusOK, cbor.Map{"MetricDataResults": results, "Messages": cbor.List{}})
 }
 
 // series computes a metric of a queue over [start, end) in periods.
@@ -304,8 +304,12 @@ func (sb *sandbox) series(metric, queueName string, start, end time.Time, period
 }
 
 func cborError(w http.ResponseWriter, code, msg string) {
+	writeCBOR(w, http.StatusBadRequest, cbor.Map{"__type": cbor.String(code), "message": cbor.String(msg)})
+}
+
+func writeCBOR(w http.ResponseWriter, status int, v cbor.Map) {
 	w.Header().Set("Content-Type", "application/cbor")
 	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
-	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write(cbor.Encode(cbor.Map{"__type": cbor.String(code), "message": cbor.String(msg)})) // as writeJSON
+	w.WriteHeader(status)
+	_, _ = w.Write(cbor.Encode(v)) // as writeJSON
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/cmd/internal/synthtable"
+	"github.com/mercadofresco/integration/cmd/internal/texttable"
 	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/reachability"
 )
@@ -101,7 +102,8 @@ func writeTable(w io.Writer, rows []row) int {
 		}
 		return rows[i].Function < rows[j].Function
 	})
-	var table []synthtable.Row
+	table := &texttable.Table{}
+	table.Row("ENV", "FUNCTION", "CALLS", "VIA", "STATUS")
 	var bad []string
 	for _, r := range rows {
 		status := "reachable"
@@ -109,12 +111,12 @@ func writeTable(w io.Writer, rows []row) int {
 			status = "MISSING" // the hop is named below the table
 			bad = append(bad, r.env+": "+r.Finding())
 		}
-		table = append(table, synthtable.Row{Cells: []string{r.env, cell(function(r.Result), 40), cell(strings.TrimPrefix(r.Target, "https://"), 40), cell(r.Via, 52), status}})
+		table.Row(r.env, cell(function(r.Result), 40), cell(strings.TrimPrefix(r.Target, "https://"), 40), cell(r.Via, 52), status)
 	}
-	synthtable.Write(w, []string{"ENV", "FUNCTION", "CALLS", "VIA", "STATUS"}, table)
+	_ = table.Write(w) // the command's output: nothing to do when it fails
 	for _, f := range bad {
 		fmt.Fprintln(w)
-		for _, l := range synthtable.Wrap(f, "", "    ", maxWidth) {
+		for _, l := range texttable.Wrap(f, "", "    ", maxWidth) {
 			fmt.Fprintln(w, l)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,9 +33,9 @@ func contractReview(w io.Writer, assembly string, templates map[string]map[strin
 		fmt.Fprintln(w, "  "+c)
 	}
 	consumers, producers := map[string][]string{}, map[string][]string{}
-	for _, stack := range slices.Sorted(keysOf(templates)) {
+	for _, stack := range slices.Sorted(maps.Keys(templates)) {
 		res, _ := templates[stack]["Resources"].(map[string]any)
-		for _, id := range slices.Sorted(keysOf(res)) {
+		for _, id := range slices.Sorted(maps.Keys(res)) {
 			r, _ := res[id].(map[string]any)
 			md, _ := r["Metadata"].(map[string]any)
 			for key, into := range map[string]map[string][]string{cfntemplate.MetadataAccepts: consumers, cfntemplate.MetadataProduces: producers} {
@@ -47,7 +48,7 @@ func contractReview(w io.Writer, assembly string, templates map[string]map[strin
 			}
 		}
 	}
-	for _, typ := range slices.Sorted(keysOf(producers)) {
+	for _, typ := range slices.Sorted(maps.Keys(producers)) {
 		fmt.Fprintf(w, "  %s\n    produced by %s\n    consumed by %s\n", typ, strings.Join(producers[typ], "; "), strings.Join(orNone(consumers[typ]), "; "))
 	}
 	order, err := deployOrder(assembly)
@@ -64,16 +65,6 @@ func orNone(xs []string) []string {
 		return []string{"no declared consumer"}
 	}
 	return xs
-}
-
-func keysOf[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // changedSchemas lists the files of schemas/ that differ from the

@@ -61,7 +61,10 @@ func run() error {
 		return fmt.Errorf("no stack of environment %q was synthesised", *env)
 	}
 	slices.Sort(files)
-	templates := map[string]map[string]any{}
+	templates, err := snapshot.Load(out, *env)
+	if err != nil {
+		return err
+	}
 	normalised, committed := map[string]map[string]any{}, map[string]map[string]any{}
 	differs := false
 	empty := filepath.Join(out, "empty.template.json.base")
@@ -71,16 +74,7 @@ func run() error {
 	var diffs []stackDiff
 	for _, f := range files {
 		stack := strings.TrimSuffix(filepath.Base(f), ".template.json")
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var tpl map[string]any
-		if err := json.Unmarshal(raw, &tpl); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		templates[stack] = tpl
-		norm, err := snapshot.Normalise(tpl)
+		norm, err := snapshot.Normalise(templates[stack])
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -51,13 +52,12 @@ type PropChange struct {
 
 // StateChange is one state of a state machine definition that differs.
 type StateChange struct {
-	State          string
-	Before, After  map[string]any // nil when added or removed
-	Fields         []string       // the top-level fields that differ
-	BeforeWorst    float64        // worst-case seconds in the state (TimeoutSeconds with its Retry), 0 when unbounded
-	AfterWorst     float64
-	AttemptsBefore int
-	AttemptsAfter  int
+	State         string
+	Before, After map[string]any // nil when added or removed
+	Fields        []string       // the top-level fields that differ
+	BeforeWorst   float64        // worst-case seconds in the state (TimeoutSeconds with its Retry), 0 when unbounded
+	AfterWorst    float64
+	AttemptsAfter int
 }
 
 // replacing are the properties whose change replaces the resource
@@ -97,23 +97,9 @@ var iamTypes = []string{"AWS::Lambda::Permission", "AWS::SQS::QueuePolicy", "AWS
 // returns the changed resources, riskiest first, then by stack and name.
 func diffTemplates(before, after map[string]map[string]any) []Change {
 	var out []Change
-	stacks := map[string]bool{}
-	for s := range before {
-		stacks[s] = true
-	}
-	for s := range after {
-		stacks[s] = true
-	}
-	for stack := range stacks {
+	for _, stack := range union(before, after) {
 		b, a := resources(before[stack]), resources(after[stack])
-		ids := map[string]bool{}
-		for id := range b {
-			ids[id] = true
-		}
-		for id := range a {
-			ids[id] = true
-		}
-		for id := range ids {
+		for _, id := range union(b, a) {
 			rb, inB := b[id]
 			ra, inA := a[id]
 			c := Change{Stack: stack, LogicalID: id}
@@ -154,6 +140,13 @@ func diffTemplates(before, after map[string]map[string]any) []Change {
 	return out
 }
 
+// union is the keys of a and b, sorted.
+func union[V any](a, b map[string]V) []string {
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
 func resources(tpl map[string]any) map[string]map[string]any {
 	out := map[string]map[string]any{}
 	rs, _ := tpl["Resources"].(map[string]any)
@@ -189,19 +182,7 @@ func leafDiff(path string, b, a any, out *[]PropChange) {
 	mb, okB := b.(map[string]any)
 	ma, okA := a.(map[string]any)
 	if okB && okA && !isIntrinsic(mb) && !isIntrinsic(ma) {
-		keys := map[string]bool{}
-		for k := range mb {
-			keys[k] = true
-		}
-		for k := range ma {
-			keys[k] = true
-		}
-		sorted := make([]string, 0, len(keys))
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		for _, k := range sorted {
+		for _, k := range union(mb, ma) {
 			p := k
 			if path != "" {
 				p = path + "." + k
@@ -310,38 +291,22 @@ func diffDefinitions(before, after any) []StateChange {
 	sb, sa := map[string]map[string]any{}, map[string]map[string]any{}
 	collectStates("", definition(before), sb)
 	collectStates("", definition(after), sa)
-	names := map[string]bool{}
-	for n := range sb {
-		names[n] = true
-	}
-	for n := range sa {
-		names[n] = true
-	}
 	var out []StateChange
-	for n := range names {
+	for _, n := range union(sb, sa) {
 		b, a := sb[n], sa[n]
 		if reflect.DeepEqual(b, a) {
 			continue
 		}
 		sc := StateChange{State: n, Before: b, After: a}
-		keys := map[string]bool{}
-		for k := range b {
-			keys[k] = true
-		}
-		for k := range a {
-			keys[k] = true
-		}
-		for k := range keys {
+		for _, k := range union(b, a) {
 			if !reflect.DeepEqual(b[k], a[k]) {
 				sc.Fields = append(sc.Fields, k)
 			}
 		}
-		sort.Strings(sc.Fields)
-		sc.BeforeWorst, sc.AttemptsBefore = worstCase(b)
+		sc.BeforeWorst, _ = worstCase(b)
 		sc.AfterWorst, sc.AttemptsAfter = worstCase(a)
 		out = append(out, sc)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].State < out[j].State })
 	return out
 }
 

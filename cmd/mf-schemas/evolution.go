@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -53,7 +54,7 @@ func compare(path string, old, new map[string]any, out *[]string) {
 	}
 	op, _ := old["properties"].(map[string]any)
 	np, _ := new["properties"].(map[string]any)
-	for _, k := range sortedKeys(op) {
+	for _, k := range slices.Sorted(maps.Keys(op)) {
 		o, _ := op[k].(map[string]any)
 		n, ok := np[k].(map[string]any)
 		if !ok {

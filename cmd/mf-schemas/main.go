@@ -20,10 +20,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 )
 
 func main() {
@@ -71,7 +71,7 @@ func writeGenerated(dir string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range sortedKeys(gen) {
+	for _, p := range slices.Sorted(maps.Keys(gen)) {
 		full := filepath.Join(dir, filepath.FromSlash(p))
 		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, gen[p]) {
 			continue
@@ -94,7 +94,7 @@ func drift(dir string) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, p := range sortedKeys(gen) {
+	for _, p := range slices.Sorted(maps.Keys(gen)) {
 		old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
 		if errors.Is(err, os.ErrNotExist) || (err == nil && !bytes.Equal(old, gen[p])) {
 			out = append(out, fmt.Sprintf("%s/%s differs from the Go types: run `go run ./cmd/mf-schemas generate` and commit it", dir, p))
@@ -122,13 +122,4 @@ func check(dir, against string, stdout io.Writer) ([]string, error) {
 		return nil, err
 	}
 	return append(problems, evo...), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return slices.Clip(keys)
 }

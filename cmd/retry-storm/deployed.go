@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
@@ -91,33 +92,13 @@ func ReadDeployed(dir string) (Deployed, error) {
 }
 
 // readCobrar finds the Task state that invokes the charging function and
-// reads its Retry on PasarelaNoDisponible. The definition is an Fn::Join;
-// references are rendered as their logical id.
+// reads its Retry on PasarelaNoDisponible. References are rendered as their
+// logical id (an import as "").
 func (d *Deployed) readCobrar(def any, cobroID string) error {
-	var b strings.Builder
-	var render func(v any)
-	render = func(v any) {
-		switch x := v.(type) {
-		case string:
-			b.WriteString(x)
-		case map[string]any:
-			if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
-				parts, _ := j[1].([]any)
-				for _, p := range parts {
-					render(p)
-				}
-				return
-			}
-			if g, ok := x["Fn::GetAtt"].([]any); ok && len(g) > 0 {
-				b.WriteString(fmt.Sprint(g[0]))
-				return
-			}
-			if r, ok := x["Ref"].(string); ok {
-				b.WriteString(r)
-			}
-		}
+	text, err := cfntemplate.Render(def, func(r cfntemplate.Reference) (string, error) { return r.LogicalID, nil })
+	if err != nil {
+		return fmt.Errorf("the state machine definition: %w", err)
 	}
-	render(def)
 	var asl struct {
 		States map[string]struct {
 			Type       string
@@ -132,7 +113,7 @@ func (d *Deployed) readCobrar(def any, cobroID string) error {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(b.String()), &asl); err != nil {
+	if err := json.Unmarshal([]byte(text), &asl); err != nil {
 		return fmt.Errorf("the state machine definition: %w", err)
 	}
 	for _, st := range asl.States {

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/mercadofresco/integration/cmd/internal/texttable"
 )
 
 // Change is one line whose monthly cost differs between two estimates.
 type Change struct {
-	Service, Item  string
-	Before, After  Line
-	Added, Removed bool
+	Service, Item string
+	Before, After Line // the zero Line where the line is new or gone
 }
 
 // Monthly is the change's monthly delta.
@@ -43,11 +44,11 @@ func Compare(before, after *Estimate) Delta {
 		if had && math.Abs(l.Monthly()-b.Monthly()) < 1e-4 {
 			continue
 		}
-		d.Changes = append(d.Changes, Change{Service: l.Service, Item: l.Item, Before: b, After: l, Added: !had})
+		d.Changes = append(d.Changes, Change{Service: l.Service, Item: l.Item, Before: b, After: l})
 	}
 	for _, l := range before.Lines {
 		if !seen[l.key()] && math.Abs(l.Monthly()) >= 1e-4 {
-			d.Changes = append(d.Changes, Change{Service: l.Service, Item: l.Item, Before: l, Removed: true})
+			d.Changes = append(d.Changes, Change{Service: l.Service, Item: l.Item, Before: l})
 		}
 	}
 	return d
@@ -74,12 +75,12 @@ func (d Delta) Write(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "monthly cost of %s unchanged: %.2f USD\n", d.After.Env, d.After.Monthly())
 		return err
 	}
-	t := &table{right: []bool{false, false, true, true, true}}
-	t.row("service", "item", "before", "after", "delta")
+	t := &texttable.Table{Right: []bool{false, false, true, true, true}}
+	t.Row("service", "item", "before", "after", "delta")
 	for _, c := range d.Changes {
-		t.row(c.Service, c.Item, fmt.Sprintf("%.2f", c.Before.Monthly()), fmt.Sprintf("%.2f", c.After.Monthly()), fmt.Sprintf("%+.2f", c.Monthly()))
+		t.Row(c.Service, c.Item, fmt.Sprintf("%.2f", c.Before.Monthly()), fmt.Sprintf("%.2f", c.After.Monthly()), fmt.Sprintf("%+.2f", c.Monthly()))
 	}
-	if err := t.write(w); err != nil {
+	if err := t.Write(w); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "monthly cost of %s: %.2f -> %.2f USD (%+.2f: fixed %+.2f, per-order %+.2f)\n",

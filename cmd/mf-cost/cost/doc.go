@@ -7,10 +7,5 @@
 // invoke, an execution's state transitions from its definition. Compute prices
 // an environment, separating fixed from order-driven cost; CompareTemplates is
 // the monthly delta between two sets of templates (a change under review).
-//
-// Written here because the tools miss the bar of pricing `cdk synth` output
-// offline: Infracost reads Terraform first, reaches CloudFormation only through
-// its cloud pricing service, and has no CDK support; CloudFormation's
-// EstimateTemplateCost needs AWS credentials, answers with a calculator URL
-// instead of figures, and rejects the resource types it does not support.
+// Why not an existing tool: docs/cost.md#why-a-tool-of-our-own.
 package cost

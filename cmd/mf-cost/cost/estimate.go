@@ -24,8 +24,6 @@ type Line struct {
 	// Layer is the messaging service this line belongs to ("SNS",
 	// "EventBridge", "Step Functions", "DynamoDB", "SQS"), or "".
 	Layer string
-	// Price is the price table's key.
-	Price string
 	// Detail says how the quantity was counted ("3 × 730 h").
 	Detail string
 }
@@ -165,7 +163,7 @@ func (m *model) charge(service, item, priceKey string, q vol, layer string) {
 		m.errs = append(m.errs, err)
 		return
 	}
-	l := &Line{Service: service, Item: item, Unit: p.Unit, Layer: layer, Price: priceKey}
+	l := &Line{Service: service, Item: item, Unit: p.Unit, Layer: layer}
 	if prev, ok := m.lines[l.key()]; ok {
 		l = prev
 	} else {

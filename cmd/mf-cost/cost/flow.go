@@ -2,6 +2,7 @@ package cost
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
@@ -248,11 +249,7 @@ func hasAction(v any, action string) bool {
 	case string:
 		return a == action
 	case []any:
-		for _, x := range a {
-			if x == action {
-				return true
-			}
-		}
+		return slices.Contains(a, any(action))
 	}
 	return false
 }

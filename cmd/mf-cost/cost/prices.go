@@ -53,16 +53,19 @@ var (
 func DefaultPrices() (*Prices, error) { return ParsePrices(defaultPrices) }
 
 // LoadPrices reads a price table from a file.
-func LoadPrices(path string) (*Prices, error) {
+func LoadPrices(path string) (*Prices, error) { return load(path, ParsePrices) }
+
+// load reads a file and parses it, naming the file in a parse error.
+func load[T any](path string, parse func([]byte) (*T, error)) (*T, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	p, err := ParsePrices(raw)
+	v, err := parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return p, nil
+	return v, nil
 }
 
 // ParsePrices parses and validates a price table: a region, a recorded

@@ -6,7 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/mercadofresco/integration/cmd/internal/texttable"
 )
 
 // Layers are the messaging services the design's figure priced, in the
@@ -20,8 +21,8 @@ func (e *Estimate) Write(w io.Writer) error {
 	u := e.Usage
 	fmt.Fprintf(w, "MercadoFresco %s: monthly cost in %s, %s list prices of %s, %s orders a month (%s executions in flight at peak)\n\n",
 		e.Env, e.Prices.Region, e.Prices.Currency, e.Prices.Recorded, group(e.Orders), group(u.ExecutionsInFlightPeak))
-	t := &table{right: []bool{false, false, true, false, true, true, true}}
-	t.row("service", "item", "quantity a month", "", "fixed", "per-order", "monthly")
+	t := &texttable.Table{Right: []bool{false, false, true, false, true, true, true}}
+	t.Row("service", "item", "quantity a month", "", "fixed", "per-order", "monthly")
 	service := ""
 	for _, l := range e.Lines {
 		s := l.Service
@@ -33,10 +34,10 @@ func (e *Estimate) Write(w io.Writer) error {
 		if l.Detail != "" {
 			item += " (" + l.Detail + ")"
 		}
-		t.row(s, item, qty(l.Quantity), l.Unit, usd(l.Fixed), usd(l.PerOrder), usd(l.Monthly()))
+		t.Row(s, item, qty(l.Quantity), l.Unit, usd(l.Fixed), usd(l.PerOrder), usd(l.Monthly()))
 	}
-	t.row("", "total", "", "", usd(e.Fixed()), usd(e.PerOrder()), usd(e.Monthly()))
-	if err := t.write(w); err != nil {
+	t.Row("", "total", "", "", usd(e.Fixed()), usd(e.PerOrder()), usd(e.Monthly()))
+	if err := t.Write(w); err != nil {
 		return err
 	}
 	v, total := e.CostPerOrder()
@@ -44,18 +45,18 @@ func (e *Estimate) Write(w io.Writer) error {
 	fmt.Fprintf(w, "workflow: %.2f state transitions per execution\n", e.TransitionsPerExecution)
 
 	fmt.Fprintf(w, "\nmessaging layer against the figure the design started from, for 240,000 orders a month (SPEC; docs/cost.md):\n")
-	t = &table{right: []bool{false, true, true, true}}
-	t.row("", "design", "estimate", "difference")
+	t = &texttable.Table{Right: []bool{false, true, true, true}}
+	t.Row("", "design", "estimate", "difference")
 	design, now := 0.0, 0.0
 	for _, l := range Layers {
 		d := u.DesignMessagingUSD[l]
 		design += d
 		now += e.Layer(l)
-		t.row(l, fmt.Sprintf("%.2f", d), fmt.Sprintf("%.2f", e.Layer(l)), fmt.Sprintf("%+.2f", e.Layer(l)-d))
+		t.Row(l, fmt.Sprintf("%.2f", d), fmt.Sprintf("%.2f", e.Layer(l)), fmt.Sprintf("%+.2f", e.Layer(l)-d))
 	}
 	// The design's parts add up to 58.45 USD; SPEC rounds the layer to ~62.
-	t.row("total of the parts (SPEC: ~62)", fmt.Sprintf("%.2f", design), fmt.Sprintf("%.2f", now), fmt.Sprintf("%+.2f", now-design))
-	if err := t.write(w); err != nil {
+	t.Row("total of the parts (SPEC: ~62)", fmt.Sprintf("%.2f", design), fmt.Sprintf("%.2f", now), fmt.Sprintf("%+.2f", now-design))
+	if err := t.Write(w); err != nil {
 		return err
 	}
 	if len(e.Unpriced) > 0 {
@@ -74,41 +75,6 @@ func (e *Estimate) Write(w io.Writer) error {
 	fmt.Fprintln(w, "\nWithout free tier or taxes. Each price's source and basis: cmd/mf-cost/cost/prices-eu-west-1.json;")
 	_, err := fmt.Fprintln(w, "volumes and per-invocation work: cmd/mf-cost/cost/usage.json.")
 	return err
-}
-
-// table lays out rows in columns, numbers right-aligned.
-type table struct {
-	right []bool
-	rows  [][]string
-}
-
-func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
-
-func (t *table) write(w io.Writer) error {
-	width := make([]int, len(t.right))
-	for _, r := range t.rows {
-		for i, c := range r {
-			width[i] = max(width[i], utf8.RuneCountInString(c))
-		}
-	}
-	for _, r := range t.rows {
-		var b strings.Builder
-		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			if t.right[i] {
-				b.WriteString(pad + c)
-			} else {
-				b.WriteString(c + pad)
-			}
-		}
-		if _, err := fmt.Fprintln(w, strings.TrimRight(b.String(), " ")); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func usd(v float64) string {

@@ -60,10 +60,8 @@ func (m *model) execute(sm *cfnlocal.Resource, n vol, depth int) {
 			}
 		}
 	}
-	traced := false
-	if tc, _ := sm.Prop("TracingConfiguration").(map[string]any); tc["Enabled"] == true {
-		traced = true
-	}
+	tc, _ := sm.Prop("TracingConfiguration").(map[string]any)
+	traced := tc["Enabled"] == true
 	m.effects(sm, happy.effects, n.scale(1-d), traced, depth)
 	m.effects(sm, declined.effects, n.scale(d), traced, depth)
 	if happy.firstLambda != nil && r > 0 {
@@ -130,14 +128,13 @@ func (m *model) definition(sm *cfnlocal.Resource) (map[string]any, error) {
 	default:
 		return nil, fmt.Errorf("cost: %s has no inline definition", m.t.Label(sm))
 	}
-	if subs, _ := sm.Prop("DefinitionSubstitutions").(map[string]any); len(subs) > 0 {
-		for k, v := range subs {
-			s, err := m.t.resolveString(sm.Stack, v)
-			if err != nil {
-				return nil, err
-			}
-			raw = strings.ReplaceAll(raw, "${"+k+"}", s)
+	subs, _ := sm.Prop("DefinitionSubstitutions").(map[string]any)
+	for k, v := range subs {
+		s, err := m.t.resolveString(sm.Stack, v)
+		if err != nil {
+			return nil, err
 		}
+		raw = strings.ReplaceAll(raw, "${"+k+"}", s)
 	}
 	var def map[string]any
 	if err := json.Unmarshal([]byte(raw), &def); err != nil {

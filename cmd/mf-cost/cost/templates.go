@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -48,9 +49,9 @@ func FromTemplates(env, account string, raws map[string][]byte) (*Templates, err
 		return nil, fmt.Errorf("cost: no template of environment %q", env)
 	}
 	if account == "" {
-		account = inferAccount(raws)
+		account = mostCommon(raws, arnAccount)
 	}
-	region := inferRegion(raws)
+	region := cmp.Or(mostCommon(raws, arnRegion), "eu-west-1")
 	app := cfnlocal.New(account, region)
 	for _, stack := range slices.Sorted(maps.Keys(raws)) {
 		if err := app.Add(stack, raws[stack]); err != nil {
@@ -90,18 +91,8 @@ var (
 	arnRegion      = regexp.MustCompile(`arn:aws:[a-z0-9-]+:([a-z]{2}-[a-z]+-[0-9]):`)
 )
 
-// inferAccount is the account most ARNs in the templates name.
-func inferAccount(raws map[string][]byte) string {
-	return mostCommon(raws, arnAccount)
-}
-
-func inferRegion(raws map[string][]byte) string {
-	if r := mostCommon(raws, arnRegion); r != "" {
-		return r
-	}
-	return "eu-west-1"
-}
-
+// mostCommon is the value of re's first group most often found in raws
+// ("" when none is; ties by the smallest value).
 func mostCommon(raws map[string][]byte, re *regexp.Regexp) string {
 	count := map[string]int{}
 	for _, raw := range raws {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 )
 
@@ -102,17 +101,7 @@ type TableUsage struct {
 func DefaultUsage() (*Usage, error) { return ParseUsage(defaultUsage) }
 
 // LoadUsage reads a usage model from a file.
-func LoadUsage(path string) (*Usage, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	u, err := ParseUsage(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return u, nil
-}
+func LoadUsage(path string) (*Usage, error) { return load(path, ParseUsage) }
 
 // ParseUsage parses and validates a usage model: known fields only,
 // positive volumes, fractions in [0, 1], and a note for every top-level

@@ -13,6 +13,7 @@
 package dlq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -98,16 +99,6 @@ func (t *Tool) Command(args ...string) string {
 	return strings.Join(parts, " ")
 }
 
-func (t *Tool) out() io.Writer {
-	if t.Out == nil {
-		return io.Discard
-	}
-	return t.Out
-}
+func (t *Tool) out() io.Writer { return cmp.Or(t.Out, io.Discard) }
 
-func (t *Tool) log() io.Writer {
-	if t.Log == nil {
-		return io.Discard
-	}
-	return t.Log
-}
+func (t *Tool) log() io.Writer { return cmp.Or(t.Log, io.Discard) }

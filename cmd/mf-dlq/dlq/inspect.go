@@ -76,23 +76,14 @@ func PrintTable(w io.Writer, msgs []queue.Message) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MESSAGE ID\tSENT (UTC)\tFIRST RECEIVE\tRECV\tSIZE\tVER\tGROUP\tORIGIN\tFAILURE\tCONSUMER")
 	for _, m := range msgs {
-		dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
+		r, ok := rowOf(m)
 		failure, consumer := "-", "-"
 		if ok {
-			failure = dl.Class + ": " + dl.Reason
-			consumer = dl.ConsumerVersion
-		}
-		origin := "consumer"
-		switch {
-		case m.Attributes[queue.AttrDeadLetterQueueSourceArn] != "":
-			origin = "redrive"
-		case !ok:
-			origin = "unknown"
+			failure = r.FailureClass + ": " + r.FailureReason
+			consumer = r.ConsumerVersion
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
-			m.MessageID, stamp(m.Attributes[queue.AttrSentTimestamp]), stamp(m.Attributes[queue.AttrApproximateFirstReceiveTimestamp]),
-			m.ReceiveCount(), len(m.Body), bodyVersion(m.Body), orDash(m.Attributes[queue.AttrMessageGroupID]), origin,
-			clip(failure, 60), consumer)
+			r.MessageID, r.Sent, r.FirstReceive, r.ReceiveCount, r.Size, r.Version, orDash(r.Group), r.Origin, clip(failure, 60), consumer)
 	}
 	tw.Flush()
 }
@@ -278,20 +269,28 @@ func Rows(msgs []queue.Message) []Row {
 	}
 	out := make([]Row, 0, len(msgs))
 	for _, m := range msgs {
-		dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
-		r := Row{MessageID: m.MessageID, PedidoID: ids[m.MessageID], Sent: stamp(m.Attributes[queue.AttrSentTimestamp]),
-			FirstReceive: stamp(m.Attributes[queue.AttrApproximateFirstReceiveTimestamp]), ReceiveCount: m.ReceiveCount(),
-			Size: len(m.Body), Version: bodyVersion(m.Body), Group: m.Attributes[queue.AttrMessageGroupID], Origin: "unknown"}
-		switch {
-		case m.Attributes[queue.AttrDeadLetterQueueSourceArn] != "":
-			r.Origin = "redrive"
-		case ok:
-			r.Origin = "consumer"
-		}
-		if ok {
-			r.FailureClass, r.FailureReason, r.ConsumerVersion = dl.Class, dl.Reason, dl.ConsumerVersion
-		}
+		r, _ := rowOf(m)
+		r.PedidoID = ids[m.MessageID]
 		out = append(out, r)
 	}
 	return out
+}
+
+// rowOf is m's row without its PedidoID; ok reports that m carries a
+// consumer's failure attributes (sqsbatch.ParseDeadLetter).
+func rowOf(m queue.Message) (r Row, ok bool) {
+	dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
+	r = Row{MessageID: m.MessageID, Sent: stamp(m.Attributes[queue.AttrSentTimestamp]),
+		FirstReceive: stamp(m.Attributes[queue.AttrApproximateFirstReceiveTimestamp]), ReceiveCount: m.ReceiveCount(),
+		Size: len(m.Body), Version: bodyVersion(m.Body), Group: m.Attributes[queue.AttrMessageGroupID], Origin: "unknown"}
+	switch {
+	case m.Attributes[queue.AttrDeadLetterQueueSourceArn] != "":
+		r.Origin = "redrive"
+	case ok:
+		r.Origin = "consumer"
+	}
+	if ok {
+		r.FailureClass, r.FailureReason, r.ConsumerVersion = dl.Class, dl.Reason, dl.ConsumerVersion
+	}
+	return r, ok
 }

@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,18 +32,22 @@ func WriteMessages(w io.Writer, msgs []queue.Message) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, m := range msgs {
-		fm := fileMessage{MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, MD5OfBody: m.MD5OfBody, Body: m.Body, Attributes: m.Attributes}
-		if len(m.MessageAttributes) > 0 {
-			fm.MessageAttributes = map[string]fileAttribute{}
-			for k, a := range m.MessageAttributes {
-				fm.MessageAttributes[k] = fileAttribute{StringValue: a.StringValue, BinaryValue: a.BinaryValue, DataType: a.DataType}
-			}
-		}
-		if err := enc.Encode(fm); err != nil {
+		if err := enc.Encode(toFile(m)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func toFile(m queue.Message) fileMessage {
+	fm := fileMessage{MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, MD5OfBody: m.MD5OfBody, Body: m.Body, Attributes: m.Attributes}
+	if len(m.MessageAttributes) > 0 {
+		fm.MessageAttributes = map[string]fileAttribute{}
+		for k, a := range m.MessageAttributes {
+			fm.MessageAttributes[k] = fileAttribute{StringValue: a.StringValue, BinaryValue: a.BinaryValue, DataType: a.DataType}
+		}
+	}
+	return fm
 }
 
 // ReadMessages reads messages saved by WriteMessages (JSON lines) or by the
@@ -95,17 +98,11 @@ func ReadMessages(r io.Reader) ([]queue.Message, error) {
 // WriteDocument writes msgs as one receive-message document,
 // {"Messages": [...]}, which ReadMessages reads too.
 func WriteDocument(w io.Writer, msgs []queue.Message) error {
-	var lines bytes.Buffer
-	if err := WriteMessages(&lines, msgs); err != nil {
-		return err
-	}
 	doc := struct {
-		Messages []json.RawMessage `json:"Messages"`
-	}{Messages: []json.RawMessage{}}
-	for _, l := range bytes.Split(bytes.TrimSpace(lines.Bytes()), []byte("\n")) {
-		if len(l) > 0 {
-			doc.Messages = append(doc.Messages, l)
-		}
+		Messages []fileMessage `json:"Messages"`
+	}{Messages: []fileMessage{}}
+	for _, m := range msgs {
+		doc.Messages = append(doc.Messages, toFile(m))
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

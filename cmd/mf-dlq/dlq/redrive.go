@@ -328,7 +328,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 		fmt.Fprintf(w, "  (surveyed the first %d messages; the DLQ may hold more)\n", surveyMax)
 	}
 	fmt.Fprintf(w, "  by verdict: %s\n", sel.describe())
-	for _, name := range sortedKeys(plan) {
+	for _, name := range slices.Sorted(maps.Keys(plan)) {
 		fmt.Fprintf(w, "  → %s: %d\n", name, plan[name])
 	}
 	t.warnExpired(target, expired, res.Planned, opts.ReadmitExpired)
@@ -361,7 +361,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	}
 	elapsed := t.Clock.Now().Sub(res.Started)
 	fmt.Fprintf(w, "moved %d of %d in %s (%.1f msg/s)", res.Moved, res.Planned, elapsed.Round(time.Second), perSecond(res.Moved, elapsed))
-	for _, name := range sortedKeys(res.Destinations) {
+	for _, name := range slices.Sorted(maps.Keys(res.Destinations)) {
 		fmt.Fprintf(w, "; %s: %d", name, res.Destinations[name])
 	}
 	fmt.Fprintln(w)
@@ -395,7 +395,7 @@ func verdictCounts(m map[classify.Verdict]int) map[string]int {
 
 func describeLeft(m map[string]int) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
 	}
 	if len(parts) == 0 {
@@ -529,7 +529,7 @@ func (t *Tool) runTask(ctx context.Context, target *Target, opts RedriveOptions,
 		return fmt.Errorf("start the move task on %s: %w", target.DLQ.Name, err)
 	}
 	fmt.Fprintf(t.log(), "move task started (handle %s, %d msg/s); Ctrl-C cancels it (moved messages stay moved)\n", handle, r)
-	prog := newProgress(t, res.Planned, res.Started)
+	prog := &progress{t: t, total: res.Planned, start: res.Started}
 	for {
 		if err := t.Clock.Sleep(ctx, opts.ProgressEvery); err != nil {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
@@ -572,7 +572,7 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 	// Long enough for a full batch at the rate, so held messages do not
 	// come back to the DLQ while they wait for their token.
 	visibility := 10*time.Second + time.Duration(float64(2*10*time.Second)/opts.Rate)
-	prog := newProgress(t, res.Planned, res.Started)
+	prog := &progress{t: t, total: res.Planned, start: res.Started}
 	unplaced := map[string]string{} // message id -> receipt handle, released at the end
 	kept := map[string]string{}     // expired, not re-admitted: released at the end
 	skipped := map[string]string{}  // not selected: released at the end
@@ -607,16 +607,8 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 				_ = t.SQS.DeleteMessage(ctx, target.DLQ.URL, m.ReceiptHandle)
 				continue
 			}
-			if _, ok := unplaced[m.MessageID]; ok {
-				unplaced[m.MessageID] = m.ReceiptHandle
-				continue
-			}
-			if _, ok := kept[m.MessageID]; ok {
-				kept[m.MessageID] = m.ReceiptHandle
-				continue
-			}
-			if _, ok := skipped[m.MessageID]; ok {
-				skipped[m.MessageID] = m.ReceiptHandle
+			if h := held(m.MessageID, unplaced, kept, skipped); h != nil {
+				h[m.MessageID] = m.ReceiptHandle // its latest handle, to release
 				continue
 			}
 			fresh++
@@ -727,6 +719,16 @@ func (t *Tool) moveOne(ctx context.Context, target *Target, m queue.Message, des
 	return nil
 }
 
+// held is the map of handles among hs that holds id, nil when none does.
+func held(id string, hs ...map[string]string) map[string]string {
+	for _, h := range hs {
+		if _, ok := h[id]; ok {
+			return h
+		}
+	}
+	return nil
+}
+
 func (t *Tool) releaseAll(ctx context.Context, url string, msgs []queue.Message) {
 	h := make(map[string]string, len(msgs))
 	for _, m := range msgs {
@@ -801,10 +803,6 @@ type progress struct {
 	last  time.Time
 }
 
-func newProgress(t *Tool, total int, start time.Time) *progress {
-	return &progress{t: t, total: total, start: start}
-}
-
 func (p *progress) show(moved int) {
 	now := p.t.Clock.Now()
 	if now.Sub(p.last) < time.Second && moved < p.total {
@@ -833,13 +831,4 @@ func perSecond(n int, d time.Duration) float64 {
 
 func eta(n int, perSec float64) string {
 	return (time.Duration(float64(n) / perSec * float64(time.Second))).Round(time.Second).String()
-}
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

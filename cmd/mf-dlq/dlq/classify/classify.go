@@ -14,6 +14,7 @@ package classify
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -51,13 +52,6 @@ type Options struct {
 	VersionKey string
 	// RequiredKeys are dotted paths that must be present.
 	RequiredKeys []string
-	// BurstWindow is the longest span holding 90% of the messages that is
-	// still called a burst. Default 6 h: an outage or a deploy night, not
-	// days.
-	BurstWindow time.Duration
-	// ConcentrationShare is the share of the no-verdict messages one entity
-	// (SKU, customer) must reach to call them data. Default 0.5.
-	ConcentrationShare float64
 	// Window is the consumer's replay window and CreatedAtKey the dotted
 	// path of the event's creation time in the body (config/catalog);
 	// a message older than Window is expired. Zero: no window (only the
@@ -78,8 +72,6 @@ func (o Options) withDefaults() Options {
 		o.AcceptedVersions = []int{1}
 	}
 	o.VersionKey = cmp.Or(o.VersionKey, "version")
-	o.BurstWindow = cmp.Or(o.BurstWindow, 6*time.Hour)
-	o.ConcentrationShare = cmp.Or(o.ConcentrationShare, 0.5)
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
@@ -110,6 +102,14 @@ func Expiry(m queue.Message, opts Options) (why string, expired bool) {
 	}
 	return "", false
 }
+
+// burstWindow is the longest span holding 90% of the messages that is still
+// called a burst: an outage or a deploy night, not days.
+const burstWindow = 6 * time.Hour
+
+// concentrationShare is the share of the no-verdict messages one entity
+// (SKU, customer) must reach to call them data.
+const concentrationShare = 0.5
 
 // minConcentrated is the fewest messages one entity must be behind before
 // a concentration counts (two orders sharing a SKU prove nothing).
@@ -249,7 +249,7 @@ func Classify(msgs []queue.Message, opts Options) Report {
 	}
 	// Messages that exhausted their receives: an entity behind many of
 	// them is data, the rest transient.
-	dataWhy := concentrations(all, pending, opts)
+	dataWhy := concentrations(all, pending)
 	for _, i := range pending {
 		m := &all[i]
 		if why, ok := dataWhy[i]; ok {
@@ -259,7 +259,7 @@ func Classify(msgs []queue.Message, opts Options) Report {
 		}
 	}
 	r.Messages = all
-	r.Window = window(all, opts.BurstWindow)
+	r.Window = window(all)
 	byClass := map[Verdict][]Message{}
 	for _, m := range all {
 		byClass[m.Class] = append(byClass[m.Class], m)
@@ -306,7 +306,7 @@ func receivesBefore(m queue.Message, dl sqsbatch.DeadLetter, hasVerdict bool, op
 }
 
 func group(v Verdict, ms []Message, total int, opts Options) Group {
-	g := Group{Class: v, N: len(ms), Window: window(ms, opts.BurstWindow)}
+	g := Group{Class: v, N: len(ms), Window: window(ms)}
 	g.ReceiveCounts = tally(ms, func(m Message) []string { return []string{strconv.Itoa(m.ReceiveCount)} })
 	g.Versions = tally(ms, func(m Message) []string {
 		if m.Version == "" {
@@ -371,9 +371,7 @@ func poisonNext(ms []Message) string {
 		switch {
 		case strings.HasPrefix(m.Why, "schema: version"):
 			schema++
-		case strings.HasPrefix(m.Why, "schema:"):
-			malformed++
-		case strings.HasPrefix(m.Why, "malformed:"):
+		case strings.HasPrefix(m.Why, "schema:"), strings.HasPrefix(m.Why, "malformed:"):
 			malformed++
 		default:
 			other++
@@ -393,7 +391,7 @@ func poisonNext(ms []Message) string {
 }
 
 // window computes the SentTimestamp distribution.
-func window(ms []Message, burst time.Duration) Window {
+func window(ms []Message) Window {
 	var ts []time.Time
 	for _, m := range ms {
 		if !m.Sent.IsZero() {
@@ -415,7 +413,7 @@ func window(ms []Message, burst time.Duration) Window {
 		w.Span90 = min(w.Span90, ts[i+k-1].Sub(ts[i]))
 	}
 	w.Shape = "drip"
-	if w.Span90 <= burst {
+	if w.Span90 <= burstWindow {
 		w.Shape = "burst"
 	}
 	return w
@@ -468,11 +466,11 @@ func uniform(ms []Message) (bool, string) {
 // concentrations finds the entities (SKU, customer) behind the messages
 // of idx and returns, for the messages they explain, why they are data. An
 // entity counts when it is behind at least minConcentrated messages and
-// either behind most of them (ConcentrationShare), or behind a drip (its
-// messages spread beyond BurstWindow) at least three times as often as the
+// either behind most of them (concentrationShare), or behind a drip (its
+// messages spread beyond burstWindow) at least three times as often as the
 // next entity. A popular product inside a burst is neither. Entities are
 // taken greedily, most frequent first, so several bad SKUs are all found.
-func concentrations(all []Message, idx []int, opts Options) map[int]string {
+func concentrations(all []Message, idx []int) map[int]string {
 	out := map[int]string{}
 	left := slices.Clone(idx)
 	for len(left) >= minConcentrated {
@@ -485,10 +483,7 @@ func concentrations(all []Message, idx []int, opts Options) map[int]string {
 				}
 			}
 		}
-		ranked := make([]kv, 0, len(counts))
-		for e := range counts {
-			ranked = append(ranked, e)
-		}
+		ranked := slices.Collect(maps.Keys(counts))
 		sort.Slice(ranked, func(i, j int) bool {
 			a, b := ranked[i], ranked[j]
 			return counts[a] > counts[b] || counts[a] == counts[b] && a.k+"="+a.v < b.k+"="+b.v
@@ -510,14 +505,14 @@ func concentrations(all []Message, idx []int, opts Options) map[int]string {
 				rest = append(rest, i)
 			}
 		}
-		dominant := float64(n) >= opts.ConcentrationShare*float64(len(idx))
-		drip := window(mine, opts.BurstWindow).Shape == "drip" && n >= 3*next
+		dominant := float64(n) >= concentrationShare*float64(len(idx))
+		drip := window(mine).Shape == "drip" && n >= 3*next
 		if n < minConcentrated || !dominant && !drip {
 			break
 		}
 		why := fmt.Sprintf("every receive failed, and %s %s is behind %d of the %d messages without a consumer verdict", top.k, top.v, n, len(idx))
 		if drip && !dominant {
-			why += fmt.Sprintf(" (a drip over %s)", human(window(mine, opts.BurstWindow).Span90))
+			why += fmt.Sprintf(" (a drip over %s)", human(window(mine).Span90))
 		}
 		for _, i := range left {
 			if hasEntity(all[i].Entities, top.k, top.v) {

@@ -7,6 +7,9 @@
 package dataset
 
 import (
+	"cmp"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -90,7 +93,7 @@ func Generate(name string, seed uint64, end time.Time, topo Topology) ([]queue.M
 		return nil, fmt.Errorf("dataset: unknown scenario %q (known: %v)", name, Scenarios)
 	}
 	slices.SortStableFunc(g.out, func(a, b queue.Message) int {
-		return compareMillis(a.Attributes[queue.AttrSentTimestamp], b.Attributes[queue.AttrSentTimestamp])
+		return cmp.Compare(sentMillis(a), sentMillis(b))
 	})
 	return g.out, nil
 }
@@ -204,11 +207,12 @@ func (g *gen) consumerSent(sent time.Time, body string, class sqsbatch.Class, re
 }
 
 func (g *gen) message(body string, sent, first time.Time, receives int) queue.Message {
+	sum := md5.Sum([]byte(body))
 	return queue.Message{
 		MessageID:     g.uuid(),
 		ReceiptHandle: "generated-" + strconv.Itoa(g.n),
 		Body:          body,
-		MD5OfBody:     md5Hex(body),
+		MD5OfBody:     hex.EncodeToString(sum[:]),
 		Attributes: map[string]string{
 			queue.AttrSentTimestamp:                    strconv.FormatInt(sent.UnixMilli(), 10),
 			queue.AttrApproximateFirstReceiveTimestamp: strconv.FormatInt(first.UnixMilli(), 10),
@@ -257,14 +261,7 @@ func (g *gen) uuid() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-func compareMillis(a, b string) int {
-	x, _ := strconv.ParseInt(a, 10, 64)
-	y, _ := strconv.ParseInt(b, 10, 64)
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+func sentMillis(m queue.Message) int64 {
+	n, _ := strconv.ParseInt(m.Attributes[queue.AttrSentTimestamp], 10, 64)
+	return n
 }

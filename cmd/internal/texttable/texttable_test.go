@@ -1,4 +1,4 @@
-package synthtable
+package texttable
 
 import (
 	"slices"
@@ -33,14 +33,34 @@ func TestWrap(t *testing.T) {
 
 func TestWriteAlignsColumnsAndPrintsNotes(t *testing.T) {
 	var b strings.Builder
-	Write(&b, []string{"ENV", "NAME", "STATUS"}, []Row{
-		{Cells: []string{"prod", "mf-cobro", "ok"}, Notes: []string{"  path: a → b"}},
-		{Cells: []string{"dev", "∞", "OVER"}},
-	})
+	table := &Table{}
+	table.Row("ENV", "NAME", "STATUS")
+	table.RowNotes([]string{"prod", "mf-cobro", "ok"}, []string{"  path: a → b"})
+	table.Row("dev", "∞", "OVER")
+	if err := table.Write(&b); err != nil {
+		t.Fatal(err)
+	}
 	want := "ENV   NAME      STATUS\n" +
 		"prod  mf-cobro  ok\n" +
 		"  path: a → b\n" +
 		"dev   ∞         OVER\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestWriteRightAlignsNumbersAndTrimsTrailingSpaces(t *testing.T) {
+	var b strings.Builder
+	table := &Table{Right: []bool{false, true, false}}
+	table.Row("item", "usd", "")
+	table.Row("requests", "1.25", "")
+	table.Row("storage", "10.00", "(30 days)")
+	if err := table.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "item        usd\n" +
+		"requests   1.25\n" +
+		"storage   10.00  (30 days)\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}

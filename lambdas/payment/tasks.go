@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/signing"
@@ -117,8 +117,6 @@ func (t *Tasks) verify(ctx context.Context, in paymentapi.CobroInput) error {
 	return err
 }
 
-var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
-
 func validate(pedidoID string, cents int64, moneda string, extra ...[2]string) error {
 	var problems []string
 	if pedidoID == "" {
@@ -127,7 +125,7 @@ func validate(pedidoID string, cents int64, moneda string, extra ...[2]string) e
 	if cents <= 0 {
 		problems = append(problems, fmt.Sprintf("importe_centimos %d must be a positive number of cents", cents))
 	}
-	if !currencyRE.MatchString(moneda) {
+	if !eventsapi.IsCurrency(moneda) {
 		problems = append(problems, fmt.Sprintf("moneda %q is not an ISO 4217 code", moneda))
 	}
 	for _, f := range extra {

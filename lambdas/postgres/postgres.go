@@ -170,8 +170,7 @@ func IAMPoolConfig(cfg ConnectConfig, creds aws.CredentialsProvider) (*pgxpool.C
 	if cfg.Host == "" || cfg.User == "" || cfg.Database == "" || cfg.Region == "" || creds == nil {
 		return nil, fmt.Errorf("%w: IAM connection needs Host, User, Database, Region and credentials", ErrInvalidConfig)
 	}
-	port := cfg.Port
-	port = cmp.Or(port, 5432)
+	port := cmp.Or(cfg.Port, 5432)
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.User(cfg.User),

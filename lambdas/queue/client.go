@@ -85,8 +85,7 @@ func (c *Client) SendMessage(ctx context.Context, in *SendMessageInput) (*SendMe
 // message attribute: consumers need the receive count and the DLQ tools need
 // everything.
 func (c *Client) ReceiveMessage(ctx context.Context, in *ReceiveMessageInput) ([]Message, error) {
-	max := in.MaxMessages
-	max = cmp.Or(max, 1)
+	max := cmp.Or(in.MaxMessages, 1)
 	if max < 1 || max > 10 {
 		return nil, fmt.Errorf("%w: MaxMessages %d not in 1..10", ErrInvalidParameter, in.MaxMessages)
 	}

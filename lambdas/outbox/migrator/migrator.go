@@ -105,8 +105,7 @@ type Response struct {
 
 // Handle runs one custom resource event.
 func (m *Migrator) Handle(ctx context.Context, ev cfn.Event) (Response, error) {
-	log := m.Log
-	log = cmp.Or(log, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	log := cmp.Or(m.Log, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	switch ev.RequestType {
 	case cfn.RequestDelete:
 		log.Info("outbox schema kept: the data outlives the resource", "resource", ev.LogicalResourceID)

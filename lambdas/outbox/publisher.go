@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -272,7 +273,7 @@ func (p *Publisher) claimAndPublish(ctx context.Context) (batch, error) {
 		return batch{}, nil
 	}
 	// UPDATE ... RETURNING does not keep the sub-SELECT's order.
-	sort.Slice(claimed, func(i, j int) bool { return claimed[i].createdAt.Before(claimed[j].createdAt) })
+	slices.SortFunc(claimed, func(a, b claimedRow) int { return a.createdAt.Compare(b.createdAt) })
 
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.PublishTimeout)
 	defer cancel()
@@ -408,12 +409,7 @@ var reservedQuoted = func() []string {
 }()
 
 func mentionsReservedKey(payload string) bool {
-	for _, q := range reservedQuoted {
-		if strings.Contains(payload, q) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(reservedQuoted, func(q string) bool { return strings.Contains(payload, q) })
 }
 
 // appendMembersWithout appends the payload's top-level members except the
@@ -430,12 +426,7 @@ func appendMembersWithout(b []byte, payload string, signed bool) []byte {
 	if signed {
 		delete(members, SignatureKey)
 	}
-	keys := make([]string, 0, len(members))
-	for k := range members {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(members)) {
 		b = append(b, ',')
 		b = appendJSONString(b, k)
 		b = append(b, ':')

@@ -237,12 +237,8 @@ func (s *Store) acquire(ctx context.Context, key, hash string) (*claim, record, 
 			return nil, record{}, err
 		}
 		d := retry.FullJitter(waitBase, waitCap, attempt, nil)
-		t := time.NewTimer(min(d, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, record{}, errors.Join(err, ctx.Err())
-		case <-t.C:
+		if serr := retry.SystemClock.Sleep(ctx, min(d, left)); serr != nil {
+			return nil, record{}, errors.Join(err, serr)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // CleanupConfig configures Cleanup. Zero fields take the defaults.
@@ -55,7 +57,7 @@ WHERE id IN (
 		if tag.RowsAffected() < int64(cfg.BatchSize) {
 			return total, nil
 		}
-		if cfg.Pause > 0 && !sleepCtx(ctx, cfg.Pause) {
+		if cfg.Pause > 0 && retry.SystemClock.Sleep(ctx, cfg.Pause) != nil {
 			return total, fmt.Errorf("outbox: cleanup stopped after %d rows: %w", total, ctx.Err())
 		}
 	}

@@ -495,7 +495,7 @@ func (p *Publisher) send(ctx context.Context, entries []types.PutEventsRequestEn
 		if len(failed) == 0 || attempt >= p.cfg.EntryRetries {
 			return
 		}
-		if !sleepCtx(ctx, retry.FullJitter(p.cfg.RetryBaseDelay, time.Second, attempt, nil)) {
+		if retry.SystemClock.Sleep(ctx, retry.FullJitter(p.cfg.RetryBaseDelay, time.Second, attempt, nil)) != nil {
 			return
 		}
 		pending = failed
@@ -736,15 +736,4 @@ func (p *Publisher) emitMetrics(ctx context.Context) error {
 		metrics.Metric{Name: outboxapi.MetricFailedAttempts, Unit: metrics.UnitCount, Value: float64(t.Failed)},
 		metrics.Metric{Name: outboxapi.MetricNewlyParked, Unit: metrics.UnitCount, Value: float64(t.Parked)},
 	)...)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -29,6 +29,10 @@ import (
 // maxErrorBytes bounds the error text stored in ultimo_error.
 const maxErrorBytes = 2000
 
+// MetricsInterval is how often Run writes the metrics: two data points per
+// alarm minute.
+const MetricsInterval = 30 * time.Second
+
 // PutEventsAPI is the one EventBridge operation the publisher needs.
 // *eventbridge.Client implements it; tests pass a fake sink.
 type PutEventsAPI interface {
@@ -83,8 +87,6 @@ type Config struct {
 	// Metrics, if set, receives the gauges (pending, oldest age, parked) and
 	// the counters every MetricsInterval while Run runs.
 	Metrics metrics.Emitter
-	// MetricsInterval defaults to 30 s (two data points per alarm minute).
-	MetricsInterval time.Duration
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 	// Signer, if set, signs the events it knows (ChargeSigner: every
@@ -102,7 +104,6 @@ func (c *Config) setDefaults() {
 	c.RetryMaxDelay = cmp.Or(c.RetryMaxDelay, 2*time.Minute)
 	c.MaxConcurrentCalls = cmp.Or(c.MaxConcurrentCalls, 4)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
-	c.MetricsInterval = cmp.Or(c.MetricsInterval, 30*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
@@ -666,7 +667,7 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 	consecutiveErrors := 0
 	var lastErr error
 	for ctx.Err() == nil {
-		if time.Since(lastMetrics) >= p.cfg.MetricsInterval {
+		if time.Since(lastMetrics) >= MetricsInterval {
 			flush(ctx)
 		}
 		b, err := p.claimAndPublish(ctx)

@@ -31,10 +31,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
-// EnvMaxReceiveCount is the environment variable through which the CDK
-// gives a consumer its source queue's maxReceiveCount (Config.MaxReceiveCount).
-const EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
-
 // AttrDeferrals is the message attribute (Number) counting the copies made
 // by Later.
 const AttrDeferrals = "mf-aplazamientos"

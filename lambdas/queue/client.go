@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -110,9 +111,7 @@ func (c *Client) ReceiveMessage(ctx context.Context, in *ReceiveMessageInput) ([
 			MD5OfBody:     aws.ToString(m.MD5OfBody),
 			Attributes:    make(map[string]string, len(m.Attributes)),
 		}
-		for k, v := range m.Attributes {
-			msg.Attributes[k] = v
-		}
+		maps.Copy(msg.Attributes, m.Attributes)
 		if len(m.MessageAttributes) > 0 {
 			msg.MessageAttributes = make(map[string]Attribute, len(m.MessageAttributes))
 			for k, v := range m.MessageAttributes {

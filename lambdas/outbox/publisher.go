@@ -641,15 +641,9 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 		defer cancel()
 		flush(mctx)
 	}()
-	// While the backlog keeps batches full, the verdicts of a batch are
-	// recorded in the background while the next batch is claimed and sent
-	// (on another pooled connection), so the database works on both at
-	// once. The mark of a batch still starts right after its PutEvents
-	// phase, as in PublishOnce, so it is never later relative to its lease;
-	// at most two marks are in flight, and a batch is never claimed before
-	// the mark of the batch two rounds back has finished. The batches are
-	// disjoint (a batch waiting for its mark is still leased), so the
-	// overlap changes no outcome.
+	// While batches come back full, a batch's verdicts are recorded in the
+	// background while the next batch is claimed and sent; at most two marks
+	// are in flight ("Overlapping rounds", docs/design.md#outbox-publisher).
 	type marked struct {
 		res Result
 		err error

@@ -248,12 +248,7 @@ func truncate(s string, n int) string {
 	return nonEmpty(retry.Truncate(s, n))
 }
 
-func nonEmpty(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func nonEmpty(s string) string { return cmp.Or(s, "-") }
 
 // DeadLetter is what the library recorded on a message it dead-lettered.
 // Operator tools (the DLQ runbook's classify step) read it back with

@@ -251,9 +251,7 @@ func (b *Breaker) Allow(ctx context.Context) (*Call, error) {
 	b.mu.Unlock()
 
 	if storeDown {
-		b.failOpen.Add(1)
-		b.allowed.Add(1)
-		return &Call{b: b, mode: modeFailOpen}, nil
+		return b.failOpenCall(), nil
 	}
 	if fresh {
 		switch {
@@ -270,9 +268,7 @@ func (b *Breaker) Allow(ctx context.Context) (*Call, error) {
 		return b.store.Acquire(ctx, b.key, token, now, b.params)
 	})
 	if err != nil {
-		b.failOpen.Add(1)
-		b.allowed.Add(1)
-		return &Call{b: b, mode: modeFailOpen}, nil
+		return b.failOpenCall(), nil
 	}
 	switch {
 	case snap.Probe:
@@ -286,6 +282,13 @@ func (b *Breaker) Allow(ctx context.Context) (*Call, error) {
 	default:
 		return nil, b.reject(snap, now)
 	}
+}
+
+// failOpenCall allows a call the store cannot decide.
+func (b *Breaker) failOpenCall() *Call {
+	b.failOpen.Add(1)
+	b.allowed.Add(1)
+	return &Call{b: b, mode: modeFailOpen}
 }
 
 func (b *Breaker) reject(snap Snapshot, now time.Time) error {
@@ -324,10 +327,8 @@ func (c *Call) Done(ctx context.Context, err error) {
 			b.transitions(ctx, snap, err)
 		}
 	default:
-		if err != nil && !failed {
-			if errors.Is(err, context.Canceled) {
-				return // the caller gave up: no verdict on the dependency
-			}
+		if err != nil && !failed && errors.Is(err, context.Canceled) {
+			return // the caller gave up: no verdict on the dependency
 		}
 		if c.loaded && !failed && c.failuresAtPre == 0 {
 			return // nothing to reset, and the cache is fresh from Allow

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/metrics"
 )
 
 // Env is what LoadSettings reads; *lambdaenv.Env implements it (an
@@ -77,6 +79,13 @@ func (s Settings) IAMAuth(cfg aws.Config) *IAMAuth {
 		return nil
 	}
 	return &IAMAuth{UserID: s.User, CacheName: s.CacheName, Region: cfg.Region, Credentials: cfg.Credentials}
+}
+
+// Breaker returns the circuit breaker of dependency name on the cache
+// client rdb, with s's failure threshold and open period.
+func (s Settings) Breaker(rdb redis.Scripter, name string, probeLease time.Duration, m metrics.Emitter, log *slog.Logger) (*Breaker, error) {
+	return New(NewRedisStore(rdb), Config{Name: name, FailureThreshold: s.FailureThreshold, OpenPeriod: s.OpenPeriod,
+		ProbeLease: probeLease, Metrics: m, Logger: log})
 }
 
 // ConnMaxLifetime retires a pooled connection after an hour: ElastiCache

@@ -14,6 +14,7 @@
 package confirmationmail
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,12 +125,7 @@ func (s *Mailer) count(provider string) {
 	}
 }
 
-func (s *Mailer) log() *slog.Logger {
-	if s.Logger == nil {
-		return slog.Default()
-	}
-	return s.Logger
-}
+func (s *Mailer) log() *slog.Logger { return cmp.Or(s.Logger, slog.Default()) }
 
 // Pedido is the confirmed order as this consumer validates it.
 type Pedido struct{ eventsapi.PedidoConfirmado }

@@ -1,6 +1,7 @@
 package confirmationmail
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,12 +56,7 @@ type Envios struct {
 	Now func() time.Time
 }
 
-func (e *Envios) ttl() time.Duration {
-	if e.TTL == 0 {
-		return DefaultEnvioTTL
-	}
-	return e.TTL
-}
+func (e *Envios) ttl() time.Duration { return cmp.Or(e.TTL, DefaultEnvioTTL) }
 
 func (e *Envios) key(k string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{idempotencyapi.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: k + ":envio"}}

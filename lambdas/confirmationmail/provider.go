@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,12 +77,7 @@ type SES struct {
 const DefaultSESTimeout = 10 * time.Second
 
 // Name implements Provider.
-func (s *SES) Name() string {
-	if s.ProviderName != "" {
-		return s.ProviderName
-	}
-	return "ses"
-}
+func (s *SES) Name() string { return cmp.Or(s.ProviderName, "ses") }
 
 // SES error codes and what they mean for the e-mail.
 var (
@@ -150,9 +146,9 @@ func classifySES(err error) error {
 	// no response (status 0).
 	hasAnswer := errors.As(err, &resp) && resp.HTTPResponse() != nil && resp.HTTPResponse().Response != nil && resp.HTTPStatusCode() > 0
 	switch {
-	case errors.As(err, &api) && oneOf(api.ErrorCode(), sesRejected):
+	case errors.As(err, &api) && slices.Contains(sesRejected, api.ErrorCode()):
 		return fmt.Errorf("%w: ses: %w", ErrRejected, err)
-	case errors.As(err, &api) && oneOf(api.ErrorCode(), sesThrottled):
+	case errors.As(err, &api) && slices.Contains(sesThrottled, api.ErrorCode()):
 		return fmt.Errorf("%w: ses throttled: %w", ErrNotSent, err)
 	case hasAnswer:
 		// 5xx, a suspended account, sending paused, an unverified
@@ -165,15 +161,6 @@ func classifySES(err error) error {
 	}
 }
 
-func oneOf(code string, codes []string) bool {
-	for _, c := range codes {
-		if code == c {
-			return true
-		}
-	}
-	return false
-}
-
 var tagUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.@-]`)
 
 // tagValue makes s a valid SES tag value (ASCII letters, digits, _ - . @;
@@ -183,8 +170,7 @@ func tagValue(s string) string {
 	if len(s) > 256 {
 		s = s[:256]
 	}
-	s = cmp.Or(s, "_")
-	return s
+	return cmp.Or(s, "_")
 }
 
 // address formats "Nombre <para>" (quoting the name), or the bare address.

@@ -31,10 +31,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
-// EnvMaxReceiveCount is the environment variable through which the CDK
-// gives a consumer its source queue's maxReceiveCount (Config.MaxReceiveCount).
-const EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
-
 // AttrDeferrals is the message attribute (Number) counting the copies made
 // by Later.
 const AttrDeferrals = "mf-aplazamientos"
@@ -131,8 +127,7 @@ func (p *Plan) Admit(rec *sqsbatch.Record) error {
 // one that may have called.
 func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) error {
 	cause = cmp.Or(cause, errors.New("dependency unavailable"))
-	log := rec.Logger
-	log = cmp.Or(log, p.log)
+	log := cmp.Or(rec.Logger, p.log)
 	visibility := sqsbatch.RetryAfter(cause, p.cfg.Delay)
 	if reason := p.cannotCopy(rec); reason != "" {
 		log.LogAttrs(ctx, slog.LevelWarn, "the message cannot be deferred by a copy; it waits by visibility (the queue's redrive bounds its receives)",

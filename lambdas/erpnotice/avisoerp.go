@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
@@ -28,8 +27,6 @@ const PathAvisos = "/v1/avisos-pedido"
 // Pedido is the confirmed order as this consumer validates it.
 type Pedido struct{ eventsapi.PedidoConfirmado }
 
-var currency = regexp.MustCompile(`^[A-Z]{3}$`)
-
 // Validate implements sqsbatch.Validator: a notice the ERP could not book
 // is poison.
 func (p *Pedido) Validate() error {
@@ -40,7 +37,7 @@ func (p *Pedido) Validate() error {
 	if p.TotalCentimos <= 0 {
 		problems = append(problems, fmt.Errorf("total_centimos %d is not positive", p.TotalCentimos))
 	}
-	if !currency.MatchString(p.Moneda) {
+	if !eventsapi.IsCurrency(p.Moneda) {
 		problems = append(problems, fmt.Errorf("moneda %q is not an ISO 4217 code", p.Moneda))
 	}
 	if len(p.Lineas) == 0 {

@@ -125,7 +125,7 @@ func (p PedidoCreado) Validate() error {
 	ps.check(p.TokenTarjeta == "", "token_tarjeta is empty")
 	ps.checkLines(p.Lineas)
 	ps.check(p.TotalCentimos <= 0, "total_centimos %d is not positive", p.TotalCentimos)
-	ps.check(!isCurrency(p.Moneda), "moneda %q is not an ISO 4217 code", p.Moneda)
+	ps.check(!IsCurrency(p.Moneda), "moneda %q is not an ISO 4217 code", p.Moneda)
 	return ps.err("PedidoCreado")
 }
 
@@ -165,27 +165,19 @@ func (p PedidoConfirmado) Validate() error {
 	ps.check(p.Cliente.ID == "", "cliente.id is empty")
 	ps.checkLines(p.Lineas)
 	ps.check(p.TotalCentimos <= 0, "total_centimos %d is not positive", p.TotalCentimos)
-	ps.check(!isCurrency(p.Moneda), "moneda %q is not an ISO 4217 code", p.Moneda)
+	ps.check(!IsCurrency(p.Moneda), "moneda %q is not an ISO 4217 code", p.Moneda)
 	ps.check(p.ReferenciaCobro == "", "referencia_cobro is empty")
 	return ps.err("PedidoConfirmado")
 }
 
 // ParsePedidoCreado decodes and validates a PedidoCreado detail.
 func ParsePedidoCreado(detail []byte) (PedidoCreado, error) {
-	var p PedidoCreado
-	if err := decode(detail, &p, "PedidoCreado"); err != nil {
-		return p, err
-	}
-	return p, p.Validate()
+	return parse[PedidoCreado](detail, TypePedidoCreado)
 }
 
 // ParsePedidoConfirmado decodes and validates a PedidoConfirmado body.
 func ParsePedidoConfirmado(body []byte) (PedidoConfirmado, error) {
-	var p PedidoConfirmado
-	if err := decode(body, &p, "PedidoConfirmado"); err != nil {
-		return p, err
-	}
-	return p, p.Validate()
+	return parse[PedidoConfirmado](body, TypePedidoConfirmado)
 }
 
 // TipoMovimiento is the kind of a stock movement.
@@ -285,11 +277,7 @@ const MaxDeduplicationIDLength = 128
 
 // ParseMovimientoStock decodes and validates a MovimientoStock body.
 func ParseMovimientoStock(body []byte) (MovimientoStock, error) {
-	var m MovimientoStock
-	if err := decode(body, &m, "MovimientoStock"); err != nil {
-		return m, err
-	}
-	return m, m.Validate()
+	return parse[MovimientoStock](body, TypeMovimientoStock)
 }
 
 // CarritoAbandonado is the detail of a CarritoAbandonado event (source
@@ -326,11 +314,13 @@ func (c CarritoAbandonado) Validate() error {
 	return ps.err("CarritoAbandonado")
 }
 
-func decode(body []byte, v any, what string) error {
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)
+// parse decodes body into a T (what names it in the error) and validates it.
+func parse[T interface{ Validate() error }](body []byte, what string) (T, error) {
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		return v, fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)
 	}
-	return nil
+	return v, v.Validate()
 }
 
 func (p *problems) checkLines(lines []Linea) {
@@ -342,7 +332,9 @@ func (p *problems) checkLines(lines []Linea) {
 	}
 }
 
-func isCurrency(s string) bool {
+// IsCurrency reports whether s has the form of an ISO 4217 code: three
+// upper-case ASCII letters ("EUR").
+func IsCurrency(s string) bool {
 	if len(s) != 3 {
 		return false
 	}

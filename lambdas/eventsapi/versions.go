@@ -43,11 +43,6 @@ var accepted = map[string][]int{
 // TiposMovimiento lists every TipoMovimiento (the enum of the schema).
 func TiposMovimiento() []TipoMovimiento { return []TipoMovimiento{Reserva, Liberacion, Ajuste} }
 
-// Types lists the event types of this package, sorted.
-func Types() []string {
-	return []string{TypeCarritoAbandonado, TypeMovimientoStock, TypePedidoConfirmado, TypePedidoCreado}
-}
-
 // AcceptedVersions returns the major versions this app's consumers accept
 // for eventType (a copy; nil for an unknown type).
 func AcceptedVersions(eventType string) []int {

@@ -41,8 +41,7 @@ func FromSettings(s Settings, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	log = cmp.Or(log, slog.Default())
+	log := cmp.Or(cfg.Logger, slog.Default())
 	r, err := retry.New(s.Policy, retry.WithBudget(budget), retry.WithObserver(func(ev retry.RetryEvent) {
 		log.Info("retry", slog.String("dependency", cfg.Name), slog.Int("attempt", ev.Attempt), slog.Duration("wait", ev.Wait),
 			slog.String("class", ev.Class.String()), slog.String("error", ev.Err.Error()))

@@ -237,12 +237,8 @@ func (s *Store) acquire(ctx context.Context, key, hash string) (*claim, record, 
 			return nil, record{}, err
 		}
 		d := retry.FullJitter(waitBase, waitCap, attempt, nil)
-		t := time.NewTimer(min(d, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, record{}, errors.Join(err, ctx.Err())
-		case <-t.C:
+		if serr := retry.SystemClock.Sleep(ctx, min(d, left)); serr != nil {
+			return nil, record{}, errors.Join(err, serr)
 		}
 	}
 }
@@ -288,18 +284,14 @@ func (s *Store) tryClaim(ctx context.Context, key, hash string) (*claim, record,
 		// The failed condition is the answer: somebody holds the key.
 		old := ccf.Item
 		if len(old) == 0 {
-			out, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-				TableName:      aws.String(s.cfg.TableName),
-				Key:            map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(key)},
-				ConsistentRead: aws.Bool(true),
-			})
+			item, gerr := s.read(ctx, key)
 			if gerr != nil {
 				return nil, record{}, fmt.Errorf("%w: read key %q: %w", ErrStore, key, gerr)
 			}
-			if len(out.Item) == 0 {
+			if len(item) == 0 {
 				continue // released between our two calls: claim again
 			}
-			old = out.Item
+			old = item
 		}
 		rec, derr := decodeRecord(key, old)
 		if derr != nil {
@@ -337,7 +329,7 @@ func (s *Store) complete(ctx context.Context, c *claim, result []byte) (record, 
 	exp := s.cfg.Now().Add(s.cfg.Expiry)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.cfg.TableName),
-		Key:                 map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},
+		Key:                 s.itemKey(c.key),
 		UpdateExpression:    aws.String("SET #est = :completado, #res = :res, #exp = :exp REMOVE #cb"),
 		ConditionExpression: aws.String(ownerCondition),
 		ExpressionAttributeNames: map[string]string{
@@ -365,7 +357,7 @@ func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 	code = cmp.Or(code, "permanente")
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.cfg.TableName),
-		Key:                 map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},
+		Key:                 s.itemKey(c.key),
 		UpdateExpression:    aws.String("SET #est = :fallido, #ec = :ec, #em = :em, #exp = :exp REMOVE #cb"),
 		ConditionExpression: aws.String(ownerCondition),
 		ExpressionAttributeNames: map[string]string{
@@ -392,7 +384,7 @@ func (s *Store) release(ctx context.Context, c *claim) error {
 	defer cancel()
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:           aws.String(s.cfg.TableName),
-		Key:                 map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},
+		Key:                 s.itemKey(c.key),
 		ConditionExpression: aws.String(ownerCondition),
 		ExpressionAttributeNames: map[string]string{
 			"#est": attrEstado, "#prop": attrPropietario,
@@ -423,15 +415,10 @@ func (s *Store) alreadyDone(ctx context.Context, c *claim, err error, want Statu
 	}
 	item := ccf.Item
 	if len(item) == 0 {
-		out, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:      aws.String(s.cfg.TableName),
-			Key:            map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(c.key)},
-			ConsistentRead: aws.Bool(true),
-		})
-		if gerr != nil {
+		var gerr error
+		if item, gerr = s.read(ctx, c.key); gerr != nil {
 			return false
 		}
-		item = out.Item
 		ccf.Item = item // for finalizeError's message
 	}
 	if len(item) == 0 {

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // ErrNoResult is returned by Result when key has no COMPLETADO record (no
@@ -22,18 +18,14 @@ func Result[T any](ctx context.Context, s *Store, key string) (T, error) {
 	if err := validateKey(key); err != nil {
 		return zero, err
 	}
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.cfg.TableName),
-		Key:            map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(key)},
-		ConsistentRead: aws.Bool(true),
-	})
+	item, err := s.read(ctx, key)
 	if err != nil {
 		return zero, fmt.Errorf("%w: read key %q: %w", ErrStore, key, err)
 	}
-	if len(out.Item) == 0 {
+	if len(item) == 0 {
 		return zero, fmt.Errorf("%w: key %q has no record", ErrNoResult, key)
 	}
-	rec, err := decodeRecord(key, out.Item)
+	rec, err := decodeRecord(key, item)
 	if err != nil {
 		return zero, err
 	}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 )
 
@@ -131,13 +133,24 @@ func NewStore(db DynamoDBAPI, cfg Config) (*Store, error) {
 // that its records live at least as long.
 func (s *Store) Expiry() time.Duration { return s.cfg.Expiry }
 
+// itemKey is the DynamoDB key of key's record.
+func (s *Store) itemKey(key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{s.cfg.KeyAttribute: attrS(key)}
+}
+
+// read returns key's record item by a consistent GetItem (empty when there
+// is none), the error unwrapped.
+func (s *Store) read(ctx context.Context, key string) (map[string]types.AttributeValue, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.cfg.TableName), Key: s.itemKey(key), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
 // lockExpiry picks caduca_bloqueo for a claim made at now.
 func (s *Store) lockExpiry(ctx context.Context, now time.Time) time.Time {
-	window := DefaultLockWindow
-	if s.cfg.LockWindow > 0 {
-		window = s.cfg.LockWindow
-	}
-	exp := now.Add(window)
+	exp := now.Add(cmp.Or(s.cfg.LockWindow, DefaultLockWindow))
 	if dl, ok := ctx.Deadline(); ok {
 		// The deadline is wall-clock; measure the remaining time with the
 		// real clock and apply it to the store's clock, so that an injected

@@ -13,6 +13,7 @@
 package lambdaenv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,12 +79,7 @@ func (e *Env) Required(key string) string {
 }
 
 // String returns the variable, or def when it is empty.
-func (e *Env) String(key, def string) string {
-	if v := e.raw(key); v != "" {
-		return v
-	}
-	return def
-}
+func (e *Env) String(key, def string) string { return cmp.Or(e.raw(key), def) }
 
 // OneOf returns the variable (or def when empty) and records a problem when
 // it is not one of allowed.

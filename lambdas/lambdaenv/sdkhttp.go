@@ -9,15 +9,11 @@ import (
 )
 
 // SDKHTTPClient is base (nil: the SDK's default client) except that it
-// hands each request body to net/http with only Read and Close; set it as
-// aws.Config.HTTPClient after the configuration is loaded, which keeps what
-// the loader set on base (a custom CA bundle). The SDK closes a request's
-// body as soon as the response arrives, and its closed body's WriteTo
-// answers io.EOF; when net/http's last drain of the body comes after that,
-// the transport takes the EOF for a write error and closes the connection
-// while the response is still being read: the call fails with "use of
-// closed network connection" (docs/design.md#sdk-connections). A closed
-// body's Read answers io.EOF too, which a drain takes for the end.
+// hands each request body to net/http with only Read and Close, so a
+// connection is not closed under a response still being read
+// (docs/design.md#sdk-connections); set it as aws.Config.HTTPClient after
+// the configuration is loaded, which keeps what the loader set on base (a
+// custom CA bundle).
 func SDKHTTPClient(base aws.HTTPClient) aws.HTTPClient {
 	if base == nil {
 		base = awshttp.NewBuildableClient()

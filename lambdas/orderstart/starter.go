@@ -111,15 +111,7 @@ func allowed(r rune) bool {
 }
 
 func clean(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !allowed(r) {
-			return false
-		}
-	}
-	return true
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return !allowed(r) })
 }
 
 // Envelope is the EventBridge event as the buffer queue receives it.
@@ -304,7 +296,6 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 		return nil, err
 	}
 	if version == "" {
-		version = "unknown"
 		if id, err := sqsbatch.BuildID(); err == nil {
 			version = id
 		}

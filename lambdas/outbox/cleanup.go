@@ -18,8 +18,6 @@ type CleanupConfig struct {
 	// MaxBatches stops after this many batches (0 = until nothing is left
 	// or ctx ends); the next run continues.
 	MaxBatches int
-	// Pause between batches, to leave I/O to the shop. Default 0.
-	Pause time.Duration
 }
 
 // Cleanup deletes rows published more than Retention ago, in batches of
@@ -54,9 +52,6 @@ WHERE id IN (
 		total += tag.RowsAffected()
 		if tag.RowsAffected() < int64(cfg.BatchSize) {
 			return total, nil
-		}
-		if cfg.Pause > 0 && !sleepCtx(ctx, cfg.Pause) {
-			return total, fmt.Errorf("outbox: cleanup stopped after %d rows: %w", total, ctx.Err())
 		}
 	}
 	return total, nil

@@ -39,9 +39,6 @@ SELECT
 	if err != nil {
 		return Gauges{}, fmt.Errorf("outbox: read gauges: %w", err)
 	}
-	if ageMs < 0 {
-		ageMs = 0
-	}
-	g.OldestPendingAge = time.Duration(ageMs * float64(time.Millisecond))
+	g.OldestPendingAge = time.Duration(max(ageMs, 0) * float64(time.Millisecond))
 	return g, nil
 }

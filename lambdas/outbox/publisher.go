@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,10 @@ import (
 
 // maxErrorBytes bounds the error text stored in ultimo_error.
 const maxErrorBytes = 2000
+
+// MetricsInterval is how often Run writes the metrics: two data points per
+// alarm minute.
+const MetricsInterval = 30 * time.Second
 
 // PutEventsAPI is the one EventBridge operation the publisher needs.
 // *eventbridge.Client implements it; tests pass a fake sink.
@@ -82,8 +87,6 @@ type Config struct {
 	// Metrics, if set, receives the gauges (pending, oldest age, parked) and
 	// the counters every MetricsInterval while Run runs.
 	Metrics metrics.Emitter
-	// MetricsInterval defaults to 30 s (two data points per alarm minute).
-	MetricsInterval time.Duration
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 	// Signer, if set, signs the events it knows (ChargeSigner: every
@@ -101,7 +104,6 @@ func (c *Config) setDefaults() {
 	c.RetryMaxDelay = cmp.Or(c.RetryMaxDelay, 2*time.Minute)
 	c.MaxConcurrentCalls = cmp.Or(c.MaxConcurrentCalls, 4)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
-	c.MetricsInterval = cmp.Or(c.MetricsInterval, 30*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
@@ -272,7 +274,7 @@ func (p *Publisher) claimAndPublish(ctx context.Context) (batch, error) {
 		return batch{}, nil
 	}
 	// UPDATE ... RETURNING does not keep the sub-SELECT's order.
-	sort.Slice(claimed, func(i, j int) bool { return claimed[i].createdAt.Before(claimed[j].createdAt) })
+	slices.SortFunc(claimed, func(a, b claimedRow) int { return a.createdAt.Compare(b.createdAt) })
 
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.PublishTimeout)
 	defer cancel()
@@ -408,12 +410,7 @@ var reservedQuoted = func() []string {
 }()
 
 func mentionsReservedKey(payload string) bool {
-	for _, q := range reservedQuoted {
-		if strings.Contains(payload, q) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(reservedQuoted, func(q string) bool { return strings.Contains(payload, q) })
 }
 
 // appendMembersWithout appends the payload's top-level members except the
@@ -430,12 +427,7 @@ func appendMembersWithout(b []byte, payload string, signed bool) []byte {
 	if signed {
 		delete(members, SignatureKey)
 	}
-	keys := make([]string, 0, len(members))
-	for k := range members {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(members)) {
 		b = append(b, ',')
 		b = appendJSONString(b, k)
 		b = append(b, ':')
@@ -504,7 +496,7 @@ func (p *Publisher) send(ctx context.Context, entries []types.PutEventsRequestEn
 		if len(failed) == 0 || attempt >= p.cfg.EntryRetries {
 			return
 		}
-		if !sleepCtx(ctx, retry.FullJitter(p.cfg.RetryBaseDelay, time.Second, attempt, nil)) {
+		if retry.SystemClock.Sleep(ctx, retry.FullJitter(p.cfg.RetryBaseDelay, time.Second, attempt, nil)) != nil {
 			return
 		}
 		pending = failed
@@ -649,15 +641,9 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 		defer cancel()
 		flush(mctx)
 	}()
-	// While the backlog keeps batches full, the verdicts of a batch are
-	// recorded in the background while the next batch is claimed and sent
-	// (on another pooled connection), so the database works on both at
-	// once. The mark of a batch still starts right after its PutEvents
-	// phase, as in PublishOnce, so it is never later relative to its lease;
-	// at most two marks are in flight, and a batch is never claimed before
-	// the mark of the batch two rounds back has finished. The batches are
-	// disjoint (a batch waiting for its mark is still leased), so the
-	// overlap changes no outcome.
+	// While batches come back full, a batch's verdicts are recorded in the
+	// background while the next batch is claimed and sent; at most two marks
+	// are in flight ("Overlapping rounds", docs/design.md#outbox-publisher).
 	type marked struct {
 		res Result
 		err error
@@ -675,7 +661,7 @@ func (p *Publisher) Run(ctx context.Context, wake <-chan struct{}) error {
 	consecutiveErrors := 0
 	var lastErr error
 	for ctx.Err() == nil {
-		if time.Since(lastMetrics) >= p.cfg.MetricsInterval {
+		if time.Since(lastMetrics) >= MetricsInterval {
 			flush(ctx)
 		}
 		b, err := p.claimAndPublish(ctx)
@@ -745,15 +731,4 @@ func (p *Publisher) emitMetrics(ctx context.Context) error {
 		metrics.Metric{Name: outboxapi.MetricFailedAttempts, Unit: metrics.UnitCount, Value: float64(t.Failed)},
 		metrics.Metric{Name: outboxapi.MetricNewlyParked, Unit: metrics.UnitCount, Value: float64(t.Parked)},
 	)...)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -59,7 +59,6 @@ func createRoles(ctx context.Context, tx pgx.Tx, roles outboxapi.Roles, opts Rol
 	if err = tx.QueryRow(ctx, `SELECT current_database()`).Scan(&database); err != nil {
 		return err
 	}
-	id := func(s string) string { return pgx.Identifier{s}.Sanitize() }
 	var stmts []string
 	for _, name := range roles.All() {
 		var unsafe bool
@@ -69,26 +68,24 @@ func createRoles(ctx context.Context, tx pgx.Tx, roles outboxapi.Roles, opts Rol
 		case errors.Is(err, pgx.ErrNoRows):
 			// Default attributes: NOSUPERUSER NOCREATEDB NOCREATEROLE
 			// NOREPLICATION NOBYPASSRLS, no password.
-			stmts = append(stmts, "CREATE ROLE "+id(name)+" LOGIN")
+			stmts = append(stmts, "CREATE ROLE "+ident(name)+" LOGIN")
 		case err != nil:
 			return fmt.Errorf("read role %s: %w", name, err)
 		case unsafe:
 			return fmt.Errorf("%w: %s", ErrUnsafeRole, name)
 		default:
-			stmts = append(stmts, "ALTER ROLE "+id(name)+" LOGIN")
+			stmts = append(stmts, "ALTER ROLE "+ident(name)+" LOGIN")
 		}
 		if opts.IAM {
-			stmts = append(stmts, "GRANT rds_iam TO "+id(name))
+			stmts = append(stmts, "GRANT rds_iam TO "+ident(name))
 		}
-		stmts = append(stmts, "GRANT CONNECT ON DATABASE "+id(database)+" TO "+id(name))
+		stmts = append(stmts, "GRANT CONNECT ON DATABASE "+ident(database)+" TO "+ident(name))
 	}
 	stmts = append(stmts,
-		"GRANT USAGE, CREATE ON SCHEMA "+id(opts.Schema)+" TO "+id(roles.Owner),
-		"GRANT USAGE ON SCHEMA "+id(opts.Schema)+" TO "+strings.Join(quoteAll(roles.Applications()), ", "))
-	for _, s := range stmts {
-		if _, err = tx.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", s, err)
-		}
+		"GRANT USAGE, CREATE ON SCHEMA "+ident(opts.Schema)+" TO "+ident(roles.Owner),
+		"GRANT USAGE ON SCHEMA "+ident(opts.Schema)+" TO "+strings.Join(quoteAll(roles.Applications()), ", "))
+	if err := execAll(ctx, tx, stmts); err != nil {
+		return err
 	}
 	return adopt(ctx, tx, roles.Owner, opts.Schema)
 }
@@ -110,12 +107,11 @@ func lockedTx(ctx context.Context, db DB, what string, fn func(pgx.Tx) error) er
 
 // adopt hands the migrations' existing objects in schema to owner.
 func adopt(ctx context.Context, tx pgx.Tx, owner, schemaName string) error {
-	id := func(s string) string { return pgx.Identifier{s}.Sanitize() }
 	granted := false
 	for _, o := range adoptable {
-		qualified := id(schemaName) + "." + o.name
+		qualified := ident(schemaName) + "." + o.name
 		if o.kind == "TABLE" {
-			qualified = id(schemaName) + "." + id(o.name)
+			qualified = ident(schemaName) + "." + ident(o.name)
 		}
 		var current *string
 		err := tx.QueryRow(ctx, `SELECT CASE $1::text
@@ -131,24 +127,37 @@ func adopt(ctx context.Context, tx pgx.Tx, owner, schemaName string) error {
 		if !granted {
 			// ALTER ... OWNER TO needs membership of the new owner; the
 			// creator of a role may grant it (PostgreSQL 16: ADMIN OPTION).
-			if _, err := tx.Exec(ctx, "GRANT "+id(owner)+" TO CURRENT_USER"); err != nil {
+			if _, err := tx.Exec(ctx, "GRANT "+ident(owner)+" TO CURRENT_USER"); err != nil {
 				return fmt.Errorf("join %s to adopt %s: %w", owner, qualified, err)
 			}
 			granted = true
 		}
-		if _, err := tx.Exec(ctx, "ALTER "+o.kind+" "+qualified+" OWNER TO "+id(owner)); err != nil {
+		if _, err := tx.Exec(ctx, "ALTER "+o.kind+" "+qualified+" OWNER TO "+ident(owner)); err != nil {
 			return fmt.Errorf("adopt %s: %w", qualified, err)
 		}
 	}
 	return nil
 }
 
+// ident quotes a PostgreSQL identifier.
+func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
+
 func quoteAll(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = pgx.Identifier{n}.Sanitize()
+		out[i] = ident(n)
 	}
 	return out
+}
+
+// execAll runs stmts in order, stopping at the first that fails.
+func execAll(ctx context.Context, tx pgx.Tx, stmts []string) error {
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
 }
 
 // grants are the privileges of each function's role, exactly: Grant first
@@ -156,8 +165,7 @@ func quoteAll(names []string) []string {
 // statements use (docs/design.md#database-roles); a migration that adds a
 // column a function needs must add it here too.
 func grants(r outboxapi.Roles) []string {
-	id := func(s string) string { return pgx.Identifier{s}.Sanitize() }
-	pub, cln, wri := id(r.Publisher), id(r.Cleanup), id(r.Writer)
+	pub, cln, wri := ident(r.Publisher), ident(r.Cleanup), ident(r.Writer)
 	return []string{
 		// Publisher: claim (FOR UPDATE needs UPDATE on some column), mark,
 		// park, gauges. It can change no event's content, identity or date.
@@ -185,12 +193,5 @@ func Grant(ctx context.Context, db DB, roles outboxapi.Roles) error {
 	}
 	grantees := "PUBLIC, " + strings.Join(quoteAll(roles.Applications()), ", ")
 	stmts := append([]string{"REVOKE ALL ON outbox, pedidos, outbox_migraciones FROM " + grantees}, grants(roles)...)
-	return lockedTx(ctx, db, "grant", func(tx pgx.Tx) error {
-		for _, s := range stmts {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				return fmt.Errorf("%s: %w", s, err)
-			}
-		}
-		return nil
-	})
+	return lockedTx(ctx, db, "grant", func(tx pgx.Tx) error { return execAll(ctx, tx, stmts) })
 }

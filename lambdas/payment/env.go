@@ -98,14 +98,8 @@ func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*T
 		return nil, err
 	}
 	emf := breaker.MetricsWriter(os.Stdout, s.Environment, paymentapi.GatewayDependency)
-	br, err := breaker.New(breaker.NewRedisStore(breaker.NewRedisClient(s.Breaker.RedisAddr, s.Breaker.RedisTLS, s.Breaker.IAMAuth(awsCfg))), breaker.Config{
-		Name:             paymentapi.GatewayDependency,
-		FailureThreshold: s.Breaker.FailureThreshold,
-		OpenPeriod:       s.Breaker.OpenPeriod,
-		ProbeLease:       s.Gateway.ReadTimeout + 15*time.Second,
-		Metrics:          emf,
-		Logger:           log,
-	})
+	rdb := breaker.NewRedisClient(s.Breaker.RedisAddr, s.Breaker.RedisTLS, s.Breaker.IAMAuth(awsCfg))
+	br, err := s.Breaker.Breaker(rdb, paymentapi.GatewayDependency, s.Gateway.ReadTimeout+15*time.Second, emf, log)
 	if err != nil {
 		return nil, err
 	}

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/signing"
@@ -117,8 +117,6 @@ func (t *Tasks) verify(ctx context.Context, in paymentapi.CobroInput) error {
 	return err
 }
 
-var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
-
 func validate(pedidoID string, cents int64, moneda string, extra ...[2]string) error {
 	var problems []string
 	if pedidoID == "" {
@@ -127,7 +125,7 @@ func validate(pedidoID string, cents int64, moneda string, extra ...[2]string) e
 	if cents <= 0 {
 		problems = append(problems, fmt.Sprintf("importe_centimos %d must be a positive number of cents", cents))
 	}
-	if !currencyRE.MatchString(moneda) {
+	if !eventsapi.IsCurrency(moneda) {
 		problems = append(problems, fmt.Sprintf("moneda %q is not an ISO 4217 code", moneda))
 	}
 	for _, f := range extra {
@@ -299,34 +297,25 @@ func classify(err error) *TaskError {
 // through unchanged (any other error's errorType is its Go type name), so
 // the errorType Step Functions matches is exactly the paymentapi name.
 func (t *Tasks) CobroHandler() func(context.Context, json.RawMessage) (paymentapi.CobroOutput, error) {
-	return func(ctx context.Context, raw json.RawMessage) (paymentapi.CobroOutput, error) {
-		var in paymentapi.CobroInput
-		if err := decode(raw, &in); err != nil {
-			return paymentapi.CobroOutput{}, invokeError(err)
-		}
-		out, err := t.Cobro(ctx, in)
-		return out, invokeError(err)
-	}
+	return handler(t.Cobro)
 }
 
 // ReembolsoHandler is the Lambda handler of the reembolso function (see
 // CobroHandler).
 func (t *Tasks) ReembolsoHandler() func(context.Context, json.RawMessage) (paymentapi.ReembolsoOutput, error) {
-	return func(ctx context.Context, raw json.RawMessage) (paymentapi.ReembolsoOutput, error) {
-		var in paymentapi.ReembolsoInput
-		if err := decode(raw, &in); err != nil {
-			return paymentapi.ReembolsoOutput{}, invokeError(err)
-		}
-		out, err := t.Reembolso(ctx, in)
-		return out, invokeError(err)
-	}
+	return handler(t.Reembolso)
 }
 
-func decode(raw json.RawMessage, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: "input: " + err.Error(), Err: err}
+func handler[I, O any](task func(context.Context, I) (O, error)) func(context.Context, json.RawMessage) (O, error) {
+	return func(ctx context.Context, raw json.RawMessage) (O, error) {
+		var in I
+		if err := json.Unmarshal(raw, &in); err != nil {
+			var zero O
+			return zero, invokeError(&TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: "input: " + err.Error(), Err: err})
+		}
+		out, err := task(ctx, in)
+		return out, invokeError(err)
 	}
-	return nil
 }
 
 // invokeError turns a task error into the value aws-lambda-go reports

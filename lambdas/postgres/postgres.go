@@ -67,26 +67,27 @@ type ConnectConfig struct {
 	ApplicationName string
 }
 
-func (c ConnectConfig) sslMode() string {
-	if c.SSLMode == "" {
-		return "verify-full"
-	}
-	return c.SSLMode
-}
+func (c ConnectConfig) sslMode() string { return cmp.Or(c.SSLMode, "verify-full") }
 
-func (c ConnectConfig) applicationName() string {
-	if c.ApplicationName == "" {
-		return DefaultApplicationName
+// poolConfig parses the pool configuration of user on hostPort/db, with
+// c's TLS mode and application name and the settings every pool of the
+// project shares.
+func (c ConnectConfig) poolConfig(user *url.Userinfo, hostPort, db string) (*pgxpool.Config, error) {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     user,
+		Host:     hostPort,
+		Path:     "/" + db,
+		RawQuery: url.Values{"sslmode": {c.sslMode()}, "application_name": {cmp.Or(c.ApplicationName, DefaultApplicationName)}}.Encode(),
 	}
-	return c.ApplicationName
-}
-
-// finish applies the settings every pool of the project shares.
-func (c ConnectConfig) finish(pc *pgxpool.Config) {
-	pc.MaxConns = c.MaxConns
-	pc.MaxConns = cmp.Or(pc.MaxConns, 2)
+	pc, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("postgres: database config: %w", err)
+	}
+	pc.MaxConns = cmp.Or(c.MaxConns, 2)
 	pc.MinConns = 0
 	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	return pc, nil
 }
 
 type dbSecret struct {
@@ -106,13 +107,7 @@ func PoolConfigFromSecret(secretJSON string, cfg ConnectConfig) (*pgxpool.Config
 	if err := json.Unmarshal([]byte(secretJSON), &s); err != nil {
 		return nil, fmt.Errorf("postgres: database secret is not JSON: %w", err)
 	}
-	host, db := s.Host, s.DBName
-	if cfg.Host != "" {
-		host = cfg.Host
-	}
-	if cfg.Database != "" {
-		db = cfg.Database
-	}
+	host, db := cmp.Or(cfg.Host, s.Host), cmp.Or(cfg.Database, s.DBName)
 	port := 5432
 	if p := string(s.Port); p != "" && p != "null" {
 		n, err := strconv.Atoi(trimQuotes(p))
@@ -124,19 +119,7 @@ func PoolConfigFromSecret(secretJSON string, cfg ConnectConfig) (*pgxpool.Config
 	if s.Username == "" || host == "" || db == "" {
 		return nil, fmt.Errorf("%w: database secret lacks username, host or dbname", ErrInvalidConfig)
 	}
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.UserPassword(s.Username, s.Password),
-		Host:     host + ":" + strconv.Itoa(port),
-		Path:     "/" + db,
-		RawQuery: url.Values{"sslmode": {cfg.sslMode()}, "application_name": {cfg.applicationName()}}.Encode(),
-	}
-	pc, err := pgxpool.ParseConfig(u.String())
-	if err != nil {
-		return nil, fmt.Errorf("postgres: database config: %w", err)
-	}
-	cfg.finish(pc)
-	return pc, nil
+	return cfg.poolConfig(url.UserPassword(s.Username, s.Password), host+":"+strconv.Itoa(port), db)
 }
 
 func trimQuotes(s string) string {
@@ -170,20 +153,11 @@ func IAMPoolConfig(cfg ConnectConfig, creds aws.CredentialsProvider) (*pgxpool.C
 	if cfg.Host == "" || cfg.User == "" || cfg.Database == "" || cfg.Region == "" || creds == nil {
 		return nil, fmt.Errorf("%w: IAM connection needs Host, User, Database, Region and credentials", ErrInvalidConfig)
 	}
-	port := cfg.Port
-	port = cmp.Or(port, 5432)
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.User(cfg.User),
-		Host:     cfg.Host + ":" + strconv.Itoa(port),
-		Path:     "/" + cfg.Database,
-		RawQuery: url.Values{"sslmode": {cfg.sslMode()}, "application_name": {cfg.applicationName()}}.Encode(),
-	}
-	pc, err := pgxpool.ParseConfig(u.String())
+	endpoint := cfg.Host + ":" + strconv.Itoa(cmp.Or(cfg.Port, 5432))
+	pc, err := cfg.poolConfig(url.User(cfg.User), endpoint, cfg.Database)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: database config: %w", err)
+		return nil, err
 	}
-	endpoint := cfg.Host + ":" + strconv.Itoa(port)
 	pc.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
 		token, err := auth.BuildAuthToken(ctx, endpoint, cfg.Region, cfg.User, creds)
 		if err != nil {
@@ -192,7 +166,6 @@ func IAMPoolConfig(cfg ConnectConfig, creds aws.CredentialsProvider) (*pgxpool.C
 		cc.Password = token
 		return nil
 	}
-	cfg.finish(pc)
 	return pc, nil
 }
 

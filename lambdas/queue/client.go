@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -85,8 +86,7 @@ func (c *Client) SendMessage(ctx context.Context, in *SendMessageInput) (*SendMe
 // message attribute: consumers need the receive count and the DLQ tools need
 // everything.
 func (c *Client) ReceiveMessage(ctx context.Context, in *ReceiveMessageInput) ([]Message, error) {
-	max := in.MaxMessages
-	max = cmp.Or(max, 1)
+	max := cmp.Or(in.MaxMessages, 1)
 	if max < 1 || max > 10 {
 		return nil, fmt.Errorf("%w: MaxMessages %d not in 1..10", ErrInvalidParameter, in.MaxMessages)
 	}
@@ -111,9 +111,7 @@ func (c *Client) ReceiveMessage(ctx context.Context, in *ReceiveMessageInput) ([
 			MD5OfBody:     aws.ToString(m.MD5OfBody),
 			Attributes:    make(map[string]string, len(m.Attributes)),
 		}
-		for k, v := range m.Attributes {
-			msg.Attributes[k] = v
-		}
+		maps.Copy(msg.Attributes, m.Attributes)
 		if len(m.MessageAttributes) > 0 {
 			msg.MessageAttributes = make(map[string]Attribute, len(m.MessageAttributes))
 			for k, v := range m.MessageAttributes {

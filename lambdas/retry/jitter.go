@@ -45,9 +45,7 @@ func FullJitter(base, cap time.Duration, n int, rnd Rand) time.Duration {
 	if base <= 0 || cap <= 0 {
 		return 0
 	}
-	if n < 0 {
-		n = 0
-	}
+	n = max(n, 0)
 	ceiling := cap
 	if n < 62 {
 		if d := base << uint(n); d > 0 && d>>uint(n) == base && d < cap {

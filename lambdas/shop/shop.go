@@ -30,7 +30,7 @@ import (
 )
 
 // TipoPedidoCreado is the detail-type of the event this function writes.
-const TipoPedidoCreado = "PedidoCreado"
+const TipoPedidoCreado = eventsapi.TypePedidoCreado
 
 // ErrSolicitudInvalida wraps every validation failure of a Solicitud.
 var ErrSolicitudInvalida = errors.New("shop: invalid request")

@@ -132,14 +132,8 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 // to fit. It never replaces the original, which the caller leaves to the
 // queue's redrive.
 func (p *Processor) sendReason(ctx context.Context, dlqURL string, rec *Record, class Class, cause error) (string, error) {
-	attrs := map[string]queue.Attribute{
-		AttrFailureReason:     queue.StringAttribute(truncate(cause.Error(), maxReasonBytes)),
-		AttrFailureClass:      queue.StringAttribute(class.String()),
-		AttrConsumerVersion:   queue.StringAttribute(truncate(cmp.Or(p.cfg.ConsumerVersion, "unknown"), 256)),
-		AttrOriginalMessageID: queue.StringAttribute(nonEmpty(rec.Message.MessageId)),
-		AttrReceiveCount:      queue.NumberAttribute(int64(rec.ReceiveCount)),
-		AttrBodyTruncated:     queue.StringAttribute("true"),
-	}
+	attrs := failureAttributes(rec, class, cause, truncate(cmp.Or(p.cfg.ConsumerVersion, "unknown"), 256))
+	attrs[AttrBodyTruncated] = queue.StringAttribute("true")
 	room := MaxMessageBytes - messageBytes("", attrs)
 	in := &queue.SendMessageInput{QueueURL: dlqURL, Body: truncate(rec.Message.Body, room), MessageAttributes: attrs}
 	p.fifoFields(in, dlqURL, rec, "\x00reason")
@@ -168,13 +162,18 @@ func (p *Processor) fifoFields(in *queue.SendMessageInput, dlqURL string, rec *R
 // of this consumer, then the incoming ones it carries forward
 // (ForwardAttributes).
 func dlqAttributes(rec *Record, class Class, cause error, version string) map[string]queue.Attribute {
-	return ForwardAttributes(rec, map[string]queue.Attribute{
+	return ForwardAttributes(rec, failureAttributes(rec, class, cause, version))
+}
+
+// failureAttributes say why rec failed, and in which consumer version.
+func failureAttributes(rec *Record, class Class, cause error, version string) map[string]queue.Attribute {
+	return map[string]queue.Attribute{
 		AttrFailureReason:     queue.StringAttribute(truncate(cause.Error(), maxReasonBytes)),
 		AttrFailureClass:      queue.StringAttribute(class.String()),
 		AttrConsumerVersion:   queue.StringAttribute(version),
 		AttrOriginalMessageID: queue.StringAttribute(nonEmpty(rec.Message.MessageId)),
 		AttrReceiveCount:      queue.NumberAttribute(int64(rec.ReceiveCount)),
-	})
+	}
 }
 
 // ForwardAttributes returns the attributes of a message a consumer sends on
@@ -197,9 +196,7 @@ func ForwardAttributes(rec *Record, own map[string]queue.Attribute) map[string]q
 		incoming[n] = queue.AttributeFromEvent(a)
 	}
 	out := make(map[string]queue.Attribute, maxAttributes)
-	for k, v := range own {
-		out[k] = v
-	}
+	maps.Copy(out, own)
 	originals, err := OriginalAttributes(incoming)
 	if err != nil {
 		originals, _ = OriginalAttributes(withoutAttr(incoming, AttrOriginalAttributes))
@@ -251,14 +248,7 @@ func truncate(s string, n int) string {
 	return nonEmpty(retry.Truncate(s, n))
 }
 
-func nonEmpty(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+func nonEmpty(s string) string { return cmp.Or(s, "-") }
 
 // DeadLetter is what the library recorded on a message it dead-lettered.
 // Operator tools (the DLQ runbook's classify step) read it back with

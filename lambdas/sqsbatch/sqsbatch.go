@@ -17,6 +17,7 @@ package sqsbatch
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -152,8 +153,7 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	log := cfg.Logger
-	log = cmp.Or(log, slog.New(slog.NewJSONHandler(os.Stdout, nil)))
+	log := cmp.Or(cfg.Logger, slog.New(slog.NewJSONHandler(os.Stdout, nil)))
 	return &Processor{cfg: cfg, log: log}, nil
 }
 
@@ -182,7 +182,7 @@ func (r *Record) Body() string { return r.Message.Body }
 // Decode unmarshals the JSON body into v, ignoring unknown fields. A failure
 // is returned as a poison error (the body will never decode).
 func (r *Record) Decode(v any) error {
-	if err := jsonUnmarshal([]byte(r.Message.Body), v); err != nil {
+	if err := json.Unmarshal([]byte(r.Message.Body), v); err != nil {
 		return Poisonf("body does not match the expected schema: %w", err)
 	}
 	return nil
@@ -416,11 +416,9 @@ func (p *Processor) newRecord(msg events.SQSMessage) *Record {
 	rc, _ := strconv.Atoi(msg.Attributes[queue.AttrApproximateReceiveCount])
 	fifo := strings.HasSuffix(msg.EventSourceARN, ".fifo")
 	rec := &Record{Message: msg, ReceiveCount: rc, FIFO: fifo}
-	if fifo {
-		rec.GroupID = msg.Attributes[queue.AttrMessageGroupID]
-	}
 	attrs := []any{slog.String("message_id", msg.MessageId), slog.Int("receive_count", rc)}
 	if fifo {
+		rec.GroupID = msg.Attributes[queue.AttrMessageGroupID]
 		attrs = append(attrs, slog.String("group_id", rec.GroupID))
 	}
 	rec.Logger = p.log.With(attrs...)

@@ -84,16 +84,7 @@ func Once[T any](ctx context.Context, store *idempotency.Store, plan *degrade.Pl
 	}
 }
 
-// Call is one idempotent call a consumer makes for a message: Payload is
-// what the idempotency record validates (the same key with another payload
-// is refused), Do makes the call with the key (which it forwards as the
-// dependency's Idempotency-Key).
-type Call[R any] struct {
-	Payload any
-	Do      func(ctx context.Context, key string) (R, error)
-}
-
-// OnceDeps are the dependencies of a consumer built with OnceProcessor.
+// OnceDeps are the dependencies of a consumer built with PostProcessor.
 // Store and Plan are required.
 type OnceDeps struct {
 	Store *idempotency.Store
@@ -107,15 +98,19 @@ type OnceDeps struct {
 	Logger *slog.Logger
 }
 
-// OnceProcessor returns the processor of a consumer of the fan-out's
-// PedidoConfirmado that makes one call per event E, once per domain key:
-// key derives the key from the event's pedido_id (e.g.
-// idempotency.KeyPreparacion), call says what to send, and done logs the
-// result. The event must carry "pedido_id" and "confirmado_en"; E's
-// Validate, if it has one, makes a bad event poison. An event older than
-// s.IdempotencyWindow is refused before its key is claimed (Settings.Window:
-// the store's records must live as long). Failures are classified by Once.
-func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID string) (string, error), call func(e *E) Call[R], done func(rec *sqsbatch.Record, e *E, r R)) (*sqsbatch.Processor, error) {
+// PostProcessor returns the processor of a consumer of the fan-out's
+// PedidoConfirmado that POSTs body(e) of each event E to path of the HTTP
+// dependency dep, once per domain key: key derives the key from the
+// event's pedido_id (e.g. idempotency.KeyPreparacion), which is also the
+// Idempotency-Key; the answer decodes into R, and done logs it. The event
+// must carry "pedido_id" and "confirmado_en"; E's Validate, if it has one,
+// makes a bad event poison. An event older than s.IdempotencyWindow is
+// refused before its key is claimed (Settings.Window: the store's records
+// must live as long). Failures are classified by Once.
+func PostProcessor[E, B, R any](s Settings, d OnceDeps, dep *httpdep.Client, path string, key func(pedidoID string) (string, error), body func(e *E) B, done func(rec *sqsbatch.Record, e *E, r R)) (*sqsbatch.Processor, error) {
+	if dep == nil {
+		return nil, errors.New("sqsconsumer: PostProcessor needs the dependency's client")
+	}
 	if d.Store == nil || d.Plan == nil {
 		return nil, errors.New("sqsconsumer: OnceDeps.Store and OnceDeps.Plan are required")
 	}
@@ -129,8 +124,12 @@ func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID strin
 			if err := window.Check(rec); err != nil {
 				return err
 			}
-			c := call(e)
-			res, err := Once(ctx, d.Store, d.Plan, rec, c.Payload, c.Do)
+			b := body(e)
+			res, err := Once(ctx, d.Store, d.Plan, rec, b, func(ctx context.Context, key string) (R, error) {
+				var out R
+				err := dep.Post(ctx, path, key, b, &out)
+				return out, err
+			})
 			if err == nil {
 				done(rec, e, res)
 			}
@@ -143,21 +142,4 @@ func OnceProcessor[E any, R any](s Settings, d OnceDeps, key func(pedidoID strin
 		IdempotencyKey:    KeyByPedido(key),
 		Logger:            d.Logger,
 	})
-}
-
-// PostProcessor is OnceProcessor for a consumer whose one call is a POST of
-// body(e) to path of the HTTP dependency dep, under the record's key (also
-// the Idempotency-Key); the answer decodes into R.
-func PostProcessor[E, B, R any](s Settings, d OnceDeps, dep *httpdep.Client, path string, key func(pedidoID string) (string, error), body func(e *E) B, done func(rec *sqsbatch.Record, e *E, r R)) (*sqsbatch.Processor, error) {
-	if dep == nil {
-		return nil, errors.New("sqsconsumer: PostProcessor needs the dependency's client")
-	}
-	return OnceProcessor(s, d, key, func(e *E) Call[R] {
-		b := body(e)
-		return Call[R]{Payload: b, Do: func(ctx context.Context, key string) (R, error) {
-			var out R
-			err := dep.Post(ctx, path, key, b, &out)
-			return out, err
-		}}
-	}, done)
 }

@@ -217,14 +217,7 @@ func (r *Runtime) Breaker(name string, probeLease time.Duration) (*breaker.Break
 	r.redisOnce.Do(func() {
 		r.redis = breaker.NewRedisClient(r.breakerSet.RedisAddr, r.breakerSet.RedisTLS, r.breakerSet.IAMAuth(r.AWS))
 	})
-	return breaker.New(breaker.NewRedisStore(r.redis), breaker.Config{
-		Name:             name,
-		FailureThreshold: r.breakerSet.FailureThreshold,
-		OpenPeriod:       r.breakerSet.OpenPeriod,
-		ProbeLease:       probeLease,
-		Metrics:          r.DependencyMetrics(name),
-		Logger:           r.Log,
-	})
+	return r.breakerSet.Breaker(r.redis, name, probeLease, r.DependencyMetrics(name), r.Log)
 }
 
 // DependencyMetrics is the EMF writer of dependency name (dimensions

@@ -105,12 +105,11 @@ type Response struct {
 
 // Handle runs one custom resource event.
 func (m *Migrator) Handle(ctx context.Context, ev cfn.Event) (Response, error) {
-	log := m.Log
-	log = cmp.Or(log, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	log := cmp.Or(m.Log, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	switch ev.RequestType {
 	case cfn.RequestDelete:
 		log.Info("outbox schema kept: the data outlives the resource", "resource", ev.LogicalResourceID)
-		return Response{PhysicalResourceID: orDefault(ev.PhysicalResourceID)}, nil
+		return Response{PhysicalResourceID: cmp.Or(ev.PhysicalResourceID, PhysicalID)}, nil
 	case cfn.RequestCreate, cfn.RequestUpdate:
 	default:
 		return Response{}, fmt.Errorf("%w: request type %q", ErrInvalidRequest, ev.RequestType)
@@ -145,13 +144,6 @@ func (m *Migrator) Handle(ctx context.Context, ev cfn.Event) (Response, error) {
 		"Aplicadas": strings.Join(applied, ","),
 		"Hash":      outboxapi.SchemaHash(),
 	}}, nil
-}
-
-func orDefault(id string) string {
-	if id == "" {
-		return PhysicalID
-	}
-	return id
 }
 
 // parseProperties checks that the template and this binary agree on the

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
 	"strings"
 )
 
@@ -20,19 +19,15 @@ var Migrations embed.FS
 const MigrationsDir = "migrations"
 
 // SchemaHash is the SHA-256 (hex) of every migration's name and content, in name
-// order: it changes when a migration is added or edited, and only then.
+// order (fs.ReadDir's): it changes when a migration is added or edited, and only then.
 func SchemaHash() string {
 	entries, err := fs.ReadDir(Migrations, MigrationsDir)
 	if err != nil {
 		panic("outboxapi: embedded migrations unreadable: " + err.Error()) // impossible: embedded at build time
 	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
 	h := sha256.New()
-	for _, n := range names {
+	for _, e := range entries {
+		n := e.Name()
 		body, err := Migrations.ReadFile(MigrationsDir + "/" + n)
 		if err != nil {
 			panic("outboxapi: embedded migration unreadable: " + err.Error())

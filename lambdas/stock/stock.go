@@ -8,9 +8,11 @@
 // line's (replays and late movements change nothing; the line is the
 // movement's idempotency record and never expires), and the totals change by
 // the line's transition, in three conditional writes that whoever meets a
-// pending change finishes. A movement that would leave disponible below zero
-// is Permanent (to the DLQ with the numbers); malformed ones are poison;
-// DynamoDB failures are transient. Reasoning: docs/design.md#stock-movements.
+// pending change finishes, the first only on the totals' version it read (a
+// late copy of any write changes nothing). A movement that would leave
+// disponible below zero is Permanent (to the DLQ with the numbers); malformed
+// ones are poison; DynamoDB failures are transient. Reasoning:
+// docs/design.md#stock-movements.
 package stock
 
 import (

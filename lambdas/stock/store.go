@@ -40,6 +40,10 @@ const (
 	attrTipo        = "tipo"
 	attrCambio      = "cambio"
 	attrActualizado = "actualizado_en"
+	// attrVersion counts the changes begun on a SKU's totals; a change
+	// begins only on the version it read, so a late copy of its write
+	// changes nothing.
+	attrVersion = "version"
 
 	// pendingPrefix names a totals attribute holding a line's change whose
 	// deltas are applied to the totals but not yet to the line.
@@ -176,44 +180,39 @@ var errRestart = errors.New("restart")
 
 func (s *Store) applyOnce(ctx context.Context, m Movimiento) (Outcome, error) {
 	el := m.elemento()
-	cur, err := s.getLine(ctx, m.SKU, el)
-	if err != nil {
-		return 0, err
-	}
-	if cur != nil && (cur.secuencia >= m.Secuencia || m.Tipo == TipoAjuste) {
-		// A crash between writing the line and clearing its pending change
-		// leaves the change behind: clear it.
-		if err := s.clearPending(ctx, m.SKU, el, cur.cambio); err != nil {
-			return 0, err
-		}
-		return Skipped, nil
-	}
-	c := plan(cur, m)
-	err = s.begin(ctx, m.SKU, c)
-	if !isConditionFailed(err) {
-		if err != nil {
-			return 0, err
-		}
-		return s.finish(ctx, m.SKU, c)
-	}
 	tot, err := s.getTotals(ctx, m.SKU)
 	if err != nil {
 		return 0, err
 	}
 	if p, pending := tot.pending[el]; pending {
 		// A change of this line was begun and not finished (its invocation
-		// died, or is still running): finish it, then start again from
-		// the line.
+		// died, or is still running): finish it, or take it back if the
+		// line moved on without it, then start again from the totals.
 		if _, err := s.finish(ctx, m.SKU, p); err != nil && !errors.Is(err, errRestart) {
 			return 0, err
 		}
 		return 0, errRestart
 	}
+	cur, err := s.getLine(ctx, m.SKU, el)
+	if err != nil {
+		return 0, err
+	}
+	if cur != nil && (cur.secuencia >= m.Secuencia || m.Tipo == TipoAjuste) {
+		return Skipped, nil
+	}
+	c := plan(cur, m)
 	if n := c.need(); n > 0 && (!tot.exists || tot.disponible < n) {
 		return 0, &NegativeStockError{SKU: m.SKU, Disponible: tot.disponible, Known: tot.exists, Needed: n}
 	}
-	// The change that was pending has been finished meanwhile.
-	return 0, errRestart
+	switch err := s.begin(ctx, m.SKU, c, tot.version); {
+	case isConditionFailed(err):
+		// The totals moved since they were read (another change began,
+		// or the stock changed): read them again.
+		return 0, errRestart
+	case err != nil:
+		return 0, err
+	}
+	return s.finish(ctx, m.SKU, c)
 }
 
 // plan computes the line's new state from its current one.
@@ -233,16 +232,21 @@ func plan(cur *line, m Movimiento) change {
 	return c
 }
 
-// begin applies c's deltas to the totals and records c as pending there,
-// unless another change of the line is pending or the stock would go
-// negative (a failed condition).
-func (s *Store) begin(ctx context.Context, sku string, c change) error {
-	names := map[string]string{"#p": pendingPrefix + c.elemento, "#e": attrExistencias, "#r": attrReservado, "#d": attrDisponible, "#u": attrActualizado}
+// begin applies c's deltas to the totals, records c as pending there and
+// moves the totals' version on, only if the version is still the one read
+// (so the write counts once however often it reaches DynamoDB), no change
+// of the line is pending and the stock covers what c takes (else a failed
+// condition).
+func (s *Store) begin(ctx context.Context, sku string, c change, version int64) error {
+	names := map[string]string{"#p": pendingPrefix + c.elemento, "#e": attrExistencias, "#r": attrReservado, "#d": attrDisponible, "#u": attrActualizado, "#v": attrVersion}
 	values := map[string]types.AttributeValue{
 		":de": num(c.dExist), ":dr": num(c.dReserv), ":dd": num(c.dExist - c.dReserv), ":z": num(0),
-		":c": c.item(), ":now": str(s.now().UTC().Format(time.RFC3339Nano)),
+		":c": c.item(), ":now": str(s.now().UTC().Format(time.RFC3339Nano)), ":next": num(version + 1),
 	}
-	cond := "attribute_not_exists(#p)"
+	cond := "attribute_not_exists(#p) AND attribute_not_exists(#v)"
+	if version > 0 {
+		cond, values[":v"] = "attribute_not_exists(#p) AND #v = :v", num(version)
+	}
 	if n := c.need(); n > 0 {
 		cond += " AND #d >= :need"
 		values[":need"] = num(n)
@@ -251,7 +255,7 @@ func (s *Store) begin(ctx context.Context, sku string, c change) error {
 		TableName: aws.String(s.table),
 		Key:       key(sku, ElementoTotales),
 		UpdateExpression: aws.String("SET #e = if_not_exists(#e, :z) + :de, #r = if_not_exists(#r, :z) + :dr, " +
-			"#d = if_not_exists(#d, :z) + :dd, #p = :c, #u = :now"),
+			"#d = if_not_exists(#d, :z) + :dd, #p = :c, #u = :now, #v = :next"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
@@ -364,7 +368,9 @@ type Totals struct {
 type totals struct {
 	exists     bool
 	disponible int64
-	pending    map[string]change
+	// version is 0 on totals no change has begun on since it was added.
+	version int64
+	pending map[string]change
 }
 
 func (s *Store) getTotals(ctx context.Context, sku string) (totals, error) {
@@ -378,6 +384,11 @@ func (s *Store) getTotals(ctx context.Context, sku string) (totals, error) {
 	}
 	if t.disponible, err = getN(out.Item, attrDisponible); err != nil {
 		return t, fmt.Errorf("%w: totals of %s: %w", ErrStore, sku, err)
+	}
+	if _, set := out.Item[attrVersion]; set {
+		if t.version, err = getN(out.Item, attrVersion); err != nil {
+			return t, fmt.Errorf("%w: totals of %s: %w", ErrStore, sku, err)
+		}
 	}
 	for name, v := range out.Item {
 		el, ok := strings.CutPrefix(name, pendingPrefix)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/testseed"
@@ -303,4 +304,93 @@ func TestConcurrentMovementsOfTheSameLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.check(t, s)
+}
+
+// lateDB performs every write and keeps it, so that the test can deliver
+// it again later: a request whose answer the caller gave up on (an SDK
+// attempt timed out and was retried, an invocation hit its deadline) may
+// still reach DynamoDB after the retry, and after the movement's redelivery
+// has finished.
+type lateDB struct {
+	stock.DynamoDBAPI
+	mu      sync.Mutex
+	updates []*dynamodb.UpdateItemInput
+	puts    []*dynamodb.PutItemInput
+}
+
+func (l *lateDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	l.mu.Lock()
+	l.puts = append(l.puts, in)
+	l.mu.Unlock()
+	return l.DynamoDBAPI.PutItem(ctx, in, o...)
+}
+
+func (l *lateDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	l.mu.Lock()
+	l.updates = append(l.updates, in)
+	l.mu.Unlock()
+	return l.DynamoDBAPI.UpdateItem(ctx, in, o...)
+}
+
+// deliverLate sends one kept write again, straight to DynamoDB, and
+// reports whether it changed anything (a failed condition did not).
+func (l *lateDB) deliverLate(t *testing.T, rnd *testseed.Rand) bool {
+	t.Helper()
+	l.mu.Lock()
+	n := len(l.updates) + len(l.puts)
+	i := rnd.IntN(n)
+	var err error
+	if i < len(l.updates) {
+		in := l.updates[i]
+		l.mu.Unlock()
+		_, err = ddb.Client.UpdateItem(ctxT(t), in)
+	} else {
+		in := l.puts[i-len(l.updates)]
+		l.mu.Unlock()
+		_, err = ddb.Client.PutItem(ctxT(t), in)
+	}
+	var cf *types.ConditionalCheckFailedException
+	if errors.As(err, &cf) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// Every write may arrive a second time, late: after its caller moved on,
+// after the movement was applied by its redelivery, after later movements
+// of the same line. Each late copy changes nothing (its condition fails),
+// and the totals end exactly right with no change left pending.
+func TestLateDuplicateWritesChangeNothing(t *testing.T) {
+	rnd := testseed.New(t)
+	db := &lateDB{DynamoDBAPI: ddb.Client}
+	s := newStore(t, db)
+	sc := newScenario(rnd, 3, 10)
+	for _, m := range sc.opening {
+		mustApply(t, s, m)
+	}
+	landed, late := 0, 0
+	for _, m := range sc.deliveries(rnd) {
+		if _, err := s.Apply(ctxT(t), m); err != nil {
+			t.Fatalf("%+v: %v", m, err)
+		}
+		for range rnd.IntN(3) {
+			late++
+			if db.deliverLate(t, rnd) {
+				landed++
+			}
+		}
+	}
+	t.Logf("%d late writes, %d changed an item", late, landed)
+	if landed > 0 {
+		t.Errorf("%d late copies of writes changed the table", landed)
+	}
+	sc.check(t, s)
+	for sku := range sc.want {
+		if tot, _ := s.Read(context.Background(), sku); tot.Pending != 0 {
+			t.Errorf("%s has %d pending changes", sku, tot.Pending)
+		}
+	}
 }

@@ -461,7 +461,7 @@ func (q *Queues) IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idem
 	return s, table
 }
 
-// OnceDeps are the dependencies of a sqsconsumer.OnceProcessor consumer on
+// OnceDeps are the dependencies of a sqsconsumer.PostProcessor consumer on
 // these queues: a fresh idempotency table of srv (IdempotencyStore), the
 // sqsfake as DLQ sender and visibility changer, and the degrade plan of
 // the source queue.

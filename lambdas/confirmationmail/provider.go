@@ -18,6 +18,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // What a provider's failure says about the e-mail (match with errors.Is).
@@ -154,7 +155,7 @@ func classifySES(err error) error {
 		// 5xx, a suspended account, sending paused, an unverified
 		// identity, a missing configuration set: SES did not take it.
 		return fmt.Errorf("%w: ses: %w", ErrNotSent, err)
-	case httpdep.IsDialError(err):
+	case retry.IsDialError(err):
 		return fmt.Errorf("%w: ses unreachable: %w", ErrNotSent, err)
 	default:
 		return fmt.Errorf("%w: ses gave no answer: %w", ErrUncertain, err)

@@ -265,7 +265,7 @@ func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out
 	}
 	result := c.judge(path, ans, err, out)
 	if result != nil {
-		result.Sent = err == nil || !IsDialError(err)
+		result.Sent = err == nil || !retry.IsDialError(err)
 	}
 	if call != nil {
 		var outcome error
@@ -281,17 +281,6 @@ func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out
 // the breaker and the errors metric): no answer, 5xx or 429.
 func failing(status int, err error) bool {
 	return err != nil || status >= 500 || status == http.StatusTooManyRequests
-}
-
-// IsDialError reports a failure to open the connection (refused, DNS): the
-// request never left this process, so nothing can have been applied.
-func IsDialError(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns)
 }
 
 type answer struct {

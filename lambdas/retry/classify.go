@@ -169,7 +169,7 @@ func Classify(ctx context.Context, err error) (Class, time.Duration) {
 	if errors.Is(err, context.Canceled) {
 		return ClassPermanent, 0
 	}
-	if isDialError(err) {
+	if IsDialError(err) {
 		return ClassRetryable, 0
 	}
 	// Timeouts (a per-attempt deadline, net.Error.Timeout), resets, EOF
@@ -177,8 +177,10 @@ func Classify(ctx context.Context, err error) (Class, time.Duration) {
 	return ClassAmbiguous, 0
 }
 
-// isDialError reports a failure to connect: nothing was sent.
-func isDialError(err error) bool {
+// IsDialError reports a failure to open the connection (refused, a dial
+// that timed out, a name that did not resolve, however the lookup ended):
+// the request never left this process, so nothing can have been applied.
+func IsDialError(err error) bool {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return true
 	}
@@ -187,7 +189,7 @@ func isDialError(err error) bool {
 		return true
 	}
 	var dns *net.DNSError
-	return errors.As(err, &dns) && !dns.IsTimeout
+	return errors.As(err, &dns)
 }
 
 // Reason says why a Retrier stopped.

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,15 +57,11 @@ func run() error {
 	if err := synth.Run(); err != nil {
 		return fmt.Errorf("cdk synth -c env=%s: %w", *env, err)
 	}
-	files, err := filepath.Glob(filepath.Join(out, "*-"+*env+".template.json"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no stack of environment %q was synthesised", *env)
-	}
-	slices.Sort(files)
 	templates, err := snapshot.Load(out, *env)
 	if err != nil {
-		return err
+		return fmt.Errorf("no stack of environment %q was synthesised: %w", *env, err)
 	}
+	stacks := slices.Sorted(maps.Keys(templates))
 	normalised, committed := map[string]map[string]any{}, map[string]map[string]any{}
 	differs := false
 	empty := filepath.Join(out, "empty.template.json.base")
@@ -72,8 +69,8 @@ func run() error {
 		return err
 	}
 	var diffs []stackDiff
-	for _, f := range files {
-		stack := strings.TrimSuffix(filepath.Base(f), ".template.json")
+	for _, stack := range stacks {
+		f := filepath.Join(out, stack+".template.json")
 		norm, err := snapshot.Normalise(templates[stack])
 		if err != nil {
 			return err
@@ -104,8 +101,7 @@ func run() error {
 	// cdk diff of the stacks that differ, one after the other; its
 	// "Number of stacks with differences" lines are left out (the summary
 	// at the end counts).
-	for _, f := range files {
-		stack := strings.TrimSuffix(filepath.Base(f), ".template.json")
+	for _, stack := range stacks {
 		if !changed[stack] {
 			continue
 		}

@@ -392,34 +392,49 @@ func (m *model) chargeSecurity() {
 	}
 }
 
+// alarmedMetric is one metric an alarm is billed for.
+type alarmedMetric struct {
+	namespace, name, dimensions any
+	highResolution              bool
+}
+
+// alarmedMetrics returns the metrics an alarm is billed for: its one metric,
+// or every MetricStat of a metric-math alarm (an expression is not billed).
+// A metric is high resolution when its period is known and under 60 s; a
+// period that is absent or a token counts as standard, the same for both
+// kinds of alarm.
+func alarmedMetrics(a *cfnlocal.Resource) []alarmedMetric {
+	highResolution := func(period any) bool { p := num(period); return p > 0 && p < 60 }
+	list, _ := a.Prop("Metrics").([]any)
+	if len(list) == 0 {
+		return []alarmedMetric{{a.Prop("Namespace"), a.Prop("MetricName"), a.Prop("Dimensions"), highResolution(a.Prop("Period"))}}
+	}
+	var out []alarmedMetric
+	for _, q := range list {
+		qm, _ := q.(map[string]any)
+		ms, _ := qm["MetricStat"].(map[string]any)
+		if ms == nil {
+			continue
+		}
+		metric, _ := ms["Metric"].(map[string]any)
+		out = append(out, alarmedMetric{metric["Namespace"], metric["MetricName"], metric["Dimensions"], highResolution(ms["Period"])})
+	}
+	return out
+}
+
 // chargeMonitoring prices alarms, dashboards, custom metrics, logs, X-Ray
 // and SES.
 func (m *model) chargeMonitoring() {
 	metrics := map[string]bool{}
 	std, high := 0.0, 0.0
 	for _, a := range m.t.App.Resources("AWS::CloudWatch::Alarm") {
-		if list, _ := a.Prop("Metrics").([]any); len(list) > 0 {
-			for _, q := range list {
-				qm, _ := q.(map[string]any)
-				ms, _ := qm["MetricStat"].(map[string]any)
-				if ms == nil {
-					continue
-				}
-				metric, _ := ms["Metric"].(map[string]any)
-				customMetric(metrics, metric["Namespace"], metric["MetricName"], metric["Dimensions"])
-				if num(ms["Period"]) < 60 {
-					high++
-				} else {
-					std++
-				}
+		for _, am := range alarmedMetrics(a) {
+			customMetric(metrics, am.namespace, am.name, am.dimensions)
+			if am.highResolution {
+				high++
+			} else {
+				std++
 			}
-			continue
-		}
-		customMetric(metrics, a.Prop("Namespace"), a.Prop("MetricName"), a.Prop("Dimensions"))
-		if p := num(a.Prop("Period")); p > 0 && p < 60 {
-			high++
-		} else {
-			std++
 		}
 	}
 	if std > 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
@@ -301,5 +302,41 @@ func TestSpecName(t *testing.T) {
 		if got := specName(tc.name, tc.env); got != tc.want {
 			t.Errorf("specName(%q, %q) = %q, want %q", tc.name, tc.env, got, tc.want)
 		}
+	}
+}
+
+// An alarm is billed per metric it names; a metric is high resolution
+// when its period is known and under 60 s, for simple and metric-math
+// alarms alike (a token or absent period is standard).
+func TestAlarmedMetrics(t *testing.T) {
+	stat := func(period any) map[string]any {
+		return map[string]any{"MetricStat": map[string]any{"Metric": map[string]any{"Namespace": "N", "MetricName": "M"}, "Period": period}}
+	}
+	token := map[string]any{"Ref": "Period"}
+	tests := []struct {
+		name      string
+		props     map[string]any
+		std, high int
+	}{
+		{"simple, 60 s", map[string]any{"Namespace": "N", "MetricName": "M", "Period": 60.0}, 1, 0},
+		{"simple, 10 s", map[string]any{"Namespace": "N", "MetricName": "M", "Period": 10.0}, 0, 1},
+		{"simple, period a token", map[string]any{"Namespace": "N", "MetricName": "M", "Period": token}, 1, 0},
+		{"metric math, 60 s and 10 s and an expression", map[string]any{"Metrics": []any{stat(60.0), stat("10"), map[string]any{"Expression": "m1+m2"}}}, 1, 1},
+		{"metric math, period absent or a token", map[string]any{"Metrics": []any{stat(nil), stat(token)}}, 2, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			std, high := 0, 0
+			for _, m := range alarmedMetrics(&cfnlocal.Resource{Type: "AWS::CloudWatch::Alarm", Properties: tc.props}) {
+				if m.highResolution {
+					high++
+				} else {
+					std++
+				}
+			}
+			if std != tc.std || high != tc.high {
+				t.Errorf("standard %d, high resolution %d; want %d, %d", std, high, tc.std, tc.high)
+			}
+		})
 	}
 }

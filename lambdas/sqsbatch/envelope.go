@@ -2,6 +2,7 @@ package sqsbatch
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,69 +15,156 @@ import (
 // envelope is the parsed top level of a message body.
 type envelope = map[string]json.RawMessage
 
-// checkEnvelope validates body against the schema rules of the processor and
-// returns the major version found (0 when the check is disabled). Every
+// EnvelopeRules are the body rules a consumer applies before its handler:
+// Config's SupportedVersions, VersionKey, DisableVersionCheck and
+// RequiredKeys, with the same defaults.
+type EnvelopeRules struct {
+	SupportedVersions   []int  // default {1}
+	VersionKey          string // default "version"
+	DisableVersionCheck bool
+	RequiredKeys        []string
+}
+
+// EnvelopeProblem names the rule a body broke.
+type EnvelopeProblem int
+
+// The problems, in the order the rules are checked.
+const (
+	EmptyBody          EnvelopeProblem = iota + 1
+	NotJSON                            // Err: the decoder's error (not an object, or not JSON at all)
+	NullBody                           // JSON null
+	SNSEnvelope                        // an SNS notification: raw message delivery is off
+	BadKey                             // Err: a key on a dotted path is not an object
+	NoVersion                          // Key: the version key
+	BadVersion                         // Key; Err: ParseMajor's
+	UnsupportedVersion                 // Major, Supported
+	MissingKeys                        // Missing
+)
+
+// Malformed reports a body that is not a JSON object of the event, as
+// against an object that breaks a schema rule.
+func (p EnvelopeProblem) Malformed() bool { return p < BadKey }
+
+// EnvelopeError is the reason a body breaks the rules. A consumer makes it
+// poison; mf-dlq's classification reads the same value, so an operator's
+// verdict and the consumer's are one check.
+type EnvelopeError struct {
+	Problem   EnvelopeProblem
+	Key       string
+	Major     int
+	Supported []int
+	Missing   []string
+	Err       error
+}
+
+func (e *EnvelopeError) Error() string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch e.Problem {
+	case EmptyBody:
+		return "malformed message: empty body"
+	case NotJSON:
+		switch {
+		case errors.As(e.Err, &syn):
+			return fmt.Sprintf("malformed JSON at byte %d: %v", syn.Offset, e.Err)
+		case errors.As(e.Err, &typ):
+			return fmt.Sprintf("malformed message: body is a JSON %s, want an object", typ.Value)
+		}
+		return fmt.Sprintf("malformed JSON: %v", e.Err)
+	case NullBody:
+		return "malformed message: body is JSON null, want an object"
+	case SNSEnvelope:
+		return "body is an SNS notification envelope, not the event: enable raw message delivery on the subscription"
+	case NoVersion:
+		return fmt.Sprintf("missing required key %q", e.Key)
+	case BadVersion:
+		return fmt.Sprintf("key %q: %v", e.Key, e.Err)
+	case UnsupportedVersion:
+		return fmt.Sprintf("unknown major version %d (this consumer supports %s): deploy the consumer before the producer", e.Major, JoinInts(e.Supported))
+	case MissingKeys:
+		quoted := make([]string, len(e.Missing))
+		for i, k := range e.Missing {
+			quoted[i] = strconv.Quote(k)
+		}
+		if len(quoted) == 1 {
+			return "missing required key " + quoted[0]
+		}
+		return "missing required keys " + strings.Join(quoted, ", ")
+	}
+	return fmt.Sprint(e.Err)
+}
+
+func (e *EnvelopeError) Unwrap() error { return e.Err }
+
+// CheckEnvelope checks body against rules and returns the major version
+// found (0 when the version is not checked or not read). A body that breaks
+// a rule gets an *EnvelopeError; the major version is returned with it once
+// read.
+func CheckEnvelope(body string, rules EnvelopeRules) (int, error) {
+	if strings.TrimSpace(body) == "" {
+		return 0, &EnvelopeError{Problem: EmptyBody}
+	}
+	var env envelope
+	if err := json.Unmarshal([]byte(body), &env); err != nil {
+		return 0, &EnvelopeError{Problem: NotJSON, Err: err}
+	}
+	if env == nil {
+		return 0, &EnvelopeError{Problem: NullBody}
+	}
+	if IsSNSEnvelope(env) {
+		return 0, &EnvelopeError{Problem: SNSEnvelope}
+	}
+	major := 0
+	if !rules.DisableVersionCheck {
+		key := cmp.Or(rules.VersionKey, DefaultVersionKey)
+		supported := rules.SupportedVersions
+		if len(supported) == 0 {
+			supported = []int{1}
+		}
+		raw, ok, err := Lookup(env, key)
+		if err != nil {
+			return 0, &EnvelopeError{Problem: BadKey, Key: key, Err: err}
+		}
+		if !ok {
+			return 0, &EnvelopeError{Problem: NoVersion, Key: key}
+		}
+		major, err = ParseMajor(raw)
+		if err != nil {
+			return 0, &EnvelopeError{Problem: BadVersion, Key: key, Err: err}
+		}
+		if !slices.Contains(supported, major) {
+			return major, &EnvelopeError{Problem: UnsupportedVersion, Major: major, Supported: supported}
+		}
+	}
+	var missing []string
+	for _, k := range rules.RequiredKeys {
+		_, ok, err := Lookup(env, k)
+		if err != nil {
+			return major, &EnvelopeError{Problem: BadKey, Key: k, Err: err}
+		}
+		if !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return major, &EnvelopeError{Problem: MissingKeys, Missing: missing}
+	}
+	return major, nil
+}
+
+// checkEnvelope applies CheckEnvelope with the processor's rules; every
 // failure is a poison error with a reason an operator can act on.
 func (p *Processor) checkEnvelope(body string) (int, error) {
 	if p.cfg.DisableEnvelopeCheck {
 		return 0, nil
 	}
-	if strings.TrimSpace(body) == "" {
-		return 0, Poisonf("malformed message: empty body")
-	}
-	var env envelope
-	if err := json.Unmarshal([]byte(body), &env); err != nil {
-		var syn *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syn):
-			return 0, Poisonf("malformed JSON at byte %d: %v", syn.Offset, err)
-		case errors.As(err, &typ):
-			return 0, Poisonf("malformed message: body is a JSON %s, want an object", typ.Value)
-		default:
-			return 0, Poisonf("malformed JSON: %v", err)
-		}
-	}
-	if env == nil {
-		return 0, Poisonf("malformed message: body is JSON null, want an object")
-	}
-	if IsSNSEnvelope(env) {
-		return 0, Poisonf("body is an SNS notification envelope, not the event: enable raw message delivery on the subscription")
-	}
-	major := 0
-	if !p.cfg.DisableVersionCheck {
-		raw, ok, err := Lookup(env, p.cfg.VersionKey)
-		if err != nil {
-			return 0, Poison(err)
-		}
-		if !ok {
-			return 0, Poisonf("missing required key %q", p.cfg.VersionKey)
-		}
-		major, err = ParseMajor(raw)
-		if err != nil {
-			return 0, Poisonf("key %q: %w", p.cfg.VersionKey, err)
-		}
-		if !slices.Contains(p.cfg.SupportedVersions, major) {
-			return major, Poisonf("unknown major version %d (this consumer supports %s): deploy the consumer before the producer", major, JoinInts(p.cfg.SupportedVersions))
-		}
-	}
-	var missing []string
-	for _, k := range p.cfg.RequiredKeys {
-		_, ok, err := Lookup(env, k)
-		if err != nil {
-			return major, Poison(err)
-		}
-		if !ok {
-			missing = append(missing, strconv.Quote(k))
-		}
-	}
-	if len(missing) == 1 {
-		return major, Poisonf("missing required key %s", missing[0])
-	}
-	if len(missing) > 1 {
-		return major, Poisonf("missing required keys %s", strings.Join(missing, ", "))
-	}
-	return major, nil
+	major, err := CheckEnvelope(body, EnvelopeRules{
+		SupportedVersions:   p.cfg.SupportedVersions,
+		VersionKey:          p.cfg.VersionKey,
+		DisableVersionCheck: p.cfg.DisableVersionCheck,
+		RequiredKeys:        p.cfg.RequiredKeys,
+	})
+	return major, Poison(err)
 }
 
 // Lookup finds a dotted path ("detail.pedido_id") in a body's top level. A

@@ -27,69 +27,66 @@ type content struct {
 // dependency. Lines ("lineas": [{"sku": ...}]) are searched too.
 var entityKeys = []string{"sku", "cliente_id"}
 
-// inspectBody applies the consumer's envelope rules (lambdas/sqsbatch's: a
-// JSON object, a known major version, required keys present) and extracts
-// the entities.
+// inspectBody applies the consumer's envelope rules (sqsbatch.CheckEnvelope:
+// a JSON object, a known major version, required keys present), says a
+// broken rule in words that group alike messages, and extracts the
+// entities of a body that is a JSON object.
 func inspectBody(body string, opts *Options) content {
 	c := content{entities: map[string]string{}, pedidoID: pedidoID(body)}
-	trimmed := strings.TrimSpace(body)
-	if trimmed == "" {
-		c.problem = "malformed: empty body"
+	rules := sqsbatch.EnvelopeRules{SupportedVersions: opts.AcceptedVersions, VersionKey: opts.VersionKey,
+		DisableVersionCheck: opts.VersionKey == "-", RequiredKeys: opts.RequiredKeys}
+	_, err := sqsbatch.CheckEnvelope(body, rules)
+	var env *sqsbatch.EnvelopeError
+	if errors.As(err, &env) && env.Problem.Malformed() {
+		c.problem = malformed(env)
 		return c
 	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(trimmed), &obj); err != nil {
-		var syn *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syn):
-			c.problem = fmt.Sprintf("malformed: not JSON (syntax error at byte %d)", syn.Offset)
-		case errors.As(err, &typ):
-			c.problem = "malformed: body is a JSON " + typ.Value + ", not an object"
-		default:
-			c.problem = "malformed: " + err.Error()
-		}
-		return c
-	}
-	if obj == nil {
-		c.problem = "malformed: body is JSON null"
-		return c
-	}
-	if sqsbatch.IsSNSEnvelope(obj) {
-		c.problem = "malformed: an SNS notification envelope (raw message delivery is off)"
-		return c
-	}
+	_ = json.Unmarshal([]byte(body), &obj) // CheckEnvelope parsed it: an object
 	findEntities(obj, c.entities, 0)
-	if opts.VersionKey != "-" {
-		raw, ok := dig(obj, opts.VersionKey)
-		if !ok {
-			c.problem = fmt.Sprintf("schema: no %q key", opts.VersionKey)
-			return c
-		}
-		c.version = string(raw)
-		if s, err := strconv.Unquote(c.version); err == nil {
-			c.version = s
-		}
-		major, err := sqsbatch.ParseMajor(raw)
-		if err != nil {
-			c.problem = fmt.Sprintf("schema: %q: %s", opts.VersionKey, err)
-			return c
-		}
-		if !slices.Contains(opts.AcceptedVersions, major) {
-			c.problem = fmt.Sprintf("schema: version %s, the consumer accepts %s", c.version, sqsbatch.JoinInts(opts.AcceptedVersions))
-			return c
+	if !rules.DisableVersionCheck {
+		if raw, ok := dig(obj, opts.VersionKey); ok {
+			c.version = string(raw)
+			if s, err := strconv.Unquote(c.version); err == nil {
+				c.version = s
+			}
 		}
 	}
-	var missing []string
-	for _, k := range opts.RequiredKeys {
-		if _, ok := dig(obj, k); !ok {
-			missing = append(missing, k)
-		}
+	if env == nil {
+		return c
 	}
-	if len(missing) > 0 {
-		c.problem = "schema: missing " + strings.Join(missing, ", ")
+	switch env.Problem {
+	case sqsbatch.NoVersion:
+		c.problem = fmt.Sprintf("schema: no %q key", env.Key)
+	case sqsbatch.BadVersion:
+		c.problem = fmt.Sprintf("schema: %q: %s", env.Key, env.Err)
+	case sqsbatch.UnsupportedVersion:
+		c.problem = fmt.Sprintf("schema: version %s, the consumer accepts %s", c.version, sqsbatch.JoinInts(env.Supported))
+	case sqsbatch.MissingKeys:
+		c.problem = "schema: missing " + strings.Join(env.Missing, ", ")
+	default:
+		c.problem = "schema: " + env.Error()
 	}
 	return c
+}
+
+// malformed says why a body is not a JSON object of the event.
+func malformed(env *sqsbatch.EnvelopeError) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case env.Problem == sqsbatch.EmptyBody:
+		return "malformed: empty body"
+	case env.Problem == sqsbatch.NullBody:
+		return "malformed: body is JSON null"
+	case env.Problem == sqsbatch.SNSEnvelope:
+		return "malformed: an SNS notification envelope (raw message delivery is off)"
+	case errors.As(env.Err, &syn):
+		return fmt.Sprintf("malformed: not JSON (syntax error at byte %d)", syn.Offset)
+	case errors.As(env.Err, &typ):
+		return "malformed: body is a JSON " + typ.Value + ", not an object"
+	}
+	return "malformed: " + fmt.Sprint(env.Err)
 }
 
 // pedidoRE is the shape of an order id, found in bodies that are not JSON.

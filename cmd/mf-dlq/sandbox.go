@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -203,10 +202,12 @@ func accountOf(arn string) string {
 
 // replay plays msgs (as generated) into the fake in SentTimestamp order.
 func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dlqURL string, msgs []queue.Message) error {
-	sort.SliceStable(msgs, func(i, j int) bool { return ms(msgs[i]) < ms(msgs[j]) })
+	sort.SliceStable(msgs, func(i, j int) bool {
+		return msgs[i].Time(queue.AttrSentTimestamp).Before(msgs[j].Time(queue.AttrSentTimestamp))
+	})
 	at := time.Time{}
 	for _, m := range msgs {
-		if sent := time.UnixMilli(ms(m)); sent.After(at) {
+		if sent := m.Time(queue.AttrSentTimestamp); sent.After(at) {
 			at = sent
 		}
 		clock.stop(at)
@@ -241,9 +242,4 @@ func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dl
 		return fmt.Errorf("sandbox replay: %d of %d messages reached the DLQ, %d stayed in the source queue", len(held), len(msgs), len(left))
 	}
 	return nil
-}
-
-func ms(m queue.Message) int64 {
-	n, _ := strconv.ParseInt(m.Attributes[queue.AttrSentTimestamp], 10, 64)
-	return n
 }

@@ -178,3 +178,22 @@ func TestEventRecordRoundTrip(t *testing.T) {
 		t.Errorf("China URL = %s", cn.URL())
 	}
 }
+
+func TestMessageTime(t *testing.T) {
+	tests := []struct {
+		value string
+		want  time.Time
+	}{
+		{"1764457200123", time.Date(2025, 11, 29, 23, 0, 0, 123e6, time.UTC)},
+		{"", time.Time{}},
+		{"0", time.Time{}},
+		{"-5", time.Time{}},
+		{"soon", time.Time{}},
+	}
+	for _, tc := range tests {
+		m := queue.Message{Attributes: map[string]string{queue.AttrSentTimestamp: tc.value}}
+		if got := m.Time(queue.AttrSentTimestamp); !got.Equal(tc.want) || got.Location() != time.UTC {
+			t.Errorf("%q: %v, want %v in UTC", tc.value, got, tc.want)
+		}
+	}
+}

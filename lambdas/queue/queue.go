@@ -91,6 +91,17 @@ type Message struct {
 	MessageAttributes map[string]Attribute
 }
 
+// Time returns a timestamp attribute (SentTimestamp,
+// ApproximateFirstReceiveTimestamp: epoch milliseconds) in UTC, or the zero
+// time when absent or not a positive number.
+func (m Message) Time(attr string) time.Time {
+	n, err := strconv.ParseInt(m.Attributes[attr], 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
 // ReceiveCount returns ApproximateReceiveCount, or 0 when absent or unparsable.
 func (m Message) ReceiveCount() int {
 	n, err := strconv.Atoi(m.Attributes[AttrApproximateReceiveCount])

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -88,12 +87,11 @@ func PrintTable(w io.Writer, msgs []queue.Message) {
 	tw.Flush()
 }
 
-func stamp(ms string) string {
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil || n <= 0 {
+func stamp(t time.Time) string {
+	if t.IsZero() {
 		return "-"
 	}
-	return time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05")
+	return t.Format("2006-01-02 15:04:05")
 }
 
 // bodyVersion returns the body's "version" as text, "?" for a body that is
@@ -280,8 +278,8 @@ func Rows(msgs []queue.Message) []Row {
 // consumer's failure attributes (sqsbatch.ParseDeadLetter).
 func rowOf(m queue.Message) (r Row, ok bool) {
 	dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
-	r = Row{MessageID: m.MessageID, Sent: stamp(m.Attributes[queue.AttrSentTimestamp]),
-		FirstReceive: stamp(m.Attributes[queue.AttrApproximateFirstReceiveTimestamp]), ReceiveCount: m.ReceiveCount(),
+	r = Row{MessageID: m.MessageID, Sent: stamp(m.Time(queue.AttrSentTimestamp)),
+		FirstReceive: stamp(m.Time(queue.AttrApproximateFirstReceiveTimestamp)), ReceiveCount: m.ReceiveCount(),
 		Size: len(m.Body), Version: bodyVersion(m.Body), Group: m.Attributes[queue.AttrMessageGroupID], Origin: "unknown"}
 	switch {
 	case m.Attributes[queue.AttrDeadLetterQueueSourceArn] != "":

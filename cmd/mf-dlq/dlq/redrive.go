@@ -508,8 +508,7 @@ func (t *Tool) warnUnknown(msgs []queue.Message, plan map[string]int) {
 // first receive when known (kept by SQS's redrive), else when it was sent.
 func firstSeen(m queue.Message) time.Time {
 	for _, k := range []string{queue.AttrApproximateFirstReceiveTimestamp, queue.AttrSentTimestamp} {
-		if n, err := strconv.ParseInt(m.Attributes[k], 10, 64); err == nil && n > 0 {
-			t := time.UnixMilli(n)
+		if t := m.Time(k); !t.IsZero() {
 			if k == queue.AttrApproximateFirstReceiveTimestamp && m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
 				// A consumer-sent DLQ message is new: its first receive is
 				// the inspection's, so use its SentTimestamp (the failure).

@@ -213,7 +213,7 @@ func Classify(msgs []queue.Message, opts Options) Report {
 	for _, m := range msgs {
 		c := inspectBody(m.Body, &opts)
 		cm := Message{
-			MessageID: m.MessageID, PedidoID: c.pedidoID, Sent: millis(m.Attributes[queue.AttrSentTimestamp]),
+			MessageID: m.MessageID, PedidoID: c.pedidoID, Sent: m.Time(queue.AttrSentTimestamp),
 			Version: c.version, Entities: c.entities,
 			Source: m.Attributes[queue.AttrDeadLetterQueueSourceArn],
 		}
@@ -610,12 +610,4 @@ func short(s string) string {
 		return string(r[:197]) + "..."
 	}
 	return s
-}
-
-func millis(s string) time.Time {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(n).UTC()
 }

@@ -7,7 +7,6 @@
 package dataset
 
 import (
-	"cmp"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
@@ -93,7 +92,7 @@ func Generate(name string, seed uint64, end time.Time, topo Topology) ([]queue.M
 		return nil, fmt.Errorf("dataset: unknown scenario %q (known: %v)", name, Scenarios)
 	}
 	slices.SortStableFunc(g.out, func(a, b queue.Message) int {
-		return cmp.Compare(sentMillis(a), sentMillis(b))
+		return a.Time(queue.AttrSentTimestamp).Compare(b.Time(queue.AttrSentTimestamp))
 	})
 	return g.out, nil
 }
@@ -259,9 +258,4 @@ func (g *gen) uuid() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
-
-func sentMillis(m queue.Message) int64 {
-	n, _ := strconv.ParseInt(m.Attributes[queue.AttrSentTimestamp], 10, 64)
-	return n
 }

@@ -3,7 +3,9 @@ package guardrails
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -283,20 +285,15 @@ func (a *attemptWalk) function(fn *resource, factors []Factor) {
 		}
 		a.emit(d.Name, fn, fs)
 	}
-	keys := make([]string, 0, len(vars))
-	for k := range vars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if used[k] || !strings.HasSuffix(k, "_MAX_ATTEMPTS") {
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		if used[k] || !strings.HasSuffix(k, retryapi.EnvSuffixMaxAttempts) {
 			continue
 		}
 		n, ok := envNum(k)
 		if !ok {
 			continue
 		}
-		dep := strings.ToLower(strings.TrimSuffix(k, "_MAX_ATTEMPTS"))
+		dep := strings.ToLower(strings.TrimSuffix(k, retryapi.EnvSuffixMaxAttempts))
 		a.emit(dep, fn, with(factors, Factor{Layer: fmt.Sprintf("function %s: %s=%s", name, k, num(n)), N: n}))
 	}
 	if !used[envSDKMaxAttempts] && len(declaredDependencies(fn)) == 0 {

@@ -34,6 +34,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
@@ -255,7 +256,7 @@ func (c *Consumer) AddHTTPDependency(id string, d HTTPDependency) awssecretsmana
 	set(httpdepapi.EnvSuffixURL, jsii.String(d.URL))
 	set(httpdepapi.EnvSuffixSecretARN, secret.SecretArn())
 	set(httpdepapi.EnvSuffixReadTimeout, jsii.String(fmt.Sprintf("%ds", int(read))))
-	set(httpdepapi.EnvSuffixMaxAttempts, jsii.String(strconv.Itoa(int(attempts))))
+	set(retryapi.EnvSuffixMaxAttempts, jsii.String(strconv.Itoa(int(attempts))))
 	return secret
 }
 

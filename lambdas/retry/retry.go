@@ -54,23 +54,16 @@ type Env interface {
 	Duration(key string, def, min, max time.Duration) time.Duration
 }
 
-// Environment variable suffixes read by PolicyFromEnv: for prefix "GATEWAY",
-// GATEWAY_MAX_ATTEMPTS, GATEWAY_BACKOFF_BASE and GATEWAY_BACKOFF_CAP.
-const (
-	EnvSuffixMaxAttempts = "_MAX_ATTEMPTS"
-	EnvSuffixBackoffBase = "_BACKOFF_BASE"
-	EnvSuffixBackoffCap  = "_BACKOFF_CAP"
-)
-
-// PolicyFromEnv reads a Policy from the Lambda's environment, so that the
+// PolicyFromEnv reads a Policy from the Lambda's environment (the
+// retryapi.EnvSuffix* variables of prefix), so that the
 // attempts a function runs with are the number its template shows (the
 // CDK sets <prefix>_MAX_ATTEMPTS and the synth-time attempts guardrail reads
 // it). Unset variables keep the defaults; bad values are reported by env.
 func PolicyFromEnv(env Env, prefix string) Policy {
 	return Policy{
-		MaxAttempts: env.Int(prefix+EnvSuffixMaxAttempts, retryapi.DefaultMaxAttempts, 1, retryapi.MaxAttemptsLimit),
-		Base:        env.Duration(prefix+EnvSuffixBackoffBase, retryapi.DefaultBase, time.Millisecond, time.Minute),
-		Cap:         env.Duration(prefix+EnvSuffixBackoffCap, retryapi.DefaultCap, time.Millisecond, 5*time.Minute),
+		MaxAttempts: env.Int(prefix+retryapi.EnvSuffixMaxAttempts, retryapi.DefaultMaxAttempts, 1, retryapi.MaxAttemptsLimit),
+		Base:        env.Duration(prefix+retryapi.EnvSuffixBackoffBase, retryapi.DefaultBase, time.Millisecond, time.Minute),
+		Cap:         env.Duration(prefix+retryapi.EnvSuffixBackoffCap, retryapi.DefaultCap, time.Millisecond, 5*time.Minute),
 	}
 }
 

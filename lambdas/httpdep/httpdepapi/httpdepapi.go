@@ -13,7 +13,7 @@ const DefaultReadTimeout = 30 * time.Second
 
 // Environment variable suffixes of one dependency. A function talking to
 // the warehouse with prefix "ALMACEN" reads ALMACEN_URL, ALMACEN_SECRET_ARN,
-// ALMACEN_READ_TIMEOUT and, through lambdas/retry, ALMACEN_MAX_ATTEMPTS,
+// ALMACEN_READ_TIMEOUT and, through lambdas/retry (retryapi.EnvSuffix*), ALMACEN_MAX_ATTEMPTS,
 // ALMACEN_BACKOFF_BASE and ALMACEN_BACKOFF_CAP.
 const (
 	// EnvSuffixURL is the dependency's base URL (https, required).
@@ -24,9 +24,6 @@ const (
 	// EnvSuffixReadTimeout bounds each attempt (Go duration, default
 	// DefaultReadTimeout).
 	EnvSuffixReadTimeout = "_READ_TIMEOUT"
-	// EnvSuffixMaxAttempts is lambdas/retry's attempts per call (default 3;
-	// the CDK sets it explicitly so the attempts guardrail reads it).
-	EnvSuffixMaxAttempts = "_MAX_ATTEMPTS"
 )
 
 // Metrics of every attempt, in namespace MercadoFresco/Tienda with the

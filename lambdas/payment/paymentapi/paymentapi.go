@@ -11,6 +11,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 // Error names: the errorType of a failed invocation, i.e. the "Error" that
@@ -150,7 +151,7 @@ const (
 	// EnvGatewayMaxAttempts is the gateway attempts per invocation
 	// (default 3, at most 10). The attempts guardrail multiplies it by the
 	// workflow's Retry attempts and requires at most 15 per order.
-	EnvGatewayMaxAttempts = GatewayEnvPrefix + httpdepapi.EnvSuffixMaxAttempts
+	EnvGatewayMaxAttempts = GatewayEnvPrefix + retryapi.EnvSuffixMaxAttempts
 	// EnvGatewayReadTimeout is the per-attempt read timeout (Go duration,
 	// default httpdepapi.DefaultReadTimeout). The function timeout must
 	// cover MaxAttempts of it.

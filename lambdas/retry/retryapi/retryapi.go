@@ -18,6 +18,15 @@ const (
 	MaxAttemptsLimit = 10
 )
 
+// Environment variable suffixes of a policy (retry.PolicyFromEnv reads
+// them, the CDK side writes them): for prefix "GATEWAY", GATEWAY_MAX_ATTEMPTS,
+// GATEWAY_BACKOFF_BASE and GATEWAY_BACKOFF_CAP.
+const (
+	EnvSuffixMaxAttempts = "_MAX_ATTEMPTS"
+	EnvSuffixBackoffBase = "_BACKOFF_BASE"
+	EnvSuffixBackoffCap  = "_BACKOFF_CAP"
+)
+
 // The AWS SDK's own retries, the first layer of docs/design.md#retry-layers:
 // every function gets EnvSDKMaxAttempts = SDKMaxAttempts.
 const (

@@ -134,7 +134,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		Timeout:        core.Duration(StarterTimeout),
 		MemorySize:     128,
 		Environment: map[string]*string{
-			"STATE_MACHINE_ARN":              smArn,
+			consumerapi.EnvStateMachineARN:   smArn,
 			consumerapi.EnvIdempotencyWindow: jsii.String(consumerapi.FormatWindow(eventsapi.StarterWindow)),
 		},
 		Dependencies: []golambda.Dependency{

@@ -11,6 +11,7 @@ package outbox
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
@@ -29,11 +30,13 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 )
 
 // Defaults of DatabaseProps.
@@ -470,9 +473,9 @@ func (d *Database) AllowFrom(peer awsec2.IConnectable, description string) {
 // function connecting as the database role user.
 func (d *Database) Environment(user string) map[string]*string {
 	return map[string]*string{
-		"DB_HOST": d.Proxy.Endpoint(),
-		"DB_PORT": jsii.String("5432"),
-		"DB_NAME": jsii.String(d.DatabaseName),
-		"DB_USER": jsii.String(user),
+		postgresapi.EnvHost: d.Proxy.Endpoint(),
+		postgresapi.EnvPort: jsii.String(strconv.Itoa(postgresapi.DefaultPort)),
+		postgresapi.EnvName: jsii.String(d.DatabaseName),
+		postgresapi.EnvUser: jsii.String(user),
 	}
 }

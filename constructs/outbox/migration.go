@@ -14,6 +14,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 )
 
 // Property names and resource type of the schema's custom resource; the
@@ -86,8 +87,8 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 	roles, env := outboxapi.DefaultRoles(), map[string]*string{}
 	if db != nil {
 		roles, env = db.Roles, db.Environment(db.Roles.Owner)
-		delete(env, "DB_USER") // the owner role comes with the event (its Roles property)
-		env["DB_MASTER_SECRET_ARN"] = db.Secret.SecretArn()
+		delete(env, postgresapi.EnvUser) // the owner role comes with the event (its Roles property)
+		env[outboxapi.EnvMasterSecretARN] = db.Secret.SecretArn()
 	}
 	m.Function = golambda.NewFunction(this, "Funcion", props.FunctionProps(golambda.Props{
 		Entry:                        "lambdas/outbox-migraciones",

@@ -154,7 +154,7 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 	for _, env := range []map[string]*string{cleanupEnv, pubEnv} {
 		env[metricsapi.EnvEnvironment] = jsii.String(props.EnvironmentName)
 	}
-	pubEnv["BUS_NAME"], pubEnv["EVENT_SOURCE"] = busName, jsii.String(source)
+	pubEnv[outboxapi.EnvBusName], pubEnv[outboxapi.EnvEventSource] = busName, jsii.String(source)
 	pubEnv[outboxapi.EnvEntryAttempts] = jsii.String(fmt.Sprint(outboxapi.DefaultEntryAttempts))
 	pubEnv[outboxapi.EnvMaxClaims] = jsii.String(fmt.Sprint(outboxapi.DefaultMaxClaims))
 	fn := func(id, name, description string, timeout float64, env map[string]*string, reserved float64, deps []golambda.Dependency) *golambda.Function {

@@ -287,10 +287,10 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 // CONSUMER_VERSION (default: the binary's hash), IDEMPOTENCY_WINDOW
 // (default and maximum eventsapi.StarterWindow), AWS_MAX_ATTEMPTS.
 func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*sqsbatch.Processor, error) {
-	arn := env.Required("STATE_MACHINE_ARN")
+	arn := env.Required(consumerapi.EnvStateMachineARN)
 	secretARN := env.Required(secretkeys.EnvSecretARN)
 	window := env.Duration(consumerapi.EnvIdempotencyWindow, eventsapi.StarterWindow, consumerapi.ReadmissionValidity, eventsapi.StarterWindow)
-	version := env.String("CONSUMER_VERSION", "")
+	version := env.String(consumerapi.EnvConsumerVersion, "")
 	routes, rerr := sqsbatchapi.Parse(env.String(sqsbatchapi.Env, ""))
 	if err := errors.Join(env.Err(), rerr); err != nil {
 		return nil, err

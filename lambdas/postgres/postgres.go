@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 )
 
 // ErrInvalidConfig is wrapped by every error caused by a configuration that
@@ -188,34 +189,21 @@ func openPool(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// Environment variables read by FromEnv.
-const (
-	EnvHost      = "DB_HOST"
-	EnvPort      = "DB_PORT"
-	EnvName      = "DB_NAME"
-	EnvUser      = "DB_USER"
-	EnvSecretARN = "DB_SECRET_ARN"
-	// EnvSSLMode overrides the TLS mode (default verify-full). The CDK never
-	// sets it: it exists for local runs against a PostgreSQL without TLS
-	// (the end-to-end run sets "disable").
-	EnvSSLMode = "DB_SSLMODE"
-)
-
 // FromEnv opens the pool of a Lambda function from its environment: DB_HOST
 // (the RDS Proxy endpoint), DB_PORT (default 5432), DB_NAME, DB_USER, with IAM
 // authentication in awsCfg's region. Without DB_USER, DB_SECRET_ARN's
 // credentials are used instead (tools outside Lambda). Every missing or
 // malformed variable is reported at once.
 func FromEnv(ctx context.Context, env *lambdaenv.Env, awsCfg aws.Config, sm SecretGetter, cfg ConnectConfig) (*pgxpool.Pool, error) {
-	cfg.Host = env.Required(EnvHost)
-	cfg.Database = env.Required(EnvName)
-	cfg.Port = env.Int(EnvPort, 5432, 1, 65535)
-	cfg.User = env.String(EnvUser, "")
-	cfg.SecretARN = env.String(EnvSecretARN, "")
-	cfg.SSLMode = env.OneOf(EnvSSLMode, cfg.sslMode(), "verify-full", "verify-ca", "require", "disable")
+	cfg.Host = env.Required(postgresapi.EnvHost)
+	cfg.Database = env.Required(postgresapi.EnvName)
+	cfg.Port = env.Int(postgresapi.EnvPort, postgresapi.DefaultPort, 1, 65535)
+	cfg.User = env.String(postgresapi.EnvUser, "")
+	cfg.SecretARN = env.String(postgresapi.EnvSecretARN, "")
+	cfg.SSLMode = env.OneOf(postgresapi.EnvSSLMode, cfg.sslMode(), "verify-full", "verify-ca", "require", "disable")
 	cfg.Region = awsCfg.Region
 	if cfg.User == "" && cfg.SecretARN == "" {
-		env.Required(EnvUser)
+		env.Required(postgresapi.EnvUser)
 	}
 	if err := env.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

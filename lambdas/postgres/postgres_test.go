@@ -16,6 +16,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 )
 
 const testDB = "mf_postgres_test"
@@ -137,7 +138,7 @@ func TestFromEnvReportsEveryMissingVariable(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
-	for _, v := range []string{EnvHost, EnvName, EnvPort, EnvUser} {
+	for _, v := range []string{postgresapi.EnvHost, postgresapi.EnvName, postgresapi.EnvPort, postgresapi.EnvUser} {
 		if !strings.Contains(err.Error(), v) {
 			t.Errorf("error does not name %s: %v", v, err)
 		}
@@ -147,7 +148,7 @@ func TestFromEnvReportsEveryMissingVariable(t *testing.T) {
 func TestFromEnvUsesTheSecretWithoutAUser(t *testing.T) {
 	t.Parallel()
 	env := lambdaenv.FromMap(map[string]string{
-		EnvHost: "127.0.0.1", EnvName: testDB, EnvSecretARN: "arn:secreto",
+		postgresapi.EnvHost: "127.0.0.1", postgresapi.EnvName: testDB, postgresapi.EnvSecretARN: "arn:secreto",
 	})
 	pool, err := FromEnv(context.Background(), env, aws.Config{Region: "eu-west-1"},
 		fakeSecrets{`{"username":"postgres","password":"","host":"ignored","port":5432,"dbname":"ignored"}`},

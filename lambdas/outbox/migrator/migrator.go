@@ -25,6 +25,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/postgres"
+	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 )
 
 // Property names of the custom resource (constructs/outbox sets them).
@@ -67,9 +68,9 @@ const appName = "mf-outbox-migrate"
 // master secret: step 1 connects directly to the cluster it names, TLS
 // verify-full) and DB_SCHEMA (default public).
 func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, cfn.Event) (Response, error), error) {
-	host := env.Required(postgres.EnvHost)
-	port := env.Int(postgres.EnvPort, 5432, 1, 65535)
-	database := env.Required(postgres.EnvName)
+	host := env.Required(postgresapi.EnvHost)
+	port := env.Int(postgresapi.EnvPort, postgresapi.DefaultPort, 1, 65535)
+	database := env.Required(postgresapi.EnvName)
 	secretARN := env.Required(outboxapi.EnvMasterSecretARN)
 	schemaName := env.String(outboxapi.EnvSchema, "public")
 	awsCfg, err := env.LoadAWSConfig(ctx)

@@ -37,6 +37,10 @@ const (
 	EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
 )
 
+// EnvStateMachineARN is the order workflow the starter (lambdas/orderstart,
+// the consumer of the starter's buffer queue) starts.
+const EnvStateMachineARN = "STATE_MACHINE_ARN"
+
 // Dependencies: the breaker's name and the Dependencia metric dimension
 // (Name*), and the prefix of the lambdas/httpdep variables (Prefix*:
 // <PREFIX>_URL, <PREFIX>_SECRET_ARN, <PREFIX>_READ_TIMEOUT, <PREFIX>_MAX_ATTEMPTS).

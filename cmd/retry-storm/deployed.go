@@ -11,6 +11,8 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
@@ -64,13 +66,13 @@ func ReadDeployed(dir string) (Deployed, error) {
 	if cobroID == "" {
 		return d, fmt.Errorf("%s: no function mf-cobro", DeployedTemplate)
 	}
-	if d.ClientAttempts = num(cobroEnv["GATEWAY_MAX_ATTEMPTS"]); d.ClientAttempts <= 0 {
-		return d, fmt.Errorf("mf-cobro has no GATEWAY_MAX_ATTEMPTS")
+	if d.ClientAttempts = num(cobroEnv[paymentapi.EnvGatewayMaxAttempts]); d.ClientAttempts <= 0 {
+		return d, fmt.Errorf("mf-cobro has no %s", paymentapi.EnvGatewayMaxAttempts)
 	}
-	if v := num(cobroEnv["BREAKER_FAILURE_THRESHOLD"]); v > 0 {
+	if v := num(cobroEnv[breakerapi.EnvFailureThreshold]); v > 0 {
 		d.Threshold = v
 	}
-	if s, ok := cobroEnv["BREAKER_OPEN_PERIOD"].(string); ok {
+	if s, ok := cobroEnv[breakerapi.EnvOpenPeriod].(string); ok {
 		if p, err := time.ParseDuration(s); err == nil {
 			d.OpenPeriod = p
 		}

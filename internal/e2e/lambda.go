@@ -20,14 +20,19 @@ import (
 	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/consumertest"
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
 	"github.com/mercadofresco/integration/lambdas/erpnotice"
+	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
 	"github.com/mercadofresco/integration/lambdas/payment"
+	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 	"github.com/mercadofresco/integration/lambdas/preparation"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
 
@@ -145,30 +150,30 @@ func (w *World) override(f *Function) {
 		"ERP_URL": w.deps.ERP.URL(), "CORREO_SECUNDARIO_URL": w.deps.Correo2.URL()}
 	for k, v := range f.Env {
 		switch {
-		case strings.HasSuffix(k, "_URL"):
+		case strings.HasSuffix(k, httpdepapi.EnvSuffixURL):
 			u, ok := fakes[k]
 			if !ok {
 				w.fatalf("%s: no local fake for %s=%s", f.Entry, k, v)
 			}
 			f.Env[k] = u
 			w.note("%s → local fake (template: %s)", k, v)
-		case k == "BREAKER_REDIS_TLS":
+		case k == breakerapi.EnvRedisTLS:
 			f.Env[k] = "false"
 			w.note("BREAKER_REDIS_TLS=false: the local Redis has no TLS")
-		case k == "BREAKER_REDIS_USER":
+		case k == breakerapi.EnvRedisUser:
 			delete(f.Env, k)
 			w.note("BREAKER_REDIS_USER unset: the local Redis has no IAM authentication (its ACL is tested in lambdas/breaker)")
-		case k == "DB_NAME":
+		case k == postgresapi.EnvName:
 			f.Env[k] = w.db
 			w.note("DB_NAME=<the run's database> (template: %s)", v)
-		case k == "DB_USER":
+		case k == postgresapi.EnvUser:
 			role, ok := w.runRole(v)
 			if !ok {
 				w.fatalf("%s: DB_USER %s is none of the migration's roles", f.Entry, v)
 			}
 			f.Env[k] = role
 			w.note("DB_USER=<run prefix>_%s: roles are cluster-wide, each run has its own", v)
-		case strings.HasSuffix(k, "_READ_TIMEOUT"):
+		case strings.HasSuffix(k, httpdepapi.EnvSuffixReadTimeout):
 			d, err := time.ParseDuration(v)
 			if err != nil {
 				w.fatalf("%s: %s=%s: %v", f.Entry, k, v, err)
@@ -177,17 +182,17 @@ func (w *World) override(f *Function) {
 			w.note("%s=%s (template %s ÷ ExecScale, at least 1 s)", k, f.Env[k], v)
 		}
 	}
-	if _, ok := f.Env["DB_HOST"]; ok {
-		f.Env["DB_SSLMODE"] = "disable"
+	if _, ok := f.Env[postgresapi.EnvHost]; ok {
+		f.Env[postgresapi.EnvSSLMode] = "disable"
 		w.note("DB_SSLMODE=disable: the local PostgreSQL has no TLS (RDS Proxy requires it)")
 	}
-	if _, ok := f.Env["BREAKER_REDIS_ADDR"]; ok {
-		f.Env["BREAKER_OPEN_PERIOD"] = scale(30*time.Second, 5*time.Second).String()
-		w.note("BREAKER_OPEN_PERIOD=%s (default 30 s ÷ ExecScale, at least 5 s)", f.Env["BREAKER_OPEN_PERIOD"])
+	if _, ok := f.Env[breakerapi.EnvRedisAddr]; ok {
+		f.Env[breakerapi.EnvOpenPeriod] = scale(breaker.DefaultOpenPeriod, 5*time.Second).String()
+		w.note("BREAKER_OPEN_PERIOD=%s (default %s ÷ ExecScale, at least 5 s)", f.Env[breakerapi.EnvOpenPeriod], breaker.DefaultOpenPeriod)
 	}
 	if sqsBuilders[f.Entry] != nil {
-		f.Env["DEADLINE_MARGIN"] = scale(sqsbatch.DefaultDeadlineMargin, 50*time.Millisecond).String()
-		w.note("DEADLINE_MARGIN=%s (default %s ÷ ExecScale)", f.Env["DEADLINE_MARGIN"], sqsbatch.DefaultDeadlineMargin)
+		f.Env[consumerapi.EnvDeadlineMargin] = scale(sqsbatch.DefaultDeadlineMargin, 50*time.Millisecond).String()
+		w.note("DEADLINE_MARGIN=%s (default %s ÷ ExecScale)", f.Env[consumerapi.EnvDeadlineMargin], sqsbatch.DefaultDeadlineMargin)
 	}
 }
 

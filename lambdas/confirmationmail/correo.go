@@ -140,7 +140,7 @@ func (p *Pedido) Validate() error {
 	if p.TotalCentimos <= 0 {
 		problems = append(problems, fmt.Errorf("total_centimos %d is not positive", p.TotalCentimos))
 	}
-	if len(p.Moneda) != 3 {
+	if !eventsapi.IsCurrency(p.Moneda) {
 		problems = append(problems, fmt.Errorf("moneda %q is not an ISO 4217 code", p.Moneda))
 	}
 	return errors.Join(problems...)

@@ -127,6 +127,7 @@ func TestOneEmailPerOrderWithinAndAcrossBatches(t *testing.T) {
 		w.q.Record("sin-correo", `{"version":1,"pedido_id":"P-3","total_centimos":100,"moneda":"EUR"}`),
 		w.q.Record("correo-roto", pedido("P-4", "no-es-un-correo")),
 		w.q.Record("v2", `{"version":2,"pedido_id":"P-5","cliente":{"email":"x@example.com"}}`),
+		w.q.Record("moneda", strings.Replace(pedido("P-6", "eva@example.com"), `"EUR"`, `"eur"`, 1)),
 	)
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
@@ -139,6 +140,7 @@ func TestOneEmailPerOrderWithinAndAcrossBatches(t *testing.T) {
 		"sin-correo":  `"cliente.email"`,
 		"correo-roto": "is not an e-mail address",
 		"v2":          "unknown major version 2",
+		"moneda":      `moneda "eur" is not an ISO 4217 code`,
 	})
 }
 

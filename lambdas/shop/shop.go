@@ -73,10 +73,7 @@ func (s *Solicitud) validar() (total int64, err error) {
 	if len(s.Lineas) == 0 {
 		return 0, fmt.Errorf("%w: an order needs at least one line", ErrSolicitudInvalida)
 	}
-	s.Moneda = cmp.Or(s.Moneda, "EUR")
-	if len(s.Moneda) != 3 {
-		return 0, fmt.Errorf("%w: moneda %q is not an ISO 4217 code", ErrSolicitudInvalida, s.Moneda)
-	}
+	s.Moneda = cmp.Or(s.Moneda, "EUR") // its form is the event's rule (eventsapi.IsCurrency), checked in CrearPedido
 	for _, l := range s.Lineas {
 		if l.SKU == "" || l.Cantidad <= 0 || l.PrecioCentimos < 0 || l.Cantidad > 10000 || l.PrecioCentimos > 100_000_000 {
 			return 0, fmt.Errorf("%w: bad line %+v", ErrSolicitudInvalida, l)

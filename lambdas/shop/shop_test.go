@@ -97,6 +97,7 @@ func TestCrearPedidoValidates(t *testing.T) {
 		{"zero quantity", Solicitud{PedidoID: "p", ClienteID: "c", Lineas: []Linea{{SKU: "x", Cantidad: 0}}}},
 		{"negative price", Solicitud{PedidoID: "p", ClienteID: "c", Lineas: []Linea{{SKU: "x", Cantidad: 1, PrecioCentimos: -1}}}},
 		{"bad currency", Solicitud{PedidoID: "p", ClienteID: "c", Moneda: "EURO", Lineas: line}},
+		{"lower-case currency", Solicitud{PedidoID: "p", ClienteID: "c", Moneda: "eur", ClienteEmail: "c@example.com", TokenTarjeta: "t", Lineas: line}},
 		{"no e-mail", Solicitud{PedidoID: "p", ClienteID: "c", TokenTarjeta: "t", Lineas: line}},
 		{"no card token", Solicitud{PedidoID: "p", ClienteID: "c", ClienteEmail: "c@example.com", Lineas: line}},
 	}

@@ -32,78 +32,22 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
-// Tipo is the kind of a movement.
-type Tipo string
-
-// Kinds of movement.
-const (
-	TipoReserva    Tipo = "reserva"
-	TipoLiberacion Tipo = "liberacion"
-	TipoAjuste     Tipo = "ajuste"
-)
-
-// Movimiento is a stock movement (version 1); unknown fields are ignored.
-type Movimiento struct {
-	Tipo Tipo `json:"tipo"`
-	// PedidoID is the order of a reserva or liberacion.
-	PedidoID string `json:"pedido_id"`
-	SKU      string `json:"sku"`
-	// Cantidad: units, positive for reserva and liberacion, signed and
-	// non-zero for ajuste.
-	Cantidad int64 `json:"cantidad"`
-	// Secuencia orders the movements of one line: 1 for a reserva, 2 for
-	// its liberacion; for an ajuste, a number that grows per SKU.
-	Secuencia int64 `json:"secuencia"`
-	// Referencia names an ajuste (its document).
-	Referencia string `json:"referencia"`
-}
-
-// Validate implements sqsbatch.Validator (problems are poison).
-func (m *Movimiento) Validate() error {
-	var problems []error
-	if m.SKU == "" {
-		problems = append(problems, errors.New("sku is empty"))
-	}
-	switch m.Tipo {
-	case TipoReserva, TipoLiberacion:
-		if m.PedidoID == "" {
-			problems = append(problems, errors.New("pedido_id is empty"))
-		}
-		if m.Cantidad <= 0 {
-			problems = append(problems, fmt.Errorf("cantidad %d is not positive", m.Cantidad))
-		}
-	case TipoAjuste:
-		if m.Referencia == "" {
-			problems = append(problems, errors.New("referencia is empty"))
-		}
-		if m.Cantidad == 0 {
-			problems = append(problems, errors.New("cantidad is zero"))
-		}
-	default:
-		problems = append(problems, fmt.Errorf("tipo %q is not reserva, liberacion or ajuste", m.Tipo))
-	}
-	if m.Secuencia <= 0 {
-		problems = append(problems, fmt.Errorf("secuencia %d is not positive", m.Secuencia))
-	}
-	return errors.Join(problems...)
-}
-
 // elemento is the sort key of the movement's line.
-func (m Movimiento) elemento() string {
-	if m.Tipo == TipoAjuste {
+func elemento(m eventsapi.MovimientoStock) string {
+	if m.Tipo == eventsapi.Ajuste {
 		return "ajuste#" + m.Referencia
 	}
 	return "pedido#" + m.PedidoID
 }
 
-// Key is the movement's idempotency key (also the producers' FIFO
+// idempotencyKey is the movement's idempotency key (also the producers' FIFO
 // deduplication id): reserva:<pedido_id>:<sku>, liberacion:<pedido_id>:<sku>
 // or ajuste:<referencia>:<sku>.
-func (m Movimiento) Key() (string, error) {
+func idempotencyKey(m eventsapi.MovimientoStock) (string, error) {
 	switch m.Tipo {
-	case TipoReserva:
+	case eventsapi.Reserva:
 		return idempotency.KeyReserva(m.PedidoID, m.SKU)
-	case TipoLiberacion:
+	case eventsapi.Liberacion:
 		return idempotency.KeyLiberacion(m.PedidoID, m.SKU)
 	default:
 		return idempotency.KeyAjuste(m.Referencia, m.SKU)
@@ -124,7 +68,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	}
 	d.Logger = cmp.Or(d.Logger, slog.Default())
 	return s.Batch(sqsbatch.Config{
-		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, m *Movimiento) error {
+		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, m *eventsapi.MovimientoStock) error {
 			out, err := d.Store.Apply(ctx, *m)
 			switch {
 			case errors.Is(err, ErrNegativeStock):
@@ -140,14 +84,14 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 		RequiredKeys:      []string{"tipo", "sku"},
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock),
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
-			var m Movimiento
+			var m eventsapi.MovimientoStock
 			if err := rec.Decode(&m); err != nil {
 				return "", err
 			}
 			if err := m.Validate(); err != nil {
 				return "", sqsbatch.Poison(err)
 			}
-			return m.Key()
+			return idempotencyKey(m)
 		},
 		Logger: d.Logger,
 	})

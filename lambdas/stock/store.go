@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
@@ -166,20 +167,20 @@ func (c change) need() int64 { return c.dReserv - c.dExist }
 const maxRounds = 5
 
 // Apply applies m once: see the package documentation for the protocol.
-func (s *Store) Apply(ctx context.Context, m Movimiento) (Outcome, error) {
+func (s *Store) Apply(ctx context.Context, m eventsapi.MovimientoStock) (Outcome, error) {
 	for range maxRounds {
 		out, err := s.applyOnce(ctx, m)
 		if !errors.Is(err, errRestart) {
 			return out, err
 		}
 	}
-	return 0, fmt.Errorf("%w: %s %s", ErrConflict, m.SKU, m.elemento())
+	return 0, fmt.Errorf("%w: %s %s", ErrConflict, m.SKU, elemento(m))
 }
 
 var errRestart = errors.New("restart")
 
-func (s *Store) applyOnce(ctx context.Context, m Movimiento) (Outcome, error) {
-	el := m.elemento()
+func (s *Store) applyOnce(ctx context.Context, m eventsapi.MovimientoStock) (Outcome, error) {
+	el := elemento(m)
 	tot, err := s.getTotals(ctx, m.SKU)
 	if err != nil {
 		return 0, err
@@ -197,7 +198,7 @@ func (s *Store) applyOnce(ctx context.Context, m Movimiento) (Outcome, error) {
 	if err != nil {
 		return 0, err
 	}
-	if cur != nil && (cur.secuencia >= m.Secuencia || m.Tipo == TipoAjuste) {
+	if cur != nil && (cur.secuencia >= m.Secuencia || m.Tipo == eventsapi.Ajuste) {
 		return Skipped, nil
 	}
 	c := plan(cur, m)
@@ -216,17 +217,17 @@ func (s *Store) applyOnce(ctx context.Context, m Movimiento) (Outcome, error) {
 }
 
 // plan computes the line's new state from its current one.
-func plan(cur *line, m Movimiento) change {
-	c := change{elemento: m.elemento(), tipo: string(m.Tipo), cantidad: m.Cantidad, secuencia: m.Secuencia, cambio: newToken()}
+func plan(cur *line, m eventsapi.MovimientoStock) change {
+	c := change{elemento: elemento(m), tipo: string(m.Tipo), cantidad: m.Cantidad, secuencia: m.Secuencia, cambio: newToken()}
 	if cur != nil {
 		c.leida = cur.secuencia
 	}
 	switch m.Tipo {
-	case TipoReserva:
+	case eventsapi.Reserva:
 		c.estado, c.dReserv = EstadoReservada, m.Cantidad-cur.reserved()
-	case TipoLiberacion:
+	case eventsapi.Liberacion:
 		c.estado, c.dReserv = EstadoLiberada, -cur.reserved()
-	case TipoAjuste:
+	case eventsapi.Ajuste:
 		c.estado, c.dExist = EstadoAplicado, m.Cantidad
 	}
 	return c

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
@@ -41,16 +42,16 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func reserva(p, sku string, n int64) stock.Movimiento {
-	return stock.Movimiento{Tipo: stock.TipoReserva, PedidoID: p, SKU: sku, Cantidad: n, Secuencia: 1}
+func reserva(p, sku string, n int64) eventsapi.MovimientoStock {
+	return eventsapi.MovimientoStock{Version: 1, Tipo: eventsapi.Reserva, PedidoID: p, SKU: sku, Cantidad: n, Secuencia: 1}
 }
 
-func liberacion(p, sku string, n int64) stock.Movimiento {
-	return stock.Movimiento{Tipo: stock.TipoLiberacion, PedidoID: p, SKU: sku, Cantidad: n, Secuencia: 2}
+func liberacion(p, sku string, n int64) eventsapi.MovimientoStock {
+	return eventsapi.MovimientoStock{Version: 1, Tipo: eventsapi.Liberacion, PedidoID: p, SKU: sku, Cantidad: n, Secuencia: 2}
 }
 
-func ajuste(ref, sku string, n, seq int64) stock.Movimiento {
-	return stock.Movimiento{Tipo: stock.TipoAjuste, Referencia: ref, SKU: sku, Cantidad: n, Secuencia: seq}
+func ajuste(ref, sku string, n, seq int64) eventsapi.MovimientoStock {
+	return eventsapi.MovimientoStock{Version: 1, Tipo: eventsapi.Ajuste, Referencia: ref, SKU: sku, Cantidad: n, Secuencia: seq}
 }
 
 func requireTotals(t *testing.T, s *stock.Store, sku string, existencias, reservado int64) {
@@ -69,7 +70,7 @@ func TestMovementsInOrder(t *testing.T) {
 	s := newStore(t, ddb.Client)
 	ctx := ctxT(t)
 	for _, tc := range []struct {
-		m    stock.Movimiento
+		m    eventsapi.MovimientoStock
 		want stock.Outcome
 	}{
 		{ajuste("INV-1", "SKU-1", 10, 1), stock.Applied},
@@ -114,7 +115,7 @@ func TestNegativeStockIsRefusedWithTheNumbers(t *testing.T) {
 	}
 }
 
-func mustApply(t *testing.T, s *stock.Store, m stock.Movimiento) {
+func mustApply(t *testing.T, s *stock.Store, m eventsapi.MovimientoStock) {
 	t.Helper()
 	if _, err := s.Apply(context.Background(), m); err != nil {
 		t.Fatalf("%+v: %v", m, err)
@@ -126,8 +127,8 @@ func mustApply(t *testing.T, s *stock.Store, m stock.Movimiento) {
 // then reserved below its count; some reservations are released, and some
 // more stock arrives.
 type scenario struct {
-	opening []stock.Movimiento
-	rest    []stock.Movimiento
+	opening []eventsapi.MovimientoStock
+	rest    []eventsapi.MovimientoStock
 	want    map[string][2]int64 // existencias, reservado
 }
 
@@ -159,8 +160,8 @@ func newScenario(rnd *testseed.Rand, skus, orders int) scenario {
 }
 
 // deliveries shuffles the movements and delivers each one 1 to 3 times.
-func (sc scenario) deliveries(rnd *testseed.Rand) []stock.Movimiento {
-	var out []stock.Movimiento
+func (sc scenario) deliveries(rnd *testseed.Rand) []eventsapi.MovimientoStock {
+	var out []eventsapi.MovimientoStock
 	for _, m := range sc.rest {
 		for range 1 + rnd.IntN(3) {
 			out = append(out, m)
@@ -238,7 +239,7 @@ func TestCrashAfterAnyWriteEndsInTheCorrectState(t *testing.T) {
 	db := &crashingDB{DynamoDBAPI: ddb.Client, crash: func(int) bool { return rnd.IntN(4) == 0 }}
 	s := newStore(t, db)
 	sc := newScenario(rnd, 3, 10)
-	queue := append(append([]stock.Movimiento{}, sc.opening...), sc.deliveries(rnd)...)
+	queue := append(append([]eventsapi.MovimientoStock{}, sc.opening...), sc.deliveries(rnd)...)
 	crashes := 0
 	for i := 0; i < len(queue); i++ {
 		m := queue[i]
@@ -246,8 +247,8 @@ func TestCrashAfterAnyWriteEndsInTheCorrectState(t *testing.T) {
 		switch {
 		case errors.Is(err, errCrash):
 			crashes++
-			if m.Secuencia == 1 && m.Tipo == stock.TipoAjuste && m.Referencia == "APERTURA" {
-				queue = append(queue[:i+1], append([]stock.Movimiento{m}, queue[i+1:]...)...) // the count comes first
+			if m.Secuencia == 1 && m.Tipo == eventsapi.Ajuste && m.Referencia == "APERTURA" {
+				queue = append(queue[:i+1], append([]eventsapi.MovimientoStock{m}, queue[i+1:]...)...) // the count comes first
 			} else {
 				queue = append(queue, m) // redelivered later
 			}

@@ -122,7 +122,7 @@ func (e *sqsEnv) deadLetter(t *testing.T, n int) map[string]bool {
 	t.Helper()
 	bodies := map[string]bool{}
 	for i := range n {
-		body := fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}]}`, i)
+		body := fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}],"confirmado_en":%q}`, i, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 		bodies[body] = true
 		_, err := e.fake.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: e.dlq, Body: body, MessageAttributes: map[string]queue.Attribute{
 			sqsbatch.AttrFailureClass: queue.StringAttribute("permanent"), sqsbatch.AttrFailureReason: queue.StringAttribute("warehouse: sku 7501031311309 has no location"),
@@ -345,7 +345,7 @@ func TestExpiredMessages(t *testing.T) {
 	ctx := t.Context()
 	for i := range 3 {
 		_, err := e.fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: e.dlq,
-			Body: fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}]}`, i),
+			Body: fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}],"confirmado_en":"2026-10-01T07:00:00Z"}`, i),
 			MessageAttributes: map[string]queue.Attribute{
 				sqsbatch.AttrFailureClass:  queue.StringAttribute("permanent"),
 				sqsbatch.AttrFailureReason: queue.StringAttribute("permanent: expired-idempotency-window: preparacion:PED: confirmado_en 2026-10-01T07:00:00Z is 60 days old"),

@@ -119,7 +119,8 @@ var Queues = []Queue{
 			Window:            consumerapi.WindowPreparacion,
 			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
-			RequiredKeys:      []string{"pedido_id", "lineas"},
+			// lineas: the preparation's Validate refuses an order without lines.
+			RequiredKeys: append(consumerapi.RequiredKeysConfirmado(), "lineas"),
 		}},
 	},
 	{
@@ -130,7 +131,7 @@ var Queues = []Queue{
 			Window:            consumerapi.WindowCorreo,
 			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
-			RequiredKeys:      []string{"pedido_id", "cliente.email"},
+			RequiredKeys:      consumerapi.RequiredKeysCorreo(),
 		}},
 	},
 	{
@@ -141,7 +142,9 @@ var Queues = []Queue{
 			Window:            consumerapi.WindowAvisoERP,
 			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
-			RequiredKeys:      []string{"pedido_id"},
+			// referencia_cobro, lineas: the notice's Validate refuses an
+			// order without them.
+			RequiredKeys: append(consumerapi.RequiredKeysConfirmado(), "referencia_cobro", "lineas"),
 		}},
 	},
 	{
@@ -152,7 +155,7 @@ var Queues = []Queue{
 			Function:          "mf-movimientos-stock",
 			IdempotencyKey:    "reserva:<pedido_id>:<sku> (liberacion:, ajuste:<referencia>:<sku>)",
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock),
-			RequiredKeys:      []string{"tipo", "sku"},
+			RequiredKeys:      consumerapi.RequiredKeysStock(),
 		}},
 	},
 	{
@@ -166,7 +169,7 @@ var Queues = []Queue{
 			CreatedAtKey:      eventsapi.KeyCreadoEn,
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado),
 			VersionKey:        "detail.version",
-			RequiredKeys:      []string{"detail.pedido_id", eventsapi.KeyCreadoEn},
+			RequiredKeys:      consumerapi.RequiredKeysInicio(),
 		}},
 	},
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // The consumers' accepted versions (what mf-dlq classify checks) are the
@@ -24,6 +25,32 @@ func TestConsumersAcceptTheContractsVersions(t *testing.T) {
 		for _, c := range q.Consumers {
 			if got := c.SupportedVersions; !slices.Equal(got, eventsapi.AcceptedVersions(typ)) || len(got) == 0 {
 				t.Errorf("%s accepts %v, the contract of %s says %v", c.Function, got, typ, eventsapi.AcceptedVersions(typ))
+			}
+		}
+	}
+}
+
+// The keys mf-dlq calls required include every key the consumer's code
+// requires (consumerapi's lists, which the consumers pass to sqsbatch): a
+// message the consumer dead-letters for a missing key is poison to the
+// tool too, never "transient, redrive it".
+func TestConsumersRequireTheCodesKeys(t *testing.T) {
+	code := map[string][]string{
+		"mf-preparar-pedido": consumerapi.RequiredKeysConfirmado(), "mf-aviso-erp": consumerapi.RequiredKeysConfirmado(),
+		"mf-correo-confirmacion": consumerapi.RequiredKeysCorreo(), "mf-movimientos-stock": consumerapi.RequiredKeysStock(),
+		"mf-iniciar-pedido": consumerapi.RequiredKeysInicio(),
+	}
+	for _, q := range Queues {
+		for _, c := range q.Consumers {
+			keys, ok := code[c.Function]
+			if !ok {
+				t.Errorf("%s: which keys does its code require?", c.Function)
+				continue
+			}
+			for _, k := range keys {
+				if !slices.Contains(c.RequiredKeys, k) {
+					t.Errorf("%s requires %q in its code; the catalog lists %v", c.Function, k, c.RequiredKeys)
+				}
 			}
 		}
 	}

@@ -66,7 +66,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 		Handler:           sqsbatch.JSON(handler(d, window)),
 		DLQ:               d.DLQ,
 		Visibility:        d.Visibility,
-		RequiredKeys:      []string{"pedido_id", "cliente.email", consumerapi.KeyConfirmadoEn},
+		RequiredKeys:      consumerapi.RequiredKeysCorreo(),
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 		IdempotencyKey:    sqsconsumer.KeyByPedido(idempotency.KeyCorreoConfirmacion),
 		Logger:            d.Logger,

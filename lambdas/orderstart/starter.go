@@ -265,7 +265,7 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 		Handler:           s.Handler(),
 		VersionKey:        "detail.version",
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado),
-		RequiredKeys:      []string{"detail.pedido_id", eventsapi.KeyCreadoEn},
+		RequiredKeys:      consumerapi.RequiredKeysInicio(),
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var env struct {
 				Detail struct {

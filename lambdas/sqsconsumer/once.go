@@ -137,7 +137,7 @@ func PostProcessor[E, B, R any](s Settings, d OnceDeps, dep *httpdep.Client, pat
 		}),
 		DLQ:               d.DLQ,
 		Visibility:        d.Visibility,
-		RequiredKeys:      []string{"pedido_id", consumerapi.KeyConfirmadoEn},
+		RequiredKeys:      consumerapi.RequiredKeysConfirmado(),
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 		IdempotencyKey:    KeyByPedido(key),
 		Logger:            d.Logger,

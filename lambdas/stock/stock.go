@@ -81,7 +81,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 			return nil
 		}),
 		DLQ:               d.DLQ,
-		RequiredKeys:      []string{"tipo", "sku"},
+		RequiredKeys:      consumerapi.RequiredKeysStock(),
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock),
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var m eventsapi.MovimientoStock

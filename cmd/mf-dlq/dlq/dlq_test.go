@@ -12,6 +12,7 @@ import (
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -515,4 +516,24 @@ func TestRedriveWarnsUnknownConsumers(t *testing.T) {
 		t.Fatal(err)
 	}
 	contains(t, "warning", e.log.String(), "2 of 2 messages were first received more than 24h0m0s ago", "consumers of otra-cola")
+}
+
+// A message its consumer dead-letters for a missing key is poison to
+// classify with the catalog's options: confirmado_en on the fan-out's
+// queues, which the consumers require and the catalog once left out.
+func TestConsumerOptionsCallAMissingKeyPoison(t *testing.T) {
+	body := `{"version":1,"pedido_id":"P-1","cliente":{"id":"C","email":"a@example.com"},"lineas":[{"sku":"S","cantidad":1}],"referencia_cobro":"ch_1","total_centimos":100,"moneda":"EUR"}`
+	for _, name := range []string{"Pedidos", "Correo", "AvisoERP"} {
+		q, _, ok := catalog.Find(name)
+		if !ok {
+			t.Fatalf("no queue %s in the catalog", name)
+		}
+		m := queue.Message{MessageID: "m", Body: body, Attributes: map[string]string{
+			queue.AttrSentTimestamp: "1764457200000", queue.AttrApproximateReceiveCount: "5",
+			queue.AttrDeadLetterQueueSourceArn: "arn:aws:sqs:eu-west-1:1:q"}}
+		r := classify.Classify([]queue.Message{m}, dlq.ConsumerOptions(&dlq.Target{Catalog: &q}))
+		if r.Verdict != classify.Poison || !strings.Contains(r.Messages[0].Why, consumerapi.KeyConfirmadoEn) {
+			t.Errorf("%s: %s (%s), want poison for the missing %s", name, r.Verdict, r.Messages[0].Why, consumerapi.KeyConfirmadoEn)
+		}
+	}
 }

@@ -165,7 +165,8 @@ func (e *env) target(spec, environment string) *dlq.Target {
 
 func order(version int) func(int) string {
 	return func(i int) string {
-		return fmt.Sprintf(`{"version":%d,"tipo":"PedidoConfirmado","pedido_id":"PED-2026-%06d","lineas":[{"sku":"750%07d","cantidad":1}]}`, version, i, i)
+		return fmt.Sprintf(`{"version":%d,"tipo":"PedidoConfirmado","pedido_id":"PED-2026-%06d","lineas":[{"sku":"750%07d","cantidad":1}],"confirmado_en":%q}`,
+			version, i, i, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
@@ -36,6 +37,14 @@ const (
 	// (lambdas/degrade needs it to know the last receive).
 	EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
 )
+
+// Keys each consumer's messages must carry (sqsbatch.Config.RequiredKeys):
+// a message without one is poison. config/catalog gives mf-dlq the same
+// lists, so its verdict on a missing key is the consumer's.
+func RequiredKeysConfirmado() []string { return []string{"pedido_id", KeyConfirmadoEn} } // preparar-pedido, aviso-erp
+func RequiredKeysCorreo() []string     { return []string{"pedido_id", "cliente.email", KeyConfirmadoEn} }
+func RequiredKeysStock() []string      { return []string{"tipo", "sku"} }
+func RequiredKeysInicio() []string     { return []string{"detail.pedido_id", eventsapi.KeyCreadoEn} }
 
 // EnvStateMachineARN is the order workflow the starter (lambdas/orderstart,
 // the consumer of the starter's buffer queue) starts.

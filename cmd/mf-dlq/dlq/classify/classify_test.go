@@ -188,10 +188,12 @@ func TestExpiredVerdict(t *testing.T) {
 		forged,
 		redriven("young", body("P-5", 44*24*time.Hour)),
 		redriven("old-v2", strings.Replace(body("P-6", 60*24*time.Hour), `"version":1`, `"version":2`, 1)),
+		// The consumer cannot apply its window to it: poison, not transient.
+		redriven("bad-time", strings.Replace(body("P-7", time.Hour), end.Add(-time.Hour).Format(time.RFC3339), "ayer", 1)),
 	}
 	r := classify.Classify(msgs, opts)
 	want := map[string]classify.Verdict{"old": classify.Expired, "refused": classify.Expired, "old-data": classify.Expired,
-		"forged": classify.Transient, "young": classify.Transient, "old-v2": classify.Poison}
+		"forged": classify.Transient, "young": classify.Transient, "old-v2": classify.Poison, "bad-time": classify.Poison}
 	for _, m := range r.Messages {
 		if m.Class != want[m.MessageID] {
 			t.Errorf("%s: %s (%s), want %s", m.MessageID, m.Class, m.Why, want[m.MessageID])

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -53,6 +54,13 @@ func inspectBody(body string, opts *Options) content {
 		}
 	}
 	if env == nil {
+		if opts.Window > 0 && opts.CreatedAtKey != "" {
+			// The consumer cannot apply its replay window to it: poison
+			// (replaywindow.Window.Check).
+			if _, err := replaywindow.CreatedAt([]byte(body), opts.CreatedAtKey); err != nil {
+				c.problem = "schema: " + err.Error()
+			}
+		}
 		return c
 	}
 	switch env.Problem {

@@ -70,8 +70,11 @@ rm -rf cdk.out
 c_prod=$(prod_synth)
 empty_synth >/dev/null # links the empty app in this cache: not a pair's figure
 empties=() prods=() ratios=()
+# One command substitution per assignment: set -e stops at a failed run
+# (an array or a multiple assignment would keep an empty figure instead).
 for _ in 1 2 3; do
-  e=$(empty_synth) p=$(prod_synth)
+  e=$(empty_synth)
+  p=$(prod_synth)
   empties+=("$e") prods+=("$p") ratios+=("$(ratio "$p" "$e")")
 done
 base=$(median "${empties[@]}")
@@ -89,7 +92,8 @@ row "synth command (\`make synth\`: dev, staging, prod)" "$c" "$w" "none; $(rati
 
 # The review of one environment (synth, then cdk diff of its six stacks).
 c=$(secs make --no-print-directory review ENV=prod)
-runs=("$(secs make --no-print-directory review ENV=prod)" "$(secs make --no-print-directory review ENV=prod)" "$(secs make --no-print-directory review ENV=prod)")
+runs=()
+for _ in 1 2 3; do r=$(secs make --no-print-directory review ENV=prod); runs+=("$r"); done
 w=$(median "${runs[@]}")
 row "\`make review ENV=prod\`" "$c" "$w" "$(seconds warm "$w" 12) (warm: median of ${runs[*]})"
 
@@ -98,7 +102,8 @@ row "\`make review ENV=prod\`" "$c" "$w" "$(seconds warm "$w" 12) (warm: median 
 # the race, CDK and end-to-end lanes side by side.
 cold_cache test
 c=$(secs make --no-print-directory test)
-runs=("$(secs make --no-print-directory test)" "$(secs make --no-print-directory test)" "$(secs make --no-print-directory test)")
+runs=()
+for _ in 1 2 3; do r=$(secs make --no-print-directory test); runs+=("$r"); done
 w=$(median "${runs[@]}")
 row "test command (\`make test\`)" "$c" "$w" "$(seconds cold "$c" 480); $(seconds warm "$w" 120) (warm: median of ${runs[*]})"
 

@@ -539,12 +539,16 @@ func TestChaosDualWriteLosesEventsTheOutboxNone(t *testing.T) {
 		kills := writeUnderKills(t, rnd, roleTxWriter, pool, schema, sinkSchema, n, dieAt)
 		close(stop)
 		waitChaos()
-		// Drain what the killed publishers left.
-		p, err := NewPublisher(pool, dbSink{pool: sink}, Config{BusName: "b", Source: "s", Lease: time.Second, PublishTimeout: 500 * time.Millisecond})
+		// Drain what the killed publishers left, once their 1 s leases run
+		// out. The rows carry many claims by now: a round that timed out on
+		// a loaded machine would back a row off for up to RetryMaxDelay, so
+		// the drain has a generous timeout, a short backoff and no parking.
+		p, err := NewPublisher(pool, dbSink{pool: sink}, Config{BusName: "b", Source: "s", Lease: 20 * time.Second, PublishTimeout: 10 * time.Second,
+			RetryMaxDelay: 200 * time.Millisecond, MaxAttempts: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
-		drain(t, p, 30*time.Second) // waits out the leases of the killed publishers
+		drain(t, p, 2*time.Minute)
 
 		var orders int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pedidos`).Scan(&orders); err != nil {

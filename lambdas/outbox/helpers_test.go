@@ -207,7 +207,11 @@ func drain(t testing.TB, p *Publisher, within time.Duration) {
 			time.Sleep(5 * time.Millisecond) // rows in backoff
 		}
 	}
-	t.Fatalf("outbox not drained within %s", within)
+	var pending, backedOff int
+	var lastError string
+	_ = p.db.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE bloqueado_hasta > now()), coalesce(max(ultimo_error), '')
+		FROM outbox WHERE publicado_en IS NULL AND aparcado_en IS NULL`).Scan(&pending, &backedOff, &lastError)
+	t.Fatalf("outbox not drained within %s: %d rows pending, %d of them leased or backed off; an error: %q", within, pending, backedOff, lastError)
 }
 
 func outboxIDs(t testing.TB, db DB) map[string]string {

@@ -25,6 +25,15 @@ type EnvelopeRules struct {
 	RequiredKeys        []string
 }
 
+// withDefaults fills the zero fields with their defaults.
+func (r EnvelopeRules) withDefaults() EnvelopeRules {
+	if len(r.SupportedVersions) == 0 {
+		r.SupportedVersions = []int{1}
+	}
+	r.VersionKey = cmp.Or(r.VersionKey, DefaultVersionKey)
+	return r
+}
+
 // EnvelopeProblem names the rule a body broke.
 type EnvelopeProblem int
 
@@ -114,13 +123,10 @@ func CheckEnvelope(body string, rules EnvelopeRules) (int, error) {
 	if IsSNSEnvelope(env) {
 		return 0, &EnvelopeError{Problem: SNSEnvelope}
 	}
+	rules = rules.withDefaults()
+	key, supported := rules.VersionKey, rules.SupportedVersions
 	major := 0
 	if !rules.DisableVersionCheck {
-		key := cmp.Or(rules.VersionKey, DefaultVersionKey)
-		supported := rules.SupportedVersions
-		if len(supported) == 0 {
-			supported = []int{1}
-		}
 		raw, ok, err := Lookup(env, key)
 		if err != nil {
 			return 0, &EnvelopeError{Problem: BadKey, Key: key, Err: err}
@@ -158,12 +164,7 @@ func (p *Processor) checkEnvelope(body string) (int, error) {
 	if p.cfg.DisableEnvelopeCheck {
 		return 0, nil
 	}
-	major, err := CheckEnvelope(body, EnvelopeRules{
-		SupportedVersions:   p.cfg.SupportedVersions,
-		VersionKey:          p.cfg.VersionKey,
-		DisableVersionCheck: p.cfg.DisableVersionCheck,
-		RequiredKeys:        p.cfg.RequiredKeys,
-	})
+	major, err := CheckEnvelope(body, p.envelope)
 	return major, Poison(err)
 }
 

@@ -121,8 +121,9 @@ type Config struct {
 // Processor processes SQS batches. It is safe for concurrent use; create it
 // once per Lambda sandbox (in main) and pass Process to lambda.Start.
 type Processor struct {
-	cfg Config
-	log *slog.Logger
+	cfg      Config
+	envelope EnvelopeRules // cfg's, with their defaults
+	log      *slog.Logger
 }
 
 // New validates cfg, applies defaults and returns a Processor.
@@ -138,14 +139,12 @@ func New(cfg Config) (*Processor, error) {
 		return nil, fmt.Errorf("sqsbatch: Config.DeadlineMargin %s is negative", cfg.DeadlineMargin)
 	}
 	cfg.DeadlineMargin = cmp.Or(cfg.DeadlineMargin, DefaultDeadlineMargin)
-	if len(cfg.SupportedVersions) == 0 {
-		cfg.SupportedVersions = []int{1}
-	}
-	cfg.VersionKey = cmp.Or(cfg.VersionKey, DefaultVersionKey)
+	envelope := EnvelopeRules{SupportedVersions: cfg.SupportedVersions, VersionKey: cfg.VersionKey,
+		DisableVersionCheck: cfg.DisableVersionCheck, RequiredKeys: cfg.RequiredKeys}.withDefaults()
 	if strings.TrimSpace(cfg.ConsumerVersion) == "" {
 		cfg.ConsumerVersion = "unknown"
 	}
-	for _, k := range append([]string{cfg.VersionKey}, cfg.RequiredKeys...) {
+	for _, k := range append([]string{envelope.VersionKey}, envelope.RequiredKeys...) {
 		if k == "" || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") || strings.Contains(k, "..") {
 			return nil, fmt.Errorf("sqsbatch: invalid key path %q", k)
 		}
@@ -154,7 +153,7 @@ func New(cfg Config) (*Processor, error) {
 		cfg.Now = time.Now
 	}
 	log := cmp.Or(cfg.Logger, slog.New(slog.NewJSONHandler(os.Stdout, nil)))
-	return &Processor{cfg: cfg, log: log}, nil
+	return &Processor{cfg: cfg, envelope: envelope, log: log}, nil
 }
 
 // Record is one SQS record as the handler sees it.

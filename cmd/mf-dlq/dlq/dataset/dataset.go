@@ -107,14 +107,14 @@ type gen struct {
 func (g *gen) transientBurst(start time.Time, n int) {
 	for range n {
 		sent := start.Add(time.Duration(g.r.Int64N(int64(30 * time.Minute))))
-		g.redriven(sent, g.order(1, "", sent))
+		g.redriven(sent, g.order(1, "", confirmedAt(sent)))
 	}
 }
 
 func (g *gen) dataDrip(start time.Time, n int) {
 	for i := range n {
 		sent := start.Add(time.Duration(g.r.Int64N(int64(72 * time.Hour))))
-		body := g.order(1, BadSKU, sent)
+		body := g.order(1, BadSKU, confirmedAt(sent))
 		if i%2 == 0 {
 			g.consumerSent(sent, body, sqsbatch.ClassPermanent,
 				fmt.Sprintf("permanent failure: warehouse: sku %s has no location in almacén MAD-1 (HTTP 422)", BadSKU))
@@ -134,7 +134,7 @@ func (g *gen) deployV2(from, to time.Time, n int) {
 		case n - 1:
 			sent = to
 		}
-		g.redriven(sent, g.order(2, "", sent))
+		g.redriven(sent, g.order(2, "", confirmedAt(sent)))
 	}
 }
 
@@ -144,22 +144,22 @@ func (g *gen) malformed(start time.Time, span time.Duration, n int) {
 		var body, reason string
 		switch i % 5 {
 		case 0:
-			full := g.order(1, "", sent)
+			full := g.order(1, "", confirmedAt(sent))
 			body = full[:len(full)/2]
 			reason = "poison message: malformed JSON at byte " + strconv.Itoa(len(body)) + ": unexpected end of JSON input"
 		case 1:
-			inner := g.order(1, "", sent)
+			inner := g.order(1, "", confirmedAt(sent))
 			b, _ := json.Marshal(map[string]string{"Type": "Notification", "TopicArn": "arn:aws:sns:eu-west-1:333333333333:mercadofresco-pedido-confirmado", "Message": inner})
 			body = string(b)
 			reason = "poison message: body is an SNS notification envelope, not the event: enable raw message delivery on the subscription"
 		case 2:
-			body = `[` + g.order(1, "", sent) + `]`
+			body = `[` + g.order(1, "", confirmedAt(sent)) + `]`
 			reason = "poison message: malformed message: body is a JSON array, want an object"
 		case 3:
 			body = "PedidoConfirmado " + g.pedidoID()
 			reason = "poison message: malformed JSON at byte 1: invalid character 'P' looking for beginning of value"
 		default:
-			body = fmt.Sprintf(`{"version":1,"tipo":"PedidoConfirmado","pedido_id":%q,"confirmado_en":%q}`, g.pedidoID(), confirmedAt(sent))
+			body = fmt.Sprintf(`{"version":1,"tipo":"PedidoConfirmado","pedido_id":%q,"confirmado_en":%q}`, g.pedidoID(), confirmedAt(sent).Format(time.RFC3339))
 			reason = "poison message: order has no lines"
 		}
 		g.consumerSent(sent, body, sqsbatch.ClassPoison, reason)
@@ -171,12 +171,11 @@ func (g *gen) malformed(start time.Time, span time.Duration, n int) {
 func (g *gen) expired(start, confirmed time.Time, n int) {
 	for range n {
 		sent := start.Add(time.Duration(g.r.Int64N(int64(48 * time.Hour))))
+		body := g.order(1, "", confirmed)
 		var ev map[string]any
-		_ = json.Unmarshal([]byte(g.order(1, "", confirmed)), &ev)
-		ev["confirmado_en"] = confirmed.UTC().Format(time.RFC3339)
-		b, _ := json.Marshal(ev)
+		_ = json.Unmarshal([]byte(body), &ev)
 		age := int(sent.Sub(confirmed).Hours() / 24)
-		g.consumerSent(sent, string(b), sqsbatch.ClassPermanent, fmt.Sprintf("permanent: %s: preparacion:%s: confirmado_en %s is %d days old, beyond the %s window",
+		g.consumerSent(sent, body, sqsbatch.ClassPermanent, fmt.Sprintf("permanent: %s: preparacion:%s: confirmado_en %s is %d days old, beyond the %s window",
 			consumerapi.ReasonExpiredWindow, ev["pedido_id"], ev["confirmado_en"], age, replaywindow.Days(consumerapi.WindowPreparacion)))
 	}
 }
@@ -221,9 +220,9 @@ func (g *gen) message(body string, sent, first time.Time, receives int) queue.Me
 	}
 }
 
-// order returns a PedidoConfirmado body of the given version, confirmed
-// shortly before sent; with sku set, one of its lines is that SKU.
-func (g *gen) order(version int, sku string, sent time.Time) string {
+// order returns a PedidoConfirmado body of the given version, confirmed at
+// confirmed; with sku set, one of its lines is that SKU.
+func (g *gen) order(version int, sku string, confirmed time.Time) string {
 	type linea struct {
 		SKU      string `json:"sku"`
 		Cantidad int    `json:"cantidad"`
@@ -239,7 +238,7 @@ func (g *gen) order(version int, sku string, sent time.Time) string {
 	ev := map[string]any{
 		"version": version, "tipo": "PedidoConfirmado", "pedido_id": g.pedidoID(),
 		"cliente_id": fmt.Sprintf("CLI-%06d", g.r.IntN(900000)), "importe": total, "moneda": "EUR", "lineas": lines,
-		"confirmado_en": confirmedAt(sent),
+		"confirmado_en": confirmed.UTC().Format(time.RFC3339),
 	}
 	if version == 2 {
 		ev["entrega"] = map[string]string{"franja": "20:00-22:00"} // the field the v2 producer added
@@ -248,9 +247,9 @@ func (g *gen) order(version int, sku string, sent time.Time) string {
 	return string(b)
 }
 
-// confirmedAt is the confirmado_en of an order sent at sent: the fan-out
+// confirmedAt is when an order sent at sent was confirmed: the fan-out
 // delivers within a second.
-func confirmedAt(sent time.Time) string { return sent.Add(-time.Second).UTC().Format(time.RFC3339) }
+func confirmedAt(sent time.Time) time.Time { return sent.Add(-time.Second).UTC() }
 
 func (g *gen) pedidoID() string { return fmt.Sprintf("PED-2026-%06d", g.r.IntN(1000000)) }
 

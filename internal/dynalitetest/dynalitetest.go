@@ -56,7 +56,7 @@ type Server struct {
 	Client *dynamodb.Client
 
 	cmd     *exec.Cmd
-	stderr  *testproc.Stderr
+	stderr  *testproc.Buffer
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
@@ -187,7 +187,7 @@ func launchOnce(ctx context.Context, bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	stderr := &testproc.Stderr{}
+	stderr := &testproc.Buffer{Limit: testproc.StderrLimit}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

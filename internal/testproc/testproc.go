@@ -1,6 +1,7 @@
 // Package testproc holds what the test harnesses that start local
 // processes share: finding the project's files above the working directory
-// (node_modules, go.mod), a free port, and a bounded stderr buffer.
+// (node_modules, go.mod), a free port, and a buffer that several goroutines
+// write (a process's stderr, a logger's output).
 package testproc
 
 import (
@@ -48,24 +49,29 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Stderr collects the first 64 KiB a process writes (the first error
-// explains the rest) for error messages; exec writes to it from its own
-// goroutine.
-type Stderr struct {
-	mu  sync.Mutex
-	buf strings.Builder
+// Buffer collects what goroutines write to it (exec copies a process's
+// stderr from its own goroutine; handlers log concurrently). With Limit
+// above 0 it keeps about the first Limit bytes and drops the rest: for a
+// process's stderr the first error explains the rest.
+type Buffer struct {
+	Limit int
+	mu    sync.Mutex
+	buf   strings.Builder
 }
 
-func (b *Stderr) Write(p []byte) (int, error) {
+// StderrLimit is what the harnesses keep of a child process's stderr.
+const StderrLimit = 64 << 10
+
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.buf.Len() < 64<<10 {
+	if b.Limit <= 0 || b.buf.Len() < b.Limit {
 		b.buf.Write(p)
 	}
 	return len(p), nil
 }
 
-func (b *Stderr) String() string {
+func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

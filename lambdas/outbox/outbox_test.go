@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
@@ -629,7 +630,7 @@ func TestGaugesAndRunEmitMetrics(t *testing.T) {
 	if g.Pending != 2 || g.OldestPendingAge < 89*time.Second || g.OldestPendingAge > 120*time.Second {
 		t.Fatalf("gauges = %+v, want 2 pending, oldest ~90 s", g)
 	}
-	var buf safeBuffer
+	var buf testproc.Buffer
 	cfg := testConfig()
 	cfg.Metrics = metrics.ForEnvironment(&buf, "test")
 	sink := newFakeSink()
@@ -666,23 +667,6 @@ func TestGaugesAndRunEmitMetrics(t *testing.T) {
 	if last[outboxapi.MetricPending] != 0.0 || last[outboxapi.MetricPublished] != 2.0 {
 		t.Fatalf("last metrics line = %s, want 0 pending and 2 published", lines[len(lines)-1])
 	}
-}
-
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // With LISTEN/NOTIFY the publisher wakes at commit instead of after its

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -50,24 +50,13 @@ func order(id string) string {
 }
 
 // syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type syncBuffer struct{ testproc.Buffer }
 
 // lines returns the JSON log lines.
 func (b *syncBuffer) lines(t *testing.T) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, l := range bytes.Split(bytes.TrimSpace(b.buf.Bytes()), []byte("\n")) {
+	for _, l := range bytes.Split(bytes.TrimSpace([]byte(b.String())), []byte("\n")) {
 		if len(l) == 0 {
 			continue
 		}

@@ -52,7 +52,7 @@ type Server struct {
 	stdin   io.WriteCloser
 	lines   chan string
 	done    chan struct{}
-	stderr  *testproc.Stderr
+	stderr  *testproc.Buffer
 	mu      sync.Mutex // one clock command at a time
 	now     time.Time
 	closing sync.Once
@@ -74,7 +74,7 @@ func Launch(ctx context.Context, start time.Time) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cmd: cmd, stdin: stdin, lines: make(chan string, 16), done: make(chan struct{}), stderr: &testproc.Stderr{}}
+	s := &Server{cmd: cmd, stdin: stdin, lines: make(chan string, 16), done: make(chan struct{}), stderr: &testproc.Buffer{Limit: testproc.StderrLimit}}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("fauxqstest: start %s: %w", node, err)

@@ -236,8 +236,8 @@ type MovimientoStock struct {
 	Referencia string `json:"referencia,omitempty"`
 }
 
-// DeduplicationID is the movement's idempotency key and FIFO
-// MessageDeduplicationId: "reserva:<pedido_id>:<sku>",
+// DeduplicationID is the movement's idempotency key (the stock consumer's)
+// and FIFO MessageDeduplicationId: "reserva:<pedido_id>:<sku>",
 // "liberacion:<pedido_id>:<sku>" or "ajuste:<referencia>:<sku>".
 func (m MovimientoStock) DeduplicationID() string {
 	owner := m.PedidoID
@@ -268,6 +268,12 @@ func (m MovimientoStock) Validate() error {
 		ps.check(true, "tipo %q is not reserva, liberacion or ajuste", m.Tipo)
 	}
 	ps.check(m.Secuencia <= 0, "secuencia %d is not positive", m.Secuencia)
+	for _, c := range []struct{ name, v string }{{"pedido_id", m.PedidoID}, {"referencia", m.Referencia}, {"sku", m.SKU}} {
+		// The fields joined by ':' into DeduplicationID: one that held ':' or
+		// blanks at its ends would make two movements' ids collide or differ.
+		ps.check(strings.Contains(c.v, ":"), "%s %q contains ':'", c.name, c.v)
+		ps.check(strings.TrimSpace(c.v) != c.v, "%s %q has leading or trailing blanks", c.name, c.v)
+	}
 	ps.check(len(m.DeduplicationID()) > MaxDeduplicationIDLength, "deduplication id longer than %d characters", MaxDeduplicationIDLength)
 	return ps.err("MovimientoStock")
 }

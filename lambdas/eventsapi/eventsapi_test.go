@@ -108,6 +108,9 @@ func TestMovimientoStock(t *testing.T) {
 		{"reserva without order", eventsapi.MovimientoStock{Version: 1, Tipo: eventsapi.Reserva, SKU: "S", Cantidad: 1, Secuencia: 1}, "reserva::S", eventsapi.ErrInvalid},
 		{"unknown tipo", eventsapi.MovimientoStock{Version: 1, Tipo: "robo", SKU: "S", Cantidad: 1, Secuencia: 1}, "robo::S", eventsapi.ErrInvalid},
 		{"version 2", eventsapi.MovimientoStock{Version: 2, Tipo: eventsapi.Reserva, PedidoID: "P", SKU: "S", Cantidad: 1, Secuencia: 1}, "reserva:P:S", eventsapi.ErrUnsupportedVersion},
+		{"colon in sku", eventsapi.MovimientoStock{Version: 1, Tipo: eventsapi.Reserva, PedidoID: "P-1", SKU: "SKU:9", Cantidad: 1, Secuencia: 1}, "reserva:P-1:SKU:9", eventsapi.ErrInvalid},
+		{"colon in order", eventsapi.MovimientoStock{Version: 1, Tipo: eventsapi.Liberacion, PedidoID: "P-1:SKU", SKU: "9", Cantidad: 1, Secuencia: 2}, "liberacion:P-1:SKU:9", eventsapi.ErrInvalid},
+		{"blank around referencia", eventsapi.MovimientoStock{Version: 1, Tipo: eventsapi.Ajuste, Referencia: "INV-7 ", SKU: "S", Cantidad: 1, Secuencia: 1}, "ajuste:INV-7 :S", eventsapi.ErrInvalid},
 		{"dedup id too long", eventsapi.MovimientoStock{Version: 1, Tipo: eventsapi.Reserva, PedidoID: strings.Repeat("p", 120), SKU: "S", Cantidad: 1, Secuencia: 1}, "reserva:" + strings.Repeat("p", 120) + ":S", eventsapi.ErrInvalid},
 	}
 	for _, tc := range tests {

@@ -332,7 +332,7 @@ func TestOutcomes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			key, _ := KeyReserva("PED-7", "SKU-0042")
+			key, _ := KeyCobro("PED-7")
 			runs := 0
 			fn := func(context.Context) (string, error) {
 				runs++

@@ -19,13 +19,11 @@ const MaxKeyBytes = 2048
 
 // Operation prefixes of the keys derived from the domain. The key names the
 // operation as well as the order, because one order produces one charge,
-// one e-mail and several stock reservations, each to run once.
+// one e-mail, one ERP notice and one preparation, each to run once (a stock
+// movement's key is eventsapi.MovimientoStock.DeduplicationID).
 const (
 	OpCobro              = "cobro"
 	OpCorreoConfirmacion = "correo-confirmacion"
-	OpReserva            = "reserva"
-	OpLiberacion         = "liberacion"
-	OpAjuste             = "ajuste"
 	OpPreparacion        = "preparacion"
 	OpAvisoERP           = "aviso-erp"
 )
@@ -41,24 +39,6 @@ func KeyCobro(pedidoID string) (string, error) {
 // order: "correo-confirmacion:<pedido_id>".
 func KeyCorreoConfirmacion(pedidoID string) (string, error) {
 	return joinKey(OpCorreoConfirmacion, pedidoID)
-}
-
-// KeyReserva returns the key of the stock reservation of one order line:
-// "reserva:<pedido_id>:<sku>".
-func KeyReserva(pedidoID, sku string) (string, error) {
-	return joinKey(OpReserva, pedidoID, sku)
-}
-
-// KeyLiberacion returns the key of the release of one order line's
-// reservation: "liberacion:<pedido_id>:<sku>".
-func KeyLiberacion(pedidoID, sku string) (string, error) {
-	return joinKey(OpLiberacion, pedidoID, sku)
-}
-
-// KeyAjuste returns the key of a stock adjustment of one SKU, named by the
-// adjustment's document: "ajuste:<referencia>:<sku>".
-func KeyAjuste(referencia, sku string) (string, error) {
-	return joinKey(OpAjuste, referencia, sku)
 }
 
 // KeyAvisoERP returns the key of the ERP notice of a confirmed order:

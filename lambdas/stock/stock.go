@@ -25,7 +25,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
@@ -38,20 +37,6 @@ func elemento(m eventsapi.MovimientoStock) string {
 		return "ajuste#" + m.Referencia
 	}
 	return "pedido#" + m.PedidoID
-}
-
-// idempotencyKey is the movement's idempotency key (also the producers' FIFO
-// deduplication id): reserva:<pedido_id>:<sku>, liberacion:<pedido_id>:<sku>
-// or ajuste:<referencia>:<sku>.
-func idempotencyKey(m eventsapi.MovimientoStock) (string, error) {
-	switch m.Tipo {
-	case eventsapi.Reserva:
-		return idempotency.KeyReserva(m.PedidoID, m.SKU)
-	case eventsapi.Liberacion:
-		return idempotency.KeyLiberacion(m.PedidoID, m.SKU)
-	default:
-		return idempotency.KeyAjuste(m.Referencia, m.SKU)
-	}
 }
 
 // Deps are the consumer's dependencies; Store is required.
@@ -91,7 +76,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 			if err := m.Validate(); err != nil {
 				return "", sqsbatch.Poison(err)
 			}
-			return idempotencyKey(m)
+			return m.DeduplicationID(), nil
 		},
 		Logger: d.Logger,
 	})

@@ -42,17 +42,18 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 
 	core.Check(stack, "stacks.OrderFlow").If(!network.Network.HasEgress(), "the payment tasks call the gateway on the internet, but the environment's VPC has no NAT gateway (config NatGateways)")
 	s.Payment = payment.New(stack, "Pago", &payment.Props{
-		Context:             shared.Context,
-		IdempotencyTable:    data.Table,
-		GatewayURL:          env.GatewayURL,
-		ReadTimeout:         awscdk.Duration_Seconds(jsii.Number(env.GatewayReadTimeout.Seconds())),
-		FunctionNamePrefix:  name("mf"),
-		SecretName:          name("mercadofresco/pasarela/api-key"),
-		ReservedConcurrency: env.PaymentConcurrency,
-		Vpc:                 network.Network.Vpc,
-		Subnets:             network.Network.EgressSubnets(),
-		SecretsEndpoint:     network.Network.SecretsEndpoint,
-		BreakerStore:        network.Cache,
+		Context:               shared.Context,
+		IdempotencyTable:      data.Table,
+		GatewayURL:            env.GatewayURL,
+		ReadTimeout:           awscdk.Duration_Seconds(jsii.Number(env.GatewayReadTimeout.Seconds())),
+		CobroFunctionName:     name("mf-cobro"),
+		ReembolsoFunctionName: name("mf-reembolso"),
+		SecretName:            name("mercadofresco/pasarela/api-key"),
+		ReservedConcurrency:   env.PaymentConcurrency,
+		Vpc:                   network.Network.Vpc,
+		Subnets:               network.Network.EgressSubnets(),
+		SecretsEndpoint:       network.Network.SecretsEndpoint,
+		BreakerStore:          network.Cache,
 	})
 	s.Workflow = orderworkflow.New(stack, "ProcesarPedido", &orderworkflow.Props{
 		Context:          shared.Context,

@@ -54,14 +54,15 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared, netStack *Networ
 		FunctionName:    jsii.String(env.PhysicalName("mf-outbox-migraciones")),
 	})
 	pub := outbox.NewPublisher(stack, "Publicador", &outbox.PublisherProps{
-		Context:             shared.Context,
-		Database:            db,
-		Vpc:                 net.Vpc,
-		Subnets:             net.AppSubnets(),
-		EventsEndpoint:      net.EventsEndpoint,
-		Bus:                 shared.Bus,
-		ReservedConcurrency: env.PublisherConcurrency,
-		FunctionNamePrefix:  jsii.String(env.PhysicalName("mf-outbox")),
+		Context:               shared.Context,
+		Database:              db,
+		Vpc:                   net.Vpc,
+		Subnets:               net.AppSubnets(),
+		EventsEndpoint:        net.EventsEndpoint,
+		Bus:                   shared.Bus,
+		ReservedConcurrency:   env.PublisherConcurrency,
+		PublisherFunctionName: jsii.String(env.PhysicalName("mf-outbox-publicador")),
+		CleanupFunctionName:   jsii.String(env.PhysicalName("mf-outbox-limpieza")),
 	})
 	producers.NameRole(pub.Function.Role, publisherRoleName(env)) // the bus admits it by name
 	// New code runs against the schema it was built with.

@@ -32,7 +32,7 @@ func TestMessagingStackResources(t *testing.T) {
 	tpl.ResourceCountIs(jsii.String("AWS::SNS::Subscription"), jsii.Number(3))
 	tpl.AllResourcesProperties(jsii.String("AWS::SNS::Subscription"), map[string]any{"Protocol": "sqs", "RawMessageDelivery": true})
 
-	// cola-mercadofresco-pedidos: the lesson's fixed configuration.
+	// cola-mercadofresco-pedidos: its fixed configuration.
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
 		"QueueName":              catalog.PedidosQueueName,
 		"VisibilityTimeout":      400,
@@ -119,7 +119,7 @@ func TestOrderFlowStackComposition(t *testing.T) {
 		"LoggingConfiguration":    assertions.Match_ObjectLike(&map[string]any{"Level": "ALL"}),
 		"EncryptionConfiguration": assertions.Match_ObjectLike(&map[string]any{"Type": "CUSTOMER_MANAGED_KMS_KEY"}),
 	})
-	for _, fn := range []string{"mf-staging-cobro", "mf-staging-reembolso"} {
+	for _, fn := range []string{"mf-cobro-staging", "mf-reembolso-staging"} {
 		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 			"FunctionName":                 fn,
 			"ReservedConcurrentExecutions": es.Env.PaymentConcurrency,

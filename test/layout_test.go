@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mercadofresco/integration/constructs/cfntemplate"
 )
 
 const module = "github.com/mercadofresco/integration"
@@ -167,6 +169,63 @@ func TestReadmeLayoutMatchesTheTree(t *testing.T) {
 			t.Errorf("README's layout names %s, which does not exist", p)
 		case strings.HasSuffix(p, "/") && !st.IsDir():
 			t.Errorf("README's layout names %s as a folder; it is a file", p)
+		}
+	}
+}
+
+// notDeployed are the mains under lambdas/ that this app does not deploy,
+// with what runs them instead.
+var notDeployed = map[string]string{
+	"pedido-writer": "the shop's order writer, run by the shop",
+}
+
+// The naming rule of docs/CONVENTIONS.md#layout-and-naming: a deployed Go
+// function's main is lambdas/<folder>, and the function is mf-<folder> (with
+// the environment's suffix); every main directly under lambdas/ is deployed
+// (or listed in notDeployed), no main is nested deeper, and a library's
+// package is named as its folder.
+func TestFunctionsLiveInFoldersNamedAfterThem(t *testing.T) {
+	s := synthApp(t)
+	deployed := map[string]bool{}
+	for _, es := range s.envs {
+		env := es.Env
+		for _, part := range []string{"Platform", "Network", "Data", "Messaging", "Outbox", "OrderFlow"} {
+			stack := env.StackName(part)
+			for id, fn := range s.resources(t, stack, "AWS::Lambda::Function") {
+				md, _ := fn["Metadata"].(map[string]any)
+				entry, ok := md[cfntemplate.MetadataEntry].(string)
+				if !ok {
+					continue // not a Go function of ours (a CDK-provided handler)
+				}
+				folder := path.Base(entry)
+				props, _ := fn["Properties"].(map[string]any)
+				if want := env.PhysicalName("mf-" + folder); props["FunctionName"] != want || entry != "lambdas/"+folder {
+					t.Errorf("%s %s: entry %s deploys as %v, want lambdas/<folder> deployed as %s", stack, id, entry, props["FunctionName"], want)
+				}
+				deployed[folder] = true
+			}
+		}
+	}
+	if len(deployed) < 8 {
+		t.Fatalf("found %d deployed entries (%v): is the entry metadata still written?", len(deployed), deployed)
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}}", "./lambdas/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		importPath, name, _ := strings.Cut(line, " ")
+		rel := strings.TrimPrefix(importPath, module+"/")
+		folder := path.Base(rel)
+		switch {
+		case name == "main" && path.Dir(rel) != "lambdas":
+			t.Errorf("%s is a main below lambdas/<folder>/: a function's main sits directly under lambdas/", rel)
+		case name == "main" && !deployed[folder] && notDeployed[folder] == "":
+			t.Errorf("%s is a main that no environment deploys: deploy it as mf-%s or list it in notDeployed", rel, folder)
+		case name != "main" && name != folder:
+			t.Errorf("%s is package %s: a library's package is named as its folder", rel, name)
 		}
 	}
 }

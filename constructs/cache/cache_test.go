@@ -147,16 +147,16 @@ func TestEveryBoundFunctionIsItsOwnUserOnItsBreakersKeys(t *testing.T) {
 	named := func(stack awscdk.Stack, id, name string) awslambda.Function { return fn(stack, id, net.Vpc, name) }
 	pagos, mensajeria := cdktest.NewStackIn(p.App, "Pagos"), cdktest.NewStackIn(p.App, "Mensajeria")
 	fns := map[string]awslambda.Function{
-		"mf-dev-cobro":               named(pagos, "Cobro", "mf-dev-cobro"),
+		"mf-cobro-dev":               named(pagos, "Cobro", "mf-cobro-dev"),
 		"mf-preparar-pedido-dev":     named(mensajeria, "Preparacion", "mf-preparar-pedido-dev"),
 		"mf-correo-confirmacion-dev": named(mensajeria, "Correo", "mf-correo-confirmacion-dev"),
 	}
 	deps := map[string][]string{
-		"mf-dev-cobro":               {"pasarela"},
+		"mf-cobro-dev":               {"pasarela"},
 		"mf-preparar-pedido-dev":     {"almacen"},
 		"mf-correo-confirmacion-dev": {"correo-secundario", "ses"},
 	}
-	c.Bind(fns["mf-dev-cobro"], "pasarela")
+	c.Bind(fns["mf-cobro-dev"], "pasarela")
 	c.Bind(fns["mf-preparar-pedido-dev"], "almacen")
 	c.Bind(fns["mf-correo-confirmacion-dev"], "correo-secundario")
 	c.Bind(fns["mf-correo-confirmacion-dev"], "ses", "correo-secundario") // a second breaker, one user

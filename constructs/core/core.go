@@ -62,15 +62,6 @@ func Or(name *string, def string) *string {
 	return jsii.String(def)
 }
 
-// Prefixed is "<prefix>-<name>", or nil (CloudFormation names it) when
-// prefix is nil.
-func Prefixed(prefix *string, name string) *string {
-	if prefix == nil {
-		return nil
-	}
-	return jsii.String(*prefix + "-" + name)
-}
-
 // DurationOr is d, or def when d is nil.
 func DurationOr(d, def awscdk.Duration) awscdk.Duration {
 	if d == nil {

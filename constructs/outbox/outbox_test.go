@@ -75,7 +75,7 @@ func newFixtureWith(t *testing.T, deletionProtection bool, removal awscdk.Remova
 		Context:  core.Context{EnvironmentName: "dev", Builder: builder, DataKey: key, Alerts: alerts, RemovalPolicy: removal},
 		Database: f.database, Vpc: f.network.Vpc, Subnets: f.network.AppSubnets(),
 		EventsEndpoint: f.network.EventsEndpoint, Bus: bus, ReservedConcurrency: 2,
-		FunctionNamePrefix: jsii.String("mf-outbox-dev"),
+		PublisherFunctionName: jsii.String("mf-outbox-publicador-dev"), CleanupFunctionName: jsii.String("mf-outbox-limpieza-dev"),
 	})
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	return f
@@ -227,7 +227,7 @@ func TestProxyRequiresTLSAndIAMAndCapsConnections(t *testing.T) {
 func TestPublisherRunsInTheVpcEveryMinuteWithBoundedConcurrency(t *testing.T) {
 	_, tpl := fx(t)
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
-		"FunctionName":                 "mf-outbox-dev-publicador",
+		"FunctionName":                 "mf-outbox-publicador-dev",
 		"Timeout":                      outbox.PublisherTimeoutSeconds,
 		"ReservedConcurrentExecutions": 2,
 		"VpcConfig":                    assertions.Match_ObjectLike(&map[string]any{"SubnetIds": assertions.Match_AnyValue()}),
@@ -247,7 +247,7 @@ func TestPublisherRunsInTheVpcEveryMinuteWithBoundedConcurrency(t *testing.T) {
 		"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60,
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
-		"FunctionName":                 "mf-outbox-dev-limpieza",
+		"FunctionName":                 "mf-outbox-limpieza-dev",
 		"ReservedConcurrentExecutions": 1,
 		"Environment":                  map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"DB_USER": "mf_limpieza"})},
 	})
@@ -500,7 +500,7 @@ func TestMigrationCustomResourceOncePerDeploy(t *testing.T) {
 	}
 	// The publisher's function no longer migrates.
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
-		"FunctionName": "mf-outbox-dev-publicador",
+		"FunctionName": "mf-outbox-publicador-dev",
 		"Environment":  map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{"MIGRATE_ON_START": assertions.Match_Absent()})},
 	})
 	// The provider framework logs to a group with a retention and the data key.

@@ -62,9 +62,9 @@ type PublisherProps struct {
 	// ReservedConcurrency of the publisher (2..10). Zero means
 	// outboxapi.PublisherConcurrency: consecutive invocations overlap.
 	ReservedConcurrency float64
-	// FunctionNamePrefix names the functions <prefix>-publicador and
-	// <prefix>-limpieza. Nil lets CloudFormation name them.
-	FunctionNamePrefix *string
+	// PublisherFunctionName and CleanupFunctionName are the functions'
+	// physical names. Nil lets CloudFormation name them.
+	PublisherFunctionName, CleanupFunctionName *string
 	// PendingThreshold and OldestAgeThreshold of the alarms. Zero and nil
 	// mean the defaults.
 	PendingThreshold   float64
@@ -157,10 +157,10 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 	pubEnv[outboxapi.EnvBusName], pubEnv[outboxapi.EnvEventSource] = busName, jsii.String(source)
 	pubEnv[outboxapi.EnvEntryAttempts] = jsii.String(fmt.Sprint(outboxapi.DefaultEntryAttempts))
 	pubEnv[outboxapi.EnvMaxClaims] = jsii.String(fmt.Sprint(outboxapi.DefaultMaxClaims))
-	fn := func(id, name, description string, timeout float64, env map[string]*string, reserved float64, deps []golambda.Dependency) *golambda.Function {
+	fn := func(id, name string, physical *string, description string, timeout float64, env map[string]*string, reserved float64, deps []golambda.Dependency) *golambda.Function {
 		return golambda.NewFunction(p.Construct, id, props.FunctionProps(golambda.Props{
 			Entry:                        "lambdas/outbox-" + name,
-			FunctionName:                 core.Prefixed(props.FunctionNamePrefix, name),
+			FunctionName:                 physical,
 			Description:                  jsii.String(description),
 			Timeout:                      awscdk.Duration_Seconds(jsii.Number(timeout)),
 			MemorySize:                   256,
@@ -172,7 +172,7 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 			Dependencies:                 deps,
 		}))
 	}
-	p.Function = fn("Publicador", "publicador", "Transactional outbox: publishes pending rows of Aurora's outbox table to "+*busName,
+	p.Function = fn("Publicador", "publicador", props.PublisherFunctionName, "Transactional outbox: publishes pending rows of Aurora's outbox table to "+*busName,
 		float64(PublisherTimeoutSeconds), pubEnv, reserved, []golambda.Dependency{{
 			// Attempts per event on the bus, per outbox row across
 			// invocations (MF-ATTEMPTS): SDK x entry sends x claims = 12.
@@ -186,7 +186,7 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 		RetryAttempts: jsii.Number(0),
 		MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(60)),
 	})
-	p.Cleanup = fn("Limpieza", "limpieza", "Transactional outbox: deletes rows published more than 7 days ago, in batches",
+	p.Cleanup = fn("Limpieza", "limpieza", props.CleanupFunctionName, "Transactional outbox: deletes rows published more than 7 days ago, in batches",
 		CleanupTimeoutSeconds, cleanupEnv, 1, nil)
 	if props.Bus != nil {
 		props.Bus.GrantPutEventsTo(p.Function.Role, nil)

@@ -77,9 +77,9 @@ type Props struct {
 	// ReadTimeout of each gateway attempt (GATEWAY_READ_TIMEOUT, 1 s to
 	// 2 min). Nil means httpdepapi.DefaultReadTimeout (30 s).
 	ReadTimeout awscdk.Duration
-	// FunctionNamePrefix names the functions <prefix>-cobro and
-	// <prefix>-reembolso. Nil lets CloudFormation name them.
-	FunctionNamePrefix *string
+	// CobroFunctionName and ReembolsoFunctionName are the functions'
+	// physical names. Nil lets CloudFormation name them.
+	CobroFunctionName, ReembolsoFunctionName *string
 	// SecretName of the gateway API key secret. Nil lets CloudFormation
 	// name it.
 	SecretName *string
@@ -179,10 +179,10 @@ func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.Su
 		{Name: "dynamodb:" + dynamotable.IdempotencyTableName, AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
 		{Name: "secretsmanager:gateway-key", AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
 	}
-	newFn := func(id, name, desc string) *golambda.Function {
+	newFn := func(id, name string, physical *string, desc string) *golambda.Function {
 		fp := props.FunctionProps(golambda.Props{
 			Entry:                        "lambdas/" + name,
-			FunctionName:                 core.Prefixed(props.FunctionNamePrefix, name),
+			FunctionName:                 physical,
 			Description:                  jsii.String(desc + " for " + StateMachineLabel),
 			Timeout:                      p.Timeout,
 			MemorySize:                   256,
@@ -211,8 +211,8 @@ func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.Su
 		}
 		return fn
 	}
-	p.Cobro = newFn("Cobro", "cobro", "Charges an order's card once (Idempotency-Key cobro:<pedido_id>)")
-	p.Reembolso = newFn("Reembolso", "reembolso", "Refunds an order's charge once (Idempotency-Key reembolso:<pedido_id>)")
+	p.Cobro = newFn("Cobro", "cobro", props.CobroFunctionName, "Charges an order's card once (Idempotency-Key cobro:<pedido_id>)")
+	p.Reembolso = newFn("Reembolso", "reembolso", props.ReembolsoFunctionName, "Refunds an order's charge once (Idempotency-Key reembolso:<pedido_id>)")
 }
 
 // addAlarms creates cobro's Errors and Throttles alarms (reembolso keeps

@@ -55,14 +55,14 @@ func TestPaymentFunctions(t *testing.T) {
 	pay := payment.New(p.Stack, "Pago", &payment.Props{
 		Context:          core.Context{EnvironmentName: "dev", Builder: builder, DataKey: p.Key, Alerts: p.Alerts},
 		IdempotencyTable: table, GatewayURL: "https://pasarela.example",
-		FunctionNamePrefix: jsii.String("mf-dev"), ReservedConcurrency: 5,
+		CobroFunctionName: jsii.String("mf-cobro-dev"), ReembolsoFunctionName: jsii.String("mf-reembolso-dev"), ReservedConcurrency: 5,
 		Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, SecretsEndpoint: secrets,
 		BreakerStore: cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}}),
 	})
 	// The VPC's flow logs are not this construct's concern.
 	cdknag.NagSuppressions_AddResourceSuppressions(vpc, &[]*cdknag.NagPackSuppression{{Id: jsii.String("AwsSolutions-VPC7"), Reason: jsii.String("A stand-in VPC of this test; the Network stack owns the real one and its flow logs.")}}, jsii.Bool(true))
 	tpl := assertions.Template_FromStack(p.Stack, nil)
-	for _, name := range []string{"mf-dev-cobro", "mf-dev-reembolso"} {
+	for _, name := range []string{"mf-cobro-dev", "mf-reembolso-dev"} {
 		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 			"FunctionName":                 name,
 			"Timeout":                      155,

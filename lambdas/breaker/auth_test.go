@@ -178,7 +178,7 @@ var (
 // presigned connect request of the user on the cache (lower case), for 900
 // seconds, with the session token, and the same inputs sign the same token.
 func TestIAMTokenFormat(t *testing.T) {
-	a := &breaker.IAMAuth{UserID: "mf-dev-cobro", CacheName: "MercadoFresco-Catalogo-Dev", Region: "eu-west-1",
+	a := &breaker.IAMAuth{UserID: "mf-cobro-dev", CacheName: "MercadoFresco-Catalogo-Dev", Region: "eu-west-1",
 		Credentials: tokenCreds, Now: func() time.Time { return tokenClock }}
 	tok, err := a.Token(context.Background())
 	if err != nil {
@@ -196,7 +196,7 @@ func TestIAMTokenFormat(t *testing.T) {
 	}
 	q := u.Query()
 	for k, want := range map[string]string{
-		"Action": "connect", "User": "mf-dev-cobro", "ResourceType": "ServerlessCache",
+		"Action": "connect", "User": "mf-cobro-dev", "ResourceType": "ServerlessCache",
 		"X-Amz-Expires": "900", "X-Amz-Algorithm": "AWS4-HMAC-SHA256", "X-Amz-Date": "20261202T030405Z",
 		"X-Amz-Credential": "AKIDEXAMPLE/20261202/eu-west-1/elasticache/aws4_request", "X-Amz-SignedHeaders": "host",
 		"X-Amz-Security-Token": "session-token",
@@ -306,8 +306,8 @@ func TestLoadSettingsIAMUser(t *testing.T) {
 		msg  string
 	}{
 		{name: "no user: no AUTH", env: map[string]string{breakerapi.EnvRedisAddr: "c:6379"}},
-		{name: "user and cache", user: "mf-dev-cobro", env: map[string]string{breakerapi.EnvRedisAddr: "c:6379",
-			breakerapi.EnvRedisUser: "mf-dev-cobro", breakerapi.EnvCacheName: "mercadofresco-catalogo-dev"}},
+		{name: "user and cache", user: "mf-cobro-dev", env: map[string]string{breakerapi.EnvRedisAddr: "c:6379",
+			breakerapi.EnvRedisUser: "mf-cobro-dev", breakerapi.EnvCacheName: "mercadofresco-catalogo-dev"}},
 		{name: "user without TLS", err: breaker.ErrIAMWithoutTLS, env: map[string]string{breakerapi.EnvRedisAddr: "c:6379",
 			breakerapi.EnvRedisUser: "u", breakerapi.EnvCacheName: "c", breakerapi.EnvRedisTLS: "false"}},
 		{name: "user without cache name", msg: breakerapi.EnvCacheName, env: map[string]string{breakerapi.EnvRedisAddr: "c:6379",

@@ -294,8 +294,9 @@ func TestParseRejectsUntraceableInput(t *testing.T) {
 func TestSpecName(t *testing.T) {
 	for _, tc := range []struct{ name, env, want string }{
 		{"mf-cobro", "prod", "mf-cobro"},
-		{"mf-dev-cobro", "dev", "mf-cobro"},
-		{"mf-outbox-staging-publicador", "staging", "mf-outbox-publicador"},
+		{"mf-cobro-dev", "dev", "mf-cobro"},
+		{"mf-outbox-publicador-staging", "staging", "mf-outbox-publicador"},
+		{"cola-mercadofresco-pedidos-dev-entrega-dlq", "dev", "cola-mercadofresco-pedidos-entrega-dlq"},
 		{"cola-mercadofresco-pedidos-dev", "dev", "cola-mercadofresco-pedidos"},
 		{"mercadofresco-movimientos-stock-dev.fifo", "dev", "mercadofresco-movimientos-stock.fifo"},
 	} {

@@ -171,10 +171,9 @@ var nameProps = map[string]string{
 	"AWS::Events::ApiDestination": "Name",
 }
 
-// specName strips an environment's token from a physical name: its
-// suffix (catalog.PhysicalName: "-dev", ".fifo" kept last) or, for the
-// names built from a prefix ("mf-dev-cobro", "mf-outbox-dev-publicador"),
-// the token inside.
+// specName strips an environment's suffix from a physical name
+// (catalog.PhysicalName: "-dev", ".fifo" kept last), or the token inside a
+// name built from another one ("cola-mercadofresco-pedidos-dev-entrega-dlq").
 func specName(name, env string) string {
 	sfx := catalog.Suffix(env)
 	if sfx == "" {

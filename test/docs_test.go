@@ -165,3 +165,29 @@ func TestPackageDocsStateTheContractInFifteenLines(t *testing.T) {
 		t.Fatalf("checked only %d package docs", checked)
 	}
 }
+
+// No tracked Go file or document cites the course the project's figures
+// came from: a reader of the repository does not have it. A figure is
+// stated with its reasoning (docs/design.md), not attributed.
+func TestNothingCitesTheCourse(t *testing.T) {
+	out, err := exec.Command("git", "-C", "..", "ls-files", "*.go", "*.md", "Makefile", "scripts/*").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	word := "les" + "son" // this file may not hold the word either
+	files := strings.Fields(string(out))
+	if len(files) < 100 {
+		t.Fatalf("git ls-files listed only %d files", len(files))
+	}
+	for _, file := range files {
+		raw, err := os.ReadFile(filepath.Join("..", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			if strings.Contains(strings.ToLower(line), word) {
+				t.Errorf("%s:%d cites the %s: state the number and link the design section instead", file, i+1, word)
+			}
+		}
+	}
+}

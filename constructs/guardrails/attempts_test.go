@@ -29,12 +29,12 @@ func (f *fixture) fnEnv(id string, env map[string]*string) awslambda.Function {
 	})
 }
 
-// lessonLayers builds the lesson's exercise 1 layering: an SQS queue with
+// stormLayers builds the 80-call layering: an SQS queue with
 // maxReceiveCount receives, consumed by a pipe that runs an express
 // workflow synchronously (its failure returns the message to the queue),
 // whose Task retries the charge function retries times, which calls the
 // gateway with the SDK's sdk attempts.
-func lessonLayers(f *fixture, sdk, receives, retries string) {
+func stormLayers(f *fixture, sdk, receives, retries string) {
 	fn := f.fnEnv("Cobro", map[string]*string{"AWS_MAX_ATTEMPTS": jsii.String(sdk), "GATEWAY_MAX_ATTEMPTS": jsii.String(sdk)})
 	dlq := awssqs.NewQueue(f.stack, jsii.String("PedidosDlq"), &awssqs.QueueProps{RetentionPeriod: awscdk.Duration_Days(jsii.Number(14))})
 	q := awssqs.NewQueue(f.stack, jsii.String("Pedidos"), &awssqs.QueueProps{
@@ -68,11 +68,11 @@ func cfnNum(s string) float64 {
 	return n
 }
 
-// The lesson's exercise 1: SDK 5 x receives 4 x workflow 4 = 80 calls per
+// The 80-call layering: SDK 5 x receives 4 x workflow 4 = 80 calls per
 // order. Synth fails, naming the path and each factor.
-func TestLessonExercise1LayersFailSynth(t *testing.T) {
+func TestEightyCallLayeringFailsSynth(t *testing.T) {
 	f := newFixture()
-	lessonLayers(f, "5", "4", "3")
+	stormLayers(f, "5", "4", "3")
 	errs := f.errorsFor(guardrails.RuleAttempts)
 	for _, dep := range []string{`"gateway"`, `"aws"`} {
 		cdktest_RequireContains(t, errs, dep, "80 attempts", "more than 15",
@@ -85,11 +85,11 @@ func TestLessonExercise1LayersFailSynth(t *testing.T) {
 	cdktest_RequireContains(t, errs, "AWS_MAX_ATTEMPTS=5 (×5)")
 }
 
-// The lesson's fix (SDK 2, the queue a safety net, the workflow commands):
+// The fix (SDK 2, the queue a safety net, the workflow commands):
 // 2 x 4 x 1 = 8 passes.
-func TestLessonFixPasses(t *testing.T) {
+func TestTwoSDKAttemptsLayeringPasses(t *testing.T) {
 	f := newFixture()
-	lessonLayers(f, "2", "4", "0")
+	stormLayers(f, "2", "4", "0")
 	if errs := f.errorsFor(guardrails.RuleAttempts); len(errs) > 0 {
 		t.Fatalf("unexpected: %v", errs)
 	}

@@ -155,7 +155,7 @@ func TestDLQWithoutAlarm(t *testing.T) {
 }
 
 func TestVisibilityBelowSixTimesTimeout(t *testing.T) {
-	// The lesson's double charge on plain L2 resources: 120 s vs 180 s.
+	// The double charge on plain L2 resources: visibility 120 s vs read timeout 180 s.
 	f := newFixture()
 	q := f.queueWithDLQ("Pedidos", 120)
 	f.fn("Cobro", 180).AddEventSource(awslambdaeventsources.NewSqsEventSource(q, &awslambdaeventsources.SqsEventSourceProps{

@@ -223,7 +223,8 @@ func TestInicioBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, age := range []time.Duration{100 * 24 * time.Hour, 10 * 24 * time.Hour} {
-		body := fmt.Sprintf(`{"detail-type":"PedidoCreado","detail":{"version":1,"pedido_id":"PED-2026-%06d","creado_en":%q}}`, i, time.Now().Add(-age).UTC().Format(time.RFC3339))
+		body := fmt.Sprintf(`{"detail-type":"PedidoCreado","detail":{"version":1,"pedido_id":"PED-2026-%06d","cliente_id":"CLI-1","cliente":{"id":"CLI-1","email":"ana@example.com"},`+
+			`"total_centimos":1250,"moneda":"EUR","lineas":[{"sku":"S-1","cantidad":1,"precio_centimos":1250}],"token_tarjeta":"tok_1","creado_en":%q}}`, i, time.Now().Add(-age).UTC().Format(time.RFC3339))
 		if _, err := r.sb.fake.SendMessage(r.ctx, &queue.SendMessageInput{QueueURL: url, Body: body}); err != nil {
 			t.Fatal(err)
 		}

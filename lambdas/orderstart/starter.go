@@ -185,16 +185,9 @@ type Result struct {
 // event is poison (sqsbatch.Poison); ExecutionAlreadyExists is success. It
 // does not apply the replay window: Handler does, before calling it.
 func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
-	var env Envelope
-	if err := json.Unmarshal(body, &env); err != nil {
-		return Result{}, sqsbatch.Poisonf("not an EventBridge event: %v", err)
-	}
-	if env.DetailType != eventsapi.TypePedidoCreado {
-		return Result{}, sqsbatch.Poisonf("detail-type %q, this starter handles %s only", env.DetailType, eventsapi.TypePedidoCreado)
-	}
-	pedido, err := eventsapi.ParsePedidoCreado(env.Detail)
+	env, pedido, err := DecodeEvent(body)
 	if err != nil {
-		return Result{}, sqsbatch.Poison(err)
+		return Result{}, err
 	}
 	name := ExecutionNameFor(pedido.PedidoID, pedido.Intento)
 	charge := signing.Charge{EventID: pedido.IDEvento, OrderID: pedido.PedidoID, AmountCents: pedido.TotalCentimos, Currency: pedido.Moneda, CardToken: pedido.TokenTarjeta}
@@ -225,6 +218,26 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	}
 	s.log.InfoContext(ctx, "execution started", slog.String("pedido_id", pedido.PedidoID), slog.String("ejecucion", name), slog.String("id_evento", env.ID))
 	return Result{Name: name, ExecutionARN: aws.ToString(out.ExecutionArn)}, nil
+}
+
+// DecodeEvent reads a buffered event as Start does before it calls
+// anything: an EventBridge event of detail-type PedidoCreado whose detail
+// parses and validates. Its error is the poison Start dead-letters the
+// message with (mf-dlq classify asks it; the signature, checked next,
+// needs the key).
+func DecodeEvent(body []byte) (Envelope, eventsapi.PedidoCreado, error) {
+	var env Envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return env, eventsapi.PedidoCreado{}, sqsbatch.Poisonf("not an EventBridge event: %v", err)
+	}
+	if env.DetailType != eventsapi.TypePedidoCreado {
+		return env, eventsapi.PedidoCreado{}, sqsbatch.Poisonf("detail-type %q, this starter handles %s only", env.DetailType, eventsapi.TypePedidoCreado)
+	}
+	pedido, err := eventsapi.ParsePedidoCreado(env.Detail)
+	if err != nil {
+		return env, pedido, sqsbatch.Poison(err)
+	}
+	return env, pedido, nil
 }
 
 // permanentStartErrors are the StartExecution error codes about the

@@ -13,15 +13,31 @@ type Validator interface {
 // *T or T implements Validator (an error is poison), then calls fn.
 func JSON[T any](fn func(ctx context.Context, rec *Record, msg *T) error) Handler {
 	return HandlerFunc(func(ctx context.Context, rec *Record) error {
-		msg := new(T)
-		if err := rec.Decode(msg); err != nil {
+		msg, err := decodeJSON[T](rec.Message.Body)
+		if err != nil {
 			return err
-		}
-		if v, ok := any(msg).(Validator); ok {
-			if err := v.Validate(); err != nil {
-				return Poisonf("invalid message: %w", err)
-			}
 		}
 		return fn(ctx, rec, msg)
 	})
+}
+
+// CheckJSON runs on body what JSON runs before its handler: it returns the
+// poison error a consumer built with JSON[T] dead-letters the message with,
+// or nil when the consumer would handle it (mf-dlq classify asks it).
+func CheckJSON[T any](body []byte) error {
+	_, err := decodeJSON[T](string(body))
+	return err
+}
+
+func decodeJSON[T any](body string) (*T, error) {
+	msg := new(T)
+	if err := decodeBody(body, msg); err != nil {
+		return nil, err
+	}
+	if v, ok := any(msg).(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, Poisonf("invalid message: %w", err)
+		}
+	}
+	return msg, nil
 }

@@ -181,7 +181,11 @@ func (r *Record) Body() string { return r.Message.Body }
 // Decode unmarshals the JSON body into v, ignoring unknown fields. A failure
 // is returned as a poison error (the body will never decode).
 func (r *Record) Decode(v any) error {
-	if err := json.Unmarshal([]byte(r.Message.Body), v); err != nil {
+	return decodeBody(r.Message.Body, v)
+}
+
+func decodeBody(body string, v any) error {
+	if err := json.Unmarshal([]byte(body), v); err != nil {
 		return Poisonf("body does not match the expected schema: %w", err)
 	}
 	return nil

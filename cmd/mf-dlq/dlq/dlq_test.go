@@ -537,3 +537,66 @@ func TestConsumerOptionsCallAMissingKeyPoison(t *testing.T) {
 		}
 	}
 }
+
+// Every consumer of the catalogue has its content check, and classify calls
+// what that check refuses poison (the consumer would dead-letter it again)
+// and what it accepts not: per queue, a body that passes the envelope but
+// breaks the consumer's Validate, and one that passes both.
+func TestConsumerOptionsCallWhatTheConsumerRefusesPoison(t *testing.T) {
+	now := time.Now().UTC()
+	at := now.Add(-time.Minute).Format(time.RFC3339)
+	confirmado := func(extra string) string {
+		return `{"version":1,"pedido_id":"PED-2026-000001","confirmado_en":"` + at + `","cliente":{"id":"CLI-1","email":"ana@example.com"},` +
+			`"total_centimos":1250,"moneda":"EUR","referencia_cobro":"ch_1",` + extra + `}`
+	}
+	creado := func(moneda string) string {
+		return `{"version":"0","id":"e-1","detail-type":"PedidoCreado","source":"mercadofresco.tienda","detail":{"version":1,"pedido_id":"PED-2026-000001",` +
+			`"cliente_id":"CLI-1","cliente":{"id":"CLI-1","email":"ana@example.com"},"total_centimos":1250,"moneda":"` + moneda + `",` +
+			`"lineas":[{"sku":"S-1","cantidad":1,"precio_centimos":1250}],"token_tarjeta":"tok_1","creado_en":"` + at + `"}}`
+	}
+	movimiento := func(sku string) string {
+		return `{"version":1,"tipo":"reserva","pedido_id":"PED-2026-000001","sku":"` + sku + `","cantidad":1,"secuencia":1,"emitido_en":"` + at + `"}`
+	}
+	for _, tc := range []struct {
+		queue, valid, refused, why string
+	}{
+		{"Pedidos", confirmado(`"lineas":[{"sku":"S-1","cantidad":1}]`), confirmado(`"lineas":[{"sku":"S-1","cantidad":0}]`), "cantidad 0"},
+		{"Correo", confirmado(`"lineas":[{"sku":"S-1","cantidad":1}]`), strings.Replace(confirmado(`"lineas":[]`), `"EUR"`, `"eur"`, 1), `moneda "eur"`},
+		{"AvisoERP", confirmado(`"lineas":[{"sku":"S-1","cantidad":1}]`), strings.Replace(confirmado(`"lineas":[{"sku":"S-1","cantidad":1}]`), `1250`, `0`, 1), "total_centimos 0"},
+		{"StockMovements", movimiento("S-1"), movimiento("S:1"), `sku "S:1"`},
+		{"Inicio", creado("EUR"), creado("eur"), `moneda "eur"`},
+	} {
+		t.Run(tc.queue, func(t *testing.T) {
+			q, _, ok := catalog.Find(tc.queue)
+			if !ok {
+				t.Fatalf("no queue %s in the catalog", tc.queue)
+			}
+			opts := dlq.ConsumerOptions(&dlq.Target{Catalog: &q})
+			if opts.Content == nil {
+				t.Fatalf("%s's consumer %s has no content check", tc.queue, q.Consumers[0].Function)
+			}
+			for _, c := range []struct {
+				body       string
+				wantPoison bool
+			}{{tc.valid, false}, {tc.refused, true}} {
+				m := queue.Message{MessageID: "m", Body: c.body, Attributes: map[string]string{
+					queue.AttrSentTimestamp: fmt.Sprint(now.UnixMilli()), queue.AttrApproximateReceiveCount: "5",
+					queue.AttrDeadLetterQueueSourceArn: "arn:aws:sqs:eu-west-1:1:q"}}
+				r := classify.Classify([]queue.Message{m}, opts)
+				switch why := r.Messages[0].Why; {
+				case c.wantPoison && (r.Verdict != classify.Poison || !strings.Contains(why, tc.why)):
+					t.Errorf("body with %s: %s (%s), want poison naming it", tc.why, r.Verdict, why)
+				case !c.wantPoison && r.Verdict != classify.Transient:
+					t.Errorf("valid body: %s (%s), want transient (the consumer would handle it)", r.Verdict, why)
+				}
+			}
+		})
+	}
+	for _, q := range catalog.Queues {
+		for _, c := range q.Consumers {
+			if dlq.ConsumerOptions(&dlq.Target{Catalog: &q}).Content == nil {
+				t.Errorf("consumer %s of %s has no content check in cmd/mf-dlq/dlq/content.go", c.Function, q.Logical)
+			}
+		}
+	}
+}

@@ -154,7 +154,8 @@ func (t *Tool) Classify(ctx context.Context, target *Target, opts ClassifyOption
 
 // ConsumerOptions returns the classification options of the target's
 // consumer from config/catalog (accepted versions, required keys,
-// replay window) and the maxReceiveCount of its sources, or the defaults.
+// replay window), its content check and the maxReceiveCount of its
+// sources, or the defaults.
 func ConsumerOptions(target *Target) classify.Options {
 	var o classify.Options
 	if target != nil && target.Catalog != nil && len(target.Catalog.Consumers) > 0 {
@@ -162,6 +163,7 @@ func ConsumerOptions(target *Target) classify.Options {
 		o.AcceptedVersions, o.VersionKey = AcceptedVersions(c)
 		o.RequiredKeys = c.RequiredKeys
 		o.Window, o.CreatedAtKey = c.Window, c.CreatedAtKey
+		o.Content = contentChecks[c.Function]
 	}
 	if target != nil {
 		for _, src := range target.Sources {

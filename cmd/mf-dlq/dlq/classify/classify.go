@@ -58,6 +58,11 @@ type Options struct {
 	// consumer's own expired verdict counts).
 	Window       time.Duration
 	CreatedAtKey string
+	// Content is the consumer's own check of a body that passes the
+	// envelope (decoding into its message type and that type's Validate):
+	// a body it refuses is poison, as the consumer would call it. Nil: only
+	// the envelope rules are checked.
+	Content func(body []byte) error
 	// Now is the time ages are measured at; default the wall clock.
 	Now time.Time
 	// SourceMaxReceives maps a source queue's ARN to its maxReceiveCount:

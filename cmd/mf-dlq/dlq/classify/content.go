@@ -29,9 +29,9 @@ type content struct {
 var entityKeys = []string{"sku", "cliente_id"}
 
 // inspectBody applies the consumer's envelope rules (sqsbatch.CheckEnvelope:
-// a JSON object, a known major version, required keys present), says a
-// broken rule in words that group alike messages, and extracts the
-// entities of a body that is a JSON object.
+// a JSON object, a known major version, required keys present), then its
+// content check (Options.Content), says a broken rule in words that group
+// alike messages, and extracts the entities of a body that is a JSON object.
 func inspectBody(body string, opts *Options) content {
 	c := content{entities: map[string]string{}, pedidoID: pedidoID(body)}
 	rules := sqsbatch.EnvelopeRules{SupportedVersions: opts.AcceptedVersions, VersionKey: opts.VersionKey,
@@ -59,6 +59,16 @@ func inspectBody(body string, opts *Options) content {
 			// (replaywindow.Window.Check).
 			if _, err := replaywindow.CreatedAt([]byte(body), opts.CreatedAtKey); err != nil {
 				c.problem = "schema: " + err.Error()
+				return c
+			}
+		}
+		if opts.Content != nil {
+			if err := opts.Content([]byte(body)); err != nil {
+				var refused *sqsbatch.Error // the reason without its class
+				if errors.As(err, &refused) {
+					err = refused.Err
+				}
+				c.problem = "the consumer's validation refuses it: " + err.Error()
 			}
 		}
 		return c

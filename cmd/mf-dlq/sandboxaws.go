@@ -112,12 +112,13 @@ func (sb *sandbox) consumeOnce(ctx context.Context) (int, error) {
 }
 
 // sandboxAccepts is the sandbox consumer's verdict: the cause of the
-// transient failures is fixed; poison (classify's content rules), an order
-// with the SKU the data scenario breaks, and a message older than the
-// replay window without the re-admission mark still fail.
+// transient failures is fixed; poison (the consumer's content rules, as
+// classify applies them), an order with the SKU the data scenario breaks,
+// and a message older than the replay window without the re-admission
+// mark still fail.
 func sandboxAccepts(c catalog.Consumer, m queue.Message, now time.Time) bool {
-	o := classify.Options{RequiredKeys: c.RequiredKeys, Window: c.Window, CreatedAtKey: c.CreatedAtKey, Now: now}
-	o.AcceptedVersions, o.VersionKey = dlq.AcceptedVersions(c)
+	o := dlq.OptionsOf(c)
+	o.Now = now
 	switch classify.Classify([]queue.Message{m}, o).Messages[0].Class {
 	case classify.Poison:
 		return false

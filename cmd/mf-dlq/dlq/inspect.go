@@ -159,11 +159,7 @@ func (t *Tool) Classify(ctx context.Context, target *Target, opts ClassifyOption
 func ConsumerOptions(target *Target) classify.Options {
 	var o classify.Options
 	if target != nil && target.Catalog != nil && len(target.Catalog.Consumers) > 0 {
-		c := target.Catalog.Consumers[0]
-		o.AcceptedVersions, o.VersionKey = AcceptedVersions(c)
-		o.RequiredKeys = c.RequiredKeys
-		o.Window, o.CreatedAtKey = c.Window, c.CreatedAtKey
-		o.Content = contentChecks[c.Function]
+		o = OptionsOf(target.Catalog.Consumers[0])
 	}
 	if target != nil {
 		for _, src := range target.Sources {
@@ -175,6 +171,18 @@ func ConsumerOptions(target *Target) classify.Options {
 			}
 		}
 	}
+	return o
+}
+
+// OptionsOf returns what classify checks a body against for consumer c:
+// the versions it accepts, its required keys, its replay window and its
+// content check.
+func OptionsOf(c catalog.Consumer) classify.Options {
+	var o classify.Options
+	o.AcceptedVersions, o.VersionKey = AcceptedVersions(c)
+	o.RequiredKeys = c.RequiredKeys
+	o.Window, o.CreatedAtKey = c.Window, c.CreatedAtKey
+	o.Content = contentChecks[c.Function]
 	return o
 }
 

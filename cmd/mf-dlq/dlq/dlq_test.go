@@ -586,6 +586,8 @@ func TestConsumerOptionsCallWhatTheConsumerRefusesPoison(t *testing.T) {
 				switch why := r.Messages[0].Why; {
 				case c.wantPoison && (r.Verdict != classify.Poison || !strings.Contains(why, tc.why)):
 					t.Errorf("body with %s: %s (%s), want poison naming it", tc.why, r.Verdict, why)
+				case c.wantPoison && !strings.Contains(r.Groups[0].Next, "fix the producer and do not redrive them"):
+					t.Errorf("body with %s: next step %q, want it to say the same bodies must not be redriven when the data is wrong", tc.why, r.Groups[0].Next)
 				case !c.wantPoison && r.Verdict != classify.Transient:
 					t.Errorf("valid body: %s (%s), want transient (the consumer would handle it)", r.Verdict, why)
 				}

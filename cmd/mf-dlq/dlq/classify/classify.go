@@ -390,7 +390,7 @@ func poisonNext(ms []Message) string {
 		parts = append(parts, fmt.Sprintf("%d are malformed or incomplete and no deploy makes them valid: do not redrive them; record them and fix the producer (they expire with the DLQ's retention)", malformed))
 	}
 	if other > 0 {
-		parts = append(parts, fmt.Sprintf("%d were refused by the consumer's own validation: fix the producer or the validation, then redrive", other))
+		parts = append(parts, fmt.Sprintf("%d were refused by the consumer's own validation: if the validation is wrong, deploy its fix and redrive them; if the data is wrong, fix the producer and do not redrive them (a redrive sends the same bodies)", other))
 	}
 	return strings.Join(parts, "; ")
 }

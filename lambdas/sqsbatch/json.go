@@ -24,8 +24,8 @@ func JSON[T any](fn func(ctx context.Context, rec *Record, msg *T) error) Handle
 // CheckJSON runs on body what JSON runs before its handler: it returns the
 // poison error a consumer built with JSON[T] dead-letters the message with,
 // or nil when the consumer would handle it (mf-dlq classify asks it).
-func CheckJSON[T any](body []byte) error {
-	_, err := decodeJSON[T](string(body))
+func CheckJSON[T any](body string) error {
+	_, err := decodeJSON[T](body)
 	return err
 }
 

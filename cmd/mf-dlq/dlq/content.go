@@ -14,13 +14,13 @@ import (
 // with its Validate (sqsbatch.JSON), or the starter's DecodeEvent. A body
 // one refuses is what that consumer dead-letters as poison, so classify
 // calls it poison instead of offering to redrive it.
-var contentChecks = map[string]func(body []byte) error{
+var contentChecks = map[string]func(body string) error{
 	"mf-preparar-pedido":     sqsbatch.CheckJSON[preparation.Pedido],
 	"mf-correo-confirmacion": sqsbatch.CheckJSON[confirmationmail.Pedido],
 	"mf-aviso-erp":           sqsbatch.CheckJSON[erpnotice.Pedido],
 	"mf-movimientos-stock":   sqsbatch.CheckJSON[eventsapi.MovimientoStock],
-	"mf-iniciar-pedido": func(body []byte) error {
-		_, _, err := orderstart.DecodeEvent(body)
+	"mf-iniciar-pedido": func(body string) error {
+		_, _, err := orderstart.DecodeEvent([]byte(body))
 		return err
 	},
 }

@@ -178,19 +178,14 @@ func ConsumerOptions(target *Target) classify.Options {
 // the versions it accepts, its required keys, its replay window and its
 // content check.
 func OptionsOf(c catalog.Consumer) classify.Options {
-	var o classify.Options
-	o.AcceptedVersions, o.VersionKey = AcceptedVersions(c)
-	o.RequiredKeys = c.RequiredKeys
-	o.Window, o.CreatedAtKey = c.Window, c.CreatedAtKey
-	o.Content = contentChecks[c.Function]
-	return o
-}
-
-// AcceptedVersions is where classify learns which schema versions a
-// consumer accepts, and at which path of the body the version is: the one
-// place to change when that knowledge moves (to the event declarations).
-func AcceptedVersions(c catalog.Consumer) (majors []int, versionKey string) {
-	return c.SupportedVersions, c.VersionKey
+	return classify.Options{
+		AcceptedVersions: c.SupportedVersions,
+		VersionKey:       c.VersionKey,
+		RequiredKeys:     c.RequiredKeys,
+		Window:           c.Window,
+		CreatedAtKey:     c.CreatedAtKey,
+		Content:          contentChecks[c.Function],
+	}
 }
 
 // PrintReport prints a classification for a person. With command (the

@@ -62,7 +62,7 @@ type Options struct {
 	// envelope (decoding into its message type and that type's Validate):
 	// a body it refuses is poison, as the consumer would call it. Nil: only
 	// the envelope rules are checked.
-	Content func(body []byte) error
+	Content func(body string) error
 	// Now is the time ages are measured at; default the wall clock.
 	Now time.Time
 	// SourceMaxReceives maps a source queue's ARN to its maxReceiveCount:

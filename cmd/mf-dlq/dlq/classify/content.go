@@ -63,7 +63,7 @@ func inspectBody(body string, opts *Options) content {
 			}
 		}
 		if opts.Content != nil {
-			if err := opts.Content([]byte(body)); err != nil {
+			if err := opts.Content(body); err != nil {
 				var refused *sqsbatch.Error // the reason without its class
 				if errors.As(err, &refused) {
 					err = refused.Err

@@ -159,20 +159,20 @@ func (w *World) override(f *Function) {
 			w.note("%s → local fake (template: %s)", k, v)
 		case k == breakerapi.EnvRedisTLS:
 			f.Env[k] = "false"
-			w.note("BREAKER_REDIS_TLS=false: the local Redis has no TLS")
+			w.note("%s=false: the local Redis has no TLS", k)
 		case k == breakerapi.EnvRedisUser:
 			delete(f.Env, k)
-			w.note("BREAKER_REDIS_USER unset: the local Redis has no IAM authentication (its ACL is tested in lambdas/breaker)")
+			w.note("%s unset: the local Redis has no IAM authentication (its ACL is tested in lambdas/breaker)", k)
 		case k == postgresapi.EnvName:
 			f.Env[k] = w.db
-			w.note("DB_NAME=<the run's database> (template: %s)", v)
+			w.note("%s=<the run's database> (template: %s)", k, v)
 		case k == postgresapi.EnvUser:
 			role, ok := w.runRole(v)
 			if !ok {
-				w.fatalf("%s: DB_USER %s is none of the migration's roles", f.Entry, v)
+				w.fatalf("%s: %s %s is none of the migration's roles", f.Entry, k, v)
 			}
 			f.Env[k] = role
-			w.note("DB_USER=<run prefix>_%s: roles are cluster-wide, each run has its own", v)
+			w.note("%s=<run prefix>_%s: roles are cluster-wide, each run has its own", k, v)
 		case strings.HasSuffix(k, httpdepapi.EnvSuffixReadTimeout):
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -184,15 +184,15 @@ func (w *World) override(f *Function) {
 	}
 	if _, ok := f.Env[postgresapi.EnvHost]; ok {
 		f.Env[postgresapi.EnvSSLMode] = "disable"
-		w.note("DB_SSLMODE=disable: the local PostgreSQL has no TLS (RDS Proxy requires it)")
+		w.note("%s=disable: the local PostgreSQL has no TLS (RDS Proxy requires it)", postgresapi.EnvSSLMode)
 	}
 	if _, ok := f.Env[breakerapi.EnvRedisAddr]; ok {
 		f.Env[breakerapi.EnvOpenPeriod] = scale(breaker.DefaultOpenPeriod, 5*time.Second).String()
-		w.note("BREAKER_OPEN_PERIOD=%s (default %s ÷ ExecScale, at least 5 s)", f.Env[breakerapi.EnvOpenPeriod], breaker.DefaultOpenPeriod)
+		w.note("%s=%s (default %s ÷ ExecScale, at least 5 s)", breakerapi.EnvOpenPeriod, f.Env[breakerapi.EnvOpenPeriod], breaker.DefaultOpenPeriod)
 	}
 	if sqsBuilders[f.Entry] != nil {
 		f.Env[consumerapi.EnvDeadlineMargin] = scale(sqsbatch.DefaultDeadlineMargin, 50*time.Millisecond).String()
-		w.note("DEADLINE_MARGIN=%s (default %s ÷ ExecScale)", f.Env[consumerapi.EnvDeadlineMargin], sqsbatch.DefaultDeadlineMargin)
+		w.note("%s=%s (default %s ÷ ExecScale)", consumerapi.EnvDeadlineMargin, f.Env[consumerapi.EnvDeadlineMargin], sqsbatch.DefaultDeadlineMargin)
 	}
 }
 

@@ -189,8 +189,8 @@ func TestFunctionsLiveInFoldersNamedAfterThem(t *testing.T) {
 	deployed := map[string]bool{}
 	for _, es := range s.envs {
 		env := es.Env
-		for _, part := range []string{"Platform", "Network", "Data", "Messaging", "Outbox", "OrderFlow"} {
-			stack := env.StackName(part)
+		for _, st := range es.Stacks() {
+			stack := *st.StackName()
 			for id, fn := range s.resources(t, stack, "AWS::Lambda::Function") {
 				md, _ := fn["Metadata"].(map[string]any)
 				entry, ok := md[cfntemplate.MetadataEntry].(string)

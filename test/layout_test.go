@@ -17,6 +17,7 @@ const module = "github.com/mercadofresco/integration"
 // goPackage is what `go list` says of one package of the module.
 type goPackage struct {
 	path    string
+	name    string   // the package clause's name
 	imports []string // direct, non-test
 	deps    []string // transitive, non-test
 }
@@ -24,7 +25,7 @@ type goPackage struct {
 // listPackages runs `go list` over patterns from the module root.
 func listPackages(t *testing.T, patterns ...string) []goPackage {
 	t.Helper()
-	args := append([]string{"list", "-f", "{{.ImportPath}}|{{join .Imports \",\"}}|{{join .Deps \",\"}}"}, patterns...)
+	args := append([]string{"list", "-f", "{{.ImportPath}}|{{.Name}}|{{join .Imports \",\"}}|{{join .Deps \",\"}}"}, patterns...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = ".."
 	out, err := cmd.Output()
@@ -33,14 +34,14 @@ func listPackages(t *testing.T, patterns ...string) []goPackage {
 	}
 	var pkgs []goPackage
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.SplitN(line, "|", 3)
+		f := strings.SplitN(line, "|", 4)
 		split := func(s string) []string {
 			if s == "" {
 				return nil
 			}
 			return strings.Split(s, ",")
 		}
-		pkgs = append(pkgs, goPackage{path: f[0], imports: split(f[1]), deps: split(f[2])})
+		pkgs = append(pkgs, goPackage{path: f[0], name: f[1], imports: split(f[2]), deps: split(f[3])})
 	}
 	return pkgs
 }
@@ -209,16 +210,9 @@ func TestFunctionsLiveInFoldersNamedAfterThem(t *testing.T) {
 	if len(deployed) < 8 {
 		t.Fatalf("found %d deployed entries (%v): is the entry metadata still written?", len(deployed), deployed)
 	}
-	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}}", "./lambdas/...")
-	cmd.Dir = ".."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		importPath, name, _ := strings.Cut(line, " ")
-		rel := strings.TrimPrefix(importPath, module+"/")
-		folder := path.Base(rel)
+	for _, p := range listPackages(t, "./lambdas/...") {
+		rel := strings.TrimPrefix(p.path, module+"/")
+		folder, name := path.Base(rel), p.name
 		switch {
 		case name == "main" && path.Dir(rel) != "lambdas":
 			t.Errorf("%s is a main below lambdas/<folder>/: a function's main sits directly under lambdas/", rel)

@@ -40,7 +40,7 @@ var idempotency = Schema{
 // stock is mercadofresco-stock, the table the stock-movements consumer
 // (lambdas/stock) keeps: per SKU a totals item and one item per order line
 // or adjustment that moved it, partition key "sku" and sort key "elemento"
-// (consumerapi). docs/design.md#stock.
+// (consumerapi). docs/design.md#stock-movements.
 var stock = Schema{
 	Kind:         "dynamotable.NewStock",
 	PartitionKey: consumerapi.StockPartitionKey,

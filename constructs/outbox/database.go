@@ -6,7 +6,7 @@
 // the publisher that moves committed rows to the bus about every second,
 // with its daily cleanup and alarms (NewPublisher). Every function connects
 // as a database role of its own, never as the master user.
-// docs/design.md#outbox, #outbox-lag, #aurora-connections, #database-roles.
+// docs/design.md#outbox, #outbox-lag, #database-roles.
 package outbox
 
 import (

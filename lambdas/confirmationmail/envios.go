@@ -20,7 +20,7 @@ import (
 // DefaultEnvioTTL is how long the record of a send is kept: the consumer's
 // replay window (consumerapi.WindowCorreo, 45 days), so a redrive the
 // consumer admits always finds it, even after a released idempotency
-// record (docs/design.md#correo). NewProcessor refuses a shorter TTL than
+// record (docs/design.md#confirmation-mail). NewProcessor refuses a shorter TTL than
 // its window.
 const DefaultEnvioTTL = consumerapi.WindowCorreo
 

@@ -28,7 +28,7 @@ type PublisherResult struct {
 
 // PublisherHandler is the outbox-publicador function: Handle is one
 // scheduled invocation, which publishes until margin before its deadline
-// (outboxapi.PublisherStopMargin; docs/design.md#outbox-functions).
+// (outboxapi.PublisherStopMargin; docs/design.md#outbox).
 type PublisherHandler struct {
 	pub    *Publisher
 	margin time.Duration

@@ -6,7 +6,7 @@
 // -lag-seconds. -deployed runs (-only-deployed for those alone) model the
 // Lambda schedule (a publisher a minute for its polling window). -batch,
 // -calls and -wm-batch override the batch sizes and concurrency. The method
-// in full: docs/design.md#outbox-bench.
+// in full: docs/outbox-benchmark.md.
 //
 // Usage:
 //

@@ -22,7 +22,7 @@ import (
 
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // ErrUnknownEnvironment is returned by Lookup for a name that is not one of
@@ -64,7 +64,7 @@ type Environment struct {
 	MaxConsumerConcurrency float64
 	// PublisherConcurrency is the reserved concurrency of the outbox
 	// publisher Lambda: at least 2, because consecutive invocations overlap
-	// (lambdas/outbox/outboxapi).
+	// (lambdas/lambdaapi).
 	PublisherConcurrency float64
 	// ArchiveRetentionDays is how long the bus archive keeps events for
 	// replay: a whole number of days from 1 to the order starter's window
@@ -205,7 +205,7 @@ var environments = map[string]Environment{
 		ArchiveRetentionDays:   7,
 		NatGateways:            1,
 		GatewayURL:             "https://sandbox.pasarela.mercadofresco.example",
-		GatewayReadTimeout:     httpdepapi.DefaultReadTimeout,
+		GatewayReadTimeout:     lambdaapi.DefaultReadTimeout,
 		PaymentConcurrency:     5,
 		ERPWebhookURL:          "https://erp-dev.mercadofresco.example/webhooks/pedidos",
 		ERPRateLimitPerSecond:  1,
@@ -226,7 +226,7 @@ var environments = map[string]Environment{
 		ArchiveRetentionDays:   30,
 		NatGateways:            1,
 		GatewayURL:             "https://sandbox.pasarela.mercadofresco.example",
-		GatewayReadTimeout:     httpdepapi.DefaultReadTimeout,
+		GatewayReadTimeout:     lambdaapi.DefaultReadTimeout,
 		PaymentConcurrency:     10,
 		ERPWebhookURL:          "https://erp-staging.mercadofresco.example/webhooks/pedidos",
 		ERPRateLimitPerSecond:  2,
@@ -256,7 +256,7 @@ var environments = map[string]Environment{
 		// payment path of the functions in the other zones.
 		NatGateways:        3,
 		GatewayURL:         "https://api.pasarela.mercadofresco.example",
-		GatewayReadTimeout: httpdepapi.DefaultReadTimeout,
+		GatewayReadTimeout: lambdaapi.DefaultReadTimeout,
 		// 450 executions in flight at peak (SPEC) share 50 charges at a
 		// time: a gateway slowdown queues them instead of multiplying calls.
 		PaymentConcurrency: 50,
@@ -346,7 +346,7 @@ func (e Environment) Validate() error {
 		p.If(!strings.HasPrefix(az, e.Region), "availability zone %q is not in region %q", az, e.Region)
 	}
 	p.If(e.MaxConsumerConcurrency < 2 || e.MaxConsumerConcurrency > 1000, "MaxConsumerConcurrency %v is outside SQS's [2, 1000]", e.MaxConsumerConcurrency)
-	p.If(e.PublisherConcurrency < 2, "PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/outbox/outboxapi)", e.PublisherConcurrency)
+	p.If(e.PublisherConcurrency < 2, "PublisherConcurrency %v must be at least 2 (publisher invocations overlap, lambdas/lambdaapi)", e.PublisherConcurrency)
 	maxDays := eventsapi.StarterWindow.Hours() / 24
 	p.If(e.ArchiveRetentionDays < 1 || e.ArchiveRetentionDays > maxDays || e.ArchiveRetentionDays != float64(int(e.ArchiveRetentionDays)),
 		"ArchiveRetentionDays %v must be a whole number of days from 1 to %.0f (the order starter's window: an older replayed order could start a second execution; 0 keeps events forever)", e.ArchiveRetentionDays, maxDays)

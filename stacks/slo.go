@@ -9,23 +9,23 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/constructs/slo"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // objectiveMetric is a measurement of the objectives (namespace
 // MercadoFresco/Tienda, Entorno of shared).
 func objectiveMetric(shared *Shared, name string) awscloudwatch.Metric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:     jsii.String(metricsapi.Namespace),
+		Namespace:     jsii.String(lambdaapi.Namespace),
 		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{metricsapi.DimensionEnvironment: jsii.String(shared.Environment())},
+		DimensionsMap: &map[string]*string{lambdaapi.DimensionEnvironment: jsii.String(shared.Environment())},
 		Statistic:     jsii.String("Sum"),
 	})
 }
 
 // newConfirmationObjective is SLO 1: an order committed in Aurora is
-// confirmed, or refused with a reason, within metricsapi.SLOConfirmation
-// for metricsapi.SLOObjective of orders. Bad: confirmed late
+// confirmed, or refused with a reason, within lambdaapi.SLOConfirmation
+// for lambdaapi.SLOObjective of orders. Bad: confirmed late
 // (PedidosConfirmadosTarde, measured by order preparation from the
 // confirmation's creado_en and confirmado_en) and executions that ended
 // without a reason (timed out, aborted). Total: every order that ended
@@ -34,33 +34,33 @@ func newConfirmationObjective(scope constructs.Construct, shared *Shared, wf *or
 	sm := wf.StateMachine
 	return slo.New(scope, "SLOConfirmacion", &slo.Props{
 		Context:   shared.Context,
-		Name:      fmt.Sprintf("SLO 1: order confirmed or refused within %.0f min", metricsapi.SLOConfirmation.Minutes()),
-		Objective: metricsapi.SLOObjective,
+		Name:      fmt.Sprintf("SLO 1: order confirmed or refused within %.0f min", lambdaapi.SLOConfirmation.Minutes()),
+		Objective: lambdaapi.SLOObjective,
 		Description: "Orders are confirmed late or end without a reason (timed out, aborted): look at the outbox age, the starter buffer's age, " +
 			"the workflow's ExecutionTime and the payment gateway's latency on the mercadofresco-operaciones dashboard.",
 		Bad: []awscloudwatch.Metric{
-			objectiveMetric(shared, metricsapi.MetricOrdersConfirmedLate),
+			objectiveMetric(shared, lambdaapi.MetricOrdersConfirmedLate),
 			sm.MetricTimedOut(nil), sm.MetricAborted(nil),
 		},
 		Total: []awscloudwatch.Metric{
-			objectiveMetric(shared, metricsapi.MetricOrdersConfirmed),
+			objectiveMetric(shared, lambdaapi.MetricOrdersConfirmed),
 			sm.MetricFailed(nil), sm.MetricTimedOut(nil), sm.MetricAborted(nil),
 		},
 	})
 }
 
 // newQueueWaitObjective is SLO 2: no message waits in a consumer queue
-// longer than metricsapi.SLOQueueWait before its first receive
+// longer than lambdaapi.SLOQueueWait before its first receive
 // (MensajesEsperaExcedida of MensajesRecibidos, measured by every queue
 // consumer from SentTimestamp and ApproximateFirstReceiveTimestamp).
 func newQueueWaitObjective(scope constructs.Construct, shared *Shared) *slo.Objective {
 	return slo.New(scope, "SLOEsperaColas", &slo.Props{
 		Context:   shared.Context,
-		Name:      fmt.Sprintf("SLO 2: no message waits in a consumer queue over %.0f min", metricsapi.SLOQueueWait.Minutes()),
-		Objective: metricsapi.SLOObjective,
+		Name:      fmt.Sprintf("SLO 2: no message waits in a consumer queue over %.0f min", lambdaapi.SLOQueueWait.Minutes()),
+		Objective: lambdaapi.SLOObjective,
 		Description: "Messages wait in the consumer queues: a consumer is stopped, throttled or held by an open circuit. " +
 			"Look at the queues' age of the oldest message, the breakers and the functions' throttles on the mercadofresco-operaciones dashboard.",
-		Bad:   []awscloudwatch.Metric{objectiveMetric(shared, metricsapi.MetricMessagesLate)},
-		Total: []awscloudwatch.Metric{objectiveMetric(shared, metricsapi.MetricMessagesReceived)},
+		Bad:   []awscloudwatch.Metric{objectiveMetric(shared, lambdaapi.MetricMessagesLate)},
+		Total: []awscloudwatch.Metric{objectiveMetric(shared, lambdaapi.MetricMessagesReceived)},
 	})
 }

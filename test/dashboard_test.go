@@ -9,8 +9,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/internal/cfnlocal"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // dashboardExempt are the functions the dashboard leaves out: the CDK's
@@ -100,15 +99,15 @@ func TestDashboardShowsEveryResource(t *testing.T) {
 				need(r, "AWS/States", "StateMachineArn", arn, "ExecutionsStarted", "ExecutionsSucceeded", "ExecutionsFailed", "ExecutionsTimedOut", "ExecutionTime")
 			}
 			for _, r := range app.Resources("AWS::CloudWatch::Alarm") {
-				if r.Prop("MetricName") != breakerapi.MetricOpened {
+				if r.Prop("MetricName") != lambdaapi.MetricBreakerOpened {
 					continue
 				}
 				counts["breaker"]++
 				dims, _ := r.Prop("Dimensions").([]any)
 				for _, d := range dims {
 					d, _ := d.(map[string]any)
-					if d["Name"] == breakerapi.DimensionDependency {
-						need(r, metricsapi.Namespace, breakerapi.DimensionDependency, fmt.Sprint(d["Value"]), breakerapi.MetricOpened)
+					if d["Name"] == lambdaapi.DimensionDependency {
+						need(r, lambdaapi.Namespace, lambdaapi.DimensionDependency, fmt.Sprint(d["Value"]), lambdaapi.MetricBreakerOpened)
 					}
 				}
 			}
@@ -193,7 +192,7 @@ func TestSLOBurnRateAlarms(t *testing.T) {
 			got := map[string][]string{}
 			for _, a := range app.Resources("AWS::CloudWatch::Alarm") {
 				raw, _ := json.Marshal(a.Prop("Metrics"))
-				for _, objective := range []string{metricsapi.MetricOrdersConfirmedLate, metricsapi.MetricMessagesLate} {
+				for _, objective := range []string{lambdaapi.MetricOrdersConfirmedLate, lambdaapi.MetricMessagesLate} {
 					if !strings.Contains(string(raw), `"MetricName":"`+objective+`"`) {
 						continue
 					}
@@ -218,7 +217,7 @@ func TestSLOBurnRateAlarms(t *testing.T) {
 					got[objective] = append(got[objective], fmt.Sprintf("%v over %v s", a.Prop("Threshold"), period))
 				}
 			}
-			for _, objective := range []string{metricsapi.MetricOrdersConfirmedLate, metricsapi.MetricMessagesLate} {
+			for _, objective := range []string{lambdaapi.MetricOrdersConfirmedLate, lambdaapi.MetricMessagesLate} {
 				slices.Sort(got[objective])
 				if want := []string{"14.4 over 3600 s", "6 over 21600 s"}; !slices.Equal(got[objective], want) {
 					t.Errorf("%s burn-rate alarms %v, want %v", objective, got[objective], want)

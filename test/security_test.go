@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/constructs/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // No deployed function connects as the database master user, in any
@@ -100,8 +100,8 @@ func TestOutboxSchemaMigratedByTheDeploy(t *testing.T) {
 			var crID string
 			for id, cr := range crs {
 				crID = id
-				if h := cr["Properties"].(map[string]any)["MigracionesHash"]; h != outboxapi.SchemaHash() {
-					t.Errorf("MigracionesHash = %v, want %s", h, outboxapi.SchemaHash())
+				if h := cr["Properties"].(map[string]any)["MigracionesHash"]; h != lambdaapi.SchemaHash() {
+					t.Errorf("MigracionesHash = %v, want %s", h, lambdaapi.SchemaHash())
 				}
 			}
 			for id, fn := range s.resources(t, stack, "AWS::Lambda::Function") {

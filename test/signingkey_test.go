@@ -10,16 +10,16 @@ import (
 	"github.com/mercadofresco/integration/internal/cfnlocal"
 
 	"github.com/mercadofresco/integration/constructs/payment"
-	"github.com/mercadofresco/integration/lambdas/signing/signingapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // TestOnlyTheSignerAndVerifiersReadTheSigningKey walks every environment's
 // templates: the charge-signing key's secret is encrypted with the data
-// key, generated with at least signingapi.MinKeyBytes characters, has a
+// key, generated with at least lambdaapi.MinSigningKeyBytes characters, has a
 // resource policy that denies secretsmanager:GetSecretValue to every
 // principal but the outbox publisher's, the starter's and cobro's roles,
 // and those three are the only roles any IAM policy of the app lets read
-// it; each of them is told where it is (signingapi.EnvSecretARN).
+// it; each of them is told where it is (lambdaapi.EnvSigningSecretARN).
 func TestOnlyTheSignerAndVerifiersReadTheSigningKey(t *testing.T) {
 	readers := []string{"lambdas/outbox-publicador", "lambdas/iniciar-pedido", "lambdas/cobro"}
 	s := synthApp(t)
@@ -58,8 +58,8 @@ func TestOnlyTheSignerAndVerifiersReadTheSigningKey(t *testing.T) {
 				if _, ok := r.Properties["KmsKeyId"]; !ok {
 					t.Error("the signing key is not encrypted with the data key")
 				}
-				if n, _ := dig(r.Properties, "GenerateSecretString", "PasswordLength").(float64); n < signingapi.MinKeyBytes {
-					t.Errorf("generated key of %v characters, want at least %d", n, signingapi.MinKeyBytes)
+				if n, _ := dig(r.Properties, "GenerateSecretString", "PasswordLength").(float64); n < lambdaapi.MinSigningKeyBytes {
+					t.Errorf("generated key of %v characters, want at least %d", n, lambdaapi.MinSigningKeyBytes)
 				}
 			}
 			if secret == "" {
@@ -73,8 +73,8 @@ func TestOnlyTheSignerAndVerifiersReadTheSigningKey(t *testing.T) {
 				}
 				want[w.roleArn(t, fn.Stack, fn.Properties["Role"])] = entry
 				vars, _ := dig(fn.Properties, "Environment", "Variables").(map[string]any)
-				if got := str(fn.Stack, vars[signingapi.EnvSecretARN]); got != secret {
-					t.Errorf("%s: %s = %q, want the signing key %s", entry, signingapi.EnvSecretARN, got, secret)
+				if got := str(fn.Stack, vars[lambdaapi.EnvSigningSecretARN]); got != secret {
+					t.Errorf("%s: %s = %q, want the signing key %s", entry, lambdaapi.EnvSigningSecretARN, got, secret)
 				}
 			}
 			if len(want) != len(readers) {

@@ -21,9 +21,9 @@ import (
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // TestMain lets the test binary act as mf-dlq in a child process
@@ -365,7 +365,7 @@ func TestExpiredMessages(t *testing.T) {
 	}
 	st, _ := e.fake.Inspect(e.src)
 	for _, m := range st {
-		if _, ok := m.MessageAttributes[consumerapi.AttrReadmision]; !ok {
+		if _, ok := m.MessageAttributes[lambdaapi.AttrReadmision]; !ok {
 			t.Errorf("redriven without the re-admission mark: %v", m.MessageAttributes)
 		}
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // rehearsal is the sandbox served over HTTP for a test, with commands run
@@ -205,7 +205,7 @@ func TestRehearsalExpired(t *testing.T) {
 	}
 	st, _ := r.sb.fake.Inspect(r.sb.mappings[0].queueURL)
 	for _, m := range st {
-		if _, ok := m.MessageAttributes[consumerapi.AttrReadmision]; !ok {
+		if _, ok := m.MessageAttributes[lambdaapi.AttrReadmision]; !ok {
 			t.Fatalf("redriven without the re-admission mark")
 		}
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // sandbox is the rehearsal's AWS: the fake SQS, one Lambda event source
@@ -123,7 +123,7 @@ func sandboxAccepts(c catalog.Consumer, m queue.Message, now time.Time) bool {
 	case classify.Poison:
 		return false
 	case classify.Expired:
-		if _, ok := m.MessageAttributes[consumerapi.AttrReadmision]; !ok {
+		if _, ok := m.MessageAttributes[lambdaapi.AttrReadmision]; !ok {
 			return false
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/schemas"
 )
 
@@ -31,10 +31,10 @@ var contracts = []contract{
 	{eventsapi.TypePedidoConfirmado, eventsapi.PedidoConfirmadoVersion, eventsapi.PedidoConfirmado{}, true},
 	{eventsapi.TypeMovimientoStock, eventsapi.MovimientoStockVersion, eventsapi.MovimientoStock{}, true},
 	{eventsapi.TypeCarritoAbandonado, eventsapi.CarritoAbandonadoVersion, eventsapi.CarritoAbandonado{}, true},
-	{"CobroInput", 1, paymentapi.CobroInput{}, false},
-	{"CobroOutput", 1, paymentapi.CobroOutput{}, false},
-	{"ReembolsoInput", 1, paymentapi.ReembolsoInput{}, false},
-	{"ReembolsoOutput", 1, paymentapi.ReembolsoOutput{}, false},
+	{"CobroInput", 1, lambdaapi.CobroInput{}, false},
+	{"CobroOutput", 1, lambdaapi.CobroOutput{}, false},
+	{"ReembolsoInput", 1, lambdaapi.ReembolsoInput{}, false},
+	{"ReembolsoOutput", 1, lambdaapi.ReembolsoOutput{}, false},
 }
 
 // generate renders the schema of every contract's current major version,

@@ -1,5 +1,5 @@
 // Command outbox-migrate applies the outbox's embedded SQL migrations
-// (lambdas/outbox/outboxapi/migrations) to a PostgreSQL database and lists what
+// (lambdas/lambdaapi/migrations) to a PostgreSQL database and lists what
 // it applied. It is idempotent and safe to run concurrently (advisory lock).
 // Deployed environments are migrated by the deploy itself (the custom
 // resource backed by lambdas/outbox-migraciones, which also creates the roles and

@@ -11,9 +11,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // DeployedTemplate is the synthesized prod template the "as deployed"
@@ -66,13 +64,13 @@ func ReadDeployed(dir string) (Deployed, error) {
 	if cobroID == "" {
 		return d, fmt.Errorf("%s: no function mf-cobro", DeployedTemplate)
 	}
-	if d.ClientAttempts = num(cobroEnv[paymentapi.EnvGatewayMaxAttempts]); d.ClientAttempts <= 0 {
-		return d, fmt.Errorf("mf-cobro has no %s", paymentapi.EnvGatewayMaxAttempts)
+	if d.ClientAttempts = num(cobroEnv[lambdaapi.EnvGatewayMaxAttempts]); d.ClientAttempts <= 0 {
+		return d, fmt.Errorf("mf-cobro has no %s", lambdaapi.EnvGatewayMaxAttempts)
 	}
-	if v := num(cobroEnv[breakerapi.EnvFailureThreshold]); v > 0 {
+	if v := num(cobroEnv[lambdaapi.EnvBreakerFailureThreshold]); v > 0 {
 		d.Threshold = v
 	}
-	if s, ok := cobroEnv[breakerapi.EnvOpenPeriod].(string); ok {
+	if s, ok := cobroEnv[lambdaapi.EnvBreakerOpenPeriod].(string); ok {
 		if p, err := time.ParseDuration(s); err == nil {
 			d.OpenPeriod = p
 		}
@@ -164,7 +162,7 @@ func (d Deployed) Strategy() Strategy {
 		Name: fmt.Sprintf("as deployed (Cobrar %d+1 × GATEWAY_MAX_ATTEMPTS %d, ceiling %d, breaker %d/%s)",
 			d.MaxAttempts, d.ClientAttempts, ceiling, d.Threshold, d.OpenPeriod),
 		Attempts: d.ClientAttempts, Receives: 1, WorkflowAttempts: d.MaxAttempts + 1,
-		AttemptBase: retryapi.DefaultBase, AttemptCap: retryapi.DefaultCap, Visibility: 400 * time.Second,
+		AttemptBase: lambdaapi.DefaultBackoffBase, AttemptCap: lambdaapi.DefaultBackoffCap, Visibility: 400 * time.Second,
 		WorkflowInterval: time.Duration(d.IntervalSeconds * float64(time.Second)), WorkflowMaxDelay: maxDelay,
 		Jitter: d.Jitter, Pollers: ceiling, MaxPollers: ceiling, Budget: true, Breaker: true,
 		Threshold: d.Threshold, OpenPeriod: d.OpenPeriod,

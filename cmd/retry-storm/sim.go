@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 // Scenario is a retry storm against the payment gateway, on a virtual clock.
@@ -84,7 +84,7 @@ var (
 	}()
 	AllFour = Strategy{
 		Name: "all four defences", Attempts: 3, Receives: 1, WorkflowAttempts: 5,
-		AttemptBase: retryapi.DefaultBase, AttemptCap: retryapi.DefaultCap, Visibility: 400 * time.Second,
+		AttemptBase: lambdaapi.DefaultBackoffBase, AttemptCap: lambdaapi.DefaultBackoffCap, Visibility: 400 * time.Second,
 		WorkflowInterval: 10 * time.Second, WorkflowMaxDelay: 120 * time.Second, Jitter: true,
 		Pollers: 20, MaxPollers: 20, Budget: true, Breaker: true,
 		Threshold: breaker.DefaultFailureThreshold, OpenPeriod: breaker.DefaultOpenPeriod,

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // SPEC names of the queues (prod's physical names; other environments add
@@ -116,11 +116,11 @@ var Queues = []Queue{
 		Consumers: []Consumer{{
 			Function:          "mf-preparar-pedido",
 			IdempotencyKey:    "preparacion:<pedido_id>",
-			Window:            consumerapi.WindowPreparacion,
-			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
+			Window:            lambdaapi.WindowPreparacion,
+			CreatedAtKey:      lambdaapi.KeyConfirmadoEn,
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 			// lineas: the preparation's Validate refuses an order without lines.
-			RequiredKeys: append(consumerapi.RequiredKeysConfirmado(), "lineas"),
+			RequiredKeys: append(lambdaapi.RequiredKeysConfirmado(), "lineas"),
 		}},
 	},
 	{
@@ -128,10 +128,10 @@ var Queues = []Queue{
 		Consumers: []Consumer{{
 			Function:          "mf-correo-confirmacion",
 			IdempotencyKey:    "correo-confirmacion:<pedido_id>",
-			Window:            consumerapi.WindowCorreo,
-			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
+			Window:            lambdaapi.WindowCorreo,
+			CreatedAtKey:      lambdaapi.KeyConfirmadoEn,
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
-			RequiredKeys:      consumerapi.RequiredKeysCorreo(),
+			RequiredKeys:      lambdaapi.RequiredKeysCorreo(),
 		}},
 	},
 	{
@@ -139,12 +139,12 @@ var Queues = []Queue{
 		Consumers: []Consumer{{
 			Function:          "mf-aviso-erp",
 			IdempotencyKey:    "aviso-erp:<pedido_id>",
-			Window:            consumerapi.WindowAvisoERP,
-			CreatedAtKey:      consumerapi.KeyConfirmadoEn,
+			Window:            lambdaapi.WindowAvisoERP,
+			CreatedAtKey:      lambdaapi.KeyConfirmadoEn,
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 			// referencia_cobro, lineas: the notice's Validate refuses an
 			// order without them.
-			RequiredKeys: append(consumerapi.RequiredKeysConfirmado(), "referencia_cobro", "lineas"),
+			RequiredKeys: append(lambdaapi.RequiredKeysConfirmado(), "referencia_cobro", "lineas"),
 		}},
 	},
 	{
@@ -155,7 +155,7 @@ var Queues = []Queue{
 			Function:          "mf-movimientos-stock",
 			IdempotencyKey:    "reserva:<pedido_id>:<sku> (liberacion:, ajuste:<referencia>:<sku>)",
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock),
-			RequiredKeys:      consumerapi.RequiredKeysStock(),
+			RequiredKeys:      lambdaapi.RequiredKeysStock(),
 		}},
 	},
 	{
@@ -169,7 +169,7 @@ var Queues = []Queue{
 			CreatedAtKey:      eventsapi.KeyCreadoEn,
 			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado),
 			VersionKey:        "detail.version",
-			RequiredKeys:      consumerapi.RequiredKeysInicio(),
+			RequiredKeys:      lambdaapi.RequiredKeysInicio(),
 		}},
 	},
 }

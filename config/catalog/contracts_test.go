@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // The consumers' accepted versions (what mf-dlq classify checks) are the
@@ -31,14 +31,14 @@ func TestConsumersAcceptTheContractsVersions(t *testing.T) {
 }
 
 // The keys mf-dlq calls required include every key the consumer's code
-// requires (consumerapi's lists, which the consumers pass to sqsbatch): a
+// requires (lambdaapi's lists, which the consumers pass to sqsbatch): a
 // message the consumer dead-letters for a missing key is poison to the
 // tool too, never "transient, redrive it".
 func TestConsumersRequireTheCodesKeys(t *testing.T) {
 	code := map[string][]string{
-		"mf-preparar-pedido": consumerapi.RequiredKeysConfirmado(), "mf-aviso-erp": consumerapi.RequiredKeysConfirmado(),
-		"mf-correo-confirmacion": consumerapi.RequiredKeysCorreo(), "mf-movimientos-stock": consumerapi.RequiredKeysStock(),
-		"mf-iniciar-pedido": consumerapi.RequiredKeysInicio(),
+		"mf-preparar-pedido": lambdaapi.RequiredKeysConfirmado(), "mf-aviso-erp": lambdaapi.RequiredKeysConfirmado(),
+		"mf-correo-confirmacion": lambdaapi.RequiredKeysCorreo(), "mf-movimientos-stock": lambdaapi.RequiredKeysStock(),
+		"mf-iniciar-pedido": lambdaapi.RequiredKeysInicio(),
 	}
 	for _, q := range Queues {
 		for _, c := range q.Consumers {

@@ -12,7 +12,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -22,7 +22,7 @@ func TestAlarmSendsAlarmAndOKWithItsDefaults(t *testing.T) {
 	key := platform.NewDataKey(stack, "Key", nil)
 	topic := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Context: core.Context{DataKey: key}})
 	alarm.New(stack, "Alarm", &alarm.Props{
-		Metric:      awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metricsapi.Namespace), MetricName: jsii.String("X")}),
+		Metric:      awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(lambdaapi.Namespace), MetricName: jsii.String("X")}),
 		Topic:       topic,
 		Description: "X happened: do Y",
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,

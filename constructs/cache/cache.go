@@ -5,7 +5,7 @@
 // behind a security group that admits only the functions bound to it
 // (Bind). Every bound function authenticates with IAM as its own
 // ElastiCache user, whose access string admits only its breakers' keys
-// (breakerapi.AccessString); the user group holds them and a disabled
+// (lambdaapi.BreakerAccessString); the user group holds them and a disabled
 // "default" user, so an unauthenticated connection can do nothing. An
 // environment that has the cache already imports it (Props.Import) and
 // attaches the user group to it. docs/design.md#breaker-auth.
@@ -29,7 +29,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // SpecName is the SPEC's name of the cache (environments add their suffix).
@@ -215,7 +215,7 @@ func orPlaceholder(v, def string) string {
 // Endpoint is the cache's host name.
 func (c *Cache) Endpoint() *string { return c.endpoint }
 
-// Address is host:port, the form breakerapi.EnvRedisAddr takes.
+// Address is host:port, the form lambdaapi.EnvBreakerRedisAddr takes.
 func (c *Cache) Address() *string {
 	return awscdk.Fn_Join(jsii.String(":"), &[]*string{c.endpoint, c.port})
 }
@@ -251,7 +251,7 @@ func (c *Cache) newUserGroup(v *core.Problems) {
 		Engine:             jsii.String(UserEngine),
 		UserId:             jsii.String(c.DefaultUserID()),
 		UserName:           jsii.String("default"),
-		AccessString:       jsii.String(breakerapi.NoAccess),
+		AccessString:       jsii.String(lambdaapi.CacheNoAccess),
 		AuthenticationMode: map[string]any{"Type": "no-password-required"},
 	})
 	c.userIDs = []*string{def.Ref()}
@@ -290,9 +290,9 @@ func userID(fn awslambda.Function) string {
 // function's security groups are admitted to the cache's port; it gets its
 // own ElastiCache user (IAM authentication, id and name UserID(fn)) whose
 // access string admits only those breakers' keys
-// (breakerapi.AccessString); its role may elasticache:Connect to this cache
+// (lambdaapi.BreakerAccessString); its role may elasticache:Connect to this cache
 // as that user only; its environment gets the address, TLS on, the user
-// and the cache's name (breakerapi). fn must be in the VPC. Binding fn
+// and the cache's name (lambdaapi). fn must be in the VPC. Binding fn
 // again adds dependencies to its user.
 func (c *Cache) Bind(fn awslambda.Function, dependencies ...string) {
 	v := core.Check(c.Construct, "cache")
@@ -332,17 +332,17 @@ func (c *Cache) Bind(fn awslambda.Function, dependencies ...string) {
 			Actions:      jsii.Strings("elasticache:Connect"),
 			ResourceArns: jsii.Strings(arn("serverlesscache", c.name), arn("user", u.id)),
 		})
-		fn.AddEnvironment(jsii.String(breakerapi.EnvRedisAddr), c.Address(), nil)
-		fn.AddEnvironment(jsii.String(breakerapi.EnvRedisTLS), jsii.String("true"), nil)
-		fn.AddEnvironment(jsii.String(breakerapi.EnvRedisUser), jsii.String(u.id), nil)
-		fn.AddEnvironment(jsii.String(breakerapi.EnvCacheName), jsii.String(c.name), nil)
+		fn.AddEnvironment(jsii.String(lambdaapi.EnvBreakerRedisAddr), c.Address(), nil)
+		fn.AddEnvironment(jsii.String(lambdaapi.EnvBreakerRedisTLS), jsii.String("true"), nil)
+		fn.AddEnvironment(jsii.String(lambdaapi.EnvBreakerRedisUser), jsii.String(u.id), nil)
+		fn.AddEnvironment(jsii.String(lambdaapi.EnvBreakerCacheName), jsii.String(c.name), nil)
 	}
 	for _, d := range dependencies {
 		if !slices.Contains(u.dependencies, d) {
 			u.dependencies = append(u.dependencies, d)
 		}
 	}
-	access, err := breakerapi.AccessString(breakerapi.DefaultKeyPrefix, u.dependencies...)
+	access, err := lambdaapi.BreakerAccessString(lambdaapi.BreakerKeyPrefix, u.dependencies...)
 	if v.If(err != nil, "Bind(%s): %v", path, err) {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -78,8 +78,8 @@ func TestCreatedCacheIsEncryptedPrivateAndBindsFunctions(t *testing.T) {
 	}
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"Environment": map[string]any{"Variables": map[string]any{
-			breakerapi.EnvRedisAddr: assertions.Match_AnyValue(),
-			breakerapi.EnvRedisTLS:  "true",
+			lambdaapi.EnvBreakerRedisAddr: assertions.Match_AnyValue(),
+			lambdaapi.EnvBreakerRedisTLS:  "true",
 		}},
 	})
 	// Serverless caches publish under "clusterId".
@@ -139,7 +139,7 @@ func props(t *testing.T, tpl assertions.Template, typ string) map[string]map[str
 
 // TestEveryBoundFunctionIsItsOwnUserOnItsBreakersKeys: each bound function
 // (in its own stack, as in the app) gets an IAM user, id = name = its
-// function name, whose access string is breakerapi.AccessString of its
+// function name, whose access string is lambdaapi.BreakerAccessString of its
 // breakers only; the user group holds them and the disabled default user
 // and is the cache's; each role may connect as its own user only.
 func TestEveryBoundFunctionIsItsOwnUserOnItsBreakersKeys(t *testing.T) {
@@ -178,14 +178,14 @@ func TestEveryBoundFunctionIsItsOwnUserOnItsBreakersKeys(t *testing.T) {
 			t.Errorf("%s: engine %v", id, u["Engine"])
 		}
 		if u["UserName"] == "default" {
-			if u["UserId"] != c.DefaultUserID() || u["AccessString"] != breakerapi.NoAccess ||
+			if u["UserId"] != c.DefaultUserID() || u["AccessString"] != lambdaapi.CacheNoAccess ||
 				fmt.Sprint(u["AuthenticationMode"]) != "map[Type:no-password-required]" {
 				t.Errorf("default user %v: want %s, disabled, no access", u, c.DefaultUserID())
 			}
 			continue
 		}
 		name, _ := u["UserId"].(string)
-		want, err := breakerapi.AccessString(breakerapi.DefaultKeyPrefix, deps[name]...)
+		want, err := lambdaapi.BreakerAccessString(lambdaapi.BreakerKeyPrefix, deps[name]...)
 		if err != nil || deps[name] == nil {
 			t.Fatalf("user %s: no bound function of that name (%v)", name, err)
 		}
@@ -263,7 +263,7 @@ func TestEveryBoundFunctionIsItsOwnUserOnItsBreakersKeys(t *testing.T) {
 		}
 		st.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 			"Environment": map[string]any{"Variables": map[string]any{
-				breakerapi.EnvRedisUser: assertions.Match_AnyValue(), breakerapi.EnvCacheName: "mercadofresco-catalogo-dev",
+				lambdaapi.EnvBreakerRedisUser: assertions.Match_AnyValue(), lambdaapi.EnvBreakerCacheName: "mercadofresco-catalogo-dev",
 			}},
 		})
 	}

@@ -32,7 +32,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Platform is what every consumer shares: the platform context (its
@@ -232,10 +232,10 @@ func NewPreparacion(scope constructs.Construct, id string, props *PreparacionPro
 		maxReceiveCount: 4,
 		table:           props.IdempotencyTable, key: "preparacion:<pedido_id>",
 		dependency: queueconsumer.HTTPDependency{
-			Name: consumerapi.NameAlmacen, Prefix: consumerapi.PrefixAlmacen, URL: props.AlmacenURL, SecretName: props.SecretName, Issuer: "the warehouse",
+			Name: lambdaapi.NameAlmacen, Prefix: lambdaapi.PrefixAlmacen, URL: props.AlmacenURL, SecretName: props.SecretName, Issuer: "the warehouse",
 		},
 		maxInFlight: props.AlmacenMaxInFlight,
-		window:      consumerapi.WindowPreparacion,
+		window:      lambdaapi.WindowPreparacion,
 		openEffect:  "confirmed orders wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive) and are prepared when the warehouse is back; nothing is dead-lettered for the outage.",
 	})
 }
@@ -275,10 +275,10 @@ func NewAvisoERP(scope constructs.Construct, id string, props *AvisoERPProps) *H
 		maxReceiveCount: 5,
 		table:           props.IdempotencyTable, key: "aviso-erp:<pedido_id>",
 		dependency: queueconsumer.HTTPDependency{
-			Name: consumerapi.NameERP, Prefix: consumerapi.PrefixERP, URL: props.ERPURL, SecretName: props.SecretName, Issuer: "the ERP",
+			Name: lambdaapi.NameERP, Prefix: lambdaapi.PrefixERP, URL: props.ERPURL, SecretName: props.SecretName, Issuer: "the ERP",
 		},
 		maxInFlight: props.ERPMaxInFlight,
-		window:      consumerapi.WindowAvisoERP,
+		window:      lambdaapi.WindowAvisoERP,
 		openEffect:  "ERP notices wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive, up to a day) and are sent when the ERP is back.",
 	})
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // CorreoProps configures NewCorreo.
@@ -106,21 +106,21 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 		// receive (docs/design.md#queue-receives).
 		maxReceiveCount: 5,
 		environment: map[string]*string{
-			consumerapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
-			consumerapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),
+			lambdaapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
+			lambdaapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),
 		},
 		table: props.IdempotencyTable, key: "correo-confirmacion:<pedido_id>",
 		grant:        func(fn awslambda.Function) { r.grantSendEmail(fn, props.Remitente, props.Remitente[at+1:]) },
 		dependencyID: "Secundario",
 		dependency: queueconsumer.HTTPDependency{
-			Name: consumerapi.NameCorreoSecundario, Prefix: consumerapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
+			Name: lambdaapi.NameCorreoSecundario, Prefix: lambdaapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
 			ReadTimeout: core.Duration(correoSecondaryReadTimeout), Issuer: "the secondary e-mail provider",
 		},
 		maxInFlight: props.MaxInFlight,
-		window:      consumerapi.WindowCorreo,
+		window:      lambdaapi.WindowCorreo,
 		openEffect:  "the secondary e-mail provider is down: e-mails SES cannot take wait in their queue.",
 	})
-	r.SESCircuitOpenedAlarm = r.AddBreaker(props.Breakers, consumerapi.NameSES,
+	r.SESCircuitOpenedAlarm = r.AddBreaker(props.Breakers, lambdaapi.NameSES,
 		"confirmation e-mails go through the secondary provider (or wait 300 s if it cannot take them either); check SES's sending quota and the account's sending status.")
 	return r
 }

@@ -28,14 +28,13 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // BreakerStore is where circuit breakers keep their shared state:
 // *cache.Cache (mercadofresco-catalogo). Bind admits fn to it as its own
 // user, allowed the keys of the breakers of dependencies only, and sets
-// the breakerapi variables on fn.
+// the breaker variables of lambdaapi on fn.
 type BreakerStore interface {
 	Bind(fn awslambda.Function, dependencies ...string)
 }
@@ -240,11 +239,11 @@ func ReadSecretsThrough(v *core.Problems, from awsec2.IConnectable, endpoint aws
 // statistic per minute.
 func Metric(environment, dependency, name, statistic string) awscloudwatch.Metric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(metricsapi.Namespace),
+		Namespace:  jsii.String(lambdaapi.Namespace),
 		MetricName: jsii.String(name),
 		DimensionsMap: &map[string]*string{
-			metricsapi.DimensionEnvironment: jsii.String(environment),
-			breakerapi.DimensionDependency:  jsii.String(dependency),
+			lambdaapi.DimensionEnvironment: jsii.String(environment),
+			lambdaapi.DimensionDependency:  jsii.String(dependency),
 		},
 		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic: jsii.String(statistic),
@@ -260,10 +259,10 @@ func NewCircuitOpenedAlarm(scope constructs.Construct, id string, ctx core.Conte
 	ctx.Dashboard.Add(dashboard.Breakers, dashboard.Graph(dashboard.GraphProps{
 		Title: "breaker " + dependency + ": circuit openings",
 		Width: 6,
-		Left:  []awscloudwatch.IMetric{Metric(ctx.Environment(), dependency, breakerapi.MetricOpened, "Sum")},
+		Left:  []awscloudwatch.IMetric{Metric(ctx.Environment(), dependency, lambdaapi.MetricBreakerOpened, "Sum")},
 	}))
 	return alarm.New(scope, id, &alarm.Props{
-		Metric:      Metric(ctx.Environment(), dependency, breakerapi.MetricOpened, "Sum"),
+		Metric:      Metric(ctx.Environment(), dependency, lambdaapi.MetricBreakerOpened, "Sum"),
 		Topic:       ctx.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // emitted only on a transition

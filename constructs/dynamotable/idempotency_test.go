@@ -22,7 +22,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 type fixture struct {
@@ -96,7 +96,7 @@ func TestDefaults(t *testing.T) {
 		}
 	}
 	// The names the library writes are the names the table declares.
-	if idempotencyapi.DefaultKeyAttribute != "clave" || idempotencyapi.TTLAttribute != "expira_en" {
+	if lambdaapi.IdempotencyKeyAttribute != "clave" || lambdaapi.IdempotencyTTLAttribute != "expira_en" {
 		t.Fatal("library and construct disagree on attribute names")
 	}
 	annotations := assertions.Annotations_FromStack(f.stack)
@@ -231,7 +231,7 @@ func TestGrantAcrossStacks(t *testing.T) {
 	consumer := assertions.Template_FromStack(other, nil)
 	consumer.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"Environment": map[string]any{"Variables": map[string]any{
-			idempotencyapi.EnvTableName: assertions.Match_AnyValue(),
+			lambdaapi.EnvIdempotencyTable: assertions.Match_AnyValue(),
 		}},
 	})
 	if n := len(policyStatements(t, consumer)); n != 2 {

@@ -4,8 +4,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/constructs-go/constructs/v10"
 
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // The tables' names in the SPEC; environments derive the physical names
@@ -21,8 +20,8 @@ const (
 // consumer's replay window). docs/design.md#consumer-tables.
 var idempotency = Schema{
 	Kind:         "dynamotable.NewIdempotency",
-	PartitionKey: idempotencyapi.DefaultKeyAttribute,
-	TTLAttribute: idempotencyapi.TTLAttribute,
+	PartitionKey: lambdaapi.IdempotencyKeyAttribute,
+	TTLAttribute: lambdaapi.IdempotencyTTLAttribute,
 	// The calls lambdas/idempotency makes: the read-back fallback, the
 	// claim, the completion, the release.
 	Operations: []awsdynamodb.Operation{
@@ -30,7 +29,7 @@ var idempotency = Schema{
 		awsdynamodb.Operation_UPDATE_ITEM, awsdynamodb.Operation_DELETE_ITEM,
 	},
 	KeyActions:   IdempotencyKeyActions(),
-	EnvTableName: idempotencyapi.EnvTableName,
+	EnvTableName: lambdaapi.EnvIdempotencyTable,
 	ThrottleDescription: "The idempotency table throttled consumer requests: claims and completions are delayed and messages go back to their queues. " +
 		"Check ThrottledRequests per operation and the account's on-demand table limits.",
 	SystemErrorsDescription: "DynamoDB answered the idempotency table's consumers with server errors (5xx): consumers fail and retry. " +
@@ -40,16 +39,16 @@ var idempotency = Schema{
 // stock is mercadofresco-stock, the table the stock-movements consumer
 // (lambdas/stock) keeps: per SKU a totals item and one item per order line
 // or adjustment that moved it, partition key "sku" and sort key "elemento"
-// (consumerapi). docs/design.md#stock-movements.
+// (lambdaapi). docs/design.md#stock-movements.
 var stock = Schema{
 	Kind:         "dynamotable.NewStock",
-	PartitionKey: consumerapi.StockPartitionKey,
-	SortKey:      consumerapi.StockSortKey,
+	PartitionKey: lambdaapi.StockPartitionKey,
+	SortKey:      lambdaapi.StockSortKey,
 	// A consistent read of a line or the totals, the line's conditional
 	// put, the totals' conditional updates.
 	Operations:              []awsdynamodb.Operation{awsdynamodb.Operation_GET_ITEM, awsdynamodb.Operation_PUT_ITEM, awsdynamodb.Operation_UPDATE_ITEM},
 	KeyActions:              []string{"kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"},
-	EnvTableName:            consumerapi.EnvStockTable,
+	EnvTableName:            lambdaapi.EnvStockTable,
 	ThrottleDescription:     "The stock table throttled the stock-movements consumer: its SKU groups wait in the FIFO queue. Check ThrottledRequests per operation and the account's on-demand limits.",
 	SystemErrorsDescription: "DynamoDB answered the stock-movements consumer with server errors (5xx): movements are retried and their SKU groups wait. Check the AWS Health Dashboard for DynamoDB.",
 }

@@ -39,7 +39,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Defaults applied when the matching Props field is zero.
@@ -51,7 +51,7 @@ const (
 // Dependency declares a service a function calls and the environment
 // variables whose values multiply into the attempts of ONE invocation on
 // it: for an HTTP dependency through lambdas/retry, "<DEP>_MAX_ATTEMPTS";
-// for an AWS service, retryapi.EnvSDKMaxAttempts (times any loop of the function's
+// for an AWS service, lambdaapi.EnvSDKMaxAttempts (times any loop of the function's
 // own, named by its variable). See docs/CONVENTIONS.md (retry layers).
 type Dependency struct {
 	// Name of the dependency as the attempts report shows it: "pasarela",
@@ -116,9 +116,9 @@ type Props struct {
 	// throttles and concurrency against its ceiling (constructs/dashboard).
 	Dashboard *dashboard.Board
 	// SDKMaxAttempts is the AWS SDK's attempts per call
-	// (retryapi.EnvSDKMaxAttempts, set on every function so that the
+	// (lambdaapi.EnvSDKMaxAttempts, set on every function so that the
 	// attempts guardrail reads the number the code runs with). Zero means
-	// retryapi.SDKMaxAttempts. An AWS_MAX_ATTEMPTS in Environment
+	// lambdaapi.SDKMaxAttempts. An AWS_MAX_ATTEMPTS in Environment
 	// takes precedence.
 	SDKMaxAttempts float64
 	// Dependencies the function calls, for the attempts guardrail. A
@@ -218,12 +218,12 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	for k, v := range props.Environment {
 		envVars[k] = v
 	}
-	if _, set := envVars[retryapi.EnvSDKMaxAttempts]; !set {
+	if _, set := envVars[lambdaapi.EnvSDKMaxAttempts]; !set {
 		attempts := props.SDKMaxAttempts
 		if attempts == 0 {
-			attempts = retryapi.SDKMaxAttempts
+			attempts = lambdaapi.SDKMaxAttempts
 		}
-		envVars[retryapi.EnvSDKMaxAttempts] = jsii.String(fmt.Sprint(attempts))
+		envVars[lambdaapi.EnvSDKMaxAttempts] = jsii.String(fmt.Sprint(attempts))
 	}
 	for _, d := range props.Dependencies {
 		for _, e := range d.AttemptsEnv {

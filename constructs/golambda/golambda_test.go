@@ -24,7 +24,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -201,7 +201,7 @@ func TestDefaults(t *testing.T) {
 		},
 		"KmsKeyArn": map[string]interface{}{"Fn::GetAtt": []interface{}{assertions.Match_StringLikeRegexp(jsii.String("^Key")), "Arn"}},
 		// The SDK's attempts are stated on every function (retry layers).
-		"Environment": map[string]interface{}{"Variables": map[string]interface{}{retryapi.EnvSDKMaxAttempts: "2"}},
+		"Environment": map[string]interface{}{"Variables": map[string]interface{}{lambdaapi.EnvSDKMaxAttempts: "2"}},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]interface{}{
 		"RetentionInDays": 30,
@@ -231,18 +231,18 @@ func TestDependenciesAreDeclaredInTheTemplate(t *testing.T) {
 		Environment:    map[string]*string{"GATEWAY_MAX_ATTEMPTS": jsii.String("3")},
 		Dependencies: []golambda.Dependency{
 			{Name: "pasarela", AttemptsEnv: []string{"GATEWAY_MAX_ATTEMPTS"}},
-			{Name: "dynamodb", AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
+			{Name: "dynamodb", AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
 			{Name: "erp", AttemptsEnv: []string{"ERP_MAX_ATTEMPTS"}},
 		},
 	})
 	tpl := assertions.Template_FromStack(stack, nil)
 	tpl.HasResource(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
 		"Properties": map[string]interface{}{"Environment": map[string]interface{}{"Variables": map[string]interface{}{
-			retryapi.EnvSDKMaxAttempts: "3", "GATEWAY_MAX_ATTEMPTS": "3",
+			lambdaapi.EnvSDKMaxAttempts: "3", "GATEWAY_MAX_ATTEMPTS": "3",
 		}}},
 		"Metadata": assertions.Match_ObjectLike(&map[string]interface{}{cfntemplate.MetadataDependencies: []interface{}{
 			map[string]interface{}{"name": "pasarela", "attemptsEnv": []interface{}{"GATEWAY_MAX_ATTEMPTS"}},
-			map[string]interface{}{"name": "dynamodb", "attemptsEnv": []interface{}{retryapi.EnvSDKMaxAttempts}},
+			map[string]interface{}{"name": "dynamodb", "attemptsEnv": []interface{}{lambdaapi.EnvSDKMaxAttempts}},
 			map[string]interface{}{"name": "erp", "attemptsEnv": []interface{}{"ERP_MAX_ATTEMPTS"}},
 		}}),
 	})

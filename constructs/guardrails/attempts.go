@@ -15,7 +15,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
 	"github.com/mercadofresco/integration/constructs/cfntemplate"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // RuleAttempts is the worst-case attempts rule (docs/design.md#retry-layers).
@@ -28,7 +28,7 @@ const MaxAttemptsPerDependency = 15
 
 // Names and defaults the attempts rule reads.
 const (
-	envSDKMaxAttempts = retryapi.EnvSDKMaxAttempts
+	envSDKMaxAttempts = lambdaapi.EnvSDKMaxAttempts
 	// sdkDefaultAttempts is the AWS SDK's standard retryer attempts when
 	// AWS_MAX_ATTEMPTS is not set.
 	sdkDefaultAttempts = 3
@@ -286,14 +286,14 @@ func (a *attemptWalk) function(fn *resource, factors []Factor) {
 		a.emit(d.Name, fn, fs)
 	}
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
-		if used[k] || !strings.HasSuffix(k, retryapi.EnvSuffixMaxAttempts) {
+		if used[k] || !strings.HasSuffix(k, lambdaapi.EnvSuffixMaxAttempts) {
 			continue
 		}
 		n, ok := envNum(k)
 		if !ok {
 			continue
 		}
-		dep := strings.ToLower(strings.TrimSuffix(k, retryapi.EnvSuffixMaxAttempts))
+		dep := strings.ToLower(strings.TrimSuffix(k, lambdaapi.EnvSuffixMaxAttempts))
 		a.emit(dep, fn, with(factors, Factor{Layer: fmt.Sprintf("function %s: %s=%s", name, k, num(n)), N: n}))
 	}
 	if !used[envSDKMaxAttempts] && len(declaredDependencies(fn)) == 0 {

@@ -10,10 +10,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
-// MetricCompensacionFallida is the metric (namespace metricsapi.Namespace)
+// MetricCompensacionFallida is the metric (namespace lambdaapi.Namespace)
 // that counts the executions entering the CompensacionFallida state.
 const MetricCompensacionFallida = "CompensacionFallida"
 
@@ -30,7 +30,7 @@ func (w *Workflow) compensationFailedAlarm(c constructs.Construct, p *Props, nam
 			awslogs.FilterPattern_StringValue(jsii.String("$.type"), jsii.String("="), jsii.String("FailStateEntered")),
 			awslogs.FilterPattern_StringValue(jsii.String("$.details.name"), jsii.String("="), jsii.String(StateCompensacionFallida)),
 		),
-		MetricNamespace: jsii.String(metricsapi.Namespace),
+		MetricNamespace: jsii.String(lambdaapi.Namespace),
 		MetricName:      jsii.String(MetricCompensacionFallida),
 		MetricValue:     jsii.String("1"),
 	})

@@ -7,7 +7,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // TestCompensationFailedAlarm: a metric filter on the state machine's log
@@ -20,11 +20,11 @@ func TestCompensationFailedAlarm(t *testing.T) {
 		"LogGroupName":  map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^ProcesarLogs"))},
 		"FilterPattern": `{ ($.type = "FailStateEntered") && ($.details.name = "` + orderworkflow.StateCompensacionFallida + `") }`,
 		"MetricTransformations": []any{map[string]any{
-			"MetricNamespace": metricsapi.Namespace, "MetricName": orderworkflow.MetricCompensacionFallida, "MetricValue": "1",
+			"MetricNamespace": lambdaapi.Namespace, "MetricName": orderworkflow.MetricCompensacionFallida, "MetricValue": "1",
 		}},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": orderworkflow.MetricCompensacionFallida, "Namespace": metricsapi.Namespace, "Threshold": 0, "Statistic": "Sum",
+		"MetricName": orderworkflow.MetricCompensacionFallida, "Namespace": lambdaapi.Namespace, "Threshold": 0, "Statistic": "Sum",
 		"ComparisonOperator": "GreaterThanThreshold", "TreatMissingData": "notBreaching",
 		"AlarmActions": assertions.Match_AnyValue(), "OKActions": assertions.Match_AnyValue(),
 	})

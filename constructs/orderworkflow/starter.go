@@ -17,8 +17,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // StarterTimeout bounds one invocation of the starter: a batch of 10
@@ -134,12 +133,12 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		Timeout:        core.Duration(StarterTimeout),
 		MemorySize:     128,
 		Environment: map[string]*string{
-			consumerapi.EnvStateMachineARN:   smArn,
-			consumerapi.EnvIdempotencyWindow: jsii.String(consumerapi.FormatWindow(eventsapi.StarterWindow)),
+			lambdaapi.EnvStateMachineARN:   smArn,
+			lambdaapi.EnvIdempotencyWindow: jsii.String(lambdaapi.FormatWindow(eventsapi.StarterWindow)),
 		},
 		Dependencies: []golambda.Dependency{
-			{Name: "states:StartExecution", AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
-			{Name: "sqs:dlq", AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
+			{Name: "states:StartExecution", AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
+			{Name: "sqs:dlq", AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
 		},
 	}))
 	if props.Workflow != nil {

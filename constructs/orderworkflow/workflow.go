@@ -36,7 +36,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // SPEC name of the state machine.
@@ -109,9 +109,9 @@ type Props struct {
 	// Required when either is in another stack; nil lets
 	// CloudFormation name the role (the guards then reference it).
 	RoleName *string
-	// Charge is the cobro function (paymentapi.CobroInput → CobroOutput).
+	// Charge is the cobro function (lambdaapi.CobroInput → CobroOutput).
 	Charge awslambda.IFunction
-	// Refund is the reembolso function (paymentapi.ReembolsoInput → ...).
+	// Refund is the reembolso function (lambdaapi.ReembolsoInput → ...).
 	Refund awslambda.IFunction
 	// PaymentTaskTimeout bounds one invocation of Charge or Refund as the
 	// workflow sees it: set it a little above the functions' timeout, so the
@@ -290,11 +290,11 @@ func (r RetryPolicy) props(errors []string) *sfn.RetryProps {
 }
 
 // TransientPaymentErrors are the errors the workflow retries on the
-// payment tasks: paymentapi's errors marked Retry, and Lambda's own service
+// payment tasks: lambdaapi's payment errors marked Retry, and Lambda's own service
 // errors.
 func TransientPaymentErrors() []string {
 	var out []string
-	for _, e := range paymentapi.Errors {
+	for _, e := range lambdaapi.PaymentErrors {
 		if e.Retry {
 			out = append(out, e.Name)
 		}

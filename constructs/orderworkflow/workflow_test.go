@@ -19,7 +19,7 @@ import (
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/schematest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -97,8 +97,8 @@ var execContext = map[string]any{
 }
 
 var (
-	charged  = asltest.Ok(paymentapi.CobroOutput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"})
-	refunded = asltest.Ok(paymentapi.ReembolsoOutput{PedidoID: "P-4820", ReferenciaReembolso: "re_9", ReferenciaCobro: "ch_123"})
+	charged  = asltest.Ok(lambdaapi.CobroOutput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"})
+	refunded = asltest.Ok(lambdaapi.ReembolsoOutput{PedidoID: "P-4820", ReferenciaReembolso: "re_9", ReferenciaCobro: "ch_123"})
 	sent     = asltest.Ok(map[string]any{"MessageId": "m-1", "SequenceNumber": "1"})
 )
 
@@ -114,23 +114,23 @@ func TestDefinitionExecutes(t *testing.T) {
 		}},
 		{Name: "transient then success", Tasks: map[string][]asltest.Step{
 			orderworkflow.StateCobrar: {
-				asltest.Fail(paymentapi.ErrPasarelaNoDisponible, "503 from the gateway"),
+				asltest.Fail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway"),
 				asltest.Fail("Lambda.TooManyRequestsException", "Rate exceeded"),
 				charged,
 			},
 			orderworkflow.StateEnviarReserva: {sent}, orderworkflow.StateConfirmar: {sent},
 		}},
 		{Name: "transient forever", Tasks: map[string][]asltest.Step{
-			orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrPasarelaNoDisponible, "503 from the gateway")},
+			orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway")},
 		}},
 		{Name: "card declined", Tasks: map[string][]asltest.Step{
-			orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrTarjetaRechazada, "402: insufficient funds")},
+			orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrTarjetaRechazada, "402: insufficient funds")},
 		}},
 		{Name: "circuit open", Tasks: map[string][]asltest.Step{
-			orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrCircuitoAbierto, "gateway circuit open")},
+			orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrCircuitoAbierto, "gateway circuit open")},
 		}},
 		{Name: "forged signature", Tasks: map[string][]asltest.Step{
-			orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrFirmaInvalida, "charge refused: not what the outbox publisher signed")},
+			orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrFirmaInvalida, "charge refused: not what the outbox publisher signed")},
 		}},
 		{Name: "reservation fails after the charge", Tasks: map[string][]asltest.Step{
 			orderworkflow.StateCobrar:           {charged},
@@ -142,12 +142,12 @@ func TestDefinitionExecutes(t *testing.T) {
 			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {sent},
 			orderworkflow.StateConfirmar:        {asltest.Fail("SNS.AuthorizationErrorException", "not authorised")},
 			orderworkflow.StateEnviarLiberacion: {sent},
-			orderworkflow.StateReembolsar:       {asltest.Fail(paymentapi.ErrPasarelaNoDisponible, "503"), refunded},
+			orderworkflow.StateReembolsar:       {asltest.Fail(lambdaapi.ErrPasarelaNoDisponible, "503"), refunded},
 		}},
 		{Name: "refund fails", Tasks: map[string][]asltest.Step{
 			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {asltest.Fail("SQS.X", "down")},
 			orderworkflow.StateEnviarLiberacion: {sent},
-			orderworkflow.StateReembolsar:       {asltest.Fail(paymentapi.ErrRegistroInconsistente, "different amount")},
+			orderworkflow.StateReembolsar:       {asltest.Fail(lambdaapi.ErrRegistroInconsistente, "different amount")},
 		}},
 	}
 	for i := range scenarios {
@@ -179,9 +179,9 @@ func TestDefinitionExecutes(t *testing.T) {
 			t.Fatalf("status %s %s: %s (states %v)", r.Status, r.Error, r.Cause, r.States)
 		}
 		// The charge got the order's amount, currency and token.
-		var in paymentapi.CobroInput
+		var in lambdaapi.CobroInput
 		mustJSON(t, r.Calls[orderworkflow.StateCobrar][0], &in)
-		if in != (paymentapi.CobroInput{PedidoID: "P-4820", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc", IDEvento: "0190-evt", Firma: "v1.version.mac"}) {
+		if in != (lambdaapi.CobroInput{PedidoID: "P-4820", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc", IDEvento: "0190-evt", Firma: "v1.version.mac"}) {
 			t.Fatalf("cobro input %+v", in)
 		}
 		// One reservation per line: FIFO group = sku, dedup = reserva:<pedido>:<sku>,
@@ -245,7 +245,7 @@ func TestDefinitionExecutes(t *testing.T) {
 	t.Run("retries stop at MaxAttempts", func(t *testing.T) {
 		r := get("transient forever")
 		want := 1 + int(f.wf.Retry.MaxAttempts)
-		if r.Status != "FAILED" || r.Error != paymentapi.ErrPasarelaNoDisponible || r.CallCount(orderworkflow.StateCobrar) != want {
+		if r.Status != "FAILED" || r.Error != lambdaapi.ErrPasarelaNoDisponible || r.CallCount(orderworkflow.StateCobrar) != want {
 			t.Fatalf("status %s error %s, %d charges (want %d)", r.Status, r.Error, r.CallCount(orderworkflow.StateCobrar), want)
 		}
 		if r.CallCount(orderworkflow.StateReembolsar) != 0 || !r.Entered(orderworkflow.StatePedidoFallido) {
@@ -253,7 +253,7 @@ func TestDefinitionExecutes(t *testing.T) {
 		}
 	})
 
-	for _, tc := range []struct{ scenario, err string }{{"card declined", paymentapi.ErrTarjetaRechazada}, {"circuit open", paymentapi.ErrCircuitoAbierto}, {"forged signature", paymentapi.ErrFirmaInvalida}} {
+	for _, tc := range []struct{ scenario, err string }{{"card declined", lambdaapi.ErrTarjetaRechazada}, {"circuit open", lambdaapi.ErrCircuitoAbierto}, {"forged signature", lambdaapi.ErrFirmaInvalida}} {
 		t.Run(tc.scenario+": no retry, no refund, order failed", func(t *testing.T) {
 			r := get(tc.scenario)
 			if r.Status != "FAILED" || r.Error != tc.err || r.CallCount(orderworkflow.StateCobrar) != 1 || len(r.Retries) != 0 {
@@ -271,9 +271,9 @@ func TestDefinitionExecutes(t *testing.T) {
 			if r.Status != "FAILED" || !r.Entered(orderworkflow.StatePedidoFallido) || r.CallCount(orderworkflow.StateReembolsar) == 0 {
 				t.Fatalf("%s: status %s error %s, states %v", name, r.Status, r.Error, r.States)
 			}
-			var in paymentapi.ReembolsoInput
+			var in lambdaapi.ReembolsoInput
 			mustJSON(t, r.Calls[orderworkflow.StateReembolsar][0], &in)
-			if in != (paymentapi.ReembolsoInput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"}) {
+			if in != (lambdaapi.ReembolsoInput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"}) {
 				t.Fatalf("%s: refund input %+v", name, in)
 			}
 			// Every line released, with its own dedup id.
@@ -345,11 +345,11 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 	checkRetrier(t, retry[0], f.wf.Retry)
 	errs := retry[0]["ErrorEquals"].([]any)
 	for _, e := range errs {
-		if e == paymentapi.ErrTarjetaRechazada || e == paymentapi.ErrCircuitoAbierto || e == paymentapi.ErrFirmaInvalida || e == "States.ALL" {
+		if e == lambdaapi.ErrTarjetaRechazada || e == lambdaapi.ErrCircuitoAbierto || e == lambdaapi.ErrFirmaInvalida || e == "States.ALL" {
 			t.Fatalf("Cobrar retries %v", e)
 		}
 	}
-	down := map[string][]asltest.Step{orderworkflow.StateCobrar: {asltest.Fail(paymentapi.ErrOperacionEnCurso, "locked")}}
+	down := map[string][]asltest.Step{orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrOperacionEnCurso, "locked")}}
 	rep, err := asltest.Run(context.Background(), def, []asltest.Scenario{
 		{Name: "down", Input: order(), Context: execContext, Tasks: down},
 		// The real parameters, once: the engine waits as configured. With

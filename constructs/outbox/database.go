@@ -35,8 +35,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
-	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Defaults of DatabaseProps.
@@ -86,8 +85,8 @@ type DatabaseProps struct {
 	// BackupRetention defaults to 7 days.
 	BackupRetention awscdk.Duration
 	// Roles names the database roles the functions connect as. Nil means
-	// outboxapi.DefaultRoles().
-	Roles *outboxapi.Roles
+	// lambdaapi.DefaultDBRoles().
+	Roles *lambdaapi.DBRoles
 }
 
 // Database is an Aurora PostgreSQL Serverless v2 cluster, created per
@@ -116,7 +115,7 @@ type Database struct {
 	// as it.
 	MasterUser string
 	// Roles are the database roles of the functions (docs/design.md#database-roles).
-	Roles outboxapi.Roles
+	Roles lambdaapi.DBRoles
 	// ConnectionsAlarm and CPUAlarm exist when the Context's Alerts was set.
 	ConnectionsAlarm, CPUAlarm awscloudwatch.Alarm
 	// RotationSecurityGroup is the secret rotation function's security
@@ -153,7 +152,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		props = &DatabaseProps{}
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
-	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, MasterUser: DefaultMasterUser, Roles: outboxapi.DefaultRoles()}
+	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, MasterUser: DefaultMasterUser, Roles: lambdaapi.DefaultDBRoles()}
 	if props.DatabaseName != nil {
 		d.DatabaseName = *props.DatabaseName
 	}
@@ -473,9 +472,9 @@ func (d *Database) AllowFrom(peer awsec2.IConnectable, description string) {
 // function connecting as the database role user.
 func (d *Database) Environment(user string) map[string]*string {
 	return map[string]*string{
-		postgresapi.EnvHost: d.Proxy.Endpoint(),
-		postgresapi.EnvPort: jsii.String(strconv.Itoa(postgresapi.DefaultPort)),
-		postgresapi.EnvName: jsii.String(d.DatabaseName),
-		postgresapi.EnvUser: jsii.String(user),
+		lambdaapi.EnvDBHost: d.Proxy.Endpoint(),
+		lambdaapi.EnvDBPort: jsii.String(strconv.Itoa(lambdaapi.DefaultDBPort)),
+		lambdaapi.EnvDBName: jsii.String(d.DatabaseName),
+		lambdaapi.EnvDBUser: jsii.String(user),
 	}
 }

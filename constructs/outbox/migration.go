@@ -13,8 +13,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
-	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Property names and resource type of the schema's custom resource; the
@@ -84,11 +83,11 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		Description:      jsii.String("Outbox schema migration: to the cluster, the RDS Proxy and the Secrets Manager endpoint only"),
 		AllowAllOutbound: jsii.Bool(false),
 	})
-	roles, env := outboxapi.DefaultRoles(), map[string]*string{}
+	roles, env := lambdaapi.DefaultDBRoles(), map[string]*string{}
 	if db != nil {
 		roles, env = db.Roles, db.Environment(db.Roles.Owner)
-		delete(env, postgresapi.EnvUser) // the owner role comes with the event (its Roles property)
-		env[outboxapi.EnvMasterSecretARN] = db.Secret.SecretArn()
+		delete(env, lambdaapi.EnvDBUser) // the owner role comes with the event (its Roles property)
+		env[lambdaapi.EnvDBMasterSecretARN] = db.Secret.SecretArn()
 	}
 	m.Function = golambda.NewFunction(this, "Funcion", props.FunctionProps(golambda.Props{
 		Entry:                        "lambdas/outbox-migraciones",
@@ -137,7 +136,7 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		ServiceToken: m.Provider.ServiceToken(),
 		ResourceType: jsii.String(MigrationResourceType),
 		Properties: &map[string]interface{}{
-			migrationPropHash: outboxapi.SchemaHash(),
+			migrationPropHash: lambdaapi.SchemaHash(),
 			migrationPropRoles: map[string]interface{}{
 				"owner": roles.Owner, "publisher": roles.Publisher,
 				"cleanup": roles.Cleanup, "writer": roles.Writer,

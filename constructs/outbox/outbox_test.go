@@ -20,8 +20,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/constructs/outbox"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m, func() { _ = builder.Close() }) }
@@ -334,16 +333,16 @@ func TestAlarmsOnPendingOldestAndParked(t *testing.T) {
 		threshold float64
 		missing   string
 	}{
-		{outboxapi.MetricPending, 500, "notBreaching"},
-		{outboxapi.MetricOldestAge, 60, "breaching"},
-		{outboxapi.MetricParked, 0, "notBreaching"},
+		{lambdaapi.MetricOutboxPending, 500, "notBreaching"},
+		{lambdaapi.MetricOutboxOldestAge, 60, "breaching"},
+		{lambdaapi.MetricOutboxParked, 0, "notBreaching"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.metric, func(t *testing.T) {
 			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-				"Namespace":          metricsapi.Namespace,
+				"Namespace":          lambdaapi.Namespace,
 				"MetricName":         tc.metric,
-				"Dimensions":         []any{map[string]any{"Name": metricsapi.DimensionEnvironment, "Value": "dev"}},
+				"Dimensions":         []any{map[string]any{"Name": lambdaapi.DimensionEnvironment, "Value": "dev"}},
 				"Statistic":          "Maximum",
 				"Period":             60,
 				"Threshold":          tc.threshold,
@@ -480,7 +479,7 @@ func TestNoFunctionConnectsAsTheMasterUser(t *testing.T) {
 func TestMigrationCustomResourceOncePerDeploy(t *testing.T) {
 	f, tpl := fx(t)
 	tpl.HasResourceProperties(jsii.String(outbox.MigrationResourceType), map[string]any{
-		"MigracionesHash": outboxapi.SchemaHash(),
+		"MigracionesHash": lambdaapi.SchemaHash(),
 		"Roles": map[string]any{"owner": "mf_migrador", "publisher": "mf_publicador",
 			"cleanup": "mf_limpieza", "writer": "mf_tienda"},
 	})
@@ -522,7 +521,7 @@ func TestProxyRoleConnectsAsTheFunctionRolesOnly(t *testing.T) {
 		if !strings.Contains(string(doc), "DBClusterResourceId") {
 			continue
 		}
-		for _, role := range outboxapi.DefaultRoles().All() {
+		for _, role := range lambdaapi.DefaultDBRoles().All() {
 			if !strings.Contains(string(doc), "/"+role) {
 				t.Errorf("the proxy cannot connect as %s: %s", role, doc)
 			}

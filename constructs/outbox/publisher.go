@@ -23,9 +23,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Defaults of PublisherProps (docs/design.md#outbox).
@@ -37,7 +35,7 @@ const (
 	// PublisherTimeoutSeconds is the publisher function's timeout: it polls
 	// for 80 s of it, so invocations started every minute overlap by 20 s
 	// and a publisher is always polling (docs/design.md#outbox-lag).
-	PublisherTimeoutSeconds = int(outboxapi.PublisherTimeout / time.Second)
+	PublisherTimeoutSeconds = int(lambdaapi.PublisherTimeout / time.Second)
 	// CleanupTimeoutSeconds is the cleanup function's timeout.
 	CleanupTimeoutSeconds = 300
 )
@@ -60,7 +58,7 @@ type PublisherProps struct {
 	// Source of every event. Default DefaultSource.
 	Source string
 	// ReservedConcurrency of the publisher (2..10). Zero means
-	// outboxapi.PublisherConcurrency: consecutive invocations overlap.
+	// lambdaapi.PublisherConcurrency: consecutive invocations overlap.
 	ReservedConcurrency float64
 	// PublisherFunctionName and CleanupFunctionName are the functions'
 	// physical names. Nil lets CloudFormation name them.
@@ -107,7 +105,7 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	v.If(props.Bus == nil, "Bus is required")
 	v.If(props.EventsEndpoint == nil, "EventsEndpoint is required: the publisher reaches the bus through it")
 	vpc, subnets := core.RequireVpc(v, this, props.Vpc, props.Subnets, "the functions connect to the RDS Proxy")
-	reserved := v.Count("ReservedConcurrency", props.ReservedConcurrency, outboxapi.PublisherConcurrency, outboxapi.PublisherConcurrency, 10)
+	reserved := v.Count("ReservedConcurrency", props.ReservedConcurrency, lambdaapi.PublisherConcurrency, lambdaapi.PublisherConcurrency, 10)
 	pending := props.PendingThreshold
 	if pending == 0 {
 		pending = DefaultPendingThreshold
@@ -152,11 +150,11 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 		source = DefaultSource
 	}
 	for _, env := range []map[string]*string{cleanupEnv, pubEnv} {
-		env[metricsapi.EnvEnvironment] = jsii.String(props.EnvironmentName)
+		env[lambdaapi.EnvEnvironment] = jsii.String(props.EnvironmentName)
 	}
-	pubEnv[outboxapi.EnvBusName], pubEnv[outboxapi.EnvEventSource] = busName, jsii.String(source)
-	pubEnv[outboxapi.EnvEntryAttempts] = jsii.String(fmt.Sprint(outboxapi.DefaultEntryAttempts))
-	pubEnv[outboxapi.EnvMaxClaims] = jsii.String(fmt.Sprint(outboxapi.DefaultMaxClaims))
+	pubEnv[lambdaapi.EnvBusName], pubEnv[lambdaapi.EnvEventSource] = busName, jsii.String(source)
+	pubEnv[lambdaapi.EnvOutboxEntryAttempts] = jsii.String(fmt.Sprint(lambdaapi.DefaultOutboxEntryAttempts))
+	pubEnv[lambdaapi.EnvOutboxMaxClaims] = jsii.String(fmt.Sprint(lambdaapi.DefaultOutboxMaxClaims))
 	fn := func(id, name string, physical *string, description string, timeout float64, env map[string]*string, reserved float64, deps []golambda.Dependency) *golambda.Function {
 		return golambda.NewFunction(p.Construct, id, props.FunctionProps(golambda.Props{
 			Entry:                        "lambdas/outbox-" + name,
@@ -177,7 +175,7 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 			// Attempts per event on the bus, per outbox row across
 			// invocations (MF-ATTEMPTS): SDK x entry sends x claims = 12.
 			Name:        "events:PutEvents (outbox -> bus)",
-			AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts, outboxapi.EnvEntryAttempts, outboxapi.EnvMaxClaims},
+			AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts, lambdaapi.EnvOutboxEntryAttempts, lambdaapi.EnvOutboxMaxClaims},
 			PerWorkItem: true,
 		}})
 	// No asynchronous retry of a failed invocation: the next minute's
@@ -271,9 +269,9 @@ func (p *Publisher) addAlarms(topic awssns.ITopic, pending, oldest float64) {
 // unless opts says otherwise).
 func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
 	m := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:     jsii.String(metricsapi.Namespace),
+		Namespace:     jsii.String(lambdaapi.Namespace),
 		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{metricsapi.DimensionEnvironment: jsii.String(p.environment)},
+		DimensionsMap: &map[string]*string{lambdaapi.DimensionEnvironment: jsii.String(p.environment)},
 		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic:     jsii.String("Maximum"),
 	})
@@ -285,17 +283,17 @@ func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscl
 
 // MetricPending is the number of unpublished, unparked outbox rows.
 func (p *Publisher) MetricPending(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxapi.MetricPending, opts)
+	return p.metric(lambdaapi.MetricOutboxPending, opts)
 }
 
 // MetricOldestPendingAge is the age in seconds of the oldest pending row.
 func (p *Publisher) MetricOldestPendingAge(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxapi.MetricOldestAge, opts)
+	return p.metric(lambdaapi.MetricOutboxOldestAge, opts)
 }
 
 // MetricParked is the number of parked (poison) rows.
 func (p *Publisher) MetricParked(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return p.metric(outboxapi.MetricParked, opts)
+	return p.metric(lambdaapi.MetricOutboxParked, opts)
 }
 
 // GrantInvoke lets grantee run the publisher on demand (e.g. a runbook).

@@ -1,7 +1,7 @@
 // Package payment is the payment path of the order workflow: the cobro and
 // reembolso task functions (lambdas/cobro, lambdas/reembolso), the
 // gateway's API-key secret, their grants (the secret, the idempotency
-// table), their environment (paymentapi, breakerapi) and their alarms: the
+// table), their environment (lambdaapi) and their alarms: the
 // gateway's circuit opened, its p99 latency, the tasks' errors and
 // throttles. The functions run in the VPC's egress subnets with HTTPS out
 // only and reach the breaker's Valkey cache (BreakerStore). One invocation
@@ -27,17 +27,13 @@ import (
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Defaults of Props (docs/design.md#payment).
 const (
 	// DefaultMaxAttempts is the gateway attempts per invocation.
-	DefaultMaxAttempts = retryapi.DefaultMaxAttempts
+	DefaultMaxAttempts = lambdaapi.DefaultMaxAttempts
 	// DefaultLatencyThreshold is the gateway p99 latency alarm's threshold.
 	DefaultLatencyThreshold = 2 * time.Second
 	// DefaultDeclinedThreshold is the cobro Errors alarm's threshold per 5
@@ -54,10 +50,10 @@ const StateMachineLabel = "mercadofresco-procesar-pedido"
 
 // FunctionTimeout is the worst case of one invocation: attempts × read
 // timeout, plus a wait between attempts of at most the longest Retry-After
-// honoured (retryapi.DefaultMaxRetryAfter) and its jitter
-// (retryapi.DefaultCap), plus a margin.
+// honoured (lambdaapi.DefaultMaxRetryAfter) and its jitter
+// (lambdaapi.DefaultBackoffCap), plus a margin.
 func FunctionTimeout(attempts int, readTimeout time.Duration) time.Duration {
-	waits := time.Duration(attempts-1) * (retryapi.DefaultMaxRetryAfter + retryapi.DefaultCap)
+	waits := time.Duration(attempts-1) * (lambdaapi.DefaultMaxRetryAfter + lambdaapi.DefaultBackoffCap)
 	return time.Duration(attempts)*readTimeout + waits + margin
 }
 
@@ -75,7 +71,7 @@ type Props struct {
 	// (GATEWAY_MAX_ATTEMPTS). Zero means DefaultMaxAttempts.
 	MaxAttempts float64
 	// ReadTimeout of each gateway attempt (GATEWAY_READ_TIMEOUT, 1 s to
-	// 2 min). Nil means httpdepapi.DefaultReadTimeout (30 s).
+	// 2 min). Nil means lambdaapi.DefaultReadTimeout (30 s).
 	ReadTimeout awscdk.Duration
 	// CobroFunctionName and ReembolsoFunctionName are the functions'
 	// physical names. Nil lets CloudFormation name them.
@@ -140,8 +136,8 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 	v.If(len(props.GatewayURL) < 9 || props.GatewayURL[:8] != "https://", "GatewayURL %q must be an https URL", props.GatewayURL)
 	v.If(props.BreakerStore == nil, "BreakerStore (the Valkey cache mercadofresco-catalogo) is required: the gateway's circuit breaker is shared there")
 	vpc, subnets := core.RequireVpc(v, c, props.Vpc, props.Subnets, "the breaker's cache is only reachable inside the VPC")
-	p.MaxAttempts = v.Count("MaxAttempts", props.MaxAttempts, DefaultMaxAttempts, 1, retryapi.MaxAttemptsLimit)
-	read := v.Seconds("ReadTimeout", props.ReadTimeout, httpdepapi.DefaultReadTimeout.Seconds(), 1, 120)
+	p.MaxAttempts = v.Count("MaxAttempts", props.MaxAttempts, DefaultMaxAttempts, 1, lambdaapi.MaxAttemptsLimit)
+	read := v.Seconds("ReadTimeout", props.ReadTimeout, lambdaapi.DefaultReadTimeout.Seconds(), 1, 120)
 	timeout := FunctionTimeout(int(p.MaxAttempts), time.Duration(read)*time.Second)
 	p.Timeout = awscdk.Duration_Seconds(jsii.Number(timeout.Seconds()))
 
@@ -164,20 +160,20 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 // addFunctions creates cobro and reembolso with their grants and bindings.
 func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.SubnetSelection, read float64) {
 	env := map[string]*string{
-		paymentapi.EnvGatewayURL:         jsii.String(props.GatewayURL),
-		paymentapi.EnvGatewaySecretARN:   p.Secret.SecretArn(),
-		paymentapi.EnvGatewayMaxAttempts: jsii.String(fmt.Sprint(p.MaxAttempts)),
-		paymentapi.EnvGatewayReadTimeout: jsii.String(fmt.Sprintf("%ds", int(read))),
-		metricsapi.EnvEnvironment:        jsii.String(p.environment),
+		lambdaapi.EnvGatewayURL:         jsii.String(props.GatewayURL),
+		lambdaapi.EnvGatewaySecretARN:   p.Secret.SecretArn(),
+		lambdaapi.EnvGatewayMaxAttempts: jsii.String(fmt.Sprint(p.MaxAttempts)),
+		lambdaapi.EnvGatewayReadTimeout: jsii.String(fmt.Sprintf("%ds", int(read))),
+		lambdaapi.EnvEnvironment:        jsii.String(p.environment),
 	}
 	var reserved *float64
 	if props.ReservedConcurrency > 0 {
 		reserved = jsii.Number(props.ReservedConcurrency)
 	}
 	deps := []golambda.Dependency{
-		{Name: "pasarela", AttemptsEnv: []string{paymentapi.EnvGatewayMaxAttempts}},
-		{Name: "dynamodb:" + dynamotable.IdempotencyTableName, AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
-		{Name: "secretsmanager:gateway-key", AttemptsEnv: []string{retryapi.EnvSDKMaxAttempts}},
+		{Name: "pasarela", AttemptsEnv: []string{lambdaapi.EnvGatewayMaxAttempts}},
+		{Name: "dynamodb:" + dynamotable.IdempotencyTableName, AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
+		{Name: "secretsmanager:gateway-key", AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
 	}
 	newFn := func(id, name string, physical *string, desc string) *golambda.Function {
 		fp := props.FunctionProps(golambda.Props{
@@ -207,7 +203,7 @@ func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.Su
 			}
 		}
 		if props.BreakerStore != nil {
-			props.BreakerStore.Bind(fn.Function, paymentapi.GatewayDependency)
+			props.BreakerStore.Bind(fn.Function, lambdaapi.GatewayDependency)
 		}
 		return fn
 	}
@@ -238,7 +234,7 @@ func (p *Payment) addAlarms(props *Props, latencyMs float64) {
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: "cobro: invocations throttled (reserved concurrency reached); the workflow retries them. Many orders arriving at once or a slow gateway.",
 	}))
-	p.CircuitOpenedAlarm = dependency.NewCircuitOpenedAlarm(p.Construct, "CircuitoAbiertoAlarm", props.Context, paymentapi.GatewayDependency,
+	p.CircuitOpenedAlarm = dependency.NewCircuitOpenedAlarm(p.Construct, "CircuitoAbiertoAlarm", props.Context, lambdaapi.GatewayDependency,
 		fmt.Sprintf("Payment gateway circuit OPENED (%s): orders are not charged (CircuitoAbierto, customers are told to retry in a few minutes). Check the gateway's status and PasarelaErrores/PasarelaLatencia.", p.environment))
 	p.LatencyAlarm = alarm.New(p.Construct, "LatenciaAlarm", &alarm.Props{
 		Metric:            p.MetricGatewayLatency("p99"),
@@ -253,12 +249,12 @@ func (p *Payment) addAlarms(props *Props, latencyMs float64) {
 
 // MetricGatewayLatency is the gateway attempt latency (ms) at stat.
 func (p *Payment) MetricGatewayLatency(stat string) awscloudwatch.Metric {
-	return dependency.Metric(p.environment, paymentapi.GatewayDependency, paymentapi.MetricGatewayLatency, stat)
+	return dependency.Metric(p.environment, lambdaapi.GatewayDependency, lambdaapi.MetricGatewayLatency, stat)
 }
 
 // MetricCircuitOpened counts transitions of the gateway's circuit to open.
 func (p *Payment) MetricCircuitOpened() awscloudwatch.Metric {
-	return dependency.Metric(p.environment, paymentapi.GatewayDependency, breakerapi.MetricOpened, "Sum")
+	return dependency.Metric(p.environment, lambdaapi.GatewayDependency, lambdaapi.MetricBreakerOpened, "Sum")
 }
 
 // GrantInvoke lets grantee invoke both tasks.

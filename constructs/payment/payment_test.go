@@ -18,10 +18,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -69,26 +66,26 @@ func TestPaymentFunctions(t *testing.T) {
 			"ReservedConcurrentExecutions": 5,
 			"VpcConfig":                    assertions.Match_ObjectLike(&map[string]any{"SubnetIds": assertions.Match_AnyValue()}),
 			"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
-				paymentapi.EnvGatewayURL:         "https://pasarela.example",
-				paymentapi.EnvGatewayMaxAttempts: "3",
-				paymentapi.EnvGatewayReadTimeout: "30s",
-				paymentapi.EnvGatewaySecretARN:   map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^PagoGatewayKey"))},
-				metricsapi.EnvEnvironment:        "dev",
-				paymentapi.EnvIdempotencyTable:   assertions.Match_AnyValue(),
-				breakerapi.EnvRedisAddr:          assertions.Match_AnyValue(),
-				breakerapi.EnvRedisTLS:           "true",
-				retryapi.EnvSDKMaxAttempts:       "2",
+				lambdaapi.EnvGatewayURL:         "https://pasarela.example",
+				lambdaapi.EnvGatewayMaxAttempts: "3",
+				lambdaapi.EnvGatewayReadTimeout: "30s",
+				lambdaapi.EnvGatewaySecretARN:   map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^PagoGatewayKey"))},
+				lambdaapi.EnvEnvironment:        "dev",
+				lambdaapi.EnvIdempotencyTable:   assertions.Match_AnyValue(),
+				lambdaapi.EnvBreakerRedisAddr:   assertions.Match_AnyValue(),
+				lambdaapi.EnvBreakerRedisTLS:    "true",
+				lambdaapi.EnvSDKMaxAttempts:     "2",
 			})},
 		})
 	}
 	tpl.HasResourceProperties(jsii.String("AWS::SecretsManager::Secret"), map[string]any{"KmsKeyId": assertions.Match_AnyValue()})
 	// Alarms: circuit opened (Sum > 0 over 1 min), p99 latency, cobro errors over the declined rate.
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": breakerapi.MetricOpened, "Namespace": "MercadoFresco/Tienda", "Statistic": "Sum", "Period": 60, "Threshold": 0,
+		"MetricName": lambdaapi.MetricBreakerOpened, "Namespace": "MercadoFresco/Tienda", "Statistic": "Sum", "Period": 60, "Threshold": 0,
 		"Dimensions": assertions.Match_ArrayWith(&[]any{map[string]any{"Name": "Dependencia", "Value": "pasarela"}}),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": paymentapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": payment.DefaultLatencyThreshold.Milliseconds(),
+		"MetricName": lambdaapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": payment.DefaultLatencyThreshold.Milliseconds(),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 		"MetricName": "Errors", "Threshold": payment.DefaultDeclinedThreshold,

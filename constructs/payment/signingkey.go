@@ -15,7 +15,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/removal"
-	"github.com/mercadofresco/integration/lambdas/signing/signingapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Names of the signing key's resource policy.
@@ -26,7 +26,7 @@ const (
 	// SigningKeyStatementSid is the Sid of its Deny statement.
 	SigningKeyStatementSid = "SoloFirmanteYVerificadores"
 	// SigningKeyLength is the generated key's length: 64 characters of
-	// [A-Za-z0-9], about 380 random bits (signingapi.MinKeyBytes is 32 bytes).
+	// [A-Za-z0-9], about 380 random bits (lambdaapi.MinSigningKeyBytes is 32 bytes).
 	SigningKeyLength = 64
 )
 
@@ -85,7 +85,7 @@ func NewSigningKey(scope constructs.Construct, id string, props *SigningKeyProps
 
 // GrantRead lets fn read the key (its role's own policy, and kms:Decrypt
 // through Secrets Manager), admits its role in the resource policy, sets
-// signingapi.EnvSecretARN on it and, for a function in a VPC, admits it to the
+// lambdaapi.EnvSigningSecretARN on it and, for a function in a VPC, admits it to the
 // Secrets Manager endpoint (required then). fn must be in this stack or
 // one it may reference; a role of a stack that references this one is
 // admitted with AdmitRoleName and reads with GrantReadFrom.
@@ -99,14 +99,14 @@ func (k *SigningKey) GrantRead(fn awslambda.Function, endpoint awsec2.IInterface
 
 // GrantReadFrom is the reader's half of GrantRead, for a function in a stack
 // that references secret's (the secret's stack admits its role by name):
-// its read of secret and key, signingapi.EnvSecretARN, and the endpoint.
+// its read of secret and key, lambdaapi.EnvSigningSecretARN, and the endpoint.
 func GrantReadFrom(secret awssecretsmanager.ISecret, key awskms.IKey, fn awslambda.Function, endpoint awsec2.IInterfaceVpcEndpoint) {
 	v := core.Check(fn, "payment.SigningKey")
 	if v.If(secret == nil, "the signing key's secret is nil") {
 		return
 	}
 	dependency.GrantRead(secret, key, fn)
-	fn.AddEnvironment(jsii.String(signingapi.EnvSecretARN), secret.SecretArn(), nil)
+	fn.AddEnvironment(jsii.String(lambdaapi.EnvSigningSecretARN), secret.SecretArn(), nil)
 	if *fn.IsBoundToVpc() {
 		dependency.ReadSecretsThrough(v, fn, endpoint, "it reads the charge-signing key")
 	}

@@ -4,7 +4,7 @@
 // batch responses and a MaximumConcurrency ceiling, the function's reserved
 // concurrency equal to that ceiling (so Lambda never throttles a batch:
 // MF-ESM-RESERVED), the variables every consumer reads
-// (lambdas/sqsconsumer/consumerapi) and, in a VPC, a security group that
+// (lambdas/lambdaapi) and, in a VPC, a security group that
 // lets HTTPS out. AddHTTPDependency adds an HTTP API with its key in Secrets
 // Manager (lambdas/httpdep) and AddBreaker a circuit breaker shared in the
 // Valkey cache with its alarm (constructs/dependency); constructs/consumers
@@ -31,11 +31,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
-	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // DefaultHTTPAttempts are an HTTP dependency's attempts per call
@@ -148,22 +144,22 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 	deferral := time.Duration(0)
 	if props.DefersMessages {
 		// Each deferral copy waits out its delay and the queue's receives.
-		deferral = time.Duration(consumerapi.MaxDeferrals*int(q.Queue.MaxReceiveCount)) * consumerapi.DeferralDelay
+		deferral = time.Duration(lambdaapi.MaxDeferrals*int(q.Queue.MaxReceiveCount)) * lambdaapi.DeferralDelay
 	}
 	q.LongestPass = q.Queue.LongestPass(time.Duration(upstream*float64(time.Second)), deferral)
 
 	env := map[string]*string{
-		metricsapi.EnvEnvironment:       jsii.String(props.Environment()),
-		consumerapi.EnvBatchConcurrency: jsii.String(strconv.Itoa(int(q.BatchConcurrency))),
+		lambdaapi.EnvEnvironment:      jsii.String(props.Environment()),
+		lambdaapi.EnvBatchConcurrency: jsii.String(strconv.Itoa(int(q.BatchConcurrency))),
 	}
 	if props.DefersMessages {
-		env[consumerapi.EnvMaxReceiveCount] = jsii.String(strconv.Itoa(int(q.Queue.MaxReceiveCount)))
+		env[lambdaapi.EnvMaxReceiveCount] = jsii.String(strconv.Itoa(int(q.Queue.MaxReceiveCount)))
 	}
 	if props.IdempotencyWindow != nil {
 		w := time.Duration(v.Seconds("IdempotencyWindow", props.IdempotencyWindow, 0, 0, math.MaxInt32) * float64(time.Second))
 		switch {
-		case w < consumerapi.ReadmissionValidity:
-			v.Addf("IdempotencyWindow %s is shorter than a re-admission's validity (%s)", w, consumerapi.ReadmissionValidity)
+		case w < lambdaapi.ReadmissionValidity:
+			v.Addf("IdempotencyWindow %s is shorter than a re-admission's validity (%s)", w, lambdaapi.ReadmissionValidity)
 		case w%time.Hour != 0:
 			v.Addf("IdempotencyWindow %s must be whole hours", w)
 		default:
@@ -172,7 +168,7 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 			}
 		}
 		q.IdempotencyWindow = w
-		env[consumerapi.EnvIdempotencyWindow] = jsii.String(consumerapi.FormatWindow(w))
+		env[lambdaapi.EnvIdempotencyWindow] = jsii.String(lambdaapi.FormatWindow(w))
 	}
 	for k, val := range props.Function.Environment {
 		env[k] = val
@@ -222,7 +218,7 @@ type HTTPDependency struct {
 	// DefaultHTTPAttempts.
 	MaxAttempts float64
 	// ReadTimeout per attempt (<PREFIX>_READ_TIMEOUT, 1 s to 2 min). Nil
-	// means httpdepapi.DefaultReadTimeout (30 s).
+	// means lambdaapi.DefaultReadTimeout (30 s).
 	ReadTimeout awscdk.Duration
 	// Issuer says who issues the key, for the secret's description and the
 	// rotation acknowledgement ("the warehouse").
@@ -239,7 +235,7 @@ func (c *Consumer) AddHTTPDependency(id string, d HTTPDependency) awssecretsmana
 	v.If(!strings.HasPrefix(d.URL, "https://") || len(d.URL) <= len("https://"), "URL %q of %s must be an https URL", d.URL, d.Name)
 	v.If(d.Name == "" || d.Prefix == "" || strings.ToUpper(d.Prefix) != d.Prefix, "Name and an upper-case Prefix are required (got %q, %q)", d.Name, d.Prefix)
 	attempts := v.Count("MaxAttempts", d.MaxAttempts, DefaultHTTPAttempts, 1, 10)
-	read := v.Seconds("ReadTimeout", d.ReadTimeout, httpdepapi.DefaultReadTimeout.Seconds(), 1, 120)
+	read := v.Seconds("ReadTimeout", d.ReadTimeout, lambdaapi.DefaultReadTimeout.Seconds(), 1, 120)
 	entry := c.props.Function.Entry
 	secret := dependency.NewAPIKey(scope, "ClaveAPI", &dependency.APIKeyProps{
 		Context:     c.props.Context,
@@ -253,10 +249,10 @@ func (c *Consumer) AddHTTPDependency(id string, d HTTPDependency) awssecretsmana
 	}
 	fn := c.Function.Function
 	set := func(suffix string, value *string) { fn.AddEnvironment(jsii.String(d.Prefix+suffix), value, nil) }
-	set(httpdepapi.EnvSuffixURL, jsii.String(d.URL))
-	set(httpdepapi.EnvSuffixSecretARN, secret.SecretArn())
-	set(httpdepapi.EnvSuffixReadTimeout, jsii.String(fmt.Sprintf("%ds", int(read))))
-	set(retryapi.EnvSuffixMaxAttempts, jsii.String(strconv.Itoa(int(attempts))))
+	set(lambdaapi.EnvSuffixURL, jsii.String(d.URL))
+	set(lambdaapi.EnvSuffixSecretARN, secret.SecretArn())
+	set(lambdaapi.EnvSuffixReadTimeout, jsii.String(fmt.Sprintf("%ds", int(read))))
+	set(lambdaapi.EnvSuffixMaxAttempts, jsii.String(strconv.Itoa(int(attempts))))
 	return secret
 }
 
@@ -280,13 +276,13 @@ func (c *Consumer) AddBreaker(store dependency.BreakerStore, name, effect string
 // MetricCircuitOpened counts the transitions to open of dependency's
 // circuit (Sum per minute).
 func (c *Consumer) MetricCircuitOpened(name string) awscloudwatch.Metric {
-	return dependency.Metric(c.props.Environment(), orMissing(name), breakerapi.MetricOpened, "Sum")
+	return dependency.Metric(c.props.Environment(), orMissing(name), lambdaapi.MetricBreakerOpened, "Sum")
 }
 
 // MetricDependencyLatency is the latency of one attempt to dependency
 // (milliseconds) at stat ("p99").
 func (c *Consumer) MetricDependencyLatency(name, stat string) awscloudwatch.Metric {
-	return dependency.Metric(c.props.Environment(), orMissing(name), httpdepapi.MetricLatency, stat)
+	return dependency.Metric(c.props.Environment(), orMissing(name), lambdaapi.MetricDependencyLatency, stat)
 }
 
 // orMissing stands for an empty dependency name (reported by AddBreaker).

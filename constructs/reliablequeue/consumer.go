@@ -11,7 +11,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Limits of the Lambda SQS event source mapping.
@@ -29,10 +29,10 @@ const (
 	lambdaDefaultTimeout = 3
 	// DeadLetterRoutesEnv is the environment variable through which a
 	// consumer learns the DLQ of each queue it consumes (a JSON object of
-	// source queue name to DLQ URL; lambdas/sqsbatch/sqsbatchapi reads it and
+	// source queue name to DLQ URL; lambdas/lambdaapi reads it and
 	// the batch library sends poison messages there itself, with the failure
 	// reason, before acknowledging them).
-	DeadLetterRoutesEnv = sqsbatchapi.Env
+	DeadLetterRoutesEnv = lambdaapi.EnvDLQRoutes
 )
 
 // ConsumerOptions configures Queue.AddConsumer.
@@ -178,7 +178,7 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 	if own, ok := fn.(interface {
 		AddEnvironment(key, value *string, opts *awslambda.EnvironmentOptions) awslambda.Function
 	}); ok {
-		// The JSON object sqsbatchapi.Parse reads; the URLs stay tokens for
+		// The JSON object lambdaapi.ParseDLQRoutes reads; the URLs stay tokens for
 		// CloudFormation to resolve.
 		own.AddEnvironment(jsii.String(DeadLetterRoutesEnv), awscdk.Stack_Of(fn).ToJsonString(routes, nil), nil)
 	}

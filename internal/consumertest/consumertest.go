@@ -33,13 +33,11 @@ import (
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // ConsumerVersion is the build id the test settings carry (it must appear
@@ -84,7 +82,7 @@ func New(t testing.TB, name string, o Options) *Queues {
 	t.Helper()
 	o.MaxReceiveCount = cmp.Or(o.MaxReceiveCount, 4)
 	o.Visibility = cmp.Or(o.Visibility, 400*time.Second)
-	o.Window = cmp.Or(o.Window, consumerapi.WindowPreparacion)
+	o.Window = cmp.Or(o.Window, lambdaapi.WindowPreparacion)
 	suffix := ""
 	if o.Fifo {
 		suffix = ".fifo"
@@ -112,7 +110,7 @@ func (q *Queues) Settings() sqsconsumer.Settings {
 	name := q.SourceARN[strings.LastIndex(q.SourceARN, ":")+1:]
 	return sqsconsumer.Settings{
 		Environment:       "test",
-		DLQRoutes:         sqsbatchapi.Routes{name: q.DLQ},
+		DLQRoutes:         lambdaapi.DLQRoutes{name: q.DLQ},
 		ConsumerVersion:   ConsumerVersion,
 		Concurrency:       8,
 		SupportedVersions: []int{1},
@@ -140,12 +138,12 @@ func (q *Queues) Send(t testing.TB, body, group string) string {
 }
 
 // SendReadmitted enqueues body as `mf-dlq redrive --readmit-expired` sends
-// an expired message: with the re-admission mark (consumerapi.AttrReadmision)
+// an expired message: with the re-admission mark (lambdaapi.AttrReadmision)
 // of the queues' current time.
 func (q *Queues) SendReadmitted(t testing.TB, body string) string {
 	t.Helper()
 	out, err := q.Fake.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: q.Source, Body: body,
-		MessageAttributes: map[string]queue.Attribute{consumerapi.AttrReadmision: queue.StringAttribute(q.Clock.Now().UTC().Format(time.RFC3339))}})
+		MessageAttributes: map[string]queue.Attribute{lambdaapi.AttrReadmision: queue.StringAttribute(q.Clock.Now().UTC().Format(time.RFC3339))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,12 +152,12 @@ func (q *Queues) SendReadmitted(t testing.TB, body string) string {
 
 // RequireExpired checks that the DLQ holds the message of id (its original
 // message id) refused as older than the replay window: class permanent,
-// reason consumerapi.ReasonExpiredWindow.
+// reason lambdaapi.ReasonExpiredWindow.
 func (q *Queues) RequireExpired(t testing.TB, id string) {
 	t.Helper()
 	d, ok := q.DeadLetters(t)[id]
-	if !ok || d.Class != "permanent" || !strings.Contains(d.Reason, consumerapi.ReasonExpiredWindow) {
-		t.Fatalf("message %s was not dead-lettered as %s (permanent): %+v (DLQ: %s)", id, consumerapi.ReasonExpiredWindow, d, describe(q.DeadLetters(t)))
+	if !ok || d.Class != "permanent" || !strings.Contains(d.Reason, lambdaapi.ReasonExpiredWindow) {
+		t.Fatalf("message %s was not dead-lettered as %s (permanent): %+v (DLQ: %s)", id, lambdaapi.ReasonExpiredWindow, d, describe(q.DeadLetters(t)))
 	}
 }
 
@@ -453,7 +451,7 @@ func (q *Queues) VisibleIn(t testing.TB, id string) (d time.Duration, ok bool) {
 // queues' clock, as a deployed consumer's do.
 func (q *Queues) IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idempotency.Store, string) {
 	t.Helper()
-	table := srv.NewTable(t, "idem", idempotencyapi.DefaultKeyAttribute, "")
+	table := srv.NewTable(t, "idem", lambdaapi.IdempotencyKeyAttribute, "")
 	s, err := idempotency.NewStore(srv.Client, idempotency.Config{TableName: table, Expiry: q.Window, Now: q.Clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -21,18 +21,15 @@ import (
 	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
 	"github.com/mercadofresco/integration/lambdas/erpnotice"
-	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
 	"github.com/mercadofresco/integration/lambdas/payment"
-	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 	"github.com/mercadofresco/integration/lambdas/preparation"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
 
@@ -109,7 +106,7 @@ func (w *World) loadFunctions() {
 			Timeout: seconds(r.Prop("Timeout"), 3*time.Second)}
 		f.Deadline = time.Duration(float64(f.Timeout) / w.opts.ExecScale)
 		if entry == "lambdas/outbox-publicador" {
-			// Its invocation's timing is its code's (outboxapi: the
+			// Its invocation's timing is its code's (lambdaapi: the
 			// 20 s stop margin and lease of a 100 s invocation), not
 			// configuration: it runs at full length.
 			f.Deadline = f.Timeout
@@ -150,30 +147,30 @@ func (w *World) override(f *Function) {
 		"ERP_URL": w.deps.ERP.URL(), "CORREO_SECUNDARIO_URL": w.deps.Correo2.URL()}
 	for k, v := range f.Env {
 		switch {
-		case strings.HasSuffix(k, httpdepapi.EnvSuffixURL):
+		case strings.HasSuffix(k, lambdaapi.EnvSuffixURL):
 			u, ok := fakes[k]
 			if !ok {
 				w.fatalf("%s: no local fake for %s=%s", f.Entry, k, v)
 			}
 			f.Env[k] = u
 			w.note("%s → local fake (template: %s)", k, v)
-		case k == breakerapi.EnvRedisTLS:
+		case k == lambdaapi.EnvBreakerRedisTLS:
 			f.Env[k] = "false"
 			w.note("%s=false: the local Redis has no TLS", k)
-		case k == breakerapi.EnvRedisUser:
+		case k == lambdaapi.EnvBreakerRedisUser:
 			delete(f.Env, k)
 			w.note("%s unset: the local Redis has no IAM authentication (its ACL is tested in lambdas/breaker)", k)
-		case k == postgresapi.EnvName:
+		case k == lambdaapi.EnvDBName:
 			f.Env[k] = w.db
 			w.note("%s=<the run's database> (template: %s)", k, v)
-		case k == postgresapi.EnvUser:
+		case k == lambdaapi.EnvDBUser:
 			role, ok := w.runRole(v)
 			if !ok {
 				w.fatalf("%s: %s %s is none of the migration's roles", f.Entry, k, v)
 			}
 			f.Env[k] = role
 			w.note("%s=<run prefix>_%s: roles are cluster-wide, each run has its own", k, v)
-		case strings.HasSuffix(k, httpdepapi.EnvSuffixReadTimeout):
+		case strings.HasSuffix(k, lambdaapi.EnvSuffixReadTimeout):
 			d, err := time.ParseDuration(v)
 			if err != nil {
 				w.fatalf("%s: %s=%s: %v", f.Entry, k, v, err)
@@ -182,17 +179,17 @@ func (w *World) override(f *Function) {
 			w.note("%s=%s (template %s ÷ ExecScale, at least 1 s)", k, f.Env[k], v)
 		}
 	}
-	if _, ok := f.Env[postgresapi.EnvHost]; ok {
-		f.Env[postgresapi.EnvSSLMode] = "disable"
-		w.note("%s=disable: the local PostgreSQL has no TLS (RDS Proxy requires it)", postgresapi.EnvSSLMode)
+	if _, ok := f.Env[lambdaapi.EnvDBHost]; ok {
+		f.Env[lambdaapi.EnvDBSSLMode] = "disable"
+		w.note("%s=disable: the local PostgreSQL has no TLS (RDS Proxy requires it)", lambdaapi.EnvDBSSLMode)
 	}
-	if _, ok := f.Env[breakerapi.EnvRedisAddr]; ok {
-		f.Env[breakerapi.EnvOpenPeriod] = scale(breaker.DefaultOpenPeriod, 5*time.Second).String()
-		w.note("%s=%s (default %s ÷ ExecScale, at least 5 s)", breakerapi.EnvOpenPeriod, f.Env[breakerapi.EnvOpenPeriod], breaker.DefaultOpenPeriod)
+	if _, ok := f.Env[lambdaapi.EnvBreakerRedisAddr]; ok {
+		f.Env[lambdaapi.EnvBreakerOpenPeriod] = scale(breaker.DefaultOpenPeriod, 5*time.Second).String()
+		w.note("%s=%s (default %s ÷ ExecScale, at least 5 s)", lambdaapi.EnvBreakerOpenPeriod, f.Env[lambdaapi.EnvBreakerOpenPeriod], breaker.DefaultOpenPeriod)
 	}
 	if sqsBuilders[f.Entry] != nil {
-		f.Env[consumerapi.EnvDeadlineMargin] = scale(sqsbatch.DefaultDeadlineMargin, 50*time.Millisecond).String()
-		w.note("%s=%s (default %s ÷ ExecScale)", consumerapi.EnvDeadlineMargin, f.Env[consumerapi.EnvDeadlineMargin], sqsbatch.DefaultDeadlineMargin)
+		f.Env[lambdaapi.EnvDeadlineMargin] = scale(sqsbatch.DefaultDeadlineMargin, 50*time.Millisecond).String()
+		w.note("%s=%s (default %s ÷ ExecScale)", lambdaapi.EnvDeadlineMargin, f.Env[lambdaapi.EnvDeadlineMargin], sqsbatch.DefaultDeadlineMargin)
 	}
 }
 

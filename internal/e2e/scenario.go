@@ -22,11 +22,10 @@ import (
 	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
 	"github.com/mercadofresco/integration/internal/pgtest"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/payment"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/shop"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Scenario is one seeded run.
@@ -203,7 +202,7 @@ func (r *Run) executionDone(res ExecutionResult) {
 		o.failedAt = r.w.clock.Now()
 	}
 	o.Failures = append(o.Failures, res.Error)
-	retry := (res.Error == paymentapi.ErrCircuitoAbierto || res.Error == paymentapi.ErrPasarelaNoDisponible) && o.Intentos < 12
+	retry := (res.Error == lambdaapi.ErrCircuitoAbierto || res.Error == lambdaapi.ErrPasarelaNoDisponible) && o.Intentos < 12
 	r.mu.Unlock()
 	if !retry {
 		return
@@ -822,13 +821,13 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 func (w *World) readStock(ctx context.Context, s string) (existencias, reservado int64, err error) {
 	var table string
 	for _, f := range w.functions {
-		if v := f.Env[consumerapi.EnvStockTable]; v != "" {
+		if v := f.Env[lambdaapi.EnvStockTable]; v != "" {
 			table = v
 		}
 	}
 	out, err := w.ddb.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]ddbtypes.AttributeValue{consumerapi.StockPartitionKey: &ddbtypes.AttributeValueMemberS{Value: s},
-			consumerapi.StockSortKey: &ddbtypes.AttributeValueMemberS{Value: "stock"}}})
+		Key: map[string]ddbtypes.AttributeValue{lambdaapi.StockPartitionKey: &ddbtypes.AttributeValueMemberS{Value: s},
+			lambdaapi.StockSortKey: &ddbtypes.AttributeValueMemberS{Value: "stock"}}})
 	if err != nil {
 		return 0, 0, fmt.Errorf("stock %s: %w", s, err)
 	}

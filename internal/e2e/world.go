@@ -31,9 +31,9 @@ import (
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // Options configure a World.
@@ -93,8 +93,8 @@ type World struct {
 	deps   *Dependencies
 
 	pgHost, db string
-	roles      outboxapi.Roles // the run's role names
-	tplRoles   outboxapi.Roles // the template's
+	roles      lambdaapi.DBRoles // the run's role names
+	tplRoles   lambdaapi.DBRoles // the template's
 	admin      *pgxpool.Pool
 
 	queues          []*Queue
@@ -332,9 +332,9 @@ func (w *World) setUpDatabase() {
 	}
 	tr := w.resolve(res, res.Prop("Roles")).(map[string]any)
 	str := func(k string) string { s, _ := tr[k].(string); return s }
-	w.tplRoles = outboxapi.Roles{Owner: str("owner"), Publisher: str("publisher"), Cleanup: str("cleanup"), Writer: str("writer")}
+	w.tplRoles = lambdaapi.DBRoles{Owner: str("owner"), Publisher: str("publisher"), Cleanup: str("cleanup"), Writer: str("writer")}
 	prefix := "e2e" + strings.TrimPrefix(w.db, "mf_e2e_") + "_"
-	w.roles = outboxapi.Roles{Owner: prefix + w.tplRoles.Owner, Publisher: prefix + w.tplRoles.Publisher,
+	w.roles = lambdaapi.DBRoles{Owner: prefix + w.tplRoles.Owner, Publisher: prefix + w.tplRoles.Publisher,
 		Cleanup: prefix + w.tplRoles.Cleanup, Writer: prefix + w.tplRoles.Writer}
 	pgtest.DropRolesAtEnd(w.t, w.db, outbox.MigrationLockKey, w.roles.All()...)
 	w.admin = pgtest.NewPool(w.t, w.db, "", 4)
@@ -346,7 +346,7 @@ func (w *World) setUpDatabase() {
 		},
 	}
 	ev := cfn.Event{RequestType: cfn.RequestCreate, LogicalResourceID: res.LogicalID, ResourceProperties: map[string]any{
-		migrator.PropertyHash: outboxapi.SchemaHash(),
+		migrator.PropertyHash: lambdaapi.SchemaHash(),
 		migrator.PropertyRoles: map[string]any{"owner": w.roles.Owner, "publisher": w.roles.Publisher,
 			"cleanup": w.roles.Cleanup, "writer": w.roles.Writer},
 	}}

@@ -12,14 +12,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mercadofresco/integration/internal/pgtest"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // Database is a migrated schema with a pool per role.
 type Database struct {
 	Schema string
-	Roles  outboxapi.Roles
+	Roles  lambdaapi.DBRoles
 	// Admin is the superuser (the master user's stand-in); Owner, Publisher,
 	// Cleanup and Writer are logged in as the roles.
 	Admin, Owner, Publisher, Cleanup, Writer *pgxpool.Pool
@@ -34,7 +34,7 @@ func New(tb testing.TB, db string) *Database {
 	}
 	d := &Database{Schema: pgtest.NewSchema(tb, db, "r_")}
 	prefix := pgtest.UniqueName("mft_") + "_"
-	d.Roles = outboxapi.Roles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}
+	d.Roles = lambdaapi.DBRoles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}
 	pgtest.DropRolesAtEnd(tb, db, outbox.MigrationLockKey, d.Roles.All()...)
 	d.Admin = pgtest.NewPool(tb, db, d.Schema, 2)
 	if err := outbox.CreateRoles(ctx, d.Admin, d.Roles, outbox.RoleOptions{Schema: d.Schema}); err != nil {

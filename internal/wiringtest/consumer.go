@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
@@ -76,7 +76,7 @@ func (c *Consumer) WantClaim(t testing.TB, key func(pedidoID string) (string, er
 		t.Fatal(err)
 	}
 	WantRequest(t, c.AWS, "DynamoDB_20120810.PutItem", `"TableName":"`+c.Env["IDEMPOTENCY_TABLE_NAME"]+`"`,
-		`"`+idempotencyapi.DefaultKeyAttribute+`":{"S":"`+k+`"}`)
+		`"`+lambdaapi.IdempotencyKeyAttribute+`":{"S":"`+k+`"}`)
 }
 
 // WantDeadLetter fails the test unless the DLQ of DLQ_URLS got body

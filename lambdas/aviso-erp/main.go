@@ -3,9 +3,9 @@
 // while the ERP's circuit is open (lambdas/erpnotice).
 //
 // Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, ERP_URL,
-// ERP_SECRET_ARN, ERP_READ_TIMEOUT, ERP_MAX_ATTEMPTS, the BREAKER_* variables
-// of breakerapi, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO and the common
-// consumer variables of lambdas/sqsconsumer/consumerapi.
+// ERP_SECRET_ARN, ERP_READ_TIMEOUT, ERP_MAX_ATTEMPTS, the BREAKER_* variables,
+// MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO and the common consumer variables of
+// lambdas/lambdaapi.
 package main
 
 import (

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
@@ -39,11 +39,11 @@ func newACLRun(t *testing.T) *aclRun {
 }
 
 // user creates the ACL user name with password and the access string of
-// dependencies (the one breakerapi.AccessString writes for the ElastiCache
+// dependencies (the one lambdaapi.BreakerAccessString writes for the ElastiCache
 // users), and returns a client authenticated as it.
 func (r *aclRun) user(t *testing.T, name, password string, dependencies ...string) (*redis.Client, string) {
 	t.Helper()
-	access, err := breakerapi.AccessString(r.prefix, dependencies...)
+	access, err := lambdaapi.BreakerAccessString(r.prefix, dependencies...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestBreakerUsersWriteOnlyTheirOwnCircuit(t *testing.T) {
 		t.Fatalf("payment access string %q", paymentAccess)
 	}
 	t.Cleanup(func() {
-		r.admin.Del(context.Background(), breakerapi.Key(r.prefix, "pasarela"), breakerapi.Key(r.prefix, "almacen"))
+		r.admin.Del(context.Background(), lambdaapi.BreakerKey(r.prefix, "pasarela"), lambdaapi.BreakerKey(r.prefix, "almacen"))
 	})
 	for _, tc := range []struct {
 		name         string
@@ -131,7 +131,7 @@ func TestBreakerUsersWriteOnlyTheirOwnCircuit(t *testing.T) {
 				t.Fatalf("EVAL on its own key: %v", err)
 			}
 
-			theirs := breakerapi.Key(r.prefix, tc.theirs)
+			theirs := lambdaapi.BreakerKey(r.prefix, tc.theirs)
 			before := r.admin.HGetAll(ctx, theirs).Val()
 			store := breaker.NewRedisStore(tc.own)
 			p := breaker.Params{Threshold: 1, OpenPeriod: time.Minute, ProbeLease: time.Minute}
@@ -161,7 +161,7 @@ func TestBreakerUsersWriteOnlyTheirOwnCircuit(t *testing.T) {
 func TestNoAccessUserCannotAuthenticate(t *testing.T) {
 	r := newACLRun(t)
 	name := "default-" + r.tag
-	r.setUser(t, name, "any-"+r.tag, breakerapi.NoAccess)
+	r.setUser(t, name, "any-"+r.tag, lambdaapi.CacheNoAccess)
 	c := redis.NewClient(&redis.Options{Addr: r.srv.Addr, Username: name, Password: "any-" + r.tag, MaxRetries: -1})
 	defer c.Close()
 	if err := c.Ping(context.Background()).Err(); err == nil {
@@ -258,12 +258,12 @@ func TestIAMClientAuthenticatesEachConnectionWithItsToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	signed.Store(0)
-	access, err := breakerapi.AccessString(r.prefix, "pasarela")
+	access, err := lambdaapi.BreakerAccessString(r.prefix, "pasarela")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.setUser(t, auth.UserID, token, access)
-	t.Cleanup(func() { r.admin.Del(context.Background(), breakerapi.Key(r.prefix, "pasarela")) })
+	t.Cleanup(func() { r.admin.Del(context.Background(), lambdaapi.BreakerKey(r.prefix, "pasarela")) })
 
 	rdb := breaker.NewRedisClient(r.srv.Addr, false, auth)
 	defer rdb.Close()
@@ -272,7 +272,7 @@ func TestIAMClientAuthenticatesEachConnectionWithItsToken(t *testing.T) {
 	defer c1.Close()
 	defer c2.Close()
 	for _, c := range []*redis.Conn{c1, c2} {
-		if err := c.Eval(ctx, "return redis.call('HGET', KEYS[1], 's')", []string{breakerapi.Key(r.prefix, "pasarela")}).Err(); err != nil && err != redis.Nil {
+		if err := c.Eval(ctx, "return redis.call('HGET', KEYS[1], 's')", []string{lambdaapi.BreakerKey(r.prefix, "pasarela")}).Err(); err != nil && err != redis.Nil {
 			t.Fatalf("command as %s: %v", auth.UserID, err)
 		}
 	}
@@ -305,13 +305,13 @@ func TestLoadSettingsIAMUser(t *testing.T) {
 		err  error
 		msg  string
 	}{
-		{name: "no user: no AUTH", env: map[string]string{breakerapi.EnvRedisAddr: "c:6379"}},
-		{name: "user and cache", user: "mf-cobro-dev", env: map[string]string{breakerapi.EnvRedisAddr: "c:6379",
-			breakerapi.EnvRedisUser: "mf-cobro-dev", breakerapi.EnvCacheName: "mercadofresco-catalogo-dev"}},
-		{name: "user without TLS", err: breaker.ErrIAMWithoutTLS, env: map[string]string{breakerapi.EnvRedisAddr: "c:6379",
-			breakerapi.EnvRedisUser: "u", breakerapi.EnvCacheName: "c", breakerapi.EnvRedisTLS: "false"}},
-		{name: "user without cache name", msg: breakerapi.EnvCacheName, env: map[string]string{breakerapi.EnvRedisAddr: "c:6379",
-			breakerapi.EnvRedisUser: "u"}},
+		{name: "no user: no AUTH", env: map[string]string{lambdaapi.EnvBreakerRedisAddr: "c:6379"}},
+		{name: "user and cache", user: "mf-cobro-dev", env: map[string]string{lambdaapi.EnvBreakerRedisAddr: "c:6379",
+			lambdaapi.EnvBreakerRedisUser: "mf-cobro-dev", lambdaapi.EnvBreakerCacheName: "mercadofresco-catalogo-dev"}},
+		{name: "user without TLS", err: breaker.ErrIAMWithoutTLS, env: map[string]string{lambdaapi.EnvBreakerRedisAddr: "c:6379",
+			lambdaapi.EnvBreakerRedisUser: "u", lambdaapi.EnvBreakerCacheName: "c", lambdaapi.EnvBreakerRedisTLS: "false"}},
+		{name: "user without cache name", msg: lambdaapi.EnvBreakerCacheName, env: map[string]string{lambdaapi.EnvBreakerRedisAddr: "c:6379",
+			lambdaapi.EnvBreakerRedisUser: "u"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := lambdaenv.FromMap(tc.env)
@@ -329,7 +329,7 @@ func TestLoadSettingsIAMUser(t *testing.T) {
 				t.Fatal(err, env.Err())
 			}
 			auth := s.IAMAuth(aws.Config{Region: "eu-west-1", Credentials: tokenCreds})
-			if (auth == nil) != (tc.user == "") || (auth != nil && (auth.UserID != tc.user || auth.CacheName != tc.env[breakerapi.EnvCacheName] || auth.Region != "eu-west-1")) {
+			if (auth == nil) != (tc.user == "") || (auth != nil && (auth.UserID != tc.user || auth.CacheName != tc.env[lambdaapi.EnvBreakerCacheName] || auth.Region != "eu-west-1")) {
 				t.Fatalf("IAMAuth %+v for user %q", auth, tc.user)
 			}
 		})

@@ -27,9 +27,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
 // Defaults applied by New.
@@ -40,7 +39,7 @@ const (
 	DefaultMaxStaleness       = time.Second
 	DefaultStoreTimeout       = 250 * time.Millisecond
 	DefaultStoreRetryInterval = time.Second
-	DefaultKeyPrefix          = breakerapi.DefaultKeyPrefix
+	DefaultKeyPrefix          = lambdaapi.BreakerKeyPrefix
 )
 
 // ErrOpen matches (errors.Is) the error of a call refused because the
@@ -74,7 +73,7 @@ type Config struct {
 	// the Dependencia metric dimension.
 	Name string
 	// KeyPrefix namespaces the keys (default "mf:breaker:"; tests use a
-	// unique one). The key is breakerapi.Key(KeyPrefix, Name):
+	// unique one). The key is lambdaapi.BreakerKey(KeyPrefix, Name):
 	// KeyPrefix + "{" + Name + "}".
 	KeyPrefix string
 	// FailureThreshold consecutive failures open the circuit (default 20).
@@ -181,7 +180,7 @@ func New(store Store, cfg Config) (*Breaker, error) {
 	_, _ = rand.Read(id[:])
 	return &Breaker{
 		cfg: cfg, store: store,
-		key:    breakerapi.Key(cfg.KeyPrefix, cfg.Name),
+		key:    lambdaapi.BreakerKey(cfg.KeyPrefix, cfg.Name),
 		params: Params{Threshold: cfg.FailureThreshold, OpenPeriod: cfg.OpenPeriod, ProbeLease: cfg.ProbeLease},
 		log:    cfg.Logger.With(slog.String("breaker", cfg.Name)),
 		idBase: hex.EncodeToString(id[:]),
@@ -191,9 +190,9 @@ func New(store Store, cfg Config) (*Breaker, error) {
 // MetricsWriter returns the EMF writer for a breaker's metrics: namespace
 // MercadoFresco/Tienda, dimensions Entorno=env and Dependencia=dependency.
 func MetricsWriter(w io.Writer, env, dependency string) *metrics.Writer {
-	return metrics.NewWriter(w, metricsapi.Namespace, map[string]string{
-		metricsapi.DimensionEnvironment: env,
-		breakerapi.DimensionDependency:  dependency,
+	return metrics.NewWriter(w, lambdaapi.Namespace, map[string]string{
+		lambdaapi.DimensionEnvironment: env,
+		lambdaapi.DimensionDependency:  dependency,
 	})
 }
 
@@ -369,7 +368,7 @@ func (b *Breaker) withStore(ctx context.Context, op func(context.Context) (Snaps
 		b.mu.Unlock()
 		b.log.LogAttrs(ctx, slog.LevelWarn, "circuit store unreachable: failing open (calls go through) for a while",
 			slog.Duration("retry_in", b.cfg.StoreRetryInterval), slog.String("error", err.Error()))
-		b.emit(ctx, breakerapi.MetricStoreErrors)
+		b.emit(ctx, lambdaapi.MetricBreakerStoreErrors)
 		return Snapshot{}, err
 	}
 	b.mu.Lock()
@@ -391,11 +390,11 @@ func (b *Breaker) transitions(ctx context.Context, snap Snapshot, cause error) {
 			attrs = append(attrs, slog.String("last_error", cause.Error()))
 		}
 		b.log.LogAttrs(ctx, slog.LevelError, "circuit opened", attrs...)
-		b.emit(ctx, breakerapi.MetricOpened)
+		b.emit(ctx, lambdaapi.MetricBreakerOpened)
 	}
 	if snap.Closed {
 		b.log.LogAttrs(ctx, slog.LevelInfo, "circuit closed: probe succeeded", slog.Int64("generation", snap.Generation))
-		b.emit(ctx, breakerapi.MetricClosed)
+		b.emit(ctx, lambdaapi.MetricBreakerClosed)
 	}
 }
 

@@ -16,9 +16,8 @@ import (
 
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -142,8 +141,8 @@ func TestOpensAfterFailuresCountedAcrossTwoInstances(t *testing.T) {
 			t.Fatalf("failure %d: err = %v, want the dependency's error (circuit still closed)", i+1, err)
 		}
 	}
-	if got := e.met.count(breakerapi.MetricOpened); got != 1 {
-		t.Fatalf("%s emitted %d times, want 1", breakerapi.MetricOpened, got)
+	if got := e.met.count(lambdaapi.MetricBreakerOpened); got != 1 {
+		t.Fatalf("%s emitted %d times, want 1", lambdaapi.MetricBreakerOpened, got)
 	}
 	if sa, sb := a.Stats().Opened, b.Stats().Opened; sa+sb != 1 || sb != 1 {
 		t.Fatalf("opened by a=%d b=%d, want b (the 20th failure)", sa, sb)
@@ -171,7 +170,7 @@ func TestOpensAfterFailuresCountedAcrossTwoInstances(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("dependency called %d times after opening, want 1 (a's stale-closed call)", calls)
 	}
-	if got := e.met.count(breakerapi.MetricOpened); got != 1 {
+	if got := e.met.count(lambdaapi.MetricBreakerOpened); got != 1 {
 		t.Fatalf("the leaked call re-emitted the metric: %d", got)
 	}
 	// A successful call before the threshold resets the count.
@@ -244,8 +243,8 @@ func TestHalfOpenAdmitsExactlyOneProbe(t *testing.T) {
 	if probes.Load() != 1 || rejected.Load() != callers-1 {
 		t.Fatalf("probes %d rejected %d, want 1 and %d", probes.Load(), rejected.Load(), callers-1)
 	}
-	if got := e.met.count(breakerapi.MetricClosed); got != 1 {
-		t.Errorf("%s emitted %d times", breakerapi.MetricClosed, got)
+	if got := e.met.count(lambdaapi.MetricBreakerClosed); got != 1 {
+		t.Errorf("%s emitted %d times", lambdaapi.MetricBreakerClosed, got)
 	}
 	// Closed again: a stale instance reads closed and calls.
 	e.clk.Advance(2 * breaker.DefaultMaxStaleness)
@@ -265,8 +264,8 @@ func TestSharedInstanceUnderConcurrency(t *testing.T) {
 		wg.Go(func() { _ = b.Do(ctx, fail) })
 	}
 	wg.Wait()
-	if e.met.count(breakerapi.MetricOpened) != 1 {
-		t.Fatalf("opened %d times", e.met.count(breakerapi.MetricOpened))
+	if e.met.count(lambdaapi.MetricBreakerOpened) != 1 {
+		t.Fatalf("opened %d times", e.met.count(lambdaapi.MetricBreakerOpened))
 	}
 	e.clk.Advance(breaker.DefaultOpenPeriod)
 	var probes atomic.Int64
@@ -280,8 +279,8 @@ func TestSharedInstanceUnderConcurrency(t *testing.T) {
 		t.Fatalf("%d probes", probes.Load())
 	}
 	// The failed probe reopened the circuit: a second transition to open.
-	if got := e.met.count(breakerapi.MetricOpened); got != 2 {
-		t.Fatalf("%s = %d after a failed probe, want 2", breakerapi.MetricOpened, got)
+	if got := e.met.count(lambdaapi.MetricBreakerOpened); got != 2 {
+		t.Fatalf("%s = %d after a failed probe, want 2", lambdaapi.MetricBreakerOpened, got)
 	}
 	if err := b.Do(ctx, ok); !errors.Is(err, breaker.ErrOpen) {
 		t.Fatalf("after the failed probe: %v", err)
@@ -312,7 +311,7 @@ func TestDeadProbeIsReplacedAfterItsLease(t *testing.T) {
 	}
 	// The late report of the dead prober changes nothing.
 	call.Done(ctx, errDown)
-	if got := e.met.count(breakerapi.MetricOpened); got != 1 {
+	if got := e.met.count(lambdaapi.MetricBreakerOpened); got != 1 {
 		t.Fatalf("a superseded probe's failure reopened the circuit")
 	}
 	c2.Done(ctx, nil)
@@ -408,7 +407,7 @@ func TestFailsOpenWhenRedisStops(t *testing.T) {
 	if st.StoreErrors > 6 {
 		t.Errorf("%d store errors in 5 s of virtual time: the dead store is retried on every call", st.StoreErrors)
 	}
-	if e.met.count(breakerapi.MetricStoreErrors) == 0 || !strings.Contains(e.logs.String(), "failing open") {
+	if e.met.count(lambdaapi.MetricBreakerStoreErrors) == 0 || !strings.Contains(e.logs.String(), "failing open") {
 		t.Errorf("store errors not reported: metrics %v logs %q", e.met.names, e.logs.String())
 	}
 	e.srv.Start()
@@ -504,10 +503,10 @@ func TestMetricsWriterCarriesTheDependency(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatalf("EMF line %q: %v", buf.String(), err)
 	}
-	if doc[breakerapi.MetricOpened] != 1.0 || doc[breakerapi.DimensionDependency] != "pasarela" || doc[metricsapi.DimensionEnvironment] != "prod" {
+	if doc[lambdaapi.MetricBreakerOpened] != 1.0 || doc[lambdaapi.DimensionDependency] != "pasarela" || doc[lambdaapi.DimensionEnvironment] != "prod" {
 		t.Errorf("EMF record %s", buf.String())
 	}
-	if !strings.Contains(buf.String(), metricsapi.Namespace) {
+	if !strings.Contains(buf.String(), lambdaapi.Namespace) {
 		t.Errorf("namespace missing: %s", buf.String())
 	}
 }

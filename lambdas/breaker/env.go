@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 )
 
@@ -35,7 +35,7 @@ var ErrInvalidAddr = errors.New("breaker: invalid cache address")
 var ErrIAMWithoutTLS = errors.New("breaker: IAM authentication needs TLS")
 
 // Settings are a Lambda's breaker settings, read from the variables named
-// in breakerapi.
+// in lambdaapi.
 type Settings struct {
 	RedisAddr string
 	RedisTLS  bool
@@ -51,22 +51,22 @@ type Settings struct {
 // as an error).
 func LoadSettings(env Env) (Settings, error) {
 	s := Settings{
-		RedisAddr:        env.Required(breakerapi.EnvRedisAddr),
-		RedisTLS:         env.Bool(breakerapi.EnvRedisTLS, true),
-		User:             env.String(breakerapi.EnvRedisUser, ""),
-		FailureThreshold: env.Int(breakerapi.EnvFailureThreshold, DefaultFailureThreshold, 1, 1000),
-		OpenPeriod:       env.Duration(breakerapi.EnvOpenPeriod, DefaultOpenPeriod, 5*time.Second, 10*time.Minute),
+		RedisAddr:        env.Required(lambdaapi.EnvBreakerRedisAddr),
+		RedisTLS:         env.Bool(lambdaapi.EnvBreakerRedisTLS, true),
+		User:             env.String(lambdaapi.EnvBreakerRedisUser, ""),
+		FailureThreshold: env.Int(lambdaapi.EnvBreakerFailureThreshold, DefaultFailureThreshold, 1, 1000),
+		OpenPeriod:       env.Duration(lambdaapi.EnvBreakerOpenPeriod, DefaultOpenPeriod, 5*time.Second, 10*time.Minute),
 	}
 	var problems []error
 	if s.User != "" {
-		s.CacheName = env.Required(breakerapi.EnvCacheName)
+		s.CacheName = env.Required(lambdaapi.EnvBreakerCacheName)
 		if !s.RedisTLS {
-			problems = append(problems, fmt.Errorf("%w: %s is set and %s is false", ErrIAMWithoutTLS, breakerapi.EnvRedisUser, breakerapi.EnvRedisTLS))
+			problems = append(problems, fmt.Errorf("%w: %s is set and %s is false", ErrIAMWithoutTLS, lambdaapi.EnvBreakerRedisUser, lambdaapi.EnvBreakerRedisTLS))
 		}
 	}
 	if s.RedisAddr != "" {
 		if _, _, err := net.SplitHostPort(s.RedisAddr); err != nil {
-			problems = append(problems, fmt.Errorf("%w: %s: %q is not host:port", ErrInvalidAddr, breakerapi.EnvRedisAddr, s.RedisAddr))
+			problems = append(problems, fmt.Errorf("%w: %s: %q is not host:port", ErrInvalidAddr, lambdaapi.EnvBreakerRedisAddr, s.RedisAddr))
 		}
 	}
 	return s, errors.Join(problems...)

@@ -1,6 +1,6 @@
 // Command cobro is the charge task of the order workflow: it charges the
 // order's card once (lambdas/payment, CobroFunction; environment in
-// lambdas/payment/paymentapi and breakerapi).
+// lambdas/lambdaapi).
 package main
 
 import (

@@ -16,13 +16,12 @@ import (
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Error codes recorded as FALLIDO in the idempotency table (every repeat
@@ -66,7 +65,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 		Handler:           sqsbatch.JSON(handler(d, window)),
 		DLQ:               d.DLQ,
 		Visibility:        d.Visibility,
-		RequiredKeys:      consumerapi.RequiredKeysCorreo(),
+		RequiredKeys:      lambdaapi.RequiredKeysCorreo(),
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 		IdempotencyKey:    sqsconsumer.KeyByPedido(idempotency.KeyCorreoConfirmacion),
 		Logger:            d.Logger,
@@ -90,7 +89,7 @@ func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *
 			case errors.Is(err, ErrRejected):
 				return res, idempotency.Permanent(CodeRechazado, err)
 			case errors.Is(err, ErrUncertain):
-				_ = d.Metrics.Write(metrics.Metric{Name: consumerapi.MetricCorreoIncierto, Unit: metrics.UnitCount, Value: 1})
+				_ = d.Metrics.Write(metrics.Metric{Name: lambdaapi.MetricCorreoIncierto, Unit: metrics.UnitCount, Value: 1})
 				return res, idempotency.Permanent(CodeIncierto, fmt.Errorf("%w; the e-mail may have been sent: see docs/runbooks/dlq.md (confirmation e-mail) before any redrive", err))
 			}
 			return res, err
@@ -105,7 +104,7 @@ func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *
 			errors.Is(err, degrade.ErrCallsSpent):
 			return sqsbatch.Permanent(fmt.Errorf("%s: %w", key, err))
 		case errors.Is(err, ErrBothUnavailable), errors.Is(err, ErrAskAgain) && errors.Is(err, breaker.ErrOpen):
-			_ = d.Metrics.Write(metrics.Metric{Name: consumerapi.MetricCorreoAplazado, Unit: metrics.UnitCount, Value: 1})
+			_ = d.Metrics.Write(metrics.Metric{Name: lambdaapi.MetricCorreoAplazado, Unit: metrics.UnitCount, Value: 1})
 			return d.Plan.Later(ctx, rec, fmt.Errorf("%s: %w", key, err))
 		default:
 			return fmt.Errorf("%s: %w", key, err)
@@ -121,13 +120,13 @@ func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *
 // breaker, the secondary provider (CORREO_SECUNDARIO_* variables), the
 // SQS client and the degrade plan (MAX_RECEIVE_COUNT).
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
-	from := rt.Env.Required(consumerapi.EnvCorreoRemitente)
-	configSet := rt.Env.Required(consumerapi.EnvSESConfigurationSet)
-	d, secondary, err := rt.HTTPDeps(consumerapi.PrefixCorreoSecundario, consumerapi.NameCorreoSecundario)
+	from := rt.Env.Required(lambdaapi.EnvCorreoRemitente)
+	configSet := rt.Env.Required(lambdaapi.EnvSESConfigurationSet)
+	d, secondary, err := rt.HTTPDeps(lambdaapi.PrefixCorreoSecundario, lambdaapi.NameCorreoSecundario)
 	if err != nil {
 		return nil, err
 	}
-	sesBreaker, err := rt.Breaker(consumerapi.NameSES, DefaultSESTimeout+15*time.Second)
+	sesBreaker, err := rt.Breaker(lambdaapi.NameSES, DefaultSESTimeout+15*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +136,7 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 		Secondary: &HTTPProvider{Client: secondary, From: from},
 		Envios:    &Envios{DB: dynamodb.NewFromConfig(rt.AWS), Table: rt.ReadIdempotencyTable(), TTL: rt.Settings.IdempotencyWindow},
 		Metrics: func(provider string) metrics.Emitter {
-			return metrics.NewWriter(os.Stdout, metricsapi.Namespace, map[string]string{metricsapi.DimensionEnvironment: env, consumerapi.DimensionProveedor: provider})
+			return metrics.NewWriter(os.Stdout, lambdaapi.Namespace, map[string]string{lambdaapi.DimensionEnvironment: env, lambdaapi.DimensionProveedor: provider})
 		},
 		Logger: rt.Log,
 	}

@@ -23,8 +23,8 @@ import (
 	"strings"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Transient outcomes of Mailer.Send.
@@ -121,7 +121,7 @@ func (s *Mailer) count(provider string) {
 		return
 	}
 	if e := s.Metrics(provider); e != nil {
-		_ = e.Write(metrics.Metric{Name: consumerapi.MetricCorreoEnviado, Unit: metrics.UnitCount, Value: 1})
+		_ = e.Write(metrics.Metric{Name: lambdaapi.MetricCorreoEnviado, Unit: metrics.UnitCount, Value: 1})
 	}
 }
 

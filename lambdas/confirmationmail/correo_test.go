@@ -24,9 +24,9 @@ import (
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 var ddb *dynalitetest.Server
@@ -80,8 +80,8 @@ func newWorld(t *testing.T, o opts) *world {
 	if o.breakers {
 		rdb := redistest.Start(t).Client(t)
 		clk := retry.NewVirtualClock(time.Now())
-		w.sesBreaker = consumertest.Breaker(t, rdb, consumerapi.NameSES, 3, clk.Now)
-		w.secBreaker = consumertest.Breaker(t, rdb, consumerapi.NameCorreoSecundario, 2, clk.Now)
+		w.sesBreaker = consumertest.Breaker(t, rdb, lambdaapi.NameSES, 3, clk.Now)
+		w.secBreaker = consumertest.Breaker(t, rdb, lambdaapi.NameCorreoSecundario, 2, clk.Now)
 	}
 	store, table := w.q.IdempotencyStore(t, ddb)
 	w.store = store
@@ -90,7 +90,7 @@ func newWorld(t *testing.T, o opts) *world {
 		Region: "eu-west-1", BaseEndpoint: aws.String(w.ses.URL()), HTTPClient: w.ses.Client(),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 	}, confirmationmail.NewSESClientOptions)
-	secClient := consumertest.Client(t, consumerapi.NameCorreoSecundario, w.sec, consumertest.DepOptions{
+	secClient := consumertest.Client(t, lambdaapi.NameCorreoSecundario, w.sec, consumertest.DepOptions{
 		Attempts: o.secAttempts, Breaker: w.secBreaker, Seed: seed, ReadTimeout: time.Second,
 	})
 	mailer := &confirmationmail.Mailer{

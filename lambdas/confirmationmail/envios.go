@@ -13,16 +13,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // DefaultEnvioTTL is how long the record of a send is kept: the consumer's
-// replay window (consumerapi.WindowCorreo, 45 days), so a redrive the
+// replay window (lambdaapi.WindowCorreo, 45 days), so a redrive the
 // consumer admits always finds it, even after a released idempotency
 // record (docs/design.md#confirmation-mail). NewProcessor refuses a shorter TTL than
 // its window.
-const DefaultEnvioTTL = consumerapi.WindowCorreo
+const DefaultEnvioTTL = lambdaapi.WindowCorreo
 
 // States of a send record.
 const (
@@ -59,7 +58,7 @@ type Envios struct {
 func (e *Envios) ttl() time.Duration { return cmp.Or(e.TTL, DefaultEnvioTTL) }
 
 func (e *Envios) key(k string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{idempotencyapi.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: k + ":envio"}}
+	return map[string]types.AttributeValue{lambdaapi.IdempotencyKeyAttribute: &types.AttributeValueMemberS{Value: k + ":envio"}}
 }
 
 func (e *Envios) now() time.Time {
@@ -78,7 +77,7 @@ func (e *Envios) Get(ctx context.Context, key string) (*Envio, error) {
 	if len(out.Item) == 0 {
 		return nil, nil
 	}
-	if exp, ok := out.Item[idempotencyapi.TTLAttribute].(*types.AttributeValueMemberN); ok {
+	if exp, ok := out.Item[lambdaapi.IdempotencyTTLAttribute].(*types.AttributeValueMemberN); ok {
 		if n, err := strconv.ParseInt(exp.Value, 10, 64); err == nil && n < e.now().Unix() {
 			return nil, nil // expired, not yet deleted by TTL
 		}
@@ -99,14 +98,14 @@ func (e *Envios) Begin(ctx context.Context, key, provider string) error {
 	item["estado"] = &types.AttributeValueMemberS{Value: EstadoIntentando}
 	item["proveedor"] = &types.AttributeValueMemberS{Value: provider}
 	item["intentado_en"] = &types.AttributeValueMemberS{Value: e.now().UTC().Format(time.RFC3339Nano)}
-	item[idempotencyapi.TTLAttribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(e.now().Add(ttl).Unix(), 10)}
+	item[lambdaapi.IdempotencyTTLAttribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(e.now().Add(ttl).Unix(), 10)}
 	// The caller holds the e-mail's idempotency lock, so no one else
 	// writes this record meanwhile; a leftover record of the same provider
 	// is overwritten.
 	_, err := e.DB.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(e.Table), Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(estado) OR #x < :now OR (estado = :i AND proveedor = :p)"),
-		ExpressionAttributeNames: map[string]string{"#x": idempotencyapi.TTLAttribute},
+		ExpressionAttributeNames: map[string]string{"#x": lambdaapi.IdempotencyTTLAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":i": &types.AttributeValueMemberS{Value: EstadoIntentando}, ":p": &types.AttributeValueMemberS{Value: provider},
 			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(e.now().Unix(), 10)},

@@ -5,8 +5,8 @@
 // Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, CORREO_REMITENTE,
 // SES_CONFIGURATION_SET, CORREO_SECUNDARIO_URL, CORREO_SECUNDARIO_SECRET_ARN,
 // CORREO_SECUNDARIO_READ_TIMEOUT, CORREO_SECUNDARIO_MAX_ATTEMPTS,
-// the BREAKER_* variables of breakerapi, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
-// and the common consumer variables of lambdas/sqsconsumer/consumerapi.
+// the BREAKER_* variables, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
+// and the common consumer variables of lambdas/lambdaapi.
 package main
 
 import (

@@ -26,9 +26,9 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // AttrDeferrals is the message attribute (Number) counting the copies made
@@ -48,12 +48,12 @@ var ErrCallsSpent = errors.New("degrade: the message's receives across its defer
 // MaxDeferrals copies.
 var ErrDeferralsSpent = errors.New("degrade: the dependency stayed unavailable for every deferral")
 
-// Defaults (lambdas/consumerapi's numbers, which the CDK counts in a
+// Defaults (lambdas/lambdaapi's numbers, which the CDK counts in a
 // queue's longest pass, docs/design.md#replay-windows). The default
 // MaxDeferrals is DefaultMaxDeferrals × MaxReceiveCount.
 const (
-	DefaultDelay        = consumerapi.DeferralDelay
-	DefaultMaxDeferrals = consumerapi.MaxDeferrals
+	DefaultDelay        = lambdaapi.DeferralDelay
+	DefaultMaxDeferrals = lambdaapi.MaxDeferrals
 	// maxDelay is SQS's largest DelaySeconds.
 	maxDelay = 15 * time.Minute
 )

@@ -16,9 +16,9 @@ import (
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // PathAvisos is the ERP's endpoint.
@@ -78,7 +78,7 @@ func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, erp *httpdep.C
 // FromRuntime builds the consumer with real clients (the aviso-erp main):
 // see sqsconsumer.Runtime.HTTPDeps, with the ERP's ERP_* variables.
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
-	d, client, err := rt.HTTPDeps(consumerapi.PrefixERP, consumerapi.NameERP)
+	d, client, err := rt.HTTPDeps(lambdaapi.PrefixERP, lambdaapi.NameERP)
 	if err != nil {
 		return nil, err
 	}

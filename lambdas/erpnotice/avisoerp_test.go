@@ -17,9 +17,9 @@ import (
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/erpnotice"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 var ddb *dynalitetest.Server
@@ -55,9 +55,9 @@ func newWorld(t *testing.T, withBreaker bool) *world {
 	w := &world{q: consumertest.New(t, "cola-mercadofresco-aviso-erp", consumertest.Options{MaxReceiveCount: 5}), erp: erp(t, seed)}
 	if withBreaker {
 		w.clk = retry.NewVirtualClock(time.Now())
-		w.br = consumertest.Breaker(t, redistest.Start(t).Client(t), consumerapi.NameERP, 5, w.clk.Now)
+		w.br = consumertest.Breaker(t, redistest.Start(t).Client(t), lambdaapi.NameERP, 5, w.clk.Now)
 	}
-	client := consumertest.Client(t, consumerapi.NameERP, w.erp, consumertest.DepOptions{Breaker: w.br, Seed: seed})
+	client := consumertest.Client(t, lambdaapi.NameERP, w.erp, consumertest.DepOptions{Breaker: w.br, Seed: seed})
 	var err error
 	w.proc, err = erpnotice.NewProcessor(w.q.Settings(), w.q.OnceDeps(t, ddb), client)
 	consumertest.Must(t, err)

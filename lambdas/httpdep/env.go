@@ -5,12 +5,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
-// Settings are one dependency's variables (httpdepapi suffixes after a
+// Settings are one dependency's variables (lambdaapi suffixes after a
 // prefix such as "ALMACEN").
 type Settings struct {
 	URL         string
@@ -23,11 +23,11 @@ type Settings struct {
 // env (report them with env.Err).
 func LoadSettings(env *lambdaenv.Env, prefix string) Settings {
 	s := Settings{
-		SecretARN:   env.Required(prefix + httpdepapi.EnvSuffixSecretARN),
-		ReadTimeout: env.Duration(prefix+httpdepapi.EnvSuffixReadTimeout, httpdepapi.DefaultReadTimeout, time.Second, 2*time.Minute),
+		SecretARN:   env.Required(prefix + lambdaapi.EnvSuffixSecretARN),
+		ReadTimeout: env.Duration(prefix+lambdaapi.EnvSuffixReadTimeout, lambdaapi.DefaultReadTimeout, time.Second, 2*time.Minute),
 		Policy:      retry.PolicyFromEnv(env, prefix),
 	}
-	if u := env.URL(prefix+httpdepapi.EnvSuffixURL, true); u != nil {
+	if u := env.URL(prefix+lambdaapi.EnvSuffixURL, true); u != nil {
 		s.URL = u.String()
 	}
 	return s

@@ -31,7 +31,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
@@ -114,7 +114,7 @@ type Config struct {
 	// Calls, when set, is taken before each attempt's request and refunded
 	// when the breaker refuses it.
 	Calls CallCounter
-	// ReadTimeout bounds each attempt (default httpdepapi.DefaultReadTimeout).
+	// ReadTimeout bounds each attempt (default lambdaapi.DefaultReadTimeout).
 	ReadTimeout time.Duration
 	// HTTPClient defaults to one with dial and TLS-handshake timeouts and
 	// no overall timeout (ReadTimeout applies per attempt).
@@ -124,7 +124,7 @@ type Config struct {
 	// Dependencia dimension.
 	Metrics metrics.Emitter
 	// LatencyMetric and ErrorsMetric name those metrics (default
-	// httpdepapi.MetricLatency and httpdepapi.MetricErrors).
+	// lambdaapi.MetricDependencyLatency and lambdaapi.MetricDependencyErrors).
 	LatencyMetric, ErrorsMetric string
 	// Logger defaults to discarding.
 	Logger *slog.Logger
@@ -159,9 +159,9 @@ func New(cfg Config) (*Client, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("httpdep: invalid Config: %s", strings.Join(problems, "; "))
 	}
-	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, httpdepapi.DefaultReadTimeout)
-	cfg.LatencyMetric = cmp.Or(cfg.LatencyMetric, httpdepapi.MetricLatency)
-	cfg.ErrorsMetric = cmp.Or(cfg.ErrorsMetric, httpdepapi.MetricErrors)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, lambdaapi.DefaultReadTimeout)
+	cfg.LatencyMetric = cmp.Or(cfg.LatencyMetric, lambdaapi.MetricDependencyLatency)
+	cfg.ErrorsMetric = cmp.Or(cfg.ErrorsMetric, lambdaapi.MetricDependencyErrors)
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,

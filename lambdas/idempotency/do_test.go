@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/mercadofresco/integration/internal/testseed"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // cobro is a realistic result type: what the charge step hands to the next
@@ -674,7 +674,7 @@ func TestCorruptOrForeignItem(t *testing.T) {
 			for _, mk := range []func(testing.TB, func(*Config)) *env{newEnv, newEnvAllOld} {
 				e := mk(t, nil)
 				key, _ := KeyCobro("PED-CORRUPT")
-				tc.item[idempotencyapi.DefaultKeyAttribute] = attrS(key)
+				tc.item[lambdaapi.IdempotencyKeyAttribute] = attrS(key)
 				e.putRaw(t, tc.item)
 				_, err := Do(context.Background(), e.store, key, func(context.Context) (cobro, error) {
 					t.Error("handler ran over a corrupt record")

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // chargeResult is what the charge step returns to the order workflow.
@@ -40,7 +40,7 @@ func Example() {
 	// queue and the workflow own the real retries.
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 2 })
 	store, err := idempotency.NewStore(db, idempotency.Config{
-		TableName: os.Getenv(idempotencyapi.EnvTableName),
+		TableName: os.Getenv(lambdaapi.EnvIdempotencyTable),
 		CacheSize: 1000, // duplicates in the same warm instance cost no call
 	})
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // One dynalite for the whole package: starting node costs ~0.5 s, and every
@@ -47,7 +47,7 @@ func newTable(t testing.TB) string {
 		name = name[:200]
 	}
 	name = fmt.Sprintf("%s-%d", name, tableSeq.Add(1))
-	dynalite.CreateTable(t, name, idempotencyapi.DefaultKeyAttribute)
+	dynalite.CreateTable(t, name, lambdaapi.IdempotencyKeyAttribute)
 	return name
 }
 
@@ -159,7 +159,7 @@ func (a allOldDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...f
 func (a allOldDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	out, err := a.inner.PutItem(ctx, in, o...)
 	if err != nil {
-		key := map[string]types.AttributeValue{idempotencyapi.DefaultKeyAttribute: in.Item[idempotencyapi.DefaultKeyAttribute]}
+		key := map[string]types.AttributeValue{lambdaapi.IdempotencyKeyAttribute: in.Item[lambdaapi.IdempotencyKeyAttribute]}
 		err = a.fill(ctx, err, in.TableName, key, in.ReturnValuesOnConditionCheckFailure)
 	}
 	return out, err
@@ -222,7 +222,7 @@ func newEnvWith(t testing.TB, db DynamoDBAPI, mutate func(*Config)) *env {
 func (e *env) rawItem(t testing.TB, key string) map[string]types.AttributeValue {
 	t.Helper()
 	out, err := dynalite.Client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(e.table), Key: map[string]types.AttributeValue{idempotencyapi.DefaultKeyAttribute: attrS(key)}, ConsistentRead: aws.Bool(true),
+		TableName: aws.String(e.table), Key: map[string]types.AttributeValue{lambdaapi.IdempotencyKeyAttribute: attrS(key)}, ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		t.Fatalf("raw GetItem %q: %v", key, err)

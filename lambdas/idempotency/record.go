@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Status is the estado attribute of a record.
@@ -26,7 +26,7 @@ const (
 	attrEstado        = "estado"
 	attrResultado     = "resultado"
 	attrCaducaBloqueo = "caduca_bloqueo"
-	attrExpiraEn      = idempotencyapi.TTLAttribute
+	attrExpiraEn      = lambdaapi.IdempotencyTTLAttribute
 	attrPropietario   = "propietario"
 	attrHashCarga     = "hash_carga"
 	attrErrorCodigo   = "error_codigo"

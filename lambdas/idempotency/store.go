@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Defaults applied by [NewStore] to zero Config fields.
@@ -102,9 +102,9 @@ func NewStore(db DynamoDBAPI, cfg Config) (*Store, error) {
 		return nil, errors.New("idempotency: nil DynamoDB client")
 	}
 	if cfg.TableName == "" {
-		return nil, errors.New("idempotency: Config.TableName is required (a consumer Lambda finds it in $" + idempotencyapi.EnvTableName + ")")
+		return nil, errors.New("idempotency: Config.TableName is required (a consumer Lambda finds it in $" + lambdaapi.EnvIdempotencyTable + ")")
 	}
-	cfg.KeyAttribute = cmp.Or(cfg.KeyAttribute, idempotencyapi.DefaultKeyAttribute)
+	cfg.KeyAttribute = cmp.Or(cfg.KeyAttribute, lambdaapi.IdempotencyKeyAttribute)
 	for _, a := range []string{attrEstado, attrResultado, attrCaducaBloqueo, attrExpiraEn, attrPropietario, attrHashCarga, attrErrorCodigo, attrErrorMensaje} {
 		if cfg.KeyAttribute == a {
 			return nil, fmt.Errorf("idempotency: Config.KeyAttribute %q collides with a record attribute", a)

@@ -28,7 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // ErrInvalid is wrapped by every error Err reports.
@@ -211,10 +211,10 @@ func (e *Env) Logger(function string) *slog.Logger {
 
 // LoadAWSConfig loads the SDK configuration the usual way (region, role
 // credentials, AWS_ENDPOINT_URL_* overrides) with SDKHTTPClient and
-// retryapi.EnvSDKMaxAttempts attempts per call, retryapi.SDKMaxAttempts when
+// lambdaapi.EnvSDKMaxAttempts attempts per call, lambdaapi.SDKMaxAttempts when
 // it is unset (docs/design.md#retry-layers).
 func (e *Env) LoadAWSConfig(ctx context.Context, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
-	attempts := e.Int(retryapi.EnvSDKMaxAttempts, retryapi.SDKMaxAttempts, 1, 10)
+	attempts := e.Int(lambdaapi.EnvSDKMaxAttempts, lambdaapi.SDKMaxAttempts, 1, 10)
 	if err := e.Err(); err != nil {
 		return aws.Config{}, err
 	}

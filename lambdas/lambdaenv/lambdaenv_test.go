@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func TestValuesAndDefaults(t *testing.T) {
@@ -80,8 +80,8 @@ func TestLoadAWSConfigUsesAWSMaxAttempts(t *testing.T) {
 	for _, tc := range []struct {
 		env  string
 		want int
-	}{{"", retryapi.SDKMaxAttempts}, {"3", 3}} {
-		cfg, err := FromMap(map[string]string{retryapi.EnvSDKMaxAttempts: tc.env}).LoadAWSConfig(context.Background())
+	}{{"", lambdaapi.SDKMaxAttempts}, {"3", 3}} {
+		cfg, err := FromMap(map[string]string{lambdaapi.EnvSDKMaxAttempts: tc.env}).LoadAWSConfig(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestLoadAWSConfigUsesAWSMaxAttempts(t *testing.T) {
 			t.Errorf("AWS_MAX_ATTEMPTS=%q: RetryMaxAttempts = %d, want %d", tc.env, cfg.RetryMaxAttempts, tc.want)
 		}
 	}
-	if _, err := FromMap(map[string]string{retryapi.EnvSDKMaxAttempts: "50"}).LoadAWSConfig(context.Background()); !errors.Is(err, ErrInvalid) {
+	if _, err := FromMap(map[string]string{lambdaapi.EnvSDKMaxAttempts: "50"}).LoadAWSConfig(context.Background()); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("AWS_MAX_ATTEMPTS=50 accepted: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // CloudWatch units used by the project.
@@ -76,7 +76,7 @@ func NewWriter(w io.Writer, namespace string, dimensions map[string]string) *Wri
 // ForEnvironment is the project's usual writer: Namespace, one dimension
 // Entorno=env.
 func ForEnvironment(w io.Writer, env string) *Writer {
-	return NewWriter(w, metricsapi.Namespace, map[string]string{metricsapi.DimensionEnvironment: env})
+	return NewWriter(w, lambdaapi.Namespace, map[string]string{lambdaapi.DimensionEnvironment: env})
 }
 
 // WithClock makes the writer stamp records with now (tests).

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func TestWriteEmitsOneEMFLine(t *testing.T) {
@@ -44,7 +44,7 @@ func TestWriteEmitsOneEMFLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	cw := doc.AWS.CloudWatchMetrics
-	if doc.AWS.Timestamp != 1700000000123 || len(cw) != 1 || cw[0].Namespace != metricsapi.Namespace ||
+	if doc.AWS.Timestamp != 1700000000123 || len(cw) != 1 || cw[0].Namespace != lambdaapi.Namespace ||
 		fmt.Sprint(cw[0].Dimensions) != "[[Entorno]]" || len(cw[0].Metrics) != 2 || cw[0].Metrics[1].Unit != UnitSeconds {
 		t.Fatalf("bad EMF metadata: %s", line)
 	}
@@ -60,7 +60,7 @@ func TestWriteRejectsInvalidRecords(t *testing.T) {
 		many[i] = Metric{Name: fmt.Sprint("m", i)}
 	}
 	for name, ms := range map[string][]Metric{
-		"named like a dimension": {{Name: metricsapi.DimensionEnvironment, Value: 1}},
+		"named like a dimension": {{Name: lambdaapi.DimensionEnvironment, Value: 1}},
 		"empty name":             {{Name: "", Value: 1}},
 		"reserved _aws":          {{Name: "_aws", Value: 1}},
 		"duplicate":              {{Name: "a"}, {Name: "a"}},

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // SQS message attributes the queue-wait measurement reads (Lambda's SQS
@@ -34,7 +34,7 @@ func QueueWait(attrs map[string]string) (wait time.Duration, first, ok bool) {
 // QueueWaits writes the second objective's record of one batch, given each
 // message's attributes: MensajesRecibidos (messages on their first
 // receive), MensajesEsperaExcedida (those that waited longer than
-// metricsapi.SLOQueueWait) and EsperaColaSegundos (the longest wait). A
+// lambdaapi.SLOQueueWait) and EsperaColaSegundos (the longest wait). A
 // batch with no first receive writes nothing.
 func QueueWaits(e Emitter, attrs ...map[string]string) error {
 	var received, late float64
@@ -45,7 +45,7 @@ func QueueWaits(e Emitter, attrs ...map[string]string) error {
 			continue
 		}
 		received++
-		if wait > metricsapi.SLOQueueWait {
+		if wait > lambdaapi.SLOQueueWait {
 			late++
 		}
 		longest = max(longest, wait)
@@ -54,16 +54,16 @@ func QueueWaits(e Emitter, attrs ...map[string]string) error {
 		return nil
 	}
 	return e.Write(
-		Metric{Name: metricsapi.MetricMessagesReceived, Unit: UnitCount, Value: received},
-		Metric{Name: metricsapi.MetricMessagesLate, Unit: UnitCount, Value: late},
-		Metric{Name: metricsapi.MetricQueueWaitSeconds, Unit: UnitSeconds, Value: longest.Seconds()},
+		Metric{Name: lambdaapi.MetricMessagesReceived, Unit: UnitCount, Value: received},
+		Metric{Name: lambdaapi.MetricMessagesLate, Unit: UnitCount, Value: late},
+		Metric{Name: lambdaapi.MetricQueueWaitSeconds, Unit: UnitSeconds, Value: longest.Seconds()},
 	)
 }
 
 // Confirmation writes the first objective's record of one confirmed order
 // from the times its confirmation carries (RFC 3339): PedidosConfirmados 1,
 // PedidosConfirmadosTarde 1 when confirmadoEn is more than
-// metricsapi.SLOConfirmation after creadoEn (else 0), and
+// lambdaapi.SLOConfirmation after creadoEn (else 0), and
 // PedidoConfirmacionSegundos. ok is false, and nothing is written, when a
 // time is missing or malformed.
 func Confirmation(e Emitter, creadoEn, confirmadoEn string) (ok bool, err error) {
@@ -74,13 +74,13 @@ func Confirmation(e Emitter, creadoEn, confirmadoEn string) (ok bool, err error)
 	}
 	took := max(confirmed.Sub(created), 0)
 	late := 0.0
-	if took > metricsapi.SLOConfirmation {
+	if took > lambdaapi.SLOConfirmation {
 		late = 1
 	}
 	return true, e.Write(
-		Metric{Name: metricsapi.MetricOrdersConfirmed, Unit: UnitCount, Value: 1},
-		Metric{Name: metricsapi.MetricOrdersConfirmedLate, Unit: UnitCount, Value: late},
-		Metric{Name: metricsapi.MetricConfirmationSeconds, Unit: UnitSeconds, Value: took.Seconds()},
+		Metric{Name: lambdaapi.MetricOrdersConfirmed, Unit: UnitCount, Value: 1},
+		Metric{Name: lambdaapi.MetricOrdersConfirmedLate, Unit: UnitCount, Value: late},
+		Metric{Name: lambdaapi.MetricConfirmationSeconds, Unit: UnitSeconds, Value: took.Seconds()},
 	)
 }
 

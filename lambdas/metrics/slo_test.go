@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // emf decodes every EMF line of buf: the values by metric name, and the
@@ -46,7 +46,7 @@ func attrs(sent, firstReceive time.Time, receives int) map[string]string {
 func TestQueueWaitsCountsFirstReceivesAndTheLateOnes(t *testing.T) {
 	t.Parallel()
 	sent := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	m := metricsapi.SLOQueueWait
+	m := lambdaapi.SLOQueueWait
 	for _, tc := range []struct {
 		name                   string
 		batch                  []map[string]string
@@ -77,7 +77,7 @@ func TestQueueWaitsCountsFirstReceivesAndTheLateOnes(t *testing.T) {
 				t.Fatalf("%d records, want 1", len(docs))
 			}
 			d := docs[0]
-			if d[metricsapi.MetricMessagesReceived] != tc.received || d[metricsapi.MetricMessagesLate] != tc.late || d[metricsapi.MetricQueueWaitSeconds] != tc.oldest {
+			if d[lambdaapi.MetricMessagesReceived] != tc.received || d[lambdaapi.MetricMessagesLate] != tc.late || d[lambdaapi.MetricQueueWaitSeconds] != tc.oldest {
 				t.Errorf("record %v, want received %v late %v oldest %v", d, tc.received, tc.late, tc.oldest)
 			}
 		})
@@ -87,7 +87,7 @@ func TestQueueWaitsCountsFirstReceivesAndTheLateOnes(t *testing.T) {
 func TestConfirmationsMeasureCommitToConfirmation(t *testing.T) {
 	t.Parallel()
 	created := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	n := metricsapi.SLOConfirmation
+	n := lambdaapi.SLOConfirmation
 	body := func(confirmed time.Time) string {
 		return fmt.Sprintf(`{"pedido_id":"P-1","creado_en":%q,"confirmado_en":%q}`, created.Format(time.RFC3339Nano), confirmed.Format(time.RFC3339Nano))
 	}
@@ -115,7 +115,7 @@ func TestConfirmationsMeasureCommitToConfirmation(t *testing.T) {
 				t.Fatalf("%d records, want %d: %v", len(docs), len(tc.late), docs)
 			}
 			for i, d := range docs {
-				if d[metricsapi.MetricOrdersConfirmed] != 1.0 || d[metricsapi.MetricOrdersConfirmedLate] != tc.late[i] || d[metricsapi.MetricConfirmationSeconds] != tc.seconds[i] {
+				if d[lambdaapi.MetricOrdersConfirmed] != 1.0 || d[lambdaapi.MetricOrdersConfirmedLate] != tc.late[i] || d[lambdaapi.MetricConfirmationSeconds] != tc.seconds[i] {
 					t.Errorf("record %v, want late %v after %v s", d, tc.late[i], tc.seconds[i])
 				}
 			}

@@ -4,7 +4,7 @@
 // arrival order (lambdas/stock).
 //
 // Environment: STOCK_TABLE_NAME, DLQ_URLS, ENTORNO and the common consumer
-// variables of lambdas/sqsconsumer/consumerapi.
+// variables of lambdas/lambdaapi.
 package main
 
 import (

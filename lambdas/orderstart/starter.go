@@ -35,14 +35,13 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/signing"
 	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // StartExecutionAPI is the one Step Functions operation the starter needs;
@@ -278,7 +277,7 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 		Handler:           s.Handler(),
 		VersionKey:        "detail.version",
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado),
-		RequiredKeys:      consumerapi.RequiredKeysInicio(),
+		RequiredKeys:      lambdaapi.RequiredKeysInicio(),
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var env struct {
 				Detail struct {
@@ -300,11 +299,11 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 // CONSUMER_VERSION (default: the binary's hash), IDEMPOTENCY_WINDOW
 // (default and maximum eventsapi.StarterWindow), AWS_MAX_ATTEMPTS.
 func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*sqsbatch.Processor, error) {
-	arn := env.Required(consumerapi.EnvStateMachineARN)
+	arn := env.Required(lambdaapi.EnvStateMachineARN)
 	secretARN := env.Required(secretkeys.EnvSecretARN)
-	window := env.Duration(consumerapi.EnvIdempotencyWindow, eventsapi.StarterWindow, consumerapi.ReadmissionValidity, eventsapi.StarterWindow)
-	version := env.String(consumerapi.EnvConsumerVersion, "")
-	routes, rerr := sqsbatchapi.Parse(env.String(sqsbatchapi.Env, ""))
+	window := env.Duration(lambdaapi.EnvIdempotencyWindow, eventsapi.StarterWindow, lambdaapi.ReadmissionValidity, eventsapi.StarterWindow)
+	version := env.String(lambdaapi.EnvConsumerVersion, "")
+	routes, rerr := lambdaapi.ParseDLQRoutes(env.String(lambdaapi.EnvDLQRoutes, ""))
 	if err := errors.Join(env.Err(), rerr); err != nil {
 		return nil, err
 	}

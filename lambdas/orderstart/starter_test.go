@@ -19,10 +19,10 @@ import (
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
 	"github.com/mercadofresco/integration/lambdas/signing"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // fakeSFN behaves like Step Functions for StartExecution on a standard
@@ -422,7 +422,7 @@ func TestEventOlderThanItsWindowStartsNoSecondExecution(t *testing.T) {
 		t.Fatalf("%d dead-lettered, want the expired replay", len(dead))
 	}
 	a := dead[0].MessageAttributes
-	if a[sqsbatch.AttrFailureClass].StringValue != "permanent" || !strings.Contains(a[sqsbatch.AttrFailureReason].StringValue, consumerapi.ReasonExpiredWindow) {
+	if a[sqsbatch.AttrFailureClass].StringValue != "permanent" || !strings.Contains(a[sqsbatch.AttrFailureReason].StringValue, lambdaapi.ReasonExpiredWindow) {
 		t.Fatalf("dead-lettered as %q: %s", a[sqsbatch.AttrFailureClass].StringValue, a[sqsbatch.AttrFailureReason].StringValue)
 	}
 }

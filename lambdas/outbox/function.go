@@ -9,10 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/postgres"
 	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
 )
@@ -28,7 +27,7 @@ type PublisherResult struct {
 
 // PublisherHandler is the outbox-publicador function: Handle is one
 // scheduled invocation, which publishes until margin before its deadline
-// (outboxapi.PublisherStopMargin; docs/design.md#outbox).
+// (lambdaapi.PublisherStopMargin; docs/design.md#outbox).
 type PublisherHandler struct {
 	pub    *Publisher
 	margin time.Duration
@@ -41,11 +40,11 @@ type PublisherHandler struct {
 // that signs every PedidoCreado: ChargeSigner) and the database's
 // variables (postgres.Open, role mf_publicador).
 func PublisherFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context) (PublisherResult, error), error) {
-	bus := env.Required(outboxapi.EnvBusName)
-	source := env.Required(outboxapi.EnvEventSource)
-	entorno := env.String(metricsapi.EnvEnvironment, "")
-	entryAttempts := env.Int(outboxapi.EnvEntryAttempts, outboxapi.DefaultEntryAttempts, 2, 5)
-	maxClaims := env.Int(outboxapi.EnvMaxClaims, outboxapi.DefaultMaxClaims, 1, 10)
+	bus := env.Required(lambdaapi.EnvBusName)
+	source := env.Required(lambdaapi.EnvEventSource)
+	entorno := env.String(lambdaapi.EnvEnvironment, "")
+	entryAttempts := env.Int(lambdaapi.EnvOutboxEntryAttempts, lambdaapi.DefaultOutboxEntryAttempts, 2, 5)
+	maxClaims := env.Int(lambdaapi.EnvOutboxMaxClaims, lambdaapi.DefaultOutboxMaxClaims, 1, 10)
 	signingSecret := env.Required(secretkeys.EnvSecretARN)
 	pool, awsCfg, err := postgres.Open(ctx, env, postgres.ConnectConfig{MaxConns: 2, ApplicationName: "mf-outbox-publisher"})
 	if err != nil {
@@ -57,7 +56,7 @@ func PublisherFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger
 	}
 	pub, err := NewPublisher(pool, eventbridge.NewFromConfig(awsCfg), Config{
 		BusName: bus, Source: source,
-		Lease: outboxapi.Lease, PublishTimeout: outboxapi.PublishTimeout, RetryBaseDelay: outboxapi.RetryBaseDelay,
+		Lease: lambdaapi.PublisherLease, PublishTimeout: lambdaapi.PublishTimeout, RetryBaseDelay: lambdaapi.PublisherRetryBaseDelay,
 		EntryRetries: entryAttempts - 1, MaxAttempts: maxClaims,
 		Metrics: metrics.ForEnvironment(os.Stdout, entorno), Logger: log,
 		Signer: ChargeSigner{Keys: keys},
@@ -65,7 +64,7 @@ func PublisherFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	return (&PublisherHandler{pub: pub, margin: outboxapi.PublisherStopMargin}).Handle, nil
+	return (&PublisherHandler{pub: pub, margin: lambdaapi.PublisherStopMargin}).Handle, nil
 }
 
 // runContext ends margin before the Lambda deadline (or a minute from now
@@ -121,8 +120,8 @@ type CleanupHandler struct {
 // BATCH_SIZE); problems are recorded in env.
 func CleanupSettings(env *lambdaenv.Env) CleanupConfig {
 	return CleanupConfig{
-		Retention: time.Duration(env.Int(outboxapi.EnvRetentionDays, 7, 1, 3650)) * 24 * time.Hour,
-		BatchSize: env.Int(outboxapi.EnvBatchSize, 1000, 1, 100000),
+		Retention: time.Duration(env.Int(lambdaapi.EnvRetentionDays, 7, 1, 3650)) * 24 * time.Hour,
+		BatchSize: env.Int(lambdaapi.EnvBatchSize, 1000, 1, 100000),
 	}
 }
 
@@ -136,7 +135,7 @@ func CleanupFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) 
 		return nil, err
 	}
 	h := &CleanupHandler{margin: cleanupStopMargin, db: pool, cfg: cfg, log: log,
-		metrics: metrics.ForEnvironment(os.Stdout, env.String(metricsapi.EnvEnvironment, ""))}
+		metrics: metrics.ForEnvironment(os.Stdout, env.String(lambdaapi.EnvEnvironment, ""))}
 	return h.Handle, nil
 }
 
@@ -154,7 +153,7 @@ func (h *CleanupHandler) Handle(ctx context.Context) (CleanupResult, error) {
 		h.log.Info("outbox cleanup stopped before the deadline", "borrados", n)
 		err = nil
 	}
-	ms := []metrics.Metric{{Name: outboxapi.MetricDeleted, Unit: metrics.UnitCount, Value: float64(n)}}
+	ms := []metrics.Metric{{Name: lambdaapi.MetricOutboxDeleted, Unit: metrics.UnitCount, Value: float64(n)}}
 	if g, gerr := ReadGauges(ctx, h.db); gerr == nil {
 		ms = append(ms, g.Metrics()...)
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // Gauges is the state of the outbox that the alarms watch.
@@ -19,9 +19,9 @@ type Gauges struct {
 // Metrics returns the gauges as EMF metrics.
 func (g Gauges) Metrics() []metrics.Metric {
 	return []metrics.Metric{
-		{Name: outboxapi.MetricPending, Unit: metrics.UnitCount, Value: float64(g.Pending)},
-		{Name: outboxapi.MetricOldestAge, Unit: metrics.UnitSeconds, Value: g.OldestPendingAge.Seconds()},
-		{Name: outboxapi.MetricParked, Unit: metrics.UnitCount, Value: float64(g.Parked)},
+		{Name: lambdaapi.MetricOutboxPending, Unit: metrics.UnitCount, Value: float64(g.Pending)},
+		{Name: lambdaapi.MetricOutboxOldestAge, Unit: metrics.UnitSeconds, Value: g.OldestPendingAge.Seconds()},
+		{Name: lambdaapi.MetricOutboxParked, Unit: metrics.UnitCount, Value: float64(g.Parked)},
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // MigrationLockKey is the pg_advisory_xact_lock key that serialises
@@ -40,7 +40,7 @@ type Migration struct {
 // Migrations returns the embedded migrations in version order. File names
 // are NNNN_name.sql; versions must be unique.
 func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(outboxapi.Migrations, outboxapi.MigrationsDir)
+	entries, err := fs.ReadDir(lambdaapi.Migrations, lambdaapi.MigrationsDir)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: read embedded migrations: %w", err)
 	}
@@ -62,7 +62,7 @@ func Migrations() ([]Migration, error) {
 			return nil, fmt.Errorf("outbox: migrations %q and %q share version %d", other, e.Name(), v)
 		}
 		seen[v] = e.Name()
-		body, err := outboxapi.Migrations.ReadFile(path.Join(outboxapi.MigrationsDir, e.Name()))
+		body, err := lambdaapi.Migrations.ReadFile(path.Join(lambdaapi.MigrationsDir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("outbox: read migration %q: %w", e.Name(), err)
 		}

@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mercadofresco/integration/internal/testproc"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
@@ -661,10 +661,10 @@ func TestGaugesAndRunEmitMetrics(t *testing.T) {
 	var first, last map[string]any
 	_ = json.Unmarshal([]byte(lines[0]), &first)
 	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &last)
-	if first[outboxapi.MetricPending] != 2.0 || first[outboxapi.MetricOldestAge].(float64) < 89 {
+	if first[lambdaapi.MetricOutboxPending] != 2.0 || first[lambdaapi.MetricOutboxOldestAge].(float64) < 89 {
 		t.Fatalf("first metrics line = %s", lines[0])
 	}
-	if last[outboxapi.MetricPending] != 0.0 || last[outboxapi.MetricPublished] != 2.0 {
+	if last[lambdaapi.MetricOutboxPending] != 0.0 || last[lambdaapi.MetricOutboxPublished] != 2.0 {
 		t.Fatalf("last metrics line = %s, want 0 pending and 2 published", lines[len(lines)-1])
 	}
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -727,8 +727,8 @@ func (p *Publisher) emitMetrics(ctx context.Context) error {
 	p.window = Result{}
 	p.mu.Unlock()
 	return p.cfg.Metrics.Write(append(g.Metrics(),
-		metrics.Metric{Name: outboxapi.MetricPublished, Unit: metrics.UnitCount, Value: float64(t.Published)},
-		metrics.Metric{Name: outboxapi.MetricFailedAttempts, Unit: metrics.UnitCount, Value: float64(t.Failed)},
-		metrics.Metric{Name: outboxapi.MetricNewlyParked, Unit: metrics.UnitCount, Value: float64(t.Parked)},
+		metrics.Metric{Name: lambdaapi.MetricOutboxPublished, Unit: metrics.UnitCount, Value: float64(t.Published)},
+		metrics.Metric{Name: lambdaapi.MetricOutboxFailedAttempts, Unit: metrics.UnitCount, Value: float64(t.Failed)},
+		metrics.Metric{Name: lambdaapi.MetricOutboxNewlyParked, Unit: metrics.UnitCount, Value: float64(t.Parked)},
 	)...)
 }

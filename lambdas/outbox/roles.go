@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // ErrUnsafeRole reports a role that already exists with an attribute none
@@ -46,7 +46,7 @@ var adoptable = []struct{ kind, name string }{
 // earlier version, which migrated as the master user) are handed to the
 // owner role. Safe to run concurrently and repeatedly (advisory lock, one
 // transaction).
-func CreateRoles(ctx context.Context, db DB, roles outboxapi.Roles, opts RoleOptions) (err error) {
+func CreateRoles(ctx context.Context, db DB, roles lambdaapi.DBRoles, opts RoleOptions) (err error) {
 	if err := roles.Validate(); err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func CreateRoles(ctx context.Context, db DB, roles outboxapi.Roles, opts RoleOpt
 	return lockedTx(ctx, db, "create roles", func(tx pgx.Tx) error { return createRoles(ctx, tx, roles, opts) })
 }
 
-func createRoles(ctx context.Context, tx pgx.Tx, roles outboxapi.Roles, opts RoleOptions) (err error) {
+func createRoles(ctx context.Context, tx pgx.Tx, roles lambdaapi.DBRoles, opts RoleOptions) (err error) {
 	var database string
 	if err = tx.QueryRow(ctx, `SELECT current_database()`).Scan(&database); err != nil {
 		return err
@@ -164,7 +164,7 @@ func execAll(ctx context.Context, tx pgx.Tx, stmts []string) error {
 // revokes everything else. Column lists keep each role to the columns its
 // statements use (docs/design.md#database-roles); a migration that adds a
 // column a function needs must add it here too.
-func grants(r outboxapi.Roles) []string {
+func grants(r lambdaapi.DBRoles) []string {
 	pub, cln, wri := ident(r.Publisher), ident(r.Cleanup), ident(r.Writer)
 	return []string{
 		// Publisher: claim (FOR UPDATE needs UPDATE on some column), mark,
@@ -187,7 +187,7 @@ func grants(r outboxapi.Roles) []string {
 // to exactly those they use, in one transaction: everything is revoked
 // from PUBLIC and from the three roles, then granted again. Run it as the
 // owner role, after Migrate, on every deploy (it is idempotent).
-func Grant(ctx context.Context, db DB, roles outboxapi.Roles) error {
+func Grant(ctx context.Context, db DB, roles lambdaapi.DBRoles) error {
 	if err := roles.Validate(); err != nil {
 		return err
 	}

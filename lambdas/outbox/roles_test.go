@@ -15,8 +15,8 @@ import (
 
 	"github.com/mercadofresco/integration/internal/outboxtest"
 	"github.com/mercadofresco/integration/internal/pgtest"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 const rolesDB = "mf_outbox_test"
@@ -174,7 +174,7 @@ func TestCreateRolesIsIdempotentAndRefusesUnsafeRoles(t *testing.T) {
 	}
 	bad := db.Roles
 	bad.Cleanup = bad.Publisher
-	if err := outbox.CreateRoles(ctx, db.Admin, bad, opts); !errors.Is(err, outboxapi.ErrInvalidRoles) {
+	if err := outbox.CreateRoles(ctx, db.Admin, bad, opts); !errors.Is(err, lambdaapi.ErrInvalidDBRoles) {
 		t.Fatalf("CreateRoles with a shared name = %v, want ErrInvalidRoles", err)
 	}
 }
@@ -191,7 +191,7 @@ func TestCreateRolesAdoptsTablesOfTheMasterUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := pgtest.UniqueName("mft_") + "_"
-	roles := outboxapi.Roles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}
+	roles := lambdaapi.DBRoles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}
 	pgtest.DropRolesAtEnd(t, rolesDB, outbox.MigrationLockKey, roles.All()...)
 	if err := outbox.CreateRoles(ctx, admin, roles, outbox.RoleOptions{Schema: schemaName}); err != nil {
 		t.Fatal(err)

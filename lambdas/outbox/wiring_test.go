@@ -10,9 +10,9 @@ import (
 
 	"github.com/mercadofresco/integration/internal/wiringtest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
@@ -25,7 +25,7 @@ func deployedOutbox(t *testing.T, function string) (map[string]string, *wiringte
 	env := wiringtest.DeployedEnv(t, "MercadoFresco-Outbox-prod", function)
 	aws := wiringtest.NewEndpoint(t)
 	db := wiringtest.NewDatabase(t, env)
-	roles := outboxapi.DefaultRoles()
+	roles := lambdaapi.DefaultDBRoles()
 	wiringtest.EnsureRoles(t, db, "LOGIN", roles.All()...)
 	ctx := context.Background()
 	if _, err := outbox.Migrate(ctx, db.Super); err != nil {
@@ -59,7 +59,7 @@ func TestDeployedPublisherReachesEventBridge(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One invocation whose deadline leaves a second after the stop margin.
-	ictx, cancel := context.WithTimeout(ctx, outboxapi.PublisherStopMargin+time.Second)
+	ictx, cancel := context.WithTimeout(ctx, lambdaapi.PublisherStopMargin+time.Second)
 	defer cancel()
 	res, err := handle(ictx)
 	if err != nil || res.Publicados != 1 {

@@ -12,12 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // ErrCallsExhausted: the operation (one order's charge, or its refund) has
-// already made paymentapi.MaxGatewayCallsPerOperation calls to the gateway,
+// already made lambdaapi.MaxGatewayCallsPerOperation calls to the gateway,
 // over every attempt of every workflow execution of the order; no more are
 // made.
 var ErrCallsExhausted = errors.New("payment: the operation's gateway calls are spent")
@@ -25,7 +24,7 @@ var ErrCallsExhausted = errors.New("payment: the operation's gateway calls are s
 // CallBudget is the httpdep.CallCounter of the gateway: a counter per
 // operation key in the idempotency table (item "<key>#llamadas", expiring
 // with the records), taken before each call and given back when the
-// breaker refuses it, at most paymentapi.MaxGatewayCallsPerOperation over
+// breaker refuses it, at most lambdaapi.MaxGatewayCallsPerOperation over
 // every execution of the order (docs/design.md#payment-tasks).
 type CallBudget struct {
 	db     idempotency.DynamoDBAPI
@@ -36,16 +35,16 @@ type CallBudget struct {
 }
 
 // NewCallBudget returns the budget on table (mercadofresco-idempotencia)
-// with the bound of paymentapi.MaxGatewayCallsPerOperation.
+// with the bound of lambdaapi.MaxGatewayCallsPerOperation.
 func NewCallBudget(db idempotency.DynamoDBAPI, table string) (*CallBudget, error) {
 	if db == nil || table == "" {
 		return nil, fmt.Errorf("payment: call budget needs a DynamoDB client and a table")
 	}
-	return &CallBudget{db: db, table: table, max: paymentapi.MaxGatewayCallsPerOperation, expiry: 24 * time.Hour, now: time.Now}, nil
+	return &CallBudget{db: db, table: table, max: lambdaapi.MaxGatewayCallsPerOperation, expiry: 24 * time.Hour, now: time.Now}, nil
 }
 
 func (b *CallBudget) itemKey(key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{idempotencyapi.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: key + "#llamadas"}}
+	return map[string]types.AttributeValue{lambdaapi.IdempotencyKeyAttribute: &types.AttributeValueMemberS{Value: key + "#llamadas"}}
 }
 
 // Take spends one call of the operation key. It returns ErrCallsExhausted
@@ -58,7 +57,7 @@ func (b *CallBudget) Take(ctx context.Context, key string) error {
 		UpdateExpression:    aws.String("ADD llamadas :uno SET #exp = if_not_exists(#exp, :exp)"),
 		ConditionExpression: aws.String("attribute_not_exists(llamadas) OR llamadas < :max"),
 		ExpressionAttributeNames: map[string]string{
-			"#exp": idempotencyapi.TTLAttribute,
+			"#exp": lambdaapi.IdempotencyTTLAttribute,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":uno": &types.AttributeValueMemberN{Value: "1"},

@@ -7,8 +7,8 @@ import (
 	"net/http"
 
 	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -83,7 +83,7 @@ type Client struct {
 }
 
 // NewClient returns the gateway client cfg describes (httpdep.New), named
-// paymentapi.GatewayDependency with the gateway's metric names unless cfg
+// lambdaapi.GatewayDependency with the gateway's metric names unless cfg
 // names others. cfg.Calls is the per-operation cap (CallBudget).
 func NewClient(cfg httpdep.Config) (*Client, error) {
 	cfg = gatewayConfig(cfg)
@@ -95,9 +95,9 @@ func NewClient(cfg httpdep.Config) (*Client, error) {
 }
 
 func gatewayConfig(cfg httpdep.Config) httpdep.Config {
-	cfg.Name = cmp.Or(cfg.Name, paymentapi.GatewayDependency)
-	cfg.LatencyMetric = cmp.Or(cfg.LatencyMetric, paymentapi.MetricGatewayLatency)
-	cfg.ErrorsMetric = cmp.Or(cfg.ErrorsMetric, paymentapi.MetricGatewayErrors)
+	cfg.Name = cmp.Or(cfg.Name, lambdaapi.GatewayDependency)
+	cfg.LatencyMetric = cmp.Or(cfg.LatencyMetric, lambdaapi.MetricGatewayLatency)
+	cfg.ErrorsMetric = cmp.Or(cfg.ErrorsMetric, lambdaapi.MetricGatewayErrors)
 	return cfg
 }
 
@@ -125,9 +125,9 @@ func (c *Client) Refund(ctx context.Context, key string, req RefundRequest) (Ref
 func (c *Client) post(ctx context.Context, path, key string, in, out any) error {
 	err := c.dep.Post(ctx, path, key, in, out)
 	if b := c.dep.Retrier().Budget(); b != nil {
-		ms := []metrics.Metric{{Name: paymentapi.MetricRetryRatio, Unit: "None", Value: b.State().Ratio}}
+		ms := []metrics.Metric{{Name: lambdaapi.MetricRetryRatio, Unit: "None", Value: b.State().Ratio}}
 		if errors.Is(err, retry.ErrBudgetExhausted) {
-			ms = append(ms, metrics.Metric{Name: paymentapi.MetricRetryBudgetDenied, Unit: metrics.UnitCount, Value: 1})
+			ms = append(ms, metrics.Metric{Name: lambdaapi.MetricRetryBudgetDenied, Unit: metrics.UnitCount, Value: 1})
 		}
 		_ = c.metrics.Write(ms...)
 	}

@@ -9,7 +9,7 @@
 // is recorded FALLIDO and repeated without a call, a transient failure
 // releases the key; cobro charges only what the outbox publisher signed
 // ([WithVerifier], else FirmaInvalida). [CallBudget] caps an operation at
-// paymentapi.MaxGatewayCallsPerOperation (15) calls over every execution.
-// Failures carry a paymentapi error name as their Lambda errorType
+// lambdaapi.MaxGatewayCallsPerOperation (15) calls over every execution.
+// Failures carry a lambdaapi payment error name as their Lambda errorType
 // ([Tasks.CobroHandler]). Reasoning: docs/design.md#payment-tasks.
 package payment

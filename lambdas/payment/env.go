@@ -15,13 +15,13 @@ import (
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
 )
 
 // Settings are the cobro and reembolso functions' environment, parsed: the
-// gateway's httpdep variables (prefix paymentapi.GatewayEnvPrefix) and the
+// gateway's httpdep variables (prefix lambdaapi.GatewayEnvPrefix) and the
 // breaker's.
 type Settings struct {
 	Gateway          httpdep.Settings
@@ -30,13 +30,13 @@ type Settings struct {
 	Environment      string
 }
 
-// LoadSettings reads the variables named in paymentapi and breakerapi,
+// LoadSettings reads the variables named in lambdaapi,
 // reporting every problem at once (through env.Err).
 func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 	s := Settings{
-		Gateway:          httpdep.LoadSettings(env, paymentapi.GatewayEnvPrefix),
-		IdempotencyTable: env.Required(paymentapi.EnvIdempotencyTable),
-		Environment:      env.Required(paymentapi.EnvEnvironment),
+		Gateway:          httpdep.LoadSettings(env, lambdaapi.GatewayEnvPrefix),
+		IdempotencyTable: env.Required(lambdaapi.EnvIdempotencyTable),
+		Environment:      env.Required(lambdaapi.EnvEnvironment),
 	}
 	var berr error
 	s.Breaker, berr = breaker.LoadSettings(env)
@@ -47,7 +47,7 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 // TasksFromEnv).
 // cobro also reads the signing key's secret (secretkeys.EnvSecretARN) to
 // verify every charge (WithVerifier).
-func CobroFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, json.RawMessage) (paymentapi.CobroOutput, error), error) {
+func CobroFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, json.RawMessage) (lambdaapi.CobroOutput, error), error) {
 	secretARN := env.Required(secretkeys.EnvSecretARN)
 	t, err := TasksFromEnv(ctx, env, log)
 	if err != nil {
@@ -66,7 +66,7 @@ func CobroFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (f
 }
 
 // ReembolsoFunction builds the reembolso function's handler (its main).
-func ReembolsoFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, json.RawMessage) (paymentapi.ReembolsoOutput, error), error) {
+func ReembolsoFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, json.RawMessage) (lambdaapi.ReembolsoOutput, error), error) {
 	t, err := TasksFromEnv(ctx, env, log)
 	if err != nil {
 		return nil, err
@@ -97,9 +97,9 @@ func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*T
 	if err != nil {
 		return nil, err
 	}
-	emf := breaker.MetricsWriter(os.Stdout, s.Environment, paymentapi.GatewayDependency)
+	emf := breaker.MetricsWriter(os.Stdout, s.Environment, lambdaapi.GatewayDependency)
 	rdb := breaker.NewRedisClient(s.Breaker.RedisAddr, s.Breaker.RedisTLS, s.Breaker.IAMAuth(awsCfg))
-	br, err := s.Breaker.Breaker(rdb, paymentapi.GatewayDependency, s.Gateway.ReadTimeout+15*time.Second, emf, log)
+	br, err := s.Breaker.Breaker(rdb, lambdaapi.GatewayDependency, s.Gateway.ReadTimeout+15*time.Second, emf, log)
 	if err != nil {
 		return nil, err
 	}

@@ -22,9 +22,8 @@ import (
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/payment"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -108,10 +107,10 @@ func TestErrorTypeThroughTheLambdaRuntime(t *testing.T) {
 	gw := fakegateway.New(apiKey)
 	defer gw.Close()
 	table := fmt.Sprintf("idem-rt-%d", os.Getpid())
-	ddb.CreateTable(t, table, idempotencyapi.DefaultKeyAttribute)
+	ddb.CreateTable(t, table, lambdaapi.IdempotencyKeyAttribute)
 
-	declined := signed(paymentapi.CobroInput{PedidoID: "PED-RT-1", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: fakegateway.DeclinedToken})
-	ok := signed(paymentapi.CobroInput{PedidoID: "PED-RT-3", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"})
+	declined := signed(lambdaapi.CobroInput{PedidoID: "PED-RT-1", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: fakegateway.DeclinedToken})
+	ok := signed(lambdaapi.CobroInput{PedidoID: "PED-RT-3", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"})
 	rt := &runtimeAPI{answers: map[string]answer{}, got: make(chan struct{}, 8), payloads: []string{
 		`{"pedido_id":"PED-RT-1","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"` + fakegateway.DeclinedToken + `","id_evento":"` + declined.IDEvento + `","firma":"` + declined.Firma + `"}`,
 		`{"pedido_id":"PED-RT-2","importe_centimos":48.20,"moneda":"EUR","token_tarjeta":"tok_visa"}`,
@@ -145,7 +144,7 @@ func TestErrorTypeThroughTheLambdaRuntime(t *testing.T) {
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	for id, want := range map[string]string{"req-0": paymentapi.ErrTarjetaRechazada, "req-1": paymentapi.ErrSolicitudInvalida} {
+	for id, want := range map[string]string{"req-0": lambdaapi.ErrTarjetaRechazada, "req-1": lambdaapi.ErrSolicitudInvalida} {
 		a := rt.answers[id]
 		if a.path != "error" || a.body["errorType"] != want {
 			t.Errorf("%s: %s %q body %v; want errorType %q", id, a.path, a.body["errorType"], a.body, want)

@@ -27,12 +27,10 @@ import (
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
-	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/signing"
 )
@@ -67,7 +65,7 @@ func store(t *testing.T) *idempotency.Store {
 func storeAndTable(t *testing.T) (*idempotency.Store, string) {
 	t.Helper()
 	name := fmt.Sprintf("idem-%d-%d", os.Getpid(), tableSeq.Add(1))
-	ddb.CreateTable(t, name, idempotencyapi.DefaultKeyAttribute)
+	ddb.CreateTable(t, name, lambdaapi.IdempotencyKeyAttribute)
 	s, err := idempotency.NewStore(ddb.Client, idempotency.Config{TableName: name})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +154,7 @@ func (testKeys) Verify(_ context.Context, c signing.Charge, sig string) error {
 
 // signed is in as the workflow passes it: with its event id and the
 // outbox publisher's signature of its charge.
-func signed(in paymentapi.CobroInput) paymentapi.CobroInput {
+func signed(in lambdaapi.CobroInput) lambdaapi.CobroInput {
 	if in.IDEvento == "" {
 		in.IDEvento = "evento-" + in.PedidoID
 	}
@@ -164,8 +162,8 @@ func signed(in paymentapi.CobroInput) paymentapi.CobroInput {
 	return in
 }
 
-func cobro(pedido string) paymentapi.CobroInput {
-	return signed(paymentapi.CobroInput{PedidoID: pedido, ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"})
+func cobro(pedido string) lambdaapi.CobroInput {
+	return signed(lambdaapi.CobroInput{PedidoID: pedido, ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"})
 }
 
 func errName(t *testing.T, err error) string {
@@ -203,8 +201,8 @@ func TestNoDoubleChargeAcrossTimeoutAfterCharge(t *testing.T) {
 		r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
 		ctx := ctxT(t)
 		_, err := r.tasks.Cobro(ctx, cobro("PED-1"))
-		if name := errName(t, err); name != paymentapi.ErrPasarelaNoDisponible {
-			t.Fatalf("first invocation: %s, want %s (retried by the workflow)", name, paymentapi.ErrPasarelaNoDisponible)
+		if name := errName(t, err); name != lambdaapi.ErrPasarelaNoDisponible {
+			t.Fatalf("first invocation: %s, want %s (retried by the workflow)", name, lambdaapi.ErrPasarelaNoDisponible)
 		}
 		out, err := r.tasks.Cobro(ctx, cobro("PED-1"))
 		if err != nil {
@@ -267,7 +265,7 @@ func TestNoRetryOn400Or402(t *testing.T) {
 	declined = signed(declined)
 	for i := range 2 {
 		_, err := r.tasks.Cobro(ctx, declined)
-		if name := errName(t, err); name != paymentapi.ErrTarjetaRechazada {
+		if name := errName(t, err); name != lambdaapi.ErrTarjetaRechazada {
 			t.Fatalf("attempt %d: %s", i, name)
 		}
 	}
@@ -276,7 +274,7 @@ func TestNoRetryOn400Or402(t *testing.T) {
 	}
 	r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Status: 400}})
 	_, err := r.tasks.Cobro(ctx, cobro("PED-5"))
-	if name := errName(t, err); name != paymentapi.ErrSolicitudInvalida {
+	if name := errName(t, err); name != lambdaapi.ErrSolicitudInvalida {
 		t.Fatalf("400: %s", name)
 	}
 	if n := len(r.gw.Requests()); n != 2 {
@@ -290,21 +288,21 @@ func TestNoRetryOn400Or402(t *testing.T) {
 func TestInvalidInput(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	ctx := ctxT(t)
-	for _, in := range []paymentapi.CobroInput{
+	for _, in := range []lambdaapi.CobroInput{
 		{ImporteCentimos: 1, Moneda: "EUR", TokenTarjeta: "t"},
 		{PedidoID: "P", ImporteCentimos: 0, Moneda: "EUR", TokenTarjeta: "t"},
 		{PedidoID: "P", ImporteCentimos: 1, Moneda: "eur", TokenTarjeta: "t"},
 		{PedidoID: "P", ImporteCentimos: 1, Moneda: "EUR"},
 		{PedidoID: "P:1", ImporteCentimos: 1, Moneda: "EUR", TokenTarjeta: "t"},
 	} {
-		if _, err := r.tasks.Cobro(ctx, in); errName(t, err) != paymentapi.ErrSolicitudInvalida {
+		if _, err := r.tasks.Cobro(ctx, in); errName(t, err) != lambdaapi.ErrSolicitudInvalida {
 			t.Errorf("%+v: %v", in, err)
 		}
 	}
 	h := r.tasks.CobroHandler()
 	_, err := h(ctx, json.RawMessage(`{"pedido_id":"P","importe_centimos":48.20,"moneda":"EUR","token_tarjeta":"t"}`))
 	var ie messages.InvokeResponse_Error
-	if !errors.As(err, &ie) || ie.Type != paymentapi.ErrSolicitudInvalida {
+	if !errors.As(err, &ie) || ie.Type != lambdaapi.ErrSolicitudInvalida {
 		t.Errorf("fractional cents: %#v", err)
 	}
 	if len(r.gw.Requests()) != 0 {
@@ -318,20 +316,20 @@ func TestCobroChargesOnlyWhatWasSigned(t *testing.T) {
 	other := signing.Key{ID: testKey.ID, Secret: []byte("a forger's key of thirty-two byte")}
 	cases := []struct {
 		name   string
-		in     func(paymentapi.CobroInput) paymentapi.CobroInput
+		in     func(lambdaapi.CobroInput) lambdaapi.CobroInput
 		noKeys bool
 		want   string
 	}{
-		{"changed amount", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.ImporteCentimos = 1; return in }, false, "does not match the charge"},
-		{"changed currency", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.Moneda = "USD"; return in }, false, "does not match the charge"},
-		{"changed card token", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.TokenTarjeta = "tok_otro"; return in }, false, "does not match the charge"},
-		{"another event's signature", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.IDEvento = "otro"; return in }, false, "does not match the charge"},
-		{"no signature", func(in paymentapi.CobroInput) paymentapi.CobroInput { in.Firma = ""; return in }, false, "no signature"},
-		{"signed with another key", func(in paymentapi.CobroInput) paymentapi.CobroInput {
+		{"changed amount", func(in lambdaapi.CobroInput) lambdaapi.CobroInput { in.ImporteCentimos = 1; return in }, false, "does not match the charge"},
+		{"changed currency", func(in lambdaapi.CobroInput) lambdaapi.CobroInput { in.Moneda = "USD"; return in }, false, "does not match the charge"},
+		{"changed card token", func(in lambdaapi.CobroInput) lambdaapi.CobroInput { in.TokenTarjeta = "tok_otro"; return in }, false, "does not match the charge"},
+		{"another event's signature", func(in lambdaapi.CobroInput) lambdaapi.CobroInput { in.IDEvento = "otro"; return in }, false, "does not match the charge"},
+		{"no signature", func(in lambdaapi.CobroInput) lambdaapi.CobroInput { in.Firma = ""; return in }, false, "no signature"},
+		{"signed with another key", func(in lambdaapi.CobroInput) lambdaapi.CobroInput {
 			in.Firma, _ = signing.Sign(other, payment.ChargeOf(in))
 			return in
 		}, false, "does not match the charge"},
-		{"no key to verify with", func(in paymentapi.CobroInput) paymentapi.CobroInput { return in }, true, "holds no signing key"},
+		{"no key to verify with", func(in lambdaapi.CobroInput) lambdaapi.CobroInput { return in }, true, "holds no signing key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,8 +342,8 @@ func TestCobroChargesOnlyWhatWasSigned(t *testing.T) {
 			}
 			_, err := tasks.CobroHandler()(ctxT(t), mustJSON(t, tc.in(cobro("PED-FIRMA"))))
 			var ie messages.InvokeResponse_Error
-			if !errors.As(err, &ie) || ie.Type != paymentapi.ErrFirmaInvalida || !strings.Contains(ie.Message, tc.want) || !strings.Contains(ie.Message, "PED-FIRMA") {
-				t.Fatalf("cobro = %#v, want errorType %s naming the order and %q", err, paymentapi.ErrFirmaInvalida, tc.want)
+			if !errors.As(err, &ie) || ie.Type != lambdaapi.ErrFirmaInvalida || !strings.Contains(ie.Message, tc.want) || !strings.Contains(ie.Message, "PED-FIRMA") {
+				t.Fatalf("cobro = %#v, want errorType %s naming the order and %q", err, lambdaapi.ErrFirmaInvalida, tc.want)
 			}
 			if n := len(r.gw.Requests()); n != 0 {
 				t.Fatalf("%d gateway requests for a refused charge", n)
@@ -353,8 +351,8 @@ func TestCobroChargesOnlyWhatWasSigned(t *testing.T) {
 		})
 	}
 	// The workflow does not retry it: it is not a transient error.
-	for _, e := range paymentapi.Errors {
-		if e.Name == paymentapi.ErrFirmaInvalida && e.Retry {
+	for _, e := range lambdaapi.PaymentErrors {
+		if e.Name == lambdaapi.ErrFirmaInvalida && e.Retry {
 			t.Fatal("FirmaInvalida is marked Retry")
 		}
 	}
@@ -376,7 +374,7 @@ func TestRefundOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := paymentapi.ReembolsoInput{PedidoID: "PED-6", ReferenciaCobro: ch.ReferenciaCobro, ImporteCentimos: 4820, Moneda: "EUR"}
+	in := lambdaapi.ReembolsoInput{PedidoID: "PED-6", ReferenciaCobro: ch.ReferenciaCobro, ImporteCentimos: 4820, Moneda: "EUR"}
 	r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
 	a, err := r.tasks.Reembolso(ctx, in)
 	if err != nil {
@@ -395,8 +393,8 @@ func TestRefundOnce(t *testing.T) {
 		}
 	}
 	// Refund of an unknown charge: a business refusal, recorded, not retried.
-	_, err = r.tasks.Reembolso(ctx, paymentapi.ReembolsoInput{PedidoID: "PED-7", ReferenciaCobro: "cob_999", ImporteCentimos: 1, Moneda: "EUR"})
-	if name := errName(t, err); name != paymentapi.ErrSolicitudInvalida {
+	_, err = r.tasks.Reembolso(ctx, lambdaapi.ReembolsoInput{PedidoID: "PED-7", ReferenciaCobro: "cob_999", ImporteCentimos: 1, Moneda: "EUR"})
+	if name := errName(t, err); name != lambdaapi.ErrSolicitudInvalida {
 		t.Errorf("unknown charge: %s", name)
 	}
 }
@@ -412,26 +410,26 @@ func TestRefundOnlyWhatTheOrderWasCharged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := paymentapi.ReembolsoInput{PedidoID: "PED-20", ReferenciaCobro: ch.ReferenciaCobro, ImporteCentimos: ch.ImporteCentimos, Moneda: ch.Moneda}
+	ok := lambdaapi.ReembolsoInput{PedidoID: "PED-20", ReferenciaCobro: ch.ReferenciaCobro, ImporteCentimos: ch.ImporteCentimos, Moneda: ch.Moneda}
 	cases := []struct {
 		name string
-		in   func(paymentapi.ReembolsoInput) paymentapi.ReembolsoInput
+		in   func(lambdaapi.ReembolsoInput) lambdaapi.ReembolsoInput
 		want string
 	}{
-		{"unknown order", func(in paymentapi.ReembolsoInput) paymentapi.ReembolsoInput { in.PedidoID = "PED-NUNCA"; return in }, "has no completed charge (cobro:PED-NUNCA)"},
-		{"another charge", func(in paymentapi.ReembolsoInput) paymentapi.ReembolsoInput {
+		{"unknown order", func(in lambdaapi.ReembolsoInput) lambdaapi.ReembolsoInput { in.PedidoID = "PED-NUNCA"; return in }, "has no completed charge (cobro:PED-NUNCA)"},
+		{"another charge", func(in lambdaapi.ReembolsoInput) lambdaapi.ReembolsoInput {
 			in.ReferenciaCobro = "cob_otro"
 			return in
 		}, `referencia_cobro "cob_otro" is not the order's charge`},
-		{"another currency", func(in paymentapi.ReembolsoInput) paymentapi.ReembolsoInput { in.Moneda = "USD"; return in }, "moneda USD is not the charge's EUR"},
-		{"more than charged", func(in paymentapi.ReembolsoInput) paymentapi.ReembolsoInput { in.ImporteCentimos++; return in }, fmt.Sprintf("importe_centimos %d exceeds the %d charged", ch.ImporteCentimos+1, ch.ImporteCentimos)},
+		{"another currency", func(in lambdaapi.ReembolsoInput) lambdaapi.ReembolsoInput { in.Moneda = "USD"; return in }, "moneda USD is not the charge's EUR"},
+		{"more than charged", func(in lambdaapi.ReembolsoInput) lambdaapi.ReembolsoInput { in.ImporteCentimos++; return in }, fmt.Sprintf("importe_centimos %d exceeds the %d charged", ch.ImporteCentimos+1, ch.ImporteCentimos)},
 	}
 	before := len(r.gw.Requests())
 	for _, c := range cases {
 		_, err := r.tasks.Reembolso(ctx, c.in(ok))
 		var te *payment.TaskError
-		if !errors.As(err, &te) || te.Name != paymentapi.ErrSolicitudInvalida || !strings.Contains(te.Message, c.want) {
-			t.Errorf("%s: %v, want %s saying %q", c.name, err, paymentapi.ErrSolicitudInvalida, c.want)
+		if !errors.As(err, &te) || te.Name != lambdaapi.ErrSolicitudInvalida || !strings.Contains(te.Message, c.want) {
+			t.Errorf("%s: %v, want %s saying %q", c.name, err, lambdaapi.ErrSolicitudInvalida, c.want)
 		}
 	}
 	if n := len(r.gw.Requests()) - before; n != 0 {
@@ -439,10 +437,10 @@ func TestRefundOnlyWhatTheOrderWasCharged(t *testing.T) {
 	}
 	// A declined charge backs no refund.
 	r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Status: 402}})
-	if _, err := r.tasks.Cobro(ctx, cobro("PED-21")); errName(t, err) != paymentapi.ErrTarjetaRechazada {
+	if _, err := r.tasks.Cobro(ctx, cobro("PED-21")); errName(t, err) != lambdaapi.ErrTarjetaRechazada {
 		t.Fatalf("declined charge: %v", err)
 	}
-	_, err = r.tasks.Reembolso(ctx, paymentapi.ReembolsoInput{PedidoID: "PED-21", ReferenciaCobro: "cob_x", ImporteCentimos: 1, Moneda: "EUR"})
+	_, err = r.tasks.Reembolso(ctx, lambdaapi.ReembolsoInput{PedidoID: "PED-21", ReferenciaCobro: "cob_x", ImporteCentimos: 1, Moneda: "EUR"})
 	if te := (*payment.TaskError)(nil); !errors.As(err, &te) || !strings.Contains(te.Message, "has no completed charge") {
 		t.Errorf("refund of a declined charge: %v", err)
 	}
@@ -501,7 +499,7 @@ func TestAPIKeyRefreshedOn401(t *testing.T) {
 func TestBreakerOpensAndFailsFast(t *testing.T) {
 	srv := redistest.Start(t)
 	br, err := breaker.New(breaker.NewRedisStore(srv.Client(t)), breaker.Config{
-		Name: paymentapi.GatewayDependency, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: 6,
+		Name: lambdaapi.GatewayDependency, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: 6,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -510,11 +508,11 @@ func TestBreakerOpensAndFailsFast(t *testing.T) {
 	r.gw.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
 	ctx := ctxT(t)
 	_, err = r.tasks.Cobro(ctx, cobro("PED-11"))
-	if name := errName(t, err); name != paymentapi.ErrPasarelaNoDisponible {
+	if name := errName(t, err); name != lambdaapi.ErrPasarelaNoDisponible {
 		t.Fatalf("first: %s", name)
 	}
 	_, err = r.tasks.Cobro(ctx, cobro("PED-12"))
-	if name := errName(t, err); name != paymentapi.ErrPasarelaNoDisponible {
+	if name := errName(t, err); name != lambdaapi.ErrPasarelaNoDisponible {
 		t.Fatalf("second: %s", name)
 	}
 	before := len(r.gw.Requests())
@@ -522,7 +520,7 @@ func TestBreakerOpensAndFailsFast(t *testing.T) {
 		t.Fatalf("%d requests, want 6 (2 operations x 3 attempts)", before)
 	}
 	_, err = r.tasks.Cobro(ctx, cobro("PED-13"))
-	if name := errName(t, err); name != paymentapi.ErrCircuitoAbierto {
+	if name := errName(t, err); name != lambdaapi.ErrCircuitoAbierto {
 		t.Fatalf("after 6 failures: %s (%v)", name, err)
 	}
 	if after := len(r.gw.Requests()); after != before {
@@ -540,7 +538,7 @@ func TestBudgetStopsRetriesUnderTotalFailure(t *testing.T) {
 	const ops = 60
 	for i := range ops {
 		_, err := r.tasks.Cobro(ctx, cobro(fmt.Sprintf("PED-B%d", i)))
-		if name := errName(t, err); name != paymentapi.ErrPasarelaNoDisponible {
+		if name := errName(t, err); name != lambdaapi.ErrPasarelaNoDisponible {
 			t.Fatalf("%d: %s", i, name)
 		}
 	}
@@ -577,11 +575,11 @@ func TestCallBudgetBoundsAnOperationAcrossExecutions(t *testing.T) {
 		_, err := r.tasks.Cobro(ctx, cobro("PED-LIM"))
 		names = append(names, errName(t, err))
 	}
-	if got := calls(); got != paymentapi.MaxGatewayCallsPerOperation {
-		t.Fatalf("%d gateway calls for one order, want %d (errors %v)", got, paymentapi.MaxGatewayCallsPerOperation, names)
+	if got := calls(); got != lambdaapi.MaxGatewayCallsPerOperation {
+		t.Fatalf("%d gateway calls for one order, want %d (errors %v)", got, lambdaapi.MaxGatewayCallsPerOperation, names)
 	}
-	if last := names[len(names)-1]; last != paymentapi.ErrIntentosAgotados {
-		t.Fatalf("errors %v: the last is not %s", names, paymentapi.ErrIntentosAgotados)
+	if last := names[len(names)-1]; last != lambdaapi.ErrIntentosAgotados {
+		t.Fatalf("errors %v: the last is not %s", names, lambdaapi.ErrIntentosAgotados)
 	}
 	if _, err := r.tasks.Cobro(ctx, cobro("PED-OTRO")); err != nil {
 		t.Fatalf("another order: %v", err)
@@ -594,7 +592,7 @@ func TestCallBudgetBoundsAnOperationAcrossExecutions(t *testing.T) {
 func TestCallBudgetNotSpentByAnOpenCircuit(t *testing.T) {
 	srv := redistest.Start(t)
 	br, err := breaker.New(breaker.NewRedisStore(srv.Client(t)), breaker.Config{
-		Name: paymentapi.GatewayDependency, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: 3,
+		Name: lambdaapi.GatewayDependency, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: 3,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -604,12 +602,12 @@ func TestCallBudgetNotSpentByAnOpenCircuit(t *testing.T) {
 	ctx := ctxT(t)
 	_, _ = r.tasks.Cobro(ctx, cobro("PED-ABRE")) // 3 failures open the circuit
 	for i := range 20 {
-		if _, err := r.tasks.Cobro(ctx, cobro("PED-ESPERA")); errName(t, err) != paymentapi.ErrCircuitoAbierto {
+		if _, err := r.tasks.Cobro(ctx, cobro("PED-ESPERA")); errName(t, err) != lambdaapi.ErrCircuitoAbierto {
 			t.Fatalf("run %d: %v", i, err)
 		}
 	}
 	out, err := ddb.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{idempotencyapi.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: "cobro:PED-ESPERA#llamadas"}}})
+		Key: map[string]types.AttributeValue{lambdaapi.IdempotencyKeyAttribute: &types.AttributeValueMemberS{Value: "cobro:PED-ESPERA#llamadas"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,7 +618,7 @@ func TestCallBudgetNotSpentByAnOpenCircuit(t *testing.T) {
 
 func TestEveryErrorNameIsListed(t *testing.T) {
 	seen := map[string]bool{}
-	for _, e := range paymentapi.Errors {
+	for _, e := range lambdaapi.PaymentErrors {
 		if seen[e.Name] || e.Name == "" || strings.ContainsAny(e.Name, " .:") {
 			t.Errorf("bad or duplicate name %q", e.Name)
 		}
@@ -640,7 +638,7 @@ func TestLoadSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Gateway.Policy.MaxAttempts != 2 || s.Gateway.ReadTimeout != httpdepapi.DefaultReadTimeout || !s.Breaker.RedisTLS || s.Breaker.FailureThreshold != 20 {
+	if s.Gateway.Policy.MaxAttempts != 2 || s.Gateway.ReadTimeout != lambdaapi.DefaultReadTimeout || !s.Breaker.RedisTLS || s.Breaker.FailureThreshold != 20 {
 		t.Errorf("settings %+v", s)
 	}
 	_, err = payment.LoadSettings(lambdaenv.FromMap(map[string]string{"GATEWAY_MAX_ATTEMPTS": "99", "GATEWAY_URL": "ftp://x"}))

@@ -15,7 +15,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
@@ -50,7 +50,7 @@ const (
 
 // TaskError is a task failure with its Step Functions error name.
 type TaskError struct {
-	// Name is one of the paymentapi.Err* names.
+	// Name is one of the lambdaapi.Err* names.
 	Name    string
 	Message string
 	Err     error
@@ -91,27 +91,27 @@ func NewTasks(store *idempotency.Store, gw Gateway, log *slog.Logger, opts ...Ta
 }
 
 // ChargeOf is what a cobro input asks to charge, as signed.
-func ChargeOf(in paymentapi.CobroInput) signing.Charge {
+func ChargeOf(in lambdaapi.CobroInput) signing.Charge {
 	return signing.Charge{EventID: in.IDEvento, OrderID: in.PedidoID, AmountCents: in.ImporteCentimos, Currency: in.Moneda, CardToken: in.TokenTarjeta}
 }
 
 // fingerprinted is the part of a cobro input its idempotency record
 // compares: the charge, not its proof (a payment retry's new event, a
 // re-signature after a key rotation, ask for the same charge).
-func fingerprinted(in paymentapi.CobroInput) paymentapi.CobroInput {
+func fingerprinted(in lambdaapi.CobroInput) lambdaapi.CobroInput {
 	in.IDEvento, in.Firma = "", ""
 	return in
 }
 
 // verify refuses, before any claim or gateway call, a charge the outbox
 // publisher did not sign as it is asked: FirmaInvalida.
-func (t *Tasks) verify(ctx context.Context, in paymentapi.CobroInput) error {
+func (t *Tasks) verify(ctx context.Context, in lambdaapi.CobroInput) error {
 	if t.verifier == nil {
-		return &TaskError{Name: paymentapi.ErrFirmaInvalida, Message: "charge refused: this function holds no signing key, so it cannot check that order " + in.PedidoID + " is the one the shop committed"}
+		return &TaskError{Name: lambdaapi.ErrFirmaInvalida, Message: "charge refused: this function holds no signing key, so it cannot check that order " + in.PedidoID + " is the one the shop committed"}
 	}
 	err := t.verifier.Verify(ctx, ChargeOf(in), in.Firma)
 	if errors.Is(err, signing.ErrInvalid) {
-		return &TaskError{Name: paymentapi.ErrFirmaInvalida, Err: err, Message: fmt.Sprintf(
+		return &TaskError{Name: lambdaapi.ErrFirmaInvalida, Err: err, Message: fmt.Sprintf(
 			"charge refused: order %s, %d %s, event %q is not what the outbox publisher signed (%v); nothing was sent to the gateway", in.PedidoID, in.ImporteCentimos, in.Moneda, in.IDEvento, err)}
 	}
 	return err
@@ -134,7 +134,7 @@ func validate(pedidoID string, cents int64, moneda string, extra ...[2]string) e
 		}
 	}
 	if len(problems) > 0 {
-		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: fmt.Sprint(problems)}
+		return &TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: fmt.Sprint(problems)}
 	}
 	return nil
 }
@@ -145,29 +145,29 @@ func validate(pedidoID string, cents int64, moneda string, extra ...[2]string) e
 // Idempotency-Key. A repeat (a workflow retry after a lost answer) returns
 // the same referencia_cobro, or the same TarjetaRechazada, without a second
 // charge. Errors are *TaskError.
-func (t *Tasks) Cobro(ctx context.Context, in paymentapi.CobroInput) (paymentapi.CobroOutput, error) {
+func (t *Tasks) Cobro(ctx context.Context, in lambdaapi.CobroInput) (lambdaapi.CobroOutput, error) {
 	if err := validate(in.PedidoID, in.ImporteCentimos, in.Moneda, [2]string{"token_tarjeta", in.TokenTarjeta}); err != nil {
-		return paymentapi.CobroOutput{}, err
+		return lambdaapi.CobroOutput{}, err
 	}
 	key, err := KeyCobro(in.PedidoID)
 	if err != nil {
-		return paymentapi.CobroOutput{}, &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
+		return lambdaapi.CobroOutput{}, &TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
 	}
 	if err := t.verify(ctx, in); err != nil {
-		return paymentapi.CobroOutput{}, t.result(ctx, "cobro", key, err)
+		return lambdaapi.CobroOutput{}, t.result(ctx, "cobro", key, err)
 	}
-	out, err := idempotency.Do(ctx, t.store, key, func(ctx context.Context) (paymentapi.CobroOutput, error) {
+	out, err := idempotency.Do(ctx, t.store, key, func(ctx context.Context) (lambdaapi.CobroOutput, error) {
 		ch, err := t.gw.Charge(ctx, key, ChargeRequest{
 			PedidoID: in.PedidoID, ImporteCentimos: in.ImporteCentimos, Moneda: in.Moneda, TokenTarjeta: in.TokenTarjeta,
 		})
 		if err != nil {
-			return paymentapi.CobroOutput{}, permanentIfBusiness(err)
+			return lambdaapi.CobroOutput{}, permanentIfBusiness(err)
 		}
 		if ch.ID == "" || ch.ImporteCentimos != in.ImporteCentimos || ch.Moneda != in.Moneda {
 			// The gateway answered for another amount: never record it as ours.
-			return paymentapi.CobroOutput{}, fmt.Errorf("gateway answer %+v does not match the request", ch)
+			return lambdaapi.CobroOutput{}, fmt.Errorf("gateway answer %+v does not match the request", ch)
 		}
-		return paymentapi.CobroOutput{PedidoID: in.PedidoID, ReferenciaCobro: ch.ID, ImporteCentimos: ch.ImporteCentimos, Moneda: ch.Moneda}, nil
+		return lambdaapi.CobroOutput{PedidoID: in.PedidoID, ReferenciaCobro: ch.ID, ImporteCentimos: ch.ImporteCentimos, Moneda: ch.Moneda}, nil
 	}, idempotency.WithPayload(fingerprinted(in)))
 	return out, t.result(ctx, "cobro", key, err)
 }
@@ -175,28 +175,28 @@ func (t *Tasks) Cobro(ctx context.Context, in paymentapi.CobroInput) (paymentapi
 // Reembolso refunds the order's charge once (key reembolso:<pedido_id>),
 // like Cobro, and only a charge Cobro recorded for the order, up to its
 // amount (see refundable).
-func (t *Tasks) Reembolso(ctx context.Context, in paymentapi.ReembolsoInput) (paymentapi.ReembolsoOutput, error) {
+func (t *Tasks) Reembolso(ctx context.Context, in lambdaapi.ReembolsoInput) (lambdaapi.ReembolsoOutput, error) {
 	if err := validate(in.PedidoID, in.ImporteCentimos, in.Moneda, [2]string{"referencia_cobro", in.ReferenciaCobro}); err != nil {
-		return paymentapi.ReembolsoOutput{}, err
+		return lambdaapi.ReembolsoOutput{}, err
 	}
 	key, err := KeyReembolso(in.PedidoID)
 	if err != nil {
-		return paymentapi.ReembolsoOutput{}, &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
+		return lambdaapi.ReembolsoOutput{}, &TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
 	}
 	if err := t.refundable(ctx, in); err != nil {
-		return paymentapi.ReembolsoOutput{}, t.result(ctx, "reembolso", key, err)
+		return lambdaapi.ReembolsoOutput{}, t.result(ctx, "reembolso", key, err)
 	}
-	out, err := idempotency.Do(ctx, t.store, key, func(ctx context.Context) (paymentapi.ReembolsoOutput, error) {
+	out, err := idempotency.Do(ctx, t.store, key, func(ctx context.Context) (lambdaapi.ReembolsoOutput, error) {
 		r, err := t.gw.Refund(ctx, key, RefundRequest{
 			PedidoID: in.PedidoID, ReferenciaCobro: in.ReferenciaCobro, ImporteCentimos: in.ImporteCentimos, Moneda: in.Moneda,
 		})
 		if err != nil {
-			return paymentapi.ReembolsoOutput{}, permanentIfBusiness(err)
+			return lambdaapi.ReembolsoOutput{}, permanentIfBusiness(err)
 		}
 		if r.ID == "" || r.ImporteCentimos != in.ImporteCentimos || r.Moneda != in.Moneda {
-			return paymentapi.ReembolsoOutput{}, fmt.Errorf("gateway answer %+v does not match the request", r)
+			return lambdaapi.ReembolsoOutput{}, fmt.Errorf("gateway answer %+v does not match the request", r)
 		}
-		return paymentapi.ReembolsoOutput{PedidoID: in.PedidoID, ReferenciaReembolso: r.ID, ReferenciaCobro: in.ReferenciaCobro,
+		return lambdaapi.ReembolsoOutput{PedidoID: in.PedidoID, ReferenciaReembolso: r.ID, ReferenciaCobro: in.ReferenciaCobro,
 			ImporteCentimos: r.ImporteCentimos, Moneda: r.Moneda}, nil
 	}, idempotency.WithPayload(in))
 	return out, t.result(ctx, "reembolso", key, err)
@@ -207,15 +207,15 @@ func (t *Tasks) Reembolso(ctx context.Context, in paymentapi.ReembolsoInput) (pa
 // completed, the reference and currency must be its, and the amount at most
 // the amount charged. A refund the charge does not back is
 // SolicitudInvalida, before any call or claim.
-func (t *Tasks) refundable(ctx context.Context, in paymentapi.ReembolsoInput) error {
+func (t *Tasks) refundable(ctx context.Context, in lambdaapi.ReembolsoInput) error {
 	cobroKey, err := KeyCobro(in.PedidoID)
 	if err != nil {
-		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
+		return &TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
 	}
-	ch, err := idempotency.Result[paymentapi.CobroOutput](ctx, t.store, cobroKey)
+	ch, err := idempotency.Result[lambdaapi.CobroOutput](ctx, t.store, cobroKey)
 	switch {
 	case errors.Is(err, idempotency.ErrNoResult):
-		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: fmt.Sprintf("refund refused: order %s has no completed charge (%s)", in.PedidoID, cobroKey), Err: err}
+		return &TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: fmt.Sprintf("refund refused: order %s has no completed charge (%s)", in.PedidoID, cobroKey), Err: err}
 	case err != nil:
 		return err
 	}
@@ -230,7 +230,7 @@ func (t *Tasks) refundable(ctx context.Context, in paymentapi.ReembolsoInput) er
 		problems = append(problems, fmt.Sprintf("importe_centimos %d exceeds the %d charged", in.ImporteCentimos, ch.ImporteCentimos))
 	}
 	if len(problems) > 0 {
-		return &TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: fmt.Sprintf("refund refused for order %s: %s", in.PedidoID, strings.Join(problems, "; "))}
+		return &TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: fmt.Sprintf("refund refused for order %s: %s", in.PedidoID, strings.Join(problems, "; "))}
 	}
 	return nil
 }
@@ -265,27 +265,27 @@ func classify(err error) *TaskError {
 	if errors.As(err, &te) {
 		return te
 	}
-	name := paymentapi.ErrPasarelaNoDisponible
+	name := lambdaapi.ErrPasarelaNoDisponible
 	var pe *idempotency.PermanentError
 	switch {
 	case errors.As(err, &pe) && pe.Code == codeDeclined:
-		name = paymentapi.ErrTarjetaRechazada
+		name = lambdaapi.ErrTarjetaRechazada
 	case errors.As(err, &pe) && pe.Code == codeRejected:
-		name = paymentapi.ErrSolicitudInvalida
+		name = lambdaapi.ErrSolicitudInvalida
 	case errors.As(err, &pe):
-		name = paymentapi.ErrRegistroInconsistente
+		name = lambdaapi.ErrRegistroInconsistente
 	case errors.Is(err, ErrCallsExhausted):
-		name = paymentapi.ErrIntentosAgotados
+		name = lambdaapi.ErrIntentosAgotados
 	case errors.Is(err, breaker.ErrOpen):
-		name = paymentapi.ErrCircuitoAbierto
+		name = lambdaapi.ErrCircuitoAbierto
 	case errors.Is(err, idempotency.ErrInProgress), errors.Is(err, idempotency.ErrLockLost):
-		name = paymentapi.ErrOperacionEnCurso
+		name = lambdaapi.ErrOperacionEnCurso
 	case errors.Is(err, idempotency.ErrPayloadMismatch), errors.Is(err, idempotency.ErrCorruptRecord):
-		name = paymentapi.ErrRegistroInconsistente
+		name = lambdaapi.ErrRegistroInconsistente
 	case errors.Is(err, idempotency.ErrStore):
-		name = paymentapi.ErrIdempotenciaNoDisponible
+		name = lambdaapi.ErrIdempotenciaNoDisponible
 	case errors.Is(err, idempotency.ErrInvalidKey):
-		name = paymentapi.ErrSolicitudInvalida
+		name = lambdaapi.ErrSolicitudInvalida
 	}
 	return &TaskError{Name: name, Message: err.Error(), Err: err}
 }
@@ -295,14 +295,14 @@ func classify(err error) *TaskError {
 // runtime error), and failures are returned as
 // messages.InvokeResponse_Error values: aws-lambda-go passes such a value
 // through unchanged (any other error's errorType is its Go type name), so
-// the errorType Step Functions matches is exactly the paymentapi name.
-func (t *Tasks) CobroHandler() func(context.Context, json.RawMessage) (paymentapi.CobroOutput, error) {
+// the errorType Step Functions matches is exactly the lambdaapi name.
+func (t *Tasks) CobroHandler() func(context.Context, json.RawMessage) (lambdaapi.CobroOutput, error) {
 	return handler(t.Cobro)
 }
 
 // ReembolsoHandler is the Lambda handler of the reembolso function (see
 // CobroHandler).
-func (t *Tasks) ReembolsoHandler() func(context.Context, json.RawMessage) (paymentapi.ReembolsoOutput, error) {
+func (t *Tasks) ReembolsoHandler() func(context.Context, json.RawMessage) (lambdaapi.ReembolsoOutput, error) {
 	return handler(t.Reembolso)
 }
 
@@ -311,7 +311,7 @@ func handler[I, O any](task func(context.Context, I) (O, error)) func(context.Co
 		var in I
 		if err := json.Unmarshal(raw, &in); err != nil {
 			var zero O
-			return zero, invokeError(&TaskError{Name: paymentapi.ErrSolicitudInvalida, Message: "input: " + err.Error(), Err: err})
+			return zero, invokeError(&TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: "input: " + err.Error(), Err: err})
 		}
 		out, err := task(ctx, in)
 		return out, invokeError(err)
@@ -319,7 +319,7 @@ func handler[I, O any](task func(context.Context, I) (O, error)) func(context.Co
 }
 
 // invokeError turns a task error into the value aws-lambda-go reports
-// verbatim (errorType = the paymentapi name). nil stays nil.
+// verbatim (errorType = the lambdaapi name). nil stays nil.
 func invokeError(err error) error {
 	if err == nil {
 		return nil

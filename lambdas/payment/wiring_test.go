@@ -11,10 +11,9 @@ import (
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
 	"github.com/mercadofresco/integration/internal/wiringtest"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment"
-	"github.com/mercadofresco/integration/lambdas/payment/paymentapi"
 	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
@@ -39,7 +38,7 @@ func deployedGateway(t *testing.T, function string) (map[string]string, *wiringt
 // outbox publisher signs it).
 func signedCharge(t *testing.T, aws *wiringtest.Endpoint, secretARN, pedidoID string) json.RawMessage {
 	t.Helper()
-	in := paymentapi.CobroInput{PedidoID: pedidoID, ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_ok", IDEvento: "out-" + pedidoID}
+	in := lambdaapi.CobroInput{PedidoID: pedidoID, ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_ok", IDEvento: "out-" + pedidoID}
 	key := signing.Key{ID: wiringtest.SecretVersion, Secret: []byte(aws.Secret(secretARN))}
 	sig, err := signing.Sign(key, signing.Charge{EventID: in.IDEvento, OrderID: in.PedidoID, AmountCents: in.ImporteCentimos, Currency: in.Moneda, CardToken: in.TokenTarjeta})
 	if err != nil {
@@ -70,7 +69,7 @@ func wantGatewayCall(t *testing.T, env map[string]string, aws *wiringtest.Endpoi
 		t.Fatalf("gateway POSTs of %s with keys %q, want one keyed %s", path, calls, k)
 	}
 	wiringtest.WantRequest(t, aws, "DynamoDB_20120810.PutItem", `"TableName":"`+env["IDEMPOTENCY_TABLE_NAME"]+`"`,
-		`"`+idempotencyapi.DefaultKeyAttribute+`":{"S":"`+k+`"}`)
+		`"`+lambdaapi.IdempotencyKeyAttribute+`":{"S":"`+k+`"}`)
 	cache.WantReached(t)
 }
 
@@ -113,7 +112,7 @@ func TestDeployedCobroChargesGateway(t *testing.T) {
 func TestDeployedReembolsoRefundsGateway(t *testing.T) {
 	env, aws, gw, cache := deployedGateway(t, "mf-reembolso")
 	ddb := dynalitetest.Start(t)
-	ddb.CreateTable(t, env["IDEMPOTENCY_TABLE_NAME"], idempotencyapi.DefaultKeyAttribute)
+	ddb.CreateTable(t, env["IDEMPOTENCY_TABLE_NAME"], lambdaapi.IdempotencyKeyAttribute)
 	aws.ForwardDynamoDB(t, ddb.Endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -135,7 +134,7 @@ func TestDeployedReembolsoRefundsGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, _ := json.Marshal(paymentapi.ReembolsoInput{PedidoID: "P-92", ReferenciaCobro: charged.ReferenciaCobro, ImporteCentimos: 4820, Moneda: "EUR"})
+	in, _ := json.Marshal(lambdaapi.ReembolsoInput{PedidoID: "P-92", ReferenciaCobro: charged.ReferenciaCobro, ImporteCentimos: 4820, Moneda: "EUR"})
 	out, err := reembolso(ctx, in)
 	if err != nil {
 		t.Fatal(err)

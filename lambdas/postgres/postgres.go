@@ -22,8 +22,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 )
 
 // ErrInvalidConfig is wrapped by every error caused by a configuration that
@@ -195,15 +195,15 @@ func openPool(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Pool, error) {
 // credentials are used instead (tools outside Lambda). Every missing or
 // malformed variable is reported at once.
 func FromEnv(ctx context.Context, env *lambdaenv.Env, awsCfg aws.Config, sm SecretGetter, cfg ConnectConfig) (*pgxpool.Pool, error) {
-	cfg.Host = env.Required(postgresapi.EnvHost)
-	cfg.Database = env.Required(postgresapi.EnvName)
-	cfg.Port = env.Int(postgresapi.EnvPort, postgresapi.DefaultPort, 1, 65535)
-	cfg.User = env.String(postgresapi.EnvUser, "")
-	cfg.SecretARN = env.String(postgresapi.EnvSecretARN, "")
-	cfg.SSLMode = env.OneOf(postgresapi.EnvSSLMode, cfg.sslMode(), "verify-full", "verify-ca", "require", "disable")
+	cfg.Host = env.Required(lambdaapi.EnvDBHost)
+	cfg.Database = env.Required(lambdaapi.EnvDBName)
+	cfg.Port = env.Int(lambdaapi.EnvDBPort, lambdaapi.DefaultDBPort, 1, 65535)
+	cfg.User = env.String(lambdaapi.EnvDBUser, "")
+	cfg.SecretARN = env.String(lambdaapi.EnvDBSecretARN, "")
+	cfg.SSLMode = env.OneOf(lambdaapi.EnvDBSSLMode, cfg.sslMode(), "verify-full", "verify-ca", "require", "disable")
 	cfg.Region = awsCfg.Region
 	if cfg.User == "" && cfg.SecretARN == "" {
-		env.Required(postgresapi.EnvUser)
+		env.Required(lambdaapi.EnvDBUser)
 	}
 	if err := env.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mercadofresco/integration/internal/pgtest"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 )
 
 const testDB = "mf_postgres_test"
@@ -138,7 +138,7 @@ func TestFromEnvReportsEveryMissingVariable(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
-	for _, v := range []string{postgresapi.EnvHost, postgresapi.EnvName, postgresapi.EnvPort, postgresapi.EnvUser} {
+	for _, v := range []string{lambdaapi.EnvDBHost, lambdaapi.EnvDBName, lambdaapi.EnvDBPort, lambdaapi.EnvDBUser} {
 		if !strings.Contains(err.Error(), v) {
 			t.Errorf("error does not name %s: %v", v, err)
 		}
@@ -148,7 +148,7 @@ func TestFromEnvReportsEveryMissingVariable(t *testing.T) {
 func TestFromEnvUsesTheSecretWithoutAUser(t *testing.T) {
 	t.Parallel()
 	env := lambdaenv.FromMap(map[string]string{
-		postgresapi.EnvHost: "127.0.0.1", postgresapi.EnvName: testDB, postgresapi.EnvSecretARN: "arn:secreto",
+		lambdaapi.EnvDBHost: "127.0.0.1", lambdaapi.EnvDBName: testDB, lambdaapi.EnvDBSecretARN: "arn:secreto",
 	})
 	pool, err := FromEnv(context.Background(), env, aws.Config{Region: "eu-west-1"},
 		fakeSecrets{`{"username":"postgres","password":"","host":"ignored","port":5432,"dbname":"ignored"}`},

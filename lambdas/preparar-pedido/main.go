@@ -3,8 +3,8 @@
 //
 // Environment: IDEMPOTENCY_TABLE_NAME, IDEMPOTENCY_WINDOW, ALMACEN_URL,
 // ALMACEN_SECRET_ARN, ALMACEN_READ_TIMEOUT, ALMACEN_MAX_ATTEMPTS,
-// the BREAKER_* variables of breakerapi, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
-// and the common consumer variables of lambdas/sqsconsumer/consumerapi.
+// the BREAKER_* variables, MAX_RECEIVE_COUNT, DLQ_URLS, ENTORNO
+// and the common consumer variables of lambdas/lambdaapi.
 package main
 
 import (

@@ -17,9 +17,9 @@ import (
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // PathPreparaciones is the warehouse's endpoint.
@@ -82,7 +82,7 @@ func NewProcessor(s sqsconsumer.Settings, d sqsconsumer.OnceDeps, almacen *httpd
 // main): see sqsconsumer.Runtime.HTTPDeps, with the warehouse's ALMACEN_*
 // variables.
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
-	d, client, err := rt.HTTPDeps(consumerapi.PrefixAlmacen, consumerapi.NameAlmacen)
+	d, client, err := rt.HTTPDeps(lambdaapi.PrefixAlmacen, lambdaapi.NameAlmacen)
 	if err != nil {
 		return nil, err
 	}

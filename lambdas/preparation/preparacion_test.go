@@ -15,10 +15,10 @@ import (
 	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/preparation"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 var ddb *dynalitetest.Server
@@ -51,7 +51,7 @@ func newRig(t *testing.T, br *breaker.Breaker, refused ...string) *rig {
 	seed := testseed.New(t).Seed
 	q := consumertest.New(t, "cola-mercadofresco-pedidos", consumertest.Options{})
 	wh := warehouse(t, seed, refused...)
-	client := consumertest.Client(t, consumerapi.NameAlmacen, wh, consumertest.DepOptions{Breaker: br, Seed: seed, ReadTimeout: time.Second})
+	client := consumertest.Client(t, lambdaapi.NameAlmacen, wh, consumertest.DepOptions{Breaker: br, Seed: seed, ReadTimeout: time.Second})
 	proc, err := preparation.NewProcessor(q.Settings(), q.OnceDeps(t, ddb), client)
 	consumertest.Must(t, err)
 	return &rig{q: q, wh: wh, proc: proc}
@@ -141,7 +141,7 @@ func TestAnswerLostAfterPreparation(t *testing.T) {
 func TestWarehouseOutageOrdersWaitNotDeadLettered(t *testing.T) {
 	srv := redistest.Start(t)
 	clk := retry.NewVirtualClock(time.Now())
-	br := consumertest.Breaker(t, srv.Client(t), consumerapi.NameAlmacen, 4, clk.Now)
+	br := consumertest.Breaker(t, srv.Client(t), lambdaapi.NameAlmacen, 4, clk.Now)
 	r := newRig(t, br)
 	r.wh.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
 	ctx := consumertest.Ctx(t, 60*time.Second)

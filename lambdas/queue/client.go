@@ -27,7 +27,7 @@ type SDK interface {
 
 // Client implements API over the aws-sdk-go-v2 SQS client. Retries are the
 // SDK client's (configure RetryMaxAttempts on the client: the project uses
-// retryapi.SDKMaxAttempts, docs/design.md#retry-layers).
+// lambdaapi.SDKMaxAttempts, docs/design.md#retry-layers).
 type Client struct {
 	sdk SDK
 }

@@ -8,8 +8,8 @@
 // delayed copy renews), is refused as a permanent failure with the reason
 // "expired-idempotency-window". The consumer keeps its records at least as
 // long as the window. A message an operator re-admitted (the attribute
-// consumerapi.AttrReadmision) is processed while that mark is younger than
-// consumerapi.ReadmissionValidity. Why: docs/design.md#replay-windows.
+// lambdaapi.AttrReadmision) is processed while that mark is younger than
+// lambdaapi.ReadmissionValidity. Why: docs/design.md#replay-windows.
 package replaywindow
 
 import (
@@ -24,12 +24,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // ErrExpired is matched (errors.Is) by every [*ExpiredError].
-var ErrExpired = errors.New(consumerapi.ReasonExpiredWindow)
+var ErrExpired = errors.New(lambdaapi.ReasonExpiredWindow)
 
 // maxClockSkew is how far in the future a re-admission mark may be (the
 // operator's clock against the consumer's).
@@ -51,9 +51,9 @@ type Window struct {
 func (w Window) Validate() error {
 	var problems []string
 	if w.Max <= 0 {
-		problems = append(problems, fmt.Sprintf("Max %s must be positive (set %s)", w.Max, consumerapi.EnvIdempotencyWindow))
-	} else if w.Max < consumerapi.ReadmissionValidity {
-		problems = append(problems, fmt.Sprintf("Max %s is shorter than a re-admission's validity (%s)", w.Max, consumerapi.ReadmissionValidity))
+		problems = append(problems, fmt.Sprintf("Max %s must be positive (set %s)", w.Max, lambdaapi.EnvIdempotencyWindow))
+	} else if w.Max < lambdaapi.ReadmissionValidity {
+		problems = append(problems, fmt.Sprintf("Max %s is shorter than a re-admission's validity (%s)", w.Max, lambdaapi.ReadmissionValidity))
 	}
 	if w.CreatedAt == "" || strings.HasPrefix(w.CreatedAt, ".") || strings.HasSuffix(w.CreatedAt, ".") || strings.Contains(w.CreatedAt, "..") {
 		problems = append(problems, fmt.Sprintf("CreatedAt %q is not a dotted key path", w.CreatedAt))
@@ -78,17 +78,17 @@ type ExpiredError struct {
 	LapsedMark string
 }
 
-// Error starts with consumerapi.ReasonExpiredWindow, which mf-dlq looks for.
+// Error starts with lambdaapi.ReasonExpiredWindow, which mf-dlq looks for.
 func (e *ExpiredError) Error() string {
 	var b strings.Builder
-	b.WriteString(consumerapi.ReasonExpiredWindow + ": ")
+	b.WriteString(lambdaapi.ReasonExpiredWindow + ": ")
 	if e.Key != "" {
 		b.WriteString(e.Key + ": ")
 	}
 	fmt.Fprintf(&b, "%s %s is %s old, beyond this consumer's window of %s (its idempotency records may have expired, so a duplicate would no longer be recognised): not processed",
 		e.Field, e.Created.UTC().Format(time.RFC3339), Days(e.Age), Days(e.Window))
 	if e.LapsedMark != "" {
-		fmt.Fprintf(&b, " (its re-admission mark %s is older than %s)", e.LapsedMark, Days(consumerapi.ReadmissionValidity))
+		fmt.Fprintf(&b, " (its re-admission mark %s is older than %s)", e.LapsedMark, Days(lambdaapi.ReadmissionValidity))
 	}
 	b.WriteString("; docs/runbooks/dlq.md#expired-messages")
 	return b.String()
@@ -105,7 +105,7 @@ func (e *ExpiredError) Is(target error) bool { return target == ErrExpired }
 func (w Window) Check(rec *sqsbatch.Record) error {
 	created, err := CreatedAt([]byte(rec.Body()), w.CreatedAt)
 	if err != nil {
-		return sqsbatch.Poisonf("%s: cannot apply the %s replay window: %w", consumerapi.ReasonExpiredWindow, Days(w.Max), err)
+		return sqsbatch.Poisonf("%s: cannot apply the %s replay window: %w", lambdaapi.ReasonExpiredWindow, Days(w.Max), err)
 	}
 	now := time.Now()
 	if w.Now != nil {
@@ -130,7 +130,7 @@ func (w Window) Check(rec *sqsbatch.Record) error {
 // whether it is valid at now (see ReadmissionValid). mark is "" when the
 // message has none.
 func Readmission(attrs map[string]events.SQSMessageAttribute, now time.Time) (mark string, valid bool) {
-	a, ok := attrs[consumerapi.AttrReadmision]
+	a, ok := attrs[lambdaapi.AttrReadmision]
 	if !ok || a.StringValue == nil {
 		return "", false
 	}
@@ -138,11 +138,11 @@ func Readmission(attrs map[string]events.SQSMessageAttribute, now time.Time) (ma
 }
 
 // ReadmissionValid reports whether a re-admission mark admits its message
-// at now: an RFC 3339 time not older than consumerapi.ReadmissionValidity
+// at now: an RFC 3339 time not older than lambdaapi.ReadmissionValidity
 // and not in the future beyond a few minutes of clock skew.
 func ReadmissionValid(mark string, now time.Time) bool {
 	t, err := time.Parse(time.RFC3339Nano, mark)
-	return err == nil && !t.After(now.Add(maxClockSkew)) && now.Sub(t) <= consumerapi.ReadmissionValidity
+	return err == nil && !t.After(now.Add(maxClockSkew)) && now.Sub(t) <= lambdaapi.ReadmissionValidity
 }
 
 // CreatedAt reads the RFC 3339 time at the dotted path of a JSON body.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 var now = time.Date(2027, 1, 20, 12, 0, 0, 0, time.UTC)
@@ -18,7 +18,7 @@ var now = time.Date(2027, 1, 20, 12, 0, 0, 0, time.UTC)
 func record(body, mark string) *sqsbatch.Record {
 	m := events.SQSMessage{MessageId: "m", Body: body}
 	if mark != "" {
-		m.MessageAttributes = map[string]events.SQSMessageAttribute{consumerapi.AttrReadmision: {DataType: "String", StringValue: &mark}}
+		m.MessageAttributes = map[string]events.SQSMessageAttribute{lambdaapi.AttrReadmision: {DataType: "String", StringValue: &mark}}
 	}
 	return &sqsbatch.Record{Message: m}
 }
@@ -57,7 +57,7 @@ func TestCheck(t *testing.T) {
 				if !errors.Is(err, replaywindow.ErrExpired) || !errors.As(err, &ee) || sqsbatch.Classify(err) != sqsbatch.ClassPermanent {
 					t.Fatalf("err = %v, want a permanent ExpiredError", err)
 				}
-				if !strings.HasPrefix(ee.Error(), consumerapi.ReasonExpiredWindow+":") || !strings.Contains(ee.Error(), "45 days") {
+				if !strings.HasPrefix(ee.Error(), lambdaapi.ReasonExpiredWindow+":") || !strings.Contains(ee.Error(), "45 days") {
 					t.Fatalf("reason %q", ee.Error())
 				}
 				if tt.mark != "" && !strings.Contains(ee.Error(), tt.mark) {
@@ -104,9 +104,9 @@ func TestValidate(t *testing.T) {
 // so a copy of a re-admitted message processed later still finds the
 // record the first one wrote.
 func TestReadmissionIsShorterThanEveryWindow(t *testing.T) {
-	for _, w := range []time.Duration{consumerapi.WindowPreparacion, consumerapi.WindowCorreo, consumerapi.WindowAvisoERP} {
-		if consumerapi.ReadmissionValidity >= w {
-			t.Errorf("re-admission validity %s >= window %s", consumerapi.ReadmissionValidity, w)
+	for _, w := range []time.Duration{lambdaapi.WindowPreparacion, lambdaapi.WindowCorreo, lambdaapi.WindowAvisoERP} {
+		if lambdaapi.ReadmissionValidity >= w {
+			t.Errorf("re-admission validity %s >= window %s", lambdaapi.ReadmissionValidity, w)
 		}
 	}
 }

@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // Policy is the retry policy of one kind of call. The zero value gives the
 // defaults.
 type Policy struct {
 	// MaxAttempts counts every attempt, the first included (default 3,
-	// at most retryapi.MaxAttemptsLimit). 1 disables retries.
+	// at most lambdaapi.MaxAttemptsLimit). 1 disables retries.
 	MaxAttempts int
 	// Base and Cap shape the full-jitter waits: uniform(0, min(Cap,
 	// Base·2^n)) before retry n+1 (defaults 100 ms and 5 s).
@@ -27,14 +27,14 @@ type Policy struct {
 }
 
 func (p Policy) withDefaults() (Policy, error) {
-	p.MaxAttempts = cmp.Or(p.MaxAttempts, retryapi.DefaultMaxAttempts)
-	p.Base = cmp.Or(p.Base, retryapi.DefaultBase)
-	p.Cap = cmp.Or(p.Cap, retryapi.DefaultCap)
-	p.ThrottleBase = cmp.Or(p.ThrottleBase, retryapi.DefaultThrottleBase)
-	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, retryapi.DefaultMaxRetryAfter)
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, lambdaapi.DefaultMaxAttempts)
+	p.Base = cmp.Or(p.Base, lambdaapi.DefaultBackoffBase)
+	p.Cap = cmp.Or(p.Cap, lambdaapi.DefaultBackoffCap)
+	p.ThrottleBase = cmp.Or(p.ThrottleBase, lambdaapi.DefaultThrottleBase)
+	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, lambdaapi.DefaultMaxRetryAfter)
 	var problems []string
-	if p.MaxAttempts < 1 || p.MaxAttempts > retryapi.MaxAttemptsLimit {
-		problems = append(problems, fmt.Sprintf("MaxAttempts %d not in 1..%d", p.MaxAttempts, retryapi.MaxAttemptsLimit))
+	if p.MaxAttempts < 1 || p.MaxAttempts > lambdaapi.MaxAttemptsLimit {
+		problems = append(problems, fmt.Sprintf("MaxAttempts %d not in 1..%d", p.MaxAttempts, lambdaapi.MaxAttemptsLimit))
 	}
 	if p.Base < 0 || p.Cap < 0 || p.ThrottleBase < 0 || p.MaxRetryAfter < 0 {
 		problems = append(problems, "negative duration")
@@ -55,15 +55,15 @@ type Env interface {
 }
 
 // PolicyFromEnv reads a Policy from the Lambda's environment (the
-// retryapi.EnvSuffix* variables of prefix), so that the
+// lambdaapi.EnvSuffix* variables of prefix), so that the
 // attempts a function runs with are the number its template shows (the
 // CDK sets <prefix>_MAX_ATTEMPTS and the synth-time attempts guardrail reads
 // it). Unset variables keep the defaults; bad values are reported by env.
 func PolicyFromEnv(env Env, prefix string) Policy {
 	return Policy{
-		MaxAttempts: env.Int(prefix+retryapi.EnvSuffixMaxAttempts, retryapi.DefaultMaxAttempts, 1, retryapi.MaxAttemptsLimit),
-		Base:        env.Duration(prefix+retryapi.EnvSuffixBackoffBase, retryapi.DefaultBase, time.Millisecond, time.Minute),
-		Cap:         env.Duration(prefix+retryapi.EnvSuffixBackoffCap, retryapi.DefaultCap, time.Millisecond, 5*time.Minute),
+		MaxAttempts: env.Int(prefix+lambdaapi.EnvSuffixMaxAttempts, lambdaapi.DefaultMaxAttempts, 1, lambdaapi.MaxAttemptsLimit),
+		Base:        env.Duration(prefix+lambdaapi.EnvSuffixBackoffBase, lambdaapi.DefaultBackoffBase, time.Millisecond, time.Minute),
+		Cap:         env.Duration(prefix+lambdaapi.EnvSuffixBackoffCap, lambdaapi.DefaultBackoffCap, time.Millisecond, 5*time.Minute),
 	}
 }
 

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/retry"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
 )
 
 var t0 = time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
@@ -448,7 +448,7 @@ func TestPolicyFromEnvAndValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.Policy(); got.MaxAttempts != 4 || got.Base != 200*time.Millisecond || got.Cap != retryapi.DefaultCap {
+	if got := r.Policy(); got.MaxAttempts != 4 || got.Base != 200*time.Millisecond || got.Cap != lambdaapi.DefaultBackoffCap {
 		t.Errorf("policy %+v", got)
 	}
 	bad := lambdaenv.FromMap(map[string]string{"GATEWAY_MAX_ATTEMPTS": "40"})

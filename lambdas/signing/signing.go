@@ -8,7 +8,7 @@
 // (docs/design.md#charge-signature). A signature names its key's id (the
 // Secrets Manager version), so Verify accepts every key it is given: the
 // current and the previous version during a rotation. Comparison is
-// constant-time. Standard library only (and its contract, signingapi):
+// constant-time. Standard library only (and its contract, lambdaapi):
 // crypto/hmac is the well-kept library; ours are the encoding and errors.
 package signing
 
@@ -22,18 +22,18 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mercadofresco/integration/lambdas/signing/signingapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
-// EnvSecretARN is signingapi.EnvSecretARN.
-const EnvSecretARN = signingapi.EnvSecretARN
+// EnvSecretARN is lambdaapi.EnvSigningSecretARN.
+const EnvSecretARN = lambdaapi.EnvSigningSecretARN
 
 // Version is the encoding version, the first part of every signature.
 const Version = "v1"
 
 // MinKeyBytes is the shortest key Sign and Verify use
-// (signingapi.MinKeyBytes).
-const MinKeyBytes = signingapi.MinKeyBytes
+// (lambdaapi.MinSigningKeyBytes).
+const MinKeyBytes = lambdaapi.MinSigningKeyBytes
 
 // domain separates this encoding from any other use of the key.
 const domain = "mercadofresco/cobro/" + Version

@@ -32,8 +32,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
 )
 
 // Defaults applied by New.
@@ -73,9 +73,9 @@ type Config struct {
 	// DLQRoutes, when not empty, takes precedence over DLQURL: each record
 	// goes to the DLQ of the queue it came from (by its event source ARN),
 	// as the CDK wires it for functions that consume several queues
-	// (sqsbatchapi.Env). A record from a queue without a route is reported as a
+	// (lambdaapi.EnvDLQRoutes). A record from a queue without a route is reported as a
 	// batch item failure (the queue's redrive policy then moves it).
-	DLQRoutes sqsbatchapi.Routes
+	DLQRoutes lambdaapi.DLQRoutes
 	// Visibility, when set, is used to honour RetryAfter
 	// (ChangeMessageVisibility on the source queue).
 	Visibility queue.VisibilityChanger

@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
 )
 
 // pedido leaves "version" to the library (it may be 1, 1.0 or "1.3").
@@ -911,7 +911,7 @@ func TestDLQRoutesSendEachRecordToItsOwnQueuesDLQ(t *testing.T) {
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
 		DLQ:     e.fake, Logger: discard(),
 		DLQURL: "https://sqs.eu-west-1.amazonaws.com/000000000000/never-used",
-		DLQRoutes: sqsbatchapi.Routes{
+		DLQRoutes: lambdaapi.DLQRoutes{
 			"cola-mercadofresco-pedidos":   e.dlqURL,
 			"cola-mercadofresco-aviso-erp": otherDLQ,
 		},

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
@@ -45,7 +45,7 @@ func TestMeasuredWritesTheObjectivesThenProcesses(t *testing.T) {
 		}}
 	}
 	late := `{"creado_en":"2026-12-01T09:00:00Z","confirmado_en":"2026-12-01T10:00:00Z"}`
-	ev := events.SQSEvent{Records: []events.SQSMessage{rec(time.Second, late), rec(metricsapi.SLOQueueWait+time.Minute, late)}}
+	ev := events.SQSEvent{Records: []events.SQSMessage{rec(time.Second, late), rec(lambdaapi.SLOQueueWait+time.Minute, late)}}
 	processed := 0
 	process := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 		processed++
@@ -61,14 +61,14 @@ func TestMeasuredWritesTheObjectivesThenProcesses(t *testing.T) {
 	if len(w.records) != 3 {
 		t.Fatalf("%d records, want the queue wait's and two confirmations: %v", len(w.records), w.records)
 	}
-	if got := value(w.records[0], metricsapi.MetricMessagesReceived); got != 2 {
+	if got := value(w.records[0], lambdaapi.MetricMessagesReceived); got != 2 {
 		t.Errorf("received %v, want 2", got)
 	}
-	if got := value(w.records[0], metricsapi.MetricMessagesLate); got != 1 {
+	if got := value(w.records[0], lambdaapi.MetricMessagesLate); got != 1 {
 		t.Errorf("late messages %v, want 1", got)
 	}
 	for _, r := range w.records[1:] {
-		if value(r, metricsapi.MetricOrdersConfirmedLate) != 1 {
+		if value(r, lambdaapi.MetricOrdersConfirmedLate) != 1 {
 			t.Errorf("a confirmation an hour after its commit is late: %v", r)
 		}
 	}

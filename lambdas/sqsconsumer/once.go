@@ -14,9 +14,9 @@ import (
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // CodeRejected is the error_codigo recorded when a dependency refused a
@@ -137,7 +137,7 @@ func PostProcessor[E, B, R any](s Settings, d OnceDeps, dep *httpdep.Client, pat
 		}),
 		DLQ:               d.DLQ,
 		Visibility:        d.Visibility,
-		RequiredKeys:      consumerapi.RequiredKeysConfirmado(),
+		RequiredKeys:      lambdaapi.RequiredKeysConfirmado(),
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 		IdempotencyKey:    KeyByPedido(key),
 		Logger:            d.Logger,

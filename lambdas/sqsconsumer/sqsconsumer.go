@@ -34,20 +34,18 @@ import (
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch/sqsbatchapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
-// Settings are the variables every consumer reads (consumerapi names).
+// Settings are the variables every consumer reads (lambdaapi names).
 type Settings struct {
 	Environment       string
-	DLQRoutes         sqsbatchapi.Routes
+	DLQRoutes         lambdaapi.DLQRoutes
 	ConsumerVersion   string
 	Concurrency       int
 	SupportedVersions []int
@@ -70,7 +68,7 @@ type Settings struct {
 // that records its keys: the window must be set, and the records must live
 // at least as long.
 func (s Settings) Window(store *idempotency.Store) (replaywindow.Window, error) {
-	w := replaywindow.Window{Max: s.IdempotencyWindow, CreatedAt: consumerapi.KeyConfirmadoEn, Now: s.Now}
+	w := replaywindow.Window{Max: s.IdempotencyWindow, CreatedAt: lambdaapi.KeyConfirmadoEn, Now: s.Now}
 	if err := w.Validate(); err != nil {
 		return w, err
 	}
@@ -86,20 +84,20 @@ func (s Settings) Window(store *idempotency.Store) (replaywindow.Window, error) 
 // that refused it.
 func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 	s := Settings{
-		Environment:       env.Required(consumerapi.EnvEnvironment),
-		ConsumerVersion:   env.String(consumerapi.EnvConsumerVersion, ""),
-		Concurrency:       env.Int(consumerapi.EnvBatchConcurrency, sqsbatch.DefaultConcurrency, 1, 100),
-		SupportedVersions: env.Ints(consumerapi.EnvSupportedVersions, 1),
-		DeadlineMargin:    env.Duration(consumerapi.EnvDeadlineMargin, sqsbatch.DefaultDeadlineMargin, time.Millisecond, time.Minute),
-		MaxReceiveCount:   env.Int(consumerapi.EnvMaxReceiveCount, 0, 0, 1000),
-		IdempotencyWindow: env.Duration(consumerapi.EnvIdempotencyWindow, 0, consumerapi.ReadmissionValidity, 400*24*time.Hour),
+		Environment:       env.Required(lambdaapi.EnvEnvironment),
+		ConsumerVersion:   env.String(lambdaapi.EnvConsumerVersion, ""),
+		Concurrency:       env.Int(lambdaapi.EnvBatchConcurrency, sqsbatch.DefaultConcurrency, 1, 100),
+		SupportedVersions: env.Ints(lambdaapi.EnvSupportedVersions, 1),
+		DeadlineMargin:    env.Duration(lambdaapi.EnvDeadlineMargin, sqsbatch.DefaultDeadlineMargin, time.Millisecond, time.Minute),
+		MaxReceiveCount:   env.Int(lambdaapi.EnvMaxReceiveCount, 0, 0, 1000),
+		IdempotencyWindow: env.Duration(lambdaapi.EnvIdempotencyWindow, 0, lambdaapi.ReadmissionValidity, 400*24*time.Hour),
 	}
 	if s.ConsumerVersion == "" {
 		if id, err := sqsbatch.BuildID(); err == nil {
 			s.ConsumerVersion = id
 		}
 	}
-	routes, err := sqsbatchapi.Parse(env.String(sqsbatchapi.Env, ""))
+	routes, err := lambdaapi.ParseDLQRoutes(env.String(lambdaapi.EnvDLQRoutes, ""))
 	s.DLQRoutes = routes
 	return s, err
 }
@@ -166,14 +164,14 @@ func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runt
 func (r *Runtime) Check() error { return errors.Join(r.Env.Err(), r.breakerErr) }
 
 // ReadIdempotencyTable reads IDEMPOTENCY_TABLE_NAME (required).
-func (r *Runtime) ReadIdempotencyTable() string { return r.Env.Required(idempotencyapi.EnvTableName) }
+func (r *Runtime) ReadIdempotencyTable() string { return r.Env.Required(lambdaapi.EnvIdempotencyTable) }
 
 // ReadWindow records a problem unless IDEMPOTENCY_WINDOW is set (a
 // consumer whose duplicates are recognised through expiring records needs
 // it).
 func (r *Runtime) ReadWindow() {
 	if r.Settings.IdempotencyWindow == 0 {
-		r.Env.Required(consumerapi.EnvIdempotencyWindow)
+		r.Env.Required(lambdaapi.EnvIdempotencyWindow)
 	}
 }
 
@@ -182,7 +180,7 @@ func (r *Runtime) ReadDependency(prefix string) httpdep.Settings {
 	return httpdep.LoadSettings(r.Env, prefix)
 }
 
-// ReadBreaker reads the breaker cache's variables (breakerapi).
+// ReadBreaker reads the breaker cache's variables (lambdaapi).
 func (r *Runtime) ReadBreaker() {
 	if !r.breakerRead {
 		r.breakerRead = true
@@ -194,7 +192,7 @@ func (r *Runtime) ReadBreaker() {
 // that defers messages needs it).
 func (r *Runtime) ReadPlan() {
 	if r.Settings.MaxReceiveCount == 0 {
-		r.Env.Required(consumerapi.EnvMaxReceiveCount)
+		r.Env.Required(lambdaapi.EnvMaxReceiveCount)
 	}
 }
 
@@ -243,7 +241,7 @@ func (r *Runtime) Dependency(s httpdep.Settings, name string) (*httpdep.Client, 
 // on the last receive.
 func (r *Runtime) Plan() (*degrade.Plan, error) {
 	if r.Settings.MaxReceiveCount == 0 {
-		return nil, fmt.Errorf("%w: %s is required by a consumer that defers messages", lambdaenv.ErrInvalid, consumerapi.EnvMaxReceiveCount)
+		return nil, fmt.Errorf("%w: %s is required by a consumer that defers messages", lambdaenv.ErrInvalid, lambdaapi.EnvMaxReceiveCount)
 	}
 	return degrade.New(degrade.Config{MaxReceiveCount: r.Settings.MaxReceiveCount, Sender: r.SQS, Logger: r.Log})
 }
@@ -291,7 +289,7 @@ func Main(function string, build func(context.Context, *Runtime) (*sqsbatch.Proc
 		if err != nil {
 			return nil, err
 		}
-		w := metrics.ForEnvironment(os.Stdout, env.String(consumerapi.EnvEnvironment, ""))
+		w := metrics.ForEnvironment(os.Stdout, env.String(lambdaapi.EnvEnvironment, ""))
 		return Measured(w, log, p.Process, observers...), nil
 	})
 }

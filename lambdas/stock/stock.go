@@ -25,10 +25,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // elemento is the sort key of the movement's line.
@@ -66,7 +66,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 			return nil
 		}),
 		DLQ:               d.DLQ,
-		RequiredKeys:      consumerapi.RequiredKeysStock(),
+		RequiredKeys:      lambdaapi.RequiredKeysStock(),
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock),
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var m eventsapi.MovimientoStock
@@ -85,7 +85,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 // FromRuntime builds the consumer with real clients (the movimientos-stock
 // main): the stock table (STOCK_TABLE_NAME) and the SQS client for the DLQ.
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
-	table := rt.Env.Required(consumerapi.EnvStockTable)
+	table := rt.Env.Required(lambdaapi.EnvStockTable)
 	if err := rt.Check(); err != nil {
 		return nil, err
 	}

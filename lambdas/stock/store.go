@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // DynamoDBAPI is the part of *dynamodb.Client the store uses.
@@ -27,8 +27,8 @@ type DynamoDBAPI interface {
 
 // Item layout of mercadofresco-stock (partition key sku, sort key elemento).
 const (
-	attrSKU      = consumerapi.StockPartitionKey
-	attrElemento = consumerapi.StockSortKey
+	attrSKU      = lambdaapi.StockPartitionKey
+	attrElemento = lambdaapi.StockSortKey
 	// ElementoTotales is the sort key of a SKU's totals item.
 	ElementoTotales = "stock"
 

@@ -14,7 +14,7 @@ import (
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
 
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
 
 func table(t *testing.T) string {
 	t.Helper()
-	return ddb.NewTable(t, "stock", consumerapi.StockPartitionKey, consumerapi.StockSortKey)
+	return ddb.NewTable(t, "stock", lambdaapi.StockPartitionKey, lambdaapi.StockSortKey)
 }
 
 func newStore(t *testing.T, db stock.DynamoDBAPI) *stock.Store {

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // deployment is how the publisher runs in Lambda: an invocation every
@@ -17,11 +17,11 @@ type deployment struct {
 	period, window time.Duration
 }
 
-// deployments are the model deployed today (lambdas/outbox/outboxapi)
+// deployments are the model deployed today (lambdas/lambdaapi)
 // and the one before it (40 s of polling every minute), for comparison.
 func deployments() []deployment {
 	return []deployment{
-		{fmt.Sprintf("deployed: every %s, polls %s (overlap %s)", outboxapi.PublisherPeriod, outboxapi.PublisherPollWindow, outboxapi.PublisherPollWindow-outboxapi.PublisherPeriod), outboxapi.PublisherPeriod, outboxapi.PublisherPollWindow},
+		{fmt.Sprintf("deployed: every %s, polls %s (overlap %s)", lambdaapi.PublisherPeriod, lambdaapi.PublisherPollWindow, lambdaapi.PublisherPollWindow-lambdaapi.PublisherPeriod), lambdaapi.PublisherPeriod, lambdaapi.PublisherPollWindow},
 		{"before: every 1m0s, polls 40s (20 s without a publisher)", time.Minute, 40 * time.Second},
 	}
 }
@@ -52,9 +52,9 @@ func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration
 	rec := newRecorder()
 	cfg := outbox.Config{
 		BusName: "bus-mercadofresco", Source: "mercadofresco.tienda",
-		Lease: outboxapi.Lease, PublishTimeout: outboxapi.PublishTimeout,
-		EntryRetries: outboxapi.DefaultEntryAttempts - 1, MaxAttempts: outboxapi.DefaultMaxClaims,
-		RetryBaseDelay: outboxapi.RetryBaseDelay,
+		Lease: lambdaapi.PublisherLease, PublishTimeout: lambdaapi.PublishTimeout,
+		EntryRetries: lambdaapi.DefaultOutboxEntryAttempts - 1, MaxAttempts: lambdaapi.DefaultOutboxMaxClaims,
+		RetryBaseDelay: lambdaapi.PublisherRetryBaseDelay,
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -109,7 +109,7 @@ func (r *recorder) maxLag(commits map[string]time.Time) time.Duration {
 }
 
 func printDeployed(o options, d time.Duration, rows []deployedRow) {
-	fmt.Printf("\nCommit-to-bus lag as deployed: %d orders/s (one transaction each) for %s, sink latency %s per call; invocations started on a real-time schedule, each a new publisher with the deployed Config (lambdas/outbox/outboxapi).\n\n", o.rate, d, o.latency)
+	fmt.Printf("\nCommit-to-bus lag as deployed: %d orders/s (one transaction each) for %s, sink latency %s per call; invocations started on a real-time schedule, each a new publisher with the deployed Config (lambdas/lambdaapi).\n\n", o.rate, d, o.latency)
 	fmt.Println("| publisher model | invocations | lag p50 | lag p99 | lag max | samples |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, r := range rows {

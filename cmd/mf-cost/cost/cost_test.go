@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/cfnlocal"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func fixture(t *testing.T) (*Templates, *Usage, *Prices) {
@@ -262,8 +262,8 @@ func TestCommittedTablesAreValid(t *testing.T) {
 		t.Errorf("orders %v, in flight %v", u.OrdersPerMonth, u.ExecutionsInFlightPeak)
 	}
 	// The publisher runs its whole polling window every invocation.
-	if got, want := u.Functions["mf-outbox-publicador"].MS, float64(outboxapi.PublisherPollWindow/time.Millisecond); got != want {
-		t.Errorf("mf-outbox-publicador runs %v ms in the usage model, outboxapi.PublisherPollWindow is %v ms", got, want)
+	if got, want := u.Functions["mf-outbox-publicador"].MS, float64(lambdaapi.PublisherPollWindow/time.Millisecond); got != want {
+		t.Errorf("mf-outbox-publicador runs %v ms in the usage model, lambdaapi.PublisherPollWindow is %v ms", got, want)
 	}
 }
 

@@ -14,9 +14,9 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 func TestResolve(t *testing.T) {
@@ -345,7 +345,7 @@ func TestRedriveLeavesExpiredMessages(t *testing.T) {
 	st, _ := e.fake.Inspect(e.src)
 	marked := 0
 	for _, m := range st {
-		if mark, ok := m.MessageAttributes[consumerapi.AttrReadmision]; ok {
+		if mark, ok := m.MessageAttributes[lambdaapi.AttrReadmision]; ok {
 			marked++
 			if ts, err := time.Parse(time.RFC3339, mark.StringValue); err != nil || e.clock.Now().Sub(ts) > time.Minute {
 				t.Errorf("re-admission mark %q, want the time of the redrive", mark.StringValue)
@@ -532,8 +532,8 @@ func TestConsumerOptionsCallAMissingKeyPoison(t *testing.T) {
 			queue.AttrSentTimestamp: "1764457200000", queue.AttrApproximateReceiveCount: "5",
 			queue.AttrDeadLetterQueueSourceArn: "arn:aws:sqs:eu-west-1:1:q"}}
 		r := classify.Classify([]queue.Message{m}, dlq.ConsumerOptions(&dlq.Target{Catalog: &q}))
-		if r.Verdict != classify.Poison || !strings.Contains(r.Messages[0].Why, consumerapi.KeyConfirmadoEn) {
-			t.Errorf("%s: %s (%s), want poison for the missing %s", name, r.Verdict, r.Messages[0].Why, consumerapi.KeyConfirmadoEn)
+		if r.Verdict != classify.Poison || !strings.Contains(r.Messages[0].Why, lambdaapi.KeyConfirmadoEn) {
+			t.Errorf("%s: %s (%s), want poison for the missing %s", name, r.Verdict, r.Messages[0].Why, lambdaapi.KeyConfirmadoEn)
 		}
 	}
 }

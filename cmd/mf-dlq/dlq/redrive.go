@@ -20,10 +20,10 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Redrive defaults.
@@ -63,7 +63,7 @@ type RedriveOptions struct {
 	Mode string
 	// ReadmitExpired redrives the messages older than their consumer's
 	// replay window too, each with the re-admission mark
-	// (consumerapi.AttrReadmision) that makes the consumer process it: the
+	// (lambdaapi.AttrReadmision) that makes the consumer process it: the
 	// operator's statement that, for each of them, the side effect did not
 	// happen (docs/runbooks/dlq.md#expired-messages). Without it they stay
 	// in the DLQ and Redrive returns ErrExpired.
@@ -372,7 +372,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 		fmt.Fprintf(w, "%d messages stay in %s: not selected (%s)\n", res.Unselected, target.DLQ.Name, describeLeft(res.Left))
 	}
 	if res.Readmitted > 0 {
-		fmt.Fprintf(w, "%d of them were older than their consumer's replay window and went back re-admitted (%s)\n", res.Readmitted, consumerapi.AttrReadmision)
+		fmt.Fprintf(w, "%d of them were older than their consumer's replay window and went back re-admitted (%s)\n", res.Readmitted, lambdaapi.AttrReadmision)
 	}
 	if res.Expired > 0 {
 		fmt.Fprintf(w, "%d messages stay in %s: older than their consumer's replay window (mf-dlq classify shows them as expired; docs/runbooks/dlq.md#expired-messages)\n", res.Expired, target.DLQ.Name)
@@ -468,7 +468,7 @@ func (t *Tool) warnExpired(target *Target, expired, total int, readmit bool) {
 	}
 	if readmit {
 		fmt.Fprintf(t.log(), "WARNING: re-admitting %d of %d messages older than the replay window of %s: they go back with %s and the consumer runs them although their records may be gone. "+
-			"You state that, for each, the side effect did not happen (docs/runbooks/dlq.md#expired-messages).\n", expired, total, who, consumerapi.AttrReadmision)
+			"You state that, for each, the side effect did not happen (docs/runbooks/dlq.md#expired-messages).\n", expired, total, who, lambdaapi.AttrReadmision)
 		return
 	}
 	fmt.Fprintf(t.log(), "WARNING: %d of %d messages are older than the replay window of %s: their idempotency records may be gone, so a duplicate would run its side effect again, and the consumer refuses them. "+
@@ -695,7 +695,7 @@ func (t *Tool) moveOne(ctx context.Context, target *Target, m queue.Message, des
 		if attrs == nil {
 			attrs = map[string]queue.Attribute{}
 		}
-		attrs[consumerapi.AttrReadmision] = queue.StringAttribute(t.Clock.Now().UTC().Format(time.RFC3339))
+		attrs[lambdaapi.AttrReadmision] = queue.StringAttribute(t.Clock.Now().UTC().Format(time.RFC3339))
 		if len(attrs) > 10 {
 			return fmt.Errorf("message %s has %d attributes with the re-admission mark, more than SQS's 10: it stays in the DLQ", m.MessageID, len(attrs))
 		}

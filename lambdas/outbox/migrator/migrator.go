@@ -21,11 +21,10 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 	"github.com/mercadofresco/integration/lambdas/postgres"
-	"github.com/mercadofresco/integration/lambdas/postgres/postgresapi"
 )
 
 // Property names of the custom resource (constructs/outbox sets them).
@@ -68,11 +67,11 @@ const appName = "mf-outbox-migrate"
 // master secret: step 1 connects directly to the cluster it names, TLS
 // verify-full) and DB_SCHEMA (default public).
 func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, cfn.Event) (Response, error), error) {
-	host := env.Required(postgresapi.EnvHost)
-	port := env.Int(postgresapi.EnvPort, postgresapi.DefaultPort, 1, 65535)
-	database := env.Required(postgresapi.EnvName)
-	secretARN := env.Required(outboxapi.EnvMasterSecretARN)
-	schemaName := env.String(outboxapi.EnvSchema, "public")
+	host := env.Required(lambdaapi.EnvDBHost)
+	port := env.Int(lambdaapi.EnvDBPort, lambdaapi.DefaultDBPort, 1, 65535)
+	database := env.Required(lambdaapi.EnvDBName)
+	secretARN := env.Required(lambdaapi.EnvDBMasterSecretARN)
+	schemaName := env.String(lambdaapi.EnvDBSchema, "public")
 	awsCfg, err := env.LoadAWSConfig(ctx)
 	err = cmp.Or(err, env.Err())
 	if err != nil {
@@ -140,21 +139,21 @@ func (m *Migrator) Handle(ctx context.Context, ev cfn.Event) (Response, error) {
 	if err := outbox.Grant(ctx, owner, roles); err != nil {
 		return Response{}, err
 	}
-	log.Info("outbox schema up to date", "aplicadas", applied, "hash", outboxapi.SchemaHash())
+	log.Info("outbox schema up to date", "aplicadas", applied, "hash", lambdaapi.SchemaHash())
 	return Response{PhysicalResourceID: PhysicalID, Data: map[string]any{
 		"Aplicadas": strings.Join(applied, ","),
-		"Hash":      outboxapi.SchemaHash(),
+		"Hash":      lambdaapi.SchemaHash(),
 	}}, nil
 }
 
 // parseProperties checks that the template and this binary agree on the
 // migrations (both come from the same source tree; a mismatch means a
 // stale asset) and reads the role names.
-func parseProperties(props map[string]any) (outboxapi.Roles, error) {
-	var roles outboxapi.Roles
-	if h, _ := props[PropertyHash].(string); h != outboxapi.SchemaHash() {
+func parseProperties(props map[string]any) (lambdaapi.DBRoles, error) {
+	var roles lambdaapi.DBRoles
+	if h, _ := props[PropertyHash].(string); h != lambdaapi.SchemaHash() {
 		return roles, fmt.Errorf("%w: %s %q is not the hash of this function's migrations %q (stale code asset?)",
-			ErrInvalidRequest, PropertyHash, h, outboxapi.SchemaHash())
+			ErrInvalidRequest, PropertyHash, h, lambdaapi.SchemaHash())
 	}
 	raw, err := json.Marshal(props[PropertyRoles])
 	if err != nil {

@@ -8,15 +8,15 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 
 	"github.com/mercadofresco/integration/internal/pgtest"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 const testDB = "mf_outbox_test"
 
 type fixture struct {
 	m            *Migrator
-	roles        outboxapi.Roles
+	roles        lambdaapi.DBRoles
 	adminOpened  int
 	ownerOpened  int
 	ownerAsRoles []string
@@ -31,7 +31,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	schemaName := pgtest.NewSchema(t, testDB, "m_")
 	prefix := pgtest.UniqueName("mft_") + "_"
-	f := &fixture{roles: outboxapi.Roles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}}
+	f := &fixture{roles: lambdaapi.DBRoles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}}
 	pgtest.DropRolesAtEnd(t, testDB, outbox.MigrationLockKey, f.roles.All()...)
 	f.m = &Migrator{
 		Schema: schemaName,
@@ -67,11 +67,11 @@ func TestCreateUpdateDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.m.Handle(ctx, f.event(cfn.RequestCreate, outboxapi.SchemaHash()))
+	res, err := f.m.Handle(ctx, f.event(cfn.RequestCreate, lambdaapi.SchemaHash()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PhysicalResourceID != PhysicalID || res.Data["Hash"] != outboxapi.SchemaHash() {
+	if res.PhysicalResourceID != PhysicalID || res.Data["Hash"] != lambdaapi.SchemaHash() {
 		t.Fatalf("response %+v", res)
 	}
 	if got, _ := res.Data["Aplicadas"].(string); got == "" || len(migs) == 0 {
@@ -86,13 +86,13 @@ func TestCreateUpdateDelete(t *testing.T) {
 		t.Fatalf("outbox owned by %q (%v), want the owner role %s", tableOwner, err, f.roles.Owner)
 	}
 
-	res, err = f.m.Handle(ctx, f.event(cfn.RequestUpdate, outboxapi.SchemaHash()))
+	res, err = f.m.Handle(ctx, f.event(cfn.RequestUpdate, lambdaapi.SchemaHash()))
 	if err != nil || res.Data["Aplicadas"] != "" {
 		t.Fatalf("Update = %+v, %v; want success with nothing applied", res, err)
 	}
 
 	f.adminOpened, f.ownerOpened = 0, 0
-	if res, err := f.m.Handle(ctx, f.event(cfn.RequestDelete, outboxapi.SchemaHash())); err != nil || res.PhysicalResourceID != PhysicalID {
+	if res, err := f.m.Handle(ctx, f.event(cfn.RequestDelete, lambdaapi.SchemaHash())); err != nil || res.PhysicalResourceID != PhysicalID {
 		t.Fatalf("Delete = %+v, %v", res, err)
 	}
 	if f.adminOpened+f.ownerOpened != 0 {
@@ -106,7 +106,7 @@ func TestBadRequestsFailBeforeConnecting(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	stale := f.event(cfn.RequestUpdate, "0000")
-	shared := f.event(cfn.RequestCreate, outboxapi.SchemaHash())
+	shared := f.event(cfn.RequestCreate, lambdaapi.SchemaHash())
 	shared.ResourceProperties[PropertyRoles].(map[string]any)["writer"] = f.roles.Publisher
 	for name, ev := range map[string]cfn.Event{"stale hash": stale, "shared role name": shared, "unknown type": {RequestType: "Rollback"}} {
 		if _, err := f.m.Handle(ctx, ev); !errors.Is(err, ErrInvalidRequest) {

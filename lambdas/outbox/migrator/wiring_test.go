@@ -11,10 +11,10 @@ import (
 
 	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
-	"github.com/mercadofresco/integration/lambdas/outbox/outboxapi"
 )
 
 // The deployed migrator, built as its main builds it (migrator.Function,
@@ -34,7 +34,7 @@ func TestDeployedMigratorCreatesSchemaAndRoles(t *testing.T) {
 	wiringtest.EnsureRoles(t, db, "NOLOGIN", "rds_iam") // Aurora's role for IAM logins
 	aws.SetSecret(env["DB_MASTER_SECRET_ARN"], `{"username":"postgres","password":"-","host":"localhost","port":5432,"dbname":"tienda"}`)
 	prefix := pgtest.UniqueName("mfw_") + "_"
-	roles := outboxapi.Roles{Owner: prefix + "migrador", Publisher: prefix + "publicador", Cleanup: prefix + "limpieza", Writer: prefix + "tienda"}
+	roles := lambdaapi.DBRoles{Owner: prefix + "migrador", Publisher: prefix + "publicador", Cleanup: prefix + "limpieza", Writer: prefix + "tienda"}
 	pgtest.DropRolesAtEnd(t, db.Name, outbox.MigrationLockKey, roles.All()...)
 	wiringtest.Setenv(t, env, aws.URL)
 
@@ -45,7 +45,7 @@ func TestDeployedMigratorCreatesSchemaAndRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := handle(ctx, cfn.Event{RequestType: cfn.RequestCreate, LogicalResourceID: "MigracionesEsquema",
-		ResourceProperties: map[string]any{migrator.PropertyHash: outboxapi.SchemaHash(), migrator.PropertyRoles: map[string]any{
+		ResourceProperties: map[string]any{migrator.PropertyHash: lambdaapi.SchemaHash(), migrator.PropertyRoles: map[string]any{
 			"owner": roles.Owner, "publisher": roles.Publisher, "cleanup": roles.Cleanup, "writer": roles.Writer}}})
 	if err != nil || res.PhysicalResourceID != migrator.PhysicalID {
 		t.Fatalf("Create = %+v, %v", res, err)

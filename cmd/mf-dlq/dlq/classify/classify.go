@@ -22,10 +22,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Verdict is a classification.
@@ -90,7 +90,7 @@ func (o Options) withDefaults() Options {
 func Expiry(m queue.Message, opts Options) (why string, expired bool) {
 	opts = opts.withDefaults()
 	if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
-		if dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes); ok && strings.Contains(dl.Reason, consumerapi.ReasonExpiredWindow) {
+		if dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes); ok && strings.Contains(dl.Reason, lambdaapi.ReasonExpiredWindow) {
 			return "the consumer refused it as older than its replay window: " + short(dl.Reason), true
 		}
 	}

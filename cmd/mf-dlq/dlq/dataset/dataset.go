@@ -16,10 +16,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer/consumerapi"
 )
 
 // Scenario names.
@@ -43,7 +43,7 @@ const (
 	Mixture = "mixture"
 	// Expired: 12 orders confirmed 50 days ago (replayed from the bus
 	// archive), which the consumer refused as older than its 45-day replay
-	// window (consumerapi.WindowPreparacion): the case for redrive
+	// window (lambdaapi.WindowPreparacion): the case for redrive
 	// --readmit-expired.
 	Expired = "expired"
 )
@@ -176,7 +176,7 @@ func (g *gen) expired(start, confirmed time.Time, n int) {
 		_ = json.Unmarshal([]byte(body), &ev)
 		age := int(sent.Sub(confirmed).Hours() / 24)
 		g.consumerSent(sent, body, sqsbatch.ClassPermanent, fmt.Sprintf("permanent: %s: preparacion:%s: confirmado_en %s is %d days old, beyond the %s window",
-			consumerapi.ReasonExpiredWindow, ev["pedido_id"], ev["confirmado_en"], age, replaywindow.Days(consumerapi.WindowPreparacion)))
+			lambdaapi.ReasonExpiredWindow, ev["pedido_id"], ev["confirmado_en"], age, replaywindow.Days(lambdaapi.WindowPreparacion)))
 	}
 }
 

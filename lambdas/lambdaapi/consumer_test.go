@@ -1,12 +1,12 @@
-package sqsbatchapi
+package lambdaapi
 
 import (
 	"errors"
 	"testing"
 )
 
-func TestParseAndFor(t *testing.T) {
-	r, err := Parse(`{"cola-mercadofresco-pedidos":"https://sqs.eu-west-1.amazonaws.com/333333333333/mercadofresco-pedidos-fallidos",
+func TestParseDLQRoutesAndFor(t *testing.T) {
+	r, err := ParseDLQRoutes(`{"cola-mercadofresco-pedidos":"https://sqs.eu-west-1.amazonaws.com/333333333333/mercadofresco-pedidos-fallidos",
 		"mercadofresco-movimientos-stock.fifo":"https://sqs.eu-west-1.amazonaws.com/333333333333/mercadofresco-movimientos-stock-fallidos.fifo"}`)
 	if err != nil {
 		t.Fatal(err)
@@ -24,13 +24,13 @@ func TestParseAndFor(t *testing.T) {
 	}
 }
 
-func TestParseRejectsBadRoutes(t *testing.T) {
+func TestParseDLQRoutesRejectsBadRoutes(t *testing.T) {
 	for _, s := range []string{`[1]`, `{"q":"arn:aws:sqs:eu-west-1:1:dlq"}`, `{"":"https://sqs.x/1/d"}`, `{"q":"https://sqs.x/d"}`} {
-		if _, err := Parse(s); !errors.Is(err, ErrInvalid) {
-			t.Errorf("Parse(%s) = %v, want ErrInvalid", s, err)
+		if _, err := ParseDLQRoutes(s); !errors.Is(err, ErrInvalidDLQRoutes) {
+			t.Errorf("ParseDLQRoutes(%s) = %v, want ErrInvalidDLQRoutes", s, err)
 		}
 	}
-	if r, err := Parse(" "); err != nil || len(r) != 0 {
+	if r, err := ParseDLQRoutes(" "); err != nil || len(r) != 0 {
 		t.Errorf("empty = %v, %v", r, err)
 	}
 }

@@ -1,8 +1,4 @@
-// Package metricsapi names what every custom metric of the project shares,
-// so that the functions that emit them (lambdas/metrics) and the alarms
-// that watch them (constructs/...) cannot disagree. It depends on the
-// standard library only.
-package metricsapi
+package lambdaapi
 
 import "time"
 

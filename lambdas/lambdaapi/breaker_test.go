@@ -1,14 +1,14 @@
-package breakerapi_test
+package lambdaapi_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/lambdas/breaker/breakerapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
-func TestAccessString(t *testing.T) {
+func TestBreakerAccessString(t *testing.T) {
 	cmds := " -@all +evalsha +eval +hmget +hget +hset +hincrby +hdel +pexpire"
 	for _, tc := range []struct {
 		name, prefix string
@@ -24,9 +24,9 @@ func TestAccessString(t *testing.T) {
 		{name: "bad dependencies, all reported", prefix: "p:", deps: []string{"", "a b", "{x}"}, err: `"{x}"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := breakerapi.AccessString(tc.prefix, tc.deps...)
+			got, err := lambdaapi.BreakerAccessString(tc.prefix, tc.deps...)
 			if tc.err != "" {
-				if !errors.Is(err, breakerapi.ErrAccessString) || !strings.Contains(err.Error(), tc.err) {
+				if !errors.Is(err, lambdaapi.ErrAccessString) || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want ErrAccessString with %q", err, tc.err)
 				}
 				return
@@ -38,8 +38,8 @@ func TestAccessString(t *testing.T) {
 	}
 }
 
-func TestKey(t *testing.T) {
-	if got := breakerapi.Key(breakerapi.DefaultKeyPrefix, "pasarela"); got != "mf:breaker:{pasarela}" {
+func TestBreakerKey(t *testing.T) {
+	if got := lambdaapi.BreakerKey(lambdaapi.BreakerKeyPrefix, "pasarela"); got != "mf:breaker:{pasarela}" {
 		t.Fatal(got)
 	}
 }

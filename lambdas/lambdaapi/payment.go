@@ -1,18 +1,9 @@
-// Package paymentapi is the contract of the payment tasks (cobro, reembolso)
-// with the order workflow: the JSON shapes of their input and output, the
-// error names their failures carry (the Lambda errorType, which Step
-// Functions matches in Retry and Catch), the environment variables their
-// functions read and the metrics they emit. It depends on the standard
-// library only, so the workflow construct and the end-to-end tests import it
-// without linking the AWS SDK.
-package paymentapi
+package lambdaapi
 
-import (
-	"github.com/mercadofresco/integration/lambdas/httpdep/httpdepapi"
-	"github.com/mercadofresco/integration/lambdas/idempotency/idempotencyapi"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
-	"github.com/mercadofresco/integration/lambdas/retry/retryapi"
-)
+// The payment tasks (cobro, reembolso) and the order workflow: the JSON
+// shapes of their input and output, the error names their failures carry
+// (the Lambda errorType, which Step Functions matches in Retry and Catch),
+// their environment and metrics.
 
 // Error names: the errorType of a failed invocation, i.e. the "Error" that
 // a Step Functions Retry's ErrorEquals or a Catch matches. Each is stable:
@@ -81,8 +72,8 @@ type ErrorSpec struct {
 	Business bool
 }
 
-// Errors lists every error name the payment tasks return.
-var Errors = []ErrorSpec{
+// PaymentErrors lists every error name the payment tasks return.
+var PaymentErrors = []ErrorSpec{
 	{Name: ErrTarjetaRechazada, Business: true},
 	{Name: ErrPasarelaNoDisponible, Retry: true},
 	{Name: ErrCircuitoAbierto, Business: true},
@@ -141,26 +132,21 @@ type ReembolsoOutput struct {
 const GatewayEnvPrefix = "GATEWAY"
 
 // Environment variables of the cobro and reembolso functions (besides the
-// breaker's, in lambdas/breaker/breakerapi, and AWS_MAX_ATTEMPTS).
+// breaker's, EnvIdempotencyTable, EnvEnvironment and AWS_MAX_ATTEMPTS).
 const (
 	// EnvGatewayURL is the gateway's base URL, https (required).
-	EnvGatewayURL = GatewayEnvPrefix + httpdepapi.EnvSuffixURL
+	EnvGatewayURL = GatewayEnvPrefix + EnvSuffixURL
 	// EnvGatewaySecretARN is the Secrets Manager secret holding the API key
 	// (required): a plain string, or JSON {"api_key": "..."}.
-	EnvGatewaySecretARN = GatewayEnvPrefix + httpdepapi.EnvSuffixSecretARN
+	EnvGatewaySecretARN = GatewayEnvPrefix + EnvSuffixSecretARN
 	// EnvGatewayMaxAttempts is the gateway attempts per invocation
 	// (default 3, at most 10). The attempts guardrail multiplies it by the
 	// workflow's Retry attempts and requires at most 15 per order.
-	EnvGatewayMaxAttempts = GatewayEnvPrefix + retryapi.EnvSuffixMaxAttempts
+	EnvGatewayMaxAttempts = GatewayEnvPrefix + EnvSuffixMaxAttempts
 	// EnvGatewayReadTimeout is the per-attempt read timeout (Go duration,
-	// default httpdepapi.DefaultReadTimeout). The function timeout must
+	// default DefaultReadTimeout). The function timeout must
 	// cover MaxAttempts of it.
-	EnvGatewayReadTimeout = GatewayEnvPrefix + httpdepapi.EnvSuffixReadTimeout
-	// EnvIdempotencyTable is the mercadofresco-idempotencia table name
-	// (required; the same variable lambdas/idempotency documents).
-	EnvIdempotencyTable = idempotencyapi.EnvTableName
-	// EnvEnvironment is dev, staging or prod (the Entorno metric dimension).
-	EnvEnvironment = metricsapi.EnvEnvironment
+	EnvGatewayReadTimeout = GatewayEnvPrefix + EnvSuffixReadTimeout
 )
 
 // GatewayDependency is the breaker name and Dependencia dimension of the
@@ -181,4 +167,14 @@ const (
 	// MetricRetryRatio is the retry budget's ratio of retries to calls in its
 	// window, sampled after each operation.
 	MetricRetryRatio = "ReintentosProporcion"
+)
+
+// The charge signature (lambdas/signing) of the outbox publisher, the order
+// starter and cobro.
+const (
+	// EnvSigningSecretARN names the signing key's Secrets Manager secret.
+	EnvSigningSecretARN = "SIGNING_SECRET_ARN"
+	// MinSigningKeyBytes is the shortest key the signer and the verifiers
+	// use (256 bits, the HMAC-SHA256 output size).
+	MinSigningKeyBytes = 32
 )

@@ -1,26 +1,24 @@
-// Package consumerapi is the contract between the CDK (constructs/consumers,
-// constructs/dynamotable.NewStock) and the queue consumer Lambdas (preparar-pedido,
-// correo-confirmacion, aviso-erp, movimientos-stock): the environment
-// variables the functions read, the names of their dependencies and the
-// metrics they emit. It depends on the standard library only, so the CDK app
-// imports it without linking any Lambda dependency.
-package consumerapi
+package lambdaapi
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/metrics/metricsapi"
 )
 
-// Environment variables every consumer reads (lambdas/sqsconsumer). DLQ
-// routes arrive in DLQ_URLS (lambdas/sqsbatch/sqsbatchapi, written by
-// reliablequeue.AddConsumer) and the breaker's cache in the variables of
-// lambdas/breaker/breakerapi.
+// The queue consumers (lambdas/sqsconsumer and the functions built on it):
+// their environment, their dependencies' names, their metrics, their
+// tables' keys, their replay windows and deferral numbers.
+
+// Environment variables every consumer reads (lambdas/sqsconsumer), with
+// EnvEnvironment, EnvDLQRoutes and the breaker's.
 const (
-	// EnvEnvironment is dev, staging or prod (the Entorno metric dimension).
-	EnvEnvironment = metricsapi.EnvEnvironment
 	// EnvConsumerVersion overrides the build id written to dead-lettered
 	// messages (default: the SHA-256 of the running binary, sqsbatch.BuildID).
 	EnvConsumerVersion = "CONSUMER_VERSION"
@@ -144,3 +142,56 @@ const (
 	DeferralDelay = 300 * time.Second
 	MaxDeferrals  = 72
 )
+
+// The idempotency table (constructs/dynamotable.NewIdempotency) and the
+// library that writes its records (lambdas/idempotency).
+const (
+	// IdempotencyKeyAttribute is the table's partition key attribute.
+	IdempotencyKeyAttribute = "clave"
+	// IdempotencyTTLAttribute is the table's TimeToLiveSpecification
+	// attribute.
+	IdempotencyTTLAttribute = "expira_en"
+	// EnvIdempotencyTable is the variable that hands the table name to a
+	// function.
+	EnvIdempotencyTable = "IDEMPOTENCY_TABLE_NAME"
+)
+
+// EnvDLQRoutes carries, as a JSON object, the name of each source queue a
+// consumer reads mapped to its DLQ's URL (written by
+// reliablequeue.AddConsumer): one variable, so that a function that
+// consumes several queues sends each poison message to the DLQ of the queue
+// it came from.
+const EnvDLQRoutes = "DLQ_URLS"
+
+// ErrInvalidDLQRoutes is wrapped by ParseDLQRoutes errors.
+var ErrInvalidDLQRoutes = errors.New("lambdaapi: invalid DLQ routes")
+
+// DLQRoutes maps a source queue name to its DLQ URL.
+type DLQRoutes map[string]string
+
+// ParseDLQRoutes reads EnvDLQRoutes's value. An empty value is no routes.
+func ParseDLQRoutes(s string) (DLQRoutes, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return DLQRoutes{}, nil
+	}
+	var r DLQRoutes
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return nil, fmt.Errorf("%w: %s is not a JSON object of queue name to DLQ URL: %w", ErrInvalidDLQRoutes, EnvDLQRoutes, err)
+	}
+	for name, u := range r {
+		pu, err := url.Parse(u)
+		if name == "" || err != nil || pu.Scheme != "https" || pu.Host == "" || strings.Count(strings.Trim(pu.Path, "/"), "/") != 1 {
+			return nil, fmt.Errorf("%w: %s: %q -> %q is not a queue name and an SQS queue URL (https://<host>/<account>/<queue>)", ErrInvalidDLQRoutes, EnvDLQRoutes, name, u)
+		}
+	}
+	return r, nil
+}
+
+// For returns the DLQ URL of the queue an event source ARN names
+// (arn:aws:sqs:<region>:<account>:<name>).
+func (r DLQRoutes) For(eventSourceARN string) (string, bool) {
+	name := eventSourceARN[strings.LastIndex(eventSourceARN, ":")+1:]
+	u, ok := r[name]
+	return u, ok
+}

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // AWS Control Tower's proactive controls, as the cfn-guard rules that
@@ -26,7 +26,7 @@ import (
 //
 // The rules accept a reference only as a literal or a reference to a resource
 // of the same template, so every Fn::ImportValue is first replaced by the
-// value of the export it names (internal/cfnlocal): otherwise every log group
+// value of the export it names (synthesized): otherwise every log group
 // and queue encrypted with the data key of the Platform stack fails.
 //
 // Every finding is either acknowledged (testdata/controltower/acknowledged.json,
@@ -40,7 +40,7 @@ func TestControlTowerProactiveControls(t *testing.T) {
 	dir := t.TempDir()
 	var templates []guardTemplate
 	for _, e := range s.envs {
-		app, err := cfnlocal.LoadDir(s.outdir, e.Env.Name, e.Env.Account, e.Env.Region)
+		app, err := synthesized.LoadEnv(s.outdir, e.Env.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestControlTowerProactiveControls(t *testing.T) {
 				t.Fatalf("%s: %v", stack, err)
 			}
 			gt := guardTemplate{stack: stack, tpl: tpl, labels: map[string]string{}}
-			for id, r := range app.Templates[stack].Resources {
+			for id, r := range app.Stacks[stack].Resources {
 				gt.labels[id] = resourceLabel(stack, e.Env.Name, r)
 			}
 			templates = append(templates, gt)
@@ -250,7 +250,7 @@ func (g guardTemplate) only(types []string) map[string]any {
 
 // withImportsResolved returns tpl with every {"Fn::ImportValue": name}
 // replaced by the value the exporting stack gives it.
-func withImportsResolved(app *cfnlocal.App, stack string, tpl map[string]any) (map[string]any, error) {
+func withImportsResolved(app *synthesized.App, stack string, tpl map[string]any) (map[string]any, error) {
 	out, err := app.ResolveImports(stack, tpl, literalLocals(app))
 	if err != nil {
 		return nil, err
@@ -259,15 +259,15 @@ func withImportsResolved(app *cfnlocal.App, stack string, tpl map[string]any) (m
 }
 
 // literalLocals gives an exported reference the value AWS gives it
-// (cfnlocal.Physical: names and ARNs), and, for the types Physical does not
+// (synthesized.Physical: names and ARNs), and, for the types Physical does not
 // name (subnets, security groups, a VPC, an endpoint), an identifier of the
 // shape EC2 uses, derived from the resource: what the rules see in a
 // deployed template is a literal of that kind.
-func literalLocals(app *cfnlocal.App) cfnlocal.Literals {
-	return cfnlocal.Literals{Physical: cfnlocal.Physical{App: app}, Placeholder: ec2ID}
+func literalLocals(app *synthesized.App) synthesized.Literals {
+	return synthesized.Literals{Physical: synthesized.Physical{App: app}, Placeholder: ec2ID}
 }
 
-func ec2ID(r *cfnlocal.Resource, attr string) string {
+func ec2ID(r *synthesized.Resource, attr string) string {
 	sum := sha256.Sum256([]byte(r.Stack + "/" + r.LogicalID + "." + attr))
 	prefix := map[string]string{"AWS::EC2::Subnet": "subnet-", "AWS::EC2::SecurityGroup": "sg-", "AWS::EC2::VPC": "vpc-",
 		"AWS::EC2::VPCEndpoint": "vpce-"}[r.Type]
@@ -279,7 +279,7 @@ func ec2ID(r *cfnlocal.Resource, attr string) string {
 
 // resourceLabel names r the same way in every environment: its stack's
 // part and its construct path ("Outbox/Aurora/Cluster/Escritor").
-func resourceLabel(stack, env string, r *cfnlocal.Resource) string {
+func resourceLabel(stack, env string, r *synthesized.Resource) string {
 	part := strings.TrimSuffix(strings.TrimPrefix(stack, "MercadoFresco-"), "-"+env)
 	path := r.Path()
 	if _, rest, ok := strings.Cut(path, "/"); ok && path != stack+"/"+r.LogicalID {
@@ -482,7 +482,7 @@ func TestControlTowerRulesSeeResolvedImports(t *testing.T) {
 		"Outputs": {"KeyArn": {"Value": {"Fn::GetAtt": ["Key", "Arn"]}, "Export": {"Name": "K-test:KeyArn"}}}}`
 	queueStack := `{"Resources": {"Cola": {"Type": "AWS::SQS::Queue", "Metadata": {"aws:cdk:path": "Q-test/Cola/Resource"},
 		"Properties": {"KmsMasterKeyId": {"Fn::ImportValue": "K-test:KeyArn"}}}}}`
-	app := cfnlocal.New("123456789012", "eu-west-1")
+	app := synthesized.New("test", "123456789012", "eu-west-1")
 	for name, raw := range map[string]string{"K-test": keyStack, "Q-test": queueStack} {
 		if err := app.Add(name, []byte(raw)); err != nil {
 			t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/constructs/dashboard"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // dashboardExempt are the functions the dashboard leaves out: the CDK's
@@ -31,7 +31,7 @@ func TestDashboardShowsEveryResource(t *testing.T) {
 	s := synthApp(t)
 	for _, e := range s.envs {
 		t.Run(e.Env.Name, func(t *testing.T) {
-			app, err := cfnlocal.LoadDir(s.outdir, e.Env.Name, e.Env.Account, e.Env.Region)
+			app, err := synthesized.LoadEnv(s.outdir, e.Env.Name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,14 +57,14 @@ func TestDashboardShowsEveryResource(t *testing.T) {
 				t.Errorf("sections %q, want the order flow's order %q (at least 9)", headings, want)
 			}
 
-			name := func(r *cfnlocal.Resource) string {
+			name := func(r *synthesized.Resource) string {
 				n, err := locals.Name(r)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return n
 			}
-			need := func(r *cfnlocal.Resource, ns, dim, value string, metrics ...string) {
+			need := func(r *synthesized.Resource, ns, dim, value string, metrics ...string) {
 				for _, m := range metrics {
 					if !shown[ns+" "+m+" "+dim+"="+value] {
 						t.Errorf("%s (%s %s) has no %s %s widget on the dashboard", resourceLabel(r.Stack, e.Env.Name, r), dim, value, ns, m)
@@ -183,7 +183,7 @@ func TestSLOBurnRateAlarms(t *testing.T) {
 	s := synthApp(t)
 	for _, e := range s.envs {
 		t.Run(e.Env.Name, func(t *testing.T) {
-			app, err := cfnlocal.LoadDir(s.outdir, e.Env.Name, e.Env.Account, e.Env.Region)
+			app, err := synthesized.LoadEnv(s.outdir, e.Env.Name)
 			if err != nil {
 				t.Fatal(err)
 			}

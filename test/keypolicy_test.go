@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/stacks"
+	"github.com/mercadofresco/integration/synthesized/eventpattern"
 )
 
 // cryptoActions are the KMS actions that use a key (or hand out its use):

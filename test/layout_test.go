@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 const module = "github.com/mercadofresco/integration"
@@ -194,7 +194,7 @@ func TestFunctionsLiveInFoldersNamedAfterThem(t *testing.T) {
 			stack := *st.StackName()
 			for id, fn := range s.resources(t, stack, "AWS::Lambda::Function") {
 				md, _ := fn["Metadata"].(map[string]any)
-				entry, ok := md[cfntemplate.MetadataEntry].(string)
+				entry, ok := md[synthesized.MetadataEntry].(string)
 				if !ok {
 					continue // not a Go function of ours (a CDK-provided handler)
 				}

@@ -8,15 +8,17 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/constructs/reachability"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // refLocals resolves a Ref or Fn::GetAtt to "stack/logical id", so that
 // references from any stack (Fn::ImportValue included) compare equal.
 type refLocals struct{}
 
-func (refLocals) Ref(r *cfnlocal.Resource) (string, error) { return r.Stack + "/" + r.LogicalID, nil }
-func (refLocals) GetAtt(r *cfnlocal.Resource, _ string) (string, error) {
+func (refLocals) Ref(r *synthesized.Resource) (string, error) {
+	return r.Stack + "/" + r.LogicalID, nil
+}
+func (refLocals) GetAtt(r *synthesized.Resource, _ string) (string, error) {
 	return r.Stack + "/" + r.LogicalID, nil
 }
 
@@ -30,7 +32,7 @@ func TestEverySecretReaderInAVpcReachesSecretsManager(t *testing.T) {
 	s := synthApp(t)
 	for _, es := range s.envs {
 		t.Run(es.Env.Name, func(t *testing.T) {
-			app := cfnlocal.New(es.Env.Account, es.Env.Region)
+			app := synthesized.New(es.Env.Name, es.Env.Account, es.Env.Region)
 			for name, tpl := range s.templates {
 				if strings.HasSuffix(name, "-"+es.Env.Name) {
 					raw, _ := json.Marshal(tpl)
@@ -119,13 +121,13 @@ func TestEveryFunctionReachesWhatItCalls(t *testing.T) {
 	if len(findings) > 0 {
 		t.Fatalf("%d call(s) without a path:\n%s", len(findings), strings.Join(findings, "\n"))
 	}
-	apps, err := reachability.Environments(s.assembly)
+	asm, err := synthesized.Load(s.outdir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, es := range s.envs {
 		inVPC := 0
-		for _, r := range reachability.Check(apps[es.Env.Name]) {
+		for _, r := range reachability.Check(asm.Env(es.Env.Name)) {
 			if r.Via != "outside the VPC" {
 				inVPC++
 			}

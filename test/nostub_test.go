@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/internal/nostub"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // House rule: no stub on a deployed path. Every function the app deploys,
@@ -22,7 +22,7 @@ func TestNoDeployedFunctionReachesAStub(t *testing.T) {
 	for stack := range s.templates {
 		for _, fn := range s.resources(t, stack, "AWS::Lambda::Function") {
 			md, _ := fn["Metadata"].(map[string]any)
-			if e, ok := md[cfntemplate.MetadataEntry].(string); ok && !slices.Contains(entries, e) {
+			if e, ok := md[synthesized.MetadataEntry].(string); ok && !slices.Contains(entries, e) {
 				entries = append(entries, e)
 			}
 		}

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/guardeval"
 	"github.com/mercadofresco/integration/stacks"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // TestOnlyKnownProducersSendToQueuesAndTopics walks every environment's
@@ -120,8 +120,8 @@ func TestDeferringConsumersMaySendToTheirOwnQueue(t *testing.T) {
 // producerWorld is one environment's templates with their guards and the
 // producers they wire.
 type producerWorld struct {
-	app    *cfnlocal.App
-	phys   cfnlocal.Physical
+	app    *synthesized.App
+	phys   synthesized.Physical
 	guards map[string]*guardOf // by the queue's or topic's ARN
 	edges  []producerEdge
 	// consumed lists the queue ARNs each function (stack/logical id) reads.
@@ -152,8 +152,8 @@ type producerEdge struct {
 
 func walkProducers(t *testing.T, s *synthesis, es *stacks.EnvironmentStacks) *producerWorld {
 	t.Helper()
-	w := &producerWorld{app: cfnlocal.New(es.Env.Account, es.Env.Region), guards: map[string]*guardOf{}, consumed: map[string][]string{}}
-	w.phys = cfnlocal.Physical{App: w.app}
+	w := &producerWorld{app: synthesized.New(es.Env.Name, es.Env.Account, es.Env.Region), guards: map[string]*guardOf{}, consumed: map[string][]string{}}
+	w.phys = synthesized.Physical{App: w.app}
 	for _, st := range es.Stacks() {
 		raw, err := json.Marshal(s.templates[*st.StackName()])
 		if err != nil {

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/synthesized"
 
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -26,7 +25,7 @@ func TestOnlyTheSignerAndVerifiersReadTheSigningKey(t *testing.T) {
 	for _, es := range s.envs {
 		t.Run(es.Env.Name, func(t *testing.T) {
 			w := walkProducers(t, s, es)
-			loc := secretLocals{w.phys}
+			loc := w.phys
 			str := func(stack string, v any) string {
 				t.Helper()
 				r, err := w.app.ResolveString(stack, v, loc)
@@ -67,7 +66,7 @@ func TestOnlyTheSignerAndVerifiersReadTheSigningKey(t *testing.T) {
 			}
 			want := map[string]string{} // role ARN -> entry
 			for _, fn := range w.app.Resources("AWS::Lambda::Function") {
-				entry, _ := fn.Metadata[cfntemplate.MetadataEntry].(string)
+				entry, _ := fn.Metadata[synthesized.MetadataEntry].(string)
 				if !slices.Contains(readers, entry) {
 					continue
 				}
@@ -131,16 +130,4 @@ func TestOnlyTheSignerAndVerifiersReadTheSigningKey(t *testing.T) {
 			}
 		})
 	}
-}
-
-// secretLocals resolves a secret's Ref to an ARN with the random suffix
-// Secrets Manager adds, and everything else as cfnlocal.Physical does.
-type secretLocals struct{ cfnlocal.Physical }
-
-func (l secretLocals) Ref(r *cfnlocal.Resource) (string, error) {
-	if r.Type == "AWS::SecretsManager::Secret" {
-		name, _ := r.Properties["Name"].(string)
-		return fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%s-AbC123", l.App.Region, l.App.Account, name), nil
-	}
-	return l.Physical.Ref(r)
 }

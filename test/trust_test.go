@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/payment"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // TestOnlyTheWorkflowMayInvokeThePaymentTasks walks every environment's
@@ -89,7 +89,7 @@ type attachedDoc struct {
 }
 
 // policyDocs returns r's policy documents with the role ARNs they apply to.
-func policyDocs(t *testing.T, w *producerWorld, r *cfnlocal.Resource) []attachedDoc {
+func policyDocs(t *testing.T, w *producerWorld, r *synthesized.Resource) []attachedDoc {
 	t.Helper()
 	if r.Type == "AWS::IAM::Role" {
 		self := w.roleArn(t, r.Stack, map[string]any{"Ref": r.LogicalID})

@@ -25,8 +25,8 @@ import (
 
 	"github.com/mercadofresco/integration/cmd/internal/synthtable"
 	"github.com/mercadofresco/integration/cmd/internal/texttable"
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/reachability"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // maxWidth is the widest line the command prints.
@@ -51,10 +51,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	apps := map[string]*cfntemplate.App{}
+	apps := map[string]*synthesized.App{}
 	if *dir != "" {
 		for _, env := range envs {
-			app, err := cfntemplate.LoadDir(*dir, env.Name, env.Account, env.Region)
+			app, err := synthesized.LoadEnv(*dir, env.Name)
 			if err != nil {
 				fmt.Fprintln(stderr, err)
 				return 2
@@ -70,9 +70,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer os.RemoveAll(outdir)
 		app, _, done := synthtable.Build(envs, outdir)
 		defer done()
-		if apps, err = reachability.Environments(app.Synth(nil)); err != nil {
+		asm, err := synthesized.Load(*app.Synth(nil).Directory())
+		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 2
+		}
+		for _, e := range asm.Envs {
+			apps[e.Env] = e
 		}
 	}
 	var rows []row

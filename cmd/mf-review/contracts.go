@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // contractReview says, when the change touches schemas/, which stacks
@@ -38,7 +38,7 @@ func contractReview(w io.Writer, assembly string, templates map[string]map[strin
 		for _, id := range slices.Sorted(maps.Keys(res)) {
 			r, _ := res[id].(map[string]any)
 			md, _ := r["Metadata"].(map[string]any)
-			for key, into := range map[string]map[string][]string{cfntemplate.MetadataAccepts: consumers, cfntemplate.MetadataProduces: producers} {
+			for key, into := range map[string]map[string][]string{synthesized.MetadataAccepts: consumers, synthesized.MetadataProduces: producers} {
 				ds, _ := md[key].([]any)
 				for _, d := range ds {
 					dm, _ := d.(map[string]any)

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // DeployedTemplate is the synthesized prod template the "as deployed"
@@ -95,7 +95,7 @@ func ReadDeployed(dir string) (Deployed, error) {
 // reads its Retry on PasarelaNoDisponible. References are rendered as their
 // logical id (an import as "").
 func (d *Deployed) readCobrar(def any, cobroID string) error {
-	text, err := cfntemplate.Render(def, func(r cfntemplate.Reference) (string, error) { return r.LogicalID, nil })
+	text, err := synthesized.Render(def, func(r synthesized.Reference) (string, error) { return r.LogicalID, nil })
 	if err != nil {
 		return fmt.Errorf("the state machine definition: %w", err)
 	}

@@ -1,6 +1,6 @@
 // Package contract declares, on the resources of a CDK app, which event
 // types and major versions each producer emits and each consumer accepts,
-// as template metadata (cfntemplate.MetadataProduces, cfntemplate.MetadataAccepts)
+// as template metadata (synthesized.MetadataProduces, synthesized.MetadataAccepts)
 // that the synth rule MF-CONTRACT (constructs/guardrails) reads to follow
 // every route from producer to consumer (docs/design.md#event-contracts).
 //
@@ -19,7 +19,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Declaration is one event type with its major versions. For producers,
@@ -43,7 +43,7 @@ func Produces(producer constructs.IConstruct, eventType string, versions []int, 
 	if destination != nil && l1(destination) != nil {
 		d.To = Path(destination) // an imported destination is not this app's
 	}
-	add(producer, cfntemplate.MetadataProduces, d)
+	add(producer, synthesized.MetadataProduces, d)
 }
 
 // ProducesOnBus declares that producer puts events of eventType (the
@@ -53,13 +53,13 @@ func ProducesOnBus(producer constructs.IConstruct, source, eventType string, ver
 	if bus != nil && l1(bus) != nil {
 		d.To = Path(bus)
 	}
-	add(producer, cfntemplate.MetadataProduces, d)
+	add(producer, synthesized.MetadataProduces, d)
 }
 
 // Accepts declares that consumer (a construct or its L1 resource) accepts
 // eventType in versions.
 func Accepts(consumer constructs.IConstruct, eventType string, versions []int) {
-	add(consumer, cfntemplate.MetadataAccepts, Declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions))})
+	add(consumer, synthesized.MetadataAccepts, Declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions))})
 }
 
 // Path is the construct path of c's L1 resource (its default child, or c).
@@ -151,8 +151,8 @@ func ints(xs []int) []any {
 	return out
 }
 
-// Read returns the declarations under key (cfntemplate.MetadataProduces or
-// cfntemplate.MetadataAccepts) of the L1 resource r.
+// Read returns the declarations under key (synthesized.MetadataProduces or
+// synthesized.MetadataAccepts) of the L1 resource r.
 func Read(r awscdk.CfnResource, key string) []Declaration {
 	raw, _ := r.GetMetadata(jsii.String(key)).([]any)
 	var out []Declaration

@@ -36,10 +36,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Defaults applied when the matching Props field is zero.
@@ -266,7 +266,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	// Names the function's code in the template, so reviews and snapshots
 	// (internal/snapshot) can say which function's binary changed.
 	cfnFn := f.Function.Node().DefaultChild().(awslambda.CfnFunction)
-	cfnFn.AddMetadata(jsii.String(cfntemplate.MetadataEntry), props.Entry)
+	cfnFn.AddMetadata(jsii.String(synthesized.MetadataEntry), props.Entry)
 	if len(props.Dependencies) > 0 {
 		deps := make([]any, 0, len(props.Dependencies))
 		for _, d := range props.Dependencies {
@@ -280,7 +280,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 			}
 			deps = append(deps, m)
 		}
-		cfnFn.AddMetadata(jsii.String(cfntemplate.MetadataDependencies), deps)
+		cfnFn.AddMetadata(jsii.String(synthesized.MetadataDependencies), deps)
 	}
 	if !props.DisableTracing {
 		cfnFn.SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})

@@ -20,11 +20,11 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -240,7 +240,7 @@ func TestDependenciesAreDeclaredInTheTemplate(t *testing.T) {
 		"Properties": map[string]interface{}{"Environment": map[string]interface{}{"Variables": map[string]interface{}{
 			lambdaapi.EnvSDKMaxAttempts: "3", "GATEWAY_MAX_ATTEMPTS": "3",
 		}}},
-		"Metadata": assertions.Match_ObjectLike(&map[string]interface{}{cfntemplate.MetadataDependencies: []interface{}{
+		"Metadata": assertions.Match_ObjectLike(&map[string]interface{}{synthesized.MetadataDependencies: []interface{}{
 			map[string]interface{}{"name": "pasarela", "attemptsEnv": []interface{}{"GATEWAY_MAX_ATTEMPTS"}},
 			map[string]interface{}{"name": "dynamodb", "attemptsEnv": []interface{}{lambdaapi.EnvSDKMaxAttempts}},
 			map[string]interface{}{"name": "erp", "attemptsEnv": []interface{}{"ERP_MAX_ATTEMPTS"}},

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // RuleAttempts is the worst-case attempts rule (docs/design.md#retry-layers).
@@ -310,7 +310,7 @@ type declaredDependency struct {
 }
 
 func declaredDependencies(fn *resource) []declaredDependency {
-	raw := fn.Cfn.GetMetadata(jsiiString(cfntemplate.MetadataDependencies))
+	raw := fn.Cfn.GetMetadata(jsiiString(synthesized.MetadataDependencies))
 	if raw == nil {
 		return nil
 	}
@@ -431,7 +431,7 @@ func describe(v any) string {
 			return "import:" + imp
 		}
 	}
-	s, err := cfntemplate.Render(v, func(r cfntemplate.Reference) (string, error) {
+	s, err := synthesized.Render(v, func(r synthesized.Reference) (string, error) {
 		if r.Import != "" {
 			return r.Import, nil
 		}
@@ -500,7 +500,7 @@ func (a *attemptWalk) deliverOnly(caller *resource, target any, t *resource, f F
 // synchronous invocation); a standard workflow started asynchronously has
 // none.
 func (a *attemptWalk) stateMachine(sm *resource, outer []Factor) {
-	def, err := cfntemplate.Render(cfnindex.Get(sm.Props, "DefinitionString"), func(r cfntemplate.Reference) (string, error) {
+	def, err := synthesized.Render(cfnindex.Get(sm.Props, "DefinitionString"), func(r synthesized.Reference) (string, error) {
 		if r.Import != "" {
 			return "{{import:" + r.Import + "}}", nil
 		}

@@ -1,9 +1,10 @@
 package guardrails_test
 
 import (
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"strings"
 	"testing"
+
+	"github.com/mercadofresco/integration/synthesized"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -126,7 +127,7 @@ func TestRuleTargetWithoutRetryPolicy(t *testing.T) {
 func TestPerWorkItemAndAcknowledgement(t *testing.T) {
 	f := newFixture()
 	fn := f.fnEnv("Publicador", map[string]*string{"AWS_MAX_ATTEMPTS": jsii.String("2"), "OUTBOX_MAX_CLAIMS": jsii.String("3")})
-	fn.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(cfntemplate.MetadataDependencies), []any{
+	fn.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(synthesized.MetadataDependencies), []any{
 		map[string]any{"name": "events", "attemptsEnv": []any{"AWS_MAX_ATTEMPTS", "OUTBOX_MAX_CLAIMS"}, "perWorkItem": true},
 	})
 	awsevents.NewRule(f.stack, jsii.String("Cada"), &awsevents.RuleProps{

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/cfnindex"
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/constructs/contract"
-	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/synthesized"
+	"github.com/mercadofresco/integration/synthesized/eventpattern"
 )
 
 // Rules of the event contracts (docs/design.md#event-contracts).
@@ -48,7 +48,7 @@ func (k *checks) checkContracts(stack awscdk.Stack) {
 	for _, ix := range t.Indexes {
 		once(&contractsChecked, ix.Stack)
 		for _, r := range ix.Ordered {
-			declared = declared || contract.Declares(r.Cfn, cfntemplate.MetadataProduces)
+			declared = declared || contract.Declares(r.Cfn, synthesized.MetadataProduces)
 		}
 	}
 	if !declared {
@@ -245,7 +245,7 @@ type emission struct {
 func (g *RouteGraph) Check() []Finding {
 	for _, ix := range g.indexes {
 		for _, r := range ix.Ordered {
-			for _, d := range g.read(r, cfntemplate.MetadataProduces) {
+			for _, d := range g.read(r, synthesized.MetadataProduces) {
 				if d.To == "" {
 					continue // a rule or pipe: its own targets, when events reach it
 				}
@@ -349,7 +349,7 @@ func (g *RouteGraph) rule(e emission, rule *cfnindex.Resource, route []string) {
 		// A rule that rewrites the event consumes it (it reads its fields)
 		// and is the producer of the new shape.
 		g.consume(e, rule, hop)
-		ds := g.read(rule, cfntemplate.MetadataProduces)
+		ds := g.read(rule, synthesized.MetadataProduces)
 		if len(ds) == 0 {
 			g.add(RuleContract, rule, "rewrites %s version %d from %s with an input transformer but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", e.typ, e.version, e.producer.Path(), label0(dst))
 			continue
@@ -380,7 +380,7 @@ func (g *RouteGraph) pipe(p *cfnindex.Resource, e *emission, route []string) {
 		}
 		return
 	}
-	ds := g.read(p, cfntemplate.MetadataProduces)
+	ds := g.read(p, synthesized.MetadataProduces)
 	if len(ds) == 0 {
 		g.add(RuleContract, p, "builds its events with an input template but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", label0(dst))
 		return
@@ -415,7 +415,7 @@ func (g *RouteGraph) consume(e emission, consumer *cfnindex.Resource, route []st
 	}
 	var accepts []int
 	declared := false
-	for _, d := range g.read(consumer, cfntemplate.MetadataAccepts) {
+	for _, d := range g.read(consumer, synthesized.MetadataAccepts) {
 		if d.Type == e.typ {
 			accepts, declared = d.Versions, true
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/guardeval"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // TestBusGuardAdmitsOnlyItsProducers: the bus's guard is one Deny of
@@ -40,14 +40,14 @@ func TestBusGuardAdmitsOnlyItsProducers(t *testing.T) {
 			t.Fatalf("RoleName %v, want publicador", name)
 		}
 	}
-	app := cfnlocal.New(account, cdktest.Region)
+	app := synthesized.New("test", account, cdktest.Region)
 	raw, _ := json.Marshal(assertions.Template_FromStack(platform, nil).ToJSON())
 	if err := app.Add("Plataforma", raw); err != nil {
 		t.Fatal(err)
 	}
 	var guards []map[string]any
 	for _, pol := range app.Resources("AWS::Events::EventBusPolicy") {
-		st, err := app.Resolve("Plataforma", pol.Properties["Statement"], cfnlocal.Physical{App: app})
+		st, err := app.Resolve("Plataforma", pol.Properties["Statement"], synthesized.Physical{App: app})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/internal/cdktest"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/guardeval"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
@@ -28,14 +28,14 @@ const account = cdktest.Account
 // policy of resource logical id, and how many guards it has.
 func guardOf(t *testing.T, stacks map[string]awscdk.Stack, stack, resource string) map[string]any {
 	t.Helper()
-	app := cfnlocal.New(account, cdktest.Region)
+	app := synthesized.New("test", account, cdktest.Region)
 	for name, st := range stacks {
 		raw, _ := json.Marshal(assertions.Template_FromStack(st, nil).ToJSON())
 		if err := app.Add(name, raw); err != nil {
 			t.Fatal(err)
 		}
 	}
-	phys := cfnlocal.Physical{App: app}
+	phys := synthesized.Physical{App: app}
 	var found []map[string]any
 	for typ, prop := range map[string]string{"AWS::SQS::QueuePolicy": "Queues", "AWS::SNS::TopicPolicy": "Topics"} {
 		for _, pol := range app.Resources(typ) {

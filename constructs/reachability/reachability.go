@@ -25,7 +25,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Rule is the message prefix of a finding.
@@ -97,7 +97,7 @@ var localActions = map[string]bool{"elasticache:connect": true}
 var endpointService = map[string]string{"ses": "email"}
 
 // Check walks every function of app (one environment's templates).
-func Check(app *cfntemplate.App) []Result {
+func Check(app *synthesized.App) []Result {
 	w := &walker{app: app}
 	var out []Result
 	for _, fn := range app.Resources("AWS::Lambda::Function") {
@@ -107,10 +107,10 @@ func Check(app *cfntemplate.App) []Result {
 }
 
 type walker struct {
-	app *cfntemplate.App
+	app *synthesized.App
 }
 
-func (w *walker) str(r *cfntemplate.Resource, v any) string {
+func (w *walker) str(r *synthesized.Resource, v any) string {
 	if v == nil {
 		return ""
 	}
@@ -121,7 +121,7 @@ func (w *walker) str(r *cfntemplate.Resource, v any) string {
 	return s
 }
 
-func (w *walker) strs(r *cfntemplate.Resource, v any) []string {
+func (w *walker) strs(r *synthesized.Resource, v any) []string {
 	xs, _ := v.([]any)
 	var out []string
 	for _, x := range xs {
@@ -132,7 +132,7 @@ func (w *walker) strs(r *cfntemplate.Resource, v any) []string {
 	return out
 }
 
-func (w *walker) byKey(key string) *cfntemplate.Resource {
+func (w *walker) byKey(key string) *synthesized.Resource {
 	stack, id, ok := strings.Cut(key, "/")
 	if !ok {
 		return nil
@@ -141,10 +141,10 @@ func (w *walker) byKey(key string) *cfntemplate.Resource {
 	return r
 }
 
-func key(r *cfntemplate.Resource) string { return r.Stack + "/" + r.LogicalID }
+func key(r *synthesized.Resource) string { return r.Stack + "/" + r.LogicalID }
 
 // calls returns the services and hosts fn calls, sorted.
-func (w *walker) calls(fn *cfntemplate.Resource) []string {
+func (w *walker) calls(fn *synthesized.Resource) []string {
 	set := map[string]bool{}
 	role := w.str(fn, fn.Prop("Role"))
 	addAction := func(a string) {
@@ -193,7 +193,7 @@ func (w *walker) calls(fn *cfntemplate.Resource) []string {
 		}
 	}
 	// Declared dependencies named "<service>:<what>".
-	deps, _ := fn.Metadata[cfntemplate.MetadataDependencies].([]any)
+	deps, _ := fn.Metadata[synthesized.MetadataDependencies].([]any)
 	for _, d := range deps {
 		name, _ := cfnlocalGet(d, "name").(string)
 		if prefix, _, ok := strings.Cut(name, ":"); ok && !strings.Contains(prefix, " ") {
@@ -230,14 +230,14 @@ func cfnlocalGet(v any, k string) any {
 	return m[k]
 }
 
-func label(fn *cfntemplate.Resource) string {
+func label(fn *synthesized.Resource) string {
 	if n, ok := fn.Prop("FunctionName").(string); ok {
 		return n
 	}
 	return fn.Path()
 }
 
-func (w *walker) function(fn *cfntemplate.Resource) []Result {
+func (w *walker) function(fn *synthesized.Resource) []Result {
 	calls := w.calls(fn)
 	vpc, inVPC := fn.Prop("VpcConfig").(map[string]any)
 	var out []Result
@@ -252,7 +252,7 @@ func (w *walker) function(fn *cfntemplate.Resource) []Result {
 	}
 	subnetKeys := w.strs(fn, vpc["SubnetIds"])
 	sgs := w.strs(fn, vpc["SecurityGroupIds"])
-	var subnets []*cfntemplate.Resource
+	var subnets []*synthesized.Resource
 	unresolved := len(subnetKeys) == 0
 	for _, k := range subnetKeys {
 		s := w.byKey(k)
@@ -288,7 +288,7 @@ func (w *walker) function(fn *cfntemplate.Resource) []Result {
 }
 
 // path finds how a call from subnet s with groups sgs reaches target.
-func (w *walker) path(s *cfntemplate.Resource, sgs []string, target string) (via, missing, detail string) {
+func (w *walker) path(s *synthesized.Resource, sgs []string, target string) (via, missing, detail string) {
 	vpcKey := w.str(s, s.Prop("VpcId"))
 	rtb := w.routeTable(s)
 	if strings.Contains(target, "://") {
@@ -353,11 +353,11 @@ func (w *walker) path(s *cfntemplate.Resource, sgs []string, target string) (via
 	return via, missing, detail
 }
 
-func (w *walker) viaNAT(s, rtb *cfntemplate.Resource, sgs []string, port int, target string) (via, missing, detail string) {
+func (w *walker) viaNAT(s, rtb *synthesized.Resource, sgs []string, port int, target string) (via, missing, detail string) {
 	if rtb == nil {
 		return "", HopRoute, fmt.Sprintf("subnet %s has no route table association (the VPC's main route table has no NAT route)", s.LogicalID)
 	}
-	var nat *cfntemplate.Resource
+	var nat *synthesized.Resource
 	for _, rt := range w.app.Resources("AWS::EC2::Route") {
 		if w.str(rt, rt.Prop("RouteTableId")) == key(rtb) && rt.Prop("DestinationCidrBlock") == "0.0.0.0/0" && rt.Prop("NatGatewayId") != nil {
 			nat = w.byKey(w.str(rt, rt.Prop("NatGatewayId")))
@@ -390,13 +390,13 @@ func (w *walker) viaNAT(s, rtb *cfntemplate.Resource, sgs []string, port int, ta
 	return via, "", ""
 }
 
-func (w *walker) endpointService(ep *cfntemplate.Resource) string {
+func (w *walker) endpointService(ep *synthesized.Resource) string {
 	name := w.str(ep, ep.Prop("ServiceName"))
 	prefix := "com.amazonaws." + w.app.Region + "."
 	return strings.TrimPrefix(name, prefix)
 }
 
-func (w *walker) routeTable(s *cfntemplate.Resource) *cfntemplate.Resource {
+func (w *walker) routeTable(s *synthesized.Resource) *synthesized.Resource {
 	for _, a := range w.app.Resources("AWS::EC2::SubnetRouteTableAssociation") {
 		if w.str(a, a.Prop("SubnetId")) == key(s) {
 			return w.byKey(w.str(a, a.Prop("RouteTableId")))
@@ -405,12 +405,12 @@ func (w *walker) routeTable(s *cfntemplate.Resource) *cfntemplate.Resource {
 	return nil
 }
 
-func cidrOf(s *cfntemplate.Resource) string {
+func cidrOf(s *synthesized.Resource) string {
 	c, _ := s.Prop("CidrBlock").(string)
 	return c
 }
 
-func (w *walker) subnetCIDRs(r *cfntemplate.Resource, ids any) []string {
+func (w *walker) subnetCIDRs(r *synthesized.Resource, ids any) []string {
 	var out []string
 	for _, k := range w.strs(r, ids) {
 		if s := w.byKey(k); s != nil {
@@ -429,12 +429,12 @@ type egressTarget struct {
 // rule is one security-group rule in the shape both inline and standalone
 // rules share.
 type rule struct {
-	owner    *cfntemplate.Resource
+	owner    *synthesized.Resource
 	props    map[string]any
 	from, to int // -1: any port
 }
 
-func (w *walker) ports(owner *cfntemplate.Resource, p map[string]any) (int, int, bool) {
+func (w *walker) ports(owner *synthesized.Resource, p map[string]any) (int, int, bool) {
 	proto := strings.ToLower(w.str(owner, p["IpProtocol"]))
 	switch proto {
 	case "-1", "all":
@@ -453,7 +453,7 @@ func (w *walker) ports(owner *cfntemplate.Resource, p map[string]any) (int, int,
 
 func (w *walker) rules(group, inline, standalone, groupProp string) []rule {
 	var out []rule
-	add := func(owner *cfntemplate.Resource, p map[string]any) {
+	add := func(owner *synthesized.Resource, p map[string]any) {
 		if from, to, ok := w.ports(owner, p); ok {
 			out = append(out, rule{owner: owner, props: p, from: from, to: to})
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 const snapshots = "../../test/testdata/snapshots"
@@ -36,13 +36,13 @@ func templates(t *testing.T, env string) map[string]map[string]any {
 	return out
 }
 
-func load(t *testing.T, env string, tpls map[string]map[string]any) *cfntemplate.App {
+func load(t *testing.T, env string, tpls map[string]map[string]any) *synthesized.App {
 	t.Helper()
 	e, err := config.Lookup(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := cfntemplate.New(e.Account, e.Region)
+	app := synthesized.New(env, e.Account, e.Region)
 	for name, tpl := range tpls {
 		raw, _ := json.Marshal(tpl)
 		if err := app.Add(name, raw); err != nil {

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"github.com/mercadofresco/integration/internal/testproc"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Step is one scripted answer of a Task state: a result, or an error name
@@ -168,13 +168,13 @@ func Definition(template map[string]any, logicalID, region, account string) ([]b
 		return nil, fmt.Errorf("asltest: no resource %s", logicalID)
 	}
 	props, _ := sm["Properties"].(map[string]any)
-	def, err := cfntemplate.Render(props["DefinitionString"], FakeValues(template, region, account))
+	def, err := synthesized.Render(props["DefinitionString"], FakeValues(template, region, account))
 	if err != nil {
 		return nil, err
 	}
 	if subs, ok := props["DefinitionSubstitutions"].(map[string]any); ok {
 		for k, v := range subs {
-			s, err := cfntemplate.Render(v, FakeValues(template, region, account))
+			s, err := synthesized.Render(v, FakeValues(template, region, account))
 			if err != nil {
 				return nil, err
 			}
@@ -191,9 +191,9 @@ func Definition(template map[string]any, logicalID, region, account string) ([]b
 // for a stack in region and account: pseudo parameters, Ref and Fn::GetAtt
 // of functions (ARN), queues (URL / ARN / name), topics (ARN), log groups,
 // roles, tables; Fn::ImportValue becomes "import:<name>".
-func FakeValues(template map[string]any, region, account string) func(cfntemplate.Reference) (string, error) {
+func FakeValues(template map[string]any, region, account string) func(synthesized.Reference) (string, error) {
 	res, _ := template["Resources"].(map[string]any)
-	return func(r cfntemplate.Reference) (string, error) {
+	return func(r synthesized.Reference) (string, error) {
 		if r.Import != "" {
 			return "import:" + r.Import, nil
 		}

@@ -16,10 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
 	"github.com/mercadofresco/integration/internal/awsfake"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/synthesized"
+	"github.com/mercadofresco/integration/synthesized/eventpattern"
 )
 
 // Bus plays EventBridge (the rules of every bus in the templates, the
@@ -178,7 +178,7 @@ func (w *World) loadBus() *Bus {
 
 func str(v any) string { s, _ := v.(string); return s }
 
-func (b *Bus) loadRule(r *cfnlocal.Resource) *Rule {
+func (b *Bus) loadRule(r *synthesized.Resource) *Rule {
 	w := b.w
 	m := w.resolve(r, r.Properties).(map[string]any)
 	rule := &Rule{Name: cmp.Or(str(m["Name"]), r.LogicalID), Bus: w.busName(str(m["EventBusName"]))}
@@ -254,7 +254,7 @@ func (b *Bus) loadRule(r *cfnlocal.Resource) *Rule {
 	return rule
 }
 
-func (b *Bus) loadPipe(r *cfnlocal.Resource) *Pipe {
+func (b *Bus) loadPipe(r *synthesized.Resource) *Pipe {
 	w := b.w
 	raw, _ := json.Marshal(w.resolve(r, r.Properties))
 	var spec struct {

@@ -17,8 +17,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
@@ -31,6 +29,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 	"github.com/mercadofresco/integration/lambdas/stock"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // The functions the run plays, by their mercadofresco:entry. A function of
@@ -79,7 +78,7 @@ var taskBuilders = map[string]func(ctx context.Context, env *lambdaenv.Env) (tas
 // the run gives it.
 type Function struct {
 	w                *World
-	Res              *cfnlocal.Resource
+	Res              *synthesized.Resource
 	Name, ARN, Entry string
 	// Timeout is the template's; Deadline the wall-clock time an invocation
 	// gets (Timeout / ExecScale).
@@ -96,7 +95,7 @@ type Function struct {
 // environment and the run's overrides.
 func (w *World) loadFunctions() {
 	for _, r := range w.app.Resources("AWS::Lambda::Function") {
-		entry, _ := r.Metadata[cfntemplate.MetadataEntry].(string)
+		entry, _ := r.Metadata[synthesized.MetadataEntry].(string)
 		if entry == "" {
 			continue // the CDK's own providers
 		}

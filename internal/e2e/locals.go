@@ -5,10 +5,10 @@ import (
 	"net"
 	"strings"
 
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
-// locals gives every resource the run reads a local meaning (cfnlocal.Locals):
+// locals gives every resource the run reads a local meaning (synthesized.Locals):
 // queues are the SQS fake's, tables dynalite's, the Valkey cache and the RDS
 // proxy the local Redis and PostgreSQL, and the rest are ARNs in the
 // templates' account and region that the fakes recognise. A reference to a
@@ -21,14 +21,14 @@ func (l locals) arn(service, resource string) string {
 	return fmt.Sprintf("arn:aws:%s:%s:%s:%s", service, l.w.app.Region, l.w.app.Account, resource)
 }
 
-func physicalName(r *cfnlocal.Resource, prop string) string {
+func physicalName(r *synthesized.Resource, prop string) string {
 	if s, ok := r.Prop(prop).(string); ok && s != "" {
 		return s
 	}
 	return strings.ToLower(r.LogicalID)
 }
 
-func (l locals) Ref(r *cfnlocal.Resource) (string, error) {
+func (l locals) Ref(r *synthesized.Resource) (string, error) {
 	switch r.Type {
 	case "AWS::SQS::Queue":
 		q, ok := l.w.queueByResource[r]
@@ -56,7 +56,7 @@ func (l locals) Ref(r *cfnlocal.Resource) (string, error) {
 	return "", fmt.Errorf("no local meaning for Ref of %s (%s)", r.Type, r.Path())
 }
 
-func (l locals) GetAtt(r *cfnlocal.Resource, attr string) (string, error) {
+func (l locals) GetAtt(r *synthesized.Resource, attr string) (string, error) {
 	switch r.Type + "." + attr {
 	case "AWS::SQS::Queue.Arn":
 		q, ok := l.w.queueByResource[r]

@@ -24,7 +24,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mercadofresco/integration/internal/awsfake"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/internal/pgtest"
@@ -34,6 +33,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Options configure a World.
@@ -67,7 +67,7 @@ type Options struct {
 // Queue is one queue of the templates, created in the SQS fake.
 type Queue struct {
 	Name, URL, ARN string
-	Resource       *cfnlocal.Resource
+	Resource       *synthesized.Resource
 	FIFO           bool
 	Visibility     time.Duration
 	DLQ            *Queue // its redrive target, if any
@@ -78,7 +78,7 @@ type Queue struct {
 type World struct {
 	t     testing.TB
 	opts  Options
-	app   *cfnlocal.App
+	app   *synthesized.App
 	clock *Clock
 
 	rngLock sync.Mutex
@@ -98,7 +98,7 @@ type World struct {
 	admin      *pgxpool.Pool
 
 	queues          []*Queue
-	queueByResource map[*cfnlocal.Resource]*Queue
+	queueByResource map[*synthesized.Resource]*Queue
 	queueByARN      map[string]*Queue
 	queueByURL      map[string]*Queue
 	secrets         map[string]string // ARN -> SecretString
@@ -109,12 +109,12 @@ type World struct {
 	sfn *Executor
 }
 
-// Locals is the World's cfnlocal.Locals.
-func (w *World) Locals() cfnlocal.Locals { return locals{w} }
+// Locals is the World's synthesized.Locals.
+func (w *World) Locals() synthesized.Locals { return locals{w} }
 
 // resolve is v, a value of r's template, with its references resolved; a
 // reference without a local meaning fails the run.
-func (w *World) resolve(r *cfnlocal.Resource, v any) any {
+func (w *World) resolve(r *synthesized.Resource, v any) any {
 	out, err := w.app.Resolve(r.Stack, v, w.Locals())
 	if err != nil {
 		w.fatalf("%s: %v", r.Path(), err)
@@ -122,7 +122,7 @@ func (w *World) resolve(r *cfnlocal.Resource, v any) any {
 	return out
 }
 
-func (w *World) resolveString(r *cfnlocal.Resource, v any) (string, error) {
+func (w *World) resolveString(r *synthesized.Resource, v any) (string, error) {
 	return w.app.ResolveString(r.Stack, v, w.Locals())
 }
 
@@ -133,12 +133,13 @@ func (w *World) resolveString(r *cfnlocal.Resource, v any) (string, error) {
 // services' fakes.
 func NewWorld(t testing.TB, o Options) *World {
 	t.Helper()
-	app, err := cfnlocal.LoadDir(o.TemplatesDir, o.Env, o.Account, o.Region)
+	app, err := synthesized.LoadEnv(o.TemplatesDir, o.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
+	app.Account, app.Region = o.Account, o.Region
 	w := &World{t: t, opts: o, app: app, clock: NewClock(o.WaitScale), rng: rand.New(rand.NewPCG(o.Seed, 0xe2e)),
-		queueByResource: map[*cfnlocal.Resource]*Queue{}, queueByARN: map[string]*Queue{}, queueByURL: map[string]*Queue{},
+		queueByResource: map[*synthesized.Resource]*Queue{}, queueByARN: map[string]*Queue{}, queueByURL: map[string]*Queue{},
 		secrets: map[string]string{}, functions: map[string]*Function{}, pgHost: "127.0.0.1"}
 
 	// dynalitetest preloads its guard: a request an invocation abandons
@@ -225,7 +226,7 @@ func (w *World) createQueues() {
 	w.sqs = sqsfake.New(sqsfake.WithClock(w.clock.Now), sqsfake.WithAccount(w.opts.Account), sqsfake.WithRegion(w.opts.Region))
 	pending := w.app.Resources("AWS::SQS::Queue")
 	for len(pending) > 0 {
-		var next []*cfnlocal.Resource
+		var next []*synthesized.Resource
 		for _, r := range pending {
 			cfg := sqsfake.QueueConfig{
 				VisibilityTimeout: seconds(r.Prop("VisibilityTimeout"), 30*time.Second),
@@ -323,7 +324,7 @@ func secretKey(v string) string {
 func (w *World) setUpDatabase() {
 	ctx := context.Background()
 	w.db = pgtest.NewDatabase(w.t, "mf_e2e_")
-	var res *cfnlocal.Resource
+	var res *synthesized.Resource
 	for _, r := range w.app.Resources("Custom::OutboxEsquema") {
 		res = r
 	}
@@ -416,7 +417,7 @@ func (w *World) startDependencies() {
 // connectionAPIKey is the header and the value of an EventBridge
 // connection's API key authorization; the connection reads the value with
 // a dynamic reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).
-func (w *World) connectionAPIKey(c *cfnlocal.Resource) (header, value string) {
+func (w *World) connectionAPIKey(c *synthesized.Resource) (header, value string) {
 	b, _ := json.Marshal(w.resolve(c, c.Prop("AuthParameters")))
 	var auth struct {
 		ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }

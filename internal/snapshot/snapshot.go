@@ -6,7 +6,7 @@
 // they are masked; but a mask that hides which function's code changed would
 // hide a swapped binary from review. So each Go function's asset is labelled
 // with its entry (<asset:lambdas/preparar-pedido>), read from the
-// cfntemplate.MetadataEntry metadata that constructs/golambda puts on the
+// synthesized.MetadataEntry metadata that constructs/golambda puts on the
 // function, and the SHA-256 of every function's bootstrap binary is kept in
 // a manifest beside the templates (Binaries). A code change then shows in
 // `git diff` as one changed line of the manifest, naming the function.
@@ -25,7 +25,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // ManifestFile is the name of the binaries manifest beside the templates.
@@ -68,7 +68,7 @@ func functions(tpl map[string]any) []function {
 			continue
 		}
 		meta, _ := r["Metadata"].(map[string]any)
-		entry, _ := meta[cfntemplate.MetadataEntry].(string)
+		entry, _ := meta[synthesized.MetadataEntry].(string)
 		path, _ := meta["aws:asset:path"].(string)
 		if entry == "" || !strings.HasPrefix(path, "asset.") {
 			continue

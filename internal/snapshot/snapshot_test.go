@@ -1,11 +1,12 @@
 package snapshot
 
 import (
-	"github.com/mercadofresco/integration/constructs/cfntemplate"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 const (
@@ -19,7 +20,7 @@ func template() map[string]any {
 		return map[string]any{
 			"Type":       "AWS::Lambda::Function",
 			"Properties": map[string]any{"Code": map[string]any{"S3Key": hash + ".zip"}},
-			"Metadata":   map[string]any{cfntemplate.MetadataEntry: entry, "aws:asset:path": "asset." + hash},
+			"Metadata":   map[string]any{synthesized.MetadataEntry: entry, "aws:asset:path": "asset." + hash},
 		}
 	}
 	return map[string]any{"Resources": map[string]any{
@@ -67,7 +68,7 @@ func TestBinariesAndManifest(t *testing.T) {
 	}
 	// The same entry with two different binaries is an error.
 	other := template()
-	other["Resources"].(map[string]any)["Cobro"].(map[string]any)["Metadata"].(map[string]any)[cfntemplate.MetadataEntry] = "lambdas/preparar-pedido"
+	other["Resources"].(map[string]any)["Cobro"].(map[string]any)["Metadata"].(map[string]any)[synthesized.MetadataEntry] = "lambdas/preparar-pedido"
 	if _, err := Binaries(dir, map[string]map[string]any{"S": other}); err == nil {
 		t.Fatal("two binaries for one entry were accepted")
 	}

@@ -1,7 +1,7 @@
 // Package wiringtest builds a deployed function as its main does, from the
 // environment the committed template gives it, with every AWS call going to
 // a recording endpoint: DeployedEnv reads a function's Environment from
-// test/testdata/snapshots (references resolved by internal/cfnlocal to the
+// test/testdata/snapshots (references resolved by synthesized.Physical to the
 // values CloudFormation would give them), Setenv installs it with
 // AWS_ENDPOINT_URL pointing at an Endpoint and isolated credentials, and
 // Endpoint records each AWS request and answers it as the service would
@@ -20,8 +20,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/internal/testproc"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Account and Region are what the rendered ARNs and URLs name.
@@ -42,67 +42,26 @@ func ModuleRoot(t testing.TB) string {
 }
 
 // app loads the committed templates of env (the stack name's suffix).
-func app(t testing.TB, env string) *cfnlocal.App {
+func app(t testing.TB, env string) *synthesized.App {
 	t.Helper()
-	a, err := cfnlocal.LoadDir(filepath.Join(ModuleRoot(t), "test", "testdata", "snapshots"), env, Account, Region)
+	a, err := synthesized.LoadEnv(filepath.Join(ModuleRoot(t), "test", "testdata", "snapshots"), env)
 	if err != nil {
 		t.Fatalf("wiringtest: %v", err)
 	}
+	a.Account, a.Region = Account, Region
 	return a
-}
-
-// locals is cfnlocal.Physical with the references of function
-// environments it leaves to callers: secrets, the SES configuration set,
-// the RDS Proxy's and the Valkey cache's endpoints (as the DNS names AWS
-// gives them; nothing resolves them, the tests point them elsewhere).
-type locals struct{ cfnlocal.Physical }
-
-func (l locals) Ref(r *cfnlocal.Resource) (string, error) {
-	name := func(prop string) (string, error) {
-		if v, ok := r.Properties[prop]; ok {
-			return l.App.ResolveString(r.Stack, v, l)
-		}
-		return strings.ToLower(r.LogicalID), nil
-	}
-	switch r.Type {
-	case "AWS::SecretsManager::Secret":
-		n, err := name("Name")
-		return fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%s-AbCdEf", Region, Account, n), err
-	case "AWS::SecretsManager::SecretTargetAttachment":
-		// Its Ref is the ARN of the secret it attaches.
-		return l.App.ResolveString(r.Stack, r.Properties["SecretId"], l)
-	case "AWS::SES::ConfigurationSet":
-		return name("Name")
-	}
-	return l.Physical.Ref(r)
-}
-
-func (l locals) GetAtt(r *cfnlocal.Resource, attr string) (string, error) {
-	prop := func(k string) (string, error) { return l.App.ResolveString(r.Stack, r.Properties[k], l) }
-	switch r.Type + "." + attr {
-	case "AWS::RDS::DBProxy.Endpoint":
-		n, err := prop("DBProxyName")
-		return n + ".proxy-c0ffee." + Region + ".rds.amazonaws.com", err
-	case "AWS::ElastiCache::ServerlessCache.Endpoint.Address":
-		n, err := prop("ServerlessCacheName")
-		return n + "-c0ffee.serverless.euw1.cache.amazonaws.com", err
-	case "AWS::ElastiCache::ServerlessCache.Endpoint.Port":
-		return "6379", nil
-	}
-	return l.Physical.GetAtt(r, attr)
 }
 
 // DeployedEnv is the environment of the function named name in the
 // committed snapshot of stack ("MercadoFresco-OrderFlow-prod"), each
-// reference resolved as CloudFormation would (internal/cfnlocal, Physical,
-// plus locals): a queue's URL, a state machine's or secret's ARN, a
+// reference resolved as CloudFormation would (synthesized.Physical): a queue's URL, a state machine's or secret's ARN, a
 // table's, bus's or configuration set's name, another stack's export, the
 // RDS Proxy and Valkey endpoints as DNS names. It fails the test on a
 // reference it cannot resolve.
 func DeployedEnv(t testing.TB, stack, name string) map[string]string {
 	t.Helper()
 	a := app(t, stack[strings.LastIndex(stack, "-")+1:])
-	l := locals{cfnlocal.Physical{App: a}}
+	l := synthesized.Physical{App: a}
 	for _, r := range a.Resources("AWS::Lambda::Function") {
 		if r.Stack != stack || r.Properties["FunctionName"] != name {
 			continue

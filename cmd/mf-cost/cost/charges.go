@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 const kbPerGB = 1024 * 1024
@@ -160,7 +160,7 @@ func (m *model) hasTable(label string) bool {
 }
 
 // functionLogGroup is the label of the log group fn writes to.
-func (m *model) functionLogGroup(fn *cfnlocal.Resource) string {
+func (m *model) functionLogGroup(fn *synthesized.Resource) string {
 	if lc, _ := fn.Prop("LoggingConfig").(map[string]any); lc["LogGroup"] != nil {
 		if ref, ok := lc["LogGroup"].(map[string]any); ok {
 			if id, ok := ref["Ref"].(string); ok {
@@ -247,7 +247,7 @@ func (m *model) chargeData() {
 	}
 }
 
-func (m *model) proxyTargets(proxy, cluster *cfnlocal.Resource) bool {
+func (m *model) proxyTargets(proxy, cluster *synthesized.Resource) bool {
 	for _, tg := range m.t.App.Resources("AWS::RDS::DBProxyTargetGroup") {
 		if tg.Stack != proxy.Stack {
 			continue
@@ -403,7 +403,7 @@ type alarmedMetric struct {
 // A metric is high resolution when its period is known and under 60 s; a
 // period that is absent or a token counts as standard, the same for both
 // kinds of alarm.
-func alarmedMetrics(a *cfnlocal.Resource) []alarmedMetric {
+func alarmedMetrics(a *synthesized.Resource) []alarmedMetric {
 	highResolution := func(period any) bool { p := num(period); return p > 0 && p < 60 }
 	list, _ := a.Prop("Metrics").([]any)
 	if len(list) == 0 {

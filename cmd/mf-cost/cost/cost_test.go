@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/internal/cfnlocal"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 func fixture(t *testing.T) (*Templates, *Usage, *Prices) {
@@ -328,7 +328,7 @@ func TestAlarmedMetrics(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			std, high := 0, 0
-			for _, m := range alarmedMetrics(&cfnlocal.Resource{Type: "AWS::CloudWatch::Alarm", Properties: tc.props}) {
+			for _, m := range alarmedMetrics(&synthesized.Resource{Type: "AWS::CloudWatch::Alarm", Properties: tc.props}) {
 				if m.highResolution {
 					high++
 				} else {

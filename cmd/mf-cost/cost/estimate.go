@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Line is one priced item of an estimate, in USD a month.
@@ -117,19 +117,19 @@ type model struct {
 	errs   []error
 	notes  []string
 
-	byRef map[string]*cfnlocal.Resource // ARNs, URLs and names of routable resources
+	byRef map[string]*synthesized.Resource // ARNs, URLs and names of routable resources
 
-	queueSends  map[*cfnlocal.Resource]vol // messages (64 KB chunks) sent
-	queueKB     map[*cfnlocal.Resource]float64
-	fnInv       map[*cfnlocal.Resource]vol // invocations
-	fnMsgs      map[*cfnlocal.Resource]vol // messages handled
-	fnInTrace   map[*cfnlocal.Resource]vol // invocations inside a traced execution
-	execs       map[*cfnlocal.Resource]vol
-	publishes   map[*cfnlocal.Resource]vol
+	queueSends  map[*synthesized.Resource]vol // messages (64 KB chunks) sent
+	queueKB     map[*synthesized.Resource]float64
+	fnInv       map[*synthesized.Resource]vol // invocations
+	fnMsgs      map[*synthesized.Resource]vol // messages handled
+	fnInTrace   map[*synthesized.Resource]vol // invocations inside a traced execution
+	execs       map[*synthesized.Resource]vol
+	publishes   map[*synthesized.Resource]vol
 	logKB       map[string]vol // per log group label
-	logGroups   map[string]*cfnlocal.Resource
-	busEvents   map[*cfnlocal.Resource]vol // custom events put, per bus
-	archivedKB  map[*cfnlocal.Resource]vol // per archive
+	logGroups   map[string]*synthesized.Resource
+	busEvents   map[*synthesized.Resource]vol // custom events put, per bus
+	archivedKB  map[*synthesized.Resource]vol // per archive
 	apiDest     vol
 	pipeReqs    vol
 	endpointKB  vol
@@ -182,12 +182,12 @@ func Compute(t *Templates, u *Usage, p *Prices) (*Estimate, error) {
 	u = u.forEnvironment(t.Env)
 	m := &model{
 		t: t, u: u, p: p, orders: u.OrdersPerMonth, secs: u.HoursPerMonth * 3600,
-		lines: map[string]*Line{}, byRef: map[string]*cfnlocal.Resource{},
-		queueSends: map[*cfnlocal.Resource]vol{}, queueKB: map[*cfnlocal.Resource]float64{},
-		fnInv: map[*cfnlocal.Resource]vol{}, fnMsgs: map[*cfnlocal.Resource]vol{}, fnInTrace: map[*cfnlocal.Resource]vol{},
-		execs: map[*cfnlocal.Resource]vol{}, publishes: map[*cfnlocal.Resource]vol{},
-		logKB: map[string]vol{}, logGroups: map[string]*cfnlocal.Resource{},
-		busEvents: map[*cfnlocal.Resource]vol{}, archivedKB: map[*cfnlocal.Resource]vol{},
+		lines: map[string]*Line{}, byRef: map[string]*synthesized.Resource{},
+		queueSends: map[*synthesized.Resource]vol{}, queueKB: map[*synthesized.Resource]float64{},
+		fnInv: map[*synthesized.Resource]vol{}, fnMsgs: map[*synthesized.Resource]vol{}, fnInTrace: map[*synthesized.Resource]vol{},
+		execs: map[*synthesized.Resource]vol{}, publishes: map[*synthesized.Resource]vol{},
+		logKB: map[string]vol{}, logGroups: map[string]*synthesized.Resource{},
+		busEvents: map[*synthesized.Resource]vol{}, archivedKB: map[*synthesized.Resource]vol{},
 	}
 	if t.App.Region != p.Region {
 		m.fail("the templates deploy to %s, the price table is of %s", t.App.Region, p.Region)
@@ -206,7 +206,7 @@ func Compute(t *Templates, u *Usage, p *Prices) (*Estimate, error) {
 	if err := errors.Join(m.errs...); err != nil {
 		return nil, err
 	}
-	e := &Estimate{Env: t.Env, Stacks: len(t.App.Templates), Orders: m.orders, Prices: p, Usage: u,
+	e := &Estimate{Env: t.Env, Stacks: len(t.App.Stacks), Orders: m.orders, Prices: p, Usage: u,
 		TransitionsPerExecution: m.tpe, Unpriced: unpriced, Notes: m.notes}
 	for _, k := range slices.Sorted(maps.Keys(m.lines)) {
 		if l := m.lines[k]; l.Monthly() > 0 || l.Quantity > 0 {
@@ -244,7 +244,7 @@ func (m *model) index() {
 }
 
 // find is the routable resource a property value names.
-func (m *model) find(stack string, v any) (*cfnlocal.Resource, bool) {
+func (m *model) find(stack string, v any) (*synthesized.Resource, bool) {
 	s, err := m.t.resolveString(stack, v)
 	if err != nil {
 		m.errs = append(m.errs, err)
@@ -254,7 +254,7 @@ func (m *model) find(stack string, v any) (*cfnlocal.Resource, bool) {
 	return r, ok
 }
 
-func prop[T any](r *cfnlocal.Resource, name string) T {
+func prop[T any](r *synthesized.Resource, name string) T {
 	v, _ := r.Properties[name].(T)
 	return v
 }
@@ -276,7 +276,7 @@ func chunks(kb float64) float64 { return math.Max(1, math.Ceil(kb/64)) }
 
 func (m *model) unpriced() map[string]int {
 	out := map[string]int{}
-	for _, tpl := range m.t.App.Templates {
+	for _, tpl := range m.t.App.Stacks {
 		for _, r := range tpl.Resources {
 			if !priced[r.Type] && !free[r.Type] && !strings.HasPrefix(r.Type, "Custom::") {
 				out[r.Type]++

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mercadofresco/integration/constructs/guardrails/eventpattern"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/synthesized"
+	"github.com/mercadofresco/integration/synthesized/eventpattern"
 )
 
 // routeBusEvents puts the usage model's events on the environment's custom
@@ -39,7 +39,7 @@ func (m *model) routeBusEvents() {
 
 // putEvents puts n events on bus: billed custom events, its archives, and
 // the targets of every rule of the bus that matches.
-func (m *model) putEvents(bus *cfnlocal.Resource, event map[string]any, n vol, kb float64, depth int) {
+func (m *model) putEvents(bus *synthesized.Resource, event map[string]any, n vol, kb float64, depth int) {
 	m.busEvents[bus] = m.busEvents[bus].add(n.scale(chunks(kb)))
 	busName, _ := m.t.resolveString(bus.Stack, map[string]any{"Ref": bus.LogicalID})
 	for _, a := range m.t.App.Resources("AWS::Events::Archive") {
@@ -63,7 +63,7 @@ func (m *model) putEvents(bus *cfnlocal.Resource, event map[string]any, n vol, k
 	}
 }
 
-func (m *model) matches(r *cfnlocal.Resource, pattern any, event map[string]any) bool {
+func (m *model) matches(r *synthesized.Resource, pattern any, event map[string]any) bool {
 	if pattern == nil {
 		return true
 	}
@@ -95,7 +95,7 @@ func (m *model) matches(r *cfnlocal.Resource, pattern any, event map[string]any)
 	return p.MatchValue(ev)
 }
 
-func (m *model) ruleTargets(rule *cfnlocal.Resource, n vol, kb float64, depth int) {
+func (m *model) ruleTargets(rule *synthesized.Resource, n vol, kb float64, depth int) {
 	targets, _ := rule.Prop("Targets").([]any)
 	for _, t := range targets {
 		tm, _ := t.(map[string]any)
@@ -105,7 +105,7 @@ func (m *model) ruleTargets(rule *cfnlocal.Resource, n vol, kb float64, depth in
 
 // deliver sends n messages of kb from a resource of from's stack to the
 // resource v names.
-func (m *model) deliver(from *cfnlocal.Resource, v any, n vol, kb float64, depth int) {
+func (m *model) deliver(from *synthesized.Resource, v any, n vol, kb float64, depth int) {
 	if depth > maxDepth {
 		m.fail("a route through %s is longer than %d hops: a loop", m.t.Label(from), maxDepth)
 		return
@@ -134,7 +134,7 @@ func (m *model) deliver(from *cfnlocal.Resource, v any, n vol, kb float64, depth
 	}
 }
 
-func (m *model) sendToQueue(q *cfnlocal.Resource, n vol, kb float64, depth int) {
+func (m *model) sendToQueue(q *synthesized.Resource, n vol, kb float64, depth int) {
 	m.queueSends[q] = m.queueSends[q].add(n.scale(chunks(kb)))
 	if kb > m.queueKB[q] {
 		m.queueKB[q] = kb
@@ -162,7 +162,7 @@ func (m *model) sendToQueue(q *cfnlocal.Resource, n vol, kb float64, depth int) 
 	}
 }
 
-func (m *model) publish(topic *cfnlocal.Resource, n vol, kb float64, depth int) {
+func (m *model) publish(topic *synthesized.Resource, n vol, kb float64, depth int) {
 	m.publishes[topic] = m.publishes[topic].add(n.scale(chunks(kb)))
 	for _, s := range m.t.App.Resources("AWS::SNS::Subscription") {
 		to, ok := m.find(s.Stack, s.Prop("TopicArn"))
@@ -182,7 +182,7 @@ func (m *model) publish(topic *cfnlocal.Resource, n vol, kb float64, depth int) 
 // invoke records inv invocations of fn handling msgs messages, and what
 // they start (a function whose role may start a state machine starts one
 // execution per message).
-func (m *model) invoke(fn *cfnlocal.Resource, inv, msgs vol, inTracedExecution bool, depth int) {
+func (m *model) invoke(fn *synthesized.Resource, inv, msgs vol, inTracedExecution bool, depth int) {
 	m.fnInv[fn] = m.fnInv[fn].add(inv)
 	m.fnMsgs[fn] = m.fnMsgs[fn].add(msgs)
 	if inTracedExecution {
@@ -195,9 +195,9 @@ func (m *model) invoke(fn *cfnlocal.Resource, inv, msgs vol, inTracedExecution b
 
 // startsExecutions are the state machines fn's role may
 // states:StartExecution.
-func (m *model) startsExecutions(fn *cfnlocal.Resource) []*cfnlocal.Resource {
+func (m *model) startsExecutions(fn *synthesized.Resource) []*synthesized.Resource {
 	role := roleID(fn.Prop("Role"))
-	var out []*cfnlocal.Resource
+	var out []*synthesized.Resource
 	for _, pol := range m.t.App.Resources("AWS::IAM::Policy") {
 		if pol.Stack != fn.Stack || !attachedTo(pol, role) {
 			continue
@@ -234,7 +234,7 @@ func roleID(v any) string {
 	return ""
 }
 
-func attachedTo(pol *cfnlocal.Resource, role string) bool {
+func attachedTo(pol *synthesized.Resource, role string) bool {
 	roles, _ := pol.Prop("Roles").([]any)
 	for _, r := range roles {
 		if m, ok := r.(map[string]any); ok && m["Ref"] == role {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // effect is what one state does to another resource.
@@ -25,7 +25,7 @@ type path struct {
 // execute runs n executions of sm: the happy path for the executions that
 // succeed, the first task's Catch for the declined fraction, and one more
 // transition (and Lambda invocation) per task retry.
-func (m *model) execute(sm *cfnlocal.Resource, n vol, depth int) {
+func (m *model) execute(sm *synthesized.Resource, n vol, depth int) {
 	if depth > maxDepth {
 		m.fail("a route through %s is longer than %d hops: a loop", m.t.Label(sm), maxDepth)
 		return
@@ -69,7 +69,7 @@ func (m *model) execute(sm *cfnlocal.Resource, n vol, depth int) {
 	}
 }
 
-func (m *model) effects(sm *cfnlocal.Resource, effs []effect, n vol, traced bool, depth int) {
+func (m *model) effects(sm *synthesized.Resource, effs []effect, n vol, traced bool, depth int) {
 	for _, e := range effs {
 		k := n.scale(e.count)
 		switch e.kind {
@@ -99,7 +99,7 @@ func (m *model) effects(sm *cfnlocal.Resource, effs []effect, n vol, traced bool
 }
 
 // findIn finds a resource named by a literal of a resolved definition.
-func (m *model) findIn(sm *cfnlocal.Resource, v any) (*cfnlocal.Resource, bool) {
+func (m *model) findIn(sm *synthesized.Resource, v any) (*synthesized.Resource, bool) {
 	s, ok := v.(string)
 	if !ok {
 		return nil, false
@@ -109,7 +109,7 @@ func (m *model) findIn(sm *cfnlocal.Resource, v any) (*cfnlocal.Resource, bool) 
 }
 
 // definition is sm's resolved Amazon States Language definition.
-func (m *model) definition(sm *cfnlocal.Resource) (map[string]any, error) {
+func (m *model) definition(sm *synthesized.Resource) (map[string]any, error) {
 	var raw string
 	switch {
 	case sm.Prop("DefinitionString") != nil:

@@ -12,13 +12,13 @@ import (
 	"strings"
 
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/internal/cfnlocal"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Templates are the synthesized templates of one environment.
 type Templates struct {
 	Env string
-	App *cfnlocal.App
+	App *synthesized.App
 }
 
 // Load reads the templates of env ("<stack>-<env>.template.json") from dir:
@@ -52,7 +52,7 @@ func FromTemplates(env, account string, raws map[string][]byte) (*Templates, err
 		account = mostCommon(raws, arnAccount)
 	}
 	region := cmp.Or(mostCommon(raws, arnRegion), "eu-west-1")
-	app := cfnlocal.New(account, region)
+	app := synthesized.New(env, account, region)
 	for _, stack := range slices.Sorted(maps.Keys(raws)) {
 		if err := app.Add(stack, raws[stack]); err != nil {
 			return nil, err
@@ -109,12 +109,12 @@ func mostCommon(raws map[string][]byte, re *regexp.Regexp) string {
 	return best
 }
 
-// locals gives references their AWS meaning (cfnlocal.Physical) and, for
+// locals gives references their AWS meaning (synthesized.Physical) and, for
 // the types Physical does not know (subnets, security groups, ...), a
 // literal naming the resource: the cost model only compares ARNs of the
 // types it prices, so such a value is never compared, only carried.
-func (t *Templates) locals() cfnlocal.Literals {
-	return cfnlocal.Literals{Physical: cfnlocal.Physical{App: t.App}, Placeholder: func(r *cfnlocal.Resource, attr string) string {
+func (t *Templates) locals() synthesized.Literals {
+	return synthesized.Literals{Physical: synthesized.Physical{App: t.App}, Placeholder: func(r *synthesized.Resource, attr string) string {
 		if attr == "" {
 			return "cfn:" + r.Stack + "/" + r.LogicalID
 		}
@@ -132,8 +132,8 @@ func (t *Templates) resolveString(stack string, v any) (string, error) {
 }
 
 // arnOf is the ARN (or, for a queue, also its URL) of r.
-func (t *Templates) arnOf(r *cfnlocal.Resource) (string, error) {
-	return cfnlocal.Physical{App: t.App}.GetAtt(r, "Arn")
+func (t *Templates) arnOf(r *synthesized.Resource) (string, error) {
+	return synthesized.Physical{App: t.App}.GetAtt(r, "Arn")
 }
 
 // Part is the stack's part of the app: "Network" for
@@ -149,7 +149,7 @@ func (t *Templates) Part(stack string) string {
 // Label names r the same way in every environment: its SPEC name when it
 // has a physical name ("mf-cobro", not "mf-cobro-dev"), otherwise its
 // stack's part and construct path ("Network/Red/FlowLogs").
-func (t *Templates) Label(r *cfnlocal.Resource) string {
+func (t *Templates) Label(r *synthesized.Resource) string {
 	if prop, ok := nameProps[r.Type]; ok {
 		if s, ok := r.Properties[prop].(string); ok && s != "" {
 			return specName(s, t.Env)

@@ -1,10 +1,9 @@
-package cfntemplate
+package synthesized
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,7 +26,7 @@ func (locals) GetAtt(r *Resource, attr string) (string, error) {
 }
 
 func TestResolve(t *testing.T) {
-	a := New("111111111111", "eu-west-1")
+	a := New("dev", "111111111111", "eu-west-1")
 	if err := a.Add("Data-dev", []byte(`{"Resources":{"Q":{"Type":"AWS::SQS::Queue","Properties":{"QueueName":"cola-dev"}}},
 		"Outputs":{"O":{"Value":{"Fn::GetAtt":["Q","Arn"]},"Export":{"Name":"Data-dev:QArn"}}}}`)); err != nil {
 		t.Fatal(err)
@@ -65,25 +64,10 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestLoadDirReadsTheCommittedSnapshots(t *testing.T) {
-	a, err := LoadDir(filepath.Join("..", "..", "test", "testdata", "snapshots"), "dev", "111111111111", "eu-west-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(a.Resources("AWS::SQS::Queue")) == 0 || len(a.Resources("AWS::Lambda::Function")) == 0 {
-		t.Fatal("no queues or functions in the dev snapshots")
-	}
-	for s := range a.Templates {
-		if !strings.HasSuffix(s, "dev") {
-			t.Errorf("loaded %s", s)
-		}
-	}
-}
-
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 
 func TestResolveImportsLeavesOtherIntrinsics(t *testing.T) {
-	a := New("111111111111", "eu-west-1")
+	a := New("dev", "111111111111", "eu-west-1")
 	if err := a.Add("Data-dev", []byte(`{"Resources":{"Q":{"Type":"AWS::SQS::Queue","Properties":{"QueueName":"cola-dev"}}},
 		"Outputs":{"O":{"Value":{"Fn::GetAtt":["Q","Arn"]},"Export":{"Name":"Data-dev:QArn"}}}}`)); err != nil {
 		t.Fatal(err)
@@ -105,5 +89,54 @@ func TestResolveImportsLeavesOtherIntrinsics(t *testing.T) {
 	}
 	if _, err := a.ResolveImports("App-dev", v, locals{}); !errors.Is(err, ErrUnresolvable) {
 		t.Errorf("an unknown export: %v, want ErrUnresolvable", err)
+	}
+}
+
+func TestRender(t *testing.T) {
+	resolve := func(r Reference) (string, error) {
+		switch {
+		case r.Import != "":
+			return "imported(" + r.Import + ")", nil
+		case r.LogicalID == "AWS::Region":
+			return "eu-west-1", nil
+		case r.LogicalID == "Missing":
+			return "", errors.New("no such resource")
+		case r.Attribute != "":
+			return r.LogicalID + "." + r.Attribute, nil
+		case r.LogicalID == "AWS::Partition":
+			return "", nil // Render's default applies
+		}
+		return "ref(" + r.LogicalID + ")", nil
+	}
+	tests := []struct {
+		in, want string
+	}{
+		{`"plain"`, "plain"},
+		{`{"Ref":"Queue"}`, "ref(Queue)"},
+		{`{"Fn::GetAtt":["Fn","Arn"]}`, "Fn.Arn"},
+		{`{"Fn::GetAtt":"Fn.Arn"}`, "Fn.Arn"},
+		{`{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":states:",{"Ref":"AWS::Region"}]]}`, "arn:aws:states:eu-west-1"},
+		{`{"Fn::ImportValue":"Stack:Export"}`, "imported(Stack:Export)"},
+		{`{"Fn::Select":[1,["a","b"]]}`, "b"},
+		{`{"Fn::Sub":"${AWS::Region}/${Fn.Arn}/${!Literal}"}`, "eu-west-1/Fn.Arn/${Literal}"},
+		{`{"Fn::Join":[",",[1,true]]}`, "1,true"},
+		{`{"Fn::Sub":["${A}-${AWS::Region}",{"A":{"Ref":"Queue"}}]}`, "ref(Queue)-eu-west-1"},
+	}
+	for _, tc := range tests {
+		var v any
+		if err := json.Unmarshal([]byte(tc.in), &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Render(v, resolve)
+		if err != nil || got != tc.want {
+			t.Errorf("Render(%s) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{`{"Ref":"Missing"}`, `{"Fn::If":["c","a","b"]}`, `{"a":1,"b":2}`, `{"Fn::Select":[5,["a"]]}`, `{"Fn::Sub":["${Missing}",{}]}`, `[1]`, `{"Fn::Join":[",",[[1]]]}`} {
+		var v any
+		_ = json.Unmarshal([]byte(bad), &v)
+		if got, err := Render(v, resolve); err == nil {
+			t.Errorf("Render(%s) = %q, want an error", bad, got)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package cfntemplate
+package synthesized
 
 import (
 	"fmt"

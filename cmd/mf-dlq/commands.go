@@ -25,7 +25,6 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -162,7 +161,7 @@ func (c *common) tool(ctx context.Context, stdout, stderr io.Writer) (*dlq.Tool,
 	}
 	clock := retry.SystemClock
 	return &dlq.Tool{
-		SQS:        queue.NewAdmin(sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint })),
+		SQS:        sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint }),
 		Lambda:     dlq.LambdaMappings{API: lambda.NewFromConfig(cfg, func(o *lambda.Options) { o.BaseEndpoint = endpoint })},
 		Metrics:    dlq.CloudWatchMetrics{API: cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) { o.BaseEndpoint = endpoint }), Clock: clock},
 		Clock:      clock,
@@ -365,8 +364,8 @@ func cmdRedrive(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if err != nil {
 		return 0, err
 	}
-	if o.Rate <= 0 || math.IsNaN(o.Rate) || o.Rate > queue.MaxMoveRate {
-		return 0, fmt.Errorf("%w: --rate %v: want messages per second in (0, %d]", dlq.ErrUsage, o.Rate, queue.MaxMoveRate)
+	if o.Rate <= 0 || math.IsNaN(o.Rate) || o.Rate > dlq.MaxMoveRate {
+		return 0, fmt.Errorf("%w: --rate %v: want messages per second in (0, %d]", dlq.ErrUsage, o.Rate, dlq.MaxMoveRate)
 	}
 	if *only != "" {
 		if o.Only, err = dlq.ParseVerdicts(*only); err != nil {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
-	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
 // Exit codes (documented in usage and the runbook).
@@ -88,10 +87,10 @@ func exitCode(err error) int {
 		return exitNotVerified
 	case errors.Is(err, dlq.ErrInterrupted), errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.Is(err, queue.ErrAccessDenied), errors.Is(err, dlq.ErrPermission):
+	case errors.Is(err, dlq.ErrPermission):
 		return exitPermission
-	case errors.Is(err, dlq.ErrNotConfirmed), errors.Is(err, queue.ErrMoveTaskRunning), errors.Is(err, dlq.ErrNotDLQ),
-		errors.Is(err, queue.ErrNotDeadLetterQueue), errors.Is(err, dlq.ErrWouldSpendReceives), errors.Is(err, dlq.ErrExpired),
+	case errors.Is(err, dlq.ErrNotConfirmed), errors.Is(err, dlq.ErrMoveTaskRunning), errors.Is(err, dlq.ErrNotDLQ),
+		errors.Is(err, dlq.ErrNotDeadLetterQueue), errors.Is(err, dlq.ErrWouldSpendReceives), errors.Is(err, dlq.ErrExpired),
 		errors.Is(err, dlq.ErrRefused):
 		return exitRefused
 	}

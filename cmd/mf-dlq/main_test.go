@@ -16,13 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -124,8 +127,8 @@ func (e *sqsEnv) deadLetter(t *testing.T, n int) map[string]bool {
 	for i := range n {
 		body := fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}],"confirmado_en":%q}`, i, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 		bodies[body] = true
-		_, err := e.fake.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: e.dlq, Body: body, MessageAttributes: map[string]queue.Attribute{
-			sqsbatch.AttrFailureClass: queue.StringAttribute("permanent"), sqsbatch.AttrFailureReason: queue.StringAttribute("warehouse: sku 7501031311309 has no location"),
+		_, err := e.fake.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &e.dlq, MessageBody: &body, MessageAttributes: map[string]types.MessageAttributeValue{
+			sqsbatch.AttrFailureClass: sqsbatch.StringAttribute("permanent"), sqsbatch.AttrFailureReason: sqsbatch.StringAttribute("warehouse: sku 7501031311309 has no location"),
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -296,7 +299,7 @@ func TestCommands(t *testing.T) {
 	}
 	e.fake.SetFault(func(op, _ string) error {
 		if op == "ReceiveMessage" {
-			return sqsserver.ErrAccessDenied
+			return &smithy.GenericAPIError{Code: "AccessDenied", Message: "not authorized"}
 		}
 		return nil
 	})
@@ -344,12 +347,10 @@ func TestExpiredMessages(t *testing.T) {
 	sh := e.shell(t)
 	ctx := t.Context()
 	for i := range 3 {
-		_, err := e.fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: e.dlq,
-			Body: fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}],"confirmado_en":"2026-10-01T07:00:00Z"}`, i),
-			MessageAttributes: map[string]queue.Attribute{
-				sqsbatch.AttrFailureClass:  queue.StringAttribute("permanent"),
-				sqsbatch.AttrFailureReason: queue.StringAttribute("permanent: expired-idempotency-window: preparacion:PED: confirmado_en 2026-10-01T07:00:00Z is 60 days old"),
-			}})
+		_, err := e.fake.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &e.dlq, MessageBody: aws.String(fmt.Sprintf(`{"version":1,"pedido_id":"PED-2026-%06d","lineas":[{"sku":"7501031311309","cantidad":1}],"confirmado_en":"2026-10-01T07:00:00Z"}`, i)), MessageAttributes: map[string]types.MessageAttributeValue{
+			sqsbatch.AttrFailureClass:  sqsbatch.StringAttribute("permanent"),
+			sqsbatch.AttrFailureReason: sqsbatch.StringAttribute("permanent: expired-idempotency-window: preparacion:PED: confirmado_en 2026-10-01T07:00:00Z is 60 days old"),
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}

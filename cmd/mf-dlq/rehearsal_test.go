@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
 // rehearsal is the sandbox served over HTTP for a test, with commands run
@@ -66,11 +67,11 @@ func (r *rehearsal) depth(t *testing.T, base string) int {
 			return len(st)
 		}
 	}
-	url, err := r.sb.fake.GetQueueURL(context.Background(), base)
+	out, err := r.sb.fake.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: &base})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := r.sb.fake.Inspect(url)
+	st, _ := r.sb.fake.Inspect(*out.QueueUrl)
 	return len(st)
 }
 
@@ -218,14 +219,15 @@ func TestRehearsalExpired(t *testing.T) {
 // classify applies its 89-day window on detail.creado_en.
 func TestInicioBuffer(t *testing.T) {
 	r := newRehearsal(t, dataset.Malformed)
-	url, err := r.sb.fake.GetQueueURL(r.ctx, catalog.PhysicalName(catalog.InicioDLQName, "dev"))
+	q, err := r.sb.fake.GetQueueUrl(r.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(catalog.PhysicalName(catalog.InicioDLQName, "dev"))})
 	if err != nil {
 		t.Fatal(err)
 	}
+	url := *q.QueueUrl
 	for i, age := range []time.Duration{100 * 24 * time.Hour, 10 * 24 * time.Hour} {
 		body := fmt.Sprintf(`{"detail-type":"PedidoCreado","detail":{"version":1,"pedido_id":"PED-2026-%06d","cliente_id":"CLI-1","cliente":{"id":"CLI-1","email":"ana@example.com"},`+
 			`"total_centimos":1250,"moneda":"EUR","lineas":[{"sku":"S-1","cantidad":1,"precio_centimos":1250}],"token_tarjeta":"tok_1","creado_en":%q}}`, i, time.Now().Add(-age).UTC().Format(time.RFC3339))
-		if _, err := r.sb.fake.SendMessage(r.ctx, &queue.SendMessageInput{QueueURL: url, Body: body}); err != nil {
+		if _, err := r.sb.fake.SendMessage(r.ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,12 +13,14 @@ import (
 	"sync"
 	"time"
 
+	awsarn "github.com/aws/aws-sdk-go-v2/aws/arn"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
 // offsetClock is the wall clock plus an offset (the tests let visibility
@@ -194,28 +196,43 @@ func newSandbox(ctx context.Context, scenario string, seed uint64, envName strin
 }
 
 func accountOf(arn string) string {
-	if a, err := queue.ParseARN(arn); err == nil {
-		return a.Account
+	if a, err := awsarn.Parse(arn); err == nil {
+		return a.AccountID
 	}
 	return "000000000000"
 }
 
+// receiveAndFail receives up to max messages of url and makes them visible
+// again at once: a failed receive that spends one receive of each.
+func receiveAndFail(ctx context.Context, fake *sqsfake.Fake, url string, max int32) error {
+	out, err := fake.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: max})
+	if err != nil {
+		return err
+	}
+	for _, m := range out.Messages {
+		if _, err := fake.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // replay plays msgs (as generated) into the fake in SentTimestamp order.
-func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dlqURL string, msgs []queue.Message) error {
+func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dlqURL string, msgs []types.Message) error {
 	sort.SliceStable(msgs, func(i, j int) bool {
-		return msgs[i].Time(queue.AttrSentTimestamp).Before(msgs[j].Time(queue.AttrSentTimestamp))
+		return classify.Stamp(msgs[i], types.MessageSystemAttributeNameSentTimestamp).Before(classify.Stamp(msgs[j], types.MessageSystemAttributeNameSentTimestamp))
 	})
 	at := time.Time{}
 	for _, m := range msgs {
-		if sent := m.Time(queue.AttrSentTimestamp); sent.After(at) {
+		if sent := classify.Stamp(m, types.MessageSystemAttributeNameSentTimestamp); sent.After(at) {
 			at = sent
 		}
 		clock.stop(at)
 		to := src
-		if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+		if m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] == "" {
 			to = dlqURL // sent to the DLQ by the consumer
 		}
-		if _, err := fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: to, Body: m.Body, MessageAttributes: m.MessageAttributes}); err != nil {
+		if _, err := fake.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &to, MessageBody: m.Body, MessageAttributes: m.MessageAttributes}); err != nil {
 			return err
 		}
 		if to == dlqURL {
@@ -225,7 +242,7 @@ func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dl
 		for range 5 {
 			at = at.Add(time.Millisecond)
 			clock.stop(at)
-			if _, err := fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: src, MaxMessages: 1, VisibilityTimeout: time.Nanosecond}); err != nil {
+			if err := receiveAndFail(ctx, fake, src, 1); err != nil {
 				return err
 			}
 		}

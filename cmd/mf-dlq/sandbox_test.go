@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/testseed"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -57,7 +57,7 @@ func TestSandboxReplay(t *testing.T) {
 		}
 		generated := 0
 		for _, m := range msgs {
-			if m.Attributes[queue.AttrDeadLetterQueueSourceArn] != "" {
+			if m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] != "" {
 				generated++
 			}
 		}

@@ -12,6 +12,9 @@ import (
 
 	"github.com/aws/smithy-go/encoding/cbor"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
@@ -19,7 +22,6 @@ import (
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
 // sandbox is the rehearsal's AWS: the fake SQS, one Lambda event source
@@ -87,18 +89,23 @@ func (sb *sandbox) consumeOnce(ctx context.Context) (int, error) {
 			continue
 		}
 		for range 50 {
-			msgs, err := sb.fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: m.queueURL, MaxMessages: 10, VisibilityTimeout: time.Nanosecond})
+			out, err := sb.fake.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &m.queueURL, MaxNumberOfMessages: 10,
+				MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}, MessageAttributeNames: []string{"All"}})
 			if err != nil {
 				return deleted, err
 			}
-			if len(msgs) == 0 {
+			if len(out.Messages) == 0 {
 				break
 			}
-			for _, msg := range msgs {
+			for _, msg := range out.Messages {
 				if !sandboxAccepts(m.consumer, msg, sb.clock.Now()) {
-					continue // failed: visible again at once, one receive spent
+					// Failed: visible again at once, one receive spent.
+					if _, err := sb.fake.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &m.queueURL, ReceiptHandle: msg.ReceiptHandle}); err != nil {
+						return deleted, err
+					}
+					continue
 				}
-				if err := sb.fake.DeleteMessage(ctx, m.queueURL, msg.ReceiptHandle); err != nil {
+				if _, err := sb.fake.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &m.queueURL, ReceiptHandle: msg.ReceiptHandle}); err != nil {
 					return deleted, err
 				}
 				deleted++
@@ -116,10 +123,10 @@ func (sb *sandbox) consumeOnce(ctx context.Context) (int, error) {
 // classify applies them), an order with the SKU the data scenario breaks,
 // and a message older than the replay window without the re-admission
 // mark still fail.
-func sandboxAccepts(c catalog.Consumer, m queue.Message, now time.Time) bool {
+func sandboxAccepts(c catalog.Consumer, m types.Message, now time.Time) bool {
 	o := dlq.OptionsOf(c)
 	o.Now = now
-	switch classify.Classify([]queue.Message{m}, o).Messages[0].Class {
+	switch classify.Classify([]types.Message{m}, o).Messages[0].Class {
 	case classify.Poison:
 		return false
 	case classify.Expired:
@@ -127,7 +134,7 @@ func sandboxAccepts(c catalog.Consumer, m queue.Message, now time.Time) bool {
 			return false
 		}
 	}
-	return !strings.Contains(m.Body, dataset.BadSKU)
+	return !strings.Contains(aws.ToString(m.Body), dataset.BadSKU)
 }
 
 type lambdaMappingJSON struct {

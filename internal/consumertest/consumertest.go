@@ -22,6 +22,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mercadofresco/integration/internal/dynalitetest"
@@ -34,7 +37,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
@@ -125,16 +127,16 @@ func (q *Queues) Settings() sqsconsumer.Settings {
 // standard queues; FIFO messages are deduplicated by a fresh id).
 func (q *Queues) Send(t testing.TB, body, group string) string {
 	t.Helper()
-	in := &queue.SendMessageInput{QueueURL: q.Source, Body: body}
+	in := &sqs.SendMessageInput{QueueUrl: &q.Source, MessageBody: &body}
 	if strings.HasSuffix(q.Source, ".fifo") {
-		in.MessageGroupID = group
-		in.MessageDeduplicationID = "d" + strconv.FormatInt(q.seq.Add(1), 10)
+		in.MessageGroupId = &group
+		in.MessageDeduplicationId = aws.String("d" + strconv.FormatInt(q.seq.Add(1), 10))
 	}
 	out, err := q.Fake.SendMessage(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.MessageID
+	return *out.MessageId
 }
 
 // SendReadmitted enqueues body as `mf-dlq redrive --readmit-expired` sends
@@ -142,12 +144,12 @@ func (q *Queues) Send(t testing.TB, body, group string) string {
 // of the queues' current time.
 func (q *Queues) SendReadmitted(t testing.TB, body string) string {
 	t.Helper()
-	out, err := q.Fake.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: q.Source, Body: body,
-		MessageAttributes: map[string]queue.Attribute{lambdaapi.AttrReadmision: queue.StringAttribute(q.Clock.Now().UTC().Format(time.RFC3339))}})
+	out, err := q.Fake.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &q.Source, MessageBody: &body,
+		MessageAttributes: map[string]types.MessageAttributeValue{lambdaapi.AttrReadmision: sqsbatch.StringAttribute(q.Clock.Now().UTC().Format(time.RFC3339))}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.MessageID
+	return *out.MessageId
 }
 
 // RequireExpired checks that the DLQ holds the message of id (its original
@@ -165,12 +167,16 @@ func (q *Queues) RequireExpired(t testing.TB, id string) {
 // queueURL as the events.SQSEvent Lambda hands the function (no records
 // when none is visible). The e2e run's pollers use it too.
 func Receive(ctx context.Context, fake *sqsfake.Fake, queueURL, sourceARN string, size int) (events.SQSEvent, error) {
-	msgs, err := fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: queueURL, MaxMessages: size})
+	out, err := fake.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: int32(size),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}, MessageAttributeNames: []string{"All"}})
 	var ev events.SQSEvent
-	for _, m := range msgs {
-		ev.Records = append(ev.Records, m.EventRecord(sourceARN, fake.Region()))
+	if err != nil {
+		return ev, err
 	}
-	return ev, err
+	for _, m := range out.Messages {
+		ev.Records = append(ev.Records, sqsfake.EventRecord(m, sourceARN, fake.Region()))
+	}
+	return ev, nil
 }
 
 // Settle deletes what a successful invocation processed: every record of
@@ -188,7 +194,8 @@ func Settle(ctx context.Context, fake *sqsfake.Fake, queueURL string, ev events.
 	var errs []error
 	for _, r := range ev.Records {
 		if !failed[r.MessageId] {
-			errs = append(errs, fake.DeleteMessage(ctx, queueURL, r.ReceiptHandle))
+			_, err := fake.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: &r.ReceiptHandle})
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -255,14 +262,14 @@ func (q *Queues) Record(id, body string) events.SQSMessage {
 	return events.SQSMessage{
 		MessageId: id, ReceiptHandle: "rh-" + id, Body: body, EventSource: "aws:sqs",
 		EventSourceARN: q.SourceARN, AWSRegion: q.Fake.Region(),
-		Attributes: map[string]string{queue.AttrApproximateReceiveCount: "1"},
+		Attributes: map[string]string{string(types.MessageSystemAttributeNameApproximateReceiveCount): "1"},
 	}
 }
 
 // GroupRecord is Record on a FIFO queue, in message group group.
 func (q *Queues) GroupRecord(id, body, group string) events.SQSMessage {
 	r := q.Record(id, body)
-	r.Attributes[queue.AttrMessageGroupID] = group
+	r.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] = group
 	return r
 }
 

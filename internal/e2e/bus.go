@@ -16,8 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/internal/awsfake"
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/synthesized"
 	"github.com/mercadofresco/integration/synthesized/eventpattern"
 )
@@ -367,10 +370,10 @@ func (b *Bus) deliver(t *Target, event map[string]any, raw []byte, at time.Time)
 func (b *Bus) send(ctx context.Context, t *Target, event map[string]any, input []byte) error {
 	switch {
 	case t.Queue != nil:
-		in := &queue.SendMessageInput{QueueURL: t.Queue.URL, Body: string(input)}
+		in := &sqs.SendMessageInput{QueueUrl: &t.Queue.URL, MessageBody: aws.String(string(input))}
 		if t.Queue.FIFO {
-			in.MessageGroupID = t.GroupID
-			in.MessageDeduplicationID, _ = event["id"].(string)
+			id, _ := event["id"].(string)
+			in.MessageGroupId, in.MessageDeduplicationId = &t.GroupID, &id
 		}
 		_, err := b.w.sqs.SendMessage(ctx, in)
 		return err
@@ -438,15 +441,15 @@ func (b *Bus) deadLetter(t *Target, raw []byte, code string, cause error, attemp
 		return
 	}
 	msg := cause.Error()
-	attrs := map[string]queue.Attribute{
-		"RULE_ARN":                  queue.StringAttribute(fmt.Sprintf("arn:aws:events:%s:%s:rule/%s/%s", b.w.opts.Region, b.w.opts.Account, t.Rule.Bus, t.Rule.Name)),
-		"TARGET_ARN":                queue.StringAttribute(t.ARN),
-		"ERROR_CODE":                queue.StringAttribute(code),
-		"ERROR_MESSAGE":             queue.StringAttribute(msg),
-		"EXHAUSTED_RETRY_CONDITION": queue.StringAttribute("MaximumRetryAttempts"),
-		"RETRY_ATTEMPTS":            queue.NumberAttribute(int64(attempts)),
+	attrs := map[string]types.MessageAttributeValue{
+		"RULE_ARN":                  sqsbatch.StringAttribute(fmt.Sprintf("arn:aws:events:%s:%s:rule/%s/%s", b.w.opts.Region, b.w.opts.Account, t.Rule.Bus, t.Rule.Name)),
+		"TARGET_ARN":                sqsbatch.StringAttribute(t.ARN),
+		"ERROR_CODE":                sqsbatch.StringAttribute(code),
+		"ERROR_MESSAGE":             sqsbatch.StringAttribute(msg),
+		"EXHAUSTED_RETRY_CONDITION": sqsbatch.StringAttribute("MaximumRetryAttempts"),
+		"RETRY_ATTEMPTS":            sqsbatch.NumberAttribute(int64(attempts)),
 	}
-	if _, err := b.w.sqs.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: t.DLQ.URL, Body: string(raw), MessageAttributes: attrs}); err != nil {
+	if _, err := b.w.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &t.DLQ.URL, MessageBody: aws.String(string(raw)), MessageAttributes: attrs}); err != nil {
 		b.w.t.Errorf("e2e: DLQ %s refused an event: %v", t.DLQ.Name, err)
 	}
 }
@@ -468,11 +471,11 @@ func (t *Target) input(event map[string]any, raw []byte) ([]byte, error) {
 // Publish plays sns:Publish: the message goes to every subscription, Copies
 // times each (raw delivery: the message as the body, its attributes as
 // message attributes).
-func (t *Topic) publish(b *Bus, message string, attrs map[string]queue.Attribute) (string, error) {
+func (t *Topic) publish(b *Bus, message string, attrs map[string]types.MessageAttributeValue) (string, error) {
 	id := b.w.newID()
 	for _, s := range t.Subs {
 		body := message
-		var mattrs map[string]queue.Attribute
+		var mattrs map[string]types.MessageAttributeValue
 		if s.Raw {
 			mattrs = attrs
 		} else {
@@ -480,18 +483,18 @@ func (t *Topic) publish(b *Bus, message string, attrs map[string]queue.Attribute
 				"Timestamp": b.w.clock.Now().UTC().Format(time.RFC3339Nano)}
 			ma := map[string]any{}
 			for k, a := range attrs {
-				ma[k] = map[string]string{"Type": a.DataType, "Value": a.StringValue}
+				ma[k] = map[string]string{"Type": aws.ToString(a.DataType), "Value": aws.ToString(a.StringValue)}
 			}
 			env["MessageAttributes"] = ma
 			bs, _ := json.Marshal(env)
 			body = string(bs)
 		}
 		for range b.Copies {
-			if _, err := b.w.sqs.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: s.Queue.URL, Body: body, MessageAttributes: mattrs}); err != nil {
+			if _, err := b.w.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &s.Queue.URL, MessageBody: &body, MessageAttributes: mattrs}); err != nil {
 				if s.DLQ == nil {
 					return "", err
 				}
-				_, _ = b.w.sqs.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: s.DLQ.URL, Body: body, MessageAttributes: mattrs})
+				_, _ = b.w.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &s.DLQ.URL, MessageBody: &body, MessageAttributes: mattrs})
 			}
 		}
 	}

@@ -18,13 +18,13 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
 	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/payment"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/shop"
 )
 
@@ -227,8 +227,8 @@ func (r *Run) seedStock(ctx context.Context) {
 	for i := 1; i <= skuCount; i++ {
 		body, _ := json.Marshal(map[string]any{"version": 1, "tipo": "ajuste", "sku": sku(i), "cantidad": initial,
 			"secuencia": 1, "referencia": "inventario-inicial-" + sku(i), "emitido_en": r.w.clock.Now().Format(time.RFC3339)})
-		if _, err := r.w.sqs.SendMessage(ctx, &queue.SendMessageInput{QueueURL: q.URL, Body: string(body),
-			MessageGroupID: sku(i), MessageDeduplicationID: "inventario-inicial-" + sku(i)}); err != nil {
+		if _, err := r.w.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &q.URL, MessageBody: aws.String(string(body)),
+			MessageGroupId: aws.String(sku(i)), MessageDeduplicationId: aws.String("inventario-inicial-" + sku(i))}); err != nil {
 			r.w.fatalf("seed stock: %v", err)
 		}
 	}
@@ -242,9 +242,9 @@ func (r *Run) seedStock(ctx context.Context) {
 func (r *Run) sendPoison(ctx context.Context) {
 	send := func(queueName string, body, group string) {
 		q := r.w.QueueNamed(queueName)
-		in := &queue.SendMessageInput{QueueURL: q.URL, Body: body}
+		in := &sqs.SendMessageInput{QueueUrl: &q.URL, MessageBody: &body}
 		if q.FIFO { // a group of its own: poison never holds a SKU's movements back
-			in.MessageGroupID, in.MessageDeduplicationID = group, group
+			in.MessageGroupId, in.MessageDeduplicationId = &group, &group
 		}
 		if _, err := r.w.sqs.SendMessage(ctx, in); err != nil {
 			r.w.fatalf("poison to %s: %v", queueName, err)

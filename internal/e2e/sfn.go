@@ -17,9 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/internal/awsfake"
 	"github.com/mercadofresco/integration/internal/testproc"
-	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
 // Executor plays Step Functions: the templates' state machines run in
@@ -270,19 +272,15 @@ func (x *Executor) runTask(ctx context.Context, resource string, in json.RawMess
 		}
 		return out, fail
 	case resource == "arn:aws:states:::sqs:sendMessage":
-		var p struct {
-			QueueUrl, MessageBody, MessageDeduplicationId, MessageGroupId string
-			DelaySeconds                                                  int
-		}
+		var p sqs.SendMessageInput // the task's parameters are the API's request
 		if err := json.Unmarshal(in, &p); err != nil {
 			return nil, &TaskFailure{Error: "States.Runtime", Cause: err.Error()}
 		}
-		out, err := w.sqs.SendMessage(ctx, &queue.SendMessageInput{QueueURL: p.QueueUrl, Body: p.MessageBody,
-			MessageDeduplicationID: p.MessageDeduplicationId, MessageGroupID: p.MessageGroupId, Delay: time.Duration(p.DelaySeconds) * time.Second})
+		out, err := w.sqs.SendMessage(ctx, &p)
 		if err != nil {
 			return nil, &TaskFailure{Error: "SQS.SqsException", Cause: err.Error()}
 		}
-		b, _ := json.Marshal(map[string]string{"MessageId": out.MessageID, "SequenceNumber": out.SequenceNumber})
+		b, _ := json.Marshal(map[string]string{"MessageId": aws.ToString(out.MessageId), "SequenceNumber": aws.ToString(out.SequenceNumber)})
 		return b, nil
 	case resource == "arn:aws:states:::sns:publish":
 		var p struct {
@@ -299,9 +297,9 @@ func (x *Executor) runTask(ctx context.Context, resource string, in json.RawMess
 		if t == nil {
 			return nil, &TaskFailure{Error: "SNS.NotFoundException", Cause: p.TopicArn}
 		}
-		attrs := map[string]queue.Attribute{}
+		attrs := map[string]types.MessageAttributeValue{}
 		for k, a := range p.MessageAttributes {
-			attrs[k] = queue.Attribute{DataType: a.DataType, StringValue: a.StringValue}
+			attrs[k] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: aws.String(a.StringValue)}
 		}
 		id, err := t.publish(w.bus, p.Message, attrs)
 		if err != nil {

@@ -3,10 +3,11 @@ package sqsfake
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 )
 
 // SQS's batch limits: at most MaxBatchEntries entries, and at most
@@ -18,149 +19,137 @@ const (
 	MaxBatchPayload = 1 << 20
 )
 
-// Errors of a whole request (nothing is done); each wraps
-// queue.ErrInvalidParameter. ErrInvalidMessageContents and
-// ErrMissingParameter classify a refused message (SendMessage, or one entry
-// of a batch).
-var (
-	ErrEmptyBatch               = fmt.Errorf("%w: the batch has no entries", queue.ErrInvalidParameter)
-	ErrTooManyEntries           = fmt.Errorf("%w: a batch has at most %d entries", queue.ErrInvalidParameter, MaxBatchEntries)
-	ErrInvalidBatchEntryID      = fmt.Errorf("%w: a batch entry id is 1..80 letters, digits, '-' or '_'", queue.ErrInvalidParameter)
-	ErrBatchEntryIDsNotDistinct = fmt.Errorf("%w: two batch entries have the same id", queue.ErrInvalidParameter)
-	ErrBatchRequestTooLong      = fmt.Errorf("%w: the batch's messages together exceed %d bytes", queue.ErrInvalidParameter, MaxBatchPayload)
-	ErrInvalidMessageContents   = fmt.Errorf("%w: the message contains characters outside the allowed set", queue.ErrInvalidParameter)
-	ErrMissingParameter         = fmt.Errorf("%w: a required parameter is missing", queue.ErrInvalidParameter)
-)
-
-// SendBatchEntry is one message of SendMessageBatch; Message.QueueURL is
-// not read.
-type SendBatchEntry struct {
-	ID      string
-	Message queue.SendMessageInput
-}
-
-// SendBatchResult is one accepted message.
-type SendBatchResult struct {
-	ID             string
-	MessageID      string
-	SequenceNumber string
-}
-
-// ReceiptBatchEntry is one entry of DeleteMessageBatch or
-// ChangeMessageVisibilityBatch (Timeout is read by the latter only).
-type ReceiptBatchEntry struct {
-	ID            string
-	ReceiptHandle string
-	Timeout       time.Duration
-}
-
-// BatchEntryError is one refused entry: Code is SQS's error code for it.
-type BatchEntryError struct {
-	ID          string
-	Code        string
-	Message     string
-	SenderFault bool
-}
-
-// SendMessageBatch sends up to ten messages. As in SQS, a malformed
-// request (no entries, more than ten, a bad or repeated id, a payload over
-// MaxBatchPayload) fails whole; otherwise each entry succeeds or fails on
-// its own, with the answer SendMessage would give it.
-func (f *Fake) SendMessageBatch(ctx context.Context, queueURL string, entries []SendBatchEntry) ([]SendBatchResult, []BatchEntryError, error) {
+// SendMessageBatch sends up to ten messages. As in SQS, a malformed request
+// (no entries, more than ten, a bad or repeated id, a payload over
+// MaxBatchPayload) fails whole; otherwise each entry succeeds or fails on its
+// own, with the answer SendMessage would give it (or the Fault's for
+// "SendMessageBatchEntry"), and the call succeeds.
+func (f *Fake) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	q, err := f.lookup(ctx, "SendMessageBatch", queueURL)
+	const op = "SendMessageBatch"
+	ids, payload := make([]*string, len(in.Entries)), 0
+	for i, e := range in.Entries {
+		ids[i] = e.Id
+		payload += len(aws.ToString(e.MessageBody)) + attributesSize(e.MessageAttributes)
+	}
+	q, err := f.batch(ctx, op, in.QueueUrl, ids)
+	if err == nil && payload > MaxBatchPayload {
+		err = &types.BatchRequestTooLong{Message: aws.String("the batch's messages together exceed 1 MiB")}
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, opError(op, err)
 	}
-	ids := make([]string, len(entries))
-	payload := 0
-	for i, e := range entries {
-		ids[i] = e.ID
-		payload += len(e.Message.Body) + attributesSize(e.Message.MessageAttributes)
-	}
-	if err := validateBatch("SendMessageBatch", ids); err != nil {
-		return nil, nil, err
-	}
-	if payload > MaxBatchPayload {
-		return nil, nil, fmt.Errorf("sqsfake: SendMessageBatch: %w (%d bytes)", ErrBatchRequestTooLong, payload)
-	}
-	var ok []SendBatchResult
-	var failed []BatchEntryError
-	for _, e := range entries {
-		in := e.Message
-		out, err := f.send(q, &in)
+	out := &sqs.SendMessageBatchOutput{Successful: []types.SendMessageBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
+	for _, e := range in.Entries {
+		m, err := f.entry(op, e.Id, func() (*message, error) { return f.send(q, e) })
 		if err != nil {
-			failed = append(failed, entryError(e.ID, err))
+			out.Failed = append(out.Failed, entryError(e.Id, err))
 			continue
 		}
-		ok = append(ok, SendBatchResult{ID: e.ID, MessageID: out.MessageID, SequenceNumber: out.SequenceNumber})
+		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String(m.id),
+			MD5OfMessageBody: aws.String(m.md5), MD5OfMessageAttributes: md5OfAttributes(m.attrs), SequenceNumber: nonEmpty(m.seqNumber)})
 	}
-	return ok, failed, nil
+	return out, nil
 }
 
 // DeleteMessageBatch deletes up to ten messages; each entry is answered as
-// DeleteMessage would answer it. It returns the ids of the deleted entries.
-func (f *Fake) DeleteMessageBatch(ctx context.Context, queueURL string, entries []ReceiptBatchEntry) ([]string, []BatchEntryError, error) {
-	return f.receiptBatch(ctx, "DeleteMessageBatch", queueURL, entries, func(q *fakeQueue, e ReceiptBatchEntry) error {
-		return f.delete(q, e.ReceiptHandle)
+// DeleteMessage would answer it (or as the Fault says for
+// "DeleteMessageBatchEntry").
+func (f *Fake) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	ids := make([]*string, len(in.Entries))
+	for i, e := range in.Entries {
+		ids[i] = e.Id
+	}
+	ok, failed, err := f.receiptBatch(ctx, "DeleteMessageBatch", in.QueueUrl, ids, func(q *fakeQueue, i int) error {
+		return f.delete(q, aws.ToString(in.Entries[i].ReceiptHandle))
 	})
+	if err != nil {
+		return nil, err
+	}
+	out := &sqs.DeleteMessageBatchOutput{Successful: []types.DeleteMessageBatchResultEntry{}, Failed: failed}
+	for _, id := range ok {
+		out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: id})
+	}
+	return out, err
 }
 
 // ChangeMessageVisibilityBatch changes the visibility of up to ten
 // messages; each entry is answered as ChangeMessageVisibility would answer
-// it. It returns the ids of the changed entries.
-func (f *Fake) ChangeMessageVisibilityBatch(ctx context.Context, queueURL string, entries []ReceiptBatchEntry) ([]string, []BatchEntryError, error) {
-	return f.receiptBatch(ctx, "ChangeMessageVisibilityBatch", queueURL, entries, func(q *fakeQueue, e ReceiptBatchEntry) error {
-		return f.changeVisibility(q, e.ReceiptHandle, e.Timeout)
+// it (or as the Fault says for "ChangeMessageVisibilityBatchEntry").
+func (f *Fake) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	ids := make([]*string, len(in.Entries))
+	for i, e := range in.Entries {
+		ids[i] = e.Id
+	}
+	ok, failed, err := f.receiptBatch(ctx, "ChangeMessageVisibilityBatch", in.QueueUrl, ids, func(q *fakeQueue, i int) error {
+		return f.changeVisibility(q, aws.ToString(in.Entries[i].ReceiptHandle), in.Entries[i].VisibilityTimeout)
 	})
+	if err != nil {
+		return nil, err
+	}
+	out := &sqs.ChangeMessageVisibilityBatchOutput{Successful: []types.ChangeMessageVisibilityBatchResultEntry{}, Failed: failed}
+	for _, id := range ok {
+		out.Successful = append(out.Successful, types.ChangeMessageVisibilityBatchResultEntry{Id: id})
+	}
+	return out, err
 }
 
-func (f *Fake) receiptBatch(ctx context.Context, op, queueURL string, entries []ReceiptBatchEntry, do func(*fakeQueue, ReceiptBatchEntry) error) ([]string, []BatchEntryError, error) {
+// receiptBatch runs do on each entry of a batch addressed by receipt
+// handles and returns the ids that succeeded and the failed entries.
+func (f *Fake) receiptBatch(ctx context.Context, op string, url *string, ids []*string, do func(q *fakeQueue, i int) error) ([]*string, []types.BatchResultErrorEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	q, err := f.lookup(ctx, op, queueURL)
+	q, err := f.batch(ctx, op, url, ids)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, opError(op, err)
 	}
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.ID
-	}
-	if err := validateBatch(op, ids); err != nil {
-		return nil, nil, err
-	}
-	var ok []string
-	var failed []BatchEntryError
-	for _, e := range entries {
-		if err := do(q, e); err != nil {
-			failed = append(failed, entryError(e.ID, err))
+	var ok []*string
+	failed := []types.BatchResultErrorEntry{}
+	for i, id := range ids {
+		if _, err := f.entry(op, id, func() (*message, error) { return nil, do(q, i) }); err != nil {
+			failed = append(failed, entryError(id, err))
 			continue
 		}
-		ok = append(ok, e.ID)
+		ok = append(ok, id)
 	}
 	return ok, failed, nil
 }
 
-// validateBatch applies the rules on a batch's entry ids.
-func validateBatch(op string, ids []string) error {
+// batch looks the queue up and applies the rules on a batch's entry ids.
+// Callers hold f.mu.
+func (f *Fake) batch(ctx context.Context, op string, url *string, ids []*string) (*fakeQueue, error) {
+	q, err := f.lookup(ctx, op, url)
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case len(ids) == 0:
-		return fmt.Errorf("sqsfake: %s: %w", op, ErrEmptyBatch)
+		return nil, &types.EmptyBatchRequest{Message: aws.String("the batch has no entries")}
 	case len(ids) > MaxBatchEntries:
-		return fmt.Errorf("sqsfake: %s: %w (%d)", op, ErrTooManyEntries, len(ids))
+		return nil, &types.TooManyEntriesInBatchRequest{Message: aws.String("a batch has at most 10 entries")}
 	}
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if !validEntryID(id) {
-			return fmt.Errorf("sqsfake: %s: %w: %q", op, ErrInvalidBatchEntryID, id)
+		if !validEntryID(aws.ToString(id)) {
+			return nil, &types.InvalidBatchEntryId{Message: aws.String("a batch entry id is 1..80 letters, digits, '-' or '_': " + aws.ToString(id))}
 		}
-		if seen[id] {
-			return fmt.Errorf("sqsfake: %s: %w: %q", op, ErrBatchEntryIDsNotDistinct, id)
+		if seen[*id] {
+			return nil, &types.BatchEntryIdsNotDistinct{Message: aws.String("two batch entries have the id " + *id)}
 		}
-		seen[id] = true
+		seen[*id] = true
 	}
-	return nil
+	return q, nil
+}
+
+// entry runs one batch entry after asking the Fault about it.
+func (f *Fake) entry(op string, id *string, do func() (*message, error)) (*message, error) {
+	if f.fault != nil {
+		if err := f.fault(op+"Entry", aws.ToString(id)); err != nil {
+			return nil, err
+		}
+	}
+	return do()
 }
 
 func validEntryID(id string) bool {
@@ -175,30 +164,12 @@ func validEntryID(id string) bool {
 	return true
 }
 
-// entryError is err as a failed batch entry, with SQS's code.
-func entryError(id string, err error) BatchEntryError {
-	code := "InternalError"
-	switch {
-	case errors.Is(err, ErrInvalidMessageContents):
-		code = "InvalidMessageContents"
-	case errors.Is(err, ErrMissingParameter):
-		code = "MissingParameter"
-	case errors.Is(err, queue.ErrReceiptHandleInvalid):
-		code = "ReceiptHandleIsInvalid"
-	case errors.Is(err, queue.ErrMessageNotInflight):
-		code = "MessageNotInflight"
-	case errors.Is(err, queue.ErrInvalidParameter):
-		code = "InvalidParameterValue"
+// entryError is err as a failed batch entry, with its SQS code.
+func entryError(id *string, err error) types.BatchResultErrorEntry {
+	code, fault := "InternalError", smithy.FaultServer
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code, fault = api.ErrorCode(), api.ErrorFault()
 	}
-	return BatchEntryError{ID: id, Code: code, Message: err.Error(), SenderFault: code != "InternalError"}
-}
-
-// attributesSize is what attrs add to a message's size (name, type and
-// value of each), without validating them.
-func attributesSize(attrs map[string]queue.Attribute) int {
-	n := 0
-	for name, a := range attrs {
-		n += len(name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
-	}
-	return n
+	return types.BatchResultErrorEntry{Id: id, Code: aws.String(code), Message: aws.String(err.Error()), SenderFault: fault == smithy.FaultClient}
 }

@@ -8,10 +8,22 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-var _ queue.AdminAPI = (*Fake)(nil)
+// MaxMoveRate is the highest MaxNumberOfMessagesPerSecond SQS accepts.
+const MaxMoveRate = 500
+
+// Message move task statuses (the SQS values).
+const (
+	moveTaskRunning    = "RUNNING"
+	moveTaskCompleted  = "COMPLETED"
+	moveTaskCancelling = "CANCELLING"
+	moveTaskCancelled  = "CANCELLED"
+	moveTaskFailed     = "FAILED"
+)
 
 // moveTask is one message move task (SQS's service-side DLQ redrive).
 type moveTask struct {
@@ -19,7 +31,7 @@ type moveTask struct {
 	status  string
 	src     *fakeQueue
 	destARN string // "" = each message's DeadLetterQueueSourceArn
-	rate    int    // messages per second; 0 = as fast as possible
+	rate    int32  // messages per second; 0 = as fast as possible
 	started time.Time
 	toMove  int64
 	moved   int64
@@ -27,37 +39,39 @@ type moveTask struct {
 }
 
 func (t *moveTask) active() bool {
-	return t.status == queue.MoveTaskRunning || t.status == queue.MoveTaskCancelling
+	return t.status == moveTaskRunning || t.status == moveTaskCancelling
 }
 
-// GetQueueURL implements queue.Locator.
-func (f *Fake) GetQueueURL(ctx context.Context, name string) (string, error) {
+// GetQueueUrl returns the URL of the queue with this name.
+func (f *Fake) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	name := aws.ToString(in.QueueName)
 	if err := f.check(ctx, "GetQueueUrl", name); err != nil {
-		return "", err
+		return nil, opError("GetQueueUrl", err)
 	}
 	for _, q := range f.byURL {
 		if q.name == name {
-			return q.url, nil
+			return &sqs.GetQueueUrlOutput{QueueUrl: aws.String(q.url)}, nil
 		}
 	}
-	return "", fmt.Errorf("sqsfake: GetQueueUrl: %w: %s", queue.ErrQueueNotFound, name)
+	return nil, opError("GetQueueUrl", noQueue(name))
 }
 
-// ListDeadLetterSourceQueues implements queue.Locator.
-func (f *Fake) ListDeadLetterSourceQueues(ctx context.Context, dlqURL string) ([]string, error) {
+// ListDeadLetterSourceQueues returns the URLs of the queues whose redrive
+// policy names the queue at QueueUrl as their DLQ (one page).
+func (f *Fake) ListDeadLetterSourceQueues(ctx context.Context, in *sqs.ListDeadLetterSourceQueuesInput, _ ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	dlq, err := f.lookup(ctx, "ListDeadLetterSourceQueues", dlqURL)
+	dlq, err := f.lookup(ctx, "ListDeadLetterSourceQueues", in.QueueUrl)
 	if err != nil {
-		return nil, err
+		return nil, opError("ListDeadLetterSourceQueues", err)
 	}
-	return f.sourcesOf(dlq), nil
+	return &sqs.ListDeadLetterSourceQueuesOutput{QueueUrls: f.sourcesOf(dlq)}, nil
 }
 
 func (f *Fake) sourcesOf(dlq *fakeQueue) []string {
-	var urls []string
+	urls := []string{}
 	for _, q := range f.byURL {
 		if q.dlq == dlq {
 			urls = append(urls, q.url)
@@ -67,49 +81,44 @@ func (f *Fake) sourcesOf(dlq *fakeQueue) []string {
 	return urls
 }
 
-// check runs the context and fault checks of an operation that is not
-// addressed by queue URL.
-func (f *Fake) check(ctx context.Context, op, target string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("sqsfake: %s: %w", op, err)
-	}
-	if f.fault != nil {
-		return f.fault(op, target)
-	}
-	return nil
-}
-
-// StartMessageMoveTask implements queue.MoveTasker. As in SQS: the source
+// StartMessageMoveTask starts a message move task. As in SQS: the source
 // must be the DLQ of at least one queue, the destination (if given) must
-// exist, the rate is 1..500 (0 lets the service choose), and a source has
+// exist, the rate is 1..500 (unset lets the service choose), and a source has
 // at most one active task. The task counts the source's visible messages
 // when it starts (ApproximateNumberOfMessagesToMove) and moves that many.
-func (f *Fake) StartMessageMoveTask(ctx context.Context, in *queue.StartMoveTaskInput) (string, error) {
+func (f *Fake) StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, _ ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.check(ctx, "StartMessageMoveTask", in.SourceARN); err != nil {
+	handle, err := f.startMoveTask(ctx, in)
+	if err != nil {
+		return nil, opError("StartMessageMoveTask", err)
+	}
+	return &sqs.StartMessageMoveTaskOutput{TaskHandle: aws.String(handle)}, nil
+}
+
+func (f *Fake) startMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput) (string, error) {
+	sourceARN, destARN, rate := aws.ToString(in.SourceArn), aws.ToString(in.DestinationArn), aws.ToInt32(in.MaxNumberOfMessagesPerSecond)
+	if err := f.check(ctx, "StartMessageMoveTask", sourceARN); err != nil {
 		return "", err
 	}
 	now := f.now()
 	f.advanceTasks(now)
-	src, ok := f.byARN[in.SourceARN]
+	src, ok := f.byARN[sourceARN]
 	if !ok {
-		return "", fmt.Errorf("sqsfake: StartMessageMoveTask: %w: %s", queue.ErrQueueNotFound, in.SourceARN)
+		return "", &types.ResourceNotFoundException{Message: aws.String("source queue " + sourceARN)}
 	}
 	if len(f.sourcesOf(src)) == 0 {
-		return "", fmt.Errorf("sqsfake: StartMessageMoveTask: %w: %s", queue.ErrNotDeadLetterQueue, src.name)
+		return "", invalid("Source queue must be configured as a Dead Letter Queue.")
 	}
-	if in.DestinationARN != "" {
-		if _, ok := f.byARN[in.DestinationARN]; !ok {
-			return "", fmt.Errorf("sqsfake: StartMessageMoveTask: %w: destination %s", queue.ErrQueueNotFound, in.DestinationARN)
-		}
+	if _, ok := f.byARN[destARN]; destARN != "" && !ok {
+		return "", &types.ResourceNotFoundException{Message: aws.String("destination queue " + destARN)}
 	}
-	if in.MaxPerSecond < 0 || in.MaxPerSecond > queue.MaxMoveRate {
-		return "", fmt.Errorf("sqsfake: StartMessageMoveTask: %w: MaxNumberOfMessagesPerSecond %d not in 1..%d", queue.ErrInvalidParameter, in.MaxPerSecond, queue.MaxMoveRate)
+	if in.MaxNumberOfMessagesPerSecond != nil && (rate < 1 || rate > MaxMoveRate) {
+		return "", invalid("MaxNumberOfMessagesPerSecond %d not in 1..%d", rate, MaxMoveRate)
 	}
 	for _, t := range f.tasks {
 		if t.src == src && t.active() {
-			return "", fmt.Errorf("sqsfake: StartMessageMoveTask: %w (task started %s)", queue.ErrMoveTaskRunning, t.started.UTC().Format(time.RFC3339))
+			return "", invalid("There is already a task running. Only one active task is allowed for a source queue arn at a given time (task started %s).", t.started.UTC().Format(time.RFC3339))
 		}
 	}
 	f.expire(src, now)
@@ -122,10 +131,10 @@ func (f *Fake) StartMessageMoveTask(ctx context.Context, in *queue.StartMoveTask
 	f.nTask++
 	t := &moveTask{
 		handle:  fmt.Sprintf("qf-task-%d-%s", f.nTask, src.name),
-		status:  queue.MoveTaskRunning,
+		status:  moveTaskRunning,
 		src:     src,
-		destARN: in.DestinationARN,
-		rate:    in.MaxPerSecond,
+		destARN: destARN,
+		rate:    rate,
 		started: now,
 		toMove:  visible,
 	}
@@ -134,62 +143,67 @@ func (f *Fake) StartMessageMoveTask(ctx context.Context, in *queue.StartMoveTask
 	return t.handle, nil
 }
 
-// ListMessageMoveTasks implements queue.MoveTasker.
-func (f *Fake) ListMessageMoveTasks(ctx context.Context, sourceARN string, max int) ([]queue.MoveTask, error) {
+// ListMessageMoveTasks returns the most recent tasks of a source queue,
+// newest first (at most MaxResults, 1..10; unset means 1, as in SQS).
+func (f *Fake) ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, _ ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	sourceARN, max := aws.ToString(in.SourceArn), cmp.Or(aws.ToInt32(in.MaxResults), 1)
 	if err := f.check(ctx, "ListMessageMoveTasks", sourceARN); err != nil {
-		return nil, err
+		return nil, opError("ListMessageMoveTasks", err)
 	}
-	max = cmp.Or(max, 1)
 	if max < 1 || max > 10 {
-		return nil, fmt.Errorf("sqsfake: ListMessageMoveTasks: %w: MaxResults %d not in 1..10", queue.ErrInvalidParameter, max)
+		return nil, opError("ListMessageMoveTasks", invalid("MaxResults %d not in 1..10", max))
 	}
 	src, ok := f.byARN[sourceARN]
 	if !ok {
-		return nil, fmt.Errorf("sqsfake: ListMessageMoveTasks: %w: %s", queue.ErrQueueNotFound, sourceARN)
+		return nil, opError("ListMessageMoveTasks", &types.ResourceNotFoundException{Message: aws.String(sourceARN)})
 	}
 	f.advanceTasks(f.now())
-	var out []queue.MoveTask
-	for i := len(f.tasks) - 1; i >= 0 && len(out) < max; i-- {
+	out := &sqs.ListMessageMoveTasksOutput{}
+	for i := len(f.tasks) - 1; i >= 0 && len(out.Results) < int(max); i-- {
 		t := f.tasks[i]
 		if t.src != src {
 			continue
 		}
-		mt := queue.MoveTask{
-			Status:         t.status,
-			SourceARN:      t.src.arn,
-			DestinationARN: t.destARN,
-			MaxPerSecond:   t.rate,
-			Moved:          t.moved,
-			ToMove:         t.toMove,
-			FailureReason:  t.failure,
-			Started:        t.started,
+		e := types.ListMessageMoveTasksResultEntry{
+			Status:                            aws.String(t.status),
+			SourceArn:                         aws.String(t.src.arn),
+			DestinationArn:                    nonEmpty(t.destARN),
+			ApproximateNumberOfMessagesMoved:  t.moved,
+			ApproximateNumberOfMessagesToMove: aws.Int64(t.toMove),
+			FailureReason:                     nonEmpty(t.failure),
+			StartedTimestamp:                  t.started.UnixMilli(),
 		}
-		if t.status == queue.MoveTaskRunning {
-			mt.TaskHandle = t.handle
+		if t.rate > 0 {
+			e.MaxNumberOfMessagesPerSecond = aws.Int32(t.rate)
 		}
-		out = append(out, mt)
+		if t.status == moveTaskRunning {
+			e.TaskHandle = aws.String(t.handle)
+		}
+		out.Results = append(out.Results, e)
 	}
 	return out, nil
 }
 
-// CancelMessageMoveTask implements queue.MoveTasker. The task goes to
+// CancelMessageMoveTask cancels a RUNNING task and returns how many
+// messages it had moved; moved messages stay moved. The task goes to
 // CANCELLING and, at the fake's next operation, to CANCELLED.
-func (f *Fake) CancelMessageMoveTask(ctx context.Context, handle string) (int64, error) {
+func (f *Fake) CancelMessageMoveTask(ctx context.Context, in *sqs.CancelMessageMoveTaskInput, _ ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	handle := aws.ToString(in.TaskHandle)
 	if err := f.check(ctx, "CancelMessageMoveTask", handle); err != nil {
-		return 0, err
+		return nil, opError("CancelMessageMoveTask", err)
 	}
 	f.advanceTasks(f.now())
 	for _, t := range f.tasks {
-		if t.handle == handle && t.status == queue.MoveTaskRunning {
-			t.status = queue.MoveTaskCancelling
-			return t.moved, nil
+		if t.handle == handle && t.status == moveTaskRunning {
+			t.status = moveTaskCancelling
+			return &sqs.CancelMessageMoveTaskOutput{ApproximateNumberOfMessagesMoved: t.moved}, nil
 		}
 	}
-	return 0, fmt.Errorf("sqsfake: CancelMessageMoveTask: %w: %s", queue.ErrTaskNotFound, handle)
+	return nil, opError("CancelMessageMoveTask", &types.ResourceNotFoundException{Message: aws.String("no running task " + handle)})
 }
 
 // advanceTasks brings every active task up to now. Callers hold f.mu.
@@ -201,10 +215,10 @@ func (f *Fake) advanceTasks(now time.Time) {
 
 func (f *Fake) advanceTask(t *moveTask, now time.Time) {
 	switch t.status {
-	case queue.MoveTaskCancelling:
-		t.status = queue.MoveTaskCancelled
+	case moveTaskCancelling:
+		t.status = moveTaskCancelled
 		return
-	case queue.MoveTaskRunning:
+	case moveTaskRunning:
 	default:
 		return
 	}
@@ -219,22 +233,21 @@ func (f *Fake) advanceTask(t *moveTask, now time.Time) {
 		if m == nil {
 			break
 		}
-		destARN := t.destARN
-		destARN = cmp.Or(destARN, m.dlqSource)
+		destARN := cmp.Or(t.destARN, m.dlqSource)
 		if destARN == "" {
-			t.status, t.failure = queue.MoveTaskFailed, fmt.Sprintf("message %s has no DeadLetterQueueSourceArn (it was sent to the DLQ, not moved there by a redrive policy) and the task has no destination", m.id)
+			t.status, t.failure = moveTaskFailed, fmt.Sprintf("message %s has no DeadLetterQueueSourceArn (it was sent to the DLQ, not moved there by a redrive policy) and the task has no destination", m.id)
 			return
 		}
 		dest, ok := f.byARN[destARN]
 		if !ok {
-			t.status, t.failure = queue.MoveTaskFailed, "AWS.SimpleQueueService.NonExistentQueue: "+destARN
+			t.status, t.failure = moveTaskFailed, "AWS.SimpleQueueService.NonExistentQueue: "+destARN
 			return
 		}
 		f.moveMessage(t.src, dest, m, now)
 		t.moved++
 	}
 	if t.moved >= t.toMove || len(t.src.msgs) == 0 {
-		t.status = queue.MoveTaskCompleted
+		t.status = moveTaskCompleted
 	}
 }
 
@@ -264,18 +277,11 @@ func (f *Fake) moveMessage(src, dest *fakeQueue, m *message, now time.Time) {
 	if dest.fifo {
 		dest.seq++
 		nm.seqNumber = fmt.Sprintf("%020d", dest.seq)
-		nm.dedupID = m.dedupID
 		nm.groupID = cmp.Or(nm.groupID, m.id)
-		nm.dedupID = cmp.Or(nm.dedupID, m.id)
+		nm.dedupID = cmp.Or(m.dedupID, m.id)
 	}
 	dest.msgs = append(dest.msgs, nm)
 	dest.stats.Sent++
-	m.deleted = true
 	src.stats.MovedByTask++
-	for i, x := range src.msgs {
-		if x == m {
-			src.msgs = append(src.msgs[:i], src.msgs[i+1:]...)
-			break
-		}
-	}
+	src.remove(m)
 }

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -20,7 +23,7 @@ func redriveTopology(t *testing.T, n int) (*sqsfake.Fake, *retry.VirtualClock, s
 	dlq := mustCreate(t, f, "dlq", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	src := mustCreate(t, f, "src", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
 	for i := range n {
-		send(t, f, queue.SendMessageInput{QueueURL: src, Body: fmt.Sprintf(`{"n":%d}`, i)})
+		send(t, f, sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String(fmt.Sprintf(`{"n":%d}`, i))})
 	}
 	for len(receive(t, f, src, 10)) > 0 {
 	}
@@ -41,41 +44,66 @@ func visible(t *testing.T, f *sqsfake.Fake, url string) int {
 	return len(states)
 }
 
-func TestMoveTaskRate(t *testing.T) {
-	ctx := context.Background()
-	f, clk, src, dlq := redriveTopology(t, 25)
-	h, err := f.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: f.ARN(dlq), MaxPerSecond: 10})
+func startTask(ctx context.Context, f *sqsfake.Fake, source, dest string, rate int32) (string, error) {
+	in := &sqs.StartMessageMoveTaskInput{SourceArn: &source}
+	if dest != "" {
+		in.DestinationArn = &dest
+	}
+	if rate != 0 {
+		in.MaxNumberOfMessagesPerSecond = &rate
+	}
+	out, err := f.StartMessageMoveTask(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return *out.TaskHandle, nil
+}
+
+func listTasks(t *testing.T, f *sqsfake.Fake, source string, max int32) []types.ListMessageMoveTasksResultEntry {
+	t.Helper()
+	out, err := f.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: &source, MaxResults: &max})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: f.ARN(dlq)}); !errors.Is(err, queue.ErrMoveTaskRunning) {
-		t.Fatalf("second task: %v, want ErrMoveTaskRunning", err)
+	return out.Results
+}
+
+func TestMoveTaskRate(t *testing.T) {
+	ctx := context.Background()
+	f, clk, src, dlq := redriveTopology(t, 25)
+	h, err := startTask(ctx, f, f.ARN(dlq), "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startTask(ctx, f, f.ARN(dlq), "", 0); errorCode(err) != "InvalidParameterValue" {
+		t.Fatalf("second task: %v, want InvalidParameterValue (a task is running)", err)
 	}
 	for _, step := range []struct {
 		advance time.Duration
 		moved   int
 	}{{0, 0}, {999 * time.Millisecond, 9}, {time.Millisecond, 10}, {500 * time.Millisecond, 15}, {time.Second, 25}} {
 		clk.Advance(step.advance)
-		tasks, err := f.ListMessageMoveTasks(ctx, f.ARN(dlq), 10)
-		if err != nil || len(tasks) != 1 {
-			t.Fatalf("list: %v %v", tasks, err)
+		tasks := listTasks(t, f, f.ARN(dlq), 10)
+		if len(tasks) != 1 {
+			t.Fatalf("list: %v", tasks)
 		}
-		if int(tasks[0].Moved) != step.moved || visible(t, f, src) != step.moved || visible(t, f, dlq) != 25-step.moved {
-			t.Fatalf("after +%s: task moved %d, source %d, DLQ %d; want %d moved", step.advance, tasks[0].Moved, visible(t, f, src), visible(t, f, dlq), step.moved)
+		tk := tasks[0]
+		if int(tk.ApproximateNumberOfMessagesMoved) != step.moved || visible(t, f, src) != step.moved || visible(t, f, dlq) != 25-step.moved {
+			t.Fatalf("after +%s: task moved %d, source %d, DLQ %d; want %d moved", step.advance, tk.ApproximateNumberOfMessagesMoved, visible(t, f, src), visible(t, f, dlq), step.moved)
 		}
-		wantStatus := queue.MoveTaskRunning
+		wantStatus := "RUNNING"
 		if step.moved == 25 {
-			wantStatus = queue.MoveTaskCompleted
+			wantStatus = "COMPLETED"
 		}
-		if tasks[0].Status != wantStatus || tasks[0].ToMove != 25 || tasks[0].MaxPerSecond != 10 {
-			t.Fatalf("task = %+v", tasks[0])
+		if aws.ToString(tk.Status) != wantStatus || aws.ToInt64(tk.ApproximateNumberOfMessagesToMove) != 25 || aws.ToInt32(tk.MaxNumberOfMessagesPerSecond) != 10 {
+			t.Fatalf("task = %+v", tk)
 		}
-		if (tasks[0].TaskHandle == h) != (wantStatus == queue.MoveTaskRunning) {
-			t.Errorf("handle listed = %q while %s (SQS lists it only while RUNNING)", tasks[0].TaskHandle, wantStatus)
+		if (aws.ToString(tk.TaskHandle) == h) != (wantStatus == "RUNNING") {
+			t.Errorf("handle listed = %q while %s (SQS lists it only while RUNNING)", aws.ToString(tk.TaskHandle), wantStatus)
 		}
 	}
 	got := receive(t, f, src, 1)
-	if got[0].ReceiveCount() != 1 || got[0].Attributes[queue.AttrDeadLetterQueueSourceArn] != "" {
+	if receiveCount(got[0]) != 1 || got[0].Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] != "" {
 		t.Errorf("a redriven message starts afresh in its source: %+v", got[0])
 	}
 	if s := f.Stats(dlq); s.MovedByTask != 25 {
@@ -87,42 +115,43 @@ func TestMoveTaskValidationAndCancel(t *testing.T) {
 	ctx := context.Background()
 	f, clk, src, dlq := redriveTopology(t, 5)
 	other := mustCreate(t, f, "other", sqsfake.QueueConfig{})
+	nope := "arn:aws:sqs:eu-west-1:000000000000:nope"
 	tests := []struct {
-		in   queue.StartMoveTaskInput
-		want error
+		source, dest string
+		rate         int32
+		want         string
 	}{
-		{queue.StartMoveTaskInput{SourceARN: f.ARN(other)}, queue.ErrNotDeadLetterQueue},
-		{queue.StartMoveTaskInput{SourceARN: "arn:aws:sqs:eu-west-1:000000000000:nope"}, queue.ErrQueueNotFound},
-		{queue.StartMoveTaskInput{SourceARN: f.ARN(dlq), DestinationARN: "arn:aws:sqs:eu-west-1:000000000000:nope"}, queue.ErrQueueNotFound},
-		{queue.StartMoveTaskInput{SourceARN: f.ARN(dlq), MaxPerSecond: 501}, queue.ErrInvalidParameter},
+		{f.ARN(other), "", 0, "InvalidParameterValue"}, // not a DLQ
+		{nope, "", 0, "ResourceNotFoundException"},
+		{f.ARN(dlq), nope, 0, "ResourceNotFoundException"},
+		{f.ARN(dlq), "", 501, "InvalidParameterValue"},
 	}
 	for _, tt := range tests {
-		if _, err := f.StartMessageMoveTask(ctx, &tt.in); !errors.Is(err, tt.want) {
-			t.Errorf("%+v: %v, want %v", tt.in, err, tt.want)
+		if _, err := startTask(ctx, f, tt.source, tt.dest, tt.rate); errorCode(err) != tt.want {
+			t.Errorf("%+v: %v, want %s", tt, err, tt.want)
 		}
 	}
-	h, err := f.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: f.ARN(dlq), DestinationARN: f.ARN(other), MaxPerSecond: 2})
+	h, err := startTask(ctx, f, f.ARN(dlq), f.ARN(other), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
-	moved, err := f.CancelMessageMoveTask(ctx, h)
-	if err != nil || moved != 2 {
-		t.Fatalf("cancel: %d %v", moved, err)
+	out, err := f.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: &h})
+	if err != nil || out.ApproximateNumberOfMessagesMoved != 2 {
+		t.Fatalf("cancel: %+v %v", out, err)
 	}
-	if _, err := f.CancelMessageMoveTask(ctx, h); !errors.Is(err, queue.ErrTaskNotFound) {
+	if _, err := f.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: &h}); errorCode(err) != "ResourceNotFoundException" {
 		t.Errorf("second cancel: %v", err)
 	}
 	clk.Advance(time.Hour)
-	tasks, _ := f.ListMessageMoveTasks(ctx, f.ARN(dlq), 1)
-	if tasks[0].Status != queue.MoveTaskCancelled || tasks[0].Moved != 2 {
-		t.Fatalf("after cancel: %+v", tasks[0])
+	if tk := listTasks(t, f, f.ARN(dlq), 1)[0]; aws.ToString(tk.Status) != "CANCELLED" || tk.ApproximateNumberOfMessagesMoved != 2 {
+		t.Fatalf("after cancel: %+v", tk)
 	}
 	if visible(t, f, other) != 2 || visible(t, f, dlq) != 3 || visible(t, f, src) != 0 {
 		t.Errorf("cancel must keep moved messages moved and stop the rest")
 	}
 	// A new task may start once the old one is over.
-	if _, err := f.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: f.ARN(dlq)}); err != nil {
+	if _, err := startTask(ctx, f, f.ARN(dlq), "", 0); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
 	if visible(t, f, src) != 3 {
@@ -136,13 +165,12 @@ func TestMoveTaskValidationAndCancel(t *testing.T) {
 func TestMoveTaskMessageWithoutSource(t *testing.T) {
 	ctx := context.Background()
 	f, _, src, dlq := redriveTopology(t, 1)
-	send(t, f, queue.SendMessageInput{QueueURL: dlq, Body: `{"version":2}`})
-	if _, err := f.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: f.ARN(dlq)}); err != nil {
+	send(t, f, sqs.SendMessageInput{QueueUrl: &dlq, MessageBody: aws.String(`{"version":2}`)})
+	if _, err := startTask(ctx, f, f.ARN(dlq), "", 0); err != nil {
 		t.Fatal(err)
 	}
-	tasks, _ := f.ListMessageMoveTasks(ctx, f.ARN(dlq), 10)
-	if tasks[0].Status != queue.MoveTaskFailed || tasks[0].FailureReason == "" || tasks[0].Moved != 1 {
-		t.Fatalf("task = %+v", tasks[0])
+	if tk := listTasks(t, f, f.ARN(dlq), 10)[0]; aws.ToString(tk.Status) != "FAILED" || tk.FailureReason == nil || tk.ApproximateNumberOfMessagesMoved != 1 {
+		t.Fatalf("task = %+v", tk)
 	}
 	if visible(t, f, dlq) != 1 || visible(t, f, src) != 1 {
 		t.Errorf("DLQ %d, source %d: nothing may be lost", visible(t, f, dlq), visible(t, f, src))
@@ -152,17 +180,17 @@ func TestMoveTaskMessageWithoutSource(t *testing.T) {
 func TestLocator(t *testing.T) {
 	ctx := context.Background()
 	f, _, src, dlq := redriveTopology(t, 0)
-	if got, err := f.GetQueueURL(ctx, "src"); err != nil || got != src {
-		t.Errorf("GetQueueURL = %q %v", got, err)
+	if got, err := f.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("src")}); err != nil || *got.QueueUrl != src {
+		t.Errorf("GetQueueUrl = %v %v", got, err)
 	}
-	if _, err := f.GetQueueURL(ctx, "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
-		t.Errorf("GetQueueURL(nope) = %v", err)
+	if _, err := f.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("nope")}); errorCode(err) != "QueueDoesNotExist" {
+		t.Errorf("GetQueueUrl(nope) = %v", err)
 	}
-	if got, err := f.ListDeadLetterSourceQueues(ctx, dlq); err != nil || len(got) != 1 || got[0] != src {
-		t.Errorf("ListDeadLetterSourceQueues = %v %v", got, err)
-	}
-	if got, err := f.ListDeadLetterSourceQueues(ctx, src); err != nil || len(got) != 0 {
-		t.Errorf("sources of a non-DLQ = %v %v", got, err)
+	for url, want := range map[string][]string{dlq: {src}, src: {}} {
+		got, err := f.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: &url})
+		if err != nil || fmt.Sprint(got.QueueUrls) != fmt.Sprint(want) {
+			t.Errorf("ListDeadLetterSourceQueues(%s) = %v %v, want %v", url, got, err, want)
+		}
 	}
 	denied := errors.New("AccessDenied")
 	f.SetFault(func(op, target string) error {
@@ -171,7 +199,7 @@ func TestLocator(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := f.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: f.ARN(dlq)}); !errors.Is(err, denied) {
+	if _, err := startTask(ctx, f, f.ARN(dlq), "", 0); !errors.Is(err, denied) {
 		t.Errorf("fault not applied: %v", err)
 	}
 }

@@ -1,16 +1,15 @@
-// Package sqsfake is an in-memory SQS that implements queue.API (and
-// queue.AdminAPI) with the semantics the project's reliability depends on,
-// so consumers and operator tools are tested without AWS: visibility
-// timeouts, ApproximateReceiveCount and timestamps, redrive to a DLQ on the
-// receive after maxReceiveCount (arriving with that count), FIFO groups and
-// deduplication, SQS's attribute, size and batch validation, stale receipt
-// handles, and message move tasks at their exact rate against the clock
-// (advanced when the fake is next called). Time is injectable (WithClock);
-// faults are injected with SetFault. Its conformance suite runs every check
-// through the real SDK client against the fake and against fauxqs, an
-// independent emulator (fauxqstest); where the two differ the test asserts
-// which side SQS's documentation backs. Those divergences, and what the
-// fake does not model, are listed in docs/design.md#sqs-fake.
+// Package sqsfake is an in-memory SQS whose methods have the signatures of
+// the SDK's *sqs.Client, so the interfaces application code declares (narrowed
+// to the methods it calls) accept either. It has the semantics the project's
+// reliability depends on: visibility timeouts, ApproximateReceiveCount and
+// timestamps, redrive to a DLQ on the receive after maxReceiveCount (arriving
+// with that count and DeadLetterQueueSourceArn), FIFO groups (one message in
+// flight per group) and deduplication, SQS's attribute, size and batch
+// validation, stale receipt handles, retention, delays, and message move
+// tasks at their exact rate against the clock (advanced when the fake is next
+// called). Errors are the SDK's own types (types.QueueDoesNotExist, ...).
+// Time is injectable (WithClock); faults are injected with SetFault. What it
+// does not model is listed in docs/design.md#sqs-fake.
 package sqsfake
 
 import (
@@ -19,6 +18,7 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -31,7 +31,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 )
 
 // SQS limits and defaults the fake enforces.
@@ -94,7 +98,7 @@ type MessageState struct {
 	Delayed           bool
 	VisibleAt         time.Time
 	SentAt            time.Time
-	MessageAttributes map[string]queue.Attribute
+	MessageAttributes map[string]types.MessageAttributeValue
 	DLQSourceARN      string
 }
 
@@ -112,14 +116,15 @@ func WithRegion(r string) Option { return func(f *Fake) { f.region = r } }
 func WithAccount(a string) Option { return func(f *Fake) { f.account = a } }
 
 // Fault decides whether an operation fails: return a non-nil error to make
-// operation op ("SendMessage", "ReceiveMessage", "DeleteMessage",
-// "ChangeMessageVisibility", "GetQueueAttributes", "ListDeadLetterSourceQueues",
-// "SendMessageBatch", "DeleteMessageBatch", "ChangeMessageVisibilityBatch")
-// on queueURL fail with it before it has any effect. The operations not
-// addressed by URL pass their own target: "GetQueueUrl" the queue name,
-// "StartMessageMoveTask" and "ListMessageMoveTasks" the source ARN,
-// "CancelMessageMoveTask" the task handle.
-type Fault func(op, queueURL string) error
+// operation op (the SDK's operation name: "SendMessage", "ReceiveMessage",
+// "SendMessageBatch", ...) on queueURL fail with it before it has any effect.
+// The operations not addressed by URL pass their own target: "GetQueueUrl"
+// the queue name, "StartMessageMoveTask" and "ListMessageMoveTasks" the
+// source ARN, "CancelMessageMoveTask" the task handle. A batch entry is
+// asked about as op "<batch operation>Entry" with the entry's Id as target:
+// an error fails that entry alone (in Failed[], with the error's code when
+// it is a smithy.APIError), as SQS fails single entries of a batch.
+type Fault func(op, target string) error
 
 // Fake is an in-memory SQS. The zero value is not usable; call New. It is
 // safe for concurrent use.
@@ -130,14 +135,12 @@ type Fake struct {
 	account string
 	byURL   map[string]*fakeQueue
 	byARN   map[string]*fakeQueue
-	handles map[string]*handle
+	handles map[string]*message
 	nHandle uint64
 	fault   Fault
 	tasks   []*moveTask // every message move task, oldest first
 	nTask   uint64
 }
-
-var _ queue.API = (*Fake)(nil)
 
 type fakeQueue struct {
 	name, url, arn string
@@ -159,7 +162,7 @@ type message struct {
 	q            *fakeQueue
 	id, body     string
 	md5          string
-	attrs        map[string]queue.Attribute
+	attrs        map[string]types.MessageAttributeValue
 	groupID      string
 	dedupID      string
 	seqNumber    string
@@ -172,10 +175,6 @@ type message struct {
 	dlqSource    string
 }
 
-type handle struct {
-	msg *message
-}
-
 // New returns an empty Fake.
 func New(opts ...Option) *Fake {
 	f := &Fake{
@@ -184,7 +183,7 @@ func New(opts ...Option) *Fake {
 		account: "000000000000",
 		byURL:   map[string]*fakeQueue{},
 		byARN:   map[string]*fakeQueue{},
-		handles: map[string]*handle{},
+		handles: map[string]*message{},
 	}
 	for _, o := range opts {
 		o(f)
@@ -199,28 +198,52 @@ func (f *Fake) SetFault(fn Fault) {
 	f.fault = fn
 }
 
+// The errors the fake answers with are the SDK's: the typed ones where the
+// SDK has a type, smithy.GenericAPIError with SQS's code otherwise.
+func apiError(code, format string, args ...any) error {
+	return &smithy.GenericAPIError{Code: code, Message: fmt.Sprintf(format, args...), Fault: smithy.FaultClient}
+}
+
+func invalid(format string, args ...any) error {
+	return apiError("InvalidParameterValue", format, args...)
+}
+
+func noQueue(what string) error {
+	return &types.QueueDoesNotExist{Message: aws.String("The specified queue does not exist: " + what)}
+}
+
+func badHandle(why string) error { return &types.ReceiptHandleIsInvalid{Message: aws.String(why)} }
+
+// opError wraps err as the SDK wraps an operation's error.
+func opError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &smithy.OperationError{ServiceID: "SQS", OperationName: op, Err: err}
+}
+
 // CreateQueue creates a queue and returns its URL. As in SQS, a FIFO queue's
 // name ends in ".fifo" and its DLQ must be FIFO too; the DLQ must exist first.
 func (f *Fake) CreateQueue(name string, cfg QueueConfig) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if name == "" || len(name) > 80 {
-		return "", fmt.Errorf("%w: queue name %q must be 1..80 characters", queue.ErrInvalidParameter, name)
+		return "", invalid("queue name %q must be 1..80 characters", name)
 	}
 	fifo := strings.HasSuffix(name, ".fifo")
 	if cfg.ContentBasedDeduplication && !fifo {
-		return "", fmt.Errorf("%w: ContentBasedDeduplication is only valid for FIFO queues", queue.ErrInvalidParameter)
+		return "", invalid("ContentBasedDeduplication is only valid for FIFO queues")
 	}
 	cfg.VisibilityTimeout = cmp.Or(cfg.VisibilityTimeout, DefaultVisibilityTimeout)
 	if cfg.VisibilityTimeout < 0 || cfg.VisibilityTimeout > maxVisibility {
-		return "", fmt.Errorf("%w: VisibilityTimeout %s not in 0..12h", queue.ErrInvalidParameter, cfg.VisibilityTimeout)
+		return "", invalid("VisibilityTimeout %s not in 0..12h", cfg.VisibilityTimeout)
 	}
 	cfg.RetentionPeriod = cmp.Or(cfg.RetentionPeriod, DefaultRetentionPeriod)
 	if cfg.RetentionPeriod < time.Minute || cfg.RetentionPeriod > 14*24*time.Hour {
-		return "", fmt.Errorf("%w: MessageRetentionPeriod %s not in 60s..14d", queue.ErrInvalidParameter, cfg.RetentionPeriod)
+		return "", invalid("MessageRetentionPeriod %s not in 60s..14d", cfg.RetentionPeriod)
 	}
 	if cfg.Delay < 0 || cfg.Delay > maxDelay {
-		return "", fmt.Errorf("%w: DelaySeconds %s not in 0..15m", queue.ErrInvalidParameter, cfg.Delay)
+		return "", invalid("DelaySeconds %s not in 0..15m", cfg.Delay)
 	}
 	cfg.MaxMessageSize = cmp.Or(cfg.MaxMessageSize, DefaultMaxMessageSize)
 	q := &fakeQueue{
@@ -232,18 +255,18 @@ func (f *Fake) CreateQueue(name string, cfg QueueConfig) (string, error) {
 		dedup: map[string]dedupEntry{},
 	}
 	if _, ok := f.byURL[q.url]; ok {
-		return "", fmt.Errorf("%w: queue %s already exists", queue.ErrInvalidParameter, name)
+		return "", invalid("queue %s already exists", name)
 	}
 	if rp := cfg.Redrive; rp != nil {
 		dlq, ok := f.byARN[rp.DeadLetterTargetARN]
 		if !ok {
-			return "", fmt.Errorf("%w: dead-letter target %s does not exist", queue.ErrQueueNotFound, rp.DeadLetterTargetARN)
+			return "", noQueue("dead-letter target " + rp.DeadLetterTargetARN)
 		}
 		if dlq.fifo != fifo {
-			return "", fmt.Errorf("%w: the dead-letter queue of a %s queue must be %s", queue.ErrInvalidParameter, kind(fifo), kind(fifo))
+			return "", invalid("the dead-letter queue of a %s queue must be %s", kind(fifo), kind(fifo))
 		}
 		if rp.MaxReceiveCount < 1 || rp.MaxReceiveCount > 1000 {
-			return "", fmt.Errorf("%w: maxReceiveCount %d not in 1..1000", queue.ErrInvalidParameter, rp.MaxReceiveCount)
+			return "", invalid("maxReceiveCount %d not in 1..1000", rp.MaxReceiveCount)
 		}
 		q.dlq = dlq
 		cp := *rp
@@ -292,7 +315,7 @@ func (f *Fake) Inspect(url string) ([]MessageState, error) {
 	defer f.mu.Unlock()
 	q, ok := f.byURL[url]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", queue.ErrQueueNotFound, url)
+		return nil, noQueue(url)
 	}
 	now := f.now()
 	f.advanceTasks(now)
@@ -317,74 +340,99 @@ func (f *Fake) Inspect(url string) ([]MessageState, error) {
 	return out, nil
 }
 
+// QueueURLs returns the URLs of all queues, sorted.
+func (f *Fake) QueueURLs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.byURL))
+}
+
 func (m *message) inFlight(now time.Time) bool {
 	return m.receipt != "" && now.Before(m.visibleAt)
 }
 
 func (m *message) visible(now time.Time) bool { return !now.Before(m.visibleAt) }
 
-// lookup returns the queue for url after consulting the fault injector.
-// Callers hold f.mu.
-func (f *Fake) lookup(ctx context.Context, op, url string) (*fakeQueue, error) {
+// check runs the context and fault checks of an operation. Callers hold f.mu.
+func (f *Fake) check(ctx context.Context, op, target string) error {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("sqsfake: %s: %w", op, err)
+		return err
 	}
 	if f.fault != nil {
-		if err := f.fault(op, url); err != nil {
-			return nil, err
-		}
+		return f.fault(op, target)
 	}
-	q, ok := f.byURL[url]
+	return nil
+}
+
+// lookup returns the queue for url after the context and fault checks.
+// Callers hold f.mu.
+func (f *Fake) lookup(ctx context.Context, op string, url *string) (*fakeQueue, error) {
+	if err := f.check(ctx, op, aws.ToString(url)); err != nil {
+		return nil, err
+	}
+	q, ok := f.byURL[aws.ToString(url)]
 	if !ok {
-		return nil, fmt.Errorf("sqsfake: %s: %w: %s", op, queue.ErrQueueNotFound, url)
+		return nil, noQueue(aws.ToString(url))
 	}
 	f.advanceTasks(f.now())
 	return q, nil
 }
 
-// SendMessage implements queue.Sender.
-func (f *Fake) SendMessage(ctx context.Context, in *queue.SendMessageInput) (*queue.SendMessageOutput, error) {
+// SendMessage sends one message.
+func (f *Fake) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	q, err := f.lookup(ctx, "SendMessage", in.QueueURL)
+	q, err := f.lookup(ctx, "SendMessage", in.QueueUrl)
 	if err != nil {
-		return nil, err
+		return nil, opError("SendMessage", err)
 	}
-	return f.send(q, in)
+	m, err := f.send(q, types.SendMessageBatchRequestEntry{
+		MessageBody: in.MessageBody, DelaySeconds: in.DelaySeconds, MessageAttributes: in.MessageAttributes,
+		MessageGroupId: in.MessageGroupId, MessageDeduplicationId: in.MessageDeduplicationId,
+	})
+	if err != nil {
+		return nil, opError("SendMessage", err)
+	}
+	return &sqs.SendMessageOutput{MessageId: &m.id, MD5OfMessageBody: &m.md5,
+		MD5OfMessageAttributes: md5OfAttributes(m.attrs), SequenceNumber: nonEmpty(m.seqNumber)}, nil
 }
 
-// send enqueues in on q (its QueueURL is not read). Callers hold f.mu.
-func (f *Fake) send(q *fakeQueue, in *queue.SendMessageInput) (*queue.SendMessageOutput, error) {
-	if err := validateBody(in.Body); err != nil {
+// send enqueues one message on q and returns it (for a deduplicated FIFO
+// send, the message it duplicates, with the id and sequence number it was
+// given). Callers hold f.mu.
+func (f *Fake) send(q *fakeQueue, in types.SendMessageBatchRequestEntry) (*message, error) {
+	body := aws.ToString(in.MessageBody)
+	if err := validateBody(body); err != nil {
 		return nil, err
 	}
 	size, err := validateAttributes(in.MessageAttributes)
 	if err != nil {
 		return nil, err
 	}
-	if size += len(in.Body); size > q.cfg.MaxMessageSize {
-		return nil, fmt.Errorf("sqsfake: SendMessage: %w: message of %d bytes exceeds the queue's %d", queue.ErrInvalidParameter, size, q.cfg.MaxMessageSize)
+	if size += len(body); size > q.cfg.MaxMessageSize {
+		return nil, invalid("message of %d bytes exceeds the queue's %d", size, q.cfg.MaxMessageSize)
 	}
-	if in.Delay < 0 || in.Delay > maxDelay {
-		return nil, fmt.Errorf("sqsfake: SendMessage: %w: DelaySeconds %s not in 0..15m", queue.ErrInvalidParameter, in.Delay)
+	delay := time.Duration(in.DelaySeconds) * time.Second
+	if delay < 0 || delay > maxDelay {
+		return nil, invalid("DelaySeconds %s not in 0..15m", delay)
 	}
 	now := f.now()
-	dedupID := in.MessageDeduplicationID
+	groupID, dedupID := aws.ToString(in.MessageGroupId), aws.ToString(in.MessageDeduplicationId)
 	if q.fifo {
-		if in.MessageGroupID == "" {
-			return nil, fmt.Errorf("sqsfake: SendMessage: %w: a FIFO queue requires MessageGroupId", ErrMissingParameter)
+		if groupID == "" {
+			return nil, apiError("MissingParameter", "a FIFO queue requires MessageGroupId")
 		}
-		if err := validateFIFOID("MessageGroupId", in.MessageGroupID); err != nil {
+		if err := validateFIFOID("MessageGroupId", groupID); err != nil {
 			return nil, err
 		}
-		if in.Delay > 0 {
-			return nil, fmt.Errorf("sqsfake: SendMessage: %w: per-message DelaySeconds is not supported on FIFO queues", queue.ErrInvalidParameter)
+		if delay > 0 {
+			return nil, invalid("per-message DelaySeconds is not supported on FIFO queues")
 		}
 		if dedupID == "" {
 			if !q.cfg.ContentBasedDeduplication {
-				return nil, fmt.Errorf("sqsfake: SendMessage: %w: the queue has no content-based deduplication and no MessageDeduplicationId was given", queue.ErrInvalidParameter)
+				return nil, invalid("the queue has no content-based deduplication and no MessageDeduplicationId was given")
 			}
-			sum := sha256.Sum256([]byte(in.Body))
+			sum := sha256.Sum256([]byte(body))
 			dedupID = hex.EncodeToString(sum[:])
 		} else if err := validateFIFOID("MessageDeduplicationId", dedupID); err != nil {
 			return nil, err
@@ -392,27 +440,26 @@ func (f *Fake) send(q *fakeQueue, in *queue.SendMessageInput) (*queue.SendMessag
 		f.pruneDedup(q, now)
 		if e, ok := q.dedup[dedupID]; ok {
 			q.stats.Deduplicated++
-			return &queue.SendMessageOutput{MessageID: e.id, SequenceNumber: e.seqNumber}, nil
+			return &message{id: e.id, seqNumber: e.seqNumber, md5: md5Hex(body), attrs: in.MessageAttributes}, nil
 		}
 	} else if dedupID != "" {
-		return nil, fmt.Errorf("sqsfake: SendMessage: %w: MessageDeduplicationId is only valid for FIFO queues", queue.ErrInvalidParameter)
-	} else if in.MessageGroupID != "" {
+		return nil, invalid("MessageDeduplicationId is only valid for FIFO queues")
+	} else if groupID != "" {
 		// Standard queues accept a group id (fair queues) without ordering.
-		if err := validateFIFOID("MessageGroupId", in.MessageGroupID); err != nil {
+		if err := validateFIFOID("MessageGroupId", groupID); err != nil {
 			return nil, err
 		}
 	}
-	delay := q.cfg.Delay
-	if in.Delay > 0 {
-		delay = in.Delay
+	if delay == 0 {
+		delay = q.cfg.Delay
 	}
 	m := &message{
 		q:         q,
 		id:        newUUID(),
-		body:      in.Body,
-		md5:       md5Hex(in.Body),
+		body:      body,
+		md5:       md5Hex(body),
 		attrs:     copyAttrs(in.MessageAttributes),
-		groupID:   in.MessageGroupID,
+		groupID:   groupID,
 		sentAt:    now,
 		visibleAt: now.Add(delay),
 	}
@@ -424,7 +471,7 @@ func (f *Fake) send(q *fakeQueue, in *queue.SendMessageInput) (*queue.SendMessag
 	}
 	q.msgs = append(q.msgs, m)
 	q.stats.Sent++
-	return &queue.SendMessageOutput{MessageID: m.id, SequenceNumber: m.seqNumber}, nil
+	return m, nil
 }
 
 func (f *Fake) pruneDedup(q *fakeQueue, now time.Time) {
@@ -450,29 +497,32 @@ func (f *Fake) expire(q *fakeQueue, now time.Time) {
 	q.msgs = kept
 }
 
-// ReceiveMessage implements queue.Receiver.
-func (f *Fake) ReceiveMessage(ctx context.Context, in *queue.ReceiveMessageInput) ([]queue.Message, error) {
+// ReceiveMessage receives up to MaxNumberOfMessages messages (zero means
+// one). A VisibilityTimeout of zero keeps the queue's (the SDK cannot send an
+// explicit zero). Long polling returns at once. As in SQS, a message carries
+// only the system attributes named in MessageSystemAttributeNames and the
+// message attributes named in MessageAttributeNames ("All" for every one).
+func (f *Fake) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	q, err := f.lookup(ctx, "ReceiveMessage", in.QueueURL)
+	q, err := f.lookup(ctx, "ReceiveMessage", in.QueueUrl)
 	if err != nil {
-		return nil, err
+		return nil, opError("ReceiveMessage", err)
 	}
-	max := in.MaxMessages
-	max = cmp.Or(max, 1)
-	if max < 1 || max > 10 {
-		return nil, fmt.Errorf("sqsfake: ReceiveMessage: %w: MaxNumberOfMessages %d not in 1..10", queue.ErrInvalidParameter, in.MaxMessages)
+	max := int(cmp.Or(in.MaxNumberOfMessages, 1))
+	vt := time.Duration(in.VisibilityTimeout) * time.Second
+	switch {
+	case max < 1 || max > 10:
+		err = invalid("MaxNumberOfMessages %d not in 1..10", in.MaxNumberOfMessages)
+	case vt < 0 || vt > maxVisibility:
+		err = invalid("VisibilityTimeout %s not in 0..12h", vt)
+	case in.WaitTimeSeconds < 0 || in.WaitTimeSeconds > 20:
+		err = invalid("WaitTimeSeconds %d not in 0..20", in.WaitTimeSeconds)
 	}
-	if in.VisibilityTimeout < 0 || in.VisibilityTimeout > maxVisibility {
-		return nil, fmt.Errorf("sqsfake: ReceiveMessage: %w: VisibilityTimeout %s not in 0..12h", queue.ErrInvalidParameter, in.VisibilityTimeout)
+	if err != nil {
+		return nil, opError("ReceiveMessage", err)
 	}
-	if in.WaitTime < 0 || in.WaitTime > 20*time.Second {
-		return nil, fmt.Errorf("sqsfake: ReceiveMessage: %w: WaitTimeSeconds %s not in 0..20s", queue.ErrInvalidParameter, in.WaitTime)
-	}
-	vt := q.cfg.VisibilityTimeout
-	if in.VisibilityTimeout > 0 {
-		vt = in.VisibilityTimeout
-	}
+	vt = cmp.Or(vt, q.cfg.VisibilityTimeout)
 	now := f.now()
 	f.expire(q, now)
 
@@ -486,10 +536,10 @@ func (f *Fake) ReceiveMessage(ctx context.Context, in *queue.ReceiveMessageInput
 			}
 		}
 	}
-	var out []queue.Message
+	out := &sqs.ReceiveMessageOutput{}
 	var moved []*message
 	for _, m := range q.msgs {
-		if len(out) == max {
+		if len(out.Messages) == max {
 			break
 		}
 		if q.fifo && blocked[m.groupID] {
@@ -512,9 +562,9 @@ func (f *Fake) ReceiveMessage(ctx context.Context, in *queue.ReceiveMessageInput
 		m.visibleAt = now.Add(vt)
 		f.nHandle++
 		m.receipt = fmt.Sprintf("qf-%d-%s", f.nHandle, m.id)
-		f.handles[m.receipt] = &handle{msg: m}
+		f.handles[m.receipt] = m
 		q.stats.Received++
-		out = append(out, m.toMessage())
+		out.Messages = append(out.Messages, m.toMessage(in))
 	}
 	if len(moved) > 0 {
 		f.moveToDLQ(q, moved, now)
@@ -526,9 +576,7 @@ func (f *Fake) ReceiveMessage(ctx context.Context, in *queue.ReceiveMessageInput
 // message id, body, attributes and receive count; the DLQ's own sequence
 // (and, FIFO, the message id as deduplication id).
 func (f *Fake) moveToDLQ(q *fakeQueue, msgs []*message, now time.Time) {
-	gone := make(map[*message]bool, len(msgs))
 	for _, m := range msgs {
-		gone[m] = true
 		nm := *m
 		nm.q = q.dlq
 		nm.receipt = ""
@@ -547,130 +595,140 @@ func (f *Fake) moveToDLQ(q *fakeQueue, msgs []*message, now time.Time) {
 		}
 		q.dlq.msgs = append(q.dlq.msgs, &nm)
 		q.dlq.stats.Sent++
-		m.deleted = true
 		q.stats.MovedToDLQ++
+		q.remove(m)
 	}
-	kept := q.msgs[:0]
-	for _, m := range q.msgs {
-		if !gone[m] {
-			kept = append(kept, m)
+}
+
+// remove marks m deleted and takes it out of q.
+func (q *fakeQueue) remove(m *message) {
+	m.deleted = true
+	if i := slices.Index(q.msgs, m); i >= 0 {
+		q.msgs = slices.Delete(q.msgs, i, i+1)
+	}
+}
+
+// toMessage is m as ReceiveMessage returns it, with the attributes in asks for.
+func (m *message) toMessage(in *sqs.ReceiveMessageInput) types.Message {
+	system := map[types.MessageSystemAttributeName]string{
+		types.MessageSystemAttributeNameApproximateReceiveCount:          strconv.Itoa(m.receiveCount),
+		types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp: strconv.FormatInt(m.firstReceive.UnixMilli(), 10),
+		types.MessageSystemAttributeNameSentTimestamp:                    strconv.FormatInt(m.sentAt.UnixMilli(), 10),
+		types.MessageSystemAttributeNameSenderId:                         senderID,
+		types.MessageSystemAttributeNameMessageGroupId:                   m.groupID,
+		types.MessageSystemAttributeNameMessageDeduplicationId:           m.dedupID,
+		types.MessageSystemAttributeNameSequenceNumber:                   m.seqNumber,
+		types.MessageSystemAttributeNameDeadLetterQueueSourceArn:         m.dlqSource,
+	}
+	wanted := in.MessageSystemAttributeNames
+	for _, n := range in.AttributeNames { // the deprecated spelling of the same request
+		wanted = append(wanted, types.MessageSystemAttributeName(n))
+	}
+	all := slices.Contains(wanted, types.MessageSystemAttributeNameAll)
+	attrs := map[string]string{}
+	for n, v := range system {
+		if v != "" && (all || slices.Contains(wanted, n)) {
+			attrs[string(n)] = v
 		}
 	}
-	clear(q.msgs[len(kept):])
-	q.msgs = kept
+	msg := types.Message{MessageId: aws.String(m.id), ReceiptHandle: aws.String(m.receipt), Body: aws.String(m.body),
+		MD5OfBody: aws.String(m.md5)}
+	if len(attrs) > 0 {
+		msg.Attributes = attrs
+	}
+	for n, v := range m.attrs {
+		if slices.Contains(in.MessageAttributeNames, "All") || slices.Contains(in.MessageAttributeNames, ".*") || slices.Contains(in.MessageAttributeNames, n) {
+			if msg.MessageAttributes == nil {
+				msg.MessageAttributes = map[string]types.MessageAttributeValue{}
+			}
+			msg.MessageAttributes[n] = copyAttr(v)
+		}
+	}
+	msg.MD5OfMessageAttributes = md5OfAttributes(msg.MessageAttributes)
+	return msg
 }
 
-func (m *message) toMessage() queue.Message {
-	attrs := map[string]string{
-		queue.AttrApproximateReceiveCount:          strconv.Itoa(m.receiveCount),
-		queue.AttrApproximateFirstReceiveTimestamp: strconv.FormatInt(m.firstReceive.UnixMilli(), 10),
-		queue.AttrSentTimestamp:                    strconv.FormatInt(m.sentAt.UnixMilli(), 10),
-		queue.AttrSenderID:                         senderID,
-	}
-	if m.groupID != "" {
-		attrs[queue.AttrMessageGroupID] = m.groupID
-	}
-	if m.dedupID != "" {
-		attrs[queue.AttrMessageDeduplicationID] = m.dedupID
-	}
-	if m.seqNumber != "" {
-		attrs[queue.AttrSequenceNumber] = m.seqNumber
-	}
-	if m.dlqSource != "" {
-		attrs[queue.AttrDeadLetterQueueSourceArn] = m.dlqSource
-	}
-	return queue.Message{
-		MessageID:         m.id,
-		ReceiptHandle:     m.receipt,
-		Body:              m.body,
-		MD5OfBody:         m.md5,
-		Attributes:        attrs,
-		MessageAttributes: copyAttrs(m.attrs),
-	}
-}
-
-// DeleteMessage implements queue.Deleter.
-func (f *Fake) DeleteMessage(ctx context.Context, queueURL, receiptHandle string) error {
+// DeleteMessage deletes (acknowledges) a received message.
+func (f *Fake) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	q, err := f.lookup(ctx, "DeleteMessage", queueURL)
-	if err != nil {
-		return err
+	q, err := f.lookup(ctx, "DeleteMessage", in.QueueUrl)
+	if err == nil {
+		err = f.delete(q, aws.ToString(in.ReceiptHandle))
 	}
-	return f.delete(q, receiptHandle)
+	if err != nil {
+		return nil, opError("DeleteMessage", err)
+	}
+	return &sqs.DeleteMessageOutput{}, nil
 }
 
 // delete deletes the message of receiptHandle from q. Callers hold f.mu.
 func (f *Fake) delete(q *fakeQueue, receiptHandle string) error {
-	h, ok := f.handles[receiptHandle]
-	if !ok || h.msg.q != q {
-		return fmt.Errorf("sqsfake: DeleteMessage: %w: unknown receipt handle", queue.ErrReceiptHandleInvalid)
+	m, ok := f.handles[receiptHandle]
+	if !ok || m.q != q {
+		return badHandle("unknown receipt handle")
 	}
-	m := h.msg
 	if m.deleted {
 		return nil // deleting twice succeeds, as in SQS
 	}
-	now := f.now()
 	if m.receipt != receiptHandle {
 		if q.fifo {
-			return fmt.Errorf("sqsfake: DeleteMessage: %w: the message was received again since this handle was issued", queue.ErrReceiptHandleInvalid)
+			return badHandle("the message was received again since this handle was issued")
 		}
 		q.stats.StaleDeletes++
 		return nil
 	}
-	if q.fifo && !m.inFlight(now) {
-		return fmt.Errorf("sqsfake: DeleteMessage: %w: the visibility timeout of this handle expired", queue.ErrReceiptHandleInvalid)
+	if q.fifo && !m.inFlight(f.now()) {
+		return badHandle("the visibility timeout of this handle expired")
 	}
-	m.deleted = true
-	for i, x := range q.msgs {
-		if x == m {
-			q.msgs = append(q.msgs[:i], q.msgs[i+1:]...)
-			break
-		}
-	}
+	q.remove(m)
 	q.stats.Deleted++
 	return nil
 }
 
-// ChangeMessageVisibility implements queue.VisibilityChanger.
-func (f *Fake) ChangeMessageVisibility(ctx context.Context, queueURL, receiptHandle string, timeout time.Duration) error {
+// ChangeMessageVisibility changes the visibility timeout of an in-flight
+// message, counted from now; zero makes it visible again at once.
+func (f *Fake) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	q, err := f.lookup(ctx, "ChangeMessageVisibility", queueURL)
-	if err != nil {
-		return err
+	q, err := f.lookup(ctx, "ChangeMessageVisibility", in.QueueUrl)
+	if err == nil {
+		err = f.changeVisibility(q, aws.ToString(in.ReceiptHandle), in.VisibilityTimeout)
 	}
-	return f.changeVisibility(q, receiptHandle, timeout)
+	if err != nil {
+		return nil, opError("ChangeMessageVisibility", err)
+	}
+	return &sqs.ChangeMessageVisibilityOutput{}, nil
 }
 
 // changeVisibility is ChangeMessageVisibility on q. Callers hold f.mu.
-func (f *Fake) changeVisibility(q *fakeQueue, receiptHandle string, timeout time.Duration) error {
+func (f *Fake) changeVisibility(q *fakeQueue, receiptHandle string, seconds int32) error {
+	timeout := time.Duration(seconds) * time.Second
 	if timeout < 0 || timeout > maxVisibility {
-		return fmt.Errorf("sqsfake: ChangeMessageVisibility: %w: %s not in 0..12h", queue.ErrInvalidParameter, timeout)
+		return invalid("visibility timeout %s not in 0..12h", timeout)
 	}
-	h, ok := f.handles[receiptHandle]
-	if !ok || h.msg.q != q {
-		return fmt.Errorf("sqsfake: ChangeMessageVisibility: %w: unknown receipt handle", queue.ErrReceiptHandleInvalid)
+	m, ok := f.handles[receiptHandle]
+	if !ok || m.q != q {
+		return badHandle("unknown receipt handle")
 	}
-	m := h.msg
 	if m.receipt != receiptHandle {
-		return fmt.Errorf("sqsfake: ChangeMessageVisibility: %w: the message was received again since this handle was issued", queue.ErrReceiptHandleInvalid)
+		return badHandle("the message was received again since this handle was issued")
 	}
 	now := f.now()
 	if m.deleted || !m.inFlight(now) {
-		return fmt.Errorf("sqsfake: ChangeMessageVisibility: %w", queue.ErrMessageNotInflight)
+		return &types.MessageNotInflight{Message: aws.String("the message is not in flight")}
 	}
 	m.visibleAt = now.Add(timeout)
 	return nil
 }
 
-// GetQueueAttributes implements queue.AttributeGetter.
-func (f *Fake) GetQueueAttributes(ctx context.Context, queueURL string, names ...string) (map[string]string, error) {
+// GetQueueAttributes reads queue attributes; no names means "All".
+func (f *Fake) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	q, err := f.lookup(ctx, "GetQueueAttributes", queueURL)
+	q, err := f.lookup(ctx, "GetQueueAttributes", in.QueueUrl)
 	if err != nil {
-		return nil, err
+		return nil, opError("GetQueueAttributes", err)
 	}
 	now := f.now()
 	f.expire(q, now)
@@ -685,63 +743,54 @@ func (f *Fake) GetQueueAttributes(ctx context.Context, queueURL string, names ..
 			visible++
 		}
 	}
-	all := map[string]string{
-		queue.QueueAttrApproximateNumberOfMessages:           strconv.Itoa(visible),
-		queue.QueueAttrApproximateNumberOfMessagesNotVisible: strconv.Itoa(inflight),
-		queue.QueueAttrApproximateNumberOfMessagesDelayed:    strconv.Itoa(delayed),
-		queue.QueueAttrVisibilityTimeout:                     strconv.Itoa(int(q.cfg.VisibilityTimeout / time.Second)),
-		queue.QueueAttrQueueArn:                              q.arn,
-		queue.QueueAttrMessageRetentionPeriod:                strconv.Itoa(int(q.cfg.RetentionPeriod / time.Second)),
-		"DelaySeconds":                                       strconv.Itoa(int(q.cfg.Delay / time.Second)),
-		"MaximumMessageSize":                                 strconv.Itoa(q.cfg.MaxMessageSize),
+	all := map[types.QueueAttributeName]string{
+		types.QueueAttributeNameApproximateNumberOfMessages:           strconv.Itoa(visible),
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible: strconv.Itoa(inflight),
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed:    strconv.Itoa(delayed),
+		types.QueueAttributeNameVisibilityTimeout:                     strconv.Itoa(int(q.cfg.VisibilityTimeout / time.Second)),
+		types.QueueAttributeNameQueueArn:                              q.arn,
+		types.QueueAttributeNameMessageRetentionPeriod:                strconv.Itoa(int(q.cfg.RetentionPeriod / time.Second)),
+		types.QueueAttributeNameDelaySeconds:                          strconv.Itoa(int(q.cfg.Delay / time.Second)),
+		types.QueueAttributeNameMaximumMessageSize:                    strconv.Itoa(q.cfg.MaxMessageSize),
 	}
 	if q.fifo {
-		all[queue.QueueAttrFifoQueue] = "true"
-		all["ContentBasedDeduplication"] = strconv.FormatBool(q.cfg.ContentBasedDeduplication)
+		all[types.QueueAttributeNameFifoQueue] = "true"
+		all[types.QueueAttributeNameContentBasedDeduplication] = strconv.FormatBool(q.cfg.ContentBasedDeduplication)
 	}
 	if rp := q.cfg.Redrive; rp != nil {
 		b, _ := json.Marshal(map[string]any{"deadLetterTargetArn": rp.DeadLetterTargetARN, "maxReceiveCount": rp.MaxReceiveCount})
-		all[queue.QueueAttrRedrivePolicy] = string(b)
+		all[types.QueueAttributeNameRedrivePolicy] = string(b)
 	}
-	if len(names) == 0 {
-		names = []string{queue.QueueAttrAll}
+	names := in.AttributeNames
+	if len(names) == 0 || slices.Contains(names, types.QueueAttributeNameAll) {
+		names = slices.Collect(maps.Keys(all))
 	}
 	out := map[string]string{}
 	for _, n := range names {
-		if n == queue.QueueAttrAll {
-			return all, nil
-		}
 		v, ok := all[n]
 		if !ok {
-			if knownUnset[n] {
-				continue
+			if slices.Contains(types.QueueAttributeName("").Values(), n) {
+				continue // a valid name the fake has no value for
 			}
-			return nil, fmt.Errorf("sqsfake: GetQueueAttributes: %w: unknown attribute %q", queue.ErrInvalidParameter, n)
+			return nil, opError("GetQueueAttributes", apiError("InvalidAttributeName", "unknown attribute %q", n))
 		}
-		out[n] = v
+		out[string(n)] = v
 	}
-	return out, nil
-}
-
-// knownUnset are valid SQS attribute names the fake may not have a value for.
-var knownUnset = map[string]bool{
-	queue.QueueAttrFifoQueue: true, queue.QueueAttrRedrivePolicy: true, "ContentBasedDeduplication": true,
-	"Policy": true, "KmsMasterKeyId": true, "RedriveAllowPolicy": true, "SqsManagedSseEnabled": true,
-	"CreatedTimestamp": true, "LastModifiedTimestamp": true, "ReceiveMessageWaitTimeSeconds": true,
+	return &sqs.GetQueueAttributesOutput{Attributes: out}, nil
 }
 
 // validateBody applies SQS's rules: non-empty and only the allowed Unicode
 // characters (#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF).
 func validateBody(b string) error {
 	if b == "" {
-		return fmt.Errorf("sqsfake: SendMessage: %w: the message body must not be empty", queue.ErrInvalidParameter)
+		return invalid("the message body must not be empty")
 	}
 	if !utf8.ValidString(b) {
-		return fmt.Errorf("sqsfake: SendMessage: %w: the message body is not valid UTF-8", ErrInvalidMessageContents)
+		return &types.InvalidMessageContents{Message: aws.String("the message body is not valid UTF-8")}
 	}
 	for i, r := range b {
 		if !allowedRune(r) {
-			return fmt.Errorf("sqsfake: SendMessage: %w: character %U at byte %d is not allowed by SQS", ErrInvalidMessageContents, r, i)
+			return &types.InvalidMessageContents{Message: aws.String(fmt.Sprintf("character %U at byte %d is not allowed by SQS", r, i))}
 		}
 	}
 	return nil
@@ -754,52 +803,56 @@ func allowedRune(r rune) bool {
 
 // validateAttributes applies SQS's message attribute rules and returns the
 // attributes' contribution to the message size (name + type + value).
-func validateAttributes(attrs map[string]queue.Attribute) (int, error) {
+func validateAttributes(attrs map[string]types.MessageAttributeValue) (int, error) {
 	if len(attrs) > MaxMessageAttributes {
-		return 0, fmt.Errorf("sqsfake: SendMessage: %w: %d message attributes, SQS allows %d", queue.ErrInvalidParameter, len(attrs), MaxMessageAttributes)
+		return 0, invalid("%d message attributes, SQS allows %d", len(attrs), MaxMessageAttributes)
 	}
-	size := 0
 	for name, a := range attrs {
 		if err := validateAttributeName(name); err != nil {
 			return 0, err
 		}
-		base, _, _ := strings.Cut(a.DataType, ".")
+		value := aws.ToString(a.StringValue)
+		base, _, _ := strings.Cut(aws.ToString(a.DataType), ".")
 		switch base {
 		case "String":
-			if a.StringValue == "" {
-				return 0, fmt.Errorf("sqsfake: SendMessage: %w: attribute %q has an empty value", queue.ErrInvalidParameter, name)
+			if value == "" {
+				return 0, invalid("attribute %q has an empty value", name)
 			}
-			if !utf8.ValidString(a.StringValue) {
-				return 0, fmt.Errorf("sqsfake: SendMessage: %w: attribute %q is not valid UTF-8", queue.ErrInvalidParameter, name)
+			if !utf8.ValidString(value) {
+				return 0, invalid("attribute %q is not valid UTF-8", name)
 			}
-			for _, r := range a.StringValue {
+			for _, r := range value {
 				if !allowedRune(r) {
-					return 0, fmt.Errorf("sqsfake: SendMessage: %w: attribute %q has character %U", queue.ErrInvalidParameter, name, r)
+					return 0, invalid("attribute %q has character %U", name, r)
 				}
 			}
-			size += len(a.StringValue)
 		case "Number":
-			if _, ok := new(big.Float).SetString(a.StringValue); !ok {
-				return 0, fmt.Errorf("sqsfake: SendMessage: %w: attribute %q: %q is not a number", queue.ErrInvalidParameter, name, a.StringValue)
+			if _, ok := new(big.Float).SetString(value); !ok {
+				return 0, invalid("attribute %q: %q is not a number", name, value)
 			}
-			size += len(a.StringValue)
 		case "Binary":
 			if len(a.BinaryValue) == 0 {
-				return 0, fmt.Errorf("sqsfake: SendMessage: %w: attribute %q has an empty value", queue.ErrInvalidParameter, name)
+				return 0, invalid("attribute %q has an empty value", name)
 			}
-			size += len(a.BinaryValue)
 		default:
-			return 0, fmt.Errorf("sqsfake: SendMessage: %w: attribute %q has data type %q (want String, Number or Binary)", queue.ErrInvalidParameter, name, a.DataType)
+			return 0, invalid("attribute %q has data type %q (want String, Number or Binary)", name, aws.ToString(a.DataType))
 		}
-		size += len(name) + len(a.DataType)
 	}
-	return size, nil
+	return attributesSize(attrs), nil
+}
+
+// attributesSize is what attrs add to a message's size (name, type and
+// value of each), without validating them.
+func attributesSize(attrs map[string]types.MessageAttributeValue) int {
+	n := 0
+	for name, a := range attrs {
+		n += len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
+	}
+	return n
 }
 
 func validateAttributeName(n string) error {
-	bad := func(why string) error {
-		return fmt.Errorf("sqsfake: SendMessage: %w: attribute name %q %s", queue.ErrInvalidParameter, n, why)
-	}
+	bad := func(why string) error { return invalid("attribute name %q %s", n, why) }
 	if n == "" || len(n) > 256 {
 		return bad("must be 1..256 characters")
 	}
@@ -822,26 +875,27 @@ func validateAttributeName(n string) error {
 // characters from alphanumerics and punctuation.
 func validateFIFOID(field, v string) error {
 	if v == "" || len(v) > 128 {
-		return fmt.Errorf("sqsfake: SendMessage: %w: %s must be 1..128 characters", queue.ErrInvalidParameter, field)
+		return invalid("%s must be 1..128 characters", field)
 	}
 	for _, r := range v {
 		if r < 0x21 || r > 0x7E {
-			return fmt.Errorf("sqsfake: SendMessage: %w: %s may only contain alphanumerics and punctuation", queue.ErrInvalidParameter, field)
+			return invalid("%s may only contain alphanumerics and punctuation", field)
 		}
 	}
 	return nil
 }
 
-func copyAttrs(in map[string]queue.Attribute) map[string]queue.Attribute {
+func copyAttr(v types.MessageAttributeValue) types.MessageAttributeValue {
+	return types.MessageAttributeValue{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: slices.Clone(v.BinaryValue)}
+}
+
+func copyAttrs(in map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make(map[string]queue.Attribute, len(in))
+	out := make(map[string]types.MessageAttributeValue, len(in))
 	for k, v := range in {
-		if v.BinaryValue != nil {
-			v.BinaryValue = append([]byte(nil), v.BinaryValue...)
-		}
-		out[k] = v
+		out[k] = copyAttr(v)
 	}
 	return out
 }
@@ -849,6 +903,41 @@ func copyAttrs(in map[string]queue.Attribute) map[string]queue.Attribute {
 func md5Hex(s string) string {
 	sum := md5.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// md5OfAttributes is SQS's MD5OfMessageAttributes: over the attributes
+// sorted by name, each as length-prefixed name, length-prefixed data type,
+// a transport byte (1 string or number, 2 binary) and the length-prefixed
+// value; nil when there are none.
+func md5OfAttributes(attrs map[string]types.MessageAttributeValue) *string {
+	if len(attrs) == 0 {
+		return nil
+	}
+	h := md5.New()
+	field := func(b []byte) {
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
+		h.Write(b)
+	}
+	for _, n := range slices.Sorted(maps.Keys(attrs)) {
+		a := attrs[n]
+		field([]byte(n))
+		field([]byte(aws.ToString(a.DataType)))
+		if strings.HasPrefix(aws.ToString(a.DataType), "Binary") {
+			h.Write([]byte{2})
+			field(a.BinaryValue)
+		} else {
+			h.Write([]byte{1})
+			field([]byte(aws.ToString(a.StringValue)))
+		}
+	}
+	return aws.String(hex.EncodeToString(h.Sum(nil)))
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // newUUID returns a random RFC 4122 version 4 UUID, the shape of SQS message ids.
@@ -861,9 +950,33 @@ func newUUID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// QueueURLs returns the URLs of all queues, sorted.
-func (f *Fake) QueueURLs() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Sorted(maps.Keys(f.byURL))
+// EventRecord is m as Lambda's SQS event source mapping delivers it from
+// the queue queueARN in region (m received with every attribute).
+func EventRecord(m types.Message, queueARN, region string) events.SQSMessage {
+	rec := events.SQSMessage{
+		MessageId:      aws.ToString(m.MessageId),
+		ReceiptHandle:  aws.ToString(m.ReceiptHandle),
+		Body:           aws.ToString(m.Body),
+		Md5OfBody:      aws.ToString(m.MD5OfBody),
+		Attributes:     maps.Clone(m.Attributes),
+		EventSourceARN: queueARN,
+		EventSource:    "aws:sqs",
+		AWSRegion:      region,
+	}
+	if rec.Attributes == nil {
+		rec.Attributes = map[string]string{}
+	}
+	for k, a := range m.MessageAttributes {
+		if rec.MessageAttributes == nil {
+			rec.MessageAttributes = map[string]events.SQSMessageAttribute{}
+		}
+		ea := events.SQSMessageAttribute{DataType: aws.ToString(a.DataType)}
+		if strings.HasPrefix(ea.DataType, "Binary") {
+			ea.BinaryValue = slices.Clone(a.BinaryValue)
+		} else {
+			ea.StringValue = aws.String(aws.ToString(a.StringValue))
+		}
+		rec.MessageAttributes[k] = ea
+	}
+	return rec
 }

@@ -6,14 +6,20 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
 	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
 var t0 = time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC) // a Sunday night
@@ -33,28 +39,28 @@ func mustCreate(t *testing.T, f *sqsfake.Fake, name string, cfg sqsfake.QueueCon
 	return url
 }
 
-func send(t *testing.T, f *sqsfake.Fake, in queue.SendMessageInput) string {
+func send(t *testing.T, f *sqsfake.Fake, in sqs.SendMessageInput) string {
 	t.Helper()
 	out, err := f.SendMessage(context.Background(), &in)
 	if err != nil {
-		t.Fatalf("SendMessage(%q): %v", in.Body, err)
+		t.Fatalf("SendMessage(%q): %v", aws.ToString(in.MessageBody), err)
 	}
-	return out.MessageID
+	return *out.MessageId
 }
 
-func receive(t *testing.T, f *sqsfake.Fake, url string, max int) []queue.Message {
+func receive(t *testing.T, f *sqsfake.Fake, url string, max int) []types.Message {
 	t.Helper()
-	msgs, err := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: max})
+	out, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: int32(max), MessageSystemAttributeNames: allSystem, MessageAttributeNames: allAttrs})
 	if err != nil {
 		t.Fatalf("ReceiveMessage: %v", err)
 	}
-	return msgs
+	return out.Messages
 }
 
-func bodies(msgs []queue.Message) string {
+func bodies(msgs []types.Message) string {
 	var b []string
 	for _, m := range msgs {
-		b = append(b, m.Body)
+		b = append(b, aws.ToString(m.Body))
 	}
 	return strings.Join(b, ",")
 }
@@ -62,17 +68,17 @@ func bodies(msgs []queue.Message) string {
 func TestVisibilityTimeoutAndReceiveCount(t *testing.T) {
 	f, clk := newFake(t)
 	url := mustCreate(t, f, "cola", sqsfake.QueueConfig{VisibilityTimeout: 400 * time.Second})
-	id := send(t, f, queue.SendMessageInput{QueueURL: url, Body: `{"pedido_id":"P1"}`})
+	id := send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(`{"pedido_id":"P1"}`)})
 
 	first := receive(t, f, url, 10)
-	if len(first) != 1 || first[0].MessageID != id || first[0].ReceiveCount() != 1 {
+	if len(first) != 1 || aws.ToString(first[0].MessageId) != id || receiveCount(first[0]) != 1 {
 		t.Fatalf("first receive = %+v, want %s with count 1", first, id)
 	}
-	if got := first[0].Attributes[queue.AttrSentTimestamp]; got != fmt.Sprint(t0.UnixMilli()) {
+	if got := first[0].Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]; got != fmt.Sprint(t0.UnixMilli()) {
 		t.Errorf("SentTimestamp = %s, want %d", got, t0.UnixMilli())
 	}
-	if sum := md5.Sum([]byte(`{"pedido_id":"P1"}`)); first[0].MD5OfBody != hex.EncodeToString(sum[:]) {
-		t.Errorf("MD5OfBody = %q", first[0].MD5OfBody)
+	if sum := md5.Sum([]byte(`{"pedido_id":"P1"}`)); aws.ToString(first[0].MD5OfBody) != hex.EncodeToString(sum[:]) {
+		t.Errorf("MD5OfBody = %q", *first[0].MD5OfBody)
 	}
 	clk.Advance(399 * time.Second)
 	if got := receive(t, f, url, 10); len(got) != 0 {
@@ -80,23 +86,23 @@ func TestVisibilityTimeoutAndReceiveCount(t *testing.T) {
 	}
 	clk.Advance(time.Second)
 	second := receive(t, f, url, 10)
-	if len(second) != 1 || second[0].ReceiveCount() != 2 {
+	if len(second) != 1 || receiveCount(second[0]) != 2 {
 		t.Fatalf("after timeout = %+v, want the message again with count 2", second)
 	}
-	if second[0].ReceiptHandle == first[0].ReceiptHandle {
+	if *second[0].ReceiptHandle == *first[0].ReceiptHandle {
 		t.Error("a new receive must issue a new receipt handle")
 	}
-	if a, b := first[0].Attributes[queue.AttrApproximateFirstReceiveTimestamp], second[0].Attributes[queue.AttrApproximateFirstReceiveTimestamp]; a != b {
+	if a, b := first[0].Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)], second[0].Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)]; a != b {
 		t.Errorf("ApproximateFirstReceiveTimestamp changed: %s -> %s", a, b)
 	}
 	// A receive-time override (the runbook's VisibilityTimeout=5).
 	clk.Advance(400 * time.Second)
-	msgs, err := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 1, VisibilityTimeout: 5 * time.Second})
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("receive with override: %v %v", msgs, err)
+	out, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 1, VisibilityTimeout: 5})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("receive with override: %v %v", out, err)
 	}
 	clk.Advance(5 * time.Second)
-	if got := receive(t, f, url, 1); len(got) != 1 || got[0].ReceiveCount() != 4 {
+	if got := receive(t, f, url, 1); len(got) != 1 || receiveCount(got[0]) != 4 {
 		t.Fatalf("after the 5 s override the message must be back with count 4, got %+v", got)
 	}
 }
@@ -114,15 +120,14 @@ func TestRedriveToDLQ(t *testing.T) {
 				VisibilityTimeout: 30 * time.Second,
 				Redrive:           &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 4},
 			})
-			in := queue.SendMessageInput{QueueURL: src, Body: `{"version":2}`,
-				MessageAttributes: map[string]queue.Attribute{"tipo": queue.StringAttribute("PedidoConfirmado")}}
+			in := sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String(`{"version":2}`), MessageAttributes: map[string]types.MessageAttributeValue{"tipo": sqsbatch.StringAttribute("PedidoConfirmado")}}
 			if fifo {
-				in.MessageGroupID, in.MessageDeduplicationID = "P1", "d1"
+				in.MessageGroupId, in.MessageDeduplicationId = aws.String("P1"), aws.String("d1")
 			}
 			id := send(t, f, in)
 			for i := 1; i <= 4; i++ {
 				got := receive(t, f, src, 10)
-				if len(got) != 1 || got[0].ReceiveCount() != i {
+				if len(got) != 1 || receiveCount(got[0]) != i {
 					t.Fatalf("receive %d = %+v", i, got)
 				}
 				clk.Advance(30 * time.Second)
@@ -141,13 +146,13 @@ func TestRedriveToDLQ(t *testing.T) {
 				t.Errorf("FIFO DLQ deduplication id = %q, want the message id %s", states[0].DeduplicationID, id)
 			}
 			got := receive(t, f, dlq, 10)
-			if len(got) != 1 || got[0].ReceiveCount() != 5 {
+			if len(got) != 1 || receiveCount(got[0]) != 5 {
 				t.Fatalf("first DLQ receive = %+v, want receive count 5 (maxReceiveCount 4, as SQS)", got)
 			}
-			if got[0].Attributes[queue.AttrDeadLetterQueueSourceArn] != f.ARN(src) || got[0].MessageAttributes["tipo"].StringValue != "PedidoConfirmado" {
+			if got[0].Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] != f.ARN(src) || aws.ToString(got[0].MessageAttributes["tipo"].StringValue) != "PedidoConfirmado" {
 				t.Errorf("DLQ message lost attributes: %+v", got[0])
 			}
-			if fifo && got[0].Attributes[queue.AttrMessageGroupID] != "P1" {
+			if fifo && got[0].Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != "P1" {
 				t.Errorf("FIFO DLQ message lost its group: %+v", got[0].Attributes)
 			}
 		})
@@ -158,7 +163,7 @@ func TestFIFOGroups(t *testing.T) {
 	f, clk := newFake(t)
 	url := mustCreate(t, f, "movimientos-stock.fifo", sqsfake.QueueConfig{ContentBasedDeduplication: true})
 	for _, m := range []struct{ group, body string }{{"SKU-A", "a1"}, {"SKU-A", "a2"}, {"SKU-B", "b1"}, {"SKU-A", "a3"}, {"SKU-B", "b2"}} {
-		send(t, f, queue.SendMessageInput{QueueURL: url, Body: m.body, MessageGroupID: m.group})
+		send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: &m.body, MessageGroupId: &m.group})
 	}
 	first := receive(t, f, url, 1)
 	if bodies(first) != "a1" {
@@ -171,11 +176,11 @@ func TestFIFOGroups(t *testing.T) {
 	// a1 not deleted: when its visibility expires it comes back first (order kept).
 	clk.Advance(sqsfake.DefaultVisibilityTimeout)
 	again := receive(t, f, url, 2)
-	if bodies(again) != "a1,a2" || again[0].ReceiveCount() != 2 {
-		t.Fatalf("after expiry got %s (count %d), want a1,a2", bodies(again), again[0].ReceiveCount())
+	if bodies(again) != "a1,a2" || receiveCount(again[0]) != 2 {
+		t.Fatalf("after expiry got %s (count %d), want a1,a2", bodies(again), receiveCount(again[0]))
 	}
 	for _, m := range again {
-		if err := f.DeleteMessage(context.Background(), url, m.ReceiptHandle); err != nil {
+		if err := deleteMessage(context.Background(), f, url, *m.ReceiptHandle); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,8 +189,8 @@ func TestFIFOGroups(t *testing.T) {
 	if bodies(got) != "b1,a3,b2" {
 		t.Fatalf("after deleting a1,a2 got %s, want b1,a3,b2", bodies(got))
 	}
-	if got[1].Attributes[queue.AttrSequenceNumber] <= again[1].Attributes[queue.AttrSequenceNumber] {
-		t.Errorf("sequence numbers must increase: %s then %s", again[1].Attributes[queue.AttrSequenceNumber], got[1].Attributes[queue.AttrSequenceNumber])
+	if got[1].Attributes[string(types.MessageSystemAttributeNameSequenceNumber)] <= again[1].Attributes[string(types.MessageSystemAttributeNameSequenceNumber)] {
+		t.Errorf("sequence numbers must increase: %s then %s", again[1].Attributes[string(types.MessageSystemAttributeNameSequenceNumber)], got[1].Attributes[string(types.MessageSystemAttributeNameSequenceNumber)])
 	}
 }
 
@@ -194,8 +199,8 @@ func TestFIFORedriveUnblocksGroup(t *testing.T) {
 	dlq := mustCreate(t, f, "dlq.fifo", sqsfake.QueueConfig{})
 	src := mustCreate(t, f, "src.fifo", sqsfake.QueueConfig{ContentBasedDeduplication: true,
 		Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
-	send(t, f, queue.SendMessageInput{QueueURL: src, Body: "poison", MessageGroupID: "g"})
-	send(t, f, queue.SendMessageInput{QueueURL: src, Body: "next", MessageGroupID: "g"})
+	send(t, f, sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String("poison"), MessageGroupId: aws.String("g")})
+	send(t, f, sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String("next"), MessageGroupId: aws.String("g")})
 	if got := bodies(receive(t, f, src, 1)); got != "poison" {
 		t.Fatalf("got %s", got)
 	}
@@ -212,20 +217,20 @@ func TestFIFODeduplication(t *testing.T) {
 	f, clk := newFake(t)
 	url := mustCreate(t, f, "q.fifo", sqsfake.QueueConfig{ContentBasedDeduplication: true})
 	ctx := context.Background()
-	a, _ := f.SendMessage(ctx, &queue.SendMessageInput{QueueURL: url, Body: "x", MessageGroupID: "g", MessageDeduplicationID: "k"})
+	a, _ := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("k")})
 	clk.Advance(4 * time.Minute)
-	b, _ := f.SendMessage(ctx, &queue.SendMessageInput{QueueURL: url, Body: "y", MessageGroupID: "g", MessageDeduplicationID: "k"})
-	if a.MessageID != b.MessageID || a.SequenceNumber != b.SequenceNumber {
+	b, _ := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("y"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("k")})
+	if aws.ToString(a.MessageId) != aws.ToString(b.MessageId) || aws.ToString(a.SequenceNumber) != aws.ToString(b.SequenceNumber) {
 		t.Errorf("duplicate within 5 min must return the first id: %+v %+v", a, b)
 	}
-	c, _ := f.SendMessage(ctx, &queue.SendMessageInput{QueueURL: url, Body: "x", MessageGroupID: "g"})
-	d, _ := f.SendMessage(ctx, &queue.SendMessageInput{QueueURL: url, Body: "x", MessageGroupID: "g"})
-	if c.MessageID != d.MessageID {
+	c, _ := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x"), MessageGroupId: aws.String("g")})
+	d, _ := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x"), MessageGroupId: aws.String("g")})
+	if aws.ToString(c.MessageId) != aws.ToString(d.MessageId) {
 		t.Error("content-based deduplication did not deduplicate")
 	}
 	clk.Advance(5 * time.Minute)
-	e, _ := f.SendMessage(ctx, &queue.SendMessageInput{QueueURL: url, Body: "z", MessageGroupID: "g", MessageDeduplicationID: "k"})
-	if e.MessageID == a.MessageID {
+	e, _ := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("z"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("k")})
+	if aws.ToString(e.MessageId) == aws.ToString(a.MessageId) {
 		t.Error("after the 5-minute window the id must be accepted again")
 	}
 	if s := f.Stats(url); s.Sent != 3 || s.Deduplicated != 2 {
@@ -237,40 +242,40 @@ func TestSendValidation(t *testing.T) {
 	f, _ := newFake(t)
 	std := mustCreate(t, f, "std", sqsfake.QueueConfig{MaxMessageSize: 1024})
 	fifo := mustCreate(t, f, "f.fifo", sqsfake.QueueConfig{})
-	attrs := func(n int) map[string]queue.Attribute {
-		m := map[string]queue.Attribute{}
+	attrs := func(n int) map[string]types.MessageAttributeValue {
+		m := map[string]types.MessageAttributeValue{}
 		for i := range n {
-			m[fmt.Sprintf("a%d", i)] = queue.StringAttribute("v")
+			m[fmt.Sprintf("a%d", i)] = sqsbatch.StringAttribute("v")
 		}
 		return m
 	}
 	tests := []struct {
 		name string
-		in   queue.SendMessageInput
+		in   sqs.SendMessageInput
 		ok   bool
 	}{
-		{"ok", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: attrs(10)}, true},
-		{"custom type", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: map[string]queue.Attribute{"n": {DataType: "Number.int", StringValue: "-12.5"}}}, true},
-		{"binary", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: map[string]queue.Attribute{"b": {DataType: "Binary", BinaryValue: []byte{0}}}}, true},
-		{"11 attributes", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: attrs(11)}, false},
-		{"empty body", queue.SendMessageInput{QueueURL: std, Body: ""}, false},
-		{"NUL in body", queue.SendMessageInput{QueueURL: std, Body: "a\x00b"}, false},
-		{"invalid UTF-8", queue.SendMessageInput{QueueURL: std, Body: "\xff"}, false},
-		{"too large", queue.SendMessageInput{QueueURL: std, Body: strings.Repeat("x", 1025)}, false},
-		{"attributes count in size", queue.SendMessageInput{QueueURL: std, Body: strings.Repeat("x", 1020), MessageAttributes: attrs(1)}, false},
-		{"reserved name", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: map[string]queue.Attribute{"AWS.trace": queue.StringAttribute("v")}}, false},
-		{"bad name", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: map[string]queue.Attribute{"a b": queue.StringAttribute("v")}}, false},
-		{"double period", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: map[string]queue.Attribute{"a..b": queue.StringAttribute("v")}}, false},
-		{"empty value", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: map[string]queue.Attribute{"a": {DataType: "String"}}}, false},
-		{"bad type", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: map[string]queue.Attribute{"a": {DataType: "Json", StringValue: "{}"}}}, false},
-		{"bad number", queue.SendMessageInput{QueueURL: std, Body: "x", MessageAttributes: map[string]queue.Attribute{"a": {DataType: "Number", StringValue: "doce"}}}, false},
-		{"dedup id on standard", queue.SendMessageInput{QueueURL: std, Body: "x", MessageDeduplicationID: "d"}, false},
-		{"delay too long", queue.SendMessageInput{QueueURL: std, Body: "x", Delay: 16 * time.Minute}, false},
-		{"fifo ok", queue.SendMessageInput{QueueURL: fifo, Body: "x", MessageGroupID: "g", MessageDeduplicationID: "d"}, true},
-		{"fifo without group", queue.SendMessageInput{QueueURL: fifo, Body: "x", MessageDeduplicationID: "d2"}, false},
-		{"fifo without dedup id", queue.SendMessageInput{QueueURL: fifo, Body: "x", MessageGroupID: "g"}, false},
-		{"fifo per-message delay", queue.SendMessageInput{QueueURL: fifo, Body: "x", MessageGroupID: "g", MessageDeduplicationID: "d3", Delay: time.Second}, false},
-		{"unknown queue", queue.SendMessageInput{QueueURL: std + "-no", Body: "x"}, false},
+		{"ok", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: attrs(10)}, true},
+		{"custom type", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"n": {DataType: aws.String("Number.int"), StringValue: aws.String("-12.5")}}}, true},
+		{"binary", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"b": {DataType: aws.String("Binary"), BinaryValue: []byte{0}}}}, true},
+		{"11 attributes", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: attrs(11)}, false},
+		{"empty body", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("")}, false},
+		{"NUL in body", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("a\x00b")}, false},
+		{"invalid UTF-8", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("\xff")}, false},
+		{"too large", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String(strings.Repeat("x", 1025))}, false},
+		{"attributes count in size", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String(strings.Repeat("x", 1020)), MessageAttributes: attrs(1)}, false},
+		{"reserved name", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"AWS.trace": sqsbatch.StringAttribute("v")}}, false},
+		{"bad name", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"a b": sqsbatch.StringAttribute("v")}}, false},
+		{"double period", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"a..b": sqsbatch.StringAttribute("v")}}, false},
+		{"empty value", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"a": {DataType: aws.String("String")}}}, false},
+		{"bad type", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"a": {DataType: aws.String("Json"), StringValue: aws.String("{}")}}}, false},
+		{"bad number", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"a": {DataType: aws.String("Number"), StringValue: aws.String("doce")}}}, false},
+		{"dedup id on standard", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageDeduplicationId: aws.String("d")}, false},
+		{"delay too long", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), DelaySeconds: int32(16 * time.Minute / time.Second)}, false},
+		{"fifo ok", sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("x"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d")}, true},
+		{"fifo without group", sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("x"), MessageDeduplicationId: aws.String("d2")}, false},
+		{"fifo without dedup id", sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("x"), MessageGroupId: aws.String("g")}, false},
+		{"fifo per-message delay", sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("x"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d3"), DelaySeconds: int32(time.Second / time.Second)}, false},
+		{"unknown queue", sqs.SendMessageInput{QueueUrl: aws.String(std + "-no"), MessageBody: aws.String("x")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,8 +283,9 @@ func TestSendValidation(t *testing.T) {
 			if tt.ok && err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			if !tt.ok && !errors.Is(err, queue.ErrInvalidParameter) && !errors.Is(err, queue.ErrQueueNotFound) {
-				t.Fatalf("err = %v, want ErrInvalidParameter or ErrQueueNotFound", err)
+			var api smithy.APIError
+			if !tt.ok && (!errors.As(err, &api) || api.ErrorFault() != smithy.FaultClient) {
+				t.Fatalf("err = %v, want an SQS error of the sender", err)
 			}
 		})
 	}
@@ -317,13 +323,13 @@ func TestDeleteAndStaleHandles(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f, clk := newFake(t)
 			url := mustCreate(t, f, name, sqsfake.QueueConfig{ContentBasedDeduplication: strings.HasSuffix(name, ".fifo")})
-			send(t, f, queue.SendMessageInput{QueueURL: url, Body: "x", MessageGroupID: "g"})
+			send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x"), MessageGroupId: aws.String("g")})
 			old := receive(t, f, url, 1)[0]
 			clk.Advance(sqsfake.DefaultVisibilityTimeout) // a slow consumer: another one gets it
 			cur := receive(t, f, url, 1)[0]
-			err := f.DeleteMessage(ctx, url, old.ReceiptHandle)
+			err := deleteMessage(ctx, f, url, aws.ToString(old.ReceiptHandle))
 			if strings.HasSuffix(name, ".fifo") {
-				if !errors.Is(err, queue.ErrReceiptHandleInvalid) {
+				if errorCode(err) != "ReceiptHandleIsInvalid" {
 					t.Fatalf("FIFO stale delete err = %v", err)
 				}
 			} else {
@@ -337,13 +343,13 @@ func TestDeleteAndStaleHandles(t *testing.T) {
 			if st, _ := f.Inspect(url); len(st) != 1 {
 				t.Fatal("a stale handle must not delete the message")
 			}
-			if err := f.DeleteMessage(ctx, url, cur.ReceiptHandle); err != nil {
+			if err := deleteMessage(ctx, f, url, aws.ToString(cur.ReceiptHandle)); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.DeleteMessage(ctx, url, cur.ReceiptHandle); err != nil {
+			if err := deleteMessage(ctx, f, url, aws.ToString(cur.ReceiptHandle)); err != nil {
 				t.Errorf("deleting twice must succeed: %v", err)
 			}
-			if err := f.DeleteMessage(ctx, url, "garbage"); !errors.Is(err, queue.ErrReceiptHandleInvalid) {
+			if err := deleteMessage(ctx, f, url, "garbage"); errorCode(err) != "ReceiptHandleIsInvalid" {
 				t.Errorf("unknown handle err = %v", err)
 			}
 			if st, _ := f.Inspect(url); len(st) != 0 {
@@ -357,10 +363,10 @@ func TestChangeMessageVisibility(t *testing.T) {
 	ctx := context.Background()
 	f, clk := newFake(t)
 	url := mustCreate(t, f, "erp", sqsfake.QueueConfig{})
-	send(t, f, queue.SendMessageInput{QueueURL: url, Body: "x"})
+	send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x")})
 	m := receive(t, f, url, 1)[0]
 	// The ERP notice waits while the breaker is open: back in 300 s.
-	if err := f.ChangeMessageVisibility(ctx, url, m.ReceiptHandle, 300*time.Second); err != nil {
+	if err := changeVisibility(ctx, f, url, aws.ToString(m.ReceiptHandle), 300*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(299 * time.Second)
@@ -369,21 +375,21 @@ func TestChangeMessageVisibility(t *testing.T) {
 	}
 	clk.Advance(time.Second)
 	m = receive(t, f, url, 1)[0]
-	if err := f.ChangeMessageVisibility(ctx, url, m.ReceiptHandle, 0); err != nil {
+	if err := changeVisibility(ctx, f, url, aws.ToString(m.ReceiptHandle), 0); err != nil {
 		t.Fatal(err)
 	}
 	m2 := receive(t, f, url, 1)
 	if len(m2) != 1 {
 		t.Fatal("visibility 0 must make the message visible at once")
 	}
-	if err := f.ChangeMessageVisibility(ctx, url, m.ReceiptHandle, time.Minute); !errors.Is(err, queue.ErrReceiptHandleInvalid) {
+	if err := changeVisibility(ctx, f, url, aws.ToString(m.ReceiptHandle), time.Minute); errorCode(err) != "ReceiptHandleIsInvalid" {
 		t.Errorf("stale handle err = %v", err)
 	}
 	clk.Advance(sqsfake.DefaultVisibilityTimeout)
-	if err := f.ChangeMessageVisibility(ctx, url, m2[0].ReceiptHandle, time.Minute); !errors.Is(err, queue.ErrMessageNotInflight) {
+	if err := changeVisibility(ctx, f, url, aws.ToString(m2[0].ReceiptHandle), time.Minute); errorCode(err) != "MessageNotInflight" {
 		t.Errorf("expired handle err = %v, want ErrMessageNotInflight", err)
 	}
-	if err := f.ChangeMessageVisibility(ctx, url, m2[0].ReceiptHandle, 13*time.Hour); !errors.Is(err, queue.ErrInvalidParameter) {
+	if err := changeVisibility(ctx, f, url, aws.ToString(m2[0].ReceiptHandle), 13*time.Hour); errorCode(err) != "InvalidParameterValue" {
 		t.Errorf("13h err = %v", err)
 	}
 }
@@ -394,32 +400,32 @@ func TestQueueAttributesDelayAndRetention(t *testing.T) {
 	dlq := mustCreate(t, f, "dlq", sqsfake.QueueConfig{})
 	url := mustCreate(t, f, "q", sqsfake.QueueConfig{VisibilityTimeout: 400 * time.Second,
 		Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 5}})
-	send(t, f, queue.SendMessageInput{QueueURL: url, Body: "a"})
-	send(t, f, queue.SendMessageInput{QueueURL: url, Body: "b"})
-	send(t, f, queue.SendMessageInput{QueueURL: url, Body: "later", Delay: time.Minute})
+	send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("a")})
+	send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("b")})
+	send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("later"), DelaySeconds: int32(time.Minute / time.Second)})
 	receive(t, f, url, 1)
-	attrs, err := f.GetQueueAttributes(ctx, url)
+	attrs, err := queueAttributes(ctx, f, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		queue.QueueAttrApproximateNumberOfMessages:           "1",
-		queue.QueueAttrApproximateNumberOfMessagesNotVisible: "1",
-		queue.QueueAttrApproximateNumberOfMessagesDelayed:    "1",
-		queue.QueueAttrVisibilityTimeout:                     "400",
-		queue.QueueAttrMessageRetentionPeriod:                "345600",
-		queue.QueueAttrRedrivePolicy:                         `{"deadLetterTargetArn":"` + f.ARN(dlq) + `","maxReceiveCount":5}`,
+		string(types.QueueAttributeNameApproximateNumberOfMessages):           "1",
+		string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible): "1",
+		string(types.QueueAttributeNameApproximateNumberOfMessagesDelayed):    "1",
+		string(types.QueueAttributeNameVisibilityTimeout):                     "400",
+		string(types.QueueAttributeNameMessageRetentionPeriod):                "345600",
+		string(types.QueueAttributeNameRedrivePolicy):                         `{"deadLetterTargetArn":"` + f.ARN(dlq) + `","maxReceiveCount":5}`,
 	}
 	for k, v := range want {
 		if attrs[k] != v {
 			t.Errorf("%s = %q, want %q", k, attrs[k], v)
 		}
 	}
-	one, err := f.GetQueueAttributes(ctx, url, queue.QueueAttrApproximateNumberOfMessages)
+	one, err := queueAttributes(ctx, f, url, types.QueueAttributeNameApproximateNumberOfMessages)
 	if err != nil || len(one) != 1 {
 		t.Errorf("single attribute: %v %v", one, err)
 	}
-	if _, err := f.GetQueueAttributes(ctx, url, "Nope"); !errors.Is(err, queue.ErrInvalidParameter) {
+	if _, err := queueAttributes(ctx, f, url, "Nope"); errorCode(err) != "InvalidAttributeName" {
 		t.Errorf("unknown attribute err = %v", err)
 	}
 	clk.Advance(time.Minute)
@@ -445,7 +451,7 @@ func TestFaultsAndContext(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := f.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: url, Body: "x"}); !errors.Is(err, boom) {
+	if _, err := f.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x")}); !errors.Is(err, boom) {
 		t.Fatalf("err = %v", err)
 	}
 	if s := f.Stats(url); s.Sent != 0 {
@@ -454,10 +460,10 @@ func TestFaultsAndContext(t *testing.T) {
 	f.SetFault(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := f.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: url}); !errors.Is(err, context.Canceled) {
+	if _, err := f.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MessageSystemAttributeNames: allSystem, MessageAttributeNames: allAttrs}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled ctx err = %v", err)
 	}
-	if _, err := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 11}); !errors.Is(err, queue.ErrInvalidParameter) {
+	if _, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 11, MessageSystemAttributeNames: allSystem, MessageAttributeNames: allAttrs}); errorCode(err) != "InvalidParameterValue" {
 		t.Fatalf("11 messages err = %v", err)
 	}
 }
@@ -469,7 +475,7 @@ func TestConcurrentConsumersExactlyOnceWhileInFlight(t *testing.T) {
 	url := mustCreate(t, f, "q", sqsfake.QueueConfig{VisibilityTimeout: time.Hour})
 	const n = 500
 	for i := range n {
-		send(t, f, queue.SendMessageInput{QueueURL: url, Body: fmt.Sprint(i)})
+		send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(fmt.Sprint(i))})
 	}
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -477,19 +483,19 @@ func TestConcurrentConsumersExactlyOnceWhileInFlight(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				msgs, err := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 10})
+				out, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10})
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				if len(msgs) == 0 {
+				if len(out.Messages) == 0 {
 					return
 				}
-				for _, m := range msgs {
+				for _, m := range out.Messages {
 					mu.Lock()
-					seen[m.Body]++
+					seen[*m.Body]++
 					mu.Unlock()
-					if err := f.DeleteMessage(context.Background(), url, m.ReceiptHandle); err != nil {
+					if err := deleteMessage(context.Background(), f, url, *m.ReceiptHandle); err != nil {
 						t.Error(err)
 					}
 				}
@@ -514,18 +520,56 @@ func TestRegionAndAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	arn := f.ARN(url)
-	a, err := queue.ParseARN(arn)
-	if err != nil || a.URL() != url || f.Region() != "eu-south-2" {
+	u, err := sqsbatch.QueueURL(arn)
+	if err != nil || u != url || f.Region() != "eu-south-2" {
 		t.Fatalf("url %s arn %s (%v)", url, arn, err)
 	}
 	if got := f.QueueURLs(); len(got) != 1 || got[0] != url {
 		t.Errorf("QueueURLs = %v", got)
 	}
 	// The wall clock is the default: a real receive works without a clock of its own.
-	if _, err := f.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: url, Body: "x"}); err != nil {
+	if _, err := f.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := receive(t, f, url, 1); len(got) != 1 {
 		t.Fatal("no message")
 	}
+}
+
+var (
+	allSystem = []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}
+	allAttrs  = []string{"All"}
+)
+
+// receiveCount is m's ApproximateReceiveCount.
+func receiveCount(m types.Message) int {
+	n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	return n
+}
+
+// errorCode is the SQS error code of err, "" when it has none.
+func errorCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
+func deleteMessage(ctx context.Context, f *sqsfake.Fake, url, handle string) error {
+	_, err := f.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: &handle})
+	return err
+}
+
+func changeVisibility(ctx context.Context, f *sqsfake.Fake, url, handle string, d time.Duration) error {
+	_, err := f.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: &handle, VisibilityTimeout: int32(d / time.Second)})
+	return err
+}
+
+func queueAttributes(ctx context.Context, f *sqsfake.Fake, url string, names ...types.QueueAttributeName) (map[string]string, error) {
+	out, err := f.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url, AttributeNames: names})
+	if err != nil {
+		return nil, err
+	}
+	return out.Attributes, nil
 }

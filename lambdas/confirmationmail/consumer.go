@@ -18,7 +18,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
@@ -35,8 +34,8 @@ const (
 type Deps struct {
 	Store      *idempotency.Store
 	Mailer     *Mailer
-	DLQ        queue.Sender
-	Visibility queue.VisibilityChanger
+	DLQ        sqsbatch.Sender
+	Visibility sqsbatch.VisibilityChanger
 	// Plan delays e-mails no provider can take now.
 	Plan *degrade.Plan
 	// Metrics receives CorreoAplazado and CorreoIncierto (nil discards).

@@ -198,7 +198,7 @@ func TestBothUnavailableDelaysTheEmail(t *testing.T) {
 	}
 	st, err := w.q.Fake.Inspect(w.q.Source)
 	consumertest.Must(t, err)
-	if len(st) != 1 || st[0].MessageAttributes[degrade.AttrDeferrals].StringValue != "1" || st[0].VisibleAt.Sub(w.q.Clock.Now()) != 300*time.Second {
+	if len(st) != 1 || aws.ToString(st[0].MessageAttributes[degrade.AttrDeferrals].StringValue) != "1" || st[0].VisibleAt.Sub(w.q.Clock.Now()) != 300*time.Second {
 		t.Fatalf("source queue %+v, want one copy (mf-aplazamientos 1) delayed 300 s", st)
 	}
 	if len(w.sec.Requests()) != 0 || sent(w.ses.Server) != 0 {

@@ -21,13 +21,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -65,7 +69,7 @@ type Config struct {
 	MaxReceiveCount int
 	// Sender sends the copies on the last receive (required for that step;
 	// without it the plan uses visibility changes only).
-	Sender queue.Sender
+	Sender sqsbatch.Sender
 	// Delay is how long the message waits (default 300 s, at most 15 min).
 	Delay time.Duration
 	// MaxDeferrals bounds the copies per message (default
@@ -145,16 +149,18 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 	if !errors.Is(cause, breaker.ErrOpen) {
 		spent++
 	}
-	arn, err := queue.ParseARN(rec.Message.EventSourceARN)
+	url, err := sqsbatch.QueueURL(rec.Message.EventSourceARN)
 	if err != nil {
 		return visibility
 	}
-	attrs := sqsbatch.ForwardAttributes(rec, map[string]queue.Attribute{
-		AttrDeferrals: queue.NumberAttribute(int64(n + 1)),
-		AttrReceives:  queue.NumberAttribute(int64(spent)),
+	attrs := sqsbatch.ForwardAttributes(rec, map[string]types.MessageAttributeValue{
+		AttrDeferrals: sqsbatch.NumberAttribute(int64(n + 1)),
+		AttrReceives:  sqsbatch.NumberAttribute(int64(spent)),
 	})
-	out, err := p.cfg.Sender.SendMessage(ctx, &queue.SendMessageInput{
-		QueueURL: arn.URL(), Body: rec.Message.Body, MessageAttributes: attrs, Delay: p.cfg.Delay,
+	// Whole seconds, rounded up: the copy never comes back early.
+	out, err := p.cfg.Sender.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(url), MessageBody: aws.String(rec.Message.Body), MessageAttributes: attrs,
+		DelaySeconds: int32(math.Ceil(p.cfg.Delay.Seconds())),
 	})
 	if err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "deferral copy failed; the message waits by visibility and spends this receive",
@@ -162,7 +168,7 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 		return fmt.Errorf("%w (and the deferral copy failed: %v)", visibility, err)
 	}
 	log.LogAttrs(ctx, slog.LevelWarn, "dependency unavailable: deferred as a delayed copy",
-		slog.String("copy_message_id", out.MessageID), slog.Int("deferrals", n+1), slog.Int("receives_spent", spent),
+		slog.String("copy_message_id", aws.ToString(out.MessageId)), slog.Int("deferrals", n+1), slog.Int("receives_spent", spent),
 		slog.Duration("delay", p.cfg.Delay), slog.String("cause", cause.Error()))
 	return nil
 }

@@ -15,12 +15,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -109,37 +112,25 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 func (w *world) poll() {
 	ctx := context.Background()
 	for {
-		msgs, err := w.fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: w.src, MaxMessages: 10})
+		ev, err := consumertest.Receive(ctx, w.fake, w.src, w.fake.ARN(w.src), 10)
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		if len(msgs) == 0 {
+		if len(ev.Records) == 0 {
 			return
 		}
-		ev := events.SQSEvent{}
-		for _, m := range msgs {
-			ev.Records = append(ev.Records, m.EventRecord(w.fake.ARN(w.src), w.fake.Region()))
-		}
 		resp, _ := w.proc.Process(ctx, ev)
-		var failed []string
-		for _, f := range resp.BatchItemFailures {
-			failed = append(failed, f.ItemIdentifier)
-		}
-		for _, m := range msgs {
-			if !slices.Contains(failed, m.MessageID) {
-				if err := w.fake.DeleteMessage(ctx, w.src, m.ReceiptHandle); err != nil {
-					w.t.Fatal(err)
-				}
-			}
+		if err := consumertest.Settle(ctx, w.fake, w.src, ev, resp, true); err != nil {
+			w.t.Fatal(err)
 		}
 	}
 }
 
 func (w *world) send(body string) {
-	in := &queue.SendMessageInput{QueueURL: w.src, Body: body,
-		MessageAttributes: map[string]queue.Attribute{"tipo": queue.StringAttribute("AvisoErp")}}
+	in := &sqs.SendMessageInput{QueueUrl: &w.src, MessageBody: &body,
+		MessageAttributes: map[string]types.MessageAttributeValue{"tipo": sqsbatch.StringAttribute("AvisoErp")}}
 	if len(w.src) > 5 && w.src[len(w.src)-5:] == ".fifo" {
-		in.MessageGroupID = "PED-1"
+		in.MessageGroupId = aws.String("PED-1")
 	}
 	if _, err := w.fake.SendMessage(context.Background(), in); err != nil {
 		w.t.Fatal(err)
@@ -267,12 +258,12 @@ func TestCallsAcrossCopiesStayBounded(t *testing.T) {
 			// plan, with the budget's reason.
 			reason := st[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue
 			switch {
-			case reason == "" && st[0].ReceiveCount < maxReceiveCount:
+			case aws.ToString(reason) == "" && st[0].ReceiveCount < maxReceiveCount:
 				t.Errorf("dead-lettered without a reason after %d receives, before the redrive's %d", st[0].ReceiveCount, maxReceiveCount)
-			case reason != "" && w.fake.Stats(w.src).Sent > 1 && !strings.Contains(reason, "maxReceiveCount") && !strings.Contains(reason, "every deferral"):
-				t.Errorf("a deferred message dead-lettered without the budget's reason: %q", reason)
+			case aws.ToString(reason) != "" && w.fake.Stats(w.src).Sent > 1 && !strings.Contains(aws.ToString(reason), "maxReceiveCount") && !strings.Contains(aws.ToString(reason), "every deferral"):
+				t.Errorf("a deferred message dead-lettered without the budget's reason: %q", aws.ToString(reason))
 			}
-			t.Logf("%d calls, %d sends; reason %q", w.calls[body], w.fake.Stats(w.src).Sent, reason)
+			t.Logf("%d calls, %d sends; reason %q", w.calls[body], w.fake.Stats(w.src).Sent, aws.ToString(reason))
 		})
 	}
 }
@@ -378,11 +369,11 @@ func TestDeferralCopyIgnoresIncomingMFAttributes(t *testing.T) {
 				t.Fatalf("%d messages in the source queue, want the copy", len(st))
 			}
 			got := st[0].MessageAttributes
-			if got[degrade.AttrDeferrals].StringValue != tc.wantCount {
-				t.Errorf("%s = %q, want %q", degrade.AttrDeferrals, got[degrade.AttrDeferrals].StringValue, tc.wantCount)
+			if aws.ToString(got[degrade.AttrDeferrals].StringValue) != tc.wantCount {
+				t.Errorf("%s = %q, want %q", degrade.AttrDeferrals, aws.ToString(got[degrade.AttrDeferrals].StringValue), tc.wantCount)
 			}
 			for k, a := range got {
-				if a.StringValue == "forged" || strings.Contains(a.StringValue, "forged") {
+				if aws.ToString(a.StringValue) == "forged" || strings.Contains(aws.ToString(a.StringValue), "forged") {
 					t.Errorf("the copy carries the forged %s", k)
 				}
 			}

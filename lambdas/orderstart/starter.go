@@ -37,7 +37,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/signing"
 	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
@@ -326,7 +325,7 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	}
 	cfg := BatchConfig(s)
 	cfg.ConsumerVersion = version
-	cfg.DLQ = queue.New(sqs.NewFromConfig(awsCfg))
+	cfg.DLQ = sqs.NewFromConfig(awsCfg)
 	cfg.DLQRoutes = routes
 	cfg.Logger = log
 	return sqsbatch.New(cfg)

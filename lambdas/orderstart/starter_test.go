@@ -194,7 +194,7 @@ func TestInvalidEventsArePoison(t *testing.T) {
 	}
 	var reasons []string
 	for _, d := range dead {
-		reasons = append(reasons, d.MessageAttributes[sqsbatch.AttrFailureReason].StringValue)
+		reasons = append(reasons, aws.ToString(d.MessageAttributes[sqsbatch.AttrFailureReason].StringValue))
 	}
 	all := strings.Join(reasons, "\n")
 	for _, want := range []string{"unknown major version 2", "PedidoPagado", "token_tarjeta"} {
@@ -238,7 +238,7 @@ func TestForgedEventsAreRefused(t *testing.T) {
 			if len(dead) != 1 || fake.calls != 0 {
 				t.Fatalf("%d dead-lettered, %d StartExecution calls; want 1 and 0", len(dead), fake.calls)
 			}
-			reason := dead[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue
+			reason := aws.ToString(dead[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue)
 			if !strings.Contains(reason, "P-F") || !strings.Contains(reason, "no execution started") || !strings.Contains(reason, tc.reason) {
 				t.Fatalf("DLQ reason %q does not name the order, the refusal and %q", reason, tc.reason)
 			}
@@ -301,7 +301,7 @@ func TestPermanentStartErrorsAreDeadLettered(t *testing.T) {
 				if len(resp.BatchItemFailures) != 0 || len(dead) != 1 {
 					t.Fatalf("%s: failures %+v, %d dead-lettered; want it dead-lettered once", tc.name, resp.BatchItemFailures, len(dead))
 				}
-				if reason := dead[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue; !strings.Contains(reason, tc.name) {
+				if reason := aws.ToString(dead[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue); !strings.Contains(reason, tc.name) {
 					t.Errorf("reason %q does not name %s", reason, tc.name)
 				}
 				return
@@ -422,8 +422,8 @@ func TestEventOlderThanItsWindowStartsNoSecondExecution(t *testing.T) {
 		t.Fatalf("%d dead-lettered, want the expired replay", len(dead))
 	}
 	a := dead[0].MessageAttributes
-	if a[sqsbatch.AttrFailureClass].StringValue != "permanent" || !strings.Contains(a[sqsbatch.AttrFailureReason].StringValue, lambdaapi.ReasonExpiredWindow) {
-		t.Fatalf("dead-lettered as %q: %s", a[sqsbatch.AttrFailureClass].StringValue, a[sqsbatch.AttrFailureReason].StringValue)
+	if aws.ToString(a[sqsbatch.AttrFailureClass].StringValue) != "permanent" || !strings.Contains(aws.ToString(a[sqsbatch.AttrFailureReason].StringValue), lambdaapi.ReasonExpiredWindow) {
+		t.Fatalf("dead-lettered as %q: %s", aws.ToString(a[sqsbatch.AttrFailureClass].StringValue), aws.ToString(a[sqsbatch.AttrFailureReason].StringValue))
 	}
 }
 

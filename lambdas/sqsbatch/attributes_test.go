@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -84,7 +86,7 @@ func TestIncomingMFAttributesAreIgnored(t *testing.T) {
 	if resp, _ := p.Process(context.Background(), ev); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures = %v", resp.BatchItemFailures)
 	}
-	byOriginal := map[string]map[string]queue.Attribute{}
+	byOriginal := map[string]map[string]types.MessageAttributeValue{}
 	for _, st := range e.dlq(t) {
 		byOriginal[attr(st, sqsbatch.AttrOriginalMessageID)] = st.MessageAttributes
 	}
@@ -99,8 +101,8 @@ func TestIncomingMFAttributesAreIgnored(t *testing.T) {
 				t.Errorf("failure attributes = %+v, want the consumer's (poison, v7, 2 receives, its reason)", d)
 			}
 			for k, a := range got {
-				if strings.Contains(a.StringValue, "forged") || a.StringValue == "71" {
-					t.Errorf("%s = %q: a forged value reached the DLQ record", k, a.StringValue)
+				if strings.Contains(aws.ToString(a.StringValue), "forged") || aws.ToString(a.StringValue) == "71" {
+					t.Errorf("%s = %q: a forged value reached the DLQ record", k, aws.ToString(a.StringValue))
 				}
 				if sqsbatch.IsConsumerAttribute(k) && k != sqsbatch.AttrOriginalAttributes && !isFailureAttribute(k) {
 					t.Errorf("incoming %s reached the DLQ record", k)
@@ -114,8 +116,8 @@ func TestIncomingMFAttributesAreIgnored(t *testing.T) {
 				t.Errorf("originals = %v, want %v", orig, tt.kept)
 			}
 			for k, v := range tt.kept {
-				if orig[k].StringValue != v {
-					t.Errorf("original %s = %q, want %q", k, orig[k].StringValue, v)
+				if aws.ToString(orig[k].StringValue) != v {
+					t.Errorf("original %s = %q, want %q", k, aws.ToString(orig[k].StringValue), v)
 				}
 			}
 		})

@@ -14,7 +14,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -63,10 +67,10 @@ const (
 var ErrRecordTooLarge = errors.New("sqsbatch: the DLQ record does not fit in 256 KiB")
 
 // messageBytes is what SQS counts against the size limit.
-func messageBytes(body string, attrs map[string]queue.Attribute) int {
+func messageBytes(body string, attrs map[string]types.MessageAttributeValue) int {
 	n := len(body)
 	for k, a := range attrs {
-		n += len(k) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+		n += len(k) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
 	}
 	return n
 }
@@ -92,17 +96,17 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 	if p.cfg.DLQ == nil || dlqURL == "" {
 		return "", errors.New("no DLQ configured (the queue's redrive policy will move it after maxReceiveCount)")
 	}
-	in := &queue.SendMessageInput{
-		QueueURL:          dlqURL,
-		Body:              rec.Message.Body,
+	in := &sqs.SendMessageInput{
+		QueueUrl:          aws.String(dlqURL),
+		MessageBody:       aws.String(rec.Message.Body),
 		MessageAttributes: dlqAttributes(rec, class, cause, p.cfg.ConsumerVersion),
 	}
-	if over := messageBytes(in.Body, in.MessageAttributes) - MaxMessageBytes; over > 0 {
+	if over := messageBytes(rec.Message.Body, in.MessageAttributes) - MaxMessageBytes; over > 0 {
 		// Shorten the reason to make room; the body and the original
 		// attributes are never cut in a record that replaces the original.
-		reason := in.MessageAttributes[AttrFailureReason].StringValue
+		reason := aws.ToString(in.MessageAttributes[AttrFailureReason].StringValue)
 		if room := len(reason) - over; room >= minReasonBytes {
-			in.MessageAttributes[AttrFailureReason] = queue.StringAttribute(truncate(reason, room))
+			in.MessageAttributes[AttrFailureReason] = StringAttribute(truncate(reason, room))
 		} else {
 			// No room: the original stays in the source queue (the error
 			// reports the record as failed) and its redrive moves it
@@ -124,7 +128,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 		}
 		return "", err
 	}
-	return out.MessageID, nil
+	return aws.ToString(out.MessageId), nil
 }
 
 // sendReason sends a reason record: the failure attributes, the start of
@@ -133,46 +137,46 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 // queue's redrive.
 func (p *Processor) sendReason(ctx context.Context, dlqURL string, rec *Record, class Class, cause error) (string, error) {
 	attrs := failureAttributes(rec, class, cause, truncate(cmp.Or(p.cfg.ConsumerVersion, "unknown"), 256))
-	attrs[AttrBodyTruncated] = queue.StringAttribute("true")
+	attrs[AttrBodyTruncated] = StringAttribute("true")
 	room := MaxMessageBytes - messageBytes("", attrs)
-	in := &queue.SendMessageInput{QueueURL: dlqURL, Body: truncate(rec.Message.Body, room), MessageAttributes: attrs}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(dlqURL), MessageBody: aws.String(truncate(rec.Message.Body, room)), MessageAttributes: attrs}
 	p.fifoFields(in, dlqURL, rec, "\x00reason")
 	out, err := p.cfg.DLQ.SendMessage(ctx, in)
 	if err != nil {
 		return "", err
 	}
-	return out.MessageID, nil
+	return aws.ToString(out.MessageId), nil
 }
 
 // fifoFields sets the group and deduplication id of a send to a FIFO DLQ
 // (salt tells a reason record's from the full record's).
-func (p *Processor) fifoFields(in *queue.SendMessageInput, dlqURL string, rec *Record, salt string) {
+func (p *Processor) fifoFields(in *sqs.SendMessageInput, dlqURL string, rec *Record, salt string) {
 	if !strings.HasSuffix(dlqURL, ".fifo") {
 		return
 	}
-	in.MessageGroupID = cmp.Or(rec.GroupID, rec.Message.MessageId)
+	in.MessageGroupId = aws.String(cmp.Or(rec.GroupID, rec.Message.MessageId))
 	// Unique per receive, stable across the SDK's own retries of this send:
 	// a retried send is deduplicated, a later failure of the same message
 	// (after a redrive) is not mistaken for a duplicate and dropped.
 	sum := sha256.Sum256([]byte(rec.Message.MessageId + "\x00" + rec.Message.ReceiptHandle + salt))
-	in.MessageDeduplicationID = hex.EncodeToString(sum[:])
+	in.MessageDeduplicationId = aws.String(hex.EncodeToString(sum[:]))
 }
 
 // dlqAttributes are the DLQ record's attributes: the failure attributes
 // of this consumer, then the incoming ones it carries forward
 // (ForwardAttributes).
-func dlqAttributes(rec *Record, class Class, cause error, version string) map[string]queue.Attribute {
+func dlqAttributes(rec *Record, class Class, cause error, version string) map[string]types.MessageAttributeValue {
 	return ForwardAttributes(rec, failureAttributes(rec, class, cause, version))
 }
 
 // failureAttributes say why rec failed, and in which consumer version.
-func failureAttributes(rec *Record, class Class, cause error, version string) map[string]queue.Attribute {
-	return map[string]queue.Attribute{
-		AttrFailureReason:     queue.StringAttribute(truncate(cause.Error(), maxReasonBytes)),
-		AttrFailureClass:      queue.StringAttribute(class.String()),
-		AttrConsumerVersion:   queue.StringAttribute(version),
-		AttrOriginalMessageID: queue.StringAttribute(nonEmpty(rec.Message.MessageId)),
-		AttrReceiveCount:      queue.NumberAttribute(int64(rec.ReceiveCount)),
+func failureAttributes(rec *Record, class Class, cause error, version string) map[string]types.MessageAttributeValue {
+	return map[string]types.MessageAttributeValue{
+		AttrFailureReason:     StringAttribute(truncate(cause.Error(), maxReasonBytes)),
+		AttrFailureClass:      StringAttribute(class.String()),
+		AttrConsumerVersion:   StringAttribute(version),
+		AttrOriginalMessageID: StringAttribute(nonEmpty(rec.Message.MessageId)),
+		AttrReceiveCount:      NumberAttribute(int64(rec.ReceiveCount)),
 	}
 }
 
@@ -190,12 +194,12 @@ func failureAttributes(rec *Record, class Class, cause error, version string) ma
 // SQS's 10 attributes (in name order) is packed into AttrOriginalAttributes;
 // an incoming packed value that is not ours to read is kept verbatim as
 // AttrUnreadableOriginals.
-func ForwardAttributes(rec *Record, own map[string]queue.Attribute) map[string]queue.Attribute {
-	incoming := make(map[string]queue.Attribute, len(rec.Message.MessageAttributes))
+func ForwardAttributes(rec *Record, own map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
+	incoming := make(map[string]types.MessageAttributeValue, len(rec.Message.MessageAttributes))
 	for n, a := range rec.Message.MessageAttributes {
-		incoming[n] = queue.AttributeFromEvent(a)
+		incoming[n] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: slices.Clone(a.BinaryValue)}
 	}
-	out := make(map[string]queue.Attribute, maxAttributes)
+	out := make(map[string]types.MessageAttributeValue, maxAttributes)
 	maps.Copy(out, own)
 	originals, err := OriginalAttributes(incoming)
 	if err != nil {
@@ -214,16 +218,16 @@ func ForwardAttributes(rec *Record, own map[string]queue.Attribute) map[string]q
 			out[n] = a
 			continue
 		}
-		overflow[n] = overflowAttr{DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+		overflow[n] = overflowAttr{DataType: aws.ToString(a.DataType), StringValue: aws.ToString(a.StringValue), BinaryValue: a.BinaryValue}
 	}
 	if len(overflow) > 0 {
 		b, _ := json.Marshal(overflow) // marshalling strings and []byte cannot fail
-		out[AttrOriginalAttributes] = queue.StringAttribute(string(b))
+		out[AttrOriginalAttributes] = StringAttribute(string(b))
 	}
 	return out
 }
 
-func withoutAttr(attrs map[string]queue.Attribute, name string) map[string]queue.Attribute {
+func withoutAttr(attrs map[string]types.MessageAttributeValue, name string) map[string]types.MessageAttributeValue {
 	out := maps.Clone(attrs)
 	delete(out, name)
 	return out
@@ -233,6 +237,50 @@ type overflowAttr struct {
 	DataType    string `json:"DataType"`
 	StringValue string `json:"StringValue,omitempty"`
 	BinaryValue []byte `json:"BinaryValue,omitempty"`
+}
+
+func (a overflowAttr) value() types.MessageAttributeValue {
+	v := types.MessageAttributeValue{DataType: aws.String(a.DataType), BinaryValue: a.BinaryValue}
+	if !strings.HasPrefix(a.DataType, "Binary") {
+		v.StringValue = aws.String(a.StringValue)
+	}
+	return v
+}
+
+// StringAttribute returns a String message attribute holding v.
+func StringAttribute(v string) types.MessageAttributeValue {
+	return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+}
+
+// NumberAttribute returns a Number message attribute holding n.
+func NumberAttribute(n int64) types.MessageAttributeValue {
+	return types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.FormatInt(n, 10))}
+}
+
+// Sender sends one message (*sqs.Client has it): dead-lettering and the
+// delayed copies of lambdas/degrade.
+type Sender interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// VisibilityChanger changes the visibility timeout of a received message
+// (*sqs.Client has it).
+type VisibilityChanger interface {
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+}
+
+// QueueURL returns the URL of the SQS queue whose ARN is queueARN (a
+// record's EventSourceARN), as SQS forms it.
+func QueueURL(queueARN string) (string, error) {
+	a, err := arn.Parse(queueARN)
+	if err != nil || a.Service != "sqs" || a.Region == "" || a.AccountID == "" || a.Resource == "" || strings.Contains(a.Resource, ":") {
+		return "", fmt.Errorf("sqsbatch: %q is not an SQS queue ARN", queueARN)
+	}
+	domain := "amazonaws.com"
+	if a.Partition == "aws-cn" {
+		domain = "amazonaws.com.cn"
+	}
+	return "https://sqs." + a.Region + "." + domain + "/" + a.AccountID + "/" + a.Resource, nil
 }
 
 // truncate makes s a valid, non-empty SQS attribute value of at most n
@@ -265,17 +313,17 @@ type DeadLetter struct {
 // ParseDeadLetter extracts the failure attributes from a DLQ message's
 // attributes. ok is false when the message was not dead-lettered by this
 // library.
-func ParseDeadLetter(attrs map[string]queue.Attribute) (d DeadLetter, ok bool) {
+func ParseDeadLetter(attrs map[string]types.MessageAttributeValue) (d DeadLetter, ok bool) {
 	reason, ok := attrs[AttrFailureReason]
 	if !ok {
 		return DeadLetter{}, false
 	}
-	n, _ := strconv.Atoi(attrs[AttrReceiveCount].StringValue)
+	n, _ := strconv.Atoi(aws.ToString(attrs[AttrReceiveCount].StringValue))
 	return DeadLetter{
-		Reason:            reason.StringValue,
-		Class:             attrs[AttrFailureClass].StringValue,
-		ConsumerVersion:   attrs[AttrConsumerVersion].StringValue,
-		OriginalMessageID: attrs[AttrOriginalMessageID].StringValue,
+		Reason:            aws.ToString(reason.StringValue),
+		Class:             aws.ToString(attrs[AttrFailureClass].StringValue),
+		ConsumerVersion:   aws.ToString(attrs[AttrConsumerVersion].StringValue),
+		OriginalMessageID: aws.ToString(attrs[AttrOriginalMessageID].StringValue),
 		ReceiveCount:      n,
 	}, true
 }
@@ -287,8 +335,8 @@ func ParseDeadLetter(attrs map[string]queue.Attribute) (d DeadLetter, ok bool) {
 // attribute is ever original: consumers set them when they send, and ignore
 // them when they receive. It is the one place that unpacks
 // AttrOriginalAttributes.
-func OriginalAttributes(attrs map[string]queue.Attribute) (map[string]queue.Attribute, error) {
-	out := make(map[string]queue.Attribute, len(attrs))
+func OriginalAttributes(attrs map[string]types.MessageAttributeValue) (map[string]types.MessageAttributeValue, error) {
+	out := make(map[string]types.MessageAttributeValue, len(attrs))
 	for k, v := range attrs {
 		if !IsConsumerAttribute(k) {
 			out[k] = v
@@ -296,12 +344,12 @@ func OriginalAttributes(attrs map[string]queue.Attribute) (map[string]queue.Attr
 	}
 	if packed, ok := attrs[AttrOriginalAttributes]; ok {
 		var overflow map[string]overflowAttr
-		if err := json.Unmarshal([]byte(packed.StringValue), &overflow); err != nil {
+		if err := json.Unmarshal([]byte(aws.ToString(packed.StringValue)), &overflow); err != nil {
 			return nil, fmt.Errorf("sqsbatch: attribute %s: %w", AttrOriginalAttributes, err)
 		}
 		for k, v := range overflow {
 			if !IsConsumerAttribute(k) {
-				out[k] = queue.Attribute{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+				out[k] = v.value()
 			}
 		}
 	}

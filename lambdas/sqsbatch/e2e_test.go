@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -33,29 +34,20 @@ func (pl *poller) drain() int {
 	ctx := context.Background()
 	n := 0
 	for {
-		msgs, err := pl.fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: pl.url, MaxMessages: 10})
+		ev, err := consumertest.Receive(ctx, pl.fake, pl.url, pl.fake.ARN(pl.url), 10)
 		if err != nil {
 			pl.t.Fatal(err)
 		}
-		if len(msgs) == 0 {
+		if len(ev.Records) == 0 {
 			return n
 		}
 		n++
-		ev := events.SQSEvent{}
-		for _, m := range msgs {
-			ev.Records = append(ev.Records, m.EventRecord(pl.fake.ARN(pl.url), pl.fake.Region()))
-		}
 		resp, err := pl.p.Process(ctx, ev)
 		if err != nil {
 			continue // the whole batch comes back
 		}
-		failed := failedIDs(resp)
-		for _, m := range msgs {
-			if !slices.Contains(failed, m.MessageID) {
-				if err := pl.fake.DeleteMessage(ctx, pl.url, m.ReceiptHandle); err != nil {
-					pl.t.Fatalf("delete %s: %v", m.MessageID, err)
-				}
-			}
+		if err := consumertest.Settle(ctx, pl.fake, pl.url, ev, resp, true); err != nil {
+			pl.t.Fatal(err)
 		}
 	}
 }
@@ -110,12 +102,11 @@ func TestEndToEndStandardQueue(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for name, b := range bodies {
-		out, err := f.SendMessage(ctx, &queue.SendMessageInput{QueueURL: src, Body: b,
-			MessageAttributes: map[string]queue.Attribute{"tipo": queue.StringAttribute("PedidoConfirmado")}})
+		out, err := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: &b, MessageAttributes: map[string]types.MessageAttributeValue{"tipo": sqsbatch.StringAttribute("PedidoConfirmado")}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids[name] = out.MessageID
+		ids[name] = aws.ToString(out.MessageId)
 	}
 
 	pl := &poller{t: t, fake: f, url: src, p: p}
@@ -126,9 +117,9 @@ func TestEndToEndStandardQueue(t *testing.T) {
 			if len(st) != 3 {
 				t.Fatalf("after the first receive the DLQ has %d messages, want the 3 poison ones", len(st))
 			}
-			attrs, _ := f.GetQueueAttributes(ctx, src)
-			if attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible] != "2" {
-				t.Fatalf("in flight after round 1 = %s, want 2 (the transient failures wait for their visibility timeout)", attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible])
+			attrs, _ := f.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &src})
+			if n := attrs.Attributes["ApproximateNumberOfMessagesNotVisible"]; n != "2" {
+				t.Fatalf("in flight after round 1 = %s, want 2 (the transient failures wait for their visibility timeout)", n)
 			}
 		}
 		// Nothing comes back before the visibility timeout...
@@ -160,7 +151,7 @@ func TestEndToEndStandardQueue(t *testing.T) {
 	st, _ := f.Inspect(dlq)
 	byID := map[string]sqsfake.MessageState{}
 	for _, m := range st {
-		byID[m.MessageAttributes[sqsbatch.AttrOriginalMessageID].StringValue] = m
+		byID[aws.ToString(m.MessageAttributes[sqsbatch.AttrOriginalMessageID].StringValue)] = m
 		if m.DLQSourceARN != "" {
 			byID["redriven:"+m.MessageID] = m
 		}
@@ -231,7 +222,7 @@ func TestEndToEndFIFO(t *testing.T) {
 	ctx := context.Background()
 	send := func(sku, body string) {
 		t.Helper()
-		if _, err := f.SendMessage(ctx, &queue.SendMessageInput{QueueURL: src, Body: body, MessageGroupID: sku, MessageDeduplicationID: sku + body[len(body)-3:]}); err != nil {
+		if _, err := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: &body, MessageGroupId: &sku, MessageDeduplicationId: aws.String(sku + body[len(body)-3:])}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -46,8 +46,8 @@ func Example() {
 	}})
 	fmt.Println("retry:", resp.BatchItemFailures)
 	dead, _ := sqs.Inspect(dlqURL)
-	fmt.Println("dead-lettered:", dead[0].MessageAttributes[sqsbatch.AttrOriginalMessageID].StringValue,
-		"-", dead[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue)
+	fmt.Println("dead-lettered:", *dead[0].MessageAttributes[sqsbatch.AttrOriginalMessageID].StringValue,
+		"-", *dead[0].MessageAttributes[sqsbatch.AttrFailureReason].StringValue)
 	// Output:
 	// retry: [{m2}]
 	// dead-lettered: m3 - poison: unknown major version 2 (this consumer supports 1): deploy the consumer before the producer

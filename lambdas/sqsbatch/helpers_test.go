@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/testproc"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -126,7 +127,7 @@ func failedIDs(resp events.SQSEventResponse) []string {
 }
 
 func attr(st sqsfake.MessageState, name string) string {
-	return st.MessageAttributes[name].StringValue
+	return aws.ToString(st.MessageAttributes[name].StringValue)
 }
 
 func mustNew(t testing.TB, cfg sqsbatch.Config) *sqsbatch.Processor {
@@ -140,6 +141,6 @@ func mustNew(t testing.TB, cfg sqsbatch.Config) *sqsbatch.Processor {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-var _ queue.Sender = (*sqsfake.Fake)(nil)
+var _ sqsbatch.Sender = (*sqsfake.Fake)(nil)
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

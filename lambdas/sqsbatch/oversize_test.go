@@ -3,13 +3,15 @@ package sqsbatch_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/smithy-go"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -19,10 +21,10 @@ func bigOrder(n int) string {
 	return head + strings.Repeat("x", n-len(head)-2) + `"}`
 }
 
-func recordBytes(body string, attrs map[string]queue.Attribute) int {
+func recordBytes(body string, attrs map[string]types.MessageAttributeValue) int {
 	n := len(body)
 	for k, a := range attrs {
-		n += len(k) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+		n += len(k) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
 	}
 	return n
 }
@@ -55,7 +57,7 @@ func TestOversizeDeadLetter(t *testing.T) {
 				e.fake.SetFault(func(op, u string) error {
 					if op == "SendMessage" && first {
 						first = false
-						return fmt.Errorf("%w: DLQ unavailable", queue.ErrInvalidParameter)
+						return &smithy.GenericAPIError{Code: "InvalidParameterValue", Message: "DLQ unavailable"}
 					}
 					return nil
 				})

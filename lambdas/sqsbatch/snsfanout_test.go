@@ -11,9 +11,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/fauxqstest"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -32,17 +33,16 @@ func TestSNSFanOutDelivery(t *testing.T) {
 	}
 	defer srv.Close()
 	c := srv.Client()
-	q := queue.New(c)
 	mkQueue := func(name string) (url, arn string) {
 		out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		attrs, err := q.GetQueueAttributes(ctx, aws.ToString(out.QueueUrl), queue.QueueAttrQueueArn)
+		attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return aws.ToString(out.QueueUrl), attrs[queue.QueueAttrQueueArn]
+		return aws.ToString(out.QueueUrl), attrs.Attributes["QueueArn"]
 	}
 	topic, err := srv.CreateTopic(ctx, "mercadofresco-pedidos-confirmados")
 	if err != nil {
@@ -64,11 +64,12 @@ func TestSNSFanOutDelivery(t *testing.T) {
 	}
 	receiveOne := func(url, arn string) events.SQSMessage {
 		t.Helper()
-		msgs, err := q.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 10})
-		if err != nil || len(msgs) != 1 {
-			t.Fatalf("receive from %s = %+v, %v; want the one notification", url, msgs, err)
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}, MessageAttributeNames: []string{"All"}})
+		if err != nil || len(out.Messages) != 1 {
+			t.Fatalf("receive from %s = %+v, %v; want the one notification", url, out, err)
 		}
-		return msgs[0].EventRecord(arn, fauxqstest.Region)
+		return sqsfake.EventRecord(out.Messages[0], arn, fauxqstest.Region)
 	}
 	envelope, raw := receiveOne(envURL, envARN), receiveOne(rawURL, rawARN)
 

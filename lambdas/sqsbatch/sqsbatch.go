@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -31,9 +32,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
 // Defaults applied by New.
@@ -68,7 +71,7 @@ type Config struct {
 	// either is unset those records are reported as batch item failures
 	// instead, leaving them to the queue's redrive policy (slower, still safe).
 	// A DLQ URL ending in ".fifo" gets MessageGroupId and a deduplication id.
-	DLQ    queue.Sender
+	DLQ    Sender
 	DLQURL string
 	// DLQRoutes, when not empty, takes precedence over DLQURL: each record
 	// goes to the DLQ of the queue it came from (by its event source ARN),
@@ -78,7 +81,7 @@ type Config struct {
 	DLQRoutes lambdaapi.DLQRoutes
 	// Visibility, when set, is used to honour RetryAfter
 	// (ChangeMessageVisibility on the source queue).
-	Visibility queue.VisibilityChanger
+	Visibility VisibilityChanger
 	// Concurrency bounds the records (standard) or groups (FIFO) handled at
 	// once. Default 8. Keep it consistent with the downstream limits (Aurora's
 	// ~200 connections ÷ MaximumConcurrency of the event source mapping).
@@ -416,12 +419,12 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 }
 
 func (p *Processor) newRecord(msg events.SQSMessage) *Record {
-	rc, _ := strconv.Atoi(msg.Attributes[queue.AttrApproximateReceiveCount])
+	rc, _ := strconv.Atoi(msg.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	fifo := strings.HasSuffix(msg.EventSourceARN, ".fifo")
 	rec := &Record{Message: msg, ReceiveCount: rc, FIFO: fifo}
 	attrs := []any{slog.String("message_id", msg.MessageId), slog.Int("receive_count", rc)}
 	if fifo {
-		rec.GroupID = msg.Attributes[queue.AttrMessageGroupID]
+		rec.GroupID = msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		attrs = append(attrs, slog.String("group_id", rec.GroupID))
 	}
 	rec.Logger = p.log.With(attrs...)
@@ -570,11 +573,17 @@ func (p *Processor) call(ctx context.Context, rec *Record) (err error) {
 }
 
 func (p *Processor) delay(ctx context.Context, rec *Record, d time.Duration) error {
-	arn, err := queue.ParseARN(rec.Message.EventSourceARN)
+	url, err := QueueURL(rec.Message.EventSourceARN)
 	if err != nil {
 		return err
 	}
-	return p.cfg.Visibility.ChangeMessageVisibility(ctx, arn.URL(), rec.Message.ReceiptHandle, d)
+	if d < 0 || d > 12*time.Hour {
+		return fmt.Errorf("sqsbatch: visibility timeout %s not in 0..12h", d)
+	}
+	// Whole seconds, rounded up: a requested delay is never shortened.
+	_, err = p.cfg.Visibility.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
+		ReceiptHandle: aws.String(rec.Message.ReceiptHandle), VisibilityTimeout: int32(math.Ceil(d.Seconds()))})
+	return err
 }
 
 func (p *Processor) logRecord(ctx context.Context, it *item) {

@@ -15,9 +15,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -243,15 +246,15 @@ func TestDLQMessage(t *testing.T) {
 				sqsbatch.AttrReceiveCount:      "3",
 			}
 			for k, v := range want {
-				if a[k].StringValue != v {
-					t.Errorf("%s = %q, want %q", k, a[k].StringValue, v)
+				if aws.ToString(a[k].StringValue) != v {
+					t.Errorf("%s = %q, want %q", k, aws.ToString(a[k].StringValue), v)
 				}
 			}
-			if a[sqsbatch.AttrReceiveCount].DataType != "Number" {
-				t.Errorf("receive count type = %s", a[sqsbatch.AttrReceiveCount].DataType)
+			if aws.ToString(a[sqsbatch.AttrReceiveCount].DataType) != "Number" {
+				t.Errorf("receive count type = %s", aws.ToString(a[sqsbatch.AttrReceiveCount].DataType))
 			}
-			if !strings.Contains(a[sqsbatch.AttrFailureReason].StringValue, "unknown major version 2") {
-				t.Errorf("reason = %q", a[sqsbatch.AttrFailureReason].StringValue)
+			if !strings.Contains(aws.ToString(a[sqsbatch.AttrFailureReason].StringValue), "unknown major version 2") {
+				t.Errorf("reason = %q", aws.ToString(a[sqsbatch.AttrFailureReason].StringValue))
 			}
 			kept := 0
 			for k := range a {
@@ -263,8 +266,8 @@ func TestDLQMessage(t *testing.T) {
 				t.Errorf("kept %d original attributes, want %d", kept, tt.wantKept)
 			}
 			packed := a[sqsbatch.AttrOriginalAttributes].StringValue
-			if tt.overflows != (packed != "") {
-				t.Errorf("overflow attribute = %q", packed)
+			if tt.overflows != (aws.ToString(packed) != "") {
+				t.Errorf("overflow attribute = %q", aws.ToString(packed))
 			}
 			// A redrive tool gets back exactly the original attributes.
 			orig, err := sqsbatch.OriginalAttributes(a)
@@ -275,7 +278,7 @@ func TestDLQMessage(t *testing.T) {
 				t.Errorf("OriginalAttributes has %d, want %d: %v", len(orig), tt.original, orig)
 			}
 			for i := range tt.original {
-				if v, got := "valor-"+itoa(i), orig["attr"+itoa(i)]; got.DataType != "String" || got.StringValue != v {
+				if v, got := "valor-"+itoa(i), orig["attr"+itoa(i)]; aws.ToString(got.DataType) != "String" || aws.ToString(got.StringValue) != v {
 					t.Errorf("original attribute attr%d = %+v, want %q", i, orig["attr"+itoa(i)], v)
 				}
 			}
@@ -283,7 +286,7 @@ func TestDLQMessage(t *testing.T) {
 			if !ok || d.Class != "poison" || d.ReceiveCount != 3 || d.OriginalMessageID != "m-340" || d.ConsumerVersion != "v7" || !strings.Contains(d.Reason, "version 2") {
 				t.Errorf("ParseDeadLetter = %+v, %v", d, ok)
 			}
-			if _, ok := sqsbatch.ParseDeadLetter(map[string]queue.Attribute{"tipo": queue.StringAttribute("x")}); ok {
+			if _, ok := sqsbatch.ParseDeadLetter(map[string]types.MessageAttributeValue{"tipo": sqsbatch.StringAttribute("x")}); ok {
 				t.Error("a message without failure attributes must not parse")
 			}
 		})
@@ -697,22 +700,22 @@ func TestRetryAfterChangesVisibility(t *testing.T) {
 	clk := retry.NewVirtualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	f := sqsfake.New(sqsfake.WithClock(clk.Now))
 	url, _ := f.CreateQueue("cola-mercadofresco-erp", sqsfake.QueueConfig{VisibilityTimeout: 60 * time.Second})
-	_, _ = f.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: url, Body: order("P1")})
-	msgs, _ := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 1})
+	_, _ = f.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(order("P1"))})
+	ev, _ := consumertest.Receive(context.Background(), f, url, f.ARN(url), 1)
 	p := mustNew(t, sqsbatch.Config{Logger: discard(), Visibility: f,
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
 			return sqsbatch.RetryAfter(errors.New("circuit open: ERP"), 300*time.Second)
 		})})
-	resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msgs[0].EventRecord(f.ARN(url), f.Region())}})
+	resp, _ := p.Process(context.Background(), ev)
 	if len(resp.BatchItemFailures) != 1 {
 		t.Fatal(resp)
 	}
 	clk.Advance(61 * time.Second)
-	if got, _ := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url}); len(got) != 0 {
+	if got, _ := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url}); len(got.Messages) != 0 {
 		t.Fatal("the message came back after the queue's 60 s instead of the requested 300 s")
 	}
 	clk.Advance(240 * time.Second)
-	if got, _ := f.ReceiveMessage(context.Background(), &queue.ReceiveMessageInput{QueueURL: url}); len(got) != 1 {
+	if got, _ := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url}); len(got.Messages) != 1 {
 		t.Fatal("the message did not come back after 300 s")
 	}
 }
@@ -842,7 +845,7 @@ func TestRedeadLetteredMessageKeepsPackedOriginals(t *testing.T) {
 		m = msg("m-1-redriven-"+itoa(round), m.Body)
 		m.MessageAttributes = map[string]events.SQSMessageAttribute{}
 		for k, a := range got {
-			m.MessageAttributes[k] = events.SQSMessageAttribute{DataType: a.DataType, StringValue: &a.StringValue}
+			m.MessageAttributes[k] = events.SQSMessageAttribute{DataType: aws.ToString(a.DataType), StringValue: a.StringValue}
 		}
 	}
 }
@@ -886,12 +889,12 @@ func TestDeadLetterAtTheHardStopIsNeverBoth(t *testing.T) {
 // slowSender is a DLQ whose SendMessage is accepted only when its context
 // ends (an SQS call that succeeds at the last moment).
 type slowSender struct {
-	next     queue.Sender
+	next     sqsbatch.Sender
 	started  chan struct{}
 	finished chan struct{}
 }
 
-func (s *slowSender) SendMessage(ctx context.Context, in *queue.SendMessageInput) (*queue.SendMessageOutput, error) {
+func (s *slowSender) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	s.started <- struct{}{}
 	defer close(s.finished)
 	<-ctx.Done()

@@ -15,7 +15,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -91,8 +90,8 @@ type OnceDeps struct {
 	// DLQ sends poison and permanent failures to their queue's DLQ;
 	// Visibility honours the plan's ChangeMessageVisibility (the SQS client
 	// is both).
-	DLQ        queue.Sender
-	Visibility queue.VisibilityChanger
+	DLQ        sqsbatch.Sender
+	Visibility sqsbatch.VisibilityChanger
 	// Plan defers messages while the dependency's circuit is open.
 	Plan   *degrade.Plan
 	Logger *slog.Logger

@@ -37,7 +37,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -132,7 +131,7 @@ type Runtime struct {
 	Settings Settings
 	AWS      aws.Config
 	// SQS sends to DLQs and queues and changes visibility.
-	SQS queue.API
+	SQS *sqs.Client
 	Log *slog.Logger
 
 	breakerRead bool
@@ -157,7 +156,7 @@ func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runt
 	if len(s.DLQRoutes) == 0 {
 		log.Warn("DLQ_URLS is not set: poison messages will wait for the queue's redrive (maxReceiveCount receives)")
 	}
-	return &Runtime{Function: function, Env: env, Settings: s, AWS: awsCfg, SQS: queue.New(sqs.NewFromConfig(awsCfg)), Log: log}, nil
+	return &Runtime{Function: function, Env: env, Settings: s, AWS: awsCfg, SQS: sqs.NewFromConfig(awsCfg), Log: log}, nil
 }
 
 // Check reports every problem recorded so far.

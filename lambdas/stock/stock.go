@@ -26,7 +26,6 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
@@ -42,7 +41,7 @@ func elemento(m eventsapi.MovimientoStock) string {
 // Deps are the consumer's dependencies; Store is required.
 type Deps struct {
 	Store  *Store
-	DLQ    queue.Sender
+	DLQ    sqsbatch.Sender
 	Logger *slog.Logger
 }
 

@@ -94,8 +94,8 @@ func TestReadMessagesDocument(t *testing.T) {
 	  "MessageAttributes":{"mf-failure-class":{"StringValue":"poison","DataType":"String"},"b":{"BinaryValue":"AAE=","DataType":"Binary"}}}]}
 	{"Messages":[{"MessageId":"b","Body":"x"}]}`
 	msgs, err := dlq.ReadMessages(strings.NewReader(doc))
-	if err != nil || len(msgs) != 2 || msgs[0].MessageAttributes["mf-failure-class"].StringValue != "poison" ||
-		string(msgs[0].MessageAttributes["b"].BinaryValue) != "\x00\x01" || msgs[1].MessageID != "b" {
+	if err != nil || len(msgs) != 2 || aws.ToString(msgs[0].MessageAttributes["mf-failure-class"].StringValue) != "poison" ||
+		string(msgs[0].MessageAttributes["b"].BinaryValue) != "\x00\x01" || aws.ToString(msgs[1].MessageId) != "b" {
 		t.Fatalf("ReadMessages = %+v, %v", msgs, err)
 	}
 	for _, bad := range []string{`{"Messages":[`, `{"nope":1}`, `[1]`} {

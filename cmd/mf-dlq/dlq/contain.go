@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // ContainOptions configures Contain.
@@ -55,11 +55,11 @@ func (t *Tool) Contain(ctx context.Context, target *Target, opts ContainOptions)
 				return res, err
 			}
 		}
-		attrs, err := t.SQS.GetQueueAttributes(ctx, target.DLQ.URL, queue.QueueAttrApproximateNumberOfMessages, queue.QueueAttrApproximateNumberOfMessagesNotVisible)
+		attrs, err := t.queueAttributes(ctx, target.DLQ.URL, types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 		if err != nil {
 			return res, fmt.Errorf("sample %s: %w", target.DLQ.Name, err)
 		}
-		n := atoi(attrs[queue.QueueAttrApproximateNumberOfMessages]) + atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible])
+		n := atoi(attrs[string(types.QueueAttributeNameApproximateNumberOfMessages)]) + atoi(attrs[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
 		res.DLQDepth = append(res.DLQDepth, n)
 		fmt.Fprintf(t.log(), "  %s  %s: %d messages\n", t.Clock.Now().Sub(start).Round(time.Second), target.DLQ.Name, n)
 	}
@@ -88,14 +88,14 @@ func (t *Tool) Contain(ctx context.Context, target *Target, opts ContainOptions)
 
 func (t *Tool) describeSource(ctx context.Context, s QueueRef) {
 	w := t.out()
-	attrs, err := t.SQS.GetQueueAttributes(ctx, s.URL, queue.QueueAttrAll)
+	attrs, err := t.queueAttributes(ctx, s.URL)
 	if err != nil {
 		fmt.Fprintf(w, "source %s: cannot read attributes: %v\n", s.Name, err)
 		return
 	}
 	fmt.Fprintf(w, "source %s: %s visible, %s in flight, %s delayed; retention %s, maxReceiveCount %d\n", s.Name,
-		attrs[queue.QueueAttrApproximateNumberOfMessages], attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible],
-		attrs[queue.QueueAttrApproximateNumberOfMessagesDelayed], seconds(attrs[queue.QueueAttrMessageRetentionPeriod]), s.MaxReceiveCount())
+		attrs[string(types.QueueAttributeNameApproximateNumberOfMessages)], attrs[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)],
+		attrs[string(types.QueueAttributeNameApproximateNumberOfMessagesDelayed)], seconds(attrs[string(types.QueueAttributeNameMessageRetentionPeriod)]), s.MaxReceiveCount())
 	if t.Metrics == nil {
 		fmt.Fprintf(w, "  age of oldest message: not available (no CloudWatch client)\n")
 		return
@@ -145,7 +145,7 @@ func (t *Tool) mappings(ctx context.Context, s QueueRef, opts ContainOptions) (o
 		fmt.Fprintf(w, "  → mapping %s is now %s\n", nm.UUID, nm.State)
 	}
 	if opts.Disable && len(ms) > 0 {
-		ret := seconds(s.Attrs[queue.QueueAttrMessageRetentionPeriod])
+		ret := seconds(s.Attrs[string(types.QueueAttributeNameMessageRetentionPeriod)])
 		fmt.Fprintf(w, "  Consumption of %s is stopped: new messages wait there instead of burning receives into the DLQ. Messages already in flight finish or come back. "+
 			"They wait at most the retention period (%s) from when they were SENT, then SQS deletes them silently (they never reach the DLQ): re-enable (--enable-consumer) well before the oldest reaches that age.\n", s.Name, ret)
 	}

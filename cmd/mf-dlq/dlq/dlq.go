@@ -1,6 +1,6 @@
 // Package dlq is the DLQ runbook as code: the library behind cmd/mf-dlq.
 // Each runbook step is a method of Tool (Contain, Inspect, Classify,
-// Redrive, Verify) over small interfaces (queue.AdminAPI, EventSources,
+// Redrive, Verify) over small interfaces (SQS, EventSources,
 // Metrics, retry.Clock), so tests run on in-memory fakes in virtual time.
 //
 // Inspect and Classify never delete: they receive with a 5 s visibility
@@ -20,7 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -73,7 +72,7 @@ type Metrics interface {
 // Tool runs the runbook steps. SQS and Clock are required; Lambda and
 // Metrics may be nil (the steps that need them say so and carry on).
 type Tool struct {
-	SQS     queue.AdminAPI
+	SQS     SQS
 	Lambda  EventSources
 	Metrics Metrics
 	Clock   retry.Clock

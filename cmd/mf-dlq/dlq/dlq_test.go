@@ -10,12 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -42,10 +45,10 @@ func TestResolve(t *testing.T) {
 		text      string
 	}{
 		{"Pedidos", "", dlq.ErrUsage, "add -e"},
-		{"Pedidos", "prod", queue.ErrQueueNotFound, `"mercadofresco-pedidos-fallidos" does not exist`},
+		{"Pedidos", "prod", dlq.ErrQueueNotFound, `"mercadofresco-pedidos-fallidos" does not exist`},
 		{"Pedidos", "qa", dlq.ErrUsage, "unknown environment"},
-		{"Nope", "dev", queue.ErrQueueNotFound, "logical name (Pedidos, Correo, AvisoERP, StockMovements, Inicio)"},
-		{"otra-cola", "", queue.ErrQueueNotFound, "--region"},
+		{"Nope", "dev", dlq.ErrQueueNotFound, "logical name (Pedidos, Correo, AvisoERP, StockMovements, Inicio)"},
+		{"otra-cola", "", dlq.ErrQueueNotFound, "--region"},
 		{"", "", dlq.ErrUsage, "name the queue"},
 	} {
 		_, err := e.tool.Resolve(ctx, tt.spec, tt.env)
@@ -107,7 +110,7 @@ func TestInspectNeverDeletesNorPushes(t *testing.T) {
 	for i, m := range back {
 		_, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
 		byOrigin[ok]++
-		if m.MessageID != msgs[i].MessageID || m.Body != msgs[i].Body || m.Attributes[queue.AttrSentTimestamp] == "" {
+		if aws.ToString(m.MessageId) != aws.ToString(msgs[i].MessageId) || aws.ToString(m.Body) != aws.ToString(msgs[i].Body) || m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)] == "" {
 			t.Fatalf("saved message %d differs: %+v", i, m)
 		}
 	}
@@ -121,7 +124,7 @@ func TestInspectNeverDeletesNorPushes(t *testing.T) {
 	if _, err := e.fake.CreateQueue("top", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(mid), MaxReceiveCount: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	e.fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: mid, Body: "x"})
+	e.fake.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &mid, MessageBody: aws.String("x")})
 	tgMid, err := e.tool.Resolve(ctx, mid, "")
 	if err != nil || tgMid.DLQ.URL != mid {
 		t.Fatalf("Resolve(mid) = %+v, %v", tgMid, err)
@@ -173,7 +176,7 @@ func TestRedriveLoopRate(t *testing.T) {
 	}
 	st, _ := e.fake.Inspect(e.src)
 	for _, s := range st {
-		if _, ok := s.MessageAttributes[sqsbatch.AttrFailureClass]; ok || s.MessageAttributes["tipo"].StringValue != "PedidoConfirmado" {
+		if _, ok := s.MessageAttributes[sqsbatch.AttrFailureClass]; ok || aws.ToString(s.MessageAttributes["tipo"].StringValue) != "PedidoConfirmado" {
 			t.Fatalf("redriven message attributes %v: want the originals without mf-*", s.MessageAttributes)
 		}
 	}
@@ -198,9 +201,9 @@ func TestRedriveTaskRate(t *testing.T) {
 	if got := 200 / elapsed.Seconds(); math.Abs(got-10)/10 > 0.10 {
 		t.Errorf("task rate %.2f msg/s over %s, want 10 ± 10%%", got, elapsed)
 	}
-	tasks, _ := e.fake.ListMessageMoveTasks(context.Background(), e.fake.ARN(e.dlq), 1)
-	if tasks[0].MaxPerSecond != 10 || tasks[0].Status != queue.MoveTaskCompleted {
-		t.Errorf("task = %+v", tasks[0])
+	tasks, _ := e.fake.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(e.fake.ARN(e.dlq))})
+	if tk := tasks.Results[0]; aws.ToInt32(tk.MaxNumberOfMessagesPerSecond) != 10 || aws.ToString(tk.Status) != "COMPLETED" {
+		t.Errorf("task = %+v", tk)
 	}
 }
 
@@ -233,18 +236,18 @@ func TestRedriveRefusals(t *testing.T) {
 	t.Run("move task running", func(t *testing.T) {
 		e := newEnv(t)
 		e.redriven(30, order(1))
-		if _, err := e.fake.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: e.fake.ARN(e.dlq), MaxPerSecond: 1}); err != nil {
+		if _, err := e.fake.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(e.fake.ARN(e.dlq)), MaxNumberOfMessagesPerSecond: aws.Int32(1)}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
-		if !errors.Is(err, queue.ErrMoveTaskRunning) || !strings.Contains(err.Error(), "cancel-message-move-task --task-handle") {
+		if !errors.Is(err, dlq.ErrMoveTaskRunning) || !strings.Contains(err.Error(), "cancel-message-move-task --task-handle") {
 			t.Fatalf("%v", err)
 		}
 	})
 	t.Run("not a DLQ", func(t *testing.T) {
 		e := newEnv(t)
 		plain, _ := e.fake.CreateQueue("plain", sqsfake.QueueConfig{})
-		e.fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: plain, Body: "x"})
+		e.fake.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &plain, MessageBody: aws.String("x")})
 		_, err := e.tool.Redrive(ctx, e.target("plain", ""), dlq.RedriveOptions{ConfirmFixed: true})
 		if !errors.Is(err, dlq.ErrNotDLQ) || !strings.Contains(err.Error(), "SNS subscription") {
 			t.Fatalf("%v", err)
@@ -260,15 +263,14 @@ func TestRedriveRefusals(t *testing.T) {
 	t.Run("missing permission", func(t *testing.T) {
 		e := newEnv(t)
 		e.consumerSent(5, "permanent", "x", order(1))
-		denied := errors.New("AccessDenied")
 		e.fake.SetFault(func(op, _ string) error {
 			if op == "SendMessage" {
-				return errors.Join(queue.ErrAccessDenied, denied, errors.New("the caller lacks sqs:SendMessage"))
+				return &smithy.GenericAPIError{Code: "AccessDenied", Message: "User is not authorized to perform: sqs:sendmessage"}
 			}
 			return nil
 		})
 		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []classify.Verdict{classify.Data}})
-		if !errors.Is(err, queue.ErrAccessDenied) || !strings.Contains(err.Error(), "sqs:SendMessage") || !strings.Contains(err.Error(), "stays in the DLQ") {
+		if !errors.Is(err, dlq.ErrPermission) || !strings.Contains(err.Error(), "sqs:SendMessage") || !strings.Contains(err.Error(), "stays in the DLQ") {
 			t.Fatalf("%v", err)
 		}
 		e.fake.SetFault(nil)
@@ -347,8 +349,8 @@ func TestRedriveLeavesExpiredMessages(t *testing.T) {
 	for _, m := range st {
 		if mark, ok := m.MessageAttributes[lambdaapi.AttrReadmision]; ok {
 			marked++
-			if ts, err := time.Parse(time.RFC3339, mark.StringValue); err != nil || e.clock.Now().Sub(ts) > time.Minute {
-				t.Errorf("re-admission mark %q, want the time of the redrive", mark.StringValue)
+			if ts, err := time.Parse(time.RFC3339, aws.ToString(mark.StringValue)); err != nil || e.clock.Now().Sub(ts) > time.Minute {
+				t.Errorf("re-admission mark %q, want the time of the redrive", aws.ToString(mark.StringValue))
 			}
 		}
 	}
@@ -528,10 +530,10 @@ func TestConsumerOptionsCallAMissingKeyPoison(t *testing.T) {
 		if !ok {
 			t.Fatalf("no queue %s in the catalog", name)
 		}
-		m := queue.Message{MessageID: "m", Body: body, Attributes: map[string]string{
-			queue.AttrSentTimestamp: "1764457200000", queue.AttrApproximateReceiveCount: "5",
-			queue.AttrDeadLetterQueueSourceArn: "arn:aws:sqs:eu-west-1:1:q"}}
-		r := classify.Classify([]queue.Message{m}, dlq.ConsumerOptions(&dlq.Target{Catalog: &q}))
+		m := types.Message{MessageId: aws.String("m"), Body: aws.String(body), Attributes: map[string]string{
+			string(types.MessageSystemAttributeNameSentTimestamp): "1764457200000", string(types.MessageSystemAttributeNameApproximateReceiveCount): "5",
+			string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn): "arn:aws:sqs:eu-west-1:1:q"}}
+		r := classify.Classify([]types.Message{m}, dlq.ConsumerOptions(&dlq.Target{Catalog: &q}))
 		if r.Verdict != classify.Poison || !strings.Contains(r.Messages[0].Why, lambdaapi.KeyConfirmadoEn) {
 			t.Errorf("%s: %s (%s), want poison for the missing %s", name, r.Verdict, r.Messages[0].Why, lambdaapi.KeyConfirmadoEn)
 		}
@@ -579,10 +581,10 @@ func TestConsumerOptionsCallWhatTheConsumerRefusesPoison(t *testing.T) {
 				body       string
 				wantPoison bool
 			}{{tc.valid, false}, {tc.refused, true}} {
-				m := queue.Message{MessageID: "m", Body: c.body, Attributes: map[string]string{
-					queue.AttrSentTimestamp: fmt.Sprint(now.UnixMilli()), queue.AttrApproximateReceiveCount: "5",
-					queue.AttrDeadLetterQueueSourceArn: "arn:aws:sqs:eu-west-1:1:q"}}
-				r := classify.Classify([]queue.Message{m}, opts)
+				m := types.Message{MessageId: aws.String("m"), Body: aws.String(c.body), Attributes: map[string]string{
+					string(types.MessageSystemAttributeNameSentTimestamp): fmt.Sprint(now.UnixMilli()), string(types.MessageSystemAttributeNameApproximateReceiveCount): "5",
+					string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn): "arn:aws:sqs:eu-west-1:1:q"}}
+				r := classify.Classify([]types.Message{m}, opts)
 				switch why := r.Messages[0].Why; {
 				case c.wantPoison && (r.Verdict != classify.Poison || !strings.Contains(why, tc.why)):
 					t.Errorf("body with %s: %s (%s), want poison naming it", tc.why, r.Verdict, why)

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -72,20 +74,20 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, fake: f, clock: clk, src: srcURL, dlq: dlqURL, out: &bytes.Buffer{}, log: &bytes.Buffer{}}
-	e.tool = &dlq.Tool{SQS: &recordingSQS{AdminAPI: f, env: e}, Clock: clk, Out: e.out, Log: e.log}
+	e.tool = &dlq.Tool{SQS: &recordingSQS{SQS: f, env: e}, Clock: clk, Out: e.out, Log: e.log}
 	return e
 }
 
 // recordingSQS records the virtual time of every send to the source.
 type recordingSQS struct {
-	queue.AdminAPI
+	dlq.SQS
 	env    *env
 	onSend func(n int) // called after each successful send, with the count
 }
 
-func (r *recordingSQS) SendMessage(ctx context.Context, in *queue.SendMessageInput) (*queue.SendMessageOutput, error) {
-	out, err := r.AdminAPI.SendMessage(ctx, in)
-	if err == nil && in.QueueURL == r.env.src {
+func (r *recordingSQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	out, err := r.SQS.SendMessage(ctx, in)
+	if err == nil && *in.QueueUrl == r.env.src {
 		r.env.mu.Lock()
 		r.env.sentTimes = append(r.env.sentTimes, r.env.clock.Now())
 		n := len(r.env.sentTimes)
@@ -103,18 +105,17 @@ func (e *env) redriven(n int, body func(i int) string) {
 	e.t.Helper()
 	ctx := context.Background()
 	for i := range n {
-		if _, err := e.fake.SendMessage(ctx, &queue.SendMessageInput{QueueURL: e.src, Body: body(i),
-			MessageAttributes: map[string]queue.Attribute{"tipo": queue.StringAttribute("PedidoConfirmado")}}); err != nil {
+		if _, err := e.fake.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &e.src, MessageBody: aws.String(body(i)), MessageAttributes: map[string]types.MessageAttributeValue{"tipo": sqsbatch.StringAttribute("PedidoConfirmado")}}); err != nil {
 			e.t.Fatal(err)
 		}
 	}
 	for range 5 {
 		for {
-			msgs, err := e.fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: e.src, MaxMessages: 10})
+			out, err := e.fake.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &e.src, MaxNumberOfMessages: 10})
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			if len(msgs) == 0 {
+			if len(out.Messages) == 0 {
 				break
 			}
 		}
@@ -129,15 +130,14 @@ func (e *env) redriven(n int, body func(i int) string) {
 func (e *env) consumerSent(n int, class, reason string, body func(i int) string) {
 	e.t.Helper()
 	for i := range n {
-		_, err := e.fake.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: e.dlq, Body: body(i),
-			MessageAttributes: map[string]queue.Attribute{
-				sqsbatch.AttrFailureClass:      queue.StringAttribute(class),
-				sqsbatch.AttrFailureReason:     queue.StringAttribute(reason),
-				sqsbatch.AttrConsumerVersion:   queue.StringAttribute("sha256:0123456789ab"),
-				sqsbatch.AttrOriginalMessageID: queue.StringAttribute(fmt.Sprintf("orig-%d", i)),
-				sqsbatch.AttrReceiveCount:      queue.NumberAttribute(1),
-				"tipo":                         queue.StringAttribute("PedidoConfirmado"),
-			}})
+		_, err := e.fake.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &e.dlq, MessageBody: aws.String(body(i)), MessageAttributes: map[string]types.MessageAttributeValue{
+			sqsbatch.AttrFailureClass:      sqsbatch.StringAttribute(class),
+			sqsbatch.AttrFailureReason:     sqsbatch.StringAttribute(reason),
+			sqsbatch.AttrConsumerVersion:   sqsbatch.StringAttribute("sha256:0123456789ab"),
+			sqsbatch.AttrOriginalMessageID: sqsbatch.StringAttribute(fmt.Sprintf("orig-%d", i)),
+			sqsbatch.AttrReceiveCount:      sqsbatch.NumberAttribute(1),
+			"tipo":                         sqsbatch.StringAttribute("PedidoConfirmado"),
+		}})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func contains(t *testing.T, what, text string, wants ...string) {
 func (e *env) sendSource(n int) {
 	e.t.Helper()
 	for i := range n {
-		if _, err := e.fake.SendMessage(context.Background(), &queue.SendMessageInput{QueueURL: e.src, Body: order(1)(i)}); err != nil {
+		if _, err := e.fake.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &e.src, MessageBody: aws.String(order(1)(i))}); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -197,15 +197,15 @@ func (e *env) drain(url string) {
 	e.t.Helper()
 	ctx := context.Background()
 	for {
-		msgs, err := e.fake.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: url, MaxMessages: 10})
+		out, err := e.fake.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10})
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if len(msgs) == 0 {
+		if len(out.Messages) == 0 {
 			return
 		}
-		for _, m := range msgs {
-			if err := e.fake.DeleteMessage(ctx, url, m.ReceiptHandle); err != nil {
+		for _, m := range out.Messages {
+			if _, err := e.fake.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle}); err != nil {
 				e.t.Fatal(err)
 			}
 		}

@@ -11,9 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -31,7 +32,7 @@ type InspectOptions struct {
 
 // Inspect prints a table of up to opts.Max messages of the DLQ without
 // deleting any (see peek) and returns them.
-func (t *Tool) Inspect(ctx context.Context, target *Target, opts InspectOptions) ([]queue.Message, error) {
+func (t *Tool) Inspect(ctx context.Context, target *Target, opts InspectOptions) ([]types.Message, error) {
 	if opts.Max <= 0 {
 		opts.Max = DefaultInspectCount
 	}
@@ -55,13 +56,13 @@ func (t *Tool) Inspect(ctx context.Context, target *Target, opts InspectOptions)
 // emptyError explains an empty DLQ, mentioning in-flight messages (someone
 // else receiving) and delayed ones.
 func (t *Tool) emptyError(ctx context.Context, q QueueRef) error {
-	attrs, err := t.SQS.GetQueueAttributes(ctx, q.URL, queue.QueueAttrApproximateNumberOfMessages,
-		queue.QueueAttrApproximateNumberOfMessagesNotVisible, queue.QueueAttrApproximateNumberOfMessagesDelayed)
+	attrs, err := t.queueAttributes(ctx, q.URL, types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed)
 	if err != nil {
 		return fmt.Errorf("%w: %s returned no message", ErrEmpty, q.Name)
 	}
-	inflight := attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]
-	msg := fmt.Sprintf("%s returned no message (ApproximateNumberOfMessages %s)", q.Name, attrs[queue.QueueAttrApproximateNumberOfMessages])
+	inflight := attrs[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
+	msg := fmt.Sprintf("%s returned no message (ApproximateNumberOfMessages %s)", q.Name, attrs[string(types.QueueAttributeNameApproximateNumberOfMessages)])
 	if inflight != "" && inflight != "0" {
 		msg += fmt.Sprintf("; %s are in flight: someone else is receiving them (another inspection, a redrive in progress?); they come back when their visibility timeout ends", inflight)
 	}
@@ -71,7 +72,7 @@ func (t *Tool) emptyError(ctx context.Context, q QueueRef) error {
 // PrintTable prints one line per message: sent and first-receive times,
 // receive count, size, schema version, message group, how it got here,
 // the consumer's failure class and reason, and the consumer version.
-func PrintTable(w io.Writer, msgs []queue.Message) {
+func PrintTable(w io.Writer, msgs []types.Message) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MESSAGE ID\tSENT (UTC)\tFIRST RECEIVE\tRECV\tSIZE\tVER\tGROUP\tORIGIN\tFAILURE\tCONSUMER")
 	for _, m := range msgs {
@@ -265,7 +266,7 @@ type Row struct {
 }
 
 // Rows are the table's lines as values.
-func Rows(msgs []queue.Message) []Row {
+func Rows(msgs []types.Message) []Row {
 	ids := map[string]string{}
 	for _, m := range classify.Classify(msgs, classify.Options{VersionKey: "-"}).Messages {
 		ids[m.MessageID] = m.PedidoID
@@ -273,7 +274,7 @@ func Rows(msgs []queue.Message) []Row {
 	out := make([]Row, 0, len(msgs))
 	for _, m := range msgs {
 		r, _ := rowOf(m)
-		r.PedidoID = ids[m.MessageID]
+		r.PedidoID = ids[aws.ToString(m.MessageId)]
 		out = append(out, r)
 	}
 	return out
@@ -281,13 +282,13 @@ func Rows(msgs []queue.Message) []Row {
 
 // rowOf is m's row without its PedidoID; ok reports that m carries a
 // consumer's failure attributes (sqsbatch.ParseDeadLetter).
-func rowOf(m queue.Message) (r Row, ok bool) {
+func rowOf(m types.Message) (r Row, ok bool) {
 	dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
-	r = Row{MessageID: m.MessageID, Sent: stamp(m.Time(queue.AttrSentTimestamp)),
-		FirstReceive: stamp(m.Time(queue.AttrApproximateFirstReceiveTimestamp)), ReceiveCount: m.ReceiveCount(),
-		Size: len(m.Body), Version: bodyVersion(m.Body), Group: m.Attributes[queue.AttrMessageGroupID], Origin: "unknown"}
+	r = Row{MessageID: aws.ToString(m.MessageId), Sent: stamp(classify.Stamp(m, types.MessageSystemAttributeNameSentTimestamp)),
+		FirstReceive: stamp(classify.Stamp(m, types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)), ReceiveCount: classify.Receives(m),
+		Size: len(aws.ToString(m.Body)), Version: bodyVersion(aws.ToString(m.Body)), Group: m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], Origin: "unknown"}
 	switch {
-	case m.Attributes[queue.AttrDeadLetterQueueSourceArn] != "":
+	case m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] != "":
 		r.Origin = "redrive"
 	case ok:
 		r.Origin = "consumer"

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // fileMessage is one message in the shape of
@@ -28,7 +29,7 @@ type fileAttribute struct {
 
 // WriteMessages writes msgs as JSON lines, one receive-message "Messages"
 // element per line.
-func WriteMessages(w io.Writer, msgs []queue.Message) error {
+func WriteMessages(w io.Writer, msgs []types.Message) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, m := range msgs {
@@ -39,12 +40,12 @@ func WriteMessages(w io.Writer, msgs []queue.Message) error {
 	return nil
 }
 
-func toFile(m queue.Message) fileMessage {
-	fm := fileMessage{MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, MD5OfBody: m.MD5OfBody, Body: m.Body, Attributes: m.Attributes}
+func toFile(m types.Message) fileMessage {
+	fm := fileMessage{MessageID: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), MD5OfBody: aws.ToString(m.MD5OfBody), Body: aws.ToString(m.Body), Attributes: m.Attributes}
 	if len(m.MessageAttributes) > 0 {
 		fm.MessageAttributes = map[string]fileAttribute{}
 		for k, a := range m.MessageAttributes {
-			fm.MessageAttributes[k] = fileAttribute{StringValue: a.StringValue, BinaryValue: a.BinaryValue, DataType: a.DataType}
+			fm.MessageAttributes[k] = fileAttribute{StringValue: aws.ToString(a.StringValue), BinaryValue: a.BinaryValue, DataType: aws.ToString(a.DataType)}
 		}
 	}
 	return fm
@@ -53,9 +54,9 @@ func toFile(m queue.Message) fileMessage {
 // ReadMessages reads messages saved by WriteMessages (JSON lines) or by the
 // AWS CLI (one or more {"Messages": [...]} documents, e.g. several
 // receive-message outputs concatenated).
-func ReadMessages(r io.Reader) ([]queue.Message, error) {
+func ReadMessages(r io.Reader) ([]types.Message, error) {
 	dec := json.NewDecoder(bufio.NewReader(r))
-	var out []queue.Message
+	var out []types.Message
 	for n := 1; ; n++ {
 		var raw map[string]json.RawMessage
 		if err := dec.Decode(&raw); err == io.EOF {
@@ -80,15 +81,15 @@ func ReadMessages(r io.Reader) ([]queue.Message, error) {
 			batch = []fileMessage{fm}
 		}
 		for _, fm := range batch {
-			m := queue.Message{MessageID: fm.MessageID, ReceiptHandle: fm.ReceiptHandle, MD5OfBody: fm.MD5OfBody, Body: fm.Body, Attributes: fm.Attributes}
+			m := types.Message{MessageId: aws.String(fm.MessageID), ReceiptHandle: aws.String(fm.ReceiptHandle), MD5OfBody: aws.String(fm.MD5OfBody), Body: aws.String(fm.Body), Attributes: fm.Attributes}
 			if m.Attributes == nil {
 				m.Attributes = map[string]string{}
 			}
 			for k, a := range fm.MessageAttributes {
 				if m.MessageAttributes == nil {
-					m.MessageAttributes = map[string]queue.Attribute{}
+					m.MessageAttributes = map[string]types.MessageAttributeValue{}
 				}
-				m.MessageAttributes[k] = queue.Attribute{DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+				m.MessageAttributes[k] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: aws.String(a.StringValue), BinaryValue: a.BinaryValue}
 			}
 			out = append(out, m)
 		}
@@ -97,7 +98,7 @@ func ReadMessages(r io.Reader) ([]queue.Message, error) {
 
 // WriteDocument writes msgs as one receive-message document,
 // {"Messages": [...]}, which ReadMessages reads too.
-func WriteDocument(w io.Writer, msgs []queue.Message) error {
+func WriteDocument(w io.Writer, msgs []types.Message) error {
 	doc := struct {
 		Messages []fileMessage `json:"Messages"`
 	}{Messages: []fileMessage{}}

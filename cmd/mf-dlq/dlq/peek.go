@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // PeekVisibility is the visibility timeout of inspection receives (runbook
@@ -31,12 +33,12 @@ var ErrWouldSpendReceives = errors.New("receiving would spend the messages' rece
 // (ChangeMessageVisibility 0) before it returns, also when ctx is done.
 // Each message is returned as first received. It refuses a queue with a
 // redrive policy.
-func (t *Tool) peek(ctx context.Context, q QueueRef, max int) ([]queue.Message, error) {
+func (t *Tool) peek(ctx context.Context, q QueueRef, max int) ([]types.Message, error) {
 	if n := q.MaxReceiveCount(); n > 0 {
-		rp, _ := parseRedrive(q.Attrs[queue.QueueAttrRedrivePolicy])
+		rp, _ := parseRedrive(q.Attrs[string(types.QueueAttributeNameRedrivePolicy)])
 		return nil, fmt.Errorf("%w: %s has a redrive policy (maxReceiveCount %d, to %s): every receive counts towards it and could move messages on; look at its dead-letter queue instead", ErrWouldSpendReceives, q.Name, n, rp.DeadLetterTargetArn)
 	}
-	var out []queue.Message
+	var out []types.Message
 	handles := map[string]string{} // message id -> latest receipt handle
 	defer func() { t.release(ctx, q.URL, handles) }()
 	waited := false
@@ -51,12 +53,12 @@ func (t *Tool) peek(ctx context.Context, q QueueRef, max int) ([]queue.Message, 
 		// messages in flight for PeekVisibility. Release ours, and if the
 		// queue still reports messages in flight, wait once for them.
 		t.release(ctx, q.URL, handles)
-		attrs, err := t.SQS.GetQueueAttributes(ctx, q.URL, queue.QueueAttrApproximateNumberOfMessagesNotVisible)
-		if err != nil || atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) == 0 {
+		attrs, err := t.queueAttributes(ctx, q.URL, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+		if err != nil || atoi(attrs[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]) == 0 {
 			return out, nil
 		}
 		fmt.Fprintf(t.log(), "%s messages of %s are in flight (another receiver, or a receive whose answer was lost); waiting %s for them\n",
-			attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible], q.Name, PeekVisibility+time.Second)
+			attrs[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], q.Name, PeekVisibility+time.Second)
 		if err := t.Clock.Sleep(ctx, PeekVisibility+time.Second); err != nil {
 			return out, err
 		}
@@ -68,7 +70,7 @@ func (t *Tool) peek(ctx context.Context, q QueueRef, max int) ([]queue.Message, 
 // in a row come back empty (everything is held), or a budget of receives
 // (twice what max needs, plus what re-receiving the held ones costs) is
 // spent, which bounds the loop when the queue keeps handing back messages.
-func (t *Tool) receiveAll(ctx context.Context, q QueueRef, max int, out *[]queue.Message, handles map[string]string) error {
+func (t *Tool) receiveAll(ctx context.Context, q QueueRef, max int, out *[]types.Message, handles map[string]string) error {
 	idle := 0
 	budget := 2*(max+len(*out))/10 + 10
 	reported := len(*out)
@@ -78,19 +80,19 @@ func (t *Tool) receiveAll(ctx context.Context, q QueueRef, max int, out *[]queue
 			fmt.Fprintf(t.log(), "received %d messages of %s so far (at most %d)…\n", reported, q.Name, max)
 		}
 		budget--
-		msgs, err := t.SQS.ReceiveMessage(ctx, &queue.ReceiveMessageInput{
-			QueueURL: q.URL, MaxMessages: min(10, max-len(*out)), VisibilityTimeout: PeekVisibility, WaitTime: time.Second,
-		})
+		got, err := t.SQS.ReceiveMessage(ctx, allAttributes(&sqs.ReceiveMessageInput{
+			QueueUrl: &q.URL, MaxNumberOfMessages: int32(min(10, max-len(*out))), VisibilityTimeout: int32(PeekVisibility / time.Second), WaitTimeSeconds: 1,
+		}))
 		if err != nil {
-			return fmt.Errorf("receive from %s: %w", q.Name, err)
+			return fmt.Errorf("receive from %s: %w", q.Name, sqsError("ReceiveMessage", err))
 		}
-		for _, m := range msgs {
-			if _, seen := handles[m.MessageID]; !seen {
+		for _, m := range got.Messages {
+			if _, seen := handles[aws.ToString(m.MessageId)]; !seen {
 				*out = append(*out, m)
 			}
-			handles[m.MessageID] = m.ReceiptHandle
+			handles[aws.ToString(m.MessageId)] = aws.ToString(m.ReceiptHandle)
 		}
-		if len(msgs) == 0 {
+		if len(got.Messages) == 0 {
 			idle++
 		} else {
 			idle = 0
@@ -105,8 +107,10 @@ func (t *Tool) release(ctx context.Context, url string, handles map[string]strin
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	for id, h := range handles {
-		err := t.SQS.ChangeMessageVisibility(ctx, url, h, 0)
-		if err != nil && !errors.Is(err, queue.ErrMessageNotInflight) && !errors.Is(err, queue.ErrReceiptHandleInvalid) {
+		_, err := t.SQS.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: &h})
+		var notInflight *types.MessageNotInflight
+		var badHandle *types.ReceiptHandleIsInvalid
+		if err != nil && !errors.As(err, &notInflight) && !errors.As(err, &badHandle) {
 			fmt.Fprintf(t.log(), "warning: could not release message %s (it comes back by itself within %s): %v\n", id, PeekVisibility, err)
 		}
 	}

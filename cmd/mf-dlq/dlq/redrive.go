@@ -17,11 +17,13 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -232,8 +234,8 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 		return res, fmt.Errorf("%w: fix the cause first (runbook step 4, docs/runbooks/dlq.md), then re-run with --confirm-fixed; --dry-run shows the plan", ErrNotConfirmed)
 	}
 	opts.Rate = cmp.Or(opts.Rate, DefaultRate)
-	if opts.Rate < 0 || opts.Rate > queue.MaxMoveRate || math.IsNaN(opts.Rate) {
-		return res, fmt.Errorf("%w: --rate %v must be in (0, %d]", ErrUsage, opts.Rate, queue.MaxMoveRate)
+	if opts.Rate < 0 || opts.Rate > MaxMoveRate || math.IsNaN(opts.Rate) {
+		return res, fmt.Errorf("%w: --rate %v must be in (0, %d]", ErrUsage, opts.Rate, MaxMoveRate)
 	}
 	opts.Mode = cmp.Or(opts.Mode, ModeAuto)
 	if opts.Mode != ModeAuto && opts.Mode != ModeTask && opts.Mode != ModeLoop {
@@ -249,7 +251,7 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	if opts.To != "" {
 		url := opts.To
 		if !strings.Contains(url, "://") {
-			u, err := t.SQS.GetQueueURL(ctx, opts.To)
+			u, err := t.queueURL(ctx, opts.To)
 			if err != nil {
 				return res, fmt.Errorf("destination --to %s: %w", opts.To, err)
 			}
@@ -282,13 +284,13 @@ func (t *Tool) Redrive(ctx context.Context, target *Target, opts RedriveOptions)
 	allRedriven := true
 	expired := 0
 	for _, m := range msgs {
-		if ok, _ := sel.selected(m.MessageID); !ok {
+		if ok, _ := sel.selected(aws.ToString(m.MessageId)); !ok {
 			continue
 		}
 		if _, old := classify.Expiry(m, expiry); old {
 			expired++
 		}
-		if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+		if m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] == "" {
 			allRedriven = false
 		}
 		name, err := dests.nameFor(m)
@@ -404,10 +406,10 @@ func describeLeft(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func countWithout(msgs []queue.Message) int {
+func countWithout(msgs []types.Message) int {
 	n := 0
 	for _, m := range msgs {
-		if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+		if m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] == "" {
 			n++
 		}
 	}
@@ -423,22 +425,26 @@ func describeMode(mode string) string {
 
 // checkNoTask refuses to start while a move task runs on the DLQ.
 func (t *Tool) checkNoTask(ctx context.Context, dlq QueueRef) error {
-	tasks, err := t.SQS.ListMessageMoveTasks(ctx, dlq.ARN, 10)
+	tasks, err := t.moveTasks(ctx, dlq.ARN, 10)
 	if err != nil {
-		if errors.Is(err, queue.ErrAccessDenied) {
+		if errors.Is(err, ErrPermission) {
 			fmt.Fprintf(t.log(), "warning: cannot check for a running move task: %v\n", err)
 			return nil
 		}
 		return fmt.Errorf("list move tasks of %s: %w", dlq.Name, err)
 	}
 	for _, tk := range tasks {
-		if tk.Active() {
+		if activeTask(tk) {
 			cancel := ""
-			if tk.TaskHandle != "" {
-				cancel = fmt.Sprintf(", or cancel it: aws sqs cancel-message-move-task --task-handle %s", tk.TaskHandle)
+			if tk.TaskHandle != nil {
+				cancel = fmt.Sprintf(", or cancel it: aws sqs cancel-message-move-task --task-handle %s", *tk.TaskHandle)
+			}
+			toMove := int64(-1)
+			if tk.ApproximateNumberOfMessagesToMove != nil {
+				toMove = *tk.ApproximateNumberOfMessagesToMove
 			}
 			return fmt.Errorf("%w: on %s, %s since %s UTC (moved %d of %d): wait for it (mf-dlq verify)%s",
-				queue.ErrMoveTaskRunning, dlq.Name, tk.Status, tk.Started.UTC().Format("2006-01-02 15:04:05"), tk.Moved, tk.ToMove, cancel)
+				ErrMoveTaskRunning, dlq.Name, aws.ToString(tk.Status), time.UnixMilli(tk.StartedTimestamp).UTC().Format("2006-01-02 15:04:05"), tk.ApproximateNumberOfMessagesMoved, toMove, cancel)
 		}
 	}
 	return nil
@@ -478,7 +484,7 @@ func (t *Tool) warnExpired(target *Target, expired, total int, readmit bool) {
 // warnUnknown warns about messages first received more than a day ago
 // whose destination's consumers config/catalog does not know: their
 // replay window is unknown, and the library's default records live 24 h.
-func (t *Tool) warnUnknown(msgs []queue.Message, plan map[string]int) {
+func (t *Tool) warnUnknown(msgs []types.Message, plan map[string]int) {
 	var who []string
 	for name := range plan {
 		if q, _, isDLQ, ok := catalog.FindPhysical(name); !ok || isDLQ || len(q.Consumers) == 0 {
@@ -506,10 +512,10 @@ func (t *Tool) warnUnknown(msgs []queue.Message, plan map[string]int) {
 
 // firstSeen is when a consumer may first have processed the message: its
 // first receive when known (kept by SQS's redrive), else when it was sent.
-func firstSeen(m queue.Message) time.Time {
-	for _, k := range []string{queue.AttrApproximateFirstReceiveTimestamp, queue.AttrSentTimestamp} {
-		if t := m.Time(k); !t.IsZero() {
-			if k == queue.AttrApproximateFirstReceiveTimestamp && m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+func firstSeen(m types.Message) time.Time {
+	for _, k := range []string{string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp), string(types.MessageSystemAttributeNameSentTimestamp)} {
+		if t := classify.Stamp(m, types.MessageSystemAttributeName(k)); !t.IsZero() {
+			if k == string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp) && m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] == "" {
 				// A consumer-sent DLQ message is new: its first receive is
 				// the inspection's, so use its SentTimestamp (the failure).
 				continue
@@ -523,24 +529,29 @@ func firstSeen(m queue.Message) time.Time {
 // runTask runs an SQS message move task and follows it.
 func (t *Tool) runTask(ctx context.Context, target *Target, opts RedriveOptions, res *RedriveResult) error {
 	r := max(1, int(opts.Rate))
-	handle, err := t.SQS.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: target.DLQ.ARN, MaxPerSecond: r})
+	started, err := t.SQS.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: &target.DLQ.ARN, MaxNumberOfMessagesPerSecond: aws.Int32(int32(r))})
 	if err != nil {
-		return fmt.Errorf("start the move task on %s: %w", target.DLQ.Name, err)
+		return fmt.Errorf("start the move task on %s: %w", target.DLQ.Name, sqsError("StartMessageMoveTask", err))
 	}
+	handle := aws.ToString(started.TaskHandle)
 	fmt.Fprintf(t.log(), "move task started (handle %s, %d msg/s); Ctrl-C cancels it (moved messages stay moved)\n", handle, r)
 	prog := &progress{t: t, total: res.Planned, start: res.Started}
 	for {
 		if err := t.Clock.Sleep(ctx, opts.ProgressEvery); err != nil {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
 			defer cancel()
-			moved, cerr := t.SQS.CancelMessageMoveTask(dctx, handle)
-			if cerr != nil && !errors.Is(cerr, queue.ErrTaskNotFound) {
+			var moved int64
+			cancelled, cerr := t.SQS.CancelMessageMoveTask(dctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: &handle})
+			if cerr = sqsError("CancelMessageMoveTask", cerr); cerr != nil && !errors.Is(cerr, ErrTaskNotFound) {
 				return fmt.Errorf("%w; cancelling the move task failed: %w (cancel it by hand: aws sqs cancel-message-move-task --task-handle %s)", ErrInterrupted, cerr, handle)
+			}
+			if cancelled != nil {
+				moved = cancelled.ApproximateNumberOfMessagesMoved
 			}
 			res.Moved = int(moved)
 			return fmt.Errorf("%w: move task cancelled after %d messages", ErrInterrupted, moved)
 		}
-		tasks, err := t.SQS.ListMessageMoveTasks(ctx, target.DLQ.ARN, 1)
+		tasks, err := t.moveTasks(ctx, target.DLQ.ARN, 1)
 		if err != nil {
 			return fmt.Errorf("follow the move task: %w (it keeps running; see aws sqs list-message-move-tasks)", err)
 		}
@@ -548,18 +559,18 @@ func (t *Tool) runTask(ctx context.Context, target *Target, opts RedriveOptions,
 			return fmt.Errorf("the move task of %s disappeared from ListMessageMoveTasks", target.DLQ.Name)
 		}
 		tk := tasks[0]
-		res.Moved = int(tk.Moved)
-		if tk.ToMove >= 0 {
-			prog.total = int(tk.ToMove)
+		res.Moved = int(tk.ApproximateNumberOfMessagesMoved)
+		if tk.ApproximateNumberOfMessagesToMove != nil {
+			prog.total = int(*tk.ApproximateNumberOfMessagesToMove)
 		}
 		prog.show(res.Moved)
-		switch tk.Status {
-		case queue.MoveTaskCompleted:
+		switch aws.ToString(tk.Status) {
+		case "COMPLETED":
 			return nil
-		case queue.MoveTaskFailed:
-			return fmt.Errorf("the move task failed after %d messages: %s", tk.Moved, tk.FailureReason)
-		case queue.MoveTaskCancelled:
-			return fmt.Errorf("%w: the move task was cancelled (by someone else?) after %d messages", ErrInterrupted, tk.Moved)
+		case "FAILED":
+			return fmt.Errorf("the move task failed after %d messages: %s", tk.ApproximateNumberOfMessagesMoved, aws.ToString(tk.FailureReason))
+		case "CANCELLED":
+			return fmt.Errorf("%w: the move task was cancelled (by someone else?) after %d messages", ErrInterrupted, tk.ApproximateNumberOfMessagesMoved)
 		}
 	}
 }
@@ -591,40 +602,45 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 		if opts.Max > 0 {
 			want = min(want, opts.Max-res.Moved)
 		}
-		msgs, err := t.SQS.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: target.DLQ.URL, MaxMessages: want, VisibilityTimeout: visibility, WaitTime: time.Second})
+		got, err := t.SQS.ReceiveMessage(ctx, allAttributes(&sqs.ReceiveMessageInput{QueueUrl: &target.DLQ.URL, MaxNumberOfMessages: int32(want),
+			VisibilityTimeout: int32(math.Ceil(visibility.Seconds())), WaitTimeSeconds: 1}))
+		var msgs []types.Message
+		if got != nil {
+			msgs = got.Messages
+		}
 		if ctx.Err() != nil {
 			t.releaseAll(ctx, target.DLQ.URL, msgs)
 			return fmt.Errorf("%w after %d messages", ErrInterrupted, res.Moved)
 		}
 		if err != nil {
-			return fmt.Errorf("receive from %s: %w", target.DLQ.Name, err)
+			return fmt.Errorf("receive from %s: %w", target.DLQ.Name, sqsError("ReceiveMessage", err))
 		}
 		fresh := 0
 		for i, m := range msgs {
-			if done[m.MessageID] {
+			if done[aws.ToString(m.MessageId)] {
 				// Sent earlier; its delete failed. Delete again, do not resend.
-				_ = t.SQS.DeleteMessage(ctx, target.DLQ.URL, m.ReceiptHandle)
+				_, _ = t.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &target.DLQ.URL, ReceiptHandle: m.ReceiptHandle})
 				continue
 			}
-			if h := held(m.MessageID, unplaced, kept, skipped); h != nil {
-				h[m.MessageID] = m.ReceiptHandle // its latest handle, to release
+			if h := held(aws.ToString(m.MessageId), unplaced, kept, skipped); h != nil {
+				h[aws.ToString(m.MessageId)] = aws.ToString(m.ReceiptHandle) // its latest handle, to release
 				continue
 			}
 			fresh++
-			if ok, _ := sel.selected(m.MessageID); !ok {
-				skipped[m.MessageID] = m.ReceiptHandle
+			if ok, _ := sel.selected(aws.ToString(m.MessageId)); !ok {
+				skipped[aws.ToString(m.MessageId)] = aws.ToString(m.ReceiptHandle)
 				continue
 			}
 			expiry.Now = t.Clock.Now()
 			_, old := classify.Expiry(m, expiry)
 			if old && !opts.ReadmitExpired {
-				kept[m.MessageID] = m.ReceiptHandle
+				kept[aws.ToString(m.MessageId)] = aws.ToString(m.ReceiptHandle)
 				continue
 			}
 			dest, err := dests.urlFor(ctx, m)
 			if err != nil {
-				fmt.Fprintf(t.log(), "message %s stays in the DLQ: %v\n", m.MessageID, err)
-				unplaced[m.MessageID] = m.ReceiptHandle
+				fmt.Fprintf(t.log(), "message %s stays in the DLQ: %v\n", aws.ToString(m.MessageId), err)
+				unplaced[aws.ToString(m.MessageId)] = aws.ToString(m.ReceiptHandle)
 				continue
 			}
 			r := lim.ReserveN(t.Clock.Now(), 1)
@@ -637,7 +653,7 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 				t.releaseAll(ctx, target.DLQ.URL, msgs[i:])
 				return err
 			}
-			done[m.MessageID] = true
+			done[aws.ToString(m.MessageId)] = true
 			if old {
 				res.Readmitted++
 			}
@@ -655,10 +671,10 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 		// Nothing new twice: done, unless messages are in flight in the DLQ
 		// (another receiver, or a receive whose answer was lost on the way
 		// and retried by the SDK). Wait for them once.
-		attrs, err := t.SQS.GetQueueAttributes(ctx, target.DLQ.URL, queue.QueueAttrApproximateNumberOfMessagesNotVisible)
+		attrs, err := t.queueAttributes(ctx, target.DLQ.URL, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 		n := 0
 		if err == nil {
-			n = atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]) - len(unplaced) - len(kept) - len(skipped)
+			n = atoi(attrs[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]) - len(unplaced) - len(kept) - len(skipped)
 		}
 		if n <= 0 {
 			break
@@ -682,38 +698,37 @@ func (t *Tool) runLoop(ctx context.Context, target *Target, opts RedriveOptions,
 // send fails nothing happened; if the delete fails the message comes back
 // to the DLQ and a later run delivers a duplicate. readmit sends it with
 // the re-admission mark of now.
-func (t *Tool) moveOne(ctx context.Context, target *Target, m queue.Message, dest QueueRef, readmit bool) error {
+func (t *Tool) moveOne(ctx context.Context, target *Target, m types.Message, dest QueueRef, readmit bool) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
 	defer cancel()
 	attrs, err := sqsbatch.OriginalAttributes(m.MessageAttributes)
 	if err != nil {
-		fmt.Fprintf(t.log(), "warning: message %s: %v; sending its attributes unchanged\n", m.MessageID, err)
+		fmt.Fprintf(t.log(), "warning: message %s: %v; sending its attributes unchanged\n", aws.ToString(m.MessageId), err)
 		attrs = m.MessageAttributes
 	}
 	if readmit {
 		attrs = maps.Clone(attrs)
 		if attrs == nil {
-			attrs = map[string]queue.Attribute{}
+			attrs = map[string]types.MessageAttributeValue{}
 		}
-		attrs[lambdaapi.AttrReadmision] = queue.StringAttribute(t.Clock.Now().UTC().Format(time.RFC3339))
+		attrs[lambdaapi.AttrReadmision] = sqsbatch.StringAttribute(t.Clock.Now().UTC().Format(time.RFC3339))
 		if len(attrs) > 10 {
-			return fmt.Errorf("message %s has %d attributes with the re-admission mark, more than SQS's 10: it stays in the DLQ", m.MessageID, len(attrs))
+			return fmt.Errorf("message %s has %d attributes with the re-admission mark, more than SQS's 10: it stays in the DLQ", aws.ToString(m.MessageId), len(attrs))
 		}
 	}
-	in := &queue.SendMessageInput{QueueURL: dest.URL, Body: m.Body, MessageAttributes: attrs}
+	in := &sqs.SendMessageInput{QueueUrl: &dest.URL, MessageBody: m.Body, MessageAttributes: attrs}
 	if strings.HasSuffix(dest.Name, ".fifo") {
-		in.MessageGroupID = m.Attributes[queue.AttrMessageGroupID]
-		in.MessageGroupID = cmp.Or(in.MessageGroupID, m.MessageID)
+		in.MessageGroupId = aws.String(cmp.Or(m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], aws.ToString(m.MessageId)))
 		// Stable per DLQ message: a re-run within SQS's 5-minute window
 		// after a kill between send and delete is deduplicated.
-		sum := sha256.Sum256([]byte("mf-dlq\x00" + m.MessageID))
-		in.MessageDeduplicationID = hex.EncodeToString(sum[:])
+		sum := sha256.Sum256([]byte("mf-dlq\x00" + aws.ToString(m.MessageId)))
+		in.MessageDeduplicationId = aws.String(hex.EncodeToString(sum[:]))
 	}
 	if _, err := t.SQS.SendMessage(dctx, in); err != nil {
-		return fmt.Errorf("send message %s to %s (it stays in the DLQ): %w", m.MessageID, dest.Name, err)
+		return fmt.Errorf("send message %s to %s (it stays in the DLQ): %w", aws.ToString(m.MessageId), dest.Name, sqsError("SendMessage", err))
 	}
-	if err := t.SQS.DeleteMessage(dctx, target.DLQ.URL, m.ReceiptHandle); err != nil {
-		fmt.Fprintf(t.log(), "warning: message %s was sent to %s but not deleted from the DLQ (%v): it will come back; a later redrive sends a duplicate, which its idempotent consumer absorbs\n", m.MessageID, dest.Name, err)
+	if _, err := t.SQS.DeleteMessage(dctx, &sqs.DeleteMessageInput{QueueUrl: &target.DLQ.URL, ReceiptHandle: m.ReceiptHandle}); err != nil {
+		fmt.Fprintf(t.log(), "warning: message %s was sent to %s but not deleted from the DLQ (%v): it will come back; a later redrive sends a duplicate, which its idempotent consumer absorbs\n", aws.ToString(m.MessageId), dest.Name, err)
 	}
 	return nil
 }
@@ -728,10 +743,10 @@ func held(id string, hs ...map[string]string) map[string]string {
 	return nil
 }
 
-func (t *Tool) releaseAll(ctx context.Context, url string, msgs []queue.Message) {
+func (t *Tool) releaseAll(ctx context.Context, url string, msgs []types.Message) {
 	h := make(map[string]string, len(msgs))
 	for _, m := range msgs {
-		h[m.MessageID] = m.ReceiptHandle
+		h[aws.ToString(m.MessageId)] = aws.ToString(m.ReceiptHandle)
 	}
 	t.release(ctx, url, h)
 }
@@ -756,16 +771,12 @@ func newDestinations(t *Tool, target *Target, to *QueueRef) *destinations {
 
 var errNoDestination = errors.New("no destination")
 
-func (d *destinations) nameFor(m queue.Message) (string, error) {
+func (d *destinations) nameFor(m types.Message) (string, error) {
 	if d.to != nil {
 		return d.to.Name, nil
 	}
-	if arn := m.Attributes[queue.AttrDeadLetterQueueSourceArn]; arn != "" {
-		a, err := queue.ParseARN(arn)
-		if err != nil {
-			return "", err
-		}
-		return a.Name, nil
+	if arn := m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)]; arn != "" {
+		return queueName(arn)
 	}
 	if len(d.target.Sources) == 1 {
 		return d.target.Sources[0].Name, nil
@@ -773,7 +784,7 @@ func (d *destinations) nameFor(m queue.Message) (string, error) {
 	return "", fmt.Errorf("%w: sent to the DLQ by a consumer, and %d queues dead-letter into %s", errNoDestination, len(d.target.Sources), d.target.DLQ.Name)
 }
 
-func (d *destinations) urlFor(ctx context.Context, m queue.Message) (QueueRef, error) {
+func (d *destinations) urlFor(ctx context.Context, m types.Message) (QueueRef, error) {
 	name, err := d.nameFor(m)
 	if err != nil {
 		return QueueRef{}, err
@@ -784,7 +795,7 @@ func (d *destinations) urlFor(ctx context.Context, m queue.Message) (QueueRef, e
 	if r, ok := d.byName[name]; ok {
 		return r, nil
 	}
-	url, err := d.t.SQS.GetQueueURL(ctx, name)
+	url, err := d.t.queueURL(ctx, name)
 	if err != nil {
 		return QueueRef{}, fmt.Errorf("source queue %s: %w", name, err)
 	}

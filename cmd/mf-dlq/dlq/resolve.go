@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
 // QueueRef is a resolved queue.
@@ -23,7 +23,7 @@ type QueueRef struct {
 // MaxReceiveCount returns the maxReceiveCount of the queue's redrive
 // policy, 0 when it has none.
 func (q QueueRef) MaxReceiveCount() int {
-	rp, ok := parseRedrive(q.Attrs[queue.QueueAttrRedrivePolicy])
+	rp, ok := parseRedrive(q.Attrs[string(types.QueueAttributeNameRedrivePolicy)])
 	if !ok {
 		return 0
 	}
@@ -81,25 +81,25 @@ func (t *Tool) Resolve(ctx context.Context, spec, env string) (*Target, error) {
 		return nil, err
 	}
 	target := &Target{DLQ: ref, Env: env}
-	sources, err := t.SQS.ListDeadLetterSourceQueues(ctx, url)
+	sources, err := t.deadLetterSources(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("list the queues that dead-letter into %s: %w", ref.Name, err)
 	}
-	if rp, ok := parseRedrive(ref.Attrs[queue.QueueAttrRedrivePolicy]); ok && len(sources) == 0 {
+	if rp, ok := parseRedrive(ref.Attrs[string(types.QueueAttributeNameRedrivePolicy)]); ok && len(sources) == 0 {
 		// A source queue: work on its DLQ.
-		a, err := queue.ParseARN(rp.DeadLetterTargetArn)
+		name, err := queueName(rp.DeadLetterTargetArn)
 		if err != nil {
 			return nil, err
 		}
-		dlqURL, err := t.SQS.GetQueueURL(ctx, a.Name)
+		dlqURL, err := t.queueURL(ctx, name)
 		if err != nil {
-			return nil, fmt.Errorf("%s names %s as its dead-letter queue, which cannot be found: %w", ref.Name, a.Name, err)
+			return nil, fmt.Errorf("%s names %s as its dead-letter queue, which cannot be found: %w", ref.Name, name, err)
 		}
 		if target.DLQ, err = t.ref(ctx, dlqURL); err != nil {
 			return nil, err
 		}
-		if sources, err = t.SQS.ListDeadLetterSourceQueues(ctx, dlqURL); err != nil {
-			return nil, fmt.Errorf("list the queues that dead-letter into %s: %w", a.Name, err)
+		if sources, err = t.deadLetterSources(ctx, dlqURL); err != nil {
+			return nil, fmt.Errorf("list the queues that dead-letter into %s: %w", name, err)
 		}
 	}
 	for _, u := range sources {
@@ -121,11 +121,11 @@ func (t *Tool) urlOf(ctx context.Context, spec, env string) (string, error) {
 	case strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://"):
 		return spec, nil
 	case strings.HasPrefix(spec, "arn:"):
-		a, err := queue.ParseARN(spec)
+		name, err := queueName(spec)
 		if err != nil {
 			return "", fmt.Errorf("%w: %w", ErrUsage, err)
 		}
-		spec = a.Name
+		spec = name
 	}
 	name := spec
 	q, _, inCatalog := catalog.Find(spec)
@@ -135,14 +135,14 @@ func (t *Tool) urlOf(ctx context.Context, spec, env string) (string, error) {
 		}
 		if !inCatalog {
 			return "", fmt.Errorf("%w: with -e, name a queue of config/catalog: a logical name (%s) or its catalogue name; %q is neither (for any other queue pass its physical name or URL without -e)",
-				queue.ErrQueueNotFound, strings.Join(catalog.Logicals(), ", "), spec)
+				ErrQueueNotFound, strings.Join(catalog.Logicals(), ", "), spec)
 		}
 		name = catalog.PhysicalName(q.DLQName, env)
 	} else if inCatalog && strings.EqualFold(spec, q.Logical) {
 		return "", fmt.Errorf("%w: %q is a logical name: add -e dev|staging|prod to say which environment's queue", ErrUsage, spec)
 	}
-	url, err := t.SQS.GetQueueURL(ctx, name)
-	if errors.Is(err, queue.ErrQueueNotFound) {
+	url, err := t.queueURL(ctx, name)
+	if errors.Is(err, ErrQueueNotFound) {
 		hint := "check the name, the account (--profile) and the region (--region)"
 		if env == "" {
 			if _, e, _, ok := catalog.FindPhysical(name); !ok {
@@ -160,13 +160,13 @@ func (t *Tool) urlOf(ctx context.Context, spec, env string) (string, error) {
 }
 
 func (t *Tool) ref(ctx context.Context, url string) (QueueRef, error) {
-	attrs, err := t.SQS.GetQueueAttributes(ctx, url, queue.QueueAttrAll)
+	attrs, err := t.queueAttributes(ctx, url)
 	if err != nil {
 		return QueueRef{}, fmt.Errorf("read the attributes of %s: %w", url, err)
 	}
-	ref := QueueRef{URL: url, ARN: attrs[queue.QueueAttrQueueArn], Attrs: attrs}
-	if a, err := queue.ParseARN(ref.ARN); err == nil {
-		ref.Name = a.Name
+	ref := QueueRef{URL: url, ARN: attrs[string(types.QueueAttributeNameQueueArn)], Attrs: attrs}
+	if name, err := queueName(ref.ARN); err == nil {
+		ref.Name = name
 	} else {
 		ref.Name = url[strings.LastIndex(url, "/")+1:]
 	}

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mercadofresco/integration/lambdas/queue"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // VerifyOptions configures Verify.
@@ -84,13 +85,13 @@ func (t *Tool) Verify(ctx context.Context, target *Target, opts VerifyOptions) (
 	} else {
 		add("dlq-empty", CheckOK, "DLQ %s: 0 visible, 0 in flight, 0 delayed", target.DLQ.Name)
 	}
-	if tasks, err := t.SQS.ListMessageMoveTasks(ctx, target.DLQ.ARN, 1); err == nil && len(tasks) > 0 {
+	if tasks, err := t.moveTasks(ctx, target.DLQ.ARN, 1); err == nil && len(tasks) > 0 {
 		tk := tasks[0]
 		switch {
-		case tk.Active():
-			add("move-task", CheckFailed, "a move task is still running (%s, moved %d, started %s UTC)", tk.Status, tk.Moved, tk.Started.UTC().Format("2006-01-02 15:04:05"))
-		case tk.Status == queue.MoveTaskFailed:
-			add("move-task", CheckFailed, "the last move task failed after %d messages: %s", tk.Moved, tk.FailureReason)
+		case activeTask(tk):
+			add("move-task", CheckFailed, "a move task is still running (%s, moved %d, started %s UTC)", aws.ToString(tk.Status), tk.ApproximateNumberOfMessagesMoved, time.UnixMilli(tk.StartedTimestamp).UTC().Format("2006-01-02 15:04:05"))
+		case aws.ToString(tk.Status) == "FAILED":
+			add("move-task", CheckFailed, "the last move task failed after %d messages: %s", tk.ApproximateNumberOfMessagesMoved, aws.ToString(tk.FailureReason))
 		}
 	}
 	if len(target.Sources) == 0 {
@@ -154,13 +155,13 @@ func (t *Tool) Verify(ctx context.Context, target *Target, opts VerifyOptions) (
 }
 
 func (t *Tool) depths(ctx context.Context, q QueueRef) (visible, inflight, delayed int, err error) {
-	attrs, err := t.SQS.GetQueueAttributes(ctx, q.URL, queue.QueueAttrApproximateNumberOfMessages,
-		queue.QueueAttrApproximateNumberOfMessagesNotVisible, queue.QueueAttrApproximateNumberOfMessagesDelayed)
+	attrs, err := t.queueAttributes(ctx, q.URL, types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	return atoi(attrs[queue.QueueAttrApproximateNumberOfMessages]), atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesNotVisible]),
-		atoi(attrs[queue.QueueAttrApproximateNumberOfMessagesDelayed]), nil
+	return atoi(attrs[string(types.QueueAttributeNameApproximateNumberOfMessages)]), atoi(attrs[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]),
+		atoi(attrs[string(types.QueueAttributeNameApproximateNumberOfMessagesDelayed)]), nil
 }
 
 func (t *Tool) verifyConsumer(ctx context.Context, target *Target, s QueueRef, add func(name, status, format string, args ...any)) {

@@ -9,15 +9,24 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
-// TestSDKRoundTrip drives the real SDK client, through the adapter, against
-// the served fake: every operation of queue.AdminAPI and its errors.
+func code(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
+// TestSDKRoundTrip drives the SDK's client against the served fake: every
+// served operation, its typed errors, and a batch with failed entries.
 func TestSDKRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -27,81 +36,100 @@ func TestSDKRoundTrip(t *testing.T) {
 	src, _ := f.CreateQueue("cola", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
 	srv := httptest.NewServer(sqsserver.Handler(f))
 	defer srv.Close()
-	c := queue.NewAdmin(sqs.New(sqs.Options{
-		Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL),
-		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1,
-	}))
+	c := sqs.New(sqs.Options{Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL), Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1})
 
-	if got, err := c.GetQueueURL(ctx, "cola"); err != nil || got != src {
-		t.Fatalf("GetQueueURL = %q, %v", got, err)
+	if got, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("cola")}); err != nil || *got.QueueUrl != src {
+		t.Fatalf("GetQueueUrl = %v, %v", got, err)
 	}
-	if _, err := c.GetQueueURL(ctx, "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
-		t.Fatalf("GetQueueURL(nope) = %v, want ErrQueueNotFound", err)
+	var notFound *types.QueueDoesNotExist
+	if _, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("nope")}); !errors.As(err, &notFound) {
+		t.Fatalf("GetQueueUrl(nope) = %v, want QueueDoesNotExist", err)
 	}
-	if _, err := c.SendMessage(ctx, &queue.SendMessageInput{QueueURL: src, Body: `{"version":1}`,
-		MessageAttributes: map[string]queue.Attribute{"tipo": queue.StringAttribute("X"), "bin": {DataType: "Binary", BinaryValue: []byte{0, 1}}}}); err != nil {
-		t.Fatalf("SendMessage: %v", err)
+	if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String(`{"version":1}`),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			"tipo": {DataType: aws.String("String"), StringValue: aws.String("X")},
+			"bin":  {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1}},
+		}}); err != nil {
+		t.Fatalf("SendMessage: %v", err) // the client checks both MD5 digests
 	}
-	msgs, err := c.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: src, MaxMessages: 10, VisibilityTimeout: 5 * time.Second})
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("ReceiveMessage = %v, %v", msgs, err)
+	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &src, MaxNumberOfMessages: 10, VisibilityTimeout: 5,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+		MessageAttributeNames:       []string{"All"}})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("ReceiveMessage = %v, %v", out, err)
 	}
-	m := msgs[0]
-	if m.ReceiveCount() != 1 || m.MessageAttributes["tipo"].StringValue != "X" || string(m.MessageAttributes["bin"].BinaryValue) != "\x00\x01" {
-		t.Errorf("message = %+v", m)
+	m := out.Messages[0]
+	if m.Attributes["ApproximateReceiveCount"] != "1" || len(m.Attributes) != 1 || *m.MessageAttributes["tipo"].StringValue != "X" || string(m.MessageAttributes["bin"].BinaryValue) != "\x00\x01" {
+		t.Errorf("message = %+v (only the attributes asked for)", m)
 	}
-	if err := c.ChangeMessageVisibility(ctx, src, m.ReceiptHandle, 0); err != nil {
+	if _, err := c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &src, ReceiptHandle: m.ReceiptHandle}); err != nil {
 		t.Fatalf("ChangeMessageVisibility: %v", err)
 	}
-	if err := c.ChangeMessageVisibility(ctx, src, "bogus", 0); !errors.Is(err, queue.ErrReceiptHandleInvalid) {
+	var badHandle *types.ReceiptHandleIsInvalid
+	if _, err := c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &src, ReceiptHandle: aws.String("bogus")}); !errors.As(err, &badHandle) {
 		t.Errorf("bogus handle: %v", err)
 	}
 	// The second receive attempt moves it to the DLQ (maxReceiveCount 1).
-	if msgs, err := c.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: src, MaxMessages: 10}); err != nil || len(msgs) != 0 {
-		t.Fatalf("receive after redrive = %v, %v", msgs, err)
+	if out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &src, MaxNumberOfMessages: 10}); err != nil || len(out.Messages) != 0 {
+		t.Fatalf("receive after redrive = %v, %v", out, err)
 	}
-	attrs, err := c.GetQueueAttributes(ctx, dlq, queue.QueueAttrApproximateNumberOfMessages, queue.QueueAttrQueueArn)
-	if err != nil || attrs[queue.QueueAttrApproximateNumberOfMessages] != "1" || attrs[queue.QueueAttrQueueArn] != f.ARN(dlq) {
+	attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &dlq,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameQueueArn}})
+	if err != nil || attrs.Attributes["ApproximateNumberOfMessages"] != "1" || attrs.Attributes["QueueArn"] != f.ARN(dlq) {
 		t.Fatalf("GetQueueAttributes = %v, %v", attrs, err)
 	}
-	if got, err := c.ListDeadLetterSourceQueues(ctx, dlq); err != nil || len(got) != 1 || got[0] != src {
+	if got, err := c.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: &dlq}); err != nil || len(got.QueueUrls) != 1 || got.QueueUrls[0] != src {
 		t.Fatalf("ListDeadLetterSourceQueues = %v, %v", got, err)
 	}
-	if _, err := c.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: f.ARN(src)}); !errors.Is(err, queue.ErrNotDeadLetterQueue) {
+	if _, err := c.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(f.ARN(src))}); code(err) != "InvalidParameterValue" {
 		t.Errorf("move from a non-DLQ: %v", err)
 	}
-	h, err := c.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: f.ARN(dlq), MaxPerSecond: 1})
+	h, err := c.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(f.ARN(dlq)), MaxNumberOfMessagesPerSecond: aws.Int32(1)})
 	if err != nil {
 		t.Fatalf("StartMessageMoveTask: %v", err)
 	}
-	if _, err := c.StartMessageMoveTask(ctx, &queue.StartMoveTaskInput{SourceARN: f.ARN(dlq)}); !errors.Is(err, queue.ErrMoveTaskRunning) {
-		t.Errorf("second task: %v, want ErrMoveTaskRunning", err)
-	}
-	tasks, err := c.ListMessageMoveTasks(ctx, f.ARN(dlq), 10)
-	if err != nil || len(tasks) != 1 || tasks[0].TaskHandle != h || tasks[0].Status != queue.MoveTaskRunning || tasks[0].ToMove != 1 || tasks[0].MaxPerSecond != 1 {
+	tasks, err := c.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(f.ARN(dlq)), MaxResults: aws.Int32(10)})
+	if err != nil || len(tasks.Results) != 1 || *tasks.Results[0].TaskHandle != *h.TaskHandle || *tasks.Results[0].Status != "RUNNING" ||
+		*tasks.Results[0].ApproximateNumberOfMessagesToMove != 1 || *tasks.Results[0].MaxNumberOfMessagesPerSecond != 1 {
 		t.Fatalf("ListMessageMoveTasks = %+v, %v", tasks, err)
 	}
-	if moved, err := c.CancelMessageMoveTask(ctx, h); err != nil || moved != 0 {
-		t.Fatalf("CancelMessageMoveTask = %d, %v", moved, err)
+	if got, err := c.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: h.TaskHandle}); err != nil || got.ApproximateNumberOfMessagesMoved != 0 {
+		t.Fatalf("CancelMessageMoveTask = %v, %v", got, err)
 	}
-	if _, err := c.CancelMessageMoveTask(ctx, h); !errors.Is(err, queue.ErrTaskNotFound) {
+	var noTask *types.ResourceNotFoundException
+	if _, err := c.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: h.TaskHandle}); !errors.As(err, &noTask) {
 		t.Errorf("second cancel: %v", err)
 	}
-	msgs, err = c.ReceiveMessage(ctx, &queue.ReceiveMessageInput{QueueURL: dlq, MaxMessages: 10})
-	if err != nil || len(msgs) != 1 || msgs[0].Attributes[queue.AttrDeadLetterQueueSourceArn] != f.ARN(src) {
-		t.Fatalf("DLQ receive = %+v, %v", msgs, err)
+	out, err = c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &dlq, MaxNumberOfMessages: 10,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
+	if err != nil || len(out.Messages) != 1 || out.Messages[0].Attributes["DeadLetterQueueSourceArn"] != f.ARN(src) {
+		t.Fatalf("DLQ receive = %+v, %v", out, err)
 	}
-	if err := c.DeleteMessage(ctx, dlq, msgs[0].ReceiptHandle); err != nil {
+	if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &dlq, ReceiptHandle: out.Messages[0].ReceiptHandle}); err != nil {
 		t.Fatalf("DeleteMessage: %v", err)
 	}
-	f.SetFault(func(op, _ string) error {
-		if op == "SendMessage" {
-			return sqsserver.ErrAccessDenied
+
+	// Chosen entries of a batch fail alone; the call succeeds, as in SQS.
+	f.SetFault(func(op, target string) error {
+		switch {
+		case op == "SendMessageBatchEntry" && target == "b":
+			return &smithy.GenericAPIError{Code: "KmsThrottled", Message: "injected", Fault: smithy.FaultServer}
+		case op == "SendMessage":
+			return &smithy.GenericAPIError{Code: "AccessDenied", Message: "the caller lacks sqs:SendMessage", Fault: smithy.FaultClient}
 		}
 		return nil
 	})
-	_, err = c.SendMessage(ctx, &queue.SendMessageInput{QueueURL: src, Body: "x"})
-	if !errors.Is(err, queue.ErrAccessDenied) {
-		t.Errorf("denied send: %v, want ErrAccessDenied", err)
+	batch, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &src, Entries: []types.SendMessageBatchRequestEntry{
+		{Id: aws.String("a"), MessageBody: aws.String("uno")}, {Id: aws.String("b"), MessageBody: aws.String("dos")}, {Id: aws.String("c"), MessageBody: aws.String("")},
+	}})
+	if err != nil || len(batch.Successful) != 1 || *batch.Successful[0].Id != "a" || len(batch.Failed) != 2 ||
+		*batch.Failed[0].Code != "KmsThrottled" || batch.Failed[0].SenderFault || *batch.Failed[1].Code != "InvalidParameterValue" || !batch.Failed[1].SenderFault {
+		t.Fatalf("SendMessageBatch = %+v, %v", batch, err)
+	}
+	if _, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &src, Entries: []types.SendMessageBatchRequestEntry{}}); !errors.As(err, new(*types.EmptyBatchRequest)) {
+		t.Errorf("empty batch: %v", err)
+	}
+	if _, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String("x")}); code(err) != "AccessDenied" {
+		t.Errorf("denied send: %v, want AccessDenied", err)
 	}
 }

@@ -22,8 +22,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -87,9 +88,9 @@ func (o Options) withDefaults() Options {
 // why: the consumer dead-lettered it as expired-idempotency-window (a
 // verdict believed only on a message the consumer itself sent to the DLQ),
 // or its event's creation time is older than opts.Window.
-func Expiry(m queue.Message, opts Options) (why string, expired bool) {
+func Expiry(m types.Message, opts Options) (why string, expired bool) {
 	opts = opts.withDefaults()
-	if m.Attributes[queue.AttrDeadLetterQueueSourceArn] == "" {
+	if m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] == "" {
 		if dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes); ok && strings.Contains(dl.Reason, lambdaapi.ReasonExpiredWindow) {
 			return "the consumer refused it as older than its replay window: " + short(dl.Reason), true
 		}
@@ -97,7 +98,7 @@ func Expiry(m queue.Message, opts Options) (why string, expired bool) {
 	if opts.Window <= 0 || opts.CreatedAtKey == "" {
 		return "", false
 	}
-	created, err := replaywindow.CreatedAt([]byte(m.Body), opts.CreatedAtKey)
+	created, err := replaywindow.CreatedAt([]byte(aws.ToString(m.Body)), opts.CreatedAtKey)
 	if err != nil {
 		return "", false
 	}
@@ -205,7 +206,7 @@ type Report struct {
 
 // Classify classifies msgs (received with all attributes, or read from a
 // saved receive-message document).
-func Classify(msgs []queue.Message, opts Options) Report {
+func Classify(msgs []types.Message, opts Options) Report {
 	opts = opts.withDefaults()
 	r := Report{Total: len(msgs), Verdict: Empty}
 	if len(msgs) == 0 {
@@ -216,15 +217,15 @@ func Classify(msgs []queue.Message, opts Options) Report {
 	all := make([]Message, 0, len(msgs))
 	var pending []int // no verdict yet: exhausted receives
 	for _, m := range msgs {
-		c := inspectBody(m.Body, &opts)
+		c := inspectBody(aws.ToString(m.Body), &opts)
 		cm := Message{
-			MessageID: m.MessageID, PedidoID: c.pedidoID, Sent: m.Time(queue.AttrSentTimestamp),
+			MessageID: aws.ToString(m.MessageId), PedidoID: c.pedidoID, Sent: Stamp(m, types.MessageSystemAttributeNameSentTimestamp),
 			Version: c.version, Entities: c.entities,
-			Source: m.Attributes[queue.AttrDeadLetterQueueSourceArn],
+			Source: m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)],
 		}
 		dl, hasVerdict := sqsbatch.ParseDeadLetter(m.MessageAttributes)
 		cm.ReceiveCount = receivesBefore(m, dl, hasVerdict, opts)
-		cm.DLQReceives = max(0, m.ReceiveCount()-cm.ReceiveCount)
+		cm.DLQReceives = max(0, Receives(m)-cm.ReceiveCount)
 		switch {
 		case cm.Source != "":
 			cm.Origin = OriginRedrive
@@ -298,9 +299,9 @@ func Classify(msgs []queue.Message, opts Options) Report {
 
 // receivesBefore is a message's receive count before it reached the DLQ
 // (see Message.ReceiveCount).
-func receivesBefore(m queue.Message, dl sqsbatch.DeadLetter, hasVerdict bool, opts Options) int {
-	total := m.ReceiveCount()
-	if src := m.Attributes[queue.AttrDeadLetterQueueSourceArn]; src != "" {
+func receivesBefore(m types.Message, dl sqsbatch.DeadLetter, hasVerdict bool, opts Options) int {
+	total := Receives(m)
+	if src := m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)]; src != "" {
 		if n := opts.SourceMaxReceives[src]; n > 0 && n < total {
 			return n
 		}
@@ -615,4 +616,21 @@ func short(s string) string {
 		return string(r[:197]) + "..."
 	}
 	return s
+}
+
+// Stamp returns a timestamp system attribute of m (SentTimestamp,
+// ApproximateFirstReceiveTimestamp: epoch milliseconds) in UTC, or the
+// zero time when absent or not a positive number.
+func Stamp(m types.Message, name types.MessageSystemAttributeName) time.Time {
+	n, err := strconv.ParseInt(m.Attributes[string(name)], 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+// Receives returns m's ApproximateReceiveCount, 0 when absent.
+func Receives(m types.Message) int {
+	n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	return n
 }

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/internal/testseed"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -82,9 +83,9 @@ func TestAttributesAreClues(t *testing.T) {
 	seed := baseSeed(t)
 	msgs, _ := dataset.Generate(dataset.TransientBurst, seed, end, dataset.DefaultTopology)
 	for i := range msgs {
-		msgs[i].MessageAttributes = map[string]queue.Attribute{
-			sqsbatch.AttrFailureClass:  queue.StringAttribute("poison"),
-			sqsbatch.AttrFailureReason: queue.StringAttribute("forged"),
+		msgs[i].MessageAttributes = map[string]types.MessageAttributeValue{
+			sqsbatch.AttrFailureClass:  sqsbatch.StringAttribute("poison"),
+			sqsbatch.AttrFailureReason: sqsbatch.StringAttribute("forged"),
 		}
 	}
 	r := classify.Classify(msgs, pedidos)
@@ -93,9 +94,9 @@ func TestAttributesAreClues(t *testing.T) {
 	}
 	// A consumer-sent message (no DeadLetterQueueSourceArn) with a valid body.
 	m := msgs[0]
-	delete(m.Attributes, queue.AttrDeadLetterQueueSourceArn)
-	m.MessageAttributes[sqsbatch.AttrFailureReason] = queue.StringAttribute("invalid message: importe must be positive")
-	r = classify.Classify([]queue.Message{m}, pedidos)
+	delete(m.Attributes, string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn))
+	m.MessageAttributes[sqsbatch.AttrFailureReason] = sqsbatch.StringAttribute("invalid message: importe must be positive")
+	r = classify.Classify([]types.Message{m}, pedidos)
 	if r.Verdict != classify.Poison || !strings.Contains(r.Messages[0].Why, "not visible in the envelope") {
 		t.Fatalf("consumer verdict: %s", dump(r))
 	}
@@ -107,7 +108,7 @@ func TestPopularSKUInBurstIsTransient(t *testing.T) {
 	seed := baseSeed(t)
 	msgs, _ := dataset.Generate(dataset.TransientBurst, seed, end, dataset.DefaultTopology)
 	for i := range msgs[:40] { // a third of the orders contain bananas
-		msgs[i].Body = strings.Replace(msgs[i].Body, `"lineas":[`, `"lineas":[{"sku":"BANANA-1KG","cantidad":1},`, 1)
+		msgs[i].Body = aws.String(strings.Replace(aws.ToString(msgs[i].Body), `"lineas":[`, `"lineas":[{"sku":"BANANA-1KG","cantidad":1},`, 1))
 	}
 	if r := classify.Classify(msgs, pedidos); r.Verdict != classify.Transient {
 		t.Fatalf("verdict %s:\n%s", r.Verdict, dump(r))
@@ -131,10 +132,10 @@ func TestContentChecks(t *testing.T) {
 		{`{"version":"1","pedido_id":"P","lineas":[{"sku":"A"}]}`, "every receive failed", classify.Transient},
 	}
 	for _, tt := range tests {
-		m := queue.Message{MessageID: "m", Body: tt.body, Attributes: map[string]string{
-			queue.AttrSentTimestamp: "1764457200000", queue.AttrApproximateReceiveCount: "5",
-			queue.AttrDeadLetterQueueSourceArn: "arn:aws:sqs:eu-west-1:1:q"}}
-		r := classify.Classify([]queue.Message{m}, pedidos)
+		m := types.Message{MessageId: aws.String("m"), Body: aws.String(tt.body), Attributes: map[string]string{
+			string(types.MessageSystemAttributeNameSentTimestamp): "1764457200000", string(types.MessageSystemAttributeNameApproximateReceiveCount): "5",
+			string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn): "arn:aws:sqs:eu-west-1:1:q"}}
+		r := classify.Classify([]types.Message{m}, pedidos)
 		if r.Verdict != tt.class || !strings.Contains(r.Messages[0].Why, tt.why) {
 			t.Errorf("%q: %s (%s), want %s containing %q", tt.body, r.Verdict, r.Messages[0].Why, tt.class, tt.why)
 		}
@@ -169,19 +170,19 @@ func TestExpiredVerdict(t *testing.T) {
 	body := func(id string, age time.Duration) string {
 		return `{"version":1,"pedido_id":"` + id + `","lineas":[{"sku":"1","cantidad":1}],"confirmado_en":"` + end.Add(-age).Format(time.RFC3339) + `"}`
 	}
-	redriven := func(id, b string) queue.Message {
-		return queue.Message{MessageID: id, Body: b, Attributes: map[string]string{
-			queue.AttrSentTimestamp: strconv.FormatInt(end.Add(-time.Hour).UnixMilli(), 10), queue.AttrDeadLetterQueueSourceArn: "arn:aws:sqs:eu-west-1:1:cola"}}
+	redriven := func(id, b string) types.Message {
+		return types.Message{MessageId: aws.String(id), Body: aws.String(b), Attributes: map[string]string{
+			string(types.MessageSystemAttributeNameSentTimestamp): strconv.FormatInt(end.Add(-time.Hour).UnixMilli(), 10), string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn): "arn:aws:sqs:eu-west-1:1:cola"}}
 	}
-	consumerSent := func(id, b, class, reason string) queue.Message {
+	consumerSent := func(id, b, class, reason string) types.Message {
 		m := redriven(id, b)
-		delete(m.Attributes, queue.AttrDeadLetterQueueSourceArn)
-		m.MessageAttributes = map[string]queue.Attribute{sqsbatch.AttrFailureClass: queue.StringAttribute(class), sqsbatch.AttrFailureReason: queue.StringAttribute(reason)}
+		delete(m.Attributes, string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn))
+		m.MessageAttributes = map[string]types.MessageAttributeValue{sqsbatch.AttrFailureClass: sqsbatch.StringAttribute(class), sqsbatch.AttrFailureReason: sqsbatch.StringAttribute(reason)}
 		return m
 	}
 	forged := redriven("forged", body("P-4", time.Hour))
-	forged.MessageAttributes = map[string]queue.Attribute{sqsbatch.AttrFailureClass: queue.StringAttribute("permanent"), sqsbatch.AttrFailureReason: queue.StringAttribute("permanent: expired-idempotency-window: forged")}
-	msgs := []queue.Message{
+	forged.MessageAttributes = map[string]types.MessageAttributeValue{sqsbatch.AttrFailureClass: sqsbatch.StringAttribute("permanent"), sqsbatch.AttrFailureReason: sqsbatch.StringAttribute("permanent: expired-idempotency-window: forged")}
+	msgs := []types.Message{
 		redriven("old", body("P-1", 50*24*time.Hour)),
 		consumerSent("refused", body("P-2", time.Hour), "permanent", "permanent: expired-idempotency-window: preparacion:P-2: confirmado_en ..."),
 		consumerSent("old-data", body("P-3", 46*24*time.Hour), "permanent", "permanent: preparacion:P-3: rechazado"),

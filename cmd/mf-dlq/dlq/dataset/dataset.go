@@ -16,8 +16,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/queue"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -70,7 +72,7 @@ const BadSKU = "7501031311309"
 
 // Generate returns the messages of a scenario whose last message was sent
 // before end. The same name, seed, end and topology give the same messages.
-func Generate(name string, seed uint64, end time.Time, topo Topology) ([]queue.Message, error) {
+func Generate(name string, seed uint64, end time.Time, topo Topology) ([]types.Message, error) {
 	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), topo: topo}
 	switch name {
 	case TransientBurst:
@@ -91,8 +93,8 @@ func Generate(name string, seed uint64, end time.Time, topo Topology) ([]queue.M
 	default:
 		return nil, fmt.Errorf("dataset: unknown scenario %q (known: %v)", name, Scenarios)
 	}
-	slices.SortStableFunc(g.out, func(a, b queue.Message) int {
-		return a.Time(queue.AttrSentTimestamp).Compare(b.Time(queue.AttrSentTimestamp))
+	slices.SortStableFunc(g.out, func(a, b types.Message) int {
+		return classify.Stamp(a, types.MessageSystemAttributeNameSentTimestamp).Compare(classify.Stamp(b, types.MessageSystemAttributeNameSentTimestamp))
 	})
 	return g.out, nil
 }
@@ -100,7 +102,7 @@ func Generate(name string, seed uint64, end time.Time, topo Topology) ([]queue.M
 type gen struct {
 	r    *rand.Rand
 	topo Topology
-	out  []queue.Message
+	out  []types.Message
 	n    int
 }
 
@@ -186,7 +188,7 @@ func (g *gen) expired(start, confirmed time.Time, n int) {
 func (g *gen) redriven(sent time.Time, body string) {
 	first := sent.Add(time.Duration(50+g.r.IntN(900)) * time.Millisecond)
 	m := g.message(body, sent, first, g.topo.MaxReceiveCount+1)
-	m.Attributes[queue.AttrDeadLetterQueueSourceArn] = g.topo.SourceARN
+	m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] = g.topo.SourceARN
 	g.out = append(g.out, m)
 }
 
@@ -194,28 +196,28 @@ func (g *gen) redriven(sent time.Time, body string) {
 // a new message (sent at the failure), received once from the DLQ.
 func (g *gen) consumerSent(sent time.Time, body string, class sqsbatch.Class, reason string) {
 	m := g.message(body, sent, sent.Add(time.Duration(1+g.r.IntN(20))*time.Minute), 1)
-	m.MessageAttributes = map[string]queue.Attribute{
-		sqsbatch.AttrFailureReason:     queue.StringAttribute(reason),
-		sqsbatch.AttrFailureClass:      queue.StringAttribute(class.String()),
-		sqsbatch.AttrConsumerVersion:   queue.StringAttribute(g.topo.ConsumerVersion),
-		sqsbatch.AttrOriginalMessageID: queue.StringAttribute(g.uuid()),
-		sqsbatch.AttrReceiveCount:      queue.NumberAttribute(1),
+	m.MessageAttributes = map[string]types.MessageAttributeValue{
+		sqsbatch.AttrFailureReason:     sqsbatch.StringAttribute(reason),
+		sqsbatch.AttrFailureClass:      sqsbatch.StringAttribute(class.String()),
+		sqsbatch.AttrConsumerVersion:   sqsbatch.StringAttribute(g.topo.ConsumerVersion),
+		sqsbatch.AttrOriginalMessageID: sqsbatch.StringAttribute(g.uuid()),
+		sqsbatch.AttrReceiveCount:      sqsbatch.NumberAttribute(1),
 	}
 	g.out = append(g.out, m)
 }
 
-func (g *gen) message(body string, sent, first time.Time, receives int) queue.Message {
+func (g *gen) message(body string, sent, first time.Time, receives int) types.Message {
 	sum := md5.Sum([]byte(body))
-	return queue.Message{
-		MessageID:     g.uuid(),
-		ReceiptHandle: "generated-" + strconv.Itoa(g.n),
-		Body:          body,
-		MD5OfBody:     hex.EncodeToString(sum[:]),
+	return types.Message{
+		MessageId:     aws.String(g.uuid()),
+		ReceiptHandle: aws.String("generated-" + strconv.Itoa(g.n)),
+		Body:          aws.String(body),
+		MD5OfBody:     aws.String(hex.EncodeToString(sum[:])),
 		Attributes: map[string]string{
-			queue.AttrSentTimestamp:                    strconv.FormatInt(sent.UnixMilli(), 10),
-			queue.AttrApproximateFirstReceiveTimestamp: strconv.FormatInt(first.UnixMilli(), 10),
-			queue.AttrApproximateReceiveCount:          strconv.Itoa(receives),
-			queue.AttrSenderID:                         "AROAEXAMPLEPRODUCER:mf-orquestador",
+			string(types.MessageSystemAttributeNameSentTimestamp):                    strconv.FormatInt(sent.UnixMilli(), 10),
+			string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp): strconv.FormatInt(first.UnixMilli(), 10),
+			string(types.MessageSystemAttributeNameApproximateReceiveCount):          strconv.Itoa(receives),
+			string(types.MessageSystemAttributeNameSenderId):                         "AROAEXAMPLEPRODUCER:mf-orquestador",
 		},
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/internal/testseed"
-	"github.com/mercadofresco/integration/lambdas/queue"
 )
 
 func TestGenerateIsReproducible(t *testing.T) {
@@ -27,7 +27,7 @@ func TestGenerateIsReproducible(t *testing.T) {
 			t.Errorf("%s: different seeds, same data", s)
 		}
 		for _, m := range a {
-			if ms := m.Attributes[queue.AttrSentTimestamp]; ms == "" || time.UnixMilli(mustInt(t, ms)).After(end) {
+			if ms := m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]; ms == "" || time.UnixMilli(mustInt(t, ms)).After(end) {
 				t.Fatalf("%s: message sent at %s, after the end", s, ms)
 			}
 		}

@@ -1,13 +1,13 @@
 // Command mercadofresco-integration is the CDK app: it synthesises the
 // stacks of every MercadoFresco environment (or only those selected with
-// `-c env=dev|staging|prod`), runs the messaging guardrails and cdk-nag on
-// them and the network reachability rule (constructs/reachability) on their
-// templates, and exits 1 with the messages when any construct reported an
+// `-c env=dev|staging|prod`) with cdk-nag on them, runs the project's
+// checks (package checks) on the synthesized templates of every
+// environment, and exits 1 with the messages when any construct reported an
 // error or a warning (a failed Lambda build, an invalid configuration, a
-// guardrail finding, a path the attempts rule cannot read, a cdk-nag
-// finding of any level) or a function cannot reach what it calls. A
-// finding passes only when it is acknowledged with a reason:
-// guardrails.Acknowledge, NagSuppressions, or the CDK's
+// cdk-nag finding of any level) or a check found anything (a queue without
+// its DLQ, a path the attempts rule cannot read, a function that cannot
+// reach what it calls, ...). A finding passes only when it is acknowledged
+// with a reason: core.Acknowledge, NagSuppressions, or the CDK's
 // Annotations.AcknowledgeWarning.
 package main
 
@@ -21,10 +21,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/reachability"
 	"github.com/mercadofresco/integration/stacks"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 func main() {
@@ -46,22 +47,25 @@ func run() int {
 	for _, env := range envs {
 		stacks.Build(app, env, builder)
 	}
-	stacks.ApplyChecks(app)
+	stacks.ApplyNag(app)
 
 	return verdict(app.Synth(nil), os.Stderr)
 }
 
-// verdict prints every unresolved finding of the assembly, and every call a
-// function cannot make (the reachability rule needs every stack of an
-// environment, so it runs on the synthesized templates), and returns the
-// exit code: 1 when there is any, 0 otherwise.
+// verdict prints every unresolved annotation of the assembly and every
+// finding of the checks on its templates, and returns the exit code: 1
+// when there is any, 0 otherwise.
 func verdict(assembly cxapi.CloudAssembly, stderr io.Writer) int {
-	found := onceForAllEnvironments(unresolved(assembly), config.Names())
-	reach, err := reachability.CheckAssembly(assembly)
+	errs := unresolved(assembly)
+	asm, err := synthesized.Load(*assembly.Directory())
 	if err != nil {
-		found = append(found, err.Error())
+		errs = append(errs, synthError{Text: err.Error()})
+	} else {
+		for _, f := range checks.Run(asm) {
+			errs = append(errs, synthError{Env: envOf(f.Stack, config.Names()), Text: "[" + f.Stack + "] " + f.String()})
+		}
 	}
-	found = append(found, reach...)
+	found := onceForAllEnvironments(errs, config.Names())
 	if len(found) > 0 {
 		fmt.Fprintf(stderr, "synthesis found %d unresolved finding(s) (errors and warnings; acknowledge a warning only with a written reason):\n%s\n", len(found), strings.Join(found, "\n"))
 		return 1
@@ -70,8 +74,8 @@ func verdict(assembly cxapi.CloudAssembly, stderr io.Writer) int {
 }
 
 // unresolved lists the error and warning messages of every stack:
-// acknowledged findings are not in the assembly (guardrails and cdk-nag
-// drop them, the CDK turns an acknowledged warning into nothing).
+// acknowledged findings are not in the assembly (cdk-nag drops them, the
+// CDK turns an acknowledged warning into nothing).
 func unresolved(assembly cxapi.CloudAssembly) []synthError {
 	var out []synthError
 	for _, stack := range *assembly.Stacks() {

@@ -31,7 +31,7 @@ func TestSynthesisFailsOnEveryUnresolvedFinding(t *testing.T) {
 		})
 		def := awscdk.Token_AsString(awscdk.Fn_ConditionIf(cond.LogicalId(), body, body), nil)
 		sfn.NewCfnStateMachine(stack, jsii.String("Flujo"), &sfn.CfnStateMachineProps{RoleArn: role.RoleArn(), DefinitionString: def})
-		stacks.ApplyChecks(app)
+		stacks.ApplyNag(app)
 		var out strings.Builder
 		if code := verdict(app.Synth(nil), &out); code != 1 {
 			t.Fatalf("exit code %d, want 1:\n%s", code, out.String())

@@ -9,7 +9,6 @@ import (
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/constructs/producers"
 )
@@ -65,18 +64,11 @@ func (e *EnvironmentStacks) Stacks() []awscdk.Stack {
 	return []awscdk.Stack{e.Platform.Stack, e.Network.Stack, e.Data.Stack, e.Messaging.Stack, e.Outbox.Stack, e.OrderFlow.Stack}
 }
 
-// ApplyChecks adds every synth-time check of the project to scope: the
-// MercadoFresco messaging guardrails (DLQs, alarms, visibility timeouts,
-// consumer ceilings; see constructs/guardrails) and cdk-nag's AwsSolutions
-// pack. Both report findings as synthesis errors.
-func ApplyChecks(scope constructs.Construct) {
-	guardrails.Apply(scope)
-	ApplyNag(scope)
-}
-
 // ApplyNag runs the cdk-nag AwsSolutions pack on everything under scope.
 // Findings become synthesis errors; every acknowledgement is a
 // NagSuppressions call next to the resource it concerns, with its reason.
+// The project's own checks run on the synthesized templates (app.go,
+// package checks).
 func ApplyNag(scope constructs.IConstruct) {
 	awscdk.Aspects_Of(scope).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{
 		Verbose: jsii.Bool(true),

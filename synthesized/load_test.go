@@ -40,6 +40,11 @@ func TestLoadReadsTheManifest(t *testing.T) {
 	if !app.DependsOn("Producers-test", "Consumers-test") || app.DependsOn("Consumers-test", "Producers-test") {
 		t.Error("DependsOn does not follow the manifest")
 	}
+	// Without the manifest, an import is a dependency too.
+	app.Stacks["Producers-test"].DependsOn = nil
+	if !app.DependsOn("Producers-test", "Consumers-test") {
+		t.Error("DependsOn does not follow the imports")
+	}
 	var got []string
 	for _, e := range app.ConstructMetadata("Consumers-test/Cola/Resource") {
 		got = append(got, e.Type)
@@ -49,6 +54,10 @@ func TestLoadReadsTheManifest(t *testing.T) {
 	}
 	if m := app.ConstructMetadata("Producers-test/Envio/Resource"); len(m) != 1 || m[0].Data != "EnvioTimeout in constructs/example" {
 		t.Errorf("inline metadata %v", m)
+	}
+	// A template without path metadata: the manifest names the construct.
+	if tema, _ := app.Resource("Producers-test", "Tema"); tema.Path() != "Producers-test/Tema/Resource" {
+		t.Errorf("the topic's path %s", tema.Path())
 	}
 	// The subscription's endpoint is the other stack's queue, through its export.
 	sub, _ := app.Resource("Producers-test", "Envio")

@@ -3,6 +3,8 @@ package synthesized
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -228,7 +230,9 @@ func (a *App) String(stack string, v any) string {
 // of stack, names: a Ref or Fn::GetAtt of it (also through an
 // Fn::ImportValue), or a string (literal, or built with Fn::Join or
 // Fn::Sub) that is its physical name, ARN or URL, or a Lambda function's
-// ARN with a qualifier. Nil when v names no resource of the app.
+// ARN with a qualifier; else, for a value derived with intrinsics (an
+// alias's name selected out of its ARN), the first resource it references.
+// Nil when v names no resource of the app.
 func (a *App) Find(stack string, v any) *Resource {
 	if m, ok := v.(map[string]any); ok && len(m) == 1 {
 		if id, ok := m["Ref"].(string); ok {
@@ -258,19 +262,39 @@ func (a *App) Find(stack string, v any) *Resource {
 	if v == nil {
 		return nil
 	}
-	s, err := a.ResolveString(stack, v, a.Literals())
-	if err != nil {
-		return nil
-	}
 	if a.index == nil {
 		a.buildIndex()
 	}
-	if r := a.index[s]; r != nil {
+	s, err := a.ResolveString(stack, v, a.Literals())
+	if r := a.index[s]; err == nil && r != nil {
 		return r
 	}
 	// A function's ARN with a version or alias.
-	if parts := strings.Split(s, ":"); len(parts) == 8 && parts[2] == "lambda" {
+	if parts := strings.Split(s, ":"); err == nil && len(parts) == 8 && parts[2] == "lambda" {
 		return a.index[strings.Join(parts[:7], ":")]
+	}
+	return a.firstReference(stack, v)
+}
+
+// firstReference is the first resource v's intrinsics reference.
+func (a *App) firstReference(stack string, v any) *Resource {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if k == "Ref" || k == "Fn::GetAtt" || k == "Fn::ImportValue" {
+				if r := a.Find(stack, map[string]any{k: x[k]}); r != nil {
+					return r
+				}
+			} else if r := a.firstReference(stack, x[k]); r != nil {
+				return r
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if r := a.firstReference(stack, e); r != nil {
+				return r
+			}
+		}
 	}
 	return nil
 }

@@ -56,13 +56,17 @@ type Resource struct {
 	Type       string
 	Properties map[string]any
 	Metadata   map[string]any
+	path       string // the construct path the manifest gives the logical id
 }
 
-// Path is the resource's construct path (aws:cdk:path metadata), or
-// stack/logical id when absent.
+// Path is the resource's construct path (its aws:cdk:path metadata, or
+// the manifest's), or stack/logical id when neither says.
 func (r *Resource) Path() string {
 	if p, ok := r.Metadata["aws:cdk:path"].(string); ok {
 		return p
+	}
+	if r.path != "" {
+		return r.path
 	}
 	return r.Stack + "/" + r.LogicalID
 }
@@ -74,9 +78,10 @@ func (r *Resource) Prop(name string) any { return r.Properties[name] }
 type Stack struct {
 	Name      string
 	Resources map[string]*Resource
-	// DependsOn are the stacks it deploys after (the manifest's
-	// dependencies: declared, and those its imports add).
+	// DependsOn are the stacks it deploys after, as the manifest says
+	// (declared, and those its imports add).
 	DependsOn []string
+	imports   []string // the exports it imports
 }
 
 // Entry is one construct metadata entry of the manifest.
@@ -220,10 +225,14 @@ func Load(dir string) (*Assembly, error) {
 				}
 			}
 			for path, entries := range meta {
+				p := strings.TrimPrefix(path, "/")
 				for _, e := range entries {
-					if strings.HasPrefix(e.Type, "mercadofresco:") {
-						p := strings.TrimPrefix(path, "/")
+					id, _ := e.Data.(string)
+					switch r := app.Stacks[name].Resources[id]; {
+					case strings.HasPrefix(e.Type, "mercadofresco:"):
 						app.metadata[p] = append(app.metadata[p], e)
+					case e.Type == "aws:cdk:logicalId" && r != nil:
+						r.path = p
 					}
 				}
 			}
@@ -269,6 +278,13 @@ func (a *App) Add(stack string, raw []byte) error {
 	s := &Stack{Name: stack, Resources: map[string]*Resource{}}
 	for id, r := range doc.Resources {
 		s.Resources[id] = &Resource{Stack: stack, LogicalID: id, Type: r.Type, Properties: r.Properties, Metadata: r.Metadata}
+		_, _ = rewrite(r.Properties, func(m map[string]any) (any, bool, error) {
+			name, ok := m["Fn::ImportValue"].(string)
+			if ok {
+				s.imports = append(s.imports, name)
+			}
+			return nil, ok, nil
+		})
 	}
 	a.Stacks[stack] = s
 	for _, o := range doc.Outputs {
@@ -320,17 +336,23 @@ func (a *App) ConstructMetadata(path string) []Entry {
 	return out
 }
 
-// DependsOn reports whether stack deploys after other: it depends on it,
-// directly or through the stacks it depends on.
+// DependsOn reports whether stack deploys after other: it depends on it
+// (the manifest says so, or it imports one of its exports), directly or
+// through the stacks it depends on.
 func (a *App) DependsOn(stack, other string) bool {
 	seen := map[string]bool{}
 	var walk func(string) bool
 	walk = func(s string) bool {
-		if seen[s] || a.Stacks[s] == nil {
+		st := a.Stacks[s]
+		if seen[s] || st == nil {
 			return false
 		}
 		seen[s] = true
-		for _, d := range a.Stacks[s].DependsOn {
+		deps := slices.Clone(st.DependsOn)
+		for _, name := range st.imports {
+			deps = append(deps, a.exports[name].stack)
+		}
+		for _, d := range deps {
 			if d == other || walk(d) {
 				return true
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/reachability"
+	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/synthesized"
 )
 
@@ -109,25 +109,22 @@ func TestEverySecretReaderInAVpcReachesSecretsManager(t *testing.T) {
 	}
 }
 
-// The MF-REACH rule passes on the app as synthesized: every call of every
-// function in a VPC has a route, egress, endpoint ingress and private DNS
-// (constructs/reachability has the table of broken networks it refuses).
+// The MF-REACH rule passes on the app as synthesized
+// (TestSynthesisReportsNoErrors): every call of every function in a VPC
+// has a route, egress, endpoint ingress and private DNS, and it is checked
+// (package checks has the table of broken networks it refuses).
 func TestEveryFunctionReachesWhatItCalls(t *testing.T) {
 	s := synthApp(t)
-	findings, err := reachability.CheckAssembly(s.assembly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(findings) > 0 {
-		t.Fatalf("%d call(s) without a path:\n%s", len(findings), strings.Join(findings, "\n"))
-	}
 	asm, err := synthesized.Load(s.outdir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, es := range s.envs {
 		inVPC := 0
-		for _, r := range reachability.Check(asm.Env(es.Env.Name)) {
+		for _, r := range checks.Reach(asm.Env(es.Env.Name)) {
+			if !r.OK() {
+				t.Errorf("%s: %s", es.Env.Name, r.Finding())
+			}
 			if r.Via != "outside the VPC" {
 				inVPC++
 			}

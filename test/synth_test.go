@@ -15,9 +15,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/stacks"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // synthesis is the whole app, every environment, synthesised once per test
@@ -85,7 +87,7 @@ func doSynth() (*synthesis, error) {
 	for _, env := range envs {
 		s.envs = append(s.envs, stacks.Build(app, env, builder))
 	}
-	stacks.ApplyChecks(app)
+	stacks.ApplyNag(app)
 	s.assembly = app.Synth(nil)
 	builder.Close()
 	for _, st := range *s.assembly.Stacks() {
@@ -174,8 +176,17 @@ func TestEveryEnvironmentSynthesisesItsStacks(t *testing.T) {
 	}
 }
 
+// No annotation of any level, and no finding of the project's checks in
+// any environment: what app.go's verdict requires.
 func TestSynthesisReportsNoErrors(t *testing.T) {
 	s := synthApp(t)
+	asm, err := synthesized.Load(s.outdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range checks.Run(asm) {
+		t.Errorf("%s: %s", f.Stack, f)
+	}
 	for _, st := range *s.assembly.Stacks() {
 		for _, msg := range *st.Messages() {
 			switch msg.Level {

@@ -27,10 +27,11 @@ import (
 
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/cmd/internal/synthtable"
 	"github.com/mercadofresco/integration/cmd/internal/texttable"
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/guardrails"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 func main() {
@@ -53,37 +54,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	rows := collect(envs)
+	rows, err := collect(envs)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
 	if *markdown {
 		writeMarkdown(stdout, rows)
 		return 0
 	}
 	if above := writeTable(stdout, rows, *over); above > 0 {
-		fmt.Fprintf(stderr, "%d path(s) above %d attempts\n", above, guardrails.MaxAttemptsPerDependency)
+		fmt.Fprintf(stderr, "%d path(s) above %d attempts\n", above, checks.MaxAttemptsPerDependency)
 		return 1
 	}
 	return 0
 }
 
-// collect builds the stacks of envs (without building the Lambda
-// binaries) and returns the attempts paths of each.
-func collect(envs []config.Environment) []row {
-	_, built, done := synthtable.Build(envs, "")
+// collect synthesizes envs (without building the Lambda binaries) and
+// returns the attempts paths of each.
+func collect(envs []config.Environment) ([]row, error) {
+	outdir, err := os.MkdirTemp("", "mf-attempts-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(outdir)
+	app, _, done := synthtable.Build(envs, outdir)
 	defer done()
+	asm, err := synthesized.Load(*app.Synth(nil).Directory())
+	if err != nil {
+		return nil, err
+	}
 	var rows []row
-	for i, es := range built {
-		for _, st := range es.Stacks() {
-			for _, p := range guardrails.Attempts(st) {
-				rows = append(rows, row{env: envs[i].Name, stack: strings.TrimPrefix(*st.StackName(), "MercadoFresco-"), path: p})
-			}
+	for _, env := range envs {
+		for _, p := range checks.Attempts(asm.Env(env.Name)) {
+			rows = append(rows, row{env: env.Name, stack: strings.TrimPrefix(p.Stack, "MercadoFresco-"), path: p})
 		}
 	}
-	return rows
+	return rows, nil
 }
 
 type row struct {
 	env, stack string
-	path       guardrails.AttemptPath
+	path       checks.AttemptPath
 }
 
 // MaxWidth is the widest line the table prints: a path that does not fit
@@ -115,7 +127,7 @@ func writeTable(w io.Writer, rows []row, over bool) int {
 		case p.Unreadable != "":
 			status = "UNREADABLE"
 			above++
-		case p.Total > guardrails.MaxAttemptsPerDependency:
+		case p.Total > checks.MaxAttemptsPerDependency:
 			status = "OVER"
 			above++
 		}
@@ -128,7 +140,7 @@ func writeTable(w io.Writer, rows []row, over bool) int {
 				notes = append(notes, texttable.Wrap("why: "+note, "      ", "      ", MaxWidth)...)
 			}
 		}
-		table.RowNotes([]string{r.env, r.stack, p.Dependency, total(p.Total), fmt.Sprint(guardrails.MaxAttemptsPerDependency), headroom(p.Total), status}, notes)
+		table.RowNotes([]string{r.env, r.stack, p.Dependency, total(p.Total), fmt.Sprint(checks.MaxAttemptsPerDependency), headroom(p.Total), status}, notes)
 	}
 	_ = table.Write(w) // the command's output: nothing to do when it fails
 	return above
@@ -157,7 +169,7 @@ func headroom(n float64) string {
 	if math.IsInf(n, 1) {
 		return "-"
 	}
-	return fmt.Sprint(guardrails.MaxAttemptsPerDependency - n)
+	return fmt.Sprint(checks.MaxAttemptsPerDependency - n)
 }
 
 func total(n float64) string {

@@ -8,17 +8,17 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 )
 
 func TestWriteTable(t *testing.T) {
 	rows := []row{
-		{"prod", "OrderFlow-prod", guardrails.AttemptPath{Dependency: "pasarela", Total: 12, Factors: []guardrails.Factor{{Layer: "state Cobrar: Retry MaxAttempts 3 + 1", N: 4}, {Layer: "function mf-cobro: GATEWAY_MAX_ATTEMPTS=3", N: 3}}}},
-		{"dev", "Outbox-dev", guardrails.AttemptPath{Dependency: "sqs:x", Total: 186, Factors: []guardrails.Factor{{Layer: "rule r: 185 retries + 1", N: 186}}}},
-		{"dev", "Outbox-dev", guardrails.AttemptPath{Dependency: "erp", Total: math.Inf(1), Exempt: "rate-limited by the ERP", Factors: []guardrails.Factor{{Layer: "stream", N: math.Inf(1)}}}},
-		{"dev", "Flow-dev", guardrails.AttemptPath{Dependency: "every task of flujo", Total: math.Inf(1), Unreadable: "Fn::Sub with a variable map", Factors: []guardrails.Factor{{Layer: "state machine flujo: unreadable", N: math.Inf(1)}}}},
-		{"dev", "Flow-dev", guardrails.AttemptPath{Dependency: "largo", Total: 2, Factors: []guardrails.Factor{{Layer: strings.Repeat("capa muy larga ", 30), N: 2}}}},
+		{"prod", "OrderFlow-prod", checks.AttemptPath{Dependency: "pasarela", Total: 12, Factors: []checks.Factor{{Layer: "state Cobrar: Retry MaxAttempts 3 + 1", N: 4}, {Layer: "function mf-cobro: GATEWAY_MAX_ATTEMPTS=3", N: 3}}}},
+		{"dev", "Outbox-dev", checks.AttemptPath{Dependency: "sqs:x", Total: 186, Factors: []checks.Factor{{Layer: "rule r: 185 retries + 1", N: 186}}}},
+		{"dev", "Outbox-dev", checks.AttemptPath{Dependency: "erp", Total: math.Inf(1), Exempt: "rate-limited by the ERP", Factors: []checks.Factor{{Layer: "stream", N: math.Inf(1)}}}},
+		{"dev", "Flow-dev", checks.AttemptPath{Dependency: "every task of flujo", Total: math.Inf(1), Unreadable: "Fn::Sub with a variable map", Factors: []checks.Factor{{Layer: "state machine flujo: unreadable", N: math.Inf(1)}}}},
+		{"dev", "Flow-dev", checks.AttemptPath{Dependency: "largo", Total: 2, Factors: []checks.Factor{{Layer: strings.Repeat("capa muy larga ", 30), N: 2}}}},
 	}
 	var b strings.Builder
 	if above := writeTable(&b, rows, false); above != 2 {
@@ -62,7 +62,10 @@ func TestProdTableOfTheApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := collect([]config.Environment{env})
+	rows, err := collect([]config.Environment{env})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var b strings.Builder
 	if above := writeTable(&b, rows, false); above != 0 {
 		t.Fatalf("%d path(s) above the limit or unreadable:\n%s", above, b.String())

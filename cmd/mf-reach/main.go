@@ -23,9 +23,9 @@ import (
 
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/cmd/internal/synthtable"
 	"github.com/mercadofresco/integration/cmd/internal/texttable"
-	"github.com/mercadofresco/integration/constructs/reachability"
 	"github.com/mercadofresco/integration/synthesized"
 )
 
@@ -81,8 +81,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var rows []row
 	for _, env := range envs {
-		for _, r := range reachability.Check(apps[env.Name]) {
-			rows = append(rows, row{env: env.Name, Result: r})
+		for _, r := range checks.Reach(apps[env.Name]) {
+			rows = append(rows, row{env: env.Name, Call: r})
 		}
 	}
 	if n := writeTable(stdout, rows); n > 0 {
@@ -94,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 type row struct {
 	env string
-	reachability.Result
+	checks.Call
 }
 
 // writeTable prints rows and the findings, every line at most maxWidth
@@ -113,9 +113,9 @@ func writeTable(w io.Writer, rows []row) int {
 		status := "reachable"
 		if !r.OK() {
 			status = "MISSING" // the hop is named below the table
-			bad = append(bad, r.env+": "+r.Finding())
+			bad = append(bad, r.env+": "+r.Finding().String())
 		}
-		table.Row(r.env, cell(function(r.Result), 40), cell(strings.TrimPrefix(r.Target, "https://"), 40), cell(r.Via, 52), status)
+		table.Row(r.env, cell(function(r.Call), 40), cell(strings.TrimPrefix(r.Target, "https://"), 40), cell(r.Via, 52), status)
 	}
 	_ = table.Write(w) // the command's output: nothing to do when it fails
 	for _, f := range bad {
@@ -129,7 +129,7 @@ func writeTable(w io.Writer, rows []row) int {
 
 // function names an unnamed function by its construct path without the
 // project prefix and the L1's "/Resource".
-func function(r reachability.Result) string {
+func function(r checks.Call) string {
 	if r.Function != r.Path {
 		return r.Function
 	}

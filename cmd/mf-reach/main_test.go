@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mercadofresco/integration/constructs/reachability"
+	"github.com/mercadofresco/integration/checks"
 )
 
 // The committed prod templates: every call listed as reachable, in lines of
@@ -31,15 +31,15 @@ func TestListsEveryCallOfTheCommittedTemplates(t *testing.T) {
 
 func TestMarksAndExplainsAnUnreachableCall(t *testing.T) {
 	rows := []row{
-		{"prod", reachability.Result{Function: "mf-cobro", Path: "OrderFlow/Pago/Cobro/Function/Resource", Target: "secretsmanager", Via: "interface endpoint E",
-			Missing: reachability.HopIngress, Detail: strings.Repeat("a long explanation of the missing hop ", 10)}},
-		{"prod", reachability.Result{Function: "mf-cobro", Path: "p", Target: "dynamodb", Via: "gateway endpoint G"}},
+		{"prod", checks.Call{Function: "mf-cobro", Path: "OrderFlow/Pago/Cobro/Function/Resource", Target: "secretsmanager", Via: "interface endpoint E",
+			Missing: checks.HopIngress, Detail: strings.Repeat("a long explanation of the missing hop ", 10)}},
+		{"prod", checks.Call{Function: "mf-cobro", Path: "p", Target: "dynamodb", Via: "gateway endpoint G"}},
 	}
 	var b strings.Builder
 	if n := writeTable(&b, rows); n != 1 {
 		t.Fatalf("unreachable = %d, want 1", n)
 	}
-	for _, want := range []string{"MISSING", `missing hop "` + reachability.HopIngress + `"`, "reachable", "[MF-REACH]", "cannot reach secretsmanager"} {
+	for _, want := range []string{"MISSING", `missing hop "` + checks.HopIngress + `"`, "reachable", "[MF-REACH]", "cannot reach secretsmanager"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output misses %q:\n%s", want, b.String())
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/carts"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/schematest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -24,7 +23,7 @@ func TestMain(m *testing.M) { cdktest.Main(m) }
 func checked(id string) *cdktest.Platform {
 	p := cdktest.NewPlatform(id)
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	guardrails.Apply(p.App)
+	cdktest.Check(p.App)
 	return p
 }
 

@@ -28,7 +28,6 @@ import (
 	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -195,10 +194,10 @@ func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec
 	fanOutWindow(&qp, spec.window)
 	e.inVpc(&qp)
 	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
-	// The guardrails name the constants to change (MF-SQS-VISIBILITY).
-	guardrails.SetBy(c, "Timeout", spec.what+"Timeout in constructs/consumers")
+	// The checks name the constants to change (MF-SQS-VISIBILITY).
+	core.SetBy(c, "Timeout", spec.what+"Timeout in constructs/consumers")
 	if spec.visibility > 0 {
-		guardrails.SetBy(c, "VisibilityTimeout", spec.what+"Visibility in constructs/consumers")
+		core.SetBy(c, "VisibilityTimeout", spec.what+"Visibility in constructs/consumers")
 	}
 	// Every HTTP consumer reads the fan-out's PedidoConfirmado.
 	contract.Accepts(h.Function.Function, eventsapi.TypePedidoConfirmado, eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado))
@@ -322,7 +321,7 @@ func NewMovimientosStock(scope constructs.Construct, id string, props *Movimient
 	qp.MaximumConcurrency = props.MaxConsumerConcurrency
 	qp.BatchConcurrency = 10
 	q := queueconsumer.New(c, "Consumidor", &qp)
-	guardrails.SetBy(c, "Timeout", "MovimientosStockTimeout in constructs/consumers")
+	core.SetBy(c, "Timeout", "MovimientosStockTimeout in constructs/consumers")
 	contract.Accepts(q.Function.Function, eventsapi.TypeMovimientoStock, eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock))
 	bindTable(c, "StockTable", props.StockTable, q.Function, "its line items and totals")
 	return q

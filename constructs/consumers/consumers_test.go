@@ -16,7 +16,6 @@ import (
 	"github.com/mercadofresco/integration/constructs/consumers"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dynamotable"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
@@ -26,7 +25,7 @@ func TestMain(m *testing.M) { cdktest.Main(m) }
 
 // build makes one stack with the four consumers wired as the messaging
 // stack does, on stand-ins of the platform, the network, the cache and the
-// tables, with the guardrails and cdk-nag on. The functions are built from a
+// tables, with the checks and cdk-nag on. The functions are built from a
 // fixture module whose mains have the consumers' entries.
 func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 	t.Helper()
@@ -57,7 +56,7 @@ func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 	consumers.NewMovimientosStock(p.Stack, "MovimientosStock", &consumers.MovimientosStockProps{
 		Platform: platform, StockTable: stock, Names: consumers.Names{Function: jsii.String("mf-movimientos-stock")},
 	})
-	guardrails.Apply(p.App)
+	cdktest.Check(p.App)
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	return p, assertions.Template_FromStack(p.Stack, nil)
 }
@@ -87,7 +86,7 @@ func policyOf(t *testing.T, tpl assertions.Template, fnName string) string {
 func TestConsumersSynthesiseCleanWithTheirDependencies(t *testing.T) {
 	p, tpl := build(t)
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
-		t.Fatalf("synthesis errors (cdk-nag, guardrails, constructs):\n%s", strings.Join(errs, "\n"))
+		t.Fatalf("synthesis errors (cdk-nag, checks, constructs):\n%s", strings.Join(errs, "\n"))
 	}
 	// Ceilings against each dependency (queueconsumer.Ceiling) are the
 	// mappings' MaximumConcurrency and the reserved concurrency.

@@ -1,8 +1,8 @@
 // Package contract declares, on the resources of a CDK app, which event
 // types and major versions each producer emits and each consumer accepts,
-// as template metadata (synthesized.MetadataProduces, synthesized.MetadataAccepts)
-// that the synth rule MF-CONTRACT (constructs/guardrails) reads to follow
-// every route from producer to consumer (docs/design.md#event-contracts).
+// as template metadata (synthesized.MetadataProduces, MetadataAccepts)
+// that the check MF-CONTRACT (package checks) reads to follow every route
+// from producer to consumer (docs/design.md#event-contracts).
 //
 // A producer names where it sends (the destination's construct; nil for a
 // rule or pipe, whose targets say it). Versions come from
@@ -13,7 +13,6 @@ package contract
 import (
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -117,30 +116,6 @@ func add(c constructs.IConstruct, key string, d Declaration) {
 		out[i] = m
 	}
 	r.AddMetadata(jsii.String(key), out)
-	carriers.Lock()
-	carriers.m[carrier{r, key}] = true
-	carriers.Unlock()
-}
-
-// carriers are the L1 resources add wrote declarations to: the jsii
-// runtime hands back the same Go value for the same construct, so a check
-// that walks every resource asks jsii only for those that carry some.
-var carriers = struct {
-	sync.Mutex
-	m map[carrier]bool
-}{m: map[carrier]bool{}}
-
-type carrier struct {
-	r   awscdk.CfnResource
-	key string
-}
-
-// Declares reports whether r carries declarations under key made with
-// this package, without a round trip to jsii.
-func Declares(r awscdk.CfnResource, key string) bool {
-	carriers.Lock()
-	defer carriers.Unlock()
-	return carriers.m[carrier{r, key}]
 }
 
 func ints(xs []int) []any {

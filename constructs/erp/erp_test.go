@@ -13,7 +13,6 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/erp"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
@@ -22,7 +21,7 @@ func TestMain(m *testing.M) { cdktest.Main(m) }
 func TestAPIDestinationRateLimitedWithDLQ(t *testing.T) {
 	p := cdktest.NewPlatform("ERP")
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	guardrails.Apply(p.App)
+	cdktest.Check(p.App)
 	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), nil)
 	erp.New(p.Stack, "ERP", &erp.Props{
 		Bus: bus, Endpoint: "https://erp.example/webhooks/pedidos", RateLimitPerSecond: 10,

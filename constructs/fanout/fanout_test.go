@@ -13,7 +13,6 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/fanout"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/internal/cdktest"
@@ -28,12 +27,12 @@ type fixture struct {
 }
 
 // newFixture builds a stack with nag-clean stand-ins for the platform key
-// and alerts topic, with cdk-nag and the guardrails applied.
+// and alerts topic, with cdk-nag and the checks applied.
 func newFixture() *fixture {
 	p := cdktest.NewPlatform("Fanout")
 	app, stack, key, alerts := p.App, p.Stack, p.Key, p.Alerts
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	guardrails.Apply(app)
+	cdktest.Check(app)
 	return &fixture{stack: stack, key: key, alerts: alerts}
 }
 
@@ -57,7 +56,7 @@ func TestFanOutDefaults(t *testing.T) {
 		t.Fatal("AddQueue returned nil")
 	}
 	if errs := f.errors(); len(errs) > 0 {
-		t.Fatalf("errors (cdk-nag or guardrails):\n%s", strings.Join(errs, "\n"))
+		t.Fatalf("errors (cdk-nag or checks):\n%s", strings.Join(errs, "\n"))
 	}
 	tpl := assertions.Template_FromStack(f.stack, nil)
 	keyArn := map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("DataKey")), "Arn"}}

@@ -14,7 +14,6 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
@@ -23,7 +22,7 @@ import (
 
 // The starter: rule (retry policy, DLQ, alarms) → SQS buffer (DLQ) →
 // iniciar-pedido with MaximumConcurrency, allowed to start this state
-// machine only. With the workflow, cdk-nag and the guardrails pass.
+// machine only. With the workflow, cdk-nag and the checks pass.
 func TestStarterWiring(t *testing.T) {
 	// Lambda bundling off: the binary is not what this test checks.
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
@@ -32,7 +31,7 @@ func TestStarterWiring(t *testing.T) {
 	alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key, EnforceSSL: jsii.Bool(true)})
 	f := newFixtureOn(t, &cdktest.Platform{App: app, Stack: stack, Key: key, Alerts: alerts}, orderworkflow.Props{})
 	awscdk.Aspects_Of(f.p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	guardrails.Apply(f.p.App)
+	cdktest.Check(f.p.App)
 	bus := awsevents.NewEventBus(f.p.Stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco")})
 	builder := golambdatest.Builder(t, "")
 	orderworkflow.NewStarter(f.p.Stack, "Inicio", &orderworkflow.StarterProps{
@@ -94,8 +93,13 @@ func TestStarterWiring(t *testing.T) {
 			errs = append(errs, *m.Id+": "+fmt.Sprint(m.Entry.Data))
 		}
 	}
+	for _, e := range cdktest.Findings(f.p.Stack) {
+		if strings.Contains(e, " Flujo/Inicio") || strings.Contains(e, " Flujo/Procesar") {
+			errs = append(errs, e)
+		}
+	}
 	if len(errs) > 0 {
-		t.Fatalf("synthesis errors (cdk-nag, guardrails):\n%s", strings.Join(errs, "\n"))
+		t.Fatalf("synthesis errors (cdk-nag, checks):\n%s", strings.Join(errs, "\n"))
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/mercadofresco/integration/constructs/cache"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dynamotable"
-	"github.com/mercadofresco/integration/constructs/guardrails"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
@@ -44,7 +43,7 @@ func TestFunctionTimeoutCoversTheWorstCase(t *testing.T) {
 func TestPaymentFunctions(t *testing.T) {
 	p := cdktest.NewPlatform("Pago")
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	guardrails.Apply(p.App)
+	cdktest.Check(p.App)
 	vpc := awsec2.NewVpc(p.Stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
 	table := dynamotable.NewIdempotency(p.Stack, "Idem", &dynamotable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	builder := golambdatest.Builder(t, "")
@@ -114,7 +113,7 @@ func TestPaymentFunctions(t *testing.T) {
 		t.Fatalf("MaxAttempts = %v", pay.MaxAttempts)
 	}
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
-		t.Fatalf("synthesis errors (cdk-nag, guardrails):\n%s", strings.Join(errs, "\n"))
+		t.Fatalf("synthesis errors (cdk-nag, checks):\n%s", strings.Join(errs, "\n"))
 	}
 }
 

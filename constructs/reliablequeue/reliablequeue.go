@@ -28,6 +28,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/producers"
@@ -48,9 +49,9 @@ const (
 	// DefaultOldestMessageAgeMinutes is the age alarm's threshold (3 h).
 	DefaultOldestMessageAgeMinutes = 180
 	// VisibilityMultiplier is AWS's rule for Lambda consumers: visibility
-	// timeout >= 6 x function timeout (docs/design.md#visibility-timeout).
-	// The MF-SQS-VISIBILITY guardrail checks the same number.
-	VisibilityMultiplier = 6
+	// timeout >= 6 x function timeout (docs/design.md#visibility-timeout),
+	// the number the MF-SQS-VISIBILITY check holds the templates to.
+	VisibilityMultiplier = checks.VisibilityMultiplier
 	// DefaultDataKeyReuseMinutes is how long SQS reuses a KMS data key (the
 	// SQS default, 5 min).
 	DefaultDataKeyReuseMinutes = 5

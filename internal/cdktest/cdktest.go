@@ -1,7 +1,8 @@
 // Package cdktest holds what every CDK test package of the project needs:
 // the project's pinned Node first on PATH for the tools tests start (the CDK
-// CLI, dynalite), a check that jsii itself runs on it, and jsii.Close once at
-// the end.
+// CLI, dynalite), a check that jsii itself runs on it, jsii.Close once at
+// the end, and a stack's errors: its annotations and, for an app under
+// Check, the findings of the project's checks on its templates.
 package cdktest
 
 import (
@@ -17,9 +18,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/internal/testproc"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Main runs the package's tests, then the cleanup functions, then closes
@@ -90,9 +94,37 @@ func NewPlatform(id string) *Platform {
 	return &Platform{App: app, Stack: stack, Key: key, Alerts: alerts}
 }
 
-// Errors returns the text of every synthesis error under stack.
+// checkedMarker is the construct Check adds to an app.
+const checkedMarker = "MercadoFrescoChecks"
+
+// Check makes Errors report, beside the annotations, the findings of the
+// project's checks (package checks) on the app's synthesized templates.
+func Check(app awscdk.App) { constructs.NewConstruct(app, jsii.String(checkedMarker)) }
+
+// Errors returns the text of every synthesis error under stack, and its
+// Findings when its app is checked (Check).
 func Errors(stack awscdk.Stack) []string {
-	return messages(assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_AnyValue()))
+	out := messages(assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_AnyValue()))
+	if stack.Node().Root().Node().TryFindChild(jsii.String(checkedMarker)) == nil {
+		return out
+	}
+	return append(out, Findings(stack)...)
+}
+
+// Findings returns the findings of the checks on stack, as its app
+// synthesizes.
+func Findings(stack awscdk.Stack) []string {
+	asm, err := synthesized.Load(*awscdk.Stage_Of(stack).Synth(nil).Directory())
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, f := range checks.Run(asm) {
+		if f.Stack == *stack.StackName() {
+			out = append(out, f.String())
+		}
+	}
+	return out
 }
 
 // Warnings returns the text of every synthesis warning under stack.

@@ -30,7 +30,7 @@ func Environments(name string) ([]config.Environment, error) {
 // CDK's default), with bundling off: no Lambda binary is built. Call close
 // once done with the app.
 func Build(envs []config.Environment, outdir string) (app awscdk.App, built []*stacks.EnvironmentStacks, close func()) {
-	props := &awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}}
+	props := &awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}, "aws:cdk:enable-path-metadata": true}}
 	if outdir != "" {
 		props.Outdir = jsii.String(outdir)
 	}

@@ -1,0 +1,328 @@
+package checks
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/synthesized"
+	"github.com/mercadofresco/integration/synthesized/eventpattern"
+)
+
+// Rules of the event contracts (docs/design.md#event-contracts).
+const (
+	// RuleContract: a producer may emit an event version that a consumer on
+	// one of its routes does not accept, or a consumer on a route declares
+	// nothing for the event, or a rule or pipe reshapes events without
+	// declaring what it produces.
+	RuleContract = "MF-CONTRACT"
+	// RuleContractOrder: a producer's stack does not depend on the stack of
+	// a consumer on its routes, so a deployment may update the producer
+	// first.
+	RuleContractOrder = "MF-CONTRACT-ORDER"
+)
+
+const maxRouteHops = 12
+
+// declaration is one event type with its major versions, as
+// constructs/contract writes it: for a producer, To is the construct path
+// of the destination ("" when the resource's own targets say where it
+// goes) and Source the event's source on a bus.
+type declaration struct {
+	Type     string
+	Versions []int
+	To       string
+	Source   string
+}
+
+func declarations(r *synthesized.Resource, key string) []declaration {
+	var out []declaration
+	for _, e := range listOf(r.Metadata[key]) {
+		d := declaration{Type: str(synthesized.Dig(e, "type")), To: str(synthesized.Dig(e, "to")), Source: str(synthesized.Dig(e, "source"))}
+		for _, v := range listOf(synthesized.Dig(e, "versions")) {
+			if f, ok := v.(float64); ok {
+				d.Versions = append(d.Versions, int(f))
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// emission is one event version on its way: what a producer declared, the
+// source it has on a bus, and the producer a transforming rule or pipe read.
+type emission struct {
+	typ      string
+	version  int
+	source   string
+	producer *synthesized.Resource
+	via      string
+}
+
+// contracts follows every declared production along its routes (only
+// when some resource declares one: no route to follow otherwise).
+func (c *checker) contracts() {
+	byPath := map[string]*synthesized.Resource{}
+	var producers []*synthesized.Resource
+	for _, r := range c.app.Resources("") {
+		byPath[r.Path()] = r
+		if r.Metadata[synthesized.MetadataProduces] != nil {
+			producers = append(producers, r)
+		}
+	}
+	if len(producers) == 0 {
+		return
+	}
+	g := &routes{c: c, found: map[string]routeFinding{}}
+	for _, r := range c.app.Resources("") {
+		for _, d := range declarations(r, synthesized.MetadataProduces) {
+			if d.To == "" {
+				continue // a rule or pipe: its own targets, when events reach it
+			}
+			dst := byPath[d.To]
+			if dst == nil {
+				g.add(RuleContract, r, "declares that it produces %s to %s, which is not a resource of this app", d.Type, d.To)
+				continue
+			}
+			for _, v := range d.Versions {
+				g.deliver(emission{typ: d.Type, version: v, source: d.Source, producer: r}, dst, []string{label(r)})
+			}
+		}
+		if r.Type == "AWS::Pipes::Pipe" {
+			for _, e := range c.app.Via(r, synthesized.Pipe) {
+				if e.From == nil || e.From.Type != typeQueue {
+					g.pipe(e, nil, nil) // its source is not a queue of the app (a stream): it produces
+				}
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(g.found)) {
+		f := g.found[k]
+		c.fail(f.at, f.rule, "%s", f.message)
+	}
+}
+
+// routes is one walk of the routes: its findings, by their text.
+type routes struct {
+	c     *checker
+	found map[string]routeFinding
+}
+
+type routeFinding struct {
+	rule, message string
+	at            *synthesized.Resource
+}
+
+func (g *routes) add(rule string, at *synthesized.Resource, format string, a ...any) {
+	f := routeFinding{rule: rule, at: at, message: fmt.Sprintf(format, a...)}
+	g.found[Finding{Rule: rule, Path: at.Path(), Message: f.message}.String()] = f
+}
+
+func (g *routes) deliver(e emission, dst *synthesized.Resource, route []string) {
+	if dst == nil || len(route) > maxRouteHops {
+		return
+	}
+	hop := append(slices.Clone(route), label(dst))
+	switch dst.Type {
+	case "AWS::Events::EventBus":
+		var rules []*synthesized.Resource
+		for _, t := range g.c.app.From(dst, synthesized.RuleTarget) {
+			if !slices.Contains(rules, t.Via) {
+				rules = append(rules, t.Via)
+			}
+		}
+		for _, rule := range rules {
+			g.rule(e, rule, g.c.app.Via(rule, synthesized.RuleTarget), hop)
+		}
+	case "AWS::SNS::Topic":
+		for _, sub := range g.c.app.From(dst, synthesized.Subscription) {
+			if subscriptionAdmits(sub.Settings, e) {
+				g.deliver(e, sub.To, append(slices.Clone(hop), "subscription "+filterLabel(sub)))
+			}
+		}
+	case typeQueue:
+		for _, m := range g.c.app.From(dst, synthesized.Mapping) {
+			if m.To != nil {
+				g.consume(e, m.To, hop)
+			}
+		}
+		for _, p := range g.c.app.From(dst, synthesized.Pipe) {
+			g.pipe(p, &e, hop)
+		}
+	case "AWS::Lambda::Function", "AWS::StepFunctions::StateMachine", "AWS::Events::ApiDestination":
+		g.consume(e, dst, route)
+	}
+}
+
+func (g *routes) rule(e emission, rule *synthesized.Resource, targets []*synthesized.Edge, route []string) {
+	if !patternAdmits(rule.Prop("EventPattern"), e) {
+		return
+	}
+	hop := append(slices.Clone(route), "rule "+label(rule))
+	for _, t := range targets {
+		if t.Settings["InputTransformer"] == nil && t.Settings["Input"] == nil {
+			g.deliver(e, t.To, hop)
+			continue
+		}
+		// A rule that rewrites the event consumes it (it reads its fields)
+		// and is the producer of the new shape.
+		g.consume(e, rule, hop)
+		ds := declarations(rule, synthesized.MetadataProduces)
+		if len(ds) == 0 {
+			g.add(RuleContract, rule, "rewrites %s version %d from %s with an input transformer but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", e.typ, e.version, e.producer.Path(), labelOr(t.To))
+			continue
+		}
+		for _, d := range ds {
+			versions := d.Versions
+			if len(versions) == 0 {
+				versions = []int{e.version} // the transformer copies detail.version
+			}
+			for _, v := range versions {
+				g.deliver(emission{typ: d.Type, version: v, source: e.source, producer: rule, via: e.producer.Path()}, t.To, hop)
+			}
+		}
+	}
+}
+
+// pipe follows a pipe: one with an input template is the producer of the
+// shape it declares; one without passes e on to its target.
+func (g *routes) pipe(p *synthesized.Edge, e *emission, route []string) {
+	hop := append(slices.Clone(route), "pipe "+label(p.Via))
+	tp := p.Via.Prop("TargetParameters")
+	bus := synthesized.Dig(tp, "EventBridgeEventBusParameters")
+	if synthesized.Dig(tp, "InputTemplate") == nil {
+		if e != nil {
+			g.deliver(*e, p.To, hop)
+		}
+		return
+	}
+	ds := declarations(p.Via, synthesized.MetadataProduces)
+	if len(ds) == 0 {
+		g.add(RuleContract, p.Via, "builds its events with an input template but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", labelOr(p.To))
+		return
+	}
+	for _, d := range ds {
+		if dt := str(synthesized.Dig(bus, "DetailType")); dt != "" && dt != d.Type {
+			g.add(RuleContract, p.Via, "declares that it produces %s but sends detail-type %q", d.Type, dt)
+		}
+		for _, v := range d.Versions {
+			ne := emission{typ: d.Type, version: v, source: str(synthesized.Dig(bus, "Source")), producer: p.Via}
+			if e != nil {
+				ne.via = e.producer.Path()
+			}
+			g.deliver(ne, p.To, []string{label(p.Via)})
+		}
+	}
+}
+
+func labelOr(r *synthesized.Resource) string {
+	if r == nil {
+		return "its target"
+	}
+	return label(r)
+}
+
+// consume checks that consumer accepts e, and that the producer's stack
+// deploys after the consumer's.
+func (g *routes) consume(e emission, consumer *synthesized.Resource, route []string) {
+	routeText := strings.Join(route, " → ")
+	if e.via != "" {
+		routeText += " (rewriting events of " + e.via + ")"
+	}
+	var accepts []int
+	declared := false
+	for _, d := range declarations(consumer, synthesized.MetadataAccepts) {
+		if d.Type == e.typ {
+			accepts, declared = d.Versions, true
+		}
+	}
+	switch {
+	case !declared:
+		g.add(RuleContract, e.producer, "may emit %s version %d, which reaches consumer %s through %s; the consumer declares no accepted versions of %s (contract.Accepts with eventsapi.AcceptedVersions)", e.typ, e.version, consumer.Path(), routeText, e.typ)
+	case !slices.Contains(accepts, e.version):
+		g.add(RuleContract, e.producer, "may emit %s version %d, but consumer %s on route %s accepts %s only; accept the version in the consumer (eventsapi) and deploy it first, or keep the version away with a filter on the route (docs/design.md#event-contracts)", e.typ, e.version, consumer.Path(), routeText, versionsText(accepts))
+	}
+	if p, c := e.producer.Stack, consumer.Stack; p != c && !g.c.app.DependsOn(p, c) {
+		g.add(RuleContractOrder, e.producer, "produces %s for consumer %s through %s, but its stack %s does not depend on the consumer's stack %s, so a deployment may update the producer first; declare %s.AddStackDependency(%s) (consumers deploy before producers)",
+			e.typ, consumer.Path(), routeText, p, c, p, c)
+	}
+}
+
+func versionsText(vs []int) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = strconv.Itoa(v)
+	}
+	if len(parts) == 0 {
+		return "no version"
+	}
+	return "version " + strings.Join(parts, ", ")
+}
+
+// patternAdmits reports whether an event pattern may let e through: only
+// its conditions on source, detail-type and detail.version decide (the
+// others depend on the content, so they may match). A pattern this check
+// cannot evaluate admits.
+func patternAdmits(p any, e emission) bool {
+	pm, ok := p.(map[string]any)
+	if !ok {
+		return true
+	}
+	pruned := map[string]any{}
+	if v, ok := pm["detail-type"]; ok {
+		pruned["detail-type"] = v
+	}
+	if v, ok := pm["source"]; ok && e.source != "" {
+		pruned["source"] = v
+	}
+	if v := synthesized.Dig(pm, "detail", "version"); v != nil {
+		pruned["detail"] = map[string]any{"version": v}
+	}
+	event := map[string]any{"detail-type": e.typ, "detail": map[string]any{"version": float64(e.version)}}
+	if e.source != "" {
+		event["source"] = e.source
+	}
+	return admits(pruned, event)
+}
+
+func admits(pattern, event map[string]any) bool {
+	if len(pattern) == 0 {
+		return true
+	}
+	c, err := eventpattern.CompileValue(pattern)
+	return err != nil || c.MatchValue(event)
+}
+
+// subscriptionAdmits reports whether a subscription's filter policy may
+// let e through. Producers to a topic set the message attributes
+// eventsapi.AttrTipo and AttrVersion (String); with the MessageBody scope
+// the body's "version" (a number) decides.
+func subscriptionAdmits(sub map[string]any, e emission) bool {
+	fp, ok := sub["FilterPolicy"].(map[string]any)
+	if !ok {
+		return true
+	}
+	pruned := map[string]any{}
+	if strings.EqualFold(str(sub["FilterPolicyScope"]), "MessageBody") {
+		if v, ok := fp["version"]; ok {
+			pruned["version"] = v
+		}
+		return admits(pruned, map[string]any{"version": float64(e.version)})
+	}
+	for _, k := range []string{eventsapi.AttrTipo, eventsapi.AttrVersion} {
+		if v, ok := fp[k]; ok {
+			pruned[k] = v
+		}
+	}
+	return admits(pruned, map[string]any{eventsapi.AttrTipo: e.typ, eventsapi.AttrVersion: strconv.Itoa(e.version)})
+}
+
+func filterLabel(sub *synthesized.Edge) string {
+	if fp := sub.Settings["FilterPolicy"]; fp != nil {
+		return fmt.Sprintf("%s (filter %v)", sub.Via.Path(), fp)
+	}
+	return sub.Via.Path()
+}

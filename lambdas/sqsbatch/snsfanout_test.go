@@ -3,82 +3,60 @@ package sqsbatch_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/internal/sqsfake/fauxqstest"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
-// TestSNSFanOutDelivery runs the processor on the bodies an SNS topic
-// really delivers to its SQS subscriptions (fauxqs's fan-out), rather than
-// on a hand-written envelope: without raw message delivery the body is the
-// notification envelope, which the processor dead-letters with the fix in
-// its reason; with it, the body is the event itself and the publisher's
-// attributes arrive as message attributes, and the handler runs.
+// TestSNSFanOutDelivery runs the processor on what an SNS topic delivers to
+// its SQS subscriptions. Without raw message delivery the body is the
+// notification envelope (testdata/sns-notification.json, as an SNS
+// emulator's fan-out delivered it, not written by hand), which the
+// processor dead-letters with the fix in its reason; with it, the body is
+// the event itself and the publisher's attributes arrive as message
+// attributes, and the handler runs.
 func TestSNSFanOutDelivery(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := fauxqstest.Launch(ctx, time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	envelopeBody, err := os.ReadFile("testdata/sns-notification.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	c := srv.Client()
-	mkQueue := func(name string) (url, arn string) {
-		out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return aws.ToString(out.QueueUrl), attrs.Attributes["QueueArn"]
-	}
-	topic, err := srv.CreateTopic(ctx, "mercadofresco-pedidos-confirmados")
-	if err != nil {
+	var notification struct{ Message string }
+	if err := json.Unmarshal(envelopeBody, &notification); err != nil {
 		t.Fatal(err)
 	}
-	envURL, envARN := mkQueue("sin-entrega-directa")
-	rawURL, rawARN := mkQueue("con-entrega-directa")
-	for _, s := range []struct {
-		arn string
-		raw bool
-	}{{envARN, false}, {rawARN, true}} {
-		if _, err := srv.Subscribe(ctx, topic, s.arn, s.raw); err != nil {
-			t.Fatal(err)
-		}
-	}
-	event := order("P1")
-	if _, err := srv.Publish(ctx, topic, event, map[string]string{"tipo": "PedidoConfirmado"}); err != nil {
-		t.Fatal(err)
-	}
-	receiveOne := func(url, arn string) events.SQSMessage {
+	f := sqsfake.New()
+	deliver := func(queue, body string, attrs map[string]types.MessageAttributeValue) events.SQSMessage {
 		t.Helper()
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10,
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}, MessageAttributeNames: []string{"All"}})
-		if err != nil || len(out.Messages) != 1 {
-			t.Fatalf("receive from %s = %+v, %v; want the one notification", url, out, err)
+		url, err := f.CreateQueue(queue, sqsfake.QueueConfig{})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return sqsfake.EventRecord(out.Messages[0], arn, fauxqstest.Region)
+		if _, err := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body, MessageAttributes: attrs}); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := consumertest.Receive(ctx, f, url, f.ARN(url), 10)
+		if err != nil || len(ev.Records) != 1 {
+			t.Fatalf("receive from %s = %+v, %v; want the one notification", url, ev, err)
+		}
+		return ev.Records[0]
 	}
-	envelope, raw := receiveOne(envURL, envARN), receiveOne(rawURL, rawARN)
+	envelope := deliver("sin-entrega-directa", string(envelopeBody), nil)
+	raw := deliver("con-entrega-directa", notification.Message,
+		map[string]types.MessageAttributeValue{"tipo": sqsbatch.StringAttribute("PedidoConfirmado")})
 
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(envelope.Body), &top); err != nil || !sqsbatch.IsSNSEnvelope(top) {
 		t.Fatalf("the delivered envelope is not recognised (%v): %s", err, envelope.Body)
-	}
-	if raw.Body != event || raw.MessageAttributes["tipo"].StringValue == nil || *raw.MessageAttributes["tipo"].StringValue != "PedidoConfirmado" {
-		t.Fatalf("raw delivery = body %s, attributes %+v; want the event and tipo", raw.Body, raw.MessageAttributes)
 	}
 
 	e := newEnv(t, false)

@@ -22,8 +22,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -40,7 +39,7 @@ func TestMain(m *testing.M) {
 }
 
 type sqsEnv struct {
-	fake     *sqsfake.Fake
+	fake     *localaws.SQS
 	clock    *offsetClock
 	src, dlq string
 	srv      *httptest.Server
@@ -55,16 +54,16 @@ type sqsEnv struct {
 func newSQS(t *testing.T) *sqsEnv {
 	t.Helper()
 	e := &sqsEnv{clock: &offsetClock{}, calls: map[string]int{}, conns: map[net.Conn]bool{}, changed: make(chan struct{}, 1)}
-	e.fake = sqsfake.New(sqsfake.WithClock(e.clock.Now))
+	e.fake = localaws.NewSQS(localaws.SQSConfig{Now: e.clock.Now})
 	var err error
-	if e.dlq, err = e.fake.CreateQueue(catalog.PhysicalName(catalog.PedidosDLQName, "dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
+	if e.dlq, err = e.fake.CreateQueue(catalog.PhysicalName(catalog.PedidosDLQName, "dev"), localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if e.src, err = e.fake.CreateQueue(catalog.PhysicalName(catalog.PedidosQueueName, "dev"), sqsfake.QueueConfig{
-		VisibilityTimeout: 400 * time.Second, Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(e.dlq), MaxReceiveCount: 4}}); err != nil {
+	if e.src, err = e.fake.CreateQueue(catalog.PhysicalName(catalog.PedidosQueueName, "dev"), localaws.QueueConfig{
+		VisibilityTimeout: 400 * time.Second, Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(e.dlq), MaxReceiveCount: 4}}); err != nil {
 		t.Fatal(err)
 	}
-	h := sqsserver.Handler(e.fake)
+	h := e.fake.Handler()
 	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
 		h.ServeHTTP(w, r)

@@ -20,7 +20,7 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 )
 
 // offsetClock is the wall clock plus an offset (the tests let visibility
@@ -144,7 +144,7 @@ type sandboxInfo struct {
 	Queues      []string `json:"queues"`
 }
 
-// newSandbox builds an in-memory SQS (sqsfake) holding the environment's
+// newSandbox builds an in-memory SQS (internal/localaws) holding the environment's
 // catalogue queues (config/catalog), with a generated data set played
 // into the Pedidos DLQ through SQS's own mechanics: redriven messages are
 // sent to the source and received maxReceiveCount times,
@@ -157,16 +157,16 @@ func newSandbox(ctx context.Context, scenario string, seed uint64, envName strin
 	}
 	clock := &offsetClock{}
 	sb := &sandbox{clock: clock, deletes: map[string][]time.Time{}}
-	sb.fake = sqsfake.New(sqsfake.WithClock(clock.Now))
+	sb.fake = localaws.NewSQS(localaws.SQSConfig{Now: clock.Now})
 	var pedidosSrc, pedidosDLQ string
 	for i, q := range catalog.Queues {
-		d, err := sb.fake.CreateQueue(catalog.PhysicalName(q.DLQName, envName), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+		d, err := sb.fake.CreateQueue(catalog.PhysicalName(q.DLQName, envName), localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 		if err != nil {
 			return nil, err
 		}
 		name := catalog.PhysicalName(q.Name, envName)
-		s, err := sb.fake.CreateQueue(name, sqsfake.QueueConfig{
-			VisibilityTimeout: 400 * time.Second, Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: sb.fake.ARN(d), MaxReceiveCount: 4}})
+		s, err := sb.fake.CreateQueue(name, localaws.QueueConfig{
+			VisibilityTimeout: 400 * time.Second, Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: sb.fake.ARN(d), MaxReceiveCount: 4}})
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +204,7 @@ func accountOf(arn string) string {
 
 // receiveAndFail receives up to max messages of url and makes them visible
 // again at once: a failed receive that spends one receive of each.
-func receiveAndFail(ctx context.Context, fake *sqsfake.Fake, url string, max int32) error {
+func receiveAndFail(ctx context.Context, fake *localaws.SQS, url string, max int32) error {
 	out, err := fake.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: max})
 	if err != nil {
 		return err
@@ -218,7 +218,7 @@ func receiveAndFail(ctx context.Context, fake *sqsfake.Fake, url string, max int
 }
 
 // replay plays msgs (as generated) into the fake in SentTimestamp order.
-func replay(ctx context.Context, fake *sqsfake.Fake, clock *offsetClock, src, dlqURL string, msgs []types.Message) error {
+func replay(ctx context.Context, fake *localaws.SQS, clock *offsetClock, src, dlqURL string, msgs []types.Message) error {
 	sort.SliceStable(msgs, func(i, j int) bool {
 		return classify.Stamp(msgs[i], types.MessageSystemAttributeNameSentTimestamp).Before(classify.Stamp(msgs[j], types.MessageSystemAttributeNameSentTimestamp))
 	})

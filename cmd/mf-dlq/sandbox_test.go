@@ -9,7 +9,7 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
@@ -21,9 +21,9 @@ func TestSandboxReplay(t *testing.T) {
 	seed := testseed.New(t).Seed
 	for scenario, want := range map[string]classify.Verdict{dataset.DeployV2: classify.Poison, dataset.Mixture: classify.Mixed} {
 		clock := &offsetClock{}
-		fake := sqsfake.New(sqsfake.WithClock(clock.Now))
-		d, _ := fake.CreateQueue("mercadofresco-pedidos-fallidos-dev", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
-		s, _ := fake.CreateQueue("cola-mercadofresco-pedidos-dev", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
+		fake := localaws.NewSQS(localaws.SQSConfig{Now: clock.Now})
+		d, _ := fake.CreateQueue("mercadofresco-pedidos-fallidos-dev", localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+		s, _ := fake.CreateQueue("cola-mercadofresco-pedidos-dev", localaws.QueueConfig{Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: fake.ARN(d), MaxReceiveCount: 4}})
 		msgs, err := dataset.Generate(scenario, seed, time.Now().Add(-time.Minute), dataset.DefaultTopology)
 		if err != nil {
 			t.Fatal(err)

@@ -19,8 +19,7 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -29,7 +28,7 @@ import (
 // metrics mf-dlq reads (NumberOfMessagesDeleted of what the consumers
 // deleted, ApproximateAgeOfOldestMessage), all on one endpoint.
 type sandbox struct {
-	fake     *sqsfake.Fake
+	fake     *localaws.SQS
 	clock    *offsetClock
 	loaded   int // messages of the data set
 	mappings []*sandboxMapping
@@ -48,7 +47,7 @@ type sandboxMapping struct {
 // Handler serves SQS (JSON protocol), the Lambda event source mapping
 // calls (list, get, update) and CloudWatch's GetMetricData (RPC v2 CBOR).
 func (sb *sandbox) Handler() http.Handler {
-	sqsHandler := sqsserver.Handler(sb.fake)
+	sqsHandler := sb.fake.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/2015-03-31/event-source-mappings"):

@@ -1,6 +1,6 @@
 // Package consumertest runs the project's queue consumers in tests the way
 // Lambda's SQS event source mapping does: messages sent to an in-memory SQS
-// (sqsfake, with visibility timeouts, receive counts and redrive to a
+// (internal/localaws, with visibility timeouts, receive counts and redrive to a
 // DLQ) are received in batches, handed to the consumer's Processor as a real
 // events.SQSEvent, and deleted unless the response lists them in
 // batchItemFailures. It also builds hand-made batches (duplicate message ids
@@ -11,7 +11,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,8 +28,8 @@ import (
 
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/redistest"
-	"github.com/mercadofresco/integration/internal/sqsfake"
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
@@ -53,9 +52,9 @@ var Start = time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC)
 // whose events are well inside every replay window.
 const ConfirmadoEn = "2026-11-27T17:55:00Z"
 
-// Queues is a source queue and its DLQ in one sqsfake.
+// Queues is a source queue and its DLQ in one localaws.
 type Queues struct {
-	Fake  *sqsfake.Fake
+	Fake  *localaws.SQS
 	Clock *retry.VirtualClock
 	// Source and DLQ are the queue URLs, SourceARN the event source ARN.
 	Source, DLQ, SourceARN string
@@ -79,7 +78,7 @@ type Options struct {
 }
 
 // New creates source queue name and its DLQ name+"-fallidos" on a fresh
-// sqsfake with a manual clock.
+// local SQS with a manual clock.
 func New(t testing.TB, name string, o Options) *Queues {
 	t.Helper()
 	o.MaxReceiveCount = cmp.Or(o.MaxReceiveCount, 4)
@@ -90,14 +89,14 @@ func New(t testing.TB, name string, o Options) *Queues {
 		suffix = ".fifo"
 	}
 	clk := retry.NewVirtualClock(Start)
-	f := sqsfake.New(sqsfake.WithClock(clk.Now))
-	dlq, err := f.CreateQueue(name+"-fallidos"+suffix, sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	f := localaws.NewSQS(localaws.SQSConfig{Now: clk.Now})
+	dlq, err := f.CreateQueue(name+"-fallidos"+suffix, localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := f.CreateQueue(name+suffix, sqsfake.QueueConfig{
+	src, err := f.CreateQueue(name+suffix, localaws.QueueConfig{
 		VisibilityTimeout: o.Visibility,
-		Redrive:           &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: o.MaxReceiveCount},
+		Redrive:           &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: o.MaxReceiveCount},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -163,51 +162,13 @@ func (q *Queues) RequireExpired(t testing.TB, id string) {
 	}
 }
 
-// Receive is one poll of an event source mapping: up to size messages of
-// queueURL as the events.SQSEvent Lambda hands the function (no records
-// when none is visible). The e2e run's pollers use it too.
-func Receive(ctx context.Context, fake *sqsfake.Fake, queueURL, sourceARN string, size int) (events.SQSEvent, error) {
-	out, err := fake.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: int32(size),
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}, MessageAttributeNames: []string{"All"}})
-	var ev events.SQSEvent
-	if err != nil {
-		return ev, err
-	}
-	for _, m := range out.Messages {
-		ev.Records = append(ev.Records, sqsfake.EventRecord(m, sourceARN, fake.Region()))
-	}
-	return ev, nil
-}
-
-// Settle deletes what a successful invocation processed: every record of
-// ev but those resp lists in batchItemFailures when the mapping reports
-// them (FunctionResponseTypes ReportBatchItemFailures), the whole batch
-// otherwise. A failed delete does not stop the others; the errors are
-// joined.
-func Settle(ctx context.Context, fake *sqsfake.Fake, queueURL string, ev events.SQSEvent, resp events.SQSEventResponse, reportFailures bool) error {
-	failed := map[string]bool{}
-	if reportFailures {
-		for _, f := range resp.BatchItemFailures {
-			failed[f.ItemIdentifier] = true
-		}
-	}
-	var errs []error
-	for _, r := range ev.Records {
-		if !failed[r.MessageId] {
-			_, err := fake.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: &r.ReceiptHandle})
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Pump receives one batch (up to size messages) as the event source
 // mapping would, runs p on it and deletes the records the response does
 // not list. It returns the batch and the response (an empty batch when no
 // message is visible).
 func (q *Queues) Pump(ctx context.Context, t testing.TB, p *sqsbatch.Processor, size int) (events.SQSEvent, events.SQSEventResponse) {
 	t.Helper()
-	ev, err := Receive(ctx, q.Fake, q.Source, q.SourceARN, size)
+	ev, err := q.Fake.Receive(ctx, q.Source, q.SourceARN, size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +179,7 @@ func (q *Queues) Pump(ctx context.Context, t testing.TB, p *sqsbatch.Processor, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Settle(ctx, q.Fake, q.Source, ev, resp, true); err != nil {
+	if err := q.Fake.Settle(ctx, q.Source, ev, resp, true); err != nil {
 		t.Fatal(err)
 	}
 	return ev, resp
@@ -468,7 +429,7 @@ func (q *Queues) IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idem
 
 // OnceDeps are the dependencies of a sqsconsumer.PostProcessor consumer on
 // these queues: a fresh idempotency table of srv (IdempotencyStore), the
-// sqsfake as DLQ sender and visibility changer, and the degrade plan of
+// local SQS as DLQ sender and visibility changer, and the degrade plan of
 // the source queue.
 func (q *Queues) OnceDeps(t testing.TB, srv *dynalitetest.Server) sqsconsumer.OnceDeps {
 	t.Helper()

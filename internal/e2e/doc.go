@@ -8,7 +8,7 @@
 // from its template environment with real SDK clients on local endpoints;
 // PostgreSQL, dynalite and Redis; the configuration, read from the committed
 // prod template snapshots (queues, mappings, rules, pipe, state machine run
-// in aws-local-stepfunctions). Played: SQS (internal/sqsfake), EventBridge,
+// in aws-local-stepfunctions). Played: SQS (internal/localaws), EventBridge,
 // SNS, Step Functions' API, Secrets Manager (internal/awsfake), Lambda's
 // pollers and the external services (fakes with a ledger). Every event is
 // delivered twice. What is played, the two time scales and the departures

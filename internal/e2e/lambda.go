@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
 	"github.com/mercadofresco/integration/lambdas/erpnotice"
@@ -392,7 +391,7 @@ func (e *ESM) poll(ctx context.Context) {
 	var sandbox *sqsbatch.Processor
 	idle := 5 * time.Millisecond
 	for ctx.Err() == nil {
-		ev, err := consumertest.Receive(ctx, e.w.sqs, e.Queue.URL, e.Queue.ARN, e.BatchSize)
+		ev, err := e.w.sqs.Receive(ctx, e.Queue.URL, e.Queue.ARN, e.BatchSize)
 		if err != nil || len(ev.Records) == 0 {
 			t := time.NewTimer(idle)
 			select {
@@ -437,6 +436,6 @@ func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, ev events
 	if err != nil || ctx.Err() != nil {
 		return sandbox // the whole batch comes back after its visibility timeout
 	}
-	_ = consumertest.Settle(context.WithoutCancel(ctx), e.w.sqs, e.Queue.URL, ev, resp, e.ReportFailures)
+	_ = e.w.sqs.Settle(context.WithoutCancel(ctx), e.Queue.URL, ev, resp, e.ReportFailures)
 	return sandbox
 }

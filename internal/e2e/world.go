@@ -26,10 +26,9 @@ import (
 	"github.com/mercadofresco/integration/internal/awsfake"
 	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/fakehttp"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/internal/redistest"
-	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
@@ -84,7 +83,7 @@ type World struct {
 	rngLock sync.Mutex
 	rng     *rand.Rand
 
-	sqs    *sqsfake.Fake
+	sqs    *localaws.SQS
 	sqsSrv *httptest.Server
 	ddb    *dynalitetest.Server
 	redis  *redistest.Server
@@ -154,7 +153,7 @@ func NewWorld(t testing.TB, o Options) *World {
 	w.aws = &awsfake.Server{Account: o.Account, Region: o.Region, Secrets: w.secrets, Now: w.clock.Now}
 	w.awsSrv = httptest.NewServer(w.aws)
 	t.Cleanup(w.awsSrv.Close)
-	w.sqsSrv = httptest.NewServer(sqsserver.Handler(w.sqs))
+	w.sqsSrv = httptest.NewServer(w.sqs.Handler())
 	t.Cleanup(w.sqsSrv.Close)
 
 	// What every function's AWS SDK reads from the process environment.
@@ -223,12 +222,12 @@ func seconds(v any, def time.Duration) time.Duration {
 // queues first, with their visibility timeout, retention, delay, FIFO
 // settings and redrive policy.
 func (w *World) createQueues() {
-	w.sqs = sqsfake.New(sqsfake.WithClock(w.clock.Now), sqsfake.WithAccount(w.opts.Account), sqsfake.WithRegion(w.opts.Region))
+	w.sqs = localaws.NewSQS(localaws.SQSConfig{Now: w.clock.Now, Account: w.opts.Account, Region: w.opts.Region})
 	pending := w.app.Resources("AWS::SQS::Queue")
 	for len(pending) > 0 {
 		var next []*synthesized.Resource
 		for _, r := range pending {
-			cfg := sqsfake.QueueConfig{
+			cfg := localaws.QueueConfig{
 				VisibilityTimeout: seconds(r.Prop("VisibilityTimeout"), 30*time.Second),
 				RetentionPeriod:   seconds(r.Prop("MessageRetentionPeriod"), 4*24*time.Hour),
 				Delay:             seconds(r.Prop("DelaySeconds"), 0),
@@ -245,7 +244,7 @@ func (w *World) createQueues() {
 					w.fatalf("queue %s: redrive to unknown %s", r.Path(), arn)
 				}
 				n, _ := rp["maxReceiveCount"].(float64)
-				cfg.Redrive = &sqsfake.RedrivePolicy{DeadLetterTargetARN: arn, MaxReceiveCount: int(n)}
+				cfg.Redrive = &localaws.RedrivePolicy{DeadLetterTargetARN: arn, MaxReceiveCount: int(n)}
 			}
 			name := physicalName(r, "QueueName")
 			fifo, _ := r.Prop("FifoQueue").(bool)

@@ -39,6 +39,7 @@ func TestScanFindsStandIns(t *testing.T) {
 		base + "conmaqueta/cmd reaches " + base + "conmaqueta/almacen/almacen.go:9: type stubPreparer is named as a test double",
 		base + "conmaqueta/cmd reaches " + base + "conmaqueta/almacen/almacen.go:17: function Reservar is documented as a stub",
 		base + "confalso/cmd reaches github.com/mercadofresco/integration/" + base + `confalso/fakealmacen: package path element "fakealmacen" names a test double`,
+		base + "confalso/cmd reaches github.com/mercadofresco/integration/" + base + `confalso/localaws: package path element "localaws" names a test double`,
 		// A stand-in need not say "stub": one that only logs, one that
 		// does nothing, one left for later.
 		base + "conmaqueta/cmd reaches " + base + "conmaqueta/almacen/simulado.go:6: type preparadorSimulado is named as a test double",

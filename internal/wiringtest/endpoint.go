@@ -19,8 +19,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
+	"github.com/mercadofresco/integration/internal/localaws"
 )
 
 // Request is one AWS request that reached the Endpoint.
@@ -101,13 +100,13 @@ func emptyDynamoDB(_ *Endpoint, w http.ResponseWriter, _ Request) {
 
 // Endpoint is a local AWS endpoint that records every request and answers
 // it as the service does (see answers). SQS requests are served by an
-// in-memory sqsfake whose queues are created on first use. Safe for
+// local SQS (internal/localaws) whose queues are created on first use. Safe for
 // concurrent use.
 type Endpoint struct {
 	// URL is the endpoint's base URL (AWS_ENDPOINT_URL).
 	URL string
 	// Queues is the SQS fake behind the endpoint (inspect what was sent).
-	Queues *sqsfake.Fake
+	Queues *localaws.SQS
 
 	sqs      http.Handler
 	mu       sync.Mutex
@@ -134,8 +133,8 @@ func (e *Endpoint) ForwardDynamoDB(t testing.TB, url string) {
 // NewEndpoint starts an Endpoint, closed when the test ends.
 func NewEndpoint(t testing.TB) *Endpoint {
 	t.Helper()
-	q := sqsfake.New(sqsfake.WithRegion(Region), sqsfake.WithAccount(Account))
-	e := &Endpoint{Queues: q, sqs: sqsserver.Handler(q), secrets: map[string]string{}}
+	q := localaws.NewSQS(localaws.SQSConfig{Region: Region, Account: Account})
+	e := &Endpoint{Queues: q, sqs: q.Handler(), secrets: map[string]string{}}
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	e.URL = srv.URL
@@ -200,7 +199,7 @@ func (e *Endpoint) ensureQueue(url string) {
 	if url == "" {
 		return
 	}
-	_, _ = e.Queues.CreateQueue(path.Base(url), sqsfake.QueueConfig{}) // exists: fine
+	_, _ = e.Queues.CreateQueue(path.Base(url), localaws.QueueConfig{}) // exists: fine
 }
 
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) {

@@ -5,7 +5,7 @@
 // values CloudFormation would give them), Setenv installs it with
 // AWS_ENDPOINT_URL pointing at an Endpoint and isolated credentials, and
 // Endpoint records each AWS request and answers it as the service would
-// (answers table-driven by target; SQS is served by sqsfake). The wiring
+// (answers table-driven by target; SQS is served by internal/localaws). The wiring
 // tests of lambdas/* use it to prove by behaviour that each real client
 // makes its requests.
 package wiringtest

@@ -19,8 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/mercadofresco/integration/internal/consumertest"
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
@@ -33,7 +32,7 @@ const maxReceiveCount = 4
 type world struct {
 	t        *testing.T
 	clk      *retry.VirtualClock
-	fake     *sqsfake.Fake
+	fake     *localaws.SQS
 	src, dlq string
 	proc     *sqsbatch.Processor
 	open     atomic.Bool // the ERP's circuit
@@ -51,18 +50,18 @@ type world struct {
 func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	t.Helper()
 	w := &world{t: t, clk: retry.NewVirtualClock(time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)), done: map[string]int{}, calls: map[string]int{}}
-	w.fake = sqsfake.New(sqsfake.WithClock(w.clk.Now))
+	w.fake = localaws.NewSQS(localaws.SQSConfig{Now: w.clk.Now})
 	suffix := ""
 	if fifo {
 		suffix = ".fifo"
 	}
 	var err error
-	if w.dlq, err = w.fake.CreateQueue("aviso-erp-fallidos"+suffix, sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
+	if w.dlq, err = w.fake.CreateQueue("aviso-erp-fallidos"+suffix, localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if w.src, err = w.fake.CreateQueue("cola-mercadofresco-aviso-erp"+suffix, sqsfake.QueueConfig{
+	if w.src, err = w.fake.CreateQueue("cola-mercadofresco-aviso-erp"+suffix, localaws.QueueConfig{
 		VisibilityTimeout: 400 * time.Second, ContentBasedDeduplication: fifo,
-		Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: w.fake.ARN(w.dlq), MaxReceiveCount: maxReceiveCount},
+		Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: w.fake.ARN(w.dlq), MaxReceiveCount: maxReceiveCount},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +111,7 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 func (w *world) poll() {
 	ctx := context.Background()
 	for {
-		ev, err := consumertest.Receive(ctx, w.fake, w.src, w.fake.ARN(w.src), 10)
+		ev, err := w.fake.Receive(ctx, w.src, w.fake.ARN(w.src), 10)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -120,7 +119,7 @@ func (w *world) poll() {
 			return
 		}
 		resp, _ := w.proc.Process(ctx, ev)
-		if err := consumertest.Settle(ctx, w.fake, w.src, ev, resp, true); err != nil {
+		if err := w.fake.Settle(ctx, w.src, ev, resp, true); err != nil {
 			w.t.Fatal(err)
 		}
 	}
@@ -315,7 +314,7 @@ func TestDeferralsSpentDeadLettersWithReason(t *testing.T) {
 	}
 }
 
-func (w *world) inspect(url string) []sqsfake.MessageState {
+func (w *world) inspect(url string) []localaws.MessageState {
 	st, _ := w.fake.Inspect(url)
 	return st
 }

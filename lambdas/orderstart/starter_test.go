@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
@@ -121,7 +121,7 @@ func envelope(eventID string, detail eventsapi.PedidoCreado) string {
 // now is the tests' clock: the events' creado_en is a second before it.
 var now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
-func processor(t *testing.T, api orderstart.StartExecutionAPI, opts ...orderstart.Option) (*sqsbatch.Processor, *sqsfake.Fake, string) {
+func processor(t *testing.T, api orderstart.StartExecutionAPI, opts ...orderstart.Option) (*sqsbatch.Processor, *localaws.SQS, string) {
 	t.Helper()
 	if len(opts) == 0 {
 		opts = []orderstart.Option{orderstart.WithClock(func() time.Time { return now })}
@@ -131,8 +131,8 @@ func processor(t *testing.T, api orderstart.StartExecutionAPI, opts ...orderstar
 	if err != nil {
 		t.Fatal(err)
 	}
-	sqs := sqsfake.New()
-	dlq, _ := sqs.CreateQueue("cola-mercadofresco-inicio-pedido-dlq", sqsfake.QueueConfig{})
+	sqs := localaws.NewSQS(localaws.SQSConfig{})
+	dlq, _ := sqs.CreateQueue("cola-mercadofresco-inicio-pedido-dlq", localaws.QueueConfig{})
 	cfg := orderstart.BatchConfig(s)
 	cfg.DLQ, cfg.DLQURL = sqs, dlq
 	cfg.Logger = slog.New(slog.DiscardHandler)

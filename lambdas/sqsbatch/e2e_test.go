@@ -11,8 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/mercadofresco/integration/internal/consumertest"
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -22,7 +21,7 @@ import (
 // when the invocation returns an error).
 type poller struct {
 	t    *testing.T
-	fake *sqsfake.Fake
+	fake *localaws.SQS
 	url  string
 	p    *sqsbatch.Processor
 }
@@ -34,7 +33,7 @@ func (pl *poller) drain() int {
 	ctx := context.Background()
 	n := 0
 	for {
-		ev, err := consumertest.Receive(ctx, pl.fake, pl.url, pl.fake.ARN(pl.url), 10)
+		ev, err := pl.fake.Receive(ctx, pl.url, pl.fake.ARN(pl.url), 10)
 		if err != nil {
 			pl.t.Fatal(err)
 		}
@@ -46,7 +45,7 @@ func (pl *poller) drain() int {
 		if err != nil {
 			continue // the whole batch comes back
 		}
-		if err := consumertest.Settle(ctx, pl.fake, pl.url, ev, resp, true); err != nil {
+		if err := pl.fake.Settle(ctx, pl.url, ev, resp, true); err != nil {
 			pl.t.Fatal(err)
 		}
 	}
@@ -59,15 +58,15 @@ func (pl *poller) drain() int {
 // flaky dependency succeeds on the third receive; good orders are processed once.
 func TestEndToEndStandardQueue(t *testing.T) {
 	clk := retry.NewVirtualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk.Now))
-	dlq, err := f.CreateQueue("mercadofresco-pedidos-fallidos", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	f := localaws.NewSQS(localaws.SQSConfig{Now: clk.Now})
+	dlq, err := f.CreateQueue("mercadofresco-pedidos-fallidos", localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const visibility = 400 * time.Second
-	src, err := f.CreateQueue("cola-mercadofresco-pedidos", sqsfake.QueueConfig{
+	src, err := f.CreateQueue("cola-mercadofresco-pedidos", localaws.QueueConfig{
 		VisibilityTimeout: visibility,
-		Redrive:           &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 4},
+		Redrive:           &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 4},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +148,7 @@ func TestEndToEndStandardQueue(t *testing.T) {
 	}
 
 	st, _ := f.Inspect(dlq)
-	byID := map[string]sqsfake.MessageState{}
+	byID := map[string]localaws.MessageState{}
 	for _, m := range st {
 		byID[aws.ToString(m.MessageAttributes[sqsbatch.AttrOriginalMessageID].StringValue)] = m
 		if m.DLQSourceARN != "" {
@@ -187,11 +186,11 @@ func TestEndToEndStandardQueue(t *testing.T) {
 // dead-lettered at once and its group continues.
 func TestEndToEndFIFO(t *testing.T) {
 	clk := retry.NewVirtualClock(time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk.Now))
-	dlq, _ := f.CreateQueue("movimientos-stock-fallidos.fifo", sqsfake.QueueConfig{})
-	src, err := f.CreateQueue("movimientos-stock.fifo", sqsfake.QueueConfig{
+	f := localaws.NewSQS(localaws.SQSConfig{Now: clk.Now})
+	dlq, _ := f.CreateQueue("movimientos-stock-fallidos.fifo", localaws.QueueConfig{})
+	src, err := f.CreateQueue("movimientos-stock.fifo", localaws.QueueConfig{
 		VisibilityTimeout: 60 * time.Second,
-		Redrive:           &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 5},
+		Redrive:           &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 5},
 	})
 	if err != nil {
 		t.Fatal(err)

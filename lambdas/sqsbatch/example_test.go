@@ -7,15 +7,15 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
 // A consumer main package wires its handler once and passes Process to
 // lambda.Start. Here a fake SQS stands in for the DLQ.
 func Example() {
-	sqs := sqsfake.New()
-	dlqURL, _ := sqs.CreateQueue("mercadofresco-pedidos-fallidos", sqsfake.QueueConfig{})
+	sqs := localaws.NewSQS(localaws.SQSConfig{})
+	dlqURL, _ := sqs.CreateQueue("mercadofresco-pedidos-fallidos", localaws.QueueConfig{})
 
 	type pedidoConfirmado struct {
 		PedidoID string `json:"pedido_id"`

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -89,7 +89,7 @@ func newLogger() (*slog.Logger, *syncBuffer) {
 
 // env is a fake SQS with a DLQ for the processor under test.
 type env struct {
-	fake   *sqsfake.Fake
+	fake   *localaws.SQS
 	clock  *retry.VirtualClock
 	dlqURL string
 }
@@ -97,19 +97,19 @@ type env struct {
 func newEnv(t testing.TB, fifo bool) *env {
 	t.Helper()
 	clk := retry.NewVirtualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk.Now))
+	f := localaws.NewSQS(localaws.SQSConfig{Now: clk.Now})
 	name := "mercadofresco-pedidos-fallidos"
 	if fifo {
 		name = "movimientos-stock-fallidos.fifo"
 	}
-	url, err := f.CreateQueue(name, sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	url, err := f.CreateQueue(name, localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &env{fake: f, clock: clk, dlqURL: url}
 }
 
-func (e *env) dlq(t *testing.T) []sqsfake.MessageState {
+func (e *env) dlq(t *testing.T) []localaws.MessageState {
 	t.Helper()
 	st, err := e.fake.Inspect(e.dlqURL)
 	if err != nil {
@@ -126,7 +126,7 @@ func failedIDs(resp events.SQSEventResponse) []string {
 	return ids
 }
 
-func attr(st sqsfake.MessageState, name string) string {
+func attr(st localaws.MessageState, name string) string {
 	return aws.ToString(st.MessageAttributes[name].StringValue)
 }
 
@@ -141,6 +141,6 @@ func mustNew(t testing.TB, cfg sqsbatch.Config) *sqsbatch.Processor {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-var _ sqsbatch.Sender = (*sqsfake.Fake)(nil)
+var _ sqsbatch.Sender = (*localaws.SQS)(nil)
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

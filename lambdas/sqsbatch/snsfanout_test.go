@@ -12,8 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/mercadofresco/integration/internal/consumertest"
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -34,17 +33,17 @@ func TestSNSFanOutDelivery(t *testing.T) {
 	if err := json.Unmarshal(envelopeBody, &notification); err != nil {
 		t.Fatal(err)
 	}
-	f := sqsfake.New()
+	f := localaws.NewSQS(localaws.SQSConfig{})
 	deliver := func(queue, body string, attrs map[string]types.MessageAttributeValue) events.SQSMessage {
 		t.Helper()
-		url, err := f.CreateQueue(queue, sqsfake.QueueConfig{})
+		url, err := f.CreateQueue(queue, localaws.QueueConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body, MessageAttributes: attrs}); err != nil {
 			t.Fatal(err)
 		}
-		ev, err := consumertest.Receive(ctx, f, url, f.ARN(url), 10)
+		ev, err := f.Receive(ctx, url, f.ARN(url), 10)
 		if err != nil || len(ev.Records) != 1 {
 			t.Fatalf("receive from %s = %+v, %v; want the one notification", url, ev, err)
 		}

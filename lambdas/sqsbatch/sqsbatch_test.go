@@ -18,8 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/mercadofresco/integration/internal/consumertest"
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -236,7 +235,7 @@ func TestDLQMessage(t *testing.T) {
 				t.Fatalf("DLQ = %+v", dlq)
 			}
 			a := dlq[0].MessageAttributes
-			if len(a) > sqsfake.MaxMessageAttributes {
+			if len(a) > localaws.MaxMessageAttributes {
 				t.Fatalf("%d attributes", len(a))
 			}
 			want := map[string]string{
@@ -328,7 +327,7 @@ func TestDLQSendFailureLosesNothing(t *testing.T) {
 		}},
 		{"no DLQ configured", func(e *env, cfg *sqsbatch.Config) { cfg.DLQ, cfg.DLQURL = nil, "" }},
 		{"DLQ rejects the message (too big with attributes)", func(e *env, cfg *sqsbatch.Config) {
-			url, _ := e.fake.CreateQueue("tiny-dlq", sqsfake.QueueConfig{MaxMessageSize: 40})
+			url, _ := e.fake.CreateQueue("tiny-dlq", localaws.QueueConfig{MaxMessageSize: 40})
 			cfg.DLQURL = url
 		}},
 	} {
@@ -698,10 +697,10 @@ func TestDeadline(t *testing.T) {
 
 func TestRetryAfterChangesVisibility(t *testing.T) {
 	clk := retry.NewVirtualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk.Now))
-	url, _ := f.CreateQueue("cola-mercadofresco-erp", sqsfake.QueueConfig{VisibilityTimeout: 60 * time.Second})
+	f := localaws.NewSQS(localaws.SQSConfig{Now: clk.Now})
+	url, _ := f.CreateQueue("cola-mercadofresco-erp", localaws.QueueConfig{VisibilityTimeout: 60 * time.Second})
 	_, _ = f.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(order("P1"))})
-	ev, _ := consumertest.Receive(context.Background(), f, url, f.ARN(url), 1)
+	ev, _ := f.Receive(context.Background(), url, f.ARN(url), 1)
 	p := mustNew(t, sqsbatch.Config{Logger: discard(), Visibility: f,
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
 			return sqsbatch.RetryAfter(errors.New("circuit open: ERP"), 300*time.Second)
@@ -906,7 +905,7 @@ func (s *slowSender) SendMessage(ctx context.Context, in *sqs.SendMessageInput, 
 // route is reported for retry (the queue's redrive then moves it).
 func TestDLQRoutesSendEachRecordToItsOwnQueuesDLQ(t *testing.T) {
 	e := newEnv(t, false)
-	otherDLQ, err := e.fake.CreateQueue("mercadofresco-aviso-erp-fallidos", sqsfake.QueueConfig{})
+	otherDLQ, err := e.fake.CreateQueue("mercadofresco-aviso-erp-fallidos", localaws.QueueConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestReleaseBeforeItsReservationAcrossBatches(t *testing.T) {
 	q.RequireDeadLetters(t, nil)
 }
 
-// Through the FIFO queue itself (sqsfake: one message of a group in
+// Through the FIFO queue itself (internal/localaws: one message of a group in
 // flight at a time, order kept): movements of many SKUs drain to the right
 // totals, and a consumer that dies after a write (its answer lost) only
 // delays its group until the retry finishes the movement.

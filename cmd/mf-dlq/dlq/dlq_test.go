@@ -17,7 +17,7 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -119,9 +119,9 @@ func TestInspectNeverDeletesNorPushes(t *testing.T) {
 	}
 
 	// A DLQ that has a redrive policy of its own: receiving would count.
-	dlq2, _ := e.fake.CreateQueue("final", sqsfake.QueueConfig{})
-	mid, _ := e.fake.CreateQueue("mid", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(dlq2), MaxReceiveCount: 1}})
-	if _, err := e.fake.CreateQueue("top", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(mid), MaxReceiveCount: 1}}); err != nil {
+	dlq2, _ := e.fake.CreateQueue("final", localaws.QueueConfig{})
+	mid, _ := e.fake.CreateQueue("mid", localaws.QueueConfig{Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(dlq2), MaxReceiveCount: 1}})
+	if _, err := e.fake.CreateQueue("top", localaws.QueueConfig{Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: e.fake.ARN(mid), MaxReceiveCount: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	e.fake.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &mid, MessageBody: aws.String("x")})
@@ -246,7 +246,7 @@ func TestRedriveRefusals(t *testing.T) {
 	})
 	t.Run("not a DLQ", func(t *testing.T) {
 		e := newEnv(t)
-		plain, _ := e.fake.CreateQueue("plain", sqsfake.QueueConfig{})
+		plain, _ := e.fake.CreateQueue("plain", localaws.QueueConfig{})
 		e.fake.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &plain, MessageBody: aws.String("x")})
 		_, err := e.tool.Redrive(ctx, e.target("plain", ""), dlq.RedriveOptions{ConfirmFixed: true})
 		if !errors.Is(err, dlq.ErrNotDLQ) || !strings.Contains(err.Error(), "SNS subscription") {
@@ -509,7 +509,7 @@ func TestClassifyLive(t *testing.T) {
 // warning (their consumer's records may have expired).
 func TestRedriveWarnsUnknownConsumers(t *testing.T) {
 	e := newEnv(t)
-	if _, err := e.fake.CreateQueue("otra-cola", sqsfake.QueueConfig{}); err != nil {
+	if _, err := e.fake.CreateQueue("otra-cola", localaws.QueueConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	e.consumerSent(2, "permanent", "rechazado", order(1))

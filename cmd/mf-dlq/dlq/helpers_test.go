@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -49,7 +49,7 @@ func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
 // env is a Pedidos source queue with its DLQ (dev names) in a fake SQS.
 type env struct {
 	t         *testing.T
-	fake      *sqsfake.Fake
+	fake      *localaws.SQS
 	clock     *simClock
 	src, dlq  string
 	out, log  *bytes.Buffer
@@ -61,14 +61,14 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	clk := &simClock{VirtualClock: retry.NewVirtualClock(t0)}
-	f := sqsfake.New(sqsfake.WithClock(clk.Now))
-	dlqURL, err := f.CreateQueue(catalog.PhysicalName(catalog.PedidosDLQName, "dev"), sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	f := localaws.NewSQS(localaws.SQSConfig{Now: clk.Now})
+	dlqURL, err := f.CreateQueue(catalog.PhysicalName(catalog.PedidosDLQName, "dev"), localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srcURL, err := f.CreateQueue(catalog.PhysicalName(catalog.PedidosQueueName, "dev"), sqsfake.QueueConfig{
+	srcURL, err := f.CreateQueue(catalog.PhysicalName(catalog.PedidosQueueName, "dev"), localaws.QueueConfig{
 		VisibilityTimeout: 400 * time.Second,
-		Redrive:           &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlqURL), MaxReceiveCount: 4},
+		Redrive:           &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlqURL), MaxReceiveCount: 4},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mercadofresco/integration/internal/nostub/testdata/confalso/fakealmacen"
+	"github.com/mercadofresco/integration/internal/nostub/testdata/confalso/localaws"
 )
 
-func main() { fmt.Println(fakealmacen.Prepare("P1")) }
+func main() { fmt.Println(fakealmacen.Prepare("P1"), localaws.Queue("Q1")) }

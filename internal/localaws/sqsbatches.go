@@ -1,4 +1,4 @@
-package sqsfake
+package localaws
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const (
 // MaxBatchPayload) fails whole; otherwise each entry succeeds or fails on its
 // own, with the answer SendMessage would give it (or the Fault's for
 // "SendMessageBatchEntry"), and the call succeeds.
-func (f *Fake) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+func (f *SQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	const op = "SendMessageBatch"
@@ -56,7 +56,7 @@ func (f *Fake) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInp
 // DeleteMessageBatch deletes up to ten messages; each entry is answered as
 // DeleteMessage would answer it (or as the Fault says for
 // "DeleteMessageBatchEntry").
-func (f *Fake) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+func (f *SQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
 	ids := make([]*string, len(in.Entries))
 	for i, e := range in.Entries {
 		ids[i] = e.Id
@@ -77,7 +77,7 @@ func (f *Fake) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatc
 // ChangeMessageVisibilityBatch changes the visibility of up to ten
 // messages; each entry is answered as ChangeMessageVisibility would answer
 // it (or as the Fault says for "ChangeMessageVisibilityBatchEntry").
-func (f *Fake) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+func (f *SQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	ids := make([]*string, len(in.Entries))
 	for i, e := range in.Entries {
 		ids[i] = e.Id
@@ -97,7 +97,7 @@ func (f *Fake) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeM
 
 // receiptBatch runs do on each entry of a batch addressed by receipt
 // handles and returns the ids that succeeded and the failed entries.
-func (f *Fake) receiptBatch(ctx context.Context, op string, url *string, ids []*string, do func(q *fakeQueue, i int) error) ([]*string, []types.BatchResultErrorEntry, error) {
+func (f *SQS) receiptBatch(ctx context.Context, op string, url *string, ids []*string, do func(q *fakeQueue, i int) error) ([]*string, []types.BatchResultErrorEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q, err := f.batch(ctx, op, url, ids)
@@ -118,7 +118,7 @@ func (f *Fake) receiptBatch(ctx context.Context, op string, url *string, ids []*
 
 // batch looks the queue up and applies the rules on a batch's entry ids.
 // Callers hold f.mu.
-func (f *Fake) batch(ctx context.Context, op string, url *string, ids []*string) (*fakeQueue, error) {
+func (f *SQS) batch(ctx context.Context, op string, url *string, ids []*string) (*fakeQueue, error) {
 	q, err := f.lookup(ctx, op, url)
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (f *Fake) batch(ctx context.Context, op string, url *string, ids []*string)
 }
 
 // entry runs one batch entry after asking the Fault about it.
-func (f *Fake) entry(op string, id *string, do func() (*message, error)) (*message, error) {
+func (f *SQS) entry(op string, id *string, do func() (*message, error)) (*message, error) {
 	if f.fault != nil {
 		if err := f.fault(op+"Entry", aws.ToString(id)); err != nil {
 			return nil, err

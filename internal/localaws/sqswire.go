@@ -1,12 +1,4 @@
-// Package sqsserver serves a sqsfake.Fake over HTTP in the SQS JSON protocol
-// (AWS JSON 1.0, X-Amz-Target: AmazonSQS.<Operation>), so a program using the
-// SDK's SQS client with an endpoint override talks to the in-memory fake
-// (tests run operator tools and Lambda mains as processes). Requests decode
-// into the SDK's own input types and the fake's answers encode as they are;
-// an error the fake answers with (an SDK error type or a smithy.APIError)
-// goes back with its code, so the client builds the same typed error.
-// Requests are not authenticated. Long polling returns at once.
-package sqsserver
+package localaws
 
 import (
 	"bytes"
@@ -20,8 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
-
-	"github.com/mercadofresco/integration/internal/sqsfake"
 )
 
 const maxRequestBytes = 2 << 20
@@ -41,8 +31,14 @@ func op[In, Out any](call func(context.Context, *In, ...func(*sqs.Options)) (*Ou
 	}
 }
 
-// Handler serves f in the SQS JSON protocol.
-func Handler(f *sqsfake.Fake) http.Handler {
+// Handler serves the SQS over HTTP in the SQS JSON protocol (AWS JSON 1.0,
+// X-Amz-Target: AmazonSQS.<Operation>), so a program using the SDK's SQS
+// client with an endpoint override talks to it (tests run operator tools and
+// Lambda mains as processes). Requests decode into the SDK's own input types
+// and the answers encode as they are; an error (an SDK error type or a
+// smithy.APIError) goes back with its code, so the client builds the same
+// typed error. Requests are not authenticated. Long polling returns at once.
+func (f *SQS) Handler() http.Handler {
 	ops := map[string]operation{
 		"SendMessage":                  op(f.SendMessage),
 		"SendMessageBatch":             op(f.SendMessageBatch),

@@ -1,4 +1,4 @@
-package sqsfake_test
+package localaws_test
 
 import (
 	"context"
@@ -11,17 +11,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // redriveTopology creates a source with maxReceiveCount 1 and its DLQ, and
 // drives n messages into the DLQ through the redrive policy.
-func redriveTopology(t *testing.T, n int) (*sqsfake.Fake, *retry.VirtualClock, string, string) {
+func redriveTopology(t *testing.T, n int) (*localaws.SQS, *retry.VirtualClock, string, string) {
 	t.Helper()
 	f, clk := newFake(t)
-	dlq := mustCreate(t, f, "dlq", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
-	src := mustCreate(t, f, "src", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
+	dlq := mustCreate(t, f, "dlq", localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	src := mustCreate(t, f, "src", localaws.QueueConfig{Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
 	for i := range n {
 		send(t, f, sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String(fmt.Sprintf(`{"n":%d}`, i))})
 	}
@@ -35,7 +35,7 @@ func redriveTopology(t *testing.T, n int) (*sqsfake.Fake, *retry.VirtualClock, s
 	return f, clk, src, dlq
 }
 
-func visible(t *testing.T, f *sqsfake.Fake, url string) int {
+func visible(t *testing.T, f *localaws.SQS, url string) int {
 	t.Helper()
 	states, err := f.Inspect(url)
 	if err != nil {
@@ -44,7 +44,7 @@ func visible(t *testing.T, f *sqsfake.Fake, url string) int {
 	return len(states)
 }
 
-func startTask(ctx context.Context, f *sqsfake.Fake, source, dest string, rate int32) (string, error) {
+func startTask(ctx context.Context, f *localaws.SQS, source, dest string, rate int32) (string, error) {
 	in := &sqs.StartMessageMoveTaskInput{SourceArn: &source}
 	if dest != "" {
 		in.DestinationArn = &dest
@@ -59,7 +59,7 @@ func startTask(ctx context.Context, f *sqsfake.Fake, source, dest string, rate i
 	return *out.TaskHandle, nil
 }
 
-func listTasks(t *testing.T, f *sqsfake.Fake, source string, max int32) []types.ListMessageMoveTasksResultEntry {
+func listTasks(t *testing.T, f *localaws.SQS, source string, max int32) []types.ListMessageMoveTasksResultEntry {
 	t.Helper()
 	out, err := f.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: &source, MaxResults: &max})
 	if err != nil {
@@ -114,7 +114,7 @@ func TestMoveTaskRate(t *testing.T) {
 func TestMoveTaskValidationAndCancel(t *testing.T) {
 	ctx := context.Background()
 	f, clk, src, dlq := redriveTopology(t, 5)
-	other := mustCreate(t, f, "other", sqsfake.QueueConfig{})
+	other := mustCreate(t, f, "other", localaws.QueueConfig{})
 	nope := "arn:aws:sqs:eu-west-1:000000000000:nope"
 	tests := []struct {
 		source, dest string

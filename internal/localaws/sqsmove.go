@@ -1,4 +1,4 @@
-package sqsfake
+package localaws
 
 import (
 	"cmp"
@@ -43,7 +43,7 @@ func (t *moveTask) active() bool {
 }
 
 // GetQueueUrl returns the URL of the queue with this name.
-func (f *Fake) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+func (f *SQS) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	name := aws.ToString(in.QueueName)
@@ -60,7 +60,7 @@ func (f *Fake) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, _ ...f
 
 // ListDeadLetterSourceQueues returns the URLs of the queues whose redrive
 // policy names the queue at QueueUrl as their DLQ (one page).
-func (f *Fake) ListDeadLetterSourceQueues(ctx context.Context, in *sqs.ListDeadLetterSourceQueuesInput, _ ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error) {
+func (f *SQS) ListDeadLetterSourceQueues(ctx context.Context, in *sqs.ListDeadLetterSourceQueuesInput, _ ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	dlq, err := f.lookup(ctx, "ListDeadLetterSourceQueues", in.QueueUrl)
@@ -70,7 +70,7 @@ func (f *Fake) ListDeadLetterSourceQueues(ctx context.Context, in *sqs.ListDeadL
 	return &sqs.ListDeadLetterSourceQueuesOutput{QueueUrls: f.sourcesOf(dlq)}, nil
 }
 
-func (f *Fake) sourcesOf(dlq *fakeQueue) []string {
+func (f *SQS) sourcesOf(dlq *fakeQueue) []string {
 	urls := []string{}
 	for _, q := range f.byURL {
 		if q.dlq == dlq {
@@ -86,7 +86,7 @@ func (f *Fake) sourcesOf(dlq *fakeQueue) []string {
 // exist, the rate is 1..500 (unset lets the service choose), and a source has
 // at most one active task. The task counts the source's visible messages
 // when it starts (ApproximateNumberOfMessagesToMove) and moves that many.
-func (f *Fake) StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, _ ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+func (f *SQS) StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, _ ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	handle, err := f.startMoveTask(ctx, in)
@@ -96,7 +96,7 @@ func (f *Fake) StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMov
 	return &sqs.StartMessageMoveTaskOutput{TaskHandle: aws.String(handle)}, nil
 }
 
-func (f *Fake) startMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput) (string, error) {
+func (f *SQS) startMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput) (string, error) {
 	sourceARN, destARN, rate := aws.ToString(in.SourceArn), aws.ToString(in.DestinationArn), aws.ToInt32(in.MaxNumberOfMessagesPerSecond)
 	if err := f.check(ctx, "StartMessageMoveTask", sourceARN); err != nil {
 		return "", err
@@ -145,7 +145,7 @@ func (f *Fake) startMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskIn
 
 // ListMessageMoveTasks returns the most recent tasks of a source queue,
 // newest first (at most MaxResults, 1..10; unset means 1, as in SQS).
-func (f *Fake) ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, _ ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
+func (f *SQS) ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, _ ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sourceARN, max := aws.ToString(in.SourceArn), cmp.Or(aws.ToInt32(in.MaxResults), 1)
@@ -189,7 +189,7 @@ func (f *Fake) ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMove
 // CancelMessageMoveTask cancels a RUNNING task and returns how many
 // messages it had moved; moved messages stay moved. The task goes to
 // CANCELLING and, at the fake's next operation, to CANCELLED.
-func (f *Fake) CancelMessageMoveTask(ctx context.Context, in *sqs.CancelMessageMoveTaskInput, _ ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error) {
+func (f *SQS) CancelMessageMoveTask(ctx context.Context, in *sqs.CancelMessageMoveTaskInput, _ ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	handle := aws.ToString(in.TaskHandle)
@@ -207,13 +207,13 @@ func (f *Fake) CancelMessageMoveTask(ctx context.Context, in *sqs.CancelMessageM
 }
 
 // advanceTasks brings every active task up to now. Callers hold f.mu.
-func (f *Fake) advanceTasks(now time.Time) {
+func (f *SQS) advanceTasks(now time.Time) {
 	for _, t := range f.tasks {
 		f.advanceTask(t, now)
 	}
 }
 
-func (f *Fake) advanceTask(t *moveTask, now time.Time) {
+func (f *SQS) advanceTask(t *moveTask, now time.Time) {
 	switch t.status {
 	case moveTaskCancelling:
 		t.status = moveTaskCancelled
@@ -263,7 +263,7 @@ func nextVisible(q *fakeQueue, now time.Time) *message {
 
 // moveMessage removes m from src and enqueues a copy in dest: same body,
 // attributes and group, a new message id, receive count 0, sent now.
-func (f *Fake) moveMessage(src, dest *fakeQueue, m *message, now time.Time) {
+func (f *SQS) moveMessage(src, dest *fakeQueue, m *message, now time.Time) {
 	nm := &message{
 		q:         dest,
 		id:        newUUID(),

@@ -1,4 +1,4 @@
-package sqsfake_test
+package localaws_test
 
 import (
 	"context"
@@ -17,20 +17,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/mercadofresco/integration/internal/sqsfake"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
 var t0 = time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC) // a Sunday night
 
-func newFake(t *testing.T) (*sqsfake.Fake, *retry.VirtualClock) {
+func newFake(t *testing.T) (*localaws.SQS, *retry.VirtualClock) {
 	t.Helper()
 	clk := retry.NewVirtualClock(t0)
-	return sqsfake.New(sqsfake.WithClock(clk.Now)), clk
+	return localaws.NewSQS(localaws.SQSConfig{Now: clk.Now}), clk
 }
 
-func mustCreate(t *testing.T, f *sqsfake.Fake, name string, cfg sqsfake.QueueConfig) string {
+func mustCreate(t *testing.T, f *localaws.SQS, name string, cfg localaws.QueueConfig) string {
 	t.Helper()
 	url, err := f.CreateQueue(name, cfg)
 	if err != nil {
@@ -39,7 +39,7 @@ func mustCreate(t *testing.T, f *sqsfake.Fake, name string, cfg sqsfake.QueueCon
 	return url
 }
 
-func send(t *testing.T, f *sqsfake.Fake, in sqs.SendMessageInput) string {
+func send(t *testing.T, f *localaws.SQS, in sqs.SendMessageInput) string {
 	t.Helper()
 	out, err := f.SendMessage(context.Background(), &in)
 	if err != nil {
@@ -48,7 +48,7 @@ func send(t *testing.T, f *sqsfake.Fake, in sqs.SendMessageInput) string {
 	return *out.MessageId
 }
 
-func receive(t *testing.T, f *sqsfake.Fake, url string, max int) []types.Message {
+func receive(t *testing.T, f *localaws.SQS, url string, max int) []types.Message {
 	t.Helper()
 	out, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: int32(max), MessageSystemAttributeNames: allSystem, MessageAttributeNames: allAttrs})
 	if err != nil {
@@ -67,7 +67,7 @@ func bodies(msgs []types.Message) string {
 
 func TestVisibilityTimeoutAndReceiveCount(t *testing.T) {
 	f, clk := newFake(t)
-	url := mustCreate(t, f, "cola", sqsfake.QueueConfig{VisibilityTimeout: 400 * time.Second})
+	url := mustCreate(t, f, "cola", localaws.QueueConfig{VisibilityTimeout: 400 * time.Second})
 	id := send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(`{"pedido_id":"P1"}`)})
 
 	first := receive(t, f, url, 10)
@@ -115,10 +115,10 @@ func TestRedriveToDLQ(t *testing.T) {
 			if fifo {
 				suffix = ".fifo"
 			}
-			dlq := mustCreate(t, f, "mercadofresco-pedidos-fallidos"+suffix, sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
-			src := mustCreate(t, f, "cola-mercadofresco-pedidos"+suffix, sqsfake.QueueConfig{
+			dlq := mustCreate(t, f, "mercadofresco-pedidos-fallidos"+suffix, localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+			src := mustCreate(t, f, "cola-mercadofresco-pedidos"+suffix, localaws.QueueConfig{
 				VisibilityTimeout: 30 * time.Second,
-				Redrive:           &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 4},
+				Redrive:           &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 4},
 			})
 			in := sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String(`{"version":2}`), MessageAttributes: map[string]types.MessageAttributeValue{"tipo": sqsbatch.StringAttribute("PedidoConfirmado")}}
 			if fifo {
@@ -161,7 +161,7 @@ func TestRedriveToDLQ(t *testing.T) {
 
 func TestFIFOGroups(t *testing.T) {
 	f, clk := newFake(t)
-	url := mustCreate(t, f, "movimientos-stock.fifo", sqsfake.QueueConfig{ContentBasedDeduplication: true})
+	url := mustCreate(t, f, "movimientos-stock.fifo", localaws.QueueConfig{ContentBasedDeduplication: true})
 	for _, m := range []struct{ group, body string }{{"SKU-A", "a1"}, {"SKU-A", "a2"}, {"SKU-B", "b1"}, {"SKU-A", "a3"}, {"SKU-B", "b2"}} {
 		send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: &m.body, MessageGroupId: &m.group})
 	}
@@ -174,7 +174,7 @@ func TestFIFOGroups(t *testing.T) {
 		t.Fatalf("while a1 in flight got %s, want b1,b2", got)
 	}
 	// a1 not deleted: when its visibility expires it comes back first (order kept).
-	clk.Advance(sqsfake.DefaultVisibilityTimeout)
+	clk.Advance(localaws.DefaultVisibilityTimeout)
 	again := receive(t, f, url, 2)
 	if bodies(again) != "a1,a2" || receiveCount(again[0]) != 2 {
 		t.Fatalf("after expiry got %s (count %d), want a1,a2", bodies(again), receiveCount(again[0]))
@@ -196,15 +196,15 @@ func TestFIFOGroups(t *testing.T) {
 
 func TestFIFORedriveUnblocksGroup(t *testing.T) {
 	f, clk := newFake(t)
-	dlq := mustCreate(t, f, "dlq.fifo", sqsfake.QueueConfig{})
-	src := mustCreate(t, f, "src.fifo", sqsfake.QueueConfig{ContentBasedDeduplication: true,
-		Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
+	dlq := mustCreate(t, f, "dlq.fifo", localaws.QueueConfig{})
+	src := mustCreate(t, f, "src.fifo", localaws.QueueConfig{ContentBasedDeduplication: true,
+		Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
 	send(t, f, sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String("poison"), MessageGroupId: aws.String("g")})
 	send(t, f, sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String("next"), MessageGroupId: aws.String("g")})
 	if got := bodies(receive(t, f, src, 1)); got != "poison" {
 		t.Fatalf("got %s", got)
 	}
-	clk.Advance(sqsfake.DefaultVisibilityTimeout)
+	clk.Advance(localaws.DefaultVisibilityTimeout)
 	if got := bodies(receive(t, f, src, 10)); got != "next" {
 		t.Fatalf("after the head moved to the DLQ the group must continue, got %q", got)
 	}
@@ -215,7 +215,7 @@ func TestFIFORedriveUnblocksGroup(t *testing.T) {
 
 func TestFIFODeduplication(t *testing.T) {
 	f, clk := newFake(t)
-	url := mustCreate(t, f, "q.fifo", sqsfake.QueueConfig{ContentBasedDeduplication: true})
+	url := mustCreate(t, f, "q.fifo", localaws.QueueConfig{ContentBasedDeduplication: true})
 	ctx := context.Background()
 	a, _ := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("k")})
 	clk.Advance(4 * time.Minute)
@@ -240,8 +240,8 @@ func TestFIFODeduplication(t *testing.T) {
 
 func TestSendValidation(t *testing.T) {
 	f, _ := newFake(t)
-	std := mustCreate(t, f, "std", sqsfake.QueueConfig{MaxMessageSize: 1024})
-	fifo := mustCreate(t, f, "f.fifo", sqsfake.QueueConfig{})
+	std := mustCreate(t, f, "std", localaws.QueueConfig{MaxMessageSize: 1024})
+	fifo := mustCreate(t, f, "f.fifo", localaws.QueueConfig{})
 	attrs := func(n int) map[string]types.MessageAttributeValue {
 		m := map[string]types.MessageAttributeValue{}
 		for i := range n {
@@ -293,20 +293,20 @@ func TestSendValidation(t *testing.T) {
 
 func TestCreateQueueValidation(t *testing.T) {
 	f, _ := newFake(t)
-	stdDLQ := mustCreate(t, f, "dlq", sqsfake.QueueConfig{})
-	fifoDLQ := mustCreate(t, f, "dlq.fifo", sqsfake.QueueConfig{})
+	stdDLQ := mustCreate(t, f, "dlq", localaws.QueueConfig{})
+	fifoDLQ := mustCreate(t, f, "dlq.fifo", localaws.QueueConfig{})
 	tests := []struct {
 		name string
-		cfg  sqsfake.QueueConfig
+		cfg  localaws.QueueConfig
 		q    string
 	}{
-		{"fifo with standard DLQ", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(stdDLQ), MaxReceiveCount: 4}}, "a.fifo"},
-		{"standard with FIFO DLQ", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(fifoDLQ), MaxReceiveCount: 4}}, "b"},
-		{"missing DLQ", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: "arn:aws:sqs:eu-west-1:000000000000:nope", MaxReceiveCount: 4}}, "c"},
-		{"maxReceiveCount 0", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(stdDLQ)}}, "d"},
-		{"content dedup on standard", sqsfake.QueueConfig{ContentBasedDeduplication: true}, "e"},
-		{"visibility over 12h", sqsfake.QueueConfig{VisibilityTimeout: 13 * time.Hour}, "f"},
-		{"duplicate name", sqsfake.QueueConfig{}, "dlq"},
+		{"fifo with standard DLQ", localaws.QueueConfig{Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(stdDLQ), MaxReceiveCount: 4}}, "a.fifo"},
+		{"standard with FIFO DLQ", localaws.QueueConfig{Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(fifoDLQ), MaxReceiveCount: 4}}, "b"},
+		{"missing DLQ", localaws.QueueConfig{Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: "arn:aws:sqs:eu-west-1:000000000000:nope", MaxReceiveCount: 4}}, "c"},
+		{"maxReceiveCount 0", localaws.QueueConfig{Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(stdDLQ)}}, "d"},
+		{"content dedup on standard", localaws.QueueConfig{ContentBasedDeduplication: true}, "e"},
+		{"visibility over 12h", localaws.QueueConfig{VisibilityTimeout: 13 * time.Hour}, "f"},
+		{"duplicate name", localaws.QueueConfig{}, "dlq"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -322,10 +322,10 @@ func TestDeleteAndStaleHandles(t *testing.T) {
 	for _, name := range []string{"std", "q.fifo"} {
 		t.Run(name, func(t *testing.T) {
 			f, clk := newFake(t)
-			url := mustCreate(t, f, name, sqsfake.QueueConfig{ContentBasedDeduplication: strings.HasSuffix(name, ".fifo")})
+			url := mustCreate(t, f, name, localaws.QueueConfig{ContentBasedDeduplication: strings.HasSuffix(name, ".fifo")})
 			send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x"), MessageGroupId: aws.String("g")})
 			old := receive(t, f, url, 1)[0]
-			clk.Advance(sqsfake.DefaultVisibilityTimeout) // a slow consumer: another one gets it
+			clk.Advance(localaws.DefaultVisibilityTimeout) // a slow consumer: another one gets it
 			cur := receive(t, f, url, 1)[0]
 			err := deleteMessage(ctx, f, url, aws.ToString(old.ReceiptHandle))
 			if strings.HasSuffix(name, ".fifo") {
@@ -362,7 +362,7 @@ func TestDeleteAndStaleHandles(t *testing.T) {
 func TestChangeMessageVisibility(t *testing.T) {
 	ctx := context.Background()
 	f, clk := newFake(t)
-	url := mustCreate(t, f, "erp", sqsfake.QueueConfig{})
+	url := mustCreate(t, f, "erp", localaws.QueueConfig{})
 	send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x")})
 	m := receive(t, f, url, 1)[0]
 	// The ERP notice waits while the breaker is open: back in 300 s.
@@ -385,7 +385,7 @@ func TestChangeMessageVisibility(t *testing.T) {
 	if err := changeVisibility(ctx, f, url, aws.ToString(m.ReceiptHandle), time.Minute); errorCode(err) != "ReceiptHandleIsInvalid" {
 		t.Errorf("stale handle err = %v", err)
 	}
-	clk.Advance(sqsfake.DefaultVisibilityTimeout)
+	clk.Advance(localaws.DefaultVisibilityTimeout)
 	if err := changeVisibility(ctx, f, url, aws.ToString(m2[0].ReceiptHandle), time.Minute); errorCode(err) != "MessageNotInflight" {
 		t.Errorf("expired handle err = %v, want ErrMessageNotInflight", err)
 	}
@@ -397,9 +397,9 @@ func TestChangeMessageVisibility(t *testing.T) {
 func TestQueueAttributesDelayAndRetention(t *testing.T) {
 	ctx := context.Background()
 	f, clk := newFake(t)
-	dlq := mustCreate(t, f, "dlq", sqsfake.QueueConfig{})
-	url := mustCreate(t, f, "q", sqsfake.QueueConfig{VisibilityTimeout: 400 * time.Second,
-		Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 5}})
+	dlq := mustCreate(t, f, "dlq", localaws.QueueConfig{})
+	url := mustCreate(t, f, "q", localaws.QueueConfig{VisibilityTimeout: 400 * time.Second,
+		Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 5}})
 	send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("a")})
 	send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("b")})
 	send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("later"), DelaySeconds: int32(time.Minute / time.Second)})
@@ -443,7 +443,7 @@ func TestQueueAttributesDelayAndRetention(t *testing.T) {
 
 func TestFaultsAndContext(t *testing.T) {
 	f, _ := newFake(t)
-	url := mustCreate(t, f, "q", sqsfake.QueueConfig{})
+	url := mustCreate(t, f, "q", localaws.QueueConfig{})
 	boom := errors.New("throttled")
 	f.SetFault(func(op, u string) error {
 		if op == "SendMessage" && u == url {
@@ -472,7 +472,7 @@ func TestFaultsAndContext(t *testing.T) {
 // it, so with a long visibility timeout every message is handled exactly once.
 func TestConcurrentConsumersExactlyOnceWhileInFlight(t *testing.T) {
 	f, _ := newFake(t)
-	url := mustCreate(t, f, "q", sqsfake.QueueConfig{VisibilityTimeout: time.Hour})
+	url := mustCreate(t, f, "q", localaws.QueueConfig{VisibilityTimeout: time.Hour})
 	const n = 500
 	for i := range n {
 		send(t, f, sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(fmt.Sprint(i))})
@@ -514,8 +514,8 @@ func TestConcurrentConsumersExactlyOnceWhileInFlight(t *testing.T) {
 }
 
 func TestRegionAndAccount(t *testing.T) {
-	f := sqsfake.New(sqsfake.WithRegion("eu-south-2"), sqsfake.WithAccount("123456789012"))
-	url, err := f.CreateQueue("cola-mercadofresco-pedidos", sqsfake.QueueConfig{})
+	f := localaws.NewSQS(localaws.SQSConfig{Region: "eu-south-2", Account: "123456789012"})
+	url, err := f.CreateQueue("cola-mercadofresco-pedidos", localaws.QueueConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,17 +556,17 @@ func errorCode(err error) string {
 	return ""
 }
 
-func deleteMessage(ctx context.Context, f *sqsfake.Fake, url, handle string) error {
+func deleteMessage(ctx context.Context, f *localaws.SQS, url, handle string) error {
 	_, err := f.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: &handle})
 	return err
 }
 
-func changeVisibility(ctx context.Context, f *sqsfake.Fake, url, handle string, d time.Duration) error {
+func changeVisibility(ctx context.Context, f *localaws.SQS, url, handle string, d time.Duration) error {
 	_, err := f.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: &handle, VisibilityTimeout: int32(d / time.Second)})
 	return err
 }
 
-func queueAttributes(ctx context.Context, f *sqsfake.Fake, url string, names ...types.QueueAttributeName) (map[string]string, error) {
+func queueAttributes(ctx context.Context, f *localaws.SQS, url string, names ...types.QueueAttributeName) (map[string]string, error) {
 	out, err := f.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url, AttributeNames: names})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package sqsserver_test
+package localaws_test
 
 import (
 	"context"
@@ -12,8 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/mercadofresco/integration/internal/sqsfake"
-	"github.com/mercadofresco/integration/internal/sqsfake/sqsserver"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -31,10 +30,10 @@ func TestSDKRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	clk := retry.NewVirtualClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
-	f := sqsfake.New(sqsfake.WithClock(clk.Now))
-	dlq, _ := f.CreateQueue("fallidos", sqsfake.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
-	src, _ := f.CreateQueue("cola", sqsfake.QueueConfig{Redrive: &sqsfake.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
-	srv := httptest.NewServer(sqsserver.Handler(f))
+	f := localaws.NewSQS(localaws.SQSConfig{Now: clk.Now})
+	dlq, _ := f.CreateQueue("fallidos", localaws.QueueConfig{RetentionPeriod: 14 * 24 * time.Hour})
+	src, _ := f.CreateQueue("cola", localaws.QueueConfig{Redrive: &localaws.RedrivePolicy{DeadLetterTargetARN: f.ARN(dlq), MaxReceiveCount: 1}})
+	srv := httptest.NewServer(f.Handler())
 	defer srv.Close()
 	c := sqs.New(sqs.Options{Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL), Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1})
 

@@ -1,16 +1,8 @@
-// Package sqsfake is an in-memory SQS whose methods have the signatures of
-// the SDK's *sqs.Client, so the interfaces application code declares (narrowed
-// to the methods it calls) accept either. It has the semantics the project's
-// reliability depends on: visibility timeouts, ApproximateReceiveCount and
-// timestamps, redrive to a DLQ on the receive after maxReceiveCount (arriving
-// with that count and DeadLetterQueueSourceArn), FIFO groups (one message in
-// flight per group) and deduplication, SQS's attribute, size and batch
-// validation, stale receipt handles, retention, delays, and message move
-// tasks at their exact rate against the clock (advanced when the fake is next
-// called). Errors are the SDK's own types (types.QueueDoesNotExist, ...).
-// Time is injectable (WithClock); faults are injected with SetFault. What it
-// does not model is listed in docs/design.md#sqs-fake.
-package sqsfake
+// Package localaws is the local AWS of the tests: an in-memory SQS with the
+// SDK client's signatures (SQS), served on the wire for child processes,
+// and the event source mapping that feeds it to consumers (Receive,
+// Settle). Reasoning: docs/design.md#sqs-fake.
+package localaws
 
 import (
 	"cmp"
@@ -31,7 +23,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -73,8 +64,8 @@ type QueueConfig struct {
 	Redrive                   *RedrivePolicy
 }
 
-// Stats counts what happened on one queue.
-type Stats struct {
+// QueueStats counts what happened on one queue.
+type QueueStats struct {
 	Sent         int // messages accepted and enqueued (not counting deduplicated sends)
 	Deduplicated int // FIFO sends accepted but dropped as duplicates
 	Received     int // deliveries (one message received twice counts 2)
@@ -102,20 +93,16 @@ type MessageState struct {
 	DLQSourceARN      string
 }
 
-// Option configures a Fake.
-type Option func(*Fake)
+// SQSConfig configures an SQS; the zero value is the wall clock in
+// eu-west-1, account 000000000000.
+type SQSConfig struct {
+	// Now is the time source (tests pass a *retry.VirtualClock's Now).
+	Now func() time.Time
+	// Region and Account are used in queue URLs and ARNs.
+	Region, Account string
+}
 
-// WithClock sets the time source (default time.Now; tests pass a
-// *retry.VirtualClock's Now).
-func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
-
-// WithRegion sets the region used in queue URLs and ARNs (default eu-west-1).
-func WithRegion(r string) Option { return func(f *Fake) { f.region = r } }
-
-// WithAccount sets the account id used in queue URLs and ARNs (default 000000000000).
-func WithAccount(a string) Option { return func(f *Fake) { f.account = a } }
-
-// Fault decides whether an operation fails: return a non-nil error to make
+// SQSFault decides whether an operation fails: return a non-nil error to make
 // operation op (the SDK's operation name: "SendMessage", "ReceiveMessage",
 // "SendMessageBatch", ...) on queueURL fail with it before it has any effect.
 // The operations not addressed by URL pass their own target: "GetQueueUrl"
@@ -124,11 +111,11 @@ func WithAccount(a string) Option { return func(f *Fake) { f.account = a } }
 // asked about as op "<batch operation>Entry" with the entry's Id as target:
 // an error fails that entry alone (in Failed[], with the error's code when
 // it is a smithy.APIError), as SQS fails single entries of a batch.
-type Fault func(op, target string) error
+type SQSFault func(op, target string) error
 
-// Fake is an in-memory SQS. The zero value is not usable; call New. It is
-// safe for concurrent use.
-type Fake struct {
+// SQS is an in-memory SQS with the semantics docs/design.md#sqs-fake lists.
+// The zero value is not usable; call NewSQS. It is safe for concurrent use.
+type SQS struct {
 	mu      sync.Mutex
 	now     func() time.Time
 	region  string
@@ -137,7 +124,7 @@ type Fake struct {
 	byARN   map[string]*fakeQueue
 	handles map[string]*message
 	nHandle uint64
-	fault   Fault
+	fault   SQSFault
 	tasks   []*moveTask // every message move task, oldest first
 	nTask   uint64
 }
@@ -150,7 +137,7 @@ type fakeQueue struct {
 	msgs           []*message // in enqueue (sequence) order
 	dedup          map[string]dedupEntry
 	seq            uint64
-	stats          Stats
+	stats          QueueStats
 }
 
 type dedupEntry struct {
@@ -175,24 +162,23 @@ type message struct {
 	dlqSource    string
 }
 
-// New returns an empty Fake.
-func New(opts ...Option) *Fake {
-	f := &Fake{
-		now:     time.Now,
-		region:  "eu-west-1",
-		account: "000000000000",
+// NewSQS returns an SQS without queues.
+func NewSQS(c SQSConfig) *SQS {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return &SQS{
+		now:     c.Now,
+		region:  cmp.Or(c.Region, "eu-west-1"),
+		account: cmp.Or(c.Account, "000000000000"),
 		byURL:   map[string]*fakeQueue{},
 		byARN:   map[string]*fakeQueue{},
 		handles: map[string]*message{},
 	}
-	for _, o := range opts {
-		o(f)
-	}
-	return f
 }
 
 // SetFault installs (or, with nil, removes) a failure injector.
-func (f *Fake) SetFault(fn Fault) {
+func (f *SQS) SetFault(fn SQSFault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fault = fn
@@ -224,7 +210,7 @@ func opError(op string, err error) error {
 
 // CreateQueue creates a queue and returns its URL. As in SQS, a FIFO queue's
 // name ends in ".fifo" and its DLQ must be FIFO too; the DLQ must exist first.
-func (f *Fake) CreateQueue(name string, cfg QueueConfig) (string, error) {
+func (f *SQS) CreateQueue(name string, cfg QueueConfig) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if name == "" || len(name) > 80 {
@@ -285,7 +271,7 @@ func kind(fifo bool) string {
 }
 
 // ARN returns the ARN of the queue at url, or "" if there is none.
-func (f *Fake) ARN(url string) string {
+func (f *SQS) ARN(url string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if q, ok := f.byURL[url]; ok {
@@ -295,22 +281,22 @@ func (f *Fake) ARN(url string) string {
 }
 
 // Region returns the region used in URLs and ARNs.
-func (f *Fake) Region() string { return f.region }
+func (f *SQS) Region() string { return f.region }
 
 // Stats returns the counters of the queue at url.
-func (f *Fake) Stats(url string) Stats {
+func (f *SQS) Stats(url string) QueueStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if q, ok := f.byURL[url]; ok {
 		f.advanceTasks(f.now())
 		return q.stats
 	}
-	return Stats{}
+	return QueueStats{}
 }
 
 // Inspect returns the stored messages of the queue at url in enqueue order
 // (after applying retention), without receiving them.
-func (f *Fake) Inspect(url string) ([]MessageState, error) {
+func (f *SQS) Inspect(url string) ([]MessageState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q, ok := f.byURL[url]
@@ -341,7 +327,7 @@ func (f *Fake) Inspect(url string) ([]MessageState, error) {
 }
 
 // QueueURLs returns the URLs of all queues, sorted.
-func (f *Fake) QueueURLs() []string {
+func (f *SQS) QueueURLs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Sorted(maps.Keys(f.byURL))
@@ -354,7 +340,7 @@ func (m *message) inFlight(now time.Time) bool {
 func (m *message) visible(now time.Time) bool { return !now.Before(m.visibleAt) }
 
 // check runs the context and fault checks of an operation. Callers hold f.mu.
-func (f *Fake) check(ctx context.Context, op, target string) error {
+func (f *SQS) check(ctx context.Context, op, target string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -366,7 +352,7 @@ func (f *Fake) check(ctx context.Context, op, target string) error {
 
 // lookup returns the queue for url after the context and fault checks.
 // Callers hold f.mu.
-func (f *Fake) lookup(ctx context.Context, op string, url *string) (*fakeQueue, error) {
+func (f *SQS) lookup(ctx context.Context, op string, url *string) (*fakeQueue, error) {
 	if err := f.check(ctx, op, aws.ToString(url)); err != nil {
 		return nil, err
 	}
@@ -379,7 +365,7 @@ func (f *Fake) lookup(ctx context.Context, op string, url *string) (*fakeQueue, 
 }
 
 // SendMessage sends one message.
-func (f *Fake) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+func (f *SQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q, err := f.lookup(ctx, "SendMessage", in.QueueUrl)
@@ -400,7 +386,7 @@ func (f *Fake) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...f
 // send enqueues one message on q and returns it (for a deduplicated FIFO
 // send, the message it duplicates, with the id and sequence number it was
 // given). Callers hold f.mu.
-func (f *Fake) send(q *fakeQueue, in types.SendMessageBatchRequestEntry) (*message, error) {
+func (f *SQS) send(q *fakeQueue, in types.SendMessageBatchRequestEntry) (*message, error) {
 	body := aws.ToString(in.MessageBody)
 	if err := validateBody(body); err != nil {
 		return nil, err
@@ -474,7 +460,7 @@ func (f *Fake) send(q *fakeQueue, in types.SendMessageBatchRequestEntry) (*messa
 	return m, nil
 }
 
-func (f *Fake) pruneDedup(q *fakeQueue, now time.Time) {
+func (f *SQS) pruneDedup(q *fakeQueue, now time.Time) {
 	for k, e := range q.dedup {
 		if now.Sub(e.at) >= DeduplicationWindow {
 			delete(q.dedup, k)
@@ -483,7 +469,7 @@ func (f *Fake) pruneDedup(q *fakeQueue, now time.Time) {
 }
 
 // expire drops messages past the retention period. Callers hold f.mu.
-func (f *Fake) expire(q *fakeQueue, now time.Time) {
+func (f *SQS) expire(q *fakeQueue, now time.Time) {
 	kept := q.msgs[:0]
 	for _, m := range q.msgs {
 		if now.Sub(m.sentAt) >= q.cfg.RetentionPeriod {
@@ -502,7 +488,7 @@ func (f *Fake) expire(q *fakeQueue, now time.Time) {
 // explicit zero). Long polling returns at once. As in SQS, a message carries
 // only the system attributes named in MessageSystemAttributeNames and the
 // message attributes named in MessageAttributeNames ("All" for every one).
-func (f *Fake) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+func (f *SQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q, err := f.lookup(ctx, "ReceiveMessage", in.QueueUrl)
@@ -575,7 +561,7 @@ func (f *Fake) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, 
 // moveToDLQ moves msgs from q to its DLQ as a redrive policy does: same
 // message id, body, attributes and receive count; the DLQ's own sequence
 // (and, FIFO, the message id as deduplication id).
-func (f *Fake) moveToDLQ(q *fakeQueue, msgs []*message, now time.Time) {
+func (f *SQS) moveToDLQ(q *fakeQueue, msgs []*message, now time.Time) {
 	for _, m := range msgs {
 		nm := *m
 		nm.q = q.dlq
@@ -649,7 +635,7 @@ func (m *message) toMessage(in *sqs.ReceiveMessageInput) types.Message {
 }
 
 // DeleteMessage deletes (acknowledges) a received message.
-func (f *Fake) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+func (f *SQS) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q, err := f.lookup(ctx, "DeleteMessage", in.QueueUrl)
@@ -663,7 +649,7 @@ func (f *Fake) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ 
 }
 
 // delete deletes the message of receiptHandle from q. Callers hold f.mu.
-func (f *Fake) delete(q *fakeQueue, receiptHandle string) error {
+func (f *SQS) delete(q *fakeQueue, receiptHandle string) error {
 	m, ok := f.handles[receiptHandle]
 	if !ok || m.q != q {
 		return badHandle("unknown receipt handle")
@@ -688,7 +674,7 @@ func (f *Fake) delete(q *fakeQueue, receiptHandle string) error {
 
 // ChangeMessageVisibility changes the visibility timeout of an in-flight
 // message, counted from now; zero makes it visible again at once.
-func (f *Fake) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+func (f *SQS) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q, err := f.lookup(ctx, "ChangeMessageVisibility", in.QueueUrl)
@@ -702,7 +688,7 @@ func (f *Fake) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessag
 }
 
 // changeVisibility is ChangeMessageVisibility on q. Callers hold f.mu.
-func (f *Fake) changeVisibility(q *fakeQueue, receiptHandle string, seconds int32) error {
+func (f *SQS) changeVisibility(q *fakeQueue, receiptHandle string, seconds int32) error {
 	timeout := time.Duration(seconds) * time.Second
 	if timeout < 0 || timeout > maxVisibility {
 		return invalid("visibility timeout %s not in 0..12h", timeout)
@@ -723,7 +709,7 @@ func (f *Fake) changeVisibility(q *fakeQueue, receiptHandle string, seconds int3
 }
 
 // GetQueueAttributes reads queue attributes; no names means "All".
-func (f *Fake) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+func (f *SQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q, err := f.lookup(ctx, "GetQueueAttributes", in.QueueUrl)
@@ -948,35 +934,4 @@ func newUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-// EventRecord is m as Lambda's SQS event source mapping delivers it from
-// the queue queueARN in region (m received with every attribute).
-func EventRecord(m types.Message, queueARN, region string) events.SQSMessage {
-	rec := events.SQSMessage{
-		MessageId:      aws.ToString(m.MessageId),
-		ReceiptHandle:  aws.ToString(m.ReceiptHandle),
-		Body:           aws.ToString(m.Body),
-		Md5OfBody:      aws.ToString(m.MD5OfBody),
-		Attributes:     maps.Clone(m.Attributes),
-		EventSourceARN: queueARN,
-		EventSource:    "aws:sqs",
-		AWSRegion:      region,
-	}
-	if rec.Attributes == nil {
-		rec.Attributes = map[string]string{}
-	}
-	for k, a := range m.MessageAttributes {
-		if rec.MessageAttributes == nil {
-			rec.MessageAttributes = map[string]events.SQSMessageAttribute{}
-		}
-		ea := events.SQSMessageAttribute{DataType: aws.ToString(a.DataType)}
-		if strings.HasPrefix(ea.DataType, "Binary") {
-			ea.BinaryValue = slices.Clone(a.BinaryValue)
-		} else {
-			ea.StringValue = aws.String(aws.ToString(a.StringValue))
-		}
-		rec.MessageAttributes[k] = ea
-	}
-	return rec
 }

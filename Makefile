@@ -31,11 +31,11 @@ synth: install
 
 ## cost: the monthly cost of ENV from its synthesized templates, the usage model and the dated price table (make cost ENV=prod); synthesises ENV first when cdk.out lacks it or the code changed since
 cost: install
-	@oldest=$$(ls -tr cdk.out/*-$(ENV).template.json 2>/dev/null | head -1); \
+	@oldest=$$(ls -tr cdk.out/*-$(ENV).template.json 2>/dev/null | head -1 || true); \
 	if [ -z "$$oldest" ] || [ -n "$$(find app.go cdk.json go.mod config constructs stacks lambdas -type f -newer "$$oldest" -print -quit)" ]; then \
 	  echo "synthesising $(ENV) into cdk.out" >&2; cdk synth --quiet -c env=$(ENV) >/dev/null; \
 	fi
-	@$(GO) run ./cmd/mf-cost -e $(ENV)
+	@$(GO) run ./cmd/mf cost -e $(ENV)
 
 # The Go libraries and tools run under the race detector. The packages that
 # link the CDK (constructs, stacks, the app, and the commands and test
@@ -104,7 +104,7 @@ chaos: install services
 
 ## review: cdk diff of every stack of ENV against the committed snapshots, no AWS credentials (make review ENV=prod)
 review: install
-	$(GO) run ./cmd/mf-review -e $(ENV)
+	$(GO) run ./cmd/mf review -e $(ENV)
 
 ## tree-check: nothing built or installed is tracked (no node_modules, no file over 2 MB)
 tree-check:

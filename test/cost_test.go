@@ -4,13 +4,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/cmd/mf-cost/cost"
+	"github.com/mercadofresco/integration/cmd/mf/cost"
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/stacks"
@@ -40,7 +39,7 @@ func TestCostReviewPricesEveryEnvironment(t *testing.T) {
 			t.Errorf("%s: priced %d stacks, the environment has %d", e.Env.Name, est.Stacks, len(e.Stacks()))
 		}
 		for typ, n := range est.Unpriced {
-			t.Errorf("%s: %d resources of type %s, which the cost model neither prices nor knows to be free (cmd/mf-cost/cost)", e.Env.Name, n, typ)
+			t.Errorf("%s: %d resources of type %s, which the cost model neither prices nor knows to be free (cmd/mf/cost)", e.Env.Name, n, typ)
 		}
 		for _, layer := range cost.Layers {
 			if est.Layer(layer) <= 0 {
@@ -49,13 +48,6 @@ func TestCostReviewPricesEveryEnvironment(t *testing.T) {
 		}
 		if est.Fixed() <= 0 || est.PerOrder() <= 0 {
 			t.Errorf("%s: fixed %.2f, per-order %.2f USD a month", e.Env.Name, est.Fixed(), est.PerOrder())
-		}
-		var out strings.Builder
-		if err := est.Write(&out); err != nil {
-			t.Fatal(err)
-		}
-		if e.Env.Name == "prod" {
-			t.Logf("\n%s", out.String())
 		}
 	}
 }
@@ -97,11 +89,6 @@ func TestCostDeltaOfFewerNatGateways(t *testing.T) {
 			t.Errorf("unexpected change %s / %s: %.2f -> %.2f", c.Service, c.Item, c.Before.Monthly(), c.After.Monthly())
 		}
 	}
-	var out strings.Builder
-	if err := d.Write(&out); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", out.String())
 }
 
 func costInputs(t *testing.T) (*cost.Usage, *cost.Prices) {

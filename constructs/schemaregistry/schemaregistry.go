@@ -5,7 +5,7 @@
 // JSONSchemaDraft4 named <prefix>@<Name>-v<major>; a new major version is
 // a new schema, an edit within a major a new version of the same schema
 // (docs/design.md#event-contracts). The registry only publishes: the
-// synth rule MF-CONTRACT and cmd/mf-schemas enforce the contracts.
+// synth rule MF-CONTRACT and `mf schemas` enforce the contracts.
 package schemaregistry
 
 import (

@@ -6,7 +6,7 @@
 // names.
 //
 // Every message carries "version" (a major version); within a major
-// changes are additive and optional (schemas/, checked by cmd/mf-schemas),
+// changes are additive and optional (schemas/, checked by `mf schemas`),
 // a consumer ignores unknown fields and dead-letters a version it does not
 // accept (AcceptedVersions), and consumers deploy before producers. The
 // Parse functions wrap ErrUnsupportedVersion or ErrInvalid, so a consumer

@@ -42,7 +42,7 @@ var contracts = []contract{
 func generate() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, c := range contracts {
-		b, err := render(c)
+		b, err := renderSchema(c)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.name, err)
 		}
@@ -51,7 +51,7 @@ func generate() (map[string][]byte, error) {
 	return out, nil
 }
 
-func render(c contract) ([]byte, error) {
+func renderSchema(c contract) ([]byte, error) {
 	r := &jsonschema.Reflector{
 		Anonymous: true,
 		// Old consumers ignore new fields: a schema never closes the object.

@@ -1,4 +1,4 @@
-package texttable
+package main
 
 import (
 	"slices"

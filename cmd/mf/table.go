@@ -1,8 +1,4 @@
-// Package texttable prints the tables of the operator tools (mf-attempts,
-// mf-reach, mf-cost): columns aligned by rune count, two spaces apart,
-// some right-aligned, rows that may carry note lines, and Wrap, which breaks
-// a note to a width.
-package texttable
+package main
 
 import (
 	"fmt"
@@ -11,21 +7,27 @@ import (
 	"unicode/utf8"
 )
 
-// Table is a table being built; its first row is usually the header.
+// maxWidth is the widest line the commands' tables print: a path or note
+// that does not fit continues on the next lines (Wrap).
+const maxWidth = 160
+
+// Table is the one table printer of the commands: columns aligned by rune
+// count, two spaces apart, some right-aligned, rows that may carry note
+// lines. Its first row is usually the header. Table is a table being built; its first row is usually the header.
 type Table struct {
 	// Right marks the right-aligned columns (numbers); the others are
 	// left-aligned.
 	Right []bool
-	rows  []row
+	rows  []tableRow
 }
 
-type row struct{ cells, notes []string }
+type tableRow struct{ cells, notes []string }
 
 // Row adds a row of cells.
-func (t *Table) Row(cells ...string) { t.rows = append(t.rows, row{cells: cells}) }
+func (t *Table) Row(cells ...string) { t.rows = append(t.rows, tableRow{cells: cells}) }
 
 // RowNotes adds a row of cells printed with the notes, unaligned, under it.
-func (t *Table) RowNotes(cells, notes []string) { t.rows = append(t.rows, row{cells, notes}) }
+func (t *Table) RowNotes(cells, notes []string) { t.rows = append(t.rows, tableRow{cells, notes}) }
 
 // Write prints the rows, each cell padded to its column's widest, without
 // trailing spaces, each row followed by its notes.

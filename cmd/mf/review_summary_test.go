@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/cmd/mf-cost/cost"
+	"github.com/mercadofresco/integration/cmd/mf/cost"
 	"github.com/mercadofresco/integration/internal/snapshot"
 )
 
@@ -45,7 +45,7 @@ func resource(t *testing.T, tpls map[string]map[string]any, stack, typ, nameIs s
 
 // review renders what make review prints after the diffs: the state
 // machine states and the summary, with the monthly cost delta computed by
-// cmd/mf-cost from both sets of templates.
+// mf cost from both sets of templates.
 func review(t *testing.T, env string, before, after map[string]map[string]any) (states, summary string) {
 	t.Helper()
 	changes := diffTemplates(before, after)

@@ -1,23 +1,8 @@
-// Command mf-schemas generates the JSON Schemas of the event contracts from
-// the Go types and checks them against the last release, as `buf breaking`
-// does for protobuf (docs/design.md#event-contracts).
-//
-//	mf-schemas generate [-dir schemas]
-//	mf-schemas check [-dir schemas] [-against REF]
-//
-// check exits 1 when schemas/ differs from what the Go types generate, or
-// when a schema breaks the committed version at REF within its major version
-// (a removed field, a changed type, a new required field, a shrunk enum, a
-// deleted file; a new major version is a new file and passes). REF defaults
-// to $MF_SCHEMAS_AGAINST, else the merge-base of HEAD with origin/main (or
-// main), else HEAD. The compatibility rules are this tool's own: no
-// maintained Go library compares two JSON Schemas.
 package main
 
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -26,21 +11,30 @@ import (
 	"slices"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: mf-schemas generate|check [-dir schemas] [-against REF]")
+// runSchemas generates the JSON Schemas of the event contracts from the Go
+// types (generate) and checks them against the last release (check), as
+// `buf breaking` does for protobuf (docs/design.md#event-contracts). check
+// exits 1 when schemas/ differs from what the Go types generate, or when a
+// schema breaks the committed version at REF within its major version (a
+// removed field, a changed type, a new required field, a shrunk enum, a
+// deleted file; a new major version is a new file and passes). REF defaults
+// to $MF_SCHEMAS_AGAINST, else the merge-base of HEAD with origin/main (or
+// main), else HEAD. The compatibility rules are this tool's own: no
+// maintained Go library compares two JSON Schemas.
+func runSchemas(args []string, stdout, stderr io.Writer) int {
+	const usage = "generate|check [-dir schemas] [-against REF]"
+	if len(args) == 0 || (args[0] != "generate" && args[0] != "check") {
+		newFlags("schemas", usage, stderr).Usage()
+		if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help"}, args[0]) {
+			return 0
+		}
 		return 2
 	}
-	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("schemas "+args[0], "[-dir schemas] [-against REF]", stderr)
 	dir := fs.String("dir", "schemas", "the schemas directory")
 	against := fs.String("against", os.Getenv("MF_SCHEMAS_AGAINST"), "git ref of the last release (default: merge-base of HEAD with origin/main or main, else HEAD)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, done := parse(fs, args[1:]); done {
+		return code
 	}
 	var err error
 	switch args[0] {
@@ -55,13 +49,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err == nil && len(problems) > 0 {
 			err = fmt.Errorf("%d problem(s); a breaking change needs a new major version (docs/design.md#event-contracts)", len(problems))
 		}
-	default:
-		fmt.Fprintf(stderr, "mf-schemas: unknown command %q\n", args[0])
-		return 2
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "mf-schemas:", err)
-		return 1
+		return fail(stderr, "schemas", err, 1)
 	}
 	return 0
 }
@@ -97,7 +87,7 @@ func drift(dir string) ([]string, error) {
 	for _, p := range slices.Sorted(maps.Keys(gen)) {
 		old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
 		if errors.Is(err, os.ErrNotExist) || (err == nil && !bytes.Equal(old, gen[p])) {
-			out = append(out, fmt.Sprintf("%s/%s differs from the Go types: run `go run ./cmd/mf-schemas generate` and commit it", dir, p))
+			out = append(out, fmt.Sprintf("%s/%s differs from the Go types: run `go run ./cmd/mf schemas generate` and commit it", dir, p))
 			continue
 		}
 		if err != nil {

@@ -1,25 +1,11 @@
-// Command mf-review shows what a change does to the infrastructure of one
-// environment, as `cdk diff` does (IAM statements and security-group rules
-// as tables), without AWS credentials: the committed snapshots in
-// test/testdata/snapshots stand in for the deployed stacks.
-//
-//	go run ./cmd/mf-review -e prod        (or: make review ENV=prod)
-//
-// It synthesises the environment into a temporary directory, compares the
-// normalised templates (internal/snapshot) with the snapshots, runs `cdk
-// diff` for the stacks that differ, prints each changed state machine state
-// by state, and ends with a summary: the changed resources (risky first),
-// the guardrail figures the change moves, the monthly cost delta and the
-// functions whose code changed (docs/design.md#review-tool). With -fail it
-// exits 1 when anything differs (the CI gate).
 package main
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -27,67 +13,85 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mercadofresco/integration/cmd/mf-cost/cost"
+	"github.com/mercadofresco/integration/cmd/mf/cost"
 	"github.com/mercadofresco/integration/internal/snapshot"
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "mf-review:", err)
-		os.Exit(2)
+// runReview shows what a change does to the infrastructure of one
+// environment, as `cdk diff` does (IAM statements and security-group rules
+// as tables), without AWS credentials: the committed snapshots in
+// test/testdata/snapshots stand in for the deployed stacks. It synthesises
+// the environment into a temporary directory with the CDK CLI (the Lambda
+// binaries built), compares the normalised templates (internal/snapshot)
+// with the snapshots, runs `cdk diff` for the stacks that differ, prints
+// each changed state machine state by state, and ends with a summary: the
+// changed resources (risky first), the guardrail figures the change moves,
+// the monthly cost delta and the functions whose code changed
+// (docs/design.md#review-tool). With -fail it exits 1 when anything differs
+// (the CI gate).
+func runReview(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("review", "[-e ENV] [-snapshots DIR] [-cdk CLI] [-fail]", stderr)
+	env := fs.String("e", "dev", "environment to review (dev, staging, prod)")
+	snapDir := fs.String("snapshots", filepath.Join("test", "testdata", "snapshots"), "directory of the committed snapshots")
+	cdkBin := fs.String("cdk", "cdk", "CDK CLI to run")
+	failOn := fs.Bool("fail", false, "exit 1 when any stack or function differs")
+	if code, done := parse(fs, args); done {
+		return code
 	}
+	differs, err := reviewEnv(stdout, stderr, *env, *snapDir, *cdkBin)
+	switch {
+	case err != nil:
+		return fail(stderr, "review", err, 2)
+	case *failOn && differs:
+		return 1
+	}
+	return 0
 }
 
-func run() error {
-	env := flag.String("e", "dev", "environment to review (dev, staging, prod)")
-	snapDir := flag.String("snapshots", filepath.Join("test", "testdata", "snapshots"), "directory of the committed snapshots")
-	cdkBin := flag.String("cdk", "cdk", "CDK CLI to run")
-	fail := flag.Bool("fail", false, "exit 1 when any stack or function differs")
-	flag.Parse()
-
+// reviewEnv prints the review of env and reports whether anything differs.
+func reviewEnv(stdout, stderr io.Writer, env, snapDir, cdkBin string) (differs bool, err error) {
 	out, err := os.MkdirTemp("", "mf-review-")
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer os.RemoveAll(out)
 	// --no-validation: the review shows what differs; the CloudFormation
 	// validator runs in `make synth` and `make test` (docs/design.md#review-tool).
-	synth := exec.Command(*cdkBin, "synth", "--quiet", "--no-validation", "-c", "env="+*env, "-o", out)
-	synth.Stdout, synth.Stderr = os.Stderr, os.Stderr
+	synth := exec.Command(cdkBin, "synth", "--quiet", "--no-validation", "-c", "env="+env, "-o", out)
+	synth.Stdout, synth.Stderr = stderr, stderr
 	if err := synth.Run(); err != nil {
-		return fmt.Errorf("cdk synth -c env=%s: %w", *env, err)
+		return false, fmt.Errorf("cdk synth -c env=%s: %w", env, err)
 	}
-	templates, err := snapshot.Load(out, *env)
+	templates, err := snapshot.Load(out, env)
 	if err != nil {
-		return fmt.Errorf("no stack of environment %q was synthesised: %w", *env, err)
+		return false, fmt.Errorf("no stack of environment %q was synthesised: %w", env, err)
 	}
 	stacks := slices.Sorted(maps.Keys(templates))
 	normalised, committed := map[string]map[string]any{}, map[string]map[string]any{}
-	differs := false
 	empty := filepath.Join(out, "empty.template.json.base")
 	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
-		return err
+		return false, err
 	}
 	var diffs []stackDiff
 	for _, stack := range stacks {
 		f := filepath.Join(out, stack+".template.json")
 		norm, err := snapshot.Normalise(templates[stack])
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := os.WriteFile(f, norm, 0o644); err != nil {
-			return err
+			return false, err
 		}
 		var n map[string]any
 		if err := json.Unmarshal(norm, &n); err != nil {
-			return err
+			return false, err
 		}
 		normalised[stack] = n
-		base := filepath.Join(*snapDir, stack+".template.json")
+		base := filepath.Join(snapDir, stack+".template.json")
 		if raw, err := os.ReadFile(base); err == nil {
 			var c map[string]any
 			if err := json.Unmarshal(raw, &c); err != nil {
-				return fmt.Errorf("%s: %w", base, err)
+				return false, fmt.Errorf("%s: %w", base, err)
 			}
 			committed[stack] = c
 		}
@@ -106,38 +110,35 @@ func run() error {
 			continue
 		}
 		differs = true
-		base := filepath.Join(*snapDir, stack+".template.json")
+		base := filepath.Join(snapDir, stack+".template.json")
 		if _, ok := committed[stack]; !ok {
 			fmt.Printf("\n%s is a new stack (no committed snapshot): every resource is an addition.\n", stack)
 			base = empty
 		}
 		diffs = append(diffs, stackDiff{stack: stack, base: base})
 	}
-	if err := runDiffs(os.Stdout, *cdkBin, out, diffs); err != nil {
-		return err
+	if err := runDiffs(stdout, cdkBin, out, diffs); err != nil {
+		return false, err
 	}
-	writeStates(os.Stdout, changes)
+	writeStates(stdout, changes)
 
 	bins, err := snapshot.Binaries(out, templates)
 	if err != nil {
-		return err
+		return false, err
 	}
-	manifest, err := os.ReadFile(filepath.Join(*snapDir, snapshot.ManifestFile))
+	manifest, err := os.ReadFile(filepath.Join(snapDir, snapshot.ManifestFile))
 	if err != nil {
-		return fmt.Errorf("committed binaries manifest: %w", err)
+		return false, fmt.Errorf("committed binaries manifest: %w", err)
 	}
 	code := codeChanges(manifest, bins)
 	if len(code) > 0 {
 		differs = true
 	}
-	if err := contractReview(os.Stdout, out, templates); err != nil {
-		return err
+	if err := contractReview(stdout, out, templates); err != nil {
+		return false, err
 	}
-	writeSummary(os.Stdout, *env, changes, figures(changes, normalised), costDelta(*snapDir, out, *env), code)
-	if *fail && differs {
-		os.Exit(1)
-	}
-	return nil
+	writeSummary(stdout, env, changes, figures(changes, normalised), costDelta(snapDir, out, env), code)
+	return differs, nil
 }
 
 // codeChanges compares the committed manifest with the binaries built now.
@@ -191,7 +192,7 @@ func cdkDiff(cdkBin, app, stack, base string) ([]byte, error) {
 }
 
 // costDelta is the summary's cost line: the monthly cost of the snapshots
-// and of the synthesised templates (cmd/mf-cost), or why it is missing.
+// and of the synthesised templates (mf cost), or why it is missing.
 func costDelta(before, after, env string) string {
 	u, err := cost.DefaultUsage()
 	if err != nil {
@@ -218,7 +219,7 @@ func costDelta(before, after, env string) string {
 
 func costLine(d cost.Delta) string {
 	if len(d.Changes) == 0 {
-		return fmt.Sprintf("monthly cost: unchanged, %.2f USD (cmd/mf-cost)", d.After.Monthly())
+		return fmt.Sprintf("monthly cost: unchanged, %.2f USD (mf cost)", d.After.Monthly())
 	}
 	return fmt.Sprintf("monthly cost: %.2f → %.2f USD (%+.2f: fixed %+.2f, per-order %+.2f; make cost ENV=%s for the lines)",
 		d.Before.Monthly(), d.After.Monthly(), d.Monthly(), d.Fixed(), d.PerOrder(), d.After.Env)

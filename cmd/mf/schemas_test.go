@@ -160,8 +160,8 @@ func TestCheckAgainstGitRef(t *testing.T) {
 // merge-base with main, or $MF_SCHEMAS_AGAINST).
 func TestRunCheckOnTheRepository(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"check", "-dir", "../../schemas"}, &out, &errb); code != 0 {
-		t.Fatalf("mf-schemas check = %d\n%s%s", code, out.String(), errb.String())
+	if code := runSchemas([]string{"check", "-dir", "../../schemas"}, &out, &errb); code != 0 {
+		t.Fatalf("mf schemas check = %d\n%s%s", code, out.String(), errb.String())
 	}
 	t.Log(strings.TrimSpace(out.String()))
 }

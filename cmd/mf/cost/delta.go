@@ -2,10 +2,7 @@ package cost
 
 import (
 	"fmt"
-	"io"
 	"math"
-
-	"github.com/mercadofresco/integration/cmd/internal/texttable"
 )
 
 // Change is one line whose monthly cost differs between two estimates.
@@ -67,23 +64,4 @@ func CompareTemplates(before, after *Templates, u *Usage, p *Prices) (Delta, err
 		return Delta{}, fmt.Errorf("after: %w", err)
 	}
 	return Compare(b, a), nil
-}
-
-// Write prints the changed lines and the monthly delta.
-func (d Delta) Write(w io.Writer) error {
-	if len(d.Changes) == 0 {
-		_, err := fmt.Fprintf(w, "monthly cost of %s unchanged: %.2f USD\n", d.After.Env, d.After.Monthly())
-		return err
-	}
-	t := &texttable.Table{Right: []bool{false, false, true, true, true}}
-	t.Row("service", "item", "before", "after", "delta")
-	for _, c := range d.Changes {
-		t.Row(c.Service, c.Item, fmt.Sprintf("%.2f", c.Before.Monthly()), fmt.Sprintf("%.2f", c.After.Monthly()), fmt.Sprintf("%+.2f", c.Monthly()))
-	}
-	if err := t.Write(w); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "monthly cost of %s: %.2f -> %.2f USD (%+.2f: fixed %+.2f, per-order %+.2f)\n",
-		d.After.Env, d.Before.Monthly(), d.After.Monthly(), d.Monthly(), d.Fixed(), d.PerOrder())
-	return err
 }

@@ -27,7 +27,7 @@ func compare(path string, old, new map[string]any, out *[]string) {
 		at = "(root)"
 	}
 	if ot, nt := types(old["type"]), types(new["type"]); !slices.Equal(ot, nt) && len(ot) > 0 {
-		*out = append(*out, fmt.Sprintf("%s: type changed from %s to %s", at, strings.Join(ot, "|"), orNone(nt)))
+		*out = append(*out, fmt.Sprintf("%s: type changed from %s to %s", at, strings.Join(ot, "|"), orNoneJoined(nt)))
 		return
 	}
 	if oe, ok := old["enum"].([]any); ok || new["enum"] != nil {
@@ -102,7 +102,7 @@ func strs(v any) []string {
 	return out
 }
 
-func orNone(xs []string) string {
+func orNoneJoined(xs []string) string {
 	if len(xs) == 0 {
 		return "none"
 	}

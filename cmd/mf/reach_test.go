@@ -12,7 +12,7 @@ import (
 // at most 160 columns.
 func TestListsEveryCallOfTheCommittedTemplates(t *testing.T) {
 	var out, errs strings.Builder
-	if code := run([]string{"-e", "prod", "-dir", "../../test/testdata/snapshots"}, &out, &errs); code != 0 {
+	if code := runReach([]string{"-e", "prod", "-dir", "../../test/testdata/snapshots"}, &out, &errs); code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errs.String(), out.String())
 	}
 	for _, want := range []string{
@@ -30,13 +30,13 @@ func TestListsEveryCallOfTheCommittedTemplates(t *testing.T) {
 }
 
 func TestMarksAndExplainsAnUnreachableCall(t *testing.T) {
-	rows := []row{
+	rows := []reachRow{
 		{"prod", checks.Call{Function: "mf-cobro", Path: "OrderFlow/Pago/Cobro/Function/Resource", Target: "secretsmanager", Via: "interface endpoint E",
 			Missing: checks.HopIngress, Detail: strings.Repeat("a long explanation of the missing hop ", 10)}},
 		{"prod", checks.Call{Function: "mf-cobro", Path: "p", Target: "dynamodb", Via: "gateway endpoint G"}},
 	}
 	var b strings.Builder
-	if n := writeTable(&b, rows); n != 1 {
+	if n := writeReach(&b, rows); n != 1 {
 		t.Fatalf("unreachable = %d, want 1", n)
 	}
 	for _, want := range []string{"MISSING", `missing hop "` + checks.HopIngress + `"`, "reachable", "[MF-REACH]", "cannot reach secretsmanager"} {

@@ -3,6 +3,7 @@ package orderworkflow_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
-	"github.com/mercadofresco/integration/internal/asltest"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/schematest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -75,7 +75,7 @@ func (f *fixture) definition(t *testing.T) []byte {
 	t.Helper()
 	tpl := f.template()
 	id := *f.p.Stack.GetLogicalId(f.wf.StateMachine.Node().DefaultChild().(awscdk.CfnElement))
-	def, err := asltest.Definition(tpl, id, cdktest.Region, cdktest.Account)
+	def, err := localaws.WorkflowDefinition(tpl, id, cdktest.Region, cdktest.Account)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +97,9 @@ var execContext = map[string]any{
 }
 
 var (
-	charged  = asltest.Ok(lambdaapi.CobroOutput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"})
-	refunded = asltest.Ok(lambdaapi.ReembolsoOutput{PedidoID: "P-4820", ReferenciaReembolso: "re_9", ReferenciaCobro: "ch_123"})
-	sent     = asltest.Ok(map[string]any{"MessageId": "m-1", "SequenceNumber": "1"})
+	charged  = localaws.TaskOk(lambdaapi.CobroOutput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"})
+	refunded = localaws.TaskOk(lambdaapi.ReembolsoOutput{PedidoID: "P-4820", ReferenciaReembolso: "re_9", ReferenciaCobro: "ch_123"})
+	sent     = localaws.TaskOk(map[string]any{"MessageId": "m-1", "SequenceNumber": "1"})
 )
 
 // TestDefinitionExecutes validates the definition AS SYNTHESISED (ARNs and
@@ -108,46 +108,46 @@ var (
 func TestDefinitionExecutes(t *testing.T) {
 	f := newFixture(t, orderworkflow.Props{})
 	def := f.definition(t)
-	scenarios := []asltest.Scenario{
-		{Name: "happy", Tasks: map[string][]asltest.Step{
+	scenarios := []localaws.WorkflowScenario{
+		{Name: "happy", Tasks: map[string][]localaws.TaskStep{
 			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {sent}, orderworkflow.StateConfirmar: {sent},
 		}},
-		{Name: "transient then success", Tasks: map[string][]asltest.Step{
+		{Name: "transient then success", Tasks: map[string][]localaws.TaskStep{
 			orderworkflow.StateCobrar: {
-				asltest.Fail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway"),
-				asltest.Fail("Lambda.TooManyRequestsException", "Rate exceeded"),
+				localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway"),
+				localaws.TaskFail("Lambda.TooManyRequestsException", "Rate exceeded"),
 				charged,
 			},
 			orderworkflow.StateEnviarReserva: {sent}, orderworkflow.StateConfirmar: {sent},
 		}},
-		{Name: "transient forever", Tasks: map[string][]asltest.Step{
-			orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway")},
+		{Name: "transient forever", Tasks: map[string][]localaws.TaskStep{
+			orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway")},
 		}},
-		{Name: "card declined", Tasks: map[string][]asltest.Step{
-			orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrTarjetaRechazada, "402: insufficient funds")},
+		{Name: "card declined", Tasks: map[string][]localaws.TaskStep{
+			orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrTarjetaRechazada, "402: insufficient funds")},
 		}},
-		{Name: "circuit open", Tasks: map[string][]asltest.Step{
-			orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrCircuitoAbierto, "gateway circuit open")},
+		{Name: "circuit open", Tasks: map[string][]localaws.TaskStep{
+			orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrCircuitoAbierto, "gateway circuit open")},
 		}},
-		{Name: "forged signature", Tasks: map[string][]asltest.Step{
-			orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrFirmaInvalida, "charge refused: not what the outbox publisher signed")},
+		{Name: "forged signature", Tasks: map[string][]localaws.TaskStep{
+			orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrFirmaInvalida, "charge refused: not what the outbox publisher signed")},
 		}},
-		{Name: "reservation fails after the charge", Tasks: map[string][]asltest.Step{
+		{Name: "reservation fails after the charge", Tasks: map[string][]localaws.TaskStep{
 			orderworkflow.StateCobrar:           {charged},
-			orderworkflow.StateEnviarReserva:    {sent, asltest.Fail("SQS.KmsAccessDeniedException", "key disabled")},
+			orderworkflow.StateEnviarReserva:    {sent, localaws.TaskFail("SQS.KmsAccessDeniedException", "key disabled")},
 			orderworkflow.StateEnviarLiberacion: {sent},
 			orderworkflow.StateReembolsar:       {refunded},
 		}},
-		{Name: "confirmation fails after the charge", Tasks: map[string][]asltest.Step{
+		{Name: "confirmation fails after the charge", Tasks: map[string][]localaws.TaskStep{
 			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {sent},
-			orderworkflow.StateConfirmar:        {asltest.Fail("SNS.AuthorizationErrorException", "not authorised")},
+			orderworkflow.StateConfirmar:        {localaws.TaskFail("SNS.AuthorizationErrorException", "not authorised")},
 			orderworkflow.StateEnviarLiberacion: {sent},
-			orderworkflow.StateReembolsar:       {asltest.Fail(lambdaapi.ErrPasarelaNoDisponible, "503"), refunded},
+			orderworkflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503"), refunded},
 		}},
-		{Name: "refund fails", Tasks: map[string][]asltest.Step{
-			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {asltest.Fail("SQS.X", "down")},
+		{Name: "refund fails", Tasks: map[string][]localaws.TaskStep{
+			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {localaws.TaskFail("SQS.X", "down")},
 			orderworkflow.StateEnviarLiberacion: {sent},
-			orderworkflow.StateReembolsar:       {asltest.Fail(lambdaapi.ErrRegistroInconsistente, "different amount")},
+			orderworkflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrRegistroInconsistente, "different amount")},
 		}},
 	}
 	for i := range scenarios {
@@ -157,7 +157,7 @@ func TestDefinitionExecutes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	rep, err := asltest.Run(ctx, def, scenarios)
+	rep, err := localaws.RunWorkflow(ctx, def, scenarios)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestDefinitionExecutes(t *testing.T) {
 	if !rep.Valid {
 		t.Fatalf("asl-validator rejects the synthesised definition: %s\n%s", rep.ValidationErrors, def)
 	}
-	get := func(name string) *asltest.Result {
+	get := func(name string) *localaws.WorkflowResult {
 		r, err := rep.Scenario(name)
 		if err != nil {
 			t.Fatal(err)
@@ -349,8 +349,8 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 			t.Fatalf("Cobrar retries %v", e)
 		}
 	}
-	down := map[string][]asltest.Step{orderworkflow.StateCobrar: {asltest.Fail(lambdaapi.ErrOperacionEnCurso, "locked")}}
-	rep, err := asltest.Run(context.Background(), def, []asltest.Scenario{
+	down := map[string][]localaws.TaskStep{orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrOperacionEnCurso, "locked")}}
+	rep, err := localaws.RunWorkflow(context.Background(), def, []localaws.WorkflowScenario{
 		{Name: "down", Input: order(), Context: execContext, Tasks: down},
 		// The real parameters, once: the engine waits as configured. With
 		// a 1 s cap, the second wait (1 s x 3 uncapped) stays within 1 s.

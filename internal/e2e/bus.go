@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"io"
 	"net/http"
 	"net/url"
@@ -19,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/mercadofresco/integration/internal/awsfake"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/synthesized"
 	"github.com/mercadofresco/integration/synthesized/eventpattern"
@@ -290,10 +290,10 @@ func (b *Bus) loadPipe(r *synthesized.Resource) *Pipe {
 	return pipe
 }
 
-// Route implements awsfake.Router: the event goes to every matching rule's
+// Route implements localaws.Router: the event goes to every matching rule's
 // targets of its bus, Copies times each, asynchronously (as EventBridge
 // delivers after PutEvents has answered).
-func (b *Bus) Route(_ context.Context, e awsfake.Event) error {
+func (b *Bus) Route(_ context.Context, e localaws.Event) error {
 	b.routed.Add(1)
 	bus := b.w.busName(e.EventBusName)
 	env := e.Envelope(b.w.opts.Account, b.w.opts.Region)
@@ -521,7 +521,7 @@ func (b *Bus) Stream(ctx context.Context, records []map[string]any) error {
 			if err != nil {
 				return fmt.Errorf("pipe %s: %w", p.Name, err)
 			}
-			if err := b.Route(ctx, awsfake.Event{ID: b.w.newID(), EventBusName: p.Bus, Source: p.Source, DetailType: p.DetailType,
+			if err := b.Route(ctx, localaws.Event{ID: b.w.newID(), EventBusName: p.Bus, Source: p.Source, DetailType: p.DetailType,
 				Detail: string(detail), Time: b.w.clock.Now()}); err != nil {
 				return err
 			}

@@ -9,7 +9,7 @@
 // PostgreSQL, dynalite and Redis; the configuration, read from the committed
 // prod template snapshots (queues, mappings, rules, pipe, state machine run
 // in aws-local-stepfunctions). Played: SQS (internal/localaws), EventBridge,
-// SNS, Step Functions' API, Secrets Manager (internal/awsfake), Lambda's
+// SNS, Step Functions' API, Secrets Manager (localaws.Endpoint), Lambda's
 // pollers and the external services (fakes with a ledger). Every event is
 // delivered twice. What is played, the two time scales and the departures
 // from the templates: docs/design.md#e2e-run.

@@ -4,16 +4,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/redis/go-redis/v9"
 )
 
 type redisLog struct{ w io.Writer }
@@ -60,7 +59,7 @@ func TestOrderFlow(t *testing.T) {
 	default:
 		t.Fatalf("-e2e.keys=%q: want ignore or honour", *flagKeys)
 	}
-	root, err := testproc.FindUp("go.mod")
+	root, err := localaws.FindUp("go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

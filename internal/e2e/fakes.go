@@ -3,6 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/payment"
 	"io"
 	"maps"
 	"net/http"
@@ -10,24 +13,19 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
-	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
-	"github.com/mercadofresco/integration/lambdas/payment"
 )
 
-// Dependencies are the fake external services, each a fakehttp server
+// Dependencies are the fake external services, each a localaws.Service
 // (Idempotency-Key semantics with a finite retention, or none at all when
 // the run ignores keys; fault injection; a ledger of requests and effects)
 // speaking the API the project's clients call.
 type Dependencies struct {
-	Gateway    *fakegateway.Gateway
-	Almacen    *fakehttp.Server // warehouse: POST /v1/preparaciones
-	ERP        *fakehttp.Server // ERP: POST /v1/avisos-pedido (aviso-erp consumer)
-	ERPWebhook *Webhook         // ERP webhook of the API destination
-	Correo2    *fakehttp.Server // secondary e-mail provider: POST /v1/correos
-	SES        *fakeses.SES     // SES v2 SendEmail
+	Gateway    *lambdatest.Gateway
+	Almacen    *localaws.Service // warehouse: POST /v1/preparaciones
+	ERP        *localaws.Service // ERP: POST /v1/avisos-pedido (aviso-erp consumer)
+	ERPWebhook *Webhook          // ERP webhook of the API destination
+	Correo2    *localaws.Service // secondary e-mail provider: POST /v1/correos
+	SES        *localaws.SES     // SES v2 SendEmail
 
 	// afterPreparation, when set, runs after the warehouse prepared an
 	// order (the effect is stored under its key) and before it answers.
@@ -39,39 +37,39 @@ type Dependencies struct {
 
 // newDependencies starts the fakes with their API keys (the values of the
 // secrets the functions read); opts (the key store's mode and clock) apply
-// to every fakehttp server.
-func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, opts ...fakehttp.Option) *Dependencies {
+// to every localaws.Service.
+func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, opts ...localaws.ServiceOption) *Dependencies {
 	d := &Dependencies{}
-	with := func(o ...fakehttp.Option) []fakehttp.Option { return append(o, opts...) }
-	d.Gateway = fakegateway.New(keys["GATEWAY"], with(fakehttp.WithSeed(seed))...)
+	with := func(o ...localaws.ServiceOption) []localaws.ServiceOption { return append(o, opts...) }
+	d.Gateway = lambdatest.NewGateway(keys["GATEWAY"], with(localaws.WithSeed(seed))...)
 
 	var prep atomic.Int64
-	d.Almacen = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
+	d.Almacen = localaws.NewService(func(r localaws.ServiceRequest) localaws.ServiceResponse {
 		var in struct {
 			PedidoID string            `json:"pedido_id"`
 			Lineas   []json.RawMessage `json:"lineas"`
 		}
 		if r.Method != "POST" || r.Path != "/v1/preparaciones" || json.Unmarshal(r.Body, &in) != nil || in.PedidoID == "" || len(in.Lineas) == 0 {
-			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
+			return localaws.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
 		}
-		resp := fakehttp.JSON(201, fmt.Sprintf(`{"id":"prep-%d","pedido_id":%q,"estado":"EN_PREPARACION"}`, prep.Add(1), in.PedidoID))
+		resp := localaws.JSON(201, fmt.Sprintf(`{"id":"prep-%d","pedido_id":%q,"estado":"EN_PREPARACION"}`, prep.Add(1), in.PedidoID))
 		if f := d.afterPreparation.Load(); f != nil {
 			(*f)(in.PedidoID)
 		}
 		return resp
-	}, with(fakehttp.WithSeed(seed+1), fakehttp.WithBearer(keys["ALMACEN"]))...)
+	}, with(localaws.WithSeed(seed+1), localaws.WithBearer(keys["ALMACEN"]))...)
 
 	var avisos atomic.Int64
-	d.ERP = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
+	d.ERP = localaws.NewService(func(r localaws.ServiceRequest) localaws.ServiceResponse {
 		var in struct {
 			PedidoID        string `json:"pedido_id"`
 			ReferenciaCobro string `json:"referencia_cobro"`
 		}
 		if r.Method != "POST" || r.Path != "/v1/avisos-pedido" || json.Unmarshal(r.Body, &in) != nil || in.PedidoID == "" || in.ReferenciaCobro == "" {
-			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
+			return localaws.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
 		}
-		return fakehttp.JSON(201, fmt.Sprintf(`{"id":"aviso-%d"}`, avisos.Add(1)))
-	}, with(fakehttp.WithSeed(seed+2), fakehttp.WithBearer(keys["ERP"]))...)
+		return localaws.JSON(201, fmt.Sprintf(`{"id":"aviso-%d"}`, avisos.Add(1)))
+	}, with(localaws.WithSeed(seed+2), localaws.WithBearer(keys["ERP"]))...)
 
 	d.ERPWebhook = newWebhook(func() string {
 		d.mu.Lock()
@@ -80,17 +78,17 @@ func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, o
 	})
 
 	var correos atomic.Int64
-	d.Correo2 = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
+	d.Correo2 = localaws.NewService(func(r localaws.ServiceRequest) localaws.ServiceResponse {
 		var in struct {
 			Para, Asunto string
 		}
 		if r.Method != "POST" || r.Path != "/v1/correos" || json.Unmarshal(r.Body, &in) != nil || in.Para == "" || in.Asunto == "" {
-			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
+			return localaws.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
 		}
-		return fakehttp.JSON(202, fmt.Sprintf(`{"id":"correo-%d"}`, correos.Add(1)))
-	}, with(fakehttp.WithSeed(seed+4), fakehttp.WithBearer(keys["CORREO_SECUNDARIO"]))...)
+		return localaws.JSON(202, fmt.Sprintf(`{"id":"correo-%d"}`, correos.Add(1)))
+	}, with(localaws.WithSeed(seed+4), localaws.WithBearer(keys["CORREO_SECUNDARIO"]))...)
 
-	d.SES = fakeses.New(sesConfigSet, with(fakehttp.WithSeed(seed+5))...)
+	d.SES = localaws.NewSES(sesConfigSet, with(localaws.WithSeed(seed+5))...)
 	return d
 }
 
@@ -99,7 +97,7 @@ func (d *Dependencies) Close() {
 	d.Gateway.Close()
 	d.ERPWebhook.Close()
 	d.SES.Close()
-	for _, s := range []*fakehttp.Server{d.Almacen, d.ERP, d.Correo2} {
+	for _, s := range []*localaws.Service{d.Almacen, d.ERP, d.Correo2} {
 		s.Close()
 	}
 }
@@ -129,7 +127,7 @@ func pedidoOf(body []byte) string {
 // it authenticates the connection's API key, de-duplicates by the
 // Idempotency-Key header (the event id) and acknowledges a duplicate with
 // 200 without applying it again, as a webhook receiver does (the Stripe-like
-// 409 of fakehttp for a key in flight would send an at-least-once
+// 409 of localaws.Service for a key in flight would send an at-least-once
 // duplicate to the rule's DLQ). FailFirst answers 503 to that many requests
 // first (EventBridge retries them).
 type Webhook struct {
@@ -163,7 +161,7 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 		IDEvento string `json:"id_evento"`
 		Tipo     string `json:"tipo"`
 	}
-	key := r.Header.Get(fakehttp.HeaderIdempotencyKey)
+	key := r.Header.Get(localaws.HeaderIdempotencyKey)
 	if r.Method != "POST" || json.Unmarshal(body, &in) != nil || in.PedidoID == "" || in.IDEvento == "" || key != in.IDEvento || !strings.HasPrefix(in.Tipo, "Pedido") {
 		http.Error(w, `{"error":"bad request"}`, 400)
 		return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -20,8 +21,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
 	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/payment"
@@ -389,17 +388,19 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	var outage atomic.Bool
 	r.pickSpecial()
 	w.deps.Gateway.Inject(
-		fakehttp.Rule{Match: func(q fakehttp.Request) bool { return outage.Load() }, Fault: fakehttp.Fault{Status: 503}},
-		fakehttp.Rule{Match: func(q fakehttp.Request) bool { return q.Path == payment.PathCobros && pedidoOf(q.Body) == r.hangOn },
-			Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}},
-		fakehttp.Rule{Match: func(q fakehttp.Request) bool {
+		localaws.Rule{Match: func(q localaws.ServiceRequest) bool { return outage.Load() }, Fault: localaws.Fault{Status: 503}},
+		localaws.Rule{Match: func(q localaws.ServiceRequest) bool {
+			return q.Path == payment.PathCobros && pedidoOf(q.Body) == r.hangOn
+		},
+			Times: 1, Fault: localaws.Fault{HangAfterEffect: true}},
+		localaws.Rule{Match: func(q localaws.ServiceRequest) bool {
 			return q.Path == payment.PathCobros && pedidoOf(q.Body) == r.budgetOrder
 		},
-			Fault: fakehttp.Fault{Status: 503}},
-		fakehttp.Rule{Match: func(q fakehttp.Request) bool {
+			Fault: localaws.Fault{Status: 503}},
+		localaws.Rule{Match: func(q localaws.ServiceRequest) bool {
 			return q.Path == payment.PathReembolsos && pedidoOf(q.Body) == r.compOrder
 		},
-			Fault: fakehttp.Fault{Status: 422}},
+			Fault: localaws.Fault{Status: 422}},
 	)
 	w.sfn.faults.Store(&TaskFaults{
 		LoseAnswer: func(entry string, in json.RawMessage) bool {
@@ -625,7 +626,7 @@ type DLQLine struct {
 func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	w := r.w
 	rep := &Report{Seed: w.opts.Seed, Scenario: r.sc, ExecScale: w.opts.ExecScale, WaitScale: w.opts.WaitScale,
-		IgnoreKeys: w.opts.IgnoreKeys, KeyRetention: cmp.Or(w.opts.KeyRetention, fakehttp.DefaultKeyRetention),
+		IgnoreKeys: w.opts.IgnoreKeys, KeyRetention: cmp.Or(w.opts.KeyRetention, localaws.DefaultKeyRetention),
 		Orders: len(r.ids), Executions: map[string]int{}, Timeouts: map[string]int64{}, Overrides: w.overrides,
 		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.Pedido, KilledBatches: r.kill.Batches, KilledBatch: r.kill.Batch, HangOrder: r.hangOn,
 		Wall: time.Since(r.started), CartsTTL: ttlCarts,
@@ -671,8 +672,8 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 			rep.MaxGatewayCalls, rep.MaxGatewayOrder = n, p
 		}
 	}
-	ses := effectsByOrder(w.deps.SES.Server, func(e fakehttp.Effect) string { return fakeses.Tag(e.Body, "pedido_id") }, nil)
-	sec := effectsByOrder(w.deps.Correo2, func(e fakehttp.Effect) string { return pedidoOf(e.Body) }, nil)
+	ses := effectsByOrder(w.deps.SES.Service, func(e localaws.Effect) string { return localaws.SESTag(e.Body, "pedido_id") }, nil)
+	sec := effectsByOrder(w.deps.Correo2, func(e localaws.Effect) string { return pedidoOf(e.Body) }, nil)
 	hook, deliveries := w.deps.ERPWebhook.Events()
 	hookOrders := map[string]bool{}
 	for _, p := range hook {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,8 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/mercadofresco/integration/internal/awsfake"
-	"github.com/mercadofresco/integration/internal/testproc"
 )
 
 // Executor plays Step Functions: the templates' state machines run in
@@ -40,7 +39,7 @@ type Executor struct {
 	task    *httptest.Server
 
 	mu        sync.Mutex
-	running   map[string]awsfake.Execution
+	running   map[string]localaws.Execution
 	validated map[string]chan []string
 	results   []ExecutionResult
 	onDone    func(ExecutionResult)
@@ -81,12 +80,12 @@ type ExecutionResult struct {
 // written and starts the Node executor with them, their waits and timeouts
 // scaled.
 func (w *World) startExecutor(ctx context.Context, onDone func(ExecutionResult)) *Executor {
-	x := &Executor{w: w, defs: map[string]map[string]any{}, running: map[string]awsfake.Execution{},
+	x := &Executor{w: w, defs: map[string]map[string]any{}, running: map[string]localaws.Execution{},
 		validated: map[string]chan []string{}, onDone: onDone, exited: make(chan struct{})}
 	x.task = httptest.NewServer(http.HandlerFunc(x.serveTask))
 	w.t.Cleanup(x.task.Close)
 
-	root, err := testproc.FindUp("go.mod")
+	root, err := localaws.FindUp("go.mod")
 	if err != nil {
 		w.fatalf("%v", err)
 	}
@@ -202,8 +201,8 @@ func (x *Executor) read(stdout io.Reader) {
 	_ = x.cmd.Wait()
 }
 
-// Start implements awsfake.Executor.
-func (x *Executor) Start(_ context.Context, e awsfake.Execution) error {
+// Start implements localaws.Executor.
+func (x *Executor) Start(_ context.Context, e localaws.Execution) error {
 	def := x.defs[e.StateMachineARN]
 	if def == nil {
 		return fmt.Errorf("state machine %s is not in the templates", e.StateMachineARN)

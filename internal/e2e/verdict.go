@@ -4,15 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/payment"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
-	"github.com/mercadofresco/integration/lambdas/payment"
 )
 
 // An external dependency's effects, as its fakes' ledgers record them.
@@ -29,7 +27,7 @@ var dependencyOrder = []string{depGateway, depWarehouse, depEmail, depERP}
 // order, the uncertain outcomes per order (why a repeat was allowed), the
 // project's deliveries to the code that calls it and the key store's counts.
 type ledger struct {
-	effects   map[string][]fakehttp.Effect
+	effects   map[string][]localaws.Effect
 	uncertain map[string][]string
 	layer     LayerLine
 }
@@ -54,10 +52,10 @@ type Duplicate struct {
 }
 
 // orderKey extracts the order of an effect.
-type orderKey func(fakehttp.Effect) string
+type orderKey func(localaws.Effect) string
 
-func effectsByOrder(s *fakehttp.Server, key orderKey, match func(fakehttp.Effect) bool) map[string][]fakehttp.Effect {
-	out := map[string][]fakehttp.Effect{}
+func effectsByOrder(s *localaws.Service, key orderKey, match func(localaws.Effect) bool) map[string][]localaws.Effect {
+	out := map[string][]localaws.Effect{}
 	for _, e := range s.Effects() {
 		if e.Response.Status >= 200 && e.Response.Status < 300 && (match == nil || match(e)) {
 			out[key(e)] = append(out[key(e)], e)
@@ -68,7 +66,7 @@ func effectsByOrder(s *fakehttp.Server, key orderKey, match func(fakehttp.Effect
 
 // lostAnswers adds, per order, the requests whose effect ran and whose
 // answer the caller never got.
-func lostAnswers(into map[string][]string, s *fakehttp.Server, order func([]byte) string, match func(fakehttp.Record) bool) {
+func lostAnswers(into map[string][]string, s *localaws.Service, order func([]byte) string, match func(localaws.Record) bool) {
 	for _, r := range s.Requests() {
 		if r.AnswerLost && (match == nil || match(r)) {
 			p := order(r.Body)
@@ -81,7 +79,7 @@ func lostAnswers(into map[string][]string, s *fakehttp.Server, order func([]byte
 	}
 }
 
-func keyCounts(l *LayerLine, servers []*fakehttp.Server, match func(fakehttp.Record) bool) {
+func keyCounts(l *LayerLine, servers []*localaws.Service, match func(localaws.Record) bool) {
 	perKey := map[string]int{}
 	for _, s := range servers {
 		for _, r := range s.Requests() {
@@ -117,40 +115,40 @@ var orderIDPattern = regexp.MustCompile(`P-\d{5}-[0-9a-f]{4}`)
 // order of the batch in flight in the killed consumer.
 func (r *Run) ledgers() map[string]*ledger {
 	d := r.w.deps
-	isCharge := func(q fakehttp.Record) bool { return q.Path == payment.PathCobros }
-	sesOrder := func(b []byte) string { return fakeses.Tag(b, "pedido_id") }
+	isCharge := func(q localaws.Record) bool { return q.Path == payment.PathCobros }
+	sesOrder := func(b []byte) string { return localaws.SESTag(b, "pedido_id") }
 	out := map[string]*ledger{}
-	mk := func(name string, eff map[string][]fakehttp.Effect) *ledger {
+	mk := func(name string, eff map[string][]localaws.Effect) *ledger {
 		l := &ledger{effects: eff, uncertain: map[string][]string{}, layer: LayerLine{Dependency: name}}
 		out[name] = l
 		return l
 	}
-	g := mk(depGateway, effectsByOrder(d.Gateway.Server, func(e fakehttp.Effect) string { return pedidoOf(e.Body) },
-		func(e fakehttp.Effect) bool { return e.Path == payment.PathCobros }))
-	lostAnswers(g.uncertain, d.Gateway.Server, pedidoOf, isCharge)
-	keyCounts(&g.layer, []*fakehttp.Server{d.Gateway.Server}, isCharge)
+	g := mk(depGateway, effectsByOrder(d.Gateway.Service, func(e localaws.Effect) string { return pedidoOf(e.Body) },
+		func(e localaws.Effect) bool { return e.Path == payment.PathCobros }))
+	lostAnswers(g.uncertain, d.Gateway.Service, pedidoOf, isCharge)
+	keyCounts(&g.layer, []*localaws.Service{d.Gateway.Service}, isCharge)
 	g.layer.Deliveries, g.layer.DeliveredBy = int(r.w.sfn.TaskCalls("Cobrar")), "Cobrar task invocations"
 
-	wh := mk(depWarehouse, effectsByOrder(d.Almacen, func(e fakehttp.Effect) string { return pedidoOf(e.Body) }, nil))
+	wh := mk(depWarehouse, effectsByOrder(d.Almacen, func(e localaws.Effect) string { return pedidoOf(e.Body) }, nil))
 	lostAnswers(wh.uncertain, d.Almacen, pedidoOf, nil)
 	for _, p := range r.kill.Batch { // the killed order's own lost answer is the same outcome
 		if len(wh.uncertain[p]) == 0 {
 			wh.uncertain[p] = append(wh.uncertain[p], "in the batch of the preparation consumer killed between its effect and its completion record")
 		}
 	}
-	keyCounts(&wh.layer, []*fakehttp.Server{d.Almacen}, nil)
+	keyCounts(&wh.layer, []*localaws.Service{d.Almacen}, nil)
 
-	em := mk(depEmail, effectsByOrder(d.SES.Server, func(e fakehttp.Effect) string { return sesOrder(e.Body) }, nil))
-	for p, e := range effectsByOrder(d.Correo2, func(e fakehttp.Effect) string { return pedidoOf(e.Body) }, nil) {
+	em := mk(depEmail, effectsByOrder(d.SES.Service, func(e localaws.Effect) string { return sesOrder(e.Body) }, nil))
+	for p, e := range effectsByOrder(d.Correo2, func(e localaws.Effect) string { return pedidoOf(e.Body) }, nil) {
 		em.effects[p] = append(em.effects[p], e...)
 	}
-	lostAnswers(em.uncertain, d.SES.Server, sesOrder, nil)
+	lostAnswers(em.uncertain, d.SES.Service, sesOrder, nil)
 	lostAnswers(em.uncertain, d.Correo2, pedidoOf, nil)
-	keyCounts(&em.layer, []*fakehttp.Server{d.SES.Server, d.Correo2}, nil)
+	keyCounts(&em.layer, []*localaws.Service{d.SES.Service, d.Correo2}, nil)
 
-	erp := mk(depERP, effectsByOrder(d.ERP, func(e fakehttp.Effect) string { return pedidoOf(e.Body) }, nil))
+	erp := mk(depERP, effectsByOrder(d.ERP, func(e localaws.Effect) string { return pedidoOf(e.Body) }, nil))
 	lostAnswers(erp.uncertain, d.ERP, pedidoOf, nil)
-	keyCounts(&erp.layer, []*fakehttp.Server{d.ERP}, nil)
+	keyCounts(&erp.layer, []*localaws.Service{d.ERP}, nil)
 
 	// The project's clients report each attempt that got no answer (a read
 	// timeout, the invocation's deadline, a broken connection): on a loaded

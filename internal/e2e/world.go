@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,13 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/mercadofresco/integration/internal/awsfake"
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/pgtest"
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
@@ -59,7 +53,7 @@ type Options struct {
 	// layers (the verdict admits only the duplicates of uncertain outcomes).
 	IgnoreKeys bool
 	// KeyRetention is how long the fakes keep an Idempotency-Key's answer,
-	// on the run's simulated clock; zero means fakehttp.DefaultKeyRetention.
+	// on the run's simulated clock; zero means localaws.DefaultKeyRetention.
 	KeyRetention time.Duration
 }
 
@@ -83,13 +77,11 @@ type World struct {
 	rngLock sync.Mutex
 	rng     *rand.Rand
 
-	sqs    *localaws.SQS
-	sqsSrv *httptest.Server
-	ddb    *dynalitetest.Server
-	redis  *redistest.Server
-	aws    *awsfake.Server
-	awsSrv *httptest.Server
-	deps   *Dependencies
+	sqs   *localaws.SQS
+	ddb   *localaws.Dynalite
+	redis *localaws.Redis
+	aws   *localaws.Endpoint
+	deps  *Dependencies
 
 	pgHost, db string
 	roles      lambdaapi.DBRoles // the run's role names
@@ -141,33 +133,23 @@ func NewWorld(t testing.TB, o Options) *World {
 		queueByResource: map[*synthesized.Resource]*Queue{}, queueByARN: map[string]*Queue{}, queueByURL: map[string]*Queue{},
 		secrets: map[string]string{}, functions: map[string]*Function{}, pgHost: "127.0.0.1"}
 
-	// dynalitetest preloads its guard: a request an invocation abandons
+	// localaws.StartDynalite preloads its guard: a request an invocation abandons
 	// half-sent (a deadline, a killed process) does not end dynalite.
-	w.ddb = dynalitetest.Start(t)
-	w.redis = redistest.Start(t)
+	w.ddb = localaws.StartDynalite(t)
+	w.redis = localaws.StartRedis(t)
 	w.createTables()
 	w.createQueues()
 	w.createSecrets()
 	w.setUpDatabase()
 
-	w.aws = &awsfake.Server{Account: o.Account, Region: o.Region, Secrets: w.secrets, Now: w.clock.Now}
-	w.awsSrv = httptest.NewServer(w.aws)
-	t.Cleanup(w.awsSrv.Close)
-	w.sqsSrv = httptest.NewServer(w.sqs.Handler())
-	t.Cleanup(w.sqsSrv.Close)
-
-	// What every function's AWS SDK reads from the process environment.
-	for k, v := range map[string]string{
-		"AWS_REGION": o.Region, "AWS_ACCESS_KEY_ID": "AKIDE2ELOCAL", "AWS_SECRET_ACCESS_KEY": "e2e-local-secret",
-		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ENDPOINT_URL_SQS": w.sqsSrv.URL, "AWS_ENDPOINT_URL_DYNAMODB": w.ddb.Endpoint,
-		"AWS_ENDPOINT_URL_EVENTBRIDGE": w.awsSrv.URL, "AWS_ENDPOINT_URL_SFN": w.awsSrv.URL,
-		"AWS_ENDPOINT_URL_SECRETS_MANAGER": w.awsSrv.URL,
-	} {
-		t.Setenv(k, v)
+	w.aws = localaws.NewEndpoint(t, w.sqs)
+	w.aws.Now, w.aws.KnownSecretsOnly, w.aws.NoLedger = w.clock.Now, true, true
+	for arn, v := range w.secrets {
+		w.aws.SetSecret(arn, v)
 	}
 	w.startDependencies()
-	t.Setenv("AWS_ENDPOINT_URL_SESV2", w.deps.SES.URL())
+	// What every function's AWS SDK reads from the process environment.
+	localaws.UseEndpoint(t, w.aws.URL, map[string]string{"DYNAMODB": w.ddb.Endpoint, "SESV2": w.deps.SES.URL()})
 	w.loadFunctions()
 	return w
 }
@@ -396,12 +378,12 @@ func (w *World) startDependencies() {
 			w.fatalf("no function reads %s_SECRET_ARN: the templates changed, update the run", need)
 		}
 	}
-	opts := []fakehttp.Option{fakehttp.WithClock(w.clock.Now)}
+	opts := []localaws.ServiceOption{localaws.WithClock(w.clock.Now)}
 	switch {
 	case w.opts.IgnoreKeys:
-		opts = append(opts, fakehttp.WithoutIdempotency())
+		opts = append(opts, localaws.WithoutIdempotency())
 	case w.opts.KeyRetention > 0:
-		opts = append(opts, fakehttp.WithKeyRetention(w.opts.KeyRetention))
+		opts = append(opts, localaws.WithKeyRetention(w.opts.KeyRetention))
 	}
 	w.deps = newDependencies(w.opts.Seed, keys, sesConfigSet, opts...)
 	w.t.Cleanup(w.deps.Close)

@@ -1,7 +1,3 @@
-// Package localaws is the local AWS of the tests: an in-memory SQS with the
-// SDK client's signatures (SQS), served on the wire for child processes,
-// and the event source mapping that feeds it to consumers (Receive,
-// Settle). Reasoning: docs/design.md#sqs-fake.
 package localaws
 
 import (

@@ -131,10 +131,15 @@ func writeError(w http.ResponseWriter, err error) {
 			status = http.StatusBadRequest
 		}
 	}
-	w.Header().Set("X-Amzn-ErrorType", code)
 	msg := err.Error()
 	if api != nil {
 		msg = api.ErrorMessage()
 	}
+	writeFailure(w, status, code, msg)
+}
+
+// writeFailure answers status with an AWS error code.
+func writeFailure(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("X-Amzn-ErrorType", code)
 	writeJSON(w, status, map[string]string{"__type": code, "message": msg})
 }

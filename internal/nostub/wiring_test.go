@@ -1,6 +1,7 @@
 package nostub_test
 
 import (
+	"github.com/mercadofresco/integration/internal/lambdatest"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -10,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/mercadofresco/integration/internal/wiringtest"
 )
 
 // builder is the function a main hands to sqsconsumer.Main or
@@ -124,7 +123,7 @@ func TestEveryDeployedMainHasAWiringTest(t *testing.T) {
 	module := strings.Fields(strings.SplitN(string(mod), "\n", 2)[0])[1]
 	deployed := map[string]bool{}
 	for _, env := range []string{"dev", "staging", "prod"} {
-		for _, n := range wiringtest.FunctionNames(t, env) {
+		for _, n := range lambdatest.FunctionNames(t, env) {
 			deployed[n] = true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"net/url"
 	"os"
 	"strings"
@@ -13,19 +14,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/retry"
+	"github.com/redis/go-redis/v9"
 )
 
 // aclRun is one run's ACL users on a Redis 7, named and prefixed uniquely
 // (pid and clock), deleted when the test ends.
 type aclRun struct {
-	srv    *redistest.Server
+	srv    *localaws.Redis
 	admin  *redis.Client
 	prefix string
 	tag    string
@@ -33,7 +32,7 @@ type aclRun struct {
 
 func newACLRun(t *testing.T) *aclRun {
 	t.Helper()
-	srv := redistest.Start(t)
+	srv := localaws.StartRedis(t)
 	tag := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
 	return &aclRun{srv: srv, admin: srv.Client(t), prefix: "test:acl:" + tag + ":", tag: tag}
 }

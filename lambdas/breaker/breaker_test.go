@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,13 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/retry"
+	"github.com/redis/go-redis/v9"
 )
 
 var t0 = time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
@@ -70,7 +69,7 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 type env struct {
-	srv    *redistest.Server
+	srv    *localaws.Redis
 	rdb    *redis.Client
 	rt     *counter
 	prefix string
@@ -88,8 +87,8 @@ func (e *env) Write(p []byte) (int, error) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	srv := redistest.Start(t)
-	e := &env{srv: srv, rdb: srv.Client(t), rt: &counter{}, prefix: redistest.KeyPrefix(t),
+	srv := localaws.StartRedis(t)
+	e := &env{srv: srv, rdb: srv.Client(t), rt: &counter{}, prefix: localaws.RedisKeyPrefix(t),
 		clk: retry.NewVirtualClock(t0), met: &recorder{}, logs: &bytes.Buffer{}}
 	e.rdb.AddHook(e.rt)
 	return e

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
-
-	"github.com/mercadofresco/integration/internal/consumertest"
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/fakehttp/fakeses"
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
@@ -29,18 +25,18 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
-var ddb *dynalitetest.Server
+var ddb *localaws.Dynalite
 
-func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
+func TestMain(m *testing.M) { localaws.RunWithDynalite(m, &ddb) }
 
-func newFakeSES(t *testing.T, seed uint64) *fakeses.SES {
-	f := fakeses.New("mf-correo-test", fakehttp.WithSeed(seed))
+func newFakeSES(t *testing.T, seed uint64) *localaws.SES {
+	f := localaws.NewSES("mf-correo-test", localaws.WithSeed(seed))
 	t.Cleanup(f.Close)
 	return f
 }
 
 // sent counts the e-mails a fake provider really sent (2xx effects).
-func sent(s *fakehttp.Server) int {
+func sent(s *localaws.Service) int {
 	n := 0
 	for _, e := range s.Effects() {
 		if e.Response.Status < 300 {
@@ -51,9 +47,9 @@ func sent(s *fakehttp.Server) int {
 }
 
 type world struct {
-	q          *consumertest.Queues
-	ses        *fakeses.SES
-	sec        *fakehttp.Server
+	q          *lambdatest.Queues
+	ses        *localaws.SES
+	sec        *localaws.Service
 	envios     *confirmationmail.Envios
 	store      *idempotency.Store
 	sesBreaker *breaker.Breaker
@@ -69,19 +65,19 @@ type opts struct {
 func newWorld(t *testing.T, o opts) *world {
 	t.Helper()
 	seed := testseed.New(t).Seed
-	w := &world{q: consumertest.New(t, "cola-mercadofresco-correo-confirmacion", consumertest.Options{MaxReceiveCount: 5}), ses: newFakeSES(t, seed)}
-	w.sec = consumertest.FakeDependency(t, seed, func(r fakehttp.Request) fakehttp.Response {
+	w := &world{q: lambdatest.NewQueues(t, "cola-mercadofresco-correo-confirmacion", lambdatest.QueueOptions{MaxReceiveCount: 5}), ses: newFakeSES(t, seed)}
+	w.sec = lambdatest.FakeDependency(t, seed, func(r localaws.ServiceRequest) localaws.ServiceResponse {
 		var in confirmationmail.SolicitudCorreo
 		if json.Unmarshal(r.Body, &in) != nil || r.Path != confirmationmail.PathCorreos || in.Para == "" {
-			return fakehttp.JSON(422, `{"codigo":"correo_invalido"}`)
+			return localaws.JSON(422, `{"codigo":"correo_invalido"}`)
 		}
-		return fakehttp.JSON(202, fmt.Sprintf(`{"id":"sec-%s"}`, in.PedidoID))
+		return localaws.JSON(202, fmt.Sprintf(`{"id":"sec-%s"}`, in.PedidoID))
 	})
 	if o.breakers {
-		rdb := redistest.Start(t).Client(t)
+		rdb := localaws.StartRedis(t).Client(t)
 		clk := retry.NewVirtualClock(time.Now())
-		w.sesBreaker = consumertest.Breaker(t, rdb, lambdaapi.NameSES, 3, clk.Now)
-		w.secBreaker = consumertest.Breaker(t, rdb, lambdaapi.NameCorreoSecundario, 2, clk.Now)
+		w.sesBreaker = lambdatest.Breaker(t, rdb, lambdaapi.NameSES, 3, clk.Now)
+		w.secBreaker = lambdatest.Breaker(t, rdb, lambdaapi.NameCorreoSecundario, 2, clk.Now)
 	}
 	store, table := w.q.IdempotencyStore(t, ddb)
 	w.store = store
@@ -90,30 +86,30 @@ func newWorld(t *testing.T, o opts) *world {
 		Region: "eu-west-1", BaseEndpoint: aws.String(w.ses.URL()), HTTPClient: w.ses.Client(),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 	}, confirmationmail.NewSESClientOptions)
-	secClient := consumertest.Client(t, lambdaapi.NameCorreoSecundario, w.sec, consumertest.DepOptions{
+	secClient := lambdatest.Client(t, lambdaapi.NameCorreoSecundario, w.sec, lambdatest.DepOptions{
 		Attempts: o.secAttempts, Breaker: w.secBreaker, Seed: seed, ReadTimeout: time.Second,
 	})
 	mailer := &confirmationmail.Mailer{
 		Primary:   &confirmationmail.SES{Client: sesClient, From: "pedidos@mercadofresco.example", ConfigurationSet: "mf-correo-test", Breaker: w.sesBreaker, Timeout: time.Second},
 		Secondary: &confirmationmail.HTTPProvider{Client: secClient, From: "pedidos@mercadofresco.example"},
 		Envios:    w.envios,
-		Logger:    consumertest.Logger(t),
+		Logger:    lambdatest.Logger(t),
 	}
 	plan, err := degrade.New(degrade.Config{MaxReceiveCount: w.q.MaxReceiveCount, Sender: w.q.Fake})
-	consumertest.Must(t, err)
-	w.proc, err = confirmationmail.NewProcessor(w.q.Settings(), confirmationmail.Deps{Store: w.store, Mailer: mailer, DLQ: w.q.Fake, Visibility: w.q.Fake, Plan: plan, Logger: consumertest.Logger(t)})
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
+	w.proc, err = confirmationmail.NewProcessor(w.q.Settings(), confirmationmail.Deps{Store: w.store, Mailer: mailer, DLQ: w.q.Fake, Visibility: w.q.Fake, Plan: plan, Logger: lambdatest.Logger(t)})
+	lambdatest.Must(t, err)
 	return w
 }
 
 func pedido(id, email string) string {
-	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C-1","email":%q,"nombre":"Ana \"la\" García"},"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":2410}],"total_centimos":4820,"moneda":"EUR","referencia_cobro":"ch_1","confirmado_en":%q}`, id, email, consumertest.ConfirmadoEn)
+	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C-1","email":%q,"nombre":"Ana \"la\" García"},"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":2410}],"total_centimos":4820,"moneda":"EUR","referencia_cobro":"ch_1","confirmado_en":%q}`, id, email, lambdatest.ConfirmadoEn)
 }
 
 func (w *world) process(t *testing.T, recs ...events.SQSMessage) events.SQSEventResponse {
 	t.Helper()
-	resp, err := w.proc.Process(consumertest.Ctx(t, 30*time.Second), events.SQSEvent{Records: recs})
-	consumertest.Must(t, err)
+	resp, err := w.proc.Process(lambdatest.Ctx(t, 30*time.Second), events.SQSEvent{Records: recs})
+	lambdatest.Must(t, err)
 	return resp
 }
 
@@ -133,7 +129,7 @@ func TestOneEmailPerOrderWithinAndAcrossBatches(t *testing.T) {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
 	w.process(t, w.q.Record("d", pedido("P-2", "luis@example.com")), w.q.Record("e", pedido("P-1", "ana@example.com")))
-	if n := sent(w.ses.Server); n != 2 || len(w.sec.Requests()) != 0 {
+	if n := sent(w.ses.Service); n != 2 || len(w.sec.Requests()) != 0 {
 		t.Fatalf("SES sent %d e-mails and the secondary got %d requests; want 2 and 0", n, len(w.sec.Requests()))
 	}
 	w.q.RequireDeadLetters(t, map[string]string{
@@ -149,13 +145,13 @@ func TestOneEmailPerOrderWithinAndAcrossBatches(t *testing.T) {
 // back.
 func TestSESThrottlingFailsOverToTheSecondary(t *testing.T) {
 	w := newWorld(t, opts{})
-	w.ses.SetMode(fakeses.Throttled)
+	w.ses.SetMode(localaws.SESThrottled)
 	if resp := w.process(t, w.q.Record("a", pedido("P-1", "ana@example.com"))); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
-	w.ses.SetMode(fakeses.OK)
+	w.ses.SetMode(localaws.SESSends)
 	w.process(t, w.q.Record("b", pedido("P-1", "ana@example.com")))
-	if s, p := sent(w.ses.Server), sent(w.sec); s != 0 || p != 1 {
+	if s, p := sent(w.ses.Service), sent(w.sec); s != 0 || p != 1 {
 		t.Fatalf("SES sent %d, secondary %d; want only the secondary, once", s, p)
 	}
 	if r := w.sec.Requests(); r[0].IdempotencyKey != "correo-confirmacion:P-1" {
@@ -167,14 +163,14 @@ func TestSESThrottlingFailsOverToTheSecondary(t *testing.T) {
 // e-mails go to the secondary without a request to SES.
 func TestSESCircuitOpenSendsThroughTheSecondary(t *testing.T) {
 	w := newWorld(t, opts{breakers: true})
-	w.ses.SetMode(fakeses.Fails)
+	w.ses.SetMode(localaws.SESFails)
 	for i := range 5 {
 		w.process(t, w.q.Record(fmt.Sprint(i), pedido(fmt.Sprintf("P-%d", i), "ana@example.com")))
 	}
 	if n := len(w.ses.Requests()); n != 3 {
 		t.Fatalf("SES got %d requests, want 3 (its threshold): then the circuit is open", n)
 	}
-	if s, p := sent(w.ses.Server), sent(w.sec); s != 0 || p != 5 {
+	if s, p := sent(w.ses.Service), sent(w.sec); s != 0 || p != 5 {
 		t.Fatalf("SES sent %d, secondary %d; want 0 and 5", s, p)
 	}
 }
@@ -184,29 +180,29 @@ func TestSESCircuitOpenSendsThroughTheSecondary(t *testing.T) {
 // back it is sent once, through SES.
 func TestBothUnavailableDelaysTheEmail(t *testing.T) {
 	w := newWorld(t, opts{breakers: true})
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	for range 2 { // open the secondary's circuit (threshold 2)
 		call, err := w.secBreaker.Allow(ctx)
-		consumertest.Must(t, err)
+		lambdatest.Must(t, err)
 		call.Done(ctx, errors.New("503"))
 	}
-	w.ses.SetMode(fakeses.Throttled)
+	w.ses.SetMode(localaws.SESThrottled)
 	w.q.Send(t, pedido("P-1", "ana@example.com"), "")
 	_, resp := w.q.Pump(ctx, t, w.proc, 10)
-	if got := consumertest.Failures(resp); len(got) != 0 {
+	if got := lambdatest.Failures(resp); len(got) != 0 {
 		t.Fatalf("failures %v, want none: the e-mail waits as a delayed copy", got)
 	}
 	st, err := w.q.Fake.Inspect(w.q.Source)
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
 	if len(st) != 1 || aws.ToString(st[0].MessageAttributes[degrade.AttrDeferrals].StringValue) != "1" || st[0].VisibleAt.Sub(w.q.Clock.Now()) != 300*time.Second {
 		t.Fatalf("source queue %+v, want one copy (mf-aplazamientos 1) delayed 300 s", st)
 	}
-	if len(w.sec.Requests()) != 0 || sent(w.ses.Server) != 0 {
+	if len(w.sec.Requests()) != 0 || sent(w.ses.Service) != 0 {
 		t.Fatal("something was sent")
 	}
-	w.ses.SetMode(fakeses.OK)
+	w.ses.SetMode(localaws.SESSends)
 	w.q.Drain(ctx, t, w.proc, 10, 5)
-	if s, p := sent(w.ses.Server), len(w.sec.Requests()); s != 1 || p != 0 {
+	if s, p := sent(w.ses.Service), len(w.sec.Requests()); s != 1 || p != 0 {
 		t.Fatalf("SES sent %d, secondary got %d requests; want 1 and 0", s, p)
 	}
 	w.q.RequireDeadLetters(t, nil)
@@ -217,21 +213,21 @@ func TestBothUnavailableDelaysTheEmail(t *testing.T) {
 // never asked, though it is back.
 func TestSecondaryAnswerLostIsAskedAgainNeverSES(t *testing.T) {
 	w := newWorld(t, opts{secAttempts: 1})
-	w.ses.SetMode(fakeses.Throttled)
-	w.sec.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	w.ses.SetMode(localaws.SESThrottled)
+	w.sec.Inject(localaws.Rule{Times: 1, Fault: localaws.Fault{HangAfterEffect: true}})
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	w.q.Send(t, pedido("P-1", "ana@example.com"), "")
 	_, resp := w.q.Pump(ctx, t, w.proc, 10)
 	if len(resp.BatchItemFailures) != 1 {
 		t.Fatalf("failures %v, want the e-mail back for a retry; DLQ %+v; secondary %+v", resp.BatchItemFailures, w.q.DeadLetters(t), w.sec.Requests())
 	}
-	w.ses.SetMode(fakeses.OK)
+	w.ses.SetMode(localaws.SESSends)
 	sesBefore := len(w.ses.Requests())
 	w.q.Drain(ctx, t, w.proc, 10, 5)
 	if p := sent(w.sec); p != 1 || len(w.sec.Requests()) != 2 {
 		t.Fatalf("secondary sent %d e-mails in %d requests, want 1 in 2", p, len(w.sec.Requests()))
 	}
-	if len(w.ses.Requests()) != sesBefore || sent(w.ses.Server) != 0 {
+	if len(w.ses.Requests()) != sesBefore || sent(w.ses.Service) != 0 {
 		t.Fatal("SES was asked after the secondary may have sent the e-mail")
 	}
 	w.q.RequireDeadLetters(t, nil)
@@ -242,10 +238,10 @@ func TestSecondaryAnswerLostIsAskedAgainNeverSES(t *testing.T) {
 // DLQ as envio_incierto, and so does every repeat.
 func TestSESNoAnswerIsNeverSentAgain(t *testing.T) {
 	w := newWorld(t, opts{})
-	w.ses.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
+	w.ses.Inject(localaws.Rule{Times: 1, Fault: localaws.Fault{HangAfterEffect: true}})
 	w.process(t, w.q.Record("a", pedido("P-1", "ana@example.com")))
 	w.process(t, w.q.Record("b", pedido("P-1", "ana@example.com")))
-	if s, r, p := sent(w.ses.Server), len(w.ses.Requests()), len(w.sec.Requests()); s != 1 || r != 1 || p != 0 {
+	if s, r, p := sent(w.ses.Service), len(w.ses.Requests()), len(w.sec.Requests()); s != 1 || r != 1 || p != 0 {
 		t.Fatalf("SES sent %d in %d requests, secondary got %d; want 1, 1, 0", s, r, p)
 	}
 	w.q.RequireDeadLetters(t, map[string]string{"a": confirmationmail.CodeIncierto, "b": confirmationmail.CodeIncierto})
@@ -256,7 +252,7 @@ func TestSESNoAnswerIsNeverSentAgain(t *testing.T) {
 // next delivery does not send again.
 func TestCrashAfterAskingSESIsNeverSentAgain(t *testing.T) {
 	w := newWorld(t, opts{})
-	consumertest.Must(t, w.envios.Begin(context.Background(), "correo-confirmacion:P-1", "ses"))
+	lambdatest.Must(t, w.envios.Begin(context.Background(), "correo-confirmacion:P-1", "ses"))
 	w.process(t, w.q.Record("a", pedido("P-1", "ana@example.com")))
 	if r, p := len(w.ses.Requests()), len(w.sec.Requests()); r != 0 || p != 0 {
 		t.Fatalf("SES got %d requests, secondary %d; want none", r, p)
@@ -268,7 +264,7 @@ func TestCrashAfterAskingSESIsNeverSentAgain(t *testing.T) {
 // the secondary is not tried.
 func TestRejectedEmailIsADataError(t *testing.T) {
 	w := newWorld(t, opts{})
-	w.ses.SetMode(fakeses.Rejects)
+	w.ses.SetMode(localaws.SESRejects)
 	w.process(t, w.q.Record("a", pedido("P-1", "ana@example.com")))
 	if len(w.sec.Requests()) != 0 {
 		t.Fatal("the secondary was tried for a rejected e-mail")
@@ -281,7 +277,7 @@ func TestRejectedEmailIsADataError(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	var p confirmationmail.Pedido
-	consumertest.Must(t, json.Unmarshal([]byte(pedido("P-1", "ana@example.com")), &p))
+	lambdatest.Must(t, json.Unmarshal([]byte(pedido("P-1", "ana@example.com")), &p))
 	m := confirmationmail.Render(&p)
 	for _, want := range []string{"P-1", "48,20 EUR", "Ana"} {
 		if !strings.Contains(m.Texto, want) || !strings.Contains(m.HTML, want) {
@@ -305,7 +301,7 @@ func TestEmailOlderThanItsWindowIsNotSentTwice(t *testing.T) {
 	w.process(t, w.q.Record("b", body))
 	w.q.Clock.Advance(2 * 24 * time.Hour)
 	w.process(t, w.q.Record("c", body))
-	if n := sent(w.ses.Server); n != 1 || len(w.sec.Requests()) != 0 {
+	if n := sent(w.ses.Service); n != 1 || len(w.sec.Requests()) != 0 {
 		t.Fatalf("SES sent %d e-mails, the secondary got %d requests; want one e-mail", n, len(w.sec.Requests()))
 	}
 	if n := len(w.ses.Requests()); n != 1 {
@@ -323,7 +319,7 @@ func TestSendRecordsShorterThanTheWindowAreRefused(t *testing.T) {
 	w := newWorld(t, opts{})
 	short := &confirmationmail.Envios{DB: ddb.Client, Table: "x", TTL: 19 * 24 * time.Hour}
 	plan, err := degrade.New(degrade.Config{MaxReceiveCount: 5})
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
 	_, err = confirmationmail.NewProcessor(w.q.Settings(), confirmationmail.Deps{Store: w.store, Mailer: &confirmationmail.Mailer{Envios: short}, Plan: plan})
 	if err == nil || !strings.Contains(err.Error(), "send records live") {
 		t.Fatalf("err = %v", err)

@@ -1,12 +1,12 @@
 package confirmationmail_test
 
 import (
-	"net/http"
-	"testing"
-
-	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"net/http"
+	"testing"
 )
 
 // The deployed confirmation e-mail consumer, built as its main builds it
@@ -23,19 +23,19 @@ import (
 // DynamoDB's, the cache's or SQS's client with one that does nothing fails
 // it.
 func TestDeployedConfirmationMailReachesSESAndSecondary(t *testing.T) {
-	secundario := wiringtest.NewDependency(t, http.StatusAccepted, `{"id":"correo-2"}`)
-	c := wiringtest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-correo-confirmacion", confirmationmail.FromRuntime,
-		map[string]*wiringtest.Dependency{"CORREO_SECUNDARIO_URL": secundario})
+	secundario := lambdatest.NewDependency(t, http.StatusAccepted, `{"id":"correo-2"}`)
+	c := lambdatest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-correo-confirmacion", confirmationmail.FromRuntime,
+		map[string]*lambdatest.Dependency{"CORREO_SECUNDARIO_URL": secundario})
 	const queue, ses = "cola-mercadofresco-correo-confirmacion", "POST /v2/email/outbound-emails"
-	c.Process(t, queue, wiringtest.PedidoConfirmado("P-81"), "no es JSON")
+	c.Process(t, queue, lambdatest.PedidoConfirmado("P-81"), "no es JSON")
 	c.AWS.Fail(ses, http.StatusTooManyRequests, "TooManyRequestsException")
-	c.Process(t, queue, wiringtest.PedidoConfirmado("P-82"))
+	c.Process(t, queue, lambdatest.PedidoConfirmado("P-82"))
 
-	wiringtest.WantRequest(t, c.AWS, ses, `"FromEmailAddress":"`+c.Env["CORREO_REMITENTE"]+`"`,
+	localaws.WantRequest(t, c.AWS, ses, `"FromEmailAddress":"`+c.Env["CORREO_REMITENTE"]+`"`,
 		`"ConfigurationSetName":"`+c.Env["SES_CONFIGURATION_SET"]+`"`, "ana@example.com", "P-81")
 	secundario.WantPost(t, confirmationmail.PathCorreos, "P-82", c.AWS.Secret(c.Env["CORREO_SECUNDARIO_SECRET_ARN"]))
 	c.WantClaim(t, idempotency.KeyCorreoConfirmacion, "P-81")
-	wiringtest.WantRequest(t, c.AWS, "DynamoDB_20120810.PutItem", `{"S":"correo-confirmacion:P-81:envio"}`) // the send record
+	localaws.WantRequest(t, c.AWS, "DynamoDB_20120810.PutItem", `{"S":"correo-confirmacion:P-81:envio"}`) // the send record
 	c.WantDeadLetter(t, "no es JSON")
 	c.Cache.WantReached(t)
 }

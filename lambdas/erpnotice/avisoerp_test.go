@@ -3,16 +3,13 @@ package erpnotice_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/mercadofresco/integration/internal/consumertest"
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
@@ -22,28 +19,28 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
-var ddb *dynalitetest.Server
+var ddb *localaws.Dynalite
 
-func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
+func TestMain(m *testing.M) { localaws.RunWithDynalite(m, &ddb) }
 
 // erp is the fake ERP: it books every notice; an order whose referencia_cobro
 // is "desconocida" is refused (422).
-func erp(t *testing.T, seed uint64) *fakehttp.Server {
-	return consumertest.FakeDependency(t, seed, func(r fakehttp.Request) fakehttp.Response {
+func erp(t *testing.T, seed uint64) *localaws.Service {
+	return lambdatest.FakeDependency(t, seed, func(r localaws.ServiceRequest) localaws.ServiceResponse {
 		var a erpnotice.Aviso
 		if json.Unmarshal(r.Body, &a) != nil || r.Path != erpnotice.PathAvisos {
-			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida"}`)
+			return localaws.JSON(400, `{"codigo":"solicitud_invalida"}`)
 		}
 		if a.ReferenciaCobro == "desconocida" {
-			return fakehttp.JSON(422, `{"codigo":"cobro_desconocido","mensaje":"no consta el cobro"}`)
+			return localaws.JSON(422, `{"codigo":"cobro_desconocido","mensaje":"no consta el cobro"}`)
 		}
-		return fakehttp.JSON(201, fmt.Sprintf(`{"id":"erp-%s"}`, a.PedidoID))
+		return localaws.JSON(201, fmt.Sprintf(`{"id":"erp-%s"}`, a.PedidoID))
 	})
 }
 
 type world struct {
-	q    *consumertest.Queues
-	erp  *fakehttp.Server
+	q    *lambdatest.Queues
+	erp  *localaws.Service
 	proc *sqsbatch.Processor
 	clk  *retry.VirtualClock
 	br   *breaker.Breaker
@@ -52,15 +49,15 @@ type world struct {
 func newWorld(t *testing.T, withBreaker bool) *world {
 	t.Helper()
 	seed := testseed.New(t).Seed
-	w := &world{q: consumertest.New(t, "cola-mercadofresco-aviso-erp", consumertest.Options{MaxReceiveCount: 5}), erp: erp(t, seed)}
+	w := &world{q: lambdatest.NewQueues(t, "cola-mercadofresco-aviso-erp", lambdatest.QueueOptions{MaxReceiveCount: 5}), erp: erp(t, seed)}
 	if withBreaker {
 		w.clk = retry.NewVirtualClock(time.Now())
-		w.br = consumertest.Breaker(t, redistest.Start(t).Client(t), lambdaapi.NameERP, 5, w.clk.Now)
+		w.br = lambdatest.Breaker(t, localaws.StartRedis(t).Client(t), lambdaapi.NameERP, 5, w.clk.Now)
 	}
-	client := consumertest.Client(t, lambdaapi.NameERP, w.erp, consumertest.DepOptions{Breaker: w.br, Seed: seed})
+	client := lambdatest.Client(t, lambdaapi.NameERP, w.erp, lambdatest.DepOptions{Breaker: w.br, Seed: seed})
 	var err error
 	w.proc, err = erpnotice.NewProcessor(w.q.Settings(), w.q.OnceDeps(t, ddb), client)
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
 	return w
 }
 
@@ -70,7 +67,7 @@ func pedido(id, ref string) string {
 
 func TestNoticesOncePerOrderWithinAndAcrossBatches(t *testing.T) {
 	w := newWorld(t, false)
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	first := events.SQSEvent{Records: []events.SQSMessage{
 		w.q.Record("a", pedido("P-1", "ch_1")),
 		w.q.Record("a", pedido("P-1", "ch_1")),
@@ -82,7 +79,7 @@ func TestNoticesOncePerOrderWithinAndAcrossBatches(t *testing.T) {
 		w.q.Record("sin-pedido", `{"version":1,"referencia_cobro":"ch_6"}`),
 	}}
 	resp, err := w.proc.Process(ctx, first)
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
@@ -90,11 +87,11 @@ func TestNoticesOncePerOrderWithinAndAcrossBatches(t *testing.T) {
 	resp, err = w.proc.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{
 		w.q.Record("d", pedido("P-2", "ch_2")), w.q.Record("e", pedido("P-1", "ch_1")),
 	}})
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("second batch failures %v", resp.BatchItemFailures)
 	}
-	if got := consumertest.Effects(w.erp); got["aviso-erp:P-1"] != 1 || got["aviso-erp:P-2"] != 1 || len(got) != 2 {
+	if got := lambdatest.Effects(w.erp); got["aviso-erp:P-1"] != 1 || got["aviso-erp:P-2"] != 1 || len(got) != 2 {
 		t.Fatalf("ERP bookings %v, want P-1 and P-2 once", got)
 	}
 	if n := len(w.erp.Requests()); n != 3 {
@@ -113,13 +110,13 @@ func TestNoticesOncePerOrderWithinAndAcrossBatches(t *testing.T) {
 // the batch goes on.
 func TestThrottledNoticeComesBackAfterRetryAfter(t *testing.T) {
 	w := newWorld(t, false)
-	w.erp.Inject(fakehttp.Rule{Match: func(r fakehttp.Request) bool { return r.IdempotencyKey == "aviso-erp:P-LENTO" },
-		Fault: fakehttp.Fault{Status: 429, RetryAfter: "120"}})
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	w.erp.Inject(localaws.Rule{Match: func(r localaws.ServiceRequest) bool { return r.IdempotencyKey == "aviso-erp:P-LENTO" },
+		Fault: localaws.Fault{Status: 429, RetryAfter: "120"}})
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	slow := w.q.Send(t, pedido("P-LENTO", "ch_9"), "")
 	w.q.Send(t, pedido("P-OK", "ch_8"), "")
 	_, resp := w.q.Pump(ctx, t, w.proc, 10)
-	if got := consumertest.Failures(resp); !slices.Equal(got, []string{slow}) {
+	if got := lambdatest.Failures(resp); !slices.Equal(got, []string{slow}) {
 		t.Fatalf("failures %v, want the throttled notice only", got)
 	}
 	if in, ok := w.q.VisibleIn(t, slow); !ok || in != 120*time.Second {
@@ -127,7 +124,7 @@ func TestThrottledNoticeComesBackAfterRetryAfter(t *testing.T) {
 	}
 	w.erp.ClearFaults()
 	w.q.Drain(ctx, t, w.proc, 10, 5)
-	if got := consumertest.Effects(w.erp); got["aviso-erp:P-LENTO"] != 1 || got["aviso-erp:P-OK"] != 1 {
+	if got := lambdatest.Effects(w.erp); got["aviso-erp:P-LENTO"] != 1 || got["aviso-erp:P-OK"] != 1 {
 		t.Fatalf("bookings %v", got)
 	}
 }
@@ -137,8 +134,8 @@ func TestThrottledNoticeComesBackAfterRetryAfter(t *testing.T) {
 // notices are deferred, then booked once when the ERP recovers.
 func TestLongERPOutageDeadLettersNothing(t *testing.T) {
 	w := newWorld(t, true)
-	w.erp.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
-	ctx := consumertest.Ctx(t, 60*time.Second)
+	w.erp.Inject(localaws.Rule{Fault: localaws.Fault{Status: 503}})
+	ctx := lambdatest.Ctx(t, 60*time.Second)
 	for i := range 4 {
 		w.q.Send(t, pedido(fmt.Sprintf("P-%d", i), fmt.Sprintf("ch_%d", i)), "")
 	}
@@ -161,7 +158,7 @@ func TestLongERPOutageDeadLettersNothing(t *testing.T) {
 	w.q.RequireDeadLetters(t, nil)
 	copies := 0
 	st, err := w.q.Fake.Inspect(w.q.Source)
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
 	for _, m := range st {
 		if _, ok := m.MessageAttributes[degrade.AttrDeferrals]; ok {
 			copies++
@@ -177,7 +174,7 @@ func TestLongERPOutageDeadLettersNothing(t *testing.T) {
 	// its lease until the lease ends on the breaker's clock.
 	for round := 0; ; round++ {
 		st, err := w.q.Fake.Inspect(w.q.Source)
-		consumertest.Must(t, err)
+		lambdatest.Must(t, err)
 		if len(st) == 0 {
 			break
 		}
@@ -189,7 +186,7 @@ func TestLongERPOutageDeadLettersNothing(t *testing.T) {
 			w.clk.Advance(16 * time.Minute)
 		}
 	}
-	got := consumertest.Effects(w.erp)
+	got := lambdatest.Effects(w.erp)
 	for i := range 4 {
 		if k := fmt.Sprintf("aviso-erp:P-%d", i); got[k] != 1 {
 			t.Errorf("%s booked %d times", k, got[k])
@@ -205,7 +202,7 @@ func TestLongERPOutageDeadLettersNothing(t *testing.T) {
 // the record.
 func TestNoticeOlderThanItsWindowIsNotSentTwice(t *testing.T) {
 	w := newWorld(t, false)
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	body := pedido("P-VIEJO", "ch_9")
 	w.q.Send(t, body, "")
 	w.q.Drain(ctx, t, w.proc, 10, 3)
@@ -215,7 +212,7 @@ func TestNoticeOlderThanItsWindowIsNotSentTwice(t *testing.T) {
 	w.q.Clock.Advance(2 * 24 * time.Hour)
 	late := w.q.Send(t, body, "")
 	w.q.Drain(ctx, t, w.proc, 10, 3)
-	if n := consumertest.Requests(w.erp)["aviso-erp:P-VIEJO"]; n != 1 {
+	if n := lambdatest.Requests(w.erp)["aviso-erp:P-VIEJO"]; n != 1 {
 		t.Fatalf("the ERP got %d requests for the order, want 1", n)
 	}
 	w.q.RequireExpired(t, late)

@@ -1,12 +1,11 @@
 package erpnotice_test
 
 import (
-	"net/http"
-	"testing"
-
-	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/internal/lambdatest"
 	"github.com/mercadofresco/integration/lambdas/erpnotice"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
+	"net/http"
+	"testing"
 )
 
 // The deployed ERP notice consumer, built as its main builds it
@@ -20,10 +19,10 @@ import (
 // ERP's, DynamoDB's, the cache's or SQS's client with one that does nothing
 // fails it.
 func TestDeployedERPNoticeReachesERP(t *testing.T) {
-	erp := wiringtest.NewDependency(t, http.StatusCreated, `{"id":"reg-1"}`)
-	c := wiringtest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-aviso-erp", erpnotice.FromRuntime,
-		map[string]*wiringtest.Dependency{"ERP_URL": erp})
-	c.Process(t, "cola-mercadofresco-aviso-erp", wiringtest.PedidoConfirmado("P-72"), "no es JSON")
+	erp := lambdatest.NewDependency(t, http.StatusCreated, `{"id":"reg-1"}`)
+	c := lambdatest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-aviso-erp", erpnotice.FromRuntime,
+		map[string]*lambdatest.Dependency{"ERP_URL": erp})
+	c.Process(t, "cola-mercadofresco-aviso-erp", lambdatest.PedidoConfirmado("P-72"), "no es JSON")
 
 	erp.WantPost(t, erpnotice.PathAvisos, "P-72", c.AWS.Secret(c.Env["ERP_SECRET_ARN"]))
 	c.WantClaim(t, idempotency.KeyAvisoERP, "P-72")

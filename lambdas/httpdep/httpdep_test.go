@@ -3,18 +3,17 @@ package httpdep_test
 import (
 	"context"
 	"errors"
+	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/apikey"
+	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/httpdep"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/lambdas/apikey"
-	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/httpdep"
-	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // rotatingKeys serves "old" until Refresh, then "new".
@@ -38,12 +37,12 @@ type spentCalls struct{}
 func (spentCalls) Take(context.Context, string) error { return errors.New("calls spent") }
 func (spentCalls) Refund(context.Context, string)     {}
 
-func client(t *testing.T, srv *fakehttp.Server, keys apikey.Source, br *breaker.Breaker) *httpdep.Client {
+func client(t *testing.T, srv *localaws.Service, keys apikey.Source, br *breaker.Breaker) *httpdep.Client {
 	t.Helper()
 	return clientWith(t, srv, httpdep.Config{Keys: keys, Breaker: br})
 }
 
-func clientWith(t *testing.T, srv *fakehttp.Server, cfg httpdep.Config) *httpdep.Client {
+func clientWith(t *testing.T, srv *localaws.Service, cfg httpdep.Config) *httpdep.Client {
 	t.Helper()
 	r, err := retry.New(retry.Policy{MaxAttempts: 3}, retry.WithClock(retry.NewVirtualClock(time.Now())), retry.WithRand(retry.NewSeeded(1)))
 	if err != nil {
@@ -60,8 +59,8 @@ func clientWith(t *testing.T, srv *fakehttp.Server, cfg httpdep.Config) *httpdep
 func TestClassification(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		faults    []fakehttp.Rule
-		answer    fakehttp.Response
+		faults    []localaws.Rule
+		answer    localaws.ServiceResponse
 		kind      error // nil: success
 		requests  int
 		sent      bool
@@ -70,24 +69,24 @@ func TestClassification(t *testing.T) {
 		refreshes int32  // of the API key (a 401 reads it again once per attempt)
 		calls     httpdep.CallCounter
 	}{
-		{name: "created", answer: fakehttp.JSON(201, `{"id":"x"}`), requests: 1},
-		{name: "refused", answer: fakehttp.JSON(422, `{"codigo":"pedido_cancelado","mensaje":"cancelado"}`), kind: httpdep.ErrRejected, requests: 1, sent: true, code: "pedido_cancelado"},
-		{name: "5xx retried then unavailable", faults: []fakehttp.Rule{{Fault: fakehttp.Fault{Status: 503}}}, kind: httpdep.ErrUnavailable, requests: 3, sent: true, code: "fallo_inyectado"},
-		{name: "409 retried", faults: []fakehttp.Rule{{Times: 1, Fault: fakehttp.Fault{Status: 409}}}, answer: fakehttp.JSON(201, `{"id":"x"}`), requests: 2},
-		{name: "timeout after the effect retried with the key", faults: []fakehttp.Rule{{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}}}, answer: fakehttp.JSON(201, `{"id":"x"}`), requests: 2},
-		{name: "reset retried", faults: []fakehttp.Rule{{Times: 2, Fault: fakehttp.Fault{Reset: true}}}, answer: fakehttp.JSON(201, `{"id":"x"}`), requests: 3},
-		{name: "undecodable 2xx", answer: fakehttp.JSON(201, `not json`), kind: httpdep.ErrUnavailable, requests: 3, sent: true},
-		{name: "401 reads the key again and sends once more", accept: "new", answer: fakehttp.JSON(201, `{"id":"x"}`), requests: 2, refreshes: 1},
+		{name: "created", answer: localaws.JSON(201, `{"id":"x"}`), requests: 1},
+		{name: "refused", answer: localaws.JSON(422, `{"codigo":"pedido_cancelado","mensaje":"cancelado"}`), kind: httpdep.ErrRejected, requests: 1, sent: true, code: "pedido_cancelado"},
+		{name: "5xx retried then unavailable", faults: []localaws.Rule{{Fault: localaws.Fault{Status: 503}}}, kind: httpdep.ErrUnavailable, requests: 3, sent: true, code: "fallo_inyectado"},
+		{name: "409 retried", faults: []localaws.Rule{{Times: 1, Fault: localaws.Fault{Status: 409}}}, answer: localaws.JSON(201, `{"id":"x"}`), requests: 2},
+		{name: "timeout after the effect retried with the key", faults: []localaws.Rule{{Times: 1, Fault: localaws.Fault{HangAfterEffect: true}}}, answer: localaws.JSON(201, `{"id":"x"}`), requests: 2},
+		{name: "reset retried", faults: []localaws.Rule{{Times: 2, Fault: localaws.Fault{Reset: true}}}, answer: localaws.JSON(201, `{"id":"x"}`), requests: 3},
+		{name: "undecodable 2xx", answer: localaws.JSON(201, `not json`), kind: httpdep.ErrUnavailable, requests: 3, sent: true},
+		{name: "401 reads the key again and sends once more", accept: "new", answer: localaws.JSON(201, `{"id":"x"}`), requests: 2, refreshes: 1},
 		// docs/design.md#http-dependencies: the key, not the request, was
 		// refused; not retried within the call, not recorded as a refusal.
-		{name: "401 after reading the key again is unavailable", faults: []fakehttp.Rule{{Fault: fakehttp.Fault{Status: 401}}}, kind: httpdep.ErrUnavailable, requests: 2, sent: true, code: "fallo_inyectado", refreshes: 1},
-		{name: "call cap spent: nothing sent", answer: fakehttp.JSON(201, `{"id":"x"}`), kind: httpdep.ErrUnavailable, calls: spentCalls{}},
+		{name: "401 after reading the key again is unavailable", faults: []localaws.Rule{{Fault: localaws.Fault{Status: 401}}}, kind: httpdep.ErrUnavailable, requests: 2, sent: true, code: "fallo_inyectado", refreshes: 1},
+		{name: "call cap spent: nothing sent", answer: localaws.JSON(201, `{"id":"x"}`), kind: httpdep.ErrUnavailable, calls: spentCalls{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := fakehttp.New(func(fakehttp.Request) fakehttp.Response { return tc.answer },
-				fakehttp.WithPrecheck(func(r fakehttp.Request) *fakehttp.Response {
+			srv := localaws.NewService(func(localaws.ServiceRequest) localaws.ServiceResponse { return tc.answer },
+				localaws.WithPrecheck(func(r localaws.ServiceRequest) *localaws.ServiceResponse {
 					if tc.accept != "" && r.Header.Get("Authorization") != "Bearer "+tc.accept {
-						resp := fakehttp.JSON(401, `{}`)
+						resp := localaws.JSON(401, `{}`)
 						return &resp
 					}
 					return nil
@@ -143,9 +142,9 @@ func TestNothingSentWhenTheConnectionIsRefused(t *testing.T) {
 }
 
 func TestOpenCircuitStopsAtOnceAndIsRecognisable(t *testing.T) {
-	srv := fakehttp.New(func(fakehttp.Request) fakehttp.Response { return fakehttp.JSON(201, `{}`) })
+	srv := localaws.NewService(func(localaws.ServiceRequest) localaws.ServiceResponse { return localaws.JSON(201, `{}`) })
 	t.Cleanup(srv.Close)
-	srv.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 500}})
+	srv.Inject(localaws.Rule{Fault: localaws.Fault{Status: 500}})
 	br, err := breaker.New(breaker.NewMemoryStore(), breaker.Config{Name: "almacen", FailureThreshold: 2})
 	if err != nil {
 		t.Fatal(err)

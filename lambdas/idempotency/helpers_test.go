@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"os"
 	"regexp"
 	"strings"
@@ -14,17 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // One dynalite for the whole package: starting node costs ~0.5 s, and every
 // test gets its own table, so tests cannot see each other's items.
-var dynalite *dynalitetest.Server
+var dynalite *localaws.Dynalite
 
 func TestMain(m *testing.M) {
-	srv, err := dynalitetest.Launch(context.Background())
+	srv, err := localaws.LaunchDynalite(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "idempotency tests need dynalite:", err)
 		os.Exit(1)

@@ -3,17 +3,17 @@ package orderstart_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/orderstart"
+	"github.com/mercadofresco/integration/lambdas/signing"
 	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mercadofresco/integration/internal/wiringtest"
-	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/orderstart"
-	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // The deployed starter, built as its main builds it (orderstart.Function,
@@ -25,9 +25,9 @@ import (
 // SQS. Replacing the Step Functions or SQS client with one that does
 // nothing fails it.
 func TestDeployedStarterReachesStepFunctions(t *testing.T) {
-	env := wiringtest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", "mf-iniciar-pedido")
-	aws := wiringtest.NewEndpoint(t)
-	wiringtest.Setenv(t, env, aws.URL)
+	env := lambdatest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", "mf-iniciar-pedido")
+	aws := localaws.NewEndpoint(t, nil)
+	lambdatest.Setenv(t, env, aws.URL)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -41,13 +41,13 @@ func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 		Cliente: eventsapi.Cliente{ID: "C-1", Email: "c@example.com"}, TotalCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok",
 		Lineas: []eventsapi.Linea{{SKU: "S", Cantidad: 1, PrecioCentimos: 4820}},
 	}
-	pedido.Firma = sign(signing.Key{ID: wiringtest.SecretVersion, Secret: []byte(aws.Secret(env["SIGNING_SECRET_ARN"]))}, pedido)
+	pedido.Firma = sign(signing.Key{ID: localaws.SecretVersion, Secret: []byte(aws.Secret(env["SIGNING_SECRET_ARN"]))}, pedido)
 	detail, _ := json.Marshal(pedido)
 	body, _ := json.Marshal(map[string]any{
 		"version": "0", "id": "ev-77", "detail-type": eventsapi.TypePedidoCreado, "source": "mercadofresco.tienda",
-		"account": wiringtest.Account, "time": created, "region": wiringtest.Region, "resources": []string{}, "detail": json.RawMessage(detail),
+		"account": localaws.Account, "time": created, "region": localaws.Region, "resources": []string{}, "detail": json.RawMessage(detail),
 	})
-	resp, err := handle(ctx, wiringtest.SQSEvent("cola-mercadofresco-inicio-pedido", string(body), "no es JSON"))
+	resp, err := handle(ctx, lambdatest.SQSEvent("cola-mercadofresco-inicio-pedido", string(body), "no es JSON"))
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("handler: %v, failures %+v", err, resp.BatchItemFailures)
 	}
@@ -60,5 +60,5 @@ func TestDeployedStarterReachesStepFunctions(t *testing.T) {
 	if in.StateMachineArn != env["STATE_MACHINE_ARN"] || !strings.Contains(in.Name, "P-77") || !strings.Contains(in.Input, `"pedido_id":"P-77"`) {
 		t.Fatalf("StartExecution %+v, want the template's state machine %s, a name and input of P-77", in, env["STATE_MACHINE_ARN"])
 	}
-	wiringtest.WantDeadLetter(t, aws, env["DLQ_URLS"], "no es JSON")
+	localaws.WantDeadLetter(t, aws, env["DLQ_URLS"], "no es JSON")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +17,6 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 )
@@ -630,7 +629,7 @@ func TestGaugesAndRunEmitMetrics(t *testing.T) {
 	if g.Pending != 2 || g.OldestPendingAge < 89*time.Second || g.OldestPendingAge > 120*time.Second {
 		t.Fatalf("gauges = %+v, want 2 pending, oldest ~90 s", g)
 	}
-	var buf testproc.Buffer
+	var buf localaws.Buffer
 	cfg := testConfig()
 	cfg.Metrics = metrics.ForEnvironment(&buf, "test")
 	sink := newFakeSink()

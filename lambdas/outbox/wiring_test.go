@@ -3,30 +3,30 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
-	"testing"
-	"time"
-
-	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/signing"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
 )
 
 // deployedOutbox sets function's environment from the prod template, with
 // the database variables pointed at a fresh migrated database on the local
-// PostgreSQL (wiringtest.NewDatabase: DB_HOST, DB_PORT, DB_NAME; DB_USER
+// PostgreSQL (lambdatest.NewDatabase: DB_HOST, DB_PORT, DB_NAME; DB_USER
 // stays the template's role), granted as the migrator grants.
-func deployedOutbox(t *testing.T, function string) (map[string]string, *wiringtest.Endpoint, *wiringtest.Database) {
+func deployedOutbox(t *testing.T, function string) (map[string]string, *localaws.Endpoint, *lambdatest.Database) {
 	t.Helper()
-	env := wiringtest.DeployedEnv(t, "MercadoFresco-Outbox-prod", function)
-	aws := wiringtest.NewEndpoint(t)
-	db := wiringtest.NewDatabase(t, env)
+	env := lambdatest.DeployedEnv(t, "MercadoFresco-Outbox-prod", function)
+	aws := localaws.NewEndpoint(t, nil)
+	db := lambdatest.NewDatabase(t, env)
 	roles := lambdaapi.DefaultDBRoles()
-	wiringtest.EnsureRoles(t, db, "LOGIN", roles.All()...)
+	lambdatest.EnsureRoles(t, db, "LOGIN", roles.All()...)
 	ctx := context.Background()
 	if _, err := outbox.Migrate(ctx, db.Super); err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func deployedOutbox(t *testing.T, function string) (map[string]string, *wiringte
 	if err := outbox.Grant(ctx, db.Super, roles); err != nil {
 		t.Fatal(err)
 	}
-	wiringtest.Setenv(t, env, aws.URL)
+	lambdatest.Setenv(t, env, aws.URL)
 	return env, aws, db
 }
 
@@ -65,7 +65,7 @@ func TestDeployedPublisherReachesEventBridge(t *testing.T) {
 	if err != nil || res.Publicados != 1 {
 		t.Fatalf("invocation %+v, %v; want one published", res, err)
 	}
-	wiringtest.WantRequest(t, aws, "AWSEvents.PutEvents", `"EventBusName":"`+env["BUS_NAME"]+`"`,
+	localaws.WantRequest(t, aws, "AWSEvents.PutEvents", `"EventBusName":"`+env["BUS_NAME"]+`"`,
 		`"Source":"`+env["EVENT_SOURCE"]+`"`, `"DetailType":"PedidoCreado"`, "P-61", id)
 	wantSigned(t, aws, env["SIGNING_SECRET_ARN"], id)
 	var published bool
@@ -113,9 +113,9 @@ func TestDeployedCleanupDeletesOldPublishedRows(t *testing.T) {
 // wantSigned fails the test unless the PutEvents entry of event id carries
 // a firma that verifies, with the key the endpoint serves for secretARN,
 // over the charge its detail describes.
-func wantSigned(t *testing.T, aws *wiringtest.Endpoint, secretARN, id string) {
+func wantSigned(t *testing.T, aws *localaws.Endpoint, secretARN, id string) {
 	t.Helper()
-	key := signing.Key{ID: wiringtest.SecretVersion, Secret: []byte(aws.Secret(secretARN))}
+	key := signing.Key{ID: localaws.SecretVersion, Secret: []byte(aws.Secret(secretARN))}
 	for _, r := range aws.Requests("AWSEvents.PutEvents") {
 		var in struct{ Entries []struct{ Detail string } }
 		r.JSON(t, &in)

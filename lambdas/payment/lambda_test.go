@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,9 +18,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
@@ -40,7 +39,7 @@ const (
 // runLambdaHelper is the child: the cobro handler under lambda.Start, as
 // the deployed main runs it, against the parent's gateway and dynalite.
 func runLambdaHelper() {
-	store, err := idempotency.NewStore(dynalitetest.NewClient(os.Getenv(helperDynamo)), idempotency.Config{TableName: os.Getenv(helperTable)})
+	store, err := idempotency.NewStore(localaws.DynamoDBClient(os.Getenv(helperDynamo)), idempotency.Config{TableName: os.Getenv(helperTable)})
 	if err != nil {
 		panic(err)
 	}
@@ -104,15 +103,15 @@ func (rt *runtimeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the Lambda Runtime API, and checks the errorType it reports: the name
 // Step Functions' Retry and Catch match.
 func TestErrorTypeThroughTheLambdaRuntime(t *testing.T) {
-	gw := fakegateway.New(apiKey)
+	gw := lambdatest.NewGateway(apiKey)
 	defer gw.Close()
 	table := fmt.Sprintf("idem-rt-%d", os.Getpid())
 	ddb.CreateTable(t, table, lambdaapi.IdempotencyKeyAttribute)
 
-	declined := signed(lambdaapi.CobroInput{PedidoID: "PED-RT-1", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: fakegateway.DeclinedToken})
+	declined := signed(lambdaapi.CobroInput{PedidoID: "PED-RT-1", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: lambdatest.DeclinedToken})
 	ok := signed(lambdaapi.CobroInput{PedidoID: "PED-RT-3", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"})
 	rt := &runtimeAPI{answers: map[string]answer{}, got: make(chan struct{}, 8), payloads: []string{
-		`{"pedido_id":"PED-RT-1","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"` + fakegateway.DeclinedToken + `","id_evento":"` + declined.IDEvento + `","firma":"` + declined.Firma + `"}`,
+		`{"pedido_id":"PED-RT-1","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"` + lambdatest.DeclinedToken + `","id_evento":"` + declined.IDEvento + `","firma":"` + declined.Firma + `"}`,
 		`{"pedido_id":"PED-RT-2","importe_centimos":48.20,"moneda":"EUR","token_tarjeta":"tok_visa"}`,
 		`{"pedido_id":"PED-RT-3","importe_centimos":4820,"moneda":"EUR","token_tarjeta":"tok_visa","campo_nuevo":true,"id_evento":"` + ok.IDEvento + `","firma":"` + ok.Firma + `"}`,
 	}}

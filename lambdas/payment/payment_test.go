@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"log"
 	"os"
 	"strings"
@@ -18,11 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
@@ -36,7 +33,7 @@ import (
 )
 
 // One dynalite for the package; each test gets its own table.
-var ddb *dynalitetest.Server
+var ddb *localaws.Dynalite
 
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
@@ -44,7 +41,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	srv, err := dynalitetest.Launch(ctx)
+	srv, err := localaws.LaunchDynalite(ctx)
 	cancel()
 	if err != nil {
 		log.Fatalf("dynalite: %v", err)
@@ -76,7 +73,7 @@ func storeAndTable(t *testing.T) (*idempotency.Store, string) {
 const apiKey = "sk_test_1"
 
 type rig struct {
-	gw    *fakegateway.Gateway
+	gw    *lambdatest.Gateway
 	tasks *payment.Tasks
 	clk   *retry.VirtualClock
 	table string
@@ -94,7 +91,7 @@ type rigOpts struct {
 func newRig(t *testing.T, o rigOpts) *rig {
 	t.Helper()
 	seed := testseed.New(t).Seed
-	gw := fakegateway.New(apiKey, fakehttp.WithSeed(seed))
+	gw := lambdatest.NewGateway(apiKey, localaws.WithSeed(seed))
 	t.Cleanup(gw.Close)
 	// Waits run on a virtual clock anchored on the wall clock (retry.Next
 	// compares it with ctx deadlines): tests take no backoff time.
@@ -180,7 +177,7 @@ func errName(t *testing.T, err error) string {
 func TestNoDoubleChargeAcrossTimeoutAfterCharge(t *testing.T) {
 	t.Run("the client's own retry gets the first charge back", func(t *testing.T) {
 		r := newRig(t, rigOpts{readTimeout: 200 * time.Millisecond})
-		r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
+		r.gw.Inject(localaws.Rule{Times: 1, Fault: localaws.Fault{HangAfterEffect: true}})
 		out, err := r.tasks.Cobro(ctxT(t), cobro("PED-48-20"))
 		if err != nil {
 			t.Fatal(err)
@@ -198,7 +195,7 @@ func TestNoDoubleChargeAcrossTimeoutAfterCharge(t *testing.T) {
 	})
 	t.Run("the workflow's retry after the Lambda gave up", func(t *testing.T) {
 		r := newRig(t, rigOpts{attempts: 1, readTimeout: 200 * time.Millisecond})
-		r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
+		r.gw.Inject(localaws.Rule{Times: 1, Fault: localaws.Fault{HangAfterEffect: true}})
 		ctx := ctxT(t)
 		_, err := r.tasks.Cobro(ctx, cobro("PED-1"))
 		if name := errName(t, err); name != lambdaapi.ErrPasarelaNoDisponible {
@@ -221,7 +218,7 @@ func TestNoDoubleChargeAcrossTimeoutAfterCharge(t *testing.T) {
 	})
 	t.Run("reset after the charge", func(t *testing.T) {
 		r := newRig(t, rigOpts{})
-		r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{ResetAfterEffect: true}})
+		r.gw.Inject(localaws.Rule{Times: 1, Fault: localaws.Fault{ResetAfterEffect: true}})
 		if _, err := r.tasks.Cobro(ctxT(t), cobro("PED-2")); err != nil {
 			t.Fatal(err)
 		}
@@ -232,10 +229,10 @@ func TestNoDoubleChargeAcrossTimeoutAfterCharge(t *testing.T) {
 }
 
 func TestTransientFailuresAreRetried(t *testing.T) {
-	for _, f := range []fakehttp.Fault{{Status: 500}, {Status: 502}, {Status: 503}, {Reset: true}, {Status: 429, RetryAfter: "1"}} {
+	for _, f := range []localaws.Fault{{Status: 500}, {Status: 502}, {Status: 503}, {Reset: true}, {Status: 429, RetryAfter: "1"}} {
 		t.Run(f.Name(), func(t *testing.T) {
 			r := newRig(t, rigOpts{})
-			r.gw.Inject(fakehttp.Rule{Times: 2, Fault: f})
+			r.gw.Inject(localaws.Rule{Times: 2, Fault: f})
 			if _, err := r.tasks.Cobro(ctxT(t), cobro("PED-3")); err != nil {
 				t.Fatal(err)
 			}
@@ -261,7 +258,7 @@ func TestNoRetryOn400Or402(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	ctx := ctxT(t)
 	declined := cobro("PED-4")
-	declined.TokenTarjeta = fakegateway.DeclinedToken
+	declined.TokenTarjeta = lambdatest.DeclinedToken
 	declined = signed(declined)
 	for i := range 2 {
 		_, err := r.tasks.Cobro(ctx, declined)
@@ -272,7 +269,7 @@ func TestNoRetryOn400Or402(t *testing.T) {
 	if n := len(r.gw.Requests()); n != 1 {
 		t.Fatalf("%d gateway requests for a declined card called twice, want 1 (no retry; the repeat is answered from the table)", n)
 	}
-	r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Status: 400}})
+	r.gw.Inject(localaws.Rule{Times: 1, Fault: localaws.Fault{Status: 400}})
 	_, err := r.tasks.Cobro(ctx, cobro("PED-5"))
 	if name := errName(t, err); name != lambdaapi.ErrSolicitudInvalida {
 		t.Fatalf("400: %s", name)
@@ -375,7 +372,7 @@ func TestRefundOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := lambdaapi.ReembolsoInput{PedidoID: "PED-6", ReferenciaCobro: ch.ReferenciaCobro, ImporteCentimos: 4820, Moneda: "EUR"}
-	r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
+	r.gw.Inject(localaws.Rule{Times: 1, Fault: localaws.Fault{HangAfterEffect: true}})
 	a, err := r.tasks.Reembolso(ctx, in)
 	if err != nil {
 		t.Fatal(err)
@@ -436,7 +433,7 @@ func TestRefundOnlyWhatTheOrderWasCharged(t *testing.T) {
 		t.Errorf("%d gateway calls for refused refunds, want 0", n)
 	}
 	// A declined charge backs no refund.
-	r.gw.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Status: 402}})
+	r.gw.Inject(localaws.Rule{Times: 1, Fault: localaws.Fault{Status: 402}})
 	if _, err := r.tasks.Cobro(ctx, cobro("PED-21")); errName(t, err) != lambdaapi.ErrTarjetaRechazada {
 		t.Fatalf("declined charge: %v", err)
 	}
@@ -497,15 +494,15 @@ func TestAPIKeyRefreshedOn401(t *testing.T) {
 // keeps failing opens the shared circuit; the task then fails fast with
 // CircuitoAbierto, without a request.
 func TestBreakerOpensAndFailsFast(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := localaws.StartRedis(t)
 	br, err := breaker.New(breaker.NewRedisStore(srv.Client(t)), breaker.Config{
-		Name: lambdaapi.GatewayDependency, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: 6,
+		Name: lambdaapi.GatewayDependency, KeyPrefix: localaws.RedisKeyPrefix(t), FailureThreshold: 6,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := newRig(t, rigOpts{breaker: br})
-	r.gw.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
+	r.gw.Inject(localaws.Rule{Fault: localaws.Fault{Status: 503}})
 	ctx := ctxT(t)
 	_, err = r.tasks.Cobro(ctx, cobro("PED-11"))
 	if name := errName(t, err); name != lambdaapi.ErrPasarelaNoDisponible {
@@ -533,7 +530,7 @@ func TestBreakerOpensAndFailsFast(t *testing.T) {
 func TestBudgetStopsRetriesUnderTotalFailure(t *testing.T) {
 	b, _ := retry.NewBudget(retry.BudgetConfig{})
 	r := newRig(t, rigOpts{attempts: 5, budget: b})
-	r.gw.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
+	r.gw.Inject(localaws.Rule{Fault: localaws.Fault{Status: 503}})
 	ctx := ctxT(t)
 	const ops = 60
 	for i := range ops {
@@ -559,7 +556,7 @@ func TestBudgetStopsRetriesUnderTotalFailure(t *testing.T) {
 // workflow does not retry, and other orders keep theirs.
 func TestCallBudgetBoundsAnOperationAcrossExecutions(t *testing.T) {
 	r := newRig(t, rigOpts{attempts: 4, callBudget: true})
-	r.gw.Inject(fakehttp.Rule{Match: func(q fakehttp.Request) bool { return q.IdempotencyKey == "cobro:PED-LIM" }, Fault: fakehttp.Fault{Status: 503}})
+	r.gw.Inject(localaws.Rule{Match: func(q localaws.ServiceRequest) bool { return q.IdempotencyKey == "cobro:PED-LIM" }, Fault: localaws.Fault{Status: 503}})
 	ctx := ctxT(t)
 	calls := func() int {
 		n := 0
@@ -590,15 +587,15 @@ func TestCallBudgetBoundsAnOperationAcrossExecutions(t *testing.T) {
 // back, so a long outage (the customer paying again every few minutes
 // while the circuit is open) does not spend an order's budget.
 func TestCallBudgetNotSpentByAnOpenCircuit(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := localaws.StartRedis(t)
 	br, err := breaker.New(breaker.NewRedisStore(srv.Client(t)), breaker.Config{
-		Name: lambdaapi.GatewayDependency, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: 3,
+		Name: lambdaapi.GatewayDependency, KeyPrefix: localaws.RedisKeyPrefix(t), FailureThreshold: 3,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := newRig(t, rigOpts{breaker: br, callBudget: true})
-	r.gw.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
+	r.gw.Inject(localaws.Rule{Fault: localaws.Fault{Status: 503}})
 	ctx := ctxT(t)
 	_, _ = r.tasks.Cobro(ctx, cobro("PED-ABRE")) // 3 failures open the circuit
 	for i := range 20 {
@@ -659,7 +656,7 @@ func TestLoadSettings(t *testing.T) {
 // operator reads) names the failure once, with the retries' reason.
 func TestGiveUpMessageNamesTheFailureOnce(t *testing.T) {
 	r := newRig(t, rigOpts{})
-	r.gw.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
+	r.gw.Inject(localaws.Rule{Fault: localaws.Fault{Status: 503}})
 	_, err := r.tasks.Cobro(ctxT(t), cobro("PED-MSG"))
 	if err == nil {
 		t.Fatal("no error")

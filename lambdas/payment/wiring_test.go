@@ -3,43 +3,41 @@ package payment_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
-	"testing"
-	"time"
-
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp/fakegateway"
-	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/signing"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
 )
 
 // deployedGateway sets function's environment from the prod template, with
 // GATEWAY_URL (the payment gateway) and the breaker cache's address pointed
 // at local servers; the gateway accepts only the API key the endpoint
 // answers for GATEWAY_SECRET_ARN.
-func deployedGateway(t *testing.T, function string) (map[string]string, *wiringtest.Endpoint, *fakegateway.Gateway, *wiringtest.BreakerCache) {
+func deployedGateway(t *testing.T, function string) (map[string]string, *localaws.Endpoint, *lambdatest.Gateway, *lambdatest.BreakerCache) {
 	t.Helper()
-	env := wiringtest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", function)
-	aws := wiringtest.NewEndpoint(t)
-	gw := fakegateway.New(aws.Secret(env["GATEWAY_SECRET_ARN"]))
+	env := lambdatest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", function)
+	aws := localaws.NewEndpoint(t, nil)
+	gw := lambdatest.NewGateway(aws.Secret(env["GATEWAY_SECRET_ARN"]))
 	t.Cleanup(gw.Close)
 	env["GATEWAY_URL"] = gw.URL()
-	cache := wiringtest.NewBreakerCache(t, env)
-	wiringtest.Setenv(t, env, aws.URL)
+	cache := lambdatest.NewBreakerCache(t, env)
+	lambdatest.Setenv(t, env, aws.URL)
 	return env, aws, gw, cache
 }
 
 // signedCharge is the cobro input of an order of 48.20 EUR, signed with the
 // key the endpoint serves for the signing secret of secretARN (as the
 // outbox publisher signs it).
-func signedCharge(t *testing.T, aws *wiringtest.Endpoint, secretARN, pedidoID string) json.RawMessage {
+func signedCharge(t *testing.T, aws *localaws.Endpoint, secretARN, pedidoID string) json.RawMessage {
 	t.Helper()
 	in := lambdaapi.CobroInput{PedidoID: pedidoID, ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_ok", IDEvento: "out-" + pedidoID}
-	key := signing.Key{ID: wiringtest.SecretVersion, Secret: []byte(aws.Secret(secretARN))}
+	key := signing.Key{ID: localaws.SecretVersion, Secret: []byte(aws.Secret(secretARN))}
 	sig, err := signing.Sign(key, signing.Charge{EventID: in.IDEvento, OrderID: in.PedidoID, AmountCents: in.ImporteCentimos, Currency: in.Moneda, CardToken: in.TokenTarjeta})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +50,7 @@ func signedCharge(t *testing.T, aws *wiringtest.Endpoint, secretARN, pedidoID st
 // wantGatewayCall fails the test unless the gateway's one request to path
 // is keyed exactly key(pedidoID), the idempotency table got the claim of
 // that key and the breaker reached the cache.
-func wantGatewayCall(t *testing.T, env map[string]string, aws *wiringtest.Endpoint, gw *fakegateway.Gateway, cache *wiringtest.BreakerCache,
+func wantGatewayCall(t *testing.T, env map[string]string, aws *localaws.Endpoint, gw *lambdatest.Gateway, cache *lambdatest.BreakerCache,
 	path string, key func(string) (string, error), pedidoID string) {
 	t.Helper()
 	k, err := key(pedidoID)
@@ -68,7 +66,7 @@ func wantGatewayCall(t *testing.T, env map[string]string, aws *wiringtest.Endpoi
 	if len(calls) != 1 || calls[0] != k {
 		t.Fatalf("gateway POSTs of %s with keys %q, want one keyed %s", path, calls, k)
 	}
-	wiringtest.WantRequest(t, aws, "DynamoDB_20120810.PutItem", `"TableName":"`+env["IDEMPOTENCY_TABLE_NAME"]+`"`,
+	localaws.WantRequest(t, aws, "DynamoDB_20120810.PutItem", `"TableName":"`+env["IDEMPOTENCY_TABLE_NAME"]+`"`,
 		`"`+lambdaapi.IdempotencyKeyAttribute+`":{"S":"`+k+`"}`)
 	cache.WantReached(t)
 }
@@ -111,15 +109,15 @@ func TestDeployedCobroChargesGateway(t *testing.T) {
 // that does nothing fails it.
 func TestDeployedReembolsoRefundsGateway(t *testing.T) {
 	env, aws, gw, cache := deployedGateway(t, "mf-reembolso")
-	ddb := dynalitetest.Start(t)
+	ddb := localaws.StartDynalite(t)
 	ddb.CreateTable(t, env["IDEMPOTENCY_TABLE_NAME"], lambdaapi.IdempotencyKeyAttribute)
-	aws.ForwardDynamoDB(t, ddb.Endpoint)
+	aws.Forward(t, "DynamoDB_20120810.", ddb.Endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fenv, log := lambdaenv.New(os.Getenv), slog.New(slog.DiscardHandler)
 	// The charge before the refund: mf-cobro's variables are mf-reembolso's
 	// and its signing key's, which the refund does not read.
-	signingKey := wiringtest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", "mf-cobro")["SIGNING_SECRET_ARN"]
+	signingKey := lambdatest.DeployedEnv(t, "MercadoFresco-OrderFlow-prod", "mf-cobro")["SIGNING_SECRET_ARN"]
 	t.Setenv("SIGNING_SECRET_ARN", signingKey)
 	cobro, err := payment.CobroFunction(ctx, fenv, log)
 	if err != nil {

@@ -3,16 +3,13 @@ package preparation_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/mercadofresco/integration/internal/consumertest"
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -21,44 +18,44 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
-var ddb *dynalitetest.Server
+var ddb *localaws.Dynalite
 
-func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
+func TestMain(m *testing.M) { localaws.RunWithDynalite(m, &ddb) }
 
 // warehouse is the fake warehouse: it prepares every order except those in
 // refused (422 pedido_cancelado).
-func warehouse(t *testing.T, seed uint64, refused ...string) *fakehttp.Server {
-	return consumertest.FakeDependency(t, seed, func(r fakehttp.Request) fakehttp.Response {
+func warehouse(t *testing.T, seed uint64, refused ...string) *localaws.Service {
+	return lambdatest.FakeDependency(t, seed, func(r localaws.ServiceRequest) localaws.ServiceResponse {
 		var s preparation.Solicitud
 		if err := json.Unmarshal(r.Body, &s); err != nil || r.Path != preparation.PathPreparaciones {
-			return fakehttp.JSON(400, `{"codigo":"solicitud_invalida"}`)
+			return localaws.JSON(400, `{"codigo":"solicitud_invalida"}`)
 		}
 		if slices.Contains(refused, s.PedidoID) {
-			return fakehttp.JSON(422, `{"codigo":"pedido_cancelado","mensaje":"el pedido fue cancelado"}`)
+			return localaws.JSON(422, `{"codigo":"pedido_cancelado","mensaje":"el pedido fue cancelado"}`)
 		}
-		return fakehttp.JSON(201, fmt.Sprintf(`{"id":"prep-%s","pedido_id":%q,"estado":"en_preparacion"}`, s.PedidoID, s.PedidoID))
+		return localaws.JSON(201, fmt.Sprintf(`{"id":"prep-%s","pedido_id":%q,"estado":"en_preparacion"}`, s.PedidoID, s.PedidoID))
 	})
 }
 
 type rig struct {
-	q    *consumertest.Queues
-	wh   *fakehttp.Server
+	q    *lambdatest.Queues
+	wh   *localaws.Service
 	proc *sqsbatch.Processor
 }
 
 func newRig(t *testing.T, br *breaker.Breaker, refused ...string) *rig {
 	t.Helper()
 	seed := testseed.New(t).Seed
-	q := consumertest.New(t, "cola-mercadofresco-pedidos", consumertest.Options{})
+	q := lambdatest.NewQueues(t, "cola-mercadofresco-pedidos", lambdatest.QueueOptions{})
 	wh := warehouse(t, seed, refused...)
-	client := consumertest.Client(t, lambdaapi.NameAlmacen, wh, consumertest.DepOptions{Breaker: br, Seed: seed, ReadTimeout: time.Second})
+	client := lambdatest.Client(t, lambdaapi.NameAlmacen, wh, lambdatest.DepOptions{Breaker: br, Seed: seed, ReadTimeout: time.Second})
 	proc, err := preparation.NewProcessor(q.Settings(), q.OnceDeps(t, ddb), client)
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
 	return &rig{q: q, wh: wh, proc: proc}
 }
 
 func order(id string) string {
-	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C1","email":"ana@example.com"},"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":250}],"total_centimos":500,"moneda":"EUR","referencia_cobro":"ch_1","confirmado_en":%q,"campo_nuevo":true}`, id, consumertest.ConfirmadoEn)
+	return fmt.Sprintf(`{"version":1,"pedido_id":%q,"cliente":{"id":"C1","email":"ana@example.com"},"lineas":[{"sku":"SKU-1","cantidad":2,"precio_centimos":250}],"total_centimos":500,"moneda":"EUR","referencia_cobro":"ch_1","confirmado_en":%q,"campo_nuevo":true}`, id, lambdatest.ConfirmadoEn)
 }
 
 // One batch with everything a real queue delivers: duplicates (same message
@@ -67,25 +64,25 @@ func order(id string) string {
 // record, poison and the refusal reach the DLQ with their reasons.
 func TestBatchOutcomesPerRecord(t *testing.T) {
 	r := newRig(t, nil, "P-CANCELADO")
-	r.wh.Inject(fakehttp.Rule{Match: func(req fakehttp.Request) bool { return req.IdempotencyKey == "preparacion:P-LENTO" }, Fault: fakehttp.Fault{Status: 503}})
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	r.wh.Inject(localaws.Rule{Match: func(req localaws.ServiceRequest) bool { return req.IdempotencyKey == "preparacion:P-LENTO" }, Fault: localaws.Fault{Status: 503}})
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		r.q.Record("m1", order("P1")),
 		r.q.Record("m1", order("P1")), // the same message twice in one batch
 		r.q.Record("m2", order("P1")), // the same order, another delivery
 		r.q.Record("v2", `{"version":2,"pedido_id":"P2","lineas":[{"sku":"A","cantidad":1}]}`),
-		r.q.Record("sin-lineas", `{"version":1,"pedido_id":"P3","lineas":[],"confirmado_en":"`+consumertest.ConfirmadoEn+`"}`),
+		r.q.Record("sin-lineas", `{"version":1,"pedido_id":"P3","lineas":[],"confirmado_en":"`+lambdatest.ConfirmadoEn+`"}`),
 		r.q.Record("roto", `{"version":1,"pedido_id":`),
 		r.q.Record("cancelado", order("P-CANCELADO")),
 		r.q.Record("lento", order("P-LENTO")),
 		r.q.Record("m3", order("P4")),
 	}}
 	resp, err := r.proc.Process(ctx, ev)
-	consumertest.Must(t, err)
-	if got := consumertest.Failures(resp); !slices.Equal(got, []string{"lento"}) {
+	lambdatest.Must(t, err)
+	if got := lambdatest.Failures(resp); !slices.Equal(got, []string{"lento"}) {
 		t.Fatalf("batchItemFailures = %v, want only the transient one", got)
 	}
-	if got := consumertest.Effects(r.wh); got["preparacion:P1"] != 1 || got["preparacion:P4"] != 1 || len(got) != 2 {
+	if got := lambdatest.Effects(r.wh); got["preparacion:P1"] != 1 || got["preparacion:P4"] != 1 || len(got) != 2 {
 		t.Fatalf("warehouse preparations %v, want P1 and P4 once each", got)
 	}
 	r.q.RequireDeadLetters(t, map[string]string{
@@ -100,14 +97,14 @@ func TestBatchOutcomesPerRecord(t *testing.T) {
 	resp, err = r.proc.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{
 		r.q.Record("m4", order("P1")), r.q.Record("cancelado-2", order("P-CANCELADO")), r.q.Record("lento-2", order("P-LENTO")),
 	}})
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("second batch failures %v", resp.BatchItemFailures)
 	}
-	if got := consumertest.Effects(r.wh); got["preparacion:P1"] != 1 || got["preparacion:P-LENTO"] != 1 || len(got) != 3 {
+	if got := lambdatest.Effects(r.wh); got["preparacion:P1"] != 1 || got["preparacion:P-LENTO"] != 1 || len(got) != 3 {
 		t.Fatalf("after the repeat: %v", got)
 	}
-	if n := consumertest.Requests(r.wh)["preparacion:P-CANCELADO"]; n != 1 {
+	if n := lambdatest.Requests(r.wh)["preparacion:P-CANCELADO"]; n != 1 {
 		t.Fatalf("the refused order was sent %d times, want once (the repeat is answered by its FALLIDO record)", n)
 	}
 	if d := r.q.DeadLetters(t)["cancelado-2"]; d.Class != "permanent" {
@@ -120,11 +117,11 @@ func TestBatchOutcomesPerRecord(t *testing.T) {
 // the first preparation back. One preparation.
 func TestAnswerLostAfterPreparation(t *testing.T) {
 	r := newRig(t, nil)
-	r.wh.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	r.wh.Inject(localaws.Rule{Times: 1, Fault: localaws.Fault{HangAfterEffect: true}})
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	r.q.Send(t, order("P-TIMEOUT"), "")
 	r.q.Drain(ctx, t, r.proc, 10, 5)
-	if got := consumertest.Effects(r.wh); got["preparacion:P-TIMEOUT"] != 1 {
+	if got := lambdatest.Effects(r.wh); got["preparacion:P-TIMEOUT"] != 1 {
 		t.Fatalf("preparations %v, want one", got)
 	}
 	if n := len(r.wh.Requests()); n != 2 {
@@ -139,12 +136,12 @@ func TestAnswerLostAfterPreparation(t *testing.T) {
 // none reaches the DLQ however long the outage. When the warehouse is back
 // every order is prepared once.
 func TestWarehouseOutageOrdersWaitNotDeadLettered(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := localaws.StartRedis(t)
 	clk := retry.NewVirtualClock(time.Now())
-	br := consumertest.Breaker(t, srv.Client(t), lambdaapi.NameAlmacen, 4, clk.Now)
+	br := lambdatest.Breaker(t, srv.Client(t), lambdaapi.NameAlmacen, 4, clk.Now)
 	r := newRig(t, br)
-	r.wh.Inject(fakehttp.Rule{Fault: fakehttp.Fault{Status: 503}})
-	ctx := consumertest.Ctx(t, 60*time.Second)
+	r.wh.Inject(localaws.Rule{Fault: localaws.Fault{Status: 503}})
+	ctx := lambdatest.Ctx(t, 60*time.Second)
 	for i := range 3 {
 		r.q.Send(t, order(fmt.Sprintf("P-%d", i)), "")
 	}
@@ -173,7 +170,7 @@ func TestWarehouseOutageOrdersWaitNotDeadLettered(t *testing.T) {
 	for range 24 {
 		r.q.Clock.Advance(301 * time.Second)
 		ev, resp := r.q.Pump(ctx, t, r.proc, 10)
-		for _, id := range consumertest.Failures(resp) {
+		for _, id := range lambdatest.Failures(resp) {
 			if in, ok := r.q.VisibleIn(t, id); !ok || in < 299*time.Second {
 				t.Fatalf("order %s comes back in %s (still queued: %v), want 300 s", id, in, ok)
 			}
@@ -199,7 +196,7 @@ func TestWarehouseOutageOrdersWaitNotDeadLettered(t *testing.T) {
 	// call reads the shared state again (otherwise the frozen virtual clock
 	// keeps that answer for ever, which a loaded machine produced).
 	r.q.DrainEach(ctx, t, r.proc, 10, 20, func() { clk.Advance(breaker.DefaultMaxStaleness + 100*time.Millisecond) })
-	got := consumertest.Effects(r.wh)
+	got := lambdatest.Effects(r.wh)
 	for i := range 3 {
 		if k := fmt.Sprintf("preparacion:P-%d", i); got[k] != 1 {
 			t.Errorf("%s prepared %d times", k, got[k])
@@ -216,10 +213,10 @@ func TestWarehouseOutageOrdersWaitNotDeadLettered(t *testing.T) {
 // that the warehouse has no preparation re-admits it, and then it runs.
 func TestOrderOlderThanItsWindowIsNotPreparedTwice(t *testing.T) {
 	r := newRig(t, nil)
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	r.q.Send(t, order("P-VIEJO"), "")
 	r.q.Drain(ctx, t, r.proc, 10, 3)
-	requests := func() int { return consumertest.Requests(r.wh)["preparacion:P-VIEJO"] }
+	requests := func() int { return lambdatest.Requests(r.wh)["preparacion:P-VIEJO"] }
 	if requests() != 1 {
 		t.Fatalf("%d requests for the first delivery", requests())
 	}

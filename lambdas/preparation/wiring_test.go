@@ -1,12 +1,11 @@
 package preparation_test
 
 import (
-	"net/http"
-	"testing"
-
-	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/internal/lambdatest"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/preparation"
+	"net/http"
+	"testing"
 )
 
 // The deployed preparation consumer, built as its main builds it
@@ -20,10 +19,10 @@ import (
 // DLQ_URLS through SQS. Replacing the warehouse's, DynamoDB's, the cache's
 // or SQS's client with one that does nothing fails it.
 func TestDeployedPreparationReachesWarehouse(t *testing.T) {
-	almacen := wiringtest.NewDependency(t, http.StatusCreated, `{"id":"prep-1","estado":"recibida"}`)
-	c := wiringtest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-preparar-pedido", preparation.FromRuntime,
-		map[string]*wiringtest.Dependency{"ALMACEN_URL": almacen})
-	c.Process(t, "cola-mercadofresco-pedidos", wiringtest.PedidoConfirmado("P-71"), "no es JSON")
+	almacen := lambdatest.NewDependency(t, http.StatusCreated, `{"id":"prep-1","estado":"recibida"}`)
+	c := lambdatest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-preparar-pedido", preparation.FromRuntime,
+		map[string]*lambdatest.Dependency{"ALMACEN_URL": almacen})
+	c.Process(t, "cola-mercadofresco-pedidos", lambdatest.PedidoConfirmado("P-71"), "no es JSON")
 
 	almacen.WantPost(t, preparation.PathPreparaciones, "P-71", c.AWS.Secret(c.Env["ALMACEN_SECRET_ARN"]))
 	c.WantClaim(t, idempotency.KeyPreparacion, "P-71")

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/internal/localaws"
-	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -51,7 +50,7 @@ func order(id string) string {
 }
 
 // syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct{ testproc.Buffer }
+type syncBuffer struct{ localaws.Buffer }
 
 // lines returns the JSON log lines.
 func (b *syncBuffer) lines(t *testing.T) []map[string]any {

@@ -2,12 +2,11 @@ package stock_test
 
 import (
 	"fmt"
+	"github.com/mercadofresco/integration/internal/lambdatest"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/mercadofresco/integration/internal/consumertest"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
@@ -20,16 +19,16 @@ func mov(tipo, pedido, sku string, n, seq int64) string {
 	return fmt.Sprintf(`{"version":1,"tipo":%q,%s,"sku":%q,"cantidad":%d,"secuencia":%d,"emitido_en":"2026-11-27T18:00:00Z"}`, tipo, owner, sku, n, seq)
 }
 
-func newConsumer(t *testing.T, db ...stock.DynamoDBAPI) (*consumertest.Queues, *stock.Store, *sqsbatch.Processor) {
+func newConsumer(t *testing.T, db ...stock.DynamoDBAPI) (*lambdatest.Queues, *stock.Store, *sqsbatch.Processor) {
 	t.Helper()
-	q := consumertest.New(t, "mercadofresco-movimientos-stock", consumertest.Options{Fifo: true})
+	q := lambdatest.NewQueues(t, "mercadofresco-movimientos-stock", lambdatest.QueueOptions{Fifo: true})
 	client := stock.DynamoDBAPI(ddb.Client)
 	if len(db) > 0 {
 		client = db[0]
 	}
 	s := newStore(t, client)
-	p, err := stock.NewProcessor(q.Settings(), stock.Deps{Store: s, DLQ: q.Fake, Logger: consumertest.Logger(t)})
-	consumertest.Must(t, err)
+	p, err := stock.NewProcessor(q.Settings(), stock.Deps{Store: s, DLQ: q.Fake, Logger: lambdatest.Logger(t)})
+	lambdatest.Must(t, err)
 	return q, s, p
 }
 
@@ -38,7 +37,7 @@ func newConsumer(t *testing.T, db ...stock.DynamoDBAPI) (*consumertest.Queues, *
 // poison goes to the DLQ; duplicates count once.
 func TestFIFOBatchNegativeStockToDLQGroupCarriesOn(t *testing.T) {
 	q, s, p := newConsumer(t)
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	resp, err := p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{
 		q.GroupRecord("a1", mov("ajuste", "INV-1", "SKU-A", 5, 1), "SKU-A"),
 		q.GroupRecord("b1", mov("ajuste", "INV-1", "SKU-B", 9, 1), "SKU-B"),
@@ -51,7 +50,7 @@ func TestFIFOBatchNegativeStockToDLQGroupCarriesOn(t *testing.T) {
 		q.GroupRecord("b4", mov("reserva", "P-4", "SKU-B", 9, 1), "SKU-B"),
 		q.GroupRecord("b5", mov("reserva", "P-4", "SKU-B", 9, 1), "SKU-B"), // redelivered under a new id
 	}})
-	consumertest.Must(t, err)
+	lambdatest.Must(t, err)
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
@@ -71,14 +70,14 @@ func TestFIFOBatchNegativeStockToDLQGroupCarriesOn(t *testing.T) {
 // across batches: nothing stays reserved, as in order.
 func TestReleaseBeforeItsReservationAcrossBatches(t *testing.T) {
 	q, s, p := newConsumer(t)
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	for i, batch := range [][]events.SQSMessage{
 		{q.GroupRecord("1", mov("ajuste", "INV-1", "SKU-C", 10, 1), "SKU-C"), q.GroupRecord("2", mov("liberacion", "P-7", "SKU-C", 6, 2), "SKU-C")},
 		{q.GroupRecord("3", mov("reserva", "P-7", "SKU-C", 6, 1), "SKU-C"), q.GroupRecord("4", mov("reserva", "P-8", "SKU-C", 1, 1), "SKU-C")},
 		{q.GroupRecord("5", mov("liberacion", "P-7", "SKU-C", 6, 2), "SKU-C"), q.GroupRecord("6", mov("reserva", "P-8", "SKU-C", 1, 1), "SKU-C")},
 	} {
 		resp, err := p.Process(ctx, events.SQSEvent{Records: batch})
-		consumertest.Must(t, err)
+		lambdatest.Must(t, err)
 		if len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("batch %d failures %v", i, resp.BatchItemFailures)
 		}
@@ -94,7 +93,7 @@ func TestReleaseBeforeItsReservationAcrossBatches(t *testing.T) {
 func TestDrainThroughTheFIFOQueue(t *testing.T) {
 	db := &crashingDB{DynamoDBAPI: ddb.Client, crash: func(n int) bool { return n == 7 || n == 40 }}
 	q, s, p := newConsumer(t, db)
-	ctx := consumertest.Ctx(t, 60*time.Second)
+	ctx := lambdatest.Ctx(t, 60*time.Second)
 	want := map[string]int64{}
 	for i := range 5 {
 		sku := fmt.Sprintf("SKU-%d", i)
@@ -135,7 +134,7 @@ func TestDrainThroughTheFIFOQueue(t *testing.T) {
 // liberacion does not take the stock back.
 func TestOldReservaReplayedMonthsLaterChangesNothing(t *testing.T) {
 	q, s, p := newConsumer(t)
-	ctx := consumertest.Ctx(t, 30*time.Second)
+	ctx := lambdatest.Ctx(t, 30*time.Second)
 	send := func(body string) {
 		q.Send(t, body, "SKU-R")
 		q.Drain(ctx, t, p, 10, 5)

@@ -4,23 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/mercadofresco/integration/internal/dynalitetest"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
 
-var ddb *dynalitetest.Server
+var ddb *localaws.Dynalite
 
-func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
+func TestMain(m *testing.M) { localaws.RunWithDynalite(m, &ddb) }
 
 func table(t *testing.T) string {
 	t.Helper()

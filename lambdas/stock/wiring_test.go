@@ -1,10 +1,10 @@
 package stock_test
 
 import (
-	"testing"
-
-	"github.com/mercadofresco/integration/internal/wiringtest"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/stock"
+	"testing"
 )
 
 // The deployed stock consumer, built as its main builds it
@@ -15,12 +15,12 @@ import (
 // poison message reaches the FIFO DLQ of DLQ_URLS through SQS. Replacing
 // the DynamoDB or SQS client with one that does nothing fails it.
 func TestDeployedStockReachesTable(t *testing.T) {
-	c := wiringtest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-movimientos-stock", stock.FromRuntime, nil)
+	c := lambdatest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-movimientos-stock", stock.FromRuntime, nil)
 	ajuste := `{"version":1,"tipo":"ajuste","referencia":"INV-9","sku":"SKU-W","cantidad":5,"secuencia":1,"emitido_en":"2026-11-27T18:00:00Z"}`
 	c.Process(t, "mercadofresco-movimientos-stock.fifo", ajuste, "no es JSON")
 
 	table := `"TableName":"` + c.Env["STOCK_TABLE_NAME"] + `"`
-	wiringtest.WantRequest(t, c.AWS, "DynamoDB_20120810.UpdateItem", table, "SKU-W")
-	wiringtest.WantRequest(t, c.AWS, "DynamoDB_20120810.PutItem", table, "SKU-W", "INV-9")
+	localaws.WantRequest(t, c.AWS, "DynamoDB_20120810.UpdateItem", table, "SKU-W")
+	localaws.WantRequest(t, c.AWS, "DynamoDB_20120810.PutItem", table, "SKU-W", "INV-9")
 	c.WantDeadLetter(t, "no es JSON")
 }

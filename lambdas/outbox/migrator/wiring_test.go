@@ -2,6 +2,8 @@ package migrator_test
 
 import (
 	"context"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"log/slog"
 	"os"
 	"testing"
@@ -10,7 +12,6 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 
 	"github.com/mercadofresco/integration/internal/pgtest"
-	"github.com/mercadofresco/integration/internal/wiringtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
@@ -28,15 +29,15 @@ import (
 // Replacing the Secrets Manager client or either database connection with
 // one that does nothing fails it.
 func TestDeployedMigratorCreatesSchemaAndRoles(t *testing.T) {
-	env := wiringtest.DeployedEnv(t, "MercadoFresco-Outbox-prod", "mf-outbox-migraciones")
-	aws := wiringtest.NewEndpoint(t)
-	db := wiringtest.NewDatabase(t, env)
-	wiringtest.EnsureRoles(t, db, "NOLOGIN", "rds_iam") // Aurora's role for IAM logins
+	env := lambdatest.DeployedEnv(t, "MercadoFresco-Outbox-prod", "mf-outbox-migraciones")
+	aws := localaws.NewEndpoint(t, nil)
+	db := lambdatest.NewDatabase(t, env)
+	lambdatest.EnsureRoles(t, db, "NOLOGIN", "rds_iam") // Aurora's role for IAM logins
 	aws.SetSecret(env["DB_MASTER_SECRET_ARN"], `{"username":"postgres","password":"-","host":"localhost","port":5432,"dbname":"tienda"}`)
 	prefix := pgtest.UniqueName("mfw_") + "_"
 	roles := lambdaapi.DBRoles{Owner: prefix + "migrador", Publisher: prefix + "publicador", Cleanup: prefix + "limpieza", Writer: prefix + "tienda"}
 	pgtest.DropRolesAtEnd(t, db.Name, outbox.MigrationLockKey, roles.All()...)
-	wiringtest.Setenv(t, env, aws.URL)
+	lambdatest.Setenv(t, env, aws.URL)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -50,7 +51,7 @@ func TestDeployedMigratorCreatesSchemaAndRoles(t *testing.T) {
 	if err != nil || res.PhysicalResourceID != migrator.PhysicalID {
 		t.Fatalf("Create = %+v, %v", res, err)
 	}
-	wiringtest.WantRequest(t, aws, "secretsmanager.GetSecretValue", env["DB_MASTER_SECRET_ARN"])
+	localaws.WantRequest(t, aws, "secretsmanager.GetSecretValue", env["DB_MASTER_SECRET_ARN"])
 	var tableOwner string
 	var iam, canClaim bool
 	err = db.Super.QueryRow(ctx, `SELECT pg_get_userbyid(relowner), pg_has_role($1, 'rds_iam', 'MEMBER'),

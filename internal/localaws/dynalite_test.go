@@ -1,4 +1,4 @@
-package dynalitetest
+package localaws
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 func TestStartCreateTableAndConditionalPut(t *testing.T) {
-	srv := Start(t)
+	srv := StartDynalite(t)
 	srv.CreateTable(t, "tabla-prueba", "clave")
 	ctx := context.Background()
 	put := &dynamodb.PutItemInput{
@@ -34,7 +34,7 @@ func TestStartCreateTableAndConditionalPut(t *testing.T) {
 }
 
 func TestTwoServersGetDistinctPortsAndCloseIsIdempotent(t *testing.T) {
-	a, b := Start(t), Start(t)
+	a, b := StartDynalite(t), StartDynalite(t)
 	if a.Endpoint == b.Endpoint {
 		t.Fatalf("both servers on %s", a.Endpoint)
 	}
@@ -56,7 +56,7 @@ func TestTwoServersGetDistinctPortsAndCloseIsIdempotent(t *testing.T) {
 // deadline, a killed process) leaves dynalite serving the others: the guard
 // reports each dropped request, and the process never exits.
 func TestServesOnAfterAClientAbortsARequest(t *testing.T) {
-	srv := Start(t)
+	srv := StartDynalite(t)
 	host := strings.TrimPrefix(srv.Endpoint, "http://")
 	const aborted = 3
 	for range aborted {
@@ -68,13 +68,13 @@ func TestServesOnAfterAClientAbortsARequest(t *testing.T) {
 			"X-Amz-Target: DynamoDB_20120810.ListTables\r\nContent-Length: 100\r\n\r\n{\"Limit\":", host)
 		conn.Close()
 	}
-	deadline := time.After(readyTimeout)
+	deadline := time.After(dynaliteReady)
 	for strings.Count(srv.stderr.String(), "dropped an aborted request") < aborted {
 		select {
 		case <-srv.done:
 			t.Fatalf("dynalite exited after an aborted request: %v: %s", srv.waitErr, srv.stderr.String())
 		case <-deadline:
-			t.Fatalf("dynalite reported no %d dropped requests within %s: %s", aborted, readyTimeout, srv.stderr.String())
+			t.Fatalf("dynalite reported no %d dropped requests within %s: %s", aborted, dynaliteReady, srv.stderr.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -1,8 +1,9 @@
-// Package testproc holds what the test harnesses that start local
+package localaws
+
+// Processes: what the harnesses that start local
 // processes share: finding the project's files above the working directory
 // (node_modules, go.mod), a free port, and a buffer that several goroutines
 // write (a process's stderr, a logger's output).
-package testproc
 
 import (
 	"fmt"

@@ -1,7 +1,8 @@
-package wiringtest
+package lambdatest
 
 import (
 	"context"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"os"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // from its template environment, every AWS call going to AWS.
 type Consumer struct {
 	Env map[string]string
-	AWS *Endpoint
+	AWS *localaws.Endpoint
 	// Cache is the breakers' cache; nil for a function without breakers.
 	Cache *BreakerCache
 	p     *sqsbatch.Processor
@@ -31,10 +32,10 @@ type Consumer struct {
 // BreakerCache.
 func StartConsumer(t *testing.T, stack, function string, build func(context.Context, *sqsconsumer.Runtime) (*sqsbatch.Processor, error), deps map[string]*Dependency) *Consumer {
 	t.Helper()
-	c := &Consumer{Env: DeployedEnv(t, stack, function), AWS: NewEndpoint(t)}
+	c := &Consumer{Env: DeployedEnv(t, stack, function), AWS: localaws.NewEndpoint(t, nil)}
 	for k, d := range deps {
 		if _, ok := c.Env[k]; !ok {
-			t.Fatalf("wiringtest: %s has no %s to point at a local server", function, k)
+			t.Fatalf("lambdatest: %s has no %s to point at a local server", function, k)
 		}
 		c.Env[k] = d.URL()
 	}
@@ -75,7 +76,7 @@ func (c *Consumer) WantClaim(t testing.TB, key func(pedidoID string) (string, er
 	if err != nil {
 		t.Fatal(err)
 	}
-	WantRequest(t, c.AWS, "DynamoDB_20120810.PutItem", `"TableName":"`+c.Env["IDEMPOTENCY_TABLE_NAME"]+`"`,
+	localaws.WantRequest(t, c.AWS, "DynamoDB_20120810.PutItem", `"TableName":"`+c.Env["IDEMPOTENCY_TABLE_NAME"]+`"`,
 		`"`+lambdaapi.IdempotencyKeyAttribute+`":{"S":"`+k+`"}`)
 }
 
@@ -83,5 +84,5 @@ func (c *Consumer) WantClaim(t testing.TB, key func(pedidoID string) (string, er
 // through SQS.
 func (c *Consumer) WantDeadLetter(t testing.TB, body string) {
 	t.Helper()
-	WantDeadLetter(t, c.AWS, c.Env["DLQ_URLS"], body)
+	localaws.WantDeadLetter(t, c.AWS, c.Env["DLQ_URLS"], body)
 }

@@ -1,4 +1,4 @@
-package wiringtest
+package lambdatest
 
 import (
 	"context"

@@ -1,4 +1,6 @@
-// Package wiringtest builds a deployed function as its main does, from the
+package lambdatest
+
+// Deployed functions: builds one as its main does, from the
 // environment the committed template gives it, with every AWS call going to
 // a recording endpoint: DeployedEnv reads a function's Environment from
 // test/testdata/snapshots (references resolved by synthesized.Physical to the
@@ -8,10 +10,10 @@
 // (answers table-driven by target; SQS is served by internal/localaws). The wiring
 // tests of lambdas/* use it to prove by behaviour that each real client
 // makes its requests.
-package wiringtest
 
 import (
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,24 +21,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/mercadofresco/integration/internal/testproc"
 	"github.com/mercadofresco/integration/synthesized"
-)
-
-// Account and Region are what the rendered ARNs and URLs name.
-const (
-	Account = "333333333333"
-	Region  = "eu-west-1"
 )
 
 // ModuleRoot is the directory holding go.mod, searched upwards from the
 // working directory.
 func ModuleRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := testproc.FindUp("go.mod")
+	dir, err := localaws.FindUp("go.mod")
 	if err != nil {
-		t.Fatalf("wiringtest: %v", err)
+		t.Fatalf("lambdatest: %v", err)
 	}
 	return dir
 }
@@ -46,9 +40,9 @@ func app(t testing.TB, env string) *synthesized.App {
 	t.Helper()
 	a, err := synthesized.LoadEnv(filepath.Join(ModuleRoot(t), "test", "testdata", "snapshots"), env)
 	if err != nil {
-		t.Fatalf("wiringtest: %v", err)
+		t.Fatalf("lambdatest: %v", err)
 	}
-	a.Account, a.Region = Account, Region
+	a.Account, a.Region = localaws.Account, localaws.Region
 	return a
 }
 
@@ -72,13 +66,13 @@ func DeployedEnv(t testing.TB, stack, name string) map[string]string {
 		for k, v := range vars {
 			s, err := a.ResolveString(stack, v, l)
 			if err != nil {
-				t.Fatalf("wiringtest: %s %s: %v", name, k, err)
+				t.Fatalf("lambdatest: %s %s: %v", name, k, err)
 			}
 			out[k] = s
 		}
 		return out
 	}
-	t.Fatalf("wiringtest: no function %s in %s", name, stack)
+	t.Fatalf("lambdatest: no function %s in %s", name, stack)
 	return nil
 }
 
@@ -96,21 +90,13 @@ func FunctionNames(t testing.TB, env string) []string {
 }
 
 // Setenv sets env for the test and points every AWS SDK client at endpoint
-// (AWS_ENDPOINT_URL) in Region, with static credentials and no shared
-// configuration files, so nothing leaves the machine.
+// (localaws.UseEndpoint).
 func Setenv(t *testing.T, env map[string]string, endpoint string) {
 	t.Helper()
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": Region,
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
-		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
-	} {
-		t.Setenv(k, v)
-	}
+	localaws.UseEndpoint(t, endpoint, nil)
 }
 
 // SQSEvent is a Lambda event of bodies received once from the queue named
@@ -128,8 +114,8 @@ func SQSEvent(queueName string, bodies ...string) events.SQSEvent {
 			attrs["MessageGroupId"] = "g"
 		}
 		ev.Records = append(ev.Records, events.SQSMessage{
-			MessageId: id, ReceiptHandle: "rh-" + id, Body: b, EventSource: "aws:sqs", AWSRegion: Region,
-			EventSourceARN: fmt.Sprintf("arn:aws:sqs:%s:%s:%s", Region, Account, queueName), Attributes: attrs,
+			MessageId: id, ReceiptHandle: "rh-" + id, Body: b, EventSource: "aws:sqs", AWSRegion: localaws.Region,
+			EventSourceARN: fmt.Sprintf("arn:aws:sqs:%s:%s:%s", localaws.Region, localaws.Account, queueName), Attributes: attrs,
 		})
 	}
 	return ev

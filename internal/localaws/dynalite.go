@@ -1,9 +1,11 @@
-// Package dynalitetest starts a local dynalite (a DynamoDB-compatible HTTP
+package localaws
+
+// Dynalite: a local dynalite (a DynamoDB-compatible HTTP
 // server in Node.js) for tests and hands back an aws-sdk-go-v2 DynamoDB
 // client pointed at it, so tests run the real SDK client over real HTTP (no
 // request leaves 127.0.0.1: static fake credentials, a local endpoint):
 //
-//	srv := dynalitetest.Start(t)
+//	srv := StartDynalite(t)
 //	srv.CreateTable(t, "mercadofresco-idempotencia", "clave")
 //	client := srv.Client
 //
@@ -11,7 +13,6 @@
 // working directory. A request its client abandons half-sent is dropped
 // (abortedrequests.cjs) instead of ending the process. dynalite ignores
 // ReturnValuesOnConditionCheckFailure and runs no TTL deletions.
-package dynalitetest
 
 import (
 	"bufio"
@@ -36,56 +37,54 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/mercadofresco/integration/internal/testproc"
 )
 
-// startAttempts bounds the retries when another process grabs the free port
+// dynaliteAttempts bounds the retries when another process grabs the free port
 // between our probe and dynalite's bind.
-const startAttempts = 5
+const dynaliteAttempts = 5
 
-// readyTimeout bounds the wait for dynalite to answer; node starts in well
+// dynaliteReady bounds the wait for dynalite to answer; node starts in well
 // under a second, but CI machines with 2 cores can be slow under load.
-const readyTimeout = 30 * time.Second
+const dynaliteReady = 30 * time.Second
 
-// Server is a running dynalite process.
-type Server struct {
+// Dynalite is a running dynalite process.
+type Dynalite struct {
 	// Endpoint is the base URL, e.g. http://127.0.0.1:41234.
 	Endpoint string
 	// Client is a DynamoDB client for Endpoint with static fake credentials.
 	Client *dynamodb.Client
 
 	cmd     *exec.Cmd
-	stderr  *testproc.Buffer
+	stderr  *Buffer
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
 }
 
-// Start launches dynalite on a free 127.0.0.1 port, waits until it answers
+// StartDynalite launches dynalite on a free 127.0.0.1 port, waits until it answers
 // ListTables and registers its shutdown with tb.Cleanup. It fails the test
 // (it never skips) when dynalite cannot be started: CI has it installed.
-func Start(tb testing.TB) *Server {
+func StartDynalite(tb testing.TB) *Dynalite {
 	tb.Helper()
-	srv, err := Launch(context.Background())
+	srv, err := LaunchDynalite(context.Background())
 	if err != nil {
-		tb.Fatalf("dynalitetest: %v", err)
+		tb.Fatalf("dynalite: %v", err)
 	}
 	tb.Cleanup(func() { _ = srv.Close() })
 	return srv
 }
 
-// Launch is Start for callers without a testing.TB (for example TestMain,
+// LaunchDynalite is StartDynalite for callers without a testing.TB (for example TestMain,
 // to share one server between the tests of a package). The caller must call
 // Close.
-func Launch(ctx context.Context) (*Server, error) {
-	bin, err := findBinary()
+func LaunchDynalite(ctx context.Context) (*Dynalite, error) {
+	bin, err := findDynalite()
 	if err != nil {
 		return nil, err
 	}
 	var lastErr error
-	for range startAttempts {
-		srv, err := launchOnce(ctx, bin)
+	for range dynaliteAttempts {
+		srv, err := launchDynalite(ctx, bin)
 		if err == nil {
 			return srv, nil
 		}
@@ -97,9 +96,9 @@ func Launch(ctx context.Context) (*Server, error) {
 	return nil, fmt.Errorf("start %s: %w", bin, lastErr)
 }
 
-// NewClient returns a DynamoDB client for endpoint with static fake
+// DynamoDBClient returns a DynamoDB client for endpoint with static fake
 // credentials, so that no shared config or real account is ever consulted.
-func NewClient(endpoint string) *dynamodb.Client {
+func DynamoDBClient(endpoint string) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       "eu-west-1",
 		BaseEndpoint: aws.String(endpoint),
@@ -109,16 +108,16 @@ func NewClient(endpoint string) *dynamodb.Client {
 
 // CreateTable creates a table with a single string partition key and
 // on-demand billing, and waits until it is ACTIVE.
-func (s *Server) CreateTable(tb testing.TB, table, partitionKey string) {
+func (s *Dynalite) CreateTable(tb testing.TB, table, partitionKey string) {
 	tb.Helper()
 	s.CreateTableWithSortKey(tb, table, partitionKey, "")
 }
 
 // CreateTableWithSortKey is CreateTable with a string sort key as well
 // (none when sortKey is empty).
-func (s *Server) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sortKey string) {
+func (s *Dynalite) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sortKey string) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), dynaliteReady)
 	defer cancel()
 	defs := []types.AttributeDefinition{{AttributeName: aws.String(partitionKey), AttributeType: types.ScalarAttributeTypeS}}
 	keys := []types.KeySchemaElement{{AttributeName: aws.String(partitionKey), KeyType: types.KeyTypeHash}}
@@ -133,12 +132,12 @@ func (s *Server) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sort
 		KeySchema:            keys,
 	})
 	if err != nil {
-		tb.Fatalf("dynalitetest: create table %s: %v", table, err)
+		tb.Fatalf("dynalite: create table %s: %v", table, err)
 	}
 }
 
 // Create creates the table that in describes and waits until it is ACTIVE.
-func (s *Server) Create(ctx context.Context, in *dynamodb.CreateTableInput) error {
+func (s *Dynalite) Create(ctx context.Context, in *dynamodb.CreateTableInput) error {
 	if _, err := s.Client.CreateTable(ctx, in); err != nil {
 		return err
 	}
@@ -146,7 +145,7 @@ func (s *Server) Create(ctx context.Context, in *dynamodb.CreateTableInput) erro
 		o.MinDelay = 20 * time.Millisecond
 		o.MaxDelay = 200 * time.Millisecond
 	})
-	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, readyTimeout); err != nil {
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, dynaliteReady); err != nil {
 		return fmt.Errorf("not ACTIVE: %w", err)
 	}
 	return nil
@@ -154,7 +153,7 @@ func (s *Server) Create(ctx context.Context, in *dynamodb.CreateTableInput) erro
 
 // Close stops dynalite (SIGTERM, then SIGKILL after two seconds) and waits
 // for it to exit. It is safe to call more than once.
-func (s *Server) Close() error {
+func (s *Dynalite) Close() error {
 	s.once.Do(func() {
 		_ = s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -167,8 +166,8 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func launchOnce(ctx context.Context, bin string) (*Server, error) {
-	port, err := testproc.FreePort()
+func launchDynalite(ctx context.Context, bin string) (*Dynalite, error) {
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +176,7 @@ func launchOnce(ctx context.Context, bin string) (*Server, error) {
 	cmd := exec.Command(bin,
 		"--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	guard, err := guardPath()
+	guard, err := dynaliteGuard()
 	if err != nil {
 		return nil, err
 	}
@@ -187,12 +186,12 @@ func launchOnce(ctx context.Context, bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	stderr := &testproc.Buffer{Limit: testproc.StderrLimit}
+	stderr := &Buffer{Limit: StderrLimit}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	srv := &Server{
+	srv := &Dynalite{
 		Endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
 		cmd:      cmd,
 		stderr:   stderr,
@@ -217,7 +216,7 @@ func launchOnce(ctx context.Context, bin string) (*Server, error) {
 		close(srv.done)
 	}()
 
-	timer := time.NewTimer(readyTimeout)
+	timer := time.NewTimer(dynaliteReady)
 	defer timer.Stop()
 	select {
 	case <-listening:
@@ -225,13 +224,13 @@ func launchOnce(ctx context.Context, bin string) (*Server, error) {
 		return nil, fmt.Errorf("dynalite exited before listening on port %d: %v: %s", port, srv.waitErr, stderr.String())
 	case <-timer.C:
 		_ = srv.Close()
-		return nil, fmt.Errorf("dynalite did not start listening on port %d within %s: %s", port, readyTimeout, stderr.String())
+		return nil, fmt.Errorf("dynalite did not start listening on port %d within %s: %s", port, dynaliteReady, stderr.String())
 	case <-ctx.Done():
 		_ = srv.Close()
 		return nil, ctx.Err()
 	}
 
-	srv.Client = NewClient(srv.Endpoint)
+	srv.Client = DynamoDBClient(srv.Endpoint)
 	if err := srv.waitReady(ctx, timer.C); err != nil {
 		_ = srv.Close()
 		return nil, err
@@ -241,7 +240,7 @@ func launchOnce(ctx context.Context, bin string) (*Server, error) {
 
 // waitReady polls ListTables: the "listening" line proves the socket is
 // bound, this proves the request path (signing, JSON protocol) works.
-func (s *Server) waitReady(ctx context.Context, deadline <-chan time.Time) error {
+func (s *Dynalite) waitReady(ctx context.Context, deadline <-chan time.Time) error {
 	for {
 		reqCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := s.Client.ListTables(reqCtx, &dynamodb.ListTablesInput{})
@@ -261,7 +260,7 @@ func (s *Server) waitReady(ctx context.Context, deadline <-chan time.Time) error
 	}
 }
 
-func findBinary() (string, error) {
+func findDynalite() (string, error) {
 	if p := os.Getenv("DYNALITE"); p != "" {
 		return p, nil
 	}
@@ -269,7 +268,7 @@ func findBinary() (string, error) {
 		return p, nil
 	}
 	const rel = "node_modules/.bin/dynalite"
-	if dir, err := testproc.FindUp(rel); err == nil {
+	if dir, err := FindUp(rel); err == nil {
 		return filepath.Join(dir, rel), nil
 	}
 	return "", errors.New("dynalite not found: set $DYNALITE, put it on $PATH or run `npm ci` in the repository root")
@@ -278,16 +277,16 @@ func findBinary() (string, error) {
 //go:embed abortedrequests.cjs
 var abortedRequests []byte
 
-// guardPath writes abortedrequests.cjs to disk once, for node's --require.
-var guardPath = sync.OnceValues(func() (string, error) {
+// dynaliteGuard writes abortedrequests.cjs to disk once, for node's --require.
+var dynaliteGuard = sync.OnceValues(func() (string, error) {
 	// Named by its content, so processes sharing the temporary directory
 	// write the same file; written under a temporary name and renamed, so
 	// no node ever reads half of it.
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("dynalitetest-abortedrequests-%x.cjs", sha256.Sum256(abortedRequests)))
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("localaws-abortedrequests-%x.cjs", sha256.Sum256(abortedRequests)))
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "dynalitetest-*.cjs")
+	f, err := os.CreateTemp(filepath.Dir(path), "localaws-*.cjs")
 	if err != nil {
 		return "", err
 	}
@@ -299,18 +298,18 @@ var guardPath = sync.OnceValues(func() (string, error) {
 	return path, os.Rename(f.Name(), path)
 })
 
-// RunMain is a test package's TestMain with one dynalite for all its
+// RunWithDynalite is a test package's TestMain with one dynalite for all its
 // tests: it launches the server (into *srv), runs the tests, stops it and
 // exits with the tests' code.
 //
-//	var ddb *dynalitetest.Server
-//	func TestMain(m *testing.M) { dynalitetest.RunMain(m, &ddb) }
-func RunMain(m *testing.M, srv **Server) {
+//	var ddb *Dynalite
+//	func TestMain(m *testing.M) { RunWithDynalite(m, &ddb) }
+func RunWithDynalite(m *testing.M, srv **Dynalite) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	s, err := Launch(ctx)
+	s, err := LaunchDynalite(ctx)
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "dynalitetest: %v\n", err)
+		fmt.Fprintf(os.Stderr, "dynalite: %v\n", err)
 		os.Exit(1)
 	}
 	*srv = s
@@ -323,7 +322,7 @@ var tableSeq atomic.Int64
 
 // NewTable creates a table whose name (returned) is unique to this process
 // and test run, with the given keys (sortKey may be empty).
-func (s *Server) NewTable(tb testing.TB, prefix, partitionKey, sortKey string) string {
+func (s *Dynalite) NewTable(tb testing.TB, prefix, partitionKey, sortKey string) string {
 	tb.Helper()
 	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), tableSeq.Add(1))
 	s.CreateTableWithSortKey(tb, name, partitionKey, sortKey)

@@ -1,9 +1,9 @@
-package awsfake
+package localaws_test
 
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"sync"
 	"testing"
 
@@ -16,13 +16,13 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 )
 
-type routerFunc func(context.Context, Event) error
+type routerFunc func(context.Context, localaws.Event) error
 
-func (f routerFunc) Route(ctx context.Context, e Event) error { return f(ctx, e) }
+func (f routerFunc) Route(ctx context.Context, e localaws.Event) error { return f(ctx, e) }
 
-type executorFunc func(context.Context, Execution) error
+type executorFunc func(context.Context, localaws.Execution) error
 
-func (f executorFunc) Start(ctx context.Context, e Execution) error { return f(ctx, e) }
+func (f executorFunc) Start(ctx context.Context, e localaws.Execution) error { return f(ctx, e) }
 
 func cfg(url string) aws.Config {
 	return aws.Config{
@@ -34,31 +34,28 @@ func cfg(url string) aws.Config {
 
 func TestRealSDKClientsAgainstTheFake(t *testing.T) {
 	var mu sync.Mutex
-	var routed []Event
-	var started []Execution
-	s := &Server{
-		Account: "111111111111", Region: "eu-west-1",
-		Router: routerFunc(func(_ context.Context, e Event) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if e.DetailType == "Rechazado" {
-				return errors.New("no route")
-			}
-			routed = append(routed, e)
-			return nil
-		}),
-		Executor: executorFunc(func(_ context.Context, e Execution) error {
-			mu.Lock()
-			defer mu.Unlock()
-			started = append(started, e)
-			return nil
-		}),
-		Secrets: map[string]string{"arn:aws:secretsmanager:eu-west-1:111111111111:secret:pasarela": `{"api_key":"k"}`},
-	}
-	srv := httptest.NewServer(s)
-	defer srv.Close()
+	var routed []localaws.Event
+	var started []localaws.Execution
+	s := localaws.NewEndpoint(t, localaws.NewSQS(localaws.SQSConfig{}))
+	s.KnownSecretsOnly = true
+	s.Router = routerFunc(func(_ context.Context, e localaws.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.DetailType == "Rechazado" {
+			return errors.New("no route")
+		}
+		routed = append(routed, e)
+		return nil
+	})
+	s.Executor = executorFunc(func(_ context.Context, e localaws.Execution) error {
+		mu.Lock()
+		defer mu.Unlock()
+		started = append(started, e)
+		return nil
+	})
+	s.SetSecret("arn:aws:secretsmanager:eu-west-1:111111111111:secret:pasarela", `{"api_key":"k"}`)
 	ctx := context.Background()
-	c := cfg(srv.URL)
+	c := cfg(s.URL)
 
 	eb := eventbridge.NewFromConfig(c)
 	out, err := eb.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{

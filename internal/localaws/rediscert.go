@@ -1,4 +1,4 @@
-package redistest
+package localaws
 
 import (
 	"crypto/ecdsa"
@@ -26,10 +26,10 @@ var (
 	certErr         error
 )
 
-// selfSigned writes the process's self-signed certificate for localhost
+// redisCertificate writes the process's self-signed certificate for localhost
 // and 127.0.0.1 (valid for a day) and its key into dir; it returns their
 // files and a client configuration that trusts the certificate.
-func selfSigned(dir string) (certFile, keyFile string, client *tls.Config, err error) {
+func redisCertificate(dir string) (certFile, keyFile string, client *tls.Config, err error) {
 	certOnce.Do(func() { certPEM, keyPEM, clientTLS, certErr = newCertificate() })
 	if certErr != nil {
 		return "", "", nil, certErr

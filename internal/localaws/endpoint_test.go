@@ -1,12 +1,10 @@
-package wiringtest_test
+package localaws
 
 import (
 	"io"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/mercadofresco/integration/internal/wiringtest"
 )
 
 // The endpoint answers each target as its service does, a secret it was
@@ -14,7 +12,7 @@ import (
 // know with UnknownOperationException (a new call fails loudly), and a
 // failing target with its error; every request is recorded.
 func TestEndpointAnswersByTarget(t *testing.T) {
-	e := wiringtest.NewEndpoint(t)
+	e := NewEndpoint(t, nil)
 	e.SetSecret("conocido", "valor")
 	post := func(target, body string) (int, string) {
 		t.Helper()
@@ -35,7 +33,7 @@ func TestEndpointAnswersByTarget(t *testing.T) {
 	}{
 		{"secretsmanager.GetSecretValue", `{"SecretId":"conocido"}`, 200, `"SecretString":"valor"`},
 		{"secretsmanager.GetSecretValue", `{"SecretId":"nuevo"}`, 200, `"SecretString":"` + e.Secret("nuevo") + `"`},
-		{"AWSEvents.PutEvents", `{"Entries":[{},{}]}`, 200, `"FailedEntryCount":0`},
+		{"AWSEvents.PutEvents", `{"Entries":[{"Source":"s","DetailType":"d","Detail":"{}"},{}]}`, 200, `"FailedEntryCount":1`},
 		{"AWSStepFunctions.StartExecution", `{"StateMachineArn":"arn:aws:states:r:a:stateMachine:m","Name":"n"}`, 200, `"executionArn":"arn:aws:states:r:a:execution:m:n"`},
 		{"DynamoDB_20120810.PutItem", `{}`, 200, `{}`},
 		{"AmazonSQS.SendMessage", `{"QueueUrl":"https://sqs.eu-west-1.amazonaws.com/333333333333/q","MessageBody":"hola"}`, 200, `"MD5OfMessageBody"`},

@@ -1,6 +1,6 @@
 // ASL harness: validates a state machine definition with asl-validator and
 // runs scenarios in aws-local-stepfunctions, in one Node process, for the Go
-// tests of internal/asltest. Request on stdin, report on stdout (JSON).
+// tests of internal/localaws (RunWorkflow). Request on stdin, report on stdout (JSON).
 //
 // Request: {"definition": <ASL object>, "scenarios": [{"name", "input",
 //   "tasks": {"<state name>": [<step>...]}, "context": {...}}]}

@@ -1,18 +1,16 @@
-package fakehttp_test
+package localaws
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/mercadofresco/integration/internal/testseed"
 	"io"
 	"net/http"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/testseed"
 )
 
 type counterHandler struct {
@@ -26,21 +24,21 @@ func (c *counterHandler) count() int {
 	return c.n
 }
 
-func (c *counterHandler) handle(r fakehttp.Request) fakehttp.Response {
+func (c *counterHandler) handle(r ServiceRequest) ServiceResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n++
-	return fakehttp.JSON(201, `{"n":`+string(rune('0'+c.n))+`}`)
+	return JSON(201, `{"n":`+string(rune('0'+c.n))+`}`)
 }
 
-func post(t *testing.T, ctx context.Context, s *fakehttp.Server, key, body string) (*http.Response, string, error) {
+func post(t *testing.T, ctx context.Context, s *Service, key, body string) (*http.Response, string, error) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/x", bytes.NewBufferString(body))
 	// net/http replays a request carrying Idempotency-Key once on a reused
 	// connection that fails; the tests count every attempt themselves.
 	req.GetBody = nil
 	if key != "" {
-		req.Header.Set(fakehttp.HeaderIdempotencyKey, key)
+		req.Header.Set(HeaderIdempotencyKey, key)
 	}
 	resp, err := s.Client().Do(req)
 	if err != nil {
@@ -53,7 +51,7 @@ func post(t *testing.T, ctx context.Context, s *fakehttp.Server, key, body strin
 
 func TestIdempotencyKeySemantics(t *testing.T) {
 	h := &counterHandler{}
-	s := fakehttp.New(h.handle)
+	s := NewService(h.handle)
 	defer s.Close()
 	ctx := context.Background()
 	r1, b1, err := post(t, ctx, s, "cobro:P1", `{"a":1}`)
@@ -61,7 +59,7 @@ func TestIdempotencyKeySemantics(t *testing.T) {
 		t.Fatal(r1, err)
 	}
 	r2, b2, _ := post(t, ctx, s, "cobro:P1", `{"a":1}`)
-	if r2.StatusCode != 201 || b2 != b1 || r2.Header.Get(fakehttp.HeaderReplayed) != "true" {
+	if r2.StatusCode != 201 || b2 != b1 || r2.Header.Get(HeaderReplayed) != "true" {
 		t.Errorf("repeat: %d %q %v, want the stored answer %q replayed", r2.StatusCode, b2, r2.Header, b1)
 	}
 	if r3, _, _ := post(t, ctx, s, "cobro:P1", `{"a":2}`); r3.StatusCode != 422 {
@@ -81,10 +79,10 @@ func TestIdempotencyKeySemantics(t *testing.T) {
 func TestConcurrentSameKeyGets409(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	s := fakehttp.New(func(fakehttp.Request) fakehttp.Response {
+	s := NewService(func(ServiceRequest) ServiceResponse {
 		entered <- struct{}{}
 		<-release
-		return fakehttp.JSON(201, `{}`)
+		return JSON(201, `{}`)
 	})
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -107,11 +105,11 @@ func TestConcurrentSameKeyGets409(t *testing.T) {
 
 func TestFaults(t *testing.T) {
 	h := &counterHandler{}
-	s := fakehttp.New(h.handle)
+	s := NewService(h.handle)
 	defer s.Close()
 	ctx := context.Background()
 
-	s.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Status: 429, RetryAfter: "2"}})
+	s.Inject(Rule{Times: 1, Fault: Fault{Status: 429, RetryAfter: "2"}})
 	r, _, _ := post(t, ctx, s, "k1", `{}`)
 	if r.StatusCode != 429 || r.Header.Get("Retry-After") != "2" || h.count() != 0 {
 		t.Errorf("429 fault: %d %q effects %d", r.StatusCode, r.Header.Get("Retry-After"), h.count())
@@ -120,7 +118,7 @@ func TestFaults(t *testing.T) {
 		t.Errorf("after a one-time fault, the same key must run the effect (nothing was stored): %d", r.StatusCode)
 	}
 
-	s.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Reset: true}})
+	s.Inject(Rule{Times: 1, Fault: Fault{Reset: true}})
 	_, _, err := post(t, ctx, s, "k2", `{}`)
 	if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, io.EOF) {
 		t.Errorf("reset: err = %v, want a connection reset", err)
@@ -129,7 +127,7 @@ func TestFaults(t *testing.T) {
 		t.Errorf("reset before the effect applied it")
 	}
 
-	s.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}})
+	s.Inject(Rule{Times: 1, Fault: Fault{HangAfterEffect: true}})
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	_, _, err = post(t, tctx, s, "k3", `{}`)
 	cancel()
@@ -140,11 +138,11 @@ func TestFaults(t *testing.T) {
 		t.Errorf("effects %d after hang-after-effect, want 2", h.count())
 	}
 	r, _, _ = post(t, ctx, s, "k3", `{}`)
-	if r.StatusCode != 201 || r.Header.Get(fakehttp.HeaderReplayed) != "true" || h.count() != 2 {
-		t.Errorf("retry after the timeout: %d replayed=%q effects %d; want the stored answer, no new effect", r.StatusCode, r.Header.Get(fakehttp.HeaderReplayed), h.count())
+	if r.StatusCode != 201 || r.Header.Get(HeaderReplayed) != "true" || h.count() != 2 {
+		t.Errorf("retry after the timeout: %d replayed=%q effects %d; want the stored answer, no new effect", r.StatusCode, r.Header.Get(HeaderReplayed), h.count())
 	}
 
-	s.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{ResetAfterEffect: true}})
+	s.Inject(Rule{Times: 1, Fault: Fault{ResetAfterEffect: true}})
 	if _, _, err := post(t, ctx, s, "k4", `{}`); err == nil {
 		t.Error("reset after effect: no error")
 	}
@@ -152,7 +150,7 @@ func TestFaults(t *testing.T) {
 		t.Errorf("reset after effect did not apply it")
 	}
 
-	s.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Latency: 50 * time.Millisecond}})
+	s.Inject(Rule{Times: 1, Fault: Fault{Latency: 50 * time.Millisecond}})
 	start := time.Now()
 	post(t, ctx, s, "k5", `{}`)
 	if el := time.Since(start); el < 50*time.Millisecond {
@@ -172,9 +170,9 @@ func TestFaults(t *testing.T) {
 func TestProbabilisticFaultsAreReproducible(t *testing.T) {
 	seed := testseed.New(t).Seed
 	run := func() []int {
-		s := fakehttp.New(func(fakehttp.Request) fakehttp.Response { return fakehttp.JSON(200, `{}`) }, fakehttp.WithSeed(seed))
+		s := NewService(func(ServiceRequest) ServiceResponse { return JSON(200, `{}`) }, WithSeed(seed))
 		defer s.Close()
-		s.Inject(fakehttp.Rule{Probability: 0.3, Fault: fakehttp.Fault{Status: 503}})
+		s.Inject(Rule{Probability: 0.3, Fault: Fault{Status: 503}})
 		var codes []int
 		for range 40 {
 			r, _, _ := post(t, context.Background(), s, "", `{}`)
@@ -219,7 +217,7 @@ func TestKeyRetentionAndModes(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name    string
-		opts    []fakehttp.Option
+		opts    []ServiceOption
 		advance time.Duration
 		// effects after two requests with one key, the clock advanced
 		// between them
@@ -227,16 +225,16 @@ func TestKeyRetentionAndModes(t *testing.T) {
 		wantReplayed int
 	}{
 		{name: "default retention, within it", advance: 23 * time.Hour, wantEffects: 1, wantReplayed: 1},
-		{name: "default retention, past it", advance: fakehttp.DefaultKeyRetention, wantEffects: 2},
-		{name: "short retention, past it", opts: []fakehttp.Option{fakehttp.WithKeyRetention(time.Minute)}, advance: time.Minute, wantEffects: 2},
-		{name: "forever", opts: []fakehttp.Option{fakehttp.WithKeyRetention(0)}, advance: 1000 * time.Hour, wantEffects: 1, wantReplayed: 1},
-		{name: "keys ignored", opts: []fakehttp.Option{fakehttp.WithoutIdempotency()}, wantEffects: 2},
+		{name: "default retention, past it", advance: DefaultKeyRetention, wantEffects: 2},
+		{name: "short retention, past it", opts: []ServiceOption{WithKeyRetention(time.Minute)}, advance: time.Minute, wantEffects: 2},
+		{name: "forever", opts: []ServiceOption{WithKeyRetention(0)}, advance: 1000 * time.Hour, wantEffects: 1, wantReplayed: 1},
+		{name: "keys ignored", opts: []ServiceOption{WithoutIdempotency()}, wantEffects: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &counterHandler{}
 			clock := &manualClock{now: time.Date(2026, 11, 27, 19, 0, 0, 0, time.UTC)}
-			s := fakehttp.New(h.handle, append([]fakehttp.Option{fakehttp.WithClock(clock.Now)}, tt.opts...)...)
+			s := NewService(h.handle, append([]ServiceOption{WithClock(clock.Now)}, tt.opts...)...)
 			defer s.Close()
 			if r, _, err := post(t, ctx, s, "cobro:P1", `{"a":1}`); err != nil || r.StatusCode != 201 {
 				t.Fatalf("first: %v %v", r, err)
@@ -256,12 +254,12 @@ func TestKeyRetentionAndModes(t *testing.T) {
 
 func TestAnswerLostIsRecorded(t *testing.T) {
 	h := &counterHandler{}
-	s := fakehttp.New(h.handle)
+	s := NewService(h.handle)
 	defer s.Close()
 	ctx := context.Background()
-	s.Inject(fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{HangAfterEffect: true}},
-		fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{ResetAfterEffect: true}},
-		fakehttp.Rule{Times: 1, Fault: fakehttp.Fault{Reset: true}})
+	s.Inject(Rule{Times: 1, Fault: Fault{HangAfterEffect: true}},
+		Rule{Times: 1, Fault: Fault{ResetAfterEffect: true}},
+		Rule{Times: 1, Fault: Fault{Reset: true}})
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	_, _, _ = post(t, tctx, s, "k1", `{}`)
 	cancel()

@@ -1,55 +1,35 @@
-package wiringtest
+package lambdatest
 
 import (
 	"context"
+	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/redis/go-redis/v9"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
-// Dependency is a recording server standing in for a third-party HTTP API
-// (fakehttp, with its Idempotency-Key semantics): every request that runs
-// its effect is kept with its headers and answered with status and body.
-type Dependency struct {
-	*fakehttp.Server
-	mu   sync.Mutex
-	seen []fakehttp.Request
-}
+// Dependency is a Service standing in for a third-party HTTP API, answering
+// every request with one status and body; its ledger keeps each effect with
+// its headers.
+type Dependency struct{ *localaws.Service }
 
 // NewDependency starts a Dependency answering status and body, closed when
 // the test ends.
 func NewDependency(t testing.TB, status int, body string) *Dependency {
 	t.Helper()
-	d := &Dependency{}
-	d.Server = fakehttp.New(func(r fakehttp.Request) fakehttp.Response {
-		d.mu.Lock()
-		d.seen = append(d.seen, r)
-		d.mu.Unlock()
-		return fakehttp.JSON(status, body)
-	})
+	d := &Dependency{localaws.NewService(func(localaws.ServiceRequest) localaws.ServiceResponse { return localaws.JSON(status, body) })}
 	t.Cleanup(d.Close)
 	return d
-}
-
-// Seen returns the requests that reached the handler, in order.
-func (d *Dependency) Seen() []fakehttp.Request {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]fakehttp.Request(nil), d.seen...)
 }
 
 // BreakerCache is a private redis-server standing in for the Valkey cache
 // of the breakers.
 type BreakerCache struct {
-	srv   *redistest.Server
+	srv   *localaws.Redis
 	admin *redis.Client // the test's one connection
 	// before is the server's accepted connections once set up: every
 	// later one is the function's (admin's stays open).
@@ -68,7 +48,7 @@ type BreakerCache struct {
 // so the breakers' fixed key prefix collides with no other test.
 func NewBreakerCache(t testing.TB, env map[string]string) *BreakerCache {
 	t.Helper()
-	srv := redistest.StartTLS(t)
+	srv := localaws.StartRedisTLS(t)
 	_, port, _ := net.SplitHostPort(srv.Addr)
 	env["BREAKER_REDIS_ADDR"] = net.JoinHostPort("localhost", port)
 	t.Setenv("SSL_CERT_FILE", srv.CAFile)
@@ -84,14 +64,14 @@ func NewBreakerCache(t testing.TB, env map[string]string) *BreakerCache {
 			}
 		}
 		if access == "" {
-			t.Fatalf("wiringtest: no ElastiCache user %s with an AccessString in the %s templates", user, envName)
+			t.Fatalf("lambdatest: no ElastiCache user %s with an AccessString in the %s templates", user, envName)
 		}
 		args := []any{"ACL", "SETUSER", user, "reset", "nopass"}
 		for _, rule := range strings.Fields(access) {
 			args = append(args, rule)
 		}
 		if err := srv.Client(t).Do(context.Background(), args...).Err(); err != nil {
-			t.Fatalf("wiringtest: ACL SETUSER %s %s: %v", user, access, err)
+			t.Fatalf("lambdatest: ACL SETUSER %s %s: %v", user, access, err)
 		}
 	}
 	c := &BreakerCache{srv: srv, admin: srv.Client(t)}
@@ -123,9 +103,9 @@ func (c *BreakerCache) ScriptCalls(t testing.TB) int {
 // WantPost fails the test unless d saw exactly one request, a POST of path
 // whose Idempotency-Key and body name pedidoID, authorised with
 // "Bearer "+apiKey.
-func (d *Dependency) WantPost(t testing.TB, path, pedidoID, apiKey string) fakehttp.Request {
+func (d *Dependency) WantPost(t testing.TB, path, pedidoID, apiKey string) localaws.Effect {
 	t.Helper()
-	seen := d.Seen()
+	seen := d.Effects()
 	if len(seen) != 1 {
 		t.Fatalf("the dependency saw %d requests, want 1", len(seen))
 	}

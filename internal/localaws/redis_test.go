@@ -1,4 +1,4 @@
-package redistest
+package localaws
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 )
 
 func TestStopAndStartOnTheSameAddress(t *testing.T) {
-	srv := Start(t)
+	srv := StartRedis(t)
 	rdb := srv.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	key := KeyPrefix(t) + "k"
+	key := RedisKeyPrefix(t) + "k"
 	if err := rdb.Set(ctx, key, "v", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,12 @@
-// Package consumertest runs the project's queue consumers in tests the way
+package lambdatest
+
+// Consumers: runs the project's queue consumers in tests the way
 // Lambda's SQS event source mapping does: messages sent to an in-memory SQS
 // (internal/localaws, with visibility timeouts, receive counts and redrive to a
 // DLQ) are received in batches, handed to the consumer's Processor as a real
 // events.SQSEvent, and deleted unless the response lists them in
 // batchItemFailures. It also builds hand-made batches (duplicate message ids
 // in one batch) and reads back what the consumers dead-lettered.
-package consumertest
 
 import (
 	"cmp"
@@ -24,12 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/mercadofresco/integration/internal/dynalitetest"
-	"github.com/mercadofresco/integration/internal/fakehttp"
 	"github.com/mercadofresco/integration/internal/localaws"
-	"github.com/mercadofresco/integration/internal/redistest"
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
@@ -39,6 +35,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
+	"github.com/redis/go-redis/v9"
 )
 
 // ConsumerVersion is the build id the test settings carry (it must appear
@@ -64,8 +61,8 @@ type Queues struct {
 	seq    atomic.Int64
 }
 
-// Options configure New.
-type Options struct {
+// QueueOptions configure NewQueues.
+type QueueOptions struct {
 	// Fifo makes both queues FIFO (name gets ".fifo").
 	Fifo bool
 	// MaxReceiveCount of the redrive policy (default 4).
@@ -77,9 +74,9 @@ type Options struct {
 	Window time.Duration
 }
 
-// New creates source queue name and its DLQ name+"-fallidos" on a fresh
+// NewQueues creates source queue name and its DLQ name+"-fallidos" on a fresh
 // local SQS with a manual clock.
-func New(t testing.TB, name string, o Options) *Queues {
+func NewQueues(t testing.TB, name string, o QueueOptions) *Queues {
 	t.Helper()
 	o.MaxReceiveCount = cmp.Or(o.MaxReceiveCount, 4)
 	o.Visibility = cmp.Or(o.Visibility, 400*time.Second)
@@ -318,12 +315,12 @@ func Must(t testing.TB, err error) {
 // APIKey is the key the fake dependencies accept.
 const APIKey = "k-test"
 
-// FakeDependency starts a fake HTTP dependency (internal/fakehttp:
+// FakeDependency starts a fake HTTP dependency (localaws.Service:
 // Idempotency-Key replay, fault injection, ledgers) running h, refusing
 // any request without "Authorization: Bearer " + APIKey.
-func FakeDependency(t testing.TB, seed uint64, h fakehttp.Handler) *fakehttp.Server {
+func FakeDependency(t testing.TB, seed uint64, h localaws.ServiceHandler) *localaws.Service {
 	t.Helper()
-	srv := fakehttp.New(h, fakehttp.WithSeed(seed), fakehttp.WithBearer(APIKey))
+	srv := localaws.NewService(h, localaws.WithSeed(seed), localaws.WithBearer(APIKey))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -342,7 +339,7 @@ type DepOptions struct {
 
 // Client returns the httpdep client of dependency name on srv. Retry waits
 // run on a virtual clock, so a test spends no time in backoff.
-func Client(t testing.TB, name string, srv *fakehttp.Server, o DepOptions) *httpdep.Client {
+func Client(t testing.TB, name string, srv *localaws.Service, o DepOptions) *httpdep.Client {
 	t.Helper()
 	o.Attempts = cmp.Or(o.Attempts, 2)
 	o.ReadTimeout = cmp.Or(o.ReadTimeout, 2*time.Second)
@@ -360,7 +357,7 @@ func Client(t testing.TB, name string, srv *fakehttp.Server, o DepOptions) *http
 }
 
 // Breaker returns a breaker of dependency name on rdb (a private Redis of
-// the test, internal/redistest) with a key prefix of this test, on
+// the test, localaws.StartRedis) with a key prefix of this test, on
 // now (a *retry.VirtualClock's Now lets the test end the open period).
 // Its store timeout is long: on a loaded machine a slow Redis answer must
 // not turn into the breaker failing open, which the tests would read as
@@ -368,7 +365,7 @@ func Client(t testing.TB, name string, srv *fakehttp.Server, o DepOptions) *http
 func Breaker(t testing.TB, rdb redis.Scripter, name string, threshold int, now func() time.Time) *breaker.Breaker {
 	t.Helper()
 	b, err := breaker.New(breaker.NewRedisStore(rdb), breaker.Config{
-		Name: name, KeyPrefix: redistest.KeyPrefix(t), FailureThreshold: threshold, Now: now, Logger: Logger(t),
+		Name: name, KeyPrefix: localaws.RedisKeyPrefix(t), FailureThreshold: threshold, Now: now, Logger: Logger(t),
 		StoreTimeout: 10 * time.Second,
 	})
 	if err != nil {
@@ -378,7 +375,7 @@ func Breaker(t testing.TB, rdb redis.Scripter, name string, threshold int, now f
 }
 
 // Requests counts the requests that reached srv per Idempotency-Key.
-func Requests(srv *fakehttp.Server) map[string]int {
+func Requests(srv *localaws.Service) map[string]int {
 	out := map[string]int{}
 	for _, r := range srv.Requests() {
 		out[r.IdempotencyKey]++
@@ -388,7 +385,7 @@ func Requests(srv *fakehttp.Server) map[string]int {
 
 // Effects counts srv's successful effects (2xx answers of its handler) per
 // Idempotency-Key: what the dependency actually did.
-func Effects(srv *fakehttp.Server) map[string]int {
+func Effects(srv *localaws.Service) map[string]int {
 	out := map[string]int{}
 	for _, e := range srv.Effects() {
 		if e.Response.Status < 300 {
@@ -417,7 +414,7 @@ func (q *Queues) VisibleIn(t testing.TB, id string) (d time.Duration, ok bool) {
 // IdempotencyStore returns a store on a fresh idempotency table of srv
 // (and the table's name) whose records live the replay window, on the
 // queues' clock, as a deployed consumer's do.
-func (q *Queues) IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idempotency.Store, string) {
+func (q *Queues) IdempotencyStore(t testing.TB, srv *localaws.Dynalite) (*idempotency.Store, string) {
 	t.Helper()
 	table := srv.NewTable(t, "idem", lambdaapi.IdempotencyKeyAttribute, "")
 	s, err := idempotency.NewStore(srv.Client, idempotency.Config{TableName: table, Expiry: q.Window, Now: q.Clock.Now})
@@ -431,7 +428,7 @@ func (q *Queues) IdempotencyStore(t testing.TB, srv *dynalitetest.Server) (*idem
 // these queues: a fresh idempotency table of srv (IdempotencyStore), the
 // local SQS as DLQ sender and visibility changer, and the degrade plan of
 // the source queue.
-func (q *Queues) OnceDeps(t testing.TB, srv *dynalitetest.Server) sqsconsumer.OnceDeps {
+func (q *Queues) OnceDeps(t testing.TB, srv *localaws.Dynalite) sqsconsumer.OnceDeps {
 	t.Helper()
 	store, _ := q.IdempotencyStore(t, srv)
 	plan, err := degrade.New(degrade.Config{MaxReceiveCount: q.MaxReceiveCount, Sender: q.Fake})

@@ -1,22 +1,24 @@
-// Package redistest runs a private redis-server for one test: on a free
+package localaws
+
+// Redis: a private redis-server for one test: on a free
 // port, in the test's temporary directory, without persistence, stopped and
 // removed when the test ends. Tests that stop, restart or flush Redis must
 // use it, never the machine's shared 127.0.0.1:6379.
 //
-//	srv := redistest.Start(t)
+//	srv := StartRedis(t)
 //	rdb := srv.Client(t)
 //	srv.Stop()  // Redis unreachable (fail-open tests)
 //	srv.Start() // back on the same port, empty
 //
 // StartTLS serves TLS only, with a certificate for localhost and 127.0.0.1
 // that the test trusts through CAFile (as ElastiCache Serverless is reached).
-package redistest
 
 import (
 	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/redis/go-redis/v9"
 	"net"
 	"os"
 	"os/exec"
@@ -25,19 +27,16 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/mercadofresco/integration/internal/testproc"
-	"github.com/redis/go-redis/v9"
 )
 
-// Binary is the server started; REDIS_SERVER overrides it.
-var Binary = "redis-server"
+// RedisBinary is the server started; REDIS_SERVER overrides it.
+var RedisBinary = "redis-server"
 
-// readyTimeout bounds the wait for a started server to answer PING.
-const readyTimeout = 10 * time.Second
+// redisReady bounds the wait for a started server to answer PING.
+const redisReady = 10 * time.Second
 
-// Server is one private redis-server process.
-type Server struct {
+// Redis is one private redis-server process.
+type Redis struct {
 	// Addr is host:port, the same across Stop and Start.
 	Addr string
 
@@ -55,32 +54,32 @@ type Server struct {
 	exited chan error // receives the process's Wait result
 }
 
-// Start launches a server and registers its shutdown with t.Cleanup. It
+// StartRedis launches a server and registers its shutdown with t.Cleanup. It
 // fails the test (t.Fatal) when redis-server is missing or does not become
 // ready in 10 seconds.
-func Start(t testing.TB) *Server {
+func StartRedis(t testing.TB) *Redis {
 	t.Helper()
-	return startServer(t, false)
+	return startRedis(t, false)
 }
 
-// StartTLS is Start for a server that accepts only TLS connections
+// StartRedisTLS is StartRedis for a server that accepts only TLS connections
 // (clients are not asked for a certificate).
-func StartTLS(t testing.TB) *Server {
+func StartRedisTLS(t testing.TB) *Redis {
 	t.Helper()
-	return startServer(t, true)
+	return startRedis(t, true)
 }
 
-func startServer(t testing.TB, useTLS bool) *Server {
+func startRedis(t testing.TB, useTLS bool) *Redis {
 	t.Helper()
-	bin := binary()
+	bin := redisBinary()
 	if _, err := exec.LookPath(bin); err != nil {
-		t.Fatalf("redistest: %s not found on PATH (apt-get install redis-server): %v", bin, err)
+		t.Fatalf("redis: %s not found on PATH (apt-get install redis-server): %v", bin, err)
 	}
-	s := &Server{t: t, dir: t.TempDir()}
+	s := &Redis{t: t, dir: t.TempDir()}
 	if useTLS {
 		var err error
-		if s.CAFile, s.keyFile, s.tls, err = selfSigned(s.dir); err != nil {
-			t.Fatalf("redistest: certificate: %v", err)
+		if s.CAFile, s.keyFile, s.tls, err = redisCertificate(s.dir); err != nil {
+			t.Fatalf("redis: certificate: %v", err)
 		}
 	}
 	t.Cleanup(s.Stop)
@@ -89,7 +88,7 @@ func startServer(t testing.TB, useTLS bool) *Server {
 	var err error
 	for range 5 {
 		var port int
-		if port, err = testproc.FreePort(); err != nil {
+		if port, err = FreePort(); err != nil {
 			continue
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -97,22 +96,22 @@ func startServer(t testing.TB, useTLS bool) *Server {
 			return s
 		}
 	}
-	t.Fatalf("redistest: cannot start %s: %v", bin, err)
+	t.Fatalf("redis: cannot start %s: %v", bin, err)
 	return nil
 }
 
 // Start starts the server again on the same address after Stop (with an
 // empty data set). It fails the test if it cannot.
-func (s *Server) Start() {
+func (s *Redis) Start() {
 	s.t.Helper()
-	if err := s.start(binary()); err != nil {
-		s.t.Fatalf("redistest: restart on %s: %v", s.Addr, err)
+	if err := s.start(redisBinary()); err != nil {
+		s.t.Fatalf("redis: restart on %s: %v", s.Addr, err)
 	}
 }
 
-func binary() string { return cmp.Or(os.Getenv("REDIS_SERVER"), Binary) }
+func redisBinary() string { return cmp.Or(os.Getenv("REDIS_SERVER"), RedisBinary) }
 
-func (s *Server) start(bin string) error {
+func (s *Redis) start(bin string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
@@ -133,7 +132,7 @@ func (s *Server) start(bin string) error {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), redisReady)
 	defer cancel()
 	probe := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, TLSConfig: s.tls})
 	defer probe.Close()
@@ -151,7 +150,7 @@ func (s *Server) start(bin string) error {
 		case <-ctx.Done():
 			cmd.Process.Kill() //nolint:errcheck
 			<-exited
-			return fmt.Errorf("no answer to PING within %s", readyTimeout)
+			return fmt.Errorf("no answer to PING within %s", redisReady)
 		case <-tick.C:
 		}
 	}
@@ -160,7 +159,7 @@ func (s *Server) start(bin string) error {
 // Stop kills the server (SIGKILL: like a crashed or unreachable node) and
 // waits for it to exit. Clients get connection errors until Start. Stopping
 // a stopped server does nothing.
-func (s *Server) Stop() {
+func (s *Redis) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
@@ -169,8 +168,8 @@ func (s *Server) Stop() {
 	s.cmd.Process.Kill() //nolint:errcheck // already gone is fine
 	select {
 	case <-s.exited:
-	case <-time.After(readyTimeout):
-		s.t.Errorf("redistest: redis-server pid %d did not exit after SIGKILL", s.cmd.Process.Pid)
+	case <-time.After(redisReady):
+		s.t.Errorf("redis: redis-server pid %d did not exit after SIGKILL", s.cmd.Process.Pid)
 	}
 	s.cmd, s.exited = nil, nil
 }
@@ -178,7 +177,7 @@ func (s *Server) Stop() {
 // Client returns a go-redis client for the server with short timeouts and
 // no command retries (so a test sees an outage at once), closed when the
 // test ends.
-func (s *Server) Client(t testing.TB) *redis.Client {
+func (s *Redis) Client(t testing.TB) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{
 		Addr:         s.Addr,
@@ -192,8 +191,8 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 	return c
 }
 
-// KeyPrefix returns a key prefix unique to this test and process, for tests
+// RedisKeyPrefix returns a key prefix unique to this test and process, for tests
 // that share a server.
-func KeyPrefix(t testing.TB) string {
+func RedisKeyPrefix(t testing.TB) string {
 	return fmt.Sprintf("test:%d:%s:%d:", os.Getpid(), t.Name(), time.Now().UnixNano())
 }

@@ -1,30 +1,30 @@
-// Package fakegateway is a fake payment gateway for tests, on
-// internal/fakehttp: it speaks the API lambdas/payment's client
+package lambdatest
+
+// Gateway: a fake payment gateway for tests, on
+// localaws.Service: it speaks the API lambdas/payment's client
 // uses (POST /v1/cobros, POST /v1/reembolsos), requires the API key,
 // declines the card token DeclinedToken with 402, honours Idempotency-Key,
 // and keeps a ledger of charges and refunds so a test can assert that an
 // order was charged exactly once. Faults are injected through Server.
-package fakegateway
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/payment"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
-
-	"github.com/mercadofresco/integration/internal/fakehttp"
-	"github.com/mercadofresco/integration/lambdas/payment"
 )
 
 // DeclinedToken is the card token the fake always declines.
 const DeclinedToken = "tok_rechazada"
 
-// Gateway is the fake. Embedded *fakehttp.Server gives Inject, Requests,
+// Gateway is the fake. Embedded *localaws.Service gives Inject, Requests,
 // Effects, URL and Close.
 type Gateway struct {
-	*fakehttp.Server
+	*localaws.Service
 
 	mu      sync.Mutex
 	apiKey  string
@@ -32,11 +32,11 @@ type Gateway struct {
 	refunds []payment.Refund
 }
 
-// New starts a gateway accepting apiKey. Options are passed to fakehttp.
-func New(apiKey string, opts ...fakehttp.Option) *Gateway {
+// NewGateway starts a gateway accepting apiKey. Options are passed to localaws.NewService.
+func NewGateway(apiKey string, opts ...localaws.ServiceOption) *Gateway {
 	g := &Gateway{apiKey: apiKey}
-	opts = append([]fakehttp.Option{fakehttp.WithPrecheck(g.authorize)}, opts...)
-	g.Server = fakehttp.New(g.handle, opts...)
+	opts = append([]localaws.ServiceOption{localaws.WithPrecheck(g.authorize)}, opts...)
+	g.Service = localaws.NewService(g.handle, opts...)
 	return g
 }
 
@@ -72,15 +72,15 @@ func (g *Gateway) Refunds() []payment.Refund {
 	return append([]payment.Refund(nil), g.refunds...)
 }
 
-func (g *Gateway) authorize(r fakehttp.Request) *fakehttp.Response {
+func (g *Gateway) authorize(r localaws.ServiceRequest) *localaws.ServiceResponse {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if r.Header.Get("Authorization") != "Bearer "+g.apiKey {
-		resp := fakehttp.JSON(http.StatusUnauthorized, `{"codigo":"no_autorizado","mensaje":"invalid API key"}`)
+		resp := localaws.JSON(http.StatusUnauthorized, `{"codigo":"no_autorizado","mensaje":"invalid API key"}`)
 		return &resp
 	}
 	if r.Method != http.MethodPost || (r.Path != payment.PathCobros && r.Path != payment.PathReembolsos) {
-		resp := fakehttp.JSON(http.StatusNotFound, `{"codigo":"ruta_desconocida"}`)
+		resp := localaws.JSON(http.StatusNotFound, `{"codigo":"ruta_desconocida"}`)
 		return &resp
 	}
 	return nil
@@ -88,18 +88,18 @@ func (g *Gateway) authorize(r fakehttp.Request) *fakehttp.Response {
 
 var currency = regexp.MustCompile(`^[A-Z]{3}$`)
 
-func fail(status int, code, msg string) fakehttp.Response {
+func fail(status int, code, msg string) localaws.ServiceResponse {
 	b, _ := json.Marshal(payment.APIError{Codigo: code, Mensaje: msg})
-	return fakehttp.JSON(status, string(b))
+	return localaws.JSON(status, string(b))
 }
 
-func ok(v any) fakehttp.Response {
+func ok(v any) localaws.ServiceResponse {
 	b, _ := json.Marshal(v)
-	return fakehttp.JSON(http.StatusCreated, string(b))
+	return localaws.JSON(http.StatusCreated, string(b))
 }
 
 // handle applies the effect (runs once per Idempotency-Key).
-func (g *Gateway) handle(r fakehttp.Request) fakehttp.Response {
+func (g *Gateway) handle(r localaws.ServiceRequest) localaws.ServiceResponse {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch r.Path {

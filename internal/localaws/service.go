@@ -1,7 +1,9 @@
-// Package fakehttp is a fake HTTP dependency for tests: an httptest server
+package localaws
+
+// Service: a fake third-party HTTP service for tests: an httptest server
 // that applies a caller-supplied effect, with scripted faults, the
 // Idempotency-Key semantics of a real payment API and a ledger of every
-// request and effect (fakegateway is built on it).
+// request and effect (SES and lambdatest.Gateway are built on it).
 //
 // Idempotency-Key: the first request with a key runs the Handler and its
 // answer is kept for the key retention (WithKeyRetention, default 24 h of
@@ -13,7 +15,6 @@
 // status instead of the effect, a reset before it, a timeout or reset after
 // it (the effect applied, its answer lost: Record.AnswerLost). Probabilistic
 // rules are seeded. Safe for concurrent use.
-package fakehttp
 
 import (
 	"bytes"
@@ -35,29 +36,29 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 // HeaderReplayed is set to "true" on answers replayed from the key store.
 const HeaderReplayed = "Idempotent-Replayed"
 
-// Request is what the Handler sees.
-type Request struct {
+// ServiceRequest is what the ServiceHandler sees.
+type ServiceRequest struct {
 	Method, Path   string
 	Header         http.Header
 	Body           []byte
 	IdempotencyKey string
 }
 
-// Response is the Handler's answer.
-type Response struct {
+// ServiceResponse is the ServiceHandler's answer.
+type ServiceResponse struct {
 	Status int
 	Header http.Header
 	Body   []byte
 }
 
 // JSON returns a response with a JSON body.
-func JSON(status int, body string) Response {
-	return Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}
+func JSON(status int, body string) ServiceResponse {
+	return ServiceResponse{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)}
 }
 
-// Handler applies a request's effect and returns the answer. It runs at most
+// ServiceHandler applies a request's effect and returns the answer. It runs at most
 // once per idempotency key.
-type Handler func(Request) Response
+type ServiceHandler func(ServiceRequest) ServiceResponse
 
 // Fault is what a matching Rule does to a request.
 type Fault struct {
@@ -97,7 +98,7 @@ func (f Fault) Name() string {
 // Rule applies Fault to matching requests.
 type Rule struct {
 	// Match selects requests (nil: all).
-	Match func(Request) bool
+	Match func(ServiceRequest) bool
 	// Times is how many requests the rule applies to (0: unlimited).
 	Times int
 	// Probability, when in (0, 1), applies the rule to that share of the
@@ -128,15 +129,16 @@ type Effect struct {
 	Seq            int // the Record's Seq
 	At             time.Time
 	Method, Path   string
+	Header         http.Header
 	IdempotencyKey string
 	Body           []byte
-	Response       Response
+	Response       ServiceResponse
 }
 
 type keyEntry struct {
 	bodyHash [32]byte
 	done     bool
-	resp     Response
+	resp     ServiceResponse
 	stored   time.Time
 }
 
@@ -149,36 +151,36 @@ type rule struct {
 	used int
 }
 
-// Option configures a Server.
-type Option func(*Server)
+// ServiceOption configures a Service.
+type ServiceOption func(*Service)
 
 // WithSeed seeds the source of probabilistic rules (default 1).
-func WithSeed(seed uint64) Option {
-	return func(s *Server) { s.rnd = rand.New(rand.NewPCG(seed, seed)) }
+func WithSeed(seed uint64) ServiceOption {
+	return func(s *Service) { s.rnd = rand.New(rand.NewPCG(seed, seed)) }
 }
 
 // WithClock stamps the ledger with now (default time.Now).
-func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+func WithClock(now func() time.Time) ServiceOption { return func(s *Service) { s.now = now } }
 
 // WithKeyRetention keeps a key's answer for d of the server's clock
 // (WithClock); a request with the key after that runs the Handler again, as
 // with a key never seen. d <= 0 keeps keys forever.
-func WithKeyRetention(d time.Duration) Option { return func(s *Server) { s.retention = d } }
+func WithKeyRetention(d time.Duration) ServiceOption { return func(s *Service) { s.retention = d } }
 
 // WithoutIdempotency makes the server ignore Idempotency-Key: every request
 // runs the Handler (the ledger still records the key).
-func WithoutIdempotency() Option { return func(s *Server) { s.ignoreKeys = true } }
+func WithoutIdempotency() ServiceOption { return func(s *Service) { s.ignoreKeys = true } }
 
 // WithPrecheck runs check before faults and the key store; a non-nil answer
 // is returned as is and not stored (authentication, routing).
-func WithPrecheck(check func(Request) *Response) Option {
-	return func(s *Server) { s.precheck = check }
+func WithPrecheck(check func(ServiceRequest) *ServiceResponse) ServiceOption {
+	return func(s *Service) { s.precheck = check }
 }
 
 // WithBearer is WithPrecheck refusing, with 401 no_autorizado, every
 // request without the header "Authorization: Bearer " + key.
-func WithBearer(key string) Option {
-	return WithPrecheck(func(r Request) *Response {
+func WithBearer(key string) ServiceOption {
+	return WithPrecheck(func(r ServiceRequest) *ServiceResponse {
 		if r.Header.Get("Authorization") != "Bearer "+key {
 			resp := JSON(http.StatusUnauthorized, `{"codigo":"no_autorizado","mensaje":"bad API key"}`)
 			return &resp
@@ -187,11 +189,11 @@ func WithBearer(key string) Option {
 	})
 }
 
-// Server is the fake dependency.
-type Server struct {
+// Service is a fake third-party HTTP service.
+type Service struct {
 	srv      *httptest.Server
-	handler  Handler
-	precheck func(Request) *Response
+	handler  ServiceHandler
+	precheck func(ServiceRequest) *ServiceResponse
 	now      func() time.Time
 	closed   chan struct{}
 	once     sync.Once
@@ -207,9 +209,9 @@ type Server struct {
 	effects  []Effect
 }
 
-// New starts a server running h. Close it when done (t.Cleanup(s.Close)).
-func New(h Handler, opts ...Option) *Server {
-	s := &Server{handler: h, now: time.Now, closed: make(chan struct{}), keys: map[string]*keyEntry{}, retention: DefaultKeyRetention}
+// NewService starts a server running h. Close it when done (t.Cleanup(s.Close)).
+func NewService(h ServiceHandler, opts ...ServiceOption) *Service {
+	s := &Service{handler: h, now: time.Now, closed: make(chan struct{}), keys: map[string]*keyEntry{}, retention: DefaultKeyRetention}
 	WithSeed(1)(s)
 	for _, o := range opts {
 		o(s)
@@ -219,20 +221,20 @@ func New(h Handler, opts ...Option) *Server {
 }
 
 // URL is the server's base URL.
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Service) URL() string { return s.srv.URL }
 
 // Client returns an http.Client for the server (no timeout of its own).
-func (s *Server) Client() *http.Client { return s.srv.Client() }
+func (s *Service) Client() *http.Client { return s.srv.Client() }
 
 // Close stops the server; hanging requests are released.
-func (s *Server) Close() {
+func (s *Service) Close() {
 	s.once.Do(func() { close(s.closed) })
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
 
 // Inject adds fault rules after the existing ones.
-func (s *Server) Inject(rules ...Rule) {
+func (s *Service) Inject(rules ...Rule) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range rules {
@@ -241,28 +243,28 @@ func (s *Server) Inject(rules ...Rule) {
 }
 
 // ClearFaults removes every rule.
-func (s *Server) ClearFaults() {
+func (s *Service) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rules = nil
 }
 
 // Requests returns the ledger of requests, in arrival order.
-func (s *Server) Requests() []Record {
+func (s *Service) Requests() []Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Record(nil), s.requests...)
 }
 
 // Effects returns the ledger of effects, in order.
-func (s *Server) Effects() []Effect {
+func (s *Service) Effects() []Effect {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Effect(nil), s.effects...)
 }
 
 // pick returns the fault for req, consuming a use of its rule.
-func (s *Server) pick(req Request) Fault {
+func (s *Service) pick(req ServiceRequest) Fault {
 	for _, r := range s.rules {
 		if r.Times > 0 && r.used >= r.Times {
 			continue
@@ -279,9 +281,9 @@ func (s *Server) pick(req Request) Fault {
 	return Fault{}
 }
 
-func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
+func (s *Service) serve(w http.ResponseWriter, hr *http.Request) {
 	body, _ := io.ReadAll(hr.Body)
-	req := Request{Method: hr.Method, Path: hr.URL.Path, Header: hr.Header.Clone(), Body: body,
+	req := ServiceRequest{Method: hr.Method, Path: hr.URL.Path, Header: hr.Header.Clone(), Body: body,
 		IdempotencyKey: hr.Header.Get(HeaderIdempotencyKey)}
 
 	s.mu.Lock()
@@ -357,7 +359,7 @@ type KeyCount struct {
 // without one), the requests that got past the Precheck and the faults that
 // answer instead of the effect, the effects and the replays: requests minus
 // effects is what the key store absorbed.
-func (s *Server) PerKey() map[string]KeyCount {
+func (s *Service) PerKey() map[string]KeyCount {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]KeyCount{}
@@ -379,11 +381,11 @@ func (s *Server) PerKey() map[string]KeyCount {
 }
 
 // apply runs the effect under the idempotency rules.
-func (s *Server) apply(req Request, seq int) (resp Response, replayed, effect bool) {
-	run := func() Response {
+func (s *Service) apply(req ServiceRequest, seq int) (resp ServiceResponse, replayed, effect bool) {
+	run := func() ServiceResponse {
 		resp := s.handler(req)
 		s.mu.Lock()
-		s.effects = append(s.effects, Effect{Seq: seq, At: s.now(), Method: req.Method, Path: req.Path,
+		s.effects = append(s.effects, Effect{Seq: seq, At: s.now(), Method: req.Method, Path: req.Path, Header: req.Header,
 			IdempotencyKey: req.IdempotencyKey, Body: req.Body, Response: resp})
 		s.mu.Unlock()
 		return resp
@@ -427,7 +429,7 @@ func (s *Server) apply(req Request, seq int) (resp Response, replayed, effect bo
 	return resp, false, true
 }
 
-func (s *Server) wait(hr *http.Request, d time.Duration) bool {
+func (s *Service) wait(hr *http.Request, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -440,7 +442,7 @@ func (s *Server) wait(hr *http.Request, d time.Duration) bool {
 	}
 }
 
-func write(w http.ResponseWriter, r Response) {
+func write(w http.ResponseWriter, r ServiceResponse) {
 	for k, v := range r.Header {
 		w.Header()[k] = v
 	}

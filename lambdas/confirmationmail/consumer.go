@@ -15,6 +15,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
@@ -86,10 +87,10 @@ func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *
 			case errors.Is(err, ErrAskAgain):
 				return res, err // transient: the secondary is asked again with the same key
 			case errors.Is(err, ErrRejected):
-				return res, idempotency.Permanent(CodeRechazado, err)
+				return res, failure.Permanent(CodeRechazado, err)
 			case errors.Is(err, ErrUncertain):
 				_ = d.Metrics.Write(metrics.Metric{Name: lambdaapi.MetricCorreoIncierto, Unit: metrics.UnitCount, Value: 1})
-				return res, idempotency.Permanent(CodeIncierto, fmt.Errorf("%w; the e-mail may have been sent: see docs/runbooks/dlq.md (confirmation e-mail) before any redrive", err))
+				return res, failure.Permanent(CodeIncierto, fmt.Errorf("%w; the e-mail may have been sent: see docs/runbooks/dlq.md (confirmation e-mail) before any redrive", err))
 			}
 			return res, err
 		}, idempotency.WithPayload(msg))
@@ -98,10 +99,6 @@ func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *
 			rec.Logger.Info("confirmation e-mail sent", slog.String("pedido_id", p.PedidoID),
 				slog.String("proveedor", res.Proveedor), slog.String("id_proveedor", res.ID))
 			return nil
-		case errors.Is(err, idempotency.ErrPermanent), errors.Is(err, idempotency.ErrPayloadMismatch),
-			errors.Is(err, idempotency.ErrCorruptRecord), errors.Is(err, idempotency.ErrInvalidKey),
-			errors.Is(err, degrade.ErrCallsSpent):
-			return sqsbatch.Permanent(fmt.Errorf("%s: %w", key, err))
 		case errors.Is(err, ErrBothUnavailable), errors.Is(err, ErrAskAgain) && errors.Is(err, breaker.ErrOpen):
 			_ = d.Metrics.Write(metrics.Metric{Name: lambdaapi.MetricCorreoAplazado, Unit: metrics.UnitCount, Value: 1})
 			return d.Plan.Later(ctx, rec, fmt.Errorf("%s: %w", key, err))

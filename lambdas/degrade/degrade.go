@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -45,8 +46,9 @@ const AttrReceives = "mf-recepciones"
 
 // ErrCallsSpent is returned by Admit when the message's receives across
 // all its copies reached maxReceiveCount: the consumer must not call the
-// dependency again, and dead-letters the message with this reason.
-var ErrCallsSpent = errors.New("degrade: the message's receives across its deferred copies reached maxReceiveCount")
+// dependency again: the message goes to the DLQ with this reason
+// (a permanent failure without a code: no idempotency record keeps it).
+var ErrCallsSpent = failure.Permanent("", errors.New("degrade: the message's receives across its deferred copies reached maxReceiveCount"))
 
 // ErrDeferralsSpent is the reason of a message dead-lettered after
 // MaxDeferrals copies.
@@ -132,7 +134,7 @@ func (p *Plan) Admit(rec *sqsbatch.Record) error {
 func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) error {
 	cause = cmp.Or(cause, errors.New("dependency unavailable"))
 	log := cmp.Or(rec.Logger, p.log)
-	visibility := sqsbatch.RetryAfter(cause, p.cfg.Delay)
+	visibility := failure.RetryAfter(cause, p.cfg.Delay)
 	if reason := p.cannotCopy(rec); reason != "" {
 		log.LogAttrs(ctx, slog.LevelWarn, "the message cannot be deferred by a copy; it waits by visibility (the queue's redrive bounds its receives)",
 			slog.String("reason", reason), slog.Int("receive_count", rec.ReceiveCount))
@@ -140,7 +142,7 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 	}
 	n := counter(rec, AttrDeferrals)
 	if n >= p.cfg.MaxDeferrals {
-		return sqsbatch.Permanent(fmt.Errorf("%w: %d copies of %s each (MaxDeferrals); last cause: %w", ErrDeferralsSpent, n, p.cfg.Delay, cause))
+		return failure.Permanent("", fmt.Errorf("%w: %d copies of %s each (MaxDeferrals); last cause: %w", ErrDeferralsSpent, n, p.cfg.Delay, cause))
 	}
 	// The receives before this one all reached the dependency or failed
 	// otherwise (a receive that meets the open circuit makes a copy), so

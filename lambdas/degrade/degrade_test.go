@@ -23,6 +23,7 @@ import (
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -81,7 +82,7 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 		// As sqsconsumer.Once: Admit before the call, the breaker inside it.
 		Handler: sqsbatch.HandlerFunc(func(ctx context.Context, rec *sqsbatch.Record) error {
 			if err := plan.Admit(rec); err != nil {
-				return sqsbatch.Permanent(err)
+				return failure.Permanent("", err)
 			}
 			open := w.open.Load()
 			if w.openOn != nil {
@@ -309,7 +310,7 @@ func TestDeferralsSpentDeadLettersWithReason(t *testing.T) {
 		MessageAttributes: map[string]events.SQSMessageAttribute{degrade.AttrDeferrals: {DataType: "Number", StringValue: &v}},
 	}}
 	err = plan.Later(context.Background(), rec, breaker.ErrOpen)
-	if !errors.Is(err, degrade.ErrDeferralsSpent) || !errors.Is(err, sqsbatch.ErrPermanent) {
+	if !errors.Is(err, degrade.ErrDeferralsSpent) || !errors.Is(err, failure.ErrPermanent) {
 		t.Fatalf("Later after MaxDeferrals = %v, want a permanent ErrDeferralsSpent", err)
 	}
 }

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mercadofresco/integration/lambdas/failure"
+
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -184,14 +186,17 @@ func (c *Client) Name() string { return c.cfg.Name }
 func (c *Client) Retrier() *retry.Retrier { return c.cfg.Retrier }
 
 // Post sends in as JSON to path with the Idempotency-Key key and decodes a
-// 2xx answer into out (nil: ignore the body).
+// 2xx answer into out (nil: ignore the body). A failure is an *Error
+// marked (lambdas/failure) for the caller: ErrRejected permanent, a 429
+// past the attempts RetryAfter its Retry-After (30 s to 15 min), the rest
+// transient.
 func (c *Client) Post(ctx context.Context, path, key string, in, out any) error {
 	if key == "" {
-		return c.fail(ErrRejected, path, errors.New("empty idempotency key"))
+		return failure.Permanent("", c.fail(ErrRejected, path, errors.New("empty idempotency key")))
 	}
 	body, err := json.Marshal(in)
 	if err != nil {
-		return c.fail(ErrRejected, path, err)
+		return failure.Permanent("", c.fail(ErrRejected, path, err))
 	}
 	var last *Error
 	sent := false
@@ -209,7 +214,7 @@ func (c *Client) Post(ctx context.Context, path, key string, in, out any) error 
 	case err == nil:
 		return nil
 	case last == nil:
-		return c.fail(ErrUnavailable, path, err)
+		return failure.Transient(c.fail(ErrUnavailable, path, err))
 	case last.Kind == ErrUnavailable:
 		// Say why the retries stopped (exhausted, budget, deadline) around
 		// the last failure's cause.
@@ -219,21 +224,32 @@ func (c *Client) Post(ctx context.Context, path, key string, in, out any) error 
 		if errors.As(err, &g) {
 			e.Err = &retry.GiveUpError{Attempts: g.Attempts, Reason: g.Reason, Class: g.Class, Err: last.Err}
 		}
-		return &e
+		if e.Status == http.StatusTooManyRequests {
+			return failure.RetryAfter(&e, min(max(e.RetryAfter, minThrottleWait), maxThrottleWait))
+		}
+		return failure.Transient(&e)
 	default:
 		last.Sent = sent
-		return last
+		return failure.Permanent("", last)
 	}
 }
+
+// Throttle waits: how long a caller waits after the dependency answered
+// 429 past the attempts (its Retry-After, within these bounds; a
+// consumer's message stays hidden that long).
+const (
+	minThrottleWait = 30 * time.Second
+	maxThrottleWait = 15 * time.Minute
+)
 
 func (c *Client) fail(kind error, path string, err error) *Error {
 	return &Error{Kind: kind, Dependency: c.cfg.Name, Path: path, Err: err}
 }
 
 // attempt makes one request through the call cap and the breaker. The
-// error's cause carries the retry class: the open circuit, the cap and
-// rejections are permanent, 409 is retryable, the rest keep the class
-// retry.Classify gives them.
+// error's cause carries its mark for the retrier: the open circuit, the
+// cap and rejections are permanent, 409 is transient, the rest keep the
+// class retry.Classify gives them.
 func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out any) *Error {
 	apiKey, err := c.cfg.Keys.APIKey(ctx)
 	if err != nil {
@@ -243,7 +259,7 @@ func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out
 	}
 	if c.cfg.Calls != nil {
 		if err := c.cfg.Calls.Take(ctx, key); err != nil {
-			return c.fail(ErrUnavailable, path, retry.Permanent(err))
+			return c.fail(ErrUnavailable, path, failure.Permanent("", err))
 		}
 	}
 	var call *breaker.Call
@@ -252,7 +268,7 @@ func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out
 			if c.cfg.Calls != nil {
 				c.cfg.Calls.Refund(context.WithoutCancel(ctx), key) // nothing was sent
 			}
-			return c.fail(ErrUnavailable, path, retry.Permanent(err))
+			return c.fail(ErrUnavailable, path, failure.Permanent("", err))
 		}
 	}
 	ans, err := c.send(ctx, path, key, apiKey, body)
@@ -294,7 +310,7 @@ func (c *Client) send(ctx context.Context, path, key, apiKey string, body []byte
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.base+path, bytes.NewReader(body))
 	if err != nil {
-		return answer{}, retry.Permanent(err)
+		return answer{}, failure.Permanent("", err)
 	}
 	// Without GetBody net/http never replays the request on its own, so
 	// every attempt is one the retry policy (and the attempts guardrail)
@@ -340,7 +356,7 @@ func (c *Client) judge(path string, a answer, err error, out any) *Error {
 			// Applied, but unreadable: a retry with the same key gets the
 			// stored answer again.
 			return &Error{Kind: ErrUnavailable, Dependency: c.cfg.Name, Path: path, Status: a.status,
-				Err: retry.Ambiguous(fmt.Errorf("undecodable answer: %w", derr))}
+				Err: fmt.Errorf("undecodable answer: %w", derr)}
 		}
 		return nil
 	}
@@ -357,13 +373,13 @@ func (c *Client) judge(path string, a answer, err error, out any) *Error {
 		Message: retry.Truncate(body.Mensaje, 256), RetryAfter: se.RetryAfter, Err: se}
 	switch {
 	case a.status == http.StatusConflict: // the same key still running at the dependency
-		e.Err = retry.Retryable(se)
+		e.Err = failure.Transient(se)
 	case a.status == http.StatusTooManyRequests || a.status >= 500:
 	case a.status == http.StatusUnauthorized:
 		// docs/design.md#http-dependencies: the key, not the request, was refused.
-		e.Err = retry.Permanent(fmt.Errorf("API key refused after reading it again: %w", se))
+		e.Err = failure.Permanent("", fmt.Errorf("API key refused after reading it again: %w", se))
 	default:
-		e.Kind, e.Err = ErrRejected, retry.Permanent(se)
+		e.Kind, e.Err = ErrRejected, failure.Permanent("", se)
 	}
 	return e
 }

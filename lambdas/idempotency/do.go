@@ -1,7 +1,6 @@
 package idempotency
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -63,9 +64,9 @@ const (
 //
 //   - fn succeeds: the result is stored as COMPLETADO and returned. Every
 //     repeat decodes the stored JSON into a T.
-//   - fn returns an error matching [*PermanentError]: the error is stored as
-//     FALLIDO and returned; every repeat gets an equivalent *PermanentError
-//     (errors.Is matches by code).
+//   - fn returns a permanent failure with a code (failure.Permanent): the
+//     code and the text are stored as FALLIDO and it is returned; every
+//     repeat gets an equivalent *failure.Error (errors.Is matches by code).
 //   - fn returns any other error (or panics): the key is released so the
 //     redelivery can try again, and the error is returned unchanged.
 //   - fn succeeds with a result that cannot be stored (not encodable as
@@ -132,7 +133,7 @@ func replay[T any](key string, rec record, s *Store) (T, error) {
 		}
 		return v, err
 	case StatusFailed:
-		return zero, &PermanentError{Code: rec.errCode, Message: rec.errMsg, Replayed: true}
+		return zero, &failure.Error{Kind: failure.KindPermanent, Code: rec.errCode, Err: errors.New(rec.errMsg), Replayed: true}
 	default:
 		// acquire never hands back a live EN_CURSO record.
 		return zero, &RecordError{Key: key, Reason: fmt.Sprintf("unexpected %s %q", attrEstado, rec.status)}
@@ -180,8 +181,8 @@ func execute[T any](ctx context.Context, s *Store, c *claim, fn func(context.Con
 
 	var zero T
 	if err != nil {
-		var pe *PermanentError
-		if errors.As(err, &pe) {
+		var pe *failure.Error
+		if errors.As(err, &pe) && pe.Kind == failure.KindPermanent && pe.Code != "" {
 			if ferr := s.fail(ctx, c, pe); ferr != nil {
 				return zero, errors.Join(err, ferr)
 			}
@@ -202,7 +203,7 @@ func execute[T any](ctx context.Context, s *Store, c *claim, fn func(context.Con
 		// it could not be replayed. Releasing the key would let the next
 		// delivery repeat the side effect (a second charge); recording a
 		// permanent failure stops the repeats and tells the operator.
-		pe := &PermanentError{Code: CodeUnstorableResult, Message: fmt.Sprintf("result of key %q cannot be stored: %v", c.key, merr), err: merr}
+		pe := &failure.Error{Kind: failure.KindPermanent, Code: CodeUnstorableResult, Err: fmt.Errorf("result of key %q cannot be stored: %w", c.key, merr)}
 		if ferr := s.fail(ctx, c, pe); ferr != nil {
 			return zero, errors.Join(pe, ferr)
 		}
@@ -350,11 +351,10 @@ func (s *Store) complete(ctx context.Context, c *claim, result []byte) (record, 
 	return record{status: StatusCompleted, result: result, expiresAt: time.Unix(exp.Unix(), 0), owner: c.owner, payloadHash: c.hash}, nil
 }
 
-func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
+func (s *Store) fail(ctx context.Context, c *claim, pe *failure.Error) error {
 	ctx, cancel := s.finalizeContext(ctx)
 	defer cancel()
 	code := retry.Truncate(pe.Code, maxErrorCodeBytes)
-	code = cmp.Or(code, "permanente")
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.cfg.TableName),
 		Key:                 s.itemKey(c.key),
@@ -366,7 +366,7 @@ func (s *Store) fail(ctx context.Context, c *claim, pe *PermanentError) error {
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":fallido":  attrS(string(StatusFailed)),
 			":ec":       attrS(code),
-			":em":       attrS(retry.Truncate(pe.Message, maxErrorMessageBytes)),
+			":em":       attrS(retry.Truncate(pe.Err.Error(), maxErrorMessageBytes)),
 			":exp":      attrN(s.cfg.Now().Add(s.cfg.Expiry).Unix()),
 			":prop":     attrS(c.owner),
 			":en_curso": attrS(string(StatusInProgress)),

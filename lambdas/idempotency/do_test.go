@@ -14,7 +14,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -28,7 +30,7 @@ type cobro struct {
 	Extra           map[string]string `json:"extra,omitempty"`
 }
 
-var errTarjetaRechazada = NewPermanentError("tarjeta_rechazada", "card declined by issuer")
+var errTarjetaRechazada = failure.Permanent("tarjeta_rechazada", errors.New("card declined by issuer"))
 
 // TestRaceSideEffectOncePerKey: many concurrent deliveries of the same
 // messages over many keys run the side effect exactly once per key, and
@@ -327,7 +329,7 @@ func TestOutcomes(t *testing.T) {
 		{name: "transient releases the key", err: errTimeout, secondRuns: true},
 		{name: "context deadline is transient", err: context.DeadlineExceeded, secondRuns: true},
 		{name: "wrapped sentinel is permanent", err: fmt.Errorf("charge: %w", errTarjetaRechazada), wantItem: true, wantEstado: StatusFailed, wantCode: "tarjeta_rechazada", secondErrIs: errTarjetaRechazada},
-		{name: "Permanent wrapper", err: Permanent("direccion_invalida", errors.New("postcode 99999 does not exist")), wantItem: true, wantEstado: StatusFailed, wantCode: "direccion_invalida", secondErrIs: NewPermanentError("direccion_invalida", "")},
+		{name: "Permanent wrapper", err: failure.Permanent("direccion_invalida", errors.New("postcode 99999 does not exist")), wantItem: true, wantEstado: StatusFailed, wantCode: "direccion_invalida", secondErrIs: failure.Permanent("direccion_invalida", errors.New(""))},
 		{name: "success", wantItem: true, wantEstado: StatusCompleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -368,11 +370,11 @@ func TestOutcomes(t *testing.T) {
 			}
 			switch {
 			case tc.secondErrIs != nil:
-				var pe *PermanentError
-				if !errors.Is(err, tc.secondErrIs) || !errors.Is(err, ErrPermanent) || !errors.As(err, &pe) || !pe.Replayed {
+				var pe *failure.Error
+				if !errors.Is(err, tc.secondErrIs) || !errors.Is(err, failure.ErrPermanent) || !errors.As(err, &pe) || !pe.Replayed {
 					t.Fatalf("second delivery: want replayed permanent error matching %v, got %#v", tc.secondErrIs, err)
 				}
-				if errors.Is(err, NewPermanentError("otro_codigo", "")) {
+				if errors.Is(err, failure.Permanent("otro_codigo", errors.New(""))) {
 					t.Error("replayed error matches a different code")
 				}
 			case err != nil:
@@ -418,7 +420,7 @@ func TestUnstorableResultIsRecordedAsFailure(t *testing.T) {
 			runs := 0
 			fn := func(ctx context.Context) (any, error) { runs++; return tc.fn(ctx) }
 			_, err := Do(context.Background(), e.store, key, fn)
-			unstorable := NewPermanentError(CodeUnstorableResult, "")
+			unstorable := failure.Permanent(CodeUnstorableResult, errors.New(""))
 			if !errors.Is(err, unstorable) {
 				t.Fatalf("first run: want %s, got %v", CodeUnstorableResult, err)
 			}
@@ -437,9 +439,9 @@ func TestLongErrorTextIsTruncated(t *testing.T) {
 	key, _ := KeyCobro("PED-LONG")
 	long := strings.Repeat("ñ", 100_000)
 	_, err := Do(context.Background(), e.store, key, func(context.Context) (int, error) {
-		return 0, Permanent("datos_invalidos", errors.New(long))
+		return 0, failure.Permanent("datos_invalidos", errors.New(long))
 	})
-	if !errors.Is(err, ErrPermanent) {
+	if !errors.Is(err, failure.ErrPermanent) {
 		t.Fatal(err)
 	}
 	msg := sAttr(t, e.rawItem(t, key), attrErrorMensaje)

@@ -6,7 +6,7 @@
 // ...; never the SQS MessageId), [Do] claims the record EN_CURSO with a
 // conditional PutItem (absent, expired, or EN_CURSO with an expired lock),
 // runs the handler once and stores COMPLETADO with the result or FALLIDO
-// with a [Permanent] error; a transient error deletes the record. Every write
+// with a permanent failure that has a code (lambdas/failure); a transient error deletes the record. Every write
 // is fenced by the claim's owner token. A lost claim returns the stored
 // result, the same permanent error, or an [*InProgressError]. The lock ends
 // at the context deadline (the invocation's) or LockWindow. The item layout

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"time"
 )
 
@@ -23,12 +24,12 @@ var (
 	// ErrPayloadMismatch reports that the key was already used with a
 	// different payload: a replay would return a result that belongs to
 	// another request, so it is refused.
-	ErrPayloadMismatch = errors.New("idempotency: same key used with a different payload")
+	ErrPayloadMismatch = failure.Permanent("", errors.New("idempotency: same key used with a different payload"))
 
 	// ErrCorruptRecord reports an item under the key that this package did
 	// not write or cannot read (missing or mistyped attributes, an unknown
 	// estado, a resultado that does not decode into the result type).
-	ErrCorruptRecord = errors.New("idempotency: corrupt or foreign record")
+	ErrCorruptRecord = failure.Permanent("", errors.New("idempotency: corrupt or foreign record"))
 
 	// ErrStore wraps every DynamoDB failure other than a failed condition
 	// (throttling, network, missing table, access denied). Such errors are
@@ -37,10 +38,7 @@ var (
 
 	// ErrInvalidKey reports an empty, oversized or malformed idempotency key
 	// or key component.
-	ErrInvalidKey = errors.New("idempotency: invalid key")
-
-	// ErrPermanent matches every [*PermanentError] with errors.Is.
-	ErrPermanent = errors.New("idempotency: permanent failure")
+	ErrInvalidKey = failure.Permanent("", errors.New("idempotency: invalid key"))
 )
 
 // InProgressError is returned when a live lock of another owner holds the
@@ -60,67 +58,6 @@ func (e *InProgressError) Error() string {
 // Is makes errors.Is(err, ErrInProgress) true.
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
-// PermanentError marks a handler failure that retrying cannot fix (a card
-// declined, an invalid address). [Do] records it as FALLIDO and every repeat
-// of the key gets an equivalent *PermanentError back, without running the
-// handler.
-//
-// Two PermanentErrors match with errors.Is when their Codes are equal, so a
-// sentinel declared once, e.g.
-//
-//	var ErrTarjetaRechazada = idempotency.NewPermanentError("tarjeta_rechazada", "card declined")
-//
-// matches both the first failure and every replay of it.
-type PermanentError struct {
-	// Code is a stable, machine-readable reason, stored as error_codigo.
-	Code string
-	// Message is the human-readable text, stored as error_mensaje.
-	Message string
-	// Replayed is true when the error was read from the table rather than
-	// produced by the handler in this call.
-	Replayed bool
-
-	err error
-}
-
-// NewPermanentError returns a permanent error with the given code and
-// message, suitable as a package-level sentinel.
-func NewPermanentError(code, message string) *PermanentError {
-	return &PermanentError{Code: code, Message: message}
-}
-
-// Permanent wraps err as a permanent failure with the given code. The
-// wrapped error stays reachable with errors.Is/As in the first run; a replay
-// keeps only the code and the text.
-func Permanent(code string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &PermanentError{Code: code, Message: err.Error(), err: err}
-}
-
-func (e *PermanentError) Error() string {
-	if e.Replayed {
-		return fmt.Sprintf("permanent failure %s (recorded): %s", e.Code, e.Message)
-	}
-	return fmt.Sprintf("permanent failure %s: %s", e.Code, e.Message)
-}
-
-// Unwrap returns the wrapped error, if any.
-func (e *PermanentError) Unwrap() error { return e.err }
-
-// Is matches ErrPermanent and any *PermanentError with the same Code.
-func (e *PermanentError) Is(target error) bool {
-	if target == ErrPermanent {
-		return true
-	}
-	var t *PermanentError
-	if errors.As(target, &t) && t != nil {
-		return t.Code == e.Code && t.Code != ""
-	}
-	return false
-}
-
 // RecordError describes a corrupt or foreign item. errors.Is(err,
 // ErrCorruptRecord) is true.
 type RecordError struct {
@@ -137,8 +74,5 @@ func (e *RecordError) Error() string {
 	return msg
 }
 
-// Is makes errors.Is(err, ErrCorruptRecord) true.
-func (e *RecordError) Is(target error) bool { return target == ErrCorruptRecord }
-
-// Unwrap returns the underlying decode error, if any.
-func (e *RecordError) Unwrap() error { return e.Err }
+// Unwrap returns ErrCorruptRecord and the underlying decode error, if any.
+func (e *RecordError) Unwrap() []error { return []error{ErrCorruptRecord, e.Err} }

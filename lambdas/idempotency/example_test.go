@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
@@ -20,7 +21,7 @@ type chargeResult struct {
 
 // ErrTarjetaRechazada is a business failure: recorded once, replayed to
 // every duplicate, never retried.
-var ErrTarjetaRechazada = idempotency.NewPermanentError("tarjeta_rechazada", "card declined")
+var ErrTarjetaRechazada = failure.Permanent("tarjeta_rechazada", errors.New("card declined"))
 
 // chargeCard stands for the payment gateway client.
 func chargeCard(ctx context.Context, idempotencyKey, pedidoID string, cents int64) (string, error) {

@@ -90,33 +90,3 @@ func mustHash(t *testing.T, v any) string {
 	}
 	return h
 }
-
-func TestPermanentErrorMatching(t *testing.T) {
-	declined := NewPermanentError("tarjeta_rechazada", "card declined")
-	replay := &PermanentError{Code: "tarjeta_rechazada", Message: "gateway: card declined", Replayed: true}
-	for _, tc := range []struct {
-		name   string
-		err    error
-		target error
-		want   bool
-	}{
-		{"replay matches sentinel", replay, declined, true},
-		{"wrapped replay matches sentinel", errors.Join(errors.New("x"), replay), declined, true},
-		{"replay matches ErrPermanent", replay, ErrPermanent, true},
-		{"other code does not match", replay, NewPermanentError("otro", ""), false},
-		{"empty codes do not match", &PermanentError{}, &PermanentError{}, false},
-		{"Permanent keeps the cause", Permanent("c", errInner), errInner, true},
-		{"Permanent(nil) is nil", Permanent("c", nil), nil, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := errors.Is(tc.err, tc.target); got != tc.want {
-				t.Fatalf("errors.Is = %v, want %v", got, tc.want)
-			}
-		})
-	}
-	if !strings.Contains(replay.Error(), "recorded") {
-		t.Errorf("replayed error text %q does not say it was recorded", replay.Error())
-	}
-}
-
-var errInner = errors.New("inner")

@@ -35,6 +35,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
@@ -180,7 +181,7 @@ type Result struct {
 }
 
 // Start starts the workflow for one PedidoCreado event envelope. An invalid
-// event is poison (sqsbatch.Poison); ExecutionAlreadyExists is success. It
+// event is poison (failure.Poison); ExecutionAlreadyExists is success. It
 // does not apply the replay window: Handler does, before calling it.
 func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	env, pedido, err := DecodeEvent(body)
@@ -191,7 +192,7 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	charge := signing.Charge{EventID: pedido.IDEvento, OrderID: pedido.PedidoID, AmountCents: pedido.TotalCentimos, Currency: pedido.Moneda, CardToken: pedido.TokenTarjeta}
 	switch err := s.verifier.Verify(ctx, charge, pedido.Firma); {
 	case errors.Is(err, signing.ErrInvalid):
-		return Result{Name: name}, sqsbatch.Poisonf("starter: order %s (event %q, %d %s) refused, no execution started: its firma is not the outbox publisher's signature of this charge: %v",
+		return Result{Name: name}, failure.Poisonf("starter: order %s (event %q, %d %s) refused, no execution started: its firma is not the outbox publisher's signature of this charge: %v",
 			pedido.PedidoID, pedido.IDEvento, pedido.TotalCentimos, pedido.Moneda, err)
 	case err != nil:
 		return Result{Name: name}, fmt.Errorf("starter: cannot check the signature of order %s: %w", pedido.PedidoID, err)
@@ -210,7 +211,7 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 		s.log.InfoContext(ctx, "order already has its execution", slog.String("pedido_id", pedido.PedidoID), slog.String("ejecucion", name), slog.String("id_evento", env.ID))
 		return Result{Name: name, AlreadyStarted: true}, nil
 	case permanentStartError(err):
-		return Result{Name: name}, sqsbatch.Permanent(fmt.Errorf("starter: StartExecution %s refused the request (retrying cannot change it): %w", name, err))
+		return Result{Name: name}, failure.Permanent("", fmt.Errorf("starter: StartExecution %s refused the request (retrying cannot change it): %w", name, err))
 	case err != nil:
 		return Result{Name: name}, fmt.Errorf("starter: StartExecution %s: %w", name, err)
 	}
@@ -226,14 +227,14 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 func DecodeEvent(body []byte) (Envelope, eventsapi.PedidoCreado, error) {
 	var env Envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return env, eventsapi.PedidoCreado{}, sqsbatch.Poisonf("not an EventBridge event: %v", err)
+		return env, eventsapi.PedidoCreado{}, failure.Poisonf("not an EventBridge event: %v", err)
 	}
 	if env.DetailType != eventsapi.TypePedidoCreado {
-		return env, eventsapi.PedidoCreado{}, sqsbatch.Poisonf("detail-type %q, this starter handles %s only", env.DetailType, eventsapi.TypePedidoCreado)
+		return env, eventsapi.PedidoCreado{}, failure.Poisonf("detail-type %q, this starter handles %s only", env.DetailType, eventsapi.TypePedidoCreado)
 	}
 	pedido, err := eventsapi.ParsePedidoCreado(env.Detail)
 	if err != nil {
-		return env, pedido, sqsbatch.Poison(err)
+		return env, pedido, failure.Poison(err)
 	}
 	return env, pedido, nil
 }

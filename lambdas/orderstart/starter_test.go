@@ -19,6 +19,7 @@ import (
 
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
 	"github.com/mercadofresco/integration/lambdas/signing"
@@ -248,7 +249,7 @@ func TestForgedEventsAreRefused(t *testing.T) {
 		fake := newFake()
 		s, _ := orderstart.New(fake, smARN, slog.New(slog.DiscardHandler), orderstart.WithVerifier(testKeys{err: errors.New("secrets manager unreachable")}),
 			orderstart.WithClock(func() time.Time { return now }))
-		if _, err := s.Start(context.Background(), []byte(event(t, "ev", "P-K", 1))); err == nil || errors.Is(err, sqsbatch.ErrPoison) || errors.Is(err, sqsbatch.ErrPermanent) || fake.calls != 0 {
+		if _, err := s.Start(context.Background(), []byte(event(t, "ev", "P-K", 1))); err == nil || errors.Is(err, failure.ErrPoison) || errors.Is(err, failure.ErrPermanent) || fake.calls != 0 {
 			t.Fatalf("Start = %v with %d calls; want a transient error and no call", err, fake.calls)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/signing"
@@ -241,9 +242,9 @@ func (t *Tasks) refundable(ctx context.Context, in lambdaapi.ReembolsoInput) err
 func permanentIfBusiness(err error) error {
 	switch {
 	case errors.Is(err, ErrCardDeclined):
-		return idempotency.Permanent(codeDeclined, err)
+		return failure.Permanent(codeDeclined, err)
 	case errors.Is(err, ErrRejected):
-		return idempotency.Permanent(codeRejected, err)
+		return failure.Permanent(codeRejected, err)
 	}
 	return err
 }
@@ -266,13 +267,12 @@ func classify(err error) *TaskError {
 		return te
 	}
 	name := lambdaapi.ErrPasarelaNoDisponible
-	var pe *idempotency.PermanentError
-	switch {
-	case errors.As(err, &pe) && pe.Code == codeDeclined:
+	switch code := failure.CodeOf(err); {
+	case code == codeDeclined:
 		name = lambdaapi.ErrTarjetaRechazada
-	case errors.As(err, &pe) && pe.Code == codeRejected:
+	case code == codeRejected:
 		name = lambdaapi.ErrSolicitudInvalida
-	case errors.As(err, &pe):
+	case code != "":
 		name = lambdaapi.ErrRegistroInconsistente
 	case errors.Is(err, ErrCallsExhausted):
 		name = lambdaapi.ErrIntentosAgotados

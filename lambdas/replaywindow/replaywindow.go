@@ -24,6 +24,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -105,7 +106,7 @@ func (e *ExpiredError) Is(target error) bool { return target == ErrExpired }
 func (w Window) Check(rec *sqsbatch.Record) error {
 	created, err := CreatedAt([]byte(rec.Body()), w.CreatedAt)
 	if err != nil {
-		return sqsbatch.Poisonf("%s: cannot apply the %s replay window: %w", lambdaapi.ReasonExpiredWindow, Days(w.Max), err)
+		return failure.Poisonf("%s: cannot apply the %s replay window: %w", lambdaapi.ReasonExpiredWindow, Days(w.Max), err)
 	}
 	now := time.Now()
 	if w.Now != nil {
@@ -123,7 +124,7 @@ func (w Window) Check(rec *sqsbatch.Record) error {
 		}
 		return nil
 	}
-	return sqsbatch.Permanent(&ExpiredError{Key: rec.IdempotencyKey(), Field: w.CreatedAt, Created: created, Age: age, Window: w.Max, LapsedMark: mark})
+	return failure.Permanent("", &ExpiredError{Key: rec.IdempotencyKey(), Field: w.CreatedAt, Created: created, Age: age, Window: w.Max, LapsedMark: mark})
 }
 
 // Readmission returns the re-admission mark of a message's attributes and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -54,7 +55,7 @@ func TestCheck(t *testing.T) {
 				}
 			case "expired":
 				var ee *replaywindow.ExpiredError
-				if !errors.Is(err, replaywindow.ErrExpired) || !errors.As(err, &ee) || sqsbatch.Classify(err) != sqsbatch.ClassPermanent {
+				if !errors.Is(err, replaywindow.ErrExpired) || !errors.As(err, &ee) || failure.KindOf(err) != failure.KindPermanent {
 					t.Fatalf("err = %v, want a permanent ExpiredError", err)
 				}
 				if !strings.HasPrefix(ee.Error(), lambdaapi.ReasonExpiredWindow+":") || !strings.Contains(ee.Error(), "45 days") {
@@ -64,7 +65,7 @@ func TestCheck(t *testing.T) {
 					t.Fatalf("the reason does not name the lapsed mark: %q", ee.Error())
 				}
 			case "poison":
-				if sqsbatch.Classify(err) != sqsbatch.ClassPoison || errors.Is(err, replaywindow.ErrExpired) {
+				if failure.KindOf(err) != failure.KindPoison || errors.Is(err, replaywindow.ErrExpired) {
 					t.Fatalf("err = %v, want poison", err)
 				}
 			}
@@ -78,7 +79,7 @@ func TestCheckNestedPath(t *testing.T) {
 	if err := w.Check(record(old, "")); !errors.Is(err, replaywindow.ErrExpired) {
 		t.Fatalf("err = %v", err)
 	}
-	if err := w.Check(record(`{"detail":"x"}`, "")); sqsbatch.Classify(err) != sqsbatch.ClassPoison {
+	if err := w.Check(record(`{"detail":"x"}`, "")); failure.KindOf(err) != failure.KindPoison {
 		t.Fatalf("err = %v", err)
 	}
 }

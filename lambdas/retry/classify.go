@@ -4,27 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mercadofresco/integration/lambdas/failure"
 )
 
-// Class says whether and how a failure may be retried.
+// Class is how the retrier reads a failure: its lambdas/failure mark
+// (permanent and poison are never retried, RetryAfter is throttled, a
+// transient mark says nothing was applied), else an HTTP answer, a network
+// error or the caller's context.
 type Class int
 
 // Failure classes, see the package documentation.
 const (
 	// ClassPermanent failures are never retried (4xx other than 429, marked
-	// Permanent, the caller's context ended).
+	// permanent or poison, the caller's context ended).
 	ClassPermanent Class = iota
-	// ClassRetryable failures are retried (5xx, dial failures, marked Retryable).
+	// ClassRetryable failures are retried (5xx, dial failures, marked
+	// transient).
 	ClassRetryable
 	// ClassThrottled failures are retried with the longer wait and
-	// Retry-After (429, marked Throttled).
+	// Retry-After (429, marked RetryAfter).
 	ClassThrottled
 	// ClassAmbiguous failures may have been applied by the server (timeouts,
 	// connection resets, unknown errors): retried only for idempotent
@@ -45,8 +50,8 @@ func (c Class) String() string {
 	}
 }
 
-// StatusError is an HTTP answer that is not a success. [CheckResponse]
-// builds it; Classify reads StatusCode and RetryAfter.
+// StatusError is an HTTP answer that is not a success (lambdas/httpdep
+// builds it); Classify reads StatusCode and RetryAfter.
 type StatusError struct {
 	StatusCode int
 	// RetryAfter is the parsed Retry-After header (0 when absent or invalid).
@@ -64,21 +69,6 @@ func (e *StatusError) Error() string {
 		msg += ": " + e.Body
 	}
 	return msg
-}
-
-// maxErrorBody bounds the body kept in a StatusError.
-const maxErrorBody = 512
-
-// CheckResponse returns nil for a 2xx/3xx response and a *StatusError
-// otherwise, with Retry-After parsed relative to now and the first 512 bytes
-// of the body. It does not close the body.
-func CheckResponse(resp *http.Response, now time.Time) error {
-	if resp.StatusCode < 400 {
-		return nil
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	ra, _ := ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-	return &StatusError{StatusCode: resp.StatusCode, RetryAfter: ra, Body: strings.TrimSpace(string(body))}
 }
 
 // ParseRetryAfter parses a Retry-After header value: delta-seconds ("120")
@@ -103,38 +93,6 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	return max(t.Sub(now), 0), true
 }
 
-// marked is an error classified by its creator.
-type marked struct {
-	class Class
-	after time.Duration
-	err   error
-}
-
-func (m *marked) Error() string { return m.err.Error() }
-func (m *marked) Unwrap() error { return m.err }
-
-// Permanent marks err as never retried. Permanent(nil) is nil.
-func Permanent(err error) error { return mark(ClassPermanent, 0, err) }
-
-// Retryable marks err as safe to retry even for a non-idempotent operation
-// (the server said it applied nothing). Retryable(nil) is nil.
-func Retryable(err error) error { return mark(ClassRetryable, 0, err) }
-
-// Throttled marks err as a throttling answer; after is the server's
-// Retry-After (0 if none). Throttled(nil, d) is nil.
-func Throttled(err error, after time.Duration) error { return mark(ClassThrottled, after, err) }
-
-// Ambiguous marks err as a failure whose effect is unknown (retried only
-// for idempotent operations). Ambiguous(nil) is nil.
-func Ambiguous(err error) error { return mark(ClassAmbiguous, 0, err) }
-
-func mark(c Class, after time.Duration, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &marked{class: c, after: after, err: err}
-}
-
 // Classify returns the class of err and, for throttling, the server's
 // requested wait. ctx is the caller's context: when it has ended, every
 // failure is permanent (the caller has given up), while a per-attempt
@@ -146,9 +104,15 @@ func Classify(ctx context.Context, err error) (Class, time.Duration) {
 	if ctx != nil && ctx.Err() != nil {
 		return ClassPermanent, 0
 	}
-	var m *marked
-	if errors.As(err, &m) {
-		return m.class, m.after
+	var f *failure.Error
+	if errors.As(err, &f) {
+		switch {
+		case f.Kind != failure.KindTransient:
+			return ClassPermanent, 0
+		case f.After > 0:
+			return ClassThrottled, f.After
+		}
+		return ClassRetryable, 0
 	}
 	var se *StatusError
 	if errors.As(err, &se) {

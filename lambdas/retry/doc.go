@@ -2,8 +2,8 @@
 // uniform(0, min(Cap, Base·2^(n-1))) at every attempt ([FullJitter]; a 429's
 // Retry-After plus jitter), a maximum of attempts, failure classes
 // ([Classify]: 5xx, 429 and dial failures retried; timeouts, resets and
-// unknown errors only for an [Idempotent] call; other 4xx and [Permanent]
-// never), a per-dependency [Budget] (retries at most 10 % of the calls in a
+// unknown errors only for an [Idempotent] call; other 4xx and what
+// lambdas/failure marks permanent or poison never), a per-dependency [Budget] (retries at most 10 % of the calls in a
 // 10 s window), and no wait that would end past ctx's deadline. Time and
 // randomness are injectable ([WithClock], [WithRand]; [VirtualClock]).
 //

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -131,10 +132,10 @@ func TestClassify(t *testing.T) {
 		{"unknown", nil, errors.New("weird"), retry.ClassAmbiguous, 0},
 		{"caller canceled", nil, context.Canceled, retry.ClassPermanent, 0},
 		{"caller's ctx ended", canceled, &retry.StatusError{StatusCode: 503}, retry.ClassPermanent, 0},
-		{"marked permanent 503", nil, retry.Permanent(&retry.StatusError{StatusCode: 503}), retry.ClassPermanent, 0},
-		{"marked retryable", nil, retry.Retryable(errors.New("409 key in use")), retry.ClassRetryable, 0},
-		{"marked throttled", nil, retry.Throttled(errors.New("slow down"), time.Second), retry.ClassThrottled, time.Second},
-		{"marked ambiguous", nil, retry.Ambiguous(&retry.StatusError{StatusCode: 400}), retry.ClassAmbiguous, 0},
+		{"marked permanent 503", nil, failure.Permanent("", &retry.StatusError{StatusCode: 503}), retry.ClassPermanent, 0},
+		{"marked poison", nil, failure.Poison(errors.New("bad body")), retry.ClassPermanent, 0},
+		{"marked transient", nil, failure.Transient(errors.New("409 key in use")), retry.ClassRetryable, 0},
+		{"marked retry-after", nil, failure.RetryAfter(errors.New("slow down"), time.Second), retry.ClassThrottled, time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			class, after := retry.Classify(c.ctx, c.err)
@@ -142,9 +143,6 @@ func TestClassify(t *testing.T) {
 				t.Errorf("Classify(%v) = %s, %s; want %s, %s", c.err, class, after, c.class, c.after)
 			}
 		})
-	}
-	if retry.Permanent(nil) != nil || retry.Retryable(nil) != nil || retry.Throttled(nil, 1) != nil || retry.Ambiguous(nil) != nil {
-		t.Error("marking nil must give nil")
 	}
 }
 
@@ -266,7 +264,7 @@ func TestWaitsAreFullJitterUnderTheCapAtEveryAttempt(t *testing.T) {
 func TestRetryAfterIsHonouredWithJitterOnTop(t *testing.T) {
 	rnd, _ := seeded(t)
 	now := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
-	// A real HTTP answer, parsed by CheckResponse: seconds and HTTP-date.
+	// A real HTTP answer's Retry-After (ParseRetryAfter): seconds and HTTP-date.
 	for _, header := range []string{"2", now.Add(2 * time.Second).Format(http.TimeFormat)} {
 		t.Run(header, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -286,7 +284,9 @@ func TestRetryAfterIsHonouredWithJitterOnTop(t *testing.T) {
 					return err
 				}
 				defer resp.Body.Close()
-				return retry.CheckResponse(resp, clk.Now())
+				ra, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), clk.Now())
+				body, _ := io.ReadAll(resp.Body)
+				return &retry.StatusError{StatusCode: resp.StatusCode, RetryAfter: ra, Body: string(body)}
 			})
 			var se *retry.StatusError
 			if !errors.As(err, &se) || se.StatusCode != 429 || !strings.Contains(se.Error(), "slow down") {

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -72,7 +74,7 @@ func TestIncomingMFAttributesAreIgnored(t *testing.T) {
 	e := newEnv(t, false)
 	p := mustNew(t, sqsbatch.Config{
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
-			return sqsbatch.Poisonf("importe must be positive")
+			return failure.Poisonf("importe must be positive")
 		}),
 		DLQ: e.fake, DLQURL: e.dlqURL, ConsumerVersion: "v7", Logger: discard(),
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -85,7 +86,7 @@ func messageBytes(body string, attrs map[string]types.MessageAttributeValue) int
 // why (matched by mf-original-message-id).
 // It returns the DLQ's message id (a new one: the original travels in
 // AttrOriginalMessageID).
-func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, cause error) (string, error) {
+func (p *Processor) deadLetter(ctx context.Context, rec *Record, class failure.Kind, cause error) (string, error) {
 	dlqURL := p.cfg.DLQURL
 	if len(p.cfg.DLQRoutes) > 0 {
 		var ok bool
@@ -135,7 +136,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec *Record, class Class, ca
 // the body (AttrBodyTruncated) and none of the original attributes, sized
 // to fit. It never replaces the original, which the caller leaves to the
 // queue's redrive.
-func (p *Processor) sendReason(ctx context.Context, dlqURL string, rec *Record, class Class, cause error) (string, error) {
+func (p *Processor) sendReason(ctx context.Context, dlqURL string, rec *Record, class failure.Kind, cause error) (string, error) {
 	attrs := failureAttributes(rec, class, cause, truncate(cmp.Or(p.cfg.ConsumerVersion, "unknown"), 256))
 	attrs[AttrBodyTruncated] = StringAttribute("true")
 	room := MaxMessageBytes - messageBytes("", attrs)
@@ -165,12 +166,12 @@ func (p *Processor) fifoFields(in *sqs.SendMessageInput, dlqURL string, rec *Rec
 // dlqAttributes are the DLQ record's attributes: the failure attributes
 // of this consumer, then the incoming ones it carries forward
 // (ForwardAttributes).
-func dlqAttributes(rec *Record, class Class, cause error, version string) map[string]types.MessageAttributeValue {
+func dlqAttributes(rec *Record, class failure.Kind, cause error, version string) map[string]types.MessageAttributeValue {
 	return ForwardAttributes(rec, failureAttributes(rec, class, cause, version))
 }
 
 // failureAttributes say why rec failed, and in which consumer version.
-func failureAttributes(rec *Record, class Class, cause error, version string) map[string]types.MessageAttributeValue {
+func failureAttributes(rec *Record, class failure.Kind, cause error, version string) map[string]types.MessageAttributeValue {
 	return map[string]types.MessageAttributeValue{
 		AttrFailureReason:     StringAttribute(truncate(cause.Error(), maxReasonBytes)),
 		AttrFailureClass:      StringAttribute(class.String()),

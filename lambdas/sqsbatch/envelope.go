@@ -1,6 +1,8 @@
 package sqsbatch
 
 import (
+	"github.com/mercadofresco/integration/lambdas/failure"
+
 	"bytes"
 	"cmp"
 	"encoding/json"
@@ -165,7 +167,7 @@ func (p *Processor) checkEnvelope(body string) (int, error) {
 		return 0, nil
 	}
 	major, err := CheckEnvelope(body, p.envelope)
-	return major, Poison(err)
+	return major, failure.Poison(err)
 }
 
 // Lookup finds a dotted path ("detail.pedido_id") in a body's top level. A

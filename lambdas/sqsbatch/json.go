@@ -1,6 +1,10 @@
 package sqsbatch
 
-import "context"
+import (
+	"context"
+
+	"github.com/mercadofresco/integration/lambdas/failure"
+)
 
 // Validator is implemented by message types that check their own content;
 // JSON calls it after decoding and treats an error as poison.
@@ -36,7 +40,7 @@ func decodeJSON[T any](body string) (*T, error) {
 	}
 	if v, ok := any(msg).(Validator); ok {
 		if err := v.Validate(); err != nil {
-			return nil, Poisonf("invalid message: %w", err)
+			return nil, failure.Poisonf("invalid message: %w", err)
 		}
 	}
 	return msg, nil

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -64,7 +66,7 @@ func TestOversizeDeadLetter(t *testing.T) {
 			}
 			p := mustNew(t, sqsbatch.Config{
 				Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
-					return sqsbatch.Poison(errors.New(longReason))
+					return failure.Poison(errors.New(longReason))
 				}),
 				DLQ: e.fake, DLQURL: e.dlqURL, ConsumerVersion: "v7", Logger: discard(),
 			})

@@ -4,7 +4,7 @@
 // (ReportBatchItemFailures), so a consumer writes only its record handler.
 //
 // A nil error acknowledges the record; a transient one (the default) lists
-// it as a failure; [Poison] and [Permanent] send it to the DLQ at once with
+// it as a failure; poison and permanent ones (lambdas/failure) send it to the DLQ at once with
 // the reason and the consumer's mf-* attributes, then acknowledge it (a
 // failed send makes it a failure instead). Before the handler, an envelope
 // check makes malformed JSON, a missing version or required key and an
@@ -36,6 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -189,7 +190,7 @@ func (r *Record) Decode(v any) error {
 
 func decodeBody(body string, v any) error {
 	if err := json.Unmarshal([]byte(body), v); err != nil {
-		return Poisonf("body does not match the expected schema: %w", err)
+		return failure.Poisonf("body does not match the expected schema: %w", err)
 	}
 	return nil
 }
@@ -237,7 +238,7 @@ type item struct {
 	outcome Outcome // guarded by batch.mu
 	done    bool    // guarded by batch.mu
 	err     error
-	class   Class
+	class   failure.Kind
 	started time.Time
 	// dlqMessageID is the id the DLQ gave the copy (logged for the runbook).
 	// Guarded by batch.mu.
@@ -272,7 +273,7 @@ func (b *batch) beginDeadLetter(it *item) bool {
 // finish stores the outcome of it unless the batch was already answered
 // (a DLQ send that began before the seal is still answered: the seal waits
 // for it).
-func (b *batch) finish(it *item, o Outcome, err error, class Class, dlqID string) bool {
+func (b *batch) finish(it *item, o Outcome, err error, class failure.Kind, dlqID string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if it.done || (b.sealed && !it.deadLettering) {
@@ -445,13 +446,13 @@ func (p *Processor) prepare(it *item) {
 		case errors.Is(err, ErrPanic):
 			it.preErr = err // transient, like a handler panic
 		case err != nil:
-			var ce *Error
-			if errors.As(err, &ce) && ce.Class == ClassPoison && ce.Err != nil {
+			var ce *failure.Error
+			if errors.As(err, &ce) && ce.Kind == failure.KindPoison && ce.Err != nil {
 				err = ce.Err // avoid "poison: ...: poison: ..."
 			}
-			it.preErr = Poisonf("cannot derive the idempotency key: %w", err)
+			it.preErr = failure.Poisonf("cannot derive the idempotency key: %w", err)
 		case key == "":
-			it.preErr = Poisonf("cannot derive the idempotency key: empty key")
+			it.preErr = failure.Poisonf("cannot derive the idempotency key: empty key")
 		default:
 			it.rec.SetIdempotencyKey(key)
 		}
@@ -478,10 +479,10 @@ func (p *Processor) runLane(ctx context.Context, b *batch, lane []*item, deadlin
 		case b.isSealed():
 			return // answered already: the remaining items are reported as deadline failures
 		case blocked:
-			p.record(ctx, b, it, OutcomeGroupBlocked, ErrGroupBlocked, ClassTransient)
+			p.record(ctx, b, it, OutcomeGroupBlocked, ErrGroupBlocked, failure.KindTransient)
 			continue
 		case hasDeadline && deadline.Sub(p.cfg.Now()) < p.cfg.DeadlineMargin:
-			p.record(ctx, b, it, OutcomeDeadline, ErrDeadline, ClassTransient)
+			p.record(ctx, b, it, OutcomeDeadline, ErrDeadline, failure.KindTransient)
 		default:
 			p.processOne(ctx, b, it, deadline, hasDeadline)
 		}
@@ -494,11 +495,11 @@ func (p *Processor) runLane(ctx context.Context, b *batch, lane []*item, deadlin
 	}
 }
 
-func (p *Processor) record(ctx context.Context, b *batch, it *item, o Outcome, err error, class Class) {
+func (p *Processor) record(ctx context.Context, b *batch, it *item, o Outcome, err error, class failure.Kind) {
 	p.recordDLQ(ctx, b, it, o, err, class, "")
 }
 
-func (p *Processor) recordDLQ(ctx context.Context, b *batch, it *item, o Outcome, err error, class Class, dlqID string) {
+func (p *Processor) recordDLQ(ctx context.Context, b *batch, it *item, o Outcome, err error, class failure.Kind, dlqID string) {
 	if b.finish(it, o, err, class, dlqID) {
 		p.logRecord(ctx, it)
 	} else {
@@ -522,12 +523,12 @@ func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline
 		err = p.call(hctx, it.rec)
 	}
 	if err == nil {
-		p.record(ctx, b, it, OutcomeProcessed, nil, ClassTransient)
+		p.record(ctx, b, it, OutcomeProcessed, nil, failure.KindTransient)
 		return
 	}
-	class := Classify(err)
-	if class == ClassTransient {
-		var ce *Error
+	class := failure.KindOf(err)
+	if class == failure.KindTransient {
+		var ce *failure.Error
 		if errors.As(err, &ce) && ce.After > 0 && p.cfg.Visibility != nil {
 			if verr := p.delay(ctx, it.rec, ce.After); verr != nil {
 				err = fmt.Errorf("%w (and ChangeMessageVisibility(%s) failed: %v)", err, ce.After, verr)

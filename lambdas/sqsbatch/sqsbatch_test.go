@@ -18,7 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -86,14 +88,14 @@ func TestClassification(t *testing.T) {
 		{
 			name: "permanent error (card declined)", body: order("P1"),
 			handler: func(context.Context, *sqsbatch.Record, *pedido) error {
-				return sqsbatch.Permanent(errors.New("tarjeta rechazada"))
+				return failure.Permanent("", errors.New("tarjeta rechazada"))
 			},
 			want: want{dlqClass: "permanent", reason: "tarjeta rechazada", handlerRuns: 1},
 		},
 		{
 			name: "handler poison", body: order("P1"),
 			handler: func(context.Context, *sqsbatch.Record, *pedido) error {
-				return sqsbatch.Poisonf("pedido %s: sku %q does not exist", "P1", "SKU-0")
+				return failure.Poisonf("pedido %s: sku %q does not exist", "P1", "SKU-0")
 			},
 			want: want{dlqClass: "poison", reason: `sku "SKU-0" does not exist`, handlerRuns: 1},
 		},
@@ -507,7 +509,7 @@ func TestFIFOGroupFailsMidway(t *testing.T) {
 			case "a2":
 				return errGateway
 			case "c1":
-				return sqsbatch.Permanent(errors.New("sku retirado"))
+				return failure.Permanent("", errors.New("sku retirado"))
 			}
 			return nil
 		}),
@@ -703,7 +705,7 @@ func TestRetryAfterChangesVisibility(t *testing.T) {
 	ev, _ := f.Receive(context.Background(), url, f.ARN(url), 1)
 	p := mustNew(t, sqsbatch.Config{Logger: discard(), Visibility: f,
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
-			return sqsbatch.RetryAfter(errors.New("circuit open: ERP"), 300*time.Second)
+			return failure.RetryAfter(errors.New("circuit open: ERP"), 300*time.Second)
 		})})
 	resp, _ := p.Process(context.Background(), ev)
 	if len(resp.BatchItemFailures) != 1 {
@@ -716,36 +718,6 @@ func TestRetryAfterChangesVisibility(t *testing.T) {
 	clk.Advance(240 * time.Second)
 	if got, _ := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url}); len(got.Messages) != 1 {
 		t.Fatal("the message did not come back after 300 s")
-	}
-}
-
-func TestErrorClassification(t *testing.T) {
-	tests := []struct {
-		err  error
-		want sqsbatch.Class
-	}{
-		{errGateway, sqsbatch.ClassTransient},
-		{fmt.Errorf("wrapped: %w", sqsbatch.Permanent(errGateway)), sqsbatch.ClassPermanent},
-		{sqsbatch.Poison(errGateway), sqsbatch.ClassPoison},
-		{sqsbatch.RetryAfter(errGateway, time.Minute), sqsbatch.ClassTransient},
-		{sqsbatch.ErrPoison, sqsbatch.ClassPoison},
-		{fmt.Errorf("x: %w", sqsbatch.ErrPermanent), sqsbatch.ClassPermanent},
-	}
-	for _, tt := range tests {
-		if got := sqsbatch.Classify(tt.err); got != tt.want {
-			t.Errorf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
-		}
-	}
-	perm := sqsbatch.Permanent(errGateway)
-	if !errors.Is(perm, errGateway) || !errors.Is(perm, sqsbatch.ErrPermanent) || errors.Is(perm, sqsbatch.ErrPoison) {
-		t.Error("Permanent must keep the cause and match only ErrPermanent")
-	}
-	var ce *sqsbatch.Error
-	if !errors.As(sqsbatch.RetryAfter(errGateway, time.Minute), &ce) || ce.After != time.Minute {
-		t.Error("errors.As must find the classified error")
-	}
-	if sqsbatch.Permanent(nil) != nil || sqsbatch.Poison(nil) != nil || sqsbatch.RetryAfter(nil, time.Second) != nil {
-		t.Error("wrapping nil must give nil")
 	}
 }
 
@@ -788,7 +760,7 @@ func TestDLQReasonIsSanitised(t *testing.T) {
 	long := strings.Repeat("é", 2000) + "\x00\x01\xff"
 	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
-			return sqsbatch.Permanent(errors.New(long))
+			return failure.Permanent("", errors.New(long))
 		})})
 	resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("m1", order("P1"))}})
 	if len(resp.BatchItemFailures) != 0 {
@@ -801,7 +773,7 @@ func TestDLQReasonIsSanitised(t *testing.T) {
 	e2 := newEnv(t, false)
 	p2 := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e2.fake, DLQURL: e2.dlqURL,
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
-			return sqsbatch.Poisonf("bad byte \x00 here")
+			return failure.Poisonf("bad byte \x00 here")
 		})})
 	if resp, _ := p2.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("m1", order("P1"))}}); len(resp.BatchItemFailures) != 0 {
 		t.Fatal(resp)

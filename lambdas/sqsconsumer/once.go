@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"time"
 
-	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -22,65 +20,40 @@ import (
 // request (httpdep.ErrRejected).
 const CodeRejected = "rechazado"
 
-// Throttle waits: how long a message whose dependency answered 429 after
-// the attempts stays hidden (the dependency's Retry-After, within these
-// bounds).
-const (
-	minThrottleWait = 30 * time.Second
-	maxThrottleWait = 15 * time.Minute
-)
-
 // Once calls a dependency once in effect per record: call runs under
 // idempotency.Do with the record's idempotency key (set by the Processor's
-// IdempotencyKey) and payload validation, and its outcome is classified
-// for lambdas/sqsbatch:
+// IdempotencyKey) and payload validation. Its failures keep their
+// lambdas/failure marks for lambdas/sqsbatch:
 //
-//   - success, or a repeat of a COMPLETADO record: the stored result.
 //   - httpdep.ErrRejected (the dependency refused: a data or business
-//     answer): recorded FALLIDO, so every repeat gets it without a call,
-//     and returned as sqsbatch.Permanent (to the DLQ with the reason).
-//   - a payload that differs from the first call's under the same key, or
-//     a record that cannot be read: sqsbatch.Permanent (a person must look).
+//     answer): recorded FALLIDO with CodeRejected, so every repeat gets it
+//     without a call (permanent: to the DLQ with the reason).
+//   - the message's receives across its deferred copies are spent
+//     (plan.Admit, checked before the call): permanent, no call, the key
+//     released.
 //   - the dependency's circuit is open: plan.Later (the message waits as a
 //     delayed copy; lambdas/degrade).
-//   - the message's receives across its deferred copies are spent
-//     (plan.Admit, checked before the call): sqsbatch.Permanent, no call.
-//   - 429 after the attempts: sqsbatch.RetryAfter the dependency's
-//     Retry-After (30 s to 15 min).
-//   - anything else: transient (the key was released; the message comes
-//     back after its visibility timeout).
+//   - the rest as marked: a payload that differs from the first call's, a
+//     record that cannot be read (permanent: a person must look), a 429
+//     past the attempts (RetryAfter), anything else transient (the key was
+//     released; the message comes back after its visibility timeout).
 func Once[T any](ctx context.Context, store *idempotency.Store, plan *degrade.Plan, rec *sqsbatch.Record, payload any, call func(ctx context.Context, key string) (T, error)) (T, error) {
 	key := rec.IdempotencyKey()
 	res, err := idempotency.Do(ctx, store, key, func(ctx context.Context) (T, error) {
-		if plan != nil {
-			if err := plan.Admit(rec); err != nil {
-				var zero T
-				return zero, err // releases the key: a redrive after the fix starts afresh
-			}
+		if err := plan.Admit(rec); err != nil {
+			var zero T
+			return zero, err // releases the key: a redrive after the fix starts afresh
 		}
 		out, err := call(ctx, key)
 		if errors.Is(err, httpdep.ErrRejected) {
-			return out, idempotency.Permanent(CodeRejected, err)
+			return out, failure.Permanent(CodeRejected, err)
 		}
 		return out, err
 	}, idempotency.WithPayload(payload))
-	if err == nil {
-		return res, nil
+	if err != nil {
+		return res, plan.OnOpen(ctx, rec, fmt.Errorf("%s: %w", key, err))
 	}
-	err = fmt.Errorf("%s: %w", key, err)
-	var he *httpdep.Error
-	switch {
-	case errors.Is(err, idempotency.ErrPermanent), errors.Is(err, idempotency.ErrPayloadMismatch),
-		errors.Is(err, idempotency.ErrCorruptRecord), errors.Is(err, idempotency.ErrInvalidKey),
-		errors.Is(err, degrade.ErrCallsSpent):
-		return res, sqsbatch.Permanent(err)
-	case errors.Is(err, breaker.ErrOpen) && plan != nil:
-		return res, plan.Later(ctx, rec, err)
-	case errors.As(err, &he) && he.Status == http.StatusTooManyRequests:
-		return res, sqsbatch.RetryAfter(err, min(max(he.RetryAfter, minThrottleWait), maxThrottleWait))
-	default:
-		return res, err
-	}
+	return res, nil
 }
 
 // OnceDeps are the dependencies of a consumer built with PostProcessor.

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
@@ -56,7 +57,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 			out, err := d.Store.Apply(ctx, *m)
 			switch {
 			case errors.Is(err, ErrNegativeStock):
-				return sqsbatch.Permanent(fmt.Errorf("%s: %w", rec.IdempotencyKey(), err))
+				return failure.Permanent("", fmt.Errorf("%s: %w", rec.IdempotencyKey(), err))
 			case err != nil:
 				return fmt.Errorf("%s: %w", rec.IdempotencyKey(), err)
 			}
@@ -73,7 +74,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 				return "", err
 			}
 			if err := m.Validate(); err != nil {
-				return "", sqsbatch.Poison(err)
+				return "", failure.Poison(err)
 			}
 			return m.DeduplicationID(), nil
 		},

@@ -24,6 +24,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -244,9 +246,9 @@ func Classify(msgs []types.Message, opts Options) Report {
 			cm.Class, cm.Why = Poison, c.problem
 		case expired:
 			cm.Class, cm.Why = Expired, expiredWhy
-		case hasVerdict && dl.Class == sqsbatch.ClassPermanent.String():
+		case hasVerdict && dl.Class == failure.KindPermanent.String():
 			cm.Class, cm.Why = Data, "consumer refused it as permanent: "+short(dl.Reason)
-		case hasVerdict && dl.Class == sqsbatch.ClassPoison.String():
+		case hasVerdict && dl.Class == failure.KindPoison.String():
 			cm.Class, cm.Why = Poison, "consumer refused its content (not visible in the envelope): "+short(dl.Reason)
 		default:
 			pending = append(pending, len(all))

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -64,7 +65,7 @@ func inspectBody(body string, opts *Options) content {
 		}
 		if opts.Content != nil {
 			if err := opts.Content(body); err != nil {
-				var refused *sqsbatch.Error // the reason without its class
+				var refused *failure.Error // the reason without its class
 				if errors.As(err, &refused) {
 					err = refused.Err
 				}

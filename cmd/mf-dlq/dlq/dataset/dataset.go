@@ -18,7 +18,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
+	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -118,7 +120,7 @@ func (g *gen) dataDrip(start time.Time, n int) {
 		sent := start.Add(time.Duration(g.r.Int64N(int64(72 * time.Hour))))
 		body := g.order(1, BadSKU, confirmedAt(sent))
 		if i%2 == 0 {
-			g.consumerSent(sent, body, sqsbatch.ClassPermanent,
+			g.consumerSent(sent, body, failure.KindPermanent,
 				fmt.Sprintf("permanent failure: warehouse: sku %s has no location in almacén MAD-1 (HTTP 422)", BadSKU))
 		} else {
 			g.redriven(sent, body)
@@ -164,7 +166,7 @@ func (g *gen) malformed(start time.Time, span time.Duration, n int) {
 			body = fmt.Sprintf(`{"version":1,"tipo":"PedidoConfirmado","pedido_id":%q,"confirmado_en":%q}`, g.pedidoID(), confirmedAt(sent).Format(time.RFC3339))
 			reason = "poison message: order has no lines"
 		}
-		g.consumerSent(sent, body, sqsbatch.ClassPoison, reason)
+		g.consumerSent(sent, body, failure.KindPoison, reason)
 	}
 }
 
@@ -177,7 +179,7 @@ func (g *gen) expired(start, confirmed time.Time, n int) {
 		var ev map[string]any
 		_ = json.Unmarshal([]byte(body), &ev)
 		age := int(sent.Sub(confirmed).Hours() / 24)
-		g.consumerSent(sent, body, sqsbatch.ClassPermanent, fmt.Sprintf("permanent: %s: preparacion:%s: confirmado_en %s is %d days old, beyond the %s window",
+		g.consumerSent(sent, body, failure.KindPermanent, fmt.Sprintf("permanent: %s: preparacion:%s: confirmado_en %s is %d days old, beyond the %s window",
 			lambdaapi.ReasonExpiredWindow, ev["pedido_id"], ev["confirmado_en"], age, replaywindow.Days(lambdaapi.WindowPreparacion)))
 	}
 }
@@ -194,7 +196,7 @@ func (g *gen) redriven(sent time.Time, body string) {
 
 // consumerSent appends a message lambdas/sqsbatch sent to the DLQ itself:
 // a new message (sent at the failure), received once from the DLQ.
-func (g *gen) consumerSent(sent time.Time, body string, class sqsbatch.Class, reason string) {
+func (g *gen) consumerSent(sent time.Time, body string, class failure.Kind, reason string) {
 	m := g.message(body, sent, sent.Add(time.Duration(1+g.r.IntN(20))*time.Minute), 1)
 	m.MessageAttributes = map[string]types.MessageAttributeValue{
 		sqsbatch.AttrFailureReason:     sqsbatch.StringAttribute(reason),

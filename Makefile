@@ -7,8 +7,9 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 GO ?= go
 ENV ?= dev
+SUDO = $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all install synth cost test test-cdk test-race test-e2e chaos e2e review vet fmt-check tree-check snapshots diff deploy services bench measure clean
+.PHONY: all install synth cost test test-cdk test-race test-e2e test-models verify chaos e2e review vet fmt-check tree-check snapshots diff deploy services bench measure clean
 
 all: synth
 
@@ -23,6 +24,8 @@ install:
 	fi
 	$(GO) mod download
 	cd bench && $(GO) mod download
+	@command -v spin >/dev/null || { echo "installing spin (the models' checker, Debian package spin)"; \
+	  $(SUDO) apt-get install -y spin || { $(SUDO) apt-get update && $(SUDO) apt-get install -y spin; }; }
 
 ## synth: every environment (dev, staging, prod) into cdk.out; no AWS credentials needed
 synth: install
@@ -47,7 +50,7 @@ cost: install
 # links aws-cdk-lib.
 CDK_MODULE = github.com/aws/aws-cdk-go/awscdk/v2
 LINKS_CDK = $(GO) list -f '{{.ImportPath}}{{range .Deps}}{{if eq . "$(CDK_MODULE)"}} cdk{{end}}{{end}}' ./...
-RACE_PKGS = $$($(LINKS_CDK) | awk '$$2 != "cdk" && $$1 !~ /\/internal\/e2e$$|\/integration\/test$$/ {print $$1}')
+RACE_PKGS = $$($(LINKS_CDK) | awk '$$2 != "cdk" && $$1 !~ /\/internal\/e2e$$|\/integration\/test$$|\/integration\/models$$/ {print $$1}')
 CDK_PKGS = $$($(LINKS_CDK) | awk '$$2 == "cdk" {print $$1}')
 
 # Test binaries are linked without symbol tables (a failing test's stack
@@ -59,13 +62,14 @@ BUILDFLAGS = -ldflags='-s -w'
 GOTEST = GO=$(GO) bash scripts/gotest.sh
 
 ## test: everything CI runs (every test runs each time: tests against PostgreSQL, dynalite and the CLI are never answered from a cache)
-# Three lanes run side by side (each buffered, then printed whole): the CDK
+# Four lanes run side by side (each buffered, then printed whole): the CDK
 # packages keep both cores busy (Go and jsii's Node), the race lane waits on
-# PostgreSQL, dynalite and child processes much of the time, and the
+# PostgreSQL, dynalite and child processes much of the time, the
 # end-to-end run mostly waits on its scaled timeouts, so it starts at once
-# instead of after the CDK packages.
+# instead of after the CDK packages, and the models' lane is a few seconds
+# of Spin once its verifiers are cached.
 test: install services fmt-check tree-check vet
-	$(MAKE) --no-print-directory -j3 --output-sync=target test-race test-cdk test-e2e
+	$(MAKE) --no-print-directory -j4 --output-sync=target test-race test-cdk test-e2e test-models
 
 # A race-enabled binary sleeps 1 s before it exits (GORACE atexit_sleep_ms,
 # default 1000), about 40 s of this lane's 80 binaries two at a time.
@@ -86,6 +90,16 @@ test-cdk:
 # The short form of the end-to-end run (100 orders); `make e2e` is the full one.
 test-e2e:
 	$(GOTEST) e2e $(BUILDFLAGS) -- ./internal/e2e -- -test.timeout=15m
+
+# The Promela models (models/) at reduced bounds, their mutants and their
+# drift test; only this lane runs ./models (RACE_PKGS leaves it out).
+test-models:
+	$(GOTEST) models $(BUILDFLAGS) -- ./models -- -test.timeout=10m
+
+## verify: every Promela model at its full bounds, the mutants and the drift test; prints what each search explored (docs/models.md)
+verify: install
+	$(GO) test -count=1 -timeout 60m -v -run 'TestModels|TestMutants' ./models -args -models.full \
+	  | grep -E '^(--- |ok|FAIL|PASS|\|)|_test.go:'
 
 ## e2e: the whole order flow under chaos with 1,000 orders (`make test` runs it with 100): replays the seed docs/e2e-report.md records and rewrites it; MF_SEED=new (or =<seed>) runs another seed into cdk.out/e2e-report.md (E2E_REPORT=<file> chooses)
 E2E_SEED = $(shell sed -n 's/^.*Seed \([0-9][0-9]*\):.*$$/\1/p' docs/e2e-report.md | head -n 1)
@@ -144,4 +158,4 @@ measure: install services
 	bash scripts/measure.sh
 
 clean:
-	rm -rf cdk.out .cache/testbin
+	rm -rf cdk.out .cache/testbin .cache/spin

@@ -107,6 +107,15 @@ for _ in 1 2 3; do r=$(secs make --no-print-directory test); runs+=("$r"); done
 w=$(median "${runs[@]}")
 row "test command (\`make test\`)" "$c" "$w" "$(seconds cold "$c" 480); $(seconds warm "$w" 120) (warm: median of ${runs[*]})"
 
+# The short end-to-end run alone (make test's e2e lane, 100 orders): cold,
+# then the median of three warm runs (docs/design.md#sqs-fake).
+cold_cache e2e
+c=$(secs go test -count=1 ./internal/e2e)
+runs=()
+for _ in 1 2 3; do r=$(secs go test -count=1 ./internal/e2e); runs+=("$r"); done
+w=$(median "${runs[@]}")
+row "short end-to-end run (\`go test ./internal/e2e\`, 100 orders)" "$c" "$w" "warm <= 60 s: $(within "$w" 60) (warm: median of ${runs[*]})"
+
 {
   echo "# Measurements"
   echo

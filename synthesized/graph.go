@@ -156,7 +156,7 @@ func (a *App) g() *graph {
 		case "AWS::StepFunctions::StateMachine":
 			states, err := a.renderDefinition(r)
 			g.definition[r] = definition{states, err}
-			walkStates(states, func(name string, st map[string]any) {
+			WalkStates(states, func(name string, st map[string]any) {
 				if st["Type"] == "Task" {
 					e := add(Task, r, r, nil, nil, st)
 					e.State = name
@@ -300,9 +300,9 @@ func (a *App) renderDefinition(sm *Resource) (map[string]any, error) {
 	return def, nil
 }
 
-// walkStates calls f for every state of a definition, those inside Map and
+// WalkStates calls f for every state of a definition, those inside Map and
 // Parallel states included, in name order.
-func walkStates(def map[string]any, f func(name string, st map[string]any)) {
+func WalkStates(def map[string]any, f func(name string, st map[string]any)) {
 	states, _ := def["States"].(map[string]any)
 	for _, name := range slices.Sorted(maps.Keys(states)) {
 		st, _ := states[name].(map[string]any)
@@ -313,10 +313,10 @@ func walkStates(def map[string]any, f func(name string, st map[string]any)) {
 			if proc == nil {
 				proc, _ = st["Iterator"].(map[string]any)
 			}
-			walkStates(proc, f)
+			WalkStates(proc, f)
 		case "Parallel":
 			for _, b := range list(st["Branches"]) {
-				walkStates(b, f)
+				WalkStates(b, f)
 			}
 		}
 	}

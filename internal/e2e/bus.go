@@ -38,8 +38,7 @@ type Bus struct {
 	rules  []*Rule
 	topics map[string]*Topic // by ARN
 	pipes  []*Pipe
-	apis   map[string]*apiDestination // by ARN
-	dlqs   []string
+	apis   map[*synthesized.Resource]*apiDestination
 
 	routed    atomic.Int64 // events put on a bus
 	stop      context.Context
@@ -104,165 +103,147 @@ type Pipe struct {
 	DetailType string
 }
 
-func (w *World) busName(v string) string {
-	if i := strings.LastIndex(v, ":event-bus/"); i >= 0 {
-		return v[i+len(":event-bus/"):]
-	}
-	if v == "" {
-		return "default"
-	}
-	return v
-}
-
 // loadBus reads the rules, topics, subscriptions, API destinations and
-// pipes of the templates.
+// pipes from the app's graph (synthesized.Edges).
 func (w *World) loadBus() *Bus {
-	b := &Bus{w: w, Copies: 2, topics: map[string]*Topic{}, apis: map[string]*apiDestination{},
+	b := &Bus{w: w, Copies: 2, topics: map[string]*Topic{}, apis: map[*synthesized.Resource]*apiDestination{},
 		webhook: &http.Client{Timeout: 5 * time.Second}}
 	b.stop, b.cancel = context.WithCancel(context.Background())
-	for _, r := range w.app.Resources("AWS::Events::ApiDestination") {
-		arn, _ := w.Locals().GetAtt(r, "Arn")
-		m := w.resolve(r, r.Properties).(map[string]any)
-		d := &apiDestination{Method: str(m["HttpMethod"]), Endpoint: str(m["InvocationEndpoint"])}
-		if rate, ok := m["InvocationRateLimitPerSecond"].(float64); ok {
-			d.limiter = newLimiter(rate * w.opts.WaitScale)
-		}
-		conn := str(m["ConnectionArn"])
-		for _, c := range w.app.Resources("AWS::Events::Connection") {
-			if ca, _ := w.Locals().GetAtt(c, "Arn"); ca == conn {
-				d.connectionHeader, d.connectionKey = w.connectionAPIKey(c)
+	rules := map[*synthesized.Resource]*Rule{}
+	edges := w.app.Edges()
+	for _, e := range edges { // API destinations first: rules target them
+		if e.Kind == synthesized.Connection {
+			m := w.resolve(e.Via, e.Via.Properties).(map[string]any)
+			d := &apiDestination{Method: str(m["HttpMethod"]), Endpoint: str(m["InvocationEndpoint"])}
+			if rate, ok := m["InvocationRateLimitPerSecond"].(float64); ok {
+				d.limiter = newLimiter(rate * w.opts.WaitScale)
 			}
+			if d.connectionHeader, d.connectionKey = w.connectionAPIKey(e.To); d.connectionHeader == "" {
+				w.fatalf("%s: connection %s with API key auth not found", e.Via.Path(), e.Target)
+			}
+			b.apis[e.Via] = d
 		}
-		if d.connectionHeader == "" {
-			w.fatalf("%s: connection %s with API key auth not found", r.Path(), conn)
-		}
-		b.apis[arn] = d
 	}
-	// Topics first: rules may target them.
-	for _, r := range w.app.Resources("AWS::SNS::Topic") {
-		arn, _ := w.Locals().Ref(r)
-		b.topics[arn] = &Topic{ARN: arn}
-	}
-	for _, r := range w.app.Resources("AWS::Events::Rule") {
-		b.rules = append(b.rules, b.loadRule(r))
-	}
-	for _, r := range w.app.Resources("AWS::SNS::Subscription") {
-		m := w.resolve(r, r.Properties).(map[string]any)
-		t := b.topics[str(m["TopicArn"])]
-		if t == nil {
-			w.fatalf("%s: unknown topic %v", r.Path(), m["TopicArn"])
+	for _, e := range edges {
+		switch e.Kind {
+		case synthesized.RuleTarget:
+			r := rules[e.Via]
+			if r == nil {
+				r = b.loadRule(e)
+				rules[e.Via] = r
+				b.rules = append(b.rules, r)
+			}
+			if s := str(e.Via.Prop("State")); s == "" || s == "ENABLED" {
+				r.Targets = append(r.Targets, b.loadTarget(r, e))
+			}
+		case synthesized.Subscription:
+			m := w.resolve(e.Via, e.Settings).(map[string]any)
+			switch {
+			case m["Protocol"] == "email":
+				continue // the alerts topic's operators
+			case m["Protocol"] != "sqs" || w.queueByResource[e.To] == nil:
+				w.fatalf("%s: a subscription by %v to %s is not played", e.Via.Path(), m["Protocol"], e.Target)
+			case m["FilterPolicy"] != nil:
+				w.fatalf("%s: subscription filter policies are not played", e.Via.Path())
+			}
+			s := &Subscription{Queue: w.queueByResource[e.To], DLQ: w.queueByResource[e.DLQ]}
+			s.Raw, _ = m["RawMessageDelivery"].(bool)
+			t := b.topic(e.From)
+			t.Subs = append(t.Subs, s)
+		case synthesized.Pipe:
+			b.pipes = append(b.pipes, b.loadPipe(e))
 		}
-		switch m["Protocol"] {
-		case "sqs":
-		case "email":
-			continue // the alerts topic's operators
-		default:
-			w.fatalf("%s: protocol %v is not played", r.Path(), m["Protocol"])
-		}
-		if _, ok := m["FilterPolicy"]; ok {
-			w.fatalf("%s: subscription filter policies are not played", r.Path())
-		}
-		s := &Subscription{Queue: w.queueByARN[str(m["Endpoint"])]}
-		if s.Queue == nil {
-			w.fatalf("%s: endpoint %v is not a queue of the templates", r.Path(), m["Endpoint"])
-		}
-		s.Raw, _ = m["RawMessageDelivery"].(bool)
-		if rp, ok := m["RedrivePolicy"].(map[string]any); ok {
-			s.DLQ = w.queueByARN[str(rp["deadLetterTargetArn"])]
-			b.dlqs = append(b.dlqs, str(rp["deadLetterTargetArn"]))
-		}
-		t.Subs = append(t.Subs, s)
-	}
-	for _, r := range w.app.Resources("AWS::Pipes::Pipe") {
-		b.pipes = append(b.pipes, b.loadPipe(r))
 	}
 	return b
 }
 
+// topic is r's Topic.
+func (b *Bus) topic(r *synthesized.Resource) *Topic {
+	arn, err := b.w.Physical().Ref(r)
+	if err != nil {
+		b.w.fatalf("%v", err)
+	}
+	if b.topics[arn] == nil {
+		b.topics[arn] = &Topic{ARN: arn}
+	}
+	return b.topics[arn]
+}
+
 func str(v any) string { s, _ := v.(string); return s }
 
-func (b *Bus) loadRule(r *synthesized.Resource) *Rule {
-	w := b.w
-	m := w.resolve(r, r.Properties).(map[string]any)
-	rule := &Rule{Name: cmp.Or(str(m["Name"]), r.LogicalID), Bus: w.busName(str(m["EventBusName"]))}
-	pat, _ := m["EventPattern"].(map[string]any)
-	if pat == nil {
+// loadRule reads the rule of a rule target edge: its bus and its pattern.
+func (b *Bus) loadRule(e *synthesized.Edge) *Rule {
+	w, r := b.w, e.Via
+	rule := &Rule{Name: w.name(r), Bus: "default"}
+	if e.From != nil {
+		rule.Bus = w.name(e.From)
+	}
+	if r.Prop("EventPattern") == nil {
 		w.fatalf("%s: scheduled rules are not played", r.Path())
 	}
 	var err error
-	if rule.Pattern, err = eventpattern.CompileValue(pat); err != nil {
+	if rule.Pattern, err = w.app.Pattern(r.Stack, r.Prop("EventPattern")); err != nil {
 		w.fatalf("%s: %v", r.Path(), err)
-	}
-	if s := str(m["State"]); s != "" && s != "ENABLED" {
-		return rule
-	}
-	targets, _ := m["Targets"].([]any)
-	for _, ti := range targets {
-		tm := ti.(map[string]any)
-		t := &Target{ID: str(tm["Id"]), ARN: str(tm["Arn"]), Rule: rule, MaxRetries: 185, MaxAge: 24 * time.Hour}
-		switch {
-		case strings.HasPrefix(t.ARN, "arn:aws:sqs:"):
-			if t.Queue = w.queueByARN[t.ARN]; t.Queue == nil {
-				w.fatalf("%s: target %s is not a queue of the templates", r.Path(), t.ARN)
-			}
-		case strings.HasPrefix(t.ARN, "arn:aws:sns:"):
-			if t.Topic = b.topics[t.ARN]; t.Topic == nil {
-				w.fatalf("%s: target %s is not a topic of the templates", r.Path(), t.ARN)
-			}
-		case strings.Contains(t.ARN, ":api-destination/"):
-			if t.API = b.apis[t.ARN]; t.API == nil {
-				w.fatalf("%s: unknown API destination %s", r.Path(), t.ARN)
-			}
-		case strings.HasPrefix(t.ARN, "arn:aws:logs:"):
-			t.Log = true
-		default:
-			w.fatalf("%s: target %s is of a kind the run does not play", r.Path(), t.ARN)
-		}
-		if dl, ok := tm["DeadLetterConfig"].(map[string]any); ok {
-			t.DLQ = w.queueByARN[str(dl["Arn"])]
-			b.dlqs = append(b.dlqs, str(dl["Arn"]))
-		}
-		if rp, ok := tm["RetryPolicy"].(map[string]any); ok {
-			if n, ok := rp["MaximumRetryAttempts"].(float64); ok {
-				t.MaxRetries = int(n)
-			}
-			t.MaxAge = seconds(rp["MaximumEventAgeInSeconds"], t.MaxAge)
-		}
-		t.InputPath = str(tm["InputPath"])
-		if _, ok := tm["Input"]; ok {
-			w.fatalf("%s: constant target input is not played", r.Path())
-		}
-		if it, ok := tm["InputTransformer"].(map[string]any); ok {
-			t.Transformer = &transformer{Paths: map[string]string{}, Template: str(it["InputTemplate"])}
-			ipm, _ := it["InputPathsMap"].(map[string]any)
-			for k, v := range ipm {
-				t.Transformer.Paths[k] = str(v)
-			}
-		}
-		if sp, ok := tm["SqsParameters"].(map[string]any); ok {
-			t.GroupID = str(sp["MessageGroupId"])
-		}
-		if hp, ok := tm["HttpParameters"].(map[string]any); ok {
-			t.Headers = map[string]string{}
-			hh, _ := hp["HeaderParameters"].(map[string]any)
-			for k, v := range hh {
-				t.Headers[k] = str(v)
-			}
-			if _, ok := hp["QueryStringParameters"]; ok {
-				w.fatalf("%s: query string parameters are not played", r.Path())
-			}
-		}
-		rule.Targets = append(rule.Targets, t)
 	}
 	return rule
 }
 
-func (b *Bus) loadPipe(r *synthesized.Resource) *Pipe {
+// loadTarget reads one target of rule: its receiver, retry policy,
+// dead-letter queue and input.
+func (b *Bus) loadTarget(rule *Rule, e *synthesized.Edge) *Target {
 	w := b.w
-	raw, _ := json.Marshal(w.resolve(r, r.Properties))
+	tm := w.resolve(e.Via, e.Settings).(map[string]any)
+	t := &Target{ID: str(tm["Id"]), ARN: str(tm["Arn"]), Rule: rule, MaxRetries: 185, MaxAge: 24 * time.Hour, DLQ: w.queueByResource[e.DLQ]}
+	switch {
+	case w.queueByResource[e.To] != nil:
+		t.Queue = w.queueByResource[e.To]
+	case e.To != nil && e.To.Type == "AWS::SNS::Topic":
+		t.Topic = b.topic(e.To)
+	case b.apis[e.To] != nil:
+		t.API = b.apis[e.To]
+	case strings.HasPrefix(t.ARN, "arn:aws:logs:"):
+		t.Log = true
+	default:
+		w.fatalf("%s: target %s is of a kind the run does not play", e.Via.Path(), t.ARN)
+	}
+	if rp, ok := tm["RetryPolicy"].(map[string]any); ok {
+		if n, ok := rp["MaximumRetryAttempts"].(float64); ok {
+			t.MaxRetries = int(n)
+		}
+		t.MaxAge = seconds(rp["MaximumEventAgeInSeconds"], t.MaxAge)
+	}
+	t.InputPath = str(tm["InputPath"])
+	if _, ok := tm["Input"]; ok {
+		w.fatalf("%s: constant target input is not played", e.Via.Path())
+	}
+	if it, ok := tm["InputTransformer"].(map[string]any); ok {
+		t.Transformer = &transformer{Paths: map[string]string{}, Template: str(it["InputTemplate"])}
+		ipm, _ := it["InputPathsMap"].(map[string]any)
+		for k, v := range ipm {
+			t.Transformer.Paths[k] = str(v)
+		}
+	}
+	t.GroupID = str(synthesized.Dig(tm, "SqsParameters", "MessageGroupId"))
+	if hp, ok := tm["HttpParameters"].(map[string]any); ok {
+		t.Headers = map[string]string{}
+		hh, _ := hp["HeaderParameters"].(map[string]any)
+		for k, v := range hh {
+			t.Headers[k] = str(v)
+		}
+		if _, ok := hp["QueryStringParameters"]; ok {
+			w.fatalf("%s: query string parameters are not played", e.Via.Path())
+		}
+	}
+	return t
+}
+
+// loadPipe reads a pipe edge: only a pipe to a bus without enrichment is
+// played.
+func (b *Bus) loadPipe(e *synthesized.Edge) *Pipe {
+	w, r := b.w, e.Via
+	raw, _ := json.Marshal(w.resolve(r, e.Settings))
 	var spec struct {
 		Name             string
-		Target           string
 		SourceParameters struct {
 			FilterCriteria struct{ Filters []struct{ Pattern string } }
 		}
@@ -275,11 +256,12 @@ func (b *Bus) loadPipe(r *synthesized.Resource) *Pipe {
 	if err := json.Unmarshal(raw, &spec); err != nil {
 		w.fatalf("%s: %v", r.Path(), err)
 	}
-	if spec.Enrichment != "" || !strings.Contains(spec.Target, ":event-bus/") {
+	if spec.Enrichment != "" || e.To == nil || e.To.Type != "AWS::Events::EventBus" {
 		w.fatalf("%s: only pipes to a bus without enrichment are played", r.Path())
 	}
-	pipe := &Pipe{Name: spec.Name, Template: spec.TargetParameters.InputTemplate, Bus: w.busName(spec.Target),
-		Source: spec.TargetParameters.EventBridgeEventBusParameters.Source, DetailType: spec.TargetParameters.EventBridgeEventBusParameters.DetailType}
+	params := spec.TargetParameters
+	pipe := &Pipe{Name: spec.Name, Template: params.InputTemplate, Bus: w.name(e.To),
+		Source: params.EventBridgeEventBusParameters.Source, DetailType: params.EventBridgeEventBusParameters.DetailType}
 	for _, f := range spec.SourceParameters.FilterCriteria.Filters {
 		pat, err := eventpattern.Compile([]byte(f.Pattern))
 		if err != nil {
@@ -290,12 +272,21 @@ func (b *Bus) loadPipe(r *synthesized.Resource) *Pipe {
 	return pipe
 }
 
+// busName is the name of a bus named by its name or ARN ("default" for
+// none).
+func busName(v string) string {
+	if i := strings.LastIndex(v, ":event-bus/"); i >= 0 {
+		return v[i+len(":event-bus/"):]
+	}
+	return cmp.Or(v, "default")
+}
+
 // Route implements localaws.Router: the event goes to every matching rule's
 // targets of its bus, Copies times each, asynchronously (as EventBridge
 // delivers after PutEvents has answered).
 func (b *Bus) Route(_ context.Context, e localaws.Event) error {
 	b.routed.Add(1)
-	bus := b.w.busName(e.EventBusName)
+	bus := busName(e.EventBusName)
 	env := e.Envelope(b.w.opts.Account, b.w.opts.Region)
 	raw, err := json.Marshal(env)
 	if err != nil {

@@ -6,10 +6,6 @@ import (
 	"github.com/mercadofresco/integration/internal/lambdatest"
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/payment"
-	"io"
-	"maps"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,68 +120,44 @@ func pedidoOf(body []byte) string {
 }
 
 // Webhook is the ERP's webhook for the order events of the API destination:
-// it authenticates the connection's API key, de-duplicates by the
+// a Service that authenticates the connection's API key and performs every
+// request, without a key store: a receiver de-duplicates by the
 // Idempotency-Key header (the event id) and acknowledges a duplicate with
-// 200 without applying it again, as a webhook receiver does (the Stripe-like
-// 409 of localaws.Service for a key in flight would send an at-least-once
-// duplicate to the rule's DLQ). FailFirst answers 503 to that many requests
-// first (EventBridge retries them).
-type Webhook struct {
-	srv       *httptest.Server
-	key       func() string
-	FailFirst atomic.Int64
-
-	mu         sync.Mutex
-	deliveries int
-	events     map[string]string // Idempotency-Key -> pedido_id
-}
+// 200 (the Stripe-like 409 for a key in flight would send an at-least-once
+// duplicate to the rule's DLQ).
+type Webhook struct{ *localaws.Service }
 
 func newWebhook(key func() string) *Webhook {
-	h := &Webhook{key: key, events: map[string]string{}}
-	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
-	return h
+	return &Webhook{localaws.NewService(func(r localaws.ServiceRequest) localaws.ServiceResponse {
+		var in struct {
+			PedidoID string `json:"pedido_id"`
+			IDEvento string `json:"id_evento"`
+			Tipo     string `json:"tipo"`
+		}
+		if r.Method != "POST" || json.Unmarshal(r.Body, &in) != nil || in.PedidoID == "" || in.IDEvento == "" || r.IdempotencyKey != in.IDEvento || !strings.HasPrefix(in.Tipo, "Pedido") {
+			return localaws.JSON(400, `{"error":"bad request"}`)
+		}
+		return localaws.JSON(200, `{"recibido":true}`)
+	}, localaws.WithoutIdempotency(), localaws.WithPrecheck(func(r localaws.ServiceRequest) *localaws.ServiceResponse {
+		if r.Header.Get("x-api-key") == key() {
+			return nil
+		}
+		resp := localaws.JSON(401, `{"error":"bad API key"}`)
+		return &resp
+	}))}
 }
-
-func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if r.Header.Get("x-api-key") != h.key() {
-		http.Error(w, `{"error":"bad API key"}`, 401)
-		return
-	}
-	if h.FailFirst.Add(-1) >= 0 {
-		http.Error(w, `{"error":"unavailable"}`, 503)
-		return
-	}
-	var in struct {
-		PedidoID string `json:"pedido_id"`
-		IDEvento string `json:"id_evento"`
-		Tipo     string `json:"tipo"`
-	}
-	key := r.Header.Get(localaws.HeaderIdempotencyKey)
-	if r.Method != "POST" || json.Unmarshal(body, &in) != nil || in.PedidoID == "" || in.IDEvento == "" || key != in.IDEvento || !strings.HasPrefix(in.Tipo, "Pedido") {
-		http.Error(w, `{"error":"bad request"}`, 400)
-		return
-	}
-	h.mu.Lock()
-	h.deliveries++
-	if _, dup := h.events[key]; !dup {
-		h.events[key] = in.PedidoID
-	}
-	h.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(`{"recibido":true}`))
-}
-
-// URL is the webhook's base URL.
-func (h *Webhook) URL() string { return h.srv.URL }
-
-// Close stops the server.
-func (h *Webhook) Close() { h.srv.Close() }
 
 // Events returns the distinct events received (event id -> order) and the
 // number of deliveries.
 func (h *Webhook) Events() (map[string]string, int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return maps.Clone(h.events), h.deliveries
+	out, n := map[string]string{}, 0
+	for _, e := range h.Effects() {
+		if e.Response.Status == 200 {
+			n++
+			if _, dup := out[e.IdempotencyKey]; !dup {
+				out[e.IdempotencyKey] = pedidoOf(e.Body)
+			}
+		}
+	}
+	return out, n
 }

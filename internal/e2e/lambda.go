@@ -98,8 +98,8 @@ func (w *World) loadFunctions() {
 		if entry == "" {
 			continue // the CDK's own providers
 		}
-		name, _ := w.Locals().Ref(r)
-		arn, _ := w.Locals().GetAtt(r, "Arn")
+		name, _ := w.Physical().Ref(r)
+		arn, _ := w.Physical().GetAtt(r, "Arn")
 		f := &Function{w: w, Res: r, Name: name, ARN: arn, Entry: entry, Env: map[string]string{},
 			Timeout: seconds(r.Prop("Timeout"), 3*time.Second)}
 		f.Deadline = time.Duration(float64(f.Timeout) / w.opts.ExecScale)
@@ -317,56 +317,41 @@ type ESM struct {
 	delivered atomic.Int64 // messages received, repeats included
 }
 
-// loadESMs reads the templates' SQS event source mappings.
+// loadESMs reads the templates' event source mappings (Mapping edges).
 func (w *World) loadESMs() []*ESM {
 	var out []*ESM
-	for _, r := range w.app.Resources("AWS::Lambda::EventSourceMapping") {
-		src, err := w.resolveString(r, r.Prop("EventSourceArn"))
-		if err != nil {
-			w.fatalf("%s: %v", r.Path(), err)
+	for _, m := range w.app.Edges() {
+		if m.Kind != synthesized.Mapping {
+			continue
 		}
-		q := w.queueByARN[src]
-		if q == nil {
-			w.fatalf("%s: source %s is not a queue of the templates", r.Path(), src)
-		}
-		fnName, err := w.resolveString(r, r.Prop("FunctionName"))
-		if err != nil {
-			w.fatalf("%s: %v", r.Path(), err)
-		}
+		q := w.queueByResource[m.From]
 		var fn *Function
 		for _, f := range w.functions {
-			if f.Name == fnName || f.ARN == fnName {
+			if f.Res == m.To {
 				fn = f
 			}
 		}
-		if fn == nil || sqsBuilders[fn.Entry] == nil {
-			w.fatalf("%s: function %s is not one the run can play", r.Path(), fnName)
+		if q == nil || fn == nil || sqsBuilders[fn.Entry] == nil {
+			w.fatalf("%s: a mapping to %s is not one the run can play", m.Via.Path(), m.Target)
 		}
 		e := &ESM{w: w, Fn: fn, Queue: q, BatchSize: 10, Concurrency: 1000}
-		if n, ok := r.Prop("BatchSize").(float64); ok {
+		if n, ok := m.Settings["BatchSize"].(float64); ok {
 			e.BatchSize = int(n)
 		}
-		if sc, ok := r.Prop("ScalingConfig").(map[string]any); ok {
-			if n, ok := sc["MaximumConcurrency"].(float64); ok {
-				e.Concurrency = int(n)
-			}
+		if n, ok := synthesized.Dig(m.Settings, "ScalingConfig", "MaximumConcurrency").(float64); ok {
+			e.Concurrency = int(n)
 		}
-		if e.Concurrency > 50 {
-			e.Concurrency = 50 // no cap in the template: Lambda's own scaling, bounded here
-		}
-		if types, ok := r.Prop("FunctionResponseTypes").([]any); ok {
-			for _, t := range types {
-				e.ReportFailures = e.ReportFailures || t == "ReportBatchItemFailures"
-			}
-		}
+		e.Concurrency = min(e.Concurrency, 50) // no cap in the template: Lambda's own scaling, bounded here
+		types, _ := m.Settings["FunctionResponseTypes"].([]any)
+		e.ReportFailures = slices.Contains(types, any("ReportBatchItemFailures"))
 		if e.BatchSize > 10 {
-			w.fatalf("%s: batch size %d needs a batching window, which the run does not play", r.Path(), e.BatchSize)
+			w.fatalf("%s: batch size %d needs a batching window, which the run does not play", m.Via.Path(), e.BatchSize)
 		}
 		// Production's invariant, kept by the scaling: a message's
 		// visibility outlasts the invocation that received it.
 		if w.clock.Real(q.Visibility) <= fn.Deadline {
 			w.fatalf("%s: %s's visibility (%s ÷ WaitScale) ends before %s's deadline (%s ÷ ExecScale); change the scales",
-				r.Path(), q.Name, q.Visibility, fn.Entry, fn.Timeout)
+				m.Via.Path(), q.Name, q.Visibility, fn.Entry, fn.Timeout)
 		}
 		out = append(out, e)
 	}

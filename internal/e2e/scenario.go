@@ -408,7 +408,7 @@ func (r *Run) Execute(ctx context.Context) *Report {
 		},
 		FailPublish: func(message string) bool { return pedidoOf([]byte(message)) == r.compOrder },
 	})
-	w.deps.ERPWebhook.FailFirst.Store(5)
+	w.deps.ERPWebhook.Inject(localaws.Rule{Times: 5, Fault: localaws.Fault{Status: 503}}) // EventBridge retries them
 	r.pubs = w.startPublishers(2)
 	ttlCarts := r.feedCarts(ctx)
 

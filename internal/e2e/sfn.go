@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/synthesized"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -116,14 +117,10 @@ func (w *World) startExecutor(ctx context.Context, onDone func(ExecutionResult))
 	go x.read(stdout)
 
 	for _, r := range w.app.Resources("AWS::StepFunctions::StateMachine") {
-		arn, _ := w.Locals().Ref(r)
-		text, err := w.resolveString(r, r.Prop("DefinitionString"))
+		arn, _ := w.Physical().Ref(r)
+		def, err := w.app.Definition(r)
 		if err != nil {
 			w.fatalf("%s: %v", r.Path(), err)
-		}
-		var def map[string]any
-		if err := json.Unmarshal([]byte(text), &def); err != nil {
-			w.fatalf("%s: definition: %v", r.Path(), err)
 		}
 		if errs := x.validate(ctx, arn, def); len(errs) > 0 {
 			w.fatalf("%s: the definition does not validate: %v", r.Path(), errs)
@@ -321,7 +318,7 @@ func (w *World) scaleDefinition(def map[string]any) map[string]any {
 	if v, ok := out["TimeoutSeconds"].(float64); ok {
 		out["TimeoutSeconds"] = v / w.opts.ExecScale
 	}
-	eachState(out, func(_ string, s map[string]any) {
+	synthesized.WalkStates(out, func(_ string, s map[string]any) {
 		if v, ok := s["TimeoutSeconds"].(float64); ok {
 			s["TimeoutSeconds"] = v / w.opts.ExecScale
 		}
@@ -343,28 +340,4 @@ func (w *World) scaleDefinition(def map[string]any) map[string]any {
 		}
 	})
 	return out
-}
-
-// eachState calls fn on every state of the machine def, the states of its
-// Map and Parallel states included.
-func eachState(def map[string]any, fn func(name string, s map[string]any)) {
-	states, _ := def["States"].(map[string]any)
-	for name, sv := range states {
-		s, ok := sv.(map[string]any)
-		if !ok {
-			continue
-		}
-		fn(name, s)
-		for _, k := range []string{"ItemProcessor", "Iterator"} {
-			if sub, ok := s[k].(map[string]any); ok {
-				eachState(sub, fn)
-			}
-		}
-		branches, _ := s["Branches"].([]any)
-		for _, b := range branches {
-			if sub, ok := b.(map[string]any); ok {
-				eachState(sub, fn)
-			}
-		}
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/payment"
+	"github.com/mercadofresco/integration/synthesized"
 	"os"
 	"regexp"
 	"sort"
@@ -273,7 +274,7 @@ func matchFilter(pattern string, event map[string]any) (bool, error) {
 func (w *World) stateMachineLogAlarms(results []ExecutionResult) []AlarmLine {
 	failStates := map[string]string{} // error -> Fail state name
 	for _, def := range w.sfn.defs {
-		eachState(def, func(name string, st map[string]any) {
+		synthesized.WalkStates(def, func(name string, st map[string]any) {
 			if e, ok := st["Error"].(string); ok && st["Type"] == "Fail" {
 				failStates[e] = name
 			}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/pgtest"
@@ -90,8 +90,6 @@ type World struct {
 
 	queues          []*Queue
 	queueByResource map[*synthesized.Resource]*Queue
-	queueByARN      map[string]*Queue
-	queueByURL      map[string]*Queue
 	secrets         map[string]string // ARN -> SecretString
 	functions       map[string]*Function
 	overrides       []string // human-readable list for the report
@@ -100,13 +98,38 @@ type World struct {
 	sfn *Executor
 }
 
-// Locals is the World's synthesized.Locals.
-func (w *World) Locals() synthesized.Locals { return locals{w} }
+// Physical gives every resource the run reads the meaning AWS gives it
+// (synthesized.Physical: the SQS fake's URLs and ARNs are AWS's), but for
+// the RDS proxy and the Valkey cache, which are the local PostgreSQL and
+// Redis. A reference to a type it does not know fails the run.
+func (w *World) Physical() synthesized.Physical {
+	return synthesized.Physical{App: w.app, Local: func(r *synthesized.Resource, attr string) (string, bool) {
+		host, port, _ := net.SplitHostPort(w.redis.Addr)
+		switch r.Type + "." + attr {
+		case "AWS::RDS::DBProxy.Endpoint":
+			return w.pgHost, true
+		case "AWS::ElastiCache::ServerlessCache.Endpoint.Address":
+			return host, true
+		case "AWS::ElastiCache::ServerlessCache.Endpoint.Port":
+			return port, true
+		}
+		return "", false
+	}}
+}
+
+// name is r's physical name.
+func (w *World) name(r *synthesized.Resource) string {
+	n, err := w.Physical().Name(r)
+	if err != nil {
+		w.fatalf("%v", err)
+	}
+	return n
+}
 
 // resolve is v, a value of r's template, with its references resolved; a
 // reference without a local meaning fails the run.
 func (w *World) resolve(r *synthesized.Resource, v any) any {
-	out, err := w.app.Resolve(r.Stack, v, w.Locals())
+	out, err := w.app.Resolve(r.Stack, v, w.Physical())
 	if err != nil {
 		w.fatalf("%s: %v", r.Path(), err)
 	}
@@ -114,7 +137,7 @@ func (w *World) resolve(r *synthesized.Resource, v any) any {
 }
 
 func (w *World) resolveString(r *synthesized.Resource, v any) (string, error) {
-	return w.app.ResolveString(r.Stack, v, w.Locals())
+	return w.app.ResolveString(r.Stack, v, w.Physical())
 }
 
 // NewWorld loads the templates and starts every local part: dynalite with
@@ -130,8 +153,8 @@ func NewWorld(t testing.TB, o Options) *World {
 	}
 	app.Account, app.Region = o.Account, o.Region
 	w := &World{t: t, opts: o, app: app, clock: NewClock(o.WaitScale), rng: rand.New(rand.NewPCG(o.Seed, 0xe2e)),
-		queueByResource: map[*synthesized.Resource]*Queue{}, queueByARN: map[string]*Queue{}, queueByURL: map[string]*Queue{},
-		secrets: map[string]string{}, functions: map[string]*Function{}, pgHost: "127.0.0.1"}
+		queueByResource: map[*synthesized.Resource]*Queue{},
+		secrets:         map[string]string{}, functions: map[string]*Function{}, pgHost: "127.0.0.1"}
 
 	// localaws.StartDynalite preloads its guard: a request an invocation abandons
 	// half-sent (a deadline, a killed process) does not end dynalite.
@@ -164,24 +187,14 @@ func (w *World) fatalf(format string, args ...any) {
 func (w *World) createTables() {
 	ctx := context.Background()
 	for _, r := range w.app.Resources("AWS::DynamoDB::Table") {
-		var in dynamodb.CreateTableInput
 		raw, _ := json.Marshal(map[string]any{"AttributeDefinitions": r.Prop("AttributeDefinitions"), "KeySchema": r.Prop("KeySchema")})
-		var spec struct {
-			AttributeDefinitions []struct{ AttributeName, AttributeType string }
-			KeySchema            []struct{ AttributeName, KeyType string }
-		}
-		if err := json.Unmarshal(raw, &spec); err != nil {
+		var in dynamodb.CreateTableInput // the template's properties are the API's
+		if err := json.Unmarshal(raw, &in); err != nil {
 			w.fatalf("table %s: %v", r.Path(), err)
 		}
-		for _, a := range spec.AttributeDefinitions {
-			in.AttributeDefinitions = append(in.AttributeDefinitions, ddbtypes.AttributeDefinition{AttributeName: aws.String(a.AttributeName), AttributeType: ddbtypes.ScalarAttributeType(a.AttributeType)})
-		}
-		for _, k := range spec.KeySchema {
-			in.KeySchema = append(in.KeySchema, ddbtypes.KeySchemaElement{AttributeName: aws.String(k.AttributeName), KeyType: ddbtypes.KeyType(k.KeyType)})
-		}
-		name := physicalName(r, "TableName")
+		name := w.name(r)
 		in.TableName = aws.String(name)
-		in.BillingMode = ddbtypes.BillingModePayPerRequest
+		in.BillingMode = "PAY_PER_REQUEST"
 		if err := w.ddb.Create(ctx, &in); err != nil {
 			w.fatalf("create table %s: %v", name, err)
 		}
@@ -205,46 +218,38 @@ func seconds(v any, def time.Duration) time.Duration {
 // settings and redrive policy.
 func (w *World) createQueues() {
 	w.sqs = localaws.NewSQS(localaws.SQSConfig{Now: w.clock.Now, Account: w.opts.Account, Region: w.opts.Region})
-	pending := w.app.Resources("AWS::SQS::Queue")
-	for len(pending) > 0 {
-		var next []*synthesized.Resource
-		for _, r := range pending {
-			cfg := localaws.QueueConfig{
-				VisibilityTimeout: seconds(r.Prop("VisibilityTimeout"), 30*time.Second),
-				RetentionPeriod:   seconds(r.Prop("MessageRetentionPeriod"), 4*24*time.Hour),
-				Delay:             seconds(r.Prop("DelaySeconds"), 0),
-			}
-			cfg.ContentBasedDeduplication, _ = r.Prop("ContentBasedDeduplication").(bool)
-			var dlq *Queue
-			if rp, ok := r.Prop("RedrivePolicy").(map[string]any); ok {
-				arn, err := w.resolveString(r, rp["deadLetterTargetArn"])
-				if err != nil {
-					next = append(next, r) // its DLQ is not created yet
-					continue
-				}
-				if dlq = w.queueByARN[arn]; dlq == nil {
-					w.fatalf("queue %s: redrive to unknown %s", r.Path(), arn)
-				}
-				n, _ := rp["maxReceiveCount"].(float64)
-				cfg.Redrive = &localaws.RedrivePolicy{DeadLetterTargetARN: arn, MaxReceiveCount: int(n)}
-			}
-			name := physicalName(r, "QueueName")
-			fifo, _ := r.Prop("FifoQueue").(bool)
-			if fifo && !strings.HasSuffix(name, ".fifo") {
-				name += ".fifo"
-			}
-			url, err := w.sqs.CreateQueue(name, cfg)
-			if err != nil {
-				w.fatalf("create queue %s: %v", name, err)
-			}
-			q := &Queue{Name: name, URL: url, ARN: w.sqs.ARN(url), Resource: r, FIFO: fifo, Visibility: cfg.VisibilityTimeout, DLQ: dlq}
-			w.queues = append(w.queues, q)
-			w.queueByResource[r], w.queueByARN[q.ARN], w.queueByURL[url] = q, q, q
+	var create func(r *synthesized.Resource) *Queue
+	create = func(r *synthesized.Resource) *Queue {
+		if q, ok := w.queueByResource[r]; ok {
+			return q
 		}
-		if len(next) == len(pending) {
-			w.fatalf("queues with unresolvable dead-letter targets: %d", len(next))
+		cfg := localaws.QueueConfig{
+			VisibilityTimeout: seconds(r.Prop("VisibilityTimeout"), 30*time.Second),
+			RetentionPeriod:   seconds(r.Prop("MessageRetentionPeriod"), 4*24*time.Hour),
+			Delay:             seconds(r.Prop("DelaySeconds"), 0),
 		}
-		pending = next
+		cfg.ContentBasedDeduplication, _ = r.Prop("ContentBasedDeduplication").(bool)
+		var dlq *Queue
+		for _, e := range w.app.From(r, synthesized.DeadLetter) {
+			if dlq = create(e.To); dlq == nil {
+				w.fatalf("queue %s: redrive to %s, not a queue", r.Path(), e.Target)
+			}
+			n, _ := e.Settings["maxReceiveCount"].(float64)
+			cfg.Redrive = &localaws.RedrivePolicy{DeadLetterTargetARN: dlq.ARN, MaxReceiveCount: int(n)}
+		}
+		name := w.name(r)
+		fifo, _ := r.Prop("FifoQueue").(bool)
+		url, err := w.sqs.CreateQueue(name, cfg)
+		if err != nil {
+			w.fatalf("create queue %s: %v", name, err)
+		}
+		q := &Queue{Name: name, URL: url, ARN: w.sqs.ARN(url), Resource: r, FIFO: fifo, Visibility: cfg.VisibilityTimeout, DLQ: dlq}
+		w.queues = append(w.queues, q)
+		w.queueByResource[r] = q
+		return q
+	}
+	for _, r := range w.app.Resources("AWS::SQS::Queue") {
+		create(r)
 	}
 }
 
@@ -253,7 +258,7 @@ func (w *World) createQueues() {
 // PasswordLength characters).
 func (w *World) createSecrets() {
 	for _, r := range w.app.Resources("AWS::SecretsManager::Secret") {
-		arn, err := w.Locals().Ref(r)
+		arn, err := w.Physical().Ref(r)
 		if err != nil {
 			w.fatalf("%v", err)
 		}
@@ -454,17 +459,12 @@ func (w *World) QueueNamed(name string) *Queue {
 	return nil
 }
 
-// DLQs returns the queues that are some queue's, subscription's or rule
-// target's dead-letter queue, by name.
+// DLQs returns the queues that are some resource's dead-letter queue (a
+// queue's redrive target, a subscription's or a rule target's), by name.
 func (w *World) DLQs() []*Queue {
 	seen := map[*Queue]bool{}
-	for _, q := range w.queues {
-		if q.DLQ != nil {
-			seen[q.DLQ] = true
-		}
-	}
-	for _, arn := range w.bus.dlqs {
-		if q := w.queueByARN[arn]; q != nil {
+	for _, e := range w.app.Edges() {
+		if q := w.queueByResource[e.To]; q != nil && e.Kind == synthesized.DeadLetter {
 			seen[q] = true
 		}
 	}

@@ -15,13 +15,11 @@ package localaws
 // ReturnValuesOnConditionCheckFailure and runs no TTL deletions.
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +27,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,10 +35,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
-
-// dynaliteAttempts bounds the retries when another process grabs the free port
-// between our probe and dynalite's bind.
-const dynaliteAttempts = 5
 
 // dynaliteReady bounds the wait for dynalite to answer; node starts in well
 // under a second, but CI machines with 2 cores can be slow under load.
@@ -53,12 +46,7 @@ type Dynalite struct {
 	Endpoint string
 	// Client is a DynamoDB client for Endpoint with static fake credentials.
 	Client *dynamodb.Client
-
-	cmd     *exec.Cmd
-	stderr  *Buffer
-	done    chan struct{}
-	waitErr error
-	once    sync.Once
+	*process
 }
 
 // StartDynalite launches dynalite on a free 127.0.0.1 port, waits until it answers
@@ -82,18 +70,37 @@ func LaunchDynalite(ctx context.Context) (*Dynalite, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for range dynaliteAttempts {
-		srv, err := launchDynalite(ctx, bin)
-		if err == nil {
-			return srv, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
+	guard, err := dynaliteGuard()
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("start %s: %w", bin, lastErr)
+	var srv *Dynalite
+	err = onFreePort(ctx, func(port int) error {
+		// createTableMs etc. default to 500 ms of CREATING state; tests
+		// want the table at once.
+		cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"NODE_OPTIONS="+strings.TrimSpace(os.Getenv("NODE_OPTIONS")+" --require "+guard))
+		p, err := startProcess(cmd)
+		if err != nil {
+			return err
+		}
+		endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
+		srv = &Dynalite{Endpoint: endpoint, Client: DynamoDBClient(endpoint), process: p}
+		// ListTables proves the socket is bound and the request path
+		// (signing, JSON protocol) works.
+		return p.waitReady(ctx, dynaliteReady, func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			_, err := srv.Client.ListTables(ctx, &dynamodb.ListTablesInput{})
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	return srv, nil
 }
 
 // DynamoDBClient returns a DynamoDB client for endpoint with static fake
@@ -154,110 +161,8 @@ func (s *Dynalite) Create(ctx context.Context, in *dynamodb.CreateTableInput) er
 // Close stops dynalite (SIGTERM, then SIGKILL after two seconds) and waits
 // for it to exit. It is safe to call more than once.
 func (s *Dynalite) Close() error {
-	s.once.Do(func() {
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(2 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.done
-		}
-	})
+	s.stop(2 * time.Second)
 	return nil
-}
-
-func launchDynalite(ctx context.Context, bin string) (*Dynalite, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	// createTableMs etc. default to 500 ms of CREATING state; tests want the
-	// table at once.
-	cmd := exec.Command(bin,
-		"--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	guard, err := dynaliteGuard()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"NODE_OPTIONS="+strings.TrimSpace(os.Getenv("NODE_OPTIONS")+" --require "+guard))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr := &Buffer{Limit: StderrLimit}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	srv := &Dynalite{
-		Endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
-		cmd:      cmd,
-		stderr:   stderr,
-		done:     make(chan struct{}),
-	}
-	listening := make(chan struct{})
-	go func() {
-		// Drain stdout for the life of the process so that dynalite never
-		// blocks on a full pipe.
-		sc := bufio.NewScanner(stdout)
-		signalled := false
-		for sc.Scan() {
-			if !signalled && strings.Contains(sc.Text(), "listening") {
-				close(listening)
-				signalled = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	go func() {
-		srv.waitErr = cmd.Wait()
-		close(srv.done)
-	}()
-
-	timer := time.NewTimer(dynaliteReady)
-	defer timer.Stop()
-	select {
-	case <-listening:
-	case <-srv.done:
-		return nil, fmt.Errorf("dynalite exited before listening on port %d: %v: %s", port, srv.waitErr, stderr.String())
-	case <-timer.C:
-		_ = srv.Close()
-		return nil, fmt.Errorf("dynalite did not start listening on port %d within %s: %s", port, dynaliteReady, stderr.String())
-	case <-ctx.Done():
-		_ = srv.Close()
-		return nil, ctx.Err()
-	}
-
-	srv.Client = DynamoDBClient(srv.Endpoint)
-	if err := srv.waitReady(ctx, timer.C); err != nil {
-		_ = srv.Close()
-		return nil, err
-	}
-	return srv, nil
-}
-
-// waitReady polls ListTables: the "listening" line proves the socket is
-// bound, this proves the request path (signing, JSON protocol) works.
-func (s *Dynalite) waitReady(ctx context.Context, deadline <-chan time.Time) error {
-	for {
-		reqCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := s.Client.ListTables(reqCtx, &dynamodb.ListTablesInput{})
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("dynalite exited: %v", s.waitErr)
-		case <-deadline:
-			return fmt.Errorf("dynalite at %s not answering: %w", s.Endpoint, err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 func findDynalite() (string, error) {

@@ -72,7 +72,7 @@ func TestServesOnAfterAClientAbortsARequest(t *testing.T) {
 	for strings.Count(srv.stderr.String(), "dropped an aborted request") < aborted {
 		select {
 		case <-srv.done:
-			t.Fatalf("dynalite exited after an aborted request: %v: %s", srv.waitErr, srv.stderr.String())
+			t.Fatalf("dynalite exited after an aborted request: %v: %s", srv.err, srv.stderr.String())
 		case <-deadline:
 			t.Fatalf("dynalite reported no %d dropped requests within %s: %s", aborted, dynaliteReady, srv.stderr.String())
 		case <-time.After(10 * time.Millisecond):

@@ -22,7 +22,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -49,9 +48,8 @@ type Redis struct {
 	keyFile string
 	tls     *tls.Config // the clients' configuration; nil without TLS
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan error // receives the process's Wait result
+	mu   sync.Mutex
+	proc *process // nil while stopped
 }
 
 // StartRedis launches a server and registers its shutdown with t.Cleanup. It
@@ -83,21 +81,14 @@ func startRedis(t testing.TB, useTLS bool) *Redis {
 		}
 	}
 	t.Cleanup(s.Stop)
-	// A free port can be taken between the probe and the server's bind by
-	// another process; a few tries make that harmless.
-	var err error
-	for range 5 {
-		var port int
-		if port, err = FreePort(); err != nil {
-			continue
-		}
+	err := onFreePort(context.Background(), func(port int) error {
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err = s.start(bin); err == nil {
-			return s
-		}
+		return s.start(bin)
+	})
+	if err != nil {
+		t.Fatalf("redis: cannot start %s: %v", bin, err)
 	}
-	t.Fatalf("redis: cannot start %s: %v", bin, err)
-	return nil
+	return s
 }
 
 // Start starts the server again on the same address after Stop (with an
@@ -114,7 +105,7 @@ func redisBinary() string { return cmp.Or(os.Getenv("REDIS_SERVER"), RedisBinary
 func (s *Redis) start(bin string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.proc != nil {
 		return fmt.Errorf("already running")
 	}
 	_, port, _ := net.SplitHostPort(s.Addr)
@@ -123,37 +114,18 @@ func (s *Redis) start(bin string) error {
 		listen = []string{"--port", "0", "--tls-port", port, "--tls-cert-file", s.CAFile,
 			"--tls-key-file", s.keyFile, "--tls-auth-clients", "no"}
 	}
-	cmd := exec.Command(bin, append(listen,
-		"--bind", "127.0.0.1", "--dir", s.dir,
-		"--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--logfile", filepath.Join(s.dir, "redis.log"), "--protected-mode", "no")...)
-	if err := cmd.Start(); err != nil {
+	p, err := startProcess(exec.Command(bin, append(listen, "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no")...))
+	if err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	ctx, cancel := context.WithTimeout(context.Background(), redisReady)
-	defer cancel()
 	probe := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, TLSConfig: s.tls})
 	defer probe.Close()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if probe.Ping(ctx).Err() == nil {
-			s.cmd, s.exited = cmd, exited
-			return nil
-		}
-		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			return fmt.Errorf("exited before answering PING (%v): %s", err, log)
-		case <-ctx.Done():
-			cmd.Process.Kill() //nolint:errcheck
-			<-exited
-			return fmt.Errorf("no answer to PING within %s", redisReady)
-		case <-tick.C:
-		}
+	if err := p.waitReady(context.Background(), redisReady, func(ctx context.Context) error { return probe.Ping(ctx).Err() }); err != nil {
+		return err
 	}
+	s.proc = p
+	return nil
 }
 
 // Stop kills the server (SIGKILL: like a crashed or unreachable node) and
@@ -162,16 +134,10 @@ func (s *Redis) start(bin string) error {
 func (s *Redis) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
+	if s.proc != nil {
+		s.proc.stop(0)
+		s.proc = nil
 	}
-	s.cmd.Process.Kill() //nolint:errcheck // already gone is fine
-	select {
-	case <-s.exited:
-	case <-time.After(redisReady):
-		s.t.Errorf("redis: redis-server pid %d did not exit after SIGKILL", s.cmd.Process.Pid)
-	}
-	s.cmd, s.exited = nil, nil
 }
 
 // Client returns a go-redis client for the server with short timeouts and

@@ -28,7 +28,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/checks"
-	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/internal/cdktest"
@@ -327,7 +326,7 @@ func (r *routeCase) consumerOn(id, typ string, versions ...int) awssqs.Queue {
 	fn := r.fnIn(r.consumer, id, 0, nil)
 	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, nil))
 	if len(versions) > 0 {
-		contract.Accepts(fn, typ, versions)
+		core.Accepts(fn, typ, versions)
 	}
 	return q
 }
@@ -354,51 +353,51 @@ func init() {
 	routes := map[string]func(r *routeCase){
 		"ContractBusV2ToV1": func(r *routeCase) {
 			r.rule("PedidoRule", pedidoPattern(), awseventstargets.NewSqsQueue(r.consumerOn("Starter", creado, 1), nil))
-			contract.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{2}, r.bus)
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{2}, r.bus)
 		},
 		"ContractBusV2Accepted": func(r *routeCase) {
 			r.rule("PedidoRule", pedidoPattern(), awseventstargets.NewSqsQueue(r.consumerOn("Starter", creado, 1, 2), nil))
-			contract.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1, 2}, r.bus)
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1, 2}, r.bus)
 		},
 		"ContractBusVersionPattern": func(r *routeCase) {
 			p := pedidoPattern()
 			p.Detail = &map[string]any{"version": []any{1}}
 			r.rule("PedidoRule", p, awseventstargets.NewSqsQueue(r.consumerOn("Starter", creado, 1), nil))
-			contract.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1, 2}, r.bus)
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1, 2}, r.bus)
 		},
 		"ContractBusOtherType": func(r *routeCase) {
 			r.rule("CartRule", &awsevents.EventPattern{DetailType: jsii.Strings(eventsapi.TypeCarritoAbandonado)}, awseventstargets.NewSqsQueue(r.consumerOn("Carts", eventsapi.TypeCarritoAbandonado, 1), nil))
-			contract.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{2}, r.bus)
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{2}, r.bus)
 		},
 		"ContractTopicNoFilter": func(r *routeCase) {
 			r.topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(r.consumerOn("Prep", confirmado, 1), &awssnssubscriptions.SqsSubscriptionProps{RawMessageDelivery: jsii.Bool(true)}))
-			contract.Produces(r.producerFn("Workflow"), confirmado, []int{2}, r.topic)
+			core.Produces(r.producerFn("Workflow"), confirmado, []int{2}, r.topic)
 		},
 		"ContractTopicFilter": func(r *routeCase) {
 			r.topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(r.consumerOn("Prep", confirmado, 1), &awssnssubscriptions.SqsSubscriptionProps{
 				RawMessageDelivery: jsii.Bool(true),
 				FilterPolicy:       &map[string]awssns.SubscriptionFilter{eventsapi.AttrVersion: awssns.SubscriptionFilter_StringFilter(&awssns.StringConditions{Allowlist: jsii.Strings("1")})},
 			}))
-			contract.Produces(r.producerFn("Workflow"), confirmado, []int{1, 2}, r.topic)
+			core.Produces(r.producerFn("Workflow"), confirmado, []int{1, 2}, r.topic)
 		},
 		"ContractTransformerV2": func(r *routeCase) {
 			rule := r.rule("ERPRule", pedidoPattern(), awseventstargets.NewSqsQueue(r.consumerOn("ERP", "AvisoPedidoERP", 1), &awseventstargets.SqsQueueProps{
 				Message: awsevents.RuleTargetInput_FromObject(map[string]any{"version": 2, "pedido_id": awsevents.EventField_FromPath(jsii.String("$.detail.pedido_id"))}),
 			}))
-			contract.Accepts(rule, creado, []int{1})
-			contract.Produces(rule, "AvisoPedidoERP", []int{2}, nil)
-			contract.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1}, r.bus)
+			core.Accepts(rule, creado, []int{1})
+			core.Produces(rule, "AvisoPedidoERP", []int{2}, nil)
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1}, r.bus)
 		},
 		"ContractTransformerUndeclared": func(r *routeCase) {
 			rule := r.rule("ERPRule", pedidoPattern(), awseventstargets.NewSqsQueue(r.consumerOn("ERP", "AvisoPedidoERP", 1), &awseventstargets.SqsQueueProps{
 				Message: awsevents.RuleTargetInput_FromObject(map[string]any{"pedido_id": awsevents.EventField_FromPath(jsii.String("$.detail.pedido_id"))}),
 			}))
-			contract.Accepts(rule, creado, []int{1})
-			contract.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1}, r.bus)
+			core.Accepts(rule, creado, []int{1})
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1}, r.bus)
 		},
 		"ContractConsumerUndeclared": func(r *routeCase) {
 			r.topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(r.consumerOn("Prep", confirmado), nil))
-			contract.Produces(r.producerFn("Workflow"), confirmado, []int{1}, r.topic)
+			core.Produces(r.producerFn("Workflow"), confirmado, []int{1}, r.topic)
 		},
 		// An API destination's L1 is not its default child: its
 		// declaration still reaches the template.
@@ -407,13 +406,13 @@ func init() {
 				Authorization: awsevents.Authorization_ApiKey(jsii.String("x-api-key"), awscdk.SecretValue_UnsafePlainText(jsii.String("k"))),
 			})
 			dest := awsevents.NewApiDestination(r.consumer, jsii.String("Dest"), &awsevents.ApiDestinationProps{Connection: conn, Endpoint: jsii.String("https://erp.example.com")})
-			contract.Accepts(dest, "AvisoPedidoERP", []int{1})
+			core.Accepts(dest, "AvisoPedidoERP", []int{1})
 			rule := r.rule("ERPRule", pedidoPattern(), awseventstargets.NewApiDestination(dest, &awseventstargets.ApiDestinationProps{
 				Event: awsevents.RuleTargetInput_FromObject(map[string]any{"version": awsevents.EventField_FromPath(jsii.String("$.detail.version"))}),
 			}))
-			contract.Accepts(rule, creado, []int{1, 2})
-			contract.Produces(rule, "AvisoPedidoERP", nil, nil) // copies the version
-			contract.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{2}, r.bus)
+			core.Accepts(rule, creado, []int{1, 2})
+			core.Produces(rule, "AvisoPedidoERP", nil, nil) // copies the version
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{2}, r.bus)
 		},
 	}
 	for name, build := range routes {
@@ -433,7 +432,7 @@ func init() {
 		case "referenced":
 			r.topic.GrantPublish(fn)
 		}
-		contract.Produces(fn, confirmado, []int{1}, r.topic)
+		core.Produces(fn, confirmado, []int{1}, r.topic)
 	}
 	routeCases["ContractOrderMissing"] = func(c *checkCase) { order(c, "") }
 	routeCases["ContractOrderDeclared"] = func(c *checkCase) { order(c, "declared") }

@@ -28,7 +28,7 @@ const (
 const maxRouteHops = 12
 
 // declaration is one event type with its major versions, as
-// constructs/contract writes it: for a producer, To is the construct path
+// constructs/core writes it: for a producer, To is the construct path
 // of the destination ("" when the resource's own targets say where it
 // goes) and Source the event's source on a bus.
 type declaration struct {
@@ -172,7 +172,7 @@ func (g *routes) rule(e emission, rule *synthesized.Resource, targets []*synthes
 		g.consume(e, rule, hop)
 		ds := declarations(rule, synthesized.MetadataProduces)
 		if len(ds) == 0 {
-			g.add(RuleContract, rule, "rewrites %s version %d from %s with an input transformer but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", e.typ, e.version, e.producer.Path(), labelOr(t.To))
+			g.add(RuleContract, rule, "rewrites %s version %d from %s with an input transformer but declares no contract for what it sends to %s; declare it with core.Produces (docs/design.md#event-contracts)", e.typ, e.version, e.producer.Path(), labelOr(t.To))
 			continue
 		}
 		for _, d := range ds {
@@ -201,7 +201,7 @@ func (g *routes) pipe(p *synthesized.Edge, e *emission, route []string) {
 	}
 	ds := declarations(p.Via, synthesized.MetadataProduces)
 	if len(ds) == 0 {
-		g.add(RuleContract, p.Via, "builds its events with an input template but declares no contract for what it sends to %s; declare it with contract.Produces (docs/design.md#event-contracts)", labelOr(p.To))
+		g.add(RuleContract, p.Via, "builds its events with an input template but declares no contract for what it sends to %s; declare it with core.Produces (docs/design.md#event-contracts)", labelOr(p.To))
 		return
 	}
 	for _, d := range ds {
@@ -241,7 +241,7 @@ func (g *routes) consume(e emission, consumer *synthesized.Resource, route []str
 	}
 	switch {
 	case !declared:
-		g.add(RuleContract, e.producer, "may emit %s version %d, which reaches consumer %s through %s; the consumer declares no accepted versions of %s (contract.Accepts with eventsapi.AcceptedVersions)", e.typ, e.version, consumer.Path(), routeText, e.typ)
+		g.add(RuleContract, e.producer, "may emit %s version %d, which reaches consumer %s through %s; the consumer declares no accepted versions of %s (core.Accepts with eventsapi.AcceptedVersions)", e.typ, e.version, consumer.Path(), routeText, e.typ)
 	case !slices.Contains(accepts, e.version):
 		g.add(RuleContract, e.producer, "may emit %s version %d, but consumer %s on route %s accepts %s only; accept the version in the consumer (eventsapi) and deploy it first, or keep the version away with a filter on the route (docs/design.md#event-contracts)", e.typ, e.version, consumer.Path(), routeText, versionsText(accepts))
 	}

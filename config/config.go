@@ -157,7 +157,7 @@ func (e Environment) RoleArn(name string) string {
 
 // CacheImport names an existing ElastiCache Serverless Valkey cache (it
 // must accept IAM authentication and have the app's user group attached:
-// constructs/cache Import).
+// constructs/datastore Import).
 type CacheImport struct {
 	// Name is the serverless cache's name.
 	Name string

@@ -7,8 +7,8 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/constructs/producers"
 )
@@ -46,7 +46,7 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	outbox.AddStackDependency(orderflow.Stack, jsii.String("the order flow consumes the outbox's events: consumers deploy before producers (docs/design.md#event-contracts)"))
 	// Last: every construct of the environment has added its widgets. The
 	// dashboard goes in the stack that deploys last (it reads every stack).
-	outbox.Dashboard = dashboard.New(outbox.Stack, "Tablero", &dashboard.Props{
+	outbox.Dashboard = observability.NewDashboard(outbox.Stack, "Tablero", &observability.DashboardProps{
 		Board:         shared.Dashboard,
 		DashboardName: jsii.String(env.PhysicalName(DashboardName)),
 	})

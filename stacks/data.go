@@ -5,7 +5,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/dynamotable"
+	"github.com/mercadofresco/integration/constructs/datastore"
 )
 
 // DataStack holds the stateful stores of the consumers (the idempotency
@@ -14,11 +14,11 @@ type DataStack struct {
 	awscdk.Stack
 	// Stock is mercadofresco-stock, kept by the stock-movements consumer
 	// (Stock.BindTo(fn): grant + STOCK_TABLE_NAME).
-	Stock *dynamotable.Table
+	Stock *datastore.Table
 	// Table is the idempotency table. A consumer Lambda gets access with
 	// data.Table.BindTo(fn.Function) (grant + IDEMPOTENCY_TABLE_NAME), or
 	// data.Table.GrantConsumer(grantee) for the grant alone.
-	Table *dynamotable.Table
+	Table *datastore.Table
 }
 
 // NewDataStack creates the data stack of shared.Env. The environment
@@ -27,13 +27,13 @@ type DataStack struct {
 // shop's truth of what it can sell), dev throws them away.
 func NewDataStack(scope constructs.Construct, shared *Shared) *DataStack {
 	stack := newStack(scope, shared.Env, "Data", "idempotency and stock tables")
-	table := dynamotable.NewIdempotency(stack, "Idempotencia", &dynamotable.Props{
+	table := datastore.NewIdempotency(stack, "Idempotencia", &datastore.TableProps{
 		Context:   shared.Context,
-		TableName: jsii.String(shared.Env.PhysicalName(dynamotable.IdempotencyTableName)),
+		TableName: jsii.String(shared.Env.PhysicalName(datastore.IdempotencyTableName)),
 	})
-	stock := dynamotable.NewStock(stack, "Stock", &dynamotable.Props{
+	stock := datastore.NewStock(stack, "Stock", &datastore.TableProps{
 		Context:   shared.Context,
-		TableName: jsii.String(shared.Env.PhysicalName(dynamotable.StockTableName)),
+		TableName: jsii.String(shared.Env.PhysicalName(datastore.StockTableName)),
 	})
 	output(stack, "IdempotencyTableName", "Idempotency table (lambdas/idempotency reads it from IDEMPOTENCY_TABLE_NAME)", table.TableName())
 	output(stack, "StockTableName", "Stock table (lambdas/stock reads it from STOCK_TABLE_NAME)", stock.TableName())

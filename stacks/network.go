@@ -5,7 +5,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/cache"
+	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/network"
 )
 
@@ -19,7 +19,7 @@ type NetworkStack struct {
 	Network *network.Network
 	// Cache is mercadofresco-catalogo (created, or imported from config):
 	// Bind a function to it for its circuit breakers.
-	Cache *cache.Cache
+	Cache *datastore.Cache
 }
 
 // NewNetworkStack creates the network stack of shared.Env.
@@ -34,13 +34,13 @@ func NewNetworkStack(scope constructs.Construct, shared *Shared) *NetworkStack {
 		// Every flow, accepted too, where an incident must be traceable.
 		RejectedTrafficOnly: !env.FlowLogsAllTraffic,
 	})
-	var imp *cache.Import
+	var imp *datastore.CacheImport
 	if c := env.Cache; c != nil {
-		imp = &cache.Import{Name: c.Name, Endpoint: c.Endpoint, Port: c.Port, SecurityGroupID: c.SecurityGroupID}
+		imp = &datastore.CacheImport{Name: c.Name, Endpoint: c.Endpoint, Port: c.Port, SecurityGroupID: c.SecurityGroupID}
 	}
-	catalogo := cache.New(stack, "Catalogo", &cache.Props{
+	catalogo := datastore.NewCache(stack, "Catalogo", &datastore.CacheProps{
 		Context:   shared.Context,
-		CacheName: jsii.String(env.PhysicalName(cache.SpecName)),
+		CacheName: jsii.String(env.PhysicalName(datastore.SpecName)),
 		Import:    imp,
 		Vpc:       net.Vpc,
 		Subnets:   net.DataSubnets(),

@@ -11,8 +11,8 @@ import (
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/schemaregistry"
@@ -46,7 +46,7 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 		LogRetention:       env.LogRetention,
 		RemovalPolicy:      env.RemovalPolicy,
 		DeletionProtection: jsii.Bool(env.DeletionProtection),
-		Dashboard:          &dashboard.Board{},
+		Dashboard:          &observability.Board{},
 	}}
 	deployer, err := platform.DeploymentRoleArn(stack)
 	if err != nil {

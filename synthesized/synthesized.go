@@ -38,7 +38,7 @@ const (
 	// (golambda.Props.Dependencies).
 	MetadataDependencies = "mercadofresco:dependencies"
 	// MetadataProduces and MetadataAccepts: the event contracts a resource
-	// declares (constructs/contract).
+	// declares (constructs/core).
 	MetadataProduces = "mercadofresco:produces"
 	MetadataAccepts  = "mercadofresco:accepts"
 	// MetadataAcknowledged: {"rule", "reason"}: a check's rule does not

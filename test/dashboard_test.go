@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/dashboard"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/synthesized"
 )
@@ -21,7 +21,7 @@ var dashboardExempt = []string{
 }
 
 // Every environment has one dashboard, generated from what its constructs
-// contribute (constructs/dashboard), and it shows every queue (depth, and
+// contribute (constructs/observability), and it shows every queue (depth, and
 // the age of the oldest message of a consumer queue), every DLQ, every
 // rule (invocations, failed and dead-lettered deliveries), every function
 // (errors, throttles, concurrency), the state machine (executions and
@@ -48,7 +48,7 @@ func TestDashboardShowsEveryResource(t *testing.T) {
 			t.Logf("%s: %d metric series, sections %q", boards[0].Path(), len(shown), headings)
 
 			var want []string
-			for _, sec := range dashboard.Sections() {
+			for _, sec := range observability.Sections() {
 				if slices.Contains(headings, sec.Title()) {
 					want = append(want, sec.Title())
 				}

@@ -135,7 +135,7 @@ func TestRecipeAlarm(t *testing.T) {
 				missing = append(missing, "TreatMissingData")
 			}
 			if len(missing) > 0 {
-				t.Errorf("%s: alarm %s/%s lacks %s: make it with alarm.New (%s)", env, a.stack, a.id, strings.Join(missing, ", "), recipe)
+				t.Errorf("%s: alarm %s/%s lacks %s: make it with observability.NewAlarm (%s)", env, a.stack, a.id, strings.Join(missing, ", "), recipe)
 			}
 		}
 	}

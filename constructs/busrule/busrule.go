@@ -24,8 +24,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 )
@@ -176,14 +176,14 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 	r.contribute(props.Context, props.RuleName)
 
 	five := awscdk.Duration_Minutes(jsii.Number(5))
-	r.FailedInvocationsAlarm = alarm.New(c, "FailedInvocationsAlarm", &alarm.Props{
+	r.FailedInvocationsAlarm = observability.NewAlarm(c, "FailedInvocationsAlarm", &observability.AlarmProps{
 		Metric:      r.Metric("FailedInvocations", &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
 		Topic:       props.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no failures reports nothing
 		Description: fmt.Sprintf("EventBridge could not deliver events of %s (they are retried, then dead-lettered). Check the target's permissions, key policy and health.", source),
 	})
-	r.SentToDlqAlarm = alarm.New(c, "SentToDlqAlarm", &alarm.Props{
+	r.SentToDlqAlarm = observability.NewAlarm(c, "SentToDlqAlarm", &observability.AlarmProps{
 		Metric:      r.Metric("InvocationsSentToDlq", &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
 		Topic:       props.Alerts,
 		Threshold:   0,

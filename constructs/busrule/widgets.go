@@ -2,7 +2,7 @@ package busrule
 
 import (
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dashboard"
+	"github.com/mercadofresco/integration/constructs/observability"
 )
 
 // contribute adds the rule's widget to the Bus section of the context's
@@ -16,8 +16,8 @@ func (r *Rule) contribute(ctx core.Context, name *string) {
 		bus = r.bus.EventBusName()
 	}
 	title := *r.Node().Path()
-	if !dashboard.IsToken(name) {
+	if !observability.IsToken(name) {
 		title = *name
 	}
-	ctx.Dashboard.Add(dashboard.Bus, dashboard.Rule(title, dashboard.Literal(name, r.Rule.RuleName()), bus))
+	ctx.Dashboard.Add(observability.Bus, observability.Rule(title, observability.Literal(name, r.Rule.RuleName()), bus))
 }

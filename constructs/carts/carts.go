@@ -28,13 +28,11 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/busrule"
-	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
-	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -162,7 +160,7 @@ func (k *Carts) addTable(props *Props, v *core.Problems) {
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		DeletionProtection: props.Protected(),
-		RemovalPolicy:      removal.For(props.RemovalPolicy, removal.Data),
+		RemovalPolicy:      observability.RemovalFor(props.RemovalPolicy, observability.Data),
 	})
 }
 
@@ -243,8 +241,8 @@ func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
 		},
 	})
 	k.Pipe.Node().AddDependency(k.PipeRole)
-	contract.Produces(k.Pipe, eventsapi.TypeCarritoAbandonado, []int{eventsapi.CarritoAbandonadoVersion}, nil)
-	k.PipeFailedAlarm = alarm.New(c, "PipeFailedAlarm", &alarm.Props{
+	core.Produces(k.Pipe, eventsapi.TypeCarritoAbandonado, []int{eventsapi.CarritoAbandonadoVersion}, nil)
+	k.PipeFailedAlarm = observability.NewAlarm(c, "PipeFailedAlarm", &observability.AlarmProps{
 		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace: jsii.String("AWS/EventBridge/Pipes"), MetricName: jsii.String("ExecutionFailed"),
 			DimensionsMap: &map[string]*string{"PipeName": pipeName},

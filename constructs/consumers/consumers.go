@@ -22,10 +22,9 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/dependency"
-	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
@@ -100,7 +99,7 @@ func fanOutWindow(qp *queueconsumer.Props, window time.Duration) {
 }
 
 // bindTable binds the consumer's function to table, or reports it missing.
-func bindTable(scope constructs.Construct, what string, table *dynamotable.Table, fn *golambda.Function, key string) {
+func bindTable(scope constructs.Construct, what string, table *datastore.Table, fn *golambda.Function, key string) {
 	if !core.Check(scope, "consumers").If(table == nil, "%s is required (%s)", what, key) {
 		// A shared table's consumer gets its own records only: the prefix of
 		// key ("preparacion:<pedido_id>"). The stock table is the stock
@@ -133,7 +132,7 @@ type PreparacionProps struct {
 	Egress
 	Names
 	// IdempotencyTable records preparacion:<pedido_id>. Required.
-	IdempotencyTable *dynamotable.Table
+	IdempotencyTable *datastore.Table
 	// AlmacenURL is the warehouse API's https base URL.
 	AlmacenURL string
 	// AlmacenMaxInFlight is how many requests at once the warehouse takes
@@ -162,7 +161,7 @@ type httpSpec struct {
 	oldestAge                time.Duration // 0: the queue's default age alarm
 	maxReceiveCount          float64
 	environment              map[string]*string
-	table                    *dynamotable.Table
+	table                    *datastore.Table
 	key                      string // the idempotency key, for the error
 	dependencyID             string // "" means "Dependencia"
 	dependency               queueconsumer.HTTPDependency
@@ -200,7 +199,7 @@ func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec
 		core.SetBy(c, "VisibilityTimeout", spec.what+"Visibility in constructs/consumers")
 	}
 	// Every HTTP consumer reads the fan-out's PedidoConfirmado.
-	contract.Accepts(h.Function.Function, eventsapi.TypePedidoConfirmado, eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado))
+	core.Accepts(h.Function.Function, eventsapi.TypePedidoConfirmado, eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado))
 	bindTable(c, "IdempotencyTable", spec.table, h.Function, spec.key)
 	if spec.grant != nil {
 		spec.grant(h.Function.Function)
@@ -245,7 +244,7 @@ type AvisoERPProps struct {
 	Egress
 	Names
 	// IdempotencyTable records aviso-erp:<pedido_id>. Required.
-	IdempotencyTable *dynamotable.Table
+	IdempotencyTable *datastore.Table
 	// ERPURL is the ERP API's https base URL; ERPMaxInFlight how many
 	// notices at once it takes (>= 2).
 	ERPURL         string
@@ -287,7 +286,7 @@ type MovimientosStockProps struct {
 	Platform
 	Names
 	// StockTable is mercadofresco-stock. Required.
-	StockTable *dynamotable.Table
+	StockTable *datastore.Table
 	// Vpc and Subnets place the function (nil: outside a VPC). It calls
 	// DynamoDB (the VPC's gateway endpoint) and SQS (its DLQ), so the
 	// subnets must reach SQS: the egress subnets (docs/design.md#control-tower).
@@ -322,7 +321,7 @@ func NewMovimientosStock(scope constructs.Construct, id string, props *Movimient
 	qp.BatchConcurrency = 10
 	q := queueconsumer.New(c, "Consumidor", &qp)
 	core.SetBy(c, "Timeout", "MovimientosStockTimeout in constructs/consumers")
-	contract.Accepts(q.Function.Function, eventsapi.TypeMovimientoStock, eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock))
+	core.Accepts(q.Function.Function, eventsapi.TypeMovimientoStock, eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock))
 	bindTable(c, "StockTable", props.StockTable, q.Function, "its line items and totals")
 	return q
 }

@@ -12,10 +12,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/cache"
 	"github.com/mercadofresco/integration/constructs/consumers"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dynamotable"
+	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
@@ -36,9 +35,9 @@ func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 	}
 	builder := golambdatest.Builder(t, root)
 	net := network.New(p.Stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1, Context: core.Context{DataKey: p.Key}})
-	catalogo := cache.New(p.Stack, "Cache", &cache.Props{Vpc: net.Vpc, Subnets: net.DataSubnets(), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
-	idem := dynamotable.NewIdempotency(p.Stack, "Idem", &dynamotable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
-	stock := dynamotable.NewStock(p.Stack, "Stock", &dynamotable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	catalogo := datastore.NewCache(p.Stack, "Cache", &datastore.CacheProps{Vpc: net.Vpc, Subnets: net.DataSubnets(), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	idem := datastore.NewIdempotency(p.Stack, "Idem", &datastore.TableProps{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	stock := datastore.NewStock(p.Stack, "Stock", &datastore.TableProps{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	platform := consumers.Platform{Context: core.Context{EnvironmentName: "prod", Builder: builder, DataKey: p.Key, Alerts: p.Alerts}, MaxConsumerConcurrency: 20}
 	egress := consumers.Egress{Vpc: net.Vpc, Subnets: net.EgressSubnets(), SecretsEndpoint: net.SecretsEndpoint, Breakers: catalogo}
 	consumers.NewPreparacion(p.Stack, "Preparacion", &consumers.PreparacionProps{

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dashboard"
-	"github.com/mercadofresco/integration/constructs/dynamotable"
+	"github.com/mercadofresco/integration/constructs/datastore"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
@@ -30,7 +30,7 @@ type CorreoProps struct {
 	Names
 	// IdempotencyTable records correo-confirmacion:<pedido_id> and the
 	// send records. Required.
-	IdempotencyTable *dynamotable.Table
+	IdempotencyTable *datastore.Table
 	// Remitente is the From address; its domain is the environment's SES
 	// identity (verified outside this app). Required.
 	Remitente string
@@ -189,7 +189,7 @@ func (r *Correo) addEventTrail(c constructs.Construct, props *CorreoProps) {
 		}},
 	})
 	rule.Node().AddDependency(r.Events)
-	props.Dashboard.Add(dashboard.Bus, dashboard.Rule("SES events of the confirmation e-mails (default bus)", rule.Ref(), nil))
+	props.Dashboard.Add(observability.Bus, observability.Rule("SES events of the confirmation e-mails (default bus)", rule.Ref(), nil))
 	r.EventsDeadLetterQueue.Queue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)},
 		Actions:    jsii.Strings("sqs:SendMessage"),

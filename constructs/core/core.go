@@ -1,7 +1,10 @@
 // Package core is what every construct of the app shares: the platform
 // context its Props embed (Context), the validator that reports every
-// problem of its props at synthesis (Problems), and the one way to grant a
-// KMS key through one service only (GrantKey). docs/design.md#construct-props.
+// problem of its props at synthesis (Problems), the one way to grant a KMS
+// key through one service only (GrantKey), and the construct metadata the
+// checks read: acknowledgements (Acknowledge), the source of a property
+// (SetBy) and the event contracts (Produces, Accepts).
+// docs/design.md#construct-props.
 package core
 
 import (
@@ -15,9 +18,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/dashboard"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/constructs/observability"
 )
 
 // Context is what the platform gives every construct of one environment;
@@ -37,15 +39,15 @@ type Context struct {
 	Alerts awssns.ITopic
 	// LogRetention of every log group. Empty means one month.
 	LogRetention awslogs.RetentionDays
-	// RemovalPolicy of stateful resources, mapped per kind by removal.For
+	// RemovalPolicy of stateful resources, mapped per kind by observability.RemovalFor
 	// (empty means RETAIN; SNAPSHOT means RETAIN where CloudFormation
 	// cannot snapshot).
 	RemovalPolicy awscdk.RemovalPolicy
 	// DeletionProtection of tables and databases. Nil means on.
 	DeletionProtection *bool
 	// Dashboard is the environment's dashboard registry: every construct
-	// adds its widgets to it (constructs/dashboard). Nil: no dashboard.
-	Dashboard *dashboard.Board
+	// adds its widgets to it (constructs/observability). Nil: no dashboard.
+	Dashboard *observability.Board
 }
 
 // Duration is d as a CDK Duration (in seconds): where a Go duration
@@ -166,7 +168,7 @@ func (c Context) LogGroup(scope constructs.Construct, id string, name *string) a
 		LogGroupName:  name,
 		Retention:     c.Retention(),
 		EncryptionKey: c.DataKey,
-		RemovalPolicy: removal.For(c.RemovalPolicy, removal.Data),
+		RemovalPolicy: observability.RemovalFor(c.RemovalPolicy, observability.Data),
 	})
 }
 

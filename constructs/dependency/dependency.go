@@ -24,15 +24,13 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dashboard"
-	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // BreakerStore is where circuit breakers keep their shared state:
-// *cache.Cache (mercadofresco-catalogo). Bind admits fn to it as its own
+// *datastore.Cache (mercadofresco-catalogo). Bind admits fn to it as its own
 // user, allowed the keys of the breakers of dependencies only, and sets
 // the breaker variables of lambdaapi on fn.
 type BreakerStore interface {
@@ -148,7 +146,7 @@ func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssec
 		SecretName:           props.SecretName,
 		Description:          jsii.String(props.Description),
 		EncryptionKey:        core.SecretKey(scope, props.DataKey),
-		RemovalPolicy:        removal.For(props.RemovalPolicy, removal.Data),
+		RemovalPolicy:        observability.RemovalFor(props.RemovalPolicy, observability.Data),
 		GenerateSecretString: generate,
 	})
 	r := DenyAllBut(secret, SidOnlyReaders)
@@ -256,12 +254,12 @@ func Metric(environment, dependency, name, statistic string) awscloudwatch.Metri
 // open circuit means for the caller and what to check.
 func NewCircuitOpenedAlarm(scope constructs.Construct, id string, ctx core.Context, dependency, description string) awscloudwatch.Alarm {
 	// The dashboard's Breakers section shows every breaker that has an alarm.
-	ctx.Dashboard.Add(dashboard.Breakers, dashboard.Graph(dashboard.GraphProps{
+	ctx.Dashboard.Add(observability.Breakers, observability.Graph(observability.GraphProps{
 		Title: "breaker " + dependency + ": circuit openings",
 		Width: 6,
 		Left:  []awscloudwatch.IMetric{Metric(ctx.Environment(), dependency, lambdaapi.MetricBreakerOpened, "Sum")},
 	}))
-	return alarm.New(scope, id, &alarm.Props{
+	return observability.NewAlarm(scope, id, &observability.AlarmProps{
 		Metric:      Metric(ctx.Environment(), dependency, lambdaapi.MetricBreakerOpened, "Sum"),
 		Topic:       ctx.Alerts,
 		Threshold:   0,

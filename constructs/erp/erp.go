@@ -24,7 +24,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
-	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/platform"
@@ -202,12 +201,12 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 	})
 	// The rule reads PedidoCreado's fields and sends the webhook body,
 	// whose "version" is the event's (docs/design.md#event-contracts).
-	contract.Accepts(d.Rule.Rule, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
-	contract.Produces(d.Rule.Rule, WebhookEventType, nil, nil)
+	core.Accepts(d.Rule.Rule, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
+	core.Produces(d.Rule.Rule, WebhookEventType, nil, nil)
 	accepted := props.AcceptedVersions
 	if len(accepted) == 0 {
 		accepted = []int{eventsapi.Version1}
 	}
-	contract.Accepts(d.ApiDestination, WebhookEventType, accepted)
+	core.Accepts(d.ApiDestination, WebhookEventType, accepted)
 	return d
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
@@ -103,7 +103,7 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 	platform.RequireTLS(t.Topic) // every call, not only sns:Publish
 	producers.ForTopic(t.Topic)
 	t.name = *core.Or(props.TopicName, *c.Node().Path())
-	t.FailedRedriveAlarm = alarm.New(c, "FailedRedriveAlarm", &alarm.Props{
+	t.FailedRedriveAlarm = observability.NewAlarm(c, "FailedRedriveAlarm", &observability.AlarmProps{
 		Metric: t.Topic.Metric(jsii.String("NumberOfNotificationsFailedToRedriveToDlq"), &awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Sum"),

@@ -35,9 +35,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
-	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/dashboard"
-	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/synthesized"
 )
@@ -94,7 +92,7 @@ type Props struct {
 	// LogRetention of the function's log group. Empty means one month.
 	LogRetention awslogs.RetentionDays
 	// LogRemovalPolicy of the log group: the environment's policy, mapped
-	// by removal.For (empty and SNAPSHOT mean RETAIN).
+	// by observability.RemovalFor (empty and SNAPSHOT mean RETAIN).
 	LogRemovalPolicy awscdk.RemovalPolicy
 	// ApplicationLogLevel is the minimum level of the function's own JSON
 	// logs. Empty means INFO.
@@ -113,8 +111,8 @@ type Props struct {
 	// of this function (alarm and OK actions).
 	AlarmTopic awssns.ITopic
 	// Dashboard, when set, receives the function's widget: errors,
-	// throttles and concurrency against its ceiling (constructs/dashboard).
-	Dashboard *dashboard.Board
+	// throttles and concurrency against its ceiling (constructs/observability).
+	Dashboard *observability.Board
 	// SDKMaxAttempts is the AWS SDK's attempts per call
 	// (lambdaapi.EnvSDKMaxAttempts, set on every function so that the
 	// attempts guardrail reads the number the code runs with). Zero means
@@ -167,7 +165,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	if retention == "" {
 		retention = awslogs.RetentionDays_ONE_MONTH
 	}
-	logRemoval := removal.For(props.LogRemovalPolicy, removal.Data)
+	logRemoval := observability.RemovalFor(props.LogRemovalPolicy, observability.Data)
 	appLevel := props.ApplicationLogLevel
 	if appLevel == "" {
 		appLevel = awslambda.ApplicationLogLevel_INFO
@@ -377,14 +375,14 @@ func entryDir(b *Builder, entry string) string {
 
 func (f *Function) addAlarms(topic awssns.ITopic) {
 	period := awscdk.Duration_Minutes(jsii.Number(5))
-	f.ErrorsAlarm = alarm.New(f.Construct, "ErrorsAlarm", &alarm.Props{
+	f.ErrorsAlarm = observability.NewAlarm(f.Construct, "ErrorsAlarm", &observability.AlarmProps{
 		Metric:      f.Function.MetricErrors(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}),
 		Topic:       topic,
 		Description: fmt.Sprintf("%s: invocations ended in an error (unhandled error or timeout).", f.Entry),
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no invocations, no errors
 	})
-	f.ThrottlesAlarm = alarm.New(f.Construct, "ThrottlesAlarm", &alarm.Props{
+	f.ThrottlesAlarm = observability.NewAlarm(f.Construct, "ThrottlesAlarm", &observability.AlarmProps{
 		Metric:      f.Function.MetricThrottles(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}),
 		Topic:       topic,
 		Description: fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry),

@@ -5,7 +5,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 
-	"github.com/mercadofresco/integration/constructs/dashboard"
+	"github.com/mercadofresco/integration/constructs/observability"
 )
 
 // AccountConcurrency is the account's default concurrency quota in a
@@ -16,23 +16,23 @@ const AccountConcurrency = 1000
 // errors and throttles (sums) on the left, the maximum concurrency on the
 // right against its ceiling (the reserved concurrency, else the account's
 // quota).
-func (f *Function) contribute(board *dashboard.Board, name *string, reserved *float64) {
+func (f *Function) contribute(board *observability.Board, name *string, reserved *float64) {
 	if board == nil {
 		return
 	}
-	dims := map[string]*string{"FunctionName": dashboard.Literal(name, f.Function.FunctionName())}
+	dims := map[string]*string{"FunctionName": observability.Literal(name, f.Function.FunctionName())}
 	m := func(metric, stat, label string) awscloudwatch.IMetric {
-		return dashboard.Metric("AWS/Lambda", metric, dims, stat, label, nil)
+		return observability.Metric("AWS/Lambda", metric, dims, stat, label, nil)
 	}
-	ceiling := dashboard.Ceiling(fmt.Sprintf("account quota %d", AccountConcurrency), AccountConcurrency)
+	ceiling := observability.Ceiling(fmt.Sprintf("account quota %d", AccountConcurrency), AccountConcurrency)
 	if reserved != nil {
-		ceiling = dashboard.Ceiling(fmt.Sprintf("reserved concurrency %v", *reserved), *reserved)
+		ceiling = observability.Ceiling(fmt.Sprintf("reserved concurrency %v", *reserved), *reserved)
 	}
 	title := f.Entry
-	if !dashboard.IsToken(name) {
+	if !observability.IsToken(name) {
 		title = *name
 	}
-	board.Add(dashboard.Functions, dashboard.Graph(dashboard.GraphProps{
+	board.Add(observability.Functions, observability.Graph(observability.GraphProps{
 		Title:      title,
 		Left:       []awscloudwatch.IMetric{m("Errors", "Sum", "errors"), m("Throttles", "Sum", "throttles")},
 		Right:      []awscloudwatch.IMetric{m("ConcurrentExecutions", "Maximum", "concurrency")},

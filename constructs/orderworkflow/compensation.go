@@ -9,7 +9,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -34,7 +34,7 @@ func (w *Workflow) compensationFailedAlarm(c constructs.Construct, p *Props, nam
 		MetricName:      jsii.String(MetricCompensacionFallida),
 		MetricValue:     jsii.String("1"),
 	})
-	return alarm.New(c, "CompensacionFallidaAlarm", &alarm.Props{
+	return observability.NewAlarm(c, "CompensacionFallidaAlarm", &observability.AlarmProps{
 		Metric:      filter.Metric(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}),
 		Topic:       p.Alerts,
 		Threshold:   0,

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/busrule"
-	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
@@ -144,7 +143,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 	if props.Workflow != nil {
 		props.Workflow.GrantStartExecution(s.Function.Function)
 	}
-	contract.Accepts(s.Function.Function, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
+	core.Accepts(s.Function.Function, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
 	s.checkReplays(props, v)
 	mc := props.MaximumConcurrency
 	if mc == 0 {

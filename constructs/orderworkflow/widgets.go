@@ -5,13 +5,13 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/dashboard"
+	"github.com/mercadofresco/integration/constructs/observability"
 )
 
 // contribute adds the Workflow section's widgets: executions started,
 // succeeded, failed and timed out (sums over 5 minutes), and the
 // execution time p50 and p99.
-func (w *Workflow) contribute(board *dashboard.Board, name string) {
+func (w *Workflow) contribute(board *observability.Board, name string) {
 	if board == nil {
 		return
 	}
@@ -19,8 +19,8 @@ func (w *Workflow) contribute(board *dashboard.Board, name string) {
 		return &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String(stat), Label: jsii.String(label)}
 	}
 	sm := w.StateMachine
-	board.Add(dashboard.Workflow,
-		dashboard.Graph(dashboard.GraphProps{
+	board.Add(observability.Workflow,
+		observability.Graph(observability.GraphProps{
 			Title: name + ": executions",
 			Width: 12,
 			Left: []awscloudwatch.IMetric{
@@ -30,7 +30,7 @@ func (w *Workflow) contribute(board *dashboard.Board, name string) {
 				sm.MetricTimedOut(opts("Sum", "timed out")),
 			},
 		}),
-		dashboard.Graph(dashboard.GraphProps{
+		observability.Graph(observability.GraphProps{
 			Title: name + ": execution time (ms)",
 			Width: 12,
 			Left: []awscloudwatch.IMetric{

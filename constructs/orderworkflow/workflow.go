@@ -31,9 +31,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -218,10 +217,10 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 	w.keyThroughServicesOnly(&p)
 	// Confirmar publishes PedidoConfirmado; the stock Maps send MovimientoStock.
 	if p.Confirmed != nil {
-		contract.Produces(w.StateMachine, eventsapi.TypePedidoConfirmado, []int{eventsapi.PedidoConfirmadoVersion}, p.Confirmed)
+		core.Produces(w.StateMachine, eventsapi.TypePedidoConfirmado, []int{eventsapi.PedidoConfirmadoVersion}, p.Confirmed)
 	}
 	if p.StockMovements != nil {
-		contract.Produces(w.StateMachine, eventsapi.TypeMovimientoStock, []int{eventsapi.MovimientoStockVersion}, p.StockMovements)
+		core.Produces(w.StateMachine, eventsapi.TypeMovimientoStock, []int{eventsapi.MovimientoStockVersion}, p.StockMovements)
 	}
 	w.pinTrust(name)
 	cdknag.NagSuppressions_AddResourceSuppressions(w.StateMachine, &[]*cdknag.NagPackSuppression{{
@@ -232,21 +231,21 @@ func New(scope constructs.Construct, id string, props *Props) *Workflow {
 
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	sum := jsii.String("Sum")
-	w.FailedAlarm = alarm.New(c, "FailedAlarm", &alarm.Props{
+	w.FailedAlarm = observability.NewAlarm(c, "FailedAlarm", &observability.AlarmProps{
 		Metric:      w.StateMachine.MetricFailed(&awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
 		Topic:       p.Alerts,
 		Threshold:   failedThreshold,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no executions, no failures
 		Description: fmt.Sprintf("%s: more than %.0f orders failed in 5 minutes, above the usual rate of declined cards. Check the failed executions' errors (TarjetaRechazada, CircuitoAbierto, PasarelaNoDisponible; CompensacionFallida needs a person).", *name, failedThreshold),
 	})
-	w.TimedOutAlarm = alarm.New(c, "TimedOutAlarm", &alarm.Props{
+	w.TimedOutAlarm = observability.NewAlarm(c, "TimedOutAlarm", &observability.AlarmProps{
 		Metric:      w.StateMachine.MetricTimedOut(&awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
 		Topic:       p.Alerts,
 		Threshold:   0,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: fmt.Sprintf("%s: an execution ran past its timeout. The order may be charged without confirmation: check the execution history and the idempotency record cobro:<pedido_id>.", *name),
 	})
-	w.ThrottledAlarm = alarm.New(c, "ThrottledAlarm", &alarm.Props{
+	w.ThrottledAlarm = observability.NewAlarm(c, "ThrottledAlarm", &observability.AlarmProps{
 		Metric:      w.StateMachine.Metric(jsii.String("ExecutionThrottled"), &awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
 		Topic:       p.Alerts,
 		Threshold:   0,

@@ -31,10 +31,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
-	"github.com/mercadofresco/integration/constructs/removal"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -190,7 +189,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	if backup == nil {
 		backup = awscdk.Duration_Days(jsii.Number(DefaultBackupDays))
 	}
-	clusterRemoval := removal.For(props.RemovalPolicy, removal.Snapshottable)
+	clusterRemoval := observability.RemovalFor(props.RemovalPolicy, observability.Snapshottable)
 	proxyName := clusterID + "-proxy"
 	if props.ProxyName != nil {
 		proxyName = *props.ProxyName
@@ -267,7 +266,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	// the cluster is retained or snapshotted).
 	secret, ok := d.Cluster.Node().TryFindChild(jsii.String("Secret")).(awscdk.IResource)
 	if !v.If(!ok, "cannot find the cluster's generated secret to retain it with the cluster") {
-		secret.ApplyRemovalPolicy(removal.For(props.RemovalPolicy, removal.Data))
+		secret.ApplyRemovalPolicy(observability.RemovalFor(props.RemovalPolicy, observability.Data))
 	}
 	rotationSubnets := props.RotationSubnets
 	if rotationSubnets == nil || props.Vpc == nil {
@@ -424,7 +423,7 @@ func (d *Database) addAlarms(topic awssns.ITopic) {
 		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic:     jsii.String("Maximum"),
 	})
-	d.ConnectionsAlarm = alarm.New(d.Construct, "ConexionesProxyAlarm", &alarm.Props{
+	d.ConnectionsAlarm = observability.NewAlarm(d.Construct, "ConexionesProxyAlarm", &observability.AlarmProps{
 		Metric:            conns,
 		Topic:             topic,
 		Description:       "RDS Proxy: more than 100 connections to Aurora borrowed for 5 minutes; the outbox functions need a handful, so clients are piling up and will soon wait on BorrowTimeout.",
@@ -435,7 +434,7 @@ func (d *Database) addAlarms(topic awssns.ITopic) {
 	// Serverless v2 scales up to MaxCapacity; CPU above 80% for 10 minutes
 	// means it is at its ceiling (or a query went wrong) and the shop's
 	// order inserts are about to slow down.
-	d.CPUAlarm = alarm.New(d.Construct, "CPUAlarm", &alarm.Props{
+	d.CPUAlarm = observability.NewAlarm(d.Construct, "CPUAlarm", &observability.AlarmProps{
 		Metric: d.Cluster.MetricCPUUtilization(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Average"),

@@ -17,11 +17,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
-	"github.com/mercadofresco/integration/constructs/contract"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
@@ -189,7 +188,7 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 	if props.Bus != nil {
 		props.Bus.GrantPutEventsTo(p.Function.Role, nil)
 		// It publishes what the shop writes into the outbox.
-		contract.ProducesOnBus(p.Function.Function, source, eventsapi.TypePedidoCreado, []int{eventsapi.PedidoCreadoVersion}, props.Bus)
+		core.ProducesOnBus(p.Function.Function, source, eventsapi.TypePedidoCreado, []int{eventsapi.PedidoCreadoVersion}, props.Bus)
 	}
 	if db != nil {
 		db.GrantConnect(p.Function.Role, db.Roles.Publisher)
@@ -237,7 +236,7 @@ func (p *Publisher) schedule(id string, fn *golambda.Function, expression awssch
 
 // addAlarms watches the publisher's gauges (docs/design.md#outbox).
 func (p *Publisher) addAlarms(topic awssns.ITopic, pending, oldest float64) {
-	p.PendingAlarm = alarm.New(p.Construct, "PendientesAlarm", &alarm.Props{
+	p.PendingAlarm = observability.NewAlarm(p.Construct, "PendientesAlarm", &observability.AlarmProps{
 		Metric:            p.MetricPending(nil),
 		Topic:             topic,
 		Description:       fmt.Sprintf("Outbox (%s): more than %.0f events waiting to be published for 2 minutes. Publisher too slow or failing; see its logs and Errors alarm.", p.environment, pending),
@@ -246,7 +245,7 @@ func (p *Publisher) addAlarms(topic awssns.ITopic, pending, oldest float64) {
 		// The age alarm below catches a silent publisher.
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 	})
-	p.OldestAlarm = alarm.New(p.Construct, "AntiguedadAlarm", &alarm.Props{
+	p.OldestAlarm = observability.NewAlarm(p.Construct, "AntiguedadAlarm", &observability.AlarmProps{
 		Metric:            p.MetricOldestPendingAge(nil),
 		Topic:             topic,
 		Description:       fmt.Sprintf("Outbox (%s): the oldest unpublished event is older than %.0f s, or the publisher stopped reporting. Orders are not reaching bus-mercadofresco.", p.environment, oldest),
@@ -256,7 +255,7 @@ func (p *Publisher) addAlarms(topic awssns.ITopic, pending, oldest float64) {
 		// means the publisher is not running.
 		MissingData: awscloudwatch.TreatMissingData_BREACHING,
 	})
-	p.ParkedAlarm = alarm.New(p.Construct, "AparcadosAlarm", &alarm.Props{
+	p.ParkedAlarm = observability.NewAlarm(p.Construct, "AparcadosAlarm", &observability.AlarmProps{
 		Metric:      p.MetricParked(nil),
 		Topic:       topic,
 		Description: fmt.Sprintf("Outbox (%s): events parked as poison (rejected by EventBridge or too large). They will not be published until an operator fixes and unparks them: SELECT id, tipo, ultimo_error FROM outbox WHERE aparcado_en IS NOT NULL.", p.environment),

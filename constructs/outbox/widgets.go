@@ -7,20 +7,20 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/dashboard"
+	"github.com/mercadofresco/integration/constructs/observability"
 )
 
 // contribute adds the outbox's gauges to the Outbox section: pending and
 // parked rows on the left, the age of the oldest pending row on the right
 // against their alarms' thresholds.
-func (p *Publisher) contribute(board *dashboard.Board, pending, oldest float64) {
-	board.Add(dashboard.Outbox, dashboard.Graph(dashboard.GraphProps{
+func (p *Publisher) contribute(board *observability.Board, pending, oldest float64) {
+	board.Add(observability.Outbox, observability.Graph(observability.GraphProps{
 		Title:      "Outbox " + p.environment + ": pending rows and the age of the oldest",
 		Width:      24,
 		Left:       []awscloudwatch.IMetric{p.MetricPending(&awscloudwatch.MetricOptions{Label: jsii.String("pending rows")}), p.MetricParked(&awscloudwatch.MetricOptions{Label: jsii.String("parked rows")})},
 		Right:      []awscloudwatch.IMetric{p.MetricOldestPendingAge(&awscloudwatch.MetricOptions{Label: jsii.String("age of the oldest pending (s)")})},
-		LeftLines:  []*awscloudwatch.HorizontalAnnotation{dashboard.Ceiling(fmt.Sprintf("pending alarm %.0f", pending), pending)},
-		RightLines: []*awscloudwatch.HorizontalAnnotation{dashboard.Ceiling(fmt.Sprintf("age alarm %.0f s", oldest), oldest)},
+		LeftLines:  []*awscloudwatch.HorizontalAnnotation{observability.Ceiling(fmt.Sprintf("pending alarm %.0f", pending), pending)},
+		RightLines: []*awscloudwatch.HorizontalAnnotation{observability.Ceiling(fmt.Sprintf("age alarm %.0f s", oldest), oldest)},
 	}))
 }
 
@@ -28,14 +28,14 @@ func (p *Publisher) contribute(board *dashboard.Board, pending, oldest float64) 
 // cluster's, and the proxy's against the most it may open
 // (MaxDatabaseConnectionsAllowed, its MaxConnectionsPercent of
 // max_connections); and the rotation-failure rule to the Bus section.
-func (d *Database) contribute(board *dashboard.Board, clusterID, proxyName string) {
+func (d *Database) contribute(board *observability.Board, clusterID, proxyName string) {
 	if board == nil {
 		return
 	}
 	rds := func(dim, value, name, label string) awscloudwatch.IMetric {
-		return dashboard.Metric("AWS/RDS", name, map[string]*string{dim: jsii.String(value)}, "Maximum", label, nil)
+		return observability.Metric("AWS/RDS", name, map[string]*string{dim: jsii.String(value)}, "Maximum", label, nil)
 	}
-	board.Add(dashboard.Database, dashboard.Graph(dashboard.GraphProps{
+	board.Add(observability.Database, observability.Graph(observability.GraphProps{
 		Title: "Aurora " + clusterID + ": connections against the maximum",
 		Width: 24,
 		Left: []awscloudwatch.IMetric{
@@ -46,16 +46,16 @@ func (d *Database) contribute(board *dashboard.Board, clusterID, proxyName strin
 		},
 	}))
 	if rule, ok := d.Node().TryFindChild(jsii.String("RotacionFallidaRegla")).(awsevents.Rule); ok {
-		board.Add(dashboard.Bus, dashboard.Rule("Secrets Manager RotationFailed of "+clusterID, rule.RuleName(), nil))
+		board.Add(observability.Bus, observability.Rule("Secrets Manager RotationFailed of "+clusterID, rule.RuleName(), nil))
 	}
 	// The holding queue of RotationFailed events redrives to its DLQ after
 	// RotationFailuresMaxReceives looks: its depth and the age of its oldest.
 	if d.RotationFailures != nil {
 		name := d.RotationFailures.Queue.QueueName()
 		sqs := func(metric, label string) awscloudwatch.IMetric {
-			return dashboard.Metric("AWS/SQS", metric, map[string]*string{"QueueName": name}, "Maximum", label, nil)
+			return observability.Metric("AWS/SQS", metric, map[string]*string{"QueueName": name}, "Maximum", label, nil)
 		}
-		board.Add(dashboard.Queues, dashboard.Graph(dashboard.GraphProps{
+		board.Add(observability.Queues, observability.Graph(observability.GraphProps{
 			Title: "RotationFailed events of " + clusterID,
 			Left:  []awscloudwatch.IMetric{sqs("ApproximateNumberOfMessagesVisible", "depth")},
 			Right: []awscloudwatch.IMetric{sqs("ApproximateAgeOfOldestMessage", "age of the oldest (s)")},

@@ -22,11 +22,11 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/dependency"
-	"github.com/mercadofresco/integration/constructs/dynamotable"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -64,7 +64,7 @@ type Props struct {
 	core.Context
 	// IdempotencyTable is mercadofresco-idempotencia (keys cobro:<pedido_id>,
 	// reembolso:<pedido_id>).
-	IdempotencyTable *dynamotable.Table
+	IdempotencyTable *datastore.Table
 	// GatewayURL is the gateway's https base URL (config, per environment).
 	GatewayURL string
 	// MaxAttempts is the gateway attempts per invocation
@@ -172,7 +172,7 @@ func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.Su
 	}
 	deps := []golambda.Dependency{
 		{Name: "pasarela", AttemptsEnv: []string{lambdaapi.EnvGatewayMaxAttempts}},
-		{Name: "dynamodb:" + dynamotable.IdempotencyTableName, AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
+		{Name: "dynamodb:" + datastore.IdempotencyTableName, AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
 		{Name: "secretsmanager:gateway-key", AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
 	}
 	newFn := func(id, name string, physical *string, desc string) *golambda.Function {
@@ -220,14 +220,14 @@ func (p *Payment) addAlarms(props *Props, latencyMs float64) {
 	if declined == 0 {
 		declined = DefaultDeclinedThreshold
 	}
-	p.CobroErrorsAlarm = alarm.New(p.Cobro.Construct, "ErrorsAlarm", &alarm.Props{
+	p.CobroErrorsAlarm = observability.NewAlarm(p.Cobro.Construct, "ErrorsAlarm", &observability.AlarmProps{
 		Metric:      p.Cobro.MetricErrors(five),
 		Topic:       props.Alerts,
 		Threshold:   declined,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: fmt.Sprintf("cobro: more than %.0f failed charges in 5 minutes (declined cards are errors too, this is above their usual rate). Check the errorType of the failures (PasarelaNoDisponible, CircuitoAbierto, IdempotenciaNoDisponible) and the gateway alarms.", declined),
 	})
-	p.ThrottlesAlarms = append(p.ThrottlesAlarms, alarm.New(p.Cobro.Construct, "ThrottlesAlarm", &alarm.Props{
+	p.ThrottlesAlarms = append(p.ThrottlesAlarms, observability.NewAlarm(p.Cobro.Construct, "ThrottlesAlarm", &observability.AlarmProps{
 		Metric:      p.Cobro.MetricThrottles(five),
 		Topic:       props.Alerts,
 		Threshold:   0,
@@ -236,7 +236,7 @@ func (p *Payment) addAlarms(props *Props, latencyMs float64) {
 	}))
 	p.CircuitOpenedAlarm = dependency.NewCircuitOpenedAlarm(p.Construct, "CircuitoAbiertoAlarm", props.Context, lambdaapi.GatewayDependency,
 		fmt.Sprintf("Payment gateway circuit OPENED (%s): orders are not charged (CircuitoAbierto, customers are told to retry in a few minutes). Check the gateway's status and PasarelaErrores/PasarelaLatencia.", p.environment))
-	p.LatencyAlarm = alarm.New(p.Construct, "LatenciaAlarm", &alarm.Props{
+	p.LatencyAlarm = observability.NewAlarm(p.Construct, "LatenciaAlarm", &observability.AlarmProps{
 		Metric:            p.MetricGatewayLatency("p99"),
 		Topic:             props.Alerts,
 		Threshold:         latencyMs,

@@ -11,9 +11,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/cache"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dynamotable"
+	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
@@ -45,7 +44,7 @@ func TestPaymentFunctions(t *testing.T) {
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	cdktest.Check(p.App)
 	vpc := awsec2.NewVpc(p.Stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
-	table := dynamotable.NewIdempotency(p.Stack, "Idem", &dynamotable.Props{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	table := datastore.NewIdempotency(p.Stack, "Idem", &datastore.TableProps{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	builder := golambdatest.Builder(t, "")
 	secrets := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(), Open: jsii.Bool(false)})
 	pay := payment.New(p.Stack, "Pago", &payment.Props{
@@ -53,7 +52,7 @@ func TestPaymentFunctions(t *testing.T) {
 		IdempotencyTable: table, GatewayURL: "https://pasarela.example",
 		CobroFunctionName: jsii.String("mf-cobro-dev"), ReembolsoFunctionName: jsii.String("mf-reembolso-dev"), ReservedConcurrency: 5,
 		Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, SecretsEndpoint: secrets,
-		BreakerStore: cache.New(p.Stack, "Cache", &cache.Props{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}}),
+		BreakerStore: datastore.NewCache(p.Stack, "Cache", &datastore.CacheProps{Vpc: vpc, Subnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}}),
 	})
 	// The VPC's flow logs are not this construct's concern.
 	cdknag.NagSuppressions_AddResourceSuppressions(vpc, &[]*cdknag.NagPackSuppression{{Id: jsii.String("AwsSolutions-VPC7"), Reason: jsii.String("A stand-in VPC of this test; the Network stack owns the real one and its flow logs.")}}, jsii.Bool(true))
@@ -100,7 +99,7 @@ func TestPaymentFunctions(t *testing.T) {
 		"SecurityGroupEgress": []any{assertions.Match_ObjectLike(&map[string]any{"FromPort": 443, "ToPort": 443, "CidrIp": "0.0.0.0/0"})},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::EC2::SecurityGroupEgress"), map[string]any{
-		"FromPort": cache.Port, "GroupId": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^PagoSecurityGroup")), "GroupId"}},
+		"FromPort": datastore.Port, "GroupId": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^PagoSecurityGroup")), "GroupId"}},
 	})
 	// The Secrets Manager endpoint (private DNS: it takes every
 	// GetSecretValue of the VPC) admits the tasks on 443.

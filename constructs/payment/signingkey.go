@@ -14,7 +14,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
-	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -68,7 +68,7 @@ func NewSigningKey(scope constructs.Construct, id string, props *SigningKeyProps
 		SecretName:    props.SecretName,
 		Description:   jsii.String("Charge-signing key (HMAC-SHA256) of the outbox publisher, read only by it, the order starter and cobro. Rotate with put-secret-value of a new random value of at least 32 bytes."),
 		EncryptionKey: core.SecretKey(c, props.DataKey),
-		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
+		RemovalPolicy: observability.RemovalFor(props.RemovalPolicy, observability.Data),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 			PasswordLength: jsii.Number(SigningKeyLength), ExcludePunctuation: jsii.Bool(true),
 		},

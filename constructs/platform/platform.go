@@ -21,8 +21,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/removal"
 )
 
 // EventBridgeConnectionsTag is the tag (value "true") without which
@@ -41,7 +41,7 @@ const (
 // CDK's default one, which lets every IAM administrator of the account do
 // anything with the key (docs/design.md#data-key).
 type DataKeyProps struct {
-	// Context's RemovalPolicy applies to the key, mapped by removal.For:
+	// Context's RemovalPolicy applies to the key, mapped by observability.RemovalFor:
 	// empty and SNAPSHOT mean RETAIN (a destroyed key makes every byte it
 	// encrypted unreadable, snapshots included). DESTROY also lets the
 	// deployment role schedule the key's deletion (the stack's deletion
@@ -152,7 +152,7 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	if props.Alias != nil {
 		alias = *props.Alias
 	}
-	keyRemoval := removal.For(props.RemovalPolicy, removal.Data)
+	keyRemoval := observability.RemovalFor(props.RemovalPolicy, observability.Data)
 	stack := awscdk.Stack_Of(scope)
 	policy := awsiam.NewPolicyDocument(nil)
 	key := awskms.NewKey(scope, jsii.String(id), &awskms.KeyProps{

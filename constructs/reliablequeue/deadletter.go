@@ -11,8 +11,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/removal"
 )
 
 // DeadLetterQueueProps configures a standalone DLQ: the dead-letter target
@@ -63,7 +63,7 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 		QueueName:       props.QueueName,
 		RetentionPeriod: core.DurationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
 		EnforceSSL:      jsii.Bool(true),
-		RemovalPolicy:   removal.For(props.RemovalPolicy, removal.Data),
+		RemovalPolicy:   observability.RemovalFor(props.RemovalPolicy, observability.Data),
 		// denyAll: see the function comment.
 		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
 	}

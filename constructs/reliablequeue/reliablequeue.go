@@ -29,10 +29,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/checks"
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/removal"
 )
 
 // Defaults applied when the corresponding Props field is left at its zero
@@ -192,7 +191,7 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 			Encryption:          encrypted.Encryption,
 			EncryptionMasterKey: encrypted.EncryptionMasterKey,
 			DataKeyReuse:        encrypted.DataKeyReuse,
-			RemovalPolicy:       removal.For(props.RemovalPolicy, removal.Data),
+			RemovalPolicy:       observability.RemovalFor(props.RemovalPolicy, observability.Data),
 		}
 		if props.Fifo {
 			p.Fifo = jsii.Bool(true)
@@ -234,7 +233,7 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 	q.DeadLetterAlarm = NewDeadLetterAlarm(c, "DeadLetterAlarm", q.DeadLetterQueue, props.Alerts,
 		fmt.Sprintf("DLQ %s of %s has messages: paid work that was not done. Runbook: docs/runbooks/dlq.md. Start with: mf-dlq contain %s, then mf-dlq classify %s (never delete to look; no redrive before the fix).", dlqName, sourceName, dlqName, dlqName))
 
-	q.OldestMessageAlarm = alarm.New(c, "OldestMessageAlarm", &alarm.Props{
+	q.OldestMessageAlarm = observability.NewAlarm(c, "OldestMessageAlarm", &observability.AlarmProps{
 		Metric: q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),
@@ -273,7 +272,7 @@ func encrypt(p *awssqs.QueueProps, v *core.Problems, e Encryption, key awskms.IK
 // missing data not breaching, ALARM and OK to topic. For DLQs made
 // elsewhere too (SNS subscriptions, rule targets, pipes).
 func NewDeadLetterAlarm(scope constructs.Construct, id string, dlq awssqs.IQueue, topic awssns.ITopic, description string) awscloudwatch.Alarm {
-	return alarm.New(scope, id, &alarm.Props{
+	return observability.NewAlarm(scope, id, &observability.AlarmProps{
 		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),

@@ -3,7 +3,7 @@
 // the error budget (1 - Objective), is the budget's burn rate; above 14.4
 // over 1 h (2 % of a 30-day budget gone in an hour) or above 6 over 6 h
 // (5 % in six hours) it alarms to the Context's Alerts
-// (alertas-mercadofresco) through constructs/alarm, and the objective's
+// (alertas-mercadofresco) through constructs/observability, and the objective's
 // burn-rate graph goes to the dashboard's SLOs section.
 // docs/design.md#slo.
 package slo
@@ -17,9 +17,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dashboard"
+	"github.com/mercadofresco/integration/constructs/observability"
 )
 
 // Window is one burn-rate alarm: the window the rate is measured over and
@@ -92,7 +91,7 @@ func New(scope constructs.Construct, id string, props *Props) *Objective {
 			continue
 		}
 		rate := BurnRate(props.Bad, props.Total, budget, w.Window, fmt.Sprintf("burn rate over %s", humanWindow(secs)))
-		o.Alarms = append(o.Alarms, alarm.New(c, fmt.Sprintf("Quema%.0fh", secs/3600), &alarm.Props{
+		o.Alarms = append(o.Alarms, observability.NewAlarm(c, fmt.Sprintf("Quema%.0fh", secs/3600), &observability.AlarmProps{
 			Metric:    rate,
 			Topic:     props.Alerts,
 			Threshold: w.Rate,
@@ -102,9 +101,9 @@ func New(scope constructs.Construct, id string, props *Props) *Objective {
 			MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		}))
 		rates = append(rates, rate)
-		lines = append(lines, dashboard.Ceiling(fmt.Sprintf("alarm %s: %.1f", humanWindow(secs), w.Rate), w.Rate))
+		lines = append(lines, observability.Ceiling(fmt.Sprintf("alarm %s: %.1f", humanWindow(secs), w.Rate), w.Rate))
 	}
-	props.Dashboard.Add(dashboard.SLOs, dashboard.Graph(dashboard.GraphProps{
+	props.Dashboard.Add(observability.SLOs, observability.Graph(observability.GraphProps{
 		Title:     fmt.Sprintf("%s (objective %.1f %%): burn rate", props.Name, 100*props.Objective),
 		Width:     12,
 		Left:      rates,

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dashboard"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/slo"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
@@ -27,7 +27,7 @@ func metric(name string) awscloudwatch.Metric {
 // objective's graph on the dashboard.
 func TestBurnRateAlarmsPerWindow(t *testing.T) {
 	p := cdktest.NewPlatform("SLO")
-	board := &dashboard.Board{}
+	board := &observability.Board{}
 	o := slo.New(p.Stack, "Objetivo", &slo.Props{
 		Context:     core.Context{Alerts: p.Alerts, EnvironmentName: "dev", Dashboard: board},
 		Name:        "SLO test",
@@ -39,8 +39,8 @@ func TestBurnRateAlarmsPerWindow(t *testing.T) {
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if len(o.Alarms) != 2 || len(board.Widgets(dashboard.SLOs)) != 1 {
-		t.Fatalf("%d alarms, %d SLO widgets; want 2 and 1", len(o.Alarms), len(board.Widgets(dashboard.SLOs)))
+	if len(o.Alarms) != 2 || len(board.Widgets(observability.SLOs)) != 1 {
+		t.Fatalf("%d alarms, %d SLO widgets; want 2 and 1", len(o.Alarms), len(board.Widgets(observability.SLOs)))
 	}
 	tpl := assertions.Template_FromStack(p.Stack, nil)
 	alarms := tpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), nil)

@@ -11,7 +11,7 @@ import (
 const TypeMovimientoStock = "MovimientoStock"
 
 // The version each producer of this app writes today. A producer takes its
-// version from here and declares it (constructs/contract), so the synth rule
+// version from here and declares it (constructs/core), so the synth rule
 // MF-CONTRACT compares it with what every consumer on its routes accepts
 // (docs/design.md#event-contracts).
 const (

@@ -32,7 +32,7 @@ const (
 	DefaultFinalizeTimeout = 5 * time.Second
 )
 
-// Names shared with the infrastructure (constructs/dynamotable.NewIdempotency), so the
+// Names shared with the infrastructure (constructs/datastore.NewIdempotency), so the
 // table and the library cannot disagree.
 
 // DynamoDBAPI is the part of *dynamodb.Client the store uses. Tests wrap it

@@ -143,7 +143,7 @@ const (
 	MaxDeferrals  = 72
 )
 
-// The idempotency table (constructs/dynamotable.NewIdempotency) and the
+// The idempotency table (constructs/datastore.NewIdempotency) and the
 // library that writes its records (lambdas/idempotency).
 const (
 	// IdempotencyKeyAttribute is the table's partition key attribute.

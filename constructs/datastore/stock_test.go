@@ -1,4 +1,4 @@
-package dynamotable_test
+package datastore_test
 
 import (
 	"encoding/json"
@@ -10,13 +10,13 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dynamotable"
+	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
 func TestStockTable(t *testing.T) {
 	p := cdktest.NewPlatform("Datos")
-	tbl := dynamotable.NewStock(p.Stack, "Stock", &dynamotable.Props{TableName: jsii.String("mercadofresco-stock"), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
+	tbl := datastore.NewStock(p.Stack, "Stock", &datastore.TableProps{TableName: jsii.String("mercadofresco-stock"), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	role := awsiam.NewRole(p.Stack, jsii.String("Consumidor"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
 	tbl.GrantConsumer(role)
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
@@ -43,7 +43,7 @@ func TestStockTable(t *testing.T) {
 
 func TestStockTableRequiresKeyAndTopic(t *testing.T) {
 	p := cdktest.NewPlatform("Mal")
-	dynamotable.NewStock(p.Stack, "Stock", nil)
+	datastore.NewStock(p.Stack, "Stock", nil)
 	errs := cdktest.Errors(p.Stack)
 	cdktest.RequireContains(t, errs, "DataKey is required")
 	cdktest.RequireContains(t, errs, "Alerts is required")

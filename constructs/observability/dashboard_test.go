@@ -1,4 +1,4 @@
-package dashboard_test
+package observability_test
 
 import (
 	"encoding/json"
@@ -10,12 +10,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dashboard"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
-
-func TestMain(m *testing.M) { cdktest.Main(m) }
 
 // body is the dashboard's body with its references rendered as text.
 func body(t *testing.T, stack awscdk.Stack) string {
@@ -36,11 +34,11 @@ func body(t *testing.T, stack awscdk.Stack) string {
 // order flow's order whatever the order of contributions.
 func TestConstructsContributeTheirOwnWidgets(t *testing.T) {
 	p := cdktest.NewPlatform("Tablero")
-	board := &dashboard.Board{}
+	board := &observability.Board{}
 	ctx := core.Context{DataKey: p.Key, Alerts: p.Alerts, Dashboard: board}
 	reliablequeue.New(p.Stack, "Nueva", &reliablequeue.Props{Context: ctx, QueueName: jsii.String("cola-nueva")})
-	board.Add(dashboard.Outbox, dashboard.Graph(dashboard.GraphProps{Title: "outbox"}))
-	dashboard.New(p.Stack, "Tablero", &dashboard.Props{Board: board})
+	board.Add(observability.Outbox, observability.Graph(observability.GraphProps{Title: "outbox"}))
+	observability.NewDashboard(p.Stack, "Tablero", &observability.DashboardProps{Board: board})
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -50,20 +48,20 @@ func TestConstructsContributeTheirOwnWidgets(t *testing.T) {
 			t.Errorf("dashboard lacks %s: %.400s", want, b)
 		}
 	}
-	outbox, queues, dlqs := strings.Index(b, dashboard.Outbox.Title()), strings.Index(b, dashboard.Queues.Title()), strings.Index(b, dashboard.DeadLetters.Title())
-	if outbox < 0 || queues < outbox || dlqs < queues || strings.Contains(b, dashboard.Bus.Title()) {
+	outbox, queues, dlqs := strings.Index(b, observability.Outbox.Title()), strings.Index(b, observability.Queues.Title()), strings.Index(b, observability.DeadLetters.Title())
+	if outbox < 0 || queues < outbox || dlqs < queues || strings.Contains(b, observability.Bus.Title()) {
 		t.Errorf("sections out of order or empty ones shown: outbox %d, queues %d, DLQs %d", outbox, queues, dlqs)
 	}
 }
 
 // A nil board takes nothing, and a dashboard without one is an error.
 func TestWithoutABoard(t *testing.T) {
-	var b *dashboard.Board
-	b.Add(dashboard.Queues, dashboard.Graph(dashboard.GraphProps{Title: "x"}))
-	if len(b.Widgets(dashboard.Queues)) != 0 {
+	var b *observability.Board
+	b.Add(observability.Queues, observability.Graph(observability.GraphProps{Title: "x"}))
+	if len(b.Widgets(observability.Queues)) != 0 {
 		t.Fatal("a nil board kept a widget")
 	}
 	p := cdktest.NewPlatform("SinTablero")
-	dashboard.New(p.Stack, "Tablero", nil)
+	observability.NewDashboard(p.Stack, "Tablero", nil)
 	cdktest.RequireContains(t, cdktest.Errors(p.Stack), "Board is required")
 }

@@ -1,4 +1,4 @@
-package dynamotable
+package datastore
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
@@ -19,7 +19,7 @@ const (
 // "clave", TTL on "expira_en" (the library writes now + 24 h, or the
 // consumer's replay window). docs/design.md#consumer-tables.
 var idempotency = Schema{
-	Kind:         "dynamotable.NewIdempotency",
+	Kind:         "datastore.NewIdempotency",
 	PartitionKey: lambdaapi.IdempotencyKeyAttribute,
 	TTLAttribute: lambdaapi.IdempotencyTTLAttribute,
 	// The calls lambdas/idempotency makes: the read-back fallback, the
@@ -41,7 +41,7 @@ var idempotency = Schema{
 // or adjustment that moved it, partition key "sku" and sort key "elemento"
 // (lambdaapi). docs/design.md#stock-movements.
 var stock = Schema{
-	Kind:         "dynamotable.NewStock",
+	Kind:         "datastore.NewStock",
 	PartitionKey: lambdaapi.StockPartitionKey,
 	SortKey:      lambdaapi.StockSortKey,
 	// A consistent read of a line or the totals, the line's conditional
@@ -56,14 +56,14 @@ var stock = Schema{
 // NewIdempotency creates the idempotency table. Consumers get exactly the
 // four item operations the library makes (IdempotencyTableActions), never
 // Scan, Query or table administration. Invalid props are synthesis errors.
-func NewIdempotency(scope constructs.Construct, id string, props *Props) *Table {
-	return New(scope, id, props, idempotency)
+func NewIdempotency(scope constructs.Construct, id string, props *TableProps) *Table {
+	return NewTable(scope, id, props, idempotency)
 }
 
 // NewStock creates the stock table. Consumers get exactly the three item
 // operations lambdas/stock makes. Invalid props are synthesis errors.
-func NewStock(scope constructs.Construct, id string, props *Props) *Table {
-	return New(scope, id, props, stock)
+func NewStock(scope constructs.Construct, id string, props *TableProps) *Table {
+	return NewTable(scope, id, props, stock)
 }
 
 // IdempotencyTableActions returns the only table actions an idempotency

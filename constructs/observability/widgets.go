@@ -1,4 +1,4 @@
-package dashboard
+package observability
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"

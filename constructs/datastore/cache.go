@@ -1,15 +1,4 @@
-// Package cache is the Valkey cache mercadofresco-catalogo (ElastiCache
-// Serverless) that holds the circuit breakers' state every Lambda instance
-// shares (lambdas/breaker), nothing else. It encrypts in transit (TLS) and
-// at rest with the data key, lives in the VPC's isolated data subnets
-// behind a security group that admits only the functions bound to it
-// (Bind). Every bound function authenticates with IAM as its own
-// ElastiCache user, whose access string admits only its breakers' keys
-// (lambdaapi.BreakerAccessString); the user group holds them and a disabled
-// "default" user, so an unauthenticated connection can do nothing. An
-// environment that has the cache already imports it (Props.Import) and
-// attaches the user group to it. docs/design.md#breaker-auth.
-package cache
+package datastore
 
 import (
 	"fmt"
@@ -26,9 +15,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -59,7 +47,7 @@ const UserEngine = "redis"
 // with New's user group (UserGroupID) attached once by an operator
 // (aws elasticache modify-serverless-cache --serverless-cache-name <Name>
 // --user-group-id <UserGroupID>); until then the breakers fail open.
-type Import struct {
+type CacheImport struct {
 	// Name is its serverless cache name (the IAM token is signed for it).
 	Name string
 	// Endpoint is its host name; Port defaults to 6379.
@@ -72,12 +60,12 @@ type Import struct {
 
 // Props configures New. Vpc and Subnets are required unless Import is set;
 // the Context's DataKey and Alerts when the cache is created.
-type Props struct {
+type CacheProps struct {
 	core.Context
 	// CacheName is the physical name. Nil means SpecName.
 	CacheName *string
 	// Import uses an existing cache instead of creating one.
-	Import *Import
+	Import *CacheImport
 	// Vpc and Subnets place the cache (the network's data subnets).
 	Vpc     awsec2.IVpc
 	Subnets *awsec2.SubnetSelection
@@ -86,7 +74,14 @@ type Props struct {
 	MaxDataStorageGB, MaxECPUPerSecond float64
 }
 
-// Cache is the Valkey cache, created or imported.
+// Cache is the Valkey cache mercadofresco-catalogo (ElastiCache
+// Serverless), created or imported (CacheProps.Import): it holds the
+// circuit breakers' state every Lambda instance shares (lambdas/breaker),
+// nothing else. It encrypts in transit and at rest, lives in the isolated
+// data subnets behind a security group that admits only the functions bound
+// to it (Bind). Each bound function authenticates with IAM as its own
+// ElastiCache user, whose access string admits only its breakers' keys
+// (lambdaapi.BreakerAccessString); the group's "default" user is disabled.
 type Cache struct {
 	constructs.Construct
 	// SecurityGroup guards the cache.
@@ -114,9 +109,9 @@ type user struct {
 
 // New creates (or imports) the cache. Every problem is a synthesis error;
 // the construct is still whole.
-func New(scope constructs.Construct, id string, props *Props) *Cache {
+func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 	if props == nil {
-		props = &Props{}
+		props = &CacheProps{}
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	c := &Cache{Construct: this, name: SpecName}
@@ -183,10 +178,10 @@ func New(scope constructs.Construct, id string, props *Props) *Cache {
 		SnapshotRetentionLimit: jsii.Number(0),
 	})
 	// CloudFormation cannot snapshot a serverless cache on deletion.
-	c.Resource.ApplyRemovalPolicy(removal.For(props.RemovalPolicy, removal.Data), nil)
+	c.Resource.ApplyRemovalPolicy(observability.RemovalFor(props.RemovalPolicy, observability.Data), nil)
 	c.endpoint, c.port = c.Resource.AttrEndpointAddress(), c.Resource.AttrEndpointPort()
 
-	c.ThrottleAlarm = alarm.New(this, "ThrottleAlarm", &alarm.Props{
+	c.ThrottleAlarm = observability.NewAlarm(this, "ThrottleAlarm", &observability.AlarmProps{
 		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace:  jsii.String("AWS/ElastiCache"),
 			MetricName: jsii.String("ThrottledCmds"),

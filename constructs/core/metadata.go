@@ -1,18 +1,9 @@
-// Package contract declares, on the resources of a CDK app, which event
-// types and major versions each producer emits and each consumer accepts,
-// as template metadata (synthesized.MetadataProduces, MetadataAccepts)
-// that the check MF-CONTRACT (package checks) reads to follow every route
-// from producer to consumer (docs/design.md#event-contracts).
-//
-// A producer names where it sends (the destination's construct; nil for a
-// rule or pipe, whose targets say it). Versions come from
-// lambdas/eventsapi: a producer's from eventsapi.<Event>Version, a
-// consumer's from eventsapi.AcceptedVersions, the list its code checks.
-package contract
+package core
 
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -21,16 +12,46 @@ import (
 	"github.com/mercadofresco/integration/synthesized"
 )
 
-// Declaration is one event type with its major versions. For producers,
+// Acknowledge records that rule (one of package checks) does not apply to
+// c and its children, for reason: why the risk the rule guards against
+// cannot happen there. The checks read it from the construct metadata of
+// the assembly; a blank reason is a synthesis error.
+func Acknowledge(c constructs.IConstruct, rule, reason string) {
+	if strings.TrimSpace(reason) == "" {
+		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("core.Acknowledge(%s) on %s needs a reason", rule, *c.Node().Path())))
+		return
+	}
+	c.Node().AddMetadata(jsii.String(synthesized.MetadataAcknowledged), map[string]any{"rule": rule, "reason": reason}, nil)
+}
+
+// SetBy records on c (an L1 or any construct above it) which source
+// constant sets one of its resources' properties, e.g.
+//
+//	core.SetBy(c, "VisibilityTimeout", "PreparacionVisibility in constructs/consumers")
+//
+// A finding on that property then names the constant to change.
+func SetBy(c constructs.IConstruct, property, source string) {
+	c.Node().AddMetadata(jsii.String(synthesized.MetadataSetBy+property), source, nil)
+}
+
+// The event contracts (MF-CONTRACT, docs/design.md#event-contracts): which
+// event types and major versions each producer emits (Produces,
+// ProducesOnBus) and each consumer accepts (Accepts), as metadata of the
+// L1 resource (synthesized.MetadataProduces, MetadataAccepts). A producer
+// names where it sends (nil for a rule or pipe, whose targets say it);
+// versions come from lambdas/eventsapi: a producer's <Event>Version, a
+// consumer's AcceptedVersions, the list its code checks.
+
+// declaration is one event type with its major versions. For producers,
 // To is the construct path of the destination's L1 resource ("" when the
 // resource's own targets say where it goes) and Source the event's source
 // on a bus. A rule or pipe that rewrites events and declares no Versions
 // copies the version of the event it read.
-type Declaration struct {
-	Type     string `json:"type"`
-	Versions []int  `json:"versions"`
-	To       string `json:"to,omitempty"`
-	Source   string `json:"source,omitempty"`
+type declaration struct {
+	Type     string
+	Versions []int
+	To       string
+	Source   string
 }
 
 // Produces declares that producer (a construct or its L1 resource) emits
@@ -38,9 +59,9 @@ type Declaration struct {
 // transformer or a pipe with an input template: its target is the
 // destination).
 func Produces(producer constructs.IConstruct, eventType string, versions []int, destination constructs.IConstruct) {
-	d := Declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions))}
+	d := declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions))}
 	if destination != nil && l1(destination) != nil {
-		d.To = Path(destination) // an imported destination is not this app's
+		d.To = l1Path(destination) // an imported destination is not this app's
 	}
 	add(producer, synthesized.MetadataProduces, d)
 }
@@ -48,9 +69,9 @@ func Produces(producer constructs.IConstruct, eventType string, versions []int, 
 // ProducesOnBus declares that producer puts events of eventType (the
 // detail-type) in versions with source on bus.
 func ProducesOnBus(producer constructs.IConstruct, source, eventType string, versions []int, bus constructs.IConstruct) {
-	d := Declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions)), Source: source}
+	d := declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions)), Source: source}
 	if bus != nil && l1(bus) != nil {
-		d.To = Path(bus)
+		d.To = l1Path(bus)
 	}
 	add(producer, synthesized.MetadataProduces, d)
 }
@@ -58,11 +79,11 @@ func ProducesOnBus(producer constructs.IConstruct, source, eventType string, ver
 // Accepts declares that consumer (a construct or its L1 resource) accepts
 // eventType in versions.
 func Accepts(consumer constructs.IConstruct, eventType string, versions []int) {
-	add(consumer, synthesized.MetadataAccepts, Declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions))})
+	add(consumer, synthesized.MetadataAccepts, declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions))})
 }
 
-// Path is the construct path of c's L1 resource (its default child, or c).
-func Path(c constructs.IConstruct) string {
+// l1Path is the construct path of c's L1 resource (its default child, or c).
+func l1Path(c constructs.IConstruct) string {
 	if r := l1(c); r != nil {
 		return *r.Node().Path()
 	}
@@ -95,14 +116,14 @@ func l1(c constructs.IConstruct) awscdk.CfnResource {
 	return nil
 }
 
-func add(c constructs.IConstruct, key string, d Declaration) {
+func add(c constructs.IConstruct, key string, d declaration) {
 	r := l1(c)
 	if r == nil {
 		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("contract: %s has no CloudFormation resource to carry the %s declaration of %s", *c.Node().Path(), key, d.Type)))
 		return
 	}
-	ds := Read(r, key)
-	ds = slices.DeleteFunc(ds, func(x Declaration) bool { return x.Type == d.Type && x.To == d.To })
+	ds := declarations(r, key)
+	ds = slices.DeleteFunc(ds, func(x declaration) bool { return x.Type == d.Type && x.To == d.To })
 	ds = append(ds, d)
 	out := make([]any, len(ds))
 	for i, x := range ds {
@@ -126,17 +147,17 @@ func ints(xs []int) []any {
 	return out
 }
 
-// Read returns the declarations under key (synthesized.MetadataProduces or
+// declarations returns the declarations under key (synthesized.MetadataProduces or
 // synthesized.MetadataAccepts) of the L1 resource r.
-func Read(r awscdk.CfnResource, key string) []Declaration {
+func declarations(r awscdk.CfnResource, key string) []declaration {
 	raw, _ := r.GetMetadata(jsii.String(key)).([]any)
-	var out []Declaration
+	var out []declaration
 	for _, e := range raw {
 		m, _ := e.(map[string]any)
 		if m == nil {
 			continue
 		}
-		d := Declaration{}
+		d := declaration{}
 		d.Type, _ = m["type"].(string)
 		d.To, _ = m["to"].(string)
 		d.Source, _ = m["source"].(string)

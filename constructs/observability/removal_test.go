@@ -1,4 +1,4 @@
-package removal
+package observability
 
 import (
 	"testing"
@@ -6,10 +6,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 )
 
-func TestFor(t *testing.T) {
+func TestRemovalFor(t *testing.T) {
 	for _, tc := range []struct {
 		p    awscdk.RemovalPolicy
-		k    Kind
+		k    RemovalKind
 		want awscdk.RemovalPolicy
 	}{
 		{"", Data, awscdk.RemovalPolicy_RETAIN},
@@ -19,7 +19,7 @@ func TestFor(t *testing.T) {
 		{awscdk.RemovalPolicy_DESTROY, Data, awscdk.RemovalPolicy_DESTROY},
 		{awscdk.RemovalPolicy_RETAIN, Snapshottable, awscdk.RemovalPolicy_RETAIN},
 	} {
-		if got := For(tc.p, tc.k); got != tc.want {
+		if got := RemovalFor(tc.p, tc.k); got != tc.want {
 			t.Errorf("For(%q, %d) = %q, want %q", tc.p, tc.k, got, tc.want)
 		}
 	}

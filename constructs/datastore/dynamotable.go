@@ -1,13 +1,11 @@
-// Package dynamotable is a DynamoDB table that queue consumers keep their
-// records in, safe by default: on-demand billing, encryption with the
-// Context's data key, point-in-time recovery, deletion protection (the
-// Context's, nil means on), RETAIN on stack deletion, and two alarms to the
-// Context's alerts topic on the consumers' operations (throttled requests,
-// DynamoDB system errors). Consumers get exactly the item operations of
-// the table's Schema, and the key's use through DynamoDB only
-// (GrantConsumer, BindTo). NewIdempotency and NewStock make the
-// project's two tables; docs/design.md#consumer-tables.
-package dynamotable
+// Package datastore is where the consumers keep state: the DynamoDB
+// tables (NewTable; NewIdempotency and NewStock make the project's two;
+// docs/design.md#consumer-tables) and the Valkey cache that holds the
+// circuit breakers' state (NewCache; docs/design.md#breaker-auth). Both are
+// safe by default: encrypted with the Context's data key, deletion
+// protected, retained, alarmed to the Context's alerts topic, and grant
+// their users exactly what they do (GrantConsumer, BindTo, Bind).
+package datastore
 
 import (
 	"strings"
@@ -21,14 +19,13 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/removal"
+	"github.com/mercadofresco/integration/constructs/observability"
 )
 
 // Props configures a Table. The Context's DataKey (the tables hold payment
 // references and stock) and Alerts are required.
-type Props struct {
+type TableProps struct {
 	core.Context
 	// TableName is the physical name, env.PhysicalName(<SPEC name>). Nil
 	// lets CloudFormation name it (never a fixed name two environments
@@ -43,7 +40,7 @@ type Props struct {
 // Schema is what one table is: its keys, the operations its consumers make
 // and the variable its consumers read its name from.
 type Schema struct {
-	// Kind names the table's constructor in errors ("dynamotable.NewStock").
+	// Kind names the table's constructor in errors ("datastore.NewStock").
 	Kind string
 	// PartitionKey, SortKey ("" for none) and TTLAttribute ("" for none).
 	PartitionKey, SortKey, TTLAttribute string
@@ -88,9 +85,9 @@ type Table struct {
 
 // New creates the table. Invalid props are synthesis errors, every one of
 // them.
-func New(scope constructs.Construct, id string, props *Props, schema Schema) *Table {
+func NewTable(scope constructs.Construct, id string, props *TableProps, schema Schema) *Table {
 	if props == nil {
-		props = &Props{}
+		props = &TableProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	v := core.Check(c, schema.Kind)
@@ -118,7 +115,7 @@ func New(scope constructs.Construct, id string, props *Props, schema Schema) *Ta
 		},
 		DeletionProtection: props.Protected(),
 		// DynamoDB tables cannot be snapshotted on deletion: SNAPSHOT retains.
-		RemovalPolicy: removal.For(props.RemovalPolicy, removal.Data),
+		RemovalPolicy: observability.RemovalFor(props.RemovalPolicy, observability.Data),
 	}
 	if schema.SortKey != "" {
 		tp.SortKey = &awsdynamodb.Attribute{Name: jsii.String(schema.SortKey), Type: awsdynamodb.AttributeType_STRING}
@@ -131,7 +128,7 @@ func New(scope constructs.Construct, id string, props *Props, schema Schema) *Ta
 
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	alarmOn := func(id string, metric awscloudwatch.IMetric, threshold float64, description string) awscloudwatch.Alarm {
-		return alarm.New(c, id, &alarm.Props{
+		return observability.NewAlarm(c, id, &observability.AlarmProps{
 			Metric:      metric,
 			Topic:       props.Alerts,
 			Threshold:   threshold,

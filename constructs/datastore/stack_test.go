@@ -1,4 +1,4 @@
-package dynamotable_test
+package datastore_test
 
 import (
 	"strings"
@@ -42,7 +42,7 @@ func TestDataStackPerEnvironment(t *testing.T) {
 				t.Fatal("DataStack.Table not set")
 			}
 			tpl := assertions.Template_FromStack(data.Stack, nil)
-			// The idempotency table and the stock table (dynamotable.NewStock).
+			// The idempotency table and the stock table (datastore.NewStock).
 			tpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(2))
 			tpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 				"DeletionPolicy":      w.policy,

@@ -1,4 +1,4 @@
-package dynamotable_test
+package datastore_test
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/dynamotable"
+	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
@@ -37,8 +37,8 @@ func newFixture() *fixture {
 	return &fixture{app: p.App, stack: p.Stack, key: p.Key, alerts: p.Alerts}
 }
 
-func (f *fixture) props() *dynamotable.Props {
-	return &dynamotable.Props{Context: core.Context{DataKey: f.key, Alerts: f.alerts}}
+func (f *fixture) props() *datastore.TableProps {
+	return &datastore.TableProps{Context: core.Context{DataKey: f.key, Alerts: f.alerts}}
 }
 
 func (f *fixture) template() assertions.Template { return assertions.Template_FromStack(f.stack, nil) }
@@ -68,7 +68,7 @@ func toJSON(t *testing.T, v any) string {
 
 func TestDefaults(t *testing.T) {
 	f := newFixture()
-	dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
+	datastore.NewIdempotency(f.stack, "Idempotencia", f.props())
 	tpl := f.template()
 	tpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 		"DeletionPolicy":      "Retain",
@@ -123,7 +123,7 @@ func TestEnvironmentSettings(t *testing.T) {
 			p.TableName = jsii.String("mercadofresco-idempotencia-" + tc.name)
 			p.DeletionProtection = tc.protection
 			p.RemovalPolicy = tc.removal
-			dynamotable.NewIdempotency(f.stack, "Idempotencia", p)
+			datastore.NewIdempotency(f.stack, "Idempotencia", p)
 			f.template().HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 				"DeletionPolicy":      tc.wantPolicy,
 				"UpdateReplacePolicy": tc.wantPolicy,
@@ -165,7 +165,7 @@ func actionsOf(s map[string]any) []string {
 
 func TestGrantConsumerIsExactlyFourItemActionsAndKeyUseThroughDynamoDB(t *testing.T) {
 	f := newFixture()
-	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
+	table := datastore.NewIdempotency(f.stack, "Idempotencia", f.props())
 	role := awsiam.NewRole(f.stack, jsii.String("Consumer"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
 	table.GrantConsumer(role)
 
@@ -207,8 +207,8 @@ func TestGrantConsumerIsExactlyFourItemActionsAndKeyUseThroughDynamoDB(t *testin
 		t.Fatalf("table statement %v, key statement %v", sawTable, sawKey)
 	}
 	// The exported lists are the ones asserted above.
-	if strings.Join(dynamotable.IdempotencyTableActions(), ",") != "dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem" ||
-		strings.Join(dynamotable.IdempotencyKeyActions(), ",") != "kms:Decrypt,kms:DescribeKey,kms:Encrypt,kms:ReEncryptFrom,kms:ReEncryptTo,kms:GenerateDataKey,kms:GenerateDataKeyWithoutPlaintext" {
+	if strings.Join(datastore.IdempotencyTableActions(), ",") != "dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem" ||
+		strings.Join(datastore.IdempotencyKeyActions(), ",") != "kms:Decrypt,kms:DescribeKey,kms:Encrypt,kms:ReEncryptFrom,kms:ReEncryptTo,kms:GenerateDataKey,kms:GenerateDataKeyWithoutPlaintext" {
 		t.Error("exported action lists changed")
 	}
 }
@@ -217,7 +217,7 @@ func TestGrantConsumerIsExactlyFourItemActionsAndKeyUseThroughDynamoDB(t *testin
 // is granted through its own policy, with no cycle between the stacks.
 func TestGrantAcrossStacks(t *testing.T) {
 	f := newFixture()
-	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
+	table := datastore.NewIdempotency(f.stack, "Idempotencia", f.props())
 	other := awscdk.NewStack(f.app, jsii.String("Messaging"), &awscdk.StackProps{
 		Env: &awscdk.Environment{Account: jsii.String("111111111111"), Region: jsii.String("eu-west-1")},
 	})
@@ -249,7 +249,7 @@ func TestGrantAcrossStacks(t *testing.T) {
 
 func TestAlarms(t *testing.T) {
 	f := newFixture()
-	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
+	table := datastore.NewIdempotency(f.stack, "Idempotencia", f.props())
 	tpl := f.template()
 	alarms := *tpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), nil)
 	if len(alarms) != 2 {
@@ -300,7 +300,7 @@ func TestThrottleThreshold(t *testing.T) {
 	f := newFixture()
 	p := f.props()
 	p.ThrottleAlarmThreshold = 25
-	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", p)
+	table := datastore.NewIdempotency(f.stack, "Idempotencia", p)
 	f.template().HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 		"Threshold": 25,
 	})
@@ -309,7 +309,7 @@ func TestThrottleThreshold(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	f := newFixture()
-	table := dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
+	table := datastore.NewIdempotency(f.stack, "Idempotencia", f.props())
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	for name, m := range map[string]awscloudwatch.IMetric{
 		"ConditionalCheckFailedRequests": table.MetricConditionalCheckFailedRequests(nil),
@@ -334,17 +334,17 @@ func TestMetrics(t *testing.T) {
 func TestRequiredProps(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		props func(*fixture) *dynamotable.Props
+		props func(*fixture) *datastore.TableProps
 		want  string
 	}{
-		{"no key", func(f *fixture) *dynamotable.Props {
-			return &dynamotable.Props{Context: core.Context{Alerts: f.alerts}}
+		{"no key", func(f *fixture) *datastore.TableProps {
+			return &datastore.TableProps{Context: core.Context{Alerts: f.alerts}}
 		}, "DataKey is required"},
-		{"no topic", func(f *fixture) *dynamotable.Props {
-			return &dynamotable.Props{Context: core.Context{DataKey: f.key}}
+		{"no topic", func(f *fixture) *datastore.TableProps {
+			return &datastore.TableProps{Context: core.Context{DataKey: f.key}}
 		}, "Alerts is required"},
-		{"nil props", func(*fixture) *dynamotable.Props { return nil }, "DataKey is required"},
-		{"bad threshold", func(f *fixture) *dynamotable.Props {
+		{"nil props", func(*fixture) *datastore.TableProps { return nil }, "DataKey is required"},
+		{"bad threshold", func(f *fixture) *datastore.TableProps {
 			p := f.props()
 			p.ThrottleAlarmThreshold = 0.5
 			return p
@@ -352,7 +352,7 @@ func TestRequiredProps(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture()
-			dynamotable.NewIdempotency(f.stack, "Idempotencia", tc.props(f))
+			datastore.NewIdempotency(f.stack, "Idempotencia", tc.props(f))
 			errs := assertions.Annotations_FromStack(f.stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String(tc.want)))
 			if len(*errs) == 0 {
 				t.Fatalf("no error annotation matching %q", tc.want)
@@ -365,7 +365,7 @@ func TestRequiredProps(t *testing.T) {
 // without any suppression.
 func TestNagClean(t *testing.T) {
 	f := newFixture()
-	dynamotable.NewIdempotency(f.stack, "Idempotencia", f.props())
+	datastore.NewIdempotency(f.stack, "Idempotencia", f.props())
 	// Control: a bare table without PITR, to prove the pack ran.
 	awsdynamodb.NewTable(f.stack, jsii.String("Control"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},

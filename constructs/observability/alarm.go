@@ -1,10 +1,12 @@
-// Package alarm is the project's one way to create a CloudWatch alarm: every
-// alarm notifies the alerts topic (alertas-mercadofresco) of both its ALARM
-// and its OK transitions, says what it means and what to do in its
-// description, and states how missing data is treated (there is no default:
-// "no data" means "all is well" for an error count and "the publisher is
-// dead" for a heartbeat, so each alarm says which).
-package alarm
+// Package observability is what makes the app's failures visible and its
+// data safe to delete: the one way to create a CloudWatch alarm (NewAlarm:
+// ALARM and OK go to the alerts topic alertas-mercadofresco, the
+// description says what to do, missing data is stated, never defaulted),
+// the per-environment dashboard (Board, NewDashboard: each construct adds
+// its widgets to its Section when it is created; docs/design.md#dashboard)
+// and the mapping of an environment's removal policy onto a kind of
+// resource (RemovalFor).
+package observability
 
 import (
 	"fmt"
@@ -20,7 +22,7 @@ import (
 // Props configures an alarm. Metric, Topic, Description and MissingData are
 // required; the zero value of the rest is the common case (greater than the
 // threshold, one period).
-type Props struct {
+type AlarmProps struct {
 	// Metric is what the alarm watches, with its period and statistic.
 	Metric awscloudwatch.IMetric
 	// Topic receives the ALARM and OK notifications (alertas-mercadofresco).
@@ -45,9 +47,9 @@ type Props struct {
 // New creates the alarm and wires its actions. Missing required props are
 // reported as synthesis errors on the alarm (the alarm is still created, so
 // nothing that refers to it breaks before the error is shown).
-func New(scope constructs.Construct, id string, props *Props) awscloudwatch.Alarm {
+func NewAlarm(scope constructs.Construct, id string, props *AlarmProps) awscloudwatch.Alarm {
 	if props == nil {
-		props = &Props{}
+		props = &AlarmProps{}
 	}
 	var problems []string
 	if props.Metric == nil {

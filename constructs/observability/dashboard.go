@@ -1,12 +1,4 @@
-// Package dashboard is the per-environment CloudWatch dashboard, generated
-// from what the constructs contribute: a construct adds its own widgets to
-// the environment's Board (core.Context.Dashboard) when it is created, in
-// its Section, and New lays the sections out as the order flow, top to
-// bottom. A construct added later appears without editing the dashboard; a
-// nil Board takes nothing. Metrics name resources by their physical names
-// where they have one, so the dashboard's stack imports little from the
-// others. docs/design.md#dashboard.
-package dashboard
+package observability
 
 import (
 	"fmt"
@@ -100,7 +92,7 @@ func (b *Board) Widgets(s Section) []awscloudwatch.IWidget {
 }
 
 // Props configures New.
-type Props struct {
+type DashboardProps struct {
 	// Board is what the constructs contributed. Required.
 	Board *Board
 	// DashboardName is the physical name. Nil lets CloudFormation name it.
@@ -110,9 +102,9 @@ type Props struct {
 // New creates the dashboard from the board: a heading per section that has
 // widgets, then its widgets, left to right, wrapping at the dashboard's 24
 // columns. Sections without widgets are left out.
-func New(scope constructs.Construct, id string, props *Props) awscloudwatch.Dashboard {
+func NewDashboard(scope constructs.Construct, id string, props *DashboardProps) awscloudwatch.Dashboard {
 	if props == nil {
-		props = &Props{}
+		props = &DashboardProps{}
 	}
 	d := awscloudwatch.NewDashboard(scope, jsii.String(id), &awscloudwatch.DashboardProps{
 		DashboardName:   props.DashboardName,

@@ -1,4 +1,4 @@
-package alarm_test
+package observability_test
 
 import (
 	"strings"
@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/alarm"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -21,7 +21,7 @@ func TestAlarmSendsAlarmAndOKWithItsDefaults(t *testing.T) {
 	stack := cdktest.NewStack("S")
 	key := platform.NewDataKey(stack, "Key", nil)
 	topic := platform.NewAlertsTopic(stack, "Alerts", &platform.AlertsTopicProps{Context: core.Context{DataKey: key}})
-	alarm.New(stack, "Alarm", &alarm.Props{
+	observability.NewAlarm(stack, "Alarm", &observability.AlarmProps{
 		Metric:      awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(lambdaapi.Namespace), MetricName: jsii.String("X")}),
 		Topic:       topic,
 		Description: "X happened: do Y",
@@ -42,7 +42,7 @@ func TestAlarmSendsAlarmAndOKWithItsDefaults(t *testing.T) {
 
 func TestAlarmReportsEveryMissingProp(t *testing.T) {
 	stack := cdktest.NewStack("S")
-	a := alarm.New(stack, "Alarm", &alarm.Props{EvaluationPeriods: 2, DatapointsToAlarm: 3})
+	a := observability.NewAlarm(stack, "Alarm", &observability.AlarmProps{EvaluationPeriods: 2, DatapointsToAlarm: 3})
 	if a == nil {
 		t.Fatal("no alarm returned")
 	}

@@ -1,4 +1,4 @@
-package cache_test
+package datastore_test
 
 import (
 	"encoding/json"
@@ -12,14 +12,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/cache"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
-
-func TestMain(m *testing.M) { cdktest.Main(m) }
 
 // fn is a function in vpc, named name[0] if given.
 func fn(stack awscdk.Stack, id string, vpc awsec2.IVpc, name ...string) awslambda.Function {
@@ -37,11 +35,11 @@ func fn(stack awscdk.Stack, id string, vpc awsec2.IVpc, name ...string) awslambd
 
 // created is the cache mercadofresco-catalogo-dev in stack id of a new
 // platform app named app, in its own network.
-func created(app, id string) (*cdktest.Platform, awscdk.Stack, *network.Network, *cache.Cache) {
+func created(app, id string) (*cdktest.Platform, awscdk.Stack, *network.Network, *datastore.Cache) {
 	p := cdktest.NewPlatform(app)
 	stack := cdktest.NewStackIn(p.App, id)
 	net := network.New(stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1})
-	c := cache.New(stack, "Catalogo", &cache.Props{
+	c := datastore.NewCache(stack, "Catalogo", &datastore.CacheProps{
 		CacheName: jsii.String("mercadofresco-catalogo-dev"), Vpc: net.Vpc, Subnets: net.DataSubnets(),
 		Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
 	})
@@ -91,7 +89,7 @@ func TestCreatedCacheIsEncryptedPrivateAndBindsFunctions(t *testing.T) {
 
 func TestImportedCacheCreatesNothing(t *testing.T) {
 	stack := cdktest.NewStack("Importada")
-	c := cache.New(stack, "Catalogo", &cache.Props{Import: &cache.Import{Name: "mercadofresco-catalogo", Endpoint: "mercadofresco-catalogo.serverless.euw1.cache.amazonaws.com", SecurityGroupID: "sg-0123456789abcdef0"}})
+	c := datastore.NewCache(stack, "Catalogo", &datastore.CacheProps{Import: &datastore.CacheImport{Name: "mercadofresco-catalogo", Endpoint: "mercadofresco-catalogo.serverless.euw1.cache.amazonaws.com", SecurityGroupID: "sg-0123456789abcdef0"}})
 	if errs := cdktest.Errors(stack); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -113,7 +111,7 @@ func TestImportedCacheCreatesNothing(t *testing.T) {
 
 func TestMissingPropsAreErrors(t *testing.T) {
 	stack := cdktest.NewStack("Rota")
-	cache.New(stack, "Catalogo", nil)
+	datastore.NewCache(stack, "Catalogo", nil)
 	errs := cdktest.Errors(stack)
 	for _, want := range []string{"Vpc is required", "DataKey is required", "Alerts is required"} {
 		cdktest.RequireContains(t, errs, want)
@@ -122,7 +120,7 @@ func TestMissingPropsAreErrors(t *testing.T) {
 
 func TestImportNeedsItsName(t *testing.T) {
 	stack := cdktest.NewStack("ImportadaSinNombre")
-	cache.New(stack, "Catalogo", &cache.Props{Import: &cache.Import{Endpoint: "x.cache.amazonaws.com", SecurityGroupID: "sg-0123456789abcdef0"}})
+	datastore.NewCache(stack, "Catalogo", &datastore.CacheProps{Import: &datastore.CacheImport{Endpoint: "x.cache.amazonaws.com", SecurityGroupID: "sg-0123456789abcdef0"}})
 	cdktest.RequireContains(t, cdktest.Errors(stack), "Import needs Name")
 }
 
@@ -174,7 +172,7 @@ func TestEveryBoundFunctionIsItsOwnUserOnItsBreakersKeys(t *testing.T) {
 	var memberIDs []string
 	for id, u := range users {
 		memberIDs = append(memberIDs, id)
-		if u["Engine"] != cache.UserEngine {
+		if u["Engine"] != datastore.UserEngine {
 			t.Errorf("%s: engine %v", id, u["Engine"])
 		}
 		if u["UserName"] == "default" {
@@ -212,7 +210,7 @@ func TestEveryBoundFunctionIsItsOwnUserOnItsBreakersKeys(t *testing.T) {
 				t.Errorf("user group %s lacks user %s: %s", id, m, b)
 			}
 		}
-		if g["UserGroupId"] != "mercadofresco-catalogo-dev" || g["Engine"] != cache.UserEngine {
+		if g["UserGroupId"] != "mercadofresco-catalogo-dev" || g["Engine"] != datastore.UserEngine {
 			t.Errorf("user group %v", g)
 		}
 	}
@@ -275,7 +273,7 @@ func TestEveryBoundFunctionIsItsOwnUserOnItsBreakersKeys(t *testing.T) {
 func TestBindNeedsValidDependencies(t *testing.T) {
 	stack := cdktest.NewStack("Dependencias")
 	net := network.New(stack, "Red", &network.Props{MaxAzs: 2, NatGateways: 1})
-	c := cache.New(stack, "Catalogo", &cache.Props{Import: &cache.Import{Name: "mercadofresco-catalogo", Endpoint: "x.cache.amazonaws.com", SecurityGroupID: "sg-0123456789abcdef0"}})
+	c := datastore.NewCache(stack, "Catalogo", &datastore.CacheProps{Import: &datastore.CacheImport{Name: "mercadofresco-catalogo", Endpoint: "x.cache.amazonaws.com", SecurityGroupID: "sg-0123456789abcdef0"}})
 	c.Bind(fn(stack, "SinDependencias", net.Vpc))
 	c.Bind(fn(stack, "Espacio", net.Vpc), "con espacio")
 	c.Bind(fn(stack, "Uno", net.Vpc, "mf-mismo"), "almacen")

@@ -15,8 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
-	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
-	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -35,11 +33,11 @@ func newRehearsal(t *testing.T, scenario string) *rehearsal {
 	seed := testseed.New(t).Seed
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
-	sb, err := newSandbox(ctx, scenario, seed, "dev")
+	sb, err := newSandbox(scenario, seed, "dev", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(sb.Handler())
+	srv := httptest.NewServer(sb.handler())
 	t.Cleanup(srv.Close)
 	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "sandbox", "AWS_SECRET_ACCESS_KEY": "sandbox", "AWS_REGION": "eu-west-1", "AWS_EC2_METADATA_DISABLED": "true",
 		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none")} {
@@ -58,20 +56,20 @@ func (r *rehearsal) run(line string) (int, string, string) {
 
 func (r *rehearsal) depth(t *testing.T, base string) int {
 	t.Helper()
-	for _, m := range r.sb.mappings {
-		if m.queueName == base {
-			st, err := r.sb.fake.Inspect(m.queueURL)
+	for _, m := range r.sb.sources {
+		if m.name == base {
+			st, err := r.sb.sqs.Inspect(m.url)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return len(st)
 		}
 	}
-	out, err := r.sb.fake.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: &base})
+	out, err := r.sb.sqs.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: &base})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := r.sb.fake.Inspect(*out.QueueUrl)
+	st, _ := r.sb.sqs.Inspect(*out.QueueUrl)
 	return len(st)
 }
 
@@ -85,24 +83,24 @@ var (
 // reason and moves nothing; redrive --only transient moves exactly the
 // transient ones, and the dry run shows the counts per verdict.
 func TestRehearsalMixtureOnlyTransient(t *testing.T) {
-	r := newRehearsal(t, dataset.Mixture)
+	r := newRehearsal(t, "mixture")
 	code, out, errb := r.run("classify Pedidos -e dev --json --endpoint-url " + r.url)
-	var rep classify.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitMixed {
+	var rep dlq.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitOK || rep.Verdict != dlq.Mixed {
 		t.Fatalf("classify: %d %v\n%s%s", code, err, out, errb)
 	}
-	byClass := map[classify.Verdict]int{}
+	byClass := map[dlq.Verdict]int{}
 	transient := map[string]bool{}
 	for _, m := range rep.Messages {
 		byClass[m.Class]++
-		if m.Class == classify.Transient {
+		if m.Class == dlq.Transient {
 			transient[m.PedidoID] = true
 		}
-		if m.PedidoID == "" && m.Class != classify.Poison {
+		if m.PedidoID == "" && m.Class != dlq.Poison {
 			t.Errorf("message %s without pedido_id", m.MessageID)
 		}
 	}
-	if byClass[classify.Poison] != 10 || byClass[classify.Data] != 30 || byClass[classify.Transient] != 80 {
+	if byClass[dlq.Poison] != 10 || byClass[dlq.Data] != 30 || byClass[dlq.Transient] != 80 {
 		t.Fatalf("classify: %v", byClass)
 	}
 
@@ -124,7 +122,7 @@ func TestRehearsalMixtureOnlyTransient(t *testing.T) {
 	if res.Moved != 80 || res.Unselected != 40 || r.depth(t, devSource) != 80 || r.depth(t, devDLQ) != 40 {
 		t.Fatalf("moved %d, left %d; source %d, DLQ %d\n%s", res.Moved, res.Unselected, r.depth(t, devSource), r.depth(t, devDLQ), errb)
 	}
-	st, _ := r.sb.fake.Inspect(r.sb.mappings[0].queueURL)
+	st, _ := r.sb.sqs.Inspect(r.sb.sources[0].url)
 	for _, m := range st {
 		var body struct {
 			PedidoID string `json:"pedido_id"`
@@ -144,12 +142,12 @@ func TestRehearsalMixtureOnlyTransient(t *testing.T) {
 // deletions); once re-enabled and the consumer has drained the source,
 // the same command says VERIFIED. CloudWatch unreachable is unknown, not 0.
 func TestRehearsalVerify(t *testing.T) {
-	r := newRehearsal(t, dataset.TransientBurst)
+	r := newRehearsal(t, "transient-burst")
 	code, out, errb := r.run("contain Pedidos -e dev --window 10ms --samples 2 --disable-consumer --endpoint-url " + r.url)
 	if code != exitOK || !strings.Contains(out, "is now Disabled") {
 		t.Fatalf("contain --disable-consumer: %d\n%s%s", code, out, errb)
 	}
-	code, out, errb = r.run("redrive Pedidos -e dev --confirm-fixed --rate 500 --mode loop --endpoint-url " + r.url)
+	code, out, errb = r.run("redrive Pedidos -e dev --confirm-fixed --rate 500 --endpoint-url " + r.url)
 	if code != exitOK {
 		t.Fatalf("redrive: %d\n%s%s", code, out, errb)
 	}
@@ -194,8 +192,8 @@ func TestRehearsalVerify(t *testing.T) {
 // redrive leaves them (5) and --readmit-expired sends them back marked,
 // and the sandbox consumer then accepts them.
 func TestRehearsalExpired(t *testing.T) {
-	r := newRehearsal(t, dataset.Expired)
-	if code, out, _ := r.run("classify Pedidos -e dev --endpoint-url " + r.url); code != exitExpired {
+	r := newRehearsal(t, "expired")
+	if code, out, _ := r.run("classify Pedidos -e dev --endpoint-url " + r.url); code != exitOK || !strings.Contains(out, "verdict: EXPIRED") {
 		t.Fatalf("classify: %d\n%s", code, out)
 	}
 	if code, _, errb := r.run("redrive Pedidos -e dev --confirm-fixed --endpoint-url " + r.url); code != exitRefused || r.depth(t, devSource) != 0 {
@@ -204,7 +202,7 @@ func TestRehearsalExpired(t *testing.T) {
 	if code, out, errb := r.run("redrive Pedidos -e dev --only expired --readmit-expired --confirm-fixed --rate 500 --endpoint-url " + r.url); code != exitOK || !strings.Contains(out, "12 of them were older") {
 		t.Fatalf("redrive --readmit-expired: %d\n%s%s", code, out, errb)
 	}
-	st, _ := r.sb.fake.Inspect(r.sb.mappings[0].queueURL)
+	st, _ := r.sb.sqs.Inspect(r.sb.sources[0].url)
 	for _, m := range st {
 		if _, ok := m.MessageAttributes[lambdaapi.AttrReadmision]; !ok {
 			t.Fatalf("redriven without the re-admission mark")
@@ -218,8 +216,8 @@ func TestRehearsalExpired(t *testing.T) {
 // TestInicioBuffer: the order starter's buffer is nameable with -e and
 // classify applies its 89-day window on detail.creado_en.
 func TestInicioBuffer(t *testing.T) {
-	r := newRehearsal(t, dataset.Malformed)
-	q, err := r.sb.fake.GetQueueUrl(r.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(catalog.PhysicalName(catalog.InicioDLQName, "dev"))})
+	r := newRehearsal(t, "malformed")
+	q, err := r.sb.sqs.GetQueueUrl(r.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(catalog.PhysicalName(catalog.InicioDLQName, "dev"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,20 +225,20 @@ func TestInicioBuffer(t *testing.T) {
 	for i, age := range []time.Duration{100 * 24 * time.Hour, 10 * 24 * time.Hour} {
 		body := fmt.Sprintf(`{"detail-type":"PedidoCreado","detail":{"version":1,"pedido_id":"PED-2026-%06d","cliente_id":"CLI-1","cliente":{"id":"CLI-1","email":"ana@example.com"},`+
 			`"total_centimos":1250,"moneda":"EUR","lineas":[{"sku":"S-1","cantidad":1,"precio_centimos":1250}],"token_tarjeta":"tok_1","creado_en":%q}}`, i, time.Now().Add(-age).UTC().Format(time.RFC3339))
-		if _, err := r.sb.fake.SendMessage(r.ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}); err != nil {
+		if _, err := r.sb.sqs.SendMessage(r.ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	code, out, errb := r.run("classify Inicio -e dev --json --endpoint-url " + r.url)
-	var rep classify.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitMixed {
+	var rep dlq.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitOK || rep.Verdict != dlq.Mixed {
 		t.Fatalf("classify Inicio: %d %v\n%s%s", code, err, out, errb)
 	}
-	got := map[string]classify.Verdict{}
+	got := map[string]dlq.Verdict{}
 	for _, m := range rep.Messages {
 		got[m.PedidoID] = m.Class
 	}
-	if got["PED-2026-000000"] != classify.Expired || got["PED-2026-000001"] != classify.Transient {
+	if got["PED-2026-000000"] != dlq.Expired || got["PED-2026-000001"] != dlq.Transient {
 		t.Errorf("classes %v (want the 100-day-old expired under the 89-day window, the 10-day-old transient)", got)
 	}
 }
@@ -248,8 +246,9 @@ func TestInicioBuffer(t *testing.T) {
 // TestEveryCommandHelp: --help prints each command's usage and flags to
 // stdout and exits 0; the runbook's flags are there.
 func TestEveryCommandHelp(t *testing.T) {
-	runbookFlags := map[string][]string{"contain": {"-samples"}, "classify": {"-max"}, "redrive": {"-max", "-only", "-rate"}, "gen": {"-end"}, "verify": {"-expect", "-since"}}
-	for name := range commands {
+	runbookFlags := map[string][]string{"contain": {"-samples"}, "classify": {"-max"}, "redrive": {"-max", "-only", "-rate"}, "verify": {"-expect", "-since"}}
+	for _, c := range commands {
+		name := c.name
 		var out, errb bytes.Buffer
 		code := run(context.Background(), []string{name, "--help"}, &out, &errb)
 		if code != exitOK || !strings.HasPrefix(out.String(), "usage: mf-dlq "+name) {
@@ -265,19 +264,15 @@ func TestEveryCommandHelp(t *testing.T) {
 
 // TestEveryCommandJSON: each command's --json output parses.
 func TestEveryCommandJSON(t *testing.T) {
-	r := newRehearsal(t, dataset.Malformed)
+	r := newRehearsal(t, "malformed")
 	for _, line := range []string{
 		"contain Pedidos -e dev --window 10ms --samples 2",
 		"inspect Pedidos -e dev -n 3",
 		"classify Pedidos -e dev",
 		"redrive Pedidos -e dev --only transient --dry-run",
 		"verify Pedidos -e dev --window 10ms",
-		"gen --scenario malformed --seed 1",
 	} {
 		_, out, errb := r.run(line + " --json --endpoint-url " + r.url)
-		if strings.HasPrefix(line, "gen") {
-			_, out, errb = r.run(line + " --json")
-		}
 		var v any
 		if err := json.Unmarshal([]byte(out), &v); err != nil || v == nil {
 			t.Errorf("%s --json: %v\n%s\n%s", line, err, out, errb)
@@ -303,16 +298,12 @@ func TestEveryCommandJSON(t *testing.T) {
 	}
 }
 
-// TestRateFlags: --rate 0 is refused, a fractional rate runs the loop and
-// --mode task refuses it.
+// TestRateFlags: --rate 0 is refused, a fractional rate is held.
 func TestRateFlags(t *testing.T) {
-	r := newRehearsal(t, dataset.Malformed)
+	r := newRehearsal(t, "malformed")
 	base := "redrive Pedidos -e dev --only poison --confirm-fixed --endpoint-url " + r.url
 	if code, _, errb := r.run(base + " --rate 0"); code != exitUsage || !strings.Contains(errb, "--rate 0") {
 		t.Errorf("--rate 0: %d %s", code, errb)
-	}
-	if code, _, errb := r.run(base + " --rate 0.5 --mode task"); code != exitUsage || !strings.Contains(errb, "whole rate") {
-		t.Errorf("--rate 0.5 --mode task: %d %s", code, errb)
 	}
 	if code, out, errb := r.run(base + " --rate 0.5 --dry-run"); code != exitOK || !strings.Contains(out, "at 0.5 msg/s") || !strings.Contains(out, "receive → send → delete") {
 		t.Errorf("--rate 0.5: %d %s%s", code, out, errb)

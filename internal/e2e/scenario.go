@@ -787,8 +787,7 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 			target, err = tool.Resolve(ctx, q.URL, "")
 		}
 		if err == nil {
-			var cr = dlq.ClassifyOptions{Options: dlq.ConsumerOptions(target)}
-			rep, err := tool.Classify(ctx, target, cr)
+			rep, err := tool.Classify(ctx, target, 1000, dlq.ConsumerOptions(target))
 			if err == nil {
 				line.Verdict, line.Evidence = string(rep.Verdict), rep.Evidence
 			}

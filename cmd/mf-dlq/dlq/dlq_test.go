@@ -2,9 +2,14 @@ package dlq_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"math"
 	"strings"
 	"testing"
@@ -15,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
-	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -80,7 +84,7 @@ func TestInspectNeverDeletesNorPushes(t *testing.T) {
 	}
 	before := counts()
 	var saved bytes.Buffer
-	msgs, err := e.tool.Inspect(ctx, tg, dlq.InspectOptions{Max: 50, Save: &saved})
+	msgs, err := e.tool.Inspect(ctx, tg, 50, &saved)
 	if err != nil || len(msgs) != 30 {
 		t.Fatalf("Inspect = %d messages, %v", len(msgs), err)
 	}
@@ -90,7 +94,7 @@ func TestInspectNeverDeletesNorPushes(t *testing.T) {
 			t.Errorf("message %s: receive count %d → %d, want +1 (one receive per inspection)", id, n, after[id])
 		}
 	}
-	if _, err := e.tool.Inspect(ctx, tg, dlq.InspectOptions{}); err != nil {
+	if _, err := e.tool.Inspect(ctx, tg, 10, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s := e.fake.Stats(e.dlq); s.Deleted != 0 || s.MovedToDLQ != 0 || s.StaleDeletes != 0 {
@@ -110,7 +114,7 @@ func TestInspectNeverDeletesNorPushes(t *testing.T) {
 	for i, m := range back {
 		_, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
 		byOrigin[ok]++
-		if aws.ToString(m.MessageId) != aws.ToString(msgs[i].MessageId) || aws.ToString(m.Body) != aws.ToString(msgs[i].Body) || m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)] == "" {
+		if aws.ToString(m.MessageId) != msgs[i].MessageID || m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)] == "" {
 			t.Fatalf("saved message %d differs: %+v", i, m)
 		}
 	}
@@ -130,7 +134,7 @@ func TestInspectNeverDeletesNorPushes(t *testing.T) {
 		t.Fatalf("Resolve(mid) = %+v, %v", tgMid, err)
 	}
 	for range 3 {
-		if _, err := e.tool.Inspect(ctx, tgMid, dlq.InspectOptions{}); !errors.Is(err, dlq.ErrWouldSpendReceives) {
+		if _, err := e.tool.Inspect(ctx, tgMid, 10, nil); !errors.Is(err, dlq.ErrRefused) || !strings.Contains(err.Error(), "has a redrive policy") {
 			t.Fatalf("inspecting a DLQ with its own redrive policy: %v", err)
 		}
 	}
@@ -141,7 +145,7 @@ func TestInspectNeverDeletesNorPushes(t *testing.T) {
 
 func TestInspectEmpty(t *testing.T) {
 	e := newEnv(t)
-	_, err := e.tool.Inspect(context.Background(), e.target("Pedidos", "dev"), dlq.InspectOptions{})
+	_, err := e.tool.Inspect(context.Background(), e.target("Pedidos", "dev"), 10, nil)
 	if !errors.Is(err, dlq.ErrEmpty) || !strings.Contains(err.Error(), "returned no message") {
 		t.Fatalf("empty DLQ: %v", err)
 	}
@@ -152,12 +156,12 @@ func TestInspectEmpty(t *testing.T) {
 func TestRedriveLoopRate(t *testing.T) {
 	e := newEnv(t)
 	e.consumerSent(200, "permanent", "warehouse: sku 7501031311309 has no location", order(1))
-	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []classify.Verdict{classify.Data}})
+	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []dlq.Verdict{dlq.Data}})
 	if err != nil {
 		t.Fatalf("Redrive: %v\n%s", err, e.log)
 	}
-	if res.Mode != dlq.ModeLoop || res.Moved != 200 || e.depth(e.src) != 200 || e.depth(e.dlq) != 0 {
-		t.Fatalf("moved %d (%s); source %d, DLQ %d", res.Moved, res.Mode, e.depth(e.src), e.depth(e.dlq))
+	if res.Moved != 200 || e.depth(e.src) != 200 || e.depth(e.dlq) != 0 {
+		t.Fatalf("moved %d; source %d, DLQ %d", res.Moved, e.depth(e.src), e.depth(e.dlq))
 	}
 	first, last := e.sentTimes[0], e.sentTimes[len(e.sentTimes)-1]
 	got := float64(len(e.sentTimes)-1) / last.Sub(first).Seconds()
@@ -184,40 +188,17 @@ func TestRedriveLoopRate(t *testing.T) {
 	contains(t, "summary", e.out.String(), "moved 200 of 200", "next: mf-dlq verify")
 }
 
-// TestRedriveTaskRate: messages SQS moved go back with a move task at the
-// rate; the fake holds MaxNumberOfMessagesPerSecond against the clock.
-func TestRedriveTaskRate(t *testing.T) {
-	e := newEnv(t)
-	e.redriven(200, order(1))
-	start := e.clock.Now()
-	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, ProgressEvery: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("Redrive: %v\n%s", err, e.log)
-	}
-	elapsed := e.clock.Now().Sub(start)
-	if res.Mode != dlq.ModeTask || res.Moved != 200 || e.depth(e.src) != 200 || e.depth(e.dlq) != 0 {
-		t.Fatalf("moved %d (%s); source %d, DLQ %d", res.Moved, res.Mode, e.depth(e.src), e.depth(e.dlq))
-	}
-	if got := 200 / elapsed.Seconds(); math.Abs(got-10)/10 > 0.10 {
-		t.Errorf("task rate %.2f msg/s over %s, want 10 ± 10%%", got, elapsed)
-	}
-	tasks, _ := e.fake.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(e.fake.ARN(e.dlq))})
-	if tk := tasks.Results[0]; aws.ToInt32(tk.MaxNumberOfMessagesPerSecond) != 10 || aws.ToString(tk.Status) != "COMPLETED" {
-		t.Errorf("task = %+v", tk)
-	}
-}
-
 // TestRedriveMixedOriginsUsesLoop: one consumer-sent message among SQS-moved
 // ones rules out the move task (SQS does not know its source).
 func TestRedriveMixedOriginsUsesLoop(t *testing.T) {
 	e := newEnv(t)
 	e.redriven(5, order(1))
 	e.consumerSent(1, "poison", "unknown major version 2", order(2))
-	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []classify.Verdict{classify.Transient, classify.Poison}})
-	if err != nil || res.Mode != dlq.ModeLoop || res.Moved != 6 || e.depth(e.src) != 6 {
+	res, err := e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []dlq.Verdict{dlq.Transient, dlq.Poison}})
+	if err != nil || res.Moved != 6 || e.depth(e.src) != 6 {
 		t.Fatalf("Redrive = %+v, %v; source %d", res, err, e.depth(e.src))
 	}
-	_, err = e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Mode: dlq.ModeTask})
+	_, err = e.tool.Redrive(context.Background(), e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
 	if !errors.Is(err, dlq.ErrEmpty) {
 		t.Errorf("second redrive of an empty DLQ: %v", err)
 	}
@@ -229,7 +210,7 @@ func TestRedriveRefusals(t *testing.T) {
 		e := newEnv(t)
 		e.redriven(3, order(1))
 		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{})
-		if !errors.Is(err, dlq.ErrNotConfirmed) || !strings.Contains(err.Error(), "--confirm-fixed") || e.depth(e.dlq) != 3 {
+		if !errors.Is(err, dlq.ErrRefused) || !strings.Contains(err.Error(), "--confirm-fixed") || e.depth(e.dlq) != 3 {
 			t.Fatalf("%v", err)
 		}
 	})
@@ -240,7 +221,7 @@ func TestRedriveRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
-		if !errors.Is(err, dlq.ErrMoveTaskRunning) || !strings.Contains(err.Error(), "cancel-message-move-task --task-handle") {
+		if !errors.Is(err, dlq.ErrRefused) || !strings.Contains(err.Error(), "cancel-message-move-task --task-handle") {
 			t.Fatalf("%v", err)
 		}
 	})
@@ -249,7 +230,7 @@ func TestRedriveRefusals(t *testing.T) {
 		plain, _ := e.fake.CreateQueue("plain", localaws.QueueConfig{})
 		e.fake.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &plain, MessageBody: aws.String("x")})
 		_, err := e.tool.Redrive(ctx, e.target("plain", ""), dlq.RedriveOptions{ConfirmFixed: true})
-		if !errors.Is(err, dlq.ErrNotDLQ) || !strings.Contains(err.Error(), "SNS subscription") {
+		if !errors.Is(err, dlq.ErrRefused) || !strings.Contains(err.Error(), "SNS subscription") {
 			t.Fatalf("%v", err)
 		}
 	})
@@ -269,8 +250,8 @@ func TestRedriveRefusals(t *testing.T) {
 			}
 			return nil
 		})
-		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []classify.Verdict{classify.Data}})
-		if !errors.Is(err, dlq.ErrPermission) || !strings.Contains(err.Error(), "sqs:SendMessage") || !strings.Contains(err.Error(), "stays in the DLQ") {
+		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []dlq.Verdict{dlq.Data}})
+		if !strings.Contains(err.Error(), "missing permission: the caller lacks sqs:SendMessage") || !strings.Contains(err.Error(), "stays in the DLQ") {
 			t.Fatalf("%v", err)
 		}
 		e.fake.SetFault(nil)
@@ -293,8 +274,8 @@ func TestRedriveInterrupted(t *testing.T) {
 			cancel()
 		}
 	}
-	res, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []classify.Verdict{classify.Data}})
-	if !errors.Is(err, dlq.ErrInterrupted) {
+	res, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []dlq.Verdict{dlq.Data}})
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Redrive: %v", err)
 	}
 	if res.Moved != 15 || e.depth(e.src) != 15 || e.depth(e.dlq) != 25 {
@@ -311,9 +292,9 @@ func TestRedriveInterrupted(t *testing.T) {
 // TestRedriveLeavesExpiredMessages: messages older than the consumer's
 // 45-day replay window (by their confirmado_en, or by the consumer's own
 // expired-idempotency-window verdict) stay in the DLQ, with a warning that
-// names the consumer, and the redrive ends refused (ErrExpired); the others
+// names the consumer, and the redrive ends refused (ErrRefused); the others
 // go back. --readmit-expired sends them too, each with the re-admission
-// mark; a move task, which can do neither, is refused.
+// mark.
 func TestRedriveLeavesExpiredMessages(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -327,16 +308,13 @@ func TestRedriveLeavesExpiredMessages(t *testing.T) {
 	}
 	contains(t, "warning", e.log.String(), "4 of 6 messages are older than the replay window of mf-preparar-pedido (preparacion:<pedido_id>, a 45 days window)", "--readmit-expired")
 	contains(t, "plan", e.out.String(), "receive → send → delete")
-	if _, err := e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true, Mode: dlq.ModeTask}); !errors.Is(err, dlq.ErrUsage) {
-		t.Fatalf("a move task over expired messages: %v", err)
-	}
 
 	res, err = e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true})
-	if !errors.Is(err, dlq.ErrExpired) || res.Moved != 2 || res.Expired != 4 || e.depth(e.src) != 2 || e.depth(e.dlq) != 4 {
+	if !errors.Is(err, dlq.ErrRefused) || res.Moved != 2 || res.Expired != 4 || e.depth(e.src) != 2 || e.depth(e.dlq) != 4 {
 		t.Fatalf("Redrive = %+v, %v; source %d, DLQ %d", res, err, e.depth(e.src), e.depth(e.dlq))
 	}
 	contains(t, "summary", e.out.String(), "4 messages stay in mercadofresco-pedidos-fallidos-dev: older than")
-	if _, err := e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true}); !errors.Is(err, dlq.ErrExpired) || e.depth(e.dlq) != 4 {
+	if _, err := e.tool.Redrive(ctx, tg, dlq.RedriveOptions{ConfirmFixed: true}); !errors.Is(err, dlq.ErrRefused) || e.depth(e.dlq) != 4 {
 		t.Fatalf("only expired messages left: %v, DLQ %d", err, e.depth(e.dlq))
 	}
 
@@ -368,51 +346,60 @@ func confirmed(age time.Duration) func(int) string {
 	}
 }
 
+// fakeLambda holds event source mappings by UUID and queue ARN.
 type fakeLambda struct {
-	mappings map[string]*dlq.EventSourceMapping
+	mappings map[string]*lambdatypes.EventSourceMappingConfiguration
 	byQueue  map[string][]string
 }
 
-func (f *fakeLambda) ListEventSourceMappings(_ context.Context, arn string) ([]dlq.EventSourceMapping, error) {
-	var out []dlq.EventSourceMapping
-	for _, id := range f.byQueue[arn] {
-		out = append(out, *f.mappings[id])
+func (f *fakeLambda) ListEventSourceMappings(_ context.Context, in *lambda.ListEventSourceMappingsInput, _ ...func(*lambda.Options)) (*lambda.ListEventSourceMappingsOutput, error) {
+	out := &lambda.ListEventSourceMappingsOutput{}
+	for _, id := range f.byQueue[aws.ToString(in.EventSourceArn)] {
+		out.EventSourceMappings = append(out.EventSourceMappings, *f.mappings[id])
 	}
 	return out, nil
 }
 
-func (f *fakeLambda) SetEventSourceMappingEnabled(_ context.Context, id string, enabled bool) (dlq.EventSourceMapping, error) {
-	m := f.mappings[id]
-	m.State = map[bool]string{true: "Enabling", false: "Disabling"}[enabled]
-	return *m, nil
+func (f *fakeLambda) UpdateEventSourceMapping(_ context.Context, in *lambda.UpdateEventSourceMappingInput, _ ...func(*lambda.Options)) (*lambda.UpdateEventSourceMappingOutput, error) {
+	m := f.mappings[aws.ToString(in.UUID)]
+	m.State = aws.String(map[bool]string{true: "Enabling", false: "Disabling"}[aws.ToBool(in.Enabled)])
+	return &lambda.UpdateEventSourceMappingOutput{UUID: m.UUID, State: m.State, FunctionArn: m.FunctionArn}, nil
 }
 
-type fakeMetrics struct{ deleted float64 }
-
-func (f fakeMetrics) OldestMessageAge(context.Context, string, time.Duration) (time.Duration, time.Time, bool, error) {
-	return 42 * time.Minute, t0, true, nil
+func mapping(state string) *lambdatypes.EventSourceMappingConfiguration {
+	return &lambdatypes.EventSourceMappingConfiguration{UUID: aws.String("u-1"), FunctionArn: aws.String("arn:aws:lambda:eu-west-1:1:function:mf-preparar-pedido-dev"), State: aws.String(state)}
 }
 
-func (f fakeMetrics) SumDeleted(context.Context, string, time.Time, time.Time) (float64, error) {
-	return f.deleted, nil
+// fakeMetrics answers the AWS/SQS metrics of one queue by their name, or
+// fails with err.
+type fakeMetrics struct {
+	values map[string][]float64
+	err    error
+}
+
+func (f fakeMetrics) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	m := in.MetricDataQueries[0].MetricStat.Metric
+	if f.err != nil || aws.ToString(m.Namespace) != "AWS/SQS" || aws.ToString(m.Dimensions[0].Name) != "QueueName" {
+		return nil, cmp.Or(f.err, errors.New("not an SQS metric"))
+	}
+	return &cloudwatch.GetMetricDataOutput{MetricDataResults: []cwtypes.MetricDataResult{{Values: f.values[aws.ToString(m.MetricName)]}}}, nil
 }
 
 func TestContain(t *testing.T) {
 	e := newEnv(t)
 	e.consumerSent(3, "permanent", "x", order(1))
-	lam := &fakeLambda{mappings: map[string]*dlq.EventSourceMapping{"u-1": {UUID: "u-1", FunctionARN: "arn:aws:lambda:eu-west-1:1:function:mf-preparar-pedido-dev", State: "Enabled", BatchSize: 10, MaximumConcurrency: 2}},
-		byQueue: map[string][]string{e.fake.ARN(e.src): {"u-1"}}}
-	e.tool.Lambda, e.tool.Metrics = lam, fakeMetrics{}
+	lam := &fakeLambda{mappings: map[string]*lambdatypes.EventSourceMappingConfiguration{"u-1": mapping("Enabled")}, byQueue: map[string][]string{e.fake.ARN(e.src): {"u-1"}}}
+	e.tool.Lambda, e.tool.CloudWatch = lam, fakeMetrics{values: map[string][]float64{"ApproximateAgeOfOldestMessage": {2520, 60}}}
 	// Meanwhile, the consumer keeps dead-lettering: one message per sample.
 	e.clock.onSleep = func() { e.consumerSent(1, "permanent", "x", order(1)) }
-	res, err := e.tool.Contain(context.Background(), e.target("Pedidos", "dev"), dlq.ContainOptions{Window: 30 * time.Second, Samples: 4, Disable: true})
+	res, err := e.tool.Contain(context.Background(), e.target("Pedidos", "dev"), 30*time.Second, 4, aws.Bool(false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Growing || res.DLQDepth[0] != 3 || res.DLQDepth[3] != 6 {
 		t.Errorf("depths %v growing=%v", res.DLQDepth, res.Growing)
 	}
-	if lam.mappings["u-1"].State != "Disabling" {
+	if aws.ToString(lam.mappings["u-1"].State) != "Disabling" {
 		t.Errorf("mapping not disabled: %+v", lam.mappings["u-1"])
 	}
 	contains(t, "contain", e.out.String(), "GROWING (+3", "age of oldest message: 42m0s", "is now Disabling", "retention period (4 days)", "--enable-consumer")
@@ -423,12 +410,12 @@ func TestContain(t *testing.T) {
 // the count; an unreachable CloudWatch is unknown, never a yes.
 func TestVerify(t *testing.T) {
 	e := newEnv(t)
-	lam := &fakeLambda{mappings: map[string]*dlq.EventSourceMapping{"u-1": {UUID: "u-1", FunctionARN: "arn:aws:lambda:eu-west-1:1:function:mf-preparar-pedido-dev", State: "Enabled"}},
-		byQueue: map[string][]string{e.fake.ARN(e.src): {"u-1"}}}
-	e.tool.Lambda, e.tool.Metrics = lam, fakeMetrics{deleted: 12}
+	lam := &fakeLambda{mappings: map[string]*lambdatypes.EventSourceMappingConfiguration{"u-1": mapping("Enabled")}, byQueue: map[string][]string{e.fake.ARN(e.src): {"u-1"}}}
+	deleted := fakeMetrics{values: map[string][]float64{"NumberOfMessagesDeleted": {5, 7}}}
+	e.tool.Lambda, e.tool.CloudWatch = lam, deleted
 	tg := e.target("Pedidos", "dev")
 	ctx := context.Background()
-	if res, err := e.tool.Verify(ctx, tg, dlq.VerifyOptions{Expect: 10}); err != nil || !res.Verified {
+	if res, err := e.tool.Verify(ctx, tg, 10, t0.Add(-time.Hour), 30*time.Second); err != nil || !res.Verified {
 		t.Fatalf("clean: %v %+v\n%s", err, res, e.out)
 	}
 	contains(t, "verify", e.out.String(), "VERIFIED:", "mapping u-1 Enabled", "deleted 12 messages")
@@ -436,29 +423,29 @@ func TestVerify(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func() func()
-		opts  dlq.VerifyOptions
+		opts  verifyOpts
 		want  string
 	}{
-		{"messages back in the DLQ", func() func() { e.consumerSent(2, "permanent", "x", order(1)); return e.drainDLQ }, dlq.VerifyOptions{}, "holds 2 messages"},
+		{"messages back in the DLQ", func() func() { e.consumerSent(2, "permanent", "x", order(1)); return e.drainDLQ }, verifyOpts{}, "holds 2 messages"},
 		{"consumer disabled", func() func() {
-			lam.mappings["u-1"].State = "Disabled"
-			return func() { lam.mappings["u-1"].State = "Enabled" }
-		}, dlq.VerifyOptions{}, "is Disabled (mapping u-1)"},
-		{"backlog not draining", func() func() { e.sendSource(3); return e.drainSource }, dlq.VerifyOptions{Window: time.Minute}, "3 messages waiting, not falling"},
-		{"fewer deletions", func() func() { return func() {} }, dlq.VerifyOptions{Expect: 20}, "fewer than the 20 redriven"},
+			lam.mappings["u-1"] = mapping("Disabled")
+			return func() { lam.mappings["u-1"] = mapping("Enabled") }
+		}, verifyOpts{}, "is Disabled (mapping u-1)"},
+		{"backlog not draining", func() func() { e.sendSource(3); return e.drainSource }, verifyOpts{window: time.Minute}, "3 messages waiting, not falling"},
+		{"fewer deletions", func() func() { return func() {} }, verifyOpts{expect: 20}, "fewer than the 20 redriven"},
 		{"CloudWatch unreachable", func() func() {
-			e.tool.Metrics = failingMetrics{}
-			return func() { e.tool.Metrics = fakeMetrics{deleted: 12} }
-		}, dlq.VerifyOptions{Expect: 10}, "unknown: CloudWatch unavailable"},
+			e.tool.CloudWatch = fakeMetrics{err: errors.New("dial tcp: connection refused")}
+			return func() { e.tool.CloudWatch = deleted }
+		}, verifyOpts{expect: 10}, "unknown: CloudWatch unavailable"},
 		{"no Lambda client", func() func() {
 			e.tool.Lambda = nil
 			return func() { e.tool.Lambda = lam }
-		}, dlq.VerifyOptions{}, "consumer of cola-mercadofresco-pedidos-dev: unknown"},
+		}, verifyOpts{}, "consumer of cola-mercadofresco-pedidos-dev: unknown"},
 	}
 	for _, tt := range tests {
 		e.out.Reset()
 		undo := tt.setup()
-		res, err := e.tool.Verify(ctx, tg, tt.opts)
+		res, err := e.tool.Verify(ctx, tg, tt.opts.expect, t0.Add(-time.Hour), cmp.Or(tt.opts.window, 30*time.Second))
 		undo()
 		if !errors.Is(err, dlq.ErrNotVerified) || res.Verified {
 			t.Errorf("%s: %v %+v\n%s", tt.name, err, res, e.out)
@@ -469,7 +456,7 @@ func TestVerify(t *testing.T) {
 	e.out.Reset()
 	e.sendSource(3)
 	e.clock.onSleep = func() { e.drainSource(); e.sendSource(1) }
-	res, err := e.tool.Verify(ctx, tg, dlq.VerifyOptions{Window: time.Minute})
+	res, err := e.tool.Verify(ctx, tg, 0, t0, time.Minute)
 	e.clock.onSleep = nil
 	if err != nil || !res.Verified {
 		t.Errorf("draining: %v\n%s", err, e.out)
@@ -477,22 +464,17 @@ func TestVerify(t *testing.T) {
 	contains(t, "draining", e.out.String(), "backlog draining, 3 → 1")
 }
 
-type failingMetrics struct{}
-
-func (failingMetrics) OldestMessageAge(context.Context, string, time.Duration) (time.Duration, time.Time, bool, error) {
-	return 0, time.Time{}, false, errors.New("dial tcp: connection refused")
-}
-
-func (failingMetrics) SumDeleted(context.Context, string, time.Time, time.Time) (float64, error) {
-	return 0, errors.New("dial tcp: connection refused")
+type verifyOpts struct {
+	expect int
+	window time.Duration
 }
 
 func TestClassifyLive(t *testing.T) {
 	e := newEnv(t)
 	e.redriven(12, order(2))
 	tg := e.target("Pedidos", "dev")
-	r, err := e.tool.Classify(context.Background(), tg, dlq.ClassifyOptions{Options: dlq.ConsumerOptions(tg)})
-	if err != nil || r.Verdict != classify.Poison || r.Total != 12 {
+	r, err := e.tool.Classify(context.Background(), tg, 1000, dlq.ConsumerOptions(tg))
+	if err != nil || r.Verdict != dlq.Poison || r.Total != 12 {
 		t.Fatalf("Classify = %s (%d), %v", r.Verdict, r.Total, err)
 	}
 	if s := e.fake.Stats(e.dlq); s.Deleted != 0 {
@@ -533,8 +515,8 @@ func TestConsumerOptionsCallAMissingKeyPoison(t *testing.T) {
 		m := types.Message{MessageId: aws.String("m"), Body: aws.String(body), Attributes: map[string]string{
 			string(types.MessageSystemAttributeNameSentTimestamp): "1764457200000", string(types.MessageSystemAttributeNameApproximateReceiveCount): "5",
 			string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn): "arn:aws:sqs:eu-west-1:1:q"}}
-		r := classify.Classify([]types.Message{m}, dlq.ConsumerOptions(&dlq.Target{Catalog: &q}))
-		if r.Verdict != classify.Poison || !strings.Contains(r.Messages[0].Why, lambdaapi.KeyConfirmadoEn) {
+		r := dlq.Classify([]types.Message{m}, dlq.ConsumerOptions(&dlq.Target{Catalog: &q}))
+		if r.Verdict != dlq.Poison || !strings.Contains(r.Messages[0].Why, lambdaapi.KeyConfirmadoEn) {
 			t.Errorf("%s: %s (%s), want poison for the missing %s", name, r.Verdict, r.Messages[0].Why, lambdaapi.KeyConfirmadoEn)
 		}
 	}
@@ -584,13 +566,13 @@ func TestConsumerOptionsCallWhatTheConsumerRefusesPoison(t *testing.T) {
 				m := types.Message{MessageId: aws.String("m"), Body: aws.String(c.body), Attributes: map[string]string{
 					string(types.MessageSystemAttributeNameSentTimestamp): fmt.Sprint(now.UnixMilli()), string(types.MessageSystemAttributeNameApproximateReceiveCount): "5",
 					string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn): "arn:aws:sqs:eu-west-1:1:q"}}
-				r := classify.Classify([]types.Message{m}, opts)
+				r := dlq.Classify([]types.Message{m}, opts)
 				switch why := r.Messages[0].Why; {
-				case c.wantPoison && (r.Verdict != classify.Poison || !strings.Contains(why, tc.why)):
+				case c.wantPoison && (r.Verdict != dlq.Poison || !strings.Contains(why, tc.why)):
 					t.Errorf("body with %s: %s (%s), want poison naming it", tc.why, r.Verdict, why)
 				case c.wantPoison && !strings.Contains(r.Groups[0].Next, "fix the producer and do not redrive them"):
 					t.Errorf("body with %s: next step %q, want it to say the same bodies must not be redriven when the data is wrong", tc.why, r.Groups[0].Next)
-				case !c.wantPoison && r.Verdict != classify.Transient:
+				case !c.wantPoison && r.Verdict != dlq.Transient:
 					t.Errorf("valid body: %s (%s), want transient (the consumer would handle it)", r.Verdict, why)
 				}
 			}

@@ -1,10 +1,4 @@
-// Package dataset generates dead-letter queue contents for the DLQ tool's
-// tests, its `gen` command and the runbook's worked examples: each scenario
-// reproduces one way messages end up in mercadofresco-pedidos-fallidos, with
-// the system attributes SQS would show on the first receive from the DLQ and
-// the mf-* attributes lambdas/sqsbatch writes. Everything is derived from a
-// seed, so a data set is reproducible from its name and seed.
-package dataset
+package dlq
 
 import (
 	"crypto/md5"
@@ -18,94 +12,67 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
-// Scenario names.
-const (
-	// TransientBurst: 30 minutes of payment-gateway timeouts; 120 orders
-	// exhausted their 4 receives and SQS moved them (receive count 5).
-	TransientBurst = "transient-burst"
-	// DataDrip: over 3 days, 40 orders containing one SKU with no warehouse
-	// location; the consumer refused some as permanent, others crashed on
-	// every receive.
-	DataDrip = "data-drip"
-	// DeployV2: 340 "version": 2 orders sent
-	// between 22:04 and 23:51 after a producer deploy, all moved by SQS
-	// after 4 receives (receive count 5).
-	DeployV2 = "deploy-v2"
-	// Malformed: 25 payloads that are not valid order events (truncated
-	// JSON, SNS envelopes, arrays, text), dead-lettered by the consumer.
-	Malformed = "malformed"
-	// Mixture: a transient burst, a data drip and some malformed payloads
-	// in one DLQ.
-	Mixture = "mixture"
-	// Expired: 12 orders confirmed 50 days ago (replayed from the bus
-	// archive), which the consumer refused as older than its 45-day replay
-	// window (lambdaapi.WindowPreparacion): the case for redrive
-	// --readmit-expired.
-	Expired = "expired"
-)
-
-// Scenarios lists the scenario names.
-var Scenarios = []string{TransientBurst, DataDrip, DeployV2, Malformed, Mixture, Expired}
-
-// Topology names the queues the generated messages claim to come from.
-type Topology struct {
-	SourceARN       string // DeadLetterQueueSourceArn of redriven messages
-	ConsumerVersion string // mf-consumer-version of consumer-sent messages
-	MaxReceiveCount int
-}
-
-// DefaultTopology is prod's cola-mercadofresco-pedidos in eu-west-1.
-var DefaultTopology = Topology{
-	SourceARN:       "arn:aws:sqs:eu-west-1:333333333333:cola-mercadofresco-pedidos",
-	ConsumerVersion: "sha256:4f1c2ab09e7d",
-	MaxReceiveCount: 4,
-}
+// Scenarios are the data sets Generate makes, each one way messages end up
+// in mercadofresco-pedidos-fallidos: 120 orders of a 30-minute burst of
+// gateway timeouts moved by SQS (transient-burst); a 3-day drip of 40
+// orders with BadSKU, which has no warehouse location, half refused as
+// permanent by the consumer (data-drip); 340 "version": 2 orders sent
+// between 22:04 and 23:51 after a producer deploy (deploy-v2); 25 payloads
+// that are no order event (malformed); a burst, a drip and malformed ones
+// together (mixture); 12 orders confirmed 50 days ago that the consumer
+// refused as older than its 45-day window (expired).
+var Scenarios = []string{"transient-burst", "data-drip", "deploy-v2", "malformed", "mixture", "expired"}
 
 // BadSKU is the SKU behind the data drip.
 const BadSKU = "7501031311309"
 
-// Generate returns the messages of a scenario whose last message was sent
-// before end. The same name, seed, end and topology give the same messages.
-func Generate(name string, seed uint64, end time.Time, topo Topology) ([]types.Message, error) {
-	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), topo: topo}
-	switch name {
-	case TransientBurst:
+// ProdSource is the DeadLetterQueueSourceArn of Generate's redriven
+// messages in the tests: prod's cola-mercadofresco-pedidos.
+const ProdSource = "arn:aws:sqs:eu-west-1:333333333333:cola-mercadofresco-pedidos"
+
+// Generate returns the messages of a scenario as SQS shows them on their
+// first receive from the DLQ (system attributes, and the mf-* attributes
+// lambdas/sqsbatch writes), the last sent before end, those SQS moved from
+// the queue source (its ARN, maxReceiveCount 4). The same arguments give
+// the same messages.
+func Generate(scenario string, seed uint64, end time.Time, source string) ([]types.Message, error) {
+	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), source: source}
+	switch scenario {
+	case "transient-burst":
 		g.transientBurst(end.Add(-6*time.Hour), 120)
-	case DataDrip:
+	case "data-drip":
 		g.dataDrip(end.Add(-72*time.Hour), 40)
-	case DeployV2:
+	case "deploy-v2":
 		day := end.Add(-24 * time.Hour).Truncate(24 * time.Hour)
 		g.deployV2(day.Add(22*time.Hour+4*time.Minute), day.Add(23*time.Hour+51*time.Minute), 340)
-	case Malformed:
+	case "malformed":
 		g.malformed(end.Add(-48*time.Hour), 48*time.Hour, 25)
-	case Mixture:
+	case "mixture":
 		g.transientBurst(end.Add(-6*time.Hour), 80)
 		g.dataDrip(end.Add(-72*time.Hour), 30)
 		g.malformed(end.Add(-48*time.Hour), 48*time.Hour, 10)
-	case Expired:
+	case "expired":
 		g.expired(end.Add(-48*time.Hour), end.Add(-50*24*time.Hour), 12)
 	default:
-		return nil, fmt.Errorf("dataset: unknown scenario %q (known: %v)", name, Scenarios)
+		return nil, fmt.Errorf("%w: unknown scenario %q (known: %v)", ErrUsage, scenario, Scenarios)
 	}
 	slices.SortStableFunc(g.out, func(a, b types.Message) int {
-		return classify.Stamp(a, types.MessageSystemAttributeNameSentTimestamp).Compare(classify.Stamp(b, types.MessageSystemAttributeNameSentTimestamp))
+		return stamp(a, types.MessageSystemAttributeNameSentTimestamp).Compare(stamp(b, types.MessageSystemAttributeNameSentTimestamp))
 	})
 	return g.out, nil
 }
 
 type gen struct {
-	r    *rand.Rand
-	topo Topology
-	out  []types.Message
-	n    int
+	r      *rand.Rand
+	source string
+	out    []types.Message
+	n      int
 }
 
 func (g *gen) transientBurst(start time.Time, n int) {
@@ -189,8 +156,8 @@ func (g *gen) expired(start, confirmed time.Time, n int) {
 // maxReceiveCount+1 on this first receive from the DLQ.
 func (g *gen) redriven(sent time.Time, body string) {
 	first := sent.Add(time.Duration(50+g.r.IntN(900)) * time.Millisecond)
-	m := g.message(body, sent, first, g.topo.MaxReceiveCount+1)
-	m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] = g.topo.SourceARN
+	m := g.message(body, sent, first, 5)
+	m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] = g.source
 	g.out = append(g.out, m)
 }
 
@@ -201,7 +168,7 @@ func (g *gen) consumerSent(sent time.Time, body string, class failure.Kind, reas
 	m.MessageAttributes = map[string]types.MessageAttributeValue{
 		sqsbatch.AttrFailureReason:     sqsbatch.StringAttribute(reason),
 		sqsbatch.AttrFailureClass:      sqsbatch.StringAttribute(class.String()),
-		sqsbatch.AttrConsumerVersion:   sqsbatch.StringAttribute(g.topo.ConsumerVersion),
+		sqsbatch.AttrConsumerVersion:   sqsbatch.StringAttribute("sha256:4f1c2ab09e7d"),
 		sqsbatch.AttrOriginalMessageID: sqsbatch.StringAttribute(g.uuid()),
 		sqsbatch.AttrReceiveCount:      sqsbatch.NumberAttribute(1),
 	}

@@ -1,25 +1,25 @@
-package dataset_test
+package dlq_test
 
 import (
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/internal/testseed"
 )
 
 func TestGenerateIsReproducible(t *testing.T) {
 	end := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 	seed := testseed.New(t).Seed
-	for _, s := range dataset.Scenarios {
-		a, err := dataset.Generate(s, seed, end, dataset.DefaultTopology)
+	for _, s := range dlq.Scenarios {
+		a, err := dlq.Generate(s, seed, end, dlq.ProdSource)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := dataset.Generate(s, seed, end, dataset.DefaultTopology)
-		c, _ := dataset.Generate(s, seed+1, end, dataset.DefaultTopology)
+		b, _ := dlq.Generate(s, seed, end, dlq.ProdSource)
+		c, _ := dlq.Generate(s, seed+1, end, dlq.ProdSource)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%s: same seed, different data", s)
 		}
@@ -32,7 +32,7 @@ func TestGenerateIsReproducible(t *testing.T) {
 			}
 		}
 	}
-	if _, err := dataset.Generate("nope", 1, end, dataset.DefaultTopology); err == nil {
+	if _, err := dlq.Generate("nope", 1, end, dlq.ProdSource); err == nil {
 		t.Error("unknown scenario accepted")
 	}
 }

@@ -1,6 +1,7 @@
-package classify_test
+package dlq_test
 
 import (
+	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,8 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/classify"
-	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq/dataset"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -22,30 +21,30 @@ func baseSeed(t *testing.T) uint64 {
 	return testseed.New(t).Seed
 }
 
-var pedidos = classify.Options{AcceptedVersions: []int{1}, RequiredKeys: []string{"pedido_id", "lineas"}}
+var pedidos = dlq.Options{AcceptedVersions: []int{1}, RequiredKeys: []string{"pedido_id", "lineas"}}
 
 func TestScenarioVerdicts(t *testing.T) {
 	seed := baseSeed(t)
 	tests := []struct {
 		scenario string
-		want     classify.Verdict
+		want     dlq.Verdict
 		evidence []string // substrings the report's evidence must contain
 	}{
-		{dataset.TransientBurst, classify.Transient, []string{"burst", "receive counts uniform"}},
-		{dataset.DataDrip, classify.Data, []string{"drip", "sku=" + dataset.BadSKU}},
-		{dataset.DeployV2, classify.Poison, []string{"version 2, the consumer accepts 1", "content outranks timing", "22:04"}},
-		{dataset.Malformed, classify.Poison, []string{"malformed"}},
-		{dataset.Mixture, classify.Mixed, []string{"more than one cause"}},
+		{"transient-burst", dlq.Transient, []string{"burst", "receive counts uniform"}},
+		{"data-drip", dlq.Data, []string{"drip", "sku=" + dlq.BadSKU}},
+		{"deploy-v2", dlq.Poison, []string{"version 2, the consumer accepts 1", "content outranks timing", "22:04"}},
+		{"malformed", dlq.Poison, []string{"malformed"}},
+		{"mixture", dlq.Mixed, []string{"more than one cause"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
 			for i := range uint64(10) {
 				s := seed + i
-				msgs, err := dataset.Generate(tt.scenario, s, end, dataset.DefaultTopology)
+				msgs, err := dlq.Generate(tt.scenario, s, end, dlq.ProdSource)
 				if err != nil {
 					t.Fatal(err)
 				}
-				r := classify.Classify(msgs, pedidos)
+				r := dlq.Classify(msgs, pedidos)
 				if r.Verdict != tt.want {
 					t.Fatalf("seed %d: verdict %s, want %s\n%s", s, r.Verdict, tt.want, dump(r))
 				}
@@ -64,13 +63,13 @@ func TestScenarioVerdicts(t *testing.T) {
 func TestMixtureGroups(t *testing.T) {
 	seed := baseSeed(t)
 	for i := range uint64(20) {
-		msgs, _ := dataset.Generate(dataset.Mixture, seed+i, end, dataset.DefaultTopology)
-		r := classify.Classify(msgs, pedidos)
-		got := map[classify.Verdict]int{}
+		msgs, _ := dlq.Generate("mixture", seed+i, end, dlq.ProdSource)
+		r := dlq.Classify(msgs, pedidos)
+		got := map[dlq.Verdict]int{}
 		for _, g := range r.Groups {
 			got[g.Class] = g.N
 		}
-		if got[classify.Transient] != 80 || got[classify.Data] != 30 || got[classify.Poison] != 10 {
+		if got[dlq.Transient] != 80 || got[dlq.Data] != 30 || got[dlq.Poison] != 10 {
 			t.Fatalf("seed %d: groups %v, want 80 transient, 30 data, 10 poison\n%s", seed+i, got, dump(r))
 		}
 	}
@@ -81,23 +80,23 @@ func TestMixtureGroups(t *testing.T) {
 // consumer's "poison" on a valid envelope is believed but named as such.
 func TestAttributesAreClues(t *testing.T) {
 	seed := baseSeed(t)
-	msgs, _ := dataset.Generate(dataset.TransientBurst, seed, end, dataset.DefaultTopology)
+	msgs, _ := dlq.Generate("transient-burst", seed, end, dlq.ProdSource)
 	for i := range msgs {
 		msgs[i].MessageAttributes = map[string]types.MessageAttributeValue{
 			sqsbatch.AttrFailureClass:  sqsbatch.StringAttribute("poison"),
 			sqsbatch.AttrFailureReason: sqsbatch.StringAttribute("forged"),
 		}
 	}
-	r := classify.Classify(msgs, pedidos)
-	if r.Verdict != classify.Transient || !strings.Contains(dump(r), "only the producer can have set") {
+	r := dlq.Classify(msgs, pedidos)
+	if r.Verdict != dlq.Transient || !strings.Contains(dump(r), "only the producer can have set") {
 		t.Fatalf("forged attributes changed the verdict:\n%s", dump(r))
 	}
 	// A consumer-sent message (no DeadLetterQueueSourceArn) with a valid body.
 	m := msgs[0]
 	delete(m.Attributes, string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn))
 	m.MessageAttributes[sqsbatch.AttrFailureReason] = sqsbatch.StringAttribute("invalid message: importe must be positive")
-	r = classify.Classify([]types.Message{m}, pedidos)
-	if r.Verdict != classify.Poison || !strings.Contains(r.Messages[0].Why, "not visible in the envelope") {
+	r = dlq.Classify([]types.Message{m}, pedidos)
+	if r.Verdict != dlq.Poison || !strings.Contains(r.Messages[0].Why, "not visible in the envelope") {
 		t.Fatalf("consumer verdict: %s", dump(r))
 	}
 }
@@ -106,11 +105,11 @@ func TestAttributesAreClues(t *testing.T) {
 // is popular, not bad data.
 func TestPopularSKUInBurstIsTransient(t *testing.T) {
 	seed := baseSeed(t)
-	msgs, _ := dataset.Generate(dataset.TransientBurst, seed, end, dataset.DefaultTopology)
+	msgs, _ := dlq.Generate("transient-burst", seed, end, dlq.ProdSource)
 	for i := range msgs[:40] { // a third of the orders contain bananas
 		msgs[i].Body = aws.String(strings.Replace(aws.ToString(msgs[i].Body), `"lineas":[`, `"lineas":[{"sku":"BANANA-1KG","cantidad":1},`, 1))
 	}
-	if r := classify.Classify(msgs, pedidos); r.Verdict != classify.Transient {
+	if r := dlq.Classify(msgs, pedidos); r.Verdict != dlq.Transient {
 		t.Fatalf("verdict %s:\n%s", r.Verdict, dump(r))
 	}
 }
@@ -118,34 +117,34 @@ func TestPopularSKUInBurstIsTransient(t *testing.T) {
 func TestContentChecks(t *testing.T) {
 	tests := []struct {
 		body, why string
-		class     classify.Verdict
+		class     dlq.Verdict
 	}{
-		{`   `, "empty body", classify.Poison},
-		{`{"version":1,"pedido_id":"P","lineas":[`, "not JSON", classify.Poison},
-		{`"text"`, "JSON string", classify.Poison},
-		{`null`, "JSON null", classify.Poison},
-		{`{"Type":"Notification","TopicArn":"arn","Message":"{}"}`, "SNS", classify.Poison},
-		{`{"pedido_id":"P","lineas":[]}`, `no "version" key`, classify.Poison},
-		{`{"version":"v2.1","pedido_id":"P","lineas":[1]}`, "version v2.1", classify.Poison},
-		{`{"version":"x","pedido_id":"P","lineas":[1]}`, "not a version number", classify.Poison},
-		{`{"version":1.0,"pedido_id":"","lineas":[1]}`, "missing pedido_id", classify.Poison},
-		{`{"version":"1","pedido_id":"P","lineas":[{"sku":"A"}]}`, "every receive failed", classify.Transient},
+		{`   `, "empty body", dlq.Poison},
+		{`{"version":1,"pedido_id":"P","lineas":[`, "not JSON", dlq.Poison},
+		{`"text"`, "JSON string", dlq.Poison},
+		{`null`, "JSON null", dlq.Poison},
+		{`{"Type":"Notification","TopicArn":"arn","Message":"{}"}`, "SNS", dlq.Poison},
+		{`{"pedido_id":"P","lineas":[]}`, `no "version" key`, dlq.Poison},
+		{`{"version":"v2.1","pedido_id":"P","lineas":[1]}`, "version v2.1", dlq.Poison},
+		{`{"version":"x","pedido_id":"P","lineas":[1]}`, "not a version number", dlq.Poison},
+		{`{"version":1.0,"pedido_id":"","lineas":[1]}`, "missing pedido_id", dlq.Poison},
+		{`{"version":"1","pedido_id":"P","lineas":[{"sku":"A"}]}`, "every receive failed", dlq.Transient},
 	}
 	for _, tt := range tests {
 		m := types.Message{MessageId: aws.String("m"), Body: aws.String(tt.body), Attributes: map[string]string{
 			string(types.MessageSystemAttributeNameSentTimestamp): "1764457200000", string(types.MessageSystemAttributeNameApproximateReceiveCount): "5",
 			string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn): "arn:aws:sqs:eu-west-1:1:q"}}
-		r := classify.Classify([]types.Message{m}, pedidos)
+		r := dlq.Classify([]types.Message{m}, pedidos)
 		if r.Verdict != tt.class || !strings.Contains(r.Messages[0].Why, tt.why) {
 			t.Errorf("%q: %s (%s), want %s containing %q", tt.body, r.Verdict, r.Messages[0].Why, tt.class, tt.why)
 		}
 	}
-	if r := classify.Classify(nil, pedidos); r.Verdict != classify.Empty {
+	if r := dlq.Classify(nil, pedidos); r.Verdict != dlq.Empty {
 		t.Errorf("no messages: %s", r.Verdict)
 	}
 }
 
-func dump(r classify.Report) string {
+func dump(r dlq.Report) string {
 	var b strings.Builder
 	b.WriteString(string(r.Verdict) + "\n")
 	for _, e := range r.Evidence {
@@ -192,26 +191,26 @@ func TestExpiredVerdict(t *testing.T) {
 		// The consumer cannot apply its window to it: poison, not transient.
 		redriven("bad-time", strings.Replace(body("P-7", time.Hour), end.Add(-time.Hour).Format(time.RFC3339), "ayer", 1)),
 	}
-	r := classify.Classify(msgs, opts)
-	want := map[string]classify.Verdict{"old": classify.Expired, "refused": classify.Expired, "old-data": classify.Expired,
-		"forged": classify.Transient, "young": classify.Transient, "old-v2": classify.Poison, "bad-time": classify.Poison}
+	r := dlq.Classify(msgs, opts)
+	want := map[string]dlq.Verdict{"old": dlq.Expired, "refused": dlq.Expired, "old-data": dlq.Expired,
+		"forged": dlq.Transient, "young": dlq.Transient, "old-v2": dlq.Poison, "bad-time": dlq.Poison}
 	for _, m := range r.Messages {
 		if m.Class != want[m.MessageID] {
 			t.Errorf("%s: %s (%s), want %s", m.MessageID, m.Class, m.Why, want[m.MessageID])
 		}
 	}
-	if r.Verdict != classify.Mixed || !strings.Contains(dump(r), "50 days old, beyond the consumer's replay window of 45 days") {
+	if r.Verdict != dlq.Mixed || !strings.Contains(dump(r), "50 days old, beyond the consumer's replay window of 45 days") {
 		t.Fatalf("report:\n%s", dump(r))
 	}
-	if g := r.Groups[1]; g.Class != classify.Expired || !strings.Contains(g.Next, "--readmit-expired") {
+	if g := r.Groups[1]; g.Class != dlq.Expired || !strings.Contains(g.Next, "--readmit-expired") {
 		t.Fatalf("groups in order poison, expired, ...: %+v", r.Groups)
 	}
-	if r := classify.Classify(msgs[:2], opts); r.Verdict != classify.Expired {
+	if r := dlq.Classify(msgs[:2], opts); r.Verdict != dlq.Expired {
 		t.Fatalf("only expired messages: verdict %s", r.Verdict)
 	}
 	// Without a window only the consumer's verdict makes a message expired.
 	opts.Window = 0
-	if r := classify.Classify(msgs[:2], opts); r.Messages[0].Class == classify.Expired || r.Messages[1].Class != classify.Expired {
+	if r := dlq.Classify(msgs[:2], opts); r.Messages[0].Class == dlq.Expired || r.Messages[1].Class != dlq.Expired {
 		t.Fatalf("without a window: %s", dump(r))
 	}
 }

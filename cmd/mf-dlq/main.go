@@ -67,7 +67,7 @@ var commands = []command{
 	{"classify", "QUEUE | --from-file FILE [--max 1000] [--accept-versions 1] [--required-keys k1,k2]", classify},
 	{"redrive", "QUEUE --confirm-fixed [--only transient|data|poison|expired] [--reason TEXT] [--version N] [--rate 10] [--max N] [--dry-run] [--to QUEUE] [--readmit-expired]", redrive},
 	{"verify", "QUEUE [--expect N --since 2026-11-30T08:00:00Z | --since 45m] [--window 30s]", verify},
-	{"sandbox", "[--scenario mixture] [--seed N] [-e dev] [--listen 127.0.0.1:0] [--consumer-accepts 1,2]", nil},
+	{"sandbox", "[--scenario mixture] [-e dev] [--listen 127.0.0.1:0] [--consumer-accepts 1,2]", nil},
 }
 
 type command struct {
@@ -83,7 +83,6 @@ type opts struct {
 	n, samples, max, expect                                                                                                     int
 	rate                                                                                                                        float64
 	window                                                                                                                      time.Duration
-	seed                                                                                                                        uint64
 }
 
 func (o *opts) register(fs *flag.FlagSet) {
@@ -113,8 +112,7 @@ func (o *opts) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.readmit, "readmit-expired", false, "also redrive the messages older than their consumer's replay window, marked re-admitted: you state that, for each, the side effect did not happen (docs/runbooks/dlq.md#expired-messages)")
 	fs.IntVar(&o.expect, "expect", 0, "messages redriven (the sources' NumberOfMessagesDeleted must reach it)")
 	fs.StringVar(&o.since, "since", "", "start of the redrive: RFC 3339 time or a duration ago (45m); default 1h ago")
-	fs.StringVar(&o.scenario, "scenario", "mixture", "data set to load: "+strings.Join(dlq.Scenarios, ", "))
-	fs.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "random seed of the data set (printed)")
+	fs.StringVar(&o.scenario, "scenario", "mixture", "data set to load: transient-burst, data-drip, deploy-v2, malformed, mixture or expired")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "address to serve on")
 	fs.StringVar(&o.accept, "consumer-accepts", "", "major versions the sandbox consumers accept (default: the catalogue's): 1,2 rehearses the deploy of a consumer that accepts version 2")
 }

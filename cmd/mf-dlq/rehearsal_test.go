@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -30,10 +29,9 @@ type rehearsal struct {
 
 func newRehearsal(t *testing.T, scenario string) *rehearsal {
 	t.Helper()
-	seed := testseed.New(t).Seed
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
-	sb, err := newSandbox(scenario, seed, "dev", "")
+	sb, err := newSandbox(scenario, "dev", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +281,7 @@ func TestEveryCommandJSON(t *testing.T) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	done := make(chan int, 1)
 	go func() {
-		code := run(ctx, []string{"sandbox", "--scenario", "malformed", "--seed", "1", "--json"}, pw, io.Discard)
+		code := run(ctx, []string{"sandbox", "--scenario", "malformed", "--json"}, pw, io.Discard)
 		pw.Close()
 		done <- code
 	}()

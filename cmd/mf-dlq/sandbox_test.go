@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
-	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -13,9 +12,8 @@ import (
 // first receive from it, like the generated messages, and classifies the
 // same.
 func TestSandboxLoad(t *testing.T) {
-	seed := testseed.New(t).Seed
 	for scenario, want := range map[string]dlq.Verdict{"deploy-v2": dlq.Poison, "mixture": dlq.Mixed} {
-		sb, err := newSandbox(scenario, seed, "dev", "")
+		sb, err := newSandbox(scenario, "dev", "")
 		if err != nil {
 			t.Fatal(err)
 		}

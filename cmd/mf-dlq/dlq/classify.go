@@ -26,16 +26,8 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
-// Classification answers the runbook's step 2: are a DLQ's messages poison,
-// expired, transient failures or bad data, or a mixture? The rules, in
-// order of authority: content (not a JSON object, an SNS envelope, an
-// unsupported major version, a missing required key, what the consumer's own
-// validation refuses: poison, whatever its timing); age (older than the
-// consumer's replay window, or refused for it: expired); the consumer's own
-// verdict (mf-failure-class, believed only on messages a consumer sent);
-// and, for messages without one, concentration on one SKU or customer (data)
-// or not (transient). Timing and receive counts are evidence, never proof.
-// Reasoning and thresholds: docs/design.md#dlq-classify, #dlq-tool.
+// Classification (runbook step 2): the rules, in order of authority, and
+// their thresholds are docs/design.md#dlq-classify and #dlq-tool.
 
 // Verdict is a classification; Empty is reported for no messages, Mixed
 // for more than one class.
@@ -88,11 +80,7 @@ var contentChecks = map[string]func(body string) error{
 	},
 }
 
-// The thresholds: the longest span holding 90% of the messages that is
-// still a burst (an outage or a deploy night, not days); the share of the
-// messages without a verdict one entity must be behind to call them data;
-// the fewest messages it must be behind (two orders sharing a SKU prove
-// nothing).
+// The thresholds of a burst and of a concentration (design.md#dlq-tool).
 const (
 	burstWindow        = 6 * time.Hour
 	concentrationShare = 0.5
@@ -131,9 +119,7 @@ type Message struct {
 	Source       string            `json:"source_arn,omitempty"`
 }
 
-// Window is the SentTimestamp distribution of messages: Span90 is the
-// shortest interval holding 90% of them, Shape "burst", "drip", "single"
-// or "unknown".
+// Window is the SentTimestamp distribution of messages: Span90 holds 90%.
 type Window struct {
 	First  time.Time     `json:"first"`
 	Last   time.Time     `json:"last"`
@@ -178,10 +164,7 @@ func Classify(msgs []types.Message, opts Options) Report {
 	if len(opts.AcceptedVersions) == 0 {
 		opts.AcceptedVersions = []int{1}
 	}
-	opts.VersionKey = cmp.Or(opts.VersionKey, "version")
-	if opts.Now.IsZero() {
-		opts.Now = time.Now()
-	}
+	opts.VersionKey, opts.Now = cmp.Or(opts.VersionKey, "version"), cmp.Or(opts.Now, time.Now())
 	r := Report{Total: len(msgs), Verdict: Empty}
 	if len(msgs) == 0 {
 		r.Evidence = []string{"no messages"}
@@ -272,10 +255,8 @@ func origin(m types.Message, hasVerdict bool) Origin {
 	return OriginUnknown
 }
 
-// expired says whether m is older than the consumer's replay window, and
-// why: the consumer dead-lettered it as expired-idempotency-window (a
-// verdict believed only on a message it sent itself), or its event's
-// creation time is older than opts.Window.
+// expired says whether m is older than the consumer's replay window (by
+// the consumer's own verdict, or its body's creation time), and why.
 func (opts Options) expired(m types.Message) (why string, expired bool) {
 	if dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes); origin(m, ok) == OriginConsumer && strings.Contains(dl.Reason, lambdaapi.ReasonExpiredWindow) {
 		return "the consumer refused it as older than its replay window: " + short(dl.Reason), true
@@ -407,12 +388,9 @@ func uniform(ms []Message) (bool, string) {
 	return len(ms) > 0, strconv.Itoa(ms[0].ReceiveCount)
 }
 
-// concentrations finds the entities (SKU, customer) behind the messages
-// of idx and returns, for the messages they explain, why they are data. An
-// entity counts when it is behind at least minConcentrated messages and
-// either behind most of them (concentrationShare), or behind a drip (its
-// messages spread beyond burstWindow) at least three times as often as the
-// next entity. A popular product inside a burst is neither. Entities are
+// concentrations says why the messages of idx that an entity (SKU,
+// customer) explains are data: behind minConcentrated or more and most of
+// them, or behind a drip three times as often as the next. Entities are
 // taken greedily, most frequent first, so several bad SKUs are all found.
 func concentrations(all []Message, idx []int) map[int]string {
 	out := map[int]string{}
@@ -495,9 +473,8 @@ func counts(c []Count, max int) string {
 	return strings.Join(parts, ", ")
 }
 
-// tallyText counts texts that differ only in ids (runs of 3+ digits) as
-// one, shown verbatim when all its messages agree and with "#" for the ids
-// otherwise.
+// tallyText counts texts that differ only in ids as one ("#" for the ids
+// unless all its messages agree).
 func tallyText(ms []Message, get func(Message) string) []Count {
 	originals := map[string]map[string]bool{}
 	c := tally(ms, func(m Message) []string {
@@ -543,9 +520,7 @@ func short(s string) string {
 	return s
 }
 
-// Stamp returns a timestamp system attribute of m (SentTimestamp,
-// ApproximateFirstReceiveTimestamp: epoch milliseconds) in UTC, or the
-// zero time when absent or not a positive number.
+// stamp is a timestamp system attribute of m, zero when absent.
 func stamp(m types.Message, name types.MessageSystemAttributeName) time.Time {
 	n, err := strconv.ParseInt(m.Attributes[string(name)], 10, 64)
 	if err != nil || n <= 0 {
@@ -554,7 +529,6 @@ func stamp(m types.Message, name types.MessageSystemAttributeName) time.Time {
 	return time.UnixMilli(n).UTC()
 }
 
-// Receives returns m's ApproximateReceiveCount, 0 when absent.
 func receives(m types.Message) int {
 	n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	return n
@@ -568,15 +542,11 @@ type content struct {
 	entities map[string]string
 }
 
-// entityKeys are the body keys whose concentration explains a drip: one
-// SKU or one customer behind most failures points at data, not at a
-// dependency. Lines ("lineas": [{"sku": ...}]) are searched too.
+// entityKeys are the body keys whose concentration points at data.
 var entityKeys = []string{"sku", "cliente_id"}
 
-// inspectBody applies the consumer's envelope rules (sqsbatch.CheckEnvelope:
-// a JSON object, a known major version, required keys present), then its
-// content check (Options.Content), says a broken rule in words that group
-// alike messages, and extracts the entities of a body that is a JSON object.
+// inspectBody applies the consumer's envelope rules, then its content
+// check, in words that group alike messages, and finds the entities.
 func inspectBody(body string, opts *Options) content {
 	c := content{entities: map[string]string{}, pedidoID: pedidoID(body)}
 	rules := sqsbatch.EnvelopeRules{SupportedVersions: opts.AcceptedVersions, VersionKey: opts.VersionKey,
@@ -683,51 +653,27 @@ func dig(obj map[string]json.RawMessage, path string) (json.RawMessage, bool) {
 // arrays of objects ("lineas"), up to a small depth. Several values of one
 // key are joined in sorted order ("A,B").
 func findEntities(obj map[string]json.RawMessage, out map[string]string, depth int) {
-	if depth > 3 {
-		return
-	}
-	for _, k := range entityKeys {
-		if raw, ok := obj[k]; ok {
-			add(out, k, scalar(raw))
-		}
-	}
 	for k, raw := range obj {
-		if slices.Contains(entityKeys, k) {
+		if vals := strings.FieldsFunc(out[k], func(r rune) bool { return r == ',' }); slices.Contains(entityKeys, k) {
+			if v := scalar(raw); v != "" && !slices.Contains(vals, v) {
+				out[k] = strings.Join(slices.Sorted(slices.Values(append(vals, v))), ",")
+			}
 			continue
 		}
-		t := bytes.TrimSpace(raw)
-		switch {
-		case len(t) > 0 && t[0] == '{':
-			var sub map[string]json.RawMessage
-			if json.Unmarshal(t, &sub) == nil {
-				findEntities(sub, out, depth+1)
-			}
-		case len(t) > 0 && t[0] == '[':
-			var arr []json.RawMessage
-			if json.Unmarshal(t, &arr) == nil {
-				for _, el := range arr {
-					var sub map[string]json.RawMessage
-					if json.Unmarshal(el, &sub) == nil && sub != nil {
-						findEntities(sub, out, depth+1)
-					}
+		var sub map[string]json.RawMessage
+		var arr []json.RawMessage
+		if depth >= 3 {
+			continue
+		} else if json.Unmarshal(raw, &sub) == nil && sub != nil {
+			findEntities(sub, out, depth+1)
+		} else if json.Unmarshal(raw, &arr) == nil {
+			for _, el := range arr {
+				var sub map[string]json.RawMessage
+				if json.Unmarshal(el, &sub) == nil && sub != nil {
+					findEntities(sub, out, depth+1)
 				}
 			}
 		}
-	}
-}
-
-func add(out map[string]string, k, v string) {
-	if v == "" {
-		return
-	}
-	vals := strings.Split(out[k], ",")
-	if out[k] == "" {
-		vals = nil
-	}
-	if !slices.Contains(vals, v) {
-		vals = append(vals, v)
-		sort.Strings(vals)
-		out[k] = strings.Join(vals, ",")
 	}
 }
 

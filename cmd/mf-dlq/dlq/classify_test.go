@@ -31,7 +31,7 @@ func TestScenarioVerdicts(t *testing.T) {
 		evidence []string // substrings the report's evidence must contain
 	}{
 		{"transient-burst", dlq.Transient, []string{"burst", "receive counts uniform"}},
-		{"data-drip", dlq.Data, []string{"drip", "sku=" + dlq.BadSKU}},
+		{"data-drip", dlq.Data, []string{"drip", "sku=" + badSKU}},
 		{"deploy-v2", dlq.Poison, []string{"version 2, the consumer accepts 1", "content outranks timing", "22:04"}},
 		{"malformed", dlq.Poison, []string{"malformed"}},
 		{"mixture", dlq.Mixed, []string{"more than one cause"}},
@@ -40,7 +40,7 @@ func TestScenarioVerdicts(t *testing.T) {
 		t.Run(tt.scenario, func(t *testing.T) {
 			for i := range uint64(10) {
 				s := seed + i
-				msgs, err := dlq.Generate(tt.scenario, s, end, dlq.ProdSource)
+				msgs, err := generate(tt.scenario, s, end, prodSource)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -63,7 +63,7 @@ func TestScenarioVerdicts(t *testing.T) {
 func TestMixtureGroups(t *testing.T) {
 	seed := baseSeed(t)
 	for i := range uint64(20) {
-		msgs, _ := dlq.Generate("mixture", seed+i, end, dlq.ProdSource)
+		msgs, _ := generate("mixture", seed+i, end, prodSource)
 		r := dlq.Classify(msgs, pedidos)
 		got := map[dlq.Verdict]int{}
 		for _, g := range r.Groups {
@@ -80,7 +80,7 @@ func TestMixtureGroups(t *testing.T) {
 // consumer's "poison" on a valid envelope is believed but named as such.
 func TestAttributesAreClues(t *testing.T) {
 	seed := baseSeed(t)
-	msgs, _ := dlq.Generate("transient-burst", seed, end, dlq.ProdSource)
+	msgs, _ := generate("transient-burst", seed, end, prodSource)
 	for i := range msgs {
 		msgs[i].MessageAttributes = map[string]types.MessageAttributeValue{
 			sqsbatch.AttrFailureClass:  sqsbatch.StringAttribute("poison"),
@@ -105,7 +105,7 @@ func TestAttributesAreClues(t *testing.T) {
 // is popular, not bad data.
 func TestPopularSKUInBurstIsTransient(t *testing.T) {
 	seed := baseSeed(t)
-	msgs, _ := dlq.Generate("transient-burst", seed, end, dlq.ProdSource)
+	msgs, _ := generate("transient-burst", seed, end, prodSource)
 	for i := range msgs[:40] { // a third of the orders contain bananas
 		msgs[i].Body = aws.String(strings.Replace(aws.ToString(msgs[i].Body), `"lineas":[`, `"lineas":[{"sku":"BANANA-1KG","cantidad":1},`, 1))
 	}

@@ -114,7 +114,7 @@ func TestInspectNeverDeletesNorPushes(t *testing.T) {
 	for i, m := range back {
 		_, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
 		byOrigin[ok]++
-		if aws.ToString(m.MessageId) != msgs[i].MessageID || m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)] == "" {
+		if aws.ToString(m.MessageId) != aws.ToString(msgs[i].MessageId) || m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)] == "" {
 			t.Fatalf("saved message %d differs: %+v", i, m)
 		}
 	}

@@ -26,9 +26,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
-// Redrive limits: the runbook's default rate (what the consumers'
-// dependencies take on top of normal traffic), the highest rate, and the
-// most messages surveyed to plan a redrive.
+// Redrive's default and highest rates, and the most messages it surveys.
 const (
 	DefaultRate = 10
 	MaxRate     = 500
@@ -41,9 +39,8 @@ type RedriveOptions struct {
 	// step 4); required unless DryRun, which prints the plan and moves nothing.
 	ConfirmFixed, DryRun bool
 	// ReadmitExpired also moves the messages older than their consumer's
-	// replay window, each with the re-admission mark (lambdaapi.AttrReadmision):
-	// the operator's word that, for each, the side effect did not happen.
-	// Without it they stay in the DLQ and Redrive returns ErrRefused.
+	// replay window, marked re-admitted (lambdaapi.AttrReadmision): the
+	// operator's word that, for each, the side effect did not happen.
 	ReadmitExpired bool
 	// Rate in messages per second, in (0, MaxRate]; 0 means DefaultRate.
 	Rate float64
@@ -51,10 +48,8 @@ type RedriveOptions struct {
 	Max int
 	// To sends every message to this queue (name or URL) instead of its source.
 	To string
-	// Only, Reason and Version select the messages to move: by classify
-	// verdict, by a text in the consumer's reason or classify's finding, by
-	// schema version. Without Only, poison or data among the selected make
-	// the redrive refuse: those must be named.
+	// Only, Reason and Version select the messages to move: by verdict, by
+	// a text in the consumer's reason or classify's finding, by version.
 	Only            []Verdict
 	Reason, Version string
 }
@@ -82,11 +77,9 @@ type RedriveResult struct {
 	Next         string         `json:"next,omitempty"` // the verify command to run next
 }
 
-// Redrive moves the DLQ's selected messages back where they came from at
-// opts.Rate (runbook step 5): it surveys and classifies the DLQ, prints the
-// plan, then receives, waits for a token, sends each message to its source
-// and only then deletes it from the DLQ, so a kill at any moment leaves at
-// worst one duplicate.
+// Redrive (runbook step 5) surveys and classifies the DLQ, prints the plan,
+// refuses poison or data not named in Only, then receives, waits for a
+// token, sends each selected message back and only then deletes it.
 func (t *Tool) Redrive(ctx context.Context, tg *Target, opts RedriveOptions) (RedriveResult, error) {
 	res := RedriveResult{Destinations: map[string]int{}, ByVerdict: map[string]int{}, Left: map[string]int{}}
 	opts.Rate = cmp.Or(opts.Rate, DefaultRate)
@@ -155,16 +148,17 @@ func (t *Tool) Redrive(ctx context.Context, tg *Target, opts RedriveOptions) (Re
 			continue
 		}
 		res.ByVerdict[string(m.Class)]++
+		res.Planned++
 		if _, old := expiry.expired(msgs[i]); old {
 			expired++
 		}
-		name, err := destination(msgs[i])
-		if err != nil {
-			name = "(no destination: " + err.Error() + ")"
+		if name, err := destination(msgs[i]); err != nil {
+			plan["(no destination: "+err.Error()+")"]++
+		} else {
+			plan[name]++
 		}
-		plan[name]++
 	}
-	res.Surveyed, res.Planned = len(msgs), len(msgs)-sum(res.Left)
+	res.Surveyed = len(msgs)
 	w := t.out()
 	fmt.Fprintf(w, "plan: move %d of the %d messages in %s at %s msg/s (about %s) using receive → send → delete (send first: a stop at any moment leaves at worst a duplicate)\n",
 		res.Planned, len(msgs), tg.DLQ.Name, strconv.FormatFloat(opts.Rate, 'f', -1, 64), eta(res.Planned, opts.Rate))
@@ -298,9 +292,8 @@ func (t *Tool) Redrive(ctx context.Context, tg *Target, opts RedriveOptions) (Re
 					fmt.Fprintf(t.log(), "moved %d/%d (%d%%) · %.1f msg/s · ETA %s\n", res.Moved, res.Planned, res.Moved*100/max(res.Planned, 1), r, eta(max(res.Planned-res.Moved, 0), r))
 				}
 			}
-			// Nothing new twice: done, unless messages are in flight in the
-			// DLQ (another receiver, or a receive whose answer was lost and
-			// retried by the SDK): wait for them once.
+			// Nothing new twice: done, unless messages are in flight (another
+			// receiver, or a receive whose answer was lost): wait once.
 			if idle < 2 || waited {
 				continue
 			} else if _, inflight, _, err := t.depth(ctx, tg.DLQ.URL); err == nil && inflight > len(handles) {
@@ -349,11 +342,8 @@ func (t *Tool) Redrive(ctx context.Context, tg *Target, opts RedriveOptions) (Re
 	return res, err
 }
 
-// moveOne sends m to dest, then deletes it from the DLQ; both steps run to
-// completion even if ctx is cancelled. A failed send leaves it in the DLQ;
-// a failed delete brings it back there (a later run sends a duplicate,
-// which its idempotent consumer absorbs). readmit adds the re-admission
-// mark of now.
+// moveOne sends m to dest, then deletes it from the DLQ, both to
+// completion even after Ctrl-C: a kill leaves at worst a duplicate.
 func (t *Tool) moveOne(ctx context.Context, tg *Target, m types.Message, dest QueueRef, readmit bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -407,9 +397,8 @@ func (t *Tool) warnExpired(tg *Target, expired, total int, readmit bool) {
 	}
 }
 
-// warnUnknown warns about messages first received more than a day ago
-// going to queues whose consumers config/catalog does not know: their
-// replay window is unknown, and the library's default records live 24 h.
+// warnUnknown warns about messages first seen over a day ago going to
+// queues whose consumers' replay window config/catalog does not know.
 func (t *Tool) warnUnknown(msgs []types.Message, plan map[string]int) {
 	var who []string
 	for _, name := range slices.Sorted(maps.Keys(plan)) {
@@ -419,9 +408,7 @@ func (t *Tool) warnUnknown(msgs []types.Message, plan map[string]int) {
 	}
 	old := 0
 	for _, m := range msgs {
-		// When a consumer may first have processed it: its first receive,
-		// kept by SQS's redrive; a consumer-sent DLQ message is new, so its
-		// SentTimestamp (the failure).
+		// First seen: the first receive SQS's redrive kept, else when sent.
 		first := stamp(m, types.MessageSystemAttributeNameSentTimestamp)
 		if m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)] != "" {
 			first = cmp.Or(stamp(m, types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp), first)
@@ -452,13 +439,6 @@ func describe(a map[string]int, sa string, b map[string]int, sb string) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sum(m map[string]int) (n int) {
-	for _, c := range m {
-		n += c
-	}
-	return n
 }
 
 func eta(n int, perSec float64) string {

@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/config/catalog"
+	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -27,11 +29,9 @@ type ContainResult struct {
 	Consumers []Mapping `json:"consumers"`
 }
 
-// Contain answers "is it still growing?" (runbook step 1): it samples the
-// DLQ's depth samples times over window, shows each source's depth and the
-// age of its oldest message, lists its consumers and, with enable set,
-// enables (true) or disables (false) them, saying what that means for
-// retention.
+// Contain (runbook step 1) samples the DLQ's depth over window, shows each
+// source's depth, oldest message and consumers and, with enable set,
+// enables or disables them.
 func (t *Tool) Contain(ctx context.Context, tg *Target, window time.Duration, samples int, enable *bool) (ContainResult, error) {
 	var res ContainResult
 	w := t.out()
@@ -66,7 +66,7 @@ func (t *Tool) Contain(ctx context.Context, tg *Target, window time.Duration, sa
 		_, maxReceives, _ := s.redrivePolicy()
 		fmt.Fprintf(w, "source %s: %s visible, %s in flight, %s delayed; retention %s, maxReceiveCount %d\n", s.Name, a[string(types.QueueAttributeNameApproximateNumberOfMessages)],
 			a[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], a[string(types.QueueAttributeNameApproximateNumberOfMessagesDelayed)], retention(s), maxReceives)
-		switch ages, err := t.metricOr(ctx, s.Name, "ApproximateAgeOfOldestMessage", cwtypes.StatisticMaximum, t.Clock.Now().Add(-15*time.Minute)); {
+		switch ages, err := t.metric(ctx, s.Name, "ApproximateAgeOfOldestMessage", cwtypes.StatisticMaximum, t.Clock.Now().Add(-15*time.Minute)); {
 		case err != nil:
 			fmt.Fprintf(w, "  age of oldest message: %s\n", err)
 		case len(ages) == 0:
@@ -107,100 +107,39 @@ func (t *Tool) Contain(ctx context.Context, tg *Target, window time.Duration, sa
 	return res, nil
 }
 
-// consumers lists the queue's mappings; without a Lambda client, an error.
-func (t *Tool) consumers(ctx context.Context, q QueueRef) ([]Mapping, error) {
-	if t.Lambda == nil {
-		return nil, fmt.Errorf("not available (no Lambda client)")
-	}
-	ms, err := t.mappings(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("Lambda API unavailable: %s", brief(err))
-	}
-	return ms, nil
-}
-
-// metricOr is metric from since to now, or an error that says why it is
-// not available.
-func (t *Tool) metricOr(ctx context.Context, queue, name string, stat cwtypes.Statistic, since time.Time) ([]float64, error) {
-	if t.CloudWatch == nil {
-		return nil, fmt.Errorf("not available (no CloudWatch client)")
-	}
-	vs, err := t.metric(ctx, queue, name, stat, since, t.Clock.Now())
-	if err != nil {
-		return nil, fmt.Errorf("unknown: CloudWatch unavailable: %s", brief(err))
-	}
-	return vs, nil
-}
-
 func retention(q QueueRef) string {
-	d := time.Duration(atoi(q.Attrs[string(types.QueueAttributeNameMessageRetentionPeriod)])) * time.Second
-	if d > 0 && d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%d days", d/(24*time.Hour))
-	}
-	return d.String()
+	return replaywindow.Days(time.Duration(atoi(q.Attrs[string(types.QueueAttributeNameMessageRetentionPeriod)])) * time.Second)
 }
 
-// Row is one inspected message: sent and first-receive times, receive
-// count (this look included), size, schema version, message group, how it
-// reached the DLQ, and the consumer's failure attributes.
-type Row struct {
-	MessageID       string `json:"message_id"`
-	PedidoID        string `json:"pedido_id,omitempty"`
-	Sent            string `json:"sent"`
-	FirstReceive    string `json:"first_receive"`
-	ReceiveCount    int    `json:"approximate_receive_count"`
-	Size            int    `json:"size"`
-	Version         string `json:"version"`
-	Group           string `json:"group,omitempty"`
-	Origin          Origin `json:"origin"`
-	FailureClass    string `json:"mf_failure_class,omitempty"`
-	FailureReason   string `json:"mf_failure_reason,omitempty"`
-	ConsumerVersion string `json:"mf_consumer_version,omitempty"`
-}
-
-// Inspect receives up to n messages of the DLQ without deleting any (see
-// peek), writes them to save (when not nil) as WriteMessages does, prints a
-// table and returns its rows (runbook step 2).
-func (t *Tool) Inspect(ctx context.Context, tg *Target, n int, save io.Writer) ([]Row, error) {
+// Inspect (runbook step 2) peeks at up to n messages, writes them to save
+// as WriteMessages does, prints a table and returns them.
+func (t *Tool) Inspect(ctx context.Context, tg *Target, n int, save io.Writer) ([]types.Message, error) {
 	msgs, err := t.peek(ctx, tg.DLQ, n)
 	if err != nil {
 		return nil, err
 	} else if len(msgs) == 0 {
 		return nil, t.emptyError(ctx, tg.DLQ)
-	}
-	if save != nil {
+	} else if save != nil {
 		if err := WriteMessages(save, msgs); err != nil {
 			return nil, fmt.Errorf("save messages: %w", err)
 		}
 	}
 	fmt.Fprintf(t.out(), "%d messages of %s (received with VisibilityTimeout=%s, not deleted, made visible again):\n\n", len(msgs), tg.DLQ.Name, PeekVisibility)
 	tw := tabwriter.NewWriter(t.out(), 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MESSAGE ID\tSENT (UTC)\tFIRST RECEIVE\tRECV\tSIZE\tVER\tGROUP\tORIGIN\tFAILURE\tCONSUMER")
-	rows := make([]Row, 0, len(msgs))
+	fmt.Fprintln(tw, "MESSAGE ID\tPEDIDO\tSENT (UTC)\tFIRST RECEIVE\tRECV\tSIZE\tVER\tGROUP\tORIGIN\tFAILURE\tCONSUMER")
 	for _, m := range msgs {
 		dl, ok := sqsbatch.ParseDeadLetter(m.MessageAttributes)
-		r := Row{MessageID: aws.ToString(m.MessageId), PedidoID: pedidoID(aws.ToString(m.Body)), Sent: fmtTime(stamp(m, types.MessageSystemAttributeNameSentTimestamp)),
-			FirstReceive: fmtTime(stamp(m, types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)), ReceiveCount: receives(m), Size: len(aws.ToString(m.Body)),
-			Version: bodyVersion(aws.ToString(m.Body)), Group: m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], Origin: origin(m, ok)}
-		failure := "-"
-		if ok {
-			r.FailureClass, r.FailureReason, r.ConsumerVersion = dl.Class, dl.Reason, dl.ConsumerVersion
-			failure = strings.ReplaceAll(dl.Class+": "+dl.Reason, "\n", " ")
-			if f := []rune(failure); len(f) > 60 {
-				failure = string(f[:59]) + "…"
-			}
+		failure := []rune(strings.ReplaceAll(dl.Class+": "+dl.Reason, "\n", " "))
+		if !ok {
+			failure = []rune("-")
+		} else if len(failure) > 60 {
+			failure = append(failure[:59], '…')
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.MessageID, r.Sent, r.FirstReceive, r.ReceiveCount, r.Size, r.Version, cmpOr(r.Group, "-"), r.Origin, failure, cmpOr(r.ConsumerVersion, "-"))
-		rows = append(rows, r)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", aws.ToString(m.MessageId), cmp.Or(pedidoID(aws.ToString(m.Body)), "-"),
+			fmtTime(stamp(m, types.MessageSystemAttributeNameSentTimestamp)), fmtTime(stamp(m, types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)), receives(m),
+			len(aws.ToString(m.Body)), bodyVersion(aws.ToString(m.Body)), cmp.Or(m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], "-"), origin(m, ok), string(failure), cmp.Or(dl.ConsumerVersion, "-"))
 	}
-	return rows, tw.Flush()
-}
-
-func cmpOr(s, dflt string) string {
-	if s == "" {
-		return dflt
-	}
-	return s
+	return msgs, tw.Flush()
 }
 
 func fmtTime(t time.Time) string {
@@ -222,9 +161,7 @@ func bodyVersion(body string) string {
 	return "-"
 }
 
-// Classify receives up to max messages of the DLQ (without deleting, see
-// peek) and classifies them against the expectations of its consumer
-// (ConsumerOptions) at the tool's clock.
+// Classify peeks at up to max messages and classifies them against opts.
 func (t *Tool) Classify(ctx context.Context, tg *Target, max int, opts Options) (Report, error) {
 	msgs, err := t.peek(ctx, tg.DLQ, max)
 	if err != nil {
@@ -256,16 +193,13 @@ func ConsumerOptions(tg *Target) Options {
 	return o
 }
 
-// OptionsOf is what classify checks a body against for consumer c: the
-// versions it accepts, its required keys, its replay window and its
-// content check.
+// OptionsOf are the expectations of consumer c.
 func OptionsOf(c catalog.Consumer) Options {
 	return Options{AcceptedVersions: c.SupportedVersions, VersionKey: c.VersionKey, RequiredKeys: c.RequiredKeys, Window: c.Window, CreatedAtKey: c.CreatedAtKey, Content: contentChecks[c.Function]}
 }
 
-// PrintReport prints a classification for a person. With command (the
-// tool's Command) and the DLQ's name, each group's next step names the
-// redrive command that moves that group alone.
+// PrintReport prints a classification for a person; with command, each
+// group's next step names the redrive that moves that group alone.
 func PrintReport(w io.Writer, name string, r Report, command func(args ...string) string) {
 	in := ""
 	if name != "" {
@@ -327,13 +261,10 @@ type VerifyResult struct {
 	Checks   []Check `json:"checks"`
 }
 
-// Verify checks runbook step 6 and answers VERIFIED only when every check
-// passes; what it cannot measure (CloudWatch or Lambda unreachable) is
-// unknown, with the reason, and blocks the yes. The checks: the DLQ is at 0
-// (no move task running or failed); each source's consumer is enabled; each
-// source's backlog is empty or falls within window; with expect > 0, the
-// sources' NumberOfMessagesDeleted since then reached it. Otherwise it
-// returns ErrNotVerified with the first problem.
+// Verify (runbook step 6) answers VERIFIED only when the DLQ is at 0, each
+// source's consumer is enabled and its backlog empty or falling within
+// window, and (expect > 0) the sources' deletions since then reached
+// expect; what it cannot measure is unknown and blocks the yes.
 func (t *Tool) Verify(ctx context.Context, tg *Target, expect int, since time.Time, window time.Duration) (VerifyResult, error) {
 	w := t.out()
 	var res VerifyResult
@@ -389,7 +320,7 @@ func (t *Tool) Verify(ctx context.Context, tg *Target, expect int, since time.Ti
 	} else {
 		total, unknown := 0.0, error(nil)
 		for _, s := range tg.Sources {
-			vs, err := t.metricOr(ctx, s.Name, "NumberOfMessagesDeleted", cwtypes.StatisticSum, since)
+			vs, err := t.metric(ctx, s.Name, "NumberOfMessagesDeleted", cwtypes.StatisticSum, since)
 			if err != nil {
 				unknown = fmt.Errorf("NumberOfMessagesDeleted of %s: %w", s.Name, err)
 				break
@@ -440,7 +371,7 @@ func (t *Tool) verifyBacklog(ctx context.Context, s QueueRef, window time.Durati
 	}
 	switch last := v + f + d; {
 	case err != nil:
-		add("backlog", CheckUnknown, "backlog of %s: unknown: %s", s.Name, brief(err))
+		add("backlog", CheckUnknown, "backlog of %s: unknown: %s", s.Name, err)
 	case first == 0:
 		add("backlog", CheckOK, "source %s: empty (0 visible, 0 in flight, 0 delayed)", s.Name)
 	case last < first:

@@ -3,8 +3,7 @@
 // Redrive, Verify) over the SDK's SQS, Lambda and CloudWatch clients
 // narrowed to the calls it makes, and a retry.Clock, so tests run on
 // internal/localaws in virtual time. Classify gives a DLQ's messages a
-// verdict with its evidence (classify.go); Generate makes the data sets of
-// the tests and the rehearsal sandbox.
+// verdict with its evidence (classify.go).
 //
 // Inspect and Classify never delete: they receive with a 5 s visibility
 // timeout, make every message visible again, and refuse a queue with a
@@ -35,7 +34,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
@@ -123,9 +121,8 @@ func (q QueueRef) redrivePolicy() (dlqARN string, maxReceives int, ok bool) {
 	return raw.DeadLetterTargetArn, n, true
 }
 
-// Target is a dead-letter queue with the queues that dead-letter into it
-// (none for the DLQ of an SNS subscription or EventBridge target), and its
-// entry in config/catalog (nil for a queue of another project).
+// Target is a DLQ with the queues that dead-letter into it and its entry
+// in config/catalog (nil for a queue of another project).
 type Target struct {
 	DLQ     QueueRef
 	Sources []QueueRef
@@ -133,9 +130,8 @@ type Target struct {
 	Catalog *catalog.Queue
 }
 
-// Resolve finds the dead-letter queue meant by spec: a queue URL, an ARN, a
-// physical name, or, with env, a logical or catalogue name of
-// config/catalog ("Pedidos"). A source queue stands for its DLQ.
+// Resolve finds the DLQ meant by spec: a URL, an ARN, a name, or with env
+// a name of config/catalog ("Pedidos"); a source stands for its DLQ.
 func (t *Tool) Resolve(ctx context.Context, spec, env string) (*Target, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("%w: name the queue (a URL, a name, or a logical name such as Pedidos with -e dev|staging|prod)", ErrUsage)
@@ -288,14 +284,25 @@ func queueName(queueARN string) (string, error) {
 	return a.Resource, nil
 }
 
-// mappings lists the event source mappings that read the queue.
-func (t *Tool) mappings(ctx context.Context, q QueueRef) ([]Mapping, error) {
+// Mapping is a Lambda event source mapping: a queue's consumer.
+type Mapping struct {
+	UUID        string `json:"uuid"`
+	FunctionARN string `json:"function_arn"`
+	State       string `json:"state"` // Enabled, Disabled, Enabling, Disabling, ...
+}
+
+// consumers lists the event source mappings that read the queue, or says
+// why it cannot.
+func (t *Tool) consumers(ctx context.Context, q QueueRef) ([]Mapping, error) {
+	if t.Lambda == nil {
+		return nil, errors.New("not available (no Lambda client)")
+	}
 	var out []Mapping
 	p := lambda.NewListEventSourceMappingsPaginator(t.Lambda, &lambda.ListEventSourceMappingsInput{EventSourceArn: &q.ARN})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, awsError("lambda:ListEventSourceMappings", err)
+			return nil, fmt.Errorf("Lambda API unavailable: %s", err)
 		}
 		for _, m := range page.EventSourceMappings {
 			out = append(out, Mapping{UUID: aws.ToString(m.UUID), FunctionARN: aws.ToString(m.FunctionArn), State: aws.ToString(m.State)})
@@ -304,23 +311,19 @@ func (t *Tool) mappings(ctx context.Context, q QueueRef) ([]Mapping, error) {
 	return out, nil
 }
 
-// Mapping is a Lambda event source mapping: a queue's consumer.
-type Mapping struct {
-	UUID        string `json:"uuid"`
-	FunctionARN string `json:"function_arn"`
-	State       string `json:"state"` // Enabled, Disabled, Enabling, Disabling, ...
-}
-
-// metric is an AWS/SQS metric of the queue in one-minute periods over
-// [from, to), latest first.
-func (t *Tool) metric(ctx context.Context, queue, name string, stat cwtypes.Statistic, from, to time.Time) ([]float64, error) {
+// metric is an AWS/SQS metric of the queue in one-minute periods from
+// since to now, latest first, or says why it cannot.
+func (t *Tool) metric(ctx context.Context, queue, name string, stat cwtypes.Statistic, since time.Time) ([]float64, error) {
+	if t.CloudWatch == nil {
+		return nil, errors.New("not available (no CloudWatch client)")
+	}
 	out, err := t.CloudWatch.GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
-		StartTime: aws.Time(from.Truncate(time.Minute)), EndTime: aws.Time(to.Truncate(time.Minute).Add(time.Minute)), ScanBy: cwtypes.ScanByTimestampDescending,
+		StartTime: aws.Time(since.Truncate(time.Minute)), EndTime: aws.Time(t.Clock.Now().Truncate(time.Minute).Add(time.Minute)), ScanBy: cwtypes.ScanByTimestampDescending,
 		MetricDataQueries: []cwtypes.MetricDataQuery{{Id: aws.String("m"), MetricStat: &cwtypes.MetricStat{Period: aws.Int32(60), Stat: aws.String(string(stat)),
 			Metric: &cwtypes.Metric{Namespace: aws.String("AWS/SQS"), MetricName: &name, Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: &queue}}}}}},
 	})
 	if err != nil {
-		return nil, awsError("cloudwatch:GetMetricData", err)
+		return nil, fmt.Errorf("unknown: CloudWatch unavailable: %s", err)
 	}
 	var vs []float64
 	for _, r := range out.MetricDataResults {
@@ -344,19 +347,6 @@ func awsError(action string, err error) error {
 		}
 	}
 	return fmt.Errorf("%s: %w", action, err)
-}
-
-// brief shortens an AWS error for a one-line status.
-func brief(err error) string {
-	var api smithy.APIError
-	if errors.As(err, &api) && api.ErrorCode() != "" && api.ErrorCode() != "InvalidAction" {
-		return api.ErrorCode() + ": " + api.ErrorMessage()
-	}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return fmt.Sprintf("HTTP %d from the endpoint (is the service served there?)", re.HTTPStatusCode())
-	}
-	return err.Error()
 }
 
 // PeekVisibility is the visibility timeout of inspection receives: if the
@@ -399,9 +389,8 @@ func (t *Tool) peek(ctx context.Context, q QueueRef, max int) ([]types.Message, 
 		if len(out) >= max || waited {
 			return out, nil
 		}
-		// A receive whose answer was lost (the SDK retries it) leaves its
-		// messages in flight for PeekVisibility: release ours and, if the
-		// queue still reports messages in flight, wait once for them.
+		// A receive whose answer was lost leaves its messages in flight:
+		// release ours and, if some still are, wait once for them.
 		t.release(ctx, q.URL, handles)
 		_, inflight, _, err := t.depth(ctx, q.URL)
 		if err != nil || inflight == 0 {

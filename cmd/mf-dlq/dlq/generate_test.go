@@ -1,6 +1,7 @@
-package dlq
+package dlq_test
 
 import (
+	"cmp"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
@@ -18,30 +19,30 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
-// Scenarios are the data sets Generate makes, each one way messages end up
+// scenarios are the data sets generate makes, each one way messages end up
 // in mercadofresco-pedidos-fallidos: 120 orders of a 30-minute burst of
 // gateway timeouts moved by SQS (transient-burst); a 3-day drip of 40
-// orders with BadSKU, which has no warehouse location, half refused as
+// orders with badSKU, which has no warehouse location, half refused as
 // permanent by the consumer (data-drip); 340 "version": 2 orders sent
 // between 22:04 and 23:51 after a producer deploy (deploy-v2); 25 payloads
 // that are no order event (malformed); a burst, a drip and malformed ones
 // together (mixture); 12 orders confirmed 50 days ago that the consumer
 // refused as older than its 45-day window (expired).
-var Scenarios = []string{"transient-burst", "data-drip", "deploy-v2", "malformed", "mixture", "expired"}
+var scenarios = []string{"transient-burst", "data-drip", "deploy-v2", "malformed", "mixture", "expired"}
 
-// BadSKU is the SKU behind the data drip.
-const BadSKU = "7501031311309"
+// badSKU is the SKU behind the data drip.
+const badSKU = "7501031311309"
 
-// ProdSource is the DeadLetterQueueSourceArn of Generate's redriven
+// prodSource is the DeadLetterQueueSourceArn of generate's redriven
 // messages in the tests: prod's cola-mercadofresco-pedidos.
-const ProdSource = "arn:aws:sqs:eu-west-1:333333333333:cola-mercadofresco-pedidos"
+const prodSource = "arn:aws:sqs:eu-west-1:333333333333:cola-mercadofresco-pedidos"
 
-// Generate returns the messages of a scenario as SQS shows them on their
+// generate returns the messages of a scenario as SQS shows them on their
 // first receive from the DLQ (system attributes, and the mf-* attributes
 // lambdas/sqsbatch writes), the last sent before end, those SQS moved from
 // the queue source (its ARN, maxReceiveCount 4). The same arguments give
 // the same messages.
-func Generate(scenario string, seed uint64, end time.Time, source string) ([]types.Message, error) {
+func generate(scenario string, seed uint64, end time.Time, source string) ([]types.Message, error) {
 	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), source: source}
 	switch scenario {
 	case "transient-burst":
@@ -60,11 +61,13 @@ func Generate(scenario string, seed uint64, end time.Time, source string) ([]typ
 	case "expired":
 		g.expired(end.Add(-48*time.Hour), end.Add(-50*24*time.Hour), 12)
 	default:
-		return nil, fmt.Errorf("%w: unknown scenario %q (known: %v)", ErrUsage, scenario, Scenarios)
+		return nil, fmt.Errorf("unknown scenario %q (known: %v)", scenario, scenarios)
 	}
-	slices.SortStableFunc(g.out, func(a, b types.Message) int {
-		return stamp(a, types.MessageSystemAttributeNameSentTimestamp).Compare(stamp(b, types.MessageSystemAttributeNameSentTimestamp))
-	})
+	sent := func(m types.Message) int64 {
+		n, _ := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+		return n
+	}
+	slices.SortStableFunc(g.out, func(a, b types.Message) int { return cmp.Compare(sent(a), sent(b)) })
 	return g.out, nil
 }
 
@@ -75,20 +78,22 @@ type gen struct {
 	n      int
 }
 
+func (g *gen) at(start time.Time, span time.Duration) time.Time {
+	return start.Add(time.Duration(g.r.Int64N(int64(span))))
+}
+
 func (g *gen) transientBurst(start time.Time, n int) {
 	for range n {
-		sent := start.Add(time.Duration(g.r.Int64N(int64(30 * time.Minute))))
+		sent := g.at(start, 30*time.Minute)
 		g.redriven(sent, g.order(1, "", confirmedAt(sent)))
 	}
 }
 
 func (g *gen) dataDrip(start time.Time, n int) {
 	for i := range n {
-		sent := start.Add(time.Duration(g.r.Int64N(int64(72 * time.Hour))))
-		body := g.order(1, BadSKU, confirmedAt(sent))
-		if i%2 == 0 {
-			g.consumerSent(sent, body, failure.KindPermanent,
-				fmt.Sprintf("permanent failure: warehouse: sku %s has no location in almacén MAD-1 (HTTP 422)", BadSKU))
+		sent := g.at(start, 72*time.Hour)
+		if body := g.order(1, badSKU, confirmedAt(sent)); i%2 == 0 {
+			g.consumerSent(sent, body, failure.KindPermanent, "permanent failure: warehouse: sku "+badSKU+" has no location in almacén MAD-1 (HTTP 422)")
 		} else {
 			g.redriven(sent, body)
 		}
@@ -97,13 +102,9 @@ func (g *gen) dataDrip(start time.Time, n int) {
 
 func (g *gen) deployV2(from, to time.Time, n int) {
 	for i := range n {
-		// The first and last at 22:04 and 23:51.
-		sent := from.Add(time.Duration(g.r.Int64N(int64(to.Sub(from)))))
-		switch i {
-		case 0:
-			sent = from
-		case n - 1:
-			sent = to
+		sent := g.at(from, to.Sub(from))
+		if i == 0 || i == n-1 { // the first and last at 22:04 and 23:51
+			sent = map[bool]time.Time{true: from, false: to}[i == 0]
 		}
 		g.redriven(sent, g.order(2, "", confirmedAt(sent)))
 	}
@@ -111,7 +112,7 @@ func (g *gen) deployV2(from, to time.Time, n int) {
 
 func (g *gen) malformed(start time.Time, span time.Duration, n int) {
 	for i := range n {
-		sent := start.Add(time.Duration(g.r.Int64N(int64(span))))
+		sent := g.at(start, span)
 		var body, reason string
 		switch i % 5 {
 		case 0:
@@ -141,7 +142,7 @@ func (g *gen) malformed(start time.Time, span time.Duration, n int) {
 // consumer within two days of start as older than its replay window.
 func (g *gen) expired(start, confirmed time.Time, n int) {
 	for range n {
-		sent := start.Add(time.Duration(g.r.Int64N(int64(48 * time.Hour))))
+		sent := g.at(start, 48*time.Hour)
 		body := g.order(1, "", confirmed)
 		var ev map[string]any
 		_ = json.Unmarshal([]byte(body), &ev)

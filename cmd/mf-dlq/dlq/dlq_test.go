@@ -214,6 +214,20 @@ func TestRedriveRefusals(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
+	t.Run("poison or data not named", func(t *testing.T) {
+		e := newEnv(t)
+		e.redriven(3, order(1))
+		e.redriven(2, order(2))
+		e.consumerSent(2, "permanent", "x", order(1))
+		_, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true})
+		if !errors.Is(err, dlq.ErrRefused) || !strings.Contains(err.Error(), "2 poison and 2 data") || e.depth(e.src) != 0 || e.depth(e.dlq) != 7 {
+			t.Fatalf("%v; source %d, DLQ %d", err, e.depth(e.src), e.depth(e.dlq))
+		}
+		res, err := e.tool.Redrive(ctx, e.target("Pedidos", "dev"), dlq.RedriveOptions{ConfirmFixed: true, Only: []dlq.Verdict{dlq.Transient}})
+		if err != nil || res.Moved != 3 || e.depth(e.src) != 3 || e.depth(e.dlq) != 4 {
+			t.Fatalf("--only transient: %+v, %v; source %d, DLQ %d", res, err, e.depth(e.src), e.depth(e.dlq))
+		}
+	})
 	t.Run("move task running", func(t *testing.T) {
 		e := newEnv(t)
 		e.redriven(30, order(1))

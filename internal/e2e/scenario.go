@@ -21,7 +21,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
-	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/shop"
@@ -119,7 +118,7 @@ func NewRun(w *World, sc Scenario) *Run {
 	w.sfn = w.startExecutor(context.Background(), r.executionDone)
 	w.aws.Executor = w.sfn
 	r.esms = w.loadESMs()
-	r.writer = pgtest.PoolAs(w.t, w.db, "", w.roles.Writer, 8)
+	r.writer = localaws.PoolAs(w.t, w.db, "", w.roles.Writer, 8)
 	return r
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mercadofresco/integration/internal/localaws"
-	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
@@ -309,7 +308,7 @@ func secretKey(v string) string {
 // cluster-wide and two runs may share this PostgreSQL.
 func (w *World) setUpDatabase() {
 	ctx := context.Background()
-	w.db = pgtest.NewDatabase(w.t, "mf_e2e_")
+	w.db = localaws.NewPostgresDatabase(w.t, "mf_e2e_")
 	var res *synthesized.Resource
 	for _, r := range w.app.Resources("Custom::OutboxEsquema") {
 		res = r
@@ -323,13 +322,13 @@ func (w *World) setUpDatabase() {
 	prefix := "e2e" + strings.TrimPrefix(w.db, "mf_e2e_") + "_"
 	w.roles = lambdaapi.DBRoles{Owner: prefix + w.tplRoles.Owner, Publisher: prefix + w.tplRoles.Publisher,
 		Cleanup: prefix + w.tplRoles.Cleanup, Writer: prefix + w.tplRoles.Writer}
-	pgtest.DropRolesAtEnd(w.t, w.db, outbox.MigrationLockKey, w.roles.All()...)
-	w.admin = pgtest.NewPool(w.t, w.db, "", 4)
+	localaws.DropRolesAtEnd(w.t, w.db, outbox.MigrationLockKey, w.roles.All()...)
+	w.admin = localaws.NewPool(w.t, w.db, "", 4)
 	m := &migrator.Migrator{
 		Schema:       "public",
-		ConnectAdmin: func(context.Context) (migrator.Conn, error) { return pgtest.NewPool(w.t, w.db, "", 1), nil },
+		ConnectAdmin: func(context.Context) (migrator.Conn, error) { return localaws.NewPool(w.t, w.db, "", 1), nil },
 		ConnectOwner: func(_ context.Context, owner string) (migrator.Conn, error) {
-			return pgtest.PoolAs(w.t, w.db, "", owner, 1), nil
+			return localaws.PoolAs(w.t, w.db, "", owner, 1), nil
 		},
 	}
 	ev := cfn.Event{RequestType: cfn.RequestCreate, LogicalResourceID: res.LogicalID, ResourceProperties: map[string]any{

@@ -3,13 +3,12 @@ package lambdatest
 import (
 	"context"
 	"errors"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/mercadofresco/integration/internal/pgtest"
 )
 
 // ServerCA is the certificate the local PostgreSQL presents (Debian's
@@ -35,10 +34,10 @@ type Database struct {
 // so the IAM token a function signs is accepted as its password.
 func NewDatabase(t *testing.T, env map[string]string) *Database {
 	t.Helper()
-	name := pgtest.NewDatabase(t, "mf_wiring_")
+	name := localaws.NewPostgresDatabase(t, "mf_wiring_")
 	env["DB_HOST"], env["DB_PORT"], env["DB_NAME"] = "localhost", "5432", name
 	t.Setenv("PGSSLROOTCERT", ServerCA)
-	return &Database{Name: name, Super: pgtest.NewPool(t, name, "", 2)}
+	return &Database{Name: name, Super: localaws.NewPool(t, name, "", 2)}
 }
 
 // EnsureRoles creates each role (with attrs: "LOGIN", "NOLOGIN") unless it

@@ -4,7 +4,8 @@
 // recording endpoint that answers the other AWS APIs the functions call
 // (Endpoint: EventBridge, Step Functions, Secrets Manager, SES, DynamoDB,
 // with a ledger; UseEndpoint points the SDK at it), the local processes
-// (dynalite, a private Redis, aws-local-stepfunctions) and the fake third
+// (dynalite, a private Redis, a PostgreSQL schema or database of its own,
+// aws-local-stepfunctions) and the fake third
 // parties with their ledgers (Service, SES). Nothing here imports the
 // project's Lambda code: internal/lambdatest builds functions on it.
 // Reasoning: docs/design.md#sqs-fake.

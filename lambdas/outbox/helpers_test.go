@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"os"
 	"sync"
 	"testing"
@@ -14,8 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/mercadofresco/integration/internal/pgtest"
 )
 
 const (
@@ -24,7 +23,7 @@ const (
 )
 
 // dsn is the connection string of db with schema as search_path.
-func dsn(db, schema string) string { return pgtest.DSN(db, schema) }
+func dsn(db, schema string) string { return localaws.PostgresDSN(db, schema) }
 
 func TestMain(m *testing.M) {
 	if role := os.Getenv(childRoleEnv); role != "" {
@@ -32,7 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	for _, db := range []string{testDB, testSinkDB} {
-		if err := pgtest.EnsureDatabase(ctx, db); err != nil {
+		if err := localaws.EnsureDatabase(ctx, db); err != nil {
 			fmt.Fprintln(os.Stderr, "outbox tests need PostgreSQL:", err)
 			os.Exit(1)
 		}
@@ -43,11 +42,11 @@ func TestMain(m *testing.M) {
 
 // newSchema creates a private schema in db, dropped when the test ends.
 // Tests run in parallel, each in its own schema.
-func newSchema(t testing.TB, db string) string { return pgtest.NewSchema(t, db, "t_") }
+func newSchema(t testing.TB, db string) string { return localaws.NewSchema(t, db, "t_") }
 
 // newPool opens a pool on db/schema, closed when the test ends.
 func newPool(t testing.TB, db, schema string, maxConns int32) *pgxpool.Pool {
-	return pgtest.NewPool(t, db, schema, maxConns)
+	return localaws.NewPool(t, db, schema, maxConns)
 }
 
 // migratedPool returns a pool on a fresh, migrated schema.

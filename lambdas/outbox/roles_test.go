@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -12,9 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/mercadofresco/integration/internal/outboxtest"
-	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 )
@@ -36,7 +35,7 @@ func denied(err error) bool {
 func TestRolesAreRefusedWhatTheyDoNotUse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := outboxtest.New(t, rolesDB)
+	db := lambdatest.NewOutboxDatabase(t, rolesDB)
 	tx, err := db.Admin.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +100,7 @@ func (s *acceptAll) PutEvents(_ context.Context, in *eventbridge.PutEventsInput,
 func TestRolesSufficeForTheirWork(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := outboxtest.New(t, rolesDB)
+	db := lambdatest.NewOutboxDatabase(t, rolesDB)
 
 	tx, err := db.Writer.Begin(ctx)
 	if err != nil {
@@ -155,7 +154,7 @@ func TestRolesSufficeForTheirWork(t *testing.T) {
 func TestCreateRolesIsIdempotentAndRefusesUnsafeRoles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := outboxtest.New(t, rolesDB)
+	db := lambdatest.NewOutboxDatabase(t, rolesDB)
 	opts := outbox.RoleOptions{Schema: db.Schema}
 	if err := outbox.CreateRoles(ctx, db.Admin, db.Roles, opts); err != nil {
 		t.Fatalf("second CreateRoles: %v", err)
@@ -164,8 +163,8 @@ func TestCreateRolesIsIdempotentAndRefusesUnsafeRoles(t *testing.T) {
 		t.Fatalf("second Grant: %v", err)
 	}
 	unsafe := db.Roles
-	unsafe.Writer = pgtest.UniqueName("mft_") + "_creadb"
-	pgtest.DropRolesAtEnd(t, rolesDB, outbox.MigrationLockKey, unsafe.Writer)
+	unsafe.Writer = localaws.UniqueName("mft_") + "_creadb"
+	localaws.DropRolesAtEnd(t, rolesDB, outbox.MigrationLockKey, unsafe.Writer)
 	if _, err := db.Admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{unsafe.Writer}.Sanitize()+" LOGIN CREATEDB"); err != nil {
 		t.Fatal(err)
 	}
@@ -185,14 +184,14 @@ func TestCreateRolesIsIdempotentAndRefusesUnsafeRoles(t *testing.T) {
 func TestCreateRolesAdoptsTablesOfTheMasterUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	schemaName := pgtest.NewSchema(t, rolesDB, "a_")
-	admin := pgtest.NewPool(t, rolesDB, schemaName, 2)
+	schemaName := localaws.NewSchema(t, rolesDB, "a_")
+	admin := localaws.NewPool(t, rolesDB, schemaName, 2)
 	if _, err := outbox.Migrate(ctx, admin); err != nil { // as the old publisher did
 		t.Fatal(err)
 	}
-	prefix := pgtest.UniqueName("mft_") + "_"
+	prefix := localaws.UniqueName("mft_") + "_"
 	roles := lambdaapi.DBRoles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}
-	pgtest.DropRolesAtEnd(t, rolesDB, outbox.MigrationLockKey, roles.All()...)
+	localaws.DropRolesAtEnd(t, rolesDB, outbox.MigrationLockKey, roles.All()...)
 	if err := outbox.CreateRoles(ctx, admin, roles, outbox.RoleOptions{Schema: schemaName}); err != nil {
 		t.Fatal(err)
 	}
@@ -203,14 +202,14 @@ func TestCreateRolesAdoptsTablesOfTheMasterUser(t *testing.T) {
 			t.Fatalf("owner of %s = %q, %v; want %s", table, owner, err, roles.Owner)
 		}
 	}
-	owner := pgtest.PoolAs(t, rolesDB, schemaName, roles.Owner, 1)
+	owner := localaws.PoolAs(t, rolesDB, schemaName, roles.Owner, 1)
 	if _, err := outbox.Migrate(ctx, owner); err != nil {
 		t.Fatalf("Migrate as the owner after adoption: %v", err)
 	}
 	if err := outbox.Grant(ctx, owner, roles); err != nil {
 		t.Fatalf("Grant as the owner after adoption: %v", err)
 	}
-	writer := pgtest.PoolAs(t, rolesDB, schemaName, roles.Writer, 1)
+	writer := localaws.PoolAs(t, rolesDB, schemaName, roles.Writer, 1)
 	tx, err := writer.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

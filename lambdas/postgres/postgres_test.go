@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"os"
 	"strings"
 	"testing"
@@ -13,8 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 )
@@ -23,7 +22,7 @@ const testDB = "mf_postgres_test"
 
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	if err := pgtest.EnsureDatabase(ctx, testDB); err != nil {
+	if err := localaws.EnsureDatabase(ctx, testDB); err != nil {
 		cancel()
 		fmt.Fprintln(os.Stderr, "postgres tests need PostgreSQL:", err)
 		os.Exit(1)

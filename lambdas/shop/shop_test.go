@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/mercadofresco/integration/internal/outboxtest"
-	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/internal/schematest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
@@ -18,7 +17,7 @@ import (
 // testPool returns a pool on a fresh, migrated schema of mf_outbox_test.
 func testPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool := pgtest.Pool(t, "mf_outbox_test", "pw_", 4)
+	pool := localaws.SchemaPool(t, "mf_outbox_test", "pw_", 4)
 	if _, err := outbox.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +113,7 @@ func TestCrearPedidoValidates(t *testing.T) {
 // enough for an order, its event and a retried request.
 func TestCrearPedidoWithTheWritersRole(t *testing.T) {
 	ctx := context.Background()
-	db := outboxtest.New(t, "mf_outbox_test")
+	db := lambdatest.NewOutboxDatabase(t, "mf_outbox_test")
 	s := Solicitud{PedidoID: "ped-7", ClienteID: "cli-1", ClienteEmail: "cli-1@example.com", TokenTarjeta: "tok_7", Lineas: []Linea{{SKU: "pan", Cantidad: 2, PrecioCentimos: 250}}}
 	r, err := CrearPedido(ctx, db.Writer, s)
 	if err != nil {

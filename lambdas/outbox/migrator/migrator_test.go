@@ -3,11 +3,10 @@ package migrator
 import (
 	"context"
 	"errors"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/cfn"
-
-	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 )
@@ -26,23 +25,23 @@ type fixture struct {
 // owner as its role, on a private schema, counting the connections.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	if err := pgtest.EnsureDatabase(context.Background(), testDB); err != nil {
+	if err := localaws.EnsureDatabase(context.Background(), testDB); err != nil {
 		t.Fatalf("tests need PostgreSQL: %v", err)
 	}
-	schemaName := pgtest.NewSchema(t, testDB, "m_")
-	prefix := pgtest.UniqueName("mft_") + "_"
+	schemaName := localaws.NewSchema(t, testDB, "m_")
+	prefix := localaws.UniqueName("mft_") + "_"
 	f := &fixture{roles: lambdaapi.DBRoles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}}
-	pgtest.DropRolesAtEnd(t, testDB, outbox.MigrationLockKey, f.roles.All()...)
+	localaws.DropRolesAtEnd(t, testDB, outbox.MigrationLockKey, f.roles.All()...)
 	f.m = &Migrator{
 		Schema: schemaName,
 		ConnectAdmin: func(context.Context) (Conn, error) {
 			f.adminOpened++
-			return pgtest.NewPool(t, testDB, schemaName, 1), nil
+			return localaws.NewPool(t, testDB, schemaName, 1), nil
 		},
 		ConnectOwner: func(_ context.Context, owner string) (Conn, error) {
 			f.ownerOpened++
 			f.ownerAsRoles = append(f.ownerAsRoles, owner)
-			return pgtest.PoolAs(t, testDB, schemaName, owner, 1), nil
+			return localaws.PoolAs(t, testDB, schemaName, owner, 1), nil
 		},
 	}
 	return f
@@ -80,7 +79,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	if f.adminOpened != 1 || f.ownerOpened != 1 || f.ownerAsRoles[0] != f.roles.Owner {
 		t.Fatalf("connections: admin %d, owner %d as %v", f.adminOpened, f.ownerOpened, f.ownerAsRoles)
 	}
-	owner := pgtest.PoolAs(t, testDB, f.m.Schema, f.roles.Owner, 1)
+	owner := localaws.PoolAs(t, testDB, f.m.Schema, f.roles.Owner, 1)
 	var tableOwner string
 	if err := owner.QueryRow(ctx, `SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'outbox'::regclass`).Scan(&tableOwner); err != nil || tableOwner != f.roles.Owner {
 		t.Fatalf("outbox owned by %q (%v), want the owner role %s", tableOwner, err, f.roles.Owner)

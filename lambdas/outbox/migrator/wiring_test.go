@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
-
-	"github.com/mercadofresco/integration/internal/pgtest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
@@ -34,9 +32,9 @@ func TestDeployedMigratorCreatesSchemaAndRoles(t *testing.T) {
 	db := lambdatest.NewDatabase(t, env)
 	lambdatest.EnsureRoles(t, db, "NOLOGIN", "rds_iam") // Aurora's role for IAM logins
 	aws.SetSecret(env["DB_MASTER_SECRET_ARN"], `{"username":"postgres","password":"-","host":"localhost","port":5432,"dbname":"tienda"}`)
-	prefix := pgtest.UniqueName("mfw_") + "_"
+	prefix := localaws.UniqueName("mfw_") + "_"
 	roles := lambdaapi.DBRoles{Owner: prefix + "migrador", Publisher: prefix + "publicador", Cleanup: prefix + "limpieza", Writer: prefix + "tienda"}
-	pgtest.DropRolesAtEnd(t, db.Name, outbox.MigrationLockKey, roles.All()...)
+	localaws.DropRolesAtEnd(t, db.Name, outbox.MigrationLockKey, roles.All()...)
 	lambdatest.Setenv(t, env, aws.URL)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

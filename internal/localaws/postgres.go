@@ -1,11 +1,12 @@
-// Package pgtest gives tests their own corner of the machine's PostgreSQL:
+package localaws
+
+// PostgreSQL (standing in for Aurora behind RDS Proxy): each test gets its own corner of the machine's PostgreSQL:
 // a database that is created on first use and a private schema per test,
 // dropped when the test ends, so test binaries and parallel tests never see
 // each other's rows.
 //
 // The server is postgres://postgres@127.0.0.1:5432 (trust auth, as on CI),
 // or $OUTBOX_TEST_DSN (without a database name) when set.
-package pgtest
 
 import (
 	"context"
@@ -22,18 +23,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// ServerDSN is the PostgreSQL server the tests use, without a database.
-func ServerDSN() string {
+// PostgresServerDSN is the PostgreSQL server the tests use, without a database.
+func PostgresServerDSN() string {
 	if v := os.Getenv("OUTBOX_TEST_DSN"); v != "" {
 		return strings.TrimRight(v, "/")
 	}
 	return "postgres://postgres@127.0.0.1:5432"
 }
 
-// DSN is the connection string of db, with search_path set to schema when
+// PostgresDSN is the connection string of db, with search_path set to schema when
 // schema is not empty.
-func DSN(db, schema string) string {
-	s := ServerDSN() + "/" + db + "?sslmode=disable"
+func PostgresDSN(db, schema string) string {
+	s := PostgresServerDSN() + "/" + db + "?sslmode=disable"
 	if schema != "" {
 		s += "&search_path=" + schema
 	}
@@ -42,7 +43,7 @@ func DSN(db, schema string) string {
 
 // EnsureDatabase creates the database name unless it exists.
 func EnsureDatabase(ctx context.Context, name string) error {
-	conn, err := pgx.Connect(ctx, DSN("postgres", ""))
+	conn, err := pgx.Connect(ctx, PostgresDSN("postgres", ""))
 	if err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func NewSchema(tb testing.TB, db, prefix string) string {
 	tb.Helper()
 	ctx := context.Background()
 	name := UniqueName(prefix)
-	conn, err := pgx.Connect(ctx, DSN(db, ""))
+	conn, err := pgx.Connect(ctx, PostgresDSN(db, ""))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func NewSchema(tb testing.TB, db, prefix string) string {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), DSN(db, ""))
+		c, err := pgx.Connect(context.Background(), PostgresDSN(db, ""))
 		if err != nil {
 			return
 		}
@@ -80,17 +81,17 @@ func NewSchema(tb testing.TB, db, prefix string) string {
 	return name
 }
 
-// NewDatabase creates a database named prefix + a random suffix and drops
+// NewPostgresDatabase creates a database named prefix + a random suffix and drops
 // it (WITH (FORCE)) when the test ends; a failed drop fails the test.
-func NewDatabase(tb testing.TB, prefix string) string {
+func NewPostgresDatabase(tb testing.TB, prefix string) string {
 	tb.Helper()
 	name := UniqueName(prefix)
 	if err := EnsureDatabase(context.Background(), name); err != nil {
-		tb.Fatalf("tests need PostgreSQL at %s: %v", ServerDSN(), err)
+		tb.Fatalf("tests need PostgreSQL at %s: %v", PostgresServerDSN(), err)
 	}
 	tb.Cleanup(func() {
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, DSN("postgres", ""))
+		conn, err := pgx.Connect(ctx, PostgresDSN("postgres", ""))
 		if err != nil {
 			tb.Logf("drop database %s: %v", name, err)
 			return
@@ -107,7 +108,7 @@ func NewDatabase(tb testing.TB, prefix string) string {
 // search_path, closed when the test ends.
 func NewPool(tb testing.TB, db, schema string, maxConns int32) *pgxpool.Pool {
 	tb.Helper()
-	return openPool(tb, DSN(db, schema), "", maxConns)
+	return openPool(tb, PostgresDSN(db, schema), "", maxConns)
 }
 
 // openPool opens a pool on dsn (as user, unless empty), closed when the
@@ -130,12 +131,12 @@ func openPool(tb testing.TB, dsn, user string, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// Pool is the usual combination: db created if needed, a fresh private
+// SchemaPool is the usual combination: db created if needed, a fresh private
 // schema named with prefix, and a pool on it.
-func Pool(tb testing.TB, db, prefix string, maxConns int32) *pgxpool.Pool {
+func SchemaPool(tb testing.TB, db, prefix string, maxConns int32) *pgxpool.Pool {
 	tb.Helper()
 	if err := EnsureDatabase(context.Background(), db); err != nil {
-		tb.Fatalf("tests need PostgreSQL at %s: %v", ServerDSN(), err)
+		tb.Fatalf("tests need PostgreSQL at %s: %v", PostgresServerDSN(), err)
 	}
 	return NewPool(tb, db, NewSchema(tb, db, prefix), maxConns)
 }
@@ -153,7 +154,7 @@ func UniqueName(prefix string) string {
 // connections, as on CI).
 func PoolAs(tb testing.TB, db, schema, user string, maxConns int32) *pgxpool.Pool {
 	tb.Helper()
-	return openPool(tb, DSN(db, schema), user, maxConns)
+	return openPool(tb, PostgresDSN(db, schema), user, maxConns)
 }
 
 // DropRolesAtEnd drops roles when the test ends, after what they own in db
@@ -167,7 +168,7 @@ func DropRolesAtEnd(tb testing.TB, db string, lockKey int64, roles ...string) {
 	tb.Helper()
 	tb.Cleanup(func() {
 		ctx := context.Background()
-		c, err := pgx.Connect(ctx, DSN(db, ""))
+		c, err := pgx.Connect(ctx, PostgresDSN(db, ""))
 		if err != nil {
 			tb.Logf("drop roles %v: %v", roles, err)
 			return

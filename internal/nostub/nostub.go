@@ -53,7 +53,7 @@ func (f Finding) String() string {
 
 var (
 	// doubleElement matches an import-path element naming a test double:
-	// fakehttp, stubs, mocks, dynalitetest, localaws (but not nostub).
+	// stubs, mocks, lambdatest, localaws (but not nostub).
 	doubleElement = regexp.MustCompile(`(?i)^(fake|stub|mock|dummy|noop|falso|simulado|localaws$)|(fake|mock|test)$`)
 	// doubleName matches a declaration named as a test double: the prefix
 	// is followed by the end or an upper-case letter (stubPreparer, Fake,

@@ -78,6 +78,9 @@ func (r *Resource) Prop(name string) any { return r.Properties[name] }
 type Stack struct {
 	Name      string
 	Resources map[string]*Resource
+	// Template is the whole template as decoded (its resources' maps are
+	// those of Resources).
+	Template map[string]any
 	// DependsOn are the stacks it deploys after, as the manifest says
 	// (declared, and those its imports add).
 	DependsOn []string
@@ -259,26 +262,19 @@ func LoadEnv(dir, env string) (*App, error) {
 
 // Add adds one stack's template (JSON).
 func (a *App) Add(stack string, raw []byte) error {
-	var doc struct {
-		Resources map[string]struct {
-			Type       string         `json:"Type"`
-			Properties map[string]any `json:"Properties"`
-			Metadata   map[string]any `json:"Metadata"`
-		} `json:"Resources"`
-		Outputs map[string]struct {
-			Value  any `json:"Value"`
-			Export struct {
-				Name string `json:"Name"`
-			} `json:"Export"`
-		} `json:"Outputs"`
-	}
+	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return fmt.Errorf("synthesized: %s: %w", stack, err)
 	}
-	s := &Stack{Name: stack, Resources: map[string]*Resource{}}
-	for id, r := range doc.Resources {
-		s.Resources[id] = &Resource{Stack: stack, LogicalID: id, Type: r.Type, Properties: r.Properties, Metadata: r.Metadata}
-		_, _ = rewrite(r.Properties, func(m map[string]any) (any, bool, error) {
+	s := &Stack{Name: stack, Resources: map[string]*Resource{}, Template: doc}
+	resources, _ := doc["Resources"].(map[string]any)
+	for id, v := range resources {
+		r, _ := v.(map[string]any)
+		typ, _ := r["Type"].(string)
+		props, _ := r["Properties"].(map[string]any)
+		meta, _ := r["Metadata"].(map[string]any)
+		s.Resources[id] = &Resource{Stack: stack, LogicalID: id, Type: typ, Properties: props, Metadata: meta}
+		_, _ = rewrite(props, func(m map[string]any) (any, bool, error) {
 			name, ok := m["Fn::ImportValue"].(string)
 			if ok {
 				s.imports = append(s.imports, name)
@@ -287,9 +283,11 @@ func (a *App) Add(stack string, raw []byte) error {
 		})
 	}
 	a.Stacks[stack] = s
-	for _, o := range doc.Outputs {
-		if o.Export.Name != "" {
-			a.exports[o.Export.Name] = export{stack: stack, value: o.Value}
+	outputs, _ := doc["Outputs"].(map[string]any)
+	for _, v := range outputs {
+		o, _ := v.(map[string]any)
+		if name, _ := dig(o, "Export", "Name").(string); name != "" {
+			a.exports[name] = export{stack: stack, value: o["Value"]}
 		}
 	}
 	a.index, a.graph = nil, nil

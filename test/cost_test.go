@@ -1,6 +1,7 @@
 package test
 
 import (
+	"github.com/mercadofresco/integration/synthesized"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,12 +24,12 @@ func TestCostReviewPricesEveryEnvironment(t *testing.T) {
 	s := synthApp(t)
 	usage, prices := costInputs(t)
 	for _, e := range s.envs {
-		tpl, err := cost.Load(s.outdir, e.Env.Name)
+		tpl, err := synthesized.LoadEnv(s.outdir, e.Env.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tpl.App.Account != e.Env.Account {
-			t.Errorf("%s: the cost review read account %s from the assembly, the environment is %s", e.Env.Name, tpl.App.Account, e.Env.Account)
+		if tpl.Account != e.Env.Account {
+			t.Errorf("%s: the cost review read account %s from the assembly, the environment is %s", e.Env.Name, tpl.Account, e.Env.Account)
 		}
 		est, err := cost.Compute(tpl, usage, prices)
 		if err != nil {
@@ -106,7 +107,7 @@ func costInputs(t *testing.T) (*cost.Usage, *cost.Prices) {
 
 // synthNetwork synthesizes the Platform and Network stacks of env (what the
 // NAT gateways touch; no Lambda to build) and loads their templates.
-func synthNetwork(t *testing.T, env config.Environment) *cost.Templates {
+func synthNetwork(t *testing.T, env config.Environment) *synthesized.App {
 	t.Helper()
 	context, err := cdkJSONContext(filepath.Join("..", "cdk.json"))
 	if err != nil {
@@ -126,7 +127,7 @@ func synthNetwork(t *testing.T, env config.Environment) *cost.Templates {
 	if _, err := os.Stat(filepath.Join(dir, env.StackName("Network")+".template.json")); err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := cost.Load(dir, env.Name)
+	tpl, err := synthesized.LoadEnv(dir, env.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 func runCost(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("cost", "[-e ENV] [-dir DIR] [-before DIR] [-usage FILE] [-prices FILE]", stderr)
 	env := fs.String("e", "prod", "environment (dev, staging, prod)")
-	dir := fs.String("dir", "cdk.out", "directory of the synthesized templates (a cloud assembly or the snapshots)")
+	dir := fs.String("dir", "cdk.out", `directory of the synthesized templates (a cloud assembly or the snapshots); "": synthesize now`)
 	before := fs.String("before", "", "directory of the templates to compare with: prints the monthly delta")
 	usagePath := fs.String("usage", "", "usage model (default: the committed cmd/mf/cost/usage.json)")
 	pricesPath := fs.String("prices", "", "price table (default: the committed cmd/mf/cost/prices-eu-west-1.json)")
@@ -45,22 +45,25 @@ func costReport(stdout io.Writer, env, dir, before, usagePath, pricesPath string
 	if err != nil {
 		return err
 	}
-	after, err := cost.Load(dir, env)
+	if env == "" {
+		return fmt.Errorf("-e names no environment")
+	}
+	after, err := load(env, dir)
 	if err != nil {
 		return fmt.Errorf("%w (run `make synth` or `cdk synth -c env=%s` first)", err, env)
 	}
 	if before != "" {
-		old, err := cost.Load(before, env)
+		old, err := load(env, before)
 		if err != nil {
 			return err
 		}
-		d, err := cost.CompareTemplates(old, after, usage, prices)
+		d, err := cost.CompareTemplates(old[0], after[0], usage, prices)
 		if err != nil {
 			return err
 		}
 		return writeDelta(stdout, d)
 	}
-	e, err := cost.Compute(after, usage, prices)
+	e, err := cost.Compute(after[0], usage, prices)
 	if err != nil {
 		return err
 	}

@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mercadofresco/integration/synthesized"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,11 +63,15 @@ func reviewEnv(stdout, stderr io.Writer, env, snapDir, cdkBin string) (differs b
 	if err := synth.Run(); err != nil {
 		return false, fmt.Errorf("cdk synth -c env=%s: %w", env, err)
 	}
-	templates, err := snapshot.Load(out, env)
+	now, err := synthesized.LoadEnv(out, env)
 	if err != nil {
 		return false, fmt.Errorf("no stack of environment %q was synthesised: %w", env, err)
 	}
-	stacks := slices.Sorted(maps.Keys(templates))
+	base, baseErr := synthesized.LoadEnv(snapDir, env)
+	stacks, templates := now.StackNames(), map[string]map[string]any{}
+	for _, stack := range stacks {
+		templates[stack] = now.Stacks[stack].Template
+	}
 	normalised, committed := map[string]map[string]any{}, map[string]map[string]any{}
 	empty := filepath.Join(out, "empty.template.json.base")
 	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
@@ -87,13 +92,8 @@ func reviewEnv(stdout, stderr io.Writer, env, snapDir, cdkBin string) (differs b
 			return false, err
 		}
 		normalised[stack] = n
-		base := filepath.Join(snapDir, stack+".template.json")
-		if raw, err := os.ReadFile(base); err == nil {
-			var c map[string]any
-			if err := json.Unmarshal(raw, &c); err != nil {
-				return false, fmt.Errorf("%s: %w", base, err)
-			}
-			committed[stack] = c
+		if base != nil && base.Stacks[stack] != nil {
+			committed[stack] = base.Stacks[stack].Template
 		}
 	}
 	changes := diffTemplates(committed, normalised)
@@ -112,7 +112,7 @@ func reviewEnv(stdout, stderr io.Writer, env, snapDir, cdkBin string) (differs b
 		differs = true
 		base := filepath.Join(snapDir, stack+".template.json")
 		if _, ok := committed[stack]; !ok {
-			fmt.Printf("\n%s is a new stack (no committed snapshot): every resource is an addition.\n", stack)
+			fmt.Fprintf(stdout, "\n%s is a new stack (no committed snapshot): every resource is an addition.\n", stack)
 			base = empty
 		}
 		diffs = append(diffs, stackDiff{stack: stack, base: base})
@@ -134,10 +134,10 @@ func reviewEnv(stdout, stderr io.Writer, env, snapDir, cdkBin string) (differs b
 	if len(code) > 0 {
 		differs = true
 	}
-	if err := contractReview(stdout, out, templates); err != nil {
+	if err := contractReview(stdout, now); err != nil {
 		return false, err
 	}
-	writeSummary(stdout, env, changes, figures(changes, normalised), costDelta(snapDir, out, env), code)
+	writeSummary(stdout, env, changes, figures(changes, normalised), costDelta(base, baseErr, now), code)
 	return differs, nil
 }
 
@@ -192,25 +192,18 @@ func cdkDiff(cdkBin, app, stack, base string) ([]byte, error) {
 }
 
 // costDelta is the summary's cost line: the monthly cost of the snapshots
-// and of the synthesised templates (mf cost), or why it is missing.
-func costDelta(before, after, env string) string {
+// (before, or why they did not load) and of the synthesised templates (mf
+// cost), or why it is missing.
+func costDelta(before *synthesized.App, beforeErr error, now *synthesized.App) string {
 	u, err := cost.DefaultUsage()
-	if err != nil {
-		return "monthly cost: not computed: " + err.Error()
+	var p *cost.Prices
+	if err == nil {
+		p, err = cost.DefaultPrices()
 	}
-	p, err := cost.DefaultPrices()
-	if err != nil {
-		return "monthly cost: not computed: " + err.Error()
+	var d cost.Delta
+	if err = cmp.Or(err, beforeErr); err == nil {
+		d, err = cost.CompareTemplates(before, now, u, p)
 	}
-	old, err := cost.Load(before, env)
-	if err != nil {
-		return "monthly cost: not computed: " + err.Error()
-	}
-	now, err := cost.Load(after, env)
-	if err != nil {
-		return "monthly cost: not computed: " + err.Error()
-	}
-	d, err := cost.CompareTemplates(old, now, u, p)
 	if err != nil {
 		return "monthly cost: not computed: " + err.Error()
 	}

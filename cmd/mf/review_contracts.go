@@ -1,15 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mercadofresco/integration/synthesized"
@@ -19,7 +15,7 @@ import (
 // consume and produce each event (the mercadofresco:accepts / :produces
 // metadata of the templates) and the order the stacks deploy in (the
 // assembly's dependencies): consumers first (docs/design.md#event-contracts).
-func contractReview(w io.Writer, assembly string, templates map[string]map[string]any) error {
+func contractReview(w io.Writer, app *synthesized.App) error {
 	changed, err := changedSchemas()
 	if err != nil {
 		fmt.Fprintf(w, "\nEvent contracts: cannot tell whether schemas/ changed (%v)\n", err)
@@ -33,25 +29,20 @@ func contractReview(w io.Writer, assembly string, templates map[string]map[strin
 		fmt.Fprintln(w, "  "+c)
 	}
 	consumers, producers := map[string][]string{}, map[string][]string{}
-	for _, stack := range slices.Sorted(maps.Keys(templates)) {
-		res, _ := templates[stack]["Resources"].(map[string]any)
-		for _, id := range slices.Sorted(maps.Keys(res)) {
-			r, _ := res[id].(map[string]any)
-			md, _ := r["Metadata"].(map[string]any)
-			for key, into := range map[string]map[string][]string{synthesized.MetadataAccepts: consumers, synthesized.MetadataProduces: producers} {
-				ds, _ := md[key].([]any)
-				for _, d := range ds {
-					dm, _ := d.(map[string]any)
-					typ, _ := dm["type"].(string)
-					into[typ] = append(into[typ], fmt.Sprintf("%s %s (versions %v)", stack, id, dm["versions"]))
-				}
+	for _, r := range app.Resources("") {
+		for key, into := range map[string]map[string][]string{synthesized.MetadataAccepts: consumers, synthesized.MetadataProduces: producers} {
+			ds, _ := r.Metadata[key].([]any)
+			for _, d := range ds {
+				dm, _ := d.(map[string]any)
+				typ, _ := dm["type"].(string)
+				into[typ] = append(into[typ], fmt.Sprintf("%s %s (versions %v)", r.Stack, r.LogicalID, dm["versions"]))
 			}
 		}
 	}
 	for _, typ := range slices.Sorted(maps.Keys(producers)) {
 		fmt.Fprintf(w, "  %s\n    produced by %s\n    consumed by %s\n", typ, strings.Join(producers[typ], "; "), strings.Join(orNone(consumers[typ]), "; "))
 	}
-	order, err := deployOrder(assembly)
+	order, err := deployOrder(app)
 	if err != nil {
 		return err
 	}
@@ -99,49 +90,23 @@ func changedSchemas() ([]string, error) {
 	return files, nil
 }
 
-// deployOrder sorts the assembly's stacks so that every stack follows the
+// deployOrder sorts the app's stacks so that every stack follows the
 // stacks it depends on (ties by name).
-func deployOrder(assembly string) ([]string, error) {
-	raw, err := os.ReadFile(filepath.Join(assembly, "manifest.json"))
-	if err != nil {
-		return nil, err
-	}
-	var m struct {
-		Artifacts map[string]struct {
-			Type         string   `json:"type"`
-			Dependencies []string `json:"dependencies"`
-		} `json:"artifacts"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	deps := map[string][]string{}
-	for id, a := range m.Artifacts {
-		if a.Type != "aws:cloudformation:stack" {
-			continue
-		}
-		deps[id] = nil
-		for _, d := range a.Dependencies {
-			if m.Artifacts[d].Type == "aws:cloudformation:stack" {
-				deps[id] = append(deps[id], d)
-			}
-		}
-	}
+func deployOrder(app *synthesized.App) ([]string, error) {
 	var order []string
 	done := map[string]bool{}
-	for len(order) < len(deps) {
+	for len(order) < len(app.Stacks) {
 		var ready []string
-		for id, ds := range deps {
-			if !done[id] && !slices.ContainsFunc(ds, func(d string) bool { return !done[d] }) {
-				ready = append(ready, id)
+		for _, s := range app.StackNames() {
+			if !done[s] && !slices.ContainsFunc(app.StackNames(), func(d string) bool { return !done[d] && app.DependsOn(s, d) }) {
+				ready = append(ready, s)
 			}
 		}
 		if len(ready) == 0 {
 			return nil, fmt.Errorf("the stacks' dependencies have a cycle")
 		}
-		sort.Strings(ready)
-		for _, id := range ready {
-			done[id] = true
+		for _, s := range ready {
+			done[s] = true
 		}
 		order = append(order, ready...)
 	}

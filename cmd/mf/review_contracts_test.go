@@ -1,24 +1,26 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 func TestDeployOrderPutsDependenciesFirst(t *testing.T) {
-	dir := t.TempDir()
-	manifest := `{"artifacts":{
-	  "P-Outbox":{"type":"aws:cloudformation:stack","dependencies":["P-Platform","P-OrderFlow","P-Outbox.assets"]},
-	  "P-OrderFlow":{"type":"aws:cloudformation:stack","dependencies":["P-Messaging","P-Platform"]},
-	  "P-Messaging":{"type":"aws:cloudformation:stack","dependencies":["P-Platform"]},
-	  "P-Platform":{"type":"aws:cloudformation:stack"},
-	  "P-Outbox.assets":{"type":"cdk:asset-manifest"}}}`
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
+	app := synthesized.New("p", "123456789012", "eu-west-1")
+	for stack, deps := range map[string][]string{
+		"P-Outbox":    {"P-Platform", "P-OrderFlow"},
+		"P-OrderFlow": {"P-Messaging", "P-Platform"},
+		"P-Messaging": {"P-Platform"},
+		"P-Platform":  nil,
+	} {
+		if err := app.Add(stack, []byte(`{"Resources": {}}`)); err != nil {
+			t.Fatal(err)
+		}
+		app.Stacks[stack].DependsOn = deps
 	}
-	got, err := deployOrder(dir)
+	got, err := deployOrder(app)
 	if err != nil {
 		t.Fatal(err)
 	}

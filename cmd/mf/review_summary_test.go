@@ -3,21 +3,26 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/mercadofresco/integration/config"
+	"github.com/mercadofresco/integration/synthesized"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mercadofresco/integration/cmd/mf/cost"
-	"github.com/mercadofresco/integration/internal/snapshot"
 )
 
 // snapshots reads the committed templates of env (what make review
 // compares with), keyed by stack name.
 func snapshots(t *testing.T, env string) map[string]map[string]any {
 	t.Helper()
-	out, err := snapshot.Load(filepath.Join("..", "..", "test", "testdata", "snapshots"), env)
+	app, err := synthesized.LoadEnv(filepath.Join("..", "..", "test", "testdata", "snapshots"), env)
 	if err != nil {
 		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for name, s := range app.Stacks {
+		out[name] = s.Template
 	}
 	return out
 }
@@ -49,12 +54,19 @@ func resource(t *testing.T, tpls map[string]map[string]any, stack, typ, nameIs s
 func review(t *testing.T, env string, before, after map[string]map[string]any) (states, summary string) {
 	t.Helper()
 	changes := diffTemplates(before, after)
-	raws := func(m map[string]map[string]any) map[string][]byte {
-		out := map[string][]byte{}
+	cfg, err := config.Lookup(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := func(m map[string]map[string]any) *synthesized.App {
+		a := synthesized.New(env, cfg.Account, cfg.Region)
 		for k, v := range m {
-			out[k], _ = json.Marshal(v)
+			raw, _ := json.Marshal(v)
+			if err := a.Add(k, raw); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return out
+		return a
 	}
 	u, err := cost.DefaultUsage()
 	if err != nil {
@@ -64,15 +76,7 @@ func review(t *testing.T, env string, before, after map[string]map[string]any) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := cost.FromTemplates(env, "", raws(before))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := cost.FromTemplates(env, "", raws(after))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := cost.CompareTemplates(b, a, u, p)
+	d, err := cost.CompareTemplates(app(before), app(after), u, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/internal/snapshot"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // The recipes of docs/CONVENTIONS.md, checked on the committed snapshots
@@ -19,9 +19,13 @@ const snapshotDir = "../../test/testdata/snapshots"
 // templates reads the snapshots of env, by stack name.
 func templates(t *testing.T, env string) map[string]map[string]any {
 	t.Helper()
-	out, err := snapshot.Load(snapshotDir, env)
+	app, err := synthesized.LoadEnv(snapshotDir, env)
 	if err != nil {
 		t.Fatalf("%v: run make snapshots (docs/CONVENTIONS.md#recipe-add-an-environment)", err)
+	}
+	out := map[string]map[string]any{}
+	for name, s := range app.Stacks {
+		out[name] = s.Template
 	}
 	return out
 }

@@ -23,7 +23,7 @@ func (m *model) detail(service, item, format string, a ...any) {
 
 // chargeMessaging prices SQS, SNS, EventBridge and Step Functions.
 func (m *model) chargeMessaging() {
-	for _, q := range m.t.App.Resources("AWS::SQS::Queue") {
+	for _, q := range m.app.Resources("AWS::SQS::Queue") {
 		key, item := "sqs.request.standard", "requests, standard queues"
 		if prop[bool](q, "FifoQueue") {
 			key, item = "sqs.request.fifo", "requests, FIFO queues"
@@ -33,12 +33,12 @@ func (m *model) chargeMessaging() {
 		}
 	}
 	mappings, pollers := 0, m.u.SQS.ESMIdlePollers
-	for _, esm := range m.t.App.Resources("AWS::Lambda::EventSourceMapping") {
+	for _, esm := range m.app.Resources("AWS::Lambda::EventSourceMapping") {
 		if e, ok := esm.Prop("Enabled").(bool); ok && !e {
 			continue
 		}
-		q, ok := m.find(esm.Stack, esm.Prop("EventSourceArn"))
-		if !ok || q.Type != "AWS::SQS::Queue" {
+		q := m.app.Find(esm.Stack, esm.Prop("EventSourceArn"))
+		if q == nil || q.Type != "AWS::SQS::Queue" {
 			continue
 		}
 		mappings++
@@ -51,17 +51,17 @@ func (m *model) chargeMessaging() {
 	if mappings > 0 {
 		m.detail("Amazon SQS", "idle long polls of the event source mappings", "%d mappings × %g pollers × one %gs poll", mappings, pollers, m.u.SQS.LongPollSeconds)
 	}
-	for _, t := range m.t.App.Resources("AWS::SNS::Topic") {
+	for _, t := range m.app.Resources("AWS::SNS::Topic") {
 		if n := m.publishes[t]; n.total() > 0 {
 			m.charge("Amazon SNS", "publishes", "sns.publish", n, "SNS")
 		}
 	}
-	for _, b := range m.t.App.Resources("AWS::Events::EventBus") {
+	for _, b := range m.app.Resources("AWS::Events::EventBus") {
 		if n := m.busEvents[b]; n.total() > 0 {
-			m.charge("Amazon EventBridge", "custom events on "+m.t.Label(b), "events.custom", n, "EventBridge")
+			m.charge("Amazon EventBridge", "custom events on "+m.label(b), "events.custom", n, "EventBridge")
 		}
 	}
-	for _, a := range m.t.App.Resources("AWS::Events::Archive") {
+	for _, a := range m.app.Resources("AWS::Events::Archive") {
 		gb := m.archivedKB[a].scale(1.0 / kbPerGB)
 		if gb.total() == 0 {
 			continue
@@ -70,7 +70,7 @@ func (m *model) chargeMessaging() {
 		months := num(a.Prop("RetentionDays")) / 30.4375
 		if months == 0 {
 			months = 12
-			m.note("%s keeps events forever: its storage counts one year of them", m.t.Label(a))
+			m.note("%s keeps events forever: its storage counts one year of them", m.label(a))
 		}
 		m.charge("Amazon EventBridge", "archive, storage", "events.archive.storage", gb.scale(months), "EventBridge")
 		m.detail("Amazon EventBridge", "archive, storage", "%.0f days of events", months*30.4375)
@@ -91,8 +91,8 @@ func (m *model) chargeMessaging() {
 // its usage entry says it does per message.
 func (m *model) chargeFunctions() {
 	m.tableReq = map[string][2]vol{}
-	for _, fn := range m.t.App.Resources("AWS::Lambda::Function") {
-		label := m.t.Label(fn)
+	for _, fn := range m.app.Resources("AWS::Lambda::Function") {
+		label := m.label(fn)
 		fu, ok := m.u.Functions[label]
 		if !ok {
 			m.fail("function %s has no entry in the usage model (functions): say what one invocation costs, or deploy_only", label)
@@ -151,8 +151,8 @@ func (m *model) fixedOrOrder(v vol) string {
 }
 
 func (m *model) hasTable(label string) bool {
-	for _, t := range m.t.App.Resources("AWS::DynamoDB::Table") {
-		if m.t.Label(t) == label {
+	for _, t := range m.app.Resources("AWS::DynamoDB::Table") {
+		if m.label(t) == label {
 			return true
 		}
 	}
@@ -164,21 +164,21 @@ func (m *model) functionLogGroup(fn *synthesized.Resource) string {
 	if lc, _ := fn.Prop("LoggingConfig").(map[string]any); lc["LogGroup"] != nil {
 		if ref, ok := lc["LogGroup"].(map[string]any); ok {
 			if id, ok := ref["Ref"].(string); ok {
-				if lg, ok := m.t.App.Resource(fn.Stack, id); ok {
-					return m.t.Label(lg)
+				if lg, ok := m.app.Resource(fn.Stack, id); ok {
+					return m.label(lg)
 				}
 			}
 		}
 	}
-	name, _ := m.t.resolveString(fn.Stack, map[string]any{"Ref": fn.LogicalID})
+	name := m.app.String(fn.Stack, map[string]any{"Ref": fn.LogicalID})
 	return "/aws/lambda/" + name
 }
 
 // chargeData prices DynamoDB, Aurora, RDS Proxy and ElastiCache.
 func (m *model) chargeData() {
 	hours := m.u.HoursPerMonth
-	for _, t := range m.t.App.Resources("AWS::DynamoDB::Table") {
-		label := m.t.Label(t)
+	for _, t := range m.app.Resources("AWS::DynamoDB::Table") {
+		label := m.label(t)
 		tu := m.u.Tables[label]
 		layer := ""
 		if tu.Messaging {
@@ -207,12 +207,12 @@ func (m *model) chargeData() {
 			}
 		}
 	}
-	for _, c := range m.t.App.Resources("AWS::RDS::DBCluster") {
-		label := m.t.Label(c)
+	for _, c := range m.app.Resources("AWS::RDS::DBCluster") {
+		label := m.label(c)
 		scaling, _ := c.Prop("ServerlessV2ScalingConfiguration").(map[string]any)
 		minACU := num(scaling["MinCapacity"])
 		instances := 0
-		for _, i := range m.t.App.Resources("AWS::RDS::DBInstance") {
+		for _, i := range m.app.Resources("AWS::RDS::DBInstance") {
 			if ref, _ := i.Prop("DBClusterIdentifier").(map[string]any); i.Stack == c.Stack && ref["Ref"] == c.LogicalID {
 				if prop[string](i, "DBInstanceClass") != "db.serverless" {
 					m.fail("%s: instance class %s: the model prices Aurora Serverless v2 only", label, prop[string](i, "DBInstanceClass"))
@@ -226,7 +226,7 @@ func (m *model) chargeData() {
 		m.detail("Amazon Aurora", "Serverless v2 capacity at its minimum", "%d instance(s) × %g ACU × %g h", instances, minACU, hours)
 		m.charge("Amazon Aurora", "storage", "aurora.storage", vol{fixed: m.u.Aurora.StorageGB}, "")
 		m.charge("Amazon Aurora", "I/O", "aurora.io", perOrder(m.orders, m.u.Aurora.IOPerOrder), "")
-		for _, p := range m.t.App.Resources("AWS::RDS::DBProxy") {
+		for _, p := range m.app.Resources("AWS::RDS::DBProxy") {
 			if !m.proxyTargets(p, c) {
 				continue
 			}
@@ -235,20 +235,20 @@ func (m *model) chargeData() {
 			m.detail("Amazon RDS Proxy", "capacity", "the target's ACUs, at least 8: %g ACU × %g h", acu, hours)
 		}
 	}
-	for _, c := range m.t.App.Resources("AWS::ElastiCache::ServerlessCache") {
+	for _, c := range m.app.Resources("AWS::ElastiCache::ServerlessCache") {
 		gb := math.Max(0.1, m.u.Cache.StorageGB)
 		m.charge("Amazon ElastiCache", "Serverless storage (metered minimum 0.1 GB)", "elasticache."+prop[string](c, "Engine")+".storage", vol{fixed: gb * hours}, "")
 		if m.ecpu.total() > 0 {
 			m.charge("Amazon ElastiCache", "ECPUs", "elasticache."+prop[string](c, "Engine")+".ecpu", m.ecpu, "")
 		}
 	}
-	if len(m.t.App.Resources("AWS::ElastiCache::ServerlessCache")) == 0 && m.ecpu.total() > 0 {
+	if len(m.app.Resources("AWS::ElastiCache::ServerlessCache")) == 0 && m.ecpu.total() > 0 {
 		m.note("the usage model has cache ECPUs but the templates have no serverless cache")
 	}
 }
 
 func (m *model) proxyTargets(proxy, cluster *synthesized.Resource) bool {
-	for _, tg := range m.t.App.Resources("AWS::RDS::DBProxyTargetGroup") {
+	for _, tg := range m.app.Resources("AWS::RDS::DBProxyTargetGroup") {
 		if tg.Stack != proxy.Stack {
 			continue
 		}
@@ -269,7 +269,7 @@ func (m *model) proxyTargets(proxy, cluster *synthesized.Resource) bool {
 // endpoints and internet egress.
 func (m *model) chargeNetwork() {
 	hours := m.u.HoursPerMonth
-	if n := len(m.t.App.Resources("AWS::EC2::NatGateway")); n > 0 {
+	if n := len(m.app.Resources("AWS::EC2::NatGateway")); n > 0 {
 		m.charge("Amazon VPC", "NAT gateways", "vpc.nat.hour", vol{fixed: float64(n) * hours}, "")
 		m.detail("Amazon VPC", "NAT gateways", "%d × %g h", n, hours)
 		if m.natGB.total() > 0 {
@@ -278,12 +278,12 @@ func (m *model) chargeNetwork() {
 	} else if m.natGB.total() > 0 {
 		m.note("functions in a VPC send data to the internet, but the templates have no NAT gateway")
 	}
-	if n := len(m.t.App.Resources("AWS::EC2::EIP")); n > 0 {
+	if n := len(m.app.Resources("AWS::EC2::EIP")); n > 0 {
 		m.charge("Amazon VPC", "public IPv4 addresses", "vpc.ipv4.hour", vol{fixed: float64(n) * hours}, "")
 		m.detail("Amazon VPC", "public IPv4 addresses", "%d × %g h", n, hours)
 	}
 	azHours, endpoints := 0.0, 0
-	for _, e := range m.t.App.Resources("AWS::EC2::VPCEndpoint") {
+	for _, e := range m.app.Resources("AWS::EC2::VPCEndpoint") {
 		if prop[string](e, "VpcEndpointType") != "Interface" {
 			continue
 		}
@@ -308,10 +308,10 @@ func (m *model) chargeNetwork() {
 // events of the sent emails that a rule of the default bus logs (and
 // prices the emails).
 func (m *model) logSources() {
-	for _, f := range m.t.App.Resources("AWS::EC2::FlowLog") {
+	for _, f := range m.app.Resources("AWS::EC2::FlowLog") {
 		if id, ok := f.Prop("LogGroupName").(map[string]any); ok {
-			if lg, ok := m.t.App.Resource(f.Stack, fmt.Sprint(id["Ref"])); ok {
-				m.logKB[m.t.Label(lg)] = m.logKB[m.t.Label(lg)].add(vol{fixed: m.u.Logs.FlowLogsGB * kbPerGB})
+			if lg, ok := m.app.Resource(f.Stack, fmt.Sprint(id["Ref"])); ok {
+				m.logKB[m.label(lg)] = m.logKB[m.label(lg)].add(vol{fixed: m.u.Logs.FlowLogsGB * kbPerGB})
 			}
 		}
 	}
@@ -322,8 +322,8 @@ func (m *model) logSources() {
 	}
 	if m.emails.total() > 0 {
 		m.charge("Amazon SES", "emails", "ses.email", m.emails, "")
-		for _, r := range m.t.App.Resources("AWS::Events::Rule") {
-			if bus, _ := m.t.resolveString(r.Stack, r.Prop("EventBusName")); bus != "" && bus != "default" {
+		for _, r := range m.app.Resources("AWS::Events::Rule") {
+			if bus := m.app.String(r.Stack, r.Prop("EventBusName")); bus != "" && bus != "default" {
 				continue
 			}
 			pat, _ := json.Marshal(r.Prop("EventPattern"))
@@ -336,13 +336,13 @@ func (m *model) logSources() {
 
 // chargeSecurity prices KMS keys and requests and Secrets Manager.
 func (m *model) chargeSecurity() {
-	if n := len(m.t.App.Resources("AWS::KMS::Key")); n > 0 {
+	if n := len(m.app.Resources("AWS::KMS::Key")); n > 0 {
 		m.charge("AWS KMS", "customer managed keys", "kms.key", vol{fixed: float64(n)}, "")
 	}
 	cache := m.u.KMSCacheSeconds
 	reqs := vol{}
 	periods := func(v vol, seconds float64) vol { return v.min(m.secs / seconds).scale(2) }
-	for _, q := range m.t.App.Resources("AWS::SQS::Queue") {
+	for _, q := range m.app.Resources("AWS::SQS::Queue") {
 		if q.Prop("KmsMasterKeyId") != nil {
 			s := num(q.Prop("KmsDataKeyReusePeriodSeconds"))
 			if s == 0 {
@@ -351,15 +351,15 @@ func (m *model) chargeSecurity() {
 			reqs = reqs.add(periods(m.queueSends[q], s))
 		}
 	}
-	for _, t := range m.t.App.Resources("AWS::SNS::Topic") {
+	for _, t := range m.app.Resources("AWS::SNS::Topic") {
 		if t.Prop("KmsMasterKeyId") != nil {
 			reqs = reqs.add(periods(m.publishes[t], cache))
 		}
 	}
-	for _, t := range m.t.App.Resources("AWS::DynamoDB::Table") {
+	for _, t := range m.app.Resources("AWS::DynamoDB::Table") {
 		if sse, _ := t.Prop("SSESpecification").(map[string]any); sse["SSEType"] == "KMS" {
-			r := m.tableReq[m.t.Label(t)]
-			reqs = reqs.add(periods(r[0].add(r[1]).add(perOrder(m.orders, m.u.Tables[m.t.Label(t)].WRUPerOrder)), cache))
+			r := m.tableReq[m.label(t)]
+			reqs = reqs.add(periods(r[0].add(r[1]).add(perOrder(m.orders, m.u.Tables[m.label(t)].WRUPerOrder)), cache))
 		}
 	}
 	for label, kb := range m.logKB {
@@ -367,12 +367,12 @@ func (m *model) chargeSecurity() {
 			reqs = reqs.add(periods(kb, cache))
 		}
 	}
-	for _, b := range m.t.App.Resources("AWS::Events::EventBus") {
+	for _, b := range m.app.Resources("AWS::Events::EventBus") {
 		if b.Prop("KmsKeyIdentifier") != nil {
 			reqs = reqs.add(periods(m.busEvents[b], cache))
 		}
 	}
-	for _, sm := range m.t.App.Resources("AWS::StepFunctions::StateMachine") {
+	for _, sm := range m.app.Resources("AWS::StepFunctions::StateMachine") {
 		if ec, _ := sm.Prop("EncryptionConfiguration").(map[string]any); ec["Type"] == "CUSTOMER_MANAGED_KMS_KEY" {
 			reqs = reqs.add(periods(m.execs[sm], cache))
 		}
@@ -381,8 +381,8 @@ func (m *model) chargeSecurity() {
 	if reqs.total() > 0 {
 		m.charge("AWS KMS", "requests", "kms.request", reqs, "")
 	}
-	secrets := len(m.t.App.Resources("AWS::SecretsManager::Secret"))
-	connections := len(m.t.App.Resources("AWS::Events::Connection"))
+	secrets := len(m.app.Resources("AWS::SecretsManager::Secret"))
+	connections := len(m.app.Resources("AWS::Events::Connection"))
 	if secrets+connections > 0 {
 		m.charge("AWS Secrets Manager", "secrets", "secretsmanager.secret", vol{fixed: float64(secrets + connections)}, "")
 		m.detail("AWS Secrets Manager", "secrets", "%d, and %d that EventBridge keeps for its API destination connections", secrets, connections)
@@ -427,7 +427,7 @@ func alarmedMetrics(a *synthesized.Resource) []alarmedMetric {
 func (m *model) chargeMonitoring() {
 	metrics := map[string]bool{}
 	std, high := 0.0, 0.0
-	for _, a := range m.t.App.Resources("AWS::CloudWatch::Alarm") {
+	for _, a := range m.app.Resources("AWS::CloudWatch::Alarm") {
 		for _, am := range alarmedMetrics(a) {
 			customMetric(metrics, am.namespace, am.name, am.dimensions)
 			if am.highResolution {
@@ -444,10 +444,10 @@ func (m *model) chargeMonitoring() {
 	if high > 0 {
 		m.charge("Amazon CloudWatch", "alarms, high resolution", "cloudwatch.alarm.highres", vol{fixed: high}, "")
 	}
-	if n := len(m.t.App.Resources("AWS::CloudWatch::CompositeAlarm")); n > 0 {
+	if n := len(m.app.Resources("AWS::CloudWatch::CompositeAlarm")); n > 0 {
 		m.charge("Amazon CloudWatch", "composite alarms", "cloudwatch.alarm.composite", vol{fixed: float64(n)}, "")
 	}
-	if n := len(m.t.App.Resources("AWS::CloudWatch::Dashboard")); n > 0 {
+	if n := len(m.app.Resources("AWS::CloudWatch::Dashboard")); n > 0 {
 		m.charge("Amazon CloudWatch", "dashboards", "cloudwatch.dashboard", vol{fixed: float64(n)}, "")
 	}
 	if len(metrics) > 0 {
@@ -470,7 +470,7 @@ func (m *model) chargeMonitoring() {
 		m.charge("Amazon CloudWatch", "logs ingested", "logs.ingest", ingest, "")
 		m.charge("Amazon CloudWatch", "logs stored (at each group's retention)", "logs.storage", stored, "")
 	}
-	for _, sm := range m.t.App.Resources("AWS::StepFunctions::StateMachine") {
+	for _, sm := range m.app.Resources("AWS::StepFunctions::StateMachine") {
 		if tc, _ := sm.Prop("TracingConfiguration").(map[string]any); tc["Enabled"] == true {
 			m.traces = m.traces.add(m.execs[sm])
 		}

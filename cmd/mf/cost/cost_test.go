@@ -14,9 +14,9 @@ import (
 	"github.com/mercadofresco/integration/synthesized"
 )
 
-func fixture(t *testing.T) (*Templates, *Usage, *Prices) {
+func fixture(t *testing.T) (*synthesized.App, *Usage, *Prices) {
 	t.Helper()
-	tpl, err := Load(filepath.Join("testdata", "app"), "test")
+	tpl, err := synthesized.LoadEnv(filepath.Join("testdata", "app"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,20 +122,20 @@ func TestComputeFollowsTheTemplatesRoutes(t *testing.T) {
 func TestCompareTemplatesPricesOneNatGatewayLess(t *testing.T) {
 	before, u, p := fixture(t)
 	dir := t.TempDir()
-	for _, name := range []string{"Fx-Base-test", "Fx-Flow-test"} {
-		raw, err := os.ReadFile(filepath.Join("testdata", "app", name+".template.json"))
+	for _, name := range []string{"Fx-Base-test.template.json", "Fx-Flow-test.template.json", "manifest.json"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "app", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if name == "Fx-Base-test" {
+		if name == "Fx-Base-test.template.json" {
 			raw = bytes.Replace(raw, []byte(`"Nat2": {"Type": "AWS::EC2::NatGateway"`), []byte(`"Nat2": {"Type": "AWS::EC2::Route"`), 1)
 			raw = bytes.Replace(raw, []byte(`"Eip2": {"Type": "AWS::EC2::EIP"`), []byte(`"Eip2": {"Type": "AWS::EC2::Route"`), 1)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name+".template.json"), raw, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	after, err := Load(dir, "test")
+	after, err := synthesized.LoadEnv(dir, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,19 +214,21 @@ func TestWalkCountsTransitions(t *testing.T) {
 		"OK": map[string]any{"Type": "Succeed"},
 		"F":  map[string]any{"Type": "Fail"},
 	}}
-	happy, err := walk(def, 4, false)
+	a := &synthesized.Edge{Kind: synthesized.Task, State: "A", Settings: def["States"].(map[string]any)["A"].(map[string]any)}
+	tasks := map[string]*synthesized.Edge{"A": a}
+	happy, err := walk(def, tasks, 4, false)
 	if err != nil || happy.transitions != 1+1+2+1+1+4+1 {
 		t.Errorf("happy path: %v transitions, %v", happy.transitions, err)
 	}
-	if len(happy.effects) != 1 || happy.firstLambda != "arn:aws:lambda:eu-west-1:1:function:a" {
+	if len(happy.effects) != 1 || happy.firstLambda != a {
 		t.Errorf("effects %+v", happy.effects)
 	}
-	declined, err := walk(def, 4, true)
+	declined, err := walk(def, tasks, 4, true)
 	if err != nil || declined.transitions != 2 {
 		t.Errorf("declined path: %v transitions, %v", declined.transitions, err)
 	}
 	loop := map[string]any{"StartAt": "A", "States": map[string]any{"A": map[string]any{"Type": "Pass", "Next": "A"}}}
-	if _, err := walk(loop, 1, false); err == nil {
+	if _, err := walk(loop, tasks, 1, false); err == nil {
 		t.Error("a loop was walked")
 	}
 }

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"fmt"
+	"github.com/mercadofresco/integration/synthesized"
 	"math"
 )
 
@@ -54,7 +55,7 @@ func Compare(before, after *Estimate) Delta {
 // CompareTemplates estimates both sets of templates with the same usage
 // and prices and compares them: the monthly delta of a change, for a
 // review (`make review` can call it with the snapshots as before).
-func CompareTemplates(before, after *Templates, u *Usage, p *Prices) (Delta, error) {
+func CompareTemplates(before, after *synthesized.App, u *Usage, p *Prices) (Delta, error) {
 	b, err := Compute(before, u, p)
 	if err != nil {
 		return Delta{}, fmt.Errorf("before: %w", err)

@@ -108,7 +108,7 @@ const maxDepth = 12
 
 // model holds one estimate's state while it is computed.
 type model struct {
-	t      *Templates
+	app    *synthesized.App
 	u      *Usage
 	p      *Prices
 	orders float64
@@ -117,8 +117,6 @@ type model struct {
 	errs   []error
 	notes  []string
 
-	byRef map[string]*synthesized.Resource // ARNs, URLs and names of routable resources
-
 	queueSends  map[*synthesized.Resource]vol // messages (64 KB chunks) sent
 	queueKB     map[*synthesized.Resource]float64
 	fnInv       map[*synthesized.Resource]vol // invocations
@@ -126,10 +124,10 @@ type model struct {
 	fnInTrace   map[*synthesized.Resource]vol // invocations inside a traced execution
 	execs       map[*synthesized.Resource]vol
 	publishes   map[*synthesized.Resource]vol
-	logKB       map[string]vol // per log group label
-	logGroups   map[string]*synthesized.Resource
-	busEvents   map[*synthesized.Resource]vol // custom events put, per bus
-	archivedKB  map[*synthesized.Resource]vol // per archive
+	logKB       map[string]vol                   // per log group label
+	logGroups   map[string]*synthesized.Resource // by label
+	busEvents   map[*synthesized.Resource]vol    // custom events put, per bus
+	archivedKB  map[*synthesized.Resource]vol    // per archive
 	apiDest     vol
 	pipeReqs    vol
 	endpointKB  vol
@@ -174,25 +172,27 @@ func (m *model) charge(service, item, priceKey string, q vol, layer string) {
 	l.PerOrder += q.order * p.PerUnit()
 }
 
-// Compute estimates the monthly cost of t's environment with usage u at
+// Compute estimates the monthly cost of app's environment with usage u at
 // prices p. A function of the templates without a usage entry, a table the
 // usage names but the templates lack, or a price the table lacks is an
 // error: the estimate would otherwise silently leave it out.
-func Compute(t *Templates, u *Usage, p *Prices) (*Estimate, error) {
-	u = u.forEnvironment(t.Env)
+func Compute(app *synthesized.App, u *Usage, p *Prices) (*Estimate, error) {
+	u = u.forEnvironment(app.Env)
 	m := &model{
-		t: t, u: u, p: p, orders: u.OrdersPerMonth, secs: u.HoursPerMonth * 3600,
-		lines: map[string]*Line{}, byRef: map[string]*synthesized.Resource{},
+		app: app, u: u, p: p, orders: u.OrdersPerMonth, secs: u.HoursPerMonth * 3600,
+		lines:      map[string]*Line{},
 		queueSends: map[*synthesized.Resource]vol{}, queueKB: map[*synthesized.Resource]float64{},
 		fnInv: map[*synthesized.Resource]vol{}, fnMsgs: map[*synthesized.Resource]vol{}, fnInTrace: map[*synthesized.Resource]vol{},
 		execs: map[*synthesized.Resource]vol{}, publishes: map[*synthesized.Resource]vol{},
 		logKB: map[string]vol{}, logGroups: map[string]*synthesized.Resource{},
 		busEvents: map[*synthesized.Resource]vol{}, archivedKB: map[*synthesized.Resource]vol{},
 	}
-	if t.App.Region != p.Region {
-		m.fail("the templates deploy to %s, the price table is of %s", t.App.Region, p.Region)
+	if app.Region != p.Region {
+		m.fail("the templates deploy to %s, the price table is of %s", app.Region, p.Region)
 	}
-	m.index()
+	for _, lg := range app.Resources("AWS::Logs::LogGroup") {
+		m.logGroups[m.label(lg)] = lg
+	}
 	m.routeBusEvents()
 	m.routeSchedules()
 	m.chargeMessaging()
@@ -206,7 +206,7 @@ func Compute(t *Templates, u *Usage, p *Prices) (*Estimate, error) {
 	if err := errors.Join(m.errs...); err != nil {
 		return nil, err
 	}
-	e := &Estimate{Env: t.Env, Stacks: len(t.App.Stacks), Orders: m.orders, Prices: p, Usage: u,
+	e := &Estimate{Env: app.Env, Stacks: len(app.Stacks), Orders: m.orders, Prices: p, Usage: u,
 		TransitionsPerExecution: m.tpe, Unpriced: unpriced, Notes: m.notes}
 	for _, k := range slices.Sorted(maps.Keys(m.lines)) {
 		if l := m.lines[k]; l.Monthly() > 0 || l.Quantity > 0 {
@@ -215,43 +215,6 @@ func Compute(t *Templates, u *Usage, p *Prices) (*Estimate, error) {
 	}
 	slices.SortStableFunc(e.Lines, func(a, b Line) int { return serviceRank(a.Service) - serviceRank(b.Service) })
 	return e, nil
-}
-
-// index maps the ARNs, URLs and names of the resources messages can be
-// routed to.
-func (m *model) index() {
-	for _, typ := range []string{"AWS::SQS::Queue", "AWS::SNS::Topic", "AWS::Lambda::Function", "AWS::StepFunctions::StateMachine",
-		"AWS::Events::ApiDestination", "AWS::Logs::LogGroup", "AWS::Events::EventBus"} {
-		for _, r := range m.t.App.Resources(typ) {
-			arn, err := m.t.arnOf(r)
-			if err != nil {
-				m.errs = append(m.errs, err)
-				continue
-			}
-			m.byRef[arn] = r
-			if typ == "AWS::Logs::LogGroup" {
-				m.byRef[strings.TrimSuffix(arn, ":*")] = r
-				m.logGroups[m.t.Label(r)] = r
-			}
-			if typ == "AWS::SQS::Queue" || typ == "AWS::Lambda::Function" || typ == "AWS::Events::EventBus" {
-				ref, err := m.t.resolveString(r.Stack, map[string]any{"Ref": r.LogicalID})
-				if err == nil {
-					m.byRef[ref] = r
-				}
-			}
-		}
-	}
-}
-
-// find is the routable resource a property value names.
-func (m *model) find(stack string, v any) (*synthesized.Resource, bool) {
-	s, err := m.t.resolveString(stack, v)
-	if err != nil {
-		m.errs = append(m.errs, err)
-		return nil, false
-	}
-	r, ok := m.byRef[s]
-	return r, ok
 }
 
 func prop[T any](r *synthesized.Resource, name string) T {
@@ -276,7 +239,7 @@ func chunks(kb float64) float64 { return math.Max(1, math.Ceil(kb/64)) }
 
 func (m *model) unpriced() map[string]int {
 	out := map[string]int{}
-	for _, tpl := range m.t.App.Stacks {
+	for _, tpl := range m.app.Stacks {
 		for _, r := range tpl.Resources {
 			if !priced[r.Type] && !free[r.Type] && !strings.HasPrefix(r.Type, "Custom::") {
 				out[r.Type]++

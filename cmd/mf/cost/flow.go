@@ -6,13 +6,12 @@ import (
 	"strings"
 
 	"github.com/mercadofresco/integration/synthesized"
-	"github.com/mercadofresco/integration/synthesized/eventpattern"
 )
 
 // routeBusEvents puts the usage model's events on the environment's custom
 // bus and follows each through the rules whose patterns match it.
 func (m *model) routeBusEvents() {
-	buses := m.t.App.Resources("AWS::Events::EventBus")
+	buses := m.app.Resources("AWS::Events::EventBus")
 	if len(buses) != 1 {
 		if len(m.u.BusEvents) > 0 && len(buses) == 0 {
 			m.note("no custom event bus in the templates: the usage model's bus events are not routed")
@@ -24,7 +23,7 @@ func (m *model) routeBusEvents() {
 	bus := buses[0]
 	for _, ev := range m.u.BusEvents {
 		n := perOrder(m.orders, ev.PerOrder)
-		event := map[string]any{"account": m.t.App.Account, "region": m.t.App.Region}
+		event := map[string]any{"account": m.app.Account, "region": m.app.Region}
 		for k, v := range ev.Event {
 			event[k] = v
 		}
@@ -41,25 +40,15 @@ func (m *model) routeBusEvents() {
 // the targets of every rule of the bus that matches.
 func (m *model) putEvents(bus *synthesized.Resource, event map[string]any, n vol, kb float64, depth int) {
 	m.busEvents[bus] = m.busEvents[bus].add(n.scale(chunks(kb)))
-	busName, _ := m.t.resolveString(bus.Stack, map[string]any{"Ref": bus.LogicalID})
-	for _, a := range m.t.App.Resources("AWS::Events::Archive") {
-		src, _ := m.t.resolveString(a.Stack, a.Prop("SourceArn"))
-		if !strings.HasSuffix(src, "event-bus/"+busName) {
-			continue
-		}
-		if m.matches(a, a.Prop("EventPattern"), event) {
+	for _, a := range m.app.Resources("AWS::Events::Archive") {
+		if m.app.Find(a.Stack, a.Prop("SourceArn")) == bus && m.matches(a, a.Prop("EventPattern"), event) {
 			m.archivedKB[a] = m.archivedKB[a].add(n.scale(kb))
 		}
 	}
-	for _, rule := range m.t.App.Resources("AWS::Events::Rule") {
-		on, _ := m.t.resolveString(rule.Stack, rule.Prop("EventBusName"))
-		if on != busName && !strings.HasSuffix(on, "event-bus/"+busName) {
-			continue
+	for _, e := range m.app.From(bus, synthesized.RuleTarget) {
+		if e.Via.Prop("EventPattern") != nil && m.matches(e.Via, e.Via.Prop("EventPattern"), event) {
+			m.deliver(e, n, kb, depth+1)
 		}
-		if rule.Prop("EventPattern") == nil || !m.matches(rule, rule.Prop("EventPattern"), event) {
-			continue
-		}
-		m.ruleTargets(rule, n, kb, depth)
 	}
 }
 
@@ -67,25 +56,9 @@ func (m *model) matches(r *synthesized.Resource, pattern any, event map[string]a
 	if pattern == nil {
 		return true
 	}
-	resolved, err := m.t.resolve(r.Stack, pattern)
+	p, err := m.app.Pattern(r.Stack, pattern)
 	if err != nil {
-		m.errs = append(m.errs, err)
-		return false
-	}
-	obj, ok := resolved.(map[string]any)
-	if !ok {
-		var s string
-		if s, ok = resolved.(string); ok {
-			ok = json.Unmarshal([]byte(s), &obj) == nil
-		}
-	}
-	if !ok {
-		m.fail("%s: event pattern %v is not an object", m.t.Label(r), resolved)
-		return false
-	}
-	p, err := eventpattern.CompileValue(obj)
-	if err != nil {
-		m.fail("%s: %v", m.t.Label(r), err)
+		m.fail("%s: %v", m.label(r), err)
 		return false
 	}
 	// Round-trip the event so that numbers are float64, as in decoded JSON.
@@ -95,42 +68,38 @@ func (m *model) matches(r *synthesized.Resource, pattern any, event map[string]a
 	return p.MatchValue(ev)
 }
 
+// ruleTargets delivers n messages of kb to every target of rule.
 func (m *model) ruleTargets(rule *synthesized.Resource, n vol, kb float64, depth int) {
-	targets, _ := rule.Prop("Targets").([]any)
-	for _, t := range targets {
-		tm, _ := t.(map[string]any)
-		m.deliver(rule, tm["Arn"], n, kb, depth+1)
+	for _, e := range m.app.Via(rule, synthesized.RuleTarget) {
+		m.deliver(e, n, kb, depth+1)
 	}
 }
 
-// deliver sends n messages of kb from a resource of from's stack to the
-// resource v names.
-func (m *model) deliver(from *synthesized.Resource, v any, n vol, kb float64, depth int) {
+// deliver sends n messages of kb along e to its receiver.
+func (m *model) deliver(e *synthesized.Edge, n vol, kb float64, depth int) {
 	if depth > maxDepth {
-		m.fail("a route through %s is longer than %d hops: a loop", m.t.Label(from), maxDepth)
+		m.fail("a route through %s is longer than %d hops: a loop", m.label(e.Via), maxDepth)
 		return
 	}
-	to, ok := m.find(from.Stack, v)
-	if !ok {
-		s, _ := m.t.resolveString(from.Stack, v)
-		m.note("%s sends to %s, which the cost model does not follow", m.t.Label(from), s)
-		return
-	}
-	switch to.Type {
-	case "AWS::SQS::Queue":
+	switch to := e.To; {
+	case to == nil:
+		m.note("%s sends to %s, which the cost model does not follow", m.label(e.Via), e.Target)
+	case to.Type == "AWS::SQS::Queue":
 		m.sendToQueue(to, n, kb, depth)
-	case "AWS::SNS::Topic":
+	case to.Type == "AWS::SNS::Topic":
 		m.publish(to, n, kb, depth)
-	case "AWS::Lambda::Function":
+	case to.Type == "AWS::Lambda::Function":
 		m.invoke(to, n, n, false, depth)
-	case "AWS::StepFunctions::StateMachine":
+	case to.Type == "AWS::StepFunctions::StateMachine":
 		m.execute(to, n, depth)
-	case "AWS::Events::ApiDestination":
+	case to.Type == "AWS::Events::ApiDestination":
 		m.apiDest = m.apiDest.add(n)
-	case "AWS::Logs::LogGroup":
-		m.logKB[m.t.Label(to)] = m.logKB[m.t.Label(to)].add(n.scale(kb))
-	case "AWS::Events::EventBus":
+	case to.Type == "AWS::Logs::LogGroup":
+		m.logKB[m.label(to)] = m.logKB[m.label(to)].add(n.scale(kb))
+	case to.Type == "AWS::Events::EventBus":
 		m.putEvents(to, map[string]any{}, n, kb, depth)
+	default:
+		m.note("%s sends to %s, which the cost model does not follow", m.label(e.Via), e.Target)
 	}
 }
 
@@ -139,42 +108,33 @@ func (m *model) sendToQueue(q *synthesized.Resource, n vol, kb float64, depth in
 	if kb > m.queueKB[q] {
 		m.queueKB[q] = kb
 	}
-	for _, esm := range m.t.App.Resources("AWS::Lambda::EventSourceMapping") {
-		src, ok := m.find(esm.Stack, esm.Prop("EventSourceArn"))
-		if !ok || src != q {
-			continue
-		}
-		fn, ok := m.find(esm.Stack, esm.Prop("FunctionName"))
-		if !ok {
-			m.fail("%s: event source mapping to an unknown function", m.t.Label(q))
+	for _, e := range m.app.From(q, synthesized.Mapping) {
+		if e.To == nil {
+			m.fail("%s: event source mapping to an unknown function", m.label(q))
 			continue
 		}
 		batch := 1.0
-		if fu, ok := m.u.Functions[m.t.Label(fn)]; ok && fu.MessagesPerInvocation > 0 {
+		if fu, ok := m.u.Functions[m.label(e.To)]; ok && fu.MessagesPerInvocation > 0 {
 			batch = fu.MessagesPerInvocation
 		}
-		if max := num(esm.Prop("BatchSize")); max > 0 && batch > max {
+		if max := num(e.Settings["BatchSize"]); max > 0 && batch > max {
 			batch = max
 		}
 		// One ReceiveMessage and one DeleteMessageBatch per batch.
 		m.queueSends[q] = m.queueSends[q].add(n.scale(2 / batch))
-		m.invoke(fn, n.scale(1/batch), n, false, depth)
+		m.invoke(e.To, n.scale(1/batch), n, false, depth)
 	}
 }
 
 func (m *model) publish(topic *synthesized.Resource, n vol, kb float64, depth int) {
 	m.publishes[topic] = m.publishes[topic].add(n.scale(chunks(kb)))
-	for _, s := range m.t.App.Resources("AWS::SNS::Subscription") {
-		to, ok := m.find(s.Stack, s.Prop("TopicArn"))
-		if !ok || to != topic {
-			continue
+	for _, e := range m.app.From(topic, synthesized.Subscription) {
+		if e.Settings["FilterPolicy"] != nil {
+			m.note("%s: subscription filter policies are not evaluated; every message counts as delivered", m.label(topic))
 		}
-		if s.Prop("FilterPolicy") != nil {
-			m.note("%s: subscription filter policies are not evaluated; every message counts as delivered", m.t.Label(topic))
-		}
-		switch prop[string](s, "Protocol") {
+		switch e.Settings["Protocol"] {
 		case "sqs", "lambda":
-			m.deliver(s, s.Prop("Endpoint"), n, kb, depth+1)
+			m.deliver(e, n, kb, depth+1)
 		}
 	}
 }
@@ -198,7 +158,7 @@ func (m *model) invoke(fn *synthesized.Resource, inv, msgs vol, inTracedExecutio
 func (m *model) startsExecutions(fn *synthesized.Resource) []*synthesized.Resource {
 	role := roleID(fn.Prop("Role"))
 	var out []*synthesized.Resource
-	for _, pol := range m.t.App.Resources("AWS::IAM::Policy") {
+	for _, pol := range m.app.Resources("AWS::IAM::Policy") {
 		if pol.Stack != fn.Stack || !attachedTo(pol, role) {
 			continue
 		}
@@ -215,7 +175,7 @@ func (m *model) startsExecutions(fn *synthesized.Resource) []*synthesized.Resour
 				list = []any{res}
 			}
 			for _, r := range list {
-				if sm, ok := m.find(pol.Stack, r); ok && sm.Type == "AWS::StepFunctions::StateMachine" {
+				if sm := m.app.Find(pol.Stack, r); sm != nil && sm.Type == "AWS::StepFunctions::StateMachine" {
 					out = append(out, sm)
 				}
 			}
@@ -257,28 +217,29 @@ func hasAction(v any, action string) bool {
 // routeSchedules invokes the targets of EventBridge Scheduler schedules
 // and of scheduled rules, as often as their expressions say.
 func (m *model) routeSchedules() {
-	for _, s := range m.t.App.Resources("AWS::Scheduler::Schedule") {
+	for _, s := range m.app.Resources("AWS::Scheduler::Schedule") {
 		if prop[string](s, "State") == "DISABLED" {
 			continue
 		}
 		per, err := perMonth(prop[string](s, "ScheduleExpression"), m.u.HoursPerMonth)
 		if err != nil {
-			m.fail("%s: %v", m.t.Label(s), err)
+			m.fail("%s: %v", m.label(s), err)
 			continue
 		}
 		n := vol{fixed: per}
 		m.charge("Amazon EventBridge", "Scheduler invocations", "scheduler.invocation", n, "")
-		target, _ := s.Prop("Target").(map[string]any)
-		m.deliver(s, target["Arn"], n, 1, 1)
+		for _, e := range m.app.Via(s, synthesized.ScheduleTarget) {
+			m.deliver(e, n, 1, 1)
+		}
 	}
-	for _, r := range m.t.App.Resources("AWS::Events::Rule") {
+	for _, r := range m.app.Resources("AWS::Events::Rule") {
 		expr := prop[string](r, "ScheduleExpression")
 		if expr == "" || prop[string](r, "State") == "DISABLED" {
 			continue
 		}
 		per, err := perMonth(expr, m.u.HoursPerMonth)
 		if err != nil {
-			m.fail("%s: %v", m.t.Label(r), err)
+			m.fail("%s: %v", m.label(r), err)
 			continue
 		}
 		m.ruleTargets(r, vol{fixed: per}, 1, 0)
@@ -286,8 +247,8 @@ func (m *model) routeSchedules() {
 }
 
 func (m *model) hasInterfaceEndpoint(service string) bool {
-	for _, e := range m.t.App.Resources("AWS::EC2::VPCEndpoint") {
-		name, _ := m.t.resolveString(e.Stack, e.Prop("ServiceName"))
+	for _, e := range m.app.Resources("AWS::EC2::VPCEndpoint") {
+		name := m.app.String(e.Stack, e.Prop("ServiceName"))
 		if prop[string](e, "VpcEndpointType") == "Interface" && strings.HasSuffix(name, "."+service) {
 			return true
 		}

@@ -1,25 +1,22 @@
 package cost
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/mercadofresco/integration/synthesized"
 )
 
-// effect is what one state does to another resource.
+// effect is a Task state's call (a graph edge) counted count times.
 type effect struct {
-	kind   string // lambda, sns, sqs, events
-	target any    // the value naming the resource (an ARN, a URL)
-	count  float64
+	task  *synthesized.Edge
+	count float64
 }
 
 // path is one way through a definition.
 type path struct {
 	transitions float64
 	effects     []effect
-	firstLambda any // the first Lambda task's function, which retries repeat
+	firstLambda *synthesized.Edge // the first Lambda task, which retries repeat
 }
 
 // execute runs n executions of sm: the happy path for the executions that
@@ -27,22 +24,26 @@ type path struct {
 // transition (and Lambda invocation) per task retry.
 func (m *model) execute(sm *synthesized.Resource, n vol, depth int) {
 	if depth > maxDepth {
-		m.fail("a route through %s is longer than %d hops: a loop", m.t.Label(sm), maxDepth)
+		m.fail("a route through %s is longer than %d hops: a loop", m.label(sm), maxDepth)
 		return
 	}
-	def, err := m.definition(sm)
+	def, err := m.app.Definition(sm)
 	if err != nil {
 		m.errs = append(m.errs, err)
 		return
 	}
-	happy, err := walk(def, m.u.LinesPerOrder, false)
+	tasks := map[string]*synthesized.Edge{}
+	for _, e := range m.app.Via(sm, synthesized.Task) {
+		tasks[e.State] = e
+	}
+	happy, err := walk(def, tasks, m.u.LinesPerOrder, false)
 	if err != nil {
-		m.fail("%s: %v", m.t.Label(sm), err)
+		m.fail("%s: %v", m.label(sm), err)
 		return
 	}
-	declined, err := walk(def, m.u.LinesPerOrder, true)
+	declined, err := walk(def, tasks, m.u.LinesPerOrder, true)
 	if err != nil {
-		m.fail("%s: %v", m.t.Label(sm), err)
+		m.fail("%s: %v", m.label(sm), err)
 		return
 	}
 	d, r := m.u.DeclinedFraction, m.u.TaskRetriesPerExecution
@@ -55,8 +56,8 @@ func (m *model) execute(sm *synthesized.Resource, n vol, depth int) {
 		if dests, _ := logCfg["Destinations"].([]any); len(dests) > 0 {
 			d0, _ := dests[0].(map[string]any)
 			cw, _ := d0["CloudWatchLogsLogGroup"].(map[string]any)
-			if lg, ok := m.find(sm.Stack, cw["LogGroupArn"]); ok {
-				m.logKB[m.t.Label(lg)] = m.logKB[m.t.Label(lg)].add(n.scale(perExec * m.u.Logs.StateMachineKBPerTransition))
+			if lg := m.app.Find(sm.Stack, cw["LogGroupArn"]); lg != nil {
+				m.logKB[m.label(lg)] = m.logKB[m.label(lg)].add(n.scale(perExec * m.u.Logs.StateMachineKBPerTransition))
 			}
 		}
 	}
@@ -65,82 +66,27 @@ func (m *model) execute(sm *synthesized.Resource, n vol, depth int) {
 	m.effects(sm, happy.effects, n.scale(1-d), traced, depth)
 	m.effects(sm, declined.effects, n.scale(d), traced, depth)
 	if happy.firstLambda != nil && r > 0 {
-		m.effects(sm, []effect{{kind: "lambda", target: happy.firstLambda, count: 1}}, n.scale(r), traced, depth)
+		m.effects(sm, []effect{{task: happy.firstLambda, count: 1}}, n.scale(r), traced, depth)
 	}
 }
 
 func (m *model) effects(sm *synthesized.Resource, effs []effect, n vol, traced bool, depth int) {
 	for _, e := range effs {
-		k := n.scale(e.count)
-		switch e.kind {
-		case "lambda":
-			fn, ok := m.findIn(sm, e.target)
-			if !ok {
-				m.note("%s invokes %v, which the cost model does not follow", m.t.Label(sm), e.target)
-				continue
-			}
-			m.invoke(fn, k, k, traced, depth+1)
-		case "sns", "sqs", "events":
-			to, ok := m.findIn(sm, e.target)
-			if !ok {
-				m.note("%s sends to %v, which the cost model does not follow", m.t.Label(sm), e.target)
-				continue
-			}
-			switch to.Type {
-			case "AWS::SNS::Topic":
-				m.publish(to, k, 2, depth+1)
-			case "AWS::SQS::Queue":
-				m.sendToQueue(to, k, 1, depth+1)
-			case "AWS::Events::EventBus":
-				m.putEvents(to, map[string]any{}, k, 2, depth+1)
-			}
+		k, to := n.scale(e.count), e.task.To
+		switch svc := synthesized.TaskService(e.task.Settings); {
+		case to == nil:
+			verb := map[bool]string{true: "invokes", false: "sends to"}[svc == "lambda"]
+			m.note("%s %s %v, which the cost model does not follow", m.label(sm), verb, e.task.Target)
+		case svc == "lambda":
+			m.invoke(to, k, k, traced, depth+1)
+		case to.Type == "AWS::SNS::Topic":
+			m.publish(to, k, 2, depth+1)
+		case to.Type == "AWS::SQS::Queue":
+			m.sendToQueue(to, k, 1, depth+1)
+		case to.Type == "AWS::Events::EventBus":
+			m.putEvents(to, map[string]any{}, k, 2, depth+1)
 		}
 	}
-}
-
-// findIn finds a resource named by a literal of a resolved definition.
-func (m *model) findIn(sm *synthesized.Resource, v any) (*synthesized.Resource, bool) {
-	s, ok := v.(string)
-	if !ok {
-		return nil, false
-	}
-	r, ok := m.byRef[s]
-	return r, ok
-}
-
-// definition is sm's resolved Amazon States Language definition.
-func (m *model) definition(sm *synthesized.Resource) (map[string]any, error) {
-	var raw string
-	switch {
-	case sm.Prop("DefinitionString") != nil:
-		s, err := m.t.resolveString(sm.Stack, sm.Prop("DefinitionString"))
-		if err != nil {
-			return nil, err
-		}
-		raw = s
-	case sm.Prop("Definition") != nil:
-		v, err := m.t.resolve(sm.Stack, sm.Prop("Definition"))
-		if err != nil {
-			return nil, err
-		}
-		b, _ := json.Marshal(v)
-		raw = string(b)
-	default:
-		return nil, fmt.Errorf("cost: %s has no inline definition", m.t.Label(sm))
-	}
-	subs, _ := sm.Prop("DefinitionSubstitutions").(map[string]any)
-	for k, v := range subs {
-		s, err := m.t.resolveString(sm.Stack, v)
-		if err != nil {
-			return nil, err
-		}
-		raw = strings.ReplaceAll(raw, "${"+k+"}", s)
-	}
-	var def map[string]any
-	if err := json.Unmarshal([]byte(raw), &def); err != nil {
-		return nil, fmt.Errorf("cost: %s: definition: %w", m.t.Label(sm), err)
-	}
-	return def, nil
 }
 
 // maxStates bounds a walk: a path visiting more states has a loop.
@@ -151,13 +97,13 @@ const maxStates = 200
 // lines), a Parallel every branch, a Choice its Default (or its first
 // choice). With failFirst the first Task fails and its first Catch is
 // taken (a declined charge).
-func walk(def map[string]any, items float64, failFirst bool) (path, error) {
+func walk(def map[string]any, tasks map[string]*synthesized.Edge, items float64, failFirst bool) (path, error) {
 	var p path
-	err := walkInto(def, items, 1, &failFirst, &p)
+	err := walkInto(def, tasks, items, 1, &failFirst, &p)
 	return p, err
 }
 
-func walkInto(def map[string]any, items, mult float64, failFirst *bool, p *path) error {
+func walkInto(def map[string]any, tasks map[string]*synthesized.Edge, items, mult float64, failFirst *bool, p *path) error {
 	states, _ := def["States"].(map[string]any)
 	name, _ := def["StartAt"].(string)
 	for steps := 0; name != ""; steps++ {
@@ -172,12 +118,10 @@ func walkInto(def map[string]any, items, mult float64, failFirst *bool, p *path)
 		next, _ := st["Next"].(string)
 		switch st["Type"] {
 		case "Task":
-			e := taskEffect(st)
-			if e.kind != "" {
-				e.count = mult
-				p.effects = append(p.effects, e)
-				if e.kind == "lambda" && p.firstLambda == nil {
-					p.firstLambda = e.target
+			if e := tasks[name]; e != nil && followed[synthesized.TaskService(st)] {
+				p.effects = append(p.effects, effect{task: e, count: mult})
+				if synthesized.TaskService(st) == "lambda" && p.firstLambda == nil {
+					p.firstLambda = e
 				}
 			}
 			if *failFirst {
@@ -197,14 +141,14 @@ func walkInto(def map[string]any, items, mult float64, failFirst *bool, p *path)
 			if proc == nil {
 				return fmt.Errorf("Map state %q has no ItemProcessor", name)
 			}
-			if err := walkInto(proc, items, mult*items, failFirst, p); err != nil {
+			if err := walkInto(proc, tasks, items, mult*items, failFirst, p); err != nil {
 				return err
 			}
 		case "Parallel":
 			branches, _ := st["Branches"].([]any)
 			for _, b := range branches {
 				bm, _ := b.(map[string]any)
-				if err := walkInto(bm, items, mult, failFirst, p); err != nil {
+				if err := walkInto(bm, tasks, items, mult, failFirst, p); err != nil {
 					return err
 				}
 			}
@@ -231,25 +175,5 @@ func walkInto(def map[string]any, items, mult float64, failFirst *bool, p *path)
 	return nil
 }
 
-// taskEffect is what a Task state calls.
-func taskEffect(st map[string]any) effect {
-	res, _ := st["Resource"].(string)
-	params, _ := st["Parameters"].(map[string]any)
-	switch {
-	case strings.Contains(res, ":lambda:") && strings.Contains(res, ":function:"):
-		return effect{kind: "lambda", target: res}
-	case strings.HasSuffix(res, ":states:::lambda:invoke") || strings.HasSuffix(res, ":states:::lambda:invoke.waitForTaskToken"):
-		return effect{kind: "lambda", target: params["FunctionName"]}
-	case strings.Contains(res, ":states:::sns:publish"):
-		return effect{kind: "sns", target: params["TopicArn"]}
-	case strings.Contains(res, ":states:::sqs:sendMessage"):
-		return effect{kind: "sqs", target: params["QueueUrl"]}
-	case strings.Contains(res, ":states:::events:putEvents"):
-		entries, _ := params["Entries"].([]any)
-		if len(entries) > 0 {
-			e0, _ := entries[0].(map[string]any)
-			return effect{kind: "events", target: e0["EventBusName"]}
-		}
-	}
-	return effect{}
-}
+// followed are the services of the Task states the model follows.
+var followed = map[string]bool{"lambda": true, "sns": true, "sqs": true, "events": true}

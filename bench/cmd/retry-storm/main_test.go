@@ -73,7 +73,7 @@ func TestTableAndChart(t *testing.T) {
 // naive one, at most 15 gateway calls per order (by the layers and as
 // played).
 func TestAsDeployedHoldsTheBars(t *testing.T) {
-	dep, err := ReadDeployed(filepath.Join("..", "..", "test", "testdata", "snapshots"))
+	dep, err := ReadDeployed(filepath.Join("..", "..", "..", "test", "testdata", "snapshots"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@
 // numbers "as deployed" read from the synthesized prod templates. It prints
 // a table and writes the chart of gateway calls per second.
 //
-//	go run ./cmd/retry-storm -seed 1 -chart docs/retry-storm.svg
-//	go run ./cmd/retry-storm -templates test/testdata/snapshots   (the default)
+//	go run ./cmd/retry-storm -seed 1 -chart ../docs/retry-storm.svg   (in bench/)
+//	go run ./cmd/retry-storm -templates ../test/testdata/snapshots   (the default)
 //
 // The scenario, the numbers read from the templates and the reading of the
 // results: docs/retry-storm.md.
@@ -28,7 +28,7 @@ func main() {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed; the same seed gives the same run)")
 	chart := flag.String("chart", "", "write the chart here (.svg or .png); empty: no chart")
 	sweep := flag.Int("sweep", 0, "also run the defended strategy with seeds 1..N and print the spread of the recovery-peak ratio")
-	templates := flag.String("templates", "test/testdata/snapshots", "directory of the synthesized templates the \"as deployed\" strategy reads ("+DeployedTemplate+")")
+	templates := flag.String("templates", "../test/testdata/snapshots", "directory of the synthesized prod templates the \"as deployed\" strategy reads (a cloud assembly or the snapshots)")
 	flag.Parse()
 	fmt.Printf("retry-storm: seed %d\n", *seed)
 	results := RunAll(*seed)

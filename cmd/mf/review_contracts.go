@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os/exec"
 	"slices"
 	"strings"
 
@@ -61,28 +60,22 @@ func orNone(xs []string) []string {
 // changedSchemas lists the files of schemas/ that differ from the
 // merge-base with main (or HEAD), committed or not.
 func changedSchemas() ([]string, error) {
-	base := "HEAD"
-	for _, m := range []string{"origin/main", "main"} {
-		if out, err := exec.Command("git", "merge-base", "HEAD", m).Output(); err == nil {
-			base = strings.TrimSpace(string(out))
-			break
-		}
-	}
-	out, err := exec.Command("git", "diff", "--name-status", base, "--", "schemas").Output()
+	base, _ := baseRef(".", "")
+	diff, err := git(".", "diff", "--name-status", base, "--", "schemas")
 	if err != nil {
 		return nil, err
 	}
-	untracked, err := exec.Command("git", "ls-files", "--others", "--exclude-standard", "--", "schemas").Output()
+	untracked, err := git(".", "ls-files", "--others", "--exclude-standard", "--", "schemas")
 	if err != nil {
 		return nil, err
 	}
 	var files []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, l := range strings.Split(diff, "\n") {
 		if l != "" {
 			files = append(files, strings.Join(strings.Fields(l), " "))
 		}
 	}
-	for _, l := range strings.Split(strings.TrimSpace(string(untracked)), "\n") {
+	for _, l := range strings.Split(untracked, "\n") {
 		if l != "" {
 			files = append(files, "A "+l)
 		}

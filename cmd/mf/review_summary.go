@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/mercadofresco/integration/synthesized"
 	"io"
 	"maps"
 	"reflect"
@@ -249,40 +250,24 @@ func risk(c Change) string {
 	return RiskOther
 }
 
-// definition renders a DefinitionString (a string, or an Fn::Join of
-// strings and intrinsics) as the state machine's JSON, with each intrinsic
-// as a ${...} placeholder, and parses it; nil when it is not JSON.
+// definition renders a DefinitionString as the state machine's JSON, each
+// reference as a placeholder (${Ref:Id}, ${GetAtt:[Id,Attr]},
+// ${ImportValue:Name}), and parses it; nil when it is not JSON.
 func definition(v any) map[string]any {
-	var b strings.Builder
-	render(&b, v)
+	text, err := synthesized.Render(v, func(r synthesized.Reference) (string, error) {
+		switch {
+		case r.Import != "":
+			return "${ImportValue:" + r.Import + "}", nil
+		case r.Attribute != "":
+			return "${GetAtt:[" + r.LogicalID + "," + r.Attribute + "]}", nil
+		}
+		return "${Ref:" + r.LogicalID + "}", nil
+	})
 	var def map[string]any
-	if json.Unmarshal([]byte(b.String()), &def) != nil {
+	if err != nil || json.Unmarshal([]byte(text), &def) != nil {
 		return nil
 	}
 	return def
-}
-
-func render(b *strings.Builder, v any) {
-	switch x := v.(type) {
-	case string:
-		b.WriteString(x)
-	case map[string]any:
-		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
-			sep, _ := j[0].(string)
-			parts, _ := j[1].([]any)
-			for i, p := range parts {
-				if i > 0 {
-					b.WriteString(sep)
-				}
-				render(b, p)
-			}
-			return
-		}
-		for k, arg := range x {
-			raw, _ := json.Marshal(arg)
-			b.WriteString("${" + strings.TrimPrefix(k, "Fn::") + ":" + strings.NewReplacer(`"`, "", "{", "(", "}", ")").Replace(string(raw)) + "}")
-		}
-	}
 }
 
 // diffDefinitions compares two definitions state by state (nested states

@@ -137,7 +137,7 @@ func reviewEnv(stdout, stderr io.Writer, env, snapDir, cdkBin string) (differs b
 	if err := contractReview(stdout, now); err != nil {
 		return false, err
 	}
-	writeSummary(stdout, env, changes, figures(changes, normalised), costDelta(base, baseErr, now), code)
+	writeSummary(stdout, env, changes, figures(changes, now), costDelta(base, baseErr, now), code)
 	return differs, nil
 }
 

@@ -365,8 +365,9 @@ func worstCase(st map[string]any) (float64, int) {
 	return timeout*float64(attempts) + backoff, attempts
 }
 
-// figures are the guardrail figures the changes move, one line each.
-func figures(changes []Change, after map[string]map[string]any) []string {
+// figures are the guardrail figures the changes move, one line each, with
+// the consumers and functions of the app after the change.
+func figures(changes []Change, after *synthesized.App) []string {
 	var out []string
 	for _, c := range changes {
 		if c.Kind != "~" {
@@ -375,7 +376,7 @@ func figures(changes []Change, after map[string]map[string]any) []string {
 		for _, p := range c.Props {
 			switch {
 			case c.Type == "AWS::SQS::Queue" && p.Path == "VisibilityTimeout":
-				out = append(out, fmt.Sprintf("%s VisibilityTimeout %s → %s s: must stay at least 6 × its consumer's timeout (MF-SQS-VISIBILITY)%s", c.Name, num(p.Before), num(p.After), consumerTimeout(after[c.Stack], c.LogicalID)))
+				out = append(out, fmt.Sprintf("%s VisibilityTimeout %s → %s s: must stay at least 6 × its consumer's timeout (MF-SQS-VISIBILITY)%s", c.Name, num(p.Before), num(p.After), consumerTimeout(after, c.Stack, c.LogicalID)))
 			case c.Type == "AWS::SQS::Queue" && p.Path == "RedrivePolicy":
 				b, a := receives(p.Before), receives(p.After)
 				if b != a {
@@ -396,7 +397,7 @@ func figures(changes []Change, after map[string]map[string]any) []string {
 				case "TimeoutSeconds", "Retry":
 					line := fmt.Sprintf("%s %s %s → %s", s.State, f, brief(s.Before[f]), brief(s.After[f]))
 					var notes []string
-					if fn, t := stateFunction(s.After, after[c.Stack]); fn != "" {
+					if fn, t := stateFunction(after, c.Stack, c.LogicalID, s.State); fn != "" {
 						note := fmt.Sprintf("worst-case time of one attempt %s s (%s's Timeout)", num(t), fn)
 						if to, ok := s.After["TimeoutSeconds"].(float64); ok && to < t {
 							note += ", ABOVE the state's TimeoutSeconds"
@@ -417,45 +418,42 @@ func figures(changes []Change, after map[string]map[string]any) []string {
 	return out
 }
 
-// placeholderRE finds the functions a rendered state references.
-var placeholderRE = regexp.MustCompile(`\$\{GetAtt:\[([A-Za-z0-9]+),Arn\]\}`)
-
-// stateFunction is the Lambda function of the stack a state invokes and
-// its Timeout, "" when the state names none there.
-func stateFunction(st map[string]any, tpl map[string]any) (string, float64) {
-	raw, _ := json.Marshal(st)
-	rs := resources(tpl)
-	for _, m := range placeholderRE.FindAllStringSubmatch(string(raw), -1) {
-		if f, ok := rs[m[1]]; ok && str(f["Type"]) == "AWS::Lambda::Function" {
-			if t, ok := props(f)["Timeout"].(float64); ok {
-				return name(f, m[1]), t
-			}
+// stateFunction is the Lambda function the state (of the state machine
+// stack/id; a nested one is named parent/child) invokes and its Timeout,
+// "" when it invokes none.
+func stateFunction(app *synthesized.App, stack, id, state string) (string, float64) {
+	sm, _ := app.Resource(stack, id)
+	for _, e := range app.Via(sm, synthesized.Task) {
+		if t, ok := timeout(e.To); ok && e.State == state[strings.LastIndex(state, "/")+1:] {
+			return resourceName(e.To), t
 		}
 	}
 	return "", 0
 }
 
-// consumerTimeout names the consumer of a queue in its stack (the event
-// source mapping that reads it) and its timeout, "" when not found.
-func consumerTimeout(tpl map[string]any, queueID string) string {
-	rs := resources(tpl)
-	for _, r := range rs {
-		if str(r["Type"]) != "AWS::Lambda::EventSourceMapping" {
-			continue
-		}
-		raw, _ := json.Marshal(props(r)["EventSourceArn"])
-		if !strings.Contains(string(raw), `"`+queueID+`"`) {
-			continue
-		}
-		fn, _ := props(r)["FunctionName"].(map[string]any)
-		id, _ := fn["Ref"].(string)
-		if f, ok := rs[id]; ok {
-			if t, ok := props(f)["Timeout"].(float64); ok {
-				return fmt.Sprintf("; %s's timeout %s s × 6 = %s s", name(f, id), num(t), times6(t))
-			}
+// consumerTimeout names the consumer of the queue stack/id (the function
+// an event source mapping invokes) and its timeout, "" when none.
+func consumerTimeout(app *synthesized.App, stack, id string) string {
+	q, _ := app.Resource(stack, id)
+	for _, e := range app.From(q, synthesized.Mapping) {
+		if t, ok := timeout(e.To); ok {
+			return fmt.Sprintf("; %s's timeout %s s × 6 = %s s", resourceName(e.To), num(t), times6(t))
 		}
 	}
 	return ""
+}
+
+// timeout is a function's Timeout (ok false for anything else).
+func timeout(fn *synthesized.Resource) (float64, bool) {
+	if fn == nil || fn.Type != "AWS::Lambda::Function" {
+		return 0, false
+	}
+	t, ok := fn.Prop("Timeout").(float64)
+	return t, ok
+}
+
+func resourceName(r *synthesized.Resource) string {
+	return name(map[string]any{"Properties": r.Properties}, r.LogicalID)
 }
 
 func receives(v any) string {

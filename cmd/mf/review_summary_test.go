@@ -76,13 +76,14 @@ func review(t *testing.T, env string, before, after map[string]map[string]any) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := cost.CompareTemplates(app(before), app(after), u, p)
+	now := app(after)
+	d, err := cost.CompareTemplates(app(before), now, u, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sb, ss bytes.Buffer
 	writeStates(&sb, changes)
-	writeSummary(&ss, env, changes, figures(changes, after), costLine(d), nil)
+	writeSummary(&ss, env, changes, figures(changes, now), costLine(d), nil)
 	return sb.String(), ss.String()
 }
 

@@ -41,30 +41,11 @@ func baseRef(dir, against string) (string, error) {
 // checkAgainst compares every schema committed at ref under dir with the
 // file in the working tree.
 func checkAgainst(dir, ref string) ([]string, error) {
-	top, err := git(dir, "rev-parse", "--show-toplevel")
+	prefix, err := git(dir, "rev-parse", "--show-prefix") // dir in the repository, "" at its top
 	if err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	// Resolve symlinks on both sides so the prefix is computed right.
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = r
-	}
-	if r, err := filepath.EvalSymlinks(top); err == nil {
-		top = r
-	}
-	rel, err := filepath.Rel(top, abs)
-	if err != nil {
-		return nil, err
-	}
-	prefix := filepath.ToSlash(rel) + "/"
-	if rel == "." {
-		prefix = ""
-	}
-	list, err := git(top, "ls-tree", "-r", "--name-only", ref, "--", strings.TrimSuffix(prefix, "/"))
+	list, err := git(dir, "ls-tree", "-r", "--full-name", "--name-only", ref, "--", ".")
 	if err != nil {
 		return nil, err
 	}
@@ -75,11 +56,11 @@ func checkAgainst(dir, ref string) ([]string, error) {
 		if p == "" || !ok {
 			continue
 		}
-		oldText, err := git(top, "show", ref+":"+p)
+		oldText, err := git(dir, "show", ref+":"+p)
 		if err != nil {
 			return nil, err
 		}
-		newText, err := os.ReadFile(filepath.Join(abs, filepath.FromSlash(inDir)))
+		newText, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(inDir)))
 		if os.IsNotExist(err) {
 			problems = append(problems, fmt.Sprintf("%s: the schema of %s version %d was published at %s and is deleted; consumers and archived events still use it", p, name, major, ref))
 			continue

@@ -161,14 +161,8 @@ func (m *model) hasTable(label string) bool {
 
 // functionLogGroup is the label of the log group fn writes to.
 func (m *model) functionLogGroup(fn *synthesized.Resource) string {
-	if lc, _ := fn.Prop("LoggingConfig").(map[string]any); lc["LogGroup"] != nil {
-		if ref, ok := lc["LogGroup"].(map[string]any); ok {
-			if id, ok := ref["Ref"].(string); ok {
-				if lg, ok := m.app.Resource(fn.Stack, id); ok {
-					return m.label(lg)
-				}
-			}
-		}
+	if lg := m.app.Find(fn.Stack, synthesized.Dig(fn.Properties, "LoggingConfig", "LogGroup")); lg != nil {
+		return m.label(lg)
 	}
 	name := m.app.String(fn.Stack, map[string]any{"Ref": fn.LogicalID})
 	return "/aws/lambda/" + name
@@ -213,7 +207,7 @@ func (m *model) chargeData() {
 		minACU := num(scaling["MinCapacity"])
 		instances := 0
 		for _, i := range m.app.Resources("AWS::RDS::DBInstance") {
-			if ref, _ := i.Prop("DBClusterIdentifier").(map[string]any); i.Stack == c.Stack && ref["Ref"] == c.LogicalID {
+			if m.app.Find(i.Stack, i.Prop("DBClusterIdentifier")) == c {
 				if prop[string](i, "DBInstanceClass") != "db.serverless" {
 					m.fail("%s: instance class %s: the model prices Aurora Serverless v2 only", label, prop[string](i, "DBInstanceClass"))
 					continue
@@ -249,17 +243,9 @@ func (m *model) chargeData() {
 
 func (m *model) proxyTargets(proxy, cluster *synthesized.Resource) bool {
 	for _, tg := range m.app.Resources("AWS::RDS::DBProxyTargetGroup") {
-		if tg.Stack != proxy.Stack {
-			continue
-		}
-		if ref, _ := tg.Prop("DBProxyName").(map[string]any); ref["Ref"] != proxy.LogicalID {
-			continue
-		}
 		ids, _ := tg.Prop("DBClusterIdentifiers").([]any)
-		for _, id := range ids {
-			if ref, _ := id.(map[string]any); ref["Ref"] == cluster.LogicalID {
-				return true
-			}
+		if m.app.Find(tg.Stack, tg.Prop("DBProxyName")) == proxy && slices.ContainsFunc(ids, func(id any) bool { return m.app.Find(tg.Stack, id) == cluster }) {
+			return true
 		}
 	}
 	return false
@@ -309,10 +295,8 @@ func (m *model) chargeNetwork() {
 // prices the emails).
 func (m *model) logSources() {
 	for _, f := range m.app.Resources("AWS::EC2::FlowLog") {
-		if id, ok := f.Prop("LogGroupName").(map[string]any); ok {
-			if lg, ok := m.app.Resource(f.Stack, fmt.Sprint(id["Ref"])); ok {
-				m.logKB[m.label(lg)] = m.logKB[m.label(lg)].add(vol{fixed: m.u.Logs.FlowLogsGB * kbPerGB})
-			}
+		if lg := m.app.Find(f.Stack, f.Prop("LogGroupName")); lg != nil {
+			m.logKB[m.label(lg)] = m.logKB[m.label(lg)].add(vol{fixed: m.u.Logs.FlowLogsGB * kbPerGB})
 		}
 	}
 	for label, lg := range m.logGroups {

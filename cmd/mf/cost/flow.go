@@ -156,25 +156,20 @@ func (m *model) invoke(fn *synthesized.Resource, inv, msgs vol, inTracedExecutio
 // startsExecutions are the state machines fn's role may
 // states:StartExecution.
 func (m *model) startsExecutions(fn *synthesized.Resource) []*synthesized.Resource {
-	role := roleID(fn.Prop("Role"))
+	role := m.app.Find(fn.Stack, fn.Prop("Role"))
 	var out []*synthesized.Resource
 	for _, pol := range m.app.Resources("AWS::IAM::Policy") {
-		if pol.Stack != fn.Stack || !attachedTo(pol, role) {
+		roles, _ := pol.Prop("Roles").([]any)
+		if role == nil || !slices.ContainsFunc(roles, func(r any) bool { return m.app.Find(pol.Stack, r) == role }) {
 			continue
 		}
-		doc, _ := pol.Prop("PolicyDocument").(map[string]any)
-		stmts, _ := doc["Statement"].([]any)
+		stmts, _ := synthesized.Dig(pol.Properties, "PolicyDocument", "Statement").([]any)
 		for _, st := range stmts {
 			s, _ := st.(map[string]any)
-			if s["Effect"] != "Allow" || !hasAction(s["Action"], "states:StartExecution") {
+			if s["Effect"] != "Allow" || !slices.Contains(anyList(s["Action"]), any("states:StartExecution")) {
 				continue
 			}
-			res := s["Resource"]
-			list, ok := res.([]any)
-			if !ok {
-				list = []any{res}
-			}
-			for _, r := range list {
+			for _, r := range anyList(s["Resource"]) {
 				if sm := m.app.Find(pol.Stack, r); sm != nil && sm.Type == "AWS::StepFunctions::StateMachine" {
 					out = append(out, sm)
 				}
@@ -184,34 +179,12 @@ func (m *model) startsExecutions(fn *synthesized.Resource) []*synthesized.Resour
 	return out
 }
 
-func roleID(v any) string {
-	if m, ok := v.(map[string]any); ok {
-		if ga, ok := m["Fn::GetAtt"].([]any); ok && len(ga) == 2 {
-			s, _ := ga[0].(string)
-			return s
-		}
+// anyList is v as a list: a policy's Action or Resource may be one value.
+func anyList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
 	}
-	return ""
-}
-
-func attachedTo(pol *synthesized.Resource, role string) bool {
-	roles, _ := pol.Prop("Roles").([]any)
-	for _, r := range roles {
-		if m, ok := r.(map[string]any); ok && m["Ref"] == role {
-			return true
-		}
-	}
-	return false
-}
-
-func hasAction(v any, action string) bool {
-	switch a := v.(type) {
-	case string:
-		return a == action
-	case []any:
-		return slices.Contains(a, any(action))
-	}
-	return false
+	return []any{v}
 }
 
 // routeSchedules invokes the targets of EventBridge Scheduler schedules

@@ -17,12 +17,13 @@
  *
  * Safety: while the circuit is half-open at most one probe is in flight
  * (a probe is granted only when no other probe call runs), and a probe
- * ends within its lease; an instance never refuses a call because the
- * store is down (a refusal comes from the store's answer or from a cached
- * one at most MAXSTALE ticks old).
+ * ends within its lease (both asserted).
  * Liveness (weak fairness): fails_open: while the store is down an
- * instance allows calls again; stale_cache: a cached state that holds the
- * circuit open or half-open while the store has it closed is dropped.
+ * instance allows calls again (a refusal can only come from a store answer
+ * or a cached one at most MAXSTALE ticks old: that is how the model is
+ * written, not a checked property; fails_open is what is checked);
+ * stale_cache: a cached state that holds the circuit open or half-open
+ * while the store has it closed is dropped.
  *
  * Mutant: -DMUTANT=1 drops the lease check from acquireScript (a
  * half-open circuit grants a new probe before now >= ProbeUntil).

@@ -105,10 +105,8 @@ func (c *checker) attempts() []AttemptPath {
 		switch e.Kind {
 		case synthesized.Mapping:
 			a.mapping(e)
-		case synthesized.RuleTarget:
-			a.deliver(e, deliveries(synthesized.Dig(e.Settings, "RetryPolicy", "MaximumRetryAttempts"), "rule "+label(e.Via), defaultRuleRetries))
-		case synthesized.ScheduleTarget:
-			a.deliver(e, deliveries(synthesized.Dig(e.Settings, "RetryPolicy", "MaximumRetryAttempts"), "schedule "+label(e.Via), defaultRuleRetries))
+		case synthesized.RuleTarget, synthesized.ScheduleTarget: // Kind "rule" or "schedule"
+			a.deliver(e, deliveries(synthesized.Dig(e.Settings, "RetryPolicy", "MaximumRetryAttempts"), string(e.Kind)+" "+label(e.Via), defaultRuleRetries))
 		case synthesized.Pipe:
 			a.pipe(e)
 		}
@@ -327,11 +325,17 @@ func (a *attemptWalk) stateMachine(sm *synthesized.Resource, outer []Factor) {
 		p.Unreadable = fmt.Sprintf("cannot read the definition to count its retries (%v)", err)
 		return
 	}
-	tasks := map[string]*synthesized.Edge{}
+	states := map[string]map[string]any{}
+	synthesized.WalkStates(def, func(name string, st map[string]any) { states[name] = st })
 	for _, e := range a.c.app.Via(sm, synthesized.Task) {
-		tasks[e.State] = e
+		fs := outer
+		for _, name := range append(slices.Clone(e.Outer), e.State) {
+			if f, ok := retryFactor(states[name], name); ok {
+				fs = with(fs, f)
+			}
+		}
+		a.task(sm, e.State, e, fs)
 	}
-	a.states(sm, def, outer, tasks)
 }
 
 func retryFactor(state map[string]any, name string) (Factor, bool) {
@@ -347,32 +351,6 @@ func retryFactor(state map[string]any, name string) (Factor, bool) {
 		parts = append(parts, Num(n))
 	}
 	return Factor{Layer: fmt.Sprintf("state %s: Retry MaxAttempts %s + 1", name, strings.Join(parts, " + ")), N: total}, true
-}
-
-func (a *attemptWalk) states(sm *synthesized.Resource, def map[string]any, outer []Factor, tasks map[string]*synthesized.Edge) {
-	states, _ := def["States"].(map[string]any)
-	for _, name := range slices.Sorted(maps.Keys(states)) {
-		st, _ := states[name].(map[string]any)
-		fs := outer
-		if f, ok := retryFactor(st, name); ok {
-			fs = with(outer, f)
-		}
-		switch st["Type"] {
-		case "Map":
-			proc, _ := st["ItemProcessor"].(map[string]any)
-			if proc == nil {
-				proc, _ = st["Iterator"].(map[string]any)
-			}
-			a.states(sm, proc, fs, tasks)
-		case "Parallel":
-			for _, b := range listOf(st["Branches"]) {
-				b, _ := b.(map[string]any)
-				a.states(sm, b, fs, tasks)
-			}
-		case "Task":
-			a.task(sm, name, tasks[name], fs)
-		}
-	}
 }
 
 func (a *attemptWalk) task(sm *synthesized.Resource, name string, e *synthesized.Edge, fs []Factor) {

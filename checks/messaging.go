@@ -3,6 +3,7 @@ package checks
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mercadofresco/integration/synthesized"
@@ -143,7 +144,7 @@ func (c *checker) mappings() {
 		if src != nil {
 			srcLabel = queueLabel(src)
 		}
-		if !containsString(m.Prop("FunctionResponseTypes"), "ReportBatchItemFailures") {
+		if !slices.Contains(listOf(m.Prop("FunctionResponseTypes")), any("ReportBatchItemFailures")) {
 			c.fail(m, RuleESMReportBatchItemFailures, "SQS event source mapping on %s has no FunctionResponseTypes [ReportBatchItemFailures]; one bad message makes the whole batch return to the queue and be processed again (duplicates, and receives burnt towards the DLQ)", srcLabel)
 		}
 		mc, hasCeiling := synthesized.Dig(m.Prop("ScalingConfig"), "MaximumConcurrency").(float64)
@@ -265,12 +266,3 @@ func kind(fifo bool) string {
 }
 
 func listOf(v any) []any { xs, _ := v.([]any); return xs }
-
-func containsString(v any, want string) bool {
-	for _, x := range listOf(v) {
-		if x == want {
-			return true
-		}
-	}
-	return false
-}

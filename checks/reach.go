@@ -3,10 +3,10 @@ package checks
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -96,13 +96,6 @@ type walker struct {
 	app *synthesized.App
 }
 
-func (w *walker) str(r *synthesized.Resource, v any) string {
-	if v == nil {
-		return ""
-	}
-	return w.app.String(r.Stack, v)
-}
-
 // refs are the resources a list names (nil for one that names none).
 func (w *walker) refs(r *synthesized.Resource, v any) []*synthesized.Resource {
 	var out []*synthesized.Resource
@@ -180,12 +173,7 @@ func (w *walker) calls(fn *synthesized.Resource) []string {
 		}
 		set[u.Scheme+"://"+u.Hostname()+":"+port] = true
 	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 func (w *walker) function(fn *synthesized.Resource) []Call {
@@ -246,7 +234,7 @@ func (w *walker) path(s *synthesized.Resource, sgs []*synthesized.Resource, targ
 	}
 	var privateOff []string
 	for _, ep := range w.app.Resources("AWS::EC2::VPCEndpoint") {
-		if w.app.Find(ep.Stack, ep.Prop("VpcId")) != vpc || strings.TrimPrefix(w.str(ep, ep.Prop("ServiceName")), "com.amazonaws."+w.app.Region+".") != svc {
+		if w.app.Find(ep.Stack, ep.Prop("VpcId")) != vpc || strings.TrimPrefix(w.app.String(ep.Stack, ep.Prop("ServiceName")), "com.amazonaws."+w.app.Region+".") != svc {
 			continue
 		}
 		switch typ := str(ep.Prop("VpcEndpointType")); typ {
@@ -360,15 +348,15 @@ type rule struct {
 }
 
 func (w *walker) ports(owner *synthesized.Resource, p map[string]any) (int, int, bool) {
-	switch strings.ToLower(w.str(owner, p["IpProtocol"])) {
+	switch strings.ToLower(w.app.String(owner.Stack, p["IpProtocol"])) {
 	case "-1", "all":
 		return -1, -1, true
 	case "tcp", "6":
 	default:
 		return 0, 0, false
 	}
-	from, err1 := strconv.Atoi(w.str(owner, p["FromPort"]))
-	to, err2 := strconv.Atoi(w.str(owner, p["ToPort"]))
+	from, err1 := strconv.Atoi(w.app.String(owner.Stack, p["FromPort"]))
+	to, err2 := strconv.Atoi(w.app.String(owner.Stack, p["ToPort"]))
 	return from, to, err1 == nil && err2 == nil
 }
 
@@ -414,7 +402,7 @@ func (w *walker) egressAllows(groups []*synthesized.Resource, port int, to func(
 	for _, g := range groups {
 		for _, r := range w.rules(g, port, "SecurityGroupEgress", "AWS::EC2::SecurityGroupEgress") {
 			t := egressTarget{
-				cidr:       w.str(r.owner, r.props["CidrIp"]),
+				cidr:       w.app.String(r.owner.Stack, r.props["CidrIp"]),
 				group:      w.app.Find(r.owner.Stack, r.props["DestinationSecurityGroupId"]),
 				prefixList: r.props["DestinationPrefixListId"] != nil,
 			}
@@ -431,7 +419,7 @@ func (w *walker) ingressAdmits(group *synthesized.Resource, port int, from []*sy
 		if src := w.app.Find(r.owner.Stack, r.props["SourceSecurityGroupId"]); src != nil && slices.Contains(from, src) {
 			return true
 		}
-		if c := w.str(r.owner, r.props["CidrIp"]); c != "" && coversAll(c, []string{cidr}) {
+		if c := w.app.String(r.owner.Stack, r.props["CidrIp"]); c != "" && coversAll(c, []string{cidr}) {
 			return true
 		}
 	}

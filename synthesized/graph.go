@@ -61,8 +61,10 @@ type Edge struct {
 	// DLQ is the queue the edge sends to when it gives up, nil for none.
 	DLQ      *Resource
 	Settings map[string]any
-	// State is a Task edge's state name.
+	// State is a Task edge's state name, Outer the names of the Map and
+	// Parallel states around it, the outermost first.
 	State string
+	Outer []string
 }
 
 type graph struct {
@@ -130,24 +132,24 @@ func (a *App) g() *graph {
 		case "AWS::Events::Rule":
 			bus := a.Find(r.Stack, p["EventBusName"])
 			for _, t := range list(p["Targets"]) {
-				add(RuleTarget, bus, r, t["Arn"], dig(t, "DeadLetterConfig", "Arn"), t)
+				add(RuleTarget, bus, r, t["Arn"], Dig(t, "DeadLetterConfig", "Arn"), t)
 			}
 		case "AWS::Scheduler::Schedule":
 			t, _ := p["Target"].(map[string]any)
-			add(ScheduleTarget, r, r, t["Arn"], dig(t, "DeadLetterConfig", "Arn"), t)
+			add(ScheduleTarget, r, r, t["Arn"], Dig(t, "DeadLetterConfig", "Arn"), t)
 		case "AWS::SNS::Subscription":
-			add(Subscription, a.Find(r.Stack, p["TopicArn"]), r, p["Endpoint"], dig(redrive(p["RedrivePolicy"]), "deadLetterTargetArn"), p)
+			add(Subscription, a.Find(r.Stack, p["TopicArn"]), r, p["Endpoint"], Dig(Redrive(p["RedrivePolicy"]), "deadLetterTargetArn"), p)
 		case "AWS::SNS::Topic":
 			for _, s := range list(p["Subscription"]) {
 				add(Subscription, r, r, s["Endpoint"], nil, s)
 			}
 		case "AWS::Lambda::EventSourceMapping":
-			add(Mapping, a.Find(r.Stack, p["EventSourceArn"]), r, p["FunctionName"], dig(p, "DestinationConfig", "OnFailure", "Destination"), p)
+			add(Mapping, a.Find(r.Stack, p["EventSourceArn"]), r, p["FunctionName"], Dig(p, "DestinationConfig", "OnFailure", "Destination"), p)
 		case "AWS::Pipes::Pipe":
 			var dlq any
 			if sp, ok := p["SourceParameters"].(map[string]any); ok {
 				for _, k := range slices.Sorted(maps.Keys(sp)) {
-					if d := dig(sp, k, "DeadLetterConfig", "Arn"); d != nil {
+					if d := Dig(sp, k, "DeadLetterConfig", "Arn"); d != nil {
 						dlq = d
 					}
 				}
@@ -156,10 +158,10 @@ func (a *App) g() *graph {
 		case "AWS::StepFunctions::StateMachine":
 			states, err := a.renderDefinition(r)
 			g.definition[r] = definition{states, err}
-			WalkStates(states, func(name string, st map[string]any) {
+			walkStates(states, nil, func(name string, st map[string]any, outer []string) {
 				if st["Type"] == "Task" {
 					e := add(Task, r, r, nil, nil, st)
-					e.State = name
+					e.State, e.Outer = name, outer
 					e.To, e.Target = a.taskTarget(r, st)
 					if e.To != nil {
 						g.to[e.To] = append(g.to[e.To], e)
@@ -169,7 +171,7 @@ func (a *App) g() *graph {
 		case "AWS::Events::ApiDestination":
 			add(Connection, r, r, p["ConnectionArn"], nil, p)
 		}
-		a.deadLetters(r, p, false, g, add)
+		a.deadLetters(r, p, false, add)
 	}
 	return g
 }
@@ -178,41 +180,38 @@ func (a *App) g() *graph {
 // names under a dead-letter property: RedrivePolicy.deadLetterTargetArn
 // (of a queue or subscription), DeadLetterConfig (of a function, rule
 // target or pipe) and OnFailure (of a mapping or invoke configuration).
-func (a *App) deadLetters(r *Resource, v any, in bool, g *graph, add func(Kind, *Resource, *Resource, any, any, map[string]any) *Edge) {
-	switch x := v.(type) {
-	case map[string]any:
+func (a *App) deadLetters(r *Resource, v any, in bool, add func(Kind, *Resource, *Resource, any, any, map[string]any) *Edge) {
+	switch v.(type) {
+	case map[string]any, string:
 		if in {
-			if q := a.Find(r.Stack, x); q != nil && q.Type == "AWS::SQS::Queue" {
-				add(DeadLetter, r, r, x, nil, redrive(r.Properties["RedrivePolicy"]))
+			if q := a.Find(r.Stack, v); q != nil && q.Type == "AWS::SQS::Queue" {
+				add(DeadLetter, r, r, v, nil, Redrive(r.Properties["RedrivePolicy"]))
 				return
 			}
 		}
+	}
+	switch x := v.(type) {
+	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			val, lk := x[k], strings.ToLower(k)
 			switch lk {
 			case "redriveallowpolicy":
 				continue // names sources, not DLQs
 			case "redrivepolicy":
-				val = redrive(val)
+				val = Redrive(val)
 			}
-			a.deadLetters(r, val, in || lk == "deadlettertargetarn" || lk == "deadletterconfig" || lk == "onfailure", g, add)
+			a.deadLetters(r, val, in || lk == "deadlettertargetarn" || lk == "deadletterconfig" || lk == "onfailure", add)
 		}
 	case []any:
 		for _, e := range x {
-			a.deadLetters(r, e, in, g, add)
-		}
-	case string:
-		if in {
-			if q := a.Find(r.Stack, x); q != nil && q.Type == "AWS::SQS::Queue" {
-				add(DeadLetter, r, r, x, nil, redrive(r.Properties["RedrivePolicy"]))
-			}
+			a.deadLetters(r, e, in, add)
 		}
 	}
 }
 
-// Redrive is a redrive (or redrive allow) policy as an object: the
-// template may write it as a JSON string.
-func redrive(v any) map[string]any {
+// Redrive is a queue's redrive (or redrive allow) policy property as an
+// object (the template may write it as a JSON string); nil when absent.
+func Redrive(v any) map[string]any {
 	switch x := v.(type) {
 	case map[string]any:
 		return x
@@ -225,10 +224,6 @@ func redrive(v any) map[string]any {
 	return nil
 }
 
-// Redrive is a queue's redrive (or redrive allow) policy property as an
-// object (the template may write it as a JSON string); nil when absent.
-func Redrive(v any) map[string]any { return redrive(v) }
-
 func list(v any) []map[string]any {
 	xs, _ := v.([]any)
 	out := make([]map[string]any, 0, len(xs))
@@ -240,8 +235,8 @@ func list(v any) []map[string]any {
 	return out
 }
 
-// dig follows keys through nested objects (nil when one is missing).
-func dig(v any, keys ...string) any {
+// Dig follows keys through nested objects (nil when one is missing).
+func Dig(v any, keys ...string) any {
 	for _, k := range keys {
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -251,9 +246,6 @@ func dig(v any, keys ...string) any {
 	}
 	return v
 }
-
-// Dig follows keys through nested objects (nil when one is missing).
-func Dig(v any, keys ...string) any { return dig(v, keys...) }
 
 // Definition is a state machine's Amazon States Language definition, its
 // references resolved with the app's Literals (ARNs, names and URLs):
@@ -303,20 +295,27 @@ func (a *App) renderDefinition(sm *Resource) (map[string]any, error) {
 // WalkStates calls f for every state of a definition, those inside Map and
 // Parallel states included, in name order.
 func WalkStates(def map[string]any, f func(name string, st map[string]any)) {
+	walkStates(def, nil, func(name string, st map[string]any, _ []string) { f(name, st) })
+}
+
+// walkStates is WalkStates telling f the Map and Parallel states around
+// each state, the outermost first.
+func walkStates(def map[string]any, outer []string, f func(name string, st map[string]any, outer []string)) {
 	states, _ := def["States"].(map[string]any)
 	for _, name := range slices.Sorted(maps.Keys(states)) {
 		st, _ := states[name].(map[string]any)
-		f(name, st)
+		f(name, st, outer)
+		inner := append(slices.Clip(outer), name)
 		switch st["Type"] {
 		case "Map":
 			proc, _ := st["ItemProcessor"].(map[string]any)
 			if proc == nil {
 				proc, _ = st["Iterator"].(map[string]any)
 			}
-			WalkStates(proc, f)
+			walkStates(proc, inner, f)
 		case "Parallel":
 			for _, b := range list(st["Branches"]) {
-				WalkStates(b, f)
+				walkStates(b, inner, f)
 			}
 		}
 	}

@@ -49,9 +49,25 @@ var nameProps = map[string]string{
 	"AWS::KMS::Key":                     "",
 }
 
-// NameProperty is the property that names resources of type typ ("" when
-// the type has none or Physical does not know it).
-func NameProperty(typ string) string { return nameProps[typ] }
+// arnFormats are the ARNs AWS builds from a physical name: type.attribute
+// to service and resource ("%s" the name).
+var arnFormats = map[string][2]string{
+	"AWS::SQS::Queue.Arn":                  {"sqs", "%s"},
+	"AWS::SNS::Topic.TopicArn":             {"sns", "%s"},
+	"AWS::SNS::Topic.Arn":                  {"sns", "%s"},
+	"AWS::Events::EventBus.Arn":            {"events", "event-bus/%s"},
+	"AWS::CloudWatch::Alarm.Arn":           {"cloudwatch", "alarm:%s"},
+	"AWS::Lambda::Function.Arn":            {"lambda", "function:%s"},
+	"AWS::StepFunctions::StateMachine.Arn": {"states", "stateMachine:%s"},
+	"AWS::Pipes::Pipe.Arn":                 {"pipes", "pipe/%s"},
+	"AWS::Logs::LogGroup.Arn":              {"logs", "log-group:%s:*"},
+	"AWS::DynamoDB::Table.Arn":             {"dynamodb", "table/%s"},
+	"AWS::DynamoDB::Table.StreamArn":       {"dynamodb", "table/%s/stream/c0ffee"},
+	"AWS::Events::ApiDestination.Arn":      {"events", "api-destination/%s"},
+	"AWS::Events::Connection.Arn":          {"events", "connection/%s"},
+	"AWS::Scheduler::Schedule.Arn":         {"scheduler", "schedule/default/%s"},
+	"AWS::SecretsManager::Secret.Arn":      {"secretsmanager", "secret:%s-AbCdEf"},
+}
 
 // Name is r's physical name.
 func (p Physical) Name(r *Resource) (string, error) {
@@ -108,15 +124,14 @@ func (p Physical) GetAtt(r *Resource, attr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if f, ok := arnFormats[r.Type+"."+attr]; ok {
+		return p.arn(f[0], fmt.Sprintf(f[1], name)), nil
+	}
 	switch r.Type + "." + attr {
-	case "AWS::SQS::Queue.Arn":
-		return p.arn("sqs", name), nil
 	case "AWS::SQS::Queue.QueueUrl":
 		return p.Ref(r)
 	case "AWS::SQS::Queue.QueueName", "AWS::SNS::Topic.TopicName", "AWS::Events::EventBus.Name", "AWS::StepFunctions::StateMachine.Name":
 		return name, nil
-	case "AWS::SNS::Topic.TopicArn", "AWS::SNS::Topic.Arn":
-		return p.arn("sns", name), nil
 	case "AWS::IAM::Role.Arn":
 		path := "/"
 		if v, ok := r.Properties["Path"]; ok {
@@ -140,32 +155,8 @@ func (p Physical) GetAtt(r *Resource, attr string) (string, error) {
 			return p.arn("events", "rule/"+name), nil
 		}
 		return p.arn("events", "rule/"+bus+"/"+name), nil
-	case "AWS::Events::EventBus.Arn":
-		return p.arn("events", "event-bus/"+name), nil
-	case "AWS::CloudWatch::Alarm.Arn":
-		return p.arn("cloudwatch", "alarm:"+name), nil
-	case "AWS::Lambda::Function.Arn":
-		return p.arn("lambda", "function:"+name), nil
-	case "AWS::StepFunctions::StateMachine.Arn":
-		return p.arn("states", "stateMachine:"+name), nil
-	case "AWS::Pipes::Pipe.Arn":
-		return p.arn("pipes", "pipe/"+name), nil
 	case "AWS::KMS::Key.Arn":
 		return p.arn("kms", "key/"+r.LogicalID), nil
-	case "AWS::Logs::LogGroup.Arn":
-		return p.arn("logs", "log-group:"+name+":*"), nil
-	case "AWS::DynamoDB::Table.Arn":
-		return p.arn("dynamodb", "table/"+name), nil
-	case "AWS::DynamoDB::Table.StreamArn":
-		return p.arn("dynamodb", "table/"+name+"/stream/c0ffee"), nil
-	case "AWS::Events::ApiDestination.Arn":
-		return p.arn("events", "api-destination/"+name), nil
-	case "AWS::Events::Connection.Arn":
-		return p.arn("events", "connection/"+name), nil
-	case "AWS::Scheduler::Schedule.Arn":
-		return p.arn("scheduler", "schedule/default/"+name), nil
-	case "AWS::SecretsManager::Secret.Arn":
-		return p.arn("secretsmanager", "secret:"+name+"-AbCdEf"), nil
 	case "AWS::RDS::DBProxy.Endpoint":
 		return name + ".proxy-c0ffee." + p.App.Region + ".rds.amazonaws.com", nil
 	case "AWS::ElastiCache::ServerlessCache.Endpoint.Address":

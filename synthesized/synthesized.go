@@ -286,7 +286,7 @@ func (a *App) Add(stack string, raw []byte) error {
 	outputs, _ := doc["Outputs"].(map[string]any)
 	for _, v := range outputs {
 		o, _ := v.(map[string]any)
-		if name, _ := dig(o, "Export", "Name").(string); name != "" {
+		if name, _ := Dig(o, "Export", "Name").(string); name != "" {
 			a.exports[name] = export{stack: stack, value: o["Value"]}
 		}
 	}

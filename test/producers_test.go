@@ -81,7 +81,7 @@ func TestOnlyKnownProducersSendToQueuesAndTopics(t *testing.T) {
 }
 
 // TestDeferringConsumersMaySendToTheirOwnQueue: a consumer that defers
-// messages (MAX_RECEIVE_COUNT set, lambdas/degrade) sends a delayed copy to
+// messages (MAX_RECEIVE_COUNT set, sqsconsumer.Plan) sends a delayed copy to
 // its own standard queue on the last receive, so its role is granted
 // sqs:SendMessage on that queue, and the guard admits it (the first test).
 // Without the grant the copy fails with AccessDenied in AWS and the

@@ -64,7 +64,7 @@ type Props struct {
 	// invocation handles at once (BATCH_CONCURRENCY). Zero means BatchSize.
 	BatchConcurrency float64
 	// DefersMessages sets MAX_RECEIVE_COUNT (the queue's maxReceiveCount),
-	// which a consumer that returns messages for later (lambdas/degrade)
+	// which a consumer that returns messages for later (sqsconsumer.Plan)
 	// needs to know its last receive, and lets it send the delayed copy of
 	// the last receive to its own standard queue; the copies lengthen the
 	// queue's longest pass.
@@ -75,7 +75,7 @@ type Props struct {
 	OperatorRoleArn string
 	// IdempotencyWindow, when set, is the consumer's replay window
 	// (IDEMPOTENCY_WINDOW, whole hours): it refuses events older than this
-	// and keeps its idempotency records as long (lambdas/replaywindow).
+	// and keeps its idempotency records as long (sqsbatch.Window).
 	// Synthesis fails unless it covers the queue's longest legitimate pass
 	// (LongestPass). Nil: no window, for a consumer whose duplicates are
 	// recognised however late. docs/design.md#replay-windows.

@@ -107,7 +107,7 @@ func TestEveryProblemIsReported(t *testing.T) {
 
 // TestDeferringConsumerMaySendToItsOwnQueue: a consumer that defers
 // messages sends the last receive's delayed copy to its own standard queue
-// (lambdas/degrade), so it is granted sqs:SendMessage there and admitted
+// (sqsconsumer.Plan), so it is granted sqs:SendMessage there and admitted
 // by the queue's producer guard; one that does not defer (or reads a FIFO
 // queue, which defers by visibility only) may not send there. The on-call
 // role, when given, is admitted to the queue for the redrive.

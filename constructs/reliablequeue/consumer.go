@@ -65,7 +65,7 @@ type ConsumerOptions struct {
 	// step 1 "contain" can then be applied in code).
 	Enabled *bool
 	// SendsCopies says the consumer sends delayed copies of a message back
-	// to this queue (lambdas/degrade, on the last receive while a circuit is
+	// to this queue (sqsconsumer.Plan, on the last receive while a circuit is
 	// open): it is granted sqs:SendMessage on the source queue (with
 	// kms:GenerateDataKey for the data key) and admitted to its producer
 	// guard. Standard queues only: a FIFO queue cannot delay one message.

@@ -15,7 +15,7 @@ import (
 // span its idempotency records (or whatever recognises its duplicates) must
 // cover. Longer paths exist only by repeated operator action (a second
 // redrive, a re-publication); the consumer refuses those as expired
-// (lambdas/replaywindow). docs/design.md#replay-windows explains each part.
+// (sqsbatch.Window). docs/design.md#replay-windows explains each part.
 type Pass struct {
 	// Upstream is how old a message can be when it reaches the queue (SNS
 	// delivery retries, a rule's maximum event age, an archive's retention).

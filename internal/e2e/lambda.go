@@ -19,12 +19,10 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
-	"github.com/mercadofresco/integration/lambdas/erpnotice"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
 	"github.com/mercadofresco/integration/lambdas/payment"
-	"github.com/mercadofresco/integration/lambdas/preparation"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 	"github.com/mercadofresco/integration/lambdas/stock"
@@ -39,13 +37,13 @@ var sqsBuilders = map[string]func(ctx context.Context, env *lambdaenv.Env) (*sqs
 		return orderstart.ProcessorFromEnv(ctx, env, env.Logger("iniciar-pedido"))
 	},
 	"lambdas/preparar-pedido": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
-		return sqsconsumer.Start(ctx, "preparar-pedido", env, preparation.FromRuntime)
+		return sqsconsumer.Start(ctx, "preparar-pedido", env, sqsconsumer.Preparation.FromRuntime)
 	},
 	"lambdas/correo-confirmacion": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
 		return sqsconsumer.Start(ctx, "correo-confirmacion", env, confirmationmail.FromRuntime)
 	},
 	"lambdas/aviso-erp": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
-		return sqsconsumer.Start(ctx, "aviso-erp", env, erpnotice.FromRuntime)
+		return sqsconsumer.Start(ctx, "aviso-erp", env, sqsconsumer.ERPNotice.FromRuntime)
 	},
 	"lambdas/movimientos-stock": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
 		return sqsconsumer.Start(ctx, "movimientos-stock", env, stock.FromRuntime)

@@ -28,7 +28,6 @@ import (
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -431,7 +430,7 @@ func (q *Queues) IdempotencyStore(t testing.TB, srv *localaws.Dynalite) (*idempo
 func (q *Queues) OnceDeps(t testing.TB, srv *localaws.Dynalite) sqsconsumer.OnceDeps {
 	t.Helper()
 	store, _ := q.IdempotencyStore(t, srv)
-	plan, err := degrade.New(degrade.Config{MaxReceiveCount: q.MaxReceiveCount, Sender: q.Fake})
+	plan, err := sqsconsumer.NewPlan(sqsconsumer.PlanConfig{MaxReceiveCount: q.MaxReceiveCount, Sender: q.Fake})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,13 @@ func mainBuilder(t *testing.T, module, file string) []builder {
 				imports[x.Name] != "lambdas/sqsconsumer" && imports[x.Name] != "lambdas/lambdaenv" {
 				out = append(out, builder{dir: imports[x.Name], name: sel.Sel.Name})
 			}
+			// A method of a package's value (sqsconsumer.Preparation.FromRuntime):
+			// the value is the builder.
+			if v, ok := sel.X.(*ast.SelectorExpr); ok {
+				if x, ok := v.X.(*ast.Ident); ok && imports[x.Name] != "" {
+					out = append(out, builder{dir: imports[x.Name], name: v.Sel.Name})
+				}
+			}
 		}
 		return true
 	})

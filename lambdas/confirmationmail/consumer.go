@@ -13,13 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
@@ -31,38 +29,41 @@ const (
 	CodeIncierto  = "envio_incierto"
 )
 
-// Deps are the consumer's dependencies; Store, Mailer and Plan are required.
+// Deps are the consumer's dependencies; Store, Plan (it delays e-mails
+// no provider can take now) and Mailer are required.
 type Deps struct {
-	Store      *idempotency.Store
-	Mailer     *Mailer
-	DLQ        sqsbatch.Sender
-	Visibility sqsbatch.VisibilityChanger
-	// Plan delays e-mails no provider can take now.
-	Plan *degrade.Plan
+	sqsconsumer.OnceDeps
+	Mailer *Mailer
 	// Metrics receives CorreoAplazado and CorreoIncierto (nil discards).
 	Metrics metrics.Emitter
-	Logger  *slog.Logger
 }
 
-// NewProcessor returns the batch processor of the consumer. An e-mail
-// whose order was confirmed longer ago than s.IdempotencyWindow is refused
-// before anything is claimed or sent (lambdas/replaywindow); the
-// idempotency records and the send records must live at least as long.
+// NewProcessor returns the batch processor of the consumer: the e-mail
+// runs through sqsconsumer's Steps (replay window, idempotency claim,
+// degrade plan). The idempotency records and the send records must live
+// at least as long as the replay window.
 func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
-	if d.Store == nil || d.Mailer == nil || d.Plan == nil {
-		return nil, errors.New("correo: Store, Mailer and Plan are required")
+	if d.Mailer == nil {
+		return nil, errors.New("correo: Mailer is required")
 	}
-	window, err := s.Window(d.Store)
+	steps, err := s.Steps(d.Store, d.Plan)
 	if err != nil {
 		return nil, err
 	}
-	if d.Mailer.Envios != nil && d.Mailer.Envios.ttl() < window.Max {
-		return nil, fmt.Errorf("correo: the send records live %s, less than the %s replay window: a redriven e-mail whose idempotency record was released could go to another provider", d.Mailer.Envios.ttl(), window.Max)
+	if d.Mailer.Envios != nil && d.Mailer.Envios.ttl() < steps.Window.Max {
+		return nil, fmt.Errorf("correo: the send records live %s, less than the %s replay window: a redriven e-mail whose idempotency record was released could go to another provider", d.Mailer.Envios.ttl(), steps.Window.Max)
 	}
 	d.Metrics = cmp.Or(d.Metrics, metrics.Discard)
 	d.Logger = cmp.Or(d.Logger, slog.Default())
+	steps.Defer = func(err error) bool {
+		if errors.Is(err, ErrBothUnavailable) || errors.Is(err, ErrAskAgain) && errors.Is(err, breaker.ErrOpen) {
+			_ = d.Metrics.Write(metrics.Metric{Name: lambdaapi.MetricCorreoAplazado, Unit: metrics.UnitCount, Value: 1})
+			return true
+		}
+		return false
+	}
 	return s.Batch(sqsbatch.Config{
-		Handler:           sqsbatch.JSON(handler(d, window)),
+		Handler:           sqsbatch.JSON(handler(d, steps)),
 		DLQ:               d.DLQ,
 		Visibility:        d.Visibility,
 		RequiredKeys:      lambdaapi.RequiredKeysCorreo(),
@@ -72,16 +73,10 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 	})
 }
 
-func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *sqsbatch.Record, p *Pedido) error {
+func handler(d Deps, steps sqsconsumer.Steps) func(ctx context.Context, rec *sqsbatch.Record, p *Pedido) error {
 	return func(ctx context.Context, rec *sqsbatch.Record, p *Pedido) error {
-		if err := window.Check(rec); err != nil {
-			return err
-		}
-		key, msg := rec.IdempotencyKey(), Render(p)
-		res, err := idempotency.Do(ctx, d.Store, key, func(ctx context.Context) (Envio, error) {
-			if err := d.Plan.Admit(rec); err != nil {
-				return Envio{}, err // no call: the receives across the deferred copies are spent
-			}
+		msg := Render(p)
+		res, err := sqsconsumer.Once(ctx, steps, rec, msg, func(ctx context.Context, key string) (Envio, error) {
 			res, err := d.Mailer.Send(ctx, key, msg)
 			switch {
 			case errors.Is(err, ErrAskAgain):
@@ -93,18 +88,12 @@ func handler(d Deps, window replaywindow.Window) func(ctx context.Context, rec *
 				return res, failure.Permanent(CodeIncierto, fmt.Errorf("%w; the e-mail may have been sent: see docs/runbooks/dlq.md (confirmation e-mail) before any redrive", err))
 			}
 			return res, err
-		}, idempotency.WithPayload(msg))
-		switch {
-		case err == nil:
+		})
+		if err == nil {
 			rec.Logger.Info("confirmation e-mail sent", slog.String("pedido_id", p.PedidoID),
 				slog.String("proveedor", res.Proveedor), slog.String("id_proveedor", res.ID))
-			return nil
-		case errors.Is(err, ErrBothUnavailable), errors.Is(err, ErrAskAgain) && errors.Is(err, breaker.ErrOpen):
-			_ = d.Metrics.Write(metrics.Metric{Name: lambdaapi.MetricCorreoAplazado, Unit: metrics.UnitCount, Value: 1})
-			return d.Plan.Later(ctx, rec, fmt.Errorf("%s: %w", key, err))
-		default:
-			return fmt.Errorf("%s: %w", key, err)
 		}
+		return err
 	}
 }
 
@@ -136,8 +125,5 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 		},
 		Logger: rt.Log,
 	}
-	return NewProcessor(rt.Settings, Deps{
-		Store: d.Store, Mailer: mailer, DLQ: d.DLQ, Visibility: d.Visibility, Plan: d.Plan,
-		Metrics: metrics.ForEnvironment(os.Stdout, env), Logger: rt.Log,
-	})
+	return NewProcessor(rt.Settings, Deps{OnceDeps: d, Mailer: mailer, Metrics: metrics.ForEnvironment(os.Stdout, env)})
 }

@@ -4,7 +4,7 @@
 //
 // SES v2 first; the secondary HTTP provider (lambdas/httpdep) at once when
 // SES's circuit is open or it did not take the e-mail; when neither can, the
-// message waits (lambdas/degrade). A refused e-mail is Permanent. An e-mail
+// message waits (sqsconsumer.Plan). A refused e-mail is Permanent. An e-mail
 // older than the replay window is refused before anything is sent. Three
 // records hold it to one e-mail: the idempotency record, the send record
 // (Envios, naming the provider that may hold it, as long as the window) and

@@ -5,24 +5,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mercadofresco/integration/internal/lambdatest"
-	"github.com/mercadofresco/integration/internal/localaws"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mercadofresco/integration/internal/lambdatest"
+	"github.com/mercadofresco/integration/internal/localaws"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
-	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
 var ddb *localaws.Dynalite
@@ -95,9 +97,9 @@ func newWorld(t *testing.T, o opts) *world {
 		Envios:    w.envios,
 		Logger:    lambdatest.Logger(t),
 	}
-	plan, err := degrade.New(degrade.Config{MaxReceiveCount: w.q.MaxReceiveCount, Sender: w.q.Fake})
+	plan, err := sqsconsumer.NewPlan(sqsconsumer.PlanConfig{MaxReceiveCount: w.q.MaxReceiveCount, Sender: w.q.Fake})
 	lambdatest.Must(t, err)
-	w.proc, err = confirmationmail.NewProcessor(w.q.Settings(), confirmationmail.Deps{Store: w.store, Mailer: mailer, DLQ: w.q.Fake, Visibility: w.q.Fake, Plan: plan, Logger: lambdatest.Logger(t)})
+	w.proc, err = confirmationmail.NewProcessor(w.q.Settings(), confirmationmail.Deps{OnceDeps: sqsconsumer.OnceDeps{Store: w.store, DLQ: w.q.Fake, Visibility: w.q.Fake, Plan: plan, Logger: lambdatest.Logger(t)}, Mailer: mailer})
 	lambdatest.Must(t, err)
 	return w
 }
@@ -194,7 +196,7 @@ func TestBothUnavailableDelaysTheEmail(t *testing.T) {
 	}
 	st, err := w.q.Fake.Inspect(w.q.Source)
 	lambdatest.Must(t, err)
-	if len(st) != 1 || aws.ToString(st[0].MessageAttributes[degrade.AttrDeferrals].StringValue) != "1" || st[0].VisibleAt.Sub(w.q.Clock.Now()) != 300*time.Second {
+	if len(st) != 1 || aws.ToString(st[0].MessageAttributes[sqsconsumer.AttrDeferrals].StringValue) != "1" || st[0].VisibleAt.Sub(w.q.Clock.Now()) != 300*time.Second {
 		t.Fatalf("source queue %+v, want one copy (mf-aplazamientos 1) delayed 300 s", st)
 	}
 	if len(w.sec.Requests()) != 0 || sent(w.ses.Service) != 0 {
@@ -318,9 +320,9 @@ func TestEmailOlderThanItsWindowIsNotSentTwice(t *testing.T) {
 func TestSendRecordsShorterThanTheWindowAreRefused(t *testing.T) {
 	w := newWorld(t, opts{})
 	short := &confirmationmail.Envios{DB: ddb.Client, Table: "x", TTL: 19 * 24 * time.Hour}
-	plan, err := degrade.New(degrade.Config{MaxReceiveCount: 5})
+	plan, err := sqsconsumer.NewPlan(sqsconsumer.PlanConfig{MaxReceiveCount: 5})
 	lambdatest.Must(t, err)
-	_, err = confirmationmail.NewProcessor(w.q.Settings(), confirmationmail.Deps{Store: w.store, Mailer: &confirmationmail.Mailer{Envios: short}, Plan: plan})
+	_, err = confirmationmail.NewProcessor(w.q.Settings(), confirmationmail.Deps{OnceDeps: sqsconsumer.OnceDeps{Store: w.store, Plan: plan}, Mailer: &confirmationmail.Mailer{Envios: short}})
 	if err == nil || !strings.Contains(err.Error(), "send records live") {
 		t.Fatalf("err = %v", err)
 	}

@@ -32,7 +32,7 @@ const (
 	// (Go duration, default 2s).
 	EnvDeadlineMargin = "DEADLINE_MARGIN"
 	// EnvMaxReceiveCount is the source queue's redrive maxReceiveCount
-	// (lambdas/degrade needs it to know the last receive).
+	// (sqsconsumer.Plan needs it to know the last receive).
 	EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
 )
 
@@ -134,7 +134,7 @@ const (
 	WindowAvisoERP    = 45 * 24 * time.Hour
 )
 
-// Deferral numbers of lambdas/degrade: a message whose dependency's circuit
+// Deferral numbers of sqsconsumer.Plan: a message whose dependency's circuit
 // is open is copied with a delay of DeferralDelay on every receive that
 // meets it, at most MaxDeferrals × maxReceiveCount times (the copies
 // lengthen a queue's longest pass, which constructs/queueconsumer counts).

@@ -38,7 +38,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/signing"
 	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -126,7 +125,7 @@ type Starter struct {
 	api          StartExecutionAPI
 	stateMachine string
 	log          *slog.Logger
-	window       replaywindow.Window
+	window       sqsbatch.Window
 	verifier     signing.Verifier
 }
 
@@ -152,7 +151,7 @@ func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts .
 	}
 	log = cmp.Or(log, slog.Default())
 	s := &Starter{api: api, stateMachine: stateMachineARN, log: log,
-		window: replaywindow.Window{Max: eventsapi.StarterWindow, CreatedAt: eventsapi.KeyCreadoEn}}
+		window: sqsbatch.Window{Max: eventsapi.StarterWindow, CreatedAt: eventsapi.KeyCreadoEn}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -161,7 +160,7 @@ func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts .
 	}
 	if s.window.Max > eventsapi.StarterWindow {
 		return nil, fmt.Errorf("starter: a replay window of %s is longer than %s: Step Functions keeps execution names %s, so an older event could start a second execution",
-			replaywindow.Days(s.window.Max), replaywindow.Days(eventsapi.StarterWindow), replaywindow.Days(eventsapi.ExecutionNameRetention))
+			sqsbatch.Days(s.window.Max), sqsbatch.Days(eventsapi.StarterWindow), sqsbatch.Days(eventsapi.ExecutionNameRetention))
 	}
 	if err := s.window.Validate(); err != nil {
 		return nil, err
@@ -257,7 +256,7 @@ func permanentStartError(err error) bool {
 
 // Handler is the sqsbatch handler: one Start per record, unless the
 // record's event is older than the replay window (a permanent failure
-// wrapping replaywindow.ErrExpired, without a call to Step Functions).
+// wrapping sqsbatch.ErrExpired, without a call to Step Functions).
 func (s *Starter) Handler() sqsbatch.Handler {
 	return sqsbatch.HandlerFunc(func(ctx context.Context, rec *sqsbatch.Record) error {
 		if err := s.window.Check(rec); err != nil {

@@ -41,7 +41,7 @@ const (
 	AttrUnreadableOriginals = "mf-unreadable-original-attributes"
 
 	// AttrPrefix starts the name of every attribute a consumer sets itself
-	// (these, lambdas/degrade's deferral counter). An incoming attribute
+	// (these, sqsconsumer.Plan's deferral counter). An incoming attribute
 	// with this prefix is ignored: only the consumer that sends a message
 	// on (to its DLQ, or a delayed copy to its own queue) may set one.
 	AttrPrefix = "mf-"
@@ -183,7 +183,7 @@ func failureAttributes(rec *Record, class failure.Kind, cause error, version str
 
 // ForwardAttributes returns the attributes of a message a consumer sends on
 // behalf of rec: to its DLQ (the library's dead-lettering) or back to its own
-// queue (lambdas/degrade's delayed copy). own are the consumer's own
+// queue (sqsconsumer.Plan's delayed copy). own are the consumer's own
 // attributes (mf-* names, at most 9), and they always win. Every other
 // attribute is rec's, without any whose name starts with AttrPrefix: an
 // incoming mf-* attribute is ignored, whoever set it (a producer cannot
@@ -259,7 +259,7 @@ func NumberAttribute(n int64) types.MessageAttributeValue {
 }
 
 // Sender sends one message (*sqs.Client has it): dead-lettering and the
-// delayed copies of lambdas/degrade.
+// delayed copies of sqsconsumer.Plan.
 type Sender interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }

@@ -1,15 +1,14 @@
 // Package sqsconsumer is what the project's SQS consumer Lambdas share
-// around lambdas/sqsbatch: their common settings from the environment
-// (DLQ routes, build id, batch concurrency, supported event versions,
-// deadline margin, maxReceiveCount), and a Runtime that builds the real
-// clients a main needs (SQS, the breaker cache, an HTTP dependency with its
-// API key, breaker, retry budget and metrics, the degrade plan).
+// around lambdas/sqsbatch: their settings from the environment (DLQ routes,
+// build id, batch concurrency, supported event versions, deadline margin,
+// maxReceiveCount, replay window); a Runtime that builds the real clients a
+// main needs (SQS, the breaker cache, an HTTP dependency with its API key,
+// breaker, retry budget and metrics); the pipeline of a consumer that calls
+// a dependency once per record ([Steps], [Once]: replay window, idempotency
+// claim, degrade [Plan]); and the HTTP consumers [Preparation] and
+// [ERPNotice]. A main is one line:
 //
-// Each consumer's logic lives in its own package with injected
-// dependencies (lambdas/preparation, lambdas/confirmationmail, lambdas/erpnotice,
-// lambdas/stock); its main is one line:
-//
-//	func main() { sqsconsumer.Main("preparar-pedido", preparation.FromRuntime) }
+//	func main() { sqsconsumer.Main("aviso-erp", sqsconsumer.ERPNotice.FromRuntime) }
 package sqsconsumer
 
 import (
@@ -31,13 +30,11 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
-	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -66,8 +63,8 @@ type Settings struct {
 // PedidoConfirmado (age from confirmado_en), checked against the store
 // that records its keys: the window must be set, and the records must live
 // at least as long.
-func (s Settings) Window(store *idempotency.Store) (replaywindow.Window, error) {
-	w := replaywindow.Window{Max: s.IdempotencyWindow, CreatedAt: lambdaapi.KeyConfirmadoEn, Now: s.Now}
+func (s Settings) Window(store *idempotency.Store) (sqsbatch.Window, error) {
+	w := sqsbatch.Window{Max: s.IdempotencyWindow, CreatedAt: lambdaapi.KeyConfirmadoEn, Now: s.Now}
 	if err := w.Validate(); err != nil {
 		return w, err
 	}
@@ -238,11 +235,11 @@ func (r *Runtime) Dependency(s httpdep.Settings, name string) (*httpdep.Client, 
 // Plan returns the degrade plan of this consumer's queue (ReadPlan first):
 // ChangeMessageVisibility(300) while a circuit is open, and a delayed copy
 // on the last receive.
-func (r *Runtime) Plan() (*degrade.Plan, error) {
+func (r *Runtime) Plan() (*Plan, error) {
 	if r.Settings.MaxReceiveCount == 0 {
 		return nil, fmt.Errorf("%w: %s is required by a consumer that defers messages", lambdaenv.ErrInvalid, lambdaapi.EnvMaxReceiveCount)
 	}
-	return degrade.New(degrade.Config{MaxReceiveCount: r.Settings.MaxReceiveCount, Sender: r.SQS, Logger: r.Log})
+	return NewPlan(PlanConfig{MaxReceiveCount: r.Settings.MaxReceiveCount, Sender: r.SQS, Logger: r.Log})
 }
 
 // HTTPDeps builds what a consumer of one HTTP dependency needs (the

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
-	"github.com/mercadofresco/integration/lambdas/erpnotice"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/preparation"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 	"github.com/mercadofresco/integration/lambdas/stock"
@@ -32,8 +30,8 @@ func deployed() map[string]string {
 }
 
 var builds = map[string]func(context.Context, *sqsconsumer.Runtime) (*sqsbatch.Processor, error){
-	"preparar-pedido":     preparation.FromRuntime,
-	"aviso-erp":           erpnotice.FromRuntime,
+	"preparar-pedido":     sqsconsumer.Preparation.FromRuntime,
+	"aviso-erp":           sqsconsumer.ERPNotice.FromRuntime,
 	"correo-confirmacion": confirmationmail.FromRuntime,
 	"movimientos-stock":   stock.FromRuntime,
 }

@@ -15,15 +15,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
-	"github.com/mercadofresco/integration/lambdas/erpnotice"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
-	"github.com/mercadofresco/integration/lambdas/preparation"
-	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
 // Classification (runbook step 2): the rules, in order of authority, and
@@ -70,9 +69,9 @@ type Options struct {
 // (config/catalog's Consumer.Function): the message type each decodes into
 // with its Validate, or the starter's DecodeEvent.
 var contentChecks = map[string]func(body string) error{
-	"mf-preparar-pedido":     sqsbatch.CheckJSON[preparation.Pedido],
+	"mf-preparar-pedido":     sqsconsumer.Preparation.Content,
 	"mf-correo-confirmacion": sqsbatch.CheckJSON[confirmationmail.Pedido],
-	"mf-aviso-erp":           sqsbatch.CheckJSON[erpnotice.Pedido],
+	"mf-aviso-erp":           sqsconsumer.ERPNotice.Content,
 	"mf-movimientos-stock":   sqsbatch.CheckJSON[eventsapi.MovimientoStock],
 	"mf-iniciar-pedido": func(body string) error {
 		_, _, err := orderstart.DecodeEvent([]byte(body))
@@ -264,10 +263,10 @@ func (opts Options) expired(m types.Message) (why string, expired bool) {
 	if opts.Window <= 0 || opts.CreatedAtKey == "" {
 		return "", false
 	}
-	created, err := replaywindow.CreatedAt([]byte(aws.ToString(m.Body)), opts.CreatedAtKey)
+	created, err := sqsbatch.CreatedAt([]byte(aws.ToString(m.Body)), opts.CreatedAtKey)
 	if age := cmp.Or(opts.Now, time.Now()).Sub(created); err == nil && age > opts.Window {
 		return fmt.Sprintf("%s %s is %s old, beyond the consumer's replay window of %s", opts.CreatedAtKey,
-			created.UTC().Format("2006-01-02 15:04"), replaywindow.Days(age.Round(time.Hour)), replaywindow.Days(opts.Window)), true
+			created.UTC().Format("2006-01-02 15:04"), sqsbatch.Days(age.Round(time.Hour)), sqsbatch.Days(opts.Window)), true
 	}
 	return "", false
 }
@@ -571,8 +570,8 @@ func inspectBody(body string, opts *Options) content {
 	if env == nil {
 		if opts.Window > 0 && opts.CreatedAtKey != "" {
 			// The consumer cannot apply its replay window to it: poison
-			// (replaywindow.Window.Check).
-			if _, err := replaywindow.CreatedAt([]byte(body), opts.CreatedAtKey); err != nil {
+			// (sqsbatch.Window.Check).
+			if _, err := sqsbatch.CreatedAt([]byte(body), opts.CreatedAtKey); err != nil {
 				c.problem = "schema: " + err.Error()
 				return c
 			}

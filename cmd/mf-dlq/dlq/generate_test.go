@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -148,7 +147,7 @@ func (g *gen) expired(start, confirmed time.Time, n int) {
 		_ = json.Unmarshal([]byte(body), &ev)
 		age := int(sent.Sub(confirmed).Hours() / 24)
 		g.consumerSent(sent, body, failure.KindPermanent, fmt.Sprintf("permanent: %s: preparacion:%s: confirmado_en %s is %d days old, beyond the %s window",
-			lambdaapi.ReasonExpiredWindow, ev["pedido_id"], ev["confirmado_en"], age, replaywindow.Days(lambdaapi.WindowPreparacion)))
+			lambdaapi.ReasonExpiredWindow, ev["pedido_id"], ev["confirmado_en"], age, sqsbatch.Days(lambdaapi.WindowPreparacion)))
 	}
 }
 

@@ -19,10 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -383,7 +383,7 @@ func (t *Tool) warnExpired(tg *Target, expired, total int, readmit bool) {
 	who := "its consumer"
 	if tg.Catalog != nil && len(tg.Catalog.Consumers) > 0 {
 		c := tg.Catalog.Consumers[0]
-		who = fmt.Sprintf("%s (%s, a %s window)", c.Function, c.IdempotencyKey, replaywindow.Days(c.Window))
+		who = fmt.Sprintf("%s (%s, a %s window)", c.Function, c.IdempotencyKey, sqsbatch.Days(c.Window))
 	}
 	switch {
 	case expired == 0 && readmit:

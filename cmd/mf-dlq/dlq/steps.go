@@ -16,8 +16,8 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -108,7 +108,7 @@ func (t *Tool) Contain(ctx context.Context, tg *Target, window time.Duration, sa
 }
 
 func retention(q QueueRef) string {
-	return replaywindow.Days(time.Duration(atoi(q.Attrs[string(types.QueueAttributeNameMessageRetentionPeriod)])) * time.Second)
+	return sqsbatch.Days(time.Duration(atoi(q.Attrs[string(types.QueueAttributeNameMessageRetentionPeriod)])) * time.Second)
 }
 
 // Inspect (runbook step 2) peeks at up to n messages, writes them to save

@@ -1,4 +1,4 @@
-package degrade_test
+package sqsconsumer_test
 
 import (
 	"context"
@@ -22,10 +22,10 @@ import (
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/degrade"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
 const maxReceiveCount = 4
@@ -42,7 +42,7 @@ type world struct {
 	openOn func(rec *sqsbatch.Record) bool
 	// failing makes every call that reaches the ERP fail (a 503).
 	failing atomic.Bool
-	plan    *degrade.Plan
+	plan    *sqsconsumer.Plan
 	mu      sync.Mutex
 	done    map[string]int
 	calls   map[string]int // calls that reached the ERP, by body
@@ -66,11 +66,11 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := degrade.Config{MaxReceiveCount: maxReceiveCount}
+	cfg := sqsconsumer.PlanConfig{MaxReceiveCount: maxReceiveCount}
 	if useCopies {
 		cfg.Sender = w.fake
 	}
-	plan, err := degrade.New(cfg)
+	plan, err := sqsconsumer.NewPlan(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestCallsAcrossCopiesStayBounded(t *testing.T) {
 // A copy carries the receives spent; Admit refuses the receive that
 // would exceed maxReceiveCount, and a forged negative count reads as 0.
 func TestAdmit(t *testing.T) {
-	plan, err := degrade.New(degrade.Config{MaxReceiveCount: maxReceiveCount})
+	plan, err := sqsconsumer.NewPlan(sqsconsumer.PlanConfig{MaxReceiveCount: maxReceiveCount})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,10 +287,10 @@ func TestAdmit(t *testing.T) {
 	} {
 		rec := &sqsbatch.Record{ReceiveCount: tc.receive, Message: events.SQSMessage{MessageAttributes: map[string]events.SQSMessageAttribute{}}}
 		if tc.spent != "" {
-			rec.Message.MessageAttributes[degrade.AttrReceives] = num(tc.spent)
+			rec.Message.MessageAttributes[sqsconsumer.AttrReceives] = num(tc.spent)
 		}
 		err := plan.Admit(rec)
-		if got := errors.Is(err, degrade.ErrCallsSpent); got != tc.refused {
+		if got := errors.Is(err, sqsconsumer.ErrCallsSpent); got != tc.refused {
 			t.Errorf("spent %q, receive %d: Admit = %v, want refused %v", tc.spent, tc.receive, err, tc.refused)
 		}
 	}
@@ -300,17 +300,17 @@ func TestAdmit(t *testing.T) {
 // not left to the redrive policy without one.
 func TestDeferralsSpentDeadLettersWithReason(t *testing.T) {
 	w := newWorld(t, false, true)
-	plan, err := degrade.New(degrade.Config{MaxReceiveCount: maxReceiveCount, Sender: w.fake, MaxDeferrals: 2})
+	plan, err := sqsconsumer.NewPlan(sqsconsumer.PlanConfig{MaxReceiveCount: maxReceiveCount, Sender: w.fake, MaxDeferrals: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := "2"
 	rec := &sqsbatch.Record{ReceiveCount: 1, Message: events.SQSMessage{
 		MessageId: "m-1", Body: `{"pedido_id":"PED-1"}`, EventSourceARN: w.fake.ARN(w.src),
-		MessageAttributes: map[string]events.SQSMessageAttribute{degrade.AttrDeferrals: {DataType: "Number", StringValue: &v}},
+		MessageAttributes: map[string]events.SQSMessageAttribute{sqsconsumer.AttrDeferrals: {DataType: "Number", StringValue: &v}},
 	}}
 	err = plan.Later(context.Background(), rec, breaker.ErrOpen)
-	if !errors.Is(err, degrade.ErrDeferralsSpent) || !errors.Is(err, failure.ErrPermanent) {
+	if !errors.Is(err, sqsconsumer.ErrDeferralsSpent) || !errors.Is(err, failure.ErrPermanent) {
 		t.Fatalf("Later after MaxDeferrals = %v, want a permanent ErrDeferralsSpent", err)
 	}
 }
@@ -321,8 +321,8 @@ func (w *world) inspect(url string) []localaws.MessageState {
 }
 
 func TestConfigValidation(t *testing.T) {
-	for _, c := range []degrade.Config{{}, {MaxReceiveCount: 4, Delay: time.Hour}, {MaxReceiveCount: 4, MaxDeferrals: -1}} {
-		if _, err := degrade.New(c); err == nil {
+	for _, c := range []sqsconsumer.PlanConfig{{}, {MaxReceiveCount: 4, Delay: time.Hour}, {MaxReceiveCount: 4, MaxDeferrals: -1}} {
+		if _, err := sqsconsumer.NewPlan(c); err == nil {
 			t.Errorf("New(%+v) accepted", c)
 		}
 	}
@@ -347,14 +347,14 @@ func TestDeferralCopyIgnoresIncomingMFAttributes(t *testing.T) {
 		kept      int
 	}{
 		{"forged counter and failure attributes", map[string]events.SQSMessageAttribute{
-			degrade.AttrDeferrals: str("-50"), sqsbatch.AttrFailureReason: str("forged"), "mf-otro": str("forged"), "tipo": str("AvisoErp"),
+			sqsconsumer.AttrDeferrals: str("-50"), sqsbatch.AttrFailureReason: str("forged"), "mf-otro": str("forged"), "tipo": str("AvisoErp"),
 		}, "1", 1},
-		{"a counter of ours", map[string]events.SQSMessageAttribute{degrade.AttrDeferrals: {DataType: "Number", StringValue: ptr("3")}, "tipo": str("AvisoErp")}, "4", 1},
+		{"a counter of ours", map[string]events.SQSMessageAttribute{sqsconsumer.AttrDeferrals: {DataType: "Number", StringValue: ptr("3")}, "tipo": str("AvisoErp")}, "4", 1},
 		{"ten attributes of its own", many, "1", 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, false, true)
-			plan, err := degrade.New(degrade.Config{MaxReceiveCount: maxReceiveCount, Sender: w.fake})
+			plan, err := sqsconsumer.NewPlan(sqsconsumer.PlanConfig{MaxReceiveCount: maxReceiveCount, Sender: w.fake})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -369,8 +369,8 @@ func TestDeferralCopyIgnoresIncomingMFAttributes(t *testing.T) {
 				t.Fatalf("%d messages in the source queue, want the copy", len(st))
 			}
 			got := st[0].MessageAttributes
-			if aws.ToString(got[degrade.AttrDeferrals].StringValue) != tc.wantCount {
-				t.Errorf("%s = %q, want %q", degrade.AttrDeferrals, aws.ToString(got[degrade.AttrDeferrals].StringValue), tc.wantCount)
+			if aws.ToString(got[sqsconsumer.AttrDeferrals].StringValue) != tc.wantCount {
+				t.Errorf("%s = %q, want %q", sqsconsumer.AttrDeferrals, aws.ToString(got[sqsconsumer.AttrDeferrals].StringValue), tc.wantCount)
 			}
 			for k, a := range got {
 				if aws.ToString(a.StringValue) == "forged" || strings.Contains(aws.ToString(a.StringValue), "forged") {

@@ -1,4 +1,4 @@
-package replaywindow_test
+package sqsbatch_test
 
 import (
 	"errors"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/replaywindow"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -25,7 +24,7 @@ func record(body, mark string) *sqsbatch.Record {
 }
 
 func TestCheck(t *testing.T) {
-	w := replaywindow.Window{Max: 45 * 24 * time.Hour, CreatedAt: "confirmado_en", Now: func() time.Time { return now }}
+	w := sqsbatch.Window{Max: 45 * 24 * time.Hour, CreatedAt: "confirmado_en", Now: func() time.Time { return now }}
 	at := func(ago time.Duration) string {
 		return `{"confirmado_en":"` + now.Add(-ago).Format(time.RFC3339) + `"}`
 	}
@@ -54,8 +53,8 @@ func TestCheck(t *testing.T) {
 					t.Fatalf("refused: %v", err)
 				}
 			case "expired":
-				var ee *replaywindow.ExpiredError
-				if !errors.Is(err, replaywindow.ErrExpired) || !errors.As(err, &ee) || failure.KindOf(err) != failure.KindPermanent {
+				var ee *sqsbatch.ExpiredError
+				if !errors.Is(err, sqsbatch.ErrExpired) || !errors.As(err, &ee) || failure.KindOf(err) != failure.KindPermanent {
 					t.Fatalf("err = %v, want a permanent ExpiredError", err)
 				}
 				if !strings.HasPrefix(ee.Error(), lambdaapi.ReasonExpiredWindow+":") || !strings.Contains(ee.Error(), "45 days") {
@@ -65,7 +64,7 @@ func TestCheck(t *testing.T) {
 					t.Fatalf("the reason does not name the lapsed mark: %q", ee.Error())
 				}
 			case "poison":
-				if failure.KindOf(err) != failure.KindPoison || errors.Is(err, replaywindow.ErrExpired) {
+				if failure.KindOf(err) != failure.KindPoison || errors.Is(err, sqsbatch.ErrExpired) {
 					t.Fatalf("err = %v, want poison", err)
 				}
 			}
@@ -74,9 +73,9 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCheckNestedPath(t *testing.T) {
-	w := replaywindow.Window{Max: 89 * 24 * time.Hour, CreatedAt: "detail.creado_en", Now: func() time.Time { return now }}
+	w := sqsbatch.Window{Max: 89 * 24 * time.Hour, CreatedAt: "detail.creado_en", Now: func() time.Time { return now }}
 	old := `{"detail":{"creado_en":"` + now.Add(-90*24*time.Hour).Format(time.RFC3339Nano) + `"}}`
-	if err := w.Check(record(old, "")); !errors.Is(err, replaywindow.ErrExpired) {
+	if err := w.Check(record(old, "")); !errors.Is(err, sqsbatch.ErrExpired) {
 		t.Fatalf("err = %v", err)
 	}
 	if err := w.Check(record(`{"detail":"x"}`, "")); failure.KindOf(err) != failure.KindPoison {
@@ -86,14 +85,14 @@ func TestCheckNestedPath(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	for _, tt := range []struct {
-		w  replaywindow.Window
+		w  sqsbatch.Window
 		ok bool
 	}{
-		{replaywindow.Window{Max: 45 * 24 * time.Hour, CreatedAt: "confirmado_en"}, true},
-		{replaywindow.Window{CreatedAt: "confirmado_en"}, false},
-		{replaywindow.Window{Max: time.Hour, CreatedAt: "confirmado_en"}, false}, // shorter than a re-admission
-		{replaywindow.Window{Max: 45 * 24 * time.Hour}, false},
-		{replaywindow.Window{Max: 45 * 24 * time.Hour, CreatedAt: "detail..creado_en"}, false},
+		{sqsbatch.Window{Max: 45 * 24 * time.Hour, CreatedAt: "confirmado_en"}, true},
+		{sqsbatch.Window{CreatedAt: "confirmado_en"}, false},
+		{sqsbatch.Window{Max: time.Hour, CreatedAt: "confirmado_en"}, false}, // shorter than a re-admission
+		{sqsbatch.Window{Max: 45 * 24 * time.Hour}, false},
+		{sqsbatch.Window{Max: 45 * 24 * time.Hour, CreatedAt: "detail..creado_en"}, false},
 	} {
 		if err := tt.w.Validate(); (err == nil) != tt.ok {
 			t.Errorf("%+v: err = %v", tt.w, err)
@@ -114,7 +113,7 @@ func TestReadmissionIsShorterThanEveryWindow(t *testing.T) {
 
 func TestDays(t *testing.T) {
 	for d, want := range map[time.Duration]string{45 * 24 * time.Hour: "45 days", 87 * 12 * time.Hour: "43.5 days", 90 * time.Minute: "1h30m0s"} {
-		if got := replaywindow.Days(d); got != want {
+		if got := sqsbatch.Days(d); got != want {
 			t.Errorf("Days(%s) = %q, want %q", d, got, want)
 		}
 	}

@@ -1,18 +1,4 @@
-// Package degrade is the plan of a queue consumer whose dependency's circuit
-// is open: give the message back for later instead of failing it, without
-// pushing legitimate messages into the DLQ during a long outage and without
-// the copies multiplying the calls a message makes.
-//
-// [Plan.Later], on a standard queue, sends a copy delayed by Delay (default
-// 300 s) and lets the original be deleted (send before delete: a crash
-// leaves two copies, never none). The copy counts itself in mf-aplazamientos
-// and carries in mf-recepciones the receives of the earlier copies;
-// [Plan.Admit] refuses a call once those reach maxReceiveCount, so a message
-// makes at most maxReceiveCount × (attempts per receive) calls across its
-// copies (what MF-ATTEMPTS counts). After MaxDeferrals copies it is
-// dead-lettered with its reason; a FIFO queue or a failed send falls back to
-// ChangeMessageVisibility. Reasoning: docs/design.md#degrade-plan.
-package degrade
+package sqsconsumer
 
 import (
 	"cmp"
@@ -48,24 +34,24 @@ const AttrReceives = "mf-recepciones"
 // all its copies reached maxReceiveCount: the consumer must not call the
 // dependency again: the message goes to the DLQ with this reason
 // (a permanent failure without a code: no idempotency record keeps it).
-var ErrCallsSpent = failure.Permanent("", errors.New("degrade: the message's receives across its deferred copies reached maxReceiveCount"))
+var ErrCallsSpent = failure.Permanent("", errors.New("sqsconsumer: the message's receives across its deferred copies reached maxReceiveCount"))
 
 // ErrDeferralsSpent is the reason of a message dead-lettered after
 // MaxDeferrals copies.
-var ErrDeferralsSpent = errors.New("degrade: the dependency stayed unavailable for every deferral")
+var ErrDeferralsSpent = errors.New("sqsconsumer: the dependency stayed unavailable for every deferral")
 
 // Defaults (lambdas/lambdaapi's numbers, which the CDK counts in a
 // queue's longest pass, docs/design.md#replay-windows). The default
 // MaxDeferrals is DefaultMaxDeferrals × MaxReceiveCount.
 const (
-	DefaultDelay        = lambdaapi.DeferralDelay
-	DefaultMaxDeferrals = lambdaapi.MaxDeferrals
+	DefaultDeferralDelay = lambdaapi.DeferralDelay
+	DefaultMaxDeferrals  = lambdaapi.MaxDeferrals
 	// maxDelay is SQS's largest DelaySeconds.
 	maxDelay = 15 * time.Minute
 )
 
-// Config configures a Plan.
-type Config struct {
+// PlanConfig configures a Plan.
+type PlanConfig struct {
 	// MaxReceiveCount is the source queue's redrive maxReceiveCount
 	// (required; the CDK passes it in the function's environment).
 	MaxReceiveCount int
@@ -81,24 +67,38 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Plan returns messages for later. Safe for concurrent use.
+// Plan is a queue consumer's plan while its dependency cannot take a
+// message: give it back for later instead of failing it, without pushing
+// legitimate messages into the DLQ during a long outage and without the
+// copies multiplying the calls a message makes.
+//
+// [Plan.Later], on a standard queue, sends a copy delayed by Delay (default
+// 300 s) and lets the original be deleted (send before delete: a crash
+// leaves two copies, never none). The copy counts itself in mf-aplazamientos
+// and carries in mf-recepciones the receives of the earlier copies;
+// [Plan.Admit] refuses a call once those reach maxReceiveCount, so a message
+// makes at most maxReceiveCount × (attempts per receive) calls across its
+// copies (what MF-ATTEMPTS counts). After MaxDeferrals copies it is
+// dead-lettered with its reason; a FIFO queue or a failed send falls back to
+// ChangeMessageVisibility. Safe for concurrent use. Reasoning:
+// docs/design.md#degrade-plan.
 type Plan struct {
-	cfg Config
+	cfg PlanConfig
 	log *slog.Logger
 }
 
 // New validates cfg.
-func New(cfg Config) (*Plan, error) {
+func NewPlan(cfg PlanConfig) (*Plan, error) {
 	if cfg.MaxReceiveCount < 1 || cfg.MaxReceiveCount > 1000 {
-		return nil, fmt.Errorf("degrade: MaxReceiveCount %d not in 1..1000 (the queue's redrive policy)", cfg.MaxReceiveCount)
+		return nil, fmt.Errorf("sqsconsumer: MaxReceiveCount %d not in 1..1000 (the queue's redrive policy)", cfg.MaxReceiveCount)
 	}
-	cfg.Delay = cmp.Or(cfg.Delay, DefaultDelay)
+	cfg.Delay = cmp.Or(cfg.Delay, DefaultDeferralDelay)
 	if cfg.Delay < time.Second || cfg.Delay > maxDelay {
-		return nil, fmt.Errorf("degrade: Delay %s not in 1s..15m", cfg.Delay)
+		return nil, fmt.Errorf("sqsconsumer: Delay %s not in 1s..15m", cfg.Delay)
 	}
 	cfg.MaxDeferrals = cmp.Or(cfg.MaxDeferrals, DefaultMaxDeferrals*cfg.MaxReceiveCount)
 	if cfg.MaxDeferrals < 0 {
-		return nil, fmt.Errorf("degrade: MaxDeferrals %d is negative", cfg.MaxDeferrals)
+		return nil, fmt.Errorf("sqsconsumer: MaxDeferrals %d is negative", cfg.MaxDeferrals)
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	return &Plan{cfg: cfg, log: cfg.Logger}, nil

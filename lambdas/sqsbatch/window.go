@@ -1,16 +1,4 @@
-// Package replaywindow bounds how late a consumer processes a message when
-// it recognises duplicates through records that expire (its idempotency
-// records, or Step Functions' memory of execution names).
-//
-// A [Window] is checked before the consumer claims any key or calls
-// anything: a message whose event is older than the window, measured from
-// the creation time in its body (never SentTimestamp, which a redrive or a
-// delayed copy renews), is refused as a permanent failure with the reason
-// "expired-idempotency-window". The consumer keeps its records at least as
-// long as the window. A message an operator re-admitted (the attribute
-// lambdaapi.AttrReadmision) is processed while that mark is younger than
-// lambdaapi.ReadmissionValidity. Why: docs/design.md#replay-windows.
-package replaywindow
+package sqsbatch
 
 import (
 	"bytes"
@@ -26,7 +14,6 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
 // ErrExpired is matched (errors.Is) by every [*ExpiredError].
@@ -36,7 +23,17 @@ var ErrExpired = errors.New(lambdaapi.ReasonExpiredWindow)
 // operator's clock against the consumer's).
 const maxClockSkew = 5 * time.Minute
 
-// Window is a consumer's replay window. Max and CreatedAt are required.
+// Window is a consumer's replay window: it bounds how late the consumer
+// processes a message when it recognises duplicates through records that
+// expire (its idempotency records, or Step Functions' memory of execution
+// names). Check runs before the consumer claims any key or calls anything:
+// an event older than Max, measured from the creation time in its body
+// (never SentTimestamp, which a redrive or a delayed copy renews), is
+// refused as a permanent failure with the reason
+// "expired-idempotency-window". A message an operator re-admitted (the
+// attribute lambdaapi.AttrReadmision) is processed while that mark is
+// younger than lambdaapi.ReadmissionValidity. Max and CreatedAt are
+// required. Why: docs/design.md#replay-windows.
 type Window struct {
 	// Max is how old an event may be and still be processed. The
 	// consumer's records must live at least this long.
@@ -103,7 +100,7 @@ func (e *ExpiredError) Is(target error) bool { return target == ErrExpired }
 // (logged on rec.Logger); a permanent failure wrapping an [*ExpiredError]
 // when it is older; poison when its body has no readable creation time (no
 // window can be applied to it).
-func (w Window) Check(rec *sqsbatch.Record) error {
+func (w Window) Check(rec *Record) error {
 	created, err := CreatedAt([]byte(rec.Body()), w.CreatedAt)
 	if err != nil {
 		return failure.Poisonf("%s: cannot apply the %s replay window: %w", lambdaapi.ReasonExpiredWindow, Days(w.Max), err)

@@ -26,7 +26,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/internal/localaws"
-	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
@@ -347,7 +346,7 @@ func Client(t testing.TB, name string, srv *localaws.Service, o DepOptions) *htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := httpdep.New(httpdep.Config{Name: name, BaseURL: srv.URL(), Keys: apikey.Static(APIKey), Retrier: r,
+	c, err := httpdep.New(httpdep.Config{Name: name, BaseURL: srv.URL(), Keys: httpdep.StaticKey(APIKey), Retrier: r,
 		Breaker: o.Breaker, ReadTimeout: o.ReadTimeout, HTTPClient: srv.Client()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package httpdep is the one client of the project's HTTP dependencies (the
 // payment gateway through lambdas/payment, the warehouse, the ERP, the
 // secondary e-mail provider): JSON POSTs with Authorization: Bearer <API
-// key> (lambdas/apikey) and Idempotency-Key: <domain key>, every call
+// key> (SecretKey: from Secrets Manager, cached, read again after a 401) and Idempotency-Key: <domain key>, every call
 // through lambdas/retry and every attempt through the dependency's shared
 // circuit breaker (lambdas/breaker).
 //
@@ -31,7 +31,6 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/failure"
 
-	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
@@ -106,8 +105,8 @@ type Config struct {
 	Name string
 	// BaseURL ("https://almacen.example"); request paths are appended.
 	BaseURL string
-	// Keys supplies the API key (apikey.Secret in production).
-	Keys apikey.Source
+	// Keys supplies the API key (SecretKey in production).
+	Keys KeySource
 	// Retrier runs the attempts of each call; its budget is the
 	// dependency's, shared by every caller in the process.
 	Retrier *retry.Retrier

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"github.com/mercadofresco/integration/internal/localaws"
-	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -37,7 +36,7 @@ type spentCalls struct{}
 func (spentCalls) Take(context.Context, string) error { return errors.New("calls spent") }
 func (spentCalls) Refund(context.Context, string)     {}
 
-func client(t *testing.T, srv *localaws.Service, keys apikey.Source, br *breaker.Breaker) *httpdep.Client {
+func client(t *testing.T, srv *localaws.Service, keys httpdep.KeySource, br *breaker.Breaker) *httpdep.Client {
 	t.Helper()
 	return clientWith(t, srv, httpdep.Config{Keys: keys, Breaker: br})
 }
@@ -130,7 +129,7 @@ func TestNothingSentWhenTheConnectionIsRefused(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	r, _ := retry.New(retry.Policy{MaxAttempts: 2}, retry.WithClock(retry.NewVirtualClock(time.Now())))
-	c, err := httpdep.New(httpdep.Config{Name: "erp", BaseURL: "http://" + addr, Keys: apikey.Static("k"), Retrier: r, HTTPClient: &http.Client{}})
+	c, err := httpdep.New(httpdep.Config{Name: "erp", BaseURL: "http://" + addr, Keys: httpdep.StaticKey("k"), Retrier: r, HTTPClient: &http.Client{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +148,7 @@ func TestOpenCircuitStopsAtOnceAndIsRecognisable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client(t, srv, apikey.Static("k"), br)
+	c := client(t, srv, httpdep.StaticKey("k"), br)
 	_ = c.Post(context.Background(), "/v1/x", "k1", struct{}{}, nil)
 	n := len(srv.Requests())
 	err = c.Post(context.Background(), "/v1/x", "k2", struct{}{}, nil)

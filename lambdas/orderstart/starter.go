@@ -39,7 +39,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/signing"
-	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -299,7 +298,7 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 // (default and maximum eventsapi.StarterWindow), AWS_MAX_ATTEMPTS.
 func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*sqsbatch.Processor, error) {
 	arn := env.Required(lambdaapi.EnvStateMachineARN)
-	secretARN := env.Required(secretkeys.EnvSecretARN)
+	secretARN := env.Required(signing.EnvSecretARN)
 	window := env.Duration(lambdaapi.EnvIdempotencyWindow, eventsapi.StarterWindow, lambdaapi.ReadmissionValidity, eventsapi.StarterWindow)
 	version := env.String(lambdaapi.EnvConsumerVersion, "")
 	routes, rerr := lambdaapi.ParseDLQRoutes(env.String(lambdaapi.EnvDLQRoutes, ""))
@@ -315,7 +314,7 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := secretkeys.New(secretsmanager.NewFromConfig(awsCfg), secretARN, nil)
+	keys, err := signing.NewSecretSource(secretsmanager.NewFromConfig(awsCfg), secretARN, nil)
 	if err != nil {
 		return nil, err
 	}

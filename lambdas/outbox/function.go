@@ -13,7 +13,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/postgres"
-	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
+	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // PublisherResult is what one publisher invocation did (the Lambda
@@ -45,12 +45,12 @@ func PublisherFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger
 	entorno := env.String(lambdaapi.EnvEnvironment, "")
 	entryAttempts := env.Int(lambdaapi.EnvOutboxEntryAttempts, lambdaapi.DefaultOutboxEntryAttempts, 2, 5)
 	maxClaims := env.Int(lambdaapi.EnvOutboxMaxClaims, lambdaapi.DefaultOutboxMaxClaims, 1, 10)
-	signingSecret := env.Required(secretkeys.EnvSecretARN)
+	signingSecret := env.Required(signing.EnvSecretARN)
 	pool, awsCfg, err := postgres.Open(ctx, env, postgres.ConnectConfig{MaxConns: 2, ApplicationName: "mf-outbox-publisher"})
 	if err != nil {
 		return nil, err
 	}
-	keys, err := secretkeys.New(secretsmanager.NewFromConfig(awsCfg), signingSecret, nil)
+	keys, err := signing.NewSecretSource(secretsmanager.NewFromConfig(awsCfg), signingSecret, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ type Signer interface {
 	Sign(ctx context.Context, eventType, eventID, payload string) (string, error)
 }
 
-// ChargeKeys is the signing key's source; *secretkeys.Source implements it.
+// ChargeKeys is the signing key's source; *signing.SecretSource implements it.
 type ChargeKeys interface {
 	Sign(ctx context.Context, c signing.Charge) (string, error)
 }

@@ -11,13 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
+	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // Settings are the cobro and reembolso functions' environment, parsed: the
@@ -45,10 +44,10 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 
 // CobroFunction builds the cobro function's handler (its main; see
 // TasksFromEnv).
-// cobro also reads the signing key's secret (secretkeys.EnvSecretARN) to
+// cobro also reads the signing key's secret (signing.EnvSecretARN) to
 // verify every charge (WithVerifier).
 func CobroFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, json.RawMessage) (lambdaapi.CobroOutput, error), error) {
-	secretARN := env.Required(secretkeys.EnvSecretARN)
+	secretARN := env.Required(signing.EnvSecretARN)
 	t, err := TasksFromEnv(ctx, env, log)
 	if err != nil {
 		return nil, err
@@ -57,7 +56,7 @@ func CobroFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (f
 	if err != nil {
 		return nil, err
 	}
-	keys, err := secretkeys.New(secretsmanager.NewFromConfig(awsCfg), secretARN, nil)
+	keys, err := signing.NewSecretSource(secretsmanager.NewFromConfig(awsCfg), secretARN, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +103,7 @@ func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*T
 		return nil, err
 	}
 	dep, err := httpdep.FromSettings(s.Gateway, gatewayConfig(httpdep.Config{
-		Keys:    apikey.NewSecret(secretsmanager.NewFromConfig(awsCfg), s.Gateway.SecretARN, 0),
+		Keys:    httpdep.NewSecretKey(secretsmanager.NewFromConfig(awsCfg), s.Gateway.SecretARN, 0),
 		Breaker: br,
 		Calls:   calls,
 		Metrics: emf,

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -44,7 +43,7 @@ func runLambdaHelper() {
 		panic(err)
 	}
 	r, _ := retry.New(retry.Policy{MaxAttempts: 1})
-	c, err := payment.NewClient(httpdep.Config{BaseURL: os.Getenv(helperGateway), Keys: apikey.Static(apiKey), Retrier: r})
+	c, err := payment.NewClient(httpdep.Config{BaseURL: os.Getenv(helperGateway), Keys: httpdep.StaticKey(apiKey), Retrier: r})
 	if err != nil {
 		panic(err)
 	}

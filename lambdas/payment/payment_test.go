@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/mercadofresco/integration/internal/testseed"
-	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
@@ -84,7 +83,7 @@ type rigOpts struct {
 	readTimeout time.Duration
 	budget      *retry.Budget
 	breaker     *breaker.Breaker
-	keys        apikey.Source
+	keys        httpdep.KeySource
 	callBudget  bool // cap each operation's calls (payment.CallBudget)
 }
 
@@ -111,7 +110,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		o.readTimeout = 2 * time.Second
 	}
 	if o.keys == nil {
-		o.keys = apikey.Static(apiKey)
+		o.keys = httpdep.StaticKey(apiKey)
 	}
 	st, table := storeAndTable(t)
 	cfg := httpdep.Config{BaseURL: gw.URL(), Keys: o.keys, Retrier: r, Breaker: o.breaker, ReadTimeout: o.readTimeout}
@@ -334,7 +333,7 @@ func TestCobroChargesOnlyWhatWasSigned(t *testing.T) {
 			tasks := r.tasks
 			if tc.noKeys {
 				st, _ := storeAndTable(t)
-				c, _ := payment.NewClient(httpdep.Config{BaseURL: r.gw.URL(), Keys: apikey.Static(apiKey)})
+				c, _ := payment.NewClient(httpdep.Config{BaseURL: r.gw.URL(), Keys: httpdep.StaticKey(apiKey)})
 				tasks, _ = payment.NewTasks(st, c, nil)
 			}
 			_, err := tasks.CobroHandler()(ctxT(t), mustJSON(t, tc.in(cobro("PED-FIRMA"))))
@@ -465,7 +464,7 @@ func (s *secrets) GetSecretValue(context.Context, *secretsmanager.GetSecretValue
 func TestAPIKeyRefreshedOn401(t *testing.T) {
 	sm := &secrets{value: `{"api_key":"` + apiKey + `"}`}
 	clk := retry.NewVirtualClock(time.Now())
-	keys := apikey.NewSecret(sm, "arn:aws:secretsmanager:eu-west-1:111111111111:secret:pasarela", 0).WithClock(clk.Now)
+	keys := httpdep.NewSecretKey(sm, "arn:aws:secretsmanager:eu-west-1:111111111111:secret:pasarela", 0).WithClock(clk.Now)
 	r := newRig(t, rigOpts{keys: keys})
 	ctx := ctxT(t)
 	if _, err := r.tasks.Cobro(ctx, cobro("PED-8")); err != nil {

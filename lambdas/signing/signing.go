@@ -68,7 +68,7 @@ type Charge struct {
 }
 
 // Verifier checks a charge's signature with the keys it holds
-// (*secretkeys.Source reads them from Secrets Manager). A bad signature
+// (*SecretSource reads them from Secrets Manager). A bad signature
 // wraps ErrInvalid; any other error is a failure to check (transient).
 type Verifier interface {
 	Verify(ctx context.Context, c Charge, sig string) error

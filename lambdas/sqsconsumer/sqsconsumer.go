@@ -28,7 +28,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/mercadofresco/integration/lambdas/apikey"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
@@ -228,7 +227,7 @@ func (r *Runtime) Dependency(s httpdep.Settings, name string) (*httpdep.Client, 
 	if err != nil {
 		return nil, err
 	}
-	keys := apikey.NewSecret(secretsmanager.NewFromConfig(r.AWS), s.SecretARN, 0)
+	keys := httpdep.NewSecretKey(secretsmanager.NewFromConfig(r.AWS), s.SecretARN, 0)
 	return httpdep.FromSettings(s, httpdep.Config{Name: name, Keys: keys, Breaker: br, Metrics: r.DependencyMetrics(name), Logger: r.Log})
 }
 

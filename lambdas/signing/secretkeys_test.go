@@ -1,4 +1,4 @@
-package secretkeys_test
+package signing_test
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/mercadofresco/integration/lambdas/signing"
-	"github.com/mercadofresco/integration/lambdas/signing/secretkeys"
 )
 
 // fakeSM holds versions by stage and counts reads.
@@ -37,8 +36,8 @@ func (f *fakeSM) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretV
 func (f *fakeSM) rotate(k signing.Key) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.stages[secretkeys.StagePrevious] = f.stages[secretkeys.StageCurrent]
-	f.stages[secretkeys.StageCurrent] = k
+	f.stages[signing.StagePrevious] = f.stages[signing.StageCurrent]
+	f.stages[signing.StageCurrent] = k
 }
 
 func key(id string) signing.Key {
@@ -47,11 +46,11 @@ func key(id string) signing.Key {
 
 func TestRotation(t *testing.T) {
 	ctx := context.Background()
-	sm := &fakeSM{stages: map[string]signing.Key{secretkeys.StageCurrent: key("a")}}
+	sm := &fakeSM{stages: map[string]signing.Key{signing.StageCurrent: key("a")}}
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
-	signer, _ := secretkeys.New(sm, "firma", clock)
-	verifier, _ := secretkeys.New(sm, "firma", clock)
+	signer, _ := signing.NewSecretSource(sm, "firma", clock)
+	verifier, _ := signing.NewSecretSource(sm, "firma", clock)
 	c := signing.Charge{EventID: "e", OrderID: "P", AmountCents: 100, Currency: "EUR", CardToken: "t"}
 
 	oldSig, err := signer.Sign(ctx, c)
@@ -67,7 +66,7 @@ func TestRotation(t *testing.T) {
 	if err := verifier.Verify(ctx, c, oldSig); err != nil {
 		t.Fatalf("signature of the previous key after a rotation: %v", err)
 	}
-	now = now.Add(secretkeys.TTL)
+	now = now.Add(signing.KeyTTL)
 	newSig, _ := signer.Sign(ctx, c)
 	if id, _ := signing.KeyID(newSig); id != "b" {
 		t.Fatalf("signer after TTL signs with %q, want b", id)
@@ -90,8 +89,8 @@ func TestRotation(t *testing.T) {
 }
 
 func TestShortSecretRefused(t *testing.T) {
-	sm := &fakeSM{stages: map[string]signing.Key{secretkeys.StageCurrent: {ID: "a", Secret: []byte("e2e0123")}}}
-	s, _ := secretkeys.New(sm, "firma", nil)
+	sm := &fakeSM{stages: map[string]signing.Key{signing.StageCurrent: {ID: "a", Secret: []byte("e2e0123")}}}
+	s, _ := signing.NewSecretSource(sm, "firma", nil)
 	if _, err := s.Current(context.Background()); !errors.Is(err, signing.ErrBadKey) {
 		t.Fatalf("Current = %v, want ErrBadKey", err)
 	}

@@ -1,11 +1,4 @@
-// Package apikey supplies the API keys of the project's HTTP dependencies
-// (payment gateway, warehouse, ERP, secondary e-mail provider): read from
-// AWS Secrets Manager, cached, and read again when the dependency refuses
-// the key (HTTP 401, after a rotation).
-//
-// A secret holds either the key as a plain string or a JSON document with
-// an "api_key" field (the shape a rotation Lambda usually writes).
-package apikey
+package httpdep
 
 import (
 	"context"
@@ -20,30 +13,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 )
 
-// Source provides an API key.
-type Source interface {
+// KeySource provides an API key.
+type KeySource interface {
 	// APIKey returns the current key (cached).
 	APIKey(ctx context.Context) (string, error)
 	// Refresh discards the cached key and returns a fresh one (after a 401).
 	Refresh(ctx context.Context) (string, error)
 }
 
-// SecretsGetter is the part of the Secrets Manager client Secret uses.
+// SecretsGetter is the part of the Secrets Manager client SecretKey uses.
 type SecretsGetter interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
-// DefaultTTL is how long a Secret serves a key before reading the secret
+// DefaultKeyTTL is how long a SecretKey serves a key before reading the secret
 // again, so a rotation is picked up even without a 401.
-const DefaultTTL = time.Hour
+const DefaultKeyTTL = time.Hour
 
-// minRefreshGap stops concurrent 401s from each forcing a read: a refresh
+// keyRefreshGap stops concurrent 401s from each forcing a read: a refresh
 // within this gap of the previous read returns that read's key.
-const minRefreshGap = time.Second
+const keyRefreshGap = time.Second
 
-// Secret is a Source reading the key from Secrets Manager. Safe for
-// concurrent use.
-type Secret struct {
+// SecretKey is a KeySource reading the key from Secrets Manager: cached,
+// and read again when the dependency refuses it (HTTP 401, after a
+// rotation). The secret holds the key as a plain string or a JSON document
+// with an "api_key" field (the shape a rotation Lambda usually writes).
+// Safe for concurrent use.
+type SecretKey struct {
 	sm  SecretsGetter
 	id  string
 	ttl time.Duration
@@ -55,22 +51,22 @@ type Secret struct {
 }
 
 // NewSecret returns a key source for secretID (name or ARN); ttl 0 means
-// DefaultTTL.
-func NewSecret(sm SecretsGetter, secretID string, ttl time.Duration) *Secret {
+// DefaultKeyTTL.
+func NewSecretKey(sm SecretsGetter, secretID string, ttl time.Duration) *SecretKey {
 	if ttl <= 0 {
-		ttl = DefaultTTL
+		ttl = DefaultKeyTTL
 	}
-	return &Secret{sm: sm, id: secretID, ttl: ttl, now: time.Now}
+	return &SecretKey{sm: sm, id: secretID, ttl: ttl, now: time.Now}
 }
 
 // WithClock makes the cache use now instead of the wall clock (tests).
-func (s *Secret) WithClock(now func() time.Time) *Secret {
+func (s *SecretKey) WithClock(now func() time.Time) *SecretKey {
 	s.now = now
 	return s
 }
 
-// APIKey implements Source.
-func (s *Secret) APIKey(ctx context.Context) (string, error) {
+// APIKey implements KeySource.
+func (s *SecretKey) APIKey(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.key != "" && s.now().Sub(s.fetched) < s.ttl {
@@ -79,22 +75,22 @@ func (s *Secret) APIKey(ctx context.Context) (string, error) {
 	return s.fetchLocked(ctx)
 }
 
-// Refresh implements Source.
-func (s *Secret) Refresh(ctx context.Context) (string, error) {
+// Refresh implements KeySource.
+func (s *SecretKey) Refresh(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.key != "" && s.now().Sub(s.fetched) < minRefreshGap {
+	if s.key != "" && s.now().Sub(s.fetched) < keyRefreshGap {
 		return s.key, nil
 	}
 	return s.fetchLocked(ctx)
 }
 
-func (s *Secret) fetchLocked(ctx context.Context) (string, error) {
+func (s *SecretKey) fetchLocked(ctx context.Context) (string, error) {
 	out, err := s.sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.id)})
 	if err != nil {
 		return "", fmt.Errorf("apikey: read secret %s: %w", s.id, err)
 	}
-	key, err := parse(aws.ToString(out.SecretString))
+	key, err := parseKey(aws.ToString(out.SecretString))
 	if err != nil {
 		return "", fmt.Errorf("apikey: secret %s: %w", s.id, err)
 	}
@@ -102,7 +98,7 @@ func (s *Secret) fetchLocked(ctx context.Context) (string, error) {
 	return key, nil
 }
 
-func parse(v string) (string, error) {
+func parseKey(v string) (string, error) {
 	v = strings.TrimSpace(v)
 	if strings.HasPrefix(v, "{") {
 		var doc struct {
@@ -119,11 +115,11 @@ func parse(v string) (string, error) {
 	return v, nil
 }
 
-// Static is a Source with a fixed key (tests, local runs).
-type Static string
+// StaticKey is a KeySource with a fixed key (tests, local runs).
+type StaticKey string
 
-// APIKey implements Source.
-func (k Static) APIKey(context.Context) (string, error) { return string(k), nil }
+// APIKey implements KeySource.
+func (k StaticKey) APIKey(context.Context) (string, error) { return string(k), nil }
 
-// Refresh implements Source.
-func (k Static) Refresh(context.Context) (string, error) { return string(k), nil }
+// Refresh implements KeySource.
+func (k StaticKey) Refresh(context.Context) (string, error) { return string(k), nil }

@@ -1,4 +1,4 @@
-package apikey_test
+package httpdep_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/mercadofresco/integration/lambdas/apikey"
+	"github.com/mercadofresco/integration/lambdas/httpdep"
 )
 
 type fakeSM struct {
@@ -41,7 +41,7 @@ func TestSecretShapes(t *testing.T) {
 		{value: `{"api_key":`, err: "JSON secret"},
 	} {
 		sm := &fakeSM{value: tc.value}
-		got, err := apikey.NewSecret(sm, "almacen", 0).APIKey(context.Background())
+		got, err := httpdep.NewSecretKey(sm, "almacen", 0).APIKey(context.Background())
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%q: err %v, want %q", tc.value, err, tc.err)
@@ -57,7 +57,7 @@ func TestSecretShapes(t *testing.T) {
 func TestSecretCachesAndRefreshes(t *testing.T) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	sm := &fakeSM{value: "v1"}
-	s := apikey.NewSecret(sm, "erp", time.Hour).WithClock(func() time.Time { return now })
+	s := httpdep.NewSecretKey(sm, "erp", time.Hour).WithClock(func() time.Time { return now })
 	ctx := context.Background()
 	for range 3 {
 		if k, err := s.APIKey(ctx); err != nil || k != "v1" {

@@ -8,5 +8,5 @@
 // aws-local-stepfunctions) and the fake third
 // parties with their ledgers (Service, SES). Nothing here imports the
 // project's Lambda code: internal/lambdatest builds functions on it.
-// Reasoning: docs/design.md#sqs-fake.
+// Reasoning: docs/design.md#local-aws and #sqs-fake.
 package localaws

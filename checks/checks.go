@@ -15,7 +15,6 @@ package checks
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -127,9 +126,3 @@ func num(v any, def float64) float64 {
 }
 
 func str(v any) string { s, _ := v.(string); return s }
-
-func uniq(xs []string) []string {
-	xs = slices.Clone(xs)
-	slices.Sort(xs)
-	return slices.Compact(xs)
-}

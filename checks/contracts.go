@@ -66,14 +66,12 @@ type emission struct {
 // when some resource declares one: no route to follow otherwise).
 func (c *checker) contracts() {
 	byPath := map[string]*synthesized.Resource{}
-	var producers []*synthesized.Resource
+	produces := false
 	for _, r := range c.app.Resources("") {
 		byPath[r.Path()] = r
-		if r.Metadata[synthesized.MetadataProduces] != nil {
-			producers = append(producers, r)
-		}
+		produces = produces || r.Metadata[synthesized.MetadataProduces] != nil
 	}
-	if len(producers) == 0 {
+	if !produces {
 		return
 	}
 	g := &routes{c: c, found: map[string]routeFinding{}}
@@ -139,8 +137,12 @@ func (g *routes) deliver(e emission, dst *synthesized.Resource, route []string) 
 		}
 	case "AWS::SNS::Topic":
 		for _, sub := range g.c.app.From(dst, synthesized.Subscription) {
+			through := "subscription " + sub.Via.Path()
+			if fp := sub.Settings["FilterPolicy"]; fp != nil {
+				through += fmt.Sprintf(" (filter %v)", fp)
+			}
 			if subscriptionAdmits(sub.Settings, e) {
-				g.deliver(e, sub.To, append(slices.Clone(hop), "subscription "+filterLabel(sub)))
+				g.deliver(e, sub.To, append(slices.Clone(hop), through))
 			}
 		}
 	case typeQueue:
@@ -318,11 +320,4 @@ func subscriptionAdmits(sub map[string]any, e emission) bool {
 		}
 	}
 	return admits(pruned, map[string]any{eventsapi.AttrTipo: e.typ, eventsapi.AttrVersion: strconv.Itoa(e.version)})
-}
-
-func filterLabel(sub *synthesized.Edge) string {
-	if fp := sub.Settings["FilterPolicy"]; fp != nil {
-		return fmt.Sprintf("%s (filter %v)", sub.Via.Path(), fp)
-	}
-	return sub.Via.Path()
 }

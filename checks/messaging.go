@@ -35,6 +35,8 @@ const (
 
 const typeQueue = "AWS::SQS::Queue"
 
+var kinds = map[bool]string{true: "FIFO", false: "standard"} // of a queue, by FifoQueue
+
 func (c *checker) messaging() {
 	c.queues()
 	c.mappings()
@@ -56,7 +58,7 @@ func (c *checker) queues() {
 		if dlq := c.app.Find(q.Stack, target); hasTarget && dlq != nil && dlq.Type == typeQueue {
 			srcFifo, dlqFifo := isFifo(q), isFifo(dlq)
 			if srcFifo != dlqFifo {
-				c.fail(q, RuleFifoDLQType, "queue %s is %s but its DLQ %s is %s; SQS requires the DLQ of a FIFO queue to be FIFO (and of a standard queue to be standard)", name, kind(srcFifo), queueLabel(dlq), kind(dlqFifo))
+				c.fail(q, RuleFifoDLQType, "queue %s is %s but its DLQ %s is %s; SQS requires the DLQ of a FIFO queue to be FIFO (and of a standard queue to be standard)", name, kinds[srcFifo], queueLabel(dlq), kinds[dlqFifo])
 			}
 			if sr, dr := num(q.Prop("MessageRetentionPeriod"), defaultRetentionSeconds), num(dlq.Prop("MessageRetentionPeriod"), defaultRetentionSeconds); !srcFifo && dr <= sr {
 				c.fail(q, RuleDLQRetention, "DLQ %s retains messages %.0f s, not longer than its source %s (%.0f s); a standard queue's message keeps its original enqueue time in the DLQ, so it would expire there almost at once", queueLabel(dlq), dr, name, sr)
@@ -91,8 +93,8 @@ func (c *checker) dlqAlarm(q *synthesized.Resource, name string, sources []strin
 			return
 		}
 	}
-	if !alarmed {
-		c.fail(q, RuleDLQWithoutAlarm, "DLQ %s (dead-letter queue of %s) has no alarm on ApproximateNumberOfMessagesVisible > 0 (5 min, Maximum) to alertas-mercadofresco: add reliablequeue.NewDeadLetterAlarm (docs/design.md#dlq-alarm)", name, strings.Join(uniq(sources), ", "))
+	if slices.Sort(sources); !alarmed {
+		c.fail(q, RuleDLQWithoutAlarm, "DLQ %s (dead-letter queue of %s) has no alarm on ApproximateNumberOfMessagesVisible > 0 (5 min, Maximum) to alertas-mercadofresco: add reliablequeue.NewDeadLetterAlarm (docs/design.md#dlq-alarm)", name, strings.Join(slices.Compact(sources), ", "))
 		return
 	}
 	c.fail(q, RuleDLQWithoutAlarm, "DLQ %s has no usable alarm: %s", name, strings.Join(reasons, "; "))
@@ -256,13 +258,6 @@ func isFifo(q *synthesized.Resource) bool {
 		return x == "true"
 	}
 	return strings.HasSuffix(str(q.Prop("QueueName")), ".fifo")
-}
-
-func kind(fifo bool) string {
-	if fifo {
-		return "FIFO"
-	}
-	return "standard"
 }
 
 func listOf(v any) []any { xs, _ := v.([]any); return xs }

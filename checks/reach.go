@@ -67,17 +67,15 @@ func (r Call) Finding() Finding {
 // an RDS IAM token is signed locally.
 var lambdaService = map[string]bool{"logs": true, "xray": true, "ec2": true, "kms": true, "rds-db": true}
 
-// pollerActions are the SQS actions of an event source mapping (Lambda's
-// poller calls them, not the function's code).
-var pollerActions = map[string]bool{
+// notCalls are actions the function's code does not call: the SQS actions
+// of an event source mapping (Lambda's poller calls them), and
+// elasticache:Connect, signed locally into a token the function presents
+// to the Valkey cache it reaches through its security groups (the cache's
+// IAM authentication).
+var notCalls = map[string]bool{
 	"sqs:receivemessage": true, "sqs:deletemessage": true, "sqs:changemessagevisibility": true,
-	"sqs:getqueueattributes": true, "sqs:getqueueurl": true,
+	"sqs:getqueueattributes": true, "sqs:getqueueurl": true, "elasticache:connect": true,
 }
-
-// localActions are signed locally into a token the function presents to a
-// data store it reaches through its security groups, not calls to the
-// service: elasticache:Connect is the Valkey cache's IAM authentication.
-var localActions = map[string]bool{"elasticache:connect": true}
 
 // endpointService maps an IAM prefix to its endpoint service name where they differ.
 var endpointService = map[string]string{"ses": "email"}
@@ -111,7 +109,7 @@ func (w *walker) calls(fn *synthesized.Resource) []string {
 	addAction := func(a string) {
 		prefix, _, ok := strings.Cut(a, ":")
 		prefix = strings.ToLower(prefix)
-		if !ok || prefix == "" || lambdaService[prefix] || pollerActions[strings.ToLower(a)] || localActions[strings.ToLower(a)] {
+		if !ok || prefix == "" || lambdaService[prefix] || notCalls[strings.ToLower(a)] {
 			return
 		}
 		set[prefix] = true

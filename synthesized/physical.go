@@ -179,32 +179,28 @@ type Literals struct {
 
 var _ Locals = Literals{}
 
-func (l Literals) placeholder(r *Resource, attr string) string {
-	if l.Placeholder != nil {
-		return l.Placeholder(r, attr)
-	}
-	if attr == "" {
-		return "cfn:" + r.Stack + "/" + r.LogicalID
-	}
-	return "cfn:" + r.Stack + "/" + r.LogicalID + "." + attr
-}
-
 // Ref is Physical's Ref, or the placeholder.
 func (l Literals) Ref(r *Resource) (string, error) {
 	s, err := l.Physical.Ref(r)
-	if errors.Is(err, ErrUnresolvable) {
-		return l.placeholder(r, ""), nil
-	}
-	return s, err
+	return l.orPlaceholder(r, "", s, err)
 }
 
 // GetAtt is Physical's GetAtt, or the placeholder.
 func (l Literals) GetAtt(r *Resource, attr string) (string, error) {
 	s, err := l.Physical.GetAtt(r, attr)
-	if errors.Is(err, ErrUnresolvable) {
-		return l.placeholder(r, attr), nil
+	return l.orPlaceholder(r, attr, s, err)
+}
+
+func (l Literals) orPlaceholder(r *Resource, attr, s string, err error) (string, error) {
+	switch {
+	case !errors.Is(err, ErrUnresolvable):
+		return s, err
+	case l.Placeholder != nil:
+		return l.Placeholder(r, attr), nil
+	case attr == "":
+		return "cfn:" + r.Stack + "/" + r.LogicalID, nil
 	}
-	return s, err
+	return "cfn:" + r.Stack + "/" + r.LogicalID + "." + attr, nil
 }
 
 // Literals is the app's Literals with the default placeholders.
@@ -299,21 +295,16 @@ func (a *App) buildIndex() {
 		if _, ok := nameProps[r.Type]; !ok {
 			continue
 		}
-		for _, f := range []func() (string, error){
-			func() (string, error) { return p.Name(r) },
-			func() (string, error) { return p.Ref(r) },
-			func() (string, error) { return p.GetAtt(r, "Arn") },
-		} {
-			if s, err := f(); err == nil && s != "" {
-				if _, dup := a.index[s]; !dup {
-					a.index[s] = r
-				}
+		name, _ := p.Name(r) // "" when it cannot be named
+		ref, _ := p.Ref(r)
+		arn, _ := p.GetAtt(r, "Arn")
+		for _, s := range []string{name, ref, arn} {
+			if _, dup := a.index[s]; s != "" && !dup {
+				a.index[s] = r
 			}
 		}
-		if r.Type == "AWS::Logs::LogGroup" {
-			if arn, err := p.GetAtt(r, "Arn"); err == nil {
-				a.index[strings.TrimSuffix(arn, ":*")] = r
-			}
+		if r.Type == "AWS::Logs::LogGroup" && arn != "" {
+			a.index[strings.TrimSuffix(arn, ":*")] = r
 		}
 	}
 }

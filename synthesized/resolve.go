@@ -110,9 +110,9 @@ func intrinsic(fn string, arg any, ref func(Reference) (any, error)) (any, error
 	fail := func(format string, args ...any) (any, error) {
 		return nil, fmt.Errorf("%w: %s: %s", ErrUnresolvable, fn, fmt.Sprintf(format, args...))
 	}
-	pair := func() ([]any, bool) {
-		x, ok := arg.([]any)
-		return x, ok && len(x) == 2
+	x, isPair := arg.([]any)
+	if isPair = isPair && len(x) == 2; !isPair && (fn == "Fn::Join" || fn == "Fn::Select" || fn == "Fn::Split") {
+		return fail("%v", arg)
 	}
 	switch fn {
 	case "Ref":
@@ -146,10 +146,6 @@ func intrinsic(fn string, arg any, ref func(Reference) (any, error)) (any, error
 		}
 		return ref(Reference{Import: name})
 	case "Fn::Join":
-		x, ok := pair()
-		if !ok {
-			return fail("%v", arg)
-		}
 		sep, _ := x[0].(string)
 		list, err := Eval(x[1], ref)
 		if err != nil {
@@ -167,10 +163,6 @@ func intrinsic(fn string, arg any, ref func(Reference) (any, error)) (any, error
 		}
 		return strings.Join(ss, sep), nil
 	case "Fn::Select":
-		x, ok := pair()
-		if !ok {
-			return fail("%v", arg)
-		}
 		idx, err := EvalString(x[0], ref)
 		if err != nil {
 			return nil, err
@@ -189,10 +181,6 @@ func intrinsic(fn string, arg any, ref func(Reference) (any, error)) (any, error
 		}
 		return l[i], nil
 	case "Fn::Split":
-		x, ok := pair()
-		if !ok {
-			return fail("%v", arg)
-		}
 		sep, _ := x[0].(string)
 		s, err := EvalString(x[1], ref)
 		if err != nil {
@@ -206,7 +194,7 @@ func intrinsic(fn string, arg any, ref func(Reference) (any, error)) (any, error
 	case "Fn::Sub":
 		tpl, ok := arg.(string)
 		vars := map[string]string{}
-		if x, isPair := pair(); isPair {
+		if isPair {
 			tpl, ok = x[0].(string)
 			m, _ := x[1].(map[string]any)
 			for k, v := range m {

@@ -13,6 +13,7 @@
 package synthesized
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -199,10 +200,7 @@ func Load(dir string) (*Assembly, error) {
 			if art.Type != "aws:cloudformation:stack" {
 				continue
 			}
-			name := id
-			if art.Properties.StackName != "" {
-				name = art.Properties.StackName
-			}
+			name := cmp.Or(art.Properties.StackName, id)
 			account, region, _ := strings.Cut(strings.TrimPrefix(art.Environment, "aws://"), "/")
 			tpl, err := os.ReadFile(filepath.Join(dir, art.Properties.TemplateFile))
 			if err != nil {
@@ -372,7 +370,18 @@ type Locals interface {
 // resource of stack) and returns plain JSON values. An Fn::ImportValue
 // evaluates the export in its own stack.
 func (a *App) Resolve(stack string, v any, locals Locals) (any, error) {
-	return Eval(v, func(r Reference) (any, error) {
+	return Eval(v, a.ref(stack, locals))
+}
+
+// ResolveString resolves v and requires a string (a number or boolean is
+// formatted).
+func (a *App) ResolveString(stack string, v any, locals Locals) (string, error) {
+	return EvalString(v, a.ref(stack, locals))
+}
+
+// ref is the value of a reference a resource of stack makes.
+func (a *App) ref(stack string, locals Locals) func(Reference) (any, error) {
+	return func(r Reference) (any, error) {
 		if r.Import != "" {
 			e, ok := a.exports[r.Import]
 			if !ok {
@@ -391,17 +400,7 @@ func (a *App) Resolve(stack string, v any, locals Locals) (any, error) {
 			return locals.Ref(res)
 		}
 		return locals.GetAtt(res, r.Attribute)
-	})
-}
-
-// ResolveString resolves v and requires a string (a number or boolean is
-// formatted).
-func (a *App) ResolveString(stack string, v any, locals Locals) (string, error) {
-	r, err := a.Resolve(stack, v, locals)
-	if err != nil {
-		return "", err
 	}
-	return str(r)
 }
 
 // ResolveImports returns v with every Fn::ImportValue replaced by the

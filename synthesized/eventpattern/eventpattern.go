@@ -17,8 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -75,11 +75,7 @@ func CompileValue(m map[string]any) (*Pattern, error) {
 func (p *Pattern) String() string { return p.raw }
 
 func compileObject(m map[string]any, path string) (*node, error) {
-	n := &node{children: map[string]*node{}, leaves: map[string][]matcher{}}
-	for k := range m {
-		n.keys = append(n.keys, k)
-	}
-	sort.Strings(n.keys)
+	n := &node{keys: slices.Sorted(maps.Keys(m)), children: map[string]*node{}, leaves: map[string][]matcher{}}
 	for _, k := range n.keys {
 		p := path + "." + k
 		if strings.HasPrefix(k, "$") {
@@ -228,7 +224,10 @@ func matchNested(c *node, v any) bool {
 	return false
 }
 
+// matchLeaf applies a list of conditions (OR) to a value; an object
+// matches none (conditions apply to leaf values only).
 func matchLeaf(conds []matcher, v any, present bool) bool {
+	leaf := func(c matcher, v any) bool { _, isObj := v.(map[string]any); return !isObj && c.match(v) }
 	for _, c := range conds {
 		if !present {
 			if c.onAbsent() {
@@ -244,13 +243,13 @@ func matchLeaf(conds []matcher, v any, present bool) bool {
 				continue
 			}
 			for _, e := range arr {
-				if c.match(e) {
+				if leaf(c, e) {
 					return true
 				}
 			}
 			continue
 		}
-		if c.match(v) {
+		if leaf(c, v) {
 			return true
 		}
 	}
@@ -260,9 +259,6 @@ func matchLeaf(conds []matcher, v any, present bool) bool {
 type exact struct{ v any }
 
 func (e exact) match(v any) bool {
-	if _, isObj := v.(map[string]any); isObj {
-		return false
-	}
 	return v == e.v
 }
 func (exact) onAbsent() bool { return false }
@@ -298,9 +294,6 @@ type anythingBut struct {
 }
 
 func (a anythingBut) match(v any) bool {
-	if _, isObj := v.(map[string]any); isObj {
-		return false
-	}
 	if a.text != nil {
 		return !a.text.match(v)
 	}
@@ -316,9 +309,6 @@ func (anythingBut) onAbsent() bool { return false }
 type exists bool
 
 func (e exists) match(v any) bool {
-	if _, isObj := v.(map[string]any); isObj {
-		return false // exists applies to leaf values only
-	}
 	return bool(e)
 }
 func (e exists) onAbsent() bool { return !bool(e) }

@@ -222,22 +222,12 @@ func (a *App) String(stack string, v any) string {
 // Nil when v names no resource of the app.
 func (a *App) Find(stack string, v any) *Resource {
 	if m, ok := v.(map[string]any); ok && len(m) == 1 {
-		if id, ok := m["Ref"].(string); ok {
-			r, _ := a.Resource(stack, id)
-			return r
-		}
-		if ga, ok := m["Fn::GetAtt"]; ok {
-			var id string
-			switch x := ga.(type) {
-			case []any:
-				if len(x) > 0 {
-					id, _ = x[0].(string)
-				}
-			case string:
-				id, _, _ = strings.Cut(x, ".")
+		for _, fn := range []string{"Ref", "Fn::GetAtt"} {
+			if arg, ok := m[fn]; ok {
+				ref, _ := reference(fn, arg)
+				r, _ := a.Resource(stack, ref.LogicalID)
+				return r
 			}
-			r, _ := a.Resource(stack, id)
-			return r
 		}
 		if name, ok := m["Fn::ImportValue"].(string); ok {
 			if e, ok := a.exports[name]; ok {

@@ -115,27 +115,12 @@ func intrinsic(fn string, arg any, ref func(Reference) (any, error)) (any, error
 		return fail("%v", arg)
 	}
 	switch fn {
-	case "Ref":
-		name, _ := arg.(string)
-		if name == "" {
+	case "Ref", "Fn::GetAtt":
+		r, ok := reference(fn, arg)
+		if !ok {
 			return fail("%v", arg)
 		}
-		return ref(Reference{LogicalID: name})
-	case "Fn::GetAtt":
-		var id, attr string
-		switch x := arg.(type) {
-		case []any:
-			if len(x) == 2 {
-				id, _ = x[0].(string)
-				attr, _ = x[1].(string)
-			}
-		case string:
-			id, attr, _ = strings.Cut(x, ".")
-		}
-		if id == "" || attr == "" {
-			return fail("%v", arg)
-		}
-		return ref(Reference{LogicalID: id, Attribute: attr})
+		return ref(r)
 	case "Fn::ImportValue":
 		name, err := EvalString(arg, ref)
 		if err != nil {
@@ -211,6 +196,26 @@ func intrinsic(fn string, arg any, ref func(Reference) (any, error)) (any, error
 		return sub(tpl, vars, ref)
 	}
 	return fail("unsupported intrinsic function")
+}
+
+// reference reads a Ref's or an Fn::GetAtt's argument (ok false when it is
+// malformed).
+func reference(fn string, arg any) (r Reference, ok bool) {
+	switch x := arg.(type) {
+	case string:
+		if fn == "Ref" {
+			return Reference{LogicalID: x}, x != ""
+		}
+		r.LogicalID, r.Attribute, _ = strings.Cut(x, ".")
+	case []any:
+		if len(x) > 0 && fn == "Fn::GetAtt" {
+			r.LogicalID, _ = x[0].(string)
+		}
+		if len(x) == 2 && fn == "Fn::GetAtt" {
+			r.Attribute, _ = x[1].(string)
+		}
+	}
+	return r, r.LogicalID != "" && r.Attribute != ""
 }
 
 var subVar = regexp.MustCompile(`\$\{[^}]*\}`)

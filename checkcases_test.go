@@ -29,7 +29,7 @@ import (
 
 	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/synthesized"
@@ -85,7 +85,7 @@ func (c *checkCase) fnIn(stack awscdk.Stack, id string, timeout float64, env map
 // queueWithDLQ is a plain L2 queue with a DLQ and the DLQ alarm (compliant).
 func (c *checkCase) queueWithDLQ(id string, visibility float64) awssqs.Queue {
 	dlq := awssqs.NewQueue(c.stack, jsii.String(id+"Dlq"), &awssqs.QueueProps{RetentionPeriod: awscdk.Duration_Days(jsii.Number(14))})
-	reliablequeue.NewDeadLetterAlarm(c.stack, id+"DlqAlarm", dlq, c.alert, "test")
+	queues.NewDeadLetterAlarm(c.stack, id+"DlqAlarm", dlq, c.alert, "test")
 	return awssqs.NewQueue(c.stack, jsii.String(id), &awssqs.QueueProps{
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(visibility)),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(4)},
@@ -107,10 +107,10 @@ func sqsSource(q awssqs.IQueue, partial bool, ceiling float64) awslambdaeventsou
 var checkCases = map[string]func(c *checkCase){
 	"Compliant": func(c *checkCase) {
 		ctx := core.Context{DataKey: c.key, Alerts: c.alert}
-		q := reliablequeue.New(c.stack, "Pedidos", &reliablequeue.Props{QueueName: jsii.String("cola-mercadofresco-pedidos"), Context: ctx, VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(400))})
-		q.AddConsumer(c.fn("Cobro", 66), reliablequeue.ConsumerOptions{MaximumConcurrency: 20})
-		stock := reliablequeue.New(c.stack, "Stock", &reliablequeue.Props{Fifo: true, Context: ctx})
-		stock.AddConsumer(c.fn("StockFn", 10), reliablequeue.ConsumerOptions{MaximumConcurrency: 10})
+		q := queues.NewQueue(c.stack, "Pedidos", &queues.QueueProps{QueueName: jsii.String("cola-mercadofresco-pedidos"), Context: ctx, VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(400))})
+		q.AddConsumer(c.fn("Cobro", 66), queues.ConsumerOptions{MaximumConcurrency: 20})
+		stock := queues.NewQueue(c.stack, "Stock", &queues.QueueProps{Fifo: true, Context: ctx})
+		stock.AddConsumer(c.fn("StockFn", 10), queues.ConsumerOptions{MaximumConcurrency: 10})
 		// Plain L2 resources that follow the rules pass too.
 		c.fn("PlainFn", 10).AddEventSource(sqsSource(c.queueWithDLQ("Plain", 60), true, 2))
 	},
@@ -132,7 +132,7 @@ var checkCases = map[string]func(c *checkCase){
 	},
 	"DLQLateAlarm": func(c *checkCase) {
 		c.dlqWithAlarm(func(dlq awssqs.Queue) {
-			reliablequeue.NewDeadLetterAlarm(c.stack, "Ok", awssqs.NewQueue(c.stack, jsii.String("Other"), nil), c.alert, "x") // alarm on another queue
+			queues.NewDeadLetterAlarm(c.stack, "Ok", awssqs.NewQueue(c.stack, jsii.String("Other"), nil), c.alert, "x") // alarm on another queue
 			dlq.MetricApproximateNumberOfMessagesVisible(nil).CreateAlarm(c.stack, jsii.String("Late"), &awscloudwatch.CreateAlarmOptions{Threshold: jsii.Number(100), EvaluationPeriods: jsii.Number(1)})
 		})
 	},
@@ -155,7 +155,7 @@ var checkCases = map[string]func(c *checkCase){
 	// timeout 10 s -> 60 s: not fine).
 	"VisibilityLiteralArns": func(c *checkCase) {
 		dlq := awssqs.NewCfnQueue(c.stack, jsii.String("L1Dlq"), &awssqs.CfnQueueProps{QueueName: jsii.String("l1-dlq"), MessageRetentionPeriod: jsii.Number(1209600)})
-		reliablequeue.NewDeadLetterAlarm(c.stack, "L1DlqAlarm", awssqs.Queue_FromQueueAttributes(c.stack, jsii.String("L1DlqRef"), &awssqs.QueueAttributes{QueueArn: dlq.AttrArn(), QueueName: dlq.AttrQueueName()}), c.alert, "x")
+		queues.NewDeadLetterAlarm(c.stack, "L1DlqAlarm", awssqs.Queue_FromQueueAttributes(c.stack, jsii.String("L1DlqRef"), &awssqs.QueueAttributes{QueueArn: dlq.AttrArn(), QueueName: dlq.AttrQueueName()}), c.alert, "x")
 		awssqs.NewCfnQueue(c.stack, jsii.String("L1Src"), &awssqs.CfnQueueProps{QueueName: jsii.String("l1-src"),
 			RedrivePolicy: map[string]any{"deadLetterTargetArn": "arn:aws:sqs:eu-west-1:111111111111:l1-dlq", "maxReceiveCount": 4}})
 		awslambda.NewCfnFunction(c.stack, jsii.String("L1Fn"), &awslambda.CfnFunctionProps{
@@ -179,12 +179,12 @@ var checkCases = map[string]func(c *checkCase){
 	},
 	"FifoStandardDLQ": func(c *checkCase) {
 		dlq := awssqs.NewCfnQueue(c.stack, jsii.String("StdDlq"), &awssqs.CfnQueueProps{QueueName: jsii.String("std-dlq")})
-		reliablequeue.NewDeadLetterAlarm(c.stack, "StdDlqAlarm", awssqs.Queue_FromQueueAttributes(c.stack, jsii.String("StdDlqRef"), &awssqs.QueueAttributes{QueueArn: dlq.AttrArn(), QueueName: dlq.AttrQueueName()}), c.alert, "x")
+		queues.NewDeadLetterAlarm(c.stack, "StdDlqAlarm", awssqs.Queue_FromQueueAttributes(c.stack, jsii.String("StdDlqRef"), &awssqs.QueueAttributes{QueueArn: dlq.AttrArn(), QueueName: dlq.AttrQueueName()}), c.alert, "x")
 		awssqs.NewCfnQueue(c.stack, jsii.String("Fifo"), &awssqs.CfnQueueProps{FifoQueue: jsii.Bool(true), RedrivePolicy: map[string]any{"deadLetterTargetArn": dlq.AttrArn(), "maxReceiveCount": 4}})
 	},
 	"DLQRetention": func(c *checkCase) {
 		dlq := awssqs.NewQueue(c.stack, jsii.String("Dlq"), nil) // 4 days, as the source
-		reliablequeue.NewDeadLetterAlarm(c.stack, "DlqAlarm", dlq, c.alert, "x")
+		queues.NewDeadLetterAlarm(c.stack, "DlqAlarm", dlq, c.alert, "x")
 		awssqs.NewQueue(c.stack, jsii.String("Src"), &awssqs.QueueProps{DeadLetterQueue: &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(4)}})
 	},
 	"MappingNeither":        func(c *checkCase) { c.fn("Fn", 10).AddEventSource(sqsSource(c.queueWithDLQ("Q", 60), false, 0)) },

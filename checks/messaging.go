@@ -23,7 +23,7 @@ const (
 )
 
 // VisibilityMultiplier is the AWS rule: queue visibility >= 6 x function
-// timeout (reliablequeue.VisibilityMultiplier sizes queues by it).
+// timeout (queues.VisibilityMultiplier sizes queues by it).
 const VisibilityMultiplier = 6
 
 // CloudFormation and Lambda defaults when a property is absent.
@@ -53,7 +53,7 @@ func (c *checker) queues() {
 		usedAsDLQ := len(sources) > 0 || declaresDLQ(q.Prop("RedriveAllowPolicy"))
 		target, hasTarget := synthesized.Redrive(q.Prop("RedrivePolicy"))["deadLetterTargetArn"]
 		if !hasTarget && !usedAsDLQ {
-			c.fail(q, RuleQueueWithoutDLQ, "queue %s has no dead-letter queue (RedrivePolicy) and is not the DLQ of anything; a failing message would be retried until it expires and then be deleted silently. Give it a DLQ of the same type with an alarm (reliablequeue.New does)", name)
+			c.fail(q, RuleQueueWithoutDLQ, "queue %s has no dead-letter queue (RedrivePolicy) and is not the DLQ of anything; a failing message would be retried until it expires and then be deleted silently. Give it a DLQ of the same type with an alarm (queues.NewQueue does)", name)
 		}
 		if dlq := c.app.Find(q.Stack, target); hasTarget && dlq != nil && dlq.Type == typeQueue {
 			srcFifo, dlqFifo := isFifo(q), isFifo(dlq)
@@ -94,7 +94,7 @@ func (c *checker) dlqAlarm(q *synthesized.Resource, name string, sources []strin
 		}
 	}
 	if slices.Sort(sources); !alarmed {
-		c.fail(q, RuleDLQWithoutAlarm, "DLQ %s (dead-letter queue of %s) has no alarm on ApproximateNumberOfMessagesVisible > 0 (5 min, Maximum) to alertas-mercadofresco: add reliablequeue.NewDeadLetterAlarm (docs/design.md#dlq-alarm)", name, strings.Join(slices.Compact(sources), ", "))
+		c.fail(q, RuleDLQWithoutAlarm, "DLQ %s (dead-letter queue of %s) has no alarm on ApproximateNumberOfMessagesVisible > 0 (5 min, Maximum) to alertas-mercadofresco: add queues.NewDeadLetterAlarm (docs/design.md#dlq-alarm)", name, strings.Join(slices.Compact(sources), ", "))
 		return
 	}
 	c.fail(q, RuleDLQWithoutAlarm, "DLQ %s has no usable alarm: %s", name, strings.Join(reasons, "; "))

@@ -6,7 +6,7 @@ import (
 )
 
 // Consumers configures the queue consumers' dependencies in one
-// environment (constructs/consumers). The URLs and the sender are
+// environment (constructs/queues). The URLs and the sender are
 // placeholders under .example until the real endpoints are known; the
 // in-flight limits are what each dependency is assumed to accept from us
 // (docs/design.md#consumer-ceilings derives every consumer's ceiling from

@@ -10,7 +10,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/payment"
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 )
 
 // DashboardName is the SPEC name of the environment's dashboard (in the
@@ -54,7 +54,7 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	// Last: every producer is admitted. The on-call role sends to the
 	// queues it redrives only with MFA or the redrive session tag.
 	for _, st := range es.Stacks() {
-		producers.RequireElevation(st, env.RoleArn(env.Roles.Operator))
+		queues.RequireElevation(st, env.RoleArn(env.Roles.Operator))
 	}
 	return es
 }

@@ -6,11 +6,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/constructs/consumers"
 	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/queueconsumer"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/constructs/slo"
 )
 
@@ -23,18 +21,18 @@ type MessagingStack struct {
 	awscdk.Stack
 	// PedidoConfirmado is the fan-out topic mercadofresco-pedido-confirmado.
 	// The order workflow publishes confirmed orders to it; its guard admits
-	// the workflow's role by name (constructs/producers).
+	// the workflow's role by name (constructs/queues).
 	PedidoConfirmado *fanout.Topic
 	// The consumers, each with the queue it drains.
-	Preparacion      *consumers.HTTPConsumer
-	Correo           *consumers.Correo
-	AvisoERP         *consumers.HTTPConsumer
-	MovimientosStock *queueconsumer.Consumer
+	Preparacion      *queues.HTTPConsumer
+	Correo           *queues.Correo
+	AvisoERP         *queues.HTTPConsumer
+	MovimientosStock *queues.Consumer
 	// Pedidos, Correo, AvisoERP and StockMovements are the consumers'
 	// queues (with their DLQs). A producer of stock movements gets
 	// StockMovements.GrantSendMessages, and one in another stack (the
 	// workflow) is admitted to the queue's guard by its role's name.
-	Pedidos, CorreoQueue, AvisoERPQueue, StockMovements *reliablequeue.Queue
+	Pedidos, CorreoQueue, AvisoERPQueue, StockMovements *queues.Queue
 	// PrepararPedido is the order-preparation function.
 	PrepararPedido *golambda.Function
 	// QueueWaitSLO is SLO 2's burn-rate alarms (docs/design.md#slo).
@@ -42,7 +40,7 @@ type MessagingStack struct {
 }
 
 // NewMessagingStack creates the messaging stack of shared.Env: the fan-out
-// topic and the four consumers (constructs/consumers), the three that call
+// topic and the four consumers (constructs/queues), the three that call
 // services on the internet in the network's egress subnets with their
 // breakers in the Valkey cache.
 func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataStack, network *NetworkStack) *MessagingStack {
@@ -51,21 +49,21 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	env := shared.Env
 	name := func(base string) *string { return jsii.String(env.PhysicalName(base)) }
 	// The queue, its DLQ and its consumer as config/catalog names them.
-	names := func(logical string) consumers.Names {
+	names := func(logical string) queues.Names {
 		q, _, _ := catalog.Find(logical)
-		return consumers.Names{Queue: name(q.Name), DeadLetterQueue: name(q.DLQName), Function: name(q.Consumers[0].Function)}
+		return queues.Names{Queue: name(q.Name), DeadLetterQueue: name(q.DLQName), Function: name(q.Consumers[0].Function)}
 	}
-	platform := consumers.Platform{
+	platform := queues.Platform{
 		Context:                shared.Context,
 		MaxConsumerConcurrency: env.MaxConsumerConcurrency,
 		// mf-dlq redrive runs as the on-call's role and sends to these queues.
 		OperatorRoleArn: env.RoleArn(env.Roles.Operator),
 	}
-	egress := consumers.Egress{Vpc: network.Network.Vpc, Subnets: network.Network.EgressSubnets(), SecretsEndpoint: network.Network.SecretsEndpoint, Breakers: network.Cache}
+	egress := queues.Egress{Vpc: network.Network.Vpc, Subnets: network.Network.EgressSubnets(), SecretsEndpoint: network.Network.SecretsEndpoint, Breakers: network.Cache}
 
 	// Ceilings against each consumer's slowest dependency:
 	// docs/design.md#consumer-ceilings.
-	s.Preparacion = consumers.NewPreparacion(stack, "Preparacion", &consumers.PreparacionProps{
+	s.Preparacion = queues.NewPreparacion(stack, "Preparacion", &queues.PreparacionProps{
 		Platform: platform, Egress: egress,
 		Names:              names("Pedidos"),
 		IdempotencyTable:   data.Table,
@@ -73,7 +71,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		AlmacenMaxInFlight: env.Consumers.AlmacenMaxInFlight,
 		SecretName:         name("mercadofresco/almacen/api-key"),
 	})
-	s.Correo = consumers.NewCorreo(stack, "Correo", &consumers.CorreoProps{
+	s.Correo = queues.NewCorreo(stack, "Correo", &queues.CorreoProps{
 		Platform: platform, Egress: egress,
 		Names:                names("Correo"),
 		IdempotencyTable:     data.Table,
@@ -84,7 +82,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		SecretName:           name("mercadofresco/correo-secundario/api-key"),
 		EventLogGroupName:    jsii.String("/aws/events/" + env.PhysicalName("mercadofresco-correo-ses")),
 	})
-	s.AvisoERP = consumers.NewAvisoERP(stack, "AvisoERP", &consumers.AvisoERPProps{
+	s.AvisoERP = queues.NewAvisoERP(stack, "AvisoERP", &queues.AvisoERPProps{
 		Platform: platform, Egress: egress,
 		Names:            names("AvisoERP"),
 		IdempotencyTable: data.Table,
@@ -92,7 +90,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		ERPMaxInFlight:   env.Consumers.ERPMaxInFlight,
 		SecretName:       name("mercadofresco/erp/api-key"),
 	})
-	s.MovimientosStock = consumers.NewMovimientosStock(stack, "MovimientosStock", &consumers.MovimientosStockProps{
+	s.MovimientosStock = queues.NewMovimientosStock(stack, "MovimientosStock", &queues.MovimientosStockProps{
 		Platform:   platform,
 		Names:      names("StockMovements"),
 		StockTable: data.Stock,

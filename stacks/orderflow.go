@@ -11,7 +11,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/erp"
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/constructs/payment"
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/constructs/slo"
 )
 
@@ -92,8 +92,8 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 	})
 	s.SigningKey.GrantRead(s.Payment.Cobro.Function, network.Network.SecretsEndpoint)
 	s.SigningKey.GrantRead(s.Starter.Function.Function, network.Network.SecretsEndpoint)
-	s.SigningKey.AdmitRoleName(publisherRoleName(env))                // it reads in the Outbox stack (stacks.Build)
-	producers.NameRole(s.Starter.Function.Role, starterRoleName(env)) // the SCP admits it by name
+	s.SigningKey.AdmitRoleName(publisherRoleName(env))             // it reads in the Outbox stack (stacks.Build)
+	queues.NameRole(s.Starter.Function.Role, starterRoleName(env)) // the SCP admits it by name
 	var imp *carts.ImportedTable
 	if c := env.Carritos; c != nil {
 		imp = &carts.ImportedTable{TableName: c.TableName, StreamArn: c.StreamArn, KeyArn: c.KeyArn}
@@ -110,7 +110,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		RuleName:                name("mf-carrito-abandonado"),
 		RuleDeadLetterQueueName: name("mercadofresco-regla-carrito-abandonado-fallidos"),
 	})
-	producers.NameRole(s.Carts.PipeRole, cartsPipeRoleName(env)) // the bus admits it by name
+	queues.NameRole(s.Carts.PipeRole, cartsPipeRoleName(env)) // the bus admits it by name
 	s.ERP = erp.New(stack, "ERP", &erp.Props{
 		Context:             shared.Context,
 		Bus:                 shared.Bus,

@@ -7,7 +7,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/outbox"
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 )
 
 // OutboxStack holds Aurora PostgreSQL (created per environment: the outbox
@@ -64,7 +64,7 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared, netStack *Networ
 		PublisherFunctionName: jsii.String(env.PhysicalName("mf-outbox-publicador")),
 		CleanupFunctionName:   jsii.String(env.PhysicalName("mf-outbox-limpieza")),
 	})
-	producers.NameRole(pub.Function.Role, publisherRoleName(env)) // the bus admits it by name
+	queues.NameRole(pub.Function.Role, publisherRoleName(env)) // the bus admits it by name
 	// New code runs against the schema it was built with.
 	pub.Function.Function.Node().AddDependency(mig.Resource)
 	pub.Cleanup.Function.Node().AddDependency(mig.Resource)

@@ -14,7 +14,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/platform"
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/constructs/schemaregistry"
 )
 
@@ -48,7 +48,7 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 		DeletionProtection: jsii.Bool(env.DeletionProtection),
 		Dashboard:          &observability.Board{},
 	}}
-	deployer, err := platform.DeploymentRoleArn(stack)
+	deployer, err := core.DeploymentRoleArn(stack)
 	if err != nil {
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
@@ -88,7 +88,7 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 	})
 	s.Schemas = schemaregistry.New(stack, "Esquemas", &schemaregistry.Props{RegistryName: jsii.String(env.PhysicalName(schemaregistry.RegistryName))})
 	// Only the outbox publisher and the carts pipe put events on the bus.
-	busGuard := producers.ForBus(s.Bus)
+	busGuard := queues.ForBus(s.Bus)
 	busGuard.AdmitRoleName(publisherRoleName(env))
 	busGuard.AdmitRoleName(cartsPipeRoleName(env))
 	output(stack, "DataKeyArn", "", s.DataKey.KeyArn())

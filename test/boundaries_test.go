@@ -10,7 +10,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/constructs/platform"
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 )
 
 // TestKeyWatchNamesTheAuditTrail walks every environment's platform
@@ -150,13 +150,13 @@ func TestOnCallRoleSendsOnlyInAnElevatedSession(t *testing.T) {
 				admits, denies := false, false
 				for _, st := range statements(doc) {
 					switch st["Sid"] {
-					case producers.StatementSid:
-						admits = slices.Contains(asStrings(dig(st, "Condition", producers.Operator, producers.KeyPrincipalArn)), operator)
-					case producers.SidElevatedSession:
-						denies = st["Effect"] == "Deny" && dig(st, "Principal", "AWS") == "*" && st["Action"] == producers.ActionSend &&
-							dig(st, "Condition", "ArnLike", producers.KeyPrincipalArn) == operator &&
-							dig(st, "Condition", "BoolIfExists", producers.KeyMFA) == "false" &&
-							dig(st, "Condition", "Null", "aws:PrincipalTag/"+producers.SessionTag) == "true" &&
+					case queues.StatementSid:
+						admits = slices.Contains(asStrings(dig(st, "Condition", queues.Operator, queues.KeyPrincipalArn)), operator)
+					case queues.SidElevatedSession:
+						denies = st["Effect"] == "Deny" && dig(st, "Principal", "AWS") == "*" && st["Action"] == queues.ActionSend &&
+							dig(st, "Condition", "ArnLike", queues.KeyPrincipalArn) == operator &&
+							dig(st, "Condition", "BoolIfExists", queues.KeyMFA) == "false" &&
+							dig(st, "Condition", "Null", "aws:PrincipalTag/"+queues.SessionTag) == "true" &&
 							len(st["Condition"].(map[string]any)) == 3
 						if !denies {
 							t.Errorf("%s: elevation statement %v is not the Deny for the on-call role without MFA or tag", qp.Path(), st)
@@ -213,7 +213,7 @@ func TestEveryTopicRefusesEveryCallWithoutTLS(t *testing.T) {
 							}
 						}
 					}
-					for _, a := range platform.TopicActions() {
+					for _, a := range queues.TopicActions() {
 						if !covered[a] {
 							t.Errorf("%s/%s: %s is not denied without TLS", *st.StackName(), id, a)
 						}

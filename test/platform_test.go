@@ -10,8 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/fanout"
-	"github.com/mercadofresco/integration/constructs/queueconsumer"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -125,10 +124,10 @@ func TestReplayWindowsCoverTheirPasses(t *testing.T) {
 	s := synthApp(t)
 	for _, es := range s.envs {
 		m := es.Messaging
-		for name, c := range map[string]*queueconsumer.Consumer{
+		for name, c := range map[string]*queues.Consumer{
 			"preparar-pedido": m.Preparacion.Consumer, "correo-confirmacion": m.Correo.Consumer, "aviso-erp": m.AvisoERP.Consumer,
 		} {
-			if c.IdempotencyWindow != 45*24*time.Hour || c.LongestPass.Total() > c.IdempotencyWindow || c.LongestPass.Upstream != fanout.MaxDeliveryAge {
+			if c.IdempotencyWindow != 45*24*time.Hour || c.LongestPass.Total() > c.IdempotencyWindow || c.LongestPass.Upstream != queues.FanOutMaxDeliveryAge {
 				t.Errorf("%s %s: window %s, pass %s", es.Env.Name, name, c.IdempotencyWindow, c.LongestPass)
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/guardeval"
 	"github.com/mercadofresco/integration/stacks"
 	"github.com/mercadofresco/integration/synthesized"
@@ -17,7 +17,7 @@ import (
 // TestOnlyKnownProducersSendToQueuesAndTopics walks every environment's
 // templates: every queue, topic and event bus carries one known-producers
 // Deny
-// (constructs/producers); every producer the templates wire passes it
+// (constructs/queues); every producer the templates wire passes it
 // (an IAM policy granting sqs:SendMessage or sns:Publish, a rule's target
 // or DLQ, a pipe's, an SNS subscription and its DLQ, an alarm's actions, a
 // function's or schedule's dead-letter target, the on-call's redrive to a
@@ -209,8 +209,8 @@ func (w *producerWorld) findGuards(t *testing.T) {
 		}
 	}
 	for typ, spec := range map[string]struct{ targets, action string }{
-		"AWS::SQS::QueuePolicy": {"Queues", producers.ActionSend},
-		"AWS::SNS::TopicPolicy": {"Topics", producers.ActionPublish},
+		"AWS::SQS::QueuePolicy": {"Queues", queues.ActionSend},
+		"AWS::SNS::TopicPolicy": {"Topics", queues.ActionPublish},
 	} {
 		for _, pol := range w.app.Resources(typ) {
 			doc, err := w.app.Resolve(pol.Stack, pol.Properties["PolicyDocument"], w.phys)
@@ -220,7 +220,7 @@ func (w *producerWorld) findGuards(t *testing.T) {
 			var denies []map[string]any
 			for _, st := range doc.(map[string]any)["Statement"].([]any) {
 				st := st.(map[string]any)
-				if st["Effect"] == "Deny" && slices.Contains(asStrings(st["Action"]), spec.action) && dig(st, "Condition", producers.Operator) != nil {
+				if st["Effect"] == "Deny" && slices.Contains(asStrings(st["Action"]), spec.action) && dig(st, "Condition", queues.Operator) != nil {
 					denies = append(denies, st)
 				}
 			}
@@ -240,7 +240,7 @@ func (w *producerWorld) findGuards(t *testing.T) {
 				}
 				// A guard that admits nobody names the resource itself.
 				g := &guardOf{name: names[arn], statement: d, used: map[string]bool{arn: true}}
-				cond, _ := dig(d, "Condition", producers.Operator).(map[string]any)
+				cond, _ := dig(d, "Condition", queues.Operator).(map[string]any)
 				for _, v := range cond {
 					g.admitted = append(g.admitted, asStrings(v)...)
 				}
@@ -264,7 +264,7 @@ func (w *producerWorld) findGuards(t *testing.T) {
 			t.Fatalf("%s: %v", pol.Path(), err)
 		}
 		d, _ := st.(map[string]any)
-		if d["Effect"] != "Deny" || !slices.Contains(asStrings(d["Action"]), producers.ActionPutEvents) || dig(d, "Condition", producers.Operator) == nil {
+		if d["Effect"] != "Deny" || !slices.Contains(asStrings(d["Action"]), queues.ActionPutEvents) || dig(d, "Condition", queues.Operator) == nil {
 			continue
 		}
 		arn, ok := byRef[w.str(t, pol.Stack, pol.Properties["EventBusName"])]
@@ -276,7 +276,7 @@ func (w *producerWorld) findGuards(t *testing.T) {
 	}
 	for arn, denies := range busDenies {
 		if len(denies) != 1 {
-			t.Errorf("%s: %d known-producers Deny statements of %s, want one", names[arn], len(denies), producers.ActionPutEvents)
+			t.Errorf("%s: %d known-producers Deny statements of %s, want one", names[arn], len(denies), queues.ActionPutEvents)
 			continue
 		}
 		d := denies[0]
@@ -284,7 +284,7 @@ func (w *producerWorld) findGuards(t *testing.T) {
 			t.Errorf("%s: the guard's principal is %s and resource %v, want everyone and the bus itself", names[arn], p, d["Resource"])
 		}
 		g := &guardOf{name: names[arn], statement: d, used: map[string]bool{arn: true}}
-		cond, _ := dig(d, "Condition", producers.Operator).(map[string]any)
+		cond, _ := dig(d, "Condition", queues.Operator).(map[string]any)
 		for _, v := range cond {
 			g.admitted = append(g.admitted, asStrings(v)...)
 		}
@@ -323,7 +323,7 @@ func (w *producerWorld) roleArn(t *testing.T, stack string, v any) string {
 	return "arn:aws:iam::" + w.app.Account + ":role/" + s
 }
 
-var sendActions = []string{producers.ActionSend, producers.ActionPublish, producers.ActionPutEvents}
+var sendActions = []string{queues.ActionSend, queues.ActionPublish, queues.ActionPutEvents}
 
 // grants reports whether an IAM action pattern covers sending or publishing.
 func grants(pattern string) bool {

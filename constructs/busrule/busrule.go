@@ -2,7 +2,7 @@
 // default bus, where AWS services put their events) whose targets cannot
 // lose an event silently: each target has a retry policy (maximum event
 // age, retry attempts) and the rule's dead-letter queue
-// (reliablequeue.NewDeadLetterQueue: encrypted with the data key unless
+// (queues.NewDeadLetterQueue: encrypted with the data key unless
 // told otherwise, alarmed on its depth), and the rule has alarms on
 // FailedInvocations and InvocationsSentToDlq (AWS/Events, dimensions
 // EventBusName and RuleName; RuleName alone on the default bus, as
@@ -26,8 +26,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 )
 
 // Defaults of Props (docs/design.md#bus-rules).
@@ -55,7 +54,7 @@ type TargetOptions struct {
 // retry policy, and admits the rule to the queue's producer guard.
 func SqsTarget(queue awssqs.IQueue) func(o TargetOptions) awsevents.IRuleTarget {
 	return func(o TargetOptions) awsevents.IRuleTarget {
-		producers.ForQueue(queue).AdmitRule(o.Rule)
+		queues.ForQueue(queue).AdmitRule(o.Rule)
 		return awseventstargets.NewSqsQueue(queue, &awseventstargets.SqsQueueProps{
 			DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),
 		})
@@ -96,16 +95,16 @@ type Props struct {
 	// DeadLetterQueueName of the target's DLQ. Nil lets CloudFormation name it.
 	DeadLetterQueueName *string
 	// Encryption of the DLQ: the zero value is the data key;
-	// reliablequeue.EncryptionSQSManaged is for a rule that must work while
+	// queues.EncryptionSQSManaged is for a rule that must work while
 	// the data key does not (the data key's own watch).
-	Encryption reliablequeue.Encryption
+	Encryption queues.Encryption
 }
 
 // Rule is the rule with its target's DLQ and alarms.
 type Rule struct {
 	constructs.Construct
 	Rule            awsevents.Rule
-	DeadLetterQueue *reliablequeue.DeadLetterQueue
+	DeadLetterQueue *queues.DeadLetterQueue
 	// RetryAttempts and MaxEventAge are the effective retry policy.
 	RetryAttempts float64
 	MaxEventAge   awscdk.Duration
@@ -148,7 +147,7 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 		busLabel = "the default event bus"
 	}
 	source := fmt.Sprintf("rule %s on %s (target: %s)", *core.Or(props.RuleName, *c.Node().Path()), busLabel, label)
-	r.DeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "DeadLetterQueue", &reliablequeue.DeadLetterQueueProps{
+	r.DeadLetterQueue = queues.NewDeadLetterQueue(c, "DeadLetterQueue", &queues.DeadLetterQueueProps{
 		Context:    props.Context,
 		QueueName:  props.DeadLetterQueueName,
 		Encryption: props.Encryption,
@@ -170,8 +169,8 @@ func New(scope constructs.Construct, id string, props *Props) *Rule {
 		}
 	}
 	// EventBridge dead-letters for this rule (a queue or topic target is
-	// admitted by whoever chose it: producers.ForQueue(q).AdmitRule(r.Rule)).
-	producers.ForQueue(r.DeadLetterQueue.Queue).AdmitRule(r.Rule)
+	// admitted by whoever chose it: queues.ForQueue(q).AdmitRule(r.Rule)).
+	queues.ForQueue(r.DeadLetterQueue.Queue).AdmitRule(r.Rule)
 
 	r.contribute(props.Context, props.RuleName)
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
@@ -94,7 +94,7 @@ func TestRuleOnTheDefaultBus(t *testing.T) {
 		Target:            queueTarget(a),
 		AdditionalTargets: []func(busrule.TargetOptions) awsevents.IRuleTarget{queueTarget(b)},
 		RetryAttempts:     4, MaxEventAge: awscdk.Duration_Hours(jsii.Number(6)),
-		Encryption: reliablequeue.EncryptionSQSManaged, Context: core.Context{Alerts: p.Alerts},
+		Encryption: queues.EncryptionSQSManaged, Context: core.Context{Alerts: p.Alerts},
 	})
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)

@@ -31,8 +31,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -86,10 +85,10 @@ type Carts struct {
 	Table      awsdynamodb.ITable
 	Pipe       awspipes.CfnPipe
 	PipeRole   awsiam.Role
-	PipeDLQ    *reliablequeue.DeadLetterQueue
+	PipeDLQ    *queues.DeadLetterQueue
 	PipeLogs   awslogs.LogGroup
 	Rule       *busrule.Rule
-	Abandoned  *reliablequeue.Queue
+	Abandoned  *queues.Queue
 	RetryCount float64
 	// PipeFailedAlarm fires when the pipe's target invocations fail.
 	PipeFailedAlarm awscloudwatch.Alarm
@@ -168,7 +167,7 @@ func (k *Carts) addTable(props *Props, v *core.Problems) {
 // DLQ, role, logs and alarm.
 func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
 	c := k.Construct
-	k.PipeDLQ = reliablequeue.NewDeadLetterQueue(c, "PipeDLQ", &reliablequeue.DeadLetterQueueProps{
+	k.PipeDLQ = queues.NewDeadLetterQueue(c, "PipeDLQ", &queues.DeadLetterQueueProps{
 		Context:   props.Context,
 		QueueName: props.PipeDeadLetterQueueName,
 		Source:    "pipe " + *pipeName + " (stream batches it could not publish to the bus)",
@@ -190,8 +189,8 @@ func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
 		AppliesTo: &[]interface{}{jsii.String("Resource::*")},
 	}}, jsii.Bool(true))
 	k.PipeDLQ.Queue.Grant(k.PipeRole, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"))
-	reliablequeue.GrantKeyThroughSQS(k.PipeDLQ.Queue, k.PipeRole, "kms:GenerateDataKey", "kms:Decrypt")
-	producers.ForQueue(k.PipeDLQ.Queue).AdmitRole(k.PipeRole)
+	queues.GrantKeyThroughSQS(k.PipeDLQ.Queue, k.PipeRole, "kms:GenerateDataKey", "kms:Decrypt")
+	queues.ForQueue(k.PipeDLQ.Queue).AdmitRole(k.PipeRole)
 	k.PipeLogs.GrantWrite(k.PipeRole)
 	// The pipe's stored configuration (its filter and input template) is
 	// encrypted with the data key, which its role uses through EventBridge
@@ -257,7 +256,7 @@ func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
 
 // addQueue creates the abandoned-carts queue and the rule that fills it.
 func (k *Carts) addQueue(props *Props, pipeName *string) {
-	k.Abandoned = reliablequeue.New(k.Construct, "Abandonados", &reliablequeue.Props{
+	k.Abandoned = queues.NewQueue(k.Construct, "Abandonados", &queues.QueueProps{
 		Context:             props.Context,
 		QueueName:           props.QueueName,
 		DeadLetterQueueName: props.DeadLetterQueueName,

@@ -8,6 +8,9 @@
 package core
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -185,4 +188,38 @@ func RequireVpc(v *Problems, scope constructs.Construct, vpc awsec2.IVpc, subnet
 		AvailabilityZones: jsii.Strings("missing-a", "missing-b"),
 		PrivateSubnetIds:  jsii.Strings("subnet-missing-a", "subnet-missing-b"),
 	}), nil
+}
+
+// ErrNoDeploymentRole is returned by DeploymentRoleArn for a stack whose
+// deployment role it cannot name.
+var ErrNoDeploymentRole = errors.New("no deployment role")
+
+// DeploymentRoleArn is the role CloudFormation deploys stack with: the
+// CDK bootstrap's execution role its DefaultStackSynthesizer names
+// (cdk-<qualifier>-cfn-exec-role-<account>-<region>; the qualifier from
+// the context key @aws-cdk/core:bootstrapQualifier). The stack needs an
+// explicit account and region, and the synthesizer the stack made itself:
+// jsii cannot read the role of a synthesizer created in Go and passed in
+// StackProps (that is an error too).
+func DeploymentRoleArn(stack awscdk.Stack) (arn string, err error) {
+	syn, ok := stack.Synthesizer().(awscdk.DefaultStackSynthesizer)
+	if !ok {
+		return "", fmt.Errorf("%w: stack %s does not use the DefaultStackSynthesizer", ErrNoDeploymentRole, *stack.StackName())
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			arn, err = "", fmt.Errorf("%w: stack %s: %v", ErrNoDeploymentRole, *stack.StackName(), r)
+		}
+	}()
+	raw := *syn.CloudFormationExecutionRoleArn()
+	if strings.Contains(raw, "${AWS::AccountId}") || strings.Contains(raw, "${AWS::Region}") || *awscdk.Token_IsUnresolved(jsii.String(raw)) {
+		return "", fmt.Errorf("%w: stack %s has no explicit account and region (%s)", ErrNoDeploymentRole, *stack.StackName(), raw)
+	}
+	if partition := stack.Partition(); !*awscdk.Token_IsUnresolved(partition) {
+		return strings.ReplaceAll(raw, "${AWS::Partition}", *partition), nil
+	}
+	// Without @aws-cdk/core:enablePartitionLiterals the partition is the
+	// template's.
+	arn = *awscdk.Fn_Sub(jsii.String(raw), nil)
+	return arn, nil
 }

@@ -27,7 +27,7 @@ func Acknowledge(c constructs.IConstruct, rule, reason string) {
 // SetBy records on c (an L1 or any construct above it) which source
 // constant sets one of its resources' properties, e.g.
 //
-//	core.SetBy(c, "VisibilityTimeout", "PreparacionVisibility in constructs/consumers")
+//	core.SetBy(c, "VisibilityTimeout", "PreparacionVisibility in constructs/queues")
 //
 // A finding on that property then names the constant to change.
 func SetBy(c constructs.IConstruct, property, source string) {

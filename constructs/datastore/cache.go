@@ -42,7 +42,7 @@ const (
 // disabled one), and ElastiCache admits it on a Valkey cache.
 const UserEngine = "redis"
 
-// Import describes an existing cache of the environment. It must be a
+// CacheImport describes an existing cache of the environment. It must be a
 // serverless cache of Valkey 7.2+ (or Redis OSS 7+: IAM authentication)
 // with New's user group (UserGroupID) attached once by an operator
 // (aws elasticache modify-serverless-cache --serverless-cache-name <Name>
@@ -58,7 +58,7 @@ type CacheImport struct {
 	SecurityGroupID string
 }
 
-// Props configures New. Vpc and Subnets are required unless Import is set;
+// CacheProps configures NewCache. Vpc and Subnets are required unless Import is set;
 // the Context's DataKey and Alerts when the cache is created.
 type CacheProps struct {
 	core.Context
@@ -107,7 +107,7 @@ type user struct {
 	resource     awselasticache.CfnUser
 }
 
-// New creates (or imports) the cache. Every problem is a synthesis error;
+// NewCache creates (or imports) the cache. Every problem is a synthesis error;
 // the construct is still whole.
 func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 	if props == nil {

@@ -23,7 +23,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/observability"
 )
 
-// Props configures a Table. The Context's DataKey (the tables hold payment
+// TableProps configures a Table. The Context's DataKey (the tables hold payment
 // references and stock) and Alerts are required.
 type TableProps struct {
 	core.Context
@@ -83,7 +83,7 @@ type Table struct {
 	schema Schema
 }
 
-// New creates the table. Invalid props are synthesis errors, every one of
+// NewTable creates the table. Invalid props are synthesis errors, every one of
 // them.
 func NewTable(scope constructs.Construct, id string, props *TableProps, schema Schema) *Table {
 	if props == nil {

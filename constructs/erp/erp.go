@@ -26,7 +26,6 @@ import (
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
-	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
@@ -136,7 +135,7 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 	})
 	// The connection's {{resolve:secretsmanager:...}} reference is resolved
 	// by CloudFormation with the stack's service role: the key's one reader.
-	if deployer, err := platform.DeploymentRoleArn(awscdk.Stack_Of(c)); !v.If(err != nil, "the ERP key's reader: %v", err) {
+	if deployer, err := core.DeploymentRoleArn(awscdk.Stack_Of(c)); !v.If(err != nil, "the ERP key's reader: %v", err) {
 		dependency.AdmitReaderArn(d.Secret, deployer)
 	}
 	d.Connection = awsevents.NewConnection(c, jsii.String("Conexion"), &awsevents.ConnectionProps{

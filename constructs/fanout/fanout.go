@@ -5,14 +5,13 @@
 // and a statement in the queue's policy that admits this topic only; the
 // platform's data key already admits sns.amazonaws.com, so nothing here
 // edits the platform stack. The topic's known-producers guard
-// (constructs/producers) admits GrantPublish's grantees (a publisher in
+// (constructs/queues) admits GrantPublish's grantees (a publisher in
 // another stack by role name); AddQueue admits the topic to the queue's and
 // the DLQ's guards.
 package fanout
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -23,19 +22,8 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/platform"
-	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 )
-
-// MaxDeliveryAge is how long SNS keeps retrying a delivery to an SQS
-// subscription that fails with a server-side error: 100,015 attempts over
-// 23 days, a delivery policy SNS does not let anyone change for SQS
-// endpoints (Amazon SNS developer guide, "Amazon SNS message delivery
-// retries"). A message can reach a subscribed queue that old; a queue
-// consumer's replay window counts it (queueconsumer.Props.UpstreamMaxAge,
-// docs/design.md#replay-windows).
-const MaxDeliveryAge = 23 * 24 * time.Hour
 
 // Props configures a Topic. The Context's DataKey (the topic carries
 // confirmed orders; GrantPublish grants its use through SNS only) and
@@ -82,7 +70,7 @@ type Subscription struct {
 	// Subscription is the SNS subscription (protocol sqs, raw delivery).
 	Subscription awssns.Subscription
 	// DeadLetterQueue receives what SNS could not deliver to the queue.
-	DeadLetterQueue *reliablequeue.DeadLetterQueue
+	DeadLetterQueue *queues.DeadLetterQueue
 }
 
 // New creates the topic.
@@ -100,8 +88,8 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 		// Topic policy denying any request not made over TLS (cdk-nag SNS3).
 		EnforceSSL: jsii.Bool(true),
 	})
-	platform.RequireTLS(t.Topic) // every call, not only sns:Publish
-	producers.ForTopic(t.Topic)
+	queues.RequireTLS(t.Topic) // every call, not only sns:Publish
+	queues.ForTopic(t.Topic)
 	t.name = *core.Or(props.TopicName, *c.Node().Path())
 	t.FailedRedriveAlarm = observability.NewAlarm(c, "FailedRedriveAlarm", &observability.AlarmProps{
 		Metric: t.Topic.Metric(jsii.String("NumberOfNotificationsFailedToRedriveToDlq"), &awscloudwatch.MetricOptions{
@@ -120,7 +108,7 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 // its own (encrypted like the queue, with an alarm) and the filter policy in
 // opts, and adds to q's queue policy the statement that lets this topic
 // (and only this topic, by aws:SourceArn) send to it.
-func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOptions) *Subscription {
+func (t *Topic) AddQueue(id string, q *queues.Queue, opts SubscriptionOptions) *Subscription {
 	scope := constructs.NewConstruct(t.Construct, jsii.String(id))
 	v := core.Check(scope, "fanout.AddQueue")
 	if v.If(q == nil, "queue is nil") ||
@@ -134,11 +122,11 @@ func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOpt
 		dlqName = jsii.String(q.QueueName + "-entrega-dlq")
 	}
 	// The DLQ is encrypted like the queue.
-	ctx, encryption := t.props.Context, reliablequeue.EncryptionDataKey
+	ctx, encryption := t.props.Context, queues.EncryptionDataKey
 	if ctx.DataKey = q.Queue.EncryptionMasterKey(); ctx.DataKey == nil {
-		encryption = reliablequeue.EncryptionSQSManaged
+		encryption = queues.EncryptionSQSManaged
 	}
-	dlq := reliablequeue.NewDeadLetterQueue(scope, "DeadLetterQueue", &reliablequeue.DeadLetterQueueProps{
+	dlq := queues.NewDeadLetterQueue(scope, "DeadLetterQueue", &queues.DeadLetterQueueProps{
 		Context:    ctx,
 		QueueName:  dlqName,
 		Encryption: encryption,
@@ -173,8 +161,8 @@ func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOpt
 	}))
 	// SNS delivers to the queue, and to the DLQ what it could not deliver:
 	// both admit this topic as a source.
-	producers.ForQueue(q.Queue).AdmitTopic(t.Topic)
-	producers.ForQueue(dlq.Queue).AdmitTopic(t.Topic)
+	queues.ForQueue(q.Queue).AdmitTopic(t.Topic)
+	queues.ForQueue(dlq.Queue).AdmitTopic(t.Topic)
 	// SNS must not deliver before the queue policy exists, or the first
 	// messages go to the DLQ.
 	sub.Node().AddDependency(q.Queue)
@@ -185,10 +173,10 @@ func (t *Topic) AddQueue(id string, q *reliablequeue.Queue, opts SubscriptionOpt
 // encrypted topic, kms:GenerateDataKey and kms:Decrypt on the data key
 // through SNS only: kms:ViaService) and admits its role to the topic's
 // guard. A grantee in a stack that references this topic's stack is
-// admitted by name instead (producers.ForTopic(t.Topic).AdmitRoleName): a
+// admitted by name instead (queues.ForTopic(t.Topic).AdmitRoleName): a
 // reference back would be a cycle.
 func (t *Topic) GrantPublish(grantee awsiam.IGrantable) awsiam.Grant {
-	producers.ForTopic(t.Topic).AdmitGrantable(grantee)
+	queues.ForTopic(t.Topic).AdmitGrantable(grantee)
 	g := awsiam.Grant_AddToPrincipalOrResource(&awsiam.GrantWithResourceOptions{
 		Grantee:      grantee,
 		Actions:      jsii.Strings("sns:Publish"),

@@ -13,8 +13,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/fanout"
-	"github.com/mercadofresco/integration/constructs/platform"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
@@ -36,8 +35,8 @@ func newFixture() *fixture {
 	return &fixture{stack: stack, key: key, alerts: alerts}
 }
 
-func (f *fixture) queue(id, name string) *reliablequeue.Queue {
-	return reliablequeue.New(f.stack, id, &reliablequeue.Props{QueueName: jsii.String(name), Context: core.Context{DataKey: f.key, Alerts: f.alerts}})
+func (f *fixture) queue(id, name string) *queues.Queue {
+	return queues.NewQueue(f.stack, id, &queues.QueueProps{QueueName: jsii.String(name), Context: core.Context{DataKey: f.key, Alerts: f.alerts}})
 }
 
 func (f *fixture) topic() *fanout.Topic {
@@ -68,7 +67,7 @@ func TestFanOutDefaults(t *testing.T) {
 	tpl.HasResourceProperties(jsii.String("AWS::SNS::TopicPolicy"), map[string]any{
 		"Topics": []any{map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("PedidoConfirmadoTopic"))}},
 		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
-			"Sid": platform.SidTopicTLSOnly, "Effect": "Deny", "Action": platform.TopicActions(),
+			"Sid": queues.SidTopicTLSOnly, "Effect": "Deny", "Action": queues.TopicActions(),
 			"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
 		})})},
 	})
@@ -148,7 +147,7 @@ func TestInvalidUse(t *testing.T) {
 		{"no key", func(f *fixture) { fanout.New(f.stack, "T", &fanout.Props{Context: core.Context{Alerts: f.alerts}}) }, "DataKey is required"},
 		{"no alarm topic", func(f *fixture) { fanout.New(f.stack, "T", &fanout.Props{Context: core.Context{DataKey: f.key}}) }, "Alerts is required"},
 		{"fifo queue", func(f *fixture) {
-			q := reliablequeue.New(f.stack, "Stock", &reliablequeue.Props{Fifo: true, Context: core.Context{DataKey: f.key, Alerts: f.alerts}})
+			q := queues.NewQueue(f.stack, "Stock", &queues.QueueProps{Fifo: true, Context: core.Context{DataKey: f.key, Alerts: f.alerts}})
 			f.topic().AddQueue("Stock", q, fanout.SubscriptionOptions{})
 		}, "cannot deliver to a FIFO queue"},
 	}

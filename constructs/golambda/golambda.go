@@ -396,7 +396,7 @@ func (f *Function) addAlarms(topic awssns.ITopic) {
 func (f *Function) GrantPrincipal() awsiam.IPrincipal { return f.Function.GrantPrincipal() }
 
 // IFunction is the function as the CDK's interface, for constructs that
-// accept any function (reliablequeue.Queue.AddConsumer, event targets).
+// accept any function (queues.Queue.AddConsumer, event targets).
 func (f *Function) IFunction() awslambda.IFunction { return f.Function }
 
 // GrantInvoke lets grantee invoke the function.

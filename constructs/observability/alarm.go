@@ -19,7 +19,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Props configures an alarm. Metric, Topic, Description and MissingData are
+// AlarmProps configures an alarm. Metric, Topic, Description and MissingData are
 // required; the zero value of the rest is the common case (greater than the
 // threshold, one period).
 type AlarmProps struct {
@@ -44,7 +44,7 @@ type AlarmProps struct {
 	AlarmName *string
 }
 
-// New creates the alarm and wires its actions. Missing required props are
+// NewAlarm creates the alarm and wires its actions. Missing required props are
 // reported as synthesis errors on the alarm (the alarm is still created, so
 // nothing that refers to it breaks before the error is shown).
 func NewAlarm(scope constructs.Construct, id string, props *AlarmProps) awscloudwatch.Alarm {

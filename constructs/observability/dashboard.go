@@ -91,7 +91,7 @@ func (b *Board) Widgets(s Section) []awscloudwatch.IWidget {
 	return b.widgets[s]
 }
 
-// Props configures New.
+// DashboardProps configures NewDashboard.
 type DashboardProps struct {
 	// Board is what the constructs contributed. Required.
 	Board *Board
@@ -99,7 +99,7 @@ type DashboardProps struct {
 	DashboardName *string
 }
 
-// New creates the dashboard from the board: a heading per section that has
+// NewDashboard creates the dashboard from the board: a heading per section that has
 // widgets, then its widgets, left to right, wrapping at the dashboard's 24
 // columns. Sections without widgets are left out.
 func NewDashboard(scope constructs.Construct, id string, props *DashboardProps) awscloudwatch.Dashboard {

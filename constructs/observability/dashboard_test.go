@@ -11,7 +11,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
@@ -36,7 +36,7 @@ func TestConstructsContributeTheirOwnWidgets(t *testing.T) {
 	p := cdktest.NewPlatform("Tablero")
 	board := &observability.Board{}
 	ctx := core.Context{DataKey: p.Key, Alerts: p.Alerts, Dashboard: board}
-	reliablequeue.New(p.Stack, "Nueva", &reliablequeue.Props{Context: ctx, QueueName: jsii.String("cola-nueva")})
+	queues.NewQueue(p.Stack, "Nueva", &queues.QueueProps{Context: ctx, QueueName: jsii.String("cola-nueva")})
 	board.Add(observability.Outbox, observability.Graph(observability.GraphProps{Title: "outbox"}))
 	observability.NewDashboard(p.Stack, "Tablero", &observability.DashboardProps{Board: board})
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {

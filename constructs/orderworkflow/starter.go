@@ -14,7 +14,7 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
@@ -61,11 +61,11 @@ type StarterProps struct {
 type Starter struct {
 	constructs.Construct
 	Rule     *busrule.Rule
-	Buffer   *reliablequeue.Queue
+	Buffer   *queues.Queue
 	Function *golambda.Function
 	// LongestPass is an archived event's longest pass to the starter,
 	// which eventsapi.StarterWindow covers.
-	LongestPass reliablequeue.Pass
+	LongestPass queues.Pass
 }
 
 // PedidoCreadoPattern matches the shop's order-created events.
@@ -90,7 +90,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 	s := &Starter{Construct: c}
 	v := core.Check(c, "orderworkflow.Starter")
 	v.If(props.Workflow == nil, "Workflow is required")
-	s.Buffer = reliablequeue.New(c, "Buffer", &reliablequeue.Props{
+	s.Buffer = queues.NewQueue(c, "Buffer", &queues.QueueProps{
 		Context:             props.Context,
 		QueueName:           props.QueueName,
 		DeadLetterQueueName: props.DeadLetterQueueName,
@@ -147,9 +147,9 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 	s.checkReplays(props, v)
 	mc := props.MaximumConcurrency
 	if mc == 0 {
-		mc = reliablequeue.MinMaximumConcurrency
+		mc = queues.MinMaximumConcurrency
 	}
-	s.Buffer.AddConsumer(s.Function.Function, reliablequeue.ConsumerOptions{
+	s.Buffer.AddConsumer(s.Function.Function, queues.ConsumerOptions{
 		MaximumConcurrency: mc,
 		BatchSize:          10,
 	})

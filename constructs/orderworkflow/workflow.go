@@ -33,7 +33,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
@@ -477,10 +477,10 @@ func (w *Workflow) admitAsProducer(c constructs.Construct, p *Props, v *core.Pro
 	for _, g := range []struct {
 		what  string
 		scope constructs.IConstruct
-		guard *producers.Guard
+		guard *queues.Guard
 	}{
-		{"StockMovements", p.StockMovements, producers.ForQueue(p.StockMovements)},
-		{"Confirmed", p.Confirmed, producers.ForTopic(p.Confirmed)},
+		{"StockMovements", p.StockMovements, queues.ForQueue(p.StockMovements)},
+		{"Confirmed", p.Confirmed, queues.ForTopic(p.Confirmed)},
 	} {
 		switch {
 		case g.guard == nil: // imported: its policy is not this app's

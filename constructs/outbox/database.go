@@ -32,8 +32,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -124,12 +123,12 @@ type Database struct {
 	RotationLogs awslogs.LogGroup
 	// RotationFailures receives Secrets Manager's RotationFailed events for
 	// the database secret; its alarm fires on the first one.
-	RotationFailures *reliablequeue.DeadLetterQueue
+	RotationFailures *queues.DeadLetterQueue
 	// RotationFailuresDLQ keeps what RotationFailures could not: an event
 	// EventBridge could not deliver to it (the rule target's DLQ), and an
 	// event received RotationFailuresMaxReceives times there without being
 	// deleted (its redrive). Its alarm fires on the first one too.
-	RotationFailuresDLQ *reliablequeue.DeadLetterQueue
+	RotationFailuresDLQ *queues.DeadLetterQueue
 }
 
 // Rotation-failure queues: the holding queue keeps an event 7 days (it
@@ -371,13 +370,13 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 func (d *Database) watchRotation(props *DatabaseProps) {
 	// Named, so the DLQ can admit it by ARN without a reference cycle.
 	held := "mercadofresco-rotacion-aurora-" + props.Context.Environment()
-	d.RotationFailures = reliablequeue.NewDeadLetterQueue(d.Construct, "RotacionFallida", &reliablequeue.DeadLetterQueueProps{
+	d.RotationFailures = queues.NewDeadLetterQueue(d.Construct, "RotacionFallida", &queues.DeadLetterQueueProps{
 		Context:         props.Context,
 		QueueName:       jsii.String(held),
 		Source:          "Secrets Manager RotationFailed events of the database secret",
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(rotationFailuresRetentionDays)),
 	})
-	d.RotationFailuresDLQ = reliablequeue.NewDeadLetterQueue(d.Construct, "RotacionFallidaDLQ", &reliablequeue.DeadLetterQueueProps{
+	d.RotationFailuresDLQ = queues.NewDeadLetterQueue(d.Construct, "RotacionFallidaDLQ", &queues.DeadLetterQueueProps{
 		Context:   props.Context,
 		QueueName: jsii.String(held + "-fallidos"),
 		Source:    "RotationFailed events EventBridge could not deliver to RotacionFallida, or received there 10 times without being deleted",
@@ -409,8 +408,8 @@ func (d *Database) watchRotation(props *DatabaseProps) {
 		MaxEventAge:     awscdk.Duration_Hours(jsii.Number(24)),
 		DeadLetterQueue: d.RotationFailuresDLQ.Queue,
 	}))
-	producers.ForQueue(d.RotationFailures.Queue).AdmitRule(rule)
-	producers.ForQueue(d.RotationFailuresDLQ.Queue).AdmitRule(rule)
+	queues.ForQueue(d.RotationFailures.Queue).AdmitRule(rule)
+	queues.ForQueue(d.RotationFailuresDLQ.Queue).AdmitRule(rule)
 }
 
 func (d *Database) addAlarms(topic awssns.ITopic) {

@@ -15,8 +15,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 )
 
 // Names of the key watch (environments add their suffix).
@@ -130,7 +129,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		Target:              snsTarget(w.Topic),
 		TargetLabel:         "the topics alertas-mercadofresco and " + *core.Or(props.TopicName, KeyAlertsTopic),
 		DeadLetterQueueName: core.Or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
-		Encryption:          reliablequeue.EncryptionSQSManaged,
+		Encryption:          queues.EncryptionSQSManaged,
 	}
 	if props.Alerts != nil {
 		ruleProps.AdditionalTargets = append(ruleProps.AdditionalTargets, snsTarget(props.Alerts))
@@ -142,7 +141,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 // snsTarget publishes a rule's events to topic with the rule's retry
 // policy and DLQ. The topic's policy admits EventBridge for this rule only
 // (aws:SourceArn), and so does the DLQ's; the topic's known-producers guard
-// admits the rule (constructs/producers; busrule admits it on the DLQ's). Unlike awseventstargets.SnsTopic
+// admits the rule (constructs/queues; busrule admits it on the DLQ's). Unlike awseventstargets.SnsTopic
 // it adds nothing to the policy of the topic's key: the data key admits
 // EventBridge for this account's resources already
 // (AllowEventBridgeDeliveryToEncryptedTargets), and the CDK's statement
@@ -158,7 +157,7 @@ func (t *snsTarget) Bind(rule interfacesawsevents.IRuleRef, _ *string) *awsevent
 	ruleArn := rule.RuleRef().RuleArn
 	fromRule := &map[string]interface{}{"ArnEquals": map[string]interface{}{"aws:SourceArn": ruleArn}}
 	events := &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)}
-	producers.ForTopic(t.topic).AdmitSource(ruleArn)
+	queues.ForTopic(t.topic).AdmitSource(ruleArn)
 	t.topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String(t.sid),
 		Principals: events,

@@ -6,7 +6,6 @@
 package platform
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,7 +21,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 )
 
 // EventBridgeConnectionsTag is the tag (value "true") without which
@@ -330,40 +329,6 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 // made on behalf of another account (aws:SourceAccount).
 const SidServicesOnlyForThisAccount = "ServiciosSoloParaEstaCuenta"
 
-// ErrNoDeploymentRole is returned by DeploymentRoleArn for a stack whose
-// deployment role it cannot name.
-var ErrNoDeploymentRole = errors.New("platform: no deployment role")
-
-// DeploymentRoleArn is the role CloudFormation deploys stack with: the
-// CDK bootstrap's execution role its DefaultStackSynthesizer names
-// (cdk-<qualifier>-cfn-exec-role-<account>-<region>; the qualifier from
-// the context key @aws-cdk/core:bootstrapQualifier). The stack needs an
-// explicit account and region, and the synthesizer the stack made itself:
-// jsii cannot read the role of a synthesizer created in Go and passed in
-// StackProps (that is an error too).
-func DeploymentRoleArn(stack awscdk.Stack) (arn string, err error) {
-	syn, ok := stack.Synthesizer().(awscdk.DefaultStackSynthesizer)
-	if !ok {
-		return "", fmt.Errorf("%w: stack %s does not use the DefaultStackSynthesizer", ErrNoDeploymentRole, *stack.StackName())
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			arn, err = "", fmt.Errorf("%w: stack %s: %v", ErrNoDeploymentRole, *stack.StackName(), r)
-		}
-	}()
-	raw := *syn.CloudFormationExecutionRoleArn()
-	if strings.Contains(raw, "${AWS::AccountId}") || strings.Contains(raw, "${AWS::Region}") || *awscdk.Token_IsUnresolved(jsii.String(raw)) {
-		return "", fmt.Errorf("%w: stack %s has no explicit account and region (%s)", ErrNoDeploymentRole, *stack.StackName(), raw)
-	}
-	if partition := stack.Partition(); !*awscdk.Token_IsUnresolved(partition) {
-		return strings.ReplaceAll(raw, "${AWS::Partition}", *partition), nil
-	}
-	// Without @aws-cdk/core:enablePartitionLiterals the partition is the
-	// template's.
-	arn = *awscdk.Fn_Sub(jsii.String(raw), nil)
-	return arn, nil
-}
-
 // AlertsTopicProps configures NewAlertsTopic. The Context's DataKey
 // encrypts the topic; required: an alarm topic with an AWS-managed key
 // cannot receive CloudWatch alarms.
@@ -378,7 +343,7 @@ type AlertsTopicProps struct {
 // NewAlertsTopic creates `alertas-mercadofresco`, the topic every alarm of
 // the project targets: encrypted with the data key, TLS enforced, publishable
 // by this account's CloudWatch alarms of its region and by nobody else
-// (a known-producers guard, constructs/producers).
+// (a known-producers guard, constructs/queues).
 func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicProps) awssns.Topic {
 	if props == nil {
 		props = &AlertsTopicProps{}
@@ -392,35 +357,12 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 	return topic
 }
 
-// TopicActions are the actions a topic policy may name: every call on
-// a topic (SNS refuses "sns:*" in a topic policy).
-func TopicActions() []string {
-	return []string{"sns:Publish", "sns:Subscribe", "sns:GetTopicAttributes", "sns:SetTopicAttributes",
-		"sns:AddPermission", "sns:RemovePermission", "sns:DeleteTopic", "sns:ListSubscriptionsByTopic"}
-}
-
-// SidTopicTLSOnly is the Sid of RequireTLS's statement.
-const SidTopicTLSOnly = "SoloTLS"
-
-// RequireTLS denies every TopicActions call on topic not made over TLS:
-// the CDK's enforceSSL (the topic's props) denies sns:Publish only.
-func RequireTLS(topic awssns.ITopic) {
-	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String(SidTopicTLSOnly),
-		Effect:     awsiam.Effect_DENY,
-		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings(TopicActions()...),
-		Resources:  jsii.Strings(*topic.TopicArn()),
-		Conditions: &map[string]interface{}{"Bool": map[string]interface{}{"aws:SecureTransport": "false"}},
-	}))
-}
-
 // newAlarmTopic is a topic that CloudWatch alarms of this account and
 // region publish to (alertas-mercadofresco, and the key watch's own
 // topic): TLS only for every call (RequireTLS), encrypted with key when it is not nil, CloudWatch's
 // permission to publish stated (the topic policy the CDK writes for
 // enforceSSL replaces SNS's default one) and the alarms admitted past the
-// topic's known-producers guard (constructs/producers; a rule that
+// topic's known-producers guard (constructs/queues; a rule that
 // publishes to it is admitted beside its target), email subscribed when
 // not empty.
 func newAlarmTopic(scope constructs.Construct, id, name, displayName string, key awskms.IKey, email string) awssns.Topic {
@@ -440,8 +382,8 @@ func newAlarmTopic(scope constructs.Construct, id, name, displayName string, key
 			"StringEquals": map[string]interface{}{"aws:SourceAccount": awscdk.Stack_Of(scope).Account()},
 		},
 	}))
-	RequireTLS(topic)
-	producers.ForTopic(topic).AdmitAlarms()
+	queues.RequireTLS(topic)
+	queues.ForTopic(topic).AdmitAlarms()
 	if email != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(email), nil))
 	}

@@ -251,13 +251,13 @@ func TestDeploymentRoleArn(t *testing.T) {
 		{legacy, "", true},
 		{given, "", true},
 	} {
-		got, err := platform.DeploymentRoleArn(tc.stack)
-		if tc.wantErr != errors.Is(err, platform.ErrNoDeploymentRole) || got != tc.want {
+		got, err := core.DeploymentRoleArn(tc.stack)
+		if tc.wantErr != errors.Is(err, core.ErrNoDeploymentRole) || got != tc.want {
 			t.Errorf("%s: %q, %v; want %q (error %v)", *tc.stack.StackName(), got, err, tc.want, tc.wantErr)
 		}
 	}
 	// Without partition literals the ARN is the template's partition.
-	got, err := platform.DeploymentRoleArn(cdktest.NewStack("S"))
+	got, err := core.DeploymentRoleArn(cdktest.NewStack("S"))
 	if err != nil || !*awscdk.Token_IsUnresolved(jsii.String(got)) {
 		t.Errorf("without partition literals: %q, %v; want a token", got, err)
 	}

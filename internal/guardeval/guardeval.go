@@ -1,5 +1,5 @@
 // Package guardeval judges a synthesised known-producers guard
-// (constructs/producers) without AWS: Refuses evaluates its Deny statement
+// (constructs/queues) without AWS: Refuses evaluates its Deny statement
 // for a request by IAM's rules, ArnLike is IAM's ARN matching. Tests use it;
 // no deployed code does.
 package guardeval
@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 )
 
 // ErrNotAGuard is wrapped by Refuses when the statement is not a guard's.
@@ -39,7 +39,7 @@ func Refuses(statement map[string]any, req Request) (bool, error) {
 		return true, nil
 	}
 	for op, block := range cond {
-		if op != producers.Operator {
+		if op != queues.Operator {
 			return false, fmt.Errorf("%w: condition operator %s", ErrNotAGuard, op)
 		}
 		keys, ok := block.(map[string]any)
@@ -49,9 +49,9 @@ func Refuses(statement map[string]any, req Request) (bool, error) {
 		for key, v := range keys {
 			var got string
 			switch key {
-			case producers.KeyPrincipalArn:
+			case queues.KeyPrincipalArn:
 				got = req.PrincipalArn
-			case producers.KeySourceArn:
+			case queues.KeySourceArn:
 				got = req.SourceArn
 			default:
 				return false, fmt.Errorf("%w: condition key %s", ErrNotAGuard, key)

@@ -126,7 +126,7 @@ func FormatWindow(d time.Duration) string {
 }
 
 // Windows of the fan-out's consumers: 45 days each, covering their queue's
-// longest legitimate pass (constructs/queueconsumer checks it at synth;
+// longest legitimate pass (constructs/queues checks it at synth;
 // docs/design.md#replay-windows).
 const (
 	WindowPreparacion = 45 * 24 * time.Hour
@@ -137,7 +137,7 @@ const (
 // Deferral numbers of sqsconsumer.Plan: a message whose dependency's circuit
 // is open is copied with a delay of DeferralDelay on every receive that
 // meets it, at most MaxDeferrals × maxReceiveCount times (the copies
-// lengthen a queue's longest pass, which constructs/queueconsumer counts).
+// lengthen a queue's longest pass, which constructs/queues counts).
 const (
 	DeferralDelay = 300 * time.Second
 	MaxDeferrals  = 72
@@ -158,7 +158,7 @@ const (
 
 // EnvDLQRoutes carries, as a JSON object, the name of each source queue a
 // consumer reads mapped to its DLQ's URL (written by
-// reliablequeue.AddConsumer): one variable, so that a function that
+// queues.AddConsumer): one variable, so that a function that
 // consumes several queues sends each poison message to the DLQ of the queue
 // it came from.
 const EnvDLQRoutes = "DLQ_URLS"

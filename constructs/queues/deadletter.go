@@ -1,4 +1,4 @@
-package reliablequeue
+package queues
 
 import (
 	"fmt"
@@ -12,7 +12,6 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/producers"
 )
 
 // DeadLetterQueueProps configures a standalone DLQ: the dead-letter target
@@ -47,16 +46,16 @@ type DeadLetterQueue struct {
 // NewDeadLetterQueue creates a standalone DLQ. Its redrive-allow policy is
 // denyAll: it belongs to a non-SQS source, so no SQS queue may adopt it as
 // its own DLQ (that would mix two failure streams in one runbook). It
-// carries a known-producers guard (constructs/producers) that admits
+// carries a known-producers guard (constructs/queues) that admits
 // nobody: whoever wires the source admits it
-// (producers.ForQueue(d.Queue).AdmitTopic, AdmitRule, AdmitRole).
+// (queues.ForQueue(d.Queue).AdmitTopic, AdmitRule, AdmitRole).
 func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetterQueueProps) *DeadLetterQueue {
 	if props == nil {
 		props = &DeadLetterQueueProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	d := &DeadLetterQueue{Construct: c}
-	v := core.Check(c, "reliablequeue.NewDeadLetterQueue")
+	v := core.Check(c, "queues.NewDeadLetterQueue")
 	v.If(props.Source == "", "Source is required: say what dead-letters into this queue")
 	props.Require(v, core.Alerts)
 	qp := &awssqs.QueueProps{
@@ -75,7 +74,7 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 	}
 	encrypt(qp, v, props.Encryption, props.DataKey, "dead-lettered messages carry the source's order data")
 	d.Queue = awssqs.NewQueue(c, jsii.String("Queue"), qp)
-	producers.ForQueue(d.Queue)
+	ForQueue(d.Queue)
 	d.Alarm = NewDeadLetterAlarm(c, "Alarm", d.Queue, props.Alerts,
 		fmt.Sprintf("Dead-letter queue of %s has messages: deliveries that never reached their consumer. Runbook: docs/runbooks/dlq.md (mf-dlq inspect and classify work on this queue; SQS cannot redrive it to a non-SQS source).", props.Source))
 	title := ""

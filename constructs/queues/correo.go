@@ -1,4 +1,4 @@
-package consumers
+package queues
 
 import (
 	"strings"
@@ -17,9 +17,6 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/producers"
-	"github.com/mercadofresco/integration/constructs/queueconsumer"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -60,7 +57,7 @@ type Correo struct {
 	// whether an uncertain SES send left (tag pedido_id).
 	Events awslogs.LogGroup
 	// EventsDeadLetterQueue receives events that could not be logged.
-	EventsDeadLetterQueue *reliablequeue.DeadLetterQueue
+	EventsDeadLetterQueue *DeadLetterQueue
 	// SESCircuitOpenedAlarm watches SES's breaker.
 	SESCircuitOpenedAlarm awscloudwatch.Alarm
 }
@@ -112,7 +109,7 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 		table: props.IdempotencyTable, key: "correo-confirmacion:<pedido_id>",
 		grant:        func(fn awslambda.Function) { r.grantSendEmail(fn, props.Remitente, props.Remitente[at+1:]) },
 		dependencyID: "Secundario",
-		dependency: queueconsumer.HTTPDependency{
+		dependency: HTTPDependency{
 			Name: lambdaapi.NameCorreoSecundario, Prefix: lambdaapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
 			ReadTimeout: core.Duration(correoSecondaryReadTimeout), Issuer: "the secondary e-mail provider",
 		},
@@ -164,7 +161,7 @@ func (r *Correo) addEventTrail(c constructs.Construct, props *CorreoProps) {
 		core.Check(c, "consumers").If(!strings.HasPrefix(*logName, "/aws/events/"), "EventLogGroupName %q must start with /aws/events/ (EventBridge logs nowhere else)", *logName)
 	}
 	r.Events = props.LogGroup(c, "RegistroEventos", logName)
-	r.EventsDeadLetterQueue = reliablequeue.NewDeadLetterQueue(c, "EventosDLQ", &reliablequeue.DeadLetterQueueProps{
+	r.EventsDeadLetterQueue = NewDeadLetterQueue(c, "EventosDLQ", &DeadLetterQueueProps{
 		Context: props.Context,
 		Source:  "rule that logs the confirmation e-mails' SES events",
 	})
@@ -196,7 +193,7 @@ func (r *Correo) addEventTrail(c constructs.Construct, props *CorreoProps) {
 		Resources:  jsii.Strings(*r.EventsDeadLetterQueue.Queue.QueueArn()),
 		Conditions: &map[string]any{"ArnEquals": map[string]any{"aws:SourceArn": rule.AttrArn()}},
 	}))
-	producers.ForQueue(r.EventsDeadLetterQueue.Queue).AdmitSource(rule.AttrArn())
+	ForQueue(r.EventsDeadLetterQueue.Queue).AdmitSource(rule.AttrArn())
 	awslogs.NewResourcePolicy(c, jsii.String("PoliticaRegistro"), &awslogs.ResourcePolicyProps{
 		PolicyStatements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Principals: &[]awsiam.IPrincipal{

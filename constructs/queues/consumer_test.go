@@ -1,4 +1,4 @@
-package reliablequeue_test
+package queues_test
 
 import (
 	"encoding/json"
@@ -12,14 +12,14 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 )
 
 func TestAddConsumerWiresMappingAndDerivesVisibility(t *testing.T) {
 	f := newFixture(t)
-	q := reliablequeue.New(f.stack, "Pedidos", f.props())
+	q := queues.NewQueue(f.stack, "Pedidos", f.props())
 	fn := f.function("PrepararPedido", 60)
-	esm := q.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 20})
+	esm := q.AddConsumer(fn, queues.ConsumerOptions{MaximumConcurrency: 20})
 	if esm == nil {
 		t.Fatal("AddConsumer returned nil")
 	}
@@ -65,7 +65,7 @@ func dlqRoutes(t *testing.T, tpl assertions.Template) map[string]string {
 	t.Helper()
 	for _, fn := range resources(tpl, "AWS::Lambda::Function") {
 		vars, _ := fn["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
-		v, ok := vars[reliablequeue.DeadLetterRoutesEnv]
+		v, ok := vars[queues.DeadLetterRoutesEnv]
 		if !ok {
 			continue
 		}
@@ -93,11 +93,11 @@ func dlqRoutes(t *testing.T, tpl assertions.Template) map[string]string {
 // from one queue went to the other's DLQ.
 func TestOneFunctionTwoQueuesRoutesEachToItsOwnDLQ(t *testing.T) {
 	f := newFixture(t)
-	a := reliablequeue.New(f.stack, "Correo", f.props())
-	b := reliablequeue.New(f.stack, "AvisoERP", f.props())
+	a := queues.NewQueue(f.stack, "Correo", f.props())
+	b := queues.NewQueue(f.stack, "AvisoERP", f.props())
 	fn := f.function("Notificador", 30)
-	a.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 5})
-	b.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 5})
+	a.AddConsumer(fn, queues.ConsumerOptions{MaximumConcurrency: 5})
+	b.AddConsumer(fn, queues.ConsumerOptions{MaximumConcurrency: 5})
 	f.requireNoErrors(t)
 	routes := dlqRoutes(t, f.template(t))
 	if len(routes) != 2 || !strings.Contains(routes[a.QueueName], "CorreoDeadLetterQueue") || !strings.Contains(routes[b.QueueName], "AvisoERPDeadLetterQueue") {
@@ -107,10 +107,10 @@ func TestOneFunctionTwoQueuesRoutesEachToItsOwnDLQ(t *testing.T) {
 
 func TestConsumingTheSameQueueTwiceFailsSynth(t *testing.T) {
 	f := newFixture(t)
-	q := reliablequeue.New(f.stack, "Pedidos", f.props())
+	q := queues.NewQueue(f.stack, "Pedidos", f.props())
 	fn := f.function("PrepararPedido", 60)
-	q.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 5})
-	if esm := q.AddConsumer(fn, reliablequeue.ConsumerOptions{MaximumConcurrency: 5}); esm != nil {
+	q.AddConsumer(fn, queues.ConsumerOptions{MaximumConcurrency: 5})
+	if esm := q.AddConsumer(fn, queues.ConsumerOptions{MaximumConcurrency: 5}); esm != nil {
 		t.Fatal("second mapping on the same queue was created")
 	}
 	f.requireError(t, "already consumes", q.QueueName)
@@ -118,18 +118,18 @@ func TestConsumingTheSameQueueTwiceFailsSynth(t *testing.T) {
 
 func TestImportedConsumerNeedsItsTimeout(t *testing.T) {
 	f := newFixture(t)
-	q := reliablequeue.New(f.stack, "Pedidos", f.props())
+	q := queues.NewQueue(f.stack, "Pedidos", f.props())
 	imported := awslambda.Function_FromFunctionAttributes(f.stack, jsii.String("Importada"), &awslambda.FunctionAttributes{
 		FunctionArn:     jsii.String("arn:aws:lambda:eu-west-1:111111111111:function:externa"),
 		Role:            awsiam.Role_FromRoleArn(f.stack, jsii.String("RolImportado"), jsii.String("arn:aws:iam::111111111111:role/externa"), nil),
 		SameEnvironment: jsii.Bool(true),
 	})
-	if esm := q.AddConsumer(imported, reliablequeue.ConsumerOptions{MaximumConcurrency: 5}); esm != nil {
+	if esm := q.AddConsumer(imported, queues.ConsumerOptions{MaximumConcurrency: 5}); esm != nil {
 		t.Fatal("mapping created without knowing the imported function's timeout")
 	}
 	f.requireError(t, "imported function", "FunctionTimeout")
-	q2 := reliablequeue.New(f.stack, "Correo", f.props())
-	if esm := q2.AddConsumer(imported, reliablequeue.ConsumerOptions{MaximumConcurrency: 5, FunctionTimeout: awscdk.Duration_Seconds(jsii.Number(40))}); esm == nil {
+	q2 := queues.NewQueue(f.stack, "Correo", f.props())
+	if esm := q2.AddConsumer(imported, queues.ConsumerOptions{MaximumConcurrency: 5, FunctionTimeout: awscdk.Duration_Seconds(jsii.Number(40))}); esm == nil {
 		t.Fatal("mapping not created with an explicit timeout")
 	}
 	if got := q2.VisibilityTimeoutSeconds(); got != 240 {
@@ -139,8 +139,8 @@ func TestImportedConsumerNeedsItsTimeout(t *testing.T) {
 
 func TestBatchingWindowAddsToDerivedVisibility(t *testing.T) {
 	f := newFixture(t)
-	q := reliablequeue.New(f.stack, "Correo", f.props())
-	q.AddConsumer(f.function("EnviarCorreo", 20), reliablequeue.ConsumerOptions{
+	q := queues.NewQueue(f.stack, "Correo", f.props())
+	q.AddConsumer(f.function("EnviarCorreo", 20), queues.ConsumerOptions{
 		MaximumConcurrency: 5, BatchSize: 50, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(10)),
 	})
 	f.requireNoErrors(t)
@@ -160,8 +160,8 @@ func TestDoubleChargeConfigurationDoesNotSynthesise(t *testing.T) {
 	p := f.props()
 	p.QueueName = jsii.String("cola-mercadofresco-pedidos")
 	p.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(120))
-	q := reliablequeue.New(f.stack, "Pedidos", p)
-	q.AddConsumer(f.function("Cobro", 180), reliablequeue.ConsumerOptions{MaximumConcurrency: 20})
+	q := queues.NewQueue(f.stack, "Pedidos", p)
+	q.AddConsumer(f.function("Cobro", 180), queues.ConsumerOptions{MaximumConcurrency: 20})
 	f.requireError(t, "VisibilityTimeout 120 s", "(180 s)", "1080 s")
 }
 
@@ -171,8 +171,8 @@ func TestFixedConfigurationSynthesises(t *testing.T) {
 	f := newFixture(t)
 	p := f.props()
 	p.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(400))
-	q := reliablequeue.New(f.stack, "Pedidos", p)
-	q.AddConsumer(f.function("Cobro", 66), reliablequeue.ConsumerOptions{MaximumConcurrency: 20})
+	q := queues.NewQueue(f.stack, "Pedidos", p)
+	q.AddConsumer(f.function("Cobro", 66), queues.ConsumerOptions{MaximumConcurrency: 20})
 	f.requireNoErrors(t)
 	f.template(t).HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"VisibilityTimeout": 400})
 }
@@ -181,23 +181,23 @@ func TestConsumerOptionErrors(t *testing.T) {
 	cases := []struct {
 		name string
 		fifo bool
-		opts reliablequeue.ConsumerOptions
+		opts queues.ConsumerOptions
 		want []string
 	}{
-		{"maximum concurrency required", false, reliablequeue.ConsumerOptions{}, []string{"MaximumConcurrency is required"}},
-		{"maximum concurrency below 2", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 1}, []string{"between 2 and 1000, got 1"}},
-		{"maximum concurrency above 1000", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 1001}, []string{"got 1001"}},
-		{"batch above 10 without window", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, BatchSize: 11}, []string{"BatchSize 11 exceeds 10"}},
-		{"fifo batching window", true, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(5))}, []string{"not supported for FIFO"}},
-		{"window above 5 minutes", false, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(301))}, []string{"between 0 and 300 s"}},
-		{"copies to a fifo queue", true, reliablequeue.ConsumerOptions{MaximumConcurrency: 2, SendsCopies: true}, []string{"SendsCopies is for standard queues"}},
+		{"maximum concurrency required", false, queues.ConsumerOptions{}, []string{"MaximumConcurrency is required"}},
+		{"maximum concurrency below 2", false, queues.ConsumerOptions{MaximumConcurrency: 1}, []string{"between 2 and 1000, got 1"}},
+		{"maximum concurrency above 1000", false, queues.ConsumerOptions{MaximumConcurrency: 1001}, []string{"got 1001"}},
+		{"batch above 10 without window", false, queues.ConsumerOptions{MaximumConcurrency: 2, BatchSize: 11}, []string{"BatchSize 11 exceeds 10"}},
+		{"fifo batching window", true, queues.ConsumerOptions{MaximumConcurrency: 2, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(5))}, []string{"not supported for FIFO"}},
+		{"window above 5 minutes", false, queues.ConsumerOptions{MaximumConcurrency: 2, MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(301))}, []string{"between 0 and 300 s"}},
+		{"copies to a fifo queue", true, queues.ConsumerOptions{MaximumConcurrency: 2, SendsCopies: true}, []string{"SendsCopies is for standard queues"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			p := f.props()
 			p.Fifo = tc.fifo
-			q := reliablequeue.New(f.stack, "Q", p)
+			q := queues.NewQueue(f.stack, "Q", p)
 			if esm := q.AddConsumer(f.function("Fn", 10), tc.opts); esm != nil {
 				t.Error("AddConsumer returned a mapping for invalid options")
 			}
@@ -209,9 +209,9 @@ func TestConsumerOptionErrors(t *testing.T) {
 
 func TestTwoConsumersTakeTheLargestVisibility(t *testing.T) {
 	f := newFixture(t)
-	q := reliablequeue.New(f.stack, "Q", f.props())
-	q.AddConsumer(f.function("Slow", 50), reliablequeue.ConsumerOptions{MaximumConcurrency: 2})
-	q.AddConsumer(f.function("Fast", 5), reliablequeue.ConsumerOptions{MaximumConcurrency: 2})
+	q := queues.NewQueue(f.stack, "Q", f.props())
+	q.AddConsumer(f.function("Slow", 50), queues.ConsumerOptions{MaximumConcurrency: 2})
+	q.AddConsumer(f.function("Fast", 5), queues.ConsumerOptions{MaximumConcurrency: 2})
 	f.requireNoErrors(t)
 	f.template(t).HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"VisibilityTimeout": 300})
 }

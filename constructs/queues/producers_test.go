@@ -1,4 +1,4 @@
-package producers_test
+package queues_test
 
 import (
 	"encoding/json"
@@ -14,13 +14,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/guardeval"
 	"github.com/mercadofresco/integration/synthesized"
 )
-
-func TestMain(m *testing.M) { cdktest.Main(m) }
 
 const account = cdktest.Account
 
@@ -51,7 +49,7 @@ func guardOf(t *testing.T, stacks map[string]awscdk.Stack, stack, resource strin
 				t.Fatal(err)
 			}
 			for _, st := range doc.(map[string]any)["Statement"].([]any) {
-				if s := st.(map[string]any); s["Sid"] == producers.StatementSid {
+				if s := st.(map[string]any); s["Sid"] == queues.StatementSid {
 					found = append(found, s)
 				}
 			}
@@ -63,7 +61,7 @@ func guardOf(t *testing.T, stacks map[string]awscdk.Stack, stack, resource strin
 	return found[0]
 }
 
-func logicalID(c awscdk.CfnElement) string { return *awscdk.Stack_Of(c).GetLogicalId(c) }
+func cfnLogicalID(c awscdk.CfnElement) string { return *awscdk.Stack_Of(c).GetLogicalId(c) }
 
 // TestGuardRefusesEveryoneButTheAdmitted: a queue's and a topic's guard
 // let through the roles and sources admitted, by name or reference, and
@@ -75,8 +73,8 @@ func TestGuardRefusesEveryoneButTheAdmitted(t *testing.T) {
 	role := awsiam.NewRole(stack, jsii.String("Rol"), &awsiam.RoleProps{RoleName: jsii.String("consumidor"), AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
 	rule := awsevents.NewRule(stack, jsii.String("Regla"), &awsevents.RuleProps{RuleName: jsii.String("regla"), EventPattern: &awsevents.EventPattern{Source: jsii.Strings("x")}})
 
-	q := producers.ForQueue(queue)
-	if again := producers.ForQueue(queue); again != q {
+	q := queues.ForQueue(queue)
+	if again := queues.ForQueue(queue); again != q {
 		t.Fatal("ForQueue attached a second guard")
 	}
 	q.AdmitRole(role)
@@ -85,22 +83,22 @@ func TestGuardRefusesEveryoneButTheAdmitted(t *testing.T) {
 	q.AdmitRoleArn("arn:aws:iam::" + account + ":role/mercadofresco-guardia")
 	q.AdmitTopic(topic)
 	q.AdmitRule(rule)
-	tg := producers.ForTopic(topic)
+	tg := queues.ForTopic(topic)
 	tg.AdmitAlarms()
 	tg.AdmitGrantable(role)
 	if errs := cdktest.Errors(stack); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}
 	stacks := map[string]awscdk.Stack{"Guard": stack}
-	qs := guardOf(t, stacks, "Guard", logicalID(queue.Node().DefaultChild().(awscdk.CfnElement)))
-	ts := guardOf(t, stacks, "Guard", logicalID(topic.Node().DefaultChild().(awscdk.CfnElement)))
-	if qs["Action"] != producers.ActionSend || ts["Action"] != producers.ActionPublish {
+	qs := guardOf(t, stacks, "Guard", cfnLogicalID(queue.Node().DefaultChild().(awscdk.CfnElement)))
+	ts := guardOf(t, stacks, "Guard", cfnLogicalID(topic.Node().DefaultChild().(awscdk.CfnElement)))
+	if qs["Action"] != queues.ActionSend || ts["Action"] != queues.ActionPublish {
 		t.Errorf("actions %v, %v", qs["Action"], ts["Action"])
 	}
 	if p, _ := json.Marshal(qs["Principal"]); string(p) != `{"AWS":"*"}` {
 		t.Errorf("principal %s", p)
 	}
-	if roles := qs["Condition"].(map[string]any)[producers.Operator].(map[string]any)[producers.KeyPrincipalArn].([]any); len(roles) != 3 {
+	if roles := qs["Condition"].(map[string]any)[queues.Operator].(map[string]any)[queues.KeyPrincipalArn].([]any); len(roles) != 3 {
 		t.Errorf("admitted roles %v, want 3 (one admitted twice)", roles)
 	}
 	arn := func(s string) string { return "arn:aws:" + s }
@@ -136,8 +134,8 @@ func TestGuardRefusesEveryoneButTheAdmitted(t *testing.T) {
 func TestGuardAdmittingNothingRefusesEveryone(t *testing.T) {
 	stack := cdktest.NewStack("Nadie")
 	queue := awssqs.NewQueue(stack, jsii.String("Cola"), nil)
-	producers.ForQueue(queue)
-	st := guardOf(t, map[string]awscdk.Stack{"Nadie": stack}, "Nadie", logicalID(queue.Node().DefaultChild().(awscdk.CfnElement)))
+	queues.ForQueue(queue)
+	st := guardOf(t, map[string]awscdk.Stack{"Nadie": stack}, "Nadie", cfnLogicalID(queue.Node().DefaultChild().(awscdk.CfnElement)))
 	for _, req := range []guardeval.Request{
 		{PrincipalArn: "arn:aws:iam::" + account + ":role/cualquiera"},
 		{SourceArn: "arn:aws:sns:eu-west-1:" + account + ":tema"},
@@ -159,12 +157,12 @@ func TestRoleOfAnotherStackIsAdmittedByName(t *testing.T) {
 	queue := awssqs.NewQueue(messaging, jsii.String("Cola"), &awssqs.QueueProps{QueueName: jsii.String("cola")})
 	role := awsiam.NewRole(flow, jsii.String("Rol"), &awsiam.RoleProps{RoleName: jsii.String("flujo"), AssumedBy: awsiam.NewServicePrincipal(jsii.String("states.amazonaws.com"), nil)})
 	queue.GrantSendMessages(role)
-	producers.ForQueue(queue).AdmitRoleName("flujo")
+	queues.ForQueue(queue).AdmitRoleName("flujo")
 	raw, _ := json.Marshal(assertions.Template_FromStack(messaging, nil).ToJSON())
 	if strings.Contains(string(raw), "Fn::ImportValue") {
 		t.Fatalf("the queue's stack imports from the role's: %s", raw)
 	}
-	st := guardOf(t, map[string]awscdk.Stack{"Messaging": messaging, "Flow": flow}, "Messaging", logicalID(queue.Node().DefaultChild().(awscdk.CfnElement)))
+	st := guardOf(t, map[string]awscdk.Stack{"Messaging": messaging, "Flow": flow}, "Messaging", cfnLogicalID(queue.Node().DefaultChild().(awscdk.CfnElement)))
 	if got, err := guardeval.Refuses(st, guardeval.Request{PrincipalArn: "arn:aws:iam::" + account + ":role/flujo"}); err != nil || got {
 		t.Errorf("the role admitted by name is refused: %v, %v", got, err)
 	}
@@ -177,7 +175,7 @@ func TestImportedResourcesHaveNoGuard(t *testing.T) {
 	awssqs.NewQueue(stack, jsii.String("Propia"), nil) // a stack must hold a resource
 	q := awssqs.Queue_FromQueueArn(stack, jsii.String("Cola"), jsii.String("arn:aws:sqs:eu-west-1:"+account+":ajena"))
 	tp := awssns.Topic_FromTopicArn(stack, jsii.String("Tema"), jsii.String("arn:aws:sns:eu-west-1:"+account+":ajeno"))
-	g, tg := producers.ForQueue(q), producers.ForTopic(tp)
+	g, tg := queues.ForQueue(q), queues.ForTopic(tp)
 	if g != nil || tg != nil {
 		t.Fatal("a guard on an imported resource")
 	}
@@ -192,19 +190,19 @@ func TestImportedResourcesHaveNoGuard(t *testing.T) {
 func TestAdmissionErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		admit func(g *producers.Guard)
+		admit func(g *queues.Guard)
 		want  string
 	}{
-		{"role ARN that is not one", func(g *producers.Guard) { g.AdmitRoleArn("arn:aws:sns:eu-west-1:1:t") }, "not the ARN of a role"},
-		{"empty role name", func(g *producers.Guard) { g.AdmitRoleName("") }, "not a role name"},
-		{"nil role", func(g *producers.Guard) { g.AdmitRole(nil) }, "the role is nil"},
-		{"nil source", func(g *producers.Guard) { g.AdmitSource(nil) }, "source ARN is empty"},
-		{"nil rule", func(g *producers.Guard) { g.AdmitRule(nil) }, "the rule is nil"},
-		{"grantee that is no role", func(g *producers.Guard) { g.AdmitGrantable(awsiam.NewAccountRootPrincipal()) }, "not a role"},
+		{"role ARN that is not one", func(g *queues.Guard) { g.AdmitRoleArn("arn:aws:sns:eu-west-1:1:t") }, "not the ARN of a role"},
+		{"empty role name", func(g *queues.Guard) { g.AdmitRoleName("") }, "not a role name"},
+		{"nil role", func(g *queues.Guard) { g.AdmitRole(nil) }, "the role is nil"},
+		{"nil source", func(g *queues.Guard) { g.AdmitSource(nil) }, "source ARN is empty"},
+		{"nil rule", func(g *queues.Guard) { g.AdmitRule(nil) }, "the rule is nil"},
+		{"grantee that is no role", func(g *queues.Guard) { g.AdmitGrantable(awsiam.NewAccountRootPrincipal()) }, "not a role"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stack := cdktest.NewStack("Errores")
-			tc.admit(producers.ForQueue(awssqs.NewQueue(stack, jsii.String("Cola"), nil)))
+			tc.admit(queues.ForQueue(awssqs.NewQueue(stack, jsii.String("Cola"), nil)))
 			cdktest.RequireContains(t, cdktest.Errors(stack), tc.want)
 		})
 	}
@@ -242,37 +240,37 @@ func TestRequireElevationDeniesTheRoleWithoutMFAOrTag(t *testing.T) {
 	stack := cdktest.NewStack("Elevation")
 	admits := awssqs.NewQueue(stack, jsii.String("Admite"), nil)
 	other := awssqs.NewQueue(stack, jsii.String("NoAdmite"), nil)
-	producers.ForQueue(admits).AdmitRoleArn(guardia)
-	producers.ForQueue(other).AdmitRoleArn("arn:aws:iam::" + account + ":role/otro")
-	if n := producers.RequireElevation(stack, guardia); n != 1 {
+	queues.ForQueue(admits).AdmitRoleArn(guardia)
+	queues.ForQueue(other).AdmitRoleArn("arn:aws:iam::" + account + ":role/otro")
+	if n := queues.RequireElevation(stack, guardia); n != 1 {
 		t.Fatalf("RequireElevation covered %d guards, want 1", n)
 	}
-	if n := producers.RequireElevation(stack, guardia); n != 0 {
+	if n := queues.RequireElevation(stack, guardia); n != 0 {
 		t.Fatalf("a second RequireElevation covered %d guards, want 0", n)
 	}
 	if errs := cdktest.Errors(stack); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}
 	tpl := assertions.Template_FromStack(stack, nil)
-	elevation := assertions.Match_ObjectLike(&map[string]any{"Sid": producers.SidElevatedSession})
+	elevation := assertions.Match_ObjectLike(&map[string]any{"Sid": queues.SidElevatedSession})
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), map[string]any{
-		"Queues": []any{map[string]any{"Ref": logicalID(admits.Node().DefaultChild().(awscdk.CfnElement))}},
+		"Queues": []any{map[string]any{"Ref": cfnLogicalID(admits.Node().DefaultChild().(awscdk.CfnElement))}},
 		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{map[string]any{
-			"Sid": producers.SidElevatedSession, "Effect": "Deny", "Principal": map[string]any{"AWS": "*"}, "Action": producers.ActionSend,
-			"Resource": map[string]any{"Fn::GetAtt": []any{logicalID(admits.Node().DefaultChild().(awscdk.CfnElement)), "Arn"}},
+			"Sid": queues.SidElevatedSession, "Effect": "Deny", "Principal": map[string]any{"AWS": "*"}, "Action": queues.ActionSend,
+			"Resource": map[string]any{"Fn::GetAtt": []any{cfnLogicalID(admits.Node().DefaultChild().(awscdk.CfnElement)), "Arn"}},
 			"Condition": map[string]any{
-				"ArnLike":      map[string]any{producers.KeyPrincipalArn: guardia},
-				"BoolIfExists": map[string]any{producers.KeyMFA: "false"},
-				"Null":         map[string]any{"aws:PrincipalTag/" + producers.SessionTag: "true"},
+				"ArnLike":      map[string]any{queues.KeyPrincipalArn: guardia},
+				"BoolIfExists": map[string]any{queues.KeyMFA: "false"},
+				"Null":         map[string]any{"aws:PrincipalTag/" + queues.SessionTag: "true"},
 			},
 		}})},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), map[string]any{
-		"Queues":         []any{map[string]any{"Ref": logicalID(other.Node().DefaultChild().(awscdk.CfnElement))}},
+		"Queues":         []any{map[string]any{"Ref": cfnLogicalID(other.Node().DefaultChild().(awscdk.CfnElement))}},
 		"PolicyDocument": map[string]any{"Statement": assertions.Match_Not(assertions.Match_ArrayWith(&[]any{elevation}))},
 	})
 
 	bad := cdktest.NewStack("Elevation")
-	producers.RequireElevation(bad, "guardia")
+	queues.RequireElevation(bad, "guardia")
 	cdktest.RequireContains(t, cdktest.Errors(bad), `RequireElevation: "guardia" is not the ARN of a role`)
 }

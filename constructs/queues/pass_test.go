@@ -1,4 +1,4 @@
-package reliablequeue_test
+package queues_test
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
@@ -32,12 +32,12 @@ func TestLongestPass(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := cdktest.NewPlatform("Pase")
-			props := &reliablequeue.Props{Fifo: tc.fifo, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}}
+			props := &queues.QueueProps{Fifo: tc.fifo, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}}
 			if tc.src > 0 {
 				props.RetentionPeriod = awscdk.Duration_Days(jsii.Number(tc.src))
 				props.DeadLetterRetentionPeriod = awscdk.Duration_Days(jsii.Number(tc.dlq))
 			}
-			q := reliablequeue.New(p.Stack, "Cola", props)
+			q := queues.NewQueue(p.Stack, "Cola", props)
 			pass := q.LongestPass(tc.upstream, tc.deferral)
 			if pass.Total() != tc.want {
 				t.Fatalf("pass %s, want %s", pass, tc.want)

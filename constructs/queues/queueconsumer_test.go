@@ -1,4 +1,4 @@
-package queueconsumer_test
+package queues_test
 
 import (
 	"encoding/json"
@@ -9,19 +9,16 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/queueconsumer"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
 )
-
-func TestMain(m *testing.M) { cdktest.Main(m) }
 
 func TestCeiling(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,7 +31,7 @@ func TestCeiling(t *testing.T) {
 		{1000, 5, 20, 20, 5}, // the environment's ceiling wins
 		{10, 3, 20, 3, 3},
 	} {
-		mc, bc := queueconsumer.Ceiling(tc.inFlight, tc.perInvocation, tc.env)
+		mc, bc := queues.Ceiling(tc.inFlight, tc.perInvocation, tc.env)
 		if mc != tc.wantMax || bc != tc.wantBatch {
 			t.Errorf("Ceiling(%v, %v, %v) = %v, %v; want %v, %v", tc.inFlight, tc.perInvocation, tc.env, mc, bc, tc.wantMax, tc.wantBatch)
 		}
@@ -57,12 +54,12 @@ func (r *recordingStore) Bind(fn awslambda.Function, dependencies ...string) {
 func TestConsumerBundlesQueueFunctionAndDependencies(t *testing.T) {
 	p := cdktest.NewPlatform("Cola")
 	root, _ := filepath.Abs("testdata/fixture")
-	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
+	c := queues.NewConsumer(p.Stack, "Consumidor", &queues.ConsumerProps{
 		Context:  core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, root), DataKey: p.Key, Alerts: p.Alerts},
 		Function: golambda.Props{Entry: "fn/consumidor", Timeout: awscdk.Duration_Seconds(jsii.Number(40))},
-		Queue:    reliablequeue.Props{MaxReceiveCount: 5}, MaximumConcurrency: 3, BatchConcurrency: 4, DefersMessages: true,
+		Queue:    queues.QueueProps{MaxReceiveCount: 5}, MaximumConcurrency: 3, BatchConcurrency: 4, DefersMessages: true,
 	})
-	c.AddHTTPDependency("Almacen", queueconsumer.HTTPDependency{Name: "almacen", Prefix: "ALMACEN", URL: "https://almacen.example", Issuer: "the warehouse"})
+	c.AddHTTPDependency("Almacen", queues.HTTPDependency{Name: "almacen", Prefix: "ALMACEN", URL: "https://almacen.example", Issuer: "the warehouse"})
 	store := &recordingStore{}
 	c.AddBreaker(store, "almacen", "orders wait.")
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
@@ -95,8 +92,8 @@ func TestConsumerBundlesQueueFunctionAndDependencies(t *testing.T) {
 func TestEveryProblemIsReported(t *testing.T) {
 	p := cdktest.NewPlatform("Mal")
 	root, _ := filepath.Abs("testdata/fixture")
-	c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{Context: core.Context{Builder: golambdatest.Builder(t, root)}, MaximumConcurrency: 1, BatchConcurrency: 500})
-	c.AddHTTPDependency("Dep", queueconsumer.HTTPDependency{Name: "dep", Prefix: "dep", URL: "http://x", MaxAttempts: 50})
+	c := queues.NewConsumer(p.Stack, "Consumidor", &queues.ConsumerProps{Context: core.Context{Builder: golambdatest.Builder(t, root)}, MaximumConcurrency: 1, BatchConcurrency: 500})
+	c.AddHTTPDependency("Dep", queues.HTTPDependency{Name: "dep", Prefix: "dep", URL: "http://x", MaxAttempts: 50})
 	c.AddBreaker(nil, "dep", "x")
 	errs := cdktest.Errors(p.Stack)
 	for _, want := range []string{"Entry is required", "EnvironmentName is required", "MaximumConcurrency must be an integer", "BatchConcurrency must be", "DataKey is required",
@@ -124,10 +121,10 @@ func TestDeferringConsumerMaySendToItsOwnQueue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := cdktest.NewPlatform("Cola")
 			root, _ := filepath.Abs("testdata/fixture")
-			c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
+			c := queues.NewConsumer(p.Stack, "Consumidor", &queues.ConsumerProps{
 				Context:            core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, root), DataKey: p.Key, Alerts: p.Alerts},
 				Function:           golambda.Props{Entry: "fn/consumidor"},
-				Queue:              reliablequeue.Props{Fifo: tc.fifo},
+				Queue:              queues.QueueProps{Fifo: tc.fifo},
 				MaximumConcurrency: 2, DefersMessages: tc.defers,
 				OperatorRoleArn: "arn:aws:iam::" + cdktest.Account + ":role/guardia",
 			})
@@ -189,10 +186,10 @@ func TestReplayWindowMustCoverTheLongestPass(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := cdktest.NewPlatform("Ventana")
-			c := queueconsumer.New(p.Stack, "Consumidor", &queueconsumer.Props{
+			c := queues.NewConsumer(p.Stack, "Consumidor", &queues.ConsumerProps{
 				Context:            core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, root), DataKey: p.Key, Alerts: p.Alerts},
 				Function:           golambda.Props{Entry: "fn/consumidor"},
-				Queue:              reliablequeue.Props{MaxReceiveCount: 5},
+				Queue:              queues.QueueProps{MaxReceiveCount: 5},
 				MaximumConcurrency: 2, DefersMessages: tc.defers,
 				IdempotencyWindow: tc.window, UpstreamMaxAge: tc.upstream,
 			})

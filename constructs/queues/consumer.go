@@ -1,4 +1,4 @@
-package reliablequeue
+package queues
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/producers"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -94,7 +93,7 @@ type ConsumerOptions struct {
 // It returns the mapping, or nil when the options are invalid (the error is
 // then an annotation on the queue and synth fails).
 func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslambda.EventSourceMapping {
-	v := core.Check(q.Construct, "reliablequeue.AddConsumer")
+	v := core.Check(q.Construct, "queues.AddConsumer")
 	if v.If(fn == nil, "function is nil") {
 		return nil
 	}
@@ -193,7 +192,7 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 func (q *Queue) grantSendCopies(fn awslambda.IFunction) {
 	q.Queue.Grant(fn, jsii.String("sqs:SendMessage"))
 	GrantKeyThroughSQS(q.Queue, fn, "kms:GenerateDataKey")
-	producers.ForQueue(q.Queue).AdmitGrantable(fn)
+	ForQueue(q.Queue).AdmitGrantable(fn)
 }
 
 // routeMetadata is the construct metadata type under which each

@@ -1,15 +1,4 @@
-// Package queueconsumer is a queue and the Go Lambda that drains it, as one
-// construct: the queue with its DLQ and alarms (constructs/reliablequeue),
-// the function (constructs/golambda), the event source mapping with partial
-// batch responses and a MaximumConcurrency ceiling, the function's reserved
-// concurrency equal to that ceiling (so Lambda never throttles a batch:
-// MF-ESM-RESERVED), the variables every consumer reads
-// (lambdas/lambdaapi) and, in a VPC, a security group that
-// lets HTTPS out. AddHTTPDependency adds an HTTP API with its key in Secrets
-// Manager (lambdas/httpdep) and AddBreaker a circuit breaker shared in the
-// Valkey cache with its alarm (constructs/dependency); constructs/consumers
-// says which each consumer has. docs/design.md#consumer-ceilings.
-package queueconsumer
+package queues
 
 import (
 	"fmt"
@@ -30,23 +19,39 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
+
+// FanOutMaxDeliveryAge is how long SNS keeps retrying a delivery to an SQS
+// subscription that fails with a server-side error: 100,015 attempts over
+// 23 days, a delivery policy SNS does not let anyone change for SQS
+// endpoints (Amazon SNS developer guide, "Amazon SNS message delivery
+// retries"). A message can reach a subscribed queue that old; a queue
+// consumer's replay window counts it (Props.UpstreamMaxAge,
+// docs/design.md#replay-windows).
+const FanOutMaxDeliveryAge = 23 * 24 * time.Hour
 
 // DefaultHTTPAttempts are an HTTP dependency's attempts per call
 // (<PREFIX>_MAX_ATTEMPTS): with 4 (5) receives, 8 (10) calls at most per
 // message, within the 15 of docs/design.md#retry-layers.
 const DefaultHTTPAttempts = 2
 
-// Props configures a Consumer. The Context's EnvironmentName, DataKey and
+// NewConsumer is a queue (NewQueue) and the Go Lambda that drains it: the
+// event source mapping with partial batch responses and a
+// MaximumConcurrency ceiling, the function's reserved concurrency equal to
+// that ceiling (MF-ESM-RESERVED), the variables every consumer reads and,
+// in a VPC, a security group that lets HTTPS out. AddHTTPDependency adds an
+// HTTP API with its key in Secrets Manager, AddBreaker a circuit breaker
+// shared in the Valkey cache (constructs/dependency).
+//
+// ConsumerProps configures a Consumer. The Context's EnvironmentName, DataKey and
 // Alerts, Function.Entry and MaximumConcurrency are required; every other
 // zero value is the documented default.
-type Props struct {
+type ConsumerProps struct {
 	core.Context
-	// Queue configures the queue (reliablequeue.Props); its Context is the
+	// Queue configures the queue (queues.QueueProps); its Context is the
 	// consumer's.
-	Queue reliablequeue.Props
+	Queue QueueProps
 	// Function configures the function (golambda.Props: Entry,
 	// FunctionName, Description, Timeout, MemorySize, Environment, Vpc,
 	// VpcSubnets). The consumer sets what the Context gives a function, the
@@ -82,7 +87,7 @@ type Props struct {
 	IdempotencyWindow awscdk.Duration
 	// UpstreamMaxAge is how old a message can already be when it reaches
 	// the queue (for a queue subscribed to an SNS topic,
-	// fanout.MaxDeliveryAge). Nil: 0.
+	// queues.FanOutMaxDeliveryAge). Nil: 0.
 	UpstreamMaxAge awscdk.Duration
 	// SecretsEndpoint is the VPC's Secrets Manager interface endpoint
 	// (network.Network.SecretsEndpoint): required in a VPC for a consumer
@@ -94,7 +99,7 @@ type Props struct {
 type Consumer struct {
 	constructs.Construct
 	// Queue is the source queue with its DLQ and alarms.
-	Queue *reliablequeue.Queue
+	Queue *Queue
 	// Function drains it.
 	Function *golambda.Function
 	// Mapping is the event source mapping.
@@ -106,18 +111,18 @@ type Consumer struct {
 	MaximumConcurrency, BatchConcurrency float64
 	// LongestPass is the queue's longest legitimate pass (what
 	// IdempotencyWindow must cover).
-	LongestPass reliablequeue.Pass
+	LongestPass Pass
 	// IdempotencyWindow is the window the function gets (0 without one).
 	IdempotencyWindow time.Duration
 
-	props       Props
+	props       ConsumerProps
 	breakerSeen map[string]bool
 }
 
-// New creates the consumer. Every problem is reported at synth.
-func New(scope constructs.Construct, id string, props *Props) *Consumer {
+// NewConsumer creates the consumer. Every problem is reported at synth.
+func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *Consumer {
 	if props == nil {
-		props = &Props{}
+		props = &ConsumerProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	q := &Consumer{Construct: c, props: *props, breakerSeen: map[string]bool{}}
@@ -125,21 +130,21 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 	v.If(props.Function.Entry == "", "Entry is required (the function's main package)")
 	props.Require(v, core.EnvironmentName)
 	mc := props.MaximumConcurrency
-	if v.If(mc < reliablequeue.MinMaximumConcurrency || mc > reliablequeue.MaxMaximumConcurrency || mc != math.Trunc(mc),
+	if v.If(mc < MinMaximumConcurrency || mc > MaxMaximumConcurrency || mc != math.Trunc(mc),
 		"MaximumConcurrency must be an integer in %d..%d (the ceiling sized against the slowest dependency, Ceiling), got %v",
-		reliablequeue.MinMaximumConcurrency, reliablequeue.MaxMaximumConcurrency, mc) {
-		mc = reliablequeue.MinMaximumConcurrency
+		MinMaximumConcurrency, MaxMaximumConcurrency, mc) {
+		mc = MinMaximumConcurrency
 	}
 	batch := props.BatchSize
 	if batch == 0 {
-		batch = reliablequeue.DefaultBatchSize
+		batch = DefaultBatchSize
 	}
 	q.MaximumConcurrency = mc
 	q.BatchConcurrency = v.Count("BatchConcurrency", props.BatchConcurrency, batch, 1, 100)
 
 	qp := props.Queue
 	qp.Context = props.Context
-	q.Queue = reliablequeue.New(c, "Cola", &qp)
+	q.Queue = NewQueue(c, "Cola", &qp)
 	upstream := v.Seconds("UpstreamMaxAge", props.UpstreamMaxAge, 0, 0, math.MaxInt32)
 	deferral := time.Duration(0)
 	if props.DefersMessages {
@@ -182,7 +187,7 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 		fp.SecurityGroups = &[]awsec2.ISecurityGroup{q.SecurityGroup}
 	}
 	q.Function = golambda.NewFunction(c, "Funcion", fp)
-	q.Mapping = q.Queue.AddConsumer(q.Function.Function, reliablequeue.ConsumerOptions{
+	q.Mapping = q.Queue.AddConsumer(q.Function.Function, ConsumerOptions{
 		MaximumConcurrency: mc,
 		BatchSize:          batch,
 		SendsCopies:        props.DefersMessages && !props.Queue.Fifo,
@@ -200,7 +205,7 @@ func New(scope constructs.Construct, id string, props *Props) *Consumer {
 func Ceiling(maxInFlight, perInvocation, envCeiling float64) (maximumConcurrency, batchConcurrency float64) {
 	batchConcurrency = math.Max(1, math.Min(perInvocation, math.Floor(maxInFlight/2)))
 	maximumConcurrency = math.Floor(maxInFlight / batchConcurrency)
-	maximumConcurrency = math.Max(reliablequeue.MinMaximumConcurrency, math.Min(maximumConcurrency, envCeiling))
+	maximumConcurrency = math.Max(MinMaximumConcurrency, math.Min(maximumConcurrency, envCeiling))
 	return maximumConcurrency, batchConcurrency
 }
 

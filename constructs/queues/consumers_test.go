@@ -1,4 +1,4 @@
-package consumers_test
+package queues_test
 
 import (
 	"encoding/json"
@@ -12,15 +12,13 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/consumers"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/network"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
 )
-
-func TestMain(m *testing.M) { cdktest.Main(m) }
 
 // build makes one stack with the four consumers wired as the messaging
 // stack does, on stand-ins of the platform, the network, the cache and the
@@ -38,22 +36,22 @@ func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 	catalogo := datastore.NewCache(p.Stack, "Cache", &datastore.CacheProps{Vpc: net.Vpc, Subnets: net.DataSubnets(), Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	idem := datastore.NewIdempotency(p.Stack, "Idem", &datastore.TableProps{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	stock := datastore.NewStock(p.Stack, "Stock", &datastore.TableProps{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
-	platform := consumers.Platform{Context: core.Context{EnvironmentName: "prod", Builder: builder, DataKey: p.Key, Alerts: p.Alerts}, MaxConsumerConcurrency: 20}
-	egress := consumers.Egress{Vpc: net.Vpc, Subnets: net.EgressSubnets(), SecretsEndpoint: net.SecretsEndpoint, Breakers: catalogo}
-	consumers.NewPreparacion(p.Stack, "Preparacion", &consumers.PreparacionProps{
+	platform := queues.Platform{Context: core.Context{EnvironmentName: "prod", Builder: builder, DataKey: p.Key, Alerts: p.Alerts}, MaxConsumerConcurrency: 20}
+	egress := queues.Egress{Vpc: net.Vpc, Subnets: net.EgressSubnets(), SecretsEndpoint: net.SecretsEndpoint, Breakers: catalogo}
+	queues.NewPreparacion(p.Stack, "Preparacion", &queues.PreparacionProps{
 		Platform: platform, Egress: egress, IdempotencyTable: idem, AlmacenURL: "https://almacen.example", AlmacenMaxInFlight: 20,
-		Names: consumers.Names{Function: jsii.String("mf-preparar-pedido")},
+		Names: queues.Names{Function: jsii.String("mf-preparar-pedido")},
 	})
-	consumers.NewCorreo(p.Stack, "Correo", &consumers.CorreoProps{
+	queues.NewCorreo(p.Stack, "Correo", &queues.CorreoProps{
 		Platform: platform, Egress: egress, IdempotencyTable: idem, Remitente: "pedidos@mercadofresco.example",
-		SecundarioURL: "https://correo.example", MaxInFlight: 10, Names: consumers.Names{Function: jsii.String("mf-correo-confirmacion")},
+		SecundarioURL: "https://correo.example", MaxInFlight: 10, Names: queues.Names{Function: jsii.String("mf-correo-confirmacion")},
 	})
-	consumers.NewAvisoERP(p.Stack, "AvisoERP", &consumers.AvisoERPProps{
+	queues.NewAvisoERP(p.Stack, "AvisoERP", &queues.AvisoERPProps{
 		Platform: platform, Egress: egress, IdempotencyTable: idem, ERPURL: "https://erp.example", ERPMaxInFlight: 4,
-		Names: consumers.Names{Function: jsii.String("mf-aviso-erp")},
+		Names: queues.Names{Function: jsii.String("mf-aviso-erp")},
 	})
-	consumers.NewMovimientosStock(p.Stack, "MovimientosStock", &consumers.MovimientosStockProps{
-		Platform: platform, StockTable: stock, Names: consumers.Names{Function: jsii.String("mf-movimientos-stock")},
+	queues.NewMovimientosStock(p.Stack, "MovimientosStock", &queues.MovimientosStockProps{
+		Platform: platform, StockTable: stock, Names: queues.Names{Function: jsii.String("mf-movimientos-stock")},
 	})
 	cdktest.Check(p.App)
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
@@ -87,7 +85,7 @@ func TestConsumersSynthesiseCleanWithTheirDependencies(t *testing.T) {
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 		t.Fatalf("synthesis errors (cdk-nag, checks, constructs):\n%s", strings.Join(errs, "\n"))
 	}
-	// Ceilings against each dependency (queueconsumer.Ceiling) are the
+	// Ceilings against each dependency (queues.Ceiling) are the
 	// mappings' MaximumConcurrency and the reserved concurrency.
 	for fn, c := range map[string][2]float64{"mf-preparar-pedido": {4, 5}, "mf-correo-confirmacion": {2, 5}, "mf-aviso-erp": {2, 2}, "mf-movimientos-stock": {20, 10}} {
 		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
@@ -148,8 +146,8 @@ func TestConsumersSynthesiseCleanWithTheirDependencies(t *testing.T) {
 
 func TestMissingDependenciesAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("Incompleto")
-	consumers.NewPreparacion(p.Stack, "Preparacion", &consumers.PreparacionProps{
-		Platform:   consumers.Platform{Context: core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, "testdata/fixture")}, MaxConsumerConcurrency: 2},
+	queues.NewPreparacion(p.Stack, "Preparacion", &queues.PreparacionProps{
+		Platform:   queues.Platform{Context: core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, "testdata/fixture")}, MaxConsumerConcurrency: 2},
 		AlmacenURL: "http://almacen.example", AlmacenMaxInFlight: 4,
 	})
 	errs := cdktest.Errors(p.Stack)

@@ -1,4 +1,4 @@
-package reliablequeue
+package queues
 
 import (
 	"fmt"

@@ -1,14 +1,4 @@
-// Package consumers holds MercadoFresco's four queue consumers, each a
-// constructs/queueconsumer with the dependencies and grants of its own:
-// Preparacion (cola-mercadofresco-pedidos → the warehouse API), Correo (the
-// confirmation e-mail queue → SES v2 or the secondary e-mail API), AvisoERP
-// (the ERP notice queue → the ERP API), all three in the VPC's egress
-// subnets behind circuit breakers shared in the Valkey cache, and
-// MovimientosStock (the stock-movements FIFO queue → the stock table; no
-// VPC). Ceilings are sized against each consumer's slowest dependency; the
-// fan-out's consumers have replay windows (45 days) checked at synth.
-// docs/design.md#consumer-ceilings, #replay-windows.
-package consumers
+package queues
 
 import (
 	"strings"
@@ -25,13 +15,16 @@ import (
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/dependency"
-	"github.com/mercadofresco/integration/constructs/fanout"
 	"github.com/mercadofresco/integration/constructs/golambda"
-	"github.com/mercadofresco/integration/constructs/queueconsumer"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
+
+// The four queue consumers of the order flow: Preparacion (the warehouse
+// API), Correo (SES v2 or the secondary e-mail API), AvisoERP (the ERP API),
+// all three in the egress subnets behind circuit breakers, and
+// MovimientosStock (the stock table; no VPC). Ceilings are sized against
+// each one's slowest dependency. docs/design.md#consumer-ceilings.
 
 // Platform is what every consumer shares: the platform context (its
 // EnvironmentName, DataKey and Alerts are required) and the environment's
@@ -75,17 +68,17 @@ func (e Egress) check(scope constructs.Construct, what string) {
 
 // queueProps are the consumer's props as the platform, its names and its
 // entry give them.
-func (p Platform) queueProps(n Names, entry, description string) queueconsumer.Props {
-	return queueconsumer.Props{
+func (p Platform) queueProps(n Names, entry, description string) ConsumerProps {
+	return ConsumerProps{
 		Context:         p.Context,
-		Queue:           reliablequeue.Props{QueueName: n.Queue, DeadLetterQueueName: n.DeadLetterQueue},
+		Queue:           QueueProps{QueueName: n.Queue, DeadLetterQueueName: n.DeadLetterQueue},
 		Function:        golambda.Props{Entry: entry, FunctionName: n.Function, Description: jsii.String(description)},
 		OperatorRoleArn: p.OperatorRoleArn,
 	}
 }
 
 // inVpc places qp's function in the egress subnets.
-func (e Egress) inVpc(qp *queueconsumer.Props) {
+func (e Egress) inVpc(qp *ConsumerProps) {
 	qp.Function.Vpc, qp.Function.VpcSubnets, qp.SecretsEndpoint = e.Vpc, e.Subnets, e.SecretsEndpoint
 }
 
@@ -93,9 +86,9 @@ func (e Egress) inVpc(qp *queueconsumer.Props) {
 // replay window (IDEMPOTENCY_WINDOW, checked at synth against the queue's
 // longest pass) and SNS's delivery retries as the age a message can have
 // on arrival (docs/design.md#replay-windows).
-func fanOutWindow(qp *queueconsumer.Props, window time.Duration) {
+func fanOutWindow(qp *ConsumerProps, window time.Duration) {
 	qp.IdempotencyWindow = core.Duration(window)
-	qp.UpstreamMaxAge = core.Duration(fanout.MaxDeliveryAge)
+	qp.UpstreamMaxAge = core.Duration(FanOutMaxDeliveryAge)
 }
 
 // bindTable binds the consumer's function to table, or reports it missing.
@@ -114,7 +107,7 @@ func bindTable(scope constructs.Construct, what string, table *datastore.Table, 
 
 // HTTPConsumer is a consumer of an HTTP dependency behind a breaker.
 type HTTPConsumer struct {
-	*queueconsumer.Consumer
+	*Consumer
 	// Secret holds the dependency's API key.
 	Secret awssecretsmanager.Secret
 	// CircuitOpenedAlarm fires when the dependency's circuit opens.
@@ -164,7 +157,7 @@ type httpSpec struct {
 	table                    *datastore.Table
 	key                      string // the idempotency key, for the error
 	dependencyID             string // "" means "Dependencia"
-	dependency               queueconsumer.HTTPDependency
+	dependency               HTTPDependency
 	maxInFlight              float64
 	openEffect               string
 	window                   time.Duration // the consumer's replay window
@@ -188,15 +181,15 @@ func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec
 		qp.Queue.OldestMessageAgeThreshold = core.Duration(spec.oldestAge)
 	}
 	qp.Queue.MaxReceiveCount = spec.maxReceiveCount
-	qp.MaximumConcurrency, qp.BatchConcurrency = queueconsumer.Ceiling(spec.maxInFlight, httpPerInvocation, p.MaxConsumerConcurrency)
+	qp.MaximumConcurrency, qp.BatchConcurrency = Ceiling(spec.maxInFlight, httpPerInvocation, p.MaxConsumerConcurrency)
 	qp.DefersMessages = true
 	fanOutWindow(&qp, spec.window)
 	e.inVpc(&qp)
-	h := &HTTPConsumer{Consumer: queueconsumer.New(c, "Consumidor", &qp)}
+	h := &HTTPConsumer{Consumer: NewConsumer(c, "Consumidor", &qp)}
 	// The checks name the constants to change (MF-SQS-VISIBILITY).
-	core.SetBy(c, "Timeout", spec.what+"Timeout in constructs/consumers")
+	core.SetBy(c, "Timeout", spec.what+"Timeout in constructs/queues")
 	if spec.visibility > 0 {
-		core.SetBy(c, "VisibilityTimeout", spec.what+"Visibility in constructs/consumers")
+		core.SetBy(c, "VisibilityTimeout", spec.what+"Visibility in constructs/queues")
 	}
 	// Every HTTP consumer reads the fan-out's PedidoConfirmado.
 	core.Accepts(h.Function.Function, eventsapi.TypePedidoConfirmado, eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado))
@@ -229,7 +222,7 @@ func NewPreparacion(scope constructs.Construct, id string, props *PreparacionPro
 		// real failure (docs/design.md#queue-receives).
 		maxReceiveCount: 4,
 		table:           props.IdempotencyTable, key: "preparacion:<pedido_id>",
-		dependency: queueconsumer.HTTPDependency{
+		dependency: HTTPDependency{
 			Name: lambdaapi.NameAlmacen, Prefix: lambdaapi.PrefixAlmacen, URL: props.AlmacenURL, SecretName: props.SecretName, Issuer: "the warehouse",
 		},
 		maxInFlight: props.AlmacenMaxInFlight,
@@ -272,7 +265,7 @@ func NewAvisoERP(scope constructs.Construct, id string, props *AvisoERPProps) *H
 		// the age alarm keeps the 3 h default.
 		maxReceiveCount: 5,
 		table:           props.IdempotencyTable, key: "aviso-erp:<pedido_id>",
-		dependency: queueconsumer.HTTPDependency{
+		dependency: HTTPDependency{
 			Name: lambdaapi.NameERP, Prefix: lambdaapi.PrefixERP, URL: props.ERPURL, SecretName: props.SecretName, Issuer: "the ERP",
 		},
 		maxInFlight: props.ERPMaxInFlight,
@@ -301,7 +294,7 @@ const MovimientosStockTimeout = 30 * time.Second
 
 // NewMovimientosStock creates the stock-movements consumer of the FIFO
 // queue (MessageGroupId = sku).
-func NewMovimientosStock(scope constructs.Construct, id string, props *MovimientosStockProps) *queueconsumer.Consumer {
+func NewMovimientosStock(scope constructs.Construct, id string, props *MovimientosStockProps) *Consumer {
 	if props == nil {
 		props = &MovimientosStockProps{}
 	}
@@ -319,8 +312,8 @@ func NewMovimientosStock(scope constructs.Construct, id string, props *Movimient
 	// every group of a batch at once.
 	qp.MaximumConcurrency = props.MaxConsumerConcurrency
 	qp.BatchConcurrency = 10
-	q := queueconsumer.New(c, "Consumidor", &qp)
-	core.SetBy(c, "Timeout", "MovimientosStockTimeout in constructs/consumers")
+	q := NewConsumer(c, "Consumidor", &qp)
+	core.SetBy(c, "Timeout", "MovimientosStockTimeout in constructs/queues")
 	core.Accepts(q.Function.Function, eventsapi.TypeMovimientoStock, eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock))
 	bindTable(c, "StockTable", props.StockTable, q.Function, "its line items and totals")
 	return q

@@ -1,19 +1,4 @@
-// Package producers makes "only known producers send" a property of every
-// queue, topic and event bus of the app: a Guard is one explicit Deny in
-// the resource's policy, of sqs:SendMessage, sns:Publish or
-// events:PutEvents, for every principal but the admitted ones, under one
-// ArnNotLike block on aws:PrincipalArn (the roles admitted) and
-// aws:SourceArn (the sources admitted: a topic, a rule, the account's
-// alarms). An explicit Deny beats every Allow, so what a consumer receives
-// was sent by a producer the templates name. ForQueue, ForTopic and ForBus
-// attach the guard once and return it; whoever wires a producer admits it
-// beside the wiring (AdmitRole, AdmitRule, AdmitTopic, ...), a role of
-// another stack by name (NameRole, AdmitRoleName: a reference back would be
-// a cycle). RequireElevation admits a role (the on-call's) only in a
-// session with MFA or the session tag SessionTag. Refuses judges a
-// synthesised guard by IAM's rules, for tests.
-// The statement, the reasoning and who is admitted: docs/design.md#producers.
-package producers
+package queues
 
 import (
 	"strings"
@@ -56,7 +41,14 @@ const (
 	SessionTag = "mf-redrive"
 )
 
-// Guard is the known-producers statement of one queue or topic. A nil
+// Guard makes "only known producers send" a property of a queue, topic or
+// bus: one explicit Deny in its policy, of sqs:SendMessage, sns:Publish or
+// events:PutEvents, for every principal but the admitted roles
+// (aws:PrincipalArn) and sources (aws:SourceArn: a topic, a rule, the
+// account's alarms). Whoever wires a producer admits it beside the wiring;
+// a role of another stack by name (NameRole, AdmitRoleName).
+// RequireElevation admits the on-call's role only with MFA or SessionTag.
+// A Guard is the known-producers statement of one queue or topic. A nil
 // *Guard (what ForQueue and ForTopic return for a resource this app does
 // not define, whose policy is not the app's to write) admits nothing and
 // does nothing.
@@ -295,5 +287,28 @@ func (g *Guard) AdmitAlarms() {
 	g.AdmitSource(awscdk.Stack_Of(g.Construct).FormatArn(&awscdk.ArnComponents{
 		Service: jsii.String("cloudwatch"), Resource: jsii.String("alarm"), ResourceName: jsii.String("*"),
 		ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	}))
+}
+
+// TopicActions are the actions a topic policy may name: every call on
+// a topic (SNS refuses "sns:*" in a topic policy).
+func TopicActions() []string {
+	return []string{"sns:Publish", "sns:Subscribe", "sns:GetTopicAttributes", "sns:SetTopicAttributes",
+		"sns:AddPermission", "sns:RemovePermission", "sns:DeleteTopic", "sns:ListSubscriptionsByTopic"}
+}
+
+// SidTopicTLSOnly is the Sid of RequireTLS's statement.
+const SidTopicTLSOnly = "SoloTLS"
+
+// RequireTLS denies every TopicActions call on topic not made over TLS:
+// the CDK's enforceSSL (the topic's props) denies sns:Publish only.
+func RequireTLS(topic awssns.ITopic) {
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidTopicTLSOnly),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings(TopicActions()...),
+		Resources:  jsii.Strings(*topic.TopicArn()),
+		Conditions: &map[string]interface{}{"Bool": map[string]interface{}{"aws:SecureTransport": "false"}},
 	}))
 }

@@ -1,4 +1,4 @@
-package producers_test
+package queues_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/producers"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/guardeval"
 	"github.com/mercadofresco/integration/synthesized"
@@ -22,14 +22,14 @@ import (
 func TestBusGuardAdmitsOnlyItsProducers(t *testing.T) {
 	platform := cdktest.NewStack("Plataforma")
 	bus := awsevents.NewEventBus(platform, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus")})
-	g := producers.ForBus(bus)
-	if again := producers.ForBus(bus); again != g {
+	g := queues.ForBus(bus)
+	if again := queues.ForBus(bus); again != g {
 		t.Fatal("ForBus attached a second guard")
 	}
 	g.AdmitRoleName("publicador")
 	other := cdktest.NewStack("Outbox")
 	role := awsiam.NewRole(other, jsii.String("Rol"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
-	producers.NameRole(role, "publicador")
+	queues.NameRole(role, "publicador")
 	if errs := append(cdktest.Errors(platform), cdktest.Errors(other)...); len(errs) > 0 {
 		t.Fatalf("synthesis errors: %v", errs)
 	}
@@ -52,15 +52,15 @@ func TestBusGuardAdmitsOnlyItsProducers(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The CDK prefixes the Sid of a bus policy's statement with "cdk-".
-		if s := st.(map[string]any); s["Sid"] == "cdk-"+producers.StatementSid {
+		if s := st.(map[string]any); s["Sid"] == "cdk-"+queues.StatementSid {
 			guards = append(guards, s)
 		}
 	}
 	if len(guards) != 1 {
 		t.Fatalf("%d guard statements on the bus, want 1", len(guards))
 	}
-	if a, _ := json.Marshal(guards[0]["Action"]); string(a) != `"`+producers.ActionPutEvents+`"` {
-		t.Errorf("the guard denies %s, want %s", a, producers.ActionPutEvents)
+	if a, _ := json.Marshal(guards[0]["Action"]); string(a) != `"`+queues.ActionPutEvents+`"` {
+		t.Errorf("the guard denies %s, want %s", a, queues.ActionPutEvents)
 	}
 	for req, wantRefused := range map[guardeval.Request]bool{
 		{PrincipalArn: "arn:aws:iam::" + account + ":role/publicador"}: false,

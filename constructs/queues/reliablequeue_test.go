@@ -1,4 +1,4 @@
-package reliablequeue_test
+package queues_test
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/reliablequeue"
+	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
@@ -33,8 +33,8 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{app: p.App, stack: p.Stack, key: p.Key, alerts: p.Alerts}
 }
 
-func (f *fixture) props() *reliablequeue.Props {
-	return &reliablequeue.Props{Context: core.Context{DataKey: f.key, Alerts: f.alerts}}
+func (f *fixture) props() *queues.QueueProps {
+	return &queues.QueueProps{Context: core.Context{DataKey: f.key, Alerts: f.alerts}}
 }
 
 // function is a stand-in consumer; only its timeout matters here.
@@ -78,7 +78,7 @@ func resources(tpl assertions.Template, typ string) map[string]map[string]any {
 
 func TestDefaults(t *testing.T) {
 	f := newFixture(t)
-	reliablequeue.New(f.stack, "Pedidos", &reliablequeue.Props{
+	queues.NewQueue(f.stack, "Pedidos", &queues.QueueProps{
 		QueueName:           jsii.String("cola-mercadofresco-pedidos"),
 		DeadLetterQueueName: jsii.String("mercadofresco-pedidos-fallidos"),
 		Context:             core.Context{DataKey: f.key, Alerts: f.alerts},
@@ -174,7 +174,7 @@ func logicalID(t *testing.T, tpl assertions.Template, typ string) string {
 
 func TestDefaultNamesAreDeterministicAndPaired(t *testing.T) {
 	f := newFixture(t)
-	reliablequeue.New(f.stack, "Anon", f.props())
+	queues.NewQueue(f.stack, "Anon", f.props())
 	f.requireNoErrors(t)
 	tpl := f.template(t)
 	names := map[string]bool{}
@@ -198,7 +198,7 @@ func TestFifoGetsFifoDeadLetterQueue(t *testing.T) {
 	p.QueueName = jsii.String("mercadofresco-movimientos-stock")
 	p.Fifo = true
 	p.HighThroughputFifo = true
-	reliablequeue.New(f.stack, "Stock", p)
+	queues.NewQueue(f.stack, "Stock", p)
 	f.requireNoErrors(t)
 	tpl := f.template(t)
 	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
@@ -216,7 +216,7 @@ func TestFifoGetsFifoDeadLetterQueue(t *testing.T) {
 
 func TestSQSManagedEncryptionWhenChosen(t *testing.T) {
 	f := newFixture(t)
-	reliablequeue.New(f.stack, "Tech", &reliablequeue.Props{Encryption: reliablequeue.EncryptionSQSManaged, Context: core.Context{Alerts: f.alerts}})
+	queues.NewQueue(f.stack, "Tech", &queues.QueueProps{Encryption: queues.EncryptionSQSManaged, Context: core.Context{Alerts: f.alerts}})
 	f.requireNoErrors(t)
 	tpl := f.template(t)
 	tpl.AllResourcesProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"SqsManagedSseEnabled": true})
@@ -225,31 +225,31 @@ func TestSQSManagedEncryptionWhenChosen(t *testing.T) {
 func TestInvalidProps(t *testing.T) {
 	cases := []struct {
 		name  string
-		props func(f *fixture) *reliablequeue.Props
+		props func(f *fixture) *queues.QueueProps
 		want  []string
 	}{
-		{"zero value needs the data key", func(f *fixture) *reliablequeue.Props {
-			return &reliablequeue.Props{Context: core.Context{Alerts: f.alerts}}
+		{"zero value needs the data key", func(f *fixture) *queues.QueueProps {
+			return &queues.QueueProps{Context: core.Context{Alerts: f.alerts}}
 		}, []string{"DataKey is required", "alias/mercadofresco-datos"}},
-		{"zero value needs the alerts topic", func(f *fixture) *reliablequeue.Props {
-			return &reliablequeue.Props{Context: core.Context{DataKey: f.key}}
+		{"zero value needs the alerts topic", func(f *fixture) *queues.QueueProps {
+			return &queues.QueueProps{Context: core.Context{DataKey: f.key}}
 		}, []string{"Alerts is required"}},
-		{"max receive count range", func(f *fixture) *reliablequeue.Props {
+		{"max receive count range", func(f *fixture) *queues.QueueProps {
 			p := f.props()
 			p.MaxReceiveCount = 1001
 			return p
 		}, []string{"MaxReceiveCount", "1001"}},
-		{"DLQ retention not longer than source", func(f *fixture) *reliablequeue.Props {
+		{"DLQ retention not longer than source", func(f *fixture) *queues.QueueProps {
 			p := f.props()
 			p.DeadLetterRetentionPeriod = awscdk.Duration_Days(jsii.Number(4))
 			return p
 		}, []string{"DeadLetterRetentionPeriod (345600 s)", "RetentionPeriod (345600 s)"}},
-		{"age alarm after expiry", func(f *fixture) *reliablequeue.Props {
+		{"age alarm after expiry", func(f *fixture) *queues.QueueProps {
 			p := f.props()
 			p.OldestMessageAgeThreshold = awscdk.Duration_Days(jsii.Number(5))
 			return p
 		}, []string{"OldestMessageAgeThreshold (432000 s)"}},
-		{"fifo options on a standard queue", func(f *fixture) *reliablequeue.Props {
+		{"fifo options on a standard queue", func(f *fixture) *queues.QueueProps {
 			p := f.props()
 			p.ContentBasedDeduplication = true
 			return p
@@ -258,7 +258,7 @@ func TestInvalidProps(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			reliablequeue.New(f.stack, "Q", tc.props(f))
+			queues.NewQueue(f.stack, "Q", tc.props(f))
 			f.requireError(t, tc.want...)
 		})
 	}
@@ -268,7 +268,7 @@ func TestMaxReceiveCountOverride(t *testing.T) {
 	f := newFixture(t)
 	p := f.props()
 	p.MaxReceiveCount = 5
-	q := reliablequeue.New(f.stack, "Erp", p)
+	q := queues.NewQueue(f.stack, "Erp", p)
 	f.requireNoErrors(t)
 	if q.MaxReceiveCount != 5 {
 		t.Fatalf("MaxReceiveCount = %v", q.MaxReceiveCount)
@@ -280,7 +280,7 @@ func TestMaxReceiveCountOverride(t *testing.T) {
 
 func TestStandaloneDeadLetterQueue(t *testing.T) {
 	f := newFixture(t)
-	d := reliablequeue.NewDeadLetterQueue(f.stack, "RuleDlq", &reliablequeue.DeadLetterQueueProps{
+	d := queues.NewDeadLetterQueue(f.stack, "RuleDlq", &queues.DeadLetterQueueProps{
 		QueueName: jsii.String("mercadofresco-regla-dlq"), Context: core.Context{DataKey: f.key, Alerts: f.alerts},
 		Source: "EventBridge rule PedidoCreado -> procesar-pedido",
 	})
@@ -307,7 +307,7 @@ func TestStandaloneDeadLetterQueue(t *testing.T) {
 	})
 
 	f2 := newFixture(t)
-	reliablequeue.NewDeadLetterQueue(f2.stack, "Bad", &reliablequeue.DeadLetterQueueProps{Context: core.Context{Alerts: f2.alerts}})
+	queues.NewDeadLetterQueue(f2.stack, "Bad", &queues.DeadLetterQueueProps{Context: core.Context{Alerts: f2.alerts}})
 	f2.requireError(t, "Source is required")
 	f2.requireError(t, "DataKey is required")
 }
@@ -317,12 +317,12 @@ func TestStandaloneDeadLetterQueue(t *testing.T) {
 // use the key through SQS only.
 func TestGrantsUseTheKeyThroughSQSOnly(t *testing.T) {
 	f := newFixture(t)
-	q := reliablequeue.New(f.stack, "Pedidos", f.props())
-	d := reliablequeue.NewDeadLetterQueue(f.stack, "RuleDlq", &reliablequeue.DeadLetterQueueProps{Context: core.Context{DataKey: f.key, Alerts: f.alerts}, Source: "a rule"})
-	q.AddConsumer(f.function("Consumidor", 60), reliablequeue.ConsumerOptions{MaximumConcurrency: 2})
+	q := queues.NewQueue(f.stack, "Pedidos", f.props())
+	d := queues.NewDeadLetterQueue(f.stack, "RuleDlq", &queues.DeadLetterQueueProps{Context: core.Context{DataKey: f.key, Alerts: f.alerts}, Source: "a rule"})
+	q.AddConsumer(f.function("Consumidor", 60), queues.ConsumerOptions{MaximumConcurrency: 2})
 	q.GrantSendMessages(f.function("Productor", 10))
 	d.GrantConsumeMessages(f.function("Operador", 10))
-	reliablequeue.GrantKeyThroughSQS(d.Queue, f.function("Tubo", 10), "kms:GenerateDataKey")
+	queues.GrantKeyThroughSQS(d.Queue, f.function("Tubo", 10), "kms:GenerateDataKey")
 	f.requireNoErrors(t)
 	kmsStatements := 0
 	for id, p := range resources(f.template(t), "AWS::IAM::Policy") {

@@ -1,19 +1,13 @@
-// Package reliablequeue is an SQS queue that is safe by default: a
-// dead-letter queue of the same type with a redrive policy, a DLQ that
-// retains longer than its source, encryption with the data key, TLS-only
-// access, a known-producers guard on both queues (constructs/producers),
-// and the two alarms the DLQ runbook (docs/runbooks/dlq.md, cmd/mf-dlq)
-// starts from: DLQ depth and age of the oldest source message.
-//
-// The zero value of Props is the safe configuration: a standard queue
-// encrypted with Context.DataKey, maxReceiveCount 4, 4 days of retention, a
-// 14-day DLQ, an age alarm at 3 h. DataKey and Alerts are required.
-// AddConsumer connects a Lambda and derives the visibility timeout from its
-// timeout (at least VisibilityMultiplier times), so a message cannot
-// become visible again while its first delivery runs. The numbers:
-// docs/design.md#queue-receives, #visibility-timeout, #retention,
-// #age-alarm, #dlq-alarm.
-package reliablequeue
+// Package queues is the app's SQS queues and what drains them: a queue
+// safe by default with its dead-letter queue, redrive, encryption, TLS and
+// the DLQ runbook's alarms (NewQueue; docs/design.md#queue-receives,
+// #visibility-timeout, #retention, #age-alarm, #dlq-alarm); a queue and the
+// Go Lambda that drains it as one construct (NewConsumer;
+// #consumer-ceilings); the four consumers of the order flow (NewPreparacion,
+// NewCorreo, NewAvisoERP, NewMovimientosStock; #replay-windows); and the
+// known-producers guard of every queue, topic and bus (ForQueue, ForTopic,
+// ForBus; docs/design.md#producers).
+package queues
 
 import (
 	"fmt"
@@ -31,7 +25,6 @@ import (
 	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/producers"
 )
 
 // Defaults applied when the corresponding Props field is left at its zero
@@ -72,9 +65,9 @@ const (
 	EncryptionSQSManaged
 )
 
-// Props configures a Queue. The zero value is the safe default; the
+// QueueProps configures a Queue. The zero value is the safe default; the
 // Context's DataKey (unless EncryptionSQSManaged) and Alerts are required.
-type Props struct {
+type QueueProps struct {
 	core.Context
 	// QueueName is the source's physical name; ".fifo" is appended to a
 	// FIFO queue's. Nil: a deterministic name from the construct path (the
@@ -110,7 +103,13 @@ type Props struct {
 	OldestMessageAgeThreshold awscdk.Duration
 }
 
-// Queue is a source queue with its DLQ and alarms.
+// Queue is a source queue with its DLQ and alarms. The zero value of
+// QueueProps is the safe configuration: a standard queue encrypted with
+// Context.DataKey, maxReceiveCount 4, 4 days of retention, a 14-day DLQ, an
+// age alarm at 3 h; DataKey and Alerts are required. AddConsumer derives
+// the visibility timeout from the function's timeout (at least
+// VisibilityMultiplier times), so a message cannot become visible again
+// while its first delivery runs.
 type Queue struct {
 	constructs.Construct
 
@@ -134,11 +133,11 @@ type Queue struct {
 	derivedVisibility  float64 // seconds; max over consumers
 }
 
-// New creates a Queue. Invalid props are synthesis errors, every one of
+// NewQueue creates a Queue. Invalid props are synthesis errors, every one of
 // them.
-func New(scope constructs.Construct, id string, props *Props) *Queue {
+func NewQueue(scope constructs.Construct, id string, props *QueueProps) *Queue {
 	if props == nil {
-		props = &Props{}
+		props = &QueueProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	q := &Queue{Construct: c, Fifo: props.Fifo}
@@ -227,8 +226,8 @@ func New(scope constructs.Construct, id string, props *Props) *Queue {
 		srcProps.VisibilityTimeout = props.VisibilityTimeout
 	}
 	q.Queue = awssqs.NewQueue(c, jsii.String("Queue"), srcProps)
-	producers.ForQueue(q.DeadLetterQueue)
-	producers.ForQueue(q.Queue)
+	ForQueue(q.DeadLetterQueue)
+	ForQueue(q.Queue)
 
 	q.DeadLetterAlarm = NewDeadLetterAlarm(c, "DeadLetterAlarm", q.DeadLetterQueue, props.Alerts,
 		fmt.Sprintf("DLQ %s of %s has messages: paid work that was not done. Runbook: docs/runbooks/dlq.md. Start with: mf-dlq contain %s, then mf-dlq classify %s (never delete to look; no redrive before the fix).", dlqName, sourceName, dlqName, dlqName))
@@ -296,9 +295,9 @@ func (q *Queue) GrantConsumeMessages(grantee awsiam.IGrantable) awsiam.Grant {
 // SQS only (the CDK's own grant adds kms:ReEncrypt* and
 // kms:GenerateDataKey* for any caller of KMS), and admits grantee's role to
 // the queue's producer guard. A grantee in a stack that references this
-// one is admitted by name instead (producers.ForQueue(q.Queue).AdmitRoleName).
+// one is admitted by name instead (queues.ForQueue(q.Queue).AdmitRoleName).
 func (q *Queue) GrantSendMessages(grantee awsiam.IGrantable) awsiam.Grant {
-	producers.ForQueue(q.Queue).AdmitGrantable(grantee)
+	ForQueue(q.Queue).AdmitGrantable(grantee)
 	return grantSend(q.Queue, grantee)
 }
 
@@ -306,7 +305,7 @@ func (q *Queue) GrantSendMessages(grantee awsiam.IGrantable) awsiam.Grant {
 // and admits grantee to the DLQ's guard: a consumer sends a poison message
 // to the DLQ itself, with the failure reason, before deleting it.
 func (q *Queue) GrantSendToDeadLetterQueue(grantee awsiam.IGrantable) awsiam.Grant {
-	producers.ForQueue(q.DeadLetterQueue).AdmitGrantable(grantee)
+	ForQueue(q.DeadLetterQueue).AdmitGrantable(grantee)
 	return grantSend(q.DeadLetterQueue, grantee)
 }
 
@@ -318,7 +317,7 @@ func (q *Queue) AdmitRedriver(roleArn string) {
 	if roleArn == "" {
 		return
 	}
-	producers.ForQueue(q.Queue).AdmitRoleArn(roleArn)
+	ForQueue(q.Queue).AdmitRoleArn(roleArn)
 }
 
 func grantSend(queue awssqs.IQueue, grantee awsiam.IGrantable) awsiam.Grant {

@@ -6,7 +6,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/constructs/fanout"
+	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/constructs/slo"
@@ -22,7 +22,7 @@ type MessagingStack struct {
 	// PedidoConfirmado is the fan-out topic mercadofresco-pedido-confirmado.
 	// The order workflow publishes confirmed orders to it; its guard admits
 	// the workflow's role by name (constructs/queues).
-	PedidoConfirmado *fanout.Topic
+	PedidoConfirmado *events.Topic
 	// The consumers, each with the queue it drains.
 	Preparacion      *queues.HTTPConsumer
 	Correo           *queues.Correo
@@ -103,14 +103,14 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 
 	// The fan-out: confirmed orders to the three queues, SQS only, raw
 	// delivery, a DLQ per subscription, no filter (docs/design.md#fanout).
-	s.PedidoConfirmado = fanout.New(stack, "PedidoConfirmado", &fanout.Props{
+	s.PedidoConfirmado = events.NewTopic(stack, "PedidoConfirmado", &events.TopicProps{
 		Context:     shared.Context,
 		TopicName:   name(PedidoConfirmadoTopicName),
 		DisplayName: jsii.String("MercadoFresco pedido confirmado"),
 	})
-	s.PedidoConfirmado.AddQueue("Pedidos", s.Pedidos, fanout.SubscriptionOptions{})
-	s.PedidoConfirmado.AddQueue("Correo", s.CorreoQueue, fanout.SubscriptionOptions{})
-	s.PedidoConfirmado.AddQueue("AvisoERP", s.AvisoERPQueue, fanout.SubscriptionOptions{})
+	s.PedidoConfirmado.AddQueue("Pedidos", s.Pedidos, events.SubscriptionOptions{})
+	s.PedidoConfirmado.AddQueue("Correo", s.CorreoQueue, events.SubscriptionOptions{})
+	s.PedidoConfirmado.AddQueue("AvisoERP", s.AvisoERPQueue, events.SubscriptionOptions{})
 	s.QueueWaitSLO = newQueueWaitObjective(stack, shared)
 	return s
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config/catalog"
-	"github.com/mercadofresco/integration/constructs/carts"
+
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/erp"
+	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/constructs/orderworkflow"
 	"github.com/mercadofresco/integration/constructs/payment"
 	"github.com/mercadofresco/integration/constructs/queues"
@@ -23,8 +23,8 @@ type OrderFlowStack struct {
 	Payment  *payment.Payment
 	Workflow *orderworkflow.Workflow
 	Starter  *orderworkflow.Starter
-	Carts    *carts.Carts
-	ERP      *erp.Destination
+	Carts    *events.Carts
+	ERP      *events.ERPDestination
 	// ConfirmationSLO is SLO 1's burn-rate alarms (docs/design.md#slo).
 	ConfirmationSLO *slo.Objective
 	// SigningKey is the charge-signing key: the outbox publisher (Outbox
@@ -94,24 +94,24 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 	s.SigningKey.GrantRead(s.Starter.Function.Function, network.Network.SecretsEndpoint)
 	s.SigningKey.AdmitRoleName(publisherRoleName(env))             // it reads in the Outbox stack (stacks.Build)
 	queues.NameRole(s.Starter.Function.Role, starterRoleName(env)) // the SCP admits it by name
-	var imp *carts.ImportedTable
+	var imp *events.ImportedCartsTable
 	if c := env.Carritos; c != nil {
-		imp = &carts.ImportedTable{TableName: c.TableName, StreamArn: c.StreamArn, KeyArn: c.KeyArn}
+		imp = &events.ImportedCartsTable{TableName: c.TableName, StreamArn: c.StreamArn, KeyArn: c.KeyArn}
 	}
-	s.Carts = carts.New(stack, "Carritos", &carts.Props{
+	s.Carts = events.NewCarts(stack, "Carritos", &events.CartsProps{
 		Context:                 shared.Context,
 		Bus:                     shared.Bus,
 		Import:                  imp,
-		TableName:               name(carts.TableName),
-		PipeName:                name(carts.PipeName),
-		QueueName:               name(carts.QueueName),
+		TableName:               name(events.TableName),
+		PipeName:                name(events.PipeName),
+		QueueName:               name(events.QueueName),
 		DeadLetterQueueName:     name("cola-mercadofresco-carritos-abandonados-fallidos"),
 		PipeDeadLetterQueueName: name("mercadofresco-pipe-carritos-fallidos"),
 		RuleName:                name("mf-carrito-abandonado"),
 		RuleDeadLetterQueueName: name("mercadofresco-regla-carrito-abandonado-fallidos"),
 	})
 	queues.NameRole(s.Carts.PipeRole, cartsPipeRoleName(env)) // the bus admits it by name
-	s.ERP = erp.New(stack, "ERP", &erp.Props{
+	s.ERP = events.NewERPDestination(stack, "ERP", &events.ERPProps{
 		Context:             shared.Context,
 		Bus:                 shared.Bus,
 		Endpoint:            env.ERPWebhookURL,

@@ -9,13 +9,12 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/queues"
-	"github.com/mercadofresco/integration/constructs/schemaregistry"
 )
 
 // PlatformStack holds the data key, the alerts topic, the data key's watch
@@ -29,11 +28,11 @@ type PlatformStack struct {
 	// changes (alertas-mercadofresco-clave and Alerts).
 	KeyWatch *platform.KeyWatch
 	// SendWatch alerts on every message the on-call role sends.
-	SendWatch *busrule.Rule
+	SendWatch *events.Rule
 	Bus       awsevents.EventBus
 	Archive   awsevents.Archive
 	// Schemas is the registry of the event contracts (schemas/).
-	Schemas *schemaregistry.Registry
+	Schemas *events.SchemaRegistry
 
 	context core.Context
 }
@@ -86,7 +85,7 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 		EventBusName:     jsii.String(env.PhysicalName(platform.EventBusName)),
 		ArchiveRetention: awscdk.Duration_Days(jsii.Number(env.ArchiveRetentionDays)),
 	})
-	s.Schemas = schemaregistry.New(stack, "Esquemas", &schemaregistry.Props{RegistryName: jsii.String(env.PhysicalName(schemaregistry.RegistryName))})
+	s.Schemas = events.NewSchemaRegistry(stack, "Esquemas", &events.SchemaRegistryProps{RegistryName: jsii.String(env.PhysicalName(events.RegistryName))})
 	// Only the outbox publisher and the carts pipe put events on the bus.
 	busGuard := queues.ForBus(s.Bus)
 	busGuard.AdmitRoleName(publisherRoleName(env))

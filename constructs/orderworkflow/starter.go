@@ -10,9 +10,9 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
+	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -60,7 +60,7 @@ type StarterProps struct {
 // function (lambdas/iniciar-pedido).
 type Starter struct {
 	constructs.Construct
-	Rule     *busrule.Rule
+	Rule     *events.Rule
 	Buffer   *queues.Queue
 	Function *golambda.Function
 	// LongestPass is an archived event's longest pass to the starter,
@@ -101,7 +101,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		// An order waiting more than 30 min to start is a customer waiting.
 		OldestMessageAgeThreshold: awscdk.Duration_Minutes(jsii.Number(30)),
 	})
-	s.Rule = busrule.New(c, "PedidoCreado", &busrule.Props{
+	s.Rule = events.NewRule(c, "PedidoCreado", &events.RuleProps{
 		Context:             props.Context,
 		Bus:                 props.Bus,
 		RuleName:            props.RuleName,
@@ -109,7 +109,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		Pattern:             PedidoCreadoPattern(),
 		TargetLabel:         "the starter buffer " + s.Buffer.QueueName,
 		DeadLetterQueueName: props.RuleDeadLetterQueueName,
-		Target:              busrule.SqsTarget(s.Buffer.Queue),
+		Target:              events.SqsTarget(s.Buffer.Queue),
 	})
 	s.Buffer.AdmitRedriver(props.OperatorRoleArn)
 	smArn := jsii.String("")

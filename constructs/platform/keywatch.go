@@ -13,8 +13,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/constructs/queues"
 )
 
@@ -80,9 +80,9 @@ type KeyWatch struct {
 	// (a key pending deletion or disabled cannot encrypt the alert about
 	// itself), TLS only. The rule's own alarms go to it for the same reason.
 	Topic awssns.Topic
-	// Rule is the rule on the default bus (busrule.OnDefaultBus) with two
+	// Rule is the rule on the default bus (events.OnDefaultBus) with two
 	// targets, Alerts and Topic, sharing an SQS-managed encrypted DLQ.
-	Rule *busrule.Rule
+	Rule *events.Rule
 }
 
 // NewKeyWatch sends the CloudTrail events of WatchedKeyCalls on Key to
@@ -112,12 +112,12 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		Reason: jsii.String("Not encrypted with the data key on purpose: it alerts that the data key is being deleted, disabled or re-permissioned, and such a key cannot encrypt the alert about itself. It carries CloudTrail records of key calls, no customer data."),
 	}}, jsii.Bool(false))
 
-	snsTarget := func(topic awssns.ITopic) func(o busrule.TargetOptions) awsevents.IRuleTarget {
-		return func(o busrule.TargetOptions) awsevents.IRuleTarget {
+	snsTarget := func(topic awssns.ITopic) func(o events.TargetOptions) awsevents.IRuleTarget {
+		return func(o events.TargetOptions) awsevents.IRuleTarget {
 			return &snsTarget{topic: topic, opts: o, sid: "AllowKeyWatchRule"}
 		}
 	}
-	ruleProps := &busrule.Props{
+	ruleProps := &events.RuleProps{
 		// SQS-managed: an event about the key must be kept even when the
 		// key cannot encrypt it; the rule's own alarms go to the watch's
 		// topic.
@@ -134,7 +134,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 	if props.Alerts != nil {
 		ruleProps.AdditionalTargets = append(ruleProps.AdditionalTargets, snsTarget(props.Alerts))
 	}
-	w.Rule = busrule.New(c, "Rule", ruleProps)
+	w.Rule = events.NewRule(c, "Rule", ruleProps)
 	return w
 }
 
@@ -148,7 +148,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 // would admit EventBridge unconditioned.
 type snsTarget struct {
 	topic awssns.ITopic
-	opts  busrule.TargetOptions
+	opts  events.TargetOptions
 	sid   string // of the topic policy's statement admitting the rule
 }
 
@@ -217,7 +217,7 @@ type SendWatchProps struct {
 // RoleArn's sessions, successful or denied: a rule on the default bus for
 // CloudTrail's SQS data events, which reach EventBridge only if Trail
 // records them.
-func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) *busrule.Rule {
+func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) *events.Rule {
 	if props == nil {
 		props = &SendWatchProps{}
 	}
@@ -227,7 +227,7 @@ func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) 
 	v.If(!strings.HasPrefix(props.RoleArn, "arn:") || !strings.Contains(props.RoleArn, ":role/"), "SendWatchProps.RoleArn %q is not the ARN of a role", props.RoleArn)
 	v.If(!strings.HasPrefix(props.Trail, "arn:") || !strings.Contains(props.Trail, ":trail/"),
 		"SendWatchProps.Trail (config AuditTrail) %q is not a CloudTrail trail's ARN: the rule sees the role's sends only if a trail records the account's SQS data events", props.Trail)
-	ruleProps := &busrule.Props{
+	ruleProps := &events.RuleProps{
 		Context:      props.Context,
 		OnDefaultBus: true,
 		RuleName:     core.Or(props.RuleName, SendWatchRule),
@@ -245,9 +245,9 @@ func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) 
 		DeadLetterQueueName: core.Or(props.DeadLetterQueueName, SendWatchRuleDLQName),
 	}
 	if props.Alerts != nil {
-		ruleProps.Target = func(o busrule.TargetOptions) awsevents.IRuleTarget {
+		ruleProps.Target = func(o events.TargetOptions) awsevents.IRuleTarget {
 			return &snsTarget{topic: props.Alerts, opts: o, sid: "AllowSendWatchRule"}
 		}
 	}
-	return busrule.New(c, "Rule", ruleProps)
+	return events.NewRule(c, "Rule", ruleProps)
 }

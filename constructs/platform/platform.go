@@ -271,7 +271,7 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 		},
 	}))
 	// EventBridge encrypts a connection's credentials (the ERP webhook's,
-	// constructs/erp) with a customer managed key only when the key
+	// constructs/events) with a customer managed key only when the key
 	// carries this tag.
 	awscdk.Tags_Of(key).Add(jsii.String(EventBridgeConnectionsTag), jsii.String("true"), nil)
 

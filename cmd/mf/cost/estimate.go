@@ -276,7 +276,7 @@ var free = map[string]bool{
 	// The single-user rotation (a SAR application): its function runs
 	// once per rotation (every 30 days), a few seconds.
 	"AWS::Serverless::Application": true, "AWS::SecretsManager::RotationSchedule": true,
-	// A schema registry without a discoverer (constructs/schemaregistry):
+	// A schema registry without a discoverer (constructs/events):
 	// only schema discovery is charged.
 	"AWS::EventSchemas::Registry": true, "AWS::EventSchemas::Schema": true,
 	// A metric filter is free; the custom metric it writes is one of the

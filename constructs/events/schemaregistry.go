@@ -1,12 +1,4 @@
-// Package schemaregistry publishes the app's event contracts (schemas/,
-// generated from the Go types) as an EventBridge schema registry, so
-// operators and other teams can browse them and download code bindings.
-// Each committed schema file becomes an AWS::EventSchemas::Schema of type
-// JSONSchemaDraft4 named <prefix>@<Name>-v<major>; a new major version is
-// a new schema, an edit within a major a new version of the same schema
-// (docs/design.md#event-contracts). The registry only publishes: the
-// synth rule MF-CONTRACT and `mf schemas` enforce the contracts.
-package schemaregistry
+package events
 
 import (
 	"fmt"
@@ -30,9 +22,9 @@ const (
 	SchemaType = "JSONSchemaDraft4"
 )
 
-// Props of the registry. The zero value publishes every schema of
+// SchemaRegistryProps of the registry. The zero value publishes every schema of
 // schemas/ in a registry named by CloudFormation.
-type Props struct {
+type SchemaRegistryProps struct {
 	// RegistryName is the registry's physical name; nil lets
 	// CloudFormation choose.
 	RegistryName *string
@@ -40,8 +32,8 @@ type Props struct {
 	Schemas []schemas.Schema
 }
 
-// Registry is the registry and its schemas, by schema name.
-type Registry struct {
+// SchemaRegistry is the registry and its schemas, by schema name.
+type SchemaRegistry struct {
 	constructs.Construct
 	Registry awseventschemas.CfnRegistry
 	Schemas  map[string]awseventschemas.CfnSchema
@@ -52,13 +44,16 @@ func SchemaName(s schemas.Schema) string {
 	return fmt.Sprintf("%s@%s-v%d", SchemaPrefix, s.Name, s.Major)
 }
 
-// New creates the registry with one schema per file.
-func New(scope constructs.Construct, id string, props *Props) *Registry {
+// NewSchemaRegistry publishes the event contracts (schemas/, generated from
+// the Go types) as an EventBridge schema registry: each schema file becomes
+// an AWS::EventSchemas::Schema named <prefix>@<Name>-v<major>. It only
+// publishes: MF-CONTRACT and `mf schemas` enforce the contracts.
+func NewSchemaRegistry(scope constructs.Construct, id string, props *SchemaRegistryProps) *SchemaRegistry {
 	if props == nil {
-		props = &Props{}
+		props = &SchemaRegistryProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	r := &Registry{Construct: c, Schemas: map[string]awseventschemas.CfnSchema{}}
+	r := &SchemaRegistry{Construct: c, Schemas: map[string]awseventschemas.CfnSchema{}}
 	list := props.Schemas
 	if list == nil {
 		list = schemas.All()

@@ -1,4 +1,4 @@
-package erp_test
+package events_test
 
 import (
 	"encoding/json"
@@ -12,18 +12,16 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/erp"
+	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
-
-func TestMain(m *testing.M) { cdktest.Main(m) }
 
 func TestAPIDestinationRateLimitedWithDLQ(t *testing.T) {
 	p := cdktest.NewPlatform("ERP")
 	awscdk.Aspects_Of(p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	cdktest.Check(p.App)
 	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), nil)
-	erp.New(p.Stack, "ERP", &erp.Props{
+	events.NewERPDestination(p.Stack, "ERP", &events.ERPProps{
 		Bus: bus, Endpoint: "https://erp.example/webhooks/pedidos", RateLimitPerSecond: 10,
 		Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
 	})
@@ -35,7 +33,7 @@ func TestAPIDestinationRateLimitedWithDLQ(t *testing.T) {
 	tpl.HasResourceProperties(jsii.String("AWS::Events::Connection"), map[string]any{
 		"AuthorizationType": "API_KEY",
 		"AuthParameters": map[string]any{"ApiKeyAuthParameters": map[string]any{
-			"ApiKeyName":  erp.APIKeyHeader,
+			"ApiKeyName":  events.APIKeyHeader,
 			"ApiKeyValue": map[string]any{"Fn::Join": assertions.Match_ArrayWith(&[]any{assertions.Match_ArrayWith(&[]any{assertions.Match_StringLikeRegexp(jsii.String("resolve:secretsmanager"))})})},
 		}},
 	})
@@ -66,9 +64,9 @@ func TestAPIDestinationRateLimitedWithDLQ(t *testing.T) {
 	}
 }
 
-func TestInvalidProps(t *testing.T) {
+func TestERPInvalidProps(t *testing.T) {
 	p := cdktest.NewPlatform("ERPMal")
-	erp.New(p.Stack, "ERP", &erp.Props{Endpoint: "http://erp", RateLimitPerSecond: 500})
+	events.NewERPDestination(p.Stack, "ERP", &events.ERPProps{Endpoint: "http://erp", RateLimitPerSecond: 500})
 	errs := cdktest.Errors(p.Stack)
 	for _, want := range []string{"https URL", "RateLimitPerSecond", "Bus is required"} {
 		cdktest.RequireContains(t, errs, want)

@@ -1,15 +1,4 @@
-// Package erp sends the shop's order events to the ERP's webhook through an
-// EventBridge API destination: a connection whose API key lives in Secrets
-// Manager, an API destination with invocationRateLimitPerSecond (EventBridge
-// throttles from our side, so a burst of orders never exceeds what the ERP
-// accepts), and a rule (constructs/busrule) whose target has a retry policy
-// and its own DLQ.
-//
-// What the ERP receives is a projection of the event (input transformer):
-// the order, its customer id, lines and amounts, the event id (also sent as
-// the Idempotency-Key header, so the ERP can de-duplicate the at-least-once
-// deliveries); never the card token nor the customer's e-mail.
-package erp
+package events
 
 import (
 	"fmt"
@@ -23,30 +12,30 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
+
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
 // Defaults (docs/design.md#erp-destination).
 const (
-	// DefaultRetryAttempts: 8 retries, 9 deliveries at most per event
+	// ERPRetryAttempts: 8 retries, 9 deliveries at most per event
 	// (EventBridge's default is 185 over 24 h: a storm against an ERP that
 	// is already down).
-	DefaultRetryAttempts = 8
-	// DefaultMaxEventAgeMinutes: an order event not delivered within 1 h
+	ERPRetryAttempts = 8
+	// ERPMaxEventAgeMinutes: an order event not delivered within 1 h
 	// goes to the DLQ (runbook; the archive can replay the window).
-	DefaultMaxEventAgeMinutes = 60
+	ERPMaxEventAgeMinutes = 60
 	// APIKeyHeader carries the ERP API key.
 	APIKeyHeader = "x-api-key"
 	// SecretField is the JSON field of the secret with the key.
 	SecretField = "api_key"
 )
 
-// Props configures the ERP destination. Bus, Endpoint, RateLimitPerSecond
+// ERPProps configures the ERP destination. Bus, Endpoint, RateLimitPerSecond
 // and the Context's DataKey and Alerts are required.
-type Props struct {
+type ERPProps struct {
 	core.Context
 	Bus awsevents.IEventBus
 	// Endpoint is the ERP webhook (https), per environment.
@@ -67,8 +56,8 @@ type Props struct {
 	ConnectionName, DestinationName, RuleName, DeadLetterQueueName, SecretName *string
 }
 
-// Destination is the connection, API destination and rule.
-type Destination struct {
+// ERPDestination is the connection, API destination and rule.
+type ERPDestination struct {
 	constructs.Construct
 	// Secret holds the ERP API key as {"api_key": "..."}; created with a
 	// random placeholder that an operator replaces before enabling traffic.
@@ -78,7 +67,7 @@ type Destination struct {
 	// InvokeRole is the rule's role for the API destination: it trusts
 	// EventBridge for this account's rules only.
 	InvokeRole awsiam.Role
-	Rule       *busrule.Rule
+	Rule       *Rule
 }
 
 // WebhookEventType names the body the rule sends to the ERP webhook in
@@ -98,13 +87,19 @@ func OrderEventsPattern() *awsevents.EventPattern {
 	}
 }
 
-// New creates the destination.
-func New(scope constructs.Construct, id string, props *Props) *Destination {
+// NewERPDestination sends the shop's order events to the ERP's webhook: a
+// connection whose API key lives in Secrets Manager, an API destination
+// with invocationRateLimitPerSecond (a burst of orders never exceeds what
+// the ERP accepts), and a rule whose target has a retry policy and its own
+// DLQ. The ERP receives a projection of the event (input transformer): the
+// order, its customer id, lines and amounts, the event id (also the
+// Idempotency-Key header); never the card token nor the customer's e-mail.
+func NewERPDestination(scope constructs.Construct, id string, props *ERPProps) *ERPDestination {
 	if props == nil {
-		props = &Props{}
+		props = &ERPProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	d := &Destination{Construct: c}
+	d := &ERPDestination{Construct: c}
 	v := core.Check(c, "erp")
 	v.If(!strings.HasPrefix(props.Endpoint, "https://"), "Endpoint %q must be an https URL", props.Endpoint)
 	props.Require(v, core.DataKey|core.Alerts)
@@ -114,9 +109,9 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 	}
 	retries := props.RetryAttempts
 	if retries == 0 {
-		retries = DefaultRetryAttempts
+		retries = ERPRetryAttempts
 	}
-	maxAge := core.DurationOr(props.MaxEventAge, awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes)))
+	maxAge := core.DurationOr(props.MaxEventAge, awscdk.Duration_Minutes(jsii.Number(ERPMaxEventAgeMinutes)))
 	pattern := props.Pattern
 	if pattern == nil {
 		pattern = OrderEventsPattern()
@@ -169,7 +164,7 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		}}),
 	})
 	field := func(path string) *string { return awsevents.EventField_FromPath(jsii.String(path)) }
-	d.Rule = busrule.New(c, "Pedidos", &busrule.Props{
+	d.Rule = NewRule(c, "Pedidos", &RuleProps{
 		Bus:                 props.Bus,
 		RuleName:            props.RuleName,
 		Description:         "Order events of the shop -> ERP webhook (API destination, rate limited)",
@@ -179,7 +174,7 @@ func New(scope constructs.Construct, id string, props *Props) *Destination {
 		MaxEventAge:         maxAge,
 		DeadLetterQueueName: props.DeadLetterQueueName,
 		Context:             props.Context,
-		Target: func(o busrule.TargetOptions) awsevents.IRuleTarget {
+		Target: func(o TargetOptions) awsevents.IRuleTarget {
 			return awseventstargets.NewApiDestination(d.ApiDestination, &awseventstargets.ApiDestinationProps{
 				EventRole:       d.InvokeRole,
 				DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),

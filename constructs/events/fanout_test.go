@@ -1,4 +1,4 @@
-package fanout_test
+package events_test
 
 import (
 	"strings"
@@ -12,12 +12,10 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/fanout"
+	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
-
-func TestMain(m *testing.M) { cdktest.Main(m) }
 
 type fixture struct {
 	stack  awscdk.Stack
@@ -39,8 +37,8 @@ func (f *fixture) queue(id, name string) *queues.Queue {
 	return queues.NewQueue(f.stack, id, &queues.QueueProps{QueueName: jsii.String(name), Context: core.Context{DataKey: f.key, Alerts: f.alerts}})
 }
 
-func (f *fixture) topic() *fanout.Topic {
-	return fanout.New(f.stack, "PedidoConfirmado", &fanout.Props{
+func (f *fixture) topic() *events.Topic {
+	return events.NewTopic(f.stack, "PedidoConfirmado", &events.TopicProps{
 		TopicName: jsii.String("mercadofresco-pedido-confirmado"), Context: core.Context{DataKey: f.key, Alerts: f.alerts},
 	})
 }
@@ -50,7 +48,7 @@ func (f *fixture) errors() []string { return cdktest.Errors(f.stack) }
 func TestFanOutDefaults(t *testing.T) {
 	f := newFixture()
 	topic := f.topic()
-	sub := topic.AddQueue("Pedidos", f.queue("Pedidos", "cola-mercadofresco-pedidos"), fanout.SubscriptionOptions{})
+	sub := topic.AddQueue("Pedidos", f.queue("Pedidos", "cola-mercadofresco-pedidos"), events.SubscriptionOptions{})
 	if sub == nil || sub.DeadLetterQueue == nil {
 		t.Fatal("AddQueue returned nil")
 	}
@@ -120,9 +118,9 @@ func TestFanOutDefaults(t *testing.T) {
 func TestThreeQueuesWithFilter(t *testing.T) {
 	f := newFixture()
 	topic := f.topic()
-	topic.AddQueue("Pedidos", f.queue("Pedidos", "cola-mercadofresco-pedidos"), fanout.SubscriptionOptions{})
-	topic.AddQueue("Correo", f.queue("Correo", "cola-mercadofresco-correo-confirmacion"), fanout.SubscriptionOptions{})
-	topic.AddQueue("Erp", f.queue("Erp", "cola-mercadofresco-aviso-erp"), fanout.SubscriptionOptions{
+	topic.AddQueue("Pedidos", f.queue("Pedidos", "cola-mercadofresco-pedidos"), events.SubscriptionOptions{})
+	topic.AddQueue("Correo", f.queue("Correo", "cola-mercadofresco-correo-confirmacion"), events.SubscriptionOptions{})
+	topic.AddQueue("Erp", f.queue("Erp", "cola-mercadofresco-aviso-erp"), events.SubscriptionOptions{
 		FilterPolicy: map[string]awssns.SubscriptionFilter{
 			"canal": awssns.SubscriptionFilter_StringFilter(&awssns.StringConditions{Allowlist: jsii.Strings("web", "app")}),
 		},
@@ -144,11 +142,15 @@ func TestInvalidUse(t *testing.T) {
 		build func(f *fixture)
 		want  string
 	}{
-		{"no key", func(f *fixture) { fanout.New(f.stack, "T", &fanout.Props{Context: core.Context{Alerts: f.alerts}}) }, "DataKey is required"},
-		{"no alarm topic", func(f *fixture) { fanout.New(f.stack, "T", &fanout.Props{Context: core.Context{DataKey: f.key}}) }, "Alerts is required"},
+		{"no key", func(f *fixture) {
+			events.NewTopic(f.stack, "T", &events.TopicProps{Context: core.Context{Alerts: f.alerts}})
+		}, "DataKey is required"},
+		{"no alarm topic", func(f *fixture) {
+			events.NewTopic(f.stack, "T", &events.TopicProps{Context: core.Context{DataKey: f.key}})
+		}, "Alerts is required"},
 		{"fifo queue", func(f *fixture) {
 			q := queues.NewQueue(f.stack, "Stock", &queues.QueueProps{Fifo: true, Context: core.Context{DataKey: f.key, Alerts: f.alerts}})
-			f.topic().AddQueue("Stock", q, fanout.SubscriptionOptions{})
+			f.topic().AddQueue("Stock", q, events.SubscriptionOptions{})
 		}, "cannot deliver to a FIFO queue"},
 	}
 	for _, tc := range cases {

@@ -1,4 +1,4 @@
-package busrule
+package events
 
 import (
 	"github.com/mercadofresco/integration/constructs/core"

@@ -1,17 +1,12 @@
-// Package busrule is a rule on bus-mercadofresco (or on the account's
-// default bus, where AWS services put their events) whose targets cannot
-// lose an event silently: each target has a retry policy (maximum event
-// age, retry attempts) and the rule's dead-letter queue
-// (queues.NewDeadLetterQueue: encrypted with the data key unless
-// told otherwise, alarmed on its depth), and the rule has alarms on
-// FailedInvocations and InvocationsSentToDlq (AWS/Events, dimensions
-// EventBusName and RuleName; RuleName alone on the default bus, as
-// EventBridge publishes them).
-//
-// An event that reaches the DLQ keeps its content there; the fix is the
-// DLQ runbook, and the bus's archive can replay the window once the target
-// works again (consumers are idempotent).
-package busrule
+// Package events is what carries the shop's events: rules on
+// bus-mercadofresco or the default bus whose targets cannot lose an event
+// silently (NewRule: retry policy, DLQ, alarms; docs/design.md#bus-rules),
+// the durable SNS fan-out to SQS queues (NewTopic; #fanout), the ERP's
+// webhook behind a rate-limited API destination (NewERPDestination;
+// #erp-destination), the abandoned carts' table and pipe
+// (NewCarts; #carts-pipe) and the schema registry that publishes the event
+// contracts (NewSchemaRegistry; #event-contracts).
+package events
 
 import (
 	"fmt"
@@ -61,10 +56,10 @@ func SqsTarget(queue awssqs.IQueue) func(o TargetOptions) awsevents.IRuleTarget 
 	}
 }
 
-// Props configures a Rule. Bus (or OnDefaultBus), Pattern, Target, the
+// RuleProps configures a Rule. Bus (or OnDefaultBus), Pattern, Target, the
 // Context's Alerts and, unless Encryption says SQS-managed, its DataKey
 // (the DLQ's key) are required.
-type Props struct {
+type RuleProps struct {
 	core.Context
 	// Bus is bus-mercadofresco.
 	Bus awsevents.IEventBus
@@ -113,11 +108,16 @@ type Rule struct {
 	bus                                    awsevents.IEventBus
 }
 
-// New creates the rule. Every problem is reported at synth and the rule is
+// NewRule creates the rule: each target has a retry policy (maximum event
+// age, retry attempts) and the rule's dead-letter queue (encrypted with
+// the data key unless told otherwise, alarmed on its depth), and the rule
+// has alarms on FailedInvocations and InvocationsSentToDlq. An event that
+// reaches the DLQ keeps its content there; the bus's archive can replay
+// the window once the target works again (consumers are idempotent). Every problem is reported at synth and the rule is
 // still built whole.
-func New(scope constructs.Construct, id string, props *Props) *Rule {
+func NewRule(scope constructs.Construct, id string, props *RuleProps) *Rule {
 	if props == nil {
-		props = &Props{}
+		props = &RuleProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	r := &Rule{Construct: c, bus: props.Bus}

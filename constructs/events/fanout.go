@@ -1,14 +1,4 @@
-// Package fanout is the durable SNS fan-out: an encrypted, TLS-only topic
-// that delivers to SQS queues only (AddQueue), never straight to a Lambda
-// (docs/design.md#fanout). Every subscription has raw message delivery, a
-// dead-letter queue of its own with an alarm, an optional filter policy,
-// and a statement in the queue's policy that admits this topic only; the
-// platform's data key already admits sns.amazonaws.com, so nothing here
-// edits the platform stack. The topic's known-producers guard
-// (constructs/queues) admits GrantPublish's grantees (a publisher in
-// another stack by role name); AddQueue admits the topic to the queue's and
-// the DLQ's guards.
-package fanout
+package events
 
 import (
 	"fmt"
@@ -25,10 +15,10 @@ import (
 	"github.com/mercadofresco/integration/constructs/queues"
 )
 
-// Props configures a Topic. The Context's DataKey (the topic carries
+// TopicProps configures a Topic. The Context's DataKey (the topic carries
 // confirmed orders; GrantPublish grants its use through SNS only) and
 // Alerts (the subscription DLQs' and failed-redrive alarms) are required.
-type Props struct {
+type TopicProps struct {
 	core.Context
 	// TopicName is the physical name (e.g. env.PhysicalName("mercadofresco-pedido-confirmado")).
 	TopicName *string
@@ -45,7 +35,7 @@ type Topic struct {
 	// message to the subscription's DLQ: the message is then lost.
 	FailedRedriveAlarm awscloudwatch.Alarm
 
-	props Props
+	props TopicProps
 	name  string
 }
 
@@ -73,10 +63,16 @@ type Subscription struct {
 	DeadLetterQueue *queues.DeadLetterQueue
 }
 
-// New creates the topic.
-func New(scope constructs.Construct, id string, props *Props) *Topic {
+// NewTopic creates the durable SNS fan-out: an encrypted, TLS-only topic
+// that delivers to SQS queues only (AddQueue), never straight to a Lambda.
+// Every subscription has raw message delivery, a dead-letter queue of its
+// own with an alarm, an optional filter policy, and a statement in the
+// queue's policy that admits this topic only. The topic's known-producers
+// guard admits GrantPublish's grantees; AddQueue admits the topic to the
+// queue's and the DLQ's guards.
+func NewTopic(scope constructs.Construct, id string, props *TopicProps) *Topic {
 	if props == nil {
-		props = &Props{}
+		props = &TopicProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	t := &Topic{Construct: c, props: *props}
@@ -110,7 +106,7 @@ func New(scope constructs.Construct, id string, props *Props) *Topic {
 // (and only this topic, by aws:SourceArn) send to it.
 func (t *Topic) AddQueue(id string, q *queues.Queue, opts SubscriptionOptions) *Subscription {
 	scope := constructs.NewConstruct(t.Construct, jsii.String(id))
-	v := core.Check(scope, "fanout.AddQueue")
+	v := core.Check(scope, "events.AddQueue")
 	if v.If(q == nil, "queue is nil") ||
 		v.If(q.Fifo, "%s is FIFO; a standard topic cannot deliver to a FIFO queue", *q.Node().Path()) ||
 		v.If(opts.FilterPolicy != nil && opts.FilterPolicyWithMessageBody != nil, "FilterPolicy and FilterPolicyWithMessageBody are mutually exclusive") {

@@ -1,4 +1,4 @@
-package carts_test
+package events_test
 
 import (
 	"encoding/json"
@@ -11,14 +11,12 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/carts"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/schematest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
-
-func TestMain(m *testing.M) { cdktest.Main(m) }
 
 func checked(id string) *cdktest.Platform {
 	p := cdktest.NewPlatform(id)
@@ -30,12 +28,12 @@ func checked(id string) *cdktest.Platform {
 func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 	p := checked("Carritos")
 	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco")})
-	carts.New(p.Stack, "Carritos", &carts.Props{Bus: bus, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}, QueueName: jsii.String(carts.QueueName)})
+	events.NewCarts(p.Stack, "Carritos", &events.CartsProps{Bus: bus, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}, QueueName: jsii.String(events.QueueName)})
 	tpl := assertions.Template_FromStack(p.Stack, nil)
 	tpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 		"DeletionPolicy": "Retain",
 		"Properties": map[string]any{
-			"TableName":                        carts.TableName,
+			"TableName":                        events.TableName,
 			"KeySchema":                        []any{map[string]any{"AttributeName": eventsapi.CarritosKeyAttribute, "KeyType": "HASH"}},
 			"TimeToLiveSpecification":          map[string]any{"AttributeName": eventsapi.CarritosTTLAttribute, "Enabled": true},
 			"StreamSpecification":              map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
@@ -79,7 +77,7 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 		}
 		pp := pipe.Properties
 		ddb := pp.SourceParameters.DynamoDBStreamParameters
-		if pp.Name != carts.PipeName || ddb.MaximumRetryAttempts != carts.DefaultRetryAttempts || ddb.MaximumRecordAgeInSeconds != carts.DefaultMaxRecordAge.Seconds() ||
+		if pp.Name != events.PipeName || ddb.MaximumRetryAttempts != events.PipeRetryAttempts || ddb.MaximumRecordAgeInSeconds != events.DefaultMaxRecordAge.Seconds() ||
 			ddb.DeadLetterConfig.Arn == nil || ddb.OnPartialBatchItemFailure != "AUTOMATIC_BISECT" || pp.LogConfiguration.Level != "ERROR" ||
 			pp.LogConfiguration.CloudwatchLogsLogDestination.LogGroupArn == nil {
 			t.Fatalf("pipe %+v", pp)
@@ -87,20 +85,20 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 		if pp.KmsKeyIdentifier == nil {
 			t.Fatal("the pipe has no KmsKeyIdentifier: its filter and template would be encrypted with an AWS owned key, not the data key")
 		}
-		if len(pp.SourceParameters.FilterCriteria.Filters) != 1 || pp.SourceParameters.FilterCriteria.Filters[0].Pattern != carts.TTLRemovalFilter() {
+		if len(pp.SourceParameters.FilterCriteria.Filters) != 1 || pp.SourceParameters.FilterCriteria.Filters[0].Pattern != events.TTLRemovalFilter() {
 			t.Fatalf("filter %+v", pp.SourceParameters.FilterCriteria)
 		}
 		var filter map[string]any
-		_ = json.Unmarshal([]byte(carts.TTLRemovalFilter()), &filter)
-		if !strings.Contains(carts.TTLRemovalFilter(), `"REMOVE"`) || !strings.Contains(carts.TTLRemovalFilter(), `"dynamodb.amazonaws.com"`) {
-			t.Fatalf("filter %s", carts.TTLRemovalFilter())
+		_ = json.Unmarshal([]byte(events.TTLRemovalFilter()), &filter)
+		if !strings.Contains(events.TTLRemovalFilter(), `"REMOVE"`) || !strings.Contains(events.TTLRemovalFilter(), `"dynamodb.amazonaws.com"`) {
+			t.Fatalf("filter %s", events.TTLRemovalFilter())
 		}
 		if pp.TargetParameters.EventBridgeEventBusParameters.Source != eventsapi.SourceCarritos || pp.TargetParameters.EventBridgeEventBusParameters.DetailType != eventsapi.TypeCarritoAbandonado {
 			t.Fatalf("target %+v", pp.TargetParameters)
 		}
 	}
 	// The input template renders a stream record into a valid CarritoAbandonado.
-	rendered := carts.InputTemplate()
+	rendered := events.InputTemplate()
 	for path, value := range map[string]string{
 		"<$.eventID>": "ev-1", "<$.dynamodb.Keys.carrito_id.S>": "K-1",
 		"<$.dynamodb.OldImage.cliente_id.S>": "C-1", "<$.dynamodb.OldImage.actualizado_en.S>": "2026-12-01T10:00:00Z",
@@ -120,7 +118,7 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 			"DeadLetterConfig": map[string]any{"Arn": assertions.Match_AnyValue()},
 		})},
 	})
-	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": carts.QueueName, "MessageRetentionPeriod": carts.RetentionDays * 86400})
+	tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{"QueueName": events.QueueName, "MessageRetentionPeriod": events.RetentionDays * 86400})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"MetricName": "ExecutionFailed", "Namespace": "AWS/EventBridge/Pipes"})
 	// The pipe's role uses the data key through EventBridge Pipes only.
 	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{"PolicyDocument": map[string]any{
@@ -137,9 +135,9 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 func TestImportedTable(t *testing.T) {
 	p := cdktest.NewPlatform("CarritosImport")
 	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), nil)
-	carts.New(p.Stack, "Carritos", &carts.Props{
+	events.NewCarts(p.Stack, "Carritos", &events.CartsProps{
 		Bus: bus, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
-		Import: &carts.ImportedTable{TableName: "mercadofresco-carritos", StreamArn: "arn:aws:dynamodb:eu-west-1:111111111111:table/mercadofresco-carritos/stream/2026-01-01T00:00:00.000"},
+		Import: &events.ImportedCartsTable{TableName: "mercadofresco-carritos", StreamArn: "arn:aws:dynamodb:eu-west-1:111111111111:table/mercadofresco-carritos/stream/2026-01-01T00:00:00.000"},
 	})
 	tpl := assertions.Template_FromStack(p.Stack, nil)
 	tpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(0))
@@ -147,7 +145,7 @@ func TestImportedTable(t *testing.T) {
 		"Source": "arn:aws:dynamodb:eu-west-1:111111111111:table/mercadofresco-carritos/stream/2026-01-01T00:00:00.000",
 	})
 	p2 := cdktest.NewPlatform("CarritosMal")
-	carts.New(p2.Stack, "Carritos", &carts.Props{Import: &carts.ImportedTable{TableName: "x"}, RetryAttempts: 500})
+	events.NewCarts(p2.Stack, "Carritos", &events.CartsProps{Import: &events.ImportedCartsTable{TableName: "x"}, RetryAttempts: 500})
 	errs := cdktest.Errors(p2.Stack)
 	for _, want := range []string{"Bus is required", "DataKey", "Alerts", "StreamArn", "RetryAttempts"} {
 		cdktest.RequireContains(t, errs, want)

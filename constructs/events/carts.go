@@ -1,15 +1,4 @@
-// Package carts turns abandoned carts into events, with one write by the
-// shop and no dual write: the carts table mercadofresco-carritos (DynamoDB,
-// TTL on expira_en, a stream of new and old images) feeds the EventBridge
-// pipe pipe-mf-carritos, which keeps only the deletions DynamoDB's TTL made
-// and publishes each as a versioned CarritoAbandonado event
-// (eventsapi.CarritoAbandonado) on bus-mercadofresco; a rule sends them to
-// the queue cola-mercadofresco-carritos-abandonados, which has no consumer
-// yet (its age alarm fires before unread events expire). The pipe has a
-// source DLQ, bisects failing batches, counts its retries in the attempts
-// guardrail and logs errors to an encrypted group.
-// docs/design.md#carts-pipe.
-package carts
+package events
 
 import (
 	"encoding/json"
@@ -28,8 +17,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
+
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -44,9 +33,9 @@ const (
 
 // Defaults of the pipe (docs/design.md#carts-pipe).
 const (
-	// DefaultRetryAttempts: 10 retries of a failing batch, 11 PutEvents
+	// PipeRetryAttempts: 10 retries of a failing batch, 11 PutEvents
 	// at most per record (the attempts guardrail counts them).
-	DefaultRetryAttempts = 10
+	PipeRetryAttempts = 10
 	// DefaultMaxRecordAge: a removal older than 6 h is not worth a reminder
 	// any more; it goes to the DLQ instead of waiting.
 	DefaultMaxRecordAge = 6 * time.Hour
@@ -54,22 +43,22 @@ const (
 	RetentionDays = 7
 )
 
-// ImportedTable names an existing carts table (an environment that has
+// ImportedCartsTable names an existing carts table (an environment that has
 // one). Its stream must be NEW_AND_OLD_IMAGES and its TTL on expira_en.
-type ImportedTable struct {
+type ImportedCartsTable struct {
 	TableName string
 	StreamArn string
 	// KeyArn is the table's KMS key ARN ("" for an AWS-owned key).
 	KeyArn string
 }
 
-// Props configures Carts. Bus and the Context's DataKey and Alerts are
+// CartsProps configures Carts. Bus and the Context's DataKey and Alerts are
 // required; the Context's DeletionProtection applies to a created table.
-type Props struct {
+type CartsProps struct {
 	core.Context
 	Bus awsevents.IEventBus
 	// Import uses an existing table instead of creating one.
-	Import *ImportedTable
+	Import *ImportedCartsTable
 	// TableName, PipeName, QueueName and the DLQ names: physical names.
 	// Nil means the SPEC names (table, pipe) or CloudFormation's (queues).
 	TableName, PipeName, QueueName, DeadLetterQueueName, PipeDeadLetterQueueName, RuleName, RuleDeadLetterQueueName *string
@@ -87,7 +76,7 @@ type Carts struct {
 	PipeRole   awsiam.Role
 	PipeDLQ    *queues.DeadLetterQueue
 	PipeLogs   awslogs.LogGroup
-	Rule       *busrule.Rule
+	Rule       *Rule
 	Abandoned  *queues.Queue
 	RetryCount float64
 	// PipeFailedAlarm fires when the pipe's target invocations fail.
@@ -110,17 +99,23 @@ func InputTemplate() string {
 		eventsapi.CarritoAbandonadoVersion, eventsapi.CarritosKeyAttribute, eventsapi.CarritosClienteAttribute, eventsapi.CarritosUpdatedAttribute)
 }
 
-// New creates the carts flow. Every problem is reported at synth.
-func New(scope constructs.Construct, id string, props *Props) *Carts {
+// NewCarts turns abandoned carts into events with one write by the shop:
+// the carts table mercadofresco-carritos (TTL on expira_en, a stream) feeds
+// the pipe pipe-mf-carritos, which keeps only the deletions DynamoDB's TTL
+// made and publishes each as a CarritoAbandonado event on bus-mercadofresco;
+// a rule sends them to cola-mercadofresco-carritos-abandonados, which has
+// no consumer yet. The pipe has a source DLQ, bisects failing batches and
+// logs errors to an encrypted group. Every problem is reported at synth.
+func NewCarts(scope constructs.Construct, id string, props *CartsProps) *Carts {
 	if props == nil {
-		props = &Props{}
+		props = &CartsProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	k := &Carts{Construct: c}
 	v := core.Check(c, "carts")
 	v.If(props.Bus == nil, "Bus is required")
 	props.Require(v, core.DataKey|core.Alerts)
-	k.RetryCount = v.Count("RetryAttempts", props.RetryAttempts, DefaultRetryAttempts, 0, 185)
+	k.RetryCount = v.Count("RetryAttempts", props.RetryAttempts, PipeRetryAttempts, 0, 185)
 	maxAge := v.Seconds("MaxRecordAge", props.MaxRecordAge, DefaultMaxRecordAge.Seconds(), 60, 604800)
 	pipeName := core.Or(props.PipeName, PipeName)
 	k.addTable(props, v)
@@ -130,7 +125,7 @@ func New(scope constructs.Construct, id string, props *Props) *Carts {
 }
 
 // addTable creates the carts table, or imports the environment's.
-func (k *Carts) addTable(props *Props, v *core.Problems) {
+func (k *Carts) addTable(props *CartsProps, v *core.Problems) {
 	if imp := props.Import; imp != nil {
 		tableName, streamArn := imp.TableName, imp.StreamArn
 		if v.If(tableName == "" || streamArn == "", "Import needs TableName and StreamArn (the table's NEW_AND_OLD_IMAGES stream)") {
@@ -165,7 +160,7 @@ func (k *Carts) addTable(props *Props, v *core.Problems) {
 
 // addPipe creates the pipe from the table's stream to the bus, with its
 // DLQ, role, logs and alarm.
-func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
+func (k *Carts) addPipe(props *CartsProps, pipeName *string, maxAge float64) {
 	c := k.Construct
 	k.PipeDLQ = queues.NewDeadLetterQueue(c, "PipeDLQ", &queues.DeadLetterQueueProps{
 		Context:   props.Context,
@@ -255,7 +250,7 @@ func (k *Carts) addPipe(props *Props, pipeName *string, maxAge float64) {
 }
 
 // addQueue creates the abandoned-carts queue and the rule that fills it.
-func (k *Carts) addQueue(props *Props, pipeName *string) {
+func (k *Carts) addQueue(props *CartsProps, pipeName *string) {
 	k.Abandoned = queues.NewQueue(k.Construct, "Abandonados", &queues.QueueProps{
 		Context:             props.Context,
 		QueueName:           props.QueueName,
@@ -264,7 +259,7 @@ func (k *Carts) addQueue(props *Props, pipeName *string) {
 		// No consumer yet: the alarm fires a day before unread events expire.
 		OldestMessageAgeThreshold: awscdk.Duration_Days(jsii.Number(RetentionDays - 1)),
 	})
-	k.Rule = busrule.New(k.Construct, "CarritoAbandonado", &busrule.Props{
+	k.Rule = NewRule(k.Construct, "CarritoAbandonado", &RuleProps{
 		Context:     props.Context,
 		Bus:         props.Bus,
 		RuleName:    props.RuleName,
@@ -275,7 +270,7 @@ func (k *Carts) addQueue(props *Props, pipeName *string) {
 		},
 		TargetLabel:         "the queue " + k.Abandoned.QueueName,
 		DeadLetterQueueName: props.RuleDeadLetterQueueName,
-		Target:              busrule.SqsTarget(k.Abandoned.Queue),
+		Target:              SqsTarget(k.Abandoned.Queue),
 	})
 }
 

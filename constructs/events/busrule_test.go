@@ -1,4 +1,4 @@
-package busrule_test
+package events_test
 
 import (
 	"encoding/json"
@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/busrule"
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
@@ -20,8 +20,8 @@ import (
 func TestMain(m *testing.M) { cdktest.Main(m) }
 
 // queueTarget is a Target that builds an SQS target with the options.
-func queueTarget(q awssqs.IQueue) func(o busrule.TargetOptions) awsevents.IRuleTarget {
-	return func(o busrule.TargetOptions) awsevents.IRuleTarget {
+func queueTarget(q awssqs.IQueue) func(o events.TargetOptions) awsevents.IRuleTarget {
+	return func(o events.TargetOptions) awsevents.IRuleTarget {
 		return awseventstargets.NewSqsQueue(q, &awseventstargets.SqsQueueProps{
 			DeadLetterQueue: o.DeadLetterQueue, MaxEventAge: o.MaxEventAge, RetryAttempts: jsii.Number(o.RetryAttempts),
 		})
@@ -46,14 +46,14 @@ func TestRuleOnTheBusDefaults(t *testing.T) {
 	p := cdktest.NewPlatform("S")
 	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco")})
 	target := awssqs.NewQueue(p.Stack, jsii.String("Target"), nil)
-	r := busrule.New(p.Stack, "Regla", &busrule.Props{
+	r := events.NewRule(p.Stack, "Regla", &events.RuleProps{
 		Bus: bus, RuleName: jsii.String("mf-regla"), Pattern: pattern(), Target: queueTarget(target),
 		Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
 	})
 	if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}
-	if r.RetryAttempts != busrule.DefaultRetryAttempts {
+	if r.RetryAttempts != events.DefaultRetryAttempts {
 		t.Errorf("RetryAttempts = %v", r.RetryAttempts)
 	}
 	tpl := assertions.Template_FromStack(p.Stack, nil)
@@ -61,7 +61,7 @@ func TestRuleOnTheBusDefaults(t *testing.T) {
 		"Name":         "mf-regla",
 		"EventBusName": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^Bus"))},
 		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
-			"RetryPolicy":      map[string]any{"MaximumRetryAttempts": busrule.DefaultRetryAttempts, "MaximumEventAgeInSeconds": busrule.DefaultMaxEventAgeMinutes * 60},
+			"RetryPolicy":      map[string]any{"MaximumRetryAttempts": events.DefaultRetryAttempts, "MaximumEventAgeInSeconds": events.DefaultMaxEventAgeMinutes * 60},
 			"DeadLetterConfig": map[string]any{"Arn": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^ReglaDeadLetterQueue")), "Arn"}}},
 		})},
 	})
@@ -88,11 +88,11 @@ func TestRuleOnTheDefaultBus(t *testing.T) {
 	p := cdktest.NewPlatform("S")
 	a := awssqs.NewQueue(p.Stack, jsii.String("A"), nil)
 	b := awssqs.NewQueue(p.Stack, jsii.String("B"), nil)
-	busrule.New(p.Stack, "Vigilancia", &busrule.Props{
+	events.NewRule(p.Stack, "Vigilancia", &events.RuleProps{
 		OnDefaultBus: true, RuleName: jsii.String("mf-vigilancia"),
 		Pattern:           &awsevents.EventPattern{Source: jsii.Strings("aws.kms")},
 		Target:            queueTarget(a),
-		AdditionalTargets: []func(busrule.TargetOptions) awsevents.IRuleTarget{queueTarget(b)},
+		AdditionalTargets: []func(events.TargetOptions) awsevents.IRuleTarget{queueTarget(b)},
 		RetryAttempts:     4, MaxEventAge: awscdk.Duration_Hours(jsii.Number(6)),
 		Encryption: queues.EncryptionSQSManaged, Context: core.Context{Alerts: p.Alerts},
 	})
@@ -147,35 +147,35 @@ func TestRuleOnTheDefaultBus(t *testing.T) {
 	}
 }
 
-func TestInvalidProps(t *testing.T) {
+func TestRuleInvalidProps(t *testing.T) {
 	tests := []struct {
 		name string
-		set  func(p *busrule.Props, bus awsevents.IEventBus)
+		set  func(p *events.RuleProps, bus awsevents.IEventBus)
 		want string
 	}{
-		{"no bus", func(p *busrule.Props, _ awsevents.IEventBus) { p.Bus = nil }, "Bus is required (or OnDefaultBus"},
-		{"two buses", func(p *busrule.Props, _ awsevents.IEventBus) { p.OnDefaultBus = true }, "Bus and OnDefaultBus exclude each other"},
-		{"no pattern", func(p *busrule.Props, _ awsevents.IEventBus) { p.Pattern = nil }, "Pattern is required"},
-		{"no target", func(p *busrule.Props, _ awsevents.IEventBus) { p.Target = nil }, "Target is required"},
-		{"nil additional target", func(p *busrule.Props, _ awsevents.IEventBus) {
-			p.AdditionalTargets = []func(busrule.TargetOptions) awsevents.IRuleTarget{nil}
+		{"no bus", func(p *events.RuleProps, _ awsevents.IEventBus) { p.Bus = nil }, "Bus is required (or OnDefaultBus"},
+		{"two buses", func(p *events.RuleProps, _ awsevents.IEventBus) { p.OnDefaultBus = true }, "Bus and OnDefaultBus exclude each other"},
+		{"no pattern", func(p *events.RuleProps, _ awsevents.IEventBus) { p.Pattern = nil }, "Pattern is required"},
+		{"no target", func(p *events.RuleProps, _ awsevents.IEventBus) { p.Target = nil }, "Target is required"},
+		{"nil additional target", func(p *events.RuleProps, _ awsevents.IEventBus) {
+			p.AdditionalTargets = []func(events.TargetOptions) awsevents.IRuleTarget{nil}
 		}, "AdditionalTargets[0] is nil"},
-		{"retries", func(p *busrule.Props, _ awsevents.IEventBus) { p.RetryAttempts = 186 }, "RetryAttempts must be an integer in 0..185"},
-		{"age", func(p *busrule.Props, _ awsevents.IEventBus) {
+		{"retries", func(p *events.RuleProps, _ awsevents.IEventBus) { p.RetryAttempts = 186 }, "RetryAttempts must be an integer in 0..185"},
+		{"age", func(p *events.RuleProps, _ awsevents.IEventBus) {
 			p.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(30))
 		}, "MaxEventAge must be between 1 min and 24 h"},
-		{"data key missing", func(p *busrule.Props, _ awsevents.IEventBus) { p.DataKey = nil }, "DataKey is required"},
+		{"data key missing", func(p *events.RuleProps, _ awsevents.IEventBus) { p.DataKey = nil }, "DataKey is required"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := cdktest.NewPlatform("S")
 			bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), nil)
-			props := &busrule.Props{
+			props := &events.RuleProps{
 				Bus: bus, Pattern: pattern(), Target: queueTarget(awssqs.NewQueue(p.Stack, jsii.String("T"), nil)),
 				Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
 			}
 			tc.set(props, bus)
-			r := busrule.New(p.Stack, "Regla", props)
+			r := events.NewRule(p.Stack, "Regla", props)
 			if r.Rule == nil || r.DeadLetterQueue == nil {
 				t.Fatal("the rule is not built whole")
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/observability"
-	"github.com/mercadofresco/integration/constructs/payment"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/constructs/queues"
 )
 
@@ -37,20 +37,20 @@ func Build(scope constructs.Construct, env config.Environment, builder *golambda
 	data := NewDataStack(scope, shared)
 	messaging := NewMessagingStack(scope, shared, data, network)
 	outbox := NewOutboxStack(scope, shared, network)
-	orderflow := NewOrderFlowStack(scope, shared, network, data, messaging)
+	orderFlow := NewOrderFlowStack(scope, shared, network, data, messaging)
 	// Consumers deploy before producers: the outbox publishes PedidoCreado
 	// to the order flow's starter and ERP rule (MF-CONTRACT-ORDER).
 	// The publisher signs with the order flow's key (its role is admitted
 	// by name there; this reference goes the way the dependency does).
-	payment.GrantReadFrom(orderflow.SigningKey.Secret, shared.DataKey, outbox.Publisher.Function.Function, network.Network.SecretsEndpoint)
-	outbox.AddStackDependency(orderflow.Stack, jsii.String("the order flow consumes the outbox's events: consumers deploy before producers (docs/design.md#event-contracts)"))
+	orderflow.GrantReadFrom(orderFlow.SigningKey.Secret, shared.DataKey, outbox.Publisher.Function.Function, network.Network.SecretsEndpoint)
+	outbox.AddStackDependency(orderFlow.Stack, jsii.String("the order flow consumes the outbox's events: consumers deploy before producers (docs/design.md#event-contracts)"))
 	// Last: every construct of the environment has added its widgets. The
 	// dashboard goes in the stack that deploys last (it reads every stack).
 	outbox.Dashboard = observability.NewDashboard(outbox.Stack, "Tablero", &observability.DashboardProps{
 		Board:         shared.Dashboard,
 		DashboardName: jsii.String(env.PhysicalName(DashboardName)),
 	})
-	es := &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox, OrderFlow: orderflow}
+	es := &EnvironmentStacks{Env: env, Platform: platformStack, Network: network, Data: data, Messaging: messaging, Outbox: outbox, OrderFlow: orderFlow}
 	// Last: every producer is admitted. The on-call role sends to the
 	// queues it redrives only with MFA or the redrive session tag.
 	for _, st := range es.Stacks() {

@@ -6,11 +6,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config/catalog"
-
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/events"
-	"github.com/mercadofresco/integration/constructs/orderworkflow"
-	"github.com/mercadofresco/integration/constructs/payment"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/constructs/slo"
 )
@@ -20,9 +18,9 @@ import (
 // API destination, all wired to bus-mercadofresco.
 type OrderFlowStack struct {
 	awscdk.Stack
-	Payment  *payment.Payment
-	Workflow *orderworkflow.Workflow
-	Starter  *orderworkflow.Starter
+	Payment  *orderflow.Payment
+	Workflow *orderflow.Workflow
+	Starter  *orderflow.Starter
 	Carts    *events.Carts
 	ERP      *events.ERPDestination
 	// ConfirmationSLO is SLO 1's burn-rate alarms (docs/design.md#slo).
@@ -30,7 +28,7 @@ type OrderFlowStack struct {
 	// SigningKey is the charge-signing key: the outbox publisher (Outbox
 	// stack, admitted by its role's name) signs, the starter and cobro
 	// verify (docs/design.md#charge-signature).
-	SigningKey *payment.SigningKey
+	SigningKey *orderflow.SigningKey
 }
 
 // NewOrderFlowStack creates the order flow stack of shared.Env.
@@ -41,7 +39,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 	name := func(base string) *string { return jsii.String(env.PhysicalName(base)) }
 
 	core.Check(stack, "stacks.OrderFlow").If(!network.Network.HasEgress(), "the payment tasks call the gateway on the internet, but the environment's VPC has no NAT gateway (config NatGateways)")
-	s.Payment = payment.New(stack, "Pago", &payment.Props{
+	s.Payment = orderflow.NewPayment(stack, "Pago", &orderflow.PaymentProps{
 		Context:               shared.Context,
 		IdempotencyTable:      data.Table,
 		GatewayURL:            env.GatewayURL,
@@ -55,14 +53,14 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		SecretsEndpoint:       network.Network.SecretsEndpoint,
 		BreakerStore:          network.Cache,
 	})
-	s.Workflow = orderworkflow.New(stack, "ProcesarPedido", &orderworkflow.Props{
+	s.Workflow = orderflow.NewWorkflow(stack, "ProcesarPedido", &orderflow.WorkflowProps{
 		Context:          shared.Context,
-		StateMachineName: name(orderworkflow.StateMachineName),
+		StateMachineName: name(orderflow.StateMachineName),
 		// Named so that the Messaging stack's queue and topic admit it
 		// without referencing this stack (which references Messaging). Role
 		// names are global to the account: the region keeps two regions'
 		// roles apart.
-		RoleName: name(orderworkflow.StateMachineName + "-" + env.Region),
+		RoleName: name(orderflow.StateMachineName + "-" + env.Region),
 		Charge:   s.Payment.Cobro.IFunction(),
 		Refund:   s.Payment.Reembolso.IFunction(),
 		// A little above the functions' own timeout: the Lambda timeout
@@ -71,7 +69,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		StockMovements:     messaging.StockMovements.Queue,
 		Confirmed:          messaging.PedidoConfirmado.Topic,
 	})
-	s.Starter = orderworkflow.NewStarter(stack, "Inicio", &orderworkflow.StarterProps{
+	s.Starter = orderflow.NewStarter(stack, "Inicio", &orderflow.StarterProps{
 		Context:                 shared.Context,
 		Bus:                     shared.Bus,
 		Workflow:                s.Workflow,
@@ -86,9 +84,9 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		Vpc:                     network.Network.Vpc,
 		Subnets:                 network.Network.EgressSubnets(),
 	})
-	s.SigningKey = payment.NewSigningKey(stack, "FirmaPedidos", &payment.SigningKeyProps{
+	s.SigningKey = orderflow.NewSigningKey(stack, "FirmaPedidos", &orderflow.SigningKeyProps{
 		Context:    shared.Context,
-		SecretName: name(payment.SigningKeyName),
+		SecretName: name(orderflow.SigningKeyName),
 	})
 	s.SigningKey.GrantRead(s.Payment.Cobro.Function, network.Network.SecretsEndpoint)
 	s.SigningKey.GrantRead(s.Starter.Function.Function, network.Network.SecretsEndpoint)

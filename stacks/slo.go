@@ -7,7 +7,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/constructs/slo"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
@@ -30,7 +30,7 @@ func objectiveMetric(shared *Shared, name string) awscloudwatch.Metric {
 // confirmation's creado_en and confirmado_en) and executions that ended
 // without a reason (timed out, aborted). Total: every order that ended
 // (confirmed, refused, timed out, aborted). docs/design.md#slo.
-func newConfirmationObjective(scope constructs.Construct, shared *Shared, wf *orderworkflow.Workflow) *slo.Objective {
+func newConfirmationObjective(scope constructs.Construct, shared *Shared, wf *orderflow.Workflow) *slo.Objective {
 	sm := wf.StateMachine
 	return slo.New(scope, "SLOConfirmacion", &slo.Props{
 		Context:   shared.Context,

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mercadofresco/integration/constructs/dependency"
-	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/queues"
 )
@@ -361,17 +361,17 @@ func TestWorkflowRoleUsesTheKeyThroughServicesOnly(t *testing.T) {
 					continue
 				}
 				for _, st := range statements(dig(p, "Properties", "PolicyDocument")) {
-					if st["Sid"] != orderworkflow.SidKeyThroughServices {
+					if st["Sid"] != orderflow.SidKeyThroughServices {
 						continue
 					}
 					found = st["Effect"] == "Deny" &&
 						slices.Equal(asStrings(st["Action"]), []string{"kms:Decrypt", "kms:GenerateDataKey*"}) &&
-						slices.Equal(asStrings(dig(st, "Condition", "StringNotEquals", "kms:ViaService")), orderworkflow.KeyServices(env.Region)) &&
+						slices.Equal(asStrings(dig(st, "Condition", "StringNotEquals", "kms:ViaService")), orderflow.KeyServices(env.Region)) &&
 						strings.Contains(fmt.Sprint(st["Resource"]), "DataKey")
 				}
 			}
 			if !found {
-				t.Errorf("the workflow role has no Deny %s of the data key outside %v", orderworkflow.SidKeyThroughServices, orderworkflow.KeyServices(env.Region))
+				t.Errorf("the workflow role has no Deny %s of the data key outside %v", orderflow.SidKeyThroughServices, orderflow.KeyServices(env.Region))
 			}
 		})
 	}

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/synthesized"
-
-	"github.com/mercadofresco/integration/constructs/payment"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // TestOnlyTheSignerAndVerifiersReadTheSigningKey walks every environment's
@@ -50,7 +49,7 @@ func TestOnlyTheSignerAndVerifiersReadTheSigningKey(t *testing.T) {
 			}
 			var secret, secretStack, secretID string
 			for _, r := range w.app.Resources("AWS::SecretsManager::Secret") {
-				if r.Properties["Name"] != es.Env.PhysicalName(payment.SigningKeyName) {
+				if r.Properties["Name"] != es.Env.PhysicalName(orderflow.SigningKeyName) {
 					continue
 				}
 				secret, secretStack, secretID = str(r.Stack, map[string]any{"Ref": r.LogicalID}), r.Stack, r.LogicalID
@@ -62,7 +61,7 @@ func TestOnlyTheSignerAndVerifiersReadTheSigningKey(t *testing.T) {
 				}
 			}
 			if secret == "" {
-				t.Fatalf("no secret named %s", es.Env.PhysicalName(payment.SigningKeyName))
+				t.Fatalf("no secret named %s", es.Env.PhysicalName(orderflow.SigningKeyName))
 			}
 			want := map[string]string{} // role ARN -> entry
 			for _, fn := range w.app.Resources("AWS::Lambda::Function") {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/synthesized"
@@ -47,7 +47,7 @@ func TestOnlyTheWorkflowMayInvokeThePaymentTasks(t *testing.T) {
 			}
 			var workflowRole string
 			for _, r := range w.app.Resources("AWS::IAM::Role") {
-				if n, _ := r.Properties["RoleName"].(string); strings.Contains(n, orderworkflow.StateMachineName) {
+				if n, _ := r.Properties["RoleName"].(string); strings.Contains(n, orderflow.StateMachineName) {
 					workflowRole = w.roleArn(t, r.Stack, map[string]any{"Ref": r.LogicalID})
 				}
 			}

@@ -1,4 +1,4 @@
-package payment_test
+package orderflow_test
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/datastore"
-	"github.com/mercadofresco/integration/constructs/payment"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -33,7 +33,7 @@ func TestFunctionTimeoutCoversTheWorstCase(t *testing.T) {
 		{2, 10 * time.Second, 60 * time.Second},
 	}
 	for _, tc := range tests {
-		if got := payment.FunctionTimeout(tc.attempts, tc.read); got != tc.want {
+		if got := orderflow.FunctionTimeout(tc.attempts, tc.read); got != tc.want {
 			t.Errorf("FunctionTimeout(%d, %s) = %s, want %s", tc.attempts, tc.read, got, tc.want)
 		}
 	}
@@ -47,7 +47,7 @@ func TestPaymentFunctions(t *testing.T) {
 	table := datastore.NewIdempotency(p.Stack, "Idem", &datastore.TableProps{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	builder := golambdatest.Builder(t, "")
 	secrets := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(), Open: jsii.Bool(false)})
-	pay := payment.New(p.Stack, "Pago", &payment.Props{
+	pay := orderflow.NewPayment(p.Stack, "Pago", &orderflow.PaymentProps{
 		Context:          core.Context{EnvironmentName: "dev", Builder: builder, DataKey: p.Key, Alerts: p.Alerts},
 		IdempotencyTable: table, GatewayURL: "https://pasarela.example",
 		CobroFunctionName: jsii.String("mf-cobro-dev"), ReembolsoFunctionName: jsii.String("mf-reembolso-dev"), ReservedConcurrency: 5,
@@ -83,10 +83,10 @@ func TestPaymentFunctions(t *testing.T) {
 		"Dimensions": assertions.Match_ArrayWith(&[]any{map[string]any{"Name": "Dependencia", "Value": "pasarela"}}),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": lambdaapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": payment.DefaultLatencyThreshold.Milliseconds(),
+		"MetricName": lambdaapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": orderflow.DefaultLatencyThreshold.Milliseconds(),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": "Errors", "Threshold": payment.DefaultDeclinedThreshold,
+		"MetricName": "Errors", "Threshold": orderflow.DefaultDeclinedThreshold,
 		"Dimensions": []any{map[string]any{"Name": "FunctionName", "Value": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^PagoCobro"))}}},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
@@ -118,7 +118,7 @@ func TestPaymentFunctions(t *testing.T) {
 
 func TestMissingPropsAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("PagoMal")
-	payment.New(p.Stack, "Pago", &payment.Props{GatewayURL: "http://x", MaxAttempts: 11})
+	orderflow.NewPayment(p.Stack, "Pago", &orderflow.PaymentProps{GatewayURL: "http://x", MaxAttempts: 11})
 	errs := cdktest.Errors(p.Stack)
 	for _, want := range []string{"EnvironmentName is required", "IdempotencyTable", "must be an https URL", "BreakerStore", "DataKey", "Alerts", "Vpc is required", "SecretsEndpoint is required", "MaxAttempts must be"} {
 		cdktest.RequireContains(t, errs, want)

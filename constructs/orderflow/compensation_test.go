@@ -1,4 +1,4 @@
-package orderworkflow_test
+package orderflow_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -14,17 +14,17 @@ import (
 // group counts the FailStateEntered events of CompensacionFallida, and an
 // alarm with actions fires on the first.
 func TestCompensationFailedAlarm(t *testing.T) {
-	f := newFixture(t, orderworkflow.Props{})
+	f := newFixture(t, orderflow.WorkflowProps{})
 	tpl := assertions.Template_FromStack(f.p.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::Logs::MetricFilter"), map[string]any{
 		"LogGroupName":  map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^ProcesarLogs"))},
-		"FilterPattern": `{ ($.type = "FailStateEntered") && ($.details.name = "` + orderworkflow.StateCompensacionFallida + `") }`,
+		"FilterPattern": `{ ($.type = "FailStateEntered") && ($.details.name = "` + orderflow.StateCompensacionFallida + `") }`,
 		"MetricTransformations": []any{map[string]any{
-			"MetricNamespace": lambdaapi.Namespace, "MetricName": orderworkflow.MetricCompensacionFallida, "MetricValue": "1",
+			"MetricNamespace": lambdaapi.Namespace, "MetricName": orderflow.MetricCompensacionFallida, "MetricValue": "1",
 		}},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": orderworkflow.MetricCompensacionFallida, "Namespace": lambdaapi.Namespace, "Threshold": 0, "Statistic": "Sum",
+		"MetricName": orderflow.MetricCompensacionFallida, "Namespace": lambdaapi.Namespace, "Threshold": 0, "Statistic": "Sum",
 		"ComparisonOperator": "GreaterThanThreshold", "TreatMissingData": "notBreaching",
 		"AlarmActions": assertions.Match_AnyValue(), "OKActions": assertions.Match_AnyValue(),
 	})

@@ -1,4 +1,4 @@
-package orderworkflow
+package orderflow
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"

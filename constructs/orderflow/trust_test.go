@@ -1,4 +1,4 @@
-package orderworkflow_test
+package orderflow_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
@@ -14,7 +14,7 @@ import (
 // workflow's role for mercadofresco-procesar-pedido of this account only,
 // not for any state machine of the account.
 func TestWorkflowRoleTrustsOnlyItsStateMachine(t *testing.T) {
-	f := newFixture(t, orderworkflow.Props{})
+	f := newFixture(t, orderflow.WorkflowProps{})
 	tpl := assertions.Template_FromStack(f.p.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::IAM::Role"), map[string]any{
 		"AssumeRolePolicyDocument": map[string]any{
@@ -24,7 +24,7 @@ func TestWorkflowRoleTrustsOnlyItsStateMachine(t *testing.T) {
 				"Condition": map[string]any{
 					"StringEquals": map[string]any{"aws:SourceAccount": cdktest.Account},
 					"ArnEquals": map[string]any{"aws:SourceArn": map[string]any{"Fn::Join": []any{"", []any{
-						"arn:", map[string]any{"Ref": "AWS::Partition"}, ":states:" + cdktest.Region + ":" + cdktest.Account + ":stateMachine:" + orderworkflow.StateMachineName,
+						"arn:", map[string]any{"Ref": "AWS::Partition"}, ":states:" + cdktest.Region + ":" + cdktest.Account + ":stateMachine:" + orderflow.StateMachineName,
 					}}}},
 				},
 			}},

@@ -1,4 +1,4 @@
-package payment
+package orderflow
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -7,6 +7,38 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/observability"
 )
+
+// contribute adds the Workflow section's widgets: executions started,
+// succeeded, failed and timed out (sums over 5 minutes), and the
+// execution time p50 and p99.
+func (w *Workflow) contribute(board *observability.Board, name string) {
+	if board == nil {
+		return
+	}
+	opts := func(stat, label string) *awscloudwatch.MetricOptions {
+		return &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String(stat), Label: jsii.String(label)}
+	}
+	sm := w.StateMachine
+	board.Add(observability.Workflow,
+		observability.Graph(observability.GraphProps{
+			Title: name + ": executions",
+			Width: 12,
+			Left: []awscloudwatch.IMetric{
+				sm.MetricStarted(opts("Sum", "started")),
+				sm.MetricSucceeded(opts("Sum", "succeeded")),
+				sm.MetricFailed(opts("Sum", "failed")),
+				sm.MetricTimedOut(opts("Sum", "timed out")),
+			},
+		}),
+		observability.Graph(observability.GraphProps{
+			Title: name + ": execution time (ms)",
+			Width: 12,
+			Left: []awscloudwatch.IMetric{
+				sm.MetricTime(opts("p50", "p50")),
+				sm.MetricTime(opts("p99", "p99")),
+			},
+		}))
+}
 
 // contribute adds the Payment section's widget: charge and refund calls
 // (invocations and errors, sums over 5 minutes) on the left, the gateway's

@@ -1,18 +1,15 @@
-// Package orderworkflow is the order workflow: the Step Functions
-// standard state machine mercadofresco-procesar-pedido (New) and its
-// starter (NewStarter: the order-created events of bus-mercadofresco → an
-// SQS buffer → a Lambda that starts one execution per order, named after
-// it). The machine charges (Cobrar), reserves the stock line by line on the
-// stock-movements FIFO queue (ReservarStock), publishes the confirmation to
-// mercadofresco-pedido-confirmado (Confirmar) and compensates in Catch: a
-// failed charge ends in PedidoFallido; a failure after it releases the
-// stock and refunds first (LiberarStock, Reembolsar), and a failed
-// compensation ends in CompensacionFallida, for a person. Retry, with
-// backoff, a cap and full jitter, covers transient errors only
-// (TransientPaymentErrors, any failure of the idempotent SQS and SNS
-// sends); the attempts guardrail (MF-ATTEMPTS) counts it.
-// docs/design.md#order-workflow, #workflow-retry.
-package orderworkflow
+// Package orderflow is the order workflow and its payment path: the Step
+// Functions state machine mercadofresco-procesar-pedido (NewWorkflow:
+// Cobrar, ReservarStock on the stock-movements FIFO queue, Confirmar on
+// mercadofresco-pedido-confirmado, and in Catch the compensation,
+// LiberarStock and Reembolsar, ending in PedidoFallido or
+// CompensacionFallida), its starter (NewStarter: order-created events → an
+// SQS buffer → one execution per order), the cobro and reembolso task
+// functions with the gateway's secret and alarms (NewPayment) and the
+// charge-signing key (NewSigningKey). Retry covers transient errors only;
+// MF-ATTEMPTS counts it. docs/design.md#order-workflow, #workflow-retry,
+// #payment.
+package orderflow
 
 import (
 	"fmt"
@@ -95,10 +92,10 @@ type RetryPolicy struct {
 	MaxDelay awscdk.Duration
 }
 
-// Props configures the workflow. Charge, Refund, StockMovements,
+// WorkflowProps configures the workflow. Charge, Refund, StockMovements,
 // Confirmed and the Context's DataKey (executions carry customer data) and
 // Alerts are required.
-type Props struct {
+type WorkflowProps struct {
 	core.Context
 	// StateMachineName is the physical name. Nil means StateMachineName.
 	StateMachineName *string
@@ -146,12 +143,12 @@ type Workflow struct {
 	CompensationFailedAlarm awscloudwatch.Alarm
 }
 
-// New creates the workflow. Every problem of props is reported at synth;
+// NewWorkflow creates the workflow. Every problem of props is reported at synth;
 // the workflow is still whole (missing functions, queue and topic are
 // imported placeholders that add nothing to the template).
-func New(scope constructs.Construct, id string, props *Props) *Workflow {
+func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *Workflow {
 	if props == nil {
-		props = &Props{}
+		props = &WorkflowProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	w := &Workflow{Construct: c}
@@ -307,7 +304,7 @@ const (
 	pathFalloCompensacion = "$.fallo_compensacion"
 )
 
-func (w *Workflow) definition(c constructs.Construct, p *Props, taskTimeout awscdk.Duration, maxConc float64) sfn.IChainable {
+func (w *Workflow) definition(c constructs.Construct, p *WorkflowProps, taskTimeout awscdk.Duration, maxConc float64) sfn.IChainable {
 	str := func(path string) *string { return sfn.JsonPath_StringAt(jsii.String(path)) }
 	num := func(path string) *float64 { return sfn.JsonPath_NumberAt(jsii.String(path)) }
 	transient := w.Retry.props(TransientPaymentErrors())
@@ -452,7 +449,7 @@ func KeyServices(region string) []string {
 // kms:GenerateDataKey* on the data key to KeyServices (kms:ViaService):
 // the CDK's SNS and SQS task integrations grant both on the key without a
 // condition, so an explicit Deny bounds them.
-func (w *Workflow) keyThroughServicesOnly(p *Props) {
+func (w *Workflow) keyThroughServicesOnly(p *WorkflowProps) {
 	if p.DataKey == nil {
 		return
 	}
@@ -468,7 +465,7 @@ func (w *Workflow) keyThroughServicesOnly(p *Props) {
 // admitAsProducer names the state machine's role (p.RoleName) and admits
 // it to the producer guards of the stock queue and the confirmed topic: by
 // name when a guard lives in another stack, else by reference.
-func (w *Workflow) admitAsProducer(c constructs.Construct, p *Props, v *core.Problems) {
+func (w *Workflow) admitAsProducer(c constructs.Construct, p *WorkflowProps, v *core.Problems) {
 	role := w.StateMachine.Role()
 	if p.RoleName != nil {
 		role.Node().DefaultChild().(awsiam.CfnRole).SetRoleName(p.RoleName)

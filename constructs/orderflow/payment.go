@@ -1,14 +1,4 @@
-// Package payment is the payment path of the order workflow: the cobro and
-// reembolso task functions (lambdas/cobro, lambdas/reembolso), the
-// gateway's API-key secret, their grants (the secret, the idempotency
-// table), their environment (lambdaapi) and their alarms: the
-// gateway's circuit opened, its p99 latency, the tasks' errors and
-// throttles. The functions run in the VPC's egress subnets with HTTPS out
-// only and reach the breaker's Valkey cache (BreakerStore). One invocation
-// makes at most MaxAttempts attempts of at most ReadTimeout each; the
-// function's timeout is that worst case (FunctionTimeout).
-// docs/design.md#payment.
-package payment
+package orderflow
 
 import (
 	"fmt"
@@ -57,10 +47,10 @@ func FunctionTimeout(attempts int, readTimeout time.Duration) time.Duration {
 	return time.Duration(attempts)*readTimeout + waits + margin
 }
 
-// Props configures the payment construct. The Context's EnvironmentName,
+// PaymentProps configures the payment construct. The Context's EnvironmentName,
 // DataKey and Alerts, IdempotencyTable, GatewayURL, Vpc, SecretsEndpoint
 // and BreakerStore are required.
-type Props struct {
+type PaymentProps struct {
 	core.Context
 	// IdempotencyTable is mercadofresco-idempotencia (keys cobro:<pedido_id>,
 	// reembolso:<pedido_id>).
@@ -123,10 +113,16 @@ type Payment struct {
 	environment string
 }
 
-// New creates the payment functions. Every problem is reported at synth.
-func New(scope constructs.Construct, id string, props *Props) *Payment {
+// NewPayment creates the payment functions: cobro and reembolso
+// (lambdas/cobro, lambdas/reembolso), in the egress subnets with HTTPS out
+// only, reaching the breaker's Valkey cache; the gateway's API-key secret,
+// their grants and alarms (circuit opened, p99 latency, errors,
+// throttles). One invocation makes at most MaxAttempts attempts of at most
+// ReadTimeout each; the function's timeout is that worst case
+// (FunctionTimeout). Every problem is reported at synth.
+func NewPayment(scope constructs.Construct, id string, props *PaymentProps) *Payment {
 	if props == nil {
-		props = &Props{}
+		props = &PaymentProps{}
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	p := &Payment{Construct: c, environment: props.Environment()}
@@ -158,7 +154,7 @@ func New(scope constructs.Construct, id string, props *Props) *Payment {
 }
 
 // addFunctions creates cobro and reembolso with their grants and bindings.
-func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.SubnetSelection, read float64) {
+func (p *Payment) addFunctions(props *PaymentProps, vpc awsec2.IVpc, subnets *awsec2.SubnetSelection, read float64) {
 	env := map[string]*string{
 		lambdaapi.EnvGatewayURL:         jsii.String(props.GatewayURL),
 		lambdaapi.EnvGatewaySecretARN:   p.Secret.SecretArn(),
@@ -214,7 +210,7 @@ func (p *Payment) addFunctions(props *Props, vpc awsec2.IVpc, subnets *awsec2.Su
 // addAlarms creates cobro's Errors and Throttles alarms (reembolso keeps
 // golambda's Errors > 0 and Throttles > 0), the circuit-opened and the
 // gateway latency alarms.
-func (p *Payment) addAlarms(props *Props, latencyMs float64) {
+func (p *Payment) addAlarms(props *PaymentProps, latencyMs float64) {
 	five := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
 	declined := props.DeclinedThreshold
 	if declined == 0 {

@@ -1,4 +1,4 @@
-package payment_test
+package orderflow_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/payment"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
 )
 
@@ -31,7 +31,7 @@ func TestSigningKeyAdmitsOnlyItsReaders(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := cdktest.NewPlatform("Firma")
-			k := payment.NewSigningKey(p.Stack, "Firma", &payment.SigningKeyProps{Context: core.Context{DataKey: p.Key}, SecretName: jsii.String(payment.SigningKeyName)})
+			k := orderflow.NewSigningKey(p.Stack, "Firma", &orderflow.SigningKeyProps{Context: core.Context{DataKey: p.Key}, SecretName: jsii.String(orderflow.SigningKeyName)})
 			for _, n := range tc.admit {
 				k.AdmitRoleName(n)
 			}
@@ -45,7 +45,7 @@ func TestSigningKeyAdmitsOnlyItsReaders(t *testing.T) {
 					t.Fatalf("statements %s", raw)
 				}
 				s := st[0].(map[string]any)
-				if s["Effect"] != "Deny" || s["Action"] != "secretsmanager:GetSecretValue" || s["Sid"] != payment.SigningKeyStatementSid {
+				if s["Effect"] != "Deny" || s["Action"] != "secretsmanager:GetSecretValue" || s["Sid"] != orderflow.SigningKeyStatementSid {
 					t.Fatalf("statement %v", s)
 				}
 				arns := s["Condition"].(map[string]any)["ArnNotEquals"].(map[string]any)["aws:PrincipalArn"]
@@ -75,7 +75,7 @@ func TestSigningKeyAdmitsOnlyItsReaders(t *testing.T) {
 	}
 	t.Run("no data key", func(t *testing.T) {
 		p := cdktest.NewPlatform("SinClave")
-		payment.NewSigningKey(p.Stack, "Firma", nil)
+		orderflow.NewSigningKey(p.Stack, "Firma", nil)
 		if errs := cdktest.Errors(p.Stack); len(errs) == 0 {
 			t.Fatal("a signing key without the data key synthesised without error")
 		}

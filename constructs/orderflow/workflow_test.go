@@ -1,4 +1,4 @@
-package orderworkflow_test
+package orderflow_test
 
 import (
 	"context"
@@ -15,18 +15,16 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/schematest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
-func TestMain(m *testing.M) { cdktest.Main(m) }
-
 type fixture struct {
 	p  *cdktest.Platform
-	wf *orderworkflow.Workflow
+	wf *orderflow.Workflow
 }
 
 func inlineFn(p *cdktest.Platform, id, name string) awslambda.Function {
@@ -38,12 +36,12 @@ func inlineFn(p *cdktest.Platform, id, name string) awslambda.Function {
 	})
 }
 
-func newFixture(t *testing.T, props orderworkflow.Props) *fixture {
+func newFixture(t *testing.T, props orderflow.WorkflowProps) *fixture {
 	t.Helper()
 	return newFixtureOn(t, cdktest.NewPlatform("Flujo"), props)
 }
 
-func newFixtureOn(t *testing.T, p *cdktest.Platform, props orderworkflow.Props) *fixture {
+func newFixtureOn(t *testing.T, p *cdktest.Platform, props orderflow.WorkflowProps) *fixture {
 	t.Helper()
 	if props.Charge == nil {
 		props.Charge = inlineFn(p, "Cobro", "mf-cobro")
@@ -64,7 +62,7 @@ func newFixtureOn(t *testing.T, p *cdktest.Platform, props orderworkflow.Props) 
 	}
 	props.DataKey = p.Key
 	props.Alerts = p.Alerts
-	return &fixture{p: p, wf: orderworkflow.New(p.Stack, "Procesar", &props)}
+	return &fixture{p: p, wf: orderflow.NewWorkflow(p.Stack, "Procesar", &props)}
 }
 
 func (f *fixture) template() map[string]any {
@@ -106,48 +104,48 @@ var (
 // pseudo parameters substituted) with asl-validator and runs the order
 // scenarios in aws-local-stepfunctions, in one Node process.
 func TestDefinitionExecutes(t *testing.T) {
-	f := newFixture(t, orderworkflow.Props{})
+	f := newFixture(t, orderflow.WorkflowProps{})
 	def := f.definition(t)
 	scenarios := []localaws.WorkflowScenario{
 		{Name: "happy", Tasks: map[string][]localaws.TaskStep{
-			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {sent}, orderworkflow.StateConfirmar: {sent},
+			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {sent}, orderflow.StateConfirmar: {sent},
 		}},
 		{Name: "transient then success", Tasks: map[string][]localaws.TaskStep{
-			orderworkflow.StateCobrar: {
+			orderflow.StateCobrar: {
 				localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway"),
 				localaws.TaskFail("Lambda.TooManyRequestsException", "Rate exceeded"),
 				charged,
 			},
-			orderworkflow.StateEnviarReserva: {sent}, orderworkflow.StateConfirmar: {sent},
+			orderflow.StateEnviarReserva: {sent}, orderflow.StateConfirmar: {sent},
 		}},
 		{Name: "transient forever", Tasks: map[string][]localaws.TaskStep{
-			orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway")},
+			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway")},
 		}},
 		{Name: "card declined", Tasks: map[string][]localaws.TaskStep{
-			orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrTarjetaRechazada, "402: insufficient funds")},
+			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrTarjetaRechazada, "402: insufficient funds")},
 		}},
 		{Name: "circuit open", Tasks: map[string][]localaws.TaskStep{
-			orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrCircuitoAbierto, "gateway circuit open")},
+			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrCircuitoAbierto, "gateway circuit open")},
 		}},
 		{Name: "forged signature", Tasks: map[string][]localaws.TaskStep{
-			orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrFirmaInvalida, "charge refused: not what the outbox publisher signed")},
+			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrFirmaInvalida, "charge refused: not what the outbox publisher signed")},
 		}},
 		{Name: "reservation fails after the charge", Tasks: map[string][]localaws.TaskStep{
-			orderworkflow.StateCobrar:           {charged},
-			orderworkflow.StateEnviarReserva:    {sent, localaws.TaskFail("SQS.KmsAccessDeniedException", "key disabled")},
-			orderworkflow.StateEnviarLiberacion: {sent},
-			orderworkflow.StateReembolsar:       {refunded},
+			orderflow.StateCobrar:           {charged},
+			orderflow.StateEnviarReserva:    {sent, localaws.TaskFail("SQS.KmsAccessDeniedException", "key disabled")},
+			orderflow.StateEnviarLiberacion: {sent},
+			orderflow.StateReembolsar:       {refunded},
 		}},
 		{Name: "confirmation fails after the charge", Tasks: map[string][]localaws.TaskStep{
-			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {sent},
-			orderworkflow.StateConfirmar:        {localaws.TaskFail("SNS.AuthorizationErrorException", "not authorised")},
-			orderworkflow.StateEnviarLiberacion: {sent},
-			orderworkflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503"), refunded},
+			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {sent},
+			orderflow.StateConfirmar:        {localaws.TaskFail("SNS.AuthorizationErrorException", "not authorised")},
+			orderflow.StateEnviarLiberacion: {sent},
+			orderflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503"), refunded},
 		}},
 		{Name: "refund fails", Tasks: map[string][]localaws.TaskStep{
-			orderworkflow.StateCobrar: {charged}, orderworkflow.StateEnviarReserva: {localaws.TaskFail("SQS.X", "down")},
-			orderworkflow.StateEnviarLiberacion: {sent},
-			orderworkflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrRegistroInconsistente, "different amount")},
+			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {localaws.TaskFail("SQS.X", "down")},
+			orderflow.StateEnviarLiberacion: {sent},
+			orderflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrRegistroInconsistente, "different amount")},
 		}},
 	}
 	for i := range scenarios {
@@ -175,21 +173,21 @@ func TestDefinitionExecutes(t *testing.T) {
 
 	t.Run("happy path", func(t *testing.T) {
 		r := get("happy")
-		if r.Status != "SUCCEEDED" || !r.Entered(orderworkflow.StatePedidoConfirmado) {
+		if r.Status != "SUCCEEDED" || !r.Entered(orderflow.StatePedidoConfirmado) {
 			t.Fatalf("status %s %s: %s (states %v)", r.Status, r.Error, r.Cause, r.States)
 		}
 		// The charge got the order's amount, currency and token.
 		var in lambdaapi.CobroInput
-		mustJSON(t, r.Calls[orderworkflow.StateCobrar][0], &in)
+		mustJSON(t, r.Calls[orderflow.StateCobrar][0], &in)
 		if in != (lambdaapi.CobroInput{PedidoID: "P-4820", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc", IDEvento: "0190-evt", Firma: "v1.version.mac"}) {
 			t.Fatalf("cobro input %+v", in)
 		}
 		// One reservation per line: FIFO group = sku, dedup = reserva:<pedido>:<sku>,
 		// a body that is a valid MovimientoStock.
-		if n := r.CallCount(orderworkflow.StateEnviarReserva); n != 2 {
+		if n := r.CallCount(orderflow.StateEnviarReserva); n != 2 {
 			t.Fatalf("%d reservations, want 2", n)
 		}
-		for _, raw := range r.Calls[orderworkflow.StateEnviarReserva] {
+		for _, raw := range r.Calls[orderflow.StateEnviarReserva] {
 			var send struct {
 				QueueURL               string `json:"QueueUrl"`
 				MessageBody            string
@@ -207,7 +205,7 @@ func TestDefinitionExecutes(t *testing.T) {
 				t.Fatalf("reservation %+v / %+v", send, m)
 			}
 		}
-		if r.CallCount(orderworkflow.StateReembolsar) != 0 || r.CallCount(orderworkflow.StateEnviarLiberacion) != 0 {
+		if r.CallCount(orderflow.StateReembolsar) != 0 || r.CallCount(orderflow.StateEnviarLiberacion) != 0 {
 			t.Fatal("compensation ran on the happy path")
 		}
 		// The confirmation is a valid PedidoConfirmado with the charge reference.
@@ -216,7 +214,7 @@ func TestDefinitionExecutes(t *testing.T) {
 			Message           string
 			MessageAttributes map[string]struct{ DataType, StringValue string }
 		}
-		mustJSON(t, r.Calls[orderworkflow.StateConfirmar][0], &pub)
+		mustJSON(t, r.Calls[orderflow.StateConfirmar][0], &pub)
 		schematest.Validate(t, eventsapi.TypePedidoConfirmado, eventsapi.PedidoConfirmadoVersion, []byte(pub.Message))
 		c, err := eventsapi.ParsePedidoConfirmado([]byte(pub.Message))
 		if err != nil {
@@ -234,8 +232,8 @@ func TestDefinitionExecutes(t *testing.T) {
 
 	t.Run("transient failure retried then success", func(t *testing.T) {
 		r := get("transient then success")
-		if r.Status != "SUCCEEDED" || r.CallCount(orderworkflow.StateCobrar) != 3 || len(r.Retries) != 2 {
-			t.Fatalf("status %s, %d charges, retries %+v", r.Status, r.CallCount(orderworkflow.StateCobrar), r.Retries)
+		if r.Status != "SUCCEEDED" || r.CallCount(orderflow.StateCobrar) != 3 || len(r.Retries) != 2 {
+			t.Fatalf("status %s, %d charges, retries %+v", r.Status, r.CallCount(orderflow.StateCobrar), r.Retries)
 		}
 		for _, rt := range r.Retries {
 			checkRetrier(t, rt.Retrier, f.wf.Retry)
@@ -245,10 +243,10 @@ func TestDefinitionExecutes(t *testing.T) {
 	t.Run("retries stop at MaxAttempts", func(t *testing.T) {
 		r := get("transient forever")
 		want := 1 + int(f.wf.Retry.MaxAttempts)
-		if r.Status != "FAILED" || r.Error != lambdaapi.ErrPasarelaNoDisponible || r.CallCount(orderworkflow.StateCobrar) != want {
-			t.Fatalf("status %s error %s, %d charges (want %d)", r.Status, r.Error, r.CallCount(orderworkflow.StateCobrar), want)
+		if r.Status != "FAILED" || r.Error != lambdaapi.ErrPasarelaNoDisponible || r.CallCount(orderflow.StateCobrar) != want {
+			t.Fatalf("status %s error %s, %d charges (want %d)", r.Status, r.Error, r.CallCount(orderflow.StateCobrar), want)
 		}
-		if r.CallCount(orderworkflow.StateReembolsar) != 0 || !r.Entered(orderworkflow.StatePedidoFallido) {
+		if r.CallCount(orderflow.StateReembolsar) != 0 || !r.Entered(orderflow.StatePedidoFallido) {
 			t.Fatalf("states %v", r.States)
 		}
 	})
@@ -256,10 +254,10 @@ func TestDefinitionExecutes(t *testing.T) {
 	for _, tc := range []struct{ scenario, err string }{{"card declined", lambdaapi.ErrTarjetaRechazada}, {"circuit open", lambdaapi.ErrCircuitoAbierto}, {"forged signature", lambdaapi.ErrFirmaInvalida}} {
 		t.Run(tc.scenario+": no retry, no refund, order failed", func(t *testing.T) {
 			r := get(tc.scenario)
-			if r.Status != "FAILED" || r.Error != tc.err || r.CallCount(orderworkflow.StateCobrar) != 1 || len(r.Retries) != 0 {
-				t.Fatalf("status %s error %s cause %q, %d charges, retries %v", r.Status, r.Error, r.Cause, r.CallCount(orderworkflow.StateCobrar), r.Retries)
+			if r.Status != "FAILED" || r.Error != tc.err || r.CallCount(orderflow.StateCobrar) != 1 || len(r.Retries) != 0 {
+				t.Fatalf("status %s error %s cause %q, %d charges, retries %v", r.Status, r.Error, r.Cause, r.CallCount(orderflow.StateCobrar), r.Retries)
 			}
-			if r.CallCount(orderworkflow.StateReembolsar) != 0 || r.CallCount(orderworkflow.StateEnviarReserva) != 0 || !r.Entered(orderworkflow.StatePedidoFallido) {
+			if r.CallCount(orderflow.StateReembolsar) != 0 || r.CallCount(orderflow.StateEnviarReserva) != 0 || !r.Entered(orderflow.StatePedidoFallido) {
 				t.Fatalf("states %v", r.States)
 			}
 		})
@@ -268,19 +266,19 @@ func TestDefinitionExecutes(t *testing.T) {
 	t.Run("failure after the charge: refund and release", func(t *testing.T) {
 		for _, name := range []string{"reservation fails after the charge", "confirmation fails after the charge"} {
 			r := get(name)
-			if r.Status != "FAILED" || !r.Entered(orderworkflow.StatePedidoFallido) || r.CallCount(orderworkflow.StateReembolsar) == 0 {
+			if r.Status != "FAILED" || !r.Entered(orderflow.StatePedidoFallido) || r.CallCount(orderflow.StateReembolsar) == 0 {
 				t.Fatalf("%s: status %s error %s, states %v", name, r.Status, r.Error, r.States)
 			}
 			var in lambdaapi.ReembolsoInput
-			mustJSON(t, r.Calls[orderworkflow.StateReembolsar][0], &in)
+			mustJSON(t, r.Calls[orderflow.StateReembolsar][0], &in)
 			if in != (lambdaapi.ReembolsoInput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"}) {
 				t.Fatalf("%s: refund input %+v", name, in)
 			}
 			// Every line released, with its own dedup id.
-			if n := r.CallCount(orderworkflow.StateEnviarLiberacion); n != 2 {
+			if n := r.CallCount(orderflow.StateEnviarLiberacion); n != 2 {
 				t.Fatalf("%s: %d releases, want 2", name, n)
 			}
-			for _, raw := range r.Calls[orderworkflow.StateEnviarLiberacion] {
+			for _, raw := range r.Calls[orderflow.StateEnviarLiberacion] {
 				var send struct{ MessageBody, MessageDeduplicationId string }
 				mustJSON(t, raw, &send)
 				m, err := eventsapi.ParseMovimientoStock([]byte(send.MessageBody))
@@ -294,23 +292,23 @@ func TestDefinitionExecutes(t *testing.T) {
 		if r.Error != "SQS.KmsAccessDeniedException" || r.Cause != "key disabled" {
 			t.Fatalf("the failed order must carry the original error: %s %q", r.Error, r.Cause)
 		}
-		if c := get("confirmation fails after the charge"); c.CallCount(orderworkflow.StateConfirmar) != 1+int(f.wf.Retry.MaxAttempts) || c.CallCount(orderworkflow.StateReembolsar) != 2 {
-			t.Fatalf("confirm calls %d, refund calls %d", c.CallCount(orderworkflow.StateConfirmar), c.CallCount(orderworkflow.StateReembolsar))
+		if c := get("confirmation fails after the charge"); c.CallCount(orderflow.StateConfirmar) != 1+int(f.wf.Retry.MaxAttempts) || c.CallCount(orderflow.StateReembolsar) != 2 {
+			t.Fatalf("confirm calls %d, refund calls %d", c.CallCount(orderflow.StateConfirmar), c.CallCount(orderflow.StateReembolsar))
 		}
 	})
 
 	t.Run("failed compensation is named", func(t *testing.T) {
 		r := get("refund fails")
-		if r.Status != "FAILED" || r.Error != orderworkflow.ErrCompensacionFallida || !strings.Contains(r.Cause, "different amount") {
+		if r.Status != "FAILED" || r.Error != orderflow.ErrCompensacionFallida || !strings.Contains(r.Cause, "different amount") {
 			t.Fatalf("status %s error %s cause %q", r.Status, r.Error, r.Cause)
 		}
-		if r.CallCount(orderworkflow.StateReembolsar) != 1 {
-			t.Fatalf("RegistroInconsistente must not be retried: %d refunds", r.CallCount(orderworkflow.StateReembolsar))
+		if r.CallCount(orderflow.StateReembolsar) != 1 {
+			t.Fatalf("RegistroInconsistente must not be retried: %d refunds", r.CallCount(orderflow.StateReembolsar))
 		}
 	})
 }
 
-func checkRetrier(t *testing.T, got map[string]any, want orderworkflow.RetryPolicy) {
+func checkRetrier(t *testing.T, got map[string]any, want orderflow.RetryPolicy) {
 	t.Helper()
 	if got["IntervalSeconds"] != *want.Interval.ToSeconds(nil) || got["BackoffRate"] != want.BackoffRate ||
 		got["MaxAttempts"] != want.MaxAttempts || got["MaxDelaySeconds"] != *want.MaxDelay.ToSeconds(nil) || got["JitterStrategy"] != "FULL" {
@@ -328,7 +326,7 @@ func mustJSON(t *testing.T, raw json.RawMessage, v any) {
 // The retry counts follow the configuration (not the defaults the first
 // test happens to use), and the backoff parameters reach the definition.
 func TestRetryFollowsConfiguration(t *testing.T) {
-	f := newFixture(t, orderworkflow.Props{Retry: orderworkflow.RetryPolicy{
+	f := newFixture(t, orderflow.WorkflowProps{Retry: orderflow.RetryPolicy{
 		Interval: awscdk.Duration_Seconds(jsii.Number(1)), BackoffRate: 3, MaxAttempts: 2, MaxDelay: awscdk.Duration_Seconds(jsii.Number(1)),
 	}})
 	def := f.definition(t)
@@ -338,7 +336,7 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 		}
 	}
 	mustJSON(t, def, &asl)
-	retry := asl.States[orderworkflow.StateCobrar].Retry
+	retry := asl.States[orderflow.StateCobrar].Retry
 	if len(retry) != 1 {
 		t.Fatalf("Cobrar has %d retriers, want 1: %v", len(retry), retry)
 	}
@@ -349,7 +347,7 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 			t.Fatalf("Cobrar retries %v", e)
 		}
 	}
-	down := map[string][]localaws.TaskStep{orderworkflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrOperacionEnCurso, "locked")}}
+	down := map[string][]localaws.TaskStep{orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrOperacionEnCurso, "locked")}}
 	rep, err := localaws.RunWorkflow(context.Background(), def, []localaws.WorkflowScenario{
 		{Name: "down", Input: order(), Context: execContext, Tasks: down},
 		// The real parameters, once: the engine waits as configured. With
@@ -359,11 +357,11 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := rep.Scenarios[0]; r.CallCount(orderworkflow.StateCobrar) != 3 || len(r.Retries) != 2 {
-		t.Fatalf("MaxAttempts 2: %d charges, retries %v", r.CallCount(orderworkflow.StateCobrar), r.Retries)
+	if r := rep.Scenarios[0]; r.CallCount(orderflow.StateCobrar) != 3 || len(r.Retries) != 2 {
+		t.Fatalf("MaxAttempts 2: %d charges, retries %v", r.CallCount(orderflow.StateCobrar), r.Retries)
 	}
 	r := rep.Scenarios[1]
-	times := r.CallTimes[orderworkflow.StateCobrar]
+	times := r.CallTimes[orderflow.StateCobrar]
 	if len(times) != 3 {
 		t.Fatalf("real waits: %d charges", len(times))
 	}
@@ -378,9 +376,9 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 
 func TestInvalidPropsAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("Mal")
-	orderworkflow.New(p.Stack, "Procesar", &orderworkflow.Props{
+	orderflow.NewWorkflow(p.Stack, "Procesar", &orderflow.WorkflowProps{
 		StockMovements: awssqs.NewQueue(p.Stack, jsii.String("Std"), nil),
-		Retry:          orderworkflow.RetryPolicy{BackoffRate: 0.5, MaxAttempts: 11},
+		Retry:          orderflow.RetryPolicy{BackoffRate: 0.5, MaxAttempts: 11},
 	})
 	errs := cdktest.Errors(p.Stack)
 	for _, want := range []string{"Charge", "Refund", "must be a FIFO queue", "Confirmed", "DataKey", "Alerts", "BackoffRate", "MaxAttempts"} {
@@ -391,10 +389,10 @@ func TestInvalidPropsAreReported(t *testing.T) {
 // The state machine as synthesised: standard, logs ALL to an encrypted
 // log group, X-Ray, the data key, and the three execution alarms.
 func TestStateMachineResource(t *testing.T) {
-	f := newFixture(t, orderworkflow.Props{})
+	f := newFixture(t, orderflow.WorkflowProps{})
 	tpl := assertions.Template_FromStack(f.p.Stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), map[string]any{
-		"StateMachineName":     orderworkflow.StateMachineName,
+		"StateMachineName":     orderflow.StateMachineName,
 		"StateMachineType":     "STANDARD",
 		"TracingConfiguration": map[string]any{"Enabled": true},
 		"LoggingConfiguration": map[string]any{
@@ -404,9 +402,9 @@ func TestStateMachineResource(t *testing.T) {
 		"EncryptionConfiguration": assertions.Match_ObjectLike(&map[string]any{"Type": "CUSTOMER_MANAGED_KMS_KEY"}),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{
-		"LogGroupName": "/aws/vendedlogs/states/" + orderworkflow.StateMachineName, "KmsKeyId": assertions.Match_AnyValue(),
+		"LogGroupName": "/aws/vendedlogs/states/" + orderflow.StateMachineName, "KmsKeyId": assertions.Match_AnyValue(),
 	})
-	for metric, threshold := range map[string]float64{"ExecutionsFailed": orderworkflow.DefaultFailedThreshold, "ExecutionsTimedOut": 0, "ExecutionThrottled": 0} {
+	for metric, threshold := range map[string]float64{"ExecutionsFailed": orderflow.DefaultFailedThreshold, "ExecutionsTimedOut": 0, "ExecutionThrottled": 0} {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 			"MetricName": metric, "Namespace": "AWS/States", "Threshold": threshold, "Statistic": "Sum",
 			"AlarmActions": assertions.Match_AnyValue(), "OKActions": assertions.Match_AnyValue(),
@@ -427,7 +425,7 @@ func TestWorkflowRoleIsAdmittedByTheQueueAndTopic(t *testing.T) {
 		return string(q) + string(tp)
 	}
 	t.Run("one stack", func(t *testing.T) {
-		f := newFixture(t, orderworkflow.Props{})
+		f := newFixture(t, orderflow.WorkflowProps{})
 		if errs := cdktest.Errors(f.p.Stack); len(errs) > 0 {
 			t.Fatalf("errors: %v", errs)
 		}
@@ -441,7 +439,7 @@ func TestWorkflowRoleIsAdmittedByTheQueueAndTopic(t *testing.T) {
 		messaging := cdktest.NewStackIn(p.App, "Mensajeria")
 		queue := awssqs.NewQueue(messaging, jsii.String("Stock"), &awssqs.QueueProps{QueueName: jsii.String("stock.fifo"), Fifo: jsii.Bool(true)})
 		topic := awssns.NewTopic(messaging, jsii.String("Confirmado"), nil)
-		newFixtureOn(t, p, orderworkflow.Props{StockMovements: queue, Confirmed: topic, RoleName: jsii.String("procesar-pedido-eu-west-1")})
+		newFixtureOn(t, p, orderflow.WorkflowProps{StockMovements: queue, Confirmed: topic, RoleName: jsii.String("procesar-pedido-eu-west-1")})
 		if errs := cdktest.Errors(p.Stack); len(errs) > 0 {
 			t.Fatalf("errors: %v", errs)
 		}
@@ -454,7 +452,7 @@ func TestWorkflowRoleIsAdmittedByTheQueueAndTopic(t *testing.T) {
 		p := cdktest.NewPlatform("Flujo")
 		messaging := cdktest.NewStackIn(p.App, "Mensajeria")
 		queue := awssqs.NewQueue(messaging, jsii.String("Stock"), &awssqs.QueueProps{QueueName: jsii.String("stock.fifo"), Fifo: jsii.Bool(true)})
-		newFixtureOn(t, p, orderworkflow.Props{StockMovements: queue})
+		newFixtureOn(t, p, orderflow.WorkflowProps{StockMovements: queue})
 		cdktest.RequireContains(t, cdktest.Errors(p.Stack), "RoleName is required", "StockMovements")
 	})
 }

@@ -1,4 +1,4 @@
-package payment
+package orderflow
 
 import (
 	"strings"

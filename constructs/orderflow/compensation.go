@@ -1,4 +1,4 @@
-package orderworkflow
+package orderflow
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ const MetricCompensacionFallida = "CompensacionFallida"
 // the first: the order is charged, or holds stock, and only a person can
 // finish its compensation. The ExecutionsFailed alarm sits above the rate of
 // declined cards and would stay quiet for one order.
-func (w *Workflow) compensationFailedAlarm(c constructs.Construct, p *Props, name string) awscloudwatch.Alarm {
+func (w *Workflow) compensationFailedAlarm(c constructs.Construct, p *WorkflowProps, name string) awscloudwatch.Alarm {
 	filter := awslogs.NewMetricFilter(c, jsii.String("CompensacionFallidaFilter"), &awslogs.MetricFilterProps{
 		LogGroup: w.LogGroup,
 		FilterPattern: awslogs.FilterPattern_All(

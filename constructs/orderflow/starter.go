@@ -1,4 +1,4 @@
-package orderworkflow
+package orderflow
 
 import (
 	"math"
@@ -88,7 +88,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	s := &Starter{Construct: c}
-	v := core.Check(c, "orderworkflow.Starter")
+	v := core.Check(c, "orderflow.Starter")
 	v.If(props.Workflow == nil, "Workflow is required")
 	s.Buffer = queues.NewQueue(c, "Buffer", &queues.QueueProps{
 		Context:             props.Context,

@@ -1,4 +1,4 @@
-package orderworkflow_test
+package orderflow_test
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/orderworkflow"
+	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
@@ -29,12 +29,12 @@ func TestStarterWiring(t *testing.T) {
 	stack := awscdk.NewStack(app, jsii.String("Flujo"), &awscdk.StackProps{Env: &awscdk.Environment{Account: jsii.String(cdktest.Account), Region: jsii.String(cdktest.Region)}})
 	key := awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 	alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key, EnforceSSL: jsii.Bool(true)})
-	f := newFixtureOn(t, &cdktest.Platform{App: app, Stack: stack, Key: key, Alerts: alerts}, orderworkflow.Props{})
+	f := newFixtureOn(t, &cdktest.Platform{App: app, Stack: stack, Key: key, Alerts: alerts}, orderflow.WorkflowProps{})
 	awscdk.Aspects_Of(f.p.App).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	cdktest.Check(f.p.App)
 	bus := awsevents.NewEventBus(f.p.Stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus-mercadofresco")})
 	builder := golambdatest.Builder(t, "")
-	orderworkflow.NewStarter(f.p.Stack, "Inicio", &orderworkflow.StarterProps{
+	orderflow.NewStarter(f.p.Stack, "Inicio", &orderflow.StarterProps{
 		Context: core.Context{Builder: builder, DataKey: f.p.Key, Alerts: f.p.Alerts},
 		Bus:     bus, Workflow: f.wf, MaximumConcurrency: 5,
 		QueueName: jsii.String("cola-mercadofresco-inicio-pedido"), RuleName: jsii.String("mf-pedido-creado-a-inicio"),
@@ -126,7 +126,7 @@ func TestArchiveRetentionMustFitTheStarterWindow(t *testing.T) {
 			alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key})
 			bus := awsevents.NewEventBus(stack, jsii.String("Bus"), nil)
 			builder := golambdatest.Builder(t, "")
-			orderworkflow.NewStarter(stack, "Inicio", &orderworkflow.StarterProps{
+			orderflow.NewStarter(stack, "Inicio", &orderflow.StarterProps{
 				Context: core.Context{Builder: builder, DataKey: key, Alerts: alerts},
 				Bus:     bus, ArchiveRetention: awscdk.Duration_Days(jsii.Number(tc.days)),
 			})

@@ -90,15 +90,14 @@ func (s *gbStore) SetData(name string, data []byte) error {
 }
 
 type result struct {
-	name             string
-	callers          int
-	work             time.Duration
-	calls, errs      int64
-	roundTrips       int64
-	elapsed          time.Duration
-	perCall, perSec  float64
-	firstError       string
-	lockHeldDuringFn bool
+	name            string
+	callers         int
+	work            time.Duration
+	calls, errs     int64
+	roundTrips      int64
+	elapsed         time.Duration
+	perCall, perSec float64
+	firstError      string
 }
 
 func main() {

@@ -88,7 +88,7 @@ func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration
 	commits, err := steady(ctx, w, 0, o.rate, d)
 	if err == nil {
 		// Events committed in a gap wait for the next invocation.
-		err = rec.waitFor(int64(len(commits)), m.period+o.timeout)
+		err = rec.waitFor(ctx, int64(len(commits)), m.period+o.timeout)
 	}
 	close(stopSchedule)
 	cancel()
@@ -96,16 +96,9 @@ func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration
 	if err != nil {
 		return deployedRow{}, err
 	}
-	p50, p99, n := rec.lags(commits)
-	return deployedRow{model: m.name, n: n, p50: p50, p99: p99, maxL: rec.maxLag(commits), invocations: invocations}, nil
-}
-
-func (r *recorder) maxLag(commits map[string]time.Time) time.Duration {
-	ds := r.durations(commits)
-	if len(ds) == 0 {
-		return 0
-	}
-	return ds[len(ds)-1]
+	r := deployedRow{model: m.name, invocations: invocations}
+	r.p50, r.p99, r.maxL, r.n = rec.lags(commits)
+	return r, nil
 }
 
 func printDeployed(o options, d time.Duration, rows []deployedRow) {

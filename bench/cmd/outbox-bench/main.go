@@ -4,8 +4,8 @@
 // draining -n pre-written orders into an in-process sink, and the
 // commit-to-sink lag (p50 / p99) while -rate orders/s are written for
 // -lag-seconds. -deployed runs (-only-deployed for those alone) model the
-// Lambda schedule (a publisher a minute for its polling window). -batch,
-// -calls and -wm-batch override the batch sizes and concurrency. The method
+// Lambda schedule (a publisher a minute for its polling window). -batch
+// and -wm-batch override the batch sizes. The method
 // in full: docs/outbox-benchmark.md.
 //
 // Usage:
@@ -22,7 +22,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mercadofresco/integration/lambdas/outbox"
 )
@@ -53,7 +54,6 @@ type options struct {
 	lagSeconds int
 	timeout    time.Duration
 	batch      int // outbox.Config.BatchSize; 0 = the package default
-	calls      int // outbox.Config.MaxConcurrentCalls; 0 = the package default
 	wmBatch    int // Watermill's SubscribeBatchSize; 0 = its default (100)
 	deployed   time.Duration
 	onlyDep    bool
@@ -86,7 +86,6 @@ func main() {
 	flag.IntVar(&o.lagSeconds, "lag-seconds", 10, "length of the lag run")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up a run after this long")
 	flag.IntVar(&o.batch, "batch", 0, "outbox publisher BatchSize (0 = the package default)")
-	flag.IntVar(&o.calls, "calls", 0, "outbox publisher MaxConcurrentCalls (0 = the package default)")
 	flag.IntVar(&o.wmBatch, "wm-batch", 0, "Watermill SubscribeBatchSize (0 = its default, 100)")
 	flag.DurationVar(&o.deployed, "deployed", 150*time.Second, "length of each commit-to-bus lag run under the deployed invocation model (and the previous one); 0 skips them")
 	flag.BoolVar(&o.onlyDep, "only-deployed", false, "run only the deployed-model lag runs")
@@ -213,14 +212,12 @@ type recorder struct {
 	mu       sync.Mutex
 	arrived  map[string]time.Time
 	distinct atomic.Int64
-	all      atomic.Int64
 }
 
 func newRecorder() *recorder { return &recorder{arrived: map[string]time.Time{}} }
 
 func (r *recorder) record(id string) {
 	now := time.Now()
-	r.all.Add(1)
 	r.mu.Lock()
 	if _, ok := r.arrived[id]; !ok {
 		r.arrived[id] = now
@@ -229,10 +226,14 @@ func (r *recorder) record(id string) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) waitFor(n int64, timeout time.Duration) error {
+// waitFor waits until n distinct events arrived, ctx ends (a publisher
+// failed to start) or timeout passes.
+func (r *recorder) waitFor(ctx context.Context, n int64, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for r.distinct.Load() < n {
-		if time.Now().After(deadline) {
+		if err := ctx.Err(); err != nil {
+			return err
+		} else if time.Now().After(deadline) {
 			return fmt.Errorf("only %d of %d events arrived within %s", r.distinct.Load(), n, timeout)
 		}
 		time.Sleep(time.Millisecond)
@@ -240,9 +241,9 @@ func (r *recorder) waitFor(n int64, timeout time.Duration) error {
 	return nil
 }
 
-// durations returns arrival - commit of the given commits that arrived,
-// sorted.
-func (r *recorder) durations(commits map[string]time.Time) []time.Duration {
+// lags returns p50, p99 and the maximum of arrival - commit for the
+// given commits, and how many of them arrived.
+func (r *recorder) lags(commits map[string]time.Time) (p50, p99, maxLag time.Duration, n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ds []time.Duration
@@ -251,18 +252,12 @@ func (r *recorder) durations(commits map[string]time.Time) []time.Duration {
 			ds = append(ds, a.Sub(c))
 		}
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds
-}
-
-// lags returns p50 and p99 of arrival - commit for the given commits.
-func (r *recorder) lags(commits map[string]time.Time) (p50, p99 time.Duration, n int) {
-	ds := r.durations(commits)
 	if len(ds) == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
+	slices.Sort(ds)
 	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
-	return q(0.50), q(0.99), len(ds)
+	return q(0.50), q(0.99), ds[len(ds)-1], len(ds)
 }
 
 // ebSink is the outbox's EventBridge stand-in: one PutEvents call of up
@@ -323,58 +318,60 @@ func payload(i int) []byte {
 // event ids.
 type writeFunc func(ctx context.Context, from, to int) ([]string, error)
 
-func insertOrder(ctx context.Context, tx pgx.Tx, i int) error {
-	_, err := tx.Exec(ctx, `INSERT INTO pedidos (pedido_id, cliente_id, lineas, total_centimos) VALUES ($1, 'cli', '[]', 4820)`, fmt.Sprintf("ped-%07d", i))
-	return err
-}
+// adder adds order i's event to a transaction and returns its id.
+type adder func(ctx context.Context, i int) (string, error)
 
-func outboxWriter(pool *pgxpool.Pool) writeFunc {
+// writer writes each order and, in the same transaction, its event with
+// the adder begin returns for the transaction.
+func writer(pool *pgxpool.Pool, begin func(tx pgx.Tx) (adder, error)) writeFunc {
 	return func(ctx context.Context, from, to int) ([]string, error) {
 		tx, err := pool.Begin(ctx)
 		if err != nil {
 			return nil, err
 		}
 		defer tx.Rollback(ctx)
+		add, err := begin(tx)
+		if err != nil {
+			return nil, err
+		}
 		var ids []string
 		for i := from; i < to; i++ {
-			if err := insertOrder(ctx, tx, i); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO pedidos (pedido_id, cliente_id, lineas, total_centimos) VALUES ($1, 'cli', '[]', 4820)`, fmt.Sprintf("ped-%07d", i)); err != nil {
 				return nil, err
 			}
-			id, err := outbox.Add(ctx, tx, outbox.Event{AggregateID: fmt.Sprintf("ped-%07d", i), Type: "PedidoCreado", Payload: payload(i)})
+			id, err := add(ctx, i)
 			if err != nil {
 				return nil, err
 			}
-			ids = append(ids, id.String())
+			ids = append(ids, id)
 		}
 		return ids, tx.Commit(ctx)
 	}
 }
 
+func outboxWriter(pool *pgxpool.Pool) writeFunc {
+	return writer(pool, func(tx pgx.Tx) (adder, error) {
+		return func(ctx context.Context, i int) (string, error) {
+			id, err := outbox.Add(ctx, tx, outbox.Event{AggregateID: fmt.Sprintf("ped-%07d", i), Type: "PedidoCreado", Payload: payload(i)})
+			return id.String(), err
+		}, nil
+	})
+}
+
+// watermillWriter publishes through Watermill's forwarder over the
+// transaction, one publisher per transaction.
 func watermillWriter(pool *pgxpool.Pool) writeFunc {
-	return func(ctx context.Context, from, to int) ([]string, error) {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer tx.Rollback(ctx)
+	return writer(pool, func(tx pgx.Tx) (adder, error) {
 		pub, err := wsql.NewPublisher(wsql.TxFromPgx(tx), wsql.PublisherConfig{SchemaAdapter: wsql.DefaultPostgreSQLSchema{}}, watermill.NopLogger{})
 		if err != nil {
 			return nil, err
 		}
 		fwd := forwarder.NewPublisher(pub, forwarder.PublisherConfig{ForwarderTopic: "outbox"})
-		var ids []string
-		for i := from; i < to; i++ {
-			if err := insertOrder(ctx, tx, i); err != nil {
-				return nil, err
-			}
+		return func(_ context.Context, i int) (string, error) {
 			m := message.NewMessage(watermill.NewUUID(), payload(i))
-			if err := fwd.Publish("pedidos", m); err != nil {
-				return nil, err
-			}
-			ids = append(ids, m.UUID)
-		}
-		return ids, tx.Commit(ctx)
-	}
+			return m.UUID, fwd.Publish("pedidos", m)
+		}, nil
+	})
 }
 
 // prefill writes n orders in transactions of 100 with 4 writers.
@@ -441,135 +438,123 @@ func steady(ctx context.Context, w writeFunc, base, rate int, d time.Duration) (
 	return commits, firstErr
 }
 
-func benchOutbox(ctx context.Context, o options, publishers int, listen bool) (row, error) {
-	name := fmt.Sprintf("outbox (lease, SKIP LOCKED, poll 1 s)")
-	if listen {
-		name = "outbox + LISTEN/NOTIFY wake-up"
-	}
-	schema := fmt.Sprintf("bench_outbox_%d_%v", publishers, listen)
+// measure runs one row in a fresh schema with the outbox's tables: setup
+// returns the writer and, for the publishers, a function that adds them to
+// g (each runs until ctx ends). It prefills o.n orders, times the
+// publishers' drain of them, then measures the lag of o.rate orders/s
+// written for o.lagSeconds.
+func measure(ctx context.Context, o options, schema string, publishers int, vacuum string,
+	setup func(pool *pgxpool.Pool) (writeFunc, func(ctx context.Context, g *errgroup.Group, rec *recorder), error)) (row, error) {
 	pool, cleanup, err := freshSchema(ctx, o.server, schema, int32(8+2*publishers))
 	if err != nil {
 		return row{}, err
 	}
 	defer cleanup()
-	if _, err := outbox.Migrate(ctx, pool); err != nil {
+	if _, err := outbox.Migrate(ctx, pool); err != nil { // the same pedidos table for both
 		return row{}, err
 	}
-	w := outboxWriter(pool)
+	w, start, err := setup(pool)
+	if err != nil {
+		return row{}, err
+	}
 	if err := prefill(ctx, w, o.n); err != nil {
 		return row{}, err
 	}
-	if _, err := pool.Exec(ctx, "VACUUM ANALYZE outbox"); err != nil {
+	if _, err := pool.Exec(ctx, vacuum); err != nil {
 		return row{}, err
 	}
 	rec := newRecorder()
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range publishers {
-		var wake <-chan struct{}
-		if listen {
-			conn, err := pgx.Connect(ctx, o.server+"/"+benchDB+"?sslmode=disable&search_path="+schema)
-			if err != nil {
-				return row{}, err
-			}
-			defer conn.Close(ctx)
-			var stop func()
-			if wake, stop, err = outbox.Listen(rctx, conn); err != nil {
-				return row{}, err
-			}
-			defer stop() // runs before conn.Close (deferred later)
+	g, gctx := errgroup.WithContext(rctx)
+	begin := time.Now()
+	start(gctx, g, rec)
+	r := row{latency: o.latency, publishers: publishers, events: o.n}
+	err = rec.waitFor(gctx, int64(o.n), o.timeout)
+	if err == nil {
+		r.drain = time.Since(begin)
+		var commits map[string]time.Time
+		if commits, err = steady(ctx, w, o.n, o.rate, time.Duration(o.lagSeconds)*time.Second); err == nil {
+			err = rec.waitFor(gctx, int64(o.n+len(commits)), o.timeout)
+			r.p50, r.p99, _, r.lagN = rec.lags(commits)
 		}
-		p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, outbox.Config{BusName: "bus-mercadofresco", Source: "mercadofresco.tienda", BatchSize: o.batch, MaxConcurrentCalls: o.calls})
-		if err != nil {
-			return row{}, err
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = p.Run(rctx, wake) }()
-	}
-	if err := rec.waitFor(int64(o.n), o.timeout); err != nil {
-		return row{}, err
-	}
-	drain := time.Since(start)
-	commits, err := steady(ctx, w, o.n, o.rate, time.Duration(o.lagSeconds)*time.Second)
-	if err != nil {
-		return row{}, err
-	}
-	if err := rec.waitFor(int64(o.n+len(commits)), o.timeout); err != nil {
-		return row{}, err
 	}
 	cancel()
-	wg.Wait()
-	p50, p99, lagN := rec.lags(commits)
-	return row{latency: o.latency, system: name, publishers: publishers, events: o.n, drain: drain, lagN: lagN, p50: p50, p99: p99}, nil
+	if gerr := g.Wait(); gerr != nil { // why a publisher did not start
+		return row{}, gerr
+	}
+	return r, err
+}
+
+func benchOutbox(ctx context.Context, o options, publishers int, listen bool) (row, error) {
+	schema := fmt.Sprintf("bench_outbox_%d_%v", publishers, listen)
+	r, err := measure(ctx, o, schema, publishers, "VACUUM ANALYZE outbox", func(pool *pgxpool.Pool) (writeFunc, func(context.Context, *errgroup.Group, *recorder), error) {
+		return outboxWriter(pool), func(ctx context.Context, g *errgroup.Group, rec *recorder) {
+			for range publishers {
+				g.Go(func() error {
+					var wake <-chan struct{}
+					if listen {
+						conn, err := pgx.Connect(ctx, o.server+"/"+benchDB+"?sslmode=disable&search_path="+schema)
+						if err != nil {
+							return err
+						}
+						defer conn.Close(context.Background())
+						var stop func()
+						if wake, stop, err = outbox.Listen(ctx, conn); err != nil {
+							return err
+						}
+						defer stop() // runs before conn.Close (deferred earlier)
+					}
+					p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, outbox.Config{BusName: "bus-mercadofresco", Source: "mercadofresco.tienda", BatchSize: o.batch})
+					if err != nil {
+						return err
+					}
+					_ = p.Run(ctx, wake) // until the run ends
+					return nil
+				})
+			}
+		}, nil
+	})
+	r.system = "outbox (lease, SKIP LOCKED, poll 1 s)"
+	if listen {
+		r.system = "outbox + LISTEN/NOTIFY wake-up"
+	}
+	return r, err
 }
 
 func benchWatermill(ctx context.Context, o options, forwarders int) (row, error) {
-	schema := fmt.Sprintf("bench_watermill_%d", forwarders)
-	pool, cleanup, err := freshSchema(ctx, o.server, schema, int32(8+2*forwarders))
-	if err != nil {
-		return row{}, err
-	}
-	defer cleanup()
-	if _, err := outbox.Migrate(ctx, pool); err != nil { // the same pedidos table
-		return row{}, err
-	}
-	newSub := func() (*wsql.Subscriber, error) {
-		return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
-			ConsumerGroup:    "mercadofresco",
-			SchemaAdapter:    wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: o.wmBatch},
-			OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
-			InitializeSchema: true,
-		}, watermill.NopLogger{})
-	}
-	init, err := newSub()
-	if err != nil {
-		return row{}, err
-	}
-	if err := init.SubscribeInitialize("outbox"); err != nil {
-		return row{}, err
-	}
-	w := watermillWriter(pool)
-	if err := prefill(ctx, w, o.n); err != nil {
-		return row{}, err
-	}
-	if _, err := pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
-		return row{}, err
-	}
-	rec := newRecorder()
-	var fwds []*forwarder.Forwarder
-	start := time.Now()
-	for range forwarders {
-		sub, err := newSub()
-		if err != nil {
-			return row{}, err
+	r, err := measure(ctx, o, fmt.Sprintf("bench_watermill_%d", forwarders), forwarders, "VACUUM ANALYZE", func(pool *pgxpool.Pool) (writeFunc, func(context.Context, *errgroup.Group, *recorder), error) {
+		newSub := func() (*wsql.Subscriber, error) {
+			return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
+				ConsumerGroup:    "mercadofresco",
+				SchemaAdapter:    wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: o.wmBatch},
+				OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
+				InitializeSchema: true,
+			}, watermill.NopLogger{})
 		}
-		f, err := forwarder.NewForwarder(sub, wmSink{rec, o.latency}, watermill.NopLogger{}, forwarder.Config{ForwarderTopic: "outbox", CloseTimeout: 5 * time.Second})
-		if err != nil {
-			return row{}, err
+		init, err := newSub()
+		if err == nil {
+			err = init.SubscribeInitialize("outbox")
 		}
-		fwds = append(fwds, f)
-		go func() { _ = f.Run(ctx) }()
-	}
-	defer func() {
-		for _, f := range fwds {
-			_ = f.Close()
-		}
-	}()
-	if err := rec.waitFor(int64(o.n), o.timeout); err != nil {
-		return row{}, err
-	}
-	drain := time.Since(start)
-	commits, err := steady(ctx, w, o.n, o.rate, time.Duration(o.lagSeconds)*time.Second)
-	if err != nil {
-		return row{}, err
-	}
-	if err := rec.waitFor(int64(o.n+len(commits)), o.timeout); err != nil {
-		return row{}, err
-	}
-	p50, p99, lagN := rec.lags(commits)
-	return row{latency: o.latency, system: "Watermill SQL forwarder (watermill-sql v4.1.2)", publishers: forwarders, events: o.n, drain: drain, lagN: lagN, p50: p50, p99: p99}, nil
+		return watermillWriter(pool), func(ctx context.Context, g *errgroup.Group, rec *recorder) {
+			for range forwarders {
+				g.Go(func() error {
+					sub, err := newSub()
+					if err != nil {
+						return err
+					}
+					f, err := forwarder.NewForwarder(sub, wmSink{rec, o.latency}, watermill.NopLogger{}, forwarder.Config{ForwarderTopic: "outbox", CloseTimeout: 5 * time.Second})
+					if err != nil {
+						return err
+					}
+					go func() { <-ctx.Done(); _ = f.Close() }() // Close stops Run
+					_ = f.Run(ctx)
+					return nil
+				})
+			}
+		}, err
+	})
+	r.system = "Watermill SQL forwarder (watermill-sql v4.1.2)"
+	return r, err
 }
 
 func printTable(o options, rows []row) {

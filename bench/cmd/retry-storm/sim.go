@@ -3,7 +3,6 @@ package main
 import (
 	"container/heap"
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -443,9 +442,4 @@ func (s *sim) finish() {
 			r.BreakerOpenings += int(in.breaker.Stats().Opened)
 		}
 	}
-}
-
-func (r Result) String() string {
-	return fmt.Sprintf("%s: peak %d/s (recovery %d/s), calls %d, per order mean %.1f worst %d, charged %d, dead-lettered %d, drain %s",
-		r.Strategy.Name, r.Peak, r.PeakRecovery, r.Calls, r.MeanPerOrder, r.WorstPerOrder, r.Charged, r.DeadLettered, r.Drain)
 }

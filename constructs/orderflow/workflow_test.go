@@ -69,7 +69,7 @@ func (f *fixture) template() map[string]any {
 	return *assertions.Template_FromStack(f.p.Stack, nil).ToJSON()
 }
 
-func (f *fixture) definition(t *testing.T) []byte {
+func (f *fixture) definition(t *testing.T) map[string]any {
 	t.Helper()
 	tpl := f.template()
 	id := *f.p.Stack.GetLogicalId(f.wf.StateMachine.Node().DefaultChild().(awscdk.CfnElement))
@@ -89,9 +89,41 @@ func order() eventsapi.PedidoCreado {
 	}
 }
 
-var execContext = map[string]any{
-	"Execution": map[string]any{"Id": "arn:aws:states:eu-west-1:111111111111:execution:mercadofresco-procesar-pedido:pedido-P-4820", "StartTime": "2026-12-01T10:00:00Z"},
-	"State":     map[string]any{"EnteredTime": "2026-12-01T10:00:01.5Z", "Name": "x"},
+// scenario is one execution of the order with its Task states scripted;
+// Retry and Wait states wait 0 ms unless realWaits.
+type scenario struct {
+	name      string
+	tasks     map[string][]localaws.TaskStep
+	realWaits bool
+}
+
+// run validates def as synthesised (ARNs and pseudo parameters substituted)
+// with asl-validator and runs the scenarios in aws-local-stepfunctions, in
+// one Node process.
+func run(t *testing.T, def map[string]any, scenarios []scenario) map[string]*localaws.ExecutionResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sf := localaws.NewStepFunctions(t, 1, nil)
+	if errs := sf.Validate(ctx, def); len(errs) > 0 {
+		t.Fatalf("asl-validator rejects the synthesised definition: %v\n%v", errs, def)
+	}
+	start := time.Now()
+	out := map[string]*localaws.ExecutionResult{}
+	for _, sc := range scenarios {
+		in, err := json.Marshal(order())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := localaws.Execution{ARN: "arn:aws:states:eu-west-1:111111111111:execution:mercadofresco-procesar-pedido:" + sc.name, Name: sc.name, Input: string(in)}
+		r, err := sf.Run(ctx, def, e, localaws.Script(sc.tasks), !sc.realWaits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[sc.name] = &r
+	}
+	t.Logf("%d scenarios in %s", len(scenarios), time.Since(start).Round(time.Millisecond))
+	return out
 }
 
 var (
@@ -100,17 +132,15 @@ var (
 	sent     = localaws.TaskOk(map[string]any{"MessageId": "m-1", "SequenceNumber": "1"})
 )
 
-// TestDefinitionExecutes validates the definition AS SYNTHESISED (ARNs and
-// pseudo parameters substituted) with asl-validator and runs the order
-// scenarios in aws-local-stepfunctions, in one Node process.
+// TestDefinitionExecutes runs the order scenarios on the definition as
+// synthesised.
 func TestDefinitionExecutes(t *testing.T) {
 	f := newFixture(t, orderflow.WorkflowProps{})
-	def := f.definition(t)
-	scenarios := []localaws.WorkflowScenario{
-		{Name: "happy", Tasks: map[string][]localaws.TaskStep{
+	results := run(t, f.definition(t), []scenario{
+		{name: "happy", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {sent}, orderflow.StateConfirmar: {sent},
 		}},
-		{Name: "transient then success", Tasks: map[string][]localaws.TaskStep{
+		{name: "transient then success", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar: {
 				localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway"),
 				localaws.TaskFail("Lambda.TooManyRequestsException", "Rate exceeded"),
@@ -118,58 +148,37 @@ func TestDefinitionExecutes(t *testing.T) {
 			},
 			orderflow.StateEnviarReserva: {sent}, orderflow.StateConfirmar: {sent},
 		}},
-		{Name: "transient forever", Tasks: map[string][]localaws.TaskStep{
+		{name: "transient forever", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway")},
 		}},
-		{Name: "card declined", Tasks: map[string][]localaws.TaskStep{
+		{name: "card declined", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrTarjetaRechazada, "402: insufficient funds")},
 		}},
-		{Name: "circuit open", Tasks: map[string][]localaws.TaskStep{
+		{name: "circuit open", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrCircuitoAbierto, "gateway circuit open")},
 		}},
-		{Name: "forged signature", Tasks: map[string][]localaws.TaskStep{
+		{name: "forged signature", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrFirmaInvalida, "charge refused: not what the outbox publisher signed")},
 		}},
-		{Name: "reservation fails after the charge", Tasks: map[string][]localaws.TaskStep{
+		{name: "reservation fails after the charge", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar:           {charged},
 			orderflow.StateEnviarReserva:    {sent, localaws.TaskFail("SQS.KmsAccessDeniedException", "key disabled")},
 			orderflow.StateEnviarLiberacion: {sent},
 			orderflow.StateReembolsar:       {refunded},
 		}},
-		{Name: "confirmation fails after the charge", Tasks: map[string][]localaws.TaskStep{
+		{name: "confirmation fails after the charge", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {sent},
 			orderflow.StateConfirmar:        {localaws.TaskFail("SNS.AuthorizationErrorException", "not authorised")},
 			orderflow.StateEnviarLiberacion: {sent},
 			orderflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503"), refunded},
 		}},
-		{Name: "refund fails", Tasks: map[string][]localaws.TaskStep{
+		{name: "refund fails", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {localaws.TaskFail("SQS.X", "down")},
 			orderflow.StateEnviarLiberacion: {sent},
 			orderflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrRegistroInconsistente, "different amount")},
 		}},
-	}
-	for i := range scenarios {
-		scenarios[i].Input = order()
-		scenarios[i].Context = execContext
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	start := time.Now()
-	rep, err := localaws.RunWorkflow(ctx, def, scenarios)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("harness: %d scenarios in %s", len(scenarios), time.Since(start).Round(time.Millisecond))
-	if !rep.Valid {
-		t.Fatalf("asl-validator rejects the synthesised definition: %s\n%s", rep.ValidationErrors, def)
-	}
-	get := func(name string) *localaws.WorkflowResult {
-		r, err := rep.Scenario(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	})
+	get := func(name string) *localaws.ExecutionResult { return results[name] }
 
 	t.Run("happy path", func(t *testing.T) {
 		r := get("happy")
@@ -335,7 +344,8 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 			Retry []map[string]any
 		}
 	}
-	mustJSON(t, def, &asl)
+	raw, _ := json.Marshal(def)
+	mustJSON(t, raw, &asl)
 	retry := asl.States[orderflow.StateCobrar].Retry
 	if len(retry) != 1 {
 		t.Fatalf("Cobrar has %d retriers, want 1: %v", len(retry), retry)
@@ -348,30 +358,25 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 		}
 	}
 	down := map[string][]localaws.TaskStep{orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrOperacionEnCurso, "locked")}}
-	rep, err := localaws.RunWorkflow(context.Background(), def, []localaws.WorkflowScenario{
-		{Name: "down", Input: order(), Context: execContext, Tasks: down},
+	results := run(t, def, []scenario{{name: "down", tasks: down},
 		// The real parameters, once: the engine waits as configured. With
 		// a 1 s cap, the second wait (1 s x 3 uncapped) stays within 1 s.
-		{Name: "real waits", Input: order(), Context: execContext, Tasks: down, RealWaits: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := rep.Scenarios[0]; r.CallCount(orderflow.StateCobrar) != 3 || len(r.Retries) != 2 {
+		{name: "real waits", tasks: down, realWaits: true}})
+	if r := results["down"]; r.CallCount(orderflow.StateCobrar) != 3 || len(r.Retries) != 2 {
 		t.Fatalf("MaxAttempts 2: %d charges, retries %v", r.CallCount(orderflow.StateCobrar), r.Retries)
 	}
-	r := rep.Scenarios[1]
+	r := results["real waits"]
 	times := r.CallTimes[orderflow.StateCobrar]
 	if len(times) != 3 {
 		t.Fatalf("real waits: %d charges", len(times))
 	}
-	const slackMs = 400 // the engine's own scheduling on a loaded machine
+	const slack = 400 * time.Millisecond // the engine's own scheduling on a loaded machine
 	for i := 1; i < len(times); i++ {
-		if gap := times[i] - times[i-1]; gap < 0 || gap > 1000+slackMs {
-			t.Fatalf("wait before retry %d was %.0f ms; MaxDelaySeconds 1 caps it at 1000 ms (calls at %v)", i, gap, times)
+		if gap := times[i] - times[i-1]; gap < 0 || gap > time.Second+slack {
+			t.Fatalf("wait before retry %d was %s; MaxDelaySeconds 1 caps it at 1 s (calls at %v)", i, gap, times)
 		}
 	}
-	t.Logf("real waits (FULL jitter under a 1 s cap): charges at %v ms", times)
+	t.Logf("real waits (FULL jitter under a 1 s cap): charges at %v", times)
 }
 
 func TestInvalidPropsAreReported(t *testing.T) {

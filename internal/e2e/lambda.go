@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -235,10 +236,10 @@ func runInvocation[T any](parent context.Context, f *Function, fn func(ctx conte
 
 // InvokeTask invokes a Step Functions task function with its input; the
 // error, if any, carries the errorType Step Functions would see.
-func (f *Function) InvokeTask(ctx context.Context, in json.RawMessage) (json.RawMessage, *TaskFailure) {
+func (f *Function) InvokeTask(ctx context.Context, in json.RawMessage) (json.RawMessage, *localaws.TaskFailure) {
 	build := taskBuilders[f.Entry]
 	if build == nil {
-		return nil, &TaskFailure{Error: "Harness.NotPlayed", Cause: f.Entry + " is not played by the run"}
+		return nil, &localaws.TaskFailure{Error: "Harness.NotPlayed", Cause: f.Entry + " is not played by the run"}
 	}
 	f.mu.Lock()
 	var h taskHandler
@@ -249,23 +250,23 @@ func (f *Function) InvokeTask(ctx context.Context, in json.RawMessage) (json.Raw
 	if h == nil { // a new sandbox: its init runs outside the deadline
 		var err error
 		if h, err = build(ctx, lambdaenv.FromMap(f.Env)); err != nil {
-			return nil, &TaskFailure{Error: "Runtime.InitError", Cause: err.Error()}
+			return nil, &localaws.TaskFailure{Error: "Runtime.InitError", Cause: err.Error()}
 		}
 	}
 	out, err := runInvocation(ctx, f, func(ctx context.Context) (any, error) { return h(ctx, in) })
 	if errors.Is(err, ErrTimedOut) {
-		return nil, &TaskFailure{Error: "Sandbox.Timedout", Cause: err.Error()} // sandbox discarded
+		return nil, &localaws.TaskFailure{Error: "Sandbox.Timedout", Cause: err.Error()} // sandbox discarded
 	}
 	f.mu.Lock()
 	f.idle = append(f.idle, h)
 	f.mu.Unlock()
 	if err != nil {
 		typ, msg := invokeError(err)
-		return nil, &TaskFailure{Error: typ, Cause: msg}
+		return nil, &localaws.TaskFailure{Error: typ, Cause: msg}
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return nil, &TaskFailure{Error: "Runtime.MarshalError", Cause: err.Error()}
+		return nil, &localaws.TaskFailure{Error: "Runtime.MarshalError", Cause: err.Error()}
 	}
 	return b, nil
 }
@@ -287,11 +288,6 @@ func invokeError(err error) (typ, msg string) {
 		t = t.Elem()
 	}
 	return t.Name(), err.Error()
-}
-
-// TaskFailure is a failed task: its Step Functions error and cause.
-type TaskFailure struct {
-	Error, Cause string
 }
 
 // ESM is one SQS event source mapping of the templates, played as Lambda's

@@ -93,10 +93,11 @@ type Run struct {
 	retries   sync.WaitGroup
 	pendingRe atomic.Int64
 
-	esms   []*ESM
-	pubs   *Publishers
-	kill   *ConsumerKill
-	hangOn string
+	esms    []*ESM
+	results []localaws.ExecutionResult // the finished executions
+	pubs    *Publishers
+	kill    *ConsumerKill
+	hangOn  string
 	// lostAnswer is the order whose first successful cobro invocation
 	// loses its answer (Lambda.ServiceException: the workflow runs cobro
 	// again); budgetOrder the order whose every charge the gateway answers
@@ -109,15 +110,29 @@ type Run struct {
 	started time.Time
 }
 
-// NewRun prepares a run: the world, the bus, the executor, the event
-// source mappings, the publishers and the faults' hooks.
+// NewRun prepares a run: its orders, the bus, the event source mappings,
+// the orders of the targeted faults and the consumer kill's hook, and Step
+// Functions.
 func NewRun(w *World, sc Scenario) *Run {
 	r := &Run{w: w, sc: sc, rng: rand.New(rand.NewPCG(w.opts.Seed, 0x0dd)), orders: map[string]*order{}}
+	r.makeOrders()
 	w.bus = w.loadBus()
 	w.aws.Router = w.bus
-	w.sfn = w.startExecutor(context.Background(), r.executionDone)
-	w.aws.Executor = w.sfn
 	r.esms = w.loadESMs()
+	var prep *ESM
+	for _, e := range r.esms {
+		if e.Queue.Name == "cola-mercadofresco-pedidos" {
+			prep = e
+		}
+	}
+	if prep == nil {
+		w.fatalf("no event source mapping on cola-mercadofresco-pedidos")
+	}
+	r.kill = w.killConsumerOn(prep, r.ids[len(r.ids)/10])
+	r.hangOn = r.ids[len(r.ids)/5]
+	r.pickSpecial()
+	w.sfn = w.startStepFunctions(context.Background(), r.runTask, r.executionDone)
+	w.aws.Executor = w.sfn
 	r.writer = localaws.PoolAs(w.t, w.db, "", w.roles.Writer, 8)
 	return r
 }
@@ -180,13 +195,10 @@ func (r *Run) place(ctx context.Context, o *order) error {
 // executionDone is the customer's side: an order whose workflow failed for
 // an unavailable gateway (its circuit open, the gateway's errors) is paid
 // again after a pause, as the shop's page asks.
-func (r *Run) executionDone(res ExecutionResult) {
-	var in struct {
-		PedidoID string `json:"pedido_id"`
-	}
-	_ = json.Unmarshal([]byte(res.Input), &in)
+func (r *Run) executionDone(res localaws.ExecutionResult) {
 	r.mu.Lock()
-	o := r.orders[in.PedidoID]
+	r.results = append(r.results, res)
+	o := r.orders[pedidoOf([]byte(res.Input))]
 	if o == nil {
 		r.mu.Unlock()
 		return
@@ -366,26 +378,13 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	defer pollers.Wait()
 	defer stop()
 
-	r.makeOrders()
 	r.seedStock(ctx)
 	r.sendPoison(ctx)
 	for _, e := range r.esms {
 		pollers.Add(1)
 		go func() { defer pollers.Done(); e.Run(ctx) }()
 	}
-	var prep *ESM
-	for _, e := range r.esms {
-		if e.Queue.Name == "cola-mercadofresco-pedidos" {
-			prep = e
-		}
-	}
-	if prep == nil {
-		w.fatalf("no event source mapping on cola-mercadofresco-pedidos")
-	}
-	r.kill = w.killConsumerOn(prep, r.ids[len(r.ids)/10])
-	r.hangOn = r.ids[len(r.ids)/5]
 	var outage atomic.Bool
-	r.pickSpecial()
 	w.deps.Gateway.Inject(
 		localaws.Rule{Match: func(q localaws.ServiceRequest) bool { return outage.Load() }, Fault: localaws.Fault{Status: 503}},
 		localaws.Rule{Match: func(q localaws.ServiceRequest) bool {
@@ -401,12 +400,6 @@ func (r *Run) Execute(ctx context.Context) *Report {
 		},
 			Fault: localaws.Fault{Status: 422}},
 	)
-	w.sfn.faults.Store(&TaskFaults{
-		LoseAnswer: func(entry string, in json.RawMessage) bool {
-			return entry == "lambdas/cobro" && pedidoOf(in) == r.lostAnswer && r.lostOnce.CompareAndSwap(false, true)
-		},
-		FailPublish: func(message string) bool { return pedidoOf([]byte(message)) == r.compOrder },
-	})
 	w.deps.ERPWebhook.Inject(localaws.Rule{Times: 5, Fault: localaws.Fault{Status: 503}}) // EventBridge retries them
 	r.pubs = w.startPublishers(2)
 	ttlCarts := r.feedCarts(ctx)
@@ -641,7 +634,10 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	}
 
 	// Every dependency's ledger, the uncertain outcomes and the layers.
-	ls := r.ledgers()
+	r.mu.Lock()
+	results := r.results
+	r.mu.Unlock()
+	ls := r.ledgers(results)
 	for _, name := range dependencyOrder {
 		rep.Layers = append(rep.Layers, ls[name].layer)
 	}
@@ -685,7 +681,6 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	for _, e := range sec {
 		rep.EmailsSecondary += len(e)
 	}
-	results := w.sfn.Results()
 	for _, res := range results {
 		k := res.Status
 		if res.Error != "" {

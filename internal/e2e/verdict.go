@@ -114,7 +114,7 @@ var orderIDPattern = regexp.MustCompile(`P-\d{5}-[0-9a-f]{4}`)
 // scenario caused: answers lost after the effect (the gateway's timeout
 // after the charge, a kill between the effect and its answer) and every
 // order of the batch in flight in the killed consumer.
-func (r *Run) ledgers() map[string]*ledger {
+func (r *Run) ledgers(results []localaws.ExecutionResult) map[string]*ledger {
 	d := r.w.deps
 	isCharge := func(q localaws.Record) bool { return q.Path == payment.PathCobros }
 	sesOrder := func(b []byte) string { return localaws.SESTag(b, "pedido_id") }
@@ -128,7 +128,10 @@ func (r *Run) ledgers() map[string]*ledger {
 		func(e localaws.Effect) bool { return e.Path == payment.PathCobros }))
 	lostAnswers(g.uncertain, d.Gateway.Service, pedidoOf, isCharge)
 	keyCounts(&g.layer, []*localaws.Service{d.Gateway.Service}, isCharge)
-	g.layer.Deliveries, g.layer.DeliveredBy = int(r.w.sfn.TaskCalls("Cobrar")), "Cobrar task invocations"
+	for _, res := range results {
+		g.layer.Deliveries += res.CallCount("Cobrar")
+	}
+	g.layer.DeliveredBy = "Cobrar task invocations"
 
 	wh := mk(depWarehouse, effectsByOrder(d.Almacen, func(e localaws.Effect) string { return pedidoOf(e.Body) }, nil))
 	lostAnswers(wh.uncertain, d.Almacen, pedidoOf, nil)
@@ -271,9 +274,9 @@ func matchFilter(pattern string, event map[string]any) (bool, error) {
 // static Error is the execution's error), run through each filter, summed
 // and compared with its alarm's threshold over one period (the run is
 // shorter than the 5-minute period).
-func (w *World) stateMachineLogAlarms(results []ExecutionResult) []AlarmLine {
+func (w *World) stateMachineLogAlarms(results []localaws.ExecutionResult) []AlarmLine {
 	failStates := map[string]string{} // error -> Fail state name
-	for _, def := range w.sfn.defs {
+	for _, def := range w.sfn.Definitions {
 		synthesized.WalkStates(def, func(name string, st map[string]any) {
 			if e, ok := st["Error"].(string); ok && st["Type"] == "Fail" {
 				failStates[e] = name

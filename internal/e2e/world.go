@@ -94,7 +94,7 @@ type World struct {
 	overrides       []string // human-readable list for the report
 
 	bus *Bus
-	sfn *Executor
+	sfn *localaws.StepFunctions
 }
 
 // Physical gives every resource the run reads the meaning AWS gives it

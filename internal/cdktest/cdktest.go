@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
-	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -57,17 +56,13 @@ const (
 
 // NewStack creates a stack named id in a new app, in Account/Region.
 func NewStack(id string) awscdk.Stack {
-	return newStack(awscdk.NewApp(nil), id)
+	return NewStackIn(awscdk.NewApp(nil), id)
 }
 
 // NewStackIn creates a stack named id in app, in Account/Region, with the
 // region's first three availability zones known (a VPC then synthesises
 // without a lookup).
 func NewStackIn(app awscdk.App, id string) awscdk.Stack {
-	return newStack(app, id)
-}
-
-func newStack(app awscdk.App, id string) awscdk.Stack {
 	stack := awscdk.NewStack(app, jsii.String(id), &awscdk.StackProps{
 		Env: &awscdk.Environment{Account: jsii.String(Account), Region: jsii.String(Region)},
 	})
@@ -88,7 +83,7 @@ type Platform struct {
 // NewPlatform creates a Platform whose stack is named id.
 func NewPlatform(id string) *Platform {
 	app := awscdk.NewApp(nil)
-	stack := newStack(app, id)
+	stack := NewStackIn(app, id)
 	key := awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 	alerts := awssns.NewTopic(stack, jsii.String("Alerts"), &awssns.TopicProps{MasterKey: key, EnforceSSL: jsii.Bool(true)})
 	return &Platform{App: app, Stack: stack, Key: key, Alerts: alerts}
@@ -104,7 +99,10 @@ func Check(app awscdk.App) { constructs.NewConstruct(app, jsii.String(checkedMar
 // Errors returns the text of every synthesis error under stack, and its
 // Findings when its app is checked (Check).
 func Errors(stack awscdk.Stack) []string {
-	out := messages(assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_AnyValue()))
+	var out []string
+	for _, m := range *assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_AnyValue()) {
+		out = append(out, fmt.Sprint(m.Entry.Data))
+	}
 	if stack.Node().Root().Node().TryFindChild(jsii.String(checkedMarker)) == nil {
 		return out
 	}
@@ -123,19 +121,6 @@ func Findings(stack awscdk.Stack) []string {
 		if f.Stack == *stack.StackName() {
 			out = append(out, f.String())
 		}
-	}
-	return out
-}
-
-// Warnings returns the text of every synthesis warning under stack.
-func Warnings(stack awscdk.Stack) []string {
-	return messages(assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()))
-}
-
-func messages(found *[]*cxapi.SynthesisMessage) []string {
-	var out []string
-	for _, m := range *found {
-		out = append(out, fmt.Sprint(m.Entry.Data))
 	}
 	return out
 }

@@ -185,13 +185,6 @@ func (q *Queues) Pump(ctx context.Context, t testing.TB, p *sqsbatch.Processor, 
 // batches ran. It returns the number of batches.
 func (q *Queues) Drain(ctx context.Context, t testing.TB, p *sqsbatch.Processor, size, rounds int) int {
 	t.Helper()
-	return q.DrainEach(ctx, t, p, size, rounds, nil)
-}
-
-// DrainEach is Drain calling afterBatch (when not nil) after every batch:
-// for a test whose other clocks must move as time does between receives.
-func (q *Queues) DrainEach(ctx context.Context, t testing.TB, p *sqsbatch.Processor, size, rounds int, afterBatch func()) int {
-	t.Helper()
 	for i := 0; i < rounds; i++ {
 		states, err := q.Fake.Inspect(q.Source)
 		if err != nil {
@@ -203,9 +196,6 @@ func (q *Queues) DrainEach(ctx context.Context, t testing.TB, p *sqsbatch.Proces
 		ev, _ := q.Pump(ctx, t, p, size)
 		if len(ev.Records) == 0 {
 			q.Clock.Advance(16 * time.Minute)
-		}
-		if afterBatch != nil {
-			afterBatch()
 		}
 	}
 	t.Fatalf("queue %s not drained after %d batches", q.Source, rounds)

@@ -348,38 +348,6 @@ func (s *Service) serve(w http.ResponseWriter, hr *http.Request) {
 	write(w, resp)
 }
 
-// KeyCount is what the server did with one idempotency key.
-type KeyCount struct {
-	Requests int // requests that reached the key store or the Handler
-	Effects  int // runs of the Handler
-	Replayed int // answers replayed from the key store
-}
-
-// PerKey counts, for every idempotency key of the ledger ("" for requests
-// without one), the requests that got past the Precheck and the faults that
-// answer instead of the effect, the effects and the replays: requests minus
-// effects is what the key store absorbed.
-func (s *Service) PerKey() map[string]KeyCount {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]KeyCount{}
-	for _, r := range s.requests {
-		if !r.Effect && !r.Replayed && r.Status != http.StatusConflict && r.Status != http.StatusUnprocessableEntity {
-			continue
-		}
-		c := out[r.IdempotencyKey]
-		c.Requests++
-		if r.Effect {
-			c.Effects++
-		}
-		if r.Replayed {
-			c.Replayed++
-		}
-		out[r.IdempotencyKey] = c
-	}
-	return out
-}
-
 // apply runs the effect under the idempotency rules.
 func (s *Service) apply(req ServiceRequest, seq int) (resp ServiceResponse, replayed, effect bool) {
 	run := func() ServiceResponse {

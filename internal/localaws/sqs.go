@@ -63,13 +63,10 @@ type QueueConfig struct {
 // QueueStats counts what happened on one queue.
 type QueueStats struct {
 	Sent         int // messages accepted and enqueued (not counting deduplicated sends)
-	Deduplicated int // FIFO sends accepted but dropped as duplicates
 	Received     int // deliveries (one message received twice counts 2)
 	Deleted      int
 	StaleDeletes int // deletes with an outdated receipt handle that deleted nothing
 	MovedToDLQ   int // moved out of this queue by its redrive policy
-	MovedByTask  int // moved out of this queue by a message move task
-	Expired      int // dropped at the end of the retention period
 }
 
 // MessageState is a read-only view of a stored message, for assertions. It is
@@ -79,10 +76,8 @@ type MessageState struct {
 	Body              string
 	GroupID           string
 	DeduplicationID   string
-	SequenceNumber    string
 	ReceiveCount      int
 	InFlight          bool
-	Delayed           bool
 	VisibleAt         time.Time
 	SentAt            time.Time
 	MessageAttributes map[string]types.MessageAttributeValue
@@ -103,10 +98,10 @@ type SQSConfig struct {
 // "SendMessageBatch", ...) on queueURL fail with it before it has any effect.
 // The operations not addressed by URL pass their own target: "GetQueueUrl"
 // the queue name, "StartMessageMoveTask" and "ListMessageMoveTasks" the
-// source ARN, "CancelMessageMoveTask" the task handle. A batch entry is
-// asked about as op "<batch operation>Entry" with the entry's Id as target:
-// an error fails that entry alone (in Failed[], with the error's code when
-// it is a smithy.APIError), as SQS fails single entries of a batch.
+// source ARN. An entry of a SendMessageBatch is asked about as op
+// "SendMessageBatchEntry" with the entry's Id as target: an error fails that
+// entry alone (in Failed[], with the error's code when it is a
+// smithy.APIError), as SQS fails single entries of a batch.
 type SQSFault func(op, target string) error
 
 // SQS is an in-memory SQS with the semantics docs/design.md#sqs-fake lists.
@@ -309,10 +304,8 @@ func (f *SQS) Inspect(url string) ([]MessageState, error) {
 			Body:              m.body,
 			GroupID:           m.groupID,
 			DeduplicationID:   m.dedupID,
-			SequenceNumber:    m.seqNumber,
 			ReceiveCount:      m.receiveCount,
 			InFlight:          m.inFlight(now),
-			Delayed:           m.receipt == "" && now.Before(m.visibleAt),
 			VisibleAt:         m.visibleAt,
 			SentAt:            m.sentAt,
 			MessageAttributes: copyAttrs(m.attrs),
@@ -320,13 +313,6 @@ func (f *SQS) Inspect(url string) ([]MessageState, error) {
 		})
 	}
 	return out, nil
-}
-
-// QueueURLs returns the URLs of all queues, sorted.
-func (f *SQS) QueueURLs() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Sorted(maps.Keys(f.byURL))
 }
 
 func (m *message) inFlight(now time.Time) bool {
@@ -421,7 +407,6 @@ func (f *SQS) send(q *fakeQueue, in types.SendMessageBatchRequestEntry) (*messag
 		}
 		f.pruneDedup(q, now)
 		if e, ok := q.dedup[dedupID]; ok {
-			q.stats.Deduplicated++
 			return &message{id: e.id, seqNumber: e.seqNumber, md5: md5Hex(body), attrs: in.MessageAttributes}, nil
 		}
 	} else if dedupID != "" {
@@ -470,7 +455,6 @@ func (f *SQS) expire(q *fakeQueue, now time.Time) {
 	for _, m := range q.msgs {
 		if now.Sub(m.sentAt) >= q.cfg.RetentionPeriod {
 			m.deleted = true
-			q.stats.Expired++
 			continue
 		}
 		kept = append(kept, m)

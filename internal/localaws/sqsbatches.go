@@ -22,27 +22,29 @@ const (
 // SendMessageBatch sends up to ten messages. As in SQS, a malformed request
 // (no entries, more than ten, a bad or repeated id, a payload over
 // MaxBatchPayload) fails whole; otherwise each entry succeeds or fails on its
-// own, with the answer SendMessage would give it (or the Fault's for
-// "SendMessageBatchEntry"), and the call succeeds.
+// own, with the answer SendMessage would give it (or the Fault's for op
+// "SendMessageBatchEntry" and the entry's Id), and the call succeeds.
 func (f *SQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	const op = "SendMessageBatch"
-	ids, payload := make([]*string, len(in.Entries)), 0
-	for i, e := range in.Entries {
-		ids[i] = e.Id
-		payload += len(aws.ToString(e.MessageBody)) + attributesSize(e.MessageAttributes)
-	}
-	q, err := f.batch(ctx, op, in.QueueUrl, ids)
-	if err == nil && payload > MaxBatchPayload {
-		err = &types.BatchRequestTooLong{Message: aws.String("the batch's messages together exceed 1 MiB")}
+	q, err := f.lookup(ctx, op, in.QueueUrl)
+	if err == nil {
+		err = validateBatch(in.Entries)
 	}
 	if err != nil {
 		return nil, opError(op, err)
 	}
 	out := &sqs.SendMessageBatchOutput{Successful: []types.SendMessageBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range in.Entries {
-		m, err := f.entry(op, e.Id, func() (*message, error) { return f.send(q, e) })
+		var m *message
+		var err error
+		if f.fault != nil {
+			err = f.fault(op+"Entry", aws.ToString(e.Id))
+		}
+		if err == nil {
+			m, err = f.send(q, e)
+		}
 		if err != nil {
 			out.Failed = append(out.Failed, entryError(e.Id, err))
 			continue
@@ -53,103 +55,31 @@ func (f *SQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInpu
 	return out, nil
 }
 
-// DeleteMessageBatch deletes up to ten messages; each entry is answered as
-// DeleteMessage would answer it (or as the Fault says for
-// "DeleteMessageBatchEntry").
-func (f *SQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
-	ids := make([]*string, len(in.Entries))
-	for i, e := range in.Entries {
-		ids[i] = e.Id
-	}
-	ok, failed, err := f.receiptBatch(ctx, "DeleteMessageBatch", in.QueueUrl, ids, func(q *fakeQueue, i int) error {
-		return f.delete(q, aws.ToString(in.Entries[i].ReceiptHandle))
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := &sqs.DeleteMessageBatchOutput{Successful: []types.DeleteMessageBatchResultEntry{}, Failed: failed}
-	for _, id := range ok {
-		out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: id})
-	}
-	return out, err
-}
-
-// ChangeMessageVisibilityBatch changes the visibility of up to ten
-// messages; each entry is answered as ChangeMessageVisibility would answer
-// it (or as the Fault says for "ChangeMessageVisibilityBatchEntry").
-func (f *SQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	ids := make([]*string, len(in.Entries))
-	for i, e := range in.Entries {
-		ids[i] = e.Id
-	}
-	ok, failed, err := f.receiptBatch(ctx, "ChangeMessageVisibilityBatch", in.QueueUrl, ids, func(q *fakeQueue, i int) error {
-		return f.changeVisibility(q, aws.ToString(in.Entries[i].ReceiptHandle), in.Entries[i].VisibilityTimeout)
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := &sqs.ChangeMessageVisibilityBatchOutput{Successful: []types.ChangeMessageVisibilityBatchResultEntry{}, Failed: failed}
-	for _, id := range ok {
-		out.Successful = append(out.Successful, types.ChangeMessageVisibilityBatchResultEntry{Id: id})
-	}
-	return out, err
-}
-
-// receiptBatch runs do on each entry of a batch addressed by receipt
-// handles and returns the ids that succeeded and the failed entries.
-func (f *SQS) receiptBatch(ctx context.Context, op string, url *string, ids []*string, do func(q *fakeQueue, i int) error) ([]*string, []types.BatchResultErrorEntry, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.batch(ctx, op, url, ids)
-	if err != nil {
-		return nil, nil, opError(op, err)
-	}
-	var ok []*string
-	failed := []types.BatchResultErrorEntry{}
-	for i, id := range ids {
-		if _, err := f.entry(op, id, func() (*message, error) { return nil, do(q, i) }); err != nil {
-			failed = append(failed, entryError(id, err))
-			continue
-		}
-		ok = append(ok, id)
-	}
-	return ok, failed, nil
-}
-
-// batch looks the queue up and applies the rules on a batch's entry ids.
-// Callers hold f.mu.
-func (f *SQS) batch(ctx context.Context, op string, url *string, ids []*string) (*fakeQueue, error) {
-	q, err := f.lookup(ctx, op, url)
-	if err != nil {
-		return nil, err
-	}
+// validateBatch applies the rules on a batch as a whole: its size, its
+// entry ids and its payload.
+func validateBatch(entries []types.SendMessageBatchRequestEntry) error {
 	switch {
-	case len(ids) == 0:
-		return nil, &types.EmptyBatchRequest{Message: aws.String("the batch has no entries")}
-	case len(ids) > MaxBatchEntries:
-		return nil, &types.TooManyEntriesInBatchRequest{Message: aws.String("a batch has at most 10 entries")}
+	case len(entries) == 0:
+		return &types.EmptyBatchRequest{Message: aws.String("the batch has no entries")}
+	case len(entries) > MaxBatchEntries:
+		return &types.TooManyEntriesInBatchRequest{Message: aws.String("a batch has at most 10 entries")}
 	}
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		if !validEntryID(aws.ToString(id)) {
-			return nil, &types.InvalidBatchEntryId{Message: aws.String("a batch entry id is 1..80 letters, digits, '-' or '_': " + aws.ToString(id))}
+	seen, payload := map[string]bool{}, 0
+	for _, e := range entries {
+		id := aws.ToString(e.Id)
+		if !validEntryID(id) {
+			return &types.InvalidBatchEntryId{Message: aws.String("a batch entry id is 1..80 letters, digits, '-' or '_': " + id)}
 		}
-		if seen[*id] {
-			return nil, &types.BatchEntryIdsNotDistinct{Message: aws.String("two batch entries have the id " + *id)}
+		if seen[id] {
+			return &types.BatchEntryIdsNotDistinct{Message: aws.String("two batch entries have the id " + id)}
 		}
-		seen[*id] = true
+		seen[id] = true
+		payload += len(aws.ToString(e.MessageBody)) + attributesSize(e.MessageAttributes)
 	}
-	return q, nil
-}
-
-// entry runs one batch entry after asking the Fault about it.
-func (f *SQS) entry(op string, id *string, do func() (*message, error)) (*message, error) {
-	if f.fault != nil {
-		if err := f.fault(op+"Entry", aws.ToString(id)); err != nil {
-			return nil, err
-		}
+	if payload > MaxBatchPayload {
+		return &types.BatchRequestTooLong{Message: aws.String("the batch's messages together exceed 1 MiB")}
 	}
-	return do()
+	return nil
 }
 
 func validEntryID(id string) bool {

@@ -18,11 +18,9 @@ const MaxMoveRate = 500
 
 // Message move task statuses (the SQS values).
 const (
-	moveTaskRunning    = "RUNNING"
-	moveTaskCompleted  = "COMPLETED"
-	moveTaskCancelling = "CANCELLING"
-	moveTaskCancelled  = "CANCELLED"
-	moveTaskFailed     = "FAILED"
+	moveTaskRunning   = "RUNNING"
+	moveTaskCompleted = "COMPLETED"
+	moveTaskFailed    = "FAILED"
 )
 
 // moveTask is one message move task (SQS's service-side DLQ redrive).
@@ -36,10 +34,6 @@ type moveTask struct {
 	toMove  int64
 	moved   int64
 	failure string
-}
-
-func (t *moveTask) active() bool {
-	return t.status == moveTaskRunning || t.status == moveTaskCancelling
 }
 
 // GetQueueUrl returns the URL of the queue with this name.
@@ -117,7 +111,7 @@ func (f *SQS) startMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInp
 		return "", invalid("MaxNumberOfMessagesPerSecond %d not in 1..%d", rate, MaxMoveRate)
 	}
 	for _, t := range f.tasks {
-		if t.src == src && t.active() {
+		if t.src == src && t.status == moveTaskRunning {
 			return "", invalid("There is already a task running. Only one active task is allowed for a source queue arn at a given time (task started %s).", t.started.UTC().Format(time.RFC3339))
 		}
 	}
@@ -186,26 +180,6 @@ func (f *SQS) ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveT
 	return out, nil
 }
 
-// CancelMessageMoveTask cancels a RUNNING task and returns how many
-// messages it had moved; moved messages stay moved. The task goes to
-// CANCELLING and, at the fake's next operation, to CANCELLED.
-func (f *SQS) CancelMessageMoveTask(ctx context.Context, in *sqs.CancelMessageMoveTaskInput, _ ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	handle := aws.ToString(in.TaskHandle)
-	if err := f.check(ctx, "CancelMessageMoveTask", handle); err != nil {
-		return nil, opError("CancelMessageMoveTask", err)
-	}
-	f.advanceTasks(f.now())
-	for _, t := range f.tasks {
-		if t.handle == handle && t.status == moveTaskRunning {
-			t.status = moveTaskCancelling
-			return &sqs.CancelMessageMoveTaskOutput{ApproximateNumberOfMessagesMoved: t.moved}, nil
-		}
-	}
-	return nil, opError("CancelMessageMoveTask", &types.ResourceNotFoundException{Message: aws.String("no running task " + handle)})
-}
-
 // advanceTasks brings every active task up to now. Callers hold f.mu.
 func (f *SQS) advanceTasks(now time.Time) {
 	for _, t := range f.tasks {
@@ -214,12 +188,7 @@ func (f *SQS) advanceTasks(now time.Time) {
 }
 
 func (f *SQS) advanceTask(t *moveTask, now time.Time) {
-	switch t.status {
-	case moveTaskCancelling:
-		t.status = moveTaskCancelled
-		return
-	case moveTaskRunning:
-	default:
+	if t.status != moveTaskRunning {
 		return
 	}
 	allowed := t.toMove
@@ -282,6 +251,5 @@ func (f *SQS) moveMessage(src, dest *fakeQueue, m *message, now time.Time) {
 	}
 	dest.msgs = append(dest.msgs, nm)
 	dest.stats.Sent++
-	src.stats.MovedByTask++
 	src.remove(m)
 }

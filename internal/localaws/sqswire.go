@@ -40,18 +40,15 @@ func op[In, Out any](call func(context.Context, *In, ...func(*sqs.Options)) (*Ou
 // typed error. Requests are not authenticated. Long polling returns at once.
 func (f *SQS) Handler() http.Handler {
 	ops := map[string]operation{
-		"SendMessage":                  op(f.SendMessage),
-		"SendMessageBatch":             op(f.SendMessageBatch),
-		"ReceiveMessage":               op(f.ReceiveMessage),
-		"DeleteMessage":                op(f.DeleteMessage),
-		"DeleteMessageBatch":           op(f.DeleteMessageBatch),
-		"ChangeMessageVisibility":      op(f.ChangeMessageVisibility),
-		"ChangeMessageVisibilityBatch": op(f.ChangeMessageVisibilityBatch),
-		"GetQueueAttributes":           op(f.GetQueueAttributes),
-		"GetQueueUrl":                  op(f.GetQueueUrl),
-		"StartMessageMoveTask":         op(f.StartMessageMoveTask),
-		"ListMessageMoveTasks":         op(f.ListMessageMoveTasks),
-		"CancelMessageMoveTask":        op(f.CancelMessageMoveTask),
+		"SendMessage":             op(f.SendMessage),
+		"SendMessageBatch":        op(f.SendMessageBatch),
+		"ReceiveMessage":          op(f.ReceiveMessage),
+		"DeleteMessage":           op(f.DeleteMessage),
+		"ChangeMessageVisibility": op(f.ChangeMessageVisibility),
+		"GetQueueAttributes":      op(f.GetQueueAttributes),
+		"GetQueueUrl":             op(f.GetQueueUrl),
+		"StartMessageMoveTask":    op(f.StartMessageMoveTask),
+		"ListMessageMoveTasks":    op(f.ListMessageMoveTasks),
 		"ListDeadLetterSourceQueues": func(ctx context.Context, body []byte) (any, error) {
 			out, err := op(f.ListDeadLetterSourceQueues)(ctx, body)
 			if err != nil {

@@ -92,13 +92,6 @@ func TestSDKRoundTrip(t *testing.T) {
 		*tasks.Results[0].ApproximateNumberOfMessagesToMove != 1 || *tasks.Results[0].MaxNumberOfMessagesPerSecond != 1 {
 		t.Fatalf("ListMessageMoveTasks = %+v, %v", tasks, err)
 	}
-	if got, err := c.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: h.TaskHandle}); err != nil || got.ApproximateNumberOfMessagesMoved != 0 {
-		t.Fatalf("CancelMessageMoveTask = %v, %v", got, err)
-	}
-	var noTask *types.ResourceNotFoundException
-	if _, err := c.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: h.TaskHandle}); !errors.As(err, &noTask) {
-		t.Errorf("second cancel: %v", err)
-	}
 	out, err = c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &dlq, MaxNumberOfMessages: 10,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
 	if err != nil || len(out.Messages) != 1 || out.Messages[0].Attributes["DeadLetterQueueSourceArn"] != f.ARN(src) {

@@ -23,16 +23,16 @@ import (
 // SpecName is the SPEC's name of the cache (environments add their suffix).
 const SpecName = "mercadofresco-catalogo"
 
-// Defaults of Props.
+// The cache's figures: the usage (and cost) caps.
 const (
-	// DefaultMaxDataStorageGB caps the stored data: breaker states are a
+	// MaxDataStorageGB caps the stored data: breaker states are a
 	// few hundred bytes each, so 1 GB (the minimum) is far more than enough
 	// and bounds the bill.
-	DefaultMaxDataStorageGB = 1
-	// DefaultMaxECPUPerSecond caps the processing units: each breaker call
+	MaxDataStorageGB = 1
+	// MaxECPUPerSecond caps the processing units: each breaker call
 	// is one small Lua script, ~1-2 ECPU; 450 orders in flight at peak make
 	// a few hundred calls per second.
-	DefaultMaxECPUPerSecond = 5000
+	MaxECPUPerSecond = 5000
 	// Port is Valkey's port (ElastiCache Serverless listens on 6379).
 	Port = 6379
 )
@@ -69,9 +69,6 @@ type CacheProps struct {
 	// Vpc and Subnets place the cache (the network's data subnets).
 	Vpc     awsec2.IVpc
 	Subnets *awsec2.SubnetSelection
-	// MaxDataStorageGB and MaxECPUPerSecond cap usage (and cost). Zero means
-	// the defaults.
-	MaxDataStorageGB, MaxECPUPerSecond float64
 }
 
 // Cache is the Valkey cache mercadofresco-catalogo (ElastiCache
@@ -139,8 +136,6 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 
 	props.Require(v, core.DataKey|core.Alerts)
 	vpc, subnets := core.RequireVpc(v, this, props.Vpc, props.Subnets, "the cache lives in its data subnets (or Import an existing cache)")
-	storage := v.Count("MaxDataStorageGB", props.MaxDataStorageGB, DefaultMaxDataStorageGB, 1, 5000)
-	ecpu := v.Count("MaxECPUPerSecond", props.MaxECPUPerSecond, DefaultMaxECPUPerSecond, 1000, 15000000)
 	sg := awsec2.NewSecurityGroup(this, jsii.String("SecurityGroup"), &awsec2.SecurityGroupProps{
 		Vpc:              vpc,
 		Description:      jsii.String(c.name + ": Valkey, reachable only from the functions bound to it"),
@@ -170,8 +165,8 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 		SubnetIds:           &subnetIDs,
 		UserGroupId:         c.UserGroup.Ref(),
 		CacheUsageLimits: &awselasticache.CfnServerlessCache_CacheUsageLimitsProperty{
-			DataStorage:   &awselasticache.CfnServerlessCache_DataStorageProperty{Maximum: jsii.Number(storage), Unit: jsii.String("GB")},
-			EcpuPerSecond: &awselasticache.CfnServerlessCache_ECPUPerSecondProperty{Maximum: jsii.Number(ecpu)},
+			DataStorage:   &awselasticache.CfnServerlessCache_DataStorageProperty{Maximum: jsii.Number(MaxDataStorageGB), Unit: jsii.String("GB")},
+			EcpuPerSecond: &awselasticache.CfnServerlessCache_ECPUPerSecondProperty{Maximum: jsii.Number(MaxECPUPerSecond)},
 		},
 		// Breaker state is rebuilt within one open period after a loss:
 		// no snapshots to pay for.
@@ -181,22 +176,16 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 	c.Resource.ApplyRemovalPolicy(observability.RemovalFor(props.RemovalPolicy, observability.Data), nil)
 	c.endpoint, c.port = c.Resource.AttrEndpointAddress(), c.Resource.AttrEndpointPort()
 
-	c.ThrottleAlarm = observability.NewAlarm(this, "ThrottleAlarm", &observability.AlarmProps{
-		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace:  jsii.String("AWS/ElastiCache"),
-			MetricName: jsii.String("ThrottledCmds"),
-			// Serverless caches publish their metrics under the dimension
-			// "clusterId" (camelCase), not the node-based "CacheClusterId";
-			// an alarm on the latter never receives data.
-			DimensionsMap: &map[string]*string{"clusterId": jsii.String(c.name)},
-			Period:        awscdk.Duration_Minutes(jsii.Number(5)),
-			Statistic:     jsii.String("Sum"),
-		}),
-		Topic:       props.Alerts,
-		Description: fmt.Sprintf("Valkey %s throttled commands (usage limits reached): circuit breakers fail open while it lasts. Raise MaxECPUPerSecond or look for a caller in a loop.", c.name),
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no throttling reports nothing
-	})
+	throttled := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:  jsii.String("AWS/ElastiCache"),
+		MetricName: jsii.String("ThrottledCmds"),
+		// Serverless caches publish their metrics under the dimension
+		// "clusterId" (camelCase), not the node-based "CacheClusterId";
+		// an alarm on the latter never receives data.
+		DimensionsMap: &map[string]*string{"clusterId": jsii.String(c.name)},
+	}).With(observability.Per5Min("Sum"))
+	c.ThrottleAlarm = observability.NewAnyAlarm(this, "ThrottleAlarm", throttled, props.Alerts,
+		fmt.Sprintf("Valkey %s throttled commands (usage limits reached): circuit breakers fail open while it lasts. Raise MaxECPUPerSecond or look for a caller in a loop.", c.name))
 	return c
 }
 

@@ -259,11 +259,6 @@ func NewCircuitOpenedAlarm(scope constructs.Construct, id string, ctx core.Conte
 		Width: 6,
 		Left:  []awscloudwatch.IMetric{Metric(ctx.Environment(), dependency, lambdaapi.MetricBreakerOpened, "Sum")},
 	}))
-	return observability.NewAlarm(scope, id, &observability.AlarmProps{
-		Metric:      Metric(ctx.Environment(), dependency, lambdaapi.MetricBreakerOpened, "Sum"),
-		Topic:       ctx.Alerts,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // emitted only on a transition
-		Description: description,
-	})
+	// Emitted only on a transition: no data is a closed circuit.
+	return observability.NewAnyAlarm(scope, id, Metric(ctx.Environment(), dependency, lambdaapi.MetricBreakerOpened, "Sum"), ctx.Alerts, description)
 }

@@ -174,21 +174,10 @@ func NewRule(scope constructs.Construct, id string, props *RuleProps) *Rule {
 
 	r.contribute(props.Context, props.RuleName)
 
-	five := awscdk.Duration_Minutes(jsii.Number(5))
-	r.FailedInvocationsAlarm = observability.NewAlarm(c, "FailedInvocationsAlarm", &observability.AlarmProps{
-		Metric:      r.Metric("FailedInvocations", &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
-		Topic:       props.Alerts,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no failures reports nothing
-		Description: fmt.Sprintf("EventBridge could not deliver events of %s (they are retried, then dead-lettered). Check the target's permissions, key policy and health.", source),
-	})
-	r.SentToDlqAlarm = observability.NewAlarm(c, "SentToDlqAlarm", &observability.AlarmProps{
-		Metric:      r.Metric("InvocationsSentToDlq", &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
-		Topic:       props.Alerts,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-		Description: fmt.Sprintf("Events of %s gave up and went to its DLQ: they did not reach the target. Follow docs/runbooks/dlq.md; after the fix, replay the window from the bus archive.", source),
-	})
+	r.FailedInvocationsAlarm = observability.NewAnyAlarm(c, "FailedInvocationsAlarm", r.Metric("FailedInvocations", observability.Per5Min("Sum")), props.Alerts,
+		fmt.Sprintf("EventBridge could not deliver events of %s (they are retried, then dead-lettered). Check the target's permissions, key policy and health.", source))
+	r.SentToDlqAlarm = observability.NewAnyAlarm(c, "SentToDlqAlarm", r.Metric("InvocationsSentToDlq", observability.Per5Min("Sum")), props.Alerts,
+		fmt.Sprintf("Events of %s gave up and went to its DLQ: they did not reach the target. Follow docs/runbooks/dlq.md; after the fix, replay the window from the bus archive.", source))
 	return r
 }
 

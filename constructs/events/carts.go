@@ -35,9 +35,9 @@ const (
 	// PipeRetryAttempts: 10 retries of a failing batch, 11 PutEvents
 	// at most per record (the attempts guardrail counts them).
 	PipeRetryAttempts = 10
-	// DefaultMaxRecordAge: a removal older than 6 h is not worth a reminder
+	// MaxRecordAge: a removal older than 6 h is not worth a reminder
 	// any more; it goes to the DLQ instead of waiting.
-	DefaultMaxRecordAge = 6 * time.Hour
+	MaxRecordAge = 6 * time.Hour
 	// RetentionDays of the abandoned-carts queue (no consumer yet).
 	RetentionDays = 7
 )
@@ -61,10 +61,9 @@ type CartsProps struct {
 	// TableName, PipeName, QueueName and the DLQ names: physical names.
 	// Nil means the SPEC names (table, pipe) or CloudFormation's (queues).
 	TableName, PipeName, QueueName, DeadLetterQueueName, PipeDeadLetterQueueName, RuleName, RuleDeadLetterQueueName *string
-	// RetryAttempts (0..185) and MaxRecordAge (1 min to 7 days) of the
-	// pipe's source. Zero and nil mean the defaults.
+	// RetryAttempts (0..185) of the pipe's source. Zero means
+	// PipeRetryAttempts.
 	RetryAttempts float64
-	MaxRecordAge  awscdk.Duration
 }
 
 // Carts is the table, the pipe, the rule and the queue.
@@ -115,10 +114,9 @@ func NewCarts(scope constructs.Construct, id string, props *CartsProps) *Carts {
 	v.If(props.Bus == nil, "Bus is required")
 	props.Require(v, core.DataKey|core.Alerts)
 	k.RetryCount = v.Count("RetryAttempts", props.RetryAttempts, PipeRetryAttempts, 0, 185)
-	maxAge := v.Seconds("MaxRecordAge", props.MaxRecordAge, DefaultMaxRecordAge.Seconds(), 60, 604800)
 	pipeName := core.Or(props.PipeName, PipeName)
 	k.addTable(props, v)
-	k.addPipe(props, pipeName, maxAge)
+	k.addPipe(props, pipeName)
 	k.addQueue(props, pipeName)
 	return k
 }
@@ -159,7 +157,7 @@ func (k *Carts) addTable(props *CartsProps, v *core.Problems) {
 
 // addPipe creates the pipe from the table's stream to the bus, with its
 // DLQ, role, logs and alarm.
-func (k *Carts) addPipe(props *CartsProps, pipeName *string, maxAge float64) {
+func (k *Carts) addPipe(props *CartsProps, pipeName *string) {
 	c := k.Construct
 	k.PipeDLQ = queues.NewDeadLetterQueue(c, "PipeDLQ", &queues.DeadLetterQueueProps{
 		Context:   props.Context,
@@ -212,7 +210,7 @@ func (k *Carts) addPipe(props *CartsProps, pipeName *string, maxAge float64) {
 				StartingPosition:          jsii.String("TRIM_HORIZON"),
 				BatchSize:                 jsii.Number(10),
 				MaximumRetryAttempts:      jsii.Number(k.RetryCount),
-				MaximumRecordAgeInSeconds: jsii.Number(maxAge),
+				MaximumRecordAgeInSeconds: jsii.Number(MaxRecordAge.Seconds()),
 				OnPartialBatchItemFailure: jsii.String("AUTOMATIC_BISECT"),
 				DeadLetterConfig:          &awspipes.CfnPipe_DeadLetterConfigProperty{Arn: k.PipeDLQ.Queue.QueueArn()},
 			},
@@ -235,17 +233,12 @@ func (k *Carts) addPipe(props *CartsProps, pipeName *string, maxAge float64) {
 	})
 	k.Pipe.Node().AddDependency(k.PipeRole)
 	core.Produces(k.Pipe, eventsapi.TypeCarritoAbandonado, []int{eventsapi.CarritoAbandonadoVersion}, nil)
-	k.PipeFailedAlarm = observability.NewAlarm(c, "PipeFailedAlarm", &observability.AlarmProps{
-		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String("AWS/EventBridge/Pipes"), MetricName: jsii.String("ExecutionFailed"),
-			DimensionsMap: &map[string]*string{"PipeName": pipeName},
-			Period:        awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
-		}),
-		Topic:       props.Alerts,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-		Description: fmt.Sprintf("Pipe %s failed to publish abandoned carts to the bus (retried, then dead-lettered to its DLQ). See its log group %s.", *pipeName, *k.PipeLogs.LogGroupName()),
-	})
+	failed := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: jsii.String("AWS/EventBridge/Pipes"), MetricName: jsii.String("ExecutionFailed"),
+		DimensionsMap: &map[string]*string{"PipeName": pipeName},
+	}).With(observability.Per5Min("Sum"))
+	k.PipeFailedAlarm = observability.NewAnyAlarm(c, "PipeFailedAlarm", failed, props.Alerts,
+		fmt.Sprintf("Pipe %s failed to publish abandoned carts to the bus (retried, then dead-lettered to its DLQ). See its log group %s.", *pipeName, *k.PipeLogs.LogGroupName()))
 }
 
 // addQueue creates the abandoned-carts queue and the rule that fills it.

@@ -77,7 +77,7 @@ func TestCreatedTablePipeRuleAndQueue(t *testing.T) {
 		}
 		pp := pipe.Properties
 		ddb := pp.SourceParameters.DynamoDBStreamParameters
-		if pp.Name != events.PipeName || ddb.MaximumRetryAttempts != events.PipeRetryAttempts || ddb.MaximumRecordAgeInSeconds != events.DefaultMaxRecordAge.Seconds() ||
+		if pp.Name != events.PipeName || ddb.MaximumRetryAttempts != events.PipeRetryAttempts || ddb.MaximumRecordAgeInSeconds != events.MaxRecordAge.Seconds() ||
 			ddb.DeadLetterConfig.Arn == nil || ddb.OnPartialBatchItemFailure != "AUTOMATIC_BISECT" || pp.LogConfiguration.Level != "ERROR" ||
 			pp.LogConfiguration.CloudwatchLogsLogDestination.LogGroupArn == nil {
 			t.Fatalf("pipe %+v", pp)

@@ -18,7 +18,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
-// Defaults (docs/design.md#erp-destination).
+// The destination's figures (docs/design.md#erp-destination).
 const (
 	// ERPRetryAttempts: 8 retries, 9 deliveries at most per event
 	// (EventBridge's default is 185 over 24 h: a storm against an ERP that
@@ -43,15 +43,6 @@ type ERPProps struct {
 	// RateLimitPerSecond is the API destination's
 	// invocationRateLimitPerSecond (1..300), per environment.
 	RateLimitPerSecond float64
-	// Pattern selects the events sent. Nil means OrderEventsPattern: every
-	// order event of the shop except the payment retries' repeats.
-	Pattern *awsevents.EventPattern
-	// RetryAttempts and MaxEventAge of the target. Zero/nil: the defaults.
-	RetryAttempts float64
-	MaxEventAge   awscdk.Duration
-	// AcceptedVersions are the versions of the webhook body the ERP reads.
-	// Nil: version 1.
-	AcceptedVersions []int
 	// Physical names; nil lets CloudFormation choose.
 	ConnectionName, DestinationName, RuleName, DeadLetterQueueName, SecretName *string
 }
@@ -107,15 +98,6 @@ func NewERPDestination(scope constructs.Construct, id string, props *ERPProps) *
 	if v.If(rate < 1 || rate > 300, "RateLimitPerSecond must be in 1..300 (the ERP's capacity), got %v", props.RateLimitPerSecond) {
 		rate = 1
 	}
-	retries := props.RetryAttempts
-	if retries == 0 {
-		retries = ERPRetryAttempts
-	}
-	maxAge := core.DurationOr(props.MaxEventAge, awscdk.Duration_Minutes(jsii.Number(ERPMaxEventAgeMinutes)))
-	pattern := props.Pattern
-	if pattern == nil {
-		pattern = OrderEventsPattern()
-	}
 	endpoint := props.Endpoint
 	if endpoint == "" {
 		endpoint = "https://missing.invalid"
@@ -168,10 +150,10 @@ func NewERPDestination(scope constructs.Construct, id string, props *ERPProps) *
 		Bus:                 props.Bus,
 		RuleName:            props.RuleName,
 		Description:         "Order events of the shop -> ERP webhook (API destination, rate limited)",
-		Pattern:             pattern,
+		Pattern:             OrderEventsPattern(),
 		TargetLabel:         "the ERP webhook API destination",
-		RetryAttempts:       retries,
-		MaxEventAge:         maxAge,
+		RetryAttempts:       ERPRetryAttempts,
+		MaxEventAge:         awscdk.Duration_Minutes(jsii.Number(ERPMaxEventAgeMinutes)),
 		DeadLetterQueueName: props.DeadLetterQueueName,
 		Context:             props.Context,
 		Target: func(o TargetOptions) awsevents.IRuleTarget {
@@ -197,10 +179,7 @@ func NewERPDestination(scope constructs.Construct, id string, props *ERPProps) *
 	// whose "version" is the event's (docs/design.md#event-contracts).
 	core.Accepts(d.Rule.Rule, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
 	core.Produces(d.Rule.Rule, WebhookEventType, nil, nil)
-	accepted := props.AcceptedVersions
-	if len(accepted) == 0 {
-		accepted = []int{eventsapi.Version1}
-	}
-	core.Accepts(d.ApiDestination, WebhookEventType, accepted)
+	// The ERP reads version 1 of the webhook body.
+	core.Accepts(d.ApiDestination, WebhookEventType, []int{eventsapi.Version1})
 	return d
 }

@@ -46,9 +46,6 @@ type SubscriptionOptions struct {
 	// dropped silently, so an unknown event version must still be delivered
 	// (and dead-lettered by the consumer with its reason).
 	FilterPolicy map[string]awssns.SubscriptionFilter
-	// FilterPolicyWithMessageBody filters on the JSON body instead of the
-	// attributes. Mutually exclusive with FilterPolicy.
-	FilterPolicyWithMessageBody map[string]awssns.FilterOrPolicy
 	// DeadLetterQueueName is the physical name of the subscription's DLQ.
 	// Nil means "<queue name>-entrega-dlq" (a generated name if that is
 	// longer than the 80 characters SQS allows).
@@ -87,16 +84,8 @@ func NewTopic(scope constructs.Construct, id string, props *TopicProps) *Topic {
 	queues.RequireTLS(t.Topic) // every call, not only sns:Publish
 	queues.ForTopic(t.Topic)
 	t.name = *core.Or(props.TopicName, *c.Node().Path())
-	t.FailedRedriveAlarm = observability.NewAlarm(c, "FailedRedriveAlarm", &observability.AlarmProps{
-		Metric: t.Topic.Metric(jsii.String("NumberOfNotificationsFailedToRedriveToDlq"), &awscloudwatch.MetricOptions{
-			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
-			Statistic: jsii.String("Sum"),
-		}),
-		Topic:       props.Alerts,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no failed redrive reports nothing
-		Description: fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.name),
-	})
+	t.FailedRedriveAlarm = observability.NewAnyAlarm(c, "FailedRedriveAlarm", t.Topic.Metric(jsii.String("NumberOfNotificationsFailedToRedriveToDlq"), observability.Per5Min("Sum")), props.Alerts,
+		fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.name))
 	return t
 }
 
@@ -108,8 +97,7 @@ func (t *Topic) AddQueue(id string, q *queues.Queue, opts SubscriptionOptions) *
 	scope := constructs.NewConstruct(t.Construct, jsii.String(id))
 	v := core.Check(scope, "events.AddQueue")
 	if v.If(q == nil, "queue is nil") ||
-		v.If(q.Fifo, "%s is FIFO; a standard topic cannot deliver to a FIFO queue", *q.Node().Path()) ||
-		v.If(opts.FilterPolicy != nil && opts.FilterPolicyWithMessageBody != nil, "FilterPolicy and FilterPolicyWithMessageBody are mutually exclusive") {
+		v.If(q.Fifo, "%s is FIFO; a standard topic cannot deliver to a FIFO queue", *q.Node().Path()) {
 		return nil
 	}
 
@@ -133,20 +121,15 @@ func (t *Topic) AddQueue(id string, q *queues.Queue, opts SubscriptionOptions) *
 	if opts.FilterPolicy != nil {
 		filter = &opts.FilterPolicy
 	}
-	var bodyFilter *map[string]awssns.FilterOrPolicy
-	if opts.FilterPolicyWithMessageBody != nil {
-		bodyFilter = &opts.FilterPolicyWithMessageBody
-	}
 	// awssns.Subscription, not SqsSubscription, which would edit the
 	// platform's key policy (docs/design.md#fanout).
 	sub := awssns.NewSubscription(scope, jsii.String("Subscription"), &awssns.SubscriptionProps{
-		Topic:                       t.Topic,
-		Endpoint:                    q.Queue.QueueArn(),
-		Protocol:                    awssns.SubscriptionProtocol_SQS,
-		RawMessageDelivery:          jsii.Bool(true),
-		DeadLetterQueue:             dlq.Queue,
-		FilterPolicy:                filter,
-		FilterPolicyWithMessageBody: bodyFilter,
+		Topic:              t.Topic,
+		Endpoint:           q.Queue.QueueArn(),
+		Protocol:           awssns.SubscriptionProtocol_SQS,
+		RawMessageDelivery: jsii.Bool(true),
+		DeadLetterQueue:    dlq.Queue,
+		FilterPolicy:       filter,
 	})
 	q.Queue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("AllowSnsTopic" + *awscdk.Names_UniqueId(scope)),

@@ -8,9 +8,10 @@
 // function as changed only when its binary changed. A compilation error
 // stops the synthesis with the compiler's message.
 //
-// Defaults, all overridable through Props: 256 MB, 30 s timeout, JSON logs
-// into a dedicated log group with a retention, X-Ray active tracing, a role
-// of its own that can write only to that log group (no managed policies).
+// Every function has JSON logs (INFO and up) in a dedicated log group with
+// a retention, X-Ray active tracing and a role of its own that can write
+// only to that log group (no managed policies); 256 MB and a 30 s timeout
+// unless Props says otherwise.
 package golambda
 
 import (
@@ -94,11 +95,6 @@ type Props struct {
 	// LogRemovalPolicy of the log group: the environment's policy, mapped
 	// by observability.RemovalFor (empty and SNAPSHOT mean RETAIN).
 	LogRemovalPolicy awscdk.RemovalPolicy
-	// ApplicationLogLevel is the minimum level of the function's own JSON
-	// logs. Empty means INFO.
-	ApplicationLogLevel awslambda.ApplicationLogLevel
-	// DisableTracing turns off X-Ray active tracing (on by default).
-	DisableTracing bool
 	// ReservedConcurrentExecutions caps the function's concurrency. Nil
 	// means unreserved.
 	ReservedConcurrentExecutions *float64
@@ -166,10 +162,6 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		retention = awslogs.RetentionDays_ONE_MONTH
 	}
 	logRemoval := observability.RemovalFor(props.LogRemovalPolicy, observability.Data)
-	appLevel := props.ApplicationLogLevel
-	if appLevel == "" {
-		appLevel = awslambda.ApplicationLogLevel_INFO
-	}
 	builder, ownBuilder := props.Builder, false
 	if builder == nil {
 		builder, ownBuilder = &Builder{}, true
@@ -199,18 +191,16 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	if props.Vpc != nil {
 		wildcard = append(wildcard, eniPolicy(this, f.Role))
 	}
-	if !props.DisableTracing {
-		// X-Ray's PutTraceSegments/PutTelemetryRecords support no
-		// resource-level permissions. Added here rather than by the L2's
-		// Tracing prop, which puts them in the default policy.
-		wildcard = append(wildcard, awsiam.NewPolicy(this, jsii.String("Trazas"), &awsiam.PolicyProps{
-			Roles: &[]awsiam.IRole{f.Role},
-			Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Actions:   jsii.Strings("xray:PutTraceSegments", "xray:PutTelemetryRecords"),
-				Resources: jsii.Strings("*"),
-			})},
-		}))
-	}
+	// X-Ray's PutTraceSegments/PutTelemetryRecords support no
+	// resource-level permissions. Added here rather than by the L2's
+	// Tracing prop, which puts them in the default policy.
+	wildcard = append(wildcard, awsiam.NewPolicy(this, jsii.String("Trazas"), &awsiam.PolicyProps{
+		Roles: &[]awsiam.IRole{f.Role},
+		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("xray:PutTraceSegments", "xray:PutTelemetryRecords"),
+			Resources: jsii.Strings("*"),
+		})},
+	}))
 
 	envVars := map[string]*string{}
 	for k, v := range props.Environment {
@@ -245,7 +235,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		EnvironmentEncryption:        props.EncryptionKey,
 		LogGroup:                     f.LogGroup,
 		LoggingFormat:                awslambda.LoggingFormat_JSON,
-		ApplicationLogLevelV2:        appLevel,
+		ApplicationLogLevelV2:        awslambda.ApplicationLogLevel_INFO,
 		SystemLogLevelV2:             awslambda.SystemLogLevel_WARN,
 		Role:                         f.Role,
 		ReservedConcurrentExecutions: props.ReservedConcurrentExecutions,
@@ -280,9 +270,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		}
 		cfnFn.AddMetadata(jsii.String(synthesized.MetadataDependencies), deps)
 	}
-	if !props.DisableTracing {
-		cfnFn.SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
-	}
+	cfnFn.SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
 	for _, pol := range wildcard {
 		// Lambda checks the ENI permissions when it creates the function.
 		f.Function.Node().AddDependency(pol)
@@ -374,21 +362,10 @@ func entryDir(b *Builder, entry string) string {
 }
 
 func (f *Function) addAlarms(topic awssns.ITopic) {
-	period := awscdk.Duration_Minutes(jsii.Number(5))
-	f.ErrorsAlarm = observability.NewAlarm(f.Construct, "ErrorsAlarm", &observability.AlarmProps{
-		Metric:      f.Function.MetricErrors(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}),
-		Topic:       topic,
-		Description: fmt.Sprintf("%s: invocations ended in an error (unhandled error or timeout).", f.Entry),
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no invocations, no errors
-	})
-	f.ThrottlesAlarm = observability.NewAlarm(f.Construct, "ThrottlesAlarm", &observability.AlarmProps{
-		Metric:      f.Function.MetricThrottles(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}),
-		Topic:       topic,
-		Description: fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry),
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no invocations, no throttles
-	})
+	f.ErrorsAlarm = observability.NewAnyAlarm(f.Construct, "ErrorsAlarm", f.Function.MetricErrors(observability.Per5Min("Sum")), topic,
+		fmt.Sprintf("%s: invocations ended in an error (unhandled error or timeout).", f.Entry))
+	f.ThrottlesAlarm = observability.NewAnyAlarm(f.Construct, "ThrottlesAlarm", f.Function.MetricThrottles(observability.Per5Min("Sum")), topic,
+		fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry))
 }
 
 // GrantPrincipal makes the function an awsiam.IGrantable: resources grant

@@ -1,7 +1,8 @@
 // Package observability is what makes the app's failures visible and its
 // data safe to delete: the one way to create a CloudWatch alarm (NewAlarm:
 // ALARM and OK go to the alerts topic alertas-mercadofresco, the
-// description says what to do, missing data is stated, never defaulted),
+// description says what to do, missing data is stated, never defaulted;
+// NewAnyAlarm for a count that must stay at 0),
 // the per-environment dashboard (Board, NewDashboard: each construct adds
 // its widgets to its Section when it is created; docs/design.md#dashboard)
 // and the mapping of an environment's removal policy onto a kind of
@@ -40,8 +41,6 @@ type AlarmProps struct {
 	DatapointsToAlarm float64
 	// MissingData states how periods without data count. Required.
 	MissingData awscloudwatch.TreatMissingData
-	// AlarmName is the physical name. Nil lets CloudFormation name it.
-	AlarmName *string
 }
 
 // NewAlarm creates the alarm and wires its actions. Missing required props are
@@ -91,7 +90,6 @@ func NewAlarm(scope constructs.Construct, id string, props *AlarmProps) awscloud
 	}
 	a := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
 		Metric:             metric,
-		AlarmName:          props.AlarmName,
 		AlarmDescription:   jsii.String(props.Description),
 		Threshold:          jsii.Number(props.Threshold),
 		ComparisonOperator: comparison,
@@ -108,4 +106,17 @@ func NewAlarm(scope constructs.Construct, id string, props *AlarmProps) awscloud
 		a.AddOkAction(action)
 	}
 	return a
+}
+
+// NewAnyAlarm alarms on any occurrence: metric above 0 in one period, to
+// topic, ALARM and OK. No data means nothing happened (NOT_BREACHING): for
+// the counts of what should never happen (errors, throttles, dead-lettered
+// or undelivered messages).
+func NewAnyAlarm(scope constructs.Construct, id string, metric awscloudwatch.IMetric, topic awssns.ITopic, description string) awscloudwatch.Alarm {
+	return NewAlarm(scope, id, &AlarmProps{Metric: metric, Topic: topic, Description: description, MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING})
+}
+
+// Per5Min is statistic over 5 minutes, as metric options.
+func Per5Min(statistic string) *awscloudwatch.MetricOptions {
+	return &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String(statistic)}
 }

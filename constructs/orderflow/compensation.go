@@ -3,7 +3,6 @@ package orderflow
 import (
 	"fmt"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -34,11 +33,6 @@ func (w *Workflow) compensationFailedAlarm(c constructs.Construct, p *WorkflowPr
 		MetricName:      jsii.String(MetricCompensacionFallida),
 		MetricValue:     jsii.String("1"),
 	})
-	return observability.NewAlarm(c, "CompensacionFallidaAlarm", &observability.AlarmProps{
-		Metric:      filter.Metric(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}),
-		Topic:       p.Alerts,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no log event, no failed compensation
-		Description: fmt.Sprintf("%s: an order's compensation failed (state %s): releasing its stock or refunding it failed after the retries. The order may be charged without confirmation: find the execution (status FAILED, error %s), refund or release by hand, and record it.", name, StateCompensacionFallida, ErrCompensacionFallida),
-	})
+	return observability.NewAnyAlarm(c, "CompensacionFallidaAlarm", filter.Metric(observability.Per5Min("Sum")), p.Alerts,
+		fmt.Sprintf("%s: an order's compensation failed (state %s): releasing its stock or refunding it failed after the retries. The order may be charged without confirmation: find the execution (status FAILED, error %s), refund or release by hand, and record it.", name, StateCompensacionFallida, ErrCompensacionFallida))
 }

@@ -24,12 +24,12 @@ import (
 const (
 	// DefaultMaxAttempts is the gateway attempts per invocation.
 	DefaultMaxAttempts = lambdaapi.DefaultMaxAttempts
-	// DefaultLatencyThreshold is the gateway p99 latency alarm's threshold.
-	DefaultLatencyThreshold = 2 * time.Second
-	// DefaultDeclinedThreshold is the cobro Errors alarm's threshold per 5
+	// LatencyThresholdMs is the gateway p99 latency alarm's threshold (2 s).
+	LatencyThresholdMs = 2000
+	// DeclinedThreshold is the cobro Errors alarm's threshold per 5
 	// minutes: a declined card is a function error by design (the workflow
 	// matches TarjetaRechazada), so the alarm sits above their usual rate.
-	DefaultDeclinedThreshold = 10
+	DeclinedThreshold = 10
 	// margin covers the idempotency claim and record, the secret read and
 	// the cold start around the gateway attempts.
 	margin = 15 * time.Second
@@ -82,12 +82,6 @@ type PaymentProps struct {
 	SecretsEndpoint awsec2.IInterfaceVpcEndpoint
 	// BreakerStore is the Valkey cache of the gateway's circuit breaker.
 	BreakerStore dependency.BreakerStore
-	// LatencyThreshold of the gateway p99 alarm. Nil means
-	// DefaultLatencyThreshold.
-	LatencyThreshold awscdk.Duration
-	// DeclinedThreshold of the cobro Errors alarm. Zero means
-	// DefaultDeclinedThreshold.
-	DeclinedThreshold float64
 }
 
 // Payment is the cobro and reembolso functions with their secret and alarms.
@@ -105,10 +99,9 @@ type Payment struct {
 	// MaxAttempts is the gateway attempts per invocation.
 	MaxAttempts float64
 	// CircuitOpenedAlarm, LatencyAlarm, CobroErrorsAlarm and
-	// ThrottlesAlarms watch the path (reembolso's Errors > 0 alarm is its
+	// CobroThrottlesAlarm watch the path (reembolso's Errors > 0 alarm is its
 	// golambda alarm).
-	CircuitOpenedAlarm, LatencyAlarm, CobroErrorsAlarm awscloudwatch.Alarm
-	ThrottlesAlarms                                    []awscloudwatch.Alarm
+	CircuitOpenedAlarm, LatencyAlarm, CobroErrorsAlarm, CobroThrottlesAlarm awscloudwatch.Alarm
 
 	environment string
 }
@@ -146,10 +139,9 @@ func NewPayment(scope constructs.Construct, id string, props *PaymentProps) *Pay
 	p.SecurityGroup = dependency.NewSecurityGroup(c, "SecurityGroup", vpc,
 		"Payment tasks: HTTPS to the gateway and AWS APIs; the cache admits this group", "HTTPS: payment gateway, DynamoDB, Secrets Manager")
 	dependency.ReadSecretsThrough(v, p.SecurityGroup, props.SecretsEndpoint, "payment tasks read the gateway's API key")
-	latency := v.Seconds("LatencyThreshold", props.LatencyThreshold, DefaultLatencyThreshold.Seconds(), 0.001, 60)
 	p.addFunctions(props, vpc, subnets, read)
-	p.addAlarms(props, latency*1000)
-	p.contribute(props.Dashboard, latency*1000)
+	p.addAlarms(props)
+	p.contribute(props.Dashboard)
 	return p
 }
 
@@ -177,7 +169,6 @@ func (p *Payment) addFunctions(props *PaymentProps, vpc awsec2.IVpc, subnets *aw
 			FunctionName:                 physical,
 			Description:                  jsii.String(desc + " for " + StateMachineLabel),
 			Timeout:                      p.Timeout,
-			MemorySize:                   256,
 			Environment:                  env,
 			ReservedConcurrentExecutions: reserved,
 			Vpc:                          vpc,
@@ -210,36 +201,26 @@ func (p *Payment) addFunctions(props *PaymentProps, vpc awsec2.IVpc, subnets *aw
 // addAlarms creates cobro's Errors and Throttles alarms (reembolso keeps
 // golambda's Errors > 0 and Throttles > 0), the circuit-opened and the
 // gateway latency alarms.
-func (p *Payment) addAlarms(props *PaymentProps, latencyMs float64) {
-	five := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
-	declined := props.DeclinedThreshold
-	if declined == 0 {
-		declined = DefaultDeclinedThreshold
-	}
+func (p *Payment) addAlarms(props *PaymentProps) {
 	p.CobroErrorsAlarm = observability.NewAlarm(p.Cobro.Construct, "ErrorsAlarm", &observability.AlarmProps{
-		Metric:      p.Cobro.MetricErrors(five),
+		Metric:      p.Cobro.MetricErrors(observability.Per5Min("Sum")),
 		Topic:       props.Alerts,
-		Threshold:   declined,
+		Threshold:   DeclinedThreshold,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-		Description: fmt.Sprintf("cobro: more than %.0f failed charges in 5 minutes (declined cards are errors too, this is above their usual rate). Check the errorType of the failures (PasarelaNoDisponible, CircuitoAbierto, IdempotenciaNoDisponible) and the gateway alarms.", declined),
+		Description: fmt.Sprintf("cobro: more than %d failed charges in 5 minutes (declined cards are errors too, this is above their usual rate). Check the errorType of the failures (PasarelaNoDisponible, CircuitoAbierto, IdempotenciaNoDisponible) and the gateway alarms.", DeclinedThreshold),
 	})
-	p.ThrottlesAlarms = append(p.ThrottlesAlarms, observability.NewAlarm(p.Cobro.Construct, "ThrottlesAlarm", &observability.AlarmProps{
-		Metric:      p.Cobro.MetricThrottles(five),
-		Topic:       props.Alerts,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-		Description: "cobro: invocations throttled (reserved concurrency reached); the workflow retries them. Many orders arriving at once or a slow gateway.",
-	}))
+	p.CobroThrottlesAlarm = observability.NewAnyAlarm(p.Cobro.Construct, "ThrottlesAlarm", p.Cobro.MetricThrottles(observability.Per5Min("Sum")), props.Alerts,
+		"cobro: invocations throttled (reserved concurrency reached); the workflow retries them. Many orders arriving at once or a slow gateway.")
 	p.CircuitOpenedAlarm = dependency.NewCircuitOpenedAlarm(p.Construct, "CircuitoAbiertoAlarm", props.Context, lambdaapi.GatewayDependency,
 		fmt.Sprintf("Payment gateway circuit OPENED (%s): orders are not charged (CircuitoAbierto, customers are told to retry in a few minutes). Check the gateway's status and PasarelaErrores/PasarelaLatencia.", p.environment))
 	p.LatencyAlarm = observability.NewAlarm(p.Construct, "LatenciaAlarm", &observability.AlarmProps{
 		Metric:            p.MetricGatewayLatency("p99"),
 		Topic:             props.Alerts,
-		Threshold:         latencyMs,
+		Threshold:         LatencyThresholdMs,
 		EvaluationPeriods: 5,
 		DatapointsToAlarm: 3,
 		MissingData:       awscloudwatch.TreatMissingData_NOT_BREACHING, // no orders, no attempts
-		Description:       fmt.Sprintf("Payment gateway p99 latency above %.0f ms in 3 of 5 minutes (%s): a retry storm starts as the gateway slows from ~240 ms to 4 s (docs/design.md#payment). The breaker opens if it turns into failures.", latencyMs, p.environment),
+		Description:       fmt.Sprintf("Payment gateway p99 latency above %d ms in 3 of 5 minutes (%s): a retry storm starts as the gateway slows from ~240 ms to 4 s (docs/design.md#payment). The breaker opens if it turns into failures.", LatencyThresholdMs, p.environment),
 	})
 }
 

@@ -83,10 +83,10 @@ func TestPaymentFunctions(t *testing.T) {
 		"Dimensions": assertions.Match_ArrayWith(&[]any{map[string]any{"Name": "Dependencia", "Value": "pasarela"}}),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": lambdaapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": orderflow.DefaultLatencyThreshold.Milliseconds(),
+		"MetricName": lambdaapi.MetricGatewayLatency, "ExtendedStatistic": "p99", "Threshold": orderflow.LatencyThresholdMs,
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"MetricName": "Errors", "Threshold": orderflow.DefaultDeclinedThreshold,
+		"MetricName": "Errors", "Threshold": orderflow.DeclinedThreshold,
 		"Dimensions": []any{map[string]any{"Name": "FunctionName", "Value": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^PagoCobro"))}}},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{

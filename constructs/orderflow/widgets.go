@@ -43,7 +43,7 @@ func (w *Workflow) contribute(board *observability.Board, name string) {
 // contribute adds the Payment section's widget: charge and refund calls
 // (invocations and errors, sums over 5 minutes) on the left, the gateway's
 // attempt latency p50 and p99 on the right against the latency alarm.
-func (p *Payment) contribute(board *observability.Board, latencyMs float64) {
+func (p *Payment) contribute(board *observability.Board) {
 	if board == nil {
 		return
 	}
@@ -62,6 +62,6 @@ func (p *Payment) contribute(board *observability.Board, latencyMs float64) {
 			p.Reembolso.Function.MetricInvocations(five("refund calls (reembolso)")),
 		},
 		Right:      []awscloudwatch.IMetric{latency("p50"), latency("p99")},
-		RightLines: []*awscloudwatch.HorizontalAnnotation{observability.Ceiling("p99 latency alarm", latencyMs)},
+		RightLines: []*awscloudwatch.HorizontalAnnotation{observability.Ceiling("p99 latency alarm", LatencyThresholdMs)},
 	}))
 }

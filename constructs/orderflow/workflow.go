@@ -13,7 +13,6 @@ package orderflow
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -55,20 +54,21 @@ const (
 	ErrCompensacionFallida = "CompensacionFallida"
 )
 
-// Defaults of Props (reasoning in docs/design.md#workflow-retry).
+// Defaults of Props, and the workflow's figures: the lines reserved (or
+// released) at once, the bound of a whole execution and the
+// ExecutionsFailed alarm threshold per 5 minutes (declined cards end as
+// FAILED executions too, so the alarm sits above their usual rate; a failed
+// refund pages through the reembolso function's own Errors alarm).
+// Reasoning in docs/design.md#workflow-retry.
 const (
 	DefaultRetryIntervalSeconds = 2
 	DefaultRetryBackoffRate     = 2.0
 	DefaultRetryMaxAttempts     = 3
 	DefaultRetryMaxDelaySeconds = 30
-	DefaultMapMaxConcurrency    = 10
 	DefaultTaskTimeoutSeconds   = 120
-	DefaultExecutionTimeoutMin  = 60
-	// DefaultFailedThreshold is the ExecutionsFailed alarm threshold per
-	// 5 minutes: declined cards end as FAILED executions too (the order
-	// failed), so the alarm sits above their usual rate; a failed refund
-	// pages through the reembolso function's own Errors alarm.
-	DefaultFailedThreshold = 10
+	MapMaxConcurrency           = 10
+	ExecutionTimeoutMin         = 60
+	FailedThreshold             = 10
 )
 
 // LambdaServiceErrors are Lambda's own transient failures of an Invoke
@@ -119,14 +119,6 @@ type WorkflowProps struct {
 	Confirmed awssns.ITopic
 	// Retry is the policy for transient errors.
 	Retry RetryPolicy
-	// MapMaxConcurrency bounds the lines reserved (or released) at once.
-	// Default 10.
-	MapMaxConcurrency float64
-	// ExecutionTimeout bounds a whole execution. Default 1 h.
-	ExecutionTimeout awscdk.Duration
-	// FailedThreshold is the ExecutionsFailed alarm threshold per 5 min.
-	// Zero means DefaultFailedThreshold.
-	FailedThreshold float64
 }
 
 // Workflow is the state machine with its log group and alarms.
@@ -156,13 +148,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 	p := *props
 	p.Require(v, core.DataKey|core.Alerts)
 	w.Retry = p.Retry.withDefaults(v)
-	maxConc := v.Count("MapMaxConcurrency", p.MapMaxConcurrency, DefaultMapMaxConcurrency, 1, math.MaxInt32)
 	taskTimeout := core.DurationOr(p.PaymentTaskTimeout, awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds)))
-	execTimeout := core.DurationOr(p.ExecutionTimeout, awscdk.Duration_Minutes(jsii.Number(DefaultExecutionTimeoutMin)))
-	failedThreshold := p.FailedThreshold
-	if failedThreshold == 0 {
-		failedThreshold = DefaultFailedThreshold
-	}
 	stub := constructs.NewConstruct(c, jsii.String("Missing"))
 	if v.If(p.Charge == nil, "Charge (the cobro function) is required") {
 		p.Charge = awslambda.Function_FromFunctionName(stub, jsii.String("Charge"), jsii.String("missing-cobro"))
@@ -183,7 +169,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 		name = p.StateMachineName
 	}
 
-	def := w.definition(c, &p, taskTimeout, maxConc)
+	def := w.definition(c, &p, taskTimeout)
 
 	// The /aws/vendedlogs/ prefix keeps the log group's resource policy
 	// (which Step Functions needs to deliver) within CloudWatch Logs' size
@@ -197,7 +183,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 		StateMachineName:        name,
 		StateMachineType:        sfn.StateMachineType_STANDARD,
 		DefinitionBody:          sfn.DefinitionBody_FromChainable(def),
-		Timeout:                 execTimeout,
+		Timeout:                 awscdk.Duration_Minutes(jsii.Number(ExecutionTimeoutMin)),
 		TracingEnabled:          jsii.Bool(true),
 		EncryptionConfiguration: encryption,
 		Logs: &sfn.LogOptions{
@@ -226,29 +212,17 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 		AppliesTo: &[]interface{}{jsii.String("Resource::*"), jsii.String("Action::kms:GenerateDataKey*"), jsii.String("Resource::<" + core.LogicalID(p.Charge) + ".Arn>:*"), jsii.String("Resource::<" + core.LogicalID(p.Refund) + ".Arn>:*")},
 	}}, jsii.Bool(true))
 
-	five := awscdk.Duration_Minutes(jsii.Number(5))
-	sum := jsii.String("Sum")
 	w.FailedAlarm = observability.NewAlarm(c, "FailedAlarm", &observability.AlarmProps{
-		Metric:      w.StateMachine.MetricFailed(&awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
+		Metric:      w.StateMachine.MetricFailed(observability.Per5Min("Sum")),
 		Topic:       p.Alerts,
-		Threshold:   failedThreshold,
+		Threshold:   FailedThreshold,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // no executions, no failures
-		Description: fmt.Sprintf("%s: more than %.0f orders failed in 5 minutes, above the usual rate of declined cards. Check the failed executions' errors (TarjetaRechazada, CircuitoAbierto, PasarelaNoDisponible; CompensacionFallida needs a person).", *name, failedThreshold),
+		Description: fmt.Sprintf("%s: more than %d orders failed in 5 minutes, above the usual rate of declined cards. Check the failed executions' errors (TarjetaRechazada, CircuitoAbierto, PasarelaNoDisponible; CompensacionFallida needs a person).", *name, FailedThreshold),
 	})
-	w.TimedOutAlarm = observability.NewAlarm(c, "TimedOutAlarm", &observability.AlarmProps{
-		Metric:      w.StateMachine.MetricTimedOut(&awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
-		Topic:       p.Alerts,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-		Description: fmt.Sprintf("%s: an execution ran past its timeout. The order may be charged without confirmation: check the execution history and the idempotency record cobro:<pedido_id>.", *name),
-	})
-	w.ThrottledAlarm = observability.NewAlarm(c, "ThrottledAlarm", &observability.AlarmProps{
-		Metric:      w.StateMachine.Metric(jsii.String("ExecutionThrottled"), &awscloudwatch.MetricOptions{Period: five, Statistic: sum}),
-		Topic:       p.Alerts,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-		Description: fmt.Sprintf("%s: Step Functions throttled state transitions. Executions slow down; check the account's state-transition quota and the starter's MaximumConcurrency.", *name),
-	})
+	w.TimedOutAlarm = observability.NewAnyAlarm(c, "TimedOutAlarm", w.StateMachine.MetricTimedOut(observability.Per5Min("Sum")), p.Alerts,
+		fmt.Sprintf("%s: an execution ran past its timeout. The order may be charged without confirmation: check the execution history and the idempotency record cobro:<pedido_id>.", *name))
+	w.ThrottledAlarm = observability.NewAnyAlarm(c, "ThrottledAlarm", w.StateMachine.Metric(jsii.String("ExecutionThrottled"), observability.Per5Min("Sum")), p.Alerts,
+		fmt.Sprintf("%s: Step Functions throttled state transitions. Executions slow down; check the account's state-transition quota and the starter's MaximumConcurrency.", *name))
 	w.CompensationFailedAlarm = w.compensationFailedAlarm(c, &p, *name)
 	w.contribute(p.Dashboard, *name)
 	return w
@@ -304,7 +278,7 @@ const (
 	pathFalloCompensacion = "$.fallo_compensacion"
 )
 
-func (w *Workflow) definition(c constructs.Construct, p *WorkflowProps, taskTimeout awscdk.Duration, maxConc float64) sfn.IChainable {
+func (w *Workflow) definition(c constructs.Construct, p *WorkflowProps, taskTimeout awscdk.Duration) sfn.IChainable {
 	str := func(path string) *string { return sfn.JsonPath_StringAt(jsii.String(path)) }
 	num := func(path string) *float64 { return sfn.JsonPath_NumberAt(jsii.String(path)) }
 	transient := w.Retry.props(TransientPaymentErrors())
@@ -355,7 +329,7 @@ func (w *Workflow) definition(c constructs.Construct, p *WorkflowProps, taskTime
 	movement := func(stateName, sendName, tipo string, secuencia int) sfn.Map {
 		m := sfn.NewMap(c, jsii.String(stateName), &sfn.MapProps{
 			ItemsPath:      jsii.String("$.lineas"),
-			MaxConcurrency: jsii.Number(maxConc),
+			MaxConcurrency: jsii.Number(MapMaxConcurrency),
 			ItemSelector: &map[string]interface{}{
 				"movimiento": map[string]interface{}{
 					"version":    eventsapi.MovimientoStockVersion,

@@ -409,7 +409,7 @@ func TestStateMachineResource(t *testing.T) {
 	tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{
 		"LogGroupName": "/aws/vendedlogs/states/" + orderflow.StateMachineName, "KmsKeyId": assertions.Match_AnyValue(),
 	})
-	for metric, threshold := range map[string]float64{"ExecutionsFailed": orderflow.DefaultFailedThreshold, "ExecutionsTimedOut": 0, "ExecutionThrottled": 0} {
+	for metric, threshold := range map[string]float64{"ExecutionsFailed": orderflow.FailedThreshold, "ExecutionsTimedOut": 0, "ExecutionThrottled": 0} {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 			"MetricName": metric, "Namespace": "AWS/States", "Threshold": threshold, "Statistic": "Sum",
 			"AlarmActions": assertions.Match_AnyValue(), "OKActions": assertions.Match_AnyValue(),

@@ -10,7 +10,6 @@
 package outbox
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/mercadofresco/integration/constructs/core"
@@ -36,7 +35,11 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
-// Defaults of DatabaseProps.
+// The database's figures: its name, master user, Serverless v2 capacity
+// in ACUs (0.5 to 8: ~1,000 max_connections, far above what the proxy's
+// share needs), the share of Aurora's max_connections the proxy may open
+// whatever the Lambda concurrency (the rest stays for migrations, operators
+// and the rotation), and the backup retention when BackupRetention is nil.
 const (
 	DefaultDatabaseName          = "tienda"
 	DefaultMasterUser            = "mf_admin"
@@ -65,38 +68,21 @@ type DatabaseProps struct {
 	ClusterIdentifier *string
 	// ProxyName defaults to ClusterIdentifier + "-proxy".
 	ProxyName *string
-	// DatabaseName defaults to DefaultDatabaseName.
-	DatabaseName *string
-	// MinCapacity and MaxCapacity in ACUs (Serverless v2). Zero means the
-	// defaults (0.5 and 8: ~1,000 max_connections, far above what the
-	// proxy's share needs).
-	MinCapacity, MaxCapacity float64
-	// Readers is the number of Serverless v2 readers (failover targets in
-	// other AZs). Zero means writer only: Aurora storage is still
-	// replicated 6 ways over 3 AZs, but a writer failure means minutes of
-	// downtime instead of ~30 s.
-	Readers int
-	// MaxConnectionsPercent is the share of Aurora's max_connections the
-	// proxy may open, whatever the Lambda concurrency. Default 50 (the rest
-	// stays for migrations, operators and the rotation).
-	MaxConnectionsPercent float64
 	// BackupRetention defaults to 7 days.
 	BackupRetention awscdk.Duration
-	// Roles names the database roles the functions connect as. Nil means
-	// lambdaapi.DefaultDBRoles().
-	Roles *lambdaapi.DBRoles
 }
 
-// Database is an Aurora PostgreSQL Serverless v2 cluster, created per
+// Database is an Aurora PostgreSQL Serverless v2 cluster (a writer only:
+// Aurora storage is still replicated 6 ways over 3 AZs), created per
 // environment (this construct does not import an existing one), with
 // storage encrypted by the data key, a generated master secret rotated
 // every 30 days and kept as long as the cluster, TLS forced (rds.force_ssl),
 // IAM authentication, no bind parameters in the logs, and an RDS Proxy in
 // front that requires TLS and uses IAM authentication end to end (clients
 // to the proxy and the proxy to the database), for the database roles of
-// Roles only: the proxy holds no secret and cannot log in as the master
-// user. It caps the connections it opens to MaxConnectionsPercent of
-// Aurora's.
+// lambdaapi.DefaultDBRoles only: the proxy holds no secret and cannot log
+// in as the master user. It caps the connections it opens to
+// DefaultMaxConnectionsPercent of Aurora's.
 type Database struct {
 	constructs.Construct
 	// Cluster is the Aurora cluster.
@@ -151,18 +137,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	}
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, MasterUser: DefaultMasterUser, Roles: lambdaapi.DefaultDBRoles()}
-	if props.DatabaseName != nil {
-		d.DatabaseName = *props.DatabaseName
-	}
 	v := core.Check(this, "outbox.Database")
-	if props.Roles != nil {
-		if err := props.Roles.Validate(); !v.If(err != nil, "%v", err) {
-			d.Roles = *props.Roles
-		}
-	}
-	for _, r := range d.Roles.All() {
-		v.If(r == d.MasterUser, "role %q is the master user; every function needs a role of its own", r)
-	}
 	vpc, subnets := core.RequireVpc(v, this, props.Vpc, props.Subnets, "the cluster and its proxy live in its data subnets")
 	clusterID := "missing-cluster-identifier"
 	if !v.If(props.ClusterIdentifier == nil || *props.ClusterIdentifier == "", "ClusterIdentifier is required") {
@@ -171,23 +146,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	deletionProtection := *props.Protected()
 	props.Require(v, core.DataKey)
 	key := props.DataKey
-	minACU, maxACU := props.MinCapacity, props.MaxCapacity
-	if minACU == 0 {
-		minACU = DefaultMinCapacity
-	}
-	if maxACU == 0 {
-		maxACU = DefaultMaxCapacity
-	}
-	v.If(minACU < 0 || maxACU < minACU || maxACU > 256, "capacity %v..%v ACU is not a valid Serverless v2 range", minACU, maxACU)
-	maxPct := props.MaxConnectionsPercent
-	if maxPct == 0 {
-		maxPct = DefaultMaxConnectionsPercent
-	}
-	v.If(maxPct < 1 || maxPct > 100, "MaxConnectionsPercent %v not in 1..100", maxPct)
-	backup := props.BackupRetention
-	if backup == nil {
-		backup = awscdk.Duration_Days(jsii.Number(DefaultBackupDays))
-	}
+	backup := core.DurationOr(props.BackupRetention, awscdk.Duration_Days(jsii.Number(DefaultBackupDays)))
 	clusterRemoval := observability.RemovalFor(props.RemovalPolicy, observability.Snapshottable)
 	proxyName := clusterID + "-proxy"
 	if props.ProxyName != nil {
@@ -212,30 +171,22 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 			"idle_in_transaction_session_timeout": jsii.String("60000"),
 		},
 	})
-	instance := func(name string) awsrds.IClusterInstance {
-		return awsrds.ClusterInstance_ServerlessV2(jsii.String(name), &awsrds.ServerlessV2ClusterInstanceProps{
-			PubliclyAccessible:              jsii.Bool(false),
-			AutoMinorVersionUpgrade:         jsii.Bool(true),
-			EnablePerformanceInsights:       jsii.Bool(true),
-			PerformanceInsightEncryptionKey: key,
-			ScaleWithWriter:                 jsii.Bool(true),
-		})
-	}
-	var readers []awsrds.IClusterInstance
-	for i := range props.Readers {
-		readers = append(readers, instance(fmt.Sprintf("Lector%d", i+1)))
-	}
 	// The exported PostgreSQL log group, created here (encrypted, with a
 	// retention) instead of through CloudwatchLogsRetention, which deploys
 	// a custom-resource Lambda with a managed policy for the same result.
 	pgLogs := props.LogGroup(this, "PostgresqlLogs", jsii.String("/aws/rds/cluster/"+clusterID+"/postgresql"))
 	d.Cluster = awsrds.NewDatabaseCluster(this, jsii.String("Cluster"), &awsrds.DatabaseClusterProps{
-		Engine:                  engine,
-		ClusterIdentifier:       jsii.String(clusterID),
-		Writer:                  instance("Escritor"),
-		Readers:                 &readers,
-		ServerlessV2MinCapacity: jsii.Number(minACU),
-		ServerlessV2MaxCapacity: jsii.Number(maxACU),
+		Engine:            engine,
+		ClusterIdentifier: jsii.String(clusterID),
+		Writer: awsrds.ClusterInstance_ServerlessV2(jsii.String("Escritor"), &awsrds.ServerlessV2ClusterInstanceProps{
+			PubliclyAccessible:              jsii.Bool(false),
+			AutoMinorVersionUpgrade:         jsii.Bool(true),
+			EnablePerformanceInsights:       jsii.Bool(true),
+			PerformanceInsightEncryptionKey: key,
+			ScaleWithWriter:                 jsii.Bool(true),
+		}),
+		ServerlessV2MinCapacity: jsii.Number(DefaultMinCapacity),
+		ServerlessV2MaxCapacity: jsii.Number(DefaultMaxCapacity),
 		Vpc:                     vpc,
 		VpcSubnets:              subnets,
 		Credentials: awsrds.Credentials_FromGeneratedSecret(jsii.String(DefaultMasterUser), &awsrds.CredentialsBaseOptions{
@@ -332,8 +283,8 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		DefaultAuthScheme:         awsrds.DefaultAuthScheme_IAM_AUTH,
 		IamAuth:                   jsii.Bool(true),
 		RequireTLS:                jsii.Bool(true),
-		MaxConnectionsPercent:     jsii.Number(maxPct),
-		MaxIdleConnectionsPercent: jsii.Number(maxPct / 2),
+		MaxConnectionsPercent:     jsii.Number(DefaultMaxConnectionsPercent),
+		MaxIdleConnectionsPercent: jsii.Number(DefaultMaxConnectionsPercent / 2),
 		BorrowTimeout:             awscdk.Duration_Seconds(jsii.Number(30)),
 		IdleClientTimeout:         awscdk.Duration_Minutes(jsii.Number(15)),
 	})
@@ -434,10 +385,7 @@ func (d *Database) addAlarms(topic awssns.ITopic) {
 	// means it is at its ceiling (or a query went wrong) and the shop's
 	// order inserts are about to slow down.
 	d.CPUAlarm = observability.NewAlarm(d.Construct, "CPUAlarm", &observability.AlarmProps{
-		Metric: d.Cluster.MetricCPUUtilization(&awscloudwatch.MetricOptions{
-			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
-			Statistic: jsii.String("Average"),
-		}),
+		Metric:            d.Cluster.MetricCPUUtilization(observability.Per5Min("Average")),
 		Topic:             topic,
 		Description:       "Aurora (outbox and orders): CPU above 80% for 10 minutes. Check Performance Insights for the top statements and the ServerlessDatabaseCapacity against MaxCapacity.",
 		Threshold:         80,

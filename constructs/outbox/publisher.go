@@ -25,12 +25,12 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
-// Defaults of PublisherProps (docs/design.md#outbox).
+// The publisher's figures (docs/design.md#outbox).
 const (
-	DefaultSource           = eventsapi.SourceTienda
-	DefaultPendingThreshold = 500
-	// DefaultOldestAgeThreshold is the oldest pending row's age that alarms.
-	DefaultOldestAgeThreshold = 60 * time.Second
+	// PendingThreshold is the pending rows that alarm (for 2 minutes).
+	PendingThreshold = 500
+	// OldestAgeThreshold is the oldest pending row's age that alarms.
+	OldestAgeThreshold = 60 * time.Second
 	// PublisherTimeoutSeconds is the publisher function's timeout: it polls
 	// for 80 s of it, so invocations started every minute overlap by 20 s
 	// and a publisher is always polling (docs/design.md#outbox-lag).
@@ -52,20 +52,15 @@ type PublisherProps struct {
 	// reaches the bus through (the subnets have no NAT); its policy allows
 	// PutEvents on Bus only.
 	EventsEndpoint awsec2.IInterfaceVpcEndpoint
-	// Bus receives the events; the publisher may PutEvents to it only.
+	// Bus receives the events (source eventsapi.SourceTienda); the
+	// publisher may PutEvents to it only.
 	Bus awsevents.IEventBus
-	// Source of every event. Default DefaultSource.
-	Source string
 	// ReservedConcurrency of the publisher (2..10). Zero means
 	// lambdaapi.PublisherConcurrency: consecutive invocations overlap.
 	ReservedConcurrency float64
 	// PublisherFunctionName and CleanupFunctionName are the functions'
 	// physical names. Nil lets CloudFormation name them.
 	PublisherFunctionName, CleanupFunctionName *string
-	// PendingThreshold and OldestAgeThreshold of the alarms. Zero and nil
-	// mean the defaults.
-	PendingThreshold   float64
-	OldestAgeThreshold awscdk.Duration
 }
 
 // Publisher is the outbox publisher function, run every minute by an
@@ -105,11 +100,6 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	v.If(props.EventsEndpoint == nil, "EventsEndpoint is required: the publisher reaches the bus through it")
 	vpc, subnets := core.RequireVpc(v, this, props.Vpc, props.Subnets, "the functions connect to the RDS Proxy")
 	reserved := v.Count("ReservedConcurrency", props.ReservedConcurrency, lambdaapi.PublisherConcurrency, lambdaapi.PublisherConcurrency, 10)
-	pending := props.PendingThreshold
-	if pending == 0 {
-		pending = DefaultPendingThreshold
-	}
-	oldest := v.Seconds("OldestAgeThreshold", props.OldestAgeThreshold, DefaultOldestAgeThreshold.Seconds(), 1, 86400)
 
 	p.SecurityGroup = awsec2.NewSecurityGroup(this, jsii.String("SecurityGroup"), &awsec2.SecurityGroupProps{
 		Vpc:              vpc,
@@ -125,8 +115,8 @@ func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) 
 	p.CleanupSchedule = p.schedule("Diaria", p.Cleanup, awsscheduler.ScheduleExpression_Cron(&awsscheduler.CronOptionsWithTimezone{
 		Hour: jsii.String("4"), Minute: jsii.String("15"), TimeZone: awscdk.TimeZone_EUROPE_MADRID(),
 	}), "Deletes outbox rows published more than 7 days ago (quiet hours)", 2, awscdk.Duration_Hours(jsii.Number(1)))
-	p.addAlarms(props.Alerts, pending, oldest)
-	p.contribute(props.Dashboard, pending, oldest)
+	p.addAlarms(props.Alerts)
+	p.contribute(props.Dashboard)
 	return p
 }
 
@@ -144,14 +134,10 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 	if props.Bus != nil {
 		busName = props.Bus.EventBusName()
 	}
-	source := props.Source
-	if source == "" {
-		source = DefaultSource
-	}
 	for _, env := range []map[string]*string{cleanupEnv, pubEnv} {
 		env[lambdaapi.EnvEnvironment] = jsii.String(props.EnvironmentName)
 	}
-	pubEnv[lambdaapi.EnvBusName], pubEnv[lambdaapi.EnvEventSource] = busName, jsii.String(source)
+	pubEnv[lambdaapi.EnvBusName], pubEnv[lambdaapi.EnvEventSource] = busName, jsii.String(eventsapi.SourceTienda)
 	pubEnv[lambdaapi.EnvOutboxEntryAttempts] = jsii.String(fmt.Sprint(lambdaapi.DefaultOutboxEntryAttempts))
 	pubEnv[lambdaapi.EnvOutboxMaxClaims] = jsii.String(fmt.Sprint(lambdaapi.DefaultOutboxMaxClaims))
 	fn := func(id, name string, physical *string, description string, timeout float64, env map[string]*string, reserved float64, deps []golambda.Dependency) *golambda.Function {
@@ -160,7 +146,6 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 			FunctionName:                 physical,
 			Description:                  jsii.String(description),
 			Timeout:                      awscdk.Duration_Seconds(jsii.Number(timeout)),
-			MemorySize:                   256,
 			Environment:                  env,
 			ReservedConcurrentExecutions: jsii.Number(reserved),
 			Vpc:                          vpc,
@@ -188,7 +173,7 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 	if props.Bus != nil {
 		props.Bus.GrantPutEventsTo(p.Function.Role, nil)
 		// It publishes what the shop writes into the outbox.
-		core.ProducesOnBus(p.Function.Function, source, eventsapi.TypePedidoCreado, []int{eventsapi.PedidoCreadoVersion}, props.Bus)
+		core.ProducesOnBus(p.Function.Function, eventsapi.SourceTienda, eventsapi.TypePedidoCreado, []int{eventsapi.PedidoCreadoVersion}, props.Bus)
 	}
 	if db != nil {
 		db.GrantConnect(p.Function.Role, db.Roles.Publisher)
@@ -235,12 +220,12 @@ func (p *Publisher) schedule(id string, fn *golambda.Function, expression awssch
 }
 
 // addAlarms watches the publisher's gauges (docs/design.md#outbox).
-func (p *Publisher) addAlarms(topic awssns.ITopic, pending, oldest float64) {
+func (p *Publisher) addAlarms(topic awssns.ITopic) {
 	p.PendingAlarm = observability.NewAlarm(p.Construct, "PendientesAlarm", &observability.AlarmProps{
 		Metric:            p.MetricPending(nil),
 		Topic:             topic,
-		Description:       fmt.Sprintf("Outbox (%s): more than %.0f events waiting to be published for 2 minutes. Publisher too slow or failing; see its logs and Errors alarm.", p.environment, pending),
-		Threshold:         pending,
+		Description:       fmt.Sprintf("Outbox (%s): more than %d events waiting to be published for 2 minutes. Publisher too slow or failing; see its logs and Errors alarm.", p.environment, PendingThreshold),
+		Threshold:         PendingThreshold,
 		EvaluationPeriods: 2,
 		// The age alarm below catches a silent publisher.
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
@@ -248,20 +233,16 @@ func (p *Publisher) addAlarms(topic awssns.ITopic, pending, oldest float64) {
 	p.OldestAlarm = observability.NewAlarm(p.Construct, "AntiguedadAlarm", &observability.AlarmProps{
 		Metric:            p.MetricOldestPendingAge(nil),
 		Topic:             topic,
-		Description:       fmt.Sprintf("Outbox (%s): the oldest unpublished event is older than %.0f s, or the publisher stopped reporting. Orders are not reaching bus-mercadofresco.", p.environment, oldest),
-		Threshold:         oldest,
+		Description:       fmt.Sprintf("Outbox (%s): the oldest unpublished event is older than %.0f s, or the publisher stopped reporting. Orders are not reaching bus-mercadofresco.", p.environment, OldestAgeThreshold.Seconds()),
+		Threshold:         OldestAgeThreshold.Seconds(),
 		EvaluationPeriods: 2,
 		// Breaching: the gauges come from the publisher itself, so silence
 		// means the publisher is not running.
 		MissingData: awscloudwatch.TreatMissingData_BREACHING,
 	})
-	p.ParkedAlarm = observability.NewAlarm(p.Construct, "AparcadosAlarm", &observability.AlarmProps{
-		Metric:      p.MetricParked(nil),
-		Topic:       topic,
-		Description: fmt.Sprintf("Outbox (%s): events parked as poison (rejected by EventBridge or too large). They will not be published until an operator fixes and unparks them: SELECT id, tipo, ultimo_error FROM outbox WHERE aparcado_en IS NOT NULL.", p.environment),
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // the age alarm catches a silent publisher
-	})
+	// The age alarm above catches a silent publisher.
+	p.ParkedAlarm = observability.NewAnyAlarm(p.Construct, "AparcadosAlarm", p.MetricParked(nil), topic,
+		fmt.Sprintf("Outbox (%s): events parked as poison (rejected by EventBridge or too large). They will not be published until an operator fixes and unparks them: SELECT id, tipo, ultimo_error FROM outbox WHERE aparcado_en IS NOT NULL.", p.environment))
 }
 
 // metric is the gauge name of this environment (Maximum per minute,

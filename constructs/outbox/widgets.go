@@ -13,14 +13,14 @@ import (
 // contribute adds the outbox's gauges to the Outbox section: pending and
 // parked rows on the left, the age of the oldest pending row on the right
 // against their alarms' thresholds.
-func (p *Publisher) contribute(board *observability.Board, pending, oldest float64) {
+func (p *Publisher) contribute(board *observability.Board) {
 	board.Add(observability.Outbox, observability.Graph(observability.GraphProps{
 		Title:      "Outbox " + p.environment + ": pending rows and the age of the oldest",
 		Width:      24,
 		Left:       []awscloudwatch.IMetric{p.MetricPending(&awscloudwatch.MetricOptions{Label: jsii.String("pending rows")}), p.MetricParked(&awscloudwatch.MetricOptions{Label: jsii.String("parked rows")})},
 		Right:      []awscloudwatch.IMetric{p.MetricOldestPendingAge(&awscloudwatch.MetricOptions{Label: jsii.String("age of the oldest pending (s)")})},
-		LeftLines:  []*awscloudwatch.HorizontalAnnotation{observability.Ceiling(fmt.Sprintf("pending alarm %.0f", pending), pending)},
-		RightLines: []*awscloudwatch.HorizontalAnnotation{observability.Ceiling(fmt.Sprintf("age alarm %.0f s", oldest), oldest)},
+		LeftLines:  []*awscloudwatch.HorizontalAnnotation{observability.Ceiling(fmt.Sprintf("pending alarm %d", PendingThreshold), PendingThreshold)},
+		RightLines: []*awscloudwatch.HorizontalAnnotation{observability.Ceiling(fmt.Sprintf("age alarm %.0f s", OldestAgeThreshold.Seconds()), OldestAgeThreshold.Seconds())},
 	}))
 }
 

@@ -63,10 +63,6 @@ type DataKeyProps struct {
 	// when RemovalPolicy is DESTROY) that may schedule the key's deletion or
 	// disable it (config Roles.BreakGlass).
 	BreakGlassRoleArn string
-	// Services are the AWS services ("sqs") through which this account's
-	// principals may use the key (kms:ViaService <service>.<region>.amazonaws.com).
-	// Nil means DataKeyServices().
-	Services []string
 }
 
 // DataKeyServices are the services that encrypt the app's data with the
@@ -133,7 +129,7 @@ const (
 //     the Administrators, who cannot use the key, and the policy
 //     (KeyPolicyActions) by the deployment role only;
 //   - use (KeyUseActions, and kms:CreateGrant for AWS resources) by this
-//     account's principals, through IAM, only via Services and only from
+//     account's principals, through IAM, only via DataKeyServices and only from
 //     this account;
 //   - BreakGlassActions (deletion, disabling, rotation off) for
 //     BreakGlassRoleArn, and an explicit Deny of them to every other principal (but the
@@ -174,11 +170,6 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	v.If(!isArn(props.BreakGlassRoleArn), "BreakGlassRoleArn %q is not an ARN: name the one role that may delete or disable the key (config Roles.BreakGlass)", props.BreakGlassRoleArn)
 	v.If(props.BreakGlassRoleArn != "" && slices.Contains(props.Administrators, props.BreakGlassRoleArn),
 		"BreakGlassRoleArn %q is also an administrator: the break-glass role must be a role of its own", props.BreakGlassRoleArn)
-	services := props.Services
-	if services == nil {
-		services = DataKeyServices()
-	}
-	v.If(len(services) == 0, "Services is empty: no principal of the account could use the key")
 	var admins []awsiam.IPrincipal
 	for _, a := range append([]string{props.DeploymentRoleArn}, props.Administrators...) {
 		if isArn(a) {
@@ -190,7 +181,7 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 		admins = append(admins, awsiam.NewArnPrincipal(jsii.String(fmt.Sprintf("arn:%s:iam::%s:role/missing-key-administrator", *stack.Partition(), *stack.Account()))))
 	}
 	var viaServices []*string
-	for _, svc := range services {
+	for _, svc := range DataKeyServices() {
 		viaServices = append(viaServices, jsii.String(fmt.Sprintf("%s.%s.amazonaws.com", svc, *stack.Region())))
 	}
 	policy.AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

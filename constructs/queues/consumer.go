@@ -51,18 +51,10 @@ type ConsumerOptions struct {
 	// (0..5 min). Nil means none: invoke as soon as messages are available
 	// (order preparation is latency sensitive). Not supported for FIFO queues.
 	MaxBatchingWindow awscdk.Duration
-	// Filters are Lambda event filter patterns. Messages that do not match are
-	// DELETED by Lambda without invoking the function, so filters are for
-	// messages that are truly irrelevant, never for validation (an invalid
-	// message must reach the DLQ to be visible).
-	Filters []map[string]any
 	// FunctionTimeout is the consumer's timeout, needed when fn is an
 	// imported function (an IFunction whose timeout the CDK cannot see).
 	// Ignored for functions defined in this app.
 	FunctionTimeout awscdk.Duration
-	// Enabled, when non-nil and false, creates the mapping disabled (runbook
-	// step 1 "contain" can then be applied in code).
-	Enabled *bool
 	// SendsCopies says the consumer sends delayed copies of a message back
 	// to this queue (sqsconsumer.Plan, on the last receive while a circuit is
 	// open): it is granted sqs:SendMessage on the source queue (with
@@ -150,22 +142,12 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 		return nil
 	}
 
-	var filters *[]*map[string]any
-	if len(opts.Filters) > 0 {
-		fs := make([]*map[string]any, 0, len(opts.Filters))
-		for i := range opts.Filters {
-			fs = append(fs, &opts.Filters[i])
-		}
-		filters = &fs
-	}
 	esm := fn.AddEventSourceMapping(jsii.String("SqsConsumer"+*awscdk.Names_UniqueId(q.Queue)), &awslambda.EventSourceMappingOptions{
 		EventSourceArn:          q.Queue.QueueArn(),
 		BatchSize:               jsii.Number(batch),
 		MaxBatchingWindow:       opts.MaxBatchingWindow,
 		ReportBatchItemFailures: jsii.Bool(true),
 		MaxConcurrency:          jsii.Number(mc),
-		Filters:                 filters,
-		Enabled:                 opts.Enabled,
 	})
 	q.GrantConsumeMessages(fn)
 	q.GrantSendToDeadLetterQueue(fn)

@@ -233,10 +233,7 @@ func NewQueue(scope constructs.Construct, id string, props *QueueProps) *Queue {
 		fmt.Sprintf("DLQ %s of %s has messages: paid work that was not done. Runbook: docs/runbooks/dlq.md. Start with: mf-dlq contain %s, then mf-dlq classify %s (never delete to look; no redrive before the fix).", dlqName, sourceName, dlqName, dlqName))
 
 	q.OldestMessageAlarm = observability.NewAlarm(c, "OldestMessageAlarm", &observability.AlarmProps{
-		Metric: q.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
-			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
-			Statistic: jsii.String("Maximum"),
-		}),
+		Metric:    q.Queue.MetricApproximateAgeOfOldestMessage(observability.Per5Min("Maximum")),
 		Topic:     props.Alerts,
 		Threshold: ageS,
 		// No data means no messages (SQS publishes the metric for active
@@ -271,16 +268,7 @@ func encrypt(p *awssqs.QueueProps, v *core.Problems, e Encryption, key awskms.IK
 // missing data not breaching, ALARM and OK to topic. For DLQs made
 // elsewhere too (SNS subscriptions, rule targets, pipes).
 func NewDeadLetterAlarm(scope constructs.Construct, id string, dlq awssqs.IQueue, topic awssns.ITopic, description string) awscloudwatch.Alarm {
-	return observability.NewAlarm(scope, id, &observability.AlarmProps{
-		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
-			Statistic: jsii.String("Maximum"),
-		}),
-		Topic:       topic,
-		Threshold:   0,
-		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING, // an empty DLQ reports nothing
-		Description: description,
-	})
+	return observability.NewAnyAlarm(scope, id, dlq.MetricApproximateNumberOfMessagesVisible(observability.Per5Min("Maximum")), topic, description)
 }
 
 // GrantConsumeMessages grants receive, delete, change-visibility and

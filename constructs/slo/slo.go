@@ -52,11 +52,9 @@ type Props struct {
 	// (a metric without data in a window counts 0). Their statistic is
 	// taken as Sum and their period as the window's.
 	Bad, Total []awscloudwatch.Metric
-	// Windows are the alarms; nil means Windows().
-	Windows []Window
 }
 
-// Objective is the objective's alarms, one per window.
+// Objective is the objective's alarms, one per window of Windows().
 type Objective struct {
 	constructs.Construct
 	Alarms []awscloudwatch.Alarm
@@ -78,14 +76,10 @@ func New(scope constructs.Construct, id string, props *Props) *Objective {
 	if len(props.Bad) == 0 || len(props.Total) == 0 || props.Objective <= 0 || props.Objective >= 1 {
 		return o
 	}
-	windows := props.Windows
-	if windows == nil {
-		windows = Windows()
-	}
 	budget := 1 - props.Objective
 	var lines []*awscloudwatch.HorizontalAnnotation
 	var rates []awscloudwatch.IMetric
-	for _, w := range windows {
+	for _, w := range Windows() {
 		secs := v.Seconds("Window", w.Window, 0, 300, 86400)
 		if secs == 0 {
 			continue

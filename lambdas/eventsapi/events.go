@@ -23,7 +23,7 @@ import (
 // Event sources and detail-types on bus-mercadofresco.
 const (
 	// SourceTienda is the source of the shop's events, published by the
-	// outbox publisher (constructs/outbox DefaultSource).
+	// outbox publisher (constructs/outbox).
 	SourceTienda = "mercadofresco.tienda"
 	// SourceCarritos is the source of the events the pipe pipe-mf-carritos
 	// derives from the carts table's stream.

@@ -51,7 +51,7 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 	// The queue, its DLQ and its consumer as config/catalog names them.
 	names := func(logical string) queues.Names {
 		q, _, _ := catalog.Find(logical)
-		return queues.Names{Queue: name(q.Name), DeadLetterQueue: name(q.DLQName), Function: name(q.Consumers[0].Function)}
+		return queues.Names{Queue: name(q.Name), DeadLetterQueue: name(q.DLQName), Function: name(q.Function)}
 	}
 	platform := queues.Platform{
 		Context:                shared.Context,

@@ -99,7 +99,7 @@ func (o *opts) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.n, "n", 10, "number of messages to look at")
 	fs.StringVar(&o.save, "save", "", "also write the messages to FILE as JSON lines (aws sqs receive-message shape; a new file, mode 0600: customer data)")
 	fs.StringVar(&o.fromFile, "from-file", "", "classify saved messages (inspect --save, or aws sqs receive-message output) instead of the live DLQ")
-	fs.StringVar(&o.accept, "accept-versions", "", "major versions the consumer accepts, comma-separated (default: its declared ones, config/catalog)")
+	fs.StringVar(&o.accept, "accept-versions", "", "major versions the consumer accepts, comma-separated (default: its declared ones, lambdas/consumers)")
 	fs.StringVar(&o.required, "required-keys", "", "keys the consumer requires, comma-separated, - for none (default: the queue's consumer's)")
 	fs.IntVar(&o.max, "max", 0, "classify: most messages received (default 1000); redrive: most messages moved (default all)")
 	fs.BoolVar(&o.confirm, "confirm-fixed", false, "state that the cause is fixed (runbook step 4); required")

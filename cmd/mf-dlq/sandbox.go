@@ -24,6 +24,7 @@ import (
 	"github.com/mercadofresco/integration/cmd/mf-dlq/dlq"
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
@@ -43,7 +44,7 @@ type sandbox struct {
 
 type sandboxSource struct {
 	uuid, url, arn, name string
-	consumer             catalog.Consumer
+	consumer             consumers.Consumer
 }
 
 // sandboxInfo is what sandbox prints (--json: as JSON) before it serves.
@@ -122,10 +123,11 @@ func newSandbox(scenario string, env, accepts string) (*sandbox, error) {
 		if q.Logical == "Pedidos" {
 			pedidos, pedidosDLQ = s, d
 		}
-		if len(q.Consumers) == 0 {
+		c, ok := consumers.Find(q.Function)
+		if !ok {
 			continue
 		}
-		if s.consumer = q.Consumers[0]; override.AcceptedVersions != nil {
+		if s.consumer = c; override.AcceptedVersions != nil {
 			s.consumer.SupportedVersions = override.AcceptedVersions
 		}
 		sb.sources = append(sb.sources, s)
@@ -239,7 +241,7 @@ func (sb *sandbox) consumeOnce(ctx context.Context) (int, error) {
 // sandboxAccepts is the sandbox consumer's verdict: the transient cause
 // is fixed; poison, the data scenario's SKU and expired messages not
 // re-admitted still fail.
-func sandboxAccepts(c catalog.Consumer, body string, readmitted bool) bool {
+func sandboxAccepts(c consumers.Consumer, body string, readmitted bool) bool {
 	switch dlq.Classify([]types.Message{{MessageId: aws.String("m"), Body: &body}}, dlq.OptionsOf(c)).Verdict {
 	case dlq.Poison:
 		return false

@@ -1,19 +1,16 @@
 // Package catalog names the project's resources: the rule that turns a
 // SPEC name into an environment's physical name, and the catalogue of the
-// SQS queues (their SPEC names, their dead-letter queues and the consumers
-// that read each one). The CDK stacks (through config) and the operator
-// tools (cmd/mf-dlq) share it; it depends on the standard library and the
-// consumers' contract only, so a tool that imports it links no CDK.
+// SQS queues (their SPEC names, their dead-letter queues and the function
+// that reads each one; what that function requires of a message is its
+// entry in lambdas/consumers). The CDK stacks (through config) and the
+// operator tools (cmd/mf-dlq) share it; it depends on the standard library
+// only, so a tool that imports it links no CDK.
 package catalog
 
 import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 // SPEC names of the queues (prod's physical names; other environments add
@@ -68,32 +65,6 @@ func PhysicalName(base, env string) string {
 	return base + Suffix(env)
 }
 
-// Consumer is a deployed function that reads a queue.
-type Consumer struct {
-	// Function is the SPEC name of the function (environments add their suffix).
-	Function string
-	// IdempotencyKey is the shape of the key its effect is recorded under
-	// ("preparacion:<pedido_id>" in mercadofresco-idempotencia).
-	IdempotencyKey string
-	// Window is its replay window: it refuses (dead-letters as
-	// expired-idempotency-window) a message whose event is older than this,
-	// measured from the body's CreatedAtKey, and its records live as long,
-	// so a redriven duplicate inside the window is recognised. 0: no
-	// window, its records never expire.
-	Window time.Duration
-	// CreatedAtKey is the dotted path of the event's creation time
-	// (RFC 3339) in the body.
-	CreatedAtKey string
-	// SupportedVersions are the major event versions it accepts: the
-	// contract's list (eventsapi.AcceptedVersions), which its code checks.
-	SupportedVersions []int
-	// VersionKey is the dotted path of the version in the body; "" means
-	// "version".
-	VersionKey string
-	// RequiredKeys are the body keys without which it dead-letters a message.
-	RequiredKeys []string
-}
-
 // Queue is one source queue with its dead-letter queue.
 type Queue struct {
 	// Logical is the queue's name in the Messaging stack (its construct id
@@ -103,75 +74,20 @@ type Queue struct {
 	Name, DLQName string
 	// FIFO reports a FIFO queue (its DLQ is FIFO too).
 	FIFO bool
-	// Consumers are the deployed readers of the queue; empty while the
-	// queue has none.
-	Consumers []Consumer
+	// Function is the SPEC name of the deployed function that reads the
+	// queue (lambdas/consumers has its entry).
+	Function string
 }
 
 // Queues is every source queue of the Messaging stack, and the order
 // workflow's starter buffer (OrderFlow stack).
 var Queues = []Queue{
-	{
-		Logical: "Pedidos", Name: PedidosQueueName, DLQName: PedidosDLQName,
-		Consumers: []Consumer{{
-			Function:          "mf-preparar-pedido",
-			IdempotencyKey:    "preparacion:<pedido_id>",
-			Window:            lambdaapi.WindowPreparacion,
-			CreatedAtKey:      lambdaapi.KeyConfirmadoEn,
-			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
-			// lineas: the preparation's Validate refuses an order without lines.
-			RequiredKeys: append(lambdaapi.RequiredKeysConfirmado(), "lineas"),
-		}},
-	},
-	{
-		Logical: "Correo", Name: CorreoQueueName, DLQName: CorreoDLQName,
-		Consumers: []Consumer{{
-			Function:          "mf-correo-confirmacion",
-			IdempotencyKey:    "correo-confirmacion:<pedido_id>",
-			Window:            lambdaapi.WindowCorreo,
-			CreatedAtKey:      lambdaapi.KeyConfirmadoEn,
-			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
-			RequiredKeys:      lambdaapi.RequiredKeysCorreo(),
-		}},
-	},
-	{
-		Logical: "AvisoERP", Name: AvisoERPQueueName, DLQName: AvisoERPDLQName,
-		Consumers: []Consumer{{
-			Function:          "mf-aviso-erp",
-			IdempotencyKey:    "aviso-erp:<pedido_id>",
-			Window:            lambdaapi.WindowAvisoERP,
-			CreatedAtKey:      lambdaapi.KeyConfirmadoEn,
-			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
-			// referencia_cobro, lineas: the notice's Validate refuses an
-			// order without them.
-			RequiredKeys: append(lambdaapi.RequiredKeysConfirmado(), "referencia_cobro", "lineas"),
-		}},
-	},
-	{
-		Logical: "StockMovements", Name: StockMovementsQueueName, DLQName: StockMovementsDLQName, FIFO: true,
-		Consumers: []Consumer{{
-			// The line items of mercadofresco-stock, which never expire: a
-			// movement is applied only if its secuencia is newer.
-			Function:          "mf-movimientos-stock",
-			IdempotencyKey:    "reserva:<pedido_id>:<sku> (liberacion:, ajuste:<referencia>:<sku>)",
-			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock),
-			RequiredKeys:      lambdaapi.RequiredKeysStock(),
-		}},
-	},
-	{
-		// The EventBridge events of PedidoCreado (lambdas/orderstart):
-		// the window is Step Functions' 90-day name retention less a day.
-		Logical: "Inicio", Name: InicioQueueName, DLQName: InicioDLQName,
-		Consumers: []Consumer{{
-			Function:          "mf-iniciar-pedido",
-			IdempotencyKey:    "the execution name of the order (orderstart.ExecutionNameFor; Step Functions keeps it 90 days)",
-			Window:            eventsapi.StarterWindow,
-			CreatedAtKey:      eventsapi.KeyCreadoEn,
-			SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado),
-			VersionKey:        "detail.version",
-			RequiredKeys:      lambdaapi.RequiredKeysInicio(),
-		}},
-	},
+	{Logical: "Pedidos", Name: PedidosQueueName, DLQName: PedidosDLQName, Function: "mf-preparar-pedido"},
+	{Logical: "Correo", Name: CorreoQueueName, DLQName: CorreoDLQName, Function: "mf-correo-confirmacion"},
+	{Logical: "AvisoERP", Name: AvisoERPQueueName, DLQName: AvisoERPDLQName, Function: "mf-aviso-erp"},
+	{Logical: "StockMovements", Name: StockMovementsQueueName, DLQName: StockMovementsDLQName, FIFO: true, Function: "mf-movimientos-stock"},
+	// The EventBridge events of PedidoCreado (lambdas/orderstart).
+	{Logical: "Inicio", Name: InicioQueueName, DLQName: InicioDLQName, Function: "mf-iniciar-pedido"},
 }
 
 // Find returns the queue whose logical name, SPEC name or SPEC DLQ name

@@ -80,10 +80,8 @@ func TestRecipeConsumer(t *testing.T) {
 					t.Errorf("%s: catalogue queue %s (%s) is in no snapshot: construct it with the catalogue's names (%s)", env, catalog.PhysicalName(n, env), q.Logical, recipe)
 				}
 			}
-			for _, c := range q.Consumers {
-				if !functions[catalog.PhysicalName(c.Function, env)] {
-					t.Errorf("%s: catalogue consumer %s of %s is in no snapshot (%s)", env, catalog.PhysicalName(c.Function, env), q.Logical, recipe)
-				}
+			if !functions[catalog.PhysicalName(q.Function, env)] {
+				t.Errorf("%s: catalogue consumer %s of %s is in no snapshot (%s)", env, catalog.PhysicalName(q.Function, env), q.Logical, recipe)
 			}
 		}
 		// Every SQS event source mapping reads a catalogue queue.

@@ -101,7 +101,7 @@ func NewQueues(t testing.TB, name string, o QueueOptions) *Queues {
 
 // Settings are the consumer settings a function deployed on these queues
 // would read: the DLQ route of the source, the test build id, the queue's
-// maxReceiveCount, version 1, the replay window (on the queues' clock).
+// maxReceiveCount, the replay window (on the queues' clock).
 func (q *Queues) Settings() sqsconsumer.Settings {
 	name := q.SourceARN[strings.LastIndex(q.SourceARN, ":")+1:]
 	return sqsconsumer.Settings{
@@ -109,7 +109,6 @@ func (q *Queues) Settings() sqsconsumer.Settings {
 		DLQRoutes:         lambdaapi.DLQRoutes{name: q.DLQ},
 		ConsumerVersion:   ConsumerVersion,
 		Concurrency:       8,
-		SupportedVersions: []int{1},
 		DeadlineMargin:    sqsbatch.DefaultDeadlineMargin,
 		MaxReceiveCount:   q.MaxReceiveCount,
 		IdempotencyWindow: q.Window,

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
-	"github.com/mercadofresco/integration/lambdas/eventsapi"
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -66,8 +66,8 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 		Handler:           sqsbatch.JSON(handler(d, steps)),
 		DLQ:               d.DLQ,
 		Visibility:        d.Visibility,
-		RequiredKeys:      lambdaapi.RequiredKeysCorreo(),
-		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
+		RequiredKeys:      consumers.Mail.RequiredKeys,
+		SupportedVersions: consumers.Mail.SupportedVersions,
 		IdempotencyKey:    sqsconsumer.KeyByPedido(idempotency.KeyCorreoConfirmacion),
 		Logger:            d.Logger,
 	})

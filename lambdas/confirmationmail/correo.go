@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
@@ -130,21 +131,9 @@ func (s *Mailer) log() *slog.Logger { return cmp.Or(s.Logger, slog.Default()) }
 // Pedido is the confirmed order as this consumer validates it.
 type Pedido struct{ eventsapi.PedidoConfirmado }
 
-// Validate implements sqsbatch.Validator: an e-mail without an address or
-// an amount is poison.
-func (p *Pedido) Validate() error {
-	var problems []error
-	if at := strings.LastIndex(p.Cliente.Email, "@"); at < 1 || at == len(p.Cliente.Email)-1 || strings.ContainsAny(p.Cliente.Email, " \r\n<>\",") {
-		problems = append(problems, fmt.Errorf("cliente.email %q is not an e-mail address", p.Cliente.Email))
-	}
-	if p.TotalCentimos <= 0 {
-		problems = append(problems, fmt.Errorf("total_centimos %d is not positive", p.TotalCentimos))
-	}
-	if !eventsapi.IsCurrency(p.Moneda) {
-		problems = append(problems, fmt.Errorf("moneda %q is not an ISO 4217 code", p.Moneda))
-	}
-	return errors.Join(problems...)
-}
+// Validate implements sqsbatch.Validator: the registry's check
+// (consumers.CheckMail).
+func (p *Pedido) Validate() error { return consumers.CheckMail(&p.PedidoConfirmado) }
 
 // Render writes the confirmation e-mail of p (Spanish, plain text and HTML).
 func Render(p *Pedido) Mensaje {

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
 
 // The queue consumers (lambdas/sqsconsumer and the functions built on it):
@@ -25,9 +23,6 @@ const (
 	// EnvBatchConcurrency is how many records (or FIFO groups) one
 	// invocation handles at once (default 8, 1..100).
 	EnvBatchConcurrency = "BATCH_CONCURRENCY"
-	// EnvSupportedVersions lists the major event versions understood
-	// (comma-separated, default "1").
-	EnvSupportedVersions = "SUPPORTED_VERSIONS"
 	// EnvDeadlineMargin is the time kept free before the Lambda deadline
 	// (Go duration, default 2s).
 	EnvDeadlineMargin = "DEADLINE_MARGIN"
@@ -35,14 +30,6 @@ const (
 	// (sqsconsumer.Plan needs it to know the last receive).
 	EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
 )
-
-// Keys each consumer's messages must carry (sqsbatch.Config.RequiredKeys):
-// a message without one is poison. config/catalog gives mf-dlq the same
-// lists, so its verdict on a missing key is the consumer's.
-func RequiredKeysConfirmado() []string { return []string{"pedido_id", KeyConfirmadoEn} } // preparar-pedido, aviso-erp
-func RequiredKeysCorreo() []string     { return []string{"pedido_id", "cliente.email", KeyConfirmadoEn} }
-func RequiredKeysStock() []string      { return []string{"tipo", "sku"} }
-func RequiredKeysInicio() []string     { return []string{"detail.pedido_id", eventsapi.KeyCreadoEn} }
 
 // EnvStateMachineARN is the order workflow the starter (lambdas/orderstart,
 // the consumer of the starter's buffer queue) starts.

@@ -5,7 +5,7 @@
 // outbox's schema migrations and database roles, and the breaker's cache
 // access. The events have their own contract (lambdas/eventsapi).
 //
-// It depends on the standard library and eventsapi only, so the CDK app
-// imports it without linking any Lambda dependency (test/layout_test.go
-// checks it).
+// It depends on the standard library only, so the CDK app imports it
+// without linking any Lambda dependency (stdlib_test.go and
+// test/layout_test.go check it).
 package lambdaapi

@@ -19,7 +19,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -111,14 +111,6 @@ func clean(s string) bool {
 	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return !allowed(r) })
 }
 
-// Envelope is the EventBridge event as the buffer queue receives it.
-type Envelope struct {
-	ID         string          `json:"id"`
-	DetailType string          `json:"detail-type"`
-	Source     string          `json:"source"`
-	Detail     json.RawMessage `json:"detail"`
-}
-
 // Starter starts one execution per order.
 type Starter struct {
 	api          StartExecutionAPI
@@ -150,7 +142,7 @@ func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts .
 	}
 	log = cmp.Or(log, slog.Default())
 	s := &Starter{api: api, stateMachine: stateMachineARN, log: log,
-		window: sqsbatch.Window{Max: eventsapi.StarterWindow, CreatedAt: eventsapi.KeyCreadoEn}}
+		window: sqsbatch.Window{Max: consumers.Starter.Window, CreatedAt: consumers.Starter.CreatedAtKey}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -182,7 +174,7 @@ type Result struct {
 // event is poison (failure.Poison); ExecutionAlreadyExists is success. It
 // does not apply the replay window: Handler does, before calling it.
 func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
-	env, pedido, err := DecodeEvent(body)
+	env, pedido, err := consumers.DecodeCreated(body)
 	if err != nil {
 		return Result{}, err
 	}
@@ -215,26 +207,6 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	}
 	s.log.InfoContext(ctx, "execution started", slog.String("pedido_id", pedido.PedidoID), slog.String("ejecucion", name), slog.String("id_evento", env.ID))
 	return Result{Name: name, ExecutionARN: aws.ToString(out.ExecutionArn)}, nil
-}
-
-// DecodeEvent reads a buffered event as Start does before it calls
-// anything: an EventBridge event of detail-type PedidoCreado whose detail
-// parses and validates. Its error is the poison Start dead-letters the
-// message with (mf-dlq classify asks it; the signature, checked next,
-// needs the key).
-func DecodeEvent(body []byte) (Envelope, eventsapi.PedidoCreado, error) {
-	var env Envelope
-	if err := json.Unmarshal(body, &env); err != nil {
-		return env, eventsapi.PedidoCreado{}, failure.Poisonf("not an EventBridge event: %v", err)
-	}
-	if env.DetailType != eventsapi.TypePedidoCreado {
-		return env, eventsapi.PedidoCreado{}, failure.Poisonf("detail-type %q, this starter handles %s only", env.DetailType, eventsapi.TypePedidoCreado)
-	}
-	pedido, err := eventsapi.ParsePedidoCreado(env.Detail)
-	if err != nil {
-		return env, pedido, failure.Poison(err)
-	}
-	return env, pedido, nil
 }
 
 // permanentStartErrors are the StartExecution error codes about the
@@ -273,9 +245,9 @@ func (s *Starter) Handler() sqsbatch.Handler {
 func BatchConfig(s *Starter) sqsbatch.Config {
 	return sqsbatch.Config{
 		Handler:           s.Handler(),
-		VersionKey:        "detail.version",
-		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado),
-		RequiredKeys:      lambdaapi.RequiredKeysInicio(),
+		VersionKey:        consumers.Starter.VersionKey,
+		SupportedVersions: consumers.Starter.SupportedVersions,
+		RequiredKeys:      consumers.Starter.RequiredKeys,
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var env struct {
 				Detail struct {

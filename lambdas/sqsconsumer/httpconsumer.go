@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
-	"github.com/aws/aws-lambda-go/events"
-
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
@@ -24,7 +22,7 @@ const CodeRejected = "rechazado"
 // HTTPConsumer is a consumer of the fan-out's PedidoConfirmado that POSTs
 // one request per confirmed order to an HTTP dependency, once (Once, with
 // Key(pedido_id) as the idempotency key and the Idempotency-Key). An order
-// Check refuses is poison; a refusal (httpdep.ErrRejected) is recorded
+// its registry entry's Content refuses is poison; a refusal (httpdep.ErrRejected) is recorded
 // FALLIDO with CodeRejected and dead-lettered; an open circuit makes the
 // order wait (Plan); a 429 past the attempts hides it for the
 // dependency's Retry-After; an order older than the replay window is
@@ -34,9 +32,11 @@ type HTTPConsumer struct {
 	// its variables (<Prefix>_URL, _SECRET_ARN, ...).
 	Dependency, Prefix string
 	Path               string
-	Key                func(pedidoID string) (string, error)
-	Check              func(p *eventsapi.PedidoConfirmado) error
-	Request            func(p *eventsapi.PedidoConfirmado) any
+	// Consumer is its entry in the registry: the keys and versions it
+	// requires and its check of an order's content.
+	Consumer consumers.Consumer
+	Key      func(pedidoID string) (string, error)
+	Request  func(p *eventsapi.PedidoConfirmado) any
 	// Done is the log message of a success; AnswerKey names the
 	// dependency's id in it.
 	Done, AnswerKey string
@@ -50,25 +50,9 @@ type Answer struct {
 }
 
 // confirmed is the event as the consumers decode it: without
-// eventsapi.PedidoConfirmado's Validate, in place of which Check runs.
+// eventsapi.PedidoConfirmado's Validate, in place of which the registry
+// entry's Content runs.
 type confirmed eventsapi.PedidoConfirmado
-
-// Content returns the poison error the consumer dead-letters body with,
-// or nil when it would handle it (mf-dlq classify asks it).
-func (c *HTTPConsumer) Content(body string) error {
-	var p eventsapi.PedidoConfirmado
-	if err := (&sqsbatch.Record{Message: events.SQSMessage{Body: body}}).Decode(&p); err != nil {
-		return err
-	}
-	return c.check(&p)
-}
-
-func (c *HTTPConsumer) check(p *eventsapi.PedidoConfirmado) error {
-	if err := c.Check(p); err != nil {
-		return failure.Poisonf("invalid message: %w", err)
-	}
-	return nil
-}
 
 // Processor returns the batch processor of the consumer over the
 // dependency's client.
@@ -82,10 +66,10 @@ func (c *HTTPConsumer) Processor(s Settings, d OnceDeps, dep *httpdep.Client) (*
 	}
 	return s.Batch(sqsbatch.Config{
 		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, e *confirmed) error {
-			p := (*eventsapi.PedidoConfirmado)(e)
-			if err := c.check(p); err != nil {
+			if err := c.Consumer.Content(rec.Body()); err != nil {
 				return err
 			}
+			p := (*eventsapi.PedidoConfirmado)(e)
 			body := c.Request(p)
 			res, err := Once(ctx, steps, rec, body, func(ctx context.Context, key string) (Answer, error) {
 				var out Answer
@@ -102,8 +86,8 @@ func (c *HTTPConsumer) Processor(s Settings, d OnceDeps, dep *httpdep.Client) (*
 		}),
 		DLQ:               d.DLQ,
 		Visibility:        d.Visibility,
-		RequiredKeys:      lambdaapi.RequiredKeysConfirmado(),
-		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
+		RequiredKeys:      c.Consumer.RequiredKeys,
+		SupportedVersions: c.Consumer.SupportedVersions,
 		IdempotencyKey:    KeyByPedido(c.Key),
 		Logger:            cmp.Or(d.Logger, slog.Default()),
 	})
@@ -132,17 +116,7 @@ const (
 var Preparation = &HTTPConsumer{
 	Dependency: lambdaapi.NameAlmacen, Prefix: lambdaapi.PrefixAlmacen, Path: PathPreparaciones,
 	Key: idempotency.KeyPreparacion, Done: "order sent to preparation", AnswerKey: "referencia_preparacion",
-	Check: func(p *eventsapi.PedidoConfirmado) error {
-		if len(p.Lineas) == 0 {
-			return errors.New("order has no lines")
-		}
-		for i, l := range p.Lineas {
-			if l.SKU == "" || l.Cantidad <= 0 {
-				return fmt.Errorf("line %d: sku %q, cantidad %d: want a SKU and a positive quantity", i, l.SKU, l.Cantidad)
-			}
-		}
-		return nil
-	},
+	Consumer: consumers.Preparation,
 	Request: func(p *eventsapi.PedidoConfirmado) any {
 		req := Solicitud{PedidoID: p.PedidoID, Lineas: make([]Linea, len(p.Lineas))}
 		for i, l := range p.Lineas {
@@ -172,22 +146,7 @@ type Linea struct {
 var ERPNotice = &HTTPConsumer{
 	Dependency: lambdaapi.NameERP, Prefix: lambdaapi.PrefixERP, Path: PathAvisos,
 	Key: idempotency.KeyAvisoERP, Done: "ERP notified", AnswerKey: "registro_erp",
-	Check: func(p *eventsapi.PedidoConfirmado) error {
-		var problems []error
-		if p.ReferenciaCobro == "" {
-			problems = append(problems, errors.New("referencia_cobro is empty (a confirmed order is charged)"))
-		}
-		if p.TotalCentimos <= 0 {
-			problems = append(problems, fmt.Errorf("total_centimos %d is not positive", p.TotalCentimos))
-		}
-		if !eventsapi.IsCurrency(p.Moneda) {
-			problems = append(problems, fmt.Errorf("moneda %q is not an ISO 4217 code", p.Moneda))
-		}
-		if len(p.Lineas) == 0 {
-			problems = append(problems, errors.New("order has no lines"))
-		}
-		return errors.Join(problems...)
-	},
+	Consumer: consumers.ERPNotice,
 	Request: func(p *eventsapi.PedidoConfirmado) any {
 		return Aviso{PedidoID: p.PedidoID, ClienteID: p.Cliente.ID, TotalCentimos: p.TotalCentimos, Moneda: p.Moneda,
 			ReferenciaCobro: p.ReferenciaCobro, ConfirmadoEn: p.ConfirmadoEn, Lineas: p.Lineas}

@@ -1,12 +1,13 @@
 // Package sqsconsumer is what the project's SQS consumer Lambdas share
 // around lambdas/sqsbatch: their settings from the environment (DLQ routes,
-// build id, batch concurrency, supported event versions, deadline margin,
-// maxReceiveCount, replay window); a Runtime that builds the real clients a
-// main needs (SQS, the breaker cache, an HTTP dependency with its API key,
-// breaker, retry budget and metrics); the pipeline of a consumer that calls
-// a dependency once per record ([Steps], [Once]: replay window, idempotency
-// claim, degrade [Plan]); and the HTTP consumers [Preparation] and
-// [ERPNotice]. A main is one line:
+// build id, batch concurrency, deadline margin, maxReceiveCount, replay
+// window); a Runtime that builds the real clients a main needs (SQS, the
+// breaker cache, an HTTP dependency with its API key, breaker, retry budget
+// and metrics); the pipeline of a consumer that calls a dependency once per
+// record ([Steps], [Once]: replay window, idempotency claim, degrade
+// [Plan]); and the HTTP consumers [Preparation] and [ERPNotice]. What each
+// consumer requires of a message is its entry in lambdas/consumers. A main
+// is one line:
 //
 //	func main() { sqsconsumer.Main("aviso-erp", sqsconsumer.ERPNotice.FromRuntime) }
 package sqsconsumer
@@ -29,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -39,12 +41,11 @@ import (
 
 // Settings are the variables every consumer reads (lambdaapi names).
 type Settings struct {
-	Environment       string
-	DLQRoutes         lambdaapi.DLQRoutes
-	ConsumerVersion   string
-	Concurrency       int
-	SupportedVersions []int
-	DeadlineMargin    time.Duration
+	Environment     string
+	DLQRoutes       lambdaapi.DLQRoutes
+	ConsumerVersion string
+	Concurrency     int
+	DeadlineMargin  time.Duration
 	// MaxReceiveCount is the source queue's maxReceiveCount (0 when the
 	// consumer does not defer messages and the variable is unset).
 	MaxReceiveCount int
@@ -82,7 +83,6 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 		Environment:       env.Required(lambdaapi.EnvEnvironment),
 		ConsumerVersion:   env.String(lambdaapi.EnvConsumerVersion, ""),
 		Concurrency:       env.Int(lambdaapi.EnvBatchConcurrency, sqsbatch.DefaultConcurrency, 1, 100),
-		SupportedVersions: env.Ints(lambdaapi.EnvSupportedVersions, 1),
 		DeadlineMargin:    env.Duration(lambdaapi.EnvDeadlineMargin, sqsbatch.DefaultDeadlineMargin, time.Millisecond, time.Minute),
 		MaxReceiveCount:   env.Int(lambdaapi.EnvMaxReceiveCount, 0, 0, 1000),
 		IdempotencyWindow: env.Duration(lambdaapi.EnvIdempotencyWindow, 0, lambdaapi.ReadmissionValidity, 400*24*time.Hour),
@@ -99,16 +99,13 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 
 // Batch returns a Processor with cfg, completed by these settings where cfg
 // leaves a field zero (ConsumerVersion, DLQRoutes, Concurrency,
-// SupportedVersions, DeadlineMargin).
+// DeadlineMargin).
 func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
 	cfg.ConsumerVersion = cmp.Or(cfg.ConsumerVersion, s.ConsumerVersion)
 	if len(cfg.DLQRoutes) == 0 {
 		cfg.DLQRoutes = s.DLQRoutes
 	}
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, s.Concurrency)
-	if len(cfg.SupportedVersions) == 0 {
-		cfg.SupportedVersions = s.SupportedVersions
-	}
 	cfg.DeadlineMargin = cmp.Or(cfg.DeadlineMargin, s.DeadlineMargin)
 	return sqsbatch.New(cfg)
 }
@@ -332,8 +329,13 @@ func MeasureConfirmations(w metrics.Emitter, ev events.SQSEvent) error {
 }
 
 // Start builds the consumer's processor as Main does, from env (tests use
-// it to check a main's wiring without the Lambda runtime).
+// it to check a main's wiring without the Lambda runtime). A function
+// missing from the registry (lambdas/consumers) is refused: mf-dlq would
+// not know what it requires of a message.
 func Start(ctx context.Context, function string, env *lambdaenv.Env, build func(context.Context, *Runtime) (*sqsbatch.Processor, error)) (*sqsbatch.Processor, error) {
+	if _, ok := consumers.Find("mf-" + function); !ok {
+		return nil, fmt.Errorf("sqsconsumer: %s is not in the consumer registry (lambdas/consumers)", function)
+	}
 	rt, err := NewRuntime(ctx, function, env)
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -66,8 +67,8 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 			return nil
 		}),
 		DLQ:               d.DLQ,
-		RequiredKeys:      lambdaapi.RequiredKeysStock(),
-		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypeMovimientoStock),
+		RequiredKeys:      consumers.Stock.RequiredKeys,
+		SupportedVersions: consumers.Stock.SupportedVersions,
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var m eventsapi.MovimientoStock
 			if err := rec.Decode(&m); err != nil {

@@ -16,13 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/mercadofresco/integration/lambdas/confirmationmail"
-	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/orderstart"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
-	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
 // Classification (runbook step 2): the rules, in order of authority, and
@@ -63,20 +59,6 @@ type Options struct {
 	// SourceMaxReceives maps a source queue's ARN to its maxReceiveCount:
 	// the receives a message SQS moved from it had when it was moved.
 	SourceMaxReceives map[string]int
-}
-
-// contentChecks are the queue consumers' own checks of a body, by function
-// (config/catalog's Consumer.Function): the message type each decodes into
-// with its Validate, or the starter's DecodeEvent.
-var contentChecks = map[string]func(body string) error{
-	"mf-preparar-pedido":     sqsconsumer.Preparation.Content,
-	"mf-correo-confirmacion": sqsbatch.CheckJSON[confirmationmail.Pedido],
-	"mf-aviso-erp":           sqsconsumer.ERPNotice.Content,
-	"mf-movimientos-stock":   sqsbatch.CheckJSON[eventsapi.MovimientoStock],
-	"mf-iniciar-pedido": func(body string) error {
-		_, _, err := orderstart.DecodeEvent([]byte(body))
-		return err
-	},
 }
 
 // The thresholds of a burst and of a concentration (design.md#dlq-tool).

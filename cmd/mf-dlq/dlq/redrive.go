@@ -381,8 +381,7 @@ func (t *Tool) moveOne(ctx context.Context, tg *Target, m types.Message, dest Qu
 // consumer's replay window.
 func (t *Tool) warnExpired(tg *Target, expired, total int, readmit bool) {
 	who := "its consumer"
-	if tg.Catalog != nil && len(tg.Catalog.Consumers) > 0 {
-		c := tg.Catalog.Consumers[0]
+	if c, ok := tg.Consumer(); ok {
 		who = fmt.Sprintf("%s (%s, a %s window)", c.Function, c.IdempotencyKey, sqsbatch.Days(c.Window))
 	}
 	switch {
@@ -402,7 +401,7 @@ func (t *Tool) warnExpired(tg *Target, expired, total int, readmit bool) {
 func (t *Tool) warnUnknown(msgs []types.Message, plan map[string]int) {
 	var who []string
 	for _, name := range slices.Sorted(maps.Keys(plan)) {
-		if q, _, isDLQ, ok := catalog.FindPhysical(name); !ok || isDLQ || len(q.Consumers) == 0 {
+		if q, _, isDLQ, ok := catalog.FindPhysical(name); !ok || isDLQ || q.Function == "" {
 			who = append(who, name)
 		}
 	}

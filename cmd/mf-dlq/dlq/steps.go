@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/mercadofresco/integration/config/catalog"
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -176,11 +176,11 @@ func (t *Tool) Classify(ctx context.Context, tg *Target, max int, opts Options) 
 }
 
 // ConsumerOptions are the expectations of the target's consumer from
-// config/catalog (OptionsOf) with the maxReceiveCount of its sources.
+// the registry (OptionsOf) with the maxReceiveCount of its sources.
 func ConsumerOptions(tg *Target) Options {
 	var o Options
-	if tg.Catalog != nil && len(tg.Catalog.Consumers) > 0 {
-		o = OptionsOf(tg.Catalog.Consumers[0])
+	if c, ok := tg.Consumer(); ok {
+		o = OptionsOf(c)
 	}
 	for _, src := range tg.Sources {
 		if _, n, ok := src.redrivePolicy(); ok && n > 0 && src.ARN != "" {
@@ -194,8 +194,8 @@ func ConsumerOptions(tg *Target) Options {
 }
 
 // OptionsOf are the expectations of consumer c.
-func OptionsOf(c catalog.Consumer) Options {
-	return Options{AcceptedVersions: c.SupportedVersions, VersionKey: c.VersionKey, RequiredKeys: c.RequiredKeys, Window: c.Window, CreatedAtKey: c.CreatedAtKey, Content: contentChecks[c.Function]}
+func OptionsOf(c consumers.Consumer) Options {
+	return Options{AcceptedVersions: c.SupportedVersions, VersionKey: c.VersionKey, RequiredKeys: c.RequiredKeys, Window: c.Window, CreatedAtKey: c.CreatedAtKey, Content: c.Content}
 }
 
 // PrintReport prints a classification for a person; with command, each

@@ -35,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/mercadofresco/integration/config/catalog"
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
@@ -128,6 +129,15 @@ type Target struct {
 	Sources []QueueRef
 	Env     string
 	Catalog *catalog.Queue
+}
+
+// Consumer is the registry's entry of the function that reads the target's
+// queue, if the catalogue names one.
+func (tg *Target) Consumer() (consumers.Consumer, bool) {
+	if tg.Catalog == nil {
+		return consumers.Consumer{}, false
+	}
+	return consumers.Find(tg.Catalog.Function)
 }
 
 // Resolve finds the DLQ meant by spec: a URL, an ARN, a name, or with env

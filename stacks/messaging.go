@@ -7,7 +7,6 @@ import (
 
 	"github.com/mercadofresco/integration/config/catalog"
 	"github.com/mercadofresco/integration/constructs/events"
-	"github.com/mercadofresco/integration/constructs/golambda"
 	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/constructs/slo"
 )
@@ -23,18 +22,14 @@ type MessagingStack struct {
 	// The order workflow publishes confirmed orders to it; its guard admits
 	// the workflow's role by name (constructs/queues).
 	PedidoConfirmado *events.Topic
-	// The consumers, each with the queue it drains.
+	// The consumers, each with the queue it drains (with its DLQ). A
+	// producer of stock movements gets MovimientosStock.Queue's
+	// GrantSendMessages, and one in another stack (the workflow) is
+	// admitted to the queue's guard by its role's name.
 	Preparacion      *queues.HTTPConsumer
 	Correo           *queues.Correo
 	AvisoERP         *queues.HTTPConsumer
 	MovimientosStock *queues.Consumer
-	// Pedidos, Correo, AvisoERP and StockMovements are the consumers'
-	// queues (with their DLQs). A producer of stock movements gets
-	// StockMovements.GrantSendMessages, and one in another stack (the
-	// workflow) is admitted to the queue's guard by its role's name.
-	Pedidos, CorreoQueue, AvisoERPQueue, StockMovements *queues.Queue
-	// PrepararPedido is the order-preparation function.
-	PrepararPedido *golambda.Function
 	// QueueWaitSLO is SLO 2's burn-rate alarms (docs/design.md#slo).
 	QueueWaitSLO *slo.Objective
 }
@@ -63,33 +58,20 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 
 	// Ceilings against each consumer's slowest dependency:
 	// docs/design.md#consumer-ceilings.
-	s.Preparacion = queues.NewPreparacion(stack, "Preparacion", &queues.PreparacionProps{
-		Platform: platform, Egress: egress,
-		Names:              names("Pedidos"),
-		IdempotencyTable:   data.Table,
-		AlmacenURL:         env.Consumers.AlmacenURL,
-		AlmacenMaxInFlight: env.Consumers.AlmacenMaxInFlight,
-		SecretName:         name("mercadofresco/almacen/api-key"),
-	})
+	// A consumer of one HTTP dependency: its catalogue names, the
+	// dependency's URL and in-flight limit, its API key's secret.
+	http := func(logical, url string, maxInFlight float64, dependency string) *queues.HTTPConsumerProps {
+		return &queues.HTTPConsumerProps{Platform: platform, Egress: egress, Names: names(logical), IdempotencyTable: data.Table,
+			URL: url, MaxInFlight: maxInFlight, SecretName: name("mercadofresco/" + dependency + "/api-key")}
+	}
+	s.Preparacion = queues.NewPreparacion(stack, "Preparacion", http("Pedidos", env.Consumers.AlmacenURL, env.Consumers.AlmacenMaxInFlight, "almacen"))
 	s.Correo = queues.NewCorreo(stack, "Correo", &queues.CorreoProps{
-		Platform: platform, Egress: egress,
-		Names:                names("Correo"),
-		IdempotencyTable:     data.Table,
+		HTTPConsumerProps:    *http("Correo", env.Consumers.CorreoSecundarioURL, env.Consumers.CorreoMaxInFlight, "correo-secundario"),
 		Remitente:            env.Consumers.CorreoRemitente,
-		SecundarioURL:        env.Consumers.CorreoSecundarioURL,
-		MaxInFlight:          env.Consumers.CorreoMaxInFlight,
 		ConfigurationSetName: name("mercadofresco-correo-confirmacion"),
-		SecretName:           name("mercadofresco/correo-secundario/api-key"),
 		EventLogGroupName:    jsii.String("/aws/events/" + env.PhysicalName("mercadofresco-correo-ses")),
 	})
-	s.AvisoERP = queues.NewAvisoERP(stack, "AvisoERP", &queues.AvisoERPProps{
-		Platform: platform, Egress: egress,
-		Names:            names("AvisoERP"),
-		IdempotencyTable: data.Table,
-		ERPURL:           env.Consumers.ERPURL,
-		ERPMaxInFlight:   env.Consumers.ERPMaxInFlight,
-		SecretName:       name("mercadofresco/erp/api-key"),
-	})
+	s.AvisoERP = queues.NewAvisoERP(stack, "AvisoERP", http("AvisoERP", env.Consumers.ERPURL, env.Consumers.ERPMaxInFlight, "erp"))
 	s.MovimientosStock = queues.NewMovimientosStock(stack, "MovimientosStock", &queues.MovimientosStockProps{
 		Platform:   platform,
 		Names:      names("StockMovements"),
@@ -97,9 +79,6 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		Vpc:        network.Network.Vpc,
 		Subnets:    network.Network.EgressSubnets(),
 	})
-	s.Pedidos, s.CorreoQueue, s.AvisoERPQueue = s.Preparacion.Queue, s.Correo.Queue, s.AvisoERP.Queue
-	s.StockMovements = s.MovimientosStock.Queue
-	s.PrepararPedido = s.Preparacion.Function
 
 	// The fan-out: confirmed orders to the three queues, SQS only, raw
 	// delivery, a DLQ per subscription, no filter (docs/design.md#fanout).
@@ -108,9 +87,9 @@ func NewMessagingStack(scope constructs.Construct, shared *Shared, data *DataSta
 		TopicName:   name(PedidoConfirmadoTopicName),
 		DisplayName: jsii.String("MercadoFresco pedido confirmado"),
 	})
-	s.PedidoConfirmado.AddQueue("Pedidos", s.Pedidos, events.SubscriptionOptions{})
-	s.PedidoConfirmado.AddQueue("Correo", s.CorreoQueue, events.SubscriptionOptions{})
-	s.PedidoConfirmado.AddQueue("AvisoERP", s.AvisoERPQueue, events.SubscriptionOptions{})
+	s.PedidoConfirmado.AddQueue("Pedidos", s.Preparacion.Queue, events.SubscriptionOptions{})
+	s.PedidoConfirmado.AddQueue("Correo", s.Correo.Queue, events.SubscriptionOptions{})
+	s.PedidoConfirmado.AddQueue("AvisoERP", s.AvisoERP.Queue, events.SubscriptionOptions{})
 	s.QueueWaitSLO = newQueueWaitObjective(stack, shared)
 	return s
 }

@@ -66,7 +66,7 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		// A little above the functions' own timeout: the Lambda timeout
 		// ends a stuck attempt, not the state's.
 		PaymentTaskTimeout: s.Payment.Timeout.Plus(awscdk.Duration_Seconds(jsii.Number(10))),
-		StockMovements:     messaging.StockMovements.Queue,
+		StockMovements:     messaging.MovimientosStock.Queue.Queue,
 		Confirmed:          messaging.PedidoConfirmado.Topic,
 	})
 	s.Starter = orderflow.NewStarter(stack, "Inicio", &orderflow.StarterProps{

@@ -1,9 +1,10 @@
 // Package core is what every construct of the app shares: the platform
 // context its Props embed (Context), the validator that reports every
-// problem of its props at synthesis (Problems), the one way to grant a KMS
-// key through one service only (GrantKey), and the construct metadata the
-// checks read: acknowledgements (Acknowledge), the source of a property
-// (SetBy) and the event contracts (Produces, Accepts).
+// problem of its props at synthesis (Problems; Begin starts a constructor
+// with it), the one way to grant a KMS key through one service only
+// (GrantKey), and the construct metadata the checks read: acknowledgements
+// (Acknowledge), the source of a property (SetBy) and the event contracts
+// (Produces, Accepts).
 // docs/design.md#construct-props.
 package core
 

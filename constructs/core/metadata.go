@@ -59,11 +59,7 @@ type declaration struct {
 // transformer or a pipe with an input template: its target is the
 // destination).
 func Produces(producer constructs.IConstruct, eventType string, versions []int, destination constructs.IConstruct) {
-	d := declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions))}
-	if destination != nil && l1(destination) != nil {
-		d.To = l1Path(destination) // an imported destination is not this app's
-	}
-	add(producer, synthesized.MetadataProduces, d)
+	ProducesOnBus(producer, "", eventType, versions, destination)
 }
 
 // ProducesOnBus declares that producer puts events of eventType (the
@@ -71,7 +67,7 @@ func Produces(producer constructs.IConstruct, eventType string, versions []int, 
 func ProducesOnBus(producer constructs.IConstruct, source, eventType string, versions []int, bus constructs.IConstruct) {
 	d := declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions)), Source: source}
 	if bus != nil && l1(bus) != nil {
-		d.To = l1Path(bus)
+		d.To = l1Path(bus) // an imported destination is not this app's
 	}
 	add(producer, synthesized.MetadataProduces, d)
 }

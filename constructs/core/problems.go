@@ -96,3 +96,14 @@ func Seconds(d awscdk.Duration) (secs float64, err error) {
 	}()
 	return *d.ToSeconds(&awscdk.TimeConversionOptions{Integral: jsii.Bool(false)}), nil
 }
+
+// Begin starts a constructor: the construct id under scope, the validator
+// of kind on it, and props, or the zero value when nil (every constructor
+// takes nil props: all defaults, and the required fields reported).
+func Begin[P any](scope constructs.Construct, id, kind string, props *P) (constructs.Construct, *Problems, *P) {
+	if props == nil {
+		props = new(P)
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	return c, Check(c, kind), props
+}

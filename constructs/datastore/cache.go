@@ -107,15 +107,8 @@ type user struct {
 // NewCache creates (or imports) the cache. Every problem is a synthesis error;
 // the construct is still whole.
 func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
-	if props == nil {
-		props = &CacheProps{}
-	}
-	this := constructs.NewConstruct(scope, jsii.String(id))
-	c := &Cache{Construct: this, name: SpecName}
-	if props.CacheName != nil {
-		c.name = *props.CacheName
-	}
-	v := core.Check(this, "cache")
+	this, v, props := core.Begin(scope, id, "cache", props)
+	c := &Cache{Construct: this, name: *core.Or(props.CacheName, SpecName)}
 	if props.Import != nil {
 		c.name = props.Import.Name
 	}

@@ -86,11 +86,7 @@ type Table struct {
 // NewTable creates the table. Invalid props are synthesis errors, every one of
 // them.
 func NewTable(scope constructs.Construct, id string, props *TableProps, schema Schema) *Table {
-	if props == nil {
-		props = &TableProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
-	v := core.Check(c, schema.Kind)
+	c, v, props := core.Begin(scope, id, schema.Kind, props)
 	props.Require(v, core.DataKey|core.Alerts)
 	threshold := props.ThrottleAlarmThreshold
 	if threshold == 0 {
@@ -153,15 +149,7 @@ func (t *Table) TableArn() *string { return t.Table.TableArn() }
 // (core.GrantKey), in the grantee's own policy: a consumer in another stack
 // never edits this stack or the key's policy.
 func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
-	grant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      grantee,
-		Actions:      jsii.Strings(t.schema.Actions()...),
-		ResourceArns: jsii.Strings(*t.Table.TableArn()),
-	})
-	if t.EncryptionKey == nil {
-		return grant
-	}
-	return grant.Combine(core.GrantKey(t.EncryptionKey, grantee, "dynamodb", t.schema.KeyActions...))
+	return t.grant(grantee, t.schema.Actions(), nil)
 }
 
 // LeadingKeysCondition is the condition that limits a grant to the items
@@ -193,16 +181,18 @@ func (t *Table) GrantReadKeys(grantee awsiam.IGrantable, prefixes ...string) aws
 
 func (t *Table) grantKeys(grantee awsiam.IGrantable, actions, prefixes []string) awsiam.Grant {
 	core.Check(t, "dynamotable").If(len(prefixes) == 0, "a key-limited grant needs at least one key prefix")
-	grant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+	return t.grant(grantee, actions, LeadingKeysCondition(prefixes...))
+}
+
+// grant gives grantee actions on the table under conditions (nil: none),
+// in its own policy, and the schema's key actions through DynamoDB.
+func (t *Table) grant(grantee awsiam.IGrantable, actions []string, conditions *map[string]*map[string]any) awsiam.Grant {
+	return awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,
 		Actions:      jsii.Strings(actions...),
 		ResourceArns: jsii.Strings(*t.Table.TableArn()),
-		Conditions:   LeadingKeysCondition(prefixes...),
-	})
-	if t.EncryptionKey == nil {
-		return grant
-	}
-	return grant.Combine(core.GrantKey(t.EncryptionKey, grantee, "dynamodb", t.schema.KeyActions...))
+		Conditions:   conditions,
+	}).Combine(core.GrantKey(t.EncryptionKey, grantee, "dynamodb", t.schema.KeyActions...))
 }
 
 // BindToKeys is BindTo with the grant limited to prefixes (GrantConsumerKeys).

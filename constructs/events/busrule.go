@@ -116,12 +116,8 @@ type Rule struct {
 // the window once the target works again (consumers are idempotent). Every problem is reported at synth and the rule is
 // still built whole.
 func NewRule(scope constructs.Construct, id string, props *RuleProps) *Rule {
-	if props == nil {
-		props = &RuleProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "busrule", props)
 	r := &Rule{Construct: c, bus: props.Bus}
-	v := core.Check(c, "busrule")
 	switch {
 	case props.Bus == nil && !props.OnDefaultBus:
 		v.Addf("Bus is required (or OnDefaultBus for the account's default bus)")

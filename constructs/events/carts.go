@@ -105,12 +105,8 @@ func InputTemplate() string {
 // no consumer yet. The pipe has a source DLQ, bisects failing batches and
 // logs errors to an encrypted group. Every problem is reported at synth.
 func NewCarts(scope constructs.Construct, id string, props *CartsProps) *Carts {
-	if props == nil {
-		props = &CartsProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "carts", props)
 	k := &Carts{Construct: c}
-	v := core.Check(c, "carts")
 	v.If(props.Bus == nil, "Bus is required")
 	props.Require(v, core.DataKey|core.Alerts)
 	k.RetryCount = v.Count("RetryAttempts", props.RetryAttempts, PipeRetryAttempts, 0, 185)

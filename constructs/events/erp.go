@@ -86,12 +86,8 @@ func OrderEventsPattern() *awsevents.EventPattern {
 // order, its customer id, lines and amounts, the event id (also the
 // Idempotency-Key header); never the card token nor the customer's e-mail.
 func NewERPDestination(scope constructs.Construct, id string, props *ERPProps) *ERPDestination {
-	if props == nil {
-		props = &ERPProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "erp", props)
 	d := &ERPDestination{Construct: c}
-	v := core.Check(c, "erp")
 	v.If(!strings.HasPrefix(props.Endpoint, "https://"), "Endpoint %q must be an https URL", props.Endpoint)
 	props.Require(v, core.DataKey|core.Alerts)
 	rate := props.RateLimitPerSecond

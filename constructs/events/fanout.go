@@ -68,12 +68,9 @@ type Subscription struct {
 // guard admits GrantPublish's grantees; AddQueue admits the topic to the
 // queue's and the DLQ's guards.
 func NewTopic(scope constructs.Construct, id string, props *TopicProps) *Topic {
-	if props == nil {
-		props = &TopicProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "fanout", props)
 	t := &Topic{Construct: c, props: *props}
-	props.Require(core.Check(c, "fanout"), core.DataKey|core.Alerts)
+	props.Require(v, core.DataKey|core.Alerts)
 	t.Topic = awssns.NewTopic(c, jsii.String("Topic"), &awssns.TopicProps{
 		TopicName:   props.TopicName,
 		DisplayName: props.DisplayName,

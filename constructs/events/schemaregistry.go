@@ -49,16 +49,13 @@ func SchemaName(s schemas.Schema) string {
 // an AWS::EventSchemas::Schema named <prefix>@<Name>-v<major>. It only
 // publishes: MF-CONTRACT and `mf schemas` enforce the contracts.
 func NewSchemaRegistry(scope constructs.Construct, id string, props *SchemaRegistryProps) *SchemaRegistry {
-	if props == nil {
-		props = &SchemaRegistryProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "schemaregistry", props)
 	r := &SchemaRegistry{Construct: c, Schemas: map[string]awseventschemas.CfnSchema{}}
 	list := props.Schemas
 	if list == nil {
 		list = schemas.All()
 	}
-	core.Check(c, "schemaregistry").If(len(list) == 0, "no schema to publish (schemas/ is empty)")
+	v.If(len(list) == 0, "no schema to publish (schemas/ is empty)")
 	r.Registry = awseventschemas.NewCfnRegistry(c, jsii.String("Registry"), &awseventschemas.CfnRegistryProps{
 		RegistryName: props.RegistryName,
 		Description:  jsii.String("MercadoFresco event contracts (schemas/ of the integration repository), one schema per major version"),

@@ -18,6 +18,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -256,18 +257,11 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	cfnFn := f.Function.Node().DefaultChild().(awslambda.CfnFunction)
 	cfnFn.AddMetadata(jsii.String(synthesized.MetadataEntry), props.Entry)
 	if len(props.Dependencies) > 0 {
-		deps := make([]any, 0, len(props.Dependencies))
-		for _, d := range props.Dependencies {
-			envs := make([]any, 0, len(d.AttemptsEnv))
-			for _, e := range d.AttemptsEnv {
-				envs = append(envs, e)
-			}
-			m := map[string]any{"name": d.Name, "attemptsEnv": envs}
-			if d.PerWorkItem {
-				m["perWorkItem"] = true
-			}
-			deps = append(deps, m)
-		}
+		// The declarations' JSON form (Dependency's field tags); strings,
+		// booleans and lists cannot fail to encode.
+		raw, _ := json.Marshal(props.Dependencies)
+		var deps []any
+		_ = json.Unmarshal(raw, &deps)
 		cfnFn.AddMetadata(jsii.String(synthesized.MetadataDependencies), deps)
 	}
 	cfnFn.SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
@@ -376,11 +370,6 @@ func (f *Function) GrantPrincipal() awsiam.IPrincipal { return f.Function.GrantP
 // accept any function (queues.Queue.AddConsumer, event targets).
 func (f *Function) IFunction() awslambda.IFunction { return f.Function }
 
-// GrantInvoke lets grantee invoke the function.
-func (f *Function) GrantInvoke(grantee awsiam.IGrantable) awsiam.Grant {
-	return f.Function.GrantInvoke(grantee)
-}
-
 // MetricErrors is the function's Errors metric.
 func (f *Function) MetricErrors(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
 	return f.Function.MetricErrors(opts)
@@ -389,11 +378,6 @@ func (f *Function) MetricErrors(opts *awscloudwatch.MetricOptions) awscloudwatch
 // MetricThrottles is the function's Throttles metric.
 func (f *Function) MetricThrottles(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
 	return f.Function.MetricThrottles(opts)
-}
-
-// MetricDuration is the function's Duration metric.
-func (f *Function) MetricDuration(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return f.Function.MetricDuration(opts)
 }
 
 // functionCode is the function's code asset: the directory holding the

@@ -76,12 +76,8 @@ type Network struct {
 
 // New creates the VPC. Invalid props are synthesis errors.
 func New(scope constructs.Construct, id string, props *Props) *Network {
-	if props == nil {
-		props = &Props{}
-	}
-	this := constructs.NewConstruct(scope, jsii.String(id))
+	this, v, props := core.Begin(scope, id, "network", props)
 	n := &Network{Construct: this, natGateways: props.NatGateways}
-	v := core.Check(this, "network")
 	if v.If(props.NatGateways < 0 || props.NatGateways != float64(int(props.NatGateways)) || (props.MaxAzs > 0 && props.NatGateways > props.MaxAzs),
 		"NatGateways %v must be a whole number between 0 and the number of zones", props.NatGateways) {
 		n.natGateways = 0

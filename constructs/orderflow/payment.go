@@ -7,7 +7,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -34,9 +33,6 @@ const (
 	// the cold start around the gateway attempts.
 	margin = 15 * time.Second
 )
-
-// StateMachineLabel names the workflow the tasks serve, in descriptions.
-const StateMachineLabel = "mercadofresco-procesar-pedido"
 
 // FunctionTimeout is the worst case of one invocation: attempts × read
 // timeout, plus a wait between attempts of at most the longest Retry-After
@@ -114,12 +110,8 @@ type Payment struct {
 // ReadTimeout each; the function's timeout is that worst case
 // (FunctionTimeout). Every problem is reported at synth.
 func NewPayment(scope constructs.Construct, id string, props *PaymentProps) *Payment {
-	if props == nil {
-		props = &PaymentProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "payment", props)
 	p := &Payment{Construct: c, environment: props.Environment()}
-	v := core.Check(c, "payment")
 	props.Require(v, core.EnvironmentName|core.DataKey|core.Alerts)
 	v.If(props.IdempotencyTable == nil, "IdempotencyTable is required: both tasks record cobro:/reembolso:<pedido_id> there")
 	v.If(len(props.GatewayURL) < 9 || props.GatewayURL[:8] != "https://", "GatewayURL %q must be an https URL", props.GatewayURL)
@@ -167,7 +159,7 @@ func (p *Payment) addFunctions(props *PaymentProps, vpc awsec2.IVpc, subnets *aw
 		fp := props.FunctionProps(golambda.Props{
 			Entry:                        "lambdas/" + name,
 			FunctionName:                 physical,
-			Description:                  jsii.String(desc + " for " + StateMachineLabel),
+			Description:                  jsii.String(desc + " for " + StateMachineName),
 			Timeout:                      p.Timeout,
 			Environment:                  env,
 			ReservedConcurrentExecutions: reserved,
@@ -232,10 +224,4 @@ func (p *Payment) MetricGatewayLatency(stat string) awscloudwatch.Metric {
 // MetricCircuitOpened counts transitions of the gateway's circuit to open.
 func (p *Payment) MetricCircuitOpened() awscloudwatch.Metric {
 	return dependency.Metric(p.environment, lambdaapi.GatewayDependency, lambdaapi.MetricBreakerOpened, "Sum")
-}
-
-// GrantInvoke lets grantee invoke both tasks.
-func (p *Payment) GrantInvoke(grantee awsiam.IGrantable) {
-	p.Cobro.GrantInvoke(grantee)
-	p.Reembolso.GrantInvoke(grantee)
 }

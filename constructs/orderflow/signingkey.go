@@ -57,12 +57,8 @@ type SigningKey struct {
 
 // NewSigningKey creates the secret and its resource policy.
 func NewSigningKey(scope constructs.Construct, id string, props *SigningKeyProps) *SigningKey {
-	if props == nil {
-		props = &SigningKeyProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "payment.SigningKey", props)
 	k := &SigningKey{Construct: c, dataKey: props.DataKey}
-	v := core.Check(c, "payment.SigningKey")
 	props.Require(v, core.DataKey)
 	k.Secret = awssecretsmanager.NewSecret(c, jsii.String("Secret"), &awssecretsmanager.SecretProps{
 		SecretName:    props.SecretName,

@@ -83,12 +83,8 @@ func PedidoCreadoPattern() *awsevents.EventPattern {
 // after the order (starter.ExecutionName), which Step Functions keeps
 // unique for 90 days.
 func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Starter {
-	if props == nil {
-		props = &StarterProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "orderflow.Starter", props)
 	s := &Starter{Construct: c}
-	v := core.Check(c, "orderflow.Starter")
 	v.If(props.Workflow == nil, "Workflow is required")
 	s.Buffer = queues.NewQueue(c, "Buffer", &queues.QueueProps{
 		Context:             props.Context,

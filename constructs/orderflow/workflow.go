@@ -139,12 +139,8 @@ type Workflow struct {
 // the workflow is still whole (missing functions, queue and topic are
 // imported placeholders that add nothing to the template).
 func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *Workflow {
-	if props == nil {
-		props = &WorkflowProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "orderworkflow", props)
 	w := &Workflow{Construct: c}
-	v := core.Check(c, "orderworkflow")
 	p := *props
 	p.Require(v, core.DataKey|core.Alerts)
 	w.Retry = p.Retry.withDefaults(v)
@@ -164,10 +160,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 	if v.If(p.Confirmed == nil, "Confirmed (the topic mercadofresco-pedido-confirmado) is required") {
 		p.Confirmed = awssns.Topic_FromTopicArn(stub, jsii.String("Confirmed"), jsii.String("arn:aws:sns:eu-west-1:111111111111:missing"))
 	}
-	name := jsii.String(StateMachineName)
-	if p.StateMachineName != nil {
-		name = p.StateMachineName
-	}
+	name := core.Or(p.StateMachineName, StateMachineName)
 
 	def := w.definition(c, &p, taskTimeout)
 
@@ -468,14 +461,4 @@ func (w *Workflow) admitAsProducer(c constructs.Construct, p *WorkflowProps, v *
 // GrantStartExecution lets grantee start executions (the starter).
 func (w *Workflow) GrantStartExecution(grantee awsiam.IGrantable) awsiam.Grant {
 	return w.StateMachine.GrantStartExecution(grantee)
-}
-
-// MetricFailed is ExecutionsFailed.
-func (w *Workflow) MetricFailed(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return w.StateMachine.MetricFailed(opts)
-}
-
-// MetricSucceeded is ExecutionsSucceeded.
-func (w *Workflow) MetricSucceeded(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return w.StateMachine.MetricSucceeded(opts)
 }

@@ -10,6 +10,7 @@
 package outbox
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/mercadofresco/integration/constructs/core"
@@ -132,12 +133,8 @@ const (
 // placeholder VPC when Vpc is missing), so dependents show the errors
 // instead of crashing on a nil field.
 func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *Database {
-	if props == nil {
-		props = &DatabaseProps{}
-	}
-	this := constructs.NewConstruct(scope, jsii.String(id))
+	this, v, props := core.Begin(scope, id, "outbox.Database", props)
 	d := &Database{Construct: this, DatabaseName: DefaultDatabaseName, MasterUser: DefaultMasterUser, Roles: lambdaapi.DefaultDBRoles()}
-	v := core.Check(this, "outbox.Database")
 	vpc, subnets := core.RequireVpc(v, this, props.Vpc, props.Subnets, "the cluster and its proxy live in its data subnets")
 	clusterID := "missing-cluster-identifier"
 	if !v.If(props.ClusterIdentifier == nil || *props.ClusterIdentifier == "", "ClusterIdentifier is required") {
@@ -148,10 +145,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	key := props.DataKey
 	backup := core.DurationOr(props.BackupRetention, awscdk.Duration_Days(jsii.Number(DefaultBackupDays)))
 	clusterRemoval := observability.RemovalFor(props.RemovalPolicy, observability.Snapshottable)
-	proxyName := clusterID + "-proxy"
-	if props.ProxyName != nil {
-		proxyName = *props.ProxyName
-	}
+	proxyName := *core.Or(props.ProxyName, clusterID+"-proxy")
 	engine := awsrds.DatabaseClusterEngine_AuroraPostgres(&awsrds.AuroraPostgresClusterEngineProps{
 		Version: awsrds.AuroraPostgresEngineVersion_VER_16_6(),
 	})
@@ -401,11 +395,7 @@ func (d *Database) addAlarms(topic awssns.ITopic) {
 // this proxy and that user only. Any other user (the master user above
 // all) is a synthesis error.
 func (d *Database) GrantConnect(grantee awsiam.IGrantable, user string) awsiam.Grant {
-	known := false
-	for _, r := range d.Roles.All() {
-		known = known || r == user
-	}
-	core.Check(d.Construct, "outbox.Database").If(!known, "GrantConnect as %q: only the roles %v may connect through the proxy", user, d.Roles.All())
+	core.Check(d.Construct, "outbox.Database").If(!slices.Contains(d.Roles.All(), user), "GrantConnect as %q: only the roles %v may connect through the proxy", user, d.Roles.All())
 	return d.Proxy.GrantConnect(grantee, jsii.String(user))
 }
 

@@ -67,12 +67,8 @@ type Migration struct {
 // Every problem of props is reported at synth (the wiring to what is
 // missing is left out, the construct is whole).
 func NewMigration(scope constructs.Construct, id string, props *MigrationProps) *Migration {
-	if props == nil {
-		props = &MigrationProps{}
-	}
-	this := constructs.NewConstruct(scope, jsii.String(id))
+	this, v, props := core.Begin(scope, id, "outbox.Migration", props)
 	m := &Migration{Construct: this}
-	v := core.Check(this, "outbox.Migration")
 	props.Require(v, core.DataKey)
 	db := props.Database
 	v.If(db == nil, "Database is required")

@@ -88,12 +88,8 @@ type Publisher struct {
 // of props is reported at synth (the wiring to what is missing is left
 // out, the construct is whole).
 func NewPublisher(scope constructs.Construct, id string, props *PublisherProps) *Publisher {
-	if props == nil {
-		props = &PublisherProps{}
-	}
-	this := constructs.NewConstruct(scope, jsii.String(id))
+	this, v, props := core.Begin(scope, id, "outbox.Publisher", props)
 	p := &Publisher{Construct: this, environment: props.Environment()}
-	v := core.Check(this, "outbox.Publisher")
 	props.Require(v, core.EnvironmentName|core.Alerts)
 	v.If(props.Database == nil, "Database is required")
 	v.If(props.Bus == nil, "Bus is required")
@@ -274,9 +270,4 @@ func (p *Publisher) MetricOldestPendingAge(opts *awscloudwatch.MetricOptions) aw
 // MetricParked is the number of parked (poison) rows.
 func (p *Publisher) MetricParked(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
 	return p.metric(lambdaapi.MetricOutboxParked, opts)
-}
-
-// GrantInvoke lets grantee run the publisher on demand (e.g. a runbook).
-func (p *Publisher) GrantInvoke(grantee awsiam.IGrantable) awsiam.Grant {
-	return p.Function.GrantInvoke(grantee)
 }

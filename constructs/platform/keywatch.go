@@ -91,12 +91,8 @@ type KeyWatch struct {
 // events at least) in the key's region: the app does not create one, and
 // props.Trail names it.
 func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *KeyWatch {
-	if props == nil {
-		props = &KeyWatchProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "platform.NewKeyWatch", props)
 	w := &KeyWatch{Construct: c}
-	v := core.Check(c, "platform.NewKeyWatch")
 	props.Require(v, core.DataKey|core.Alerts)
 	v.If(!strings.HasPrefix(props.Trail, "arn:") || !strings.Contains(props.Trail, ":trail/"),
 		"KeyWatchProps.Trail (config AuditTrail) %q is not a CloudTrail trail's ARN: the rule sees the key's calls only if a trail records the account's management events in this region", props.Trail)
@@ -218,11 +214,7 @@ type SendWatchProps struct {
 // CloudTrail's SQS data events, which reach EventBridge only if Trail
 // records them.
 func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) *events.Rule {
-	if props == nil {
-		props = &SendWatchProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
-	v := core.Check(c, "platform.NewSendWatch")
+	c, v, props := core.Begin(scope, id, "platform.NewSendWatch", props)
 	props.Require(v, core.DataKey|core.Alerts)
 	v.If(!strings.HasPrefix(props.RoleArn, "arn:") || !strings.Contains(props.RoleArn, ":role/"), "SendWatchProps.RoleArn %q is not the ARN of a role", props.RoleArn)
 	v.If(!strings.HasPrefix(props.Trail, "arn:") || !strings.Contains(props.Trail, ":trail/"),

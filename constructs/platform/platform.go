@@ -143,10 +143,7 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	if props == nil {
 		props = &DataKeyProps{}
 	}
-	alias := DataKeyAlias
-	if props.Alias != nil {
-		alias = *props.Alias
-	}
+	alias := *core.Or(props.Alias, DataKeyAlias)
 	keyRemoval := observability.RemovalFor(props.RemovalPolicy, observability.Data)
 	stack := awscdk.Stack_Of(scope)
 	policy := awsiam.NewPolicyDocument(nil)
@@ -339,10 +336,7 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 	if props == nil {
 		props = &AlertsTopicProps{}
 	}
-	name := AlertsTopic
-	if props.TopicName != nil {
-		name = *props.TopicName
-	}
+	name := *core.Or(props.TopicName, AlertsTopic)
 	topic := newAlarmTopic(scope, id, name, "MercadoFresco alertas", props.DataKey, props.Email)
 	core.Check(topic, "platform").If(props.DataKey == nil, "the alerts topic needs the data key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key)")
 	return topic
@@ -403,10 +397,7 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	if props == nil {
 		props = &EventBusProps{}
 	}
-	name := EventBusName
-	if props.EventBusName != nil {
-		name = *props.EventBusName
-	}
+	name := *core.Or(props.EventBusName, EventBusName)
 	stack := awscdk.Stack_Of(scope)
 	bus := awsevents.NewEventBus(scope, jsii.String(id), &awsevents.EventBusProps{
 		EventBusName: jsii.String(name),

@@ -77,20 +77,6 @@ func (p Platform) queueProps(n Names, entry, description string) ConsumerProps {
 	}
 }
 
-// inVpc places qp's function in the egress subnets.
-func (e Egress) inVpc(qp *ConsumerProps) {
-	qp.Function.Vpc, qp.Function.VpcSubnets, qp.SecretsEndpoint = e.Vpc, e.Subnets, e.SecretsEndpoint
-}
-
-// fanOutWindow is what every consumer of the fan-out topic gets: its
-// replay window (IDEMPOTENCY_WINDOW, checked at synth against the queue's
-// longest pass) and SNS's delivery retries as the age a message can have
-// on arrival (docs/design.md#replay-windows).
-func fanOutWindow(qp *ConsumerProps, window time.Duration) {
-	qp.IdempotencyWindow = core.Duration(window)
-	qp.UpstreamMaxAge = core.Duration(FanOutMaxDeliveryAge)
-}
-
 // bindTable binds the consumer's function to table, or reports it missing.
 func bindTable(scope constructs.Construct, what string, table *datastore.Table, fn *golambda.Function, key string) {
 	if !core.Check(scope, "consumers").If(table == nil, "%s is required (%s)", what, key) {
@@ -119,19 +105,21 @@ type HTTPConsumer struct {
 // (docs/design.md#consumer-ceilings).
 const httpPerInvocation = 5
 
-// PreparacionProps configures NewPreparacion.
-type PreparacionProps struct {
+// HTTPConsumerProps configures a consumer of one HTTP dependency:
+// NewPreparacion (the warehouse), NewAvisoERP (the ERP) and, in
+// CorreoProps, NewCorreo (the secondary e-mail provider).
+type HTTPConsumerProps struct {
 	Platform
 	Egress
 	Names
-	// IdempotencyTable records preparacion:<pedido_id>. Required.
+	// IdempotencyTable records <consumer>:<pedido_id> (preparacion:,
+	// aviso-erp:, correo-confirmacion: and the send records). Required.
 	IdempotencyTable *datastore.Table
-	// AlmacenURL is the warehouse API's https base URL.
-	AlmacenURL string
-	// AlmacenMaxInFlight is how many requests at once the warehouse takes
-	// (>= 2).
-	AlmacenMaxInFlight float64
-	// SecretName of the warehouse API key. Nil lets CloudFormation name it.
+	// URL is the dependency's https base URL (config.Consumers).
+	URL string
+	// MaxInFlight is how many requests at once the dependency takes (>= 2).
+	MaxInFlight float64
+	// SecretName of the dependency's API key. Nil lets CloudFormation name it.
 	SecretName *string
 }
 
@@ -154,11 +142,9 @@ type httpSpec struct {
 	oldestAge                time.Duration // 0: the queue's default age alarm
 	maxReceiveCount          float64
 	environment              map[string]*string
-	table                    *datastore.Table
-	key                      string // the idempotency key, for the error
-	dependencyID             string // "" means "Dependencia"
-	dependency               HTTPDependency
-	maxInFlight              float64
+	key                      string         // the idempotency key, for the error
+	dependencyID             string         // "" means "Dependencia"
+	dependency               HTTPDependency // URL and SecretName come from the props
 	openEffect               string
 	window                   time.Duration // the consumer's replay window
 	// grant adds the consumer's own grants, before its dependency's.
@@ -167,11 +153,14 @@ type httpSpec struct {
 
 // newHTTPConsumer builds, in c, a consumer of one HTTP dependency behind
 // its breaker, in the egress subnets, recording its key in the idempotency
-// table and deferring messages while the circuit is open.
-func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec httpSpec) *HTTPConsumer {
-	p.check(c, spec.what)
-	e.check(c, spec.what)
-	qp := p.queueProps(n, spec.entry, spec.description)
+// table and deferring messages while the circuit is open. Its replay window
+// (IDEMPOTENCY_WINDOW, checked at synth against the queue's longest pass)
+// counts SNS's delivery retries as the age a message can have on arrival
+// (docs/design.md#replay-windows).
+func newHTTPConsumer(c constructs.Construct, props HTTPConsumerProps, spec httpSpec) *HTTPConsumer {
+	props.Platform.check(c, spec.what)
+	props.Egress.check(c, spec.what)
+	qp := props.queueProps(props.Names, spec.entry, spec.description)
 	qp.Function.Timeout = core.Duration(spec.timeout)
 	qp.Function.Environment = spec.environment
 	if spec.visibility > 0 {
@@ -181,10 +170,10 @@ func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec
 		qp.Queue.OldestMessageAgeThreshold = core.Duration(spec.oldestAge)
 	}
 	qp.Queue.MaxReceiveCount = spec.maxReceiveCount
-	qp.MaximumConcurrency, qp.BatchConcurrency = Ceiling(spec.maxInFlight, httpPerInvocation, p.MaxConsumerConcurrency)
+	qp.MaximumConcurrency, qp.BatchConcurrency = Ceiling(props.MaxInFlight, httpPerInvocation, props.MaxConsumerConcurrency)
 	qp.DefersMessages = true
-	fanOutWindow(&qp, spec.window)
-	e.inVpc(&qp)
+	qp.IdempotencyWindow, qp.UpstreamMaxAge = core.Duration(spec.window), core.Duration(FanOutMaxDeliveryAge)
+	qp.Function.Vpc, qp.Function.VpcSubnets, qp.SecretsEndpoint = props.Vpc, props.Subnets, props.SecretsEndpoint
 	h := &HTTPConsumer{Consumer: NewConsumer(c, "Consumidor", &qp)}
 	// The checks name the constants to change (MF-SQS-VISIBILITY).
 	core.SetBy(c, "Timeout", spec.what+"Timeout in constructs/queues")
@@ -193,7 +182,7 @@ func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec
 	}
 	// Every HTTP consumer reads the fan-out's PedidoConfirmado.
 	core.Accepts(h.Function.Function, eventsapi.TypePedidoConfirmado, eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado))
-	bindTable(c, "IdempotencyTable", spec.table, h.Function, spec.key)
+	bindTable(c, "IdempotencyTable", props.IdempotencyTable, h.Function, spec.key)
 	if spec.grant != nil {
 		spec.grant(h.Function.Function)
 	}
@@ -201,18 +190,17 @@ func newHTTPConsumer(c constructs.Construct, p Platform, e Egress, n Names, spec
 	if id == "" {
 		id = "Dependencia"
 	}
+	spec.dependency.URL, spec.dependency.SecretName = props.URL, props.SecretName
 	h.Secret = h.AddHTTPDependency(id, spec.dependency)
-	h.CircuitOpenedAlarm = h.AddBreaker(e.Breakers, spec.dependency.Name, spec.openEffect)
+	h.CircuitOpenedAlarm = h.AddBreaker(props.Breakers, spec.dependency.Name, spec.openEffect)
 	return h
 }
 
 // NewPreparacion creates the order-preparation consumer of
 // cola-mercadofresco-pedidos.
-func NewPreparacion(scope constructs.Construct, id string, props *PreparacionProps) *HTTPConsumer {
-	if props == nil {
-		props = &PreparacionProps{}
-	}
-	return newHTTPConsumer(constructs.NewConstruct(scope, jsii.String(id)), props.Platform, props.Egress, props.Names, httpSpec{
+func NewPreparacion(scope constructs.Construct, id string, props *HTTPConsumerProps) *HTTPConsumer {
+	c, _, props := core.Begin(scope, id, "consumers", props)
+	return newHTTPConsumer(c, *props, httpSpec{
 		what: "Preparacion", entry: "lambdas/preparar-pedido",
 		description: "Sends confirmed orders to the warehouse once (preparacion:<pedido_id>)",
 		timeout:     PreparacionTimeout,
@@ -221,29 +209,11 @@ func NewPreparacion(scope constructs.Construct, id string, props *PreparacionPro
 		// Lambda does not throttle a batch and a receive is only spent on a
 		// real failure (docs/design.md#queue-receives).
 		maxReceiveCount: 4,
-		table:           props.IdempotencyTable, key: "preparacion:<pedido_id>",
-		dependency: HTTPDependency{
-			Name: lambdaapi.NameAlmacen, Prefix: lambdaapi.PrefixAlmacen, URL: props.AlmacenURL, SecretName: props.SecretName, Issuer: "the warehouse",
-		},
-		maxInFlight: props.AlmacenMaxInFlight,
-		window:      lambdaapi.WindowPreparacion,
-		openEffect:  "confirmed orders wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive) and are prepared when the warehouse is back; nothing is dead-lettered for the outage.",
+		key:             "preparacion:<pedido_id>",
+		dependency:      HTTPDependency{Name: lambdaapi.NameAlmacen, Prefix: lambdaapi.PrefixAlmacen, Issuer: "the warehouse"},
+		window:          lambdaapi.WindowPreparacion,
+		openEffect:      "confirmed orders wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive) and are prepared when the warehouse is back; nothing is dead-lettered for the outage.",
 	})
-}
-
-// AvisoERPProps configures NewAvisoERP.
-type AvisoERPProps struct {
-	Platform
-	Egress
-	Names
-	// IdempotencyTable records aviso-erp:<pedido_id>. Required.
-	IdempotencyTable *datastore.Table
-	// ERPURL is the ERP API's https base URL; ERPMaxInFlight how many
-	// notices at once it takes (>= 2).
-	ERPURL         string
-	ERPMaxInFlight float64
-	// SecretName of the ERP API key. Nil lets CloudFormation name it.
-	SecretName *string
 }
 
 // AvisoERPTimeout bounds one invocation of the ERP notice consumer: two
@@ -252,11 +222,9 @@ type AvisoERPProps struct {
 const AvisoERPTimeout = 90 * time.Second
 
 // NewAvisoERP creates the ERP notice consumer.
-func NewAvisoERP(scope constructs.Construct, id string, props *AvisoERPProps) *HTTPConsumer {
-	if props == nil {
-		props = &AvisoERPProps{}
-	}
-	return newHTTPConsumer(constructs.NewConstruct(scope, jsii.String(id)), props.Platform, props.Egress, props.Names, httpSpec{
+func NewAvisoERP(scope constructs.Construct, id string, props *HTTPConsumerProps) *HTTPConsumer {
+	c, _, props := core.Begin(scope, id, "consumers", props)
+	return newHTTPConsumer(c, *props, httpSpec{
 		what: "AvisoERP", entry: "lambdas/aviso-erp",
 		description: "Notifies the ERP of confirmed orders once (aviso-erp:<pedido_id>); waits while the ERP's circuit is open",
 		timeout:     AvisoERPTimeout,
@@ -264,13 +232,10 @@ func NewAvisoERP(scope constructs.Construct, id string, props *AvisoERPProps) *H
 		// rate-limits, docs/design.md#queue-receives). The notice may wait:
 		// the age alarm keeps the 3 h default.
 		maxReceiveCount: 5,
-		table:           props.IdempotencyTable, key: "aviso-erp:<pedido_id>",
-		dependency: HTTPDependency{
-			Name: lambdaapi.NameERP, Prefix: lambdaapi.PrefixERP, URL: props.ERPURL, SecretName: props.SecretName, Issuer: "the ERP",
-		},
-		maxInFlight: props.ERPMaxInFlight,
-		window:      lambdaapi.WindowAvisoERP,
-		openEffect:  "ERP notices wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive, up to a day) and are sent when the ERP is back.",
+		key:             "aviso-erp:<pedido_id>",
+		dependency:      HTTPDependency{Name: lambdaapi.NameERP, Prefix: lambdaapi.PrefixERP, Issuer: "the ERP"},
+		window:          lambdaapi.WindowAvisoERP,
+		openEffect:      "ERP notices wait in their queue (ChangeMessageVisibility 300 s, a delayed copy on the last receive, up to a day) and are sent when the ERP is back.",
 	})
 }
 
@@ -295,10 +260,7 @@ const MovimientosStockTimeout = 30 * time.Second
 // NewMovimientosStock creates the stock-movements consumer of the FIFO
 // queue (MessageGroupId = sku).
 func NewMovimientosStock(scope constructs.Construct, id string, props *MovimientosStockProps) *Consumer {
-	if props == nil {
-		props = &MovimientosStockProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, _, props := core.Begin(scope, id, "consumers", props)
 	props.Platform.check(c, "MovimientosStock")
 	qp := props.queueProps(props.Names, "lambdas/movimientos-stock", "Applies stock movements to mercadofresco-stock once each, in any order")
 	qp.Function.Timeout = core.Duration(MovimientosStockTimeout)

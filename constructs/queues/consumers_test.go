@@ -38,16 +38,16 @@ func build(t *testing.T) (*cdktest.Platform, assertions.Template) {
 	stock := datastore.NewStock(p.Stack, "Stock", &datastore.TableProps{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	platform := queues.Platform{Context: core.Context{EnvironmentName: "prod", Builder: builder, DataKey: p.Key, Alerts: p.Alerts}, MaxConsumerConcurrency: 20}
 	egress := queues.Egress{Vpc: net.Vpc, Subnets: net.EgressSubnets(), SecretsEndpoint: net.SecretsEndpoint, Breakers: catalogo}
-	queues.NewPreparacion(p.Stack, "Preparacion", &queues.PreparacionProps{
-		Platform: platform, Egress: egress, IdempotencyTable: idem, AlmacenURL: "https://almacen.example", AlmacenMaxInFlight: 20,
+	queues.NewPreparacion(p.Stack, "Preparacion", &queues.HTTPConsumerProps{
+		Platform: platform, Egress: egress, IdempotencyTable: idem, URL: "https://almacen.example", MaxInFlight: 20,
 		Names: queues.Names{Function: jsii.String("mf-preparar-pedido")},
 	})
-	queues.NewCorreo(p.Stack, "Correo", &queues.CorreoProps{
-		Platform: platform, Egress: egress, IdempotencyTable: idem, Remitente: "pedidos@mercadofresco.example",
-		SecundarioURL: "https://correo.example", MaxInFlight: 10, Names: queues.Names{Function: jsii.String("mf-correo-confirmacion")},
-	})
-	queues.NewAvisoERP(p.Stack, "AvisoERP", &queues.AvisoERPProps{
-		Platform: platform, Egress: egress, IdempotencyTable: idem, ERPURL: "https://erp.example", ERPMaxInFlight: 4,
+	queues.NewCorreo(p.Stack, "Correo", &queues.CorreoProps{Remitente: "pedidos@mercadofresco.example", HTTPConsumerProps: queues.HTTPConsumerProps{
+		Platform: platform, Egress: egress, IdempotencyTable: idem,
+		URL: "https://correo.example", MaxInFlight: 10, Names: queues.Names{Function: jsii.String("mf-correo-confirmacion")},
+	}})
+	queues.NewAvisoERP(p.Stack, "AvisoERP", &queues.HTTPConsumerProps{
+		Platform: platform, Egress: egress, IdempotencyTable: idem, URL: "https://erp.example", MaxInFlight: 4,
 		Names: queues.Names{Function: jsii.String("mf-aviso-erp")},
 	})
 	queues.NewMovimientosStock(p.Stack, "MovimientosStock", &queues.MovimientosStockProps{
@@ -146,9 +146,9 @@ func TestConsumersSynthesiseCleanWithTheirDependencies(t *testing.T) {
 
 func TestMissingDependenciesAreReported(t *testing.T) {
 	p := cdktest.NewPlatform("Incompleto")
-	queues.NewPreparacion(p.Stack, "Preparacion", &queues.PreparacionProps{
-		Platform:   queues.Platform{Context: core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, "testdata/fixture")}, MaxConsumerConcurrency: 2},
-		AlmacenURL: "http://almacen.example", AlmacenMaxInFlight: 4,
+	queues.NewPreparacion(p.Stack, "Preparacion", &queues.HTTPConsumerProps{
+		Platform: queues.Platform{Context: core.Context{EnvironmentName: "dev", Builder: golambdatest.Builder(t, "testdata/fixture")}, MaxConsumerConcurrency: 2},
+		URL:      "http://almacen.example", MaxInFlight: 4,
 	})
 	errs := cdktest.Errors(p.Stack)
 	for _, want := range [][]string{{"consumers ", "DataKey is required"}, {"consumers ", "Alerts is required"}, {"Egress.Vpc"}, {"IdempotencyTable is required"}, {"must be an https URL"}, {"the breaker store"}} {

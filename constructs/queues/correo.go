@@ -15,31 +15,19 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/datastore"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
-// CorreoProps configures NewCorreo.
+// CorreoProps configures NewCorreo: its HTTPConsumerProps are the
+// secondary provider's (URL, MaxInFlight: e-mails sent at once, SecretName).
 type CorreoProps struct {
-	Platform
-	Egress
-	Names
-	// IdempotencyTable records correo-confirmacion:<pedido_id> and the
-	// send records. Required.
-	IdempotencyTable *datastore.Table
+	HTTPConsumerProps
 	// Remitente is the From address; its domain is the environment's SES
 	// identity (verified outside this app). Required.
 	Remitente string
-	// SecundarioURL is the secondary provider's https base URL and
-	// MaxInFlight how many e-mails are sent at once (>= 2).
-	SecundarioURL string
-	MaxInFlight   float64
 	// ConfigurationSetName of SES. Nil lets CloudFormation name it.
 	ConfigurationSetName *string
-	// SecretName of the secondary provider's API key. Nil lets
-	// CloudFormation name it.
-	SecretName *string
 	// EventLogGroupName receives the configuration set's sending events.
 	// EventBridge logs only to groups named /aws/events/...; nil means
 	// /aws/events/<a name derived from the construct path>.
@@ -79,12 +67,9 @@ const (
 // NewCorreo creates the confirmation e-mail consumer with its SES
 // configuration set.
 func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Correo {
-	if props == nil {
-		props = &CorreoProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "consumers", props)
 	at := strings.LastIndex(props.Remitente, "@")
-	core.Check(c, "consumers").If(at < 1 || at == len(props.Remitente)-1, "Remitente %q is not an e-mail address of the SES identity", props.Remitente)
+	v.If(at < 1 || at == len(props.Remitente)-1, "Remitente %q is not an e-mail address of the SES identity", props.Remitente)
 	r := &Correo{}
 	r.ConfigurationSet = awsses.NewConfigurationSet(c, jsii.String("ConjuntoConfiguracion"), &awsses.ConfigurationSetProps{
 		ConfigurationSetName: props.ConfigurationSetName,
@@ -94,7 +79,7 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 		SuppressionReasons:   awsses.SuppressionReasons_BOUNCES_AND_COMPLAINTS,
 	})
 	r.addEventTrail(c, props)
-	r.HTTPConsumer = newHTTPConsumer(c, props.Platform, props.Egress, props.Names, httpSpec{
+	r.HTTPConsumer = newHTTPConsumer(c, props.HTTPConsumerProps, httpSpec{
 		what: "Correo", entry: "lambdas/correo-confirmacion",
 		description: "Sends each confirmed order's e-mail once, through SES or the secondary provider",
 		timeout:     CorreoTimeout,
@@ -106,16 +91,15 @@ func NewCorreo(scope constructs.Construct, id string, props *CorreoProps) *Corre
 			lambdaapi.EnvCorreoRemitente:     jsii.String(props.Remitente),
 			lambdaapi.EnvSESConfigurationSet: r.ConfigurationSet.ConfigurationSetName(),
 		},
-		table: props.IdempotencyTable, key: "correo-confirmacion:<pedido_id>",
+		key:          "correo-confirmacion:<pedido_id>",
 		grant:        func(fn awslambda.Function) { r.grantSendEmail(fn, props.Remitente, props.Remitente[at+1:]) },
 		dependencyID: "Secundario",
 		dependency: HTTPDependency{
-			Name: lambdaapi.NameCorreoSecundario, Prefix: lambdaapi.PrefixCorreoSecundario, URL: props.SecundarioURL, SecretName: props.SecretName,
+			Name: lambdaapi.NameCorreoSecundario, Prefix: lambdaapi.PrefixCorreoSecundario,
 			ReadTimeout: core.Duration(correoSecondaryReadTimeout), Issuer: "the secondary e-mail provider",
 		},
-		maxInFlight: props.MaxInFlight,
-		window:      lambdaapi.WindowCorreo,
-		openEffect:  "the secondary e-mail provider is down: e-mails SES cannot take wait in their queue.",
+		window:     lambdaapi.WindowCorreo,
+		openEffect: "the secondary e-mail provider is down: e-mails SES cannot take wait in their queue.",
 	})
 	r.SESCircuitOpenedAlarm = r.AddBreaker(props.Breakers, lambdaapi.NameSES,
 		"confirmation e-mails go through the secondary provider (or wait 300 s if it cannot take them either); check SES's sending quota and the account's sending status.")

@@ -50,12 +50,8 @@ type DeadLetterQueue struct {
 // nobody: whoever wires the source admits it
 // (queues.ForQueue(d.Queue).AdmitTopic, AdmitRule, AdmitRole).
 func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetterQueueProps) *DeadLetterQueue {
-	if props == nil {
-		props = &DeadLetterQueueProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "queues.NewDeadLetterQueue", props)
 	d := &DeadLetterQueue{Construct: c}
-	v := core.Check(c, "queues.NewDeadLetterQueue")
 	v.If(props.Source == "", "Source is required: say what dead-letters into this queue")
 	props.Require(v, core.Alerts)
 	qp := &awssqs.QueueProps{

@@ -121,12 +121,8 @@ type Consumer struct {
 
 // NewConsumer creates the consumer. Every problem is reported at synth.
 func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *Consumer {
-	if props == nil {
-		props = &ConsumerProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "queueconsumer", props)
 	q := &Consumer{Construct: c, props: *props, breakerSeen: map[string]bool{}}
-	v := core.Check(c, "queueconsumer")
 	v.If(props.Function.Entry == "", "Entry is required (the function's main package)")
 	props.Require(v, core.EnvironmentName)
 	mc := props.MaximumConcurrency
@@ -300,13 +296,3 @@ func orMissing(name string) string {
 
 // GrantPrincipal makes the consumer an awsiam.IGrantable (its function).
 func (c *Consumer) GrantPrincipal() awsiam.IPrincipal { return c.Function.GrantPrincipal() }
-
-// MetricDeadLetterMessagesVisible is the DLQ depth.
-func (c *Consumer) MetricDeadLetterMessagesVisible(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return c.Queue.MetricDeadLetterMessagesVisible(opts)
-}
-
-// MetricApproximateAgeOfOldestMessage is the age of the queue's oldest message.
-func (c *Consumer) MetricApproximateAgeOfOldestMessage(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return c.Queue.MetricApproximateAgeOfOldestMessage(opts)
-}

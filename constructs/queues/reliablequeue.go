@@ -136,12 +136,8 @@ type Queue struct {
 // NewQueue creates a Queue. Invalid props are synthesis errors, every one of
 // them.
 func NewQueue(scope constructs.Construct, id string, props *QueueProps) *Queue {
-	if props == nil {
-		props = &QueueProps{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "reliablequeue", props)
 	q := &Queue{Construct: c, Fifo: props.Fifo}
-	v := core.Check(c, "reliablequeue")
 	props.Require(v, core.Alerts)
 	q.MaxReceiveCount = v.Count("MaxReceiveCount", props.MaxReceiveCount, DefaultMaxReceiveCount, 1, 1000)
 
@@ -334,17 +330,6 @@ func withKey(g awsiam.Grant, queue awssqs.IQueue, grantee awsiam.IGrantable, act
 // package (a pipe's DLQ).
 func GrantKeyThroughSQS(queue awssqs.IQueue, grantee awsiam.IGrantable, actions ...string) awsiam.Grant {
 	return core.GrantKey(queue.EncryptionMasterKey(), grantee, "sqs", actions...)
-}
-
-// MetricApproximateAgeOfOldestMessage is the age of the source's oldest
-// message (runbook step 1: is the problem still live?).
-func (q *Queue) MetricApproximateAgeOfOldestMessage(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return q.Queue.MetricApproximateAgeOfOldestMessage(opts)
-}
-
-// MetricDeadLetterMessagesVisible is the DLQ depth.
-func (q *Queue) MetricDeadLetterMessagesVisible(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return q.DeadLetterQueue.MetricApproximateNumberOfMessagesVisible(opts)
 }
 
 // VisibilityTimeoutSeconds is the effective visibility timeout: the

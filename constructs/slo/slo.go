@@ -63,12 +63,8 @@ type Objective struct {
 // New creates the burn-rate alarms and the dashboard graph. Every problem
 // of props is a synthesis error; the construct is still whole.
 func New(scope constructs.Construct, id string, props *Props) *Objective {
-	if props == nil {
-		props = &Props{}
-	}
-	c := constructs.NewConstruct(scope, jsii.String(id))
+	c, v, props := core.Begin(scope, id, "slo", props)
 	o := &Objective{Construct: c}
-	v := core.Check(c, "slo")
 	props.Require(v, core.Alerts)
 	v.If(props.Name == "" || props.Description == "", "Name and Description are required: say what the objective promises")
 	v.If(props.Objective <= 0 || props.Objective >= 1, "Objective %v must be between 0 and 1 (0.999 is 99.9 %%)", props.Objective)

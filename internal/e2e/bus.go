@@ -23,6 +23,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/synthesized"
 	"github.com/mercadofresco/integration/synthesized/eventpattern"
+	"golang.org/x/time/rate"
 )
 
 // Bus plays EventBridge (the rules of every bus in the templates, the
@@ -67,7 +68,6 @@ type Target struct {
 	DLQ         *Queue
 	MaxRetries  int
 	MaxAge      time.Duration
-	InputPath   string
 	Transformer *transformer
 	GroupID     string
 	Headers     map[string]string
@@ -75,21 +75,20 @@ type Target struct {
 
 type apiDestination struct {
 	Endpoint, Method string
-	limiter          *limiter
+	limiter          *rate.Limiter
 	connectionKey    string
 	connectionHeader string
 }
 
-// Topic is one SNS topic with its subscriptions.
+// Topic is one SNS topic's subscriptions.
 type Topic struct {
-	ARN  string
 	Subs []*Subscription
 }
 
-// Subscription is an SQS subscription of a topic.
+// Subscription is an SQS subscription of a topic, with raw message
+// delivery.
 type Subscription struct {
 	Queue *Queue
-	Raw   bool
 	DLQ   *Queue
 }
 
@@ -115,8 +114,9 @@ func (w *World) loadBus() *Bus {
 		if e.Kind == synthesized.Connection {
 			m := w.resolve(e.Via, e.Via.Properties).(map[string]any)
 			d := &apiDestination{Method: str(m["HttpMethod"]), Endpoint: str(m["InvocationEndpoint"])}
-			if rate, ok := m["InvocationRateLimitPerSecond"].(float64); ok {
-				d.limiter = newLimiter(rate * w.opts.WaitScale)
+			if perSecond, ok := m["InvocationRateLimitPerSecond"].(float64); ok { // burst: one second's
+				perSecond *= w.opts.WaitScale
+				d.limiter = rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)))
 			}
 			if d.connectionHeader, d.connectionKey = w.connectionAPIKey(e.To); d.connectionHeader == "" {
 				w.fatalf("%s: connection %s with API key auth not found", e.Via.Path(), e.Target)
@@ -145,9 +145,10 @@ func (w *World) loadBus() *Bus {
 				w.fatalf("%s: a subscription by %v to %s is not played", e.Via.Path(), m["Protocol"], e.Target)
 			case m["FilterPolicy"] != nil:
 				w.fatalf("%s: subscription filter policies are not played", e.Via.Path())
+			case m["RawMessageDelivery"] != true:
+				w.fatalf("%s: only raw message delivery is played", e.Via.Path())
 			}
 			s := &Subscription{Queue: w.queueByResource[e.To], DLQ: w.queueByResource[e.DLQ]}
-			s.Raw, _ = m["RawMessageDelivery"].(bool)
 			t := b.topic(e.From)
 			t.Subs = append(t.Subs, s)
 		case synthesized.Pipe:
@@ -164,7 +165,7 @@ func (b *Bus) topic(r *synthesized.Resource) *Topic {
 		b.w.fatalf("%v", err)
 	}
 	if b.topics[arn] == nil {
-		b.topics[arn] = &Topic{ARN: arn}
+		b.topics[arn] = &Topic{}
 	}
 	return b.topics[arn]
 }
@@ -212,9 +213,8 @@ func (b *Bus) loadTarget(rule *Rule, e *synthesized.Edge) *Target {
 		}
 		t.MaxAge = seconds(rp["MaximumEventAgeInSeconds"], t.MaxAge)
 	}
-	t.InputPath = str(tm["InputPath"])
-	if _, ok := tm["Input"]; ok {
-		w.fatalf("%s: constant target input is not played", e.Via.Path())
+	if tm["Input"] != nil || tm["InputPath"] != nil {
+		w.fatalf("%s: constant target input and input paths are not played", e.Via.Path())
 	}
 	if it, ok := tm["InputTransformer"].(map[string]any); ok {
 		t.Transformer = &transformer{Paths: map[string]string{}, Template: str(it["InputTemplate"])}
@@ -383,7 +383,9 @@ func (b *Bus) send(ctx context.Context, t *Target, event map[string]any, input [
 // ERP webhook fake, the connection's API key header, the rule's header
 // parameters, at the destination's rate.
 func (b *Bus) callAPI(ctx context.Context, t *Target, event map[string]any, input []byte) error {
-	t.API.limiter.wait(ctx)
+	if t.API.limiter != nil {
+		_ = t.API.limiter.Wait(ctx) // an error: ctx is done, and so is the request
+	}
 	u, err := url.Parse(t.API.Endpoint)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoRetry, err)
@@ -446,15 +448,8 @@ func (b *Bus) deadLetter(t *Target, raw []byte, code string, cause error, attemp
 }
 
 func (t *Target) input(event map[string]any, raw []byte) ([]byte, error) {
-	switch {
-	case t.Transformer != nil:
+	if t.Transformer != nil {
 		return t.Transformer.apply(event)
-	case t.InputPath != "":
-		v, ok := jsonPath(event, t.InputPath)
-		if !ok {
-			return nil, fmt.Errorf("input path %s not in the event", t.InputPath)
-		}
-		return json.Marshal(v)
 	}
 	return raw, nil
 }
@@ -463,33 +458,19 @@ func (t *Target) input(event map[string]any, raw []byte) ([]byte, error) {
 // times each (raw delivery: the message as the body, its attributes as
 // message attributes).
 func (t *Topic) publish(b *Bus, message string, attrs map[string]types.MessageAttributeValue) (string, error) {
-	id := b.w.newID()
 	for _, s := range t.Subs {
-		body := message
-		var mattrs map[string]types.MessageAttributeValue
-		if s.Raw {
-			mattrs = attrs
-		} else {
-			env := map[string]any{"Type": "Notification", "MessageId": id, "TopicArn": t.ARN, "Message": message,
-				"Timestamp": b.w.clock.Now().UTC().Format(time.RFC3339Nano)}
-			ma := map[string]any{}
-			for k, a := range attrs {
-				ma[k] = map[string]string{"Type": aws.ToString(a.DataType), "Value": aws.ToString(a.StringValue)}
-			}
-			env["MessageAttributes"] = ma
-			bs, _ := json.Marshal(env)
-			body = string(bs)
-		}
 		for range b.Copies {
-			if _, err := b.w.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &s.Queue.URL, MessageBody: &body, MessageAttributes: mattrs}); err != nil {
+			in := &sqs.SendMessageInput{QueueUrl: &s.Queue.URL, MessageBody: &message, MessageAttributes: attrs}
+			if _, err := b.w.sqs.SendMessage(context.Background(), in); err != nil {
 				if s.DLQ == nil {
 					return "", err
 				}
-				_, _ = b.w.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &s.DLQ.URL, MessageBody: &body, MessageAttributes: mattrs})
+				in.QueueUrl = &s.DLQ.URL
+				_, _ = b.w.sqs.SendMessage(context.Background(), in)
 			}
 		}
 	}
-	return id, nil
+	return b.w.newID(), nil
 }
 
 // Topic returns the topic with that ARN.
@@ -634,40 +615,4 @@ func jsonPath(v any, path string) (any, bool) {
 		}
 	}
 	return cur, true
-}
-
-// limiter is a token bucket (rate per wall-clock second, burst 1 s).
-type limiter struct {
-	mu     sync.Mutex
-	rate   float64
-	tokens float64
-	last   time.Time
-}
-
-func newLimiter(rate float64) *limiter { return &limiter{rate: rate, tokens: rate, last: time.Now()} }
-
-func (l *limiter) wait(ctx context.Context) {
-	if l == nil {
-		return
-	}
-	for {
-		l.mu.Lock()
-		now := time.Now()
-		l.tokens = min(l.rate, l.tokens+now.Sub(l.last).Seconds()*l.rate)
-		l.last = now
-		if l.tokens >= 1 {
-			l.tokens--
-			l.mu.Unlock()
-			return
-		}
-		need := time.Duration((1 - l.tokens) / l.rate * float64(time.Second))
-		l.mu.Unlock()
-		t := time.NewTimer(need)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
 }

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"github.com/mercadofresco/integration/internal/lambdatest"
 	"github.com/mercadofresco/integration/internal/localaws"
-	"github.com/mercadofresco/integration/lambdas/payment"
+	"reflect"
 	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -26,66 +25,49 @@ type Dependencies struct {
 	// afterPreparation, when set, runs after the warehouse prepared an
 	// order (the effect is stored under its key) and before it answers.
 	afterPreparation atomic.Pointer[func(pedidoID string)]
-
-	mu         sync.Mutex
-	webhookKey string
 }
 
 // newDependencies starts the fakes with their API keys (the values of the
-// secrets the functions read); opts (the key store's mode and clock) apply
-// to every localaws.Service.
-func newDependencies(seed uint64, keys map[string]string, sesConfigSet string, opts ...localaws.ServiceOption) *Dependencies {
+// secrets the functions read, and the API destination connection's key of
+// the ERP webhook); opts (the key store's mode and clock) apply to every
+// localaws.Service.
+func newDependencies(seed uint64, keys map[string]string, webhookKey, sesConfigSet string, opts ...localaws.ServiceOption) *Dependencies {
 	d := &Dependencies{}
 	with := func(o ...localaws.ServiceOption) []localaws.ServiceOption { return append(o, opts...) }
 	d.Gateway = lambdatest.NewGateway(keys["GATEWAY"], with(localaws.WithSeed(seed))...)
-
-	var prep atomic.Int64
-	d.Almacen = localaws.NewService(func(r localaws.ServiceRequest) localaws.ServiceResponse {
-		var in struct {
-			PedidoID string            `json:"pedido_id"`
-			Lineas   []json.RawMessage `json:"lineas"`
-		}
-		if r.Method != "POST" || r.Path != "/v1/preparaciones" || json.Unmarshal(r.Body, &in) != nil || in.PedidoID == "" || len(in.Lineas) == 0 {
-			return localaws.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
-		}
-		resp := localaws.JSON(201, fmt.Sprintf(`{"id":"prep-%d","pedido_id":%q,"estado":"EN_PREPARACION"}`, prep.Add(1), in.PedidoID))
+	d.Almacen = thirdParty("/v1/preparaciones", 201, []string{"pedido_id", "lineas"}, func(n int64, pedido string) string {
 		if f := d.afterPreparation.Load(); f != nil {
-			(*f)(in.PedidoID)
+			(*f)(pedido)
 		}
-		return resp
+		return fmt.Sprintf(`{"id":"prep-%d","pedido_id":%q,"estado":"EN_PREPARACION"}`, n, pedido)
 	}, with(localaws.WithSeed(seed+1), localaws.WithBearer(keys["ALMACEN"]))...)
-
-	var avisos atomic.Int64
-	d.ERP = localaws.NewService(func(r localaws.ServiceRequest) localaws.ServiceResponse {
-		var in struct {
-			PedidoID        string `json:"pedido_id"`
-			ReferenciaCobro string `json:"referencia_cobro"`
-		}
-		if r.Method != "POST" || r.Path != "/v1/avisos-pedido" || json.Unmarshal(r.Body, &in) != nil || in.PedidoID == "" || in.ReferenciaCobro == "" {
-			return localaws.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
-		}
-		return localaws.JSON(201, fmt.Sprintf(`{"id":"aviso-%d"}`, avisos.Add(1)))
+	d.ERP = thirdParty("/v1/avisos-pedido", 201, []string{"pedido_id", "referencia_cobro"}, func(n int64, _ string) string {
+		return fmt.Sprintf(`{"id":"aviso-%d"}`, n)
 	}, with(localaws.WithSeed(seed+2), localaws.WithBearer(keys["ERP"]))...)
-
-	d.ERPWebhook = newWebhook(func() string {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return d.webhookKey
-	})
-
-	var correos atomic.Int64
-	d.Correo2 = localaws.NewService(func(r localaws.ServiceRequest) localaws.ServiceResponse {
-		var in struct {
-			Para, Asunto string
-		}
-		if r.Method != "POST" || r.Path != "/v1/correos" || json.Unmarshal(r.Body, &in) != nil || in.Para == "" || in.Asunto == "" {
-			return localaws.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
-		}
-		return localaws.JSON(202, fmt.Sprintf(`{"id":"correo-%d"}`, correos.Add(1)))
+	d.ERPWebhook = newWebhook(webhookKey)
+	d.Correo2 = thirdParty("/v1/correos", 202, []string{"para", "asunto"}, func(n int64, _ string) string {
+		return fmt.Sprintf(`{"id":"correo-%d"}`, n)
 	}, with(localaws.WithSeed(seed+4), localaws.WithBearer(keys["CORREO_SECUNDARIO"]))...)
-
 	d.SES = localaws.NewSES(sesConfigSet, with(localaws.WithSeed(seed+5))...)
 	return d
+}
+
+// thirdParty is a fake HTTP service taking POST path with the required
+// JSON fields present and not empty: its effect answers status with
+// answer's body (n counts the effects, pedido is the body's pedido_id).
+func thirdParty(path string, status int, required []string, answer func(n int64, pedido string) string, opts ...localaws.ServiceOption) *localaws.Service {
+	var n atomic.Int64
+	return localaws.NewService(func(r localaws.ServiceRequest) localaws.ServiceResponse {
+		var in map[string]any
+		ok := r.Method == "POST" && r.Path == path && json.Unmarshal(r.Body, &in) == nil
+		for _, k := range required {
+			ok = ok && in[k] != nil && in[k] != "" && !reflect.DeepEqual(in[k], []any{})
+		}
+		if !ok {
+			return localaws.JSON(400, `{"codigo":"solicitud_invalida","mensaje":"bad request"}`)
+		}
+		return localaws.JSON(status, answer(n.Add(1), pedidoOf(r.Body)))
+	}, opts...)
 }
 
 // Close stops every fake.
@@ -96,18 +78,6 @@ func (d *Dependencies) Close() {
 	for _, s := range []*localaws.Service{d.Almacen, d.ERP, d.Correo2} {
 		s.Close()
 	}
-}
-
-// calls counts the charge requests the gateway received per order (by the
-// body's pedido_id: what the gateway was asked, whatever key was sent).
-func (d *Dependencies) gatewayCalls() map[string]int {
-	out := map[string]int{}
-	for _, q := range d.Gateway.Requests() {
-		if q.Path == payment.PathCobros {
-			out[pedidoOf(q.Body)]++
-		}
-	}
-	return out
 }
 
 // pedidoOf reads pedido_id from a JSON body.
@@ -127,7 +97,7 @@ func pedidoOf(body []byte) string {
 // duplicate to the rule's DLQ).
 type Webhook struct{ *localaws.Service }
 
-func newWebhook(key func() string) *Webhook {
+func newWebhook(key string) *Webhook {
 	return &Webhook{localaws.NewService(func(r localaws.ServiceRequest) localaws.ServiceResponse {
 		var in struct {
 			PedidoID string `json:"pedido_id"`
@@ -139,7 +109,7 @@ func newWebhook(key func() string) *Webhook {
 		}
 		return localaws.JSON(200, `{"recibido":true}`)
 	}, localaws.WithoutIdempotency(), localaws.WithPrecheck(func(r localaws.ServiceRequest) *localaws.ServiceResponse {
-		if r.Header.Get("x-api-key") == key() {
+		if r.Header.Get("x-api-key") == key {
 			return nil
 		}
 		resp := localaws.JSON(401, `{"error":"bad API key"}`)

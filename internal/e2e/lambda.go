@@ -161,7 +161,7 @@ func (w *World) override(f *Function) {
 			f.Env[k] = w.db
 			w.note("%s=<the run's database> (template: %s)", k, v)
 		case k == lambdaapi.EnvDBUser:
-			role, ok := w.runRole(v)
+			role, ok := w.runRoles[v]
 			if !ok {
 				w.fatalf("%s: %s %s is none of the migration's roles", f.Entry, k, v)
 			}

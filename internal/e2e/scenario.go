@@ -6,17 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/mercadofresco/integration/internal/localaws"
+	"maps"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -24,6 +23,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/lambdas/shop"
+	"github.com/mercadofresco/integration/lambdas/stock"
 )
 
 // Scenario is one seeded run.
@@ -133,7 +133,7 @@ func NewRun(w *World, sc Scenario) *Run {
 	r.pickSpecial()
 	w.sfn = w.startStepFunctions(context.Background(), r.runTask, r.executionDone)
 	w.aws.Executor = w.sfn
-	r.writer = localaws.PoolAs(w.t, w.db, "", w.roles.Writer, 8)
+	r.writer = localaws.PoolAs(w.t, w.db, "", w.writer, 8)
 	return r
 }
 
@@ -385,20 +385,15 @@ func (r *Run) Execute(ctx context.Context) *Report {
 		go func() { defer pollers.Done(); e.Run(ctx) }()
 	}
 	var outage atomic.Bool
+	// on is a gateway fault on the requests to path for one order.
+	on := func(path, order string, times int, f localaws.Fault) localaws.Rule {
+		return localaws.Rule{Match: func(q localaws.ServiceRequest) bool { return q.Path == path && pedidoOf(q.Body) == order }, Times: times, Fault: f}
+	}
 	w.deps.Gateway.Inject(
-		localaws.Rule{Match: func(q localaws.ServiceRequest) bool { return outage.Load() }, Fault: localaws.Fault{Status: 503}},
-		localaws.Rule{Match: func(q localaws.ServiceRequest) bool {
-			return q.Path == payment.PathCobros && pedidoOf(q.Body) == r.hangOn
-		},
-			Times: 1, Fault: localaws.Fault{HangAfterEffect: true}},
-		localaws.Rule{Match: func(q localaws.ServiceRequest) bool {
-			return q.Path == payment.PathCobros && pedidoOf(q.Body) == r.budgetOrder
-		},
-			Fault: localaws.Fault{Status: 503}},
-		localaws.Rule{Match: func(q localaws.ServiceRequest) bool {
-			return q.Path == payment.PathReembolsos && pedidoOf(q.Body) == r.compOrder
-		},
-			Fault: localaws.Fault{Status: 422}},
+		localaws.Rule{Match: func(localaws.ServiceRequest) bool { return outage.Load() }, Fault: localaws.Fault{Status: 503}},
+		on(payment.PathCobros, r.hangOn, 1, localaws.Fault{HangAfterEffect: true}),
+		on(payment.PathCobros, r.budgetOrder, 0, localaws.Fault{Status: 503}),
+		on(payment.PathReembolsos, r.compOrder, 0, localaws.Fault{Status: 422}),
 	)
 	w.deps.ERPWebhook.Inject(localaws.Rule{Times: 5, Fault: localaws.Fault{Status: 503}}) // EventBridge retries them
 	r.pubs = w.startPublishers(2)
@@ -430,7 +425,8 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	// Orders arrive over the burst (simulated time; a triangle with its
 	// peak in the middle).
 	outageStart, redisAt := int(sc.OutageAt*float64(sc.Orders)), int(sc.RedisAt*float64(sc.Orders))
-	var outageDone, redisDone chan struct{}
+	var outageDone chan struct{}
+	var redisDone <-chan time.Time
 	for i, id := range r.ids {
 		u := float64(i) / float64(sc.Orders)
 		var frac float64
@@ -446,13 +442,11 @@ func (r *Run) Execute(ctx context.Context) *Report {
 		if i == outageStart && sc.Outage > 0 {
 			outage.Store(true)
 			outageDone = make(chan struct{})
-			wall := time.Duration(float64(sc.Outage) / w.opts.ExecScale)
-			go func() { time.Sleep(wall); outage.Store(false); close(outageDone) }()
+			time.AfterFunc(time.Duration(float64(sc.Outage)/w.opts.ExecScale), func() { outage.Store(false); close(outageDone) })
 		}
 		if i == redisAt && sc.RedisDown > 0 {
-			redisDone = make(chan struct{})
 			w.redis.Stop()
-			go func() { time.Sleep(sc.RedisDown); close(redisDone) }()
+			redisDone = time.After(sc.RedisDown)
 		}
 		if redisDone != nil {
 			select {
@@ -544,13 +538,7 @@ type Report struct {
 	IgnoreKeys                      bool
 	KeyRetention                    time.Duration
 	Orders, Attempts                int
-	Charges, Refunds                int
-	ChargedOrders, DoubleCharged    []string
-	Preparations, DoublePrepared    int
-	PreparedOrders                  int
-	EmailsSES, EmailsSecondary      int
-	EmailedOrders, DoubleEmailed    int
-	ERPNotices, DoubleNotified      int
+	Refunds                         int
 	ERPWebhookEvents, WebhookOrders int
 	WebhookDeliveries               int
 	AbandonedDeliveries             int64
@@ -568,8 +556,6 @@ type Report struct {
 	GatewayCalls                    int
 	PublisherKills                  int
 	KilledConsumer                  string
-	KilledBatch                     []string
-	KilledBatches                   int
 	HangOrder                       string
 	Timeouts                        map[string]int64
 	CartsTTL, CartsQueued           int
@@ -612,7 +598,6 @@ type StockLine struct {
 type DLQLine struct {
 	Name, Verdict string
 	Messages      int
-	Evidence      []string
 }
 
 func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
@@ -620,7 +605,7 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	rep := &Report{Seed: w.opts.Seed, Scenario: r.sc, ExecScale: w.opts.ExecScale, WaitScale: w.opts.WaitScale,
 		IgnoreKeys: w.opts.IgnoreKeys, KeyRetention: cmp.Or(w.opts.KeyRetention, localaws.DefaultKeyRetention),
 		Orders: len(r.ids), Executions: map[string]int{}, Timeouts: map[string]int64{}, Overrides: w.overrides,
-		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.Pedido, KilledBatches: r.kill.Batches, KilledBatch: r.kill.Batch, HangOrder: r.hangOn,
+		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.Pedido, HangOrder: r.hangOn,
 		Wall: time.Since(r.started), CartsTTL: ttlCarts,
 		LostAnswerOrder: r.lostAnswer, BudgetOrder: r.budgetOrder, CompOrder: r.compOrder,
 		expectedFate: map[string]bool{r.budgetOrder: true, r.compOrder: true}}
@@ -634,53 +619,41 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	}
 
 	// Every dependency's ledger, the uncertain outcomes and the layers.
-	r.mu.Lock()
-	results := r.results
-	r.mu.Unlock()
-	ls := r.ledgers(results)
-	for _, name := range dependencyOrder {
-		rep.Layers = append(rep.Layers, ls[name].layer)
+	ls := r.ledgers()
+	for _, l := range ls {
+		rep.Layers = append(rep.Layers, l.layer)
 	}
 	rep.Duplicates = duplicates(ls, r.ids)
 	rep.Uncertain = uncertainList(ls)
-	charges, prep, erp := ls[depGateway].effects, ls[depWarehouse].effects, ls[depERP].effects
-	for _, e := range ls[depGateway].effects {
-		rep.Charges += len(e)
-	}
-	// gatewayEffects counts the requests to path that ran their effect, for
-	// order (every order when "").
-	gatewayEffects := func(path, order string) (n int) {
-		for _, q := range w.deps.Gateway.Requests() {
-			if q.Path == path && q.Effect && (order == "" || pedidoOf(q.Body) == order) {
-				n++
-			}
+	// The gateway's ledger: the charge requests per order, whatever their
+	// outcome, and the requests that ran their effect, by path and order.
+	calls, effects := map[string]int{}, map[[2]string]int{}
+	for _, q := range w.deps.Gateway.Requests() {
+		if q.Path == payment.PathCobros {
+			calls[pedidoOf(q.Body)]++
 		}
-		return n
-	}
-	rep.Refunds = gatewayEffects(payment.PathReembolsos, "")
-	calls := w.deps.gatewayCalls()
-	for _, n := range calls {
-		rep.GatewayCalls += n
+		if q.Effect {
+			effects[[2]string{q.Path, pedidoOf(q.Body)}]++
+		}
+		if q.Effect && q.Path == payment.PathReembolsos {
+			rep.Refunds++
+		}
 	}
 	for p, n := range calls {
+		rep.GatewayCalls += n
 		if n > rep.MaxGatewayCalls {
 			rep.MaxGatewayCalls, rep.MaxGatewayOrder = n, p
 		}
 	}
-	ses := effectsByOrder(w.deps.SES.Service, func(e localaws.Effect) string { return localaws.SESTag(e.Body, "pedido_id") }, nil)
-	sec := effectsByOrder(w.deps.Correo2, func(e localaws.Effect) string { return pedidoOf(e.Body) }, nil)
 	hook, deliveries := w.deps.ERPWebhook.Events()
 	hookOrders := map[string]bool{}
 	for _, p := range hook {
 		hookOrders[p] = true
 	}
 	rep.ERPWebhookEvents, rep.WebhookOrders, rep.WebhookDeliveries = len(hook), len(hookOrders), deliveries
-	for _, e := range ses {
-		rep.EmailsSES += len(e)
-	}
-	for _, e := range sec {
-		rep.EmailsSecondary += len(e)
-	}
+	r.mu.Lock()
+	results := r.results
+	r.mu.Unlock()
 	for _, res := range results {
 		k := res.Status
 		if res.Error != "" {
@@ -694,42 +667,24 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	rep.Alarms = w.stateMachineLogAlarms(results)
 	rep.Circuit = r.circuitSummary()
 	for _, id := range r.ids {
-		c, p, e, n := len(charges[id]), len(prep[id]), len(ses[id])+len(sec[id]), len(erp[id])
-		if c > 0 {
-			rep.ChargedOrders = append(rep.ChargedOrders, id)
-		}
-		if c > 1 {
-			rep.DoubleCharged = append(rep.DoubleCharged, id)
-		}
-		rep.Preparations += p
-		if p > 0 {
-			rep.PreparedOrders++
-		}
-		if p > 1 {
-			rep.DoublePrepared++
-		}
-		if e > 0 {
-			rep.EmailedOrders++
-		}
-		if e > 1 {
-			rep.DoubleEmailed++
-		}
-		rep.ERPNotices += n
-		if n > 1 {
-			rep.DoubleNotified++
-		}
 		if rep.expectedFate[id] {
 			continue // checked on its own
 		}
-		if c == 0 || p == 0 || e == 0 || n == 0 {
-			rep.Lost = append(rep.Lost, fmt.Sprintf("%s (charges %d, preparations %d, e-mails %d, ERP %d, attempts %d, failures %v)",
-				id, c, p, e, n, r.orders[id].Intentos, r.orders[id].Failures))
+		var missing []string
+		for _, l := range ls {
+			if len(l.effects[id]) == 0 {
+				missing = append(missing, l.layer.Dependency)
+			}
+		}
+		if len(missing) > 0 {
+			rep.Lost = append(rep.Lost, fmt.Sprintf("%s (none of: %s; attempts %d, failures %v)",
+				id, strings.Join(missing, ", "), r.orders[id].Intentos, r.orders[id].Failures))
 		}
 	}
-	rep.LostAnswerInvocations = gatewayEffects(payment.PathCobros, r.lostAnswer)
+	rep.LostAnswerInvocations = effects[[2]string{payment.PathCobros, r.lostAnswer}]
 	rep.BudgetCalls, rep.BudgetAttempts, rep.BudgetFailures = calls[r.budgetOrder], r.orders[r.budgetOrder].Intentos, r.orders[r.budgetOrder].Failures
-	rep.CompCharges, rep.CompFailures = len(charges[r.compOrder]), r.orders[r.compOrder].Failures
-	rep.CompRefunds = gatewayEffects(payment.PathReembolsos, r.compOrder)
+	rep.CompCharges, rep.CompFailures = len(ls[0].effects[r.compOrder]), r.orders[r.compOrder].Failures // the first dependency: the gateway's charges
+	rep.CompRefunds = effects[[2]string{payment.PathReembolsos, r.compOrder}]
 	if err := w.admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE payload->'intento' IS NULL), count(*) FROM outbox WHERE tipo = 'PedidoCreado'`).
 		Scan(&rep.PedidoCreadoEvents, &rep.PedidoCreadoAll); err != nil {
 		rep.Failures = append(rep.Failures, "outbox: "+err.Error())
@@ -751,21 +706,28 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 			}
 		}
 	}
-	for i := 1; i <= skuCount; i++ {
-		ex, res, err := w.readStock(ctx, sku(i))
+	var table string // the stock table, as the functions are configured with it
+	for _, f := range w.functions {
+		table = cmp.Or(f.Env[lambdaapi.EnvStockTable], table)
+	}
+	store, err := stock.NewStore(w.ddb.Client, table)
+	if err != nil {
+		rep.Failures = append(rep.Failures, err.Error())
+	}
+	for i := 1; store != nil && i <= skuCount+1; i++ {
+		line := StockLine{SKU: sku(i), WantExistencias: initial, WantReservado: want[sku(i)]}
+		if i > skuCount {
+			line = StockLine{SKU: badSKU} // never counted: nothing in stock, nothing reserved
+		}
+		t, err := store.Read(ctx, line.SKU)
 		if err != nil {
 			rep.Failures = append(rep.Failures, err.Error())
 		}
-		line := StockLine{SKU: sku(i), Existencias: ex, Reservado: res, WantExistencias: initial, WantReservado: want[sku(i)]}
+		line.Existencias, line.Reservado = t.Existencias, t.Reservado
 		if line.Existencias != line.WantExistencias || line.Reservado != line.WantReservado {
 			rep.StockMismatches++
 		}
 		rep.Stock = append(rep.Stock, line)
-	}
-	ex, res, _ := w.readStock(ctx, badSKU)
-	rep.Stock = append(rep.Stock, StockLine{SKU: badSKU, Existencias: ex, Reservado: res})
-	if ex != 0 || res != 0 {
-		rep.StockMismatches++
 	}
 
 	// Dead-letter queues, classified by the DLQ tool.
@@ -783,7 +745,7 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		if err == nil {
 			rep, err := tool.Classify(ctx, target, 1000, dlq.ConsumerOptions(target))
 			if err == nil {
-				line.Verdict, line.Evidence = string(rep.Verdict), rep.Evidence
+				line.Verdict = string(rep.Verdict)
 			}
 		}
 		if err != nil {
@@ -809,31 +771,6 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		}
 	}
 	return rep
-}
-
-// readStock reads a SKU's totals item.
-func (w *World) readStock(ctx context.Context, s string) (existencias, reservado int64, err error) {
-	var table string
-	for _, f := range w.functions {
-		if v := f.Env[lambdaapi.EnvStockTable]; v != "" {
-			table = v
-		}
-	}
-	out, err := w.ddb.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]ddbtypes.AttributeValue{lambdaapi.StockPartitionKey: &ddbtypes.AttributeValueMemberS{Value: s},
-			lambdaapi.StockSortKey: &ddbtypes.AttributeValueMemberS{Value: "stock"}}})
-	if err != nil {
-		return 0, 0, fmt.Errorf("stock %s: %w", s, err)
-	}
-	num := func(k string) int64 {
-		if v, ok := out.Item[k].(*ddbtypes.AttributeValueMemberN); ok {
-			var n int64
-			_, _ = fmt.Sscan(v.Value, &n)
-			return n
-		}
-		return 0
-	}
-	return num("existencias"), num("reservado"), nil
 }
 
 // Promise is one promise the run checks, with what it found.
@@ -866,7 +803,7 @@ func (rep *Report) Promises() []Promise {
 	check("the run settles: every order, retry, event and message is done",
 		bad(rep.Quiet != "", "the run did not settle within %s: %s", sc.Limit, rep.Quiet))
 	check("no order is lost: every order but the two targeted ones is charged, prepared, e-mailed and notified to the ERP",
-		bad(len(rep.Lost) > 0, "%d orders lost: %v", len(rep.Lost), first(rep.Lost, 5)))
+		bad(len(rep.Lost) > 0, "%d orders lost: %v", len(rep.Lost), rep.Lost[:min(len(rep.Lost), 5)]))
 	if rep.IgnoreKeys {
 		check("with the dependencies ignoring Idempotency-Key, the only repeated effects are the uncertain outcomes the scenario caused, by order", rep.unexplained()...)
 	} else {
@@ -947,13 +884,6 @@ func (rep *Report) Check() []string {
 	return bad
 }
 
-func first[T any](s []T, n int) []T {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
 // Markdown renders the report.
 func (rep *Report) Markdown() string {
 	var b strings.Builder
@@ -987,11 +917,7 @@ func (rep *Report) Markdown() string {
 	}
 	p("\n| | |\n|---|---|\n")
 	p("| Orders in | %d (%d payment attempts) |\n", rep.Orders, rep.Attempts)
-	p("| Charges at the gateway's ledger | %d (orders charged twice: %d) |\n", rep.Charges, len(rep.DoubleCharged))
 	p("| Refunds | %d |\n", rep.Refunds)
-	p("| Preparations at the warehouse's ledger | %d (twice: %d) |\n", rep.Preparations, rep.DoublePrepared)
-	p("| E-mails sent | %d: SES %d, secondary provider %d (twice: %d) |\n", rep.EmailsSES+rep.EmailsSecondary, rep.EmailsSES, rep.EmailsSecondary, rep.DoubleEmailed)
-	p("| ERP notices (aviso-erp) | %d (twice: %d) |\n", rep.ERPNotices, rep.DoubleNotified)
 	p("| ERP webhook (API destination) | %d distinct events for %d orders (%d deliveries); the outbox holds %d PedidoCreado, %d of them payment retries, which the rule leaves out |\n",
 		rep.ERPWebhookEvents, rep.WebhookOrders, rep.WebhookDeliveries, rep.PedidoCreadoAll, rep.PedidoCreadoAll-rep.PedidoCreadoEvents)
 	p("| Orders lost | %d (besides the two targeted ones) |\n", len(rep.Lost))
@@ -1033,13 +959,8 @@ func (rep *Report) Markdown() string {
 		p("\n")
 	}
 
-	names := make([]string, 0, len(rep.Executions))
-	for k := range rep.Executions {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	p("## Workflow executions\n\n")
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(rep.Executions)) {
 		p("- %s: %d\n", k, rep.Executions[k])
 	}
 	p("\n")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"github.com/mercadofresco/integration/internal/localaws"
@@ -14,15 +15,30 @@ import (
 	"time"
 )
 
-// An external dependency's effects, as its fakes' ledgers record them.
-const (
-	depGateway   = "gateway charges"
-	depWarehouse = "warehouse preparations"
-	depEmail     = "e-mails (SES + secondary)"
-	depERP       = "ERP notices"
-)
+// dependency is one external dependency whose effects the verdict counts,
+// as its fakes' ledgers record them:
+// its fakes, the path of the requests that count ("" for every one), the
+// function that calls it and the prefix of the Idempotency-Keys it sends.
+type dependency struct {
+	name      string
+	fakes     func(*Dependencies) []*localaws.Service
+	path      string
+	entry     string
+	keyPrefix string
+}
 
-var dependencyOrder = []string{depGateway, depWarehouse, depEmail, depERP}
+var dependencies = []dependency{
+	{"gateway charges", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.Gateway.Service} }, payment.PathCobros, "lambdas/cobro", "cobro"},
+	{"warehouse preparations", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.Almacen} }, "", "lambdas/preparar-pedido", "preparacion"},
+	{"e-mails (SES + secondary)", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.SES.Service, d.Correo2} }, "", "lambdas/correo-confirmacion", "correo-confirmacion"},
+	{"ERP notices", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.ERP} }, "", "lambdas/aviso-erp", "aviso-erp"},
+}
+
+// orderOf is the order a request to a dependency is for: its body's
+// pedido_id, or an SES e-mail's pedido_id tag.
+func orderOf(body []byte) string {
+	return cmp.Or(pedidoOf(body), localaws.SESTag(body, "pedido_id"))
+}
 
 // ledger is one dependency's view for the verdict: the 2xx effects per
 // order, the uncertain outcomes per order (why a repeat was allowed), the
@@ -52,150 +68,101 @@ type Duplicate struct {
 	Uncertain         []string // the uncertain outcomes that allow repeats
 }
 
-// orderKey extracts the order of an effect.
-type orderKey func(localaws.Effect) string
-
-func effectsByOrder(s *localaws.Service, key orderKey, match func(localaws.Effect) bool) map[string][]localaws.Effect {
-	out := map[string][]localaws.Effect{}
-	for _, e := range s.Effects() {
-		if e.Response.Status >= 200 && e.Response.Status < 300 && (match == nil || match(e)) {
-			out[key(e)] = append(out[key(e)], e)
-		}
-	}
-	return out
-}
-
-// lostAnswers adds, per order, the requests whose effect ran and whose
-// answer the caller never got.
-func lostAnswers(into map[string][]string, s *localaws.Service, order func([]byte) string, match func(localaws.Record) bool) {
-	for _, r := range s.Requests() {
-		if r.AnswerLost && (match == nil || match(r)) {
-			p := order(r.Body)
-			how := r.Fault
-			if how == "" {
-				how = "the caller went away"
-			}
-			into[p] = append(into[p], fmt.Sprintf("answer lost after the effect (request #%d: %s)", r.Seq, how))
-		}
-	}
-}
-
-func keyCounts(l *LayerLine, servers []*localaws.Service, match func(localaws.Record) bool) {
-	perKey := map[string]int{}
-	for _, s := range servers {
-		for _, r := range s.Requests() {
-			if match != nil && !match(r) {
-				continue
-			}
-			if !r.Effect && !r.Replayed {
-				continue // refused before the key store (faults, auth)
-			}
-			l.Requests++
-			if r.IdempotencyKey != "" {
-				perKey[r.IdempotencyKey]++
-			}
-			if r.Effect {
-				l.Effects++
-			}
-			if r.Replayed {
-				l.Replayed++
-			}
-		}
-	}
-	l.Keys = len(perKey)
-	for _, n := range perKey {
-		l.MaxRequestsPerKey = max(l.MaxRequestsPerKey, n)
-	}
-}
-
 var orderIDPattern = regexp.MustCompile(`P-\d{5}-[0-9a-f]{4}`)
 
-// ledgers reads every dependency's ledger, with the uncertain outcomes the
-// scenario caused: answers lost after the effect (the gateway's timeout
-// after the charge, a kill between the effect and its answer) and every
-// order of the batch in flight in the killed consumer.
-func (r *Run) ledgers(results []localaws.ExecutionResult) map[string]*ledger {
-	d := r.w.deps
-	isCharge := func(q localaws.Record) bool { return q.Path == payment.PathCobros }
-	sesOrder := func(b []byte) string { return localaws.SESTag(b, "pedido_id") }
-	out := map[string]*ledger{}
-	mk := func(name string, eff map[string][]localaws.Effect) *ledger {
-		l := &ledger{effects: eff, uncertain: map[string][]string{}, layer: LayerLine{Dependency: name}}
-		out[name] = l
-		return l
-	}
-	g := mk(depGateway, effectsByOrder(d.Gateway.Service, func(e localaws.Effect) string { return pedidoOf(e.Body) },
-		func(e localaws.Effect) bool { return e.Path == payment.PathCobros }))
-	lostAnswers(g.uncertain, d.Gateway.Service, pedidoOf, isCharge)
-	keyCounts(&g.layer, []*localaws.Service{d.Gateway.Service}, isCharge)
-	for _, res := range results {
-		g.layer.Deliveries += res.CallCount("Cobrar")
-	}
-	g.layer.DeliveredBy = "Cobrar task invocations"
-
-	wh := mk(depWarehouse, effectsByOrder(d.Almacen, func(e localaws.Effect) string { return pedidoOf(e.Body) }, nil))
-	lostAnswers(wh.uncertain, d.Almacen, pedidoOf, nil)
-	for _, p := range r.kill.Batch { // the killed order's own lost answer is the same outcome
-		if len(wh.uncertain[p]) == 0 {
-			wh.uncertain[p] = append(wh.uncertain[p], "in the batch of the preparation consumer killed between its effect and its completion record")
+// ledgers reads every dependency's ledger, in the table's order, with the
+// uncertain outcomes the scenario caused: answers lost after the effect
+// (the gateway's timeout after the charge, a kill between the effect and
+// its answer), every order of the batch in flight in the killed consumer,
+// and the attempts the clients report as unanswered.
+func (r *Run) ledgers() []*ledger {
+	gaveUp := clientsGaveUp(r.w.opts.Logs)
+	var out []*ledger
+	for _, dep := range dependencies {
+		l := &ledger{effects: map[string][]localaws.Effect{}, uncertain: map[string][]string{}, layer: LayerLine{Dependency: dep.name}}
+		perKey := map[string]int{}
+		for _, s := range dep.fakes(r.w.deps) {
+			for _, e := range s.Effects() {
+				if e.Response.Status >= 200 && e.Response.Status < 300 && (dep.path == "" || e.Path == dep.path) {
+					l.effects[orderOf(e.Body)] = append(l.effects[orderOf(e.Body)], e)
+				}
+			}
+			for _, q := range s.Requests() {
+				if dep.path != "" && q.Path != dep.path {
+					continue
+				}
+				if q.AnswerLost {
+					p := orderOf(q.Body)
+					l.uncertain[p] = append(l.uncertain[p], fmt.Sprintf("answer lost after the effect (request #%d: %s)", q.Seq, cmp.Or(q.Fault, "the caller went away")))
+				}
+				if !q.Effect && !q.Replayed {
+					continue // refused before the key store (faults, auth)
+				}
+				l.layer.Requests++
+				if q.IdempotencyKey != "" {
+					perKey[q.IdempotencyKey]++
+				}
+				if q.Effect {
+					l.layer.Effects++
+				}
+				if q.Replayed {
+					l.layer.Replayed++
+				}
+			}
 		}
-	}
-	keyCounts(&wh.layer, []*localaws.Service{d.Almacen}, nil)
-
-	em := mk(depEmail, effectsByOrder(d.SES.Service, func(e localaws.Effect) string { return sesOrder(e.Body) }, nil))
-	for p, e := range effectsByOrder(d.Correo2, func(e localaws.Effect) string { return pedidoOf(e.Body) }, nil) {
-		em.effects[p] = append(em.effects[p], e...)
-	}
-	lostAnswers(em.uncertain, d.SES.Service, sesOrder, nil)
-	lostAnswers(em.uncertain, d.Correo2, pedidoOf, nil)
-	keyCounts(&em.layer, []*localaws.Service{d.SES.Service, d.Correo2}, nil)
-
-	erp := mk(depERP, effectsByOrder(d.ERP, func(e localaws.Effect) string { return pedidoOf(e.Body) }, nil))
-	lostAnswers(erp.uncertain, d.ERP, pedidoOf, nil)
-	keyCounts(&erp.layer, []*localaws.Service{d.ERP}, nil)
-
-	// The project's clients report each attempt that got no answer (a read
-	// timeout, the invocation's deadline, a broken connection): on a loaded
-	// machine the scenario's timing makes more of them than it injects, and
-	// each is an uncertain outcome of the same kind as the injected ones.
-	for p, by := range clientsGaveUp(r.w.opts.Logs) {
-		for dep, why := range by {
-			if l := out[dep]; l != nil {
+		l.layer.Keys = len(perKey)
+		for _, n := range perKey {
+			l.layer.MaxRequestsPerKey = max(l.layer.MaxRequestsPerKey, n)
+		}
+		if dep.entry == r.kill.esm.Fn.Entry {
+			for _, p := range r.kill.Batch { // the killed order's own lost answer is the same outcome
+				if len(l.uncertain[p]) == 0 {
+					l.uncertain[p] = append(l.uncertain[p], "in the batch of "+dep.entry+" killed between its effect and its completion record")
+				}
+			}
+		}
+		// On a loaded machine the scenario's timing makes more unanswered
+		// attempts than it injects; each is an uncertain outcome of the
+		// same kind as the injected ones.
+		for p, by := range gaveUp {
+			if why := by[dep.keyPrefix]; len(why) > 0 {
 				l.uncertain[p] = append(l.uncertain[p], why...)
 			}
 		}
-	}
-	for _, e := range r.esms {
-		var l *ledger
-		switch e.Fn.Entry {
-		case "lambdas/preparar-pedido":
-			l = wh
-		case "lambdas/correo-confirmacion":
-			l = em
-		case "lambdas/aviso-erp":
-			l = erp
-		default:
-			continue
-		}
-		l.layer.Deliveries += int(e.delivered.Load())
-		l.layer.DeliveredBy = "deliveries from " + e.Queue.Name
+		l.layer.Deliveries, l.layer.DeliveredBy = r.deliveries(dep.entry)
+		out = append(out, l)
 	}
 	return out
+}
+
+// deliveries is what the project's code that calls a dependency received:
+// the messages of its event source mapping, or its invocations.
+func (r *Run) deliveries(entry string) (int, string) {
+	for _, e := range r.esms {
+		if e.Fn.Entry == entry {
+			return int(e.delivered.Load()), "deliveries from " + e.Queue.Name
+		}
+	}
+	for _, f := range r.w.functions {
+		if f.Entry == entry {
+			return int(f.invoked.Load()), "invocations of " + f.Name
+		}
+	}
+	return 0, ""
 }
 
 // duplicates lists the orders with more than one effect at a dependency,
 // with the requests that produced them and the uncertain outcomes that
 // allow them.
-func duplicates(ls map[string]*ledger, ids []string) []Duplicate {
+func duplicates(ls []*ledger, ids []string) []Duplicate {
 	var out []Duplicate
-	for _, name := range dependencyOrder {
-		l := ls[name]
+	for _, l := range ls {
 		for _, id := range ids {
 			eff := l.effects[id]
 			if len(eff) < 2 {
 				continue
 			}
-			d := Duplicate{Dependency: name, Order: id, Effects: len(eff), Uncertain: l.uncertain[id]}
+			d := Duplicate{Dependency: l.layer.Dependency, Order: id, Effects: len(eff), Uncertain: l.uncertain[id]}
 			for _, e := range eff {
 				d.Requests = append(d.Requests, fmt.Sprintf("#%d at %s of the run's clock, key %q", e.Seq, e.At.Format("15:04:05.000"), e.IdempotencyKey))
 			}
@@ -224,11 +191,11 @@ func (rep *Report) unexplained() []string {
 
 // uncertainList is the scenario's uncertain outcomes, "dependency: order
 // (reason)", sorted.
-func uncertainList(ls map[string]*ledger) []string {
+func uncertainList(ls []*ledger) []string {
 	var out []string
-	for _, name := range dependencyOrder {
-		for p, why := range ls[name].uncertain {
-			out = append(out, fmt.Sprintf("%s: %s (%s)", name, p, strings.Join(why, "; ")))
+	for _, l := range ls {
+		for p, why := range l.uncertain {
+			out = append(out, fmt.Sprintf("%s: %s (%s)", l.layer.Dependency, p, strings.Join(why, "; ")))
 		}
 	}
 	sort.Strings(out)
@@ -399,12 +366,9 @@ func stockFolded(lines []StockLine) (summary string, differ []StockLine) {
 // broken connection).
 var noAnswer = regexp.MustCompile(`no answer within|deadline exceeded|context canceled|connection reset|EOF`)
 
-// keyDependency maps an idempotency key's prefix to the dependency its
-// calls reach.
-var keyDependency = map[string]string{"cobro": depGateway, "preparacion": depWarehouse, "correo-confirmacion": depEmail, "aviso-erp": depERP}
-
 // clientsGaveUp reads the functions' log (when logs is a file) for the
-// attempts the clients report as unanswered, by order and dependency.
+// attempts the clients report as unanswered, by order and the prefix of
+// the attempt's Idempotency-Key (its dependency's keyPrefix).
 func clientsGaveUp(logs any) map[string]map[string][]string {
 	out := map[string]map[string][]string{}
 	named, ok := logs.(interface{ Name() string })
@@ -432,14 +396,15 @@ func clientsGaveUp(logs any) map[string]map[string][]string {
 			continue
 		}
 		prefix, _, _ := strings.Cut(rec.Key, ":")
-		dep, order := keyDependency[prefix], orderIDPattern.FindString(rec.Key)
-		if dep == "" || order == "" {
+		order := orderIDPattern.FindString(rec.Key)
+		if prefix == "" || order == "" {
 			continue
 		}
 		if out[order] == nil {
 			out[order] = map[string][]string{}
 		}
-		out[order][dep] = append(out[order][dep], fmt.Sprintf("the client got no answer (attempt %d: %s)", rec.Attempt, string(first([]rune(rec.Error), 120))))
+		msg := []rune(rec.Error)
+		out[order][prefix] = append(out[order][prefix], fmt.Sprintf("the client got no answer (attempt %d: %s)", rec.Attempt, string(msg[:min(len(msg), 120)])))
 	}
 	return out
 }

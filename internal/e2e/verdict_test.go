@@ -37,7 +37,7 @@ func TestMatchFilter(t *testing.T) {
 // never.
 func TestUnexplainedDuplicates(t *testing.T) {
 	dup := func(effects int, uncertain ...string) Duplicate {
-		return Duplicate{Dependency: depGateway, Order: "P-00001-abcd", Effects: effects, Uncertain: uncertain, Requests: []string{"#1", "#2"}}
+		return Duplicate{Dependency: "gateway charges", Order: "P-00001-abcd", Effects: effects, Uncertain: uncertain, Requests: []string{"#1", "#2"}}
 	}
 	tests := []struct {
 		name       string
@@ -97,7 +97,7 @@ func TestClientsGaveUp(t *testing.T) {
 		fmt.Fprintln(f, l)
 	}
 	got := clientsGaveUp(f)
-	if len(got) != 2 || len(got["P-00001-abcd"][depGateway]) != 1 || len(got["P-00002-abcd"][depWarehouse]) != 1 {
+	if len(got) != 2 || len(got["P-00001-abcd"]["cobro"]) != 1 || len(got["P-00002-abcd"]["preparacion"]) != 1 {
 		t.Errorf("clientsGaveUp = %v; want P-00001-abcd at the gateway and P-00002-abcd at the warehouse only", got)
 	}
 }

@@ -59,10 +59,8 @@ type Options struct {
 // Queue is one queue of the templates, created in the SQS fake.
 type Queue struct {
 	Name, URL, ARN string
-	Resource       *synthesized.Resource
 	FIFO           bool
 	Visibility     time.Duration
-	DLQ            *Queue // its redrive target, if any
 }
 
 // World is the whole app on this machine: the templates' resources made
@@ -83,8 +81,8 @@ type World struct {
 	deps  *Dependencies
 
 	pgHost, db string
-	roles      lambdaapi.DBRoles // the run's role names
-	tplRoles   lambdaapi.DBRoles // the template's
+	runRoles   map[string]string // the template's role names -> the run's
+	writer     string            // the run's writer role
 	admin      *pgxpool.Pool
 
 	queues          []*Queue
@@ -153,7 +151,7 @@ func NewWorld(t testing.TB, o Options) *World {
 	app.Account, app.Region = o.Account, o.Region
 	w := &World{t: t, opts: o, app: app, clock: NewClock(o.WaitScale), rng: rand.New(rand.NewPCG(o.Seed, 0xe2e)),
 		queueByResource: map[*synthesized.Resource]*Queue{},
-		secrets:         map[string]string{}, functions: map[string]*Function{}, pgHost: "127.0.0.1"}
+		secrets:         map[string]string{}, functions: map[string]*Function{}, runRoles: map[string]string{}, pgHost: "127.0.0.1"}
 
 	// localaws.StartDynalite preloads its guard: a request an invocation abandons
 	// half-sent (a deadline, a killed process) does not end dynalite.
@@ -228,9 +226,9 @@ func (w *World) createQueues() {
 			Delay:             seconds(r.Prop("DelaySeconds"), 0),
 		}
 		cfg.ContentBasedDeduplication, _ = r.Prop("ContentBasedDeduplication").(bool)
-		var dlq *Queue
 		for _, e := range w.app.From(r, synthesized.DeadLetter) {
-			if dlq = create(e.To); dlq == nil {
+			dlq := create(e.To)
+			if dlq == nil {
 				w.fatalf("queue %s: redrive to %s, not a queue", r.Path(), e.Target)
 			}
 			n, _ := e.Settings["maxReceiveCount"].(float64)
@@ -242,7 +240,7 @@ func (w *World) createQueues() {
 		if err != nil {
 			w.fatalf("create queue %s: %v", name, err)
 		}
-		q := &Queue{Name: name, URL: url, ARN: w.sqs.ARN(url), Resource: r, FIFO: fifo, Visibility: cfg.VisibilityTimeout, DLQ: dlq}
+		q := &Queue{Name: name, URL: url, ARN: w.sqs.ARN(url), FIFO: fifo, Visibility: cfg.VisibilityTimeout}
 		w.queues = append(w.queues, q)
 		w.queueByResource[r] = q
 		return q
@@ -316,13 +314,14 @@ func (w *World) setUpDatabase() {
 	if res == nil {
 		w.fatalf("no Custom::OutboxEsquema in the templates")
 	}
-	tr := w.resolve(res, res.Prop("Roles")).(map[string]any)
-	str := func(k string) string { s, _ := tr[k].(string); return s }
-	w.tplRoles = lambdaapi.DBRoles{Owner: str("owner"), Publisher: str("publisher"), Cleanup: str("cleanup"), Writer: str("writer")}
 	prefix := "e2e" + strings.TrimPrefix(w.db, "mf_e2e_") + "_"
-	w.roles = lambdaapi.DBRoles{Owner: prefix + w.tplRoles.Owner, Publisher: prefix + w.tplRoles.Publisher,
-		Cleanup: prefix + w.tplRoles.Cleanup, Writer: prefix + w.tplRoles.Writer}
-	localaws.DropRolesAtEnd(w.t, w.db, outbox.MigrationLockKey, w.roles.All()...)
+	roles := map[string]any{} // the template's Roles property, with the run's names
+	for k, v := range w.resolve(res, res.Prop("Roles")).(map[string]any) {
+		name, _ := v.(string)
+		roles[k], w.runRoles[name] = prefix+name, prefix+name
+	}
+	w.writer = str(roles["writer"])
+	localaws.DropRolesAtEnd(w.t, w.db, outbox.MigrationLockKey, slices.Collect(maps.Values(w.runRoles))...)
 	w.admin = localaws.NewPool(w.t, w.db, "", 4)
 	m := &migrator.Migrator{
 		Schema:       "public",
@@ -332,28 +331,11 @@ func (w *World) setUpDatabase() {
 		},
 	}
 	ev := cfn.Event{RequestType: cfn.RequestCreate, LogicalResourceID: res.LogicalID, ResourceProperties: map[string]any{
-		migrator.PropertyHash: lambdaapi.SchemaHash(),
-		migrator.PropertyRoles: map[string]any{"owner": w.roles.Owner, "publisher": w.roles.Publisher,
-			"cleanup": w.roles.Cleanup, "writer": w.roles.Writer},
+		migrator.PropertyHash: lambdaapi.SchemaHash(), migrator.PropertyRoles: roles,
 	}}
 	if _, err := m.Handle(ctx, ev); err != nil {
 		w.fatalf("outbox migration: %v", err)
 	}
-}
-
-// runRole maps a role name of the template to the run's.
-func (w *World) runRole(name string) (string, bool) {
-	switch name {
-	case w.tplRoles.Owner:
-		return w.roles.Owner, true
-	case w.tplRoles.Publisher:
-		return w.roles.Publisher, true
-	case w.tplRoles.Cleanup:
-		return w.roles.Cleanup, true
-	case w.tplRoles.Writer:
-		return w.roles.Writer, true
-	}
-	return "", false
 }
 
 // startDependencies starts the external services' fakes with the API keys
@@ -389,14 +371,12 @@ func (w *World) startDependencies() {
 	case w.opts.KeyRetention > 0:
 		opts = append(opts, localaws.WithKeyRetention(w.opts.KeyRetention))
 	}
-	w.deps = newDependencies(w.opts.Seed, keys, sesConfigSet, opts...)
-	w.t.Cleanup(w.deps.Close)
+	var webhookKey string
 	for _, c := range w.app.Resources("AWS::Events::Connection") {
-		_, key := w.connectionAPIKey(c)
-		w.deps.mu.Lock()
-		w.deps.webhookKey = key
-		w.deps.mu.Unlock()
+		_, webhookKey = w.connectionAPIKey(c)
 	}
+	w.deps = newDependencies(w.opts.Seed, keys, webhookKey, sesConfigSet, opts...)
+	w.t.Cleanup(w.deps.Close)
 }
 
 // connectionAPIKey is the header and the value of an EventBridge

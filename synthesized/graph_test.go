@@ -123,7 +123,7 @@ func TestDefinitionAndPattern(t *testing.T) {
 	for detailType, want := range map[string]bool{"PedidoCreado": true, "CarritoAbandonado": false} {
 		event := map[string]any{"source": "mercadofresco.tienda", "detail-type": detailType, "detail": map[string]any{"version": 1.0}}
 		if got := p.MatchValue(event); got != want {
-			t.Errorf("%s matches %v, want %v (pattern %s)", detailType, got, want, p)
+			t.Errorf("%s matches %v, want %v (pattern %v)", detailType, got, want, rule.Prop("EventPattern"))
 		}
 	}
 }

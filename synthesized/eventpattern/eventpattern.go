@@ -4,13 +4,12 @@
 // routes events with the patterns of its synthesized templates instead of a
 // re-declared copy.
 //
-// Supported, with EventBridge's semantics: exact values (strings, numbers,
-// booleans, null), "prefix", "suffix", "equals-ignore-case", "anything-but"
-// (a value, a list of values, or a prefix/suffix), "exists", and "numeric"
-// comparisons; nested objects; arrays in the event (a condition matches when
-// any element matches). Any other operator ("wildcard", "cidr", "$or", ...)
-// makes Compile fail with ErrUnsupported: a local run that silently routed
-// differently from AWS would prove nothing.
+// Supported, with EventBridge's semantics, the conditions the app's
+// templates use: exact values (strings, numbers, booleans, null), "prefix"
+// and "exists"; nested objects; arrays in the event (a condition matches
+// when any element matches). Any other operator ("anything-but", "numeric",
+// "wildcard", "$or", ...) makes Compile fail with ErrUnsupported: a local
+// run that silently routed differently from AWS would prove nothing.
 package eventpattern
 
 import (
@@ -31,24 +30,21 @@ var ErrUnsupported = errors.New("eventpattern: unsupported operator")
 var ErrInvalid = errors.New("eventpattern: invalid pattern")
 
 // Pattern is a compiled event pattern.
-type Pattern struct {
-	root node
-	raw  string
-}
+type Pattern struct{ root node }
 
 // node is an object pattern: every key must match (AND).
 type node struct {
 	keys     []string
-	children map[string]*node     // nested objects
-	leaves   map[string][]matcher // value lists (OR)
+	children map[string]*node       // nested objects
+	leaves   map[string][]condition // value lists (OR)
 }
 
-type matcher interface {
-	// match reports whether v (a decoded JSON value present in the event)
-	// satisfies the condition.
-	match(v any) bool
-	// onAbsent is the result when the field is missing.
-	onAbsent() bool
+// condition is one element of a value list: an exact value, a prefix or an
+// existence test.
+type condition struct {
+	exact  any
+	prefix *string
+	exists *bool
 }
 
 // Compile parses a pattern given as JSON.
@@ -67,15 +63,11 @@ func CompileValue(m map[string]any) (*Pattern, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, _ := json.Marshal(m)
-	return &Pattern{root: *root, raw: string(raw)}, nil
+	return &Pattern{root: *root}, nil
 }
 
-// String is the pattern as JSON.
-func (p *Pattern) String() string { return p.raw }
-
 func compileObject(m map[string]any, path string) (*node, error) {
-	n := &node{keys: slices.Sorted(maps.Keys(m)), children: map[string]*node{}, leaves: map[string][]matcher{}}
+	n := &node{keys: slices.Sorted(maps.Keys(m)), children: map[string]*node{}, leaves: map[string][]condition{}}
 	for _, k := range n.keys {
 		p := path + "." + k
 		if strings.HasPrefix(k, "$") {
@@ -93,11 +85,11 @@ func compileObject(m map[string]any, path string) (*node, error) {
 				return nil, fmt.Errorf("%w: empty list at %s", ErrInvalid, p)
 			}
 			for _, cond := range v {
-				mt, err := compileCondition(cond, p)
+				c, err := compileCondition(cond, p)
 				if err != nil {
 					return nil, err
 				}
-				n.leaves[k] = append(n.leaves[k], mt)
+				n.leaves[k] = append(n.leaves[k], c)
 			}
 		default:
 			return nil, fmt.Errorf("%w: %s must be a list of values or an object, got %T", ErrInvalid, p, v)
@@ -106,78 +98,31 @@ func compileObject(m map[string]any, path string) (*node, error) {
 	return n, nil
 }
 
-func compileCondition(c any, path string) (matcher, error) {
+func compileCondition(c any, path string) (condition, error) {
 	obj, ok := c.(map[string]any)
 	if !ok {
-		return exact{c}, nil
+		return condition{exact: c}, nil
 	}
 	if len(obj) != 1 {
-		return nil, fmt.Errorf("%w: a condition object at %s must have exactly one operator, got %d", ErrInvalid, path, len(obj))
+		return condition{}, fmt.Errorf("%w: a condition object at %s must have exactly one operator, got %d", ErrInvalid, path, len(obj))
 	}
 	for op, arg := range obj {
-		switch op {
-		case "prefix", "suffix", "equals-ignore-case":
-			if s, ok := arg.(string); ok {
-				return text{op: op, s: s}, nil
-			}
-			if op != "equals-ignore-case" {
-				if inner, ok := arg.(map[string]any); ok && len(inner) == 1 {
-					if s, ok := inner["equals-ignore-case"].(string); ok {
-						return text{op: op, s: s, fold: true}, nil
-					}
-				}
-			}
-			return nil, fmt.Errorf("%w: %s at %s needs a string", ErrInvalid, op, path)
-		case "anything-but":
-			return compileAnythingBut(arg, path)
-		case "exists":
+		switch s, isString := arg.(string); {
+		case op == "prefix" && isString:
+			return condition{prefix: &s}, nil
+		case op == "prefix":
+			return condition{}, fmt.Errorf("%w: prefix at %s with %v (only a string is evaluated)", ErrUnsupported, path, arg)
+		case op == "exists":
 			b, ok := arg.(bool)
 			if !ok {
-				return nil, fmt.Errorf("%w: exists at %s needs true or false", ErrInvalid, path)
+				return condition{}, fmt.Errorf("%w: exists at %s needs true or false", ErrInvalid, path)
 			}
-			return exists(b), nil
-		case "numeric":
-			return compileNumeric(arg, path)
+			return condition{exists: &b}, nil
 		default:
-			return nil, fmt.Errorf("%w: %q at %s", ErrUnsupported, op, path)
+			return condition{}, fmt.Errorf("%w: %q at %s", ErrUnsupported, op, path)
 		}
 	}
 	panic("unreachable")
-}
-
-func compileAnythingBut(arg any, path string) (matcher, error) {
-	switch a := arg.(type) {
-	case []any:
-		return anythingBut{values: a}, nil
-	case map[string]any:
-		if len(a) == 1 {
-			for op, v := range a {
-				if s, ok := v.(string); ok && (op == "prefix" || op == "suffix") {
-					return anythingBut{text: &text{op: op, s: s}}, nil
-				}
-			}
-		}
-		return nil, fmt.Errorf("%w: anything-but at %s with %v", ErrUnsupported, path, a)
-	default:
-		return anythingBut{values: []any{a}}, nil
-	}
-}
-
-func compileNumeric(arg any, path string) (matcher, error) {
-	list, ok := arg.([]any)
-	if !ok || len(list) == 0 || len(list)%2 != 0 || len(list) > 4 {
-		return nil, fmt.Errorf("%w: numeric at %s needs one or two [operator, number] pairs", ErrInvalid, path)
-	}
-	var n numeric
-	for i := 0; i < len(list); i += 2 {
-		op, ok1 := list[i].(string)
-		f, ok2 := list[i+1].(float64)
-		if !ok1 || !ok2 || !slices.Contains([]string{"=", "<", "<=", ">", ">="}, op) {
-			return nil, fmt.Errorf("%w: numeric at %s: %v", ErrInvalid, path, list)
-		}
-		n = append(n, [2]any{op, f})
-	}
-	return n, nil
 }
 
 // Match reports whether event (a JSON document) matches the pattern.
@@ -201,7 +146,7 @@ func (n *node) match(obj map[string]any) bool {
 			}
 			continue
 		}
-		if !matchLeaf(n.leaves[k], v, present) {
+		if !slices.ContainsFunc(n.leaves[k], func(c condition) bool { return c.matches(v, present) }) {
 			return false
 		}
 	}
@@ -224,120 +169,25 @@ func matchNested(c *node, v any) bool {
 	return false
 }
 
-// matchLeaf applies a list of conditions (OR) to a value; an object
-// matches none (conditions apply to leaf values only).
-func matchLeaf(conds []matcher, v any, present bool) bool {
-	leaf := func(c matcher, v any) bool { _, isObj := v.(map[string]any); return !isObj && c.match(v) }
-	for _, c := range conds {
-		if !present {
-			if c.onAbsent() {
-				return true
-			}
-			continue
-		}
-		if arr, ok := v.([]any); ok {
-			if _, isExists := c.(exists); isExists {
-				if c.match(arr) {
-					return true
-				}
-				continue
-			}
-			for _, e := range arr {
-				if leaf(c, e) {
-					return true
-				}
-			}
-			continue
-		}
-		if leaf(c, v) {
-			return true
-		}
-	}
-	return false
-}
-
-type exact struct{ v any }
-
-func (e exact) match(v any) bool {
-	return v == e.v
-}
-func (exact) onAbsent() bool { return false }
-
-type text struct {
-	op, s string
-	fold  bool
-}
-
-func (t text) match(v any) bool {
-	s, ok := v.(string)
-	if !ok {
+// matches reports whether the condition admits a field's value (present
+// false when the event lacks the field). Conditions apply to leaf values:
+// an object matches none; an array matches when one of its elements does,
+// or, for exists, by being there.
+func (c condition) matches(v any, present bool) bool {
+	_, isObject := v.(map[string]any)
+	arr, isArray := v.([]any)
+	switch {
+	case !present:
+		return c.exists != nil && !*c.exists
+	case isObject:
 		return false
+	case c.exists != nil:
+		return *c.exists
+	case isArray:
+		return slices.ContainsFunc(arr, func(e any) bool { return c.matches(e, true) })
+	case c.prefix != nil:
+		s, ok := v.(string)
+		return ok && strings.HasPrefix(s, *c.prefix)
 	}
-	want := t.s
-	if t.fold {
-		s, want = strings.ToLower(s), strings.ToLower(want)
-	}
-	switch t.op {
-	case "prefix":
-		return strings.HasPrefix(s, want)
-	case "suffix":
-		return strings.HasSuffix(s, want)
-	default: // equals-ignore-case
-		return strings.EqualFold(s, want)
-	}
+	return v == c.exact
 }
-func (text) onAbsent() bool { return false }
-
-type anythingBut struct {
-	values []any
-	text   *text
-}
-
-func (a anythingBut) match(v any) bool {
-	if a.text != nil {
-		return !a.text.match(v)
-	}
-	for _, x := range a.values {
-		if x == v {
-			return false
-		}
-	}
-	return true
-}
-func (anythingBut) onAbsent() bool { return false }
-
-type exists bool
-
-func (e exists) match(v any) bool {
-	return bool(e)
-}
-func (e exists) onAbsent() bool { return !bool(e) }
-
-type numeric [][2]any
-
-func (n numeric) match(v any) bool {
-	f, ok := v.(float64)
-	if !ok {
-		return false
-	}
-	for _, c := range n {
-		want := c[1].(float64)
-		switch c[0].(string) {
-		case "=":
-			ok = f == want
-		case "<":
-			ok = f < want
-		case "<=":
-			ok = f <= want
-		case ">":
-			ok = f > want
-		case ">=":
-			ok = f >= want
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-func (numeric) onAbsent() bool { return false }

@@ -51,7 +51,7 @@ func NewBreakerCache(t testing.TB, env map[string]string) *BreakerCache {
 	srv := localaws.StartRedisTLS(t)
 	_, port, _ := net.SplitHostPort(srv.Addr)
 	env["BREAKER_REDIS_ADDR"] = net.JoinHostPort("localhost", port)
-	t.Setenv("SSL_CERT_FILE", srv.CAFile)
+	t.Setenv("SSL_CERT_FILE", localaws.ServerCert)
 	if user := env["BREAKER_REDIS_USER"]; user != "" {
 		envName := env["ENTORNO"]
 		if envName == "" {

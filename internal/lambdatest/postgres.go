@@ -11,10 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// ServerCA is the certificate the local PostgreSQL presents (Debian's
-// snakeoil certificate, for localhost).
-const ServerCA = "/etc/ssl/certs/ssl-cert-snakeoil.pem"
-
 // Database is a fresh database on the local PostgreSQL for one test.
 type Database struct {
 	// Name is the database's name (DB_NAME).
@@ -36,7 +32,7 @@ func NewDatabase(t *testing.T, env map[string]string) *Database {
 	t.Helper()
 	name := localaws.NewPostgresDatabase(t, "mf_wiring_")
 	env["DB_HOST"], env["DB_PORT"], env["DB_NAME"] = "localhost", "5432", name
-	t.Setenv("PGSSLROOTCERT", ServerCA)
+	t.Setenv("PGSSLROOTCERT", localaws.ServerCert)
 	return &Database{Name: name, Super: localaws.NewPool(t, name, "", 2)}
 }
 

@@ -10,13 +10,14 @@ package localaws
 //	srv.Stop()  // Redis unreachable (fail-open tests)
 //	srv.Start() // back on the same port, empty
 //
-// StartTLS serves TLS only, with a certificate for localhost and 127.0.0.1
-// that the test trusts through CAFile (as ElastiCache Serverless is reached).
+// StartRedisTLS serves TLS only, with ServerCert (as ElastiCache Serverless
+// is reached).
 
 import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"github.com/redis/go-redis/v9"
 	"net"
@@ -26,6 +27,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+)
+
+// The certificate the local TLS servers present (the machine's PostgreSQL,
+// a TLS-only Redis): Debian's snakeoil certificate, for localhost, and its
+// key.
+const (
+	ServerCert = "/etc/ssl/certs/ssl-cert-snakeoil.pem"
+	serverKey  = "/etc/ssl/private/ssl-cert-snakeoil.key"
 )
 
 // RedisBinary is the server started; REDIS_SERVER overrides it.
@@ -39,14 +48,9 @@ type Redis struct {
 	// Addr is host:port, the same across Stop and Start.
 	Addr string
 
-	// CAFile is the PEM certificate a TLS server presents (self-signed, for
-	// localhost and 127.0.0.1); empty for a plain server.
-	CAFile string
-
-	t       testing.TB
-	dir     string
-	keyFile string
-	tls     *tls.Config // the clients' configuration; nil without TLS
+	t   testing.TB
+	dir string
+	tls *tls.Config // the clients' configuration; nil without TLS
 
 	mu   sync.Mutex
 	proc *process // nil while stopped
@@ -75,10 +79,11 @@ func startRedis(t testing.TB, useTLS bool) *Redis {
 	}
 	s := &Redis{t: t, dir: t.TempDir()}
 	if useTLS {
-		var err error
-		if s.CAFile, s.keyFile, s.tls, err = redisCertificate(s.dir); err != nil {
-			t.Fatalf("redis: certificate: %v", err)
+		pool := x509.NewCertPool()
+		if pem, err := os.ReadFile(ServerCert); err != nil || !pool.AppendCertsFromPEM(pem) {
+			t.Fatalf("redis: certificate %s: %v", ServerCert, err)
 		}
+		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, ServerName: "localhost"}
 	}
 	t.Cleanup(s.Stop)
 	err := onFreePort(context.Background(), func(port int) error {
@@ -111,8 +116,8 @@ func (s *Redis) start(bin string) error {
 	_, port, _ := net.SplitHostPort(s.Addr)
 	listen := []string{"--port", port}
 	if s.tls != nil {
-		listen = []string{"--port", "0", "--tls-port", port, "--tls-cert-file", s.CAFile,
-			"--tls-key-file", s.keyFile, "--tls-auth-clients", "no"}
+		listen = []string{"--port", "0", "--tls-port", port, "--tls-cert-file", ServerCert,
+			"--tls-key-file", serverKey, "--tls-auth-clients", "no"}
 	}
 	p, err := startProcess(exec.Command(bin, append(listen, "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no")...))

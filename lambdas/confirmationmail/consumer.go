@@ -14,6 +14,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/consumers"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -63,18 +64,17 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 		return false
 	}
 	return s.Batch(sqsbatch.Config{
-		Handler:           sqsbatch.JSON(handler(d, steps)),
-		DLQ:               d.DLQ,
-		Visibility:        d.Visibility,
-		RequiredKeys:      consumers.Mail.RequiredKeys,
-		SupportedVersions: consumers.Mail.SupportedVersions,
-		IdempotencyKey:    sqsconsumer.KeyByPedido(idempotency.KeyCorreoConfirmacion),
-		Logger:            d.Logger,
+		Handler:        sqsbatch.JSON(handler(d, steps)),
+		DLQ:            d.DLQ,
+		Visibility:     d.Visibility,
+		Envelope:       consumers.Mail.Envelope(),
+		IdempotencyKey: sqsconsumer.KeyByPedido(idempotency.KeyCorreoConfirmacion),
+		Logger:         d.Logger,
 	})
 }
 
-func handler(d Deps, steps sqsconsumer.Steps) func(ctx context.Context, rec *sqsbatch.Record, p *Pedido) error {
-	return func(ctx context.Context, rec *sqsbatch.Record, p *Pedido) error {
+func handler(d Deps, steps sqsconsumer.Steps) func(ctx context.Context, rec *sqsbatch.Record, p *eventsapi.PedidoConfirmado) error {
+	return func(ctx context.Context, rec *sqsbatch.Record, p *eventsapi.PedidoConfirmado) error {
 		msg := Render(p)
 		res, err := sqsconsumer.Once(ctx, steps, rec, msg, func(ctx context.Context, key string) (Envio, error) {
 			res, err := d.Mailer.Send(ctx, key, msg)

@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
@@ -128,15 +127,8 @@ func (s *Mailer) count(provider string) {
 
 func (s *Mailer) log() *slog.Logger { return cmp.Or(s.Logger, slog.Default()) }
 
-// Pedido is the confirmed order as this consumer validates it.
-type Pedido struct{ eventsapi.PedidoConfirmado }
-
-// Validate implements sqsbatch.Validator: the registry's check
-// (consumers.CheckMail).
-func (p *Pedido) Validate() error { return consumers.CheckMail(&p.PedidoConfirmado) }
-
 // Render writes the confirmation e-mail of p (Spanish, plain text and HTML).
-func Render(p *Pedido) Mensaje {
+func Render(p *eventsapi.PedidoConfirmado) Mensaje {
 	saludo := "Hola"
 	if n := strings.TrimSpace(p.Cliente.Nombre); n != "" {
 		saludo += " " + n

@@ -20,6 +20,7 @@ import (
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/confirmationmail"
+	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -278,7 +279,7 @@ func TestRejectedEmailIsADataError(t *testing.T) {
 }
 
 func TestRender(t *testing.T) {
-	var p confirmationmail.Pedido
+	var p eventsapi.PedidoConfirmado
 	lambdatest.Must(t, json.Unmarshal([]byte(pedido("P-1", "ana@example.com")), &p))
 	m := confirmationmail.Render(&p)
 	for _, want := range []string{"P-1", "48,20 EUR", "Ana"} {

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
-	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
 // Consumer is one deployed function that reads a queue.
@@ -46,9 +46,16 @@ type Consumer struct {
 	VersionKey string
 	// RequiredKeys are the body keys without which it dead-letters a message.
 	RequiredKeys []string
-	// Content returns the poison error it dead-letters body with once the
-	// keys and the version passed, or nil when it would handle the body.
+	// Content says why it refuses body once the keys and the version
+	// passed (it dead-letters it as poison), or nil when it would handle
+	// it.
 	Content func(body string) error
+}
+
+// Envelope are the body rules its batch processor checks before the
+// handler (sqsbatch.Config.Envelope).
+func (c Consumer) Envelope() sqsbatch.EnvelopeRules {
+	return sqsbatch.EnvelopeRules{SupportedVersions: c.SupportedVersions, VersionKey: c.VersionKey, RequiredKeys: c.RequiredKeys, Content: c.Content}
 }
 
 // The consumers.
@@ -72,7 +79,7 @@ var (
 		CreatedAtKey:      lambdaapi.KeyConfirmadoEn,
 		SupportedVersions: eventsapi.AcceptedVersions(eventsapi.TypePedidoConfirmado),
 		RequiredKeys:      []string{"pedido_id", "cliente.email", lambdaapi.KeyConfirmadoEn},
-		Content:           confirmed(CheckMail),
+		Content:           confirmed(checkMail),
 	}
 	// ERPNotice notifies the ERP of every confirmed order (lambdas/aviso-erp).
 	ERPNotice = Consumer{
@@ -137,14 +144,14 @@ func confirmed(check func(p *eventsapi.PedidoConfirmado) error) func(body string
 	}
 }
 
-// decode is what a consumer does with a body before its handler runs: a
-// body that does not decode into v, or that check refuses, is poison.
+// decode refuses a body that does not decode into v, or that check
+// refuses once decoded.
 func decode(body string, v any, check func() error) error {
 	if err := json.Unmarshal([]byte(body), v); err != nil {
-		return failure.Poisonf("body does not match the expected schema: %w", err)
+		return fmt.Errorf("body does not match the expected schema: %w", err)
 	}
 	if err := check(); err != nil {
-		return failure.Poisonf("invalid message: %w", err)
+		return fmt.Errorf("invalid message: %w", err)
 	}
 	return nil
 }
@@ -181,8 +188,8 @@ func checkERPNotice(p *eventsapi.PedidoConfirmado) error {
 	return errors.Join(problems...)
 }
 
-// CheckMail refuses an e-mail without an address or an amount.
-func CheckMail(p *eventsapi.PedidoConfirmado) error {
+// checkMail refuses an e-mail without an address or an amount.
+func checkMail(p *eventsapi.PedidoConfirmado) error {
 	var problems []error
 	if at := strings.LastIndex(p.Cliente.Email, "@"); at < 1 || at == len(p.Cliente.Email)-1 || strings.ContainsAny(p.Cliente.Email, " \r\n<>\",") {
 		problems = append(problems, fmt.Errorf("cliente.email %q is not an e-mail address", p.Cliente.Email))
@@ -207,20 +214,16 @@ type EventBridgeEvent struct {
 
 // DecodeCreated reads a buffered event as the starter does before it
 // calls anything: an EventBridge event of detail-type PedidoCreado whose
-// detail parses and validates. Its error is the poison the starter
-// dead-letters the message with (the signature, checked next, needs the
-// key).
+// detail parses and validates. Its error says why the starter refuses the
+// message (poison; the signature, checked next, needs the key).
 func DecodeCreated(body []byte) (EventBridgeEvent, eventsapi.PedidoCreado, error) {
 	var env EventBridgeEvent
 	if err := json.Unmarshal(body, &env); err != nil {
-		return env, eventsapi.PedidoCreado{}, failure.Poisonf("not an EventBridge event: %v", err)
+		return env, eventsapi.PedidoCreado{}, fmt.Errorf("not an EventBridge event: %v", err)
 	}
 	if env.DetailType != eventsapi.TypePedidoCreado {
-		return env, eventsapi.PedidoCreado{}, failure.Poisonf("detail-type %q, this starter handles %s only", env.DetailType, eventsapi.TypePedidoCreado)
+		return env, eventsapi.PedidoCreado{}, fmt.Errorf("detail-type %q, this starter handles %s only", env.DetailType, eventsapi.TypePedidoCreado)
 	}
 	pedido, err := eventsapi.ParsePedidoCreado(env.Detail)
-	if err != nil {
-		return env, pedido, failure.Poison(err)
-	}
-	return env, pedido, nil
+	return env, pedido, err
 }

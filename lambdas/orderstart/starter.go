@@ -176,7 +176,7 @@ type Result struct {
 func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	env, pedido, err := consumers.DecodeCreated(body)
 	if err != nil {
-		return Result{}, err
+		return Result{}, failure.Poison(err)
 	}
 	name := ExecutionNameFor(pedido.PedidoID, pedido.Intento)
 	charge := signing.Charge{EventID: pedido.IDEvento, OrderID: pedido.PedidoID, AmountCents: pedido.TotalCentimos, Currency: pedido.Moneda, CardToken: pedido.TokenTarjeta}
@@ -244,10 +244,8 @@ func (s *Starter) Handler() sqsbatch.Handler {
 // after the other.
 func BatchConfig(s *Starter) sqsbatch.Config {
 	return sqsbatch.Config{
-		Handler:           s.Handler(),
-		VersionKey:        consumers.Starter.VersionKey,
-		SupportedVersions: consumers.Starter.SupportedVersions,
-		RequiredKeys:      consumers.Starter.RequiredKeys,
+		Handler:  s.Handler(),
+		Envelope: consumers.Starter.Envelope(),
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var env struct {
 				Detail struct {

@@ -77,7 +77,7 @@ func TestEndToEndStandardQueue(t *testing.T) {
 	done := map[string]int{}
 	p := mustNew(t, sqsbatch.Config{
 		Logger: discard(), DLQ: f, DLQURL: dlq, ConsumerVersion: "preparar-pedido@e2e",
-		RequiredKeys: []string{"pedido_id"},
+		Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id"}},
 		Handler: sqsbatch.JSON(func(_ context.Context, rec *sqsbatch.Record, ped *pedido) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -204,7 +204,7 @@ func TestEndToEndFIFO(t *testing.T) {
 	applied := map[string][]int{}
 	attempts := 0
 	p := mustNew(t, sqsbatch.Config{
-		Logger: discard(), DLQ: f, DLQURL: dlq, RequiredKeys: []string{"sku", "seq"},
+		Logger: discard(), DLQ: f, DLQURL: dlq, Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"sku", "seq"}},
 		Handler: sqsbatch.JSON(func(_ context.Context, rec *sqsbatch.Record, m *mov) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -17,14 +17,22 @@ import (
 // envelope is the parsed top level of a message body.
 type envelope = map[string]json.RawMessage
 
-// EnvelopeRules are the body rules a consumer applies before its handler:
-// Config's SupportedVersions, VersionKey, DisableVersionCheck and
-// RequiredKeys, with the same defaults.
+// EnvelopeRules are the body rules a consumer applies before its handler
+// (Config.Envelope; a consumer's are its entry in lambdas/consumers).
 type EnvelopeRules struct {
-	SupportedVersions   []int  // default {1}
-	VersionKey          string // default "version"
+	// SupportedVersions are the major versions accepted (default {1}) at
+	// the dotted path VersionKey (default "version"), unless
+	// DisableVersionCheck (bodies not versioned by us).
+	SupportedVersions   []int
+	VersionKey          string
 	DisableVersionCheck bool
-	RequiredKeys        []string
+	// RequiredKeys are dotted paths that must be present, non-null and
+	// not "" (e.g. "pedido_id").
+	RequiredKeys []string
+	// Content, when set, is the consumer's own check of a body that passed
+	// the rules above (Processor only; CheckEnvelope leaves it out): the
+	// error says why the consumer refuses it.
+	Content func(body string) error
 }
 
 // withDefaults fills the zero fields with their defaults.
@@ -160,13 +168,14 @@ func CheckEnvelope(body string, rules EnvelopeRules) (int, error) {
 	return major, nil
 }
 
-// checkEnvelope applies CheckEnvelope with the processor's rules; every
-// failure is a poison error with a reason an operator can act on.
+// checkEnvelope applies CheckEnvelope and the Content check with the
+// processor's rules; every failure is a poison error with a reason an
+// operator can act on.
 func (p *Processor) checkEnvelope(body string) (int, error) {
-	if p.cfg.DisableEnvelopeCheck {
-		return 0, nil
-	}
 	major, err := CheckEnvelope(body, p.envelope)
+	if err == nil && p.envelope.Content != nil {
+		err = p.envelope.Content(body)
+	}
 	return major, failure.Poison(err)
 }
 

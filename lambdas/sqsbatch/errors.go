@@ -12,10 +12,4 @@ var (
 	// ErrGroupBlocked is the reason of FIFO records not attempted because an
 	// earlier record of the same message group failed (transient).
 	ErrGroupBlocked = errors.New("an earlier message of the same message group failed")
-	// ErrBatchFailed is returned by Process, together with a response listing
-	// every record, when no record of a non-empty batch succeeded and
-	// Config.FailInvocationWhenAllFail is set. Lambda then counts an
-	// invocation error and retries the whole batch, which is what the
-	// response says anyway.
-	ErrBatchFailed = errors.New("sqsbatch: every record of the batch failed")
 )

@@ -24,7 +24,7 @@ func Example() {
 		ConsumerVersion: "preparar-pedido@1.4.0",
 		DLQ:             sqs,
 		DLQURL:          dlqURL,
-		RequiredKeys:    []string{"pedido_id"},
+		Envelope:        sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id"}},
 		Logger:          slog.New(slog.DiscardHandler),
 		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, ev *pedidoConfirmado) error {
 			rec.SetIdempotencyKey("preparacion:" + ev.PedidoID)

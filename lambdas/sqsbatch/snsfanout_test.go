@@ -67,8 +67,8 @@ func TestSNSFanOutDelivery(t *testing.T) {
 			runs.Add(1)
 			return nil
 		}),
-		RequiredKeys: []string{"pedido_id", "importe"},
-		DLQ:          e.fake, DLQURL: e.dlqURL, ConsumerVersion: "preparar-pedido@abc123",
+		Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id", "importe"}},
+		DLQ:      e.fake, DLQURL: e.dlqURL, ConsumerVersion: "preparar-pedido@abc123",
 		Logger: log,
 	})
 	resp, err := p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{envelope, raw}})

@@ -7,8 +7,9 @@
 // it as a failure; poison and permanent ones (lambdas/failure) send it to the DLQ at once with
 // the reason and the consumer's mf-* attributes, then acknowledge it (a
 // failed send makes it a failure instead). Before the handler, an envelope
-// check makes malformed JSON, a missing version or required key and an
-// unknown major version poison. FIFO groups run in order and stop at their
+// check makes malformed JSON, a missing version or required key, an
+// unknown major version and what the consumer's Content check refuses
+// poison. FIFO groups run in order and stop at their
 // first failure; parallelism is bounded; panics are transient; no record
 // starts inside DeadlineMargin; duplicates in a batch run once. Reasoning:
 // docs/design.md#sqs-batches.
@@ -87,31 +88,14 @@ type Config struct {
 	// once. Default 8. Keep it consistent with the downstream limits (Aurora's
 	// ~200 connections ÷ MaximumConcurrency of the event source mapping).
 	Concurrency int
-	// SupportedVersions lists the major envelope versions this consumer
-	// understands. Default {1}.
-	SupportedVersions []int
-	// VersionKey is the dotted path of the version in the body. Default "version".
-	VersionKey string
-	// DisableVersionCheck skips the version check (bodies not versioned by us).
-	DisableVersionCheck bool
-	// DisableEnvelopeCheck skips all body checks (non-JSON bodies); the
-	// handler then sees every record.
-	DisableEnvelopeCheck bool
-	// RequiredKeys are dotted paths that must be present, non-null and not ""
-	// (e.g. "pedido_id"); otherwise the record is poison.
-	RequiredKeys []string
+	// Envelope are the body rules checked before the handler: a body that
+	// breaks one is poison.
+	Envelope EnvelopeRules
 	// IdempotencyKey, when set, derives the domain idempotency key
 	// ("cobro:<pedido_id>") before the handler runs: it is logged, available as
 	// Record.IdempotencyKey, and records sharing it are serialised. An error
 	// makes the record poison.
 	IdempotencyKey func(rec *Record) (string, error)
-	// FailInvocationWhenAllFail makes Process return ErrBatchFailed when every
-	// record of a non-empty batch failed, so Lambda records an invocation
-	// error. Off by default: the outcome for SQS is the same (every record
-	// comes back), and the project's Lambda alarms fire on Errors > 0, which
-	// would page for a routine transient failure of a one-record batch. The
-	// DLQ and age-of-oldest-message alarms are the signals that matter.
-	FailInvocationWhenAllFail bool
 	// DeadlineMargin is the time kept free before the Lambda deadline. Default 2 s.
 	DeadlineMargin time.Duration
 	// Logger receives the structured logs. Default: JSON to stdout.
@@ -143,8 +127,7 @@ func New(cfg Config) (*Processor, error) {
 		return nil, fmt.Errorf("sqsbatch: Config.DeadlineMargin %s is negative", cfg.DeadlineMargin)
 	}
 	cfg.DeadlineMargin = cmp.Or(cfg.DeadlineMargin, DefaultDeadlineMargin)
-	envelope := EnvelopeRules{SupportedVersions: cfg.SupportedVersions, VersionKey: cfg.VersionKey,
-		DisableVersionCheck: cfg.DisableVersionCheck, RequiredKeys: cfg.RequiredKeys}.withDefaults()
+	envelope := cfg.Envelope.withDefaults()
 	if strings.TrimSpace(cfg.ConsumerVersion) == "" {
 		cfg.ConsumerVersion = "unknown"
 	}
@@ -292,9 +275,9 @@ func (b *batch) isSealed() bool {
 
 // Process handles one batch. Its signature is the one lambda.Start expects.
 // The response lists every record that must come back (an empty list, never
-// null, when all succeeded). The error is always nil unless
-// Config.FailInvocationWhenAllFail is set and every record failed
-// (ErrBatchFailed).
+// null, when all succeeded). The error is always nil: a batch whose every
+// record failed comes back all the same, and an invocation error would
+// fire the functions' Errors alarms for a routine transient failure.
 func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	start := p.cfg.Now()
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
@@ -305,7 +288,6 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 
 	items := make([]*item, len(ev.Records))
 	first := make(map[string]*item, len(ev.Records))
-	unique := 0
 	var lanes [][]*item
 	laneOf := map[string]int{}
 	for i, msg := range ev.Records {
@@ -316,7 +298,6 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 			continue
 		}
 		first[msg.MessageId] = it
-		unique++
 		p.prepare(it)
 		key := "m:" + strconv.Itoa(i)
 		switch {
@@ -385,15 +366,12 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 
 	counts := map[Outcome]int{}
 	failedIDs := map[string]bool{}
-	failedUnique := 0
 	for _, it := range items {
 		outcome := it.outcome
 		if it.dupOf != nil {
 			outcome = it.dupOf.outcome
 			it.outcome, it.err = OutcomeDuplicate, it.dupOf.err
 			p.logDuplicate(ctx, it, outcome)
-		} else if outcome.failed() {
-			failedUnique++
 		}
 		counts[it.outcome]++
 		if outcome.failed() {
@@ -413,9 +391,6 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 		attrs = append(attrs, slog.Int(string(o), counts[o]))
 	}
 	p.log.LogAttrs(ctx, slog.LevelInfo, "batch done", attrs...)
-	if p.cfg.FailInvocationWhenAllFail && failedUnique == unique {
-		return resp, fmt.Errorf("%w (%d records)", ErrBatchFailed, len(items))
-	}
 	return resp, nil
 }
 

@@ -32,7 +32,12 @@ type pedido struct {
 	Importe  float64 `json:"importe"`
 }
 
-func (p *pedido) Validate() error {
+// checkPedido is the consumer's content check (Envelope.Content).
+func checkPedido(body string) error {
+	var p pedido
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		return fmt.Errorf("body does not match the expected schema: %w", err)
+	}
 	if p.Importe < 0 {
 		return fmt.Errorf("importe %.2f is negative", p.Importe)
 	}
@@ -126,7 +131,7 @@ func TestClassification(t *testing.T) {
 					}
 					return nil
 				}),
-				RequiredKeys:    []string{"pedido_id", "importe"},
+				Envelope:        sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id", "importe"}, Content: checkPedido},
 				DLQ:             e.fake,
 				DLQURL:          e.dlqURL,
 				ConsumerVersion: "preparar-pedido@abc123",
@@ -373,16 +378,6 @@ func TestEmptyAndAllFailedBatches(t *testing.T) {
 	if err != nil || !slices.Equal(failedIDs(resp), []string{"a", "b"}) {
 		t.Fatalf("all failed (default): %v %v", failedIDs(resp), err)
 	}
-	strict := mustNew(t, sqsbatch.Config{Logger: discard(), Handler: failing, FailInvocationWhenAllFail: true})
-	resp, err = strict.Process(context.Background(), batch)
-	if !errors.Is(err, sqsbatch.ErrBatchFailed) || !slices.Equal(failedIDs(resp), []string{"a", "b"}) {
-		t.Fatalf("all failed (FailInvocationWhenAllFail): %v %v", failedIDs(resp), err)
-	}
-	// One success is enough for a normal answer.
-	resp, err = strict.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("a", order("1")), msg("ok", order("2"))}})
-	if err != nil || !slices.Equal(failedIDs(resp), []string{"a"}) {
-		t.Fatalf("one success: %v %v", resp, err)
-	}
 }
 
 func TestIdempotencyKeyFailures(t *testing.T) {
@@ -557,7 +552,8 @@ func TestFIFOGroupsSequentialAndParallel(t *testing.T) {
 	perGroup := map[string]int{}
 	var groupsNow, maxGroups int
 	seen := map[string][]string{}
-	p := mustNew(t, sqsbatch.Config{Logger: discard(), Concurrency: 3, DisableEnvelopeCheck: true,
+	body := func(n int) string { return `{"version":1,"n":` + itoa(n) + `}` }
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), Concurrency: 3,
 		Handler: sqsbatch.HandlerFunc(func(_ context.Context, rec *sqsbatch.Record) error {
 			g := rec.GroupID
 			mu.Lock()
@@ -579,14 +575,14 @@ func TestFIFOGroupsSequentialAndParallel(t *testing.T) {
 	var recs []events.SQSMessage
 	for i := range 10 {
 		g := "G" + itoa(i%5)
-		recs = append(recs, fifoMsg("m"+itoa(i), g, itoa(i)))
+		recs = append(recs, fifoMsg("m"+itoa(i), g, body(i)))
 	}
 	if resp, err := p.Process(context.Background(), events.SQSEvent{Records: recs}); err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatal(resp, err)
 	}
 	for g, bodies := range seen {
 		n0 := int(g[1] - '0')
-		if !slices.Equal(bodies, []string{itoa(n0), itoa(n0 + 5)}) {
+		if !slices.Equal(bodies, []string{body(n0), body(n0 + 5)}) {
 			t.Errorf("group %s order = %v", g, bodies)
 		}
 	}
@@ -727,7 +723,7 @@ func TestNewValidates(t *testing.T) {
 		{},
 		{Handler: h, Concurrency: -1},
 		{Handler: h, DeadlineMargin: -time.Second},
-		{Handler: h, RequiredKeys: []string{"detail..pedido_id"}},
+		{Handler: h, Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"detail..pedido_id"}}},
 	} {
 		if _, err := sqsbatch.New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted an invalid config", cfg)
@@ -738,8 +734,8 @@ func TestNewValidates(t *testing.T) {
 func TestNestedKeys(t *testing.T) {
 	e := newEnv(t, false)
 	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
-		VersionKey: "detail.version", RequiredKeys: []string{"detail.pedido_id"},
-		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil })})
+		Envelope: sqsbatch.EnvelopeRules{VersionKey: "detail.version", RequiredKeys: []string{"detail.pedido_id"}},
+		Handler:  sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil })})
 	resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		msg("ok", `{"version":"0","detail-type":"PedidoConfirmado","detail":{"version":1,"pedido_id":"P1"}}`),
 		msg("bad", `{"version":"0","detail":"texto"}`),

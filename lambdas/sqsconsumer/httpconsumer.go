@@ -49,11 +49,6 @@ type Answer struct {
 	Estado string `json:"estado,omitempty"`
 }
 
-// confirmed is the event as the consumers decode it: without
-// eventsapi.PedidoConfirmado's Validate, in place of which the registry
-// entry's Content runs.
-type confirmed eventsapi.PedidoConfirmado
-
 // Processor returns the batch processor of the consumer over the
 // dependency's client.
 func (c *HTTPConsumer) Processor(s Settings, d OnceDeps, dep *httpdep.Client) (*sqsbatch.Processor, error) {
@@ -65,11 +60,7 @@ func (c *HTTPConsumer) Processor(s Settings, d OnceDeps, dep *httpdep.Client) (*
 		return nil, err
 	}
 	return s.Batch(sqsbatch.Config{
-		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, e *confirmed) error {
-			if err := c.Consumer.Content(rec.Body()); err != nil {
-				return err
-			}
-			p := (*eventsapi.PedidoConfirmado)(e)
+		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, p *eventsapi.PedidoConfirmado) error {
 			body := c.Request(p)
 			res, err := Once(ctx, steps, rec, body, func(ctx context.Context, key string) (Answer, error) {
 				var out Answer
@@ -84,12 +75,11 @@ func (c *HTTPConsumer) Processor(s Settings, d OnceDeps, dep *httpdep.Client) (*
 			}
 			return err
 		}),
-		DLQ:               d.DLQ,
-		Visibility:        d.Visibility,
-		RequiredKeys:      c.Consumer.RequiredKeys,
-		SupportedVersions: c.Consumer.SupportedVersions,
-		IdempotencyKey:    KeyByPedido(c.Key),
-		Logger:            cmp.Or(d.Logger, slog.Default()),
+		DLQ:            d.DLQ,
+		Visibility:     d.Visibility,
+		Envelope:       c.Consumer.Envelope(),
+		IdempotencyKey: KeyByPedido(c.Key),
+		Logger:         cmp.Or(d.Logger, slog.Default()),
 	})
 }
 

@@ -78,7 +78,7 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	w.proc, err = sqsbatch.New(sqsbatch.Config{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Visibility: w.fake,
 		DLQ: w.fake, DLQURL: w.dlq,
-		DisableVersionCheck: true,
+		Envelope: sqsbatch.EnvelopeRules{DisableVersionCheck: true},
 		// As sqsconsumer.Once: Admit before the call, the breaker inside it.
 		Handler: sqsbatch.HandlerFunc(func(ctx context.Context, rec *sqsbatch.Record) error {
 			if err := plan.Admit(rec); err != nil {

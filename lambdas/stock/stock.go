@@ -66,18 +66,12 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 				slog.Int64("cantidad", m.Cantidad), slog.Int64("secuencia", m.Secuencia), slog.String("resultado", out.String()))
 			return nil
 		}),
-		DLQ:               d.DLQ,
-		RequiredKeys:      consumers.Stock.RequiredKeys,
-		SupportedVersions: consumers.Stock.SupportedVersions,
+		DLQ:      d.DLQ,
+		Envelope: consumers.Stock.Envelope(),
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var m eventsapi.MovimientoStock
-			if err := rec.Decode(&m); err != nil {
-				return "", err
-			}
-			if err := m.Validate(); err != nil {
-				return "", failure.Poison(err)
-			}
-			return m.DeduplicationID(), nil
+			err := rec.Decode(&m) // checked by the envelope's Content
+			return m.DeduplicationID(), err
 		},
 		Logger: d.Logger,
 	})

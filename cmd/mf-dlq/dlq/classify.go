@@ -560,10 +560,6 @@ func inspectBody(body string, opts *Options) content {
 		}
 		if opts.Content != nil {
 			if err := opts.Content(body); err != nil {
-				var refused *failure.Error // the reason without its class
-				if errors.As(err, &refused) {
-					err = refused.Err
-				}
 				c.problem = "the consumer's validation refuses it: " + err.Error()
 			}
 		}

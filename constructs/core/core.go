@@ -124,14 +124,6 @@ func (c Context) Environment() string {
 	return c.EnvironmentName
 }
 
-// Retention is LogRetention, one month when empty.
-func (c Context) Retention() awslogs.RetentionDays {
-	if c.LogRetention == "" {
-		return awslogs.RetentionDays_ONE_MONTH
-	}
-	return c.LogRetention
-}
-
 // Protected is DeletionProtection, true when nil.
 func (c Context) Protected() *bool {
 	if c.DeletionProtection == nil {
@@ -165,12 +157,16 @@ func (c Context) FunctionProps(p golambda.Props) *golambda.Props {
 }
 
 // LogGroup creates a log group encrypted with the data key, with the
-// context's retention and removal policy. A nil name lets CloudFormation
-// name it.
+// context's retention (one month when empty) and removal policy. A nil
+// name lets CloudFormation name it.
 func (c Context) LogGroup(scope constructs.Construct, id string, name *string) awslogs.LogGroup {
+	retention := c.LogRetention
+	if retention == "" {
+		retention = awslogs.RetentionDays_ONE_MONTH
+	}
 	return awslogs.NewLogGroup(scope, jsii.String(id), &awslogs.LogGroupProps{
 		LogGroupName:  name,
-		Retention:     c.Retention(),
+		Retention:     retention,
 		EncryptionKey: c.DataKey,
 		RemovalPolicy: observability.RemovalFor(c.RemovalPolicy, observability.Data),
 	})

@@ -23,7 +23,7 @@ import (
 // SpecName is the SPEC's name of the cache (environments add their suffix).
 const SpecName = "mercadofresco-catalogo"
 
-// The cache's figures: the usage (and cost) caps.
+// The cache's figures: its usage (and cost) caps and its port.
 const (
 	// MaxDataStorageGB caps the stored data: breaker states are a
 	// few hundred bytes each, so 1 GB (the minimum) is far more than enough

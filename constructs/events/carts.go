@@ -30,7 +30,7 @@ const (
 	QueueName = "cola-mercadofresco-carritos-abandonados"
 )
 
-// Defaults of the pipe (docs/design.md#carts-pipe).
+// The pipe's and the queue's figures (docs/design.md#carts-pipe).
 const (
 	// PipeRetryAttempts: 10 retries of a failing batch, 11 PutEvents
 	// at most per record (the attempts guardrail counts them).

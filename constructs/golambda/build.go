@@ -137,7 +137,7 @@ func (b *Builder) failedAsset(err error) string {
 	b.mu.Lock()
 	b.dirs = append(b.dirs, dir)
 	b.mu.Unlock()
-	if writeFile(filepath.Join(dir, "BUILD-FAILED"), err.Error()) != nil {
+	if os.WriteFile(filepath.Join(dir, "BUILD-FAILED"), []byte(err.Error()), 0o644) != nil {
 		return ""
 	}
 	return dir
@@ -431,11 +431,6 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
-}
-
-// writeFile writes content to path.
-func writeFile(path, content string) error {
-	return os.WriteFile(path, []byte(content), 0o644)
 }
 
 // StartAll starts (see Start) every main package in the directories

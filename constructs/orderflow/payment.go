@@ -19,7 +19,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
-// Defaults of Props (docs/design.md#payment).
+// Defaults of Props and the alarms' thresholds (docs/design.md#payment).
 const (
 	// DefaultMaxAttempts is the gateway attempts per invocation.
 	DefaultMaxAttempts = lambdaapi.DefaultMaxAttempts

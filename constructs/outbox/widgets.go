@@ -51,14 +51,6 @@ func (d *Database) contribute(board *observability.Board, clusterID, proxyName s
 	// The holding queue of RotationFailed events redrives to its DLQ after
 	// RotationFailuresMaxReceives looks: its depth and the age of its oldest.
 	if d.RotationFailures != nil {
-		name := d.RotationFailures.Queue.QueueName()
-		sqs := func(metric, label string) awscloudwatch.IMetric {
-			return observability.Metric("AWS/SQS", metric, map[string]*string{"QueueName": name}, "Maximum", label, nil)
-		}
-		board.Add(observability.Queues, observability.Graph(observability.GraphProps{
-			Title: "RotationFailed events of " + clusterID,
-			Left:  []awscloudwatch.IMetric{sqs("ApproximateNumberOfMessagesVisible", "depth")},
-			Right: []awscloudwatch.IMetric{sqs("ApproximateAgeOfOldestMessage", "age of the oldest (s)")},
-		}))
+		board.Add(observability.Queues, observability.Queue("RotationFailed events of "+clusterID, d.RotationFailures.Queue.QueueName()))
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -240,17 +239,14 @@ func (w *World) killConsumerOn(esm *ESM, pedido string) *ConsumerKill {
 	return k
 }
 
-func (k *ConsumerKill) holds(ev events.SQSEvent) bool {
+func (k *ConsumerKill) intercept(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error, bool) {
+	var batch []string // the orders of the batch
 	for _, r := range ev.Records {
-		if strings.Contains(r.Body, k.Pedido) {
-			return true
+		if id := orderIDPattern.FindString(r.Body); id != "" && !slices.Contains(batch, id) {
+			batch = append(batch, id)
 		}
 	}
-	return false
-}
-
-func (k *ConsumerKill) intercept(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error, bool) {
-	if !k.holds(ev) {
+	if !slices.Contains(batch, k.Pedido) {
 		return events.SQSEventResponse{}, nil, false
 	}
 	k.run.Lock()
@@ -269,12 +265,6 @@ func (k *ConsumerKill) intercept(ctx context.Context, ev events.SQSEvent) (event
 		return events.SQSEventResponse{}, err, true
 	}
 	k.child = cmd
-	var batch []string
-	for _, r := range ev.Records {
-		if id := orderIDPattern.FindString(r.Body); id != "" && !slices.Contains(batch, id) {
-			batch = append(batch, id)
-		}
-	}
 	k.mu.Unlock()
 	_ = json.NewEncoder(in).Encode(consumerRequest{Event: ev})
 	in.Close()

@@ -570,21 +570,22 @@ type Report struct {
 	// Uncertain the uncertain outcomes the scenario caused.
 	Duplicates []Duplicate
 	Uncertain  []string
-	// The targeted faults: the order whose cobro answer Lambda lost (and
-	// the cobro invocations it got), the order past the call budget (its
-	// gateway calls, its failures, its attempts) and the order whose
-	// compensation failed (its charges, refunds and failures).
-	LostAnswerOrder             string
-	LostAnswerInvocations       int
-	BudgetOrder                 string
-	BudgetCalls, BudgetAttempts int
-	BudgetFailures              []string
-	CompOrder                   string
-	CompCharges, CompRefunds    int
-	CompFailures                []string
-	Alarms                      []AlarmLine
-	Circuit                     CircuitSummary
-	expectedFate                map[string]bool
+	// The targeted faults' orders: the one whose cobro answer Lambda
+	// lost, the one past the call budget, the one whose compensation
+	// failed.
+	LostAnswer, Budget, Comp Targeted
+	Alarms                   []AlarmLine
+	Circuit                  CircuitSummary
+	expectedFate             map[string]bool
+}
+
+// Targeted is what happened to an order a fault targets: its gateway
+// calls, the charges and refunds the gateway made, its payment attempts
+// and how its executions ended.
+type Targeted struct {
+	Order                             string
+	Calls, Charges, Refunds, Attempts int
+	Failures                          []string
 }
 
 // StockLine is one SKU's stock against the expected ledger.
@@ -607,7 +608,6 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		Orders: len(r.ids), Executions: map[string]int{}, Timeouts: map[string]int64{}, Overrides: w.overrides,
 		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.Pedido, HangOrder: r.hangOn,
 		Wall: time.Since(r.started), CartsTTL: ttlCarts,
-		LostAnswerOrder: r.lostAnswer, BudgetOrder: r.budgetOrder, CompOrder: r.compOrder,
 		expectedFate: map[string]bool{r.budgetOrder: true, r.compOrder: true}}
 	select {
 	case <-r.kill.Done:
@@ -681,10 +681,11 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 				id, strings.Join(missing, ", "), r.orders[id].Intentos, r.orders[id].Failures))
 		}
 	}
-	rep.LostAnswerInvocations = effects[[2]string{payment.PathCobros, r.lostAnswer}]
-	rep.BudgetCalls, rep.BudgetAttempts, rep.BudgetFailures = calls[r.budgetOrder], r.orders[r.budgetOrder].Intentos, r.orders[r.budgetOrder].Failures
-	rep.CompCharges, rep.CompFailures = len(ls[0].effects[r.compOrder]), r.orders[r.compOrder].Failures // the first dependency: the gateway's charges
-	rep.CompRefunds = effects[[2]string{payment.PathReembolsos, r.compOrder}]
+	targeted := func(id string) Targeted {
+		return Targeted{Order: id, Calls: calls[id], Charges: effects[[2]string{payment.PathCobros, id}],
+			Refunds: effects[[2]string{payment.PathReembolsos, id}], Attempts: r.orders[id].Intentos, Failures: r.orders[id].Failures}
+	}
+	rep.LostAnswer, rep.Budget, rep.Comp = targeted(r.lostAnswer), targeted(r.budgetOrder), targeted(r.compOrder)
 	if err := w.admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE payload->'intento' IS NULL), count(*) FROM outbox WHERE tipo = 'PedidoCreado'`).
 		Scan(&rep.PedidoCreadoEvents, &rep.PedidoCreadoAll); err != nil {
 		rep.Failures = append(rep.Failures, "outbox: "+err.Error())
@@ -830,9 +831,9 @@ func (rep *Report) Promises() []Promise {
 	check("unsupported versions and bad data reach their own queue's DLQ, on every consumer's queue, and nothing else does", dlq...)
 	check("no order makes more than 15 gateway calls",
 		bad(rep.MaxGatewayCalls > 15, "order %s made %d gateway calls (at most 15)", rep.MaxGatewayOrder, rep.MaxGatewayCalls))
-	budget := rep.BudgetFailures
-	check(fmt.Sprintf("an order whose charges all fail (%s) stops at the 15-call budget with IntentosAgotados, and its customer is not asked again", rep.BudgetOrder),
-		bad(rep.BudgetCalls != 15, "%d gateway calls, want exactly 15", rep.BudgetCalls),
+	budget := rep.Budget.Failures
+	check(fmt.Sprintf("an order whose charges all fail (%s) stops at the 15-call budget with IntentosAgotados, and its customer is not asked again", rep.Budget.Order),
+		bad(rep.Budget.Calls != 15, "%d gateway calls, want exactly 15", rep.Budget.Calls),
 		bad(len(budget) == 0 || budget[len(budget)-1] != "IntentosAgotados", "its executions ended %v, want the last IntentosAgotados", budget),
 		bad(countOf(budget, "IntentosAgotados") != 1, "%d executions ended IntentosAgotados, want 1 (no payment retry after it)", countOf(budget, "IntentosAgotados")))
 	alarmFired, alarmErr := false, ""
@@ -842,14 +843,14 @@ func (rep *Report) Promises() []Promise {
 			alarmErr = a.Name + ": " + a.Error
 		}
 	}
-	check(fmt.Sprintf("a failed compensation (%s: confirmation publish failing, refund refused) ends in CompensacionFallida, charged once and not refunded, and its alarm fires", rep.CompOrder),
-		bad(rep.CompCharges != 1 || rep.CompRefunds != 0, "%d charges, %d refunds; want 1 and 0", rep.CompCharges, rep.CompRefunds),
-		bad(countOf(rep.CompFailures, "CompensacionFallida") != 1, "its executions ended %v, want one CompensacionFallida", rep.CompFailures),
+	check(fmt.Sprintf("a failed compensation (%s: confirmation publish failing, refund refused) ends in CompensacionFallida, charged once and not refunded, and its alarm fires", rep.Comp.Order),
+		bad(rep.Comp.Charges != 1 || rep.Comp.Refunds != 0, "%d charges, %d refunds; want 1 and 0", rep.Comp.Charges, rep.Comp.Refunds),
+		bad(countOf(rep.Comp.Failures, "CompensacionFallida") != 1, "its executions ended %v, want one CompensacionFallida", rep.Comp.Failures),
 		bad(len(rep.Alarms) == 0, "the templates have no alarm on a metric filter of the state machine's log"),
 		bad(len(rep.Alarms) > 0 && !alarmFired, "the alarm did not fire once: %+v", rep.Alarms),
 		alarmErr)
-	check(fmt.Sprintf("a cobro whose answer Lambda lost (%s) is run again without a second charge request", rep.LostAnswerOrder),
-		bad(rep.LostAnswerInvocations != 1, "the gateway performed %d charge requests for it, want 1", rep.LostAnswerInvocations))
+	check(fmt.Sprintf("a cobro whose answer Lambda lost (%s) is run again without a second charge request", rep.LostAnswer.Order),
+		bad(rep.LostAnswer.Charges != 1, "the gateway performed %d charge requests for it, want 1", rep.LostAnswer.Charges))
 	check("every EventBridge delivery ends (delivered or dead-lettered)",
 		bad(rep.AbandonedDeliveries > 0, "%d EventBridge deliveries were still retrying at the end", rep.AbandonedDeliveries))
 	check("the pipe queues exactly the carts expired by TTL",
@@ -905,7 +906,7 @@ func (rep *Report) Markdown() string {
 		"%d PedidoConfirmado version 2 messages to the preparation queue and %d of an unsupported version to each other consumer's queue, %d with bad data to each of the four; "+
 		"SKU %s never counted in stock; %d cart stream records through the pipe.\n\n",
 		sc.Orders, sc.Burst, keys, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, time.Duration(float64(sc.Outage)/rep.ExecScale), 100*sc.OutageAt, rep.HangOrder,
-		rep.LostAnswerOrder, rep.BudgetOrder, rep.CompOrder, sc.RedisDown, 100*sc.RedisAt,
+		rep.LostAnswer.Order, rep.Budget.Order, rep.Comp.Order, sc.RedisDown, 100*sc.RedisAt,
 		sc.Poison, sc.PoisonEach, sc.BadData, badSKU, sc.Carts)
 	p("## Promises checked\n\n")
 	for _, pr := range rep.Promises() {
@@ -976,8 +977,8 @@ func (rep *Report) Markdown() string {
 	if len(rep.Causes) > 0 {
 		p("\n")
 	}
-	p("Order %s (every charge refused): %d gateway calls over %d attempts, executions ended %v.\n\n", rep.BudgetOrder, rep.BudgetCalls, rep.BudgetAttempts, rep.BudgetFailures)
-	p("Order %s (failed compensation): charged %d, refunded %d, executions ended %v.\n\n", rep.CompOrder, rep.CompCharges, rep.CompRefunds, rep.CompFailures)
+	p("Order %s (every charge refused): %d gateway calls over %d attempts, executions ended %v.\n\n", rep.Budget.Order, rep.Budget.Calls, rep.Budget.Attempts, rep.Budget.Failures)
+	p("Order %s (failed compensation): charged %d, refunded %d, executions ended %v.\n\n", rep.Comp.Order, rep.Comp.Charges, rep.Comp.Refunds, rep.Comp.Failures)
 	for _, a := range rep.Alarms {
 		state := "OK"
 		if a.Fired {

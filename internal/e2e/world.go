@@ -85,7 +85,7 @@ type World struct {
 	writer     string            // the run's writer role
 	admin      *pgxpool.Pool
 
-	queues          []*Queue
+	queues          map[string]*Queue // by name
 	queueByResource map[*synthesized.Resource]*Queue
 	secrets         map[string]string // ARN -> SecretString
 	functions       map[string]*Function
@@ -150,8 +150,8 @@ func NewWorld(t testing.TB, o Options) *World {
 	}
 	app.Account, app.Region = o.Account, o.Region
 	w := &World{t: t, opts: o, app: app, clock: NewClock(o.WaitScale), rng: rand.New(rand.NewPCG(o.Seed, 0xe2e)),
-		queueByResource: map[*synthesized.Resource]*Queue{},
-		secrets:         map[string]string{}, functions: map[string]*Function{}, runRoles: map[string]string{}, pgHost: "127.0.0.1"}
+		queueByResource: map[*synthesized.Resource]*Queue{}, queues: map[string]*Queue{},
+		secrets: map[string]string{}, functions: map[string]*Function{}, runRoles: map[string]string{}, pgHost: "127.0.0.1"}
 
 	// localaws.StartDynalite preloads its guard: a request an invocation abandons
 	// half-sent (a deadline, a killed process) does not end dynalite.
@@ -241,7 +241,7 @@ func (w *World) createQueues() {
 			w.fatalf("create queue %s: %v", name, err)
 		}
 		q := &Queue{Name: name, URL: url, ARN: w.sqs.ARN(url), FIFO: fifo, Visibility: cfg.VisibilityTimeout}
-		w.queues = append(w.queues, q)
+		w.queues[name] = q
 		w.queueByResource[r] = q
 		return q
 	}
@@ -429,10 +429,8 @@ func (w *World) dynamicReference(s string) (string, error) {
 
 // QueueNamed returns the queue with that name.
 func (w *World) QueueNamed(name string) *Queue {
-	for _, q := range w.queues {
-		if q.Name == name {
-			return q
-		}
+	if q := w.queues[name]; q != nil {
+		return q
 	}
 	w.fatalf("no queue named %s in the templates", name)
 	return nil

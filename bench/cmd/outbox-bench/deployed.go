@@ -40,7 +40,7 @@ type deployedRow struct {
 // gaps between invocations included.
 func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration) (deployedRow, error) {
 	schema := fmt.Sprintf("bench_deployed_%d", int(m.window.Seconds()))
-	pool, cleanup, err := freshSchema(ctx, o.server, schema, 16)
+	pool, cleanup, err := freshSchema(ctx, schema, 16)
 	if err != nil {
 		return deployedRow{}, err
 	}

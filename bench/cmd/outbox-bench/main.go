@@ -5,18 +5,18 @@
 // commit-to-sink lag (p50 / p99) while -rate orders/s are written for
 // -lag-seconds. -deployed runs (-only-deployed for those alone) model the
 // Lambda schedule (a publisher a minute for its polling window). -batch
-// and -wm-batch override the batch sizes. The method
-// in full: docs/outbox-benchmark.md.
+// and -wm-batch override the batch sizes. It uses the tests' local
+// PostgreSQL (internal/localaws: $OUTBOX_TEST_DSN, else 127.0.0.1:5432),
+// database mf_outbox_bench. The method in full: docs/outbox-benchmark.md.
 //
 // Usage:
 //
-//	cd bench && go run ./cmd/outbox-bench -dsn postgres://postgres@127.0.0.1:5432 -n 20000
+//	cd bench && go run ./cmd/outbox-bench -n 20000
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -36,17 +36,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 )
 
 const benchDB = "mf_outbox_bench"
 
 type options struct {
-	server     string
 	n          int
 	nLatency   int
 	latency    time.Duration
@@ -78,7 +77,6 @@ func (r row) rate() float64 {
 
 func main() {
 	var o options
-	flag.StringVar(&o.server, "dsn", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server (no database); the tool creates "+benchDB)
 	flag.IntVar(&o.n, "n", 20000, "events per throughput run")
 	flag.IntVar(&o.nLatency, "n-latency", 5000, "events per throughput run with -sink-latency")
 	flag.DurationVar(&o.latency, "sink-latency", 5*time.Millisecond, "second pass: each sink call takes this long, like a PutEvents round trip (0 to skip)")
@@ -109,7 +107,7 @@ func main() {
 
 func run(o options) error {
 	ctx := context.Background()
-	if err := ensureDB(ctx, o.server); err != nil {
+	if err := localaws.EnsureDatabase(ctx, benchDB); err != nil {
 		return err
 	}
 	var rows []row
@@ -164,23 +162,9 @@ func runDeployed(ctx context.Context, o options) error {
 	return nil
 }
 
-func ensureDB(ctx context.Context, server string) error {
-	conn, err := pgx.Connect(ctx, server+"/postgres?sslmode=disable")
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+benchDB)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P04" {
-		return nil
-	}
-	return err
-}
-
 // freshSchema creates a new schema and returns a pool bound to it.
-func freshSchema(ctx context.Context, server, name string, maxConns int32) (*pgxpool.Pool, func(), error) {
-	admin, err := pgx.Connect(ctx, server+"/"+benchDB+"?sslmode=disable")
+func freshSchema(ctx context.Context, name string, maxConns int32) (*pgxpool.Pool, func(), error) {
+	admin, err := pgx.Connect(ctx, localaws.PostgresDSN(benchDB, ""))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,7 +172,7 @@ func freshSchema(ctx context.Context, server, name string, maxConns int32) (*pgx
 	if _, err := admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+name+" CASCADE; CREATE SCHEMA "+name); err != nil {
 		return nil, nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(server + "/" + benchDB + "?sslmode=disable&search_path=" + name)
+	cfg, err := pgxpool.ParseConfig(localaws.PostgresDSN(benchDB, name))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,7 +183,7 @@ func freshSchema(ctx context.Context, server, name string, maxConns int32) (*pgx
 	}
 	cleanup := func() {
 		pool.Close()
-		if c, err := pgx.Connect(context.Background(), server+"/"+benchDB+"?sslmode=disable"); err == nil {
+		if c, err := pgx.Connect(context.Background(), localaws.PostgresDSN(benchDB, "")); err == nil {
 			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE")
 			c.Close(context.Background())
 		}
@@ -445,7 +429,7 @@ func steady(ctx context.Context, w writeFunc, base, rate int, d time.Duration) (
 // written for o.lagSeconds.
 func measure(ctx context.Context, o options, schema string, publishers int, vacuum string,
 	setup func(pool *pgxpool.Pool) (writeFunc, func(ctx context.Context, g *errgroup.Group, rec *recorder), error)) (row, error) {
-	pool, cleanup, err := freshSchema(ctx, o.server, schema, int32(8+2*publishers))
+	pool, cleanup, err := freshSchema(ctx, schema, int32(8+2*publishers))
 	if err != nil {
 		return row{}, err
 	}
@@ -493,7 +477,7 @@ func benchOutbox(ctx context.Context, o options, publishers int, listen bool) (r
 				g.Go(func() error {
 					var wake <-chan struct{}
 					if listen {
-						conn, err := pgx.Connect(ctx, o.server+"/"+benchDB+"?sslmode=disable&search_path="+schema)
+						conn, err := pgx.Connect(ctx, localaws.PostgresDSN(benchDB, schema))
 						if err != nil {
 							return err
 						}
@@ -569,7 +553,7 @@ func printTable(o options, rows []row) {
 		}
 	}
 	var version string
-	if c, err := pgx.Connect(context.Background(), o.server+"/postgres?sslmode=disable"); err == nil {
+	if c, err := pgx.Connect(context.Background(), localaws.PostgresDSN("postgres", "")); err == nil {
 		_ = c.QueryRow(context.Background(), "SHOW server_version").Scan(&version)
 		c.Close(context.Background())
 	}

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"container/heap"
+	"cmp"
 	"context"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
@@ -128,24 +129,6 @@ type event struct {
 	fn  func()
 }
 
-type eventHeap []*event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
 // instance is one Lambda sandbox: its own retry budget and breaker handle
 // (the breaker's state is shared through one store, as Valkey shares it).
 type instance struct {
@@ -162,7 +145,7 @@ type sim struct {
 	clk   *retry.VirtualClock
 	now   time.Duration
 	seq   int
-	ev    eventHeap
+	ev    []*event // by time, then by scheduling order
 	store *breaker.MemoryStore
 
 	queue    []*message // waiting messages (visible or not)
@@ -175,7 +158,9 @@ type sim struct {
 
 func (s *sim) at(d time.Duration, fn func()) {
 	s.seq++
-	heap.Push(&s.ev, &event{at: d, seq: s.seq, fn: fn})
+	e := &event{at: d, seq: s.seq, fn: fn}
+	i, _ := slices.BinarySearchFunc(s.ev, e, func(a, b *event) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.seq, b.seq)) })
+	s.ev = slices.Insert(s.ev, i, e)
 }
 
 // Run plays the scenario with one strategy.
@@ -198,8 +183,9 @@ func Run(sc Scenario, st Strategy, seed uint64) Result {
 	if st.MaxPollers > st.Pollers {
 		s.at(st.ScaleEvery, s.scale)
 	}
-	for s.ev.Len() > 0 {
-		e := heap.Pop(&s.ev).(*event)
+	for len(s.ev) > 0 {
+		e := s.ev[0]
+		s.ev = s.ev[1:]
 		if e.at > sc.Horizon {
 			break
 		}

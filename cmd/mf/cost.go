@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
 	"github.com/mercadofresco/integration/cmd/mf/cost"
 )
 
@@ -156,22 +159,9 @@ func qty(v float64) string {
 }
 
 // group formats v rounded, with thousands separators.
-func group(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func group(v float64) string { return english.Sprintf("%.0f", v) }
+
+var english = message.NewPrinter(language.English)
 
 // writeDelta prints the changed lines and the monthly delta.
 func writeDelta(w io.Writer, d cost.Delta) error {

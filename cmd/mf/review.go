@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/mercadofresco/integration/synthesized"
@@ -69,53 +68,47 @@ func reviewEnv(stdout, stderr io.Writer, env, snapDir, cdkBin string) (differs b
 	}
 	base, baseErr := synthesized.LoadEnv(snapDir, env)
 	stacks, templates := now.StackNames(), map[string]map[string]any{}
-	for _, stack := range stacks {
-		templates[stack] = now.Stacks[stack].Template
-	}
-	normalised, committed := map[string]map[string]any{}, map[string]map[string]any{}
 	empty := filepath.Join(out, "empty.template.json.base")
 	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
 		return false, err
 	}
-	var diffs []stackDiff
+	// The templates as the snapshots hold them, what cdk diff compares
+	// too: written over the synthesised ones.
+	normalised := synthesized.New(env, now.Account, now.Region)
 	for _, stack := range stacks {
-		f := filepath.Join(out, stack+".template.json")
+		templates[stack] = now.Stacks[stack].Template
 		norm, err := snapshot.Normalise(templates[stack])
 		if err != nil {
 			return false, err
 		}
-		if err := os.WriteFile(f, norm, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(out, stack+".template.json"), norm, 0o644); err != nil {
 			return false, err
 		}
-		var n map[string]any
-		if err := json.Unmarshal(norm, &n); err != nil {
+		if err := normalised.Add(stack, norm); err != nil {
 			return false, err
-		}
-		normalised[stack] = n
-		if base != nil && base.Stacks[stack] != nil {
-			committed[stack] = base.Stacks[stack].Template
 		}
 	}
-	changes := diffTemplates(committed, normalised)
+	changes := diffApps(base, normalised)
 	changed := map[string]bool{}
 	for _, c := range changes {
 		changed[c.Stack] = true
 	}
+	differs = len(changes) > 0
 
 	// cdk diff of the stacks that differ, one after the other; its
 	// "Number of stacks with differences" lines are left out (the summary
 	// at the end counts).
+	var diffs []stackDiff
 	for _, stack := range stacks {
 		if !changed[stack] {
 			continue
 		}
-		differs = true
-		base := filepath.Join(snapDir, stack+".template.json")
-		if _, ok := committed[stack]; !ok {
+		baseline := filepath.Join(snapDir, stack+".template.json")
+		if stacksOf(base)[stack] == nil {
 			fmt.Fprintf(stdout, "\n%s is a new stack (no committed snapshot): every resource is an addition.\n", stack)
-			base = empty
+			baseline = empty
 		}
-		diffs = append(diffs, stackDiff{stack: stack, base: base})
+		diffs = append(diffs, stackDiff{stack: stack, base: baseline})
 	}
 	if err := runDiffs(stdout, cdkBin, out, diffs); err != nil {
 		return false, err

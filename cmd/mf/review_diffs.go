@@ -3,7 +3,8 @@ package main
 import (
 	"io"
 	"runtime"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // stackDiff is one `cdk diff` of a stack against its baseline template.
@@ -16,28 +17,20 @@ type stackDiff struct {
 // whole and in the order given, so the report reads as if they ran one
 // after the other.
 func runDiffs(w io.Writer, cdkBin, app string, diffs []stackDiff) error {
-	type result struct {
-		out []byte
-		err error
-	}
-	results := make([]result, len(diffs))
-	sem := make(chan struct{}, max(2, runtime.NumCPU()))
-	var wg sync.WaitGroup
+	outs := make([][]byte, len(diffs))
+	var g errgroup.Group
+	g.SetLimit(max(2, runtime.NumCPU()))
 	for i, d := range diffs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			results[i].out, results[i].err = cdkDiff(cdkBin, app, d.stack, d.base)
-		}()
+		g.Go(func() (err error) {
+			outs[i], err = cdkDiff(cdkBin, app, d.stack, d.base)
+			return err
+		})
 	}
-	wg.Wait()
-	for _, r := range results {
-		if r.err != nil {
-			return r.err
-		}
-		if _, err := w.Write(r.out); err != nil {
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, out := range outs {
+		if _, err := w.Write(out); err != nil {
 			return err
 		}
 	}

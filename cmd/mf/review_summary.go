@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/mercadofresco/integration/synthesized"
 	"io"
 	"maps"
 	"reflect"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // This file turns two sets of templates (the committed snapshots, and
@@ -33,8 +34,8 @@ var riskOrder = []string{RiskReplacement, RiskIAM, RiskRetries, RiskDeletion, Ri
 // Change is one resource that differs between the templates.
 type Change struct {
 	Stack, LogicalID, Type string
-	// Name is the resource's physical name when the template sets one
-	// (QueueName, FunctionName, ...), else its logical id.
+	// Name is the resource's physical name (synthesized.Physical), else
+	// its logical id.
 	Name string
 	// Kind is "+" (added), "-" (removed) or "~" (modified).
 	Kind  string
@@ -56,9 +57,6 @@ type StateChange struct {
 	State         string
 	Before, After map[string]any // nil when added or removed
 	Fields        []string       // the top-level fields that differ
-	BeforeWorst   float64        // worst-case seconds in the state (TimeoutSeconds with its Retry), 0 when unbounded
-	AfterWorst    float64
-	AttemptsAfter int
 }
 
 // replacing are the properties whose change replaces the resource
@@ -87,41 +85,38 @@ var replacing = map[string][]string{
 	"AWS::ElastiCache::ServerlessCache": {"ServerlessCacheName", "Engine"},
 }
 
-// nameKeys are the properties that hold a resource's physical name.
-var nameKeys = []string{"QueueName", "FunctionName", "TableName", "TopicName", "StateMachineName", "RoleName", "AlarmName", "LogGroupName", "Name", "AliasName", "DBClusterIdentifier", "ServerlessCacheName"}
-
 var retryRE = regexp.MustCompile(`(?i)timeout|retry|retries|maxreceivecount|redrivepolicy|maximumretryattempts|maximumeventage|maximumrecordage|batchsize|batchingwindow|maximumconcurrency|reservedconcurrent|heartbeat`)
 
 var iamTypes = []string{"AWS::Lambda::Permission", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy", "AWS::Events::EventBusPolicy", "AWS::KMS::Key", "AWS::SecretsManager::ResourcePolicy"}
 
-// diffTemplates compares before and after (stack name → template) and
+// diffApps compares the stacks of before (nil: none) and after and
 // returns the changed resources, riskiest first, then by stack and name.
-func diffTemplates(before, after map[string]map[string]any) []Change {
+func diffApps(before, after *synthesized.App) []Change {
 	var out []Change
-	for _, stack := range union(before, after) {
-		b, a := resources(before[stack]), resources(after[stack])
+	for _, stack := range union(stacksOf(before), after.Stacks) {
+		b, a := resourcesOf(before, stack), resourcesOf(after, stack)
 		for _, id := range union(b, a) {
-			rb, inB := b[id]
-			ra, inA := a[id]
+			rb, ra := b[id], a[id]
 			c := Change{Stack: stack, LogicalID: id}
 			switch {
-			case !inB:
-				c.Kind, c.Type, c.Name = "+", str(ra["Type"]), name(ra, id)
-			case !inA:
-				c.Kind, c.Type, c.Name = "-", str(rb["Type"]), name(rb, id)
+			case rb == nil:
+				c.Kind, c.Type, c.Name = "+", ra.Type, name(after, ra)
+			case ra == nil:
+				c.Kind, c.Type, c.Name = "-", rb.Type, name(before, rb)
 			default:
-				if reflect.DeepEqual(rb, ra) {
+				tb, ta := template(before, rb), template(after, ra)
+				if reflect.DeepEqual(tb, ta) {
 					continue
 				}
-				c.Kind, c.Type, c.Name = "~", str(ra["Type"]), name(ra, id)
+				c.Kind, c.Type, c.Name = "~", ra.Type, name(after, ra)
 				for _, attr := range []string{"DeletionPolicy", "UpdateReplacePolicy"} {
-					if !reflect.DeepEqual(rb[attr], ra[attr]) {
-						c.Props = append(c.Props, PropChange{Path: attr, Before: rb[attr], After: ra[attr]})
+					if !reflect.DeepEqual(tb[attr], ta[attr]) {
+						c.Props = append(c.Props, PropChange{Path: attr, Before: tb[attr], After: ta[attr]})
 					}
 				}
-				leafDiff("", props(rb), props(ra), &c.Props)
+				leafDiff("", rb.Properties, ra.Properties, &c.Props)
 				if c.Type == "AWS::StepFunctions::StateMachine" {
-					c.States = diffDefinitions(props(rb)["DefinitionString"], props(ra)["DefinitionString"])
+					c.States = diffDefinitions(states(before, rb), states(after, ra))
 				}
 			}
 			c.Risk = risk(c)
@@ -142,38 +137,39 @@ func diffTemplates(before, after map[string]map[string]any) []Change {
 }
 
 // union is the keys of a and b, sorted.
-func union[V any](a, b map[string]V) []string {
+func union[A, B any](a map[string]A, b map[string]B) []string {
 	keys := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
 	slices.Sort(keys)
 	return slices.Compact(keys)
 }
 
-func resources(tpl map[string]any) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	rs, _ := tpl["Resources"].(map[string]any)
-	for id, r := range rs {
-		if m, ok := r.(map[string]any); ok {
-			out[id] = m
-		}
+func stacksOf(app *synthesized.App) map[string]*synthesized.Stack {
+	if app == nil {
+		return nil
 	}
-	return out
+	return app.Stacks
 }
 
-func props(r map[string]any) map[string]any {
-	p, _ := r["Properties"].(map[string]any)
-	return p
+func resourcesOf(app *synthesized.App, stack string) map[string]*synthesized.Resource {
+	if s := stacksOf(app)[stack]; s != nil {
+		return s.Resources
+	}
+	return nil
 }
 
-func str(v any) string { s, _ := v.(string); return s }
+// template is r as its template writes it, attributes and all.
+func template(app *synthesized.App, r *synthesized.Resource) map[string]any {
+	m, _ := synthesized.Dig(app.Stacks[r.Stack].Template, "Resources", r.LogicalID).(map[string]any)
+	return m
+}
 
-func name(r map[string]any, id string) string {
-	p := props(r)
-	for _, k := range nameKeys {
-		if s, ok := p[k].(string); ok && s != "" {
-			return s
-		}
+// name is r's physical name when its template sets or implies one, else
+// its logical id.
+func name(app *synthesized.App, r *synthesized.Resource) string {
+	if n, err := (synthesized.Physical{App: app}).Name(r); err == nil {
+		return n
 	}
-	return id
+	return r.LogicalID
 }
 
 // leafDiff appends the differing paths of two property values: maps are
@@ -208,74 +204,58 @@ func isIntrinsic(m map[string]any) bool {
 }
 
 func risk(c Change) string {
-	switch {
-	case c.Kind == "-":
+	iam := strings.HasPrefix(c.Type, "AWS::IAM::") || slices.Contains(iamTypes, c.Type)
+	switch c.Kind {
+	case "-":
 		return RiskReplacement // a removal destroys the resource (and its data, unless retained)
-	case c.Kind == "+":
-		if strings.HasPrefix(c.Type, "AWS::IAM::") || slices.Contains(iamTypes, c.Type) {
+	case "+":
+		if iam {
 			return RiskIAM
 		}
 		return RiskOther
 	}
-	for _, p := range c.Props {
-		if slices.Contains(replacing[c.Type], strings.Split(p.Path, ".")[0]) {
-			return RiskReplacement
-		}
+	anyPath := func(f func(path string) bool) bool {
+		return slices.ContainsFunc(c.Props, func(p PropChange) bool { return f(p.Path) })
 	}
-	if strings.HasPrefix(c.Type, "AWS::IAM::") || slices.Contains(iamTypes, c.Type) {
+	anyStateField := func(f func(field string) bool) bool {
+		return slices.ContainsFunc(c.States, func(s StateChange) bool { return slices.ContainsFunc(s.Fields, f) })
+	}
+	switch {
+	case anyPath(func(p string) bool { return slices.Contains(replacing[c.Type], strings.Split(p, ".")[0]) }):
+		return RiskReplacement
+	case iam || anyPath(func(p string) bool {
+		return strings.Contains(p, "PolicyDocument") || strings.Contains(p, "ManagedPolicyArns") || strings.HasSuffix(p, "Role")
+	}):
 		return RiskIAM
-	}
-	for _, p := range c.Props {
-		if strings.Contains(p.Path, "PolicyDocument") || strings.Contains(p.Path, "ManagedPolicyArns") || strings.HasSuffix(p.Path, "Role") {
-			return RiskIAM
-		}
-	}
-	for _, s := range c.States {
-		for _, f := range s.Fields {
-			if retryRE.MatchString(f) || f == "Catch" {
-				return RiskRetries
-			}
-		}
-	}
-	for _, p := range c.Props {
-		if p.Path != "DefinitionString" && retryRE.MatchString(p.Path) {
-			return RiskRetries
-		}
-	}
-	for _, p := range c.Props {
-		if p.Path == "DeletionPolicy" || p.Path == "UpdateReplacePolicy" || strings.Contains(p.Path, "DeletionProtection") {
-			return RiskDeletion
-		}
+	case anyStateField(func(f string) bool { return retryRE.MatchString(f) || f == "Catch" }),
+		anyPath(func(p string) bool { return p != "DefinitionString" && retryRE.MatchString(p) }):
+		return RiskRetries
+	case anyPath(func(p string) bool {
+		return p == "DeletionPolicy" || p == "UpdateReplacePolicy" || strings.Contains(p, "DeletionProtection")
+	}):
+		return RiskDeletion
 	}
 	return RiskOther
 }
 
-// definition renders a DefinitionString as the state machine's JSON, each
-// reference as a placeholder (${Ref:Id}, ${GetAtt:[Id,Attr]},
-// ${ImportValue:Name}), and parses it; nil when it is not JSON.
-func definition(v any) map[string]any {
-	text, err := synthesized.Render(v, func(r synthesized.Reference) (string, error) {
-		switch {
-		case r.Import != "":
-			return "${ImportValue:" + r.Import + "}", nil
-		case r.Attribute != "":
-			return "${GetAtt:[" + r.LogicalID + "," + r.Attribute + "]}", nil
-		}
-		return "${Ref:" + r.LogicalID + "}", nil
+// states are the states of a state machine's definition by name, those
+// of Map and Parallel states included, each without the states inside it
+// (none when the definition cannot be read).
+func states(app *synthesized.App, sm *synthesized.Resource) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	def, _ := app.Definition(sm)
+	synthesized.WalkStates(def, func(name string, st map[string]any) {
+		flat := maps.Clone(st)
+		delete(flat, "Iterator")
+		delete(flat, "ItemProcessor")
+		delete(flat, "Branches")
+		out[name] = flat
 	})
-	var def map[string]any
-	if err != nil || json.Unmarshal([]byte(text), &def) != nil {
-		return nil
-	}
-	return def
+	return out
 }
 
-// diffDefinitions compares two definitions state by state (nested states
-// of Map and Parallel are named parent/child).
-func diffDefinitions(before, after any) []StateChange {
-	sb, sa := map[string]map[string]any{}, map[string]map[string]any{}
-	collectStates("", definition(before), sb)
-	collectStates("", definition(after), sa)
+// diffDefinitions compares two state machines' states.
+func diffDefinitions(sb, sa map[string]map[string]any) []StateChange {
 	var out []StateChange
 	for _, n := range union(sb, sa) {
 		b, a := sb[n], sa[n]
@@ -288,41 +268,9 @@ func diffDefinitions(before, after any) []StateChange {
 				sc.Fields = append(sc.Fields, k)
 			}
 		}
-		sc.BeforeWorst, _ = worstCase(b)
-		sc.AfterWorst, sc.AttemptsAfter = worstCase(a)
 		out = append(out, sc)
 	}
 	return out
-}
-
-func collectStates(prefix string, def map[string]any, out map[string]map[string]any) {
-	states, _ := def["States"].(map[string]any)
-	for n, s := range states {
-		st, ok := s.(map[string]any)
-		if !ok {
-			continue
-		}
-		name := prefix + n
-		flat := map[string]any{}
-		for k, v := range st {
-			if k != "Iterator" && k != "ItemProcessor" && k != "Branches" {
-				flat[k] = v
-			}
-		}
-		out[name] = flat
-		for _, k := range []string{"Iterator", "ItemProcessor"} {
-			if sub, ok := st[k].(map[string]any); ok {
-				collectStates(name+"/", sub, out)
-			}
-		}
-		if br, ok := st["Branches"].([]any); ok {
-			for _, b := range br {
-				if sub, ok := b.(map[string]any); ok {
-					collectStates(name+"/", sub, out)
-				}
-			}
-		}
-	}
 }
 
 // worstCase is the longest a Task state can take with its Retry: every
@@ -404,8 +352,9 @@ func figures(changes []Change, after *synthesized.App) []string {
 						}
 						notes = append(notes, note)
 					}
-					if s.AfterWorst > 0 {
-						notes = append(notes, fmt.Sprintf("at most %s → %s s in the state over %d attempts", num(s.BeforeWorst), num(s.AfterWorst), s.AttemptsAfter))
+					before, _ := worstCase(s.Before)
+					if after, attempts := worstCase(s.After); after > 0 {
+						notes = append(notes, fmt.Sprintf("at most %s → %s s in the state over %d attempts", num(before), num(after), attempts))
 					}
 					if len(notes) > 0 {
 						line += ": " + strings.Join(notes, "; ")
@@ -419,13 +368,12 @@ func figures(changes []Change, after *synthesized.App) []string {
 }
 
 // stateFunction is the Lambda function the state (of the state machine
-// stack/id; a nested one is named parent/child) invokes and its Timeout,
-// "" when it invokes none.
+// stack/id) invokes and its Timeout, "" when it invokes none.
 func stateFunction(app *synthesized.App, stack, id, state string) (string, float64) {
 	sm, _ := app.Resource(stack, id)
 	for _, e := range app.Via(sm, synthesized.Task) {
-		if t, ok := timeout(e.To); ok && e.State == state[strings.LastIndex(state, "/")+1:] {
-			return resourceName(e.To), t
+		if t, ok := timeout(e.To); ok && e.State == state {
+			return name(app, e.To), t
 		}
 	}
 	return "", 0
@@ -437,7 +385,7 @@ func consumerTimeout(app *synthesized.App, stack, id string) string {
 	q, _ := app.Resource(stack, id)
 	for _, e := range app.From(q, synthesized.Mapping) {
 		if t, ok := timeout(e.To); ok {
-			return fmt.Sprintf("; %s's timeout %s s × 6 = %s s", resourceName(e.To), num(t), times6(t))
+			return fmt.Sprintf("; %s's timeout %s s × 6 = %s s", name(app, e.To), num(t), times6(t))
 		}
 	}
 	return ""
@@ -450,10 +398,6 @@ func timeout(fn *synthesized.Resource) (float64, bool) {
 	}
 	t, ok := fn.Prop("Timeout").(float64)
 	return t, ok
-}
-
-func resourceName(r *synthesized.Resource) string {
-	return name(map[string]any{"Properties": r.Properties}, r.LogicalID)
 }
 
 func receives(v any) string {
@@ -505,40 +449,30 @@ func writeStates(w io.Writer, changes []Change) {
 		for _, s := range c.States {
 			switch {
 			case s.Before == nil:
-				fmt.Fprintf(w, "  [+] state %s\n%s", s.State, indent(pretty(s.After), "      "))
+				fmt.Fprintf(w, "  [+] state %s\n%s", s.State, pretty(s.After, "      "))
 			case s.After == nil:
 				fmt.Fprintf(w, "  [-] state %s\n", s.State)
 			default:
 				fmt.Fprintf(w, "  [~] state %s\n", s.State)
 				for _, f := range s.Fields {
-					fmt.Fprintf(w, "      %s before:\n%s      %s after:\n%s", f, indent(pretty(s.Before[f]), "        "), f, indent(pretty(s.After[f]), "        "))
+					fmt.Fprintf(w, "      %s before:\n%s      %s after:\n%s", f, pretty(s.Before[f], "        "), f, pretty(s.After[f], "        "))
 				}
 			}
 		}
 	}
 }
 
-func pretty(v any) string {
+// pretty is v as indented JSON, every line prefixed with pre.
+func pretty(v any, pre string) string {
+	if v == nil {
+		return pre + "(none)\n"
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if v == nil {
-		return "(none)\n"
-	}
+	enc.SetIndent(pre, "  ")
 	_ = enc.Encode(v) // values decoded from JSON encode again
-	return b.String()
-}
-
-func indent(s, pre string) string {
-	lines := strings.SplitAfter(s, "\n")
-	var b strings.Builder
-	for _, l := range lines {
-		if l != "" {
-			b.WriteString(pre + l)
-		}
-	}
-	return b.String()
+	return pre + b.String()
 }
 
 // writeSummary prints the closing summary: the changed stacks and

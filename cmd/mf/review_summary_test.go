@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/synthesized"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,10 +39,14 @@ func clone(t *testing.T, v map[string]map[string]any) map[string]map[string]any 
 	return out
 }
 
+// resource is the template's resource of type typ in stack whose name
+// property (QueueName, FunctionName, ...) is nameIs, or the first of the
+// type when nameIs is "".
 func resource(t *testing.T, tpls map[string]map[string]any, stack, typ, nameIs string) map[string]any {
 	t.Helper()
-	for id, r := range resources(tpls[stack]) {
-		if str(r["Type"]) == typ && (nameIs == "" || name(r, id) == nameIs) {
+	for _, r := range tpls[stack]["Resources"].(map[string]any) {
+		r := r.(map[string]any)
+		if r["Type"] == typ && (nameIs == "" || slices.Contains(slices.Collect(maps.Values(props(r))), any(nameIs))) {
 			return r
 		}
 	}
@@ -48,12 +54,13 @@ func resource(t *testing.T, tpls map[string]map[string]any, stack, typ, nameIs s
 	return nil
 }
 
+func props(r map[string]any) map[string]any { return r["Properties"].(map[string]any) }
+
 // review renders what make review prints after the diffs: the state
 // machine states and the summary, with the monthly cost delta computed by
 // mf cost from both sets of templates.
 func review(t *testing.T, env string, before, after map[string]map[string]any) (states, summary string) {
 	t.Helper()
-	changes := diffTemplates(before, after)
 	cfg, err := config.Lookup(env)
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +83,9 @@ func review(t *testing.T, env string, before, after map[string]map[string]any) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := app(after)
-	d, err := cost.CompareTemplates(app(before), now, u, p)
+	then, now := app(before), app(after)
+	changes := diffApps(then, now)
+	d, err := cost.CompareTemplates(then, now, u, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +148,8 @@ func TestSummaryRiskyFirst(t *testing.T) {
 	props(pedidos)["VisibilityTimeout"] = props(pedidos)["VisibilityTimeout"].(float64) + 60
 	fn := resource(t, after, msg, "AWS::Lambda::Function", "mf-preparar-pedido")
 	props(fn)["MemorySize"] = 4096.0
-	for id, r := range resources(after[msg]) {
-		if str(r["Type"]) == "AWS::IAM::Policy" {
+	for id, r := range after[msg]["Resources"].(map[string]any) {
+		if r := r.(map[string]any); r["Type"] == "AWS::IAM::Policy" {
 			props(r)["PolicyName"] = id + "Renamed"
 			break
 		}

@@ -13,14 +13,6 @@ import (
 
 const kbPerGB = 1024 * 1024
 
-func (m *model) detail(service, item, format string, a ...any) {
-	for _, l := range m.lines {
-		if l.Service == service && l.Item == item {
-			l.Detail = fmt.Sprintf(format, a...)
-		}
-	}
-}
-
 // chargeMessaging prices SQS, SNS, EventBridge and Step Functions.
 func (m *model) chargeMessaging() {
 	for _, q := range m.app.Resources("AWS::SQS::Queue") {
@@ -29,7 +21,7 @@ func (m *model) chargeMessaging() {
 			key, item = "sqs.request.fifo", "requests, FIFO queues"
 		}
 		if n := m.queueSends[q]; n.total() > 0 {
-			m.charge("Amazon SQS", item, key, n, "SQS")
+			m.charge(item, key, n, "SQS")
 		}
 	}
 	mappings, pollers := 0, m.u.SQS.ESMIdlePollers
@@ -42,23 +34,21 @@ func (m *model) chargeMessaging() {
 			continue
 		}
 		mappings++
-		key, item := "sqs.request.standard", "idle long polls of the event source mappings"
+		key := "sqs.request.standard"
 		if prop[bool](q, "FifoQueue") {
 			key = "sqs.request.fifo"
 		}
-		m.charge("Amazon SQS", item, key, vol{fixed: pollers * m.secs / m.u.SQS.LongPollSeconds}, "SQS")
-	}
-	if mappings > 0 {
-		m.detail("Amazon SQS", "idle long polls of the event source mappings", "%d mappings × %g pollers × one %gs poll", mappings, pollers, m.u.SQS.LongPollSeconds)
+		polls := m.charge("idle long polls of the event source mappings", key, vol{fixed: pollers * m.secs / m.u.SQS.LongPollSeconds}, "SQS")
+		polls.Detail = fmt.Sprintf("%d mappings × %g pollers × one %gs poll", mappings, pollers, m.u.SQS.LongPollSeconds) // the count so far: the last mapping's is the total
 	}
 	for _, t := range m.app.Resources("AWS::SNS::Topic") {
 		if n := m.publishes[t]; n.total() > 0 {
-			m.charge("Amazon SNS", "publishes", "sns.publish", n, "SNS")
+			m.charge("publishes", "sns.publish", n, "SNS")
 		}
 	}
 	for _, b := range m.app.Resources("AWS::Events::EventBus") {
 		if n := m.busEvents[b]; n.total() > 0 {
-			m.charge("Amazon EventBridge", "custom events on "+m.label(b), "events.custom", n, "EventBridge")
+			m.charge("custom events on "+m.label(b), "events.custom", n, "EventBridge")
 		}
 	}
 	for _, a := range m.app.Resources("AWS::Events::Archive") {
@@ -66,24 +56,22 @@ func (m *model) chargeMessaging() {
 		if gb.total() == 0 {
 			continue
 		}
-		m.charge("Amazon EventBridge", "archive, events archived", "events.archive.processing", gb, "EventBridge")
+		m.charge("archive, events archived", "events.archive.processing", gb, "EventBridge")
 		months := num(a.Prop("RetentionDays")) / 30.4375
 		if months == 0 {
 			months = 12
 			m.note("%s keeps events forever: its storage counts one year of them", m.label(a))
 		}
-		m.charge("Amazon EventBridge", "archive, storage", "events.archive.storage", gb.scale(months), "EventBridge")
-		m.detail("Amazon EventBridge", "archive, storage", "%.0f days of events", months*30.4375)
+		m.charge("archive, storage", "events.archive.storage", gb.scale(months), "EventBridge").Detail = fmt.Sprintf("%.0f days of events", months*30.4375)
 	}
 	if m.apiDest.total() > 0 {
-		m.charge("Amazon EventBridge", "API destination invocations", "events.apidestination", m.apiDest, "EventBridge")
+		m.charge("API destination invocations", "events.apidestination", m.apiDest, "EventBridge")
 	}
 	if m.pipeReqs.total() > 0 {
-		m.charge("Amazon EventBridge", "Pipes requests", "pipes.request", m.pipeReqs, "EventBridge")
+		m.charge("Pipes requests", "pipes.request", m.pipeReqs, "EventBridge")
 	}
 	if m.transitions.total() > 0 {
-		m.charge("AWS Step Functions", "state transitions", "states.transition", m.transitions, "Step Functions")
-		m.detail("AWS Step Functions", "state transitions", "%.2f per execution, %g lines per order", m.tpe, m.u.LinesPerOrder)
+		m.charge("state transitions", "states.transition", m.transitions, "Step Functions").Detail = fmt.Sprintf("%.2f per execution, %g lines per order", m.tpe, m.u.LinesPerOrder)
 	}
 }
 
@@ -115,8 +103,8 @@ func (m *model) chargeFunctions() {
 			arch, _ = a[0].(string)
 		}
 		group := m.fixedOrOrder(inv)
-		m.charge("AWS Lambda", "compute, "+group, "lambda.gbs."+arch, inv.scale(fu.MS/1000*mem/1024), "")
-		m.charge("AWS Lambda", "requests", "lambda.request", inv, "")
+		m.charge("compute, "+group, "lambda.gbs."+arch, inv.scale(fu.MS/1000*mem/1024), "")
+		m.charge("requests", "lambda.request", inv, "")
 		m.logKB[m.functionLogGroup(fn)] = m.logKB[m.functionLogGroup(fn)].add(inv.scale(fu.LogKB))
 		if tc, _ := fn.Prop("TracingConfig").(map[string]any); tc["Mode"] == "Active" {
 			m.traces = m.traces.add(inv.add(m.fnInTrace[fn].scale(-1)))
@@ -186,18 +174,18 @@ func (m *model) chargeData() {
 		wru := r[0].add(perOrder(m.orders, tu.WRUPerOrder))
 		rru := r[1].add(perOrder(m.orders, tu.RRUPerOrder))
 		if wru.total() > 0 {
-			m.charge("Amazon DynamoDB", label+", writes", "dynamodb.wru", wru, layer)
+			m.charge(label+", writes", "dynamodb.wru", wru, layer)
 		}
 		if rru.total() > 0 {
-			m.charge("Amazon DynamoDB", label+", reads", "dynamodb.rru", rru, layer)
+			m.charge(label+", reads", "dynamodb.rru", rru, layer)
 		}
 		if _, ok := m.u.Tables[label]; !ok {
 			m.note("table %s has no storage figure in the usage model (tables)", label)
 		}
 		if tu.StorageGB > 0 {
-			m.charge("Amazon DynamoDB", label+", storage", "dynamodb.storage", vol{fixed: tu.StorageGB}, layer)
+			m.charge(label+", storage", "dynamodb.storage", vol{fixed: tu.StorageGB}, layer)
 			if pitr, _ := t.Prop("PointInTimeRecoverySpecification").(map[string]any); pitr["PointInTimeRecoveryEnabled"] == true {
-				m.charge("Amazon DynamoDB", label+", point-in-time recovery", "dynamodb.pitr", vol{fixed: tu.StorageGB}, layer)
+				m.charge(label+", point-in-time recovery", "dynamodb.pitr", vol{fixed: tu.StorageGB}, layer)
 			}
 		}
 	}
@@ -216,24 +204,22 @@ func (m *model) chargeData() {
 			}
 		}
 		acuHours := float64(instances) * minACU * hours
-		m.charge("Amazon Aurora", "Serverless v2 capacity at its minimum", "aurora.acu", vol{fixed: acuHours}, "")
-		m.detail("Amazon Aurora", "Serverless v2 capacity at its minimum", "%d instance(s) × %g ACU × %g h", instances, minACU, hours)
-		m.charge("Amazon Aurora", "storage", "aurora.storage", vol{fixed: m.u.Aurora.StorageGB}, "")
-		m.charge("Amazon Aurora", "I/O", "aurora.io", perOrder(m.orders, m.u.Aurora.IOPerOrder), "")
+		m.charge("Serverless v2 capacity at its minimum", "aurora.acu", vol{fixed: acuHours}, "").Detail = fmt.Sprintf("%d instance(s) × %g ACU × %g h", instances, minACU, hours)
+		m.charge("storage", "aurora.storage", vol{fixed: m.u.Aurora.StorageGB}, "")
+		m.charge("I/O", "aurora.io", perOrder(m.orders, m.u.Aurora.IOPerOrder), "")
 		for _, p := range m.app.Resources("AWS::RDS::DBProxy") {
 			if !m.proxyTargets(p, c) {
 				continue
 			}
 			acu := math.Max(8, float64(instances)*minACU)
-			m.charge("Amazon RDS Proxy", "capacity", "rdsproxy.acu", vol{fixed: acu * hours}, "")
-			m.detail("Amazon RDS Proxy", "capacity", "the target's ACUs, at least 8: %g ACU × %g h", acu, hours)
+			m.charge("capacity", "rdsproxy.acu", vol{fixed: acu * hours}, "").Detail = fmt.Sprintf("the target's ACUs, at least 8: %g ACU × %g h", acu, hours)
 		}
 	}
 	for _, c := range m.app.Resources("AWS::ElastiCache::ServerlessCache") {
 		gb := math.Max(0.1, m.u.Cache.StorageGB)
-		m.charge("Amazon ElastiCache", "Serverless storage (metered minimum 0.1 GB)", "elasticache."+prop[string](c, "Engine")+".storage", vol{fixed: gb * hours}, "")
+		m.charge("Serverless storage (metered minimum 0.1 GB)", "elasticache."+prop[string](c, "Engine")+".storage", vol{fixed: gb * hours}, "")
 		if m.ecpu.total() > 0 {
-			m.charge("Amazon ElastiCache", "ECPUs", "elasticache."+prop[string](c, "Engine")+".ecpu", m.ecpu, "")
+			m.charge("ECPUs", "elasticache."+prop[string](c, "Engine")+".ecpu", m.ecpu, "")
 		}
 	}
 	if len(m.app.Resources("AWS::ElastiCache::ServerlessCache")) == 0 && m.ecpu.total() > 0 {
@@ -256,17 +242,15 @@ func (m *model) proxyTargets(proxy, cluster *synthesized.Resource) bool {
 func (m *model) chargeNetwork() {
 	hours := m.u.HoursPerMonth
 	if n := len(m.app.Resources("AWS::EC2::NatGateway")); n > 0 {
-		m.charge("Amazon VPC", "NAT gateways", "vpc.nat.hour", vol{fixed: float64(n) * hours}, "")
-		m.detail("Amazon VPC", "NAT gateways", "%d × %g h", n, hours)
+		m.charge("NAT gateways", "vpc.nat.hour", vol{fixed: float64(n) * hours}, "").Detail = fmt.Sprintf("%d × %g h", n, hours)
 		if m.natGB.total() > 0 {
-			m.charge("Amazon VPC", "NAT data processed", "vpc.nat.gb", m.natGB, "")
+			m.charge("NAT data processed", "vpc.nat.gb", m.natGB, "")
 		}
 	} else if m.natGB.total() > 0 {
 		m.note("functions in a VPC send data to the internet, but the templates have no NAT gateway")
 	}
 	if n := len(m.app.Resources("AWS::EC2::EIP")); n > 0 {
-		m.charge("Amazon VPC", "public IPv4 addresses", "vpc.ipv4.hour", vol{fixed: float64(n) * hours}, "")
-		m.detail("Amazon VPC", "public IPv4 addresses", "%d × %g h", n, hours)
+		m.charge("public IPv4 addresses", "vpc.ipv4.hour", vol{fixed: float64(n) * hours}, "").Detail = fmt.Sprintf("%d × %g h", n, hours)
 	}
 	azHours, endpoints := 0.0, 0
 	for _, e := range m.app.Resources("AWS::EC2::VPCEndpoint") {
@@ -278,14 +262,13 @@ func (m *model) chargeNetwork() {
 		azHours += float64(len(subnets)) * hours
 	}
 	if endpoints > 0 {
-		m.charge("AWS PrivateLink", "interface endpoints", "vpc.endpoint.hour", vol{fixed: azHours}, "")
-		m.detail("AWS PrivateLink", "interface endpoints", "%d endpoints × their zones × %g h", endpoints, hours)
+		m.charge("interface endpoints", "vpc.endpoint.hour", vol{fixed: azHours}, "").Detail = fmt.Sprintf("%d endpoints × their zones × %g h", endpoints, hours)
 		if m.endpointKB.total() > 0 {
-			m.charge("AWS PrivateLink", "endpoint data processed", "vpc.endpoint.gb", m.endpointKB.scale(1.0/kbPerGB), "")
+			m.charge("endpoint data processed", "vpc.endpoint.gb", m.endpointKB.scale(1.0/kbPerGB), "")
 		}
 	}
 	if m.egressGB.total() > 0 {
-		m.charge("Data transfer", "out to the internet", "internet.egress.gb", m.egressGB, "")
+		m.charge("out to the internet", "internet.egress.gb", m.egressGB, "")
 	}
 }
 
@@ -305,7 +288,7 @@ func (m *model) logSources() {
 		}
 	}
 	if m.emails.total() > 0 {
-		m.charge("Amazon SES", "emails", "ses.email", m.emails, "")
+		m.charge("emails", "ses.email", m.emails, "")
 		for _, r := range m.app.Resources("AWS::Events::Rule") {
 			if bus := m.app.String(r.Stack, r.Prop("EventBusName")); bus != "" && bus != "default" {
 				continue
@@ -321,7 +304,7 @@ func (m *model) logSources() {
 // chargeSecurity prices KMS keys and requests and Secrets Manager.
 func (m *model) chargeSecurity() {
 	if n := len(m.app.Resources("AWS::KMS::Key")); n > 0 {
-		m.charge("AWS KMS", "customer managed keys", "kms.key", vol{fixed: float64(n)}, "")
+		m.charge("customer managed keys", "kms.key", vol{fixed: float64(n)}, "")
 	}
 	cache := m.u.KMSCacheSeconds
 	reqs := vol{}
@@ -363,16 +346,15 @@ func (m *model) chargeSecurity() {
 	}
 	reqs = reqs.add(m.secretCalls)
 	if reqs.total() > 0 {
-		m.charge("AWS KMS", "requests", "kms.request", reqs, "")
+		m.charge("requests", "kms.request", reqs, "")
 	}
 	secrets := len(m.app.Resources("AWS::SecretsManager::Secret"))
 	connections := len(m.app.Resources("AWS::Events::Connection"))
 	if secrets+connections > 0 {
-		m.charge("AWS Secrets Manager", "secrets", "secretsmanager.secret", vol{fixed: float64(secrets + connections)}, "")
-		m.detail("AWS Secrets Manager", "secrets", "%d, and %d that EventBridge keeps for its API destination connections", secrets, connections)
+		m.charge("secrets", "secretsmanager.secret", vol{fixed: float64(secrets + connections)}, "").Detail = fmt.Sprintf("%d, and %d that EventBridge keeps for its API destination connections", secrets, connections)
 	}
 	if m.secretCalls.total() > 0 {
-		m.charge("AWS Secrets Manager", "API calls", "secretsmanager.request", m.secretCalls, "")
+		m.charge("API calls", "secretsmanager.request", m.secretCalls, "")
 	}
 }
 
@@ -422,20 +404,19 @@ func (m *model) chargeMonitoring() {
 		}
 	}
 	if std > 0 {
-		m.charge("Amazon CloudWatch", "alarms", "cloudwatch.alarm", vol{fixed: std}, "")
-		m.detail("Amazon CloudWatch", "alarms", "%g alarmed metrics", std)
+		m.charge("alarms", "cloudwatch.alarm", vol{fixed: std}, "").Detail = fmt.Sprintf("%g alarmed metrics", std)
 	}
 	if high > 0 {
-		m.charge("Amazon CloudWatch", "alarms, high resolution", "cloudwatch.alarm.highres", vol{fixed: high}, "")
+		m.charge("alarms, high resolution", "cloudwatch.alarm.highres", vol{fixed: high}, "")
 	}
 	if n := len(m.app.Resources("AWS::CloudWatch::CompositeAlarm")); n > 0 {
-		m.charge("Amazon CloudWatch", "composite alarms", "cloudwatch.alarm.composite", vol{fixed: float64(n)}, "")
+		m.charge("composite alarms", "cloudwatch.alarm.composite", vol{fixed: float64(n)}, "")
 	}
 	if n := len(m.app.Resources("AWS::CloudWatch::Dashboard")); n > 0 {
-		m.charge("Amazon CloudWatch", "dashboards", "cloudwatch.dashboard", vol{fixed: float64(n)}, "")
+		m.charge("dashboards", "cloudwatch.dashboard", vol{fixed: float64(n)}, "")
 	}
 	if len(metrics) > 0 {
-		m.charge("Amazon CloudWatch", "custom metrics (those alarmed)", "cloudwatch.metric", vol{fixed: float64(len(metrics))}, "")
+		m.charge("custom metrics (those alarmed)", "cloudwatch.metric", vol{fixed: float64(len(metrics))}, "")
 		m.note("custom metrics: only those an alarm names are counted; the code may emit more (EMF)")
 	}
 	ingest, stored := vol{}, vol{}
@@ -451,8 +432,8 @@ func (m *model) chargeMonitoring() {
 		stored = stored.add(gb.scale(m.u.Logs.CompressionRatio * months))
 	}
 	if ingest.total() > 0 {
-		m.charge("Amazon CloudWatch", "logs ingested", "logs.ingest", ingest, "")
-		m.charge("Amazon CloudWatch", "logs stored (at each group's retention)", "logs.storage", stored, "")
+		m.charge("logs ingested", "logs.ingest", ingest, "")
+		m.charge("logs stored (at each group's retention)", "logs.storage", stored, "")
 	}
 	for _, sm := range m.app.Resources("AWS::StepFunctions::StateMachine") {
 		if tc, _ := sm.Prop("TracingConfiguration").(map[string]any); tc["Enabled"] == true {
@@ -460,7 +441,7 @@ func (m *model) chargeMonitoring() {
 		}
 	}
 	if m.traces.total() > 0 {
-		m.charge("AWS X-Ray", "traces recorded", "xray.trace", m.traces, "")
+		m.charge("traces recorded", "xray.trace", m.traces, "")
 		m.note("X-Ray: below 1 request a second per function the default sampling rule records every request")
 	}
 }

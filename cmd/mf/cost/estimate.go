@@ -153,15 +153,15 @@ func (m *model) note(format string, a ...any) {
 	}
 }
 
-// charge adds q (in the price's unit, counted as q.fixed and q.order) to a
-// line.
-func (m *model) charge(service, item, priceKey string, q vol, layer string) {
+// charge adds q (in the price's unit, counted as q.fixed and q.order) to
+// the line of the price's service and item, and returns the line.
+func (m *model) charge(item, priceKey string, q vol, layer string) *Line {
 	p, err := m.p.Get(priceKey)
 	if err != nil {
 		m.errs = append(m.errs, err)
-		return
+		return &Line{} // Compute fails
 	}
-	l := &Line{Service: service, Item: item, Unit: p.Unit, Layer: layer}
+	l := &Line{Service: p.Service, Item: item, Unit: p.Unit, Layer: layer}
 	if prev, ok := m.lines[l.key()]; ok {
 		l = prev
 	} else {
@@ -170,6 +170,7 @@ func (m *model) charge(service, item, priceKey string, q vol, layer string) {
 	l.Quantity += q.total()
 	l.Fixed += q.fixed * p.PerUnit()
 	l.PerOrder += q.order * p.PerUnit()
+	return l
 }
 
 // Compute estimates the monthly cost of app's environment with usage u at

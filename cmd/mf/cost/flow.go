@@ -200,7 +200,7 @@ func (m *model) routeSchedules() {
 			continue
 		}
 		n := vol{fixed: per}
-		m.charge("Amazon EventBridge", "Scheduler invocations", "scheduler.invocation", n, "")
+		m.charge("Scheduler invocations", "scheduler.invocation", n, "")
 		for _, e := range m.app.Via(s, synthesized.ScheduleTarget) {
 			m.deliver(e, n, 1, 1)
 		}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,13 +195,8 @@ func (sb *sandbox) handler() http.Handler {
 		}
 		for _, s := range sb.sources {
 			if st, _ := sb.sqs.Inspect(s.url); metric == "ApproximateAgeOfOldestMessage" && s.name == queue && len(st) > 0 {
-				oldest := st[0].SentAt
-				for _, m := range st {
-					if m.SentAt.Before(oldest) {
-						oldest = m.SentAt
-					}
-				}
-				out[time.Now().Truncate(time.Minute)] = time.Since(oldest).Seconds()
+				oldest := slices.MinFunc(st, func(a, b localaws.MessageState) int { return a.SentAt.Compare(b.SentAt) })
+				out[time.Now().Truncate(time.Minute)] = time.Since(oldest.SentAt).Seconds()
 			}
 		}
 		return out

@@ -288,17 +288,7 @@ func worstCase(st map[string]any) (float64, int) {
 	retries, _ := st["Retry"].([]any)
 	for _, r := range retries {
 		rm, _ := r.(map[string]any)
-		max := 3.0
-		if v, ok := rm["MaxAttempts"].(float64); ok {
-			max = v
-		}
-		interval, rate := 1.0, 2.0
-		if v, ok := rm["IntervalSeconds"].(float64); ok {
-			interval = v
-		}
-		if v, ok := rm["BackoffRate"].(float64); ok {
-			rate = v
-		}
+		max, interval, rate := number(rm["MaxAttempts"], 3), number(rm["IntervalSeconds"], 1), number(rm["BackoffRate"], 2)
 		capDelay, hasCap := rm["MaxDelaySeconds"].(float64)
 		d := interval
 		for range int(max) {
@@ -326,7 +316,7 @@ func figures(changes []Change, after *synthesized.App) []string {
 			case c.Type == "AWS::SQS::Queue" && p.Path == "VisibilityTimeout":
 				out = append(out, fmt.Sprintf("%s VisibilityTimeout %s → %s s: must stay at least 6 × its consumer's timeout (MF-SQS-VISIBILITY)%s", c.Name, num(p.Before), num(p.After), consumerTimeout(after, c.Stack, c.LogicalID)))
 			case c.Type == "AWS::SQS::Queue" && p.Path == "RedrivePolicy":
-				b, a := receives(p.Before), receives(p.After)
+				b, a := num(synthesized.Redrive(p.Before)["maxReceiveCount"]), num(synthesized.Redrive(p.After)["maxReceiveCount"])
 				if b != a {
 					out = append(out, fmt.Sprintf("%s maxReceiveCount %s → %s: receives per message before the DLQ, a factor of every attempt count (MF-ATTEMPTS: at most 15 per dependency)", c.Name, b, a))
 				}
@@ -400,9 +390,12 @@ func timeout(fn *synthesized.Resource) (float64, bool) {
 	return t, ok
 }
 
-func receives(v any) string {
-	m, _ := v.(map[string]any)
-	return num(m["maxReceiveCount"])
+// number is v, a number of a definition, or def when v is not one.
+func number(v any, def float64) float64 {
+	if f, ok := v.(float64); ok {
+		return f
+	}
+	return def
 }
 
 func num(v any) string {

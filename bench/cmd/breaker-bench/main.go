@@ -94,8 +94,6 @@ type result struct {
 	callers         int
 	work            time.Duration
 	calls, errs     int64
-	roundTrips      int64
-	elapsed         time.Duration
 	perCall, perSec float64
 	firstError      string
 }
@@ -164,9 +162,9 @@ func run(name string, rt *counter, callers int, work, d time.Duration, call func
 	}
 	wg.Wait()
 	el := time.Since(start)
-	r := result{name: name, callers: callers, work: work, calls: calls.Load(), errs: errs.Load(), roundTrips: rt.n.Load(), elapsed: el}
+	r := result{name: name, callers: callers, work: work, calls: calls.Load(), errs: errs.Load()}
 	if n := r.calls + r.errs; n > 0 {
-		r.perCall = float64(r.roundTrips) / float64(n)
+		r.perCall = float64(rt.n.Load()) / float64(n)
 	}
 	r.perSec = float64(r.calls) / el.Seconds()
 	if f, ok := first.Load().(string); ok {

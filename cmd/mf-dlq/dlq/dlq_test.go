@@ -60,6 +60,18 @@ func TestResolve(t *testing.T) {
 			t.Errorf("Resolve(%q, %q) = %v, want %v mentioning %q", tt.spec, tt.env, err, tt.want, tt.text)
 		}
 	}
+	// A source stands for its DLQ only when the DLQ's own sources can be
+	// listed: a failure there is an error, not a DLQ without sources.
+	e.fake.SetFault(func(op, target string) error {
+		if op == "ListDeadLetterSourceQueues" && target == e.dlq {
+			return &smithy.GenericAPIError{Code: "AccessDenied", Message: "denied"}
+		}
+		return nil
+	})
+	defer e.fake.SetFault(nil)
+	if tg, err := e.tool.Resolve(ctx, "cola-mercadofresco-pedidos-dev", ""); err == nil || !strings.Contains(err.Error(), "sqs:ListDeadLetterSourceQueues") {
+		t.Errorf("Resolve of a source whose DLQ's sources cannot be listed = %+v, %v; want the permission error", tg, err)
+	}
 }
 
 // TestInspectNeverDeletesNorPushes: inspection receives with a 5-second

@@ -168,7 +168,9 @@ func (t *Tool) Resolve(ctx context.Context, spec, env string) (*Target, error) {
 		if tg.DLQ, err = t.ref(ctx, dlqURL); err != nil {
 			return nil, err
 		}
-		sources, err = t.deadLetterSources(ctx, tg.DLQ)
+		if sources, err = t.deadLetterSources(ctx, tg.DLQ); err != nil {
+			return nil, err
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -28,6 +28,10 @@ type Line struct {
 	Detail string
 }
 
+// Layers are the messaging services the design's figure priced, in the
+// order the report lists them.
+var Layers = []string{"SNS", "EventBridge", "Step Functions", "DynamoDB", "SQS"}
+
 // Monthly is the line's total.
 func (l Line) Monthly() float64 { return l.Fixed + l.PerOrder }
 
@@ -118,7 +122,6 @@ type model struct {
 	notes  []string
 
 	queueSends  map[*synthesized.Resource]vol // messages (64 KB chunks) sent
-	queueKB     map[*synthesized.Resource]float64
 	fnInv       map[*synthesized.Resource]vol // invocations
 	fnMsgs      map[*synthesized.Resource]vol // messages handled
 	fnInTrace   map[*synthesized.Resource]vol // invocations inside a traced execution
@@ -182,8 +185,8 @@ func Compute(app *synthesized.App, u *Usage, p *Prices) (*Estimate, error) {
 	m := &model{
 		app: app, u: u, p: p, orders: u.OrdersPerMonth, secs: u.HoursPerMonth * 3600,
 		lines:      map[string]*Line{},
-		queueSends: map[*synthesized.Resource]vol{}, queueKB: map[*synthesized.Resource]float64{},
-		fnInv: map[*synthesized.Resource]vol{}, fnMsgs: map[*synthesized.Resource]vol{}, fnInTrace: map[*synthesized.Resource]vol{},
+		queueSends: map[*synthesized.Resource]vol{},
+		fnInv:      map[*synthesized.Resource]vol{}, fnMsgs: map[*synthesized.Resource]vol{}, fnInTrace: map[*synthesized.Resource]vol{},
 		execs: map[*synthesized.Resource]vol{}, publishes: map[*synthesized.Resource]vol{},
 		logKB: map[string]vol{}, logGroups: map[string]*synthesized.Resource{},
 		busEvents: map[*synthesized.Resource]vol{}, archivedKB: map[*synthesized.Resource]vol{},

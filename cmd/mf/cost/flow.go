@@ -105,9 +105,6 @@ func (m *model) deliver(e *synthesized.Edge, n vol, kb float64, depth int) {
 
 func (m *model) sendToQueue(q *synthesized.Resource, n vol, kb float64, depth int) {
 	m.queueSends[q] = m.queueSends[q].add(n.scale(chunks(kb)))
-	if kb > m.queueKB[q] {
-		m.queueKB[q] = kb
-	}
 	for _, e := range m.app.From(q, synthesized.Mapping) {
 		if e.To == nil {
 			m.fail("%s: event source mapping to an unknown function", m.label(q))

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -817,36 +818,33 @@ func attributesSize(attrs map[string]types.MessageAttributeValue) int {
 	return n
 }
 
+// The characters SQS allows: in an attribute name (plus the rules on
+// periods and reserved prefixes), in a FIFO queue's MessageGroupId and
+// MessageDeduplicationId (alphanumerics and punctuation) and in a batch
+// entry's Id.
+var (
+	attributeName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,256}$`)
+	fifoID        = regexp.MustCompile(`^[\x21-\x7E]{1,128}$`)
+	batchEntryID  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+)
+
 func validateAttributeName(n string) error {
-	bad := func(why string) error { return invalid("attribute name %q %s", n, why) }
-	if n == "" || len(n) > 256 {
-		return bad("must be 1..256 characters")
-	}
 	lower := strings.ToLower(n)
-	if strings.HasPrefix(lower, "aws.") || strings.HasPrefix(lower, "amazon.") {
-		return bad("uses a reserved prefix")
-	}
-	if n[0] == '.' || n[len(n)-1] == '.' || strings.Contains(n, "..") {
-		return bad("must not start or end with a period or contain two in a row")
-	}
-	for _, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return bad("may only contain letters, digits, '_', '-' and '.'")
-		}
+	switch {
+	case !attributeName.MatchString(n):
+		return invalid("attribute name %q must be 1..256 letters, digits, '_', '-' or '.'", n)
+	case strings.HasPrefix(lower, "aws.") || strings.HasPrefix(lower, "amazon."):
+		return invalid("attribute name %q uses a reserved prefix", n)
+	case n[0] == '.' || n[len(n)-1] == '.' || strings.Contains(n, ".."):
+		return invalid("attribute name %q must not start or end with a period or contain two in a row", n)
 	}
 	return nil
 }
 
-// validateFIFOID checks MessageGroupId / MessageDeduplicationId: 1..128
-// characters from alphanumerics and punctuation.
+// validateFIFOID checks MessageGroupId / MessageDeduplicationId.
 func validateFIFOID(field, v string) error {
-	if v == "" || len(v) > 128 {
-		return invalid("%s must be 1..128 characters", field)
-	}
-	for _, r := range v {
-		if r < 0x21 || r > 0x7E {
-			return invalid("%s may only contain alphanumerics and punctuation", field)
-		}
+	if !fifoID.MatchString(v) {
+		return invalid("%s must be 1..128 alphanumerics and punctuation", field)
 	}
 	return nil
 }

@@ -265,6 +265,7 @@ func TestSendValidation(t *testing.T) {
 		{"attributes count in size", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String(strings.Repeat("x", 1020)), MessageAttributes: attrs(1)}, false},
 		{"reserved name", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"AWS.trace": sqsbatch.StringAttribute("v")}}, false},
 		{"bad name", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"a b": sqsbatch.StringAttribute("v")}}, false},
+		{"leading period", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{".a": sqsbatch.StringAttribute("v")}}, false},
 		{"double period", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"a..b": sqsbatch.StringAttribute("v")}}, false},
 		{"empty value", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"a": {DataType: aws.String("String")}}}, false},
 		{"bad type", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageAttributes: map[string]types.MessageAttributeValue{"a": {DataType: aws.String("Json"), StringValue: aws.String("{}")}}}, false},
@@ -272,6 +273,7 @@ func TestSendValidation(t *testing.T) {
 		{"dedup id on standard", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), MessageDeduplicationId: aws.String("d")}, false},
 		{"delay too long", sqs.SendMessageInput{QueueUrl: &std, MessageBody: aws.String("x"), DelaySeconds: int32(16 * time.Minute / time.Second)}, false},
 		{"fifo ok", sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("x"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d")}, true},
+		{"fifo group with a space", sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("x"), MessageGroupId: aws.String("g 1"), MessageDeduplicationId: aws.String("d4")}, false},
 		{"fifo without group", sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("x"), MessageDeduplicationId: aws.String("d2")}, false},
 		{"fifo without dedup id", sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("x"), MessageGroupId: aws.String("g")}, false},
 		{"fifo per-message delay", sqs.SendMessageInput{QueueUrl: &fifo, MessageBody: aws.String("x"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d3"), DelaySeconds: int32(time.Second / time.Second)}, false},
@@ -566,4 +568,40 @@ func queueAttributes(ctx context.Context, f *localaws.SQS, url string, names ...
 		return nil, err
 	}
 	return out.Attributes, nil
+}
+
+// TestMalformedBatchFailsWhole: SendMessageBatch's rules on the request as
+// a whole fail the call, each with SQS's error type.
+func TestMalformedBatchFailsWhole(t *testing.T) {
+	f, _ := newFake(t)
+	url := mustCreate(t, f, "cola", localaws.QueueConfig{})
+	entries := func(ids ...string) []types.SendMessageBatchRequestEntry {
+		var out []types.SendMessageBatchRequestEntry
+		for _, id := range ids {
+			out = append(out, types.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String("x")})
+		}
+		return out
+	}
+	big := entries("a", "b", "c", "d", "e")
+	for i := range big {
+		big[i].MessageBody = aws.String(strings.Repeat("x", localaws.MaxBatchPayload/4))
+	}
+	for _, tt := range []struct {
+		name    string
+		entries []types.SendMessageBatchRequestEntry
+		want    any
+	}{
+		{"eleven entries", entries("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"), new(*types.TooManyEntriesInBatchRequest)},
+		{"id with a space", entries("a b"), new(*types.InvalidBatchEntryId)},
+		{"repeated id", entries("a", "a"), new(*types.BatchEntryIdsNotDistinct)},
+		{"over 1 MiB together", big, new(*types.BatchRequestTooLong)},
+	} {
+		_, err := f.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: tt.entries})
+		if !errors.As(err, tt.want) {
+			t.Errorf("%s: %v, want %T", tt.name, err, tt.want)
+		}
+	}
+	if st, _ := f.Inspect(url); len(st) != 0 {
+		t.Errorf("a malformed batch enqueued %d messages", len(st))
+	}
 }

@@ -67,7 +67,7 @@ func validateBatch(entries []types.SendMessageBatchRequestEntry) error {
 	seen, payload := map[string]bool{}, 0
 	for _, e := range entries {
 		id := aws.ToString(e.Id)
-		if !validEntryID(id) {
+		if !batchEntryID.MatchString(id) {
 			return &types.InvalidBatchEntryId{Message: aws.String("a batch entry id is 1..80 letters, digits, '-' or '_': " + id)}
 		}
 		if seen[id] {
@@ -80,18 +80,6 @@ func validateBatch(entries []types.SendMessageBatchRequestEntry) error {
 		return &types.BatchRequestTooLong{Message: aws.String("the batch's messages together exceed 1 MiB")}
 	}
 	return nil
-}
-
-func validEntryID(id string) bool {
-	if id == "" || len(id) > 80 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // entryError is err as a failed batch entry, with its SQS code.

@@ -9,10 +9,11 @@
 package schemas
 
 import (
+	"cmp"
 	"embed"
 	"fmt"
 	"io/fs"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -50,27 +51,16 @@ func Parse(path string) (name string, major int, ok bool) {
 
 // All returns every committed schema, sorted by name and major.
 func All() []Schema {
+	paths, _ := fs.Glob(files, "*/*.json") // the pattern is well formed
 	var out []Schema
-	_ = fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+	for _, p := range paths {
+		if name, major, ok := Parse(p); ok {
+			b, _ := files.ReadFile(p) // an embedded file Glob listed
+			out = append(out, Schema{Name: name, Major: major, Path: p, Content: b})
 		}
-		name, major, ok := Parse(p)
-		if !ok {
-			return nil
-		}
-		b, err := files.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		out = append(out, Schema{Name: name, Major: major, Path: p, Content: b})
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Name != out[j].Name {
-			return out[i].Name < out[j].Name
-		}
-		return out[i].Major < out[j].Major
+	}
+	slices.SortFunc(out, func(a, b Schema) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Major, b.Major))
 	})
 	return out
 }

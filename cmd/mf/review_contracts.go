@@ -84,24 +84,20 @@ func changedSchemas() ([]string, error) {
 }
 
 // deployOrder sorts the app's stacks so that every stack follows the
-// stacks it depends on (ties by name).
+// stacks it depends on: DependsOn is transitive, so a stack depends on
+// more stacks than any stack it depends on (ties by name).
 func deployOrder(app *synthesized.App) ([]string, error) {
-	var order []string
-	done := map[string]bool{}
-	for len(order) < len(app.Stacks) {
-		var ready []string
-		for _, s := range app.StackNames() {
-			if !done[s] && !slices.ContainsFunc(app.StackNames(), func(d string) bool { return !done[d] && app.DependsOn(s, d) }) {
-				ready = append(ready, s)
+	stacks, deps := app.StackNames(), map[string]int{}
+	for _, s := range stacks {
+		if app.DependsOn(s, s) {
+			return nil, fmt.Errorf("the stacks' dependencies have a cycle through %s", s)
+		}
+		for _, d := range stacks {
+			if app.DependsOn(s, d) {
+				deps[s]++
 			}
 		}
-		if len(ready) == 0 {
-			return nil, fmt.Errorf("the stacks' dependencies have a cycle")
-		}
-		for _, s := range ready {
-			done[s] = true
-		}
-		order = append(order, ready...)
 	}
-	return order, nil
+	slices.SortStableFunc(stacks, func(a, b string) int { return deps[a] - deps[b] })
+	return stacks, nil
 }

@@ -377,13 +377,10 @@ func alarmedMetrics(a *synthesized.Resource) []alarmedMetric {
 	}
 	var out []alarmedMetric
 	for _, q := range list {
-		qm, _ := q.(map[string]any)
-		ms, _ := qm["MetricStat"].(map[string]any)
-		if ms == nil {
-			continue
+		if ms := synthesized.Dig(q, "MetricStat"); ms != nil {
+			metric := func(k string) any { return synthesized.Dig(ms, "Metric", k) }
+			out = append(out, alarmedMetric{metric("Namespace"), metric("MetricName"), metric("Dimensions"), highResolution(synthesized.Dig(ms, "Period"))})
 		}
-		metric, _ := ms["Metric"].(map[string]any)
-		out = append(out, alarmedMetric{metric["Namespace"], metric["MetricName"], metric["Dimensions"], highResolution(ms["Period"])})
 	}
 	return out
 }

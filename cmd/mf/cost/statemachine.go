@@ -51,18 +51,13 @@ func (m *model) execute(sm *synthesized.Resource, n vol, depth int) {
 	perExec := (1-d)*happy.transitions + d*declined.transitions + r
 	m.tpe = perExec
 	m.transitions = m.transitions.add(n.scale(perExec))
-	logCfg, _ := sm.Prop("LoggingConfiguration").(map[string]any)
-	if logCfg["Level"] == "ALL" {
-		if dests, _ := logCfg["Destinations"].([]any); len(dests) > 0 {
-			d0, _ := dests[0].(map[string]any)
-			cw, _ := d0["CloudWatchLogsLogGroup"].(map[string]any)
-			if lg := m.app.Find(sm.Stack, cw["LogGroupArn"]); lg != nil {
-				m.logKB[m.label(lg)] = m.logKB[m.label(lg)].add(n.scale(perExec * m.u.Logs.StateMachineKBPerTransition))
-			}
+	if dests, _ := synthesized.Dig(sm.Properties, "LoggingConfiguration", "Destinations").([]any); len(dests) > 0 &&
+		synthesized.Dig(sm.Properties, "LoggingConfiguration", "Level") == "ALL" {
+		if lg := m.app.Find(sm.Stack, synthesized.Dig(dests[0], "CloudWatchLogsLogGroup", "LogGroupArn")); lg != nil {
+			m.logKB[m.label(lg)] = m.logKB[m.label(lg)].add(n.scale(perExec * m.u.Logs.StateMachineKBPerTransition))
 		}
 	}
-	tc, _ := sm.Prop("TracingConfiguration").(map[string]any)
-	traced := tc["Enabled"] == true
+	traced := synthesized.Dig(sm.Properties, "TracingConfiguration", "Enabled") == true
 	m.effects(sm, happy.effects, n.scale(1-d), traced, depth)
 	m.effects(sm, declined.effects, n.scale(d), traced, depth)
 	if happy.firstLambda != nil && r > 0 {

@@ -119,7 +119,7 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	mailer := &Mailer{
 		Primary:   &SES{Client: sesv2.NewFromConfig(rt.AWS, NewSESClientOptions), From: from, ConfigurationSet: configSet, Breaker: sesBreaker},
 		Secondary: &HTTPProvider{Client: secondary, From: from},
-		Envios:    &Envios{DB: dynamodb.NewFromConfig(rt.AWS), Table: rt.ReadIdempotencyTable(), TTL: rt.Settings.IdempotencyWindow},
+		Envios:    &Envios{DB: dynamodb.NewFromConfig(rt.AWS), Table: rt.Env.Required(lambdaapi.EnvIdempotencyTable), TTL: rt.Settings.IdempotencyWindow},
 		Metrics: func(provider string) metrics.Emitter {
 			return metrics.NewWriter(os.Stdout, lambdaapi.Namespace, map[string]string{lambdaapi.DimensionEnvironment: env, lambdaapi.DimensionProveedor: provider})
 		},

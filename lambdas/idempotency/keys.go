@@ -54,18 +54,6 @@ func KeyPreparacion(pedidoID string) (string, error) {
 	return joinKey(OpPreparacion, pedidoID)
 }
 
-// KeyContenido returns "<operation>:<sha256 of the canonical JSON of v>",
-// for operations without a natural identifier. Canonical means that map key
-// order, struct-versus-map encoding and insignificant whitespace do not
-// change the key; numbers keep their exact text.
-func KeyContenido(operation string, v any) (string, error) {
-	h, err := CanonicalHash(v)
-	if err != nil {
-		return "", err
-	}
-	return joinKey(operation, h)
-}
-
 // CanonicalHash returns the hex SHA-256 of the canonical JSON encoding of v:
 // v is encoded with encoding/json, decoded into generic values, numbers are
 // normalised (48.20, 48.2 and 4.82e1 are one number; integers keep every

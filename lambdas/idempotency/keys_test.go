@@ -18,7 +18,6 @@ func TestKeyHelpers(t *testing.T) {
 		{"correo", func() (string, error) { return KeyCorreoConfirmacion("PED-2026-084417") }, "correo-confirmacion:PED-2026-084417", false},
 		{"aviso erp", func() (string, error) { return KeyAvisoERP("PED-2026-084417") }, "aviso-erp:PED-2026-084417", false},
 		{"empty pedido", func() (string, error) { return KeyCobro("") }, "", true},
-		{"empty operation", func() (string, error) { return KeyContenido("", "x") }, "", true},
 		{"colon makes the key ambiguous", func() (string, error) { return KeyCobro("PED-1:SKU-1") }, "", true},
 		{"trailing blank", func() (string, error) { return KeyCobro("PED-1 ") }, "", true},
 		{"invalid UTF-8", func() (string, error) { return KeyCobro("PED-\xff") }, "", true},
@@ -72,13 +71,6 @@ func TestCanonicalHash(t *testing.T) {
 		if _, err := CanonicalHash(bad); err == nil {
 			t.Errorf("CanonicalHash(%v) accepted", bad)
 		}
-	}
-	k, err := KeyContenido("aviso-erp", map[string]any{"b": 1, "a": "x"})
-	if err != nil || !strings.HasPrefix(k, "aviso-erp:") || len(k) != len("aviso-erp:")+64 {
-		t.Fatalf("KeyContenido = %q, %v", k, err)
-	}
-	if _, err := KeyContenido("", 1); !errors.Is(err, ErrInvalidKey) {
-		t.Fatalf("empty operation: %v", err)
 	}
 }
 

@@ -108,39 +108,6 @@ func (e *Env) Int(key string, def, min, max int) int {
 	return n
 }
 
-// Ints returns a comma-separated list of non-negative integers, or def when
-// empty.
-func (e *Env) Ints(key string, def ...int) []int {
-	v := e.raw(key)
-	if v == "" {
-		return def
-	}
-	var out []int
-	for _, part := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 0 {
-			e.fail(key, "%q: want comma-separated non-negative integers", v)
-			return def
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-// Float returns the variable as a number in [min, max], or def when empty.
-func (e *Env) Float(key string, def, min, max float64) float64 {
-	v := e.raw(key)
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < min || f > max {
-		e.fail(key, "%q: want a number in %g..%g", v, min, max)
-		return def
-	}
-	return f
-}
-
 // Duration returns the variable as a Go duration ("30s", "2m") in
 // [min, max], or def when empty.
 func (e *Env) Duration(key string, def, min, max time.Duration) time.Duration {

@@ -13,8 +13,8 @@ import (
 
 func TestValuesAndDefaults(t *testing.T) {
 	e := FromMap(map[string]string{
-		"NAME": " tabla ", "N": "7", "F": "0.5", "D": "30s", "B": "true",
-		"L": "1, 2", "U": "https://erp.example/api", "LOG_LEVEL": "warn", "M": "b",
+		"NAME": " tabla ", "N": "7", "D": "30s", "B": "true",
+		"U": "https://erp.example/api", "LOG_LEVEL": "warn", "M": "b",
 	})
 	if got := e.Required("NAME"); got != "tabla" {
 		t.Errorf("Required = %q", got)
@@ -25,17 +25,11 @@ func TestValuesAndDefaults(t *testing.T) {
 	if got := e.Int("N", 1, 1, 10); got != 7 {
 		t.Errorf("Int = %d", got)
 	}
-	if got := e.Float("F", 1, 0, 1); got != 0.5 {
-		t.Errorf("Float = %v", got)
-	}
 	if got := e.Duration("D", time.Second, 0, time.Minute); got != 30*time.Second {
 		t.Errorf("Duration = %v", got)
 	}
 	if !e.Bool("B", false) || e.Bool("MISSING", false) {
 		t.Error("Bool")
-	}
-	if got := e.Ints("L", 9); len(got) != 2 || got[0] != 1 || got[1] != 2 {
-		t.Errorf("Ints = %v", got)
 	}
 	if u := e.URL("U", true); u == nil || u.Host != "erp.example" {
 		t.Errorf("URL = %v", u)
@@ -53,22 +47,20 @@ func TestValuesAndDefaults(t *testing.T) {
 
 func TestEveryProblemIsReported(t *testing.T) {
 	e := FromMap(map[string]string{
-		"N": "x", "D": "5m", "B": "maybe", "L": "1,-2", "U": "ftp://x", "LOG_LEVEL": "LOUD", "M": "z", "F": "2",
+		"N": "x", "D": "5m", "B": "maybe", "U": "ftp://x", "LOG_LEVEL": "LOUD", "M": "z",
 	})
 	e.Required("NAME")
 	e.Int("N", 1, 1, 10)
 	e.Duration("D", 0, 0, time.Minute)
 	e.Bool("B", false)
-	e.Ints("L")
 	e.URL("U", false)
 	e.LogLevel()
 	e.OneOf("M", "a", "a", "b")
-	e.Float("F", 0, 0, 1)
 	err := e.Err()
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, key := range []string{"NAME", "N:", "D:", "B:", "L:", "U:", "LOG_LEVEL", "M:", "F:"} {
+	for _, key := range []string{"NAME", "N:", "D:", "B:", "U:", "LOG_LEVEL", "M:"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error does not name %s: %v", key, err)
 		}

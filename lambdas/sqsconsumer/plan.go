@@ -10,7 +10,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -40,15 +39,10 @@ var ErrCallsSpent = failure.Permanent("", errors.New("sqsconsumer: the message's
 // MaxDeferrals copies.
 var ErrDeferralsSpent = errors.New("sqsconsumer: the dependency stayed unavailable for every deferral")
 
-// Defaults (lambdas/lambdaapi's numbers, which the CDK counts in a
-// queue's longest pass, docs/design.md#replay-windows). The default
-// MaxDeferrals is DefaultMaxDeferrals × MaxReceiveCount.
-const (
-	DefaultDeferralDelay = lambdaapi.DeferralDelay
-	DefaultMaxDeferrals  = lambdaapi.MaxDeferrals
-	// maxDelay is SQS's largest DelaySeconds.
-	maxDelay = 15 * time.Minute
-)
+// The deferral's numbers are lambdas/lambdaapi's, which the CDK counts in
+// a queue's longest pass (docs/design.md#replay-windows): each copy waits
+// lambdaapi.DeferralDelay, and the default MaxDeferrals is
+// lambdaapi.MaxDeferrals × MaxReceiveCount.
 
 // PlanConfig configures a Plan.
 type PlanConfig struct {
@@ -58,8 +52,6 @@ type PlanConfig struct {
 	// Sender sends the copies on the last receive (required for that step;
 	// without it the plan uses visibility changes only).
 	Sender sqsbatch.Sender
-	// Delay is how long the message waits (default 300 s, at most 15 min).
-	Delay time.Duration
 	// MaxDeferrals bounds the copies per message (default
 	// MaxReceiveCount × 72: with 300 s each, a day).
 	MaxDeferrals int
@@ -72,8 +64,8 @@ type PlanConfig struct {
 // legitimate messages into the DLQ during a long outage and without the
 // copies multiplying the calls a message makes.
 //
-// [Plan.Later], on a standard queue, sends a copy delayed by Delay (default
-// 300 s) and lets the original be deleted (send before delete: a crash
+// [Plan.Later], on a standard queue, sends a copy delayed by
+// lambdaapi.DeferralDelay (300 s) and lets the original be deleted (send before delete: a crash
 // leaves two copies, never none). The copy counts itself in mf-aplazamientos
 // and carries in mf-recepciones the receives of the earlier copies;
 // [Plan.Admit] refuses a call once those reach maxReceiveCount, so a message
@@ -92,26 +84,12 @@ func NewPlan(cfg PlanConfig) (*Plan, error) {
 	if cfg.MaxReceiveCount < 1 || cfg.MaxReceiveCount > 1000 {
 		return nil, fmt.Errorf("sqsconsumer: MaxReceiveCount %d not in 1..1000 (the queue's redrive policy)", cfg.MaxReceiveCount)
 	}
-	cfg.Delay = cmp.Or(cfg.Delay, DefaultDeferralDelay)
-	if cfg.Delay < time.Second || cfg.Delay > maxDelay {
-		return nil, fmt.Errorf("sqsconsumer: Delay %s not in 1s..15m", cfg.Delay)
-	}
-	cfg.MaxDeferrals = cmp.Or(cfg.MaxDeferrals, DefaultMaxDeferrals*cfg.MaxReceiveCount)
+	cfg.MaxDeferrals = cmp.Or(cfg.MaxDeferrals, lambdaapi.MaxDeferrals*cfg.MaxReceiveCount)
 	if cfg.MaxDeferrals < 0 {
 		return nil, fmt.Errorf("sqsconsumer: MaxDeferrals %d is negative", cfg.MaxDeferrals)
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	return &Plan{cfg: cfg, log: cfg.Logger}, nil
-}
-
-// OnOpen is the usual call in a handler: if err says the dependency's
-// circuit is open (errors.Is(err, breaker.ErrOpen)) the message is returned
-// for later (Later); any other error is returned unchanged.
-func (p *Plan) OnOpen(ctx context.Context, rec *sqsbatch.Record, err error) error {
-	if err != nil && errors.Is(err, breaker.ErrOpen) {
-		return p.Later(ctx, rec, err)
-	}
-	return err
 }
 
 // Admit reports whether the consumer may call the dependency for rec: an
@@ -127,14 +105,14 @@ func (p *Plan) Admit(rec *sqsbatch.Record) error {
 	return nil
 }
 
-// Later returns rec for Delay (see the package documentation for how): the
-// handler returns what Later returns. A cause that wraps breaker.ErrOpen
-// says this receive made no call; any other cause counts this receive as
-// one that may have called.
+// Later returns rec for lambdaapi.DeferralDelay (see the package
+// documentation for how): the handler returns what Later returns. A cause
+// that wraps breaker.ErrOpen says this receive made no call; any other
+// cause counts this receive as one that may have called.
 func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) error {
 	cause = cmp.Or(cause, errors.New("dependency unavailable"))
 	log := cmp.Or(rec.Logger, p.log)
-	visibility := failure.RetryAfter(cause, p.cfg.Delay)
+	visibility := failure.RetryAfter(cause, lambdaapi.DeferralDelay)
 	if reason := p.cannotCopy(rec); reason != "" {
 		log.LogAttrs(ctx, slog.LevelWarn, "the message cannot be deferred by a copy; it waits by visibility (the queue's redrive bounds its receives)",
 			slog.String("reason", reason), slog.Int("receive_count", rec.ReceiveCount))
@@ -142,7 +120,7 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 	}
 	n := counter(rec, AttrDeferrals)
 	if n >= p.cfg.MaxDeferrals {
-		return failure.Permanent("", fmt.Errorf("%w: %d copies of %s each (MaxDeferrals); last cause: %w", ErrDeferralsSpent, n, p.cfg.Delay, cause))
+		return failure.Permanent("", fmt.Errorf("%w: %d copies of %s each (MaxDeferrals); last cause: %w", ErrDeferralsSpent, n, lambdaapi.DeferralDelay, cause))
 	}
 	// The receives before this one all reached the dependency or failed
 	// otherwise (a receive that meets the open circuit makes a copy), so
@@ -162,7 +140,7 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 	// Whole seconds, rounded up: the copy never comes back early.
 	out, err := p.cfg.Sender.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(url), MessageBody: aws.String(rec.Message.Body), MessageAttributes: attrs,
-		DelaySeconds: int32(math.Ceil(p.cfg.Delay.Seconds())),
+		DelaySeconds: int32(math.Ceil(lambdaapi.DeferralDelay.Seconds())),
 	})
 	if err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "deferral copy failed; the message waits by visibility and spends this receive",
@@ -171,7 +149,7 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 	}
 	log.LogAttrs(ctx, slog.LevelWarn, "dependency unavailable: deferred as a delayed copy",
 		slog.String("copy_message_id", aws.ToString(out.MessageId)), slog.Int("deferrals", n+1), slog.Int("receives_spent", spent),
-		slog.Duration("delay", p.cfg.Delay), slog.String("cause", cause.Error()))
+		slog.Duration("delay", lambdaapi.DeferralDelay), slog.String("cause", cause.Error()))
 	return nil
 }
 

@@ -89,7 +89,7 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 				open = w.openOn(rec)
 			}
 			if open {
-				return plan.OnOpen(ctx, rec, fmt.Errorf("erp: %w", &breaker.OpenError{Dependency: "erp", State: breaker.Open}))
+				return plan.Later(ctx, rec, fmt.Errorf("erp: %w", &breaker.OpenError{Dependency: "erp", State: breaker.Open}))
 			}
 			w.mu.Lock()
 			defer w.mu.Unlock()
@@ -321,7 +321,7 @@ func (w *world) inspect(url string) []localaws.MessageState {
 }
 
 func TestConfigValidation(t *testing.T) {
-	for _, c := range []sqsconsumer.PlanConfig{{}, {MaxReceiveCount: 4, Delay: time.Hour}, {MaxReceiveCount: 4, MaxDeferrals: -1}} {
+	for _, c := range []sqsconsumer.PlanConfig{{}, {MaxReceiveCount: 4, MaxDeferrals: -1}} {
 		if _, err := sqsconsumer.NewPlan(c); err == nil {
 			t.Errorf("New(%+v) accepted", c)
 		}

@@ -53,7 +53,7 @@ type Settings struct {
 	// (IDEMPOTENCY_WINDOW; 0 when unset): it refuses events older than
 	// this and keeps its idempotency records as long
 	// (docs/design.md#replay-windows). The consumers of the fan-out require
-	// it (ReadWindow).
+	// it (HTTPDeps).
 	IdempotencyWindow time.Duration
 	// Now is the clock of the window; default time.Now.
 	Now func() time.Time
@@ -114,10 +114,10 @@ func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
 // parsed environment, the AWS SDK configuration (AWS_MAX_ATTEMPTS, see
 // lambdaenv), the SQS client and the logger.
 //
-// A consumer first reads every variable it needs (the Read* methods and
-// rt.Env; each problem is recorded), then calls Check once, so a
+// A consumer first reads every variable it needs (rt.Env; each problem is
+// recorded), then calls Check (HTTPDeps reads its own, then checks), so a
 // misconfigured function lists all its mistakes, and only then builds its
-// clients (the other methods).
+// clients.
 type Runtime struct {
 	Function string
 	Env      *lambdaenv.Env
@@ -155,113 +155,67 @@ func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runt
 // Check reports every problem recorded so far.
 func (r *Runtime) Check() error { return errors.Join(r.Env.Err(), r.breakerErr) }
 
-// ReadIdempotencyTable reads IDEMPOTENCY_TABLE_NAME (required).
-func (r *Runtime) ReadIdempotencyTable() string { return r.Env.Required(lambdaapi.EnvIdempotencyTable) }
-
-// ReadWindow records a problem unless IDEMPOTENCY_WINDOW is set (a
-// consumer whose duplicates are recognised through expiring records needs
-// it).
-func (r *Runtime) ReadWindow() {
-	if r.Settings.IdempotencyWindow == 0 {
-		r.Env.Required(lambdaapi.EnvIdempotencyWindow)
-	}
-}
-
-// ReadDependency reads the lambdas/httpdep variables of a dependency.
-func (r *Runtime) ReadDependency(prefix string) httpdep.Settings {
-	return httpdep.LoadSettings(r.Env, prefix)
-}
-
-// ReadBreaker reads the breaker cache's variables (lambdaapi).
-func (r *Runtime) ReadBreaker() {
+// readBreaker reads the breaker cache's variables (lambdaapi), once.
+func (r *Runtime) readBreaker() {
 	if !r.breakerRead {
 		r.breakerRead = true
 		r.breakerSet, r.breakerErr = breaker.LoadSettings(r.Env)
 	}
 }
 
-// ReadPlan records a problem unless MAX_RECEIVE_COUNT is set (a consumer
-// that defers messages needs it).
-func (r *Runtime) ReadPlan() {
-	if r.Settings.MaxReceiveCount == 0 {
-		r.Env.Required(lambdaapi.EnvMaxReceiveCount)
-	}
-}
-
-// IdempotencyStore returns the store on table, its records living as long
-// as the replay window (the library's 24 h without one), with a cache of
-// completed records so that a duplicate within one warm instance costs no
-// DynamoDB call.
-func (r *Runtime) IdempotencyStore(table string) (*idempotency.Store, error) {
-	return idempotency.NewStore(dynamodb.NewFromConfig(r.AWS), idempotency.Config{TableName: table, CacheSize: 1000, Expiry: r.Settings.IdempotencyWindow})
-}
-
 // Breaker returns the shared circuit breaker of dependency name on the
-// breaker cache (one Redis client per process; ReadBreaker first).
-// probeLease should exceed the protected call's worst case.
+// breaker cache (one Redis client per process), its metrics (dimensions
+// Entorno and Dependencia) on standard output. probeLease should exceed the
+// protected call's worst case.
 func (r *Runtime) Breaker(name string, probeLease time.Duration) (*breaker.Breaker, error) {
-	r.ReadBreaker()
+	r.readBreaker()
 	if err := r.Check(); err != nil {
 		return nil, err
 	}
 	r.redisOnce.Do(func() {
 		r.redis = breaker.NewRedisClient(r.breakerSet.RedisAddr, r.breakerSet.RedisTLS, r.breakerSet.IAMAuth(r.AWS))
 	})
-	return r.breakerSet.Breaker(r.redis, name, probeLease, r.DependencyMetrics(name), r.Log)
-}
-
-// DependencyMetrics is the EMF writer of dependency name (dimensions
-// Entorno and Dependencia) on standard output.
-func (r *Runtime) DependencyMetrics(name string) *metrics.Writer {
-	return breaker.MetricsWriter(os.Stdout, r.Settings.Environment, name)
-}
-
-// Dependency builds the client of the HTTP dependency name with settings s
-// (ReadDependency): its API key from Secrets Manager, its breaker, its
-// retry budget and its metrics.
-func (r *Runtime) Dependency(s httpdep.Settings, name string) (*httpdep.Client, error) {
-	br, err := r.Breaker(name, s.ReadTimeout+15*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	keys := httpdep.NewSecretKey(secretsmanager.NewFromConfig(r.AWS), s.SecretARN, 0)
-	return httpdep.FromSettings(s, httpdep.Config{Name: name, Keys: keys, Breaker: br, Metrics: r.DependencyMetrics(name), Logger: r.Log})
-}
-
-// Plan returns the degrade plan of this consumer's queue (ReadPlan first):
-// ChangeMessageVisibility(300) while a circuit is open, and a delayed copy
-// on the last receive.
-func (r *Runtime) Plan() (*Plan, error) {
-	if r.Settings.MaxReceiveCount == 0 {
-		return nil, fmt.Errorf("%w: %s is required by a consumer that defers messages", lambdaenv.ErrInvalid, lambdaapi.EnvMaxReceiveCount)
-	}
-	return NewPlan(PlanConfig{MaxReceiveCount: r.Settings.MaxReceiveCount, Sender: r.SQS, Logger: r.Log})
+	return r.breakerSet.Breaker(r.redis, name, probeLease, breaker.MetricsWriter(os.Stdout, r.Settings.Environment, name), r.Log)
 }
 
 // HTTPDeps builds what a consumer of one HTTP dependency needs (the
-// preparar-pedido and aviso-erp mains): the idempotency store
-// (IDEMPOTENCY_TABLE_NAME), the dependency's client (<prefix>_* variables,
-// its breaker on the cache) and the degrade plan (MAX_RECEIVE_COUNT), with
-// the SQS client as DLQ sender and visibility changer. Every variable is
-// read before any client is built.
+// preparar-pedido, aviso-erp and correo-confirmacion mains): the
+// idempotency store on IDEMPOTENCY_TABLE_NAME, its records living as long
+// as the replay window (IDEMPOTENCY_WINDOW, required), with a cache of
+// completed records so that a duplicate within one warm instance costs no
+// DynamoDB call; the dependency's client (<prefix>_* variables: its API key
+// from Secrets Manager, its breaker, its retry budget and its metrics); and
+// the degrade plan (MAX_RECEIVE_COUNT, required), with the SQS client as
+// DLQ sender and visibility changer. Every variable is read before any
+// client is built.
 func (r *Runtime) HTTPDeps(prefix, name string) (OnceDeps, *httpdep.Client, error) {
-	table := r.ReadIdempotencyTable()
-	r.ReadWindow()
-	dep := r.ReadDependency(prefix)
-	r.ReadBreaker()
-	r.ReadPlan()
+	table := r.Env.Required(lambdaapi.EnvIdempotencyTable)
+	if r.Settings.IdempotencyWindow == 0 {
+		r.Env.Required(lambdaapi.EnvIdempotencyWindow)
+	}
+	if r.Settings.MaxReceiveCount == 0 {
+		r.Env.Required(lambdaapi.EnvMaxReceiveCount)
+	}
+	dep := httpdep.LoadSettings(r.Env, prefix)
+	r.readBreaker()
 	if err := r.Check(); err != nil {
 		return OnceDeps{}, nil, err
 	}
-	store, err := r.IdempotencyStore(table)
+	store, err := idempotency.NewStore(dynamodb.NewFromConfig(r.AWS), idempotency.Config{TableName: table, CacheSize: 1000, Expiry: r.Settings.IdempotencyWindow})
 	if err != nil {
 		return OnceDeps{}, nil, err
 	}
-	client, err := r.Dependency(dep, name)
+	br, err := r.Breaker(name, dep.ReadTimeout+15*time.Second)
 	if err != nil {
 		return OnceDeps{}, nil, err
 	}
-	plan, err := r.Plan()
+	client, err := httpdep.FromSettings(dep, httpdep.Config{Name: name, Breaker: br, Logger: r.Log,
+		Keys:    httpdep.NewSecretKey(secretsmanager.NewFromConfig(r.AWS), dep.SecretARN, 0),
+		Metrics: breaker.MetricsWriter(os.Stdout, r.Settings.Environment, name)})
+	if err != nil {
+		return OnceDeps{}, nil, err
+	}
+	plan, err := NewPlan(PlanConfig{MaxReceiveCount: r.Settings.MaxReceiveCount, Sender: r.SQS, Logger: r.Log})
 	if err != nil {
 		return OnceDeps{}, nil, err
 	}

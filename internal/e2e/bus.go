@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,22 +108,7 @@ func (w *World) loadBus() *Bus {
 		webhook: &http.Client{Timeout: 5 * time.Second}}
 	b.stop, b.cancel = context.WithCancel(context.Background())
 	rules := map[*synthesized.Resource]*Rule{}
-	edges := w.app.Edges()
-	for _, e := range edges { // API destinations first: rules target them
-		if e.Kind == synthesized.Connection {
-			m := w.resolve(e.Via, e.Via.Properties).(map[string]any)
-			d := &apiDestination{Method: str(m["HttpMethod"]), Endpoint: str(m["InvocationEndpoint"])}
-			if perSecond, ok := m["InvocationRateLimitPerSecond"].(float64); ok { // burst: one second's
-				perSecond *= w.opts.WaitScale
-				d.limiter = rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)))
-			}
-			if d.connectionHeader, d.connectionKey = w.connectionAPIKey(e.To); d.connectionHeader == "" {
-				w.fatalf("%s: connection %s with API key auth not found", e.Via.Path(), e.Target)
-			}
-			b.apis[e.Via] = d
-		}
-	}
-	for _, e := range edges {
+	for _, e := range w.app.Edges() {
 		switch e.Kind {
 		case synthesized.RuleTarget:
 			r := rules[e.Via]
@@ -200,8 +184,8 @@ func (b *Bus) loadTarget(rule *Rule, e *synthesized.Edge) *Target {
 		t.Queue = w.queueByResource[e.To]
 	case e.To != nil && e.To.Type == "AWS::SNS::Topic":
 		t.Topic = b.topic(e.To)
-	case b.apis[e.To] != nil:
-		t.API = b.apis[e.To]
+	case e.To != nil && e.To.Type == "AWS::Events::ApiDestination":
+		t.API = b.apiDestination(e.To)
 	case strings.HasPrefix(t.ARN, "arn:aws:logs:"):
 		t.Log = true
 	default:
@@ -235,6 +219,30 @@ func (b *Bus) loadTarget(rule *Rule, e *synthesized.Edge) *Target {
 		}
 	}
 	return t
+}
+
+// apiDestination reads the API destination r: its endpoint, method and
+// rate (one limiter, whichever targets share it) and its connection's API
+// key.
+func (b *Bus) apiDestination(r *synthesized.Resource) *apiDestination {
+	if d := b.apis[r]; d != nil {
+		return d
+	}
+	w := b.w
+	m := w.resolve(r, r.Properties).(map[string]any)
+	d := &apiDestination{Method: str(m["HttpMethod"]), Endpoint: str(m["InvocationEndpoint"])}
+	if perSecond, ok := m["InvocationRateLimitPerSecond"].(float64); ok { // burst: one second's
+		perSecond *= w.opts.WaitScale
+		d.limiter = rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)))
+	}
+	for _, c := range w.app.From(r, synthesized.Connection) {
+		d.connectionHeader, d.connectionKey = w.connectionAPIKey(c.To)
+	}
+	if d.connectionHeader == "" {
+		w.fatalf("%s: no connection with API key auth", r.Path())
+	}
+	b.apis[r] = d
+	return d
 }
 
 // loadPipe reads a pipe edge: only a pipe to a bus without enrichment is
@@ -581,38 +589,16 @@ func isPlaceholder(name string) bool {
 	return name != "" && !strings.ContainsAny(name, " <\"")
 }
 
-// jsonPath evaluates the simple JSON paths EventBridge uses ($.a.b, $.a[0]).
+// jsonPath evaluates the dotted JSON paths the templates use ($ or
+// $.a.b): the value, and whether it is there.
 func jsonPath(v any, path string) (any, bool) {
 	if path == "$" {
 		return v, true
 	}
-	if !strings.HasPrefix(path, "$.") {
+	keys, ok := strings.CutPrefix(path, "$.")
+	if !ok {
 		return nil, false
 	}
-	cur := v
-	for _, seg := range strings.Split(path[2:], ".") {
-		idx := -1
-		if i := strings.IndexByte(seg, '['); i >= 0 && strings.HasSuffix(seg, "]") {
-			n, err := strconv.Atoi(seg[i+1 : len(seg)-1])
-			if err != nil {
-				return nil, false
-			}
-			seg, idx = seg[:i], n
-		}
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[seg]; !ok {
-			return nil, false
-		}
-		if idx >= 0 {
-			a, ok := cur.([]any)
-			if !ok || idx >= len(a) {
-				return nil, false
-			}
-			cur = a[idx]
-		}
-	}
-	return cur, true
+	v = synthesized.Dig(v, strings.Split(keys, ".")...)
+	return v, v != nil
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -37,13 +38,13 @@ func TestFillTemplate(t *testing.T) {
 }
 
 func TestJSONPath(t *testing.T) {
-	v := map[string]any{"a": map[string]any{"b": []any{"x", "y"}}}
-	for path, want := range map[string]any{"$.a.b[1]": "y", "$.a.b[0]": "x"} {
-		if got, ok := jsonPath(v, path); !ok || got != want {
+	v := map[string]any{"a": map[string]any{"b": "x", "c": []any{"y"}}}
+	for path, want := range map[string]any{"$.a.b": "x", "$": v} {
+		if got, ok := jsonPath(v, path); !ok || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s = %v, %v", path, got, ok)
 		}
 	}
-	for _, path := range []string{"$.a.c", "$.a.b[2]", "a.b", "$.a.b.c"} {
+	for _, path := range []string{"$.a.d", "a.b", "$.a.b.c", "$.a.c.0"} {
 		if _, ok := jsonPath(v, path); ok {
 			t.Errorf("%s resolved", path)
 		}

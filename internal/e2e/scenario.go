@@ -60,9 +60,10 @@ type Scenario struct {
 }
 
 const (
-	skuCount = 40
-	badSKU   = "FR-999-SIN-INVENTARIO"
-	initial  = 1_000_000
+	stockQueue = "mercadofresco-movimientos-stock.fifo"
+	skuCount   = 40
+	badSKU     = "FR-999-SIN-INVENTARIO"
+	initial    = 1_000_000
 )
 
 func sku(i int) string { return fmt.Sprintf("FR-%03d", i) }
@@ -106,6 +107,8 @@ type Run struct {
 	// refuses (its compensation fails).
 	lostAnswer, budgetOrder, compOrder string
 	lostOnce                           atomic.Bool
+	// wantDLQ is how many messages each DLQ must hold at the end, by name.
+	wantDLQ map[string]int
 
 	started time.Time
 }
@@ -114,7 +117,7 @@ type Run struct {
 // the orders of the targeted faults and the consumer kill's hook, and Step
 // Functions.
 func NewRun(w *World, sc Scenario) *Run {
-	r := &Run{w: w, sc: sc, rng: rand.New(rand.NewPCG(w.opts.Seed, 0x0dd)), orders: map[string]*order{}}
+	r := &Run{w: w, sc: sc, rng: rand.New(rand.NewPCG(w.opts.Seed, 0x0dd)), orders: map[string]*order{}, wantDLQ: map[string]int{}}
 	r.makeOrders()
 	w.bus = w.loadBus()
 	w.aws.Router = w.bus
@@ -233,7 +236,7 @@ func (r *Run) executionDone(res localaws.ExecutionResult) {
 // seedStock counts every SKU but the bad one, with ajuste movements through
 // the stock queue (FIFO per SKU, so they come before any reserva).
 func (r *Run) seedStock(ctx context.Context) {
-	q := r.w.QueueNamed("mercadofresco-movimientos-stock.fifo")
+	q := r.w.QueueNamed(stockQueue)
 	for i := 1; i <= skuCount; i++ {
 		body, _ := json.Marshal(map[string]any{"version": 1, "tipo": "ajuste", "sku": sku(i), "cantidad": initial,
 			"secuencia": 1, "referencia": "inventario-inicial-" + sku(i), "emitido_en": r.w.clock.Now().Format(time.RFC3339)})
@@ -248,10 +251,15 @@ func (r *Run) seedStock(ctx context.Context) {
 // queue: PedidoConfirmado (or a stock movement) of a version no consumer
 // knows, as a producer deployed ahead of its consumers would, and bad data
 // (not JSON; required fields missing). Each must reach its queue's DLQ
-// with its reason and nothing else.
+// (its redrive policy's) with its reason and nothing else: wantDLQ counts
+// them by DLQ.
 func (r *Run) sendPoison(ctx context.Context) {
 	send := func(queueName string, body, group string) {
 		q := r.w.QueueNamed(queueName)
+		if q.DLQ == nil {
+			r.w.fatalf("queue %s has no dead-letter queue", queueName)
+		}
+		r.wantDLQ[q.DLQ.Name]++
 		in := &sqs.SendMessageInput{QueueUrl: &q.URL, MessageBody: &body}
 		if q.FIFO { // a group of its own: poison never holds a SKU's movements back
 			in.MessageGroupId, in.MessageDeduplicationId = &group, &group
@@ -287,25 +295,14 @@ func (r *Run) sendPoison(ctx context.Context) {
 	for i := range r.sc.PoisonEach {
 		b, _ := json.Marshal(map[string]any{"version": 2, "tipo": "reserva", "sku": sku(1), "cantidad": 1, "secuencia": 1,
 			"pedido_id": fmt.Sprintf("P-V2-%03d", i), "emitido_en": r.w.clock.Now().Format(time.RFC3339)})
-		send("mercadofresco-movimientos-stock.fifo", string(b), fmt.Sprintf("veneno-v2-%d", i))
+		send(stockQueue, string(b), fmt.Sprintf("veneno-v2-%d", i))
 	}
 	for i := range r.sc.BadData {
 		body := bad(i)
 		if i%2 == 1 {
 			body = `{"version":1,"tipo":"reserva","sku":"","cantidad":-1}`
 		}
-		send("mercadofresco-movimientos-stock.fifo", body, fmt.Sprintf("veneno-datos-%d", i))
-	}
-}
-
-// wantDLQ is how many messages each DLQ must hold at the end.
-func (rep *Report) wantDLQ() map[string]int {
-	sc := rep.Scenario
-	return map[string]int{
-		"mercadofresco-pedidos-fallidos":                sc.Poison + sc.BadData,
-		"mercadofresco-correo-confirmacion-fallidos":    sc.PoisonEach + sc.BadData,
-		"mercadofresco-aviso-erp-fallidos":              sc.PoisonEach + sc.BadData,
-		"mercadofresco-movimientos-stock-fallidos.fifo": rep.BadSKULines + sc.PoisonEach + sc.BadData,
+		send(stockQueue, body, fmt.Sprintf("veneno-datos-%d", i))
 	}
 }
 
@@ -551,6 +548,7 @@ type Report struct {
 	StockMismatches                 int
 	BadSKULines                     int
 	DLQs                            []DLQLine
+	WantDLQ                         map[string]int // messages by DLQ
 	MaxGatewayCalls                 int
 	MaxGatewayOrder                 string
 	GatewayCalls                    int
@@ -707,6 +705,9 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 			}
 		}
 	}
+	// Their reservations reach the stock queue's DLQ, besides the poison.
+	rep.WantDLQ = maps.Clone(r.wantDLQ)
+	rep.WantDLQ[w.QueueNamed(stockQueue).DLQ.Name] += rep.BadSKULines
 	var table string // the stock table, as the functions are configured with it
 	for _, f := range w.functions {
 		table = cmp.Or(f.Env[lambdaapi.EnvStockTable], table)
@@ -818,7 +819,7 @@ func (rep *Report) Promises() []Promise {
 	check("stock matches the ledger of confirmed orders (a failed compensation's reservations are released)",
 		bad(rep.StockMismatches > 0, "%d SKUs' stock differs from the ledger", rep.StockMismatches))
 	var dlq []string
-	want := rep.wantDLQ()
+	want := maps.Clone(rep.WantDLQ)
 	for _, d := range rep.DLQs {
 		w, ok := want[d.Name]
 		dlq = append(dlq, bad(!ok || d.Messages != w, "DLQ %s holds %d messages, want %d", d.Name, d.Messages, w))

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -56,11 +54,13 @@ type Options struct {
 	KeyRetention time.Duration
 }
 
-// Queue is one queue of the templates, created in the SQS fake.
+// Queue is one queue of the templates, created in the SQS fake, with the
+// dead-letter queue of its redrive policy (nil for none).
 type Queue struct {
 	Name, URL, ARN string
 	FIFO           bool
 	Visibility     time.Duration
+	DLQ            *Queue
 }
 
 // World is the whole app on this machine: the templates' resources made
@@ -87,7 +87,6 @@ type World struct {
 
 	queues          map[string]*Queue // by name
 	queueByResource map[*synthesized.Resource]*Queue
-	secrets         map[string]string // ARN -> SecretString
 	functions       map[string]*Function
 	overrides       []string // human-readable list for the report
 
@@ -151,7 +150,7 @@ func NewWorld(t testing.TB, o Options) *World {
 	app.Account, app.Region = o.Account, o.Region
 	w := &World{t: t, opts: o, app: app, clock: NewClock(o.WaitScale), rng: rand.New(rand.NewPCG(o.Seed, 0xe2e)),
 		queueByResource: map[*synthesized.Resource]*Queue{}, queues: map[string]*Queue{},
-		secrets: map[string]string{}, functions: map[string]*Function{}, runRoles: map[string]string{}, pgHost: "127.0.0.1"}
+		functions: map[string]*Function{}, runRoles: map[string]string{}, pgHost: "127.0.0.1"}
 
 	// localaws.StartDynalite preloads its guard: a request an invocation abandons
 	// half-sent (a deadline, a killed process) does not end dynalite.
@@ -159,14 +158,10 @@ func NewWorld(t testing.TB, o Options) *World {
 	w.redis = localaws.StartRedis(t)
 	w.createTables()
 	w.createQueues()
-	w.createSecrets()
-	w.setUpDatabase()
-
 	w.aws = localaws.NewEndpoint(t, w.sqs)
 	w.aws.Now, w.aws.KnownSecretsOnly, w.aws.NoLedger = w.clock.Now, true, true
-	for arn, v := range w.secrets {
-		w.aws.SetSecret(arn, v)
-	}
+	w.createSecrets()
+	w.setUpDatabase()
 	w.startDependencies()
 	// What every function's AWS SDK reads from the process environment.
 	localaws.UseEndpoint(t, w.aws.URL, map[string]string{"DYNAMODB": w.ddb.Endpoint, "SESV2": w.deps.SES.URL()})
@@ -226,11 +221,9 @@ func (w *World) createQueues() {
 			Delay:             seconds(r.Prop("DelaySeconds"), 0),
 		}
 		cfg.ContentBasedDeduplication, _ = r.Prop("ContentBasedDeduplication").(bool)
+		var dlq *Queue
 		for _, e := range w.app.From(r, synthesized.DeadLetter) {
-			dlq := create(e.To)
-			if dlq == nil {
-				w.fatalf("queue %s: redrive to %s, not a queue", r.Path(), e.Target)
-			}
+			dlq = create(e.To)
 			n, _ := e.Settings["maxReceiveCount"].(float64)
 			cfg.Redrive = &localaws.RedrivePolicy{DeadLetterTargetARN: dlq.ARN, MaxReceiveCount: int(n)}
 		}
@@ -240,7 +233,7 @@ func (w *World) createQueues() {
 		if err != nil {
 			w.fatalf("create queue %s: %v", name, err)
 		}
-		q := &Queue{Name: name, URL: url, ARN: w.sqs.ARN(url), FIFO: fifo, Visibility: cfg.VisibilityTimeout}
+		q := &Queue{Name: name, URL: url, ARN: w.sqs.ARN(url), FIFO: fifo, Visibility: cfg.VisibilityTimeout, DLQ: dlq}
 		w.queues[name] = q
 		w.queueByResource[r] = q
 		return q
@@ -250,9 +243,9 @@ func (w *World) createQueues() {
 	}
 }
 
-// createSecrets gives every secret of the templates a value shaped as its
-// GenerateSecretString says ({"<key>": ...} or a plain string, at least
-// PasswordLength characters).
+// createSecrets gives every secret of the templates, in the endpoint's
+// secret store, a value shaped as its GenerateSecretString says
+// ({"<key>": ...} or a plain string, at least PasswordLength characters).
 func (w *World) createSecrets() {
 	for _, r := range w.app.Resources("AWS::SecretsManager::Secret") {
 		arn, err := w.Physical().Ref(r)
@@ -262,14 +255,10 @@ func (w *World) createSecrets() {
 		value := fmt.Sprintf("e2e%016x", w.rng.Uint64())
 		if g, ok := r.Prop("GenerateSecretString").(map[string]any); ok {
 			// As long as the template asks (the signing key needs 32
-			// bytes), lengthened from the value itself: the run's random
-			// sequence is the same whatever the templates ask.
+			// bytes), the value repeated: the run's random sequence is the
+			// same whatever the templates ask.
 			if n, ok := g["PasswordLength"].(float64); ok {
-				for len(value) < int(n) {
-					sum := sha256.Sum256([]byte(value))
-					value += hex.EncodeToString(sum[:])
-				}
-				value = value[:max(int(n), len("e2e")+16)]
+				value = strings.Repeat(value, int(n)/len(value)+1)[:max(int(n), len(value))]
 			}
 			if key, ok := g["GenerateStringKey"].(string); ok {
 				obj := map[string]any{}
@@ -281,10 +270,10 @@ func (w *World) createSecrets() {
 				value = string(b)
 			}
 		}
-		if _, dup := w.secrets[arn]; dup {
+		if w.aws.Secret(arn) != "" {
 			w.fatalf("two secrets named %s: CloudFormation cannot create the second", arn)
 		}
-		w.secrets[arn] = value
+		w.aws.SetSecret(arn, value)
 	}
 }
 
@@ -353,7 +342,7 @@ func (w *World) startDependencies() {
 				if err != nil {
 					w.fatalf("%s %s: %v", fn.Path(), name, err)
 				}
-				keys[strings.TrimSuffix(name, "_SECRET_ARN")] = secretKey(w.secrets[arn])
+				keys[strings.TrimSuffix(name, "_SECRET_ARN")] = secretKey(w.aws.Secret(arn))
 			case name == "SES_CONFIGURATION_SET":
 				sesConfigSet, _ = w.resolveString(fn, v)
 			}
@@ -408,8 +397,8 @@ func (w *World) dynamicReference(s string) (string, error) {
 		return "", fmt.Errorf("unsupported dynamic reference %q", s)
 	}
 	id, rest := body[:i], body[i+len(":SecretString:"):]
-	v, ok := w.secrets[id]
-	if !ok {
+	v := w.aws.Secret(id)
+	if v == "" {
 		return "", fmt.Errorf("dynamic reference to unknown secret %s", id)
 	}
 	key := strings.SplitN(rest, ":", 2)[0]

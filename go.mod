@@ -29,6 +29,7 @@ require (
 	golang.org/x/sync v0.24.0
 	golang.org/x/text v0.41.0
 	golang.org/x/time v0.16.0
+	golang.org/x/tools v0.52.0
 )
 
 require (
@@ -65,7 +66,6 @@ require (
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/telemetry v0.0.0-20261009151841-97e8ea77aa2a // indirect
-	golang.org/x/tools v0.52.0 // indirect
 	golang.org/x/tools/cmd/godoc v0.1.0-deprecated // indirect
 	golang.org/x/tools/godoc v0.1.0-deprecated // indirect
 )

@@ -14,21 +14,19 @@
 package nostub
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+
+	"golang.org/x/tools/go/packages"
 )
 
 // Finding is one stand-in reachable from a main.
@@ -64,83 +62,58 @@ var (
 	stubDoc = regexp.MustCompile(`(?i)\bstub\b|\bstands? in for\b|\bfake implementation\b|\bno-?op\b|\bTODO\b|\bFIXME\b|\bnot (yet )?implemented\b|\bsimulad[oa]\b`)
 )
 
-type listed struct {
-	ImportPath string
-	Dir        string
-	GoFiles    []string
-	Standard   bool
-	Module     *struct{ Path string }
-	Deps       []string
-	Error      *struct{ Err string }
-}
-
 // Scan reports the stand-ins linked into each main package of mains
 // (directories relative to dir, the module root, e.g. "lambdas/preparar-pedido").
 func Scan(ctx context.Context, dir string, mains []string) ([]Finding, error) {
 	if len(mains) == 0 {
 		return nil, errors.New("nostub: no main packages to scan")
 	}
-	args := []string{"list", "-deps", "-json", "-tags", "lambda.norpc"}
-	for _, m := range mains {
-		args = append(args, "./"+filepath.ToSlash(filepath.Clean(m)))
+	cfg := &packages.Config{Context: ctx, Dir: dir, BuildFlags: []string{"-tags", "lambda.norpc"},
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedImports | packages.NeedDeps | packages.NeedModule,
+		Env:  append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "GOFLAGS=-mod=mod")}
+	patterns := make([]string, len(mains))
+	for i, m := range mains {
+		patterns[i] = "./" + filepath.ToSlash(filepath.Clean(m))
 	}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	roots, err := packages.Load(cfg, patterns...)
 	if err != nil {
-		return nil, fmt.Errorf("nostub: go list: %w: %s", err, stderr.String())
+		return nil, fmt.Errorf("nostub: %w", err)
 	}
-	pkgs := map[string]*listed{}
-	var module string
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listed
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("nostub: go list output: %w", err)
+	byDir := map[string]*packages.Package{}
+	for _, r := range roots {
+		if len(r.GoFiles) > 0 {
+			byDir[filepath.Dir(r.GoFiles[0])] = r
 		}
-		if p.Error != nil {
-			return nil, fmt.Errorf("nostub: %s: %s", p.ImportPath, p.Error.Err)
-		}
-		pkgs[p.ImportPath] = &p
 	}
-	// The mains are the packages whose directory is one of mains.
 	var findings []Finding
 	perPackage := map[string][]Finding{}
 	for _, m := range mains {
-		abs := filepath.Join(dir, m)
-		var main *listed
-		for _, p := range pkgs {
-			if filepath.Clean(p.Dir) == filepath.Clean(abs) {
-				main = p
-			}
-		}
-		if main == nil {
+		root := byDir[filepath.Join(dir, m)]
+		if root == nil || root.Module == nil {
 			return nil, fmt.Errorf("nostub: %s is not a package of the module at %s", m, dir)
 		}
-		if main.Module != nil {
-			module = main.Module.Path
-		}
-		for _, path := range append([]string{main.ImportPath}, main.Deps...) {
-			p := pkgs[path]
-			if p == nil || p.Standard || p.Module == nil || p.Module.Path != module {
-				continue
+		module := root.Module.Path
+		packages.Visit([]*packages.Package{root}, nil, func(p *packages.Package) {
+			if len(p.Errors) > 0 && err == nil {
+				err = fmt.Errorf("nostub: %s: %v", p.PkgPath, p.Errors[0])
 			}
-			fs, ok := perPackage[path]
+			if err != nil || p.Module == nil || p.Module.Path != module {
+				return
+			}
+			fs, ok := perPackage[p.PkgPath]
 			if !ok {
 				if fs, err = inspect(p, module); err != nil {
-					return nil, err
+					return
 				}
-				perPackage[path] = fs
+				perPackage[p.PkgPath] = fs
 			}
 			for _, f := range fs {
 				f.Main = m
 				findings = append(findings, f)
 			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	sort.Slice(findings, func(i, j int) bool { return findings[i].String() < findings[j].String() })
@@ -148,24 +121,23 @@ func Scan(ctx context.Context, dir string, mains []string) ([]Finding, error) {
 }
 
 // inspect looks at one of the module's packages.
-func inspect(p *listed, module string) ([]Finding, error) {
+func inspect(p *packages.Package, module string) ([]Finding, error) {
 	var out []Finding
-	rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+	rel := strings.TrimPrefix(strings.TrimPrefix(p.PkgPath, module), "/")
 	for _, el := range strings.Split(rel, "/") {
 		if el != "testdata" && doubleElement.MatchString(el) {
-			out = append(out, Finding{Package: p.ImportPath, What: fmt.Sprintf("package path element %q names a test double", el)})
+			out = append(out, Finding{Package: p.PkgPath, What: fmt.Sprintf("package path element %q names a test double", el)})
 			break
 		}
 	}
 	fset := token.NewFileSet()
-	for _, name := range p.GoFiles {
-		path := filepath.Join(p.Dir, name)
+	for _, path := range p.GoFiles {
 		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
 			return nil, fmt.Errorf("nostub: %w", err)
 		}
 		report := func(pos token.Pos, what string) {
-			out = append(out, Finding{Package: p.ImportPath, Where: fmt.Sprintf("%s:%d", filepath.Join(rel, name), fset.Position(pos).Line), What: what})
+			out = append(out, Finding{Package: p.PkgPath, Where: fmt.Sprintf("%s:%d", filepath.Join(rel, filepath.Base(path)), fset.Position(pos).Line), What: what})
 		}
 		check := func(id *ast.Ident, doc *ast.CommentGroup, kind string) {
 			switch {

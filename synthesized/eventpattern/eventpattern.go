@@ -125,16 +125,8 @@ func compileCondition(c any, path string) (condition, error) {
 	panic("unreachable")
 }
 
-// Match reports whether event (a JSON document) matches the pattern.
-func (p *Pattern) Match(event []byte) (bool, error) {
-	var v map[string]any
-	if err := json.Unmarshal(event, &v); err != nil {
-		return false, fmt.Errorf("eventpattern: event is not a JSON object: %w", err)
-	}
-	return p.MatchValue(v), nil
-}
-
-// MatchValue matches an event already decoded with encoding/json.
+// MatchValue reports whether an event, decoded with encoding/json, matches
+// the pattern.
 func (p *Pattern) MatchValue(event map[string]any) bool { return p.root.match(event) }
 
 func (n *node) match(obj map[string]any) bool {

@@ -1,6 +1,7 @@
 package eventpattern
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -50,11 +51,11 @@ func TestMatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := p.Match([]byte(tc.event))
-			if err != nil {
+			var event map[string]any
+			if err := json.Unmarshal([]byte(tc.event), &event); err != nil {
 				t.Fatal(err)
 			}
-			if got != tc.want {
+			if got := p.MatchValue(event); got != tc.want {
 				t.Fatalf("Match(%s) = %v, want %v", tc.pattern, got, tc.want)
 			}
 		})

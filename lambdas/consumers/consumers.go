@@ -3,10 +3,10 @@
 // with these functions), the event versions and body keys without which it
 // dead-letters a message, its replay window, its idempotency key and its
 // own check of a body's content. The consumers' code reads its entry
-// (lambdas/sqsconsumer, confirmationmail, stock, orderstart), their mains
-// refuse a function missing here (sqsconsumer.Start), and mf-dlq classify
+// (lambdas/sqsconsumer, confirmationmail, stock, orderstart), the mains on
+// sqsconsumer refuse a function missing here (Start), and mf-dlq classify
 // judges a dead-lettered message by the same entry, so its verdict is the
-// consumer's.
+// consumer's. Reasoning: docs/design.md#consumer-registry.
 package consumers
 
 import (

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mercadofresco/integration/checks"
@@ -68,12 +68,8 @@ type attemptRow struct {
 // acknowledged.
 func writeAttempts(w io.Writer, rows []attemptRow, over bool) int {
 	rows = slices.Clone(rows)
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.path.Total != b.path.Total {
-			return a.path.Total > b.path.Total
-		}
-		return fmt.Sprint(a.env, a.stack, a.path.Dependency) < fmt.Sprint(b.env, b.stack, b.path.Dependency)
+	slices.SortStableFunc(rows, func(a, b attemptRow) int {
+		return cmp.Or(cmp.Compare(b.path.Total, a.path.Total), strings.Compare(fmt.Sprint(a.env, a.stack, a.path.Dependency), fmt.Sprint(b.env, b.stack, b.path.Dependency)))
 	})
 	above := 0
 	table := &Table{}
@@ -109,7 +105,7 @@ func writeAttempts(w io.Writer, rows []attemptRow, over bool) int {
 // writeMarkdown prints the worst path of each dependency (by environment
 // and stack), the tightest first.
 func writeMarkdown(w io.Writer, rows []attemptRow) {
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].path.Total > rows[j].path.Total })
+	slices.SortStableFunc(rows, func(a, b attemptRow) int { return cmp.Compare(b.path.Total, a.path.Total) })
 	fmt.Fprintln(w, "| dependency | stack | worst case | headroom | path |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---|")
 	seen := map[string]bool{}

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/mercadofresco/integration/checks"
@@ -47,11 +48,8 @@ type reachRow struct {
 // writeReach prints rows and the findings, every line at most maxWidth
 // columns, and returns the number of unreachable calls.
 func writeReach(w io.Writer, rows []reachRow) int {
-	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].env != rows[j].env {
-			return rows[i].env < rows[j].env
-		}
-		return rows[i].Function < rows[j].Function
+	slices.SortStableFunc(rows, func(a, b reachRow) int {
+		return cmp.Or(strings.Compare(a.env, b.env), strings.Compare(a.Function, b.Function))
 	})
 	table := &Table{}
 	table.Row("ENV", "FUNCTION", "CALLS", "VIA", "STATUS")

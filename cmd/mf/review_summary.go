@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mercadofresco/integration/synthesized"
@@ -123,15 +123,9 @@ func diffApps(before, after *synthesized.App) []Change {
 			out = append(out, c)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if ra, rb := slices.Index(riskOrder, a.Risk), slices.Index(riskOrder, b.Risk); ra != rb {
-			return ra < rb
-		}
-		if a.Stack != b.Stack {
-			return a.Stack < b.Stack
-		}
-		return a.Name+a.LogicalID < b.Name+b.LogicalID
+	slices.SortFunc(out, func(a, b Change) int {
+		return cmp.Or(cmp.Compare(slices.Index(riskOrder, a.Risk), slices.Index(riskOrder, b.Risk)),
+			strings.Compare(a.Stack, b.Stack), strings.Compare(a.Name+a.LogicalID, b.Name+b.LogicalID))
 	})
 	return out
 }
@@ -478,11 +472,10 @@ func writeSummary(w io.Writer, env string, changes []Change, figs []string, cost
 	for _, c := range changes {
 		stacks[c.Stack]++
 	}
-	names := make([]string, 0, len(stacks))
-	for s := range stacks {
+	var names []string
+	for _, s := range slices.Sorted(maps.Keys(stacks)) {
 		names = append(names, fmt.Sprintf("%s (%d)", s, stacks[s]))
 	}
-	sort.Strings(names)
 	fmt.Fprintf(w, "\n=== Summary of %s ===\n", env)
 	if len(changes) == 0 {
 		fmt.Fprintf(w, "no stack changes\n")

@@ -7,6 +7,7 @@ package guardeval
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/mercadofresco/integration/constructs/queues"
@@ -110,27 +111,7 @@ func ArnLike(pattern, arn string) bool {
 
 // glob matches s against p, where * is any run of characters and ? one.
 func glob(p, s string) bool {
-	// Iterative with backtracking to the last star: linear in practice.
-	star, match := -1, 0
-	i, j := 0, 0
-	for j < len(s) {
-		switch {
-		case i < len(p) && (p[i] == '?' || p[i] == s[j]):
-			i++
-			j++
-		case i < len(p) && p[i] == '*':
-			star, match = i, j
-			i++
-		case star >= 0:
-			i = star + 1
-			match++
-			j = match
-		default:
-			return false
-		}
-	}
-	for i < len(p) && p[i] == '*' {
-		i++
-	}
-	return i == len(p)
+	re := strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(p))
+	ok, _ := regexp.MatchString("^"+re+"$", s) // QuoteMeta leaves no malformed expression
+	return ok
 }

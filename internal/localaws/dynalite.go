@@ -16,8 +16,6 @@ package localaws
 
 import (
 	"context"
-	"crypto/sha256"
-	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -25,7 +23,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,10 +67,11 @@ func LaunchDynalite(ctx context.Context) (*Dynalite, error) {
 	if err != nil {
 		return nil, err
 	}
-	guard, err := dynaliteGuard()
+	root, err := FindUp(guardFile)
 	if err != nil {
 		return nil, err
 	}
+	guard := filepath.Join(root, guardFile)
 	var srv *Dynalite
 	err = onFreePort(ctx, func(port int) error {
 		// createTableMs etc. default to 500 ms of CREATING state; tests
@@ -179,29 +177,8 @@ func findDynalite() (string, error) {
 	return "", errors.New("dynalite not found: set $DYNALITE, put it on $PATH or run `npm ci` in the repository root")
 }
 
-//go:embed abortedrequests.cjs
-var abortedRequests []byte
-
-// dynaliteGuard writes abortedrequests.cjs to disk once, for node's --require.
-var dynaliteGuard = sync.OnceValues(func() (string, error) {
-	// Named by its content, so processes sharing the temporary directory
-	// write the same file; written under a temporary name and renamed, so
-	// no node ever reads half of it.
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("localaws-abortedrequests-%x.cjs", sha256.Sum256(abortedRequests)))
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "localaws-*.cjs")
-	if err != nil {
-		return "", err
-	}
-	_, werr := f.Write(abortedRequests)
-	if err := errors.Join(werr, f.Close()); err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return path, os.Rename(f.Name(), path)
-})
+// guardFile is abortedrequests.cjs, for node's --require.
+const guardFile = "internal/localaws/abortedrequests.cjs"
 
 // RunWithDynalite is a test package's TestMain with one dynalite for all its
 // tests: it launches the server (into *srv), runs the tests, stops it and

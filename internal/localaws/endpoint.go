@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -21,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Account and Region are what the local AWS's ARNs and URLs name.
@@ -90,7 +90,7 @@ var answers = map[string]func(e *Endpoint, w http.ResponseWriter, r *http.Reques
 	"AWSStepFunctions.StartExecution": (*Endpoint).startExecution,
 	"AWSEvents.PutEvents":             (*Endpoint).putEvents,
 	"POST " + SESPath: func(e *Endpoint, w http.ResponseWriter, _ *http.Request, _ []byte) {
-		writeJSON(w, http.StatusOK, map[string]string{"MessageId": newID()})
+		writeJSON(w, http.StatusOK, map[string]string{"MessageId": uuid.NewString()})
 	},
 	// The conditional writes and reads of the idempotency, send-record and
 	// stock tables: a claim or write succeeds, a read finds nothing.
@@ -214,7 +214,7 @@ func (e *Endpoint) secret(id string) (string, bool) {
 	defer e.mu.Unlock()
 	v, ok := e.secrets[id]
 	if !ok && !e.KnownSecretsOnly {
-		v, ok = "secreto-"+newID()+newID(), true // 40 characters: long enough for a signing key
+		v, ok = "secreto-"+uuid.NewString(), true // 44 characters: long enough for a signing key
 		e.secrets[id] = v
 	}
 	return v, ok
@@ -331,7 +331,7 @@ func (e *Endpoint) putEvents(w http.ResponseWriter, r *http.Request, body []byte
 		Entries          []result
 	}
 	for _, x := range in.Entries {
-		ev := Event{ID: newID(), EventBusName: x.EventBusName, Source: x.Source, DetailType: x.DetailType, Detail: x.Detail, Time: e.now(), Resources: x.Resources}
+		ev := Event{ID: uuid.NewString(), EventBusName: x.EventBusName, Source: x.Source, DetailType: x.DetailType, Detail: x.Detail, Time: e.now(), Resources: x.Resources}
 		if x.Time != nil {
 			sec := int64(*x.Time)
 			ev.Time = time.Unix(sec, int64((*x.Time-float64(sec))*1e9))
@@ -361,7 +361,7 @@ func (e *Endpoint) startExecution(w http.ResponseWriter, r *http.Request, body [
 		writeFailure(w, 400, "InvalidArn", fmt.Sprintf("stateMachineArn is required (%v)", err))
 		return
 	}
-	in.Name, in.Input = cmp.Or(in.Name, newID()), cmp.Or(in.Input, "{}")
+	in.Name, in.Input = cmp.Or(in.Name, uuid.NewString()), cmp.Or(in.Input, "{}")
 	if len(in.Name) > 80 || !json.Valid([]byte(in.Input)) {
 		writeFailure(w, 400, "InvalidExecutionInput", "name longer than 80 characters, or input not JSON")
 		return
@@ -387,12 +387,6 @@ func (e *Endpoint) startExecution(w http.ResponseWriter, r *http.Request, body [
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"executionArn": arn, "startDate": float64(x.Start.UnixMilli()) / 1000})
-}
-
-func newID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // WantRequest fails the test unless a request with target reached e whose

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/md5"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -24,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	"github.com/google/uuid"
 )
 
 // SQS limits and defaults the fake enforces.
@@ -423,7 +423,7 @@ func (f *SQS) send(q *fakeQueue, in types.SendMessageBatchRequestEntry) (*messag
 	}
 	m := &message{
 		q:         q,
-		id:        newUUID(),
+		id:        uuid.NewString(),
 		body:      body,
 		md5:       md5Hex(body),
 		attrs:     copyAttrs(in.MessageAttributes),
@@ -902,14 +902,4 @@ func nonEmpty(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// newUUID returns a random RFC 4122 version 4 UUID, the shape of SQS message ids.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

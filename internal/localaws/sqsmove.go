@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/uuid"
 )
 
 // MaxMoveRate is the highest MaxNumberOfMessagesPerSecond SQS accepts.
@@ -235,7 +236,7 @@ func nextVisible(q *fakeQueue, now time.Time) *message {
 func (f *SQS) moveMessage(src, dest *fakeQueue, m *message, now time.Time) {
 	nm := &message{
 		q:         dest,
-		id:        newUUID(),
+		id:        uuid.NewString(),
 		body:      m.body,
 		md5:       m.md5,
 		attrs:     copyAttrs(m.attrs),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/uuid"
 )
 
 // Restore stores msgs in the standard queue at url as the SQS they were
@@ -33,7 +34,7 @@ func (f *SQS) Restore(url string, msgs []types.Message) error {
 	for _, m := range msgs {
 		body := aws.ToString(m.Body)
 		n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-		r := &message{q: q, id: cmp.Or(aws.ToString(m.MessageId), newUUID()), body: body, md5: md5Hex(body), attrs: copyAttrs(m.MessageAttributes),
+		r := &message{q: q, id: cmp.Or(aws.ToString(m.MessageId), uuid.NewString()), body: body, md5: md5Hex(body), attrs: copyAttrs(m.MessageAttributes),
 			groupID: m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], sentAt: cmp.Or(at(m, types.MessageSystemAttributeNameSentTimestamp), now),
 			receiveCount: max(0, n-1), visibleAt: now, dlqSource: m.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)]}
 		if r.receiveCount > 0 {

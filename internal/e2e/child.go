@@ -88,15 +88,11 @@ func runPublisher(deadline time.Duration) error {
 	return nil
 }
 
-type consumerRequest struct {
-	Event events.SQSEvent `json:"event"`
-}
-
 // runConsumer is one invocation of an SQS consumer: the batch from stdin,
 // the response to answer.
 func runConsumer(deadline time.Duration, answer io.Writer) error {
-	var req consumerRequest
-	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
+	var ev events.SQSEvent
+	if err := json.NewDecoder(os.Stdin).Decode(&ev); err != nil {
 		return err
 	}
 	build := sqsBuilders[os.Getenv(envEntry)]
@@ -109,7 +105,7 @@ func runConsumer(deadline time.Duration, answer io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	resp, err := p.Process(ctx, req.Event)
+	resp, err := p.Process(ctx, ev)
 	if err != nil {
 		return err
 	}
@@ -266,7 +262,7 @@ func (k *ConsumerKill) intercept(ctx context.Context, ev events.SQSEvent) (event
 	}
 	k.child = cmd
 	k.mu.Unlock()
-	_ = json.NewEncoder(in).Encode(consumerRequest{Event: ev})
+	_ = json.NewEncoder(in).Encode(ev)
 	in.Close()
 	var resp events.SQSEventResponse
 	decErr := json.NewDecoder(bufio.NewReader(out)).Decode(&resp)

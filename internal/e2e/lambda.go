@@ -272,19 +272,14 @@ func (f *Function) InvokeTask(ctx context.Context, in json.RawMessage) (json.Raw
 }
 
 // invokeError is the errorType and errorMessage aws-lambda-go reports for a
-// handler's error: an InvokeResponse_Error's own, else the error's Go type
-// name and text.
+// handler's error (its lambdaErrorResponse): an InvokeResponse_Error value's
+// own, else the error's Go type name (through one pointer) and text.
 func invokeError(err error) (typ, msg string) {
-	var ire messages.InvokeResponse_Error
-	if errors.As(err, &ire) {
+	if ire, ok := err.(messages.InvokeResponse_Error); ok {
 		return ire.Type, ire.Message
 	}
-	var pire *messages.InvokeResponse_Error
-	if errors.As(err, &pire) {
-		return pire.Type, pire.Message
-	}
 	t := reflect.TypeOf(err)
-	for t.Kind() == reflect.Pointer {
+	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	return t.Name(), err.Error()

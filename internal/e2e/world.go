@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
@@ -277,17 +279,6 @@ func (w *World) createSecrets() {
 	}
 }
 
-// secretKey is the API key held by a secret (plain, or its api_key field).
-func secretKey(v string) string {
-	var obj struct {
-		APIKey string `json:"api_key"`
-	}
-	if json.Unmarshal([]byte(v), &obj) == nil && obj.APIKey != "" {
-		return obj.APIKey
-	}
-	return v
-}
-
 // setUpDatabase creates the run's database and applies the outbox schema
 // with the migration custom resource's own code (migrator.Handle on the
 // template's Custom::OutboxEsquema properties): roles, migrations as the
@@ -342,7 +333,9 @@ func (w *World) startDependencies() {
 				if err != nil {
 					w.fatalf("%s %s: %v", fn.Path(), name, err)
 				}
-				keys[strings.TrimSuffix(name, "_SECRET_ARN")] = secretKey(w.aws.Secret(arn))
+				if keys[strings.TrimSuffix(name, "_SECRET_ARN")], err = httpdep.ParseKey(w.aws.Secret(arn)); err != nil {
+					w.fatalf("%s %s: %v", fn.Path(), name, err)
+				}
 			case name == "SES_CONFIGURATION_SET":
 				sesConfigSet, _ = w.resolveString(fn, v)
 			}
@@ -368,52 +361,30 @@ func (w *World) startDependencies() {
 	w.t.Cleanup(w.deps.Close)
 }
 
+// apiKeyReference is the dynamic reference an EventBridge connection reads
+// its API key with, the only one played: a secret's api_key field, as
+// CloudFormation resolves it at deploy time.
+var apiKeyReference = regexp.MustCompile(`^\{\{resolve:secretsmanager:(.+):SecretString:api_key::\}\}$`)
+
 // connectionAPIKey is the header and the value of an EventBridge
-// connection's API key authorization; the connection reads the value with
-// a dynamic reference ({{resolve:secretsmanager:<arn>:SecretString:api_key::}}).
+// connection's API key authorization.
 func (w *World) connectionAPIKey(c *synthesized.Resource) (header, value string) {
 	b, _ := json.Marshal(w.resolve(c, c.Prop("AuthParameters")))
 	var auth struct {
 		ApiKeyAuthParameters struct{ ApiKeyName, ApiKeyValue string }
 	}
 	_ = json.Unmarshal(b, &auth)
-	value, err := w.dynamicReference(auth.ApiKeyAuthParameters.ApiKeyValue)
-	if err != nil {
-		w.fatalf("connection %s: %v", c.Path(), err)
+	ref := apiKeyReference.FindStringSubmatch(auth.ApiKeyAuthParameters.ApiKeyValue)
+	if ref == nil {
+		w.fatalf("connection %s: the API key %q is not a reference to a secret's api_key", c.Path(), auth.ApiKeyAuthParameters.ApiKeyValue)
 	}
-	return auth.ApiKeyAuthParameters.ApiKeyName, value
-}
-
-// dynamicReference resolves {{resolve:secretsmanager:<id>:SecretString:<key>::}}
-// as CloudFormation does at deploy time.
-func (w *World) dynamicReference(s string) (string, error) {
-	const pre, post = "{{resolve:secretsmanager:", "}}"
-	if !strings.HasPrefix(s, pre) || !strings.HasSuffix(s, post) {
-		return s, nil
+	var secret struct {
+		APIKey string `json:"api_key"`
 	}
-	body := strings.TrimSuffix(strings.TrimPrefix(s, pre), post)
-	i := strings.Index(body, ":SecretString:")
-	if i < 0 {
-		return "", fmt.Errorf("unsupported dynamic reference %q", s)
+	if err := json.Unmarshal([]byte(w.aws.Secret(ref[1])), &secret); err != nil || secret.APIKey == "" {
+		w.fatalf("connection %s: secret %s holds no api_key (%v)", c.Path(), ref[1], err)
 	}
-	id, rest := body[:i], body[i+len(":SecretString:"):]
-	v := w.aws.Secret(id)
-	if v == "" {
-		return "", fmt.Errorf("dynamic reference to unknown secret %s", id)
-	}
-	key := strings.SplitN(rest, ":", 2)[0]
-	if key == "" {
-		return v, nil
-	}
-	var obj map[string]any
-	if err := json.Unmarshal([]byte(v), &obj); err != nil {
-		return "", fmt.Errorf("secret %s is not JSON: %w", id, err)
-	}
-	out, ok := obj[key].(string)
-	if !ok {
-		return "", fmt.Errorf("secret %s has no key %s", id, key)
-	}
-	return out, nil
+	return auth.ApiKeyAuthParameters.ApiKeyName, secret.APIKey
 }
 
 // QueueNamed returns the queue with that name.

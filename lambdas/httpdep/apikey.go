@@ -90,7 +90,7 @@ func (s *SecretKey) fetchLocked(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("apikey: read secret %s: %w", s.id, err)
 	}
-	key, err := parseKey(aws.ToString(out.SecretString))
+	key, err := ParseKey(aws.ToString(out.SecretString))
 	if err != nil {
 		return "", fmt.Errorf("apikey: secret %s: %w", s.id, err)
 	}
@@ -98,7 +98,9 @@ func (s *SecretKey) fetchLocked(ctx context.Context) (string, error) {
 	return key, nil
 }
 
-func parseKey(v string) (string, error) {
+// ParseKey is the API key a secret value holds: the value itself, or its
+// "api_key" field when it is JSON.
+func ParseKey(v string) (string, error) {
 	v = strings.TrimSpace(v)
 	if strings.HasPrefix(v, "{") {
 		var doc struct {

@@ -122,22 +122,19 @@ func run(o options) error {
 	}
 	passes[0].latency = 0
 	for _, po := range passes {
-		for _, p := range []int{1, 4} {
-			r, err := benchOutbox(ctx, po, p, false)
+		for _, b := range []struct {
+			what  string
+			bench func() (row, error)
+		}{
+			{"outbox with 1 publisher", func() (row, error) { return benchOutbox(ctx, po, 1, false) }},
+			{"outbox with 4 publishers", func() (row, error) { return benchOutbox(ctx, po, 4, false) }},
+			{"outbox with LISTEN", func() (row, error) { return benchOutbox(ctx, po, 1, true) }},
+			{"watermill with 1 forwarder", func() (row, error) { return benchWatermill(ctx, po, 1) }},
+			{"watermill with 4 forwarders", func() (row, error) { return benchWatermill(ctx, po, 4) }},
+		} {
+			r, err := b.bench()
 			if err != nil {
-				return fmt.Errorf("outbox with %d publishers: %w", p, err)
-			}
-			rows = append(rows, r)
-		}
-		r, err := benchOutbox(ctx, po, 1, true)
-		if err != nil {
-			return fmt.Errorf("outbox with LISTEN: %w", err)
-		}
-		rows = append(rows, r)
-		for _, p := range []int{1, 4} {
-			r, err := benchWatermill(ctx, po, p)
-			if err != nil {
-				return fmt.Errorf("watermill with %d forwarders: %w", p, err)
+				return fmt.Errorf("%s: %w", b.what, err)
 			}
 			rows = append(rows, r)
 		}
@@ -542,16 +539,6 @@ func benchWatermill(ctx context.Context, o options, forwarders int) (row, error)
 }
 
 func printTable(o options, rows []row) {
-	type key struct {
-		l time.Duration
-		p int
-	}
-	wm := map[key]float64{}
-	for _, r := range rows {
-		if strings.HasPrefix(r.system, "Watermill") {
-			wm[key{r.latency, r.publishers}] = r.rate()
-		}
-	}
 	var version string
 	if c, err := pgx.Connect(context.Background(), localaws.PostgresDSN("postgres", "")); err == nil {
 		_ = c.QueryRow(context.Background(), "SHOW server_version").Scan(&version)
@@ -562,13 +549,12 @@ func printTable(o options, rows []row) {
 	fmt.Println("| sink latency per call | system | publishers | events | drain time | events/s | vs Watermill (same publishers) | lag p50 | lag p99 | lag samples |")
 	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		ratio := "1.0x"
-		if !strings.HasPrefix(r.system, "Watermill") {
-			if base := wm[key{r.latency, r.publishers}]; base > 0 {
-				ratio = fmt.Sprintf("%.1fx", r.rate()/base)
-			} else {
-				ratio = "-"
-			}
+		// Against the Watermill row of the same sink latency and publishers.
+		ratio := "-"
+		if i := slices.IndexFunc(rows, func(w row) bool {
+			return strings.HasPrefix(w.system, "Watermill") && w.latency == r.latency && w.publishers == r.publishers
+		}); i >= 0 && rows[i].rate() > 0 {
+			ratio = fmt.Sprintf("%.1fx", r.rate()/rows[i].rate())
 		}
 		fmt.Printf("| %s | %s | %d | %d | %.2f s | %.0f | %s | %s | %s | %d |\n", r.latency, r.system, r.publishers, r.events,
 			r.drain.Seconds(), r.rate(), ratio, r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond), r.lagN)

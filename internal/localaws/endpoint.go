@@ -238,12 +238,10 @@ func (e *Endpoint) Requests(target string) []AWSRequest {
 func (e *Endpoint) Targets() []string {
 	var out []string
 	for _, r := range e.Requests("") {
-		if !slices.Contains(out, r.Target) {
-			out = append(out, r.Target)
-		}
+		out = append(out, r.Target)
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // Fail makes every later request with target answer status with the AWS

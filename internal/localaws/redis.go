@@ -37,9 +37,6 @@ const (
 	serverKey  = "/etc/ssl/private/ssl-cert-snakeoil.key"
 )
 
-// RedisBinary is the server started; REDIS_SERVER overrides it.
-var RedisBinary = "redis-server"
-
 // redisReady bounds the wait for a started server to answer PING.
 const redisReady = 10 * time.Second
 
@@ -105,7 +102,9 @@ func (s *Redis) Start() {
 	}
 }
 
-func redisBinary() string { return cmp.Or(os.Getenv("REDIS_SERVER"), RedisBinary) }
+// redisBinary is the server started: redis-server, unless REDIS_SERVER
+// names another.
+func redisBinary() string { return cmp.Or(os.Getenv("REDIS_SERVER"), "redis-server") }
 
 func (s *Redis) start(bin string) error {
 	s.mu.Lock()

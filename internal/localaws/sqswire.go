@@ -80,17 +80,9 @@ func (f *SQS) Handler() http.Handler {
 
 // writeJSON writes v with a Content-Length (a chunked body has made the
 // SDK's client retry a ReceiveMessage whose response it had already
-// half-read, leaving the first delivery's messages in flight). Members the
-// fake left nil are omitted, as SQS omits them.
+// half-read, leaving the first delivery's messages in flight).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
-	var tree any
-	if err == nil {
-		err = json.Unmarshal(b, &tree)
-	}
-	if err == nil {
-		b, err = json.Marshal(withoutNulls(tree))
-	}
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"__type":"InternalError"}`)
 	}
@@ -98,24 +90,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // the client went away: nothing to do
-}
-
-func withoutNulls(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			if e == nil {
-				delete(v, k)
-			} else {
-				v[k] = withoutNulls(e)
-			}
-		}
-	case []any:
-		for i, e := range v {
-			v[i] = withoutNulls(e)
-		}
-	}
-	return v
 }
 
 // writeError answers err with its SQS code (InternalError when it has none).

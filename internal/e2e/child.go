@@ -204,12 +204,11 @@ type ConsumerKill struct {
 	esm    *ESM
 	Pedido string
 
-	run     sync.Mutex // one child at a time
-	mu      sync.Mutex
-	child   *exec.Cmd
-	killed  bool
-	Done    chan struct{}
-	Batches int
+	run    sync.Mutex // one child at a time
+	mu     sync.Mutex
+	child  *exec.Cmd
+	killed bool
+	Done   chan struct{}
 	// Batch is the orders of the killed invocation's batch: each may have
 	// had its effect without its completion record.
 	Batch []string
@@ -252,7 +251,6 @@ func (k *ConsumerKill) intercept(ctx context.Context, ev events.SQSEvent) (event
 		k.mu.Unlock()
 		return events.SQSEventResponse{}, nil, false
 	}
-	k.Batches++
 	cmd := k.w.childCmd(k.esm.Fn, childConsumer)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()

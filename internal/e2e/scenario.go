@@ -279,17 +279,15 @@ func (r *Run) sendPoison(ctx context.Context) {
 		}
 		return fmt.Sprintf(`{"version":1,"pedido_id":"P-MALO-%03d"}`, i)
 	}
-	for i := range r.sc.Poison {
-		send("cola-mercadofresco-pedidos", confirmed(i), "")
-	}
-	for _, name := range []string{"cola-mercadofresco-correo-confirmacion", "cola-mercadofresco-aviso-erp"} {
-		for i := range r.sc.PoisonEach {
-			send(name, confirmed(100+i), "")
+	for _, q := range []struct {
+		name        string
+		unsupported int
+	}{{"cola-mercadofresco-pedidos", r.sc.Poison}, {"cola-mercadofresco-correo-confirmacion", r.sc.PoisonEach}, {"cola-mercadofresco-aviso-erp", r.sc.PoisonEach}} {
+		for i := range q.unsupported {
+			send(q.name, confirmed(i), "")
 		}
-	}
-	for _, name := range []string{"cola-mercadofresco-pedidos", "cola-mercadofresco-correo-confirmacion", "cola-mercadofresco-aviso-erp"} {
 		for i := range r.sc.BadData {
-			send(name, bad(i), "")
+			send(q.name, bad(i), "")
 		}
 	}
 	for i := range r.sc.PoisonEach {

@@ -82,10 +82,10 @@ type World struct {
 	aws   *localaws.Endpoint
 	deps  *Dependencies
 
-	pgHost, db string
-	runRoles   map[string]string // the template's role names -> the run's
-	writer     string            // the run's writer role
-	admin      *pgxpool.Pool
+	db       string
+	runRoles map[string]string // the template's role names -> the run's
+	writer   string            // the run's writer role
+	admin    *pgxpool.Pool
 
 	queues          map[string]*Queue // by name
 	queueByResource map[*synthesized.Resource]*Queue
@@ -105,7 +105,7 @@ func (w *World) Physical() synthesized.Physical {
 		host, port, _ := net.SplitHostPort(w.redis.Addr)
 		switch r.Type + "." + attr {
 		case "AWS::RDS::DBProxy.Endpoint":
-			return w.pgHost, true
+			return "127.0.0.1", true // the local PostgreSQL
 		case "AWS::ElastiCache::ServerlessCache.Endpoint.Address":
 			return host, true
 		case "AWS::ElastiCache::ServerlessCache.Endpoint.Port":
@@ -152,7 +152,7 @@ func NewWorld(t testing.TB, o Options) *World {
 	app.Account, app.Region = o.Account, o.Region
 	w := &World{t: t, opts: o, app: app, clock: NewClock(o.WaitScale), rng: rand.New(rand.NewPCG(o.Seed, 0xe2e)),
 		queueByResource: map[*synthesized.Resource]*Queue{}, queues: map[string]*Queue{},
-		functions: map[string]*Function{}, runRoles: map[string]string{}, pgHost: "127.0.0.1"}
+		functions: map[string]*Function{}, runRoles: map[string]string{}}
 
 	// localaws.StartDynalite preloads its guard: a request an invocation abandons
 	// half-sent (a deadline, a killed process) does not end dynalite.

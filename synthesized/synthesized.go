@@ -115,7 +115,6 @@ type export struct {
 
 // Assembly is every environment of a directory.
 type Assembly struct {
-	Dir  string
 	Envs []*App // by name
 }
 
@@ -158,7 +157,7 @@ type manifest struct {
 // directory of "<stack>.template.json" files (the committed snapshots),
 // whose environments' accounts and regions come from config.
 func Load(dir string) (*Assembly, error) {
-	asm := &Assembly{Dir: dir}
+	asm := &Assembly{}
 	add := func(stack, account, region string, raw []byte) (*App, error) {
 		app := asm.Env(EnvOf(stack))
 		if app == nil {

@@ -241,7 +241,8 @@ func (f *SQS) CreateQueue(name string, cfg QueueConfig) (string, error) {
 			return "", noQueue("dead-letter target " + rp.DeadLetterTargetARN)
 		}
 		if dlq.fifo != fifo {
-			return "", invalid("the dead-letter queue of a %s queue must be %s", kind(fifo), kind(fifo))
+			kind := map[bool]string{true: "FIFO", false: "standard"}[fifo]
+			return "", invalid("the dead-letter queue of a %s queue must be %s", kind, kind)
 		}
 		if rp.MaxReceiveCount < 1 || rp.MaxReceiveCount > 1000 {
 			return "", invalid("maxReceiveCount %d not in 1..1000", rp.MaxReceiveCount)
@@ -253,13 +254,6 @@ func (f *SQS) CreateQueue(name string, cfg QueueConfig) (string, error) {
 	f.byURL[q.url] = q
 	f.byARN[q.arn] = q
 	return q.url, nil
-}
-
-func kind(fifo bool) string {
-	if fifo {
-		return "FIFO"
-	}
-	return "standard"
 }
 
 // ARN returns the ARN of the queue at url, or "" if there is none.

@@ -3,8 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
@@ -58,42 +59,42 @@ func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(runCtx)
 	invocations := 0
 	// The scheduler: one invocation now and one every period until the
-	// writers are done, each with its own publisher (a new Lambda
-	// invocation), cancelled when its window ends.
-	stopSchedule := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	// run ends, each with its own publisher (a new Lambda invocation),
+	// cancelled when its window ends.
+	g.Go(func() error {
 		tick := time.NewTicker(m.period)
 		defer tick.Stop()
 		for {
 			p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, cfg)
 			if err != nil {
-				return
+				return err
 			}
 			invocations++
-			ictx, icancel := context.WithTimeout(runCtx, m.window)
-			wg.Add(1)
-			go func() { defer wg.Done(); defer icancel(); _ = p.Run(ictx, nil) }()
+			g.Go(func() error {
+				ictx, icancel := context.WithTimeout(gctx, m.window)
+				defer icancel()
+				_ = p.Run(ictx, nil) // until its window ends
+				return nil
+			})
 			select {
 			case <-tick.C:
-			case <-stopSchedule:
-				return
+			case <-gctx.Done():
+				return nil
 			}
 		}
-	}()
+	})
 	commits, err := steady(ctx, w, 0, o.rate, d)
 	if err == nil {
 		// Events committed in a gap wait for the next invocation.
-		err = rec.waitFor(ctx, int64(len(commits)), m.period+o.timeout)
+		err = rec.waitFor(gctx, int64(len(commits)), m.period+o.timeout)
 	}
-	close(stopSchedule)
 	cancel()
-	wg.Wait()
-	if err != nil {
+	if gerr := g.Wait(); gerr != nil { // why an invocation could not start
+		return deployedRow{}, gerr
+	} else if err != nil {
 		return deployedRow{}, err
 	}
 	r := deployedRow{model: m.name, invocations: invocations}

@@ -357,66 +357,41 @@ func watermillWriter(pool *pgxpool.Pool) writeFunc {
 
 // prefill writes n orders in transactions of 100 with 4 writers.
 func prefill(ctx context.Context, w writeFunc, n int) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	next := atomic.Int64{}
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				from := int(next.Add(100)) - 100
-				if from >= n {
-					return
-				}
-				if _, err := w(ctx, from, min(from+100, n)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(4)
+	for from := 0; from < n; from += 100 {
+		g.Go(func() error {
+			_, err := w(ctx, from, min(from+100, n))
+			return err
+		})
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return g.Wait()
 }
 
-// steady writes rate orders/s, one per transaction, for d, starting at
-// order number base, and returns each event's commit time.
+// steady writes rate orders/s, one per transaction (4 writers at most at
+// once), for d, starting at order number base, and returns each event's
+// commit time.
 func steady(ctx context.Context, w writeFunc, base, rate int, d time.Duration) (map[string]time.Time, error) {
 	commits := map[string]time.Time{}
 	var mu sync.Mutex
-	total := int(float64(rate) * d.Seconds())
+	var g errgroup.Group
+	g.SetLimit(4)
 	interval := time.Second / time.Duration(rate)
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var firstErr error
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				ids, err := w(ctx, i, i+1)
-				now := time.Now()
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				for _, id := range ids {
-					commits[id] = now
-				}
-				mu.Unlock()
-			}
-		}()
-	}
 	start := time.Now()
-	for k := range total {
+	for k := range int(float64(rate) * d.Seconds()) {
 		time.Sleep(time.Until(start.Add(time.Duration(k) * interval)))
-		jobs <- base + k
+		g.Go(func() error {
+			ids, err := w(ctx, base+k, base+k+1)
+			now := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				commits[id] = now
+			}
+			return err
+		})
 	}
-	close(jobs)
-	wg.Wait()
-	return commits, firstErr
+	return commits, g.Wait()
 }
 
 // measure runs one row in a fresh schema with the outbox's tables: setup

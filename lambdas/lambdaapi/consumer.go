@@ -18,7 +18,7 @@ import (
 // EnvEnvironment, EnvDLQRoutes and the breaker's.
 const (
 	// EnvConsumerVersion overrides the build id written to dead-lettered
-	// messages (default: the SHA-256 of the running binary, sqsbatch.BuildID).
+	// messages (default: the SHA-256 of the running binary, sqsbatch.Config.ConsumerVersion).
 	EnvConsumerVersion = "CONSUMER_VERSION"
 	// EnvBatchConcurrency is how many records (or FIFO groups) one
 	// invocation handles at once (default 8, 1..100).

@@ -55,11 +55,6 @@ const (
 	DefaultOutboxMaxClaims     = 3
 )
 
-// PublisherPolling reports whether an invocation started at start polls at t.
-func PublisherPolling(start, t time.Time) bool {
-	return !t.Before(start) && t.Before(start.Add(PublisherPollWindow))
-}
-
 // Environment variables of the outbox functions (besides the database's,
 // the EnvDB* ones, and EnvEnvironment).
 const (

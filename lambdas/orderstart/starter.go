@@ -275,11 +275,6 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	if err := errors.Join(env.Err(), rerr); err != nil {
 		return nil, err
 	}
-	if version == "" {
-		if id, err := sqsbatch.BuildID(); err == nil {
-			version = id
-		}
-	}
 	awsCfg, err := env.LoadAWSConfig(ctx)
 	if err != nil {
 		return nil, err

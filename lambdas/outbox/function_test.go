@@ -30,7 +30,7 @@ func testPool(t *testing.T) *pgxpool.Pool {
 }
 
 // countingSink accepts every entry and counts them; PutEvents runs on
-// concurrent goroutines (MaxConcurrentCalls), hence the atomic. reached is
+// concurrent goroutines (maxConcurrentCalls), hence the atomic. reached is
 // closed once want entries were accepted.
 type countingSink struct {
 	n       atomic.Int64

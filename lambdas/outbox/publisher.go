@@ -20,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
@@ -28,6 +29,10 @@ import (
 
 // maxErrorBytes bounds the error text stored in ultimo_error.
 const maxErrorBytes = 2000
+
+// maxConcurrentCalls is how many PutEvents calls of one batch may be in
+// flight at once.
+const maxConcurrentCalls = 4
 
 // MetricsInterval is how often Run writes the metrics: two data points per
 // alarm minute.
@@ -54,7 +59,7 @@ type Config struct {
 	// and the marking UPDATE cost a round trip, a commit and a plan each
 	// however many rows they carry, so big batches are what makes a
 	// publisher fast; the batch is still sent as PutEvents calls of at most
-	// 10 entries, MaxConcurrentCalls at a time. Memory: the rows of a batch
+	// 10 entries, four at a time. Memory: the rows of a batch
 	// are held once (as details); Add caps a payload at 256 KB, so keep
 	// BatchSize x the largest payload within the function's memory.
 	BatchSize int
@@ -78,9 +83,6 @@ type Config struct {
 	// RetryMaxDelay caps the backoff of a failing row (in-round retries are
 	// capped at 1 s). Default 2 min.
 	RetryMaxDelay time.Duration
-	// MaxConcurrentCalls is how many PutEvents calls of one batch may be in
-	// flight at once. Default 4.
-	MaxConcurrentCalls int
 	// PollInterval is the wait between rounds that found less than a full
 	// batch. Default 1 s.
 	PollInterval time.Duration
@@ -102,7 +104,6 @@ func (c *Config) setDefaults() {
 	c.EntryRetries = cmp.Or(c.EntryRetries, 2)
 	c.RetryBaseDelay = cmp.Or(c.RetryBaseDelay, 100*time.Millisecond)
 	c.RetryMaxDelay = cmp.Or(c.RetryMaxDelay, 2*time.Minute)
-	c.MaxConcurrentCalls = cmp.Or(c.MaxConcurrentCalls, 4)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
@@ -117,8 +118,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: BatchSize %d not in 1..10000", ErrInvalidConfig, c.BatchSize)
 	case c.PublishTimeout >= c.Lease:
 		return fmt.Errorf("%w: PublishTimeout %s must be below Lease %s", ErrInvalidConfig, c.PublishTimeout, c.Lease)
-	case c.MaxAttempts < 1, c.EntryRetries < 0, c.MaxConcurrentCalls < 1:
-		return fmt.Errorf("%w: MaxAttempts and MaxConcurrentCalls must be >= 1, EntryRetries >= 0", ErrInvalidConfig)
+	case c.MaxAttempts < 1, c.EntryRetries < 0:
+		return fmt.Errorf("%w: MaxAttempts must be >= 1, EntryRetries >= 0", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -296,7 +297,7 @@ func (p *Publisher) finish(ctx context.Context, b batch) (Result, error) {
 }
 
 // publish builds the entries, packs them into calls and sends the calls,
-// at most MaxConcurrentCalls at a time.
+// at most maxConcurrentCalls at a time.
 func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome {
 	outcomes := make([]outcome, len(claimed))
 	entries := make([]types.PutEventsRequestEntry, len(claimed))
@@ -329,17 +330,12 @@ func (p *Publisher) publish(ctx context.Context, claimed []claimedRow) []outcome
 				err: fmt.Sprintf("%v: entry of %d bytes (limit %d)", ErrEventTooLarge, sizes[i], MaxEntryBytes)}
 		}
 	}
-	sem := make(chan struct{}, p.cfg.MaxConcurrentCalls)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentCalls)
 	for _, call := range calls {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(call []int) {
-			defer func() { <-sem; wg.Done() }()
-			p.send(ctx, entries, call, outcomes)
-		}(call)
+		g.Go(func() error { p.send(ctx, entries, call, outcomes); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return outcomes
 }
 

@@ -68,7 +68,7 @@ func TestRotation(t *testing.T) {
 	}
 	now = now.Add(signing.KeyTTL)
 	newSig, _ := signer.Sign(ctx, c)
-	if id, _ := signing.KeyID(newSig); id != "b" {
+	if id := keyID(newSig); id != "b" {
 		t.Fatalf("signer after TTL signs with %q, want b", id)
 	}
 	reads := sm.reads

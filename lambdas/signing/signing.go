@@ -120,13 +120,6 @@ func Sign(k Key, c Charge) (string, error) {
 	return Version + "." + k.ID + "." + base64.RawURLEncoding.EncodeToString(mac(k, c)), nil
 }
 
-// KeyID returns the key id a signature names (for a verifier that loads
-// keys on demand), or an error wrapping ErrInvalid.
-func KeyID(sig string) (string, error) {
-	id, _, err := parse(sig)
-	return id, err
-}
-
 func parse(sig string) (keyID string, sum []byte, err error) {
 	if sig == "" {
 		return "", nil, fmt.Errorf("%w: %w", ErrInvalid, ErrMissing)

@@ -9,13 +9,12 @@ import (
 	"sync"
 )
 
-// BuildID names the running build for the records it leaves (a
-// dead-lettered message's consumer version): "sha256:" and the first 12
-// hex digits of the executable's SHA-256, read once per process. The
-// project's binaries are reproducible (constructs/golambda), so it names
-// the code exactly, equal across environments deployed from one commit.
-func BuildID() (string, error) { return buildID() }
-
+// buildID names the running build for the records it leaves (a
+// dead-lettered message's consumer version, the default of
+// Config.ConsumerVersion): "sha256:" and the first 12 hex digits of the
+// executable's SHA-256, read once per process. The project's binaries are
+// reproducible (constructs/golambda), so it names the code exactly, equal
+// across environments deployed from one commit.
 var buildID = sync.OnceValues(func() (string, error) { return hashFile(os.Executable) })
 
 func hashFile(path func() (string, error)) (string, error) {

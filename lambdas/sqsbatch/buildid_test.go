@@ -1,6 +1,7 @@
 package sqsbatch
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,13 +10,17 @@ import (
 )
 
 func TestExecutableIsStableAndShaped(t *testing.T) {
-	a, err := BuildID()
+	a, err := buildID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := BuildID()
+	b, _ := buildID()
 	if a != b || !regexp.MustCompile(`^sha256:[0-9a-f]{12}$`).MatchString(a) {
-		t.Fatalf("BuildID() = %q then %q", a, b)
+		t.Fatalf("buildID() = %q then %q", a, b)
+	}
+	p, err := New(Config{Handler: HandlerFunc(func(context.Context, *Record) error { return nil })})
+	if err != nil || p.cfg.ConsumerVersion != a {
+		t.Fatalf("default ConsumerVersion = %q, %v; want the build id %q", p.cfg.ConsumerVersion, err, a)
 	}
 }
 

@@ -67,7 +67,8 @@ type Config struct {
 	Handler Handler
 	// ConsumerVersion identifies the deployed consumer (e.g. a git sha); it is
 	// written to dead-lettered messages so the runbook can tell which build
-	// rejected them. Default "unknown".
+	// rejected them. Default: the running binary's build id ("unknown" if
+	// it cannot be read).
 	ConsumerVersion string
 	// DLQ and DLQURL are where poison and permanent failures are sent. When
 	// either is unset those records are reported as batch item failures
@@ -130,6 +131,9 @@ func New(cfg Config) (*Processor, error) {
 	envelope := cfg.Envelope.withDefaults()
 	if strings.TrimSpace(cfg.ConsumerVersion) == "" {
 		cfg.ConsumerVersion = "unknown"
+		if id, err := buildID(); err == nil {
+			cfg.ConsumerVersion = id
+		}
 	}
 	for _, k := range append([]string{envelope.VersionKey}, envelope.RequiredKeys...) {
 		if k == "" || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") || strings.Contains(k, "..") {

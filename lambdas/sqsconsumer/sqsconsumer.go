@@ -1,6 +1,6 @@
 // Package sqsconsumer is what the project's SQS consumer Lambdas share
 // around lambdas/sqsbatch: their settings from the environment (DLQ routes,
-// build id, batch concurrency, deadline margin, maxReceiveCount, replay
+// consumer version, batch concurrency, deadline margin, maxReceiveCount, replay
 // window); a Runtime that builds the real clients a main needs (SQS, the
 // breaker cache, an HTTP dependency with its API key, breaker, retry budget
 // and metrics); the pipeline of a consumer that calls a dependency once per
@@ -75,9 +75,8 @@ func (s Settings) Window(store *idempotency.Store) (sqsbatch.Window, error) {
 }
 
 // LoadSettings reads the common variables; problems are recorded in env
-// (and a malformed DLQ_URLS is returned). ConsumerVersion defaults to the
-// running binary's build id, so a dead-lettered message names the build
-// that refused it.
+// (and a malformed DLQ_URLS is returned). An unset ConsumerVersion leaves
+// sqsbatch's default, the running binary's build id.
 func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 	s := Settings{
 		Environment:       env.Required(lambdaapi.EnvEnvironment),
@@ -86,11 +85,6 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 		DeadlineMargin:    env.Duration(lambdaapi.EnvDeadlineMargin, sqsbatch.DefaultDeadlineMargin, time.Millisecond, time.Minute),
 		MaxReceiveCount:   env.Int(lambdaapi.EnvMaxReceiveCount, 0, 0, 1000),
 		IdempotencyWindow: env.Duration(lambdaapi.EnvIdempotencyWindow, 0, lambdaapi.ReadmissionValidity, 400*24*time.Hour),
-	}
-	if s.ConsumerVersion == "" {
-		if id, err := sqsbatch.BuildID(); err == nil {
-			s.ConsumerVersion = id
-		}
 	}
 	routes, err := lambdaapi.ParseDLQRoutes(env.String(lambdaapi.EnvDLQRoutes, ""))
 	s.DLQRoutes = routes
@@ -145,7 +139,7 @@ func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runt
 	if err != nil {
 		return nil, err
 	}
-	log := env.Logger(function).With(slog.String("consumer_version", s.ConsumerVersion))
+	log := env.Logger(function)
 	if len(s.DLQRoutes) == 0 {
 		log.Warn("DLQ_URLS is not set: poison messages will wait for the queue's redrive (maxReceiveCount receives)")
 	}

@@ -69,29 +69,6 @@ func EvalString(v any, ref func(Reference) (any, error)) (string, error) {
 	return str(r)
 }
 
-// pseudoDefaults answer the pseudo parameters Render's resolver leaves "".
-var pseudoDefaults = map[string]string{
-	"AWS::Partition": "aws",
-	"AWS::URLSuffix": "amazonaws.com",
-	"AWS::NoValue":   "",
-}
-
-// Render renders a resolved value of an in-memory stack that denotes a
-// string (a state machine's DefinitionString, an ARN) into that string,
-// asking resolve for the value of every reference; a pseudo parameter it
-// answers "" for gets CloudFormation's value (AWS::Partition "aws").
-func Render(v any, resolve func(Reference) (string, error)) (string, error) {
-	return EvalString(v, func(r Reference) (any, error) {
-		s, err := resolve(r)
-		if err == nil && s == "" && r.Attribute == "" && r.Import == "" {
-			if d, ok := pseudoDefaults[r.LogicalID]; ok {
-				return d, nil
-			}
-		}
-		return s, err
-	})
-}
-
 func str(v any) (string, error) {
 	switch s := v.(type) {
 	case string:

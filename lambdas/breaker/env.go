@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,11 +82,33 @@ func (s Settings) IAMAuth(cfg aws.Config) *IAMAuth {
 	return &IAMAuth{UserID: s.User, CacheName: s.CacheName, Region: cfg.Region, Credentials: cfg.Credentials}
 }
 
-// Breaker returns the circuit breaker of dependency name on the cache
-// client rdb, with s's failure threshold and open period.
-func (s Settings) Breaker(rdb redis.Scripter, name string, probeLease time.Duration, m metrics.Emitter, log *slog.Logger) (*Breaker, error) {
-	return New(NewRedisStore(rdb), Config{Name: name, FailureThreshold: s.FailureThreshold, OpenPeriod: s.OpenPeriod,
-		ProbeLease: probeLease, Metrics: m, Logger: log})
+// Cache is a Lambda's breaker cache: one Redis client (NewRedisClient)
+// shared by the breakers of every dependency, their metrics on standard
+// output for one environment (MetricsWriter).
+type Cache struct {
+	s           Settings
+	rdb         *redis.Client
+	environment string
+	log         *slog.Logger
+}
+
+// Open returns the cache s names, authenticated with cfg's credentials
+// when s names a user (IAMAuth).
+func (s Settings) Open(cfg aws.Config, environment string, log *slog.Logger) *Cache {
+	return &Cache{s: s, rdb: NewRedisClient(s.RedisAddr, s.RedisTLS, s.IAMAuth(cfg)), environment: environment, log: log}
+}
+
+// Metrics is the metrics writer of dependency name.
+func (c *Cache) Metrics(name string) *metrics.Writer {
+	return MetricsWriter(os.Stdout, c.environment, name)
+}
+
+// Breaker returns the circuit breaker of dependency name, with the
+// settings' failure threshold and open period. probeLease should exceed
+// the protected call's worst case.
+func (c *Cache) Breaker(name string, probeLease time.Duration) (*Breaker, error) {
+	return New(NewRedisStore(c.rdb), Config{Name: name, FailureThreshold: c.s.FailureThreshold, OpenPeriod: c.s.OpenPeriod,
+		ProbeLease: probeLease, Metrics: c.Metrics(name), Logger: c.log})
 }
 
 // ConnMaxLifetime retires a pooled connection after an hour: ElastiCache

@@ -111,7 +111,11 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	if err != nil {
 		return nil, err
 	}
-	sesBreaker, err := rt.Breaker(lambdaapi.NameSES, DefaultSESTimeout+15*time.Second)
+	breakers, err := rt.Breakers()
+	if err != nil {
+		return nil, err
+	}
+	sesBreaker, err := breakers.Breaker(lambdaapi.NameSES, DefaultSESTimeout+15*time.Second)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -33,22 +37,30 @@ func LoadSettings(env *lambdaenv.Env, prefix string) Settings {
 	return s
 }
 
-// FromSettings builds the client cfg describes with s's URL and read
-// timeout and a Retrier with s.Policy, a retry budget of its own (one per
-// dependency per process, shared by every call) and its retries logged.
-func FromSettings(s Settings, cfg Config) (*Client, error) {
+// Config completes cfg as a main builds dependency cfg.Name: s's URL and
+// read timeout; its API key from Secrets Manager (s.SecretARN, read with
+// awsCfg); its breaker on cache (probe lease: the read timeout plus 15 s)
+// and, unless cfg names a writer, its metrics beside the breaker's; a
+// Retrier with s.Policy, a retry budget of its own (one per dependency per
+// process, shared by every call) and its retries logged.
+func (s Settings) Config(awsCfg aws.Config, cache *breaker.Cache, cfg Config) (Config, error) {
+	br, err := cache.Breaker(cfg.Name, s.ReadTimeout+15*time.Second)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = cache.Metrics(cfg.Name)
+	}
 	budget, err := retry.NewBudget(retry.BudgetConfig{})
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
 	log := cmp.Or(cfg.Logger, slog.Default())
 	r, err := retry.New(s.Policy, retry.WithBudget(budget), retry.WithObserver(func(ev retry.RetryEvent) {
 		log.Info("retry", slog.String("dependency", cfg.Name), slog.Int("attempt", ev.Attempt), slog.Duration("wait", ev.Wait),
 			slog.String("class", ev.Class.String()), slog.String("error", ev.Err.Error()))
 	}))
-	if err != nil {
-		return nil, err
-	}
-	cfg.BaseURL, cfg.ReadTimeout, cfg.Retrier, cfg.Logger = s.URL, s.ReadTimeout, r, log
-	return New(cfg)
+	cfg.BaseURL, cfg.ReadTimeout, cfg.Retrier, cfg.Logger, cfg.Breaker = s.URL, s.ReadTimeout, r, log, br
+	cfg.Keys = NewSecretKey(secretsmanager.NewFromConfig(awsCfg), s.SecretARN, 0)
+	return cfg, err
 }

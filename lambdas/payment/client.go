@@ -86,24 +86,14 @@ type Client struct {
 // lambdaapi.GatewayDependency with the gateway's metric names unless cfg
 // names others. cfg.Calls is the per-operation cap (CallBudget).
 func NewClient(cfg httpdep.Config) (*Client, error) {
-	cfg = gatewayConfig(cfg)
+	cfg.Name = cmp.Or(cfg.Name, lambdaapi.GatewayDependency)
+	cfg.LatencyMetric = cmp.Or(cfg.LatencyMetric, lambdaapi.MetricGatewayLatency)
+	cfg.ErrorsMetric = cmp.Or(cfg.ErrorsMetric, lambdaapi.MetricGatewayErrors)
 	dep, err := httpdep.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return newClient(dep, cfg.Metrics), nil
-}
-
-func gatewayConfig(cfg httpdep.Config) httpdep.Config {
-	cfg.Name = cmp.Or(cfg.Name, lambdaapi.GatewayDependency)
-	cfg.LatencyMetric = cmp.Or(cfg.LatencyMetric, lambdaapi.MetricGatewayLatency)
-	cfg.ErrorsMetric = cmp.Or(cfg.ErrorsMetric, lambdaapi.MetricGatewayErrors)
-	return cfg
-}
-
-func newClient(dep *httpdep.Client, m metrics.Emitter) *Client {
-	m = cmp.Or(m, metrics.Discard)
-	return &Client{dep: dep, metrics: m}
+	return &Client{dep: dep, metrics: cmp.Or(cfg.Metrics, metrics.Discard)}, nil
 }
 
 // Charge charges the card once per key: the key travels as the

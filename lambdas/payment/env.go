@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -96,21 +94,14 @@ func TasksFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*T
 	if err != nil {
 		return nil, err
 	}
-	emf := breaker.MetricsWriter(os.Stdout, s.Environment, lambdaapi.GatewayDependency)
-	rdb := breaker.NewRedisClient(s.Breaker.RedisAddr, s.Breaker.RedisTLS, s.Breaker.IAMAuth(awsCfg))
-	br, err := s.Breaker.Breaker(rdb, lambdaapi.GatewayDependency, s.Gateway.ReadTimeout+15*time.Second, emf, log)
+	cache := s.Breaker.Open(awsCfg, s.Environment, log)
+	cfg, err := s.Gateway.Config(awsCfg, cache, httpdep.Config{Name: lambdaapi.GatewayDependency, Calls: calls, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	dep, err := httpdep.FromSettings(s.Gateway, gatewayConfig(httpdep.Config{
-		Keys:    httpdep.NewSecretKey(secretsmanager.NewFromConfig(awsCfg), s.Gateway.SecretARN, 0),
-		Breaker: br,
-		Calls:   calls,
-		Metrics: emf,
-		Logger:  log,
-	}))
+	c, err := NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return NewTasks(store, newClient(dep, emf), log)
+	return NewTasks(store, c, log)
 }

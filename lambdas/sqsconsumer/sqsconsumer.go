@@ -19,15 +19,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/consumers"
@@ -109,9 +106,9 @@ func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
 // lambdaenv), the SQS client and the logger.
 //
 // A consumer first reads every variable it needs (rt.Env; each problem is
-// recorded), then calls Check (HTTPDeps reads its own, then checks), so a
-// misconfigured function lists all its mistakes, and only then builds its
-// clients.
+// recorded), then checks rt.Env.Err() (HTTPDeps and Breakers read their
+// own, then check), so a misconfigured function lists all its mistakes,
+// and only then builds its clients.
 type Runtime struct {
 	Function string
 	Env      *lambdaenv.Env
@@ -121,11 +118,7 @@ type Runtime struct {
 	SQS *sqs.Client
 	Log *slog.Logger
 
-	breakerRead bool
-	breakerSet  breaker.Settings
-	breakerErr  error
-	redisOnce   sync.Once
-	redis       *redis.Client
+	breakers *breaker.Cache
 }
 
 // NewRuntime reads the common settings through env and loads the SDK
@@ -146,30 +139,19 @@ func NewRuntime(ctx context.Context, function string, env *lambdaenv.Env) (*Runt
 	return &Runtime{Function: function, Env: env, Settings: s, AWS: awsCfg, SQS: sqs.NewFromConfig(awsCfg), Log: log}, nil
 }
 
-// Check reports every problem recorded so far.
-func (r *Runtime) Check() error { return errors.Join(r.Env.Err(), r.breakerErr) }
-
-// readBreaker reads the breaker cache's variables (lambdaapi), once.
-func (r *Runtime) readBreaker() {
-	if !r.breakerRead {
-		r.breakerRead = true
-		r.breakerSet, r.breakerErr = breaker.LoadSettings(r.Env)
+// Breakers reads the breaker cache's variables (lambdaapi), reports every
+// problem recorded so far, and returns the cache (breaker.Cache, opened
+// once).
+func (r *Runtime) Breakers() (*breaker.Cache, error) {
+	if r.breakers != nil {
+		return r.breakers, nil
 	}
-}
-
-// Breaker returns the shared circuit breaker of dependency name on the
-// breaker cache (one Redis client per process), its metrics (dimensions
-// Entorno and Dependencia) on standard output. probeLease should exceed the
-// protected call's worst case.
-func (r *Runtime) Breaker(name string, probeLease time.Duration) (*breaker.Breaker, error) {
-	r.readBreaker()
-	if err := r.Check(); err != nil {
+	s, err := breaker.LoadSettings(r.Env)
+	if err := errors.Join(r.Env.Err(), err); err != nil {
 		return nil, err
 	}
-	r.redisOnce.Do(func() {
-		r.redis = breaker.NewRedisClient(r.breakerSet.RedisAddr, r.breakerSet.RedisTLS, r.breakerSet.IAMAuth(r.AWS))
-	})
-	return r.breakerSet.Breaker(r.redis, name, probeLease, breaker.MetricsWriter(os.Stdout, r.Settings.Environment, name), r.Log)
+	r.breakers = s.Open(r.AWS, r.Settings.Environment, r.Log)
+	return r.breakers, nil
 }
 
 // HTTPDeps builds what a consumer of one HTTP dependency needs (the
@@ -191,21 +173,19 @@ func (r *Runtime) HTTPDeps(prefix, name string) (OnceDeps, *httpdep.Client, erro
 		r.Env.Required(lambdaapi.EnvMaxReceiveCount)
 	}
 	dep := httpdep.LoadSettings(r.Env, prefix)
-	r.readBreaker()
-	if err := r.Check(); err != nil {
+	breakers, err := r.Breakers()
+	if err != nil {
 		return OnceDeps{}, nil, err
 	}
 	store, err := idempotency.NewStore(dynamodb.NewFromConfig(r.AWS), idempotency.Config{TableName: table, CacheSize: 1000, Expiry: r.Settings.IdempotencyWindow})
 	if err != nil {
 		return OnceDeps{}, nil, err
 	}
-	br, err := r.Breaker(name, dep.ReadTimeout+15*time.Second)
+	cfg, err := dep.Config(r.AWS, breakers, httpdep.Config{Name: name, Logger: r.Log})
 	if err != nil {
 		return OnceDeps{}, nil, err
 	}
-	client, err := httpdep.FromSettings(dep, httpdep.Config{Name: name, Breaker: br, Logger: r.Log,
-		Keys:    httpdep.NewSecretKey(secretsmanager.NewFromConfig(r.AWS), dep.SecretARN, 0),
-		Metrics: breaker.MetricsWriter(os.Stdout, r.Settings.Environment, name)})
+	client, err := httpdep.New(cfg)
 	if err != nil {
 		return OnceDeps{}, nil, err
 	}
@@ -292,7 +272,7 @@ func Start(ctx context.Context, function string, env *lambdaenv.Env, build func(
 	if err != nil {
 		return nil, err
 	}
-	return p, rt.Check()
+	return p, rt.Env.Err()
 }
 
 // KeyByPedido returns a sqsbatch.Config.IdempotencyKey that derives the

@@ -81,7 +81,7 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 // main): the stock table (STOCK_TABLE_NAME) and the SQS client for the DLQ.
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
 	table := rt.Env.Required(lambdaapi.EnvStockTable)
-	if err := rt.Check(); err != nil {
+	if err := rt.Env.Err(); err != nil {
 		return nil, err
 	}
 	store, err := NewStore(dynamodb.NewFromConfig(rt.AWS), table)

@@ -77,8 +77,8 @@ const (
 //
 // A transient error releases the key even when the side effect may already
 // have happened (a timeout after the gateway charged): that gap is closed
-// only by the downstream's own idempotency, so fn should forward the key it
-// receives in its context (see [KeyFromContext]).
+// only by the downstream's own idempotency, so fn should forward key to it
+// (the payment gateway's Idempotency-Key header).
 //
 // Recording the outcome uses a context detached from ctx's cancellation,
 // bounded by Config.FinalizeTimeout, because the side effect has already
@@ -176,7 +176,7 @@ func execute[T any](ctx context.Context, s *Store, c *claim, fn func(context.Con
 			_ = s.release(ctx, c)
 		}
 	}()
-	res, err = fn(context.WithValue(ctx, keyCtx{}, c.key))
+	res, err = fn(ctx)
 	finished = true
 
 	var zero T

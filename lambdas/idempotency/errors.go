@@ -18,7 +18,7 @@ var (
 	// took the key over before this owner could record its outcome. The
 	// outcome of this run was NOT recorded; the new owner's record stands.
 	// The side effect may have happened twice: this is the gap that the
-	// downstream Idempotency-Key (see [KeyFromContext]) closes.
+	// downstream Idempotency-Key (the key fn forwards, see [Do]) closes.
 	ErrLockLost = errors.New("idempotency: lock lost to another owner")
 
 	// ErrPayloadMismatch reports that the key was already used with a

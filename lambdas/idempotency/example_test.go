@@ -54,8 +54,7 @@ func Example() {
 			return err
 		}
 		res, err := idempotency.Do(ctx, store, key, func(ctx context.Context) (chargeResult, error) {
-			k, _ := idempotency.KeyFromContext(ctx) // = key: the gateway's Idempotency-Key
-			ref, err := chargeCard(ctx, k, pedidoID, cents)
+			ref, err := chargeCard(ctx, key, pedidoID, cents) // key: the gateway's Idempotency-Key
 			return chargeResult{ReferenciaCobro: ref}, err
 		}, idempotency.WithPayload(map[string]any{"pedido_id": pedidoID, "importe_centimos": cents}))
 		switch {

@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -156,15 +155,4 @@ func validateKey(k string) error {
 		return fmt.Errorf("%w: key is not valid UTF-8", ErrInvalidKey)
 	}
 	return nil
-}
-
-type keyCtx struct{}
-
-// KeyFromContext returns the idempotency key of the [Do] call running the
-// handler, so the handler can forward it to a downstream API that supports
-// one (the payment gateway's Idempotency-Key header): if our record fails
-// in the gap between charging and recording, theirs still holds.
-func KeyFromContext(ctx context.Context) (string, bool) {
-	k, ok := ctx.Value(keyCtx{}).(string)
-	return k, ok
 }

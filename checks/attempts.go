@@ -154,7 +154,7 @@ func with(fs []Factor, f Factor) []Factor { return append(slices.Clone(fs), f) }
 func (a *attemptWalk) function(fn *synthesized.Resource, factors []Factor) {
 	vars, _ := synthesized.Dig(fn.Prop("Environment"), "Variables").(map[string]any)
 	envNum := func(name string) (float64, bool) {
-		n := num(vars[name], -1)
+		n := synthesized.Number(vars[name], -1)
 		return n, n > 0
 	}
 	used := map[string]bool{}
@@ -209,7 +209,7 @@ func (a *attemptWalk) mapping(e *synthesized.Edge) {
 		a.function(e.To, []Factor{receives(e.From)})
 	case e.Via.Prop("StartingPosition") != nil:
 		f := Factor{Layer: "stream event source: retries until the record expires", N: Unbounded}
-		if n := num(e.Via.Prop("MaximumRetryAttempts"), -1); n >= 0 {
+		if n := synthesized.Number(e.Via.Prop("MaximumRetryAttempts"), -1); n >= 0 {
 			f = Factor{Layer: fmt.Sprintf("stream event source: MaximumRetryAttempts %s + 1", Num(n)), N: n + 1}
 		}
 		a.function(e.To, []Factor{f})
@@ -217,7 +217,7 @@ func (a *attemptWalk) mapping(e *synthesized.Edge) {
 }
 
 func receives(q *synthesized.Resource) Factor {
-	n := num(synthesized.Redrive(q.Prop("RedrivePolicy"))["maxReceiveCount"], 0)
+	n := synthesized.Number(synthesized.Redrive(q.Prop("RedrivePolicy"))["maxReceiveCount"], 0)
 	if n <= 0 {
 		return Factor{Layer: fmt.Sprintf("queue %s: no maxReceiveCount (receives until retention ends)", label(q)), N: Unbounded}
 	}
@@ -226,7 +226,7 @@ func receives(q *synthesized.Resource) Factor {
 
 // deliveries is the attempts of a rule, schedule or pipe target.
 func deliveries(retries any, what string, def float64) Factor {
-	n := num(retries, def)
+	n := synthesized.Number(retries, def)
 	if n < 0 {
 		return Factor{Layer: what + ": retries until the event expires", N: Unbounded}
 	}
@@ -238,7 +238,7 @@ func (a *attemptWalk) asyncInvocations(fn *synthesized.Resource) Factor {
 	n := float64(defaultAsyncRetries)
 	for _, r := range a.c.app.Resources("AWS::Lambda::EventInvokeConfig") {
 		if a.c.app.Function(r.Stack, r.Prop("FunctionName")) == fn {
-			n = num(r.Prop("MaximumRetryAttempts"), defaultAsyncRetries)
+			n = synthesized.Number(r.Prop("MaximumRetryAttempts"), defaultAsyncRetries)
 		}
 	}
 	return Factor{Layer: fmt.Sprintf("asynchronous invocation of %s: %s retries + 1", label(fn), Num(n)), N: n + 1}
@@ -346,7 +346,7 @@ func retryFactor(state map[string]any, name string) (Factor, bool) {
 	total := 1.0
 	var parts []string
 	for _, r := range retriers {
-		n := num(synthesized.Dig(r, "MaxAttempts"), defaultSFNMaxAttempts)
+		n := synthesized.Number(synthesized.Dig(r, "MaxAttempts"), defaultSFNMaxAttempts)
 		total += n
 		parts = append(parts, Num(n))
 	}

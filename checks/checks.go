@@ -15,7 +15,6 @@ package checks
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/mercadofresco/integration/synthesized"
@@ -113,16 +112,4 @@ func label(r *synthesized.Resource) string {
 }
 
 // num reads a number (CloudFormation allows numbers as strings), or def.
-func num(v any, def float64) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case string:
-		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
-			return f
-		}
-	}
-	return def
-}
-
 func str(v any) string { s, _ := v.(string); return s }

@@ -60,7 +60,7 @@ func (c *checker) queues() {
 			if srcFifo != dlqFifo {
 				c.fail(q, RuleFifoDLQType, "queue %s is %s but its DLQ %s is %s; SQS requires the DLQ of a FIFO queue to be FIFO (and of a standard queue to be standard)", name, kinds[srcFifo], queueLabel(dlq), kinds[dlqFifo])
 			}
-			if sr, dr := num(q.Prop("MessageRetentionPeriod"), defaultRetentionSeconds), num(dlq.Prop("MessageRetentionPeriod"), defaultRetentionSeconds); !srcFifo && dr <= sr {
+			if sr, dr := synthesized.Number(q.Prop("MessageRetentionPeriod"), defaultRetentionSeconds), synthesized.Number(dlq.Prop("MessageRetentionPeriod"), defaultRetentionSeconds); !srcFifo && dr <= sr {
 				c.fail(q, RuleDLQRetention, "DLQ %s retains messages %.0f s, not longer than its source %s (%.0f s); a standard queue's message keeps its original enqueue time in the DLQ, so it would expire there almost at once", queueLabel(dlq), dr, name, sr)
 			}
 		}
@@ -80,7 +80,7 @@ func (c *checker) dlqAlarm(q *synthesized.Resource, name string, sources []strin
 			continue
 		}
 		alarmed = true
-		op, th := str(a.Prop("ComparisonOperator")), num(a.Prop("Threshold"), -1)
+		op, th := str(a.Prop("ComparisonOperator")), synthesized.Number(a.Prop("Threshold"), -1)
 		firesOnFirst := (op == "GreaterThanThreshold" && th >= 0 && th < 1) || (op == "GreaterThanOrEqualToThreshold" && th > 0 && th <= 1)
 		actions, _ := a.Prop("AlarmActions").([]any)
 		enabled, isBool := a.Prop("ActionsEnabled").(bool)
@@ -167,9 +167,9 @@ func (c *checker) mappings() {
 			c.fail(m, RuleVisibilityTimeout, "cannot resolve the function of the mapping on %s to check VisibilityTimeout >= %d x its timeout; reference the function in this stack, or acknowledge the rule with the reason the visibility is safe", srcLabel, VisibilityMultiplier)
 			continue
 		}
-		timeout := num(fn.Prop("Timeout"), defaultLambdaTimeout)
-		vis := num(src.Prop("VisibilityTimeout"), defaultVisibilitySeconds)
-		window := num(m.Prop("MaximumBatchingWindowInSeconds"), 0)
+		timeout := synthesized.Number(fn.Prop("Timeout"), defaultLambdaTimeout)
+		vis := synthesized.Number(src.Prop("VisibilityTimeout"), defaultVisibilitySeconds)
+		window := synthesized.Number(m.Prop("MaximumBatchingWindowInSeconds"), 0)
 		if required := VisibilityMultiplier*timeout + window; vis < required {
 			extra := ""
 			if window > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mercadofresco/integration/synthesized/eventpattern"
@@ -233,6 +234,20 @@ func list(v any) []map[string]any {
 		}
 	}
 	return out
+}
+
+// Number reads a CloudFormation number, which a template writes as a JSON
+// number or a numeric string ("300"); def when v is neither.
+func Number(v any, def float64) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+			return f
+		}
+	}
+	return def
 }
 
 // Dig follows keys through nested objects (nil when one is missing).

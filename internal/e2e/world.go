@@ -10,7 +10,6 @@ import (
 	"net"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -196,15 +195,7 @@ func (w *World) createTables() {
 }
 
 func seconds(v any, def time.Duration) time.Duration {
-	switch x := v.(type) {
-	case float64:
-		return time.Duration(x * float64(time.Second))
-	case string:
-		if n, err := strconv.ParseFloat(x, 64); err == nil {
-			return time.Duration(n * float64(time.Second))
-		}
-	}
-	return def
+	return time.Duration(synthesized.Number(v, def.Seconds()) * float64(time.Second))
 }
 
 // createQueues creates the templates' queues in the SQS fake, dead-letter

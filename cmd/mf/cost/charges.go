@@ -57,7 +57,7 @@ func (m *model) chargeMessaging() {
 			continue
 		}
 		m.charge("archive, events archived", "events.archive.processing", gb, "EventBridge")
-		months := num(a.Prop("RetentionDays")) / 30.4375
+		months := synthesized.Number(a.Prop("RetentionDays"), 0) / 30.4375
 		if months == 0 {
 			months = 12
 			m.note("%s keeps events forever: its storage counts one year of them", m.label(a))
@@ -94,7 +94,7 @@ func (m *model) chargeFunctions() {
 			m.note("no modelled route invokes %s (the model follows the happy path and a declined charge)", label)
 			continue
 		}
-		mem := num(fn.Prop("MemorySize"))
+		mem := synthesized.Number(fn.Prop("MemorySize"), 0)
 		if mem == 0 {
 			mem = 128
 		}
@@ -192,7 +192,7 @@ func (m *model) chargeData() {
 	for _, c := range m.app.Resources("AWS::RDS::DBCluster") {
 		label := m.label(c)
 		scaling, _ := c.Prop("ServerlessV2ScalingConfiguration").(map[string]any)
-		minACU := num(scaling["MinCapacity"])
+		minACU := synthesized.Number(scaling["MinCapacity"], 0)
 		instances := 0
 		for _, i := range m.app.Resources("AWS::RDS::DBInstance") {
 			if m.app.Find(i.Stack, i.Prop("DBClusterIdentifier")) == c {
@@ -311,7 +311,7 @@ func (m *model) chargeSecurity() {
 	periods := func(v vol, seconds float64) vol { return v.min(m.secs / seconds).scale(2) }
 	for _, q := range m.app.Resources("AWS::SQS::Queue") {
 		if q.Prop("KmsMasterKeyId") != nil {
-			s := num(q.Prop("KmsDataKeyReusePeriodSeconds"))
+			s := synthesized.Number(q.Prop("KmsDataKeyReusePeriodSeconds"), 0)
 			if s == 0 {
 				s = cache
 			}
@@ -370,7 +370,7 @@ type alarmedMetric struct {
 // period that is absent or a token counts as standard, the same for both
 // kinds of alarm.
 func alarmedMetrics(a *synthesized.Resource) []alarmedMetric {
-	highResolution := func(period any) bool { p := num(period); return p > 0 && p < 60 }
+	highResolution := func(period any) bool { p := synthesized.Number(period, 0); return p > 0 && p < 60 }
 	list, _ := a.Prop("Metrics").([]any)
 	if len(list) == 0 {
 		return []alarmedMetric{{a.Prop("Namespace"), a.Prop("MetricName"), a.Prop("Dimensions"), highResolution(a.Prop("Period"))}}
@@ -421,8 +421,8 @@ func (m *model) chargeMonitoring() {
 		gb := m.logKB[label].scale(1.0 / kbPerGB)
 		ingest = ingest.add(gb)
 		months := 12.0
-		if lg := m.logGroups[label]; lg != nil && num(lg.Prop("RetentionInDays")) > 0 {
-			months = num(lg.Prop("RetentionInDays")) / 30.4375
+		if lg := m.logGroups[label]; lg != nil && synthesized.Number(lg.Prop("RetentionInDays"), 0) > 0 {
+			months = synthesized.Number(lg.Prop("RetentionInDays"), 0) / 30.4375
 		} else if gb.total() > 0 {
 			m.note("log group %s never expires: its storage counts one year of logs", label)
 		}

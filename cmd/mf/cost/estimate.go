@@ -226,19 +226,6 @@ func prop[T any](r *synthesized.Resource, name string) T {
 	return v
 }
 
-func num(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case string:
-		var f float64
-		if _, err := fmt.Sscan(x, &f); err == nil {
-			return f
-		}
-	}
-	return 0
-}
-
 func chunks(kb float64) float64 { return math.Max(1, math.Ceil(kb/64)) }
 
 func (m *model) unpriced() map[string]int {

@@ -114,7 +114,7 @@ func (m *model) sendToQueue(q *synthesized.Resource, n vol, kb float64, depth in
 		if fu, ok := m.u.Functions[m.label(e.To)]; ok && fu.MessagesPerInvocation > 0 {
 			batch = fu.MessagesPerInvocation
 		}
-		if max := num(e.Settings["BatchSize"]); max > 0 && batch > max {
+		if max := synthesized.Number(e.Settings["BatchSize"], 0); max > 0 && batch > max {
 			batch = max
 		}
 		// One ReceiveMessage and one DeleteMessageBatch per batch.

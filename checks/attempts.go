@@ -87,7 +87,8 @@ func Num(n float64) string {
 // an SQS event source mapping (the queue's maxReceiveCount), a stream event
 // source or pipe source (MaximumRetryAttempts + 1), a Step Functions Task
 // (1 + the MaxAttempts of its retriers, and of the Map or Parallel states
-// around it), a Lambda asynchronous invocation by a rule or a schedule
+// around it; a retrier of Lambda.TooManyRequestsException alone is not
+// counted: the function did not run), a Lambda asynchronous invocation by a rule or a schedule
 // (the function's EventInvokeConfig MaximumRetryAttempts + 1, default 3), a
 // pipe's synchronous target. Layers that deliver (a rule or schedule target,
 // a pipe target, a task's SQS/SNS integration) count their attempts against
@@ -339,16 +340,18 @@ func (a *attemptWalk) stateMachine(sm *synthesized.Resource, outer []Factor) {
 }
 
 func retryFactor(state map[string]any, name string) (Factor, bool) {
-	retriers := listOf(state["Retry"])
-	if len(retriers) == 0 {
-		return Factor{}, false
-	}
 	total := 1.0
 	var parts []string
-	for _, r := range retriers {
+	for _, r := range listOf(state["Retry"]) {
+		if errs := listOf(synthesized.Dig(r, "ErrorEquals")); len(errs) == 1 && errs[0] == lambdaapi.ErrLambdaThrottled {
+			continue // Lambda refused the invocation: the function did not run
+		}
 		n := synthesized.Number(synthesized.Dig(r, "MaxAttempts"), defaultSFNMaxAttempts)
 		total += n
 		parts = append(parts, Num(n))
+	}
+	if len(parts) == 0 {
+		return Factor{}, false
 	}
 	return Factor{Layer: fmt.Sprintf("state %s: Retry MaxAttempts %s + 1", name, strings.Join(parts, " + ")), N: total}, true
 }

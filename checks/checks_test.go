@@ -202,3 +202,29 @@ func TestFindingsAreReportedInAStableOrder(t *testing.T) {
 		}
 	}
 }
+
+// A retrier of Lambda.TooManyRequestsException alone is not counted (the
+// function did not run); one that also names another error is.
+func TestThrottleRetrierIsNotCounted(t *testing.T) {
+	retrier := func(n float64, errs ...any) any { return map[string]any{"ErrorEquals": errs, "MaxAttempts": n} }
+	const throttle = "Lambda.TooManyRequestsException"
+	for _, tc := range []struct {
+		name     string
+		retriers []any
+		want     float64 // 0: no factor
+	}{
+		{"no retry", nil, 0},
+		{"throttle alone", []any{retrier(18, throttle)}, 0},
+		{"throttle beside a transient retrier", []any{retrier(18, throttle), retrier(3, "PasarelaNoDisponible")}, 4},
+		{"mixed retrier", []any{retrier(3, throttle, "PasarelaNoDisponible")}, 4},
+		{"mixed beside throttle", []any{retrier(18, throttle), retrier(3, "Lambda.ServiceException", throttle)}, 4},
+		{"any error", []any{retrier(2, "States.ALL")}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, ok := retryFactor(map[string]any{"Retry": tc.retriers}, "Cobrar")
+			if got := map[bool]float64{true: f.N}[ok]; got != tc.want {
+				t.Fatalf("factor %v (%q), want %v", got, f.Layer, tc.want)
+			}
+		})
+	}
+}

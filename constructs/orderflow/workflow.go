@@ -13,6 +13,7 @@ package orderflow
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -73,9 +74,28 @@ const (
 
 // LambdaServiceErrors are Lambda's own transient failures of an Invoke
 // (the function may not have run); retried like the transient task errors.
-var LambdaServiceErrors = []string{
-	"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
-	"Lambda.TooManyRequestsException",
+var LambdaServiceErrors = []string{"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException"}
+
+// The throttle retrier of the payment tasks: Lambda refused the invocation
+// (reserved concurrency reached, the function did not run), so the task
+// waits its turn with full jitter, doubling from 1 s to 30 s, for as many
+// waits as fit in half the order's objective (lambdaapi.SLOConfirmation);
+// the other half is the payment's own retries. MF-ATTEMPTS does not count
+// it. docs/design.md#payment-throttle.
+const (
+	ErrThrottled      = lambdaapi.ErrLambdaThrottled
+	ThrottleInterval  = time.Second
+	ThrottleMaxDelay  = 30 * time.Second
+	ThrottleWaitLimit = lambdaapi.SLOConfirmation / 2
+)
+
+// ThrottleRetries is the throttle retrier's MaxAttempts: the waits, at
+// their caps, that fit in ThrottleWaitLimit (18: 1+2+4+8+16+13×30 = 421 s).
+func ThrottleRetries() (n int, total time.Duration) {
+	for d := ThrottleInterval; total+d <= ThrottleWaitLimit; d = min(2*d, ThrottleMaxDelay) {
+		n, total = n+1, total+d
+	}
+	return n, total
 }
 
 // RetryPolicy is the workflow's Retry for transient errors. Zero fields
@@ -275,6 +295,9 @@ func (w *Workflow) definition(c constructs.Construct, p *WorkflowProps, taskTime
 	str := func(path string) *string { return sfn.JsonPath_StringAt(jsii.String(path)) }
 	num := func(path string) *float64 { return sfn.JsonPath_NumberAt(jsii.String(path)) }
 	transient := w.Retry.props(TransientPaymentErrors())
+	retries, _ := ThrottleRetries()
+	throttled := &sfn.RetryProps{Errors: jsii.Strings(ErrThrottled), Interval: core.Duration(ThrottleInterval), BackoffRate: jsii.Number(2),
+		MaxAttempts: jsii.Number(float64(retries)), MaxDelay: core.Duration(ThrottleMaxDelay), JitterStrategy: sfn.JitterType_FULL}
 	// SDK integrations: any failure of the send is retried (a repeated send
 	// is deduplicated by the FIFO queue, and the topic's consumers are
 	// idempotent).
@@ -304,6 +327,7 @@ func (w *Workflow) definition(c constructs.Construct, p *WorkflowProps, taskTime
 			ResultPath:               jsii.String(path),
 			TaskTimeout:              timeout,
 		})
+		task.AddRetry(throttled)
 		task.AddRetry(transient)
 		return task
 	}

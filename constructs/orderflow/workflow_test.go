@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/mercadofresco/integration/internal/localaws"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,11 +142,10 @@ func TestDefinitionExecutes(t *testing.T) {
 			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {sent}, orderflow.StateConfirmar: {sent},
 		}},
 		{name: "transient then success", tasks: map[string][]localaws.TaskStep{
-			orderflow.StateCobrar: {
-				localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway"),
-				localaws.TaskFail("Lambda.TooManyRequestsException", "Rate exceeded"),
-				charged,
-			},
+			// More throttles than the transient retrier's MaxAttempts: the
+			// throttle retrier counts them (docs/design.md#payment-throttle).
+			orderflow.StateCobrar: append(append([]localaws.TaskStep{localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway")},
+				slices.Repeat([]localaws.TaskStep{localaws.TaskFail(lambdaapi.ErrLambdaThrottled, "Rate exceeded")}, 5)...), charged),
 			orderflow.StateEnviarReserva: {sent}, orderflow.StateConfirmar: {sent},
 		}},
 		{name: "transient forever", tasks: map[string][]localaws.TaskStep{
@@ -241,11 +241,14 @@ func TestDefinitionExecutes(t *testing.T) {
 
 	t.Run("transient failure retried then success", func(t *testing.T) {
 		r := get("transient then success")
-		if r.Status != "SUCCEEDED" || r.CallCount(orderflow.StateCobrar) != 3 || len(r.Retries) != 2 {
-			t.Fatalf("status %s, %d charges, retries %+v", r.Status, r.CallCount(orderflow.StateCobrar), r.Retries)
+		if r.Status != "SUCCEEDED" || r.CallCount(orderflow.StateCobrar) != 7 || len(r.Retries) != 6 {
+			t.Fatalf("status %s %s, %d charges, retries %+v", r.Status, r.Error, r.CallCount(orderflow.StateCobrar), r.Retries)
 		}
-		for _, rt := range r.Retries {
-			checkRetrier(t, rt.Retrier, f.wf.Retry)
+		checkRetrier(t, r.Retries[0].Retrier, f.wf.Retry)
+		for _, rt := range r.Retries[1:] {
+			if errs := rt.Retrier["ErrorEquals"].([]any); len(errs) != 1 || errs[0] != lambdaapi.ErrLambdaThrottled {
+				t.Fatalf("a throttle retried by %v", rt.Retrier)
+			}
 		}
 	})
 
@@ -347,13 +350,18 @@ func TestRetryFollowsConfiguration(t *testing.T) {
 	raw, _ := json.Marshal(def)
 	mustJSON(t, raw, &asl)
 	retry := asl.States[orderflow.StateCobrar].Retry
-	if len(retry) != 1 {
-		t.Fatalf("Cobrar has %d retriers, want 1: %v", len(retry), retry)
+	if len(retry) != 2 {
+		t.Fatalf("Cobrar has %d retriers, want the throttle's and the transient errors': %v", len(retry), retry)
 	}
-	checkRetrier(t, retry[0], f.wf.Retry)
-	errs := retry[0]["ErrorEquals"].([]any)
+	n, _ := orderflow.ThrottleRetries()
+	checkRetrier(t, retry[0], orderflow.RetryPolicy{Interval: awscdk.Duration_Seconds(jsii.Number(1)), BackoffRate: 2, MaxAttempts: float64(n), MaxDelay: awscdk.Duration_Seconds(jsii.Number(30))})
+	if errs := retry[0]["ErrorEquals"].([]any); len(errs) != 1 || errs[0] != lambdaapi.ErrLambdaThrottled {
+		t.Fatalf("the first retrier is not the throttle's alone: %v", errs)
+	}
+	checkRetrier(t, retry[1], f.wf.Retry)
+	errs := retry[1]["ErrorEquals"].([]any)
 	for _, e := range errs {
-		if e == lambdaapi.ErrTarjetaRechazada || e == lambdaapi.ErrCircuitoAbierto || e == lambdaapi.ErrFirmaInvalida || e == "States.ALL" {
+		if e == lambdaapi.ErrLambdaThrottled || e == lambdaapi.ErrTarjetaRechazada || e == lambdaapi.ErrCircuitoAbierto || e == lambdaapi.ErrFirmaInvalida || e == "States.ALL" {
 			t.Fatalf("Cobrar retries %v", e)
 		}
 	}

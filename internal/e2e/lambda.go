@@ -82,6 +82,9 @@ type Function struct {
 	// gets (Timeout / ExecScale).
 	Timeout, Deadline time.Duration
 	Env               map[string]string
+	// Reserved is the template's ReservedConcurrentExecutions, which every
+	// invocation enters before its sandbox runs.
+	Reserved localaws.Reserved
 
 	mu      sync.Mutex
 	idle    []taskHandler // task sandboxes waiting for an invocation
@@ -102,6 +105,7 @@ func (w *World) loadFunctions() {
 		f := &Function{w: w, Res: r, Name: name, ARN: arn, Entry: entry, Env: map[string]string{},
 			Timeout: seconds(r.Prop("Timeout"), 3*time.Second)}
 		f.Deadline = time.Duration(float64(f.Timeout) / w.opts.ExecScale)
+		f.Reserved.Limit = int64(synthesized.Number(r.Prop("ReservedConcurrentExecutions"), 0))
 		if entry == "lambdas/outbox-publicador" {
 			// Its invocation's timing is its code's (lambdaapi: the
 			// 20 s stop margin and lease of a 100 s invocation), not
@@ -206,7 +210,8 @@ var ErrTimedOut = errors.New("Sandbox.Timedout")
 // runInvocation runs fn as one invocation of f: it returns fn's result, or
 // ErrTimedOut when fn has not returned by the deadline (fn then finishes
 // in the background and its result is dropped, as the runtime drops a
-// timed-out invocation's).
+// timed-out invocation's). Its callers hold one of f.Reserved's slots
+// while it runs, and a throttled invocation never reaches it.
 func runInvocation[T any](parent context.Context, f *Function, fn func(ctx context.Context) (T, error)) (T, error) {
 	ctx, cancel := f.invocationContext(parent)
 	type result struct {
@@ -241,6 +246,11 @@ func (f *Function) InvokeTask(ctx context.Context, in json.RawMessage) (json.Raw
 	if build == nil {
 		return nil, &localaws.TaskFailure{Error: "Harness.NotPlayed", Cause: f.Entry + " is not played by the run"}
 	}
+	release, ok := f.Reserved.Enter()
+	if !ok {
+		return nil, &localaws.TaskFailure{Error: localaws.ErrThrottled, Cause: "Rate Exceeded."}
+	}
+	defer release()
 	f.mu.Lock()
 	var h taskHandler
 	if n := len(f.idle); n > 0 {
@@ -394,6 +404,11 @@ func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, ev events
 		resp, err, handled = e.Intercept(ctx, ev)
 	}
 	if !handled {
+		release, ok := e.Fn.Reserved.Enter()
+		if !ok {
+			return sandbox // throttled: the batch comes back after its visibility timeout
+		}
+		defer release()
 		if sandbox == nil {
 			if sandbox, err = sqsBuilders[e.Fn.Entry](ctx, lambdaenv.FromMap(e.Fn.Env)); err != nil {
 				e.w.t.Errorf("e2e: %s cannot start: %v", e.Fn.Entry, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/mercadofresco/integration/internal/localaws"
-	"github.com/mercadofresco/integration/synthesized"
 )
 
 // startStepFunctions validates the templates' state machine definitions as
@@ -29,7 +28,7 @@ func (w *World) startStepFunctions(ctx context.Context, task localaws.TaskFunc, 
 		if errs := s.Validate(ctx, def); len(errs) > 0 {
 			w.fatalf("%s: the definition does not validate: %v", r.Path(), errs)
 		}
-		s.Definitions[arn] = w.scaleDefinition(def)
+		s.Definitions[arn] = localaws.ScaleDefinition(def, w.opts.WaitScale, w.opts.ExecScale)
 	}
 	return s
 }
@@ -92,39 +91,4 @@ func (r *Run) runTask(ctx context.Context, c localaws.TaskCall) (json.RawMessage
 		return b, nil
 	}
 	return nil, &localaws.TaskFailure{Error: "Harness.UnknownResource", Cause: "the run does not play " + c.Resource}
-}
-
-// scaleDefinition returns the definition with Retry intervals and caps
-// divided by WaitScale (they are waits, like the queues' delays) and
-// TimeoutSeconds divided by ExecScale (they bound how long code runs, like
-// the functions' timeouts, so a task times out after its function would).
-func (w *World) scaleDefinition(def map[string]any) map[string]any {
-	raw, _ := json.Marshal(def)
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	if v, ok := out["TimeoutSeconds"].(float64); ok {
-		out["TimeoutSeconds"] = v / w.opts.ExecScale
-	}
-	synthesized.WalkStates(out, func(_ string, s map[string]any) {
-		if v, ok := s["TimeoutSeconds"].(float64); ok {
-			s["TimeoutSeconds"] = v / w.opts.ExecScale
-		}
-		if v, ok := s["Seconds"].(float64); ok && s["Type"] == "Wait" {
-			s["Seconds"] = v / w.opts.WaitScale
-		}
-		if retries, ok := s["Retry"].([]any); ok {
-			for _, rv := range retries {
-				r := rv.(map[string]any)
-				if v, ok := r["IntervalSeconds"].(float64); ok {
-					r["IntervalSeconds"] = v / w.opts.WaitScale
-				} else {
-					r["IntervalSeconds"] = 1 / w.opts.WaitScale
-				}
-				if v, ok := r["MaxDelaySeconds"].(float64); ok {
-					r["MaxDelaySeconds"] = v / w.opts.WaitScale
-				}
-			}
-		}
-	})
-	return out
 }

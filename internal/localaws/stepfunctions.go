@@ -9,6 +9,7 @@ package localaws
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -366,3 +367,64 @@ func WorkflowDefinition(template map[string]any, logicalID, region, account stri
 	}
 	return app.Definition(sm)
 }
+
+// ScaleDefinition returns a copy of def with its Retry intervals, caps and
+// Wait seconds divided by waitScale (waits, like the queues' delays) and
+// its TimeoutSeconds by execScale (they bound how long code runs, like the
+// functions' timeouts, so a task times out after its function would).
+func ScaleDefinition(def map[string]any, waitScale, execScale float64) map[string]any {
+	raw, _ := json.Marshal(def)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	if v, ok := out["TimeoutSeconds"].(float64); ok {
+		out["TimeoutSeconds"] = v / execScale
+	}
+	synthesized.WalkStates(out, func(_ string, s map[string]any) {
+		if v, ok := s["TimeoutSeconds"].(float64); ok {
+			s["TimeoutSeconds"] = v / execScale
+		}
+		if v, ok := s["Seconds"].(float64); ok && s["Type"] == "Wait" {
+			s["Seconds"] = v / waitScale
+		}
+		retries, _ := s["Retry"].([]any)
+		for _, rv := range retries {
+			r := rv.(map[string]any)
+			r["IntervalSeconds"] = cmp.Or(r["IntervalSeconds"], any(1.0)).(float64) / waitScale
+			if v, ok := r["MaxDelaySeconds"].(float64); ok {
+				r["MaxDelaySeconds"] = v / waitScale
+			}
+		}
+	})
+	return out
+}
+
+// ErrThrottled is the error of an invocation Lambda refuses: the function
+// did not run.
+const ErrThrottled = "Lambda.TooManyRequestsException"
+
+// Reserved is a function's reserved concurrency as Lambda enforces it: an
+// invocation beyond Limit concurrent ones is refused (ErrThrottled) before
+// the function runs. A zero Limit is unreserved. Safe for concurrent use.
+type Reserved struct {
+	Limit                     int64
+	inFlight, peak, throttled atomic.Int64
+}
+
+// Enter takes a slot for one invocation: release gives it back; ok is
+// false when every slot is taken.
+func (r *Reserved) Enter() (release func(), ok bool) {
+	n := r.inFlight.Add(1)
+	if r.Limit > 0 && n > r.Limit {
+		r.inFlight.Add(-1)
+		r.throttled.Add(1)
+		return nil, false
+	}
+	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
+	}
+	return func() { r.inFlight.Add(-1) }, true
+}
+
+// Peak is the most invocations in flight at once, Throttled how many were
+// refused.
+func (r *Reserved) Peak() int64      { return r.peak.Load() }
+func (r *Reserved) Throttled() int64 { return r.throttled.Load() }

@@ -54,6 +54,11 @@ const (
 	// shop committed. Nothing is sent to the gateway. Never retry: the
 	// order fails and a person looks (docs/design.md#charge-signature).
 	ErrFirmaInvalida = "FirmaInvalida"
+	// ErrLambdaThrottled is Lambda's refusal of an invocation beyond the
+	// function's reserved concurrency: the function did not run. The
+	// workflow waits its turn in a retrier of its own, which MF-ATTEMPTS
+	// does not count (docs/design.md#payment-throttle).
+	ErrLambdaThrottled = "Lambda.TooManyRequestsException"
 )
 
 // MaxGatewayCallsPerOperation is the most calls one operation (an order's

@@ -2,8 +2,8 @@
 // cross a boundary of the app: the events of lambdas/eventsapi and the
 // payment tasks' inputs and outputs, one file per major version at
 // <Name>/v<major>.json. They are generated from the Go types by
-// `go run ./cmd/mf schemas generate` and checked against the last release
-// by `go run ./cmd/mf schemas check` (docs/design.md#event-contracts).
+// `go run ./cmd/mf schemas generate` and checked against every committed
+// version by `go run ./cmd/mf schemas check` (docs/design.md#event-contracts).
 // The package embeds them, standard library only, for the schema registry
 // construct and the tests.
 package schemas

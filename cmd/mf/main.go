@@ -2,7 +2,7 @@
 //
 //	mf attempts [-e ENV] [-dir DIR] [-over] [-markdown]   worst-case attempts per dependency (MF-ATTEMPTS)
 //	mf reach [-e ENV] [-dir DIR]                          every function's calls and their way out of the VPC (MF-REACH)
-//	mf schemas generate|check [-dir schemas] [-against REF]   the event contracts' JSON Schemas
+//	mf schemas generate|check [-dir schemas]              the event contracts' JSON Schemas
 //	mf cost [-e ENV] [-dir DIR] [-before DIR]             the monthly cost of an environment (docs/cost.md)
 //	mf review [-e ENV] [-fail]                            cdk diff against the committed snapshots
 //	mf migrate [-dsn DSN] [-list]                         the outbox migrations on a local or CI database
@@ -40,7 +40,7 @@ type command struct {
 var commands = []command{
 	{"attempts", "the worst case of attempts on every dependency along every path (MF-ATTEMPTS)", runAttempts},
 	{"reach", "every call of every function and how it leaves the VPC (MF-REACH)", runReach},
-	{"schemas", "generate the event contracts' JSON Schemas, or check them against the last release", runSchemas},
+	{"schemas", "generate the event contracts' JSON Schemas, or check them against every committed version", runSchemas},
 	{"cost", "the monthly cost of an environment, or its delta from other templates", runCost},
 	{"review", "what a change does to an environment, against the committed snapshots", runReview},
 	{"migrate", "apply the outbox migrations to a PostgreSQL database", runMigrate},

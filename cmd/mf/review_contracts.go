@@ -60,7 +60,7 @@ func orNone(xs []string) []string {
 // changedSchemas lists the files of schemas/ that differ from the
 // merge-base with main (or HEAD), committed or not.
 func changedSchemas() ([]string, error) {
-	base, _ := baseRef(".", "")
+	base := baseRef(".")
 	diff, err := git(".", "diff", "--name-status", base, "--", "schemas")
 	if err != nil {
 		return nil, err

@@ -12,17 +12,16 @@ import (
 )
 
 // runSchemas generates the JSON Schemas of the event contracts from the Go
-// types (generate) and checks them against the last release (check), as
+// types (generate) and checks them against their history (check), as
 // `buf breaking` does for protobuf (docs/design.md#event-contracts). check
-// exits 1 when schemas/ differs from what the Go types generate, or when a
-// schema breaks the committed version at REF within its major version (a
+// exits 1 when schemas/ differs from what the Go types generate, when a
+// schema breaks any version of its file committed in HEAD's history (a
 // removed field, a changed type, a new required field, a shrunk enum, a
-// deleted file; a new major version is a new file and passes). REF defaults
-// to $MF_SCHEMAS_AGAINST, else the merge-base of HEAD with origin/main (or
-// main), else HEAD. The compatibility rules are this tool's own: no
-// maintained Go library compares two JSON Schemas.
+// deleted file; a new major version is a new file and passes), or when
+// that history is missing (a shallow clone). The compatibility rules are
+// this tool's own: no maintained Go library compares two JSON Schemas.
 func runSchemas(args []string, stdout, stderr io.Writer) int {
-	const usage = "generate|check [-dir schemas] [-against REF]"
+	const usage = "generate|check [-dir schemas]"
 	if len(args) == 0 || (args[0] != "generate" && args[0] != "check") {
 		newFlags("schemas", usage, stderr).Usage()
 		if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help"}, args[0]) {
@@ -30,9 +29,8 @@ func runSchemas(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	fs := newFlags("schemas "+args[0], "[-dir schemas] [-against REF]", stderr)
+	fs := newFlags("schemas "+args[0], "[-dir schemas]", stderr)
 	dir := fs.String("dir", "schemas", "the schemas directory")
-	against := fs.String("against", os.Getenv("MF_SCHEMAS_AGAINST"), "git ref of the last release (default: merge-base of HEAD with origin/main or main, else HEAD)")
 	if code, done := parse(fs, args[1:]); done {
 		return code
 	}
@@ -42,7 +40,7 @@ func runSchemas(args []string, stdout, stderr io.Writer) int {
 		err = writeGenerated(*dir, stdout)
 	case "check":
 		var problems []string
-		problems, err = check(*dir, *against, stdout)
+		problems, err = check(*dir, stdout)
 		for _, p := range problems {
 			fmt.Fprintln(stdout, "FAIL", p)
 		}
@@ -97,19 +95,15 @@ func drift(dir string) ([]string, error) {
 	return out, nil
 }
 
-func check(dir, against string, stdout io.Writer) ([]string, error) {
+func check(dir string, stdout io.Writer) ([]string, error) {
 	problems, err := drift(dir)
 	if err != nil {
 		return nil, err
 	}
-	ref, err := baseRef(dir, against)
+	n, evo, err := checkHistory(dir)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stdout, "comparing %s with %s\n", dir, ref)
-	evo, err := checkAgainst(dir, ref)
-	if err != nil {
-		return nil, err
-	}
+	fmt.Fprintf(stdout, "compared %s with the %d versions of its schemas committed in HEAD's history\n", dir, n)
 	return append(problems, evo...), nil
 }

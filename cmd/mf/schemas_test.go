@@ -85,61 +85,74 @@ func TestBreaking(t *testing.T) {
 	}
 }
 
-// The check against a git ref, in a repository made for the test: a
-// removed field fails, an added optional field passes, a deleted schema
-// fails, a new major version passes.
-func TestCheckAgainstGitRef(t *testing.T) {
+// The check against the history, in repositories made for the test, each
+// a fresh clone of main: the last commit removes a field that an earlier
+// commit published (fails, though HEAD is the merge-base with main), adds
+// an optional one (passes), deletes a schema (fails) or adds a new major
+// version (passes); a shallow clone fails loudly.
+func TestCheckAgainstHistory(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("git is not on PATH (the evolution check reads schemas at a git ref): %v", err)
+		t.Fatalf("git is not on PATH (the evolution check reads the schemas' history): %v", err)
 	}
-	repo := t.TempDir()
-	gitT := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	write := func(rel, content string) {
-		t.Helper()
-		p := filepath.Join(repo, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gitT("init", "-q", "-b", "release")
-	write("schemas/PedidoConfirmado/v1.json", v1)
-	gitT("add", ".")
-	gitT("commit", "-qm", "release")
-	dir := filepath.Join(repo, "schemas")
+	withNota := strings.Replace(v1, `"pedido_id":{"type":"string"},`, `"pedido_id":{"type":"string"},"nota":{"type":"string"},`, 1)
+	const file = "schemas/PedidoConfirmado/v1.json"
 	tests := []struct {
-		name  string
-		apply func()
-		want  string
+		name    string
+		last    map[string]string // the last commit's files ("" deletes)
+		shallow bool
+		want    string // "" = passes
 	}{
-		{"optional field added", func() {
-			write("schemas/PedidoConfirmado/v1.json", strings.Replace(v1, `"pedido_id":{"type":"string"},`, `"pedido_id":{"type":"string"},"nota":{"type":"string"},`, 1))
-		}, ""},
-		{"new major version", func() { write("schemas/PedidoConfirmado/v2.json", `{"type":"object","required":["nuevo"]}`) }, ""},
-		{"field removed", func() {
-			write("schemas/PedidoConfirmado/v1.json", strings.Replace(v1, `"pedido_id":{"type":"string"},`, ``, 1))
-		}, `schemas/PedidoConfirmado/v1.json (PedidoConfirmado v1): (root): field "pedido_id" removed`},
-		{"schema deleted", func() { os.Remove(filepath.Join(dir, "PedidoConfirmado", "v1.json")) }, "is deleted"},
+		{"optional field added", map[string]string{file: strings.Replace(withNota, `"tipo":{"type":"string","enum":["reserva","liberacion"]},`, `"tipo":{"type":"string","enum":["reserva","liberacion"]},"canal":{"type":"string"},`, 1)}, false, ""},
+		{"new major version", map[string]string{"schemas/PedidoConfirmado/v2.json": `{"type":"object","required":["nuevo"]}`}, false, ""},
+		{"field of an earlier commit removed", map[string]string{file: v1}, false, `schemas/PedidoConfirmado/v1.json (PedidoConfirmado v1): (root): field "nota" removed (against its version of commit`},
+		{"schema deleted", map[string]string{file: ""}, false, "is deleted"},
+		{"shallow clone", map[string]string{}, true, "history is shallow"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gitT("checkout", "-q", "--", ".")
-			os.Remove(filepath.Join(dir, "PedidoConfirmado", "v2.json"))
-			tc.apply()
-			ref, err := baseRef(dir, "")
-			if err != nil || ref != "HEAD" {
-				t.Fatalf("baseRef = %q, %v; want HEAD in a clone without main", ref, err)
+			origin, clone := t.TempDir(), t.TempDir()
+			gitIn := func(dir string, args ...string) {
+				t.Helper()
+				cmd := exec.Command("git", append([]string{"-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false", "-c", "protocol.file.allow=always"}, args...)...)
+				cmd.Dir = dir
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
 			}
-			got, err := checkAgainst(dir, ref)
+			commit := func(files map[string]string, msg string) {
+				t.Helper()
+				for rel, content := range files {
+					p := filepath.Join(origin, rel)
+					if content == "" {
+						os.Remove(p)
+						continue
+					}
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				gitIn(origin, "add", "-A")
+				gitIn(origin, "commit", "-qm", msg, "--allow-empty")
+			}
+			gitIn(origin, "init", "-q", "-b", "main")
+			commit(map[string]string{file: v1, "schemas/MovimientoStock/v1.json": v1}, "v1")
+			commit(map[string]string{file: withNota}, "an optional field")
+			commit(tc.last, "the change under test")
+			args := []string{"clone", "-q"}
+			if tc.shallow {
+				args = append(args, "--depth=1")
+			}
+			gitIn(t.TempDir(), append(args, "file://"+origin, clone)...)
+			_, got, err := checkHistory(filepath.Join(clone, "schemas"))
+			if tc.shallow {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("want an error with %q, got %v (problems %v)", tc.want, err, got)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,14 +163,14 @@ func TestCheckAgainstGitRef(t *testing.T) {
 				return
 			}
 			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
-				t.Fatalf("want %q, got %v", tc.want, got)
+				t.Fatalf("want one problem with %q, got %v", tc.want, got)
 			}
 		})
 	}
 }
 
-// CI: the schemas of the working tree against the last release (the
-// merge-base with main, or $MF_SCHEMAS_AGAINST).
+// CI: the schemas of the working tree against every version committed in
+// HEAD's history.
 func TestRunCheckOnTheRepository(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := runSchemas([]string{"check", "-dir", "../../schemas"}, &out, &errb); code != 0 {

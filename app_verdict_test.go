@@ -5,10 +5,14 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	sfn "github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/stacks"
 )
 
@@ -61,4 +65,44 @@ func TestSynthesisFailsOnEveryUnresolvedFinding(t *testing.T) {
 			t.Fatalf("exit code %d, want 0 for an acknowledged warning:\n%s", code, out.String())
 		}
 	})
+}
+
+// MF-REACH through the app's exit code: a function in a VPC without a way
+// out (isolated subnets, no endpoint) that is granted Secrets Manager
+// makes the app exit 1 naming the function, the service and the hop; with
+// an interface endpoint for Secrets Manager the app exits 0.
+func TestUnreachableCallFailsTheApp(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		endpoint bool
+		want     int
+	}{
+		{"no way out", false, 1},
+		{"interface endpoint", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := awscdk.NewApp(nil)
+			stack := cdktest.NewStackIn(app, "Aislada")
+			vpc := awsec2.NewVpc(stack, jsii.String("Red"), &awsec2.VpcProps{
+				MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0), RestrictDefaultSecurityGroup: jsii.Bool(false),
+				SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{Name: jsii.String("privada"), SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}},
+			})
+			if tc.endpoint {
+				vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER()})
+			}
+			fn := awslambda.NewFunction(stack, jsii.String("Cobro"), &awslambda.FunctionProps{
+				FunctionName: jsii.String("mf-cobro-aislado"), Runtime: awslambda.Runtime_NODEJS_22_X(), Handler: jsii.String("index.handler"),
+				Code: awslambda.Code_FromInline(jsii.String("exports.handler = async () => {}")), Vpc: vpc,
+			})
+			awssecretsmanager.NewSecret(stack, jsii.String("Clave"), nil).GrantRead(fn, nil)
+			var out strings.Builder
+			code := verdict(app.Synth(nil), &out)
+			if code != tc.want {
+				t.Fatalf("exit code %d, want %d:\n%s", code, tc.want, out.String())
+			}
+			if tc.want == 1 && (!strings.Contains(out.String(), "[MF-REACH]") || !strings.Contains(out.String(), "function mf-cobro-aislado cannot reach secretsmanager")) {
+				t.Fatalf("the unreachable call is not among the findings:\n%s", out.String())
+			}
+		})
+	}
 }

@@ -87,7 +87,7 @@ var replacing = map[string][]string{
 
 var retryRE = regexp.MustCompile(`(?i)timeout|retry|retries|maxreceivecount|redrivepolicy|maximumretryattempts|maximumeventage|maximumrecordage|batchsize|batchingwindow|maximumconcurrency|reservedconcurrent|heartbeat`)
 
-var iamTypes = []string{"AWS::Lambda::Permission", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy", "AWS::Events::EventBusPolicy", "AWS::KMS::Key", "AWS::SecretsManager::ResourcePolicy"}
+var iamTypes = []string{"AWS::Lambda::Permission", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy", "AWS::KMS::Key", "AWS::SecretsManager::ResourcePolicy"}
 
 // diffApps compares the stacks of before (nil: none) and after and
 // returns the changed resources, riskiest first, then by stack and name.
@@ -218,7 +218,8 @@ func risk(c Change) string {
 	case anyPath(func(p string) bool { return slices.Contains(replacing[c.Type], strings.Split(p, ".")[0]) }):
 		return RiskReplacement
 	case iam || anyPath(func(p string) bool {
-		return strings.Contains(p, "PolicyDocument") || strings.Contains(p, "ManagedPolicyArns") || strings.HasSuffix(p, "Role")
+		return strings.Contains(p, "PolicyDocument") || strings.Contains(p, "ManagedPolicyArns") || strings.HasSuffix(p, "Role") ||
+			strings.Split(p, ".")[0] == "Policy" // a bus's resource policy
 	}):
 		return RiskIAM
 	case anyStateField(func(f string) bool { return retryRE.MatchString(f) || f == "Catch" }),

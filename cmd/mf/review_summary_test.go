@@ -185,3 +185,19 @@ func TestSummaryNoChange(t *testing.T) {
 		t.Errorf("summary of no change:\n%s", summary)
 	}
 }
+
+// A change to a bus's resource policy (its Policy property: the bus has
+// no policy resource) is an IAM change; a queue's RedrivePolicy is not.
+func TestRiskOfAPolicyProperty(t *testing.T) {
+	for _, tc := range []struct {
+		typ, path, want string
+	}{
+		{"AWS::Events::EventBus", "Policy.Statement", RiskIAM},
+		{"AWS::Events::EventBus", "Description", RiskOther},
+		{"AWS::SQS::Queue", "RedrivePolicy.maxReceiveCount", RiskRetries},
+	} {
+		if got := risk(Change{Kind: "~", Type: tc.typ, Props: []PropChange{{Path: tc.path}}}); got != tc.want {
+			t.Errorf("%s %s: risk %s, want %s", tc.typ, tc.path, got, tc.want)
+		}
+	}
+}

@@ -405,18 +405,18 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 		KmsKey:       props.DataKey,
 	})
 	core.Check(bus, "platform").If(props.DataKey == nil, "the event bus needs the data key (its events carry customer and order data)")
-	bus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+	arn := queues.BusArn(bus)
+	queues.BusPolicy(bus).AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("ProductoresDeEstaCuenta"),
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
 		Actions:    jsii.Strings("events:PutEvents"),
-		Resources:  jsii.Strings(*bus.EventBusArn()),
-	}))
-	bus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Resources:  jsii.Strings(*arn),
+	}), awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("NadieDeFuera"),
 		Effect:     awsiam.Effect_DENY,
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
 		Actions:    jsii.Strings("events:PutEvents"),
-		Resources:  jsii.Strings(*bus.EventBusArn()),
+		Resources:  jsii.Strings(*arn),
 		Conditions: &map[string]interface{}{
 			"StringNotEquals": map[string]interface{}{"aws:PrincipalAccount": stack.Account()},
 		},
@@ -425,12 +425,10 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	// EventBus.archive() does not pass KmsKey on (the archive would be
 	// encrypted with an AWS-owned key: KmsKeyIdentifier ""). Archive adds
 	// the key policy statements EventBridge needs for it, naming the bus's
-	// ARN: given as a literal (built from the name) rather than the bus's
+	// ARN built from the name (queues.BusArn) rather than the bus's
 	// Fn::GetAtt, which would make the key depend on the bus that depends
 	// on the key (a cycle CloudFormation refuses).
-	busRef := awsevents.EventBus_FromEventBusArn(scope, jsii.String(id+"Ref"), stack.FormatArn(&awscdk.ArnComponents{
-		Service: jsii.String("events"), Resource: jsii.String("event-bus"), ResourceName: jsii.String(name),
-	}))
+	busRef := awsevents.EventBus_FromEventBusArn(scope, jsii.String(id+"Ref"), arn)
 	archiveProps := &awsevents.ArchiveProps{
 		SourceEventBus: busRef,
 		ArchiveName:    jsii.String(name + "-archivo"),

@@ -2,6 +2,7 @@ package queues_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -17,11 +18,16 @@ import (
 
 // TestBusGuardAdmitsOnlyItsProducers: the bus's guard is one Deny of
 // events:PutEvents for everyone but the roles admitted (one of them named
-// with NameRole in another stack), in its own EventBusPolicy; another role
-// of the account and a request without a principal are refused.
+// with NameRole in another stack), in the bus's own Policy beside the
+// statements added before it (queues.BusPolicy); another role of the
+// account and a request without a principal are refused.
 func TestBusGuardAdmitsOnlyItsProducers(t *testing.T) {
 	platform := cdktest.NewStack("Plataforma")
 	bus := awsevents.NewEventBus(platform, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: jsii.String("bus")})
+	queues.BusPolicy(bus).AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("Antes"), Actions: jsii.Strings("events:PutEvents"), Resources: jsii.Strings(*queues.BusArn(bus)),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
+	}))
 	g := queues.ForBus(bus)
 	if again := queues.ForBus(bus); again != g {
 		t.Fatal("ForBus attached a second guard")
@@ -46,15 +52,25 @@ func TestBusGuardAdmitsOnlyItsProducers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var guards []map[string]any
-	for _, pol := range app.Resources("AWS::Events::EventBusPolicy") {
-		st, err := app.Resolve("Plataforma", pol.Properties["Statement"], synthesized.Physical{App: app})
+	var sids []any
+	for _, bus := range app.Resources("AWS::Events::EventBus") {
+		pol, err := app.Resolve("Plataforma", bus.Properties["Policy"], synthesized.Physical{App: app})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The CDK prefixes the Sid of a bus policy's statement with "cdk-".
-		if s := st.(map[string]any); s["Sid"] == "cdk-"+queues.StatementSid {
-			guards = append(guards, s)
+		statements, _ := pol.(map[string]any)["Statement"].([]any)
+		for _, st := range statements {
+			sids = append(sids, st.(map[string]any)["Sid"])
+			if s := st.(map[string]any); s["Sid"] == queues.StatementSid {
+				guards = append(guards, s)
+			}
 		}
+	}
+	if n := len(app.Resources("AWS::Events::EventBusPolicy")); n > 0 {
+		t.Errorf("%d AWS::Events::EventBusPolicy resources: the bus's statements belong in its own Policy", n)
+	}
+	if fmt.Sprint(sids) != "[Antes "+queues.StatementSid+"]" {
+		t.Errorf("the bus's policy has statements %v, want the one added before the guard, then the guard", sids)
 	}
 	if len(guards) != 1 {
 		t.Fatalf("%d guard statements on the bus, want 1", len(guards))

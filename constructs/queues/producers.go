@@ -93,13 +93,36 @@ func ForTopic(t awssns.ITopic) *Guard {
 }
 
 // ForBus returns bus's guard, attaching it on first use: a Deny of
-// events:PutEvents in bus's resource policy for everyone not admitted
-// (the bus's events start the order workflow, which charges what they say).
+// events:PutEvents in bus's resource policy (BusPolicy) for everyone not
+// admitted (the bus's events start the order workflow, which charges what
+// they say).
 func ForBus(bus awsevents.EventBus) *Guard {
 	if bus == nil {
 		return nil
 	}
-	return attach(bus, ActionPutEvents, bus.EventBusArn(), func(s awsiam.PolicyStatement) { bus.AddToResourcePolicy(s) })
+	return attach(bus, ActionPutEvents, BusArn(bus), func(s awsiam.PolicyStatement) { BusPolicy(bus).AddStatements(s) })
+}
+
+// BusPolicy is bus's resource policy: the document of its own Policy
+// property, made on first use. (bus.AddToResourcePolicy makes an
+// AWS::Events::EventBusPolicy per statement, whose deprecated Principal
+// cdk-nag reads, printing a deprecation warning on every synthesis.) Its
+// statements name the bus by BusArn: the bus's Fn::GetAtt in its own
+// property would be a cycle.
+func BusPolicy(bus awsevents.EventBus) awsiam.PolicyDocument {
+	cfn := bus.Node().DefaultChild().(awsevents.CfnEventBus)
+	if doc, ok := cfn.Policy().(awsiam.PolicyDocument); ok {
+		return doc
+	}
+	doc := awsiam.NewPolicyDocument(nil)
+	cfn.SetPolicy(doc)
+	return doc
+}
+
+// BusArn is bus's ARN, built from its name.
+func BusArn(bus awsevents.EventBus) *string {
+	return awscdk.Stack_Of(bus).FormatArn(&awscdk.ArnComponents{Service: jsii.String("events"), Resource: jsii.String("event-bus"),
+		ResourceName: bus.Node().DefaultChild().(awsevents.CfnEventBus).Name()})
 }
 
 // NameRole gives role the physical name name, so that a guard of another

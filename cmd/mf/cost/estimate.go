@@ -260,7 +260,7 @@ var free = map[string]bool{
 	"AWS::EC2::SubnetRouteTableAssociation": true, "AWS::EC2::Route": true, "AWS::EC2::InternetGateway": true,
 	"AWS::EC2::VPCGatewayAttachment": true, "AWS::EC2::SecurityGroup": true, "AWS::EC2::SecurityGroupIngress": true,
 	"AWS::EC2::SecurityGroupEgress": true, "AWS::Lambda::Permission": true, "AWS::Lambda::EventInvokeConfig": true,
-	"AWS::KMS::Alias": true, "AWS::Events::EventBusPolicy": true, "AWS::Logs::ResourcePolicy": true,
+	"AWS::KMS::Alias": true, "AWS::Logs::ResourcePolicy": true,
 	"AWS::SecretsManager::SecretTargetAttachment": true, "AWS::SecretsManager::ResourcePolicy": true,
 	"AWS::RDS::DBSubnetGroup": true, "AWS::RDS::DBClusterParameterGroup": true, "AWS::RDS::DBParameterGroup": true,
 	"AWS::RDS::DBProxyTargetGroup": true, "AWS::SES::ConfigurationSetEventDestination": true, "AWS::CDK::Metadata": true,

@@ -37,7 +37,7 @@ func runSchemas(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "generate":
-		err = writeGenerated(*dir, stdout)
+		_, err = sync(*dir, true, stdout)
 	case "check":
 		var problems []string
 		problems, err = check(*dir, stdout)
@@ -54,49 +54,38 @@ func runSchemas(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func writeGenerated(dir string, stdout io.Writer) error {
-	gen, err := generate()
-	if err != nil {
-		return err
-	}
-	for _, p := range slices.Sorted(maps.Keys(gen)) {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, gen[p]) {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, gen[p], 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "wrote", full)
-	}
-	return nil
-}
-
-// drift lists the generated schemas that differ from the files in dir.
-func drift(dir string) ([]string, error) {
+// sync lists the generated schemas that differ from the files in dir, or
+// with write, writes them.
+func sync(dir string, write bool, stdout io.Writer) ([]string, error) {
 	gen, err := generate()
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, p := range slices.Sorted(maps.Keys(gen)) {
-		old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
-		if errors.Is(err, os.ErrNotExist) || (err == nil && !bytes.Equal(old, gen[p])) {
-			out = append(out, fmt.Sprintf("%s/%s differs from the Go types: run `go run ./cmd/mf schemas generate` and commit it", dir, p))
-			continue
-		}
-		if err != nil {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		old, err := os.ReadFile(full)
+		switch {
+		case err == nil && bytes.Equal(old, gen[p]):
+		case err != nil && !errors.Is(err, os.ErrNotExist):
 			return nil, err
+		case !write:
+			out = append(out, fmt.Sprintf("%s/%s differs from the Go types: run `go run ./cmd/mf schemas generate` and commit it", dir, p))
+		default:
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(full, gen[p], 0o644); err != nil {
+				return nil, err
+			}
+			fmt.Fprintln(stdout, "wrote", full)
 		}
 	}
 	return out, nil
 }
 
 func check(dir string, stdout io.Writer) ([]string, error) {
-	problems, err := drift(dir)
+	problems, err := sync(dir, false, stdout)
 	if err != nil {
 		return nil, err
 	}

@@ -1,15 +1,25 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/mercadofresco/integration/internal/localaws"
 	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/mercadofresco/integration/internal/localaws"
 
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/redis/go-redis/v9"
@@ -59,6 +69,74 @@ func TestOrderFlow(t *testing.T) {
 	default:
 		t.Fatalf("-e2e.keys=%q: want ignore or honour", *flagKeys)
 	}
+	rep := runScenario(t, sc, Options{IgnoreKeys: ignoreKeys, KeyRetention: *flagKeep}, *flagReport)
+	for _, b := range rep.Check() {
+		t.Error(b)
+	}
+}
+
+// TestVerdictCatchesBrokenClaims runs the short scenario with cobro's and
+// the preparation consumer's idempotency claims written without their
+// condition (a DynamoDB that ignores it): the verdict must fail, naming a
+// double charge and a double preparation.
+func TestVerdictCatchesBrokenClaims(t *testing.T) {
+	if *flagFull || *flagReport != "" {
+		t.Skip("the short scenario only")
+	}
+	broken := []string{"cobro:", "preparacion:"}
+	rep := runScenario(t, Short, Options{IgnoreKeys: true, DynamoDB: func(endpoint string) string {
+		return claimsWithoutCondition(t, endpoint, broken...)
+	}}, "")
+	bad := rep.unexplained()
+	for _, dep := range []string{"gateway charges", "warehouse preparations"} {
+		if !slices.ContainsFunc(bad, func(b string) bool { return strings.Contains(b, " "+dep) }) {
+			t.Errorf("the verdict names no repeated %s with the claims broken; it found: %q", dep, bad)
+		}
+	}
+}
+
+// claimsWithoutCondition is DynamoDB (a proxy to endpoint) writing the
+// idempotency claims (PutItem of an EN_CURSO record) of the keys with one of
+// the prefixes without their condition, as a client that dropped it would.
+func claimsWithoutCondition(t *testing.T, endpoint string, prefixes ...string) string {
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ErrorLog = log.New(io.Discard, "", 0) // calls abandoned at a deadline
+	next := proxy.Director
+	proxy.Director = func(r *http.Request) {
+		next(r)
+		if !strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".PutItem") {
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var in map[string]any
+		if json.Unmarshal(body, &in) == nil {
+			item, _ := in["Item"].(map[string]any)
+			key, _ := item["clave"].(map[string]any)
+			estado, _ := item["estado"].(map[string]any)
+			k, _ := key["S"].(string)
+			if estado["S"] == "EN_CURSO" && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+				for _, f := range []string{"ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues", "ReturnValuesOnConditionCheckFailure"} {
+					delete(in, f)
+				}
+				body, _ = json.Marshal(in)
+			}
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		r.Header.Set("Content-Length", fmt.Sprint(len(body)))
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// runScenario runs sc on a new World with opts (its environment, scales,
+// seed and logs set here) and returns the report, written to report when
+// not empty.
+func runScenario(t *testing.T, sc Scenario, opts Options, report string) *Report {
 	root, err := localaws.FindUp("go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +144,7 @@ func TestOrderFlow(t *testing.T) {
 	// The functions' logs are kept after a run of make e2e (its report
 	// names the file), and removed with the test's temp dir otherwise.
 	dir := t.TempDir()
-	if *flagReport != "" {
+	if report != "" {
 		dir = ""
 	}
 	logs, err := os.CreateTemp(dir, "mf-e2e-functions-*.log")
@@ -81,20 +159,17 @@ func TestOrderFlow(t *testing.T) {
 	t.Cleanup(func() { os.Stdout = stdout })
 	redis.SetLogger(redisLog{logs}) // go-redis's own reports of the Redis restart
 
-	seed := testseed.New(t).Seed
-	w := NewWorld(t, Options{Env: "prod", TemplatesDir: filepath.Join(root, "test", "testdata", "snapshots"),
-		Account: "333333333333", Region: "eu-west-1", ExecScale: 5, WaitScale: 25, Seed: seed, Logs: logs,
-		IgnoreKeys: ignoreKeys, KeyRetention: *flagKeep})
-	run := NewRun(w, sc)
-	rep := run.Execute(context.Background())
+	opts.Env, opts.TemplatesDir = "prod", filepath.Join(root, "test", "testdata", "snapshots")
+	opts.Account, opts.Region, opts.ExecScale, opts.WaitScale = "333333333333", "eu-west-1", 5, 25
+	opts.Seed, opts.Logs = testseed.New(t).Seed, logs
+	w := NewWorld(t, opts)
+	rep := NewRun(w, sc).Execute(context.Background())
 	md := rep.Markdown()
 	t.Logf("functions' logs: %s\n%s", logPath, md)
-	if *flagReport != "" {
-		if err := os.WriteFile(*flagReport, []byte(md), 0o644); err != nil {
+	if report != "" {
+		if err := os.WriteFile(report, []byte(md), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, b := range rep.Check() {
-		t.Error(b)
-	}
+	return rep
 }

@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/synthesized"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -18,20 +15,19 @@ import (
 // dependency is one external dependency whose effects the verdict counts,
 // as its fakes' ledgers record them:
 // its fakes, the path of the requests that count ("" for every one), the
-// function that calls it and the prefix of the Idempotency-Keys it sends.
+// function that calls it.
 type dependency struct {
-	name      string
-	fakes     func(*Dependencies) []*localaws.Service
-	path      string
-	entry     string
-	keyPrefix string
+	name  string
+	fakes func(*Dependencies) []*localaws.Service
+	path  string
+	entry string
 }
 
 var dependencies = []dependency{
-	{"gateway charges", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.Gateway.Service} }, payment.PathCobros, "lambdas/cobro", "cobro"},
-	{"warehouse preparations", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.Almacen} }, "", "lambdas/preparar-pedido", "preparacion"},
-	{"e-mails (SES + secondary)", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.SES.Service, d.Correo2} }, "", "lambdas/correo-confirmacion", "correo-confirmacion"},
-	{"ERP notices", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.ERP} }, "", "lambdas/aviso-erp", "aviso-erp"},
+	{"gateway charges", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.Gateway.Service} }, payment.PathCobros, "lambdas/cobro"},
+	{"warehouse preparations", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.Almacen} }, "", "lambdas/preparar-pedido"},
+	{"e-mails (SES + secondary)", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.SES.Service, d.Correo2} }, "", "lambdas/correo-confirmacion"},
+	{"ERP notices", func(d *Dependencies) []*localaws.Service { return []*localaws.Service{d.ERP} }, "", "lambdas/aviso-erp"},
 }
 
 // orderOf is the order a request to a dependency is for: its body's
@@ -71,12 +67,12 @@ type Duplicate struct {
 var orderIDPattern = regexp.MustCompile(`P-\d{5}-[0-9a-f]{4}`)
 
 // ledgers reads every dependency's ledger, in the table's order, with the
-// uncertain outcomes the scenario caused: answers lost after the effect
-// (the gateway's timeout after the charge, a kill between the effect and
-// its answer), every order of the batch in flight in the killed consumer,
-// and the attempts the clients report as unanswered.
+// uncertain outcomes the scenario caused: the requests the fake's ledger
+// shows performed with their answer lost (a fault after the effect, the
+// client gone before the answer was written), and every order of the batch
+// in flight in the killed consumer. What the clients log is not evidence:
+// a repeat the ledger cannot explain is a broken claim.
 func (r *Run) ledgers() []*ledger {
-	gaveUp := clientsGaveUp(r.w.opts.Logs)
 	var out []*ledger
 	for _, dep := range dependencies {
 		l := &ledger{effects: map[string][]localaws.Effect{}, uncertain: map[string][]string{}, layer: LayerLine{Dependency: dep.name}}
@@ -119,14 +115,6 @@ func (r *Run) ledgers() []*ledger {
 				if len(l.uncertain[p]) == 0 {
 					l.uncertain[p] = append(l.uncertain[p], "in the batch of "+dep.entry+" killed between its effect and its completion record")
 				}
-			}
-		}
-		// On a loaded machine the scenario's timing makes more unanswered
-		// attempts than it injects; each is an uncertain outcome of the
-		// same kind as the injected ones.
-		for p, by := range gaveUp {
-			if why := by[dep.keyPrefix]; len(why) > 0 {
-				l.uncertain[p] = append(l.uncertain[p], why...)
 			}
 		}
 		l.layer.Deliveries, l.layer.DeliveredBy = r.deliveries(dep.entry)
@@ -359,52 +347,4 @@ func stockFolded(lines []StockLine) (summary string, differ []StockLine) {
 	}
 	return fmt.Sprintf("%d SKUs counted, existencias %d each as seeded, reservado %d in all against %d expected; %s: existencias %d, reservado %d",
 		counted, initial, reserved, want, badSKU, badEx, badRes), differ
-}
-
-// noAnswer matches the errors of the project's HTTP clients for an attempt
-// that got no answer (httpdep: read timeout, the caller's deadline, a
-// broken connection).
-var noAnswer = regexp.MustCompile(`no answer within|deadline exceeded|context canceled|connection reset|EOF`)
-
-// clientsGaveUp reads the functions' log (when logs is a file) for the
-// attempts the clients report as unanswered, by order and the prefix of
-// the attempt's Idempotency-Key (its dependency's keyPrefix).
-func clientsGaveUp(logs any) map[string]map[string][]string {
-	out := map[string]map[string][]string{}
-	named, ok := logs.(interface{ Name() string })
-	if !ok {
-		return out
-	}
-	f, err := os.Open(named.Name())
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !strings.Contains(string(line), `"attempt failed"`) {
-			continue
-		}
-		var rec struct {
-			Msg, Error string
-			Key        string `json:"idempotency_key"`
-			Attempt    int
-		}
-		if json.Unmarshal(line, &rec) != nil || rec.Msg != "attempt failed" || !noAnswer.MatchString(rec.Error) {
-			continue
-		}
-		prefix, _, _ := strings.Cut(rec.Key, ":")
-		order := orderIDPattern.FindString(rec.Key)
-		if prefix == "" || order == "" {
-			continue
-		}
-		if out[order] == nil {
-			out[order] = map[string][]string{}
-		}
-		msg := []rune(rec.Error)
-		out[order][prefix] = append(out[order][prefix], fmt.Sprintf("the client got no answer (attempt %d: %s)", rec.Attempt, string(msg[:min(len(msg), 120)])))
-	}
-	return out
 }

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/mercadofresco/integration/internal/localaws"
 )
 
 // The alarm model evaluates the templates' JSON filter patterns; a form it
@@ -79,25 +82,56 @@ func TestStockFolded(t *testing.T) {
 	}
 }
 
-// The clients' unanswered attempts become uncertain outcomes of their
-// order and dependency; answered failures do not.
-func TestClientsGaveUp(t *testing.T) {
-	f, err := os.CreateTemp(t.TempDir(), "logs-*.log")
-	if err != nil {
-		t.Fatal(err)
+// A repeated effect is forgiven only for a request the fake's ledger shows
+// performed with its answer lost, once per such request: a client's log
+// saying it got no answer is not evidence (the claim that should have
+// stopped the repeat may be what broke).
+func TestRepeatsNeedAnAnswerLostInTheLedger(t *testing.T) {
+	const order = "P-00001-abcd"
+	body := `{"pedido_id":"` + order + `","lineas":[{"sku":"FR-001","cantidad":1}]}`
+	tests := []struct {
+		name     string
+		requests []localaws.Fault // one request each, in order
+		wantBad  bool
+	}{
+		{"one repeat after a reset after the effect", []localaws.Fault{{ResetAfterEffect: true}, {}}, false},
+		{"one repeat, every answer delivered", []localaws.Fault{{}, {}}, true},
+		{"two repeats, one answer lost", []localaws.Fault{{ResetAfterEffect: true}, {}, {}}, true},
+		{"a reset before the effect, then one effect", []localaws.Fault{{Reset: true}, {}}, false},
 	}
-	defer f.Close()
-	for _, l := range []string{
-		`{"msg":"attempt failed","idempotency_key":"cobro:P-00001-abcd","attempt":1,"error":"pasarela /v1/cobros: httpdep: dependency unavailable: no answer within the read timeout 6s: Post"}`,
-		`{"msg":"attempt failed","idempotency_key":"preparacion:P-00002-abcd","attempt":2,"error":"almacen: context deadline exceeded"}`,
-		`{"msg":"attempt failed","idempotency_key":"aviso-erp:P-00003-abcd","attempt":1,"error":"erp: HTTP 503 Service Unavailable"}`,
-		`{"msg":"task done","idempotency_key":"cobro:P-00004-abcd","error":"no answer within"}`,
-		`not JSON`,
-	} {
-		fmt.Fprintln(f, l)
-	}
-	got := clientsGaveUp(f)
-	if len(got) != 2 || len(got["P-00001-abcd"]["cobro"]) != 1 || len(got["P-00002-abcd"]["preparacion"]) != 1 {
-		t.Errorf("clientsGaveUp = %v; want P-00001-abcd at the gateway and P-00002-abcd at the warehouse only", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			deps := newDependencies(1, map[string]string{"ALMACEN": "k"}, "", "", localaws.WithoutIdempotency())
+			defer deps.Close()
+			// What the project's client logged for every attempt: no answer.
+			logs, err := os.CreateTemp(t.TempDir(), "functions-*.log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logs.Close()
+			for i, f := range tt.requests {
+				deps.Almacen.Inject(localaws.Rule{Times: 1, Fault: f})
+				req, _ := http.NewRequest(http.MethodPost, deps.Almacen.URL()+"/v1/preparaciones", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer k")
+				req.Header.Set(localaws.HeaderIdempotencyKey, "preparacion:"+order)
+				req.GetBody = nil // one attempt per request: net/http would resend a reset one
+				if resp, err := deps.Almacen.Client().Do(req); err == nil {
+					resp.Body.Close()
+				}
+				fmt.Fprintf(logs, `{"msg":"attempt failed","idempotency_key":"preparacion:%s","attempt":%d,"error":"almacen: httpdep: dependency unavailable: no answer within the read timeout 2s"}`+"\n", order, i+1)
+			}
+			w := &World{opts: Options{Logs: logs}, deps: deps}
+			r := &Run{w: w, kill: &ConsumerKill{esm: &ESM{Fn: &Function{Entry: "lambdas/preparar-pedido"}}}}
+			rep := &Report{IgnoreKeys: true, Duplicates: duplicates(r.ledgers(), []string{order})}
+			bad := rep.unexplained()
+			if (len(bad) > 0) != tt.wantBad {
+				t.Fatalf("unexplained = %q, want some: %v (%d requests in the ledger)", bad, tt.wantBad, len(deps.Almacen.Requests()))
+			}
+			for _, b := range bad {
+				if !strings.Contains(b, order) || !strings.Contains(b, "warehouse preparations") {
+					t.Errorf("%q does not name the order and the dependency", b)
+				}
+			}
+		})
 	}
 }

@@ -53,6 +53,9 @@ type Options struct {
 	// KeyRetention is how long the fakes keep an Idempotency-Key's answer,
 	// on the run's simulated clock; zero means localaws.DefaultKeyRetention.
 	KeyRetention time.Duration
+	// DynamoDB, when set, gets dynalite's endpoint and returns the one the
+	// functions call instead (a test's faulty DynamoDB in front of it).
+	DynamoDB func(endpoint string) string
 }
 
 // Queue is one queue of the templates, created in the SQS fake, with the
@@ -165,7 +168,11 @@ func NewWorld(t testing.TB, o Options) *World {
 	w.setUpDatabase()
 	w.startDependencies()
 	// What every function's AWS SDK reads from the process environment.
-	localaws.UseEndpoint(t, w.aws.URL, map[string]string{"DYNAMODB": w.ddb.Endpoint, "SESV2": w.deps.SES.URL()})
+	ddb := w.ddb.Endpoint
+	if o.DynamoDB != nil {
+		ddb = o.DynamoDB(ddb)
+	}
+	localaws.UseEndpoint(t, w.aws.URL, map[string]string{"DYNAMODB": ddb, "SESV2": w.deps.SES.URL()})
 	w.loadFunctions()
 	return w
 }

@@ -226,9 +226,9 @@ func matchFilter(pattern string, event map[string]any) (bool, error) {
 // stateMachineLogAlarms models the alarms on the metric filters of the
 // state machines' log groups: for each failed execution, the
 // FailStateEntered event of the Fail state it ended in (the one whose
-// static Error is the execution's error), run through each filter, summed
-// and compared with its alarm's threshold over one period (the run is
-// shorter than the 5-minute period).
+// static Error is the execution's error; testdata/ holds the documented
+// format), run through logAlarms (the run is shorter than the 5-minute
+// period).
 func (w *World) stateMachineLogAlarms(results []localaws.ExecutionResult) []AlarmLine {
 	failStates := map[string]string{} // error -> Fail state name
 	for _, def := range w.sfn.Definitions {
@@ -245,8 +245,15 @@ func (w *World) stateMachineLogAlarms(results []localaws.ExecutionResult) []Alar
 				"details": map[string]any{"name": name}})
 		}
 	}
+	return logAlarms(w.app, events)
+}
+
+// logAlarms runs the log events through the metric filters of the state
+// machines' log groups and compares each alarm on them with its threshold
+// over one period.
+func logAlarms(app *synthesized.App, events []map[string]any) []AlarmLine {
 	var out []AlarmLine
-	for _, mf := range w.app.Resources("AWS::Logs::MetricFilter") {
+	for _, mf := range app.Resources("AWS::Logs::MetricFilter") {
 		pattern, _ := mf.Prop("FilterPattern").(string)
 		trs, _ := mf.Prop("MetricTransformations").([]any)
 		if len(trs) != 1 {
@@ -257,7 +264,7 @@ func (w *World) stateMachineLogAlarms(results []localaws.ExecutionResult) []Alar
 		if !strings.Contains(pattern, "FailStateEntered") {
 			continue // not on a state machine's log
 		}
-		for _, a := range w.app.Resources("AWS::CloudWatch::Alarm") {
+		for _, a := range app.Resources("AWS::CloudWatch::Alarm") {
 			if str(a.Prop("MetricName")) != metric || str(a.Prop("Namespace")) != ns {
 				continue
 			}

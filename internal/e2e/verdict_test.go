@@ -1,13 +1,16 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // The alarm model evaluates the templates' JSON filter patterns; a form it
@@ -32,6 +35,47 @@ func TestMatchFilter(t *testing.T) {
 		if got != tt.want || (err != nil) != tt.err {
 			t.Errorf("matchFilter(%s) = %v, %v; want %v, error %v", tt.pattern, got, err, tt.want, tt.err)
 		}
+	}
+}
+
+// The prod template's CompensacionFallida alarm counts, on the log events
+// Step Functions documents (testdata/README.md), exactly the one execution
+// that entered the CompensacionFallida Fail state: not the one that ended
+// in PedidoFallido, nor the other events of either.
+func TestCompensationAlarmOnDocumentedLog(t *testing.T) {
+	root, err := localaws.FindUp("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := synthesized.LoadEnv(filepath.Join(root, "test", "testdata", "snapshots"), "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "stepfunctions-execution-log.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		events = append(events, ev)
+	}
+	const metric = "CompensacionFallida" // constructs/orderflow.MetricCompensacionFallida
+	var found bool
+	for _, a := range logAlarms(app, events) {
+		if !strings.HasSuffix(a.Metric, "/"+metric) {
+			continue
+		}
+		found = true
+		if a.Error != "" || a.Datapoints != 1 || !a.Fired {
+			t.Errorf("%s (filter %s): %d datapoints, fired %v, error %q; want 1 of the %d events, fired", a.Name, a.Pattern, a.Datapoints, a.Fired, a.Error, len(events))
+		}
+	}
+	if !found {
+		t.Errorf("no alarm on a metric filter counts %s in the state machine's log", metric)
 	}
 }
 

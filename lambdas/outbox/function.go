@@ -54,17 +54,23 @@ func PublisherFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	pub, err := NewPublisher(pool, eventbridge.NewFromConfig(awsCfg), Config{
-		BusName: bus, Source: source,
-		Lease: lambdaapi.PublisherLease, PublishTimeout: lambdaapi.PublishTimeout, RetryBaseDelay: lambdaapi.PublisherRetryBaseDelay,
-		EntryRetries: entryAttempts - 1, MaxAttempts: maxClaims,
-		Metrics: metrics.ForEnvironment(os.Stdout, entorno), Logger: log,
-		Signer: ChargeSigner{Keys: keys},
-	})
+	cfg := DeployedConfig(bus, source, entryAttempts, maxClaims, keys)
+	cfg.Metrics, cfg.Logger = metrics.ForEnvironment(os.Stdout, entorno), log
+	pub, err := NewPublisher(pool, eventbridge.NewFromConfig(awsCfg), cfg)
 	if err != nil {
 		return nil, err
 	}
 	return (&PublisherHandler{pub: pub, margin: lambdaapi.PublisherStopMargin}).Handle, nil
+}
+
+// DeployedConfig is the publisher's Config as PublisherFunction builds it
+// (the outbox benchmark's as-deployed run uses it too): lambdaapi's lease,
+// publish timeout and retry delay, entryAttempts sends of an entry per
+// claim, maxClaims claims of a row, every PedidoCreado signed with keys.
+func DeployedConfig(bus, source string, entryAttempts, maxClaims int, keys ChargeKeys) Config {
+	return Config{BusName: bus, Source: source,
+		Lease: lambdaapi.PublisherLease, PublishTimeout: lambdaapi.PublishTimeout, RetryBaseDelay: lambdaapi.PublisherRetryBaseDelay,
+		EntryRetries: entryAttempts - 1, MaxAttempts: maxClaims, Signer: ChargeSigner{Keys: keys}}
 }
 
 // runContext ends margin before the Lambda deadline (or a minute from now

@@ -3,12 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/lambdas/metrics"
 	"github.com/mercadofresco/integration/lambdas/outbox"
+	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
 // deployment is how the publisher runs in Lambda: an invocation every
@@ -25,6 +31,27 @@ func deployments() []deployment {
 		{fmt.Sprintf("deployed: every %s, polls %s (overlap %s)", lambdaapi.PublisherPeriod, lambdaapi.PublisherPollWindow, lambdaapi.PublisherPollWindow-lambdaapi.PublisherPeriod), lambdaapi.PublisherPeriod, lambdaapi.PublisherPollWindow},
 		{"before: every 1m0s, polls 40s (20 s without a publisher)", time.Minute, 40 * time.Second},
 	}
+}
+
+// deployedConfig is the Config the deployed function builds
+// (outbox.DeployedConfig: it signs every PedidoCreado), its key read through
+// signing's Secrets Manager source as in Lambda, from benchSecret, and its
+// metrics written, to nowhere.
+func deployedConfig() (outbox.Config, error) {
+	keys, err := signing.NewSecretSource(benchSecret{}, "mercadofresco-firma-cobro", nil)
+	if err != nil {
+		return outbox.Config{}, err
+	}
+	cfg := outbox.DeployedConfig("bus-mercadofresco", "mercadofresco.tienda", lambdaapi.DefaultOutboxEntryAttempts, lambdaapi.DefaultOutboxMaxClaims, keys)
+	cfg.Metrics = metrics.ForEnvironment(io.Discard, "bench")
+	return cfg, nil
+}
+
+// benchSecret is the signing key's secret: one version, never rotated.
+type benchSecret struct{}
+
+func (benchSecret) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	return &secretsmanager.GetSecretValueOutput{VersionId: aws.String("v1"), SecretString: aws.String(strings.Repeat("k", signing.MinKeyBytes))}, nil
 }
 
 type deployedRow struct {
@@ -51,11 +78,9 @@ func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration
 	}
 	w := outboxWriter(pool)
 	rec := newRecorder()
-	cfg := outbox.Config{
-		BusName: "bus-mercadofresco", Source: "mercadofresco.tienda",
-		Lease: lambdaapi.PublisherLease, PublishTimeout: lambdaapi.PublishTimeout,
-		EntryRetries: lambdaapi.DefaultOutboxEntryAttempts - 1, MaxAttempts: lambdaapi.DefaultOutboxMaxClaims,
-		RetryBaseDelay: lambdaapi.PublisherRetryBaseDelay,
+	cfg, err := deployedConfig()
+	if err != nil {
+		return deployedRow{}, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -103,7 +128,7 @@ func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration
 }
 
 func printDeployed(o options, d time.Duration, rows []deployedRow) {
-	fmt.Printf("\nCommit-to-bus lag as deployed: %d orders/s (one transaction each) for %s, sink latency %s per call; invocations started on a real-time schedule, each a new publisher with the deployed Config (lambdas/lambdaapi).\n\n", o.rate, d, o.latency)
+	fmt.Printf("\nCommit-to-bus lag as deployed: %d orders/s (one transaction each) for %s, sink latency %s per call; invocations started on a real-time schedule, each a new publisher with the deployed Config (outbox.DeployedConfig: lambdas/lambdaapi's figures, every PedidoCreado signed).\n\n", o.rate, d, o.latency)
 	fmt.Println("| publisher model | invocations | lag p50 | lag p99 | lag max | samples |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, r := range rows {

@@ -292,7 +292,7 @@ func (s wmSink) Publish(_ string, msgs ...*message.Message) error {
 func (s wmSink) Close() error { return nil }
 
 func payload(i int) []byte {
-	return fmt.Appendf(nil, `{"version":1,"pedido_id":"ped-%07d","cliente_id":"cli-%d","total_centimos":4820,"moneda":"EUR","lineas":[{"sku":"manzana","cantidad":3,"precio_centimos":120}]}`, i, i%977)
+	return fmt.Appendf(nil, `{"version":1,"pedido_id":"ped-%07d","cliente_id":"cli-%d","total_centimos":4820,"moneda":"EUR","token_tarjeta":"tok_visa_4242","lineas":[{"sku":"manzana","cantidad":3,"precio_centimos":120}]}`, i, i%977)
 }
 
 // writeFunc writes orders [from, to) in one transaction and returns the

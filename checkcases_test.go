@@ -365,6 +365,32 @@ func init() {
 			r.rule("PedidoRule", p, awseventstargets.NewSqsQueue(r.consumerOn("Starter", creado, 1), nil))
 			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1, 2}, r.bus)
 		},
+		// The same rule, its dropping of version 2 acknowledged.
+		"ContractVersionFilterAcknowledged": func(r *routeCase) {
+			p := pedidoPattern()
+			p.Detail = &map[string]any{"version": []any{1}}
+			rule := r.rule("PedidoRule", p, awseventstargets.NewSqsQueue(r.consumerOn("Starter", creado, 1), nil))
+			core.Acknowledge(rule, checks.RuleContract, "version 2 goes to the new starter through its own rule")
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1, 2}, r.bus)
+		},
+		"ContractMappingFilter": func(r *routeCase) {
+			q := awssqs.NewQueue(r.consumer, jsii.String("StarterQueue"), nil)
+			fn := r.fnIn(r.consumer, "Starter", 0, nil)
+			fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, &awslambdaeventsources.SqsEventSourceProps{
+				Filters: &[]*map[string]any{awslambda.FilterCriteria_Filter(&map[string]any{"body": map[string]any{"detail": map[string]any{"version": []any{1}}}})},
+			}))
+			core.Accepts(fn, creado, []int{1, 2})
+			r.rule("PedidoRule", pedidoPattern(), awseventstargets.NewSqsQueue(q, nil))
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1, 2}, r.bus)
+		},
+		// A condition MF-CONTRACT cannot evaluate (numeric) is a finding,
+		// not a guess.
+		"ContractUnsupportedPattern": func(r *routeCase) {
+			p := pedidoPattern()
+			p.Detail = &map[string]any{"version": []any{map[string]any{"numeric": []any{">=", 1}}}}
+			r.rule("PedidoRule", p, awseventstargets.NewSqsQueue(r.consumerOn("Starter", creado, 1), nil))
+			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{1}, r.bus)
+		},
 		"ContractBusOtherType": func(r *routeCase) {
 			r.rule("CartRule", &awsevents.EventPattern{DetailType: jsii.Strings(eventsapi.TypeCarritoAbandonado)}, awseventstargets.NewSqsQueue(r.consumerOn("Carts", eventsapi.TypeCarritoAbandonado, 1), nil))
 			core.ProducesOnBus(r.producerFn("Shop"), eventsapi.SourceTienda, creado, []int{2}, r.bus)

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,9 +16,10 @@ import (
 // Rules of the event contracts (docs/design.md#event-contracts).
 const (
 	// RuleContract: a producer may emit an event version that a consumer on
-	// one of its routes does not accept, or a consumer on a route declares
-	// nothing for the event, or a rule or pipe reshapes events without
-	// declaring what it produces.
+	// one of its routes does not accept, or that a filter on a route keeps
+	// from every consumer there, or a consumer on a route declares nothing
+	// for the event, or a rule or pipe reshapes events without declaring
+	// what it produces, or a filter on a route cannot be evaluated.
 	RuleContract = "MF-CONTRACT"
 	// RuleContractOrder: a producer's stack does not depend on the stack of
 	// a consumer on its routes, so a deployment may update the producer
@@ -53,13 +55,15 @@ func declarations(r *synthesized.Resource, key string) []declaration {
 }
 
 // emission is one event version on its way: what a producer declared, the
-// source it has on a bus, and the producer a transforming rule or pipe read.
+// source it has on a bus, the producer a transforming rule or pipe read,
+// and the filter that keeps it from the consumers ahead (nil: none).
 type emission struct {
 	typ      string
 	version  int
 	source   string
 	producer *synthesized.Resource
 	via      string
+	dropped  *synthesized.Resource
 }
 
 // contracts follows every declared production along its routes (only
@@ -141,13 +145,13 @@ func (g *routes) deliver(e emission, dst *synthesized.Resource, route []string) 
 			if fp := sub.Settings["FilterPolicy"]; fp != nil {
 				through += fmt.Sprintf(" (filter %v)", fp)
 			}
-			if subscriptionAdmits(sub.Settings, e) {
+			if e, ok := g.filter(e, sub.Via, func(v bool) (bool, error) { return subscriptionAdmits(sub.Settings, e, v) }); ok {
 				g.deliver(e, sub.To, append(slices.Clone(hop), through))
 			}
 		}
 	case typeQueue:
 		for _, m := range g.c.app.From(dst, synthesized.Mapping) {
-			if m.To != nil {
+			if e, ok := g.filter(e, m.Via, func(v bool) (bool, error) { return g.mappingAdmits(m, e, v) }); ok && m.To != nil {
 				g.consume(e, m.To, hop)
 			}
 		}
@@ -160,7 +164,8 @@ func (g *routes) deliver(e emission, dst *synthesized.Resource, route []string) 
 }
 
 func (g *routes) rule(e emission, rule *synthesized.Resource, targets []*synthesized.Edge, route []string) {
-	if !patternAdmits(rule.Prop("EventPattern"), e) {
+	e, ok := g.filter(e, rule, func(v bool) (bool, error) { return patternAdmits(rule.Prop("EventPattern"), e, v) })
+	if !ok {
 		return
 	}
 	hop := append(slices.Clone(route), "rule "+label(rule))
@@ -242,10 +247,13 @@ func (g *routes) consume(e emission, consumer *synthesized.Resource, route []str
 		}
 	}
 	switch {
+	case e.dropped != nil:
+		g.add(RuleContract, e.dropped, "keeps %s version %d, which %s may emit, from consumer %s on route %s, so those events are lost on this route; route the version to a consumer that accepts it, or acknowledge %s on this filter with the reason (docs/design.md#event-contracts)", e.typ, e.version, e.producer.Path(), consumer.Path(), routeText, RuleContract)
+		return
 	case !declared:
 		g.add(RuleContract, e.producer, "may emit %s version %d, which reaches consumer %s through %s; the consumer declares no accepted versions of %s (core.Accepts with eventsapi.AcceptedVersions)", e.typ, e.version, consumer.Path(), routeText, e.typ)
 	case !slices.Contains(accepts, e.version):
-		g.add(RuleContract, e.producer, "may emit %s version %d, but consumer %s on route %s accepts %s only; accept the version in the consumer (eventsapi) and deploy it first, or keep the version away with a filter on the route (docs/design.md#event-contracts)", e.typ, e.version, consumer.Path(), routeText, versionsText(accepts))
+		g.add(RuleContract, e.producer, "may emit %s version %d, but consumer %s on route %s accepts %s only; accept the version in the consumer (eventsapi) and deploy it first (docs/design.md#event-contracts)", e.typ, e.version, consumer.Path(), routeText, versionsText(accepts))
 	}
 	if p, c := e.producer.Stack, consumer.Stack; p != c && !g.c.app.DependsOn(p, c) {
 		g.add(RuleContractOrder, e.producer, "produces %s for consumer %s through %s, but its stack %s does not depend on the consumer's stack %s, so a deployment may update the producer first; declare %s.AddStackDependency(%s) (consumers deploy before producers)",
@@ -264,14 +272,32 @@ func versionsText(vs []int) string {
 	return "version " + strings.Join(parts, ", ")
 }
 
+// filter passes e through the filter of at: admit reports whether it lets
+// e through, judging its condition on the version or not. A filter that
+// drops e for its version alone passes it on marked, so each consumer it
+// keeps e from is named; a filter this check cannot evaluate is a finding
+// and passes e on.
+func (g *routes) filter(e emission, at *synthesized.Resource, admit func(version bool) (bool, error)) (emission, bool) {
+	ok, err := admit(true)
+	if err != nil {
+		g.add(RuleContract, at, "cannot evaluate its filter for %s from %s: %v", e.typ, e.producer.Path(), err)
+		return e, true
+	}
+	if !ok {
+		if ok, _ = admit(false); ok && e.dropped == nil {
+			e.dropped = at
+		}
+	}
+	return e, ok
+}
+
 // patternAdmits reports whether an event pattern may let e through: only
-// its conditions on source, detail-type and detail.version decide (the
-// others depend on the content, so they may match). A pattern this check
-// cannot evaluate admits.
-func patternAdmits(p any, e emission) bool {
+// its conditions on source, detail-type and (when version) detail.version
+// decide (the others depend on the content, so they may match).
+func patternAdmits(p any, e emission, version bool) (bool, error) {
 	pm, ok := p.(map[string]any)
 	if !ok {
-		return true
+		return true, nil
 	}
 	pruned := map[string]any{}
 	if v, ok := pm["detail-type"]; ok {
@@ -280,7 +306,7 @@ func patternAdmits(p any, e emission) bool {
 	if v, ok := pm["source"]; ok && e.source != "" {
 		pruned["source"] = v
 	}
-	if v := synthesized.Dig(pm, "detail", "version"); v != nil {
+	if v := synthesized.Dig(pm, "detail", "version"); v != nil && version {
 		pruned["detail"] = map[string]any{"version": v}
 	}
 	event := map[string]any{"detail-type": e.typ, "detail": map[string]any{"version": float64(e.version)}}
@@ -290,34 +316,57 @@ func patternAdmits(p any, e emission) bool {
 	return admits(pruned, event)
 }
 
-func admits(pattern, event map[string]any) bool {
+// admits matches event against pattern. An operator eventpattern does not
+// evaluate is an error, never a guess either way.
+func admits(pattern, event map[string]any) (bool, error) {
 	if len(pattern) == 0 {
-		return true
+		return true, nil
 	}
 	c, err := eventpattern.CompileValue(pattern)
-	return err != nil || c.MatchValue(event)
+	if err != nil {
+		return false, err
+	}
+	return c.MatchValue(event), nil
 }
 
 // subscriptionAdmits reports whether a subscription's filter policy may
 // let e through. Producers to a topic set the message attributes
 // eventsapi.AttrTipo and AttrVersion (String); with the MessageBody scope
 // the body's "version" (a number) decides.
-func subscriptionAdmits(sub map[string]any, e emission) bool {
+func subscriptionAdmits(sub map[string]any, e emission, version bool) (bool, error) {
 	fp, ok := sub["FilterPolicy"].(map[string]any)
 	if !ok {
-		return true
+		return true, nil
 	}
 	pruned := map[string]any{}
 	if strings.EqualFold(str(sub["FilterPolicyScope"]), "MessageBody") {
-		if v, ok := fp["version"]; ok {
+		if v, ok := fp["version"]; ok && version {
 			pruned["version"] = v
 		}
 		return admits(pruned, map[string]any{"version": float64(e.version)})
 	}
-	for _, k := range []string{eventsapi.AttrTipo, eventsapi.AttrVersion} {
-		if v, ok := fp[k]; ok {
-			pruned[k] = v
-		}
+	if v, ok := fp[eventsapi.AttrTipo]; ok {
+		pruned[eventsapi.AttrTipo] = v
+	}
+	if v, ok := fp[eventsapi.AttrVersion]; ok && version {
+		pruned[eventsapi.AttrVersion] = v
 	}
 	return admits(pruned, map[string]any{eventsapi.AttrTipo: e.typ, eventsapi.AttrVersion: strconv.Itoa(e.version)})
+}
+
+// mappingAdmits reports whether an event source mapping's filters may let
+// e through (any filter matching): each pattern's "body" is read as the
+// event a bus rule delivers to the queue (patternAdmits).
+func (g *routes) mappingAdmits(m *synthesized.Edge, e emission, version bool) (bool, error) {
+	filters := listOf(synthesized.Dig(m.Settings["FilterCriteria"], "Filters"))
+	for _, f := range filters {
+		var p map[string]any
+		if err := json.Unmarshal([]byte(g.c.app.String(m.Via.Stack, synthesized.Dig(f, "Pattern"))), &p); err != nil {
+			return false, fmt.Errorf("filter pattern: %w", err)
+		}
+		if ok, err := patternAdmits(p["body"], e, version); ok || err != nil {
+			return ok, err
+		}
+	}
+	return len(filters) == 0, nil
 }

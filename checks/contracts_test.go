@@ -18,10 +18,16 @@ func TestContractRoutes(t *testing.T) {
 	}{
 		{"ContractBusV2ToV1", []string{"[MF-CONTRACT]", "Consumers-ContractBusV2ToV1/Shop/Resource", "PedidoCreado version 2", "rule ", "Consumers-ContractBusV2ToV1/Starter/Resource", "accepts version 1 only"}},
 		{"ContractBusV2Accepted", nil},
-		{"ContractBusVersionPattern", nil},
+		// A filter that keeps a declared version from every consumer on its
+		// route (a rule pattern, a subscription's filter policy, an event
+		// source mapping's filter) loses those events unless acknowledged.
+		{"ContractBusVersionPattern", []string{"[MF-CONTRACT]", "Consumers-ContractBusVersionPattern/PedidoRule/Resource", "keeps PedidoCreado version 2", "Consumers-ContractBusVersionPattern/Shop/Resource", "from consumer Consumers-ContractBusVersionPattern/Starter/Resource"}},
+		{"ContractVersionFilterAcknowledged", nil},
+		{"ContractMappingFilter", []string{"[MF-CONTRACT]", "Consumers-ContractMappingFilter/Starter/SqsEventSource:", "keeps PedidoCreado version 2", "from consumer Consumers-ContractMappingFilter/Starter/Resource"}},
+		{"ContractUnsupportedPattern", []string{"[MF-CONTRACT]", "Consumers-ContractUnsupportedPattern/PedidoRule/Resource", "cannot evaluate its filter", "unsupported operator"}},
 		{"ContractBusOtherType", nil},
 		{"ContractTopicNoFilter", []string{"[MF-CONTRACT]", "Consumers-ContractTopicNoFilter/Workflow/Resource", "PedidoConfirmado version 2", "subscription", "Consumers-ContractTopicNoFilter/Prep/Resource"}},
-		{"ContractTopicFilter", nil},
+		{"ContractTopicFilter", []string{"[MF-CONTRACT]", "Consumers-ContractTopicFilter/PrepQueue/ConsumersContractTopicFilterTopic", "keeps PedidoConfirmado version 2", "from consumer Consumers-ContractTopicFilter/Prep/Resource"}},
 		{"ContractTransformerV2", []string{"[MF-CONTRACT]", "Consumers-ContractTransformerV2/ERPRule/Resource", "AvisoPedidoERP version 2", "Consumers-ContractTransformerV2/ERP/Resource", "rewriting events of Consumers-ContractTransformerV2/Shop/Resource"}},
 		{"ContractTransformerUndeclared", []string{"[MF-CONTRACT]", "Consumers-ContractTransformerUndeclared/ERPRule/Resource", "input transformer but declares no contract"}},
 		{"ContractConsumerUndeclared", []string{"[MF-CONTRACT]", "Consumers-ContractConsumerUndeclared/Prep/Resource", "declares no accepted versions"}},

@@ -36,10 +36,14 @@ func Check(app *synthesized.App) []Finding {
 		c.attemptsFinding(p)
 	}
 	c.contracts()
-	for _, r := range Reach(app) {
+	calls, excess := reach(app)
+	for _, r := range calls {
 		if !r.OK() {
 			c.fail(r.resource, RuleReach, "%s", r.Finding().Message)
 		}
+	}
+	for _, x := range excess {
+		c.fail(x.owner, RuleReach, "%s", x.message)
 	}
 	return c.found
 }

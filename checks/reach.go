@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -13,7 +14,9 @@ import (
 	"github.com/mercadofresco/integration/synthesized"
 )
 
-// RuleReach: a function cannot reach what it calls (docs/design.md#reachability).
+// RuleReach: a function cannot reach what it calls, or a security group's
+// egress reaches further than the calls of its resources
+// (docs/design.md#reachability).
 const RuleReach = "MF-REACH"
 
 // Hops a path can miss, named in findings.
@@ -36,7 +39,8 @@ const (
 // that route table), the function's security-group egress, the interface
 // endpoint's ingress and private DNS (on the endpoint and on the VPC).
 type Call struct {
-	// Function is the function's name (its construct path when unnamed).
+	// Function is the function's name (its construct path when unnamed),
+	// or "security group <logical id>" for a call between groups.
 	Function string
 	// Path is the function's construct path.
 	Path string
@@ -57,8 +61,12 @@ func (r Call) OK() bool { return r.Missing == "" }
 // Finding is the MF-REACH finding of an unreachable call.
 func (r Call) Finding() Finding {
 	stack, _, _ := strings.Cut(r.Path, "/")
+	who := "function " + r.Function
+	if strings.HasPrefix(r.Function, "security group ") {
+		who = r.Function
+	}
 	return Finding{Rule: RuleReach, Stack: stack, Path: r.Path,
-		Message: fmt.Sprintf("function %s cannot reach %s: missing hop %q: %s", r.Function, r.Target, r.Missing, r.Detail)}
+		Message: fmt.Sprintf("%s cannot reach %s: missing hop %q: %s", who, r.Target, r.Missing, r.Detail)}
 }
 
 // lambdaService are IAM prefixes of actions AWS performs for the function
@@ -82,16 +90,49 @@ var endpointService = map[string]string{"ses": "email"}
 
 // Reach is every call of every function of app, and how it is reached.
 func Reach(app *synthesized.App) []Call {
-	w := &walker{app: app}
+	calls, _ := reach(app)
+	return calls
+}
+
+// reach walks every call: of the functions, of the hosted secret
+// rotations (SAR applications in the VPC, which call Secrets Manager) and
+// between security groups (peers); then it returns the egress rules no
+// call uses and those open to every protocol and address.
+func reach(app *synthesized.App) ([]Call, []excess) {
+	w := &walker{app: app, used: map[ruleKey]bool{}}
 	var out []Call
 	for _, fn := range app.Resources("AWS::Lambda::Function") {
 		out = append(out, w.function(fn)...)
 	}
-	return out
+	for _, a := range app.Resources("AWS::Serverless::Application") {
+		p := a.Prop("Parameters")
+		if sgs := synthesized.Dig(p, "vpcSecurityGroupIds"); sgs != nil {
+			base := Call{Function: app.String(a.Stack, synthesized.Dig(p, "functionName")), Path: a.Path(), resource: a}
+			out = append(out, w.inVPC(base, []string{"secretsmanager"}, w.refs(a, joined(synthesized.Dig(p, "vpcSubnetIds"))), w.refs(a, joined(sgs)))...)
+		}
+	}
+	out = append(out, w.peers()...)
+	return out, w.excess()
 }
 
 type walker struct {
-	app *synthesized.App
+	app  *synthesized.App
+	used map[ruleKey]bool
+}
+
+// joined are the references of a comma-joined list (a SAR parameter), or v.
+func joined(v any) []any {
+	j, ok := synthesized.Dig(v, "Fn::Join").([]any)
+	if !ok || len(j) != 2 {
+		return []any{v}
+	}
+	var out []any
+	for _, x := range listOf(j[1]) {
+		if _, sep := x.(string); !sep {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // refs are the resources a list names (nil for one that names none).
@@ -181,17 +222,21 @@ func (w *walker) function(fn *synthesized.Resource) []Call {
 	if n, ok := fn.Prop("FunctionName").(string); ok {
 		base.Function = n
 	}
-	var out []Call
-	if !inVPC {
-		for _, c := range calls {
-			r := base
-			r.Target, r.Via = c, "outside the VPC"
-			out = append(out, r)
-		}
-		return out
+	if inVPC {
+		return w.inVPC(base, calls, w.refs(fn, vpc["SubnetIds"]), w.refs(fn, vpc["SecurityGroupIds"]))
 	}
-	subnets := w.refs(fn, vpc["SubnetIds"])
-	sgs := w.refs(fn, vpc["SecurityGroupIds"])
+	var out []Call
+	for _, c := range calls {
+		r := base
+		r.Target, r.Via = c, "outside the VPC"
+		out = append(out, r)
+	}
+	return out
+}
+
+// inVPC is how calls from subnets with groups sgs are reached.
+func (w *walker) inVPC(base Call, calls []string, subnets, sgs []*synthesized.Resource) []Call {
+	var out []Call
 	unresolved := len(subnets) == 0 || slices.ContainsFunc(subnets, func(s *synthesized.Resource) bool { return s == nil || s.Type != "AWS::EC2::Subnet" })
 	for _, c := range calls {
 		r := base
@@ -252,9 +297,8 @@ func (w *walker) path(s *synthesized.Resource, sgs []*synthesized.Resource, targ
 					epCIDRs = append(epCIDRs, str(sub.Prop("CidrBlock")))
 				}
 			}
-			if !w.egressAllows(sgs, 443, func(rule egressTarget) bool {
-				return slices.Contains(epGroups, rule.group) && rule.group != nil || coversAll(rule.cidr, epCIDRs)
-			}) {
+			if !w.egress(sgs, 443, func(t egressTarget) bool { return t.group != nil && slices.Contains(epGroups, t.group) },
+				func(t egressTarget) bool { return coversAll(t.cidr, epCIDRs) }) {
 				return via, HopEgress, fmt.Sprintf("none of its security groups %s allows tcp 443 out to endpoint %s (its groups %s or subnets %v)", short(sgs), ep.LogicalID, short(epGroups), epCIDRs)
 			}
 			mine := str(s.Prop("CidrBlock"))
@@ -269,7 +313,7 @@ func (w *walker) path(s *synthesized.Resource, sgs []*synthesized.Resource, targ
 				continue
 			}
 			via = "gateway endpoint " + ep.LogicalID
-			if !w.egressAllows(sgs, 443, func(rule egressTarget) bool { return rule.prefixList || rule.cidr == "0.0.0.0/0" }) {
+			if !w.egress(sgs, 443, func(t egressTarget) bool { return t.prefixList }, anywhere) {
 				return via, HopEgress, fmt.Sprintf("none of its security groups %s allows tcp 443 out to the service's prefix list (gateway endpoint %s on route table %s)", short(sgs), ep.LogicalID, rtb.LogicalID)
 			}
 			return via, "", ""
@@ -316,7 +360,7 @@ func (w *walker) viaNAT(s, rtb *synthesized.Resource, sgs []*synthesized.Resourc
 	if !igw {
 		return via, HopInternet, fmt.Sprintf("NAT gateway %s's subnet has no 0.0.0.0/0 route to an internet gateway", nat.LogicalID)
 	}
-	if !w.egressAllows(sgs, port, func(rule egressTarget) bool { return rule.cidr == "0.0.0.0/0" }) {
+	if !w.egress(sgs, port, anywhere) {
 		return via, HopEgress, fmt.Sprintf("none of its security groups %s allows tcp %d out to 0.0.0.0/0 (%s through %s)", short(sgs), port, target, nat.LogicalID)
 	}
 	return via, "", ""
@@ -337,13 +381,27 @@ type egressTarget struct {
 	prefixList bool
 }
 
+func anywhere(t egressTarget) bool { return t.cidr == "0.0.0.0/0" }
+
 // rule is one security-group rule in the shape both inline and standalone
-// rules share.
+// rules share, with its tcp ports (-1: any protocol; tcp false: another
+// protocol, or ports that cannot be read).
 type rule struct {
 	owner    *synthesized.Resource
 	props    map[string]any
-	from, to int // -1: any port
+	from, to int
+	tcp      bool
+	key      ruleKey
 }
+
+// ruleKey names a rule: its owner and its index in the owner's inline
+// list (-1: a standalone rule, -2: EC2's default egress).
+type ruleKey struct {
+	owner *synthesized.Resource
+	i     int
+}
+
+func (r rule) on(port int) bool { return r.tcp && (r.from == -1 || port >= r.from && port <= r.to) }
 
 func (w *walker) ports(owner *synthesized.Resource, p map[string]any) (int, int, bool) {
 	switch strings.ToLower(w.app.String(owner.Stack, p["IpProtocol"])) {
@@ -358,62 +416,72 @@ func (w *walker) ports(owner *synthesized.Resource, p map[string]any) (int, int,
 	return from, to, err1 == nil && err2 == nil
 }
 
-// rules are group's rules on port: its inline ones (property inline) and
-// the standalone ones of type standalone.
-func (w *walker) rules(group *synthesized.Resource, port int, inline, standalone string) []rule {
+// rules are group's rules: its inline ones (property inline) and the
+// standalone ones of type standalone.
+func (w *walker) rules(group *synthesized.Resource, inline, standalone string) []rule {
 	var out []rule
-	add := func(owner *synthesized.Resource, p map[string]any) {
-		if from, to, ok := w.ports(owner, p); ok && (from == -1 || port >= from && port <= to) {
-			out = append(out, rule{owner: owner, props: p, from: from, to: to})
-		}
+	add := func(owner *synthesized.Resource, p map[string]any, i int) {
+		from, to, tcp := w.ports(owner, p)
+		out = append(out, rule{owner: owner, props: p, from: from, to: to, tcp: tcp, key: ruleKey{owner, i}})
 	}
 	if group == nil {
 		return nil
 	}
-	standaloneRules := 0
 	for _, r := range w.app.Resources(standalone) {
 		if w.app.Find(r.Stack, r.Prop("GroupId")) == group {
-			add(r, r.Properties)
-			standaloneRules++
+			add(r, r.Properties, -1)
 		}
 	}
 	if group.Type == "AWS::EC2::SecurityGroup" {
 		raw, present := group.Properties[inline]
-		if !present && inline == "SecurityGroupEgress" && standaloneRules == 0 {
+		if !present && inline == "SecurityGroupEgress" && len(out) == 0 {
 			// A group that lists no egress rule keeps EC2's default
 			// allow-all egress. Once a standalone egress rule exists it may
 			// have revoked that default (deployments show CloudFormation
 			// doing so), so only the listed rules count
 			// (docs/design.md#reachability).
-			add(group, map[string]any{"IpProtocol": "-1", "CidrIp": "0.0.0.0/0"})
+			add(group, map[string]any{"IpProtocol": "-1", "CidrIp": "0.0.0.0/0"}, -2)
 		}
-		for _, x := range listOf(raw) {
+		for i, x := range listOf(raw) {
 			if m, ok := x.(map[string]any); ok {
-				add(group, m)
+				add(group, m, i)
 			}
 		}
 	}
 	return out
 }
 
-func (w *walker) egressAllows(groups []*synthesized.Resource, port int, to func(egressTarget) bool) bool {
-	for _, g := range groups {
-		for _, r := range w.rules(g, port, "SecurityGroupEgress", "AWS::EC2::SecurityGroupEgress") {
-			t := egressTarget{
-				cidr:       w.app.String(r.owner.Stack, r.props["CidrIp"]),
-				group:      w.app.Find(r.owner.Stack, r.props["DestinationSecurityGroupId"]),
-				prefixList: r.props["DestinationPrefixListId"] != nil,
+// egress reports whether groups let tcp port out to a target one of tests
+// accepts; the rules the first test that accepts any accepts serve the
+// call (a narrower test first: a broader rule is not used where a narrower
+// one serves).
+func (w *walker) egress(groups []*synthesized.Resource, port int, tests ...func(egressTarget) bool) bool {
+	for _, test := range tests {
+		found := false
+		for _, g := range groups {
+			for _, r := range w.rules(g, "SecurityGroupEgress", "AWS::EC2::SecurityGroupEgress") {
+				t := egressTarget{
+					cidr:       w.app.String(r.owner.Stack, r.props["CidrIp"]),
+					group:      w.app.Find(r.owner.Stack, r.props["DestinationSecurityGroupId"]),
+					prefixList: r.props["DestinationPrefixListId"] != nil,
+				}
+				if r.on(port) && test(t) {
+					w.used[r.key], found = true, true
+				}
 			}
-			if to(t) {
-				return true
-			}
+		}
+		if found {
+			return true
 		}
 	}
 	return false
 }
 
 func (w *walker) ingressAdmits(group *synthesized.Resource, port int, from []*synthesized.Resource, cidr string) bool {
-	for _, r := range w.rules(group, port, "SecurityGroupIngress", "AWS::EC2::SecurityGroupIngress") {
+	for _, r := range w.rules(group, "SecurityGroupIngress", "AWS::EC2::SecurityGroupIngress") {
+		if !r.on(port) {
+			continue
+		}
 		if src := w.app.Find(r.owner.Stack, r.props["SourceSecurityGroupId"]); src != nil && slices.Contains(from, src) {
 			return true
 		}
@@ -422,6 +490,66 @@ func (w *walker) ingressAdmits(group *synthesized.Resource, port int, from []*sy
 		}
 	}
 	return false
+}
+
+// peers are the calls security groups declare to each other: a group's
+// ingress rule that admits another group on a port is a call from that
+// group's resources (to the database, its proxy, the cache); the
+// endpoints' groups are left to the calls of their services.
+func (w *walker) peers() []Call {
+	endpoint := map[*synthesized.Resource]bool{}
+	for _, ep := range w.app.Resources("AWS::EC2::VPCEndpoint") {
+		for _, g := range w.refs(ep, ep.Prop("SecurityGroupIds")) {
+			endpoint[g] = true
+		}
+	}
+	var out []Call
+	for _, g := range w.app.Resources("AWS::EC2::SecurityGroup") {
+		for _, in := range w.rules(g, "SecurityGroupIngress", "AWS::EC2::SecurityGroupIngress") {
+			src := w.app.Find(in.owner.Stack, in.props["SourceSecurityGroupId"])
+			if endpoint[g] || src == nil || !in.tcp || in.from == -1 {
+				continue
+			}
+			c := Call{Function: "security group " + src.LogicalID, Path: src.Path(), Target: fmt.Sprintf("tcp %d to security group %s", in.from, g.LogicalID), Via: "its ingress " + in.owner.LogicalID, resource: src}
+			if !w.egress([]*synthesized.Resource{src}, in.from, func(t egressTarget) bool { return t.group == g }, anywhere) {
+				c.Missing, c.Detail = HopEgress, fmt.Sprintf("group %s admits it (%q), but it lets nothing out to that group on tcp %d", g.LogicalID, str(in.props["Description"]), in.from)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// excess is an egress rule no call uses, or one open to every protocol and
+// address, with the finding's message.
+type excess struct {
+	owner   *synthesized.Resource
+	message string
+}
+
+// excess are the egress rules of every group that no call used (the CDK's
+// placeholder of a group without egress allows nothing and is none) and
+// those that allow every protocol to everywhere.
+func (w *walker) excess() []excess {
+	var out []excess
+	for _, g := range w.app.Resources("AWS::EC2::SecurityGroup") {
+		for _, r := range w.rules(g, "SecurityGroupEgress", "AWS::EC2::SecurityGroupEgress") {
+			s := func(k string) string { return w.app.String(r.owner.Stack, r.props[k]) }
+			to := cmp.Or(s("CidrIp"), s("CidrIpv6"), s("DestinationPrefixListId"))
+			if d := w.app.Find(r.owner.Stack, r.props["DestinationSecurityGroupId"]); d != nil {
+				to = "security group " + d.LogicalID
+			}
+			what := fmt.Sprintf("security group %s's egress %q (%s %s-%s to %s)", g.LogicalID, s("Description"), s("IpProtocol"), s("FromPort"), s("ToPort"), to)
+			switch {
+			case to == "255.255.255.255/32" && s("IpProtocol") == "icmp" && s("FromPort") == "252" && s("ToPort") == "86":
+			case r.from == -1 && r.tcp && (to == "0.0.0.0/0" || to == "::/0"):
+				out = append(out, excess{r.owner, what + " allows every protocol to everywhere; list what its resources call instead"})
+			case !w.used[r.key]:
+				out = append(out, excess{r.owner, what + " serves no call of its resources; remove it, or make the call it is for visible (a grant, a URL, the peer's ingress)"})
+			}
+		}
+	}
+	return out
 }
 
 // coversAll reports whether cidr contains every one of inner (none: false).

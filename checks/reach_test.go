@@ -101,13 +101,28 @@ func props(t *testing.T, res map[string]any, typ, idPrefix string) map[string]an
 	return nil
 }
 
-// The real app passes in every environment, and every function in the VPC
-// has at least one call checked.
+// The real app passes in every environment: every call has a path, every
+// egress rule serves a call and none allows every protocol to everywhere;
+// every function in the VPC has at least one call checked, and the hosted
+// secret rotation reaches Secrets Manager and the database.
 func TestTheCommittedTemplatesReachEverything(t *testing.T) {
 	for _, env := range []string{"dev", "staging", "prod"} {
-		results := Reach(load(t, env, templates(t, env)))
+		results, excess := reach(load(t, env, templates(t, env)))
 		if f := unreachable(results); len(f) > 0 {
 			t.Errorf("%s:\n%s", env, strings.Join(f, "\n"))
+		}
+		for _, x := range excess {
+			t.Errorf("%s: %s: %s", env, x.owner.Path(), x.message)
+		}
+		rotation := map[string]bool{}
+		for _, r := range results {
+			if strings.Contains(r.Function, "RotationSingleUser") && r.Target == "secretsmanager" ||
+				strings.Contains(r.Function, "AuroraRotationSecurityGroup") && strings.Contains(r.Target, "tcp 5432 to security group AuroraClusterSecurityGroup") {
+				rotation[r.Target] = true
+			}
+		}
+		if len(rotation) != 2 {
+			t.Errorf("%s: the rotation's calls checked: %v, want Secrets Manager and the cluster", env, rotation)
 		}
 		inVPC := 0
 		for _, r := range results {
@@ -185,6 +200,20 @@ func TestBrokenNetworksAreRefusedNamingTheHop(t *testing.T) {
 			function: "mf-outbox-publicador", target: "events", hop: HopEgress,
 		},
 		{
+			name: "rotation without egress to the endpoint",
+			brk: func(t *testing.T, tpls map[string]map[string]any) {
+				deleteWhere(t, resources(t, tpls, "Outbox"), "AWS::EC2::SecurityGroupEgress", "AuroraRotationSecurityGroup", "SecretsManager")
+			},
+			function: "MercadoFrescoOutboxprodAuroraClusterRotationSingleUser369D1EED", target: "secretsmanager", hop: HopEgress,
+		},
+		{
+			name: "rotation without egress to the cluster",
+			brk: func(t *testing.T, tpls map[string]map[string]any) {
+				deleteWhere(t, resources(t, tpls, "Outbox"), "AWS::EC2::SecurityGroupEgress", "AuroraRotationSecurityGroup", "AuroraClusterSecurityGroup")
+			},
+			function: "security group AuroraRotationSecurityGroupDC755A07", target: "tcp 5432 to security group AuroraClusterSecurityGroupABF2E96E", hop: HopEgress,
+		},
+		{
 			name: "private DNS off",
 			brk: func(t *testing.T, tpls map[string]map[string]any) {
 				props(t, resources(t, tpls, "Network"), "AWS::EC2::VPCEndpoint", "RedVpcEventBridge")["PrivateDnsEnabled"] = false
@@ -232,6 +261,64 @@ func TestBrokenNetworksAreRefusedNamingTheHop(t *testing.T) {
 			if !found {
 				t.Fatalf("no call %s -> %s checked", c.function, c.target)
 			}
+		})
+	}
+}
+
+// An egress rule no call uses, or one open to every protocol and address,
+// is refused, naming the group and the rule; the CDK's placeholder of a
+// group without egress is neither.
+func TestExcessEgressIsRefused(t *testing.T) {
+	allowAll := []any{map[string]any{"CidrIp": "0.0.0.0/0", "Description": "Allow all outbound traffic by default", "IpProtocol": "-1"}}
+	cases := []struct {
+		name        string
+		brk         func(t *testing.T, tpls map[string]map[string]any)
+		owner, want string
+	}{
+		{
+			name: "endpoint group allowing all",
+			brk: func(t *testing.T, tpls map[string]map[string]any) {
+				props(t, resources(t, tpls, "Network"), "AWS::EC2::SecurityGroup", "RedVpcEventBridgeSecurityGroup")["SecurityGroupEgress"] = allowAll
+			},
+			owner: "RedVpcEventBridgeSecurityGroup", want: "allows every protocol to everywhere",
+		},
+		{
+			name: "group listing no egress (EC2's default)",
+			brk: func(t *testing.T, tpls map[string]map[string]any) {
+				delete(props(t, resources(t, tpls, "Outbox"), "AWS::EC2::SecurityGroup", "AuroraClusterSecurityGroup"), "SecurityGroupEgress")
+			},
+			owner: "AuroraClusterSecurityGroup", want: "allows every protocol to everywhere",
+		},
+		{
+			name: "HTTPS anywhere on a group whose calls all use endpoints",
+			brk: func(t *testing.T, tpls map[string]map[string]any) {
+				props(t, resources(t, tpls, "Outbox"), "AWS::EC2::SecurityGroup", "PublicadorSecurityGroup")["SecurityGroupEgress"] = []any{
+					map[string]any{"CidrIp": "0.0.0.0/0", "Description": "HTTPS anywhere", "FromPort": 443.0, "IpProtocol": "tcp", "ToPort": 443.0}}
+			},
+			owner: "PublicadorSecurityGroup", want: `egress "HTTPS anywhere" (tcp 443-443 to 0.0.0.0/0) serves no call`,
+		},
+		{
+			name: "egress to a peer that does not admit the group",
+			brk: func(t *testing.T, tpls map[string]map[string]any) {
+				deleteWhere(t, resources(t, tpls, "OrderFlow"), "AWS::EC2::SecurityGroupIngress", "Pago", "Catalogo")
+			},
+			owner: "Pago/SecurityGroup/to MercadoFrescoNetworkprodCatalogo", want: "tcp 6379-6379 to security group CatalogoSecurityGroup",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tpls := templates(t, "prod")
+			c.brk(t, tpls)
+			var got []string
+			for _, f := range Check(load(t, "prod", tpls)) {
+				if f.Rule == RuleReach {
+					got = append(got, f.String())
+				}
+			}
+			if len(got) != 1 || !strings.Contains(got[0], c.owner) || !strings.Contains(got[0], c.want) {
+				t.Fatalf("want one MF-REACH finding on %s with %q, got %d:\n%s", c.owner, c.want, len(got), strings.Join(got, "\n"))
+			}
+			t.Log(got[0])
 		})
 	}
 }

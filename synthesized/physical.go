@@ -120,6 +120,13 @@ func (p Physical) GetAtt(r *Resource, attr string) (string, error) {
 	if attr == "CidrBlock" && (r.Type == "AWS::EC2::VPC" || r.Type == "AWS::EC2::Subnet") {
 		return p.App.ResolveString(r.Stack, r.Properties["CidrBlock"], p)
 	}
+	if r.Type+"."+attr == "AWS::RDS::DBCluster.Endpoint.Port" { // the engine's default unless set
+		port, ok := r.Properties["Port"]
+		if !ok {
+			port = map[bool]int{true: 5432, false: 3306}[strings.Contains(fmt.Sprint(r.Properties["Engine"]), "postgres")]
+		}
+		return p.App.ResolveString(r.Stack, port, p)
+	}
 	name, err := p.Name(r)
 	if err != nil {
 		return "", err

@@ -12,7 +12,8 @@ import (
 
 // runReach prints, for review, every call of every Lambda function (the
 // AWS services its role is granted, the external hosts its configuration
-// names) and how it leaves the VPC, as the MF-REACH rule proves it on the
+// names), of the secret rotation and between security groups, and how it
+// leaves the VPC, as the MF-REACH rule proves it on the
 // synthesized templates: an interface or gateway endpoint, a NAT gateway,
 // or "outside the VPC". A call without a path is marked with the missing
 // hop and explained below the table (exit 1; synth fails on it).

@@ -159,6 +159,16 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 		Subnets: app,
 		Open:    jsii.Bool(false),
 	})
+	// An endpoint's interfaces answer calls and open none. Their groups stay
+	// the CDK's (the stacks that import them keep their exports) but lose
+	// its allow-all egress for the CDK's placeholder, which matches nothing.
+	for _, ep := range []awsec2.InterfaceVpcEndpoint{n.EventsEndpoint, n.SecretsEndpoint} {
+		sg, ok := ep.Node().TryFindChild(jsii.String("SecurityGroup")).(awsec2.SecurityGroup)
+		if !v.If(!ok, "cannot find endpoint %s's security group to close its egress", *ep.Node().Id()) {
+			sg.Node().DefaultChild().(awsec2.CfnSecurityGroup).AddPropertyOverride(jsii.String("SecurityGroupEgress"),
+				[]any{map[string]any{"CidrIp": "255.255.255.255/32", "Description": "Disallow all traffic", "IpProtocol": "icmp", "FromPort": 252, "ToPort": 86}})
+		}
+	}
 	// DynamoDB through a gateway endpoint (free): the consumers' idempotency
 	// and stock tables are reached without the NAT.
 	n.DynamoDBEndpoint = n.Vpc.AddGatewayEndpoint(jsii.String("DynamoDB"), &awsec2.GatewayVpcEndpointOptions{

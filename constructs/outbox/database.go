@@ -104,7 +104,7 @@ type Database struct {
 	// ConnectionsAlarm and CPUAlarm exist when the Context's Alerts was set.
 	ConnectionsAlarm, CPUAlarm awscloudwatch.Alarm
 	// RotationSecurityGroup is the secret rotation function's security
-	// group (admitted to the Secrets Manager endpoint).
+	// group: out to the cluster and the Secrets Manager endpoint only.
 	RotationSecurityGroup awsec2.ISecurityGroup
 	// RotationLogs is the rotation function's log group.
 	RotationLogs awslogs.LogGroup
@@ -169,6 +169,11 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	// retention) instead of through CloudwatchLogsRetention, which deploys
 	// a custom-resource Lambda with a managed policy for the same result.
 	pgLogs := props.LogGroup(this, "PostgresqlLogs", jsii.String("/aws/rds/cluster/"+clusterID+"/postgresql"))
+	// Groups without egress but what their resources call, which the
+	// connections below add (the CDK's own groups would allow all).
+	group := func(id, description string) awsec2.SecurityGroup {
+		return awsec2.NewSecurityGroup(this, jsii.String(id), &awsec2.SecurityGroupProps{Vpc: vpc, Description: jsii.String(description), AllowAllOutbound: jsii.Bool(false)})
+	}
 	d.Cluster = awsrds.NewDatabaseCluster(this, jsii.String("Cluster"), &awsrds.DatabaseClusterProps{
 		Engine:            engine,
 		ClusterIdentifier: jsii.String(clusterID),
@@ -183,6 +188,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		ServerlessV2MaxCapacity: jsii.Number(DefaultMaxCapacity),
 		Vpc:                     vpc,
 		VpcSubnets:              subnets,
+		SecurityGroups:          &[]awsec2.ISecurityGroup{group("ClusterSecurityGroup", clusterID+": calls nothing; admits its proxy, its secret rotation and the schema migration")},
 		Credentials: awsrds.Credentials_FromGeneratedSecret(jsii.String(DefaultMasterUser), &awsrds.CredentialsBaseOptions{
 			EncryptionKey: core.SecretKey(this, key),
 			SecretName:    jsii.String(clusterID + "-credenciales"),
@@ -216,10 +222,12 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	if rotationSubnets == nil || props.Vpc == nil {
 		rotationSubnets = subnets
 	}
+	d.RotationSecurityGroup = group("RotationSecurityGroup", clusterID+" secret rotation: to the cluster and the Secrets Manager endpoint only")
 	rotation := d.Cluster.AddRotationSingleUser(&awsrds.RotationSingleUserOptions{
 		AutomaticallyAfter: awscdk.Duration_Days(jsii.Number(30)),
 		VpcSubnets:         rotationSubnets,
 		Endpoint:           props.RotationEndpoint,
+		SecurityGroup:      d.RotationSecurityGroup,
 	})
 	// The rotation function (the application's, named after the last 64
 	// characters of the rotation's unique id, as the CDK names it) logs to
@@ -230,15 +238,10 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	d.RotationLogs = props.LogGroup(this, "RotationLogs", jsii.String("/aws/lambda/"+fnName))
 	rotation.Node().AddDependency(d.RotationLogs)
 	// The rotation function runs in isolated subnets: it reaches Secrets
-	// Manager only through the endpoint, whose security group must admit
-	// it (the CDK opens the database to it, not the endpoint).
-	sg, ok := rotation.Node().TryFindChild(jsii.String("SecurityGroup")).(awsec2.ISecurityGroup)
-	if !v.If(props.RotationEndpoint == nil, "RotationEndpoint is required: the rotation function has no other way to Secrets Manager from the isolated subnets") &&
-		!v.If(!ok, "cannot find the rotation function's security group to admit it to the Secrets Manager endpoint") {
-		dependency.AllowHTTPS(sg, props.RotationEndpoint, "secret rotation of "+clusterID)
-		awscdk.Annotations_Of(sg).AcknowledgeWarning(jsii.String("@aws-cdk/aws-ec2:ipv4IgnoreEgressRule"),
-			jsii.String("The CDK's rotation security group allows all outbound traffic; the egress half of the endpoint rule adds nothing, the ingress half on the endpoint is what matters."))
-		d.RotationSecurityGroup = sg
+	// Manager only through the endpoint, which must admit it (the CDK opens
+	// the database to it, not the endpoint).
+	if !v.If(props.RotationEndpoint == nil, "RotationEndpoint is required: the rotation function has no other way to Secrets Manager from the isolated subnets") {
+		dependency.AllowHTTPS(d.RotationSecurityGroup, props.RotationEndpoint, "secret rotation of "+clusterID)
 	}
 	// End-to-end IAM authentication: clients present IAM tokens to the
 	// proxy, and the proxy logs in to the database with IAM tokens of its
@@ -273,6 +276,7 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		Vpc:                       vpc,
 		VpcSubnets:                subnets,
 		DbProxyName:               jsii.String(proxyName),
+		SecurityGroups:            &[]awsec2.ISecurityGroup{group("ProxySecurityGroup", proxyName+": to the cluster only (IAM authentication, no secret to read)")},
 		Role:                      proxyRole,
 		DefaultAuthScheme:         awsrds.DefaultAuthScheme_IAM_AUTH,
 		IamAuth:                   jsii.Bool(true),

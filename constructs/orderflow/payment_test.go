@@ -46,7 +46,10 @@ func TestPaymentFunctions(t *testing.T) {
 	vpc := awsec2.NewVpc(p.Stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
 	table := datastore.NewIdempotency(p.Stack, "Idem", &datastore.TableProps{Context: core.Context{DataKey: p.Key, Alerts: p.Alerts}})
 	builder := golambdatest.Builder(t, "")
-	secrets := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(), Open: jsii.Bool(false)})
+	// An endpoint's group that calls nothing (MF-REACH refuses the CDK's allow-all).
+	closed := awsec2.NewSecurityGroup(p.Stack, jsii.String("SecretosGrupo"), &awsec2.SecurityGroupProps{Vpc: vpc, AllowAllOutbound: jsii.Bool(false)})
+	secrets := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(), Open: jsii.Bool(false),
+		SecurityGroups: &[]awsec2.ISecurityGroup{closed}})
 	pay := orderflow.NewPayment(p.Stack, "Pago", &orderflow.PaymentProps{
 		Context:          core.Context{EnvironmentName: "dev", Builder: builder, DataKey: p.Key, Alerts: p.Alerts},
 		IdempotencyTable: table, GatewayURL: "https://pasarela.example",
@@ -105,7 +108,7 @@ func TestPaymentFunctions(t *testing.T) {
 	// GetSecretValue of the VPC) admits the tasks on 443.
 	tpl.HasResourceProperties(jsii.String("AWS::EC2::SecurityGroupIngress"), map[string]any{
 		"FromPort": 443, "ToPort": 443,
-		"GroupId":               map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^VpcSecretos")), "GroupId"}},
+		"GroupId":               map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^SecretosGrupo")), "GroupId"}},
 		"SourceSecurityGroupId": map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^PagoSecurityGroup")), "GroupId"}},
 	})
 	if pay.MaxAttempts != 3 {

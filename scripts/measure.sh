@@ -3,7 +3,7 @@
 #   - `cdk synth` of an empty CDK Go app (the baseline),
 #   - `go build` of the app,
 #   - one environment's synth (prod), the synth command (all environments),
-#   - `make review ENV=prod` and the test command,
+#   - `make review ENV=prod`, the test command and `make e2e-friday`,
 # each "cold" (empty Go build cache, no cdk.out; modules and npm packages
 # already downloaded, since download time measures the network, not us) and
 # "warm" (run again right after; the synth, review and test figures are
@@ -115,6 +115,11 @@ runs=()
 for _ in 1 2 3; do r=$(secs go test -count=1 ./internal/e2e); runs+=("$r"); done
 w=$(median "${runs[@]}")
 row "short end-to-end run (\`go test ./internal/e2e\`, 100 orders)" "$c" "$w" "warm <= 60 s: $(within "$w" 60) (warm: median of ${runs[*]})"
+
+# Ten times Friday (make e2e-friday, 9,000 orders), once, warm: not part
+# of make test.
+w=$(secs make --no-print-directory e2e-friday)
+row "ten times Friday (\`make e2e-friday\`, 9,000 orders)" "-" "$w" "<= 300 s: $(within "$w" 300)"
 
 {
   echo "# Measurements"

@@ -33,6 +33,7 @@ func (l redisLog) Printf(_ context.Context, format string, v ...any) {
 
 var (
 	flagFull   = flag.Bool("e2e.full", false, "run the full scenario (1,000 orders, 30 s outage) instead of the short one")
+	flagFriday = flag.Bool("e2e.friday", false, "run ten times Friday (9,000 orders in 4 bursts over an hour, the external services honouring keys) instead of the short one")
 	flagReport = flag.String("e2e.report", "", "write the report (Markdown) to this file")
 	flagKeys   = flag.String("e2e.keys", "", `"ignore": the external services perform every request whatever its Idempotency-Key; "honour": they de-duplicate by it; default: ignore for the short run, honour for the full one`)
 	flagKeep   = flag.Duration("e2e.retention", 0, "how long the services keep an Idempotency-Key's answer, on the run's clock (default 24h)")
@@ -49,6 +50,12 @@ var (
 		Poison: 20, PoisonEach: 5, BadData: 2, RedisDown: time.Second, RedisAt: 0.6, Carts: 12, Limit: 80 * time.Second}
 	Full = Scenario{Orders: 1000, Burst: 15 * time.Minute, Outage: 30 * time.Second, OutageAt: 0.35, PublisherKills: 5,
 		Poison: 20, PoisonEach: 5, BadData: 2, RedisDown: 3 * time.Second, RedisAt: 0.6, Carts: 30, Limit: 8 * time.Minute}
+	// TenFridays is `make e2e-friday`: a Friday (900 orders an hour in
+	// bursts for 4 hours) at ten times its rate, 9,000 orders in an hour,
+	// without the outage and the Redis stop; the payment concurrency is the
+	// templates' (docs/design.md#payment-throttle).
+	TenFridays = Scenario{Orders: 9000, Burst: time.Hour, Bursts: 4, PublisherKills: 2,
+		Poison: 20, PoisonEach: 5, BadData: 2, Carts: 30, Limit: 15 * time.Minute}
 )
 
 // TestOrderFlow runs the order flow end to end on this machine from the
@@ -61,6 +68,9 @@ func TestOrderFlow(t *testing.T) {
 	sc, ignoreKeys := Short, true
 	if *flagFull {
 		sc, ignoreKeys = Full, false
+	}
+	if *flagFriday {
+		sc, ignoreKeys = TenFridays, false
 	}
 	switch *flagKeys {
 	case "":

@@ -29,9 +29,11 @@ import (
 // Scenario is one seeded run.
 type Scenario struct {
 	Orders int
-	// Burst is the simulated time over which the orders arrive (a Friday
-	// evening peak: arrivals thicken towards the middle).
-	Burst time.Duration
+	// Burst is the simulated time over which the orders arrive, in Bursts
+	// back-to-back peaks (at least 1) whose arrivals thicken towards their
+	// middle, as on a Friday evening.
+	Burst  time.Duration
+	Bursts int
 	// Outage is how long the gateway answers 503 to everything, starting
 	// when OutageAt of the orders have been placed, in the time of the code
 	// under test: it lasts Outage ÷ ExecScale of wall clock, like the
@@ -110,7 +112,9 @@ type Run struct {
 	// wantDLQ is how many messages each DLQ must hold at the end, by name.
 	wantDLQ map[string]int
 
-	started time.Time
+	started       time.Time
+	queues        []QueueLine
+	maxExecutions int64
 }
 
 // NewRun prepares a run: its orders, the bus, the event source mappings,
@@ -375,8 +379,10 @@ func (r *Run) Execute(ctx context.Context) *Report {
 
 	r.seedStock(ctx)
 	r.sendPoison(ctx)
+	r.queues = make([]QueueLine, len(r.esms))
+	pollers.Add(1 + len(r.esms))
+	go func() { defer pollers.Done(); r.sample(ctx) }()
 	for _, e := range r.esms {
-		pollers.Add(1)
 		go func() { defer pollers.Done(); e.Run(ctx) }()
 	}
 	var outage atomic.Bool
@@ -422,15 +428,16 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	outageStart, redisAt := int(sc.OutageAt*float64(sc.Orders)), int(sc.RedisAt*float64(sc.Orders))
 	var outageDone chan struct{}
 	var redisDone <-chan time.Time
+	bursts := float64(max(sc.Bursts, 1))
 	for i, id := range r.ids {
-		u := float64(i) / float64(sc.Orders)
+		k, u := math.Modf(float64(i) / float64(sc.Orders) * bursts)
 		var frac float64
 		if u < 0.5 {
 			frac = math.Sqrt(u/2) * 1
 		} else {
 			frac = 1 - math.Sqrt((1-u)/2)
 		}
-		at := time.Duration(frac * float64(sc.Burst))
+		at := time.Duration((k + frac) / bursts * float64(sc.Burst))
 		if wait := w.clock.Real(at) - time.Since(r.started); wait > 0 {
 			time.Sleep(wait)
 		}
@@ -525,8 +532,49 @@ func (r *Run) busy(ctx context.Context) string {
 	return strings.Join(parts, ", ")
 }
 
+// QueueLine is one consumer queue's depth over the run, on its clock from
+// the start: the peak and when the queue was last seen holding messages.
+type QueueLine struct {
+	Name            string
+	Peak            int
+	PeakAt, Drained time.Duration
+}
+
+// sample records, until ctx ends, each consumer queue's depth and the
+// executions in flight.
+func (r *Run) sample(ctx context.Context) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		at := r.w.clock.Now().Sub(r.w.clock.base)
+		r.mu.Lock()
+		for i, e := range r.esms {
+			st, q := r.w.sqs.Stats(e.Queue.URL), &r.queues[i]
+			q.Name = e.Queue.Name
+			if n := st.Sent - st.Deleted - st.MovedToDLQ; n > 0 {
+				q.Drained = at
+				if n > q.Peak {
+					q.Peak, q.PeakAt = n, at
+				}
+			}
+		}
+		r.maxExecutions = max(r.maxExecutions, r.w.sfn.Active())
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+}
+
 // Report is what the run found.
 type Report struct {
+	// Queues are the consumer queues' peaks and drain times, MaxExecutions
+	// the most executions in flight, PaymentSlots the most invocations of
+	// cobro at once and Throttled its invocations refused.
+	Queues                          []QueueLine
+	MaxExecutions                   int64
+	PaymentSlots, Throttled         int64
 	Seed                            uint64
 	Scenario                        Scenario
 	ExecScale, WaitScale            float64
@@ -769,7 +817,13 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		if n := f.timeout.Load(); n > 0 {
 			rep.Timeouts[f.Entry] = n
 		}
+		if f.Entry == "lambdas/cobro" {
+			rep.PaymentSlots, rep.Throttled = f.Reserved.Peak(), f.Reserved.Throttled()
+		}
 	}
+	r.mu.Lock()
+	rep.Queues, rep.MaxExecutions = r.queues, r.maxExecutions
+	r.mu.Unlock()
 	return rep
 }
 
@@ -828,6 +882,8 @@ func (rep *Report) Promises() []Promise {
 		dlq = append(dlq, bad(w > 0, "DLQ %s is empty, want %d messages", name, w))
 	}
 	check("unsupported versions and bad data reach their own queue's DLQ, on every consumer's queue, and nothing else does", dlq...)
+	check("no order fails for a throttle: a payment task refused by Lambda waits its turn",
+		bad(rep.Executions["FAILED ("+localaws.ErrThrottled+")"] > 0, "%d executions failed with %s", rep.Executions["FAILED ("+localaws.ErrThrottled+")"], localaws.ErrThrottled))
 	check("no order makes more than 15 gateway calls",
 		bad(rep.MaxGatewayCalls > 15, "order %s made %d gateway calls (at most 15)", rep.MaxGatewayOrder, rep.MaxGatewayCalls))
 	budget := rep.Budget.Failures
@@ -988,6 +1044,13 @@ func (rep *Report) Markdown() string {
 	if len(rep.Timeouts) > 0 {
 		p("Invocations that reached their deadline: %v\n\n", rep.Timeouts)
 	}
+	p("## Backpressure\n\nAt most %d executions in flight; cobro ran at most %d invocations at once (its reserved concurrency is enforced), %d refused with %s. "+
+		"Each consumer queue's peak and when it was last seen holding messages, on the run's clock from the start:\n\n| Queue | Peak | at | Empty by |\n|---|---|---|---|\n",
+		rep.MaxExecutions, rep.PaymentSlots, rep.Throttled, localaws.ErrThrottled)
+	for _, q := range rep.Queues {
+		p("| %s | %d | %s | %s |\n", q.Name, q.Peak, q.PeakAt.Round(time.Second), q.Drained.Round(time.Second))
+	}
+	p("\n")
 	p("## Dead-letter queues\n\n| Queue | Messages | Verdict of the DLQ tool |\n|---|---|---|\n")
 	for _, d := range rep.DLQs {
 		p("| %s | %d | %s |\n", d.Name, d.Messages, d.Verdict)

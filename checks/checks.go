@@ -4,9 +4,10 @@
 // MF-SQS-FIFO-DLQ, MF-SQS-DLQ-RETENTION, MF-SNS-LAMBDA,
 // MF-ESM-MAXCONCURRENCY, MF-ESM-PARTIAL-BATCH, MF-ESM-RESERVED), the
 // worst-case attempts (MF-ATTEMPTS), the event contracts and the deploy
-// order they need (MF-CONTRACT, MF-CONTRACT-ORDER) and the network paths
-// (MF-REACH). A finding names its rule, the resource's construct path and
-// the numbers; what a rule cannot read is a finding too, never a skipped
+// order they need (MF-CONTRACT, MF-CONTRACT-ORDER), the database
+// connections (MF-DB-CONNECTIONS) and the network paths (MF-REACH). A
+// finding names its rule, the resource's construct path and the numbers;
+// what a rule cannot read is a finding too, never a skipped
 // check. A construct acknowledges a rule with a written reason
 // (core.Acknowledge, construct metadata the manifest carries), and SetBy
 // names the constant behind a property, which a finding then names.
@@ -32,6 +33,7 @@ func (f Finding) String() string { return fmt.Sprintf("[%s] %s: %s", f.Rule, f.P
 func Check(app *synthesized.App) []Finding {
 	c := &checker{app: app}
 	c.messaging()
+	c.connections()
 	for _, p := range c.attempts() {
 		c.attemptsFinding(p)
 	}
@@ -107,7 +109,7 @@ func setBy(app *synthesized.App, r *synthesized.Resource, property string) strin
 // resource CloudFormation names itself, its construct path inside its
 // stack without the L1's "/Resource".
 func label(r *synthesized.Resource) string {
-	for _, k := range []string{"QueueName", "FunctionName", "Name", "StateMachineName", "TopicName", "TableName", "LogGroupName"} {
+	for _, k := range []string{"QueueName", "FunctionName", "DBProxyName", "Name", "StateMachineName", "TopicName", "TableName", "LogGroupName"} {
 		if s, ok := r.Prop(k).(string); ok && s != "" {
 			return s
 		}
@@ -115,5 +117,5 @@ func label(r *synthesized.Resource) string {
 	return strings.TrimSuffix(strings.TrimPrefix(r.Path(), r.Stack+"/"), "/Resource")
 }
 
-// num reads a number (CloudFormation allows numbers as strings), or def.
+// str is v as a string, "" when it is not one.
 func str(v any) string { s, _ := v.(string); return s }

@@ -105,6 +105,11 @@ type Environment struct {
 	// Aurora cluster (point-in-time restore): a whole number of days from 1
 	// to Aurora's 35 (docs/design.md#database-backups).
 	DatabaseBackupDays float64
+	// ShopDBConnections is the most connections the shop's order writers
+	// (lambdas/pedido-writer, run outside this app) open through the RDS
+	// Proxy: their instances × DB_MAX_CONNS. MF-DB-CONNECTIONS counts them
+	// (docs/design.md#aurora-connections).
+	ShopDBConnections int
 	// AuditTrail is the ARN of the CloudTrail trail that records the
 	// account's management events (write events at least) in Region: a
 	// multi-region trail or one of this region, such as the Control Tower
@@ -211,6 +216,7 @@ var environments = map[string]Environment{
 		ERPRateLimitPerSecond:  1,
 		AuditTrail:             organisationTrail,
 		DatabaseBackupDays:     7,
+		ShopDBConnections:      10,
 	},
 	"staging": {
 		Name:                   "staging",
@@ -232,6 +238,7 @@ var environments = map[string]Environment{
 		ERPRateLimitPerSecond:  2,
 		AuditTrail:             organisationTrail,
 		DatabaseBackupDays:     7,
+		ShopDBConnections:      20,
 	},
 	"prod": {
 		Name:              "prod",
@@ -268,6 +275,7 @@ var environments = map[string]Environment{
 		// still restorable (docs/design.md#database-backups).
 		DatabaseBackupDays: 35,
 		FlowLogsAllTraffic: true,
+		ShopDBConnections:  50, // 50 writer instances with a pool of 1
 	},
 }
 
@@ -364,6 +372,7 @@ func (e Environment) Validate() error {
 	}
 	p.If(e.Roles.BreakGlass != "" && (e.Roles.BreakGlass == e.Roles.KeyAdmin || e.Roles.BreakGlass == e.Roles.Operator),
 		"Roles.BreakGlass %q must be a role of its own (not the key administrator nor the operator)", e.Roles.BreakGlass)
+	p.If(e.ShopDBConnections < 1, "ShopDBConnections %d: the shop writes every order through the proxy, declare its connections (at least 1)", e.ShopDBConnections)
 	p.If(e.DatabaseBackupDays < 1 || e.DatabaseBackupDays > 35 || e.DatabaseBackupDays != float64(int(e.DatabaseBackupDays)),
 		"DatabaseBackupDays %v must be a whole number of days from 1 to Aurora's 35", e.DatabaseBackupDays)
 	p.If(e.AuditTrail == "", "AuditTrail is required: the data key's watch sees the key's calls only through a CloudTrail trail recording management events in %s", e.Region)

@@ -44,6 +44,8 @@ func NewOutboxStack(scope constructs.Construct, shared *Shared, netStack *Networ
 		ClusterIdentifier: jsii.String(env.PhysicalName("aurora-mf-escritor")),
 		ProxyName:         jsii.String(env.PhysicalName("proxy-mf-escritor")),
 		BackupRetention:   awscdk.Duration_Days(jsii.Number(env.DatabaseBackupDays)),
+		// The shop's order writers (lambdas/pedido-writer, as role mf_tienda).
+		OutsideConnections: map[string]int{"shop": env.ShopDBConnections},
 	})
 	mig := outbox.NewMigration(stack, "Migraciones", &outbox.MigrationProps{
 		Context:         shared.Context,

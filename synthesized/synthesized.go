@@ -30,7 +30,7 @@ import (
 var ErrUnresolvable = errors.New("synthesized: cannot resolve")
 
 // Keys of the metadata the app's constructs write and the checks and tools
-// read: one place for both sides. The first four are template metadata of a
+// read: one place for both sides. The first five are template metadata of a
 // resource; the last two construct metadata, which the manifest carries.
 const (
 	// MetadataEntry: a Go function's entry ("lambdas/preparar-pedido").
@@ -42,6 +42,9 @@ const (
 	// declares (constructs/core).
 	MetadataProduces = "mercadofresco:produces"
 	MetadataAccepts  = "mercadofresco:accepts"
+	// MetadataOutsideConnections: on an RDS Proxy, the connections writers
+	// outside the app open through it, by name (outbox.DatabaseProps).
+	MetadataOutsideConnections = "mercadofresco:outside-connections"
 	// MetadataAcknowledged: {"rule", "reason"}: a check's rule does not
 	// apply to the construct and its children (core.Acknowledge).
 	MetadataAcknowledged = "mercadofresco:acknowledged"

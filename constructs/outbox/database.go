@@ -34,13 +34,15 @@ import (
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/queues"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // The database's figures: its name, master user, Serverless v2 capacity
-// in ACUs (0.5 to 8: ~1,000 max_connections, far above what the proxy's
-// share needs), the share of Aurora's max_connections the proxy may open
-// whatever the Lambda concurrency (the rest stays for migrations, operators
-// and the rotation), and the backup retention when BackupRetention is nil.
+// in ACUs (0.5 to 8: 1,669 max_connections), the share of Aurora's
+// max_connections the proxy may open whatever the Lambda concurrency (the
+// rest stays for migrations, operators and the rotation; MF-DB-CONNECTIONS
+// holds the clients to it, docs/design.md#aurora-connections), and the
+// backup retention when BackupRetention is nil.
 const (
 	DefaultDatabaseName          = "tienda"
 	DefaultMasterUser            = "mf_admin"
@@ -71,6 +73,9 @@ type DatabaseProps struct {
 	ProxyName *string
 	// BackupRetention defaults to 7 days.
 	BackupRetention awscdk.Duration
+	// OutsideConnections are the most connections writers outside this app
+	// open through the proxy, by name, for MF-DB-CONNECTIONS.
+	OutsideConnections map[string]int
 }
 
 // Database is an Aurora PostgreSQL Serverless v2 cluster (a writer only:
@@ -286,6 +291,9 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		BorrowTimeout:             awscdk.Duration_Seconds(jsii.Number(30)),
 		IdleClientTimeout:         awscdk.Duration_Minutes(jsii.Number(15)),
 	})
+	if cfn, ok := d.Proxy.Node().DefaultChild().(awscdk.CfnResource); ok && len(props.OutsideConnections) > 0 {
+		cfn.AddMetadata(jsii.String(synthesized.MetadataOutsideConnections), props.OutsideConnections)
+	}
 
 	cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{
 		{
@@ -374,7 +382,7 @@ func (d *Database) addAlarms(topic awssns.ITopic) {
 	d.ConnectionsAlarm = observability.NewAlarm(d.Construct, "ConexionesProxyAlarm", &observability.AlarmProps{
 		Metric:            conns,
 		Topic:             topic,
-		Description:       "RDS Proxy: more than 100 connections to Aurora borrowed for 5 minutes; the outbox functions need a handful, so clients are piling up and will soon wait on BorrowTimeout.",
+		Description:       "RDS Proxy: more than 100 connections to Aurora borrowed for 5 minutes; the outbox functions and the shop's writers declare fewer (MF-DB-CONNECTIONS), so clients are piling up and will soon wait on BorrowTimeout.",
 		Threshold:         100,
 		EvaluationPeriods: 5,
 		MissingData:       awscloudwatch.TreatMissingData_NOT_BREACHING, // an idle proxy reports nothing
@@ -409,12 +417,14 @@ func (d *Database) AllowFrom(peer awsec2.IConnectable, description string) {
 }
 
 // Environment returns the variables postgres.FromEnv reads, for a
-// function connecting as the database role user.
-func (d *Database) Environment(user string) map[string]*string {
+// function connecting as the database role user with a pool of at most
+// poolMax connections per instance.
+func (d *Database) Environment(user string, poolMax int) map[string]*string {
 	return map[string]*string{
-		lambdaapi.EnvDBHost: d.Proxy.Endpoint(),
-		lambdaapi.EnvDBPort: jsii.String(strconv.Itoa(lambdaapi.DefaultDBPort)),
-		lambdaapi.EnvDBName: jsii.String(d.DatabaseName),
-		lambdaapi.EnvDBUser: jsii.String(user),
+		lambdaapi.EnvDBMaxConns: jsii.String(strconv.Itoa(poolMax)),
+		lambdaapi.EnvDBHost:     d.Proxy.Endpoint(),
+		lambdaapi.EnvDBPort:     jsii.String(strconv.Itoa(lambdaapi.DefaultDBPort)),
+		lambdaapi.EnvDBName:     jsii.String(d.DatabaseName),
+		lambdaapi.EnvDBUser:     jsii.String(user),
 	}
 }

@@ -81,7 +81,7 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 	})
 	roles, env := lambdaapi.DefaultDBRoles(), map[string]*string{}
 	if db != nil {
-		roles, env = db.Roles, db.Environment(db.Roles.Owner)
+		roles, env = db.Roles, db.Environment(db.Roles.Owner, MigrationPoolMax)
 		delete(env, lambdaapi.EnvDBUser) // the owner role comes with the event (its Roles property)
 		env[lambdaapi.EnvDBMasterSecretARN] = db.Secret.SecretArn()
 	}

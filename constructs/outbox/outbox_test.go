@@ -231,7 +231,7 @@ func TestPublisherRunsInTheVpcEveryMinuteWithBoundedConcurrency(t *testing.T) {
 		"ReservedConcurrentExecutions": 2,
 		"VpcConfig":                    assertions.Match_ObjectLike(&map[string]any{"SubnetIds": assertions.Match_AnyValue()}),
 		"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
-			"DB_HOST": assertions.Match_AnyValue(), "DB_USER": "mf_publicador", "DB_NAME": "tienda",
+			"DB_HOST": assertions.Match_AnyValue(), "DB_USER": "mf_publicador", "DB_NAME": "tienda", "DB_MAX_CONNS": "2",
 			"BUS_NAME": assertions.Match_AnyValue(), "EVENT_SOURCE": "mercadofresco.tienda", "ENTORNO": "dev",
 			// 2 SDK x 2 entry sends x 3 claims = 12 attempts per event.
 			"AWS_MAX_ATTEMPTS": "2", "OUTBOX_ENTRY_ATTEMPTS": "2", "OUTBOX_MAX_CLAIMS": "3",
@@ -388,7 +388,7 @@ func TestInvalidPropsAreSynthesisErrorsNotCrashes(t *testing.T) {
 	if db.Cluster == nil || db.Proxy == nil || db.Secret == nil || pub.Function == nil || pub.Cleanup == nil || pub.PendingAlarm == nil {
 		t.Fatal("a construct with invalid props is half-built")
 	}
-	_ = db.Environment("mf_publicador") // what a dependent does first
+	_ = db.Environment("mf_publicador", 1) // what a dependent does first
 	db.GrantConnect(pub.Function.Role, outbox.DefaultMasterUser)
 	errs := cdktest.Errors(stack)
 	for _, want := range []string{

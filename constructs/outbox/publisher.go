@@ -37,6 +37,10 @@ const (
 	PublisherTimeoutSeconds = int(lambdaapi.PublisherTimeout / time.Second)
 	// CleanupTimeoutSeconds is the cleanup function's timeout.
 	CleanupTimeoutSeconds = 300
+	// The pools' maxima (DB_MAX_CONNS, docs/design.md#aurora-connections):
+	// the publisher claims a batch on one connection while it marks the
+	// last one on the other; the others run one statement at a time.
+	PublisherPoolMax, CleanupPoolMax, MigrationPoolMax = 2, 1, 1
 )
 
 // PublisherProps configures NewPublisher. The Context's EnvironmentName
@@ -124,7 +128,7 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 	db := props.Database
 	cleanupEnv, pubEnv := map[string]*string{}, map[string]*string{}
 	if db != nil {
-		cleanupEnv, pubEnv = db.Environment(db.Roles.Cleanup), db.Environment(db.Roles.Publisher)
+		cleanupEnv, pubEnv = db.Environment(db.Roles.Cleanup, CleanupPoolMax), db.Environment(db.Roles.Publisher, PublisherPoolMax)
 	}
 	busName := jsii.String("")
 	if props.Bus != nil {

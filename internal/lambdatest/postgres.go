@@ -23,7 +23,7 @@ type Database struct {
 // NewDatabase creates a database with a unique name, dropped when the test
 // ends, and points env at it the way RDS Proxy is reached: DB_HOST
 // "localhost" (the name the server's certificate carries), DB_PORT 5432,
-// DB_NAME the new database. The function keeps its TLS verify-full: the
+// DB_NAME the new database, DB_MAX_CONNS 2. The function keeps its TLS verify-full: the
 // test trusts the server's certificate through PGSSLROOTCERT, libpq's
 // variable that pgx reads (a Lambda trusts the proxy's ACM certificate
 // through the system roots). The local server trusts local connections,
@@ -31,7 +31,7 @@ type Database struct {
 func NewDatabase(t *testing.T, env map[string]string) *Database {
 	t.Helper()
 	name := localaws.NewPostgresDatabase(t, "mf_wiring_")
-	env["DB_HOST"], env["DB_PORT"], env["DB_NAME"] = "localhost", "5432", name
+	env["DB_HOST"], env["DB_PORT"], env["DB_NAME"], env["DB_MAX_CONNS"] = "localhost", "5432", name, "2"
 	t.Setenv("PGSSLROOTCERT", localaws.ServerCert)
 	return &Database{Name: name, Super: localaws.NewPool(t, name, "", 2)}
 }

@@ -212,6 +212,11 @@ const (
 	// never sets it: it exists for local runs against a PostgreSQL without
 	// TLS (the end-to-end run sets "disable").
 	EnvDBSSLMode = "DB_SSLMODE"
+	// EnvDBMaxConns is the pool's maximum per function instance (required):
+	// the construct sets it and MF-DB-CONNECTIONS sums it times the
+	// reserved concurrency against the proxy's share
+	// (docs/design.md#aurora-connections).
+	EnvDBMaxConns = "DB_MAX_CONNS"
 )
 
 // DefaultDBPort is PostgreSQL's port, the proxy's and the default of

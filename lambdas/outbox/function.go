@@ -46,7 +46,7 @@ func PublisherFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger
 	entryAttempts := env.Int(lambdaapi.EnvOutboxEntryAttempts, lambdaapi.DefaultOutboxEntryAttempts, 2, 5)
 	maxClaims := env.Int(lambdaapi.EnvOutboxMaxClaims, lambdaapi.DefaultOutboxMaxClaims, 1, 10)
 	signingSecret := env.Required(signing.EnvSecretARN)
-	pool, awsCfg, err := postgres.Open(ctx, env, postgres.ConnectConfig{MaxConns: 2, ApplicationName: "mf-outbox-publisher"})
+	pool, awsCfg, err := postgres.Open(ctx, env, postgres.ConnectConfig{ApplicationName: "mf-outbox-publisher"})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func CleanupSettings(env *lambdaenv.Env) CleanupConfig {
 // CleanupSettings and the database's variables (role mf_limpieza).
 func CleanupFunction(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context) (CleanupResult, error), error) {
 	cfg := CleanupSettings(env)
-	pool, _, err := postgres.Open(ctx, env, postgres.ConnectConfig{MaxConns: 1, ApplicationName: "mf-outbox-cleanup"})
+	pool, _, err := postgres.Open(ctx, env, postgres.ConnectConfig{ApplicationName: "mf-outbox-cleanup"})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
@@ -55,10 +56,7 @@ type ConnectConfig struct {
 	Host string
 	// Database overrides the secret's dbname.
 	Database string
-	// MaxConns per Lambda instance. Default 2: while a backlog drains,
-	// Publisher.Run claims a batch on one connection while the previous
-	// batch's verdicts are recorded on the other; the metrics query waits
-	// for a free one.
+	// MaxConns per instance, default 2; FromEnv takes it from DB_MAX_CONNS.
 	MaxConns int32
 	// SSLMode defaults to verify-full: RDS Proxy requires TLS and presents
 	// an ACM certificate that the system roots of provided.al2023 trust.
@@ -111,7 +109,7 @@ func PoolConfigFromSecret(secretJSON string, cfg ConnectConfig) (*pgxpool.Config
 	host, db := cmp.Or(cfg.Host, s.Host), cmp.Or(cfg.Database, s.DBName)
 	port := 5432
 	if p := string(s.Port); p != "" && p != "null" {
-		n, err := strconv.Atoi(trimQuotes(p))
+		n, err := strconv.Atoi(strings.Trim(p, `"`))
 		if err != nil {
 			return nil, fmt.Errorf("postgres: database secret port %s: %w", p, err)
 		}
@@ -121,13 +119,6 @@ func PoolConfigFromSecret(secretJSON string, cfg ConnectConfig) (*pgxpool.Config
 		return nil, fmt.Errorf("%w: database secret lacks username, host or dbname", ErrInvalidConfig)
 	}
 	return cfg.poolConfig(url.UserPassword(s.Username, s.Password), host+":"+strconv.Itoa(port), db)
-}
-
-func trimQuotes(s string) string {
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		return s[1 : len(s)-1]
-	}
-	return s
 }
 
 // ConnectFromSecret reads the secret and opens a pool (connections are
@@ -190,7 +181,8 @@ func openPool(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Pool, error) {
 }
 
 // FromEnv opens the pool of a Lambda function from its environment: DB_HOST
-// (the RDS Proxy endpoint), DB_PORT (default 5432), DB_NAME, DB_USER, with IAM
+// (the RDS Proxy endpoint), DB_PORT (default 5432), DB_NAME, DB_MAX_CONNS
+// (the pool's maximum), DB_USER, with IAM
 // authentication in awsCfg's region. Without DB_USER, DB_SECRET_ARN's
 // credentials are used instead (tools outside Lambda). Every missing or
 // malformed variable is reported at once.
@@ -198,6 +190,8 @@ func FromEnv(ctx context.Context, env *lambdaenv.Env, awsCfg aws.Config, sm Secr
 	cfg.Host = env.Required(lambdaapi.EnvDBHost)
 	cfg.Database = env.Required(lambdaapi.EnvDBName)
 	cfg.Port = env.Int(lambdaapi.EnvDBPort, lambdaapi.DefaultDBPort, 1, 65535)
+	env.Required(lambdaapi.EnvDBMaxConns)
+	cfg.MaxConns = int32(env.Int(lambdaapi.EnvDBMaxConns, 1, 1, 100))
 	cfg.User = env.String(lambdaapi.EnvDBUser, "")
 	cfg.SecretARN = env.String(lambdaapi.EnvDBSecretARN, "")
 	cfg.SSLMode = env.OneOf(lambdaapi.EnvDBSSLMode, cfg.sslMode(), "verify-full", "verify-ca", "require", "disable")

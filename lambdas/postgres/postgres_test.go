@@ -137,7 +137,7 @@ func TestFromEnvReportsEveryMissingVariable(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
-	for _, v := range []string{lambdaapi.EnvDBHost, lambdaapi.EnvDBName, lambdaapi.EnvDBPort, lambdaapi.EnvDBUser} {
+	for _, v := range []string{lambdaapi.EnvDBHost, lambdaapi.EnvDBName, lambdaapi.EnvDBPort, lambdaapi.EnvDBUser, lambdaapi.EnvDBMaxConns} {
 		if !strings.Contains(err.Error(), v) {
 			t.Errorf("error does not name %s: %v", v, err)
 		}
@@ -147,7 +147,7 @@ func TestFromEnvReportsEveryMissingVariable(t *testing.T) {
 func TestFromEnvUsesTheSecretWithoutAUser(t *testing.T) {
 	t.Parallel()
 	env := lambdaenv.FromMap(map[string]string{
-		lambdaapi.EnvDBHost: "127.0.0.1", lambdaapi.EnvDBName: testDB, lambdaapi.EnvDBSecretARN: "arn:secreto",
+		lambdaapi.EnvDBHost: "127.0.0.1", lambdaapi.EnvDBName: testDB, lambdaapi.EnvDBSecretARN: "arn:secreto", lambdaapi.EnvDBMaxConns: "3",
 	})
 	pool, err := FromEnv(context.Background(), env, aws.Config{Region: "eu-west-1"},
 		fakeSecrets{`{"username":"postgres","password":"","host":"ignored","port":5432,"dbname":"ignored"}`},
@@ -160,7 +160,7 @@ func TestFromEnvUsesTheSecretWithoutAUser(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), "SELECT current_setting('application_name'), current_database()").Scan(&app, &db); err != nil {
 		t.Fatal(err)
 	}
-	if app != "mf-test" || db != testDB {
-		t.Fatalf("application_name=%q database=%q", app, db)
+	if app != "mf-test" || db != testDB || pool.Config().MaxConns != 3 {
+		t.Fatalf("application_name=%q database=%q max conns %d (DB_MAX_CONNS 3)", app, db, pool.Config().MaxConns)
 	}
 }

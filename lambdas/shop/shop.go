@@ -186,7 +186,7 @@ func reintentarPago(ctx context.Context, tx pgx.Tx, s Solicitud, total int64, pa
 // Function builds the handler of lambdas/pedido-writer from its
 // environment: the database's variables (postgres.Open, role mf_tienda).
 func Function(ctx context.Context, env *lambdaenv.Env, _ *slog.Logger) (func(context.Context, Solicitud) (Respuesta, error), error) {
-	pool, _, err := postgres.Open(ctx, env, postgres.ConnectConfig{MaxConns: 1, ApplicationName: "mf-pedido-writer"})
+	pool, _, err := postgres.Open(ctx, env, postgres.ConnectConfig{ApplicationName: "mf-pedido-writer"})
 	if err != nil {
 		return nil, err
 	}

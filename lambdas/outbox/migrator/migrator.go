@@ -63,7 +63,8 @@ const appName = "mf-outbox-migrate"
 
 // Function builds the custom resource's handler from the function's
 // environment (the outbox-migraciones main): DB_HOST (the RDS Proxy, for
-// the owner's IAM connection), DB_PORT, DB_NAME, DB_MASTER_SECRET_ARN (the
+// the owner's IAM connection), DB_PORT, DB_NAME, DB_MAX_CONNS (its pool
+// through the proxy), DB_MASTER_SECRET_ARN (the
 // master secret: step 1 connects directly to the cluster it names, TLS
 // verify-full) and DB_SCHEMA (default public).
 func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, cfn.Event) (Response, error), error) {
@@ -72,6 +73,8 @@ func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(c
 	database := env.Required(lambdaapi.EnvDBName)
 	secretARN := env.Required(lambdaapi.EnvDBMasterSecretARN)
 	schemaName := env.String(lambdaapi.EnvDBSchema, "public")
+	env.Required(lambdaapi.EnvDBMaxConns)
+	poolMax := int32(env.Int(lambdaapi.EnvDBMaxConns, 1, 1, 100))
 	awsCfg, err := env.LoadAWSConfig(ctx)
 	err = cmp.Or(err, env.Err())
 	if err != nil {
@@ -87,7 +90,7 @@ func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(c
 		ConnectOwner: func(ctx context.Context, owner string) (Conn, error) {
 			return postgres.ConnectIAM(ctx, postgres.ConnectConfig{
 				Host: host, Port: port, Database: database, User: owner, Region: awsCfg.Region,
-				MaxConns: 1, ApplicationName: appName,
+				MaxConns: poolMax, ApplicationName: appName,
 			}, awsCfg.Credentials)
 		},
 		Schema: schemaName,

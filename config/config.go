@@ -416,3 +416,11 @@ func (e Environment) StackName(part string) string {
 func (e Environment) CDKEnvironment() *awscdk.Environment {
 	return &awscdk.Environment{Account: &e.Account, Region: &e.Region}
 }
+
+// ServiceTimes is how long a consumer's record takes at its dependency on
+// a normal day, by its <DEP>_READ_TIMEOUT prefix in lower case ("aws": AWS
+// only; the e-mail's is the secondary's, slower than SES), for
+// bench/cmd/friday (docs/design.md#friday).
+var ServiceTimes = map[string]time.Duration{
+	"almacen": 2 * time.Second, "erp": 3 * time.Second, "correo_secundario": time.Second, "aws": 200 * time.Millisecond,
+}

@@ -338,12 +338,13 @@ func walkStates(def map[string]any, outer []string, f func(name string, st map[s
 
 // TaskService is the service a Task state calls: "lambda" for a function
 // (invoked by its ARN or with lambda:invoke), else the service of its
-// integration ("sns" for arn:aws:states:::sns:publish), "" for an activity
+// integration ("sns" for arn:aws:states:::sns:publish, "sqs" for
+// arn:aws:states:::aws-sdk:sqs:sendMessageBatch), "" for an activity
 // or anything else.
 func TaskService(st map[string]any) string {
 	res, _ := st["Resource"].(string)
 	if i := strings.Index(res, ":states:::"); i >= 0 {
-		svc, _, _ := strings.Cut(res[i+len(":states:::"):], ":")
+		svc, _, _ := strings.Cut(strings.TrimPrefix(res[i+len(":states:::"):], "aws-sdk:"), ":")
 		return svc
 	}
 	if strings.Contains(res, ":lambda:") && strings.Contains(res, ":function:") {

@@ -47,7 +47,7 @@ func TestEdgesOfTheApp(t *testing.T) {
 			"arn:aws:lambda:eu-west-1:333333333333:function:mf-cobro"},
 		{Task, flow + "ProcesarPedido/StateMachine/Resource", "Confirmar", flow + "ProcesarPedido/StateMachine/Resource", msg + "PedidoConfirmado/Topic/Resource", "",
 			"arn:aws:sns:eu-west-1:333333333333:mercadofresco-pedido-confirmado"},
-		{Task, flow + "ProcesarPedido/StateMachine/Resource", "EnviarReserva", flow + "ProcesarPedido/StateMachine/Resource", msg + "MovimientosStock/Consumidor/Cola/Queue/Resource", "",
+		{Task, flow + "ProcesarPedido/StateMachine/Resource", "EnviarReservas", flow + "ProcesarPedido/StateMachine/Resource", msg + "MovimientosStock/Consumidor/Cola/Queue/Resource", "",
 			"https://sqs.eu-west-1.amazonaws.com/333333333333/mercadofresco-movimientos-stock.fifo"},
 		{ScheduleTarget, out + "Publicador/CadaMinuto/Resource", "", out + "Publicador/CadaMinuto/Resource", out + "Publicador/Publicador/Function/Resource", "",
 			"arn:aws:lambda:eu-west-1:333333333333:function:mf-outbox-publicador"},

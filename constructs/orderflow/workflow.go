@@ -40,23 +40,24 @@ const StateMachineName = "mercadofresco-procesar-pedido"
 
 // State names (stable: the tests, the runbook and the logs use them).
 const (
-	StateCobrar               = "Cobrar"
-	StateReservarStock        = "ReservarStock"
-	StateEnviarReserva        = "EnviarReserva"
-	StatePrepararConfirmacion = "PrepararConfirmacion"
-	StateConfirmar            = "Confirmar"
-	StatePedidoConfirmado     = "PedidoConfirmado"
-	StateLiberarStock         = "LiberarStock"
-	StateEnviarLiberacion     = "EnviarLiberacion"
-	StateReembolsar           = "Reembolsar"
-	StatePedidoFallido        = "PedidoFallido"
-	StateCompensacionFallida  = "CompensacionFallida"
+	StateCobrar              = "Cobrar"
+	StateReservarStock       = "ReservarStock"
+	StateEnviarReservas      = "EnviarReservas"
+	StateConfirmar           = "Confirmar"
+	StatePedidoConfirmado    = "PedidoConfirmado"
+	StateLiberarStock        = "LiberarStock"
+	StateEnviarLiberaciones  = "EnviarLiberaciones"
+	StateReembolsar          = "Reembolsar"
+	StatePedidoFallido       = "PedidoFallido"
+	StateCompensacionFallida = "CompensacionFallida"
 	// ErrCompensacionFallida is the error of the CompensacionFallida state.
 	ErrCompensacionFallida = "CompensacionFallida"
+	// ErrEntradasFallidas fails a stock batch with a failed entry.
+	ErrEntradasFallidas = "EntradasFallidas"
 )
 
-// Defaults of Props, and the workflow's figures: the lines reserved (or
-// released) at once, the bound of a whole execution and the
+// Defaults of Props, and the workflow's figures: the stock batches sent
+// at once, the resends of a stock movement with a failed entry, the bound of a whole execution and the
 // ExecutionsFailed alarm threshold per 5 minutes (declined cards end as
 // FAILED executions too, so the alarm sits above their usual rate; a failed
 // refund pages through the reembolso function's own Errors alarm).
@@ -68,6 +69,7 @@ const (
 	DefaultRetryMaxDelaySeconds = 30
 	DefaultTaskTimeoutSeconds   = 120
 	MapMaxConcurrency           = 10
+	ResendMaxAttempts           = 2
 	ExecutionTimeoutMin         = 60
 	FailedThreshold             = 10
 )
@@ -210,6 +212,10 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 		},
 	})
 	w.admitAsProducer(c, &p, v)
+	// The stock queue's key, for SQS to encrypt what the batches send.
+	if k := p.StockMovements.EncryptionMasterKey(); k != nil {
+		k.Grant(w.StateMachine, jsii.String("kms:Decrypt"), jsii.String("kms:GenerateDataKey*"))
+	}
 	w.keyThroughServicesOnly(&p)
 	// Confirmar publishes PedidoConfirmado; the stock Maps send MovimientoStock.
 	if p.Confirmed != nil {
@@ -343,39 +349,46 @@ func (w *Workflow) definition(c constructs.Construct, p *WorkflowProps, taskTime
 	}, "referencia_cobro", "$.cobro")
 	cobrar.AddCatch(pedidoFallido, &sfn.CatchProps{Errors: jsii.Strings("States.ALL"), ResultPath: jsii.String(pathFallo)})
 
-	movement := func(stateName, sendName, tipo string, secuencia int) sfn.Map {
+	// A stock movement: one SendMessageBatch per batch of entries the
+	// starter built, then a check of its Failed[] (SQS answers a batch with
+	// failed entries with success): the default, every entry accepted, ends
+	// the iteration; a failed entry fails it, and the Map's Retry sends the
+	// order's batches again, at most ResendMaxAttempts times (the accepted
+	// entries are dropped as duplicates: docs/design.md#stock-batches).
+	var queueURL, queueARN *string = p.StockMovements.QueueUrl(), p.StockMovements.QueueArn()
+	movement := func(stateName, sendName, items, kind string) sfn.Map {
 		m := sfn.NewMap(c, jsii.String(stateName), &sfn.MapProps{
-			ItemsPath:      jsii.String("$.lineas"),
+			ItemsPath:      jsii.String("$." + items),
 			MaxConcurrency: jsii.Number(MapMaxConcurrency),
-			ItemSelector: &map[string]interface{}{
-				"movimiento": map[string]interface{}{
-					"version":    eventsapi.MovimientoStockVersion,
-					"tipo":       tipo,
-					"pedido_id":  str("$.pedido_id"),
-					"sku":        str("$$.Map.Item.Value.sku"),
-					"cantidad":   num("$$.Map.Item.Value.cantidad"),
-					"secuencia":  secuencia,
-					"emitido_en": str("$$.State.EnteredTime"),
-				},
-				"deduplicacion": sfn.JsonPath_Format(jsii.String(tipo+":{}:{}"), str("$.pedido_id"), str("$$.Map.Item.Value.sku")),
-			},
-			ResultPath: sfn.JsonPath_DISCARD(),
+			ResultPath:     sfn.JsonPath_DISCARD(),
 		})
-		send := tasks.NewSqsSendMessage(c, jsii.String(sendName), &tasks.SqsSendMessageProps{
-			Queue:                  p.StockMovements,
-			MessageBody:            sfn.TaskInput_FromText(sfn.JsonPath_JsonToString(sfn.JsonPath_ObjectAt(jsii.String("$.movimiento")))),
-			MessageGroupId:         str("$.movimiento.sku"),
-			MessageDeduplicationId: str("$.deduplicacion"),
+		send := tasks.NewCallAwsService(c, jsii.String(sendName), &tasks.CallAwsServiceProps{
+			Service:    jsii.String("sqs"),
+			Action:     jsii.String("sendMessageBatch"),
+			Parameters: &map[string]interface{}{"QueueUrl": queueURL, "Entries": sfn.JsonPath_EntirePayload()},
+			// SendMessageBatch is authorised as sqs:SendMessage.
+			IamAction:    jsii.String("sqs:SendMessage"),
+			IamResources: jsii.Strings(*queueARN),
 		})
 		send.AddRetry(sdkRetry)
-		m.ItemProcessor(send, nil)
+		rejected := sfn.NewFail(c, jsii.String(kind+"Rechazadas"), &sfn.FailProps{
+			Error: jsii.String(ErrEntradasFallidas),
+			Cause: jsii.String("SQS did not accept every entry of the batch (Failed[] in its answer)."),
+		})
+		m.ItemProcessor(send.Next(sfn.NewChoice(c, jsii.String("Comprobar"+kind), nil).
+			When(sfn.Condition_IsPresent(jsii.String("$.Failed[0]")), rejected, nil).
+			Otherwise(sfn.NewSucceed(c, jsii.String(kind+"Enviadas"), nil))), nil)
+		m.AddRetry(&sfn.RetryProps{Errors: jsii.Strings(ErrEntradasFallidas), Interval: w.Retry.Interval, BackoffRate: jsii.Number(w.Retry.BackoffRate),
+			MaxAttempts: jsii.Number(ResendMaxAttempts), MaxDelay: w.Retry.MaxDelay, JitterStrategy: sfn.JitterType_FULL})
 		return m
 	}
-	reservar := movement(StateReservarStock, StateEnviarReserva, string(eventsapi.Reserva), eventsapi.SecuenciaReserva)
-	liberar := movement(StateLiberarStock, StateEnviarLiberacion, string(eventsapi.Liberacion), eventsapi.SecuenciaLiberacion)
+	reservar := movement(StateReservarStock, StateEnviarReservas, eventsapi.InputReservas, "Reservas")
+	liberar := movement(StateLiberarStock, StateEnviarLiberaciones, eventsapi.InputLiberaciones, "Liberaciones")
 
-	preparar := sfn.NewPass(c, jsii.String(StatePrepararConfirmacion), &sfn.PassProps{
-		Parameters: &map[string]interface{}{
+	confirmar := tasks.NewSnsPublish(c, jsii.String(StateConfirmar), &tasks.SnsPublishProps{
+		Topic: p.Confirmed,
+		// An object: Step Functions publishes it serialised as JSON.
+		Message: sfn.TaskInput_FromObject(&map[string]interface{}{
 			"version":          eventsapi.PedidoConfirmadoVersion,
 			"pedido_id":        str("$.pedido_id"),
 			"cliente":          sfn.JsonPath_ObjectAt(jsii.String("$.cliente")),
@@ -389,12 +402,7 @@ func (w *Workflow) definition(c constructs.Construct, p *WorkflowProps, taskTime
 			// PedidoCreado (the starter's replay window refuses an order
 			// without it): the commit-to-confirmation objective.
 			"creado_en": str("$.creado_en"),
-		},
-		ResultPath: jsii.String("$.confirmacion"),
-	})
-	confirmar := tasks.NewSnsPublish(c, jsii.String(StateConfirmar), &tasks.SnsPublishProps{
-		Topic:   p.Confirmed,
-		Message: sfn.TaskInput_FromText(sfn.JsonPath_JsonToString(sfn.JsonPath_ObjectAt(jsii.String("$.confirmacion")))),
+		}),
 		MessageAttributes: &map[string]*tasks.MessageAttribute{
 			eventsapi.AttrTipo:    {Value: jsii.String(eventsapi.TypePedidoConfirmado), DataType: tasks.MessageAttributeDataType_STRING},
 			eventsapi.AttrVersion: {Value: jsii.String(fmt.Sprint(eventsapi.PedidoConfirmadoVersion)), DataType: tasks.MessageAttributeDataType_STRING},
@@ -422,7 +430,7 @@ func (w *Workflow) definition(c constructs.Construct, p *WorkflowProps, taskTime
 	reservar.AddCatch(liberar, afterCharge)
 	confirmar.AddCatch(liberar, afterCharge)
 
-	return cobrar.Next(reservar).Next(preparar).Next(confirmar).Next(confirmado)
+	return cobrar.Next(reservar).Next(confirmar).Next(confirmado)
 }
 
 // SidKeyThroughServices is the Sid of the workflow role's Deny of the data

@@ -3,11 +3,16 @@ package orderflow_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/mercadofresco/integration/internal/localaws"
+	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -18,6 +23,7 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/internal/cdktest"
+	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/internal/schematest"
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -112,11 +118,7 @@ func run(t *testing.T, def map[string]any, scenarios []scenario) map[string]*loc
 	start := time.Now()
 	out := map[string]*localaws.ExecutionResult{}
 	for _, sc := range scenarios {
-		in, err := json.Marshal(order())
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := localaws.Execution{ARN: "arn:aws:states:eu-west-1:111111111111:execution:mercadofresco-procesar-pedido:" + sc.name, Name: sc.name, Input: string(in)}
+		e := localaws.Execution{ARN: "arn:aws:states:eu-west-1:111111111111:execution:mercadofresco-procesar-pedido:" + sc.name, Name: sc.name, Input: input(t, order())}
 		r, err := sf.Run(ctx, def, e, localaws.Script(sc.tasks), !sc.realWaits)
 		if err != nil {
 			t.Fatal(err)
@@ -130,8 +132,52 @@ func run(t *testing.T, def map[string]any, scenarios []scenario) map[string]*loc
 var (
 	charged  = localaws.TaskOk(lambdaapi.CobroOutput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"})
 	refunded = localaws.TaskOk(lambdaapi.ReembolsoOutput{PedidoID: "P-4820", ReferenciaReembolso: "re_9", ReferenciaCobro: "ch_123"})
-	sent     = localaws.TaskOk(map[string]any{"MessageId": "m-1", "SequenceNumber": "1"})
+	sent     = localaws.TaskOk(map[string]any{"MessageId": "m-1"})
+	accepted = localaws.TaskOk(map[string]any{"Successful": []any{}, "Failed": []any{}})
 )
+
+// input is the workflow's input for p, as the starter builds it.
+func input(t *testing.T, p eventsapi.PedidoCreado) string {
+	t.Helper()
+	detail, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := eventsapi.WorkflowInput(detail, p, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(in)
+}
+
+// batchEntries are the entries of a SendMessageBatch task's calls, as
+// MovimientoStock, checked against what a line's movement must be: a valid
+// body of kind tipo, FIFO group = sku, dedup = <tipo>:<pedido>:<sku>, the
+// stock queue.
+func batchEntries(t *testing.T, calls []json.RawMessage, tipo eventsapi.TipoMovimiento) []eventsapi.MovimientoStock {
+	t.Helper()
+	var out []eventsapi.MovimientoStock
+	for _, raw := range calls {
+		var send struct {
+			QueueURL string `json:"QueueUrl"`
+			Entries  []eventsapi.BatchEntry
+		}
+		mustJSON(t, raw, &send)
+		if len(send.Entries) > eventsapi.MaxBatchEntries || !strings.HasSuffix(send.QueueURL, "/mercadofresco-movimientos-stock.fifo") {
+			t.Fatalf("batch of %d entries to %s", len(send.Entries), send.QueueURL)
+		}
+		for _, e := range send.Entries {
+			schematest.Validate(t, eventsapi.TypeMovimientoStock, eventsapi.MovimientoStockVersion, []byte(e.Body))
+			m, err := eventsapi.ParseMovimientoStock([]byte(e.Body))
+			if err != nil || m.Tipo != tipo || e.GroupID != m.SKU || e.DeduplicationID != m.DeduplicationID() || m.EmitidoEn == "" ||
+				m.Secuencia != map[eventsapi.TipoMovimiento]int64{eventsapi.Reserva: eventsapi.SecuenciaReserva, eventsapi.Liberacion: eventsapi.SecuenciaLiberacion}[tipo] {
+				t.Fatalf("entry %+v: %+v %v", e, m, err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // TestDefinitionExecutes runs the order scenarios on the definition as
 // synthesised.
@@ -139,14 +185,14 @@ func TestDefinitionExecutes(t *testing.T) {
 	f := newFixture(t, orderflow.WorkflowProps{})
 	results := run(t, f.definition(t), []scenario{
 		{name: "happy", tasks: map[string][]localaws.TaskStep{
-			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {sent}, orderflow.StateConfirmar: {sent},
+			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReservas: {accepted}, orderflow.StateConfirmar: {sent},
 		}},
 		{name: "transient then success", tasks: map[string][]localaws.TaskStep{
 			// More throttles than the transient retrier's MaxAttempts: the
 			// throttle retrier counts them (docs/design.md#payment-throttle).
 			orderflow.StateCobrar: append(append([]localaws.TaskStep{localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway")},
 				slices.Repeat([]localaws.TaskStep{localaws.TaskFail(lambdaapi.ErrLambdaThrottled, "Rate exceeded")}, 5)...), charged),
-			orderflow.StateEnviarReserva: {sent}, orderflow.StateConfirmar: {sent},
+			orderflow.StateEnviarReservas: {accepted}, orderflow.StateConfirmar: {sent},
 		}},
 		{name: "transient forever", tasks: map[string][]localaws.TaskStep{
 			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503 from the gateway")},
@@ -161,21 +207,21 @@ func TestDefinitionExecutes(t *testing.T) {
 			orderflow.StateCobrar: {localaws.TaskFail(lambdaapi.ErrFirmaInvalida, "charge refused: not what the outbox publisher signed")},
 		}},
 		{name: "reservation fails after the charge", tasks: map[string][]localaws.TaskStep{
-			orderflow.StateCobrar:           {charged},
-			orderflow.StateEnviarReserva:    {sent, localaws.TaskFail("SQS.KmsAccessDeniedException", "key disabled")},
-			orderflow.StateEnviarLiberacion: {sent},
-			orderflow.StateReembolsar:       {refunded},
+			orderflow.StateCobrar:             {charged},
+			orderflow.StateEnviarReservas:     {localaws.TaskFail("SQS.KmsAccessDeniedException", "key disabled")},
+			orderflow.StateEnviarLiberaciones: {accepted},
+			orderflow.StateReembolsar:         {refunded},
 		}},
 		{name: "confirmation fails after the charge", tasks: map[string][]localaws.TaskStep{
-			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {sent},
-			orderflow.StateConfirmar:        {localaws.TaskFail("SNS.AuthorizationErrorException", "not authorised")},
-			orderflow.StateEnviarLiberacion: {sent},
-			orderflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503"), refunded},
+			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReservas: {accepted},
+			orderflow.StateConfirmar:          {localaws.TaskFail("SNS.AuthorizationErrorException", "not authorised")},
+			orderflow.StateEnviarLiberaciones: {accepted},
+			orderflow.StateReembolsar:         {localaws.TaskFail(lambdaapi.ErrPasarelaNoDisponible, "503"), refunded},
 		}},
 		{name: "refund fails", tasks: map[string][]localaws.TaskStep{
-			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReserva: {localaws.TaskFail("SQS.X", "down")},
-			orderflow.StateEnviarLiberacion: {sent},
-			orderflow.StateReembolsar:       {localaws.TaskFail(lambdaapi.ErrRegistroInconsistente, "different amount")},
+			orderflow.StateCobrar: {charged}, orderflow.StateEnviarReservas: {localaws.TaskFail("SQS.X", "down")},
+			orderflow.StateEnviarLiberaciones: {accepted},
+			orderflow.StateReembolsar:         {localaws.TaskFail(lambdaapi.ErrRegistroInconsistente, "different amount")},
 		}},
 	})
 	get := func(name string) *localaws.ExecutionResult { return results[name] }
@@ -191,43 +237,29 @@ func TestDefinitionExecutes(t *testing.T) {
 		if in != (lambdaapi.CobroInput{PedidoID: "P-4820", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_abc", IDEvento: "0190-evt", Firma: "v1.version.mac"}) {
 			t.Fatalf("cobro input %+v", in)
 		}
-		// One reservation per line: FIFO group = sku, dedup = reserva:<pedido>:<sku>,
-		// a body that is a valid MovimientoStock.
-		if n := r.CallCount(orderflow.StateEnviarReserva); n != 2 {
-			t.Fatalf("%d reservations, want 2", n)
+		// One batch of the two lines' reservations.
+		if n := r.CallCount(orderflow.StateEnviarReservas); n != 1 || len(batchEntries(t, r.Calls[orderflow.StateEnviarReservas], eventsapi.Reserva)) != 2 {
+			t.Fatalf("%d batches, want one of the 2 lines", n)
 		}
-		for _, raw := range r.Calls[orderflow.StateEnviarReserva] {
-			var send struct {
-				QueueURL               string `json:"QueueUrl"`
-				MessageBody            string
-				MessageGroupID         string `json:"MessageGroupId"`
-				MessageDeduplicationID string `json:"MessageDeduplicationId"`
-			}
-			mustJSON(t, raw, &send)
-			schematest.Validate(t, eventsapi.TypeMovimientoStock, eventsapi.MovimientoStockVersion, []byte(send.MessageBody))
-			m, err := eventsapi.ParseMovimientoStock([]byte(send.MessageBody))
-			if err != nil {
-				t.Fatalf("reservation body: %v (%s)", err, send.MessageBody)
-			}
-			if m.Tipo != eventsapi.Reserva || m.Secuencia != eventsapi.SecuenciaReserva || send.MessageGroupID != m.SKU ||
-				send.MessageDeduplicationID != m.DeduplicationID() || !strings.HasSuffix(send.QueueURL, "/mercadofresco-movimientos-stock.fifo") || m.EmitidoEn == "" {
-				t.Fatalf("reservation %+v / %+v", send, m)
-			}
+		// Cobrar, the Map, its batch, the check and its end, Confirmar, the end.
+		if len(r.States) != 7 {
+			t.Fatalf("%d state transitions, want 7: %v", len(r.States), r.States)
 		}
-		if r.CallCount(orderflow.StateReembolsar) != 0 || r.CallCount(orderflow.StateEnviarLiberacion) != 0 {
+		if r.CallCount(orderflow.StateReembolsar) != 0 || r.CallCount(orderflow.StateEnviarLiberaciones) != 0 {
 			t.Fatal("compensation ran on the happy path")
 		}
 		// The confirmation is a valid PedidoConfirmado with the charge reference.
 		var pub struct {
 			TopicArn          string
-			Message           string
+			Message           json.RawMessage
 			MessageAttributes map[string]struct{ DataType, StringValue string }
 		}
 		mustJSON(t, r.Calls[orderflow.StateConfirmar][0], &pub)
-		schematest.Validate(t, eventsapi.TypePedidoConfirmado, eventsapi.PedidoConfirmadoVersion, []byte(pub.Message))
-		c, err := eventsapi.ParsePedidoConfirmado([]byte(pub.Message))
+		msg := []byte(localaws.PublishedMessage(pub.Message))
+		schematest.Validate(t, eventsapi.TypePedidoConfirmado, eventsapi.PedidoConfirmadoVersion, msg)
+		c, err := eventsapi.ParsePedidoConfirmado(msg)
 		if err != nil {
-			t.Fatalf("confirmation: %v (%s)", err, pub.Message)
+			t.Fatalf("confirmation: %v (%s)", err, msg)
 		}
 		if c.ReferenciaCobro != "ch_123" || c.Cliente.Email != "ana@example.com" || c.TotalCentimos != 4820 || len(c.Lineas) != 2 || c.Ejecucion == "" || c.ConfirmadoEn == "" || c.CreadoEn != "2026-12-01T09:59:58.2Z" {
 			t.Fatalf("confirmation %+v", c)
@@ -269,7 +301,7 @@ func TestDefinitionExecutes(t *testing.T) {
 			if r.Status != "FAILED" || r.Error != tc.err || r.CallCount(orderflow.StateCobrar) != 1 || len(r.Retries) != 0 {
 				t.Fatalf("status %s error %s cause %q, %d charges, retries %v", r.Status, r.Error, r.Cause, r.CallCount(orderflow.StateCobrar), r.Retries)
 			}
-			if r.CallCount(orderflow.StateReembolsar) != 0 || r.CallCount(orderflow.StateEnviarReserva) != 0 || !r.Entered(orderflow.StatePedidoFallido) {
+			if r.CallCount(orderflow.StateReembolsar) != 0 || r.CallCount(orderflow.StateEnviarReservas) != 0 || !r.Entered(orderflow.StatePedidoFallido) {
 				t.Fatalf("states %v", r.States)
 			}
 		})
@@ -286,17 +318,9 @@ func TestDefinitionExecutes(t *testing.T) {
 			if in != (lambdaapi.ReembolsoInput{PedidoID: "P-4820", ReferenciaCobro: "ch_123", ImporteCentimos: 4820, Moneda: "EUR"}) {
 				t.Fatalf("%s: refund input %+v", name, in)
 			}
-			// Every line released, with its own dedup id.
-			if n := r.CallCount(orderflow.StateEnviarLiberacion); n != 2 {
-				t.Fatalf("%s: %d releases, want 2", name, n)
-			}
-			for _, raw := range r.Calls[orderflow.StateEnviarLiberacion] {
-				var send struct{ MessageBody, MessageDeduplicationId string }
-				mustJSON(t, raw, &send)
-				m, err := eventsapi.ParseMovimientoStock([]byte(send.MessageBody))
-				if err != nil || m.Tipo != eventsapi.Liberacion || m.Secuencia != eventsapi.SecuenciaLiberacion || send.MessageDeduplicationId != "liberacion:P-4820:"+m.SKU {
-					t.Fatalf("%s: release %+v %v", name, send, err)
-				}
+			// Every line released, in one batch.
+			if n := r.CallCount(orderflow.StateEnviarLiberaciones); n != 1 || len(batchEntries(t, r.Calls[orderflow.StateEnviarLiberaciones], eventsapi.Liberacion)) != 2 {
+				t.Fatalf("%s: %d release batches, want one of 2 lines", name, n)
 			}
 		}
 		// The SDK integrations' failures are retried before compensating.
@@ -468,4 +492,124 @@ func TestWorkflowRoleIsAdmittedByTheQueueAndTopic(t *testing.T) {
 		newFixtureOn(t, p, orderflow.WorkflowProps{StockMovements: queue})
 		cdktest.RequireContains(t, cdktest.Errors(p.Stack), "RoleName is required", "StockMovements")
 	})
+}
+
+// TestFailedBatchEntryIsResent: the stock batches go to the SQS emulator,
+// which fails entry "3" (the fourth line) of the first batches it sees. A
+// batch answered with a failed entry is sent again (the accepted entries
+// are dropped as duplicates): once failed, the order completes with every
+// line reserved exactly once; failed on every send, the Map gives up after
+// its resends and the compensation releases every line once.
+func TestFailedBatchEntryIsResent(t *testing.T) {
+	f := newFixture(t, orderflow.WorkflowProps{})
+	def := f.definition(t)
+	sf := localaws.NewStepFunctions(t, 1, nil)
+	p := order()
+	p.Lineas = nil
+	for i := range 12 { // two batches: 10 and 2
+		p.Lineas = append(p.Lineas, eventsapi.Linea{SKU: fmt.Sprintf("SKU-%02d", i), Cantidad: int64(i + 1)})
+	}
+	for _, tc := range []struct {
+		name                   string
+		failures               int // sends of entry "3" that fail
+		status                 string
+		reservations, releases int
+	}{
+		{"one failed send", 1, "SUCCEEDED", 12, 0},
+		{"failed on every send", 1 + orderflow.ResendMaxAttempts, "FAILED", 11, 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := localaws.NewSQS(localaws.SQSConfig{Region: cdktest.Region, Account: cdktest.Account})
+			url, err := q.CreateQueue("mercadofresco-movimientos-stock.fifo", localaws.QueueConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var asked atomic.Int64
+			q.SetFault(func(op, target string) error {
+				if op == "SendMessageBatchEntry" && target == "3" && asked.Add(1) <= int64(tc.failures) {
+					return &smithy.GenericAPIError{Code: "InternalError", Message: "injected", Fault: smithy.FaultServer}
+				}
+				return nil
+			})
+			script := localaws.Script(map[string][]localaws.TaskStep{orderflow.StateCobrar: {charged}, orderflow.StateConfirmar: {sent}, orderflow.StateReembolsar: {refunded}})
+			task := func(ctx context.Context, c localaws.TaskCall) (json.RawMessage, *localaws.TaskFailure) {
+				if c.Resource == localaws.ResourceSendMessageBatch {
+					return q.SendMessageBatchTask(ctx, c)
+				}
+				return script(ctx, c)
+			}
+			e := localaws.Execution{ARN: "arn:aws:states:eu-west-1:111111111111:execution:mercadofresco-procesar-pedido:x", Name: "x", Input: input(t, p)}
+			r, err := sf.Run(context.Background(), def, e, task, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != tc.status || tc.status == "FAILED" && (r.Error != orderflow.ErrEntradasFallidas || !r.Entered(orderflow.StatePedidoFallido)) {
+				t.Fatalf("status %s %s %s, states %v", r.Status, r.Error, r.Cause, r.States)
+			}
+			msgs, _ := q.Inspect(url)
+			count := map[string]int{}
+			for _, m := range msgs {
+				count[m.DeduplicationID]++
+			}
+			got := map[eventsapi.TipoMovimiento]int{}
+			for _, l := range p.Lineas {
+				for _, tipo := range []eventsapi.TipoMovimiento{eventsapi.Reserva, eventsapi.Liberacion} {
+					switch n := count[string(tipo)+":P-4820:"+l.SKU]; {
+					case n > 1:
+						t.Errorf("%s of %s sent %d times", tipo, l.SKU, n)
+					case n == 1:
+						got[tipo]++
+					}
+				}
+			}
+			if got[eventsapi.Reserva] != tc.reservations || got[eventsapi.Liberacion] != tc.releases || len(msgs) != tc.reservations+tc.releases {
+				t.Errorf("%d reservations and %d releases in %d messages, want %d and %d", got[eventsapi.Reserva], got[eventsapi.Liberacion], len(msgs), tc.reservations, tc.releases)
+			}
+		})
+	}
+}
+
+// TestStockGrantsAreLeastPrivilege: the role may send to the stock queue
+// (sqs:SendMessage authorises SendMessageBatch) and use its key for it,
+// and nothing more on either.
+func TestStockGrantsAreLeastPrivilege(t *testing.T) {
+	f := newFixture(t, orderflow.WorkflowProps{})
+	tpl := assertions.Template_FromStack(f.p.Stack, nil)
+	only := func(typ string) string {
+		ids := slices.Collect(maps.Keys(*tpl.FindResources(jsii.String(typ), nil)))
+		if len(ids) != 1 {
+			t.Fatalf("%d %s", len(ids), typ)
+		}
+		return ids[0]
+	}
+	queue, key := only("AWS::SQS::Queue"), only("AWS::KMS::Key")
+	granted := map[string][]string{}
+	for _, pol := range *tpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
+		var doc struct {
+			Properties struct {
+				PolicyDocument struct{ Statement []map[string]any }
+			}
+		}
+		raw, _ := json.Marshal(pol)
+		mustJSON(t, raw, &doc)
+		for _, st := range doc.Properties.PolicyDocument.Statement {
+			res, _ := json.Marshal(st["Resource"])
+			for _, target := range []string{queue, key} {
+				if st["Effect"] == "Allow" && st["Condition"] == nil && strings.Contains(string(res), `"`+target+`"`) {
+					actions, _ := st["Action"].([]any)
+					if a, ok := st["Action"].(string); ok {
+						actions = []any{a}
+					}
+					for _, a := range actions {
+						granted[target] = append(granted[target], a.(string))
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(granted[key])
+	granted[key] = slices.Compact(granted[key])
+	if want := map[string][]string{queue: {"sqs:SendMessage"}, key: {"kms:Decrypt", "kms:GenerateDataKey*"}}; !reflect.DeepEqual(granted, want) {
+		t.Fatalf("granted %v, want %v", granted, want)
+	}
 }

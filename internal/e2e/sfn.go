@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/mercadofresco/integration/internal/localaws"
@@ -34,7 +33,7 @@ func (w *World) startStepFunctions(ctx context.Context, task localaws.TaskFunc, 
 }
 
 // runTask runs one Task state: a Lambda resource runs the real Go handler
-// in-process, and the sqs:sendMessage and sns:publish integrations act on
+// in-process, and the SendMessageBatch and sns:publish integrations act on
 // the local queues and topics. Two faults are injected at this boundary:
 // the first successful cobro of the lostAnswer order loses its answer
 // (Lambda.ServiceException: an Invoke is at least once, so the state's
@@ -53,26 +52,19 @@ func (r *Run) runTask(ctx context.Context, c localaws.TaskCall) (json.RawMessage
 			return nil, &localaws.TaskFailure{Error: "Lambda.ServiceException", Cause: "the invocation succeeded and its answer was lost (injected)"}
 		}
 		return out, fail
-	case c.Resource == "arn:aws:states:::sqs:sendMessage":
-		var p sqs.SendMessageInput // the task's parameters are the API's request
-		if err := json.Unmarshal(c.Input, &p); err != nil {
-			return nil, &localaws.TaskFailure{Error: "States.Runtime", Cause: err.Error()}
-		}
-		out, err := w.sqs.SendMessage(ctx, &p)
-		if err != nil {
-			return nil, &localaws.TaskFailure{Error: "SQS.SqsException", Cause: err.Error()}
-		}
-		b, _ := json.Marshal(map[string]string{"MessageId": aws.ToString(out.MessageId), "SequenceNumber": aws.ToString(out.SequenceNumber)})
-		return b, nil
+	case c.Resource == localaws.ResourceSendMessageBatch:
+		return w.sqs.SendMessageBatchTask(ctx, c)
 	case c.Resource == "arn:aws:states:::sns:publish":
 		var p struct {
-			TopicArn, Message string
+			TopicArn          string
+			Message           json.RawMessage
 			MessageAttributes map[string]struct{ DataType, StringValue string }
 		}
 		if err := json.Unmarshal(c.Input, &p); err != nil {
 			return nil, &localaws.TaskFailure{Error: "States.Runtime", Cause: err.Error()}
 		}
-		if pedidoOf([]byte(p.Message)) == r.compOrder {
+		msg := localaws.PublishedMessage(p.Message)
+		if pedidoOf([]byte(msg)) == r.compOrder {
 			return nil, &localaws.TaskFailure{Error: "SNS.InternalErrorException", Cause: "SNS is failing for this message (injected)"}
 		}
 		t := w.bus.Topic(p.TopicArn)
@@ -83,7 +75,7 @@ func (r *Run) runTask(ctx context.Context, c localaws.TaskCall) (json.RawMessage
 		for k, a := range p.MessageAttributes {
 			attrs[k] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: aws.String(a.StringValue)}
 		}
-		id, err := t.publish(w.bus, p.Message, attrs)
+		id, err := t.publish(w.bus, msg, attrs)
 		if err != nil {
 			return nil, &localaws.TaskFailure{Error: "SNS.SnsException", Cause: err.Error()}
 		}

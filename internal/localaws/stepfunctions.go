@@ -9,6 +9,7 @@ package localaws
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -26,6 +27,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 
 	"github.com/mercadofresco/integration/synthesized"
 )
@@ -428,3 +432,42 @@ func (r *Reserved) Enter() (release func(), ok bool) {
 // refused.
 func (r *Reserved) Peak() int64      { return r.peak.Load() }
 func (r *Reserved) Throttled() int64 { return r.throttled.Load() }
+
+// ResourceSendMessageBatch is the resource of Step Functions' aws-sdk
+// integration the workflow sends its stock batches with.
+const ResourceSendMessageBatch = "arn:aws:states:::aws-sdk:sqs:sendMessageBatch"
+
+// SendMessageBatchTask plays a ResourceSendMessageBatch call on f as Step
+// Functions does: the task's parameters are the API's request, its result
+// the API's answer (Failed[] included, the call succeeding), and an API
+// error is the task's error "Sqs.<code>".
+func (f *SQS) SendMessageBatchTask(ctx context.Context, c TaskCall) (json.RawMessage, *TaskFailure) {
+	var in sqs.SendMessageBatchInput
+	if err := json.Unmarshal(c.Input, &in); err != nil {
+		return nil, &TaskFailure{Error: "States.Runtime", Cause: err.Error()}
+	}
+	out, err := f.SendMessageBatch(ctx, &in)
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return nil, &TaskFailure{Error: "Sqs." + api.ErrorCode(), Cause: api.ErrorMessage()}
+	} else if err != nil {
+		return nil, &TaskFailure{Error: "States.TaskFailed", Cause: err.Error()}
+	}
+	b, _ := json.Marshal(map[string]any{"Successful": out.Successful, "Failed": out.Failed})
+	return b, nil
+}
+
+// PublishedMessage is the message an sns:publish task's Message parameter
+// publishes: a string as it is, an object serialised as JSON (as Step
+// Functions does).
+func PublishedMessage(message json.RawMessage) string {
+	var s string
+	if json.Unmarshal(message, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, message) != nil {
+		return string(message)
+	}
+	return b.String()
+}

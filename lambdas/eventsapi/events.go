@@ -17,7 +17,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Event sources and detail-types on bus-mercadofresco.
@@ -203,8 +205,8 @@ const (
 // Reserva is then skipped instead of taking stock that nobody will release.
 //
 // The workflow's compensation releases EVERY line of a failed order,
-// reserved or not (a Map that failed half-way cannot say which sends
-// happened). So a Liberacion gives stock back only where its Reserva was
+// reserved or not (a reservation that failed half-way cannot say which
+// of its sends happened). So a Liberacion gives stock back only where its Reserva was
 // applied; one with no applied Reserva changes no stock (it is still
 // recorded, so that Reserva is skipped if it comes later).
 const (
@@ -230,7 +232,8 @@ type MovimientoStock struct {
 	// SecuenciaReserva, SecuenciaLiberacion. For Ajuste, a number that
 	// grows with each adjustment of the SKU (e.g. epoch milliseconds).
 	Secuencia int64 `json:"secuencia"`
-	// EmitidoEn is when the movement was produced (RFC 3339).
+	// EmitidoEn is when the movement was produced (RFC 3339): for the
+	// workflow's, when the starter built the order's movements.
 	EmitidoEn string `json:"emitido_en"`
 	// Referencia identifies an Ajuste (its document id); empty otherwise.
 	Referencia string `json:"referencia,omitempty"`
@@ -368,4 +371,52 @@ func (p problems) err(what string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, what, strings.Join(p, "; "))
+}
+
+// Keys the starter adds to the workflow's input (WorkflowInput): the
+// order's stock movements as SQS batch entries.
+const (
+	InputReservas     = "reservas"
+	InputLiberaciones = "liberaciones"
+)
+
+// MaxBatchEntries is SQS's limit of entries in one SendMessageBatch.
+const MaxBatchEntries = 10
+
+// BatchEntry is one message of a SendMessageBatch, with the API's field
+// names (Step Functions' aws-sdk integration passes them through).
+type BatchEntry struct {
+	ID              string `json:"Id"`
+	Body            string `json:"MessageBody"`
+	GroupID         string `json:"MessageGroupId"`
+	DeduplicationID string `json:"MessageDeduplicationId"`
+}
+
+// WorkflowInput is the input of the workflow mercadofresco-procesar-pedido
+// for the PedidoCreado detail (p, decoded): the detail's fields as
+// published, plus under InputReservas and InputLiberaciones one
+// MovimientoStock per line of the order, emitted at, in batches of at most
+// MaxBatchEntries (entry Id: the line's index). JSONPath cannot turn lines
+// into entries, hence the starter (docs/design.md#stock-batches).
+func WorkflowInput(detail []byte, p PedidoCreado, at time.Time) ([]byte, error) {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(detail, &in); err != nil {
+		return nil, fmt.Errorf("%w: PedidoCreado: %v", ErrInvalid, err)
+	}
+	for key, m := range map[string]MovimientoStock{
+		InputReservas:     {Tipo: Reserva, Secuencia: SecuenciaReserva},
+		InputLiberaciones: {Tipo: Liberacion, Secuencia: SecuenciaLiberacion},
+	} {
+		batches := make([][]BatchEntry, 0, (len(p.Lineas)+MaxBatchEntries-1)/MaxBatchEntries)
+		for i, l := range p.Lineas {
+			m.Version, m.PedidoID, m.SKU, m.Cantidad, m.EmitidoEn = MovimientoStockVersion, p.PedidoID, l.SKU, l.Cantidad, at.UTC().Format(time.RFC3339Nano)
+			body, _ := json.Marshal(m) // strings and integers only: cannot fail
+			if i%MaxBatchEntries == 0 {
+				batches = append(batches, nil)
+			}
+			batches[len(batches)-1] = append(batches[len(batches)-1], BatchEntry{ID: strconv.Itoa(i), Body: string(body), GroupID: m.GroupID(), DeduplicationID: m.DeduplicationID()})
+		}
+		in[key], _ = json.Marshal(batches) // strings only: cannot fail
+	}
+	return json.Marshal(in)
 }

@@ -3,9 +3,11 @@ package eventsapi_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mercadofresco/integration/lambdas/eventsapi"
 )
@@ -142,5 +144,57 @@ func TestCarritoAbandonado(t *testing.T) {
 	c.CarritoID = ""
 	if err := c.Validate(); !errors.Is(err, eventsapi.ErrInvalid) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The starter's workflow input: the detail's fields kept as published, and
+// every line once as a reserva and once as a liberacion, in batches of at
+// most 10 entries with ids unique in their batch, the line's SKU as group
+// and <tipo>:<pedido_id>:<sku> as deduplication id.
+func TestWorkflowInputBatchesEveryLine(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		lines int
+		sizes []int
+	}{{1, []int{1}}, {10, []int{10}}, {11, []int{10, 1}}, {25, []int{10, 10, 5}}} {
+		p := eventsapi.PedidoCreado{Version: 1, PedidoID: "P-1", Firma: "v1.k.mac"}
+		for i := range tc.lines {
+			p.Lineas = append(p.Lineas, eventsapi.Linea{SKU: fmt.Sprintf("SKU-%02d", i), Cantidad: int64(i + 1)})
+		}
+		detail, _ := json.Marshal(p)
+		detail = append(detail[:len(detail)-1], `,"extra":{"a":[1, 2]}}`...)
+		raw, err := eventsapi.WorkflowInput(detail, p, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &in); err != nil {
+			t.Fatal(err)
+		}
+		if string(in["extra"]) != `{"a":[1,2]}` || string(in["firma"]) != `"v1.k.mac"` {
+			t.Errorf("%d lines: the detail's fields changed: %s %s", tc.lines, in["extra"], in["firma"])
+		}
+		for key, tipo := range map[string]eventsapi.TipoMovimiento{eventsapi.InputReservas: eventsapi.Reserva, eventsapi.InputLiberaciones: eventsapi.Liberacion} {
+			var batches [][]eventsapi.BatchEntry
+			if err := json.Unmarshal(in[key], &batches); err != nil {
+				t.Fatal(err)
+			}
+			var sizes []int
+			seen := map[string]bool{}
+			for _, b := range batches {
+				sizes = append(sizes, len(b))
+				ids := map[string]bool{}
+				for _, e := range b {
+					m, err := eventsapi.ParseMovimientoStock([]byte(e.Body))
+					if err != nil || m.Tipo != tipo || ids[e.ID] || e.GroupID != m.SKU || e.DeduplicationID != string(tipo)+":P-1:"+m.SKU || m.EmitidoEn != "2026-12-01T10:00:00Z" {
+						t.Fatalf("%d lines, %s: entry %+v (%v)", tc.lines, key, e, err)
+					}
+					ids[e.ID], seen[m.SKU] = true, true
+				}
+			}
+			if !reflect.DeepEqual(sizes, tc.sizes) || len(seen) != tc.lines {
+				t.Errorf("%d lines, %s: batches of %v covering %d SKUs, want %v", tc.lines, key, sizes, len(seen), tc.sizes)
+			}
+		}
 	}
 }

@@ -2,7 +2,8 @@
 // exactly once per order: it consumes the buffer queue a rule on
 // bus-mercadofresco fills with PedidoCreado events and calls StartExecution
 // with a name derived from the order and its payment attempt
-// (ExecutionNameFor); ExecutionAlreadyExists is success, since Step
+// (ExecutionNameFor) and, as input, the event's detail with the order's
+// stock movements as SQS batch entries (eventsapi.WorkflowInput); ExecutionAlreadyExists is success, since Step
 // Functions refuses a second execution of a name for 90 days. An event whose
 // creado_en is older than its window (eventsapi.StarterWindow, 89 days) is
 // refused as expired-idempotency-window before Step Functions is called. An
@@ -146,6 +147,9 @@ func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts .
 	for _, o := range opts {
 		o(s)
 	}
+	if s.window.Now == nil {
+		s.window.Now = time.Now
+	}
 	if s.verifier == nil {
 		return nil, errors.New("starter: a charge verifier is required (WithVerifier): the starter starts only orders the outbox publisher signed")
 	}
@@ -187,13 +191,16 @@ func (s *Starter) Start(ctx context.Context, body []byte) (Result, error) {
 	case err != nil:
 		return Result{Name: name}, fmt.Errorf("starter: cannot check the signature of order %s: %w", pedido.PedidoID, err)
 	}
+	// The detail's fields as published (its firma goes on to cobro, which
+	// verifies it again), plus the order's stock movements as batch entries.
+	input, err := eventsapi.WorkflowInput(env.Detail, pedido, s.window.Now())
+	if err != nil {
+		return Result{Name: name}, failure.Poison(err)
+	}
 	out, err := s.api.StartExecution(ctx, &sfn.StartExecutionInput{
 		StateMachineArn: aws.String(s.stateMachine),
 		Name:            aws.String(name),
-		// The detail as published: the workflow's input is the event, not
-		// a re-encoding of what this code understood of it (its firma goes
-		// on to cobro, which verifies it again).
-		Input: aws.String(string(env.Detail)),
+		Input:           aws.String(string(input)),
 	})
 	var exists *types.ExecutionAlreadyExists
 	switch {

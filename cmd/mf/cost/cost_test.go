@@ -227,6 +227,15 @@ func TestWalkCountsTransitions(t *testing.T) {
 	if err != nil || declined.transitions != 2 {
 		t.Errorf("declined path: %v transitions, %v", declined.transitions, err)
 	}
+	// A Map of SQS batches runs once per 10 lines: 25 lines are 3 batches
+	// of 25/3 messages.
+	batches := map[string]any{"StartAt": "M", "States": map[string]any{"M": map[string]any{"Type": "Map", "End": true, "ItemProcessor": map[string]any{
+		"StartAt": "S", "States": map[string]any{"S": map[string]any{"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sqs:sendMessageBatch", "End": true}}}}}}
+	s := &synthesized.Edge{Kind: synthesized.Task, State: "S"}
+	p, err := walk(batches, map[string]*synthesized.Edge{"S": s}, 25, false)
+	if err != nil || p.transitions != 1+3 || len(p.effects) != 1 || p.effects[0].count != 3 || !near(p.effects[0].per, 25.0/3) {
+		t.Errorf("batches: %v transitions, effects %+v, %v", p.transitions, p.effects, err)
+	}
 	loop := map[string]any{"StartAt": "A", "States": map[string]any{"A": map[string]any{"Type": "Pass", "Next": "A"}}}
 	if _, err := walk(loop, tasks, 1, false); err == nil {
 		t.Error("a loop was walked")

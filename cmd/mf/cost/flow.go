@@ -85,7 +85,7 @@ func (m *model) deliver(e *synthesized.Edge, n vol, kb float64, depth int) {
 	case to == nil:
 		m.note("%s sends to %s, which the cost model does not follow", m.label(e.Via), e.Target)
 	case to.Type == "AWS::SQS::Queue":
-		m.sendToQueue(to, n, kb, depth)
+		m.sendToQueue(to, n, kb, 1, depth)
 	case to.Type == "AWS::SNS::Topic":
 		m.publish(to, n, kb, depth)
 	case to.Type == "AWS::Lambda::Function":
@@ -103,8 +103,11 @@ func (m *model) deliver(e *synthesized.Edge, n vol, kb float64, depth int) {
 	}
 }
 
-func (m *model) sendToQueue(q *synthesized.Resource, n vol, kb float64, depth int) {
+// sendToQueue records n send requests of kb each to q, each carrying per
+// messages (a SendMessageBatch carries up to 10), and their consumers.
+func (m *model) sendToQueue(q *synthesized.Resource, n vol, kb, per float64, depth int) {
 	m.queueSends[q] = m.queueSends[q].add(n.scale(chunks(kb)))
+	n = n.scale(per)
 	for _, e := range m.app.From(q, synthesized.Mapping) {
 		if e.To == nil {
 			m.fail("%s: event source mapping to an unknown function", m.label(q))

@@ -2,14 +2,19 @@ package cost
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
 
 	"github.com/mercadofresco/integration/synthesized"
 )
 
-// effect is a Task state's call (a graph edge) counted count times.
+// effect is a Task state's call (a graph edge) counted count times, each
+// sending per messages (the entries of an SQS batch; else 1).
 type effect struct {
-	task  *synthesized.Edge
-	count float64
+	task       *synthesized.Edge
+	count, per float64
 }
 
 // path is one way through a definition.
@@ -61,7 +66,7 @@ func (m *model) execute(sm *synthesized.Resource, n vol, depth int) {
 	m.effects(sm, happy.effects, n.scale(1-d), traced, depth)
 	m.effects(sm, declined.effects, n.scale(d), traced, depth)
 	if happy.firstLambda != nil && r > 0 {
-		m.effects(sm, []effect{{task: happy.firstLambda, count: 1}}, n.scale(r), traced, depth)
+		m.effects(sm, []effect{{task: happy.firstLambda, count: 1, per: 1}}, n.scale(r), traced, depth)
 	}
 }
 
@@ -77,7 +82,7 @@ func (m *model) effects(sm *synthesized.Resource, effs []effect, n vol, traced b
 		case to.Type == "AWS::SNS::Topic":
 			m.publish(to, k, 2, depth+1)
 		case to.Type == "AWS::SQS::Queue":
-			m.sendToQueue(to, k, 1, depth+1)
+			m.sendToQueue(to, k, e.per, e.per, depth+1)
 		case to.Type == "AWS::Events::EventBus":
 			m.putEvents(to, map[string]any{}, k, 2, depth+1)
 		}
@@ -89,7 +94,7 @@ const maxStates = 200
 
 // walk follows a definition from StartAt: every state entered is one
 // transition; a Map runs its processor once per item (items: the order's
-// lines), a Parallel every branch, a Choice its Default (or its first
+// lines; a batch of up to 10 lines when it sends SQS batches), a Parallel every branch, a Choice its Default (or its first
 // choice). With failFirst the first Task fails and its first Catch is
 // taken (a declined charge).
 func walk(def map[string]any, tasks map[string]*synthesized.Edge, items float64, failFirst bool) (path, error) {
@@ -114,7 +119,7 @@ func walkInto(def map[string]any, tasks map[string]*synthesized.Edge, items, mul
 		switch st["Type"] {
 		case "Task":
 			if e := tasks[name]; e != nil && followed[synthesized.TaskService(st)] {
-				p.effects = append(p.effects, effect{task: e, count: mult})
+				p.effects = append(p.effects, effect{task: e, count: mult, per: map[bool]float64{true: items, false: 1}[sendsBatch(st)]})
 				if synthesized.TaskService(st) == "lambda" && p.firstLambda == nil {
 					p.firstLambda = e
 				}
@@ -136,7 +141,13 @@ func walkInto(def map[string]any, tasks map[string]*synthesized.Edge, items, mul
 			if proc == nil {
 				return fmt.Errorf("Map state %q has no ItemProcessor", name)
 			}
-			if err := walkInto(proc, tasks, items, mult*items, failFirst, p); err != nil {
+			// A Map of SQS batches runs once per batch of up to 10 lines.
+			n, per := items, items
+			if states, _ := proc["States"].(map[string]any); slices.ContainsFunc(slices.Collect(maps.Values(states)), sendsBatch) {
+				n = math.Ceil(items / maxBatchEntries)
+				per = items / n
+			}
+			if err := walkInto(proc, tasks, per, mult*n, failFirst, p); err != nil {
 				return err
 			}
 		case "Parallel":
@@ -168,6 +179,15 @@ func walkInto(def map[string]any, tasks map[string]*synthesized.Edge, items, mul
 		name = next
 	}
 	return nil
+}
+
+// maxBatchEntries is SQS's limit of messages in a SendMessageBatch.
+const maxBatchEntries = 10
+
+// sendsBatch reports whether a state is a Task sending an SQS batch.
+func sendsBatch(st any) bool {
+	res, _ := synthesized.Dig(st, "Resource").(string)
+	return strings.HasSuffix(res, ":sqs:sendMessageBatch")
 }
 
 // followed are the services of the Task states the model follows.

@@ -133,11 +133,11 @@ func TestBreakerUsersWriteOnlyTheirOwnCircuit(t *testing.T) {
 			theirs := lambdaapi.BreakerKey(r.prefix, tc.theirs)
 			before := r.admin.HGetAll(ctx, theirs).Val()
 			store := breaker.NewRedisStore(tc.own)
-			p := breaker.Params{Threshold: 1, OpenPeriod: time.Minute, ProbeLease: time.Minute}
-			if _, err := store.Record(ctx, theirs, true, t0, p); !isNoPerm(err) {
+			p := breaker.Params{Threshold: 1, OpenPeriod: time.Minute, ProbeLease: time.Minute, RetryWindow: time.Minute}
+			if _, err := store.Record(ctx, theirs, true, true, t0, p); !isNoPerm(err) {
 				t.Errorf("Record on %s's circuit: %v, want NOPERM", tc.theirs, err)
 			}
-			if _, err := store.Acquire(ctx, theirs, "x", t0, p); !isNoPerm(err) {
+			if _, err := store.Acquire(ctx, theirs, "x", false, t0, p); !isNoPerm(err) {
 				t.Errorf("Acquire on %s's circuit: %v, want NOPERM", tc.theirs, err)
 			}
 			for _, cmd := range [][]any{

@@ -5,8 +5,11 @@
 // emitted once; calls then fail fast with an *OpenError (ErrOpen). After the
 // open period exactly one caller across all instances gets the probe; its
 // outcome closes or reopens the circuit. No lock is held during the call, and
-// a call costs one round trip under steady traffic. If the store cannot be
-// reached the breaker fails open (the call runs, CircuitoErroresAlmacen).
+// a call costs one round trip under steady traffic. The same round trip
+// counts the call in the dependency's retry budget, shared by the fleet:
+// AllowRetry admits a retry while retries stay within 10 % of the calls
+// over a sliding 10 s window (or below a floor of 3). If the store cannot
+// be reached the breaker fails open (the call runs, CircuitoErroresAlmacen).
 //
 // Written here because sony/gobreaker/v2's distributed breaker holds a shared
 // lock across the call, costs about four round trips, takes no context and
@@ -29,6 +32,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // Defaults applied by New.
@@ -40,6 +44,11 @@ const (
 	DefaultStoreTimeout       = 250 * time.Millisecond
 	DefaultStoreRetryInterval = time.Second
 	DefaultKeyPrefix          = lambdaapi.BreakerKeyPrefix
+	// The retry budget (Params): retries at most RetryRatio of the calls
+	// over RetryWindow, across every instance, or fewer than RetryFloor.
+	RetryRatio  = 0.10
+	RetryWindow = 10 * time.Second
+	RetryFloor  = 3
 )
 
 // ErrOpen matches (errors.Is) the error of a call refused because the
@@ -180,8 +189,9 @@ func New(store Store, cfg Config) (*Breaker, error) {
 	_, _ = rand.Read(id[:])
 	return &Breaker{
 		cfg: cfg, store: store,
-		key:    lambdaapi.BreakerKey(cfg.KeyPrefix, cfg.Name),
-		params: Params{Threshold: cfg.FailureThreshold, OpenPeriod: cfg.OpenPeriod, ProbeLease: cfg.ProbeLease},
+		key: lambdaapi.BreakerKey(cfg.KeyPrefix, cfg.Name),
+		params: Params{Threshold: cfg.FailureThreshold, OpenPeriod: cfg.OpenPeriod, ProbeLease: cfg.ProbeLease,
+			RetryRatio: RetryRatio, RetryWindow: RetryWindow, RetryFloor: RetryFloor},
 		log:    cfg.Logger.With(slog.String("breaker", cfg.Name)),
 		idBase: hex.EncodeToString(id[:]),
 	}, nil
@@ -242,7 +252,24 @@ func (c *Call) Probe() bool { return c.mode == modeProbe }
 // Allow decides whether a call may go to the dependency: a *Call, or an
 // *OpenError when the circuit is open (or another caller holds the probe).
 // When the store cannot be reached it allows the call (fail open).
-func (b *Breaker) Allow(ctx context.Context) (*Call, error) {
+func (b *Breaker) Allow(ctx context.Context) (*Call, error) { return b.allow(ctx, false) }
+
+// AllowRetry is Allow for a retry of a failed call. It always asks the
+// store, which admits and counts it atomically only within the retry
+// budget; a retry that does not fit gets an error matching
+// retry.ErrBudgetExhausted. The store unreachable, it allows (fail open).
+func (b *Breaker) AllowRetry(ctx context.Context) (*Call, error) { return b.allow(ctx, true) }
+
+// TryRetry reports whether the retry budget, as this instance last read
+// it, has room for a retry (a retry.Budget: the Retrier asks before it
+// waits; AllowRetry decides). Nothing read yet: true.
+func (b *Breaker) TryRetry(context.Context) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.haveCache || b.params.retryFits(float64(b.cache.Calls), float64(b.cache.Retries))
+}
+
+func (b *Breaker) allow(ctx context.Context, retrying bool) (*Call, error) {
 	now := b.cfg.Now()
 	b.mu.Lock()
 	snap, fresh := b.cache, b.haveCache && now.Sub(b.cachedAt) <= b.cfg.MaxStaleness
@@ -254,7 +281,7 @@ func (b *Breaker) Allow(ctx context.Context) (*Call, error) {
 	}
 	if fresh {
 		switch {
-		case snap.State == Closed:
+		case snap.State == Closed && !retrying:
 			b.allowed.Add(1)
 			return &Call{b: b, mode: modeNormal}, nil
 		case snap.State == Open && now.Before(snap.OpenUntil),
@@ -264,12 +291,15 @@ func (b *Breaker) Allow(ctx context.Context) (*Call, error) {
 	}
 	token := fmt.Sprintf("%s-%d", b.idBase, b.seq.Add(1))
 	snap, err := b.withStore(ctx, func(ctx context.Context) (Snapshot, error) {
-		return b.store.Acquire(ctx, b.key, token, now, b.params)
+		return b.store.Acquire(ctx, b.key, token, retrying, now, b.params)
 	})
 	if err != nil {
 		return b.failOpenCall(), nil
 	}
 	switch {
+	case snap.Denied:
+		b.rejected.Add(1)
+		return nil, fmt.Errorf("breaker: %s: %w", b.cfg.Name, retry.ErrBudgetExhausted)
 	case snap.Probe:
 		b.probes.Add(1)
 		b.allowed.Add(1)
@@ -333,7 +363,7 @@ func (c *Call) Done(ctx context.Context, err error) {
 			return // nothing to reset, and the cache is fresh from Allow
 		}
 		snap, serr := b.withStore(ctx, func(ctx context.Context) (Snapshot, error) {
-			return b.store.Record(ctx, b.key, failed, now, b.params)
+			return b.store.Record(ctx, b.key, failed, !c.loaded, now, b.params)
 		})
 		if serr == nil {
 			b.transitions(ctx, snap, err)
@@ -373,7 +403,7 @@ func (b *Breaker) withStore(ctx context.Context, op func(context.Context) (Snaps
 	}
 	b.mu.Lock()
 	b.cache, b.cachedAt, b.haveCache = snap, now, true
-	b.cache.Probe, b.cache.Opened, b.cache.Closed = false, false, false
+	b.cache.Probe, b.cache.Opened, b.cache.Closed, b.cache.Denied = false, false, false, false
 	b.mu.Unlock()
 	return snap, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/internal/testseed"
 	"log/slog"
 	"strings"
 	"sync"
@@ -423,13 +424,19 @@ func TestFailsOpenWhenRedisStops(t *testing.T) {
 func TestStoresAgree(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	p := breaker.Params{Threshold: 2, OpenPeriod: 30 * time.Second, ProbeLease: 45 * time.Second}
+	p := breaker.Params{Threshold: 2, OpenPeriod: 30 * time.Second, ProbeLease: 45 * time.Second,
+		RetryRatio: 0.25, RetryWindow: 10 * time.Second, RetryFloor: 1}
 	type step struct {
-		op      string // acquire, fail, succeed, settle-s, settle-f, settle-a
+		op      string // acquire, retry, fail, succeed, call (a success not yet counted), settle-s, settle-f, settle-a
 		token   string
 		advance time.Duration
 	}
 	steps := []step{
+		// The retry budget: a floor of 1, then a quarter of the calls,
+		// the previous window weighted by its overlap.
+		{op: "call"}, {op: "call"}, {op: "retry"}, {op: "retry"}, {op: "call"}, {op: "call"}, {op: "call"}, {op: "retry"},
+		{op: "retry", advance: 2500 * time.Millisecond}, {op: "call", advance: 5 * time.Second}, {op: "retry", advance: 5 * time.Second},
+		{op: "retry"}, {op: "succeed", advance: 25 * time.Second},
 		{op: "acquire", token: "x"}, {op: "fail"}, {op: "succeed"}, {op: "fail"}, {op: "fail"},
 		{op: "acquire", token: "early"}, {op: "fail"},
 		{op: "acquire", token: "p1", advance: 30 * time.Second}, {op: "acquire", token: "p2"},
@@ -447,10 +454,10 @@ func TestStoresAgree(t *testing.T) {
 			var snap breaker.Snapshot
 			var err error
 			switch st.op {
-			case "acquire":
-				snap, err = s.Acquire(ctx, e.prefix+"agree", st.token, now, p)
-			case "fail", "succeed":
-				snap, err = s.Record(ctx, e.prefix+"agree", st.op == "fail", now, p)
+			case "acquire", "retry":
+				snap, err = s.Acquire(ctx, e.prefix+"agree", st.token, st.op == "retry", now, p)
+			case "fail", "succeed", "call":
+				snap, err = s.Record(ctx, e.prefix+"agree", st.op == "fail", st.op == "call", now, p)
 			default:
 				o := map[string]breaker.Outcome{"settle-s": breaker.Success, "settle-f": breaker.Failure, "settle-a": breaker.Abandoned}[st.op]
 				snap, err = s.Settle(ctx, e.prefix+"agree", st.token, o, now, p)
@@ -469,7 +476,8 @@ func TestStoresAgree(t *testing.T) {
 	}
 	// The scenario exercised every transition.
 	all := strings.Join(got["redis"], "\n")
-	for _, want := range []string{`"Probe":true`, `"Opened":true`, `"Closed":true`} {
+	for _, want := range []string{`"Probe":true`, `"Opened":true`, `"Closed":true`, `"Denied":true`,
+		`"Calls":6,"Retries":1,"Denied":false`} { // 12.5 s: 1 + 7 × 0.75 calls, a retry within the floor
 		if !strings.Contains(all, want) {
 			t.Errorf("scenario never produced %s", want)
 		}
@@ -507,5 +515,69 @@ func TestMetricsWriterCarriesTheDependency(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), lambdaapi.Namespace) {
 		t.Errorf("namespace missing: %s", buf.String())
+	}
+}
+
+// TestRetryBudgetIsSharedByTheFleet: 50 instances (each its own breaker and
+// Retrier, one operation every 2 s each) call a dependency that fails half
+// of the time, never enough in a row to open the circuit. Every failure
+// wants a retry (3 attempts); the fleet-wide budget keeps the retries
+// within 10 % of the fleet's calls plus RetryFloor per window. A budget
+// per instance would let each instance retry its floor: ~60 %.
+func TestRetryBudgetIsSharedByTheFleet(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	rnd := testseed.New(t)
+	const instances, run, every = 50, 60 * time.Second, 2 * time.Second
+	type inst struct {
+		b *breaker.Breaker
+		r *retry.Retrier
+	}
+	fleet := make([]inst, instances)
+	for i := range fleet {
+		b := e.breaker(t, func(c *breaker.Config) { c.FailureThreshold = 1000 })
+		r, err := retry.New(retry.Policy{MaxAttempts: 3}, retry.WithClock(e.clk), retry.WithBudget(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fleet[i] = inst{b, r}
+	}
+	var calls, retries, denied int
+	for at := time.Duration(0); at < run; at += every / instances {
+		e.clk.Set(t0.Add(at))
+		in := fleet[int(at/(every/instances))%instances]
+		for attempt := 1; ; attempt++ {
+			allow := in.b.Allow
+			if attempt > 1 {
+				allow = in.b.AllowRetry
+			}
+			c, err := allow(ctx)
+			if errors.Is(err, retry.ErrBudgetExhausted) {
+				denied++
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			calls++
+			if attempt > 1 {
+				retries++
+			}
+			err = nil
+			if rnd.IntN(2) == 0 {
+				err = errDown
+			}
+			c.Done(ctx, err)
+			if err == nil || !in.r.Next(ctx, attempt, err, retry.Idempotent).Retry {
+				break
+			}
+		}
+	}
+	limit := breaker.RetryRatio*float64(calls) + float64(breaker.RetryFloor*int(run/breaker.RetryWindow+1))
+	t.Logf("%d calls, %d retries (%.1f %%), %d refused at the store; limit %.0f", calls, retries, 100*float64(retries)/float64(calls), denied, limit)
+	if float64(retries) > limit {
+		t.Errorf("%d retries for %d calls: more than 10 %% plus the floor (%.0f)", retries, calls, limit)
+	}
+	if retries < calls/20 {
+		t.Errorf("%d retries for %d calls: the budget let almost none through", retries, calls)
 	}
 }

@@ -41,8 +41,8 @@ func LoadSettings(env *lambdaenv.Env, prefix string) Settings {
 // read timeout; its API key from Secrets Manager (s.SecretARN, read with
 // awsCfg); its breaker on cache (probe lease: the read timeout plus 15 s)
 // and, unless cfg names a writer, its metrics beside the breaker's; a
-// Retrier with s.Policy, a retry budget of its own (one per dependency per
-// process, shared by every call) and its retries logged.
+// Retrier with s.Policy, the breaker's fleet-wide retry budget and its
+// retries logged.
 func (s Settings) Config(awsCfg aws.Config, cache *breaker.Cache, cfg Config) (Config, error) {
 	br, err := cache.Breaker(cfg.Name, s.ReadTimeout+15*time.Second)
 	if err != nil {
@@ -51,12 +51,8 @@ func (s Settings) Config(awsCfg aws.Config, cache *breaker.Cache, cfg Config) (C
 	if cfg.Metrics == nil {
 		cfg.Metrics = cache.Metrics(cfg.Name)
 	}
-	budget, err := retry.NewBudget(retry.BudgetConfig{})
-	if err != nil {
-		return cfg, err
-	}
 	log := cmp.Or(cfg.Logger, slog.Default())
-	r, err := retry.New(s.Policy, retry.WithBudget(budget), retry.WithObserver(func(ev retry.RetryEvent) {
+	r, err := retry.New(s.Policy, retry.WithBudget(br), retry.WithObserver(func(ev retry.RetryEvent) {
 		log.Info("retry", slog.String("dependency", cfg.Name), slog.Int("attempt", ev.Attempt), slog.Duration("wait", ev.Wait),
 			slog.String("class", ev.Class.String()), slog.String("error", ev.Err.Error()))
 	}))

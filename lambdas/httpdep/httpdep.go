@@ -6,7 +6,8 @@
 // circuit breaker (lambdas/breaker).
 //
 // Answers: 2xx success (decoded into the caller's value); 409, 429, 5xx and
-// no answer retried, then ErrUnavailable; 401 reads the key again and sends
+// no answer retried (within the breaker's fleet-wide retry budget), then
+// ErrUnavailable; 401 reads the key again and sends
 // once more, a second 401 is ErrUnavailable; any other 4xx ErrRejected,
 // never retried. An open circuit stops the call at once (ErrUnavailable and
 // breaker.ErrOpen). The breaker counts only no answer, 5xx and 429 as the
@@ -108,9 +109,10 @@ type Config struct {
 	// Keys supplies the API key (SecretKey in production).
 	Keys KeySource
 	// Retrier runs the attempts of each call; its budget is the
-	// dependency's, shared by every caller in the process.
+	// Breaker's (Settings.Config wires them).
 	Retrier *retry.Retrier
-	// Breaker, when set, guards every attempt.
+	// Breaker, when set, guards every attempt; a retry needs its retry
+	// budget's admission (Breaker.AllowRetry).
 	Breaker *breaker.Breaker
 	// Calls, when set, is taken before each attempt's request and refunded
 	// when the breaker refuses it.
@@ -181,9 +183,6 @@ func New(cfg Config) (*Client, error) {
 // Name returns the dependency's name.
 func (c *Client) Name() string { return c.cfg.Name }
 
-// Retrier returns the Retrier of the calls (its budget is the dependency's).
-func (c *Client) Retrier() *retry.Retrier { return c.cfg.Retrier }
-
 // Post sends in as JSON to path with the Idempotency-Key key and decodes a
 // 2xx answer into out (nil: ignore the body). A failure is an *Error
 // marked (lambdas/failure) for the caller: ErrRejected permanent, a 429
@@ -200,7 +199,7 @@ func (c *Client) Post(ctx context.Context, path, key string, in, out any) error 
 	var last *Error
 	sent := false
 	err = c.cfg.Retrier.Do(ctx, retry.Idempotent, func(ctx context.Context, attempt int) error {
-		last = c.attempt(ctx, path, key, body, out)
+		last = c.attempt(ctx, path, key, body, out, attempt > 1)
 		if last == nil {
 			return nil
 		}
@@ -245,11 +244,12 @@ func (c *Client) fail(kind error, path string, err error) *Error {
 	return &Error{Kind: kind, Dependency: c.cfg.Name, Path: path, Err: err}
 }
 
-// attempt makes one request through the call cap and the breaker. The
+// attempt makes one request through the call cap and the breaker (its
+// retry budget's admission when retrying). The
 // error's cause carries its mark for the retrier: the open circuit, the
 // cap and rejections are permanent, 409 is transient, the rest keep the
 // class retry.Classify gives them.
-func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out any) *Error {
+func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out any, retrying bool) *Error {
 	apiKey, err := c.cfg.Keys.APIKey(ctx)
 	if err != nil {
 		// Before the breaker: a Secrets Manager failure says nothing about
@@ -263,7 +263,11 @@ func (c *Client) attempt(ctx context.Context, path, key string, body []byte, out
 	}
 	var call *breaker.Call
 	if c.cfg.Breaker != nil {
-		if call, err = c.cfg.Breaker.Allow(ctx); err != nil {
+		allow := c.cfg.Breaker.Allow
+		if retrying {
+			allow = c.cfg.Breaker.AllowRetry
+		}
+		if call, err = allow(ctx); err != nil {
 			if c.cfg.Calls != nil {
 				c.cfg.Calls.Refund(context.WithoutCancel(ctx), key) // nothing was sent
 			}

@@ -169,9 +169,6 @@ const (
 	MetricGatewayErrors = "PasarelaErrores"
 	// MetricRetryBudgetDenied counts retries refused by the retry budget.
 	MetricRetryBudgetDenied = "ReintentosDenegados"
-	// MetricRetryRatio is the retry budget's ratio of retries to calls in its
-	// window, sampled after each operation.
-	MetricRetryRatio = "ReintentosProporcion"
 )
 
 // The charge signature (lambdas/signing) of the outbox publisher, the order

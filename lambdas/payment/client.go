@@ -114,12 +114,8 @@ func (c *Client) Refund(ctx context.Context, key string, req RefundRequest) (Ref
 
 func (c *Client) post(ctx context.Context, path, key string, in, out any) error {
 	err := c.dep.Post(ctx, path, key, in, out)
-	if b := c.dep.Retrier().Budget(); b != nil {
-		ms := []metrics.Metric{{Name: lambdaapi.MetricRetryRatio, Unit: "None", Value: b.State().Ratio}}
-		if errors.Is(err, retry.ErrBudgetExhausted) {
-			ms = append(ms, metrics.Metric{Name: lambdaapi.MetricRetryBudgetDenied, Unit: metrics.UnitCount, Value: 1})
-		}
-		_ = c.metrics.Write(ms...)
+	if errors.Is(err, retry.ErrBudgetExhausted) {
+		_ = c.metrics.Write(metrics.Metric{Name: lambdaapi.MetricRetryBudgetDenied, Unit: metrics.UnitCount, Value: 1})
 	}
 	var e *httpdep.Error
 	if errors.As(err, &e) {

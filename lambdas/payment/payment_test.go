@@ -81,7 +81,7 @@ type rig struct {
 type rigOpts struct {
 	attempts    int
 	readTimeout time.Duration
-	budget      *retry.Budget
+	budget      bool // the breaker's retry budget governs the retries
 	breaker     *breaker.Breaker
 	keys        httpdep.KeySource
 	callBudget  bool // cap each operation's calls (payment.CallBudget)
@@ -96,8 +96,8 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	// compares it with ctx deadlines): tests take no backoff time.
 	clk := retry.NewVirtualClock(time.Now())
 	opts := []retry.Option{retry.WithClock(clk), retry.WithRand(retry.NewSeeded(seed))}
-	if o.budget != nil {
-		opts = append(opts, retry.WithBudget(o.budget))
+	if o.budget {
+		opts = append(opts, retry.WithBudget(o.breaker))
 	}
 	if o.attempts == 0 {
 		o.attempts = 3
@@ -495,12 +495,12 @@ func TestAPIKeyRefreshedOn401(t *testing.T) {
 func TestBreakerOpensAndFailsFast(t *testing.T) {
 	srv := localaws.StartRedis(t)
 	br, err := breaker.New(breaker.NewRedisStore(srv.Client(t)), breaker.Config{
-		Name: lambdaapi.GatewayDependency, KeyPrefix: localaws.RedisKeyPrefix(t), FailureThreshold: 6,
+		Name: lambdaapi.GatewayDependency, KeyPrefix: localaws.RedisKeyPrefix(t), FailureThreshold: 4,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t, rigOpts{breaker: br})
+	r := newRig(t, rigOpts{breaker: br, attempts: 2})
 	r.gw.Inject(localaws.Rule{Fault: localaws.Fault{Status: 503}})
 	ctx := ctxT(t)
 	_, err = r.tasks.Cobro(ctx, cobro("PED-11"))
@@ -512,38 +512,46 @@ func TestBreakerOpensAndFailsFast(t *testing.T) {
 		t.Fatalf("second: %s", name)
 	}
 	before := len(r.gw.Requests())
-	if before != 6 {
-		t.Fatalf("%d requests, want 6 (2 operations x 3 attempts)", before)
+	if before != 4 {
+		t.Fatalf("%d requests, want 4 (2 operations x 2 attempts)", before)
 	}
 	_, err = r.tasks.Cobro(ctx, cobro("PED-13"))
 	if name := errName(t, err); name != lambdaapi.ErrCircuitoAbierto {
-		t.Fatalf("after 6 failures: %s (%v)", name, err)
+		t.Fatalf("after 4 failures: %s (%v)", name, err)
 	}
 	if after := len(r.gw.Requests()); after != before {
 		t.Fatalf("the open circuit let %d requests through", after-before)
 	}
 }
 
-// TestBudgetStopsRetriesUnderTotalFailure: with the gateway down, the
-// retries of many operations sharing the budget stay near 10 %.
+// TestBudgetStopsRetriesUnderTotalFailure: with the gateway down (and the
+// circuit kept closed), the retries of many operations sharing the
+// breaker's budget stay near 10 %.
 func TestBudgetStopsRetriesUnderTotalFailure(t *testing.T) {
-	b, _ := retry.NewBudget(retry.BudgetConfig{})
-	r := newRig(t, rigOpts{attempts: 5, budget: b})
+	b, err := breaker.New(breaker.NewMemoryStore(), breaker.Config{Name: lambdaapi.GatewayDependency, FailureThreshold: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{attempts: 5, breaker: b, budget: true})
 	r.gw.Inject(localaws.Rule{Fault: localaws.Fault{Status: 503}})
 	ctx := ctxT(t)
 	const ops = 60
+	denied := 0
 	for i := range ops {
 		_, err := r.tasks.Cobro(ctx, cobro(fmt.Sprintf("PED-B%d", i)))
 		if name := errName(t, err); name != lambdaapi.ErrPasarelaNoDisponible {
 			t.Fatalf("%d: %s", i, name)
 		}
+		if errors.Is(err, retry.ErrBudgetExhausted) {
+			denied++
+		}
 	}
 	reqs := len(r.gw.Requests())
-	t.Logf("%d requests for %d operations of up to 5 attempts; budget %+v", reqs, ops, b.State())
-	if limit := ops + ops/9 + retry.DefaultMinRetries + 1; reqs > limit {
+	t.Logf("%d requests for %d operations of up to 5 attempts; %d stopped by the budget", reqs, ops, denied)
+	if limit := ops + ops/9 + breaker.RetryFloor + 1; reqs > limit {
 		t.Fatalf("%d requests > %d: the budget did not stop the retries", reqs, limit)
 	}
-	if b.State().Denied == 0 {
+	if denied == 0 {
 		t.Fatal("no retry was denied")
 	}
 }

@@ -3,8 +3,9 @@
 // Retry-After plus jitter), a maximum of attempts, failure classes
 // ([Classify]: 5xx, 429 and dial failures retried; timeouts, resets and
 // unknown errors only for an [Idempotent] call; other 4xx and what
-// lambdas/failure marks permanent or poison never), a per-dependency [Budget] (retries at most 10 % of the calls in a
-// 10 s window), and no wait that would end past ctx's deadline. Time and
+// lambdas/failure marks permanent or poison never), the dependency's retry
+// [Budget] (lambdas/breaker keeps it for the fleet), and no wait that would
+// end past ctx's deadline. Time and
 // randomness are injectable ([WithClock], [WithRand]; [VirtualClock]).
 //
 // Written here because cenkalti/backoff, go-retryablehttp and the AWS SDK's

@@ -58,7 +58,7 @@ func FullJitter(base, cap time.Duration, n int, rnd Rand) time.Duration {
 	return time.Duration(rnd.Int64N(int64(ceiling) + 1))
 }
 
-// Clock is the time source of a Retrier and a Budget. The real one is
+// Clock is the time source of a Retrier. The real one is
 // [SystemClock]; simulations supply a virtual one.
 type Clock interface {
 	Now() time.Time

@@ -77,11 +77,18 @@ const (
 	Idempotent    Idempotency = true
 )
 
+// Budget is a dependency's retry budget: breaker.Breaker, which keeps it
+// in Valkey for the whole fleet (lambdas/httpdep wires it).
+type Budget interface {
+	// TryRetry reports whether a retry may be made now.
+	TryRetry(ctx context.Context) bool
+}
+
 // Retrier runs operations under a Policy. Safe for concurrent use; create
 // one per dependency and kind of call, sharing the dependency's Budget.
 type Retrier struct {
 	p        Policy
-	budget   *Budget
+	budget   Budget
 	clock    Clock
 	rnd      Rand
 	observer func(RetryEvent)
@@ -99,7 +106,7 @@ type RetryEvent struct {
 type Option func(*Retrier)
 
 // WithBudget makes retries draw on b (nil: no budget).
-func WithBudget(b *Budget) Option { return func(r *Retrier) { r.budget = b } }
+func WithBudget(b Budget) Option { return func(r *Retrier) { r.budget = b } }
 
 // WithClock sets the clock (default SystemClock).
 func WithClock(c Clock) Option { return func(r *Retrier) { r.clock = c } }
@@ -127,9 +134,6 @@ func New(p Policy, opts ...Option) (*Retrier, error) {
 // Policy returns the effective policy (defaults applied).
 func (r *Retrier) Policy() Policy { return r.p }
 
-// Budget returns the budget the Retrier draws on (nil if none).
-func (r *Retrier) Budget() *Budget { return r.budget }
-
 // Decision is what Next decided after a failed attempt.
 type Decision struct {
 	Retry  bool
@@ -138,18 +142,9 @@ type Decision struct {
 	Class  Class
 }
 
-// Start counts the first attempt of an operation in the budget. Do calls
-// it; callers that schedule attempts themselves call it once per operation.
-func (r *Retrier) Start() {
-	if r.budget != nil {
-		r.budget.RecordCall()
-	}
-}
-
 // Next decides, after attempt number attempt (1-based) failed with err,
-// whether to retry and how long to wait first. A positive decision has
-// already been counted in the budget. ctx's deadline is compared with the
-// Retrier's clock.
+// whether to retry and how long to wait first. ctx's deadline is compared
+// with the Retrier's clock.
 func (r *Retrier) Next(ctx context.Context, attempt int, err error, idem Idempotency) Decision {
 	class, after := Classify(ctx, err)
 	d := Decision{Class: class}
@@ -181,7 +176,7 @@ func (r *Retrier) Next(ctx context.Context, attempt int, err error, idem Idempot
 		d.Reason = ReasonDeadline
 		return d
 	}
-	if r.budget != nil && !r.budget.TryRetry() {
+	if r.budget != nil && !r.budget.TryRetry(ctx) {
 		d.Reason = ReasonBudget
 		return d
 	}
@@ -194,7 +189,6 @@ func (r *Retrier) Next(ctx context.Context, attempt int, err error, idem Idempot
 // attempt number (1-based); it should bound each attempt itself (the
 // payment client gives each attempt its read timeout).
 func (r *Retrier) Do(ctx context.Context, idem Idempotency, fn func(ctx context.Context, attempt int) error) error {
-	r.Start()
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx, attempt)
 		if err == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -61,8 +62,9 @@ type Strategy struct {
 	// messages wait.
 	Pollers, MaxPollers, ScaleStep int
 	ScaleEvery                     time.Duration
-	// Budget and Breaker turn on the project's retry budget (per Lambda
-	// instance) and shared circuit breaker (lambdas/retry, lambdas/breaker).
+	// Budget and Breaker turn on the project's retry budget and circuit
+	// breaker, both shared by the instances through one store
+	// (lambdas/breaker; the budget needs the breaker).
 	Budget, Breaker bool
 	// Threshold and OpenPeriod of the breaker.
 	Threshold  int
@@ -129,8 +131,9 @@ type event struct {
 	fn  func()
 }
 
-// instance is one Lambda sandbox: its own retry budget and breaker handle
-// (the breaker's state is shared through one store, as Valkey shares it).
+// instance is one Lambda sandbox: its own breaker handle (the breaker's
+// state and retry budget are shared through one store, as Valkey shares
+// them).
 type instance struct {
 	retrier *retry.Retrier
 	breaker *breaker.Breaker
@@ -199,14 +202,13 @@ func Run(sc Scenario, st Strategy, seed uint64) Result {
 
 func (s *sim) addInstance() {
 	in := &instance{}
-	if s.st.Budget {
-		b, _ := retry.NewBudget(retry.BudgetConfig{Clock: s.clk})
-		in.retrier, _ = retry.New(retry.Policy{MaxAttempts: s.st.Attempts, Base: s.st.AttemptBase, Cap: s.st.AttemptCap},
-			retry.WithClock(s.clk), retry.WithRand(retry.NewSeeded(s.rnd.Uint64())), retry.WithBudget(b))
-	}
 	if s.st.Breaker {
 		in.breaker, _ = breaker.New(s.store, breaker.Config{Name: "pasarela", Now: s.clk.Now,
 			FailureThreshold: s.st.Threshold, OpenPeriod: s.st.OpenPeriod})
+	}
+	if s.st.Budget && in.breaker != nil {
+		in.retrier, _ = retry.New(retry.Policy{MaxAttempts: s.st.Attempts, Base: s.st.AttemptBase, Cap: s.st.AttemptCap},
+			retry.WithClock(s.clk), retry.WithRand(retry.NewSeeded(s.rnd.Uint64())), retry.WithBudget(in.breaker))
 	}
 	s.pool = append(s.pool, in)
 	s.at(s.now, func() { s.dispatch(in) })
@@ -281,9 +283,6 @@ func (s *sim) dispatch(in *instance) {
 	s.queue = append(s.queue[:best], s.queue[best+1:]...)
 	m.receives++
 	in.busy = true
-	if in.retrier != nil {
-		in.retrier.Start()
-	}
 	s.attempt(in, m, 1)
 }
 
@@ -291,7 +290,14 @@ func (s *sim) dispatch(in *instance) {
 func (s *sim) attempt(in *instance, m *message, n int) {
 	var call *breaker.Call
 	if in.breaker != nil {
-		c, err := in.breaker.Allow(context.Background())
+		allow := in.breaker.Allow
+		if n > 1 && in.retrier != nil {
+			allow = in.breaker.AllowRetry
+		}
+		c, err := allow(context.Background())
+		if errors.Is(err, retry.ErrBudgetExhausted) {
+			s.res.BudgetDenials++
+		}
 		if err != nil {
 			s.invocationDone(in, m, false) // CircuitoAbierto: fail fast, nothing sent
 			return

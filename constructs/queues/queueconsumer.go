@@ -188,6 +188,7 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 		BatchSize:          batch,
 		SendsCopies:        props.DefersMessages && !props.Queue.Fifo,
 	})
+	q.Function.Function.AddEnvironment(jsii.String(lambdaapi.EnvVisibilityTimeout), jsii.String(fmt.Sprintf("%.0fs", q.Queue.VisibilityTimeoutSeconds())), nil)
 	q.Queue.AdmitRedriver(props.OperatorRoleArn)
 	return q
 }

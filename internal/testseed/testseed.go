@@ -50,6 +50,9 @@ func (r *Rand) Uint64() uint64 { r.mu.Lock(); defer r.mu.Unlock(); return r.r.Ui
 // IntN returns a pseudo-random int in [0, n).
 func (r *Rand) IntN(n int) int { r.mu.Lock(); defer r.mu.Unlock(); return r.r.IntN(n) }
 
+// Int64N returns a pseudo-random int64 in [0, n) (a retry.Rand).
+func (r *Rand) Int64N(n int64) int64 { r.mu.Lock(); defer r.mu.Unlock(); return r.r.Int64N(n) }
+
 // Float64 returns a pseudo-random number in [0, 1).
 func (r *Rand) Float64() float64 { r.mu.Lock(); defer r.mu.Unlock(); return r.r.Float64() }
 

@@ -223,7 +223,7 @@ func (c *Client) Post(ctx context.Context, path, key string, in, out any) error 
 			e.Err = &retry.GiveUpError{Attempts: g.Attempts, Reason: g.Reason, Class: g.Class, Err: last.Err}
 		}
 		if e.Status == http.StatusTooManyRequests {
-			return failure.RetryAfter(&e, min(max(e.RetryAfter, minThrottleWait), maxThrottleWait))
+			return failure.RetryAfter(&e, min(max(2*e.RetryAfter, minThrottleWait), maxThrottleWait))
 		}
 		return failure.Transient(&e)
 	default:
@@ -233,8 +233,9 @@ func (c *Client) Post(ctx context.Context, path, key string, in, out any) error 
 }
 
 // Throttle waits: how long a caller waits after the dependency answered
-// 429 past the attempts (its Retry-After, within these bounds; a
-// consumer's message stays hidden that long).
+// 429 past the attempts: twice its Retry-After, within these bounds (a
+// consumer's message stays hidden for lambdas/sqsbatch's jitter of it,
+// half to all of it, never less than the Retry-After).
 const (
 	minThrottleWait = 30 * time.Second
 	maxThrottleWait = 15 * time.Minute

@@ -29,6 +29,9 @@ const (
 	// EnvMaxReceiveCount is the source queue's redrive maxReceiveCount
 	// (sqsconsumer.Plan needs it to know the last receive).
 	EnvMaxReceiveCount = "MAX_RECEIVE_COUNT"
+	// EnvVisibilityTimeout is the source queue's visibility timeout (Go
+	// duration): a failed record comes back after half to all of it.
+	EnvVisibilityTimeout = "VISIBILITY_TIMEOUT"
 )
 
 // EnvStateMachineARN is the order workflow the starter (lambdas/orderstart,

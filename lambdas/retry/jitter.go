@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"sync"
@@ -56,6 +57,17 @@ func FullJitter(base, cap time.Duration, n int, rnd Rand) time.Duration {
 		rnd = globalRand{}
 	}
 	return time.Duration(rnd.Int64N(int64(ceiling) + 1))
+}
+
+// HalfJitter returns a delay drawn uniformly from [d/2, d]: the queue
+// layer's wait (a message that failed or was deferred comes back within
+// its delay, not all at once with the others). A nil rnd uses math/rand/v2's
+// global source; d <= 0 gives 0.
+func HalfJitter(d time.Duration, rnd Rand) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - time.Duration(cmp.Or[Rand](rnd, globalRand{}).Int64N(int64(d/2)+1))
 }
 
 // Clock is the time source of a Retrier. The real one is

@@ -39,6 +39,7 @@ import (
 
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/lambdas/retry"
 )
 
 // Defaults applied by New.
@@ -82,9 +83,16 @@ type Config struct {
 	// (lambdaapi.EnvDLQRoutes). A record from a queue without a route is reported as a
 	// batch item failure (the queue's redrive policy then moves it).
 	DLQRoutes lambdaapi.DLQRoutes
-	// Visibility, when set, is used to honour RetryAfter
-	// (ChangeMessageVisibility on the source queue).
+	// Visibility, when set, returns a transiently failed record after
+	// retry.HalfJitter of its wait (ChangeMessageVisibility on the source
+	// queue): its RetryAfter, else ReturnAfter; never sooner than a
+	// Retry-After the dependency sent (a retry.StatusError in the chain).
 	Visibility VisibilityChanger
+	// ReturnAfter is the source queue's visibility timeout, the wait of a
+	// failure without one of its own (0: the queue returns it).
+	ReturnAfter time.Duration
+	// Rand draws the jitter (default: math/rand/v2's global source).
+	Rand retry.Rand
 	// Concurrency bounds the records (standard) or groups (FIFO) handled at
 	// once. Default 8. Keep it consistent with the downstream limits (Aurora's
 	// ~200 connections ÷ MaximumConcurrency of the event source mapping).
@@ -507,10 +515,18 @@ func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline
 	}
 	class := failure.KindOf(err)
 	if class == failure.KindTransient {
+		wait := p.cfg.ReturnAfter
 		var ce *failure.Error
-		if errors.As(err, &ce) && ce.After > 0 && p.cfg.Visibility != nil {
-			if verr := p.delay(ctx, it.rec, ce.After); verr != nil {
-				err = fmt.Errorf("%w (and ChangeMessageVisibility(%s) failed: %v)", err, ce.After, verr)
+		if errors.As(err, &ce) && ce.After > 0 {
+			wait = ce.After
+		}
+		var se *retry.StatusError
+		if wait = retry.HalfJitter(wait, p.cfg.Rand); errors.As(err, &se) {
+			wait = max(wait, se.RetryAfter)
+		}
+		if wait > 0 && p.cfg.Visibility != nil {
+			if verr := p.delay(ctx, it.rec, wait); verr != nil {
+				err = fmt.Errorf("%w (and ChangeMessageVisibility(%s) failed: %v)", err, wait, verr)
 			}
 		}
 		p.record(ctx, b, it, OutcomeRetry, err, class)

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
@@ -901,5 +902,58 @@ func TestDLQRoutesSendEachRecordToItsOwnQueuesDLQ(t *testing.T) {
 	erp, _ := e.fake.Inspect(otherDLQ)
 	if len(pedidos) != 1 || attr(pedidos[0], sqsbatch.AttrOriginalMessageID) != "a" || len(erp) != 1 || attr(erp[0], sqsbatch.AttrOriginalMessageID) != "b" {
 		t.Fatalf("pedidos DLQ %d, ERP DLQ %d: each record must reach its own queue's DLQ", len(pedidos), len(erp))
+	}
+}
+
+// TestFailedRecordsReturnJittered: 40 records that fail together come back
+// spread over [d/2, d] of their wait (the queue's visibility timeout, a
+// RetryAfter mark), never before a Retry-After the dependency sent; without
+// Visibility the queue's own timeout applies.
+func TestFailedRecordsReturnJittered(t *testing.T) {
+	throttled := &retry.StatusError{StatusCode: 429, RetryAfter: 200 * time.Second}
+	for _, tc := range []struct {
+		name          string
+		err           error
+		visibility    bool
+		lo, hi, floor time.Duration
+	}{
+		{"plain failure, the queue's 60 s", errors.New("503"), true, 30 * time.Second, 60 * time.Second, 0},
+		{"deferred 300 s", failure.RetryAfter(errors.New("circuit open"), 300*time.Second), true, 150 * time.Second, 300 * time.Second, 0},
+		{"throttled, Retry-After 200 s", failure.RetryAfter(fmt.Errorf("erp: %w", throttled), 240*time.Second), true, 120 * time.Second, 240 * time.Second, 200 * time.Second},
+		{"no Visibility: the queue's timeout", errors.New("503"), false, 120 * time.Second, 120 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := retry.NewVirtualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+			f := localaws.NewSQS(localaws.SQSConfig{Now: clk.Now})
+			url, _ := f.CreateQueue("cola-mercadofresco-erp", localaws.QueueConfig{VisibilityTimeout: 120 * time.Second})
+			for i := range 40 {
+				_, _ = f.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(order(fmt.Sprint(i)))})
+			}
+			var ev events.SQSEvent
+			for range 4 {
+				part, _ := f.Receive(context.Background(), url, f.ARN(url), 10)
+				ev.Records = append(ev.Records, part.Records...)
+			}
+			cfg := sqsbatch.Config{Logger: discard(), ReturnAfter: 60 * time.Second, Rand: testseed.New(t),
+				Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return tc.err })}
+			if tc.visibility {
+				cfg.Visibility = f
+			}
+			if resp, _ := mustNew(t, cfg).Process(context.Background(), ev); len(resp.BatchItemFailures) != 40 {
+				t.Fatalf("%d failures, want 40", len(resp.BatchItemFailures))
+			}
+			st, _ := f.Inspect(url)
+			seen := map[time.Duration]bool{}
+			for _, m := range st {
+				in := m.VisibleAt.Sub(clk.Now())
+				seen[in] = true
+				if in < tc.lo-time.Second || in > tc.hi+time.Second || in < tc.floor {
+					t.Errorf("%s back in %s, want %s..%s, not before %s", m.MessageID, in, tc.lo, tc.hi, tc.floor)
+				}
+			}
+			if spread := tc.lo != tc.hi && tc.floor == 0; spread && len(seen) < 10 {
+				t.Errorf("40 records come back at %d distinct times: not jittered", len(seen))
+			}
+		})
 	}
 }

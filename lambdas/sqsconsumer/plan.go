@@ -18,6 +18,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -57,6 +58,8 @@ type PlanConfig struct {
 	MaxDeferrals int
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+	// Rand draws each copy's delay (default: math/rand/v2's global source).
+	Rand retry.Rand
 }
 
 // Plan is a queue consumer's plan while its dependency cannot take a
@@ -65,7 +68,7 @@ type PlanConfig struct {
 // copies multiplying the calls a message makes.
 //
 // [Plan.Later], on a standard queue, sends a copy delayed by
-// lambdaapi.DeferralDelay (300 s) and lets the original be deleted (send before delete: a crash
+// retry.HalfJitter of lambdaapi.DeferralDelay (150 to 300 s) and lets the original be deleted (send before delete: a crash
 // leaves two copies, never none). The copy counts itself in mf-aplazamientos
 // and carries in mf-recepciones the receives of the earlier copies;
 // [Plan.Admit] refuses a call once those reach maxReceiveCount, so a message
@@ -105,14 +108,15 @@ func (p *Plan) Admit(rec *sqsbatch.Record) error {
 	return nil
 }
 
-// Later returns rec for lambdaapi.DeferralDelay (see the package
+// Later returns rec for half to all of lambdaapi.DeferralDelay (see the package
 // documentation for how): the handler returns what Later returns. A cause
 // that wraps breaker.ErrOpen says this receive made no call; any other
 // cause counts this receive as one that may have called.
 func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) error {
 	cause = cmp.Or(cause, errors.New("dependency unavailable"))
 	log := cmp.Or(rec.Logger, p.log)
-	visibility := failure.RetryAfter(cause, lambdaapi.DeferralDelay)
+	visibility := failure.RetryAfter(cause, lambdaapi.DeferralDelay) // sqsbatch jitters it
+	delay := retry.HalfJitter(lambdaapi.DeferralDelay, p.cfg.Rand)
 	if reason := p.cannotCopy(rec); reason != "" {
 		log.LogAttrs(ctx, slog.LevelWarn, "the message cannot be deferred by a copy; it waits by visibility (the queue's redrive bounds its receives)",
 			slog.String("reason", reason), slog.Int("receive_count", rec.ReceiveCount))
@@ -140,7 +144,7 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 	// Whole seconds, rounded up: the copy never comes back early.
 	out, err := p.cfg.Sender.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(url), MessageBody: aws.String(rec.Message.Body), MessageAttributes: attrs,
-		DelaySeconds: int32(math.Ceil(lambdaapi.DeferralDelay.Seconds())),
+		DelaySeconds: int32(math.Ceil(delay.Seconds())),
 	})
 	if err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "deferral copy failed; the message waits by visibility and spends this receive",
@@ -149,7 +153,7 @@ func (p *Plan) Later(ctx context.Context, rec *sqsbatch.Record, cause error) err
 	}
 	log.LogAttrs(ctx, slog.LevelWarn, "dependency unavailable: deferred as a delayed copy",
 		slog.String("copy_message_id", aws.ToString(out.MessageId)), slog.Int("deferrals", n+1), slog.Int("receives_spent", spent),
-		slog.Duration("delay", lambdaapi.DeferralDelay), slog.String("cause", cause.Error()))
+		slog.Duration("delay", delay), slog.String("cause", cause.Error()))
 	return nil
 }
 

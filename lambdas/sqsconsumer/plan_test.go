@@ -66,7 +66,8 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := sqsconsumer.PlanConfig{MaxReceiveCount: maxReceiveCount}
+	rnd := testseed.New(t)
+	cfg := sqsconsumer.PlanConfig{MaxReceiveCount: maxReceiveCount, Rand: rnd}
 	if useCopies {
 		cfg.Sender = w.fake
 	}
@@ -76,7 +77,7 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	}
 	w.plan = plan
 	w.proc, err = sqsbatch.New(sqsbatch.Config{
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Visibility: w.fake,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Visibility: w.fake, Rand: rnd,
 		DLQ: w.fake, DLQURL: w.dlq,
 		Envelope: sqsbatch.EnvelopeRules{DisableVersionCheck: true},
 		// As sqsconsumer.Once: Admit before the call, the breaker inside it.
@@ -183,9 +184,9 @@ func TestVisibilityAloneDeadLettersAfterMaxReceiveCount(t *testing.T) {
 	w := newWorld(t, false, false)
 	w.send(`{"pedido_id":"PED-1"}`)
 	at := w.run(3 * time.Hour)
-	// 4 receives, 5 minutes apart, then the redrive on the 5th.
-	if at < 15*time.Minute || at > 25*time.Minute {
-		t.Fatalf("without copies the message reached the DLQ after %s, want ~20 min (maxReceiveCount x 300 s)", at)
+	// 4 receives, 150 to 300 s apart (jittered), then the redrive on the 5th.
+	if at < 10*time.Minute || at > 25*time.Minute {
+		t.Fatalf("without copies the message reached the DLQ after %s, want 10 to 20 min (maxReceiveCount x 150..300 s)", at)
 	}
 	if len(w.done) != 0 {
 		t.Errorf("processed %v", w.done)
@@ -210,9 +211,9 @@ func TestShortOutageProcessesOnce(t *testing.T) {
 	if w.done[`{"pedido_id":"PED-1"}`] != 1 || w.dlqDepth() != 0 {
 		t.Fatalf("done %v dlq %d", w.done, w.dlqDepth())
 	}
-	// Receives at 0, 5 and 10 minutes meet the open circuit: three copies.
-	if s := w.fake.Stats(w.src); s.Sent != 4 {
-		t.Errorf("%d sends for a 12-minute outage, want the original and 3 copies", s.Sent)
+	// Receives 150 to 300 s apart (jittered) meet the open circuit: 3 to 5 copies.
+	if s := w.fake.Stats(w.src); s.Sent < 4 || s.Sent > 6 {
+		t.Errorf("%d sends for a 12-minute outage, want the original and 3 to 5 copies", s.Sent)
 	}
 }
 

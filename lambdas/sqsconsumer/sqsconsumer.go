@@ -52,6 +52,9 @@ type Settings struct {
 	// (docs/design.md#replay-windows). The consumers of the fan-out require
 	// it (HTTPDeps).
 	IdempotencyWindow time.Duration
+	// VisibilityTimeout is the source queue's (0 when unset): a failed
+	// record comes back after sqsbatch's jitter of it.
+	VisibilityTimeout time.Duration
 	// Now is the clock of the window; default time.Now.
 	Now func() time.Time
 }
@@ -81,6 +84,7 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 		Concurrency:       env.Int(lambdaapi.EnvBatchConcurrency, sqsbatch.DefaultConcurrency, 1, 100),
 		DeadlineMargin:    env.Duration(lambdaapi.EnvDeadlineMargin, sqsbatch.DefaultDeadlineMargin, time.Millisecond, time.Minute),
 		MaxReceiveCount:   env.Int(lambdaapi.EnvMaxReceiveCount, 0, 0, 1000),
+		VisibilityTimeout: env.Duration(lambdaapi.EnvVisibilityTimeout, 0, 0, 12*time.Hour),
 		IdempotencyWindow: env.Duration(lambdaapi.EnvIdempotencyWindow, 0, lambdaapi.ReadmissionValidity, 400*24*time.Hour),
 	}
 	routes, err := lambdaapi.ParseDLQRoutes(env.String(lambdaapi.EnvDLQRoutes, ""))
@@ -90,7 +94,7 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 
 // Batch returns a Processor with cfg, completed by these settings where cfg
 // leaves a field zero (ConsumerVersion, DLQRoutes, Concurrency,
-// DeadlineMargin).
+// DeadlineMargin, ReturnAfter).
 func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
 	cfg.ConsumerVersion = cmp.Or(cfg.ConsumerVersion, s.ConsumerVersion)
 	if len(cfg.DLQRoutes) == 0 {
@@ -98,6 +102,7 @@ func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
 	}
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, s.Concurrency)
 	cfg.DeadlineMargin = cmp.Or(cfg.DeadlineMargin, s.DeadlineMargin)
+	cfg.ReturnAfter = cmp.Or(cfg.ReturnAfter, s.VisibilityTimeout)
 	return sqsbatch.New(cfg)
 }
 

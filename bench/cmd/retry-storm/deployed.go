@@ -114,7 +114,7 @@ func (d Deployed) Strategy() Strategy {
 		Attempts: d.ClientAttempts, Receives: 1, WorkflowAttempts: d.MaxAttempts + 1,
 		AttemptBase: lambdaapi.DefaultBackoffBase, AttemptCap: lambdaapi.DefaultBackoffCap, Visibility: 400 * time.Second,
 		WorkflowInterval: time.Duration(d.IntervalSeconds * float64(time.Second)), WorkflowMaxDelay: maxDelay,
-		Jitter: d.Jitter, Pollers: ceiling, MaxPollers: ceiling, Budget: true, Breaker: true,
+		Jitter: d.Jitter, QueueJitter: true, Pollers: ceiling, MaxPollers: ceiling, Budget: true, Breaker: true,
 		Threshold: d.Threshold, OpenPeriod: d.OpenPeriod,
 	}
 }

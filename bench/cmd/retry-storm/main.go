@@ -39,7 +39,9 @@ func main() {
 	}
 	fmt.Printf("as deployed, from %s: Cobrar Retry MaxAttempts %d, IntervalSeconds %g, MaxDelaySeconds %g, jitter %v; GATEWAY_MAX_ATTEMPTS %d; mf-cobro reserved concurrency %d, starter MaximumConcurrency %d; breaker %d failures, open %s\n",
 		filepath.Join(*templates, DeployedTemplate), dep.MaxAttempts, dep.IntervalSeconds, dep.MaxDelay, dep.Jitter, dep.ClientAttempts, dep.Reserved, dep.StarterConcurrency, dep.Threshold, dep.OpenPeriod)
-	results = append(results, Run(Storm, dep.Strategy(), *seed))
+	noQueueJitter := dep.Strategy()
+	noQueueJitter.Name, noQueueJitter.QueueJitter = "as deployed, without queue jitter", false
+	results = append(results, Run(Storm, dep.Strategy(), *seed), Run(Storm, noQueueJitter, *seed))
 	PrintTable(os.Stdout, Storm, results)
 	if *chart != "" {
 		if err := Chart(*chart, Storm, results, *seed); err != nil {

@@ -56,7 +56,9 @@ type Strategy struct {
 	// (BackoffRate 2) and MaxDelaySeconds.
 	WorkflowInterval, WorkflowMaxDelay time.Duration
 	// Jitter: full jitter on every wait (retry.FullJitter, JitterStrategy FULL).
-	Jitter bool
+	// QueueJitter: a failed message returns after retry.HalfJitter of the
+	// visibility timeout (lambdas/sqsbatch) instead of exactly it.
+	Jitter, QueueJitter bool
 	// Pollers: starting concurrency and its ceiling (MaximumConcurrency);
 	// without a ceiling Lambda scales by ScaleStep every ScaleEvery while
 	// messages wait.
@@ -386,6 +388,9 @@ func (s *sim) invocationDone(in *instance, m *message, ok bool) {
 		s.res.Charged++
 	case m.receives < s.st.Receives:
 		m.visibleAt = s.now + s.st.Visibility
+		if s.st.QueueJitter {
+			m.visibleAt = s.now + retry.HalfJitter(s.st.Visibility, s.rnd)
+		}
 		s.enqueue(m)
 	default:
 		if s.st.Receives > 1 {

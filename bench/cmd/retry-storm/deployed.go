@@ -115,7 +115,7 @@ func (d Deployed) Strategy() Strategy {
 		AttemptBase: lambdaapi.DefaultBackoffBase, AttemptCap: lambdaapi.DefaultBackoffCap, Visibility: 400 * time.Second,
 		WorkflowInterval: time.Duration(d.IntervalSeconds * float64(time.Second)), WorkflowMaxDelay: maxDelay,
 		Jitter: d.Jitter, QueueJitter: true, Pollers: ceiling, MaxPollers: ceiling, Budget: true, Breaker: true,
-		Threshold: d.Threshold, OpenPeriod: d.OpenPeriod,
+		Threshold: d.Threshold, OpenPeriod: d.OpenPeriod, CallBudget: lambdaapi.MaxGatewayCallsPerOperation,
 	}
 }
 

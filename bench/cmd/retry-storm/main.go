@@ -85,16 +85,16 @@ func PrintTable(w io.Writer, sc Scenario, rs []Result) {
 		sc.Orders, sc.ArrivalStart, sc.ArrivalEnd, sc.Healthy, sc.Degraded, sc.DegradeAt, sc.OutageAt, sc.RecoverAt,
 		sc.Capacity, sc.RecoveryFloor, sc.Capacity, sc.RampFor)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "| strategy\t peak calls/s during recovery\t peak calls/s\t gateway calls\t calls per order: mean\t worst\t worst case by layers\t charged\t orders dead-lettered\t messages to DLQ\t time to drain\t breaker openings\t budget denials\t")
-	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t")
+	fmt.Fprintln(tw, "| strategy\t peak calls/s during recovery\t peak calls/s\t gateway calls\t calls per order: mean\t worst\t worst case by layers\t charged\t customer retries\t orders dead-lettered\t messages to DLQ\t time to drain\t breaker openings\t budget denials\t")
+	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t")
 	for _, r := range rs {
 		drain := r.Drain.Round(time.Second).String()
 		if r.Drain >= sc.Horizon {
 			drain = "> " + sc.Horizon.String()
 		}
-		fmt.Fprintf(tw, "| %s\t %d\t %d\t %d\t %.1f\t %d\t %d\t %d\t %d\t %d\t %s\t %d\t %d\t\n",
+		fmt.Fprintf(tw, "| %s\t %d\t %d\t %d\t %.1f\t %d\t %d\t %d\t %d\t %d\t %d\t %s\t %d\t %d\t\n",
 			r.Strategy.Name, r.PeakRecovery, r.Peak, r.Calls, r.MeanPerOrder, r.WorstPerOrder, r.StructuralAttempt,
-			r.Charged, r.DeadLettered, r.MessagesDLQ, drain, r.BreakerOpenings, r.BudgetDenials)
+			r.Charged, r.CustomerRetries, r.DeadLettered, r.MessagesDLQ, drain, r.BreakerOpenings, r.BudgetDenials)
 	}
 	tw.Flush()
 	if len(rs) >= 3 && rs[0].PeakRecovery > 0 {

@@ -28,6 +28,10 @@ type Scenario struct {
 	RecoveryFloor int           // capacity right after the outage
 	RejectAfter   time.Duration // how fast an overloaded or down gateway answers 503
 	Horizon       time.Duration // stop the run here
+	// CustomerWait: an order whose workflow failed is paid again by its
+	// customer ("retry in minutes", the shop's payment retry) after half to
+	// all of it, while the order's calls stay below the strategy's CallBudget.
+	CustomerWait time.Duration
 }
 
 // Storm is the storm of docs/retry-storm.md: 450 orders, the gateway slow,
@@ -37,7 +41,7 @@ var Storm = Scenario{
 	DegradeAt: 0, OutageAt: 45 * time.Second, RecoverAt: 75 * time.Second, RampFor: 60 * time.Second,
 	Healthy: 240 * time.Millisecond, Degraded: 4 * time.Second,
 	Capacity: 20, RecoveryFloor: 2, RejectAfter: 10 * time.Millisecond,
-	Horizon: 30 * time.Minute,
+	Horizon: 30 * time.Minute, CustomerWait: 10 * time.Minute,
 }
 
 // Strategy is one way of retrying.
@@ -71,6 +75,9 @@ type Strategy struct {
 	// Threshold and OpenPeriod of the breaker.
 	Threshold  int
 	OpenPeriod time.Duration
+	// CallBudget caps an order's gateway calls over all its executions
+	// (payment.CallBudget; 0: none, and no customer retries).
+	CallBudget int
 }
 
 // Strategies compared by the command.
@@ -92,6 +99,7 @@ var (
 		WorkflowInterval: 10 * time.Second, WorkflowMaxDelay: 120 * time.Second, Jitter: true,
 		Pollers: 20, MaxPollers: 20, Budget: true, Breaker: true,
 		Threshold: breaker.DefaultFailureThreshold, OpenPeriod: breaker.DefaultOpenPeriod,
+		CallBudget: lambdaapi.MaxGatewayCallsPerOperation,
 	}
 )
 
@@ -105,7 +113,8 @@ type Result struct {
 	WorstPerOrder     int
 	MeanPerOrder      float64
 	Charged           int
-	DeadLettered      int // orders never charged (every workflow attempt failed)
+	DeadLettered      int // orders never charged (every workflow attempt and customer retry failed)
+	CustomerRetries   int // payments the customers tried again after a failed workflow
 	MessagesDLQ       int // messages moved to the DLQ by maxReceiveCount
 	Drain             time.Duration
 	BreakerOpenings   int
@@ -290,6 +299,10 @@ func (s *sim) dispatch(in *instance) {
 
 // attempt makes attempt n of an invocation.
 func (s *sim) attempt(in *instance, m *message, n int) {
+	if s.st.CallBudget > 0 && m.o.calls >= s.st.CallBudget {
+		s.invocationDone(in, m, false) // IntentosAgotados: no call
+		return
+	}
 	var call *breaker.Call
 	if in.breaker != nil {
 		allow := in.breaker.Allow
@@ -399,6 +412,10 @@ func (s *sim) invocationDone(in *instance, m *message, ok bool) {
 		if o.wfAttempt < s.st.WorkflowAttempts {
 			w := s.wait(s.st.WorkflowInterval, s.st.WorkflowMaxDelay, o.wfAttempt-1)
 			s.at(s.now+w, func() { s.startWorkflowAttempt(o) })
+		} else if o.calls < s.st.CallBudget {
+			o.wfAttempt = 0
+			s.res.CustomerRetries++
+			s.at(s.now+retry.HalfJitter(s.sc.CustomerWait, s.rnd), func() { s.startWorkflowAttempt(o) })
 		} else {
 			o.done, o.finishedAt = true, s.now
 			s.res.DeadLettered++

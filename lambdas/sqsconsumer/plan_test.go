@@ -387,3 +387,27 @@ func TestDeferralCopyIgnoresIncomingMFAttributes(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestDeferredCopiesAreJittered: 30 messages meeting the open circuit
+// together are copied with delays spread over 150 to 300 s, not all at
+// 300 s, so they do not return together.
+func TestDeferredCopiesAreJittered(t *testing.T) {
+	w := newWorld(t, false, true)
+	w.open.Store(true)
+	for i := range 30 {
+		w.send(fmt.Sprintf(`{"pedido_id":"PED-%d"}`, i))
+	}
+	w.poll()
+	st, _ := w.fake.Inspect(w.src)
+	seen := map[time.Duration]bool{}
+	for _, m := range st {
+		in := m.VisibleAt.Sub(w.clk.Now())
+		seen[in] = true
+		if in < 150*time.Second || in > 300*time.Second {
+			t.Errorf("copy %s delayed %s, want 150 to 300 s", m.MessageID, in)
+		}
+	}
+	if len(st) != 30 || len(seen) < 10 {
+		t.Errorf("%d copies at %d distinct delays: want 30, spread", len(st), len(seen))
+	}
+}

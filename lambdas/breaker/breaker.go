@@ -5,16 +5,13 @@
 // emitted once; calls then fail fast with an *OpenError (ErrOpen). After the
 // open period exactly one caller across all instances gets the probe; its
 // outcome closes or reopens the circuit. No lock is held during the call, and
-// a call costs one round trip under steady traffic. The same round trip
-// counts the call in the dependency's retry budget, shared by the fleet:
-// AllowRetry admits a retry while retries stay within 10 % of the calls
-// over a sliding 10 s window (or below a floor of 3). If the store cannot
-// be reached the breaker fails open (the call runs, CircuitoErroresAlmacen).
+// a call costs one round trip under steady traffic, which also counts it in
+// the dependency's fleet-wide retry budget (AllowRetry: retries within 10 %
+// of the calls over a sliding 10 s, or below 3). If the store cannot be
+// reached the breaker fails open (the call runs, CircuitoErroresAlmacen).
 //
-// Written here because sony/gobreaker/v2's distributed breaker holds a shared
-// lock across the call, costs about four round trips, takes no context and
-// fails closed when the store is down (docs/breaker-benchmark.md). Reasoning:
-// docs/design.md#breaker-shared.
+// Not sony/gobreaker/v2: a lock held across the call, ~4 round trips, no
+// context, fails closed (docs/breaker-benchmark.md, docs/design.md#breaker-shared).
 package breaker
 
 import (

@@ -31,24 +31,24 @@ type Dependencies struct {
 // secrets the functions read, and the API destination connection's key of
 // the ERP webhook); opts (the key store's mode and clock) apply to every
 // localaws.Service.
-func newDependencies(seed uint64, keys map[string]string, webhookKey, sesConfigSet string, opts ...localaws.ServiceOption) *Dependencies {
+func newDependencies(keys map[string]string, webhookKey, sesConfigSet string, opts ...localaws.ServiceOption) *Dependencies {
 	d := &Dependencies{}
 	with := func(o ...localaws.ServiceOption) []localaws.ServiceOption { return append(o, opts...) }
-	d.Gateway = lambdatest.NewGateway(keys["GATEWAY"], with(localaws.WithSeed(seed))...)
+	d.Gateway = lambdatest.NewGateway(keys["GATEWAY"], opts...)
 	d.Almacen = thirdParty("/v1/preparaciones", 201, []string{"pedido_id", "lineas"}, func(n int64, pedido string) string {
 		if f := d.afterPreparation.Load(); f != nil {
 			(*f)(pedido)
 		}
 		return fmt.Sprintf(`{"id":"prep-%d","pedido_id":%q,"estado":"EN_PREPARACION"}`, n, pedido)
-	}, with(localaws.WithSeed(seed+1), localaws.WithBearer(keys["ALMACEN"]))...)
+	}, with(localaws.WithBearer(keys["ALMACEN"]))...)
 	d.ERP = thirdParty("/v1/avisos-pedido", 201, []string{"pedido_id", "referencia_cobro"}, func(n int64, _ string) string {
 		return fmt.Sprintf(`{"id":"aviso-%d"}`, n)
-	}, with(localaws.WithSeed(seed+2), localaws.WithBearer(keys["ERP"]))...)
+	}, with(localaws.WithBearer(keys["ERP"]))...)
 	d.ERPWebhook = newWebhook(webhookKey)
 	d.Correo2 = thirdParty("/v1/correos", 202, []string{"para", "asunto"}, func(n int64, _ string) string {
 		return fmt.Sprintf(`{"id":"correo-%d"}`, n)
-	}, with(localaws.WithSeed(seed+4), localaws.WithBearer(keys["CORREO_SECUNDARIO"]))...)
-	d.SES = localaws.NewSES(sesConfigSet, with(localaws.WithSeed(seed+5))...)
+	}, with(localaws.WithBearer(keys["CORREO_SECUNDARIO"]))...)
+	d.SES = localaws.NewSES(sesConfigSet, opts...)
 	return d
 }
 

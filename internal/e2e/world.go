@@ -355,7 +355,7 @@ func (w *World) startDependencies() {
 	for _, c := range w.app.Resources("AWS::Events::Connection") {
 		_, webhookKey = w.connectionAPIKey(c)
 	}
-	w.deps = newDependencies(w.opts.Seed, keys, webhookKey, sesConfigSet, opts...)
+	w.deps = newDependencies(keys, webhookKey, sesConfigSet, opts...)
 	w.t.Cleanup(w.deps.Close)
 }
 

@@ -299,18 +299,9 @@ func Must(t testing.TB, err error) {
 	}
 }
 
-// APIKey is the key the fake dependencies accept.
+// APIKey is the key Client sends (localaws.WithBearer(APIKey) on the
+// Dependency).
 const APIKey = "k-test"
-
-// FakeDependency starts a fake HTTP dependency (localaws.Service:
-// Idempotency-Key replay, fault injection, ledgers) running h, refusing
-// any request without "Authorization: Bearer " + APIKey.
-func FakeDependency(t testing.TB, seed uint64, h localaws.ServiceHandler) *localaws.Service {
-	t.Helper()
-	srv := localaws.NewService(h, localaws.WithSeed(seed), localaws.WithBearer(APIKey))
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 // DepOptions configure Client.
 type DepOptions struct {

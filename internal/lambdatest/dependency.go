@@ -12,16 +12,15 @@ import (
 	"time"
 )
 
-// Dependency is a Service standing in for a third-party HTTP API, answering
-// every request with one status and body; its ledger keeps each effect with
-// its headers.
+// Dependency is a Service standing in for a third-party HTTP API
+// (Idempotency-Key replay, fault injection, ledgers of requests and of
+// effects with their headers).
 type Dependency struct{ *localaws.Service }
 
-// NewDependency starts a Dependency answering status and body, closed when
-// the test ends.
-func NewDependency(t testing.TB, status int, body string) *Dependency {
+// NewDependency starts a Dependency running h, closed when the test ends.
+func NewDependency(t testing.TB, h localaws.ServiceHandler, opts ...localaws.ServiceOption) *Dependency {
 	t.Helper()
-	d := &Dependency{localaws.NewService(func(localaws.ServiceRequest) localaws.ServiceResponse { return localaws.JSON(status, body) })}
+	d := &Dependency{localaws.NewService(h, opts...)}
 	t.Cleanup(d.Close)
 	return d
 }

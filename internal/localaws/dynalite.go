@@ -6,7 +6,7 @@ package localaws
 // request leaves 127.0.0.1: static fake credentials, a local endpoint):
 //
 //	srv := StartDynalite(t)
-//	srv.CreateTable(t, "mercadofresco-idempotencia", "clave")
+//	srv.CreateTable(t, "mercadofresco-idempotencia", "clave", "")
 //	client := srv.Client
 //
 // The binary comes from $DYNALITE, $PATH or a node_modules/.bin above the
@@ -111,16 +111,10 @@ func DynamoDBClient(endpoint string) *dynamodb.Client {
 	})
 }
 
-// CreateTable creates a table with a single string partition key and
-// on-demand billing, and waits until it is ACTIVE.
-func (s *Dynalite) CreateTable(tb testing.TB, table, partitionKey string) {
-	tb.Helper()
-	s.CreateTableWithSortKey(tb, table, partitionKey, "")
-}
-
-// CreateTableWithSortKey is CreateTable with a string sort key as well
-// (none when sortKey is empty).
-func (s *Dynalite) CreateTableWithSortKey(tb testing.TB, table, partitionKey, sortKey string) {
+// CreateTable creates a table with a string partition key, a string sort
+// key (none when sortKey is empty) and on-demand billing, and waits until it
+// is ACTIVE.
+func (s *Dynalite) CreateTable(tb testing.TB, table, partitionKey, sortKey string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), dynaliteReady)
 	defer cancel()
@@ -207,6 +201,6 @@ var tableSeq atomic.Int64
 func (s *Dynalite) NewTable(tb testing.TB, prefix, partitionKey, sortKey string) string {
 	tb.Helper()
 	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), tableSeq.Add(1))
-	s.CreateTableWithSortKey(tb, name, partitionKey, sortKey)
+	s.CreateTable(tb, name, partitionKey, sortKey)
 	return name
 }

@@ -16,7 +16,7 @@ import (
 
 func TestStartCreateTableAndConditionalPut(t *testing.T) {
 	srv := StartDynalite(t)
-	srv.CreateTable(t, "tabla-prueba", "clave")
+	srv.CreateTable(t, "tabla-prueba", "clave", "")
 	ctx := context.Background()
 	put := &dynamodb.PutItemInput{
 		TableName:           aws.String("tabla-prueba"),

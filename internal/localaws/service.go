@@ -21,7 +21,6 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -101,10 +100,7 @@ type Rule struct {
 	Match func(ServiceRequest) bool
 	// Times is how many requests the rule applies to (0: unlimited).
 	Times int
-	// Probability, when in (0, 1), applies the rule to that share of the
-	// matching requests, drawn from the seeded source.
-	Probability float64
-	Fault       Fault
+	Fault Fault
 }
 
 // Record is one request in the ledger.
@@ -154,11 +150,6 @@ type rule struct {
 // ServiceOption configures a Service.
 type ServiceOption func(*Service)
 
-// WithSeed seeds the source of probabilistic rules (default 1).
-func WithSeed(seed uint64) ServiceOption {
-	return func(s *Service) { s.rnd = rand.New(rand.NewPCG(seed, seed)) }
-}
-
 // WithClock stamps the ledger with now (default time.Now).
 func WithClock(now func() time.Time) ServiceOption { return func(s *Service) { s.now = now } }
 
@@ -202,7 +193,6 @@ type Service struct {
 	ignoreKeys bool
 
 	mu       sync.Mutex
-	rnd      *rand.Rand
 	rules    []*rule
 	keys     map[string]*keyEntry
 	requests []Record
@@ -212,7 +202,6 @@ type Service struct {
 // NewService starts a server running h. Close it when done (t.Cleanup(s.Close)).
 func NewService(h ServiceHandler, opts ...ServiceOption) *Service {
 	s := &Service{handler: h, now: time.Now, closed: make(chan struct{}), keys: map[string]*keyEntry{}, retention: DefaultKeyRetention}
-	WithSeed(1)(s)
 	for _, o := range opts {
 		o(s)
 	}
@@ -270,9 +259,6 @@ func (s *Service) pick(req ServiceRequest) Fault {
 			continue
 		}
 		if r.Match != nil && !r.Match(req) {
-			continue
-		}
-		if r.Probability > 0 && r.Probability < 1 && s.rnd.Float64() >= r.Probability {
 			continue
 		}
 		r.used++

@@ -32,8 +32,8 @@ var ddb *localaws.Dynalite
 
 func TestMain(m *testing.M) { localaws.RunWithDynalite(m, &ddb) }
 
-func newFakeSES(t *testing.T, seed uint64) *localaws.SES {
-	f := localaws.NewSES("mf-correo-test", localaws.WithSeed(seed))
+func newFakeSES(t *testing.T) *localaws.SES {
+	f := localaws.NewSES("mf-correo-test")
 	t.Cleanup(f.Close)
 	return f
 }
@@ -68,14 +68,14 @@ type opts struct {
 func newWorld(t *testing.T, o opts) *world {
 	t.Helper()
 	seed := testseed.New(t).Seed
-	w := &world{q: lambdatest.NewQueues(t, "cola-mercadofresco-correo-confirmacion", lambdatest.QueueOptions{MaxReceiveCount: 5}), ses: newFakeSES(t, seed)}
-	w.sec = lambdatest.FakeDependency(t, seed, func(r localaws.ServiceRequest) localaws.ServiceResponse {
+	w := &world{q: lambdatest.NewQueues(t, "cola-mercadofresco-correo-confirmacion", lambdatest.QueueOptions{MaxReceiveCount: 5}), ses: newFakeSES(t)}
+	w.sec = lambdatest.NewDependency(t, func(r localaws.ServiceRequest) localaws.ServiceResponse {
 		var in confirmationmail.SolicitudCorreo
 		if json.Unmarshal(r.Body, &in) != nil || r.Path != confirmationmail.PathCorreos || in.Para == "" {
 			return localaws.JSON(422, `{"codigo":"correo_invalido"}`)
 		}
 		return localaws.JSON(202, fmt.Sprintf(`{"id":"sec-%s"}`, in.PedidoID))
-	})
+	}, localaws.WithBearer(lambdatest.APIKey)).Service
 	if o.breakers {
 		rdb := localaws.StartRedis(t).Client(t)
 		clk := retry.NewVirtualClock(time.Now())

@@ -23,7 +23,9 @@ import (
 // DynamoDB's, the cache's or SQS's client with one that does nothing fails
 // it.
 func TestDeployedConfirmationMailReachesSESAndSecondary(t *testing.T) {
-	secundario := lambdatest.NewDependency(t, http.StatusAccepted, `{"id":"correo-2"}`)
+	secundario := lambdatest.NewDependency(t, func(localaws.ServiceRequest) localaws.ServiceResponse {
+		return localaws.JSON(http.StatusAccepted, `{"id":"correo-2"}`)
+	})
 	c := lambdatest.StartConsumer(t, "MercadoFresco-Messaging-prod", "mf-correo-confirmacion", confirmationmail.FromRuntime,
 		map[string]*lambdatest.Dependency{"CORREO_SECUNDARIO_URL": secundario})
 	const queue, ses = "cola-mercadofresco-correo-confirmacion", "POST /v2/email/outbound-emails"

@@ -46,7 +46,7 @@ func newTable(t testing.TB) string {
 		name = name[:200]
 	}
 	name = fmt.Sprintf("%s-%d", name, tableSeq.Add(1))
-	dynalite.CreateTable(t, name, lambdaapi.IdempotencyKeyAttribute)
+	dynalite.CreateTable(t, name, lambdaapi.IdempotencyKeyAttribute, "")
 	return name
 }
 

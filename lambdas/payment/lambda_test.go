@@ -105,7 +105,7 @@ func TestErrorTypeThroughTheLambdaRuntime(t *testing.T) {
 	gw := lambdatest.NewGateway(apiKey)
 	defer gw.Close()
 	table := fmt.Sprintf("idem-rt-%d", os.Getpid())
-	ddb.CreateTable(t, table, lambdaapi.IdempotencyKeyAttribute)
+	ddb.CreateTable(t, table, lambdaapi.IdempotencyKeyAttribute, "")
 
 	declined := signed(lambdaapi.CobroInput{PedidoID: "PED-RT-1", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: lambdatest.DeclinedToken})
 	ok := signed(lambdaapi.CobroInput{PedidoID: "PED-RT-3", ImporteCentimos: 4820, Moneda: "EUR", TokenTarjeta: "tok_visa"})

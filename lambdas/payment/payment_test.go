@@ -61,7 +61,7 @@ func store(t *testing.T) *idempotency.Store {
 func storeAndTable(t *testing.T) (*idempotency.Store, string) {
 	t.Helper()
 	name := fmt.Sprintf("idem-%d-%d", os.Getpid(), tableSeq.Add(1))
-	ddb.CreateTable(t, name, lambdaapi.IdempotencyKeyAttribute)
+	ddb.CreateTable(t, name, lambdaapi.IdempotencyKeyAttribute, "")
 	s, err := idempotency.NewStore(ddb.Client, idempotency.Config{TableName: name})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ type rigOpts struct {
 func newRig(t *testing.T, o rigOpts) *rig {
 	t.Helper()
 	seed := testseed.New(t).Seed
-	gw := lambdatest.NewGateway(apiKey, localaws.WithSeed(seed))
+	gw := lambdatest.NewGateway(apiKey)
 	t.Cleanup(gw.Close)
 	// Waits run on a virtual clock anchored on the wall clock (retry.Next
 	// compares it with ctx deadlines): tests take no backoff time.

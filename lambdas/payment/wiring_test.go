@@ -110,7 +110,7 @@ func TestDeployedCobroChargesGateway(t *testing.T) {
 func TestDeployedReembolsoRefundsGateway(t *testing.T) {
 	env, aws, gw, cache := deployedGateway(t, "mf-reembolso")
 	ddb := localaws.StartDynalite(t)
-	ddb.CreateTable(t, env["IDEMPOTENCY_TABLE_NAME"], lambdaapi.IdempotencyKeyAttribute)
+	ddb.CreateTable(t, env["IDEMPOTENCY_TABLE_NAME"], lambdaapi.IdempotencyKeyAttribute, "")
 	aws.Forward(t, "DynamoDB_20120810.", ddb.Endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

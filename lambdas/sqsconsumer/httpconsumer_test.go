@@ -65,7 +65,7 @@ func newRig(t *testing.T, c consumer, threshold int) *rig {
 	t.Helper()
 	seed := testseed.New(t).Seed
 	r := &rig{q: lambdatest.NewQueues(t, c.queue, c.opts)}
-	r.dep = lambdatest.FakeDependency(t, seed, func(req localaws.ServiceRequest) localaws.ServiceResponse {
+	r.dep = lambdatest.NewDependency(t, func(req localaws.ServiceRequest) localaws.ServiceResponse {
 		var b map[string]any
 		if json.Unmarshal(req.Body, &b) != nil || req.Path != c.c.Path {
 			return localaws.JSON(400, `{"codigo":"solicitud_invalida"}`)
@@ -74,7 +74,7 @@ func newRig(t *testing.T, c consumer, threshold int) *rig {
 			return localaws.JSON(422, fmt.Sprintf(`{"codigo":%q,"mensaje":"refused"}`, c.code))
 		}
 		return localaws.JSON(201, fmt.Sprintf(`{"id":"dep-%s","estado":"recibido"}`, b["pedido_id"]))
-	})
+	}, localaws.WithBearer(lambdatest.APIKey)).Service
 	if threshold > 0 {
 		r.clk = retry.NewVirtualClock(time.Now())
 		r.br = lambdatest.Breaker(t, localaws.StartRedis(t).Client(t), c.c.Dependency, threshold, r.clk.Now)
@@ -396,7 +396,9 @@ func TestDeployedHTTPConsumerReachesItsDependency(t *testing.T) {
 		{sqsconsumer.ERPNotice, "mf-aviso-erp", "cola-mercadofresco-aviso-erp", idempotency.KeyAvisoERP},
 	} {
 		t.Run(tc.function, func(t *testing.T) {
-			dep := lambdatest.NewDependency(t, http.StatusCreated, `{"id":"dep-1","estado":"recibida"}`)
+			dep := lambdatest.NewDependency(t, func(localaws.ServiceRequest) localaws.ServiceResponse {
+				return localaws.JSON(http.StatusCreated, `{"id":"dep-1","estado":"recibida"}`)
+			})
 			c := lambdatest.StartConsumer(t, "MercadoFresco-Messaging-prod", tc.function, tc.c.FromRuntime,
 				map[string]*lambdatest.Dependency{tc.c.Prefix + "_URL": dep})
 			c.Process(t, tc.queue, lambdatest.PedidoConfirmado("P-71"), "no es JSON")

@@ -69,6 +69,10 @@ var arnFormats = map[string][2]string{
 	"AWS::SecretsManager::Secret.Arn":      {"secretsmanager", "secret:%s-AbCdEf"},
 }
 
+// NameProperty is the property that names resources of typ ("" when it
+// has none or Physical does not know it).
+func NameProperty(typ string) string { return nameProps[typ] }
+
 // Name is r's physical name.
 func (p Physical) Name(r *Resource) (string, error) {
 	prop, ok := nameProps[r.Type]

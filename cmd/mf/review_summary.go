@@ -283,7 +283,7 @@ func worstCase(st map[string]any) (float64, int) {
 	retries, _ := st["Retry"].([]any)
 	for _, r := range retries {
 		rm, _ := r.(map[string]any)
-		max, interval, rate := number(rm["MaxAttempts"], 3), number(rm["IntervalSeconds"], 1), number(rm["BackoffRate"], 2)
+		max, interval, rate := synthesized.Number(rm["MaxAttempts"], 3), synthesized.Number(rm["IntervalSeconds"], 1), synthesized.Number(rm["BackoffRate"], 2)
 		capDelay, hasCap := rm["MaxDelaySeconds"].(float64)
 		d := interval
 		for range int(max) {
@@ -383,14 +383,6 @@ func timeout(fn *synthesized.Resource) (float64, bool) {
 	}
 	t, ok := fn.Prop("Timeout").(float64)
 	return t, ok
-}
-
-// number is v, a number of a definition, or def when v is not one.
-func number(v any, def float64) float64 {
-	if f, ok := v.(float64); ok {
-		return f
-	}
-	return def
 }
 
 func num(v any) string {

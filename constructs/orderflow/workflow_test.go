@@ -168,7 +168,7 @@ func batchEntries(t *testing.T, calls []json.RawMessage, tipo eventsapi.TipoMovi
 		}
 		for _, e := range send.Entries {
 			schematest.Validate(t, eventsapi.TypeMovimientoStock, eventsapi.MovimientoStockVersion, []byte(e.Body))
-			m, err := eventsapi.ParseMovimientoStock([]byte(e.Body))
+			m, err := eventsapi.Parse[eventsapi.MovimientoStock]([]byte(e.Body))
 			if err != nil || m.Tipo != tipo || e.GroupID != m.SKU || e.DeduplicationID != m.DeduplicationID() || m.EmitidoEn == "" ||
 				m.Secuencia != map[eventsapi.TipoMovimiento]int64{eventsapi.Reserva: eventsapi.SecuenciaReserva, eventsapi.Liberacion: eventsapi.SecuenciaLiberacion}[tipo] {
 				t.Fatalf("entry %+v: %+v %v", e, m, err)
@@ -257,7 +257,7 @@ func TestDefinitionExecutes(t *testing.T) {
 		mustJSON(t, r.Calls[orderflow.StateConfirmar][0], &pub)
 		msg := []byte(localaws.PublishedMessage(pub.Message))
 		schematest.Validate(t, eventsapi.TypePedidoConfirmado, eventsapi.PedidoConfirmadoVersion, msg)
-		c, err := eventsapi.ParsePedidoConfirmado(msg)
+		c, err := eventsapi.Parse[eventsapi.PedidoConfirmado](msg)
 		if err != nil {
 			t.Fatalf("confirmation: %v (%s)", err, msg)
 		}

@@ -214,14 +214,6 @@ func (b *Breaker) Stats() Stats {
 	}
 }
 
-// Cached returns the last state this instance saw and when (zero time if
-// none), without a round trip.
-func (b *Breaker) Cached() (Snapshot, time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.cache, b.cachedAt
-}
-
 type callMode int
 
 const (

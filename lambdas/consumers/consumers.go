@@ -224,6 +224,6 @@ func DecodeCreated(body []byte) (EventBridgeEvent, eventsapi.PedidoCreado, error
 	if env.DetailType != eventsapi.TypePedidoCreado {
 		return env, eventsapi.PedidoCreado{}, fmt.Errorf("detail-type %q, this starter handles %s only", env.DetailType, eventsapi.TypePedidoCreado)
 	}
-	pedido, err := eventsapi.ParsePedidoCreado(env.Detail)
+	pedido, err := eventsapi.Parse[eventsapi.PedidoCreado](env.Detail)
 	return env, pedido, err
 }

@@ -8,8 +8,8 @@
 // Every message carries "version" (a major version); within a major
 // changes are additive and optional (schemas/, checked by `mf schemas`),
 // a consumer ignores unknown fields and dead-letters a version it does not
-// accept (AcceptedVersions), and consumers deploy before producers. The
-// Parse functions wrap ErrUnsupportedVersion or ErrInvalid, so a consumer
+// accept (AcceptedVersions), and consumers deploy before producers. Parse
+// wraps ErrUnsupportedVersion or ErrInvalid, so a consumer
 // classifies the failure as poison (docs/design.md#sqs-batches).
 package eventsapi
 
@@ -172,16 +172,6 @@ func (p PedidoConfirmado) Validate() error {
 	return ps.err("PedidoConfirmado")
 }
 
-// ParsePedidoCreado decodes and validates a PedidoCreado detail.
-func ParsePedidoCreado(detail []byte) (PedidoCreado, error) {
-	return parse[PedidoCreado](detail, TypePedidoCreado)
-}
-
-// ParsePedidoConfirmado decodes and validates a PedidoConfirmado body.
-func ParsePedidoConfirmado(body []byte) (PedidoConfirmado, error) {
-	return parse[PedidoConfirmado](body, TypePedidoConfirmado)
-}
-
 // TipoMovimiento is the kind of a stock movement.
 type TipoMovimiento string
 
@@ -284,11 +274,6 @@ func (m MovimientoStock) Validate() error {
 // MaxDeduplicationIDLength is the SQS limit of MessageDeduplicationId.
 const MaxDeduplicationIDLength = 128
 
-// ParseMovimientoStock decodes and validates a MovimientoStock body.
-func ParseMovimientoStock(body []byte) (MovimientoStock, error) {
-	return parse[MovimientoStock](body, TypeMovimientoStock)
-}
-
 // CarritoAbandonado is the detail of a CarritoAbandonado event (source
 // SourceCarritos): a cart of mercadofresco-carritos that DynamoDB deleted
 // because its TTL (expira_en) passed. The pipe pipe-mf-carritos builds it
@@ -323,11 +308,12 @@ func (c CarritoAbandonado) Validate() error {
 	return ps.err("CarritoAbandonado")
 }
 
-// parse decodes body into a T (what names it in the error) and validates it.
-func parse[T interface{ Validate() error }](body []byte, what string) (T, error) {
+// Parse decodes a message's body (an event's detail) into a T and
+// validates it: eventsapi.Parse[eventsapi.PedidoCreado](detail).
+func Parse[T interface{ Validate() error }](body []byte) (T, error) {
 	var v T
 	if err := json.Unmarshal(body, &v); err != nil {
-		return v, fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)
+		return v, fmt.Errorf("%w: %s: %v", ErrInvalid, strings.TrimPrefix(fmt.Sprintf("%T", v), "eventsapi."), err)
 	}
 	return v, v.Validate()
 }

@@ -70,7 +70,7 @@ func TestParsePedidoConfirmado(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := eventsapi.ParsePedidoConfirmado([]byte(tc.body))
+			_, err := eventsapi.Parse[eventsapi.PedidoConfirmado]([]byte(tc.body))
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -84,14 +84,14 @@ func TestParsePedidoConfirmado(t *testing.T) {
 func TestParsePedidoCreado(t *testing.T) {
 	body := `{"id_evento":"e1","version":1,"pedido_id":"P-1","cliente_id":"C-1","cliente":{"id":"C-1","email":"a@b.c","nombre":"A"},
 		"total_centimos":4820,"moneda":"EUR","lineas":[{"sku":"S","cantidad":2,"precio_centimos":2410}],"token_tarjeta":"tok"}`
-	p, err := eventsapi.ParsePedidoCreado([]byte(body))
+	p, err := eventsapi.Parse[eventsapi.PedidoCreado]([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.IDEvento != "e1" || p.Cliente.Email != "a@b.c" || p.Lineas[0].PrecioCentimos != 2410 {
 		t.Fatalf("decoded %+v", p)
 	}
-	_, err = eventsapi.ParsePedidoCreado([]byte(`{"version":1,"pedido_id":"P-1","cliente_id":"C-1","total_centimos":1,"moneda":"EUR","lineas":[{"sku":"S","cantidad":1}]}`))
+	_, err = eventsapi.Parse[eventsapi.PedidoCreado]([]byte(`{"version":1,"pedido_id":"P-1","cliente_id":"C-1","total_centimos":1,"moneda":"EUR","lineas":[{"sku":"S","cantidad":1}]}`))
 	if !errors.Is(err, eventsapi.ErrInvalid) || !strings.Contains(err.Error(), "token_tarjeta") || !strings.Contains(err.Error(), "cliente.email") {
 		t.Fatalf("err = %v", err)
 	}
@@ -128,7 +128,7 @@ func TestMovimientoStock(t *testing.T) {
 				t.Fatalf("Validate = %v, want %v", err, tc.want)
 			}
 			b, _ := json.Marshal(tc.m)
-			back, perr := eventsapi.ParseMovimientoStock(b)
+			back, perr := eventsapi.Parse[eventsapi.MovimientoStock](b)
 			if !reflect.DeepEqual(back, tc.m) || !errors.Is(perr, tc.want) {
 				t.Fatalf("round trip: %+v, %v", back, perr)
 			}
@@ -185,7 +185,7 @@ func TestWorkflowInputBatchesEveryLine(t *testing.T) {
 				sizes = append(sizes, len(b))
 				ids := map[string]bool{}
 				for _, e := range b {
-					m, err := eventsapi.ParseMovimientoStock([]byte(e.Body))
+					m, err := eventsapi.Parse[eventsapi.MovimientoStock]([]byte(e.Body))
 					if err != nil || m.Tipo != tipo || ids[e.ID] || e.GroupID != m.SKU || e.DeduplicationID != string(tipo)+":P-1:"+m.SKU || m.EmitidoEn != "2026-12-01T10:00:00Z" {
 						t.Fatalf("%d lines, %s: entry %+v (%v)", tc.lines, key, e, err)
 					}

@@ -172,7 +172,7 @@ func TestDuplicateEventStartsOneExecution(t *testing.T) {
 		t.Fatalf("executions %v after %d StartExecution calls; want 2 executions (P-4820 once, P-9)", fake.executions, fake.calls)
 	}
 	in := fake.executions["pedido-P-4820"]
-	got, err := eventsapi.ParsePedidoCreado([]byte(in))
+	got, err := eventsapi.Parse[eventsapi.PedidoCreado]([]byte(in))
 	if err != nil || got.PedidoID != "P-4820" || got.TokenTarjeta != "tok" {
 		t.Fatalf("execution input %s: %v", in, err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/mercadofresco/integration/lambdas/breaker"
@@ -52,11 +51,11 @@ func ReadDeployed(dir string) (Deployed, error) {
 		return d, fmt.Errorf("%s: no function mf-cobro", DeployedTemplate)
 	}
 	env, _ := synthesized.Dig(cobro.Properties, "Environment", "Variables").(map[string]any)
-	d.Reserved = num(cobro.Prop("ReservedConcurrentExecutions"))
-	if d.ClientAttempts = num(env[lambdaapi.EnvGatewayMaxAttempts]); d.ClientAttempts <= 0 {
+	d.Reserved = int(synthesized.Number(cobro.Prop("ReservedConcurrentExecutions"), 0))
+	if d.ClientAttempts = int(synthesized.Number(env[lambdaapi.EnvGatewayMaxAttempts], 0)); d.ClientAttempts <= 0 {
 		return d, fmt.Errorf("mf-cobro has no %s", lambdaapi.EnvGatewayMaxAttempts)
 	}
-	if v := num(env[lambdaapi.EnvBreakerFailureThreshold]); v > 0 {
+	if v := int(synthesized.Number(env[lambdaapi.EnvBreakerFailureThreshold], 0)); v > 0 {
 		d.Threshold = v
 	}
 	if s, ok := env[lambdaapi.EnvBreakerOpenPeriod].(string); ok {
@@ -68,7 +67,7 @@ func ReadDeployed(dir string) (Deployed, error) {
 		if r.Stack != cobro.Stack {
 			continue // the starter is in the charge's stack
 		}
-		d.StarterConcurrency = max(d.StarterConcurrency, num(synthesized.Dig(r.Properties, "ScalingConfig", "MaximumConcurrency")))
+		d.StarterConcurrency = max(d.StarterConcurrency, int(synthesized.Number(synthesized.Dig(r.Properties, "ScalingConfig", "MaximumConcurrency"), 0)))
 	}
 	for _, task := range app.To(cobro, synthesized.Task) {
 		retries, _ := task.Settings["Retry"].([]any)
@@ -117,15 +116,4 @@ func (d Deployed) Strategy() Strategy {
 		Jitter: d.Jitter, QueueJitter: true, Pollers: ceiling, MaxPollers: ceiling, Budget: true, Breaker: true,
 		Threshold: d.Threshold, OpenPeriod: d.OpenPeriod, CallBudget: lambdaapi.MaxGatewayCallsPerOperation,
 	}
-}
-
-func num(v any) int {
-	switch x := v.(type) {
-	case float64:
-		return int(x)
-	case string:
-		n, _ := strconv.Atoi(x)
-		return n
-	}
-	return 0
 }

@@ -11,10 +11,8 @@ import (
 // has a physical name ("mf-cobro", not "mf-cobro-dev"), otherwise its
 // stack's part and construct path ("Network/Red/FlowLogs").
 func (m *model) label(r *synthesized.Resource) string {
-	if prop, ok := nameProps[r.Type]; ok {
-		if s, ok := r.Properties[prop].(string); ok && s != "" {
-			return specName(s, m.app.Env)
-		}
+	if s, ok := r.Properties[synthesized.NameProperty(r.Type)].(string); ok && s != "" {
+		return specName(s, m.app.Env)
 	}
 	path := r.Path()
 	if _, rest, ok := strings.Cut(path, "/"); ok {
@@ -22,15 +20,6 @@ func (m *model) label(r *synthesized.Resource) string {
 	}
 	part := strings.TrimSuffix(r.Stack, "-"+m.app.Env) // "Network" of "MercadoFresco-Network-prod"
 	return part[strings.LastIndex(part, "-")+1:] + "/" + strings.TrimSuffix(path, "/Resource")
-}
-
-// nameProps are the types whose physical name labels them.
-var nameProps = map[string]string{
-	"AWS::Lambda::Function": "FunctionName", "AWS::SQS::Queue": "QueueName", "AWS::SNS::Topic": "TopicName",
-	"AWS::DynamoDB::Table": "TableName", "AWS::StepFunctions::StateMachine": "StateMachineName",
-	"AWS::Logs::LogGroup": "LogGroupName", "AWS::Pipes::Pipe": "Name", "AWS::Events::EventBus": "Name",
-	"AWS::Events::Rule": "Name", "AWS::ElastiCache::ServerlessCache": "ServerlessCacheName",
-	"AWS::Events::ApiDestination": "Name",
 }
 
 // specName strips an environment's suffix from a physical name

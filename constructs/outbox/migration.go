@@ -16,12 +16,10 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
-// Property names and resource type of the schema's custom resource; the
-// handler (lambdas/outbox/migrator) reads the same names.
+// The schema's custom resource, handled by outbox.Migrator
+// (lambdas/outbox).
 const (
 	MigrationResourceType = "Custom::OutboxEsquema"
-	migrationPropHash     = "MigracionesHash"
-	migrationPropRoles    = "Roles"
 	// MigrationTimeoutSeconds bounds one run of the migration function.
 	MigrationTimeoutSeconds = 300
 )
@@ -130,8 +128,8 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		ServiceToken: m.Provider.ServiceToken(),
 		ResourceType: jsii.String(MigrationResourceType),
 		Properties: &map[string]interface{}{
-			migrationPropHash: lambdaapi.SchemaHash(),
-			migrationPropRoles: map[string]interface{}{
+			lambdaapi.MigrationPropertyHash: lambdaapi.SchemaHash(),
+			lambdaapi.MigrationPropertyRoles: map[string]interface{}{
 				"owner": roles.Owner, "publisher": roles.Publisher,
 				"cleanup": roles.Cleanup, "writer": roles.Writer,
 			},

@@ -23,7 +23,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/httpdep"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
 	"github.com/mercadofresco/integration/synthesized"
 )
 
@@ -278,7 +277,7 @@ func (w *World) createSecrets() {
 }
 
 // setUpDatabase creates the run's database and applies the outbox schema
-// with the migration custom resource's own code (migrator.Handle on the
+// with the migration custom resource's own code (outbox.Migrator on the
 // template's Custom::OutboxEsquema properties): roles, migrations as the
 // owner role, grants. Role names get a per-run prefix, because roles are
 // cluster-wide and two runs may share this PostgreSQL.
@@ -301,15 +300,15 @@ func (w *World) setUpDatabase() {
 	w.writer = str(roles["writer"])
 	localaws.DropRolesAtEnd(w.t, w.db, outbox.MigrationLockKey, slices.Collect(maps.Values(w.runRoles))...)
 	w.admin = localaws.NewPool(w.t, w.db, "", 4)
-	m := &migrator.Migrator{
+	m := &outbox.Migrator{
 		Schema:       "public",
-		ConnectAdmin: func(context.Context) (migrator.Conn, error) { return localaws.NewPool(w.t, w.db, "", 1), nil },
-		ConnectOwner: func(_ context.Context, owner string) (migrator.Conn, error) {
+		ConnectAdmin: func(context.Context) (outbox.Conn, error) { return localaws.NewPool(w.t, w.db, "", 1), nil },
+		ConnectOwner: func(_ context.Context, owner string) (outbox.Conn, error) {
 			return localaws.PoolAs(w.t, w.db, "", owner, 1), nil
 		},
 	}
 	ev := cfn.Event{RequestType: cfn.RequestCreate, LogicalResourceID: res.LogicalID, ResourceProperties: map[string]any{
-		migrator.PropertyHash: lambdaapi.SchemaHash(), migrator.PropertyRoles: roles,
+		lambdaapi.MigrationPropertyHash: lambdaapi.SchemaHash(), lambdaapi.MigrationPropertyRoles: roles,
 	}}
 	if _, err := m.Handle(ctx, ev); err != nil {
 		w.fatalf("outbox migration: %v", err)

@@ -97,6 +97,13 @@ var Migrations embed.FS
 // MigrationsDir is the directory of the migrations inside Migrations.
 const MigrationsDir = "migrations"
 
+// Property names of the schema's custom resource (constructs/outbox sets
+// them, outbox.Migrator reads them).
+const (
+	MigrationPropertyHash  = "MigracionesHash"
+	MigrationPropertyRoles = "Roles"
+)
+
 // SchemaHash is the SHA-256 (hex) of every migration's name and content, in name
 // order (fs.ReadDir's): it changes when a migration is added or edited, and only then.
 func SchemaHash() string {

@@ -3,7 +3,8 @@
 // (Add), a Publisher moves the events to bus-mercadofresco, a daily Cleanup
 // deletes what was published more than 7 days ago, and EMF metrics feed the
 // alarms. Migrate, CreateRoles and Grant apply the schema and each
-// function's database role once per deploy.
+// function's database role once per deploy, run by the Migrator of the
+// schema's custom resource.
 //
 // Delivery is at least once with the same event id (detail.id_evento = the
 // row's id): a row leaves the pending set only when PutEvents accepted it or

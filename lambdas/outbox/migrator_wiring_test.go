@@ -1,4 +1,4 @@
-package migrator_test
+package outbox_test
 
 import (
 	"context"
@@ -13,10 +13,9 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
-	"github.com/mercadofresco/integration/lambdas/outbox/migrator"
 )
 
-// The deployed migrator, built as its main builds it (migrator.Function,
+// The deployed migrator, built as its main builds it (outbox.MigratorFunction,
 // lambdas/outbox-migraciones) from mf-outbox-migraciones's environment in
 // the prod template, its database variables pointed at a fresh database of
 // the local PostgreSQL (TLS verify-full): a Create reads the master secret
@@ -39,14 +38,14 @@ func TestDeployedMigratorCreatesSchemaAndRoles(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	handle, err := migrator.Function(ctx, lambdaenv.New(os.Getenv), slog.New(slog.DiscardHandler))
+	handle, err := outbox.MigratorFunction(ctx, lambdaenv.New(os.Getenv), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := handle(ctx, cfn.Event{RequestType: cfn.RequestCreate, LogicalResourceID: "MigracionesEsquema",
-		ResourceProperties: map[string]any{migrator.PropertyHash: lambdaapi.SchemaHash(), migrator.PropertyRoles: map[string]any{
+		ResourceProperties: map[string]any{lambdaapi.MigrationPropertyHash: lambdaapi.SchemaHash(), lambdaapi.MigrationPropertyRoles: map[string]any{
 			"owner": roles.Owner, "publisher": roles.Publisher, "cleanup": roles.Cleanup, "writer": roles.Writer}}})
-	if err != nil || res.PhysicalResourceID != migrator.PhysicalID {
+	if err != nil || res.PhysicalResourceID != outbox.SchemaID {
 		t.Fatalf("Create = %+v, %v", res, err)
 	}
 	localaws.WantRequest(t, aws, "secretsmanager.GetSecretValue", env["DB_MASTER_SECRET_ARN"])

@@ -1,4 +1,4 @@
-package migrator
+package outbox
 
 import (
 	"context"
@@ -8,12 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
-	"github.com/mercadofresco/integration/lambdas/outbox"
 )
 
-const testDB = "mf_outbox_test"
-
-type fixture struct {
+type migratorFixture struct {
 	m            *Migrator
 	roles        lambdaapi.DBRoles
 	adminOpened  int
@@ -23,15 +20,15 @@ type fixture struct {
 
 // newFixture connects "the master user" as the local superuser and the
 // owner as its role, on a private schema, counting the connections.
-func newFixture(t *testing.T) *fixture {
+func newMigratorFixture(t *testing.T) *migratorFixture {
 	t.Helper()
 	if err := localaws.EnsureDatabase(context.Background(), testDB); err != nil {
 		t.Fatalf("tests need PostgreSQL: %v", err)
 	}
 	schemaName := localaws.NewSchema(t, testDB, "m_")
 	prefix := localaws.UniqueName("mft_") + "_"
-	f := &fixture{roles: lambdaapi.DBRoles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}}
-	localaws.DropRolesAtEnd(t, testDB, outbox.MigrationLockKey, f.roles.All()...)
+	f := &migratorFixture{roles: lambdaapi.DBRoles{Owner: prefix + "owner", Publisher: prefix + "pub", Cleanup: prefix + "cln", Writer: prefix + "wri"}}
+	localaws.DropRolesAtEnd(t, testDB, MigrationLockKey, f.roles.All()...)
 	f.m = &Migrator{
 		Schema: schemaName,
 		ConnectAdmin: func(context.Context) (Conn, error) {
@@ -47,11 +44,11 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) event(typ cfn.RequestType, hash string) cfn.Event {
-	return cfn.Event{RequestType: typ, LogicalResourceID: "Esquema", PhysicalResourceID: PhysicalID,
+func (f *migratorFixture) event(typ cfn.RequestType, hash string) cfn.Event {
+	return cfn.Event{RequestType: typ, LogicalResourceID: "Esquema", PhysicalResourceID: SchemaID,
 		ResourceProperties: map[string]any{
-			PropertyHash: hash,
-			PropertyRoles: map[string]any{"owner": f.roles.Owner, "publisher": f.roles.Publisher,
+			lambdaapi.MigrationPropertyHash: hash,
+			lambdaapi.MigrationPropertyRoles: map[string]any{"owner": f.roles.Owner, "publisher": f.roles.Publisher,
 				"cleanup": f.roles.Cleanup, "writer": f.roles.Writer},
 		}}
 }
@@ -61,8 +58,8 @@ func (f *fixture) event(typ cfn.RequestType, hash string) cfn.Event {
 // still succeeds; Delete touches nothing.
 func TestCreateUpdateDelete(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t)
-	migs, err := outbox.Migrations()
+	f := newMigratorFixture(t)
+	migs, err := Migrations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +67,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PhysicalResourceID != PhysicalID || res.Data["Hash"] != lambdaapi.SchemaHash() {
+	if res.PhysicalResourceID != SchemaID || res.Data["Hash"] != lambdaapi.SchemaHash() {
 		t.Fatalf("response %+v", res)
 	}
 	if got, _ := res.Data["Aplicadas"].(string); got == "" || len(migs) == 0 {
@@ -91,7 +88,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	}
 
 	f.adminOpened, f.ownerOpened = 0, 0
-	if res, err := f.m.Handle(ctx, f.event(cfn.RequestDelete, lambdaapi.SchemaHash())); err != nil || res.PhysicalResourceID != PhysicalID {
+	if res, err := f.m.Handle(ctx, f.event(cfn.RequestDelete, lambdaapi.SchemaHash())); err != nil || res.PhysicalResourceID != SchemaID {
 		t.Fatalf("Delete = %+v, %v", res, err)
 	}
 	if f.adminOpened+f.ownerOpened != 0 {
@@ -103,10 +100,10 @@ func TestCreateUpdateDelete(t *testing.T) {
 // names are invalid, fails before any connection is opened.
 func TestBadRequestsFailBeforeConnecting(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t)
+	f := newMigratorFixture(t)
 	stale := f.event(cfn.RequestUpdate, "0000")
 	shared := f.event(cfn.RequestCreate, lambdaapi.SchemaHash())
-	shared.ResourceProperties[PropertyRoles].(map[string]any)["writer"] = f.roles.Publisher
+	shared.ResourceProperties[lambdaapi.MigrationPropertyRoles].(map[string]any)["writer"] = f.roles.Publisher
 	for name, ev := range map[string]cfn.Event{"stale hash": stale, "shared role name": shared, "unknown type": {RequestType: "Rollback"}} {
 		if _, err := f.m.Handle(ctx, ev); !errors.Is(err, ErrInvalidRequest) {
 			t.Errorf("%s: %v, want ErrInvalidRequest", name, err)

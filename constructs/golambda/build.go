@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"go/parser"
@@ -112,20 +111,6 @@ func (b *Builder) Asset(ctx context.Context, entry string) (dir, sum string, err
 	return dir, sum, nil
 }
 
-// fileSHA256 is the hex SHA-256 of the file at path.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // failedAsset returns a directory (removed by Close) holding BUILD-FAILED
 // with err, so a failed build's asset is never mistaken for a binary; ""
 // when it cannot be written.
@@ -150,10 +135,11 @@ func binarySum(dir string) (string, error) {
 	if b, err := os.ReadFile(side); err == nil && len(b) == 64 {
 		return string(b), nil
 	}
-	sum, err := fileSHA256(filepath.Join(dir, "bootstrap"))
+	bin, err := os.ReadFile(filepath.Join(dir, "bootstrap"))
 	if err != nil {
 		return "", err
 	}
+	sum := fmt.Sprintf("%x", sha256.Sum256(bin))
 	// Written to a temporary name and renamed, so a reader never sees half a
 	// sum; a failure only means computing it again next time.
 	if tmp, err := os.CreateTemp(filepath.Dir(dir), ".tmp-sum-"); err == nil {

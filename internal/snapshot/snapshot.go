@@ -14,10 +14,8 @@ package snapshot
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -86,10 +84,11 @@ func Binaries(outdir string, templates map[string]map[string]any) (map[string]st
 	out := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(templates)) {
 		for _, f := range functions(templates[name]) {
-			sum, err := fileSHA256(filepath.Join(outdir, "asset."+f.hash, "bootstrap"))
+			bin, err := os.ReadFile(filepath.Join(outdir, "asset."+f.hash, "bootstrap"))
 			if err != nil {
 				return nil, fmt.Errorf("snapshot: %s in %s: %w", f.entry, name, err)
 			}
+			sum := fmt.Sprintf("%x", sha256.Sum256(bin))
 			if prev, ok := out[f.entry]; ok && prev != sum {
 				return nil, fmt.Errorf("snapshot: %s ships two different binaries (%s and %s)", f.entry, prev, sum)
 			}
@@ -109,17 +108,4 @@ func Manifest(binaries map[string]string) []byte {
 		fmt.Fprintf(&b, "%s  %s\n", binaries[e], e)
 	}
 	return []byte(b.String())
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

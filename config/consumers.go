@@ -2,7 +2,6 @@ package config
 
 import (
 	"net/mail"
-	"strings"
 )
 
 // Consumers configures the queue consumers' dependencies in one
@@ -52,11 +51,6 @@ var consumers = map[string]Consumers{
 		ERPURL: "https://erp.mercadofresco.example", ERPMaxInFlight: 4,
 		CorreoRemitente: "pedidos@mercadofresco.example", CorreoSecundarioURL: "https://api.correo-secundario.example", CorreoMaxInFlight: 10,
 	},
-}
-
-// CorreoDominio is the SES identity of CorreoRemitente (its domain).
-func (c Consumers) CorreoDominio() string {
-	return c.CorreoRemitente[strings.LastIndex(c.CorreoRemitente, "@")+1:]
 }
 
 func (c Consumers) check(p *problems) {

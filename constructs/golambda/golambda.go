@@ -362,10 +362,6 @@ func (f *Function) addAlarms(topic awssns.ITopic) {
 		fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry))
 }
 
-// GrantPrincipal makes the function an awsiam.IGrantable: resources grant
-// it access with their Grant* methods (queue.GrantSendMessages(fn)).
-func (f *Function) GrantPrincipal() awsiam.IPrincipal { return f.Function.GrantPrincipal() }
-
 // IFunction is the function as the CDK's interface, for constructs that
 // accept any function (queues.Queue.AddConsumer, event targets).
 func (f *Function) IFunction() awslambda.IFunction { return f.Function }

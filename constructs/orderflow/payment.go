@@ -220,8 +220,3 @@ func (p *Payment) addAlarms(props *PaymentProps) {
 func (p *Payment) MetricGatewayLatency(stat string) awscloudwatch.Metric {
 	return dependency.Metric(p.environment, lambdaapi.GatewayDependency, lambdaapi.MetricGatewayLatency, stat)
 }
-
-// MetricCircuitOpened counts transitions of the gateway's circuit to open.
-func (p *Payment) MetricCircuitOpened() awscloudwatch.Metric {
-	return dependency.Metric(p.environment, lambdaapi.GatewayDependency, lambdaapi.MetricBreakerOpened, "Sum")
-}

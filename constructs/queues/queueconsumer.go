@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -275,18 +274,6 @@ func (c *Consumer) AddBreaker(store dependency.BreakerStore, name, effect string
 			name, c.props.Environment(), c.props.Function.Entry, effect))
 }
 
-// MetricCircuitOpened counts the transitions to open of dependency's
-// circuit (Sum per minute).
-func (c *Consumer) MetricCircuitOpened(name string) awscloudwatch.Metric {
-	return dependency.Metric(c.props.Environment(), orMissing(name), lambdaapi.MetricBreakerOpened, "Sum")
-}
-
-// MetricDependencyLatency is the latency of one attempt to dependency
-// (milliseconds) at stat ("p99").
-func (c *Consumer) MetricDependencyLatency(name, stat string) awscloudwatch.Metric {
-	return dependency.Metric(c.props.Environment(), orMissing(name), lambdaapi.MetricDependencyLatency, stat)
-}
-
 // orMissing stands for an empty dependency name (reported by AddBreaker).
 func orMissing(name string) string {
 	if name == "" {
@@ -294,6 +281,3 @@ func orMissing(name string) string {
 	}
 	return name
 }
-
-// GrantPrincipal makes the consumer an awsiam.IGrantable (its function).
-func (c *Consumer) GrantPrincipal() awsiam.IPrincipal { return c.Function.GrantPrincipal() }

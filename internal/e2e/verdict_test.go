@@ -145,7 +145,7 @@ func TestRepeatsNeedAnAnswerLostInTheLedger(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			deps := newDependencies(1, map[string]string{"ALMACEN": "k"}, "", "", localaws.WithoutIdempotency())
+			deps := newDependencies(map[string]string{"ALMACEN": "k"}, "", "", localaws.WithoutIdempotency())
 			defer deps.Close()
 			// What the project's client logged for every attempt: no answer.
 			logs, err := os.CreateTemp(t.TempDir(), "functions-*.log")

@@ -87,13 +87,17 @@ func TestUnreachableCallFailsTheApp(t *testing.T) {
 				MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0), RestrictDefaultSecurityGroup: jsii.Bool(false),
 				SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{Name: jsii.String("privada"), SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}},
 			})
-			if tc.endpoint {
-				vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER()})
-			}
+			// Groups that list what they call (MF-REACH refuses the CDK's allow-all).
 			fn := awslambda.NewFunction(stack, jsii.String("Cobro"), &awslambda.FunctionProps{
 				FunctionName: jsii.String("mf-cobro-aislado"), Runtime: awslambda.Runtime_NODEJS_22_X(), Handler: jsii.String("index.handler"),
-				Code: awslambda.Code_FromInline(jsii.String("exports.handler = async () => {}")), Vpc: vpc,
+				Code: awslambda.Code_FromInline(jsii.String("exports.handler = async () => {}")), Vpc: vpc, AllowAllOutbound: jsii.Bool(false),
 			})
+			if tc.endpoint {
+				closed := awsec2.NewSecurityGroup(stack, jsii.String("SecretosGrupo"), &awsec2.SecurityGroupProps{Vpc: vpc, AllowAllOutbound: jsii.Bool(false)})
+				ep := vpc.AddInterfaceEndpoint(jsii.String("Secretos"), &awsec2.InterfaceVpcEndpointOptions{Service: awsec2.InterfaceVpcEndpointAwsService_SECRETS_MANAGER(),
+					Open: jsii.Bool(false), SecurityGroups: &[]awsec2.ISecurityGroup{closed}})
+				ep.Connections().AllowDefaultPortFrom(fn, jsii.String("the function reads its secret"))
+			}
 			awssecretsmanager.NewSecret(stack, jsii.String("Clave"), nil).GrantRead(fn, nil)
 			var out strings.Builder
 			code := verdict(app.Synth(nil), &out)

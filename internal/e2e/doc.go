@@ -1,9 +1,8 @@
 // Package e2e runs the whole order flow on one machine, as synthesized,
 // under chaos, and reports whether every order was charged, prepared,
-// confirmed by e-mail and notified to the ERP exactly once (TestOrderFlow:
-// 100 orders in `make test`, 1,000 with `make e2e`, report in
-// docs/e2e-report.md; 9,000 in ten times Friday's bursts with
-// `make e2e-friday`).
+// confirmed by e-mail and notified to the ERP exactly once (TestOrderFlow: 100
+// orders in `make test`, 1,000 with `make e2e` (docs/e2e-report.md), 9,000 in
+// ten times Friday's bursts with `make e2e-friday`).
 //
 // Real: the project's code, each function built the way its main builds it
 // from its template environment with real SDK clients on local endpoints;

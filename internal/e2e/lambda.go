@@ -248,7 +248,7 @@ func (f *Function) InvokeTask(ctx context.Context, in json.RawMessage) (json.Raw
 	}
 	release, ok := f.Reserved.Enter()
 	if !ok {
-		return nil, &localaws.TaskFailure{Error: localaws.ErrThrottled, Cause: "Rate Exceeded."}
+		return nil, &localaws.TaskFailure{Error: lambdaapi.ErrLambdaThrottled, Cause: "Rate Exceeded."}
 	}
 	defer release()
 	f.mu.Lock()

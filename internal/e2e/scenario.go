@@ -883,7 +883,7 @@ func (rep *Report) Promises() []Promise {
 	}
 	check("unsupported versions and bad data reach their own queue's DLQ, on every consumer's queue, and nothing else does", dlq...)
 	check("no order fails for a throttle: a payment task refused by Lambda waits its turn",
-		bad(rep.Executions["FAILED ("+localaws.ErrThrottled+")"] > 0, "%d executions failed with %s", rep.Executions["FAILED ("+localaws.ErrThrottled+")"], localaws.ErrThrottled))
+		bad(rep.Executions["FAILED ("+lambdaapi.ErrLambdaThrottled+")"] > 0, "%d executions failed with %s", rep.Executions["FAILED ("+lambdaapi.ErrLambdaThrottled+")"], lambdaapi.ErrLambdaThrottled))
 	check("no order makes more than 15 gateway calls",
 		bad(rep.MaxGatewayCalls > 15, "order %s made %d gateway calls (at most 15)", rep.MaxGatewayOrder, rep.MaxGatewayCalls))
 	budget := rep.Budget.Failures
@@ -1046,7 +1046,7 @@ func (rep *Report) Markdown() string {
 	}
 	p("## Backpressure\n\nAt most %d executions in flight; cobro ran at most %d invocations at once (its reserved concurrency is enforced), %d refused with %s. "+
 		"Each consumer queue's peak and when it was last seen holding messages, on the run's clock from the start:\n\n| Queue | Peak | at | Empty by |\n|---|---|---|---|\n",
-		rep.MaxExecutions, rep.PaymentSlots, rep.Throttled, localaws.ErrThrottled)
+		rep.MaxExecutions, rep.PaymentSlots, rep.Throttled, lambdaapi.ErrLambdaThrottled)
 	for _, q := range rep.Queues {
 		p("| %s | %d | %s | %s |\n", q.Name, q.Peak, q.PeakAt.Round(time.Second), q.Drained.Round(time.Second))
 	}

@@ -402,12 +402,8 @@ func ScaleDefinition(def map[string]any, waitScale, execScale float64) map[strin
 	return out
 }
 
-// ErrThrottled is the error of an invocation Lambda refuses: the function
-// did not run.
-const ErrThrottled = "Lambda.TooManyRequestsException"
-
 // Reserved is a function's reserved concurrency as Lambda enforces it: an
-// invocation beyond Limit concurrent ones is refused (ErrThrottled) before
+// invocation beyond Limit concurrent ones is refused (lambdaapi.ErrLambdaThrottled) before
 // the function runs. A zero Limit is unreserved. Safe for concurrent use.
 type Reserved struct {
 	Limit                     int64

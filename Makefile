@@ -75,7 +75,7 @@ test: install services fmt-check tree-check vet
 # default 1000), about 40 s of this lane's 80 binaries two at a time.
 RACE_ENV = GORACE='atexit_sleep_ms=0 $(GORACE)'
 
-# The bench module's tests (bench/cmd/retry-storm, bench/cmd/friday) run in this lane too.
+# The bench module's tests (bench/cmd/retry-storm, bench/cmd/friday, bench/breaker) run in this lane too.
 test-race:
 	$(RACE_ENV) $(GOTEST) race -race $(BUILDFLAGS) -- $(RACE_PKGS) -- -test.timeout=15m
 	cd bench && $(RACE_ENV) TESTBIN_DIR=$(CURDIR)/.cache/testbin GO=$(GO) bash ../scripts/gotest.sh bench -race $(BUILDFLAGS) -- ./... -- -test.timeout=15m
@@ -157,7 +157,7 @@ diff: install
 deploy: install
 	cdk deploy -c env=$(ENV) --all --require-approval broadening
 
-## bench: the Go benchmarks of the Lambda libraries (the bench tools in bench/cmd run with go run, see docs/; retry-storm's and friday's tests run in make test)
+## bench: the Go benchmarks of the Lambda libraries (the bench module's tools run with go run and its breaker comparison with go test -bench, see docs/; their tests run in make test)
 bench: install services
 	$(GO) test -run '^$$' -bench . -benchmem ./lambdas/...
 

@@ -3,26 +3,18 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"io"
-	"os"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Chart draws gateway calls per second over time, one line per strategy,
-// with the outage shaded. The legend sits in its own band under the plot,
-// left-aligned, so no label is cut at the edge or drawn over a line.
+// with the outage and the recovery shaded; the legend sits top right, over
+// the calm after the storm. The format follows the extension (.svg, .png).
 func Chart(path string, sc Scenario, rs []Result, seed uint64) error {
 	p := plot.New()
-	legend := plot.NewLegend()
-	legend.Left, legend.Top = true, true
-	legend.Padding = vg.Points(2)
+	p.Legend.Top = true
 	p.Title.Text = fmt.Sprintf("Retry storm: gateway calls per second (seed %d)", seed)
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = "gateway calls per second"
@@ -48,18 +40,17 @@ func Chart(path string, sc Scenario, rs []Result, seed uint64) error {
 		poly.Color = band.c
 		poly.LineStyle.Width = 0
 		p.Add(poly)
-		legend.Add(band.name, poly)
+		p.Legend.Add(band.name, poly)
 	}
 	peak := 0
 	for i, r := range rs {
-		pts := make(plotter.XYs, 0, maxX)
-		for s := 0; s < maxX; s++ {
-			v := 0
+		pts := make(plotter.XYs, maxX)
+		for s := range pts {
+			pts[s] = plotter.XY{X: float64(s)}
 			if s < len(r.CallsPerSecond) {
-				v = r.CallsPerSecond[s]
+				pts[s].Y = float64(r.CallsPerSecond[s])
+				peak = max(peak, r.CallsPerSecond[s])
 			}
-			peak = max(peak, v)
-			pts = append(pts, plotter.XY{X: float64(s), Y: float64(v)})
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
@@ -68,36 +59,9 @@ func Chart(path string, sc Scenario, rs []Result, seed uint64) error {
 		l.Color = colors[i%len(colors)]
 		l.Width = vg.Points(1.2)
 		p.Add(l)
-		legend.Add(r.Strategy.Name, l)
+		p.Legend.Add(r.Strategy.Name, l)
 	}
 	p.X.Min, p.X.Max = 0, float64(maxX)
 	p.Y.Min, p.Y.Max = 0, float64(peak)*1.1
-
-	width, height := 10*vg.Inch, 6*vg.Inch
-	var c interface {
-		vg.CanvasSizer
-		io.WriterTo
-	}
-	switch filepath.Ext(path) {
-	case ".svg":
-		c = vgsvg.New(width, height)
-	case ".png":
-		c = vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
-	default:
-		return fmt.Errorf("chart %s: want .svg or .png", path)
-	}
-	dc := draw.New(c)
-	band := vg.Length(len(rs)+3) * (legend.TextStyle.Height("X") + legend.Padding)
-	p.Draw(draw.Crop(dc, 0, 0, band, 0))
-	area := draw.Crop(dc, vg.Points(60), 0, 0, -(height - band))
-	legend.Draw(area)
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return p.Save(10*vg.Inch, 6*vg.Inch, path)
 }

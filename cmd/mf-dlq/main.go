@@ -308,13 +308,13 @@ func classify(ctx context.Context, o *opts, t *dlq.Tool, tg *dlq.Target) (any, e
 // keys with --accept-versions and --required-keys.
 func (o *opts) expectations(opts dlq.Options) (dlq.Options, error) {
 	if o.accept != "" {
-		opts.AcceptedVersions = nil
+		opts.SupportedVersions = nil
 		for _, p := range strings.Split(o.accept, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(p))
 			if err != nil || n < 0 {
 				return opts, fmt.Errorf("%w: %q: want comma-separated major versions", dlq.ErrUsage, o.accept)
 			}
-			opts.AcceptedVersions = append(opts.AcceptedVersions, n)
+			opts.SupportedVersions = append(opts.SupportedVersions, n)
 		}
 	}
 	if o.required == "-" {

@@ -128,8 +128,8 @@ func newSandbox(scenario string, env, accepts string) (*sandbox, error) {
 		if !ok {
 			continue
 		}
-		if s.consumer = c; override.AcceptedVersions != nil {
-			s.consumer.SupportedVersions = override.AcceptedVersions
+		if s.consumer = c; override.SupportedVersions != nil {
+			s.consumer.SupportedVersions = override.SupportedVersions
 		}
 		sb.sources = append(sb.sources, s)
 		sb.mappings.Add(localaws.Mapping{UUID: s.uuid, EventSourceArn: s.arn, Enabled: true,
@@ -238,7 +238,7 @@ func (sb *sandbox) consumeOnce(ctx context.Context) (int, error) {
 // is fixed; poison, the data scenario's SKU and expired messages not
 // re-admitted still fail.
 func sandboxAccepts(c consumers.Consumer, body string, readmitted bool) bool {
-	switch dlq.Classify([]types.Message{{MessageId: aws.String("m"), Body: &body}}, dlq.OptionsOf(c)).Verdict {
+	switch dlq.Classify([]types.Message{{MessageId: aws.String("m"), Body: &body}}, dlq.Options{Consumer: c}).Verdict {
 	case dlq.Poison:
 		return false
 	case dlq.Expired:

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
@@ -38,22 +39,15 @@ const (
 	Empty     Verdict = "empty"
 )
 
-// Options are the consumer's expectations (ConsumerOptions).
+// Options are the expectations a message is classified against
+// (ConsumerOptions).
 type Options struct {
-	// AcceptedVersions are the major versions it accepts (default {1}) at
-	// the dotted path VersionKey (default "version"; "-": not checked).
-	AcceptedVersions []int
-	VersionKey       string
-	// RequiredKeys are dotted paths that must be present.
-	RequiredKeys []string
-	// Window is its replay window, measured from the time at the dotted
-	// path CreatedAtKey; zero: only its own expired verdict counts.
-	Window       time.Duration
-	CreatedAtKey string
-	// Content is its own check of a body that passes the envelope
-	// (decoding into its message type and Validate): a body it refuses is
-	// poison. Nil: only the envelope rules.
-	Content func(body string) error
+	// Consumer is the registry's entry of the queue's consumer: the
+	// versions it accepts (default {1}) at VersionKey (default "version";
+	// "-": not checked), the keys it requires, its replay window from
+	// CreatedAtKey (zero: only its own expired verdict counts) and its
+	// Content check (a body it refuses is poison; nil: only the envelope).
+	consumers.Consumer
 	// Now is when ages are measured; default the wall clock.
 	Now time.Time
 	// SourceMaxReceives maps a source queue's ARN to its maxReceiveCount:
@@ -142,8 +136,8 @@ type Report struct {
 // Classify classifies msgs (received with all attributes, or read from a
 // saved receive-message document).
 func Classify(msgs []types.Message, opts Options) Report {
-	if len(opts.AcceptedVersions) == 0 {
-		opts.AcceptedVersions = []int{1}
+	if len(opts.SupportedVersions) == 0 {
+		opts.SupportedVersions = []int{1}
 	}
 	opts.VersionKey, opts.Now = cmp.Or(opts.VersionKey, "version"), cmp.Or(opts.Now, time.Now())
 	r := Report{Total: len(msgs), Verdict: Empty}
@@ -273,7 +267,7 @@ func group(v Verdict, ms []Message, total int, opts Options) Group {
 	g.Evidence = append(g.Evidence, fmt.Sprintf("receive counts %s: %s at %s (before the DLQ: the receives of inspect and classify not counted)",
 		map[bool]string{true: "mixed", false: "uniform"}[top.N*10 < len(ms)*9], pct(top.N), top.Value))
 	if len(g.Versions) > 0 {
-		g.Evidence = append(g.Evidence, fmt.Sprintf("schema versions: %s (consumer accepts %s)", counts(g.Versions, 4), sqsbatch.JoinInts(opts.AcceptedVersions)))
+		g.Evidence = append(g.Evidence, fmt.Sprintf("schema versions: %s (consumer accepts %s)", counts(g.Versions, 4), sqsbatch.JoinInts(opts.SupportedVersions)))
 	}
 	if len(g.Entities) > 0 && g.Entities[0].N >= minConcentrated && g.Entities[0].N*2 >= len(ms) {
 		g.Evidence = append(g.Evidence, fmt.Sprintf("one entity behind most: %s in %s", g.Entities[0].Value, pct(g.Entities[0].N)))
@@ -530,7 +524,7 @@ var entityKeys = []string{"sku", "cliente_id"}
 // check, in words that group alike messages, and finds the entities.
 func inspectBody(body string, opts *Options) content {
 	c := content{entities: map[string]string{}, pedidoID: pedidoID(body)}
-	rules := sqsbatch.EnvelopeRules{SupportedVersions: opts.AcceptedVersions, VersionKey: opts.VersionKey,
+	rules := sqsbatch.EnvelopeRules{SupportedVersions: opts.SupportedVersions, VersionKey: opts.VersionKey,
 		DisableVersionCheck: opts.VersionKey == "-", RequiredKeys: opts.RequiredKeys}
 	_, err := sqsbatch.CheckEnvelope(body, rules)
 	var env *sqsbatch.EnvelopeError

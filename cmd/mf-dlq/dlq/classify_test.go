@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/internal/testseed"
+	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -21,7 +22,7 @@ func baseSeed(t *testing.T) uint64 {
 	return testseed.New(t).Seed
 }
 
-var pedidos = dlq.Options{AcceptedVersions: []int{1}, RequiredKeys: []string{"pedido_id", "lineas"}}
+var pedidos = dlq.Options{Consumer: consumers.Consumer{SupportedVersions: []int{1}, RequiredKeys: []string{"pedido_id", "lineas"}}}
 
 func TestScenarioVerdicts(t *testing.T) {
 	seed := baseSeed(t)

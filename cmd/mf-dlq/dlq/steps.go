@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/mercadofresco/integration/lambdas/consumers"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -176,12 +175,10 @@ func (t *Tool) Classify(ctx context.Context, tg *Target, max int, opts Options) 
 }
 
 // ConsumerOptions are the expectations of the target's consumer from
-// the registry (OptionsOf) with the maxReceiveCount of its sources.
+// the registry with the maxReceiveCount of its sources.
 func ConsumerOptions(tg *Target) Options {
 	var o Options
-	if c, ok := tg.Consumer(); ok {
-		o = OptionsOf(c)
-	}
+	o.Consumer, _ = tg.Consumer()
 	for _, src := range tg.Sources {
 		if _, n, ok := src.redrivePolicy(); ok && n > 0 && src.ARN != "" {
 			if o.SourceMaxReceives == nil {
@@ -191,11 +188,6 @@ func ConsumerOptions(tg *Target) Options {
 		}
 	}
 	return o
-}
-
-// OptionsOf are the expectations of consumer c.
-func OptionsOf(c consumers.Consumer) Options {
-	return Options{AcceptedVersions: c.SupportedVersions, VersionKey: c.VersionKey, RequiredKeys: c.RequiredKeys, Window: c.Window, CreatedAtKey: c.CreatedAtKey, Content: c.Content}
 }
 
 // PrintReport prints a classification for a person; with command, each

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -55,76 +56,55 @@ func (benchSecret) GetSecretValue(_ context.Context, in *secretsmanager.GetSecre
 }
 
 type deployedRow struct {
-	model          string
-	n              int
-	p50, p99, maxL time.Duration
-	invocations    int
+	model       string
+	invocations int
+	row
 }
 
 // benchDeployed writes o.rate orders/s, one per transaction, for d while
 // publisher "invocations" start every period on a fresh Publisher each (as
 // Lambda does: a new invocation, the deployed Config), each running for the
 // model's window; it reports the commit-to-sink lag over the whole time,
-// gaps between invocations included.
+// gaps between invocations included (events committed in a gap wait for
+// the next invocation: a period more of patience).
 func benchDeployed(ctx context.Context, o options, m deployment, d time.Duration) (deployedRow, error) {
-	schema := fmt.Sprintf("bench_deployed_%d", int(m.window.Seconds()))
-	pool, cleanup, err := freshSchema(ctx, schema, 16)
-	if err != nil {
-		return deployedRow{}, err
-	}
-	defer cleanup()
-	if _, err := outbox.Migrate(ctx, pool); err != nil {
-		return deployedRow{}, err
-	}
-	w := outboxWriter(pool)
-	rec := newRecorder()
 	cfg, err := deployedConfig()
 	if err != nil {
 		return deployedRow{}, err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g, gctx := errgroup.WithContext(runCtx)
-	invocations := 0
-	// The scheduler: one invocation now and one every period until the
-	// run ends, each with its own publisher (a new Lambda invocation),
-	// cancelled when its window ends.
-	g.Go(func() error {
-		tick := time.NewTicker(m.period)
-		defer tick.Stop()
-		for {
-			p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, cfg)
-			if err != nil {
-				return err
-			}
-			invocations++
+	r := deployedRow{model: m.name}
+	o.n, o.lagSeconds, o.timeout = 0, int(d.Seconds()), m.period+o.timeout
+	// 4 publishers: a pool of 16 connections, room for overlapping invocations.
+	r.row, err = measure(ctx, o, fmt.Sprintf("bench_deployed_%d", int(m.window.Seconds())), 4, "outbox", func(pool *pgxpool.Pool) (writeFunc, func(context.Context, *errgroup.Group, *recorder), error) {
+		// The scheduler: one invocation now and one every period until the
+		// run ends, each with its own publisher (a new Lambda invocation),
+		// cancelled when its window ends.
+		return outboxWriter(pool), func(ctx context.Context, g *errgroup.Group, rec *recorder) {
 			g.Go(func() error {
-				ictx, icancel := context.WithTimeout(gctx, m.window)
-				defer icancel()
-				_ = p.Run(ictx, nil) // until its window ends
-				return nil
+				tick := time.NewTicker(m.period)
+				defer tick.Stop()
+				for {
+					p, err := outbox.NewPublisher(pool, ebSink{rec, o.latency}, cfg)
+					if err != nil {
+						return err
+					}
+					r.invocations++
+					g.Go(func() error {
+						ictx, icancel := context.WithTimeout(ctx, m.window)
+						defer icancel()
+						_ = p.Run(ictx, nil) // until its window ends
+						return nil
+					})
+					select {
+					case <-tick.C:
+					case <-ctx.Done():
+						return nil
+					}
+				}
 			})
-			select {
-			case <-tick.C:
-			case <-gctx.Done():
-				return nil
-			}
-		}
+		}, nil
 	})
-	commits, err := steady(ctx, w, 0, o.rate, d)
-	if err == nil {
-		// Events committed in a gap wait for the next invocation.
-		err = rec.waitFor(gctx, int64(len(commits)), m.period+o.timeout)
-	}
-	cancel()
-	if gerr := g.Wait(); gerr != nil { // why an invocation could not start
-		return deployedRow{}, gerr
-	} else if err != nil {
-		return deployedRow{}, err
-	}
-	r := deployedRow{model: m.name, invocations: invocations}
-	r.p50, r.p99, r.maxL, r.n = rec.lags(commits)
-	return r, nil
+	return r, err
 }
 
 func printDeployed(o options, d time.Duration, rows []deployedRow) {
@@ -132,6 +112,6 @@ func printDeployed(o options, d time.Duration, rows []deployedRow) {
 	fmt.Println("| publisher model | invocations | lag p50 | lag p99 | lag max | samples |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Printf("| %s | %d | %s | %s | %s | %d |\n", r.model, r.invocations, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.maxL.Round(time.Millisecond), r.n)
+		fmt.Printf("| %s | %d | %s | %s | %s | %d |\n", r.model, r.invocations, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.maxLag.Round(time.Millisecond), r.lagN)
 	}
 }

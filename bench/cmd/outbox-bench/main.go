@@ -66,6 +66,7 @@ type row struct {
 	drain      time.Duration
 	lagN       int
 	p50, p99   time.Duration
+	maxLag     time.Duration
 }
 
 func (r row) rate() float64 {
@@ -398,7 +399,7 @@ func steady(ctx context.Context, w writeFunc, base, rate int, d time.Duration) (
 // returns the writer and, for the publishers, a function that adds them to
 // g (each runs until ctx ends). It prefills o.n orders, times the
 // publishers' drain of them, then measures the lag of o.rate orders/s
-// written for o.lagSeconds.
+// written for o.lagSeconds, waiting o.timeout at most for the last.
 func measure(ctx context.Context, o options, schema string, publishers int, vacuum string,
 	setup func(pool *pgxpool.Pool) (writeFunc, func(ctx context.Context, g *errgroup.Group, rec *recorder), error)) (row, error) {
 	pool, cleanup, err := freshSchema(ctx, schema, int32(8+2*publishers))
@@ -416,7 +417,7 @@ func measure(ctx context.Context, o options, schema string, publishers int, vacu
 	if err := prefill(ctx, w, o.n); err != nil {
 		return row{}, err
 	}
-	if _, err := pool.Exec(ctx, vacuum); err != nil {
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE "+vacuum); err != nil {
 		return row{}, err
 	}
 	rec := newRecorder()
@@ -431,7 +432,7 @@ func measure(ctx context.Context, o options, schema string, publishers int, vacu
 		var commits map[string]time.Time
 		if commits, err = steady(ctx, w, o.n, o.rate, time.Duration(o.lagSeconds)*time.Second); err == nil {
 			err = rec.waitFor(gctx, int64(o.n+len(commits)), o.timeout)
-			r.p50, r.p99, _, r.lagN = rec.lags(commits)
+			r.p50, r.p99, r.maxLag, r.lagN = rec.lags(commits)
 		}
 	}
 	cancel()
@@ -443,7 +444,7 @@ func measure(ctx context.Context, o options, schema string, publishers int, vacu
 
 func benchOutbox(ctx context.Context, o options, publishers int, listen bool) (row, error) {
 	schema := fmt.Sprintf("bench_outbox_%d_%v", publishers, listen)
-	r, err := measure(ctx, o, schema, publishers, "VACUUM ANALYZE outbox", func(pool *pgxpool.Pool) (writeFunc, func(context.Context, *errgroup.Group, *recorder), error) {
+	r, err := measure(ctx, o, schema, publishers, "outbox", func(pool *pgxpool.Pool) (writeFunc, func(context.Context, *errgroup.Group, *recorder), error) {
 		return outboxWriter(pool), func(ctx context.Context, g *errgroup.Group, rec *recorder) {
 			for range publishers {
 				g.Go(func() error {
@@ -478,7 +479,7 @@ func benchOutbox(ctx context.Context, o options, publishers int, listen bool) (r
 }
 
 func benchWatermill(ctx context.Context, o options, forwarders int) (row, error) {
-	r, err := measure(ctx, o, fmt.Sprintf("bench_watermill_%d", forwarders), forwarders, "VACUUM ANALYZE", func(pool *pgxpool.Pool) (writeFunc, func(context.Context, *errgroup.Group, *recorder), error) {
+	r, err := measure(ctx, o, fmt.Sprintf("bench_watermill_%d", forwarders), forwarders, "", func(pool *pgxpool.Pool) (writeFunc, func(context.Context, *errgroup.Group, *recorder), error) {
 		newSub := func() (*wsql.Subscriber, error) {
 			return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
 				ConsumerGroup:    "mercadofresco",

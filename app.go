@@ -23,7 +23,7 @@ import (
 
 	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/stacks"
 	"github.com/mercadofresco/integration/synthesized"
 )
@@ -41,7 +41,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	builder := &golambda.Builder{}
+	builder := &gobuild.Builder{}
 	defer builder.Close()
 	builder.StartAll("lambdas") // compiles while the constructs are made
 	for _, env := range envs {

@@ -173,7 +173,8 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 	for k, val := range props.Function.Environment {
 		env[k] = val
 	}
-	fp := props.FunctionProps(props.Function)
+	fp := props.Function
+	fp.Context = props.Context
 	fp.Environment = env
 	fp.ReservedConcurrentExecutions = jsii.Number(mc)
 	if fp.Vpc != nil {
@@ -181,7 +182,7 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 			fmt.Sprintf("%s: HTTPS to its dependencies and AWS APIs; the cache admits this group", fp.Entry), "HTTPS: the consumer's HTTP dependencies and AWS APIs")
 		fp.SecurityGroups = &[]awsec2.ISecurityGroup{q.SecurityGroup}
 	}
-	q.Function = golambda.NewFunction(c, "Funcion", fp)
+	q.Function = golambda.NewFunction(c, "Funcion", &fp)
 	q.Mapping = q.Queue.AddConsumer(q.Function.Function, ConsumerOptions{
 		MaximumConcurrency: mc,
 		BatchSize:          batch,

@@ -53,6 +53,12 @@ const (
 	MetadataSetBy = "mercadofresco:set-by:"
 )
 
+// NoEgress is the egress rule the CDK writes for a security group that
+// lets nothing out (AllowAllOutbound false, no rule): ICMP type 252 code 86
+// to 255.255.255.255/32, which matches no traffic. It is not a rule
+// anything uses.
+var NoEgress = map[string]any{"CidrIp": "255.255.255.255/32", "Description": "Disallow all traffic", "IpProtocol": "icmp", "FromPort": 252, "ToPort": 86}
+
 // Resource is one resource of a template.
 type Resource struct {
 	Stack      string

@@ -107,6 +107,9 @@ func add(c constructs.IConstruct, key string, d synthesized.Declaration) {
 		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("contract: %s has no CloudFormation resource to carry the %s declaration of %s", *c.Node().Path(), key, d.Type)))
 		return
 	}
+	if d.Versions == nil {
+		d.Versions = []int{} // "versions": [], a rewriter's declaration that copies what it reads
+	}
 	ds := synthesized.Declarations(r.GetMetadata(jsii.String(key)))
 	ds = slices.DeleteFunc(ds, func(x synthesized.Declaration) bool { return x.Type == d.Type && x.To == d.To })
 	// The declarations' JSON form (synthesized.Declaration's field tags):

@@ -23,7 +23,7 @@ import (
 
 	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/stacks"
 	"github.com/mercadofresco/integration/synthesized"
 )
@@ -41,7 +41,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	builder := &golambda.Builder{}
+	builder := &gobuild.Builder{}
 	defer builder.Close()
 	builder.StartAll("lambdas") // compiles while the constructs are made
 	for _, env := range envs {
@@ -62,7 +62,7 @@ func verdict(assembly cxapi.CloudAssembly, stderr io.Writer) int {
 		errs = append(errs, synthError{Text: err.Error()})
 	} else {
 		for _, f := range checks.Run(asm) {
-			errs = append(errs, synthError{Env: envOf(f.Stack, config.Names()), Text: "[" + f.Stack + "] " + f.String()})
+			errs = append(errs, synthError{Env: synthesized.EnvOf(f.Stack), Text: "[" + f.Stack + "] " + f.String()})
 		}
 	}
 	found := onceForAllEnvironments(errs, config.Names())
@@ -81,7 +81,7 @@ func unresolved(assembly cxapi.CloudAssembly) []synthError {
 	for _, stack := range *assembly.Stacks() {
 		for _, msg := range *stack.Messages() {
 			if msg.Level == cxapi.SynthesisMessageLevel_ERROR || msg.Level == cxapi.SynthesisMessageLevel_WARNING {
-				out = append(out, synthError{Env: envOf(*stack.StackName(), config.Names()), Text: fmt.Sprintf("[%s] %s %s: %v", *stack.StackName(), msg.Level, *msg.Id, msg.Entry.Data)})
+				out = append(out, synthError{Env: synthesized.EnvOf(*stack.StackName()), Text: fmt.Sprintf("[%s] %s %s: %v", *stack.StackName(), msg.Level, *msg.Id, msg.Entry.Data)})
 			}
 		}
 	}

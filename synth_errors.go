@@ -54,13 +54,3 @@ func onceForAllEnvironments(errs []synthError, envs []string) []string {
 	}
 	return out
 }
-
-// envOf is the environment whose stack this is ("" when none matches).
-func envOf(stack string, envs []string) string {
-	for _, e := range envs {
-		if strings.HasSuffix(stack, "-"+e) {
-			return e
-		}
-	}
-	return ""
-}

@@ -29,31 +29,6 @@ const (
 
 const maxRouteHops = 12
 
-// declaration is one event type with its major versions, as
-// constructs/core writes it: for a producer, To is the construct path
-// of the destination ("" when the resource's own targets say where it
-// goes) and Source the event's source on a bus.
-type declaration struct {
-	Type     string
-	Versions []int
-	To       string
-	Source   string
-}
-
-func declarations(r *synthesized.Resource, key string) []declaration {
-	var out []declaration
-	for _, e := range listOf(r.Metadata[key]) {
-		d := declaration{Type: str(synthesized.Dig(e, "type")), To: str(synthesized.Dig(e, "to")), Source: str(synthesized.Dig(e, "source"))}
-		for _, v := range listOf(synthesized.Dig(e, "versions")) {
-			if f, ok := v.(float64); ok {
-				d.Versions = append(d.Versions, int(f))
-			}
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
 // emission is one event version on its way: what a producer declared, the
 // source it has on a bus, the producer a transforming rule or pipe read,
 // and the filter that keeps it from the consumers ahead (nil: none).
@@ -80,7 +55,7 @@ func (c *checker) contracts() {
 	}
 	g := &routes{c: c, found: map[string]routeFinding{}}
 	for _, r := range c.app.Resources("") {
-		for _, d := range declarations(r, synthesized.MetadataProduces) {
+		for _, d := range synthesized.Declarations(r.Metadata[synthesized.MetadataProduces]) {
 			if d.To == "" {
 				continue // a rule or pipe: its own targets, when events reach it
 			}
@@ -177,7 +152,7 @@ func (g *routes) rule(e emission, rule *synthesized.Resource, targets []*synthes
 		// A rule that rewrites the event consumes it (it reads its fields)
 		// and is the producer of the new shape.
 		g.consume(e, rule, hop)
-		ds := declarations(rule, synthesized.MetadataProduces)
+		ds := synthesized.Declarations(rule.Metadata[synthesized.MetadataProduces])
 		if len(ds) == 0 {
 			g.add(RuleContract, rule, "rewrites %s version %d from %s with an input transformer but declares no contract for what it sends to %s; declare it with core.Produces (docs/design.md#event-contracts)", e.typ, e.version, e.producer.Path(), labelOr(t.To))
 			continue
@@ -206,7 +181,7 @@ func (g *routes) pipe(p *synthesized.Edge, e *emission, route []string) {
 		}
 		return
 	}
-	ds := declarations(p.Via, synthesized.MetadataProduces)
+	ds := synthesized.Declarations(p.Via.Metadata[synthesized.MetadataProduces])
 	if len(ds) == 0 {
 		g.add(RuleContract, p.Via, "builds its events with an input template but declares no contract for what it sends to %s; declare it with core.Produces (docs/design.md#event-contracts)", labelOr(p.To))
 		return
@@ -241,7 +216,7 @@ func (g *routes) consume(e emission, consumer *synthesized.Resource, route []str
 	}
 	var accepts []int
 	declared := false
-	for _, d := range declarations(consumer, synthesized.MetadataAccepts) {
+	for _, d := range synthesized.Declarations(consumer.Metadata[synthesized.MetadataAccepts]) {
 		if d.Type == e.typ {
 			accepts, declared = d.Versions, true
 		}

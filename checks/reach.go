@@ -540,8 +540,12 @@ func (w *walker) excess() []excess {
 				to = "security group " + d.LogicalID
 			}
 			what := fmt.Sprintf("security group %s's egress %q (%s %s-%s to %s)", g.LogicalID, s("Description"), s("IpProtocol"), s("FromPort"), s("ToPort"), to)
+			placeholder := true
+			for _, k := range []string{"CidrIp", "IpProtocol", "FromPort", "ToPort"} {
+				placeholder = placeholder && s(k) == fmt.Sprint(synthesized.NoEgress[k])
+			}
 			switch {
-			case to == "255.255.255.255/32" && s("IpProtocol") == "icmp" && s("FromPort") == "252" && s("ToPort") == "86":
+			case placeholder:
 			case r.from == -1 && r.tcp && (to == "0.0.0.0/0" || to == "::/0"):
 				out = append(out, excess{r.owner, what + " allows every protocol to everywhere; list what its resources call instead"})
 			case !w.used[r.key]:

@@ -64,13 +64,3 @@ func All() []Schema {
 	})
 	return out
 }
-
-// Find returns the schema of name's major version.
-func Find(name string, major int) (Schema, bool) {
-	for _, s := range All() {
-		if s.Name == name && s.Major == major {
-			return s, true
-		}
-	}
-	return Schema{}, false
-}

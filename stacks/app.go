@@ -7,7 +7,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/constructs/queues"
@@ -30,7 +30,7 @@ type EnvironmentStacks struct {
 
 // Build defines every stack of env under scope (normally the app). builder
 // compiles the Go Lambdas; share one across environments.
-func Build(scope constructs.Construct, env config.Environment, builder *golambda.Builder) *EnvironmentStacks {
+func Build(scope constructs.Construct, env config.Environment, builder *gobuild.Builder) *EnvironmentStacks {
 	platformStack := NewPlatformStack(scope, env)
 	shared := platformStack.Shared(env, builder)
 	network := NewNetworkStack(scope, shared)

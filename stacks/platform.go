@@ -11,7 +11,7 @@ import (
 	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/events"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/platform"
 	"github.com/mercadofresco/integration/constructs/queues"
@@ -99,7 +99,7 @@ func NewPlatformStack(scope constructs.Construct, env config.Environment) *Platf
 
 // Shared returns what the other stacks of the environment receive: the
 // platform context with builder, the environment and the bus.
-func (s *PlatformStack) Shared(env config.Environment, builder *golambda.Builder) *Shared {
+func (s *PlatformStack) Shared(env config.Environment, builder *gobuild.Builder) *Shared {
 	ctx := s.context
 	ctx.Builder = builder
 	return &Shared{Env: env, Bus: s.Bus, Context: ctx}

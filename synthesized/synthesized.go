@@ -53,6 +53,34 @@ const (
 	MetadataSetBy = "mercadofresco:set-by:"
 )
 
+// Declaration is one event contract a resource declares under
+// MetadataProduces or MetadataAccepts (constructs/core writes them, the
+// checks read them): an event type with its major versions; for a
+// producer, To is the construct path of the destination's L1 resource (""
+// when the resource's own targets say where it goes) and Source the
+// event's source on a bus.
+type Declaration struct {
+	Type     string `json:"type"`
+	Versions []int  `json:"versions"`
+	To       string `json:"to,omitempty"`
+	Source   string `json:"source,omitempty"`
+}
+
+// Declarations reads the declarations of a metadata value (none when it
+// holds none).
+func Declarations(v any) []Declaration {
+	raw, _ := json.Marshal(v)
+	var out []Declaration
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+// NoEgress is the egress rule the CDK writes for a security group that
+// lets nothing out (AllowAllOutbound false, no rule): ICMP type 252 code 86
+// to 255.255.255.255/32, which matches no traffic. It is not a rule
+// anything uses.
+var NoEgress = map[string]any{"CidrIp": "255.255.255.255/32", "Description": "Disallow all traffic", "IpProtocol": "icmp", "FromPort": 252, "ToPort": 86}
+
 // Resource is one resource of a template.
 type Resource struct {
 	Stack      string

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mercadofresco/integration/cmd/mf/cost"
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/stacks"
 )
 
@@ -119,7 +119,7 @@ func synthNetwork(t *testing.T, env config.Environment) *synthesized.App {
 	context["aws:cdk:enable-path-metadata"] = true
 	dir := t.TempDir()
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(dir), Context: &context})
-	builder := &golambda.Builder{}
+	builder := &gobuild.Builder{}
 	defer builder.Close()
 	platform := stacks.NewPlatformStack(app, env)
 	stacks.NewNetworkStack(app, platform.Shared(env, builder))

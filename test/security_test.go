@@ -130,26 +130,6 @@ func TestOutboxSchemaMigratedByTheDeploy(t *testing.T) {
 	}
 }
 
-// In prod, the rotation function's security group is admitted to the
-// Secrets Manager endpoint of the Network stack on 443 (the rotation could
-// not reach Secrets Manager before).
-func TestProdRotationReachesSecretsManager(t *testing.T) {
-	s := synthApp(t)
-	es := s.env(t, "prod")
-	found := false
-	for _, rule := range s.resources(t, *es.Outbox.StackName(), "AWS::EC2::SecurityGroupIngress") {
-		p := rule["Properties"].(map[string]any)
-		src, _ := json.Marshal(p["SourceSecurityGroupId"])
-		dst, _ := json.Marshal(p["GroupId"])
-		if strings.Contains(string(src), "Rotation") && strings.Contains(string(dst), "SecretsManager") && p["FromPort"] == float64(443) {
-			found = true
-		}
-	}
-	if !found {
-		t.Fatal("no ingress rule admits the prod rotation function to the Secrets Manager endpoint on 443")
-	}
-}
-
 // Every Lambda function of every stack, custom resource handlers included,
 // logs to a log group of the same template with a retention and a KMS key
 // (a log group Lambda creates by itself has neither).

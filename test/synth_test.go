@@ -17,7 +17,7 @@ import (
 
 	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/stacks"
 	"github.com/mercadofresco/integration/synthesized"
 )
@@ -81,7 +81,7 @@ func doSynth() (*synthesis, error) {
 	if err != nil {
 		return nil, err
 	}
-	builder := &golambda.Builder{}
+	builder := &gobuild.Builder{}
 	builder.StartAll("lambdas")
 	s := &synthesis{outdir: outdir, templates: map[string]map[string]any{}}
 	for _, env := range envs {

@@ -26,7 +26,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/config"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/stacks"
 	"github.com/mercadofresco/integration/synthesized"
 )
@@ -124,7 +124,7 @@ func load(env, dir string) ([]*synthesized.App, error) {
 		defer os.RemoveAll(out)
 		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out),
 			Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}, "aws:cdk:enable-path-metadata": true}})
-		builder := &golambda.Builder{}
+		builder := &gobuild.Builder{}
 		defer builder.Close()
 		for _, e := range envs {
 			stacks.Build(app, e, builder)

@@ -22,7 +22,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/constructs/observability"
 )
 
@@ -35,7 +35,7 @@ type Context struct {
 	EnvironmentName string
 	// Builder compiles the Go Lambdas: share the app's. Nil: each function
 	// builds on its own.
-	Builder *golambda.Builder
+	Builder *gobuild.Builder
 	// DataKey is the customer-managed key alias/mercadofresco-datos that
 	// encrypts stores, queues, topics, secrets, environments and logs.
 	DataKey awskms.IKey
@@ -130,30 +130,6 @@ func (c Context) Protected() *bool {
 		return jsii.Bool(true)
 	}
 	return c.DeletionProtection
-}
-
-// FunctionProps fills what the context gives a function (builder, key, log
-// retention and removal, alarm topic, dashboard) into the fields of p left zero.
-func (c Context) FunctionProps(p golambda.Props) *golambda.Props {
-	if p.Builder == nil {
-		p.Builder = c.Builder
-	}
-	if p.EncryptionKey == nil {
-		p.EncryptionKey = c.DataKey
-	}
-	if p.LogRetention == "" {
-		p.LogRetention = c.LogRetention
-	}
-	if p.LogRemovalPolicy == "" {
-		p.LogRemovalPolicy = c.RemovalPolicy
-	}
-	if p.AlarmTopic == nil {
-		p.AlarmTopic = c.Alerts
-	}
-	if p.Dashboard == nil {
-		p.Dashboard = c.Dashboard
-	}
-	return &p
 }
 
 // LogGroup creates a log group encrypted with the data key, with the

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -42,18 +43,6 @@ func SetBy(c constructs.IConstruct, property, source string) {
 // versions come from lambdas/eventsapi: a producer's <Event>Version, a
 // consumer's AcceptedVersions, the list its code checks.
 
-// declaration is one event type with its major versions. For producers,
-// To is the construct path of the destination's L1 resource ("" when the
-// resource's own targets say where it goes) and Source the event's source
-// on a bus. A rule or pipe that rewrites events and declares no Versions
-// copies the version of the event it read.
-type declaration struct {
-	Type     string
-	Versions []int
-	To       string
-	Source   string
-}
-
 // Produces declares that producer (a construct or its L1 resource) emits
 // eventType in versions to destination (nil for a rule with an input
 // transformer or a pipe with an input template: its target is the
@@ -65,7 +54,7 @@ func Produces(producer constructs.IConstruct, eventType string, versions []int, 
 // ProducesOnBus declares that producer puts events of eventType (the
 // detail-type) in versions with source on bus.
 func ProducesOnBus(producer constructs.IConstruct, source, eventType string, versions []int, bus constructs.IConstruct) {
-	d := declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions)), Source: source}
+	d := synthesized.Declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions)), Source: source}
 	if bus != nil && l1(bus) != nil {
 		d.To = l1Path(bus) // an imported destination is not this app's
 	}
@@ -75,7 +64,7 @@ func ProducesOnBus(producer constructs.IConstruct, source, eventType string, ver
 // Accepts declares that consumer (a construct or its L1 resource) accepts
 // eventType in versions.
 func Accepts(consumer constructs.IConstruct, eventType string, versions []int) {
-	add(consumer, synthesized.MetadataAccepts, declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions))})
+	add(consumer, synthesized.MetadataAccepts, synthesized.Declaration{Type: eventType, Versions: slices.Sorted(slices.Values(versions))})
 }
 
 // l1Path is the construct path of c's L1 resource (its default child, or c).
@@ -112,58 +101,21 @@ func l1(c constructs.IConstruct) awscdk.CfnResource {
 	return nil
 }
 
-func add(c constructs.IConstruct, key string, d declaration) {
+func add(c constructs.IConstruct, key string, d synthesized.Declaration) {
 	r := l1(c)
 	if r == nil {
 		awscdk.Annotations_Of(c).AddError(jsii.String(fmt.Sprintf("contract: %s has no CloudFormation resource to carry the %s declaration of %s", *c.Node().Path(), key, d.Type)))
 		return
 	}
-	ds := declarations(r, key)
-	ds = slices.DeleteFunc(ds, func(x declaration) bool { return x.Type == d.Type && x.To == d.To })
-	ds = append(ds, d)
-	out := make([]any, len(ds))
-	for i, x := range ds {
-		m := map[string]any{"type": x.Type, "versions": ints(x.Versions)}
-		if x.To != "" {
-			m["to"] = x.To
-		}
-		if x.Source != "" {
-			m["source"] = x.Source
-		}
-		out[i] = m
+	if d.Versions == nil {
+		d.Versions = []int{} // "versions": [], a rewriter's declaration that copies what it reads
 	}
+	ds := synthesized.Declarations(r.GetMetadata(jsii.String(key)))
+	ds = slices.DeleteFunc(ds, func(x synthesized.Declaration) bool { return x.Type == d.Type && x.To == d.To })
+	// The declarations' JSON form (synthesized.Declaration's field tags):
+	// strings and numbers cannot fail to encode.
+	raw, _ := json.Marshal(append(ds, d))
+	var out []any
+	_ = json.Unmarshal(raw, &out)
 	r.AddMetadata(jsii.String(key), out)
-}
-
-func ints(xs []int) []any {
-	out := make([]any, len(xs))
-	for i, x := range xs {
-		out[i] = float64(x)
-	}
-	return out
-}
-
-// declarations returns the declarations under key (synthesized.MetadataProduces or
-// synthesized.MetadataAccepts) of the L1 resource r.
-func declarations(r awscdk.CfnResource, key string) []declaration {
-	raw, _ := r.GetMetadata(jsii.String(key)).([]any)
-	var out []declaration
-	for _, e := range raw {
-		m, _ := e.(map[string]any)
-		if m == nil {
-			continue
-		}
-		d := declaration{}
-		d.Type, _ = m["type"].(string)
-		d.To, _ = m["to"].(string)
-		d.Source, _ = m["source"].(string)
-		vs, _ := m["versions"].([]any)
-		for _, v := range vs {
-			if f, ok := v.(float64); ok {
-				d.Versions = append(d.Versions, int(f))
-			}
-		}
-		out = append(out, d)
-	}
-	return out
 }

@@ -54,7 +54,7 @@ var stock = Schema{
 }
 
 // NewIdempotency creates the idempotency table. Consumers get exactly the
-// four item operations the library makes (IdempotencyTableActions), never
+// four item operations the library makes, never
 // Scan, Query or table administration. Invalid props are synthesis errors.
 func NewIdempotency(scope constructs.Construct, id string, props *TableProps) *Table {
 	return NewTable(scope, id, props, idempotency)
@@ -65,10 +65,6 @@ func NewIdempotency(scope constructs.Construct, id string, props *TableProps) *T
 func NewStock(scope constructs.Construct, id string, props *TableProps) *Table {
 	return NewTable(scope, id, props, stock)
 }
-
-// IdempotencyTableActions returns the only table actions an idempotency
-// consumer gets.
-func IdempotencyTableActions() []string { return idempotency.Actions() }
 
 // IdempotencyKeyActions returns the only key actions an idempotency
 // consumer gets, through DynamoDB only: the CDK's

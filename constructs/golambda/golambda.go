@@ -1,12 +1,12 @@
 // Package golambda is the project's Go Lambda construct: the CDK's GoFunction
 // (aws-lambda-go-alpha) has no Go module, so this one compiles the function
-// itself (Builder) and hands the CDK the built binary as the asset.
+// itself (gobuild.Builder) and hands the CDK the built binary as the asset.
 //
-// Every function it makes runs `bootstrap` on provided.al2023/arm64, built
-// with CGO_ENABLED=0 and BuildFlags. The asset hash is the SHA-256 of the
-// built binary, and the binary is reproducible, so `cdk diff` shows a
-// function as changed only when its binary changed. A compilation error
-// stops the synthesis with the compiler's message.
+// Every function it makes runs `bootstrap` on provided.al2023/arm64. The
+// asset hash is the SHA-256 of the built binary, and the binary is
+// reproducible, so `cdk diff` shows a function as changed only when its
+// binary changed. A compilation error stops the synthesis with the
+// compiler's message.
 //
 // Every function has JSON logs (INFO and up) in a dedicated log group with
 // a retention, X-Ray active tracing and a role of its own that can write
@@ -29,7 +29,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
@@ -37,6 +36,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/synthesized"
@@ -66,16 +67,19 @@ type Dependency struct {
 	PerWorkItem bool `json:"perWorkItem,omitempty"`
 }
 
-// Props configures a Function. Only Entry is required.
+// Props configures a Function. Only Entry is required. Of the Context it
+// reads the Builder (share the app's; nil: a Builder of this function's
+// own, whose build directory is removed as soon as the binary is in the
+// asset), the DataKey (the variables and the log group; nil: AWS-owned
+// keys), LogRetention and RemovalPolicy (of the log group), Alerts (an
+// Errors > 0 and a Throttles > 0 alarm; nil: none) and the Dashboard (the
+// function's widget: errors, throttles and concurrency against its
+// ceiling).
 type Props struct {
+	core.Context
 	// Entry is the directory of the function's main package, relative to the
 	// module root (e.g. "lambdas/preparar-pedido").
 	Entry string
-	// Builder compiles the binary. Share one Builder across the stacks of a
-	// synthesis so a function used in several environments compiles once.
-	// Nil means a Builder of this function's own, whose build directory is
-	// removed as soon as the binary is in the asset.
-	Builder *Builder
 	// FunctionName is the physical name. Nil lets CloudFormation name it.
 	FunctionName *string
 	// Description of the function.
@@ -88,14 +92,6 @@ type Props struct {
 	Timeout awscdk.Duration
 	// Environment variables.
 	Environment map[string]*string
-	// EncryptionKey encrypts the environment variables and the log group.
-	// Nil means AWS-owned keys.
-	EncryptionKey awskms.IKey
-	// LogRetention of the function's log group. Empty means one month.
-	LogRetention awslogs.RetentionDays
-	// LogRemovalPolicy of the log group: the environment's policy, mapped
-	// by observability.RemovalFor (empty and SNAPSHOT mean RETAIN).
-	LogRemovalPolicy awscdk.RemovalPolicy
 	// ReservedConcurrentExecutions caps the function's concurrency. Nil
 	// means unreserved.
 	ReservedConcurrentExecutions *float64
@@ -104,12 +100,6 @@ type Props struct {
 	Vpc            awsec2.IVpc
 	VpcSubnets     *awsec2.SubnetSelection
 	SecurityGroups *[]awsec2.ISecurityGroup
-	// AlarmTopic, when set, receives an Errors > 0 and a Throttles > 0 alarm
-	// of this function (alarm and OK actions).
-	AlarmTopic awssns.ITopic
-	// Dashboard, when set, receives the function's widget: errors,
-	// throttles and concurrency against its ceiling (constructs/observability).
-	Dashboard *observability.Board
 	// SDKMaxAttempts is the AWS SDK's attempts per call
 	// (lambdaapi.EnvSDKMaxAttempts, set on every function so that the
 	// attempts guardrail reads the number the code runs with). Zero means
@@ -136,7 +126,7 @@ type Function struct {
 	Timeout awscdk.Duration
 	// Entry is the main package directory the function was built from.
 	Entry string
-	// ErrorsAlarm and ThrottlesAlarm exist when Props.AlarmTopic was set.
+	// ErrorsAlarm and ThrottlesAlarm exist when Props.Alerts was set.
 	ErrorsAlarm, ThrottlesAlarm awscloudwatch.Alarm
 }
 
@@ -158,21 +148,11 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	if f.Timeout == nil {
 		f.Timeout = awscdk.Duration_Seconds(jsii.Number(DefaultTimeoutSeconds))
 	}
-	retention := props.LogRetention
-	if retention == "" {
-		retention = awslogs.RetentionDays_ONE_MONTH
-	}
-	logRemoval := observability.RemovalFor(props.LogRemovalPolicy, observability.Data)
 	builder, ownBuilder := props.Builder, false
 	if builder == nil {
-		builder, ownBuilder = &Builder{}, true
+		builder, ownBuilder = &gobuild.Builder{}, true
 	}
-
-	f.LogGroup = awslogs.NewLogGroup(this, jsii.String("Logs"), &awslogs.LogGroupProps{
-		Retention:     retention,
-		EncryptionKey: props.EncryptionKey,
-		RemovalPolicy: logRemoval,
-	})
+	f.LogGroup = props.LogGroup(this, "Logs", nil)
 
 	// A role of our own: the CDK's default attaches AWSLambdaBasicExecutionRole
 	// (logs on every group in the account) and, in a VPC,
@@ -233,7 +213,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		MemorySize:                   jsii.Number(memory),
 		Timeout:                      f.Timeout,
 		Environment:                  environment(envVars),
-		EnvironmentEncryption:        props.EncryptionKey,
+		EnvironmentEncryption:        props.DataKey,
 		LogGroup:                     f.LogGroup,
 		LoggingFormat:                awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2:        awslambda.ApplicationLogLevel_INFO,
@@ -285,12 +265,12 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
 			Id:        jsii.String("AwsSolutions-IAM5"),
 			Reason:    jsii.String("logs:CreateLogStream/PutLogEvents are scoped to this function's own log group; ':*' addresses its streams, whose names Lambda generates."),
-			AppliesTo: &[]interface{}{jsii.String("Resource::<" + logicalID(f.LogGroup) + ".Arn>:*")},
+			AppliesTo: &[]interface{}{jsii.String("Resource::<" + core.LogicalID(f.LogGroup) + ".Arn>:*")},
 		}}, jsii.Bool(false))
 	}
 
-	if props.AlarmTopic != nil {
-		f.addAlarms(props.AlarmTopic)
+	if props.Alerts != nil {
+		f.addAlarms(props.Alerts)
 	}
 	f.contribute(props.Dashboard, props.FunctionName, props.ReservedConcurrentExecutions)
 	return f
@@ -330,21 +310,11 @@ func eniPolicy(scope constructs.Construct, role awsiam.IRole) awsiam.Policy {
 	})
 }
 
-// logicalID is the logical id CloudFormation will see for an L2's default
-// child, as cdk-nag reports it in its findings.
-func logicalID(c constructs.IConstruct) string {
-	child := c.Node().DefaultChild()
-	if child == nil {
-		return ""
-	}
-	return *awscdk.Stack_Of(c).GetLogicalId(child.(awscdk.CfnElement))
-}
-
 // entryDir is the asset source directory. Its content is not what is
 // deployed (the bundler's output is); it only has to exist, so an invalid
 // entry falls back to the module root and the bundler reports the problem.
-func entryDir(b *Builder, entry string) string {
-	root, err := b.root()
+func entryDir(b *gobuild.Builder, entry string) string {
+	root, err := b.Root()
 	if err != nil {
 		return "."
 	}
@@ -381,9 +351,9 @@ func (f *Function) MetricThrottles(opts *awscloudwatch.MetricOptions) awscloudwa
 // bundler nor reads the binary to hash it). For a stack the CDK is told not
 // to bundle (the aws:cdk:bundling-stacks context), nothing is built: the
 // CDK's own bundling options, which it then skips, give the asset the
-// placeholder hash it gives any skipped bundle. A failed build yields an
-// asset holding BUILD-FAILED and the error, which NewFunction reports.
-func functionCode(scope constructs.Construct, builder *Builder, entry string) (awslambda.Code, error) {
+// placeholder hash it gives any skipped bundle. A failed build yields the
+// Builder's BUILD-FAILED asset and the error, which NewFunction reports.
+func functionCode(scope constructs.Construct, builder *gobuild.Builder, entry string) (awslambda.Code, error) {
 	if !*awscdk.Stack_Of(scope).BundlingRequired() {
 		return awslambda.Code_FromAsset(jsii.String(entryDir(builder, entry)), &awss3assets.AssetOptions{
 			AssetHashType: awscdk.AssetHashType_OUTPUT,
@@ -395,12 +365,10 @@ func functionCode(scope constructs.Construct, builder *Builder, entry string) (a
 		}), nil
 	}
 	dir, sum, err := builder.Asset(context.Background(), entry)
-	if err != nil {
-		sum = "BUILD-FAILED"
-		if dir = builder.failedAsset(err); dir == "" {
-			dir = entryDir(builder, entry) // no marker could be written: the error still stops the synthesis
-		}
-	} else {
+	switch {
+	case dir == "":
+		dir = entryDir(builder, entry) // no marker could be written: the error still stops the synthesis
+	case err == nil:
 		prestage(scope, dir, sum)
 	}
 	return awslambda.Code_FromAsset(jsii.String(dir), &awss3assets.AssetOptions{
@@ -425,7 +393,7 @@ func prestage(scope constructs.Construct, dir, sum string) {
 		return
 	}
 	h := sha256.Sum256([]byte(sum))
-	store(*outdir, "asset."+hex.EncodeToString(h[:]), dir)
+	gobuild.Store(*outdir, "asset."+hex.EncodeToString(h[:]), dir)
 }
 
 // environment passes nil rather than a pointer to an empty map, so a function

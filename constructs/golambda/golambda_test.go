@@ -20,7 +20,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/internal/cdktest"
 	"github.com/mercadofresco/integration/internal/golambdatest"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -29,27 +31,12 @@ import (
 
 func TestMain(m *testing.M) { cdktest.Main(m) }
 
-// fixture copies testdata/fixture (a module with two tiny functions) into a
-// temporary directory the test may edit.
+// fixture copies gobuild's testdata/fixture (a module with two tiny
+// functions) into a temporary directory the test may edit.
 func fixture(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.Walk("testdata/fixture", func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel("testdata/fixture", path)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS("gobuild/testdata/fixture")); err != nil {
 		t.Fatal(err)
 	}
 	return dst
@@ -61,8 +48,8 @@ func assetKeys(t *testing.T, root string) map[string]string {
 	t.Helper()
 	stack := cdktest.NewStack("Hashes")
 	builder := golambdatest.Builder(t, root)
-	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: builder})
-	golambda.NewFunction(stack, "Beta", &golambda.Props{Entry: "fn/beta", Builder: builder})
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Context: core.Context{Builder: builder}})
+	golambda.NewFunction(stack, "Beta", &golambda.Props{Entry: "fn/beta", Context: core.Context{Builder: builder}})
 	tpl := assertions.Template_FromStack(stack, nil)
 	keys := map[string]string{}
 	for logicalID, res := range *tpl.FindResources(jsii.String("AWS::Lambda::Function"), nil) {
@@ -117,7 +104,7 @@ func TestAssetIsStagedWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	stack := cdktest.NewStack("Staged")
-	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: builder})
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Context: core.Context{Builder: builder}})
 	assertions.Template_FromStack(stack, nil).HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 		"Code": assertions.Match_ObjectLike(&map[string]any{"S3Key": fmt.Sprintf("%x.zip", sha256.Sum256([]byte(sum)))}),
 	})
@@ -136,7 +123,7 @@ func TestBuildFailureStopsSynthWithCompilerMessage(t *testing.T) {
 	root := fixture(t)
 	os.WriteFile(filepath.Join(root, "fn/alpha/main.go"), []byte("package main\n\nfunc main() { undefinedThing() }\n"), 0o644)
 	stack := cdktest.NewStack("Broken")
-	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: golambdatest.Builder(t, root)})
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Context: core.Context{Builder: golambdatest.Builder(t, root)}})
 	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("undefined: undefinedThing")))
 	if len(*errs) != 1 {
 		t.Fatalf("want one synthesis error carrying the compiler's message, got %d", len(*errs))
@@ -148,19 +135,16 @@ func TestBuildFailureStopsSynthWithCompilerMessage(t *testing.T) {
 }
 
 // A stack the CDK is told not to bundle (aws:cdk:bundling-stacks, as the
-// operator tools synthesise) builds nothing and reports nothing.
+// operator tools synthesise) builds nothing and reports nothing: its
+// builder has no go command, so any build would be a synthesis error.
 func TestStackWithoutBundlingBuildsNothing(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []any{}}})
 	stack := awscdk.NewStack(app, jsii.String("Unbundled"), nil)
-	refusing, log := goWrapper(t, true)
-	builder := &golambda.Builder{ModuleRoot: fixture(t), GoBinary: refusing, CacheDir: "off"}
+	builder := &gobuild.Builder{ModuleRoot: fixture(t), GoBinary: filepath.Join(t.TempDir(), "no-go"), CacheDir: "off"}
 	t.Cleanup(func() { _ = builder.Close() })
-	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: builder})
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Context: core.Context{Builder: builder}})
 	if errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_AnyValue()); len(*errs) != 0 {
 		t.Fatalf("a stack without bundling reported %d errors: %v", len(*errs), (*errs)[0].Entry.Data)
-	}
-	if b := buildLines(t, log); len(b) != 0 {
-		t.Errorf("a stack without bundling ran go build: %q", b)
 	}
 }
 
@@ -168,8 +152,8 @@ func TestInvalidEntryIsASynthesisErrorNotAPanic(t *testing.T) {
 	for _, entry := range []string{"", "../outside", "fn/does-not-exist"} {
 		t.Run(entry, func(t *testing.T) {
 			stack := cdktest.NewStack("Invalid")
-			golambda.NewFunction(stack, "Fn", &golambda.Props{Entry: entry, Builder: golambdatest.Builder(t, fixture(t))})
-			errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("golambda: go build failed")))
+			golambda.NewFunction(stack, "Fn", &golambda.Props{Entry: entry, Context: core.Context{Builder: golambdatest.Builder(t, fixture(t))}})
+			errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("gobuild: go build failed")))
 			if len(*errs) != 1 {
 				t.Fatalf("entry %q: want one synthesis error, got %d", entry, len(*errs))
 			}
@@ -181,9 +165,8 @@ func TestDefaults(t *testing.T) {
 	stack := cdktest.NewStack("Defaults")
 	key := awskms.NewKey(stack, jsii.String("Key"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 	golambda.NewFunction(stack, "Alpha", &golambda.Props{
-		Entry:         "fn/alpha",
-		Builder:       golambdatest.Builder(t, fixture(t)),
-		EncryptionKey: key,
+		Entry:   "fn/alpha",
+		Context: core.Context{Builder: golambdatest.Builder(t, fixture(t)), DataKey: key},
 	})
 	tpl := assertions.Template_FromStack(stack, nil)
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
@@ -226,7 +209,7 @@ func TestDefaults(t *testing.T) {
 func TestDependenciesAreDeclaredInTheTemplate(t *testing.T) {
 	stack := cdktest.NewStack("Deps")
 	golambda.NewFunction(stack, "Alpha", &golambda.Props{
-		Entry: "fn/alpha", Builder: golambdatest.Builder(t, fixture(t)),
+		Entry: "fn/alpha", Context: core.Context{Builder: golambdatest.Builder(t, fixture(t))},
 		SDKMaxAttempts: 3,
 		Environment:    map[string]*string{"GATEWAY_MAX_ATTEMPTS": jsii.String("3")},
 		Dependencies: []golambda.Dependency{
@@ -250,10 +233,10 @@ func TestDependenciesAreDeclaredInTheTemplate(t *testing.T) {
 	cdktest.RequireContains(t, cdktest.Errors(stack), `dependency "erp"`, "ERP_MAX_ATTEMPTS", "not in Environment")
 }
 
-func TestAlarmTopicAddsErrorAndThrottleAlarms(t *testing.T) {
+func TestAlertsAddErrorAndThrottleAlarms(t *testing.T) {
 	stack := cdktest.NewStack("Alarms")
 	topic := awssns.NewTopic(stack, jsii.String("Topic"), nil)
-	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Builder: golambdatest.Builder(t, fixture(t)), AlarmTopic: topic})
+	golambda.NewFunction(stack, "Alpha", &golambda.Props{Entry: "fn/alpha", Context: core.Context{Builder: golambdatest.Builder(t, fixture(t)), Alerts: topic}})
 	tpl := assertions.Template_FromStack(stack, nil)
 	tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(2))
 	for _, metric := range []string{"Errors", "Throttles"} {
@@ -273,7 +256,7 @@ func TestCdkNagClean(t *testing.T) {
 	stack := cdktest.NewStack("Nag")
 	root := fixture(t)
 	builder := golambdatest.Builder(t, root)
-	golambda.NewFunction(stack, "Plain", &golambda.Props{Entry: "fn/alpha", Builder: builder})
+	golambda.NewFunction(stack, "Plain", &golambda.Props{Entry: "fn/alpha", Context: core.Context{Builder: builder}})
 	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
 		MaxAzs:              jsii.Number(2),
 		NatGateways:         jsii.Number(0),
@@ -282,7 +265,7 @@ func TestCdkNagClean(t *testing.T) {
 	cdknag.NagSuppressions_AddResourceSuppressions(vpc, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-VPC7"), Reason: jsii.String("Test VPC only hosts the function under test; flow logs are not the subject."),
 	}}, jsii.Bool(true))
-	golambda.NewFunction(stack, "InVpc", &golambda.Props{Entry: "fn/beta", Builder: builder, Vpc: vpc})
+	golambda.NewFunction(stack, "InVpc", &golambda.Props{Entry: "fn/beta", Context: core.Context{Builder: builder}, Vpc: vpc})
 	awscdk.Aspects_Of(stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
 	for _, e := range *errs {
@@ -303,7 +286,7 @@ func TestWildcardStatementsAreIsolatedAndENIDeniedToTheCode(t *testing.T) {
 		MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0),
 		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{Name: jsii.String("isolated"), SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}},
 	})
-	fn := golambda.NewFunction(stack, "InVpc", &golambda.Props{Entry: "fn/beta", Builder: builder, Vpc: vpc})
+	fn := golambda.NewFunction(stack, "InVpc", &golambda.Props{Entry: "fn/beta", Context: core.Context{Builder: builder}, Vpc: vpc})
 	// A careless wildcard grant added later to the default policy.
 	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions: jsii.Strings("sqs:SendMessage"), Resources: jsii.Strings("*"),

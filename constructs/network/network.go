@@ -19,6 +19,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/core"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // Subnet group names of the Network.
@@ -166,7 +167,7 @@ func New(scope constructs.Construct, id string, props *Props) *Network {
 		sg, ok := ep.Node().TryFindChild(jsii.String("SecurityGroup")).(awsec2.SecurityGroup)
 		if !v.If(!ok, "cannot find endpoint %s's security group to close its egress", *ep.Node().Id()) {
 			sg.Node().DefaultChild().(awsec2.CfnSecurityGroup).AddPropertyOverride(jsii.String("SecurityGroupEgress"),
-				[]any{map[string]any{"CidrIp": "255.255.255.255/32", "Description": "Disallow all traffic", "IpProtocol": "icmp", "FromPort": 252, "ToPort": 86}})
+				[]any{synthesized.NoEgress})
 		}
 	}
 	// DynamoDB through a gateway endpoint (free): the consumers' idempotency

@@ -51,15 +51,6 @@ var titles = [sectionCount]string{
 	Database:    "9. Aurora: connections against the maximum",
 }
 
-// Sections are every section, top to bottom.
-func Sections() []Section {
-	out := make([]Section, sectionCount)
-	for i := range out {
-		out[i] = Section(i)
-	}
-	return out
-}
-
 // Title is the heading of s on the dashboard.
 func (s Section) Title() string {
 	if s < 0 || s >= sectionCount {

@@ -156,7 +156,8 @@ func (p *Payment) addFunctions(props *PaymentProps, vpc awsec2.IVpc, subnets *aw
 		{Name: "secretsmanager:gateway-key", AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
 	}
 	newFn := func(id, name string, physical *string, desc string) *golambda.Function {
-		fp := props.FunctionProps(golambda.Props{
+		fp := &golambda.Props{
+			Context:                      props.Context,
 			Entry:                        "lambdas/" + name,
 			FunctionName:                 physical,
 			Description:                  jsii.String(desc + " for " + StateMachineName),
@@ -167,9 +168,9 @@ func (p *Payment) addFunctions(props *PaymentProps, vpc awsec2.IVpc, subnets *aw
 			VpcSubnets:                   subnets,
 			SecurityGroups:               &[]awsec2.ISecurityGroup{p.SecurityGroup},
 			Dependencies:                 deps,
-		})
+		}
 		if name == "cobro" {
-			fp.AlarmTopic = nil // its Errors alarm has a threshold (declines are errors): addAlarms
+			fp.Alerts = nil // its Errors alarm has a threshold (declines are errors): addAlarms
 		}
 		fn := golambda.NewFunction(p.Construct, id, fp)
 		dependency.GrantRead(p.Secret, props.DataKey, fn.Function)

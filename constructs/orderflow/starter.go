@@ -118,7 +118,8 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 			"lambdas/iniciar-pedido: HTTPS to Step Functions and SQS", "HTTPS: Step Functions and SQS")
 		groups = &[]awsec2.ISecurityGroup{sg}
 	}
-	s.Function = golambda.NewFunction(c, "Iniciar", props.FunctionProps(golambda.Props{
+	s.Function = golambda.NewFunction(c, "Iniciar", &golambda.Props{
+		Context:        props.Context,
 		Vpc:            props.Vpc,
 		VpcSubnets:     props.Subnets,
 		SecurityGroups: groups,
@@ -135,7 +136,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 			{Name: "states:StartExecution", AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
 			{Name: "sqs:dlq", AttemptsEnv: []string{lambdaapi.EnvSDKMaxAttempts}},
 		},
-	}))
+	})
 	if props.Workflow != nil {
 		props.Workflow.GrantStartExecution(s.Function.Function)
 	}

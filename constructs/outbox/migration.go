@@ -83,7 +83,8 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		delete(env, lambdaapi.EnvDBUser) // the owner role comes with the event (its Roles property)
 		env[lambdaapi.EnvDBMasterSecretARN] = db.Secret.SecretArn()
 	}
-	m.Function = golambda.NewFunction(this, "Funcion", props.FunctionProps(golambda.Props{
+	m.Function = golambda.NewFunction(this, "Funcion", &golambda.Props{
+		Context:                      props.Context,
 		Entry:                        "lambdas/outbox-migraciones",
 		FunctionName:                 props.FunctionName,
 		Description:                  jsii.String("Outbox schema: creates the database roles, applies the migrations and grants (custom resource, once per deploy)"),
@@ -93,7 +94,7 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 		Vpc:                          vpc,
 		VpcSubnets:                   subnets,
 		SecurityGroups:               &[]awsec2.ISecurityGroup{m.SecurityGroup},
-	}))
+	})
 	dependency.ReadSecretsThrough(v, m.SecurityGroup, props.SecretsEndpoint, "outbox schema migration reads the master secret")
 	if db != nil {
 		// The master user's step goes straight to the cluster (the proxy

@@ -16,7 +16,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/constructs/network"
 	"github.com/mercadofresco/integration/constructs/outbox"
 	"github.com/mercadofresco/integration/internal/cdktest"
@@ -26,7 +26,7 @@ import (
 func TestMain(m *testing.M) { cdktest.Main(m, func() { _ = builder.Close() }) }
 
 // builder is shared so the two functions compile once for all tests.
-var builder = &golambda.Builder{}
+var builder = &gobuild.Builder{}
 
 type fixture struct {
 	app       awscdk.App

@@ -141,7 +141,8 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 	pubEnv[lambdaapi.EnvOutboxEntryAttempts] = jsii.String(fmt.Sprint(lambdaapi.DefaultOutboxEntryAttempts))
 	pubEnv[lambdaapi.EnvOutboxMaxClaims] = jsii.String(fmt.Sprint(lambdaapi.DefaultOutboxMaxClaims))
 	fn := func(id, name string, physical *string, description string, timeout float64, env map[string]*string, reserved float64, deps []golambda.Dependency) *golambda.Function {
-		return golambda.NewFunction(p.Construct, id, props.FunctionProps(golambda.Props{
+		return golambda.NewFunction(p.Construct, id, &golambda.Props{
+			Context:                      props.Context,
 			Entry:                        "lambdas/outbox-" + name,
 			FunctionName:                 physical,
 			Description:                  jsii.String(description),
@@ -152,7 +153,7 @@ func (p *Publisher) addFunctions(props *PublisherProps, vpc awsec2.IVpc, subnets
 			VpcSubnets:                   subnets,
 			SecurityGroups:               &[]awsec2.ISecurityGroup{p.SecurityGroup},
 			Dependencies:                 deps,
-		}))
+		})
 	}
 	p.Function = fn("Publicador", "publicador", props.PublisherFunctionName, "Transactional outbox: publishes pending rows of Aurora's outbox table to "+*busName,
 		float64(PublisherTimeoutSeconds), pubEnv, reserved, []golambda.Dependency{{

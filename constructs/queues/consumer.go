@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
@@ -26,12 +27,6 @@ const (
 	maxBatchingWindowSec = 300
 	// lambdaDefaultTimeout is Lambda's timeout when a function sets none.
 	lambdaDefaultTimeout = 3
-	// DeadLetterRoutesEnv is the environment variable through which a
-	// consumer learns the DLQ of each queue it consumes (a JSON object of
-	// source queue name to DLQ URL; lambdas/lambdaapi reads it and
-	// the batch library sends poison messages there itself, with the failure
-	// reason, before acknowledging them).
-	DeadLetterRoutesEnv = lambdaapi.EnvDLQRoutes
 )
 
 // ConsumerOptions configures Queue.AddConsumer.
@@ -68,13 +63,15 @@ type ConsumerOptions struct {
 // MaximumConcurrency (required). It grants fn consume on the queue (with
 // kms:Decrypt on the data key through SQS) and send on the DLQ, admitting
 // fn to the DLQ's producer guard (with SendsCopies, send on the queue too),
-// adds this queue's DLQ to the function's DeadLetterRoutesEnv variable (one
-// route per source queue, so a function consuming several queues
+// adds this queue's DLQ to the function's lambdaapi.EnvDLQRoutes variable
+// (a JSON object of source queue name to DLQ URL: the batch library sends a
+// poison message there itself, with the failure reason; one route per
+// source queue, so a function consuming several queues
 // dead-letters each message to the DLQ of its own queue; consuming the same
 // queue twice fails synth), and derives the queue's visibility timeout from
 // fn's timeout:
 //
-//	visibility >= VisibilityMultiplier x timeout + batching window
+//	visibility >= checks.VisibilityMultiplier x timeout + batching window
 //
 // (messages are in flight while Lambda gathers a batch). If Props.VisibilityTimeout
 // was set explicitly and is below that, synth fails with a message that names
@@ -127,10 +124,10 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 	routes := routesOf(fn)
 	_, dup := routes[q.QueueName]
 	v.If(dup, "consumer %s already consumes %s: a second event source mapping on the same queue would process its messages twice", fnName, q.QueueName)
-	required := VisibilityMultiplier*timeout + window
+	required := checks.VisibilityMultiplier*timeout + window
 	v.If(q.explicitVisibility > 0 && q.explicitVisibility < required,
 		"VisibilityTimeout %.0f s is below %d x the timeout of consumer %s (%.0f s)%s = %.0f s: raise it, leave it unset to derive it, or lower the timeout (docs/design.md#visibility-timeout)",
-		q.explicitVisibility, VisibilityMultiplier, fnName, timeout, windowText(window), required)
+		q.explicitVisibility, checks.VisibilityMultiplier, fnName, timeout, windowText(window), required)
 	if !v.OK() {
 		return nil
 	}
@@ -161,7 +158,7 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 	}); ok {
 		// The JSON object lambdaapi.ParseDLQRoutes reads; the URLs stay tokens for
 		// CloudFormation to resolve.
-		own.AddEnvironment(jsii.String(DeadLetterRoutesEnv), awscdk.Stack_Of(fn).ToJsonString(routes, nil), nil)
+		own.AddEnvironment(jsii.String(lambdaapi.EnvDLQRoutes), awscdk.Stack_Of(fn).ToJsonString(routes, nil), nil)
 	}
 	return esm
 }

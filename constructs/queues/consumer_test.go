@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/mercadofresco/integration/constructs/queues"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 )
 
 func TestAddConsumerWiresMappingAndDerivesVisibility(t *testing.T) {
@@ -65,7 +66,7 @@ func dlqRoutes(t *testing.T, tpl assertions.Template) map[string]string {
 	t.Helper()
 	for _, fn := range resources(tpl, "AWS::Lambda::Function") {
 		vars, _ := fn["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
-		v, ok := vars[queues.DeadLetterRoutesEnv]
+		v, ok := vars[lambdaapi.EnvDLQRoutes]
 		if !ok {
 			continue
 		}

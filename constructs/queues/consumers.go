@@ -265,6 +265,7 @@ func NewMovimientosStock(scope constructs.Construct, id string, props *Movimient
 	qp := props.queueProps(props.Names, "lambdas/movimientos-stock", "Applies stock movements to mercadofresco-stock once each, in any order")
 	qp.Function.Timeout = core.Duration(MovimientosStockTimeout)
 	qp.Function.Vpc, qp.Function.VpcSubnets = props.Vpc, props.Subnets
+	qp.EgressReason = "HTTPS: SQS (its DLQ) through the NAT, which has no endpoint in the VPC"
 	// FIFO with MessageGroupId = sku: order kept per SKU, ~3,400 groups of
 	// parallelism, never one global group; high-throughput FIFO scales per
 	// group. maxReceiveCount 4: a failing message blocks its SKU's group

@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -88,6 +89,10 @@ type ConsumerProps struct {
 	// the queue (for a queue subscribed to an SNS topic,
 	// queues.FanOutMaxDeliveryAge). Nil: 0.
 	UpstreamMaxAge awscdk.Duration
+	// EgressReason describes the HTTPS egress of its security group in a
+	// VPC: what it calls outside the VPC's endpoints. Empty: its HTTP
+	// dependencies and AWS APIs.
+	EgressReason string
 	// SecretsEndpoint is the VPC's Secrets Manager interface endpoint
 	// (network.Network.SecretsEndpoint): required in a VPC for a consumer
 	// that reads an API key (AddHTTPDependency).
@@ -173,15 +178,16 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 	for k, val := range props.Function.Environment {
 		env[k] = val
 	}
-	fp := props.FunctionProps(props.Function)
+	fp := props.Function
+	fp.Context = props.Context
 	fp.Environment = env
 	fp.ReservedConcurrentExecutions = jsii.Number(mc)
 	if fp.Vpc != nil {
 		q.SecurityGroup = dependency.NewSecurityGroup(c, "GrupoSeguridad", fp.Vpc,
-			fmt.Sprintf("%s: HTTPS to its dependencies and AWS APIs; the cache admits this group", fp.Entry), "HTTPS: the consumer's HTTP dependencies and AWS APIs")
+			fmt.Sprintf("%s: HTTPS to its dependencies and AWS APIs; the cache admits this group", fp.Entry), cmp.Or(props.EgressReason, "HTTPS: the consumer's HTTP dependencies and AWS APIs"))
 		fp.SecurityGroups = &[]awsec2.ISecurityGroup{q.SecurityGroup}
 	}
-	q.Function = golambda.NewFunction(c, "Funcion", fp)
+	q.Function = golambda.NewFunction(c, "Funcion", &fp)
 	q.Mapping = q.Queue.AddConsumer(q.Function.Function, ConsumerOptions{
 		MaximumConcurrency: mc,
 		BatchSize:          batch,

@@ -22,7 +22,6 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/mercadofresco/integration/checks"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
 )
@@ -40,10 +39,6 @@ const (
 	DefaultDeadLetterRetentionDays = 14
 	// DefaultOldestMessageAgeMinutes is the age alarm's threshold (3 h).
 	DefaultOldestMessageAgeMinutes = 180
-	// VisibilityMultiplier is AWS's rule for Lambda consumers: visibility
-	// timeout >= 6 x function timeout (docs/design.md#visibility-timeout),
-	// the number the MF-SQS-VISIBILITY check holds the templates to.
-	VisibilityMultiplier = checks.VisibilityMultiplier
 	// DefaultDataKeyReuseMinutes is how long SQS reuses a KMS data key (the
 	// SQS default, 5 min).
 	DefaultDataKeyReuseMinutes = 5
@@ -108,7 +103,7 @@ type QueueProps struct {
 // Context.DataKey, maxReceiveCount 4, 4 days of retention, a 14-day DLQ, an
 // age alarm at 3 h; DataKey and Alerts are required. AddConsumer derives
 // the visibility timeout from the function's timeout (at least
-// VisibilityMultiplier times), so a message cannot become visible again
+// checks.VisibilityMultiplier times), so a message cannot become visible again
 // while its first delivery runs.
 type Queue struct {
 	constructs.Construct

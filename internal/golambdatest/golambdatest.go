@@ -6,13 +6,13 @@ package golambdatest
 import (
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 )
 
 // Builder returns a builder for the module at moduleRoot ("" for the
 // project's own) whose build directories are removed when t ends.
-func Builder(t testing.TB, moduleRoot string) *golambda.Builder {
-	b := &golambda.Builder{ModuleRoot: moduleRoot}
+func Builder(t testing.TB, moduleRoot string) *gobuild.Builder {
+	b := &gobuild.Builder{ModuleRoot: moduleRoot}
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }

@@ -6,6 +6,7 @@ package schematest
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -15,10 +16,12 @@ import (
 
 // Check reports whether doc is valid against name's major version.
 func Check(name string, major int, doc []byte) error {
-	s, ok := schemas.Find(name, major)
-	if !ok {
+	all := schemas.All()
+	i := slices.IndexFunc(all, func(s schemas.Schema) bool { return s.Name == name && s.Major == major })
+	if i < 0 {
 		return fmt.Errorf("schematest: no schema %s", schemas.Path(name, major))
 	}
+	s := all[i]
 	def, err := jsonschema.UnmarshalJSON(bytes.NewReader(s.Content))
 	if err != nil {
 		return fmt.Errorf("schematest: %s: %w", s.Path, err)

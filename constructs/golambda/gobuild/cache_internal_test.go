@@ -1,4 +1,4 @@
-package golambda
+package gobuild
 
 import (
 	"os"

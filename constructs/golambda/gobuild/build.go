@@ -1,4 +1,10 @@
-package golambda
+// Package gobuild compiles the app's Go Lambda main packages into
+// `bootstrap` binaries for provided.al2023 on arm64 (CGO_ENABLED=0,
+// BuildFlags), for constructs/golambda: reproducibly, so a function's asset
+// hash moves only when its machine code does; several functions in one
+// `go build` in the background (Start, StartAll); and kept across processes
+// in a cache keyed by everything the build reads (docs/design.md#performance).
+package gobuild
 
 import (
 	"bytes"
@@ -8,7 +14,6 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
-	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -25,7 +30,7 @@ import (
 const DefaultBuildTimeout = 15 * time.Minute
 
 // ErrBuild is wrapped by every failure to compile a function.
-var ErrBuild = errors.New("golambda: go build failed")
+var ErrBuild = errors.New("gobuild: go build failed")
 
 // BuildFlags returns the flags every function binary is built with. They make
 // the binary reproducible (no paths, no VCS stamp, no symbol tables) and drop
@@ -100,32 +105,29 @@ func (b *Builder) Build(ctx context.Context, entry string) (string, error) {
 // Asset builds entry (see Build) and returns the directory holding its
 // bootstrap and nothing else, with the SHA-256 of that binary: the hash is
 // computed once per built binary and kept beside it (<dir>.sha256), so a
-// cached binary is not read again on every synthesis.
+// cached binary is not read again on every synthesis. A failed build
+// returns its error with a directory (removed by Close) holding
+// BUILD-FAILED and the error, and the sum "BUILD-FAILED", so a failed
+// build's asset is never mistaken for a binary; dir is "" when even that
+// cannot be written.
 func (b *Builder) Asset(ctx context.Context, entry string) (dir, sum string, err error) {
-	if dir, err = b.Build(ctx, entry); err != nil {
-		return "", "", err
+	if dir, err = b.Build(ctx, entry); err == nil {
+		if sum, err = binarySum(dir); err == nil {
+			return dir, sum, nil
+		}
+		err = fmt.Errorf("%w for %s: %v", ErrBuild, entry, err)
 	}
-	if sum, err = binarySum(dir); err != nil {
-		return "", "", fmt.Errorf("%w for %s: %v", ErrBuild, entry, err)
-	}
-	return dir, sum, nil
-}
-
-// failedAsset returns a directory (removed by Close) holding BUILD-FAILED
-// with err, so a failed build's asset is never mistaken for a binary; ""
-// when it cannot be written.
-func (b *Builder) failedAsset(err error) string {
 	dir, mkErr := os.MkdirTemp("", "mf-golambda-failed-")
 	if mkErr != nil {
-		return ""
+		return "", "BUILD-FAILED", err
 	}
 	b.mu.Lock()
 	b.dirs = append(b.dirs, dir)
 	b.mu.Unlock()
 	if os.WriteFile(filepath.Join(dir, "BUILD-FAILED"), []byte(err.Error()), 0o644) != nil {
-		return ""
+		return "", "BUILD-FAILED", err
 	}
-	return dir
+	return dir, "BUILD-FAILED", err
 }
 
 // binarySum is the hex SHA-256 of dir/bootstrap, read from dir.sha256 when
@@ -171,7 +173,7 @@ func (b *Builder) Start(entries ...string) {
 
 // entry checks entry and returns the module root and the cleaned entry.
 func (b *Builder) entry(entry string) (root, clean string, err error) {
-	root, err = b.root()
+	root, err = b.Root()
 	if err != nil {
 		return "", "", err
 	}
@@ -258,7 +260,7 @@ func (b *Builder) run(ctx context.Context, root string, entries []string, bd map
 	for _, e := range missing {
 		dir, err := out[e].dir, out[e].err
 		if err == nil && keys[e] != "" {
-			dir = store(cache, keys[e], dir)
+			dir = Store(cache, keys[e], dir)
 		}
 		finish(e, dir, err)
 	}
@@ -375,16 +377,12 @@ func (b *Builder) cacheDir() string {
 	return dir
 }
 
-func (b *Builder) root() (string, error) {
+// Root is the module root: ModuleRoot, else the directory holding go.mod
+// above the working directory.
+func (b *Builder) Root() (string, error) {
 	if b.ModuleRoot != "" {
 		return filepath.Abs(b.ModuleRoot)
 	}
-	return FindModuleRoot()
-}
-
-// FindModuleRoot walks up from the working directory to the directory that
-// holds go.mod.
-func FindModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrBuild, err)
@@ -401,29 +399,11 @@ func FindModuleRoot() (string, error) {
 	}
 }
 
-// copyFile copies src to dst with mode.
-func copyFile(src, dst string, mode os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // StartAll starts (see Start) every main package in the directories
 // directly under dir ("lambdas"), relative to the module root: the app calls
 // it before making its constructs, so the functions compile meanwhile.
 func (b *Builder) StartAll(dir string) {
-	root, err := b.root()
+	root, err := b.Root()
 	if err != nil {
 		return // Build reports it
 	}

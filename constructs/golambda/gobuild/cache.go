@@ -1,4 +1,4 @@
-package golambda
+package gobuild
 
 import (
 	"bytes"
@@ -141,12 +141,12 @@ func hashFile(h io.Writer, dir, name string) error {
 	return err
 }
 
-// store copies dir/bootstrap into cache/key (the binary cache, or the
-// assembly: prestage) through a temporary directory renamed into place, and
-// returns cache/key; when that fails it returns dir, which still holds the
-// binary. Two processes storing the same key at once both succeed: the
+// Store copies dir (its bootstrap only) into cache/key (the binary cache,
+// or the cloud assembly where constructs/golambda stages the asset)
+// through a temporary directory renamed into place, and returns
+// cache/key; when that fails it returns dir, which still holds the binary. Two processes storing the same key at once both succeed: the
 // binaries are identical, and the rename of the later one fails harmlessly.
-func store(cache, key, dir string) string {
+func Store(cache, key, dir string) string {
 	final := filepath.Join(cache, key)
 	if _, err := os.Stat(filepath.Join(final, "bootstrap")); err == nil {
 		return final
@@ -155,7 +155,7 @@ func store(cache, key, dir string) string {
 	if err != nil {
 		return dir
 	}
-	if err := copyFile(filepath.Join(dir, "bootstrap"), filepath.Join(tmp, "bootstrap"), 0o755); err != nil {
+	if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil { // bootstrap, with its execute bits
 		os.RemoveAll(tmp)
 		return dir
 	}

@@ -1,4 +1,4 @@
-package golambda_test
+package gobuild_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mercadofresco/integration/constructs/golambda"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 )
 
 // goWrapper writes a go command that logs its arguments to the returned log
@@ -35,6 +35,17 @@ func goWrapper(t *testing.T, refuseBuild bool) (bin, log string) {
 	return bin, log
 }
 
+// fixture copies testdata/fixture (a module with two tiny functions) into a
+// temporary directory the test may edit.
+func fixture(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS("testdata/fixture")); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 func buildLines(t *testing.T, log string) []string {
 	t.Helper()
 	raw, _ := os.ReadFile(log)
@@ -52,7 +63,7 @@ func buildLines(t *testing.T, log string) []string {
 func TestCacheServesAnotherBuilderUntilTheSourceChanges(t *testing.T) {
 	ctx := context.Background()
 	root, cache := fixture(t), t.TempDir()
-	first := &golambda.Builder{ModuleRoot: root, CacheDir: cache}
+	first := &gobuild.Builder{ModuleRoot: root, CacheDir: cache}
 	defer first.Close()
 	dir, err := first.Build(ctx, "fn/alpha")
 	if err != nil {
@@ -61,7 +72,7 @@ func TestCacheServesAnotherBuilderUntilTheSourceChanges(t *testing.T) {
 	want, _ := os.ReadFile(filepath.Join(dir, "bootstrap"))
 
 	refusing, log := goWrapper(t, true)
-	second := &golambda.Builder{ModuleRoot: root, CacheDir: cache, GoBinary: refusing}
+	second := &gobuild.Builder{ModuleRoot: root, CacheDir: cache, GoBinary: refusing}
 	defer second.Close()
 	dir, err = second.Build(ctx, "fn/alpha")
 	if err != nil {
@@ -77,7 +88,7 @@ func TestCacheServesAnotherBuilderUntilTheSourceChanges(t *testing.T) {
 	main := filepath.Join(root, "fn/alpha/main.go")
 	src, _ := os.ReadFile(main)
 	os.WriteFile(main, []byte(strings.Replace(string(src), "alpha v1", "alpha v2", 1)), 0o644)
-	third := &golambda.Builder{ModuleRoot: root, CacheDir: cache, GoBinary: refusing}
+	third := &gobuild.Builder{ModuleRoot: root, CacheDir: cache, GoBinary: refusing}
 	defer third.Close()
 	if _, err := third.Build(ctx, "fn/alpha"); err == nil || !strings.Contains(err.Error(), "build refused by the test") {
 		t.Errorf("a changed source was answered from the cache: %v", err)
@@ -89,7 +100,7 @@ func TestCacheServesAnotherBuilderUntilTheSourceChanges(t *testing.T) {
 func TestStartAllBuildsEveryMainInOneGoBuild(t *testing.T) {
 	root := fixture(t)
 	bin, log := goWrapper(t, false)
-	b := &golambda.Builder{ModuleRoot: root, CacheDir: "off", GoBinary: bin}
+	b := &gobuild.Builder{ModuleRoot: root, CacheDir: "off", GoBinary: bin}
 	defer b.Close()
 	b.StartAll("fn")
 	for _, e := range []string{"fn/alpha", "fn/beta", "fn/alpha"} {
@@ -112,7 +123,7 @@ func TestStartAllBuildsEveryMainInOneGoBuild(t *testing.T) {
 func TestFailedBatchNamesTheBrokenEntry(t *testing.T) {
 	root := fixture(t)
 	os.WriteFile(filepath.Join(root, "fn/alpha/main.go"), []byte("package main\n\nfunc main() { undefinedThing() }\n"), 0o644)
-	b := &golambda.Builder{ModuleRoot: root, CacheDir: t.TempDir()}
+	b := &gobuild.Builder{ModuleRoot: root, CacheDir: t.TempDir()}
 	defer b.Close()
 	b.Start("fn/alpha", "fn/beta")
 	if _, err := b.Build(context.Background(), "fn/alpha"); err == nil || !strings.Contains(err.Error(), "go build failed for fn/alpha") || !strings.Contains(err.Error(), "undefinedThing") {
@@ -128,7 +139,7 @@ func TestFailedBatchNamesTheBrokenEntry(t *testing.T) {
 func TestAssetSumIsKeptBesideTheCachedBinary(t *testing.T) {
 	ctx := context.Background()
 	root, cache := fixture(t), t.TempDir()
-	first := &golambda.Builder{ModuleRoot: root, CacheDir: cache}
+	first := &gobuild.Builder{ModuleRoot: root, CacheDir: cache}
 	defer first.Close()
 	dir, sum, err := first.Asset(ctx, "fn/alpha")
 	if err != nil {
@@ -151,7 +162,7 @@ func TestAssetSumIsKeptBesideTheCachedBinary(t *testing.T) {
 	if err := os.WriteFile(dir+".sha256", []byte(stand), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	second := &golambda.Builder{ModuleRoot: root, CacheDir: cache}
+	second := &gobuild.Builder{ModuleRoot: root, CacheDir: cache}
 	defer second.Close()
 	if _, got, err := second.Asset(ctx, "fn/alpha"); err != nil || got != stand {
 		t.Errorf("second Asset = %q, %v; want the kept sum", got, err)

@@ -71,17 +71,13 @@ type Config struct {
 	// rejected them. Default: the running binary's build id ("unknown" if
 	// it cannot be read).
 	ConsumerVersion string
-	// DLQ and DLQURL are where poison and permanent failures are sent. When
-	// either is unset those records are reported as batch item failures
-	// instead, leaving them to the queue's redrive policy (slower, still safe).
-	// A DLQ URL ending in ".fifo" gets MessageGroupId and a deduplication id.
-	DLQ    Sender
-	DLQURL string
-	// DLQRoutes, when not empty, takes precedence over DLQURL: each record
-	// goes to the DLQ of the queue it came from (by its event source ARN),
-	// as the CDK wires it for functions that consume several queues
-	// (lambdaapi.EnvDLQRoutes). A record from a queue without a route is reported as a
-	// batch item failure (the queue's redrive policy then moves it).
+	// DLQ sends poison and permanent failures to the DLQ of the queue each
+	// came from (DLQRoutes, by its event source ARN; lambdaapi.EnvDLQRoutes).
+	// Without DLQ or a route those records are reported as batch item
+	// failures instead, leaving them to the queue's redrive policy (slower,
+	// still safe). A DLQ URL ending in ".fifo" gets MessageGroupId and a
+	// deduplication id.
+	DLQ       Sender
 	DLQRoutes lambdaapi.DLQRoutes
 	// Visibility, when set, returns a transiently failed record after
 	// retry.HalfJitter of its wait (ChangeMessageVisibility on the source
@@ -172,8 +168,7 @@ type Record struct {
 	// Logger carries the record's identifiers; use it for handler logs.
 	Logger *slog.Logger
 
-	mu      sync.Mutex
-	idemKey string
+	idemKey string // set before the handler runs
 }
 
 // Body returns the message body.
@@ -192,20 +187,8 @@ func decodeBody(body string, v any) error {
 	return nil
 }
 
-// SetIdempotencyKey records the domain idempotency key the handler used, so
-// that it appears in the record's log line.
-func (r *Record) SetIdempotencyKey(key string) {
-	r.mu.Lock()
-	r.idemKey = key
-	r.mu.Unlock()
-}
-
-// IdempotencyKey returns the key set by Config.IdempotencyKey or the handler.
-func (r *Record) IdempotencyKey() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.idemKey
-}
+// IdempotencyKey returns the key Config.IdempotencyKey derived ("" without one).
+func (r *Record) IdempotencyKey() string { return r.idemKey }
 
 // Outcome is what happened to a record (the "outcome" log field).
 type Outcome string
@@ -443,7 +426,7 @@ func (p *Processor) prepare(it *item) {
 		case key == "":
 			it.preErr = failure.Poisonf("cannot derive the idempotency key: empty key")
 		default:
-			it.rec.SetIdempotencyKey(key)
+			it.rec.idemKey = key
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -150,6 +151,8 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		MaximumConcurrency: mc,
 		BatchSize:          10,
 	})
+	// A failed start comes back after a jitter of it (lambdas/sqsbatch).
+	s.Function.Function.AddEnvironment(jsii.String(lambdaapi.EnvVisibilityTimeout), jsii.String(fmt.Sprintf("%.0fs", s.Buffer.VisibilityTimeoutSeconds())), nil)
 	return s
 }
 

@@ -73,6 +73,8 @@ func TestStarterWiring(t *testing.T) {
 			"DLQ_URLS":          assertions.Match_AnyValue(),
 			// eventsapi.StarterWindow: 89 days.
 			"IDEMPOTENCY_WINDOW": "2136h",
+			// The buffer's: a failed start comes back after a jitter of it.
+			"VISIBILITY_TIMEOUT": "120s",
 		})},
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{

@@ -39,6 +39,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/signing"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -119,6 +120,7 @@ type Starter struct {
 	log          *slog.Logger
 	window       sqsbatch.Window
 	verifier     signing.Verifier
+	rand         retry.Rand
 }
 
 // Option configures New.
@@ -135,6 +137,10 @@ func WithVerifier(v signing.Verifier) Option { return func(s *Starter) { s.verif
 
 // WithClock sets the window's clock (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Starter) { s.window.Now = now } }
+
+// WithRand sets the source of the jitter of a failed start's return
+// (default math/rand/v2's global source).
+func WithRand(r retry.Rand) Option { return func(s *Starter) { s.rand = r } }
 
 // New returns a Starter for the state machine ARN.
 func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts ...Option) (*Starter, error) {
@@ -253,6 +259,7 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 	return sqsbatch.Config{
 		Handler:  s.Handler(),
 		Envelope: consumers.Starter.Envelope(),
+		Rand:     s.rand,
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var env struct {
 				Detail struct {
@@ -272,11 +279,14 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 // environment with real clients, as lambdas/iniciar-pedido's main does:
 // STATE_MACHINE_ARN, SIGNING_SECRET_ARN (the charge-signing key), DLQ_URLS,
 // CONSUMER_VERSION (default: the binary's hash), IDEMPOTENCY_WINDOW
-// (default and maximum eventsapi.StarterWindow), AWS_MAX_ATTEMPTS.
-func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (*sqsbatch.Processor, error) {
+// (default and maximum eventsapi.StarterWindow), VISIBILITY_TIMEOUT (a
+// failed start comes back after sqsbatch's jitter of it), AWS_MAX_ATTEMPTS.
+// opts follow the environment's.
+func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger, opts ...Option) (*sqsbatch.Processor, error) {
 	arn := env.Required(lambdaapi.EnvStateMachineARN)
 	secretARN := env.Required(signing.EnvSecretARN)
 	window := env.Duration(lambdaapi.EnvIdempotencyWindow, eventsapi.StarterWindow, lambdaapi.ReadmissionValidity, eventsapi.StarterWindow)
+	visibility := env.Duration(lambdaapi.EnvVisibilityTimeout, 0, 0, 12*time.Hour)
 	version := env.String(lambdaapi.EnvConsumerVersion, "")
 	routes, rerr := lambdaapi.ParseDLQRoutes(env.String(lambdaapi.EnvDLQRoutes, ""))
 	if err := errors.Join(env.Err(), rerr); err != nil {
@@ -290,13 +300,14 @@ func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	s, err := New(sfn.NewFromConfig(awsCfg), arn, log, WithWindow(window), WithVerifier(keys))
+	s, err := New(sfn.NewFromConfig(awsCfg), arn, log, append([]Option{WithWindow(window), WithVerifier(keys)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
 	cfg := BatchConfig(s)
 	cfg.ConsumerVersion = version
-	cfg.DLQ = sqs.NewFromConfig(awsCfg)
+	client := sqs.NewFromConfig(awsCfg)
+	cfg.DLQ, cfg.Visibility, cfg.ReturnAfter = client, client, visibility
 	cfg.DLQRoutes = routes
 	cfg.Logger = log
 	return sqsbatch.New(cfg)

@@ -135,7 +135,7 @@ func processor(t *testing.T, api orderstart.StartExecutionAPI, opts ...orderstar
 	sqs := localaws.NewSQS(localaws.SQSConfig{})
 	dlq, _ := sqs.CreateQueue("cola-mercadofresco-inicio-pedido-dlq", localaws.QueueConfig{})
 	cfg := orderstart.BatchConfig(s)
-	cfg.DLQ, cfg.DLQURL = sqs, dlq
+	cfg.DLQ, cfg.DLQRoutes = sqs, lambdaapi.DLQRoutes{"cola-mercadofresco-inicio-pedido": dlq}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	p, err := sqsbatch.New(cfg)
 	if err != nil {

@@ -76,7 +76,7 @@ func TestIncomingMFAttributesAreIgnored(t *testing.T) {
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
 			return failure.Poisonf("importe must be positive")
 		}),
-		DLQ: e.fake, DLQURL: e.dlqURL, ConsumerVersion: "v7", Logger: discard(),
+		DLQ: e.fake, DLQRoutes: e.routes, ConsumerVersion: "v7", Logger: discard(),
 	})
 	var ev events.SQSEvent
 	for i, tt := range tests {

@@ -31,9 +31,8 @@ func BenchmarkProcess(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			p := mustNew(b, sqsbatch.Config{
-				Logger: discard(), Concurrency: c.concurrency, Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id"}},
+				Logger: discard(), Concurrency: c.concurrency, Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id"}}, IdempotencyKey: keyByPedido,
 				Handler: sqsbatch.JSON(func(_ context.Context, rec *sqsbatch.Record, ped *pedido) error {
-					rec.SetIdempotencyKey("preparacion:" + ped.PedidoID)
 					if c.latency > 0 {
 						time.Sleep(c.latency)
 					}

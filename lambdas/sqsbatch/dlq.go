@@ -87,15 +87,9 @@ func messageBytes(body string, attrs map[string]types.MessageAttributeValue) int
 // It returns the DLQ's message id (a new one: the original travels in
 // AttrOriginalMessageID).
 func (p *Processor) deadLetter(ctx context.Context, rec *Record, class failure.Kind, cause error) (string, error) {
-	dlqURL := p.cfg.DLQURL
-	if len(p.cfg.DLQRoutes) > 0 {
-		var ok bool
-		if dlqURL, ok = p.cfg.DLQRoutes.For(rec.Message.EventSourceARN); !ok {
-			return "", fmt.Errorf("no DLQ route for source %s (the queue's redrive policy will move it after maxReceiveCount)", rec.Message.EventSourceARN)
-		}
-	}
-	if p.cfg.DLQ == nil || dlqURL == "" {
-		return "", errors.New("no DLQ configured (the queue's redrive policy will move it after maxReceiveCount)")
+	dlqURL, ok := p.cfg.DLQRoutes.For(rec.Message.EventSourceARN)
+	if p.cfg.DLQ == nil || !ok {
+		return "", fmt.Errorf("no DLQ configured for source %s (the queue's redrive policy will move it after maxReceiveCount)", rec.Message.EventSourceARN)
 	}
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(dlqURL),

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -76,7 +77,7 @@ func TestEndToEndStandardQueue(t *testing.T) {
 	seen := map[string][]int{} // pedido -> receive counts the handler saw
 	done := map[string]int{}
 	p := mustNew(t, sqsbatch.Config{
-		Logger: discard(), DLQ: f, DLQURL: dlq, ConsumerVersion: "preparar-pedido@e2e",
+		Logger: discard(), DLQ: f, DLQRoutes: lambdaapi.DLQRoutes{"cola-mercadofresco-pedidos": dlq}, ConsumerVersion: "preparar-pedido@e2e",
 		Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id"}},
 		Handler: sqsbatch.JSON(func(_ context.Context, rec *sqsbatch.Record, ped *pedido) error {
 			mu.Lock()
@@ -204,7 +205,7 @@ func TestEndToEndFIFO(t *testing.T) {
 	applied := map[string][]int{}
 	attempts := 0
 	p := mustNew(t, sqsbatch.Config{
-		Logger: discard(), DLQ: f, DLQURL: dlq, Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"sku", "seq"}},
+		Logger: discard(), DLQ: f, DLQRoutes: lambdaapi.DLQRoutes{"movimientos-stock.fifo": dlq}, Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"sku", "seq"}},
 		Handler: sqsbatch.JSON(func(_ context.Context, rec *sqsbatch.Record, m *mov) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -23,11 +24,15 @@ func Example() {
 	p, err := sqsbatch.New(sqsbatch.Config{
 		ConsumerVersion: "preparar-pedido@1.4.0",
 		DLQ:             sqs,
-		DLQURL:          dlqURL,
+		DLQRoutes:       lambdaapi.DLQRoutes{"cola-mercadofresco-pedidos": dlqURL},
 		Envelope:        sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id"}},
-		Logger:          slog.New(slog.DiscardHandler),
+		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
+			var ev pedidoConfirmado
+			err := rec.Decode(&ev)
+			return "preparacion:" + ev.PedidoID, err
+		},
+		Logger: slog.New(slog.DiscardHandler),
 		Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, ev *pedidoConfirmado) error {
-			rec.SetIdempotencyKey("preparacion:" + ev.PedidoID)
 			if ev.PedidoID == "P-2" {
 				return fmt.Errorf("almacen: 503") // transient: comes back
 			}

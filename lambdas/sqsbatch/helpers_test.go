@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
@@ -91,6 +92,8 @@ type env struct {
 	fake   *localaws.SQS
 	clock  *retry.VirtualClock
 	dlqURL string
+	// routes send records of stdARN and fifoARN to dlqURL.
+	routes lambdaapi.DLQRoutes
 }
 
 func newEnv(t testing.TB, fifo bool) *env {
@@ -105,7 +108,7 @@ func newEnv(t testing.TB, fifo bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{fake: f, clock: clk, dlqURL: url}
+	return &env{fake: f, clock: clk, dlqURL: url, routes: lambdaapi.DLQRoutes{"cola-mercadofresco-pedidos": url, "movimientos-stock.fifo": url}}
 }
 
 func (e *env) dlq(t *testing.T) []localaws.MessageState {
@@ -143,3 +146,10 @@ func itoa(i int) string { return strconv.Itoa(i) }
 var _ sqsbatch.Sender = (*localaws.SQS)(nil)
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// keyByPedido derives "preparacion:<pedido_id>" (Config.IdempotencyKey).
+func keyByPedido(rec *sqsbatch.Record) (string, error) {
+	var ped pedido
+	err := rec.Decode(&ped)
+	return "preparacion:" + ped.PedidoID, err
+}

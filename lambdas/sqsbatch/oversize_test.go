@@ -68,7 +68,7 @@ func TestOversizeDeadLetter(t *testing.T) {
 				Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
 					return failure.Poison(errors.New(longReason))
 				}),
-				DLQ: e.fake, DLQURL: e.dlqURL, ConsumerVersion: "v7", Logger: discard(),
+				DLQ: e.fake, DLQRoutes: e.routes, ConsumerVersion: "v7", Logger: discard(),
 			})
 			m := msg("m-1", tc.body)
 			m.MessageAttributes = tc.attrs

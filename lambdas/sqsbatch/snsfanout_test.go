@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -63,12 +64,12 @@ func TestSNSFanOutDelivery(t *testing.T) {
 	var runs atomic.Int32
 	p := mustNew(t, sqsbatch.Config{
 		Handler: sqsbatch.JSON(func(_ context.Context, rec *sqsbatch.Record, ped *pedido) error {
-			rec.SetIdempotencyKey("preparacion:" + ped.PedidoID)
 			runs.Add(1)
 			return nil
 		}),
-		Envelope: sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id", "importe"}},
-		DLQ:      e.fake, DLQURL: e.dlqURL, ConsumerVersion: "preparar-pedido@abc123",
+		Envelope:       sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id", "importe"}},
+		IdempotencyKey: keyByPedido,
+		DLQ:            e.fake, DLQRoutes: lambdaapi.DLQRoutes{"sin-entrega-directa": e.dlqURL, "con-entrega-directa": e.dlqURL}, ConsumerVersion: "preparar-pedido@abc123",
 		Logger: log,
 	})
 	resp, err := p.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{envelope, raw}})

@@ -71,22 +71,20 @@ type Config struct {
 	// rejected them. Default: the running binary's build id ("unknown" if
 	// it cannot be read).
 	ConsumerVersion string
-	// DLQ and DLQURL are where poison and permanent failures are sent. When
-	// either is unset those records are reported as batch item failures
-	// instead, leaving them to the queue's redrive policy (slower, still safe).
-	// A DLQ URL ending in ".fifo" gets MessageGroupId and a deduplication id.
-	DLQ    Sender
-	DLQURL string
-	// DLQRoutes, when not empty, takes precedence over DLQURL: each record
-	// goes to the DLQ of the queue it came from (by its event source ARN),
-	// as the CDK wires it for functions that consume several queues
-	// (lambdaapi.EnvDLQRoutes). A record from a queue without a route is reported as a
-	// batch item failure (the queue's redrive policy then moves it).
+	// DLQ sends poison and permanent failures to the DLQ of the queue each
+	// came from (DLQRoutes, by its event source ARN; lambdaapi.EnvDLQRoutes).
+	// Without DLQ or a route those records are reported as batch item
+	// failures instead, leaving them to the queue's redrive policy (slower,
+	// still safe). A DLQ URL ending in ".fifo" gets MessageGroupId and a
+	// deduplication id.
+	DLQ       Sender
 	DLQRoutes lambdaapi.DLQRoutes
 	// Visibility, when set, returns a transiently failed record after
 	// retry.HalfJitter of its wait (ChangeMessageVisibility on the source
 	// queue): its RetryAfter, else ReturnAfter; never sooner than a
 	// Retry-After the dependency sent (a retry.StatusError in the chain).
+	// A FIFO group's later records wait as long, so the group comes back
+	// after the jittered wait.
 	Visibility VisibilityChanger
 	// ReturnAfter is the source queue's visibility timeout, the wait of a
 	// failure without one of its own (0: the queue returns it).
@@ -170,8 +168,7 @@ type Record struct {
 	// Logger carries the record's identifiers; use it for handler logs.
 	Logger *slog.Logger
 
-	mu      sync.Mutex
-	idemKey string
+	idemKey string // set before the handler runs
 }
 
 // Body returns the message body.
@@ -190,20 +187,8 @@ func decodeBody(body string, v any) error {
 	return nil
 }
 
-// SetIdempotencyKey records the domain idempotency key the handler used, so
-// that it appears in the record's log line.
-func (r *Record) SetIdempotencyKey(key string) {
-	r.mu.Lock()
-	r.idemKey = key
-	r.mu.Unlock()
-}
-
-// IdempotencyKey returns the key set by Config.IdempotencyKey or the handler.
-func (r *Record) IdempotencyKey() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.idemKey
-}
+// IdempotencyKey returns the key Config.IdempotencyKey derived ("" without one).
+func (r *Record) IdempotencyKey() string { return r.idemKey }
 
 // Outcome is what happened to a record (the "outcome" log field).
 type Outcome string
@@ -441,7 +426,7 @@ func (p *Processor) prepare(it *item) {
 		case key == "":
 			it.preErr = failure.Poisonf("cannot derive the idempotency key: empty key")
 		default:
-			it.rec.SetIdempotencyKey(key)
+			it.rec.idemKey = key
 		}
 	}
 }
@@ -458,20 +443,22 @@ func (p *Processor) deriveKey(rec *Record) (key string, err error) {
 }
 
 // runLane processes a lane's records in order. FIFO lanes stop at the first
-// failure and report the rest of the group as failed.
+// failure and report the rest of the group as failed, returning after the
+// failure's wait (a group is held while any of its records is in flight).
 func (p *Processor) runLane(ctx context.Context, b *batch, lane []*item, deadline time.Time, hasDeadline bool) {
 	blocked := false
+	var wait time.Duration
 	for _, it := range lane {
 		switch {
 		case b.isSealed():
 			return // answered already: the remaining items are reported as deadline failures
 		case blocked:
-			p.record(ctx, b, it, OutcomeGroupBlocked, ErrGroupBlocked, failure.KindTransient)
+			p.record(ctx, b, it, OutcomeGroupBlocked, p.returnAfter(ctx, it.rec, ErrGroupBlocked, wait), failure.KindTransient)
 			continue
 		case hasDeadline && deadline.Sub(p.cfg.Now()) < p.cfg.DeadlineMargin:
 			p.record(ctx, b, it, OutcomeDeadline, ErrDeadline, failure.KindTransient)
 		default:
-			p.processOne(ctx, b, it, deadline, hasDeadline)
+			wait = p.processOne(ctx, b, it, deadline, hasDeadline)
 		}
 		b.mu.Lock()
 		failed := it.done && it.outcome.failed()
@@ -495,7 +482,9 @@ func (p *Processor) recordDLQ(ctx context.Context, b *batch, it *item, o Outcome
 	}
 }
 
-func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline time.Time, hasDeadline bool) {
+// processOne runs it and returns the wait after which it comes back when
+// it failed transiently (0 otherwise).
+func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline time.Time, hasDeadline bool) time.Duration {
 	b.mu.Lock()
 	it.started = p.cfg.Now()
 	b.mu.Unlock()
@@ -511,7 +500,7 @@ func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline
 	}
 	if err == nil {
 		p.record(ctx, b, it, OutcomeProcessed, nil, failure.KindTransient)
-		return
+		return 0
 	}
 	class := failure.KindOf(err)
 	if class == failure.KindTransient {
@@ -524,16 +513,11 @@ func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline
 		if wait = retry.HalfJitter(wait, p.cfg.Rand); errors.As(err, &se) {
 			wait = max(wait, se.RetryAfter)
 		}
-		if wait > 0 && p.cfg.Visibility != nil {
-			if verr := p.delay(ctx, it.rec, wait); verr != nil {
-				err = fmt.Errorf("%w (and ChangeMessageVisibility(%s) failed: %v)", err, wait, verr)
-			}
-		}
-		p.record(ctx, b, it, OutcomeRetry, err, class)
-		return
+		p.record(ctx, b, it, OutcomeRetry, p.returnAfter(ctx, it.rec, err, wait), class)
+		return wait
 	}
 	if !b.beginDeadLetter(it) {
-		return // too late to send: the record was reported as failed and will come back
+		return 0 // too late to send: the record was reported as failed and will come back
 	}
 	sctx := ctx
 	if hasDeadline {
@@ -548,6 +532,7 @@ func (p *Processor) processOne(ctx context.Context, b *batch, it *item, deadline
 		p.recordDLQ(ctx, b, it, OutcomeDeadLettered, err, class, dlqID)
 	}
 	b.sends.Done()
+	return 0
 }
 
 // hardStop is when the batch is answered whatever is still running: a
@@ -568,17 +553,25 @@ func (p *Processor) call(ctx context.Context, rec *Record) (err error) {
 	return p.cfg.Handler.HandleRecord(ctx, rec)
 }
 
-func (p *Processor) delay(ctx context.Context, rec *Record, d time.Duration) error {
-	url, err := QueueURL(rec.Message.EventSourceARN)
-	if err != nil {
+// returnAfter makes rec, failed with err, come back after wait
+// (ChangeMessageVisibility; nothing without Config.Visibility or a wait),
+// and returns err, noting a change that failed.
+func (p *Processor) returnAfter(ctx context.Context, rec *Record, err error, wait time.Duration) error {
+	if wait <= 0 || p.cfg.Visibility == nil {
 		return err
 	}
-	if d < 0 || d > 12*time.Hour {
-		return fmt.Errorf("sqsbatch: visibility timeout %s not in 0..12h", d)
+	url, verr := QueueURL(rec.Message.EventSourceARN)
+	if verr == nil && wait > 12*time.Hour {
+		verr = fmt.Errorf("sqsbatch: visibility timeout %s not in 0..12h", wait)
 	}
-	// Whole seconds, rounded up: a requested delay is never shortened.
-	_, err = p.cfg.Visibility.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
-		ReceiptHandle: aws.String(rec.Message.ReceiptHandle), VisibilityTimeout: int32(math.Ceil(d.Seconds()))})
+	if verr == nil {
+		// Whole seconds, rounded up: a requested delay is never shortened.
+		_, verr = p.cfg.Visibility.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
+			ReceiptHandle: aws.String(rec.Message.ReceiptHandle), VisibilityTimeout: int32(math.Ceil(wait.Seconds()))})
+	}
+	if verr != nil {
+		return fmt.Errorf("%w (and ChangeMessageVisibility(%s) failed: %v)", err, wait, verr)
+	}
 	return err
 }
 

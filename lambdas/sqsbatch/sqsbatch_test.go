@@ -122,7 +122,6 @@ func TestClassification(t *testing.T) {
 			var runs atomic.Int32
 			p := mustNew(t, sqsbatch.Config{
 				Handler: sqsbatch.JSON(func(ctx context.Context, rec *sqsbatch.Record, ped *pedido) error {
-					rec.SetIdempotencyKey("preparacion:" + ped.PedidoID)
 					if rec.Message.MessageId != "m1" {
 						return nil
 					}
@@ -133,8 +132,9 @@ func TestClassification(t *testing.T) {
 					return nil
 				}),
 				Envelope:        sqsbatch.EnvelopeRules{RequiredKeys: []string{"pedido_id", "importe"}, Content: checkPedido},
+				IdempotencyKey:  keyByPedido,
 				DLQ:             e.fake,
-				DLQURL:          e.dlqURL,
+				DLQRoutes:       e.routes,
 				ConsumerVersion: "preparar-pedido@abc123",
 				Logger:          log,
 			})
@@ -222,7 +222,7 @@ func TestDLQMessage(t *testing.T) {
 			e := newEnv(t, false)
 			p := mustNew(t, sqsbatch.Config{
 				Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
-				DLQ:     e.fake, DLQURL: e.dlqURL, ConsumerVersion: "v7", Logger: discard(),
+				DLQ:     e.fake, DLQRoutes: e.routes, ConsumerVersion: "v7", Logger: discard(),
 			})
 			m := msg("m-340", `{"version":2,"pedido_id":"P1"}`)
 			m.Attributes["ApproximateReceiveCount"] = "3"
@@ -302,7 +302,7 @@ func TestDLQMessage(t *testing.T) {
 
 func TestFIFODLQGetsGroupAndDeduplicationID(t *testing.T) {
 	e := newEnv(t, true)
-	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQRoutes: e.routes,
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil })})
 	m := fifoMsg("m1", "SKU-1", `{"version":9}`)
 	if resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}}); len(resp.BatchItemFailures) != 0 {
@@ -333,16 +333,16 @@ func TestDLQSendFailureLosesNothing(t *testing.T) {
 				return nil
 			})
 		}},
-		{"no DLQ configured", func(e *env, cfg *sqsbatch.Config) { cfg.DLQ, cfg.DLQURL = nil, "" }},
+		{"no DLQ configured", func(e *env, cfg *sqsbatch.Config) { cfg.DLQ, cfg.DLQRoutes = nil, nil }},
 		{"DLQ rejects the message (too big with attributes)", func(e *env, cfg *sqsbatch.Config) {
 			url, _ := e.fake.CreateQueue("tiny-dlq", localaws.QueueConfig{MaxMessageSize: 40})
-			cfg.DLQURL = url
+			cfg.DLQRoutes = lambdaapi.DLQRoutes{"cola-mercadofresco-pedidos": url}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, false)
 			log, logs := newLogger()
-			cfg := sqsbatch.Config{Logger: log, DLQ: e.fake, DLQURL: e.dlqURL,
+			cfg := sqsbatch.Config{Logger: log, DLQ: e.fake, DLQRoutes: e.routes,
 				Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil })}
 			tc.setup(e, &cfg)
 			p := mustNew(t, cfg)
@@ -383,7 +383,7 @@ func TestEmptyAndAllFailedBatches(t *testing.T) {
 
 func TestIdempotencyKeyFailures(t *testing.T) {
 	e := newEnv(t, false)
-	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQRoutes: e.routes,
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			switch rec.Message.MessageId {
 			case "panic":
@@ -496,7 +496,7 @@ func TestFIFOGroupFailsMidway(t *testing.T) {
 	var calls []string
 	log, logs := newLogger()
 	p := mustNew(t, sqsbatch.Config{
-		Logger: log, DLQ: e.fake, DLQURL: e.dlqURL,
+		Logger: log, DLQ: e.fake, DLQRoutes: e.routes,
 		Handler: sqsbatch.HandlerFunc(func(_ context.Context, rec *sqsbatch.Record) error {
 			mu.Lock()
 			calls = append(calls, rec.Message.MessageId)
@@ -734,7 +734,7 @@ func TestNewValidates(t *testing.T) {
 
 func TestNestedKeys(t *testing.T) {
 	e := newEnv(t, false)
-	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQRoutes: e.routes,
 		Envelope: sqsbatch.EnvelopeRules{VersionKey: "detail.version", RequiredKeys: []string{"detail.pedido_id"}},
 		Handler:  sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil })})
 	resp, _ := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
@@ -755,7 +755,7 @@ func TestNestedKeys(t *testing.T) {
 func TestDLQReasonIsSanitised(t *testing.T) {
 	e := newEnv(t, false)
 	long := strings.Repeat("é", 2000) + "\x00\x01\xff"
-	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQURL: e.dlqURL,
+	p := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e.fake, DLQRoutes: e.routes,
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
 			return failure.Permanent("", errors.New(long))
 		})})
@@ -768,7 +768,7 @@ func TestDLQReasonIsSanitised(t *testing.T) {
 		t.Errorf("reason (%d bytes) = %.40q...", len(r), r)
 	}
 	e2 := newEnv(t, false)
-	p2 := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e2.fake, DLQURL: e2.dlqURL,
+	p2 := mustNew(t, sqsbatch.Config{Logger: discard(), DLQ: e2.fake, DLQRoutes: e2.routes,
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error {
 			return failure.Poisonf("bad byte \x00 here")
 		})})
@@ -788,7 +788,7 @@ func TestRedeadLetteredMessageKeepsPackedOriginals(t *testing.T) {
 	e := newEnv(t, false)
 	p := mustNew(t, sqsbatch.Config{
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
-		DLQ:     e.fake, DLQURL: e.dlqURL, ConsumerVersion: "v7", Logger: discard(),
+		DLQ:     e.fake, DLQRoutes: e.routes, ConsumerVersion: "v7", Logger: discard(),
 	})
 	m := msg("m-1", `{"version":2,"pedido_id":"P1"}`)
 	m.MessageAttributes = map[string]events.SQSMessageAttribute{}
@@ -827,7 +827,7 @@ func TestDeadLetterAtTheHardStopIsNeverBoth(t *testing.T) {
 	sender := &slowSender{next: e.fake, started: make(chan struct{}, 1), finished: make(chan struct{})}
 	p := mustNew(t, sqsbatch.Config{
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
-		DLQ:     sender, DLQURL: e.dlqURL, Logger: discard(),
+		DLQ:     sender, DLQRoutes: e.routes, Logger: discard(),
 		DeadlineMargin: 400 * time.Millisecond,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -881,7 +881,6 @@ func TestDLQRoutesSendEachRecordToItsOwnQueuesDLQ(t *testing.T) {
 	p := mustNew(t, sqsbatch.Config{
 		Handler: sqsbatch.HandlerFunc(func(context.Context, *sqsbatch.Record) error { return nil }),
 		DLQ:     e.fake, Logger: discard(),
-		DLQURL: "https://sqs.eu-west-1.amazonaws.com/000000000000/never-used",
 		DLQRoutes: lambdaapi.DLQRoutes{
 			"cola-mercadofresco-pedidos":   e.dlqURL,
 			"cola-mercadofresco-aviso-erp": otherDLQ,

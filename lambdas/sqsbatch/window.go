@@ -1,7 +1,6 @@
 package sqsbatch
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,9 +144,13 @@ func ReadmissionValid(mark string, now time.Time) bool {
 
 // CreatedAt reads the RFC 3339 time at the dotted path of a JSON body.
 func CreatedAt(body []byte, path string) (time.Time, error) {
-	raw, err := dig(body, path)
-	if err != nil {
-		return time.Time{}, err
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil || env == nil {
+		return time.Time{}, fmt.Errorf("no %s in the body (not a JSON object)", path)
+	}
+	raw, ok, err := Lookup(env, path)
+	if err != nil || !ok {
+		return time.Time{}, fmt.Errorf("no %s in the body", path)
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -158,22 +161,6 @@ func CreatedAt(body []byte, path string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%s %q is not an RFC 3339 time", path, s)
 	}
 	return t, nil
-}
-
-func dig(body []byte, path string) (json.RawMessage, error) {
-	cur := json.RawMessage(body)
-	for _, p := range strings.Split(path, ".") {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(cur, &obj); err != nil || obj == nil {
-			return nil, fmt.Errorf("no %s in the body (not a JSON object)", path)
-		}
-		v, ok := obj[p]
-		if t := bytes.TrimSpace(v); !ok || len(t) == 0 || string(t) == "null" || string(t) == `""` {
-			return nil, fmt.Errorf("no %s in the body", path)
-		}
-		cur = v
-	}
-	return cur, nil
 }
 
 // Days prints a duration in days when it is one or more ("45 days",

@@ -23,6 +23,7 @@ import (
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/breaker"
 	"github.com/mercadofresco/integration/lambdas/failure"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
@@ -78,7 +79,7 @@ func newWorld(t *testing.T, fifo bool, useCopies bool) *world {
 	w.plan = plan
 	w.proc, err = sqsbatch.New(sqsbatch.Config{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Visibility: w.fake, Rand: rnd,
-		DLQ: w.fake, DLQURL: w.dlq,
+		DLQ: w.fake, DLQRoutes: lambdaapi.DLQRoutes{"cola-mercadofresco-aviso-erp" + suffix: w.dlq},
 		Envelope: sqsbatch.EnvelopeRules{DisableVersionCheck: true},
 		// As sqsconsumer.Once: Admit before the call, the breaker inside it.
 		Handler: sqsbatch.HandlerFunc(func(ctx context.Context, rec *sqsbatch.Record) error {

@@ -33,6 +33,7 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/metrics"
+	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 )
 
@@ -57,6 +58,8 @@ type Settings struct {
 	VisibilityTimeout time.Duration
 	// Now is the clock of the window; default time.Now.
 	Now func() time.Time
+	// Rand draws the jitter of a failed record's return (sqsbatch.Config.Rand).
+	Rand retry.Rand
 }
 
 // Window is the replay window of a consumer of the fan-out's
@@ -94,7 +97,7 @@ func LoadSettings(env *lambdaenv.Env) (Settings, error) {
 
 // Batch returns a Processor with cfg, completed by these settings where cfg
 // leaves a field zero (ConsumerVersion, DLQRoutes, Concurrency,
-// DeadlineMargin, ReturnAfter).
+// DeadlineMargin, ReturnAfter, Rand).
 func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
 	cfg.ConsumerVersion = cmp.Or(cfg.ConsumerVersion, s.ConsumerVersion)
 	if len(cfg.DLQRoutes) == 0 {
@@ -103,6 +106,7 @@ func (s Settings) Batch(cfg sqsbatch.Config) (*sqsbatch.Processor, error) {
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, s.Concurrency)
 	cfg.DeadlineMargin = cmp.Or(cfg.DeadlineMargin, s.DeadlineMargin)
 	cfg.ReturnAfter = cmp.Or(cfg.ReturnAfter, s.VisibilityTimeout)
+	cfg.Rand = cmp.Or(cfg.Rand, s.Rand)
 	return sqsbatch.New(cfg)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
 	"github.com/mercadofresco/integration/lambdas/stock"
 )
@@ -19,17 +20,59 @@ func mov(tipo, pedido, sku string, n, seq int64) string {
 	return fmt.Sprintf(`{"version":1,"tipo":%q,%s,"sku":%q,"cantidad":%d,"secuencia":%d,"emitido_en":"2026-11-27T18:00:00Z"}`, tipo, owner, sku, n, seq)
 }
 
+// visibility is the queue's visibility timeout as deployed (6 x 30 s).
+const visibility = 180 * time.Second
+
 func newConsumer(t *testing.T, db ...stock.DynamoDBAPI) (*lambdatest.Queues, *stock.Store, *sqsbatch.Processor) {
 	t.Helper()
-	q := lambdatest.NewQueues(t, "mercadofresco-movimientos-stock", lambdatest.QueueOptions{Fifo: true})
+	q := lambdatest.NewQueues(t, "mercadofresco-movimientos-stock", lambdatest.QueueOptions{Fifo: true, Visibility: visibility})
 	client := stock.DynamoDBAPI(ddb.Client)
 	if len(db) > 0 {
 		client = db[0]
 	}
 	s := newStore(t, client)
-	p, err := stock.NewProcessor(q.Settings(), stock.Deps{Store: s, DLQ: q.Fake, Logger: lambdatest.Logger(t)})
+	settings := q.Settings()
+	settings.VisibilityTimeout, settings.Rand = visibility, testseed.New(t)
+	p, err := stock.NewProcessor(settings, stock.Deps{Store: s, DLQ: q.Fake, Visibility: q.Fake, Logger: lambdatest.Logger(t)})
 	lambdatest.Must(t, err)
 	return q, s, p
+}
+
+// Movements of 20 SKUs that fail together (DynamoDB down) do not come back
+// together: each group returns, all its movements at once (a FIFO group is
+// held while any of them is in flight), after a wait drawn from [90 s,
+// 180 s] of the queue's 180 s visibility timeout.
+func TestFailedGroupsReturnJittered(t *testing.T) {
+	q, _, p := newConsumer(t, &crashingDB{DynamoDBAPI: ddb.Client, crash: func(int) bool { return true }})
+	ctx := lambdatest.Ctx(t, 30*time.Second)
+	groups := map[string][]string{}
+	for i := range 20 {
+		sku := fmt.Sprintf("SKU-J%d", i)
+		groups[sku] = []string{q.Send(t, mov("ajuste", "INV-J", sku, 5, 1), sku), q.Send(t, mov("reserva", "P-J", sku, 2, 1), sku)}
+	}
+	for {
+		if ev, _ := q.Pump(ctx, t, p, 10); len(ev.Records) == 0 {
+			break
+		}
+	}
+	back := map[time.Duration]bool{}
+	for sku, ids := range groups {
+		var in []time.Duration
+		for _, id := range ids {
+			d, ok := q.VisibleIn(t, id)
+			if !ok {
+				t.Fatalf("%s: message %s is gone", sku, id)
+			}
+			in = append(in, d)
+		}
+		if in[0] < visibility/2 || in[1] > visibility || in[1]-in[0] > time.Second || in[0]-in[1] > time.Second {
+			t.Errorf("%s returns after %v, want both together within [%s, %s]", sku, in, visibility/2, visibility)
+		}
+		back[in[0].Truncate(time.Second)] = true
+	}
+	if len(back) < 8 {
+		t.Errorf("20 groups come back at %d distinct times: not jittered", len(back))
+	}
 }
 
 // A FIFO batch of two SKUs' groups: a reservation that would make the stock

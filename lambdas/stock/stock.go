@@ -40,11 +40,15 @@ func elemento(m eventsapi.MovimientoStock) string {
 	return "pedido#" + m.PedidoID
 }
 
-// Deps are the consumer's dependencies; Store is required.
+// Deps are the consumer's dependencies; Store is required. DLQ takes
+// poison and permanent failures; Visibility returns a failed movement's
+// group after sqsbatch's jitter of the visibility timeout (the SQS client
+// is both).
 type Deps struct {
-	Store  *Store
-	DLQ    sqsbatch.Sender
-	Logger *slog.Logger
+	Store      *Store
+	DLQ        sqsbatch.Sender
+	Visibility sqsbatch.VisibilityChanger
+	Logger     *slog.Logger
 }
 
 // NewProcessor returns the batch processor of the consumer.
@@ -66,8 +70,9 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 				slog.Int64("cantidad", m.Cantidad), slog.Int64("secuencia", m.Secuencia), slog.String("resultado", out.String()))
 			return nil
 		}),
-		DLQ:      d.DLQ,
-		Envelope: consumers.Stock.Envelope(),
+		DLQ:        d.DLQ,
+		Visibility: d.Visibility,
+		Envelope:   consumers.Stock.Envelope(),
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var m eventsapi.MovimientoStock
 			err := rec.Decode(&m) // checked by the envelope's Content
@@ -78,7 +83,8 @@ func NewProcessor(s sqsconsumer.Settings, d Deps) (*sqsbatch.Processor, error) {
 }
 
 // FromRuntime builds the consumer with real clients (the movimientos-stock
-// main): the stock table (STOCK_TABLE_NAME) and the SQS client for the DLQ.
+// main): the stock table (STOCK_TABLE_NAME) and the SQS client for the DLQ
+// and the visibility changes.
 func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
 	table := rt.Env.Required(lambdaapi.EnvStockTable)
 	if err := rt.Env.Err(); err != nil {
@@ -88,5 +94,5 @@ func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Proces
 	if err != nil {
 		return nil, err
 	}
-	return NewProcessor(rt.Settings, Deps{Store: store, DLQ: rt.SQS, Logger: rt.Log})
+	return NewProcessor(rt.Settings, Deps{Store: store, DLQ: rt.SQS, Visibility: rt.SQS, Logger: rt.Log})
 }

@@ -59,6 +59,13 @@ type Scenario struct {
 	Carts int
 	// Limit bounds the run's wall-clock time.
 	Limit time.Duration
+	// ClaimsOnly keeps, of the targeted faults, those that only the
+	// idempotency claims absorb: the cobro whose answer Lambda loses, and
+	// an order whose every copy of PedidoConfirmado reaches a new sandbox
+	// of the preparation consumer (no in-process cache between them). The
+	// consumer kill, the gateway hang and the budget and compensation
+	// orders are left out (TestVerdictCatchesBrokenClaims).
+	ClaimsOnly bool
 }
 
 const (
@@ -109,6 +116,9 @@ type Run struct {
 	// refuses (its compensation fails).
 	lostAnswer, budgetOrder, compOrder string
 	lostOnce                           atomic.Bool
+	// coldCopies is the order whose preparation copies each run in a new
+	// sandbox (Scenario.ClaimsOnly).
+	coldCopies string
 	// wantDLQ is how many messages each DLQ must hold at the end, by name.
 	wantDLQ map[string]int
 
@@ -135,9 +145,14 @@ func NewRun(w *World, sc Scenario) *Run {
 	if prep == nil {
 		w.fatalf("no event source mapping on cola-mercadofresco-pedidos")
 	}
-	r.kill = w.killConsumerOn(prep, r.ids[len(r.ids)/10])
-	r.hangOn = r.ids[len(r.ids)/5]
+	if !sc.ClaimsOnly {
+		r.kill = w.killConsumerOn(prep, r.ids[len(r.ids)/10])
+		r.hangOn = r.ids[len(r.ids)/5]
+	}
 	r.pickSpecial()
+	if sc.ClaimsOnly {
+		prep.coldStartsFor(r.coldCopies)
+	}
 	w.sfn = w.startStepFunctions(context.Background(), r.runTask, r.executionDone)
 	w.aws.Executor = w.sfn
 	r.writer = localaws.PoolAs(w.t, w.db, "", w.writer, 8)
@@ -312,7 +327,10 @@ func (r *Run) sendPoison(ctx context.Context) {
 // from the others and from the kill's and the hang's: the compensation's
 // order has no line of the bad SKU (its release would go to the DLQ).
 func (r *Run) pickSpecial() {
-	taken := map[string]bool{r.kill.Pedido: true, r.hangOn: true}
+	taken := map[string]bool{r.hangOn: true}
+	if r.kill != nil {
+		taken[r.kill.Pedido] = true
+	}
 	pick := func(from int, ok func(id string) bool) string {
 		for i := from; i < from+len(r.ids); i++ {
 			id := r.ids[i%len(r.ids)]
@@ -327,6 +345,10 @@ func (r *Run) pickSpecial() {
 	any := func(string) bool { return true }
 	n := len(r.ids)
 	r.lostAnswer = pick(n*2/5, any)
+	if r.sc.ClaimsOnly {
+		r.coldCopies = pick(n*3/4, any)
+		return
+	}
 	r.budgetOrder = pick(n*3/4, any)
 	r.compOrder = pick(n*9/10, func(id string) bool {
 		for _, l := range r.orders[id].Solicitud.Lineas {
@@ -390,12 +412,14 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	on := func(path, order string, times int, f localaws.Fault) localaws.Rule {
 		return localaws.Rule{Match: func(q localaws.ServiceRequest) bool { return q.Path == path && pedidoOf(q.Body) == order }, Times: times, Fault: f}
 	}
-	w.deps.Gateway.Inject(
-		localaws.Rule{Match: func(localaws.ServiceRequest) bool { return outage.Load() }, Fault: localaws.Fault{Status: 503}},
-		on(payment.PathCobros, r.hangOn, 1, localaws.Fault{HangAfterEffect: true}),
-		on(payment.PathCobros, r.budgetOrder, 0, localaws.Fault{Status: 503}),
-		on(payment.PathReembolsos, r.compOrder, 0, localaws.Fault{Status: 422}),
-	)
+	w.deps.Gateway.Inject(localaws.Rule{Match: func(localaws.ServiceRequest) bool { return outage.Load() }, Fault: localaws.Fault{Status: 503}})
+	if !sc.ClaimsOnly {
+		w.deps.Gateway.Inject(
+			on(payment.PathCobros, r.hangOn, 1, localaws.Fault{HangAfterEffect: true}),
+			on(payment.PathCobros, r.budgetOrder, 0, localaws.Fault{Status: 503}),
+			on(payment.PathReembolsos, r.compOrder, 0, localaws.Fault{Status: 422}),
+		)
+	}
 	w.deps.ERPWebhook.Inject(localaws.Rule{Times: 5, Fault: localaws.Fault{Status: 503}}) // EventBridge retries them
 	r.pubs = w.startPublishers(2)
 	ttlCarts := r.feedCarts(ctx)
@@ -616,8 +640,10 @@ type Report struct {
 	Uncertain  []string
 	// The targeted faults' orders: the one whose cobro answer Lambda
 	// lost, the one past the call budget, the one whose compensation
-	// failed.
+	// failed; ColdCopies the one whose preparation copies each ran in a new
+	// sandbox (Scenario.ClaimsOnly).
 	LostAnswer, Budget, Comp Targeted
+	ColdCopies               string
 	Alarms                   []AlarmLine
 	Circuit                  CircuitSummary
 	expectedFate             map[string]bool
@@ -650,14 +676,9 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	rep := &Report{Seed: w.opts.Seed, Scenario: r.sc, ExecScale: w.opts.ExecScale, WaitScale: w.opts.WaitScale,
 		IgnoreKeys: w.opts.IgnoreKeys, KeyRetention: cmp.Or(w.opts.KeyRetention, localaws.DefaultKeyRetention),
 		Orders: len(r.ids), Executions: map[string]int{}, Timeouts: map[string]int64{}, Overrides: w.overrides,
-		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.Pedido, HangOrder: r.hangOn,
+		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.victim(), HangOrder: r.hangOn, ColdCopies: r.coldCopies,
 		Wall: time.Since(r.started), CartsTTL: ttlCarts,
 		expectedFate: map[string]bool{r.budgetOrder: true, r.compOrder: true}}
-	select {
-	case <-r.kill.Done:
-	default:
-		rep.KilledConsumer = ""
-	}
 	for _, o := range r.orders {
 		rep.Attempts += o.Intentos
 	}
@@ -726,6 +747,9 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		}
 	}
 	targeted := func(id string) Targeted {
+		if id == "" {
+			return Targeted{} // not in the scenario
+		}
 		return Targeted{Order: id, Calls: calls[id], Charges: effects[[2]string{payment.PathCobros, id}],
 			Refunds: effects[[2]string{payment.PathReembolsos, id}], Attempts: r.orders[id].Intentos, Failures: r.orders[id].Failures}
 	}

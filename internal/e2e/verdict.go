@@ -69,8 +69,8 @@ var orderIDPattern = regexp.MustCompile(`P-\d{5}-[0-9a-f]{4}`)
 // ledgers reads every dependency's ledger, in the table's order, with the
 // uncertain outcomes the scenario caused: the requests the fake's ledger
 // shows performed with their answer lost (a fault after the effect, the
-// client gone before the answer was written), and every order of the batch
-// in flight in the killed consumer. What the clients log is not evidence:
+// client gone before the answer was written), and the order whose consumer
+// the run killed after its effect. What the clients log is not evidence:
 // a repeat the ledger cannot explain is a broken claim.
 func (r *Run) ledgers() []*ledger {
 	var out []*ledger
@@ -110,12 +110,11 @@ func (r *Run) ledgers() []*ledger {
 		for _, n := range perKey {
 			l.layer.MaxRequestsPerKey = max(l.layer.MaxRequestsPerKey, n)
 		}
-		if dep.entry == r.kill.esm.Fn.Entry {
-			for _, p := range r.kill.Batch { // the killed order's own lost answer is the same outcome
-				if len(l.uncertain[p]) == 0 {
-					l.uncertain[p] = append(l.uncertain[p], "in the batch of "+dep.entry+" killed between its effect and its completion record")
-				}
-			}
+		// The killed order's effect happened and its answer died with the
+		// consumer (the ledger may show it lost too: the same outcome).
+		if p := r.kill.victim(); p != "" && dep.entry == r.kill.esm.Fn.Entry && len(l.uncertain[p]) == 0 {
+			l.uncertain[p] = append(l.uncertain[p], fmt.Sprintf("%s killed between its effect and its completion record; the %d other orders of its batch ran one at a time, before or after it",
+				dep.entry, len(r.kill.Batch)-1))
 		}
 		l.layer.Deliveries, l.layer.DeliveredBy = r.deliveries(dep.entry)
 		out = append(out, l)

@@ -46,15 +46,16 @@ func TestMain(m *testing.M) {
 
 // Short is the scenario of `make test`; Full is `make e2e`'s.
 var (
-	Short = Scenario{Orders: 100, Burst: 2 * time.Minute, Outage: 20 * time.Second, OutageAt: 0.3, PublisherKills: 3,
+	Short = Scenario{Orders: 100, SKUs: 40, Burst: 2 * time.Minute, Outage: 20 * time.Second, OutageAt: 0.3, PublisherKills: 3,
 		Poison: 20, PoisonEach: 5, BadData: 2, RedisDown: time.Second, RedisAt: 0.6, Carts: 12, Limit: 80 * time.Second}
-	Full = Scenario{Orders: 1000, Burst: 15 * time.Minute, Outage: 30 * time.Second, OutageAt: 0.35, PublisherKills: 5,
+	Full = Scenario{Orders: 1000, SKUs: 40, Burst: 15 * time.Minute, Outage: 30 * time.Second, OutageAt: 0.35, PublisherKills: 5,
 		Poison: 20, PoisonEach: 5, BadData: 2, RedisDown: 3 * time.Second, RedisAt: 0.6, Carts: 30, Limit: 8 * time.Minute}
 	// TenFridays is `make e2e-friday`: a Friday (900 orders an hour in
 	// bursts for 4 hours) at ten times its rate, 9,000 orders in an hour,
-	// without the outage and the Redis stop; the payment concurrency is the
+	// without the outage and the Redis stop, over the shop's catalogue
+	// (about 3,400 SKUs, docs/design.md); the payment concurrency is the
 	// templates' (docs/design.md#payment-throttle).
-	TenFridays = Scenario{Orders: 9000, Burst: time.Hour, Bursts: 4, PublisherKills: 2,
+	TenFridays = Scenario{Orders: 9000, SKUs: 3400, Burst: time.Hour, Bursts: 4, PublisherKills: 2,
 		Poison: 20, PoisonEach: 5, BadData: 2, Carts: 30, Limit: 15 * time.Minute}
 )
 
@@ -87,7 +88,7 @@ func TestOrderFlow(t *testing.T) {
 
 // Claims is TestVerdictCatchesBrokenClaims's scenario: a few orders and,
 // of the faults, only those that the idempotency claims alone absorb.
-var Claims = Scenario{Orders: 8, Burst: 20 * time.Second, ClaimsOnly: true, Limit: time.Minute}
+var Claims = Scenario{Orders: 8, SKUs: 10, Burst: 20 * time.Second, ClaimsOnly: true, Limit: time.Minute}
 
 // TestVerdictCatchesBrokenClaims runs the Claims scenario with cobro's and
 // the preparation consumer's idempotency claims as written, and written

@@ -29,6 +29,10 @@ import (
 // Scenario is one seeded run.
 type Scenario struct {
 	Orders int
+	// SKUs is the catalogue the orders' lines draw from: each SKU is a
+	// message group of the stock queue, processed in order, so fewer SKUs
+	// serialise more of the stock movements.
+	SKUs int
 	// Burst is the simulated time over which the orders arrive, in Bursts
 	// back-to-back peaks (at least 1) whose arrivals thicken towards their
 	// middle, as on a Friday evening.
@@ -70,7 +74,6 @@ type Scenario struct {
 
 const (
 	stockQueue = "mercadofresco-movimientos-stock.fifo"
-	skuCount   = 40
 	badSKU     = "FR-999-SIN-INVENTARIO"
 	initial    = 1_000_000
 )
@@ -98,6 +101,7 @@ type Run struct {
 	writer *pgxpool.Pool
 
 	mu        sync.Mutex
+	stopped   bool
 	orders    map[string]*order
 	ids       []string
 	retries   sync.WaitGroup
@@ -131,6 +135,9 @@ type Run struct {
 // the orders of the targeted faults and the consumer kill's hook, and Step
 // Functions.
 func NewRun(w *World, sc Scenario) *Run {
+	if sc.Orders < 1 || sc.SKUs < 1 {
+		w.fatalf("a scenario needs orders and SKUs: %d orders, %d SKUs", sc.Orders, sc.SKUs)
+	}
 	r := &Run{w: w, sc: sc, rng: rand.New(rand.NewPCG(w.opts.Seed, 0x0dd)), orders: map[string]*order{}, wantDLQ: map[string]int{}}
 	r.makeOrders()
 	w.bus = w.loadBus()
@@ -178,7 +185,7 @@ func (w *World) jitter(d time.Duration) time.Duration {
 	return time.Duration(w.rng.Int64N(int64(d) + 1))
 }
 
-// makeOrders draws the orders: 1 to 4 lines of 40 SKUs, and the SKU with
+// makeOrders draws the orders: 1 to 4 lines of the SKUs, and the SKU with
 // bad data (never counted in stock) in about 1 % of them.
 func (r *Run) makeOrders() {
 	for i := range r.sc.Orders {
@@ -188,7 +195,7 @@ func (r *Run) makeOrders() {
 		s.ClienteEmail = strings.ToLower(s.ClienteID) + "@clientes.mercadofresco.example"
 		seen := map[string]bool{}
 		for range 1 + r.intn(4) {
-			k := sku(1 + r.intn(skuCount))
+			k := sku(1 + r.intn(r.sc.SKUs))
 			if (i == 2 || r.intn(100) == 0) && !seen[badSKU] {
 				k = badSKU
 			}
@@ -234,13 +241,15 @@ func (r *Run) executionDone(res localaws.ExecutionResult) {
 		o.failedAt = r.w.clock.Now()
 	}
 	o.Failures = append(o.Failures, res.Error)
-	retry := (res.Error == lambdaapi.ErrCircuitoAbierto || res.Error == lambdaapi.ErrPasarelaNoDisponible) && o.Intentos < 12
+	retry := (res.Error == lambdaapi.ErrCircuitoAbierto || res.Error == lambdaapi.ErrPasarelaNoDisponible) && o.Intentos < 12 && !r.stopped
+	if retry {
+		r.pendingRe.Add(1)
+		r.retries.Add(1) // under mu: never after Execute's Wait began
+	}
 	r.mu.Unlock()
 	if !retry {
 		return
 	}
-	r.pendingRe.Add(1)
-	r.retries.Add(1)
 	pause := time.Duration(30+r.intn(90)) * time.Second
 	go func() {
 		defer r.retries.Done()
@@ -256,7 +265,7 @@ func (r *Run) executionDone(res localaws.ExecutionResult) {
 // the stock queue (FIFO per SKU, so they come before any reserva).
 func (r *Run) seedStock(ctx context.Context) {
 	q := r.w.QueueNamed(stockQueue)
-	for i := 1; i <= skuCount; i++ {
+	for i := 1; i <= r.sc.SKUs; i++ {
 		body, _ := json.Marshal(map[string]any{"version": 1, "tipo": "ajuste", "sku": sku(i), "cantidad": initial,
 			"secuencia": 1, "referencia": "inventario-inicial-" + sku(i), "emitido_en": r.w.clock.Now().Format(time.RFC3339)})
 		if _, err := r.w.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &q.URL, MessageBody: aws.String(string(body)),
@@ -497,6 +506,9 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	quiet := r.waitQuiet(ctx, r.started.Add(sc.Limit))
 	stop()
 	<-watchDone
+	r.mu.Lock()
+	r.stopped = true // executions still running past the limit ask no customer again
+	r.mu.Unlock()
 	r.retries.Wait()
 	pollers.Wait()
 	w.bus.Stop()
@@ -548,9 +560,8 @@ func (r *Run) busy(ctx context.Context) string {
 		parts = append(parts, fmt.Sprintf("%d executions", n))
 	}
 	for _, e := range r.esms {
-		msgs, _ := w.sqs.Inspect(e.Queue.URL)
-		if len(msgs) > 0 || e.busy.Load() > 0 {
-			parts = append(parts, fmt.Sprintf("%s: %d messages", e.Queue.Name, len(msgs)))
+		if n := held(w.sqs.Stats(e.Queue.URL)); n > 0 || e.busy.Load() > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d messages", e.Queue.Name, n))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -573,9 +584,9 @@ func (r *Run) sample(ctx context.Context) {
 		at := r.w.clock.Now().Sub(r.w.clock.base)
 		r.mu.Lock()
 		for i, e := range r.esms {
-			st, q := r.w.sqs.Stats(e.Queue.URL), &r.queues[i]
+			q := &r.queues[i]
 			q.Name = e.Queue.Name
-			if n := st.Sent - st.Deleted - st.MovedToDLQ; n > 0 {
+			if n := held(r.w.sqs.Stats(e.Queue.URL)); n > 0 {
 				q.Drained = at
 				if n > q.Peak {
 					q.Peak, q.PeakAt = n, at
@@ -590,6 +601,9 @@ func (r *Run) sample(ctx context.Context) {
 		}
 	}
 }
+
+// held is how many messages a queue holds (visible or in flight).
+func held(st localaws.QueueStats) int { return st.Sent - st.Deleted - st.MovedToDLQ }
 
 // Report is what the run found.
 type Report struct {
@@ -786,9 +800,9 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	if err != nil {
 		rep.Failures = append(rep.Failures, err.Error())
 	}
-	for i := 1; store != nil && i <= skuCount+1; i++ {
+	for i := 1; store != nil && i <= r.sc.SKUs+1; i++ {
 		line := StockLine{SKU: sku(i), WantExistencias: initial, WantReservado: want[sku(i)]}
-		if i > skuCount {
+		if i > r.sc.SKUs {
 			line = StockLine{SKU: badSKU} // never counted: nothing in stock, nothing reserved
 		}
 		t, err := store.Read(ctx, line.SKU)
@@ -978,13 +992,13 @@ func (rep *Report) Markdown() string {
 	if rep.IgnoreKeys {
 		keys = "the external services ignore Idempotency-Key: they perform every request they receive, so only the project's own layers stand between a repeat and a second effect"
 	}
-	p("Scenario: %d orders over a simulated %s burst; %s; every event and SNS message delivered twice; outbox publisher SIGKILLed %d times; "+
+	p("Scenario: %d orders of %d SKUs over a simulated %s burst; %s; every event and SNS message delivered twice; outbox publisher SIGKILLed %d times; "+
 		"the preparation consumer SIGKILLed between its idempotency claim and its completion (order %s); a %s gateway outage (503; %s of wall clock) from %.0f %% of the orders; "+
 		"one gateway timeout after the charge was made (order %s); one cobro invocation whose answer Lambda lost (order %s); one order whose every charge the gateway refuses with 503 (order %s); "+
 		"one order whose confirmation publish fails and whose refund the gateway refuses (order %s); Redis stopped for %s at %.0f %% of the orders; "+
 		"%d PedidoConfirmado version 2 messages to the preparation queue and %d of an unsupported version to each other consumer's queue, %d with bad data to each of the four; "+
 		"SKU %s never counted in stock; %d cart stream records through the pipe.\n\n",
-		sc.Orders, sc.Burst, keys, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, time.Duration(float64(sc.Outage)/rep.ExecScale), 100*sc.OutageAt, rep.HangOrder,
+		sc.Orders, sc.SKUs, sc.Burst, keys, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, time.Duration(float64(sc.Outage)/rep.ExecScale), 100*sc.OutageAt, rep.HangOrder,
 		rep.LostAnswer.Order, rep.Budget.Order, rep.Comp.Order, sc.RedisDown, 100*sc.RedisAt,
 		sc.Poison, sc.PoisonEach, sc.BadData, badSKU, sc.Carts)
 	p("## Promises checked\n\n")

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // startStepFunctions validates the templates' state machine definitions as
@@ -27,7 +29,7 @@ func (w *World) startStepFunctions(ctx context.Context, task localaws.TaskFunc, 
 		if errs := s.Validate(ctx, def); len(errs) > 0 {
 			w.fatalf("%s: the definition does not validate: %v", r.Path(), errs)
 		}
-		s.Definitions[arn] = localaws.ScaleDefinition(def, w.opts.WaitScale, w.opts.ExecScale)
+		s.Definitions[arn] = scaleDefinition(def, w.opts.WaitScale, w.opts.ExecScale)
 	}
 	return s
 }
@@ -83,4 +85,34 @@ func (r *Run) runTask(ctx context.Context, c localaws.TaskCall) (json.RawMessage
 		return b, nil
 	}
 	return nil, &localaws.TaskFailure{Error: "Harness.UnknownResource", Cause: "the run does not play " + c.Resource}
+}
+
+// scaleDefinition returns a copy of def with its Retry intervals, caps and
+// Wait seconds divided by waitScale (waits, like the queues' delays) and
+// its TimeoutSeconds by execScale (they bound how long code runs, like the
+// functions' timeouts, so a task times out after its function would).
+func scaleDefinition(def map[string]any, waitScale, execScale float64) map[string]any {
+	raw, _ := json.Marshal(def)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	if v, ok := out["TimeoutSeconds"].(float64); ok {
+		out["TimeoutSeconds"] = v / execScale
+	}
+	synthesized.WalkStates(out, func(_ string, s map[string]any) {
+		if v, ok := s["TimeoutSeconds"].(float64); ok {
+			s["TimeoutSeconds"] = v / execScale
+		}
+		if v, ok := s["Seconds"].(float64); ok && s["Type"] == "Wait" {
+			s["Seconds"] = v / waitScale
+		}
+		retries, _ := s["Retry"].([]any)
+		for _, rv := range retries {
+			r := rv.(map[string]any)
+			r["IntervalSeconds"] = cmp.Or(r["IntervalSeconds"], any(1.0)).(float64) / waitScale
+			if v, ok := r["MaxDelaySeconds"].(float64); ok {
+				r["MaxDelaySeconds"] = v / waitScale
+			}
+		}
+	})
+	return out
 }

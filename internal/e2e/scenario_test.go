@@ -129,6 +129,7 @@ type Run struct {
 	started       time.Time
 	queues        []QueueLine
 	maxExecutions int64
+	lastArrival   time.Duration // on the run's clock from the start
 }
 
 // NewRun prepares a run: its orders, the bus, the event source mappings,
@@ -495,6 +496,9 @@ func (r *Run) Execute(ctx context.Context) *Report {
 			w.t.Errorf("e2e: order %s: %v", id, err)
 		}
 	}
+	r.mu.Lock()
+	r.lastArrival = w.clock.Now().Sub(w.clock.base)
+	r.mu.Unlock()
 	if redisDone != nil {
 		<-redisDone
 		w.redis.Start()
@@ -568,10 +572,11 @@ func (r *Run) busy(ctx context.Context) string {
 }
 
 // QueueLine is one consumer queue's depth over the run, on its clock from
-// the start: the peak and when the queue was last seen holding messages.
+// the start: the peak and when the queue was last seen holding messages;
+// Left is what it still held at the end (it never drained).
 type QueueLine struct {
 	Name            string
-	Peak            int
+	Peak, Left      int
 	PeakAt, Drained time.Duration
 }
 
@@ -612,6 +617,7 @@ type Report struct {
 	// cobro at once and Throttled its invocations refused.
 	Queues                          []QueueLine
 	MaxExecutions                   int64
+	LastArrival                     time.Duration
 	PaymentSlots, Throttled         int64
 	Seed                            uint64
 	Scenario                        Scenario
@@ -773,22 +779,23 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		rep.Failures = append(rep.Failures, "outbox: "+err.Error())
 	}
 
-	// Stock against the ledger: every order confirmed reserves its lines;
-	// the compensated order's reservations are released.
+	// Stock against the ledger: every order confirmed reserves its lines
+	// (an order never charged reserves nothing); the compensated order's
+	// reservations are released.
 	want := map[string]int64{}
+	r.mu.Lock()
 	for _, id := range r.ids {
-		for _, l := range r.orders[id].Solicitud.Lineas {
-			if l.SKU == badSKU {
-				if id != r.budgetOrder {
-					rep.BadSKULines++
-				}
-				continue
-			}
-			if !rep.expectedFate[id] {
+		o := r.orders[id]
+		for _, l := range o.Solicitud.Lineas {
+			switch {
+			case l.SKU == badSKU && (o.Succeeded || id == r.compOrder):
+				rep.BadSKULines++
+			case l.SKU != badSKU && o.Succeeded:
 				want[l.SKU] += l.Cantidad
 			}
 		}
 	}
+	r.mu.Unlock()
 	// Their reservations reach the stock queue's DLQ, besides the poison.
 	rep.WantDLQ = maps.Clone(r.wantDLQ)
 	rep.WantDLQ[w.QueueNamed(stockQueue).DLQ.Name] += rep.BadSKULines
@@ -860,7 +867,10 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		}
 	}
 	r.mu.Lock()
-	rep.Queues, rep.MaxExecutions = r.queues, r.maxExecutions
+	rep.Queues, rep.MaxExecutions, rep.LastArrival = r.queues, r.maxExecutions, r.lastArrival
+	for i, e := range r.esms {
+		rep.Queues[i].Left = held(w.sqs.Stats(e.Queue.URL))
+	}
 	r.mu.Unlock()
 	return rep
 }
@@ -1083,10 +1093,14 @@ func (rep *Report) Markdown() string {
 		p("Invocations that reached their deadline: %v\n\n", rep.Timeouts)
 	}
 	p("## Backpressure\n\nAt most %d executions in flight; cobro ran at most %d invocations at once (its reserved concurrency is enforced), %d refused with %s. "+
-		"Each consumer queue's peak and when it was last seen holding messages, on the run's clock from the start:\n\n| Queue | Peak | at | Empty by |\n|---|---|---|---|\n",
-		rep.MaxExecutions, rep.PaymentSlots, rep.Throttled, lambdaapi.ErrLambdaThrottled)
+		"The last order arrived at %s; each consumer queue's peak and when it was last seen holding messages (drained), on the run's clock from the start:\n\n| Queue | Peak | at | Drained by | after the last order |\n|---|---|---|---|---|\n",
+		rep.MaxExecutions, rep.PaymentSlots, rep.Throttled, lambdaapi.ErrLambdaThrottled, rep.LastArrival.Round(time.Second))
 	for _, q := range rep.Queues {
-		p("| %s | %d | %s | %s |\n", q.Name, q.Peak, q.PeakAt.Round(time.Second), q.Drained.Round(time.Second))
+		drained, after := q.Drained.Round(time.Second).String(), max(q.Drained-rep.LastArrival, 0).Round(time.Second).String()
+		if q.Left > 0 {
+			drained, after = fmt.Sprintf("not drained: %d messages left", q.Left), "—"
+		}
+		p("| %s | %d | %s | %s | %s |\n", q.Name, q.Peak, q.PeakAt.Round(time.Second), drained, after)
 	}
 	p("\n")
 	p("## Dead-letter queues\n\n| Queue | Messages | Verdict of the DLQ tool |\n|---|---|---|\n")

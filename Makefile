@@ -117,7 +117,7 @@ e2e: install services
 ## e2e-friday: ten times Friday end to end (9,000 orders in 4 bursts over a simulated hour, cobro's reserved concurrency as deployed); report in cdk.out/e2e-friday.md (MF_SEED=<seed> replays one); make measure times it
 e2e-friday: install services
 	@mkdir -p cdk.out; $(GO) test -count=1 -timeout 30m -run 'TestOrderFlow$$' -v ./internal/e2e -args -e2e.friday -e2e.report=$(CURDIR)/cdk.out/e2e-friday.md \
-	  | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|seed|e2e_test|promises'
+	  | grep -E '^(=== RUN|--- |ok|FAIL|PASS|panic|fatal error)|seed|e2e_test|promises|\.go:[0-9]+: e2e:'
 	@sed -n '/^## Backpressure/,/^## Dead/p' cdk.out/e2e-friday.md | head -n -1
 
 ## chaos: the long chaos runs at full size (seed printed; MF_SEED=<seed> replays one)

@@ -24,21 +24,14 @@ import (
 	"github.com/mercadofresco/integration/synthesized"
 )
 
-// ModuleRoot is the directory holding go.mod, searched upwards from the
-// working directory.
-func ModuleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := localaws.FindUp("go.mod")
-	if err != nil {
-		t.Fatalf("lambdatest: %v", err)
-	}
-	return dir
-}
-
 // app loads the committed templates of env (the stack name's suffix).
 func app(t testing.TB, env string) *synthesized.App {
 	t.Helper()
-	a, err := synthesized.LoadEnv(filepath.Join(ModuleRoot(t), "test", "testdata", "snapshots"), env)
+	root, err := localaws.FindUp("go.mod")
+	if err != nil {
+		t.Fatalf("lambdatest: %v", err)
+	}
+	a, err := synthesized.LoadEnv(filepath.Join(root, "test", "testdata", "snapshots"), env)
 	if err != nil {
 		t.Fatalf("lambdatest: %v", err)
 	}
@@ -74,19 +67,6 @@ func DeployedEnv(t testing.TB, stack, name string) map[string]string {
 	}
 	t.Fatalf("lambdatest: no function %s in %s", name, stack)
 	return nil
-}
-
-// FunctionNames are the FunctionName of every AWS::Lambda::Function in the
-// committed snapshots of env.
-func FunctionNames(t testing.TB, env string) []string {
-	t.Helper()
-	var out []string
-	for _, r := range app(t, env).Resources("AWS::Lambda::Function") {
-		if n, ok := r.Properties["FunctionName"].(string); ok {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // Setenv sets env for the test and points every AWS SDK client at endpoint

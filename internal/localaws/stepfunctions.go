@@ -10,7 +10,6 @@ package localaws
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -370,36 +369,6 @@ func WorkflowDefinition(template map[string]any, logicalID, region, account stri
 		return nil, fmt.Errorf("stepfunctions: no resource %s", logicalID)
 	}
 	return app.Definition(sm)
-}
-
-// ScaleDefinition returns a copy of def with its Retry intervals, caps and
-// Wait seconds divided by waitScale (waits, like the queues' delays) and
-// its TimeoutSeconds by execScale (they bound how long code runs, like the
-// functions' timeouts, so a task times out after its function would).
-func ScaleDefinition(def map[string]any, waitScale, execScale float64) map[string]any {
-	raw, _ := json.Marshal(def)
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	if v, ok := out["TimeoutSeconds"].(float64); ok {
-		out["TimeoutSeconds"] = v / execScale
-	}
-	synthesized.WalkStates(out, func(_ string, s map[string]any) {
-		if v, ok := s["TimeoutSeconds"].(float64); ok {
-			s["TimeoutSeconds"] = v / execScale
-		}
-		if v, ok := s["Seconds"].(float64); ok && s["Type"] == "Wait" {
-			s["Seconds"] = v / waitScale
-		}
-		retries, _ := s["Retry"].([]any)
-		for _, rv := range retries {
-			r := rv.(map[string]any)
-			r["IntervalSeconds"] = cmp.Or(r["IntervalSeconds"], any(1.0)).(float64) / waitScale
-			if v, ok := r["MaxDelaySeconds"].(float64); ok {
-				r["MaxDelaySeconds"] = v / waitScale
-			}
-		}
-	})
-	return out
 }
 
 // Reserved is a function's reserved concurrency as Lambda enforces it: an

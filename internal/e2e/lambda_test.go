@@ -394,7 +394,7 @@ func (e *ESM) poll(ctx context.Context) {
 }
 
 // invoke runs one batch and deletes what succeeded. It returns the sandbox
-// to use next (nil after a timeout: the runtime replaces a timed-out one).
+// to use next.
 func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, ev events.SQSEvent) *sqsbatch.Processor {
 	e.delivered.Add(int64(len(ev.Records)))
 	var resp events.SQSEventResponse
@@ -404,27 +404,63 @@ func (e *ESM) invoke(ctx context.Context, sandbox *sqsbatch.Processor, ev events
 		resp, err, handled = e.Intercept(ctx, ev)
 	}
 	if !handled {
-		release, ok := e.Fn.Reserved.Enter()
-		if !ok {
-			return sandbox // throttled: the batch comes back after its visibility timeout
-		}
-		defer release()
-		if sandbox == nil {
-			if sandbox, err = sqsBuilders[e.Fn.Entry](ctx, lambdaenv.FromMap(e.Fn.Env)); err != nil {
-				e.w.t.Errorf("e2e: %s cannot start: %v", e.Fn.Entry, err)
-				return nil
-			}
-		}
-		resp, err = runInvocation(ctx, e.Fn, func(ctx context.Context) (events.SQSEventResponse, error) {
-			return sandbox.Process(ctx, ev)
-		})
-		if errors.Is(err, ErrTimedOut) {
-			sandbox = nil
-		}
+		resp, sandbox, err = e.run(ctx, sandbox, ev)
 	}
 	if err != nil || ctx.Err() != nil {
 		return sandbox // the whole batch comes back after its visibility timeout
 	}
 	_ = e.w.sqs.Settle(context.WithoutCancel(ctx), e.Queue.URL, ev, resp, e.ReportFailures)
 	return sandbox
+}
+
+// errThrottled is an invocation refused for the function's reserved
+// concurrency: its batch comes back after its visibility timeout.
+var errThrottled = errors.New(lambdaapi.ErrLambdaThrottled)
+
+// run is one invocation of the function on ev in sandbox (a new one, a
+// cold start, when nil) within a slot of its reserved concurrency. It
+// returns the sandbox to use next: nil after a timeout (the runtime
+// replaces a timed-out one).
+func (e *ESM) run(ctx context.Context, sandbox *sqsbatch.Processor, ev events.SQSEvent) (events.SQSEventResponse, *sqsbatch.Processor, error) {
+	release, ok := e.Fn.Reserved.Enter()
+	if !ok {
+		return events.SQSEventResponse{}, sandbox, errThrottled
+	}
+	defer release()
+	if sandbox == nil {
+		var err error
+		if sandbox, err = sqsBuilders[e.Fn.Entry](ctx, lambdaenv.FromMap(e.Fn.Env)); err != nil {
+			e.w.t.Errorf("e2e: %s cannot start: %v", e.Fn.Entry, err)
+			return events.SQSEventResponse{}, nil, err
+		}
+	}
+	resp, err := runInvocation(ctx, e.Fn, func(ctx context.Context) (events.SQSEventResponse, error) {
+		return sandbox.Process(ctx, ev)
+	})
+	if errors.Is(err, ErrTimedOut) {
+		sandbox = nil
+	}
+	return resp, sandbox, err
+}
+
+// coldStartsFor makes every batch that holds a message of the order run
+// one message at a time, each in a new sandbox, as when Lambda hands the
+// copies of a message to different instances: only the idempotency
+// record in DynamoDB stands between them, not a sandbox's in-process
+// cache of completed records.
+func (e *ESM) coldStartsFor(pedido string) {
+	e.Intercept = func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error, bool) {
+		if !slices.ContainsFunc(ev.Records, func(m events.SQSMessage) bool { return orderIDPattern.FindString(m.Body) == pedido }) {
+			return events.SQSEventResponse{}, nil, false
+		}
+		var resp events.SQSEventResponse
+		for _, m := range ev.Records {
+			one, _, err := e.run(ctx, nil, events.SQSEvent{Records: []events.SQSMessage{m}})
+			if err != nil {
+				return resp, err, true
+			}
+			resp.BatchItemFailures = append(resp.BatchItemFailures, one.BatchItemFailures...)
+		}
+		return resp, nil, true
+	}
 }

@@ -29,6 +29,10 @@ import (
 // Scenario is one seeded run.
 type Scenario struct {
 	Orders int
+	// SKUs is the catalogue the orders' lines draw from: each SKU is a
+	// message group of the stock queue, processed in order, so fewer SKUs
+	// serialise more of the stock movements.
+	SKUs int
 	// Burst is the simulated time over which the orders arrive, in Bursts
 	// back-to-back peaks (at least 1) whose arrivals thicken towards their
 	// middle, as on a Friday evening.
@@ -59,11 +63,17 @@ type Scenario struct {
 	Carts int
 	// Limit bounds the run's wall-clock time.
 	Limit time.Duration
+	// ClaimsOnly keeps, of the targeted faults, those that only the
+	// idempotency claims absorb: the cobro whose answer Lambda loses, and
+	// an order whose every copy of PedidoConfirmado reaches a new sandbox
+	// of the preparation consumer (no in-process cache between them). The
+	// consumer kill, the gateway hang and the budget and compensation
+	// orders are left out (TestVerdictCatchesBrokenClaims).
+	ClaimsOnly bool
 }
 
 const (
 	stockQueue = "mercadofresco-movimientos-stock.fifo"
-	skuCount   = 40
 	badSKU     = "FR-999-SIN-INVENTARIO"
 	initial    = 1_000_000
 )
@@ -91,6 +101,7 @@ type Run struct {
 	writer *pgxpool.Pool
 
 	mu        sync.Mutex
+	stopped   bool
 	orders    map[string]*order
 	ids       []string
 	retries   sync.WaitGroup
@@ -109,18 +120,25 @@ type Run struct {
 	// refuses (its compensation fails).
 	lostAnswer, budgetOrder, compOrder string
 	lostOnce                           atomic.Bool
+	// coldCopies is the order whose preparation copies each run in a new
+	// sandbox (Scenario.ClaimsOnly).
+	coldCopies string
 	// wantDLQ is how many messages each DLQ must hold at the end, by name.
 	wantDLQ map[string]int
 
 	started       time.Time
 	queues        []QueueLine
 	maxExecutions int64
+	lastArrival   time.Duration // on the run's clock from the start
 }
 
 // NewRun prepares a run: its orders, the bus, the event source mappings,
 // the orders of the targeted faults and the consumer kill's hook, and Step
 // Functions.
 func NewRun(w *World, sc Scenario) *Run {
+	if sc.Orders < 1 || sc.SKUs < 1 {
+		w.fatalf("a scenario needs orders and SKUs: %d orders, %d SKUs", sc.Orders, sc.SKUs)
+	}
 	r := &Run{w: w, sc: sc, rng: rand.New(rand.NewPCG(w.opts.Seed, 0x0dd)), orders: map[string]*order{}, wantDLQ: map[string]int{}}
 	r.makeOrders()
 	w.bus = w.loadBus()
@@ -135,9 +153,14 @@ func NewRun(w *World, sc Scenario) *Run {
 	if prep == nil {
 		w.fatalf("no event source mapping on cola-mercadofresco-pedidos")
 	}
-	r.kill = w.killConsumerOn(prep, r.ids[len(r.ids)/10])
-	r.hangOn = r.ids[len(r.ids)/5]
+	if !sc.ClaimsOnly {
+		r.kill = w.killConsumerOn(prep, r.ids[len(r.ids)/10])
+		r.hangOn = r.ids[len(r.ids)/5]
+	}
 	r.pickSpecial()
+	if sc.ClaimsOnly {
+		prep.coldStartsFor(r.coldCopies)
+	}
 	w.sfn = w.startStepFunctions(context.Background(), r.runTask, r.executionDone)
 	w.aws.Executor = w.sfn
 	r.writer = localaws.PoolAs(w.t, w.db, "", w.writer, 8)
@@ -163,7 +186,7 @@ func (w *World) jitter(d time.Duration) time.Duration {
 	return time.Duration(w.rng.Int64N(int64(d) + 1))
 }
 
-// makeOrders draws the orders: 1 to 4 lines of 40 SKUs, and the SKU with
+// makeOrders draws the orders: 1 to 4 lines of the SKUs, and the SKU with
 // bad data (never counted in stock) in about 1 % of them.
 func (r *Run) makeOrders() {
 	for i := range r.sc.Orders {
@@ -173,7 +196,7 @@ func (r *Run) makeOrders() {
 		s.ClienteEmail = strings.ToLower(s.ClienteID) + "@clientes.mercadofresco.example"
 		seen := map[string]bool{}
 		for range 1 + r.intn(4) {
-			k := sku(1 + r.intn(skuCount))
+			k := sku(1 + r.intn(r.sc.SKUs))
 			if (i == 2 || r.intn(100) == 0) && !seen[badSKU] {
 				k = badSKU
 			}
@@ -219,13 +242,15 @@ func (r *Run) executionDone(res localaws.ExecutionResult) {
 		o.failedAt = r.w.clock.Now()
 	}
 	o.Failures = append(o.Failures, res.Error)
-	retry := (res.Error == lambdaapi.ErrCircuitoAbierto || res.Error == lambdaapi.ErrPasarelaNoDisponible) && o.Intentos < 12
+	retry := (res.Error == lambdaapi.ErrCircuitoAbierto || res.Error == lambdaapi.ErrPasarelaNoDisponible) && o.Intentos < 12 && !r.stopped
+	if retry {
+		r.pendingRe.Add(1)
+		r.retries.Add(1) // under mu: never after Execute's Wait began
+	}
 	r.mu.Unlock()
 	if !retry {
 		return
 	}
-	r.pendingRe.Add(1)
-	r.retries.Add(1)
 	pause := time.Duration(30+r.intn(90)) * time.Second
 	go func() {
 		defer r.retries.Done()
@@ -241,7 +266,7 @@ func (r *Run) executionDone(res localaws.ExecutionResult) {
 // the stock queue (FIFO per SKU, so they come before any reserva).
 func (r *Run) seedStock(ctx context.Context) {
 	q := r.w.QueueNamed(stockQueue)
-	for i := 1; i <= skuCount; i++ {
+	for i := 1; i <= r.sc.SKUs; i++ {
 		body, _ := json.Marshal(map[string]any{"version": 1, "tipo": "ajuste", "sku": sku(i), "cantidad": initial,
 			"secuencia": 1, "referencia": "inventario-inicial-" + sku(i), "emitido_en": r.w.clock.Now().Format(time.RFC3339)})
 		if _, err := r.w.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &q.URL, MessageBody: aws.String(string(body)),
@@ -312,7 +337,10 @@ func (r *Run) sendPoison(ctx context.Context) {
 // from the others and from the kill's and the hang's: the compensation's
 // order has no line of the bad SKU (its release would go to the DLQ).
 func (r *Run) pickSpecial() {
-	taken := map[string]bool{r.kill.Pedido: true, r.hangOn: true}
+	taken := map[string]bool{r.hangOn: true}
+	if r.kill != nil {
+		taken[r.kill.Pedido] = true
+	}
 	pick := func(from int, ok func(id string) bool) string {
 		for i := from; i < from+len(r.ids); i++ {
 			id := r.ids[i%len(r.ids)]
@@ -327,6 +355,10 @@ func (r *Run) pickSpecial() {
 	any := func(string) bool { return true }
 	n := len(r.ids)
 	r.lostAnswer = pick(n*2/5, any)
+	if r.sc.ClaimsOnly {
+		r.coldCopies = pick(n*3/4, any)
+		return
+	}
 	r.budgetOrder = pick(n*3/4, any)
 	r.compOrder = pick(n*9/10, func(id string) bool {
 		for _, l := range r.orders[id].Solicitud.Lineas {
@@ -390,12 +422,14 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	on := func(path, order string, times int, f localaws.Fault) localaws.Rule {
 		return localaws.Rule{Match: func(q localaws.ServiceRequest) bool { return q.Path == path && pedidoOf(q.Body) == order }, Times: times, Fault: f}
 	}
-	w.deps.Gateway.Inject(
-		localaws.Rule{Match: func(localaws.ServiceRequest) bool { return outage.Load() }, Fault: localaws.Fault{Status: 503}},
-		on(payment.PathCobros, r.hangOn, 1, localaws.Fault{HangAfterEffect: true}),
-		on(payment.PathCobros, r.budgetOrder, 0, localaws.Fault{Status: 503}),
-		on(payment.PathReembolsos, r.compOrder, 0, localaws.Fault{Status: 422}),
-	)
+	w.deps.Gateway.Inject(localaws.Rule{Match: func(localaws.ServiceRequest) bool { return outage.Load() }, Fault: localaws.Fault{Status: 503}})
+	if !sc.ClaimsOnly {
+		w.deps.Gateway.Inject(
+			on(payment.PathCobros, r.hangOn, 1, localaws.Fault{HangAfterEffect: true}),
+			on(payment.PathCobros, r.budgetOrder, 0, localaws.Fault{Status: 503}),
+			on(payment.PathReembolsos, r.compOrder, 0, localaws.Fault{Status: 422}),
+		)
+	}
 	w.deps.ERPWebhook.Inject(localaws.Rule{Times: 5, Fault: localaws.Fault{Status: 503}}) // EventBridge retries them
 	r.pubs = w.startPublishers(2)
 	ttlCarts := r.feedCarts(ctx)
@@ -462,6 +496,9 @@ func (r *Run) Execute(ctx context.Context) *Report {
 			w.t.Errorf("e2e: order %s: %v", id, err)
 		}
 	}
+	r.mu.Lock()
+	r.lastArrival = w.clock.Now().Sub(w.clock.base)
+	r.mu.Unlock()
 	if redisDone != nil {
 		<-redisDone
 		w.redis.Start()
@@ -473,6 +510,9 @@ func (r *Run) Execute(ctx context.Context) *Report {
 	quiet := r.waitQuiet(ctx, r.started.Add(sc.Limit))
 	stop()
 	<-watchDone
+	r.mu.Lock()
+	r.stopped = true // executions still running past the limit ask no customer again
+	r.mu.Unlock()
 	r.retries.Wait()
 	pollers.Wait()
 	w.bus.Stop()
@@ -524,19 +564,19 @@ func (r *Run) busy(ctx context.Context) string {
 		parts = append(parts, fmt.Sprintf("%d executions", n))
 	}
 	for _, e := range r.esms {
-		msgs, _ := w.sqs.Inspect(e.Queue.URL)
-		if len(msgs) > 0 || e.busy.Load() > 0 {
-			parts = append(parts, fmt.Sprintf("%s: %d messages", e.Queue.Name, len(msgs)))
+		if n := held(w.sqs.Stats(e.Queue.URL)); n > 0 || e.busy.Load() > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d messages", e.Queue.Name, n))
 		}
 	}
 	return strings.Join(parts, ", ")
 }
 
 // QueueLine is one consumer queue's depth over the run, on its clock from
-// the start: the peak and when the queue was last seen holding messages.
+// the start: the peak and when the queue was last seen holding messages;
+// Left is what it still held at the end (it never drained).
 type QueueLine struct {
 	Name            string
-	Peak            int
+	Peak, Left      int
 	PeakAt, Drained time.Duration
 }
 
@@ -549,9 +589,9 @@ func (r *Run) sample(ctx context.Context) {
 		at := r.w.clock.Now().Sub(r.w.clock.base)
 		r.mu.Lock()
 		for i, e := range r.esms {
-			st, q := r.w.sqs.Stats(e.Queue.URL), &r.queues[i]
+			q := &r.queues[i]
 			q.Name = e.Queue.Name
-			if n := st.Sent - st.Deleted - st.MovedToDLQ; n > 0 {
+			if n := held(r.w.sqs.Stats(e.Queue.URL)); n > 0 {
 				q.Drained = at
 				if n > q.Peak {
 					q.Peak, q.PeakAt = n, at
@@ -567,6 +607,9 @@ func (r *Run) sample(ctx context.Context) {
 	}
 }
 
+// held is how many messages a queue holds (visible or in flight).
+func held(st localaws.QueueStats) int { return st.Sent - st.Deleted - st.MovedToDLQ }
+
 // Report is what the run found.
 type Report struct {
 	// Queues are the consumer queues' peaks and drain times, MaxExecutions
@@ -574,6 +617,7 @@ type Report struct {
 	// cobro at once and Throttled its invocations refused.
 	Queues                          []QueueLine
 	MaxExecutions                   int64
+	LastArrival                     time.Duration
 	PaymentSlots, Throttled         int64
 	Seed                            uint64
 	Scenario                        Scenario
@@ -616,8 +660,10 @@ type Report struct {
 	Uncertain  []string
 	// The targeted faults' orders: the one whose cobro answer Lambda
 	// lost, the one past the call budget, the one whose compensation
-	// failed.
+	// failed; ColdCopies the one whose preparation copies each ran in a new
+	// sandbox (Scenario.ClaimsOnly).
 	LostAnswer, Budget, Comp Targeted
+	ColdCopies               string
 	Alarms                   []AlarmLine
 	Circuit                  CircuitSummary
 	expectedFate             map[string]bool
@@ -650,14 +696,9 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	rep := &Report{Seed: w.opts.Seed, Scenario: r.sc, ExecScale: w.opts.ExecScale, WaitScale: w.opts.WaitScale,
 		IgnoreKeys: w.opts.IgnoreKeys, KeyRetention: cmp.Or(w.opts.KeyRetention, localaws.DefaultKeyRetention),
 		Orders: len(r.ids), Executions: map[string]int{}, Timeouts: map[string]int64{}, Overrides: w.overrides,
-		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.Pedido, HangOrder: r.hangOn,
+		PublisherKills: r.pubs.Kills, KilledConsumer: r.kill.victim(), HangOrder: r.hangOn, ColdCopies: r.coldCopies,
 		Wall: time.Since(r.started), CartsTTL: ttlCarts,
 		expectedFate: map[string]bool{r.budgetOrder: true, r.compOrder: true}}
-	select {
-	case <-r.kill.Done:
-	default:
-		rep.KilledConsumer = ""
-	}
 	for _, o := range r.orders {
 		rep.Attempts += o.Intentos
 	}
@@ -726,6 +767,9 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		}
 	}
 	targeted := func(id string) Targeted {
+		if id == "" {
+			return Targeted{} // not in the scenario
+		}
 		return Targeted{Order: id, Calls: calls[id], Charges: effects[[2]string{payment.PathCobros, id}],
 			Refunds: effects[[2]string{payment.PathReembolsos, id}], Attempts: r.orders[id].Intentos, Failures: r.orders[id].Failures}
 	}
@@ -735,22 +779,23 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		rep.Failures = append(rep.Failures, "outbox: "+err.Error())
 	}
 
-	// Stock against the ledger: every order confirmed reserves its lines;
-	// the compensated order's reservations are released.
+	// Stock against the ledger: every order confirmed reserves its lines
+	// (an order never charged reserves nothing); the compensated order's
+	// reservations are released.
 	want := map[string]int64{}
+	r.mu.Lock()
 	for _, id := range r.ids {
-		for _, l := range r.orders[id].Solicitud.Lineas {
-			if l.SKU == badSKU {
-				if id != r.budgetOrder {
-					rep.BadSKULines++
-				}
-				continue
-			}
-			if !rep.expectedFate[id] {
+		o := r.orders[id]
+		for _, l := range o.Solicitud.Lineas {
+			switch {
+			case l.SKU == badSKU && (o.Succeeded || id == r.compOrder):
+				rep.BadSKULines++
+			case l.SKU != badSKU && o.Succeeded:
 				want[l.SKU] += l.Cantidad
 			}
 		}
 	}
+	r.mu.Unlock()
 	// Their reservations reach the stock queue's DLQ, besides the poison.
 	rep.WantDLQ = maps.Clone(r.wantDLQ)
 	rep.WantDLQ[w.QueueNamed(stockQueue).DLQ.Name] += rep.BadSKULines
@@ -762,9 +807,9 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 	if err != nil {
 		rep.Failures = append(rep.Failures, err.Error())
 	}
-	for i := 1; store != nil && i <= skuCount+1; i++ {
+	for i := 1; store != nil && i <= r.sc.SKUs+1; i++ {
 		line := StockLine{SKU: sku(i), WantExistencias: initial, WantReservado: want[sku(i)]}
-		if i > skuCount {
+		if i > r.sc.SKUs {
 			line = StockLine{SKU: badSKU} // never counted: nothing in stock, nothing reserved
 		}
 		t, err := store.Read(ctx, line.SKU)
@@ -822,7 +867,10 @@ func (r *Run) report(ctx context.Context, ttlCarts int) *Report {
 		}
 	}
 	r.mu.Lock()
-	rep.Queues, rep.MaxExecutions = r.queues, r.maxExecutions
+	rep.Queues, rep.MaxExecutions, rep.LastArrival = r.queues, r.maxExecutions, r.lastArrival
+	for i, e := range r.esms {
+		rep.Queues[i].Left = held(w.sqs.Stats(e.Queue.URL))
+	}
 	r.mu.Unlock()
 	return rep
 }
@@ -954,13 +1002,13 @@ func (rep *Report) Markdown() string {
 	if rep.IgnoreKeys {
 		keys = "the external services ignore Idempotency-Key: they perform every request they receive, so only the project's own layers stand between a repeat and a second effect"
 	}
-	p("Scenario: %d orders over a simulated %s burst; %s; every event and SNS message delivered twice; outbox publisher SIGKILLed %d times; "+
+	p("Scenario: %d orders of %d SKUs over a simulated %s burst; %s; every event and SNS message delivered twice; outbox publisher SIGKILLed %d times; "+
 		"the preparation consumer SIGKILLed between its idempotency claim and its completion (order %s); a %s gateway outage (503; %s of wall clock) from %.0f %% of the orders; "+
 		"one gateway timeout after the charge was made (order %s); one cobro invocation whose answer Lambda lost (order %s); one order whose every charge the gateway refuses with 503 (order %s); "+
 		"one order whose confirmation publish fails and whose refund the gateway refuses (order %s); Redis stopped for %s at %.0f %% of the orders; "+
 		"%d PedidoConfirmado version 2 messages to the preparation queue and %d of an unsupported version to each other consumer's queue, %d with bad data to each of the four; "+
 		"SKU %s never counted in stock; %d cart stream records through the pipe.\n\n",
-		sc.Orders, sc.Burst, keys, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, time.Duration(float64(sc.Outage)/rep.ExecScale), 100*sc.OutageAt, rep.HangOrder,
+		sc.Orders, sc.SKUs, sc.Burst, keys, sc.PublisherKills, orNone(rep.KilledConsumer), sc.Outage, time.Duration(float64(sc.Outage)/rep.ExecScale), 100*sc.OutageAt, rep.HangOrder,
 		rep.LostAnswer.Order, rep.Budget.Order, rep.Comp.Order, sc.RedisDown, 100*sc.RedisAt,
 		sc.Poison, sc.PoisonEach, sc.BadData, badSKU, sc.Carts)
 	p("## Promises checked\n\n")
@@ -1045,10 +1093,14 @@ func (rep *Report) Markdown() string {
 		p("Invocations that reached their deadline: %v\n\n", rep.Timeouts)
 	}
 	p("## Backpressure\n\nAt most %d executions in flight; cobro ran at most %d invocations at once (its reserved concurrency is enforced), %d refused with %s. "+
-		"Each consumer queue's peak and when it was last seen holding messages, on the run's clock from the start:\n\n| Queue | Peak | at | Empty by |\n|---|---|---|---|\n",
-		rep.MaxExecutions, rep.PaymentSlots, rep.Throttled, lambdaapi.ErrLambdaThrottled)
+		"The last order arrived at %s; each consumer queue's peak and when it was last seen holding messages (drained), on the run's clock from the start:\n\n| Queue | Peak | at | Drained by | after the last order |\n|---|---|---|---|---|\n",
+		rep.MaxExecutions, rep.PaymentSlots, rep.Throttled, lambdaapi.ErrLambdaThrottled, rep.LastArrival.Round(time.Second))
 	for _, q := range rep.Queues {
-		p("| %s | %d | %s | %s |\n", q.Name, q.Peak, q.PeakAt.Round(time.Second), q.Drained.Round(time.Second))
+		drained, after := q.Drained.Round(time.Second).String(), max(q.Drained-rep.LastArrival, 0).Round(time.Second).String()
+		if q.Left > 0 {
+			drained, after = fmt.Sprintf("not drained: %d messages left", q.Left), "—"
+		}
+		p("| %s | %d | %s | %s | %s |\n", q.Name, q.Peak, q.PeakAt.Round(time.Second), drained, after)
 	}
 	p("\n")
 	p("## Dead-letter queues\n\n| Queue | Messages | Verdict of the DLQ tool |\n|---|---|---|\n")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/outbox"
 )
@@ -198,7 +199,11 @@ func (p *Publishers) stop() {
 // the order runs in a child process, one at a time, until the warehouse has
 // prepared the order for one of them; that child is SIGKILLed before the
 // answer reaches it, so its claim stays EN_CURSO until its deadline and the
-// batch comes back after its visibility timeout.
+// batch comes back after its visibility timeout. The child handles its
+// batch one record at a time (BATCH_CONCURRENCY=1): when it dies, the
+// records before the order's have their completion records and those after
+// it have not begun, so the order is the only one whose effect happened
+// with its outcome lost.
 type ConsumerKill struct {
 	w      *World
 	esm    *ESM
@@ -209,9 +214,23 @@ type ConsumerKill struct {
 	child  *exec.Cmd
 	killed bool
 	Done   chan struct{}
-	// Batch is the orders of the killed invocation's batch: each may have
-	// had its effect without its completion record.
+	// Batch is the orders of the killed invocation's batch (Pedido's
+	// among them).
 	Batch []string
+}
+
+// victim is the killed order, "" when the kill did not happen (or the
+// scenario has none).
+func (k *ConsumerKill) victim() string {
+	if k == nil {
+		return ""
+	}
+	select {
+	case <-k.Done:
+		return k.Pedido
+	default:
+		return ""
+	}
 }
 
 func (w *World) killConsumerOn(esm *ESM, pedido string) *ConsumerKill {
@@ -231,6 +250,7 @@ func (w *World) killConsumerOn(esm *ESM, pedido string) *ConsumerKill {
 	}
 	w.deps.afterPreparation.Store(&hook)
 	esm.Intercept = k.intercept
+	w.note("%s=1 in the killed %s's child process: only the killed order is between its effect and its completion record", lambdaapi.EnvBatchConcurrency, esm.Fn.Entry)
 	return k
 }
 
@@ -252,6 +272,7 @@ func (k *ConsumerKill) intercept(ctx context.Context, ev events.SQSEvent) (event
 		return events.SQSEventResponse{}, nil, false
 	}
 	cmd := k.w.childCmd(k.esm.Fn, childConsumer)
+	cmd.Env = append(cmd.Env, lambdaapi.EnvBatchConcurrency+"=1") // the last value of a key wins
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

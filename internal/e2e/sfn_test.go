@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
+	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
+	"github.com/mercadofresco/integration/synthesized"
 )
 
 // startStepFunctions validates the templates' state machine definitions as
@@ -27,7 +31,7 @@ func (w *World) startStepFunctions(ctx context.Context, task localaws.TaskFunc, 
 		if errs := s.Validate(ctx, def); len(errs) > 0 {
 			w.fatalf("%s: the definition does not validate: %v", r.Path(), errs)
 		}
-		s.Definitions[arn] = localaws.ScaleDefinition(def, w.opts.WaitScale, w.opts.ExecScale)
+		s.Definitions[arn] = scaleDefinition(def, w.opts.WaitScale, w.opts.ExecScale)
 	}
 	return s
 }
@@ -64,7 +68,7 @@ func (r *Run) runTask(ctx context.Context, c localaws.TaskCall) (json.RawMessage
 			return nil, &localaws.TaskFailure{Error: "States.Runtime", Cause: err.Error()}
 		}
 		msg := localaws.PublishedMessage(p.Message)
-		if pedidoOf([]byte(msg)) == r.compOrder {
+		if r.compOrder != "" && pedidoOf([]byte(msg)) == r.compOrder {
 			return nil, &localaws.TaskFailure{Error: "SNS.InternalErrorException", Cause: "SNS is failing for this message (injected)"}
 		}
 		t := w.bus.Topic(p.TopicArn)
@@ -83,4 +87,67 @@ func (r *Run) runTask(ctx context.Context, c localaws.TaskCall) (json.RawMessage
 		return b, nil
 	}
 	return nil, &localaws.TaskFailure{Error: "Harness.UnknownResource", Cause: "the run does not play " + c.Resource}
+}
+
+// scaleDefinition returns a copy of def with its Retry intervals, caps and
+// Wait seconds divided by waitScale (waits, like the queues' delays) and
+// its TimeoutSeconds by execScale (they bound how long code runs, like the
+// functions' timeouts, so a task times out after its function would). A
+// retrier of Lambda's throttle alone waits for the function's running
+// invocations to end, which run in the code's time: its waits are divided
+// by execScale, or the run would give up on a saturated function five
+// times sooner than the deployed workflow does.
+func scaleDefinition(def map[string]any, waitScale, execScale float64) map[string]any {
+	raw, _ := json.Marshal(def)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	if v, ok := out["TimeoutSeconds"].(float64); ok {
+		out["TimeoutSeconds"] = v / execScale
+	}
+	synthesized.WalkStates(out, func(_ string, s map[string]any) {
+		if v, ok := s["TimeoutSeconds"].(float64); ok {
+			s["TimeoutSeconds"] = v / execScale
+		}
+		if v, ok := s["Seconds"].(float64); ok && s["Type"] == "Wait" {
+			s["Seconds"] = v / waitScale
+		}
+		retries, _ := s["Retry"].([]any)
+		for _, rv := range retries {
+			r, scale := rv.(map[string]any), waitScale
+			if errs, _ := r["ErrorEquals"].([]any); len(errs) == 1 && errs[0] == lambdaapi.ErrLambdaThrottled {
+				scale = execScale
+			}
+			r["IntervalSeconds"] = cmp.Or(r["IntervalSeconds"], any(1.0)).(float64) / scale
+			if v, ok := r["MaxDelaySeconds"].(float64); ok {
+				r["MaxDelaySeconds"] = v / scale
+			}
+		}
+	})
+	return out
+}
+
+// Waits are divided by the wait scale, but a retrier of Lambda's throttle
+// alone, which waits for invocations to end, by the execution scale, and so
+// are timeouts.
+func TestScaleDefinition(t *testing.T) {
+	def := map[string]any{"TimeoutSeconds": 100.0, "StartAt": "T", "States": map[string]any{
+		"T": map[string]any{"Type": "Task", "TimeoutSeconds": 50.0, "Retry": []any{
+			map[string]any{"ErrorEquals": []any{lambdaapi.ErrLambdaThrottled}, "IntervalSeconds": 10.0, "MaxDelaySeconds": 30.0},
+			map[string]any{"ErrorEquals": []any{lambdaapi.ErrLambdaThrottled, "PasarelaNoDisponible"}, "MaxDelaySeconds": 30.0},
+		}, "End": true}}}
+	out := scaleDefinition(def, 10, 5)
+	task := out["States"].(map[string]any)["T"].(map[string]any)
+	throttle, mixed := task["Retry"].([]any)[0].(map[string]any), task["Retry"].([]any)[1].(map[string]any)
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"workflow timeout", out["TimeoutSeconds"], 20.0}, {"task timeout", task["TimeoutSeconds"], 10.0},
+		{"throttle interval", throttle["IntervalSeconds"], 2.0}, {"throttle cap", throttle["MaxDelaySeconds"], 6.0},
+		{"mixed interval (default 1 s)", mixed["IntervalSeconds"], 0.1}, {"mixed cap", mixed["MaxDelaySeconds"], 3.0},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
 }

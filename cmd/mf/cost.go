@@ -163,21 +163,19 @@ func group(v float64) string { return english.Sprintf("%.0f", v) }
 
 var english = message.NewPrinter(language.English)
 
-// writeDelta prints the changed lines and the monthly delta.
+// writeDelta prints the changed lines and the monthly delta (the line mf
+// review's summary has too).
 func writeDelta(w io.Writer, d cost.Delta) error {
-	if len(d.Changes) == 0 {
-		_, err := fmt.Fprintf(w, "monthly cost of %s unchanged: %.2f USD\n", d.After.Env, d.After.Monthly())
-		return err
-	}
 	t := &Table{Right: []bool{false, false, true, true, true}}
 	t.Row("service", "item", "before", "after", "delta")
 	for _, c := range d.Changes {
 		t.Row(c.Service, c.Item, fmt.Sprintf("%.2f", c.Before.Monthly()), fmt.Sprintf("%.2f", c.After.Monthly()), fmt.Sprintf("%+.2f", c.Monthly()))
 	}
-	if err := t.Write(w); err != nil {
-		return err
+	if len(d.Changes) > 0 {
+		if err := t.Write(w); err != nil {
+			return err
+		}
 	}
-	_, err := fmt.Fprintf(w, "monthly cost of %s: %.2f -> %.2f USD (%+.2f: fixed %+.2f, per-order %+.2f)\n",
-		d.After.Env, d.Before.Monthly(), d.After.Monthly(), d.Monthly(), d.Fixed(), d.PerOrder())
+	_, err := fmt.Fprintln(w, costLine(d))
 	return err
 }

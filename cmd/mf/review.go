@@ -236,6 +236,7 @@ func costDelta(before *synthesized.App, beforeErr error, now *synthesized.App) s
 	return costLine(d)
 }
 
+// costLine is the monthly delta in one line.
 func costLine(d cost.Delta) string {
 	if len(d.Changes) == 0 {
 		return fmt.Sprintf("monthly cost: unchanged, %.2f USD (mf cost)", d.After.Monthly())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -39,7 +40,7 @@ func contractReview(w io.Writer, app *synthesized.App) error {
 		}
 	}
 	for _, typ := range slices.Sorted(maps.Keys(producers)) {
-		fmt.Fprintf(w, "  %s\n    produced by %s\n    consumed by %s\n", typ, strings.Join(producers[typ], "; "), strings.Join(orNone(consumers[typ]), "; "))
+		fmt.Fprintf(w, "  %s\n    produced by %s\n    consumed by %s\n", typ, strings.Join(producers[typ], "; "), cmp.Or(strings.Join(consumers[typ], "; "), "no declared consumer"))
 	}
 	order, err := deployOrder(app)
 	if err != nil {
@@ -48,13 +49,6 @@ func contractReview(w io.Writer, app *synthesized.App) error {
 	fmt.Fprintf(w, "  Deploy the consumers before the producers of a new version: `cdk deploy --all` follows the stacks' dependencies, in this order: %s.\n", strings.Join(order, ", "))
 	fmt.Fprintln(w, "  Synth already refused any route where a producer may emit a version a consumer does not accept (MF-CONTRACT) or may deploy first (MF-CONTRACT-ORDER).")
 	return nil
-}
-
-func orNone(xs []string) []string {
-	if len(xs) == 0 {
-		return []string{"no declared consumer"}
-	}
-	return xs
 }
 
 // changedSchemas lists the files of schemas/ that differ from the

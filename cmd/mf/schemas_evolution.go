@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,7 +28,7 @@ func compare(path string, old, new map[string]any, out *[]string) {
 		at = "(root)"
 	}
 	if ot, nt := types(old["type"]), types(new["type"]); !slices.Equal(ot, nt) && len(ot) > 0 {
-		*out = append(*out, fmt.Sprintf("%s: type changed from %s to %s", at, strings.Join(ot, "|"), orNoneJoined(nt)))
+		*out = append(*out, fmt.Sprintf("%s: type changed from %s to %s", at, strings.Join(ot, "|"), cmp.Or(strings.Join(nt, "|"), "none")))
 		return
 	}
 	if oe, ok := old["enum"].([]any); ok || new["enum"] != nil {
@@ -61,7 +62,7 @@ func compare(path string, old, new map[string]any, out *[]string) {
 			*out = append(*out, fmt.Sprintf("%s: field %q removed", at, k))
 			continue
 		}
-		compare(join(path, k), o, n, out)
+		compare(strings.TrimPrefix(path+"."+k, "."), o, n, out)
 	}
 	if oi, ok := old["items"].(map[string]any); ok {
 		if ni, ok := new["items"].(map[string]any); ok {
@@ -70,13 +71,6 @@ func compare(path string, old, new map[string]any, out *[]string) {
 			*out = append(*out, fmt.Sprintf("%s: items schema removed", at))
 		}
 	}
-}
-
-func join(path, k string) string {
-	if path == "" {
-		return k
-	}
-	return path + "." + k
 }
 
 func types(v any) []string {
@@ -100,11 +94,4 @@ func strs(v any) []string {
 		}
 	}
 	return out
-}
-
-func orNoneJoined(xs []string) string {
-	if len(xs) == 0 {
-		return "none"
-	}
-	return strings.Join(xs, "|")
 }

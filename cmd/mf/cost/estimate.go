@@ -94,19 +94,6 @@ func (v vol) total() float64         { return v.fixed + v.order }
 func (v vol) min(cap float64) vol    { return v.scale(math.Min(1, cap/math.Max(v.total(), 1e-12))) }
 func perOrder(orders, n float64) vol { return vol{order: orders * n} }
 
-// services is the report's order: the order flow's messaging first, then
-// compute, data, network, security and monitoring.
-var services = []string{"Amazon SQS", "Amazon SNS", "Amazon EventBridge", "AWS Step Functions", "Amazon DynamoDB", "AWS Lambda",
-	"Amazon Aurora", "Amazon RDS Proxy", "Amazon ElastiCache", "Amazon VPC", "AWS PrivateLink", "Data transfer",
-	"AWS KMS", "AWS Secrets Manager", "Amazon CloudWatch", "AWS X-Ray", "Amazon SES"}
-
-func serviceRank(s string) int {
-	if i := slices.Index(services, s); i >= 0 {
-		return i
-	}
-	return len(services)
-}
-
 // maxDepth bounds message propagation: a route longer than this is a loop.
 const maxDepth = 12
 
@@ -217,7 +204,11 @@ func Compute(app *synthesized.App, u *Usage, p *Prices) (*Estimate, error) {
 			e.Lines = append(e.Lines, *l)
 		}
 	}
-	slices.SortStableFunc(e.Lines, func(a, b Line) int { return serviceRank(a.Service) - serviceRank(b.Service) })
+	// The price table's order of services.
+	rank := func(l Line) int {
+		return slices.IndexFunc(p.List, func(pr Price) bool { return pr.Service == l.Service })
+	}
+	slices.SortStableFunc(e.Lines, func(a, b Line) int { return rank(a) - rank(b) })
 	return e, nil
 }
 
@@ -232,7 +223,7 @@ func (m *model) unpriced() map[string]int {
 	out := map[string]int{}
 	for _, tpl := range m.app.Stacks {
 		for _, r := range tpl.Resources {
-			if !priced[r.Type] && !free[r.Type] && !strings.HasPrefix(r.Type, "Custom::") {
+			if _, free := m.p.Free[r.Type]; !priced[r.Type] && !free && !strings.HasPrefix(r.Type, "Custom::") {
 				out[r.Type]++
 			}
 		}
@@ -251,28 +242,4 @@ var priced = map[string]bool{
 	"AWS::KMS::Key": true, "AWS::CloudWatch::Alarm": true, "AWS::CloudWatch::CompositeAlarm": true, "AWS::CloudWatch::Dashboard": true,
 	"AWS::Logs::LogGroup": true, "AWS::SecretsManager::Secret": true, "AWS::Events::Connection": true,
 	"AWS::SES::ConfigurationSet": true, "AWS::SNS::Subscription": true, "AWS::Lambda::EventSourceMapping": true,
-}
-
-// free are the types that cost nothing by themselves.
-var free = map[string]bool{
-	"AWS::IAM::Role": true, "AWS::IAM::Policy": true, "AWS::IAM::ManagedPolicy": true, "AWS::SQS::QueuePolicy": true,
-	"AWS::SNS::TopicPolicy": true, "AWS::EC2::VPC": true, "AWS::EC2::Subnet": true, "AWS::EC2::RouteTable": true,
-	"AWS::EC2::SubnetRouteTableAssociation": true, "AWS::EC2::Route": true, "AWS::EC2::InternetGateway": true,
-	"AWS::EC2::VPCGatewayAttachment": true, "AWS::EC2::SecurityGroup": true, "AWS::EC2::SecurityGroupIngress": true,
-	"AWS::EC2::SecurityGroupEgress": true, "AWS::Lambda::Permission": true, "AWS::Lambda::EventInvokeConfig": true,
-	"AWS::KMS::Alias": true, "AWS::Logs::ResourcePolicy": true,
-	"AWS::SecretsManager::SecretTargetAttachment": true, "AWS::SecretsManager::ResourcePolicy": true,
-	"AWS::RDS::DBSubnetGroup": true, "AWS::RDS::DBClusterParameterGroup": true, "AWS::RDS::DBParameterGroup": true,
-	"AWS::RDS::DBProxyTargetGroup": true, "AWS::SES::ConfigurationSetEventDestination": true, "AWS::CDK::Metadata": true,
-	// The single-user rotation (a SAR application): its function runs
-	// once per rotation (every 30 days), a few seconds.
-	"AWS::Serverless::Application": true, "AWS::SecretsManager::RotationSchedule": true,
-	// A schema registry without a discoverer (constructs/events):
-	// only schema discovery is charged.
-	"AWS::EventSchemas::Registry": true, "AWS::EventSchemas::Schema": true,
-	// A metric filter is free; the custom metric it writes is one of the
-	// few the alarms already read (CompensacionFallida).
-	"AWS::Logs::MetricFilter": true,
-	// The cache's RBAC users and user group (its IAM authentication).
-	"AWS::ElastiCache::User": true, "AWS::ElastiCache::UserGroup": true,
 }

@@ -36,12 +36,18 @@ func (p Price) PerUnit() float64 { return p.USD / p.Per }
 
 // Prices is a dated price table of one region.
 type Prices struct {
-	Region   string  `json:"region"`
-	Currency string  `json:"currency"`
-	Recorded string  `json:"recorded"`
-	About    string  `json:"about"`
-	List     []Price `json:"prices"`
-	byKey    map[string]Price
+	Region   string `json:"region"`
+	Currency string `json:"currency"`
+	Recorded string `json:"recorded"`
+	About    string `json:"about"`
+	// List is in the order the report lists the services: the order
+	// flow's messaging first, then compute, data, network, security and
+	// monitoring.
+	List []Price `json:"prices"`
+	// Free are the resource types that cost nothing by themselves, each
+	// with why.
+	Free  map[string]string `json:"free"`
+	byKey map[string]Price
 }
 
 var (
@@ -108,6 +114,11 @@ func ParsePrices(raw []byte) (*Prices, error) {
 			bad("price %s: service and unit are required", e.Key)
 		}
 		p.byKey[e.Key] = e
+	}
+	for typ, why := range p.Free {
+		if why == "" {
+			bad("free type %s: say why it costs nothing", typ)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -30,41 +30,30 @@ func perMonth(expr string, hours float64) (float64, error) {
 		if len(f) != 6 {
 			return 0, fmt.Errorf("schedule %q: want cron(<min> <hour> <day-of-month> <month> <day-of-week> <year>)", expr)
 		}
-		mins, err := cronCount(f[0], 0, 59)
-		if err != nil {
-			return 0, fmt.Errorf("schedule %q: minutes: %w", expr, err)
+		var n [5]float64 // minutes, hours, days of month, months, days of week
+		for i, fld := range []struct {
+			name   string
+			lo, hi int
+		}{{"minutes", 0, 59}, {"hours", 0, 23}, {"day of month", 1, 31}, {"month", 1, 12}, {"day of week", 1, 7}} {
+			c, err := cronCount(f[i], fld.lo, fld.hi)
+			if err != nil {
+				return 0, fmt.Errorf("schedule %q: %s: %w", expr, fld.name, err)
+			}
+			n[i] = c
 		}
-		hrs, err := cronCount(f[1], 0, 23)
-		if err != nil {
-			return 0, fmt.Errorf("schedule %q: hours: %w", expr, err)
-		}
-		perDay := mins * hrs
-		dom, dow, month := f[2], f[4], f[3]
-		var daysFiring float64
+		// The days it fires: those of the month it names, else those of
+		// the week, else every day; in the months it names.
+		daysFiring := days
 		switch {
-		case (dom == "*" || dom == "?") && (dow == "*" || dow == "?"):
-			daysFiring = days
-		case dom != "*" && dom != "?":
-			n, err := cronCount(dom, 1, 31)
-			if err != nil {
-				return 0, fmt.Errorf("schedule %q: day of month: %w", expr, err)
-			}
-			daysFiring = n * days / 30.4375
-		default:
-			n, err := cronCount(dow, 1, 7)
-			if err != nil {
-				return 0, fmt.Errorf("schedule %q: day of week: %w", expr, err)
-			}
-			daysFiring = n * days / 7
+		case f[2] != "*" && f[2] != "?":
+			daysFiring = n[2] * days / 30.4375
+		case f[4] != "*" && f[4] != "?":
+			daysFiring = n[4] * days / 7
 		}
-		if month != "*" {
-			n, err := cronCount(month, 1, 12)
-			if err != nil {
-				return 0, fmt.Errorf("schedule %q: month: %w", expr, err)
-			}
-			daysFiring *= n / 12
+		if f[3] != "*" {
+			daysFiring *= n[3] / 12
 		}
-		return perDay * daysFiring, nil
+		return n[0] * n[1] * daysFiring, nil
 	case strings.HasPrefix(expr, "at("):
 		return 0, nil // one time: nothing a month
 	}

@@ -3,8 +3,8 @@
 // problem of its props at synthesis (Problems; Begin starts a constructor
 // with it), the one way to grant a KMS key through one service only
 // (GrantKey), and the construct metadata the checks read: acknowledgements
-// (Acknowledge), the source of a property (SetBy) and the event contracts
-// (Produces, Accepts).
+// (Acknowledge; AcknowledgeNag for cdk-nag's rules), the source of a
+// property (SetBy) and the event contracts (Produces, Accepts).
 // docs/design.md#construct-props.
 package core
 

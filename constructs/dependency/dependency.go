@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
@@ -158,10 +157,7 @@ func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssec
 			cfn.SetBlockPublicPolicy(jsii.Bool(true))
 		}
 	}
-	cdknag.NagSuppressions_AddResourceSuppressions(secret, &[]*cdknag.NagPackSuppression{{
-		Id:     jsii.String("AwsSolutions-SMG4"),
-		Reason: jsii.String(props.Rotation),
-	}}, jsii.Bool(true))
+	core.AcknowledgeNag(secret, true, "AwsSolutions-SMG4", props.Rotation)
 	return secret
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awspipes"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
@@ -171,11 +170,7 @@ func (k *Carts) addPipe(props *CartsProps, pipeName *string) {
 	k.Table.GrantTableListStreams(k.PipeRole)
 	k.Table.GrantStream(k.PipeRole, jsii.String("dynamodb:DescribeStream"), jsii.String("dynamodb:GetRecords"), jsii.String("dynamodb:GetShardIterator"))
 	core.GrantKey(k.Table.EncryptionKey(), k.PipeRole, "dynamodb", "kms:Decrypt", "kms:DescribeKey")
-	cdknag.NagSuppressions_AddResourceSuppressions(k.PipeRole, &[]*cdknag.NagPackSuppression{{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("dynamodb:ListStreams has no resource-level permissions (AWS requires Resource '*'); the stream reads themselves are on this table's stream ARN only."),
-		AppliesTo: &[]interface{}{jsii.String("Resource::*")},
-	}}, jsii.Bool(true))
+	core.AcknowledgeNag(k.PipeRole, true, "AwsSolutions-IAM5", "dynamodb:ListStreams has no resource-level permissions (AWS requires Resource '*'); the stream reads themselves are on this table's stream ARN only.", "Resource::*")
 	k.PipeDLQ.Queue.Grant(k.PipeRole, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"))
 	queues.GrantKeyThroughSQS(k.PipeDLQ.Queue, k.PipeRole, "kms:GenerateDataKey", "kms:Decrypt")
 	queues.ForQueue(k.PipeDLQ.Queue).AdmitRole(k.PipeRole)

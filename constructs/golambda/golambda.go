@@ -35,7 +35,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/constructs/observability"
@@ -252,21 +251,13 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		if *pol.Node().Id() == "Red" {
 			reason = "Lambda's VPC ENI management (ec2:*NetworkInterface*, DescribeSubnets, the actions of AWSLambdaVPCAccessExecutionRole) needs Resource '*' (Lambda checks them unscoped when it creates the function); the same policy denies them to the function's own code (lambda:SourceFunctionArn present), and holds nothing else."
 		}
-		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
-			Id:        jsii.String("AwsSolutions-IAM5"),
-			Reason:    jsii.String(reason),
-			AppliesTo: &[]interface{}{jsii.String("Resource::*")},
-		}}, jsii.Bool(false))
+		core.AcknowledgeNag(pol, false, "AwsSolutions-IAM5", reason, "Resource::*")
 	}
 	// The log-stream wildcard is the log group's own ARN plus ":*", which is
 	// how CloudWatch Logs names the streams of one group. On the default
 	// policy only, and only for that ARN.
 	if pol, ok := f.Role.Node().TryFindChild(jsii.String("DefaultPolicy")).(awsiam.Policy); ok {
-		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
-			Id:        jsii.String("AwsSolutions-IAM5"),
-			Reason:    jsii.String("logs:CreateLogStream/PutLogEvents are scoped to this function's own log group; ':*' addresses its streams, whose names Lambda generates."),
-			AppliesTo: &[]interface{}{jsii.String("Resource::<" + core.LogicalID(f.LogGroup) + ".Arn>:*")},
-		}}, jsii.Bool(false))
+		core.AcknowledgeNag(pol, false, "AwsSolutions-IAM5", "logs:CreateLogStream/PutLogEvents are scoped to this function's own log group; ':*' addresses its streams, whose names Lambda generates.", "Resource::<"+core.LogicalID(f.LogGroup)+".Arn>:*")
 	}
 
 	if props.Alerts != nil {

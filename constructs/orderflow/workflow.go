@@ -26,7 +26,6 @@ import (
 	tasks "github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctionstasks"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
@@ -225,11 +224,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 		core.Produces(w.StateMachine, eventsapi.TypeMovimientoStock, []int{eventsapi.MovimientoStockVersion}, p.StockMovements)
 	}
 	w.pinTrust(name)
-	cdknag.NagSuppressions_AddResourceSuppressions(w.StateMachine, &[]*cdknag.NagPackSuppression{{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("The CDK's own grants of this state machine: X-Ray and log delivery (no resource-level permissions exist), cobro and reembolso with ':*' (their versions), kms:GenerateDataKey* on the data key only (SNS publish to the encrypted topic)."),
-		AppliesTo: &[]interface{}{jsii.String("Resource::*"), jsii.String("Action::kms:GenerateDataKey*"), jsii.String("Resource::<" + core.LogicalID(p.Charge) + ".Arn>:*"), jsii.String("Resource::<" + core.LogicalID(p.Refund) + ".Arn>:*")},
-	}}, jsii.Bool(true))
+	core.AcknowledgeNag(w.StateMachine, true, "AwsSolutions-IAM5", "The CDK's own grants of this state machine: X-Ray and log delivery (no resource-level permissions exist), cobro and reembolso with ':*' (their versions), kms:GenerateDataKey* on the data key only (SNS publish to the encrypted topic).", "Resource::*", "Action::kms:GenerateDataKey*", "Resource::<"+core.LogicalID(p.Charge)+".Arn>:*", "Resource::<"+core.LogicalID(p.Refund)+".Arn>:*")
 
 	w.FailedAlarm = observability.NewAlarm(c, "FailedAlarm", &observability.AlarmProps{
 		Metric:      w.StateMachine.MetricFailed(observability.Per5Min("Sum")),

@@ -29,7 +29,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/queues"
@@ -295,22 +294,11 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		cfn.AddMetadata(jsii.String(synthesized.MetadataOutsideConnections), props.OutsideConnections)
 	}
 
-	cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{
-		{
-			Id:     jsii.String("AwsSolutions-RDS11"),
-			Reason: jsii.String("The default port 5432 is kept: only the proxy's and the rotation function's security groups may reach it, and a non-standard port adds no protection against anyone who can already reach the isolated subnets."),
-		},
-		{
-			Id:        jsii.String("AwsSolutions-IAM4"),
-			Reason:    jsii.String("The enhanced-monitoring role the CDK creates carries AmazonRDSEnhancedMonitoringRole, AWS's policy for exactly this role: it lets RDS write the OS metrics to the RDSOSMetrics log group and nothing else."),
-			AppliesTo: &[]interface{}{"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole"},
-		},
-	}, jsii.Bool(true))
+	core.AcknowledgeNag(d.Cluster, true, "AwsSolutions-RDS11", "The default port 5432 is kept: only the proxy's and the rotation function's security groups may reach it, and a non-standard port adds no protection against anyone who can already reach the isolated subnets.")
+	core.AcknowledgeNag(d.Cluster, true, "AwsSolutions-IAM4", "The enhanced-monitoring role the CDK creates carries AmazonRDSEnhancedMonitoringRole, AWS's policy for exactly this role: it lets RDS write the OS metrics to the RDSOSMetrics log group and nothing else.",
+		"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole")
 	if !deletionProtection {
-		cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{{
-			Id:     jsii.String("AwsSolutions-RDS10"),
-			Reason: jsii.String("Deletion protection comes from config.Environment.DeletionProtection: on in prod, off in dev/staging, which are rebuilt from scratch."),
-		}}, jsii.Bool(true))
+		core.AcknowledgeNag(d.Cluster, true, "AwsSolutions-RDS10", "Deletion protection comes from config.Environment.DeletionProtection: on in prod, off in dev/staging, which are rebuilt from scratch.")
 	}
 	if props.Alerts != nil {
 		d.addAlarms(props.Alerts)

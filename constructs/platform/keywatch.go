@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawsevents"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/events"
@@ -103,10 +102,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 	}
 	// Not encrypted with the data key: see the nag acknowledgement.
 	w.Topic = newAlarmTopic(c, "Topic", *core.Or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
-	cdknag.NagSuppressions_AddResourceSuppressions(w.Topic.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
-		Id:     jsii.String("AwsSolutions-SNS2"),
-		Reason: jsii.String("Not encrypted with the data key on purpose: it alerts that the data key is being deleted, disabled or re-permissioned, and such a key cannot encrypt the alert about itself. It carries CloudTrail records of key calls, no customer data."),
-	}}, jsii.Bool(false))
+	core.AcknowledgeNag(w.Topic.Node().DefaultChild(), false, "AwsSolutions-SNS2", "Not encrypted with the data key on purpose: it alerts that the data key is being deleted, disabled or re-permissioned, and such a key cannot encrypt the alert about itself. It carries CloudTrail records of key calls, no customer data.")
 
 	snsTarget := func(topic awssns.ITopic) func(o events.TargetOptions) awsevents.IRuleTarget {
 		return func(o events.TargetOptions) awsevents.IRuleTarget {

@@ -232,16 +232,8 @@ func ReadSecretsThrough(v *core.Problems, from awsec2.IConnectable, endpoint aws
 // (namespace MercadoFresco/Tienda, dimensions Entorno and Dependencia), at
 // statistic per minute.
 func Metric(environment, dependency, name, statistic string) awscloudwatch.Metric {
-	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(lambdaapi.Namespace),
-		MetricName: jsii.String(name),
-		DimensionsMap: &map[string]*string{
-			lambdaapi.DimensionEnvironment: jsii.String(environment),
-			lambdaapi.DimensionDependency:  jsii.String(dependency),
-		},
-		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
-		Statistic: jsii.String(statistic),
-	})
+	dims := map[string]*string{lambdaapi.DimensionEnvironment: jsii.String(environment), lambdaapi.DimensionDependency: jsii.String(dependency)}
+	return observability.Metric(lambdaapi.Namespace, name, dims, statistic, "", awscdk.Duration_Minutes(jsii.Number(1)))
 }
 
 // NewCircuitOpenedAlarm alarms when the circuit of dependency opens

@@ -61,8 +61,8 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		// names are global to the account: the region keeps two regions'
 		// roles apart.
 		RoleName: name(orderflow.StateMachineName + "-" + env.Region),
-		Charge:   s.Payment.Cobro.IFunction(),
-		Refund:   s.Payment.Reembolso.IFunction(),
+		Charge:   s.Payment.Cobro.Function,
+		Refund:   s.Payment.Reembolso.Function,
 		// A little above the functions' own timeout: the Lambda timeout
 		// ends a stuck attempt, not the state's.
 		PaymentTaskTimeout: s.Payment.Timeout.Plus(awscdk.Duration_Seconds(jsii.Number(10))),

@@ -44,9 +44,9 @@ const UserEngine = "redis"
 
 // CacheImport describes an existing cache of the environment. It must be a
 // serverless cache of Valkey 7.2+ (or Redis OSS 7+: IAM authentication)
-// with New's user group (UserGroupID) attached once by an operator
-// (aws elasticache modify-serverless-cache --serverless-cache-name <Name>
-// --user-group-id <UserGroupID>); until then the breakers fail open.
+// with New's user group (its id is the cache's name) attached once by an
+// operator (aws elasticache modify-serverless-cache --serverless-cache-name
+// <Name> --user-group-id <Name>); until then the breakers fail open.
 type CacheImport struct {
 	// Name is its serverless cache name (the IAM token is signed for it).
 	Name string
@@ -204,20 +204,8 @@ func (c *Cache) AllowFrom(peer awsec2.IConnectable, description string) {
 	peer.Connections().AllowTo(c.SecurityGroup, awsec2.Port_Tcp(jsii.Number(Port)), jsii.String(description))
 }
 
-// UserGroupID is the id of the user group (the cache's name).
-func (c *Cache) UserGroupID() string { return c.name }
-
 // DefaultUserID is the id of the disabled "default" user.
 func (c *Cache) DefaultUserID() string { return c.name + "-default" }
-
-// UserID is the id (and name) of fn's ElastiCache user, "" if fn is not
-// bound.
-func (c *Cache) UserID(fn awslambda.Function) string {
-	if u := c.users[*fn.Node().Path()]; u != nil {
-		return u.id
-	}
-	return ""
-}
 
 // userGroupID is what ElastiCache accepts as a user group id.
 var userGroupID = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)

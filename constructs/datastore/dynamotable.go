@@ -138,12 +138,6 @@ func NewTable(scope constructs.Construct, id string, props *TableProps, schema S
 	return t
 }
 
-// TableName is the table's physical name.
-func (t *Table) TableName() *string { return t.Table.TableName() }
-
-// TableArn is the table's ARN.
-func (t *Table) TableArn() *string { return t.Table.TableArn() }
-
 // GrantConsumer gives grantee exactly the schema's table actions on this
 // table and its key actions through DynamoDB in this region
 // (core.GrantKey), in the grantee's own policy: a consumer in another stack
@@ -219,19 +213,6 @@ func (t *Table) MetricThrottledRequests(opts *awscloudwatch.MetricOptions) awscl
 func (t *Table) MetricSystemErrors(opts *awscloudwatch.MetricOptions) awscloudwatch.IMetric {
 	o := awsdynamodb.SystemErrorsForOperationsMetricOptions(*t.operationsOptions(opts))
 	return t.Table.MetricSystemErrorsForOperations(&o)
-}
-
-// MetricConditionalCheckFailedRequests counts failed conditions: for the
-// idempotency table every duplicate delivery it absorbed, plus lost races
-// and late owners fenced off (Sum by default). A dashboard, not a page.
-func (t *Table) MetricConditionalCheckFailedRequests(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return t.Table.MetricConditionalCheckFailedRequests(withSum(opts))
-}
-
-// MetricConsumedWriteCapacityUnits is the write capacity the consumers use
-// (Sum by default); on-demand billing charges it.
-func (t *Table) MetricConsumedWriteCapacityUnits(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return t.Table.MetricConsumedWriteCapacityUnits(withSum(opts))
 }
 
 func (t *Table) operationsOptions(opts *awscloudwatch.MetricOptions) *awsdynamodb.OperationsMetricOptions {

@@ -323,20 +323,6 @@ func (f *Function) addAlarms(topic awssns.ITopic) {
 		fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry))
 }
 
-// IFunction is the function as the CDK's interface, for constructs that
-// accept any function (queues.Queue.AddConsumer, event targets).
-func (f *Function) IFunction() awslambda.IFunction { return f.Function }
-
-// MetricErrors is the function's Errors metric.
-func (f *Function) MetricErrors(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return f.Function.MetricErrors(opts)
-}
-
-// MetricThrottles is the function's Throttles metric.
-func (f *Function) MetricThrottles(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return f.Function.MetricThrottles(opts)
-}
-
 // functionCode is the function's code asset: the directory holding the
 // built bootstrap, hashed by the binary's SHA-256 (so the CDK neither runs a
 // bundler nor reads the binary to hash it). For a stack the CDK is told not

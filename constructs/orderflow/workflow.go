@@ -249,9 +249,6 @@ func (r RetryPolicy) withDefaults(v *core.Problems) RetryPolicy {
 	if r.BackoffRate == 0 {
 		r.BackoffRate = DefaultRetryBackoffRate
 	}
-	if r.MaxAttempts == 0 {
-		r.MaxAttempts = DefaultRetryMaxAttempts
-	}
 	if r.MaxDelay == nil {
 		r.MaxDelay = awscdk.Duration_Seconds(jsii.Number(DefaultRetryMaxDelaySeconds))
 	}

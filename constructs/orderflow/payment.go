@@ -177,7 +177,7 @@ func (p *Payment) addFunctions(props *PaymentProps, vpc awsec2.IVpc, subnets *aw
 		if props.IdempotencyTable != nil {
 			// Its own records only (cobro:<pedido_id>, reembolso:<pedido_id>
 			// and their #llamadas budgets); the refund reads the charge's.
-			props.IdempotencyTable.BindToKeys(fn.Function, name+":")
+			props.IdempotencyTable.BindTo(fn.Function, name+":")
 			if name == "reembolso" {
 				props.IdempotencyTable.GrantReadKeys(fn.Function, "cobro:")
 			}

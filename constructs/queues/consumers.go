@@ -83,11 +83,11 @@ func bindTable(scope constructs.Construct, what string, table *datastore.Table, 
 		// A shared table's consumer gets its own records only: the prefix of
 		// key ("preparacion:<pedido_id>"). The stock table is the stock
 		// consumer's alone.
+		var prefixes []string
 		if prefix, _, shared := strings.Cut(key, ":"); shared {
-			table.BindToKeys(fn.Function, prefix+":")
-		} else {
-			table.BindTo(fn.Function)
+			prefixes = []string{prefix + ":"}
 		}
+		table.BindTo(fn.Function, prefixes...)
 	}
 }
 

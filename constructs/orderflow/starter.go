@@ -138,7 +138,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		},
 	})
 	if props.Workflow != nil {
-		props.Workflow.GrantStartExecution(s.Function.Function)
+		props.Workflow.StateMachine.GrantStartExecution(s.Function.Function)
 	}
 	core.Accepts(s.Function.Function, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
 	s.checkReplays(props, v)

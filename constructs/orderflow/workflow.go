@@ -481,8 +481,3 @@ func (w *Workflow) admitAsProducer(c constructs.Construct, p *WorkflowProps, v *
 		}
 	}
 }
-
-// GrantStartExecution lets grantee start executions (the starter).
-func (w *Workflow) GrantStartExecution(grantee awsiam.IGrantable) awsiam.Grant {
-	return w.StateMachine.GrantStartExecution(grantee)
-}

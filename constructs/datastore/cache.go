@@ -1,6 +1,7 @@
 package datastore
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -42,22 +44,6 @@ const (
 // disabled one), and ElastiCache admits it on a Valkey cache.
 const UserEngine = "redis"
 
-// CacheImport describes an existing cache of the environment. It must be a
-// serverless cache of Valkey 7.2+ (or Redis OSS 7+: IAM authentication)
-// with New's user group (its id is the cache's name) attached once by an
-// operator (aws elasticache modify-serverless-cache --serverless-cache-name
-// <Name> --user-group-id <Name>); until then the breakers fail open.
-type CacheImport struct {
-	// Name is its serverless cache name (the IAM token is signed for it).
-	Name string
-	// Endpoint is its host name; Port defaults to 6379.
-	Endpoint string
-	Port     float64
-	// SecurityGroupID is the security group that guards it; Bind adds
-	// ingress rules to it.
-	SecurityGroupID string
-}
-
 // CacheProps configures NewCache. Vpc and Subnets are required unless Import is set;
 // the Context's DataKey and Alerts when the cache is created.
 type CacheProps struct {
@@ -65,7 +51,7 @@ type CacheProps struct {
 	// CacheName is the physical name. Nil means SpecName.
 	CacheName *string
 	// Import uses an existing cache instead of creating one.
-	Import *CacheImport
+	Import *config.CacheImport
 	// Vpc and Subnets place the cache (the network's data subnets).
 	Vpc     awsec2.IVpc
 	Subnets *awsec2.SubnetSelection
@@ -121,7 +107,7 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 			port = Port
 		}
 		c.endpoint, c.port = jsii.String(imp.Endpoint), jsii.String(fmt.Sprint(port))
-		c.SecurityGroup = awsec2.SecurityGroup_FromSecurityGroupId(this, jsii.String("SecurityGroup"), jsii.String(orPlaceholder(imp.SecurityGroupID, "sg-00000000")), &awsec2.SecurityGroupImportOptions{
+		c.SecurityGroup = awsec2.SecurityGroup_FromSecurityGroupId(this, jsii.String("SecurityGroup"), jsii.String(cmp.Or(imp.SecurityGroupID, "sg-00000000")), &awsec2.SecurityGroupImportOptions{
 			AllowAllOutbound: jsii.Bool(false),
 		})
 		return c
@@ -169,24 +155,13 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 	c.Resource.ApplyRemovalPolicy(observability.RemovalFor(props.RemovalPolicy, observability.Data), nil)
 	c.endpoint, c.port = c.Resource.AttrEndpointAddress(), c.Resource.AttrEndpointPort()
 
-	throttled := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String("AWS/ElastiCache"),
-		MetricName: jsii.String("ThrottledCmds"),
-		// Serverless caches publish their metrics under the dimension
-		// "clusterId" (camelCase), not the node-based "CacheClusterId";
-		// an alarm on the latter never receives data.
-		DimensionsMap: &map[string]*string{"clusterId": jsii.String(c.name)},
-	}).With(observability.Per5Min("Sum"))
+	// Serverless caches publish their metrics under the dimension
+	// "clusterId" (camelCase), not the node-based "CacheClusterId"; an
+	// alarm on the latter never receives data.
+	throttled := observability.Metric("AWS/ElastiCache", "ThrottledCmds", map[string]*string{"clusterId": jsii.String(c.name)}, "Sum", "", nil)
 	c.ThrottleAlarm = observability.NewAnyAlarm(this, "ThrottleAlarm", throttled, props.Alerts,
 		fmt.Sprintf("Valkey %s throttled commands (usage limits reached): circuit breakers fail open while it lasts. Raise MaxECPUPerSecond or look for a caller in a loop.", c.name))
 	return c
-}
-
-func orPlaceholder(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // Endpoint is the cache's host name.

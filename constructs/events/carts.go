@@ -16,6 +16,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/queues"
@@ -41,22 +42,13 @@ const (
 	RetentionDays = 7
 )
 
-// ImportedCartsTable names an existing carts table (an environment that has
-// one). Its stream must be NEW_AND_OLD_IMAGES and its TTL on expira_en.
-type ImportedCartsTable struct {
-	TableName string
-	StreamArn string
-	// KeyArn is the table's KMS key ARN ("" for an AWS-owned key).
-	KeyArn string
-}
-
 // CartsProps configures Carts. Bus and the Context's DataKey and Alerts are
 // required; the Context's DeletionProtection applies to a created table.
 type CartsProps struct {
 	core.Context
 	Bus awsevents.IEventBus
 	// Import uses an existing table instead of creating one.
-	Import *ImportedCartsTable
+	Import *config.CarritosImport
 	// TableName, PipeName, QueueName and the DLQ names: physical names.
 	// Nil means the SPEC names (table, pipe) or CloudFormation's (queues).
 	TableName, PipeName, QueueName, DeadLetterQueueName, PipeDeadLetterQueueName, RuleName, RuleDeadLetterQueueName *string
@@ -224,10 +216,7 @@ func (k *Carts) addPipe(props *CartsProps, pipeName *string) {
 	})
 	k.Pipe.Node().AddDependency(k.PipeRole)
 	core.Produces(k.Pipe, eventsapi.TypeCarritoAbandonado, []int{eventsapi.CarritoAbandonadoVersion}, nil)
-	failed := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace: jsii.String("AWS/EventBridge/Pipes"), MetricName: jsii.String("ExecutionFailed"),
-		DimensionsMap: &map[string]*string{"PipeName": pipeName},
-	}).With(observability.Per5Min("Sum"))
+	failed := observability.Metric("AWS/EventBridge/Pipes", "ExecutionFailed", map[string]*string{"PipeName": pipeName}, "Sum", "", nil)
 	k.PipeFailedAlarm = observability.NewAnyAlarm(c, "PipeFailedAlarm", failed, props.Alerts,
 		fmt.Sprintf("Pipe %s failed to publish abandoned carts to the bus (retried, then dead-lettered to its DLQ). See its log group %s.", *pipeName, *k.PipeLogs.LogGroupName()))
 }

@@ -360,13 +360,7 @@ func (d *Database) watchRotation(props *DatabaseProps) {
 func (d *Database) addAlarms(topic awssns.ITopic) {
 	// The proxy's connections to Aurora close to its cap means clients are
 	// queueing (BorrowTimeout) and the next step is connection errors.
-	conns := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:     jsii.String("AWS/RDS"),
-		MetricName:    jsii.String("DatabaseConnectionsCurrentlyBorrowed"),
-		DimensionsMap: &map[string]*string{"ProxyName": d.Proxy.DbProxyName()},
-		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
-		Statistic:     jsii.String("Maximum"),
-	})
+	conns := observability.Metric("AWS/RDS", "DatabaseConnectionsCurrentlyBorrowed", map[string]*string{"ProxyName": d.Proxy.DbProxyName()}, "Maximum", "", awscdk.Duration_Minutes(jsii.Number(1)))
 	d.ConnectionsAlarm = observability.NewAlarm(d.Construct, "ConexionesProxyAlarm", &observability.AlarmProps{
 		Metric:            conns,
 		Topic:             topic,

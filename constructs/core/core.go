@@ -9,6 +9,7 @@
 package core
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -136,10 +137,7 @@ func (c Context) Protected() *bool {
 // context's retention (one month when empty) and removal policy. A nil
 // name lets CloudFormation name it.
 func (c Context) LogGroup(scope constructs.Construct, id string, name *string) awslogs.LogGroup {
-	retention := c.LogRetention
-	if retention == "" {
-		retention = awslogs.RetentionDays_ONE_MONTH
-	}
+	retention := cmp.Or(c.LogRetention, awslogs.RetentionDays_ONE_MONTH)
 	return awslogs.NewLogGroup(scope, jsii.String(id), &awslogs.LogGroupProps{
 		LogGroupName:  name,
 		Retention:     retention,

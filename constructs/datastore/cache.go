@@ -102,10 +102,7 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 	c.newUserGroup(v)
 	if imp := props.Import; imp != nil {
 		v.If(imp.Name == "" || imp.Endpoint == "" || imp.SecurityGroupID == "", "Import needs Name, Endpoint and SecurityGroupID")
-		port := imp.Port
-		if port == 0 {
-			port = Port
-		}
+		port := cmp.Or(imp.Port, Port)
 		c.endpoint, c.port = jsii.String(imp.Endpoint), jsii.String(fmt.Sprint(port))
 		c.SecurityGroup = awsec2.SecurityGroup_FromSecurityGroupId(this, jsii.String("SecurityGroup"), jsii.String(cmp.Or(imp.SecurityGroupID, "sg-00000000")), &awsec2.SecurityGroupImportOptions{
 			AllowAllOutbound: jsii.Bool(false),

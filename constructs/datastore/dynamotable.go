@@ -8,6 +8,7 @@
 package datastore
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -88,10 +89,7 @@ type Table struct {
 func NewTable(scope constructs.Construct, id string, props *TableProps, schema Schema) *Table {
 	c, v, props := core.Begin(scope, id, schema.Kind, props)
 	props.Require(v, core.DataKey|core.Alerts)
-	threshold := props.ThrottleAlarmThreshold
-	if threshold == 0 {
-		threshold = 1
-	}
+	threshold := cmp.Or(props.ThrottleAlarmThreshold, 1)
 	if v.If(threshold < 1, "ThrottleAlarmThreshold must be at least 1, got %v", props.ThrottleAlarmThreshold) {
 		threshold = 1
 	}

@@ -9,6 +9,7 @@
 package events
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -134,10 +135,7 @@ func NewRule(scope constructs.Construct, id string, props *RuleProps) *Rule {
 	if r.MaxEventAge == nil || v.Seconds("MaxEventAge", r.MaxEventAge, 0, 60, 86400) == 0 {
 		r.MaxEventAge = awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes))
 	}
-	label := props.TargetLabel
-	if label == "" {
-		label = "its target"
-	}
+	label := cmp.Or(props.TargetLabel, "its target")
 	busLabel := "the event bus"
 	if props.OnDefaultBus {
 		busLabel = "the default event bus"

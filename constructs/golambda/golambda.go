@@ -15,6 +15,7 @@
 package golambda
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -139,10 +140,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	f := &Function{Construct: this, Entry: props.Entry}
 
-	memory := props.MemorySize
-	if memory == 0 {
-		memory = DefaultMemoryMB
-	}
+	memory := cmp.Or(props.MemorySize, DefaultMemoryMB)
 	f.Timeout = props.Timeout
 	if f.Timeout == nil {
 		f.Timeout = awscdk.Duration_Seconds(jsii.Number(DefaultTimeoutSeconds))
@@ -187,10 +185,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		envVars[k] = v
 	}
 	if _, set := envVars[lambdaapi.EnvSDKMaxAttempts]; !set {
-		attempts := props.SDKMaxAttempts
-		if attempts == 0 {
-			attempts = lambdaapi.SDKMaxAttempts
-		}
+		attempts := cmp.Or(props.SDKMaxAttempts, lambdaapi.SDKMaxAttempts)
 		envVars[lambdaapi.EnvSDKMaxAttempts] = jsii.String(fmt.Sprint(attempts))
 	}
 	for _, d := range props.Dependencies {

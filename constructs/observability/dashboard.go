@@ -1,6 +1,7 @@
 package observability
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -134,10 +135,7 @@ type GraphProps struct {
 
 // Graph is a graph widget six units high.
 func Graph(g GraphProps) awscloudwatch.GraphWidget {
-	width := g.Width
-	if width == 0 {
-		width = 8
-	}
+	width := cmp.Or(g.Width, 8)
 	p := &awscloudwatch.GraphWidgetProps{
 		Title:  jsii.String(g.Title),
 		Width:  jsii.Number(width),

@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"cmp"
 	"math"
 	"time"
 
@@ -142,10 +143,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 	}
 	core.Accepts(s.Function.Function, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
 	s.checkReplays(props, v)
-	mc := props.MaximumConcurrency
-	if mc == 0 {
-		mc = queues.MinMaximumConcurrency
-	}
+	mc := cmp.Or(props.MaximumConcurrency, queues.MinMaximumConcurrency)
 	s.Buffer.AddConsumer(s.Function.Function, queues.ConsumerOptions{
 		MaximumConcurrency: mc,
 		BatchSize:          10,

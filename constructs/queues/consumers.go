@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"cmp"
 	"strings"
 
 	"time"
@@ -186,10 +187,7 @@ func newHTTPConsumer(c constructs.Construct, props HTTPConsumerProps, spec httpS
 	if spec.grant != nil {
 		spec.grant(h.Function.Function)
 	}
-	id := spec.dependencyID
-	if id == "" {
-		id = "Dependencia"
-	}
+	id := cmp.Or(spec.dependencyID, "Dependencia")
 	spec.dependency.URL, spec.dependency.SecretName = props.URL, props.SecretName
 	h.Secret = h.AddHTTPDependency(id, spec.dependency)
 	h.CircuitOpenedAlarm = h.AddBreaker(props.Breakers, spec.dependency.Name, spec.openEffect)

@@ -135,10 +135,7 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 		MinMaximumConcurrency, MaxMaximumConcurrency, mc) {
 		mc = MinMaximumConcurrency
 	}
-	batch := props.BatchSize
-	if batch == 0 {
-		batch = DefaultBatchSize
-	}
+	batch := cmp.Or(props.BatchSize, DefaultBatchSize)
 	q.MaximumConcurrency = mc
 	q.BatchConcurrency = v.Count("BatchConcurrency", props.BatchConcurrency, batch, 1, 100)
 

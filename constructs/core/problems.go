@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -43,9 +44,7 @@ func (p *Problems) OK() bool { return p.n == 0 }
 // Count is v, or def when v is 0: a whole number in lo..hi, else reported
 // (and def returned).
 func (p *Problems) Count(field string, v, def, lo, hi float64) float64 {
-	if v == 0 {
-		v = def
-	}
+	v = cmp.Or(v, def)
 	if v < lo || v > hi || v != math.Trunc(v) {
 		p.Addf("%s must be an integer in %v..%v, got %v", field, lo, hi, v)
 		return def

@@ -118,9 +118,7 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 		AllowAllOutbound: jsii.Bool(false),
 	})
 	c.SecurityGroup = sg
-	if subnets == nil {
-		subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
-	}
+	subnets = cmp.Or(subnets, &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED})
 	var subnetIDs []any
 	if props.Vpc != nil {
 		for _, id := range *vpc.SelectSubnets(subnets).SubnetIds {

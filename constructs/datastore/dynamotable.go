@@ -197,22 +197,15 @@ func (t *Table) MetricSystemErrors(opts *awscloudwatch.MetricOptions) awscloudwa
 	return t.Table.MetricSystemErrorsForOperations(&o)
 }
 
+// operationsOptions are opts (Sum by default) over the schema's operations.
 func (t *Table) operationsOptions(opts *awscloudwatch.MetricOptions) *awsdynamodb.OperationsMetricOptions {
-	o, ops := withSum(opts), append([]awsdynamodb.Operation(nil), t.schema.Operations...)
+	o, ops := awscloudwatch.MetricOptions{}, append([]awsdynamodb.Operation(nil), t.schema.Operations...)
+	if opts != nil {
+		o = *opts
+	}
 	return &awsdynamodb.OperationsMetricOptions{
 		Account: o.Account, Color: o.Color, DimensionsMap: o.DimensionsMap, Label: o.Label,
 		Period: o.Period, Region: o.Region, StackAccount: o.StackAccount, StackRegion: o.StackRegion,
-		Statistic: o.Statistic, Unit: o.Unit, Visible: o.Visible, Operations: &ops,
+		Statistic: cmp.Or(o.Statistic, jsii.String("Sum")), Unit: o.Unit, Visible: o.Visible, Operations: &ops,
 	}
-}
-
-func withSum(o *awscloudwatch.MetricOptions) *awscloudwatch.MetricOptions {
-	if o == nil {
-		o = &awscloudwatch.MetricOptions{}
-	}
-	c := *o
-	if c.Statistic == nil {
-		c.Statistic = jsii.String("Sum")
-	}
-	return &c
 }

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -176,10 +177,7 @@ func (k *Carts) addPipe(props *CartsProps, pipeName *string) {
 		props.Bus.GrantPutEventsTo(k.PipeRole, nil)
 		busArn = props.Bus.EventBusArn()
 	}
-	streamArn := k.Table.TableStreamArn()
-	if streamArn == nil {
-		streamArn = jsii.String("")
-	}
+	streamArn := cmp.Or(k.Table.TableStreamArn(), jsii.String(""))
 	k.Pipe = awspipes.NewCfnPipe(c, jsii.String("Pipe"), &awspipes.CfnPipeProps{
 		Name:             pipeName,
 		Description:      jsii.String("TTL removals of the carts table -> CarritoAbandonado on the bus"),

@@ -141,10 +141,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	f := &Function{Construct: this, Entry: props.Entry}
 
 	memory := cmp.Or(props.MemorySize, DefaultMemoryMB)
-	f.Timeout = props.Timeout
-	if f.Timeout == nil {
-		f.Timeout = awscdk.Duration_Seconds(jsii.Number(DefaultTimeoutSeconds))
-	}
+	f.Timeout = core.DurationOr(props.Timeout, awscdk.Duration_Seconds(jsii.Number(DefaultTimeoutSeconds)))
 	builder, ownBuilder := props.Builder, false
 	if builder == nil {
 		builder, ownBuilder = &gobuild.Builder{}, true

@@ -12,6 +12,7 @@
 package orderflow
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -243,15 +244,9 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 }
 
 func (r RetryPolicy) withDefaults(v *core.Problems) RetryPolicy {
-	if r.Interval == nil {
-		r.Interval = awscdk.Duration_Seconds(jsii.Number(DefaultRetryIntervalSeconds))
-	}
-	if r.BackoffRate == 0 {
-		r.BackoffRate = DefaultRetryBackoffRate
-	}
-	if r.MaxDelay == nil {
-		r.MaxDelay = awscdk.Duration_Seconds(jsii.Number(DefaultRetryMaxDelaySeconds))
-	}
+	r.Interval = core.DurationOr(r.Interval, awscdk.Duration_Seconds(jsii.Number(DefaultRetryIntervalSeconds)))
+	r.BackoffRate = cmp.Or(r.BackoffRate, DefaultRetryBackoffRate)
+	r.MaxDelay = core.DurationOr(r.MaxDelay, awscdk.Duration_Seconds(jsii.Number(DefaultRetryMaxDelaySeconds)))
 	if v.If(r.BackoffRate < 1, "Retry.BackoffRate must be >= 1, got %v", r.BackoffRate) {
 		r.BackoffRate = DefaultRetryBackoffRate
 	}

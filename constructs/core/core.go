@@ -61,22 +61,6 @@ func Duration(d time.Duration) awscdk.Duration {
 	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
 }
 
-// Or is name, or def when name is nil (a physical name's default).
-func Or(name *string, def string) *string {
-	if name != nil {
-		return name
-	}
-	return jsii.String(def)
-}
-
-// DurationOr is d, or def when d is nil.
-func DurationOr(d, def awscdk.Duration) awscdk.Duration {
-	if d == nil {
-		return def
-	}
-	return d
-}
-
 // LazyAny is a value produce computes at synthesis (awscdk.Lazy_Any): a
 // list construct calls may still grow, such as a policy's admitted roles.
 func LazyAny(produce func() any) any {

@@ -94,7 +94,7 @@ type user struct {
 // the construct is still whole.
 func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 	this, v, props := core.Begin(scope, id, "cache", props)
-	c := &Cache{Construct: this, name: *core.Or(props.CacheName, SpecName)}
+	c := &Cache{Construct: this, name: *cmp.Or(props.CacheName, jsii.String(SpecName))}
 	if props.Import != nil {
 		c.name = props.Import.Name
 	}

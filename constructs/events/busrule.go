@@ -140,7 +140,7 @@ func NewRule(scope constructs.Construct, id string, props *RuleProps) *Rule {
 	if props.OnDefaultBus {
 		busLabel = "the default event bus"
 	}
-	source := fmt.Sprintf("rule %s on %s (target: %s)", *core.Or(props.RuleName, *c.Node().Path()), busLabel, label)
+	source := fmt.Sprintf("rule %s on %s (target: %s)", *cmp.Or(props.RuleName, jsii.String(*c.Node().Path())), busLabel, label)
 	r.DeadLetterQueue = queues.NewDeadLetterQueue(c, "DeadLetterQueue", &queues.DeadLetterQueueProps{
 		Context:    props.Context,
 		QueueName:  props.DeadLetterQueueName,

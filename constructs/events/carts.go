@@ -102,7 +102,7 @@ func NewCarts(scope constructs.Construct, id string, props *CartsProps) *Carts {
 	v.If(props.Bus == nil, "Bus is required")
 	props.Require(v, core.DataKey|core.Alerts)
 	k.RetryCount = v.Count("RetryAttempts", props.RetryAttempts, PipeRetryAttempts, 0, 185)
-	pipeName := core.Or(props.PipeName, PipeName)
+	pipeName := cmp.Or(props.PipeName, jsii.String(PipeName))
 	k.addTable(props, v)
 	k.addPipe(props, pipeName)
 	k.addQueue(props, pipeName)
@@ -128,7 +128,7 @@ func (k *Carts) addTable(props *CartsProps, v *core.Problems) {
 		enc = awsdynamodb.TableEncryption_AWS_MANAGED
 	}
 	k.Table = awsdynamodb.NewTable(k.Construct, jsii.String("Table"), &awsdynamodb.TableProps{
-		TableName:           core.Or(props.TableName, TableName),
+		TableName:           cmp.Or(props.TableName, jsii.String(TableName)),
 		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(eventsapi.CarritosKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		TimeToLiveAttribute: jsii.String(eventsapi.CarritosTTLAttribute),

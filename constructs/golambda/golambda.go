@@ -141,7 +141,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	f := &Function{Construct: this, Entry: props.Entry}
 
 	memory := cmp.Or(props.MemorySize, DefaultMemoryMB)
-	f.Timeout = core.DurationOr(props.Timeout, awscdk.Duration_Seconds(jsii.Number(DefaultTimeoutSeconds)))
+	f.Timeout = cmp.Or(props.Timeout, awscdk.Duration_Seconds(jsii.Number(DefaultTimeoutSeconds)))
 	builder, ownBuilder := props.Builder, false
 	if builder == nil {
 		builder, ownBuilder = &gobuild.Builder{}, true

@@ -166,7 +166,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 	p := *props
 	p.Require(v, core.DataKey|core.Alerts)
 	w.Retry = p.Retry.withDefaults(v)
-	taskTimeout := core.DurationOr(p.PaymentTaskTimeout, awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds)))
+	taskTimeout := cmp.Or(p.PaymentTaskTimeout, awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds)))
 	stub := constructs.NewConstruct(c, jsii.String("Missing"))
 	if v.If(p.Charge == nil, "Charge (the cobro function) is required") {
 		p.Charge = awslambda.Function_FromFunctionName(stub, jsii.String("Charge"), jsii.String("missing-cobro"))
@@ -182,7 +182,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 	if v.If(p.Confirmed == nil, "Confirmed (the topic mercadofresco-pedido-confirmado) is required") {
 		p.Confirmed = awssns.Topic_FromTopicArn(stub, jsii.String("Confirmed"), jsii.String("arn:aws:sns:eu-west-1:111111111111:missing"))
 	}
-	name := core.Or(p.StateMachineName, StateMachineName)
+	name := cmp.Or(p.StateMachineName, jsii.String(StateMachineName))
 
 	def := w.definition(c, &p, taskTimeout)
 
@@ -244,9 +244,9 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 }
 
 func (r RetryPolicy) withDefaults(v *core.Problems) RetryPolicy {
-	r.Interval = core.DurationOr(r.Interval, awscdk.Duration_Seconds(jsii.Number(DefaultRetryIntervalSeconds)))
+	r.Interval = cmp.Or(r.Interval, awscdk.Duration_Seconds(jsii.Number(DefaultRetryIntervalSeconds)))
 	r.BackoffRate = cmp.Or(r.BackoffRate, DefaultRetryBackoffRate)
-	r.MaxDelay = core.DurationOr(r.MaxDelay, awscdk.Duration_Seconds(jsii.Number(DefaultRetryMaxDelaySeconds)))
+	r.MaxDelay = cmp.Or(r.MaxDelay, awscdk.Duration_Seconds(jsii.Number(DefaultRetryMaxDelaySeconds)))
 	if v.If(r.BackoffRate < 1, "Retry.BackoffRate must be >= 1, got %v", r.BackoffRate) {
 		r.BackoffRate = DefaultRetryBackoffRate
 	}

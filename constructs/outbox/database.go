@@ -10,6 +10,7 @@
 package outbox
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 
@@ -147,9 +148,9 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	deletionProtection := *props.Protected()
 	props.Require(v, core.DataKey)
 	key := props.DataKey
-	backup := core.DurationOr(props.BackupRetention, awscdk.Duration_Days(jsii.Number(DefaultBackupDays)))
+	backup := cmp.Or(props.BackupRetention, awscdk.Duration_Days(jsii.Number(DefaultBackupDays)))
 	clusterRemoval := observability.RemovalFor(props.RemovalPolicy, observability.Snapshottable)
-	proxyName := *core.Or(props.ProxyName, clusterID+"-proxy")
+	proxyName := *cmp.Or(props.ProxyName, jsii.String(clusterID+"-proxy"))
 	engine := awsrds.DatabaseClusterEngine_AuroraPostgres(&awsrds.AuroraPostgresClusterEngineProps{
 		Version: awsrds.AuroraPostgresEngineVersion_VER_16_6(),
 	})

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -101,7 +102,7 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		keyArn = props.DataKey.KeyArn()
 	}
 	// Not encrypted with the data key: see the nag acknowledgement.
-	w.Topic = newAlarmTopic(c, "Topic", *core.Or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
+	w.Topic = newAlarmTopic(c, "Topic", *cmp.Or(props.TopicName, jsii.String(KeyAlertsTopic)), "MercadoFresco clave de datos", nil, props.Email)
 	core.AcknowledgeNag(w.Topic.Node().DefaultChild(), false, "AwsSolutions-SNS2", "Not encrypted with the data key on purpose: it alerts that the data key is being deleted, disabled or re-permissioned, and such a key cannot encrypt the alert about itself. It carries CloudTrail records of key calls, no customer data.")
 
 	snsTarget := func(topic awssns.ITopic) func(o events.TargetOptions) awsevents.IRuleTarget {
@@ -115,12 +116,12 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		// topic.
 		Context:             core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy, Dashboard: props.Dashboard},
 		OnDefaultBus:        true,
-		RuleName:            core.Or(props.RuleName, KeyWatchRule),
+		RuleName:            cmp.Or(props.RuleName, jsii.String(KeyWatchRule)),
 		Description:         "CloudTrail (trail " + props.Trail + "): deletion, disabling or policy change of the data key (attempts included) -> alertas-mercadofresco and its own topic",
 		Pattern:             KeyWatchPattern(keyArn),
 		Target:              snsTarget(w.Topic),
-		TargetLabel:         "the topics alertas-mercadofresco and " + *core.Or(props.TopicName, KeyAlertsTopic),
-		DeadLetterQueueName: core.Or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
+		TargetLabel:         "the topics alertas-mercadofresco and " + *cmp.Or(props.TopicName, jsii.String(KeyAlertsTopic)),
+		DeadLetterQueueName: cmp.Or(props.DeadLetterQueueName, jsii.String(KeyWatchRuleDLQName)),
 		Encryption:          queues.EncryptionSQSManaged,
 	}
 	if props.Alerts != nil {
@@ -218,7 +219,7 @@ func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) 
 	ruleProps := &events.RuleProps{
 		Context:      props.Context,
 		OnDefaultBus: true,
-		RuleName:     core.Or(props.RuleName, SendWatchRule),
+		RuleName:     cmp.Or(props.RuleName, jsii.String(SendWatchRule)),
 		Description:  "CloudTrail (trail " + props.Trail + ", SQS data events): messages sent by the on-call role -> alertas-mercadofresco",
 		Pattern: &awsevents.EventPattern{
 			Source:     jsii.Strings("aws.sqs"),
@@ -230,7 +231,7 @@ func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) 
 			},
 		},
 		TargetLabel:         "the topic alertas-mercadofresco",
-		DeadLetterQueueName: core.Or(props.DeadLetterQueueName, SendWatchRuleDLQName),
+		DeadLetterQueueName: cmp.Or(props.DeadLetterQueueName, jsii.String(SendWatchRuleDLQName)),
 	}
 	if props.Alerts != nil {
 		ruleProps.Target = func(o events.TargetOptions) awsevents.IRuleTarget {

@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -55,7 +56,7 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 	props.Require(v, core.Alerts)
 	qp := &awssqs.QueueProps{
 		QueueName:       props.QueueName,
-		RetentionPeriod: core.DurationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
+		RetentionPeriod: cmp.Or(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
 		EnforceSSL:      jsii.Bool(true),
 		RemovalPolicy:   observability.RemovalFor(props.RemovalPolicy, observability.Data),
 		// denyAll: see the function comment.

@@ -7,7 +7,7 @@
 // cdk-nag finding of any level) or a check found anything (a queue without
 // its DLQ, a path the attempts rule cannot read, a function that cannot
 // reach what it calls, ...). A finding passes only when it is acknowledged
-// with a reason: core.Acknowledge, NagSuppressions, or the CDK's
+// with a reason: core.Acknowledge, core.AcknowledgeNag, or the CDK's
 // Annotations.AcknowledgeWarning.
 package main
 

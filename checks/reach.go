@@ -206,10 +206,7 @@ func (w *walker) calls(fn *synthesized.Resource) []string {
 		if err != nil || u.Hostname() == "" {
 			continue
 		}
-		port := u.Port()
-		if port == "" {
-			port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
-		}
+		port := cmp.Or(u.Port(), map[string]string{"https": "443", "http": "80"}[u.Scheme])
 		set[u.Scheme+"://"+u.Hostname()+":"+port] = true
 	}
 	return slices.Sorted(maps.Keys(set))

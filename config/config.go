@@ -160,20 +160,26 @@ func (e Environment) RoleArn(name string) string {
 	return "arn:aws:iam::" + e.Account + ":role/" + name
 }
 
-// CacheImport names an existing ElastiCache Serverless Valkey cache (it
-// must accept IAM authentication and have the app's user group attached:
-// constructs/datastore Import).
+// CacheImport names an existing cache of the environment
+// (datastore.CacheProps.Import). It must be a serverless cache of Valkey
+// 7.2+ (or Redis OSS 7+: IAM authentication) with the app's user group
+// (its id is the cache's name) attached once by an operator (aws
+// elasticache modify-serverless-cache --serverless-cache-name <Name>
+// --user-group-id <Name>); until then the breakers fail open.
 type CacheImport struct {
-	// Name is the serverless cache's name.
+	// Name is its serverless cache name (the IAM token is signed for it).
 	Name string
-	// Endpoint is the cache's host name; Port defaults to 6379.
+	// Endpoint is its host name; Port defaults to 6379.
 	Endpoint string
 	Port     float64
-	// SecurityGroupID is the security group in front of it.
+	// SecurityGroupID is the security group that guards it; Bind adds
+	// ingress rules to it.
 	SecurityGroupID string
 }
 
-// CarritosImport names an existing carts table and its stream.
+// CarritosImport names an existing carts table and its stream
+// (events.CartsProps.Import). Its stream must be NEW_AND_OLD_IMAGES and its
+// TTL on expira_en.
 type CarritosImport struct {
 	TableName string
 	StreamArn string

@@ -66,7 +66,7 @@ func (e *EnvironmentStacks) Stacks() []awscdk.Stack {
 
 // ApplyNag runs the cdk-nag AwsSolutions pack on everything under scope.
 // Findings become synthesis errors; every acknowledgement is a
-// NagSuppressions call next to the resource it concerns, with its reason.
+// core.AcknowledgeNag call next to the resource it concerns, with its reason.
 // The project's own checks run on the synthesized templates (app.go,
 // package checks).
 func ApplyNag(scope constructs.IConstruct) {

@@ -35,7 +35,7 @@ func NewDataStack(scope constructs.Construct, shared *Shared) *DataStack {
 		Context:   shared.Context,
 		TableName: jsii.String(shared.Env.PhysicalName(datastore.StockTableName)),
 	})
-	output(stack, "IdempotencyTableName", "Idempotency table (lambdas/idempotency reads it from IDEMPOTENCY_TABLE_NAME)", table.TableName())
-	output(stack, "StockTableName", "Stock table (lambdas/stock reads it from STOCK_TABLE_NAME)", stock.TableName())
+	output(stack, "IdempotencyTableName", "Idempotency table (lambdas/idempotency reads it from IDEMPOTENCY_TABLE_NAME)", table.Table.TableName())
+	output(stack, "StockTableName", "Stock table (lambdas/stock reads it from STOCK_TABLE_NAME)", stock.Table.TableName())
 	return &DataStack{Stack: stack, Table: table, Stock: stock}
 }

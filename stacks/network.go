@@ -34,14 +34,10 @@ func NewNetworkStack(scope constructs.Construct, shared *Shared) *NetworkStack {
 		// Every flow, accepted too, where an incident must be traceable.
 		RejectedTrafficOnly: !env.FlowLogsAllTraffic,
 	})
-	var imp *datastore.CacheImport
-	if c := env.Cache; c != nil {
-		imp = &datastore.CacheImport{Name: c.Name, Endpoint: c.Endpoint, Port: c.Port, SecurityGroupID: c.SecurityGroupID}
-	}
 	catalogo := datastore.NewCache(stack, "Catalogo", &datastore.CacheProps{
 		Context:   shared.Context,
 		CacheName: jsii.String(env.PhysicalName(datastore.SpecName)),
-		Import:    imp,
+		Import:    env.Cache,
 		Vpc:       net.Vpc,
 		Subnets:   net.DataSubnets(),
 	})

@@ -61,8 +61,8 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 		// names are global to the account: the region keeps two regions'
 		// roles apart.
 		RoleName: name(orderflow.StateMachineName + "-" + env.Region),
-		Charge:   s.Payment.Cobro.IFunction(),
-		Refund:   s.Payment.Reembolso.IFunction(),
+		Charge:   s.Payment.Cobro.Function,
+		Refund:   s.Payment.Reembolso.Function,
 		// A little above the functions' own timeout: the Lambda timeout
 		// ends a stuck attempt, not the state's.
 		PaymentTaskTimeout: s.Payment.Timeout.Plus(awscdk.Duration_Seconds(jsii.Number(10))),
@@ -92,14 +92,10 @@ func NewOrderFlowStack(scope constructs.Construct, shared *Shared, network *Netw
 	s.SigningKey.GrantRead(s.Starter.Function.Function, network.Network.SecretsEndpoint)
 	s.SigningKey.AdmitRoleName(publisherRoleName(env))             // it reads in the Outbox stack (stacks.Build)
 	queues.NameRole(s.Starter.Function.Role, starterRoleName(env)) // the SCP admits it by name
-	var imp *events.ImportedCartsTable
-	if c := env.Carritos; c != nil {
-		imp = &events.ImportedCartsTable{TableName: c.TableName, StreamArn: c.StreamArn, KeyArn: c.KeyArn}
-	}
 	s.Carts = events.NewCarts(stack, "Carritos", &events.CartsProps{
 		Context:                 shared.Context,
 		Bus:                     shared.Bus,
-		Import:                  imp,
+		Import:                  env.Carritos,
 		TableName:               name(events.TableName),
 		PipeName:                name(events.PipeName),
 		QueueName:               name(events.QueueName),

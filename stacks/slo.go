@@ -7,6 +7,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/constructs/slo"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -15,12 +16,8 @@ import (
 // objectiveMetric is a measurement of the objectives (namespace
 // MercadoFresco/Tienda, Entorno of shared).
 func objectiveMetric(shared *Shared, name string) awscloudwatch.Metric {
-	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:     jsii.String(lambdaapi.Namespace),
-		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{lambdaapi.DimensionEnvironment: jsii.String(shared.Environment())},
-		Statistic:     jsii.String("Sum"),
-	})
+	dims := map[string]*string{lambdaapi.DimensionEnvironment: jsii.String(shared.Environment())}
+	return observability.Metric(lambdaapi.Namespace, name, dims, "Sum", "", nil)
 }
 
 // newConfirmationObjective is SLO 1: an order committed in Aurora is

@@ -3,12 +3,13 @@
 // problem of its props at synthesis (Problems; Begin starts a constructor
 // with it), the one way to grant a KMS key through one service only
 // (GrantKey), and the construct metadata the checks read: acknowledgements
-// (Acknowledge), the source of a property (SetBy) and the event contracts
-// (Produces, Accepts).
+// (Acknowledge; AcknowledgeNag for cdk-nag's rules), the source of a
+// property (SetBy) and the event contracts (Produces, Accepts).
 // docs/design.md#construct-props.
 package core
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -58,22 +59,6 @@ type Context struct {
 // constant becomes a Props duration.
 func Duration(d time.Duration) awscdk.Duration {
 	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
-}
-
-// Or is name, or def when name is nil (a physical name's default).
-func Or(name *string, def string) *string {
-	if name != nil {
-		return name
-	}
-	return jsii.String(def)
-}
-
-// DurationOr is d, or def when d is nil.
-func DurationOr(d, def awscdk.Duration) awscdk.Duration {
-	if d == nil {
-		return def
-	}
-	return d
 }
 
 // LazyAny is a value produce computes at synthesis (awscdk.Lazy_Any): a
@@ -136,10 +121,7 @@ func (c Context) Protected() *bool {
 // context's retention (one month when empty) and removal policy. A nil
 // name lets CloudFormation name it.
 func (c Context) LogGroup(scope constructs.Construct, id string, name *string) awslogs.LogGroup {
-	retention := c.LogRetention
-	if retention == "" {
-		retention = awslogs.RetentionDays_ONE_MONTH
-	}
+	retention := cmp.Or(c.LogRetention, awslogs.RetentionDays_ONE_MONTH)
 	return awslogs.NewLogGroup(scope, jsii.String(id), &awslogs.LogGroupProps{
 		LogGroupName:  name,
 		Retention:     retention,

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/synthesized"
 )
@@ -23,6 +24,23 @@ func Acknowledge(c constructs.IConstruct, rule, reason string) {
 		return
 	}
 	c.Node().AddMetadata(jsii.String(synthesized.MetadataAcknowledged), map[string]any{"rule": rule, "reason": reason}, nil)
+}
+
+// AcknowledgeNag records that cdk-nag's rule (an AwsSolutions rule) does
+// not apply to c (with children, nor to the resources under it) for
+// reason, only for the findings appliesTo names when it names any
+// ("Resource::*"): a cdk-nag suppression, next to the resource it
+// concerns.
+func AcknowledgeNag(c constructs.IConstruct, children bool, rule, reason string, appliesTo ...string) {
+	s := &cdknag.NagPackSuppression{Id: jsii.String(rule), Reason: jsii.String(reason)}
+	if len(appliesTo) > 0 {
+		applies := make([]any, len(appliesTo))
+		for i, a := range appliesTo {
+			applies[i] = a
+		}
+		s.AppliesTo = &applies
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(c, &[]*cdknag.NagPackSuppression{s}, jsii.Bool(children))
 }
 
 // SetBy records on c (an L1 or any construct above it) which source

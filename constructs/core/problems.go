@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -43,9 +44,7 @@ func (p *Problems) OK() bool { return p.n == 0 }
 // Count is v, or def when v is 0: a whole number in lo..hi, else reported
 // (and def returned).
 func (p *Problems) Count(field string, v, def, lo, hi float64) float64 {
-	if v == 0 {
-		v = def
-	}
+	v = cmp.Or(v, def)
 	if v < lo || v > hi || v != math.Trunc(v) {
 		p.Addf("%s must be an integer in %v..%v, got %v", field, lo, hi, v)
 		return def
@@ -64,15 +63,15 @@ func (p *Problems) Seconds(field string, d awscdk.Duration, def, lo, hi float64)
 	case err != nil:
 		p.Addf("%s must be a literal duration: %v", field, err)
 	case s < lo || s > hi:
-		p.Addf("%s must be between %s and %s, got %s", field, human(lo), human(hi), human(s))
+		p.Addf("%s must be between %s and %s, got %s", field, Human(lo), Human(hi), Human(s))
 	default:
 		return s
 	}
 	return def
 }
 
-// human writes seconds as "90 s", "2 min" or "24 h".
-func human(s float64) string {
+// Human writes seconds as "90 s", "2 min" or "24 h".
+func Human(s float64) string {
 	switch {
 	case s >= 3600 && math.Mod(s, 3600) == 0:
 		return fmt.Sprintf("%v h", s/3600)

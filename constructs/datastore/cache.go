@@ -1,6 +1,7 @@
 package datastore
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
@@ -42,22 +44,6 @@ const (
 // disabled one), and ElastiCache admits it on a Valkey cache.
 const UserEngine = "redis"
 
-// CacheImport describes an existing cache of the environment. It must be a
-// serverless cache of Valkey 7.2+ (or Redis OSS 7+: IAM authentication)
-// with New's user group (UserGroupID) attached once by an operator
-// (aws elasticache modify-serverless-cache --serverless-cache-name <Name>
-// --user-group-id <UserGroupID>); until then the breakers fail open.
-type CacheImport struct {
-	// Name is its serverless cache name (the IAM token is signed for it).
-	Name string
-	// Endpoint is its host name; Port defaults to 6379.
-	Endpoint string
-	Port     float64
-	// SecurityGroupID is the security group that guards it; Bind adds
-	// ingress rules to it.
-	SecurityGroupID string
-}
-
 // CacheProps configures NewCache. Vpc and Subnets are required unless Import is set;
 // the Context's DataKey and Alerts when the cache is created.
 type CacheProps struct {
@@ -65,7 +51,7 @@ type CacheProps struct {
 	// CacheName is the physical name. Nil means SpecName.
 	CacheName *string
 	// Import uses an existing cache instead of creating one.
-	Import *CacheImport
+	Import *config.CacheImport
 	// Vpc and Subnets place the cache (the network's data subnets).
 	Vpc     awsec2.IVpc
 	Subnets *awsec2.SubnetSelection
@@ -108,7 +94,7 @@ type user struct {
 // the construct is still whole.
 func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 	this, v, props := core.Begin(scope, id, "cache", props)
-	c := &Cache{Construct: this, name: *core.Or(props.CacheName, SpecName)}
+	c := &Cache{Construct: this, name: *cmp.Or(props.CacheName, jsii.String(SpecName))}
 	if props.Import != nil {
 		c.name = props.Import.Name
 	}
@@ -116,12 +102,9 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 	c.newUserGroup(v)
 	if imp := props.Import; imp != nil {
 		v.If(imp.Name == "" || imp.Endpoint == "" || imp.SecurityGroupID == "", "Import needs Name, Endpoint and SecurityGroupID")
-		port := imp.Port
-		if port == 0 {
-			port = Port
-		}
+		port := cmp.Or(imp.Port, Port)
 		c.endpoint, c.port = jsii.String(imp.Endpoint), jsii.String(fmt.Sprint(port))
-		c.SecurityGroup = awsec2.SecurityGroup_FromSecurityGroupId(this, jsii.String("SecurityGroup"), jsii.String(orPlaceholder(imp.SecurityGroupID, "sg-00000000")), &awsec2.SecurityGroupImportOptions{
+		c.SecurityGroup = awsec2.SecurityGroup_FromSecurityGroupId(this, jsii.String("SecurityGroup"), jsii.String(cmp.Or(imp.SecurityGroupID, "sg-00000000")), &awsec2.SecurityGroupImportOptions{
 			AllowAllOutbound: jsii.Bool(false),
 		})
 		return c
@@ -135,9 +118,7 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 		AllowAllOutbound: jsii.Bool(false),
 	})
 	c.SecurityGroup = sg
-	if subnets == nil {
-		subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
-	}
+	subnets = cmp.Or(subnets, &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED})
 	var subnetIDs []any
 	if props.Vpc != nil {
 		for _, id := range *vpc.SelectSubnets(subnets).SubnetIds {
@@ -169,24 +150,13 @@ func NewCache(scope constructs.Construct, id string, props *CacheProps) *Cache {
 	c.Resource.ApplyRemovalPolicy(observability.RemovalFor(props.RemovalPolicy, observability.Data), nil)
 	c.endpoint, c.port = c.Resource.AttrEndpointAddress(), c.Resource.AttrEndpointPort()
 
-	throttled := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String("AWS/ElastiCache"),
-		MetricName: jsii.String("ThrottledCmds"),
-		// Serverless caches publish their metrics under the dimension
-		// "clusterId" (camelCase), not the node-based "CacheClusterId";
-		// an alarm on the latter never receives data.
-		DimensionsMap: &map[string]*string{"clusterId": jsii.String(c.name)},
-	}).With(observability.Per5Min("Sum"))
+	// Serverless caches publish their metrics under the dimension
+	// "clusterId" (camelCase), not the node-based "CacheClusterId"; an
+	// alarm on the latter never receives data.
+	throttled := observability.Metric("AWS/ElastiCache", "ThrottledCmds", map[string]*string{"clusterId": jsii.String(c.name)}, "Sum", "", nil)
 	c.ThrottleAlarm = observability.NewAnyAlarm(this, "ThrottleAlarm", throttled, props.Alerts,
 		fmt.Sprintf("Valkey %s throttled commands (usage limits reached): circuit breakers fail open while it lasts. Raise MaxECPUPerSecond or look for a caller in a loop.", c.name))
 	return c
-}
-
-func orPlaceholder(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // Endpoint is the cache's host name.
@@ -204,20 +174,8 @@ func (c *Cache) AllowFrom(peer awsec2.IConnectable, description string) {
 	peer.Connections().AllowTo(c.SecurityGroup, awsec2.Port_Tcp(jsii.Number(Port)), jsii.String(description))
 }
 
-// UserGroupID is the id of the user group (the cache's name).
-func (c *Cache) UserGroupID() string { return c.name }
-
 // DefaultUserID is the id of the disabled "default" user.
 func (c *Cache) DefaultUserID() string { return c.name + "-default" }
-
-// UserID is the id (and name) of fn's ElastiCache user, "" if fn is not
-// bound.
-func (c *Cache) UserID(fn awslambda.Function) string {
-	if u := c.users[*fn.Node().Path()]; u != nil {
-		return u.id
-	}
-	return ""
-}
 
 // userGroupID is what ElastiCache accepts as a user group id.
 var userGroupID = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)

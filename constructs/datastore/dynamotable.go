@@ -8,6 +8,7 @@
 package datastore
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -88,10 +89,7 @@ type Table struct {
 func NewTable(scope constructs.Construct, id string, props *TableProps, schema Schema) *Table {
 	c, v, props := core.Begin(scope, id, schema.Kind, props)
 	props.Require(v, core.DataKey|core.Alerts)
-	threshold := props.ThrottleAlarmThreshold
-	if threshold == 0 {
-		threshold = 1
-	}
+	threshold := cmp.Or(props.ThrottleAlarmThreshold, 1)
 	if v.If(threshold < 1, "ThrottleAlarmThreshold must be at least 1, got %v", props.ThrottleAlarmThreshold) {
 		threshold = 1
 	}
@@ -138,55 +136,38 @@ func NewTable(scope constructs.Construct, id string, props *TableProps, schema S
 	return t
 }
 
-// TableName is the table's physical name.
-func (t *Table) TableName() *string { return t.Table.TableName() }
-
-// TableArn is the table's ARN.
-func (t *Table) TableArn() *string { return t.Table.TableArn() }
-
 // GrantConsumer gives grantee exactly the schema's table actions on this
 // table and its key actions through DynamoDB in this region
 // (core.GrantKey), in the grantee's own policy: a consumer in another stack
-// never edits this stack or the key's policy.
-func (t *Table) GrantConsumer(grantee awsiam.IGrantable) awsiam.Grant {
-	return t.grant(grantee, t.schema.Actions(), nil)
-}
-
-// LeadingKeysCondition is the condition that limits a grant to the items
-// whose partition key starts with one of prefixes ("cobro:" admits
-// "cobro:<pedido_id>" and "cobro:<pedido_id>#llamadas").
-func LeadingKeysCondition(prefixes ...string) *map[string]*map[string]any {
-	patterns := make([]any, len(prefixes))
-	for i, p := range prefixes {
-		patterns[i] = p + "*"
-	}
-	return &map[string]*map[string]any{
-		"ForAllValues:StringLike": {"dynamodb:LeadingKeys": patterns},
-	}
-}
-
-// GrantConsumerKeys is GrantConsumer on the items whose partition key
-// starts with one of prefixes only (dynamodb:LeadingKeys): a consumer of a
-// shared table cannot read, forge or delete another consumer's records.
-func (t *Table) GrantConsumerKeys(grantee awsiam.IGrantable, prefixes ...string) awsiam.Grant {
-	return t.grantKeys(grantee, t.schema.Actions(), prefixes)
+// never edits this stack or the key's policy. With prefixes, only on the
+// items whose partition key starts with one of them (dynamodb:LeadingKeys;
+// "cobro:" admits "cobro:<pedido_id>" and "cobro:<pedido_id>#llamadas"): a
+// consumer of a shared table cannot read, forge or delete another
+// consumer's records.
+func (t *Table) GrantConsumer(grantee awsiam.IGrantable, prefixes ...string) awsiam.Grant {
+	return t.grant(grantee, t.schema.Actions(), prefixes)
 }
 
 // GrantReadKeys lets grantee read (dynamodb:GetItem) the items whose
 // partition key starts with one of prefixes: the refund reads the charge's
 // record.
 func (t *Table) GrantReadKeys(grantee awsiam.IGrantable, prefixes ...string) awsiam.Grant {
-	return t.grantKeys(grantee, []string{"dynamodb:GetItem"}, prefixes)
-}
-
-func (t *Table) grantKeys(grantee awsiam.IGrantable, actions, prefixes []string) awsiam.Grant {
 	core.Check(t, "dynamotable").If(len(prefixes) == 0, "a key-limited grant needs at least one key prefix")
-	return t.grant(grantee, actions, LeadingKeysCondition(prefixes...))
+	return t.grant(grantee, []string{"dynamodb:GetItem"}, prefixes)
 }
 
-// grant gives grantee actions on the table under conditions (nil: none),
-// in its own policy, and the schema's key actions through DynamoDB.
-func (t *Table) grant(grantee awsiam.IGrantable, actions []string, conditions *map[string]*map[string]any) awsiam.Grant {
+// grant gives grantee actions on the table (on the items of prefixes
+// only, when there are any), in its own policy, and the schema's key
+// actions through DynamoDB.
+func (t *Table) grant(grantee awsiam.IGrantable, actions, prefixes []string) awsiam.Grant {
+	var conditions *map[string]*map[string]any
+	if len(prefixes) > 0 {
+		patterns := make([]any, len(prefixes))
+		for i, p := range prefixes {
+			patterns[i] = p + "*"
+		}
+		conditions = &map[string]*map[string]any{"ForAllValues:StringLike": {"dynamodb:LeadingKeys": patterns}}
+	}
 	return awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,
 		Actions:      jsii.Strings(actions...),
@@ -195,17 +176,12 @@ func (t *Table) grant(grantee awsiam.IGrantable, actions []string, conditions *m
 	}).Combine(core.GrantKey(t.EncryptionKey, grantee, "dynamodb", t.schema.KeyActions...))
 }
 
-// BindToKeys is BindTo with the grant limited to prefixes (GrantConsumerKeys).
-func (t *Table) BindToKeys(fn awslambda.Function, prefixes ...string) awsiam.Grant {
+// BindTo grants fn as a consumer (GrantConsumer, on the items of prefixes
+// when there are any) and sets the schema's EnvTableName to the table's
+// name, so the code never hard-codes it.
+func (t *Table) BindTo(fn awslambda.Function, prefixes ...string) awsiam.Grant {
 	fn.AddEnvironment(jsii.String(t.schema.EnvTableName), t.Table.TableName(), nil)
-	return t.GrantConsumerKeys(fn, prefixes...)
-}
-
-// BindTo grants fn as a consumer (GrantConsumer) and sets the schema's
-// EnvTableName to the table's name, so the code never hard-codes it.
-func (t *Table) BindTo(fn awslambda.Function) awsiam.Grant {
-	fn.AddEnvironment(jsii.String(t.schema.EnvTableName), t.Table.TableName(), nil)
-	return t.GrantConsumer(fn)
+	return t.GrantConsumer(fn, prefixes...)
 }
 
 // MetricThrottledRequests is the sum of ThrottledRequests over the
@@ -221,35 +197,15 @@ func (t *Table) MetricSystemErrors(opts *awscloudwatch.MetricOptions) awscloudwa
 	return t.Table.MetricSystemErrorsForOperations(&o)
 }
 
-// MetricConditionalCheckFailedRequests counts failed conditions: for the
-// idempotency table every duplicate delivery it absorbed, plus lost races
-// and late owners fenced off (Sum by default). A dashboard, not a page.
-func (t *Table) MetricConditionalCheckFailedRequests(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return t.Table.MetricConditionalCheckFailedRequests(withSum(opts))
-}
-
-// MetricConsumedWriteCapacityUnits is the write capacity the consumers use
-// (Sum by default); on-demand billing charges it.
-func (t *Table) MetricConsumedWriteCapacityUnits(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return t.Table.MetricConsumedWriteCapacityUnits(withSum(opts))
-}
-
+// operationsOptions are opts (Sum by default) over the schema's operations.
 func (t *Table) operationsOptions(opts *awscloudwatch.MetricOptions) *awsdynamodb.OperationsMetricOptions {
-	o, ops := withSum(opts), append([]awsdynamodb.Operation(nil), t.schema.Operations...)
+	o, ops := awscloudwatch.MetricOptions{}, append([]awsdynamodb.Operation(nil), t.schema.Operations...)
+	if opts != nil {
+		o = *opts
+	}
 	return &awsdynamodb.OperationsMetricOptions{
 		Account: o.Account, Color: o.Color, DimensionsMap: o.DimensionsMap, Label: o.Label,
 		Period: o.Period, Region: o.Region, StackAccount: o.StackAccount, StackRegion: o.StackRegion,
-		Statistic: o.Statistic, Unit: o.Unit, Visible: o.Visible, Operations: &ops,
+		Statistic: cmp.Or(o.Statistic, jsii.String("Sum")), Unit: o.Unit, Visible: o.Visible, Operations: &ops,
 	}
-}
-
-func withSum(o *awscloudwatch.MetricOptions) *awscloudwatch.MetricOptions {
-	if o == nil {
-		o = &awscloudwatch.MetricOptions{}
-	}
-	c := *o
-	if c.Statistic == nil {
-		c.Statistic = jsii.String("Sum")
-	}
-	return &c
 }

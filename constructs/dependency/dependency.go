@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
@@ -158,10 +157,7 @@ func NewAPIKey(scope constructs.Construct, id string, props *APIKeyProps) awssec
 			cfn.SetBlockPublicPolicy(jsii.Bool(true))
 		}
 	}
-	cdknag.NagSuppressions_AddResourceSuppressions(secret, &[]*cdknag.NagPackSuppression{{
-		Id:     jsii.String("AwsSolutions-SMG4"),
-		Reason: jsii.String(props.Rotation),
-	}}, jsii.Bool(true))
+	core.AcknowledgeNag(secret, true, "AwsSolutions-SMG4", props.Rotation)
 	return secret
 }
 
@@ -236,16 +232,8 @@ func ReadSecretsThrough(v *core.Problems, from awsec2.IConnectable, endpoint aws
 // (namespace MercadoFresco/Tienda, dimensions Entorno and Dependencia), at
 // statistic per minute.
 func Metric(environment, dependency, name, statistic string) awscloudwatch.Metric {
-	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(lambdaapi.Namespace),
-		MetricName: jsii.String(name),
-		DimensionsMap: &map[string]*string{
-			lambdaapi.DimensionEnvironment: jsii.String(environment),
-			lambdaapi.DimensionDependency:  jsii.String(dependency),
-		},
-		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
-		Statistic: jsii.String(statistic),
-	})
+	dims := map[string]*string{lambdaapi.DimensionEnvironment: jsii.String(environment), lambdaapi.DimensionDependency: jsii.String(dependency)}
+	return observability.Metric(lambdaapi.Namespace, name, dims, statistic, "", awscdk.Duration_Minutes(jsii.Number(1)))
 }
 
 // NewCircuitOpenedAlarm alarms when the circuit of dependency opens

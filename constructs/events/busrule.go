@@ -9,6 +9,7 @@
 package events
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -134,15 +135,12 @@ func NewRule(scope constructs.Construct, id string, props *RuleProps) *Rule {
 	if r.MaxEventAge == nil || v.Seconds("MaxEventAge", r.MaxEventAge, 0, 60, 86400) == 0 {
 		r.MaxEventAge = awscdk.Duration_Minutes(jsii.Number(DefaultMaxEventAgeMinutes))
 	}
-	label := props.TargetLabel
-	if label == "" {
-		label = "its target"
-	}
+	label := cmp.Or(props.TargetLabel, "its target")
 	busLabel := "the event bus"
 	if props.OnDefaultBus {
 		busLabel = "the default event bus"
 	}
-	source := fmt.Sprintf("rule %s on %s (target: %s)", *core.Or(props.RuleName, *c.Node().Path()), busLabel, label)
+	source := fmt.Sprintf("rule %s on %s (target: %s)", *cmp.Or(props.RuleName, jsii.String(*c.Node().Path())), busLabel, label)
 	r.DeadLetterQueue = queues.NewDeadLetterQueue(c, "DeadLetterQueue", &queues.DeadLetterQueueProps{
 		Context:    props.Context,
 		QueueName:  props.DeadLetterQueueName,

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -15,8 +16,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awspipes"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/queues"
@@ -42,22 +43,13 @@ const (
 	RetentionDays = 7
 )
 
-// ImportedCartsTable names an existing carts table (an environment that has
-// one). Its stream must be NEW_AND_OLD_IMAGES and its TTL on expira_en.
-type ImportedCartsTable struct {
-	TableName string
-	StreamArn string
-	// KeyArn is the table's KMS key ARN ("" for an AWS-owned key).
-	KeyArn string
-}
-
 // CartsProps configures Carts. Bus and the Context's DataKey and Alerts are
 // required; the Context's DeletionProtection applies to a created table.
 type CartsProps struct {
 	core.Context
 	Bus awsevents.IEventBus
 	// Import uses an existing table instead of creating one.
-	Import *ImportedCartsTable
+	Import *config.CarritosImport
 	// TableName, PipeName, QueueName and the DLQ names: physical names.
 	// Nil means the SPEC names (table, pipe) or CloudFormation's (queues).
 	TableName, PipeName, QueueName, DeadLetterQueueName, PipeDeadLetterQueueName, RuleName, RuleDeadLetterQueueName *string
@@ -110,7 +102,7 @@ func NewCarts(scope constructs.Construct, id string, props *CartsProps) *Carts {
 	v.If(props.Bus == nil, "Bus is required")
 	props.Require(v, core.DataKey|core.Alerts)
 	k.RetryCount = v.Count("RetryAttempts", props.RetryAttempts, PipeRetryAttempts, 0, 185)
-	pipeName := core.Or(props.PipeName, PipeName)
+	pipeName := cmp.Or(props.PipeName, jsii.String(PipeName))
 	k.addTable(props, v)
 	k.addPipe(props, pipeName)
 	k.addQueue(props, pipeName)
@@ -136,7 +128,7 @@ func (k *Carts) addTable(props *CartsProps, v *core.Problems) {
 		enc = awsdynamodb.TableEncryption_AWS_MANAGED
 	}
 	k.Table = awsdynamodb.NewTable(k.Construct, jsii.String("Table"), &awsdynamodb.TableProps{
-		TableName:           core.Or(props.TableName, TableName),
+		TableName:           cmp.Or(props.TableName, jsii.String(TableName)),
 		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(eventsapi.CarritosKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		TimeToLiveAttribute: jsii.String(eventsapi.CarritosTTLAttribute),
@@ -171,11 +163,7 @@ func (k *Carts) addPipe(props *CartsProps, pipeName *string) {
 	k.Table.GrantTableListStreams(k.PipeRole)
 	k.Table.GrantStream(k.PipeRole, jsii.String("dynamodb:DescribeStream"), jsii.String("dynamodb:GetRecords"), jsii.String("dynamodb:GetShardIterator"))
 	core.GrantKey(k.Table.EncryptionKey(), k.PipeRole, "dynamodb", "kms:Decrypt", "kms:DescribeKey")
-	cdknag.NagSuppressions_AddResourceSuppressions(k.PipeRole, &[]*cdknag.NagPackSuppression{{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("dynamodb:ListStreams has no resource-level permissions (AWS requires Resource '*'); the stream reads themselves are on this table's stream ARN only."),
-		AppliesTo: &[]interface{}{jsii.String("Resource::*")},
-	}}, jsii.Bool(true))
+	core.AcknowledgeNag(k.PipeRole, true, "AwsSolutions-IAM5", "dynamodb:ListStreams has no resource-level permissions (AWS requires Resource '*'); the stream reads themselves are on this table's stream ARN only.", "Resource::*")
 	k.PipeDLQ.Queue.Grant(k.PipeRole, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"))
 	queues.GrantKeyThroughSQS(k.PipeDLQ.Queue, k.PipeRole, "kms:GenerateDataKey", "kms:Decrypt")
 	queues.ForQueue(k.PipeDLQ.Queue).AdmitRole(k.PipeRole)
@@ -189,10 +177,7 @@ func (k *Carts) addPipe(props *CartsProps, pipeName *string) {
 		props.Bus.GrantPutEventsTo(k.PipeRole, nil)
 		busArn = props.Bus.EventBusArn()
 	}
-	streamArn := k.Table.TableStreamArn()
-	if streamArn == nil {
-		streamArn = jsii.String("")
-	}
+	streamArn := cmp.Or(k.Table.TableStreamArn(), jsii.String(""))
 	k.Pipe = awspipes.NewCfnPipe(c, jsii.String("Pipe"), &awspipes.CfnPipeProps{
 		Name:             pipeName,
 		Description:      jsii.String("TTL removals of the carts table -> CarritoAbandonado on the bus"),
@@ -229,10 +214,7 @@ func (k *Carts) addPipe(props *CartsProps, pipeName *string) {
 	})
 	k.Pipe.Node().AddDependency(k.PipeRole)
 	core.Produces(k.Pipe, eventsapi.TypeCarritoAbandonado, []int{eventsapi.CarritoAbandonadoVersion}, nil)
-	failed := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace: jsii.String("AWS/EventBridge/Pipes"), MetricName: jsii.String("ExecutionFailed"),
-		DimensionsMap: &map[string]*string{"PipeName": pipeName},
-	}).With(observability.Per5Min("Sum"))
+	failed := observability.Metric("AWS/EventBridge/Pipes", "ExecutionFailed", map[string]*string{"PipeName": pipeName}, "Sum", "", nil)
 	k.PipeFailedAlarm = observability.NewAnyAlarm(c, "PipeFailedAlarm", failed, props.Alerts,
 		fmt.Sprintf("Pipe %s failed to publish abandoned carts to the bus (retried, then dead-lettered to its DLQ). See its log group %s.", *pipeName, *k.PipeLogs.LogGroupName()))
 }

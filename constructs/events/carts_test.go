@@ -11,6 +11,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/mercadofresco/integration/config"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/events"
 	"github.com/mercadofresco/integration/internal/cdktest"
@@ -137,7 +138,7 @@ func TestImportedTable(t *testing.T) {
 	bus := awsevents.NewEventBus(p.Stack, jsii.String("Bus"), nil)
 	events.NewCarts(p.Stack, "Carritos", &events.CartsProps{
 		Bus: bus, Context: core.Context{DataKey: p.Key, Alerts: p.Alerts},
-		Import: &events.ImportedCartsTable{TableName: "mercadofresco-carritos", StreamArn: "arn:aws:dynamodb:eu-west-1:111111111111:table/mercadofresco-carritos/stream/2026-01-01T00:00:00.000"},
+		Import: &config.CarritosImport{TableName: "mercadofresco-carritos", StreamArn: "arn:aws:dynamodb:eu-west-1:111111111111:table/mercadofresco-carritos/stream/2026-01-01T00:00:00.000"},
 	})
 	tpl := assertions.Template_FromStack(p.Stack, nil)
 	tpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(0))
@@ -145,7 +146,7 @@ func TestImportedTable(t *testing.T) {
 		"Source": "arn:aws:dynamodb:eu-west-1:111111111111:table/mercadofresco-carritos/stream/2026-01-01T00:00:00.000",
 	})
 	p2 := cdktest.NewPlatform("CarritosMal")
-	events.NewCarts(p2.Stack, "Carritos", &events.CartsProps{Import: &events.ImportedCartsTable{TableName: "x"}, RetryAttempts: 500})
+	events.NewCarts(p2.Stack, "Carritos", &events.CartsProps{Import: &config.CarritosImport{TableName: "x"}, RetryAttempts: 500})
 	errs := cdktest.Errors(p2.Stack)
 	for _, want := range []string{"Bus is required", "DataKey", "Alerts", "StreamArn", "RetryAttempts"} {
 		cdktest.RequireContains(t, errs, want)

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -94,10 +95,7 @@ func NewERPDestination(scope constructs.Construct, id string, props *ERPProps) *
 	if v.If(rate < 1 || rate > 300, "RateLimitPerSecond must be in 1..300 (the ERP's capacity), got %v", props.RateLimitPerSecond) {
 		rate = 1
 	}
-	endpoint := props.Endpoint
-	if endpoint == "" {
-		endpoint = "https://missing.invalid"
-	}
+	endpoint := cmp.Or(props.Endpoint, "https://missing.invalid")
 
 	d.Secret = dependency.NewAPIKey(c, "Credenciales", &dependency.APIKeyProps{
 		Context:     props.Context,

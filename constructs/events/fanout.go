@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -80,7 +81,7 @@ func NewTopic(scope constructs.Construct, id string, props *TopicProps) *Topic {
 	})
 	queues.RequireTLS(t.Topic) // every call, not only sns:Publish
 	queues.ForTopic(t.Topic)
-	t.name = *core.Or(props.TopicName, *c.Node().Path())
+	t.name = *cmp.Or(props.TopicName, jsii.String(*c.Node().Path()))
 	t.FailedRedriveAlarm = observability.NewAnyAlarm(c, "FailedRedriveAlarm", t.Topic.Metric(jsii.String("NumberOfNotificationsFailedToRedriveToDlq"), observability.Per5Min("Sum")), props.Alerts,
 		fmt.Sprintf("SNS could not deliver messages of %s to a queue NOR to the subscription's DLQ: those messages are lost. Check the DLQ's queue policy and the data key policy.", t.name))
 	return t

@@ -15,6 +15,7 @@
 package golambda
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,7 +36,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/constructs/observability"
@@ -140,14 +140,8 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	f := &Function{Construct: this, Entry: props.Entry}
 
-	memory := props.MemorySize
-	if memory == 0 {
-		memory = DefaultMemoryMB
-	}
-	f.Timeout = props.Timeout
-	if f.Timeout == nil {
-		f.Timeout = awscdk.Duration_Seconds(jsii.Number(DefaultTimeoutSeconds))
-	}
+	memory := cmp.Or(props.MemorySize, DefaultMemoryMB)
+	f.Timeout = cmp.Or(props.Timeout, awscdk.Duration_Seconds(jsii.Number(DefaultTimeoutSeconds)))
 	builder, ownBuilder := props.Builder, false
 	if builder == nil {
 		builder, ownBuilder = &gobuild.Builder{}, true
@@ -188,10 +182,7 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		envVars[k] = v
 	}
 	if _, set := envVars[lambdaapi.EnvSDKMaxAttempts]; !set {
-		attempts := props.SDKMaxAttempts
-		if attempts == 0 {
-			attempts = lambdaapi.SDKMaxAttempts
-		}
+		attempts := cmp.Or(props.SDKMaxAttempts, lambdaapi.SDKMaxAttempts)
 		envVars[lambdaapi.EnvSDKMaxAttempts] = jsii.String(fmt.Sprint(attempts))
 	}
 	for _, d := range props.Dependencies {
@@ -252,21 +243,13 @@ func NewFunction(scope constructs.Construct, id string, props *Props) *Function 
 		if *pol.Node().Id() == "Red" {
 			reason = "Lambda's VPC ENI management (ec2:*NetworkInterface*, DescribeSubnets, the actions of AWSLambdaVPCAccessExecutionRole) needs Resource '*' (Lambda checks them unscoped when it creates the function); the same policy denies them to the function's own code (lambda:SourceFunctionArn present), and holds nothing else."
 		}
-		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
-			Id:        jsii.String("AwsSolutions-IAM5"),
-			Reason:    jsii.String(reason),
-			AppliesTo: &[]interface{}{jsii.String("Resource::*")},
-		}}, jsii.Bool(false))
+		core.AcknowledgeNag(pol, false, "AwsSolutions-IAM5", reason, "Resource::*")
 	}
 	// The log-stream wildcard is the log group's own ARN plus ":*", which is
 	// how CloudWatch Logs names the streams of one group. On the default
 	// policy only, and only for that ARN.
 	if pol, ok := f.Role.Node().TryFindChild(jsii.String("DefaultPolicy")).(awsiam.Policy); ok {
-		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
-			Id:        jsii.String("AwsSolutions-IAM5"),
-			Reason:    jsii.String("logs:CreateLogStream/PutLogEvents are scoped to this function's own log group; ':*' addresses its streams, whose names Lambda generates."),
-			AppliesTo: &[]interface{}{jsii.String("Resource::<" + core.LogicalID(f.LogGroup) + ".Arn>:*")},
-		}}, jsii.Bool(false))
+		core.AcknowledgeNag(pol, false, "AwsSolutions-IAM5", "logs:CreateLogStream/PutLogEvents are scoped to this function's own log group; ':*' addresses its streams, whose names Lambda generates.", "Resource::<"+core.LogicalID(f.LogGroup)+".Arn>:*")
 	}
 
 	if props.Alerts != nil {
@@ -330,20 +313,6 @@ func (f *Function) addAlarms(topic awssns.ITopic) {
 		fmt.Sprintf("%s: invocations ended in an error (unhandled error or timeout).", f.Entry))
 	f.ThrottlesAlarm = observability.NewAnyAlarm(f.Construct, "ThrottlesAlarm", f.Function.MetricThrottles(observability.Per5Min("Sum")), topic,
 		fmt.Sprintf("%s: invocations throttled (concurrency ceiling reached).", f.Entry))
-}
-
-// IFunction is the function as the CDK's interface, for constructs that
-// accept any function (queues.Queue.AddConsumer, event targets).
-func (f *Function) IFunction() awslambda.IFunction { return f.Function }
-
-// MetricErrors is the function's Errors metric.
-func (f *Function) MetricErrors(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return f.Function.MetricErrors(opts)
-}
-
-// MetricThrottles is the function's Throttles metric.
-func (f *Function) MetricThrottles(opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	return f.Function.MetricThrottles(opts)
 }
 
 // functionCode is the function's code asset: the directory holding the

@@ -10,6 +10,7 @@
 package observability
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -63,18 +64,9 @@ func NewAlarm(scope constructs.Construct, id string, props *AlarmProps) awscloud
 	if props.MissingData == "" {
 		problems = append(problems, "MissingData is required: state whether no data means healthy (NOT_BREACHING) or broken (BREACHING)")
 	}
-	comparison := props.Comparison
-	if comparison == "" {
-		comparison = awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD
-	}
-	periods := props.EvaluationPeriods
-	if periods == 0 {
-		periods = 1
-	}
-	datapoints := props.DatapointsToAlarm
-	if datapoints == 0 {
-		datapoints = periods
-	}
+	comparison := cmp.Or(props.Comparison, awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD)
+	periods := cmp.Or(props.EvaluationPeriods, 1)
+	datapoints := cmp.Or(props.DatapointsToAlarm, periods)
 	if datapoints > periods || periods < 1 {
 		problems = append(problems, fmt.Sprintf("DatapointsToAlarm %v must be between 1 and EvaluationPeriods %v", datapoints, periods))
 		datapoints = periods
@@ -84,10 +76,7 @@ func NewAlarm(scope constructs.Construct, id string, props *AlarmProps) awscloud
 		// A stand-in so the alarm exists; synthesis fails on the error.
 		metric = awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("Invalid"), MetricName: jsii.String("MissingMetric")})
 	}
-	missing := props.MissingData
-	if missing == "" {
-		missing = awscloudwatch.TreatMissingData_MISSING
-	}
+	missing := cmp.Or(props.MissingData, awscloudwatch.TreatMissingData_MISSING)
 	a := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
 		Metric:             metric,
 		AlarmDescription:   jsii.String(props.Description),

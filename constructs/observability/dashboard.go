@@ -1,6 +1,7 @@
 package observability
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -134,10 +135,7 @@ type GraphProps struct {
 
 // Graph is a graph widget six units high.
 func Graph(g GraphProps) awscloudwatch.GraphWidget {
-	width := g.Width
-	if width == 0 {
-		width = 8
-	}
+	width := cmp.Or(g.Width, 8)
 	p := &awscloudwatch.GraphWidgetProps{
 		Title:  jsii.String(g.Title),
 		Width:  jsii.Number(width),
@@ -162,19 +160,22 @@ func Ceiling(label string, value float64) *awscloudwatch.HorizontalAnnotation {
 }
 
 // Metric is a metric of namespace by its dimensions, at statistic over
-// period (nil: 5 minutes), labelled.
+// period (nil: 5 minutes), labelled (label "": no label).
 func Metric(namespace, name string, dims map[string]*string, statistic, label string, period awscdk.Duration) awscloudwatch.Metric {
 	if period == nil {
 		period = awscdk.Duration_Minutes(jsii.Number(5))
 	}
-	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+	p := &awscloudwatch.MetricProps{
 		Namespace:     jsii.String(namespace),
 		MetricName:    jsii.String(name),
 		DimensionsMap: &dims,
 		Statistic:     jsii.String(statistic),
-		Label:         jsii.String(label),
 		Period:        period,
-	})
+	}
+	if label != "" {
+		p.Label = jsii.String(label)
+	}
+	return awscloudwatch.NewMetric(p)
 }
 
 // IsToken reports whether s is an unresolved reference, not a literal.

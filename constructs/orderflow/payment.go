@@ -177,7 +177,7 @@ func (p *Payment) addFunctions(props *PaymentProps, vpc awsec2.IVpc, subnets *aw
 		if props.IdempotencyTable != nil {
 			// Its own records only (cobro:<pedido_id>, reembolso:<pedido_id>
 			// and their #llamadas budgets); the refund reads the charge's.
-			props.IdempotencyTable.BindToKeys(fn.Function, name+":")
+			props.IdempotencyTable.BindTo(fn.Function, name+":")
 			if name == "reembolso" {
 				props.IdempotencyTable.GrantReadKeys(fn.Function, "cobro:")
 			}
@@ -196,13 +196,13 @@ func (p *Payment) addFunctions(props *PaymentProps, vpc awsec2.IVpc, subnets *aw
 // gateway latency alarms.
 func (p *Payment) addAlarms(props *PaymentProps) {
 	p.CobroErrorsAlarm = observability.NewAlarm(p.Cobro.Construct, "ErrorsAlarm", &observability.AlarmProps{
-		Metric:      p.Cobro.MetricErrors(observability.Per5Min("Sum")),
+		Metric:      p.Cobro.Function.MetricErrors(observability.Per5Min("Sum")),
 		Topic:       props.Alerts,
 		Threshold:   DeclinedThreshold,
 		MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		Description: fmt.Sprintf("cobro: more than %d failed charges in 5 minutes (declined cards are errors too, this is above their usual rate). Check the errorType of the failures (PasarelaNoDisponible, CircuitoAbierto, IdempotenciaNoDisponible) and the gateway alarms.", DeclinedThreshold),
 	})
-	p.CobroThrottlesAlarm = observability.NewAnyAlarm(p.Cobro.Construct, "ThrottlesAlarm", p.Cobro.MetricThrottles(observability.Per5Min("Sum")), props.Alerts,
+	p.CobroThrottlesAlarm = observability.NewAnyAlarm(p.Cobro.Construct, "ThrottlesAlarm", p.Cobro.Function.MetricThrottles(observability.Per5Min("Sum")), props.Alerts,
 		"cobro: invocations throttled (reserved concurrency reached); the workflow retries them. Many orders arriving at once or a slow gateway.")
 	p.CircuitOpenedAlarm = dependency.NewCircuitOpenedAlarm(p.Construct, "CircuitoAbiertoAlarm", props.Context, lambdaapi.GatewayDependency,
 		fmt.Sprintf("Payment gateway circuit OPENED (%s): orders are not charged (CircuitoAbierto, customers are told to retry in a few minutes). Check the gateway's status and PasarelaErrores/PasarelaLatencia.", p.environment))

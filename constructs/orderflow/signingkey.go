@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
@@ -71,10 +70,7 @@ func NewSigningKey(scope constructs.Construct, id string, props *SigningKeyProps
 	})
 	// Before the resource policy: the acknowledgement is the secret's,
 	// not its policy's.
-	cdknag.NagSuppressions_AddResourceSuppressions(k.Secret, &[]*cdknag.NagPackSuppression{{
-		Id:     jsii.String("AwsSolutions-SMG4"),
-		Reason: jsii.String("The signing key is rotated by an operator (put-secret-value with a new random value); the starter and cobro accept the AWSCURRENT and AWSPREVIOUS versions, so a rotation drops no order (docs/design.md#charge-signature). A scheduled rotation Lambda would be one more principal able to write the key."),
-	}}, jsii.Bool(true))
+	core.AcknowledgeNag(k.Secret, true, "AwsSolutions-SMG4", "The signing key is rotated by an operator (put-secret-value with a new random value); the starter and cobro accept the AWSCURRENT and AWSPREVIOUS versions, so a rotation drops no order (docs/design.md#charge-signature). A scheduled rotation Lambda would be one more principal able to write the key.")
 	k.readers = dependency.DenyAllBut(k.Secret, SigningKeyStatementSid)
 	return k
 }

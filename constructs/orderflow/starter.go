@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -139,14 +140,11 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		},
 	})
 	if props.Workflow != nil {
-		props.Workflow.GrantStartExecution(s.Function.Function)
+		props.Workflow.StateMachine.GrantStartExecution(s.Function.Function)
 	}
 	core.Accepts(s.Function.Function, eventsapi.TypePedidoCreado, eventsapi.AcceptedVersions(eventsapi.TypePedidoCreado))
 	s.checkReplays(props, v)
-	mc := props.MaximumConcurrency
-	if mc == 0 {
-		mc = queues.MinMaximumConcurrency
-	}
+	mc := cmp.Or(props.MaximumConcurrency, queues.MinMaximumConcurrency)
 	s.Buffer.AddConsumer(s.Function.Function, queues.ConsumerOptions{
 		MaximumConcurrency: mc,
 		BatchSize:          10,

@@ -58,7 +58,7 @@ func (p *Payment) contribute(board *observability.Board) {
 		Width: 24,
 		Left: []awscloudwatch.IMetric{
 			p.Cobro.Function.MetricInvocations(five("charge calls (cobro)")),
-			p.Cobro.MetricErrors(five("failed charges")),
+			p.Cobro.Function.MetricErrors(five("failed charges")),
 			p.Reembolso.Function.MetricInvocations(five("refund calls (reembolso)")),
 		},
 		Right:      []awscloudwatch.IMetric{latency("p50"), latency("p99")},

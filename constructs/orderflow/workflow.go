@@ -12,6 +12,7 @@
 package orderflow
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -26,7 +27,6 @@ import (
 	tasks "github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctionstasks"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
@@ -166,7 +166,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 	p := *props
 	p.Require(v, core.DataKey|core.Alerts)
 	w.Retry = p.Retry.withDefaults(v)
-	taskTimeout := core.DurationOr(p.PaymentTaskTimeout, awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds)))
+	taskTimeout := cmp.Or(p.PaymentTaskTimeout, awscdk.Duration_Seconds(jsii.Number(DefaultTaskTimeoutSeconds)))
 	stub := constructs.NewConstruct(c, jsii.String("Missing"))
 	if v.If(p.Charge == nil, "Charge (the cobro function) is required") {
 		p.Charge = awslambda.Function_FromFunctionName(stub, jsii.String("Charge"), jsii.String("missing-cobro"))
@@ -182,7 +182,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 	if v.If(p.Confirmed == nil, "Confirmed (the topic mercadofresco-pedido-confirmado) is required") {
 		p.Confirmed = awssns.Topic_FromTopicArn(stub, jsii.String("Confirmed"), jsii.String("arn:aws:sns:eu-west-1:111111111111:missing"))
 	}
-	name := core.Or(p.StateMachineName, StateMachineName)
+	name := cmp.Or(p.StateMachineName, jsii.String(StateMachineName))
 
 	def := w.definition(c, &p, taskTimeout)
 
@@ -225,11 +225,7 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 		core.Produces(w.StateMachine, eventsapi.TypeMovimientoStock, []int{eventsapi.MovimientoStockVersion}, p.StockMovements)
 	}
 	w.pinTrust(name)
-	cdknag.NagSuppressions_AddResourceSuppressions(w.StateMachine, &[]*cdknag.NagPackSuppression{{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("The CDK's own grants of this state machine: X-Ray and log delivery (no resource-level permissions exist), cobro and reembolso with ':*' (their versions), kms:GenerateDataKey* on the data key only (SNS publish to the encrypted topic)."),
-		AppliesTo: &[]interface{}{jsii.String("Resource::*"), jsii.String("Action::kms:GenerateDataKey*"), jsii.String("Resource::<" + core.LogicalID(p.Charge) + ".Arn>:*"), jsii.String("Resource::<" + core.LogicalID(p.Refund) + ".Arn>:*")},
-	}}, jsii.Bool(true))
+	core.AcknowledgeNag(w.StateMachine, true, "AwsSolutions-IAM5", "The CDK's own grants of this state machine: X-Ray and log delivery (no resource-level permissions exist), cobro and reembolso with ':*' (their versions), kms:GenerateDataKey* on the data key only (SNS publish to the encrypted topic).", "Resource::*", "Action::kms:GenerateDataKey*", "Resource::<"+core.LogicalID(p.Charge)+".Arn>:*", "Resource::<"+core.LogicalID(p.Refund)+".Arn>:*")
 
 	w.FailedAlarm = observability.NewAlarm(c, "FailedAlarm", &observability.AlarmProps{
 		Metric:      w.StateMachine.MetricFailed(observability.Per5Min("Sum")),
@@ -248,18 +244,9 @@ func NewWorkflow(scope constructs.Construct, id string, props *WorkflowProps) *W
 }
 
 func (r RetryPolicy) withDefaults(v *core.Problems) RetryPolicy {
-	if r.Interval == nil {
-		r.Interval = awscdk.Duration_Seconds(jsii.Number(DefaultRetryIntervalSeconds))
-	}
-	if r.BackoffRate == 0 {
-		r.BackoffRate = DefaultRetryBackoffRate
-	}
-	if r.MaxAttempts == 0 {
-		r.MaxAttempts = DefaultRetryMaxAttempts
-	}
-	if r.MaxDelay == nil {
-		r.MaxDelay = awscdk.Duration_Seconds(jsii.Number(DefaultRetryMaxDelaySeconds))
-	}
+	r.Interval = cmp.Or(r.Interval, awscdk.Duration_Seconds(jsii.Number(DefaultRetryIntervalSeconds)))
+	r.BackoffRate = cmp.Or(r.BackoffRate, DefaultRetryBackoffRate)
+	r.MaxDelay = cmp.Or(r.MaxDelay, awscdk.Duration_Seconds(jsii.Number(DefaultRetryMaxDelaySeconds)))
 	if v.If(r.BackoffRate < 1, "Retry.BackoffRate must be >= 1, got %v", r.BackoffRate) {
 		r.BackoffRate = DefaultRetryBackoffRate
 	}
@@ -488,9 +475,4 @@ func (w *Workflow) admitAsProducer(c constructs.Construct, p *WorkflowProps, v *
 			g.guard.AdmitRole(role)
 		}
 	}
-}
-
-// GrantStartExecution lets grantee start executions (the starter).
-func (w *Workflow) GrantStartExecution(grantee awsiam.IGrantable) awsiam.Grant {
-	return w.StateMachine.GrantStartExecution(grantee)
 }

@@ -10,6 +10,7 @@
 package outbox
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 
@@ -29,7 +30,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/observability"
 	"github.com/mercadofresco/integration/constructs/queues"
@@ -148,9 +148,9 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 	deletionProtection := *props.Protected()
 	props.Require(v, core.DataKey)
 	key := props.DataKey
-	backup := core.DurationOr(props.BackupRetention, awscdk.Duration_Days(jsii.Number(DefaultBackupDays)))
+	backup := cmp.Or(props.BackupRetention, awscdk.Duration_Days(jsii.Number(DefaultBackupDays)))
 	clusterRemoval := observability.RemovalFor(props.RemovalPolicy, observability.Snapshottable)
-	proxyName := *core.Or(props.ProxyName, clusterID+"-proxy")
+	proxyName := *cmp.Or(props.ProxyName, jsii.String(clusterID+"-proxy"))
 	engine := awsrds.DatabaseClusterEngine_AuroraPostgres(&awsrds.AuroraPostgresClusterEngineProps{
 		Version: awsrds.AuroraPostgresEngineVersion_VER_16_6(),
 	})
@@ -295,22 +295,11 @@ func NewDatabase(scope constructs.Construct, id string, props *DatabaseProps) *D
 		cfn.AddMetadata(jsii.String(synthesized.MetadataOutsideConnections), props.OutsideConnections)
 	}
 
-	cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{
-		{
-			Id:     jsii.String("AwsSolutions-RDS11"),
-			Reason: jsii.String("The default port 5432 is kept: only the proxy's and the rotation function's security groups may reach it, and a non-standard port adds no protection against anyone who can already reach the isolated subnets."),
-		},
-		{
-			Id:        jsii.String("AwsSolutions-IAM4"),
-			Reason:    jsii.String("The enhanced-monitoring role the CDK creates carries AmazonRDSEnhancedMonitoringRole, AWS's policy for exactly this role: it lets RDS write the OS metrics to the RDSOSMetrics log group and nothing else."),
-			AppliesTo: &[]interface{}{"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole"},
-		},
-	}, jsii.Bool(true))
+	core.AcknowledgeNag(d.Cluster, true, "AwsSolutions-RDS11", "The default port 5432 is kept: only the proxy's and the rotation function's security groups may reach it, and a non-standard port adds no protection against anyone who can already reach the isolated subnets.")
+	core.AcknowledgeNag(d.Cluster, true, "AwsSolutions-IAM4", "The enhanced-monitoring role the CDK creates carries AmazonRDSEnhancedMonitoringRole, AWS's policy for exactly this role: it lets RDS write the OS metrics to the RDSOSMetrics log group and nothing else.",
+		"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole")
 	if !deletionProtection {
-		cdknag.NagSuppressions_AddResourceSuppressions(d.Cluster, &[]*cdknag.NagPackSuppression{{
-			Id:     jsii.String("AwsSolutions-RDS10"),
-			Reason: jsii.String("Deletion protection comes from config.Environment.DeletionProtection: on in prod, off in dev/staging, which are rebuilt from scratch."),
-		}}, jsii.Bool(true))
+		core.AcknowledgeNag(d.Cluster, true, "AwsSolutions-RDS10", "Deletion protection comes from config.Environment.DeletionProtection: on in prod, off in dev/staging, which are rebuilt from scratch.")
 	}
 	if props.Alerts != nil {
 		d.addAlarms(props.Alerts)
@@ -372,13 +361,7 @@ func (d *Database) watchRotation(props *DatabaseProps) {
 func (d *Database) addAlarms(topic awssns.ITopic) {
 	// The proxy's connections to Aurora close to its cap means clients are
 	// queueing (BorrowTimeout) and the next step is connection errors.
-	conns := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:     jsii.String("AWS/RDS"),
-		MetricName:    jsii.String("DatabaseConnectionsCurrentlyBorrowed"),
-		DimensionsMap: &map[string]*string{"ProxyName": d.Proxy.DbProxyName()},
-		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
-		Statistic:     jsii.String("Maximum"),
-	})
+	conns := observability.Metric("AWS/RDS", "DatabaseConnectionsCurrentlyBorrowed", map[string]*string{"ProxyName": d.Proxy.DbProxyName()}, "Maximum", "", awscdk.Duration_Minutes(jsii.Number(1)))
 	d.ConnectionsAlarm = observability.NewAlarm(d.Construct, "ConexionesProxyAlarm", &observability.AlarmProps{
 		Metric:            conns,
 		Topic:             topic,

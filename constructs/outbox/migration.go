@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/customresources"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
@@ -145,20 +144,10 @@ func NewMigration(scope constructs.Construct, id string, props *MigrationProps) 
 	// children only), on the framework role's policy alone.
 	fnID := core.LogicalID(m.Function.Function)
 	if pol, ok := frameworkRole.Node().TryFindChild(jsii.String("DefaultPolicy")).(awsiam.Policy); ok {
-		cdknag.NagSuppressions_AddResourceSuppressions(pol, &[]*cdknag.NagPackSuppression{{
-			Id:     jsii.String("AwsSolutions-IAM5"),
-			Reason: jsii.String("The provider framework invokes this one handler; the ':*' the CDK adds covers its versions, no other function. The log-stream wildcard is the framework's own log group's streams."),
-			AppliesTo: &[]interface{}{
-				jsii.String("Resource::<" + fnID + ".Arn>:*"),
-				jsii.String("Resource::<" + core.LogicalID(m.ProviderLogs) + ".Arn>:*"),
-			},
-		}}, jsii.Bool(true))
+		core.AcknowledgeNag(pol, true, "AwsSolutions-IAM5", "The provider framework invokes this one handler; the ':*' the CDK adds covers its versions, no other function. The log-stream wildcard is the framework's own log group's streams.", "Resource::<"+fnID+".Arn>:*", "Resource::<"+core.LogicalID(m.ProviderLogs)+".Arn>:*")
 	}
 	if fw, ok := m.Provider.Node().TryFindChild(jsii.String("framework-onEvent")).(constructs.IConstruct); ok {
-		cdknag.NagSuppressions_AddResourceSuppressions(fw, &[]*cdknag.NagPackSuppression{{
-			Id:     jsii.String("AwsSolutions-L1"),
-			Reason: jsii.String("The CDK's custom resource provider framework function: its Node.js runtime is the one the CDK version ships and tests; it runs only during deploys."),
-		}}, jsii.Bool(true))
+		core.AcknowledgeNag(fw, true, "AwsSolutions-L1", "The CDK's custom resource provider framework function: its Node.js runtime is the one the CDK version ships and tests; it runs only during deploys.")
 	}
 	return m
 }

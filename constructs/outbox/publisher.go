@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/dependency"
@@ -212,11 +211,7 @@ func (p *Publisher) schedule(id string, fn *golambda.Function, expression awssch
 	})
 	// After the schedule's grant: suppressions reach existing children only.
 	fnID := core.LogicalID(fn.Function)
-	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("lambda:InvokeFunction on this one function; the ':*' the CDK adds covers its versions and aliases, no other function."),
-		AppliesTo: &[]interface{}{jsii.String("Resource::<" + fnID + ".Arn>:*")},
-	}}, jsii.Bool(true))
+	core.AcknowledgeNag(role, true, "AwsSolutions-IAM5", "lambda:InvokeFunction on this one function; the ':*' the CDK adds covers its versions and aliases, no other function.", "Resource::<"+fnID+".Arn>:*")
 	return schedule
 }
 
@@ -249,13 +244,8 @@ func (p *Publisher) addAlarms(topic awssns.ITopic) {
 // metric is the gauge name of this environment (Maximum per minute,
 // unless opts says otherwise).
 func (p *Publisher) metric(name string, opts *awscloudwatch.MetricOptions) awscloudwatch.Metric {
-	m := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:     jsii.String(lambdaapi.Namespace),
-		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{lambdaapi.DimensionEnvironment: jsii.String(p.environment)},
-		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
-		Statistic:     jsii.String("Maximum"),
-	})
+	dims := map[string]*string{lambdaapi.DimensionEnvironment: jsii.String(p.environment)}
+	m := observability.Metric(lambdaapi.Namespace, name, dims, "Maximum", "", awscdk.Duration_Minutes(jsii.Number(1)))
 	if opts == nil {
 		return m
 	}

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawsevents"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/events"
@@ -102,11 +102,8 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		keyArn = props.DataKey.KeyArn()
 	}
 	// Not encrypted with the data key: see the nag acknowledgement.
-	w.Topic = newAlarmTopic(c, "Topic", *core.Or(props.TopicName, KeyAlertsTopic), "MercadoFresco clave de datos", nil, props.Email)
-	cdknag.NagSuppressions_AddResourceSuppressions(w.Topic.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
-		Id:     jsii.String("AwsSolutions-SNS2"),
-		Reason: jsii.String("Not encrypted with the data key on purpose: it alerts that the data key is being deleted, disabled or re-permissioned, and such a key cannot encrypt the alert about itself. It carries CloudTrail records of key calls, no customer data."),
-	}}, jsii.Bool(false))
+	w.Topic = newAlarmTopic(c, "Topic", *cmp.Or(props.TopicName, jsii.String(KeyAlertsTopic)), "MercadoFresco clave de datos", nil, props.Email)
+	core.AcknowledgeNag(w.Topic.Node().DefaultChild(), false, "AwsSolutions-SNS2", "Not encrypted with the data key on purpose: it alerts that the data key is being deleted, disabled or re-permissioned, and such a key cannot encrypt the alert about itself. It carries CloudTrail records of key calls, no customer data.")
 
 	snsTarget := func(topic awssns.ITopic) func(o events.TargetOptions) awsevents.IRuleTarget {
 		return func(o events.TargetOptions) awsevents.IRuleTarget {
@@ -119,12 +116,12 @@ func NewKeyWatch(scope constructs.Construct, id string, props *KeyWatchProps) *K
 		// topic.
 		Context:             core.Context{Alerts: w.Topic, RemovalPolicy: props.RemovalPolicy, Dashboard: props.Dashboard},
 		OnDefaultBus:        true,
-		RuleName:            core.Or(props.RuleName, KeyWatchRule),
+		RuleName:            cmp.Or(props.RuleName, jsii.String(KeyWatchRule)),
 		Description:         "CloudTrail (trail " + props.Trail + "): deletion, disabling or policy change of the data key (attempts included) -> alertas-mercadofresco and its own topic",
 		Pattern:             KeyWatchPattern(keyArn),
 		Target:              snsTarget(w.Topic),
-		TargetLabel:         "the topics alertas-mercadofresco and " + *core.Or(props.TopicName, KeyAlertsTopic),
-		DeadLetterQueueName: core.Or(props.DeadLetterQueueName, KeyWatchRuleDLQName),
+		TargetLabel:         "the topics alertas-mercadofresco and " + *cmp.Or(props.TopicName, jsii.String(KeyAlertsTopic)),
+		DeadLetterQueueName: cmp.Or(props.DeadLetterQueueName, jsii.String(KeyWatchRuleDLQName)),
 		Encryption:          queues.EncryptionSQSManaged,
 	}
 	if props.Alerts != nil {
@@ -222,7 +219,7 @@ func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) 
 	ruleProps := &events.RuleProps{
 		Context:      props.Context,
 		OnDefaultBus: true,
-		RuleName:     core.Or(props.RuleName, SendWatchRule),
+		RuleName:     cmp.Or(props.RuleName, jsii.String(SendWatchRule)),
 		Description:  "CloudTrail (trail " + props.Trail + ", SQS data events): messages sent by the on-call role -> alertas-mercadofresco",
 		Pattern: &awsevents.EventPattern{
 			Source:     jsii.Strings("aws.sqs"),
@@ -234,7 +231,7 @@ func NewSendWatch(scope constructs.Construct, id string, props *SendWatchProps) 
 			},
 		},
 		TargetLabel:         "the topic alertas-mercadofresco",
-		DeadLetterQueueName: core.Or(props.DeadLetterQueueName, SendWatchRuleDLQName),
+		DeadLetterQueueName: cmp.Or(props.DeadLetterQueueName, jsii.String(SendWatchRuleDLQName)),
 	}
 	if props.Alerts != nil {
 		ruleProps.Target = func(o events.TargetOptions) awsevents.IRuleTarget {

@@ -6,6 +6,7 @@
 package platform
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -143,7 +144,7 @@ func NewDataKey(scope constructs.Construct, id string, props *DataKeyProps) awsk
 	if props == nil {
 		props = &DataKeyProps{}
 	}
-	alias := *core.Or(props.Alias, DataKeyAlias)
+	alias := *cmp.Or(props.Alias, jsii.String(DataKeyAlias))
 	keyRemoval := observability.RemovalFor(props.RemovalPolicy, observability.Data)
 	stack := awscdk.Stack_Of(scope)
 	policy := awsiam.NewPolicyDocument(nil)
@@ -336,7 +337,7 @@ func NewAlertsTopic(scope constructs.Construct, id string, props *AlertsTopicPro
 	if props == nil {
 		props = &AlertsTopicProps{}
 	}
-	name := *core.Or(props.TopicName, AlertsTopic)
+	name := *cmp.Or(props.TopicName, jsii.String(AlertsTopic))
 	topic := newAlarmTopic(scope, id, name, "MercadoFresco alertas", props.DataKey, props.Email)
 	core.Check(topic, "platform").If(props.DataKey == nil, "the alerts topic needs the data key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key)")
 	return topic
@@ -397,7 +398,7 @@ func NewEventBus(scope constructs.Construct, id string, props *EventBusProps) (a
 	if props == nil {
 		props = &EventBusProps{}
 	}
-	name := *core.Or(props.EventBusName, EventBusName)
+	name := *cmp.Or(props.EventBusName, jsii.String(EventBusName))
 	stack := awscdk.Stack_Of(scope)
 	bus := awsevents.NewEventBus(scope, jsii.String(id), &awsevents.EventBusProps{
 		EventBusName: jsii.String(name),

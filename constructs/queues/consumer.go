@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -92,10 +93,7 @@ func (q *Queue) AddConsumer(fn awslambda.IFunction, opts ConsumerOptions) awslam
 		v.If(mc < MinMaximumConcurrency || mc > MaxMaximumConcurrency || mc != math.Trunc(mc),
 			"MaximumConcurrency for consumer %s must be an integer between %d and %d, got %v", fnName, MinMaximumConcurrency, MaxMaximumConcurrency, mc)
 	}
-	batch := opts.BatchSize
-	if batch == 0 {
-		batch = DefaultBatchSize
-	}
+	batch := cmp.Or(opts.BatchSize, DefaultBatchSize)
 	window := 0.0
 	if opts.MaxBatchingWindow != nil {
 		w, err := core.Seconds(opts.MaxBatchingWindow)

@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"cmp"
 	"strings"
 
 	"time"
@@ -83,11 +84,11 @@ func bindTable(scope constructs.Construct, what string, table *datastore.Table, 
 		// A shared table's consumer gets its own records only: the prefix of
 		// key ("preparacion:<pedido_id>"). The stock table is the stock
 		// consumer's alone.
+		var prefixes []string
 		if prefix, _, shared := strings.Cut(key, ":"); shared {
-			table.BindToKeys(fn.Function, prefix+":")
-		} else {
-			table.BindTo(fn.Function)
+			prefixes = []string{prefix + ":"}
 		}
+		table.BindTo(fn.Function, prefixes...)
 	}
 }
 
@@ -186,10 +187,7 @@ func newHTTPConsumer(c constructs.Construct, props HTTPConsumerProps, spec httpS
 	if spec.grant != nil {
 		spec.grant(h.Function.Function)
 	}
-	id := spec.dependencyID
-	if id == "" {
-		id = "Dependencia"
-	}
+	id := cmp.Or(spec.dependencyID, "Dependencia")
 	spec.dependency.URL, spec.dependency.SecretName = props.URL, props.SecretName
 	h.Secret = h.AddHTTPDependency(id, spec.dependency)
 	h.CircuitOpenedAlarm = h.AddBreaker(props.Breakers, spec.dependency.Name, spec.openEffect)

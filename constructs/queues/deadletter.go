@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -9,7 +10,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/mercadofresco/integration/constructs/core"
 	"github.com/mercadofresco/integration/constructs/observability"
 )
@@ -56,7 +56,7 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 	props.Require(v, core.Alerts)
 	qp := &awssqs.QueueProps{
 		QueueName:       props.QueueName,
-		RetentionPeriod: core.DurationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
+		RetentionPeriod: cmp.Or(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays))),
 		EnforceSSL:      jsii.Bool(true),
 		RemovalPolicy:   observability.RemovalFor(props.RemovalPolicy, observability.Data),
 		// denyAll: see the function comment.
@@ -78,11 +78,7 @@ func NewDeadLetterQueue(scope constructs.Construct, id string, props *DeadLetter
 		title = *qp.QueueName
 	}
 	contributeDeadLetter(props.Dashboard, title, d.Queue)
-	cdknag.NagSuppressions_AddResourceSuppressions(d.Queue, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("AwsSolutions-SQS3"),
-		Reason: jsii.String(fmt.Sprintf("This queue IS a dead-letter queue (of the %s); cdk-nag only recognises DLQs referenced by an SQS redrive policy. A DLQ of a DLQ would hide failures: it has its own alarm (ApproximateNumberOfMessagesVisible > 0) instead.",
-			props.Source)),
-	}}, jsii.Bool(true))
+	core.AcknowledgeNag(d.Queue, true, "AwsSolutions-SQS3", fmt.Sprintf("This queue IS a dead-letter queue (of the %s); cdk-nag only recognises DLQs referenced by an SQS redrive policy. A DLQ of a DLQ would hide failures: it has its own alarm (ApproximateNumberOfMessagesVisible > 0) instead.", props.Source))
 	return d
 }
 

@@ -135,10 +135,7 @@ func NewConsumer(scope constructs.Construct, id string, props *ConsumerProps) *C
 		MinMaximumConcurrency, MaxMaximumConcurrency, mc) {
 		mc = MinMaximumConcurrency
 	}
-	batch := props.BatchSize
-	if batch == 0 {
-		batch = DefaultBatchSize
-	}
+	batch := cmp.Or(props.BatchSize, DefaultBatchSize)
 	q.MaximumConcurrency = mc
 	q.BatchConcurrency = v.Count("BatchConcurrency", props.BatchConcurrency, batch, 1, 100)
 
@@ -275,15 +272,7 @@ func (c *Consumer) AddBreaker(store dependency.BreakerStore, name, effect string
 	v.If(name == "", "AddBreaker: the dependency's name is required")
 	v.If(c.breakerSeen[name], "AddBreaker(%s) called twice", name)
 	c.breakerSeen[name] = true
-	return dependency.NewCircuitOpenedAlarm(c.Construct, "CircuitoAbierto-"+name, c.props.Context, orMissing(name),
+	return dependency.NewCircuitOpenedAlarm(c.Construct, "CircuitoAbierto-"+name, c.props.Context, cmp.Or(name, "missing"),
 		fmt.Sprintf("Circuit of %s OPENED (%s, %s): %s Check the dependency's status and DependenciaErrores/DependenciaLatencia.",
 			name, c.props.Environment(), c.props.Function.Entry, effect))
-}
-
-// orMissing stands for an empty dependency name (reported by AddBreaker).
-func orMissing(name string) string {
-	if name == "" {
-		return "missing"
-	}
-	return name
 }

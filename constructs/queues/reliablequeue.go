@@ -10,6 +10,7 @@
 package queues
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -136,9 +137,9 @@ func NewQueue(scope constructs.Construct, id string, props *QueueProps) *Queue {
 	props.Require(v, core.Alerts)
 	q.MaxReceiveCount = v.Count("MaxReceiveCount", props.MaxReceiveCount, DefaultMaxReceiveCount, 1, 1000)
 
-	retention := core.DurationOr(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultRetentionDays)))
-	dlqRetention := core.DurationOr(props.DeadLetterRetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays)))
-	ageThreshold := core.DurationOr(props.OldestMessageAgeThreshold, awscdk.Duration_Minutes(jsii.Number(DefaultOldestMessageAgeMinutes)))
+	retention := cmp.Or(props.RetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultRetentionDays)))
+	dlqRetention := cmp.Or(props.DeadLetterRetentionPeriod, awscdk.Duration_Days(jsii.Number(DefaultDeadLetterRetentionDays)))
+	ageThreshold := cmp.Or(props.OldestMessageAgeThreshold, awscdk.Duration_Minutes(jsii.Number(DefaultOldestMessageAgeMinutes)))
 	retentionS, err1 := core.Seconds(retention)
 	dlqRetentionS, err2 := core.Seconds(dlqRetention)
 	ageS, err3 := core.Seconds(ageThreshold)

@@ -80,18 +80,18 @@ func New(scope constructs.Construct, id string, props *Props) *Objective {
 		if secs == 0 {
 			continue
 		}
-		rate := BurnRate(props.Bad, props.Total, budget, w.Window, fmt.Sprintf("burn rate over %s", humanWindow(secs)))
+		rate := BurnRate(props.Bad, props.Total, budget, w.Window, fmt.Sprintf("burn rate over %s", core.Human(secs)))
 		o.Alarms = append(o.Alarms, observability.NewAlarm(c, fmt.Sprintf("Quema%.0fh", secs/3600), &observability.AlarmProps{
 			Metric:    rate,
 			Topic:     props.Alerts,
 			Threshold: w.Rate,
 			Description: fmt.Sprintf("%s (%s): the error budget burns %.1f times faster than it lasts over %s (%.1f %% of 30 days' budget). %s docs/design.md#slo",
-				props.Name, props.Environment(), w.Rate, humanWindow(secs), 100*w.Rate*secs/(30*86400), props.Description),
+				props.Name, props.Environment(), w.Rate, core.Human(secs), 100*w.Rate*secs/(30*86400), props.Description),
 			// No events in a window (no orders at night) burn nothing.
 			MissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 		}))
 		rates = append(rates, rate)
-		lines = append(lines, observability.Ceiling(fmt.Sprintf("alarm %s: %.1f", humanWindow(secs), w.Rate), w.Rate))
+		lines = append(lines, observability.Ceiling(fmt.Sprintf("alarm %s: %.1f", core.Human(secs), w.Rate), w.Rate))
 	}
 	props.Dashboard.Add(observability.SLOs, observability.Graph(observability.GraphProps{
 		Title:     fmt.Sprintf("%s (objective %.1f %%): burn rate", props.Name, 100*props.Objective),
@@ -125,11 +125,4 @@ func BurnRate(bad, total []awscloudwatch.Metric, budget float64, window awscdk.D
 		Period:       window,
 		Label:        jsii.String(label),
 	})
-}
-
-func humanWindow(secs float64) string {
-	if secs >= 3600 {
-		return fmt.Sprintf("%.0f h", secs/3600)
-	}
-	return fmt.Sprintf("%.0f min", secs/60)
 }

@@ -8,6 +8,7 @@ package gobuild
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -213,10 +214,7 @@ func (b *Builder) claim(entries []string) (map[string]*build, []string) {
 // binaries found in the cache are used as they are, the others are compiled
 // in one go build and then stored in the cache.
 func (b *Builder) run(ctx context.Context, root string, entries []string, bd map[string]*build) {
-	timeout := b.Timeout
-	if timeout == 0 {
-		timeout = DefaultBuildTimeout
-	}
+	timeout := cmp.Or(b.Timeout, DefaultBuildTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	finish := func(e, dir string, err error) {
@@ -357,10 +355,7 @@ func (b *Builder) goBin() string {
 }
 
 func (b *Builder) cacheDir() string {
-	dir := b.CacheDir
-	if dir == "" {
-		dir = os.Getenv("MF_GOLAMBDA_CACHE")
-	}
+	dir := cmp.Or(b.CacheDir, os.Getenv("MF_GOLAMBDA_CACHE"))
 	if dir == "off" {
 		return ""
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mercadofresco/integration/constructs/orderflow"
 	"github.com/mercadofresco/integration/lambdas/idempotency"
-	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/synthesized"
 )
 
@@ -140,7 +139,7 @@ func arnPattern(p string) *regexp.Regexp {
 func TestEveryIdempotencyGrantCarriesLeadingKeys(t *testing.T) {
 	want := map[string][]string{ // function -> prefixes it writes
 		"mf-cobro":               {idempotency.OpCobro + ":*"},
-		"mf-reembolso":           {payment.OpReembolso + ":*"},
+		"mf-reembolso":           {idempotency.OpReembolso + ":*"},
 		"mf-correo-confirmacion": {idempotency.OpCorreoConfirmacion + ":*"},
 		"mf-preparar-pedido":     {idempotency.OpPreparacion + ":*"},
 		"mf-aviso-erp":           {idempotency.OpAvisoERP + ":*"},

@@ -131,6 +131,7 @@ func NewStarter(scope constructs.Construct, id string, props *StarterProps) *Sta
 		Timeout:        core.Duration(StarterTimeout),
 		MemorySize:     128,
 		Environment: map[string]*string{
+			lambdaapi.EnvEnvironment:       jsii.String(props.Environment()),
 			lambdaapi.EnvStateMachineARN:   smArn,
 			lambdaapi.EnvIdempotencyWindow: jsii.String(lambdaapi.FormatWindow(eventsapi.StarterWindow)),
 		},

@@ -35,7 +35,7 @@ import (
 // invokes and that is not here fails the run at start.
 var sqsBuilders = map[string]func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error){
 	"lambdas/iniciar-pedido": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
-		return orderstart.ProcessorFromEnv(ctx, env, env.Logger("iniciar-pedido"))
+		return sqsconsumer.Start(ctx, "iniciar-pedido", env, orderstart.FromRuntime)
 	},
 	"lambdas/preparar-pedido": func(ctx context.Context, env *lambdaenv.Env) (*sqsbatch.Processor, error) {
 		return sqsconsumer.Start(ctx, "preparar-pedido", env, sqsconsumer.Preparation.FromRuntime)

@@ -203,9 +203,6 @@ func MetricsWriter(w io.Writer, env, dependency string) *metrics.Writer {
 	})
 }
 
-// Key returns the store key of the circuit.
-func (b *Breaker) Key() string { return b.key }
-
 // Stats returns the instance's counters.
 func (b *Breaker) Stats() Stats {
 	return Stats{

@@ -61,9 +61,3 @@ func (c *lru) put(key string, rec record) {
 		delete(c.items, last.Value.(*cacheEntry).key)
 	}
 }
-
-func (c *lru) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}

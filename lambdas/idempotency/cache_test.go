@@ -121,3 +121,9 @@ func TestCache(t *testing.T) {
 		}
 	})
 }
+
+func (c *lru) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -325,56 +328,47 @@ func (s *Store) tryClaim(ctx context.Context, key, hash string) (*claim, record,
 const ownerCondition = "#prop = :prop AND #est = :en_curso"
 
 func (s *Store) complete(ctx context.Context, c *claim, result []byte) (record, error) {
-	ctx, cancel := s.finalizeContext(ctx)
-	defer cancel()
-	exp := s.cfg.Now().Add(s.cfg.Expiry)
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.cfg.TableName),
-		Key:                 s.itemKey(c.key),
-		UpdateExpression:    aws.String("SET #est = :completado, #res = :res, #exp = :exp REMOVE #cb"),
-		ConditionExpression: aws.String(ownerCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#est": attrEstado, "#res": attrResultado, "#exp": attrExpiraEn, "#cb": attrCaducaBloqueo, "#prop": attrPropietario,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":completado": attrS(string(StatusCompleted)),
-			":res":        attrS(string(result)),
-			":exp":        attrN(exp.Unix()),
-			":prop":       attrS(c.owner),
-			":en_curso":   attrS(string(StatusInProgress)),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err != nil && !s.alreadyDone(ctx, c, err, StatusCompleted) {
-		return record{}, s.finalizeError("record result of", c, err)
+	exp := time.Unix(s.cfg.Now().Add(s.cfg.Expiry).Unix(), 0)
+	err := s.finish(ctx, c, StatusCompleted, "record result of", map[string]types.AttributeValue{
+		attrResultado: attrS(string(result)), attrExpiraEn: attrN(exp.Unix())})
+	if err != nil {
+		return record{}, err
 	}
-	return record{status: StatusCompleted, result: result, expiresAt: time.Unix(exp.Unix(), 0), owner: c.owner, payloadHash: c.hash}, nil
+	return record{status: StatusCompleted, result: result, expiresAt: exp, owner: c.owner, payloadHash: c.hash}, nil
 }
 
 func (s *Store) fail(ctx context.Context, c *claim, pe *failure.Error) error {
+	return s.finish(ctx, c, StatusFailed, "record permanent failure of", map[string]types.AttributeValue{
+		attrErrorCodigo:  attrS(retry.Truncate(pe.Code, maxErrorCodeBytes)),
+		attrErrorMensaje: attrS(retry.Truncate(pe.Err.Error(), maxErrorMessageBytes)),
+		attrExpiraEn:     attrN(s.cfg.Now().Add(s.cfg.Expiry).Unix()),
+	})
+}
+
+// finish moves the claim's EN_CURSO record to st with the attributes set
+// (and without its lock), fenced by ownerCondition.
+func (s *Store) finish(ctx context.Context, c *claim, st Status, what string, set map[string]types.AttributeValue) error {
 	ctx, cancel := s.finalizeContext(ctx)
 	defer cancel()
-	code := retry.Truncate(pe.Code, maxErrorCodeBytes)
+	names := map[string]string{"#est": attrEstado, "#cb": attrCaducaBloqueo, "#prop": attrPropietario}
+	values := map[string]types.AttributeValue{":est": attrS(string(st)), ":prop": attrS(c.owner), ":en_curso": attrS(string(StatusInProgress))}
+	expr := "SET #est = :est"
+	for i, name := range slices.Sorted(maps.Keys(set)) {
+		n := strconv.Itoa(i)
+		names["#a"+n], values[":a"+n] = name, set[name]
+		expr += ", #a" + n + " = :a" + n
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.cfg.TableName),
-		Key:                 s.itemKey(c.key),
-		UpdateExpression:    aws.String("SET #est = :fallido, #ec = :ec, #em = :em, #exp = :exp REMOVE #cb"),
-		ConditionExpression: aws.String(ownerCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#est": attrEstado, "#ec": attrErrorCodigo, "#em": attrErrorMensaje, "#exp": attrExpiraEn, "#cb": attrCaducaBloqueo, "#prop": attrPropietario,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":fallido":  attrS(string(StatusFailed)),
-			":ec":       attrS(code),
-			":em":       attrS(retry.Truncate(pe.Err.Error(), maxErrorMessageBytes)),
-			":exp":      attrN(s.cfg.Now().Add(s.cfg.Expiry).Unix()),
-			":prop":     attrS(c.owner),
-			":en_curso": attrS(string(StatusInProgress)),
-		},
+		TableName:                           aws.String(s.cfg.TableName),
+		Key:                                 s.itemKey(c.key),
+		UpdateExpression:                    aws.String(expr + " REMOVE #cb"),
+		ConditionExpression:                 aws.String(ownerCondition),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err != nil && !s.alreadyDone(ctx, c, err, StatusFailed) {
-		return s.finalizeError("record permanent failure of", c, err)
+	if err != nil && !s.alreadyDone(ctx, c, err, st) {
+		return s.finalizeError(what, c, err)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ const (
 	OpCorreoConfirmacion = "correo-confirmacion"
 	OpPreparacion        = "preparacion"
 	OpAvisoERP           = "aviso-erp"
+	OpReembolso          = "reembolso"
 )
 
 // KeyCobro returns the key of the card charge of an order:
@@ -32,6 +33,12 @@ const (
 // Idempotency-Key header.
 func KeyCobro(pedidoID string) (string, error) {
 	return joinKey(OpCobro, pedidoID)
+}
+
+// KeyReembolso returns the key of the refund of an order's charge:
+// "reembolso:<pedido_id>", also the gateway's Idempotency-Key.
+func KeyReembolso(pedidoID string) (string, error) {
+	return joinKey(OpReembolso, pedidoID)
 }
 
 // KeyCorreoConfirmacion returns the key of the confirmation e-mail of an

@@ -57,66 +57,46 @@ func (r record) expired(now time.Time) bool {
 }
 
 // decodeRecord reads an item written by this package, with an error that
-// names the key and the offending attribute for anything else.
+// names the key and the offending attribute for anything else (the first
+// problem found).
 func decodeRecord(key string, item map[string]types.AttributeValue) (record, error) {
-	bad := func(format string, a ...any) (record, error) {
-		return record{}, &RecordError{Key: key, Reason: fmt.Sprintf(format, a...)}
+	var problem string
+	note := func(ok bool, err error, missing string) {
+		switch {
+		case problem != "":
+		case err != nil:
+			problem = err.Error()
+		case !ok:
+			problem = missing
+		}
 	}
-	var r record
-	st, ok, err := stringAttr(item, attrEstado)
-	switch {
-	case err != nil:
-		return bad("%v", err)
-	case !ok:
-		return bad("no %s attribute", attrEstado)
+	str := func(name, missing string) string { // missing "": optional
+		v, ok, err := stringAttr(item, name)
+		note(ok || missing == "", err, missing)
+		return v
 	}
-	r.status = Status(st)
-	exp, ok, err := numberAttr(item, attrExpiraEn)
-	switch {
-	case err != nil:
-		return bad("%v", err)
-	case !ok:
-		return bad("no %s attribute", attrExpiraEn)
+	num := func(name, missing string) int64 {
+		v, ok, err := numberAttr(item, name)
+		note(ok, err, missing)
+		return v
 	}
-	r.expiresAt = time.Unix(exp, 0)
-	if r.owner, _, err = stringAttr(item, attrPropietario); err != nil {
-		return bad("%v", err)
-	}
-	if r.payloadHash, _, err = stringAttr(item, attrHashCarga); err != nil {
-		return bad("%v", err)
-	}
-
+	r := record{status: Status(str(attrEstado, "no "+attrEstado+" attribute"))}
+	r.expiresAt = time.Unix(num(attrExpiraEn, "no "+attrExpiraEn+" attribute"), 0)
+	r.owner, r.payloadHash = str(attrPropietario, ""), str(attrHashCarga, "")
+	without := func(name string) string { return fmt.Sprintf("%s record without %s", r.status, name) }
 	switch r.status {
 	case StatusInProgress:
-		ms, ok, err := numberAttr(item, attrCaducaBloqueo)
-		switch {
-		case err != nil:
-			return bad("%v", err)
-		case !ok:
-			return bad("%s record without %s", r.status, attrCaducaBloqueo)
-		}
-		r.lockExpiresAt = time.UnixMilli(ms)
+		r.lockExpiresAt = time.UnixMilli(num(attrCaducaBloqueo, without(attrCaducaBloqueo)))
 	case StatusCompleted:
-		res, ok, err := stringAttr(item, attrResultado)
-		switch {
-		case err != nil:
-			return bad("%v", err)
-		case !ok:
-			return bad("%s record without %s", r.status, attrResultado)
-		}
-		r.result = []byte(res)
+		r.result = []byte(str(attrResultado, without(attrResultado)))
 	case StatusFailed:
-		var ok bool
-		if r.errCode, ok, err = stringAttr(item, attrErrorCodigo); err != nil {
-			return bad("%v", err)
-		} else if !ok {
-			return bad("%s record without %s", r.status, attrErrorCodigo)
-		}
-		if r.errMsg, _, err = stringAttr(item, attrErrorMensaje); err != nil {
-			return bad("%v", err)
-		}
+		r.errCode = str(attrErrorCodigo, without(attrErrorCodigo))
+		r.errMsg = str(attrErrorMensaje, "")
 	default:
-		return bad("unknown %s %q (want %s, %s or %s)", attrEstado, st, StatusInProgress, StatusCompleted, StatusFailed)
+		note(false, nil, fmt.Sprintf("unknown %s %q (want %s, %s or %s)", attrEstado, r.status, StatusInProgress, StatusCompleted, StatusFailed))
+	}
+	if problem != "" {
+		return record{}, &RecordError{Key: key, Reason: problem}
 	}
 	return r, nil
 }

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,88 +86,71 @@ func (e *Env) String(key, def string) string { return cmp.Or(e.raw(key), def) }
 // it is not one of allowed.
 func (e *Env) OneOf(key, def string, allowed ...string) string {
 	v := e.String(key, def)
-	for _, a := range allowed {
-		if v == a {
-			return v
-		}
+	if !slices.Contains(allowed, v) {
+		e.fail(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+		return def
 	}
-	e.fail(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
-	return def
+	return v
 }
 
-// Int returns the variable as an integer in [min, max], or def when empty.
-func (e *Env) Int(key string, def, min, max int) int {
+// parsed returns the variable as parse reads it, or def when it is empty;
+// a value parse refuses is a problem (want says what it takes).
+func parsed[T any](e *Env, key string, def T, want string, parse func(string) (T, bool)) T {
 	v := e.raw(key)
 	if v == "" {
 		return def
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < min || n > max {
-		e.fail(key, "%q: want an integer in %d..%d", v, min, max)
+	x, ok := parse(v)
+	if !ok {
+		e.fail(key, "%q: want %s", v, want)
 		return def
 	}
-	return n
+	return x
+}
+
+// Int returns the variable as an integer in [min, max], or def when empty.
+func (e *Env) Int(key string, def, min, max int) int {
+	return parsed(e, key, def, fmt.Sprintf("an integer in %d..%d", min, max), func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= min && n <= max
+	})
 }
 
 // Duration returns the variable as a Go duration ("30s", "2m") in
 // [min, max], or def when empty.
 func (e *Env) Duration(key string, def, min, max time.Duration) time.Duration {
-	v := e.raw(key)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < min || d > max {
-		e.fail(key, "%q: want a duration in %s..%s", v, min, max)
-		return def
-	}
-	return d
+	return parsed(e, key, def, fmt.Sprintf("a duration in %s..%s", min, max), func(v string) (time.Duration, bool) {
+		d, err := time.ParseDuration(v)
+		return d, err == nil && d >= min && d <= max
+	})
 }
 
 // Bool returns the variable as a boolean (true/false/1/0), or def when empty.
 func (e *Env) Bool(key string, def bool) bool {
-	v := e.raw(key)
-	if v == "" {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		e.fail(key, "%q: want true or false", v)
-		return def
-	}
-	return b
+	return parsed(e, key, def, "true or false", func(v string) (bool, bool) {
+		b, err := strconv.ParseBool(v)
+		return b, err == nil
+	})
 }
 
 // URL returns the variable as an absolute http(s) URL. Empty is a problem when
 // required, else returns nil.
 func (e *Env) URL(key string, required bool) *url.URL {
-	v := e.raw(key)
-	if v == "" {
-		if required {
-			e.fail(key, "required")
-		}
-		return nil
+	if required {
+		e.Required(key)
 	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		e.fail(key, "%q: want an absolute http(s) URL", v)
-		return nil
-	}
-	return u
+	return parsed(e, key, nil, "an absolute http(s) URL", func(v string) (*url.URL, bool) {
+		u, err := url.Parse(v)
+		return u, err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+	})
 }
 
 // LogLevel returns LOG_LEVEL (DEBUG, INFO, WARN, ERROR; default INFO).
 func (e *Env) LogLevel() slog.Level {
-	v := e.raw("LOG_LEVEL")
-	if v == "" {
-		return slog.LevelInfo
-	}
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(v)); err != nil {
-		e.fail("LOG_LEVEL", "%q: want DEBUG, INFO, WARN or ERROR", v)
-		return slog.LevelInfo
-	}
-	return l
+	return parsed(e, "LOG_LEVEL", slog.LevelInfo, "DEBUG, INFO, WARN or ERROR", func(v string) (slog.Level, bool) {
+		var l slog.Level
+		return l, l.UnmarshalText([]byte(v)) == nil
+	})
 }
 
 // Logger is the project's JSON logger on stdout at LOG_LEVEL, tagged with the

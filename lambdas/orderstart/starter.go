@@ -31,7 +31,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
 	"github.com/mercadofresco/integration/lambdas/consumers"
@@ -39,9 +38,9 @@ import (
 	"github.com/mercadofresco/integration/lambdas/failure"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
-	"github.com/mercadofresco/integration/lambdas/retry"
 	"github.com/mercadofresco/integration/lambdas/signing"
 	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 )
 
 // StartExecutionAPI is the one Step Functions operation the starter needs;
@@ -120,7 +119,6 @@ type Starter struct {
 	log          *slog.Logger
 	window       sqsbatch.Window
 	verifier     signing.Verifier
-	rand         retry.Rand
 }
 
 // Option configures New.
@@ -134,13 +132,6 @@ func WithWindow(d time.Duration) Option { return func(s *Starter) { s.window.Max
 // WithVerifier sets the check of each event's charge signature (required:
 // the starter starts only orders the outbox publisher signed).
 func WithVerifier(v signing.Verifier) Option { return func(s *Starter) { s.verifier = v } }
-
-// WithClock sets the window's clock (default time.Now).
-func WithClock(now func() time.Time) Option { return func(s *Starter) { s.window.Now = now } }
-
-// WithRand sets the source of the jitter of a failed start's return
-// (default math/rand/v2's global source).
-func WithRand(r retry.Rand) Option { return func(s *Starter) { s.rand = r } }
 
 // New returns a Starter for the state machine ARN.
 func New(api StartExecutionAPI, stateMachineARN string, log *slog.Logger, opts ...Option) (*Starter, error) {
@@ -259,7 +250,6 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 	return sqsbatch.Config{
 		Handler:  s.Handler(),
 		Envelope: consumers.Starter.Envelope(),
-		Rand:     s.rand,
 		IdempotencyKey: func(rec *sqsbatch.Record) (string, error) {
 			var env struct {
 				Detail struct {
@@ -275,48 +265,36 @@ func BatchConfig(s *Starter) sqsbatch.Config {
 	}
 }
 
-// ProcessorFromEnv builds the starter's batch processor from the function's
-// environment with real clients, as lambdas/iniciar-pedido's main does:
-// STATE_MACHINE_ARN, SIGNING_SECRET_ARN (the charge-signing key), DLQ_URLS,
-// CONSUMER_VERSION (default: the binary's hash), IDEMPOTENCY_WINDOW
-// (default and maximum eventsapi.StarterWindow), VISIBILITY_TIMEOUT (a
-// failed start comes back after sqsbatch's jitter of it), AWS_MAX_ATTEMPTS.
-// opts follow the environment's.
-func ProcessorFromEnv(ctx context.Context, env *lambdaenv.Env, log *slog.Logger, opts ...Option) (*sqsbatch.Processor, error) {
-	arn := env.Required(lambdaapi.EnvStateMachineARN)
-	secretARN := env.Required(signing.EnvSecretARN)
-	window := env.Duration(lambdaapi.EnvIdempotencyWindow, eventsapi.StarterWindow, lambdaapi.ReadmissionValidity, eventsapi.StarterWindow)
-	visibility := env.Duration(lambdaapi.EnvVisibilityTimeout, 0, 0, 12*time.Hour)
-	version := env.String(lambdaapi.EnvConsumerVersion, "")
-	routes, rerr := lambdaapi.ParseDLQRoutes(env.String(lambdaapi.EnvDLQRoutes, ""))
-	if err := errors.Join(env.Err(), rerr); err != nil {
+// FromRuntime builds the starter's batch processor with real clients, as
+// lambdas/iniciar-pedido's main does (Function): STATE_MACHINE_ARN,
+// SIGNING_SECRET_ARN (the charge-signing key), IDEMPOTENCY_WINDOW
+// (default and maximum eventsapi.StarterWindow) and the settings every
+// consumer reads (sqsconsumer.Settings: DLQ_URLS, CONSUMER_VERSION,
+// VISIBILITY_TIMEOUT, after a jitter of which a failed start comes back).
+func FromRuntime(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
+	arn := rt.Env.Required(lambdaapi.EnvStateMachineARN)
+	secretARN := rt.Env.Required(signing.EnvSecretARN)
+	if err := rt.Env.Err(); err != nil {
 		return nil, err
 	}
-	awsCfg, err := env.LoadAWSConfig(ctx)
+	keys, err := signing.NewSecretSource(secretsmanager.NewFromConfig(rt.AWS), secretARN, nil)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := signing.NewSecretSource(secretsmanager.NewFromConfig(awsCfg), secretARN, nil)
-	if err != nil {
-		return nil, err
-	}
-	s, err := New(sfn.NewFromConfig(awsCfg), arn, log, append([]Option{WithWindow(window), WithVerifier(keys)}, opts...)...)
+	window := cmp.Or(rt.Settings.IdempotencyWindow, eventsapi.StarterWindow)
+	s, err := New(sfn.NewFromConfig(rt.AWS), arn, rt.Log, WithWindow(window), WithVerifier(keys))
 	if err != nil {
 		return nil, err
 	}
 	cfg := BatchConfig(s)
-	cfg.ConsumerVersion = version
-	client := sqs.NewFromConfig(awsCfg)
-	cfg.DLQ, cfg.Visibility, cfg.ReturnAfter = client, client, visibility
-	cfg.DLQRoutes = routes
-	cfg.Logger = log
-	return sqsbatch.New(cfg)
+	cfg.DLQ, cfg.Visibility, cfg.Logger = rt.SQS, rt.SQS, rt.Log
+	return rt.Settings.Batch(cfg)
 }
 
 // Function builds the iniciar-pedido function's handler (its main; see
-// ProcessorFromEnv).
-func Function(ctx context.Context, env *lambdaenv.Env, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	p, err := ProcessorFromEnv(ctx, env, log)
+// FromRuntime).
+func Function(ctx context.Context, env *lambdaenv.Env, _ *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	p, err := sqsconsumer.Start(ctx, "iniciar-pedido", env, FromRuntime)
 	if err != nil {
 		return nil, err
 	}

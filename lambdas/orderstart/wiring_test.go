@@ -13,6 +13,8 @@ import (
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/orderstart"
 	"github.com/mercadofresco/integration/lambdas/signing"
+	"github.com/mercadofresco/integration/lambdas/sqsbatch"
+	"github.com/mercadofresco/integration/lambdas/sqsconsumer"
 	"log/slog"
 	"os"
 	"strings"
@@ -71,7 +73,11 @@ func TestDeployedStarterReturnsFailuresJittered(t *testing.T) {
 	aws.Fail("AWSStepFunctions.StartExecution", 400, "ThrottlingException")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := orderstart.ProcessorFromEnv(ctx, lambdaenv.New(os.Getenv), slog.New(slog.DiscardHandler), orderstart.WithRand(testseed.New(t)))
+	rnd := testseed.New(t)
+	p, err := sqsconsumer.Start(ctx, "iniciar-pedido", lambdaenv.New(os.Getenv), func(ctx context.Context, rt *sqsconsumer.Runtime) (*sqsbatch.Processor, error) {
+		rt.Settings.Rand = rnd
+		return orderstart.FromRuntime(ctx, rt)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func (c *Client) Charge(ctx context.Context, key string, req ChargeRequest) (Cha
 	return out, err
 }
 
-// Refund refunds a charge once per key (reembolso:<pedido_id>, see KeyReembolso).
+// Refund refunds a charge once per key (reembolso:<pedido_id>, see idempotency.KeyReembolso).
 func (c *Client) Refund(ctx context.Context, key string, req RefundRequest) (Refund, error) {
 	var out Refund
 	err := c.post(ctx, PathReembolsos, key, req, &out)

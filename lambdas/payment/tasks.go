@@ -20,23 +20,6 @@ import (
 	"github.com/mercadofresco/integration/lambdas/signing"
 )
 
-// OpReembolso is the operation prefix of refund keys.
-const OpReembolso = "reembolso"
-
-// KeyCobro returns the idempotency key of an order's charge,
-// "cobro:<pedido_id>" (idempotency.KeyCobro): the task's record in
-// mercadofresco-idempotencia and the gateway's Idempotency-Key.
-func KeyCobro(pedidoID string) (string, error) { return idempotency.KeyCobro(pedidoID) }
-
-// KeyReembolso returns the idempotency key of an order's refund,
-// "reembolso:<pedido_id>", with the same validation as KeyCobro.
-func KeyReembolso(pedidoID string) (string, error) {
-	if _, err := idempotency.KeyCobro(pedidoID); err != nil {
-		return "", err
-	}
-	return OpReembolso + ":" + pedidoID, nil
-}
-
 // Gateway is what the tasks need from the gateway client (*Client).
 type Gateway interface {
 	Charge(ctx context.Context, key string, req ChargeRequest) (Charge, error)
@@ -150,7 +133,7 @@ func (t *Tasks) Cobro(ctx context.Context, in lambdaapi.CobroInput) (lambdaapi.C
 	if err := validate(in.PedidoID, in.ImporteCentimos, in.Moneda, [2]string{"token_tarjeta", in.TokenTarjeta}); err != nil {
 		return lambdaapi.CobroOutput{}, err
 	}
-	key, err := KeyCobro(in.PedidoID)
+	key, err := idempotency.KeyCobro(in.PedidoID)
 	if err != nil {
 		return lambdaapi.CobroOutput{}, &TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
 	}
@@ -180,7 +163,7 @@ func (t *Tasks) Reembolso(ctx context.Context, in lambdaapi.ReembolsoInput) (lam
 	if err := validate(in.PedidoID, in.ImporteCentimos, in.Moneda, [2]string{"referencia_cobro", in.ReferenciaCobro}); err != nil {
 		return lambdaapi.ReembolsoOutput{}, err
 	}
-	key, err := KeyReembolso(in.PedidoID)
+	key, err := idempotency.KeyReembolso(in.PedidoID)
 	if err != nil {
 		return lambdaapi.ReembolsoOutput{}, &TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
 	}
@@ -209,7 +192,7 @@ func (t *Tasks) Reembolso(ctx context.Context, in lambdaapi.ReembolsoInput) (lam
 // the amount charged. A refund the charge does not back is
 // SolicitudInvalida, before any call or claim.
 func (t *Tasks) refundable(ctx context.Context, in lambdaapi.ReembolsoInput) error {
-	cobroKey, err := KeyCobro(in.PedidoID)
+	cobroKey, err := idempotency.KeyCobro(in.PedidoID)
 	if err != nil {
 		return &TaskError{Name: lambdaapi.ErrSolicitudInvalida, Message: err.Error(), Err: err}
 	}

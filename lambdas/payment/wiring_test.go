@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"github.com/mercadofresco/integration/internal/lambdatest"
 	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/lambdas/idempotency"
 	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/lambdas/lambdaenv"
 	"github.com/mercadofresco/integration/lambdas/payment"
@@ -95,7 +96,7 @@ func TestDeployedCobroChargesGateway(t *testing.T) {
 	if n := gw.ChargesFor("P-91"); n != 1 || out.ReferenciaCobro != gw.Charges()[0].ID {
 		t.Fatalf("gateway charged P-91 %d times, task answered %+v", n, out)
 	}
-	wantGatewayCall(t, env, aws, gw, cache, payment.PathCobros, payment.KeyCobro, "P-91")
+	wantGatewayCall(t, env, aws, gw, cache, payment.PathCobros, idempotency.KeyCobro, "P-91")
 }
 
 // The deployed refund task, built as its main builds it
@@ -140,5 +141,5 @@ func TestDeployedReembolsoRefundsGateway(t *testing.T) {
 	if refunds := gw.Refunds(); len(refunds) != 1 || refunds[0].ReferenciaCobro != charged.ReferenciaCobro || out.ReferenciaReembolso != refunds[0].ID {
 		t.Fatalf("gateway refunds %+v, task answered %+v, want one refund of %s", refunds, out, charged.ReferenciaCobro)
 	}
-	wantGatewayCall(t, env, aws, gw, cache, payment.PathReembolsos, payment.KeyReembolso, "P-92")
+	wantGatewayCall(t, env, aws, gw, cache, payment.PathReembolsos, idempotency.KeyReembolso, "P-92")
 }

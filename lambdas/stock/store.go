@@ -367,8 +367,8 @@ type Totals struct {
 }
 
 type totals struct {
-	exists     bool
-	disponible int64
+	exists                             bool
+	existencias, reservado, disponible int64
 	// version is 0 on totals no change has begun on since it was added.
 	version int64
 	pending map[string]change
@@ -383,7 +383,11 @@ func (s *Store) getTotals(ctx context.Context, sku string) (totals, error) {
 	if !t.exists {
 		return t, nil
 	}
-	if t.disponible, err = getN(out.Item, attrDisponible); err != nil {
+	var e1, e2, e3 error
+	t.existencias, e1 = getN(out.Item, attrExistencias)
+	t.reservado, e2 = getN(out.Item, attrReservado)
+	t.disponible, e3 = getN(out.Item, attrDisponible)
+	if err := errors.Join(e1, e2, e3); err != nil {
 		return t, fmt.Errorf("%w: totals of %s: %w", ErrStore, sku, err)
 	}
 	if _, set := out.Item[attrVersion]; set {
@@ -407,27 +411,8 @@ func (s *Store) getTotals(ctx context.Context, sku string) (totals, error) {
 
 // Read returns the totals of sku (zero values when it has none).
 func (s *Store) Read(ctx context.Context, sku string) (Totals, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(sku, ElementoTotales), ConsistentRead: aws.Bool(true)})
-	if err := s.wrap(err); err != nil {
-		return Totals{}, err
-	}
-	t := Totals{SKU: sku}
-	if len(out.Item) == 0 {
-		return t, nil
-	}
-	var e1, e2, e3 error
-	t.Existencias, e1 = getN(out.Item, attrExistencias)
-	t.Reservado, e2 = getN(out.Item, attrReservado)
-	t.Disponible, e3 = getN(out.Item, attrDisponible)
-	for name := range out.Item {
-		if strings.HasPrefix(name, pendingPrefix) {
-			t.Pending++
-		}
-	}
-	if err := errors.Join(e1, e2, e3); err != nil {
-		return t, fmt.Errorf("%w: totals of %s: %w", ErrStore, sku, err)
-	}
-	return t, nil
+	t, err := s.getTotals(ctx, sku)
+	return Totals{SKU: sku, Existencias: t.existencias, Reservado: t.reservado, Disponible: t.disponible, Pending: len(t.pending)}, err
 }
 
 func (c change) item() types.AttributeValue {

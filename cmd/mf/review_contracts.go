@@ -31,11 +31,8 @@ func contractReview(w io.Writer, app *synthesized.App) error {
 	consumers, producers := map[string][]string{}, map[string][]string{}
 	for _, r := range app.Resources("") {
 		for key, into := range map[string]map[string][]string{synthesized.MetadataAccepts: consumers, synthesized.MetadataProduces: producers} {
-			ds, _ := r.Metadata[key].([]any)
-			for _, d := range ds {
-				dm, _ := d.(map[string]any)
-				typ, _ := dm["type"].(string)
-				into[typ] = append(into[typ], fmt.Sprintf("%s %s (versions %v)", r.Stack, r.LogicalID, dm["versions"]))
+			for _, d := range synthesized.Declarations(r.Metadata[key]) {
+				into[d.Type] = append(into[d.Type], fmt.Sprintf("%s %s (versions %v)", r.Stack, r.LogicalID, d.Versions))
 			}
 		}
 	}

@@ -7,7 +7,7 @@ package cdktest
 
 import (
 	"fmt"
-	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +33,7 @@ import (
 // `go test` starts: `make test` does that. Run directly with another Node
 // first on PATH, Main says so on stderr (the tests still run).
 func Main(m *testing.M, cleanup ...func()) {
-	if dir, err := localaws.FindUp("node_modules/.bin/node"); err == nil {
+	if dir, err := gobuild.FindUp("node_modules/.bin/node"); err == nil {
 		bin := filepath.Join(dir, "node_modules", ".bin")
 		if found, err := exec.LookPath("node"); err == nil && filepath.Dir(found) != bin {
 			fmt.Fprintf(os.Stderr, "cdktest: jsii runs on %s, not the project's pinned Node in %s; run tests with `make test` or PATH=%s:$PATH\n", found, bin, bin)

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercadofresco/integration/internal/localaws"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 
 	"github.com/mercadofresco/integration/internal/testseed"
 	"github.com/redis/go-redis/v9"
@@ -167,7 +167,7 @@ func claimsWithoutCondition(t *testing.T, endpoint string, prefixes ...string) s
 // seed and logs set here) and returns the report, written to report when
 // not empty.
 func runScenario(t *testing.T, sc Scenario, opts Options, report string) *Report {
-	root, err := localaws.FindUp("go.mod")
+	root, err := gobuild.FindUp("go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

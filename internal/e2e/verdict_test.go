@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/internal/localaws"
 	"github.com/mercadofresco/integration/lambdas/payment"
 	"github.com/mercadofresco/integration/synthesized"
@@ -391,7 +392,7 @@ func TestMatchFilter(t *testing.T) {
 // that entered the CompensacionFallida Fail state: not the one that ended
 // in PedidoFallido, nor the other events of either.
 func TestCompensationAlarmOnDocumentedLog(t *testing.T) {
-	root, err := localaws.FindUp("go.mod")
+	root, err := gobuild.FindUp("go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

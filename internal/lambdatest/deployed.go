@@ -13,6 +13,7 @@ package lambdatest
 
 import (
 	"fmt"
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/internal/localaws"
 	"path/filepath"
 	"strconv"
@@ -27,7 +28,7 @@ import (
 // app loads the committed templates of env (the stack name's suffix).
 func app(t testing.TB, env string) *synthesized.App {
 	t.Helper()
-	root, err := localaws.FindUp("go.mod")
+	root, err := gobuild.FindUp("go.mod")
 	if err != nil {
 		t.Fatalf("lambdatest: %v", err)
 	}

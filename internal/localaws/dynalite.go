@@ -31,6 +31,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 )
 
 // dynaliteReady bounds the wait for dynalite to answer; node starts in well
@@ -67,7 +69,7 @@ func LaunchDynalite(ctx context.Context) (*Dynalite, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := FindUp(guardFile)
+	root, err := gobuild.FindUp(guardFile)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +167,7 @@ func findDynalite() (string, error) {
 		return p, nil
 	}
 	const rel = "node_modules/.bin/dynalite"
-	if dir, err := FindUp(rel); err == nil {
+	if dir, err := gobuild.FindUp(rel); err == nil {
 		return filepath.Join(dir, rel), nil
 	}
 	return "", errors.New("dynalite not found: set $DYNALITE, put it on $PATH or run `npm ci` in the repository root")

@@ -1,15 +1,13 @@
 package localaws
 
 // Processes: what the harnesses that start local
-// processes share: finding the project's files above the working directory
-// (node_modules, go.mod), a free port, and a buffer that several goroutines
+// processes share: a free port, and a buffer that several goroutines
 // write (a process's stderr, a logger's output).
 
 import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,30 +15,6 @@ import (
 	"syscall"
 	"time"
 )
-
-// FindUp returns the nearest directory at or above the working directory
-// that holds every one of rels (slash-separated paths relative to it).
-func FindUp(rels ...string) (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		found := true
-		for _, rel := range rels {
-			if _, err := os.Stat(filepath.Join(dir, rel)); err != nil {
-				found = false
-				break
-			}
-		}
-		if found {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("no directory above %s holds %s", wd, strings.Join(rels, " and "))
-		}
-	}
-}
 
 // FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
 // Another process may take it before the server binds, so callers retry a

@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
+	"github.com/mercadofresco/integration/constructs/golambda/gobuild"
 	"github.com/mercadofresco/integration/synthesized"
 )
 
@@ -151,7 +152,7 @@ type execution struct {
 // (os.Stderr when nil).
 func NewStepFunctions(t testing.TB, seed uint64, logs io.Writer) *StepFunctions {
 	t.Helper()
-	root, err := FindUp("go.mod", "node_modules/.bin/node")
+	root, err := gobuild.FindUp("go.mod", "node_modules/.bin/node")
 	if err != nil {
 		t.Fatalf("stepfunctions: %v", err)
 	}

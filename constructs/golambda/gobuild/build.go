@@ -378,19 +378,34 @@ func (b *Builder) Root() (string, error) {
 	if b.ModuleRoot != "" {
 		return filepath.Abs(b.ModuleRoot)
 	}
-	dir, err := os.Getwd()
+	dir, err := FindUp("go.mod")
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBuild, err)
+		return "", fmt.Errorf("%w: %w", ErrBuild, err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+	return dir, nil
+}
+
+// FindUp returns the nearest directory at or above the working directory
+// that holds every one of rels (slash-separated paths relative to it).
+func FindUp(rels ...string) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		found := true
+		for _, rel := range rels {
+			if _, err := os.Stat(filepath.Join(dir, rel)); err != nil {
+				found = false
+				break
+			}
+		}
+		if found {
 			return dir, nil
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("%w: no go.mod above the working directory", ErrBuild)
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("no directory above %s holds %s", wd, strings.Join(rels, " and "))
 		}
-		dir = parent
 	}
 }
 

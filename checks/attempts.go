@@ -343,7 +343,7 @@ func retryFactor(state map[string]any, name string) (Factor, bool) {
 	total := 1.0
 	var parts []string
 	for _, r := range listOf(state["Retry"]) {
-		if errs := listOf(synthesized.Dig(r, "ErrorEquals")); len(errs) == 1 && errs[0] == lambdaapi.ErrLambdaThrottled {
+		if synthesized.ThrottleOnly(r) {
 			continue // Lambda refused the invocation: the function did not run
 		}
 		n := synthesized.Number(synthesized.Dig(r, "MaxAttempts"), defaultSFNMaxAttempts)

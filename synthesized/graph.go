@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mercadofresco/integration/lambdas/lambdaapi"
 	"github.com/mercadofresco/integration/synthesized/eventpattern"
 )
 
@@ -305,6 +306,14 @@ func (a *App) renderDefinition(sm *Resource) (map[string]any, error) {
 		return nil, fmt.Errorf("%w: %s: the definition is not JSON (%v)", ErrUnresolvable, sm.Path(), err)
 	}
 	return def, nil
+}
+
+// ThrottleOnly reports whether a Step Functions retrier retries Lambda's
+// refusal of an invocation (lambdaapi.ErrLambdaThrottled) alone: the
+// function did not run, so its attempts are not the function's.
+func ThrottleOnly(retrier any) bool {
+	errs, _ := Dig(retrier, "ErrorEquals").([]any)
+	return len(errs) == 1 && errs[0] == lambdaapi.ErrLambdaThrottled
 }
 
 // WalkStates calls f for every state of a definition, those inside Map and

@@ -114,7 +114,7 @@ func scaleDefinition(def map[string]any, waitScale, execScale float64) map[strin
 		retries, _ := s["Retry"].([]any)
 		for _, rv := range retries {
 			r, scale := rv.(map[string]any), waitScale
-			if errs, _ := r["ErrorEquals"].([]any); len(errs) == 1 && errs[0] == lambdaapi.ErrLambdaThrottled {
+			if synthesized.ThrottleOnly(r) {
 				scale = execScale
 			}
 			r["IntervalSeconds"] = cmp.Or(r["IntervalSeconds"], any(1.0)).(float64) / scale
